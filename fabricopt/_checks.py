@@ -1,0 +1,98 @@
+"""Argument checks shared by every public function.
+
+Messages follow one pattern: ``"func(): name must be RULE, got VALUE"`` so a user sees which call,
+which argument, what is allowed and what they passed.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import InvalidParameterError
+
+
+def fail(func: str, name: str, rule: str, value: Any) -> InvalidParameterError:
+    """Build the standard error for argument ``name`` of ``func``."""
+    return InvalidParameterError(f"{func}(): {name} must be {rule}, got {value!r}")
+
+
+def check_int(func: str, name: str, value: Any, minimum: int | None = None,
+              maximum: int | None = None, even: bool = False) -> int:
+    """Return ``value`` as an int, or raise if it is not a whole number in range."""
+    rule = "an integer"
+    if even:
+        rule = "an even integer"
+    if minimum is not None:
+        rule += f" >= {minimum}"
+    if maximum is not None:
+        rule += f" <= {maximum}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise fail(func, name, rule, value)
+    value = int(value)
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise fail(func, name, rule, value)
+    if even and value % 2:
+        raise fail(func, name, rule, value)
+    return value
+
+
+def check_positive(func: str, name: str, value: Any, allow_zero: bool = False) -> float:
+    """Return ``value`` as a float, or raise if it is not a finite number > 0 (or >= 0)."""
+    rule = "a finite number >= 0" if allow_zero else "a finite number > 0"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise fail(func, name, rule, value)
+    value = float(value)
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise fail(func, name, rule, value)
+    return value
+
+
+def check_bool(func: str, name: str, value: Any) -> bool:
+    """Return ``value`` if it is a bool (numpy bools too), else raise."""
+    if not isinstance(value, bool | np.bool_):
+        raise fail(func, name, "True or False", value)
+    return bool(value)
+
+
+def check_choice(func: str, name: str, value: Any, choices: Sequence[Any]) -> Any:
+    """Return ``value`` if it is one of ``choices``, else raise naming them."""
+    if value not in choices:
+        raise fail(func, name, "one of " + ", ".join(repr(c) for c in choices), value)
+    return value
+
+
+def check_int_sequence(func: str, name: str, value: Any, minimum: int = 1,
+                       length: int | None = None) -> tuple[int, ...]:
+    """Return ``value`` as a tuple of ints >= ``minimum`` (optionally of a given length)."""
+    rule = f"a sequence of integers >= {minimum}"
+    if length is not None:
+        rule += f" of length {length}"
+    if isinstance(value, str | bytes) or not isinstance(value, Sequence | np.ndarray):
+        raise fail(func, name, rule, value)
+    items = list(value)
+    if not items or (length is not None and len(items) != length):
+        raise fail(func, name, rule, value)
+    for item in items:
+        if isinstance(item, bool) or not isinstance(item, numbers.Integral) or item < minimum:
+            raise fail(func, name, rule, value)
+    return tuple(int(i) for i in items)
+
+
+def as_rng(seed: Any) -> np.random.Generator:
+    """Normalise ``seed`` (None, int or numpy Generator) into a numpy Generator.
+
+    >>> bool(as_rng(1).integers(100) == as_rng(1).integers(100))
+    True
+    """
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is None or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool)
+                        and int(seed) >= 0):
+        return np.random.default_rng(None if seed is None else int(seed))
+    raise InvalidParameterError(
+        f"seed must be None, an integer >= 0 or a numpy.random.Generator, got {seed!r}")

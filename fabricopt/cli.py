@@ -1,0 +1,104 @@
+"""The ``fabricopt`` command line.
+
+Each subcommand is a thin layer over the public API: parse, call, print. A fabric is named
+either by a generator and ``key=value`` parameters (``fabricopt show fat_tree k=8``) or, where
+design files are supported, by a path to one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from ._version import __version__
+from .errors import FabricOptError
+from .fabric import Fabric
+from .generators import GENERATORS
+
+
+def parse_value(text: str) -> Any:
+    """Read a command-line value as a Python literal when it is one, else keep the string.
+
+    >>> parse_value("8"), parse_value("0.5"), parse_value("[5,4,4,5]"), parse_value("ndr")
+    (8, 0.5, [5, 4, 4, 5], 'ndr')
+    >>> parse_value("true"), parse_value("None")
+    (True, None)
+    """
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def parse_assignments(items: Sequence[str]) -> dict[str, Any]:
+    """Turn ``["k=8", "link_gbps=400"]`` into ``{"k": 8, "link_gbps": 400}``."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.isidentifier():
+            raise FabricOptError(f"expected key=value, got {item!r}")
+        out[key] = parse_value(value)
+    return out
+
+
+def load_fabric(target: str, assignments: Sequence[str]) -> list[Fabric]:
+    """The fabric(s) a command names: a generator with parameters, or a design file."""
+    params = parse_assignments(assignments)
+    if target in GENERATORS:
+        try:
+            return [GENERATORS[target](**params)]
+        except TypeError as exc:  # unknown keyword for this generator
+            raise FabricOptError(f"{target}: {exc}") from None
+    if target.endswith(".toml"):
+        from .specs import load_design  # design files arrive with the specs module
+
+        loaded = load_design(target, **params)
+        return loaded if isinstance(loaded, list) else [loaded]
+    raise FabricOptError(f"unknown generator or design file {target!r}; generators: "
+                         + ", ".join(sorted(GENERATORS)))
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    for fab in load_fabric(args.target, args.params):
+        fab.validate()
+        print(fab.summary())
+        print()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``fabricopt`` command."""
+    parser = argparse.ArgumentParser(
+        prog="fabricopt", description="Design GPU-cluster fabrics and compute what they carry.")
+    parser.add_argument("--version", action="version", version=f"fabricopt {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    show = sub.add_parser("show", help="print a fabric's summary",
+                          description="Print a fabric's summary. TARGET is a generator name "
+                          "(" + ", ".join(sorted(GENERATORS)) + ") or a design file.")
+    show.add_argument("target", help="generator name or design file (.toml)")
+    show.add_argument("params", nargs="*", help="generator parameters as key=value")
+    show.set_defaults(func=_cmd_show)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code (2 for bad input)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (FabricOptError, ValueError) as exc:
+        print(f"fabricopt {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,371 @@
+"""The Fabric: the one data model every solver, estimator and plot consumes.
+
+A fabric wraps a :class:`networkx.DiGraph`. A physical bidirectional link, or a bundle of
+parallel links between the same two devices, is two arcs. Units and attributes:
+
+========  ==========================  =====================================================
+where     attribute                   meaning
+========  ==========================  =====================================================
+arc       ``capacity``                Gb/s (10^9 bit/s) per direction, whole bundle
+arc       ``links``                   number of physical links in the bundle
+arc       ``tech``                    link technology, e.g. ``"nvlink4"``, ``"ndr"``, ``"800gbe"``
+arc       ``tier``                    e.g. ``"gpu-leaf"``, ``"leaf-spine"``, ``"spine-core"``
+node      ``role``                    ``"gpu"``, ``"switch"`` or ``"nic"``
+node      ``layer``                   0 for GPUs, rising towards the core
+node      ``node, pod, rail, plane``  position, where it means something (optional)
+switch    ``model``                   catalog key of the switch
+switch    ``radix``                   ports at the rate of the links attached
+switch    ``reduce``                  True where the switch reduces in-network (SHARP)
+========  ==========================  =====================================================
+
+``capacity`` is the networkx flow convention, so ``networkx.maximum_flow(fab.graph, s, t)``
+works as is.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections import Counter, defaultdict
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from .errors import InvalidFabricError, InvalidParameterError
+from .symmetry import Symmetry
+
+ROLES = ("gpu", "switch", "nic")
+
+
+class Fabric:
+    """A GPU interconnect: a directed graph with capacities, endpoints and metadata.
+
+    Parameters
+    ----------
+    graph : networkx.DiGraph
+        Arcs carry ``capacity`` (Gb/s per direction), ``links``, ``tech`` and ``tier``; nodes
+        carry ``role`` and ``layer`` (see the module docstring).
+    endpoints : iterable of nodes, optional
+        The traffic endpoints, in order. By default every node whose role is ``"gpu"``, in
+        graph order.
+    name : str, optional
+        A name for tables and plots.
+    params : mapping, optional
+        The parameters the fabric was built from (generators record their arguments here).
+    symmetry : Symmetry, optional
+        A claim about the fabric's automorphisms, attached by generators that know it.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> import fabricopt as fo
+    >>> fab = fo.from_networkx(nx.path_graph(3), default_capacity=100.0)
+    >>> fab.endpoints
+    (0, 1, 2)
+    >>> fab.graph[0][1]["capacity"]
+    100.0
+    """
+
+    def __init__(self, graph: nx.DiGraph, endpoints: Iterable[Hashable] | None = None,
+                 name: str | None = None, params: Mapping[str, Any] | None = None,
+                 symmetry: Symmetry | None = None) -> None:
+        if not isinstance(graph, nx.DiGraph) or graph.is_multigraph():
+            raise InvalidParameterError(
+                f"Fabric(): graph must be a networkx.DiGraph, got {type(graph).__name__}")
+        self.graph = graph
+        if endpoints is None:
+            endpoints = [v for v, d in graph.nodes(data=True) if d.get("role") == "gpu"]
+        self.endpoints: tuple[Hashable, ...] = tuple(endpoints)
+        missing = [e for e in self.endpoints if e not in graph]
+        if missing:
+            raise InvalidParameterError(
+                f"Fabric(): endpoints must be nodes of the graph, got unknown {missing[:5]!r}")
+        if len(set(self.endpoints)) != len(self.endpoints):
+            raise InvalidParameterError("Fabric(): endpoints must not repeat")
+        self.name = name or "fabric"
+        self.params: dict[str, Any] = dict(params or {})
+        self._symmetry = symmetry
+
+    # -- symmetry -------------------------------------------------------------------------
+    @property
+    def symmetry(self) -> Symmetry | None:
+        """The generator's symmetry claim, or None once the graph was changed after building."""
+        if self._symmetry is not None and not self._symmetry.matches(self.graph):
+            self._symmetry = None
+        return self._symmetry
+
+    # -- views ----------------------------------------------------------------------------
+    @property
+    def gpus(self) -> list[Hashable]:
+        """Nodes whose role is ``"gpu"``."""
+        return [v for v, r in self.graph.nodes(data="role") if r == "gpu"]
+
+    @property
+    def switches(self) -> list[Hashable]:
+        """Nodes whose role is ``"switch"``."""
+        return [v for v, r in self.graph.nodes(data="role") if r == "switch"]
+
+    def injection_gbps(self, endpoint: Hashable) -> float:
+        """Total capacity (Gb/s) leaving ``endpoint``: what it can inject per direction."""
+        return float(sum(c for _, _, c in self.graph.out_edges(endpoint, data="capacity")))
+
+    def copy(self) -> Fabric:
+        """An independent copy; the symmetry claim is kept (the graph is the same)."""
+        return Fabric(self.graph.copy(), self.endpoints, self.name, self.params, self._symmetry)
+
+    def without_links(self, links: Iterable[tuple[Hashable, Hashable]]) -> Fabric:
+        """A copy with the given links (both arcs of each) removed, e.g. to model failures.
+
+        The symmetry claim is dropped: a failure breaks it.
+
+        >>> import fabricopt as fo
+        >>> fab = fo.ring(4).without_links([("n0", "n1")])
+        >>> fab.graph.number_of_edges(), fab.symmetry is None
+        (6, True)
+        """
+        graph = self.graph.copy()
+        for u, v in links:
+            if not graph.has_edge(u, v):
+                raise InvalidParameterError(f"without_links(): no link between {u!r} and {v!r}")
+            graph.remove_edge(u, v)
+            if graph.has_edge(v, u):
+                graph.remove_edge(v, u)
+        params = dict(self.params, edited=True)
+        return Fabric(graph, self.endpoints, self.name + " (edited)", params, None)
+
+    def __repr__(self) -> str:
+        return (f"<Fabric {self.name!r}: {len(self.endpoints)} endpoints, "
+                f"{len(self.switches)} switches, {self.graph.number_of_edges() // 2} links>")
+
+    # -- checks ---------------------------------------------------------------------------
+    def problems(self) -> list[str]:
+        """Every way the fabric breaks the data model, as readable sentences (empty if none)."""
+        g = self.graph
+        out: list[str] = []
+        for u, v, d in g.edges(data=True):
+            cap = d.get("capacity")
+            if (isinstance(cap, bool) or not isinstance(cap, numbers.Real)
+                    or not math.isfinite(cap) or cap <= 0):
+                out.append(f"arc {u!r}->{v!r}: capacity must be a finite number > 0 Gb/s, "
+                           f"got {cap!r}")
+            if not g.has_edge(v, u):
+                out.append(f"arc {u!r}->{v!r}: a link needs both directions, {v!r}->{u!r} "
+                           "is missing")
+        for e in self.endpoints:
+            if g.nodes[e].get("role") != "gpu":
+                out.append(f"endpoint {e!r}: role must be 'gpu', got {g.nodes[e].get('role')!r}")
+        for v, d in g.nodes(data=True):
+            role = d.get("role")
+            if role not in ROLES:
+                out.append(f"node {v!r}: role must be one of {ROLES}, got {role!r}")
+            if role == "switch" and d.get("radix") is not None:
+                used = sum(int(a.get("links", 1)) for _, _, a in g.out_edges(v, data=True))
+                if used > d["radix"]:
+                    out.append(f"switch {v!r}: uses {used} ports, more than its radix "
+                               f"{d['radix']}")
+        return out
+
+    def validate(self) -> Fabric:
+        """Check the data model; raise :class:`InvalidFabricError` listing every problem.
+
+        Rules: every arc has a finite capacity > 0 and its reverse arc; every endpoint has role
+        ``"gpu"``; every node has a known role; no switch uses more ports than its ``radix``.
+        Returns the fabric so calls can chain.
+
+        >>> import fabricopt as fo
+        >>> fo.ring(4).validate().name
+        'ring(4)'
+        """
+        problems = self.problems()
+        if problems:
+            more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
+            raise InvalidFabricError(f"fabric {self.name!r} is invalid: "
+                                     + "; ".join(problems[:10]) + more)
+        return self
+
+    def summary(self) -> FabricSummary:
+        """Counts and capacities at a glance (see :class:`FabricSummary`).
+
+        >>> import fabricopt as fo
+        >>> s = fo.ring(6).summary()
+        >>> s.endpoints, s.links_by_tier
+        (6, {'ring': 6})
+        """
+        g = self.graph
+        roles = Counter(d.get("role") for _, d in g.nodes(data=True))
+        layers = Counter(d.get("layer") for _, d in g.nodes(data=True))
+        links: dict[str, int] = defaultdict(int)
+        capacity: dict[str, float] = defaultdict(float)
+        techs: dict[str, set[str]] = defaultdict(set)
+        for u, v, d in g.edges(data=True):
+            tier = str(d.get("tier", "link"))
+            # A link is two arcs: count it once, by the arc whose ends sort first.
+            if g.has_edge(v, u) and repr(u) > repr(v):
+                continue
+            links[tier] += int(d.get("links", 1))
+            capacity[tier] += float(d["capacity"])
+            techs[tier].add(str(d.get("tech", "")))
+        inj = [self.injection_gbps(e) for e in self.endpoints]
+        return FabricSummary(
+            name=self.name,
+            endpoints=len(self.endpoints),
+            nodes_by_role=dict(sorted(roles.items(), key=lambda kv: str(kv[0]))),
+            nodes_by_layer=dict(sorted(layers.items(), key=lambda kv: (kv[0] is None, kv[0]))),
+            links_by_tier=dict(links),
+            capacity_gbps_by_tier=dict(capacity),
+            tech_by_tier={t: ", ".join(sorted(x for x in s if x)) for t, s in techs.items()},
+            injection_gbps_min=min(inj) if inj else 0.0,
+            injection_gbps_max=max(inj) if inj else 0.0,
+            symmetry=self.symmetry.group if self.symmetry else None,
+            params=dict(self.params),
+        )
+
+
+@dataclass
+class FabricSummary:
+    """What :meth:`Fabric.summary` returns; ``str()`` gives a readable table.
+
+    Capacities are Gb/s per direction summed over a tier's links; injection is the capacity
+    leaving one endpoint.
+    """
+
+    name: str
+    endpoints: int
+    nodes_by_role: dict[str, int]
+    nodes_by_layer: dict[int, int]
+    links_by_tier: dict[str, int]
+    capacity_gbps_by_tier: dict[str, float]
+    tech_by_tier: dict[str, str]
+    injection_gbps_min: float
+    injection_gbps_max: float
+    symmetry: str | None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        lines = [f"fabric      {self.name}"]
+        if self.params:
+            lines.append("params      " + ", ".join(f"{k}={v!r}" for k, v in self.params.items()))
+        lines.append(f"endpoints   {self.endpoints}")
+        lines.append("nodes       " + ", ".join(f"{k}: {v}" for k, v in
+                                                self.nodes_by_role.items()))
+        lines.append("layers      " + ", ".join(f"{k}: {v}" for k, v in
+                                                self.nodes_by_layer.items()))
+        if self.injection_gbps_min == self.injection_gbps_max:
+            lines.append(f"injection   {_fmt_gbps(self.injection_gbps_min)} per endpoint "
+                         "per direction")
+        else:
+            lines.append(f"injection   {_fmt_gbps(self.injection_gbps_min)} to "
+                         f"{_fmt_gbps(self.injection_gbps_max)} per endpoint per direction")
+        lines.append(f"symmetry    {self.symmetry or 'none claimed'}")
+        lines.append("")
+        width = max([len(t) for t in self.links_by_tier] + [4])
+        lines.append(f"{'tier':<{width}}  {'links':>8}  {'capacity/dir':>14}  tech")
+        for tier, n in self.links_by_tier.items():
+            lines.append(f"{tier:<{width}}  {n:>8}  "
+                         f"{_fmt_gbps(self.capacity_gbps_by_tier[tier]):>14}  "
+                         f"{self.tech_by_tier.get(tier, '')}")
+        return "\n".join(lines)
+
+
+def _fmt_gbps(gbps: float) -> str:
+    """Format Gb/s with a readable prefix: ``_fmt_gbps(51200) == '51.2 Tb/s'``."""
+    if gbps >= 1e6:
+        return f"{gbps / 1e6:.4g} Pb/s"
+    if gbps >= 1e3:
+        return f"{gbps / 1e3:.4g} Tb/s"
+    return f"{gbps:.4g} Gb/s"
+
+
+def from_networkx(G: nx.Graph, endpoints: Iterable[Hashable] | None = None,
+                  capacity: str | Callable[[Hashable, Hashable, dict], float] = "capacity",
+                  default_capacity: float = 1.0, name: str | None = None) -> Fabric:
+    """Wrap any networkx graph as a Fabric.
+
+    Parameters
+    ----------
+    G : networkx.Graph or networkx.DiGraph
+        An undirected edge becomes two arcs with the same capacity; a directed graph keeps its
+        arcs as they are (every arc needs its reverse to pass :meth:`Fabric.validate`).
+        Multigraphs are merged: parallel edges add their capacities and link counts.
+    endpoints : iterable, optional
+        The traffic endpoints. By default the nodes whose ``role`` is ``"gpu"``, or every
+        node when no node has a role (a direct network: every node forwards).
+    capacity : str or callable
+        Edge attribute holding Gb/s per direction, or ``f(u, v, data) -> Gb/s``.
+    default_capacity : float
+        Capacity of an edge that lacks the attribute.
+    name : str, optional
+        Name of the fabric (default: the graph's name or ``"networkx"``).
+
+    Returns
+    -------
+    Fabric
+        Nodes get ``role`` (``"gpu"`` for endpoints, ``"switch"`` otherwise, unless set) and
+        ``layer`` (0 for endpoints, 1 otherwise, unless set); arcs get ``capacity``,
+        ``links`` (1 unless set) and ``tier`` (``"link"`` unless set).
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> import fabricopt as fo
+    >>> fab = fo.from_networkx(nx.star_graph(3), endpoints=[1, 2, 3])
+    >>> fab.graph.nodes[0]["role"], fab.graph.number_of_edges()
+    ('switch', 6)
+    """
+    func = "from_networkx"
+    if not isinstance(G, nx.Graph):
+        raise InvalidParameterError(f"{func}(): G must be a networkx graph, got {type(G)!r}")
+    if (isinstance(default_capacity, bool) or not isinstance(default_capacity, numbers.Real)
+            or not math.isfinite(default_capacity) or default_capacity <= 0):
+        raise InvalidParameterError(
+            f"{func}(): default_capacity must be a finite number > 0, got {default_capacity!r}")
+    if endpoints is None:
+        roles = [d.get("role") for _, d in G.nodes(data=True)]
+        if any(r is not None for r in roles):
+            endpoints = [v for v, d in G.nodes(data=True) if d.get("role") == "gpu"]
+        else:
+            endpoints = list(G.nodes)
+    endpoints = list(endpoints)
+    unknown = [e for e in endpoints if e not in G]
+    if unknown:
+        raise InvalidParameterError(
+            f"{func}(): endpoints must be nodes of G, got unknown {unknown[:5]!r}")
+    endpoint_set = set(endpoints)
+
+    D = nx.DiGraph(name=G.graph.get("name", ""))
+    for v, d in G.nodes(data=True):
+        attrs = dict(d)
+        is_ep = v in endpoint_set
+        attrs.setdefault("role", "gpu" if is_ep else "switch")
+        attrs.setdefault("layer", 0 if is_ep else 1)
+        D.add_node(v, **attrs)
+
+    def cap_of(u: Hashable, v: Hashable, d: dict) -> float:
+        value = capacity(u, v, d) if callable(capacity) else d.get(capacity, default_capacity)
+        if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                or not math.isfinite(value) or value <= 0):
+            raise InvalidParameterError(
+                f"{func}(): capacity of edge {u!r}-{v!r} must be a finite number > 0, "
+                f"got {value!r}")
+        return float(value)
+
+    edges = G.edges(keys=True, data=True) if G.is_multigraph() else (
+        (u, v, 0, d) for u, v, d in G.edges(data=True))
+    for u, v, _key, d in edges:
+        if u == v:
+            raise InvalidParameterError(f"{func}(): self-loop at {u!r} is not a link")
+        c = cap_of(u, v, d)
+        arcs = [(u, v)] if G.is_directed() else [(u, v), (v, u)]
+        for a, b in arcs:
+            if D.has_edge(a, b):
+                D[a][b]["capacity"] += c
+                D[a][b]["links"] += int(d.get("links", 1))
+            else:
+                attrs = {k: val for k, val in d.items() if k != capacity}
+                attrs["capacity"] = c
+                attrs.setdefault("links", 1)
+                attrs.setdefault("tier", "link")
+                D.add_edge(a, b, **attrs)
+    return Fabric(D, endpoints, name or G.graph.get("name") or "networkx", {})

@@ -1,0 +1,94 @@
+"""The one place generators create nodes and links, so every fabric has the same schema.
+
+Generators describe devices and links; the builder fills in the attribute schema of
+``fabricopt.fabric``, merges parallel links into bundles, and, when the generator knows a group
+of automorphisms transitive on the endpoints, records the arc orbits of that group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from typing import Any
+
+import networkx as nx
+
+from ..fabric import Fabric
+from ..symmetry import Symmetry
+
+
+def default_tech(link_gbps: float) -> str:
+    """Technology label for a generic network link of the given rate: ``'400g'`` for 400."""
+    return f"{link_gbps:g}g"
+
+
+class FabricBuilder:
+    """Collect nodes and links, then build a :class:`~fabricopt.Fabric` in one go.
+
+    Orbit labels: each link gets a label (by default its tier); its two arcs get the label
+    plus ``":up"``/``":down"`` by layer (``":fwd"``/``":rev"`` within a layer, or the labels
+    given). A generator that passes ``symmetric=True`` to :meth:`build` asserts that these
+    labels are the arc orbits of a group of automorphisms transitive on the endpoints.
+    """
+
+    def __init__(self, name: str, params: dict[str, Any]) -> None:
+        self.name = name
+        self.params = params
+        self.nodes: dict[Hashable, dict[str, Any]] = {}
+        self.arcs: dict[tuple[Hashable, Hashable], dict[str, Any]] = {}
+        self.orbit: dict[tuple[Hashable, Hashable], str] = {}
+        self.endpoints: list[Hashable] = []
+
+    def gpu(self, node: Hashable, **attrs: Any) -> Hashable:
+        """Add an endpoint GPU (role ``gpu``, layer 0)."""
+        self.nodes[node] = {"role": "gpu", "layer": 0, **attrs}
+        self.endpoints.append(node)
+        return node
+
+    def switch(self, node: Hashable, layer: int, radix: int | None, model: str | None = None,
+               reduce: bool = False, **attrs: Any) -> Hashable:
+        """Add a switch at ``layer`` with ``radix`` ports; ``model`` is its catalog key."""
+        self.nodes[node] = {"role": "switch", "layer": layer, "radix": radix,
+                            "model": model, "reduce": reduce, **attrs}
+        return node
+
+    def link(self, u: Hashable, v: Hashable, gbps: float, tier: str, tech: str,
+             links: int = 1, orbit: str | tuple[str, str] | None = None) -> None:
+        """Add ``links`` parallel physical links of ``gbps`` each between ``u`` and ``v``.
+
+        Repeated calls for the same pair add to one bundle. ``orbit`` is a label for the link
+        or a pair of labels for the arcs ``u->v`` and ``v->u``.
+        """
+        if isinstance(orbit, tuple):
+            fwd, rev = orbit
+        else:
+            base = orbit or tier
+            lu, lv = self.nodes[u]["layer"], self.nodes[v]["layer"]
+            if lu == lv:
+                fwd, rev = base + ":fwd", base + ":rev"
+            else:
+                fwd, rev = (base + ":up", base + ":down") if lu < lv else \
+                           (base + ":down", base + ":up")
+        for a, b, label in ((u, v, fwd), (v, u, rev)):
+            arc = self.arcs.get((a, b))
+            if arc is None:
+                self.arcs[(a, b)] = {"capacity": gbps * links, "links": links,
+                                     "tech": tech, "tier": tier}
+                self.orbit[(a, b)] = label
+            else:
+                arc["capacity"] += gbps * links
+                arc["links"] += links
+
+    def build(self, symmetric: bool = False, group: str = "",
+              endpoints: Iterable[Hashable] | None = None) -> Fabric:
+        """The finished Fabric, with a symmetry claim when ``symmetric`` is True."""
+        g = nx.DiGraph()
+        g.add_nodes_from(self.nodes.items())
+        g.add_edges_from((u, v, d) for (u, v), d in self.arcs.items())
+        symmetry = None
+        if symmetric:
+            names = sorted(set(self.orbit.values()))
+            index = {name: i for i, name in enumerate(names)}
+            symmetry = Symmetry({arc: index[label] for arc, label in self.orbit.items()},
+                                group, g.number_of_nodes(), g.number_of_edges(), tuple(names))
+        eps = self.endpoints if endpoints is None else list(endpoints)
+        return Fabric(g, eps, self.name, self.params, symmetry)

@@ -1,0 +1,132 @@
+"""Symmetry claims that generators attach to the fabrics they build.
+
+A generator that knows a group of automorphisms of its fabric acting transitively on the
+endpoints records the arc orbits of that group (any such group will do, a subgroup gives finer
+orbits). The flow engine then solves one root's flow with one capacity row per orbit, which is
+exact for traffic invariant under the group (see ``reference/bounds.md``).
+
+A claim describes the graph as it was built. :meth:`Symmetry.matches` compares a cheap
+fingerprint (node and arc counts, and one capacity per orbit) so that a fabric edited after
+generation is never solved with a stale claim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+Arc = tuple[Hashable, Hashable]
+
+
+@dataclass(frozen=True)
+class Symmetry:
+    """Arc orbits of a group of automorphisms that acts transitively on the endpoints.
+
+    Parameters
+    ----------
+    arc_orbit : mapping
+        Orbit label of every arc ``(u, v)`` of the graph.
+    group : str
+        A short description of the group, for people (e.g. ``"pod and switch permutations"``).
+    n_nodes, n_arcs : int
+        Size of the graph the claim was made for.
+
+    Examples
+    --------
+    >>> import fabricopt as fo
+    >>> fab = fo.ring(4)
+    >>> fab.symmetry.n_orbits   # clockwise and counter-clockwise arcs
+    2
+    """
+
+    arc_orbit: Mapping[Arc, int]
+    group: str
+    n_nodes: int
+    n_arcs: int
+    orbit_names: tuple[str, ...] = field(default=())
+
+    @property
+    def n_orbits(self) -> int:
+        """Number of distinct arc orbits."""
+        return len(set(self.arc_orbit.values()))
+
+    def matches(self, graph: nx.DiGraph) -> bool:
+        """True when ``graph`` still looks like the graph the claim was made for.
+
+        Checks the node and arc counts, that every claimed arc exists, and that all arcs of an
+        orbit have the same capacity (an automorphism preserves capacities).
+        """
+        if graph.number_of_nodes() != self.n_nodes or graph.number_of_edges() != self.n_arcs:
+            return False
+        if len(self.arc_orbit) != self.n_arcs:
+            return False
+        seen: dict[int, float] = {}
+        for (u, v), orbit in self.arc_orbit.items():
+            data = graph.get_edge_data(u, v)
+            if data is None:
+                return False
+            cap = data.get("capacity")
+            if seen.setdefault(orbit, cap) != cap:
+                return False
+        return True
+
+
+def verify_symmetry(fab: Any) -> None:
+    """Prove a fabric's symmetry claim by finding automorphisms (small fabrics only).
+
+    Checks that (1) for every endpoint there is an automorphism preserving roles, endpoints,
+    capacities and orbit labels that maps the first endpoint to it, and (2) every arc of an
+    orbit can be mapped onto the orbit's first arc the same way. Together these say the labels
+    are exactly the arc orbits of a group acting transitively on the endpoints, which is what
+    the symmetric flow LP needs. Cost grows fast with size: meant for tests and for users who
+    want to check a claim on a small instance before trusting it on a large one.
+
+    Raises
+    ------
+    InvalidFabricError
+        If the fabric has no claim or the claim is wrong.
+
+    Examples
+    --------
+    >>> import fabricopt as fo
+    >>> verify_symmetry(fo.torus((3, 4)))
+    """
+    from networkx.algorithms.isomorphism import DiGraphMatcher
+
+    from .errors import InvalidFabricError
+
+    sym = fab.symmetry
+    if sym is None:
+        raise InvalidFabricError(f"fabric {fab.name!r} carries no (valid) symmetry claim")
+    endpoint_set = set(fab.endpoints)
+
+    def labelled(pins: dict[Hashable, int]) -> nx.DiGraph:
+        g = nx.DiGraph()
+        for v, d in fab.graph.nodes(data=True):
+            g.add_node(v, key=(d.get("role"), v in endpoint_set, pins.get(v)))
+        for (u, v), orbit in sym.arc_orbit.items():
+            g.add_edge(u, v, key=(orbit, fab.graph[u][v]["capacity"]))
+        return g
+
+    def automorphism_exists(pairs: list[tuple[Hashable, Hashable]]) -> bool:
+        g1 = labelled({a: i for i, (a, _) in enumerate(pairs)})
+        g2 = labelled({b: i for i, (_, b) in enumerate(pairs)})
+        matcher = DiGraphMatcher(g1, g2, node_match=lambda x, y: x["key"] == y["key"],
+                                 edge_match=lambda x, y: x["key"] == y["key"])
+        return matcher.is_isomorphic()
+
+    root = fab.endpoints[0]
+    for e in fab.endpoints[1:]:
+        if not automorphism_exists([(root, e)]):
+            raise InvalidFabricError(f"symmetry claim of {fab.name!r}: no automorphism maps "
+                                     f"endpoint {root!r} to {e!r}")
+    first: dict[int, Arc] = {}
+    for arc, orbit in sym.arc_orbit.items():
+        a0 = first.setdefault(orbit, arc)
+        if arc != a0 and not automorphism_exists([(a0[0], arc[0]), (a0[1], arc[1])]):
+            raise InvalidFabricError(f"symmetry claim of {fab.name!r}: arcs {a0!r} and "
+                                     f"{arc!r} share orbit {orbit} but no automorphism maps "
+                                     "one to the other")

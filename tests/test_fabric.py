@@ -1,0 +1,144 @@
+"""The Fabric data model: validation, summary, symmetry staleness, export and import."""
+
+import math
+
+import networkx as nx
+import pytest
+
+import fabricopt as fo
+from fabricopt.symmetry import Symmetry
+
+
+def test_from_networkx_undirected_edge_becomes_two_arcs():
+    G = nx.Graph()
+    G.add_edge("a", "s", capacity=400.0)
+    G.add_edge("b", "s")  # no capacity: takes default_capacity
+    fab = fo.from_networkx(G, endpoints=["a", "b"], default_capacity=100.0)
+    assert fab.graph["a"]["s"]["capacity"] == fab.graph["s"]["a"]["capacity"] == 400.0
+    assert fab.graph["b"]["s"]["capacity"] == 100.0
+    assert fab.graph.nodes["s"]["role"] == "switch" and fab.graph.nodes["a"]["role"] == "gpu"
+    assert fab.graph.number_of_edges() == 4  # 2 edges x 2 directions
+    fab.validate()
+
+
+def test_from_networkx_multigraph_bundles_parallel_edges():
+    G = nx.MultiGraph()
+    G.add_edge(0, 1, capacity=2.0)
+    G.add_edge(0, 1, capacity=3.0)
+    fab = fo.from_networkx(G)
+    # Two parallel links of 2 and 3 Gb/s form one bundle of 5 Gb/s and 2 links.
+    assert fab.graph[0][1]["capacity"] == 5.0 and fab.graph[0][1]["links"] == 2
+
+
+def test_from_networkx_callable_capacity_and_every_node_an_endpoint():
+    fab = fo.from_networkx(nx.path_graph(3), capacity=lambda u, v, d: 10.0 * (u + v))
+    assert fab.endpoints == (0, 1, 2)
+    assert fab.graph[1][2]["capacity"] == 30.0  # 10 * (1 + 2)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"endpoints": ["nope"]}, "unknown"),
+    ({"default_capacity": 0}, "default_capacity"),
+    ({"default_capacity": math.inf}, "default_capacity"),
+    ({"capacity": lambda u, v, d: -1.0}, "capacity of edge"),
+])
+def test_from_networkx_rejects_bad_input(kwargs, match):
+    with pytest.raises(fo.InvalidParameterError, match=match):
+        fo.from_networkx(nx.path_graph(3), **kwargs)
+
+
+def test_validate_lists_every_problem():
+    g = nx.DiGraph()
+    g.add_node("g0", role="gpu", layer=0)
+    g.add_node("g1", role="gpu", layer=0)
+    g.add_node("s", role="switch", layer=1, radix=1)
+    g.add_edge("g0", "s", capacity=1.0, links=1)
+    g.add_edge("s", "g0", capacity=1.0, links=1)
+    g.add_edge("g1", "s", capacity=0.0, links=1)  # zero capacity and no reverse arc
+    with pytest.raises(fo.InvalidFabricError) as info:
+        fo.Fabric(g).validate()
+    text = str(info.value)
+    assert "capacity must be a finite number > 0" in text
+    assert "'s'->'g1' is missing" in text
+    # s uses one port towards g0 (its only out-arc): within radix 1; now add a second port.
+    g.add_edge("s", "g1", capacity=1.0, links=1)
+    g["g1"]["s"]["capacity"] = 1.0
+    with pytest.raises(fo.InvalidFabricError, match="uses 2 ports, more than its radix 1"):
+        fo.Fabric(g).validate()
+
+
+def test_validate_endpoint_role():
+    g = nx.DiGraph()
+    g.add_node("x", role="switch", layer=1)
+    g.add_node("y", role="gpu", layer=0)
+    g.add_edge("x", "y", capacity=1.0)
+    g.add_edge("y", "x", capacity=1.0)
+    with pytest.raises(fo.InvalidFabricError, match="role must be 'gpu'"):
+        fo.Fabric(g, endpoints=["x"]).validate()
+
+
+def test_fabric_rejects_unknown_or_repeated_endpoints():
+    g = nx.DiGraph()
+    g.add_node("a", role="gpu")
+    with pytest.raises(fo.InvalidParameterError, match="unknown"):
+        fo.Fabric(g, endpoints=["b"])
+    with pytest.raises(fo.InvalidParameterError, match="repeat"):
+        fo.Fabric(g, endpoints=["a", "a"])
+
+
+def test_symmetry_dropped_when_graph_changes():
+    fab = fo.torus((4, 4))
+    assert fab.symmetry is not None
+    fab.graph["n0.0"]["n0.1"]["capacity"] = 2.0  # an orbit no longer has one capacity
+    assert fab.symmetry is None
+    fab2 = fo.ring(6)
+    fab2.graph.remove_edge("n0", "n1")
+    assert fab2.symmetry is None
+    assert fo.ring(6).without_links([("n0", "n1")]).symmetry is None
+    assert fo.ring(6).copy().symmetry is not None
+
+
+def test_verify_symmetry_rejects_a_wrong_claim():
+    fab = fo.torus((3, 4))
+    # Merge the two dimensions' orbits: sizes 3 and 4 differ, so no automorphism maps one
+    # dimension onto the other and the claim must be refused.
+    bad = {arc: (0 if orbit in (0, 2) else 1) for arc, orbit in fab.symmetry.arc_orbit.items()}
+    fab._symmetry = Symmetry(bad, "wrong", fab.graph.number_of_nodes(),
+                             fab.graph.number_of_edges())
+    with pytest.raises(fo.InvalidFabricError, match="share orbit"):
+        fo.verify_symmetry(fab)
+
+
+def test_summary_counts_links_once_per_pair():
+    s = fo.torus((4, 4)).summary()
+    # 4x4 torus: 16 nodes x 2 dimensions = 32 links of 1 Gb/s; injection 4 links x 1 Gb/s.
+    assert s.links_by_tier == {"torus": 32}
+    assert s.capacity_gbps_by_tier == {"torus": 32.0}
+    assert s.injection_gbps_min == s.injection_gbps_max == 4.0
+    assert "torus" in str(s) and "32 Gb/s" in str(s)
+
+
+def _same_fabric(a, b):
+    assert a.name == b.name and a.params == b.params
+    assert list(map(str, a.endpoints)) == list(map(str, b.endpoints))
+    assert {str(v): d for v, d in a.graph.nodes(data=True)} == \
+        {str(v): d for v, d in b.graph.nodes(data=True)}
+    assert {(str(u), str(v)): d for u, v, d in a.graph.edges(data=True)} == \
+        {(str(u), str(v)): d for u, v, d in b.graph.edges(data=True)}
+
+
+def test_graphml_round_trip_keeps_every_attribute(tmp_path):
+    fab = fo.torus((3, 3))  # nodes carry a list attribute (coords)
+    path = tmp_path / "t.graphml"
+    fo.write_graphml(fab, path)
+    _same_fabric(fab, fo.read_graphml(path))
+
+
+def test_json_round_trip_keeps_tuple_nodes(tmp_path):
+    G = nx.grid_2d_graph(2, 3)  # tuple node names
+    fab = fo.from_networkx(G, default_capacity=5.0)
+    path = tmp_path / "g.json"
+    fo.write_json(fab, path)
+    back = fo.read_json(path)
+    assert back.endpoints == fab.endpoints  # tuples come back as tuples
+    assert dict(back.graph.edges) == dict(fab.graph.edges)
