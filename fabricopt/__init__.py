@@ -16,8 +16,16 @@ from .errors import (
 )
 from .fabric import Fabric, FabricSummary, from_networkx
 from .fabric_io import read_graphml, read_json, write_graphml, write_json
+from .flow import (
+    FlowResult,
+    build_flow_lp,
+    export_mps,
+    max_concurrent_flow,
+    solve_flow_model,
+)
 from .generators import GENERATORS, complete, hypercube, ring, torus
 from .symmetry import Symmetry, verify_symmetry
+from .traffic import Traffic, all_to_all, longest_matching, permutation
 
 __all__ = [
     "GENERATORS",
@@ -26,6 +34,15 @@ __all__ = [
     "Fabric",
     "FabricOptError",
     "FabricSummary",
+    "FlowResult",
+    "Traffic",
+    "all_to_all",
+    "build_flow_lp",
+    "export_mps",
+    "longest_matching",
+    "max_concurrent_flow",
+    "permutation",
+    "solve_flow_model",
     "InvalidFabricError",
     "InvalidParameterError",
     "Symmetry",

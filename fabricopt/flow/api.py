@@ -1,0 +1,291 @@
+"""``max_concurrent_flow``: check, build, solve, certify, read back.
+
+Each step is public so a power user can stop after building and inspect or export the LP::
+
+    model = build_flow_lp(fab, traffic)        # the LP and its inverse maps
+    export_mps(model.lp, "fabric.mps")         # any solver
+    result = solve_flow_model(model)           # solve, certify, read back
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+from scipy.sparse.csgraph import dijkstra
+
+from .._checks import check_choice, check_positive
+from ..errors import InvalidParameterError
+from ..fabric import Fabric
+from ..traffic import Traffic, all_to_all
+from .backends import BACKENDS, solve_lp
+from .certificate import RESIDUAL_TOL, DistanceBound, certified_lower, distance_bound
+from .formulation import Collapse, FlowModel, aggregate_demand, build_flow_lp
+from .graph_arrays import GraphArrays
+from .result import FlowResult
+from .symmetric import SymmetricModel, build_symmetric_lp
+
+METHODS = ("auto", "lp", "symmetric")
+
+#: Above this many nonzeros ``method="auto"`` does not build the full LP.
+MAX_AUTO_NONZEROS = 6_000_000
+
+
+def symmetric_applicable(fab: Fabric, traffic: Traffic) -> tuple[bool, str]:
+    """Whether the symmetric method is exact for this fabric and traffic, and why not."""
+    if fab.symmetry is None:
+        why = ("the fabric carries no symmetry claim" if fab._symmetry is None and
+               not fab.params.get("edited") else
+               "the fabric was changed after it was generated (or has no symmetry claim)")
+        return False, why
+    if set(traffic.endpoints) != set(fab.endpoints):
+        return False, "the traffic does not involve every endpoint, so it is not invariant"
+    if traffic.is_uniform:
+        return True, ""
+    n = len(fab.endpoints)
+    values = set(traffic.pairs.values())
+    if len(traffic) == n * (n - 1) and len(values) == 1:
+        return True, ""
+    return False, "the traffic is not uniform all-to-all, so it is not invariant"
+
+
+def _uniform_gbps(traffic: Traffic) -> float:
+    return traffic.uniform_gbps or next(iter(traffic.pairs.values()))
+
+
+def lp_size_estimate(fab: Fabric, traffic: Traffic) -> int:
+    """Nonzeros the full LP would have (computed without building it)."""
+    ga = GraphArrays.from_fabric(fab)
+    col = Collapse.of(ga, fab, traffic.endpoints)
+    position = {e: i for i, e in enumerate(traffic.endpoints)}
+    if traffic.is_uniform:
+        k = len(np.unique(col.attach))
+    else:
+        src = np.array([position[s] for s, _ in traffic.pairs], dtype=np.int64)
+        k = len(np.unique(col.attach[src]))
+    return int(3 * k * col.core_arc.sum())
+
+
+def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: str = "auto",
+                        backend: str = "highs", time_limit: float | None = None,
+                        **backend_options: Any) -> FlowResult:
+    """Largest fraction theta of ``traffic`` that ``fab`` carries at once, with proof.
+
+    Parameters
+    ----------
+    fab : Fabric
+    traffic : Traffic, optional
+        Demands in Gb/s per ordered endpoint pair; None means :func:`all_to_all` at 1 Gb/s.
+    method : {"auto", "lp", "symmetric"}
+        ``"lp"``: the exact LP with source aggregation and endpoint collapse.
+        ``"symmetric"``: the exact root-flow LP for fabrics whose generator attached a
+        symmetry claim, with uniform all-to-all traffic over all endpoints.
+        ``"auto"``: symmetric when valid, else the full LP while it has at most
+        ``MAX_AUTO_NONZEROS`` nonzeros, else a certified bracket from cheap bounds with
+        status ``"not_solved"`` (no approximate method exists yet).
+    backend : {"highs", "highspy", "pulp"}
+        See :mod:`fabricopt.flow.backends`; ``backend_options`` go to it.
+    time_limit : float, optional
+        Seconds for the solver; on expiry the status says so and the bracket is what was
+        proven.
+
+    Returns
+    -------
+    FlowResult
+
+    Examples
+    --------
+    Unit-capacity ring of 8 nodes, unit all-to-all: theta = 8 / n^2 = 0.125
+    (``reference/bounds.md``).
+
+    >>> import fabricopt as fo
+    >>> r = fo.max_concurrent_flow(fo.ring(8))
+    >>> round(r.theta, 9), r.method, r.exact
+    (0.125, 'symmetric', True)
+    """
+    start = time.perf_counter()
+    if not isinstance(fab, Fabric):
+        raise InvalidParameterError(f"max_concurrent_flow(): fab must be a Fabric, "
+                                    f"got {type(fab).__name__}")
+    check_choice("max_concurrent_flow", "method", method, METHODS)
+    check_choice("max_concurrent_flow", "backend", backend, BACKENDS)
+    if time_limit is not None:
+        check_positive("max_concurrent_flow", "time_limit", time_limit)
+    if traffic is None:
+        traffic = all_to_all(fab)
+    if not isinstance(traffic, Traffic):
+        raise InvalidParameterError(f"max_concurrent_flow(): traffic must be a Traffic, "
+                                    f"got {type(traffic).__name__}")
+    traffic.check_endpoints(fab)
+    ok, why = symmetric_applicable(fab, traffic)
+    if method == "symmetric" and not ok:
+        raise InvalidParameterError(f"max_concurrent_flow(): method='symmetric' is not exact "
+                                    f"here: {why}")
+    if method == "auto":
+        if ok:
+            method = "symmetric"
+        elif lp_size_estimate(fab, traffic) > MAX_AUTO_NONZEROS:
+            result = cheap_bracket(fab, traffic, backend)
+            result.message = ("the full LP is too large for an exact solve "
+                              f"(> {MAX_AUTO_NONZEROS:,} nonzeros) and no approximate method "
+                              "is available yet; the bracket comes from hop-length and "
+                              "trivial bounds")
+            result.seconds = time.perf_counter() - start
+            return result
+        else:
+            method = "lp"
+    if method == "symmetric":
+        result = solve_symmetric(fab, traffic, backend, time_limit, **backend_options)
+    else:
+        model = build_flow_lp(fab, traffic)
+        result = solve_flow_model(model, backend, time_limit, fabric_name=fab.name,
+                                  tiers=_tiers(fab, model.ga), **backend_options)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _tiers(fab: Fabric, ga: GraphArrays) -> list[str]:
+    return [str(fab.graph[u][v].get("tier", "link")) for u, v in ga.arcs]
+
+
+def _finish(result: FlowResult, traffic: Traffic) -> FlowResult:
+    if result.lower > result.upper * (1 + 1e-7) + 1e-12:
+        # The two proofs contradict each other beyond rounding: trust neither.
+        result.message = (f"certificates disagree (lower {result.lower!r} > upper "
+                          f"{result.upper!r}): numerical trouble in the solver")
+        result.status, result.theta, result.lower = "numerical_error", None, 0.0
+    result.upper = max(result.upper, result.lower)
+    best = result.theta if result.theta is not None else result.lower
+    result.per_endpoint_gbps = float(best * traffic.mean_out_gbps())
+    result.traffic_name = traffic.name
+    return result
+
+
+def solve_flow_model(model: FlowModel, backend: str = "highs", time_limit: float | None = None,
+                     fabric_name: str = "", tiers: list[str] | None = None,
+                     **backend_options: Any) -> FlowResult:
+    """Solve a built :class:`FlowModel`, certify the answer and read it back."""
+    sol = solve_lp(model.lp, backend, time_limit, **backend_options)
+    ga = model.ga
+    m = len(model.core_arcs)
+    theta_x = float(sol.x[-1]) if sol.x is not None else None
+    lower, overload, residual, load = 0.0, 0.0, 0.0, None
+    if sol.x is not None:
+        load = model.full_load(sol.x)
+        residual = model.conservation_residual(sol.x)
+        scale = float(max(model.out_gbps.max(), model.in_gbps.max())) * max(theta_x, 1e-12)
+        lower, overload = certified_lower(theta_x, load, ga.capacity, residual, scale)
+    lengths = None
+    bound: DistanceBound
+    src, dst, gbps = model.agg
+    if sol.dual_ub is not None:
+        lengths = np.zeros(ga.n_arcs)
+        lengths[model.core_arcs] = np.abs(sol.dual_ub[:m])
+        np.add.at(lengths, model.ep_rows_arc, np.abs(sol.dual_ub[m:]))
+        bound = distance_bound(ga, lengths, model.collapse.core_arc, src, dst, gbps,
+                               model.ep_rows_arc, model.ep_rows_gbps)
+    else:
+        bound = distance_bound(ga, np.ones(ga.n_arcs), model.collapse.core_arc, src, dst,
+                               gbps, model.ep_rows_arc, model.ep_rows_gbps)
+    upper = bound.upper
+    if bound.unreachable is not None:
+        lower = 0.0
+    theta = theta_x if sol.status == "optimal" else None
+    if theta is not None and bound.unreachable is not None:
+        theta = 0.0
+    result = FlowResult(
+        theta=theta, lower=lower, upper=upper, status=sol.status, method="lp",
+        backend=backend, seconds=sol.seconds, per_endpoint_gbps=0.0, message=sol.message,
+        fabric_name=fabric_name, cut=bound.cut, unreachable=bound.unreachable,
+        max_overload=overload, max_residual=residual,
+        lp_size={"columns": model.lp.n_cols, "rows": model.lp.n_rows, "nonzeros": model.lp.nnz,
+                 "commodities": model.n_commodities},
+        _ga=ga, _load=load, _lengths=lengths, _tiers=tiers,
+        extra={"x": sol.x, "model": model})
+    return _finish(result, model.traffic)
+
+
+def solve_symmetric(fab: Fabric, traffic: Traffic, backend: str = "highs",
+                    time_limit: float | None = None, spot_checks: int = 2,
+                    **backend_options: Any) -> FlowResult:
+    """The symmetric method (see :mod:`fabricopt.flow.symmetric`), certified."""
+    gbps = _uniform_gbps(traffic)
+    model: SymmetricModel = build_symmetric_lp(fab, gbps)
+    sol = solve_lp(model.lp, backend, time_limit, **backend_options)
+    ga = model.ga
+    T = model.n_endpoints
+    theta_x = float(sol.x[-1]) if sol.x is not None else None
+    lower, overload, residual, load, f0 = 0.0, 0.0, 0.0, None, None
+    if sol.x is not None:
+        f0 = model.lift(sol.x)
+        load = model.loads(f0)
+        residual = model.residual(f0, theta_x)
+        lower, overload = certified_lower(theta_x, load, ga.capacity, residual,
+                                          gbps * (T - 1) * max(theta_x, 1e-12))
+    lengths = (model.lengths(sol.dual_ub) if sol.dual_ub is not None
+               else np.ones(ga.n_arcs))
+    upper, unreachable, cut, message = _symmetric_upper(fab, ga, lengths, gbps, spot_checks)
+    theta = theta_x if sol.status == "optimal" else None
+    status = sol.status
+    if message:
+        status, theta, lower = "error", None, 0.0
+    if unreachable is not None:
+        lower = 0.0
+        theta = 0.0 if theta is not None else None
+    result = FlowResult(
+        theta=theta, lower=lower, upper=upper, status=status, method="symmetric",
+        backend=backend, seconds=sol.seconds, per_endpoint_gbps=0.0,
+        message=message or sol.message, fabric_name=fab.name, cut=cut, unreachable=unreachable,
+        max_overload=overload, max_residual=residual,
+        lp_size={"columns": model.lp.n_cols, "rows": model.lp.n_rows, "nonzeros": model.lp.nnz,
+                 "reduced": int(model.reduced)},
+        _ga=ga, _load=load, _lengths=lengths, _tiers=_tiers(fab, ga),
+        extra={"f0": f0, "model": model})
+    return _finish(result, traffic)
+
+
+def _symmetric_upper(fab: Fabric, ga: GraphArrays, lengths: np.ndarray, gbps: float,
+                     spot_checks: int) -> tuple[float, Any, Any, str]:
+    """Distance bound for invariant lengths: T x (root's distance sum), spot-checked."""
+    eps = np.array([ga.index[e] for e in fab.endpoints])
+    T = len(eps)
+    picks = [0] + sorted({int(i) for i in np.linspace(0, T - 1, spot_checks + 2)[1:-1]} |
+                         {T - 1})[:spot_checks]
+    dist = dijkstra(ga.matrix(lengths), directed=True, indices=eps[picks])
+    sums = dist[:, eps].sum(axis=1)
+    if np.isinf(sums[0]):
+        t = int(np.flatnonzero(np.isinf(dist[0, eps]))[0])
+        reach = frozenset(ga.nodes[i] for i in np.flatnonzero(np.isfinite(dist[0])))
+        return 0.0, (fab.endpoints[0], fab.endpoints[t]), reach, ""
+    if not np.allclose(sums, sums[0], rtol=1e-9, atol=0):
+        return np.inf, None, None, (
+            "symmetry claim failed a spot check: endpoints see different distance sums "
+            f"{sums.tolist()}; the claim is wrong for this fabric")
+    numerator = float(ga.capacity @ lengths)
+    denominator = T * gbps * float(sums[0])
+    return (numerator / denominator if denominator > 0 else np.inf), None, None, ""
+
+
+def cheap_bracket(fab: Fabric, traffic: Traffic, backend: str = "none") -> FlowResult:
+    """A certified bracket without an LP: ``lower = 0`` and the hop-length distance bound."""
+    ga = GraphArrays.from_fabric(fab)
+    eps = traffic.endpoints
+    col = Collapse.of(ga, fab, eps)
+    src, dst, gbps, out, inc = aggregate_demand(traffic, {e: i for i, e in enumerate(eps)},
+                                                col.attach)
+    collapsed = col.out_arc >= 0
+    ep_arc = np.concatenate([col.out_arc[collapsed], col.in_arc[collapsed]])
+    ep_gbps = np.concatenate([out[collapsed], inc[collapsed]])
+    bound = distance_bound(ga, np.ones(ga.n_arcs), col.core_arc, src, dst, gbps, ep_arc,
+                           ep_gbps)
+    # Endpoint links alone also bound theta: theta * out(e) <= its link capacity.
+    ep_limit = np.min(ga.capacity[ep_arc] / ep_gbps) if len(ep_arc) else np.inf
+    result = FlowResult(theta=None, lower=0.0, upper=float(min(bound.upper, ep_limit)),
+                        status="not_solved", method="bounds", backend=backend, seconds=0.0,
+                        per_endpoint_gbps=0.0, fabric_name=fab.name, cut=bound.cut,
+                        unreachable=bound.unreachable, _ga=ga, _tiers=_tiers(fab, ga))
+    return _finish(result, traffic)
+
+
+__all__ = ["RESIDUAL_TOL", "max_concurrent_flow", "solve_flow_model", "solve_symmetric"]

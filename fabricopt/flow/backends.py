@@ -1,0 +1,234 @@
+"""Solver backends: each translates a :class:`LinearProgram` to one solver and back.
+
+==========  ===========================================================================
+backend     what runs
+==========  ===========================================================================
+"highs"     HiGHS through :func:`scipy.optimize.linprog` (always available)
+"highspy"   HiGHS directly (``pip install highspy``): ``solver="simplex"|"ipm"|"pdlp"``,
+            ``threads``, time limit
+"pulp"      any solver pulp drives (CBC ships with pulp; Gurobi, CPLEX where installed)
+==========  ===========================================================================
+
+:func:`export_mps` writes the same LP as an MPS file for any other solver.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..errors import BackendUnavailableError, InvalidParameterError
+from .lp import LinearProgram, LPSolution
+
+BACKENDS = ("highs", "highspy", "pulp")
+
+
+def solve_lp(lp: LinearProgram, backend: str = "highs", time_limit: float | None = None,
+             **options: Any) -> LPSolution:
+    """Solve ``lp`` with ``backend``; never raises for solver failures, returns a status.
+
+    Parameters
+    ----------
+    lp : LinearProgram
+    backend : {"highs", "highspy", "pulp"}
+    time_limit : float, optional
+        Seconds the solver may use.
+    **options
+        Backend options: ``solver`` and ``threads`` for highspy, ``solver`` (a pulp solver
+        object or name) for pulp, anything scipy's HiGHS accepts for highs.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> lp = LinearProgram(np.array([-1.0]), sp.csr_matrix([[1.0]]), np.array([2.0]),
+    ...                    sp.csr_matrix((0, 1)), np.zeros(0), np.zeros(1), np.full(1, np.inf))
+    >>> sol = solve_lp(lp)
+    >>> sol.status, float(sol.x[0])
+    ('optimal', 2.0)
+    """
+    if backend not in _SOLVERS:
+        raise InvalidParameterError(
+            f"solve_lp(): backend must be one of {', '.join(map(repr, BACKENDS))}, "
+            f"got {backend!r}")
+    if time_limit is not None and not (time_limit > 0):
+        raise InvalidParameterError(f"solve_lp(): time_limit must be > 0 seconds, "
+                                    f"got {time_limit!r}")
+    start = time.perf_counter()
+    sol = _SOLVERS[backend](lp, time_limit, **options)
+    sol.seconds = time.perf_counter() - start
+    return sol
+
+
+# -- scipy ----------------------------------------------------------------------------------
+_SCIPY_STATUS = {0: "optimal", 1: "iteration_limit", 2: "infeasible", 3: "unbounded",
+                 4: "numerical_error"}
+
+
+def _solve_scipy(lp: LinearProgram, time_limit: float | None, **options: Any) -> LPSolution:
+    from scipy.optimize import linprog
+
+    opts = dict(options)
+    if time_limit is not None:
+        opts["time_limit"] = float(time_limit)
+    method = opts.pop("method", "highs")
+    res = linprog(lp.c, A_ub=lp.A_ub if lp.A_ub.shape[0] else None,
+                  b_ub=lp.b_ub if lp.A_ub.shape[0] else None,
+                  A_eq=lp.A_eq if lp.A_eq.shape[0] else None,
+                  b_eq=lp.b_eq if lp.A_eq.shape[0] else None,
+                  bounds=np.column_stack([lp.lb, lp.ub]), method=method, options=opts)
+    status = _SCIPY_STATUS.get(res.status, "error")
+    if status == "iteration_limit" and "time" in str(res.message).lower():
+        status = "time_limit"
+    ok = res.x is not None
+    dual_ub = getattr(getattr(res, "ineqlin", None), "marginals", None)
+    dual_eq = getattr(getattr(res, "eqlin", None), "marginals", None)
+    return LPSolution(status, str(res.message), np.asarray(res.x) if ok else None,
+                      float(res.fun) if ok and res.fun is not None else None,
+                      None if dual_ub is None else np.asarray(dual_ub, dtype=float),
+                      None if dual_eq is None else np.asarray(dual_eq, dtype=float))
+
+
+# -- highspy --------------------------------------------------------------------------------
+def _solve_highspy(lp: LinearProgram, time_limit: float | None, solver: str = "simplex",
+                   threads: int | None = None, **options: Any) -> LPSolution:
+    try:
+        import highspy
+    except ImportError:  # pragma: no cover - exercised where highspy is missing
+        raise BackendUnavailableError(
+            "backend 'highspy' needs the highspy package: pip install 'fabricopt[highspy]'"
+        ) from None
+    import scipy.sparse as sp
+
+    if solver not in ("simplex", "ipm", "pdlp", "choose"):
+        raise InvalidParameterError(f"highspy backend: solver must be 'simplex', 'ipm', "
+                                    f"'pdlp' or 'choose', got {solver!r}")
+    A = sp.vstack([lp.A_ub, lp.A_eq]).tocsc()
+    n_ub = lp.A_ub.shape[0]
+    inf = highspy.kHighsInf
+    row_lower = np.concatenate([np.full(n_ub, -inf), lp.b_eq])
+    row_upper = np.concatenate([lp.b_ub, lp.b_eq])
+    model = highspy.HighsLp()
+    model.num_col_ = lp.n_cols
+    model.num_row_ = A.shape[0]
+    model.col_cost_ = lp.c
+    model.col_lower_ = lp.lb
+    model.col_upper_ = np.where(np.isinf(lp.ub), inf, lp.ub)
+    model.row_lower_ = row_lower
+    model.row_upper_ = row_upper
+    model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    model.a_matrix_.start_ = A.indptr
+    model.a_matrix_.index_ = A.indices
+    model.a_matrix_.value_ = A.data
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("solver", solver)
+    if threads is not None:
+        h.setOptionValue("threads", int(threads))
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(time_limit))
+    for key, value in options.items():
+        h.setOptionValue(key, value)
+    h.passModel(model)
+    h.run()
+    ms = h.getModelStatus()
+    text = h.modelStatusToString(ms)
+    MS = highspy.HighsModelStatus
+    table = {MS.kOptimal: "optimal", MS.kTimeLimit: "time_limit",
+             MS.kIterationLimit: "iteration_limit", MS.kInfeasible: "infeasible",
+             MS.kUnbounded: "unbounded", MS.kUnboundedOrInfeasible: "infeasible"}
+    status = table.get(ms, "error")
+    sol = h.getSolution()
+    has_x = bool(sol.value_valid)
+    x = np.asarray(sol.col_value, dtype=float) if has_x else None
+    duals = np.asarray(sol.row_dual, dtype=float) if sol.dual_valid else None
+    return LPSolution(status, text, x,
+                      float(h.getInfo().objective_function_value) if has_x else None,
+                      None if duals is None else duals[:n_ub],
+                      None if duals is None else duals[n_ub:],
+                      info={"solver": solver})
+
+
+# -- pulp -----------------------------------------------------------------------------------
+def to_pulp(lp: LinearProgram, name: str = "fabricopt") -> tuple[Any, list[Any], list[Any]]:
+    """The same LP as a :class:`pulp.LpProblem`; returns it with its variables and rows."""
+    import pulp
+
+    prob = pulp.LpProblem(name, pulp.LpMinimize)
+    names = lp.col_names or tuple(f"x{j}" for j in range(lp.n_cols))
+    xs = [pulp.LpVariable(_safe(n), lowBound=float(lo),
+                          upBound=None if np.isinf(hi) else float(hi))
+          for n, lo, hi in zip(names, lp.lb, lp.ub, strict=True)]
+    prob += pulp.LpAffineExpression([(xs[j], float(v)) for j, v in enumerate(lp.c) if v])
+    rows = []
+    for A, b, sense, prefix in ((lp.A_ub, lp.b_ub, pulp.LpConstraintLE, "ub"),
+                                (lp.A_eq, lp.b_eq, pulp.LpConstraintEQ, "eq")):
+        A = A.tocsr()
+        for i in range(A.shape[0]):
+            lo, hi = A.indptr[i], A.indptr[i + 1]
+            expr = pulp.LpAffineExpression(
+                [(xs[j], float(v)) for j, v in zip(A.indices[lo:hi], A.data[lo:hi],
+                                                   strict=True)])
+            con = pulp.LpConstraint(expr, sense, f"{prefix}{i}", float(b[i]))
+            prob += con
+            rows.append(con)
+    return prob, xs, rows
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name)
+
+
+def _solve_pulp(lp: LinearProgram, time_limit: float | None, solver: Any = None,
+                **options: Any) -> LPSolution:
+    import pulp
+
+    prob, xs, rows = to_pulp(lp)
+    if solver is None or isinstance(solver, str):
+        name = solver or "PULP_CBC_CMD"
+        kwargs: dict[str, Any] = {"msg": False, **options}
+        if time_limit is not None:
+            kwargs["timeLimit"] = float(time_limit)
+        try:
+            solver = pulp.getSolver(name, **kwargs)
+        except pulp.PulpSolverError as exc:
+            raise BackendUnavailableError(f"pulp backend: solver {name!r} is not available "
+                                          f"({exc})") from None
+    prob.solve(solver)
+    text = pulp.LpStatus[prob.status]
+    table = {"Optimal": "optimal", "Infeasible": "infeasible", "Unbounded": "unbounded",
+             "Not Solved": "not_solved", "Undefined": "error"}
+    status = table.get(text, "error")
+    if status == "optimal" and getattr(prob, "sol_status", 1) not in (1,):
+        status = "time_limit"  # CBC stopped with a feasible but unproven point
+    x = np.array([v.varValue if v.varValue is not None else np.nan for v in xs])
+    has_x = not np.isnan(x).any()
+    # pulp reports pi = d(objective)/d(rhs) for the problem as posed (a minimisation here).
+    pis = np.array([c.pi if c.pi is not None else np.nan for c in rows], dtype=float)
+    n_ub = lp.A_ub.shape[0]
+    duals_ok = not np.isnan(pis).any()
+    return LPSolution(status, text, x if has_x else None,
+                      float(lp.c @ x) if has_x else None,
+                      pis[:n_ub] if duals_ok else None, pis[n_ub:] if duals_ok else None,
+                      info={"solver": getattr(solver, "name", str(solver))})
+
+
+_SOLVERS: dict[str, Callable[..., LPSolution]] = {
+    "highs": _solve_scipy, "highspy": _solve_highspy, "pulp": _solve_pulp}
+
+
+def export_mps(lp: LinearProgram, path: str | os.PathLike[str]) -> None:
+    """Write ``lp`` as a (free-format) MPS file that any LP solver reads.
+
+    >>> import os, tempfile, numpy as np, scipy.sparse as sp
+    >>> lp = LinearProgram(np.array([-1.0]), sp.csr_matrix([[1.0]]), np.array([2.0]),
+    ...                    sp.csr_matrix((0, 1)), np.zeros(0), np.zeros(1), np.full(1, np.inf))
+    >>> path = os.path.join(tempfile.mkdtemp(), "lp.mps")
+    >>> export_mps(lp, path); os.path.getsize(path) > 0
+    True
+    """
+    prob, _, _ = to_pulp(lp)
+    prob.writeMPS(str(path))

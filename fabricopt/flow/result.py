@@ -1,0 +1,156 @@
+"""What a throughput computation returns: the bracket, its proofs, and where the load sits."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .graph_arrays import GraphArrays
+
+Arc = tuple[Hashable, Hashable]
+
+
+@dataclass(frozen=True)
+class TierUtilization:
+    """Utilization of one tier's arcs: the largest and the mean load/capacity."""
+
+    tier: str
+    max_utilization: float
+    mean_utilization: float
+    binding_arcs: int
+
+
+@dataclass
+class FlowResult:
+    """Max-concurrent-flow answer with its certificate.
+
+    Attributes
+    ----------
+    theta : float or None
+        Largest scale of the traffic that fits; None unless ``status == "optimal"``.
+    lower, upper : float
+        Certified bracket ``lower <= theta* <= upper``: ``lower`` from a feasible flow scaled
+        by its worst overload, ``upper`` from arc lengths through the distance bound.
+    status : str
+        ``"optimal"``, ``"time_limit"``, ``"infeasible"``, ``"not_solved"``, ... (see
+        :data:`fabricopt.flow.lp.STATUSES`).
+    method, backend : str
+        ``"lp"`` (full LP) or ``"symmetric"``; the solver backend.
+    seconds : float
+        Wall time of build plus solve plus certificate.
+    per_endpoint_gbps : float
+        ``lower`` times the mean demand sent per sending endpoint (Gb/s, per direction).
+    cut : frozenset or None
+        When a demand pair is disconnected: the nodes reachable from its source (nothing
+        leaves them), which proves theta = 0.
+    """
+
+    theta: float | None
+    lower: float
+    upper: float
+    status: str
+    method: str
+    backend: str
+    seconds: float
+    per_endpoint_gbps: float
+    message: str = ""
+    fabric_name: str = ""
+    traffic_name: str = ""
+    cut: frozenset[Hashable] | None = None
+    unreachable: Arc | None = None
+    max_overload: float = 0.0
+    max_residual: float = 0.0
+    lp_size: dict[str, int] = field(default_factory=dict)
+    _ga: GraphArrays | None = field(default=None, repr=False)
+    _load: np.ndarray | None = field(default=None, repr=False)
+    _lengths: np.ndarray | None = field(default=None, repr=False)
+    _tiers: list[str] | None = field(default=None, repr=False)
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def exact(self) -> bool:
+        """True when the bracket closes: ``upper - lower <= 1e-6 * upper``."""
+        return self.status == "optimal" and self.upper - self.lower <= 1e-6 * max(self.upper,
+                                                                                  1e-300)
+
+    @property
+    def link_load(self) -> dict[Arc, float]:
+        """Gb/s on each arc in the solution that proves ``lower`` (at ``theta``)."""
+        if self._load is None or self._ga is None:
+            return {}
+        return dict(zip(self._ga.arcs, self._load.tolist(), strict=True))
+
+    @property
+    def utilization(self) -> dict[Arc, float]:
+        """Load / capacity on each arc."""
+        if self._load is None or self._ga is None:
+            return {}
+        return dict(zip(self._ga.arcs, (self._load / self._ga.capacity).tolist(), strict=True))
+
+    @property
+    def lengths(self) -> dict[Arc, float]:
+        """The arc lengths that prove ``upper`` (dual values of the capacity rows)."""
+        if self._lengths is None or self._ga is None:
+            return {}
+        return dict(zip(self._ga.arcs, self._lengths.tolist(), strict=True))
+
+    @property
+    def bottlenecks(self) -> list[Arc]:
+        """Arcs that bind: positive dual length (relative to the largest), i.e. the links
+        whose capacity limits theta."""
+        if self._lengths is None or self._ga is None or not self._lengths.size:
+            return []
+        top = float(self._lengths.max())
+        if top <= 0:
+            return []
+        return [self._ga.arcs[a] for a in np.flatnonzero(self._lengths > 1e-9 * top)]
+
+    @property
+    def tiers(self) -> dict[str, TierUtilization]:
+        """Per tier: max and mean utilization and how many arcs bind."""
+        if self._load is None or self._ga is None or self._tiers is None:
+            return {}
+        util = self._load / self._ga.capacity
+        names = np.asarray(self._tiers)
+        binding = (self._lengths > 1e-9 * self._lengths.max()) if (
+            self._lengths is not None and self._lengths.size and self._lengths.max() > 0) \
+            else np.zeros(len(util), dtype=bool)
+        out = {}
+        for tier in dict.fromkeys(self._tiers):
+            sel = names == tier
+            out[tier] = TierUtilization(tier, float(util[sel].max()), float(util[sel].mean()),
+                                        int(binding[sel].sum()))
+        return out
+
+    @property
+    def binding_tier(self) -> str | None:
+        """The tier with the most binding arcs (ties: the highest utilization)."""
+        tiers = self.tiers
+        if not tiers:
+            return None
+        return max(tiers.values(),
+                   key=lambda t: (t.binding_arcs > 0, t.max_utilization, t.binding_arcs)).tier
+
+    def __str__(self) -> str:
+        theta = f"{self.theta:.6g}" if self.theta is not None else "not proven"
+        lines = [
+            f"fabric           {self.fabric_name}",
+            f"traffic          {self.traffic_name}",
+            f"status           {self.status} ({self.method}, {self.backend}, "
+            f"{self.seconds:.2f} s)",
+            f"theta            {theta}",
+            f"certified        {self.lower:.6g} <= theta <= {self.upper:.6g}",
+            f"per endpoint     {self.per_endpoint_gbps:.6g} Gb/s "
+            f"({self.per_endpoint_gbps / 8:.6g} GB/s) per direction",
+        ]
+        if self.binding_tier:
+            lines.append(f"binding tier     {self.binding_tier}")
+        if self.unreachable:
+            lines.append(f"disconnected     {self.unreachable[0]!r} cannot reach "
+                         f"{self.unreachable[1]!r}")
+        if self.message and self.status != "optimal":
+            lines.append(f"solver says      {self.message}")
+        return "\n".join(lines)

@@ -1,0 +1,204 @@
+r"""Exact all-to-all throughput from one root's flow, for fabrics with a symmetry claim.
+
+If a group of automorphisms acts transitively on the :math:`T` endpoints and the demand is
+invariant (uniform all-to-all), an optimal flow can be taken invariant. One root's flow
+:math:`f_0` then determines all others, and each arc orbit :math:`O` carries
+:math:`(T/|O|) \sum_{a \in O} f_0(a)` on each of its arcs (``reference/bounds.md``):
+
+.. math::
+
+    \max \theta \;\text{s.t.}\; \text{conservation of } f_0 \text{ with supply }
+    \theta\, b,\quad \tfrac{T}{|O|} \textstyle\sum_{a \in O} f_0(a) \le c_O \;\forall O.
+
+That LP has one column per arc. It is reduced further by **colour refinement** of the root
+LP (Grohe, Kersting, Mladenov, Selman, "Dimension reduction via colour refinement", ESA
+2014): starting from the root, the other endpoints, the switches and the arc orbits, nodes
+and arcs are split until every node of a class has the same number of arcs of each class in
+and out. Such an *equitable* partition reduces an LP exactly: a solution that is constant on
+arc classes exists among the optimal ones, and any reduced solution lifts to a feasible one.
+The partition is checked to be equitable before use (hashes could collide), the lifted flow
+is checked for conservation on the whole graph, and the upper bound comes from the dual
+lengths through the distance bound, so the answer carries the same certificate as the full LP.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .graph_arrays import GraphArrays
+from .lp import LinearProgram
+
+_RNG_SEED = 20_14  # fixed: refinement must be reproducible
+
+
+def _relabel(*columns: np.ndarray) -> np.ndarray:
+    """Dense class ids 0..k-1 for rows of the stacked integer columns."""
+    stacked = np.stack(columns, axis=1)
+    _, inv = np.unique(stacked, axis=0, return_inverse=True)
+    return inv.ravel().astype(np.int64)
+
+
+def color_refinement(ga: GraphArrays, node_color: np.ndarray, arc_color: np.ndarray,
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """Coarsest equitable refinement of the given node and arc colourings.
+
+    Arc classes split by the classes of their tail and head; node classes by the multiset of
+    classes of their out-arcs and of their in-arcs (hashed, then verified by
+    :func:`is_equitable`).
+    """
+    rng = np.random.default_rng(_RNG_SEED)
+    nc = _relabel(node_color)
+    ac = _relabel(arc_color)
+    n = ga.n_nodes
+    while True:
+        ac_new = _relabel(ac, nc[ga.tail], nc[ga.head])
+        k = int(ac_new.max()) + 1 if len(ac_new) else 0
+        w_out = rng.integers(1, 2**62, size=k, dtype=np.uint64)
+        w_in = rng.integers(1, 2**62, size=k, dtype=np.uint64)
+        h_out = np.zeros(n, dtype=np.uint64)
+        h_in = np.zeros(n, dtype=np.uint64)
+        np.add.at(h_out, ga.tail, w_out[ac_new])
+        np.add.at(h_in, ga.head, w_in[ac_new])
+        nc_new = _relabel(nc, h_out.view(np.int64), h_in.view(np.int64))
+        if nc_new.max() == nc.max() and ac_new.max() == ac.max():
+            return nc_new, ac_new
+        nc, ac = nc_new, ac_new
+
+
+def class_counts(ga: GraphArrays, nc: np.ndarray, ac: np.ndarray, out: bool,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(node, arc class, count) triples of arcs leaving (``out``) or entering each node."""
+    ends = ga.tail if out else ga.head
+    k = int(ac.max()) + 1
+    key, counts = np.unique(ends * k + ac, return_counts=True)
+    return key // k, key % k, counts
+
+
+def is_equitable(ga: GraphArrays, nc: np.ndarray, ac: np.ndarray) -> bool:
+    """True when every node of a class has the same count of each arc class out and in,
+    and every arc of a class joins the same tail class to the same head class."""
+    if len(ac) == 0:
+        return True
+    for col in (nc[ga.tail], nc[ga.head]):
+        k = int(col.max()) + 1
+        pairs = np.unique(ac * k + col)
+        if len(np.unique(pairs // k)) != len(pairs):
+            return False
+    class_size = np.bincount(nc)
+    for out in (True, False):
+        node, arc_cls, cnt = class_counts(ga, nc, ac, out)
+        key = nc[node] * (int(ac.max()) + 1) + arc_cls
+        order = np.argsort(key, kind="stable")
+        key, cnt = key[order], cnt[order]
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        sizes = np.diff(np.r_[starts, len(key)])
+        lo = np.minimum.reduceat(cnt, starts)
+        hi = np.maximum.reduceat(cnt, starts)
+        groups = key[starts] // (int(ac.max()) + 1)
+        if np.any(lo != hi) or np.any(sizes != class_size[groups]):
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class SymmetricModel:
+    """The reduced root LP and the maps to lift its answer to every arc of the fabric."""
+
+    lp: LinearProgram
+    ga: GraphArrays
+    root: int
+    gbps: float                    # demand per ordered pair
+    n_endpoints: int
+    orbit: np.ndarray              # orbit id of each arc
+    orbit_size: np.ndarray
+    arc_class: np.ndarray          # reduced column of each arc
+    supply: np.ndarray             # b per node, per unit theta
+    reduced: bool
+    n_orbit_rows: int
+
+    def lift(self, x: np.ndarray) -> np.ndarray:
+        """The root's flow on every arc from a reduced LP point."""
+        return np.clip(x[self.arc_class], 0.0, None)
+
+    def loads(self, f0: np.ndarray) -> np.ndarray:
+        """Gb/s on every arc when every endpoint routes like the root (invariant flow)."""
+        per_orbit = np.bincount(self.orbit, weights=f0) * self.n_endpoints / self.orbit_size
+        return per_orbit[self.orbit]
+
+    def residual(self, f0: np.ndarray, theta: float) -> float:
+        """Largest conservation violation of the lifted root flow on the whole graph."""
+        n = self.ga.n_nodes
+        net = (np.bincount(self.ga.tail, weights=f0, minlength=n)
+               - np.bincount(self.ga.head, weights=f0, minlength=n))
+        return float(np.abs(net - theta * self.supply).max())
+
+    def lengths(self, dual_ub: np.ndarray) -> np.ndarray:
+        """Arc lengths from the orbit-row duals: ``(T/|O|) |y_O|`` on each arc of ``O``."""
+        y = np.abs(dual_ub[: self.n_orbit_rows])
+        return (self.n_endpoints / self.orbit_size * y)[self.orbit]
+
+
+def build_symmetric_lp(fab: Any, gbps: float, reduce: bool = True) -> SymmetricModel:
+    """Build the root LP of uniform all-to-all on a fabric with a symmetry claim.
+
+    ``reduce=False`` keeps one column per arc (no colour refinement), for checking.
+    """
+    sym = fab.symmetry
+    ga = GraphArrays.from_fabric(fab)
+    T = len(fab.endpoints)
+    root = ga.index[fab.endpoints[0]]
+    orbit_raw = np.fromiter((sym.arc_orbit[a] for a in ga.arcs), dtype=np.int64,
+                            count=ga.n_arcs)
+    orbit = _relabel(orbit_raw)
+    orbit_size = np.bincount(orbit).astype(float)
+    n_orb = len(orbit_size)
+    orbit_cap = np.zeros(n_orb)
+    orbit_cap[orbit] = ga.capacity
+
+    supply = np.zeros(ga.n_nodes)
+    supply[[ga.index[e] for e in fab.endpoints]] = -gbps
+    supply[root] = gbps * (T - 1)
+
+    node_color = np.where(supply > 0, 0, np.where(supply < 0, 1, 2))
+    if reduce:
+        nc, ac = color_refinement(ga, node_color, orbit)
+        reduced = is_equitable(ga, nc, ac)
+    else:
+        reduced = False
+    if not reduced:
+        nc, ac = np.arange(ga.n_nodes), np.arange(ga.n_arcs)
+    n_cls = int(ac.max()) + 1
+    cls_orbit = np.zeros(n_cls, dtype=np.int64)
+    cls_orbit[ac] = orbit
+    cls_size = np.bincount(ac, minlength=n_cls).astype(float)
+
+    # One conservation row per node class, read off a representative node.
+    n_ncls = int(nc.max()) + 1
+    rep = np.full(n_ncls, -1)
+    rep[nc[::-1]] = np.arange(ga.n_nodes)[::-1]
+    is_rep = np.zeros(ga.n_nodes, dtype=bool)
+    is_rep[rep] = True
+    row_of = np.full(ga.n_nodes, -1)
+    row_of[rep] = np.arange(n_ncls)
+    rows, cols, vals = [], [], []
+    for ends, sign in ((ga.tail, 1.0), (ga.head, -1.0)):
+        sel = is_rep[ends]
+        rows.append(row_of[ends[sel]])
+        cols.append(ac[sel])
+        vals.append(np.full(int(sel.sum()), sign))
+    A_flow = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                           shape=(n_ncls, n_cls))
+    A_eq = sp.hstack([A_flow, sp.csr_matrix(-supply[rep].reshape(-1, 1))], format="csr")
+    # One capacity row per orbit: (T/|O|) * sum over its classes of |C| * y_C <= c_O.
+    A_orb = sp.csr_matrix((T / orbit_size[cls_orbit] * cls_size,
+                           (cls_orbit, np.arange(n_cls))), shape=(n_orb, n_cls))
+    A_ub = sp.hstack([A_orb, sp.csr_matrix((n_orb, 1))], format="csr")
+    c = np.zeros(n_cls + 1)
+    c[-1] = -1.0
+    lp = LinearProgram(c, A_ub, orbit_cap, A_eq, np.zeros(n_ncls), np.zeros(n_cls + 1),
+                       np.full(n_cls + 1, np.inf))
+    return SymmetricModel(lp, ga, root, gbps, T, orbit, orbit_size, ac, supply, reduced, n_orb)

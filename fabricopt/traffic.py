@@ -1,0 +1,289 @@
+"""Traffic matrices: demand in Gb/s per ordered endpoint pair.
+
+A :class:`Traffic` is either a sparse mapping ``{(s, t): gbps}`` or a *uniform* all-to-all
+among a set of endpoints, kept implicit so that an all-to-all on 100,000 GPUs (10^10 pairs)
+costs nothing to hold. Solvers ask it for demand aggregated the way they need.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Hashable, Iterable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from ._checks import as_rng, check_positive
+from .errors import InvalidParameterError, TrafficError
+
+Pair = tuple[Hashable, Hashable]
+
+#: Largest number of pairs a uniform traffic will spell out as a dictionary.
+MAX_EXPLICIT_PAIRS = 20_000_000
+
+
+class Traffic:
+    """Demand in Gb/s per ordered pair of endpoints.
+
+    Parameters
+    ----------
+    demands : mapping
+        ``{(source, target): gbps}``. Zero demands are dropped; negative, non-finite or
+        self-pairs are errors, and so is a traffic with no positive demand.
+
+    Examples
+    --------
+    >>> import fabricopt as fo
+    >>> tm = fo.Traffic({("a", "b"): 2.0, ("b", "a"): 1.0})
+    >>> tm.total_gbps, len(tm)
+    (3.0, 2)
+    """
+
+    def __init__(self, demands: Mapping[Pair, float] | None = None, *,
+                 _uniform: tuple[tuple[Hashable, ...], float] | None = None,
+                 name: str = "traffic") -> None:
+        self.name = name
+        self._uniform = _uniform
+        self._pairs: dict[Pair, float] | None = None
+        if _uniform is not None:
+            endpoints, gbps = _uniform
+            if len(endpoints) < 2:
+                raise TrafficError(f"{name}: needs at least 2 endpoints, got {len(endpoints)}")
+            return
+        if not isinstance(demands, Mapping):
+            raise TrafficError(f"Traffic(): demands must be a mapping {{(s, t): gbps}}, "
+                               f"got {type(demands).__name__}")
+        pairs: dict[Pair, float] = {}
+        for key, value in demands.items():
+            if not (isinstance(key, tuple) and len(key) == 2):
+                raise TrafficError(f"Traffic(): keys must be (source, target) pairs, got {key!r}")
+            s, t = key
+            if s == t:
+                raise TrafficError(f"Traffic(): demand from {s!r} to itself is not traffic")
+            if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                    or not math.isfinite(value) or value < 0):
+                raise TrafficError(f"Traffic(): demand {s!r}->{t!r} must be a finite number "
+                                   f">= 0 Gb/s, got {value!r}")
+            if value > 0:
+                pairs[(s, t)] = float(value)
+        if not pairs:
+            raise TrafficError("Traffic(): no positive demand; traffic must not be empty")
+        self._pairs = pairs
+
+    # -- constructors -----------------------------------------------------------------------
+    @classmethod
+    def uniform(cls, endpoints: Iterable[Hashable], gbps: float = 1.0,
+                name: str = "all-to-all") -> Traffic:
+        """Every ordered pair of distinct ``endpoints`` demands ``gbps`` (kept implicit)."""
+        gbps = check_positive("Traffic.uniform", "gbps", gbps)
+        eps = tuple(endpoints)
+        if len(set(eps)) != len(eps):
+            raise TrafficError(f"{name}: endpoints must not repeat")
+        return cls(_uniform=(eps, gbps), name=name)
+
+    # -- views ------------------------------------------------------------------------------
+    @property
+    def is_uniform(self) -> bool:
+        """True for an implicit all-to-all (every ordered pair of its endpoints, one demand)."""
+        return self._uniform is not None
+
+    @property
+    def uniform_gbps(self) -> float | None:
+        """The per-pair demand of a uniform traffic, else None."""
+        return self._uniform[1] if self._uniform is not None else None
+
+    @property
+    def endpoints(self) -> tuple[Hashable, ...]:
+        """Endpoints that send or receive, in first-seen order."""
+        if self._uniform is not None:
+            return self._uniform[0]
+        seen: dict[Hashable, None] = {}
+        for s, t in self._pairs:  # type: ignore[union-attr]
+            seen.setdefault(s)
+            seen.setdefault(t)
+        return tuple(seen)
+
+    def __len__(self) -> int:
+        if self._uniform is not None:
+            n = len(self._uniform[0])
+            return n * (n - 1)
+        return len(self._pairs)  # type: ignore[arg-type]
+
+    @property
+    def total_gbps(self) -> float:
+        """Sum of all demands."""
+        if self._uniform is not None:
+            return len(self) * self._uniform[1]
+        return float(sum(self._pairs.values()))  # type: ignore[union-attr]
+
+    @property
+    def pairs(self) -> dict[Pair, float]:
+        """The demands as an explicit dictionary (refused for huge uniform traffic)."""
+        if self._pairs is None:
+            eps, gbps = self._uniform  # type: ignore[misc]
+            if len(self) > MAX_EXPLICIT_PAIRS:
+                raise TrafficError(f"{self.name}: {len(self)} pairs are too many to list; "
+                                   "solvers use the implicit form")
+            self._pairs = {(s, t): gbps for s in eps for t in eps if s != t}
+        return self._pairs
+
+    def items(self) -> Iterator[tuple[Pair, float]]:
+        """Iterate over ``((s, t), gbps)``."""
+        return iter(self.pairs.items())
+
+    def out_gbps(self) -> dict[Hashable, float]:
+        """Total demand each endpoint sends."""
+        if self._uniform is not None:
+            eps, gbps = self._uniform
+            return {e: gbps * (len(eps) - 1) for e in eps}
+        out: dict[Hashable, float] = {}
+        for (s, _), d in self.pairs.items():
+            out[s] = out.get(s, 0.0) + d
+        return out
+
+    def in_gbps(self) -> dict[Hashable, float]:
+        """Total demand each endpoint receives."""
+        if self._uniform is not None:
+            return self.out_gbps()
+        inc: dict[Hashable, float] = {}
+        for (_, t), d in self.pairs.items():
+            inc[t] = inc.get(t, 0.0) + d
+        return inc
+
+    def mean_out_gbps(self) -> float:
+        """Mean demand sent per sending endpoint."""
+        out = self.out_gbps()
+        return sum(out.values()) / len(out)
+
+    # -- transformations --------------------------------------------------------------------
+    def restrict(self, endpoints: Iterable[Hashable]) -> Traffic:
+        """Only the demands whose source and target are both in ``endpoints``.
+
+        >>> import fabricopt as fo
+        >>> tm = fo.Traffic.uniform(["a", "b", "c"]).restrict(["a", "b"])
+        >>> sorted(tm.pairs)
+        [('a', 'b'), ('b', 'a')]
+        """
+        keep = set(endpoints)
+        if self._uniform is not None:
+            eps, gbps = self._uniform
+            return Traffic.uniform([e for e in eps if e in keep], gbps, self.name)
+        kept = {(s, t): d for (s, t), d in self.pairs.items() if s in keep and t in keep}
+        if not kept:
+            raise TrafficError(f"{self.name}: no demand is left among the given endpoints")
+        return Traffic(kept, name=self.name)
+
+    def scaled(self, factor: float) -> Traffic:
+        """Every demand multiplied by ``factor`` (> 0)."""
+        factor = check_positive("Traffic.scaled", "factor", factor)
+        if self._uniform is not None:
+            return Traffic.uniform(self._uniform[0], self._uniform[1] * factor, self.name)
+        return Traffic({k: v * factor for k, v in self.pairs.items()}, name=self.name)
+
+    def check_endpoints(self, fab: Any) -> None:
+        """Raise :class:`TrafficError` if a demand names a node that is not an endpoint."""
+        known = set(fab.endpoints)
+        unknown = [e for e in self.endpoints if e not in known]
+        if unknown:
+            raise TrafficError(f"{self.name}: {len(unknown)} endpoint(s) are not endpoints of "
+                               f"fabric {fab.name!r}, e.g. {unknown[:3]!r}")
+
+    def __repr__(self) -> str:
+        kind = "uniform" if self.is_uniform else "explicit"
+        return (f"<Traffic {self.name!r}: {kind}, {len(self)} pairs, "
+                f"{self.total_gbps:g} Gb/s in total>")
+
+
+def _endpoints_of(func: str, fab: Any, endpoints: Iterable[Hashable] | None) -> tuple:
+    if endpoints is None:
+        return tuple(fab.endpoints)
+    eps = tuple(endpoints)
+    known = set(fab.endpoints)
+    unknown = [e for e in eps if e not in known]
+    if unknown:
+        raise TrafficError(f"{func}(): endpoints must be endpoints of fabric {fab.name!r}, "
+                           f"got unknown {unknown[:3]!r}")
+    return eps
+
+
+def all_to_all(fab: Any, gbps: float = 1.0,
+               endpoints: Iterable[Hashable] | None = None) -> Traffic:
+    """Uniform all-to-all: every ordered pair of distinct endpoints demands ``gbps``.
+
+    ``endpoints`` restricts the pattern to a group (one rail, a data-parallel group).
+
+    >>> import fabricopt as fo
+    >>> len(fo.all_to_all(fo.ring(4)))   # 4 x 3 ordered pairs
+    12
+    """
+    gbps = check_positive("all_to_all", "gbps", gbps)
+    return Traffic.uniform(_endpoints_of("all_to_all", fab, endpoints), gbps)
+
+
+def permutation(fab: Any, seed: Any = None, gbps: float = 1.0,
+                endpoints: Iterable[Hashable] | None = None) -> Traffic:
+    """A random derangement: each endpoint sends ``gbps`` to one other, each receives once.
+
+    >>> import fabricopt as fo
+    >>> tm = fo.permutation(fo.ring(6), seed=0)
+    >>> len(tm), all(s != t for s, t in tm.pairs)
+    (6, True)
+    """
+    gbps = check_positive("permutation", "gbps", gbps)
+    eps = _endpoints_of("permutation", fab, endpoints)
+    if len(eps) < 2:
+        raise TrafficError("permutation(): needs at least 2 endpoints")
+    rng = as_rng(seed)
+    n = len(eps)
+    # A uniformly random cyclic shift of a random order is a derangement; mixing cycle
+    # structure by sampling permutations until one has no fixed point keeps it uniform.
+    for _ in range(1000):
+        perm = rng.permutation(n)
+        if not np.any(perm == np.arange(n)):
+            break
+    else:  # pragma: no cover - probability ~ e^-1000
+        perm = np.roll(np.arange(n), 1)
+    return Traffic({(eps[i], eps[int(perm[i])]): gbps for i in range(n)}, name="permutation")
+
+
+def longest_matching(fab: Any, gbps: float = 1.0,
+                     endpoints: Iterable[Hashable] | None = None,
+                     max_endpoints: int = 8192) -> Traffic:
+    """A permutation pairing endpoints as far apart as possible (in hops).
+
+    Solves a maximum-weight assignment on the hop-distance matrix (a bipartite maximum-weight
+    matching, as in the worst-case traffic of TUB, Namyar et al., SIGCOMM 2021), with fixed
+    points forbidden. Distances come from one breadth-first search per endpoint, so
+    ``max_endpoints`` caps the size.
+
+    >>> import fabricopt as fo
+    >>> tm = fo.longest_matching(fo.ring(8))
+    >>> sorted(set(tm.pairs.values())), len(tm)
+    ([1.0], 8)
+    """
+    from scipy.optimize import linear_sum_assignment
+    from scipy.sparse.csgraph import shortest_path
+
+    from .flow.graph_arrays import GraphArrays
+
+    gbps = check_positive("longest_matching", "gbps", gbps)
+    eps = _endpoints_of("longest_matching", fab, endpoints)
+    if len(eps) < 2:
+        raise TrafficError("longest_matching(): needs at least 2 endpoints")
+    if len(eps) > max_endpoints:
+        raise InvalidParameterError(
+            f"longest_matching(): {len(eps)} endpoints exceed max_endpoints={max_endpoints} "
+            "(the assignment is cubic in the count); pass a larger max_endpoints or use "
+            "permutation()")
+    ga = GraphArrays.from_fabric(fab)
+    idx = np.array([ga.index[e] for e in eps])
+    hops = shortest_path(ga.matrix(np.ones(ga.n_arcs)), unweighted=True, indices=idx)
+    dist = hops[:, idx]
+    if np.isinf(dist).any():
+        # Unreachable pairs are the farthest of all.
+        dist[np.isinf(dist)] = dist[np.isfinite(dist)].max() + 1
+    np.fill_diagonal(dist, -1e9)
+    rows, cols = linear_sum_assignment(dist, maximize=True)
+    return Traffic({(eps[r], eps[c]): gbps for r, c in zip(rows, cols, strict=True)},
+                   name="longest-matching")
