@@ -20,13 +20,16 @@ from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..traffic import Traffic, all_to_all
 from .backends import BACKENDS, solve_lp
-from .certificate import RESIDUAL_TOL, DistanceBound, certified_lower, distance_bound
+from .certificate import DistanceBound, certified_lower, distance_bound
 from .formulation import Collapse, FlowModel, aggregate_demand, build_flow_lp
 from .graph_arrays import GraphArrays
 from .result import FlowResult
 from .symmetric import SymmetricModel, build_symmetric_lp
 
 METHODS = ("auto", "lp", "symmetric")
+
+#: Relative width of the certified bracket up to which a solve counts as exact.
+EXACT_RTOL = 1e-6
 
 #: Above this many nonzeros ``method="auto"`` does not build the full LP.
 MAX_AUTO_NONZEROS = 6_000_000
@@ -156,6 +159,16 @@ def _finish(result: FlowResult, traffic: Traffic) -> FlowResult:
                           f"{result.upper!r}): numerical trouble in the solver")
         result.status, result.theta, result.lower = "numerical_error", None, 0.0
     result.upper = max(result.upper, result.lower)
+    if result.theta is not None and result.unreachable is None:
+        if result.upper - result.lower > EXACT_RTOL * result.upper:
+            # The solver says optimal but its point does not prove it to our tolerance
+            # (first-order and interior-point solvers stop early): keep only the bracket.
+            result.message = (f"solver reported optimal, but the certified bracket "
+                              f"[{result.lower:.9g}, {result.upper:.9g}] is wider than "
+                              f"{EXACT_RTOL:g} relative")
+            result.status, result.theta = "inexact", None
+        else:
+            result.theta = min(max(result.theta, result.lower), result.upper)
     best = result.theta if result.theta is not None else result.lower
     result.per_endpoint_gbps = float(best * traffic.mean_out_gbps())
     result.traffic_name = traffic.name
@@ -174,8 +187,8 @@ def solve_flow_model(model: FlowModel, backend: str = "highs", time_limit: float
     if sol.x is not None:
         load = model.full_load(sol.x)
         residual = model.conservation_residual(sol.x)
-        scale = float(max(model.out_gbps.max(), model.in_gbps.max())) * max(theta_x, 1e-12)
-        lower, overload = certified_lower(theta_x, load, ga.capacity, residual, scale)
+        lower, overload = certified_lower(theta_x, load, ga.capacity, residual,
+                                          model.min_demand)
     lengths = None
     bound: DistanceBound
     src, dst, gbps = model.agg
@@ -221,8 +234,7 @@ def solve_symmetric(fab: Fabric, traffic: Traffic, backend: str = "highs",
         f0 = model.lift(sol.x)
         load = model.loads(f0)
         residual = model.residual(f0, theta_x)
-        lower, overload = certified_lower(theta_x, load, ga.capacity, residual,
-                                          gbps * (T - 1) * max(theta_x, 1e-12))
+        lower, overload = certified_lower(theta_x, load, ga.capacity, residual, gbps)
     lengths = (model.lengths(sol.dual_ub) if sol.dual_ub is not None
                else np.ones(ga.n_arcs))
     upper, unreachable, cut, message = _symmetric_upper(fab, ga, lengths, gbps, spot_checks)
@@ -288,4 +300,4 @@ def cheap_bracket(fab: Fabric, traffic: Traffic, backend: str = "none") -> FlowR
     return _finish(result, traffic)
 
 
-__all__ = ["RESIDUAL_TOL", "max_concurrent_flow", "solve_flow_model", "solve_symmetric"]
+__all__ = ["max_concurrent_flow", "solve_flow_model", "solve_symmetric"]

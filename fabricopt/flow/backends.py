@@ -14,9 +14,11 @@ backend     what runs
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -93,6 +95,20 @@ def _solve_scipy(lp: LinearProgram, time_limit: float | None, **options: Any) ->
 
 
 # -- highspy --------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _stdout_silenced() -> Iterator[None]:
+    """Send file descriptor 1 to /dev/null for a moment (for output from C++ code)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def _solve_highspy(lp: LinearProgram, time_limit: float | None, solver: str = "simplex",
                    threads: int | None = None, **options: Any) -> LPSolution:
     try:
@@ -123,7 +139,8 @@ def _solve_highspy(lp: LinearProgram, time_limit: float | None, solver: str = "s
     model.a_matrix_.start_ = A.indptr
     model.a_matrix_.index_ = A.indices
     model.a_matrix_.value_ = A.data
-    h = highspy.Highs()
+    with _stdout_silenced():
+        h = highspy.Highs()  # prints a banner from C++ before options can switch it off
     h.setOptionValue("output_flag", False)
     h.setOptionValue("solver", solver)
     if threads is not None:

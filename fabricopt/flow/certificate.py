@@ -2,7 +2,13 @@ r"""Certificates: the two proofs behind every throughput bracket.
 
 * **Lower bound (a feasible flow).** A routing of :math:`\theta D` that conserves flow loads
   each arc with :math:`L_a`; scaled by its worst overload it fits, so
-  :math:`\theta / \max(1, \max_a L_a / c_a)` is achievable.
+  :math:`\theta / \max(1, \max_a L_a / c_a)` is achievable. Solvers conserve flow only to a
+  tolerance: if commodity :math:`k` leaves residuals :math:`r_k(v)` (flow created or lost at
+  node :math:`v`), a path decomposition still delivers at least
+  :math:`\theta D(k, t) - \lVert r_k \rVert_1` from its source to each target, using no
+  more than the loads :math:`L`. So
+  :math:`(\theta - \max_k \lVert r_k \rVert_1 / \min D) / \max(1, \max_a L_a / c_a)`
+  is proven achievable, whatever the solver's tolerance.
 * **Upper bound (arc lengths).** For any lengths :math:`l_a \ge 0`,
 
   .. math:: \theta \le \frac{\sum_a c_a l_a}{\sum_{s,t} D(s,t)\, \mathrm{dist}_l(s,t)}
@@ -22,10 +28,6 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from .graph_arrays import GraphArrays
-
-#: Relative conservation residual up to which a solver's flow is accepted as a proof.
-RESIDUAL_TOL = 1e-6
-
 
 @dataclass(frozen=True)
 class DistanceBound:
@@ -69,16 +71,16 @@ def distance_bound(ga: GraphArrays, lengths: np.ndarray, core_arc: np.ndarray,
     return DistanceBound(upper, numerator, denominator)
 
 
-def certified_lower(theta: float, load: np.ndarray, capacity: np.ndarray,
-                    residual: float, scale: float) -> tuple[float, float]:
-    """Achievable theta from a flow with ``load`` per arc and conservation ``residual``.
+def certified_lower(theta: float | None, load: np.ndarray, capacity: np.ndarray,
+                    residual_l1: float, min_demand: float) -> tuple[float, float]:
+    """Proven achievable theta from a solver's flow (see the module docstring).
 
-    Returns ``(lower, max_overload)``. A flow whose conservation residual exceeds
-    ``RESIDUAL_TOL * scale`` proves nothing and gives 0.
+    ``residual_l1`` is the largest per-commodity L1 norm of the conservation residual and
+    ``min_demand`` the smallest positive demand of any commodity to any target (Gb/s per
+    unit theta). Returns ``(lower, max_overload)``.
     """
     if theta is None or not np.isfinite(theta) or theta <= 0:
         return 0.0, 0.0
     overload = float(np.max(load / capacity)) if len(load) else 0.0
-    if residual > RESIDUAL_TOL * max(scale, 1e-12):
-        return 0.0, overload
-    return float(theta / max(1.0, overload)), overload
+    kept = theta - residual_l1 / min_demand
+    return float(max(kept, 0.0) / max(1.0, overload)), overload

@@ -151,10 +151,16 @@ class FlowModel:
         return load
 
     def conservation_residual(self, x: np.ndarray) -> float:
-        """Largest violation of flow conservation at ``x`` (Gb/s), negative flows clipped."""
+        """Largest per-commodity L1 norm of the conservation violation at ``x`` (Gb/s),
+        negative flows clipped to zero first."""
         xc = np.concatenate([np.clip(x[:-1], 0.0, None), x[-1:]])
-        r = self.lp.A_eq @ xc - self.lp.b_eq
-        return float(np.abs(r).max()) if r.size else 0.0
+        r = np.abs(self.lp.A_eq @ xc - self.lp.b_eq).reshape(self.n_commodities, -1)
+        return float(r.sum(axis=1).max()) if r.size else 0.0
+
+    @property
+    def min_demand(self) -> float:
+        """Smallest aggregated demand of a commodity to a target (Gb/s per unit theta)."""
+        return float(self.agg[2].min()) if len(self.agg[2]) else np.inf
 
 
 def build_flow_lp(fab: Any, traffic: Traffic) -> FlowModel:

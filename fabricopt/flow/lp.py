@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 #: The status vocabulary of every backend.
-STATUSES = ("optimal", "time_limit", "iteration_limit", "infeasible", "unbounded",
+STATUSES = ("optimal", "inexact", "time_limit", "iteration_limit", "infeasible", "unbounded",
             "numerical_error", "not_solved", "error")
 
 

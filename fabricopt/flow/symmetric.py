@@ -130,11 +130,11 @@ class SymmetricModel:
         return per_orbit[self.orbit]
 
     def residual(self, f0: np.ndarray, theta: float) -> float:
-        """Largest conservation violation of the lifted root flow on the whole graph."""
+        """L1 norm of the conservation violation of the lifted root flow on the whole graph."""
         n = self.ga.n_nodes
         net = (np.bincount(self.ga.tail, weights=f0, minlength=n)
                - np.bincount(self.ga.head, weights=f0, minlength=n))
-        return float(np.abs(net - theta * self.supply).max())
+        return float(np.abs(net - theta * self.supply).sum())
 
     def lengths(self, dual_ub: np.ndarray) -> np.ndarray:
         """Arc lengths from the orbit-row duals: ``(T/|O|) |y_O|`` on each arc of ``O``."""
