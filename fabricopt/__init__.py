@@ -16,7 +16,7 @@ from .errors import (
 )
 from .fabric import Fabric, FabricSummary, from_networkx
 from .fabric_io import read_graphml, read_json, write_graphml, write_json
-from .generators import GENERATORS, complete, hypercube, ring, torus
+from .generators import GENERATORS, complete, dragonfly, hypercube, jellyfish, ring, torus
 from .symmetry import Symmetry, verify_symmetry
 
 __all__ = [
@@ -32,8 +32,10 @@ __all__ = [
     "TrafficError",
     "__version__",
     "complete",
+    "dragonfly",
     "from_networkx",
     "hypercube",
+    "jellyfish",
     "read_graphml",
     "read_json",
     "ring",
