@@ -199,7 +199,8 @@ def dragonfly(a: int, h: int, p: int, link_gbps: float = 400.0, global_gbps: flo
     ``j = r * h + k`` and joins group ``(i - j - 1) mod g`` at router ``a - 1 - r``, port
     ``h - 1 - k``. Group ``i`` thus reaches groups ``i - 1, ..., i - a * h``, i.e. every other
     group once, and the rotation ``i -> i + 1`` of all groups is an automorphism. The
-    absolute ("consecutive") arrangement has no such rotation.
+    absolute ("consecutive") arrangement, where group ``i`` wires its ports to the other
+    groups in increasing order, is in general not invariant under that rotation.
 
     Symmetry is claimed only where a group acting transitively on the GPUs is known:
 
