@@ -9,13 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..fabric import Fabric
-from .classic import complete, hypercube, ring, torus
+from .classic import complete, dragonfly, hypercube, jellyfish, ring, torus
 
 GENERATORS: dict[str, Callable[..., Fabric]] = {
     "ring": ring,
     "torus": torus,
     "hypercube": hypercube,
     "complete": complete,
+    "dragonfly": dragonfly,
+    "jellyfish": jellyfish,
 }
 
-__all__ = ["GENERATORS", "complete", "hypercube", "ring", "torus"]
+__all__ = ["GENERATORS", "complete", "dragonfly", "hypercube", "jellyfish", "ring", "torus"]
