@@ -19,6 +19,7 @@ from .fabric_io import read_graphml, read_json, write_graphml, write_json
 from .flow import (
     FlowResult,
     build_flow_lp,
+    check_certificate,
     export_mps,
     max_concurrent_flow,
     solve_flow_model,
@@ -38,6 +39,7 @@ __all__ = _generator_names + [
     "Traffic",
     "all_to_all",
     "build_flow_lp",
+    "check_certificate",
     "export_mps",
     "longest_matching",
     "max_concurrent_flow",

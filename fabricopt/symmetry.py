@@ -38,8 +38,8 @@ class Symmetry:
     --------
     >>> import fabricopt as fo
     >>> fab = fo.ring(4)
-    >>> fab.symmetry.n_orbits   # clockwise and counter-clockwise arcs
-    2
+    >>> fab.symmetry.n_orbits   # rotations and reflections map any arc to any other
+    1
     """
 
     arc_orbit: Mapping[Arc, int]

@@ -13,13 +13,15 @@ from .api import (
     symmetric_applicable,
 )
 from .backends import BACKENDS, export_mps, solve_lp
+from .check import CertificateCheck, check_certificate
 from .formulation import FlowModel, build_flow_lp
 from .lp import STATUSES, LinearProgram, LPSolution
 from .result import FlowResult, TierUtilization
 from .symmetric import build_symmetric_lp
 
 __all__ = [
-    "BACKENDS", "MAX_AUTO_NONZEROS", "STATUSES", "FlowModel", "FlowResult", "LPSolution",
+    "BACKENDS", "CertificateCheck", "MAX_AUTO_NONZEROS", "STATUSES", "FlowModel",
+    "FlowResult", "LPSolution", "check_certificate",
     "LinearProgram", "TierUtilization", "build_flow_lp", "build_symmetric_lp",
     "cheap_bracket", "export_mps", "max_concurrent_flow", "solve_flow_model", "solve_lp",
     "solve_symmetric", "symmetric_applicable",

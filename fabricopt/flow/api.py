@@ -227,7 +227,6 @@ def solve_symmetric(fab: Fabric, traffic: Traffic, backend: str = "highs",
     model: SymmetricModel = build_symmetric_lp(fab, gbps)
     sol = solve_lp(model.lp, backend, time_limit, **backend_options)
     ga = model.ga
-    T = model.n_endpoints
     theta_x = float(sol.x[-1]) if sol.x is not None else None
     lower, overload, residual, load, f0 = 0.0, 0.0, 0.0, None, None
     if sol.x is not None:
@@ -253,7 +252,7 @@ def solve_symmetric(fab: Fabric, traffic: Traffic, backend: str = "highs",
         lp_size={"columns": model.lp.n_cols, "rows": model.lp.n_rows, "nonzeros": model.lp.nnz,
                  "reduced": int(model.reduced)},
         _ga=ga, _load=load, _lengths=lengths, _tiers=_tiers(fab, ga),
-        extra={"f0": f0, "model": model})
+        extra={"f0": f0, "theta": theta_x, "model": model})
     return _finish(result, traffic)
 
 

@@ -29,6 +29,7 @@ from scipy.sparse.csgraph import dijkstra
 
 from .graph_arrays import GraphArrays
 
+
 @dataclass(frozen=True)
 class DistanceBound:
     """An upper bound on theta from arc lengths, and the pair that proves theta = 0 if any."""

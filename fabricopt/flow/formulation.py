@@ -153,9 +153,11 @@ class FlowModel:
     def conservation_residual(self, x: np.ndarray) -> float:
         """Largest per-commodity L1 norm of the conservation violation at ``x`` (Gb/s),
         negative flows clipped to zero first."""
+        if self.n_commodities == 0:
+            return 0.0
         xc = np.concatenate([np.clip(x[:-1], 0.0, None), x[-1:]])
         r = np.abs(self.lp.A_eq @ xc - self.lp.b_eq).reshape(self.n_commodities, -1)
-        return float(r.sum(axis=1).max()) if r.size else 0.0
+        return float(r.sum(axis=1).max())
 
     @property
     def min_demand(self) -> float:

@@ -57,9 +57,11 @@ def torus(dims: Sequence[int], link_gbps: float = 1.0, tech: str = "generic") ->
 
     Notes
     -----
-    Nodes are named ``"n{c0}.{c1}..."`` by coordinates. Arcs ``x -> x + e_d`` and
-    ``x -> x - e_d`` form the arc orbits of the translation group, which acts transitively on
-    the nodes; the fabric carries that symmetry claim.
+    Nodes are named ``"n{c0}.{c1}..."`` by coordinates. Translations, reflections of each
+    dimension and permutations of dimensions of equal size are automorphisms; they act
+    transitively on the nodes, and their arc orbits are "all arcs along dimensions of size
+    k", one orbit per distinct size. The fabric carries that symmetry claim (a large group
+    keeps the symmetric flow LP small).
 
     Examples
     --------
@@ -84,10 +86,10 @@ def torus(dims: Sequence[int], link_gbps: float = 1.0, tech: str = "generic") ->
             nxt[d] = (coords[d] + 1) % k
             if k == 2 and coords[d] == 1:
                 continue  # the pair was joined from coordinate 0
-            rev = f"d{d}+" if k == 2 else f"d{d}-"
             b.link(_torus_name(coords), _torus_name(nxt), link_gbps, tier, tech,
-                   orbit=(f"d{d}+", rev))
-    return b.build(symmetric=True, group="translations")
+                   orbit=(f"k{k}", f"k{k}"))
+    return b.build(symmetric=True, group="translations, reflections, equal-size dimension "
+                   "permutations")
 
 
 def ring(n: int, link_gbps: float = 1.0, tech: str = "generic") -> Fabric:
@@ -111,8 +113,8 @@ def ring(n: int, link_gbps: float = 1.0, tech: str = "generic") -> Fabric:
 def hypercube(d: int, link_gbps: float = 1.0, tech: str = "generic") -> Fabric:
     """The ``d``-dimensional hypercube: ``2**d`` nodes, ``d * 2**(d-1)`` links.
 
-    Node ``"n{i}"`` joins ``"n{i ^ 2**b}"`` for every bit ``b``. The XOR translations act
-    transitively on the nodes; their arc orbits are the ``d`` dimensions.
+    Node ``"n{i}"`` joins ``"n{i ^ 2**b}"`` for every bit ``b``. XOR translations and
+    permutations of the bits act transitively on the nodes and on the arcs (one orbit).
 
     >>> import fabricopt as fo
     >>> fab = fo.hypercube(3)
@@ -130,8 +132,8 @@ def hypercube(d: int, link_gbps: float = 1.0, tech: str = "generic") -> Fabric:
             j = i ^ (1 << bit)
             if i < j:
                 b.link(f"n{i}", f"n{j}", link_gbps, "hypercube", tech,
-                       orbit=(f"d{bit}", f"d{bit}"))
-    return b.build(symmetric=True, group="bit-flip translations")
+                       orbit=("all", "all"))
+    return b.build(symmetric=True, group="bit flips and bit permutations")
 
 
 def complete(n: int, link_gbps: float = 1.0, tech: str = "generic") -> Fabric:

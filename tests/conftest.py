@@ -1,0 +1,5 @@
+import sys
+from pathlib import Path
+
+# Let test modules import the shared helpers next to them.
+sys.path.insert(0, str(Path(__file__).parent))

@@ -1,0 +1,208 @@
+"""Max-concurrent-flow: the public cases of reference/bounds.md through every backend, the
+symmetric method against the full LP, certificates, statuses and errors."""
+
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+from flow_helpers import certified
+
+import fabricopt as fo
+from fabricopt.flow import api
+
+BACKENDS = [("highs", {}), ("highspy", {"solver": "simplex"}), ("highspy", {"solver": "ipm"}),
+            ("pulp", {})]
+METHODS = ["lp", "symmetric"]
+
+# (fabric, closed form) with unit capacities and unit all-to-all, from reference/bounds.md:
+# K_n: 1 (direct links); ring C_n, n even: 8/n^2 (cut and distance bounds meet);
+# hypercube Q_d: 2^(1-d) (McDiarmid, Scott, Withers); k x k torus, k even: 8/k^3.
+PUBLIC_CASES = [
+    ("complete(5)", lambda: fo.complete(5), 1.0),
+    ("ring(6)", lambda: fo.ring(6), 8 / 6**2),
+    ("ring(8)", lambda: fo.ring(8), 8 / 8**2),
+    ("hypercube(3)", lambda: fo.hypercube(3), 2.0 ** (1 - 3)),
+    ("hypercube(4)", lambda: fo.hypercube(4), 2.0 ** (1 - 4)),
+    ("torus(4,4)", lambda: fo.torus((4, 4)), 8 / 4**3),
+]
+
+
+@pytest.mark.parametrize("backend, options", BACKENDS, ids=lambda x: str(x))
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("name, make, expected", PUBLIC_CASES, ids=[c[0] for c in PUBLIC_CASES])
+def test_public_cases_every_backend(name, make, expected, method, backend, options):
+    fab = make()
+    r = fo.max_concurrent_flow(fab, method=method, backend=backend, **options)
+    certified(fab, r)
+    assert r.theta == pytest.approx(expected, rel=1e-6)
+    assert r.method == method and r.backend == backend
+
+
+@pytest.mark.parametrize("d", [2, 3, 4])
+def test_hypercube_antipodal_permutation_is_one(d):
+    # bounds.md: the antipodal permutation of Q_d routes at theta = 1 (d edge-disjoint
+    # shortest paths of length d per pair, each arc used by exactly one pair per direction).
+    fab = fo.hypercube(d)
+    n = 2**d
+    tm = fo.Traffic({(f"n{i}", f"n{(n - 1) ^ i}"): 1.0 for i in range(n)})
+    r = certified(fab, fo.max_concurrent_flow(fab, tm), tm)
+    assert r.theta == pytest.approx(1.0) and r.method == "lp"
+
+
+def test_pdlp_gives_a_certified_bracket():
+    # A first-order solver stops at a tolerance: whatever status it earns, the bracket must
+    # hold the true value 8/4^3 = 0.125 and be re-provable.
+    fab = fo.torus((4, 4))
+    for method in METHODS:
+        r = fo.max_concurrent_flow(fab, method=method, backend="highspy", solver="pdlp")
+        certified(fab, r, exact=False)
+        assert r.lower <= 0.125 * (1 + 1e-12) and r.upper >= 0.125 * (1 - 1e-12)
+        assert r.upper - r.lower <= 1e-4 * r.upper
+        assert r.status in ("optimal", "inexact")
+
+
+def test_symmetric_equals_full_lp_on_classic_families():
+    fabrics = [fo.ring(5), fo.ring(7), fo.torus((3, 4)), fo.torus((2, 3, 3)), fo.hypercube(2),
+               fo.complete(4), fo.dragonfly(a=2, h=1, p=1, link_gbps=1.0)]
+    for fab in fabrics:
+        sym = certified(fab, fo.max_concurrent_flow(fab, method="symmetric"))
+        full = certified(fab, fo.max_concurrent_flow(fab, method="lp"))
+        assert sym.theta == pytest.approx(full.theta, rel=1e-7), fab.name
+
+
+def test_reduced_symmetric_lp_is_small_and_unreduced_agrees():
+    fab = fo.torus((6, 6))
+    model = fo.flow.build_symmetric_lp(fab, 1.0)
+    plain = fo.flow.build_symmetric_lp(fab, 1.0, reduce=False)
+    assert model.reduced and not plain.reduced
+    # Colour refinement from a root of the 6x6 torus: the root's stabiliser (reflections and
+    # the swap of the two dimensions, 8 elements) splits the 144 arcs into far fewer classes
+    # than the 144 columns (+ theta) of the unreduced LP.
+    assert plain.lp.n_cols == 145
+    assert model.lp.n_cols < 145 / 4
+    a = fo.flow.solve_lp(model.lp)
+    b = fo.flow.solve_lp(plain.lp)
+    assert -a.objective == pytest.approx(-b.objective, rel=1e-9)
+    assert -a.objective == pytest.approx(8 / 6**3, rel=1e-9)  # bounds.md, k = 6
+
+
+def test_result_fields_and_loads():
+    fab = fo.ring(8)
+    r = fo.max_concurrent_flow(fab)
+    # All-to-all at 1 Gb/s: each node sends 7 Gb/s, so per endpoint theta * 7.
+    assert r.per_endpoint_gbps == pytest.approx(0.125 * 7)
+    # A ring at theta*: every arc is saturated (cut and distance bounds meet).
+    assert all(u == pytest.approx(1.0) for u in r.utilization.values())
+    assert set(r.link_load) == set(fab.graph.edges)
+    assert len(r.bottlenecks) == 16  # all 8 links x 2 directions bind
+    assert r.binding_tier == "ring" and r.tiers["ring"].max_utilization == pytest.approx(1.0)
+    assert "theta" in str(r) and "binding tier" in str(r)
+
+
+def test_auto_picks_symmetric_then_lp():
+    fab = fo.torus((3, 3))
+    assert fo.max_concurrent_flow(fab).method == "symmetric"
+    assert fo.max_concurrent_flow(fab, fo.permutation(fab, seed=1)).method == "lp"
+    edited = fab.without_links([("n0.0", "n0.1")])
+    r = certified(edited, fo.max_concurrent_flow(edited))
+    assert r.method == "lp"
+
+
+def test_symmetric_refused_where_it_would_be_wrong():
+    fab = fo.torus((3, 3))
+    with pytest.raises(fo.InvalidParameterError, match="not uniform"):
+        fo.max_concurrent_flow(fab, fo.permutation(fab, seed=0), method="symmetric")
+    with pytest.raises(fo.InvalidParameterError, match="every endpoint"):
+        fo.max_concurrent_flow(fab, fo.all_to_all(fab, endpoints=["n0.0", "n1.1"]),
+                               method="symmetric")
+    edited = fab.without_links([("n0.0", "n0.1")])
+    with pytest.raises(fo.InvalidParameterError, match="changed after|no symmetry"):
+        fo.max_concurrent_flow(edited, method="symmetric")
+    with pytest.raises(fo.InvalidParameterError, match="no symmetry"):
+        fo.max_concurrent_flow(fo.jellyfish(8, 3, 1, seed=1), method="symmetric")
+
+
+def test_jellyfish_exact_within_cut_and_distance_bounds():
+    fab = fo.jellyfish(switches=10, network_ports=3, endpoints_per_switch=2, seed=3,
+                       link_gbps=1.0)
+    r = certified(fab, fo.max_concurrent_flow(fab))
+    # bounds.md: random graphs are tested by inequalities only. Hop-distance bound (l = 1):
+    hop = fo.flow.check.explicit_distance_bound(fab, fo.all_to_all(fab),
+                                                np.ones(fab.graph.number_of_edges()))
+    assert r.theta <= hop * (1 + 1e-9)
+    # Cut bound of each single endpoint: it sends 19 Gb/s through a 1 Gb/s link.
+    assert r.theta <= 1 / 19 + 1e-12
+
+
+def test_disconnected_pair_gives_zero_with_a_cut():
+    G = nx.Graph()
+    nx.add_path(G, ["a", "b", "c"])
+    nx.add_path(G, ["x", "y"])
+    fab = fo.from_networkx(G)
+    r = fo.max_concurrent_flow(fab)
+    assert r.theta == 0.0 and r.lower == 0.0 and r.upper == 0.0
+    s, t = r.unreachable
+    assert s in r.cut and t not in r.cut
+    # The cut proves it: no arc leaves the set reachable from s.
+    assert not any(u in r.cut and v not in r.cut for u, v in fab.graph.edges)
+    assert "cannot reach" in str(r)
+
+
+def test_time_limited_solve_reports_status_and_a_valid_bracket():
+    fab = fo.torus((8, 8))
+    truth = 8 / 8**3  # bounds.md, k = 8
+    r = fo.max_concurrent_flow(fab, method="lp", time_limit=1e-3)
+    assert r.status in ("time_limit", "iteration_limit")
+    assert r.theta is None
+    assert r.lower <= truth <= r.upper
+    assert "theta            not proven" in str(r)
+
+
+def test_too_large_for_auto_gives_bounds_and_says_so(monkeypatch):
+    monkeypatch.setattr(api, "MAX_AUTO_NONZEROS", 10)
+    fab = fo.jellyfish(switches=8, network_ports=3, endpoints_per_switch=1, seed=2,
+                       link_gbps=1.0)
+    r = fo.max_concurrent_flow(fab)
+    exact = fo.max_concurrent_flow(fab, method="lp").theta
+    assert r.status == "not_solved" and r.theta is None
+    assert "too large" in r.message
+    assert r.lower == 0.0 and exact <= r.upper < math.inf
+
+
+def test_endpoint_collapse_keeps_same_switch_pairs_on_their_links():
+    # Star: 4 endpoints under one switch, links of 10 Gb/s. All-to-all at 1 Gb/s: each
+    # endpoint sends 3 Gb/s through its link, so theta = 10 / 3; every pair is same-switch,
+    # so the core LP has no commodity at all.
+    G = nx.star_graph(4)
+    fab = fo.from_networkx(G, endpoints=[1, 2, 3, 4], default_capacity=10.0)
+    r = certified(fab, fo.max_concurrent_flow(fab, method="lp"))
+    assert r.theta == pytest.approx(10 / 3)
+    assert r.lp_size["commodities"] == 0
+
+
+def test_build_then_export_then_solve(tmp_path):
+    fab = fo.ring(4)
+    model = fo.build_flow_lp(fab, fo.all_to_all(fab))
+    # 4 sources x 8 arcs flow variables + theta; 4 x 4 conservation rows; 8 capacity rows.
+    assert model.lp.n_cols == 33 and model.lp.A_eq.shape == (16, 33)
+    assert model.lp.A_ub.shape[0] == 8
+    path = tmp_path / "ring.mps"
+    fo.export_mps(model.lp, path)
+    assert "ROWS" in path.read_text()
+    r = fo.solve_flow_model(model)
+    assert r.theta == pytest.approx(8 / 4**2)  # bounds.md ring, n = 4
+
+
+def test_bad_arguments():
+    fab = fo.ring(4)
+    with pytest.raises(fo.InvalidParameterError, match="method"):
+        fo.max_concurrent_flow(fab, method="magic")
+    with pytest.raises(fo.InvalidParameterError, match="backend"):
+        fo.max_concurrent_flow(fab, backend="cplex")
+    with pytest.raises(fo.InvalidParameterError, match="time_limit"):
+        fo.max_concurrent_flow(fab, time_limit=0)
+    with pytest.raises(fo.InvalidParameterError, match="Fabric"):
+        fo.max_concurrent_flow(nx.path_graph(3))
+    with pytest.raises(fo.TrafficError, match="not endpoints"):
+        fo.max_concurrent_flow(fab, fo.Traffic({("n0", "zz"): 1.0}))

@@ -1,0 +1,81 @@
+"""Traffic matrices: constructors, restriction and the errors on bad demands."""
+
+import math
+
+import pytest
+
+import fabricopt as fo
+
+
+def test_all_to_all_is_implicit_and_counts_pairs():
+    fab = fo.torus((4, 4))
+    tm = fo.all_to_all(fab, gbps=2.0)
+    # 16 endpoints: 16 x 15 ordered pairs of 2 Gb/s each.
+    assert tm.is_uniform and len(tm) == 240 and tm.total_gbps == 480.0
+    assert tm.out_gbps()["n0.0"] == 30.0
+
+
+def test_all_to_all_on_a_group_and_restrict():
+    fab = fo.ring(6)
+    group = ["n0", "n2", "n4"]
+    tm = fo.all_to_all(fab, endpoints=group)
+    assert len(tm) == 6  # 3 x 2 ordered pairs
+    perm = fo.permutation(fab, seed=4)
+    sub = fo.all_to_all(fab).restrict(group)
+    assert set(sub.pairs) == set(tm.pairs)
+    kept = {(s, t) for s, t in perm.pairs if s in group and t in group}
+    if kept:
+        assert set(perm.restrict(group).pairs) == kept
+    else:
+        with pytest.raises(fo.TrafficError, match="no demand"):
+            perm.restrict(group)
+
+
+def test_permutation_is_a_reproducible_derangement():
+    fab = fo.hypercube(4)
+    a = fo.permutation(fab, seed=7)
+    b = fo.permutation(fab, seed=7)
+    c = fo.permutation(fab, seed=8)
+    assert a.pairs == b.pairs and a.pairs != c.pairs
+    sources = [s for s, _ in a.pairs]
+    targets = [t for _, t in a.pairs]
+    assert sorted(sources) == sorted(targets) == sorted(fab.endpoints)
+    assert all(s != t for s, t in a.pairs)
+
+
+def test_longest_matching_pairs_antipodes():
+    # Ring of 8: the farthest node is 4 hops away and unique, so the maximum-weight
+    # assignment sends each node to its antipode. Hypercube: the complement, d hops.
+    ring = fo.longest_matching(fo.ring(8))
+    assert all((int(t[1:]) - int(s[1:])) % 8 == 4 for s, t in ring.pairs)
+    cube = fo.longest_matching(fo.hypercube(3))
+    assert all(int(s[1:]) ^ int(t[1:]) == 7 for s, t in cube.pairs)
+
+
+def test_longest_matching_refuses_huge_inputs():
+    with pytest.raises(fo.InvalidParameterError, match="max_endpoints"):
+        fo.longest_matching(fo.ring(20), max_endpoints=10)
+
+
+@pytest.mark.parametrize("demands, match", [
+    ({("a", "b"): -1.0}, "finite number >= 0"),
+    ({("a", "b"): math.nan}, "finite number >= 0"),
+    ({("a", "b"): math.inf}, "finite number >= 0"),
+    ({("a", "a"): 1.0}, "to itself"),
+    ({("a", "b"): 0.0}, "empty"),
+    ({}, "empty"),
+    ({"ab": 1.0}, "pairs"),
+])
+def test_bad_demands(demands, match):
+    with pytest.raises(fo.TrafficError, match=match):
+        fo.Traffic(demands)
+
+
+def test_unknown_endpoints_and_bad_gbps():
+    fab = fo.ring(4)
+    with pytest.raises(fo.TrafficError, match="unknown"):
+        fo.all_to_all(fab, endpoints=["n0", "q"])
+    with pytest.raises(fo.InvalidParameterError, match="gbps"):
+        fo.all_to_all(fab, gbps=0)
+    with pytest.raises(fo.TrafficError, match="not endpoints"):
+        fo.Traffic({("n0", "q"): 1.0}).check_endpoints(fab)
