@@ -74,6 +74,41 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def make_traffic(fab: Fabric, spec: str) -> Any:
+    """Traffic named on the command line: ``all-to-all``, ``permutation[:SEED]`` or
+    ``longest-matching``."""
+    from .traffic import all_to_all, longest_matching, permutation
+
+    name, _, arg = spec.partition(":")
+    if name == "all-to-all":
+        return all_to_all(fab)
+    if name == "permutation":
+        return permutation(fab, seed=int(arg) if arg else 0)
+    if name == "longest-matching":
+        return longest_matching(fab)
+    raise FabricOptError(f"--traffic must be all-to-all, permutation[:SEED] or "
+                         f"longest-matching, got {spec!r}")
+
+
+def _cmd_solve(args: argparse.Namespace) -> int:
+    from .flow import max_concurrent_flow
+
+    options: dict[str, Any] = {}
+    if args.solver:
+        options["solver"] = args.solver
+    worst = 0
+    for fab in load_fabric(args.target, args.params):
+        fab.validate()
+        traffic = make_traffic(fab, args.traffic)
+        result = max_concurrent_flow(fab, traffic, method=args.method, backend=args.backend,
+                                     time_limit=args.time_limit, **options)
+        print(result)
+        print()
+        if result.status not in ("optimal", "inexact"):
+            worst = 1
+    return worst
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``fabricopt`` command."""
     parser = argparse.ArgumentParser(
@@ -86,6 +121,22 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("target", help="generator name or design file (.toml)")
     show.add_argument("params", nargs="*", help="generator parameters as key=value")
     show.set_defaults(func=_cmd_show)
+
+    solve = sub.add_parser("solve", help="certified max-concurrent-flow throughput",
+                           description="Compute the largest fraction theta of a traffic "
+                           "pattern the fabric carries at once, with a certified bracket, "
+                           "the per-GPU bandwidth and the binding tier. Exit code 1 when a "
+                           "solve did not finish (time limit, too large).")
+    solve.add_argument("target", help="generator name or design file (.toml)")
+    solve.add_argument("params", nargs="*", help="generator parameters as key=value")
+    solve.add_argument("--traffic", default="all-to-all",
+                       help="all-to-all (default), permutation[:SEED], longest-matching")
+    solve.add_argument("--method", default="auto", choices=["auto", "lp", "symmetric"])
+    solve.add_argument("--backend", default="highs", choices=["highs", "highspy", "pulp"])
+    solve.add_argument("--solver", default=None,
+                       help="highspy: simplex, ipm or pdlp; pulp: a pulp solver name")
+    solve.add_argument("--time-limit", type=float, default=None, help="seconds per solve")
+    solve.set_defaults(func=_cmd_solve)
     return parser
 
 
