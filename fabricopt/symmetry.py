@@ -64,12 +64,10 @@ class Symmetry:
         if len(self.arc_orbit) != self.n_arcs:
             return False
         seen: dict[int, float] = {}
-        for (u, v), orbit in self.arc_orbit.items():
-            data = graph.get_edge_data(u, v)
-            if data is None:
-                return False
-            cap = data.get("capacity")
-            if seen.setdefault(orbit, cap) != cap:
+        orbit_of = self.arc_orbit
+        for u, v, cap in graph.edges(data="capacity"):
+            orbit = orbit_of.get((u, v))
+            if orbit is None or seen.setdefault(orbit, cap) != cap:
                 return False
         return True
 
