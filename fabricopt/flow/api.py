@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from scipy.sparse.csgraph import dijkstra
 
-from .._checks import check_choice, check_positive
+from .._checks import check_bool, check_choice, check_positive
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..traffic import Traffic, all_to_all
@@ -72,6 +72,7 @@ def lp_size_estimate(fab: Fabric, traffic: Traffic) -> int:
 
 def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: str = "auto",
                         backend: str = "highs", time_limit: float | None = None,
+                        include_endpoint_links: bool = True,
                         **backend_options: Any) -> FlowResult:
     """Largest fraction theta of ``traffic`` that ``fab`` carries at once, with proof.
 
@@ -92,6 +93,10 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     time_limit : float, optional
         Seconds for the solver; on expiry the status says so and the bracket is what was
         proven.
+    include_endpoint_links : bool
+        True (default): the links of endpoints that hang off one switch (NIC links) are
+        capacity constraints and pairs under one switch count. False: the fabric-only view of
+        ``reference/bounds.md`` — those links are free and same-switch pairs are dropped.
 
     Returns
     -------
@@ -113,6 +118,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                                     f"got {type(fab).__name__}")
     check_choice("max_concurrent_flow", "method", method, METHODS)
     check_choice("max_concurrent_flow", "backend", backend, BACKENDS)
+    include_endpoint_links = check_bool("max_concurrent_flow", "include_endpoint_links",
+                                        include_endpoint_links)
     if time_limit is not None:
         check_positive("max_concurrent_flow", "time_limit", time_limit)
     if traffic is None:
@@ -129,7 +136,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         if ok:
             method = "symmetric"
         elif lp_size_estimate(fab, traffic) > MAX_AUTO_NONZEROS:
-            result = cheap_bracket(fab, traffic, backend)
+            result = cheap_bracket(fab, traffic, backend, include_endpoint_links)
             result.message = ("the full LP is too large for an exact solve "
                               f"(> {MAX_AUTO_NONZEROS:,} nonzeros) and no approximate method "
                               "is available yet; the bracket comes from hop-length and "
@@ -139,9 +146,11 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         else:
             method = "lp"
     if method == "symmetric":
-        result = solve_symmetric(fab, traffic, backend, time_limit, **backend_options)
+        result = solve_symmetric(fab, traffic, backend, time_limit,
+                                 include_endpoint_links=include_endpoint_links,
+                                 **backend_options)
     else:
-        model = build_flow_lp(fab, traffic)
+        model = build_flow_lp(fab, traffic, include_endpoint_links)
         result = solve_flow_model(model, backend, time_limit, fabric_name=fab.name,
                                   tiers=_tiers(fab, model.ga), **backend_options)
     result.seconds = time.perf_counter() - start
@@ -152,7 +161,13 @@ def _tiers(fab: Fabric, ga: GraphArrays) -> list[str]:
     return [str(fab.graph[u][v].get("tier", "link")) for u, v in ga.arcs]
 
 
-def _finish(result: FlowResult, traffic: Traffic) -> FlowResult:
+def _finish(result: FlowResult, traffic: Traffic, mean_out_gbps: float | None = None,
+            ) -> FlowResult:
+    """Reconcile the two proofs with the solver's claim; fill the per-endpoint figure.
+
+    ``mean_out_gbps`` is the demand per sending endpoint that the solve routes (less than the
+    traffic's when same-switch pairs are dropped).
+    """
     if result.lower > result.upper * (1 + 1e-7) + 1e-12:
         # The two proofs contradict each other beyond rounding: trust neither.
         result.message = (f"certificates disagree (lower {result.lower!r} > upper "
@@ -170,7 +185,9 @@ def _finish(result: FlowResult, traffic: Traffic) -> FlowResult:
         else:
             result.theta = min(max(result.theta, result.lower), result.upper)
     best = result.theta if result.theta is not None else result.lower
-    result.per_endpoint_gbps = float(best * traffic.mean_out_gbps())
+    if mean_out_gbps is None:
+        mean_out_gbps = traffic.mean_out_gbps()
+    result.per_endpoint_gbps = float(best * mean_out_gbps)
     result.traffic_name = traffic.name
     return result
 
@@ -187,7 +204,8 @@ def solve_flow_model(model: FlowModel, backend: str = "highs", time_limit: float
     if sol.x is not None:
         load = model.full_load(sol.x)
         residual = model.conservation_residual(sol.x)
-        lower, overload = certified_lower(theta_x, load, ga.capacity, residual,
+        lower, overload = certified_lower(theta_x, load[model.constrained],
+                                          ga.capacity[model.constrained], residual,
                                           model.min_demand)
     lengths = None
     bound: DistanceBound
@@ -215,16 +233,20 @@ def solve_flow_model(model: FlowModel, backend: str = "highs", time_limit: float
         lp_size={"columns": model.lp.n_cols, "rows": model.lp.n_rows, "nonzeros": model.lp.nnz,
                  "commodities": model.n_commodities},
         _ga=ga, _load=load, _lengths=lengths, _tiers=tiers,
-        extra={"x": sol.x, "model": model})
-    return _finish(result, model.traffic)
+        extra={"x": sol.x, "model": model,
+               "include_endpoint_links": model.include_endpoint_links})
+    senders = int(np.count_nonzero(model.out_gbps))
+    return _finish(result, model.traffic, model.counted_gbps / max(senders, 1))
 
 
 def solve_symmetric(fab: Fabric, traffic: Traffic, backend: str = "highs",
                     time_limit: float | None = None, spot_checks: int = 2,
+                    include_endpoint_links: bool = True,
                     **backend_options: Any) -> FlowResult:
     """The symmetric method (see :mod:`fabricopt.flow.symmetric`), certified."""
     gbps = _uniform_gbps(traffic)
-    model: SymmetricModel = build_symmetric_lp(fab, gbps)
+    model: SymmetricModel = build_symmetric_lp(
+        fab, gbps, include_endpoint_links=include_endpoint_links)
     sol = solve_lp(model.lp, backend, time_limit, **backend_options)
     ga = model.ga
     theta_x = float(sol.x[-1]) if sol.x is not None else None
@@ -233,10 +255,11 @@ def solve_symmetric(fab: Fabric, traffic: Traffic, backend: str = "highs",
         f0 = model.lift(sol.x)
         load = model.loads(f0)
         residual = model.residual(f0, theta_x)
-        lower, overload = certified_lower(theta_x, load, ga.capacity, residual, gbps)
+        lower, overload = certified_lower(theta_x, load[model.constrained],
+                                          ga.capacity[model.constrained], residual, gbps)
     lengths = (model.lengths(sol.dual_ub) if sol.dual_ub is not None
                else np.ones(ga.n_arcs))
-    upper, unreachable, cut, message = _symmetric_upper(fab, ga, lengths, gbps, spot_checks)
+    upper, unreachable, cut, message = _symmetric_upper(fab, model, lengths, spot_checks)
     theta = theta_x if sol.status == "optimal" else None
     status = sol.status
     if message:
@@ -252,19 +275,21 @@ def solve_symmetric(fab: Fabric, traffic: Traffic, backend: str = "highs",
         lp_size={"columns": model.lp.n_cols, "rows": model.lp.n_rows, "nonzeros": model.lp.nnz,
                  "reduced": int(model.reduced)},
         _ga=ga, _load=load, _lengths=lengths, _tiers=_tiers(fab, ga),
-        extra={"f0": f0, "theta": theta_x, "model": model})
-    return _finish(result, traffic)
+        extra={"f0": f0, "theta": theta_x, "model": model,
+               "include_endpoint_links": include_endpoint_links})
+    return _finish(result, traffic, gbps * float(model.destinations(0).sum()))
 
 
-def _symmetric_upper(fab: Fabric, ga: GraphArrays, lengths: np.ndarray, gbps: float,
+def _symmetric_upper(fab: Fabric, model: SymmetricModel, lengths: np.ndarray,
                      spot_checks: int) -> tuple[float, Any, Any, str]:
     """Distance bound for invariant lengths: T x (root's distance sum), spot-checked."""
+    ga = model.ga
     eps = np.array([ga.index[e] for e in fab.endpoints])
     T = len(eps)
     picks = [0] + sorted({int(i) for i in np.linspace(0, T - 1, spot_checks + 2)[1:-1]} |
                          {T - 1})[:spot_checks]
     dist = dijkstra(ga.matrix(lengths), directed=True, indices=eps[picks])
-    sums = dist[:, eps].sum(axis=1)
+    sums = np.array([dist[j, eps[model.destinations(i)]].sum() for j, i in enumerate(picks)])
     if np.isinf(sums[0]):
         t = int(np.flatnonzero(np.isinf(dist[0, eps]))[0])
         reach = frozenset(ga.nodes[i] for i in np.flatnonzero(np.isfinite(dist[0])))
@@ -274,18 +299,19 @@ def _symmetric_upper(fab: Fabric, ga: GraphArrays, lengths: np.ndarray, gbps: fl
             "symmetry claim failed a spot check: endpoints see different distance sums "
             f"{sums.tolist()}; the claim is wrong for this fabric")
     numerator = float(ga.capacity @ lengths)
-    denominator = T * gbps * float(sums[0])
+    denominator = T * model.gbps * float(sums[0])
     return (numerator / denominator if denominator > 0 else np.inf), None, None, ""
 
 
-def cheap_bracket(fab: Fabric, traffic: Traffic, backend: str = "none") -> FlowResult:
+def cheap_bracket(fab: Fabric, traffic: Traffic, backend: str = "none",
+                  include_endpoint_links: bool = True) -> FlowResult:
     """A certified bracket without an LP: ``lower = 0`` and the hop-length distance bound."""
     ga = GraphArrays.from_fabric(fab)
     eps = traffic.endpoints
     col = Collapse.of(ga, fab, eps)
     src, dst, gbps, out, inc = aggregate_demand(traffic, {e: i for i, e in enumerate(eps)},
                                                 col.attach)
-    collapsed = col.out_arc >= 0
+    collapsed = (col.out_arc >= 0) & include_endpoint_links
     ep_arc = np.concatenate([col.out_arc[collapsed], col.in_arc[collapsed]])
     ep_gbps = np.concatenate([out[collapsed], inc[collapsed]])
     bound = distance_bound(ga, np.ones(ga.n_arcs), col.core_arc, src, dst, gbps, ep_arc,

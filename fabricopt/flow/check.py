@@ -93,20 +93,23 @@ def check_certificate(fab: Fabric, result: FlowResult, traffic: Traffic | None =
                                     "different graph (arcs differ)")
     lower, overload, residual = 0.0, 0.0, 0.0
     if result.method == "lp" and result.extra.get("x") is not None:
-        model = build_flow_lp(fab, traffic)
+        model = build_flow_lp(fab, traffic, result.extra["include_endpoint_links"])
         x = result.extra["x"]
         residual = model.conservation_residual(x)
         load = model.full_load(x)
-        lower, overload = certified_lower(float(x[-1]), load, ga.capacity, residual,
+        lower, overload = certified_lower(float(x[-1]), load[model.constrained],
+                                          ga.capacity[model.constrained], residual,
                                           model.min_demand)
     elif result.method == "symmetric" and result.extra.get("f0") is not None:
         gbps = traffic.uniform_gbps or next(iter(traffic.pairs.values()))
-        model = build_symmetric_lp(fab, gbps, reduce=False)
+        model = build_symmetric_lp(fab, gbps, reduce=False,
+                                   include_endpoint_links=result.extra["include_endpoint_links"])
         f0 = result.extra["f0"]
         theta = result.extra["theta"]
         residual = model.residual(f0, theta)
         load = model.loads(f0)
-        lower, overload = certified_lower(theta, load, ga.capacity, residual, gbps)
+        lower, overload = certified_lower(theta, load[model.constrained],
+                                          ga.capacity[model.constrained], residual, gbps)
     upper = np.inf
     if result._lengths is not None:
         upper = explicit_distance_bound(fab, traffic, result._lengths, ga)

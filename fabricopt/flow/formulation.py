@@ -135,6 +135,9 @@ class FlowModel:
     agg: tuple[np.ndarray, np.ndarray, np.ndarray]  # aggregated (src, dst, gbps)
     out_gbps: np.ndarray
     in_gbps: np.ndarray
+    constrained: np.ndarray        # arcs with a capacity row
+    counted_gbps: float            # total demand the LP routes (per unit theta)
+    include_endpoint_links: bool
 
     @property
     def n_commodities(self) -> int:
@@ -165,8 +168,13 @@ class FlowModel:
         return float(self.agg[2].min()) if len(self.agg[2]) else np.inf
 
 
-def build_flow_lp(fab: Any, traffic: Traffic) -> FlowModel:
+def build_flow_lp(fab: Any, traffic: Traffic, include_endpoint_links: bool = True,
+                  ) -> FlowModel:
     """Build the exact max-concurrent-flow LP of ``traffic`` on ``fab``.
+
+    With ``include_endpoint_links=False`` the links of endpoints that hang off one switch are
+    not constraints and pairs under the same switch are dropped: the fabric-only view of
+    ``reference/bounds.md`` (what the switches can carry, NICs aside).
 
     Returns a :class:`FlowModel`; its ``lp`` attribute is the :class:`LinearProgram` (inspect
     it, export it with :func:`fabricopt.flow.export_mps`, or solve it with any backend).
@@ -186,6 +194,9 @@ def build_flow_lp(fab: Any, traffic: Traffic) -> FlowModel:
     src, dst, gbps, out, inc = aggregate_demand(traffic, position, col.attach)
     if not np.any(out > 0):
         raise TrafficError(f"{traffic.name}: no positive demand")
+    if not include_endpoint_links and not len(src):
+        raise TrafficError(f"{traffic.name}: every pair is under one switch, so without "
+                           "endpoint links nothing crosses the fabric")
 
     core_arcs = np.flatnonzero(col.core_arc)
     m = len(core_arcs)
@@ -216,7 +227,7 @@ def build_flow_lp(fab: Any, traffic: Traffic) -> FlowModel:
     collapsed = col.out_arc >= 0
     ep_arc = np.concatenate([col.out_arc[collapsed], col.in_arc[collapsed]])
     ep_gbps = np.concatenate([out[collapsed], inc[collapsed]])
-    keep = ep_gbps > 0
+    keep = (ep_gbps > 0) & include_endpoint_links
     ep_arc, ep_gbps = ep_arc[keep], ep_gbps[keep]
     ep_rows = sp.csr_matrix((ep_gbps, (np.arange(len(ep_arc)), np.full(len(ep_arc), K * m))),
                             shape=(len(ep_arc), K * m + 1))
@@ -226,5 +237,9 @@ def build_flow_lp(fab: Any, traffic: Traffic) -> FlowModel:
     c = np.zeros(K * m + 1)
     c[-1] = -1.0
     lp = LinearProgram(c, A_ub, b_ub, A_eq, b_eq, np.zeros(K * m + 1), np.full(K * m + 1, np.inf))
+    constrained = np.zeros(ga.n_arcs, dtype=bool)
+    constrained[core_arcs] = True
+    constrained[ep_arc] = True
+    counted = float(gbps.sum()) if not include_endpoint_links else traffic.total_gbps
     return FlowModel(lp, ga, traffic, col, core_arcs, sources, supply, ep_arc, ep_gbps,
-                     (src, dst, gbps), out, inc)
+                     (src, dst, gbps), out, inc, constrained, counted, include_endpoint_links)

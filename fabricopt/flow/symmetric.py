@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .formulation import Collapse
 from .graph_arrays import GraphArrays
 from .lp import LinearProgram
 
@@ -133,7 +134,23 @@ class SymmetricModel:
     arc_class: np.ndarray          # reduced column of each arc
     supply: np.ndarray             # b per node, per unit theta
     reduced: bool
-    n_orbit_rows: int
+    row_orbit: np.ndarray          # orbit of each capacity row
+    constrained: np.ndarray        # arcs whose orbit has a capacity row
+    attach: np.ndarray             # where each endpoint enters the core graph
+    include_endpoint_links: bool
+
+    @property
+    def n_orbit_rows(self) -> int:
+        return len(self.row_orbit)
+
+    def destinations(self, i: int) -> np.ndarray:
+        """Mask over endpoints of the targets of endpoint ``i``."""
+        if self.include_endpoint_links:
+            dest = np.ones(self.n_endpoints, dtype=bool)
+        else:
+            dest = self.attach != self.attach[i]
+        dest[i] = False
+        return dest
 
     def lift(self, x: np.ndarray) -> np.ndarray:
         """The root's flow on every arc from a reduced LP point."""
@@ -153,14 +170,19 @@ class SymmetricModel:
 
     def lengths(self, dual_ub: np.ndarray) -> np.ndarray:
         """Arc lengths from the orbit-row duals: ``(T/|O|) |y_O|`` on each arc of ``O``."""
-        y = np.abs(dual_ub[: self.n_orbit_rows])
+        y = np.zeros(len(self.orbit_size))
+        y[self.row_orbit] = np.abs(dual_ub[: self.n_orbit_rows])
         return (self.n_endpoints / self.orbit_size * y)[self.orbit]
 
 
-def build_symmetric_lp(fab: Any, gbps: float, reduce: bool = True) -> SymmetricModel:
+def build_symmetric_lp(fab: Any, gbps: float, reduce: bool = True,
+                       include_endpoint_links: bool = True) -> SymmetricModel:
     """Build the root LP of uniform all-to-all on a fabric with a symmetry claim.
 
     ``reduce=False`` keeps one column per arc (no colour refinement), for checking.
+    ``include_endpoint_links=False`` drops pairs under one switch and the capacity rows of
+    orbits made only of endpoint links (see :func:`~fabricopt.flow.build_flow_lp`);
+    automorphisms preserve "under the same switch", so the traffic stays invariant.
     """
     sym = fab.symmetry
     ga = GraphArrays.from_fabric(fab)
@@ -174,9 +196,19 @@ def build_symmetric_lp(fab: Any, gbps: float, reduce: bool = True) -> SymmetricM
     orbit_cap = np.zeros(n_orb)
     orbit_cap[orbit] = ga.capacity
 
+    col = Collapse.of(ga, fab, tuple(fab.endpoints))
+    ep_idx = np.array([ga.index[e] for e in fab.endpoints])
+    dest = np.ones(T, dtype=bool) if include_endpoint_links else col.attach != col.attach[0]
+    dest[0] = False
     supply = np.zeros(ga.n_nodes)
-    supply[[ga.index[e] for e in fab.endpoints]] = -gbps
-    supply[root] = gbps * (T - 1)
+    supply[ep_idx[dest]] = -gbps
+    supply[root] = gbps * dest.sum()
+    constrained = np.ones(ga.n_arcs, dtype=bool)
+    if not include_endpoint_links:
+        constrained = col.core_arc.copy()
+    # An orbit keeps its capacity row if any of its arcs is constrained (orbits do not mix
+    # endpoint links with others: automorphisms preserve "hangs off one switch").
+    row_orbit = np.flatnonzero(np.bincount(orbit, weights=constrained, minlength=n_orb) > 0)
 
     node_color = np.where(supply > 0, 0, np.where(supply < 0, 1, 2))
     if reduce:
@@ -209,11 +241,16 @@ def build_symmetric_lp(fab: Any, gbps: float, reduce: bool = True) -> SymmetricM
                            shape=(n_ncls, n_cls))
     A_eq = sp.hstack([A_flow, sp.csr_matrix(-supply[rep].reshape(-1, 1))], format="csr")
     # One capacity row per orbit: (T/|O|) * sum over its classes of |C| * y_C <= c_O.
-    A_orb = sp.csr_matrix((T / orbit_size[cls_orbit] * cls_size,
-                           (cls_orbit, np.arange(n_cls))), shape=(n_orb, n_cls))
-    A_ub = sp.hstack([A_orb, sp.csr_matrix((n_orb, 1))], format="csr")
+    row_of_orbit = np.full(n_orb, -1)
+    row_of_orbit[row_orbit] = np.arange(len(row_orbit))
+    keep = row_of_orbit[cls_orbit] >= 0
+    A_orb = sp.csr_matrix(((T / orbit_size[cls_orbit] * cls_size)[keep],
+                           (row_of_orbit[cls_orbit][keep], np.arange(n_cls)[keep])),
+                          shape=(len(row_orbit), n_cls))
+    A_ub = sp.hstack([A_orb, sp.csr_matrix((len(row_orbit), 1))], format="csr")
     c = np.zeros(n_cls + 1)
     c[-1] = -1.0
-    lp = LinearProgram(c, A_ub, orbit_cap, A_eq, np.zeros(n_ncls), np.zeros(n_cls + 1),
-                       np.full(n_cls + 1, np.inf))
-    return SymmetricModel(lp, ga, root, gbps, T, orbit, orbit_size, ac, supply, reduced, n_orb)
+    lp = LinearProgram(c, A_ub, orbit_cap[row_orbit], A_eq, np.zeros(n_ncls),
+                       np.zeros(n_cls + 1), np.full(n_cls + 1, np.inf))
+    return SymmetricModel(lp, ga, root, gbps, T, orbit, orbit_size, ac, supply, reduced,
+                          row_orbit, constrained, col.attach, include_endpoint_links)

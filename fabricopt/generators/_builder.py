@@ -38,18 +38,18 @@ class FabricBuilder:
         self.orbit: dict[tuple[Hashable, Hashable], str] = {}
         self.endpoints: list[Hashable] = []
 
-    def gpu(self, node: Hashable, **attrs: Any) -> Hashable:
-        """Add an endpoint GPU (role ``gpu``, layer 0)."""
-        self.nodes[node] = {"role": "gpu", "layer": 0, **attrs}
-        self.endpoints.append(node)
-        return node
+    def gpu(self, name: Hashable, /, **attrs: Any) -> Hashable:
+        """Add an endpoint GPU (role ``gpu``, layer 0); ``attrs`` may include ``node``."""
+        self.nodes[name] = {"role": "gpu", "layer": 0, **attrs}
+        self.endpoints.append(name)
+        return name
 
-    def switch(self, node: Hashable, layer: int, radix: int | None, model: str | None = None,
-               reduce: bool = False, **attrs: Any) -> Hashable:
+    def switch(self, name: Hashable, /, layer: int, radix: int | None,
+               model: str | None = None, reduce: bool = False, **attrs: Any) -> Hashable:
         """Add a switch at ``layer`` with ``radix`` ports; ``model`` is its catalog key."""
-        self.nodes[node] = {"role": "switch", "layer": layer, "radix": radix,
+        self.nodes[name] = {"role": "switch", "layer": layer, "radix": radix,
                             "model": model, "reduce": reduce, **attrs}
-        return node
+        return name
 
     def link(self, u: Hashable, v: Hashable, gbps: float, tier: str, tech: str,
              links: int = 1, orbit: str | tuple[str, str] | None = None) -> None:
