@@ -6,6 +6,7 @@
 """
 
 from ._version import __version__
+from .cost import Catalog, CatalogError, CostEstimate, Layout, Policy, estimate_cost
 from .errors import (
     BackendUnavailableError,
     DesignFileError,
@@ -22,16 +23,22 @@ from .symmetry import Symmetry, verify_symmetry
 __all__ = [
     "GENERATORS",
     "BackendUnavailableError",
+    "Catalog",
+    "CatalogError",
+    "CostEstimate",
     "DesignFileError",
     "Fabric",
     "FabricOptError",
     "FabricSummary",
     "InvalidFabricError",
     "InvalidParameterError",
+    "Layout",
+    "Policy",
     "Symmetry",
     "TrafficError",
     "__version__",
     "complete",
+    "estimate_cost",
     "from_networkx",
     "hypercube",
     "read_graphml",
