@@ -39,26 +39,9 @@ from .._checks import fail
 from ..fabric import Fabric
 from .catalog import Catalog, Entry
 from .layout import Layout, is_scale_up, place
-from .media import MediaSelector, Policy
-
-LENGTH_BUCKETS_M = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0,
-                    70.0, 100.0, 150.0, 200.0, 300.0, 500.0, 1000.0, 2000.0)
-"""Standard cable lengths: a link gets the shortest that covers it (capped at the reach)."""
+from .media import LENGTH_BUCKETS_M, MediaSelector, Policy, length_bucket
 
 _IB_TECHS = ("ndr", "xdr", "hdr", "edr", "infiniband", "ib")
-
-
-def length_bucket(length_m: float, reach_m: float = math.inf) -> float:
-    """The standard cable length bought for a link of ``length_m`` (at most ``reach_m``).
-
-    >>> length_bucket(0.3), length_bucket(2.2), length_bucket(2.2, reach_m=2.4), length_bucket(2345)
-    (0.5, 2.5, 2.4, 2400.0)
-    """
-    for b in LENGTH_BUCKETS_M:
-        if length_m <= b:
-            return min(b, reach_m)
-    return min(math.ceil(length_m / 100.0) * 100.0, reach_m)
-
 
 @dataclass(frozen=True)
 class BomRow:
@@ -590,5 +573,5 @@ def _tier_rank(tier: str) -> tuple[int, str]:
     return (_TIER_ORDER.index(tier) if tier in _TIER_ORDER else len(_TIER_ORDER), tier)
 
 
-__all__ = ["BomRow", "CostEstimate", "DeliveredCost", "Totals", "estimate_cost",
-           "length_bucket"]
+__all__ = ["LENGTH_BUCKETS_M", "BomRow", "CostEstimate", "DeliveredCost", "Totals",
+           "estimate_cost", "length_bucket"]

@@ -94,10 +94,10 @@ class Layout:
     >>> lay = fo.Layout(leaf_placement="end_of_row", length_m_by_tier={"leaf-spine": 30.0})
     >>> lay.length_m_by_tier["leaf-spine"], lay.leaf_placement
     (30.0, 'end_of_row')
-    >>> fo.Layout(in_rack_m=-1)
+    >>> fo.Layout(in_rack_m=-1)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    fabricopt.errors.InvalidParameterError: Layout(): in_rack_m must be a finite number > 0, got -1.0
+    fabricopt.errors.InvalidParameterError: Layout(): in_rack_m must be a finite number > 0, ...
     """
 
     gpus_per_server: int = 8

@@ -11,7 +11,8 @@ power (``"power"``), the other figure breaking ties. A link's price and power:
   half of one module at each end; at a single-port NIC this stands for the matching 400G
   module);
 * pluggable optics (sr, dr, fr, lpo; cpo at switch ends): ``2 * share`` modules plus one fibre
-  of ``cable_usd + cable_usd_per_m * length``;
+  of ``cable_usd + cable_usd_per_m * length``, the length rounded up to a standard length
+  (:data:`LENGTH_BUCKETS_M`);
 * cables (dac, acc, aec, aoc, nvlink): ``share`` of a cable, which draws ``power_w_per_end`` at
   each of its two ends.
 
@@ -21,12 +22,32 @@ transceivers) whenever its reach covers them; every policy leaves them alone.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import check_bool, check_choice, fail
 from .catalog import TRANSCEIVER_TYPES, Catalog, Entry
+
+LENGTH_BUCKETS_M = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0,
+                    70.0, 100.0, 150.0, 200.0, 300.0, 500.0, 1000.0, 2000.0)
+"""Standard cable lengths: a link gets the shortest that covers it (capped at the reach)."""
+
+_IB_TECHS = ("ndr", "xdr", "hdr", "edr", "infiniband", "ib")
+
+
+def length_bucket(length_m: float, reach_m: float = math.inf) -> float:
+    """The standard cable length bought for a link of ``length_m`` (at most ``reach_m``).
+
+    >>> length_bucket(0.3), length_bucket(2.2), length_bucket(2.2, reach_m=2.4), length_bucket(2345)
+    (0.5, 2.5, 2.4, 2400.0)
+    """
+    for b in LENGTH_BUCKETS_M:
+        if length_m <= b:
+            return min(b, reach_m)
+    return min(math.ceil(length_m / 100.0) * 100.0, reach_m)
+
 
 OBJECTIVES = ("cost", "power")
 COPPER_TYPES = ("dac", "acc", "aec")
@@ -169,11 +190,13 @@ def _cost(entry: Entry, rate: float, length: float,
         mods = tuple(cpo if (cpo is not None and at_switch) else entry
                      for at_switch in switch_ends)
         shares = tuple(share(m, rate) for m in mods)
-        fibre = entry["cable_usd"] + entry["cable_usd_per_m"] * length
+        fibre = entry["cable_usd"] + entry["cable_usd_per_m"] * length_bucket(length,
+                                                                               entry["reach_m"])
         usd = sum(sh * m["price_usd_per_end"] for sh, m in zip(shares, mods, strict=True))
         w = sum(sh * m["power_w_per_end"] for sh, m in zip(shares, mods, strict=True))
         return LinkMedium(entry, mods, shares, 0.0, fibre, usd + fibre, w)  # type: ignore[arg-type]
-    cable = s * (entry["cable_usd"] + entry["cable_usd_per_m"] * length)
+    cable = s * (entry["cable_usd"]
+                 + entry["cable_usd_per_m"] * length_bucket(length, entry["reach_m"]))
     return LinkMedium(entry, (None, None), (0.0, 0.0), s, 0.0, cable,
                       2.0 * s * entry["power_w_per_end"])
 
