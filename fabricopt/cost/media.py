@@ -77,7 +77,9 @@ class Policy:
         Allow linear pluggable optics (LPO) wherever their reach covers a link.
     cpo : bool
         Switches with co-packaged optics: every optical link end at a switch uses the catalog's
-        CPO port instead of a pluggable module (when one covers the link's rate and reach).
+        CPO port instead of a pluggable module (when one covers the link's rate and reach), and
+        such links use optics only, as a CPO switch has no electrical ports; a link between
+        two switches is then all CPO, fibre included.
     aec_in_row : bool
         Links between racks of one row that an AEC reaches use AEC, never optics.
     medium_by_tier : mapping of str to str
@@ -187,6 +189,8 @@ def _cost(entry: Entry, rate: float, length: float,
           switch_ends: tuple[bool, bool], cpo: Entry | None) -> LinkMedium:
     s = share(entry, rate)
     if entry["type"] in TRANSCEIVER_TYPES:
+        if cpo is not None and all(switch_ends):
+            entry = cpo  # switch to switch: the CPO ports and their fibre are the whole link
         mods = tuple(cpo if (cpo is not None and at_switch) else entry
                      for at_switch in switch_ends)
         shares = tuple(share(m, rate) for m in mods)
@@ -247,7 +251,9 @@ class MediaSelector:
         else:
             fits = [e for e in fits if e["type"] != "nvlink"
                     and (pol.lpo or not e.get("opt_in", False))]
-            if pol.all_optics:
+            cpo_here = any(switch_ends) and any(
+                c["rate_gbps"] >= rate and c["reach_m"] >= length for c in self.cpo)
+            if pol.all_optics or cpo_here:
                 fits = [e for e in fits if e["type"] in TRANSCEIVER_TYPES]
             if pol.aec_in_row and in_row:
                 aec = [e for e in fits if e["type"] == "aec"]
