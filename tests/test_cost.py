@@ -10,13 +10,14 @@ from __future__ import annotations
 import csv
 import io
 import math
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import fabricopt as fo
-from fabricopt.cli import main
+from fabricopt.cli import load_fabric, main
 from fabricopt.cost import CONFIDENCES, MEDIUM_TYPES, CatalogError, length_bucket, place
 from fabricopt.generators._builder import FabricBuilder
 
@@ -626,8 +627,14 @@ def test_per_delivered_gbps_and_network_share():
     assert est.network_share("dgx_h100") == pytest.approx(
         est.capex_usd / (est.capex_usd + 0.5 * 199000))
     with pytest.raises(fo.InvalidParameterError, match="system must be a catalog system "
-                       "with a price"):
+                       "with price_usd"):
         est.network_share("gb200_nvl72")
+    # Power: 4 GPUs = half a DGX H100 at 10.2 kW (V2); the NVL72 rack has a power figure.
+    assert est.network_share("dgx_h100", of="power") == pytest.approx(
+        est.power_w / (est.power_w + 0.5 * 10200))
+    assert 0 < est.network_share("gb200_nvl72", of="power") < 1
+    with pytest.raises(fo.InvalidParameterError, match="of must be one of 'capex', 'power'"):
+        est.network_share("dgx_h100", of="cooling")
 
 
 @pytest.mark.parametrize("name, kwargs", [
@@ -637,6 +644,18 @@ def test_per_delivered_gbps_and_network_share():
 def test_shipped_generators_have_a_bill_of_materials(name, kwargs):
     est = fo.estimate_cost(fo.GENERATORS[name](**kwargs))
     assert est.capex_usd > 0 and est.power_w > 0 and est.bom
+
+
+DESIGNS = sorted((Path(__file__).resolve().parents[1] / "topologies").glob("*.toml"))
+
+
+@pytest.mark.skipif(not DESIGNS, reason="no shipped design files yet")
+@pytest.mark.parametrize("path", DESIGNS, ids=[p.stem for p in DESIGNS])
+def test_shipped_designs_have_a_bill_of_materials(path):
+    for fab in load_fabric(str(path), []):
+        est = fo.estimate_cost(fab)
+        assert est.capex_usd > 0 and est.power_w > 0
+        assert all(r.source and r.confidence in CONFIDENCES for r in est.bom)
 
 
 def test_superpod_cable_counts_per_tier():

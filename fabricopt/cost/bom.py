@@ -14,6 +14,8 @@ What is counted, per device and link of the fabric:
   and count that cost least for its link count at its link rate, so two 400G planes per GPU use
   one dual-port NIC where the catalog has one (one NIC per GPU, one port per link). GPU-to-NIC
   links are PCIe inside the server and cost nothing here.
+* **UALink** links are scale-up (no NIC) and their switches, having no catalog family of their
+  own, are priced as network switches of the same radix and port rate: an approximation.
 * **Links**, by medium (see :mod:`fabricopt.cost.media`) and length (:mod:`.layout`): per
   medium, modules (two ends per optical link, pooled on twin-port modules within a tier and
   rounded up), cables and fibres by standard length bucket.
@@ -35,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import fail
+from .._checks import check_choice, fail
 from ..fabric import Fabric
 from .catalog import Catalog, Entry
 from .layout import Layout, is_scale_up, place
@@ -157,22 +159,38 @@ class CostEstimate:
             raise fail("per_delivered_gbps", "result.per_endpoint_gbps", "a number > 0", value)
         return DeliveredCost(self.per_gpu_usd / gbps, self.per_gpu_w / gbps, gbps)
 
-    def network_share(self, system: str) -> float:
-        """Network capex as a share of network plus systems (``gpus / system gpus`` systems).
+    def network_share(self, system: str, of: str = "capex") -> float:
+        """The network's share of network plus systems, in capex or power.
 
+        The fabric's GPUs are counted as ``gpus / system gpus`` catalog systems (a DGX H100
+        holds 8). A system's list price already includes parts counted here as network (its
+        NICs, its NVSwitches), so the share is slightly overstated.
+
+        Parameters
+        ----------
+        system : str
+            Catalog system key, e.g. ``"dgx_h100"``.
+        of : {"capex", "power"}
+            Compare prices (``price_usd``) or powers (``power_w``).
+
+        Examples
+        --------
         >>> import fabricopt as fo
-        >>> share = fo.estimate_cost(fo.ring(8, link_gbps=400)).network_share("dgx_h100")
-        >>> 0 < share < 1
-        True
+        >>> est = fo.estimate_cost(fo.ring(8, link_gbps=400))
+        >>> 0 < est.network_share("dgx_h100") < 1, 0 < est.network_share("dgx_h100", "power") < 1
+        (True, True)
         """
+        check_choice("network_share", "of", of, ("capex", "power"))
+        field_name, own = ("price_usd", self.capex_usd) if of == "capex" else \
+            ("power_w", self.power_w)
         cat = self.catalog or Catalog.default()
-        if system not in cat.systems or cat.systems[system].get("price_usd") is None:
-            priced = sorted(k for k, e in cat.systems.items() if e.get("price_usd") is not None)
-            raise fail("network_share", "system", "a catalog system with a price ("
-                       + ", ".join(priced) + ")", system)
+        if system not in cat.systems or cat.systems[system].get(field_name) is None:
+            known = sorted(k for k, e in cat.systems.items() if e.get(field_name) is not None)
+            raise fail("network_share", "system", f"a catalog system with {field_name} ("
+                       + ", ".join(known) + ")", system)
         entry = cat.systems[system]
-        systems_usd = self.gpus / entry["gpus"] * entry["price_usd"]
-        return self.capex_usd / (self.capex_usd + systems_usd)
+        systems = self.gpus / entry["gpus"] * entry[field_name]
+        return own / (own + systems)
 
     # -- output ---------------------------------------------------------------------------
     def _rows(self) -> list[list[str]]:
@@ -190,7 +208,12 @@ class CostEstimate:
         return lines
 
     def to_table(self) -> str:
-        """The estimate as a plain-text table (bill of materials, totals, tiers, media)."""
+        """The estimate as a plain-text table (bill of materials, totals, tiers, media).
+
+        >>> import fabricopt as fo
+        >>> print(fo.estimate_cost(fo.ring(4, link_gbps=400)).to_table().splitlines()[2])
+        component  kind   detail  count  unit USD  unit W  total USD  total W  confidence
+        """
         def table(head: list[str], rows: list[list[str]]) -> list[str]:
             widths = [max(len(x) for x in col) for col in zip(head, *rows, strict=True)]
             fmt = lambda row: "  ".join(  # noqa: E731
@@ -231,7 +254,12 @@ class CostEstimate:
         return buf.getvalue()
 
     def to_markdown(self) -> str:
-        """The estimate as Markdown: bill of materials, totals, tiers, media and sources."""
+        """The estimate as Markdown: bill of materials, totals, tiers, media and sources.
+
+        >>> import fabricopt as fo
+        >>> print(fo.estimate_cost(fo.ring(4, link_gbps=400)).to_markdown().splitlines()[4])
+        | cx8 | nic |  | 4 | 1,779 | 30.0 | 7,116 | 120 | estimate |
+        """
         def table(head: list[str], rows: list[list[str]]) -> list[str]:
             return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + \
                 ["| " + " | ".join(r) + " |" for r in rows]

@@ -46,7 +46,11 @@ SCALE_UP_TECHS = ("nvlink", "ualink")
 
 
 def is_scale_up(tech: Any) -> bool:
-    """True for scale-up link techs (``"nvlink4"``, ``"nvlink5"``, ``"ualink"``)."""
+    """True for scale-up link techs (``"nvlink4"``, ``"nvlink5"``, ``"ualink"``).
+
+    >>> is_scale_up("nvlink4"), is_scale_up("ndr")
+    (True, False)
+    """
     return str(tech).lower().startswith(SCALE_UP_TECHS)
 
 
@@ -130,7 +134,11 @@ class Layout:
 
     @classmethod
     def coerce(cls, value: Any, func: str = "estimate_cost") -> Layout:
-        """``value`` as a Layout: None gives the defaults, a mapping gives ``Layout(**value)``."""
+        """``value`` as a Layout: None gives the defaults, a mapping gives ``Layout(**value)``.
+
+        >>> Layout.coerce({"racks_per_row": 8}).racks_per_row
+        8
+        """
         if value is None:
             return cls()
         if isinstance(value, Layout):

@@ -129,7 +129,11 @@ medium_by_tier={}, switch_model=None, exclude=())
 
     @classmethod
     def coerce(cls, value: Any, func: str = "estimate_cost") -> Policy:
-        """``value`` as a Policy: None, a Policy, a preset name or a mapping of fields."""
+        """``value`` as a Policy: None, a Policy, a preset name or a mapping of fields.
+
+        >>> Policy.coerce({"objective": "power"}).objective
+        'power'
+        """
         if value is None:
             return cls()
         if isinstance(value, Policy):
@@ -147,7 +151,10 @@ medium_by_tier={}, switch_model=None, exclude=())
                    + ", ".join(map(repr, POLICY_PRESETS)) + " or a mapping", value)
 
     def check_against(self, catalog: Catalog, func: str = "estimate_cost") -> None:
-        """Raise if the policy names media or switches the catalog lacks."""
+        """Raise if the policy names media or switches the catalog lacks.
+
+        >>> Policy(medium_by_tier={"leaf-spine": "dr_800g"}).check_against(Catalog.default())
+        """
         for tier, key in self.medium_by_tier.items():
             if key not in catalog.media:
                 raise fail(func, f"policy.medium_by_tier[{tier!r}]",
@@ -219,7 +226,12 @@ class MediaSelector:
 
     def choose(self, rate_gbps: float, length_m: float, tech: str, tier: str,
                switch_ends: tuple[bool, bool], in_row: bool) -> LinkMedium:
-        """The medium for one link (see the module notes); raises if none covers it."""
+        """The medium for one link (see the module notes); raises if none covers it.
+
+        >>> sel = MediaSelector(Catalog.default(), Policy())
+        >>> sel.choose(800.0, 40.0, "800g", "leaf-spine", (True, True), False).medium.key
+        'sr_800g'
+        """
         key = (rate_gbps, length_m, tech, tier, switch_ends, in_row)
         hit = self._cache.get(key)
         if hit is None:
