@@ -6,6 +6,7 @@
 """
 
 from ._version import __version__
+from .cost import Catalog, CatalogError, CostEstimate, Layout, Policy, estimate_cost
 from .errors import (
     BackendUnavailableError,
     DesignFileError,
@@ -31,6 +32,9 @@ from .traffic import Traffic, all_to_all, longest_matching, permutation
 
 __all__ = _generator_names + [
     "BackendUnavailableError",
+    "Catalog",
+    "CatalogError",
+    "CostEstimate",
     "DesignFileError",
     "Fabric",
     "FabricOptError",
@@ -47,9 +51,12 @@ __all__ = _generator_names + [
     "solve_flow_model",
     "InvalidFabricError",
     "InvalidParameterError",
+    "Layout",
+    "Policy",
     "Symmetry",
     "TrafficError",
     "__version__",
+    "estimate_cost",
     "from_networkx",
     "read_graphml",
     "read_json",

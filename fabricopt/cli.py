@@ -109,6 +109,24 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     return worst
 
 
+def _cmd_bom(args: argparse.Namespace) -> int:
+    from .cost import Catalog, Layout, estimate_cost
+
+    catalog = Catalog.load(args.catalog) if args.catalog else None
+    layout = Layout(leaf_placement=args.leaf_placement) if args.leaf_placement else None
+    for fab in load_fabric(args.target, args.params):
+        est = estimate_cost(fab, catalog=catalog, layout=layout, policy=args.policy)
+        if args.format == "csv":
+            print(est.to_csv(), end="")
+        elif args.format == "markdown":
+            print(est.to_markdown())
+            print()
+        else:
+            print(est.to_table())
+            print()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``fabricopt`` command."""
     parser = argparse.ArgumentParser(
@@ -137,6 +155,22 @@ def build_parser() -> argparse.ArgumentParser:
                        help="highspy: simplex, ipm or pdlp; pulp: a pulp solver name")
     solve.add_argument("--time-limit", type=float, default=None, help="seconds per solve")
     solve.set_defaults(func=_cmd_solve)
+
+    from .cost import LEAF_PLACEMENTS, POLICY_PRESETS
+
+    bom = sub.add_parser("bom", help="print a fabric's bill of materials, capex and power",
+                         description="Print the bill of materials, capex and power of a "
+                         "fabric's network. TARGET is a generator name or a design file.")
+    bom.add_argument("target", help="generator name or design file (.toml)")
+    bom.add_argument("params", nargs="*", help="generator parameters as key=value")
+    bom.add_argument("--format", choices=("table", "csv", "markdown"), default="table")
+    bom.add_argument("--catalog", metavar="FILE",
+                     help="catalog file merged over the default catalog")
+    bom.add_argument("--policy", choices=tuple(POLICY_PRESETS), default="cost",
+                     help="media policy (default: cost)")
+    bom.add_argument("--leaf-placement", choices=LEAF_PLACEMENTS, default=None,
+                     help="where leaf switches go (default: top_of_rack)")
+    bom.set_defaults(func=_cmd_bom)
     return parser
 
 

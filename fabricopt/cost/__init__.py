@@ -1,0 +1,42 @@
+"""Cost and power: hardware catalog, physical layout, media selection, bill of materials.
+
+>>> import fabricopt as fo
+>>> est = fo.estimate_cost(fo.ring(8, link_gbps=400))
+>>> est.capex_usd > 0 and est.power_w > 0
+True
+"""
+
+from .bom import BomRow, CostEstimate, DeliveredCost, Totals, estimate_cost, length_bucket
+from .catalog import (
+    CONFIDENCES,
+    FIELDS,
+    MEDIUM_TYPES,
+    Catalog,
+    CatalogError,
+    Entry,
+)
+from .layout import LEAF_PLACEMENTS, Layout, Placement, place
+from .media import POLICY_PRESETS, LinkMedium, MediaSelector, Policy
+
+__all__ = [
+    "CONFIDENCES",
+    "FIELDS",
+    "LEAF_PLACEMENTS",
+    "MEDIUM_TYPES",
+    "POLICY_PRESETS",
+    "BomRow",
+    "Catalog",
+    "CatalogError",
+    "CostEstimate",
+    "DeliveredCost",
+    "Entry",
+    "Layout",
+    "LinkMedium",
+    "MediaSelector",
+    "Placement",
+    "Policy",
+    "Totals",
+    "estimate_cost",
+    "length_bucket",
+    "place",
+]

@@ -1,0 +1,605 @@
+"""Bill of materials, capex and power of a fabric.
+
+What is counted, per device and link of the fabric:
+
+* **Switches**, by catalog model. A switch node's ``model`` names its entry; with ``model``
+  None, the policy's ``switch_model`` or else the cheapest catalog switch (least power under the
+  power objective) of the right family with at least the node's ``radix`` ports (or the ports
+  it uses) at its port rate (``capacity / links`` of its fastest arc), breakout modes included.
+  NVLink switches (every arc an NVLink tech) are chosen among ``family = "nvlink"`` entries,
+  links labelled ``ndr``/``xdr``/``hdr`` among InfiniBand ones, ``*gbe`` among Ethernet ones.
+  Power is the switch's typical power without optics; optics are counted per module.
+* **NICs.** A node with role ``"nic"`` is one NIC. A GPU with scale-out links (any tech but
+  NVLink/UALink) to a switch or another GPU, and no NIC node, gets NICs at its end: the NIC model
+  and count that cost least for its link count at its link rate, so two 400G planes per GPU use
+  one dual-port NIC where the catalog has one (one NIC per GPU, one port per link). GPU-to-NIC
+  links are PCIe inside the server and cost nothing here.
+* **UALink** links are scale-up (no NIC) and their switches, having no catalog family of their
+  own, are priced as network switches of the same radix and port rate: an approximation.
+* **Links**, by medium (see :mod:`fabricopt.cost.media`) and length (:mod:`.layout`): per
+  medium, modules (two ends per optical link, pooled on twin-port modules within a tier and
+  rounded up), cables and fibres by standard length bucket.
+
+Switch and NIC costs are split over tiers by the ports each tier uses, so ``by_tier`` sums to
+``capex_usd`` and ``power_w``. GPUs and servers are not counted: the estimate is the network.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from collections import defaultdict
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._checks import check_choice, fail
+from ..fabric import Fabric
+from .catalog import Catalog, Entry
+from .layout import Layout, is_scale_up, place
+from .media import LENGTH_BUCKETS_M, MediaSelector, Policy, length_bucket
+
+_IB_TECHS = ("ndr", "xdr", "hdr", "edr", "infiniband", "ib")
+
+@dataclass(frozen=True)
+class BomRow:
+    """One line of the bill of materials.
+
+    ``component`` is the catalog key, ``kind`` one of switch, nic, transceiver, cable, fibre;
+    ``detail`` the length bucket of cables and fibres. Units: USD and W.
+    """
+
+    component: str
+    kind: str
+    detail: str
+    count: int
+    unit_usd: float
+    unit_w: float
+    total_usd: float
+    total_w: float
+    source: str
+    confidence: str
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Capex, power and physical link count of one tier or medium."""
+
+    usd: float
+    w: float
+    links: int
+
+
+@dataclass(frozen=True)
+class DeliveredCost:
+    """Dollars and watts per GPU, per Gb/s each GPU delivers in the flow result."""
+
+    usd_per_gbps: float
+    w_per_gbps: float
+    per_endpoint_gbps: float
+
+
+@dataclass
+class CostEstimate:
+    """What :func:`estimate_cost` returns.
+
+    Attributes
+    ----------
+    fabric : str
+        Name of the fabric.
+    capex_usd, power_w : float
+        Network capital cost (USD) and power (W): switches, NICs, modules, cables and fibres.
+    bom : list of BomRow
+        The bill of materials, one row per component (and length bucket).
+    by_tier, by_medium : dict of str to Totals
+        Capex, power and link count per tier and per catalog medium (module keys included).
+    gpus : int
+        Endpoints of the fabric.
+    per_gpu_usd, per_gpu_w : float
+        ``capex_usd`` and ``power_w`` divided by ``gpus`` (NaN without endpoints).
+    links : list of dict
+        The cable plan: tier, medium, length bucket (m) and physical link count.
+    """
+
+    fabric: str
+    capex_usd: float
+    power_w: float
+    bom: list[BomRow]
+    by_tier: dict[str, Totals]
+    by_medium: dict[str, Totals]
+    gpus: int
+    per_gpu_usd: float
+    per_gpu_w: float
+    links: list[dict[str, Any]] = field(default_factory=list)
+    catalog: Catalog | None = field(default=None, repr=False)
+    policy: Policy | None = None
+    layout: Layout | None = None
+
+    def count(self, component: str, kind: str | None = None) -> int:
+        """Units of a catalog component in the bill of materials (all kinds unless named).
+
+        >>> import fabricopt as fo
+        >>> fo.estimate_cost(fo.ring(4, link_gbps=400)).count("cx7")
+        0
+        """
+        return sum(r.count for r in self.bom
+                   if r.component == component and (kind is None or r.kind == kind))
+
+    def per_delivered_gbps(self, result: Any) -> DeliveredCost:
+        """Per-GPU dollars and watts per Gb/s of the bandwidth each GPU delivers.
+
+        Parameters
+        ----------
+        result : object with ``per_endpoint_gbps``
+            A flow result (all-to-all throughput): a number, or one number per endpoint
+            (their mean is used).
+
+        Examples
+        --------
+        >>> from types import SimpleNamespace
+        >>> import fabricopt as fo
+        >>> est = fo.estimate_cost(fo.ring(4, link_gbps=400))
+        >>> d = est.per_delivered_gbps(SimpleNamespace(per_endpoint_gbps=200.0))
+        >>> round(d.usd_per_gbps * 200.0) == round(est.per_gpu_usd)
+        True
+        """
+        value = getattr(result, "per_endpoint_gbps", None)
+        if value is None:
+            raise fail("per_delivered_gbps", "result", "an object with per_endpoint_gbps",
+                       type(result).__name__)
+        if isinstance(value, Mapping):
+            value = list(value.values())
+        gbps = float(np.mean(np.asarray(value, dtype=float)))
+        if not math.isfinite(gbps) or gbps <= 0:
+            raise fail("per_delivered_gbps", "result.per_endpoint_gbps", "a number > 0", value)
+        return DeliveredCost(self.per_gpu_usd / gbps, self.per_gpu_w / gbps, gbps)
+
+    def network_share(self, system: str, of: str = "capex") -> float:
+        """The network's share of network plus systems, in capex or power.
+
+        The fabric's GPUs are counted as ``gpus / system gpus`` catalog systems (a DGX H100
+        holds 8). A system's list price already includes parts counted here as network (its
+        NICs, its NVSwitches), so the share is slightly overstated.
+
+        Parameters
+        ----------
+        system : str
+            Catalog system key, e.g. ``"dgx_h100"``.
+        of : {"capex", "power"}
+            Compare prices (``price_usd``) or powers (``power_w``).
+
+        Examples
+        --------
+        >>> import fabricopt as fo
+        >>> est = fo.estimate_cost(fo.ring(8, link_gbps=400))
+        >>> 0 < est.network_share("dgx_h100") < 1, 0 < est.network_share("dgx_h100", "power") < 1
+        (True, True)
+        """
+        check_choice("network_share", "of", of, ("capex", "power"))
+        field_name, own = ("price_usd", self.capex_usd) if of == "capex" else \
+            ("power_w", self.power_w)
+        cat = self.catalog or Catalog.default()
+        if system not in cat.systems or cat.systems[system].get(field_name) is None:
+            known = sorted(k for k, e in cat.systems.items() if e.get(field_name) is not None)
+            raise fail("network_share", "system", f"a catalog system with {field_name} ("
+                       + ", ".join(known) + ")", system)
+        entry = cat.systems[system]
+        systems = self.gpus / entry["gpus"] * entry[field_name]
+        return own / (own + systems)
+
+    # -- output ---------------------------------------------------------------------------
+    def _rows(self) -> list[list[str]]:
+        return [[r.component, r.kind, r.detail, str(r.count), f"{r.unit_usd:,.0f}",
+                 f"{r.unit_w:,.1f}", f"{r.total_usd:,.0f}", f"{r.total_w:,.0f}", r.confidence]
+                for r in self.bom]
+
+    _HEAD = ["component", "kind", "detail", "count", "unit USD", "unit W", "total USD",
+             "total W", "confidence"]
+
+    def _summary_lines(self) -> list[str]:
+        lines = [f"capex    {self.capex_usd:,.0f} USD ({self.per_gpu_usd:,.0f} USD per GPU, "
+                 f"{self.gpus} GPUs)",
+                 f"power    {self.power_w:,.0f} W ({self.per_gpu_w:,.1f} W per GPU)"]
+        return lines
+
+    def to_table(self) -> str:
+        """The estimate as a plain-text table (bill of materials, totals, tiers, media).
+
+        >>> import fabricopt as fo
+        >>> print(fo.estimate_cost(fo.ring(4, link_gbps=400)).to_table().splitlines()[2])
+        component  kind   detail  count  unit USD  unit W  total USD  total W  confidence
+        """
+        def table(head: list[str], rows: list[list[str]]) -> list[str]:
+            widths = [max(len(x) for x in col) for col in zip(head, *rows, strict=True)]
+            fmt = lambda row: "  ".join(  # noqa: E731
+                c.ljust(w) if i < 3 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+            return [fmt(head), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
+
+        out = [f"bill of materials: {self.fabric}", ""]
+        out += table(self._HEAD, self._rows())
+        out += ["", *self._summary_lines(), ""]
+        out += table(["tier", "", "", "links", "USD", "W"],
+                     [[t, "", "", str(v.links), f"{v.usd:,.0f}", f"{v.w:,.0f}"]
+                      for t, v in self.by_tier.items()])
+        out.append("")
+        out += table(["medium", "", "", "links", "USD", "W"],
+                     [[m, "", "", str(v.links), f"{v.usd:,.0f}", f"{v.w:,.0f}"]
+                      for m, v in self.by_medium.items()])
+        return "\n".join(out)
+
+    def __str__(self) -> str:
+        return self.to_table()
+
+    def to_csv(self) -> str:
+        """The bill of materials as CSV, one row per line, with sources.
+
+        >>> import fabricopt as fo
+        >>> fo.estimate_cost(fo.ring(4, link_gbps=400)).to_csv().splitlines()[0]
+        'component,kind,detail,count,unit_usd,unit_w,total_usd,total_w,confidence,source'
+        """
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["component", "kind", "detail", "count", "unit_usd", "unit_w", "total_usd",
+                    "total_w", "confidence", "source"])
+        for r in self.bom:
+            w.writerow([r.component, r.kind, r.detail, r.count, f"{r.unit_usd:.2f}",
+                        f"{r.unit_w:.3f}", f"{r.total_usd:.2f}", f"{r.total_w:.3f}",
+                        r.confidence, r.source])
+        return buf.getvalue()
+
+    def to_markdown(self) -> str:
+        """The estimate as Markdown: bill of materials, totals, tiers, media and sources.
+
+        >>> import fabricopt as fo
+        >>> print(fo.estimate_cost(fo.ring(4, link_gbps=400)).to_markdown().splitlines()[4])
+        | cx8 | nic |  | 4 | 1,779 | 30.0 | 7,116 | 120 | estimate |
+        """
+        def table(head: list[str], rows: list[list[str]]) -> list[str]:
+            return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + \
+                ["| " + " | ".join(r) + " |" for r in rows]
+
+        out = [f"### Bill of materials: {self.fabric}", ""]
+        out += table(self._HEAD, self._rows())
+        out += ["", *[f"- {line}" for line in self._summary_lines()], ""]
+        out += table(["tier", "links", "USD", "W"],
+                     [[t, str(v.links), f"{v.usd:,.0f}", f"{v.w:,.0f}"]
+                      for t, v in self.by_tier.items()])
+        out.append("")
+        out += table(["medium", "links", "USD", "W"],
+                     [[m, str(v.links), f"{v.usd:,.0f}", f"{v.w:,.0f}"]
+                      for m, v in self.by_medium.items()])
+        out += ["", "Sources:", ""]
+        seen: dict[str, str] = {}
+        for r in self.bom:
+            seen.setdefault(r.component, f"- `{r.component}` ({r.confidence}): {r.source}")
+        out += list(seen.values())
+        return "\n".join(out)
+
+
+def _coerce_catalog(catalog: Any) -> Catalog:
+    if catalog is None:
+        return Catalog.default()
+    if isinstance(catalog, Catalog):
+        return catalog
+    if isinstance(catalog, str | os.PathLike):
+        return Catalog.load(catalog)
+    raise fail("estimate_cost", "catalog", "None, a Catalog or a path to a catalog file",
+               catalog)
+
+
+def _switch_family(techs: set[str]) -> tuple[str, ...]:
+    if techs and all(t.lower().startswith("nvlink") for t in techs):
+        return ("nvlink",)
+    lowered = {t.lower() for t in techs}
+    if lowered & set(_IB_TECHS):
+        return ("infiniband",)
+    if any(t.endswith("gbe") for t in lowered):
+        return ("ethernet",)
+    return ("infiniband", "ethernet")
+
+
+def _pick(entries: list[Entry], needs: list[tuple[int, float]], objective: str,
+          ports_key: str) -> tuple[Entry, int] | None:
+    """Cheapest (or least power) entry and unit count covering ``needs`` = [(ports, gbps)].
+
+    For switches ``needs`` is one (ports, rate) and a unit must hold it all; for NICs the count
+    of units is ``ceil(ports / ports per unit)``.
+    """
+    best: tuple[tuple[float, float, str], Entry, int] | None = None
+    ports, rate = needs[0]
+    for e in entries:
+        modes = ([(e["radix"], e["port_gbps"])] + list(e.get("breakout") or ())
+                 if ports_key == "switch" else list(e["modes"]))
+        for m_ports, m_gbps in modes:
+            if m_gbps < rate:
+                continue
+            if ports_key == "switch":
+                if m_ports < ports:
+                    continue
+                n = 1
+            else:
+                n = math.ceil(ports / m_ports)
+            usd, w = n * e["price_usd"], n * e["power_w"]
+            score = (usd, w, e.key) if objective == "cost" else (w, usd, e.key)
+            if best is None or score < best[0]:
+                best = (score, e, n)
+    return None if best is None else (best[1], best[2])
+
+
+def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | None = None,
+                  layout: Layout | Mapping[str, Any] | None = None,
+                  policy: Policy | str | Mapping[str, Any] | None = None) -> CostEstimate:
+    """Bill of materials, capex and power of a fabric's network.
+
+    Parameters
+    ----------
+    fab : Fabric
+        The fabric (validated first).
+    catalog : Catalog or path, optional
+        Hardware figures (default: :meth:`Catalog.default`; a path is merged over it).
+    layout : Layout or mapping, optional
+        Physical layout giving link lengths (default: ``Layout()``).
+    policy : Policy, str or mapping, optional
+        Media and switch choices: a :class:`Policy`, a preset name (``"cost"``, ``"power"``,
+        ``"all_optics"``, ``"lpo"``, ``"cpo"``, ``"aec_in_row"``) or Policy fields.
+
+    Returns
+    -------
+    CostEstimate
+        ``capex_usd``, ``power_w``, ``bom``, ``by_tier``, ``by_medium``, per-GPU figures;
+        readable with ``to_table()``, ``to_csv()``, ``to_markdown()``.
+
+    Notes
+    -----
+    What is counted and how is in the notes of :mod:`fabricopt.cost.bom`,
+    :mod:`fabricopt.cost.media` and :mod:`fabricopt.cost.layout`. Every figure comes from a
+    catalog entry whose ``source`` and ``confidence`` the BOM row repeats.
+
+    Examples
+    --------
+    A ring of four GPUs with 400G links in one server: each GPU has two 400G ports, one
+    dual-port ConnectX-8 ($1,779); the four 0.5 m links pool on two twin-port 800G DACs ($250).
+
+    >>> import fabricopt as fo
+    >>> est = fo.estimate_cost(fo.ring(4, link_gbps=400))
+    >>> [(r.component, r.kind, r.detail, r.count) for r in est.bom]
+    [('cx8', 'nic', '', 4), ('dac_800g', 'cable', '0.5 m', 2)]
+    >>> est.capex_usd == 4 * 1779 + 2 * 250
+    True
+    """
+    func = "estimate_cost"
+    if not isinstance(fab, Fabric):
+        raise fail(func, "fab", "a Fabric", type(fab).__name__)
+    cat = _coerce_catalog(catalog)
+    lay = Layout.coerce(layout, func)
+    pol = Policy.coerce(policy, func)
+    pol.check_against(cat, func)
+    fab.validate()
+
+    g = fab.graph
+    placement = place(fab, lay)
+    idx = placement.index
+    role = {v: d.get("role") for v, d in g.nodes(data=True)}
+
+    # -- links ----------------------------------------------------------------------------
+    seen: set[tuple[Hashable, Hashable]] = set()
+    us, vs, tiers, bundles = [], [], [], []
+    for u, v, d in g.edges(data=True):
+        if (v, u) in seen:
+            continue
+        seen.add((u, v))
+        if {role[u], role[v]} == {"gpu", "nic"}:
+            continue  # PCIe inside the server
+        us.append(idx[u])
+        vs.append(idx[v])
+        tiers.append(str(d.get("tier", "link")))
+        bundles.append(d)
+    u_arr, v_arr = np.array(us, dtype=np.int64), np.array(vs, dtype=np.int64)
+    lengths = placement.lengths_m(u_arr, v_arr, tiers, lay) if us else np.zeros(0)
+    in_row = ((placement.row[u_arr] == placement.row[v_arr]) & (placement.row[u_arr] >= 0)
+              & (placement.rack[u_arr] != placement.rack[v_arr])) if us else np.zeros(0, bool)
+    is_switch = np.array([role[v] == "switch" for v in placement.nodes], dtype=bool)
+
+    selector = MediaSelector(cat, pol)
+    # (tier, kind, catalog key, bucket) -> [units (fractional), unit usd, unit w, entry]
+    groups: dict[tuple[str, str, str, float], list[Any]] = {}
+    links_by_tier: dict[str, int] = defaultdict(int)
+    links_by_medium: dict[str, int] = defaultdict(int)
+    plan: dict[tuple[str, str, float], int] = defaultdict(int)
+
+    def add(tier: str, kind: str, entry: Entry, bucket: float, units: float, usd: float,
+            w: float) -> None:
+        key = (tier, kind, entry.key, bucket)
+        if key not in groups:
+            groups[key] = [0.0, usd, w, entry]
+        groups[key][0] += units
+
+    for k, d in enumerate(bundles):
+        n = int(d.get("links", 1))
+        rate = float(d["capacity"]) / n
+        length = float(lengths[k])
+        tier = tiers[k]
+        ends = (bool(is_switch[u_arr[k]]), bool(is_switch[v_arr[k]]))
+        lm = selector.choose(rate, length, str(d.get("tech", "")), tier, ends, bool(in_row[k]))
+        med = lm.medium
+        bucket = length_bucket(length, med["reach_m"])
+        links_by_tier[tier] += n
+        links_by_medium[med.key] += n
+        plan[(tier, med.key, bucket)] += n
+        for mod, sh in zip(lm.end_modules, lm.shares, strict=True):
+            if mod is not None:
+                add(tier, "transceiver", mod, 0.0, n * sh, mod["price_usd_per_end"],
+                    mod["power_w_per_end"])
+        if lm.fibre_usd or med["type"] in ("sr", "dr", "fr", "lpo", "cpo"):
+            add(tier, "fibre", med, bucket, n,
+                med["cable_usd"] + med["cable_usd_per_m"] * bucket, 0.0)
+        if lm.cable_share:
+            add(tier, "cable", med, bucket, n * lm.cable_share,
+                med["cable_usd"] + med["cable_usd_per_m"] * bucket,
+                2.0 * med["power_w_per_end"])
+
+    # -- switches -------------------------------------------------------------------------
+    switch_cache: dict[tuple[Any, ...], Entry] = {}
+    for v in fab.switches:
+        d = g.nodes[v]
+        arcs = list(g.out_edges(v, data=True))
+        ports_by_tier: dict[str, int] = defaultdict(int)
+        techs: set[str] = set()
+        rate = 0.0
+        for _, _, a in arcs:
+            nl = int(a.get("links", 1))
+            ports_by_tier[str(a.get("tier", "link"))] += nl
+            techs.add(str(a.get("tech", "")))
+            rate = max(rate, float(a["capacity"]) / nl)
+        used = sum(ports_by_tier.values())
+        model = d.get("model")
+        family = _switch_family(techs)
+        if model is not None:
+            if model not in cat.switches:
+                raise fail(func, f"model of switch {v!r}", "a switch key of the catalog ("
+                           + ", ".join(sorted(cat.switches)) + ")", model)
+            entry = cat.switches[model]
+        elif pol.switch_model is not None and family != ("nvlink",):
+            entry = cat.switches[pol.switch_model]
+        else:
+            needed = int(d.get("radix") or used)
+            key = (family, needed, rate)
+            if key not in switch_cache:
+                found = _pick([e for e in cat.switches.values() if e["family"] in family],
+                              [(needed, rate)], pol.objective, "switch")
+                if found is None:
+                    raise fail(func, "catalog", f"a catalog with a {'/'.join(family)} switch "
+                               f"of >= {needed} ports at >= {rate:g} Gb/s (for switch {v!r}); "
+                               "add one (Catalog.load) or set the switch's model", "none")
+                switch_cache[key] = found[0]
+            entry = switch_cache[key]
+        total = max(used, 1)
+        for tier, p in (ports_by_tier.items() or [("unattached", 1)]):
+            add(tier, "switch", entry, 0.0, p / total, entry["price_usd"], entry["power_w"])
+
+    # -- NICs -----------------------------------------------------------------------------
+    nic_cache: dict[tuple[int, float], tuple[Entry, int]] = {}
+    nic_list = list(cat.nics.values())
+
+    def nic_for(ports: int, rate: float, where: Hashable) -> tuple[Entry, int]:
+        key = (ports, rate)
+        if key not in nic_cache:
+            found = _pick(nic_list, [(ports, rate)], pol.objective, "nic")
+            if found is None:
+                raise fail(func, "catalog", f"a catalog with a NIC of >= {rate:g} Gb/s ports "
+                           f"(for {where!r}); add one (Catalog.load)", "none")
+            nic_cache[key] = found
+        return nic_cache[key]
+
+    for v, r in role.items():
+        if r not in ("gpu", "nic"):
+            continue
+        ports_by_tier = defaultdict(int)
+        rate = 0.0
+        for _, w, a in g.out_edges(v, data=True):
+            if role[w] in ("gpu", "nic") and role[v] != role[w] and "nic" in (role[v], role[w]):
+                continue  # PCIe
+            if r == "gpu" and is_scale_up(a.get("tech")):
+                continue
+            nl = int(a.get("links", 1))
+            ports_by_tier[str(a.get("tier", "link"))] += nl
+            rate = max(rate, float(a["capacity"]) / nl)
+        used = sum(ports_by_tier.values())
+        if r == "gpu" and used == 0:
+            continue
+        model = g.nodes[v].get("model")
+        if r == "nic" and model is not None:
+            if model not in cat.nics:
+                raise fail(func, f"model of NIC {v!r}", "a NIC key of the catalog ("
+                           + ", ".join(sorted(cat.nics)) + ")", model)
+            entry, count = cat.nics[model], 1
+        else:
+            entry, count = nic_for(max(used, 1), rate, v)
+            if r == "nic":
+                count = 1
+        for tier, p in (ports_by_tier.items() or [("unattached", 1)]):
+            add(tier, "nic", entry, 0.0, count * p / max(used, 1), entry["price_usd"],
+                entry["power_w"])
+
+    return _assemble(fab, cat, lay, pol, groups, links_by_tier, links_by_medium, plan)
+
+
+_KIND_ORDER = {"switch": 0, "nic": 1, "transceiver": 2, "cable": 3, "fibre": 4}
+_FIELDS_USED = {"switch": ("price_usd", "power_w"), "nic": ("price_usd", "power_w"),
+                "transceiver": ("price_usd_per_end", "power_w_per_end", "reach_m"),
+                "cable": ("cable_usd", "cable_usd_per_m", "power_w_per_end", "reach_m"),
+                "fibre": ("cable_usd", "cable_usd_per_m", "reach_m")}
+
+
+def _assemble(fab: Fabric, cat: Catalog, lay: Layout, pol: Policy,
+              groups: dict[tuple[str, str, str, float], list[Any]],
+              links_by_tier: dict[str, int], links_by_medium: dict[str, int],
+              plan: dict[tuple[str, str, float], int]) -> CostEstimate:
+    """Round the fractional groups to units and sum them into rows and totals."""
+    rows: dict[tuple[str, str, float], list[Any]] = {}
+    tier_usd: dict[str, float] = defaultdict(float)
+    tier_w: dict[str, float] = defaultdict(float)
+    med_usd: dict[str, float] = defaultdict(float)
+    med_w: dict[str, float] = defaultdict(float)
+    # Switches and NICs are whole devices split over tiers: round per device type, not tier.
+    whole: dict[tuple[str, str], float] = defaultdict(float)
+    for (tier, kind, key, bucket), (units, usd, w, entry) in groups.items():
+        if kind in ("switch", "nic"):
+            whole[(kind, key)] += units
+            count = units  # the tier carries its share; the row rounds the total below
+        else:
+            # Pooled modules pair within a tier; a tiny epsilon absorbs float sums like 2.0000001.
+            count = math.ceil(units - 1e-9)
+        tier_usd[tier] += count * usd
+        tier_w[tier] += count * w
+        if kind not in ("switch", "nic"):
+            med_usd[key] += count * usd
+            med_w[key] += count * w
+        row = rows.setdefault((kind, key, bucket), [0.0, usd, w, entry])
+        row[0] += count
+    bom = []
+    for (kind, key, bucket), (count, usd, w, entry) in sorted(
+            rows.items(), key=lambda kv: (_KIND_ORDER[kv[0][0]], kv[0][1], kv[0][2])):
+        count = int(round(count)) if kind not in ("switch", "nic") else \
+            int(math.ceil(whole[(kind, key)] - 1e-9))
+        if count == 0:
+            continue
+        detail = f"{bucket:g} m" if kind in ("cable", "fibre") else ""
+        fields = tuple(f for f in _FIELDS_USED[kind] if f in entry.values)
+        bom.append(BomRow(key, kind, detail, count, usd, w, count * usd, count * w,
+                          entry.source, entry.confidence_of(*fields), entry.name))
+    capex = sum(r.total_usd for r in bom)
+    power = sum(r.total_w for r in bom)
+    # Whole-device rounding can add a fraction of a device to the tiers' split: spread it.
+    split_usd, split_w = sum(tier_usd.values()), sum(tier_w.values())
+    fix_usd = capex / split_usd if split_usd else 1.0
+    fix_w = power / split_w if split_w else 1.0
+    tiers = sorted(set(tier_usd) | set(links_by_tier), key=_tier_rank)
+    by_tier = {t: Totals(tier_usd[t] * fix_usd, tier_w[t] * fix_w, links_by_tier.get(t, 0))
+               for t in tiers}
+    by_medium = {m: Totals(med_usd[m], med_w[m], links_by_medium.get(m, 0))
+                 for m in sorted(set(med_usd) | set(links_by_medium))}
+    n = len(fab.endpoints)
+    links = [{"tier": t, "medium": m, "length_m": b, "links": c}
+             for (t, m, b), c in sorted(plan.items(), key=lambda kv: (_tier_rank(kv[0][0]),
+                                                                      kv[0][1], kv[0][2]))]
+    return CostEstimate(fab.name, capex, power, bom, by_tier, by_medium, n,
+                        capex / n if n else math.nan, power / n if n else math.nan,
+                        links, cat, pol, lay)
+
+
+_TIER_ORDER = ("gpu-nvswitch", "nvswitch-l2", "gpu-leaf", "leaf-spine", "spine-core")
+
+
+def _tier_rank(tier: str) -> tuple[int, str]:
+    return (_TIER_ORDER.index(tier) if tier in _TIER_ORDER else len(_TIER_ORDER), tier)
+
+
+__all__ = ["LENGTH_BUCKETS_M", "BomRow", "CostEstimate", "DeliveredCost", "Totals",
+           "estimate_cost", "length_bucket"]

@@ -1,0 +1,290 @@
+"""Media selection: which cable or optics each link gets, and the policies a user can force.
+
+For a link of rate ``r`` Gb/s and length ``L`` m, the candidates are the catalog media with
+``rate_gbps >= r`` and ``reach_m >= L`` (and, where an entry restricts them, the link's tech and
+tier). Opt-in media (LPO, CPO) take part only under a policy that allows them. Among the
+candidates the policy's objective picks the cheapest link (``"cost"``) or the one drawing least
+power (``"power"``), the other figure breaking ties. A link's price and power:
+
+* a module or cable serves ``share = max(r / rate_gbps, 1 / split)`` of its capacity to the
+  link (twin-port and breakout modules are pooled: a 400G link on an 800G twin-port module uses
+  half of one module at each end; at a single-port NIC this stands for the matching 400G
+  module);
+* pluggable optics (sr, dr, fr, lpo; cpo at switch ends): ``2 * share`` modules plus one fibre
+  of ``cable_usd + cable_usd_per_m * length``, the length rounded up to a standard length
+  (:data:`LENGTH_BUCKETS_M`);
+* cables (dac, acc, aec, aoc, nvlink): ``share`` of a cable, which draws ``power_w_per_end`` at
+  each of its two ends.
+
+Scale-up NVLink links of tier ``"gpu-nvswitch"`` use the catalog's NVLink copper (no
+transceivers) whenever its reach covers them; every policy leaves them alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._checks import check_bool, check_choice, fail
+from .catalog import TRANSCEIVER_TYPES, Catalog, Entry
+
+LENGTH_BUCKETS_M = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0,
+                    70.0, 100.0, 150.0, 200.0, 300.0, 500.0, 1000.0, 2000.0)
+"""Standard cable lengths: a link gets the shortest that covers it (capped at the reach)."""
+
+_IB_TECHS = ("ndr", "xdr", "hdr", "edr", "infiniband", "ib")
+
+
+def length_bucket(length_m: float, reach_m: float = math.inf) -> float:
+    """The standard cable length bought for a link of ``length_m`` (at most ``reach_m``).
+
+    >>> length_bucket(0.3), length_bucket(2.2), length_bucket(2.2, reach_m=2.4), length_bucket(2345)
+    (0.5, 2.5, 2.4, 2400.0)
+    """
+    for b in LENGTH_BUCKETS_M:
+        if length_m <= b:
+            return min(b, reach_m)
+    return min(math.ceil(length_m / 100.0) * 100.0, reach_m)
+
+
+OBJECTIVES = ("cost", "power")
+COPPER_TYPES = ("dac", "acc", "aec")
+
+POLICY_PRESETS: dict[str, dict[str, Any]] = {
+    "cost": {},
+    "power": {"objective": "power"},
+    "all_optics": {"all_optics": True},
+    "lpo": {"lpo": True},
+    "cpo": {"cpo": True},
+    "aec_in_row": {"aec_in_row": True},
+}
+"""Named policies, for the command line: ``Policy.coerce("lpo") == Policy(lpo=True)``."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How links get their media and switches their model.
+
+    Parameters
+    ----------
+    objective : {"cost", "power"}
+        Cheapest link, or least power per link.
+    all_optics : bool
+        Network links use pluggable optics only (no DAC, ACC, AEC or AOC).
+    lpo : bool
+        Allow linear pluggable optics (LPO) wherever their reach covers a link.
+    cpo : bool
+        Switches with co-packaged optics: every optical link end at a switch uses the catalog's
+        CPO port instead of a pluggable module (when one covers the link's rate and reach), and
+        such links use optics only, as a CPO switch has no electrical ports; a link between
+        two switches is then all CPO, fibre included.
+    aec_in_row : bool
+        Links between racks of one row that an AEC reaches use AEC, never optics.
+    medium_by_tier : mapping of str to str
+        Force a catalog medium on every link of a tier (it must cover rate and reach).
+    switch_model : str, optional
+        Catalog key used for every network switch whose ``model`` is None.
+    exclude : tuple of str
+        Medium keys or types never to use.
+
+    Examples
+    --------
+    >>> import fabricopt as fo
+    >>> Policy.coerce("lpo")
+    Policy(objective='cost', all_optics=False, lpo=True, cpo=False, aec_in_row=False, \
+medium_by_tier={}, switch_model=None, exclude=())
+    >>> Policy(objective="speed")
+    Traceback (most recent call last):
+    ...
+    fabricopt.errors.InvalidParameterError: Policy(): objective must be one of 'cost', \
+'power', got 'speed'
+    """
+
+    objective: str = "cost"
+    all_optics: bool = False
+    lpo: bool = False
+    cpo: bool = False
+    aec_in_row: bool = False
+    medium_by_tier: Mapping[str, str] = field(default_factory=dict)
+    switch_model: str | None = None
+    exclude: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        func = "Policy"
+        check_choice(func, "objective", self.objective, OBJECTIVES)
+        for name in ("all_optics", "lpo", "cpo", "aec_in_row"):
+            check_bool(func, name, getattr(self, name))
+        if not isinstance(self.medium_by_tier, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in self.medium_by_tier.items()):
+            raise fail(func, "medium_by_tier", "a mapping from tier to medium key",
+                       self.medium_by_tier)
+        object.__setattr__(self, "medium_by_tier", dict(self.medium_by_tier))
+        if self.switch_model is not None and not isinstance(self.switch_model, str):
+            raise fail(func, "switch_model", "None or a catalog switch key", self.switch_model)
+        if isinstance(self.exclude, str) or not all(isinstance(x, str) for x in self.exclude):
+            raise fail(func, "exclude", "a tuple of medium keys or types", self.exclude)
+        object.__setattr__(self, "exclude", tuple(self.exclude))
+
+    @classmethod
+    def coerce(cls, value: Any, func: str = "estimate_cost") -> Policy:
+        """``value`` as a Policy: None, a Policy, a preset name or a mapping of fields.
+
+        >>> Policy.coerce({"objective": "power"}).objective
+        'power'
+        """
+        if value is None:
+            return cls()
+        if isinstance(value, Policy):
+            return value
+        if isinstance(value, str):
+            check_choice(func, "policy", value, tuple(POLICY_PRESETS))
+            return cls(**POLICY_PRESETS[value])
+        if isinstance(value, Mapping):
+            unknown = sorted(set(value) - set(cls.__dataclass_fields__))
+            if unknown:
+                raise fail(func, "policy", "a Policy, a preset name or a mapping of Policy "
+                           f"fields (unknown field {unknown[0]!r})", dict(value))
+            return cls(**value)
+        raise fail(func, "policy", "None, a Policy, one of "
+                   + ", ".join(map(repr, POLICY_PRESETS)) + " or a mapping", value)
+
+    def check_against(self, catalog: Catalog, func: str = "estimate_cost") -> None:
+        """Raise if the policy names media or switches the catalog lacks.
+
+        >>> Policy(medium_by_tier={"leaf-spine": "dr_800g"}).check_against(Catalog.default())
+        """
+        for tier, key in self.medium_by_tier.items():
+            if key not in catalog.media:
+                raise fail(func, f"policy.medium_by_tier[{tier!r}]",
+                           "a medium key of the catalog (" + ", ".join(sorted(catalog.media))
+                           + ")", key)
+        if self.switch_model is not None and self.switch_model not in catalog.switches:
+            raise fail(func, "policy.switch_model", "a switch key of the catalog ("
+                       + ", ".join(sorted(catalog.switches)) + ")", self.switch_model)
+
+
+@dataclass(frozen=True)
+class LinkMedium:
+    """The medium chosen for one kind of link, with its figures per physical link.
+
+    ``ends`` lists the module entry at each end (None for cables), ``share`` the fraction of a
+    module or cable per end, ``usd`` and ``w`` the price and power of one link.
+    """
+
+    medium: Entry
+    end_modules: tuple[Entry | None, Entry | None]
+    shares: tuple[float, float]
+    cable_share: float
+    fibre_usd: float
+    usd: float
+    w: float
+
+
+def share(entry: Entry, rate_gbps: float) -> float:
+    """Fraction of a module or cable of ``entry`` one link of ``rate_gbps`` uses.
+
+    >>> cat = Catalog.default()
+    >>> share(cat.media["dr_800g"], 400.0), share(cat.media["dr_800g"], 1.0)
+    (0.5, 0.25)
+    """
+    return max(rate_gbps / entry["rate_gbps"], 1.0 / entry["split"])
+
+
+def _cost(entry: Entry, rate: float, length: float,
+          switch_ends: tuple[bool, bool], cpo: Entry | None) -> LinkMedium:
+    s = share(entry, rate)
+    if entry["type"] in TRANSCEIVER_TYPES:
+        if cpo is not None and all(switch_ends):
+            entry = cpo  # switch to switch: the CPO ports and their fibre are the whole link
+        mods = tuple(cpo if (cpo is not None and at_switch) else entry
+                     for at_switch in switch_ends)
+        shares = tuple(share(m, rate) for m in mods)
+        fibre = entry["cable_usd"] + entry["cable_usd_per_m"] * length_bucket(length,
+                                                                               entry["reach_m"])
+        usd = sum(sh * m["price_usd_per_end"] for sh, m in zip(shares, mods, strict=True))
+        w = sum(sh * m["power_w_per_end"] for sh, m in zip(shares, mods, strict=True))
+        return LinkMedium(entry, mods, shares, 0.0, fibre, usd + fibre, w)  # type: ignore[arg-type]
+    cable = s * (entry["cable_usd"]
+                 + entry["cable_usd_per_m"] * length_bucket(length, entry["reach_m"]))
+    return LinkMedium(entry, (None, None), (0.0, 0.0), s, 0.0, cable,
+                      2.0 * s * entry["power_w_per_end"])
+
+
+class MediaSelector:
+    """Choose media for links under a policy, caching by (rate, length, tech, tier, ends)."""
+
+    def __init__(self, catalog: Catalog, policy: Policy) -> None:
+        self.catalog = catalog
+        self.policy = policy
+        excluded = set(policy.exclude)
+        self.media = [e for e in catalog.media.values()
+                      if e.key not in excluded and e["type"] not in excluded]
+        self.cpo = [e for e in self.media if e["type"] == "cpo"] if policy.cpo else []
+        self._cache: dict[tuple[Any, ...], LinkMedium] = {}
+
+    def choose(self, rate_gbps: float, length_m: float, tech: str, tier: str,
+               switch_ends: tuple[bool, bool], in_row: bool) -> LinkMedium:
+        """The medium for one link (see the module notes); raises if none covers it.
+
+        >>> sel = MediaSelector(Catalog.default(), Policy())
+        >>> sel.choose(800.0, 40.0, "800g", "leaf-spine", (True, True), False).medium.key
+        'sr_800g'
+        """
+        key = (rate_gbps, length_m, tech, tier, switch_ends, in_row)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = self._choose(*key)
+        return hit
+
+    def _fits(self, e: Entry, rate: float, length: float, tech: str, tier: str) -> bool:
+        return (e["rate_gbps"] >= rate and e["reach_m"] >= length
+                and (e.get("techs") is None or tech in e["techs"])
+                and (e.get("tiers") is None or tier in e["tiers"]))
+
+    def _choose(self, rate: float, length: float, tech: str, tier: str,
+                switch_ends: tuple[bool, bool], in_row: bool) -> LinkMedium:
+        pol = self.policy
+        where = f"a {rate:g} Gb/s {tech} link of {length:g} m in tier {tier!r}"
+        forced = pol.medium_by_tier.get(tier)
+        if forced is not None:
+            e = self.catalog.media[forced]
+            if not self._fits(e, rate, length, tech, tier):
+                raise fail("estimate_cost", f"policy.medium_by_tier[{tier!r}]",
+                           f"a medium that carries {where} (reach {e['reach_m']:g} m, rate "
+                           f"{e['rate_gbps']:g} Gb/s)", forced)
+            return _cost(e, rate, length, switch_ends, self._cpo_for(e, rate, length))
+        fits = [e for e in self.media if e["type"] != "cpo"
+                and self._fits(e, rate, length, tech, tier)]
+        scale_up = [e for e in fits if e["type"] == "nvlink"]
+        if scale_up:
+            fits = scale_up
+        else:
+            fits = [e for e in fits if e["type"] != "nvlink"
+                    and (pol.lpo or not e.get("opt_in", False))]
+            cpo_here = any(switch_ends) and any(
+                c["rate_gbps"] >= rate and c["reach_m"] >= length for c in self.cpo)
+            if pol.all_optics or cpo_here:
+                fits = [e for e in fits if e["type"] in TRANSCEIVER_TYPES]
+            if pol.aec_in_row and in_row:
+                aec = [e for e in fits if e["type"] == "aec"]
+                fits = aec or fits
+        if not fits:
+            raise fail("estimate_cost", "catalog",
+                       f"a catalog with a medium for {where}; add one (Catalog.load) or "
+                       "shorten the layout", "none")
+        options = [_cost(e, rate, length, switch_ends, self._cpo_for(e, rate, length))
+                   for e in fits]
+        if pol.objective == "power":
+            return min(options, key=lambda m: (m.w, m.usd, m.medium.key))
+        return min(options, key=lambda m: (m.usd, m.w, m.medium.key))
+
+    def _cpo_for(self, e: Entry, rate: float, length: float) -> Entry | None:
+        if not self.cpo or e["type"] not in TRANSCEIVER_TYPES:
+            return None
+        fits = [c for c in self.cpo if c["rate_gbps"] >= rate and c["reach_m"] >= length]
+        key = (lambda c: (share(c, rate) * c["power_w_per_end"], c.key)) \
+            if self.policy.objective == "power" else \
+            (lambda c: (share(c, rate) * c["price_usd_per_end"], c.key))
+        return min(fits, key=key) if fits else None
