@@ -1,0 +1,296 @@
+"""Bisection bandwidth: the least capacity crossing, in one direction, any split of the
+endpoints into two halves — with the cut that proves the upper bound and a certified lower
+bound.
+
+* **Upper bound**: a concrete split and the arcs crossing it. Candidate endpoint splits come
+  from the generator's structure (pods, scalable units, planes, rails, groups, nodes, torus
+  halves), from the spectral (Fiedler) order and from Kernighan–Lin on small graphs; for each
+  split, the best place for the switches is an exact minimum cut (one max-flow per direction),
+  so every candidate is as good as its endpoint split allows.
+* **Lower bound**: every bisection must carry theta x the all-to-all demand between the halves
+  (``reference/bounds.md``: theta <= 4 BB / N^2), with theta certified by
+  :func:`~fabricopt.max_concurrent_flow`; on small graphs an exact MILP (pulp, CBC) closes the
+  gap. ``exact`` is True only when the two bounds meet.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ._checks import check_int
+from .cuts import Cut, min_cut
+from .errors import InvalidParameterError
+from .fabric import Fabric
+from .flow.graph_arrays import GraphArrays
+
+#: Node attributes whose values group endpoints into natural halves, most telling first.
+STRUCTURE_ATTRIBUTES = ("pod", "su", "zone", "plane", "group", "tray", "node", "rail")
+
+
+@dataclass(frozen=True)
+class BisectionCut:
+    """A split of the nodes: ``side_a`` holds half the endpoints; ``links`` cross from A to B."""
+
+    side_a: frozenset[Hashable]
+    endpoints_a: tuple[Hashable, ...]
+    endpoints_b: tuple[Hashable, ...]
+    links: tuple[tuple[Hashable, Hashable], ...]
+    capacity_gbps: float
+    found_by: str
+
+
+@dataclass
+class BisectionResult:
+    """What :func:`bisection_bandwidth` returns (Gb/s, one direction).
+
+    ``per_gpu_gbps`` is the bisection divided by the number of endpoints; full bisection is
+    half the injection bandwidth per endpoint, so ``full_bisection_ratio`` is 1 for a
+    non-blocking fabric.
+    """
+
+    lower_gbps: float
+    upper_gbps: float
+    exact: bool
+    cut: BisectionCut
+    n_endpoints: int
+    injection_gbps: float
+    lower_from: str
+    seconds: float = 0.0
+    candidates: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def per_gpu_gbps(self) -> float:
+        return self.upper_gbps / self.n_endpoints
+
+    @property
+    def full_bisection_ratio(self) -> float:
+        """Bisection over full bisection ``N/2 x injection``."""
+        full = self.n_endpoints / 2 * self.injection_gbps
+        return self.upper_gbps / full if full > 0 else math.nan
+
+    def __str__(self) -> str:
+        state = "exact" if self.exact else "bracket"
+        return "\n".join([
+            f"bisection        {self.lower_gbps:.6g} <= B <= {self.upper_gbps:.6g} Gb/s "
+            f"({state}; lower from {self.lower_from}, cut from {self.cut.found_by})",
+            f"per GPU          {self.per_gpu_gbps:.6g} Gb/s "
+            f"({self.full_bisection_ratio:.3g} of full bisection)",
+            f"cut              {len(self.cut.links)} arcs from "
+            f"{len(self.cut.endpoints_a)} to {len(self.cut.endpoints_b)} endpoints",
+        ])
+
+
+def _split_by_keys(keys: list[Any], half: int) -> np.ndarray | None:
+    """Mask of the first ``half`` endpoints after sorting by key (whole groups first)."""
+    if len(set(keys)) < 2:
+        return None
+    order = sorted(range(len(keys)), key=lambda i: (repr(type(keys[i])), keys[i], i))
+    mask = np.zeros(len(keys), dtype=bool)
+    mask[order[:half]] = True
+    return mask
+
+
+def _structural_splits(fab: Fabric, eps: tuple, half: int) -> dict[str, np.ndarray]:
+    g = fab.graph
+    out: dict[str, np.ndarray] = {}
+    for attr in STRUCTURE_ATTRIBUTES:
+        keys = [g.nodes[e].get(attr) for e in eps]
+        if any(k is None for k in keys):
+            continue
+        mask = _split_by_keys(keys, half)
+        if mask is not None:
+            out[f"structure:{attr}"] = mask
+    coords = [g.nodes[e].get("coords") for e in eps]
+    if all(isinstance(c, list | tuple) for c in coords) and coords:
+        for d in range(len(coords[0])):
+            mask = _split_by_keys([tuple(c[d:]) + tuple(c[:d]) for c in coords], half)
+            if mask is not None:
+                out[f"structure:coords[{d}]"] = mask
+    return out
+
+
+def _spectral_split(ga: GraphArrays, ep_idx: np.ndarray, half: int) -> np.ndarray | None:
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import laplacian
+    from scipy.sparse.linalg import eigsh
+
+    n = ga.n_nodes
+    if n < 3 or n > 20_000:
+        return None
+    W = sp.csr_matrix((ga.capacity, (ga.tail, ga.head)), shape=(n, n))
+    L = laplacian((W + W.T).astype(float) / 2.0)
+    try:
+        vals, vecs = eigsh(L, k=2, sigma=-1e-6 * float(ga.capacity.max()), which="LM")
+    except Exception:  # noqa: BLE001 - a failed eigensolve just means no spectral candidate
+        return None
+    fiedler = vecs[:, int(np.argsort(vals)[1])]
+    order = np.argsort(fiedler[ep_idx], kind="stable")
+    mask = np.zeros(len(ep_idx), dtype=bool)
+    mask[order[:half]] = True
+    return mask
+
+
+def _kernighan_lin_split(fab: Fabric, eps: tuple, half: int, seed: int) -> np.ndarray | None:
+    import networkx as nx
+    from networkx.algorithms.community import kernighan_lin_bisection
+
+    if fab.graph.number_of_nodes() > 3000:
+        return None
+    U = nx.Graph()
+    U.add_nodes_from(fab.graph.nodes)
+    for u, v, c in fab.graph.edges(data="capacity"):
+        w = U[u][v]["weight"] + c if U.has_edge(u, v) else c
+        U.add_edge(u, v, weight=w)
+    a, _ = kernighan_lin_bisection(U, weight="weight", seed=seed)
+    in_a = [e in a for e in eps]
+    # Rebalance on endpoints: KL balances all nodes, a bisection balances endpoints.
+    order = sorted(range(len(eps)), key=lambda i: (not in_a[i], i))
+    mask = np.zeros(len(eps), dtype=bool)
+    mask[order[:half]] = True
+    return mask
+
+
+def _best_cut(ga: GraphArrays, ep_idx: np.ndarray, mask: np.ndarray) -> tuple[Cut, bool]:
+    """Least capacity crossing the endpoint split, either direction; True if A->B won."""
+    a, b = ep_idx[mask], ep_idx[~mask]
+    ab = min_cut(ga, a, b)
+    ba = min_cut(ga, b, a)
+    return (ab, True) if ab.capacity <= ba.capacity else (ba, False)
+
+
+def _milp(fab: Fabric, ga: GraphArrays, ep_idx: np.ndarray, time_limit: float | None,
+          ) -> tuple[float, np.ndarray] | None:
+    """Exact minimum bisection by MILP (pulp + CBC): value and the A side, or None."""
+    import pulp
+
+    n_ep = len(ep_idx)
+    prob = pulp.LpProblem("bisection", pulp.LpMinimize)
+    x = [pulp.LpVariable(f"x{i}", cat="Binary") for i in range(ga.n_nodes)]
+    y = [pulp.LpVariable(f"y{a}", lowBound=0) for a in range(ga.n_arcs)]
+    prob += pulp.lpSum(float(c) * y[a] for a, c in enumerate(ga.capacity))
+    for a in range(ga.n_arcs):
+        prob += y[a] >= x[int(ga.tail[a])] - x[int(ga.head[a])]
+    size = pulp.lpSum(x[int(i)] for i in ep_idx)
+    if n_ep % 2 == 0:
+        prob += size == n_ep // 2
+    else:
+        prob += size >= n_ep // 2
+        prob += size <= n_ep - n_ep // 2
+    prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit))
+    if pulp.LpStatus[prob.status] != "Optimal" or getattr(prob, "sol_status", 1) != 1:
+        return None
+    side = np.array([(v.varValue or 0) > 0.5 for v in x])
+    return float(pulp.value(prob.objective)), side
+
+
+def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = None,
+                        milp_max_nodes: int = 60, time_limit: float | None = 30.0,
+                        seed: int = 0) -> BisectionResult:
+    """Bisection bandwidth of ``fab`` among ``endpoints`` (default: all), with proof.
+
+    Parameters
+    ----------
+    fab : Fabric
+    endpoints : iterable, optional
+        Split only these endpoints into halves (other nodes may sit on either side).
+    milp_max_nodes : int
+        Solve the exact MILP when the graph has at most this many nodes and the bounds do
+        not meet already.
+    time_limit : float, optional
+        Seconds for the throughput solve and the MILP each.
+    seed : int
+        Seed of Kernighan–Lin.
+
+    Returns
+    -------
+    BisectionResult
+        ``lower_gbps <= bisection <= upper_gbps`` (one direction), ``exact``, the best
+        ``cut`` found, ``per_gpu_gbps`` and ``full_bisection_ratio``.
+
+    Examples
+    --------
+    A ring of 8 unit links: any bisection cuts at least 2 links, one arc each way; the
+    exact MILP proves it.
+
+    >>> import fabricopt as fo
+    >>> b = fo.bisection_bandwidth(fo.ring(8))
+    >>> b.lower_gbps, b.upper_gbps, b.exact
+    (2.0, 2.0, True)
+    """
+    from .flow import max_concurrent_flow
+    from .traffic import all_to_all
+
+    start = time.perf_counter()
+    if not isinstance(fab, Fabric):
+        raise InvalidParameterError(f"bisection_bandwidth(): fab must be a Fabric, "
+                                    f"got {type(fab).__name__}")
+    milp_max_nodes = check_int("bisection_bandwidth", "milp_max_nodes", milp_max_nodes,
+                               minimum=0)
+    eps = tuple(fab.endpoints) if endpoints is None else tuple(endpoints)
+    known = set(fab.endpoints)
+    unknown = [e for e in eps if e not in known]
+    if unknown:
+        raise InvalidParameterError(f"bisection_bandwidth(): endpoints must be endpoints of "
+                                    f"{fab.name!r}, got unknown {unknown[:3]!r}")
+    if len(eps) < 2 or len(set(eps)) != len(eps):
+        raise InvalidParameterError("bisection_bandwidth(): needs at least 2 distinct "
+                                    f"endpoints, got {len(eps)}")
+    ga = GraphArrays.from_fabric(fab)
+    ep_idx = np.array([ga.index[e] for e in eps])
+    n = len(eps)
+    half = n // 2
+
+    masks: dict[str, np.ndarray] = {"endpoint order": np.arange(n) < half}
+    masks.update(_structural_splits(fab, eps, half))
+    spectral = _spectral_split(ga, ep_idx, half)
+    if spectral is not None:
+        masks["spectral"] = spectral
+    kl = _kernighan_lin_split(fab, eps, half, seed)
+    if kl is not None:
+        masks["kernighan-lin"] = kl
+    candidates: dict[str, float] = {}
+    best: tuple[float, str, Cut, np.ndarray, bool] | None = None
+    seen: set[bytes] = set()
+    for name, mask in masks.items():
+        key = np.packbits(mask).tobytes()
+        if key in seen or key == np.packbits(~mask).tobytes():
+            continue
+        seen.add(key)
+        cut, a_to_b = _best_cut(ga, ep_idx, mask)
+        candidates[name] = cut.capacity
+        if best is None or cut.capacity < best[0]:
+            best = (cut.capacity, name, cut, mask, a_to_b)
+    assert best is not None
+    upper, found_by, cut, mask, a_to_b = best
+
+    # Lower bound from certified all-to-all throughput among the endpoints.
+    flow = max_concurrent_flow(fab, all_to_all(fab, endpoints=eps), time_limit=time_limit)
+    lower = flow.lower * half * (n - half)
+    lower_from = f"all-to-all throughput ({flow.method}, {flow.status})"
+    if ga.n_nodes <= milp_max_nodes and lower < upper * (1 - 1e-9):
+        solved = _milp(fab, ga, ep_idx, time_limit)
+        if solved is not None:
+            value, side = solved
+            lower = max(lower, value)
+            lower_from = "exact MILP"
+            if value < upper:
+                upper, found_by = value, "exact MILP"
+                cut = Cut(side, value, np.flatnonzero(side[ga.tail] & ~side[ga.head]))
+                mask, a_to_b = side[ep_idx], True
+    lower = min(lower, upper)
+    exact = lower >= upper * (1 - 1e-9)
+
+    side = cut.side
+    a_eps = tuple(e for e, m in zip(eps, side[ep_idx], strict=True) if m)
+    b_eps = tuple(e for e, m in zip(eps, side[ep_idx], strict=True) if not m)
+    bcut = BisectionCut(frozenset(ga.nodes[i] for i in np.flatnonzero(side)), a_eps, b_eps,
+                        tuple(ga.arcs[a] for a in cut.arcs), float(upper), found_by)
+    injection = float(np.mean([fab.injection_gbps(e) for e in eps]))
+    return BisectionResult(float(lower), float(upper), bool(exact), bcut, n, injection,
+                           lower_from, time.perf_counter() - start, candidates)
