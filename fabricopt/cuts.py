@@ -64,24 +64,29 @@ def cut_capacity(ga: GraphArrays, side: np.ndarray, capacity: np.ndarray | None 
 
 def min_cut(ga: GraphArrays, sources: np.ndarray, sinks: np.ndarray,
             capacity: np.ndarray | None = None, source_caps: np.ndarray | None = None,
-            ) -> Cut:
+            sink_caps: np.ndarray | None = None) -> Cut:
     """Minimum-capacity set of nodes containing ``sources`` and none of ``sinks``.
 
-    ``source_caps`` (optional, per source) gives finite capacities to the arcs from the
-    super-source, which then may be cut too: the returned ``capacity`` includes them.
+    ``source_caps`` / ``sink_caps`` (optional, per node) give finite capacities to the arcs
+    from the super-source or to the super-sink, which then may be cut too (a source left
+    outside, a sink kept inside): the returned ``capacity`` includes them.
     """
     cap = ga.capacity if capacity is None else np.asarray(capacity, dtype=float)
     n = ga.n_nodes
     s, t = n, n + 1
-    finite = np.concatenate([cap, [] if source_caps is None else np.asarray(source_caps)])
+    n_src = 0 if source_caps is None else len(sources)
+    finite = np.concatenate([cap, [] if source_caps is None else np.asarray(source_caps),
+                             [] if sink_caps is None else np.asarray(sink_caps)])
     ints, exact = to_integers(finite, INT_BUDGET // 2)
     # "Infinite" arcs only need to exceed every finite cut.
     big = int(ints.sum()) + 1
     cap_int = ints[: len(cap)]
-    src_int = (np.full(len(sources), big) if source_caps is None else ints[len(cap):])
+    src_int = (np.full(len(sources), big) if source_caps is None
+               else ints[len(cap): len(cap) + n_src])
+    snk_int = np.full(len(sinks), big) if sink_caps is None else ints[len(cap) + n_src:]
     tails = np.concatenate([ga.tail, np.full(len(sources), s), sinks])
     heads = np.concatenate([ga.head, sources, np.full(len(sinks), t)])
-    caps = np.concatenate([cap_int, src_int, np.full(len(sinks), big)]).astype(np.int32)
+    caps = np.concatenate([cap_int, src_int, snk_int]).astype(np.int32)
     graph = sp.csr_matrix((caps, (tails, heads)), shape=(n + 2, n + 2))
     graph.sum_duplicates()
     res = maximum_flow(graph, s, t, method="dinic")
@@ -97,4 +102,6 @@ def min_cut(ga: GraphArrays, sources: np.ndarray, sinks: np.ndarray,
     value, arcs = cut_capacity(ga, node_side, cap)
     if source_caps is not None:
         value += float(np.asarray(source_caps)[~node_side[sources]].sum())
+    if sink_caps is not None:
+        value += float(np.asarray(sink_caps)[node_side[sinks]].sum())
     return Cut(node_side, value, arcs, exact)

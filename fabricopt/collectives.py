@@ -1,0 +1,539 @@
+r"""Collective bounds in the nccl-tests vocabulary: all-gather, reduce-scatter, all-reduce,
+all-to-all and broadcast on any fabric.
+
+Conventions (NVIDIA/nccl-tests ``doc/PERFORMANCE.md``; ``reference/bounds.md``): ``S`` is
+``message_bytes``, the buffer size nccl-tests reports (the total gathered size for
+all-gather, the input size for reduce-scatter, the buffer for all-reduce, the bytes each GPU
+sends for all-to-all). ``algbw = S / t``; ``busbw = algbw x 2(n-1)/n`` for all-reduce,
+``x (n-1)/n`` for all-gather, reduce-scatter and all-to-all, ``x 1`` for broadcast. Rates are
+GB/s (10^9 bytes/s); capacities in the fabric are Gb/s, so a capacity ``c`` moves ``c/8``
+GB/s.
+
+Bounds:
+
+* **All-gather** with forwarding-only switches (ForestColl, Zhao et al., arXiv 2402.06787):
+  the optimum is :math:`T^* = (S/n) \max_X |X \cap G| / B_{out}(X)` over node sets ``X``
+  holding some but not all GPUs ``G``. It is found by a Dinkelbach search on the ratio: given
+  the best ratio so far, one minimum cut per GPU orbit (one in all when a symmetry claim makes
+  the GPUs one orbit) finds a set with a larger ratio or proves there is none. That set is the
+  binding cut. **Reduce-scatter** is the same on the reversed graph (``B_in``).
+* **All-reduce**: achievable ``T_RS* + T_AG*``; lower bounds ``max(T_RS*, T_AG*)``, the volume
+  bound ``2(n-1) S / sum of GPU egress``, and, for any scheme at all, ``S / min(B_out(X),
+  B_in(X))`` over every cut separating GPUs. With switches that reduce (``reduce=True``) and
+  in-network reduction on: NVLink SHARP as NCCL runs it moves ``S + S/n`` per GPU each way
+  (NVIDIA/nccl issue 1506) and ideal in-switch reduction ``S`` per GPU each way; for clusters
+  the scale-out part composes hierarchically (``reference/bounds.md``).
+* **All-to-all** from the certified max-concurrent-flow theta of uniform traffic among the
+  participants: each pair moves ``S/n`` bytes.
+* **Broadcast**: lower bound ``S / min_v mincut(root, v)``; achievable scatter + all-gather
+  (van de Geijn), the scatter being one single-commodity max-flow search.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ._checks import check_choice, check_positive
+from .cuts import Cut, cut_capacity, min_cut
+from .errors import InvalidParameterError
+from .fabric import Fabric
+from .flow.graph_arrays import GraphArrays
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
+GBPS_TO_BYTES = 1e9 / 8  # one Gb/s of capacity moves this many bytes per second
+
+
+def bus_factor(collective: str, n: int) -> float:
+    """nccl-tests' busbw / algbw factor.
+
+    >>> bus_factor("all_reduce", 8), bus_factor("all_gather", 8), bus_factor("broadcast", 8)
+    (1.75, 0.875, 1.0)
+    """
+    if collective == "all_reduce":
+        return 2 * (n - 1) / n
+    if collective == "broadcast":
+        return 1.0
+    return (n - 1) / n
+
+
+@dataclass(frozen=True)
+class CutInfo:
+    """A set of nodes that binds a bound: GPUs inside, capacity leaving (or entering), and
+    how many of its crossing arcs lie in each tier."""
+
+    gpus_inside: int
+    capacity_gbps: float
+    direction: str
+    tiers: dict[str, int]
+    nodes: frozenset[Hashable] = field(repr=False, default=frozenset())
+
+    def describe(self) -> str:
+        tiers = ", ".join(f"{t}: {k}" for t, k in sorted(self.tiers.items()))
+        return (f"{self.gpus_inside} GPU(s) inside, {self.capacity_gbps:.6g} Gb/s "
+                f"{self.direction} ({tiers})")
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One time bound with its rates and the reason it holds."""
+
+    name: str
+    time_s: float
+    algbw_GBps: float
+    busbw_GBps: float
+    kind: str          # "lower" (no algorithm is faster) or "achievable" (some algorithm is)
+    why: str
+    cut: CutInfo | None = None
+
+
+@dataclass
+class CollectiveBounds:
+    """What :func:`collective_bounds` returns.
+
+    ``lower_time_s`` is the largest lower bound (no algorithm on this fabric is faster);
+    ``achievable_time_s`` the best schedule known to exist; ``algbw_GBps``/``busbw_GBps`` the
+    best rates the fabric allows (from ``lower_time_s``). ``bounds`` lists every bound
+    computed; ``expected`` (when asked for) is a labelled estimate, kept apart.
+    """
+
+    collective: str
+    n: int
+    message_bytes: float
+    lower_time_s: float
+    achievable_time_s: float | None
+    algbw_GBps: float
+    busbw_GBps: float
+    binding: str
+    binding_cut: CutInfo | None
+    bounds: list[Bound]
+    in_network_reduction: bool
+    latency_s: float = 0.0
+    expected: dict[str, float] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def achievable_busbw_GBps(self) -> float | None:
+        if self.achievable_time_s is None:
+            return None
+        return self.message_bytes / self.achievable_time_s / 1e9 * bus_factor(
+            self.collective, self.n)
+
+    def __str__(self) -> str:
+        lines = [f"{self.collective} of {self.message_bytes:.6g} bytes on {self.n} GPUs"
+                 + (" (in-network reduction)" if self.in_network_reduction else "")]
+        lines.append(f"  best possible  {self.lower_time_s * 1e3:.6g} ms, algbw "
+                     f"{self.algbw_GBps:.6g} GB/s, busbw {self.busbw_GBps:.6g} GB/s "
+                     f"(binding: {self.binding})")
+        if self.achievable_time_s is not None:
+            lines.append(f"  achievable     {self.achievable_time_s * 1e3:.6g} ms, busbw "
+                         f"{self.achievable_busbw_GBps:.6g} GB/s")
+        if self.binding_cut is not None:
+            lines.append(f"  binding cut    {self.binding_cut.describe()}")
+        if self.expected:
+            lines.append(f"  expected       busbw {self.expected['busbw_GBps']:.6g} GB/s "
+                         f"({self.expected['label']})")
+        return "\n".join(lines)
+
+
+# -- the graph of a collective ----------------------------------------------------------------
+@dataclass(frozen=True)
+class _Problem:
+    ga: GraphArrays
+    gpus: np.ndarray          # node indices of the participants
+    gpu_names: tuple[Hashable, ...]
+    tiers: list[str]
+    symmetric: bool           # one GPU orbit under a claimed symmetry
+
+
+def _problem(fab: Fabric, endpoints: Sequence[Hashable]) -> _Problem:
+    ga = GraphArrays.from_fabric(fab)
+    gpus = np.array([ga.index[e] for e in endpoints])
+    tiers = [str(fab.graph[u][v].get("tier", "link")) for u, v in ga.arcs]
+    symmetric = fab.symmetry is not None and len(endpoints) == len(fab.endpoints)
+    return _Problem(ga, gpus, tuple(endpoints), tiers, symmetric)
+
+
+def _reversed(p: _Problem) -> _Problem:
+    ga = p.ga
+    rga = GraphArrays(ga.nodes, ga.index, [(v, u) for u, v in ga.arcs], ga.head, ga.tail,
+                      ga.capacity)
+    return _Problem(rga, p.gpus, p.gpu_names, p.tiers, p.symmetric)
+
+
+def _cut_info(p: _Problem, side: np.ndarray, direction: str) -> CutInfo:
+    value, arcs = cut_capacity(p.ga, side)
+    tiers = Counter(p.tiers[a] for a in arcs)
+    return CutInfo(int(side[p.gpus].sum()), value, direction, dict(tiers),
+                   frozenset(p.ga.nodes[i] for i in np.flatnonzero(side)))
+
+
+def _ratio(p: _Problem, side: np.ndarray) -> float:
+    inside = int(side[p.gpus].sum())
+    if inside == 0 or inside == len(p.gpus):
+        return 0.0
+    value, _ = cut_capacity(p.ga, side)
+    return math.inf if value <= 0 else inside / value
+
+
+def forestcoll_ratio(p: _Problem, max_iter: int = 50) -> tuple[float, np.ndarray, bool]:
+    """Max over node sets X (some, not all GPUs) of |X cap G| / B_out(X) in 1/(Gb/s).
+
+    Dinkelbach: with the best ratio ``lam`` so far, minimise ``lam B_out(X) + |G \\ X|`` over
+    X missing GPU ``w`` (a minimum cut with unit arcs from a super-source to every GPU);
+    a value below ``|G|`` is a set with a larger ratio. Returns ``(ratio, X, proven)`` where
+    ``proven`` is False if a rounded max-flow search could have missed a better set.
+    """
+    ga, gpus = p.ga, p.gpus
+    n = len(gpus)
+    # Start from the single GPU with the least egress.
+    best_side = np.zeros(ga.n_nodes, dtype=bool)
+    egress = np.bincount(ga.tail, weights=ga.capacity, minlength=ga.n_nodes)[gpus]
+    best_side[gpus[int(np.argmin(egress))]] = True
+    lam = _ratio(p, best_side)
+    if math.isinf(lam):
+        return lam, best_side, True
+    proven = True
+    targets = gpus[:1] if p.symmetric else gpus
+    for _ in range(max_iter):
+        improved = False
+        for w in targets:
+            others = gpus[gpus != w]
+            # Scale by B(X_best) = |X_best| / lam so all capacities stay whole numbers of
+            # the fabric's capacity unit where possible.
+            cut = min_cut(ga, others, np.array([w]), capacity=lam * ga.capacity,
+                          source_caps=np.ones(len(others)))
+            proven &= cut.exact_search
+            # F(X) = lam B_out(X) + |G \ X| (w outside counts 1): below n means better ratio.
+            if cut.capacity + 1.0 < n * (1 - 1e-12):
+                r = _ratio(p, cut.side)
+                if r > lam * (1 + 1e-12):
+                    lam, best_side, improved = r, cut.side, True
+                    if math.isinf(lam):
+                        return lam, best_side, True
+                    break
+        if not improved:
+            return lam, best_side, proven
+    return lam, best_side, False
+
+
+def scatter_ratio(p: _Problem, root: int, max_iter: int = 50) -> tuple[float, np.ndarray, bool]:
+    """Max over node sets X holding the root (not every GPU) of |G \\ X| / B_out(X).
+
+    The root can send ``r`` to every other GPU at once iff ``r`` times that ratio is at most
+    one, so a scatter of ``S/n`` per GPU takes ``(S/n) x ratio``. Dinkelbach as in
+    :func:`forestcoll_ratio`, with unit arcs from each other GPU to a super-sink.
+    """
+    ga, gpus = p.ga, p.gpus
+    others = gpus[gpus != root]
+    side = np.zeros(ga.n_nodes, dtype=bool)
+    side[root] = True
+
+    def ratio(x: np.ndarray) -> float:
+        outside = int((~x[others]).sum())
+        value, _ = cut_capacity(ga, x)
+        if outside == 0:
+            return 0.0
+        return math.inf if value <= 0 else outside / value
+
+    lam = ratio(side)
+    proven = True
+    for _ in range(max_iter):
+        if math.isinf(lam):
+            return lam, side, True
+        cut = min_cut(ga, np.array([root]), others, capacity=lam * ga.capacity,
+                      sink_caps=np.ones(len(others)))
+        proven &= cut.exact_search
+        # lam B_out(X) + |others in X| < |others| means |others \ X| / B_out(X) > lam.
+        r = ratio(cut.side)
+        if cut.capacity < len(others) * (1 - 1e-12) and r > lam * (1 + 1e-12):
+            lam, side = r, cut.side
+        else:
+            return lam, side, proven
+    return lam, side, False
+
+
+def _pair_cut_min(p: _Problem, root: int, limit: int = 64) -> tuple[float, np.ndarray | None]:
+    """Smallest cut separating GPUs found: single GPUs (exact, all of them) and min cuts
+    from ``root`` to up to ``limit`` other GPUs, in both directions. Any value returned is
+    the capacity of a real GPU-separating cut."""
+    ga, gpus = p.ga, p.gpus
+    egress = np.bincount(ga.tail, weights=ga.capacity, minlength=ga.n_nodes)[gpus]
+    ingress = np.bincount(ga.head, weights=ga.capacity, minlength=ga.n_nodes)[gpus]
+    best = float(min(egress.min(), ingress.min()))
+    best_side: np.ndarray | None = None
+    others = gpus[gpus != root]
+    if p.symmetric:
+        others = others[: min(len(others), limit)]
+    elif len(others) > limit:
+        others = others[np.linspace(0, len(others) - 1, limit).astype(int)]
+    for v in others:
+        for a, b in ((root, v), (v, root)):
+            cut = min_cut(ga, np.array([a]), np.array([b]))
+            if cut.capacity < best:
+                best, best_side = cut.capacity, cut.side
+    return best, best_side
+
+
+def _reduce_domains(fab: Fabric, p: _Problem) -> tuple[list[list[int]], float]:
+    """Groups of participants that share reduce-capable switches, and the least bandwidth
+    (Gb/s, per direction) from a participant to such switches."""
+    ga = p.ga
+    reduce = np.array([bool(fab.graph.nodes[v].get("reduce")) for v in ga.nodes])
+    is_gpu = np.zeros(ga.n_nodes, dtype=bool)
+    is_gpu[p.gpus] = True
+    to_reduce = is_gpu[ga.tail] & reduce[ga.head]
+    if not to_reduce.any():
+        return [], 0.0
+    # Union participants through the reduce switches they touch.
+    parent = list(range(ga.n_nodes))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a in np.flatnonzero(to_reduce):
+        parent[find(int(ga.tail[a]))] = find(int(ga.head[a]))
+    groups: dict[int, list[int]] = {}
+    for g in p.gpus:
+        groups.setdefault(find(int(g)), []).append(int(g))
+    bw = np.bincount(ga.tail[to_reduce], weights=ga.capacity[to_reduce], minlength=ga.n_nodes)
+    return list(groups.values()), float(bw[p.gpus].min())
+
+
+def _time(bytes_: float, gbps: float) -> float:
+    return math.inf if gbps <= 0 else bytes_ / (gbps * GBPS_TO_BYTES)
+
+
+def _bound(collective: str, n: int, size: float, name: str, t: float, kind: str, why: str,
+           cut: CutInfo | None = None) -> Bound:
+    algbw = size / t / 1e9 if t > 0 else math.inf
+    return Bound(name, t, algbw, algbw * bus_factor(collective, n), kind, why, cut)
+
+
+#: Default efficiency profile for ``expected=True``: fraction of a bound reached in practice,
+#: by the technology of the binding links (reference/bounds.md: NCCL's tuning model uses 20.6
+#: of 25 GB/s per NVLink 4 link; well-tuned InfiniBand rings reach 92-96% of NIC line rate).
+DEFAULT_EFFICIENCY = {"nvlink": 20.6 / 25.0, "network": 0.94}
+
+
+def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
+                      endpoints: Iterable[Hashable] | None = None,
+                      in_network_reduction: bool | str = "auto",
+                      expected: bool | dict[str, float] | None = None,
+                      latency: Any = None) -> CollectiveBounds:
+    """Bounds on how fast ``collective`` can run on ``fab`` (see the module docstring).
+
+    Parameters
+    ----------
+    fab : Fabric
+    collective : {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast"}
+    message_bytes : float
+        Buffer size ``S`` in bytes, as nccl-tests reports it.
+    endpoints : iterable, optional
+        The participating GPUs (one node, one rail, a data-parallel group); default all.
+    in_network_reduction : {"auto", True, False}
+        Whether switches with ``reduce=True`` may reduce (all-reduce only). ``"auto"``: yes
+        when such switches touch the participants.
+    expected : bool or dict, optional
+        ``True`` for the default efficiency profile (:data:`DEFAULT_EFFICIENCY`), or a dict
+        ``{"nvlink": f, "network": f}``: adds a labelled expected busbw, never a bound.
+    latency : LatencyModel, optional
+        Adds the alpha term (see :class:`LatencyModel`); default: none (pure bandwidth).
+
+    Returns
+    -------
+    CollectiveBounds
+
+    Examples
+    --------
+    One DGX-style star: 8 GPUs, each with one 3,600 Gb/s (450 GB/s) link to a forwarding
+    switch. All-reduce busbw cannot beat the per-GPU bandwidth (``reference/bounds.md``).
+
+    >>> import networkx as nx, fabricopt as fo
+    >>> fab = fo.from_networkx(nx.star_graph(8), endpoints=range(1, 9),
+    ...                        default_capacity=3600.0)
+    >>> c = fo.collective_bounds(fab, "all_reduce", message_bytes=2**30)
+    >>> round(c.busbw_GBps, 6)
+    450.0
+    """
+    func = "collective_bounds"
+    if not isinstance(fab, Fabric):
+        raise InvalidParameterError(f"{func}(): fab must be a Fabric, got {type(fab).__name__}")
+    check_choice(func, "collective", collective, COLLECTIVES)
+    size = check_positive(func, "message_bytes", message_bytes)
+    if in_network_reduction not in ("auto", True, False):
+        raise InvalidParameterError(f"{func}(): in_network_reduction must be 'auto', True or "
+                                    f"False, got {in_network_reduction!r}")
+    eps = tuple(fab.endpoints) if endpoints is None else tuple(endpoints)
+    known = set(fab.endpoints)
+    unknown = [e for e in eps if e not in known]
+    if unknown:
+        raise InvalidParameterError(f"{func}(): endpoints must be endpoints of {fab.name!r}, "
+                                    f"got unknown {unknown[:3]!r}")
+    if len(eps) < 2 or len(set(eps)) != len(eps):
+        raise InvalidParameterError(f"{func}(): needs at least 2 distinct endpoints, "
+                                    f"got {len(eps)}")
+    profile = None
+    if expected is True:
+        profile = dict(DEFAULT_EFFICIENCY)
+    elif isinstance(expected, dict):
+        profile = {**DEFAULT_EFFICIENCY, **expected}
+        for k, v in profile.items():
+            check_positive(func, f"expected[{k!r}]", v)
+    elif expected not in (None, False):
+        raise InvalidParameterError(f"{func}(): expected must be None, True or a dict of "
+                                    f"efficiencies, got {expected!r}")
+    p = _problem(fab, eps)
+    n = len(eps)
+    bounds: list[Bound] = []
+    notes: list[str] = []
+    chunk = size / n
+    result_inr = False
+
+    def ag_bound(problem: _Problem, name: str, direction: str) -> tuple[float, Bound]:
+        ratio, side, proven = forestcoll_ratio(problem)
+        t = chunk * ratio / GBPS_TO_BYTES
+        if not proven:
+            notes.append(f"{name}: the max-flow search was rounded; the cut found is real, "
+                         "but a slightly tighter one may exist")
+        info = _cut_info(problem, side, direction)
+        return t, _bound(collective, n, size, name, t, "exact",
+                         "ForestColl cut formula (forwarding-only switches)", info)
+
+    if collective in ("all_gather", "reduce_scatter", "all_reduce"):
+        t_ag, b_ag = ag_bound(p, "all-gather optimum", "leaving")
+        t_rs, b_rs = ag_bound(_reversed(p), "reduce-scatter optimum", "entering")
+    if collective == "all_gather":
+        bounds.append(b_ag)
+        lower, achievable, binding = b_ag, t_ag, b_ag
+    elif collective == "reduce_scatter":
+        bounds.append(b_rs)
+        lower, achievable, binding = b_rs, t_rs, b_rs
+    elif collective == "all_reduce":
+        egress = np.bincount(p.ga.tail, weights=p.ga.capacity, minlength=p.ga.n_nodes)[p.gpus]
+        t_vol = _time(2 * (n - 1) * size, float(egress.sum()))
+        cut_min, cut_side = _pair_cut_min(p, int(p.gpus[0]))
+        t_cut = _time(size, cut_min)
+        cut_info = _cut_info(p, cut_side, "leaving") if cut_side is not None else None
+        b_sum = _bound(collective, n, size, "reduce-scatter + all-gather", t_rs + t_ag,
+                       "achievable", "ForestColl reduce-scatter then all-gather")
+        b_vol = _bound(collective, n, size, "volume", t_vol, "lower",
+                       "each GPU sends 2(n-1)/n of the buffer (no in-network reduction)")
+        b_cut = _bound(collective, n, size, "any-scheme cut", t_cut, "lower",
+                       "every GPU-separating cut carries the buffer both ways", cut_info)
+        bounds += [b_rs, b_ag, b_vol, b_cut, b_sum]
+        domains, b_up = _reduce_domains(fab, p)
+        use_inr = bool(domains) if in_network_reduction == "auto" else bool(
+            in_network_reduction and domains)
+        if in_network_reduction is True and not domains:
+            notes.append("in-network reduction asked for, but no participant reaches a switch "
+                         "with reduce=True")
+        no_inr = [b_rs, b_ag, b_vol, b_cut]
+        achievable_options = [b_sum]
+        if use_inr:
+            result_inr = True
+            k = len(domains)
+            g = min(len(d) for d in domains)
+            if k == 1:
+                t_nvls = _time(size + size / n, b_up)
+                t_ideal = _time(size, b_up)
+            else:
+                # Hierarchical: reduce within each domain in the switches, all-reduce S/g per
+                # GPU across the k domains over the scale-out, broadcast back in the switches.
+                out_bw = _scale_out_gbps(p, domains)
+                t_out = _time(2 * (k - 1) / k * size / g, out_bw)
+                t_nvls = _time(size + size / g, b_up) + t_out
+                t_ideal = _time(size, b_up) + t_out
+            bounds.append(_bound(collective, n, size, "NVLink SHARP (as NCCL runs it)", t_nvls,
+                                 "achievable", "S + S/g per GPU each way through the "
+                                 "reducing switches" + (", then the scale-out phase"
+                                                        if k > 1 else "")))
+            bounds.append(_bound(collective, n, size, "ideal in-switch reduction", t_ideal,
+                                 "model", "S per GPU each way through the reducing switches"
+                                 + (", then the scale-out phase" if k > 1 else "")))
+            achievable_options.append(bounds[-2])
+            lower = b_cut  # with reduction in the switches only the cut bound is universal
+        else:
+            lower = max(no_inr, key=lambda b: b.time_s)
+        best = min(achievable_options, key=lambda b: b.time_s)
+        achievable, binding = best.time_s, lower
+    elif collective == "all_to_all":
+        from .flow import max_concurrent_flow
+        from .traffic import all_to_all
+
+        r = max_concurrent_flow(fab, all_to_all(fab, endpoints=eps, gbps=1.0))
+        t_low = _time(chunk, r.upper)
+        t_ach = _time(chunk, r.lower) if r.lower > 0 else None
+        lower = _bound(collective, n, size, "all-to-all throughput", t_low, "lower",
+                       f"max-concurrent-flow theta <= {r.upper:.6g} per Gb/s of demand "
+                       f"(binding tier {r.binding_tier})")
+        bounds.append(lower)
+        achievable, binding = t_ach, lower
+        notes.append(f"throughput solve: {r.status} ({r.method})")
+    else:  # broadcast
+        root = int(p.gpus[0])
+        cut_root = math.inf
+        side_best = None
+        for v in p.gpus[1: 1 + (1 if p.symmetric else 64)]:
+            cut = min_cut(p.ga, np.array([root]), np.array([v]))
+            if cut.capacity < cut_root:
+                cut_root, side_best = cut.capacity, cut.side
+        lower = _bound(collective, n, size, "root cut", _time(size, cut_root), "lower",
+                       "the buffer must cross every cut between the root and another GPU",
+                       _cut_info(p, side_best, "leaving") if side_best is not None else None)
+        ratio, _, _ = scatter_ratio(p, root)
+        t_sc = chunk * ratio / GBPS_TO_BYTES
+        t_ag, b_ag = ag_bound(p, "all-gather optimum", "leaving")
+        b_ach = _bound(collective, n, size, "scatter + all-gather", t_sc + t_ag, "achievable",
+                       "van de Geijn: scatter S/n per GPU, then all-gather")
+        bounds += [lower, b_ach]
+        achievable, binding = t_sc + t_ag, lower
+
+    alpha_low, alpha_step, steps = 0.0, 0.0, 0
+    if latency is not None:
+        alpha_low, alpha_step = latency.alphas(fab, p)
+        steps = {"all_reduce": 2 * (n - 1), "broadcast": n - 1}.get(collective, n - 1)
+    lower_time = lower.time_s + alpha_low
+    ach_time = None if achievable is None else achievable + steps * alpha_step
+    algbw = size / lower_time / 1e9
+    out = CollectiveBounds(
+        collective, n, size, lower_time, ach_time, algbw, algbw * bus_factor(collective, n),
+        binding.name, binding.cut, bounds, result_inr, alpha_low, None, notes)
+    if profile is not None:
+        tier_tech = _binding_tech(fab, binding)
+        eff = profile["nvlink"] if tier_tech == "nvlink" else profile["network"]
+        out.expected = {"busbw_GBps": out.busbw_GBps * eff, "efficiency": eff,
+                        "label": f"expected = bound x {eff:.3g} ({tier_tech} efficiency "
+                                 "profile; not a bound)"}
+    return out
+
+
+def _scale_out_gbps(p: _Problem, domains: list[list[int]]) -> float:
+    """Least per-GPU bandwidth (Gb/s) leaving its domain: arcs from a GPU to nodes that are
+    not reduce switches of its domain, i.e. its NICs."""
+    ga = p.ga
+    member = np.full(ga.n_nodes, -1)
+    for i, d in enumerate(domains):
+        member[d] = i
+    egress = np.zeros(ga.n_nodes)
+    gpu_tail = member[ga.tail] >= 0
+    leaving = gpu_tail & (member[ga.head] != member[ga.tail])
+    np.add.at(egress, ga.tail[leaving], ga.capacity[leaving])
+    # Arcs to switches that are not GPUs of the same domain: NIC links (switch heads have
+    # member -1, so every GPU-to-switch arc counts; subtract those into reduce switches).
+    return float(egress[p.gpus].min())
+
+
+def _binding_tech(fab: Fabric, bound: Bound) -> str:
+    if bound.cut is None or not bound.cut.tiers:
+        return "network"
+    tier = max(bound.cut.tiers.items(), key=lambda kv: kv[1])[0]
+    return "nvlink" if "nvswitch" in tier or "nvlink" in tier else "network"
