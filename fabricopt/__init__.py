@@ -16,7 +16,17 @@ from .errors import (
 )
 from .fabric import Fabric, FabricSummary, from_networkx
 from .fabric_io import read_graphml, read_json, write_graphml, write_json
-from .generators import GENERATORS, complete, hypercube, ring, torus
+from .generators import (
+    GENERATORS,
+    clos,
+    complete,
+    fat_tree,
+    hypercube,
+    leaf_spine,
+    rail_optimized,
+    ring,
+    torus,
+)
 from .symmetry import Symmetry, verify_symmetry
 
 __all__ = [
@@ -31,9 +41,13 @@ __all__ = [
     "Symmetry",
     "TrafficError",
     "__version__",
+    "clos",
     "complete",
+    "fat_tree",
     "from_networkx",
     "hypercube",
+    "leaf_spine",
+    "rail_optimized",
     "read_graphml",
     "read_json",
     "ring",

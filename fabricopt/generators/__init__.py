@@ -10,12 +10,19 @@ from collections.abc import Callable
 
 from ..fabric import Fabric
 from .classic import complete, hypercube, ring, torus
+from .clos import clos, fat_tree, leaf_spine
+from .rail import rail_optimized
 
 GENERATORS: dict[str, Callable[..., Fabric]] = {
     "ring": ring,
     "torus": torus,
     "hypercube": hypercube,
     "complete": complete,
+    "fat_tree": fat_tree,
+    "clos": clos,
+    "leaf_spine": leaf_spine,
+    "rail_optimized": rail_optimized,
 }
 
-__all__ = ["GENERATORS", "complete", "hypercube", "ring", "torus"]
+__all__ = ["GENERATORS", "clos", "complete", "fat_tree", "hypercube", "leaf_spine",
+           "rail_optimized", "ring", "torus"]
