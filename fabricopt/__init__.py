@@ -6,6 +6,8 @@
 """
 
 from ._version import __version__
+from .bisection import BisectionResult, bisection_bandwidth
+from .collectives import CollectiveBounds, collective_bounds
 from .cost import Catalog, CatalogError, CostEstimate, Layout, Policy, estimate_cost
 from .errors import (
     BackendUnavailableError,
@@ -31,6 +33,10 @@ from .symmetry import Symmetry, verify_symmetry
 from .traffic import Traffic, all_to_all, longest_matching, permutation
 
 __all__ = _generator_names + [
+    "BisectionResult",
+    "CollectiveBounds",
+    "bisection_bandwidth",
+    "collective_bounds",
     "BackendUnavailableError",
     "Catalog",
     "CatalogError",

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from ._checks import check_choice, check_positive
-from .cuts import Cut, cut_capacity, min_cut
+from .cuts import cut_capacity, min_cut
 from .errors import InvalidParameterError
 from .fabric import Fabric
 from .flow.graph_arrays import GraphArrays

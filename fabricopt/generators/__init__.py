@@ -10,6 +10,8 @@ from collections.abc import Callable
 
 from ..fabric import Fabric
 from .classic import complete, dragonfly, hypercube, jellyfish, ring, torus
+from .clos import clos, fat_tree, leaf_spine
+from .rail import rail_optimized
 
 GENERATORS: dict[str, Callable[..., Fabric]] = {
     "ring": ring,
@@ -18,6 +20,11 @@ GENERATORS: dict[str, Callable[..., Fabric]] = {
     "complete": complete,
     "dragonfly": dragonfly,
     "jellyfish": jellyfish,
+    "fat_tree": fat_tree,
+    "clos": clos,
+    "leaf_spine": leaf_spine,
+    "rail_optimized": rail_optimized,
 }
 
-__all__ = ["GENERATORS", "complete", "dragonfly", "hypercube", "jellyfish", "ring", "torus"]
+__all__ = ["GENERATORS", "clos", "complete", "dragonfly", "fat_tree", "hypercube", "jellyfish",
+           "leaf_spine", "rail_optimized", "ring", "torus"]
