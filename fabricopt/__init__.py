@@ -7,7 +7,13 @@
 
 from ._version import __version__
 from .bisection import BisectionResult, bisection_bandwidth
-from .collectives import CollectiveBounds, collective_bounds
+from .collectives import (
+    CollectiveBounds,
+    LatencyModel,
+    collective_bounds,
+    collective_curve,
+    hierarchical_all_reduce_time,
+)
 from .cost import Catalog, CatalogError, CostEstimate, Layout, Policy, estimate_cost
 from .errors import (
     BackendUnavailableError,
@@ -36,7 +42,10 @@ __all__ = _generator_names + [
     "BisectionResult",
     "CollectiveBounds",
     "bisection_bandwidth",
+    "LatencyModel",
     "collective_bounds",
+    "collective_curve",
+    "hierarchical_all_reduce_time",
     "BackendUnavailableError",
     "Catalog",
     "CatalogError",
