@@ -448,7 +448,7 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
             else:
                 # Hierarchical: reduce within each domain in the switches, all-reduce S/g per
                 # GPU across the k domains over the scale-out, broadcast back in the switches.
-                out_bw = _scale_out_gbps(p, domains)
+                out_bw = _scale_out_gbps(fab, p)
                 t_out = _time(2 * (k - 1) / k * size / g, out_bw)
                 t_nvls = _time(size + size / g, b_up) + t_out
                 t_ideal = _time(size, b_up) + t_out
@@ -508,7 +508,7 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
         collective, n, size, lower_time, ach_time, algbw, algbw * bus_factor(collective, n),
         binding.name, binding.cut, bounds, result_inr, alpha_low, None, notes)
     if profile is not None:
-        tier_tech = _binding_tech(fab, binding)
+        tier_tech = _binding_tech(fab, p, binding)
         eff = profile["nvlink"] if tier_tech == "nvlink" else profile["network"]
         out.expected = {"busbw_GBps": out.busbw_GBps * eff, "efficiency": eff,
                         "label": f"expected = bound x {eff:.3g} ({tier_tech} efficiency "
@@ -516,26 +516,29 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
     return out
 
 
-def _scale_out_gbps(p: _Problem, domains: list[list[int]]) -> float:
-    """Least per-GPU bandwidth (Gb/s) leaving its domain: arcs from a GPU to nodes that are
-    not reduce switches of its domain, i.e. its NICs."""
+def _scale_out_gbps(fab: Fabric, p: _Problem) -> float:
+    """Least per-GPU bandwidth (Gb/s) that does not go to a reducing switch: its NICs."""
     ga = p.ga
-    member = np.full(ga.n_nodes, -1)
-    for i, d in enumerate(domains):
-        member[d] = i
-    egress = np.zeros(ga.n_nodes)
-    gpu_tail = member[ga.tail] >= 0
-    leaving = gpu_tail & (member[ga.head] != member[ga.tail])
-    np.add.at(egress, ga.tail[leaving], ga.capacity[leaving])
-    # Arcs to switches that are not GPUs of the same domain: NIC links (switch heads have
-    # member -1, so every GPU-to-switch arc counts; subtract those into reduce switches).
+    reduce = np.array([bool(fab.graph.nodes[v].get("reduce")) for v in ga.nodes])
+    other = ~reduce[ga.head]
+    egress = np.bincount(ga.tail[other], weights=ga.capacity[other], minlength=ga.n_nodes)
     return float(egress[p.gpus].min())
 
 
-def _binding_tech(fab: Fabric, bound: Bound) -> str:
-    if bound.cut is None or not bound.cut.tiers:
+def _binding_tech(fab: Fabric, p: _Problem, bound: Bound) -> str:
+    """"nvlink" or "network": the tier that carries most of the binding cut, or of the
+    participants' own links when the bound has no cut (volume bounds)."""
+    if bound.cut is not None and bound.cut.tiers:
+        tiers = dict(bound.cut.tiers)
+    else:
+        gpu = np.zeros(p.ga.n_nodes, dtype=bool)
+        gpu[p.gpus] = True
+        tiers = {}
+        for a in np.flatnonzero(gpu[p.ga.tail]):
+            tiers[p.tiers[a]] = tiers.get(p.tiers[a], 0.0) + float(p.ga.capacity[a])
+    if not tiers:
         return "network"
-    tier = max(bound.cut.tiers.items(), key=lambda kv: kv[1])[0]
+    tier = max(tiers.items(), key=lambda kv: kv[1])[0]
     return "nvlink" if "nvswitch" in tier or "nvlink" in tier else "network"
 
 
