@@ -293,3 +293,11 @@ def test_pdlp_is_exact_after_polishing():
     r = fo.max_concurrent_flow(fab, backend="highspy", solver="pdlp")
     certified(fab, r)
     assert r.theta == pytest.approx(8 / 4**3)  # bounds.md torus
+
+
+def test_missing_backend_gives_install_hint(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "highspy", None)  # import highspy now fails
+    with pytest.raises(fo.BackendUnavailableError, match="pip install"):
+        fo.max_concurrent_flow(fo.ring(4), backend="highspy")
