@@ -16,7 +16,20 @@ from .errors import (
 )
 from .fabric import Fabric, FabricSummary, from_networkx
 from .fabric_io import read_graphml, read_json, write_graphml, write_json
-from .generators import GENERATORS, complete, hypercube, ring, torus
+from .generators import (
+    GENERATORS,
+    complete,
+    dgx_b200,
+    dgx_h100,
+    gb200_nvl72,
+    hypercube,
+    nvl576,
+    nvlink_switch_system,
+    nvswitch_domain,
+    ring,
+    torus,
+    ualink_pod,
+)
 from .symmetry import Symmetry, verify_symmetry
 
 __all__ = [
@@ -32,12 +45,19 @@ __all__ = [
     "TrafficError",
     "__version__",
     "complete",
+    "dgx_b200",
+    "dgx_h100",
     "from_networkx",
+    "gb200_nvl72",
     "hypercube",
+    "nvl576",
+    "nvlink_switch_system",
+    "nvswitch_domain",
     "read_graphml",
     "read_json",
     "ring",
     "torus",
+    "ualink_pod",
     "write_graphml",
     "verify_symmetry",
     "write_json",

@@ -38,13 +38,13 @@ class FabricBuilder:
         self.orbit: dict[tuple[Hashable, Hashable], str] = {}
         self.endpoints: list[Hashable] = []
 
-    def gpu(self, node: Hashable, **attrs: Any) -> Hashable:
-        """Add an endpoint GPU (role ``gpu``, layer 0)."""
+    def gpu(self, node: Hashable, /, **attrs: Any) -> Hashable:
+        """Add an endpoint GPU (role ``gpu``, layer 0); ``node=`` in ``attrs`` is the server."""
         self.nodes[node] = {"role": "gpu", "layer": 0, **attrs}
         self.endpoints.append(node)
         return node
 
-    def switch(self, node: Hashable, layer: int, radix: int | None, model: str | None = None,
+    def switch(self, node: Hashable, /, layer: int, radix: int | None, model: str | None = None,
                reduce: bool = False, **attrs: Any) -> Hashable:
         """Add a switch at ``layer`` with ``radix`` ports; ``model`` is its catalog key."""
         self.nodes[node] = {"role": "switch", "layer": layer, "radix": radix,
