@@ -30,6 +30,7 @@ from .generators import (
     torus,
     ualink_pod,
 )
+from .specs import load_design
 from .symmetry import Symmetry, verify_symmetry
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "from_networkx",
     "gb200_nvl72",
     "hypercube",
+    "load_design",
     "nvl576",
     "nvlink_switch_system",
     "nvswitch_domain",
