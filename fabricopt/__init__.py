@@ -35,6 +35,7 @@ from .flow import (
 )
 from .generators import *  # noqa: F403  (every generator; the list lives there)
 from .generators import __all__ as _generator_names
+from .specs import load_design
 from .symmetry import Symmetry, verify_symmetry
 from .traffic import Traffic, all_to_all, longest_matching, permutation
 
@@ -73,6 +74,7 @@ __all__ = _generator_names + [
     "__version__",
     "estimate_cost",
     "from_networkx",
+    "load_design",
     "read_graphml",
     "read_json",
     "write_graphml",
