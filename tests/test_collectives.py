@@ -205,3 +205,17 @@ def test_disconnected_group_has_infinite_time():
     fab = fo.from_networkx(G)
     c = fo.collective_bounds(fab, "all_gather", message_bytes=GiB)
     assert math.isinf(c.lower_time_s)
+
+
+def test_dgx_h100_all_reduce():
+    # DGX H100: 18 NVLink 4 links x 25 GB/s = 450 GB/s per GPU per direction over 4
+    # NVSwitches (split 5/4/4/5). Without in-network reduction the busbw bound is 450 GB/s
+    # (bounds.md star bound); with NVLink SHARP the NCCL algorithm moves S + S/8 per GPU, so
+    # its busbw is 450 x 1.75 / 1.125 = 700 GB/s, and the universal bound is S / 450 GB/s.
+    fab = fo.dgx_h100()
+    off = fo.collective_bounds(fab, "all_reduce", message_bytes=GiB, in_network_reduction=False)
+    assert off.busbw_GBps == pytest.approx(450.0)
+    on = fo.collective_bounds(fab, "all_reduce", message_bytes=GiB)
+    assert on.in_network_reduction
+    assert on.achievable_busbw_GBps == pytest.approx(700.0)
+    assert on.busbw_GBps == pytest.approx(450 * 1.75)
