@@ -11,6 +11,7 @@ from collections.abc import Callable
 from ..fabric import Fabric
 from .classic import complete, dragonfly, hypercube, jellyfish, ring, torus
 from .clos import clos, fat_tree, leaf_spine
+from .cluster import cluster, superpod
 from .rail import rail_optimized
 
 GENERATORS: dict[str, Callable[..., Fabric]] = {
@@ -24,7 +25,9 @@ GENERATORS: dict[str, Callable[..., Fabric]] = {
     "clos": clos,
     "leaf_spine": leaf_spine,
     "rail_optimized": rail_optimized,
+    "cluster": cluster,
+    "superpod": superpod,
 }
 
-__all__ = ["GENERATORS", "clos", "complete", "dragonfly", "fat_tree", "hypercube", "jellyfish",
-           "leaf_spine", "rail_optimized", "ring", "torus"]
+__all__ = ["GENERATORS", "clos", "cluster", "complete", "dragonfly", "fat_tree", "hypercube",
+           "jellyfish", "leaf_spine", "rail_optimized", "ring", "superpod", "torus"]
