@@ -44,7 +44,7 @@ from .._checks import check_bool, check_choice, check_int, check_positive, fail
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ._builder import FabricBuilder, default_tech
-from .clos import ClosPlan, add_clos, check_label, clos_plan, max_endpoints, split_ports
+from .clos import ClosPlan, add_clos, check_label, check_tiers, clos_plan, clos_reach
 from .rail import RailPlan, add_rail_scale_out, rail_plan
 
 SCALE_OUTS = ("rail_optimized", "fat_tree", "clos", None)
@@ -191,13 +191,21 @@ def check_options(func: str, kind: str | None, options: dict[str, Any]) -> dict[
         out["leaf_radix"] = check_int(func, "leaf_radix", out["leaf_radix"], minimum=2)
         out["spine"] = check_bool(func, "spine", out["spine"])
         out["planes"] = check_int(func, "planes", out["planes"], minimum=1)
-    elif kind is not None:
-        out["radix"] = check_int(func, "radix", out["radix"], minimum=2)
-        if out["tiers"] is not None:
-            out["tiers"] = check_choice(func, "tiers", out["tiers"], (2, 3))
-    if kind is not None:
         out["oversubscription"] = check_positive(func, "oversubscription",
                                                  out["oversubscription"])
+    elif kind is not None:
+        tiers = out["tiers"]
+        if tiers is None:
+            # Per-tier values fix the tier count; else the fewest tiers that reach decide.
+            if isinstance(out["radix"], list | tuple):
+                tiers = len(out["radix"])
+            elif isinstance(out["oversubscription"], list | tuple):
+                tiers = len(out["oversubscription"]) + 1
+        if tiers is not None:
+            out["tiers"] = check_choice(func, "tiers", tiers, (2, 3))
+        out["radix"], out["oversubscription"] = check_tiers(
+            func, out["radix"], out["tiers"] or 2, out["oversubscription"])
+    if kind is not None:
         out["tech"] = check_label(func, "tech", out["tech"])
         out["switch_model"] = check_label(func, "switch_model", out["switch_model"])
     return out
@@ -225,8 +233,9 @@ def cluster(scale_up: Fabric, nodes: int, scale_out: str | None = "rail_optimize
         For ``"rail_optimized"``: ``leaf_radix`` (64), ``spine`` (True; False is rail-only),
         ``oversubscription`` (1.0), ``planes`` (1), ``tech``, ``switch_model``, as in
         :func:`~fabricopt.rail_optimized`. For ``"fat_tree"``/``"clos"``: ``radix`` (64),
-        ``tiers`` (2 or 3; default the fewest that reach), ``oversubscription`` (1.0),
-        ``tech``, ``switch_model``, as in :func:`~fabricopt.clos`. Link rate is the NIC rate
+        ``tiers`` (2 or 3; default the fewest that reach, or the length of per-tier values),
+        ``oversubscription`` (1.0), ``tech``, ``switch_model``, as in :func:`~fabricopt.clos`
+        (``radix`` and ``oversubscription`` may be given per tier). Link rate is the NIC rate
         (per plane).
 
     Returns
@@ -286,14 +295,15 @@ def cluster(scale_up: Fabric, nodes: int, scale_out: str | None = "rail_optimize
     elif scale_out is not None:
         endpoints = nodes * len(dom.gpus)
         if opts["tiers"] is None:
-            down, _ = split_ports(func, opts["radix"], opts["oversubscription"])
-            opts["tiers"] = 2 if endpoints <= max_endpoints(opts["radix"], 2, down) else 3
+            reach = clos_reach(func, opts["radix"], 2, opts["oversubscription"])
+            opts["tiers"] = 2 if endpoints <= reach else 3
         clos_p = clos_plan(func, endpoints, opts["radix"], opts["tiers"],
                            opts["oversubscription"])
         opts["tech"] = opts["tech"] or default_tech(nic_gbps)
 
     params = {"scale_up": scale_up.name, "nodes": nodes, "scale_out": scale_out,
-              "nic_gbps": nic_gbps, **opts}
+              "nic_gbps": nic_gbps,
+              **{k: list(v) if isinstance(v, tuple) else v for k, v in opts.items()}}
     b = FabricBuilder(name or f"cluster({nodes} x {scale_up.name}, {scale_out})", params)
     maps = copy_domains(b, dom, nodes)
     symmetric = dom.labels is not None
