@@ -7,7 +7,13 @@
 
 from ._version import __version__
 from .bisection import BisectionResult, bisection_bandwidth
-from .collectives import CollectiveBounds, collective_bounds
+from .collectives import (
+    CollectiveBounds,
+    LatencyModel,
+    collective_bounds,
+    collective_curve,
+    hierarchical_all_reduce_time,
+)
 from .cost import Catalog, CatalogError, CostEstimate, Layout, Policy, estimate_cost
 from .errors import (
     BackendUnavailableError,
@@ -29,6 +35,7 @@ from .flow import (
 )
 from .generators import *  # noqa: F403  (every generator; the list lives there)
 from .generators import __all__ as _generator_names
+from .specs import load_design
 from .symmetry import Symmetry, verify_symmetry
 from .traffic import Traffic, all_to_all, longest_matching, permutation
 
@@ -36,7 +43,10 @@ __all__ = _generator_names + [
     "BisectionResult",
     "CollectiveBounds",
     "bisection_bandwidth",
+    "LatencyModel",
     "collective_bounds",
+    "collective_curve",
+    "hierarchical_all_reduce_time",
     "BackendUnavailableError",
     "Catalog",
     "CatalogError",
@@ -64,6 +74,7 @@ __all__ = _generator_names + [
     "__version__",
     "estimate_cost",
     "from_networkx",
+    "load_design",
     "read_graphml",
     "read_json",
     "write_graphml",

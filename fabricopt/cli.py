@@ -103,6 +103,12 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         result = max_concurrent_flow(fab, traffic, method=args.method, backend=args.backend,
                                      time_limit=args.time_limit, **options)
         print(result)
+        if not args.throughput_only:
+            from .bisection import bisection_bandwidth
+            from .collectives import collective_bounds
+
+            print(bisection_bandwidth(fab, time_limit=args.time_limit))
+            print(collective_bounds(fab, "all_reduce", message_bytes=args.message_bytes))
         print()
         if result.status not in ("optimal", "inexact"):
             worst = 1
@@ -143,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     solve = sub.add_parser("solve", help="certified max-concurrent-flow throughput",
                            description="Compute the largest fraction theta of a traffic "
                            "pattern the fabric carries at once, with a certified bracket, "
-                           "the per-GPU bandwidth and the binding tier. Exit code 1 when a "
+                           "the per-GPU bandwidth and the binding tier; then the bisection "
+                           "bandwidth and the all-reduce bounds. Exit code 1 when a "
                            "solve did not finish (time limit, too large).")
     solve.add_argument("target", help="generator name or design file (.toml)")
     solve.add_argument("params", nargs="*", help="generator parameters as key=value")
@@ -154,6 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--solver", default=None,
                        help="highspy: simplex, ipm or pdlp; pulp: a pulp solver name")
     solve.add_argument("--time-limit", type=float, default=None, help="seconds per solve")
+    solve.add_argument("--message-bytes", type=float, default=2.0**30,
+                       help="all-reduce buffer size for the collective bounds (default 1 GiB)")
+    solve.add_argument("--throughput-only", action="store_true",
+                       help="skip the bisection and all-reduce bounds")
     solve.set_defaults(func=_cmd_solve)
 
     from .cost import LEAF_PLACEMENTS, POLICY_PRESETS

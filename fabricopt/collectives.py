@@ -448,7 +448,7 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
             else:
                 # Hierarchical: reduce within each domain in the switches, all-reduce S/g per
                 # GPU across the k domains over the scale-out, broadcast back in the switches.
-                out_bw = _scale_out_gbps(p, domains)
+                out_bw = _scale_out_gbps(fab, p)
                 t_out = _time(2 * (k - 1) / k * size / g, out_bw)
                 t_nvls = _time(size + size / g, b_up) + t_out
                 t_ideal = _time(size, b_up) + t_out
@@ -508,7 +508,7 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
         collective, n, size, lower_time, ach_time, algbw, algbw * bus_factor(collective, n),
         binding.name, binding.cut, bounds, result_inr, alpha_low, None, notes)
     if profile is not None:
-        tier_tech = _binding_tech(fab, binding)
+        tier_tech = _binding_tech(fab, p, binding)
         eff = profile["nvlink"] if tier_tech == "nvlink" else profile["network"]
         out.expected = {"busbw_GBps": out.busbw_GBps * eff, "efficiency": eff,
                         "label": f"expected = bound x {eff:.3g} ({tier_tech} efficiency "
@@ -516,24 +516,182 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
     return out
 
 
-def _scale_out_gbps(p: _Problem, domains: list[list[int]]) -> float:
-    """Least per-GPU bandwidth (Gb/s) leaving its domain: arcs from a GPU to nodes that are
-    not reduce switches of its domain, i.e. its NICs."""
+def _scale_out_gbps(fab: Fabric, p: _Problem) -> float:
+    """Least per-GPU bandwidth (Gb/s) that does not go to a reducing switch: its NICs."""
     ga = p.ga
-    member = np.full(ga.n_nodes, -1)
-    for i, d in enumerate(domains):
-        member[d] = i
-    egress = np.zeros(ga.n_nodes)
-    gpu_tail = member[ga.tail] >= 0
-    leaving = gpu_tail & (member[ga.head] != member[ga.tail])
-    np.add.at(egress, ga.tail[leaving], ga.capacity[leaving])
-    # Arcs to switches that are not GPUs of the same domain: NIC links (switch heads have
-    # member -1, so every GPU-to-switch arc counts; subtract those into reduce switches).
+    reduce = np.array([bool(fab.graph.nodes[v].get("reduce")) for v in ga.nodes])
+    other = ~reduce[ga.head]
+    egress = np.bincount(ga.tail[other], weights=ga.capacity[other], minlength=ga.n_nodes)
     return float(egress[p.gpus].min())
 
 
-def _binding_tech(fab: Fabric, bound: Bound) -> str:
-    if bound.cut is None or not bound.cut.tiers:
+def _binding_tech(fab: Fabric, p: _Problem, bound: Bound) -> str:
+    """"nvlink" or "network": the tier that carries most of the binding cut, or of the
+    participants' own links when the bound has no cut (volume bounds)."""
+    if bound.cut is not None and bound.cut.tiers:
+        tiers = dict(bound.cut.tiers)
+    else:
+        gpu = np.zeros(p.ga.n_nodes, dtype=bool)
+        gpu[p.gpus] = True
+        tiers = {}
+        for a in np.flatnonzero(gpu[p.ga.tail]):
+            tiers[p.tiers[a]] = tiers.get(p.tiers[a], 0.0) + float(p.ga.capacity[a])
+    if not tiers:
         return "network"
-    tier = max(bound.cut.tiers.items(), key=lambda kv: kv[1])[0]
+    tier = max(tiers.items(), key=lambda kv: kv[1])[0]
     return "nvlink" if "nvswitch" in tier or "nvlink" in tier else "network"
+
+
+#: Switch traversal when neither the model nor the catalog says (an estimate: public figures
+#: for current InfiniBand, Ethernet and NVLink switches range from about 150 to 700 ns).
+DEFAULT_SWITCH_NS = 300.0
+
+
+@dataclass(frozen=True)
+class LatencyModel:
+    """Per-hop latency that gives bounds their alpha (startup) term.
+
+    Parameters
+    ----------
+    switch_ns : float, optional
+        Traversal of one switch; default: the catalog's ``latency_ns`` for the switch's
+        model, else :data:`DEFAULT_SWITCH_NS`.
+    endpoint_us : float
+        Fixed cost at the GPUs per step (kernel launch, protocol handshake): an estimate.
+    ns_per_m : float
+        Propagation in fibre or copper, about 5 ns per metre.
+    length_m_by_tier : dict, optional
+        Link length per tier (e.g. from the cost layout); tiers not named count 0 m.
+    catalog : Catalog, optional
+        Where ``latency_ns`` is read from (default catalog if None).
+
+    The lower bound adds ``endpoint_us`` plus the latency to the nearest other participant
+    (some byte must make that trip after the last is sent). The achievable figure adds, per
+    algorithm step, ``endpoint_us`` plus the largest participant-to-participant latency
+    (a ring step never crosses more).
+    """
+
+    switch_ns: float | None = None
+    endpoint_us: float = 2.0
+    ns_per_m: float = 5.0
+    length_m_by_tier: dict[str, float] | None = None
+    catalog: Any = None
+
+    def arc_latency_s(self, fab: Fabric, ga: GraphArrays) -> np.ndarray:
+        """Seconds to cross each arc: its length plus the switch it enters."""
+        from .cost import Catalog
+
+        catalog = self.catalog or Catalog.default()
+        node_ns = np.zeros(ga.n_nodes)
+        for i, v in enumerate(ga.nodes):
+            d = fab.graph.nodes[v]
+            if d.get("role") != "switch":
+                continue
+            ns = self.switch_ns
+            if ns is None:
+                entry = catalog.switches.get(d.get("model")) if d.get("model") else None
+                ns = (entry.get("latency_ns") if entry is not None else None) or \
+                    DEFAULT_SWITCH_NS
+            node_ns[i] = ns
+        lengths = np.zeros(ga.n_arcs)
+        if self.length_m_by_tier:
+            tiers = [str(fab.graph[u][v].get("tier", "link")) for u, v in ga.arcs]
+            lengths = np.array([self.length_m_by_tier.get(t, 0.0) for t in tiers])
+        return (node_ns[ga.head] + lengths * self.ns_per_m) * 1e-9
+
+    def alphas(self, fab: Fabric, p: _Problem) -> tuple[float, float]:
+        """(lower-bound alpha, per-step alpha of the achievable model), in seconds."""
+        from scipy.sparse.csgraph import dijkstra
+
+        lat = self.arc_latency_s(fab, p.ga)
+        # Tiny positive floor so zero-latency arcs stay arcs for the shortest-path search.
+        sources = p.gpus[:1] if p.symmetric else p.gpus[: min(len(p.gpus), 16)]
+        dist = dijkstra(p.ga.matrix(np.maximum(lat, 1e-18)), indices=sources)[:, p.gpus]
+        for row, s in zip(dist, sources, strict=True):
+            row[p.gpus == s] = np.nan
+        nearest = float(np.nanmin(dist))
+        farthest = float(np.nanmax(dist))
+        base = self.endpoint_us * 1e-6
+        return base + nearest, base + farthest
+
+
+@dataclass(frozen=True)
+class CollectiveCurve:
+    """Time and busbw over message sizes: ``t(S) = alpha + beta S`` for the lower bound.
+
+    ``busbw_limit_GBps`` is the bandwidth bound (S -> infinity); :meth:`size_for_fraction`
+    gives the message size at which the busbw bound reaches a fraction of it.
+    """
+
+    collective: str
+    n: int
+    alpha_s: float
+    beta_s_per_byte: float
+    sizes: np.ndarray
+    lower_time_s: np.ndarray
+    busbw_GBps: np.ndarray
+    busbw_limit_GBps: float
+
+    def size_for_fraction(self, fraction: float) -> float:
+        """Bytes at which busbw reaches ``fraction`` of its limit: ``f alpha / (beta (1-f))``.
+
+        >>> curve = CollectiveCurve("all_reduce", 8, 1e-5, 1e-9, np.array([1.0]),
+        ...                         np.array([1e-5]), np.array([0.0]), 1.75)
+        >>> round(curve.size_for_fraction(0.5))   # alpha / beta
+        10000
+        """
+        if not 0 < fraction < 1:
+            raise InvalidParameterError(f"size_for_fraction(): fraction must be in (0, 1), "
+                                        f"got {fraction!r}")
+        return fraction * self.alpha_s / (self.beta_s_per_byte * (1 - fraction))
+
+
+def collective_curve(fab: Fabric, collective: str, sizes: Sequence[float] | None = None, *,
+                     latency: LatencyModel | None = None,
+                     endpoints: Iterable[Hashable] | None = None,
+                     in_network_reduction: bool | str = "auto") -> CollectiveCurve:
+    """Lower-bound time and busbw of ``collective`` over message sizes, with latency.
+
+    Every bandwidth bound is linear in the size, so one evaluation gives ``beta`` and the
+    latency model gives ``alpha``; the curve is exact for the bound at every size.
+
+    Examples
+    --------
+    >>> import networkx as nx, fabricopt as fo
+    >>> fab = fo.from_networkx(nx.star_graph(8), endpoints=range(1, 9),
+    ...                        default_capacity=3600.0)
+    >>> curve = fo.collective_curve(fab, "all_reduce")
+    >>> round(curve.busbw_limit_GBps, 6), curve.size_for_fraction(0.5) > 0
+    (450.0, True)
+    """
+    latency = latency or LatencyModel()
+    ref = 2.0**30
+    base = collective_bounds(fab, collective, message_bytes=ref, endpoints=endpoints,
+                             in_network_reduction=in_network_reduction)
+    with_lat = collective_bounds(fab, collective, message_bytes=ref, endpoints=endpoints,
+                                 in_network_reduction=in_network_reduction, latency=latency)
+    alpha = with_lat.lower_time_s - base.lower_time_s
+    beta = base.lower_time_s / ref
+    s = np.asarray(sizes if sizes is not None else 2.0 ** np.arange(10, 35), dtype=float)
+    if np.any(s <= 0):
+        raise InvalidParameterError("collective_curve(): sizes must be > 0 bytes")
+    t = alpha + beta * s
+    factor = bus_factor(collective, base.n)
+    return CollectiveCurve(collective, base.n, alpha, beta, s, t, s / t / 1e9 * factor,
+                           factor / beta / 1e9)
+
+
+def hierarchical_all_reduce_time(g: int, k: int, scale_up_gbps: float, nic_gbps: float,
+                                 message_bytes: float) -> float:
+    """The textbook hierarchical all-reduce: ``2(g-1)/g S/B_up + 2(k-1)/k (S/g)/b``.
+
+    ``g`` GPUs per scale-up domain with ``scale_up_gbps`` each, ``k`` domains joined by
+    ``nic_gbps`` per GPU, phases run one after another (``reference/bounds.md``). A model to
+    set against the graph bounds, which may overlap the phases and so are never slower.
+
+    >>> round(hierarchical_all_reduce_time(8, 2, 3600.0, 400.0, 2**30) * 1e3, 2)
+    6.86
+    """
+    up = 2 * (g - 1) / g * message_bytes / (scale_up_gbps * GBPS_TO_BYTES)
+    out = 2 * (k - 1) / k * (message_bytes / g) / (nic_gbps * GBPS_TO_BYTES) if k > 1 else 0.0
+    return up + out

@@ -28,6 +28,7 @@ import math
 import numbers
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping
+from copy import deepcopy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +57,9 @@ class Fabric:
         The parameters the fabric was built from (generators record their arguments here).
     symmetry : Symmetry, optional
         A claim about the fabric's automorphisms, attached by generators that know it.
+    design : mapping, optional
+        Where a design file built the fabric: ``{"file", "family", "description", "layout",
+        "catalog"}`` (see :func:`fabricopt.load_design`); empty otherwise.
 
     Examples
     --------
@@ -70,7 +74,8 @@ class Fabric:
 
     def __init__(self, graph: nx.DiGraph, endpoints: Iterable[Hashable] | None = None,
                  name: str | None = None, params: Mapping[str, Any] | None = None,
-                 symmetry: Symmetry | None = None) -> None:
+                 symmetry: Symmetry | None = None,
+                 design: Mapping[str, Any] | None = None) -> None:
         if not isinstance(graph, nx.DiGraph) or graph.is_multigraph():
             raise InvalidParameterError(
                 f"Fabric(): graph must be a networkx.DiGraph, got {type(graph).__name__}")
@@ -87,6 +92,7 @@ class Fabric:
         self.name = name or "fabric"
         self.params: dict[str, Any] = dict(params or {})
         self._symmetry = symmetry
+        self.design: dict[str, Any] = deepcopy(dict(design or {}))
 
     # -- symmetry -------------------------------------------------------------------------
     @property
@@ -112,8 +118,9 @@ class Fabric:
         return float(sum(c for _, _, c in self.graph.out_edges(endpoint, data="capacity")))
 
     def copy(self) -> Fabric:
-        """An independent copy; the symmetry claim is kept (the graph is the same)."""
-        return Fabric(self.graph.copy(), self.endpoints, self.name, self.params, self._symmetry)
+        """An independent copy; the symmetry claim and design record are kept."""
+        return Fabric(self.graph.copy(), self.endpoints, self.name, self.params, self._symmetry,
+                      self.design)
 
     def without_links(self, links: Iterable[tuple[Hashable, Hashable]]) -> Fabric:
         """A copy with the given links (both arcs of each) removed, e.g. to model failures.
@@ -133,7 +140,7 @@ class Fabric:
             if graph.has_edge(v, u):
                 graph.remove_edge(v, u)
         params = dict(self.params, edited=True)
-        return Fabric(graph, self.endpoints, self.name + " (edited)", params, None)
+        return Fabric(graph, self.endpoints, self.name + " (edited)", params, None, self.design)
 
     def __repr__(self) -> str:
         return (f"<Fabric {self.name!r}: {len(self.endpoints)} endpoints, "

@@ -101,9 +101,19 @@ def verify_symmetry(fab: Any) -> None:
         raise InvalidFabricError(f"fabric {fab.name!r} carries no (valid) symmetry claim")
     endpoint_set = set(fab.endpoints)
 
+    undirected = fab.graph.to_undirected(as_view=True)
+
     def labelled(pins: dict[Hashable, int]) -> nx.DiGraph:
+        # VF2 matches nodes in insertion order: starting from the pinned nodes and growing
+        # outwards keeps it from backtracking through permutations of twin nodes (GPUs on the
+        # same switches), which otherwise takes factorial time.
+        order = dict.fromkeys(pins)
+        for p in pins:
+            order.update(dict.fromkeys(nx.bfs_tree(undirected, p)))
+        order.update(dict.fromkeys(fab.graph))
         g = nx.DiGraph()
-        for v, d in fab.graph.nodes(data=True):
+        for v in order:
+            d = fab.graph.nodes[v]
             g.add_node(v, key=(d.get("role"), v in endpoint_set, pins.get(v)))
         for (u, v), orbit in sym.arc_orbit.items():
             g.add_edge(u, v, key=(orbit, fab.graph[u][v]["capacity"]))

@@ -28,6 +28,9 @@ def test_solve_prints_theta_bracket_bandwidth_and_tier(capsys):
     assert "theta            0.125" in out
     assert "0.125 <= theta <= 0.125" in out
     assert "0.875 Gb/s" in out and "binding tier     ring" in out
+    # Bisection of the unit ring: 2 links (exact); all-reduce on it: printed with busbw.
+    assert "bisection        2 <= B <= 2 Gb/s (exact" in out
+    assert "all_reduce of 1.07374e+09 bytes on 8 GPUs" in out and "busbw" in out
 
 
 def test_solve_traffic_options(capsys):
@@ -39,7 +42,8 @@ def test_solve_traffic_options(capsys):
 
 
 def test_solve_time_limit_exit_code(capsys):
-    code = main(["solve", "torus", "dims=[8,8]", "--method", "lp", "--time-limit", "0.001"])
+    code = main(["solve", "torus", "dims=[8,8]", "--method", "lp", "--time-limit", "0.001",
+                 "--throughput-only"])
     assert code == 1
     assert "not proven" in capsys.readouterr().out
 

@@ -82,6 +82,7 @@ FIELDS: dict[str, dict[str, FieldSpec]] = {
         "power_w_max": FieldSpec("number", False, "W", "maximum power with active media"),
         "price_usd": FieldSpec("number", True, "USD", "unit price"),
         "rack_units": FieldSpec("int", False, "U", "height"),
+        "latency_ns": FieldSpec("positive", False, "ns", "port-to-port traversal latency"),
     },
     "nic": {
         "name": FieldSpec("str", False, "", "display name"),

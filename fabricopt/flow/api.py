@@ -9,6 +9,7 @@ Each step is public so a power user can stop after building and inspect or expor
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -23,6 +24,7 @@ from .backends import BACKENDS, solve_lp
 from .certificate import DistanceBound, certified_lower, distance_bound
 from .formulation import Collapse, FlowModel, aggregate_demand, build_flow_lp
 from .graph_arrays import GraphArrays
+from .polish import polish, residual
 from .result import FlowResult
 from .symmetric import SymmetricModel, build_symmetric_lp
 
@@ -145,16 +147,46 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
             return result
         else:
             method = "lp"
+    # Solve for theta near 1: solvers' tolerances (and CBC's printed digits) are absolute,
+    # so a theta of 0.02 would lose relative precision in the certificate.
+    scale = theta_scale(fab, traffic)
+    scaled = traffic.scaled(scale) if scale != 1.0 else traffic
     if method == "symmetric":
-        result = solve_symmetric(fab, traffic, backend, time_limit,
+        result = solve_symmetric(fab, scaled, backend, time_limit,
                                  include_endpoint_links=include_endpoint_links,
                                  **backend_options)
     else:
-        model = build_flow_lp(fab, traffic, include_endpoint_links)
+        model = build_flow_lp(fab, scaled, include_endpoint_links)
         result = solve_flow_model(model, backend, time_limit, fabric_name=fab.name,
                                   tiers=_tiers(fab, model.ga), **backend_options)
+    result.traffic_name = traffic.name
+    if scale != 1.0:
+        result.lower *= scale
+        result.upper *= scale
+        if result.theta is not None:
+            result.theta *= scale
+    result.extra["traffic_scale"] = scale
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _polished(lp: Any, sol: Any) -> Any:
+    """The solution with its point polished (see :mod:`fabricopt.flow.polish`) when the
+    solver's own residual is above machine precision."""
+    if sol.x is not None and residual(lp, sol.x) > 1e-12:
+        sol.x = polish(lp, sol.x)
+    return sol
+
+
+def theta_scale(fab: Fabric, traffic: Traffic) -> float:
+    """A power of two near the injection bound on theta (each endpoint's capacity over what
+    it sends), used to solve for a theta of order one."""
+    out = traffic.out_gbps()
+    ratios = [fab.injection_gbps(e) / d for e, d in out.items() if d > 0]
+    est = min(ratios) if ratios else 1.0
+    if not (est > 0 and math.isfinite(est)):
+        return 1.0
+    return float(2.0 ** round(math.log2(est)))
 
 
 def _tiers(fab: Fabric, ga: GraphArrays) -> list[str]:
@@ -196,7 +228,7 @@ def solve_flow_model(model: FlowModel, backend: str = "highs", time_limit: float
                      fabric_name: str = "", tiers: list[str] | None = None,
                      **backend_options: Any) -> FlowResult:
     """Solve a built :class:`FlowModel`, certify the answer and read it back."""
-    sol = solve_lp(model.lp, backend, time_limit, **backend_options)
+    sol = _polished(model.lp, solve_lp(model.lp, backend, time_limit, **backend_options))
     ga = model.ga
     m = len(model.core_arcs)
     theta_x = float(sol.x[-1]) if sol.x is not None else None
@@ -247,7 +279,7 @@ def solve_symmetric(fab: Fabric, traffic: Traffic, backend: str = "highs",
     gbps = _uniform_gbps(traffic)
     model: SymmetricModel = build_symmetric_lp(
         fab, gbps, include_endpoint_links=include_endpoint_links)
-    sol = solve_lp(model.lp, backend, time_limit, **backend_options)
+    sol = _polished(model.lp, solve_lp(model.lp, backend, time_limit, **backend_options))
     ga = model.ga
     theta_x = float(sol.x[-1]) if sol.x is not None else None
     lower, overload, residual, load, f0 = 0.0, 0.0, 0.0, None, None

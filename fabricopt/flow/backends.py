@@ -113,7 +113,7 @@ def _solve_highspy(lp: LinearProgram, time_limit: float | None, solver: str = "s
                    threads: int | None = None, **options: Any) -> LPSolution:
     try:
         import highspy
-    except ImportError:  # pragma: no cover - exercised where highspy is missing
+    except ImportError:
         raise BackendUnavailableError(
             "backend 'highspy' needs the highspy package: pip install 'fabricopt[highspy]'"
         ) from None

@@ -87,6 +87,10 @@ def check_certificate(fab: Fabric, result: FlowResult, traffic: Traffic | None =
     (True, 0.222222)
     """
     traffic = traffic or all_to_all(fab)
+    # The solve ran on traffic scaled so theta is near one; re-prove in those units.
+    scale = float(result.extra.get("traffic_scale", 1.0))
+    if scale != 1.0:
+        traffic = traffic.scaled(scale)
     ga = GraphArrays.from_fabric(fab)
     if result._ga is not None and result._ga.arcs != ga.arcs:
         raise InvalidParameterError("check_certificate(): the result was computed on a "
@@ -115,6 +119,7 @@ def check_certificate(fab: Fabric, result: FlowResult, traffic: Traffic | None =
         upper = explicit_distance_bound(fab, traffic, result._lengths, ga)
     elif result.unreachable is not None:
         upper = explicit_distance_bound(fab, traffic, np.ones(ga.n_arcs), ga)
+    lower, upper = lower * scale, upper * scale
     tol = 1e-9
     return CertificateCheck(lower, upper, overload, residual,
                             lower >= result.lower * (1 - tol) - 1e-15,

@@ -13,6 +13,15 @@ from .classic import complete, dragonfly, hypercube, jellyfish, ring, torus
 from .clos import clos, fat_tree, leaf_spine
 from .cluster import cluster, superpod
 from .rail import rail_optimized
+from .scaleup import (
+    dgx_b200,
+    dgx_h100,
+    gb200_nvl72,
+    nvl576,
+    nvlink_switch_system,
+    nvswitch_domain,
+    ualink_pod,
+)
 
 GENERATORS: dict[str, Callable[..., Fabric]] = {
     "ring": ring,
@@ -25,9 +34,18 @@ GENERATORS: dict[str, Callable[..., Fabric]] = {
     "clos": clos,
     "leaf_spine": leaf_spine,
     "rail_optimized": rail_optimized,
+    "nvswitch_domain": nvswitch_domain,
+    "dgx_h100": dgx_h100,
+    "dgx_b200": dgx_b200,
+    "gb200_nvl72": gb200_nvl72,
+    "nvlink_switch_system": nvlink_switch_system,
+    "nvl576": nvl576,
+    "ualink_pod": ualink_pod,
     "cluster": cluster,
     "superpod": superpod,
 }
 
-__all__ = ["GENERATORS", "clos", "cluster", "complete", "dragonfly", "fat_tree", "hypercube",
-           "jellyfish", "leaf_spine", "rail_optimized", "ring", "superpod", "torus"]
+__all__ = ["GENERATORS", "clos", "cluster", "complete", "dgx_b200", "dgx_h100", "dragonfly",
+           "fat_tree", "gb200_nvl72", "hypercube", "jellyfish", "leaf_spine", "nvl576",
+           "nvlink_switch_system", "nvswitch_domain", "rail_optimized", "ring", "superpod",
+           "torus", "ualink_pod"]

@@ -1,0 +1,45 @@
+"""Polish a solver's point so that its equalities hold to machine precision.
+
+Some backends return points accurate only to their tolerance or to the digits they print
+(CBC writes about eight significant digits; PDLP stops at 1e-7 or so). The lower-bound
+certificate pays for every bit of conservation residual, so before certifying, the point
+is projected onto its active set: the variables in use and the inequality rows that are
+tight keep the same support, and a least-squares correction makes those rows exact. The
+polished point is only kept when it is non-negative and has a smaller residual; the
+certificate is then computed from it as from any other point.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import lsqr
+
+from .lp import LinearProgram
+
+
+def residual(lp: LinearProgram, x: np.ndarray) -> float:
+    """Largest violation of the equalities and inequalities at ``x`` (negatives clipped)."""
+    x = np.clip(x, 0.0, None)
+    eq = np.abs(lp.A_eq @ x - lp.b_eq).max() if lp.A_eq.shape[0] else 0.0
+    ub = np.clip(lp.A_ub @ x - lp.b_ub, 0.0, None).max() if lp.A_ub.shape[0] else 0.0
+    return float(max(eq, ub))
+
+
+def polish(lp: LinearProgram, x: np.ndarray, tol: float = 1e-6) -> np.ndarray:
+    """``x`` moved onto its active set with exact equalities, or ``x`` if that fails."""
+    x = np.clip(np.asarray(x, dtype=float), 0.0, None)
+    scale = max(float(np.abs(x).max()), 1e-300)
+    active = np.flatnonzero(x > tol * scale)
+    if not len(active):
+        return x
+    slack = lp.b_ub - lp.A_ub @ x if lp.A_ub.shape[0] else np.zeros(0)
+    tight = np.flatnonzero(slack <= tol * np.maximum(np.abs(lp.b_ub), 1.0))
+    M = sp.vstack([lp.A_eq, lp.A_ub[tight]], format="csr")[:, active]
+    rhs = np.concatenate([lp.b_eq, lp.b_ub[tight]]) - M @ x[active]
+    delta = lsqr(M, rhs, atol=1e-15, btol=1e-15, conlim=1e12, iter_lim=20 * M.shape[1] + 100)[0]
+    y = x.copy()
+    y[active] += delta
+    if np.any(y < 0) or residual(lp, y) >= residual(lp, x):
+        return x
+    return y

@@ -1,0 +1,187 @@
+"""Design files: a fabric (or a sweep of fabrics) described in TOML.
+
+A design file names a generator and its keyword arguments; comments cite where the figures come
+from. The whole file is checked before anything is built, and every error names the file, the
+key, what was wrong and what is allowed.
+
+Format::
+
+    # comments cite sources
+    name = "DGX H100 node"        # optional: name of the fabric(s)
+    family = "dgx_h100"           # required: a key of fabricopt.generators.GENERATORS
+    description = "..."           # optional
+
+    [params]                      # keyword arguments of the generator
+    in_network_reduction = true
+
+    [sweep]                       # optional: lists of values; the grid of all combinations
+    accelerators = [64, 128]
+
+    [layout]                      # optional, kept on the fabric for the cost model
+    [catalog]                     # optional, kept on the fabric for the cost model
+
+Rules:
+
+- Top-level keys are exactly ``name``, ``family``, ``description``, ``params``, ``sweep``,
+  ``layout`` and ``catalog``; ``family`` is required.
+- ``params`` and ``sweep`` keys must be keyword arguments of the generator
+  (:func:`inspect.signature`); a key may not be in both. Every generator argument without a
+  default must be given in one of them.
+- Every ``sweep`` value is a non-empty list; the file then gives one fabric per combination,
+  in file order, with the last key varying fastest. Their names end in the swept values:
+  ``"UALink pod [accelerators=64]"``.
+- ``layout`` and ``catalog`` are tables, passed through untouched.
+
+Each fabric records where it came from in :attr:`Fabric.design`: ``{"file", "family",
+"description", "layout", "catalog"}``.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import itertools
+import os
+import tomllib
+from collections.abc import Callable
+from typing import Any
+
+from .errors import DesignFileError, FabricOptError
+from .fabric import Fabric
+
+ALLOWED_KEYS = ("name", "family", "description", "params", "sweep", "layout", "catalog")
+
+
+def _keyword_parameters(func: Callable[..., Any]) -> tuple[dict[str, inspect.Parameter], bool]:
+    """A generator's keyword-usable parameters, and whether it takes ``**kwargs``."""
+    sig = inspect.signature(func)
+    named = {n: p for n, p in sig.parameters.items()
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    open_ended = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    return named, open_ended
+
+
+def _format_value(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def load_design(path: str | os.PathLike[str], **overrides: Any) -> Fabric | list[Fabric]:
+    """Build the fabric a design file describes, or the list of fabrics of its sweep.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A TOML design file (format in the module docstring of :mod:`fabricopt.specs`).
+    **overrides
+        Generator arguments that replace the file's ``[params]`` value, or fix a swept key to
+        one value (the command line passes ``key=value`` words here).
+
+    Returns
+    -------
+    Fabric or list of Fabric
+        One fabric, or one per combination when the file has a ``[sweep]`` table. Each carries
+        ``design = {"file", "family", "description", "layout", "catalog"}``.
+
+    Raises
+    ------
+    DesignFileError
+        For an unreadable file, bad TOML, an unknown or missing key, an unknown generator,
+        arguments the generator does not take, a malformed sweep, or a value the generator
+        rejects; the message names the file and the key.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import fabricopt as fo
+    >>> path = os.path.join(tempfile.mkdtemp(), "rings.toml")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('name = "ring"\\nfamily = "ring"\\n[sweep]\\nn = [4, 8]\\n')
+    >>> [fab.name for fab in fo.load_design(path)]
+    ['ring [n=4]', 'ring [n=8]']
+    """
+    from .generators import GENERATORS
+
+    where = os.fspath(path)
+    try:
+        with open(where, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError:
+        raise DesignFileError(f"{where}: no such design file") from None
+    except OSError as exc:
+        raise DesignFileError(f"{where}: cannot read the design file: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise DesignFileError(f"{where}: not valid TOML: {exc}") from None
+
+    allowed = ", ".join(ALLOWED_KEYS)
+    for key in data:
+        if key not in ALLOWED_KEYS:
+            raise DesignFileError(f"{where}: key {key!r} is not allowed; allowed keys: "
+                                  f"{allowed}")
+    if "family" not in data:
+        raise DesignFileError(f"{where}: key 'family' is missing; it names the generator, "
+                              "one of: " + ", ".join(sorted(GENERATORS)))
+    family = data["family"]
+    if not isinstance(family, str) or family not in GENERATORS:
+        raise DesignFileError(f"{where}: key 'family' must name a generator, one of: "
+                              + ", ".join(sorted(GENERATORS)) + f"; got {family!r}")
+    for key in ("name", "description"):
+        if key in data and not isinstance(data[key], str):
+            raise DesignFileError(f"{where}: key {key!r} must be a string, got {data[key]!r}")
+    for key in ("params", "sweep", "layout", "catalog"):
+        if key in data and not isinstance(data[key], dict):
+            raise DesignFileError(f"{where}: key {key!r} must be a table ([{key}]), got "
+                                  f"{data[key]!r}")
+
+    generator = GENERATORS[family]
+    named, open_ended = _keyword_parameters(generator)
+    takes = ", ".join(named) or "none"
+
+    def check_names(table: str, keys: Any) -> None:
+        for key in keys:
+            if key not in named and not open_ended:
+                raise DesignFileError(f"{where}: {table} key {key!r} is not a parameter of "
+                                      f"{family}; allowed: {takes}")
+
+    params = dict(data.get("params", {}))
+    sweep = dict(data.get("sweep", {}))
+    check_names("[params]", params)
+    check_names("[sweep]", sweep)
+    check_names("override", overrides)
+    for key, values in sweep.items():
+        if not isinstance(values, list) or not values:
+            raise DesignFileError(f"{where}: [sweep] key {key!r} must be a non-empty list of "
+                                  f"values, got {values!r}")
+        if key in params:
+            raise DesignFileError(f"{where}: key {key!r} is in both [params] and [sweep]; "
+                                  "give it in one of them")
+    params.update(overrides)
+    for key in overrides:
+        sweep.pop(key, None)
+    missing = [n for n, p in named.items()
+               if p.default is inspect.Parameter.empty and n not in params and n not in sweep]
+    if missing:
+        raise DesignFileError(f"{where}: [params] is missing required parameter(s) of {family}: "
+                              + ", ".join(missing))
+
+    design = {"file": where, "family": family, "description": data.get("description", ""),
+              "layout": data.get("layout", {}), "catalog": data.get("catalog", {})}
+    base_name = data.get("name")
+
+    def build(point: dict[str, Any]) -> Fabric:
+        kwargs = {**params, **point}
+        try:
+            fab = generator(**kwargs)
+        except FabricOptError as exc:
+            raise DesignFileError(f"{where}: {family}: {exc}") from None
+        name = base_name or fab.name
+        if point:
+            name += " [" + ", ".join(f"{k}={_format_value(v)}" for k, v in point.items()) + "]"
+        fab.name = name
+        fab.design = copy.deepcopy(design)
+        return fab
+
+    if "sweep" not in data:
+        return build({})
+    keys = list(sweep)
+    return [build(dict(zip(keys, combo, strict=True)))
+            for combo in itertools.product(*(sweep[k] for k in keys))]

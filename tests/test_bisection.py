@@ -1,0 +1,101 @@
+"""Bisection bandwidth: closed forms by hand, certificates (cut capacity recomputed), errors."""
+
+import networkx as nx
+import pytest
+
+import fabricopt as fo
+
+
+def _check_cut(fab, b):
+    """The reported cut is real: half the endpoints on each side, and the capacity of the
+    arcs leaving side A equals the reported upper bound."""
+    side = b.cut.side_a
+    eps = list(fab.endpoints)
+    inside = sum(e in side for e in eps)
+    assert inside in (len(eps) // 2, len(eps) - len(eps) // 2)
+    crossing = sum(c for u, v, c in fab.graph.edges(data="capacity")
+                   if u in side and v not in side)
+    assert crossing == pytest.approx(b.upper_gbps)
+    assert set(b.cut.links) == {(u, v) for u, v in fab.graph.edges
+                                if u in side and v not in side}
+    assert b.lower_gbps <= b.upper_gbps
+
+
+@pytest.mark.parametrize("fab, expected", [
+    # Ring of n unit links: a bisection cuts 2 links, one arc each way (bounds.md: theta =
+    # 8/n^2 = 4 BB / n^2 gives BB = 2).
+    (fo.ring(8), 2.0),
+    (fo.ring(10), 2.0),
+    # k x k torus, k even: cutting one dimension in half cuts 2 rings' worth, 2k links.
+    (fo.torus((4, 4)), 8.0),
+    (fo.torus((6, 6)), 12.0),
+    # Hypercube Q_d: the dimension cut, 2^(d-1) links.
+    (fo.hypercube(3), 4.0),
+    (fo.hypercube(4), 8.0),
+    # K_n: (n/2)^2 links cross.
+    (fo.complete(6), 9.0),
+], ids=lambda x: x.name if isinstance(x, fo.Fabric) else str(x))
+def test_direct_networks_exact(fab, expected):
+    b = fo.bisection_bandwidth(fab)
+    assert b.exact and b.upper_gbps == pytest.approx(expected)
+    assert b.lower_gbps == pytest.approx(expected)
+    _check_cut(fab, b)
+
+
+@pytest.mark.parametrize("spines, ratio", [(4, 1.0), (2, 0.5), (1, 0.25)])
+def test_leaf_spine_oversubscription(spines, ratio):
+    # 4 leaves x 4 GPUs at 100 Gb/s, `spines` spines: splitting 2 leaves from 2 cuts either
+    # the A leaves' uplinks or the spines' links to B: 2 x spines x 100. Cutting GPU links
+    # instead costs 8 x 100. Bisection = min(200 spines, 800); full bisection is
+    # 16/2 x 100 = 800, so the ratio is spines/4 (1, 1/2, 1/4 for 1:1, 2:1, 4:1).
+    fab = fo.leaf_spine(leaves=4, spines=spines, endpoints_per_leaf=4, link_gbps=100)
+    b = fo.bisection_bandwidth(fab)
+    assert b.upper_gbps == pytest.approx(min(200 * spines, 800))
+    assert b.full_bisection_ratio == pytest.approx(ratio)
+    assert b.per_gpu_gbps == pytest.approx(b.upper_gbps / 16)
+    assert b.exact  # 22 nodes: the exact MILP closes the gap when throughput does not
+    _check_cut(fab, b)
+
+
+def test_fat_tree_full_bisection():
+    # k=4 fat-tree: 16 hosts at 100 Gb/s, full bisection 8 x 100 = 800.
+    fab = fo.fat_tree(4, link_gbps=100)
+    b = fo.bisection_bandwidth(fab)
+    assert b.upper_gbps == pytest.approx(800.0)
+    assert b.full_bisection_ratio == pytest.approx(1.0)
+    _check_cut(fab, b)
+
+
+def test_jellyfish_bracket_holds():
+    fab = fo.jellyfish(switches=12, network_ports=3, endpoints_per_switch=2, seed=5,
+                       link_gbps=1.0)
+    b = fo.bisection_bandwidth(fab, milp_max_nodes=0)
+    _check_cut(fab, b)
+    # Lower bound from certified throughput: theta x 12 x 12 pairs (bounds.md).
+    theta = fo.max_concurrent_flow(fab).lower
+    assert b.lower_gbps == pytest.approx(theta * 12 * 12)
+
+
+def test_restricted_endpoints():
+    # Ring of 8, bisecting only n0..n3 (one arc of the ring): {n0, n1} vs {n2, n3} is
+    # separated by cutting n1-n2 and one link on the long way round: 2.
+    fab = fo.ring(8)
+    b = fo.bisection_bandwidth(fab, endpoints=["n0", "n1", "n2", "n3"])
+    assert b.upper_gbps == pytest.approx(2.0) and b.n_endpoints == 4
+
+
+def test_str_mentions_bracket():
+    text = str(fo.bisection_bandwidth(fo.ring(6)))
+    assert "bisection" in text and "per GPU" in text
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"endpoints": ["n0", "zz"]}, "unknown"),
+    ({"endpoints": ["n0"]}, "at least 2"),
+    ({"milp_max_nodes": -1}, "milp_max_nodes"),
+])
+def test_bad_arguments(kwargs, match):
+    with pytest.raises(fo.InvalidParameterError, match=match):
+        fo.bisection_bandwidth(fo.ring(6), **kwargs)
+    with pytest.raises(fo.InvalidParameterError, match="Fabric"):
+        fo.bisection_bandwidth(nx.path_graph(4))

@@ -1,0 +1,221 @@
+"""Collective bounds: closed forms by hand, ordering, in-network reduction, groups, errors."""
+
+import math
+
+import networkx as nx
+import pytest
+
+import fabricopt as fo
+from fabricopt.generators._builder import FabricBuilder
+
+GiB = 2.0**30
+GB = 1e9
+
+
+def star(n, gbps, reduce=False):
+    """n GPUs on one switch, one link of `gbps` each (a single NVSwitch-like node)."""
+    b = FabricBuilder(f"star({n})", {})
+    b.switch("sw", layer=1, radix=n, reduce=reduce)
+    for i in range(n):
+        b.gpu(f"g{i}", node=0, rail=i)
+        b.link(f"g{i}", "sw", gbps, "gpu-nvswitch", "nvlink4")
+    return b.build(symmetric=True)
+
+
+def two_level(g, k, up_gbps, nic_gbps):
+    """k domains of g GPUs: each GPU has `up_gbps` to its domain switch and a NIC of
+    `nic_gbps` to one scale-out switch."""
+    b = FabricBuilder("two-level", {})
+    b.switch("net", layer=2, radix=g * k)
+    for d in range(k):
+        b.switch(f"up{d}", layer=1, radix=g, reduce=True)
+        for i in range(g):
+            b.gpu(f"n{d}.g{i}", node=d, rail=i)
+            b.link(f"n{d}.g{i}", f"up{d}", up_gbps, "gpu-nvswitch", "nvlink4")
+            b.link(f"n{d}.g{i}", "net", nic_gbps, "gpu-leaf", "400g")
+    return b.build()
+
+
+def test_single_switch_node_all_reduce_busbw_is_per_gpu_bandwidth():
+    # bounds.md: endpoint-only all-reduce on a star with per-GPU bandwidth B has
+    # t >= 2(n-1)/n S/B, so busbw <= B. DGX H100: 18 x 200 Gb/s = 3600 Gb/s = 450 GB/s.
+    fab = star(8, 3600.0)
+    c = fo.collective_bounds(fab, "all_reduce", message_bytes=GiB)
+    assert c.busbw_GBps == pytest.approx(450.0)
+    assert c.lower_time_s == pytest.approx(2 * 7 / 8 * GiB / (450 * GB))
+    # Reduce-scatter then all-gather reaches it: achievable = lower.
+    assert c.achievable_time_s == pytest.approx(c.lower_time_s)
+    assert not c.in_network_reduction
+
+
+@pytest.mark.parametrize("collective, factor", [
+    ("all_gather", 7 / 8), ("reduce_scatter", 7 / 8), ("all_to_all", 7 / 8),
+])
+def test_single_switch_other_collectives(collective, factor):
+    # Each GPU must receive (all-gather) or send (reduce-scatter, all-to-all) 7 chunks of
+    # S/8 through its 450 GB/s link: t = 7/8 S / 450 GB/s, busbw = algbw x 7/8 = 450 GB/s.
+    c = fo.collective_bounds(star(8, 3600.0), collective, message_bytes=GiB)
+    assert c.lower_time_s == pytest.approx(factor * GiB / (450 * GB))
+    assert c.busbw_GBps == pytest.approx(450.0)
+
+
+def test_broadcast_bounds():
+    # Root cut: the buffer leaves the root through 450 GB/s: t >= S / 450 GB/s.
+    # Scatter + all-gather: 7/8 S out of the root, then 7/8 S into each GPU: 2 x 7/8 S / B.
+    c = fo.collective_bounds(star(8, 3600.0), "broadcast", message_bytes=GiB)
+    assert c.lower_time_s == pytest.approx(GiB / (450 * GB))
+    assert c.achievable_time_s == pytest.approx(2 * 7 / 8 * GiB / (450 * GB))
+    assert c.busbw_GBps == pytest.approx(450.0)  # broadcast busbw factor is 1
+
+
+def test_in_network_reduction_helps_and_never_hurts():
+    # NVLink SHARP moves S + S/n per GPU each way: t = (1 + 1/8) S / 450 GB/s, faster than
+    # 2 x 7/8 S / 450 GB/s; the universal lower bound is the single-GPU cut S / 450 GB/s.
+    on = fo.collective_bounds(star(8, 3600.0, reduce=True), "all_reduce", message_bytes=GiB)
+    off = fo.collective_bounds(star(8, 3600.0, reduce=True), "all_reduce", message_bytes=GiB,
+                               in_network_reduction=False)
+    assert on.in_network_reduction and not off.in_network_reduction
+    assert on.achievable_time_s == pytest.approx((1 + 1 / 8) * GiB / (450 * GB))
+    assert on.lower_time_s == pytest.approx(GiB / (450 * GB))
+    assert on.lower_time_s <= off.lower_time_s and on.achievable_time_s <= off.achievable_time_s
+    # busbw uses the all-reduce factor whatever algorithm ran (nccl-tests): 1.75 / 1.125 B.
+    assert on.achievable_busbw_GBps == pytest.approx(450 * 1.75 / 1.125)
+
+
+def test_bounds_are_ordered_on_many_fabrics():
+    fabrics = [fo.ring(6), fo.torus((3, 3)), fo.hypercube(3), fo.fat_tree(4),
+               fo.leaf_spine(4, 2, 4, link_gbps=100), two_level(4, 3, 1000.0, 100.0),
+               fo.jellyfish(8, 3, 1, seed=3)]
+    for fab in fabrics:
+        for coll in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast"):
+            c = fo.collective_bounds(fab, coll, message_bytes=GiB)
+            assert c.lower_time_s <= c.achievable_time_s * (1 + 1e-9), (fab.name, coll)
+            for b in c.bounds:
+                if b.kind in ("lower", "exact"):
+                    assert b.time_s <= c.achievable_time_s * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("spines", [4, 2, 1])
+def test_leaf_spine_oversubscription(spines):
+    # 4 leaves x 4 GPUs, 100 Gb/s links (12.5 GB/s), `spines` uplinks per leaf.
+    fab = fo.leaf_spine(4, spines, 4, link_gbps=100)
+    # All-reduce: GPUs may forward, so one copy per chunk enters a leaf and the GPU links
+    # bind: busbw = 12.5 GB/s at every oversubscription.
+    ar = fo.collective_bounds(fab, "all_reduce", message_bytes=GiB)
+    assert ar.busbw_GBps == pytest.approx(12.5)
+    # All-to-all: a leaf's uplinks carry 4 x 12 pairs of S/16 bytes each; GPU links carry
+    # 15 pairs. t = S/16 x max(48 / (spines x 12.5 GB/s), 15 / 12.5 GB/s).
+    a2a = fo.collective_bounds(fab, "all_to_all", message_bytes=GiB)
+    expected = GiB / 16 * max(48 / (spines * 12.5 * GB), 15 / (12.5 * GB))
+    assert a2a.lower_time_s == pytest.approx(expected, rel=1e-6)
+
+
+def test_cluster_where_scale_out_binds_and_hierarchical_formula():
+    # 3 domains of 4 GPUs, 1000 Gb/s NVLink-like per GPU, 100 Gb/s NIC per GPU.
+    # All-gather: the set "all but one domain" holds 8 GPUs and 400 Gb/s enters the last
+    # domain: ratio 8/400 = 0.02 per Gb/s, above one GPU's 11/1100 = 0.01. The scale-out
+    # binds: t_AG = S/12 x 0.02 / 0.125e9 s, and the binding cut crosses only NIC links.
+    fab = two_level(4, 3, 1000.0, 100.0)
+    ag = fo.collective_bounds(fab, "all_gather", message_bytes=GiB)
+    assert ag.lower_time_s == pytest.approx(GiB / 12 * 0.02 / 0.125e9)
+    assert set(ag.binding_cut.tiers) == {"gpu-leaf"}
+    # Without in-network reduction the achievable all-reduce is RS + AG = 2 t_AG. The
+    # sequential hierarchical formula is never faster; with a near-infinite scale-up it
+    # becomes 2(k-1)/k (S/g)/b = 2 t_AG: the two agree.
+    ar = fo.collective_bounds(fab, "all_reduce", message_bytes=GiB, in_network_reduction=False)
+    assert ar.achievable_time_s == pytest.approx(2 * ag.lower_time_s)
+    formula = fo.hierarchical_all_reduce_time(4, 3, 1000.0, 100.0, GiB)
+    assert ar.achievable_time_s <= formula
+    fast = two_level(4, 3, 1e9, 100.0)
+    ar_fast = fo.collective_bounds(fast, "all_reduce", message_bytes=GiB,
+                                   in_network_reduction=False)
+    assert ar_fast.achievable_time_s == pytest.approx(
+        fo.hierarchical_all_reduce_time(4, 3, 1e9, 100.0, GiB), rel=1e-6)
+
+
+def test_hierarchical_in_network_reduction_composes_with_scale_out():
+    # NVLS inside each domain (S + S/g through 1000 Gb/s), then 2(k-1)/k (S/g) over the
+    # 100 Gb/s NICs.
+    fab = two_level(4, 3, 1000.0, 100.0)
+    c = fo.collective_bounds(fab, "all_reduce", message_bytes=GiB)
+    nvls = next(b for b in c.bounds if b.name.startswith("NVLink SHARP"))
+    expected = (GiB + GiB / 4) / 125e9 + 2 * 2 / 3 * (GiB / 4) / 12.5e9
+    assert nvls.time_s == pytest.approx(expected)
+    assert c.in_network_reduction
+
+
+def test_restricting_to_a_group():
+    # 4 of the 8 GPUs of a star: each receives 3 chunks of S/4 through 450 GB/s.
+    fab = star(8, 3600.0)
+    group = ["g0", "g2", "g4", "g6"]
+    c = fo.collective_bounds(fab, "all_gather", message_bytes=GiB, endpoints=group)
+    assert c.n == 4
+    assert c.lower_time_s == pytest.approx(3 / 4 * GiB / (450 * GB))
+    # Fewer participants never make a collective slower on the same links.
+    full = fo.collective_bounds(fab, "all_gather", message_bytes=GiB)
+    assert c.lower_time_s <= full.lower_time_s
+
+
+def test_expected_is_labelled_and_separate():
+    c = fo.collective_bounds(star(8, 3600.0), "all_reduce", message_bytes=GiB, expected=True)
+    # NVLink binds: NCCL's tuning model uses 20.6 of 25 GB/s per NVLink 4 link.
+    assert c.expected["busbw_GBps"] == pytest.approx(450 * 20.6 / 25)
+    assert "not a bound" in c.expected["label"]
+    assert c.busbw_GBps == pytest.approx(450.0)  # the bound itself is unchanged
+    custom = fo.collective_bounds(star(8, 3600.0), "all_reduce", message_bytes=GiB,
+                                  expected={"nvlink": 0.5})
+    assert custom.expected["busbw_GBps"] == pytest.approx(225.0)
+
+
+def test_latency_and_curve():
+    fab = star(8, 3600.0)
+    lat = fo.LatencyModel(switch_ns=500.0, endpoint_us=1.0)
+    # Lower alpha: 1 us at the endpoints + one switch (500 ns) to the nearest GPU.
+    c = fo.collective_bounds(fab, "all_reduce", message_bytes=GiB, latency=lat)
+    assert c.latency_s == pytest.approx(1.5e-6)
+    curve = fo.collective_curve(fab, "all_reduce", latency=lat)
+    assert curve.busbw_limit_GBps == pytest.approx(450.0)
+    half = curve.size_for_fraction(0.5)
+    # At that size alpha = beta S: busbw is half the limit.
+    t = curve.alpha_s + curve.beta_s_per_byte * half
+    assert half / t / GB * 1.75 == pytest.approx(225.0)
+    assert curve.size_for_fraction(0.9) > half
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"collective": "all_the_things"}, "collective must be one of"),
+    ({"message_bytes": 0}, "message_bytes"),
+    ({"message_bytes": -5}, "message_bytes"),
+    ({"endpoints": ["g0", "nope"]}, "unknown"),
+    ({"endpoints": ["g0"]}, "at least 2"),
+    ({"in_network_reduction": "yes"}, "in_network_reduction"),
+    ({"expected": "lots"}, "expected"),
+])
+def test_bad_arguments(kwargs, match):
+    args = {"collective": "all_reduce", "message_bytes": GiB, **kwargs}
+    coll = args.pop("collective")
+    with pytest.raises(fo.InvalidParameterError, match=match):
+        fo.collective_bounds(star(4, 100.0), coll, **args)
+
+
+def test_disconnected_group_has_infinite_time():
+    G = nx.Graph()
+    G.add_edge("a", "b")
+    G.add_edge("c", "d")
+    fab = fo.from_networkx(G)
+    c = fo.collective_bounds(fab, "all_gather", message_bytes=GiB)
+    assert math.isinf(c.lower_time_s)
+
+
+def test_dgx_h100_all_reduce():
+    # DGX H100: 18 NVLink 4 links x 25 GB/s = 450 GB/s per GPU per direction over 4
+    # NVSwitches (split 5/4/4/5). Without in-network reduction the busbw bound is 450 GB/s
+    # (bounds.md star bound); with NVLink SHARP the NCCL algorithm moves S + S/8 per GPU, so
+    # its busbw is 450 x 1.75 / 1.125 = 700 GB/s, and the universal bound is S / 450 GB/s.
+    fab = fo.dgx_h100()
+    off = fo.collective_bounds(fab, "all_reduce", message_bytes=GiB, in_network_reduction=False)
+    assert off.busbw_GBps == pytest.approx(450.0)
+    on = fo.collective_bounds(fab, "all_reduce", message_bytes=GiB)
+    assert on.in_network_reduction
+    assert on.achievable_busbw_GBps == pytest.approx(700.0)
+    assert on.busbw_GBps == pytest.approx(450 * 1.75)

@@ -1,0 +1,155 @@
+"""Design files: shipped topologies load, sweeps expand, malformed files give clear errors."""
+
+from pathlib import Path
+
+import pytest
+
+import fabricopt as fo
+from fabricopt.cli import main
+
+TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
+DESIGN_FILES = sorted(TOPOLOGIES.glob("*.toml"))
+
+
+def write(tmp_path, text, name="design.toml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_topologies_are_shipped():
+    names = {p.name for p in DESIGN_FILES}
+    assert {"dgx-h100.toml", "dgx-b200.toml", "gb200-nvl72.toml",
+            "ualink-pod-sweep.toml"} <= names
+
+
+@pytest.mark.parametrize("path", DESIGN_FILES, ids=[p.name for p in DESIGN_FILES])
+def test_every_design_file_loads_and_validates(path):
+    loaded = fo.load_design(path)
+    fabs = loaded if isinstance(loaded, list) else [loaded]
+    assert fabs
+    for fab in fabs:
+        fab.validate()
+        assert fab.design["file"] == str(path)
+        assert fab.design["family"] in fo.GENERATORS
+        assert fab.design["description"]
+
+
+def test_design_file_matches_the_generator():
+    fab = fo.load_design(TOPOLOGIES / "dgx-h100.toml")
+    ref = fo.dgx_h100()
+    assert fab.name == "DGX H100"
+    assert fab.params == ref.params
+    assert sorted(fab.graph.edges(data=True)) == sorted(ref.graph.edges(data=True))
+    assert fab.symmetry is not None
+
+
+def test_sweep_gives_one_fabric_per_value_named_by_it():
+    fabs = fo.load_design(TOPOLOGIES / "ualink-pod-sweep.toml")
+    # accelerators = [16, 32, 64, 128]: four fabrics.
+    assert [f.name for f in fabs] == [f"UALink pod [accelerators={n}]" for n in (16, 32, 64, 128)]
+    assert [len(f.endpoints) for f in fabs] == [16, 32, 64, 128]
+
+
+def test_sweep_grid_order_and_string_values(tmp_path):
+    path = write(tmp_path, """
+family = "nvswitch_domain"
+[params]
+switches = 2
+link_gbps = 200
+[sweep]
+gpus = [2, 4]
+links_per_gpu = [2, 4, 6]
+tech = ["a"]
+""")
+    fabs = fo.load_design(path)
+    # 2 x 3 x 1 combinations, last key fastest; no name key: the generator's name plus values.
+    assert len(fabs) == 6
+    assert [(f.params["gpus"], f.params["links_per_gpu"]) for f in fabs] == \
+        [(2, 2), (2, 4), (2, 6), (4, 2), (4, 4), (4, 6)]
+    assert fabs[0].name == "nvswitch_domain(2 GPUs, 2 switches) [gpus=2, links_per_gpu=2, " \
+        "tech='a']"
+
+
+def test_layout_and_catalog_pass_through(tmp_path):
+    path = write(tmp_path, """
+family = "ring"
+[params]
+n = 4
+[layout]
+rack_pitch_m = 0.6
+[catalog]
+"switch.qm9700" = { price_usd = 30000 }
+""")
+    fab = fo.load_design(path)
+    assert fab.design["layout"] == {"rack_pitch_m": 0.6}
+    assert fab.design["catalog"] == {"switch.qm9700": {"price_usd": 30000}}
+    assert fab.copy().design == fab.design  # copy() keeps the design record
+    copied = fab.copy()
+    copied.design["layout"]["rack_pitch_m"] = 1.0
+    assert fab.design["layout"]["rack_pitch_m"] == 0.6  # and does not share it
+
+
+def test_overrides_replace_params_and_fix_swept_keys():
+    fab = fo.load_design(TOPOLOGIES / "dgx-h100.toml", in_network_reduction=False)
+    assert {fab.graph.nodes[s]["reduce"] for s in fab.switches} == {False}
+    fabs = fo.load_design(TOPOLOGIES / "ualink-pod-sweep.toml", accelerators=8)
+    assert len(fabs) == 1 and len(fabs[0].endpoints) == 8
+
+
+@pytest.mark.parametrize("text, match", [
+    ('famly = "ring"\n',
+     r"design.toml: key 'famly' is not allowed; allowed keys: name, family, description, "
+     r"params, sweep, layout, catalog"),
+    ('name = "x"\n', r"design.toml: key 'family' is missing; it names the generator, one of: "
+     r".*dgx_h100"),
+    ('family = "rign"\n', r"design.toml: key 'family' must name a generator, one of: .*ring.*; "
+     r"got 'rign'"),
+    ('family = 3\n', r"key 'family' must name a generator"),
+    ('family = "ring"\nname = 3\n[params]\nn = 4\n', r"key 'name' must be a string"),
+    ('family = "ring"\nparams = 4\n', r"key 'params' must be a table \(\[params\]\)"),
+    ('family = "ring"\nlayout = [1]\n[params]\nn = 4\n', r"key 'layout' must be a table"),
+    ('family = "ring"\n[params]\nn = 4\nsize = 3\n',
+     r"design.toml: \[params\] key 'size' is not a parameter of ring; allowed: n, link_gbps, "
+     r"tech"),
+    ('family = "ring"\n[params]\nn = 4\n[sweep]\nsize = [3]\n',
+     r"\[sweep\] key 'size' is not a parameter of ring"),
+    ('family = "ring"\n[sweep]\nn = 4\n',
+     r"design.toml: \[sweep\] key 'n' must be a non-empty list of values, got 4"),
+    ('family = "ring"\n[sweep]\nn = []\n', r"\[sweep\] key 'n' must be a non-empty list"),
+    ('family = "ring"\n[params]\nn = 4\n[sweep]\nn = [4, 8]\n',
+     r"key 'n' is in both \[params\] and \[sweep\]"),
+    ('family = "ring"\n', r"\[params\] is missing required parameter\(s\) of ring: n"),
+    ('family = "ring"\n[params\nn = 4\n', r"design.toml: not valid TOML"),
+    ('family = "ring"\n[params]\nn = 1\n',
+     r"design.toml: ring: ring\(\): n must be an integer >= 2, got 1"),
+    ('family = "ualink_pod"\n[params]\nswitches = 4\nports_per_accelerator = 4\n'
+     '[sweep]\naccelerators = [64, 2048]\n',
+     r"design.toml: ualink_pod: ualink_pod\(\): accelerators must be an integer >= 2 <= 1024"),
+])
+def test_malformed_design_files(tmp_path, text, match):
+    path = write(tmp_path, text)
+    with pytest.raises(fo.DesignFileError, match=match):
+        fo.load_design(path)
+
+
+def test_missing_file_and_bad_override(tmp_path):
+    with pytest.raises(fo.DesignFileError, match="nope.toml: no such design file"):
+        fo.load_design(tmp_path / "nope.toml")
+    with pytest.raises(fo.DesignFileError, match="override key 'k' is not a parameter of "
+                       "dgx_h100; allowed: in_network_reduction, name"):
+        fo.load_design(TOPOLOGIES / "dgx-h100.toml", k=8)
+
+
+def test_cli_show_design_file(capsys):
+    assert main(["show", str(TOPOLOGIES / "dgx-h100.toml")]) == 0
+    out = capsys.readouterr().out
+    assert "fabric      DGX H100" in out and "gpu-nvswitch" in out
+    assert main(["show", str(TOPOLOGIES / "ualink-pod-sweep.toml"), "accelerators=8"]) == 0
+    assert "endpoints   8" in capsys.readouterr().out
+
+
+def test_cli_reports_design_errors(tmp_path, capsys):
+    path = write(tmp_path, 'family = "ring"\n[params]\nn = 1\n')
+    assert main(["show", str(path)]) == 2
+    assert "n must be an integer >= 2" in capsys.readouterr().err
