@@ -151,6 +151,11 @@ SYMMETRIC = [
     lambda: fo.superpod(1, node=nvswitch_like(2), nodes_per_su=2, leaf_radix=4),
     lambda: fo.superpod(3, node=nvswitch_like(2), nodes_per_su=2, leaf_radix=4),
     lambda: fo.superpod(2, node=nvswitch_like(2), nodes_per_su=2, leaf_radix=4, spine=False),
+    lambda: fo.cluster(fo.nvswitch_domain(gpus=2, switches=2, links_per_gpu=3, link_gbps=200),
+                       nodes=4, leaf_radix=4),
+    lambda: fo.cluster({"family": "nvswitch_domain", "gpus": 3, "switches": 1,
+                        "links_per_gpu": 2, "link_gbps": 200}, nodes=2, scale_out="clos",
+                       radix=6),
 ]
 
 
@@ -198,7 +203,7 @@ SUPERPOD_TABLE = [
 
 @pytest.mark.parametrize(("su", "leaves", "spines", "cores"), SUPERPOD_TABLE)
 def test_superpod_matches_nvidia_table(su, leaves, spines, cores):
-    fab = fo.superpod(su, node=nvswitch_like(8, split=(5, 4, 4, 5)))
+    fab = fo.superpod(su)  # DGX H100 nodes
     gpus = su * 32 * 8  # 32 DGX per SU, 8 GPUs each
     assert len(fab.endpoints) == gpus
     assert len(switches_with_down(fab, "gpu-leaf")) == leaves
@@ -223,7 +228,7 @@ def test_superpod_leaves_are_per_su_and_rail():
 
 
 def test_superpod_rail_only_has_one_leaf_per_rail():
-    fab = fo.superpod(2, node=nvswitch_like(8, split=(5, 4, 4, 5)), spine=False)
+    fab = fo.superpod(2, spine=False)
     # 64 nodes fit one 64-port leaf per rail: 8 leaves, no spine (arXiv:2307.12169).
     assert len(switches_with_down(fab, "gpu-leaf")) == 8
     assert links(fab, "leaf-spine") == 0
@@ -235,7 +240,9 @@ def test_superpod_rail_only_has_one_leaf_per_rail():
     ({"scale_out": "torus"}, r"cluster\(\): scale_out must be one of"),
     ({"nodes": 0}, r"cluster\(\): nodes must be an integer >= 1"),
     ({"nodes": 2.5}, r"nodes must be an integer"),
-    ({"scale_up": "dgx_h100"}, r"scale_up must be a Fabric"),
+    ({"scale_up": "dgx_h1000"}, r"scale_up must be a Fabric.*generators: clos, complete"),
+    ({"scale_up": 5}, r"scale_up must be a Fabric"),
+    ({"scale_up": {"family": "ring", "m": 4}}, r"scale_up must be arguments ring\(\) takes"),
     ({"scale_up": fo.from_networkx(nx.path_graph(2), endpoints=[])},
      r"scale_up must be a Fabric whose endpoints are GPUs"),
     ({"scale_up": nvswitch_like(3, split=(1,), rails=[0, 0, 1])},
@@ -261,7 +268,7 @@ def test_cluster_bad_arguments(kw, match):
 
 @pytest.mark.parametrize(("kw", "match"), [
     ({"scalable_units": 0}, r"superpod\(\): scalable_units must be an integer >= 1"),
-    ({"node": "dgx"}, r"node must be a Fabric|scale_up must be a Fabric"),
+    ({"node": "dgx"}, r"superpod\(\): node must be a Fabric"),
     ({"node": nvswitch_like(4, split=(2,), rails=[0, 1, 0, 1])},
      r"node must be a server with one GPU per rail"),
     ({"nodes_per_su": 4}, r"nodes_per_su must be an integer >= 1 <= 3"),
@@ -275,6 +282,24 @@ def test_superpod_bad_arguments(kw, match):
             "leaf_radix": 4, **kw}
     with pytest.raises(fo.InvalidParameterError, match=match):
         fo.superpod(**args)
+
+
+def test_real_domains_keep_their_claim_and_symmetric_flow_matches_lp():
+    # 2 DGX H100 (too big for verify_symmetry; the claim rests on the proofs above): every
+    # GPU reaches its 7 node peers over NVLink and the 8 others through its rail leaf.
+    fab = fo.cluster(fo.dgx_h100(), nodes=2, leaf_radix=16)
+    assert fab.symmetry is not None
+    sym = certified(fab, fo.max_concurrent_flow(fab, method="symmetric"))
+    lp = certified(fab, fo.max_concurrent_flow(fab, method="lp"))
+    assert sym.theta == pytest.approx(lp.theta, abs=1e-7)
+
+
+def test_gb200_racks_are_servers_of_four_rails():
+    # gb200_nvl72 GPUs carry rail = GPU in tray (0-3): 18 servers (trays) of 4 rails per rack.
+    fab = fo.cluster("gb200_nvl72", nodes=2, leaf_radix=72, oversubscription=1.0)
+    # 2 racks x 18 trays = 36 servers per rail on one 36-down leaf each: 4 leaves.
+    assert len(switches_with_down(fab, "gpu-leaf")) == 4
+    assert fab.symmetry is not None  # 18 servers per rack divide 36 per leaf
 
 
 def test_rail_optimized_scale_up_must_have_gpus_per_node():

@@ -46,6 +46,7 @@ from ..fabric import Fabric
 from ._builder import FabricBuilder, default_tech
 from .clos import ClosPlan, add_clos, check_label, check_tiers, clos_plan, clos_reach
 from .rail import RailPlan, add_rail_scale_out, rail_plan
+from .scaleup import dgx_h100
 
 SCALE_OUTS = ("rail_optimized", "fat_tree", "clos", None)
 
@@ -81,24 +82,55 @@ class Domain:
             fab, gpus, rails, servers, labels)
 
 
-def read_domain(func: str, scale_up: Any) -> Domain:
+def as_fabric(func: str, name: str, value: Any) -> Fabric:
+    """``value`` if it is a Fabric; else build it from a design-file form.
+
+    A string names a generator of ``GENERATORS`` called without arguments (``"dgx_h100"``);
+    a mapping ``{"family": name, **arguments}`` calls one with arguments. This is how a TOML
+    design file gives a cluster its domain.
+
+    >>> as_fabric("cluster", "scale_up", {"family": "complete", "n": 3}).name
+    'complete(3)'
+    """
+    if isinstance(value, Fabric):
+        return value
+    from . import GENERATORS
+
+    rule = ("a Fabric (a scale-up domain such as fo.dgx_h100()), a generator name or a "
+            "table {family = name, ...arguments}")
+    if isinstance(value, str):
+        family, args = value, {}
+    elif isinstance(value, dict) and isinstance(value.get("family"), str):
+        args = dict(value)
+        family = args.pop("family")
+    else:
+        raise fail(func, name, rule, value)
+    if family not in GENERATORS or family in ("cluster", "superpod"):
+        raise fail(func, name, rule + " (generators: " + ", ".join(
+            sorted(set(GENERATORS) - {"cluster", "superpod"})) + ")", value)
+    try:
+        return GENERATORS[family](**args)
+    except TypeError as exc:
+        raise fail(func, name, f"arguments {family}() takes ({exc})", value) from None
+
+
+def read_domain(func: str, scale_up: Any, name: str = "scale_up") -> Domain:
     """Check a scale-up domain and find its rails, servers and symmetry (see :class:`Domain`).
 
-    A GPU's rail is its ``rail`` attribute when every GPU has one, else its index among the
-    domain's endpoints. Every rail must hold the same number of GPUs.
+    ``scale_up`` may also take the forms of :func:`as_fabric`. A GPU's rail is its ``rail``
+    attribute when every GPU has one, else its index among the domain's endpoints. Every rail
+    must hold the same number of GPUs.
 
     >>> import fabricopt as fo
     >>> d = read_domain("cluster", fo.complete(4))
     >>> d.rails, len(d.servers), d.labels is None   # GPUs of a complete graph are not twins
     (4, 1, True)
     """
-    if not isinstance(scale_up, Fabric):
-        raise fail(func, "scale_up", "a Fabric (a scale-up domain such as fo.dgx_h100())",
-                   scale_up)
+    scale_up = as_fabric(func, name, scale_up)
     g = scale_up.graph
     gpus = [e for e in scale_up.endpoints if g.nodes[e].get("role") == "gpu"]
     if not gpus or len(gpus) != len(scale_up.endpoints):
-        raise fail(func, "scale_up", "a Fabric whose endpoints are GPUs (role 'gpu'), at least "
+        raise fail(func, name, "a Fabric whose endpoints are GPUs (role 'gpu'), at least "
                    "one", scale_up)
     given = [g.nodes[v].get("rail") for v in gpus]
     if all(isinstance(r, int) and not isinstance(r, bool) for r in given):
@@ -109,7 +141,7 @@ def read_domain(func: str, scale_up: Any) -> Domain:
     by_rail = {r: [v for v in gpus if rail_of[v] == r] for r in rail_ids}
     sizes = {len(members) for members in by_rail.values()}
     if len(sizes) != 1:
-        raise fail(func, "scale_up", "a domain whose rails hold equally many GPUs (one NIC "
+        raise fail(func, name, "a domain whose rails hold equally many GPUs (one NIC "
                    "per GPU, every rail alike)",
                    {r: len(m) for r, m in by_rail.items()})
     per_rail = sizes.pop()
@@ -211,15 +243,16 @@ def check_options(func: str, kind: str | None, options: dict[str, Any]) -> dict[
     return out
 
 
-def cluster(scale_up: Fabric, nodes: int, scale_out: str | None = "rail_optimized",
+def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "rail_optimized",
             nic_gbps: float = 400, name: str | None = None, **fabric_options: Any) -> Fabric:
     """Join ``nodes`` copies of a scale-up domain by a scale-out fabric, one NIC per GPU.
 
     Parameters
     ----------
-    scale_up : Fabric
+    scale_up : Fabric, str or dict
         The scale-up domain (e.g. ``fo.dgx_h100()``); its endpoints must be GPUs, and its
-        rails (see Notes) must hold equally many GPUs.
+        rails (see Notes) must hold equally many GPUs. Design files give a generator name
+        (``"gb200_nvl72"``) or a table ``{family = ..., arguments}`` (see :func:`as_fabric`).
     nodes : int
         Copies of the domain, >= 1.
     scale_out : {"rail_optimized", "fat_tree", "clos", None}
@@ -271,13 +304,15 @@ def cluster(scale_up: Fabric, nodes: int, scale_out: str | None = "rail_optimize
     Examples
     --------
     >>> import fabricopt as fo
-    >>> dom = fo.leaf_spine(leaves=1, spines=2, endpoints_per_leaf=4)  # stand-in domain
-    >>> fab = fo.cluster(dom, nodes=4, leaf_radix=8)
-    >>> len(fab.endpoints), fab.summary().links_by_tier["gpu-leaf"]
-    (16, 32)
+    >>> fab = fo.cluster(fo.dgx_h100(), nodes=4)   # one 64-port leaf per rail, 4 spines
+    >>> fab.summary().links_by_tier      # 4 x 8 x 18 NVLinks; 8 leaves x 32 uplinks
+    {'gpu-nvswitch': 576, 'gpu-leaf': 32, 'leaf-spine': 256}
+    >>> round(fo.max_concurrent_flow(fab).per_endpoint_gbps, 1)  # 7 of 31 peers over NVLink
+    516.7
     """
     func = "cluster"
     dom = read_domain(func, scale_up)
+    scale_up = dom.fab
     nodes = check_int(func, "nodes", nodes, minimum=1)
     scale_out = check_choice(func, "scale_out", scale_out, SCALE_OUTS)
     nic_gbps = check_positive(func, "nic_gbps", nic_gbps)
@@ -338,16 +373,7 @@ def check_domain_size(func: str, dom: Domain, gpus_per_node: int) -> None:
             f"got {gpus_per_node}")
 
 
-def _default_node(func: str) -> Fabric:
-    try:
-        from .scaleup import dgx_h100  # type: ignore[import-not-found, unused-ignore]
-    except ImportError as exc:  # pragma: no cover - the scale-up module ships with the package
-        raise fail(func, "node", "a Fabric (no default scale-up node is available)",
-                   None) from exc
-    return dgx_h100()
-
-
-def superpod(scalable_units: int, node: Fabric | None = None, nodes_per_su: int = 32,
+def superpod(scalable_units: int, node: Fabric | str | dict | None = None, nodes_per_su: int = 32,
              leaf_radix: int = 64, nic_gbps: float = 400, spine: bool = True,
              tech: str | None = "ndr", switch_model: str | None = "qm9700",
              name: str | None = None) -> Fabric:
@@ -357,8 +383,9 @@ def superpod(scalable_units: int, node: Fabric | None = None, nodes_per_su: int 
     ----------
     scalable_units : int
         Scalable units (SU), >= 1.
-    node : Fabric, optional
-        The server, one GPU per rail (default :func:`~fabricopt.dgx_h100`: 8 GPUs, 8 rails).
+    node : Fabric, str or dict, optional
+        The server, one GPU per rail (default :func:`~fabricopt.dgx_h100`: 8 GPUs, 8 rails);
+        design files name a generator as for :func:`cluster`.
     nodes_per_su : int
         Servers per SU, 32 for DGX H100 and B200 (``hardware.md`` §2.2, V2); also the leaf
         ports towards GPUs, so ``1 <= nodes_per_su < leaf_radix``.
@@ -414,17 +441,23 @@ def superpod(scalable_units: int, node: Fabric | None = None, nodes_per_su: int 
     Examples
     --------
     >>> import fabricopt as fo
-    >>> dom = fo.leaf_spine(leaves=1, spines=1, endpoints_per_leaf=2)  # a 2-GPU stand-in node
-    >>> fab = fo.superpod(4, node=dom, nodes_per_su=2, leaf_radix=4)
-    >>> s = fab.summary()
-    >>> s.endpoints, s.links_by_tier["spine-core"]       # 4 SU x 2 rails = 8 leaves, 3 tiers
-    (16, 16)
+    >>> fab = fo.superpod(16)            # 16 SU x 32 DGX H100 = 4096 GPUs, three tiers
+    >>> fab.summary().links_by_tier
+    {'gpu-nvswitch': 73728, 'gpu-leaf': 4096, 'leaf-spine': 4096, 'spine-core': 4096}
+
+    A scaled-down SuperPOD: 4 SU of 2 nodes of 2 GPUs on radix-4 switches.
+
+    >>> dom = fo.nvswitch_domain(gpus=2, switches=1, links_per_gpu=2, link_gbps=200)
+    >>> small = fo.superpod(4, node=dom, nodes_per_su=2, leaf_radix=4)
+    >>> small.summary().nodes_by_layer   # 8 GPUs; 4 NVSwitches + 8 leaves; 8 spines; 4 cores
+    {0: 16, 1: 16, 2: 8, 3: 4}
     """
     func = "superpod"
     scalable_units = check_int(func, "scalable_units", scalable_units, minimum=1)
     if node is None:
-        node = _default_node(func)
-    dom = read_domain(func, node)
+        node = dgx_h100()
+    dom = read_domain(func, node, "node")
+    node = dom.fab
     if len(dom.servers) != 1:
         raise fail(func, "node", "a server with one GPU per rail", node.name)
     leaf_radix = check_int(func, "leaf_radix", leaf_radix, minimum=2)
