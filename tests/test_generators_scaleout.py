@@ -388,9 +388,10 @@ def test_rail_scale_out_attaches_above_existing_devices():
     assert nx.is_weakly_connected(fab.graph)
 
 
-def test_rail_optimized_scale_up_points_to_cluster():
-    with pytest.raises(fo.InvalidParameterError, match=r"scale_up must be None.*cluster"):
-        fo.rail_optimized(nodes=4, scale_up="dgx_h100")
+def test_rail_optimized_scale_up_must_be_a_domain():
+    # A Fabric delegates to fo.cluster (tests/test_generators_cluster.py); a name does not.
+    with pytest.raises(fo.InvalidParameterError, match=r"scale_up must be a Fabric"):
+        fo.rail_optimized(nodes=4, scale_up="dgx_h1000")
 
 
 # -- bad arguments ------------------------------------------------------------------------
@@ -474,3 +475,42 @@ def test_cli_show_rail_optimized(capsys):
 def test_cli_show_too_big_clos_fails_cleanly(capsys):
     assert main(["show", "clos", "endpoints=5000", "radix=64"]) == 2
     assert "reach at most 2048 endpoints" in capsys.readouterr().err
+
+
+# -- per-tier radix and oversubscription ------------------------------------------------------
+
+def test_clos_per_tier_closed_forms():
+    # Leaves radix 4 at 1:1 (2 down, 2 up); spines radix 6 at 5:1: down floor(6*5/6) = 5
+    # leaves per pod, up min(1, ceil(5/5)) = 1; 20 GPUs = 10 leaves = 2 pods of 2 spines;
+    # one core per spine index (C = 1 divides u = 1, C * 4 >= 2 pods * 1).
+    fab = fo.clos(endpoints=20, radix=[4, 6, 4], tiers=3, oversubscription=[1, 5]).validate()
+    assert fab.summary().nodes_by_layer == {0: 20, 1: 10, 2: 4, 3: 2}
+    assert {fab.graph.nodes[v]["radix"] for v in fab.switches if v.startswith("spine")} == {6}
+    assert {fab.graph.nodes[v]["radix"] for v in fab.switches if v.startswith("core")} == {4}
+    assert fab.summary().links_by_tier == {"gpu-leaf": 20, "leaf-spine": 20, "spine-core": 4}
+    fo.verify_symmetry(fab)
+    # Meta-style zones: 32 GPUs per 64-port leaf, 96 leaves per 110-port spine (7:1 gives
+    # floor(110 * 7 / 8) = 96 down, min(14, ceil(96 / 7)) = 14 up): a zone of 3,072 GPUs;
+    # 8 zones, 2 cores per spine index (C * 64 >= 8 * 14), 7 links per spine-core pair.
+    p = clos_plan("clos", 8 * 3072, [64, 110, 64], 3, [1.0, 7.0])
+    assert (p.down, p.leaves_per_pod, p.pods, p.spines) == (32, 96, 8, 32)
+    assert (p.cores_per_group, p.spine_core_links) == (2, 7)
+
+
+def test_clos_single_values_keep_the_uniform_plan():
+    # One radix and one ratio mean the same as the per-tier form with a 1:1 spine.
+    a = clos_plan("clos", 10, 4, 3, 1.0)
+    b = clos_plan("clos", 10, [4, 4, 4], 3, [1.0, 1.0])
+    assert a == b
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"radix": [4, 4]}, r"radix must be a sequence of integers >= 2 of length 3"),
+    ({"radix": [4, 1, 4]}, r"radix must be a sequence of integers >= 2"),
+    ({"oversubscription": [1.0]}, r"oversubscription must be a number > 0 or a sequence of 2"),
+    ({"oversubscription": [1.0, 0.0]}, r"oversubscription must be a finite number > 0"),
+])
+def test_clos_per_tier_bad_arguments(kw, match):
+    args = {"endpoints": 8, "radix": 4, "tiers": 3, **kw}
+    with pytest.raises(fo.InvalidParameterError, match=match):
+        fo.clos(**args)

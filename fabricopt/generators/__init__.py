@@ -11,6 +11,7 @@ from collections.abc import Callable
 from ..fabric import Fabric
 from .classic import complete, dragonfly, hypercube, jellyfish, ring, torus
 from .clos import clos, fat_tree, leaf_spine
+from .cluster import cluster, superpod
 from .rail import rail_optimized
 from .scaleup import (
     dgx_b200,
@@ -40,9 +41,11 @@ GENERATORS: dict[str, Callable[..., Fabric]] = {
     "nvlink_switch_system": nvlink_switch_system,
     "nvl576": nvl576,
     "ualink_pod": ualink_pod,
+    "cluster": cluster,
+    "superpod": superpod,
 }
 
-__all__ = ["GENERATORS", "clos", "complete", "dgx_b200", "dgx_h100", "dragonfly", "fat_tree",
-           "gb200_nvl72", "hypercube", "jellyfish", "leaf_spine", "nvl576",
-           "nvlink_switch_system", "nvswitch_domain", "rail_optimized", "ring", "torus",
-           "ualink_pod"]
+__all__ = ["GENERATORS", "clos", "cluster", "complete", "dgx_b200", "dgx_h100", "dragonfly",
+           "fat_tree", "gb200_nvl72", "hypercube", "jellyfish", "leaf_spine", "nvl576",
+           "nvlink_switch_system", "nvswitch_domain", "rail_optimized", "ring", "superpod",
+           "torus", "ualink_pod"]

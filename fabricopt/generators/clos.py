@@ -23,7 +23,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._checks import check_choice, check_int, check_positive, fail
+from .._checks import check_choice, check_int, check_int_sequence, check_positive, fail
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ._builder import FabricBuilder, default_tech
@@ -83,13 +83,14 @@ class ClosPlan:
     Attributes
     ----------
     endpoints, radix, down, up : int
-        Endpoint count, switch radix, and leaf ports down (to endpoints) and up (to spines).
+        Endpoint count, leaf radix, and leaf ports down (to endpoints) and up (to spines).
     tiers : int
         Switch tiers built: 1 (one leaf alone), 2 (leaf-spine) or 3 (pods and a core).
     leaves : int
         ``ceil(endpoints / down)``; leaf ``i`` holds endpoints ``i*down .. (i+1)*down - 1``.
     leaves_per_pod, pods : int
-        Three tiers: ``radix // 2`` leaves per pod (the last pod may hold fewer). Otherwise
+        Three tiers: the spine's down ports (``spine_radix // 2`` at 1:1) leaves per pod (the
+        last pod may hold fewer). Otherwise
         ``leaves`` and 1.
     spines : int
         Two tiers: the spine count. Three tiers: spines per pod (``up``).
@@ -101,6 +102,9 @@ class ClosPlan:
     symmetric : bool
         True when every leaf and pod is alike, so pod, leaf, spine, core and endpoint
         permutations act transitively on the endpoints.
+    spine_radix, core_radix : int
+        Ports of spine and core switches (``radix`` unless given per tier; 0 where the tier
+        is not built).
     """
 
     endpoints: int
@@ -116,6 +120,8 @@ class ClosPlan:
     cores_per_group: int
     spine_core_links: int
     symmetric: bool
+    spine_radix: int = 0
+    core_radix: int = 0
 
     @property
     def switches(self) -> int:
@@ -138,39 +144,92 @@ def max_endpoints(radix: int, tiers: int, down: int) -> int:
     return radix * down if tiers == 2 else radix * (radix // 2) * down
 
 
-def clos_plan(func: str, endpoints: int, radix: int, tiers: int,
-              oversubscription: float) -> ClosPlan:
+def per_tier(radix: int | Sequence[int], tiers: int, oversubscription: float | Sequence[float]
+             ) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """Radix of each tier and oversubscription of each tier but the top, from either form.
+
+    A single radix serves every tier; a single oversubscription applies at the leaf, the
+    spine of a three-tier fabric being 1:1. Arguments are assumed checked.
+
+    >>> per_tier(64, 3, 2.0), per_tier([32, 220, 64], 3, [1.0, 7.0])
+    (((64, 64, 64), (2.0, 1.0)), ((32, 220, 64), (1.0, 7.0)))
+    """
+    radices = (radix,) * tiers if isinstance(radix, int) else tuple(radix)
+    if isinstance(oversubscription, int | float):
+        overs = (float(oversubscription),) + (1.0,) * (tiers - 2)
+    else:
+        overs = tuple(float(x) for x in oversubscription)
+    return radices, overs
+
+
+def spine_ports(func: str, radix: int, oversubscription: float) -> tuple[int, int]:
+    """Spine ports towards leaves (one per leaf of the pod) and towards the core.
+
+    ``down = floor(r * s / (1 + s))`` as at a leaf, and ``up = min(r - down, ceil(down / s))``:
+    no more up ports than the ratio needs, so at 1:1 an odd radix leaves a port unused.
+
+    >>> spine_ports("clos", 64, 1.0), spine_ports("clos", 220, 7.0), spine_ports("clos", 5, 1.0)
+    ((32, 32), (192, 28), (2, 2))
+    """
+    down, rest = split_ports(func, radix, oversubscription)
+    return down, min(rest, math.ceil(down / oversubscription - _RATIO_SLACK))
+
+
+def clos_reach(func: str, radix: int | Sequence[int], tiers: int,
+               oversubscription: float | Sequence[float]) -> int:
+    """Largest endpoint count ``tiers`` tiers reach (see :func:`clos`).
+
+    >>> clos_reach("clos", 64, 2, 1.0), clos_reach("clos", [32, 220, 64], 3, [1.0, 7.0])
+    (2048, 196608)
+    """
+    radices, overs = per_tier(radix, tiers, oversubscription)
+    down, _ = split_ports(func, radices[0], overs[0])
+    if tiers == 2:
+        return radices[1] * down
+    return radices[2] * spine_ports(func, radices[1], overs[1])[0] * down
+
+
+def clos_plan(func: str, endpoints: int, radix: int | Sequence[int], tiers: int,
+              oversubscription: float | Sequence[float]) -> ClosPlan:
     """Size the smallest folded Clos of radix-``radix`` switches for ``endpoints`` endpoints.
 
-    Arguments are assumed checked; ``func`` names the caller in errors. See :func:`clos` for
-    the formulas.
+    Arguments are assumed checked; ``radix`` and ``oversubscription`` may be given per tier
+    (see :func:`per_tier`); ``func`` names the caller in errors. See :func:`clos` for the
+    formulas.
 
     >>> p = clos_plan("clos", 2048, 64, 2, 1.0)
     >>> p.leaves, p.spines, p.leaf_spine_links
     (64, 32, 1)
     """
-    down, up = split_ports(func, radix, oversubscription)
-    reach = max_endpoints(radix, tiers, down)
+    radices, overs = per_tier(radix, tiers, oversubscription)
+    leaf_radix = radices[0]
+    down, up = split_ports(func, leaf_radix, overs[0])
+    reach = clos_reach(func, radices, tiers, overs)
     if endpoints > reach:
+        shown = radices[0] if len(set(radices)) == 1 else list(radices)
+        ratio = overs[0] if len(overs) == 1 or overs[1:] == (1.0,) else list(overs)
         raise InvalidParameterError(
-            f"{func}(): {tiers} tiers of radix-{radix} switches reach at most {reach} endpoints "
-            f"at oversubscription {oversubscription!r}, got endpoints={endpoints}")
+            f"{func}(): {tiers} tiers of radix-{shown} switches reach at most {reach} endpoints "
+            f"at oversubscription {ratio!r}, got endpoints={endpoints}")
     leaves = -(-endpoints // down)
     full_leaves = endpoints % down == 0
-    per_pod = radix // 2
-    pods = -(-leaves // per_pod)
     if leaves == 1:
         # A spine above a single leaf would carry no traffic.
-        return ClosPlan(endpoints, radix, down, up, 1, 1, 1, 1, 0, 0, 0, 0, True)
+        return ClosPlan(endpoints, leaf_radix, down, up, 1, 1, 1, 1, 0, 0, 0, 0, True)
+    spine_radix = radices[1]
+    per_pod, spine_up = spine_ports(func, spine_radix, overs[1]) if tiers == 3 else (0, 0)
+    pods = -(-leaves // per_pod) if tiers == 3 else 1
     if tiers == 2 or pods == 1:
         # Fewest spines such that spine ports suffice and every leaf-spine pair gets the same
         # bundle; a single pod needs no core for the same reason a single leaf needs no spine.
-        spines = smallest_divisor_at_least(up, leaves * up / radix)
-        return ClosPlan(endpoints, radix, down, up, 2, leaves, leaves, 1, spines,
-                        up // spines, 0, 0, full_leaves)
-    cores = smallest_divisor_at_least(per_pod, pods * per_pod / radix)
-    return ClosPlan(endpoints, radix, down, up, 3, leaves, per_pod, pods, up, 1, cores,
-                    per_pod // cores, full_leaves and leaves % per_pod == 0)
+        spines = smallest_divisor_at_least(up, leaves * up / spine_radix)
+        return ClosPlan(endpoints, leaf_radix, down, up, 2, leaves, leaves, 1, spines,
+                        up // spines, 0, 0, full_leaves, spine_radix)
+    core_radix = radices[2]
+    cores = smallest_divisor_at_least(spine_up, pods * spine_up / core_radix)
+    return ClosPlan(endpoints, leaf_radix, down, up, 3, leaves, per_pod, pods, up, 1, cores,
+                    spine_up // cores, full_leaves and leaves % per_pod == 0, spine_radix,
+                    core_radix)
 
 
 def add_clos(b: FabricBuilder, attach: Sequence[Hashable], plan: ClosPlan, link_gbps: float,
@@ -211,6 +270,7 @@ def add_clos(b: FabricBuilder, attach: Sequence[Hashable], plan: ClosPlan, link_
             f"add_clos(): attach must hold {plan.endpoints} nodes, got {len(attach)}")
     base = max(b.nodes[a]["layer"] for a in attach)
     radix, down = plan.radix, plan.down
+    spine_radix, core_radix = plan.spine_radix or radix, plan.core_radix or radix
     three = plan.tiers == 3
     leaves = []
     for i in range(plan.leaves):
@@ -224,15 +284,16 @@ def add_clos(b: FabricBuilder, attach: Sequence[Hashable], plan: ClosPlan, link_
     if plan.tiers == 1:
         return
     if not three:
-        spines = [b.switch(f"{prefix}spine{j}", base + 2, radix, switch_model)
+        spines = [b.switch(f"{prefix}spine{j}", base + 2, spine_radix, switch_model)
                   for j in range(plan.spines)]
         wire_complete_bipartite(b, leaves, spines, link_gbps, "leaf-spine", tech,
                                 plan.leaf_spine_links)
         return
-    cores = [[b.switch(f"{prefix}core{j}.{m}", base + 3, radix, switch_model)
+    cores = [[b.switch(f"{prefix}core{j}.{m}", base + 3, core_radix, switch_model)
               for m in range(plan.cores_per_group)] for j in range(plan.spines)]
     for p in range(plan.pods):
-        spines = [b.switch(f"{prefix}spine{p}.{j}", base + 2, radix, switch_model, pod=p)
+        spines = [b.switch(f"{prefix}spine{p}.{j}", base + 2, spine_radix, switch_model,
+                           pod=p)
                   for j in range(plan.spines)]
         pod_leaves = leaves[p * plan.leaves_per_pod:(p + 1) * plan.leaves_per_pod]
         wire_complete_bipartite(b, pod_leaves, spines, link_gbps, "leaf-spine", tech,
@@ -265,22 +326,47 @@ def _tech(func: str, tech: Any, link_gbps: float) -> str:
     return check_label(func, "tech", tech) or default_tech(link_gbps)
 
 
-def clos(endpoints: int, radix: int, tiers: int = 2, oversubscription: float = 1.0,
-         link_gbps: float = 400, tech: str | None = None,
-         switch_model: str | None = None) -> Fabric:
+def check_tiers(func: str, radix: Any, tiers: int, oversubscription: Any
+                ) -> tuple[int | tuple[int, ...], float | tuple[float, ...]]:
+    """Check ``radix`` (an int >= 2 or one per tier) and ``oversubscription`` (a number > 0 or
+    one per tier below the top) for ``tiers`` tiers; return them as int/tuple, float/tuple.
+
+    >>> check_tiers("clos", [32, 220, 64], 3, [1, 7])
+    ((32, 220, 64), (1.0, 7.0))
+    """
+    if isinstance(radix, Sequence) and not isinstance(radix, str):
+        radix = check_int_sequence(func, "radix", radix, minimum=2, length=tiers)
+    else:
+        radix = check_int(func, "radix", radix, minimum=2)
+    if isinstance(oversubscription, Sequence) and not isinstance(oversubscription, str):
+        if len(oversubscription) != tiers - 1:
+            raise fail(func, "oversubscription", f"a number > 0 or a sequence of {tiers - 1} "
+                       f"(one per tier below the top)", oversubscription)
+        oversubscription = tuple(check_positive(func, "oversubscription", x)
+                                 for x in oversubscription)
+    else:
+        oversubscription = check_positive(func, "oversubscription", oversubscription)
+    return radix, oversubscription
+
+
+def clos(endpoints: int, radix: int | Sequence[int], tiers: int = 2,
+         oversubscription: float | Sequence[float] = 1.0, link_gbps: float = 400,
+         tech: str | None = None, switch_model: str | None = None) -> Fabric:
     """The smallest folded Clos of radix-``radix`` switches that connects ``endpoints`` GPUs.
 
     Parameters
     ----------
     endpoints : int
         Number of GPUs (endpoints), >= 1.
-    radix : int
-        Ports per switch (every tier uses the same switch), >= 2.
+    radix : int or sequence of int
+        Ports per switch, >= 2: one value for every tier, or one per tier (leaf first).
     tiers : {2, 3}
         Switch tiers: leaf-spine, or pods of leaves and spines joined by a core tier.
-    oversubscription : float
-        Leaf down:up port ratio ``s`` > 0: 1.0 is non-blocking, 3.0 puts three endpoint ports
-        on a leaf per spine port. The ratio applies at the leaf only.
+    oversubscription : float or sequence of float
+        Down:up port ratio ``s`` > 0: 1.0 is non-blocking, 3.0 puts three endpoint ports on a
+        leaf per spine port. One value applies at the leaf (spines of three tiers are 1:1);
+        a sequence gives one per tier below the top: ``[1, 7]`` is non-blocking pods
+        joined 7:1 to the core (Meta's AI zones, ``hardware.md`` §3.2).
     link_gbps : float
         Rate of every link per direction (Gb/s).
     tech : str, optional
@@ -301,7 +387,8 @@ def clos(endpoints: int, radix: int, tiers: int = 2, oversubscription: float = 1
 
     Notes
     -----
-    Sizing, with ``r`` the radix, ``s`` the oversubscription and ``E`` the endpoints:
+    Sizing, with ``r`` the radix, ``s`` the oversubscription and ``E`` the endpoints (per
+    tier, read ``r`` and ``s`` as the values of the tier concerned):
 
     * leaf ports: ``down = floor(r * s / (1 + s))``, ``up = r - down`` (all ports used; the
       ratio built never exceeds ``s``); ``L = ceil(E / down)`` leaves, the last one possibly
@@ -309,16 +396,18 @@ def clos(endpoints: int, radix: int, tiers: int = 2, oversubscription: float = 1
     * two tiers: ``S`` spines, the smallest divisor of ``up`` with ``S * r >= L * up``; every
       leaf joins every spine with ``up / S`` parallel links (one bundle). Largest size
       ``r * down`` (``r`` leaves, ``S = up``): 2048 at ``r = 64``, 1:1.
-    * three tiers: pods of ``h = r // 2`` leaves and ``up`` spines (one link per leaf and
-      spine); ``P = ceil(L / h)`` pods, the last one possibly partly filled. Spine ``j`` of
-      each pod sends ``h`` links to core group ``j`` of ``C`` switches, ``C`` the smallest
-      divisor of ``h`` with ``C * r >= P * h``, ``h / C`` links per spine-core pair. Largest
-      size ``r * h * down``, ``r**3 / 4`` at 1:1 with an even radix (the k-ary fat-tree).
+    * three tiers: spine ports ``h = floor(r * s / (1 + s))`` down and
+      ``u = min(r - h, ceil(h / s))`` up (``h = u = r // 2`` at 1:1); pods of ``h`` leaves
+      and ``up`` spines (one link per leaf and spine); ``P = ceil(L / h)`` pods, the last one
+      possibly partly filled. Spine ``j`` of each pod sends ``u`` links to core group ``j``
+      of ``C`` switches, ``C`` the smallest divisor of ``u`` with ``C * r >= P * u``,
+      ``u / C`` links per spine-core pair. Largest size ``r * h * down``, ``r**3 / 4`` at
+      1:1 with an even radix (the k-ary fat-tree).
     * A tier above a single switch of the tier below carries no traffic and is not built:
       one leaf is a lone switch, one pod is a two-tier leaf-spine.
 
     Nodes: GPUs ``"g{n}"`` (GPU ``n`` under leaf ``n // down``); switches as in
-    :func:`add_clos`, every one with ``radix = r``. The fabric claims symmetry (the arc orbits
+    :func:`add_clos`, each with the radix of its tier. The fabric claims symmetry (the arc orbits
     of pod, leaf, spine, core and GPU permutations: one per tier and direction) when every
     leaf and pod is full or there is a single leaf.
 
@@ -331,22 +420,32 @@ def clos(endpoints: int, radix: int, tiers: int = 2, oversubscription: float = 1
     {0: 2048, 1: 64, 2: 32}
     >>> fo.clos(endpoints=96, radix=16, oversubscription=3.0).summary().nodes_by_layer
     {0: 96, 1: 8, 2: 2}
+
+    Two pods of 5 leaves (2 GPUs down, 2 up) under 5:1 spines of radix 6 (5 down, 1 up),
+    each spine index joined to its own core:
+
+    >>> fo.clos(endpoints=20, radix=[4, 6, 4], tiers=3, oversubscription=[1, 5]
+    ...         ).summary().nodes_by_layer
+    {0: 20, 1: 10, 2: 4, 3: 2}
     """
     func = "clos"
     endpoints = check_int(func, "endpoints", endpoints, minimum=1)
-    radix = check_int(func, "radix", radix, minimum=2)
     tiers = check_choice(func, "tiers", tiers, (2, 3))
-    oversubscription = check_positive(func, "oversubscription", oversubscription)
+    radix, oversubscription = check_tiers(func, radix, tiers, oversubscription)
     link_gbps = check_positive(func, "link_gbps", link_gbps)
     tech = _tech(func, tech, link_gbps)
     switch_model = check_label(func, "switch_model", switch_model)
     plan = clos_plan(func, endpoints, radix, tiers, oversubscription)
 
-    params = {"endpoints": endpoints, "radix": radix, "tiers": tiers,
-              "oversubscription": oversubscription, "link_gbps": link_gbps, "tech": tech,
-              "switch_model": switch_model}
-    b = FabricBuilder(f"clos({endpoints}, radix={radix}, tiers={tiers}, "
-                      f"{oversubscription:g}:1)", params)
+    params = {"endpoints": endpoints,
+              "radix": list(radix) if isinstance(radix, tuple) else radix, "tiers": tiers,
+              "oversubscription": list(oversubscription)
+              if isinstance(oversubscription, tuple) else oversubscription,
+              "link_gbps": link_gbps, "tech": tech, "switch_model": switch_model}
+    ratio = ("/".join(f"{x:g}:1" for x in oversubscription)
+             if isinstance(oversubscription, tuple) else f"{oversubscription:g}:1")
+    shown = "/".join(map(str, radix)) if isinstance(radix, tuple) else radix
+    b = FabricBuilder(f"clos({endpoints}, radix={shown}, tiers={tiers}, {ratio})", params)
     gpus = [b.gpu(f"g{n}") for n in range(endpoints)]
     add_clos(b, gpus, plan, link_gbps, tech, switch_model)
     return b.build(symmetric=plan.symmetric,

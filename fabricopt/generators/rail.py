@@ -18,7 +18,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._checks import check_bool, check_int, check_positive, fail
+from .._checks import check_bool, check_int, check_positive
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ._builder import FabricBuilder, default_tech
@@ -187,8 +187,10 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
         Independent copies of the network; each NIC splits ``nic_gbps`` evenly over them.
     nic_gbps : float
         NIC rate per GPU per direction (Gb/s), summed over planes.
-    scale_up : None
-        Must be None: clusters whose servers are scale-up domains come from ``fo.cluster()``.
+    scale_up : Fabric, optional
+        A scale-up domain per server (e.g. ``fo.dgx_h100()``) with ``gpus_per_node`` GPUs:
+        the result is then ``fo.cluster(scale_up, nodes, "rail_optimized", ...)`` with these
+        arguments, NVLink and network links in one fabric (see :func:`~fabricopt.cluster`).
     tech : str, optional
         Link technology label (default from the per-plane rate, e.g. ``"400g"``).
     switch_model : str, optional
@@ -202,8 +204,8 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
     Raises
     ------
     InvalidParameterError
-        On a bad argument, for a non-None ``scale_up``, or when the size does not fit two
-        tiers (the message gives the largest node count that does).
+        On a bad argument, a ``scale_up`` whose GPU count is not ``gpus_per_node``, or when
+        the size does not fit two tiers (the message gives the largest node count that does).
 
     Notes
     -----
@@ -236,11 +238,16 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
     oversubscription = check_positive(func, "oversubscription", oversubscription)
     planes = check_int(func, "planes", planes, minimum=1)
     nic_gbps = check_positive(func, "nic_gbps", nic_gbps)
-    if scale_up is not None:
-        raise fail(func, "scale_up", "None (servers with scale-up domains joined by a scale-out "
-                   "fabric are built by fo.cluster())", scale_up)
     tech = check_label(func, "tech", tech) or default_tech(nic_gbps / planes)
     switch_model = check_label(func, "switch_model", switch_model)
+    if scale_up is not None:
+        # Imported here: the cluster module builds on this one.
+        from .cluster import check_domain_size, cluster, read_domain
+
+        check_domain_size(func, read_domain(func, scale_up), gpus_per_node)
+        return cluster(scale_up, nodes, "rail_optimized", nic_gbps, leaf_radix=leaf_radix,
+                       spine=spine, oversubscription=oversubscription, planes=planes,
+                       tech=tech, switch_model=switch_model)
     plan = rail_plan(func, nodes, gpus_per_node, leaf_radix, spine, oversubscription, planes)
 
     params = {"nodes": nodes, "gpus_per_node": gpus_per_node, "leaf_radix": leaf_radix,

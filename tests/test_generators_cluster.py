@@ -1,0 +1,307 @@
+"""Clusters of scale-up domains: composition, rail alignment, SuperPOD counts, symmetry."""
+
+import networkx as nx
+import pytest
+from flow_helpers import certified
+
+import fabricopt as fo
+from fabricopt.generators._builder import FabricBuilder
+
+
+def nvswitch_like(gpus=2, split=(1, 2), rails=None, gbps=200.0):
+    """A small NVSwitch-style domain: every GPU sends split[j] links to switch j.
+
+    Its claim (GPU permutations x permutations of switches with equal link counts) has one
+    arc orbit per switch link count and direction, the same shape as fo.nvswitch_domain.
+    """
+    b = FabricBuilder(f"nvs{gpus}", {})
+    gs = [b.gpu(f"gpu{i}", node=0, rail=i if rails is None else rails[i]) for i in range(gpus)]
+    sw = [b.switch(f"nvsw{j}", layer=1, radix=gpus * k, model="nvswitch3", reduce=True)
+          for j, k in enumerate(split)]
+    for g in gs:
+        for s, k in zip(sw, split, strict=True):
+            b.link(g, s, gbps, "gpu-nvswitch", "nvlink4", links=k, orbit=f"gpu-nvswitch:{k}")
+    return b.build(symmetric=True, group="GPU and equal-switch permutations")
+
+
+def tier_arcs(fab, v, tier):
+    return [w for w, d in fab.graph.succ[v].items() if d["tier"] == tier]
+
+
+def switches_with_down(fab, tier):
+    """Switches at the upper end of a tier's links."""
+    g = fab.graph
+    return {v for u, v, d in g.edges(data=True)
+            if d["tier"] == tier and g.nodes[v]["layer"] > g.nodes[u]["layer"]}
+
+
+def links(fab, tier):
+    return fab.summary().links_by_tier.get(tier, 0)
+
+
+# -- composition ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kw", [
+    {"leaf_radix": 4},
+    {"leaf_radix": 4, "planes": 2},
+    {"leaf_radix": 6, "spine": False},
+    {"scale_out": "clos", "radix": 4},
+    {"scale_out": "fat_tree", "radix": 4, "tiers": 3},
+])
+def test_every_gpu_has_its_nvlinks_and_its_nic(kw):
+    dom = nvswitch_like(gpus=2, split=(1, 2))
+    fab = fo.cluster(dom, nodes=4, **kw).validate()  # no switch over its radix
+    planes = kw.get("planes", 1)
+    assert len(fab.endpoints) == 4 * 2
+    for gpu in fab.endpoints:
+        # Both switches of its own domain copy, and one NIC link per plane.
+        node = fab.graph.nodes[gpu]["node"]
+        assert sorted(tier_arcs(fab, gpu, "gpu-nvswitch")) == [f"n{node}.nvsw0",
+                                                               f"n{node}.nvsw1"]
+        assert len(tier_arcs(fab, gpu, "gpu-leaf")) == planes
+    # Domain copies: 4 x 2 GPUs x 2 switches NVLink bundles of 1 + 2 links.
+    assert links(fab, "gpu-nvswitch") == 4 * 2 * (1 + 2)
+    assert links(fab, "gpu-leaf") == 4 * 2 * planes
+
+
+def test_copies_keep_every_attribute_and_get_their_node():
+    dom = nvswitch_like(gpus=2)
+    fab = fo.cluster(dom, nodes=3, leaf_radix=4)
+    g = fab.graph
+    for i in range(3):
+        for v, d in dom.graph.nodes(data=True):
+            assert g.nodes[f"n{i}.{v}"] == {**d, "node": i}
+        for u, v, d in dom.graph.edges(data=True):
+            assert g[f"n{i}.{u}"][f"n{i}.{v}"] == d
+    assert fab.endpoints == tuple(f"n{i}.gpu{r}" for i in range(3) for r in range(2))
+    assert fab.params["scale_up"] == "nvs2" and fab.params["nodes"] == 3
+
+
+@pytest.mark.parametrize("kw", [{"leaf_radix": 4}, {"leaf_radix": 8, "planes": 2},
+                                {"leaf_radix": 8, "spine": False}])
+def test_rail_alignment_gpu_of_rail_r_on_a_leaf_of_rail_r(kw):
+    dom = nvswitch_like(gpus=4, split=(2, 2), rails=[3, 1, 0, 2])
+    fab = fo.cluster(dom, nodes=2, **kw).validate()
+    g = fab.graph
+    # Rails are numbered by sorted rail value: rails 0..3 map to leaf rails 0..3.
+    for gpu in fab.endpoints:
+        for leaf in tier_arcs(fab, gpu, "gpu-leaf"):
+            assert g.nodes[leaf]["rail"] == g.nodes[gpu]["rail"]
+
+
+def test_several_gpus_per_rail_form_servers():
+    # 4 GPUs on rails 0, 1, 0, 1 (like NVL72 trays): servers {gpu0, gpu1} and {gpu2, gpu3}.
+    dom = nvswitch_like(gpus=4, split=(2, 2), rails=[0, 1, 0, 1])
+    fab = fo.cluster(dom, nodes=2, leaf_radix=4).validate()
+    # 2 domains x 2 servers = 4 servers, leaf down ports 2 at 1:1 -> 2 leaves per rail.
+    leaves = switches_with_down(fab, "gpu-leaf")
+    assert len(leaves) == 4
+    assert sorted(tier_arcs(fab, "n0.gpu0", "gpu-leaf") + tier_arcs(fab, "n0.gpu2", "gpu-leaf")
+                  ) == ["r0.l0", "r0.l0"]
+    assert tier_arcs(fab, "n1.gpu3", "gpu-leaf") == ["r1.l1"]
+
+
+def test_rail_only_reaches_other_rails_through_nvlink():
+    dom = nvswitch_like(gpus=2)
+    fab = fo.cluster(dom, nodes=3, leaf_radix=4, spine=False)
+    net = fab.graph.copy()
+    net.remove_edges_from([(u, v) for u, v, t in fab.graph.edges(data="tier")
+                           if t == "gpu-nvswitch"])
+    # Rails meet only inside the domains: without NVLink rail 0 of node 0 cannot reach rail 1
+    # of node 1; with it, every pair is joined and all-to-all gets a positive rate.
+    assert not nx.has_path(net, "n0.gpu0", "n1.gpu1")
+    assert nx.has_path(fab.graph, "n0.gpu0", "n1.gpu1")
+    r = certified(fab, fo.max_concurrent_flow(fab, method="lp"))
+    assert r.theta > 0
+
+
+def test_no_scale_out_is_just_the_copies():
+    fab = fo.cluster(nvswitch_like(), nodes=3, scale_out=None)
+    assert fab.summary().links_by_tier == {"gpu-nvswitch": 3 * 2 * 3}
+    assert len(fab.switches) == 3 * 2
+
+
+def test_clos_tiers_default_to_the_fewest_that_reach():
+    dom = nvswitch_like(gpus=2)
+    # radix 4 at 1:1: two tiers reach 4 x 2 = 8 GPUs (clos.max_endpoints); 16 need three.
+    assert "spine-core" not in fo.cluster(dom, 4, "clos", radix=4).summary().links_by_tier
+    assert links(fo.cluster(dom, 8, "clos", radix=4), "spine-core") == 16
+
+
+def test_rail_optimized_with_scale_up_is_a_cluster():
+    dom = nvswitch_like(gpus=2)
+    a = fo.rail_optimized(nodes=4, gpus_per_node=2, leaf_radix=4, scale_up=dom)
+    b = fo.cluster(dom, nodes=4, leaf_radix=4)
+    assert nx.utils.graphs_equal(a.graph, b.graph)
+    assert a.symmetry is not None
+
+
+# -- symmetry -----------------------------------------------------------------------------------
+
+SYMMETRIC = [
+    lambda: fo.cluster(nvswitch_like(2), nodes=4, leaf_radix=4),
+    lambda: fo.cluster(nvswitch_like(3, split=(2, 1, 2)), nodes=2, leaf_radix=4),
+    lambda: fo.cluster(nvswitch_like(2), nodes=4, leaf_radix=4, planes=2),
+    lambda: fo.cluster(nvswitch_like(2), nodes=3, leaf_radix=6, spine=False),
+    lambda: fo.cluster(nvswitch_like(4, split=(2, 2), rails=[0, 1, 0, 1]), nodes=2,
+                       leaf_radix=4),
+    lambda: fo.cluster(nvswitch_like(2), nodes=4, scale_out="clos", radix=4),
+    lambda: fo.cluster(nvswitch_like(4, split=(2, 2)), nodes=2, scale_out="clos", radix=4),
+    lambda: fo.cluster(nvswitch_like(2), nodes=8, scale_out="fat_tree", radix=4, tiers=3),
+    lambda: fo.superpod(1, node=nvswitch_like(2), nodes_per_su=2, leaf_radix=4),
+    lambda: fo.superpod(3, node=nvswitch_like(2), nodes_per_su=2, leaf_radix=4),
+    lambda: fo.superpod(2, node=nvswitch_like(2), nodes_per_su=2, leaf_radix=4, spine=False),
+    lambda: fo.cluster(fo.nvswitch_domain(gpus=2, switches=2, links_per_gpu=3, link_gbps=200),
+                       nodes=4, leaf_radix=4),
+    lambda: fo.cluster({"family": "nvswitch_domain", "gpus": 3, "switches": 1,
+                        "links_per_gpu": 2, "link_gbps": 200}, nodes=2, scale_out="clos",
+                       radix=6),
+]
+
+
+@pytest.mark.parametrize("make", SYMMETRIC)
+def test_symmetry_claim_is_proven_and_symmetric_flow_equals_lp(make):
+    fab = make().validate()
+    fo.verify_symmetry(fab)
+    sym = certified(fab, fo.max_concurrent_flow(fab, method="symmetric"))
+    lp = certified(fab, fo.max_concurrent_flow(fab, method="lp"))
+    assert sym.theta == pytest.approx(lp.theta, abs=1e-7)
+    assert fo.check_certificate(fab, sym).ok
+
+
+@pytest.mark.parametrize("make", [
+    # GPUs of a ring are linked to each other: not twins.
+    lambda: fo.cluster(fo.ring(4), nodes=2, leaf_radix=4),
+    # Leaves of 2 GPUs over domains of 3: a leaf straddles two domains (3 and 2 do not nest).
+    lambda: fo.cluster(nvswitch_like(3, split=(1, 1, 1)), nodes=2, scale_out="clos", radix=4),
+    # Servers of 2 per domain, 3 per leaf: blocks do not nest.
+    lambda: fo.cluster(nvswitch_like(4, split=(2, 2), rails=[0, 1, 0, 1]), nodes=3,
+                       leaf_radix=4, oversubscription=3.0),
+    # The last leaf of each rail is partly filled.
+    lambda: fo.cluster(nvswitch_like(2), nodes=3, leaf_radix=4),
+    # A domain without a claim.
+    lambda: fo.cluster(fo.from_networkx(nx.star_graph(2), endpoints=[1, 2]), 2, leaf_radix=4),
+])
+def test_no_claim_where_it_cannot_be_proven(make):
+    assert make().symmetry is None
+
+
+# -- SuperPOD -------------------------------------------------------------------------------
+
+# NVIDIA DGX SuperPOD table (B200 RA, QM9700 NDR; hardware reference section 2.2, V):
+# SU -> leaves, spines, cores; cables node-leaf = leaf-spine = GPUs, spine-core = GPUs from
+# 16 SU (two tiers below).
+SUPERPOD_TABLE = [
+    (2, 16, 8, 0),
+    (4, 32, 16, 0),
+    (8, 64, 32, 0),
+    (16, 128, 128, 64),
+    (32, 256, 256, 128),
+    (64, 512, 512, 256),
+]
+
+
+@pytest.mark.parametrize(("su", "leaves", "spines", "cores"), SUPERPOD_TABLE)
+def test_superpod_matches_nvidia_table(su, leaves, spines, cores):
+    fab = fo.superpod(su)  # DGX H100 nodes
+    gpus = su * 32 * 8  # 32 DGX per SU, 8 GPUs each
+    assert len(fab.endpoints) == gpus
+    assert len(switches_with_down(fab, "gpu-leaf")) == leaves
+    assert len(switches_with_down(fab, "leaf-spine")) == spines
+    assert len(switches_with_down(fab, "spine-core")) == cores
+    assert links(fab, "gpu-leaf") == gpus and links(fab, "leaf-spine") == gpus
+    assert links(fab, "spine-core") == (gpus if cores else 0)
+    net = [v for v in fab.switches if fab.graph.nodes[v]["model"] == "qm9700"]
+    assert len(net) == leaves + spines + cores
+    assert all(fab.graph.nodes[v]["radix"] == 64 for v in net)
+    assert {d["tech"] for _, _, d in fab.graph.edges(data=True)} == {"nvlink4", "ndr"}
+    assert fab.symmetry is not None
+
+
+def test_superpod_leaves_are_per_su_and_rail():
+    fab = fo.superpod(3, node=nvswitch_like(2), nodes_per_su=2, leaf_radix=4).validate()
+    g = fab.graph
+    for gpu in fab.endpoints:
+        (leaf,) = tier_arcs(fab, gpu, "gpu-leaf")
+        assert g.nodes[leaf]["rail"] == g.nodes[gpu]["rail"]
+        assert g.nodes[leaf]["su"] == g.nodes[gpu]["su"] == g.nodes[gpu]["node"] // 2
+
+
+def test_superpod_rail_only_has_one_leaf_per_rail():
+    fab = fo.superpod(2, spine=False)
+    # 64 nodes fit one 64-port leaf per rail: 8 leaves, no spine (arXiv:2307.12169).
+    assert len(switches_with_down(fab, "gpu-leaf")) == 8
+    assert links(fab, "leaf-spine") == 0
+
+
+# -- bad arguments --------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"scale_out": "torus"}, r"cluster\(\): scale_out must be one of"),
+    ({"nodes": 0}, r"cluster\(\): nodes must be an integer >= 1"),
+    ({"nodes": 2.5}, r"nodes must be an integer"),
+    ({"scale_up": "dgx_h1000"}, r"scale_up must be a Fabric.*generators: clos, complete"),
+    ({"scale_up": 5}, r"scale_up must be a Fabric"),
+    ({"scale_up": {"family": "ring", "m": 4}}, r"scale_up must be arguments ring\(\) takes"),
+    ({"scale_up": fo.from_networkx(nx.path_graph(2), endpoints=[])},
+     r"scale_up must be a Fabric whose endpoints are GPUs"),
+    ({"scale_up": nvswitch_like(3, split=(1,), rails=[0, 0, 1])},
+     r"rails hold equally many GPUs"),
+    ({"nic_gbps": 0}, r"nic_gbps must be a finite number > 0"),
+    ({"radix": 4}, r"fabric_options must be options of scale_out='rail_optimized'"),
+    ({"scale_out": "clos", "leaf_radix": 4}, r"options of scale_out='clos'"),
+    ({"scale_out": None, "leaf_radix": 4}, r"options of scale_out=None \(none\)"),
+    ({"leaf_radix": 1}, r"leaf_radix must be an integer >= 2"),
+    ({"spine": 1}, r"spine must be True or False"),
+    ({"planes": 0}, r"planes must be an integer >= 1"),
+    ({"oversubscription": -1}, r"oversubscription must be a finite number > 0"),
+    ({"scale_out": "clos", "tiers": 4}, r"tiers must be one of 2, 3"),
+    ({"tech": 5}, r"tech must be None or a non-empty string"),
+    ({"name": 5}, r"name must be None or a string"),
+    ({"nodes": 100, "leaf_radix": 4}, r"2 tiers of radix-4 switches reach at most 4 nodes"),
+])
+def test_cluster_bad_arguments(kw, match):
+    args = {"scale_up": nvswitch_like(), "nodes": 2, **kw}
+    with pytest.raises(fo.InvalidParameterError, match=match):
+        fo.cluster(**args)
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"scalable_units": 0}, r"superpod\(\): scalable_units must be an integer >= 1"),
+    ({"node": "dgx"}, r"superpod\(\): node must be a Fabric"),
+    ({"node": nvswitch_like(4, split=(2,), rails=[0, 1, 0, 1])},
+     r"node must be a server with one GPU per rail"),
+    ({"nodes_per_su": 4}, r"nodes_per_su must be an integer >= 1 <= 3"),
+    ({"spine": False, "scalable_units": 3}, r"scalable_units must be at most 2 without a spine"),
+    ({"scalable_units": 5}, r"scalable_units must be at most 4 \(three tiers"),
+    ({"spine": "yes"}, r"spine must be True or False"),
+    ({"switch_model": ""}, r"switch_model must be None or a non-empty string"),
+])
+def test_superpod_bad_arguments(kw, match):
+    args = {"scalable_units": 1, "node": nvswitch_like(2), "nodes_per_su": 2,
+            "leaf_radix": 4, **kw}
+    with pytest.raises(fo.InvalidParameterError, match=match):
+        fo.superpod(**args)
+
+
+def test_real_domains_keep_their_claim_and_symmetric_flow_matches_lp():
+    # 2 DGX H100 (too big for verify_symmetry; the claim rests on the proofs above): every
+    # GPU reaches its 7 node peers over NVLink and the 8 others through its rail leaf.
+    fab = fo.cluster(fo.dgx_h100(), nodes=2, leaf_radix=16)
+    assert fab.symmetry is not None
+    sym = certified(fab, fo.max_concurrent_flow(fab, method="symmetric"))
+    lp = certified(fab, fo.max_concurrent_flow(fab, method="lp"))
+    assert sym.theta == pytest.approx(lp.theta, abs=1e-7)
+
+
+def test_gb200_racks_are_servers_of_four_rails():
+    # gb200_nvl72 GPUs carry rail = GPU in tray (0-3): 18 servers (trays) of 4 rails per rack.
+    fab = fo.cluster("gb200_nvl72", nodes=2, leaf_radix=72, oversubscription=1.0)
+    # 2 racks x 18 trays = 36 servers per rail on one 36-down leaf each: 4 leaves.
+    assert len(switches_with_down(fab, "gpu-leaf")) == 4
+    assert fab.symmetry is not None  # 18 servers per rack divide 36 per leaf
+
+
+def test_rail_optimized_scale_up_must_have_gpus_per_node():
+    with pytest.raises(fo.InvalidParameterError, match=r"gpus_per_node must equal the GPUs"):
+        fo.rail_optimized(nodes=4, gpus_per_node=8, leaf_radix=4, scale_up=nvswitch_like(2))
