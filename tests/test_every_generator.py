@@ -39,7 +39,8 @@ def test_generator_end_to_end(name):
         pytest.skip(f"{name} is not registered")
     fab = fo.GENERATORS[name](**SMALL[name]).validate()
     r = certified(fab, fo.max_concurrent_flow(fab))
-    if fab.symmetry is not None:
+    small_lp = fo.flow.api.lp_size_estimate(fab, fo.all_to_all(fab)) < 200_000
+    if fab.symmetry is not None and small_lp:  # the full LP of NVL72 takes minutes
         full = fo.max_concurrent_flow(fab, method="lp")
         assert r.theta == pytest.approx(full.theta, rel=1e-7)
     b = fo.bisection_bandwidth(fab, milp_max_nodes=0)
