@@ -435,7 +435,7 @@ GENERATOR_CALLS = {
 }
 
 
-@pytest.mark.parametrize("name, rate", itertools.product(GENERATOR_CALLS, BAD_RATES))
+@pytest.mark.parametrize("name, rate", list(itertools.product(GENERATOR_CALLS, BAD_RATES)))
 def test_bad_link_gbps(name, rate):
     with pytest.raises(fo.InvalidParameterError,
                        match=rf"{name}\(\): link_gbps must be a finite number > 0"):
