@@ -258,6 +258,17 @@ def scatter_ratio(p: _Problem, root: int, max_iter: int = 50) -> tuple[float, np
     return lam, side, False
 
 
+def _forwarders_balanced(p: _Problem) -> bool:
+    """True when every node that is not a participant has as much capacity in as out
+    (ForestColl's schedules split switches off as Eulerian nodes)."""
+    ga = p.ga
+    cap_in = np.bincount(ga.head, weights=ga.capacity, minlength=ga.n_nodes)
+    cap_out = np.bincount(ga.tail, weights=ga.capacity, minlength=ga.n_nodes)
+    forwarder = np.ones(ga.n_nodes, dtype=bool)
+    forwarder[p.gpus] = False
+    return bool(np.allclose(cap_in[forwarder], cap_out[forwarder], rtol=1e-9, atol=0))
+
+
 def _pair_cut_min(p: _Problem, root: int, limit: int = 64) -> tuple[float, np.ndarray | None]:
     """Smallest cut separating GPUs found: single GPUs (exact, all of them) and min cuts
     from ``root`` to up to ``limit`` other GPUs, in both directions. Any value returned is
@@ -398,15 +409,23 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
     chunk = size / n
     result_inr = False
 
-    def ag_bound(problem: _Problem, name: str, direction: str) -> tuple[float, Bound]:
+    balanced = _forwarders_balanced(p)
+    if not balanced:
+        notes.append("some forwarding node has unequal capacity in and out, so the "
+                     "ForestColl optimum is a lower bound only (its schedules need balanced "
+                     "switches); no achievable time is claimed for all-gather/reduce-scatter")
+
+    def ag_bound(problem: _Problem, name: str, direction: str) -> tuple[float | None, Bound]:
         ratio, side, proven = forestcoll_ratio(problem)
         t = chunk * ratio / GBPS_TO_BYTES
         if not proven:
             notes.append(f"{name}: the max-flow search was rounded; the cut found is real, "
                          "but a slightly tighter one may exist")
         info = _cut_info(problem, side, direction)
-        return t, _bound(collective, n, size, name, t, "exact",
-                         "ForestColl cut formula (forwarding-only switches)", info)
+        kind = "exact" if balanced else "lower"
+        bound = _bound(collective, n, size, name, t, kind,
+                       "ForestColl cut formula (forwarding-only switches)", info)
+        return (t if balanced else None), bound
 
     if collective in ("all_gather", "reduce_scatter", "all_reduce"):
         t_ag, b_ag = ag_bound(p, "all-gather optimum", "leaving")
@@ -423,13 +442,14 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
         cut_min, cut_side = _pair_cut_min(p, int(p.gpus[0]))
         t_cut = _time(size, cut_min)
         cut_info = _cut_info(p, cut_side, "leaving") if cut_side is not None else None
-        b_sum = _bound(collective, n, size, "reduce-scatter + all-gather", t_rs + t_ag,
+        t_sum = math.inf if t_rs is None or t_ag is None else t_rs + t_ag
+        b_sum = _bound(collective, n, size, "reduce-scatter + all-gather", t_sum,
                        "achievable", "ForestColl reduce-scatter then all-gather")
         b_vol = _bound(collective, n, size, "volume", t_vol, "lower",
                        "each GPU sends 2(n-1)/n of the buffer (no in-network reduction)")
         b_cut = _bound(collective, n, size, "any-scheme cut", t_cut, "lower",
                        "every GPU-separating cut carries the buffer both ways", cut_info)
-        bounds += [b_rs, b_ag, b_vol, b_cut, b_sum]
+        bounds += [b_rs, b_ag, b_vol, b_cut] + ([b_sum] if math.isfinite(t_sum) else [])
         domains, b_up = _reduce_domains(fab, p)
         use_inr = bool(domains) if in_network_reduction == "auto" else bool(
             in_network_reduction and domains)
@@ -464,7 +484,8 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
         else:
             lower = max(no_inr, key=lambda b: b.time_s)
         best = min(achievable_options, key=lambda b: b.time_s)
-        achievable, binding = best.time_s, lower
+        achievable = best.time_s if math.isfinite(best.time_s) else None
+        binding = lower
     elif collective == "all_to_all":
         from .flow import max_concurrent_flow
         from .traffic import all_to_all
@@ -492,10 +513,14 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
         ratio, _, _ = scatter_ratio(p, root)
         t_sc = chunk * ratio / GBPS_TO_BYTES
         t_ag, b_ag = ag_bound(p, "all-gather optimum", "leaving")
-        b_ach = _bound(collective, n, size, "scatter + all-gather", t_sc + t_ag, "achievable",
-                       "van de Geijn: scatter S/n per GPU, then all-gather")
-        bounds += [lower, b_ach]
-        achievable, binding = t_sc + t_ag, lower
+        bounds.append(lower)
+        achievable = None
+        if t_ag is not None:
+            achievable = t_sc + t_ag
+            bounds.append(_bound(collective, n, size, "scatter + all-gather", achievable,
+                                 "achievable", "van de Geijn: scatter S/n per GPU, then "
+                                 "all-gather"))
+        binding = lower
 
     alpha_low, alpha_step, steps = 0.0, 0.0, 0
     if latency is not None:

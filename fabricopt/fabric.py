@@ -97,8 +97,9 @@ class Fabric:
     # -- symmetry -------------------------------------------------------------------------
     @property
     def symmetry(self) -> Symmetry | None:
-        """The generator's symmetry claim, or None once the graph was changed after building."""
-        if self._symmetry is not None and not self._symmetry.matches(self.graph):
+        """The generator's symmetry claim, or None once the graph or the endpoints were
+        changed after building."""
+        if self._symmetry is not None and not self._symmetry.matches(self.graph, self.endpoints):
             self._symmetry = None
         return self._symmetry
 

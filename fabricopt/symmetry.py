@@ -12,7 +12,7 @@ generation is never solved with a stale claim.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,9 @@ class Symmetry:
         A short description of the group, for people (e.g. ``"pod and switch permutations"``).
     n_nodes, n_arcs : int
         Size of the graph the claim was made for.
+    endpoints : frozenset
+        The endpoints the group acts transitively on; the claim says nothing about any other
+        set of endpoints.
 
     Examples
     --------
@@ -46,6 +49,7 @@ class Symmetry:
     group: str
     n_nodes: int
     n_arcs: int
+    endpoints: frozenset[Hashable]
     orbit_names: tuple[str, ...] = field(default=())
 
     @property
@@ -53,13 +57,16 @@ class Symmetry:
         """Number of distinct arc orbits."""
         return len(set(self.arc_orbit.values()))
 
-    def matches(self, graph: nx.DiGraph) -> bool:
-        """True when ``graph`` still looks like the graph the claim was made for.
+    def matches(self, graph: nx.DiGraph, endpoints: Iterable[Hashable]) -> bool:
+        """True when ``graph`` and ``endpoints`` still look like what the claim was made for.
 
-        Checks the node and arc counts, that every claimed arc exists, and that all arcs of an
-        orbit have the same capacity (an automorphism preserves capacities).
+        Checks the endpoint set, the node and arc counts, that every claimed arc exists, and
+        that all arcs of an orbit have the same capacity (an automorphism preserves
+        capacities).
         """
         if graph.number_of_nodes() != self.n_nodes or graph.number_of_edges() != self.n_arcs:
+            return False
+        if frozenset(endpoints) != self.endpoints:
             return False
         if len(self.arc_orbit) != self.n_arcs:
             return False

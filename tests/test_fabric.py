@@ -96,6 +96,9 @@ def test_symmetry_dropped_when_graph_changes():
     assert fab2.symmetry is None
     assert fo.ring(6).without_links([("n0", "n1")]).symmetry is None
     assert fo.ring(6).copy().symmetry is not None
+    # A claim is about one endpoint set: other endpoints, even on the same graph, drop it.
+    fab3 = fo.ring(6)
+    assert fo.Fabric(fab3.graph, fab3.endpoints[:3], symmetry=fab3.symmetry).symmetry is None
 
 
 def test_verify_symmetry_rejects_a_wrong_claim():
@@ -105,7 +108,7 @@ def test_verify_symmetry_rejects_a_wrong_claim():
     assert fab.symmetry.n_orbits == 2
     bad = {arc: 0 for arc in fab.symmetry.arc_orbit}
     fab._symmetry = Symmetry(bad, "wrong", fab.graph.number_of_nodes(),
-                             fab.graph.number_of_edges())
+                             fab.graph.number_of_edges(), frozenset(fab.endpoints))
     with pytest.raises(fo.InvalidFabricError, match="share orbit"):
         fo.verify_symmetry(fab)
 

@@ -170,6 +170,27 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     return result
 
 
+def _endpoint_pair(col: Collapse, ga: GraphArrays, agg: tuple, pair: Any) -> Any:
+    """The unreachable pair named by endpoints rather than the switches they hang off."""
+    if pair is None:
+        return None
+    s, t = ga.index[pair[0]], ga.index[pair[1]]
+    eps = col.endpoints
+    src = next((eps[i] for i in np.flatnonzero(col.attach == s)), pair[0])
+    dst = next((eps[i] for i in np.flatnonzero(col.attach == t)), pair[1])
+    return (src, dst)
+
+
+def _endpoint_cut(col: Collapse, ga: GraphArrays, cut: Any) -> Any:
+    """The reachable set with the collapsed endpoints of its switches added back."""
+    if cut is None:
+        return None
+    inside = np.zeros(ga.n_nodes, dtype=bool)
+    inside[[ga.index[v] for v in cut]] = True
+    extra = [col.endpoints[i] for i in np.flatnonzero(inside[col.attach])]
+    return frozenset(cut) | frozenset(extra)
+
+
 def _polished(lp: Any, sol: Any) -> Any:
     """The solution with its point polished (see :mod:`fabricopt.flow.polish`) when the
     solver's own residual is above machine precision."""
@@ -260,7 +281,8 @@ def solve_flow_model(model: FlowModel, backend: str = "highs", time_limit: float
     result = FlowResult(
         theta=theta, lower=lower, upper=upper, status=sol.status, method="lp",
         backend=backend, seconds=sol.seconds, per_endpoint_gbps=0.0, message=sol.message,
-        fabric_name=fabric_name, cut=bound.cut, unreachable=bound.unreachable,
+        fabric_name=fabric_name, cut=_endpoint_cut(model.collapse, ga, bound.cut),
+        unreachable=_endpoint_pair(model.collapse, ga, model.agg, bound.unreachable),
         max_overload=overload, max_residual=residual,
         lp_size={"columns": model.lp.n_cols, "rows": model.lp.n_rows, "nonzeros": model.lp.nnz,
                  "commodities": model.n_commodities},
@@ -346,14 +368,19 @@ def cheap_bracket(fab: Fabric, traffic: Traffic, backend: str = "none",
     collapsed = (col.out_arc >= 0) & include_endpoint_links
     ep_arc = np.concatenate([col.out_arc[collapsed], col.in_arc[collapsed]])
     ep_gbps = np.concatenate([out[collapsed], inc[collapsed]])
+    used = ep_gbps > 0  # an endpoint that only sends (or only receives) bounds nothing
+    ep_arc, ep_gbps = ep_arc[used], ep_gbps[used]
     bound = distance_bound(ga, np.ones(ga.n_arcs), col.core_arc, src, dst, gbps, ep_arc,
                            ep_gbps)
     # Endpoint links alone also bound theta: theta * out(e) <= its link capacity.
     ep_limit = np.min(ga.capacity[ep_arc] / ep_gbps) if len(ep_arc) else np.inf
     result = FlowResult(theta=None, lower=0.0, upper=float(min(bound.upper, ep_limit)),
                         status="not_solved", method="bounds", backend=backend, seconds=0.0,
-                        per_endpoint_gbps=0.0, fabric_name=fab.name, cut=bound.cut,
-                        unreachable=bound.unreachable, _ga=ga, _tiers=_tiers(fab, ga))
+                        per_endpoint_gbps=0.0, fabric_name=fab.name,
+                        cut=_endpoint_cut(col, ga, bound.cut),
+                        unreachable=_endpoint_pair(col, ga, (src, dst, gbps),
+                                                   bound.unreachable),
+                        _ga=ga, _tiers=_tiers(fab, ga))
     return _finish(result, traffic)
 
 

@@ -5,6 +5,10 @@ from the fabric's own arcs); the upper bound is recomputed from the stored arc l
 one shortest-path search per *endpoint* over the whole graph — no endpoint collapse, no
 aggregation, no symmetry — so the distance bound is evaluated exactly as stated in
 ``reference/bounds.md``.
+
+For results of the symmetric method the lower bound is re-proven for the root's flow and
+spread over the arc orbits, which relies on the generator's symmetry claim (the upper bound
+does not): prove a claim on a small instance with :func:`fabricopt.verify_symmetry`.
 """
 
 from __future__ import annotations

@@ -85,10 +85,11 @@ class FabricBuilder:
         g.add_nodes_from(self.nodes.items())
         g.add_edges_from((u, v, d) for (u, v), d in self.arcs.items())
         symmetry = None
+        eps = self.endpoints if endpoints is None else list(endpoints)
         if symmetric:
             names = sorted(set(self.orbit.values()))
             index = {name: i for i, name in enumerate(names)}
             symmetry = Symmetry({arc: index[label] for arc, label in self.orbit.items()},
-                                group, g.number_of_nodes(), g.number_of_edges(), tuple(names))
-        eps = self.endpoints if endpoints is None else list(endpoints)
+                                group, g.number_of_nodes(), g.number_of_edges(),
+                                frozenset(eps), tuple(names))
         return Fabric(g, eps, self.name, self.params, symmetry)
