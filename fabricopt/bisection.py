@@ -51,7 +51,8 @@ class BisectionResult:
 
     ``per_gpu_gbps`` is the bisection divided by the number of endpoints; full bisection is
     half the injection bandwidth per endpoint, so ``full_bisection_ratio`` is 1 for a
-    non-blocking fabric.
+    non-blocking fabric. In clusters the injection counted is the scale-out one (NIC links,
+    not NVLink): a bisection that keeps scale-up domains whole never crosses NVLink.
     """
 
     lower_gbps: float
@@ -84,6 +85,18 @@ class BisectionResult:
             f"cut              {len(self.cut.links)} arcs from "
             f"{len(self.cut.endpoints_a)} to {len(self.cut.endpoints_b)} endpoints",
         ])
+
+
+#: Tiers that join GPUs inside a scale-up domain.
+SCALE_UP_TIERS = ("gpu-nvswitch", "gpu-ualink-switch", "nvswitch-l2")
+
+
+def scale_out_injection_gbps(fab: Fabric, endpoint: Hashable) -> float:
+    """Capacity leaving ``endpoint`` outside its scale-up domain (all of it if it has no
+    other links)."""
+    arcs = list(fab.graph.out_edges(endpoint, data=True))
+    out = sum(d["capacity"] for _, _, d in arcs if d.get("tier") not in SCALE_UP_TIERS)
+    return float(out) if out > 0 else float(sum(d["capacity"] for _, _, d in arcs))
 
 
 def _split_by_keys(keys: list[Any], half: int) -> np.ndarray | None:
@@ -291,6 +304,6 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     b_eps = tuple(e for e, m in zip(eps, side[ep_idx], strict=True) if not m)
     bcut = BisectionCut(frozenset(ga.nodes[i] for i in np.flatnonzero(side)), a_eps, b_eps,
                         tuple(ga.arcs[a] for a in cut.arcs), float(upper), found_by)
-    injection = float(np.mean([fab.injection_gbps(e) for e in eps]))
+    injection = float(np.mean([scale_out_injection_gbps(fab, e) for e in eps]))
     return BisectionResult(float(lower), float(upper), bool(exact), bcut, n, injection,
                            lower_from, time.perf_counter() - start, candidates)

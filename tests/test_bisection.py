@@ -99,3 +99,15 @@ def test_bad_arguments(kwargs, match):
         fo.bisection_bandwidth(fo.ring(6), **kwargs)
     with pytest.raises(fo.InvalidParameterError, match="Fabric"):
         fo.bisection_bandwidth(nx.path_graph(4))
+
+
+def test_cluster_full_bisection_counts_scale_out_injection():
+    # 2 SUs of DGX H100: 512 GPUs, one 400 Gb/s NIC each, non-blocking rail-optimized
+    # scale-out. A bisection keeping nodes whole crosses 256 NIC-links' worth: 256 x 400
+    # Gb/s = 102,400 Gb/s, which is full bisection for 400 Gb/s per GPU (NVLink is internal
+    # to the nodes and does not count as injection here).
+    fab = fo.superpod(2)
+    b = fo.bisection_bandwidth(fab)
+    assert b.upper_gbps == pytest.approx(256 * 400)
+    assert b.injection_gbps == pytest.approx(400.0)
+    assert b.full_bisection_ratio == pytest.approx(1.0)
