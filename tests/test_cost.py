@@ -683,3 +683,25 @@ def test_cli_bom(capsys, tmp_path):
                 'confidence = "vendor"\n')
     assert main(["bom", "ring", "n=4", "--catalog", str(bad)]) == 2
     assert "price_usd must be a finite number >= 0" in capsys.readouterr().err
+
+
+def test_design_file_layout_and_catalog_tables_reach_the_estimate(tmp_path):
+    # A design file's [catalog] table overrides the QM9700 price and its [layout] table moves
+    # the leaves to the end of the row: the estimate must use both without being told.
+    path = tmp_path / "ft.toml"
+    path.write_text(
+        'family = "fat_tree"\n'
+        '[params]\nk = 4\n'
+        '[layout]\nleaf_placement = "end_of_row"\n'
+        '[catalog.switch.qm9700]\nprice_usd = 1000.0\n'
+        'source = "test quote"\nconfidence = "vendor"\n')
+    fab = fo.load_design(path)
+    est = fo.estimate_cost(fab)
+    row = next(r for r in est.bom if r.component == "qm9700")
+    # k=4 fat-tree: 5 k^2 / 4 = 20 switches at the quoted $1,000 each.
+    assert row.count == 20 and row.unit_usd == 1000.0
+    # End-of-row leaves lengthen the GPU links, so the media differ from the default
+    # top-of-rack layout and match an explicit end-of-row one.
+    default = fo.estimate_cost(fo.fat_tree(4))
+    placed = fo.estimate_cost(fo.fat_tree(4), layout={"leaf_placement": "end_of_row"})
+    assert set(est.by_medium) == set(placed.by_medium) != set(default.by_medium)

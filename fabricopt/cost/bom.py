@@ -342,9 +342,12 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     fab : Fabric
         The fabric (validated first).
     catalog : Catalog or path, optional
-        Hardware figures (default: :meth:`Catalog.default`; a path is merged over it).
+        Hardware figures (default: :meth:`Catalog.default`, with the ``[catalog]`` table of
+        the fabric's design file merged over it when there is one; a path is merged over the
+        default).
     layout : Layout or mapping, optional
-        Physical layout giving link lengths (default: ``Layout()``).
+        Physical layout giving link lengths (default: the ``[layout]`` table of the fabric's
+        design file, else ``Layout()``).
     policy : Policy, str or mapping, optional
         Media and switch choices: a :class:`Policy`, a preset name (``"cost"``, ``"power"``,
         ``"all_optics"``, ``"lpo"``, ``"cpo"``, ``"aec_in_row"``) or Policy fields.
@@ -376,7 +379,12 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     func = "estimate_cost"
     if not isinstance(fab, Fabric):
         raise fail(func, "fab", "a Fabric", type(fab).__name__)
+    design = getattr(fab, "design", None) or {}
     cat = _coerce_catalog(catalog)
+    if catalog is None and design.get("catalog"):
+        cat = cat.merged(design["catalog"], origin=str(design.get("file", "design file")))
+    if layout is None and design.get("layout"):
+        layout = design["layout"]
     lay = Layout.coerce(layout, func)
     pol = Policy.coerce(policy, func)
     pol.check_against(cat, func)
