@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -96,3 +96,19 @@ def as_rng(seed: Any) -> np.random.Generator:
         return np.random.default_rng(None if seed is None else int(seed))
     raise InvalidParameterError(
         f"seed must be None, an integer >= 0 or a numpy.random.Generator, got {seed!r}")
+
+
+def check_endpoint_group(func: str, fab: Any, endpoints: Iterable[Hashable] | None,
+                         minimum: int = 2,
+                         error: type[Exception] = InvalidParameterError) -> tuple[Hashable, ...]:
+    """The participating endpoints (default: all of ``fab``'s), checked: known, distinct,
+    at least ``minimum`` of them. Raises ``error`` naming ``func``."""
+    eps = tuple(fab.endpoints) if endpoints is None else tuple(endpoints)
+    known = set(fab.endpoints)
+    unknown = [e for e in eps if e not in known]
+    if unknown:
+        raise error(f"{func}(): endpoints must be endpoints of fabric {fab.name!r}, "
+                    f"got unknown {unknown[:3]!r}")
+    if len(eps) < minimum or len(set(eps)) != len(eps):
+        raise error(f"{func}(): needs at least {minimum} distinct endpoints, got {len(eps)}")
+    return eps

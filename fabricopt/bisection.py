@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_int
+from ._checks import check_endpoint_group, check_int
 from .cuts import Cut, min_cut
 from .errors import InvalidParameterError
 from .fabric import Fabric
@@ -245,15 +245,7 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
                                     f"got {type(fab).__name__}")
     milp_max_nodes = check_int("bisection_bandwidth", "milp_max_nodes", milp_max_nodes,
                                minimum=0)
-    eps = tuple(fab.endpoints) if endpoints is None else tuple(endpoints)
-    known = set(fab.endpoints)
-    unknown = [e for e in eps if e not in known]
-    if unknown:
-        raise InvalidParameterError(f"bisection_bandwidth(): endpoints must be endpoints of "
-                                    f"{fab.name!r}, got unknown {unknown[:3]!r}")
-    if len(eps) < 2 or len(set(eps)) != len(eps):
-        raise InvalidParameterError("bisection_bandwidth(): needs at least 2 distinct "
-                                    f"endpoints, got {len(eps)}")
+    eps = check_endpoint_group("bisection_bandwidth", fab, endpoints)
     ga = GraphArrays.from_fabric(fab)
     ep_idx = np.array([ga.index[e] for e in eps])
     n = len(eps)

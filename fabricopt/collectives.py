@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_choice, check_positive
+from ._checks import check_choice, check_endpoint_group, check_positive
 from .cuts import cut_capacity, min_cut
 from .errors import InvalidParameterError
 from .fabric import Fabric
@@ -383,15 +383,7 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
     if in_network_reduction not in ("auto", True, False):
         raise InvalidParameterError(f"{func}(): in_network_reduction must be 'auto', True or "
                                     f"False, got {in_network_reduction!r}")
-    eps = tuple(fab.endpoints) if endpoints is None else tuple(endpoints)
-    known = set(fab.endpoints)
-    unknown = [e for e in eps if e not in known]
-    if unknown:
-        raise InvalidParameterError(f"{func}(): endpoints must be endpoints of {fab.name!r}, "
-                                    f"got unknown {unknown[:3]!r}")
-    if len(eps) < 2 or len(set(eps)) != len(eps):
-        raise InvalidParameterError(f"{func}(): needs at least 2 distinct endpoints, "
-                                    f"got {len(eps)}")
+    eps = check_endpoint_group(func, fab, endpoints)
     profile = None
     if expected is True:
         profile = dict(DEFAULT_EFFICIENCY)

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import as_rng, check_positive
+from ._checks import as_rng, check_endpoint_group, check_positive
 from .errors import InvalidParameterError, TrafficError
 
 Pair = tuple[Hashable, Hashable]
@@ -196,15 +196,7 @@ class Traffic:
 
 
 def _endpoints_of(func: str, fab: Any, endpoints: Iterable[Hashable] | None) -> tuple:
-    if endpoints is None:
-        return tuple(fab.endpoints)
-    eps = tuple(endpoints)
-    known = set(fab.endpoints)
-    unknown = [e for e in eps if e not in known]
-    if unknown:
-        raise TrafficError(f"{func}(): endpoints must be endpoints of fabric {fab.name!r}, "
-                           f"got unknown {unknown[:3]!r}")
-    return eps
+    return check_endpoint_group(func, fab, endpoints, minimum=1, error=TrafficError)
 
 
 def all_to_all(fab: Any, gbps: float = 1.0,
