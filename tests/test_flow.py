@@ -301,3 +301,12 @@ def test_missing_backend_gives_install_hint(monkeypatch):
     monkeypatch.setitem(sys.modules, "highspy", None)  # import highspy now fails
     with pytest.raises(fo.BackendUnavailableError, match="pip install"):
         fo.max_concurrent_flow(fo.ring(4), backend="highspy")
+
+
+def test_default_simplex_is_exact_on_a_random_fabric():
+    # Regression: with HiGHS's default 1e-7 feasibility tolerances the simplex point was
+    # 3e-7 and its duals 3e-5 from optimal on this jellyfish, so the certified bracket did not
+    # close; the backends now ask for 1e-10. (No closed form: the certificate is the check.)
+    fab = fo.jellyfish(40, 6, 4, seed=1)
+    r = fo.max_concurrent_flow(fab, method="lp")
+    certified(fab, r)

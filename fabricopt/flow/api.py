@@ -24,7 +24,7 @@ from .backends import BACKENDS, solve_lp
 from .certificate import DistanceBound, certified_lower, distance_bound
 from .formulation import Collapse, FlowModel, aggregate_demand, build_flow_lp
 from .graph_arrays import GraphArrays
-from .polish import polish, residual
+from .polish import polish, polish_duals, residual
 from .result import FlowResult
 from .symmetric import SymmetricModel, build_symmetric_lp
 
@@ -264,11 +264,22 @@ def solve_flow_model(model: FlowModel, backend: str = "highs", time_limit: float
     bound: DistanceBound
     src, dst, gbps = model.agg
     if sol.dual_ub is not None:
-        lengths = np.zeros(ga.n_arcs)
-        lengths[model.core_arcs] = np.abs(sol.dual_ub[:m])
-        np.add.at(lengths, model.ep_rows_arc, np.abs(sol.dual_ub[m:]))
-        bound = distance_bound(ga, lengths, model.collapse.core_arc, src, dst, gbps,
-                               model.ep_rows_arc, model.ep_rows_gbps)
+        def bound_from(duals: np.ndarray) -> tuple[np.ndarray, DistanceBound]:
+            ls = np.zeros(ga.n_arcs)
+            ls[model.core_arcs] = np.clip(-duals[:m], 0.0, None)
+            np.add.at(ls, model.ep_rows_arc, np.clip(-duals[m:], 0.0, None))
+            return ls, distance_bound(ga, ls, model.collapse.core_arc, src, dst, gbps,
+                                      model.ep_rows_arc, model.ep_rows_gbps)
+
+        lengths, bound = bound_from(sol.dual_ub)
+        if sol.x is not None and bound.upper - lower > EXACT_RTOL * bound.upper:
+            # The solver's duals are off (tolerances, postsolve): make them consistent with
+            # the point by complementary slackness and keep the better of the two bounds.
+            better = polish_duals(model.lp, sol.x, sol.dual_eq, sol.dual_ub)
+            if better is not None:
+                lengths2, bound2 = bound_from(better)
+                if bound2.upper < bound.upper:
+                    lengths, bound = lengths2, bound2
     else:
         bound = distance_bound(ga, np.ones(ga.n_arcs), model.collapse.core_arc, src, dst,
                                gbps, model.ep_rows_arc, model.ep_rows_gbps)
@@ -314,6 +325,13 @@ def solve_symmetric(fab: Fabric, traffic: Traffic, backend: str = "highs",
     lengths = (model.lengths(sol.dual_ub) if sol.dual_ub is not None
                else np.ones(ga.n_arcs))
     upper, unreachable, cut, message = _symmetric_upper(fab, model, lengths, spot_checks)
+    if sol.x is not None and sol.dual_ub is not None and upper - lower > EXACT_RTOL * upper:
+        better = polish_duals(model.lp, sol.x, sol.dual_eq, sol.dual_ub)
+        if better is not None:
+            lengths2 = model.lengths(better)
+            upper2, _, _, message2 = _symmetric_upper(fab, model, lengths2, spot_checks)
+            if not message2 and upper2 < upper:
+                lengths, upper = lengths2, upper2
     theta = theta_x if sol.status == "optimal" else None
     status = sol.status
     if message:

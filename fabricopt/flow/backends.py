@@ -3,7 +3,8 @@
 ==========  ===========================================================================
 backend     what runs
 ==========  ===========================================================================
-"highs"     HiGHS through :func:`scipy.optimize.linprog` (always available)
+"highs"     HiGHS through :func:`scipy.optimize.linprog` (always available):
+            ``solver="choose"|"simplex"|"ipm"``
 "highspy"   HiGHS directly (``pip install highspy``): ``solver="simplex"|"ipm"|"pdlp"``,
             ``threads``, time limit
 "pulp"      any solver pulp drives (CBC ships with pulp; Gurobi, CPLEX where installed)
@@ -27,6 +28,10 @@ from ..errors import BackendUnavailableError, InvalidParameterError
 from .lp import LinearProgram, LPSolution
 
 BACKENDS = ("highs", "highspy", "pulp")
+
+#: HiGHS's default feasibility tolerances (1e-7) can leave simplex answers, and above all
+#: their duals, a few parts in 1e5 from optimal; the certificates want 1e-6, so ask for more.
+TIGHT_TOLERANCES = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 
 
 def solve_lp(lp: LinearProgram, backend: str = "highs", time_limit: float | None = None,
@@ -76,7 +81,14 @@ def _solve_scipy(lp: LinearProgram, time_limit: float | None, **options: Any) ->
     opts = dict(options)
     if time_limit is not None:
         opts["time_limit"] = float(time_limit)
-    method = opts.pop("method", "highs")
+    solver = opts.pop("solver", "choose")
+    methods = {"choose": "highs", "simplex": "highs-ds", "ipm": "highs-ipm"}
+    if solver not in methods:
+        raise InvalidParameterError(f"highs backend: solver must be one of "
+                                    f"{', '.join(map(repr, methods))}, got {solver!r}")
+    method = methods[solver]
+    for key, value in TIGHT_TOLERANCES.items():
+        opts.setdefault(key, value)
     res = linprog(lp.c, A_ub=lp.A_ub if lp.A_ub.shape[0] else None,
                   b_ub=lp.b_ub if lp.A_ub.shape[0] else None,
                   A_eq=lp.A_eq if lp.A_eq.shape[0] else None,
@@ -147,7 +159,11 @@ def _solve_highspy(lp: LinearProgram, time_limit: float | None, solver: str = "s
         h.setOptionValue("threads", int(threads))
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
-    for key, value in options.items():
+    settings = dict(options)
+    if solver != "pdlp":  # PDLP stops on its own criteria; polishing finishes its point
+        for key, value in TIGHT_TOLERANCES.items():
+            settings.setdefault(key, value)
+    for key, value in settings.items():
         h.setOptionValue(key, value)
     h.passModel(model)
     h.run()

@@ -43,3 +43,31 @@ def polish(lp: LinearProgram, x: np.ndarray, tol: float = 1e-6) -> np.ndarray:
     if np.any(y < 0) or residual(lp, y) >= residual(lp, x):
         return x
     return y
+
+
+def polish_duals(lp: LinearProgram, x: np.ndarray, dual_eq: np.ndarray | None,
+                 dual_ub: np.ndarray | None, tol: float = 1e-6) -> np.ndarray | None:
+    """Inequality duals made consistent with the point ``x`` by complementary slackness.
+
+    Columns in use must have zero reduced cost: ``A_eq[:, J]^T y_eq + A_ub[T, J]^T y_T =
+    c_J`` over the used columns ``J`` and tight rows ``T`` (other rows get dual 0). A
+    least-squares correction of the solver's duals solves it; the result is clipped to the
+    sign of a minimisation (``<= 0``). Any such vector gives valid arc lengths, so this can
+    only tighten an upper bound computed from it. Returns None when there is nothing to
+    polish.
+    """
+    if dual_ub is None:
+        return None
+    x = np.clip(np.asarray(x, dtype=float), 0.0, None)
+    scale = max(float(np.abs(x).max()), 1e-300)
+    used = np.flatnonzero(x > tol * scale)
+    slack = lp.b_ub - lp.A_ub @ x
+    tight = np.flatnonzero(slack <= tol * np.maximum(np.abs(lp.b_ub), 1.0))
+    y_eq = np.zeros(lp.A_eq.shape[0]) if dual_eq is None else np.asarray(dual_eq, float)
+    y_t = np.asarray(dual_ub, dtype=float)[tight]
+    M = sp.hstack([lp.A_eq[:, used].T, lp.A_ub[tight][:, used].T], format="csr")
+    rhs = lp.c[used] - M @ np.concatenate([y_eq, y_t])
+    delta = lsqr(M, rhs, atol=1e-15, btol=1e-15, conlim=1e12, iter_lim=20 * M.shape[1] + 100)[0]
+    out = np.zeros(lp.A_ub.shape[0])
+    out[tight] = np.minimum(y_t + delta[lp.A_eq.shape[0]:], 0.0)
+    return out

@@ -169,9 +169,11 @@ class SymmetricModel:
         return float(np.abs(net - theta * self.supply).sum())
 
     def lengths(self, dual_ub: np.ndarray) -> np.ndarray:
-        """Arc lengths from the orbit-row duals: ``(T/|O|) |y_O|`` on each arc of ``O``."""
+        """Arc lengths from the orbit-row duals: ``(T/|O|) max(-y_O, 0)`` on each arc of
+        ``O`` (duals of a minimisation's ``<=`` rows are non-positive; noise of the wrong sign
+        is dropped)."""
         y = np.zeros(len(self.orbit_size))
-        y[self.row_orbit] = np.abs(dual_ub[: self.n_orbit_rows])
+        y[self.row_orbit] = np.clip(-dual_ub[: self.n_orbit_rows], 0.0, None)
         return (self.n_endpoints / self.orbit_size * y)[self.orbit]
 
 
