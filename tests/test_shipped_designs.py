@@ -31,3 +31,12 @@ def test_cli_solve_prints_all_three(capsys):
     assert main(["solve", str(path)]) == 0
     out = capsys.readouterr().out
     assert "certified" in out and "bisection" in out and "all_reduce" in out
+
+
+@pytest.mark.parametrize("path", DESIGNS, ids=[p.stem for p in DESIGNS])
+def test_cli_show_summarises(path, capsys):
+    from fabricopt.cli import main
+
+    assert main(["show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "endpoints" in out and "tier" in out
