@@ -42,10 +42,10 @@ import copy
 import inspect
 import itertools
 import os
-import tomllib
 from collections.abc import Callable
 from typing import Any
 
+from ._toml import read_toml
 from .errors import DesignFileError, FabricOptError
 from .fabric import Fabric
 
@@ -102,15 +102,7 @@ def load_design(path: str | os.PathLike[str], **overrides: Any) -> Fabric | list
     from .generators import GENERATORS
 
     where = os.fspath(path)
-    try:
-        with open(where, "rb") as f:
-            data = tomllib.load(f)
-    except FileNotFoundError:
-        raise DesignFileError(f"{where}: no such design file") from None
-    except OSError as exc:
-        raise DesignFileError(f"{where}: cannot read the design file: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise DesignFileError(f"{where}: not valid TOML: {exc}") from None
+    data = read_toml(where, DesignFileError, "design file")
 
     allowed = ", ".join(ALLOWED_KEYS)
     for key in data:

@@ -25,6 +25,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from .._toml import read_toml
 from ..errors import DesignFileError
 
 CONFIDENCES = ("vendor", "derived", "secondary", "estimate")
@@ -331,13 +332,7 @@ class Catalog:
         2.5
         """
         origin = os.fspath(path)
-        try:
-            with open(path, "rb") as f:
-                data = tomllib.load(f)
-        except FileNotFoundError:
-            raise CatalogError(f"{origin}: no such catalog file") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise CatalogError(f"{origin}: not valid TOML: {exc}") from None
+        data = read_toml(origin, CatalogError, "catalog file")
         base = cls.default() if merge else cls.empty()
         return base.merged(data, origin=origin)
 
