@@ -42,7 +42,7 @@ def test_solve_traffic_options(capsys):
 
 
 def test_solve_time_limit_exit_code(capsys):
-    code = main(["solve", "torus", "dims=[8,8]", "--method", "lp", "--time-limit", "0.001",
+    code = main(["solve", "torus", "dims=[12,12]", "--method", "lp", "--time-limit", "0.001",
                  "--throughput-only"])
     assert code == 1
     assert "not proven" in capsys.readouterr().out

@@ -150,8 +150,8 @@ def test_disconnected_pair_gives_zero_with_a_cut():
 
 
 def test_time_limited_solve_reports_status_and_a_valid_bracket():
-    fab = fo.torus((8, 8))
-    truth = 8 / 8**3  # bounds.md, k = 8
+    fab = fo.torus((12, 12))
+    truth = 8 / 12**3  # bounds.md, k = 12
     r = fo.max_concurrent_flow(fab, method="lp", time_limit=1e-3)
     assert r.status in ("time_limit", "iteration_limit")
     assert r.theta is None

@@ -4,7 +4,8 @@
 backend     what runs
 ==========  ===========================================================================
 "highs"     HiGHS through :func:`scipy.optimize.linprog` (always available):
-            ``solver="choose"|"simplex"|"ipm"``
+            ``solver="choose"|"simplex"|"ipm"``; "choose" takes interior point with
+            crossover for LPs above ``IPM_ABOVE_NONZEROS`` nonzeros
 "highspy"   HiGHS directly (``pip install highspy``): ``solver="simplex"|"ipm"|"pdlp"``,
             ``threads``, time limit
 "pulp"      any solver pulp drives (CBC ships with pulp; Gurobi, CPLEX where installed)
@@ -28,6 +29,11 @@ from ..errors import BackendUnavailableError, InvalidParameterError
 from .lp import LinearProgram, LPSolution
 
 BACKENDS = ("highs", "highspy", "pulp")
+
+#: Above this many nonzeros the "highs" backend's automatic choice is interior point with
+#: crossover: on multi-commodity flow LPs it beats dual simplex by 2-3x (fat_tree(8): 1.0 s
+#: against 2.4 s) and still ends on a basic solution with exact duals.
+IPM_ABOVE_NONZEROS = 20_000
 
 #: HiGHS's default feasibility tolerances (1e-7) can leave simplex answers, and above all
 #: their duals, a few parts in 1e5 from optimal; the certificates want 1e-6, so ask for more.
@@ -87,6 +93,8 @@ def _solve_scipy(lp: LinearProgram, time_limit: float | None, **options: Any) ->
         raise InvalidParameterError(f"highs backend: solver must be one of "
                                     f"{', '.join(map(repr, methods))}, got {solver!r}")
     method = methods[solver]
+    if solver == "choose" and lp.nnz > IPM_ABOVE_NONZEROS:
+        method = "highs-ipm"  # with crossover: exact basic point and duals, faster here
     for key, value in TIGHT_TOLERANCES.items():
         opts.setdefault(key, value)
     res = linprog(lp.c, A_ub=lp.A_ub if lp.A_ub.shape[0] else None,
