@@ -37,7 +37,13 @@ from .generators import *  # noqa: F403  (every generator; the list lives there)
 from .generators import __all__ as _generator_names
 from .specs import load_design
 from .symmetry import Symmetry, verify_symmetry
-from .traffic import Traffic, all_to_all, longest_matching, permutation
+from .traffic import (
+    Traffic,
+    all_to_all,
+    longest_matching,
+    permutation,
+    select_endpoints,
+)
 
 __all__ = _generator_names + [
     "BisectionResult",
@@ -64,6 +70,7 @@ __all__ = _generator_names + [
     "longest_matching",
     "max_concurrent_flow",
     "permutation",
+    "select_endpoints",
     "solve_flow_model",
     "InvalidFabricError",
     "InvalidParameterError",

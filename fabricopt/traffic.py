@@ -279,3 +279,28 @@ def longest_matching(fab: Any, gbps: float = 1.0,
     rows, cols = linear_sum_assignment(dist, maximize=True)
     return Traffic({(eps[r], eps[c]): gbps for r, c in zip(rows, cols, strict=True)},
                    name="longest-matching")
+
+
+def select_endpoints(fab: Any, **attributes: Any) -> tuple[Hashable, ...]:
+    """Endpoints whose node attributes equal the given values: a group to restrict to.
+
+    ``select_endpoints(fab, rail=0)`` is the data-parallel group of GPU 0 of every node (one
+    rail); ``select_endpoints(fab, node=3)`` one server or scale-up domain.
+
+    >>> import fabricopt as fo
+    >>> fab = fo.rail_optimized(nodes=4, gpus_per_node=2, leaf_radix=4)
+    >>> fo.select_endpoints(fab, rail=1)
+    ('n0.g1', 'n1.g1', 'n2.g1', 'n3.g1')
+    >>> len(fo.all_to_all(fab).restrict(fo.select_endpoints(fab, rail=1)))
+    12
+    """
+    if not attributes:
+        raise InvalidParameterError("select_endpoints(): name at least one attribute, "
+                                    "e.g. rail=0")
+    g = fab.graph
+    chosen = tuple(e for e in fab.endpoints
+                   if all(g.nodes[e].get(k) == v for k, v in attributes.items()))
+    if not chosen:
+        raise TrafficError(f"select_endpoints(): no endpoint of {fab.name!r} has "
+                           + ", ".join(f"{k}={v!r}" for k, v in attributes.items()))
+    return chosen

@@ -79,3 +79,18 @@ def test_unknown_endpoints_and_bad_gbps():
         fo.all_to_all(fab, gbps=0)
     with pytest.raises(fo.TrafficError, match="not endpoints"):
         fo.Traffic({("n0", "q"): 1.0}).check_endpoints(fab)
+
+
+def test_select_endpoints_groups():
+    # 4 nodes x 2 GPUs: rail 1 is GPU 1 of each node; node 2 is one server's 2 GPUs.
+    fab = fo.rail_optimized(nodes=4, gpus_per_node=2, leaf_radix=4)
+    rail = fo.select_endpoints(fab, rail=1)
+    assert rail == ("n0.g1", "n1.g1", "n2.g1", "n3.g1")
+    assert fo.select_endpoints(fab, node=2) == ("n2.g0", "n2.g1")
+    with pytest.raises(fo.TrafficError, match="no endpoint"):
+        fo.select_endpoints(fab, rail=7)
+    with pytest.raises(fo.InvalidParameterError, match="at least one"):
+        fo.select_endpoints(fab)
+    # A data-parallel all-reduce over one rail: 4 GPUs on one leaf at 400 Gb/s each.
+    c = fo.collective_bounds(fab, "all_reduce", message_bytes=2**30, endpoints=rail)
+    assert c.n == 4 and c.busbw_GBps == pytest.approx(400 / 8)
