@@ -443,6 +443,8 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
                        "every GPU-separating cut carries the buffer both ways", cut_info)
         bounds += [b_rs, b_ag, b_vol, b_cut] + ([b_sum] if math.isfinite(t_sum) else [])
         domains, b_up = _reduce_domains(fab, p)
+        if domains and max(len(d) for d in domains) < 2:
+            domains = []  # one participant per reducing domain: nothing to reduce in a switch
         use_inr = bool(domains) if in_network_reduction == "auto" else bool(
             in_network_reduction and domains)
         if in_network_reduction is True and not domains:

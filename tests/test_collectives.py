@@ -219,3 +219,13 @@ def test_dgx_h100_all_reduce():
     assert on.in_network_reduction
     assert on.achievable_busbw_GBps == pytest.approx(700.0)
     assert on.busbw_GBps == pytest.approx(450 * 1.75)
+
+
+def test_one_participant_per_domain_uses_no_in_network_reduction():
+    # GPU 0 of each of 3 domains: every reducing switch sees a single participant, so there
+    # is nothing for it to reduce and the result must not claim in-network reduction.
+    fab = two_level(4, 3, 1000.0, 100.0)
+    group = fo.select_endpoints(fab, rail=0)
+    c = fo.collective_bounds(fab, "all_reduce", message_bytes=GiB, endpoints=group)
+    assert not c.in_network_reduction and c.n == 3
+    assert c.lower_time_s <= c.achievable_time_s
