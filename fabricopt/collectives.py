@@ -184,10 +184,11 @@ def _ratio(p: _Problem, side: np.ndarray) -> float:
 def forestcoll_ratio(p: _Problem, max_iter: int = 50) -> tuple[float, np.ndarray, bool]:
     """Max over node sets X (some, not all GPUs) of |X cap G| / B_out(X) in 1/(Gb/s).
 
-    Dinkelbach: with the best ratio ``lam`` so far, minimise ``lam B_out(X) + |G \\ X|`` over
-    X missing GPU ``w`` (a minimum cut with unit arcs from a super-source to every GPU);
-    a value below ``|G|`` is a set with a larger ratio. Returns ``(ratio, X, proven)`` where
-    ``proven`` is False if a rounded max-flow search could have missed a better set.
+    Dinkelbach: with the best ratio ``lam`` so far, minimise ``B_out(X) + |G \\ X| / lam``
+    over X missing GPU ``w`` (a minimum cut with arcs of ``1/lam`` from a super-source to
+    every GPU); a value below ``|G| / lam`` is a set with a larger ratio. Returns
+    ``(ratio, X, proven)`` where ``proven`` is False if a rounded max-flow search could have
+    missed a better set.
     """
     ga, gpus = p.ga, p.gpus
     n = len(gpus)
@@ -204,13 +205,13 @@ def forestcoll_ratio(p: _Problem, max_iter: int = 50) -> tuple[float, np.ndarray
         improved = False
         for w in targets:
             others = gpus[gpus != w]
-            # Scale by B(X_best) = |X_best| / lam so all capacities stay whole numbers of
-            # the fabric's capacity unit where possible.
-            cut = min_cut(ga, others, np.array([w]), capacity=lam * ga.capacity,
-                          source_caps=np.ones(len(others)))
+            # Divided by lam, F(X) = B_out(X) + |G \ X| / lam: arcs keep their Gb/s and each
+            # GPU left outside costs 1/lam Gb/s, all of one magnitude for the integer search.
+            cut = min_cut(ga, others, np.array([w]),
+                          source_caps=np.full(len(others), 1.0 / lam))
             proven &= cut.exact_search
-            # F(X) = lam B_out(X) + |G \ X| (w outside counts 1): below n means better ratio.
-            if cut.capacity + 1.0 < n * (1 - 1e-12):
+            # F(X) + 1/lam (w is outside too) below n/lam means a better ratio.
+            if (cut.capacity + 1.0 / lam) * lam < n * (1 - 1e-12):
                 r = _ratio(p, cut.side)
                 if r > lam * (1 + 1e-12):
                     lam, best_side, improved = r, cut.side, True
@@ -246,12 +247,12 @@ def scatter_ratio(p: _Problem, root: int, max_iter: int = 50) -> tuple[float, np
     for _ in range(max_iter):
         if math.isinf(lam):
             return lam, side, True
-        cut = min_cut(ga, np.array([root]), others, capacity=lam * ga.capacity,
-                      sink_caps=np.ones(len(others)))
+        cut = min_cut(ga, np.array([root]), others,
+                      sink_caps=np.full(len(others), 1.0 / lam))
         proven &= cut.exact_search
-        # lam B_out(X) + |others in X| < |others| means |others \ X| / B_out(X) > lam.
+        # B_out(X) + |others in X| / lam < |others| / lam means a larger ratio.
         r = ratio(cut.side)
-        if cut.capacity < len(others) * (1 - 1e-12) and r > lam * (1 + 1e-12):
+        if cut.capacity * lam < len(others) * (1 - 1e-12) and r > lam * (1 + 1e-12):
             lam, side = r, cut.side
         else:
             return lam, side, proven

@@ -18,7 +18,8 @@ from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
 from .flow.graph_arrays import GraphArrays
 
-#: Largest integer total the max-flow search uses (scipy works in 32-bit integers).
+#: Integer standing for the largest cut the search can return (scipy works in 32-bit
+#: integers, and no flow exceeds that cut).
 INT_BUDGET = 2**30
 
 
@@ -32,26 +33,33 @@ class Cut:
     exact_search: bool = True
 
 
-def to_integers(values: np.ndarray, budget: int = INT_BUDGET) -> tuple[np.ndarray, bool]:
-    """Integers proportional to ``values`` whose sum stays within ``budget``.
+def to_integers(values: np.ndarray, limit: float, budget: int = INT_BUDGET,
+                ) -> tuple[np.ndarray, int, bool]:
+    """Integer capacities for a min-cut search whose answer is at most ``limit``.
 
-    Exact (``True``) when the values are whole multiples of a common unit on a grid of
-    1e-6 (Gb/s, say) and the total fits; else rounded after scaling the sum to the budget.
+    Any capacity above ``limit`` is capped just above it (no minimum cut can use it, and
+    a cut through a capped arc stays strictly worse than the minimum), so only the range up
+    to ``limit`` needs resolution. Returns ``(ints, cap, exact)``: ``cap`` is the integer
+    standing for ``limit`` (use ``cap + 2`` for infinite arcs). Exact when the values
+    are whole multiples of a common unit on a grid of 1e-6 and ``limit`` fits the budget in
+    that unit; else scaled so that ``limit`` maps to ``budget`` and rounded.
 
-    >>> to_integers(np.array([200.0, 400.0, 3600.0]))
-    (array([ 1,  2, 18]), True)
+    >>> to_integers(np.array([200.0, 400.0, 3600.0]), limit=600.0)
+    (array([1, 2, 4]), 3, True)
     """
     values = np.asarray(values, dtype=float)
-    if not len(values) or float(values.max()) <= 0:
-        return np.zeros(len(values), dtype=np.int64), True
-    if float(values.max()) < 1e12:
+    limit = float(limit)
+    if not len(values) or float(values.max()) <= 0 or limit <= 0:
+        return np.zeros(len(values), dtype=np.int64), 0, True
+    if float(values.max()) < 1e12 and limit < 1e12:
         grid = np.rint(values * 1e6).astype(np.int64)
         if np.allclose(grid / 1e6, values, rtol=1e-12, atol=0) and np.any(grid > 0):
-            ints = grid // int(np.gcd.reduce(grid[grid > 0]))
-            if int(ints.sum()) <= budget:
-                return ints, True
-    scale = budget / float(values.sum())
-    return np.rint(values * scale).astype(np.int64), False
+            unit = int(np.gcd.reduce(grid[grid > 0]))
+            cap = int(np.ceil(limit * 1e6 / unit))
+            if cap <= budget:
+                return np.minimum(grid // unit, cap + 1), cap, True
+    scale = budget / limit
+    return np.minimum(np.rint(values * scale), budget + 1).astype(np.int64), budget, False
 
 
 def cut_capacity(ga: GraphArrays, side: np.ndarray, capacity: np.ndarray | None = None,
@@ -60,6 +68,30 @@ def cut_capacity(ga: GraphArrays, side: np.ndarray, capacity: np.ndarray | None 
     cap = ga.capacity if capacity is None else capacity
     leaving = np.flatnonzero(side[ga.tail] & ~side[ga.head])
     return float(cap[leaving].sum()), leaving
+
+
+def _known_cut(ga: GraphArrays, cap: np.ndarray, sources: np.ndarray, sinks: np.ndarray,
+               source_caps: np.ndarray | None, sink_caps: np.ndarray | None) -> float:
+    """The capacity of some cut between the sources and the sinks: the minimum is no more."""
+    options = []
+    for side_nodes in (sources, None):
+        side = np.zeros(ga.n_nodes, dtype=bool)
+        if side_nodes is None:
+            side[:] = True
+            side[sinks] = False
+        else:
+            side[side_nodes] = True
+        value, _ = cut_capacity(ga, side, cap)
+        if source_caps is not None:
+            value += float(np.asarray(source_caps)[~side[sources]].sum())
+        if sink_caps is not None:
+            value += float(np.asarray(sink_caps)[side[sinks]].sum())
+        options.append(value)
+    if source_caps is not None:
+        options.append(float(np.sum(source_caps)))  # leave every source out
+    if sink_caps is not None:
+        options.append(float(np.sum(sink_caps)))  # keep every sink in
+    return max(min(options), 1e-300)
 
 
 def min_cut(ga: GraphArrays, sources: np.ndarray, sinks: np.ndarray,
@@ -77,18 +109,20 @@ def min_cut(ga: GraphArrays, sources: np.ndarray, sinks: np.ndarray,
     n_src = 0 if source_caps is None else len(sources)
     finite = np.concatenate([cap, [] if source_caps is None else np.asarray(source_caps),
                              [] if sink_caps is None else np.asarray(sink_caps)])
-    ints, exact = to_integers(finite, INT_BUDGET // 2)
-    # "Infinite" arcs only need to exceed every finite cut.
-    big = int(ints.sum()) + 1
+    ints, top, exact = to_integers(finite, _known_cut(ga, cap, sources, sinks, source_caps,
+                                                      sink_caps), INT_BUDGET)
+    # "Infinite" arcs only need to exceed every cut a minimum could be: one known cut.
+    big = top + 2
     cap_int = ints[: len(cap)]
     src_int = (np.full(len(sources), big) if source_caps is None
                else ints[len(cap): len(cap) + n_src])
     snk_int = np.full(len(sinks), big) if sink_caps is None else ints[len(cap) + n_src:]
     tails = np.concatenate([ga.tail, np.full(len(sources), s), sinks])
     heads = np.concatenate([ga.head, sources, np.full(len(sinks), t)])
-    caps = np.concatenate([cap_int, src_int, snk_int]).astype(np.int32)
+    caps = np.concatenate([cap_int, src_int, snk_int]).astype(np.int64)
     graph = sp.csr_matrix((caps, (tails, heads)), shape=(n + 2, n + 2))
     graph.sum_duplicates()
+    graph.data = np.minimum(graph.data, big).astype(np.int32)
     res = maximum_flow(graph, s, t, method="dinic")
     # scipy's flow matrix is antisymmetric, so capacity minus flow is the residual graph
     # (reverse arcs included).
