@@ -22,3 +22,6 @@ def read_toml(path: str | os.PathLike[str], error: type[Exception], kind: str) -
         raise error(f"{where}: cannot read the {kind}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise error(f"{where}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise error(f"{where}: not valid TOML: the file is not UTF-8 ({exc.reason} at byte "
+                    f"{exc.start})") from None

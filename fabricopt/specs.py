@@ -123,6 +123,13 @@ def load_design(path: str | os.PathLike[str], **overrides: Any) -> Fabric | list
         if key in data and not isinstance(data[key], dict):
             raise DesignFileError(f"{where}: key {key!r} must be a table ([{key}]), got "
                                   f"{data[key]!r}")
+    if data.get("layout"):
+        from .cost import Layout
+
+        try:  # the cost model's own check, reported against this file
+            Layout.coerce(data["layout"], "layout")
+        except (ValueError, TypeError) as exc:
+            raise DesignFileError(f"{where}: [layout]: {exc}") from None
 
     generator = GENERATORS[family]
     named, open_ended = _keyword_parameters(generator)

@@ -676,7 +676,10 @@ def test_cli_bom(capsys, tmp_path):
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith("component,kind,detail,count")
     assert main(["bom", "ring", "n=4", "link_gbps=400", "--policy", "all_optics"]) == 0
-    assert "sr_800g" in capsys.readouterr().out
+    # GPU ends cannot share a twin-port module, so each takes a whole one: a 400G SR module
+    # ($700) beats a whole 800G SR module; 4 links x 2 ends = 8 transceivers.
+    out = capsys.readouterr().out
+    assert "sr_400g" in out and " transceiver              8 " in out
     assert main(["bom", "ring", "n=4", "--format", "markdown"]) == 0
     assert capsys.readouterr().out.startswith("### Bill of materials")
     bad = write(tmp_path, '[switch.qm9700]\nprice_usd = -5.0\nsource = "x"\n'

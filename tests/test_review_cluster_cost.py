@@ -178,9 +178,6 @@ def test_bad_design_file_names_file_and_key(tmp_path, text, key):
     assert key in str(info.value)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a non-UTF-8 design file raises a raw "
-                   "UnicodeDecodeError (specs.py:105-113 catches only OSError and "
-                   "TOMLDecodeError)")
 def test_non_utf8_design_file(tmp_path):
     path = tmp_path / "latin1.toml"
     path.write_bytes(b'family = "ring"\nname = "caf\xe9"\n[params]\nn = 4\n')
@@ -188,9 +185,6 @@ def test_non_utf8_design_file(tmp_path):
         fo.load_design(path)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: [layout] is passed through unchecked "
-                   "(specs.py:167); a misspelt key loads fine and only estimate_cost fails, "
-                   "with an error that does not name the design file")
 def test_bad_layout_key_is_caught_when_the_file_loads(tmp_path):
     path = tmp_path / "lay.toml"
     path.write_text('family = "ring"\n[params]\nn = 4\n[layout]\nleaf_placment = "central"\n')
@@ -287,10 +281,6 @@ def test_every_catalog_entry_has_source_and_confidence():
         assert e.source.strip() and e.confidence in fo.cost.CONFIDENCES
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: twin-port 800G modules are pooled over all link "
-                   "ends of a tier, NIC ends included (media.py:201-207, bom.py:443-446, "
-                   "rounded per tier at bom.py:566): each single-port 400G NIC needs a "
-                   "whole module of its own")
 def test_optical_nic_ends_get_a_whole_module_each():
     # leaf_spine(2,1,2) under all_optics: 6 optical links. The 4 cx7 ports (one OSFP cage
     # each) take 4 modules; the 8 switch ends need >= 4 twin-port modules: >= 8 modules.
@@ -299,25 +289,18 @@ def test_optical_nic_ends_get_a_whole_module_each():
     assert modules >= 8
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a switch's catalog model is used without checking "
-                   "its ports (bom.py:470-477; Policy.switch_model too): 128-port leaves "
-                   "are priced as 64-port QM9700")
 def test_switch_model_must_hold_the_ports_it_carries():
     fab = fo.superpod(1, nodes_per_su=64, leaf_radix=128)
     with pytest.raises(FabricOptError, match="qm9700"):
         fo.estimate_cost(fab)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a switch's catalog model is used without checking "
-                   "its port rate (bom.py:470-477): 800G links priced on 400G QM9700 ports")
 def test_switch_model_must_carry_the_link_rate():
     fab = fo.superpod(1, nic_gbps=800)
     with pytest.raises(FabricOptError, match="qm9700"):
         fo.estimate_cost(fab)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: superpod keeps tech='ndr' (400G InfiniBand) for "
-                   "any nic_gbps (cluster.py:378 default; cluster.py:468 keeps it)")
 def test_superpod_tech_label_follows_nic_rate():
     fab = fo.superpod(1, nic_gbps=800)
     assert fab.params["tech"] != "ndr"

@@ -304,6 +304,17 @@ def _switch_family(techs: set[str]) -> tuple[str, ...]:
     return ("infiniband", "ethernet")
 
 
+def _fitting(entry: Entry, ports: int, rate: float, node: Hashable, func: str) -> Entry:
+    """``entry`` if one of its port modes holds ``ports`` ports at ``rate`` Gb/s, else an
+    error naming the switch: a named model must be able to carry what the fabric asks."""
+    if _pick([entry], [(ports, rate)], "cost", "switch") is None:
+        modes = [(entry["radix"], entry["port_gbps"])] + list(entry.get("breakout") or ())
+        raise fail(func, f"model of switch {node!r}", f"a switch with {ports} ports at "
+                   f">= {rate:g} Gb/s; {entry.key} offers "
+                   + ", ".join(f"{p} x {g:g} Gb/s" for p, g in modes), entry.key)
+    return entry
+
+
 def _pick(entries: list[Entry], needs: list[tuple[int, float]], objective: str,
           ports_key: str) -> tuple[Entry, int] | None:
     """Cheapest (or least power) entry and unit count covering ``needs`` = [(ports, gbps)].
@@ -472,9 +483,9 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
             if model not in cat.switches:
                 raise fail(func, f"model of switch {v!r}", "a switch key of the catalog ("
                            + ", ".join(sorted(cat.switches)) + ")", model)
-            entry = cat.switches[model]
+            entry = _fitting(cat.switches[model], used, rate, v, func)
         elif pol.switch_model is not None and family != ("nvlink",):
-            entry = cat.switches[pol.switch_model]
+            entry = _fitting(cat.switches[pol.switch_model], used, rate, v, func)
         else:
             needed = int(d.get("radix") or used)
             key = (family, needed, rate)

@@ -200,7 +200,10 @@ def _cost(entry: Entry, rate: float, length: float,
             entry = cpo  # switch to switch: the CPO ports and their fibre are the whole link
         mods = tuple(cpo if (cpo is not None and at_switch) else entry
                      for at_switch in switch_ends)
-        shares = tuple(share(m, rate) for m in mods)
+        # A switch pools the ports of twin-port modules across its links; a NIC port is its
+        # own cage, so a GPU/NIC end takes whole modules.
+        shares = tuple(share(m, rate) if at_switch else float(math.ceil(share(m, rate) - 1e-9))
+                       for m, at_switch in zip(mods, switch_ends, strict=True))
         fibre = entry["cable_usd"] + entry["cable_usd_per_m"] * length_bucket(length,
                                                                                entry["reach_m"])
         usd = sum(sh * m["price_usd_per_end"] for sh, m in zip(shares, mods, strict=True))

@@ -373,9 +373,13 @@ def check_domain_size(func: str, dom: Domain, gpus_per_node: int) -> None:
             f"got {gpus_per_node}")
 
 
+#: InfiniBand link generation by per-link rate (Gb/s): NDR 400G, XDR 800G.
+IB_TECH = {400.0: "ndr", 800.0: "xdr"}
+
+
 def superpod(scalable_units: int, node: Fabric | str | dict | None = None, nodes_per_su: int = 32,
              leaf_radix: int = 64, nic_gbps: float = 400, spine: bool = True,
-             tech: str | None = "ndr", switch_model: str | None = "qm9700",
+             tech: str | None = None, switch_model: str | None = "qm9700",
              name: str | None = None) -> Fabric:
     """A DGX SuperPOD-style cluster: scalable units of nodes on a rail-optimized fat tree.
 
@@ -398,7 +402,8 @@ def superpod(scalable_units: int, node: Fabric | str | dict | None = None, nodes
         False builds the rail-only variant (Wang, Ghobadi et al., arXiv:2307.12169): one leaf
         per rail with all ports towards GPUs, at most ``leaf_radix`` nodes in all.
     tech, switch_model : str, optional
-        Link technology label (``"ndr"``) and catalog key of every switch (``"qm9700"``).
+        Link technology label (default ``"ndr"`` at 400 Gb/s, ``"xdr"`` at 800 Gb/s,
+        else ``"{rate}g"``) and catalog key of every switch (``"qm9700"``).
     name : str, optional
         Name of the fabric.
 
@@ -465,7 +470,8 @@ def superpod(scalable_units: int, node: Fabric | str | dict | None = None, nodes
                              maximum=leaf_radix - 1)
     nic_gbps = check_positive(func, "nic_gbps", nic_gbps)
     spine = check_bool(func, "spine", spine)
-    tech = check_label(func, "tech", tech) or default_tech(nic_gbps)
+    # InfiniBand generation names for the rates NVIDIA's SuperPODs use, else "{rate}g".
+    tech = check_label(func, "tech", tech) or IB_TECH.get(nic_gbps, default_tech(nic_gbps))
     switch_model = check_label(func, "switch_model", switch_model)
     if name is not None and not isinstance(name, str):
         raise fail(func, "name", "None or a string", name)
