@@ -155,7 +155,8 @@ def test_time_limited_solve_reports_status_and_a_valid_bracket():
     r = fo.max_concurrent_flow(fab, method="lp", time_limit=1e-3)
     assert r.status in ("time_limit", "iteration_limit")
     assert r.theta is None
-    assert r.lower <= truth <= r.upper
+    # The hop-length bound is exact on a torus, so upper equals truth up to rounding.
+    assert r.lower <= truth <= r.upper * (1 + 1e-12)
     assert "theta            not proven" in str(r)
 
 

@@ -2,8 +2,8 @@
 
 Counts are recomputed from the graph (switches by layer, links per tier) and compared with
 NVIDIA's SuperPOD table (hardware reference section 2.2, B200 RA, V); bills of materials are
-recomputed by hand from the shipped catalog (fabricopt/data/catalog.toml). Tests marked
-xfail(strict=True) pin down bugs found in review.
+recomputed by hand from the shipped catalog (fabricopt/data/catalog.toml). The tests named
+after a bug pin down what review found (now fixed).
 """
 
 import math
@@ -306,9 +306,6 @@ def test_superpod_tech_label_follows_nic_rate():
     assert fab.params["tech"] != "ndr"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the second-level NVLink switches are priced as bare "
-                   "nvswitch3 baseboard chips ($5k, 120 W each; scaleup.py:402) while the "
-                   "catalog's 1U NVLink Switch box (nvlink4_switch, 2 chips) is never used")
 def test_nvlink_switch_system_buys_eighteen_1u_switches():
     # DGX H100 SuperPOD NVLink Switch System: 18 x 1U NVLink Switch, 2 NVSwitch chips each
     # (hardware.md 1.2, V/V2); the 32 x 4 NVSwitch chips inside the DGX nodes stay chips.

@@ -27,6 +27,7 @@ Switch and NIC costs are split over tiers by the ports each tier uses, so ``by_t
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
 import os
@@ -307,7 +308,10 @@ def _switch_family(techs: set[str]) -> tuple[str, ...]:
 def _fitting(entry: Entry, ports: int, rate: float, node: Hashable, func: str) -> Entry:
     """``entry`` if one of its port modes holds ``ports`` ports at ``rate`` Gb/s, else an
     error naming the switch: a named model must be able to carry what the fabric asks."""
-    if _pick([entry], [(ports, rate)], "cost", "switch") is None:
+    chips = int(entry.get("chips") or 1)
+    per_chip = dataclasses.replace(
+        entry, values={**entry.values, "radix": entry["radix"] // chips}) if chips > 1 else entry
+    if _pick([per_chip], [(ports, rate)], "cost", "switch") is None:
         modes = [(entry["radix"], entry["port_gbps"])] + list(entry.get("breakout") or ())
         raise fail(func, f"model of switch {node!r}", f"a switch with {ports} ports at "
                    f">= {rate:g} Gb/s; {entry.key} offers "
@@ -499,8 +503,10 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
                 switch_cache[key] = found[0]
             entry = switch_cache[key]
         total = max(used, 1)
+        unit = 1.0 / int(entry.get("chips") or 1)  # a chip node is part of a multi-chip unit
         for tier, p in (ports_by_tier.items() or [("unattached", 1)]):
-            add(tier, "switch", entry, 0.0, p / total, entry["price_usd"], entry["power_w"])
+            add(tier, "switch", entry, 0.0, unit * p / total, entry["price_usd"],
+                entry["power_w"])
 
     # -- NICs -----------------------------------------------------------------------------
     nic_cache: dict[tuple[int, float], tuple[Entry, int]] = {}

@@ -84,6 +84,8 @@ FIELDS: dict[str, dict[str, FieldSpec]] = {
         "price_usd": FieldSpec("number", True, "USD", "unit price"),
         "rack_units": FieldSpec("int", False, "U", "height"),
         "latency_ns": FieldSpec("positive", False, "ns", "port-to-port traversal latency"),
+        "chips": FieldSpec("int", False, "", "switch chips per unit when a fabric models each "
+                           "chip as its own switch (radix counts the whole unit); default 1"),
     },
     "nic": {
         "name": FieldSpec("str", False, "", "display name"),

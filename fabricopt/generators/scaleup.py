@@ -399,7 +399,8 @@ def nvlink_switch_system(nodes: int = 32, l2_chips: int = 36, l2_radix: int = 64
     params = {"nodes": nodes, "l2_chips": l2_chips, "l2_radix": l2_radix,
               "in_network_reduction": in_network_reduction}
     b = FabricBuilder(name or f"NVLink Switch System ({nodes} x DGX H100)", params)
-    l2 = [b.switch(f"l2.{c}", layer=2, radix=l2_radix, model="nvswitch3",
+    # Each second-level chip is half of a 1U NVLink Switch box (catalog "nvlink4_switch").
+    l2 = [b.switch(f"l2.{c}", layer=2, radix=l2_radix, model="nvlink4_switch",
                    reduce=in_network_reduction, box=c // 2) for c in range(l2_chips)]
     for n in range(nodes):
         gpus = [b.gpu(f"n{n}.gpu{i}", node=n, rail=i) for i in range(8)]
