@@ -11,23 +11,13 @@ import os
 from collections import Counter
 
 import pytest
+from small_fabrics import nvswitch_like
 
 import fabricopt as fo
 from fabricopt.cost import Catalog, MediaSelector, Policy
 from fabricopt.errors import DesignFileError, FabricOptError
-from fabricopt.generators._builder import FabricBuilder
 
-
-def nvs(gpus=2, split=(1, 2), rails=None, gbps=200.0):
-    """A small NVSwitch-style node: every GPU sends split[j] links to switch j (twin GPUs)."""
-    b = FabricBuilder(f"nvs{gpus}", {})
-    gs = [b.gpu(f"gpu{i}", node=0, rail=i if rails is None else rails[i]) for i in range(gpus)]
-    sw = [b.switch(f"nvsw{j}", layer=1, radix=gpus * k, model="nvswitch3", reduce=True)
-          for j, k in enumerate(split)]
-    for g in gs:
-        for s, k in zip(sw, split, strict=True):
-            b.link(g, s, gbps, "gpu-nvswitch", "nvlink4", links=k, orbit=f"gpu-nvswitch:{k}")
-    return b.build(symmetric=True, group="GPU and equal-switch permutations")
+nvs = nvswitch_like  # a small NVSwitch-style node (twin GPUs)
 
 
 def network_switches_by_layer(fab):
