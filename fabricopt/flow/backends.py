@@ -165,8 +165,7 @@ def _solve_highspy(lp: LinearProgram, time_limit: float | None, solver: str = "s
     h.setOptionValue("solver", solver)
     if threads is not None:
         h.setOptionValue("threads", int(threads))
-    if time_limit is not None:
-        h.setOptionValue("time_limit", float(time_limit))
+    interrupted = _deadline_callbacks(h, time_limit) if time_limit is not None else None
     settings = dict(options)
     if solver != "pdlp":  # PDLP stops on its own criteria; polishing finishes its point
         for key, value in TIGHT_TOLERANCES.items():
@@ -182,6 +181,8 @@ def _solve_highspy(lp: LinearProgram, time_limit: float | None, solver: str = "s
              MS.kIterationLimit: "iteration_limit", MS.kInfeasible: "infeasible",
              MS.kUnbounded: "unbounded", MS.kUnboundedOrInfeasible: "infeasible"}
     status = table.get(ms, "error")
+    if ms == MS.kInterrupt and interrupted is not None and interrupted[0]:
+        status, text = "time_limit", f"time limit of {time_limit:g} s reached (interrupted)"
     sol = h.getSolution()
     has_x = bool(sol.value_valid)
     x = np.asarray(sol.col_value, dtype=float) if has_x else None
@@ -191,6 +192,28 @@ def _solve_highspy(lp: LinearProgram, time_limit: float | None, solver: str = "s
                       None if duals is None else duals[:n_ub],
                       None if duals is None else duals[n_ub:],
                       info={"solver": solver})
+
+
+def _deadline_callbacks(h: Any, time_limit: float) -> list[bool]:
+    """Set HiGHS's time limit and back it with a wall-clock interrupt.
+
+    HiGHS gives its interior-point solver (IPX) the time left after presolve, and IPX reads a
+    negative time as "no limit"; so a limit shorter than presolve would be ignored there.
+    The simplex and IPM interrupt callbacks stop the solve at the deadline whatever happened
+    before. Returns a flag list that says whether the deadline fired.
+    """
+    h.setOptionValue("time_limit", float(time_limit))
+    deadline = time.monotonic() + float(time_limit)
+    fired = [False]
+
+    def stop_at_deadline(event: Any) -> None:
+        if time.monotonic() > deadline:
+            fired[0] = True
+            event.interrupt()
+
+    h.cbSimplexInterrupt += stop_at_deadline
+    h.cbIpmInterrupt += stop_at_deadline
+    return fired
 
 
 # -- pulp -----------------------------------------------------------------------------------
