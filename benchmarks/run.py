@@ -23,8 +23,9 @@ def _peak_mb() -> float:
 
 
 def case_textbook(k: int) -> dict:
-    import fabricopt as fo
     from textbook import textbook_theta
+
+    import fabricopt as fo
 
     fab = fo.fat_tree(k, link_gbps=1.0)
     theta, seconds = textbook_theta(fab)
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.quick:
             out = run_case("case_flow", f"fo.fat_tree({k})", "symmetric", False,
                            f"400 / (N - {k} / 2)")
-            rows.append((f"  same, fabric only (same-switch pairs dropped)", out, "", ""))
+            rows.append(("  same, fabric only (same-switch pairs dropped)", out, "", ""))
     if hasattr(fo, "superpod"):
         for su in ([2] if args.quick else [16, 64]):
             out = run_case("case_flow", f"fo.superpod({su})", "auto", True, "")

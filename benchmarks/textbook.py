@@ -23,8 +23,8 @@ def textbook_theta(fab, gbps: float = 1.0, time_limit: float | None = None) -> t
     theta = pulp.LpVariable("theta", lowBound=0)
     prob += theta
     f = {}
-    for p, (s, t) in enumerate(pairs):
-        for a, (u, v) in enumerate(arcs):
+    for p in range(len(pairs)):
+        for a in range(len(arcs)):
             f[p, a] = pulp.LpVariable(f"f_{p}_{a}", lowBound=0)
     out_arcs = {v: [] for v in g.nodes}
     in_arcs = {v: [] for v in g.nodes}
