@@ -159,7 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--method", default="auto", choices=["auto", "lp", "symmetric"])
     solve.add_argument("--backend", default="highs", choices=["highs", "highspy", "pulp"])
     solve.add_argument("--solver", default=None,
-                       help="highspy: simplex, ipm or pdlp; pulp: a pulp solver name")
+                       help="highs: choose, simplex or ipm; highspy: simplex, ipm or pdlp; "
+                       "pulp: a pulp solver name")
     solve.add_argument("--time-limit", type=float, default=None, help="seconds per solve")
     solve.add_argument("--message-bytes", type=float, default=2.0**30,
                        help="all-reduce buffer size for the collective bounds (default 1 GiB)")
