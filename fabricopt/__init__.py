@@ -27,11 +27,13 @@ from .fabric import Fabric, FabricSummary, from_networkx
 from .fabric_io import read_graphml, read_json, write_graphml, write_json
 from .flow import (
     FlowResult,
+    ValiantBound,
     build_flow_lp,
     check_certificate,
     export_mps,
     max_concurrent_flow,
     solve_flow_model,
+    valiant_rate,
 )
 from .generators import *  # noqa: F403  (every generator; the list lives there)
 from .generators import __all__ as _generator_names
@@ -72,6 +74,8 @@ __all__ = _generator_names + [
     "permutation",
     "select_endpoints",
     "solve_flow_model",
+    "ValiantBound",
+    "valiant_rate",
     "InvalidFabricError",
     "InvalidParameterError",
     "Layout",

@@ -7,10 +7,15 @@ bound.
   halves), from the spectral (Fiedler) order and from Kernighan–Lin on small graphs; for each
   split, the best place for the switches is an exact minimum cut (one max-flow per direction),
   so every candidate is as good as its endpoint split allows.
-* **Lower bound**: every bisection must carry theta x the all-to-all demand between the halves
-  (``reference/bounds.md``: theta <= 4 BB / N^2), with theta certified by
-  :func:`~fabricopt.max_concurrent_flow`; on small graphs an exact MILP (pulp, CBC) closes the
-  gap. ``exact`` is True only when the two bounds meet.
+* **Lower bound**: the best of three proofs. (1) The certified two-phase hose rate ``r`` of
+  :func:`~fabricopt.valiant_rate`: every traffic in which no endpoint sends or receives more
+  than ``r`` is routable, a matching of ``floor(N/2)`` pairs crosses any split, so every
+  bisection carries at least ``r floor(N/2)`` (exact on non-blocking and oversubscribed
+  Clos fabrics and SuperPODs). (2) Every bisection must carry theta x the all-to-all demand
+  between the halves (``reference/bounds.md``: theta <= 4 BB / N^2), with theta certified by
+  :func:`~fabricopt.max_concurrent_flow`; this alone proves only about half of a
+  non-blocking fabric's bisection. (3) On small graphs an exact MILP (pulp, CBC).
+  ``exact`` is True only when the lower and upper bounds meet.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import numpy as np
 from ._checks import check_endpoint_group, check_int
 from .cuts import Cut, min_cut
 from .errors import InvalidParameterError
-from .fabric import Fabric
+from .fabric import SCALE_UP_TIERS, Fabric
 from .flow.graph_arrays import GraphArrays
 
 #: Node attributes whose values group endpoints into natural halves, most telling first.
@@ -53,6 +58,8 @@ class BisectionResult:
     half the injection bandwidth per endpoint, so ``full_bisection_ratio`` is 1 for a
     non-blocking fabric. In clusters the injection counted is the scale-out one (NIC links,
     not NVLink): a bisection that keeps scale-up domains whole never crosses NVLink.
+    ``hose_rate_gbps`` is the certified rate at which any traffic is carried (see
+    :func:`~fabricopt.valiant_rate`).
     """
 
     lower_gbps: float
@@ -64,6 +71,7 @@ class BisectionResult:
     lower_from: str
     seconds: float = 0.0
     candidates: dict[str, float] = field(default_factory=dict)
+    hose_rate_gbps: float = 0.0
 
     @property
     def per_gpu_gbps(self) -> float:
@@ -84,11 +92,10 @@ class BisectionResult:
             f"({self.full_bisection_ratio:.3g} of full bisection)",
             f"cut              {len(self.cut.links)} arcs from "
             f"{len(self.cut.endpoints_a)} to {len(self.cut.endpoints_b)} endpoints",
+            f"any traffic      {self.hose_rate_gbps:.6g} Gb/s per GPU in and out is carried "
+            f"(two-phase routing, certified)",
         ])
 
-
-#: Tiers that join GPUs inside a scale-up domain.
-SCALE_UP_TIERS = ("gpu-nvswitch", "gpu-ualink-switch", "nvswitch-l2")
 
 
 def scale_out_injection_gbps(fab: Fabric, endpoint: Hashable) -> float:
@@ -236,7 +243,7 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     >>> b.lower_gbps, b.upper_gbps, b.exact
     (2.0, 2.0, True)
     """
-    from .flow import max_concurrent_flow
+    from .flow import max_concurrent_flow, valiant_rate
     from .traffic import all_to_all
 
     start = time.perf_counter()
@@ -274,10 +281,16 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     assert best is not None
     upper, found_by, cut, mask, a_to_b = best
 
-    # Lower bound from certified all-to-all throughput among the endpoints.
-    flow = max_concurrent_flow(fab, all_to_all(fab, endpoints=eps), time_limit=time_limit)
-    lower = flow.lower * half * (n - half)
-    lower_from = f"all-to-all throughput ({flow.method}, {flow.status})"
+    # Lower bounds: the certified two-phase hose rate (a matching of `half` pairs crosses
+    # every split), then the certified all-to-all throughput among the endpoints.
+    hose = valiant_rate(fab, eps, time_limit=time_limit)
+    lower = hose.rate_gbps * half
+    lower_from = f"two-phase hose rate ({hose.method}, {hose.status})"
+    if lower < upper * (1 - 1e-9):
+        flow = max_concurrent_flow(fab, all_to_all(fab, endpoints=eps), time_limit=time_limit)
+        if flow.lower * half * (n - half) > lower:
+            lower = flow.lower * half * (n - half)
+            lower_from = f"all-to-all throughput ({flow.method}, {flow.status})"
     if ga.n_nodes <= milp_max_nodes and lower < upper * (1 - 1e-9):
         solved = _milp(fab, ga, ep_idx, time_limit)
         if solved is not None:
@@ -298,4 +311,5 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
                         tuple(ga.arcs[a] for a in cut.arcs), float(upper), found_by)
     injection = float(np.mean([scale_out_injection_gbps(fab, e) for e in eps]))
     return BisectionResult(float(lower), float(upper), bool(exact), bcut, n, injection,
-                           lower_from, time.perf_counter() - start, candidates)
+                           lower_from, time.perf_counter() - start, candidates,
+                           hose.rate_gbps)

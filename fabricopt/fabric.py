@@ -38,6 +38,9 @@ from .errors import InvalidFabricError, InvalidParameterError
 from .symmetry import Symmetry
 
 ROLES = ("gpu", "switch", "nic")
+#: Link tiers that join GPUs inside a scale-up domain (NVLink, UALink), as the generators
+#: name them; every other tier is scale-out network.
+SCALE_UP_TIERS = ("gpu-nvswitch", "gpu-ualink-switch", "nvswitch-l2")
 
 
 class Fabric:

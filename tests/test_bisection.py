@@ -71,9 +71,32 @@ def test_jellyfish_bracket_holds():
                        link_gbps=1.0)
     b = fo.bisection_bandwidth(fab, milp_max_nodes=0)
     _check_cut(fab, b)
-    # Lower bound from certified throughput: theta x 12 x 12 pairs (bounds.md).
+    # Lower bound: the better of certified all-to-all throughput, theta x 12 x 12 pairs
+    # (bounds.md), and the two-phase hose rate times a matching of 12 pairs.
     theta = fo.max_concurrent_flow(fab).lower
-    assert b.lower_gbps == pytest.approx(theta * 12 * 12)
+    rate = fo.valiant_rate(fab).rate_gbps
+    assert b.hose_rate_gbps == pytest.approx(rate)
+    assert b.lower_gbps == pytest.approx(max(theta * 12 * 12, rate * 12))
+
+
+@pytest.mark.parametrize("fab, expected", [
+    # k=8 fat-tree at 400 Gb/s: 128 hosts, full bisection 64 x 400 = 25,600. All-to-all
+    # throughput alone proves 400 x 64 x 64 / 127 (about half); the hose rate of 400 (every
+    # host's link, cores as hubs) times 64 pairs proves it all.
+    (fo.fat_tree(8), 64 * 400.0),
+    # 8 leaves x 16 endpoints at 100 Gb/s, 2 spines (8:1): splitting 4 leaves from 4 cuts
+    # their 4 x 2 uplinks, 800. Hose rate 2 x 100 / 16 = 12.5 per endpoint, x 64 pairs =
+    # 800. 138 nodes: beyond the MILP, so the hose rate alone closes the bracket.
+    (fo.leaf_spine(leaves=8, spines=2, endpoints_per_leaf=16, link_gbps=100), 800.0),
+    # 2 SUs of DGX H100 (see the test below): 256 x 400; hose rate 400 through the spines.
+    (fo.superpod(2), 256 * 400.0),
+], ids=lambda x: x.name if isinstance(x, fo.Fabric) else str(x))
+def test_hose_rate_proves_clos_bisection_exactly(fab, expected):
+    b = fo.bisection_bandwidth(fab)
+    assert b.exact and b.lower_from.startswith("two-phase hose rate")
+    assert b.upper_gbps == pytest.approx(expected)
+    assert b.lower_gbps == pytest.approx(expected, rel=1e-9)
+    _check_cut(fab, b)
 
 
 def test_restricted_endpoints():
@@ -86,7 +109,7 @@ def test_restricted_endpoints():
 
 def test_str_mentions_bracket():
     text = str(fo.bisection_bandwidth(fo.ring(6)))
-    assert "bisection" in text and "per GPU" in text
+    assert "bisection" in text and "per GPU" in text and "any traffic" in text
 
 
 @pytest.mark.parametrize("kwargs, match", [

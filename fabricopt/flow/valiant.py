@@ -1,0 +1,360 @@
+r"""Two-phase (Valiant) routing: a certified rate at which *every* hose traffic is carried.
+
+In the hose model each endpoint sends at most :math:`r` and receives at most :math:`r` Gb/s,
+to and from anyone (Duffield et al., SIGCOMM 1999). Two-phase routing (Valiant and Brebner,
+STOC 1981; Zhang-Shen and McKeown, HotNets 2004) fixes one flow per endpoint:
+
+* phase 1: endpoint :math:`s` sends :math:`r\,p(\tau)` to each *hub* :math:`\tau`
+  (:math:`p` in proportion to the capacity entering each hub), a flow :math:`g_s`;
+* phase 2: the same flows reversed, so hub :math:`\tau` delivers :math:`r\,p(\tau)` to
+  endpoint :math:`t` along :math:`g_t` backwards.
+
+A pair :math:`(s, t)` with demand :math:`d` sends :math:`d\,p(\tau)` through each hub, on
+:math:`d/r` of :math:`g_s` and :math:`d/r` of reversed :math:`g_t`. Summed over any traffic
+whose row and column sums are at most :math:`r`, arc :math:`a` carries at most
+:math:`L(a) + L(\bar a)` with :math:`L = \sum_s g_s` and :math:`\bar a` the reverse arc. So
+the largest :math:`r` with :math:`L(a) + L(\bar a) \le c(a)` on every arc is a certified
+rate for the whole hose: every permutation, every all-to-all within it.
+
+Bisection follows: a split into halves :math:`A, B` with :math:`|A| \le |B|` is crossed by a
+matching of :math:`|A|` pairs at :math:`r` each, so at least :math:`r\,|A|` Gb/s cross from
+A to B. On a non-blocking Clos with the top tier as hubs, :math:`r` is the injection rate and
+this bound is the exact bisection (which all-to-all throughput alone proves only to half).
+
+The LP is solved per source (``method="lp"``) or, on fabrics with a symmetry claim, for one
+root with one capacity row per arc orbit and colour refinement, exactly as
+:mod:`fabricopt.flow.symmetric` does for all-to-all. Either way the rate reported is
+re-proved from the lifted flows: conservation residual charged as in
+:func:`~fabricopt.flow.certificate.certified_lower`, then scaled by the worst overload.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import shortest_path
+
+from .._checks import check_endpoint_group
+from ..errors import InvalidParameterError
+from ..fabric import SCALE_UP_TIERS
+from .backends import solve_lp
+from .certificate import certified_lower
+from .graph_arrays import GraphArrays
+from .lp import LinearProgram
+from .symmetric import _relabel, color_refinement, is_equitable
+
+#: Largest full (per-source) LP built, in nonzeros; above it only the symmetric LP is tried.
+MAX_FULL_NONZEROS = 3_000_000
+
+
+@dataclass
+class ValiantBound:
+    """What :func:`valiant_rate` returns.
+
+    ``rate_gbps`` is certified: every traffic in which no endpoint sends or receives more
+    than it is routable at once. ``load_gbps`` is the two-phase load per arc at that rate
+    (phase 1 plus phase 2), never above the arc's capacity.
+    """
+
+    rate_gbps: float
+    status: str
+    method: str
+    hubs: tuple[Hashable, ...]
+    n_endpoints: int
+    max_overload: float = 0.0
+    max_residual: float = 0.0
+    seconds: float = 0.0
+    message: str = ""
+    load_gbps: dict[tuple[Hashable, Hashable], float] = field(default_factory=dict, repr=False)
+
+    def __str__(self) -> str:
+        return (f"hose rate        {self.rate_gbps:.6g} Gb/s per endpoint, any traffic "
+                f"(two-phase via {len(self.hubs)} hubs; {self.method}, {self.status})")
+
+
+def hub_nodes(fab: Any, endpoints: Iterable[Hashable] | None = None) -> tuple[Hashable, ...]:
+    """The default hubs: the network switches farthest (in hops) from the endpoints — the
+    top tier of a Clos (spines, cores; the rail leaves of a rail-only cluster) — or the
+    endpoints themselves in a direct network.
+
+    Switches with only scale-up links (NVSwitches, tiers in ``SCALE_UP_TIERS``) are hubs
+    only when there is no other switch: in a cluster, detouring through another server's
+    NVSwitch would cost scale-out bandwidth twice.
+
+    >>> import fabricopt as fo
+    >>> len(hub_nodes(fo.fat_tree(4)))  # the (k/2)^2 core switches
+    4
+    """
+    eps = check_endpoint_group("hub_nodes", fab, endpoints)
+    ga = GraphArrays.from_fabric(fab)
+    ep_idx = np.array([ga.index[e] for e in eps])
+    others = np.setdiff1d(np.arange(ga.n_nodes), np.array([ga.index[e] for e in fab.endpoints]))
+    if len(others) == 0:
+        return tuple(eps)
+    network = np.zeros(ga.n_nodes, dtype=bool)
+    scale_out = np.fromiter((t not in SCALE_UP_TIERS for _, _, t in fab.graph.edges(data="tier")),
+                            dtype=bool, count=ga.n_arcs)
+    network[ga.tail[scale_out]] = True
+    network[ga.head[scale_out]] = True
+    if network[others].any():
+        others = others[network[others]]
+    # Hop distance from the nearest endpoint: one BFS from a super source.
+    n = ga.n_nodes
+    tails = np.concatenate([ga.tail, np.full(len(ep_idx), n)])
+    heads = np.concatenate([ga.head, ep_idx])
+    adj = sp.csr_matrix((np.ones(len(tails)), (tails, heads)), shape=(n + 1, n + 1))
+    dist = shortest_path(adj, directed=True, unweighted=True, indices=n)[:n]
+    reach = others[np.isfinite(dist[others])]
+    if len(reach) == 0:
+        return tuple(eps)
+    far = dist[reach].max()
+    return tuple(ga.nodes[i] for i in reach[dist[reach] == far])
+
+
+def _reverse_arcs(ga: GraphArrays) -> np.ndarray | None:
+    index = {arc: a for a, arc in enumerate(ga.arcs)}
+    rev = np.fromiter((index.get((v, u), -1) for u, v in ga.arcs), dtype=np.int64,
+                      count=ga.n_arcs)
+    return None if np.any(rev < 0) else rev
+
+
+def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
+                 hubs: Iterable[Hashable] | None = None, method: str = "auto",
+                 backend: str = "highs", time_limit: float | None = None,
+                 **backend_options: Any) -> ValiantBound:
+    """Certified per-endpoint rate at which two-phase routing carries every hose traffic.
+
+    Parameters
+    ----------
+    fab : Fabric
+    endpoints : iterable, optional
+        The endpoints of the hose (default: all).
+    hubs : iterable, optional
+        Intermediate nodes of phase 1 (default: :func:`hub_nodes`).
+    method : {"auto", "symmetric", "lp"}
+        ``"symmetric"`` solves one root's flow (needs a valid symmetry claim, all endpoints
+        and the default hubs); ``"lp"`` one flow per endpoint; ``"auto"`` the first that
+        applies.
+    backend, time_limit, **backend_options
+        As for :func:`~fabricopt.max_concurrent_flow`.
+
+    Returns
+    -------
+    ValiantBound
+        ``rate_gbps`` (0 with a status when nothing was proven) and the per-arc load.
+
+    Examples
+    --------
+    A non-blocking fat-tree carries any traffic at the full link rate through its cores:
+
+    >>> import fabricopt as fo
+    >>> round(fo.valiant_rate(fo.fat_tree(4)).rate_gbps, 6)
+    400.0
+    """
+    start = time.perf_counter()
+    if method not in ("auto", "symmetric", "lp"):
+        raise InvalidParameterError(f"valiant_rate(): method must be 'auto', 'symmetric' or "
+                                    f"'lp', got {method!r}")
+    eps = check_endpoint_group("valiant_rate", fab, endpoints)
+    default_hubs = hubs is None
+    hub_list = hub_nodes(fab, eps) if default_hubs else tuple(dict.fromkeys(hubs))
+    unknown = [h for h in hub_list if h not in fab.graph]
+    if unknown or not hub_list:
+        raise InvalidParameterError(f"valiant_rate(): hubs must be nodes of the fabric, "
+                                    f"got {unknown[:3] if unknown else 'none'}")
+    ga = GraphArrays.from_fabric(fab)
+    rev = _reverse_arcs(ga)
+    if rev is None:
+        raise InvalidParameterError("valiant_rate(): every link needs both directions "
+                                    "(phase 2 runs phase 1 backwards); see Fabric.validate()")
+    symmetric_ok = (fab.symmetry is not None and default_hubs
+                    and set(eps) == set(fab.endpoints))
+    if method == "symmetric" and not symmetric_ok:
+        raise InvalidParameterError("valiant_rate(): method='symmetric' needs an unchanged "
+                                    "fabric with a symmetry claim, all endpoints and the "
+                                    "default hubs")
+    ep_idx = np.array([ga.index[e] for e in eps])
+    hub_idx = np.array([ga.index[h] for h in hub_list])
+    scale = float(max(fab.injection_gbps(e) for e in eps)) or 1.0
+    if method == "symmetric" or (method == "auto" and symmetric_ok):
+        model = _SymmetricPhaseOne.build(fab, ga, rev, ep_idx, hub_idx, scale)
+        if model is not None:
+            out = _solve(model, backend, time_limit, backend_options)
+            return _bound(out, ga, hub_list, len(eps), "symmetric", start)
+        if method == "symmetric":
+            raise InvalidParameterError("valiant_rate(): the symmetry claim does not map "
+                                        "reverse arcs to reverse arcs")
+    nnz = len(eps) * (3 * ga.n_arcs + 1)
+    if nnz > MAX_FULL_NONZEROS:
+        return ValiantBound(0.0, "not_solved", "lp", hub_list, len(eps),
+                            seconds=time.perf_counter() - start,
+                            message=f"the per-endpoint LP is too large ({nnz:,} nonzeros "
+                                    f"> {MAX_FULL_NONZEROS:,}) and no symmetry applies")
+    model = _FullPhaseOne.build(ga, rev, ep_idx, hub_idx, scale)
+    out = _solve(model, backend, time_limit, backend_options)
+    return _bound(out, ga, hub_list, len(eps), "lp", start)
+
+
+def hub_shares(ga: GraphArrays, hub_idx: np.ndarray) -> np.ndarray:
+    """p: each hub's share of phase 1, in proportion to the capacity entering it (uniform on
+    a symmetric top tier; 5:4:4:5 over the NVSwitches of a DGX H100). Automorphisms keep
+    capacities, so the shares stay invariant."""
+    cap_in = np.bincount(ga.head, weights=ga.capacity, minlength=ga.n_nodes)[hub_idx]
+    return cap_in / cap_in.sum()
+
+
+def _phase_one_supply(n: int, root: int, hub_idx: np.ndarray, share: np.ndarray,
+                      scale: float) -> np.ndarray:
+    """Net outflow per node of one source's phase-1 flow per unit rate (in ``scale``)."""
+    supply = np.zeros(n)
+    supply[root] += scale
+    np.add.at(supply, hub_idx, -scale * share)
+    return supply
+
+
+@dataclass(frozen=True)
+class _FullPhaseOne:
+    """One phase-1 flow per endpoint; capacity rows ``L(a) + L(reverse a) <= c(a)``."""
+
+    lp: LinearProgram
+    ga: GraphArrays
+    rev: np.ndarray
+    supplies: np.ndarray     # (T, n) per unit rate
+    scale: float
+    min_demand: float
+
+    @classmethod
+    def build(cls, ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray,
+              hub_idx: np.ndarray, scale: float) -> _FullPhaseOne:
+        T, n, m = len(ep_idx), ga.n_nodes, ga.n_arcs
+        share = hub_shares(ga, hub_idx)
+        supplies = np.stack([_phase_one_supply(n, int(s), hub_idx, share, scale)
+                             for s in ep_idx])
+        inc = ga.incidence()
+        A_flow = sp.kron(sp.identity(T, format="csr"), inc, format="csr")
+        A_eq = sp.hstack([A_flow, sp.csr_matrix(-supplies.reshape(-1, 1))], format="csr")
+        both = sp.identity(m, format="csr") + sp.csr_matrix(
+            (np.ones(m), (np.arange(m), rev)), shape=(m, m))
+        A_cap = sp.kron(sp.csr_matrix(np.ones((1, T))), both, format="csr")
+        A_ub = sp.hstack([A_cap, sp.csr_matrix((m, 1))], format="csr")
+        c = np.zeros(T * m + 1)
+        c[-1] = -1.0
+        lp = LinearProgram(c, A_ub, ga.capacity.astype(float), A_eq, np.zeros(T * n),
+                           np.zeros(T * m + 1), np.full(T * m + 1, np.inf))
+        return cls(lp, ga, rev, supplies, scale, scale * float(share.min()))
+
+    def flows(self, x: np.ndarray) -> tuple[np.ndarray, float]:
+        """Phase-1 load per arc and the largest per-source L1 conservation residual."""
+        T, m = self.supplies.shape[0], self.ga.n_arcs
+        g = np.clip(x[:-1].reshape(T, m), 0.0, None)
+        inc = self.ga.incidence()
+        net = (inc @ g.T).T - x[-1] * self.supplies
+        return g.sum(axis=0), float(np.abs(net).sum(axis=1).max())
+
+
+@dataclass(frozen=True)
+class _SymmetricPhaseOne:
+    """One root's phase-1 flow; arc orbits carry ``(T/|O|) sum_O g`` each (invariant flow)."""
+
+    lp: LinearProgram
+    ga: GraphArrays
+    rev: np.ndarray
+    supply: np.ndarray       # root's, per unit rate
+    orbit: np.ndarray
+    orbit_size: np.ndarray
+    arc_class: np.ndarray
+    n_endpoints: int
+    scale: float
+    min_demand: float
+
+    @classmethod
+    def build(cls, fab: Any, ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray,
+              hub_idx: np.ndarray, scale: float) -> _SymmetricPhaseOne | None:
+        sym = fab.symmetry
+        T = len(ep_idx)
+        orbit = _relabel(np.fromiter((sym.arc_orbit[a] for a in ga.arcs), dtype=np.int64,
+                                     count=ga.n_arcs))
+        n_orb = int(orbit.max()) + 1
+        rev_orbit = np.full(n_orb, -1)
+        rev_orbit[orbit] = orbit[rev]
+        if np.any(rev_orbit[orbit] != orbit[rev]):
+            return None  # an automorphism maps reverse arcs to reverse arcs; this claim doesn't
+        orbit_size = np.bincount(orbit).astype(float)
+        orbit_cap = np.zeros(n_orb)
+        orbit_cap[orbit] = ga.capacity
+        share = hub_shares(ga, hub_idx)
+        supply = _phase_one_supply(ga.n_nodes, int(ep_idx[0]), hub_idx, share, scale)
+        nc, ac = color_refinement(ga, _relabel(np.round(supply, 12)), orbit)
+        if not is_equitable(ga, nc, ac):
+            nc, ac = np.arange(ga.n_nodes), np.arange(ga.n_arcs)
+        n_cls = int(ac.max()) + 1
+        cls_orbit = np.zeros(n_cls, dtype=np.int64)
+        cls_orbit[ac] = orbit
+        cls_size = np.bincount(ac, minlength=n_cls).astype(float)
+        n_ncls = int(nc.max()) + 1
+        rep = np.full(n_ncls, -1)
+        rep[nc[::-1]] = np.arange(ga.n_nodes)[::-1]
+        row_of = np.full(ga.n_nodes, -1)
+        row_of[rep] = np.arange(n_ncls)
+        rows, cols, vals = [], [], []
+        for ends, sign in ((ga.tail, 1.0), (ga.head, -1.0)):
+            sel = row_of[ends] >= 0
+            rows.append(row_of[ends[sel]])
+            cols.append(ac[sel])
+            vals.append(np.full(int(sel.sum()), sign))
+        A_flow = sp.csr_matrix((np.concatenate(vals),
+                                (np.concatenate(rows), np.concatenate(cols))),
+                               shape=(n_ncls, n_cls))
+        A_eq = sp.hstack([A_flow, sp.csr_matrix(-supply[rep].reshape(-1, 1))], format="csr")
+        # Row of orbit O: load on O (phase 1) plus load on its reverse orbit (phase 2).
+        coef = T / orbit_size[cls_orbit] * cls_size
+        cls_ids = np.arange(n_cls)
+        A_orb = sp.csr_matrix((np.concatenate([coef, coef]),
+                               (np.concatenate([cls_orbit, rev_orbit[cls_orbit]]),
+                                np.concatenate([cls_ids, cls_ids]))), shape=(n_orb, n_cls))
+        A_ub = sp.hstack([A_orb, sp.csr_matrix((n_orb, 1))], format="csr")
+        c = np.zeros(n_cls + 1)
+        c[-1] = -1.0
+        lp = LinearProgram(c, A_ub, orbit_cap, A_eq, np.zeros(n_ncls),
+                           np.zeros(n_cls + 1), np.full(n_cls + 1, np.inf))
+        return cls(lp, ga, rev, supply, orbit, orbit_size, ac, T, scale,
+                   scale * float(share.min()))
+
+    def flows(self, x: np.ndarray) -> tuple[np.ndarray, float]:
+        """Phase-1 load per arc (every endpoint routing like the root) and the root flow's
+        L1 conservation residual on the whole graph (the same for every image)."""
+        f0 = np.clip(x[:-1][self.arc_class], 0.0, None)
+        per_orbit = np.bincount(self.orbit, weights=f0) * self.n_endpoints / self.orbit_size
+        n = self.ga.n_nodes
+        net = (np.bincount(self.ga.tail, weights=f0, minlength=n)
+               - np.bincount(self.ga.head, weights=f0, minlength=n))
+        return per_orbit[self.orbit], float(np.abs(net - x[-1] * self.supply).sum())
+
+
+def _solve(model: Any, backend: str, time_limit: float | None,
+           options: dict[str, Any]) -> dict[str, Any]:
+    sol = solve_lp(model.lp, backend, time_limit, **options)
+    out: dict[str, Any] = {"model": model, "status": sol.status, "message": sol.message,
+                           "rate": 0.0, "overload": 0.0, "residual": 0.0, "load": None}
+    if sol.x is None:
+        return out
+    load, residual = model.flows(sol.x)
+    both = load + load[model.rev]
+    theta, overload = certified_lower(float(sol.x[-1]), both, model.ga.capacity, residual,
+                                      model.min_demand)
+    out.update(rate=theta * model.scale, overload=overload, residual=residual,
+               load=both * (theta / float(sol.x[-1])) if sol.x[-1] > 0 else both * 0.0)
+    return out
+
+
+def _bound(out: dict[str, Any], ga: GraphArrays, hubs: tuple[Hashable, ...], n: int,
+           method: str, start: float) -> ValiantBound:
+    load = {} if out["load"] is None else dict(zip(ga.arcs, map(float, out["load"]),
+                                                   strict=True))
+    return ValiantBound(float(out["rate"]), out["status"], method, hubs, n, out["overload"],
+                        out["residual"], time.perf_counter() - start, out["message"], load)

@@ -1,0 +1,134 @@
+"""Two-phase (Valiant) hose rate: closed forms by hand, the hose claim re-proved by the
+max-concurrent-flow LP on traffic the rate promises, symmetric = per-source LP, errors."""
+
+import networkx as nx
+import pytest
+from flow_helpers import certified
+
+import fabricopt as fo
+from fabricopt.flow import valiant
+
+
+def _loads_fit(fab, bound):
+    """The reported two-phase load is within every arc's capacity and touches it somewhere
+    (otherwise the rate could be raised and the LP was not solved to optimality)."""
+    cap = {(u, v): c for u, v, c in fab.graph.edges(data="capacity")}
+    assert set(bound.load_gbps) == set(cap)
+    ratios = [bound.load_gbps[a] / cap[a] for a in cap]
+    assert max(ratios) <= 1 + 1e-9
+    assert max(ratios) == pytest.approx(1.0, rel=1e-6)
+
+
+@pytest.mark.parametrize("fab, rate, hubs", [
+    # k=4 fat-tree at 100 Gb/s, hubs the 4 cores. A host's one link carries its phase-1
+    # r up and phase-2 r down (opposite arcs); an edge switch sends 2r over 2 uplinks and an
+    # aggregation switch 2r over 2 core links: r = 100, the link rate.
+    (fo.fat_tree(4, link_gbps=100), 100.0, 4),
+    # 4 leaves x 4 endpoints, one spine, 100 Gb/s: a leaf's only uplink carries 4r, so
+    # r = 100 / 4 = 25 (4:1 oversubscription).
+    (fo.leaf_spine(leaves=4, spines=1, endpoints_per_leaf=4, link_gbps=100), 25.0, 1),
+    # Ring of 8 unit links, every node a hub (p = 1/8). Phase 1 moves r/8 to each node at
+    # ring distances 0,1,1,2,2,3,3,4: 16 r/8 = 2r arc-units per source, 16 r over the 16
+    # arcs, doubled by phase 2: 2r <= 1 on average, met by the invariant flow: r = 1/2.
+    (fo.ring(8), 0.5, 8),
+    # DGX H100: 8 GPUs, 18 links of 200 Gb/s split 5/4/4/5 over 4 NVSwitches. Shares
+    # p = 5/18, 4/18, 4/18, 5/18 (capacity in), so a GPU sends r * k/18 over its k links to
+    # each switch: r <= 18 x 200 = 3600, the GPU's injection.
+    (fo.dgx_h100(), 3600.0, 4),
+], ids=lambda x: x.name if isinstance(x, fo.Fabric) else str(x))
+def test_closed_forms(fab, rate, hubs):
+    b = fo.valiant_rate(fab)
+    assert b.status == "optimal" and len(b.hubs) == hubs
+    assert b.rate_gbps == pytest.approx(rate, rel=1e-9)
+    _loads_fit(fab, b)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: fo.fat_tree(4),
+    lambda: fo.torus((4, 4)),
+    lambda: fo.dgx_h100(),
+    lambda: fo.rail_optimized(4, gpus_per_node=4, leaf_radix=8),
+    lambda: fo.cluster(fo.dgx_h100(), 2, scale_out="rail_optimized"),
+])
+def test_symmetric_equals_per_source_lp(make):
+    fab = make()
+    sym = fo.valiant_rate(fab, method="symmetric")
+    full = fo.valiant_rate(fab, method="lp")
+    assert sym.method == "symmetric" and full.method == "lp"
+    assert sym.rate_gbps == pytest.approx(full.rate_gbps, rel=1e-7)
+    _loads_fit(fab, sym)
+    _loads_fit(fab, full)
+
+
+@pytest.mark.parametrize("make", [
+    # No symmetry claim and uneven degrees: the per-source LP, general case.
+    lambda: fo.jellyfish(switches=8, network_ports=3, endpoints_per_switch=2, seed=3,
+                         link_gbps=10.0),
+    lambda: fo.clos(40, radix=8, oversubscription=3, link_gbps=100),
+])
+def test_hose_claim_holds_for_traffic_within_the_rate(make):
+    # The claim is "every traffic with row and column sums <= r is routable". Re-prove it
+    # with the exact max-concurrent-flow LP (an independent formulation) on traffic at the
+    # rate: theta >= 1 each time, certificates checked.
+    fab = make()
+    r = fo.valiant_rate(fab).rate_gbps
+    n = len(fab.endpoints)
+    patterns = [fo.all_to_all(fab, gbps=r / (n - 1)),  # each sends and receives r in all
+                fo.permutation(fab, seed=1, gbps=r),
+                fo.permutation(fab, seed=2, gbps=r),
+                fo.longest_matching(fab, gbps=r)]
+    for traffic in patterns:
+        res = certified(fab, fo.max_concurrent_flow(fab, traffic, method="lp"), traffic)
+        assert res.lower >= 1 - 1e-6, traffic.name
+
+
+def test_rail_only_cluster_uses_rail_leaves_not_nvswitches_as_hubs():
+    # 4 DGX H100 nodes on a rail-only network: the hubs are the 8 rail leaves (scale-out),
+    # not the NVSwitches. GPU g reaches rail j's leaf through GPU j of its own node over
+    # NVLink; each NIC then carries its own GPU's share 1/8 r plus 7 relayed shares 7/8 r,
+    # i.e. r, up, and r down in phase 2: r = 400 Gb/s, the NIC rate.
+    fab = fo.cluster(fo.dgx_h100(), 4, scale_out="rail_optimized", spine=False)
+    b = fo.valiant_rate(fab)
+    assert all(fab.graph.nodes[h].get("layer") != "nvswitch" for h in b.hubs)
+    assert len(b.hubs) == 8
+    assert b.rate_gbps == pytest.approx(400.0, rel=1e-9)
+
+
+def test_custom_hubs_and_endpoint_subset():
+    # Ring of 8 unit links, hose among n0..n3 through the single hub n6. All 4r of phase 1
+    # enters n6 over its 2 in-arcs (phase 2 leaves on the reverse arcs, which phase 1 does
+    # not use): r <= 1/2. Reached by n0, n1 going n0-n7-n6 and n2, n3 going n3-n4-n5-n6:
+    # arcs n0->n7, n7->n6, n3->n4, ... carry 2r = 1.
+    fab = fo.ring(8)
+    b = fo.valiant_rate(fab, ["n0", "n1", "n2", "n3"], hubs=["n6"])
+    assert b.method == "lp" and b.hubs == ("n6",) and b.n_endpoints == 4
+    assert b.rate_gbps == pytest.approx(0.5, rel=1e-9)
+    _loads_fit(fab, b)
+
+
+def test_too_large_without_symmetry_says_so(monkeypatch):
+    monkeypatch.setattr(valiant, "MAX_FULL_NONZEROS", 10)
+    fab = fo.jellyfish(switches=8, network_ports=3, endpoints_per_switch=1, seed=2)
+    b = fo.valiant_rate(fab)
+    assert b.status == "not_solved" and b.rate_gbps == 0.0 and "too large" in b.message
+
+
+def test_str():
+    assert "hose rate" in str(fo.valiant_rate(fo.ring(6)))
+
+
+def test_bad_arguments():
+    fab = fo.ring(6)
+    with pytest.raises(fo.InvalidParameterError, match="method"):
+        fo.valiant_rate(fab, method="fast")
+    with pytest.raises(fo.InvalidParameterError, match="hubs"):
+        fo.valiant_rate(fab, hubs=["nowhere"])
+    with pytest.raises(fo.InvalidParameterError, match="symmetry claim"):
+        fo.valiant_rate(fo.jellyfish(switches=6, network_ports=3, endpoints_per_switch=1,
+                                     seed=1), method="symmetric")
+    one_way = nx.DiGraph()
+    one_way.add_edge("a", "b", capacity=1.0)
+    one_way.add_edge("b", "c", capacity=1.0)
+    fab1 = fo.Fabric(one_way, endpoints=["a", "c"])
+    with pytest.raises(fo.InvalidParameterError, match="both directions"):
+        fo.valiant_rate(fab1)
