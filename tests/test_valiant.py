@@ -126,6 +126,10 @@ def test_bad_arguments():
     with pytest.raises(fo.InvalidParameterError, match="symmetry claim"):
         fo.valiant_rate(fo.jellyfish(switches=6, network_ports=3, endpoints_per_switch=1,
                                      seed=1), method="symmetric")
+    G = nx.path_graph(["a", "b", "c"])
+    G.add_node("z")
+    with pytest.raises(fo.InvalidParameterError, match="no link enters"):
+        fo.valiant_rate(fo.from_networkx(G, endpoints=["a", "c"]), hubs=["z"])
     one_way = nx.DiGraph()
     one_way.add_edge("a", "b", capacity=1.0)
     one_way.add_edge("b", "c", capacity=1.0)

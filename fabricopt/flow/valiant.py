@@ -180,6 +180,8 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
                                     "default hubs")
     ep_idx = np.array([ga.index[e] for e in eps])
     hub_idx = np.array([ga.index[h] for h in hub_list])
+    if not np.isin(ga.head, hub_idx).any():
+        raise InvalidParameterError("valiant_rate(): no link enters any of the hubs")
     scale = float(max(fab.injection_gbps(e) for e in eps)) or 1.0
     if method == "symmetric" or (method == "auto" and symmetric_ok):
         model = _SymmetricPhaseOne.build(fab, ga, rev, ep_idx, hub_idx, scale)
@@ -205,6 +207,8 @@ def hub_shares(ga: GraphArrays, hub_idx: np.ndarray) -> np.ndarray:
     a symmetric top tier; 5:4:4:5 over the NVSwitches of a DGX H100). Automorphisms keep
     capacities, so the shares stay invariant."""
     cap_in = np.bincount(ga.head, weights=ga.capacity, minlength=ga.n_nodes)[hub_idx]
+    # Round away summation-order noise so symmetric hubs get bitwise-equal shares.
+    cap_in = np.round(cap_in, 6)
     return cap_in / cap_in.sum()
 
 
@@ -246,7 +250,7 @@ class _FullPhaseOne:
         c[-1] = -1.0
         lp = LinearProgram(c, A_ub, ga.capacity.astype(float), A_eq, np.zeros(T * n),
                            np.zeros(T * m + 1), np.full(T * m + 1, np.inf))
-        return cls(lp, ga, rev, supplies, scale, scale * float(share.min()))
+        return cls(lp, ga, rev, supplies, scale, scale * float(share[share > 0].min()))
 
     def flows(self, x: np.ndarray) -> tuple[np.ndarray, float]:
         """Phase-1 load per arc and the largest per-source L1 conservation residual."""
@@ -323,7 +327,7 @@ class _SymmetricPhaseOne:
         lp = LinearProgram(c, A_ub, orbit_cap, A_eq, np.zeros(n_ncls),
                            np.zeros(n_cls + 1), np.full(n_cls + 1, np.inf))
         return cls(lp, ga, rev, supply, orbit, orbit_size, ac, T, scale,
-                   scale * float(share.min()))
+                   scale * float(share[share > 0].min()))
 
     def flows(self, x: np.ndarray) -> tuple[np.ndarray, float]:
         """Phase-1 load per arc (every endpoint routing like the root) and the root flow's
