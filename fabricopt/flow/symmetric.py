@@ -120,6 +120,30 @@ def is_equitable(ga: GraphArrays, nc: np.ndarray, ac: np.ndarray) -> bool:
     return True
 
 
+def class_conservation_rows(ga: GraphArrays, nc: np.ndarray, ac: np.ndarray,
+                            ) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Flow conservation of a class-constant flow: one row per node class, read off a
+    representative node (the first of its class), one column per arc class.
+
+    Returns the matrix (out minus in) and the representative of each node class; on an
+    equitable partition every node of a class gives the same row.
+    """
+    n_ncls = int(nc.max()) + 1
+    rep = np.full(n_ncls, -1)
+    rep[nc[::-1]] = np.arange(ga.n_nodes)[::-1]
+    row_of = np.full(ga.n_nodes, -1)
+    row_of[rep] = np.arange(n_ncls)
+    rows, cols, vals = [], [], []
+    for ends, sign in ((ga.tail, 1.0), (ga.head, -1.0)):
+        sel = row_of[ends] >= 0
+        rows.append(row_of[ends[sel]])
+        cols.append(ac[sel])
+        vals.append(np.full(int(sel.sum()), sign))
+    A = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                      shape=(n_ncls, int(ac.max()) + 1))
+    return A, rep
+
+
 @dataclass(frozen=True)
 class SymmetricModel:
     """The reduced root LP and the maps to lift its answer to every arc of the fabric."""
@@ -225,22 +249,8 @@ def build_symmetric_lp(fab: Any, gbps: float, reduce: bool = True,
     cls_orbit[ac] = orbit
     cls_size = np.bincount(ac, minlength=n_cls).astype(float)
 
-    # One conservation row per node class, read off a representative node.
-    n_ncls = int(nc.max()) + 1
-    rep = np.full(n_ncls, -1)
-    rep[nc[::-1]] = np.arange(ga.n_nodes)[::-1]
-    is_rep = np.zeros(ga.n_nodes, dtype=bool)
-    is_rep[rep] = True
-    row_of = np.full(ga.n_nodes, -1)
-    row_of[rep] = np.arange(n_ncls)
-    rows, cols, vals = [], [], []
-    for ends, sign in ((ga.tail, 1.0), (ga.head, -1.0)):
-        sel = is_rep[ends]
-        rows.append(row_of[ends[sel]])
-        cols.append(ac[sel])
-        vals.append(np.full(int(sel.sum()), sign))
-    A_flow = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                           shape=(n_ncls, n_cls))
+    A_flow, rep = class_conservation_rows(ga, nc, ac)
+    n_ncls = len(rep)
     A_eq = sp.hstack([A_flow, sp.csr_matrix(-supply[rep].reshape(-1, 1))], format="csr")
     # One capacity row per orbit: (T/|O|) * sum over its classes of |C| * y_C <= c_O.
     row_of_orbit = np.full(n_orb, -1)

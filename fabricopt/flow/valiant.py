@@ -46,7 +46,7 @@ from .backends import solve_lp
 from .certificate import certified_lower
 from .graph_arrays import GraphArrays
 from .lp import LinearProgram
-from .symmetric import _relabel, color_refinement, is_equitable
+from .symmetric import _relabel, class_conservation_rows, color_refinement, is_equitable
 
 #: Largest full (per-source) LP built, in nonzeros; above it only the symmetric LP is tried.
 MAX_FULL_NONZEROS = 3_000_000
@@ -300,20 +300,8 @@ class _SymmetricPhaseOne:
         cls_orbit = np.zeros(n_cls, dtype=np.int64)
         cls_orbit[ac] = orbit
         cls_size = np.bincount(ac, minlength=n_cls).astype(float)
-        n_ncls = int(nc.max()) + 1
-        rep = np.full(n_ncls, -1)
-        rep[nc[::-1]] = np.arange(ga.n_nodes)[::-1]
-        row_of = np.full(ga.n_nodes, -1)
-        row_of[rep] = np.arange(n_ncls)
-        rows, cols, vals = [], [], []
-        for ends, sign in ((ga.tail, 1.0), (ga.head, -1.0)):
-            sel = row_of[ends] >= 0
-            rows.append(row_of[ends[sel]])
-            cols.append(ac[sel])
-            vals.append(np.full(int(sel.sum()), sign))
-        A_flow = sp.csr_matrix((np.concatenate(vals),
-                                (np.concatenate(rows), np.concatenate(cols))),
-                               shape=(n_ncls, n_cls))
+        A_flow, rep = class_conservation_rows(ga, nc, ac)
+        n_ncls = len(rep)
         A_eq = sp.hstack([A_flow, sp.csr_matrix(-supply[rep].reshape(-1, 1))], format="csr")
         # Row of orbit O: load on O (phase 1) plus load on its reverse orbit (phase 2).
         coef = T / orbit_size[cls_orbit] * cls_size
