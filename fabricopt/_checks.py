@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,15 @@ from .errors import InvalidParameterError
 def fail(func: str, name: str, rule: str, value: Any) -> InvalidParameterError:
     """Build the standard error for argument ``name`` of ``func``."""
     return InvalidParameterError(f"{func}(): {name} must be {rule}, got {value!r}")
+
+
+def dataclass_from_mapping(func: str, name: str, cls: type, value: Mapping[str, Any],
+                           expected: str) -> Any:
+    """``cls(**value)``, or the standard error naming the first field ``cls`` lacks."""
+    unknown = sorted(set(value) - set(cls.__dataclass_fields__))  # type: ignore[attr-defined]
+    if unknown:
+        raise fail(func, name, f"{expected} (unknown field {unknown[0]!r})", dict(value))
+    return cls(**value)
 
 
 def check_int(func: str, name: str, value: Any, minimum: int | None = None,

@@ -37,7 +37,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from .._checks import check_choice, check_int, check_positive, fail
+from .._checks import check_choice, check_int, check_positive, dataclass_from_mapping, fail
 from ..fabric import Fabric
 
 LEAF_PLACEMENTS = ("top_of_rack", "end_of_row", "central")
@@ -144,11 +144,8 @@ class Layout:
         if isinstance(value, Layout):
             return value
         if isinstance(value, Mapping):
-            unknown = sorted(set(value) - set(cls.__dataclass_fields__))
-            if unknown:
-                raise fail(func, "layout", "a Layout or a mapping of Layout fields "
-                           f"(unknown field {unknown[0]!r})", dict(value))
-            return cls(**value)
+            return dataclass_from_mapping(func, "layout", cls, value,
+                                          "a Layout or a mapping of Layout fields")
         raise fail(func, "layout", "None, a Layout or a mapping of Layout fields", value)
 
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._checks import check_bool, check_choice, fail
+from .._checks import check_bool, check_choice, dataclass_from_mapping, fail
 from .catalog import TRANSCEIVER_TYPES, Catalog, Entry
 
 LENGTH_BUCKETS_M = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0,
@@ -142,11 +142,8 @@ medium_by_tier={}, switch_model=None, exclude=())
             check_choice(func, "policy", value, tuple(POLICY_PRESETS))
             return cls(**POLICY_PRESETS[value])
         if isinstance(value, Mapping):
-            unknown = sorted(set(value) - set(cls.__dataclass_fields__))
-            if unknown:
-                raise fail(func, "policy", "a Policy, a preset name or a mapping of Policy "
-                           f"fields (unknown field {unknown[0]!r})", dict(value))
-            return cls(**value)
+            return dataclass_from_mapping(func, "policy", cls, value, "a Policy, a preset "
+                                          "name or a mapping of Policy fields")
         raise fail(func, "policy", "None, a Policy, one of "
                    + ", ".join(map(repr, POLICY_PRESETS)) + " or a mapping", value)
 
