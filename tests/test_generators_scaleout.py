@@ -336,7 +336,24 @@ def test_rail_only_leaves_rails_apart():
     # All 4 leaf ports face GPUs: ceil(6 / 4) = 2 leaves per rail, 4 stars, no path between.
     assert layer_counts(fab) == {0: 12, 1: 4}
     assert nx.number_weakly_connected_components(fab.graph) == 4
-    assert fab.symmetry is None  # leaves of 4 and 2 GPUs
+    # The 6 servers are spread 3 + 3 over a rail's 2 leaves, so all leaves are alike.
+    assert sorted(d for v, d in fab.graph.out_degree() if v.startswith("r")) == [3, 3, 3, 3]
+    fo.verify_symmetry(fab)
+
+
+def test_rail_leaves_share_servers_evenly_and_claim_symmetry_only_when_equal():
+    # 128 servers, 64-port leaves at 2:1: down = floor(64 x 2 / 3) = 42, up = 22, so
+    # ceil(128 / 42) = 4 leaves per rail holding 32 servers each (not 42 + 42 + 42 + 2).
+    fab = fo.rail_optimized(nodes=128, leaf_radix=64, oversubscription=2.0)
+    g = fab.graph
+    downs = {sum(1 for u in g.predecessors(v) if g.nodes[u]["role"] == "gpu")
+             for v, d in g.nodes(data=True) if d["layer"] == 1}
+    assert downs == {32} and fab.symmetry is not None
+    # 7 servers on 4-port leaves without spine: 2 leaves of 4 and 3, so no claim.
+    assert fo.rail_optimized(nodes=7, gpus_per_node=2, leaf_radix=4, spine=False).symmetry is None
+    small = fo.rail_optimized(nodes=6, gpus_per_node=2, leaf_radix=5, oversubscription=4.0)
+    # down = floor(5 x 4 / 5) = 4, up = 1: ceil(6 / 4) = 2 leaves of 3 servers per rail.
+    fo.verify_symmetry(small)
 
 
 @pytest.mark.parametrize("kwargs", [

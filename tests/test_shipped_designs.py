@@ -13,15 +13,15 @@ DESIGNS = sorted((Path(__file__).parent.parent / "topologies").glob("*.toml"))
 @pytest.mark.parametrize("path", DESIGNS, ids=[p.stem for p in DESIGNS])
 def test_design_solves(path):
     loaded = fo.load_design(path)
-    fab = (loaded if isinstance(loaded, list) else [loaded])[0]
-    r = fo.max_concurrent_flow(fab)
-    assert r.status == "optimal" and r.exact, r.message
-    assert r.lower <= r.theta <= r.upper
-    b = fo.bisection_bandwidth(fab)
-    assert 0 < b.lower_gbps <= b.upper_gbps
-    c = fo.collective_bounds(fab, "all_reduce", message_bytes=2**30)
-    assert c.achievable_time_s is None or c.lower_time_s <= c.achievable_time_s
-    assert c.busbw_GBps > 0
+    for fab in loaded if isinstance(loaded, list) else [loaded]:  # every point of a sweep
+        r = fo.max_concurrent_flow(fab)
+        assert r.status == "optimal" and r.exact, (fab.name, r.message)
+        assert r.lower <= r.theta <= r.upper
+        b = fo.bisection_bandwidth(fab)
+        assert 0 < b.lower_gbps <= b.upper_gbps
+        c = fo.collective_bounds(fab, "all_reduce", message_bytes=2**30)
+        assert c.achievable_time_s is None or c.lower_time_s <= c.achievable_time_s
+        assert c.busbw_GBps > 0
 
 
 def test_cli_solve_prints_all_three(capsys):

@@ -77,25 +77,25 @@ class ValiantBound:
                 f"(two-phase via {len(self.hubs)} hubs; {self.method}, {self.status})")
 
 
-def hub_nodes(fab: Any, endpoints: Iterable[Hashable] | None = None) -> tuple[Hashable, ...]:
-    """The default hubs: the network switches farthest (in hops) from the endpoints — the
-    top tier of a Clos (spines, cores; the rail leaves of a rail-only cluster) — or the
-    endpoints themselves in a direct network.
+def hub_levels(fab: Any, endpoints: Iterable[Hashable] | None = None,
+               ) -> dict[int, tuple[Hashable, ...]]:
+    """Candidate hub sets: the network switches at each hop distance from the nearest
+    endpoint (1: leaves, 2: spines, 3: cores of a 3-tier Clos), or ``{0: endpoints}`` in a
+    direct network with no switches.
 
-    Switches with only scale-up links (NVSwitches, tiers in ``SCALE_UP_TIERS``) are hubs
-    only when there is no other switch: in a cluster, detouring through another server's
-    NVSwitch would cost scale-out bandwidth twice.
+    Switches with only scale-up links (NVSwitches, tiers in ``SCALE_UP_TIERS``) count only
+    when there is no other switch: in a cluster, detouring through another server's
+    NVSwitch would cost scale-out bandwidth twice. Every level is invariant under the
+    automorphisms that keep the endpoints, so the symmetric method applies to each.
 
     >>> import fabricopt as fo
-    >>> len(hub_nodes(fo.fat_tree(4)))  # the (k/2)^2 core switches
-    4
+    >>> {level: len(hubs) for level, hubs in hub_levels(fo.fat_tree(4)).items()}
+    {1: 8, 2: 8, 3: 4}
     """
-    eps = check_endpoint_group("hub_nodes", fab, endpoints)
+    eps = check_endpoint_group("hub_levels", fab, endpoints)
     ga = GraphArrays.from_fabric(fab)
     ep_idx = np.array([ga.index[e] for e in eps])
     others = np.setdiff1d(np.arange(ga.n_nodes), np.array([ga.index[e] for e in fab.endpoints]))
-    if len(others) == 0:
-        return tuple(eps)
     network = np.zeros(ga.n_nodes, dtype=bool)
     scale_out = np.fromiter((t not in SCALE_UP_TIERS for _, _, t in fab.graph.edges(data="tier")),
                             dtype=bool, count=ga.n_arcs)
@@ -111,9 +111,27 @@ def hub_nodes(fab: Any, endpoints: Iterable[Hashable] | None = None) -> tuple[Ha
     dist = shortest_path(adj, directed=True, unweighted=True, indices=n)[:n]
     reach = others[np.isfinite(dist[others])]
     if len(reach) == 0:
-        return tuple(eps)
-    far = dist[reach].max()
-    return tuple(ga.nodes[i] for i in reach[dist[reach] == far])
+        return {0: tuple(eps)}
+    levels = dist[reach].astype(int) - 1  # the super source adds one hop
+    return {int(d): tuple(ga.nodes[i] for i in reach[levels == d]) for d in np.unique(levels)}
+
+
+def hub_nodes(fab: Any, endpoints: Iterable[Hashable] | None = None,
+              level: int | None = None) -> tuple[Hashable, ...]:
+    """The hubs at ``level`` of :func:`hub_levels`; by default the farthest — the top tier
+    of a Clos (spines, cores; the rail leaves of a rail-only cluster).
+
+    >>> import fabricopt as fo
+    >>> len(hub_nodes(fo.fat_tree(4)))  # the (k/2)^2 core switches
+    4
+    """
+    levels = hub_levels(fab, endpoints)
+    if level is None:
+        return levels[max(levels)]
+    if level not in levels:
+        raise InvalidParameterError(f"valiant_rate(): hub level must be one of "
+                                    f"{sorted(levels)} (hops from the endpoints), got {level!r}")
+    return levels[level]
 
 
 def _reverse_arcs(ga: GraphArrays) -> np.ndarray | None:
@@ -124,7 +142,7 @@ def _reverse_arcs(ga: GraphArrays) -> np.ndarray | None:
 
 
 def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
-                 hubs: Iterable[Hashable] | None = None, method: str = "auto",
+                 hubs: int | Iterable[Hashable] | None = None, method: str = "auto",
                  backend: str = "highs", time_limit: float | None = None,
                  **backend_options: Any) -> ValiantBound:
     """Certified per-endpoint rate at which two-phase routing carries every hose traffic.
@@ -134,11 +152,12 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     fab : Fabric
     endpoints : iterable, optional
         The endpoints of the hose (default: all).
-    hubs : iterable, optional
-        Intermediate nodes of phase 1 (default: :func:`hub_nodes`).
+    hubs : int or iterable, optional
+        Intermediate nodes of phase 1: a level of :func:`hub_levels` (hops from the
+        endpoints; default the farthest, the top tier) or any nodes.
     method : {"auto", "symmetric", "lp"}
         ``"symmetric"`` solves one root's flow (needs a valid symmetry claim, all endpoints
-        and the default hubs); ``"lp"`` one flow per endpoint; ``"auto"`` the first that
+        and hubs given by level); ``"lp"`` one flow per endpoint; ``"auto"`` the first that
         applies.
     backend, time_limit, **backend_options
         As for :func:`~fabricopt.max_concurrent_flow`.
@@ -161,8 +180,14 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
         raise InvalidParameterError(f"valiant_rate(): method must be 'auto', 'symmetric' or "
                                     f"'lp', got {method!r}")
     eps = check_endpoint_group("valiant_rate", fab, endpoints)
-    default_hubs = hubs is None
-    hub_list = hub_nodes(fab, eps) if default_hubs else tuple(dict.fromkeys(hubs))
+    by_level = hubs is None or (isinstance(hubs, int) and not isinstance(hubs, bool))
+    if by_level:
+        hub_list = hub_nodes(fab, eps, hubs)  # type: ignore[arg-type]
+    elif isinstance(hubs, str | bool):
+        raise InvalidParameterError(f"valiant_rate(): hubs must be None, a level (int) or "
+                                    f"an iterable of nodes, got {hubs!r}")
+    else:
+        hub_list = tuple(dict.fromkeys(hubs))  # type: ignore[union-attr]
     unknown = [h for h in hub_list if h not in fab.graph]
     if unknown or not hub_list:
         raise InvalidParameterError(f"valiant_rate(): hubs must be nodes of the fabric, "
@@ -172,12 +197,12 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     if rev is None:
         raise InvalidParameterError("valiant_rate(): every link needs both directions "
                                     "(phase 2 runs phase 1 backwards); see Fabric.validate()")
-    symmetric_ok = (fab.symmetry is not None and default_hubs
+    symmetric_ok = (fab.symmetry is not None and by_level
                     and set(eps) == set(fab.endpoints))
     if method == "symmetric" and not symmetric_ok:
         raise InvalidParameterError("valiant_rate(): method='symmetric' needs an unchanged "
-                                    "fabric with a symmetry claim, all endpoints and the "
-                                    "default hubs")
+                                    "fabric with a symmetry claim, all endpoints and hubs "
+                                    "given by level")
     ep_idx = np.array([ga.index[e] for e in eps])
     hub_idx = np.array([ga.index[h] for h in hub_list])
     if not np.isin(ga.head, hub_idx).any():

@@ -345,7 +345,7 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
     if rail_p is not None:
         attach = [[m[v] for v in server] for m in maps for server in dom.servers]
         add_rail_scale_out(b, attach, rail_p, nic_gbps, opts["tech"], opts["switch_model"])
-        block = min(rail_p.down, servers)
+        block = len(rail_p.leaf_nodes(0))
         symmetric = symmetric and rail_p.symmetric and nested([len(dom.servers), block])
         group = "domain, rail, leaf, spine and plane permutations with the domain's own"
     elif clos_p is not None:

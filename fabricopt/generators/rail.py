@@ -37,7 +37,8 @@ class RailPlan:
         Leaf ports towards GPUs and towards spines (``up = 0`` without a spine).
     leaves_per_rail : int
         ``ceil(nodes / down)`` in each rail and plane; leaf ``i`` of a rail holds nodes
-        ``i*down .. (i+1)*down - 1``.
+        ``leaf_nodes(i)``: the servers spread evenly, so a leaf may use fewer than ``down``
+        ports.
     tiers : int
         Switch tiers built: 1 (leaves only) or 2 (leaves and spines).
     spines : int
@@ -45,7 +46,7 @@ class RailPlan:
     leaf_spine_links : int
         Parallel links between each leaf and each spine of its plane.
     symmetric : bool
-        True when all leaves are alike (every leaf full, or one leaf per rail).
+        True when all leaves are alike (the servers divide evenly among a rail's leaves).
     """
 
     nodes: int
@@ -65,6 +66,17 @@ class RailPlan:
         """Leaves per plane."""
         return self.rails * self.leaves_per_rail
 
+    def leaf_nodes(self, i: int) -> range:
+        """The servers under leaf ``i`` of each rail: the ``nodes`` spread evenly over the
+        rail's leaves (counts differ by at most one), as a cabling plan balances them.
+
+        >>> p = rail_plan("rail_optimized", 128, 8, 64, True, 2.0)  # 42 down, 4 leaves
+        >>> [len(p.leaf_nodes(i)) for i in range(p.leaves_per_rail)]
+        [32, 32, 32, 32]
+        """
+        n, k = self.nodes, self.leaves_per_rail
+        return range(i * n // k, (i + 1) * n // k)
+
     @property
     def switches(self) -> int:
         """Total switch count over all planes."""
@@ -77,7 +89,7 @@ def rail_plan(func: str, nodes: int, rails: int, leaf_radix: int, spine: bool,
 
     Leaf ports: with a spine ``down = floor(r * s / (1 + s))`` and ``up = r - down``
     (see :func:`~fabricopt.generators.clos.split_ports`); without, ``down = r``. Each rail has
-    ``ceil(nodes / down)`` leaves. Spines (radix ``r``) join the ``L = rails * leaves_per_rail``
+    ``ceil(nodes / down)`` leaves, the servers spread evenly over them. Spines (radix ``r``) join the ``L = rails * leaves_per_rail``
     leaves of a plane: the smallest divisor ``S`` of ``up`` with ``S * r >= L * up``, each leaf
     joined to each spine by ``up / S`` links. Two tiers reach ``L <= r``, that is at most
     ``floor(r / rails) * down`` nodes. One leaf per plane needs no spine.
@@ -98,7 +110,7 @@ def rail_plan(func: str, nodes: int, rails: int, leaf_radix: int, spine: bool,
     else:
         down, up = leaf_radix, 0
     per_rail = -(-nodes // down)
-    symmetric = nodes % down == 0 or per_rail == 1
+    symmetric = nodes % per_rail == 0  # evenly spread servers: all leaves alike
     leaves = rails * per_rail
     if not spine or leaves == 1:
         return RailPlan(nodes, rails, planes, leaf_radix, down, up, per_rail, 1, 0, 0, symmetric)
@@ -155,8 +167,8 @@ def add_rail_scale_out(b: FabricBuilder, attach: Sequence[Sequence[Hashable]], p
                 leaf = b.switch(f"{name}r{rail}.l{i}", base + 1, plan.radix, switch_model,
                                 rail=rail, plane=plane)
                 leaves.append(leaf)
-                for row in attach[i * plan.down:(i + 1) * plan.down]:
-                    b.link(row[rail], leaf, gbps, "gpu-leaf", tech)
+                for node in plan.leaf_nodes(i):
+                    b.link(attach[node][rail], leaf, gbps, "gpu-leaf", tech)
         if plan.tiers == 2:
             spines = [b.switch(f"{name}s{j}", base + 2, plan.radix, switch_model, plane=plane)
                       for j in range(plan.spines)]
@@ -214,8 +226,9 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
     server are not linked to each other here, so without a spine there is no path between
     rails (nor between leaves of one rail): that is the rail-only fabric alone, to be joined
     by scale-up domains in a cluster. The fabric claims symmetry (rail, leaf, spine, plane and
-    GPU permutations; one arc orbit per tier and direction) when all leaves are alike: every
-    leaf full, or one leaf per rail.
+    GPU permutations; one arc orbit per tier and direction) when all leaves are alike: servers
+    are spread evenly over each rail's ``ceil(nodes / down)`` leaves, so this holds whenever
+    that count divides ``nodes``.
 
     With the default 64-port leaves at 1:1 and 8 GPUs per node this reproduces the NVIDIA
     SuperPOD two-tier table (``hardware.md`` §2.2): 64 nodes give 16 leaves and 8 spines,
