@@ -89,10 +89,11 @@ def rail_plan(func: str, nodes: int, rails: int, leaf_radix: int, spine: bool,
 
     Leaf ports: with a spine ``down = floor(r * s / (1 + s))`` and ``up = r - down``
     (see :func:`~fabricopt.generators.clos.split_ports`); without, ``down = r``. Each rail has
-    ``ceil(nodes / down)`` leaves, the servers spread evenly over them. Spines (radix ``r``) join the ``L = rails * leaves_per_rail``
-    leaves of a plane: the smallest divisor ``S`` of ``up`` with ``S * r >= L * up``, each leaf
-    joined to each spine by ``up / S`` links. Two tiers reach ``L <= r``, that is at most
-    ``floor(r / rails) * down`` nodes. One leaf per plane needs no spine.
+    ``ceil(nodes / down)`` leaves, the servers spread evenly over them. Spines (radix ``r``)
+    join the ``L = rails * leaves_per_rail`` leaves of a plane: the smallest divisor ``S`` of
+    ``up`` with ``S * r >= L * up``, each leaf joined to each spine by ``up / S`` links. Two
+    tiers reach ``L <= r``, that is at most ``floor(r / rails) * down`` nodes. One leaf per
+    plane needs no spine.
 
     >>> p = rail_plan("rail_optimized", 32, 8, 64, True, 1.0)
     >>> p.leaves, p.spines, p.leaf_spine_links
