@@ -10,8 +10,9 @@ bound.
 * **Lower bound**: the best of three proofs. (1) The certified two-phase hose rate ``r`` of
   :func:`~fabricopt.valiant_rate`: every traffic in which no endpoint sends or receives more
   than ``r`` is routable, a matching of ``floor(N/2)`` pairs crosses any split, so every
-  bisection carries at least ``r floor(N/2)`` (exact on non-blocking and oversubscribed
-  Clos fabrics and SuperPODs). (2) Every bisection must carry theta x the all-to-all demand
+  bisection carries at least ``r floor(N/2)``: exact on non-blocking Clos fabrics and
+  SuperPODs of any size, and on oversubscribed ones when the cheapest split follows leaf
+  boundaries (4 leaves of 16 split 2 + 2, not 3 leaves split 1.5 + 1.5). (2) Every bisection must carry theta x the all-to-all demand
   between the halves (``reference/bounds.md``: theta <= 4 BB / N^2), with theta certified by
   :func:`~fabricopt.max_concurrent_flow`; this alone proves only about half of a
   non-blocking fabric's bisection. (3) On small graphs an exact MILP (pulp, CBC).
@@ -92,8 +93,9 @@ class BisectionResult:
             f"({self.full_bisection_ratio:.3g} of full bisection)",
             f"cut              {len(self.cut.links)} arcs from "
             f"{len(self.cut.endpoints_a)} to {len(self.cut.endpoints_b)} endpoints",
-            f"any traffic      {self.hose_rate_gbps:.6g} Gb/s per GPU in and out is carried "
-            f"(two-phase routing, certified)",
+            (f"any traffic      {self.hose_rate_gbps:.6g} Gb/s per GPU in and out is carried "
+             f"(two-phase routing, certified)" if self.hose_rate_gbps > 0 else
+             "any traffic      no rate proven (two-phase routing)"),
         ])
 
 
@@ -209,6 +211,27 @@ def _milp(fab: Fabric, ga: GraphArrays, ep_idx: np.ndarray, time_limit: float | 
     return float(pulp.value(prob.objective)), side
 
 
+def _best_hose_rate(fab: Fabric, eps: tuple, half: int, upper: float,
+                    time_limit: float | None) -> Any:
+    """The best certified two-phase hose rate over the hub levels, from the top tier down
+    (cores, spines, leaves): the top usually wins on a Clos, the leaves where GPUs relay over
+    NVLink to another rail's NIC. Stops once it proves ``upper`` or a solve does not finish;
+    None when the fabric has one-way links (phase 2 needs the reverse arcs)."""
+    from .flow import hub_levels, valiant_rate
+
+    best = None
+    for level in sorted(hub_levels(fab, eps), reverse=True):
+        try:
+            tried = valiant_rate(fab, eps, hubs=level, time_limit=time_limit)
+        except InvalidParameterError:
+            return None  # one-way links or hubs that nothing enters: no two-phase routing
+        if best is None or tried.rate_gbps > best.rate_gbps:
+            best = tried
+        if best.rate_gbps * half >= upper * (1 - 1e-9) or tried.status != "optimal":
+            break
+    return best
+
+
 def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = None,
                         milp_max_nodes: int = 60, time_limit: float | None = 30.0,
                         seed: int = 0) -> BisectionResult:
@@ -223,7 +246,8 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
         Solve the exact MILP when the graph has at most this many nodes and the bounds do
         not meet already.
     time_limit : float, optional
-        Seconds for the throughput solve and the MILP each.
+        Seconds for each solve: the two-phase LP per hub level tried (at most one per switch
+        tier), the all-to-all throughput and the MILP.
     seed : int
         Seed of Kernighan–Lin.
 
@@ -236,14 +260,15 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     Examples
     --------
     A ring of 8 unit links: any bisection cuts at least 2 links, one arc each way; the
-    certified all-to-all throughput 8/8^2 proves it (0.125 x 4 x 4 = 2).
+    certified two-phase hose rate 1/2 proves it (a matching of 4 pairs at 1/2 each crosses
+    any split: 4 x 1/2 = 2), as does the all-to-all throughput 8/8^2 (0.125 x 4 x 4 = 2).
 
     >>> import fabricopt as fo
     >>> b = fo.bisection_bandwidth(fo.ring(8))
     >>> b.lower_gbps, b.upper_gbps, b.exact
     (2.0, 2.0, True)
     """
-    from .flow import hub_levels, max_concurrent_flow, valiant_rate
+    from .flow import max_concurrent_flow
     from .traffic import all_to_all
 
     start = time.perf_counter()
@@ -283,19 +308,12 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
 
     # Lower bounds: the certified two-phase hose rate (a matching of `half` pairs crosses
     # every split), then the certified all-to-all throughput among the endpoints.
-    # Hub levels from the top tier down (cores, spines, leaves): the top usually wins on a
-    # Clos; the leaves win where GPUs can relay over NVLink to another rail's NIC.
-    hose = None
-    for level in sorted(hub_levels(fab, eps), reverse=True):
-        tried = valiant_rate(fab, eps, hubs=level, time_limit=time_limit)
-        if hose is None or tried.rate_gbps > hose.rate_gbps:
-            hose, hose_level = tried, level
-        if hose.rate_gbps * half >= upper * (1 - 1e-9):
-            break
-    assert hose is not None
-    lower = hose.rate_gbps * half
-    lower_from = (f"two-phase hose rate, hubs {hose_level} hops out ({hose.method}, "
-                  f"{hose.status})")
+    hose = _best_hose_rate(fab, eps, half, upper, time_limit)
+    lower, lower_from = 0.0, "nothing proven"
+    if hose is not None:
+        lower = hose.rate_gbps * half
+        lower_from = (f"two-phase hose rate, hubs {hose.level} hops out ({hose.method}, "
+                      f"{hose.status})")
     if lower < upper * (1 - 1e-9):
         flow = max_concurrent_flow(fab, all_to_all(fab, endpoints=eps), time_limit=time_limit)
         if flow.lower * half * (n - half) > lower:
@@ -322,4 +340,4 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     injection = float(np.mean([scale_out_injection_gbps(fab, e) for e in eps]))
     return BisectionResult(float(lower), float(upper), bool(exact), bcut, n, injection,
                            lower_from, time.perf_counter() - start, candidates,
-                           hose.rate_gbps)
+                           hose.rate_gbps if hose is not None else 0.0)

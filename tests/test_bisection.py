@@ -107,6 +107,20 @@ def test_restricted_endpoints():
     assert b.upper_gbps == pytest.approx(2.0) and b.n_endpoints == 4
 
 
+def test_one_way_links_skip_the_hose_bound():
+    # Two-phase routing runs phase 1 backwards, so a fabric with a one-way arc (a->c here)
+    # gets no hose rate; the bisection still comes out. Unit arcs; splits of 3 endpoints
+    # into 1 + 2, either direction: {c}->{a,b} crosses c->b only (1), {a,b}->{c} 2,
+    # {a}->{b,c} 2, {b,c}->{a} 1 (b->a), {b}->{a,c} 2, {a,c}->{b} 2. Minimum 1.
+    G = nx.DiGraph()
+    for u, v in [("a", "b"), ("b", "a"), ("b", "c"), ("c", "b"), ("a", "c")]:
+        G.add_edge(u, v, capacity=1.0)
+    fab = fo.Fabric(G, endpoints=["a", "b", "c"])
+    b = fo.bisection_bandwidth(fab)
+    assert b.hose_rate_gbps == 0.0 and "no rate proven" in str(b)
+    assert b.exact and b.upper_gbps == pytest.approx(1.0)
+
+
 def test_str_mentions_bracket():
     text = str(fo.bisection_bandwidth(fo.ring(6)))
     assert "bisection" in text and "per GPU" in text and "any traffic" in text

@@ -2,6 +2,7 @@
 max-concurrent-flow LP on traffic the rate promises, symmetric = per-source LP, errors."""
 
 import networkx as nx
+import numpy as np
 import pytest
 from flow_helpers import certified
 
@@ -49,6 +50,10 @@ def test_closed_forms(fab, rate, hubs):
     lambda: fo.dgx_h100(),
     lambda: fo.rail_optimized(4, gpus_per_node=4, leaf_radix=8),
     lambda: fo.cluster(fo.dgx_h100(), 2, scale_out="rail_optimized"),
+    # Dragonflies: their links bind unevenly, so a wrong phase-2 (reverse orbit) term
+    # changes the rate here, where rings and fat-trees would hide it.
+    lambda: fo.dragonfly(2, 1, 1),
+    lambda: fo.dragonfly(2, 3, 2),
 ])
 def test_symmetric_equals_per_source_lp(make):
     fab = make()
@@ -72,6 +77,7 @@ def test_hose_claim_holds_for_traffic_within_the_rate(make):
     # rate: theta >= 1 each time, certificates checked.
     fab = make()
     r = fo.valiant_rate(fab).rate_gbps
+    assert r > 0
     n = len(fab.endpoints)
     patterns = [fo.all_to_all(fab, gbps=r / (n - 1)),  # each sends and receives r in all
                 fo.permutation(fab, seed=1, gbps=r),
@@ -89,8 +95,10 @@ def test_rail_only_cluster_uses_rail_leaves_not_nvswitches_as_hubs():
     # i.e. r, up, and r down in phase 2: r = 400 Gb/s, the NIC rate.
     fab = fo.cluster(fo.dgx_h100(), 4, scale_out="rail_optimized", spine=False)
     b = fo.valiant_rate(fab)
-    assert all(fab.graph.nodes[h].get("layer") != "nvswitch" for h in b.hubs)
-    assert len(b.hubs) == 8
+    # Every hub is a rail leaf: its links are NIC links, none is NVLink.
+    assert len(b.hubs) == 8 and b.level == 1
+    assert all({t for _, _, t in fab.graph.in_edges(h, data="tier")} == {"gpu-leaf"}
+               for h in b.hubs)
     assert b.rate_gbps == pytest.approx(400.0, rel=1e-9)
 
 
@@ -104,6 +112,59 @@ def test_custom_hubs_and_endpoint_subset():
     assert b.method == "lp" and b.hubs == ("n6",) and b.n_endpoints == 4
     assert b.rate_gbps == pytest.approx(0.5, rel=1e-9)
     _loads_fit(fab, b)
+
+
+def test_oversubscribed_clos_rate():
+    # clos(40, radix 8, 3:1) at 100 Gb/s: down = 6, up = 2 per leaf; a full leaf sends 6r
+    # over its 2 uplinks to the spines (the hubs): r = 2 x 100 / 6.
+    fab = fo.clos(40, radix=8, oversubscription=3, link_gbps=100)
+    b = fo.valiant_rate(fab)
+    assert b.level == 2 and b.rate_gbps == pytest.approx(200 / 6, rel=1e-9)
+    _loads_fit(fab, b)
+
+
+def test_dead_end_switch_is_not_a_hub():
+    # A switch hung off one core of a k=4 fat-tree is the farthest node but lies on no path
+    # between hosts: hubs stay the 4 cores and the rate the link rate, 400.
+    fab = fo.fat_tree(4)
+    g = fab.graph.copy()
+    core = next(v for v, d in g.nodes(data=True) if d["layer"] == 3)
+    g.add_node("extra", role="switch", layer=4)
+    g.add_edge(core, "extra", capacity=400.0)
+    g.add_edge("extra", core, capacity=400.0)
+    b = fo.valiant_rate(fo.Fabric(g, endpoints=fab.endpoints))
+    assert "extra" not in b.hubs and len(b.hubs) == 4
+    assert b.rate_gbps == pytest.approx(400.0, rel=1e-9)
+
+
+def test_tiny_capacities_scale():
+    # Ring of 6 at 1e-7 Gb/s: ring distances 0,1,1,2,2,3 from a node, 9 r/6 per source,
+    # 9 r over the 12 arcs, doubled by phase 2: 1.5 r <= 1e-7, so r = 2/3 x 1e-7.
+    b = fo.valiant_rate(fo.ring(6, link_gbps=1e-7))
+    assert b.rate_gbps == pytest.approx(2 / 3 * 1e-7, rel=1e-9)
+
+
+def test_residual_is_charged(monkeypatch):
+    # Remove 10% of the root's flow on one arc of the solver's point: conservation breaks by
+    # that amount at both ends. The certificate must charge it (rate below the clean one),
+    # and the hose claim must still hold at the charged rate.
+    fab = fo.leaf_spine(leaves=4, spines=1, endpoints_per_leaf=4, link_gbps=100)
+    clean = fo.valiant_rate(fab, method="lp").rate_gbps  # 25, see test_closed_forms
+    real = valiant.solve_lp
+
+    def perturbed(lp, *args, **kwargs):
+        sol = real(lp, *args, **kwargs)
+        j = int(np.flatnonzero(sol.x[:-1] > 1e-9)[0])
+        sol.x = sol.x.copy()
+        sol.x[j] *= 0.9
+        return sol
+
+    monkeypatch.setattr(valiant, "solve_lp", perturbed)
+    b = fo.valiant_rate(fab, method="lp")
+    assert b.max_residual > 0 and 0 < b.rate_gbps < clean
+    monkeypatch.undo()
+    traffic = fo.permutation(fab, seed=4, gbps=b.rate_gbps)
+    assert fo.max_concurrent_flow(fab, traffic, method="lp").lower >= 1 - 1e-9
 
 
 def test_too_large_without_symmetry_says_so(monkeypatch):
@@ -123,12 +184,16 @@ def test_bad_arguments():
         fo.valiant_rate(fab, method="fast")
     with pytest.raises(fo.InvalidParameterError, match="hubs"):
         fo.valiant_rate(fab, hubs=["nowhere"])
+    with pytest.raises(fo.InvalidParameterError, match="a level"):
+        fo.valiant_rate(fab, hubs="n0")  # a node name, not a list of nodes
+    with pytest.raises(fo.InvalidParameterError, match=r"one of \[0\]"):
+        fo.valiant_rate(fab, hubs=2)  # a ring has no switches: level 0, its nodes
     with pytest.raises(fo.InvalidParameterError, match="symmetry claim"):
         fo.valiant_rate(fo.jellyfish(switches=6, network_ports=3, endpoints_per_switch=1,
                                      seed=1), method="symmetric")
     G = nx.path_graph(["a", "b", "c"])
     G.add_node("z")
-    with pytest.raises(fo.InvalidParameterError, match="no link enters"):
+    with pytest.raises(fo.InvalidParameterError, match="no capacity enters"):
         fo.valiant_rate(fo.from_networkx(G, endpoints=["a", "c"]), hubs=["z"])
     one_way = nx.DiGraph()
     one_way.add_edge("a", "b", capacity=1.0)

@@ -145,6 +145,69 @@ def class_conservation_rows(ga: GraphArrays, nc: np.ndarray, ac: np.ndarray,
 
 
 @dataclass(frozen=True)
+class OrbitClasses:
+    """Arc orbits of a fabric's symmetry claim, refined into the equitable classes of one
+    root LP: the columns (arc classes) and conservation rows (node classes) it keeps.
+
+    ``class_orbit[C]`` is the orbit holding arc class ``C`` and ``class_size[C]`` its arcs;
+    without reduction every arc is its own class.
+    """
+
+    orbit: np.ndarray
+    orbit_size: np.ndarray
+    orbit_cap: np.ndarray
+    node_class: np.ndarray
+    arc_class: np.ndarray
+    reduced: bool
+    class_orbit: np.ndarray
+    class_size: np.ndarray
+
+    @classmethod
+    def of(cls, fab: Any, ga: GraphArrays, node_color: np.ndarray,
+           reduce: bool = True) -> OrbitClasses:
+        """Orbits from ``fab.symmetry``; classes by colour refinement from ``node_color``
+        (the root's supply pattern) when ``reduce`` and the result is equitable."""
+        arc_orbit = fab.symmetry.arc_orbit  # the property re-checks the claim: read it once
+        orbit = _relabel(np.fromiter((arc_orbit[a] for a in ga.arcs), dtype=np.int64,
+                                     count=ga.n_arcs))
+        orbit_size = np.bincount(orbit).astype(float)
+        orbit_cap = np.zeros(len(orbit_size))
+        orbit_cap[orbit] = ga.capacity
+        reduced = False
+        if reduce:
+            nc, ac = color_refinement(ga, _relabel(node_color), orbit)
+            reduced = is_equitable(ga, nc, ac)
+        if not reduced:
+            nc, ac = np.arange(ga.n_nodes), np.arange(ga.n_arcs)
+        n_cls = int(ac.max()) + 1
+        class_orbit = np.zeros(n_cls, dtype=np.int64)
+        class_orbit[ac] = orbit
+        class_size = np.bincount(ac, minlength=n_cls).astype(float)
+        return cls(orbit, orbit_size, orbit_cap, nc, ac, reduced, class_orbit, class_size)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.class_size)
+
+
+
+def invariant_loads(orbit: np.ndarray, orbit_size: np.ndarray, n_sources: float,
+                    f0: np.ndarray) -> np.ndarray:
+    """Load on every arc when each of ``n_sources`` sources routes like the root's flow
+    ``f0`` (one value per arc): ``(n/|O|) sum_O f0`` on each arc of orbit ``O``."""
+    per_orbit = np.bincount(orbit, weights=f0) * n_sources / orbit_size
+    return per_orbit[orbit]
+
+
+def conservation_residual(ga: GraphArrays, flow: np.ndarray, net_supply: np.ndarray) -> float:
+    """L1 norm of (out - in) - supply over the nodes, for one flow on the arcs."""
+    n = ga.n_nodes
+    net = (np.bincount(ga.tail, weights=flow, minlength=n)
+           - np.bincount(ga.head, weights=flow, minlength=n))
+    return float(np.abs(net - net_supply).sum())
+
+
+@dataclass(frozen=True)
 class SymmetricModel:
     """The reduced root LP and the maps to lift its answer to every arc of the fabric."""
 
@@ -182,15 +245,11 @@ class SymmetricModel:
 
     def loads(self, f0: np.ndarray) -> np.ndarray:
         """Gb/s on every arc when every endpoint routes like the root (invariant flow)."""
-        per_orbit = np.bincount(self.orbit, weights=f0) * self.n_endpoints / self.orbit_size
-        return per_orbit[self.orbit]
+        return invariant_loads(self.orbit, self.orbit_size, self.n_endpoints, f0)
 
     def residual(self, f0: np.ndarray, theta: float) -> float:
         """L1 norm of the conservation violation of the lifted root flow on the whole graph."""
-        n = self.ga.n_nodes
-        net = (np.bincount(self.ga.tail, weights=f0, minlength=n)
-               - np.bincount(self.ga.head, weights=f0, minlength=n))
-        return float(np.abs(net - theta * self.supply).sum())
+        return conservation_residual(self.ga, f0, theta * self.supply)
 
     def lengths(self, dual_ub: np.ndarray) -> np.ndarray:
         """Arc lengths from the orbit-row duals: ``(T/|O|) max(-y_O, 0)`` on each arc of
@@ -210,18 +269,9 @@ def build_symmetric_lp(fab: Any, gbps: float, reduce: bool = True,
     orbits made only of endpoint links (see :func:`~fabricopt.flow.build_flow_lp`);
     automorphisms preserve "under the same switch", so the traffic stays invariant.
     """
-    sym = fab.symmetry
     ga = GraphArrays.from_fabric(fab)
     T = len(fab.endpoints)
     root = ga.index[fab.endpoints[0]]
-    orbit_raw = np.fromiter((sym.arc_orbit[a] for a in ga.arcs), dtype=np.int64,
-                            count=ga.n_arcs)
-    orbit = _relabel(orbit_raw)
-    orbit_size = np.bincount(orbit).astype(float)
-    n_orb = len(orbit_size)
-    orbit_cap = np.zeros(n_orb)
-    orbit_cap[orbit] = ga.capacity
-
     col = Collapse.of(ga, fab, tuple(fab.endpoints))
     ep_idx = np.array([ga.index[e] for e in fab.endpoints])
     dest = np.ones(T, dtype=bool) if include_endpoint_links else col.attach != col.attach[0]
@@ -229,25 +279,18 @@ def build_symmetric_lp(fab: Any, gbps: float, reduce: bool = True,
     supply = np.zeros(ga.n_nodes)
     supply[ep_idx[dest]] = -gbps
     supply[root] = gbps * dest.sum()
+    node_color = np.where(supply > 0, 0, np.where(supply < 0, 1, 2))
+    oc = OrbitClasses.of(fab, ga, node_color, reduce)
+    orbit, orbit_size, orbit_cap = oc.orbit, oc.orbit_size, oc.orbit_cap
+    nc, ac, reduced = oc.node_class, oc.arc_class, oc.reduced
+    n_orb, n_cls = len(orbit_size), oc.n_classes
+    cls_orbit, cls_size = oc.class_orbit, oc.class_size
     constrained = np.ones(ga.n_arcs, dtype=bool)
     if not include_endpoint_links:
         constrained = col.core_arc.copy()
     # An orbit keeps its capacity row if any of its arcs is constrained (orbits do not mix
     # endpoint links with others: automorphisms preserve "hangs off one switch").
     row_orbit = np.flatnonzero(np.bincount(orbit, weights=constrained, minlength=n_orb) > 0)
-
-    node_color = np.where(supply > 0, 0, np.where(supply < 0, 1, 2))
-    if reduce:
-        nc, ac = color_refinement(ga, node_color, orbit)
-        reduced = is_equitable(ga, nc, ac)
-    else:
-        reduced = False
-    if not reduced:
-        nc, ac = np.arange(ga.n_nodes), np.arange(ga.n_arcs)
-    n_cls = int(ac.max()) + 1
-    cls_orbit = np.zeros(n_cls, dtype=np.int64)
-    cls_orbit[ac] = orbit
-    cls_size = np.bincount(ac, minlength=n_cls).astype(float)
 
     A_flow, rep = class_conservation_rows(ga, nc, ac)
     n_ncls = len(rep)

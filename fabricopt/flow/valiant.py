@@ -46,10 +46,15 @@ from .backends import solve_lp
 from .certificate import certified_lower
 from .graph_arrays import GraphArrays
 from .lp import LinearProgram
-from .symmetric import _relabel, class_conservation_rows, color_refinement, is_equitable
+from .symmetric import (
+    OrbitClasses,
+    class_conservation_rows,
+    conservation_residual,
+    invariant_loads,
+)
 
 #: Largest full (per-source) LP built, in nonzeros; above it only the symmetric LP is tried.
-MAX_FULL_NONZEROS = 3_000_000
+MAX_FULL_NONZEROS = 1_000_000
 
 
 @dataclass
@@ -58,7 +63,8 @@ class ValiantBound:
 
     ``rate_gbps`` is certified: every traffic in which no endpoint sends or receives more
     than it is routable at once. ``load_gbps`` is the two-phase load per arc at that rate
-    (phase 1 plus phase 2), never above the arc's capacity.
+    (phase 1 plus phase 2), never above the arc's capacity. ``level`` is the hub level (hops
+    from the endpoints) when the hubs were chosen by level.
     """
 
     rate_gbps: float
@@ -71,6 +77,7 @@ class ValiantBound:
     seconds: float = 0.0
     message: str = ""
     load_gbps: dict[tuple[Hashable, Hashable], float] = field(default_factory=dict, repr=False)
+    level: int | None = None
 
     def __str__(self) -> str:
         return (f"hose rate        {self.rate_gbps:.6g} Gb/s per endpoint, any traffic "
@@ -103,6 +110,7 @@ def hub_levels(fab: Any, endpoints: Iterable[Hashable] | None = None,
     network[ga.head[scale_out]] = True
     if network[others].any():
         others = others[network[others]]
+    others = others[~_dead_ends(ga, ep_idx)[others]]
     # Hop distance from the nearest endpoint: one BFS from a super source.
     n = ga.n_nodes
     tails = np.concatenate([ga.tail, np.full(len(ep_idx), n)])
@@ -116,6 +124,24 @@ def hub_levels(fab: Any, endpoints: Iterable[Hashable] | None = None,
     return {int(d): tuple(ga.nodes[i] for i in reach[levels == d]) for d in np.unique(levels)}
 
 
+def _dead_ends(ga: GraphArrays, keep: np.ndarray) -> np.ndarray:
+    """Mask of the nodes on no path between two nodes of ``keep``: peeled off, leaf by leaf,
+    as nodes outside ``keep`` with at most one neighbour (a switch hung off a core, say)."""
+    a = np.minimum(ga.tail, ga.head)
+    b = np.maximum(ga.tail, ga.head)
+    pairs = np.unique(np.stack([a[a != b], b[a != b]], axis=1), axis=0)
+    alive = np.ones(ga.n_nodes, dtype=bool)
+    kept = np.zeros(ga.n_nodes, dtype=bool)
+    kept[keep] = True
+    while True:
+        live = alive[pairs[:, 0]] & alive[pairs[:, 1]]
+        degree = np.bincount(pairs[live].ravel(), minlength=ga.n_nodes)
+        drop = alive & ~kept & (degree <= 1)
+        if not drop.any():
+            return ~alive
+        alive &= ~drop
+
+
 def hub_nodes(fab: Any, endpoints: Iterable[Hashable] | None = None,
               level: int | None = None) -> tuple[Hashable, ...]:
     """The hubs at ``level`` of :func:`hub_levels`; by default the farthest — the top tier
@@ -126,12 +152,17 @@ def hub_nodes(fab: Any, endpoints: Iterable[Hashable] | None = None,
     4
     """
     levels = hub_levels(fab, endpoints)
+    return levels[_check_level(levels, level)]
+
+
+def _check_level(levels: dict[int, tuple[Hashable, ...]], level: int | None) -> int:
+    """``level`` (default: the farthest) after checking it is one of ``levels``."""
     if level is None:
-        return levels[max(levels)]
+        return max(levels)
     if level not in levels:
         raise InvalidParameterError(f"valiant_rate(): hub level must be one of "
                                     f"{sorted(levels)} (hops from the endpoints), got {level!r}")
-    return levels[level]
+    return level
 
 
 def _reverse_arcs(ga: GraphArrays) -> np.ndarray | None:
@@ -181,8 +212,11 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
                                     f"'lp', got {method!r}")
     eps = check_endpoint_group("valiant_rate", fab, endpoints)
     by_level = hubs is None or (isinstance(hubs, int) and not isinstance(hubs, bool))
+    level = None
     if by_level:
-        hub_list = hub_nodes(fab, eps, hubs)  # type: ignore[arg-type]
+        levels = hub_levels(fab, eps)
+        level = _check_level(levels, hubs)  # type: ignore[arg-type]
+        hub_list = levels[level]
     elif isinstance(hubs, str | bool):
         raise InvalidParameterError(f"valiant_rate(): hubs must be None, a level (int) or "
                                     f"an iterable of nodes, got {hubs!r}")
@@ -205,35 +239,38 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
                                     "given by level")
     ep_idx = np.array([ga.index[e] for e in eps])
     hub_idx = np.array([ga.index[h] for h in hub_list])
-    if not np.isin(ga.head, hub_idx).any():
-        raise InvalidParameterError("valiant_rate(): no link enters any of the hubs")
     scale = float(max(fab.injection_gbps(e) for e in eps)) or 1.0
     if method == "symmetric" or (method == "auto" and symmetric_ok):
         model = _SymmetricPhaseOne.build(fab, ga, rev, ep_idx, hub_idx, scale)
         if model is not None:
             out = _solve(model, backend, time_limit, backend_options)
-            return _bound(out, ga, hub_list, len(eps), "symmetric", start)
+            return _bound(out, ga, hub_list, len(eps), "symmetric", start, level)
         if method == "symmetric":
             raise InvalidParameterError("valiant_rate(): the symmetry claim does not map "
                                         "reverse arcs to reverse arcs")
     nnz = len(eps) * (3 * ga.n_arcs + 1)
     if nnz > MAX_FULL_NONZEROS:
         return ValiantBound(0.0, "not_solved", "lp", hub_list, len(eps),
-                            seconds=time.perf_counter() - start,
+                            seconds=time.perf_counter() - start, level=level,
                             message=f"the per-endpoint LP is too large ({nnz:,} nonzeros "
                                     f"> {MAX_FULL_NONZEROS:,}) and no symmetry applies")
     model = _FullPhaseOne.build(ga, rev, ep_idx, hub_idx, scale)
     out = _solve(model, backend, time_limit, backend_options)
-    return _bound(out, ga, hub_list, len(eps), "lp", start)
+    return _bound(out, ga, hub_list, len(eps), "lp", start, level)
 
 
-def hub_shares(ga: GraphArrays, hub_idx: np.ndarray) -> np.ndarray:
-    """p: each hub's share of phase 1, in proportion to the capacity entering it (uniform on
-    a symmetric top tier; 5:4:4:5 over the NVSwitches of a DGX H100). Automorphisms keep
-    capacities, so the shares stay invariant."""
-    cap_in = np.bincount(ga.head, weights=ga.capacity, minlength=ga.n_nodes)[hub_idx]
-    # Round away summation-order noise so symmetric hubs get bitwise-equal shares.
-    cap_in = np.round(cap_in, 6)
+def hub_shares(ga: GraphArrays, hub_idx: np.ndarray, ep_idx: np.ndarray) -> np.ndarray:
+    """p: each hub's share of phase 1, in proportion to the capacity entering it from nodes
+    on endpoint-to-endpoint paths (uniform on a symmetric top tier; 5:4:4:5 over the
+    NVSwitches of a DGX H100). Automorphisms keep capacities, so the shares stay invariant."""
+    live = ~_dead_ends(ga, ep_idx)[ga.tail]
+    cap_in = np.bincount(ga.head[live], weights=ga.capacity[live],
+                         minlength=ga.n_nodes)[hub_idx]
+    if not cap_in.max() > 0:
+        raise InvalidParameterError("valiant_rate(): no capacity enters any of the hubs")
+    # Round away summation-order noise (relative to the largest) so that symmetric hubs get
+    # bitwise-equal shares.
+    cap_in = np.round(cap_in / cap_in.max(), 12)
     return cap_in / cap_in.sum()
 
 
@@ -261,7 +298,7 @@ class _FullPhaseOne:
     def build(cls, ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray,
               hub_idx: np.ndarray, scale: float) -> _FullPhaseOne:
         T, n, m = len(ep_idx), ga.n_nodes, ga.n_arcs
-        share = hub_shares(ga, hub_idx)
+        share = hub_shares(ga, hub_idx, ep_idx)
         supplies = np.stack([_phase_one_supply(n, int(s), hub_idx, share, scale)
                              for s in ep_idx])
         inc = ga.incidence()
@@ -294,9 +331,7 @@ class _SymmetricPhaseOne:
     ga: GraphArrays
     rev: np.ndarray
     supply: np.ndarray       # root's, per unit rate
-    orbit: np.ndarray
-    orbit_size: np.ndarray
-    arc_class: np.ndarray
+    classes: OrbitClasses
     n_endpoints: int
     scale: float
     min_demand: float
@@ -304,53 +339,38 @@ class _SymmetricPhaseOne:
     @classmethod
     def build(cls, fab: Any, ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray,
               hub_idx: np.ndarray, scale: float) -> _SymmetricPhaseOne | None:
-        sym = fab.symmetry
         T = len(ep_idx)
-        orbit = _relabel(np.fromiter((sym.arc_orbit[a] for a in ga.arcs), dtype=np.int64,
-                                     count=ga.n_arcs))
-        n_orb = int(orbit.max()) + 1
-        rev_orbit = np.full(n_orb, -1)
-        rev_orbit[orbit] = orbit[rev]
-        if np.any(rev_orbit[orbit] != orbit[rev]):
-            return None  # an automorphism maps reverse arcs to reverse arcs; this claim doesn't
-        orbit_size = np.bincount(orbit).astype(float)
-        orbit_cap = np.zeros(n_orb)
-        orbit_cap[orbit] = ga.capacity
-        share = hub_shares(ga, hub_idx)
+        share = hub_shares(ga, hub_idx, ep_idx)
         supply = _phase_one_supply(ga.n_nodes, int(ep_idx[0]), hub_idx, share, scale)
-        nc, ac = color_refinement(ga, _relabel(np.round(supply, 12)), orbit)
-        if not is_equitable(ga, nc, ac):
-            nc, ac = np.arange(ga.n_nodes), np.arange(ga.n_arcs)
-        n_cls = int(ac.max()) + 1
-        cls_orbit = np.zeros(n_cls, dtype=np.int64)
-        cls_orbit[ac] = orbit
-        cls_size = np.bincount(ac, minlength=n_cls).astype(float)
-        A_flow, rep = class_conservation_rows(ga, nc, ac)
-        n_ncls = len(rep)
+        oc = OrbitClasses.of(fab, ga, np.round(supply / scale, 12))
+        n_orb = len(oc.orbit_size)
+        rev_orbit = np.full(n_orb, -1)
+        rev_orbit[oc.orbit] = oc.orbit[rev]
+        if np.any(rev_orbit[oc.orbit] != oc.orbit[rev]):
+            return None  # an automorphism maps reverse arcs to reverse arcs; this claim doesn't
+        A_flow, rep = class_conservation_rows(ga, oc.node_class, oc.arc_class)
         A_eq = sp.hstack([A_flow, sp.csr_matrix(-supply[rep].reshape(-1, 1))], format="csr")
-        # Row of orbit O: load on O (phase 1) plus load on its reverse orbit (phase 2).
-        coef = T / orbit_size[cls_orbit] * cls_size
-        cls_ids = np.arange(n_cls)
+        # Row of orbit O: load on O (phase 1) plus load on its reverse orbit (phase 2); an
+        # orbit that is its own reverse gets both terms, which the sparse sum adds up.
+        coef = T / oc.orbit_size[oc.class_orbit] * oc.class_size
+        ids = np.arange(oc.n_classes)
         A_orb = sp.csr_matrix((np.concatenate([coef, coef]),
-                               (np.concatenate([cls_orbit, rev_orbit[cls_orbit]]),
-                                np.concatenate([cls_ids, cls_ids]))), shape=(n_orb, n_cls))
+                               (np.concatenate([oc.class_orbit, rev_orbit[oc.class_orbit]]),
+                                np.concatenate([ids, ids]))), shape=(n_orb, oc.n_classes))
         A_ub = sp.hstack([A_orb, sp.csr_matrix((n_orb, 1))], format="csr")
-        c = np.zeros(n_cls + 1)
+        c = np.zeros(oc.n_classes + 1)
         c[-1] = -1.0
-        lp = LinearProgram(c, A_ub, orbit_cap, A_eq, np.zeros(n_ncls),
-                           np.zeros(n_cls + 1), np.full(n_cls + 1, np.inf))
-        return cls(lp, ga, rev, supply, orbit, orbit_size, ac, T, scale,
-                   scale * float(share[share > 0].min()))
+        lp = LinearProgram(c, A_ub, oc.orbit_cap, A_eq, np.zeros(len(rep)),
+                           np.zeros(oc.n_classes + 1), np.full(oc.n_classes + 1, np.inf))
+        return cls(lp, ga, rev, supply, oc, T, scale, scale * float(share[share > 0].min()))
 
     def flows(self, x: np.ndarray) -> tuple[np.ndarray, float]:
         """Phase-1 load per arc (every endpoint routing like the root) and the root flow's
         L1 conservation residual on the whole graph (the same for every image)."""
-        f0 = np.clip(x[:-1][self.arc_class], 0.0, None)
-        per_orbit = np.bincount(self.orbit, weights=f0) * self.n_endpoints / self.orbit_size
-        n = self.ga.n_nodes
-        net = (np.bincount(self.ga.tail, weights=f0, minlength=n)
-               - np.bincount(self.ga.head, weights=f0, minlength=n))
-        return per_orbit[self.orbit], float(np.abs(net - x[-1] * self.supply).sum())
+        f0 = np.clip(x[:-1][self.classes.arc_class], 0.0, None)
+        load = invariant_loads(self.classes.orbit, self.classes.orbit_size,
+                               self.n_endpoints, f0)
+        return load, conservation_residual(self.ga, f0, x[-1] * self.supply)
 
 
 def _solve(model: Any, backend: str, time_limit: float | None,
@@ -370,8 +390,9 @@ def _solve(model: Any, backend: str, time_limit: float | None,
 
 
 def _bound(out: dict[str, Any], ga: GraphArrays, hubs: tuple[Hashable, ...], n: int,
-           method: str, start: float) -> ValiantBound:
+           method: str, start: float, level: int | None) -> ValiantBound:
     load = {} if out["load"] is None else dict(zip(ga.arcs, map(float, out["load"]),
                                                    strict=True))
     return ValiantBound(float(out["rate"]), out["status"], method, hubs, n, out["overload"],
-                        out["residual"], time.perf_counter() - start, out["message"], load)
+                        out["residual"], time.perf_counter() - start, out["message"], load,
+                        level)
