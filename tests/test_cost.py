@@ -134,20 +134,23 @@ def test_default_catalog_figures_match_the_hardware_reference():
     assert cat.nics["cx7"].confidence_of("price_usd") == "secondary"
 
 
-def test_catalog_load_merges_over_defaults_and_records_the_source(tmp_path):
-    path = write(tmp_path, """
-[switch.qm9700]
-price_usd = 20000.0
-source = "our 2025 quote"
-confidence = "vendor"
-
+MY_NIC = """
 [nic.my_nic]
 modes = [[1, 400.0]]
 power_w = 10.0
 price_usd = 900.0
 source = "vendor datasheet X"
 confidence = "vendor"
-""")
+"""
+
+
+def test_catalog_load_merges_over_defaults_and_records_the_source(tmp_path):
+    path = write(tmp_path, """
+[switch.qm9700]
+price_usd = 20000.0
+source = "our 2025 quote"
+confidence = "vendor"
+""" + MY_NIC)
     cat = fo.Catalog.load(path)
     qm = cat["switch.qm9700"]
     assert qm["price_usd"] == 20000.0
@@ -157,14 +160,7 @@ confidence = "vendor"
     assert "our 2025 quote" in qm.source and "QM97X0" in qm.source
     assert str(path) in qm.source and qm.origin == str(path)
     assert "my_nic" in cat.nics and "cx7" in cat.nics
-    only = fo.Catalog.load(path.parent / write(tmp_path, """
-[nic.my_nic]
-modes = [[1, 400.0]]
-power_w = 10.0
-price_usd = 900.0
-source = "vendor datasheet X"
-confidence = "vendor"
-""", "only.toml"), merge=False)
+    only = fo.Catalog.load(path.parent / write(tmp_path, MY_NIC, "only.toml"), merge=False)
     assert list(only.nics) == ["my_nic"] and not only.switches
 
 
