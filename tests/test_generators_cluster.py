@@ -161,7 +161,7 @@ def test_symmetry_claim_is_proven_and_symmetric_flow_equals_lp(make):
     # Servers of 2 per domain, 3 per leaf: blocks do not nest.
     lambda: fo.cluster(nvswitch_like(4, split=(2, 2), rails=[0, 1, 0, 1]), nodes=3,
                        leaf_radix=4, oversubscription=3.0),
-    # The last leaf of each rail is partly filled.
+    # 3 servers over ceil(3 / 2) = 2 leaves per rail: 1 and 2 servers, leaves differ.
     lambda: fo.cluster(nvswitch_like(2), nodes=3, leaf_radix=4),
     # A domain without a claim.
     lambda: fo.cluster(fo.from_networkx(nx.star_graph(2), endpoints=[1, 2]), 2, leaf_radix=4),

@@ -305,15 +305,18 @@ def test_rail_optimized_matches_superpod_two_tier_table(nodes, leaves, spines):
 def test_rail_optimized_gpus_and_rails():
     fab = fo.rail_optimized(nodes=5, gpus_per_node=2, leaf_radix=6)
     g = fab.graph
-    # down = up = 3: nodes 0-2 under leaf 0, 3-4 under leaf 1 of each rail; 4 leaves, spines
-    # S = smallest divisor of 3 with 6 S >= 4 x 3, so 3.
+    # down = up = 3: ceil(5 / 3) = 2 leaves per rail, the nodes spread evenly: 0-1 under
+    # leaf 0, 2-4 under leaf 1; 4 leaves, spines S = smallest divisor of 3 with
+    # 6 S >= 4 x 3, so 3.
     assert layer_counts(fab) == {0: 10, 1: 4, 2: 3}
     assert g.nodes["n4.g1"] == {"role": "gpu", "layer": 0, "node": 4, "rail": 1}
     assert list(g.successors("n4.g1")) == ["r1.l1"]
     assert g.nodes["r1.l1"]["rail"] == 1 and g.nodes["r1.l1"]["plane"] == 0
     assert all(g.nodes[next(iter(g.successors(e)))]["rail"] == g.nodes[e]["rail"]
                for e in fab.endpoints)
-    assert fab.symmetry is None  # the last leaf of each rail holds one node
+    assert [sum(g.nodes[u]["role"] == "gpu" for u in g.predecessors(f"r0.l{i}"))
+            for i in (0, 1)] == [2, 3]
+    assert fab.symmetry is None  # leaves of 2 and 3 nodes differ
 
 
 def test_rail_optimized_two_planes():
