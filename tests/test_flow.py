@@ -282,7 +282,12 @@ def test_fat_tree_any_permutation_is_one(seed):
     lambda: fo.leaf_spine(4, 2, 4, link_gbps=100),
     lambda: fo.rail_optimized(nodes=4, gpus_per_node=2, leaf_radix=4, nic_gbps=100),
     lambda: fo.rail_optimized(nodes=4, gpus_per_node=2, leaf_radix=4, planes=2),
-], ids=["fat_tree", "clos2", "clos2-3:1", "clos3", "leaf_spine", "rail", "rail-2planes"])
+    # 12 endpoints, 5 down per leaf: 3 leaves of 4 (spread evenly), not 5 + 5 + 2.
+    lambda: fo.clos(endpoints=12, radix=8, oversubscription=2.0, link_gbps=100),
+    # 6 servers over 2 leaves per rail: 3 + 3.
+    lambda: fo.rail_optimized(nodes=6, gpus_per_node=2, leaf_radix=5, oversubscription=4.0),
+], ids=["fat_tree", "clos2", "clos2-3:1", "clos3", "leaf_spine", "rail", "rail-2planes",
+        "clos2-spread", "rail-spread"])
 def test_symmetric_equals_full_lp_on_scale_out_families(make):
     fab = make()
     assert fab.symmetry is not None

@@ -212,15 +212,27 @@ def test_clos_three_tier_bundled_core():
 
 def test_clos_partial_leaf_and_pod():
     fab = fo.clos(endpoints=5, radix=4)
-    # 3 leaves of 2, 2, 1 endpoints; S = smallest divisor of 2 with 4 S >= 3 * 2, so 2.
+    # down = 2: ceil(5 / 2) = 3 leaves, the endpoints spread evenly (i * 5 // 3 = 0, 1, 3, 5):
+    # 1, 2, 2 endpoints, plus 2 uplinks each; S = smallest divisor of 2 with 4 S >= 3 * 2,
+    # so 2.
     assert layer_counts(fab) == {0: 5, 1: 3, 2: 2}
-    assert [ports_used(fab, f"leaf{i}") for i in range(3)] == [4, 4, 3]
+    assert [ports_used(fab, f"leaf{i}") for i in range(3)] == [3, 4, 4]
     assert fab.symmetry is None
     fab = fo.clos(endpoints=10, radix=4, tiers=3)
     # 5 leaves, 2 per pod: pods of 2, 2, 1 leaves; 3 pods x 2 spines; core groups of
     # C = smallest divisor of 2 with 4 C >= 3 * 2, so 2: 4 cores.
     assert layer_counts(fab) == {0: 10, 1: 5, 2: 6, 3: 4}
     assert fab.symmetry is None
+
+
+def test_clos_spreads_endpoints_evenly_and_keeps_its_claim():
+    # 12 endpoints, radix 8 at 2:1: down = floor(8 x 2 / 3) = 5, up = 3; ceil(12 / 5) = 3
+    # leaves of 4 endpoints (not 5 + 5 + 2), so all leaves are alike; S = smallest divisor
+    # of 3 with 8 S >= 3 x 3, so 3 spines of one link to each leaf.
+    fab = fo.clos(endpoints=12, radix=8, oversubscription=2.0)
+    assert layer_counts(fab) == {0: 12, 1: 3, 2: 3}
+    assert [ports_used(fab, f"leaf{i}") for i in range(3)] == [7, 7, 7]
+    fo.verify_symmetry(fab)
 
 
 def test_clos_one_pod_is_two_tiers_and_one_leaf_is_a_star():

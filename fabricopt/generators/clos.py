@@ -87,7 +87,8 @@ class ClosPlan:
     tiers : int
         Switch tiers built: 1 (one leaf alone), 2 (leaf-spine) or 3 (pods and a core).
     leaves : int
-        ``ceil(endpoints / down)``; leaf ``i`` holds endpoints ``i*down .. (i+1)*down - 1``.
+        ``ceil(endpoints / down)``; leaf ``i`` holds endpoints ``leaf_endpoints(i)``, the
+        endpoints spread evenly, so a leaf may use fewer than ``down`` ports.
     leaves_per_pod, pods : int
         Three tiers: the spine's down ports (``spine_radix // 2`` at 1:1) leaves per pod (the
         last pod may hold fewer). Otherwise
@@ -100,8 +101,9 @@ class ClosPlan:
         Three tiers: spine ``j`` of every pod joins the ``cores_per_group`` core switches of
         group ``j`` with ``spine_core_links`` links each. Otherwise 0.
     symmetric : bool
-        True when every leaf and pod is alike, so pod, leaf, spine, core and endpoint
-        permutations act transitively on the endpoints.
+        True when every leaf and pod is alike (the leaves divide the endpoints, the pods the
+        leaves), so pod, leaf, spine, core and endpoint permutations act transitively on the
+        endpoints.
     spine_radix, core_radix : int
         Ports of spine and core switches (``radix`` unless given per tier; 0 where the tier
         is not built).
@@ -122,6 +124,17 @@ class ClosPlan:
     symmetric: bool
     spine_radix: int = 0
     core_radix: int = 0
+
+    def leaf_endpoints(self, i: int) -> range:
+        """The endpoints under leaf ``i``: spread evenly over the leaves (counts differ by at
+        most one), as a cabling plan balances them.
+
+        >>> p = clos_plan("clos", 100, 64, 2, 2.0)  # 42 down: 3 leaves
+        >>> [len(p.leaf_endpoints(i)) for i in range(p.leaves)]
+        [33, 33, 34]
+        """
+        n, k = self.endpoints, self.leaves
+        return range(i * n // k, (i + 1) * n // k)
 
     @property
     def switches(self) -> int:
@@ -212,7 +225,7 @@ def clos_plan(func: str, endpoints: int, radix: int | Sequence[int], tiers: int,
             f"{func}(): {tiers} tiers of radix-{shown} switches reach at most {reach} endpoints "
             f"at oversubscription {ratio!r}, got endpoints={endpoints}")
     leaves = -(-endpoints // down)
-    full_leaves = endpoints % down == 0
+    full_leaves = endpoints % leaves == 0  # endpoints spread evenly: all leaves alike
     if leaves == 1:
         # A spine above a single leaf would carry no traffic.
         return ClosPlan(endpoints, leaf_radix, down, up, 1, 1, 1, 1, 0, 0, 0, 0, True)
@@ -269,7 +282,7 @@ def add_clos(b: FabricBuilder, attach: Sequence[Hashable], plan: ClosPlan, link_
         raise InvalidParameterError(
             f"add_clos(): attach must hold {plan.endpoints} nodes, got {len(attach)}")
     base = max(b.nodes[a]["layer"] for a in attach)
-    radix, down = plan.radix, plan.down
+    radix = plan.radix
     spine_radix, core_radix = plan.spine_radix or radix, plan.core_radix or radix
     three = plan.tiers == 3
     leaves = []
@@ -277,7 +290,7 @@ def add_clos(b: FabricBuilder, attach: Sequence[Hashable], plan: ClosPlan, link_
         pod = {"pod": i // plan.leaves_per_pod} if three else {}
         leaf = b.switch(f"{prefix}leaf{i}", base + 1, radix, switch_model, **pod)
         leaves.append(leaf)
-        for a in attach[i * down:(i + 1) * down]:
+        for a in (attach[j] for j in plan.leaf_endpoints(i)):
             if three:
                 b.nodes[a]["pod"] = pod["pod"]
             b.link(a, leaf, link_gbps, "gpu-leaf", tech)
@@ -391,8 +404,8 @@ def clos(endpoints: int, radix: int | Sequence[int], tiers: int = 2,
     tier, read ``r`` and ``s`` as the values of the tier concerned):
 
     * leaf ports: ``down = floor(r * s / (1 + s))``, ``up = r - down`` (all ports used; the
-      ratio built never exceeds ``s``); ``L = ceil(E / down)`` leaves, the last one possibly
-      partly filled.
+      ratio built never exceeds ``s``); ``L = ceil(E / down)`` leaves, the endpoints spread
+      evenly over them (counts differ by at most one, as a cabling plan balances them).
     * two tiers: ``S`` spines, the smallest divisor of ``up`` with ``S * r >= L * up``; every
       leaf joins every spine with ``up / S`` parallel links (one bundle). Largest size
       ``r * down`` (``r`` leaves, ``S = up``): 2048 at ``r = 64``, 1:1.
@@ -406,10 +419,11 @@ def clos(endpoints: int, radix: int | Sequence[int], tiers: int = 2,
     * A tier above a single switch of the tier below carries no traffic and is not built:
       one leaf is a lone switch, one pod is a two-tier leaf-spine.
 
-    Nodes: GPUs ``"g{n}"`` (GPU ``n`` under leaf ``n // down``); switches as in
-    :func:`add_clos`, each with the radix of its tier. The fabric claims symmetry (the arc orbits
-    of pod, leaf, spine, core and GPU permutations: one per tier and direction) when every
-    leaf and pod is full or there is a single leaf.
+    Nodes: GPUs ``"g{n}"`` (under the leaf ``i`` with ``n`` in
+    ``ClosPlan.leaf_endpoints(i)``); switches as in :func:`add_clos`, each with the radix of
+    its tier. The fabric claims symmetry (the arc orbits of pod, leaf, spine, core and GPU
+    permutations: one per tier and direction) when all leaves hold as many endpoints (``L``
+    divides ``E``) and every pod is full, or there is a single leaf.
 
     Examples
     --------

@@ -295,9 +295,9 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
     Rails: a GPU's rail is its ``rail`` attribute when every GPU of the domain has one, else
     its index in the domain. Rail-optimized: the ``t``-th GPU of each rail of a domain forms
     a server (a DGX is one server; an NVL72 rack with rails 0-3 is 18 servers, its trays), and
-    GPU ``(server, rail r)`` attaches to a leaf of rail ``r``; servers fill leaves in order,
-    domain by domain. Clos: GPUs fill leaves in endpoint order (the GPUs of a domain are
-    consecutive, top-of-rack style).
+    GPU ``(server, rail r)`` attaches to a leaf of rail ``r``; servers are spread evenly over
+    a rail's leaves in order, domain by domain. Clos: GPUs are spread evenly over the leaves
+    in endpoint order (the GPUs of a domain are consecutive, top-of-rack style).
 
     Symmetry is claimed under the conditions of the module docstring.
 
@@ -351,9 +351,9 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
     elif clos_p is not None:
         attach = [m[v] for m in maps for v in dom.gpus]
         add_clos(b, attach, clos_p, nic_gbps, opts["tech"], opts["switch_model"])
-        sizes = [len(dom.gpus), min(clos_p.down, len(attach))]
+        sizes = [len(dom.gpus), len(clos_p.leaf_endpoints(0))]
         if clos_p.tiers == 3:
-            sizes.append(clos_p.down * clos_p.leaves_per_pod)
+            sizes.append(len(clos_p.leaf_endpoints(0)) * clos_p.leaves_per_pod)
         symmetric = symmetric and clos_p.symmetric and nested(sizes)
         group = "domain, leaf, pod, spine and core permutations with the domain's own"
     else:
