@@ -140,6 +140,11 @@ SYMMETRIC = [
     lambda: fo.cluster({"family": "nvswitch_domain", "gpus": 3, "switches": 1,
                         "links_per_gpu": 2, "link_gbps": 200}, nodes=2, scale_out="clos",
                        radix=6),
+    # Evenly spread leaves: 12 GPUs, radix 8 at 2:1 has 5 down ports, so 3 leaves of 4 GPUs
+    # (2 domains each); 6 servers over 2 leaves per rail of 4 down ports: 3 + 3.
+    lambda: fo.cluster(nvswitch_like(2), nodes=6, scale_out="clos", radix=8,
+                       oversubscription=2.0),
+    lambda: fo.cluster(nvswitch_like(2), nodes=6, leaf_radix=5, oversubscription=4.0),
 ]
 
 

@@ -22,7 +22,8 @@ Symmetry. A cluster claims symmetry only when all of this holds (each is checked
   is an automorphism, so any GPU permutation the network side needs (a rail permutation, a
   swap of two servers under one leaf) extends into every domain copy. NVSwitch domains are
   like this; a torus of GPUs is not;
-* the scale-out plan is symmetric (all leaves, and pods, full);
+* the scale-out plan is symmetric (all leaves alike: the servers or GPUs, spread evenly,
+  divide among them; and all pods full);
 * the blocks the GPUs fall into nest: for the rail-optimized network the servers of a domain
   and the servers under one leaf of a rail (one of these counts divides the other); for a
   Clos the GPUs of a domain, of a leaf and of a pod (sorted, each size divides the next).
