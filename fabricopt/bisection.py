@@ -212,25 +212,15 @@ def _milp(fab: Fabric, ga: GraphArrays, ep_idx: np.ndarray, time_limit: float | 
     return float(pulp.value(prob.objective)), side
 
 
-def _best_hose_rate(fab: Fabric, eps: tuple, half: int, upper: float,
-                    time_limit: float | None) -> Any:
-    """The best certified two-phase hose rate over the hub levels, from the top tier down
-    (cores, spines, leaves): the top usually wins on a Clos, the leaves where GPUs relay over
-    NVLink to another rail's NIC. Stops once it proves ``upper`` or a solve does not finish;
-    None when the fabric has one-way links (phase 2 needs the reverse arcs)."""
-    from .flow import hub_levels, valiant_rate
+def _hose_rate(fab: Fabric, eps: tuple, time_limit: float | None) -> Any:
+    """The certified two-phase hose rate (best hub level), or None when the fabric has
+    one-way links or hubs nothing enters (no two-phase routing)."""
+    from .flow import valiant_rate
 
-    best = None
-    for level in sorted(hub_levels(fab, eps), reverse=True):
-        try:
-            tried = valiant_rate(fab, eps, hubs=level, time_limit=time_limit)
-        except InvalidParameterError:
-            return None  # one-way links or hubs that nothing enters: no two-phase routing
-        if best is None or tried.rate_gbps > best.rate_gbps:
-            best = tried
-        if best.rate_gbps * half >= upper * (1 - 1e-9) or tried.status != "optimal":
-            break
-    return best
+    try:
+        return valiant_rate(fab, eps, time_limit=time_limit)
+    except InvalidParameterError:
+        return None
 
 
 def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = None,
@@ -309,7 +299,7 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
 
     # Lower bounds: the certified two-phase hose rate (a matching of `half` pairs crosses
     # every split), then the certified all-to-all throughput among the endpoints.
-    hose = _best_hose_rate(fab, eps, half, upper, time_limit)
+    hose = _hose_rate(fab, eps, time_limit)
     lower, lower_from = 0.0, "nothing proven"
     if hose is not None:
         lower = hose.rate_gbps * half

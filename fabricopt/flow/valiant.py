@@ -185,7 +185,8 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
         The endpoints of the hose (default: all).
     hubs : int or iterable, optional
         Intermediate nodes of phase 1: a level of :func:`hub_levels` (hops from the
-        endpoints; default the farthest, the top tier) or any nodes.
+        endpoints) or any nodes. Default: the best of the levels, tried from the top tier
+        down until a rate reaches the endpoints' injection.
     method : {"auto", "symmetric", "lp"}
         ``"symmetric"`` solves one root's flow (needs a valid symmetry claim, all endpoints
         and hubs given by level); ``"lp"`` one flow per endpoint; ``"auto"`` the first that
@@ -211,7 +212,9 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
         raise InvalidParameterError(f"valiant_rate(): method must be 'auto', 'symmetric' or "
                                     f"'lp', got {method!r}")
     eps = check_endpoint_group("valiant_rate", fab, endpoints)
-    by_level = hubs is None or (isinstance(hubs, int) and not isinstance(hubs, bool))
+    if hubs is None:
+        return _best_level(fab, eps, method, backend, time_limit, backend_options, start)
+    by_level = isinstance(hubs, int) and not isinstance(hubs, bool)
     level = None
     if by_level:
         levels = hub_levels(fab, eps)
@@ -257,6 +260,27 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     model = _FullPhaseOne.build(ga, rev, ep_idx, hub_idx, scale)
     out = _solve(model, backend, time_limit, backend_options)
     return _bound(out, ga, hub_list, len(eps), "lp", start, level)
+
+
+def _best_level(fab: Any, eps: tuple[Hashable, ...], method: str, backend: str,
+                time_limit: float | None, options: dict[str, Any], start: float,
+                ) -> ValiantBound:
+    """The best rate over the hub levels, from the top tier down (cores, spines, leaves):
+    the top usually wins on a Clos, the leaves where GPUs relay over NVLink to another
+    rail's NIC. Stops at the injection bound (no rate exceeds what an endpoint can send) or
+    at a solve that does not finish."""
+    ceiling = min(fab.injection_gbps(e) for e in eps)
+    best: ValiantBound | None = None
+    for level in sorted(hub_levels(fab, eps), reverse=True):
+        tried = valiant_rate(fab, eps, hubs=level, method=method, backend=backend,
+                             time_limit=time_limit, **options)
+        if best is None or tried.rate_gbps > best.rate_gbps:
+            best = tried
+        if tried.status != "optimal" or best.rate_gbps >= ceiling * (1 - 1e-9):
+            break
+    assert best is not None
+    best.seconds = time.perf_counter() - start
+    return best
 
 
 def hub_shares(ga: GraphArrays, hub_idx: np.ndarray, ep_idx: np.ndarray) -> np.ndarray:
