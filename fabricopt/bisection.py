@@ -33,7 +33,7 @@ import numpy as np
 from ._checks import check_endpoint_group, check_int
 from .cuts import Cut, min_cut
 from .errors import InvalidParameterError
-from .fabric import SCALE_UP_TIERS, Fabric
+from .fabric import Fabric
 from .flow.graph_arrays import GraphArrays
 
 #: Node attributes whose values group endpoints into natural halves, most telling first.
@@ -99,14 +99,6 @@ class BisectionResult:
              "any traffic      no rate proven (two-phase routing)"),
         ])
 
-
-
-def scale_out_injection_gbps(fab: Fabric, endpoint: Hashable) -> float:
-    """Capacity leaving ``endpoint`` outside its scale-up domain (all of it if it has no
-    other links)."""
-    arcs = list(fab.graph.out_edges(endpoint, data=True))
-    out = sum(d["capacity"] for _, _, d in arcs if d.get("tier") not in SCALE_UP_TIERS)
-    return float(out) if out > 0 else float(sum(d["capacity"] for _, _, d in arcs))
 
 
 def _split_by_keys(keys: list[Any], half: int) -> np.ndarray | None:
@@ -328,7 +320,7 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     b_eps = tuple(e for e, m in zip(eps, side[ep_idx], strict=True) if not m)
     bcut = BisectionCut(frozenset(ga.nodes[i] for i in np.flatnonzero(side)), a_eps, b_eps,
                         tuple(ga.arcs[a] for a in cut.arcs), float(upper), found_by)
-    injection = float(np.mean([scale_out_injection_gbps(fab, e) for e in eps]))
+    injection = float(np.mean([fab.scale_out_injection_gbps(e) for e in eps]))
     return BisectionResult(float(lower), float(upper), bool(exact), bcut, n, injection,
                            lower_from, time.perf_counter() - start, candidates,
                            hose.rate_gbps if hose is not None else 0.0)

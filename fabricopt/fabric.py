@@ -121,6 +121,13 @@ class Fabric:
         """Total capacity (Gb/s) leaving ``endpoint``: what it can inject per direction."""
         return float(sum(c for _, _, c in self.graph.out_edges(endpoint, data="capacity")))
 
+    def scale_out_injection_gbps(self, endpoint: Hashable) -> float:
+        """Capacity (Gb/s) leaving ``endpoint`` outside its scale-up domain (links not in
+        ``SCALE_UP_TIERS``), or all of it when it has no other links."""
+        arcs = list(self.graph.out_edges(endpoint, data=True))
+        out = sum(d["capacity"] for _, _, d in arcs if d.get("tier") not in SCALE_UP_TIERS)
+        return float(out) if out > 0 else float(sum(d["capacity"] for _, _, d in arcs))
+
     def copy(self) -> Fabric:
         """An independent copy; the symmetry claim and design record are kept."""
         return Fabric(self.graph.copy(), self.endpoints, self.name, self.params, self._symmetry,

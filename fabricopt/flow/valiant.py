@@ -267,9 +267,10 @@ def _best_level(fab: Any, eps: tuple[Hashable, ...], method: str, backend: str,
                 ) -> ValiantBound:
     """The best rate over the hub levels, from the top tier down (cores, spines, leaves):
     the top usually wins on a Clos, the leaves where GPUs relay over NVLink to another
-    rail's NIC. Stops at the injection bound (no rate exceeds what an endpoint can send) or
-    at a solve that does not finish."""
-    ceiling = min(fab.injection_gbps(e) for e in eps)
+    rail's NIC. Stops at a solve that does not finish, or once the rate reaches the
+    scale-out injection of an endpoint (past which no level does better in a cluster of
+    several domains: a permutation across domains fills their NICs)."""
+    ceiling = min(fab.scale_out_injection_gbps(e) for e in eps)
     best: ValiantBound | None = None
     for level in sorted(hub_levels(fab, eps), reverse=True):
         tried = valiant_rate(fab, eps, hubs=level, method=method, backend=backend,
