@@ -204,13 +204,14 @@ def _milp(fab: Fabric, ga: GraphArrays, ep_idx: np.ndarray, time_limit: float | 
     return float(pulp.value(prob.objective)), side
 
 
-def _hose_rate(fab: Fabric, eps: tuple, time_limit: float | None) -> Any:
-    """The certified two-phase hose rate (best hub level), or None when the fabric has
-    one-way links or hubs nothing enters (no two-phase routing)."""
-    from .flow import valiant_rate
+def _hose_rate(fab: Fabric, eps: tuple, enough_gbps: float, time_limit: float | None) -> Any:
+    """The certified two-phase hose rate (best hub level, stopping once it proves
+    ``enough_gbps``), or None when the fabric has one-way links or hubs nothing enters (no
+    two-phase routing)."""
+    from .flow.valiant import best_hub_level
 
     try:
-        return valiant_rate(fab, eps, time_limit=time_limit)
+        return best_hub_level(fab, eps, enough_gbps=enough_gbps, time_limit=time_limit)
     except InvalidParameterError:
         return None
 
@@ -291,7 +292,7 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
 
     # Lower bounds: the certified two-phase hose rate (a matching of `half` pairs crosses
     # every split), then the certified all-to-all throughput among the endpoints.
-    hose = _hose_rate(fab, eps, time_limit)
+    hose = _hose_rate(fab, eps, upper / max(half, 1), time_limit)
     lower, lower_from = 0.0, "nothing proven"
     if hose is not None:
         lower = hose.rate_gbps * half

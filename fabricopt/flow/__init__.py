@@ -18,13 +18,13 @@ from .formulation import FlowModel, build_flow_lp
 from .lp import STATUSES, LinearProgram, LPSolution
 from .result import FlowResult, TierUtilization
 from .symmetric import build_symmetric_lp
-from .valiant import ValiantBound, hub_levels, hub_nodes, valiant_rate
+from .valiant import ValiantBound, best_hub_level, hub_levels, hub_nodes, valiant_rate
 
 __all__ = [
     "BACKENDS", "CertificateCheck", "MAX_AUTO_NONZEROS", "STATUSES", "FlowModel",
     "FlowResult", "LPSolution", "check_certificate",
     "LinearProgram", "TierUtilization", "build_flow_lp", "build_symmetric_lp",
     "cheap_bracket", "export_mps", "max_concurrent_flow", "solve_flow_model", "solve_lp",
-    "solve_symmetric", "symmetric_applicable", "ValiantBound", "hub_levels",
+    "solve_symmetric", "symmetric_applicable", "ValiantBound", "best_hub_level", "hub_levels",
     "hub_nodes", "valiant_rate",
 ]

@@ -213,7 +213,8 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
                                     f"'lp', got {method!r}")
     eps = check_endpoint_group("valiant_rate", fab, endpoints)
     if hubs is None:
-        return _best_level(fab, eps, method, backend, time_limit, backend_options, start)
+        return best_hub_level(fab, eps, method=method, backend=backend, time_limit=time_limit,
+                              **backend_options)
     by_level = isinstance(hubs, int) and not isinstance(hubs, bool)
     level = None
     if by_level:
@@ -262,19 +263,25 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     return _bound(out, ga, hub_list, len(eps), "lp", start, level)
 
 
-def _best_level(fab: Any, eps: tuple[Hashable, ...], method: str, backend: str,
-                time_limit: float | None, options: dict[str, Any], start: float,
-                ) -> ValiantBound:
-    """The best rate over the hub levels, from the top tier down (cores, spines, leaves):
-    the top usually wins on a Clos, the leaves where GPUs relay over NVLink to another
-    rail's NIC. Stops at a solve that does not finish, or once the rate reaches the
-    scale-out injection of an endpoint (past which no level does better in a cluster of
-    several domains: a permutation across domains fills their NICs)."""
+def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
+                   enough_gbps: float | None = None, **options: Any) -> ValiantBound:
+    """The best :func:`valiant_rate` over the hub levels, from the top tier down (cores,
+    spines, leaves): the top usually wins on a Clos, the leaves where GPUs relay over NVLink
+    to another rail's NIC.
+
+    Stops at a solve that does not finish, at a rate of ``enough_gbps`` (what the caller
+    needs, e.g. to close a bracket) or at the scale-out injection of an endpoint (past which
+    no level does better in a cluster of several domains: a permutation across domains
+    fills their NICs). ``options`` go to :func:`valiant_rate`.
+    """
+    start = time.perf_counter()
+    eps = check_endpoint_group("valiant_rate", fab, endpoints)
     ceiling = min(fab.scale_out_injection_gbps(e) for e in eps)
+    if enough_gbps is not None:
+        ceiling = min(ceiling, enough_gbps)
     best: ValiantBound | None = None
     for level in sorted(hub_levels(fab, eps), reverse=True):
-        tried = valiant_rate(fab, eps, hubs=level, method=method, backend=backend,
-                             time_limit=time_limit, **options)
+        tried = valiant_rate(fab, eps, hubs=level, **options)
         if best is None or tried.rate_gbps > best.rate_gbps:
             best = tried
         if tried.status != "optimal" or best.rate_gbps >= ceiling * (1 - 1e-9):
