@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -191,10 +192,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
     except (FabricOptError, ValueError) as exc:
         print(f"fabricopt {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader went away (`fabricopt solve ... | head`): stop quietly, as Unix tools do,
+        # and keep Python from complaining again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

@@ -64,3 +64,20 @@ def test_bad_input_exits_2_with_a_message(argv, message, capsys):
 def test_parse_assignments():
     assert parse_assignments(["k=8", "name=x", "split=[5,4]"]) == {
         "k": 8, "name": "x", "split": [5, 4]}
+
+
+def test_closed_pipe_ends_quietly(monkeypatch):
+    # `fabricopt show ... | head -0`: the reader is gone before anything is written. The
+    # command must stop with the broken-pipe code 141 (128 + SIGPIPE), not a traceback.
+    import os
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    out = os.fdopen(write_end, "w")  # block-buffered, like stdout on a pipe
+    monkeypatch.setattr(sys, "stdout", out)
+    try:
+        assert main(["show", "ring", "n=4"]) == 141
+    finally:
+        monkeypatch.undo()
+        out.close()
