@@ -66,7 +66,7 @@ def test_parse_assignments():
         "k": 8, "name": "x", "split": [5, 4]}
 
 
-def test_closed_pipe_ends_quietly(monkeypatch):
+def test_closed_pipe_ends_quietly(monkeypatch, capfd):
     # `fabricopt show ... | head -0`: the reader is gone before anything is written. The
     # command must stop with the broken-pipe code 141 (128 + SIGPIPE), not a traceback.
     import os
@@ -81,3 +81,4 @@ def test_closed_pipe_ends_quietly(monkeypatch):
     finally:
         monkeypatch.undo()
         out.close()
+    assert capfd.readouterr().err == ""  # quietly: nothing on stderr

@@ -282,9 +282,10 @@ def test_fat_tree_any_permutation_is_one(seed):
     lambda: fo.leaf_spine(4, 2, 4, link_gbps=100),
     lambda: fo.rail_optimized(nodes=4, gpus_per_node=2, leaf_radix=4, nic_gbps=100),
     lambda: fo.rail_optimized(nodes=4, gpus_per_node=2, leaf_radix=4, planes=2),
-    # 12 endpoints, 5 down per leaf: 3 leaves of 4 (spread evenly), not 5 + 5 + 2.
+    # 12 endpoints, floor(8 x 2 / 3) = 5 down per leaf: ceil(12 / 5) = 3 leaves of 4 (spread
+    # evenly), not 5 + 5 + 2.
     lambda: fo.clos(endpoints=12, radix=8, oversubscription=2.0, link_gbps=100),
-    # 6 servers over 2 leaves per rail: 3 + 3.
+    # floor(5 x 4 / 5) = 4 down: ceil(6 / 4) = 2 leaves per rail of 3 + 3 servers.
     lambda: fo.rail_optimized(nodes=6, gpus_per_node=2, leaf_radix=5, oversubscription=4.0),
 ], ids=["fat_tree", "clos2", "clos2-3:1", "clos3", "leaf_spine", "rail", "rail-2planes",
         "clos2-spread", "rail-spread"])

@@ -364,7 +364,7 @@ def test_rail_leaves_share_servers_evenly_and_claim_symmetry_only_when_equal():
     downs = {sum(1 for u in g.predecessors(v) if g.nodes[u]["role"] == "gpu")
              for v, d in g.nodes(data=True) if d["layer"] == 1}
     assert downs == {32} and fab.symmetry is not None
-    # 7 servers on 4-port leaves without spine: 2 leaves of 4 and 3, so no claim.
+    # 7 servers on 4-port leaves without spine: 2 leaves of 3 and 4, so no claim.
     assert fo.rail_optimized(nodes=7, gpus_per_node=2, leaf_radix=4, spine=False).symmetry is None
     small = fo.rail_optimized(nodes=6, gpus_per_node=2, leaf_radix=5, oversubscription=4.0)
     # down = floor(5 x 4 / 5) = 4, up = 1: ceil(6 / 4) = 2 leaves of 3 servers per rail.

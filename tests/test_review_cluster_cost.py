@@ -89,8 +89,8 @@ def test_dgx_b200_cluster_counts():
 
 
 def test_gb200_fat_tree_is_valid_and_claims_nothing():
-    # 144 GPUs on radix-64 leaves of 32: 5 leaves, the last half full, and a 72-GPU rack
-    # straddles leaves: no symmetry can be claimed.
+    # 144 GPUs on radix-64 leaves of 32 down: ceil(144 / 32) = 5 leaves, spread 28, 29, 29,
+    # 29, 29 (5 does not divide 144), and a 72-GPU rack straddles leaves: no claim.
     fab = fo.cluster("gb200_nvl72", 2, scale_out="fat_tree").validate()
     assert fab.symmetry is None
     assert network_switches_by_layer(fab)[1] == math.ceil(144 / 32)
@@ -109,8 +109,8 @@ def test_two_planes_give_two_nic_links_of_half_rate():
         assert planes == {0, 1}
 
 
-def test_nodes_not_filling_leaves_claim_nothing():
-    # 3 nodes on leaves of 2 down ports: the second leaf of each rail is half full.
+def test_nodes_not_dividing_among_leaves_claim_nothing():
+    # 3 nodes on leaves of 2 down ports: ceil(3 / 2) = 2 leaves per rail holding 1 and 2.
     assert fo.cluster(nvs(2), 3, leaf_radix=4).symmetry is None
 
 

@@ -101,9 +101,9 @@ class ClosPlan:
         Three tiers: spine ``j`` of every pod joins the ``cores_per_group`` core switches of
         group ``j`` with ``spine_core_links`` links each. Otherwise 0.
     symmetric : bool
-        True when every leaf and pod is alike (the leaves divide the endpoints, the pods the
-        leaves), so pod, leaf, spine, core and endpoint permutations act transitively on the
-        endpoints.
+        True when every leaf and pod is alike (the leaf count divides the endpoints, and every
+        pod is full: ``leaves_per_pod`` divides the leaves), so pod, leaf, spine, core and
+        endpoint permutations act transitively on the endpoints.
     spine_radix, core_radix : int
         Ports of spine and core switches (``radix`` unless given per tier; 0 where the tier
         is not built).
