@@ -34,7 +34,7 @@ from ._checks import check_endpoint_group, check_int
 from .cuts import Cut, min_cut
 from .errors import InvalidParameterError
 from .fabric import Fabric
-from .flow.graph_arrays import GraphArrays
+from .graph_arrays import GraphArrays
 
 #: Node attributes whose values group endpoints into natural halves, most telling first.
 STRUCTURE_ATTRIBUTES = ("pod", "su", "zone", "plane", "group", "tray", "node", "rail")

@@ -16,6 +16,7 @@ import numpy as np
 
 from ._checks import as_rng, check_endpoint_group, check_positive
 from .errors import InvalidParameterError, TrafficError
+from .graph_arrays import GraphArrays
 
 Pair = tuple[Hashable, Hashable]
 
@@ -256,8 +257,6 @@ def longest_matching(fab: Any, gbps: float = 1.0,
     """
     from scipy.optimize import linear_sum_assignment
     from scipy.sparse.csgraph import shortest_path
-
-    from .flow.graph_arrays import GraphArrays
 
     gbps = check_positive("longest_matching", "gbps", gbps)
     eps = _endpoints_of("longest_matching", fab, endpoints)

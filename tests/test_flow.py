@@ -162,6 +162,8 @@ def test_time_limited_solve_reports_status_and_a_valid_bracket():
     # The hop-length bound is exact on a torus, so upper equals truth up to rounding.
     assert r.lower <= truth <= r.upper * (1 + 1e-12)
     assert "theta            not proven" in str(r)
+    # The hop-length lengths behind that upper bound are kept, so the checker re-proves it.
+    certified(fab, r, exact=False)
 
 
 @pytest.mark.parametrize("solver", ["ipm", "simplex"])
@@ -197,6 +199,28 @@ def test_too_large_for_auto_gives_bounds_and_says_so(monkeypatch):
     assert r.status == "not_solved" and r.theta is None
     assert "too large" in r.message
     assert r.lower == 0.0 and exact <= r.upper < math.inf
+    certified(fab, r, exact=False)  # hop lengths and endpoint cuts re-prove the bracket
+
+
+def test_a_new_model_plugs_into_the_one_certify_path():
+    # A model that follows the ThroughputModel protocol gets both proofs from certify(): here
+    # the full LP of a 4-ring wrapped so that it reports its flow as is. Ring C_4, unit
+    # capacity and unit all-to-all: theta = 8 / 4**2 = 0.5 (cut and distance bounds meet).
+    from fabricopt.flow import LPSolution, certify, solve_lp
+
+    fab = fo.ring(4)
+    model = fo.build_flow_lp(fab, fo.all_to_all(fab))
+    sol = solve_lp(model.lp)
+    cert = certify(model, sol)
+    assert cert.lower == pytest.approx(0.5, rel=1e-9)
+    assert cert.upper == pytest.approx(0.5, rel=1e-9)
+    # Flow conservation of the lifted flow and capacities (cut = flow on the ring).
+    assert cert.lifted.residual_l1 <= 1e-9 and cert.max_overload <= 1 + 1e-9
+    # Without a point, hop lengths still prove the upper side: every ordered pair of C_4 is
+    # 1, 1 or 2 hops away, sum of distances 4 x (1 + 1 + 2) = 16, capacity 8 arcs x 1,
+    # so theta <= 8 / 16 = 0.5 and nothing is proven below.
+    blind = certify(model, LPSolution("not_solved", "no point"))
+    assert blind.lower == 0.0 and blind.upper == pytest.approx(0.5)
 
 
 def test_endpoint_collapse_keeps_same_switch_pairs_on_their_links():
