@@ -369,3 +369,37 @@ def test_default_simplex_is_exact_on_a_random_fabric():
     fab = fo.jellyfish(40, 6, 4, seed=1)
     r = fo.max_concurrent_flow(fab, method="lp")
     certified(fab, r)
+
+
+@pytest.mark.parametrize("capacity", [float("nan"), math.inf, -1.0, 0.0, None, "fast", True])
+def test_bad_capacity_is_named_before_any_solve(capacity):
+    # Every entry point reads the fabric through the same arrays, which check each arc.
+    fab = fo.ring(4)
+    fab.graph["n0"]["n1"]["capacity"] = capacity
+    calls = [lambda: fo.max_concurrent_flow(fab), lambda: fo.bisection_bandwidth(fab),
+             lambda: fo.valiant_rate(fab),
+             lambda: fo.collective_bounds(fab, "all_gather", message_bytes=2**20)]
+    for call in calls:
+        with pytest.raises(fo.InvalidFabricError, match="'n0'->'n1'.*capacity"):
+            call()
+
+
+def test_self_loop_is_refused_by_every_solver():
+    fab = fo.ring(4)
+    fab.graph.add_edge("n0", "n0", capacity=1.0)
+    with pytest.raises(fo.InvalidFabricError, match="self-loop"):
+        fo.max_concurrent_flow(fab)
+
+
+@pytest.mark.parametrize("backend, options, error, words", [
+    ("highs", {"solver": 5}, fo.InvalidParameterError, "solver must be"),
+    ("highs", {"presolv": False}, fo.InvalidParameterError, "unknown option.*presolv"),
+    ("highspy", {"threads": "x"}, fo.InvalidParameterError, "threads"),
+    ("highspy", {"no_such_option": 1}, fo.InvalidParameterError, "no_such_option"),
+    ("pulp", {"solver": "NOPE"}, fo.InvalidParameterError, "solver must be one of"),
+    ("pulp", {"solver": "GUROBI_CMD"}, fo.BackendUnavailableError, "not installed"),
+    ("pulp", {"bogus": 1}, fo.InvalidParameterError, "does not take"),
+])
+def test_backend_options_checked_before_solving(backend, options, error, words):
+    with pytest.raises(error, match=words):
+        fo.max_concurrent_flow(fo.ring(4), method="lp", backend=backend, **options)

@@ -278,6 +278,7 @@ def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     """
     start = time.perf_counter()
     eps = check_endpoint_group("valiant_rate", fab, endpoints)
+    GraphArrays.from_fabric(fab)  # checks every arc before any work
     ceiling = min(fab.scale_out_injection_gbps(e) for e in eps)
     if enough_gbps is not None:
         ceiling = min(ceiling, enough_gbps)
