@@ -403,3 +403,25 @@ def test_self_loop_is_refused_by_every_solver():
 def test_backend_options_checked_before_solving(backend, options, error, words):
     with pytest.raises(error, match=words):
         fo.max_concurrent_flow(fo.ring(4), method="lp", backend=backend, **options)
+
+
+def test_inexact_message_quotes_the_bracket_in_the_callers_units(monkeypatch):
+    # A point that is 1% short of optimal, reported "optimal": the result keeps the bracket
+    # only, and its message quotes the same numbers as r.lower and r.upper (the solve itself
+    # runs on traffic scaled near theta = 1; 400 Gb/s links make that scale differ from 1).
+    from fabricopt.flow import api, certificate
+
+    real = api.solve_lp
+
+    def short(lp, *args, **kwargs):
+        sol = real(lp, *args, **kwargs)
+        sol.x = sol.x * 0.99
+        return sol
+
+    monkeypatch.setattr(api, "solve_lp", short)
+    monkeypatch.setattr(certificate, "polish_duals", lambda *args, **kwargs: None)
+    fab = fo.fat_tree(4)
+    r = fo.max_concurrent_flow(fab, method="lp")
+    assert r.status == "inexact" and r.theta is None
+    assert f"[{r.lower:.9g}, {r.upper:.9g}]" in r.message
+    certified(fab, r, exact=False)

@@ -219,7 +219,7 @@ def certified_result(model: ThroughputModel | CollapsedDemand, sol: LPSolution, 
             # The solver says optimal but its point does not prove it to our tolerance
             # (first-order and interior-point solvers stop early): keep only the bracket.
             message = (f"solver reported optimal, but the certified bracket "
-                       f"[{lower / traffic_scale:.9g}, {upper / traffic_scale:.9g}] is wider "
+                       f"[{lower * traffic_scale:.9g}, {upper * traffic_scale:.9g}] is wider "
                        f"than {EXACT_RTOL:g} relative")
             status, theta = "inexact", None
         else:
