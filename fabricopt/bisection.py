@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_endpoint_group, check_int
+from ._checks import check_endpoint_group, check_int, check_positive
 from .cuts import Cut, min_cut
 from .errors import InvalidParameterError
 from .fabric import Fabric
@@ -261,6 +261,8 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
                                     f"got {type(fab).__name__}")
     milp_max_nodes = check_int("bisection_bandwidth", "milp_max_nodes", milp_max_nodes,
                                minimum=0)
+    if time_limit is not None:
+        time_limit = check_positive("bisection_bandwidth", "time_limit", time_limit)
     eps = check_endpoint_group("bisection_bandwidth", fab, endpoints)
     ga = GraphArrays.from_fabric(fab)
     ep_idx = np.array([ga.index[e] for e in eps])

@@ -92,6 +92,8 @@ class Fabric:
                 f"Fabric(): endpoints must be nodes of the graph, got unknown {missing[:5]!r}")
         if len(set(self.endpoints)) != len(self.endpoints):
             raise InvalidParameterError("Fabric(): endpoints must not repeat")
+        if name is not None and not isinstance(name, str):
+            raise InvalidParameterError(f"Fabric(): name must be a string, got {name!r}")
         self.name = name or "fabric"
         self.params: dict[str, Any] = dict(params or {})
         self._symmetry = symmetry
@@ -119,6 +121,9 @@ class Fabric:
 
     def injection_gbps(self, endpoint: Hashable) -> float:
         """Total capacity (Gb/s) leaving ``endpoint``: what it can inject per direction."""
+        if endpoint not in self.graph:
+            raise InvalidParameterError(f"Fabric.injection_gbps(): {endpoint!r} is not a node "
+                                        f"of fabric {self.name!r}")
         return float(sum(c for _, _, c in self.graph.out_edges(endpoint, data="capacity")))
 
     def scale_out_injection_gbps(self, endpoint: Hashable) -> float:
