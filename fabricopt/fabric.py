@@ -213,12 +213,12 @@ class Fabric:
                 raise InvalidParameterError(f"{func}(): each link must be a (u, v) pair, "
                                             f"got {pair!r}")
             u, v = pair
-            if not graph.has_edge(u, v) and not graph.has_edge(v, u):
-                raise InvalidParameterError(f"{func}(): fabric {self.name!r} has no link "
-                                            f"between {u!r} and {v!r}")
             if frozenset(pair) in seen:
                 raise InvalidParameterError(f"{func}(): link {u!r}-{v!r} is named twice")
             seen.add(frozenset(pair))
+            if not graph.has_edge(u, v) and not graph.has_edge(v, u):
+                raise InvalidParameterError(f"{func}(): fabric {self.name!r} has no link "
+                                            f"between {u!r} and {v!r}")
             arcs = [(a, b) for a, b in ((u, v), (v, u)) if graph.has_edge(a, b)]
             bundle = max(_link_count(graph[a][b]) for a, b in arcs)
             if count is None:
