@@ -79,7 +79,7 @@ def test_fail_random_counts_parallel_links_one_by_one():
     left = sum(d["links"] for u, v, d in failed.graph.edges(data=True)
                if d["tier"] == "leaf-spine") // 2
     assert failed.removed.physical_links == 8 and left == 8
-    for u, v, d in failed.graph.edges(data=True):  # capacity follows the links left
+    for _, _, d in failed.graph.edges(data=True):  # capacity follows the links left
         assert d["capacity"] == 400.0 * d["links"]
 
 
