@@ -25,6 +25,15 @@ from .errors import (
 )
 from .fabric import Fabric, FabricSummary, from_networkx
 from .fabric_io import read_graphml, read_json, write_graphml, write_json
+from .failures import (
+    FailureSweep,
+    FailureTrial,
+    FractionSummary,
+    RiskGroup,
+    fail_random,
+    failure_sweep,
+    risk_groups,
+)
 from .flow import (
     FlowResult,
     ValiantBound,
@@ -91,4 +100,11 @@ __all__ = _generator_names + [
     "write_graphml",
     "verify_symmetry",
     "write_json",
+    "FailureSweep",
+    "FailureTrial",
+    "FractionSummary",
+    "RiskGroup",
+    "fail_random",
+    "failure_sweep",
+    "risk_groups",
 ]

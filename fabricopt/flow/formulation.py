@@ -71,6 +71,9 @@ class Collapse:
         first_in = np.full(n, -1)
         first_in[ga.head[::-1]] = np.arange(ga.n_arcs)[::-1]
         idx = np.array([ga.index[e] for e in endpoints], dtype=np.int64)
+        if not ga.n_arcs:  # nothing to collapse, and the arc lookups below need an arc
+            none = np.full(len(idx), -1)
+            return cls(endpoints, idx, none, none.copy(), np.ones(0, dtype=bool))
         oa, ia = first_out[idx], first_in[idx]
         ok = (out_deg[idx] == 1) & (in_deg[idx] == 1) & (oa >= 0) & (ia >= 0)
         w = np.where(ok, ga.head[np.maximum(oa, 0)], -1)
