@@ -14,7 +14,8 @@ bound.
   SuperPODs of any size, and on oversubscribed ones when the cheapest split follows leaf
   boundaries (4 leaves of 16 split 2 + 2, not 3 leaves split 1.5 + 1.5). (2) Every
   bisection must carry theta x the all-to-all demand between the halves
-  (``reference/bounds.md``: theta <= 4 BB / N^2), with theta certified by
+  (``docs/bisection.md#from-the-all-to-all-throughput``: theta <= 4 BB / N^2), with theta
+  certified by
   :func:`~fabricopt.max_concurrent_flow`; this alone proves only about half of a
   non-blocking fabric's bisection. (3) On small graphs an exact MILP (pulp, CBC).
   ``exact`` is True only when the lower and upper bounds meet.

@@ -1,4 +1,4 @@
-"""Max-concurrent-flow: the public cases of reference/bounds.md through every backend, the
+"""Max-concurrent-flow: the closed forms of docs/throughput.md through every backend, the
 symmetric method against the full LP, certificates, statuses and errors."""
 
 import math
@@ -15,7 +15,8 @@ BACKENDS = [("highs", {}), ("highspy", {"solver": "simplex"}), ("highspy", {"sol
             ("pulp", {})]
 METHODS = ["lp", "symmetric"]
 
-# (fabric, closed form) with unit capacities and unit all-to-all, from reference/bounds.md:
+# (fabric, closed form) with unit capacities and unit all-to-all, derived in
+# docs/throughput.md#closed-form-test-cases:
 # K_n: 1 (direct links); ring C_n, n even: 8/n^2 (cut and distance bounds meet);
 # hypercube Q_d: 2^(1-d) (McDiarmid, Scott, Withers); k x k torus, k even: 8/k^3.
 PUBLIC_CASES = [
@@ -41,7 +42,7 @@ def test_public_cases_every_backend(name, make, expected, method, backend, optio
 
 @pytest.mark.parametrize("d", [2, 3, 4])
 def test_hypercube_antipodal_permutation_is_one(d):
-    # bounds.md: the antipodal permutation of Q_d routes at theta = 1 (d edge-disjoint
+    # docs/throughput.md: the antipodal permutation of Q_d routes at theta = 1 (d edge-disjoint
     # shortest paths of length d per pair, each arc used by exactly one pair per direction).
     fab = fo.hypercube(d)
     n = 2**d
@@ -84,7 +85,7 @@ def test_reduced_symmetric_lp_is_small_and_unreduced_agrees():
     a = fo.flow.solve_lp(model.lp)
     b = fo.flow.solve_lp(plain.lp)
     assert -a.objective == pytest.approx(-b.objective, rel=1e-9)
-    assert -a.objective == pytest.approx(8 / 6**3, rel=1e-9)  # bounds.md, k = 6
+    assert -a.objective == pytest.approx(8 / 6**3, rel=1e-9)  # docs/throughput.md torus, k = 6
 
 
 def test_result_fields_and_loads():
@@ -127,7 +128,7 @@ def test_jellyfish_exact_within_cut_and_distance_bounds():
     fab = fo.jellyfish(switches=10, network_ports=3, endpoints_per_switch=2, seed=3,
                        link_gbps=1.0)
     r = certified(fab, fo.max_concurrent_flow(fab))
-    # bounds.md: random graphs are tested by inequalities only. Hop-distance bound (l = 1):
+    # docs/throughput.md: random graphs are tested by inequalities only. Hop-distance bound (l = 1):
     hop = fo.flow.check.explicit_distance_bound(fab, fo.all_to_all(fab),
                                                 np.ones(fab.graph.number_of_edges()))
     assert r.theta <= hop * (1 + 1e-9)
@@ -151,7 +152,7 @@ def test_disconnected_pair_gives_zero_with_a_cut():
 
 def test_time_limited_solve_reports_status_and_a_valid_bracket():
     fab = fo.torus((12, 12))
-    truth = 8 / 12**3  # bounds.md, k = 12
+    truth = 8 / 12**3  # docs/throughput.md torus, k = 12
     # Dual simplex checks the clock at every iteration and cannot finish this LP (83k columns)
     # in a millisecond. The interior-point path is not used here: HiGHS hands IPX the time
     # left after presolve, and IPX reads a negative time as "no limit", so a limit shorter
@@ -182,7 +183,7 @@ def test_highspy_time_limit_holds_even_when_highs_ignores_its_own(monkeypatch, s
 
     monkeypatch.setattr(backends, "_deadline_callbacks", highs_limit_off)
     fab = fo.torus((12, 12))
-    truth = 8 / 12**3  # bounds.md, k = 12
+    truth = 8 / 12**3  # docs/throughput.md torus, k = 12
     r = fo.max_concurrent_flow(fab, method="lp", backend="highspy", solver=solver,
                                time_limit=0.2)
     assert r.status == "time_limit" and r.theta is None
@@ -244,7 +245,7 @@ def test_build_then_export_then_solve(tmp_path):
     fo.export_mps(model.lp, path)
     assert "ROWS" in path.read_text()
     r = fo.solve_flow_model(model)
-    assert r.theta == pytest.approx(8 / 4**2)  # bounds.md ring, n = 4
+    assert r.theta == pytest.approx(8 / 4**2)  # docs/throughput.md ring, n = 4
 
 
 def test_bad_arguments():
@@ -265,8 +266,8 @@ def test_bad_arguments():
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("k", [4, 6])
 def test_fat_tree_all_to_all_fabric_only(k, method, backend, options):
-    # bounds.md: k-ary fat-tree, server-level all-to-all with same-switch pairs dropped:
-    # theta = 1 / (N - k/2), N = k^3/4 (the edge uplinks bind). Unit capacities.
+    # docs/throughput.md#fat-tree: k-ary fat-tree, server-level all-to-all with same-switch
+    # pairs dropped: theta = 1 / (N - k/2), N = k^3/4 (the edge uplinks bind). Unit capacities.
     if backend == "pulp" and k == 6 and method == "lp":
         pytest.skip("CBC on the 54-host full LP is slow; the other backends cover it")
     fab = fo.fat_tree(k, link_gbps=1.0)
@@ -289,7 +290,8 @@ def test_fat_tree_all_to_all_with_nic_links():
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_fat_tree_any_permutation_is_one(seed):
-    # bounds.md: full bisection, so any permutation of servers routes at theta = 1.
+    # docs/throughput.md#fat-tree: full bisection, so any permutation of servers routes at
+    # theta = 1.
     fab = fo.fat_tree(4, link_gbps=1.0)
     tm = fo.permutation(fab, seed=seed)
     r = certified(fab, fo.max_concurrent_flow(fab, tm), tm)
@@ -351,7 +353,7 @@ def test_pdlp_is_exact_after_polishing():
     fab = fo.torus((4, 4))
     r = fo.max_concurrent_flow(fab, backend="highspy", solver="pdlp")
     certified(fab, r)
-    assert r.theta == pytest.approx(8 / 4**3)  # bounds.md torus
+    assert r.theta == pytest.approx(8 / 4**3)  # docs/throughput.md torus
 
 
 def test_missing_backend_gives_install_hint(monkeypatch):

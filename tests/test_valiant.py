@@ -24,8 +24,8 @@ def _loads_fit(fab, bound):
     # k=4 fat-tree at 100 Gb/s, hubs the 4 cores. A host's one link carries its phase-1
     # r up and phase-2 r down (opposite arcs); an edge switch sends 2r over 2 uplinks and an
     # aggregation switch 2r over 2 core links: r = 100, the link rate. This proves the
-    # bounds.md case "k-ary fat-tree, any permutation of servers: theta = 1" for all
-    # permutations at once.
+    # docs/throughput.md#fat-tree case "k-ary fat-tree, any permutation of servers: theta = 1"
+    # for all permutations at once.
     (fo.fat_tree(4, link_gbps=100), 100.0, 4),
     # 4 leaves x 4 endpoints, one spine, 100 Gb/s: a leaf's only uplink carries 4r, so
     # r = 100 / 4 = 25 (4:1 oversubscription).
