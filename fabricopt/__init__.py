@@ -55,6 +55,7 @@ from .traffic import (
     permutation,
     select_endpoints,
 )
+from .worst_case import WorstCasePermutation, tub_upper_bound, worst_case_permutation
 
 __all__ = _generator_names + [
     "BisectionResult",
@@ -100,6 +101,9 @@ __all__ = _generator_names + [
     "write_graphml",
     "verify_symmetry",
     "write_json",
+    "WorstCasePermutation",
+    "tub_upper_bound",
+    "worst_case_permutation",
     "FailureSweep",
     "FailureTrial",
     "FractionSummary",
