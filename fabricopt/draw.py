@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 __all__ = ["AUTO_LEVELS", "AUTO_MAX_NODES", "draw", "pareto_front", "plot_metric_bars",
            "plot_pareto"]
 
-#: ``aggregate="auto"`` draws every device up to this many drawn nodes, else groups them.
+#: ``aggregate="auto"`` draws every device up to this many drawn nodes (and twice as many
+#: lines), else groups them.
 AUTO_MAX_NODES = 300
 #: Attributes that order devices in a row, outermost first (see the Fabric attribute schema).
 ORDER_ATTRS = ("pod", "su", "node", "rail", "plane")
@@ -157,9 +158,14 @@ def _groups(fab: Fabric, row_of: Mapping[Hashable, tuple[int, int]],
     return {v: ("dev", v) if sizes[k] == 1 else k for v, k in key.items()}
 
 
-def _count_groups(fab: Fabric, row_of: Mapping[Hashable, tuple[int, int]],
-                  level: tuple[str, ...] | None) -> int:
-    return len(set(_groups(fab, row_of, level).values()))
+def _fits(fab: Fabric, row_of: Mapping[Hashable, tuple[int, int]],
+          level: tuple[str, ...] | None, max_nodes: int) -> bool:
+    """True when the level draws at most ``max_nodes`` nodes and ``2 * max_nodes`` lines."""
+    key = _groups(fab, row_of, level)
+    if len(set(key.values())) > max_nodes:
+        return False
+    pairs = {frozenset((key[u], key[v])) for u, v in fab.graph.edges if key[u] != key[v]}
+    return len(pairs) <= 2 * max_nodes
 
 
 def _build(fab: Fabric, level: tuple[str, ...] | None,
@@ -304,7 +310,7 @@ def _choose_level(fab: Fabric, aggregate: tuple[str, ...] | bool | str,
     candidates: list[tuple[str, ...] | None] = [] if aggregate is True else [None]
     candidates += [lv for lv in AUTO_LEVELS if lv == ("layer",) or set(lv) <= present]
     for level in candidates:
-        if _count_groups(fab, row_of, level) <= max_nodes:
+        if _fits(fab, row_of, level, max_nodes):
             return level
     return ("layer",)
 
@@ -380,7 +386,8 @@ def draw(fab: Fabric, ax: Axes | None = None, *, result: Any = None,
         coloured by utilization (load / capacity, the larger of the two directions; for a
         group line the largest over its links), with a colour bar.
     aggregate : {"auto", True, False, "layer"}, str or tuple of str
-        ``"auto"`` draws every device when at most ``max_nodes`` are drawn, else groups them
+        ``"auto"`` draws every device when that draws at most ``max_nodes`` nodes and twice
+        as many lines, else groups them
         at the first level of :data:`AUTO_LEVELS` that fits: by ``node`` (a server or NVLink
         domain), by ``su`` and ``rail``, by ``su``, by ``pod`` and ``rail``, by ``pod``, then
         ``"layer"`` (one group per row). ``True`` always groups, ``False`` never. Node
@@ -487,6 +494,7 @@ def _render(fab: Fabric, dr: _Drawing, x: list[float], ax: Axes | None, *, resul
     # Lines: straight between rows, an arc over the row between devices of one row.
     segments, colours, widths = [], [], []
     max_links = max((ln.links for ln in dr.lines), default=1)
+    min_links = min((ln.links for ln in dr.lines), default=1)
     base = min(max(12.0 / math.sqrt(max(len(dr.lines), 1)), 0.3), 1.0)
     # Counts go on the lines of tiers whose lines differ in count; a uniform count is said
     # once, in the legend.
@@ -509,7 +517,9 @@ def _render(fab: Fabric, dr: _Drawing, x: list[float], ax: Axes | None, *, resul
             colours.append(cmap(norm(min(ln.utilization or 0.0, 1.0))))
         else:
             colours.append(tier_colour[ln.tier])
-        grow = math.log(ln.links) / math.log(max_links) if max_links > 1 else 0.0
+        # Wider for more links, on a log scale from the thinnest line to the thickest.
+        grow = (math.log(ln.links / min_links) / math.log(max_links / min_links)
+                if max_links > min_links else 0.0)
         widths.append(base * (1.0 + 1.5 * grow))
     alpha = 0.9 if len(dr.lines) < 700 else (0.6 if len(dr.lines) < 1500 else 0.35)
     lc = LineCollection(segments, colors=colours, linewidths=widths, alpha=alpha, zorder=1)
@@ -593,8 +603,8 @@ def _render(fab: Fabric, dr: _Drawing, x: list[float], ax: Axes | None, *, resul
                   ncol=2 if len(handles) > 3 else len(handles), fontsize=7, frameon=False)
     if util is not None:
         sm = mpl.cm.ScalarMappable(norm=norm, cmap=cmap)
-        label = "link utilization (load / capacity, larger direction"
-        label += "; max over a group line)" if dr.level else ")"
+        label = "utilization (load / capacity, larger direction"
+        label += ", busiest link of a group line)" if dr.level else ")"
         ax.figure.colorbar(sm, ax=ax, label=label, shrink=0.8, pad=0.01)
     return ax
 
