@@ -35,6 +35,7 @@ from ._checks import check_endpoint_group, check_int, check_positive
 from .cuts import Cut, min_cut
 from .errors import InvalidParameterError
 from .fabric import Fabric
+from .generators._recipe import try_replay
 from .graph_arrays import GraphArrays
 
 #: Node attributes whose values group endpoints into natural halves, most telling first.
@@ -205,6 +206,53 @@ def _milp(fab: Fabric, ga: GraphArrays, ep_idx: np.ndarray, time_limit: float | 
     return float(pulp.value(prob.objective)), side
 
 
+def capacity_lost(intact: Fabric, degraded: Fabric) -> float | None:
+    """Gb/s that any cut can lose going from ``intact`` to ``degraded``: per physical link,
+    the larger of its two directions' lost capacity (a cut crosses a link one way), summed;
+    None unless ``degraded`` is ``intact`` with capacity taken away (same endpoints, every
+    node and arc present in ``intact`` with at least as much capacity).
+
+    A removed switch loses all its links: placing it on either side of a cut of the degraded
+    fabric gives a cut of the intact one that is larger by at most what its links carried
+    across, so the same per-link sum bounds it.
+
+    >>> import fabricopt as fo
+    >>> ring = fo.ring(6)
+    >>> capacity_lost(ring, ring.without(links=[("n0", "n1")]))
+    1.0
+    """
+    gi, gd = intact.graph, degraded.graph
+    if set(intact.endpoints) != set(degraded.endpoints) or any(v not in gi for v in gd):
+        return None
+    for u, v, c in gd.edges(data="capacity"):
+        if not gi.has_edge(u, v) or c > gi[u][v]["capacity"] * (1 + 1e-12):
+            return None
+    lost: dict[frozenset, float] = {}
+    for u, v, c in gi.edges(data="capacity"):
+        kept = gd[u][v]["capacity"] if gd.has_edge(u, v) else 0.0
+        key = frozenset((u, v))
+        lost[key] = max(lost.get(key, 0.0), float(c) - float(kept))
+    return float(sum(lost.values()))
+
+
+def _degraded_lower(fab: Fabric, eps: tuple, time_limit: float | None,
+                    ) -> tuple[float, str] | None:
+    """A lower bound from the fabric the generator built before links or switches were
+    removed: its certified bisection less :func:`capacity_lost`. None when there is no such
+    fabric to compare with (not generated, not edited, or not a sub-fabric of it)."""
+    if fab.recipe is None or not fab.params.get("edited"):
+        return None
+    intact = try_replay(fab.recipe)
+    if intact is None:
+        return None
+    lost = capacity_lost(intact, fab)
+    if lost is None:
+        return None
+    ref = bisection_bandwidth(intact, endpoints=eps, time_limit=time_limit)
+    return (ref.lower_gbps - lost,
+            f"the intact fabric's bound ({ref.lower_from}) less {lost:.6g} Gb/s of links lost")
+
+
 def _hose_rate(fab: Fabric, eps: tuple, enough_gbps: float, time_limit: float | None) -> Any:
     """The certified two-phase hose rate (best hub level, stopping once it proves
     ``enough_gbps``), or None when the fabric has one-way links or hubs nothing enters (no
@@ -293,11 +341,17 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     assert best is not None
     upper, found_by, cut, mask, a_to_b = best
 
-    # Lower bounds: the certified two-phase hose rate (a matching of `half` pairs crosses
-    # every split), then the certified all-to-all throughput among the endpoints.
-    hose = _hose_rate(fab, eps, upper / max(half, 1), time_limit)
+    # Lower bounds: what the intact fabric proves less what was removed (cheap where it
+    # applies), the certified two-phase hose rate (a matching of `half` pairs crosses every
+    # split), then the certified all-to-all throughput among the endpoints.
     lower, lower_from = 0.0, "nothing proven"
-    if hose is not None:
+    degraded = _degraded_lower(fab, eps, time_limit)
+    if degraded is not None and degraded[0] > lower:
+        lower, lower_from = degraded
+    hose = None
+    if lower < upper * (1 - 1e-9):
+        hose = _hose_rate(fab, eps, upper / max(half, 1), time_limit)
+    if hose is not None and hose.rate_gbps * half > lower:
         lower = hose.rate_gbps * half
         lower_from = (f"two-phase hose rate, hubs {hose.level} hops out ({hose.method}, "
                       f"{hose.status})")
