@@ -107,7 +107,7 @@ def test_no_scale_out_is_just_the_copies():
 
 def test_clos_tiers_default_to_the_fewest_that_reach():
     dom = nvswitch_like(gpus=2)
-    # radix 4 at 1:1: two tiers reach 4 x 2 = 8 GPUs (clos.max_endpoints); 16 need three.
+    # radix 4 at 1:1: two tiers reach 4 x 2 = 8 GPUs (clos_reach: radix x down); 16 need three.
     assert "spine-core" not in fo.cluster(dom, 4, "clos", radix=4).summary().links_by_tier
     assert links(fo.cluster(dom, 8, "clos", radix=4), "spine-core") == 16
 
@@ -246,7 +246,7 @@ def test_superpod_rail_only_has_one_leaf_per_rail():
     ({"oversubscription": -1}, r"oversubscription must be a finite number > 0"),
     ({"scale_out": "clos", "tiers": 4}, r"tiers must be one of 2, 3"),
     ({"tech": 5}, r"tech must be None or a non-empty string"),
-    ({"name": 5}, r"name must be None or a string"),
+    ({"name": 5}, r"name must be None or a non-empty string"),
     ({"nodes": 100, "leaf_radix": 4}, r"2 tiers of radix-4 switches reach at most 4 nodes"),
 ])
 def test_cluster_bad_arguments(kw, match):
