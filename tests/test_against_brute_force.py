@@ -1,4 +1,4 @@
-"""Cross-checks of the numeric core against independent brute-force computations.
+"""The numeric core against independent brute-force computations.
 
 Every reference value here is computed from scratch on the networkx graph, with none of the
 package's reductions: the textbook max-concurrent-flow LP (one commodity per ordered pair,
