@@ -43,7 +43,7 @@ from ._checks import check_choice, check_endpoint_group, check_positive
 from .cuts import cut_capacity, min_cut
 from .errors import InvalidParameterError
 from .fabric import Fabric
-from .flow.graph_arrays import GraphArrays
+from .graph_arrays import GraphArrays
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
 GBPS_TO_BYTES = 1e9 / 8  # one Gb/s of capacity moves this many bytes per second

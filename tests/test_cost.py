@@ -329,7 +329,7 @@ def test_media_selection_at_reach_boundaries(length, medium):
 
 
 # At 400G, reach boundaries are inclusive: dac_800g 2 m, dac_400g 3 m, acc 5 m, aec 7 m,
-# aoc 30 m, sr 50 m, dr 100 m, 2 x DR4 500 m, FR4 2 km (hardware reference section 4.1).
+# aoc 30 m, sr 50 m, dr 100 m, 2 x DR4 500 m, FR4 2 km (docs/hardware.md#media-reach-and-power).
 @pytest.mark.parametrize(("length", "medium"), [
     (2.0, "dac_800g"), (2.01, "dac_400g"), (3.0, "dac_400g"), (3.01, "acc_800g"),
     (5.0, "acc_800g"), (5.01, "aec_800g"), (7.0, "aec_800g"), (7.01, "aoc_800g"),
@@ -688,10 +688,10 @@ def test_shipped_designs_have_a_bill_of_materials(path):
 
 
 def test_superpod_4su_bill_of_materials_counts():
-    # DGX SuperPOD table (B200 RA, hardware reference section 2.2): 4 SU = 128 nodes, 1,024
+    # DGX SuperPOD table (B200 RA, docs/hardware.md#dgx-superpod): 4 SU = 128 nodes, 1,024
     # node-leaf and 1,024 leaf-spine cables, 32 leaves and 16 spines: 48 QM9700. One cx7 per
     # GPU (1,024); 4 NVSwitch gen 3 per DGX H100 (128 x 4); 18 NVLinks per GPU on baseboard
-    # copper (hardware reference section 1.1).
+    # copper (docs/hardware.md#nvlink-generations).
     est = fo.estimate_cost(fo.superpod(scalable_units=4))
     assert est.by_tier["gpu-leaf"].links == 1024
     assert est.by_tier["leaf-spine"].links == 1024
@@ -703,7 +703,7 @@ def test_superpod_4su_bill_of_materials_counts():
 
 def test_nvlink_switch_system_buys_eighteen_1u_switches():
     # DGX H100 SuperPOD NVLink Switch System: 18 x 1U NVLink Switch, 2 NVSwitch chips each
-    # (hardware reference section 1.2, V/V2); the 32 x 4 NVSwitch chips inside the DGX nodes
+    # (docs/hardware.md#nvlink-switch-system, V/V2); the 32 x 4 NVSwitch chips inside the DGX nodes
     # stay chips.
     est = fo.estimate_cost(fo.nvlink_switch_system())
     assert est.count("nvlink4_switch") == 18

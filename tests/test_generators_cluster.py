@@ -177,7 +177,7 @@ def test_no_claim_where_it_cannot_be_proven(make):
 
 # -- SuperPOD -------------------------------------------------------------------------------
 
-# NVIDIA DGX SuperPOD table (B200 RA, QM9700 NDR; hardware reference section 2.2, V):
+# NVIDIA DGX SuperPOD table (B200 RA, QM9700 NDR; docs/hardware.md#dgx-superpod, V):
 # SU -> leaves, spines, cores; cables node-leaf = leaf-spine = GPUs, spine-core = GPUs from
 # 16 SU (two tiers below).
 SUPERPOD_TABLE = [
@@ -200,7 +200,7 @@ def test_superpod_matches_nvidia_table(su, leaves, spines, cores):
     assert len(switches_with_down(fab, "spine-core")) == cores
     assert links(fab, "gpu-leaf") == gpus and links(fab, "leaf-spine") == gpus
     assert links(fab, "spine-core") == (gpus if cores else 0)
-    # DGX H100: 18 NVLinks per GPU (hardware reference section 1.1, V).
+    # DGX H100: 18 NVLinks per GPU (docs/hardware.md#nvlink-generations, V).
     assert links(fab, "gpu-nvswitch") == 18 * gpus
     net = [v for v in fab.switches if fab.graph.nodes[v]["model"] == "qm9700"]
     assert len(net) == leaves + spines + cores
@@ -226,7 +226,7 @@ def test_superpod_gpu_has_its_nvlinks_and_one_nic_on_the_leaf_of_its_rail_and_su
                    if d["tier"] == "gpu-nvswitch") == nvlinks
         ((leaf, nic),) = [(w, d) for w, d in g.succ[gpu].items() if d["tier"] == "gpu-leaf"]
         assert nic["links"] == 1 and nic["capacity"] == fab.params["nic_gbps"]
-        # Each leaf holds one rail of the nodes of one SU (hardware reference section 2.2).
+        # Each leaf holds one rail of the nodes of one SU (docs/hardware.md#dgx-superpod).
         assert g.nodes[leaf]["rail"] == g.nodes[gpu]["rail"]
         assert (g.nodes[leaf]["su"] == g.nodes[gpu]["su"]
                 == g.nodes[gpu]["node"] // fab.params["nodes_per_su"])
@@ -306,7 +306,7 @@ def test_real_domains_keep_their_claim_and_symmetric_flow_matches_lp():
 
 
 def test_dgx_b200_cluster_counts():
-    # 4 DGX B200: 8 GPUs x 18 NVLink 5 each (hardware reference section 1.1); one 400G NIC per
+    # 4 DGX B200: 8 GPUs x 18 NVLink 5 each (docs/hardware.md#nvlink-generations); one 400G NIC per
     # GPU; one 64-port leaf per rail (8), 32 uplinks each over 4 spines (rail_plan: smallest
     # divisor S of 32 with 64 S >= 8 x 32).
     fab = fo.cluster("dgx_b200", 4).validate()
