@@ -68,6 +68,22 @@ def check_bool(func: str, name: str, value: Any) -> bool:
     return bool(value)
 
 
+def check_label(func: str, name: str, value: Any, optional: bool = True) -> Any:
+    """Return ``value`` if it is a non-empty string (or None when ``optional``), else raise.
+
+    Labels are the names a caller gives: a fabric's name, a link technology, a switch model.
+
+    >>> check_label("clos", "tech", "ndr"), check_label("clos", "tech", None)
+    ('ndr', None)
+    """
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value:
+        rule = "None or a non-empty string" if optional else "a non-empty string"
+        raise fail(func, name, rule, value)
+    return value
+
+
 def check_choice(func: str, name: str, value: Any, choices: Sequence[Any]) -> Any:
     """Return ``value`` if it is one of ``choices``, else raise naming them."""
     if value not in choices:

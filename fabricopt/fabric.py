@@ -34,6 +34,7 @@ from typing import Any
 
 import networkx as nx
 
+from ._checks import check_label
 from .errors import InvalidFabricError, InvalidParameterError
 from .symmetry import Symmetry
 
@@ -101,9 +102,7 @@ class Fabric:
                 f"Fabric(): endpoints must be nodes of the graph, got unknown {missing[:5]!r}")
         if len(set(self.endpoints)) != len(self.endpoints):
             raise InvalidParameterError("Fabric(): endpoints must not repeat")
-        if name is not None and not isinstance(name, str):
-            raise InvalidParameterError(f"Fabric(): name must be a string, got {name!r}")
-        self.name = name or "fabric"
+        self.name = check_label("Fabric", "name", name) or "fabric"
         self.params: dict[str, Any] = dict(params or {})
         self._symmetry = symmetry
         self.design: dict[str, Any] = deepcopy(dict(design or {}))

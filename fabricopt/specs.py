@@ -46,8 +46,10 @@ from collections.abc import Callable
 from typing import Any
 
 from ._toml import read_toml
+from .cost import Layout
 from .errors import DesignFileError, FabricOptError
 from .fabric import Fabric
+from .generators import GENERATORS
 
 ALLOWED_KEYS = ("name", "family", "description", "params", "sweep", "layout", "catalog")
 
@@ -99,8 +101,6 @@ def load_design(path: str | os.PathLike[str], **overrides: Any) -> Fabric | list
     >>> [fab.name for fab in fo.load_design(path)]
     ['ring [n=4]', 'ring [n=8]']
     """
-    from .generators import GENERATORS
-
     where = os.fspath(path)
     data = read_toml(where, DesignFileError, "design file")
 
@@ -124,8 +124,6 @@ def load_design(path: str | os.PathLike[str], **overrides: Any) -> Fabric | list
             raise DesignFileError(f"{where}: key {key!r} must be a table ([{key}]), got "
                                   f"{data[key]!r}")
     if data.get("layout"):
-        from .cost import Layout
-
         try:  # the cost model's own check, reported against this file
             Layout.coerce(data["layout"], "layout")
         except (ValueError, TypeError) as exc:

@@ -6,4 +6,4 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "fast: quick cross-checks against brute force")
+    config.addinivalue_line("markers", "fast: quick comparisons against brute force")

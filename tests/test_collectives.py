@@ -236,8 +236,8 @@ def test_many_domains_scale_out_binds_all_gather():
     # 150 domains of 4 GPUs, NVLink-like 100,000 Gb/s per GPU and a 100 Gb/s NIC each. The
     # set "all but one domain" holds 596 GPUs and 400 Gb/s enters the last domain: ratio
     # 596/400 = 1.49 per Gb/s, above one GPU's 599/100,100. The min-cut search must see
-    # it although a GPU's share (1/ratio) is a millionth of the NVLink capacity (it used to
-    # be rounded away).
+    # it although a GPU's share (1/ratio) is a millionth of the NVLink capacity (a search that
+    # rounds such shares away misses the set).
     fab = two_level(4, 150, 1e5, 100.0)
     ag = fo.collective_bounds(fab, "all_gather", message_bytes=GiB)
     assert ag.lower_time_s == pytest.approx(GiB / 600 * (596 / 400) / 0.125e9)

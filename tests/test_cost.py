@@ -328,6 +328,23 @@ def test_media_selection_at_reach_boundaries(length, medium):
     assert medium_at(length) == medium
 
 
+# At 400G, reach boundaries are inclusive: dac_800g 2 m, dac_400g 3 m, acc 5 m, aec 7 m,
+# aoc 30 m, sr 50 m, dr 100 m, 2 x DR4 500 m, FR4 2 km (docs/hardware.md#media-reach-and-power).
+@pytest.mark.parametrize(("length", "medium"), [
+    (2.0, "dac_800g"), (2.01, "dac_400g"), (3.0, "dac_400g"), (3.01, "acc_800g"),
+    (5.0, "acc_800g"), (5.01, "aec_800g"), (7.0, "aec_800g"), (7.01, "aoc_800g"),
+    (30.0, "aoc_800g"), (30.01, "sr_800g"), (50.0, "sr_800g"), (50.01, "dr_800g"),
+    (100.0, "dr_800g"), (100.01, "dr4x2_800g"), (500.0, "dr4x2_800g"), (500.01, "fr_800g"),
+])
+def test_400g_media_at_reach_boundaries(length, medium):
+    sel = fo.cost.MediaSelector(fo.Catalog.default(), fo.cost.Policy())
+    lm = sel.choose(400.0, length, "400g", "leaf-spine", (True, True), False)
+    assert lm.medium.key == medium
+    # Per-link power: two ends; a 400G link takes half of an 800G twin-port part.
+    share = 400.0 / lm.medium["rate_gbps"]
+    assert lm.w == pytest.approx(2 * share * lm.medium["power_w_per_end"])
+
+
 def test_no_medium_reaches_gives_a_clear_error():
     with pytest.raises(fo.InvalidParameterError,
                        match=r"a medium for a 800 Gb/s 800g link of 2001 m in tier 'x'"):
@@ -488,6 +505,22 @@ def test_switch_selection_by_radix_rate_and_family():
     assert fo.estimate_cost(two_tier(tech="400g")).count("qm9700") == 3
     # 800G ports: QM9700 (400G) no longer qualifies; Q3400 ($135k) beats SN5600 ($150k).
     assert fo.estimate_cost(two_tier(gbps=800, tech="800g")).count("q3400") == 3
+
+
+def test_switch_model_must_hold_the_ports_it_carries():
+    # 64 nodes per SU on 128-port leaves: the 64-port QM9700 the superpod names cannot hold them.
+    fab = fo.superpod(1, nodes_per_su=64, leaf_radix=128)
+    with pytest.raises(fo.InvalidParameterError, match=r"a switch with 128 ports at >= 400 "
+                       r"Gb/s; qm9700 offers 64 x 400 Gb/s"):
+        fo.estimate_cost(fab)
+
+
+def test_switch_model_must_carry_the_link_rate():
+    # 800 Gb/s NICs on the QM9700, whose ports run at 400 Gb/s.
+    fab = fo.superpod(1, nic_gbps=800)
+    with pytest.raises(fo.InvalidParameterError, match=r"a switch with 64 ports at >= 800 "
+                       r"Gb/s; qm9700 offers 64 x 400 Gb/s"):
+        fo.estimate_cost(fab)
 
 
 def test_switch_model_errors():
@@ -654,14 +687,85 @@ def test_shipped_designs_have_a_bill_of_materials(path):
         assert all(r.source and r.confidence in CONFIDENCES for r in est.bom)
 
 
-def test_superpod_cable_counts_per_tier():
-    if not hasattr(fo, "superpod"):
-        pytest.skip("needs fo.superpod")
-    # DGX SuperPOD table (B200 RA, hardware reference section 2.2): 4 SU = 128 nodes, 1,024
-    # node-leaf and 1,024 leaf-spine cables, 32 leaves and 16 spines.
+def test_superpod_4su_bill_of_materials_counts():
+    # DGX SuperPOD table (B200 RA, docs/hardware.md#dgx-superpod): 4 SU = 128 nodes, 1,024
+    # node-leaf and 1,024 leaf-spine cables, 32 leaves and 16 spines: 48 QM9700. One cx7 per
+    # GPU (1,024); 4 NVSwitch gen 3 per DGX H100 (128 x 4); 18 NVLinks per GPU on baseboard
+    # copper (docs/hardware.md#nvlink-generations).
     est = fo.estimate_cost(fo.superpod(scalable_units=4))
     assert est.by_tier["gpu-leaf"].links == 1024
     assert est.by_tier["leaf-spine"].links == 1024
+    assert est.count("qm9700") == 32 + 16
+    assert est.count("cx7") == 1024
+    assert est.count("nvswitch3") == 128 * 4
+    assert est.count("nvlink4_copper") == 1024 * 18
+
+
+def test_nvlink_switch_system_buys_eighteen_1u_switches():
+    # DGX H100 SuperPOD NVLink Switch System: 18 x 1U NVLink Switch, 2 NVSwitch chips each
+    # (docs/hardware.md#nvlink-switch-system, V/V2); the 32 x 4 NVSwitch chips inside the DGX nodes
+    # stay chips.
+    est = fo.estimate_cost(fo.nvlink_switch_system())
+    assert est.count("nvlink4_switch") == 18
+
+
+def test_leaf_spine_bill_of_materials_with_the_default_layout_by_hand():
+    # Catalog: qm9700 $30,000 / 747 W (cheapest infiniband-or-ethernet switch with >= 3
+    # ports at 400G; sn5600 is $150k); cx7 1 x 400G $1,599 / 20 W.
+    # Layout defaults: 4 GPUs in one rack, leaves top of rack -> GPU-leaf links 2.0 m
+    # (in_rack_m) -> dac_800g (reach 2 m), half a twin-port cable per 400G link ($125 < dac_400g
+    # $150): 4 links -> 2 cables x $250, 0.1 W per end. Spine in the central row 3 m away
+    # (row_pitch_m) + 4 m slack = 7 m -> aec_800g (reach 7 m), 2 links -> 1 cable x $800,
+    # 2 x 9 W.
+    est = fo.estimate_cost(fo.leaf_spine(2, 1, 2))
+    rows = {(r.component, r.kind, r.detail): r.count for r in est.bom}
+    assert rows == {("qm9700", "switch", ""): 3, ("cx7", "nic", ""): 4,
+                    ("dac_800g", "cable", "2 m"): 2, ("aec_800g", "cable", "7 m"): 1}
+    assert est.capex_usd == pytest.approx(3 * 30000 + 4 * 1599 + 2 * 250 + 800)
+    assert est.power_w == pytest.approx(3 * 747 + 4 * 20 + 2 * 2 * 0.1 + 2 * 9)
+    assert est.per_gpu_usd == pytest.approx(est.capex_usd / 4)
+    # Leaves have 2 down + 1 up ports: 2/3 of their price is gpu-leaf.
+    assert est.by_tier["gpu-leaf"].usd == pytest.approx(2 * 30000 * 2 / 3 + 4 * 1599 + 500)
+    assert est.by_tier["leaf-spine"].usd == pytest.approx(2 * 30000 / 3 + 30000 + 800)
+
+
+def test_optical_nic_ends_get_a_whole_module_each():
+    # leaf_spine(2, 1, 2) under all_optics, default layout (GPU-leaf 2 m, leaf-spine 7 m).
+    # A cx7 port (one OSFP cage) takes a whole module, so a GPU-leaf link costs sr_400g
+    # 2 x $700 against sr_800g $1,000 + $500: 4 links x 2 ends = 8 sr_400g. Leaf-spine links
+    # join switches: half a twin-port sr_800g per end ($500 + $500 < 2 x $700), 2 links x 2
+    # ends / 2 = 2 modules.
+    est = fo.estimate_cost(fo.leaf_spine(2, 1, 2), policy="all_optics")
+    modules = {r.component: r.count for r in est.bom if r.kind == "transceiver"}
+    assert modules == {"sr_400g": 8, "sr_800g": 2}
+
+
+TOTALS_FABRICS = [
+    lambda: fo.leaf_spine(2, 1, 2),
+    lambda: fo.cluster("dgx_h100", 2, planes=2),
+    lambda: fo.cluster("gb200_nvl72", 1, scale_out="fat_tree"),
+    lambda: fo.ring(8, link_gbps=400),
+]
+
+
+@pytest.mark.parametrize("make", TOTALS_FABRICS)
+@pytest.mark.parametrize("policy", [None, "power", "all_optics", "lpo", "cpo", "aec_in_row"])
+def test_totals_add_up(make, policy):
+    fab = make()
+    est = fo.estimate_cost(fab, policy=policy, layout={"leaf_placement": "end_of_row"})
+    assert sum(r.total_usd for r in est.bom) == pytest.approx(est.capex_usd)
+    assert sum(r.total_w for r in est.bom) == pytest.approx(est.power_w)
+    assert sum(t.usd for t in est.by_tier.values()) == pytest.approx(est.capex_usd)
+    assert sum(t.w for t in est.by_tier.values()) == pytest.approx(est.power_w)
+    # by_medium holds links only: with switches and NICs it makes the whole.
+    devices = [r for r in est.bom if r.kind in ("switch", "nic")]
+    assert (sum(r.total_usd for r in devices) + sum(t.usd for t in est.by_medium.values())
+            == pytest.approx(est.capex_usd))
+    assert (sum(r.total_w for r in devices) + sum(t.w for t in est.by_medium.values())
+            == pytest.approx(est.power_w))
+    assert {t: v.links for t, v in est.by_tier.items() if v.links} == \
+        fab.summary().links_by_tier
+    assert est.per_gpu_w * len(fab.endpoints) == pytest.approx(est.power_w)
 
 
 # -- command line -----------------------------------------------------------------------------

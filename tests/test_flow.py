@@ -365,9 +365,9 @@ def test_missing_backend_gives_install_hint(monkeypatch):
 
 
 def test_default_simplex_is_exact_on_a_random_fabric():
-    # Regression: with HiGHS's default 1e-7 feasibility tolerances the simplex point was
-    # 3e-7 and its duals 3e-5 from optimal on this jellyfish, so the certified bracket did not
-    # close; the backends now ask for 1e-10. (No closed form: the certificate is the check.)
+    # With HiGHS's default 1e-7 feasibility tolerances the simplex point is 3e-7 and its
+    # duals 3e-5 from optimal on this jellyfish, so the certified bracket would not close; the
+    # backends ask for 1e-10. (No closed form: the certificate is the check.)
     fab = fo.jellyfish(40, 6, 4, seed=1)
     r = fo.max_concurrent_flow(fab, method="lp")
     certified(fab, r)

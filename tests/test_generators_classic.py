@@ -402,9 +402,10 @@ BAD_RATES = [0, -1, math.inf, math.nan, "x", True, None]
     (lambda: fo.dragonfly(2.0, 2, 2), r"dragonfly\(\): a must be an integer"),
     (lambda: fo.dragonfly(2, 2, 2, global_gbps=0), r"dragonfly\(\): global_gbps must be"),
     (lambda: fo.dragonfly(2, 2, 2, global_gbps="x"), r"dragonfly\(\): global_gbps must be"),
-    (lambda: fo.dragonfly(2, 2, 2, tech=""), r"dragonfly\(\): tech must be a non-empty string"),
+    (lambda: fo.dragonfly(2, 2, 2, tech=""),
+     r"dragonfly\(\): tech must be None or a non-empty string"),
     (lambda: fo.dragonfly(2, 2, 2, switch_model=3),
-     r"dragonfly\(\): switch_model must be a non-empty string or None"),
+     r"dragonfly\(\): switch_model must be None or a non-empty string"),
     (lambda: fo.jellyfish(5, 3, 1), r"jellyfish\(\): switches \* network_ports must be even"
                                      r".*got 5 \* 3 = 15"),
     (lambda: fo.jellyfish(4, 4, 1), r"jellyfish\(\): network_ports must be an integer >= 1 "

@@ -107,7 +107,7 @@ def test_no_scale_out_is_just_the_copies():
 
 def test_clos_tiers_default_to_the_fewest_that_reach():
     dom = nvswitch_like(gpus=2)
-    # radix 4 at 1:1: two tiers reach 4 x 2 = 8 GPUs (clos.max_endpoints); 16 need three.
+    # radix 4 at 1:1: two tiers reach 4 x 2 = 8 GPUs (clos_reach: radix x down); 16 need three.
     assert "spine-core" not in fo.cluster(dom, 4, "clos", radix=4).summary().links_by_tier
     assert links(fo.cluster(dom, 8, "clos", radix=4), "spine-core") == 16
 
@@ -177,7 +177,7 @@ def test_no_claim_where_it_cannot_be_proven(make):
 
 # -- SuperPOD -------------------------------------------------------------------------------
 
-# NVIDIA DGX SuperPOD table (B200 RA, QM9700 NDR; hardware reference section 2.2, V):
+# NVIDIA DGX SuperPOD table (B200 RA, QM9700 NDR; docs/hardware.md#dgx-superpod, V):
 # SU -> leaves, spines, cores; cables node-leaf = leaf-spine = GPUs, spine-core = GPUs from
 # 16 SU (two tiers below).
 SUPERPOD_TABLE = [
@@ -200,6 +200,8 @@ def test_superpod_matches_nvidia_table(su, leaves, spines, cores):
     assert len(switches_with_down(fab, "spine-core")) == cores
     assert links(fab, "gpu-leaf") == gpus and links(fab, "leaf-spine") == gpus
     assert links(fab, "spine-core") == (gpus if cores else 0)
+    # DGX H100: 18 NVLinks per GPU (docs/hardware.md#nvlink-generations, V).
+    assert links(fab, "gpu-nvswitch") == 18 * gpus
     net = [v for v in fab.switches if fab.graph.nodes[v]["model"] == "qm9700"]
     assert len(net) == leaves + spines + cores
     assert all(fab.graph.nodes[v]["radix"] == 64 for v in net)
@@ -207,13 +209,33 @@ def test_superpod_matches_nvidia_table(su, leaves, spines, cores):
     assert fab.symmetry is not None
 
 
-def test_superpod_leaves_are_per_su_and_rail():
-    fab = fo.superpod(3, node=nvswitch_like(2), nodes_per_su=2, leaf_radix=4).validate()
+@pytest.mark.parametrize(("make", "nvlinks"), [
+    # DGX H100, 18 NVLinks per GPU: 2 SU (16 leaves <= 64 ports) in two tiers, 16 SU in three.
+    (lambda: fo.superpod(2), 18),
+    (lambda: fo.superpod(16), 18),
+    # Two GPUs with 1 + 2 links to their two switches: 1 SU x 2 rails on radix-4 leaves fits
+    # two tiers, 3 SU x 2 rails = 6 leaves > 4 ports needs three.
+    (lambda: fo.superpod(1, node=nvswitch_like(2), nodes_per_su=2, leaf_radix=4), 3),
+    (lambda: fo.superpod(3, node=nvswitch_like(2), nodes_per_su=2, leaf_radix=4), 3),
+])
+def test_superpod_gpu_has_its_nvlinks_and_one_nic_on_the_leaf_of_its_rail_and_su(make, nvlinks):
+    fab = make().validate()  # no switch over its radix
     g = fab.graph
     for gpu in fab.endpoints:
-        (leaf,) = tier_arcs(fab, gpu, "gpu-leaf")
+        assert sum(d["links"] for d in g.succ[gpu].values()
+                   if d["tier"] == "gpu-nvswitch") == nvlinks
+        ((leaf, nic),) = [(w, d) for w, d in g.succ[gpu].items() if d["tier"] == "gpu-leaf"]
+        assert nic["links"] == 1 and nic["capacity"] == fab.params["nic_gbps"]
+        # Each leaf holds one rail of the nodes of one SU (docs/hardware.md#dgx-superpod).
         assert g.nodes[leaf]["rail"] == g.nodes[gpu]["rail"]
-        assert g.nodes[leaf]["su"] == g.nodes[gpu]["su"] == g.nodes[gpu]["node"] // 2
+        assert (g.nodes[leaf]["su"] == g.nodes[gpu]["su"]
+                == g.nodes[gpu]["node"] // fab.params["nodes_per_su"])
+
+
+@pytest.mark.parametrize(("nic_gbps", "tech"), [(400, "ndr"), (800, "xdr"), (200, "200g")])
+def test_superpod_link_label_follows_the_nic_rate(nic_gbps, tech):
+    # InfiniBand NDR is 400 Gb/s per port, XDR 800 Gb/s; other rates get the generic label.
+    assert fo.superpod(1, nic_gbps=nic_gbps).params["tech"] == tech
 
 
 def test_superpod_rail_only_has_one_leaf_per_rail():
@@ -246,7 +268,7 @@ def test_superpod_rail_only_has_one_leaf_per_rail():
     ({"oversubscription": -1}, r"oversubscription must be a finite number > 0"),
     ({"scale_out": "clos", "tiers": 4}, r"tiers must be one of 2, 3"),
     ({"tech": 5}, r"tech must be None or a non-empty string"),
-    ({"name": 5}, r"name must be None or a string"),
+    ({"name": 5}, r"name must be None or a non-empty string"),
     ({"nodes": 100, "leaf_radix": 4}, r"2 tiers of radix-4 switches reach at most 4 nodes"),
 ])
 def test_cluster_bad_arguments(kw, match):
@@ -281,6 +303,52 @@ def test_real_domains_keep_their_claim_and_symmetric_flow_matches_lp():
     sym = certified(fab, fo.max_concurrent_flow(fab, method="symmetric"))
     lp = certified(fab, fo.max_concurrent_flow(fab, method="lp"))
     assert sym.theta == pytest.approx(lp.theta, abs=1e-7)
+
+
+def test_dgx_b200_cluster_counts():
+    # 4 DGX B200: 8 GPUs x 18 NVLink 5 each (docs/hardware.md#nvlink-generations); one 400G NIC per
+    # GPU; one 64-port leaf per rail (8), 32 uplinks each over 4 spines (rail_plan: smallest
+    # divisor S of 32 with 64 S >= 8 x 32).
+    fab = fo.cluster("dgx_b200", 4).validate()
+    assert fab.summary().links_by_tier == {"gpu-nvswitch": 4 * 8 * 18, "gpu-leaf": 32,
+                                           "leaf-spine": 8 * 32}
+    assert len(switches_with_down(fab, "gpu-leaf")) == 8
+    assert len(switches_with_down(fab, "leaf-spine")) == 4
+
+
+def test_gb200_racks_on_a_fat_tree_straddle_leaves_and_claim_nothing():
+    # 144 GPUs on radix-64 leaves of 32 down: ceil(144 / 32) = 5 leaves, spread 28, 29, 29,
+    # 29, 29 (5 does not divide 144), and a 72-GPU rack straddles leaves: no claim.
+    fab = fo.cluster("gb200_nvl72", 2, scale_out="fat_tree").validate()
+    assert fab.symmetry is None
+    assert len(switches_with_down(fab, "gpu-leaf")) == 5
+    assert all(sum(d["links"] for d in fab.graph.succ[gpu].values() if d["tier"] == "gpu-leaf")
+               == 1 for gpu in fab.endpoints)
+
+
+def test_two_planes_give_each_gpu_a_half_rate_link_into_each_plane():
+    fab = fo.cluster("dgx_h100", 2, planes=2).validate()
+    g = fab.graph
+    for gpu in fab.endpoints:
+        nic = {w: d for w, d in g.succ[gpu].items() if d["tier"] == "gpu-leaf"}
+        assert [d["capacity"] for d in nic.values()] == [200.0, 200.0]  # 400 Gb/s over 2
+        assert {g.nodes[w]["plane"] for w in nic} == {0, 1}
+
+
+@pytest.mark.parametrize("make", [
+    lambda: fo.cluster(nvswitch_like(2), 4, leaf_radix=6, oversubscription=2.0),
+    lambda: fo.cluster(nvswitch_like(2), 2, leaf_radix=4, planes=2, oversubscription=3.0),
+    lambda: fo.cluster(nvswitch_like(4, (2, 2), [0, 1, 0, 1]), 2, leaf_radix=4, planes=2),
+    lambda: fo.cluster(nvswitch_like(2), 4, scale_out="clos", radix=4, oversubscription=3.0),
+    lambda: fo.superpod(4, node=nvswitch_like(2), nodes_per_su=1, leaf_radix=4),
+])
+def test_auto_method_equals_the_lp_and_claims_are_proven(make):
+    fab = make().validate()
+    if fab.symmetry is not None:
+        fo.verify_symmetry(fab)
+    auto = fo.max_concurrent_flow(fab, method="auto")
+    lp = fo.max_concurrent_flow(fab, method="lp")
+    assert auto.theta == pytest.approx(lp.theta, rel=1e-6)
 
 
 def test_gb200_racks_are_servers_of_four_rails():

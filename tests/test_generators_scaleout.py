@@ -6,8 +6,7 @@ import pytest
 import fabricopt as fo
 from fabricopt.cli import main
 from fabricopt.generators._builder import FabricBuilder
-from fabricopt.generators.clos import clos_plan, split_ports
-from fabricopt.generators.rail import add_rail_scale_out, rail_plan
+from fabricopt.generators._wiring import add_rail_scale_out, clos_plan, rail_plan, split_ports
 
 
 def layer_counts(fab):
@@ -258,12 +257,13 @@ def test_clos_symmetry_claims_hold(kwargs):
 def test_clos_plan_closed_forms():
     # 2 tiers of radix 64 at 1:1: 64 leaves, 32 spines, one link per pair.
     p = clos_plan("clos", 2048, 64, 2, 1.0)
-    assert (p.tiers, p.leaves, p.spines, p.leaf_spine_links, p.switches) == (2, 64, 32, 1, 96)
+    assert (p.tiers, p.leaves, p.spines, p.leaf_spine_links) == (2, 64, 32, 1)
     # 3 tiers radix 64 at 1:1 full: 64 pods x 32 leaves, 32 spines per pod, 32 x 32 cores.
     p = clos_plan("clos", 64**3 // 4, 64, 3, 1.0)
     assert (p.pods, p.leaves, p.spines, p.cores_per_group, p.spine_core_links) == (
         64, 2048, 32, 32, 1)
-    assert p.switches == 5 * 64**2 // 4
+    # Al-Fares et al.: 5 k**2 / 4 switches, the leaves, the spines of every pod and the cores.
+    assert p.leaves + p.pods * p.spines + p.spines * p.cores_per_group == 5 * 64**2 // 4
 
 
 # -- leaf_spine ---------------------------------------------------------------------------
@@ -413,10 +413,11 @@ def test_rail_scale_out_attaches_above_existing_devices():
         for gpu in gpus:
             b.link(gpu, nvs, 200.0, "gpu-nvswitch", "nvlink4")
         attach.append(gpus)
-    add_rail_scale_out(b, attach, rail_plan("demo", 2, 2, 4, True, 1.0), 400.0, "400g",
-                       prefix="so.")
+    leaves = add_rail_scale_out(b, attach, rail_plan("demo", 2, 2, 4, True, 1.0), 400.0, "400g")
     fab = b.build().validate()
-    assert fab.graph.nodes["so.r0.l0"]["layer"] == 1 and fab.graph.nodes["so.s0"]["layer"] == 2
+    # One plane, one leaf per rail (2 servers on 2 down ports), one spine above them.
+    assert leaves == [[["r0.l0"], ["r1.l0"]]]
+    assert fab.graph.nodes["r0.l0"]["layer"] == 1 and fab.graph.nodes["s0"]["layer"] == 2
     assert nx.is_weakly_connected(fab.graph)
 
 

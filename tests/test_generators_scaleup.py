@@ -101,9 +101,10 @@ def test_validate_catches_radix_exceeded_after_an_edit():
     ({"link_split": "5445"}, "link_split must be a sequence"),
     ({"in_network_reduction": 1}, "in_network_reduction must be True or False"),
     ({"switch_radix": 0}, "switch_radix must be an integer >= 1"),
-    ({"switch_model": 3}, "switch_model must be a string or None"),
-    ({"tech": 4}, "tech must be a string or None"),
-    ({"name": 4}, "name must be a string or None"),
+    ({"switch_model": 3}, "switch_model must be None or a non-empty string"),
+    ({"switch_model": ""}, "switch_model must be None or a non-empty string"),
+    ({"tech": 4}, "tech must be None or a non-empty string"),
+    ({"name": 4}, "name must be None or a non-empty string"),
 ])
 def test_nvswitch_domain_rejects_bad_arguments(kwargs, match):
     args = {"gpus": 8, "switches": 4, "links_per_gpu": 18, "link_gbps": 200} | kwargs
@@ -206,7 +207,7 @@ def test_nvlink_switch_system_rejects_bad_arguments():
                           ({"l2_chips": 0}, "l2_chips must be an integer >= 1"),
                           ({"l2_radix": -1}, "l2_radix must be an integer >= 1"),
                           ({"in_network_reduction": "yes"}, "in_network_reduction"),
-                          ({"name": 1}, "name must be a string or None")]:
+                          ({"name": 1}, "name must be None or a non-empty string")]:
         with pytest.raises(fo.InvalidParameterError, match=match):
             fo.nvlink_switch_system(**kwargs)
 
@@ -282,12 +283,21 @@ def test_ualink_pod_spread_lanes_and_limits():
     ({"ports_per_accelerator": 0}, "ports_per_accelerator must be an integer >= 1"),
     ({"ports_per_accelerator": 2}, r"ports_per_accelerator must be an integer >= switches \(4\)"),
     ({"switch_radix": 32}, "switch_radix must be at least the 64"),
-    ({"name": 1}, "name must be a string or None"),
+    ({"name": 1}, "name must be None or a non-empty string"),
 ])
 def test_ualink_pod_rejects_bad_arguments(kwargs, match):
     args = {"accelerators": 64, "switches": 4, "ports_per_accelerator": 4} | kwargs
     with pytest.raises(fo.InvalidParameterError, match=match):
         fo.ualink_pod(**args)
+
+
+@pytest.mark.parametrize("make", [fo.dgx_h100, fo.dgx_b200, fo.gb200_nvl72])
+@pytest.mark.parametrize("name", [3, ""])
+def test_fixed_nodes_reject_a_name_that_is_not_a_label(make, name):
+    # The error names the function called, not the one it delegates to.
+    with pytest.raises(fo.InvalidParameterError,
+                       match=rf"{make.__name__}\(\): name must be None or a non-empty string"):
+        make(name=name)
 
 
 # -- symmetry claims, proved on small instances -------------------------------------------

@@ -109,6 +109,9 @@ def test_overrides_replace_params_and_fix_swept_keys():
     ('family = "ring"\nname = 3\n[params]\nn = 4\n', r"key 'name' must be a string"),
     ('family = "ring"\nparams = 4\n', r"key 'params' must be a table \(\[params\]\)"),
     ('family = "ring"\nlayout = [1]\n[params]\nn = 4\n', r"key 'layout' must be a table"),
+    # The layout's own fields are checked when the file loads, not when the cost is estimated.
+    ('family = "ring"\n[params]\nn = 4\n[layout]\nleaf_placment = "central"\n',
+     r"design.toml: \[layout\]: .*unknown field 'leaf_placment'"),
     ('family = "ring"\n[params]\nn = 4\nsize = 3\n',
      r"design.toml: \[params\] key 'size' is not a parameter of ring; allowed: n, link_gbps, "
      r"tech"),
@@ -121,6 +124,10 @@ def test_overrides_replace_params_and_fix_swept_keys():
      r"key 'n' is in both \[params\] and \[sweep\]"),
     ('family = "ring"\n', r"\[params\] is missing required parameter\(s\) of ring: n"),
     ('family = "ring"\n[params\nn = 4\n', r"design.toml: not valid TOML"),
+    # A generator with open-ended options (cluster's **fabric_options) rejects them itself.
+    ('family = "cluster"\n[params]\nscale_up = "dgx_h100"\nnodes = 2\nleaf_radx = 4\n',
+     r"design.toml: cluster: cluster\(\): fabric_options must be options of "
+     r"scale_out='rail_optimized' .*got \['leaf_radx'\]"),
     ('family = "ring"\n[params]\nn = 1\n',
      r"design.toml: ring: ring\(\): n must be an integer >= 2, got 1"),
     ('family = "ualink_pod"\n[params]\nswitches = 4\nports_per_accelerator = 4\n'
@@ -130,6 +137,14 @@ def test_overrides_replace_params_and_fix_swept_keys():
 def test_malformed_design_files(tmp_path, text, match):
     path = write(tmp_path, text)
     with pytest.raises(fo.DesignFileError, match=match):
+        fo.load_design(path)
+
+
+def test_design_file_not_in_utf8(tmp_path):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes(b'family = "ring"\nname = "caf\xe9"\n[params]\nn = 4\n')  # Latin-1 e-acute
+    with pytest.raises(fo.DesignFileError, match=r"latin1.toml: not valid TOML: the file is not "
+                       r"UTF-8"):
         fo.load_design(path)
 
 

@@ -108,5 +108,6 @@ def test_errors_name_the_function_and_the_rule():
         fo.bisection_bandwidth(fab, time_limit=0)
     with pytest.raises(fo.InvalidParameterError, match="injection_gbps.*'nope'"):
         fab.injection_gbps("nope")
-    with pytest.raises(fo.InvalidParameterError, match="name must be a string"):
+    with pytest.raises(fo.InvalidParameterError,
+                       match=r"Fabric\(\): name must be None or a non-empty string"):
         fo.Fabric(fab.graph, name=5)

@@ -7,7 +7,7 @@ of automorphisms transitive on the endpoints, records the arc orbits of that gro
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 import networkx as nx
@@ -51,6 +51,36 @@ class FabricBuilder:
                             "model": model, "reduce": reduce, **attrs}
         return name
 
+    def set_attrs(self, name: Hashable, /, **attrs: Any) -> None:
+        """Set attributes of a node already added (e.g. the pod a Clos puts it in)."""
+        self.nodes[name].update(attrs)
+
+    def copy(self, fab: Fabric, rename: Callable[[Hashable], Hashable],
+             orbit: Mapping[tuple[Hashable, Hashable], str] | None = None,
+             **attrs: Any) -> dict[Hashable, Hashable]:
+        """Add a copy of ``fab``; return the name of each of its nodes in the copy.
+
+        Node ``v`` becomes ``rename(v)`` with all its attributes and ``attrs``; arcs keep all
+        their attributes; ``fab``'s endpoints become endpoints, in their order. ``orbit`` labels
+        each arc of ``fab`` (default: its tier).
+
+        >>> import fabricopt as fo
+        >>> b = FabricBuilder("two rings", {})
+        >>> names = [b.copy(fo.ring(3), lambda v, i=i: f"c{i}.{v}", copy=i) for i in range(2)]
+        >>> names[1]["n2"], b.nodes["c1.n2"]["copy"], len(b.endpoints), len(b.arcs)
+        ('c1.n2', 1, 6, 12)
+        """
+        g = fab.graph
+        name = {v: rename(v) for v in g.nodes}
+        for v, d in g.nodes(data=True):
+            self.nodes[name[v]] = {**d, **attrs}
+        self.endpoints.extend(name[v] for v in fab.endpoints)
+        for u, v, d in g.edges(data=True):
+            arc = (name[u], name[v])
+            self.arcs[arc] = dict(d)
+            self.orbit[arc] = orbit[(u, v)] if orbit else str(d.get("tier", "link"))
+        return name
+
     def link(self, u: Hashable, v: Hashable, gbps: float, tier: str, tech: str,
              links: int = 1, orbit: str | tuple[str, str] | None = None) -> None:
         """Add ``links`` parallel physical links of ``gbps`` each between ``u`` and ``v``.
@@ -78,14 +108,13 @@ class FabricBuilder:
                 arc["capacity"] += gbps * links
                 arc["links"] += links
 
-    def build(self, symmetric: bool = False, group: str = "",
-              endpoints: Iterable[Hashable] | None = None) -> Fabric:
+    def build(self, symmetric: bool = False, group: str = "") -> Fabric:
         """The finished Fabric, with a symmetry claim when ``symmetric`` is True."""
         g = nx.DiGraph()
         g.add_nodes_from(self.nodes.items())
         g.add_edges_from((u, v, d) for (u, v), d in self.arcs.items())
         symmetry = None
-        eps = self.endpoints if endpoints is None else list(endpoints)
+        eps = self.endpoints
         if symmetric:
             names = sorted(set(self.orbit.values()))
             index = {name: i for i, name in enumerate(names)}

@@ -17,19 +17,16 @@ from typing import Any
 
 import networkx as nx
 
-from .._checks import as_rng, check_int, check_int_sequence, check_positive, fail
+from .._checks import (
+    as_rng,
+    check_int,
+    check_int_sequence,
+    check_label,
+    check_positive,
+)
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ._builder import FabricBuilder, default_tech
-
-
-def _check_label(func: str, name: str, value: Any, optional: bool = False) -> Any:
-    """Return ``value`` if it is a non-empty string (or None when ``optional``), else raise."""
-    if value is None and optional:
-        return None
-    if not isinstance(value, str) or not value:
-        raise fail(func, name, "a non-empty string" + (" or None" if optional else ""), value)
-    return value
 
 
 def _torus_name(coords: Sequence[int]) -> str:
@@ -73,7 +70,7 @@ def torus(dims: Sequence[int], link_gbps: float = 1.0, tech: str = "generic") ->
     func = "torus"
     dims = check_int_sequence(func, "dims", dims, minimum=2)
     link_gbps = check_positive(func, "link_gbps", link_gbps)
-    tech = _check_label(func, "tech", tech)
+    tech = check_label(func, "tech", tech, optional=False)
     b = FabricBuilder(f"torus({', '.join(map(str, dims))})" if len(dims) > 1
                       else f"ring({dims[0]})",
                       {"dims": list(dims), "link_gbps": link_gbps})
@@ -104,7 +101,7 @@ def ring(n: int, link_gbps: float = 1.0, tech: str = "generic") -> Fabric:
     """
     n = check_int("ring", "n", n, minimum=2)
     link_gbps = check_positive("ring", "link_gbps", link_gbps)
-    tech = _check_label("ring", "tech", tech)
+    tech = check_label("ring", "tech", tech, optional=False)
     fab = torus((n,), link_gbps=link_gbps, tech=tech)
     fab.params = {"n": n, "link_gbps": link_gbps}
     return fab
@@ -123,7 +120,7 @@ def hypercube(d: int, link_gbps: float = 1.0, tech: str = "generic") -> Fabric:
     """
     d = check_int("hypercube", "d", d, minimum=1)
     link_gbps = check_positive("hypercube", "link_gbps", link_gbps)
-    tech = _check_label("hypercube", "tech", tech)
+    tech = check_label("hypercube", "tech", tech, optional=False)
     b = FabricBuilder(f"hypercube({d})", {"d": d, "link_gbps": link_gbps})
     for i in range(2**d):
         b.gpu(f"n{i}")
@@ -148,7 +145,7 @@ def complete(n: int, link_gbps: float = 1.0, tech: str = "generic") -> Fabric:
     """
     n = check_int("complete", "n", n, minimum=2)
     link_gbps = check_positive("complete", "link_gbps", link_gbps)
-    tech = _check_label("complete", "tech", tech)
+    tech = check_label("complete", "tech", tech, optional=False)
     b = FabricBuilder(f"complete({n})", {"n": n, "link_gbps": link_gbps})
     for i in range(n):
         b.gpu(f"n{i}")
@@ -236,8 +233,8 @@ def dragonfly(a: int, h: int, p: int, link_gbps: float = 400.0, global_gbps: flo
     link_gbps = check_positive(func, "link_gbps", link_gbps)
     global_gbps = (link_gbps if global_gbps is None
                    else check_positive(func, "global_gbps", global_gbps))
-    tech = _check_label(func, "tech", tech, optional=True)
-    switch_model = _check_label(func, "switch_model", switch_model, optional=True)
+    tech = check_label(func, "tech", tech)
+    switch_model = check_label(func, "switch_model", switch_model)
 
     g = a * h + 1
     local_tech = tech or default_tech(link_gbps)
@@ -345,8 +342,8 @@ def jellyfish(switches: int, network_ports: int, endpoints_per_switch: int, seed
     except InvalidParameterError as exc:
         raise InvalidParameterError(f"{func}(): {exc}") from None
     link_gbps = check_positive(func, "link_gbps", link_gbps)
-    tech = _check_label(func, "tech", tech, optional=True)
-    switch_model = _check_label(func, "switch_model", switch_model, optional=True)
+    tech = check_label(func, "tech", tech)
+    switch_model = check_label(func, "switch_model", switch_model)
 
     graph = None
     for _ in range(_JELLYFISH_DRAWS):

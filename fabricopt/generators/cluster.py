@@ -6,9 +6,10 @@ another rail over NVLink first and then stay on its own rail in the network, whi
 designs rely on (Wang, Ghobadi et al., arXiv:2307.12169).
 
 The scale-out part is wired by the same functions the stand-alone generators use:
-:func:`~fabricopt.generators.rail.add_rail_scale_out` (sized by
-:func:`~fabricopt.generators.rail.rail_plan`) and :func:`~fabricopt.generators.clos.add_clos`
-(sized by :func:`~fabricopt.generators.clos.clos_plan`).
+:func:`~fabricopt.generators._wiring.add_rail_scale_out` (sized by
+:func:`~fabricopt.generators._wiring.rail_plan`) and
+:func:`~fabricopt.generators._wiring.add_clos` (sized by
+:func:`~fabricopt.generators._wiring.clos_plan`).
 
 NIC model: the NIC is not a node of its own. A GPU's ``"gpu-leaf"`` link is its NIC port, as in
 :func:`~fabricopt.rail_optimized`; the cost module then counts one NIC per GPU with network
@@ -38,15 +39,23 @@ with :func:`~fabricopt.verify_symmetry` on small instances.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from .._checks import check_bool, check_choice, check_int, check_positive, fail
+from .._checks import check_bool, check_choice, check_int, check_label, check_positive, fail
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ._builder import FabricBuilder, default_tech
-from .clos import ClosPlan, add_clos, check_label, check_tiers, clos_plan, clos_reach
-from .rail import RailPlan, add_rail_scale_out, rail_plan
+from ._wiring import (
+    ClosPlan,
+    RailPlan,
+    add_clos,
+    add_rail_scale_out,
+    check_tiers,
+    clos_plan,
+    clos_reach,
+    rail_plan,
+)
 from .scaleup import dgx_h100
 
 SCALE_OUTS = ("rail_optimized", "fat_tree", "clos", None)
@@ -95,6 +104,7 @@ def as_fabric(func: str, name: str, value: Any) -> Fabric:
     """
     if isinstance(value, Fabric):
         return value
+    # Imported here: the registry imports this module to list cluster and superpod.
     from . import GENERATORS
 
     rule = ("a Fabric (a scale-up domain such as fo.dgx_h100()), a generator name or a "
@@ -187,28 +197,17 @@ def nested(sizes: Sequence[int]) -> bool:
     return all(b % a == 0 for a, b in zip(s, s[1:], strict=False))
 
 
-def copy_domains(b: FabricBuilder, dom: Domain, nodes: int) -> list[dict[Hashable, str]]:
+def copy_domains(b: FabricBuilder, dom: Domain, nodes: int,
+                 per_copy: Callable[[int], dict[str, Any]] = lambda i: {}
+                 ) -> list[dict[Hashable, Hashable]]:
     """Add ``nodes`` copies of the domain to ``b``; return each copy's name map.
 
-    Node ``v`` of copy ``i`` is ``f"n{i}.{v}"`` with every attribute of ``v`` and ``node=i``;
-    arcs keep every attribute. The GPUs become endpoints, copy by copy in domain order.
+    Node ``v`` of copy ``i`` is ``f"n{i}.{v}"`` with every attribute of ``v``, ``node=i`` and
+    the attributes ``per_copy(i)``; arcs keep every attribute and the domain's orbit labels.
+    The GPUs become endpoints, copy by copy in domain order.
     """
-    g = dom.fab.graph
-    labels = dom.labels
-    node_items = list(g.nodes(data=True))
-    arc_items = list(g.edges(data=True))
-    maps = []
-    for i in range(nodes):
-        name = {v: f"n{i}.{v}" for v, _ in node_items}
-        for v, d in node_items:
-            b.nodes[name[v]] = {**d, "node": i}
-        b.endpoints.extend(name[v] for v in dom.gpus)
-        for u, v, d in arc_items:
-            arc = (name[u], name[v])
-            b.arcs[arc] = dict(d)
-            b.orbit[arc] = labels[(u, v)] if labels else str(d.get("tier", "link"))
-        maps.append(name)
-    return maps
+    return [b.copy(dom.fab, lambda v, i=i: f"n{i}.{v}", dom.labels, node=i, **per_copy(i))
+            for i in range(nodes)]
 
 
 def check_options(func: str, kind: str | None, options: dict[str, Any]) -> dict[str, Any]:
@@ -289,8 +288,8 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
     Names: node ``v`` of domain copy ``i`` is ``"n{i}.{v}"`` (``"n3.gpu5"``), keeping all of
     its attributes, with ``node = i`` set on every copied node (the domain's own ``node``
     attribute, e.g. a compute tray of an NVL72 rack, is overwritten). Network switches are
-    named as in :func:`~fabricopt.generators.rail.add_rail_scale_out` (``"r{rail}.l{i}"``,
-    ``"s{j}"``) or :func:`~fabricopt.generators.clos.add_clos` (``"leaf{i}"``, ``"spine{j}"``,
+    named as in :func:`~fabricopt.generators._wiring.add_rail_scale_out` (``"r{rail}.l{i}"``,
+    ``"s{j}"``) or :func:`~fabricopt.generators._wiring.add_clos` (``"leaf{i}"``, ``"spine{j}"``,
     ...); they sit one layer above the GPUs, like the domain's first switches.
 
     Rails: a GPU's rail is its ``rail`` attribute when every GPU of the domain has one, else
@@ -317,8 +316,7 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
     nodes = check_int(func, "nodes", nodes, minimum=1)
     scale_out = check_choice(func, "scale_out", scale_out, SCALE_OUTS)
     nic_gbps = check_positive(func, "nic_gbps", nic_gbps)
-    if name is not None and not isinstance(name, str):
-        raise fail(func, "name", "None or a string", name)
+    name = check_label(func, "name", name)
     opts = check_options(func, scale_out, fabric_options)
 
     rail_p: RailPlan | None = None
@@ -429,11 +427,11 @@ def superpod(scalable_units: int, node: Fabric | str | dict | None = None, nodes
     radix ``r``, every leaf holds rail ``r'`` of the ``n`` nodes of one SU (``R`` leaves per
     SU) and sends its other ``r - n`` ports up:
 
-    * while ``SU * R <= r``: two tiers as :func:`~fabricopt.generators.rail.rail_plan` sizes
+    * while ``SU * R <= r``: two tiers as :func:`~fabricopt.generators._wiring.rail_plan` sizes
       them: every leaf joins each of ``S`` spines with ``(r - n) / S`` links, ``S`` the
       smallest divisor of ``r - n`` with ``S * r >= SU * R * (r - n)``. At the defaults:
       2/4/8 SU give 16/32/64 leaves and 8/16/32 spines, one leaf-spine cable per GPU.
-    * beyond: three tiers as :func:`~fabricopt.generators.clos.clos_plan` sizes them, with
+    * beyond: three tiers as :func:`~fabricopt.generators._wiring.clos_plan` sizes them, with
       leaves in SU order (SU 0 rails 0..R-1, SU 1, ...): pods of ``r // 2`` leaves (4 SUs at
       the defaults) and ``r - n`` spines, each leaf one link to each spine of its pod; spine
       ``j`` of every pod joins core group ``j``. At the defaults 16/32/64 SU give 128/256/512
@@ -476,8 +474,7 @@ def superpod(scalable_units: int, node: Fabric | str | dict | None = None, nodes
     # InfiniBand generation names for the rates NVIDIA's SuperPODs use, else "{rate}g".
     tech = check_label(func, "tech", tech) or IB_TECH.get(nic_gbps, default_tech(nic_gbps))
     switch_model = check_label(func, "switch_model", switch_model)
-    if name is not None and not isinstance(name, str):
-        raise fail(func, "name", "None or a string", name)
+    name = check_label(func, "name", name)
     n, rails, nodes = nodes_per_su, dom.rails, scalable_units * nodes_per_su
     # The leaf ratio that puts exactly one SU's nodes on each rail leaf.
     ratio = n / (leaf_radix - n)
@@ -504,26 +501,24 @@ def superpod(scalable_units: int, node: Fabric | str | dict | None = None, nodes
               "switch_model": switch_model}
     kind = "SuperPOD" if spine else "rail-only SuperPOD"
     b = FabricBuilder(name or f"{kind}({scalable_units} SU x {n} x {node.name})", params)
-    maps = copy_domains(b, dom, nodes)
-    for i, m in enumerate(maps):
-        for v in m.values():
-            b.nodes[v]["su"] = i // n
+    maps = copy_domains(b, dom, nodes, lambda i: {"su": i // n})
     gpu_of = [[m[v] for v in dom.servers[0]] for m in maps]
     symmetric = dom.labels is not None
     if rail_p is not None:
-        add_rail_scale_out(b, gpu_of, rail_p, nic_gbps, tech, switch_model)
-        for v, d in b.nodes.items():
-            if "rail" in d and d["role"] == "switch" and spine:
-                d["su"] = int(str(v).rsplit(".l", 1)[1])
+        leaves = add_rail_scale_out(b, gpu_of, rail_p, nic_gbps, tech, switch_model)
+        if spine:
+            # A rail's leaves hold one SU each (n down ports); rail-only leaves hold them all.
+            for rail_leaves in leaves[0]:
+                for i, leaf in enumerate(rail_leaves):
+                    b.set_attrs(leaf, su=rail_p.leaf_nodes(i).start // n)
         symmetric = symmetric and rail_p.symmetric
         group = "SU, node-in-SU, rail and spine permutations with the node's own"
     else:
         assert clos_p is not None
         attach = [gpu_of[s * n + i][r] for s in range(scalable_units) for r in range(rails)
                   for i in range(n)]
-        add_clos(b, attach, clos_p, nic_gbps, tech, switch_model)
-        for i in range(clos_p.leaves):
-            b.nodes[f"leaf{i}"].update(rail=i % rails, su=i // rails)
+        for i, leaf in enumerate(add_clos(b, attach, clos_p, nic_gbps, tech, switch_model)):
+            b.set_attrs(leaf, rail=i % rails, su=i // rails)
         symmetric = (symmetric and clos_p.symmetric
                      and (clos_p.pods == 1 or nested([rails, clos_p.leaves_per_pod])))
         group = "SU, node-in-SU, rail, pod, spine and core permutations with the node's own"

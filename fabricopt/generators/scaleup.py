@@ -17,7 +17,15 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from .._checks import check_bool, check_choice, check_int, check_int_sequence, check_positive, fail
+from .._checks import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_int_sequence,
+    check_label,
+    check_positive,
+    fail,
+)
 from ..fabric import Fabric
 from ._builder import FabricBuilder, default_tech
 
@@ -159,12 +167,9 @@ def nvswitch_domain(gpus: int, switches: int, links_per_gpu: int, link_gbps: flo
     in_network_reduction = check_bool(func, "in_network_reduction", in_network_reduction)
     if switch_radix is not None:
         switch_radix = check_int(func, "switch_radix", switch_radix, minimum=1)
-    if tech is not None and not isinstance(tech, str):
-        raise fail(func, "tech", "a string or None", tech)
-    if switch_model is not None and not isinstance(switch_model, str):
-        raise fail(func, "switch_model", "a string or None", switch_model)
-    if name is not None and not isinstance(name, str):
-        raise fail(func, "name", "a string or None", name)
+    tech = check_label(func, "tech", tech)
+    switch_model = check_label(func, "switch_model", switch_model)
+    name = check_label(func, "name", name)
     params = {"gpus": gpus, "switches": switches, "links_per_gpu": links_per_gpu,
               "link_gbps": link_gbps, "link_split": list(split),
               "in_network_reduction": in_network_reduction, "switch_radix": switch_radix,
@@ -211,6 +216,7 @@ def dgx_h100(in_network_reduction: bool = True, name: str | None = None) -> Fabr
     >>> len(fab.endpoints), len(fab.switches), fab.injection_gbps("gpu0")
     (8, 4, 3600.0)
     """
+    name = check_label("dgx_h100", "name", name)
     return nvswitch_domain(gpus=8, switches=4, links_per_gpu=18, link_gbps=200.0,
                            link_split=(5, 4, 4, 5), in_network_reduction=in_network_reduction,
                            name=name or "DGX H100", switch_radix=64, switch_model="nvswitch3",
@@ -247,6 +253,7 @@ def dgx_b200(in_network_reduction: bool = True, name: str | None = None) -> Fabr
     >>> len(fab.switches), fab.injection_gbps("gpu0")
     (2, 7200.0)
     """
+    name = check_label("dgx_b200", "name", name)
     return nvswitch_domain(gpus=8, switches=2, links_per_gpu=18, link_gbps=400.0,
                            link_split=(9, 9), in_network_reduction=in_network_reduction,
                            name=name or "DGX B200", switch_radix=72, switch_model="nvswitch4",
@@ -288,6 +295,7 @@ def gb200_nvl72(in_network_reduction: bool = True, name: str | None = None) -> F
     """
     func = "gb200_nvl72"
     in_network_reduction = check_bool(func, "in_network_reduction", in_network_reduction)
+    name = check_label(func, "name", name)
     split = (1,) * 18
     params = {"gpus": 72, "switches": 18, "links_per_gpu": 18, "link_gbps": 400.0,
               "link_split": list(split), "in_network_reduction": in_network_reduction,
@@ -380,8 +388,7 @@ def nvlink_switch_system(nodes: int = 32, l2_chips: int = 36, l2_radix: int = 64
     l2_chips = check_int(func, "l2_chips", l2_chips, minimum=1)
     l2_radix = check_int(func, "l2_radix", l2_radix, minimum=1)
     in_network_reduction = check_bool(func, "in_network_reduction", in_network_reduction)
-    if name is not None and not isinstance(name, str):
-        raise fail(func, "name", "a string or None", name)
+    name = check_label(func, "name", name)
     down = (5, 4, 4, 5)
     off_node = (20, 16, 16, 20)
     deal = _cyclic_deal(off_node, l2_chips)
@@ -488,8 +495,7 @@ def nvl576(racks: int = 8, uplinks_per_switch: int | None = None, l2_radix: int 
         func, "uplinks_per_switch", uplinks_per_switch, minimum=1)
     l2_radix = check_int(func, "l2_radix", l2_radix, minimum=1)
     in_network_reduction = check_bool(func, "in_network_reduction", in_network_reduction)
-    if name is not None and not isinstance(name, str):
-        raise fail(func, "name", "a string or None", name)
+    name = check_label(func, "name", name)
     if racks > l2_radix:
         raise fail(func, "l2_radix", f"at least racks ({racks}): every rack needs a port on "
                    "each L2 chip of its planes", l2_radix)
@@ -582,8 +588,7 @@ def ualink_pod(accelerators: int, switches: int, ports_per_accelerator: int,
     lane_gbps = check_positive(func, "lane_gbps", lane_gbps)
     if switch_radix is not None:
         switch_radix = check_int(func, "switch_radix", switch_radix, minimum=1)
-    if name is not None and not isinstance(name, str):
-        raise fail(func, "name", "a string or None", name)
+    name = check_label(func, "name", name)
     if ports < switches:
         raise fail(func, "ports_per_accelerator", f"an integer >= switches ({switches}) so "
                    "that every switch gets a port", ports)
