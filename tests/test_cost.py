@@ -230,8 +230,8 @@ def test_small_fabric_bill_of_materials_by_hand():
     power = 3 * 747 + 4 * 20 + 4 * 15 + 2 * 0.2  # = 2,381.4
     assert est.capex_usd == pytest.approx(capex)
     assert est.power_w == pytest.approx(power)
-    assert (est.gpus, est.per_gpu_usd) == (4, pytest.approx(capex / 4))
-    assert est.per_gpu_w == pytest.approx(power / 4)
+    assert (est.n_endpoints, est.per_endpoint_usd) == (4, pytest.approx(capex / 4))
+    assert est.per_endpoint_w == pytest.approx(power / 4)
     # Tiers: each leaf uses 2 GPU-leaf and 2 leaf-spine ports, so half of each leaf goes to
     # each tier; the spine is all leaf-spine.
     assert est.by_tier["gpu-leaf"].usd == pytest.approx(30000 + 4 * 1599 + 2 * 250)
@@ -613,8 +613,8 @@ def test_per_delivered_gbps_and_network_share():
     d = est.per_delivered_gbps(SimpleNamespace(per_endpoint_gbps=np.array([100.0, 300.0])))
     # mean 200 Gb/s per GPU
     assert d.per_endpoint_gbps == 200.0
-    assert d.usd_per_gbps == pytest.approx(est.per_gpu_usd / 200.0)
-    assert d.w_per_gbps == pytest.approx(est.per_gpu_w / 200.0)
+    assert d.usd_per_gbps == pytest.approx(est.per_endpoint_usd / 200.0)
+    assert d.w_per_gbps == pytest.approx(est.per_endpoint_w / 200.0)
     with pytest.raises(fo.InvalidParameterError, match="per_endpoint_gbps must be a number > 0"):
         est.per_delivered_gbps(SimpleNamespace(per_endpoint_gbps=0.0))
     with pytest.raises(fo.InvalidParameterError, match="an object with per_endpoint_gbps"):

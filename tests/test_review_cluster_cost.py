@@ -205,7 +205,7 @@ def test_leaf_spine_2_1_2_bom_by_hand():
                     ("dac_800g", "cable", "2 m"): 2, ("aec_800g", "cable", "7 m"): 1}
     assert est.capex_usd == pytest.approx(3 * 30000 + 4 * 1599 + 2 * 250 + 800)
     assert est.power_w == pytest.approx(3 * 747 + 4 * 20 + 2 * 2 * 0.1 + 2 * 9)
-    assert est.per_gpu_usd == pytest.approx(est.capex_usd / 4)
+    assert est.per_endpoint_usd == pytest.approx(est.capex_usd / 4)
     # Leaves have 2 down + 1 up ports: 2/3 of their price is gpu-leaf.
     assert est.by_tier["gpu-leaf"].usd == pytest.approx(2 * 30000 * 2 / 3 + 4 * 1599 + 500)
     assert est.by_tier["leaf-spine"].usd == pytest.approx(2 * 30000 / 3 + 30000 + 800)
@@ -246,7 +246,7 @@ def test_totals_add_up(make, policy):
             == pytest.approx(est.power_w))
     assert {t: v.links for t, v in est.by_tier.items() if v.links} == \
         fab.summary().links_by_tier
-    assert est.per_gpu_w * len(fab.endpoints) == pytest.approx(est.power_w)
+    assert est.per_endpoint_w * len(fab.endpoints) == pytest.approx(est.power_w)
 
 
 # Reach boundaries of the shipped catalog: dac_800g 2 m, dac_400g 3 m, acc 5 m, aec 7 m,
