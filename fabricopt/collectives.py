@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from ._checks import check_choice, check_endpoint_group, check_positive
+from .catalog import Catalog
 from .cuts import cut_capacity, min_cut
 from .errors import InvalidParameterError
 from .fabric import Fabric
@@ -599,8 +600,6 @@ class LatencyModel:
 
     def arc_latency_s(self, fab: Fabric, ga: GraphArrays) -> np.ndarray:
         """Seconds to cross each arc: its length plus the switch it enters."""
-        from .cost import Catalog
-
         catalog = self.catalog or Catalog.default()
         node_ns = np.zeros(ga.n_nodes)
         for i, v in enumerate(ga.nodes):

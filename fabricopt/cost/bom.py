@@ -39,9 +39,9 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_choice, fail
+from ..catalog import TRANSCEIVER_TYPES, Catalog, Entry
 from ..fabric import Fabric
 from ..tiers import is_scale_up_arc, tech_family, tier_of, tier_rank
-from .catalog import TRANSCEIVER_TYPES, Catalog, Entry
 from .layout import Layout, Placement, place
 from .media import LENGTH_BUCKETS_M, LinkMedium, MediaSelector, Policy, length_bucket
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import check_bool, check_choice, dataclass_from_mapping, fail
-from .catalog import TRANSCEIVER_TYPES, Catalog, Entry
+from ..catalog import TRANSCEIVER_TYPES, Catalog, Entry
 
 LENGTH_BUCKETS_M = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0,
                     70.0, 100.0, 150.0, 200.0, 300.0, 500.0, 1000.0, 2000.0)
