@@ -367,7 +367,7 @@ class PortUse:
 
 
 # -- links --------------------------------------------------------------------------------------
-def link_kinds(fab: Fabric, placement: Placement, lay: Layout) -> dict[LinkKind, int]:
+def _link_kinds(fab: Fabric, placement: Placement, lay: Layout) -> dict[LinkKind, int]:
     """Physical links of ``fab`` by kind: each bundle once (not per direction), PCIe links
     between a GPU and its NIC left out (they cost nothing here)."""
     g = fab.graph
@@ -402,7 +402,7 @@ def link_kinds(fab: Fabric, placement: Placement, lay: Layout) -> dict[LinkKind,
     return dict(kinds)
 
 
-def link_parts(kind: LinkKind, links: int, lm: LinkMedium) -> tuple[CableRun, list[Part]]:
+def _link_parts(kind: LinkKind, links: int, lm: LinkMedium) -> tuple[CableRun, list[Part]]:
     """The cable run and the parts (modules, fibres, cables) of ``links`` links of one kind
     on the medium ``lm`` chosen for them."""
     med = lm.medium
@@ -420,7 +420,7 @@ def link_parts(kind: LinkKind, links: int, lm: LinkMedium) -> tuple[CableRun, li
 
 
 # -- devices ------------------------------------------------------------------------------------
-def port_use(arcs: Iterable[Mapping[str, Any]]) -> PortUse:
+def _port_use(arcs: Iterable[Mapping[str, Any]]) -> PortUse:
     """The ports behind ``arcs`` (one per physical link) and their fastest rate."""
     by_tier: dict[str, int] = defaultdict(int)
     techs: set[str] = set()
@@ -433,19 +433,19 @@ def port_use(arcs: Iterable[Mapping[str, Any]]) -> PortUse:
     return PortUse(dict(by_tier), rate, frozenset(techs))
 
 
-def device_parts(kind: str, entry: Entry, count: float, use: PortUse) -> list[Part]:
+def _device_parts(kind: str, entry: Entry, count: float, use: PortUse) -> list[Part]:
     """``count`` units of a switch or NIC, split over the tiers by the ports each uses."""
     total = max(use.used, 1)
     return [Part(tier, kind, entry, 0.0, count * p / total, entry["price_usd"], entry["power_w"])
             for tier, p in (use.by_tier.items() or [("unattached", 1)])]
 
 
-def switch_family(techs: Iterable[str]) -> tuple[str, ...]:
+def _switch_family(techs: Iterable[str]) -> tuple[str, ...]:
     """Catalog switch families that may carry links of ``techs``: NVLink when every link is,
     else InfiniBand or Ethernet by the links' family, else either (UALink and generic links
     have no family of switches in the catalog).
 
-    >>> switch_family({"nvlink4"}), switch_family({"ndr"}), switch_family({"ualink"})
+    >>> _switch_family({"nvlink4"}), _switch_family({"ndr"}), _switch_family({"ualink"})
     (('nvlink',), ('infiniband',), ('infiniband', 'ethernet'))
     """
     families = {tech_family(t) for t in techs}
@@ -511,7 +511,7 @@ class _DeviceChooser:
         """The switch model of node ``v``: its own, the policy's or the best that fits."""
         cat, pol, func = self.catalog, self.policy, self.func
         model = node.get("model")
-        family = switch_family(use.techs)
+        family = _switch_family(use.techs)
         if model is not None:
             if model not in cat.switches:
                 raise fail(func, f"model of switch {v!r}", "a switch key of the catalog ("
@@ -552,19 +552,19 @@ class _DeviceChooser:
         return entry, (1 if node.get("role") == "nic" else count)
 
 
-def switch_parts(fab: Fabric, chooser: _DeviceChooser) -> list[Part]:
+def _switch_parts(fab: Fabric, chooser: _DeviceChooser) -> list[Part]:
     """Every switch of ``fab``, split over the tiers its ports serve."""
     g = fab.graph
     parts: list[Part] = []
     for v in fab.switches:
-        use = port_use(a for _, _, a in g.out_edges(v, data=True))
+        use = _port_use(a for _, _, a in g.out_edges(v, data=True))
         entry = chooser.switch(v, g.nodes[v], use)
         # A chip node is part of a multi-chip unit: it costs its share of the unit.
-        parts += device_parts("switch", entry, 1.0 / int(entry.get("chips") or 1), use)
+        parts += _device_parts("switch", entry, 1.0 / int(entry.get("chips") or 1), use)
     return parts
 
 
-def nic_parts(fab: Fabric, chooser: _DeviceChooser) -> list[Part]:
+def _nic_parts(fab: Fabric, chooser: _DeviceChooser) -> list[Part]:
     """Every NIC: NIC nodes, and the NICs of GPUs with scale-out links and no NIC node."""
     g = fab.graph
     role = {v: d.get("role") for v, d in g.nodes(data=True)}
@@ -572,14 +572,14 @@ def nic_parts(fab: Fabric, chooser: _DeviceChooser) -> list[Part]:
     for v, r in role.items():
         if r not in ("gpu", "nic"):
             continue
-        use = port_use(
+        use = _port_use(
             a for _, w, a in g.out_edges(v, data=True)
             # GPU-NIC links are PCIe; a GPU's scale-up links are built into it.
             if not ({r, role[w]} == {"gpu", "nic"} or (r == "gpu" and is_scale_up_arc(a))))
         if r == "gpu" and use.used == 0:
             continue
         entry, count = chooser.nic(v, g.nodes[v], use)
-        parts += device_parts("nic", entry, count, use)
+        parts += _device_parts("nic", entry, count, use)
     return parts
 
 
@@ -634,14 +634,14 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     selector = MediaSelector(cat, pol)
     runs: list[CableRun] = []
     parts: list[Part] = []
-    for kind, links in link_kinds(fab, place(fab, lay), lay).items():
-        run, link_items = link_parts(kind, links, selector.choose(
+    for kind, links in _link_kinds(fab, place(fab, lay), lay).items():
+        run, link_items = _link_parts(kind, links, selector.choose(
             kind.rate_gbps, kind.length_m, kind.tech, kind.tier, kind.switch_ends, kind.in_row))
         runs.append(run)
         parts += link_items
     chooser = _DeviceChooser(cat, pol, func)
-    parts += switch_parts(fab, chooser)
-    parts += nic_parts(fab, chooser)
+    parts += _switch_parts(fab, chooser)
+    parts += _nic_parts(fab, chooser)
     return _assemble(fab, cat, lay, pol, parts, runs)
 
 
