@@ -56,7 +56,7 @@ class BisectionCut:
 class BisectionResult:
     """What :func:`bisection_bandwidth` returns (Gb/s, one direction).
 
-    ``per_endpoint_gbps`` is the bisection divided by the number of endpoints; full bisection is
+    ``per_gpu_gbps`` is the bisection divided by the number of endpoints; full bisection is
     half the injection bandwidth per endpoint, so ``full_bisection_ratio`` is 1 for a
     non-blocking fabric. In clusters the injection counted is the scale-out one (NIC links,
     not NVLink): a bisection that keeps scale-up domains whole never crosses NVLink.
@@ -76,7 +76,7 @@ class BisectionResult:
     hose_rate_gbps: float = 0.0
 
     @property
-    def per_endpoint_gbps(self) -> float:
+    def per_gpu_gbps(self) -> float:
         return self.upper_gbps / self.n_endpoints
 
     @property
@@ -90,7 +90,7 @@ class BisectionResult:
         return "\n".join([
             f"bisection        {self.lower_gbps:.6g} <= B <= {self.upper_gbps:.6g} Gb/s "
             f"({state}; lower from {self.lower_from}, cut from {self.cut.found_by})",
-            f"per GPU          {self.per_endpoint_gbps:.6g} Gb/s "
+            f"per GPU          {self.per_gpu_gbps:.6g} Gb/s "
             f"({self.full_bisection_ratio:.3g} of full bisection)",
             f"cut              {len(self.cut.links)} arcs from "
             f"{len(self.cut.endpoints_a)} to {len(self.cut.endpoints_b)} endpoints",
@@ -239,7 +239,7 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     -------
     BisectionResult
         ``lower_gbps <= bisection <= upper_gbps`` (one direction), ``exact``, the best
-        ``cut`` found, ``per_endpoint_gbps`` and ``full_bisection_ratio``.
+        ``cut`` found, ``per_gpu_gbps`` and ``full_bisection_ratio``.
 
     Examples
     --------

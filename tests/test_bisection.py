@@ -52,7 +52,7 @@ def test_leaf_spine_oversubscription(spines, ratio):
     b = fo.bisection_bandwidth(fab)
     assert b.upper_gbps == pytest.approx(min(200 * spines, 800))
     assert b.full_bisection_ratio == pytest.approx(ratio)
-    assert b.per_endpoint_gbps == pytest.approx(b.upper_gbps / 16)
+    assert b.per_gpu_gbps == pytest.approx(b.upper_gbps / 16)
     assert b.exact  # 22 nodes: the exact MILP closes the gap when throughput does not
     _check_cut(fab, b)
 
