@@ -25,6 +25,15 @@ from .errors import (
 )
 from .fabric import Fabric, FabricSummary, from_networkx
 from .fabric_io import read_graphml, read_json, write_graphml, write_json
+from .failures import (
+    FailureSweep,
+    FailureTrial,
+    FractionSummary,
+    RiskGroup,
+    fail_random,
+    failure_sweep,
+    risk_groups,
+)
 from .flow import (
     FlowResult,
     ValiantBound,
@@ -46,6 +55,7 @@ from .traffic import (
     permutation,
     select_endpoints,
 )
+from .worst_case import WorstCasePermutation, tub_upper_bound, worst_case_permutation
 
 __all__ = _generator_names + [
     "BisectionResult",
@@ -91,4 +101,14 @@ __all__ = _generator_names + [
     "write_graphml",
     "verify_symmetry",
     "write_json",
+    "WorstCasePermutation",
+    "tub_upper_bound",
+    "worst_case_permutation",
+    "FailureSweep",
+    "FailureTrial",
+    "FractionSummary",
+    "RiskGroup",
+    "fail_random",
+    "failure_sweep",
+    "risk_groups",
 ]

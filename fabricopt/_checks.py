@@ -112,12 +112,19 @@ def check_endpoint_group(func: str, fab: Any, endpoints: Iterable[Hashable] | No
                          error: type[Exception] = InvalidParameterError) -> tuple[Hashable, ...]:
     """The participating endpoints (default: all of ``fab``'s), checked: known, distinct,
     at least ``minimum`` of them. Raises ``error`` naming ``func``."""
+    if not hasattr(fab, "endpoints") or not hasattr(fab, "graph"):
+        raise InvalidParameterError(f"{func}(): fab must be a Fabric, got {type(fab).__name__}")
     eps = tuple(fab.endpoints) if endpoints is None else tuple(endpoints)
     known = set(fab.endpoints)
     unknown = [e for e in eps if e not in known]
     if unknown:
         raise error(f"{func}(): endpoints must be endpoints of fabric {fab.name!r}, "
                     f"got unknown {unknown[:3]!r}")
-    if len(eps) < minimum or len(set(eps)) != len(eps):
+    repeated = sorted({repr(e) for e in eps if eps.count(e) > 1}) if len(set(eps)) != len(
+        eps) else []
+    if repeated:
+        raise error(f"{func}(): endpoints must not repeat, got {', '.join(repeated[:3])} more "
+                    "than once")
+    if len(eps) < minimum:
         raise error(f"{func}(): needs at least {minimum} distinct endpoints, got {len(eps)}")
     return eps

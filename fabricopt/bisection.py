@@ -14,7 +14,8 @@ bound.
   SuperPODs of any size, and on oversubscribed ones when the cheapest split follows leaf
   boundaries (4 leaves of 16 split 2 + 2, not 3 leaves split 1.5 + 1.5). (2) Every
   bisection must carry theta x the all-to-all demand between the halves
-  (``reference/bounds.md``: theta <= 4 BB / N^2), with theta certified by
+  (``docs/bisection.md#from-the-all-to-all-throughput``: theta <= 4 BB / N^2), with theta
+  certified by
   :func:`~fabricopt.max_concurrent_flow`; this alone proves only about half of a
   non-blocking fabric's bisection. (3) On small graphs an exact MILP (pulp, CBC).
   ``exact`` is True only when the lower and upper bounds meet.
@@ -30,11 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_endpoint_group, check_int
+from ._checks import check_endpoint_group, check_int, check_positive
 from .cuts import Cut, min_cut
 from .errors import InvalidParameterError
 from .fabric import Fabric
-from .flow.graph_arrays import GraphArrays
+from .graph_arrays import GraphArrays
 
 #: Node attributes whose values group endpoints into natural halves, most telling first.
 STRUCTURE_ATTRIBUTES = ("pod", "su", "zone", "plane", "group", "tray", "node", "rail")
@@ -56,7 +57,7 @@ class BisectionCut:
 class BisectionResult:
     """What :func:`bisection_bandwidth` returns (Gb/s, one direction).
 
-    ``per_gpu_gbps`` is the bisection divided by the number of endpoints; full bisection is
+    ``per_endpoint_gbps`` is the bisection divided by the number of endpoints; full bisection is
     half the injection bandwidth per endpoint, so ``full_bisection_ratio`` is 1 for a
     non-blocking fabric. In clusters the injection counted is the scale-out one (NIC links,
     not NVLink): a bisection that keeps scale-up domains whole never crosses NVLink.
@@ -76,7 +77,7 @@ class BisectionResult:
     hose_rate_gbps: float = 0.0
 
     @property
-    def per_gpu_gbps(self) -> float:
+    def per_endpoint_gbps(self) -> float:
         return self.upper_gbps / self.n_endpoints
 
     @property
@@ -90,7 +91,7 @@ class BisectionResult:
         return "\n".join([
             f"bisection        {self.lower_gbps:.6g} <= B <= {self.upper_gbps:.6g} Gb/s "
             f"({state}; lower from {self.lower_from}, cut from {self.cut.found_by})",
-            f"per GPU          {self.per_gpu_gbps:.6g} Gb/s "
+            f"per endpoint     {self.per_endpoint_gbps:.6g} Gb/s "
             f"({self.full_bisection_ratio:.3g} of full bisection)",
             f"cut              {len(self.cut.links)} arcs from "
             f"{len(self.cut.endpoints_a)} to {len(self.cut.endpoints_b)} endpoints",
@@ -239,7 +240,7 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     -------
     BisectionResult
         ``lower_gbps <= bisection <= upper_gbps`` (one direction), ``exact``, the best
-        ``cut`` found, ``per_gpu_gbps`` and ``full_bisection_ratio``.
+        ``cut`` found, ``per_endpoint_gbps`` and ``full_bisection_ratio``.
 
     Examples
     --------
@@ -261,6 +262,8 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
                                     f"got {type(fab).__name__}")
     milp_max_nodes = check_int("bisection_bandwidth", "milp_max_nodes", milp_max_nodes,
                                minimum=0)
+    if time_limit is not None:
+        time_limit = check_positive("bisection_bandwidth", "time_limit", time_limit)
     eps = check_endpoint_group("bisection_bandwidth", fab, endpoints)
     ga = GraphArrays.from_fabric(fab)
     ep_idx = np.array([ga.index[e] for e in eps])

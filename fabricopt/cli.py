@@ -63,8 +63,16 @@ def load_fabric(target: str, assignments: Sequence[str]) -> list[Fabric]:
 
         loaded = load_design(target, **params)
         return loaded if isinstance(loaded, list) else [loaded]
-    raise FabricOptError(f"unknown generator or design file {target!r}; generators: "
-                         + ", ".join(sorted(GENERATORS)))
+    if target.endswith((".json", ".graphml")):
+        from .fabric_io import read_graphml, read_json
+
+        if params:  # a saved fabric is built already: there is nothing to pass
+            raise FabricOptError(f"{target}: a saved fabric takes no key=value parameters, "
+                                 f"got {' '.join(assignments)}")
+        return [read_json(target) if target.endswith(".json") else read_graphml(target)]
+    raise FabricOptError(f"unknown generator or fabric file {target!r}: give a generator "
+                         "(" + ", ".join(sorted(GENERATORS)) + ") or a .toml design file, "
+                         "or a .json or .graphml fabric file")
 
 
 def _cmd_show(args: argparse.Namespace) -> int:

@@ -45,7 +45,7 @@ from .catalog import Catalog
 from .cuts import cut_capacity, min_cut
 from .errors import InvalidParameterError
 from .fabric import Fabric
-from .flow.graph_arrays import GraphArrays
+from .graph_arrays import GraphArrays
 from .tiers import scale_up_tiers, tier_of
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")

@@ -62,6 +62,13 @@ class Fabric:
     design : mapping, optional
         Where a design file built the fabric: ``{"file", "family", "description", "layout",
         "catalog"}`` (see :func:`fabricopt.load_design`); empty otherwise.
+    recipe : mapping, optional
+        The generator call that built the fabric, ``{"generator": name, "arguments": {...}}``
+        with JSON-ready arguments, recorded by the generators of
+        :data:`fabricopt.generators.GENERATORS` when the call can be replayed; None otherwise.
+        The file writers store it so a reader can rebuild the fabric and re-check its claim.
+    removed : Removed, optional
+        What :meth:`without` took away from the fabric the generator built (for reports).
 
     Examples
     --------
@@ -77,7 +84,9 @@ class Fabric:
     def __init__(self, graph: nx.DiGraph, endpoints: Iterable[Hashable] | None = None,
                  name: str | None = None, params: Mapping[str, Any] | None = None,
                  symmetry: Symmetry | None = None,
-                 design: Mapping[str, Any] | None = None) -> None:
+                 design: Mapping[str, Any] | None = None,
+                 recipe: Mapping[str, Any] | None = None,
+                 removed: Removed | None = None) -> None:
         if not isinstance(graph, nx.DiGraph) or graph.is_multigraph():
             raise InvalidParameterError(
                 f"Fabric(): graph must be a networkx.DiGraph, got {type(graph).__name__}")
@@ -91,10 +100,14 @@ class Fabric:
                 f"Fabric(): endpoints must be nodes of the graph, got unknown {missing[:5]!r}")
         if len(set(self.endpoints)) != len(self.endpoints):
             raise InvalidParameterError("Fabric(): endpoints must not repeat")
+        if name is not None and not isinstance(name, str):
+            raise InvalidParameterError(f"Fabric(): name must be a string, got {name!r}")
         self.name = name or "fabric"
         self.params: dict[str, Any] = dict(params or {})
         self._symmetry = symmetry
         self.design: dict[str, Any] = deepcopy(dict(design or {}))
+        self.recipe: dict[str, Any] | None = deepcopy(dict(recipe)) if recipe else None
+        self.removed: Removed = removed if removed is not None else Removed()
 
     # -- symmetry -------------------------------------------------------------------------
     @property
@@ -118,6 +131,9 @@ class Fabric:
 
     def injection_gbps(self, endpoint: Hashable) -> float:
         """Total capacity (Gb/s) leaving ``endpoint``: what it can inject per direction."""
+        if endpoint not in self.graph:
+            raise InvalidParameterError(f"Fabric.injection_gbps(): {endpoint!r} is not a node "
+                                        f"of fabric {self.name!r}")
         return float(sum(c for _, _, c in self.graph.out_edges(endpoint, data="capacity")))
 
     def scale_out_injection_gbps(self, endpoint: Hashable) -> float:
@@ -131,27 +147,120 @@ class Fabric:
     def copy(self) -> Fabric:
         """An independent copy; the symmetry claim and design record are kept."""
         return Fabric(self.graph.copy(), self.endpoints, self.name, self.params, self._symmetry,
-                      self.design)
+                      self.design, self.recipe, self.removed)
 
     def without_links(self, links: Iterable[tuple[Hashable, Hashable]]) -> Fabric:
-        """A copy with the given links (both arcs of each) removed, e.g. to model failures.
-
-        The symmetry claim is dropped: a failure breaks it.
+        """A copy with the given links (both arcs of each) removed: ``without(links=links)``.
 
         >>> import fabricopt as fo
         >>> fab = fo.ring(4).without_links([("n0", "n1")])
         >>> fab.graph.number_of_edges(), fab.symmetry is None
         (6, True)
         """
+        return self.without(links=links)
+
+    def without(self, links: Iterable[tuple[Hashable, Hashable]]
+                | Mapping[tuple[Hashable, Hashable], int] = (),
+                switches: Iterable[Hashable] = ()) -> Fabric:
+        """A copy with physical links or switches removed, e.g. to model failures.
+
+        Parameters
+        ----------
+        links : iterable of (u, v), or mapping (u, v) -> int
+            An iterable removes each named bundle whole: both arcs of ``u``-``v``, whatever its
+            ``links`` count. A mapping removes that many of the bundle's parallel physical
+            links: capacity (both arcs) shrinks in proportion to the links left, and the
+            bundle goes when none is left. A link may be named by either end first.
+        switches : iterable of nodes
+            Switches (or NICs: any node that is not a GPU) to remove with all their arcs.
+            GPUs cannot be removed: they are the traffic endpoints, and a traffic matrix over
+            a different set of GPUs is a different question (remove the GPU's links instead to
+            model a failed NIC or port).
+
+        Returns
+        -------
+        Fabric
+            A new fabric, named after this one, with ``params["edited"] = True``, no symmetry
+            claim (a failure breaks it), the design record and recipe kept, and
+            :attr:`removed` extended with what this call took away (physical link counts, and
+            the switches).
+
+        Raises
+        ------
+        InvalidParameterError
+            For a link or switch the fabric does not have (the message names it), a GPU in
+            ``switches``, a link named twice, or a count that is not a whole number between 1
+            and the bundle's ``links``.
+
+        Examples
+        --------
+        >>> import fabricopt as fo
+        >>> fab = fo.leaf_spine(leaves=2, spines=1, endpoints_per_leaf=2, links_per_pair=2)
+        >>> half = fab.without(links={("leaf0", "spine0"): 1})
+        >>> half.graph["leaf0"]["spine0"]["links"], half.graph["leaf0"]["spine0"]["capacity"]
+        (1, 400.0)
+        >>> fab.without(switches=["spine0"]).removed
+        Removed(links=(), switches=('spine0',))
+        """
+        func = "without"
         graph = self.graph.copy()
-        for u, v in links:
-            if not graph.has_edge(u, v):
-                raise InvalidParameterError(f"without_links(): no link between {u!r} and {v!r}")
-            graph.remove_edge(u, v)
-            if graph.has_edge(v, u):
-                graph.remove_edge(v, u)
+        if isinstance(links, Mapping):
+            wanted = list(links.items())
+        elif isinstance(links, str | bytes) or not isinstance(links, Iterable):
+            raise InvalidParameterError(f"{func}(): links must be an iterable of (u, v) pairs "
+                                        f"or a mapping (u, v) -> count, got {links!r}")
+        else:
+            wanted = [(pair, None) for pair in links]
+        gone_links: list[tuple[Hashable, Hashable, int]] = []
+        seen: set[frozenset[Hashable]] = set()
+        for pair, count in wanted:
+            if not isinstance(pair, tuple) or len(pair) != 2:
+                raise InvalidParameterError(f"{func}(): each link must be a (u, v) pair, "
+                                            f"got {pair!r}")
+            u, v = pair
+            if frozenset(pair) in seen:
+                raise InvalidParameterError(f"{func}(): link {u!r}-{v!r} is named twice")
+            seen.add(frozenset(pair))
+            if not graph.has_edge(u, v) and not graph.has_edge(v, u):
+                raise InvalidParameterError(f"{func}(): fabric {self.name!r} has no link "
+                                            f"between {u!r} and {v!r}")
+            arcs = [(a, b) for a, b in ((u, v), (v, u)) if graph.has_edge(a, b)]
+            bundle = max(_link_count(graph[a][b]) for a, b in arcs)
+            if count is None:
+                count = bundle
+            elif (isinstance(count, bool) or not isinstance(count, numbers.Integral)
+                  or not 1 <= count <= bundle):
+                raise InvalidParameterError(
+                    f"{func}(): links to remove from {u!r}-{v!r} must be an integer from 1 to "
+                    f"its {bundle} physical link(s), got {count!r}")
+            for a, b in arcs:
+                d = graph[a][b]
+                left = _link_count(d) - int(count)
+                if left <= 0:
+                    graph.remove_edge(a, b)
+                else:
+                    d["capacity"] = d["capacity"] * left / _link_count(d)
+                    d["links"] = left
+            gone_links.append((u, v, int(count)))
+        if isinstance(switches, str | bytes) or not isinstance(switches, Iterable):
+            raise InvalidParameterError(f"{func}(): switches must be an iterable of nodes, "
+                                        f"got {switches!r}")
+        gone_switches = list(dict.fromkeys(switches))
+        for w in gone_switches:
+            if w not in graph:
+                raise InvalidParameterError(f"{func}(): fabric {self.name!r} has no switch "
+                                            f"{w!r}")
+            if graph.nodes[w].get("role") == "gpu":
+                raise InvalidParameterError(
+                    f"{func}(): {w!r} is a GPU, and GPUs are the traffic endpoints: remove "
+                    "its links to model a failed NIC or port, or build the traffic over the "
+                    "GPUs that are left")
+        graph.remove_nodes_from(gone_switches)
+        removed = Removed(self.removed.links + tuple(gone_links),
+                          self.removed.switches + tuple(gone_switches))
         params = dict(self.params, edited=True)
-        return Fabric(graph, self.endpoints, self.name + " (edited)", params, None, self.design)
+        return Fabric(graph, self.endpoints, self.name + " (edited)", params, None, self.design,
+                      self.recipe, removed)
 
     def __repr__(self) -> str:
         return (f"<Fabric {self.name!r}: {len(self.endpoints)} endpoints, "
@@ -163,6 +272,11 @@ class Fabric:
         g = self.graph
         out: list[str] = []
         for u, v, d in g.edges(data=True):
+            if u == v:
+                out.append(f"arc {u!r}->{v!r}: a self-loop is not a link")
+            if "links" in d and not _is_link_count(d["links"]):
+                out.append(f"arc {u!r}->{v!r}: links must be a whole number >= 1 of physical "
+                           f"links, got {d['links']!r}")
             cap = d.get("capacity")
             if (isinstance(cap, bool) or not isinstance(cap, numbers.Real)
                     or not math.isfinite(cap) or cap <= 0):
@@ -179,7 +293,8 @@ class Fabric:
             if role not in ROLES:
                 out.append(f"node {v!r}: role must be one of {ROLES}, got {role!r}")
             if role == "switch" and d.get("radix") is not None:
-                used = sum(int(a.get("links", 1)) for _, _, a in g.out_edges(v, data=True))
+                used = sum(_link_count(a) for _, _, a in g.out_edges(v, data=True)
+                           if _is_link_count(a.get("links", 1)))
                 if used > d["radix"]:
                     out.append(f"switch {v!r}: uses {used} ports, more than its radix "
                                f"{d['radix']}")
@@ -188,7 +303,8 @@ class Fabric:
     def validate(self) -> Fabric:
         """Check the data model; raise :class:`InvalidFabricError` listing every problem.
 
-        Rules: every arc has a finite capacity > 0 and its reverse arc; every endpoint has role
+        Rules: every arc has a finite capacity > 0 and its reverse arc, joins two different
+        nodes, and its ``links`` (when set) is a whole number >= 1; every endpoint has role
         ``"gpu"``; every node has a known role; no switch uses more ports than its ``radix``.
         Returns the fabric so calls can chain.
 
@@ -239,6 +355,38 @@ class Fabric:
             symmetry=self.symmetry.group if self.symmetry else None,
             params=dict(self.params),
         )
+
+
+@dataclass(frozen=True)
+class Removed:
+    """What :meth:`Fabric.without` took away, accumulated over successive calls.
+
+    ``links`` holds ``(u, v, count)``: ``count`` physical links of the bundle ``u``-``v``;
+    ``switches`` the removed nodes.
+    """
+
+    links: tuple[tuple[Hashable, Hashable, int], ...] = ()
+    switches: tuple[Hashable, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.links or self.switches)
+
+    @property
+    def physical_links(self) -> int:
+        """Physical links removed by name (not counting those of removed switches)."""
+        return sum(n for _, _, n in self.links)
+
+
+def _is_link_count(value: Any) -> bool:
+    """True for a whole number >= 1 (an integer, or a float with an integer value)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    return math.isfinite(value) and value >= 1 and float(value).is_integer()
+
+
+def _link_count(arc: Mapping[str, Any]) -> int:
+    """Physical links in an arc's bundle (1 when the attribute is absent)."""
+    return int(arc.get("links", 1))
 
 
 @dataclass
@@ -374,16 +522,20 @@ def from_networkx(G: nx.Graph, endpoints: Iterable[Hashable] | None = None,
     for u, v, _key, d in edges:
         if u == v:
             raise InvalidParameterError(f"{func}(): self-loop at {u!r} is not a link")
+        if not _is_link_count(d.get("links", 1)):
+            raise InvalidParameterError(
+                f"{func}(): links of edge {u!r}-{v!r} must be a whole number >= 1 of physical "
+                f"links, got {d['links']!r}")
         c = cap_of(u, v, d)
         arcs = [(u, v)] if G.is_directed() else [(u, v), (v, u)]
         for a, b in arcs:
             if D.has_edge(a, b):
                 D[a][b]["capacity"] += c
-                D[a][b]["links"] += int(d.get("links", 1))
+                D[a][b]["links"] += _link_count(d)
             else:
                 attrs = {k: val for k, val in d.items() if k != capacity}
                 attrs["capacity"] = c
-                attrs.setdefault("links", 1)
+                attrs["links"] = _link_count(d)
                 attrs.setdefault("tier", "link")
                 D.add_edge(a, b, **attrs)
     return Fabric(D, endpoints, name or G.graph.get("name") or "networkx", {})

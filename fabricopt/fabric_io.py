@@ -1,31 +1,53 @@
-"""Write a Fabric to GraphML or node-link JSON and read it back.
+"""Write a Fabric to GraphML or node-link JSON and read it back, keeping what makes it fast.
 
-GraphML holds only strings, numbers and booleans, so node names are written as strings and
-list-valued attributes as JSON text (read back as lists). Node-link JSON keeps integer and
-string names as they are and turns tuple names into lists, which are read back as tuples. The
-fabric's name, endpoints and params travel in the graph attributes. A symmetry claim is not
-written: it belongs to the generator that built the fabric.
+GraphML holds only strings, numbers and booleans, so node names are written as strings (two
+names that print alike, such as ``1`` and ``"1"``, are refused) and list-valued attributes as
+JSON text (read back as lists). Node-link JSON keeps integer and string names as they are and
+turns tuple names into lists, which are read back as tuples.
+
+Besides the graph, a file records (in the graph attributes):
+
+* the fabric's name, endpoints (in order) and ``params``;
+* the design file's record (:attr:`Fabric.design`: its ``[layout]`` and ``[catalog]`` tables,
+  which the cost model reads), so costs do not change on reloading;
+* how the fabric was made (:attr:`Fabric.recipe`: the generator and its arguments), whether
+  that generator claimed a symmetry, and what :meth:`Fabric.without` removed.
+
+A symmetry claim is not stored as such: it is a statement about a generator, and a file can be
+edited. Reading a file whose recipe claimed one replays the recipe and compares the rebuilt graph
+with the file's (same nodes, arcs, attributes and endpoints); only when they are identical is
+the generator's claim attached again, so an edited file is solved without it, never with a wrong
+one. Replaying costs about what building the fabric costs.
+
+Every reading error (missing file, a directory, truncated or corrupted content, a node without
+an id, an arc to an unknown node) raises :class:`~fabricopt.errors.DesignFileError` naming the
+file and the problem.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Hashable
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Hashable
+from dataclasses import replace
 from typing import Any
 
 import networkx as nx
 
-from .errors import InvalidParameterError
-from .fabric import Fabric
+from .errors import DesignFileError, FabricOptError, InvalidParameterError
+from .fabric import Fabric, Removed
+from .symmetry import Symmetry
 
 _JSON_PREFIX = "json:"
+#: Graph-attribute keys of GraphML files (JSON files use the same names without the prefix).
+_META = ("name", "endpoints", "params", "design", "recipe", "symmetry", "removed")
 
 
 def _to_graphml_value(value: Any) -> Any:
     if isinstance(value, bool | int | float | str):
         return value
-    return _JSON_PREFIX + json.dumps(value)
+    return _JSON_PREFIX + json.dumps(value, default=str)
 
 
 def _from_graphml_value(value: Any) -> Any:
@@ -34,44 +56,128 @@ def _from_graphml_value(value: Any) -> Any:
     return value
 
 
-def write_graphml(fab: Fabric, path: str | os.PathLike[str]) -> None:
-    """Write ``fab`` as GraphML (node names become strings).
+def _meta(fab: Fabric) -> dict[str, Any]:
+    """What a file records besides the graph (names of nodes still in Python form)."""
+    claim = fab.symmetry
+    return {
+        "name": fab.name,
+        "endpoints": list(fab.endpoints),
+        "params": fab.params,
+        "design": fab.design,
+        "recipe": fab.recipe,
+        "symmetry": ({"group": claim.group, "orbits": claim.n_orbits}
+                     if claim is not None else None),
+        "removed": {"links": [list(x) for x in fab.removed.links],
+                    "switches": list(fab.removed.switches)},
+    }
 
-    >>> import tempfile, os, fabricopt as fo
-    >>> fab = fo.ring(4)
-    >>> path = os.path.join(tempfile.mkdtemp(), "ring.graphml")
-    >>> fo.write_graphml(fab, path)
-    >>> fo.read_graphml(path).graph.number_of_edges()
-    8
-    """
+
+def _graphml_graph(fab: Fabric, func: str = "write_graphml") -> nx.DiGraph:
+    """The graph exactly as :func:`write_graphml` writes it: string names, GraphML values."""
+    names: dict[str, Hashable] = {}
+    for v in fab.graph:
+        seen = names.setdefault(str(v), v)
+        if seen != v:
+            raise InvalidParameterError(
+                f"{func}(): node names {seen!r} and {v!r} both become {str(v)!r} in GraphML, "
+                "which stores names as strings; rename one of them")
     g = nx.DiGraph()
     for v, d in fab.graph.nodes(data=True):
         g.add_node(str(v), **{k: _to_graphml_value(x) for k, x in d.items() if x is not None})
     for u, v, d in fab.graph.edges(data=True):
         g.add_edge(str(u), str(v),
                    **{k: _to_graphml_value(x) for k, x in d.items() if x is not None})
-    g.graph["fabric_name"] = fab.name
-    g.graph["fabric_endpoints"] = json.dumps([str(e) for e in fab.endpoints])
-    g.graph["fabric_params"] = json.dumps(fab.params, default=str)
+    return g
+
+
+def write_graphml(fab: Fabric, path: str | os.PathLike[str]) -> None:
+    """Write ``fab`` as GraphML (node names become strings; see the module docstring).
+
+    Raises
+    ------
+    InvalidParameterError
+        When two node names print as the same string (``1`` and ``"1"``).
+
+    Examples
+    --------
+    >>> import tempfile, os, fabricopt as fo
+    >>> fab = fo.ring(4)
+    >>> path = os.path.join(tempfile.mkdtemp(), "ring.graphml")
+    >>> fo.write_graphml(fab, path)
+    >>> back = fo.read_graphml(path)
+    >>> back.graph.number_of_edges(), back.symmetry is not None   # claim re-checked
+    (8, True)
+    """
+    g = _graphml_graph(fab)
+    meta = _meta(fab)
+    meta["endpoints"] = [str(e) for e in fab.endpoints]
+    for key in _META:
+        g.graph[f"fabric_{key}"] = meta[key] if key == "name" else json.dumps(meta[key],
+                                                                              default=str)
     nx.write_graphml(g, path)
 
 
+def _check_path(path: Any, func: str) -> str:
+    """The path as a string, or a DesignFileError when it is missing or a directory."""
+    if not isinstance(path, str | os.PathLike):
+        raise InvalidParameterError(f"{func}(): path must be a str or os.PathLike, got "
+                                    f"{path!r}")
+    where = os.fspath(path)
+    if os.path.isdir(where):
+        raise DesignFileError(f"{where}: is a directory, not a fabric file")
+    if not os.path.exists(where):
+        raise DesignFileError(f"{where}: no such file")
+    return where
+
+
 def read_graphml(path: str | os.PathLike[str]) -> Fabric:
-    """Read a fabric written by :func:`write_graphml` (or any GraphML with capacities)."""
-    g = nx.read_graphml(path)
+    """Read a fabric written by :func:`write_graphml` (or any GraphML with capacities).
+
+    Node names are strings. The design record, recipe and removals come back; a symmetry
+    claim comes back when the recorded generator call rebuilds exactly this graph (see the
+    module docstring).
+
+    Raises
+    ------
+    DesignFileError
+        For a missing file, a directory, or content that is not a readable fabric; the
+        message names the file and the problem.
+
+    Examples
+    --------
+    See :func:`write_graphml`.
+    """
+    where = _check_path(path, "read_graphml")
+    try:
+        g = nx.read_graphml(where)
+    except ET.ParseError as exc:
+        raise DesignFileError(f"{where}: not valid GraphML (XML error: {exc})") from None
+    except (nx.NetworkXError, ValueError, KeyError, TypeError, OSError) as exc:
+        raise DesignFileError(f"{where}: not a readable GraphML graph: {exc!r}") from None
     if not isinstance(g, nx.DiGraph) or g.is_multigraph():
         g = nx.DiGraph(g)
-    for _, d in g.nodes(data=True):
-        for k in list(d):
-            d[k] = _from_graphml_value(d[k])
-    for _, _, d in g.edges(data=True):
-        for k in list(d):
-            d[k] = _from_graphml_value(d[k])
-    meta = dict(g.graph)
+    raw = g.copy()
+    try:
+        meta = {key: g.graph[f"fabric_{key}"] if key == "name" else
+                json.loads(g.graph[f"fabric_{key}"])
+                for key in _META if f"fabric_{key}" in g.graph}
+        for _, d in g.nodes(data=True):
+            for k in list(d):
+                d[k] = _from_graphml_value(d[k])
+        for _, _, d in g.edges(data=True):
+            for k in list(d):
+                d[k] = _from_graphml_value(d[k])
+    except json.JSONDecodeError as exc:
+        raise DesignFileError(f"{where}: corrupted JSON in a GraphML attribute: {exc}") from None
     g.graph.clear()
-    endpoints = json.loads(meta["fabric_endpoints"]) if "fabric_endpoints" in meta else None
-    params = json.loads(meta.get("fabric_params", "{}"))
-    return Fabric(g, endpoints, meta.get("fabric_name"), params)
+
+    def same(rebuilt: Fabric) -> bool:
+        canon = _graphml_graph(rebuilt)
+        return (dict(canon.nodes(data=True)) == dict(raw.nodes(data=True))
+                and {(u, v): d for u, v, d in canon.edges(data=True)}
+                == {(u, v): d for u, v, d in raw.edges(data=True)})
+
+    return _fabric(where, g, meta, same, str)
 
 
 def _node_key(value: Any) -> Hashable:
@@ -79,44 +185,136 @@ def _node_key(value: Any) -> Hashable:
 
 
 def to_json_data(fab: Fabric) -> dict[str, Any]:
-    """The node-link dictionary of ``fab`` (``json.dumps`` accepts it)."""
+    """The node-link dictionary of ``fab`` (``json.dumps`` accepts it), with the record of
+    how it was made (see the module docstring)."""
     data = nx.node_link_data(fab.graph, edges="edges")
-    data["graph"] = {"name": fab.name, "endpoints": list(fab.endpoints), "params": fab.params}
+    data["graph"] = _meta(fab)
     return data
 
 
-def from_json_data(data: dict[str, Any]) -> Fabric:
-    """Rebuild a fabric from :func:`to_json_data` output."""
-    if not isinstance(data, dict) or "nodes" not in data or "edges" not in data:
-        raise InvalidParameterError(
-            "from_json_data(): data must be a node-link dict with 'nodes' and 'edges'")
-    data = json.loads(json.dumps(data))  # deep copy; we rewrite node ids below
-    for node in data["nodes"]:
+def _portable(data: Any) -> Any:
+    """``data`` as it comes back from a JSON file."""
+    return json.loads(json.dumps(data, default=str))
+
+
+def from_json_data(data: dict[str, Any], source: str = "from_json_data()") -> Fabric:
+    """Rebuild a fabric from :func:`to_json_data` output.
+
+    ``source`` names where the data came from in error messages (the file name when reading
+    one). A symmetry claim comes back when the recorded generator call rebuilds this graph.
+    """
+    if not isinstance(data, dict) or not isinstance(data.get("nodes"), list) \
+            or not isinstance(data.get("edges"), list):
+        raise DesignFileError(f"{source}: not a node-link fabric: needs lists 'nodes' and "
+                              "'edges'")
+    data = _portable(data)  # deep copy; node ids are rewritten below
+    raw_nodes, raw_edges = json.dumps(data["nodes"]), json.dumps(data["edges"])
+    for i, node in enumerate(data["nodes"]):
+        if not isinstance(node, dict) or "id" not in node:
+            raise DesignFileError(f"{source}: node {i} has no 'id': {node!r}")
         node["id"] = _node_key(node["id"])
-    for edge in data["edges"]:
+    ids = {node["id"] for node in data["nodes"]}
+    for i, edge in enumerate(data["edges"]):
+        if not isinstance(edge, dict) or "source" not in edge or "target" not in edge:
+            raise DesignFileError(f"{source}: edge {i} needs 'source' and 'target': {edge!r}")
         edge["source"] = _node_key(edge["source"])
         edge["target"] = _node_key(edge["target"])
-    meta = data.get("graph", {})
+        for end in ("source", "target"):
+            if edge[end] not in ids:
+                raise DesignFileError(f"{source}: edge {i} joins unknown node {edge[end]!r}")
+    meta = data.get("graph") or {}
+    if not isinstance(meta, dict):
+        raise DesignFileError(f"{source}: 'graph' must be an object, got {meta!r}")
     data["graph"] = {}
-    g = nx.node_link_graph(data, directed=True, multigraph=False, edges="edges")
-    endpoints = [_node_key(e) for e in meta.get("endpoints", [])] or None
-    return Fabric(g, endpoints, meta.get("name"), meta.get("params", {}))
+    try:
+        g = nx.node_link_graph(data, directed=True, multigraph=False, edges="edges")
+    except (nx.NetworkXError, KeyError, TypeError, ValueError) as exc:
+        raise DesignFileError(f"{source}: not a readable node-link graph: {exc!r}") from None
+    if meta.get("endpoints") is not None:
+        meta["endpoints"] = [_node_key(e) for e in meta["endpoints"]]
+
+    def same(rebuilt: Fabric) -> bool:
+        canon = _portable(nx.node_link_data(rebuilt.graph, edges="edges"))
+        return (json.dumps(canon["nodes"]) == raw_nodes
+                and json.dumps(canon["edges"]) == raw_edges)
+
+    return _fabric(source, g, meta, same, lambda v: _node_key(_portable(v)))
+
+
+def _fabric(source: str, g: nx.DiGraph, meta: dict[str, Any], same: Callable[[Fabric], bool],
+            rename: Callable[[Hashable], Hashable]) -> Fabric:
+    """The Fabric a file describes, with the generator's claim when it is re-verified."""
+    try:
+        design = meta.get("design") or {}
+        removed = meta.get("removed") or {}
+        if not isinstance(design, dict) or not isinstance(removed, dict):
+            raise ValueError("'design' and 'removed' must be objects")
+        fab = Fabric(g, meta.get("endpoints") or None, meta.get("name"),
+                     meta.get("params") or {}, None, design, meta.get("recipe"),
+                     Removed(tuple((rename(u), rename(v), int(n))
+                                   for u, v, n in removed.get("links", [])),
+                             tuple(rename(w) for w in removed.get("switches", []))))
+    except (FabricOptError, ValueError, TypeError) as exc:
+        raise DesignFileError(f"{source}: not a valid fabric: {exc}") from None
+    fab._symmetry = _reverified_claim(fab, meta.get("symmetry"), same, rename)
+    return fab
+
+
+def _reverified_claim(fab: Fabric, claimed: Any, same: Callable[[Fabric], bool],
+                      rename: Callable[[Hashable], Hashable]) -> Symmetry | None:
+    """The recorded generator's symmetry claim, renamed to the file's node names, when the
+    recipe rebuilds exactly the file's graph and endpoints; None otherwise."""
+    if not claimed or fab.recipe is None or fab.params.get("edited"):
+        return None
+    from .generators._recipe import try_replay
+
+    rebuilt = try_replay(fab.recipe)
+    if rebuilt is None or rebuilt.symmetry is None:
+        return None
+    if [rename(e) for e in rebuilt.endpoints] != list(fab.endpoints) or not same(rebuilt):
+        return None
+    claim = rebuilt.symmetry
+    return replace(claim, arc_orbit={(rename(u), rename(v)): orbit
+                                     for (u, v), orbit in claim.arc_orbit.items()},
+                   endpoints=frozenset(rename(e) for e in claim.endpoints))
 
 
 def write_json(fab: Fabric, path: str | os.PathLike[str]) -> None:
-    """Write ``fab`` as node-link JSON.
+    """Write ``fab`` as node-link JSON (see the module docstring for what is recorded).
 
+    Examples
+    --------
     >>> import tempfile, os, fabricopt as fo
     >>> path = os.path.join(tempfile.mkdtemp(), "torus.json")
     >>> fo.write_json(fo.torus((3, 3)), path)
-    >>> fo.read_json(path).endpoints[:2]
-    ('n0.0', 'n0.1')
+    >>> back = fo.read_json(path)
+    >>> back.endpoints[:2], back.symmetry is not None
+    (('n0.0', 'n0.1'), True)
     """
     with open(path, "w", encoding="utf-8") as f:
         json.dump(to_json_data(fab), f, default=str)
 
 
 def read_json(path: str | os.PathLike[str]) -> Fabric:
-    """Read a fabric written by :func:`write_json`."""
-    with open(path, encoding="utf-8") as f:
-        return from_json_data(json.load(f))
+    """Read a fabric written by :func:`write_json`.
+
+    Raises
+    ------
+    DesignFileError
+        For a missing file, a directory, truncated or invalid JSON, or content that is not a
+        fabric; the message names the file and the problem.
+
+    Examples
+    --------
+    See :func:`write_json`.
+    """
+    where = _check_path(path, "read_json")
+    try:
+        with open(where, encoding="utf-8") as f:
+            data = json.load(f)
+    except json.JSONDecodeError as exc:
+        raise DesignFileError(f"{where}: not valid JSON (truncated or corrupted?): "
+                              f"{exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DesignFileError(f"{where}: cannot be read: {exc}") from None
+    return from_json_data(data, where)

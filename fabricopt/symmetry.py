@@ -3,7 +3,7 @@
 A generator that knows a group of automorphisms of its fabric acting transitively on the
 endpoints records the arc orbits of that group (any such group will do, a subgroup gives finer
 orbits). The flow engine then solves one root's flow with one capacity row per orbit, which is
-exact for traffic invariant under the group (see ``reference/bounds.md``).
+exact for traffic invariant under the group (see ``docs/throughput.md#the-symmetric-method``).
 
 A claim describes the graph as it was built. :meth:`Symmetry.matches` compares a cheap
 fingerprint (node and arc counts, and one capacity per orbit) so that a fabric edited after

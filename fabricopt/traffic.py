@@ -16,6 +16,7 @@ import numpy as np
 
 from ._checks import as_rng, check_endpoint_group, check_positive
 from .errors import InvalidParameterError, TrafficError
+from .graph_arrays import GraphArrays
 
 Pair = tuple[Hashable, Hashable]
 
@@ -246,7 +247,7 @@ def longest_matching(fab: Any, gbps: float = 1.0,
 
     Solves a maximum-weight assignment on the hop-distance matrix (a bipartite maximum-weight
     matching, as in the worst-case traffic of TUB, Namyar et al., SIGCOMM 2021), with fixed
-    points forbidden. Distances come from one breadth-first search per endpoint, so
+    points forbidden. Distances come from one shortest-path search per endpoint, so
     ``max_endpoints`` caps the size.
 
     >>> import fabricopt as fo
@@ -254,31 +255,38 @@ def longest_matching(fab: Any, gbps: float = 1.0,
     >>> sorted(set(tm.pairs.values())), len(tm)
     ([1.0], 8)
     """
-    from scipy.optimize import linear_sum_assignment
-    from scipy.sparse.csgraph import shortest_path
-
-    from .flow.graph_arrays import GraphArrays
-
     gbps = check_positive("longest_matching", "gbps", gbps)
     eps = _endpoints_of("longest_matching", fab, endpoints)
+    return farthest_matching("longest_matching", fab, eps, gbps, None, max_endpoints)
+
+
+def farthest_matching(func: str, fab: Any, eps: tuple[Hashable, ...], gbps: float,
+                      lengths: np.ndarray | None, max_endpoints: int) -> Traffic:
+    """The permutation of ``eps`` (no fixed point) that maximises the total distance under
+    arc ``lengths`` (one per arc of ``GraphArrays.from_fabric(fab)``; None: hops)."""
+    from scipy.optimize import linear_sum_assignment
+    from scipy.sparse.csgraph import dijkstra
+
     if len(eps) < 2:
-        raise TrafficError("longest_matching(): needs at least 2 endpoints")
+        raise TrafficError(f"{func}(): needs at least 2 endpoints")
     if len(eps) > max_endpoints:
         raise InvalidParameterError(
-            f"longest_matching(): {len(eps)} endpoints exceed max_endpoints={max_endpoints} "
+            f"{func}(): {len(eps)} endpoints exceed max_endpoints={max_endpoints} "
             "(the assignment is cubic in the count); pass a larger max_endpoints or use "
             "permutation()")
     ga = GraphArrays.from_fabric(fab)
     idx = np.array([ga.index[e] for e in eps])
-    hops = shortest_path(ga.matrix(np.ones(ga.n_arcs)), unweighted=True, indices=idx)
-    dist = hops[:, idx]
+    weights = np.ones(ga.n_arcs) if lengths is None else np.asarray(lengths, dtype=float)
+    dist = dijkstra(ga.matrix(weights), directed=True, indices=idx)[:, idx]
     if np.isinf(dist).any():
         # Unreachable pairs are the farthest of all.
-        dist[np.isinf(dist)] = dist[np.isfinite(dist)].max() + 1
-    np.fill_diagonal(dist, -1e9)
+        finite = dist[np.isfinite(dist)]
+        dist[np.isinf(dist)] = (finite.max() if len(finite) else 0.0) + 1
+    np.fill_diagonal(dist, -1e9 * max(float(dist.max()), 1.0))
     rows, cols = linear_sum_assignment(dist, maximize=True)
+    name = "longest-matching" if lengths is None else "farthest-matching"
     return Traffic({(eps[r], eps[c]): gbps for r, c in zip(rows, cols, strict=True)},
-                   name="longest-matching")
+                   name=name)
 
 
 def select_endpoints(fab: Any, **attributes: Any) -> tuple[Hashable, ...]:

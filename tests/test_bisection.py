@@ -22,7 +22,7 @@ def _check_cut(fab, b):
 
 
 @pytest.mark.parametrize("fab, expected", [
-    # Ring of n unit links: a bisection cuts 2 links, one arc each way (bounds.md: theta =
+    # Ring of n unit links: a bisection cuts 2 links, one arc each way (docs/throughput.md: theta =
     # 8/n^2 = 4 BB / n^2 gives BB = 2).
     (fo.ring(8), 2.0),
     (fo.ring(10), 2.0),
@@ -52,7 +52,7 @@ def test_leaf_spine_oversubscription(spines, ratio):
     b = fo.bisection_bandwidth(fab)
     assert b.upper_gbps == pytest.approx(min(200 * spines, 800))
     assert b.full_bisection_ratio == pytest.approx(ratio)
-    assert b.per_gpu_gbps == pytest.approx(b.upper_gbps / 16)
+    assert b.per_endpoint_gbps == pytest.approx(b.upper_gbps / 16)
     assert b.exact  # 22 nodes: the exact MILP closes the gap when throughput does not
     _check_cut(fab, b)
 
@@ -72,7 +72,7 @@ def test_jellyfish_bracket_holds():
     b = fo.bisection_bandwidth(fab, milp_max_nodes=0)
     _check_cut(fab, b)
     # Lower bound: the better of certified all-to-all throughput, theta x 12 x 12 pairs
-    # (bounds.md), and the two-phase hose rate times a matching of 12 pairs.
+    # (docs/bisection.md), and the two-phase hose rate times a matching of 12 pairs.
     theta = fo.max_concurrent_flow(fab).lower
     rate = fo.valiant_rate(fab).rate_gbps
     assert b.hose_rate_gbps == pytest.approx(rate)

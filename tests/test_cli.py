@@ -23,7 +23,7 @@ def test_show_torus(capsys):
 def test_solve_prints_theta_bracket_bandwidth_and_tier(capsys):
     assert main(["solve", "ring", "n=8"]) == 0
     out = capsys.readouterr().out
-    # Ring of 8, unit all-to-all: theta = 8/8^2 = 0.125 (bounds.md); 7 Gb/s sent per node,
+    # Ring of 8, unit all-to-all: theta = 8/8^2 = 0.125 (docs/throughput.md); 7 Gb/s sent per node,
     # so 0.875 Gb/s per endpoint.
     assert "theta            0.125" in out
     assert "0.125 <= theta <= 0.125" in out
@@ -35,7 +35,7 @@ def test_solve_prints_theta_bracket_bandwidth_and_tier(capsys):
 
 def test_solve_traffic_options(capsys):
     assert main(["solve", "hypercube", "d=3", "--traffic", "longest-matching"]) == 0
-    # Antipodal pairing on Q_3 routes at theta = 1 (bounds.md).
+    # Antipodal pairing on Q_3 routes at theta = 1 (docs/throughput.md).
     assert "theta            1\n" in capsys.readouterr().out
     assert main(["solve", "ring", "n=6", "--traffic", "permutation:2", "--backend",
                  "pulp"]) == 0

@@ -37,7 +37,7 @@ def two_level(g, k, up_gbps, nic_gbps):
 
 
 def test_single_switch_node_all_reduce_busbw_is_per_gpu_bandwidth():
-    # bounds.md: endpoint-only all-reduce on a star with per-GPU bandwidth B has
+    # docs/collectives.md: endpoint-only all-reduce on a star with per-GPU bandwidth B has
     # t >= 2(n-1)/n S/B, so busbw <= B. DGX H100: 18 x 200 Gb/s = 3600 Gb/s = 450 GB/s.
     fab = star(8, 3600.0)
     c = fo.collective_bounds(fab, "all_reduce", message_bytes=GiB)
@@ -229,8 +229,9 @@ def test_disconnected_group_has_infinite_time():
 def test_dgx_h100_all_reduce():
     # DGX H100: 18 NVLink 4 links x 25 GB/s = 450 GB/s per GPU per direction over 4
     # NVSwitches (split 5/4/4/5). Without in-network reduction the busbw bound is 450 GB/s
-    # (bounds.md star bound); with NVLink SHARP the NCCL algorithm moves S + S/8 per GPU, so
-    # its busbw is 450 x 1.75 / 1.125 = 700 GB/s, and the universal bound is S / 450 GB/s.
+    # (docs/collectives.md, volume bound on a star); with NVLink SHARP the NCCL algorithm moves
+    # S + S/8 per GPU, so its busbw is 450 x 1.75 / 1.125 = 700 GB/s, and the universal bound
+    # is S / 450 GB/s.
     fab = fo.dgx_h100()
     off = fo.collective_bounds(fab, "all_reduce", message_bytes=GiB, in_network_reduction=False)
     assert off.busbw_GBps == pytest.approx(450.0)

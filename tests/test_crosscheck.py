@@ -79,7 +79,7 @@ def single_homed(fab):
 
 def textbook_fabric(fab, traffic, include_endpoint_links=True):
     """The textbook LP; without endpoint links, single-homed endpoints' links are free and
-    pairs under the same switch are dropped (the fabric-only view of reference/bounds.md)."""
+    pairs under the same switch are dropped (the fabric-only view of docs/throughput.md)."""
     demands, free = dict(traffic.pairs), []
     if not include_endpoint_links:
         sh = single_homed(fab)

@@ -1,4 +1,4 @@
-"""Max-concurrent-flow: the public cases of reference/bounds.md through every backend, the
+"""Max-concurrent-flow: the closed forms of docs/throughput.md through every backend, the
 symmetric method against the full LP, certificates, statuses and errors."""
 
 import math
@@ -15,7 +15,8 @@ BACKENDS = [("highs", {}), ("highspy", {"solver": "simplex"}), ("highspy", {"sol
             ("pulp", {})]
 METHODS = ["lp", "symmetric"]
 
-# (fabric, closed form) with unit capacities and unit all-to-all, from reference/bounds.md:
+# (fabric, closed form) with unit capacities and unit all-to-all, derived in
+# docs/throughput.md#closed-form-test-cases:
 # K_n: 1 (direct links); ring C_n, n even: 8/n^2 (cut and distance bounds meet);
 # hypercube Q_d: 2^(1-d) (McDiarmid, Scott, Withers); k x k torus, k even: 8/k^3.
 PUBLIC_CASES = [
@@ -41,7 +42,7 @@ def test_public_cases_every_backend(name, make, expected, method, backend, optio
 
 @pytest.mark.parametrize("d", [2, 3, 4])
 def test_hypercube_antipodal_permutation_is_one(d):
-    # bounds.md: the antipodal permutation of Q_d routes at theta = 1 (d edge-disjoint
+    # docs/throughput.md: the antipodal permutation of Q_d routes at theta = 1 (d edge-disjoint
     # shortest paths of length d per pair, each arc used by exactly one pair per direction).
     fab = fo.hypercube(d)
     n = 2**d
@@ -84,7 +85,7 @@ def test_reduced_symmetric_lp_is_small_and_unreduced_agrees():
     a = fo.flow.solve_lp(model.lp)
     b = fo.flow.solve_lp(plain.lp)
     assert -a.objective == pytest.approx(-b.objective, rel=1e-9)
-    assert -a.objective == pytest.approx(8 / 6**3, rel=1e-9)  # bounds.md, k = 6
+    assert -a.objective == pytest.approx(8 / 6**3, rel=1e-9)  # docs/throughput.md torus, k = 6
 
 
 def test_result_fields_and_loads():
@@ -127,7 +128,7 @@ def test_jellyfish_exact_within_cut_and_distance_bounds():
     fab = fo.jellyfish(switches=10, network_ports=3, endpoints_per_switch=2, seed=3,
                        link_gbps=1.0)
     r = certified(fab, fo.max_concurrent_flow(fab))
-    # bounds.md: random graphs are tested by inequalities only. Hop-distance bound (l = 1):
+    # docs/throughput.md: random graphs are tested by inequalities only. Hop-distance bound (l = 1):
     hop = fo.flow.check.explicit_distance_bound(fab, fo.all_to_all(fab),
                                                 np.ones(fab.graph.number_of_edges()))
     assert r.theta <= hop * (1 + 1e-9)
@@ -151,7 +152,7 @@ def test_disconnected_pair_gives_zero_with_a_cut():
 
 def test_time_limited_solve_reports_status_and_a_valid_bracket():
     fab = fo.torus((12, 12))
-    truth = 8 / 12**3  # bounds.md, k = 12
+    truth = 8 / 12**3  # docs/throughput.md torus, k = 12
     # Dual simplex checks the clock at every iteration and cannot finish this LP (83k columns)
     # in a millisecond. The interior-point path is not used here: HiGHS hands IPX the time
     # left after presolve, and IPX reads a negative time as "no limit", so a limit shorter
@@ -162,6 +163,8 @@ def test_time_limited_solve_reports_status_and_a_valid_bracket():
     # The hop-length bound is exact on a torus, so upper equals truth up to rounding.
     assert r.lower <= truth <= r.upper * (1 + 1e-12)
     assert "theta            not proven" in str(r)
+    # The hop-length lengths behind that upper bound are kept, so the checker re-proves it.
+    certified(fab, r, exact=False)
 
 
 @pytest.mark.parametrize("solver", ["ipm", "simplex"])
@@ -180,7 +183,7 @@ def test_highspy_time_limit_holds_even_when_highs_ignores_its_own(monkeypatch, s
 
     monkeypatch.setattr(backends, "_deadline_callbacks", highs_limit_off)
     fab = fo.torus((12, 12))
-    truth = 8 / 12**3  # bounds.md, k = 12
+    truth = 8 / 12**3  # docs/throughput.md torus, k = 12
     r = fo.max_concurrent_flow(fab, method="lp", backend="highspy", solver=solver,
                                time_limit=0.2)
     assert r.status == "time_limit" and r.theta is None
@@ -197,6 +200,28 @@ def test_too_large_for_auto_gives_bounds_and_says_so(monkeypatch):
     assert r.status == "not_solved" and r.theta is None
     assert "too large" in r.message
     assert r.lower == 0.0 and exact <= r.upper < math.inf
+    certified(fab, r, exact=False)  # hop lengths and endpoint cuts re-prove the bracket
+
+
+def test_a_new_model_plugs_into_the_one_certify_path():
+    # A model that follows the ThroughputModel protocol gets both proofs from certify(): here
+    # the full LP of a 4-ring wrapped so that it reports its flow as is. Ring C_4, unit
+    # capacity and unit all-to-all: theta = 8 / 4**2 = 0.5 (cut and distance bounds meet).
+    from fabricopt.flow import LPSolution, certify, solve_lp
+
+    fab = fo.ring(4)
+    model = fo.build_flow_lp(fab, fo.all_to_all(fab))
+    sol = solve_lp(model.lp)
+    cert = certify(model, sol)
+    assert cert.lower == pytest.approx(0.5, rel=1e-9)
+    assert cert.upper == pytest.approx(0.5, rel=1e-9)
+    # Flow conservation of the lifted flow and capacities (cut = flow on the ring).
+    assert cert.lifted.residual_l1 <= 1e-9 and cert.max_overload <= 1 + 1e-9
+    # Without a point, hop lengths still prove the upper side: every ordered pair of C_4 is
+    # 1, 1 or 2 hops away, sum of distances 4 x (1 + 1 + 2) = 16, capacity 8 arcs x 1,
+    # so theta <= 8 / 16 = 0.5 and nothing is proven below.
+    blind = certify(model, LPSolution("not_solved", "no point"))
+    assert blind.lower == 0.0 and blind.upper == pytest.approx(0.5)
 
 
 def test_endpoint_collapse_keeps_same_switch_pairs_on_their_links():
@@ -220,7 +245,7 @@ def test_build_then_export_then_solve(tmp_path):
     fo.export_mps(model.lp, path)
     assert "ROWS" in path.read_text()
     r = fo.solve_flow_model(model)
-    assert r.theta == pytest.approx(8 / 4**2)  # bounds.md ring, n = 4
+    assert r.theta == pytest.approx(8 / 4**2)  # docs/throughput.md ring, n = 4
 
 
 def test_bad_arguments():
@@ -241,8 +266,8 @@ def test_bad_arguments():
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("k", [4, 6])
 def test_fat_tree_all_to_all_fabric_only(k, method, backend, options):
-    # bounds.md: k-ary fat-tree, server-level all-to-all with same-switch pairs dropped:
-    # theta = 1 / (N - k/2), N = k^3/4 (the edge uplinks bind). Unit capacities.
+    # docs/throughput.md#fat-tree: k-ary fat-tree, server-level all-to-all with same-switch
+    # pairs dropped: theta = 1 / (N - k/2), N = k^3/4 (the edge uplinks bind). Unit capacities.
     if backend == "pulp" and k == 6 and method == "lp":
         pytest.skip("CBC on the 54-host full LP is slow; the other backends cover it")
     fab = fo.fat_tree(k, link_gbps=1.0)
@@ -265,7 +290,8 @@ def test_fat_tree_all_to_all_with_nic_links():
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_fat_tree_any_permutation_is_one(seed):
-    # bounds.md: full bisection, so any permutation of servers routes at theta = 1.
+    # docs/throughput.md#fat-tree: full bisection, so any permutation of servers routes at
+    # theta = 1.
     fab = fo.fat_tree(4, link_gbps=1.0)
     tm = fo.permutation(fab, seed=seed)
     r = certified(fab, fo.max_concurrent_flow(fab, tm), tm)
@@ -327,7 +353,7 @@ def test_pdlp_is_exact_after_polishing():
     fab = fo.torus((4, 4))
     r = fo.max_concurrent_flow(fab, backend="highspy", solver="pdlp")
     certified(fab, r)
-    assert r.theta == pytest.approx(8 / 4**3)  # bounds.md torus
+    assert r.theta == pytest.approx(8 / 4**3)  # docs/throughput.md torus
 
 
 def test_missing_backend_gives_install_hint(monkeypatch):
@@ -345,3 +371,59 @@ def test_default_simplex_is_exact_on_a_random_fabric():
     fab = fo.jellyfish(40, 6, 4, seed=1)
     r = fo.max_concurrent_flow(fab, method="lp")
     certified(fab, r)
+
+
+@pytest.mark.parametrize("capacity", [float("nan"), math.inf, -1.0, 0.0, None, "fast", True])
+def test_bad_capacity_is_named_before_any_solve(capacity):
+    # Every entry point reads the fabric through the same arrays, which check each arc.
+    fab = fo.ring(4)
+    fab.graph["n0"]["n1"]["capacity"] = capacity
+    calls = [lambda: fo.max_concurrent_flow(fab), lambda: fo.bisection_bandwidth(fab),
+             lambda: fo.valiant_rate(fab),
+             lambda: fo.collective_bounds(fab, "all_gather", message_bytes=2**20)]
+    for call in calls:
+        with pytest.raises(fo.InvalidFabricError, match="'n0'->'n1'.*capacity"):
+            call()
+
+
+def test_self_loop_is_refused_by_every_solver():
+    fab = fo.ring(4)
+    fab.graph.add_edge("n0", "n0", capacity=1.0)
+    with pytest.raises(fo.InvalidFabricError, match="self-loop"):
+        fo.max_concurrent_flow(fab)
+
+
+@pytest.mark.parametrize("backend, options, error, words", [
+    ("highs", {"solver": 5}, fo.InvalidParameterError, "solver must be"),
+    ("highs", {"presolv": False}, fo.InvalidParameterError, "unknown option.*presolv"),
+    ("highspy", {"threads": "x"}, fo.InvalidParameterError, "threads"),
+    ("highspy", {"no_such_option": 1}, fo.InvalidParameterError, "no_such_option"),
+    ("pulp", {"solver": "NOPE"}, fo.InvalidParameterError, "solver must be one of"),
+    ("pulp", {"solver": "GUROBI_CMD"}, fo.BackendUnavailableError, "not installed"),
+    ("pulp", {"bogus": 1}, fo.InvalidParameterError, "does not take"),
+])
+def test_backend_options_checked_before_solving(backend, options, error, words):
+    with pytest.raises(error, match=words):
+        fo.max_concurrent_flow(fo.ring(4), method="lp", backend=backend, **options)
+
+
+def test_inexact_message_quotes_the_bracket_in_the_callers_units(monkeypatch):
+    # A point that is 1% short of optimal, reported "optimal": the result keeps the bracket
+    # only, and its message quotes the same numbers as r.lower and r.upper (the solve itself
+    # runs on traffic scaled near theta = 1; 400 Gb/s links make that scale differ from 1).
+    from fabricopt.flow import api, certificate
+
+    real = api.solve_lp
+
+    def short(lp, *args, **kwargs):
+        sol = real(lp, *args, **kwargs)
+        sol.x = sol.x * 0.99
+        return sol
+
+    monkeypatch.setattr(api, "solve_lp", short)
+    monkeypatch.setattr(certificate, "polish_duals", lambda *args, **kwargs: None)
+    fab = fo.fat_tree(4)
+    r = fo.max_concurrent_flow(fab, method="lp")
+    assert r.status == "inexact" and r.theta is None
+    assert f"[{r.lower:.9g}, {r.upper:.9g}]" in r.message
+    certified(fab, r, exact=False)

@@ -187,7 +187,7 @@ def test_clos_three_tier_matches_superpod_switch_counts():
     # pod sends 32 links to core group j of C switches, C = smallest divisor of 32 with
     # 64 C >= 4 * 32, so C = 2 with bundles of 16: 32 groups x 2 = 64 cores. The NVIDIA
     # SuperPOD of 16 SU (4,096 GPUs) lists the same 128 leaf / 128 spine / 64 core
-    # (reference/hardware.md, section 2.2).
+    # (docs/hardware.md#dgx-superpod).
     assert layer_counts(fab) == {0: 4096, 1: 128, 2: 128, 3: 64}
     assert fab.graph["spine0.0"]["core0.1"]["links"] == 16
     assert fab.symmetry is not None
@@ -307,8 +307,8 @@ def test_rail_optimized_32_nodes():
 
 @pytest.mark.parametrize("nodes, leaves, spines", [(64, 16, 8), (128, 32, 16), (256, 64, 32)])
 def test_rail_optimized_matches_superpod_two_tier_table(nodes, leaves, spines):
-    # NVIDIA DGX SuperPOD (B200 RA, QM9700): 2, 4, 8 SU of 32 nodes (reference/hardware.md,
-    # section 2.2), with as many leaf-spine cables as node-leaf cables (= GPUs).
+    # NVIDIA DGX SuperPOD (B200 RA, QM9700): 2, 4, 8 SU of 32 nodes
+    # (docs/hardware.md#dgx-superpod), with as many leaf-spine cables as node-leaf cables (= GPUs).
     fab = fo.rail_optimized(nodes=nodes, switch_model="qm9700")
     assert layer_counts(fab) == {0: 8 * nodes, 1: leaves, 2: spines}
     assert fab.summary().links_by_tier == {"gpu-leaf": 8 * nodes, "leaf-spine": 8 * nodes}

@@ -39,7 +39,7 @@ def links_up_by_tier(fab):
 
 # -- SuperPOD against NVIDIA's table -----------------------------------------------------------
 
-# hardware.md 2.2 (V): SU -> leaf, spine, core; cables node-leaf = leaf-spine = GPUs
+# docs/hardware.md#dgx-superpod (V): SU -> leaf, spine, core; cables node-leaf = leaf-spine = GPUs
 # (= SU x 32 nodes x 8 rails); spine-core = GPUs from 16 SU, none below.
 TABLE = [(2, 16, 8, 0), (4, 32, 16, 0), (8, 64, 32, 0), (16, 128, 128, 64),
          (32, 256, 256, 128), (64, 512, 512, 256)]
@@ -54,7 +54,7 @@ def test_superpod_switches_and_cables_match_nvidia_table(su, leaf, spine, core):
     tiers = links_up_by_tier(fab)
     assert tiers["gpu-leaf"] == gpus and tiers["leaf-spine"] == gpus
     assert tiers["spine-core"] == (gpus if core else 0)
-    # DGX H100: 18 NVLinks per GPU (hardware.md 1.1, V), 4 NVSwitch per node.
+    # DGX H100: 18 NVLinks per GPU (docs/hardware.md#nvlink-generations, V), 4 NVSwitch per node.
     assert tiers["gpu-nvswitch"] == 18 * gpus
 
 
@@ -68,7 +68,7 @@ def test_superpod_every_gpu_nvlinks_one_nic_rail_aligned_no_switch_over_radix(su
         assert nv == 18
         assert len(nic) == 1 and nic[0][1]["links"] == 1 and nic[0][1]["capacity"] == 400.0
         leaf = nic[0][0]
-        # Rail alignment, and every leaf holds one SU's rail (hardware.md 2.2).
+        # Rail alignment, and every leaf holds one SU's rail (docs/hardware.md#dgx-superpod).
         assert g.nodes[leaf]["rail"] == g.nodes[v]["rail"]
         assert g.nodes[leaf]["su"] == g.nodes[v]["su"]
     for v, d in g.nodes(data=True):
@@ -79,9 +79,9 @@ def test_superpod_every_gpu_nvlinks_one_nic_rail_aligned_no_switch_over_radix(su
 # -- odd inputs ------------------------------------------------------------------------------
 
 def test_dgx_b200_cluster_counts():
-    # 4 DGX B200: 8 GPUs x 18 NVLink 5 each (hardware.md 1.1); one 400G NIC per GPU; one
-    # 64-port leaf per rail (8), 32 uplinks each over 4 spines (rail_plan: smallest divisor
-    # S of 32 with 64 S >= 8 x 32).
+    # 4 DGX B200: 8 GPUs x 18 NVLink 5 each (docs/hardware.md#nvlink-generations); one 400G
+    # NIC per GPU; one 64-port leaf per rail (8), 32 uplinks each over 4 spines (rail_plan:
+    # smallest divisor S of 32 with 64 S >= 8 x 32).
     fab = fo.cluster("dgx_b200", 4).validate()
     assert fab.summary().links_by_tier == {"gpu-nvswitch": 4 * 8 * 18, "gpu-leaf": 32,
                                            "leaf-spine": 8 * 32}
@@ -212,8 +212,8 @@ def test_leaf_spine_2_1_2_bom_by_hand():
 
 
 def test_superpod_4su_bom_counts():
-    # 4 SU: 32 + 16 QM9700 (hardware.md 2.2), one cx7 per GPU (1,024), 4 NVSwitch gen 3 per
-    # DGX H100 (128 x 4), 18 NVLinks per GPU on baseboard copper.
+    # 4 SU: 32 + 16 QM9700 (docs/hardware.md#dgx-superpod), one cx7 per GPU (1,024), 4 NVSwitch
+    # gen 3 per DGX H100 (128 x 4), 18 NVLinks per GPU on baseboard copper.
     est = fo.estimate_cost(fo.superpod(4))
     assert est.count("qm9700") == 48
     assert est.count("cx7") == 1024
@@ -250,7 +250,7 @@ def test_totals_add_up(make, policy):
 
 
 # Reach boundaries of the shipped catalog: dac_800g 2 m, dac_400g 3 m, acc 5 m, aec 7 m,
-# aoc 30 m, sr 50 m, dr 100 m, 2 x DR4 500 m, FR4 2 km (hardware.md 4.1).
+# aoc 30 m, sr 50 m, dr 100 m, 2 x DR4 500 m, FR4 2 km (docs/hardware.md#media-reach-and-power).
 @pytest.mark.parametrize(("length", "medium"), [
     (2.0, "dac_800g"), (2.01, "dac_400g"), (3.0, "dac_400g"), (3.01, "acc_800g"),
     (5.0, "acc_800g"), (5.01, "aec_800g"), (7.0, "aec_800g"), (7.01, "aoc_800g"),
@@ -298,6 +298,7 @@ def test_superpod_tech_label_follows_nic_rate():
 
 def test_nvlink_switch_system_buys_eighteen_1u_switches():
     # DGX H100 SuperPOD NVLink Switch System: 18 x 1U NVLink Switch, 2 NVSwitch chips each
-    # (hardware.md 1.2, V/V2); the 32 x 4 NVSwitch chips inside the DGX nodes stay chips.
+    # (docs/hardware.md#nvswitch-systems, V/V2); the 32 x 4 NVSwitch chips inside the DGX nodes
+    # stay chips.
     est = fo.estimate_cost(fo.nvlink_switch_system())
     assert est.count("nvlink4_switch") == 18

@@ -94,3 +94,19 @@ def test_select_endpoints_groups():
     # A data-parallel all-reduce over one rail: 4 GPUs on one leaf at 400 Gb/s each.
     c = fo.collective_bounds(fab, "all_reduce", message_bytes=2**30, endpoints=rail)
     assert c.n_endpoints == 4 and c.busbw_GBps == pytest.approx(400 / 8)
+
+
+def test_errors_name_the_function_and_the_rule():
+    fab = fo.ring(4)
+    with pytest.raises(fo.InvalidParameterError, match=r"all_to_all\(\): fab must be a Fabric"):
+        fo.all_to_all(None)
+    with pytest.raises(fo.InvalidParameterError, match=r"permutation\(\): fab must be"):
+        fo.permutation(None)
+    with pytest.raises(fo.TrafficError, match="must not repeat, got 'n0'"):
+        fo.all_to_all(fab, endpoints=["n0", "n0", "n1"])
+    with pytest.raises(fo.InvalidParameterError, match=r"bisection_bandwidth\(\): time_limit"):
+        fo.bisection_bandwidth(fab, time_limit=0)
+    with pytest.raises(fo.InvalidParameterError, match="injection_gbps.*'nope'"):
+        fab.injection_gbps("nope")
+    with pytest.raises(fo.InvalidParameterError, match="name must be a string"):
+        fo.Fabric(fab.graph, name=5)

@@ -6,25 +6,28 @@ See :func:`max_concurrent_flow` for the front end; :func:`build_flow_lp`,
 
 from .api import (
     MAX_AUTO_NONZEROS,
+    certified_result,
     cheap_bracket,
     max_concurrent_flow,
     solve_flow_model,
-    solve_symmetric,
     symmetric_applicable,
 )
 from .backends import BACKENDS, export_mps, solve_lp
+from .certificate import Certified, certify
 from .check import CertificateCheck, check_certificate
-from .formulation import FlowModel, build_flow_lp
+from .formulation import CollapsedDemand, FlowModel, build_flow_lp
 from .lp import STATUSES, LinearProgram, LPSolution
-from .result import FlowResult, TierUtilization
+from .model import LiftedFlow, ThroughputModel, max_theta_lp
+from .result import FlowCertificate, FlowResult, TierUtilization
 from .symmetric import build_symmetric_lp
 from .valiant import ValiantBound, best_hub_level, hub_levels, hub_nodes, valiant_rate
 
 __all__ = [
-    "BACKENDS", "CertificateCheck", "MAX_AUTO_NONZEROS", "STATUSES", "FlowModel",
-    "FlowResult", "LPSolution", "check_certificate",
+    "BACKENDS", "CertificateCheck", "Certified", "CollapsedDemand", "MAX_AUTO_NONZEROS",
+    "STATUSES", "FlowCertificate", "FlowModel", "FlowResult", "LPSolution", "LiftedFlow",
+    "ThroughputModel", "check_certificate", "certified_result", "certify", "max_theta_lp",
     "LinearProgram", "TierUtilization", "build_flow_lp", "build_symmetric_lp",
     "cheap_bracket", "export_mps", "max_concurrent_flow", "solve_flow_model", "solve_lp",
-    "solve_symmetric", "symmetric_applicable", "ValiantBound", "best_hub_level", "hub_levels",
+    "symmetric_applicable", "ValiantBound", "best_hub_level", "hub_levels",
     "hub_nodes", "valiant_rate",
 ]

@@ -14,24 +14,21 @@ import time
 from typing import Any
 
 import numpy as np
-from scipy.sparse.csgraph import dijkstra
 
 from .._checks import check_bool, check_choice, check_positive
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
+from ..graph_arrays import GraphArrays
 from ..traffic import Traffic, all_to_all
 from .backends import BACKENDS, solve_lp
-from .certificate import DistanceBound, certified_lower, distance_bound
-from .formulation import Collapse, FlowModel, aggregate_demand, build_flow_lp
-from .graph_arrays import GraphArrays
-from .polish import polish, polish_duals, residual
-from .result import FlowResult
+from .certificate import EXACT_RTOL, certify
+from .formulation import Collapse, CollapsedDemand, FlowModel, build_flow_lp
+from .lp import LPSolution
+from .model import ThroughputModel
+from .result import FlowCertificate, FlowResult
 from .symmetric import SymmetricModel, build_symmetric_lp
 
 METHODS = ("auto", "lp", "symmetric")
-
-#: Relative width of the certified bracket up to which a solve counts as exact.
-EXACT_RTOL = 1e-6
 
 #: Above this many nonzeros ``method="auto"`` does not build the full LP.
 MAX_AUTO_NONZEROS = 6_000_000
@@ -62,14 +59,14 @@ def _uniform_gbps(traffic: Traffic) -> float:
 def lp_size_estimate(fab: Fabric, traffic: Traffic) -> int:
     """Nonzeros the full LP would have (computed without building it)."""
     ga = GraphArrays.from_fabric(fab)
-    col = Collapse.of(ga, fab, traffic.endpoints)
+    collapse = Collapse.of(ga, fab, traffic.endpoints)
     position = {e: i for i, e in enumerate(traffic.endpoints)}
     if traffic.is_uniform:
-        k = len(np.unique(col.attach))
+        k = len(np.unique(collapse.attach))
     else:
         src = np.array([position[s] for s, _ in traffic.pairs], dtype=np.int64)
-        k = len(np.unique(col.attach[src]))
-    return int(3 * k * col.core_arc.sum())
+        k = len(np.unique(collapse.attach[src]))
+    return int(3 * k * collapse.core_arc.sum())
 
 
 def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: str = "auto",
@@ -99,8 +96,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         overrun a limit shorter than HiGHS's presolve, and then returns a proven answer late.
     include_endpoint_links : bool
         True (default): the links of endpoints that hang off one switch (NIC links) are
-        capacity constraints and pairs under one switch count. False: the fabric-only view of
-        ``reference/bounds.md`` — those links are free and same-switch pairs are dropped.
+        capacity constraints and pairs under one switch count. False: the fabric-only view
+        (``docs/throughput.md``) — those links are free and same-switch pairs are dropped.
 
     Returns
     -------
@@ -109,7 +106,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     Examples
     --------
     Unit-capacity ring of 8 nodes, unit all-to-all: theta = 8 / n^2 = 0.125
-    (``reference/bounds.md``).
+    (``docs/throughput.md``).
 
     >>> import fabricopt as fo
     >>> r = fo.max_concurrent_flow(fo.ring(8))
@@ -153,52 +150,18 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     # so a theta of 0.02 would lose relative precision in the certificate.
     scale = theta_scale(fab, traffic)
     scaled = traffic.scaled(scale) if scale != 1.0 else traffic
+    model: ThroughputModel
     if method == "symmetric":
-        result = solve_symmetric(fab, scaled, backend, time_limit,
-                                 include_endpoint_links=include_endpoint_links,
-                                 **backend_options)
+        model = build_symmetric_lp(fab, _uniform_gbps(scaled),
+                                   include_endpoint_links=include_endpoint_links)
     else:
         model = build_flow_lp(fab, scaled, include_endpoint_links)
-        result = solve_flow_model(model, backend, time_limit, fabric_name=fab.name,
-                                  tiers=_tiers(fab, model.ga), **backend_options)
+    sol = solve_lp(model.lp, backend, time_limit, **backend_options)
+    result = certified_result(model, sol, method=method, backend=backend, fabric_name=fab.name,
+                              tiers=arc_tiers(fab, model.ga), traffic_scale=scale)
     result.traffic_name = traffic.name
-    if scale != 1.0:
-        result.lower *= scale
-        result.upper *= scale
-        if result.theta is not None:
-            result.theta *= scale
-    result.extra["traffic_scale"] = scale
     result.seconds = time.perf_counter() - start
     return result
-
-
-def _endpoint_pair(col: Collapse, ga: GraphArrays, agg: tuple, pair: Any) -> Any:
-    """The unreachable pair named by endpoints rather than the switches they hang off."""
-    if pair is None:
-        return None
-    s, t = ga.index[pair[0]], ga.index[pair[1]]
-    eps = col.endpoints
-    src = next((eps[i] for i in np.flatnonzero(col.attach == s)), pair[0])
-    dst = next((eps[i] for i in np.flatnonzero(col.attach == t)), pair[1])
-    return (src, dst)
-
-
-def _endpoint_cut(col: Collapse, ga: GraphArrays, cut: Any) -> Any:
-    """The reachable set with the collapsed endpoints of its switches added back."""
-    if cut is None:
-        return None
-    inside = np.zeros(ga.n_nodes, dtype=bool)
-    inside[[ga.index[v] for v in cut]] = True
-    extra = [col.endpoints[i] for i in np.flatnonzero(inside[col.attach])]
-    return frozenset(cut) | frozenset(extra)
-
-
-def _polished(lp: Any, sol: Any) -> Any:
-    """The solution with its point polished (see :mod:`fabricopt.flow.polish`) when the
-    solver's own residual is above machine precision."""
-    if sol.x is not None and residual(lp, sol.x) > 1e-12:
-        sol.x = polish(lp, sol.x)
-    return sol
 
 
 def theta_scale(fab: Fabric, traffic: Traffic) -> float:
@@ -212,196 +175,103 @@ def theta_scale(fab: Fabric, traffic: Traffic) -> float:
     return float(2.0 ** round(math.log2(est)))
 
 
-def _tiers(fab: Fabric, ga: GraphArrays) -> list[str]:
-    return [str(fab.graph[u][v].get("tier", "link")) for u, v in ga.arcs]
+def arc_tiers(fab: Fabric, ga: GraphArrays) -> tuple[str, ...]:
+    """The ``tier`` of each arc, in the order of ``ga``."""
+    return tuple(str(fab.graph[u][v].get("tier", "link")) for u, v in ga.arcs)
 
 
-def _finish(result: FlowResult, traffic: Traffic, mean_out_gbps: float | None = None,
-            ) -> FlowResult:
-    """Reconcile the two proofs with the solver's claim; fill the per-endpoint figure.
+def _lp_size(model: ThroughputModel) -> dict[str, int]:
+    size = {"columns": model.lp.n_cols, "rows": model.lp.n_rows, "nonzeros": model.lp.nnz}
+    if isinstance(model, FlowModel):
+        size["commodities"] = model.n_commodities
+    elif isinstance(model, SymmetricModel):
+        size["reduced"] = int(model.reduced)
+    return size
 
-    ``mean_out_gbps`` is the demand per sending endpoint that the solve routes (less than the
-    traffic's when same-switch pairs are dropped).
+
+def certified_result(model: ThroughputModel | CollapsedDemand, sol: LPSolution, *,
+                     method: str, backend: str, fabric_name: str = "",
+                     tiers: tuple[str, ...] = (), traffic_scale: float = 1.0,
+                     upper_cap: float = np.inf) -> FlowResult:
+    """The :class:`FlowResult` of a solver's answer: both proofs by
+    :func:`~fabricopt.flow.certificate.certify`, reconciled with the solver's claim, in the
+    caller's units (the solve ran on the traffic times ``traffic_scale``).
+
+    ``upper_cap`` is a further proven upper bound (in solve units) the caller already has.
     """
-    if result.lower > result.upper * (1 + 1e-7) + 1e-12:
+    cert = certify(model, sol)  # type: ignore[arg-type]
+    bound = cert.bound
+    status, message = sol.status, sol.message
+    theta = cert.lifted.theta if (cert.lifted is not None and sol.status == "optimal") else None
+    lower, upper = cert.lower, min(cert.upper, upper_cap)
+    if bound is not None and bound.failure:
+        status, theta, message = "error", None, bound.failure
+    if bound is not None and bound.unreachable is not None and theta is not None:
+        theta = 0.0
+    if lower > upper * (1 + 1e-7) + 1e-12:
         # The two proofs contradict each other beyond rounding: trust neither.
-        result.message = (f"certificates disagree (lower {result.lower!r} > upper "
-                          f"{result.upper!r}): numerical trouble in the solver")
-        result.status, result.theta, result.lower = "numerical_error", None, 0.0
-    result.upper = max(result.upper, result.lower)
-    if result.theta is not None and result.unreachable is None:
-        if result.upper - result.lower > EXACT_RTOL * result.upper:
+        message = (f"certificates disagree (lower {lower!r} > upper {upper!r}): numerical "
+                   "trouble in the solver")
+        status, theta, lower = "numerical_error", None, 0.0
+    upper = max(upper, lower)
+    if theta is not None and (bound is None or bound.unreachable is None):
+        if upper - lower > EXACT_RTOL * upper:
             # The solver says optimal but its point does not prove it to our tolerance
             # (first-order and interior-point solvers stop early): keep only the bracket.
-            result.message = (f"solver reported optimal, but the certified bracket "
-                              f"[{result.lower:.9g}, {result.upper:.9g}] is wider than "
-                              f"{EXACT_RTOL:g} relative")
-            result.status, result.theta = "inexact", None
+            message = (f"solver reported optimal, but the certified bracket "
+                       f"[{lower * traffic_scale:.9g}, {upper * traffic_scale:.9g}] is wider "
+                       f"than {EXACT_RTOL:g} relative")
+            status, theta = "inexact", None
         else:
-            result.theta = min(max(result.theta, result.lower), result.upper)
-    best = result.theta if result.theta is not None else result.lower
-    if mean_out_gbps is None:
-        mean_out_gbps = traffic.mean_out_gbps()
-    result.per_endpoint_gbps = float(best * mean_out_gbps)
-    result.traffic_name = traffic.name
-    return result
+            theta = min(max(theta, lower), upper)
+    best = theta if theta is not None else lower
+    lifted = cert.lifted
+    certificate = FlowCertificate(
+        model.ga, tiers, lifted.load if lifted else None, cert.lengths,
+        lifted.flow if lifted else None, lifted.theta if lifted else None, traffic_scale,
+        model.include_endpoint_links)
+    mean_out = model.mean_out_gbps  # in solve units, so best * mean_out is in Gb/s
+    return FlowResult(
+        theta=None if theta is None else theta * traffic_scale, lower=lower * traffic_scale,
+        upper=upper * traffic_scale, status=status, method=method, backend=backend,
+        seconds=sol.seconds, per_endpoint_gbps=float(best * mean_out),
+        message=message, fabric_name=fabric_name,
+        cut=bound.cut if bound is not None else None,
+        unreachable=bound.unreachable if bound is not None else None,
+        max_overload=cert.max_overload, max_residual=cert.max_residual,
+        lp_size=_lp_size(model) if not isinstance(model, CollapsedDemand) else {},
+        certificate=certificate)
 
 
 def solve_flow_model(model: FlowModel, backend: str = "highs", time_limit: float | None = None,
-                     fabric_name: str = "", tiers: list[str] | None = None,
+                     fabric_name: str = "", tiers: tuple[str, ...] = (),
                      **backend_options: Any) -> FlowResult:
-    """Solve a built :class:`FlowModel`, certify the answer and read it back."""
-    sol = _polished(model.lp, solve_lp(model.lp, backend, time_limit, **backend_options))
-    ga = model.ga
-    m = len(model.core_arcs)
-    theta_x = float(sol.x[-1]) if sol.x is not None else None
-    lower, overload, residual, load = 0.0, 0.0, 0.0, None
-    if sol.x is not None:
-        load = model.full_load(sol.x)
-        residual = model.conservation_residual(sol.x)
-        lower, overload = certified_lower(theta_x, load[model.constrained],
-                                          ga.capacity[model.constrained], residual,
-                                          model.min_demand)
-    lengths = None
-    bound: DistanceBound
-    src, dst, gbps = model.agg
-    if sol.dual_ub is not None:
-        def bound_from(duals: np.ndarray) -> tuple[np.ndarray, DistanceBound]:
-            ls = np.zeros(ga.n_arcs)
-            ls[model.core_arcs] = np.clip(-duals[:m], 0.0, None)
-            np.add.at(ls, model.ep_rows_arc, np.clip(-duals[m:], 0.0, None))
-            return ls, distance_bound(ga, ls, model.collapse.core_arc, src, dst, gbps,
-                                      model.ep_rows_arc, model.ep_rows_gbps)
+    """Solve a built :class:`FlowModel`, certify the answer and read it back.
 
-        lengths, bound = bound_from(sol.dual_ub)
-        if sol.x is not None and bound.upper - lower > EXACT_RTOL * bound.upper:
-            # The solver's duals are off (tolerances, postsolve): make them consistent with
-            # the point by complementary slackness and keep the better of the two bounds.
-            better = polish_duals(model.lp, sol.x, sol.dual_eq, sol.dual_ub)
-            if better is not None:
-                lengths2, bound2 = bound_from(better)
-                if bound2.upper < bound.upper:
-                    lengths, bound = lengths2, bound2
-    else:
-        bound = distance_bound(ga, np.ones(ga.n_arcs), model.collapse.core_arc, src, dst,
-                               gbps, model.ep_rows_arc, model.ep_rows_gbps)
-    upper = bound.upper
-    if bound.unreachable is not None:
-        lower = 0.0
-    theta = theta_x if sol.status == "optimal" else None
-    if theta is not None and bound.unreachable is not None:
-        theta = 0.0
-    result = FlowResult(
-        theta=theta, lower=lower, upper=upper, status=sol.status, method="lp",
-        backend=backend, seconds=sol.seconds, per_endpoint_gbps=0.0, message=sol.message,
-        fabric_name=fabric_name, cut=_endpoint_cut(model.collapse, ga, bound.cut),
-        unreachable=_endpoint_pair(model.collapse, ga, model.agg, bound.unreachable),
-        max_overload=overload, max_residual=residual,
-        lp_size={"columns": model.lp.n_cols, "rows": model.lp.n_rows, "nonzeros": model.lp.nnz,
-                 "commodities": model.n_commodities},
-        _ga=ga, _load=load, _lengths=lengths, _tiers=tiers,
-        extra={"x": sol.x, "model": model,
-               "include_endpoint_links": model.include_endpoint_links})
-    senders = int(np.count_nonzero(model.out_gbps))
-    return _finish(result, model.traffic, model.counted_gbps / max(senders, 1))
-
-
-def solve_symmetric(fab: Fabric, traffic: Traffic, backend: str = "highs",
-                    time_limit: float | None = None, spot_checks: int = 2,
-                    include_endpoint_links: bool = True,
-                    **backend_options: Any) -> FlowResult:
-    """The symmetric method (see :mod:`fabricopt.flow.symmetric`), certified."""
-    gbps = _uniform_gbps(traffic)
-    model: SymmetricModel = build_symmetric_lp(
-        fab, gbps, include_endpoint_links=include_endpoint_links)
-    sol = _polished(model.lp, solve_lp(model.lp, backend, time_limit, **backend_options))
-    ga = model.ga
-    theta_x = float(sol.x[-1]) if sol.x is not None else None
-    lower, overload, residual, load, f0 = 0.0, 0.0, 0.0, None, None
-    if sol.x is not None:
-        f0 = model.lift(sol.x)
-        load = model.loads(f0)
-        residual = model.residual(f0, theta_x)
-        lower, overload = certified_lower(theta_x, load[model.constrained],
-                                          ga.capacity[model.constrained], residual, gbps)
-    lengths = (model.lengths(sol.dual_ub) if sol.dual_ub is not None
-               else np.ones(ga.n_arcs))
-    upper, unreachable, cut, message = _symmetric_upper(fab, model, lengths, spot_checks)
-    if sol.x is not None and sol.dual_ub is not None and upper - lower > EXACT_RTOL * upper:
-        better = polish_duals(model.lp, sol.x, sol.dual_eq, sol.dual_ub)
-        if better is not None:
-            lengths2 = model.lengths(better)
-            upper2, _, _, message2 = _symmetric_upper(fab, model, lengths2, spot_checks)
-            if not message2 and upper2 < upper:
-                lengths, upper = lengths2, upper2
-    theta = theta_x if sol.status == "optimal" else None
-    status = sol.status
-    if message:
-        status, theta, lower = "error", None, 0.0
-    if unreachable is not None:
-        lower = 0.0
-        theta = 0.0 if theta is not None else None
-    result = FlowResult(
-        theta=theta, lower=lower, upper=upper, status=status, method="symmetric",
-        backend=backend, seconds=sol.seconds, per_endpoint_gbps=0.0,
-        message=message or sol.message, fabric_name=fab.name, cut=cut, unreachable=unreachable,
-        max_overload=overload, max_residual=residual,
-        lp_size={"columns": model.lp.n_cols, "rows": model.lp.n_rows, "nonzeros": model.lp.nnz,
-                 "reduced": int(model.reduced)},
-        _ga=ga, _load=load, _lengths=lengths, _tiers=_tiers(fab, ga),
-        extra={"f0": f0, "theta": theta_x, "model": model,
-               "include_endpoint_links": include_endpoint_links})
-    return _finish(result, traffic, gbps * float(model.destinations(0).sum()))
-
-
-def _symmetric_upper(fab: Fabric, model: SymmetricModel, lengths: np.ndarray,
-                     spot_checks: int) -> tuple[float, Any, Any, str]:
-    """Distance bound for invariant lengths: T x (root's distance sum), spot-checked."""
-    ga = model.ga
-    eps = np.array([ga.index[e] for e in fab.endpoints])
-    T = len(eps)
-    picks = [0] + sorted({int(i) for i in np.linspace(0, T - 1, spot_checks + 2)[1:-1]} |
-                         {T - 1})[:spot_checks]
-    dist = dijkstra(ga.matrix(lengths), directed=True, indices=eps[picks])
-    sums = np.array([dist[j, eps[model.destinations(i)]].sum() for j, i in enumerate(picks)])
-    if np.isinf(sums[0]):
-        t = int(np.flatnonzero(np.isinf(dist[0, eps]))[0])
-        reach = frozenset(ga.nodes[i] for i in np.flatnonzero(np.isfinite(dist[0])))
-        return 0.0, (fab.endpoints[0], fab.endpoints[t]), reach, ""
-    if not np.allclose(sums, sums[0], rtol=1e-9, atol=0):
-        return np.inf, None, None, (
-            "symmetry claim failed a spot check: endpoints see different distance sums "
-            f"{sums.tolist()}; the claim is wrong for this fabric")
-    numerator = float(ga.capacity @ lengths)
-    denominator = T * model.gbps * float(sums[0])
-    return (numerator / denominator if denominator > 0 else np.inf), None, None, ""
+    >>> import fabricopt as fo
+    >>> fab = fo.ring(4)
+    >>> r = fo.solve_flow_model(fo.build_flow_lp(fab, fo.all_to_all(fab)))
+    >>> round(r.theta, 9)   # 8 / 4**2
+    0.5
+    """
+    sol = solve_lp(model.lp, backend, time_limit, **backend_options)
+    result = certified_result(model, sol, method="lp", backend=backend, fabric_name=fabric_name,
+                              tiers=tiers)
+    result.traffic_name = model.traffic.name
+    return result
 
 
 def cheap_bracket(fab: Fabric, traffic: Traffic, backend: str = "none",
                   include_endpoint_links: bool = True) -> FlowResult:
-    """A certified bracket without an LP: ``lower = 0`` and the hop-length distance bound."""
-    ga = GraphArrays.from_fabric(fab)
-    eps = traffic.endpoints
-    col = Collapse.of(ga, fab, eps)
-    src, dst, gbps, out, inc = aggregate_demand(traffic, {e: i for i, e in enumerate(eps)},
-                                                col.attach)
-    collapsed = (col.out_arc >= 0) & include_endpoint_links
-    ep_arc = np.concatenate([col.out_arc[collapsed], col.in_arc[collapsed]])
-    ep_gbps = np.concatenate([out[collapsed], inc[collapsed]])
-    used = ep_gbps > 0  # an endpoint that only sends (or only receives) bounds nothing
-    ep_arc, ep_gbps = ep_arc[used], ep_gbps[used]
-    bound = distance_bound(ga, np.ones(ga.n_arcs), col.core_arc, src, dst, gbps, ep_arc,
-                           ep_gbps)
-    # Endpoint links alone also bound theta: theta * out(e) <= its link capacity.
-    ep_limit = np.min(ga.capacity[ep_arc] / ep_gbps) if len(ep_arc) else np.inf
-    result = FlowResult(theta=None, lower=0.0, upper=float(min(bound.upper, ep_limit)),
-                        status="not_solved", method="bounds", backend=backend, seconds=0.0,
-                        per_endpoint_gbps=0.0, fabric_name=fab.name,
-                        cut=_endpoint_cut(col, ga, bound.cut),
-                        unreachable=_endpoint_pair(col, ga, (src, dst, gbps),
-                                                   bound.unreachable),
-                        _ga=ga, _tiers=_tiers(fab, ga))
-    return _finish(result, traffic)
+    """A certified bracket without an LP: ``lower = 0``, the hop-length distance bound and
+    the endpoint-link bound ``theta <= capacity / demand`` of every collapsed endpoint."""
+    demand = CollapsedDemand.of(fab, traffic, include_endpoint_links)
+    result = certified_result(demand, LPSolution("not_solved", "no LP was solved"),
+                              method="bounds", backend=backend, fabric_name=fab.name,
+                              tiers=arc_tiers(fab, demand.ga),
+                              upper_cap=demand.endpoint_limit())
+    result.traffic_name = traffic.name
+    return result
 
 
-__all__ = ["max_concurrent_flow", "solve_flow_model", "solve_symmetric"]
+__all__ = ["certified_result", "cheap_bracket", "max_concurrent_flow", "solve_flow_model"]

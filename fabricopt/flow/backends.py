@@ -81,9 +81,20 @@ _SCIPY_STATUS = {0: "optimal", 1: "iteration_limit", 2: "infeasible", 3: "unboun
                  4: "numerical_error"}
 
 
+#: Options scipy's HiGHS methods take (anything else would be ignored with a warning).
+SCIPY_HIGHS_OPTIONS = ("solver", "maxiter", "disp", "presolve", "dual_feasibility_tolerance",
+                       "primal_feasibility_tolerance", "ipm_optimality_tolerance",
+                       "simplex_dual_edge_weight_strategy")
+
+
 def _solve_scipy(lp: LinearProgram, time_limit: float | None, **options: Any) -> LPSolution:
     from scipy.optimize import linprog
 
+    unknown = sorted(set(options) - set(SCIPY_HIGHS_OPTIONS))
+    if unknown:
+        raise InvalidParameterError(
+            f"highs backend: unknown option(s) {', '.join(map(repr, unknown))}; allowed: "
+            f"{', '.join(SCIPY_HIGHS_OPTIONS)} (or backend='highspy' for any HiGHS option)")
     opts = dict(options)
     if time_limit is not None:
         opts["time_limit"] = float(time_limit)
@@ -142,6 +153,10 @@ def _solve_highspy(lp: LinearProgram, time_limit: float | None, solver: str = "s
     if solver not in ("simplex", "ipm", "pdlp", "choose"):
         raise InvalidParameterError(f"highspy backend: solver must be 'simplex', 'ipm', "
                                     f"'pdlp' or 'choose', got {solver!r}")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                or threads < 1):
+        raise InvalidParameterError(f"highspy backend: threads must be a whole number >= 1, "
+                                    f"got {threads!r}")
     A = sp.vstack([lp.A_ub, lp.A_eq]).tocsc()
     n_ub = lp.A_ub.shape[0]
     inf = highspy.kHighsInf
@@ -171,7 +186,10 @@ def _solve_highspy(lp: LinearProgram, time_limit: float | None, solver: str = "s
         for key, value in TIGHT_TOLERANCES.items():
             settings.setdefault(key, value)
     for key, value in settings.items():
-        h.setOptionValue(key, value)
+        if h.setOptionValue(key, value) != highspy.HighsStatus.kOk:
+            raise InvalidParameterError(
+                f"highspy backend: HiGHS refuses option {key}={value!r} (unknown name, wrong "
+                "type or out of range; see the HiGHS option list)")
     h.passModel(model)
     h.run()
     ms = h.getModelStatus()
@@ -250,17 +268,30 @@ def _solve_pulp(lp: LinearProgram, time_limit: float | None, solver: Any = None,
                 **options: Any) -> LPSolution:
     import pulp
 
-    prob, xs, rows = to_pulp(lp)
     if solver is None or isinstance(solver, str):
         name = solver or "PULP_CBC_CMD"
+        if name not in pulp.listSolvers():
+            raise InvalidParameterError(f"pulp backend: solver must be one of "
+                                        f"{', '.join(pulp.listSolvers())}, got {name!r}")
         kwargs: dict[str, Any] = {"msg": False, **options}
         if time_limit is not None:
             kwargs["timeLimit"] = float(time_limit)
         try:
             solver = pulp.getSolver(name, **kwargs)
+        except TypeError as exc:
+            raise InvalidParameterError(f"pulp backend: solver {name!r} does not take these "
+                                        f"options ({exc})") from None
         except pulp.PulpSolverError as exc:
             raise BackendUnavailableError(f"pulp backend: solver {name!r} is not available "
                                           f"({exc})") from None
+    elif not hasattr(solver, "actualSolve"):
+        raise InvalidParameterError(f"pulp backend: solver must be a pulp solver name or "
+                                    f"object, got {solver!r}")
+    if not solver.available():
+        raise BackendUnavailableError(
+            f"pulp backend: solver {getattr(solver, 'name', solver)!r} is not installed on "
+            f"this machine; installed: {', '.join(pulp.listSolvers(onlyAvailable=True))}")
+    prob, xs, rows = to_pulp(lp)
     prob.solve(solver)
     text = pulp.LpStatus[prob.status]
     table = {"Optimal": "optimal", "Infeasible": "infeasible", "Unbounded": "unbounded",

@@ -16,18 +16,30 @@ r"""Certificates: the two proofs behind every throughput bracket.
   because every unit of demand from s to t uses at least :math:`\mathrm{dist}_l(s,t)` of
   "length-capacity". The LP duals of the capacity rows are the best such lengths; hop counts
   (:math:`l = 1`) give a cheap one.
+
+:func:`certify` applies both proofs to any model that follows
+:class:`~fabricopt.flow.model.ThroughputModel`, whichever solver produced the point.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
-from .graph_arrays import GraphArrays
+from ..graph_arrays import GraphArrays
+from .lp import LPSolution
+from .polish import polish, polish_duals, residual
+
+if TYPE_CHECKING:  # the protocol's module imports DistanceBound from here
+    from .model import LiftedFlow, ThroughputModel
+
+#: Relative width of the certified bracket up to which a solve counts as exact.
+EXACT_RTOL = 1e-6
 
 
 @dataclass(frozen=True)
@@ -39,6 +51,8 @@ class DistanceBound:
     denominator: float
     unreachable: tuple[Hashable, Hashable] | None = None
     cut: frozenset[Hashable] | None = None
+    #: Non-empty when the bound could not be evaluated soundly (then ``upper`` is inf).
+    failure: str = ""
 
 
 def distance_bound(ga: GraphArrays, lengths: np.ndarray, core_arc: np.ndarray,
@@ -85,3 +99,68 @@ def certified_lower(theta: float | None, load: np.ndarray, capacity: np.ndarray,
     overload = float(np.max(load / capacity)) if len(load) else 0.0
     kept = theta - residual_l1 / min_demand
     return float(max(kept, 0.0) / max(1.0, overload)), overload
+
+
+@dataclass(frozen=True)
+class Certified:
+    """Both proofs for one solver answer: ``lower <= theta* <= upper``.
+
+    ``lifted`` is the point mapped onto the fabric (None without a point), ``lengths`` the
+    arc lengths behind ``bound`` (None when the model proves no upper bound).
+    """
+
+    lower: float
+    upper: float
+    max_overload: float
+    max_residual: float
+    lifted: LiftedFlow | None
+    lengths: np.ndarray | None
+    bound: DistanceBound | None
+
+
+def polished(model: ThroughputModel, sol: LPSolution) -> LPSolution:
+    """``sol`` with its point polished (see :mod:`fabricopt.flow.polish`) when the solver's
+    own residual is above machine precision."""
+    if sol.x is not None and residual(model.lp, sol.x) > 1e-12:
+        sol.x = polish(model.lp, sol.x)
+    return sol
+
+
+def certify(model: ThroughputModel, sol: LPSolution) -> Certified:
+    """Prove a bracket on theta from a solver's answer to ``model``'s LP.
+
+    The point (polished first) is lifted to the fabric and proves ``lower`` through
+    :func:`certified_lower`; the duals (hop counts when the solver gave none) become arc
+    lengths that prove ``upper`` through the model's distance bound. When the two do not meet,
+    the duals are made consistent with the point by complementary slackness
+    (:func:`~fabricopt.flow.polish.polish_duals`) and the better bound is kept. A
+    disconnected demand pair proves theta = 0.
+    """
+    sol = polished(model, sol)
+    ga = model.ga
+    lower, overload, lifted = 0.0, 0.0, None
+    if sol.x is not None:
+        lifted = model.lift(sol.x)
+        cons = model.constrained
+        lower, overload = certified_lower(lifted.theta, lifted.load[cons], ga.capacity[cons],
+                                          lifted.residual_l1, model.min_demand)
+    lengths = (model.arc_lengths(sol.dual_ub) if sol.dual_ub is not None
+               else np.ones(ga.n_arcs))
+    bound = model.length_bound(lengths)
+    if bound is None:
+        return Certified(lower, np.inf, overload, lifted.residual_l1 if lifted else 0.0,
+                         lifted, None, None)
+    if (sol.x is not None and sol.dual_ub is not None and not bound.failure
+            and bound.upper - lower > EXACT_RTOL * bound.upper):
+        # The solver's duals are off (tolerances, postsolve): make them consistent with the
+        # point and keep the better of the two bounds.
+        better = polish_duals(model.lp, sol.x, sol.dual_eq, sol.dual_ub)
+        if better is not None:
+            lengths2 = model.arc_lengths(better)
+            bound2 = model.length_bound(lengths2)
+            if bound2 is not None and not bound2.failure and bound2.upper < bound.upper:
+                lengths, bound = lengths2, bound2
+    if bound.unreachable is not None or bound.failure:
+        lower = 0.0
+    return Certified(lower, bound.upper, overload, lifted.residual_l1 if lifted else 0.0,
+                     lifted, lengths, bound)

@@ -4,7 +4,8 @@ The lower bound is re-proven from the stored flow (conservation and capacities r
 from the fabric's own arcs); the upper bound is recomputed from the stored arc lengths with
 one shortest-path search per *endpoint* over the whole graph — no endpoint collapse, no
 aggregation, no symmetry — so the distance bound is evaluated exactly as stated in
-``reference/bounds.md``.
+``docs/throughput.md``; where endpoint links count, the cut around each endpoint (its link
+capacity over what it sends or receives) bounds theta too.
 
 For results of the symmetric method the lower bound is re-proven for the root's flow and
 spread over the arc orbits, which relies on the generator's symmetry claim (the upper bound
@@ -20,10 +21,11 @@ from scipy.sparse.csgraph import dijkstra
 
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
+from ..graph_arrays import GraphArrays
 from ..traffic import Traffic, all_to_all
 from .certificate import certified_lower
 from .formulation import build_flow_lp
-from .graph_arrays import GraphArrays
+from .model import ThroughputModel
 from .result import FlowResult
 from .symmetric import build_symmetric_lp
 
@@ -69,6 +71,19 @@ def explicit_distance_bound(fab: Fabric, traffic: Traffic, lengths: np.ndarray,
     return numerator / denominator if denominator > 0 else np.inf
 
 
+def endpoint_cut_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays) -> float:
+    """``min`` over endpoints of (capacity leaving it / demand it sends) and (capacity
+    entering it / demand it receives): the cut around one endpoint bounds theta."""
+    out_cap = np.bincount(ga.tail, weights=ga.capacity, minlength=ga.n_nodes)
+    in_cap = np.bincount(ga.head, weights=ga.capacity, minlength=ga.n_nodes)
+    best = np.inf
+    for demand, cap in ((traffic.out_gbps(), out_cap), (traffic.in_gbps(), in_cap)):
+        for e, d in demand.items():
+            if d > 0:
+                best = min(best, float(cap[ga.index[e]]) / d)
+    return best
+
+
 def check_certificate(fab: Fabric, result: FlowResult, traffic: Traffic | None = None,
                       ) -> CertificateCheck:
     """Re-prove ``result.lower`` and ``result.upper`` on ``fab`` for ``traffic``.
@@ -91,38 +106,42 @@ def check_certificate(fab: Fabric, result: FlowResult, traffic: Traffic | None =
     (True, 0.222222)
     """
     traffic = traffic or all_to_all(fab)
+    cert = result.certificate
+    if cert is None:
+        return CertificateCheck(0.0, np.inf, 0.0, 0.0, result.lower <= 0.0,
+                                not np.isfinite(result.upper))
     # The solve ran on traffic scaled so theta is near one; re-prove in those units.
-    scale = float(result.extra.get("traffic_scale", 1.0))
+    scale = cert.traffic_scale
     if scale != 1.0:
         traffic = traffic.scaled(scale)
     ga = GraphArrays.from_fabric(fab)
-    if result._ga is not None and result._ga.arcs != ga.arcs:
+    if cert.ga.arcs != ga.arcs:
         raise InvalidParameterError("check_certificate(): the result was computed on a "
                                     "different graph (arcs differ)")
     lower, overload, residual = 0.0, 0.0, 0.0
-    if result.method == "lp" and result.extra.get("x") is not None:
-        model = build_flow_lp(fab, traffic, result.extra["include_endpoint_links"])
-        x = result.extra["x"]
-        residual = model.conservation_residual(x)
-        load = model.full_load(x)
-        lower, overload = certified_lower(float(x[-1]), load[model.constrained],
-                                          ga.capacity[model.constrained], residual,
-                                          model.min_demand)
-    elif result.method == "symmetric" and result.extra.get("f0") is not None:
-        gbps = traffic.uniform_gbps or next(iter(traffic.pairs.values()))
-        model = build_symmetric_lp(fab, gbps, reduce=False,
-                                   include_endpoint_links=result.extra["include_endpoint_links"])
-        f0 = result.extra["f0"]
-        theta = result.extra["theta"]
-        residual = model.residual(f0, theta)
-        load = model.loads(f0)
-        lower, overload = certified_lower(theta, load[model.constrained],
-                                          ga.capacity[model.constrained], residual, gbps)
+    if cert.flow is not None and cert.theta is not None:
+        # Rebuild the model without reductions beyond the one the flow lives in, and lift.
+        model: ThroughputModel
+        if result.method == "symmetric":
+            gbps = traffic.uniform_gbps or next(iter(traffic.pairs.values()))
+            model = build_symmetric_lp(fab, gbps, reduce=False,
+                                       include_endpoint_links=cert.include_endpoint_links)
+            point = np.append(cert.flow, cert.theta)
+        else:
+            model = build_flow_lp(fab, traffic, cert.include_endpoint_links)
+            point = cert.flow
+        lifted = model.lift(point)
+        cons = model.constrained
+        residual = lifted.residual_l1
+        lower, overload = certified_lower(lifted.theta, lifted.load[cons], ga.capacity[cons],
+                                          residual, model.min_demand)
     upper = np.inf
-    if result._lengths is not None:
-        upper = explicit_distance_bound(fab, traffic, result._lengths, ga)
+    if cert.lengths is not None:
+        upper = explicit_distance_bound(fab, traffic, cert.lengths, ga)
     elif result.unreachable is not None:
         upper = explicit_distance_bound(fab, traffic, np.ones(ga.n_arcs), ga)
+    if cert.include_endpoint_links:
+        upper = min(upper, endpoint_cut_bound(fab, traffic, ga))
     lower, upper = lower * scale, upper * scale
     tol = 1e-9
     return CertificateCheck(lower, upper, overload, residual,

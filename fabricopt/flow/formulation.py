@@ -15,7 +15,7 @@ flow) and :math:`b_k(v)` its supply: the total it sends at its source, minus wha
 :math:`v` receives from it.
 
 Two reductions make the LP small, and both are undone when reading the answer back
-(:class:`FlowModel` keeps the maps):
+(:class:`CollapsedDemand` and :class:`FlowModel` keep the maps):
 
 * **Endpoint collapse.** An endpoint joined to one switch by one link (a NIC under a leaf)
   forwards nothing; all its traffic crosses that link. It is removed from the graph, its
@@ -35,9 +35,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import TrafficError
+from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
-from .graph_arrays import GraphArrays
+from .certificate import DistanceBound, distance_bound
 from .lp import LinearProgram
+from .model import LiftedFlow, max_theta_lp
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,9 @@ class Collapse:
         first_in = np.full(n, -1)
         first_in[ga.head[::-1]] = np.arange(ga.n_arcs)[::-1]
         idx = np.array([ga.index[e] for e in endpoints], dtype=np.int64)
+        if not ga.n_arcs:  # nothing to collapse, and the arc lookups below need an arc
+            none = np.full(len(idx), -1)
+            return cls(endpoints, idx, none, none.copy(), np.ones(0, dtype=bool))
         oa, ia = first_out[idx], first_in[idx]
         ok = (out_deg[idx] == 1) & (in_deg[idx] == 1) & (oa >= 0) & (ia >= 0)
         w = np.where(ok, ga.head[np.maximum(oa, 0)], -1)
@@ -81,6 +86,24 @@ class Collapse:
         core[out_arc[ok]] = False
         core[in_arc[ok]] = False
         return cls(endpoints, attach, out_arc, in_arc, core)
+
+    def endpoint_pair(self, ga: GraphArrays, pair: Any) -> Any:
+        """A pair of core nodes named by endpoints that enter there (inverse map)."""
+        if pair is None:
+            return None
+        s, t = ga.index[pair[0]], ga.index[pair[1]]
+        src = next((self.endpoints[i] for i in np.flatnonzero(self.attach == s)), pair[0])
+        dst = next((self.endpoints[i] for i in np.flatnonzero(self.attach == t)), pair[1])
+        return (src, dst)
+
+    def endpoint_cut(self, ga: GraphArrays, cut: Any) -> Any:
+        """A set of core nodes with the collapsed endpoints of its switches added back."""
+        if cut is None:
+            return None
+        inside = np.zeros(ga.n_nodes, dtype=bool)
+        inside[[ga.index[v] for v in cut]] = True
+        extra = [self.endpoints[i] for i in np.flatnonzero(inside[self.attach])]
+        return frozenset(cut) | frozenset(extra)
 
 
 def aggregate_demand(traffic: Traffic, position: dict[Hashable, int], attach: np.ndarray,
@@ -107,11 +130,89 @@ def aggregate_demand(traffic: Traffic, position: dict[Hashable, int], attach: np
     inc = np.bincount(t_pos, weights=d, minlength=n_ep)
     a_s, a_t = attach[s_pos], attach[t_pos]
     keep = a_s != a_t
-    key = a_s[keep] * (int(attach.max()) + 1) + a_t[keep]
+    base = int(attach.max()) + 1
+    key = a_s[keep] * base + a_t[keep]
     uniq, inv = np.unique(key, return_inverse=True)
     summed = np.bincount(inv, weights=d[keep])
-    base = int(attach.max()) + 1
     return uniq // base, uniq % base, summed, out, inc
+
+
+@dataclass(frozen=True)
+class CollapsedDemand:
+    """The endpoint-collapse and source-aggregation reduction of a traffic on a fabric.
+
+    Demand moves from collapsed endpoints to their switches (``src``, ``dst``, ``gbps``:
+    aggregated pairs of distinct core nodes); each collapsed endpoint link becomes a row
+    ``theta * ep_rows_gbps <= capacity[ep_rows_arc]``. It is cheap to build (no LP), proves
+    the distance bound of any lengths on its own (:meth:`length_bound`) and names what it
+    finds by endpoints again (its inverse map).
+    """
+
+    ga: GraphArrays
+    traffic: Traffic
+    collapse: Collapse
+    src: np.ndarray
+    dst: np.ndarray
+    gbps: np.ndarray
+    out_gbps: np.ndarray
+    in_gbps: np.ndarray
+    ep_rows_arc: np.ndarray
+    ep_rows_gbps: np.ndarray
+    include_endpoint_links: bool
+
+    @classmethod
+    def of(cls, fab: Any, traffic: Traffic, include_endpoint_links: bool = True,
+           ga: GraphArrays | None = None) -> CollapsedDemand:
+        ga = ga or GraphArrays.from_fabric(fab)
+        eps = traffic.endpoints
+        collapse = Collapse.of(ga, fab, eps)
+        src, dst, gbps, out, inc = aggregate_demand(
+            traffic, {e: i for i, e in enumerate(eps)}, collapse.attach)
+        collapsed = collapse.out_arc >= 0
+        ep_arc = np.concatenate([collapse.out_arc[collapsed], collapse.in_arc[collapsed]])
+        ep_gbps = np.concatenate([out[collapsed], inc[collapsed]])
+        # An endpoint that only sends (or only receives) bounds nothing on its other arc.
+        keep = (ep_gbps > 0) & include_endpoint_links
+        return cls(ga, traffic, collapse, src, dst, gbps, out, inc, ep_arc[keep],
+                   ep_gbps[keep], include_endpoint_links)
+
+    @property
+    def sources(self) -> np.ndarray:
+        """Core nodes that send (one commodity each)."""
+        return np.unique(self.src)
+
+    @property
+    def min_demand(self) -> float:
+        """Smallest aggregated demand of a commodity to a target (Gb/s per unit theta)."""
+        return float(self.gbps.min()) if len(self.gbps) else np.inf
+
+    @property
+    def counted_gbps(self) -> float:
+        """Total demand the reduced problem routes per unit theta (same-switch pairs count
+        only with their endpoint links)."""
+        return self.traffic.total_gbps if self.include_endpoint_links else float(self.gbps.sum())
+
+    @property
+    def mean_out_gbps(self) -> float:
+        """Routed demand per sending endpoint (Gb/s per unit theta)."""
+        return self.counted_gbps / max(int(np.count_nonzero(self.out_gbps)), 1)
+
+    def length_bound(self, lengths: np.ndarray) -> DistanceBound:
+        """The distance bound of ``lengths`` (one per fabric arc), with a disconnected pair
+        and its cut named by endpoints."""
+        bound = distance_bound(self.ga, lengths, self.collapse.core_arc, self.src, self.dst,
+                               self.gbps, self.ep_rows_arc, self.ep_rows_gbps)
+        if bound.unreachable is None:
+            return bound
+        return DistanceBound(bound.upper, bound.numerator, bound.denominator,
+                             self.collapse.endpoint_pair(self.ga, bound.unreachable),
+                             self.collapse.endpoint_cut(self.ga, bound.cut))
+
+    def endpoint_limit(self) -> float:
+        """theta <= capacity / demand of every collapsed endpoint link."""
+        if not len(self.ep_rows_arc):
+            return np.inf
+        return float(np.min(self.ga.capacity[self.ep_rows_arc] / self.ep_rows_gbps))
 
 
 @dataclass(frozen=True)
@@ -120,28 +221,44 @@ class FlowModel:
 
     Column layout of ``lp``: ``K`` blocks of ``len(core_arcs)`` flow variables (commodity
     ``k`` rooted at node ``sources[k]``), then theta. Rows: one capacity row per core arc,
-    then the endpoint-link rows; one conservation row per (commodity, node).
+    then the endpoint-link rows; one conservation row per (commodity, node). Follows
+    :class:`~fabricopt.flow.model.ThroughputModel`; the lifted flow is the point itself.
     """
 
     lp: LinearProgram
-    ga: GraphArrays
-    traffic: Traffic
-    collapse: Collapse
+    demand: CollapsedDemand
     core_arcs: np.ndarray
     sources: np.ndarray
     supply: sp.csr_matrix          # K x n_nodes, in Gb/s per unit theta
-    ep_rows_arc: np.ndarray        # arc of each endpoint-link row
-    ep_rows_gbps: np.ndarray       # demand crossing that arc per unit theta
-    agg: tuple[np.ndarray, np.ndarray, np.ndarray]  # aggregated (src, dst, gbps)
-    out_gbps: np.ndarray
-    in_gbps: np.ndarray
     constrained: np.ndarray        # arcs with a capacity row
-    counted_gbps: float            # total demand the LP routes (per unit theta)
-    include_endpoint_links: bool
+
+    @property
+    def ga(self) -> GraphArrays:
+        return self.demand.ga
+
+    @property
+    def traffic(self) -> Traffic:
+        return self.demand.traffic
+
+    @property
+    def collapse(self) -> Collapse:
+        return self.demand.collapse
+
+    @property
+    def include_endpoint_links(self) -> bool:
+        return self.demand.include_endpoint_links
 
     @property
     def n_commodities(self) -> int:
         return len(self.sources)
+
+    @property
+    def mean_out_gbps(self) -> float:
+        return self.demand.mean_out_gbps
+
+    @property
+    def min_demand(self) -> float:
+        return self.demand.min_demand
 
     def full_load(self, x: np.ndarray) -> np.ndarray:
         """Gb/s on every arc of the fabric for the LP point ``x``."""
@@ -150,7 +267,7 @@ class FlowModel:
         flows = np.clip(x[:-1], 0.0, None).reshape(self.n_commodities, m_core)
         load = np.zeros(self.ga.n_arcs)
         load[self.core_arcs] = flows.sum(axis=0)
-        np.add.at(load, self.ep_rows_arc, theta * self.ep_rows_gbps)
+        np.add.at(load, self.demand.ep_rows_arc, theta * self.demand.ep_rows_gbps)
         return load
 
     def conservation_residual(self, x: np.ndarray) -> float:
@@ -162,10 +279,21 @@ class FlowModel:
         r = np.abs(self.lp.A_eq @ xc - self.lp.b_eq).reshape(self.n_commodities, -1)
         return float(r.sum(axis=1).max())
 
-    @property
-    def min_demand(self) -> float:
-        """Smallest aggregated demand of a commodity to a target (Gb/s per unit theta)."""
-        return float(self.agg[2].min()) if len(self.agg[2]) else np.inf
+    def lift(self, x: np.ndarray) -> LiftedFlow:
+        return LiftedFlow(float(x[-1]), self.full_load(x), self.conservation_residual(x),
+                          np.asarray(x))
+
+    def arc_lengths(self, dual_ub: np.ndarray) -> np.ndarray:
+        """Lengths from the capacity-row duals (clipped to their sign); an endpoint link's
+        row gives its arc's length."""
+        m = len(self.core_arcs)
+        lengths = np.zeros(self.ga.n_arcs)
+        lengths[self.core_arcs] = np.clip(-dual_ub[:m], 0.0, None)
+        np.add.at(lengths, self.demand.ep_rows_arc, np.clip(-dual_ub[m:], 0.0, None))
+        return lengths
+
+    def length_bound(self, lengths: np.ndarray) -> DistanceBound:
+        return self.demand.length_bound(lengths)
 
 
 def build_flow_lp(fab: Any, traffic: Traffic, include_endpoint_links: bool = True,
@@ -173,8 +301,8 @@ def build_flow_lp(fab: Any, traffic: Traffic, include_endpoint_links: bool = Tru
     """Build the exact max-concurrent-flow LP of ``traffic`` on ``fab``.
 
     With ``include_endpoint_links=False`` the links of endpoints that hang off one switch are
-    not constraints and pairs under the same switch are dropped: the fabric-only view of
-    ``reference/bounds.md`` (what the switches can carry, NICs aside).
+    not constraints and pairs under the same switch are dropped: the fabric-only view (what
+    the switches can carry, NICs aside; see ``docs/throughput.md``).
 
     Returns a :class:`FlowModel`; its ``lp`` attribute is the :class:`LinearProgram` (inspect
     it, export it with :func:`fabricopt.flow.export_mps`, or solve it with any backend).
@@ -187,59 +315,37 @@ def build_flow_lp(fab: Any, traffic: Traffic, include_endpoint_links: bool = Tru
     (4, 33)
     """
     traffic.check_endpoints(fab)
-    ga = GraphArrays.from_fabric(fab)
-    eps = traffic.endpoints
-    position = {e: i for i, e in enumerate(eps)}
-    col = Collapse.of(ga, fab, eps)
-    src, dst, gbps, out, inc = aggregate_demand(traffic, position, col.attach)
-    if not np.any(out > 0):
+    demand = CollapsedDemand.of(fab, traffic, include_endpoint_links)
+    if not np.any(demand.out_gbps > 0):
         raise TrafficError(f"{traffic.name}: no positive demand")
-    if not include_endpoint_links and not len(src):
+    if not include_endpoint_links and not len(demand.src):
         raise TrafficError(f"{traffic.name}: every pair is under one switch, so without "
                            "endpoint links nothing crosses the fabric")
-
-    core_arcs = np.flatnonzero(col.core_arc)
+    ga = demand.ga
+    core_arcs = np.flatnonzero(demand.collapse.core_arc)
     m = len(core_arcs)
     n = ga.n_nodes
-    sources = np.unique(src)
+    sources = demand.sources
     K = len(sources)
-    k_of = np.searchsorted(sources, src)
+    k_of = np.searchsorted(sources, demand.src)
     # supply[k, v]: + total sent at the source, - demand received at v.
-    sent = np.bincount(k_of, weights=gbps, minlength=K)
-    rows = np.concatenate([k_of, np.arange(K)])
-    cols = np.concatenate([dst, sources])
-    vals = np.concatenate([-gbps, sent])
-    supply = sp.csr_matrix((vals, (rows, cols)), shape=(K, n))
-
-    # Conservation: kron(I_K, incidence of core arcs), with -supply in the theta column.
+    sent = np.bincount(k_of, weights=demand.gbps, minlength=K)
+    supply = sp.csr_matrix((np.concatenate([-demand.gbps, sent]),
+                            (np.concatenate([k_of, np.arange(K)]),
+                             np.concatenate([demand.dst, sources]))), shape=(K, n))
+    # Conservation: kron(I_K, incidence of core arcs); capacity: the commodities' flows add up.
     inc_core = sp.csr_matrix(
         (np.concatenate([np.ones(m), -np.ones(m)]),
          (np.concatenate([ga.tail[core_arcs], ga.head[core_arcs]]),
           np.concatenate([np.arange(m), np.arange(m)]))), shape=(n, m))
-    A_eq = sp.hstack([sp.kron(sp.identity(K, format="csr"), inc_core, format="csr"),
-                      -supply.reshape((K * n, 1))], format="csr")
-    b_eq = np.zeros(K * n)
-
-    # Capacity of core arcs: the commodities' flows add up.
-    cap_rows = sp.hstack([sp.kron(np.ones((1, K)), sp.identity(m, format="csr"), format="csr"),
-                          sp.csr_matrix((m, 1))], format="csr")
-    # Endpoint links carry exactly theta times what the endpoint sends (receives).
-    collapsed = col.out_arc >= 0
-    ep_arc = np.concatenate([col.out_arc[collapsed], col.in_arc[collapsed]])
-    ep_gbps = np.concatenate([out[collapsed], inc[collapsed]])
-    keep = (ep_gbps > 0) & include_endpoint_links
-    ep_arc, ep_gbps = ep_arc[keep], ep_gbps[keep]
-    ep_rows = sp.csr_matrix((ep_gbps, (np.arange(len(ep_arc)), np.full(len(ep_arc), K * m))),
-                            shape=(len(ep_arc), K * m + 1))
-    A_ub = sp.vstack([cap_rows, ep_rows], format="csr")
-    b_ub = np.concatenate([ga.capacity[core_arcs], ga.capacity[ep_arc]])
-
-    c = np.zeros(K * m + 1)
-    c[-1] = -1.0
-    lp = LinearProgram(c, A_ub, b_ub, A_eq, b_eq, np.zeros(K * m + 1), np.full(K * m + 1, np.inf))
+    lp = max_theta_lp(sp.kron(sp.identity(K, format="csr"), inc_core, format="csr"),
+                      supply.reshape((K * n, 1)),
+                      sp.kron(np.ones((1, K)), sp.identity(m, format="csr"), format="csr"),
+                      ga.capacity[core_arcs],
+                      # Endpoint links carry exactly theta times what the endpoint sends.
+                      theta_rows=demand.ep_rows_gbps,
+                      theta_capacity=ga.capacity[demand.ep_rows_arc])
     constrained = np.zeros(ga.n_arcs, dtype=bool)
     constrained[core_arcs] = True
-    constrained[ep_arc] = True
-    counted = float(gbps.sum()) if not include_endpoint_links else traffic.total_gbps
-    return FlowModel(lp, ga, traffic, col, core_arcs, sources, supply, ep_arc, ep_gbps,
-                     (src, dst, gbps), out, inc, constrained, counted, include_endpoint_links)
+    constrained[demand.ep_rows_arc] = True
+    return FlowModel(lp, demand, core_arcs, sources, supply, constrained)

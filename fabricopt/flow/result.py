@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-from .graph_arrays import GraphArrays
+from ..graph_arrays import GraphArrays
 
 Arc = tuple[Hashable, Hashable]
 
@@ -21,6 +20,44 @@ class TierUtilization:
     max_utilization: float
     mean_utilization: float
     binding_arcs: int
+
+
+@dataclass(frozen=True)
+class FlowCertificate:
+    """What proves a :class:`FlowResult`'s bracket, kept so that
+    :func:`~fabricopt.check_certificate` can re-prove it from the fabric alone.
+
+    Attributes
+    ----------
+    ga : GraphArrays
+        The fabric's arcs as the solve saw them (their order indexes the arrays below).
+    tiers : tuple of str
+        The ``tier`` of each arc.
+    load : ndarray or None
+        Gb/s per arc of the flow that proves ``lower`` (at the solver's theta).
+    lengths : ndarray or None
+        Arc lengths that prove ``upper`` through the distance bound (LP duals, or hop
+        counts when the solver gave none).
+    flow : ndarray or None
+        The flow to re-prove: the point of the full LP (``method`` "lp" or "approx") or the
+        root's flow on every arc (``"symmetric"``).
+    theta : float or None
+        The solver's theta at that point, in the scaled units of the solve.
+    traffic_scale : float
+        The traffic was solved multiplied by this (theta near one keeps solver tolerances
+        relative); every theta of the solve is divided back.
+    include_endpoint_links : bool
+        Whether collapsed endpoint links were constraints.
+    """
+
+    ga: GraphArrays
+    tiers: tuple[str, ...]
+    load: np.ndarray | None = None
+    lengths: np.ndarray | None = None
+    flow: np.ndarray | None = None
+    theta: float | None = None
+    traffic_scale: float = 1.0
+    include_endpoint_links: bool = True
 
 
 @dataclass
@@ -46,6 +83,8 @@ class FlowResult:
     cut : frozenset or None
         When a demand pair is disconnected: the nodes reachable from its source (nothing
         leaves them), which proves theta = 0.
+    certificate : FlowCertificate or None
+        The flow and arc lengths behind the bracket.
     """
 
     theta: float | None
@@ -64,11 +103,19 @@ class FlowResult:
     max_overload: float = 0.0
     max_residual: float = 0.0
     lp_size: dict[str, int] = field(default_factory=dict)
-    _ga: GraphArrays | None = field(default=None, repr=False)
-    _load: np.ndarray | None = field(default=None, repr=False)
-    _lengths: np.ndarray | None = field(default=None, repr=False)
-    _tiers: list[str] | None = field(default=None, repr=False)
-    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+    certificate: FlowCertificate | None = field(default=None, repr=False)
+
+    @property
+    def _ga(self) -> GraphArrays | None:
+        return self.certificate.ga if self.certificate else None
+
+    @property
+    def _load(self) -> np.ndarray | None:
+        return self.certificate.load if self.certificate else None
+
+    @property
+    def _lengths(self) -> np.ndarray | None:
+        return self.certificate.lengths if self.certificate else None
 
     @property
     def exact(self) -> bool:
@@ -111,15 +158,15 @@ class FlowResult:
     @property
     def tiers(self) -> dict[str, TierUtilization]:
         """Per tier: max and mean utilization and how many arcs bind."""
-        if self._load is None or self._ga is None or self._tiers is None:
+        if self._load is None or self._ga is None or self.certificate is None:
             return {}
         util = self._load / self._ga.capacity
-        names = np.asarray(self._tiers)
+        names = np.asarray(self.certificate.tiers)
         binding = (self._lengths > 1e-9 * self._lengths.max()) if (
             self._lengths is not None and self._lengths.size and self._lengths.max() > 0) \
             else np.zeros(len(util), dtype=bool)
         out = {}
-        for tier in dict.fromkeys(self._tiers):
+        for tier in dict.fromkeys(self.certificate.tiers):
             sel = names == tier
             out[tier] = TierUtilization(tier, float(util[sel].max()), float(util[sel].mean()),
                                         int(binding[sel].sum()))

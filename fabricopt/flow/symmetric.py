@@ -3,7 +3,7 @@ r"""Exact all-to-all throughput from one root's flow, for fabrics with a symmetr
 If a group of automorphisms acts transitively on the :math:`T` endpoints and the demand is
 invariant (uniform all-to-all), an optimal flow can be taken invariant. One root's flow
 :math:`f_0` then determines all others, and each arc orbit :math:`O` carries
-:math:`(T/|O|) \sum_{a \in O} f_0(a)` on each of its arcs (``reference/bounds.md``):
+:math:`(T/|O|) \sum_{a \in O} f_0(a)` on each of its arcs (``docs/throughput.md``):
 
 .. math::
 
@@ -28,10 +28,13 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import dijkstra
 
+from ..graph_arrays import GraphArrays
+from .certificate import DistanceBound
 from .formulation import Collapse
-from .graph_arrays import GraphArrays
 from .lp import LinearProgram
+from .model import LiftedFlow, max_theta_lp
 
 _RNG_SEED = 20_14  # fixed: refinement must be reproducible
 
@@ -189,6 +192,10 @@ class OrbitClasses:
     def n_classes(self) -> int:
         return len(self.class_size)
 
+    def lift(self, x: np.ndarray) -> np.ndarray:
+        """The root's flow on every arc from a point of a class-reduced LP (flow columns
+        first, one per arc class)."""
+        return np.clip(x[self.arc_class], 0.0, None)
 
 
 def invariant_loads(orbit: np.ndarray, orbit_size: np.ndarray, n_sources: float,
@@ -209,22 +216,41 @@ def conservation_residual(ga: GraphArrays, flow: np.ndarray, net_supply: np.ndar
 
 @dataclass(frozen=True)
 class SymmetricModel:
-    """The reduced root LP and the maps to lift its answer to every arc of the fabric."""
+    """The reduced root LP and the maps to lift its answer to every arc of the fabric.
+
+    Follows :class:`~fabricopt.flow.model.ThroughputModel`; the lifted flow is the root's
+    flow ``f0`` on every arc.
+    """
 
     lp: LinearProgram
     ga: GraphArrays
     root: int
     gbps: float                    # demand per ordered pair
-    n_endpoints: int
-    orbit: np.ndarray              # orbit id of each arc
-    orbit_size: np.ndarray
-    arc_class: np.ndarray          # reduced column of each arc
+    endpoint_idx: np.ndarray       # node index of each endpoint, the root first
+    classes: OrbitClasses
     supply: np.ndarray             # b per node, per unit theta
-    reduced: bool
     row_orbit: np.ndarray          # orbit of each capacity row
     constrained: np.ndarray        # arcs whose orbit has a capacity row
     attach: np.ndarray             # where each endpoint enters the core graph
     include_endpoint_links: bool
+    spot_checks: int = 2
+
+    @property
+    def n_endpoints(self) -> int:
+        return len(self.endpoint_idx)
+
+    @property
+    def reduced(self) -> bool:
+        return self.classes.reduced
+
+    @property
+    def min_demand(self) -> float:
+        return self.gbps
+
+    @property
+    def mean_out_gbps(self) -> float:
+        """Demand each endpoint sends per unit theta (Gb/s)."""
+        return self.gbps * float(self.destinations(0).sum())
 
     @property
     def n_orbit_rows(self) -> int:
@@ -239,25 +265,52 @@ class SymmetricModel:
         dest[i] = False
         return dest
 
-    def lift(self, x: np.ndarray) -> np.ndarray:
-        """The root's flow on every arc from a reduced LP point."""
-        return np.clip(x[self.arc_class], 0.0, None)
-
     def loads(self, f0: np.ndarray) -> np.ndarray:
         """Gb/s on every arc when every endpoint routes like the root (invariant flow)."""
-        return invariant_loads(self.orbit, self.orbit_size, self.n_endpoints, f0)
+        return invariant_loads(self.classes.orbit, self.classes.orbit_size, self.n_endpoints,
+                               f0)
 
     def residual(self, f0: np.ndarray, theta: float) -> float:
         """L1 norm of the conservation violation of the lifted root flow on the whole graph."""
         return conservation_residual(self.ga, f0, theta * self.supply)
 
-    def lengths(self, dual_ub: np.ndarray) -> np.ndarray:
+    def lift(self, x: np.ndarray) -> LiftedFlow:
+        f0 = self.classes.lift(x)
+        theta = float(x[-1])
+        return LiftedFlow(theta, self.loads(f0), self.residual(f0, theta), f0)
+
+    def arc_lengths(self, dual_ub: np.ndarray) -> np.ndarray:
         """Arc lengths from the orbit-row duals: ``(T/|O|) max(-y_O, 0)`` on each arc of
         ``O`` (duals of a minimisation's ``<=`` rows are non-positive; noise of the wrong sign
         is dropped)."""
-        y = np.zeros(len(self.orbit_size))
+        orbit, orbit_size = self.classes.orbit, self.classes.orbit_size
+        y = np.zeros(len(orbit_size))
         y[self.row_orbit] = np.clip(-dual_ub[: self.n_orbit_rows], 0.0, None)
-        return (self.n_endpoints / self.orbit_size * y)[self.orbit]
+        return (self.n_endpoints / orbit_size * y)[orbit]
+
+    def length_bound(self, lengths: np.ndarray) -> DistanceBound:
+        """Distance bound of invariant lengths: T x (the root's distance sum), with the sum
+        spot-checked at other endpoints (a wrong claim shows up as different sums)."""
+        ga, eps = self.ga, self.endpoint_idx
+        T = len(eps)
+        picks = [0] + sorted({int(i) for i in np.linspace(0, T - 1, self.spot_checks + 2)[1:-1]}
+                             | {T - 1})[: self.spot_checks]
+        dist = dijkstra(ga.matrix(lengths), directed=True, indices=eps[picks])
+        sums = np.array([dist[j, eps[self.destinations(i)]].sum()
+                         for j, i in enumerate(picks)])
+        numerator = float(ga.capacity @ lengths)
+        if np.isinf(sums[0]):
+            t = int(np.flatnonzero(np.isinf(dist[0, eps]))[0])
+            reach = frozenset(ga.nodes[i] for i in np.flatnonzero(np.isfinite(dist[0])))
+            return DistanceBound(0.0, numerator, np.inf, (ga.nodes[eps[0]], ga.nodes[eps[t]]),
+                                 reach)
+        if not np.allclose(sums, sums[0], rtol=1e-9, atol=0):
+            return DistanceBound(np.inf, numerator, np.nan, failure=(
+                "symmetry claim failed a spot check: endpoints see different distance sums "
+                f"{sums.tolist()}; the claim is wrong for this fabric"))
+        denominator = T * self.gbps * float(sums[0])
+        return DistanceBound(numerator / denominator if denominator > 0 else np.inf,
+                             numerator, denominator)
 
 
 def build_symmetric_lp(fab: Any, gbps: float, reduce: bool = True,
@@ -271,41 +324,33 @@ def build_symmetric_lp(fab: Any, gbps: float, reduce: bool = True,
     """
     ga = GraphArrays.from_fabric(fab)
     T = len(fab.endpoints)
-    root = ga.index[fab.endpoints[0]]
-    col = Collapse.of(ga, fab, tuple(fab.endpoints))
     ep_idx = np.array([ga.index[e] for e in fab.endpoints])
-    dest = np.ones(T, dtype=bool) if include_endpoint_links else col.attach != col.attach[0]
+    root = int(ep_idx[0])
+    collapse = Collapse.of(ga, fab, tuple(fab.endpoints))
+    dest = (np.ones(T, dtype=bool) if include_endpoint_links
+            else collapse.attach != collapse.attach[0])
     dest[0] = False
     supply = np.zeros(ga.n_nodes)
     supply[ep_idx[dest]] = -gbps
     supply[root] = gbps * dest.sum()
     node_color = np.where(supply > 0, 0, np.where(supply < 0, 1, 2))
     oc = OrbitClasses.of(fab, ga, node_color, reduce)
-    orbit, orbit_size, orbit_cap = oc.orbit, oc.orbit_size, oc.orbit_cap
-    nc, ac, reduced = oc.node_class, oc.arc_class, oc.reduced
-    n_orb, n_cls = len(orbit_size), oc.n_classes
-    cls_orbit, cls_size = oc.class_orbit, oc.class_size
+    n_orb = len(oc.orbit_size)
     constrained = np.ones(ga.n_arcs, dtype=bool)
     if not include_endpoint_links:
-        constrained = col.core_arc.copy()
+        constrained = collapse.core_arc.copy()
     # An orbit keeps its capacity row if any of its arcs is constrained (orbits do not mix
     # endpoint links with others: automorphisms preserve "hangs off one switch").
-    row_orbit = np.flatnonzero(np.bincount(orbit, weights=constrained, minlength=n_orb) > 0)
-
-    A_flow, rep = class_conservation_rows(ga, nc, ac)
-    n_ncls = len(rep)
-    A_eq = sp.hstack([A_flow, sp.csr_matrix(-supply[rep].reshape(-1, 1))], format="csr")
+    row_orbit = np.flatnonzero(np.bincount(oc.orbit, weights=constrained, minlength=n_orb) > 0)
+    A_flow, rep = class_conservation_rows(ga, oc.node_class, oc.arc_class)
     # One capacity row per orbit: (T/|O|) * sum over its classes of |C| * y_C <= c_O.
     row_of_orbit = np.full(n_orb, -1)
     row_of_orbit[row_orbit] = np.arange(len(row_orbit))
-    keep = row_of_orbit[cls_orbit] >= 0
-    A_orb = sp.csr_matrix(((T / orbit_size[cls_orbit] * cls_size)[keep],
-                           (row_of_orbit[cls_orbit][keep], np.arange(n_cls)[keep])),
-                          shape=(len(row_orbit), n_cls))
-    A_ub = sp.hstack([A_orb, sp.csr_matrix((len(row_orbit), 1))], format="csr")
-    c = np.zeros(n_cls + 1)
-    c[-1] = -1.0
-    lp = LinearProgram(c, A_ub, orbit_cap[row_orbit], A_eq, np.zeros(n_ncls),
-                       np.zeros(n_cls + 1), np.full(n_cls + 1, np.inf))
-    return SymmetricModel(lp, ga, root, gbps, T, orbit, orbit_size, ac, supply, reduced,
-                          row_orbit, constrained, col.attach, include_endpoint_links)
+    keep = row_of_orbit[oc.class_orbit] >= 0
+    A_orb = sp.csr_matrix(((T / oc.orbit_size[oc.class_orbit] * oc.class_size)[keep],
+                           (row_of_orbit[oc.class_orbit][keep],
+                            np.arange(oc.n_classes)[keep])),
+                          shape=(len(row_orbit), oc.n_classes))
+    lp = max_theta_lp(A_flow, supply[rep], A_orb, oc.orbit_cap[row_orbit])
+    return SymmetricModel(lp, ga, root, gbps, ep_idx, oc, supply, row_orbit, constrained,
+                          collapse.attach, include_endpoint_links)

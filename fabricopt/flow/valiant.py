@@ -24,8 +24,9 @@ this bound is the exact bisection (which all-to-all throughput alone proves only
 The LP is solved per source (``method="lp"``) or, on fabrics with a symmetry claim, for one
 root with one capacity row per arc orbit and colour refinement, exactly as
 :mod:`fabricopt.flow.symmetric` does for all-to-all. Either way the rate reported is
-re-proved from the lifted flows: conservation residual charged as in
-:func:`~fabricopt.flow.certificate.certified_lower`, then scaled by the worst overload.
+re-proved from the lifted flows by :func:`~fabricopt.flow.certificate.certify`, as every
+throughput answer is: conservation residual charged, then scaled by the worst overload (the
+load checked against each arc's capacity being :math:`L(a) + L(\bar a)`).
 """
 
 from __future__ import annotations
@@ -42,10 +43,11 @@ from scipy.sparse.csgraph import shortest_path
 from .._checks import check_endpoint_group
 from ..errors import InvalidParameterError
 from ..fabric import SCALE_UP_TIERS
+from ..graph_arrays import GraphArrays
 from .backends import solve_lp
-from .certificate import certified_lower
-from .graph_arrays import GraphArrays
+from .certificate import DistanceBound, certify
 from .lp import LinearProgram
+from .model import LiftedFlow, max_theta_lp
 from .symmetric import (
     OrbitClasses,
     class_conservation_rows,
@@ -276,6 +278,7 @@ def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     """
     start = time.perf_counter()
     eps = check_endpoint_group("valiant_rate", fab, endpoints)
+    GraphArrays.from_fabric(fab)  # checks every arc before any work
     ceiling = min(fab.scale_out_injection_gbps(e) for e in eps)
     if enough_gbps is not None:
         ceiling = min(ceiling, enough_gbps)
@@ -317,7 +320,11 @@ def _phase_one_supply(n: int, root: int, hub_idx: np.ndarray, share: np.ndarray,
 
 @dataclass(frozen=True)
 class _FullPhaseOne:
-    """One phase-1 flow per endpoint; capacity rows ``L(a) + L(reverse a) <= c(a)``."""
+    """One phase-1 flow per endpoint; capacity rows ``L(a) + L(reverse a) <= c(a)``.
+
+    Follows :class:`~fabricopt.flow.model.ThroughputModel` with theta the rate (in
+    ``scale``); the lifted flow is the phase-1 load per arc, its load phase 1 plus phase 2.
+    """
 
     lp: LinearProgram
     ga: GraphArrays
@@ -329,35 +336,46 @@ class _FullPhaseOne:
     @classmethod
     def build(cls, ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray,
               hub_idx: np.ndarray, scale: float) -> _FullPhaseOne:
-        T, n, m = len(ep_idx), ga.n_nodes, ga.n_arcs
+        T, m = len(ep_idx), ga.n_arcs
         share = hub_shares(ga, hub_idx, ep_idx)
-        supplies = np.stack([_phase_one_supply(n, int(s), hub_idx, share, scale)
+        supplies = np.stack([_phase_one_supply(ga.n_nodes, int(s), hub_idx, share, scale)
                              for s in ep_idx])
-        inc = ga.incidence()
-        A_flow = sp.kron(sp.identity(T, format="csr"), inc, format="csr")
-        A_eq = sp.hstack([A_flow, sp.csr_matrix(-supplies.reshape(-1, 1))], format="csr")
         both = sp.identity(m, format="csr") + sp.csr_matrix(
             (np.ones(m), (np.arange(m), rev)), shape=(m, m))
-        A_cap = sp.kron(sp.csr_matrix(np.ones((1, T))), both, format="csr")
-        A_ub = sp.hstack([A_cap, sp.csr_matrix((m, 1))], format="csr")
-        c = np.zeros(T * m + 1)
-        c[-1] = -1.0
-        lp = LinearProgram(c, A_ub, ga.capacity.astype(float), A_eq, np.zeros(T * n),
-                           np.zeros(T * m + 1), np.full(T * m + 1, np.inf))
+        lp = max_theta_lp(sp.kron(sp.identity(T, format="csr"), ga.incidence(), format="csr"),
+                          supplies.reshape(-1),
+                          sp.kron(sp.csr_matrix(np.ones((1, T))), both, format="csr"),
+                          ga.capacity)
         return cls(lp, ga, rev, supplies, scale, scale * float(share[share > 0].min()))
 
-    def flows(self, x: np.ndarray) -> tuple[np.ndarray, float]:
-        """Phase-1 load per arc and the largest per-source L1 conservation residual."""
+    @property
+    def constrained(self) -> np.ndarray:
+        return np.ones(self.ga.n_arcs, dtype=bool)
+
+    def lift(self, x: np.ndarray) -> LiftedFlow:
+        """Phase-1 load per arc, both phases' load, and the largest per-source L1
+        conservation residual."""
         T, m = self.supplies.shape[0], self.ga.n_arcs
         g = np.clip(x[:-1].reshape(T, m), 0.0, None)
-        inc = self.ga.incidence()
-        net = (inc @ g.T).T - x[-1] * self.supplies
-        return g.sum(axis=0), float(np.abs(net).sum(axis=1).max())
+        net = (self.ga.incidence() @ g.T).T - x[-1] * self.supplies
+        load = g.sum(axis=0)
+        return LiftedFlow(float(x[-1]), load + load[self.rev],
+                          float(np.abs(net).sum(axis=1).max()), load)
+
+    def arc_lengths(self, dual_ub: np.ndarray) -> np.ndarray:
+        return np.clip(-dual_ub[: self.ga.n_arcs], 0.0, None)
+
+    def length_bound(self, lengths: np.ndarray) -> DistanceBound | None:
+        return None  # a certified rate for every traffic: only the lower side is proven
 
 
 @dataclass(frozen=True)
 class _SymmetricPhaseOne:
-    """One root's phase-1 flow; arc orbits carry ``(T/|O|) sum_O g`` each (invariant flow)."""
+    """One root's phase-1 flow; arc orbits carry ``(T/|O|) sum_O g`` each (invariant flow).
+
+    Follows :class:`~fabricopt.flow.model.ThroughputModel` like :class:`_FullPhaseOne`; the
+    lifted flow is the root's phase-1 flow on every arc.
+    """
 
     lp: LinearProgram
     ga: GraphArrays
@@ -381,7 +399,6 @@ class _SymmetricPhaseOne:
         if np.any(rev_orbit[oc.orbit] != oc.orbit[rev]):
             return None  # an automorphism maps reverse arcs to reverse arcs; this claim doesn't
         A_flow, rep = class_conservation_rows(ga, oc.node_class, oc.arc_class)
-        A_eq = sp.hstack([A_flow, sp.csr_matrix(-supply[rep].reshape(-1, 1))], format="csr")
         # Row of orbit O: load on O (phase 1) plus load on its reverse orbit (phase 2); an
         # orbit that is its own reverse gets both terms, which the sparse sum adds up.
         coef = T / oc.orbit_size[oc.class_orbit] * oc.class_size
@@ -389,35 +406,40 @@ class _SymmetricPhaseOne:
         A_orb = sp.csr_matrix((np.concatenate([coef, coef]),
                                (np.concatenate([oc.class_orbit, rev_orbit[oc.class_orbit]]),
                                 np.concatenate([ids, ids]))), shape=(n_orb, oc.n_classes))
-        A_ub = sp.hstack([A_orb, sp.csr_matrix((n_orb, 1))], format="csr")
-        c = np.zeros(oc.n_classes + 1)
-        c[-1] = -1.0
-        lp = LinearProgram(c, A_ub, oc.orbit_cap, A_eq, np.zeros(len(rep)),
-                           np.zeros(oc.n_classes + 1), np.full(oc.n_classes + 1, np.inf))
+        lp = max_theta_lp(A_flow, supply[rep], A_orb, oc.orbit_cap)
         return cls(lp, ga, rev, supply, oc, T, scale, scale * float(share[share > 0].min()))
 
-    def flows(self, x: np.ndarray) -> tuple[np.ndarray, float]:
-        """Phase-1 load per arc (every endpoint routing like the root) and the root flow's
-        L1 conservation residual on the whole graph (the same for every image)."""
-        f0 = np.clip(x[:-1][self.classes.arc_class], 0.0, None)
+    @property
+    def constrained(self) -> np.ndarray:
+        return np.ones(self.ga.n_arcs, dtype=bool)
+
+    def lift(self, x: np.ndarray) -> LiftedFlow:
+        """Both phases' load per arc (every endpoint routing like the root) and the root
+        flow's L1 conservation residual on the whole graph (the same for every image)."""
+        f0 = self.classes.lift(x)
         load = invariant_loads(self.classes.orbit, self.classes.orbit_size,
                                self.n_endpoints, f0)
-        return load, conservation_residual(self.ga, f0, x[-1] * self.supply)
+        return LiftedFlow(float(x[-1]), load + load[self.rev],
+                          conservation_residual(self.ga, f0, x[-1] * self.supply), f0)
+
+    def arc_lengths(self, dual_ub: np.ndarray) -> np.ndarray:
+        return np.zeros(self.ga.n_arcs)  # no upper bound is derived from them
+
+    def length_bound(self, lengths: np.ndarray) -> DistanceBound | None:
+        return None
 
 
-def _solve(model: Any, backend: str, time_limit: float | None,
-           options: dict[str, Any]) -> dict[str, Any]:
+def _solve(model: _FullPhaseOne | _SymmetricPhaseOne, backend: str,
+           time_limit: float | None, options: dict[str, Any]) -> dict[str, Any]:
     sol = solve_lp(model.lp, backend, time_limit, **options)
+    cert = certify(model, sol)
     out: dict[str, Any] = {"model": model, "status": sol.status, "message": sol.message,
-                           "rate": 0.0, "overload": 0.0, "residual": 0.0, "load": None}
-    if sol.x is None:
-        return out
-    load, residual = model.flows(sol.x)
-    both = load + load[model.rev]
-    theta, overload = certified_lower(float(sol.x[-1]), both, model.ga.capacity, residual,
-                                      model.min_demand)
-    out.update(rate=theta * model.scale, overload=overload, residual=residual,
-               load=both * (theta / float(sol.x[-1])) if sol.x[-1] > 0 else both * 0.0)
+                           "rate": cert.lower * model.scale, "overload": cert.max_overload,
+                           "residual": cert.max_residual, "load": None}
+    if cert.lifted is not None:
+        theta_x = cert.lifted.theta
+        out["load"] = cert.lifted.load * (cert.lower / theta_x) if theta_x > 0 else (
+            cert.lifted.load * 0.0)
     return out
 
 

@@ -1,7 +1,8 @@
 """Pure functions that return a :class:`~fabricopt.Fabric`.
 
 ``GENERATORS`` maps each generator's name to the function, for the command line and design
-files.
+files. The functions exported here record their call on the fabric they return
+(:attr:`Fabric.recipe`, see :mod:`fabricopt.generators._recipe`), so files can replay it.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..fabric import Fabric
+from ._recipe import recording
 from .classic import complete, dragonfly, hypercube, jellyfish, ring, torus
 from .clos import clos, fat_tree, leaf_spine
 from .cluster import cluster, superpod
@@ -44,6 +46,9 @@ GENERATORS: dict[str, Callable[..., Fabric]] = {
     "cluster": cluster,
     "superpod": superpod,
 }
+
+GENERATORS = {name: recording(name, func) for name, func in GENERATORS.items()}
+globals().update(GENERATORS)  # the exported names are the recording ones
 
 __all__ = ["GENERATORS", "clos", "cluster", "complete", "dgx_b200", "dgx_h100", "dragonfly",
            "fat_tree", "gb200_nvl72", "hypercube", "jellyfish", "leaf_spine", "nvl576",

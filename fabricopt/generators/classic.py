@@ -3,7 +3,7 @@
 Direct networks (ring, torus, hypercube, complete graph): every node is an endpoint that also
 forwards traffic, so nodes have role ``"gpu"`` and layer 0, and links have tier ``"ring"``,
 ``"torus"``, ``"hypercube"`` or ``"complete"``. Capacities default to 1 Gb/s per direction so
-results read in the unit-capacity convention of ``reference/bounds.md``.
+results read in the unit-capacity convention of ``docs/throughput.md#units-and-conventions``.
 
 Switched networks from the literature (dragonfly, jellyfish): GPUs hang off layer-1 switches
 over ``"gpu-leaf"`` links, and links default to 400 Gb/s.

@@ -379,7 +379,7 @@ def clos(endpoints: int, radix: int | Sequence[int], tiers: int = 2,
         Down:up port ratio ``s`` > 0: 1.0 is non-blocking, 3.0 puts three endpoint ports on a
         leaf per spine port. One value applies at the leaf (spines of three tiers are 1:1);
         a sequence gives one per tier below the top: ``[1, 7]`` is non-blocking pods
-        joined 7:1 to the core (Meta's AI zones, ``hardware.md`` §3.2).
+        joined 7:1 to the core (Meta's AI zones, ``docs/hardware.md#meta-24k-gpu-clusters``).
     link_gbps : float
         Rate of every link per direction (Gb/s).
     tech : str, optional

@@ -392,11 +392,12 @@ def superpod(scalable_units: int, node: Fabric | str | dict | None = None, nodes
         The server, one GPU per rail (default :func:`~fabricopt.dgx_h100`: 8 GPUs, 8 rails);
         design files name a generator as for :func:`cluster`.
     nodes_per_su : int
-        Servers per SU, 32 for DGX H100 and B200 (``hardware.md`` §2.2, V2); also the leaf
+        Servers per SU, 32 for DGX H100 and B200 (``docs/hardware.md#dgx-superpod``, V2); also
+        the leaf
         ports towards GPUs, so ``1 <= nodes_per_su < leaf_radix``.
     leaf_radix : int
         Ports of every leaf, spine and core switch: 64 for the QM9700 (64 x NDR 400G,
-        ``hardware.md`` §2.1, V).
+        ``docs/hardware.md#infiniband-switches-and-nics``, V).
     nic_gbps : float
         NIC rate per GPU per direction (Gb/s): 400 for ConnectX-7 NDR.
     spine : bool
@@ -422,7 +423,8 @@ def superpod(scalable_units: int, node: Fabric | str | dict | None = None, nodes
 
     Notes
     -----
-    Wiring (derived to reproduce NVIDIA's SuperPOD table, ``hardware.md`` §2.2, B200 RA, V;
+    Wiring (derived to reproduce NVIDIA's SuperPOD table, ``docs/hardware.md#dgx-superpod``,
+    B200 RA, V;
     NVIDIA publishes counts, not this cable map). With ``n = nodes_per_su``, ``R`` rails and
     radix ``r``, every leaf holds rail ``r'`` of the ``n`` nodes of one SU (``R`` leaves per
     SU) and sends its other ``r - n`` ports up:

@@ -2,7 +2,7 @@
 
 In a rail-optimized fabric GPU ``i`` of every server ("node") connects to a leaf switch of rail
 ``i``, so GPUs of the same index are one switch apart; NVIDIA's DGX SuperPOD compute fabric is
-built this way (``reference/hardware.md`` §2.2, NVIDIA "InfiniBand Cluster Bring-up
+built this way (``docs/hardware.md#dgx-superpod``, NVIDIA "InfiniBand Cluster Bring-up
 Procedure"). Dropping the spine leaves a rail-only fabric (Wang, Ghobadi et al.,
 arXiv:2307.12169), where rails meet only inside servers. Splitting each NIC over independent
 planes follows Alibaba HPN (SIGCOMM 2024, DOI 10.1145/3651890.3672265).
@@ -188,7 +188,8 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
     nodes : int
         Servers, >= 1.
     gpus_per_node : int
-        GPUs per server, one NIC and one rail each (8 for DGX H100, ``hardware.md`` §2.2).
+        GPUs per server, one NIC and one rail each (8 for DGX H100,
+        ``docs/hardware.md#dgx-superpod``).
     leaf_radix : int
         Ports per leaf and per spine switch at the per-plane link rate, >= 2.
     spine : bool
@@ -232,8 +233,8 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
     that count divides ``nodes``.
 
     With the default 64-port leaves at 1:1 and 8 GPUs per node this reproduces the NVIDIA
-    SuperPOD two-tier table (``hardware.md`` §2.2): 64 nodes give 16 leaves and 8 spines,
-    256 nodes 64 leaves and 32 spines.
+    SuperPOD two-tier table (``docs/hardware.md#dgx-superpod``): 64 nodes give 16 leaves and
+    8 spines, 256 nodes 64 leaves and 32 spines.
 
     Examples
     --------

@@ -9,6 +9,15 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .errors import InvalidFabricError
+
+
+def _as_gbps(value: Any) -> float:
+    """A capacity as a float, NaN when it is missing or not a number (bools included)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
+        return np.nan
+    return float(value)
+
 
 @dataclass(frozen=True)
 class GraphArrays:
@@ -27,7 +36,13 @@ class GraphArrays:
 
     @classmethod
     def from_fabric(cls, fab: Any) -> GraphArrays:
-        """Read the arrays off ``fab.graph`` (one pass over nodes and arcs)."""
+        """Read the arrays off ``fab.graph`` (one pass over nodes and arcs).
+
+        Every solver starts here, so the arcs are checked here too (vectorised, cheap): a
+        capacity that is missing, not a number, not finite or not positive, or an arc from a
+        node to itself, raises :class:`~fabricopt.InvalidFabricError` naming the arc before
+        any work is done.
+        """
         g = fab.graph
         nodes = list(g.nodes)
         index = {v: i for i, v in enumerate(nodes)}
@@ -35,7 +50,21 @@ class GraphArrays:
         m = len(arcs)
         tail = np.fromiter((index[u] for u, _ in arcs), dtype=np.int64, count=m)
         head = np.fromiter((index[v] for _, v in arcs), dtype=np.int64, count=m)
-        cap = np.fromiter((c for _, _, c in g.edges(data="capacity")), dtype=float, count=m)
+        cap = np.fromiter((_as_gbps(c) for _, _, c in g.edges(data="capacity")), dtype=float,
+                          count=m)
+        bad = np.flatnonzero(~(np.isfinite(cap) & (cap > 0)))
+        if len(bad):
+            u, v = arcs[bad[0]]
+            raise InvalidFabricError(
+                f"fabric {getattr(fab, 'name', '')!r}: arc {u!r}->{v!r} has capacity "
+                f"{g[u][v].get('capacity')!r}; every arc needs a finite capacity > 0 Gb/s "
+                f"({len(bad)} arc(s) break this rule)")
+        loops = np.flatnonzero(tail == head)
+        if len(loops):
+            u, _ = arcs[loops[0]]
+            raise InvalidFabricError(
+                f"fabric {getattr(fab, 'name', '')!r}: arc {u!r}->{u!r} joins a node to itself; "
+                f"self-loops carry nothing between devices and are not allowed")
         return cls(nodes, index, arcs, tail, head, cap)
 
     @property

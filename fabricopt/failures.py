@@ -1,0 +1,494 @@
+"""Random failures and failure sweeps: what a fabric carries once parts of it are gone.
+
+Three kinds of failure unit, each drawn uniformly without replacement:
+
+* ``"links"``: physical links. A bundle of ``links`` parallel links between two devices counts
+  that many times, and losing some of them shrinks its capacity in proportion
+  (:meth:`Fabric.without` with a count).
+* ``"switches"``: switches (nodes whose role is ``"switch"``), each with all its links.
+* ``"groups"``: shared-risk groups, things that fail together (see :func:`risk_groups`): those
+  the fabric declares, else the groups derived from its structure.
+
+The number failed is ``round(fraction * eligible)`` with halves rounded up
+(``floor(fraction * eligible + 0.5)``), so ``fraction=0.01`` of 300 links fails 3, of 250 fails
+3 and of 249 fails 2. ``tiers=`` restricts the eligible units to those touching a link of the
+given tiers (for links: links of those tiers).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import numbers
+import statistics
+from collections.abc import Hashable, Iterable, Sequence
+from concurrent.futures import Executor
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ._checks import check_choice, check_int, fail
+from .errors import InvalidParameterError
+from .fabric import Fabric, Removed
+from .traffic import Traffic, all_to_all
+
+KINDS = ("links", "switches", "groups")
+
+Link = frozenset  # an unordered pair of nodes: one physical bundle, both arcs
+
+
+@dataclass(frozen=True)
+class RiskGroup:
+    """Parts of a fabric that fail together.
+
+    ``links`` are bundles (unordered node pairs, every parallel link of each); ``switches`` are
+    nodes that go with all their links.
+    """
+
+    name: str
+    links: frozenset[Link] = frozenset()
+    switches: frozenset[Hashable] = frozenset()
+
+
+def _bundles(fab: Fabric) -> list[tuple[Hashable, Hashable, int, str]]:
+    """Every bundle once, in graph order: ``(u, v, physical links, tier)``."""
+    seen: set[Link] = set()
+    out = []
+    for u, v, d in fab.graph.edges(data=True):
+        key = frozenset((u, v))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append((u, v, int(d.get("links", 1)), str(d.get("tier", "link"))))
+    return out
+
+
+def risk_groups(fab: Fabric) -> list[RiskGroup]:
+    """The shared-risk groups of ``fab``: declared ones if any, else derived ones.
+
+    Declared: a node or arc attribute ``risk_group`` holding a label (or a list of labels,
+    for parts in several groups: a power feed and a rack). All parts with the same label form
+    one group; a switch in a group fails whole, a GPU's links fail (GPUs stay, as traffic
+    endpoints), an arc fails with its reverse (the bundle).
+
+    Derived, when nothing is declared, in this order:
+
+    * each switch, with its links;
+    * each server: the nodes sharing a ``node`` attribute (a DGX, a compute tray), its switches
+      and every link leaving it (a server that loses power);
+    * each cable bundle: all parallel links between two devices.
+
+    Racks, rows and power feeds are not in the graph: declare them with ``risk_group``.
+
+    Examples
+    --------
+    >>> import fabricopt as fo
+    >>> groups = risk_groups(fo.leaf_spine(leaves=2, spines=1, endpoints_per_leaf=1))
+    >>> [g.name for g in groups]   # 3 switches, then 4 bundles (no servers in a leaf-spine)
+    ['switch leaf0', 'switch leaf1', 'switch spine0', 'bundle g0-leaf0', 'bundle g1-leaf1', \
+'bundle leaf0-spine0', 'bundle leaf1-spine0']
+    """
+    g = fab.graph
+    declared: dict[str, tuple[set[Link], set[Hashable]]] = {}
+
+    def labels(value: Any) -> list[str]:
+        if value is None:
+            return []
+        return [str(x) for x in value] if isinstance(value, list | tuple) else [str(value)]
+
+    for v, d in g.nodes(data=True):
+        for label in labels(d.get("risk_group")):
+            links, switches = declared.setdefault(label, (set(), set()))
+            if d.get("role") == "gpu":
+                links.update(frozenset((v, w)) for w in g.successors(v))
+                links.update(frozenset((w, v)) for w in g.predecessors(v))
+            else:
+                switches.add(v)
+    for u, v, d in g.edges(data=True):
+        for label in labels(d.get("risk_group")):
+            declared.setdefault(label, (set(), set()))[0].add(frozenset((u, v)))
+    if declared:
+        return [RiskGroup(label, frozenset(links), frozenset(switches))
+                for label, (links, switches) in declared.items()]
+
+    groups = [RiskGroup(f"switch {w}", switches=frozenset([w])) for w in fab.switches]
+    servers: dict[Any, list[Hashable]] = {}
+    for v, server in g.nodes(data="node"):
+        if server is not None:
+            servers.setdefault(server, []).append(v)
+    for server, members in servers.items():
+        inside = set(members)
+        leaving = {frozenset((u, w)) for u in members for w in g.successors(u)
+                   if w not in inside}
+        boxes = frozenset(v for v in members if g.nodes[v].get("role") != "gpu")
+        groups.append(RiskGroup(f"server {server}", frozenset(leaving), boxes))
+    groups += [RiskGroup(f"bundle {u}-{v}", links=frozenset([frozenset((u, v))]))
+               for u, v, _, _ in _bundles(fab)]
+    return groups
+
+
+def _check_fraction(func: str, fraction: Any) -> float:
+    if (isinstance(fraction, bool) or not isinstance(fraction, numbers.Real)
+            or not 0.0 <= float(fraction) <= 1.0):  # NaN fails both comparisons
+        raise fail(func, "fraction", "a number from 0 to 1", fraction)
+    return float(fraction)
+
+
+def _check_tiers(func: str, fab: Fabric, tiers: Any) -> frozenset[str] | None:
+    if tiers is None:
+        return None
+    names = [tiers] if isinstance(tiers, str) else tiers
+    if not isinstance(names, Iterable) or not all(isinstance(t, str) for t in names):
+        raise fail(func, "tiers", "a tier name or a list of them", tiers)
+    names = list(names)
+    present = sorted({str(t) for _, _, t in fab.graph.edges(data="tier", default="link")})
+    if not names:
+        raise fail(func, "tiers", "a non-empty list of tiers (None for all), one of "
+                   + ", ".join(present), tiers)
+    unknown = [t for t in names if t not in present]
+    if unknown:
+        raise fail(func, "tiers", "tiers of the fabric, one of " + ", ".join(present), tiers)
+    return frozenset(names)
+
+
+def failure_count(fraction: float, eligible: int) -> int:
+    """How many of ``eligible`` units fail at ``fraction``: round half up.
+
+    >>> failure_count(0.01, 250), failure_count(0.01, 249), failure_count(0.5, 3)
+    (3, 2, 2)
+    """
+    return int(math.floor(fraction * eligible + 0.5))
+
+
+@dataclass(frozen=True)
+class _Pool:
+    """The eligible failure units of one fabric, kind and tier filter, computed once."""
+
+    kind: str
+    units: tuple[Any, ...]         # bundles (u, v), switches, or RiskGroups
+    weights: np.ndarray            # physical links per bundle (links), else ones
+
+    @property
+    def eligible(self) -> int:
+        return int(self.weights.sum())
+
+    @classmethod
+    def of(cls, fab: Fabric, kind: str, tiers: frozenset[str] | None) -> _Pool:
+        g = fab.graph
+
+        def touches(nodes: Iterable[Hashable]) -> bool:
+            return any(str(d.get("tier", "link")) in tiers  # type: ignore[operator]
+                       for w in nodes for _, _, d in g.out_edges(w, data=True))
+
+        if kind == "links":
+            bundles = [(u, v, n) for u, v, n, t in _bundles(fab) if tiers is None or t in tiers]
+            return cls(kind, tuple((u, v) for u, v, _ in bundles),
+                       np.array([n for _, _, n in bundles], dtype=np.int64))
+        if kind == "switches":
+            units: tuple[Any, ...] = tuple(w for w in fab.switches
+                                           if tiers is None or touches([w]))
+        else:
+            units = tuple(
+                grp for grp in risk_groups(fab)
+                if tiers is None or touches(grp.switches) or any(
+                    str(g[u][v].get("tier", "link")) in tiers
+                    for u, v in (tuple(pair) for pair in grp.links) if g.has_edge(u, v)))
+        return cls(kind, units, np.ones(len(units), dtype=np.int64))
+
+    def fail(self, fab: Fabric, fraction: float, rng: np.random.Generator) -> Fabric:
+        count = failure_count(fraction, self.eligible)
+        if count == 0:
+            return fab.copy()
+        picks = rng.choice(self.eligible, size=count, replace=False)
+        if self.kind == "links":
+            # Physical link i belongs to the bundle whose cumulative count first exceeds i.
+            owner = np.searchsorted(np.cumsum(self.weights), picks, side="right")
+            lost = np.bincount(owner, minlength=len(self.units))
+            return fab.without(links={self.units[b]: int(lost[b])
+                                      for b in np.flatnonzero(lost)})
+        chosen = [self.units[i] for i in np.sort(picks)]
+        if self.kind == "switches":
+            return fab.without(switches=chosen)
+        switches = list(dict.fromkeys(w for grp in chosen for w in grp.switches))
+        gone = set(switches)
+        links = list(dict.fromkeys(
+            pair for grp in chosen for pair in grp.links if not pair & gone))
+        return fab.without(links=[tuple(pair) for pair in links], switches=switches)
+
+
+def fail_random(fab: Fabric, fraction: float, *, seed: Any = None, kind: str = "links",
+                tiers: str | Sequence[str] | None = None) -> Fabric:
+    """``fab`` with a random ``fraction`` of its links, switches or shared-risk groups failed.
+
+    Parameters
+    ----------
+    fab : Fabric
+    fraction : float
+        From 0 to 1: the share of eligible units that fail, ``round(fraction * eligible)``
+        of them with halves rounded up (see the module docstring).
+    seed : None, int or numpy.random.Generator
+        The same seed fails the same units.
+    kind : {"links", "switches", "groups"}
+        Physical links (a bundle of n parallel links is n units), switches with their links,
+        or shared-risk groups (:func:`risk_groups`).
+    tiers : str or list of str, optional
+        Only units of these tiers fail: links of the tiers, or switches and groups that touch
+        a link of the tiers (``"leaf-spine"`` fails leaf and spine switches).
+
+    Returns
+    -------
+    Fabric
+        From :meth:`Fabric.without`: no symmetry claim, and :attr:`Fabric.removed` says what
+        failed. With nothing to fail (``round(...) == 0``) an unchanged copy.
+
+    Examples
+    --------
+    A fat-tree(4) has 16 leaf-spine links; 25% of them is 4:
+
+    >>> import fabricopt as fo
+    >>> fab = fo.fat_tree(4)
+    >>> failed = fail_random(fab, 0.25, seed=1, tiers="leaf-spine")
+    >>> failed.removed.physical_links
+    4
+    """
+    func = "fail_random"
+    fraction = _check_fraction(func, fraction)
+    check_choice(func, "kind", kind, KINDS)
+    _check_fabric(func, fab)
+    from ._checks import as_rng
+
+    pool = _Pool.of(fab, kind, _check_tiers(func, fab, tiers))
+    return pool.fail(fab, fraction, as_rng(seed))
+
+
+def _check_fabric(func: str, fab: Any) -> None:
+    if not isinstance(fab, Fabric):
+        raise fail(func, "fab", "a Fabric", type(fab).__name__)
+
+
+@dataclass(frozen=True)
+class FailureTrial:
+    """One failed fabric and what it carries.
+
+    ``theta`` is None unless proven (``lower <= theta <= upper`` always holds for the true
+    value); ``failed`` lists what was removed, ``removed_links``/``removed_switches`` count
+    it (physical links named, switches).
+    """
+
+    fraction: float
+    trial: int
+    removed_links: int
+    removed_switches: int
+    failed: str
+    theta: float | None
+    lower: float
+    upper: float
+    status: str
+    method: str
+    binding_tier: str | None
+    seconds: float
+
+
+@dataclass(frozen=True)
+class FractionSummary:
+    """Trials of one fraction: theta's min, median and max over the trials that proved it,
+    and the certified extremes ``lower_min <= theta <= upper_max`` over all of them."""
+
+    fraction: float
+    trials: int
+    proven: int
+    theta_min: float | None
+    theta_median: float | None
+    theta_max: float | None
+    lower_min: float
+    upper_max: float
+    binding_tiers: dict[str, int]
+
+
+@dataclass
+class FailureSweep:
+    """What :func:`failure_sweep` returns: every trial, and per fraction a summary.
+
+    ``seed`` is the entropy of the root :class:`numpy.random.SeedSequence`: passing it back as
+    ``seed=`` reproduces every trial.
+    """
+
+    fabric_name: str
+    kind: str
+    tiers: tuple[str, ...] | None
+    eligible: int
+    seed: int
+    trials: list[FailureTrial] = field(default_factory=list)
+
+    @property
+    def summary(self) -> list[FractionSummary]:
+        """One :class:`FractionSummary` per fraction, in the order given."""
+        out = []
+        for fraction in dict.fromkeys(t.fraction for t in self.trials):
+            rows = [t for t in self.trials if t.fraction == fraction]
+            proven = [t.theta for t in rows if t.theta is not None]
+            tiers: dict[str, int] = {}
+            for t in rows:
+                if t.binding_tier is not None:
+                    tiers[t.binding_tier] = tiers.get(t.binding_tier, 0) + 1
+            out.append(FractionSummary(
+                fraction, len(rows), len(proven),
+                min(proven) if proven else None,
+                statistics.median(proven) if proven else None,
+                max(proven) if proven else None,
+                min(t.lower for t in rows), max(t.upper for t in rows), tiers))
+        return out
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """Every trial as a dict (one row per trial)."""
+        return [asdict(t) for t in self.trials]
+
+    def to_csv(self, path: str | None = None) -> str:
+        """Every trial as CSV text; also written to ``path`` when given."""
+        buffer = io.StringIO()
+        names = list(FailureTrial.__dataclass_fields__)
+        writer = csv.DictWriter(buffer, fieldnames=names, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(self.to_records())
+        text = buffer.getvalue()
+        if path is not None:
+            with open(path, "w", encoding="utf-8", newline="") as f:
+                f.write(text)
+        return text
+
+    def __str__(self) -> str:
+        def fmt(x: float | None) -> str:
+            return "-" if x is None else f"{x:.6g}"
+
+        lines = [f"failure sweep    {self.fabric_name}: {self.kind}"
+                 + (f" of tiers {', '.join(self.tiers)}" if self.tiers else "")
+                 + f", {self.eligible} eligible, seed {self.seed}",
+                 f"{'fraction':>9}  {'trials':>6}  {'proven':>6}  {'theta min':>10}  "
+                 f"{'median':>10}  {'max':>10}  {'certified range':>22}  binding tier"]
+        for s in self.summary:
+            tier = max(s.binding_tiers, key=s.binding_tiers.__getitem__) \
+                if s.binding_tiers else "-"
+            lines.append(f"{s.fraction:>9.4g}  {s.trials:>6}  {s.proven:>6}  "
+                         f"{fmt(s.theta_min):>10}  {fmt(s.theta_median):>10}  "
+                         f"{fmt(s.theta_max):>10}  "
+                         f"{f'[{s.lower_min:.4g}, {s.upper_max:.4g}]':>22}  {tier}")
+        return "\n".join(lines)
+
+
+def _describe(removed: Removed) -> str:
+    parts = [f"{u}-{v} x{n}" for u, v, n in removed.links]
+    parts += [f"switch {w}" for w in removed.switches]
+    return "; ".join(parts)
+
+
+def _solve_trial(failed: Fabric, traffic: Traffic, method: str,
+                 options: dict[str, Any]) -> dict[str, Any]:
+    """Solve one failed fabric; only plain numbers travel back (executors pickle them)."""
+    from .flow import max_concurrent_flow
+
+    r = max_concurrent_flow(failed, traffic, method=method, **options)
+    return {"theta": r.theta, "lower": r.lower, "upper": r.upper, "status": r.status,
+            "method": r.method, "binding_tier": r.binding_tier, "seconds": r.seconds}
+
+
+def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
+                  seed: Any = None, traffic: Traffic | None = None, kind: str = "links",
+                  tiers: str | Sequence[str] | None = None, executor: Executor | None = None,
+                  method: str = "auto", **solve_options: Any) -> FailureSweep:
+    """Theta of ``trials`` random failures at each fraction: its spread and which tier binds.
+
+    Parameters
+    ----------
+    fab : Fabric
+        The intact fabric.
+    fractions : sequence of float
+        Each from 0 to 1 (see :func:`fail_random`).
+    trials : int
+        Failed fabrics per fraction.
+    seed : None or int
+        Root of a :class:`numpy.random.SeedSequence`; trial ``j`` of fraction ``i`` draws
+        from its ``i * trials + j``-th spawned child, so no trial depends on the executor or
+        on the order trials finish.
+        None draws fresh entropy, recorded in the result's ``seed``.
+    traffic : Traffic, optional
+        Default: all-to-all at 1 Gb/s over the fabric's endpoints (built once).
+    kind, tiers
+        As in :func:`fail_random`.
+    executor : concurrent.futures.Executor, optional
+        Solves run as ``executor.submit`` tasks (threads or processes); None solves in turn.
+    method, **solve_options
+        Passed to :func:`fabricopt.max_concurrent_flow` (e.g. ``time_limit=``).
+
+    Returns
+    -------
+    FailureSweep
+        Every trial (theta or bracket, status, binding tier, what failed), a per-fraction
+        :attr:`~FailureSweep.summary`, ``to_records()`` and ``to_csv()``.
+
+    Notes
+    -----
+    The eligible units, the traffic and the rounding are computed once for the intact
+    fabric; each trial copies the graph minus its failures and solves it with the exact
+    methods available (failed fabrics have no symmetry claim, so large ones take the full LP).
+
+    Examples
+    --------
+    A ring of 6 unit links carries all-to-all at theta = 8/36 (``8 / n**2``); one failed link
+    leaves a path of 6 nodes, whose middle link carries 3 x 3 pairs each way: theta = 1/9.
+
+    >>> import fabricopt as fo
+    >>> sweep = failure_sweep(fo.ring(6), [0.0, 1 / 6], trials=2, seed=1)
+    >>> [(s.fraction, round(s.theta_min, 6)) for s in sweep.summary]
+    [(0.0, 0.222222), (0.16666666666666666, 0.111111)]
+    """
+    func = "failure_sweep"
+    _check_fabric(func, fab)
+    if isinstance(fractions, str | bytes) or not isinstance(fractions, Sequence | np.ndarray):
+        raise fail(func, "fractions", "a sequence of numbers from 0 to 1", fractions)
+    if len(fractions) == 0:
+        raise fail(func, "fractions", "a non-empty sequence of numbers from 0 to 1", fractions)
+    checked = [_check_fraction(func, f) for f in fractions]
+    trials = check_int(func, "trials", trials, minimum=1)
+    check_choice(func, "kind", kind, KINDS)
+    tier_set = _check_tiers(func, fab, tiers)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
+                             or seed < 0):
+        raise fail(func, "seed", "None or an integer >= 0", seed)
+    if executor is not None and not isinstance(executor, Executor):
+        raise fail(func, "executor", "a concurrent.futures.Executor or None", executor)
+    if traffic is None:
+        traffic = all_to_all(fab)
+    elif not isinstance(traffic, Traffic):
+        raise fail(func, "traffic", "a Traffic or None", type(traffic).__name__)
+    traffic.check_endpoints(fab)
+    root = np.random.SeedSequence(None if seed is None else int(seed))
+    children = root.spawn(len(checked) * trials)
+    pool = _Pool.of(fab, kind, tier_set)
+    if not pool.eligible:
+        raise InvalidParameterError(f"{func}(): fabric {fab.name!r} has no {kind} to fail"
+                                    + (f" in tiers {sorted(tier_set)}" if tier_set else ""))
+
+    jobs = []
+    for i, fraction in enumerate(checked):
+        for j in range(trials):
+            failed = pool.fail(fab, fraction, np.random.default_rng(children[i * trials + j]))
+            removed = Removed(failed.removed.links[len(fab.removed.links):],
+                              failed.removed.switches[len(fab.removed.switches):])
+            jobs.append((fraction, j, removed))
+            args = (failed, traffic, method, solve_options)
+            jobs[-1] += ((executor.submit(_solve_trial, *args) if executor is not None
+                          else _solve_trial(*args)),)
+    sweep = FailureSweep(fab.name, kind, tuple(sorted(tier_set)) if tier_set else None,
+                         pool.eligible, int(root.entropy))  # type: ignore[arg-type]
+    for fraction, j, removed, outcome in jobs:
+        solved = outcome.result() if executor is not None else outcome
+        sweep.trials.append(FailureTrial(
+            fraction, j, removed.physical_links, len(removed.switches), _describe(removed),
+            **solved))
+    return sweep
+
+
+__all__ = ["FailureSweep", "FailureTrial", "FractionSummary", "RiskGroup", "fail_random",
+           "failure_count", "failure_sweep", "risk_groups"]

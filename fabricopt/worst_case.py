@@ -1,0 +1,170 @@
+r"""Worst-case permutation throughput: a certified bracket and the pattern that comes closest.
+
+For a fabric and a per-pair demand :math:`g`, the worst case over permutations is
+:math:`\theta_{\min} = \min_\pi \theta(\pi)`, the throughput of the hardest way to pair the
+endpoints (every endpoint sends :math:`g` to one other and receives :math:`g` from one). An
+architect asks it as "what does my fabric guarantee, whatever the job placement?".
+
+Three certified facts bracket it (``docs/throughput.md`` states the distance bound they use):
+
+* **Below**, the two-phase hose rate :math:`r` (:func:`~fabricopt.valiant_rate`): every
+  traffic in which no endpoint sends or receives more than :math:`r` is carried, so every
+  permutation is carried at :math:`\theta \ge r/g`.
+* **Above**, any permutation's own upper bound: :math:`\theta_{\min} \le \theta(\pi)`.
+* **Above**, TUB (Namyar et al., "A Throughput-Centric View of the Performance of
+  Datacenter Topologies", SIGCOMM 2021): the hop-length distance bound of the permutation
+  that maximises the total hop distance,
+  :math:`\sum_a c_a / (g \max_\pi \sum_s \mathrm{hops}(s, \pi(s)))`, the smallest
+  hop-length bound over all permutations. The maximising permutation is a maximum-weight
+  assignment (:func:`~fabricopt.longest_matching`).
+
+The search for a hard pattern starts from that longest matching and improves it with the dual
+lengths of each solve: if lengths :math:`l` prove :math:`\theta(\pi) = \sum c l / (g \sum
+\mathrm{dist}_l(\pi))`, the permutation :math:`\pi'` that maximises :math:`\sum
+\mathrm{dist}_l` has :math:`\theta(\pi') \le \sum c l / (g \sum \mathrm{dist}_l(\pi')) \le
+\theta(\pi)`; so each step's upper bound never rises. It stops when the assignment returns a
+pattern already tried, after ``iterations`` solves, or when the bracket closes.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ._checks import check_endpoint_group, check_int, check_positive
+from .flow import FlowResult, max_concurrent_flow, valiant_rate
+from .flow.check import explicit_distance_bound
+from .graph_arrays import GraphArrays
+from .traffic import Traffic, farthest_matching
+
+
+@dataclass
+class WorstCasePermutation:
+    """What :func:`worst_case_permutation` returns.
+
+    ``lower <= min over permutations of theta <= upper``, both certified. ``pattern`` is the
+    hardest permutation found and ``pattern_result`` its own certified throughput;
+    ``tub_upper`` the TUB bound, ``hose_rate_gbps`` the rate behind ``lower``. ``tried`` lists
+    the bracket of each pattern solved, in order.
+    """
+
+    lower: float
+    upper: float
+    gbps: float
+    pattern: Traffic
+    pattern_result: FlowResult
+    tub_upper: float
+    hose_rate_gbps: float
+    n_endpoints: int
+    seconds: float = 0.0
+    tried: list[tuple[float, float]] = field(default_factory=list)
+
+    @property
+    def exact(self) -> bool:
+        """True when the bracket on the worst case closes (to 1e-6 relative)."""
+        return self.upper - self.lower <= 1e-6 * max(self.upper, 1e-300)
+
+    @property
+    def per_endpoint_gbps(self) -> float:
+        """Gb/s every endpoint is guaranteed under any permutation: ``lower`` times ``gbps``."""
+        return self.lower * self.gbps
+
+    def __str__(self) -> str:
+        state = "exact" if self.exact else "bracket"
+        return "\n".join([
+            f"worst permutation {self.lower:.6g} <= theta <= {self.upper:.6g} ({state}; "
+            f"{len(self.tried)} pattern(s) solved, {self.seconds:.2f} s)",
+            f"guaranteed        {self.per_endpoint_gbps:.6g} Gb/s per endpoint under any "
+            f"permutation (hose rate {self.hose_rate_gbps:.6g} Gb/s)",
+            f"TUB upper bound   {self.tub_upper:.6g}",
+        ])
+
+
+def tub_upper_bound(fab: Any, gbps: float = 1.0, endpoints: Iterable[Hashable] | None = None,
+                    max_endpoints: int = 4096) -> tuple[float, Traffic]:
+    """TUB: an upper bound on the worst-case permutation throughput, and its permutation.
+
+    The hop-length distance bound of the permutation with the largest total hop distance
+    (a maximum-weight assignment), which is the smallest such bound over all permutations.
+
+    >>> import fabricopt as fo
+    >>> bound, tm = tub_upper_bound(fo.ring(8))   # antipodal pairs, 4 hops apart
+    >>> round(bound, 9)   # 16 arcs x 1 Gb/s / (8 pairs x 4 hops x 1 Gb/s)
+    0.5
+    """
+    gbps = check_positive("tub_upper_bound", "gbps", gbps)
+    eps = check_endpoint_group("tub_upper_bound", fab, endpoints)
+    tm = farthest_matching("tub_upper_bound", fab, eps, gbps, None, max_endpoints)
+    ga = GraphArrays.from_fabric(fab)
+    return explicit_distance_bound(fab, tm, np.ones(ga.n_arcs), ga), tm
+
+
+def worst_case_permutation(fab: Any, gbps: float = 1.0, *,
+                           endpoints: Iterable[Hashable] | None = None, iterations: int = 4,
+                           method: str = "auto", backend: str = "highs",
+                           time_limit: float | None = None, max_endpoints: int = 4096,
+                           **solve_options: Any) -> WorstCasePermutation:
+    """Certified bracket on the worst-case permutation throughput, and a hard pattern.
+
+    Parameters
+    ----------
+    fab : Fabric
+    gbps : float
+        Demand of each pair of the permutation (Gb/s).
+    endpoints : iterable, optional
+        The endpoints permuted (default: all).
+    iterations : int
+        Patterns solved at most (the longest matching, then one per improvement step).
+    method, backend, time_limit, **solve_options
+        Passed to :func:`~fabricopt.max_concurrent_flow` for each pattern (``time_limit`` per
+        solve).
+    max_endpoints : int
+        Cap on the endpoint count (each step is an assignment, cubic in it).
+
+    Returns
+    -------
+    WorstCasePermutation
+
+    Examples
+    --------
+    A non-blocking fat-tree carries every permutation at full rate (Al-Fares et al., SIGCOMM
+    2008): the hose rate proves theta >= 1 and any permutation proves theta <= 1.
+
+    >>> import fabricopt as fo
+    >>> w = fo.worst_case_permutation(fo.fat_tree(4), gbps=400)
+    >>> round(w.lower, 6), round(w.upper, 6), w.exact
+    (1.0, 1.0, True)
+    """
+    start = time.perf_counter()
+    gbps = check_positive("worst_case_permutation", "gbps", gbps)
+    iterations = check_int("worst_case_permutation", "iterations", iterations, minimum=1)
+    eps = check_endpoint_group("worst_case_permutation", fab, endpoints)
+    tub, pattern = tub_upper_bound(fab, gbps, eps, max_endpoints)
+    hose = valiant_rate(fab, eps, backend=backend, time_limit=time_limit)
+    lower = hose.rate_gbps / gbps
+    best_result: FlowResult | None = None
+    best_pattern = pattern
+    tried: list[tuple[float, float]] = []
+    seen: set[frozenset[tuple[Hashable, Hashable]]] = set()
+    for _ in range(iterations):
+        seen.add(frozenset(pattern.pairs))
+        result = max_concurrent_flow(fab, pattern, method=method, backend=backend,
+                                     time_limit=time_limit, **solve_options)
+        tried.append((result.lower, result.upper))
+        if best_result is None or result.upper < best_result.upper:
+            best_result, best_pattern = result, pattern
+        lengths = result.certificate.lengths if result.certificate else None
+        if min(tub, best_result.upper) <= lower * (1 + 1e-9) or lengths is None:
+            break
+        pattern = farthest_matching("worst_case_permutation", fab, eps, gbps, lengths,
+                                    max_endpoints)
+        if frozenset(pattern.pairs) in seen:
+            break
+    assert best_result is not None
+    upper = max(min(tub, best_result.upper), lower)
+    return WorstCasePermutation(lower, upper, gbps, best_pattern, best_result, tub,
+                                hose.rate_gbps, len(eps), time.perf_counter() - start, tried)

@@ -1,0 +1,214 @@
+"""Failures: Fabric.without, fail_random, risk_groups and failure_sweep."""
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+import networkx as nx
+import pytest
+
+import fabricopt as fo
+from fabricopt.failures import failure_count
+
+
+def _theta(fab):
+    r = fo.max_concurrent_flow(fab, method="lp")
+    assert r.exact and fo.check_certificate(fab, r).ok
+    return r.theta
+
+
+# -- Fabric.without ---------------------------------------------------------------------------
+
+def test_without_whole_bundle_and_part_of_one():
+    fab = fo.leaf_spine(leaves=2, spines=2, endpoints_per_leaf=2, links_per_pair=3)
+    whole = fab.without(links=[("spine0", "leaf0")])  # either end first
+    assert not whole.graph.has_edge("leaf0", "spine0")
+    assert not whole.graph.has_edge("spine0", "leaf0")
+    part = fab.without(links={("leaf0", "spine0"): 2})
+    # 3 links of 400 Gb/s, 2 removed: 1 link, 400 Gb/s, in both directions.
+    for a, b in (("leaf0", "spine0"), ("spine0", "leaf0")):
+        assert part.graph[a][b]["links"] == 1 and part.graph[a][b]["capacity"] == 400.0
+    assert part.removed.links == (("leaf0", "spine0", 2),) and part.removed.physical_links == 2
+    assert fab.graph["leaf0"]["spine0"]["links"] == 3  # the original is untouched
+    assert fab.symmetry is not None and part.symmetry is None and part.params["edited"]
+
+
+def test_without_switch_removes_its_arcs_and_removals_accumulate():
+    fab = fo.fat_tree(4)
+    a = fab.without(switches=["core0.0"])
+    b = a.without(links=[("leaf0", "spine0.0")])
+    assert "core0.0" not in b.graph and b.graph.number_of_nodes() == 35  # 36 nodes - 1
+    assert b.removed.switches == ("core0.0",) and b.removed.links == (("leaf0", "spine0.0", 1),)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"links": [("leaf0", "leaf1")]}, "no link between 'leaf0' and 'leaf1'"),
+    ({"links": [("leaf0", "nowhere")]}, "no link"),
+    ({"links": [("leaf0", "spine0"), ("spine0", "leaf0")]}, "named twice"),
+    ({"links": {("leaf0", "spine0"): 2}}, "from 1 to its 1"),
+    ({"links": {("leaf0", "spine0"): 0}}, "from 1 to its 1"),
+    ({"links": ["leaf0"]}, r"\(u, v\) pair"),
+    ({"switches": ["spine9"]}, "no switch 'spine9'"),
+    ({"switches": ["g0"]}, "is a GPU"),
+    ({"switches": "spine0"}, "iterable"),
+])
+def test_without_rejects_bad_input(kwargs, match):
+    fab = fo.leaf_spine(leaves=2, spines=1, endpoints_per_leaf=1)
+    with pytest.raises(fo.InvalidParameterError, match=match):
+        fab.without(**kwargs)
+
+
+# -- fail_random --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fraction", [0.0, 0.01, 0.05, 0.2, 0.5, 1.0])
+def test_fail_random_counts_follow_the_rounding_rule(fraction):
+    fab = fo.fat_tree(4)
+    # fat_tree(4): 16 leaf-spine and 16 spine-core links (k^3/4 each), 32 eligible.
+    failed = fo.fail_random(fab, fraction, seed=2, tiers=["leaf-spine", "spine-core"])
+    assert failed.removed.physical_links == math.floor(fraction * 32 + 0.5)
+    assert {failed.graph[u][v]["tier"] for u, v, _ in failed.removed.links if
+            failed.graph.has_edge(u, v)} <= {"leaf-spine", "spine-core"}
+    # 20 switches in fat_tree(4) (8 leaves, 8 aggregation, 4 core).
+    gone = fo.fail_random(fab, fraction, seed=2, kind="switches")
+    assert len(gone.removed.switches) == math.floor(fraction * 20 + 0.5)
+
+
+def test_fail_random_counts_parallel_links_one_by_one():
+    fab = fo.leaf_spine(leaves=2, spines=2, endpoints_per_leaf=1, links_per_pair=4)
+    # 4 bundles of 4 leaf-spine links: 16 physical links; half of them is 8.
+    failed = fo.fail_random(fab, 0.5, seed=0, tiers="leaf-spine")
+    left = sum(d["links"] for u, v, d in failed.graph.edges(data=True)
+               if d["tier"] == "leaf-spine") // 2
+    assert failed.removed.physical_links == 8 and left == 8
+    for _, _, d in failed.graph.edges(data=True):  # capacity follows the links left
+        assert d["capacity"] == 400.0 * d["links"]
+
+
+def test_failure_count_rounds_half_up():
+    assert failure_count(0.5, 1) == 1 and failure_count(0.5, 3) == 2  # 0.5, 1.5 -> up
+    assert failure_count(0.01, 249) == 2 and failure_count(0.01, 250) == 3
+
+
+def test_fail_random_seed_reproduces():
+    fab = fo.fat_tree(4)
+    for kind in ("links", "switches", "groups"):
+        a = fo.fail_random(fab, 0.2, seed=7, kind=kind)
+        b = fo.fail_random(fab, 0.2, seed=7, kind=kind)
+        assert a.removed == b.removed and nx.utils.graphs_equal(a.graph, b.graph)
+    assert fo.fail_random(fab, 0.2, seed=7).removed != fo.fail_random(fab, 0.2, seed=8).removed
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"fraction": 1.5}, "fraction must be a number from 0 to 1"),
+    ({"fraction": -0.1}, "fraction"),
+    ({"fraction": float("nan")}, "fraction"),
+    ({"fraction": True}, "fraction"),
+    ({"fraction": 0.1, "kind": "racks"}, "kind must be one of"),
+    ({"fraction": 0.1, "tiers": []}, "non-empty"),
+    ({"fraction": 0.1, "tiers": "core-core"}, "tiers of the fabric"),
+    ({"fraction": 0.1, "seed": -1}, "seed"),
+])
+def test_fail_random_rejects_bad_input(kwargs, match):
+    with pytest.raises(fo.InvalidParameterError, match=match):
+        fo.fail_random(fo.ring(4), **kwargs)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: fo.ring(6),
+    lambda: fo.torus((3, 3)),
+    lambda: fo.fat_tree(4),
+    lambda: fo.leaf_spine(leaves=3, spines=2, endpoints_per_leaf=2, links_per_pair=2),
+    lambda: fo.jellyfish(switches=8, network_ports=3, endpoints_per_switch=1, seed=3),
+])
+def test_removing_links_never_raises_theta(make):
+    # Nested failures: every link of the first set is also in the second, so the second
+    # fabric is a subgraph of the first with no more capacity on any arc.
+    fab = make()
+    first = fo.fail_random(fab, 0.1, seed=1)
+    second = fo.fail_random(first, 0.1, seed=2)
+    assert second.removed.physical_links > first.removed.physical_links > 0
+    thetas = [_theta(f) for f in (fab, first, second)]
+    assert thetas[0] >= thetas[1] * (1 - 1e-9) and thetas[1] >= thetas[2] * (1 - 1e-9)
+
+
+def test_failed_fabric_certificate_rechecks():
+    failed = fo.fail_random(fo.fat_tree(4), 0.25, seed=4, tiers="leaf-spine")
+    r = fo.max_concurrent_flow(failed)
+    assert r.method == "lp" and fo.check_certificate(failed, r).ok
+
+
+# -- shared-risk groups ---------------------------------------------------------------------
+
+def test_derived_groups_cover_switches_servers_and_bundles():
+    fab = fo.cluster(scale_up=fo.dgx_h100(), nodes=2, scale_out="rail_optimized")
+    groups = fo.risk_groups(fab)
+    names = [g.name for g in groups]
+    assert names.count("server 0") == 1 and names.count("server 1") == 1
+    server = next(g for g in groups if g.name == "server 0")
+    # A DGX H100 holds 4 NVSwitch chips; the server group takes them and the 8 NIC links.
+    assert len(server.switches) == 4 and len(server.links) == 8
+    bundles = [g for g in groups if g.name.startswith("bundle")]
+    assert len(bundles) == fab.graph.number_of_edges() // 2
+
+
+def test_declared_groups_replace_derived_ones():
+    fab = fo.leaf_spine(leaves=2, spines=2, endpoints_per_leaf=1)
+    for spine in ("spine0", "spine1"):
+        fab.graph.nodes[spine]["risk_group"] = "feed-A"
+    fab.graph["leaf0"]["spine0"]["risk_group"] = ["tray-1"]
+    groups = {g.name: g for g in fo.risk_groups(fab)}
+    assert set(groups) == {"feed-A", "tray-1"}
+    assert groups["feed-A"].switches == {"spine0", "spine1"}
+    failed = fo.fail_random(fab, 0.5, seed=0, kind="groups")  # 1 of 2 groups
+    assert failed.removed.switches == ("spine0", "spine1") or failed.removed.links
+
+
+# -- failure_sweep ----------------------------------------------------------------------------
+
+def _comparable(sweep):
+    return [{k: v for k, v in row.items() if k != "seconds"} for row in sweep.to_records()]
+
+
+def test_failure_sweep_reproduces_and_summarises():
+    fab = fo.fat_tree(4)
+    a = fo.failure_sweep(fab, [0.0, 0.1], trials=3, seed=5, tiers="leaf-spine")
+    with ThreadPoolExecutor(2) as ex:
+        b = fo.failure_sweep(fab, [0.0, 0.1], trials=3, seed=5, tiers="leaf-spine",
+                             executor=ex)
+    assert _comparable(a) == _comparable(b)
+    c = fo.failure_sweep(fab, [0.0, 0.1], trials=3, seed=a.seed, tiers="leaf-spine")
+    assert _comparable(a) == _comparable(c)
+    rows = a.to_records()
+    assert len(rows) == 6 and a.eligible == 16  # 16 leaf-spine links in fat_tree(4)
+    # 10% of 16 rounds to 2 (1.6, half up).
+    assert [r["removed_links"] for r in rows] == [0, 0, 0, 2, 2, 2]
+    intact, failed = a.summary
+    # Intact fat_tree(4) at 400 Gb/s: theta = 400 / (N - 1) with N = 16.
+    assert intact.theta_min == pytest.approx(400 / 15) == intact.theta_max
+    assert failed.theta_max <= intact.theta_min * (1 + 1e-9)
+    assert failed.lower_min <= failed.theta_min <= failed.theta_median <= failed.theta_max
+    assert a.to_csv().count("\n") == 7  # header + 6 trials
+    assert "leaf-spine" in str(a)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"fractions": []}, "non-empty"),
+    ({"fractions": [0.1, 2.0]}, "fraction"),
+    ({"fractions": "0.1"}, "fractions"),
+    ({"fractions": [0.1], "trials": 0}, "trials"),
+    ({"fractions": [0.1], "executor": 4}, "executor"),
+    ({"fractions": [0.1], "kind": "rack"}, "kind"),
+])
+def test_failure_sweep_rejects_bad_input(kwargs, match):
+    with pytest.raises(fo.InvalidParameterError, match=match):
+        fo.failure_sweep(fo.ring(4), **kwargs)
+
+
+def test_arcless_fabric_has_theta_zero_with_the_unreachable_pair():
+    # A ring of 2 minus its only link: two GPUs, no arcs; nothing can be sent.
+    fab = fo.ring(2).without(links=[("n0", "n1")])
+    for method in ("auto", "lp"):
+        r = fo.max_concurrent_flow(fab, method=method)
+        assert r.theta == 0.0 and r.unreachable == ("n0", "n1")
+        assert fo.check_certificate(fab, r).ok
+    r = fo.max_concurrent_flow(fo.from_networkx(nx.empty_graph(2)))
+    assert r.theta == 0.0 and r.unreachable == (0, 1)

@@ -1,0 +1,80 @@
+"""Worst-case permutation: the certified bracket contains the true minimum over permutations."""
+
+import itertools
+
+import networkx as nx
+import pytest
+
+import fabricopt as fo
+
+
+def derangements(items):
+    for perm in itertools.permutations(items):
+        if all(a != b for a, b in zip(items, perm, strict=True)):
+            yield perm
+
+
+def brute_force_worst(fab):
+    """min over every derangement of the exact LP theta (small fabrics only)."""
+    eps = fab.endpoints
+    return min(
+        fo.max_concurrent_flow(fab, fo.Traffic({(s, t): 1.0 for s, t in zip(eps, p,
+                                                                             strict=True)}),
+                               method="lp").theta
+        for p in derangements(eps))
+
+
+def test_fat_tree_guarantees_every_permutation_at_full_rate():
+    # Al-Fares et al. (SIGCOMM 2008): a k-ary fat-tree routes any permutation at the full
+    # link rate. The hose rate through the cores proves theta >= 1 for 400 Gb/s pairs on
+    # 400 Gb/s links, and any single permutation is capped by its NIC link at theta <= 1.
+    w = fo.worst_case_permutation(fo.fat_tree(4), gbps=400)
+    assert w.lower == pytest.approx(1.0, rel=1e-9) and w.exact
+    assert w.per_endpoint_gbps == pytest.approx(400.0, rel=1e-9)
+    assert w.pattern_result.status == "optimal"
+
+
+def test_ring_worst_case_is_the_antipodal_matching():
+    # Ring C_8 with unit links: TUB pairs each node with its antipode (4 hops), so
+    # theta <= 16 arcs / (8 pairs x 4 hops) = 0.5; the antipodal permutation, split half
+    # each way round, uses 8 x 4 x 0.5 = 16 arc units, all the capacity, so it routes at
+    # exactly 0.5, and the two-phase rate proves no permutation does worse.
+    w = fo.worst_case_permutation(fo.ring(8))
+    assert w.tub_upper == pytest.approx(0.5, rel=1e-9)
+    assert w.lower == pytest.approx(0.5, rel=1e-9) and w.upper == pytest.approx(0.5, rel=1e-9)
+    assert all(abs(fo.ring(8).endpoints.index(s) - fo.ring(8).endpoints.index(t)) == 4
+               for s, t in w.pattern.pairs)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_bracket_contains_the_brute_force_worst_case(seed):
+    # No closed form: the bracket must contain min over all 265 derangements of 6 endpoints.
+    g = nx.random_regular_graph(3, 6, seed=seed)
+    fab = fo.from_networkx(g, default_capacity=1.0)
+    truth = brute_force_worst(fab)
+    w = fo.worst_case_permutation(fab)
+    assert w.lower <= truth * (1 + 1e-7)
+    assert truth <= w.upper * (1 + 1e-7)
+    assert truth <= w.tub_upper * (1 + 1e-7)
+    # The pattern's own bracket is certified on the fabric.
+    assert fo.check_certificate(fab, w.pattern_result, w.pattern).ok
+
+
+def test_each_step_never_raises_the_upper_bound():
+    # Lengths that prove theta(pi) also bound the next pattern (it maximises their distance
+    # sum), so exact solves of successive patterns never increase.
+    fab = fo.jellyfish(switches=16, network_ports=4, endpoints_per_switch=2, seed=1,
+                       link_gbps=1.0)
+    w = fo.worst_case_permutation(fab, iterations=4)
+    uppers = [u for _, u in w.tried]
+    assert all(b <= a * (1 + 1e-7) for a, b in zip(uppers, uppers[1:], strict=False))
+    assert w.lower <= w.upper <= w.tub_upper * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"gbps": 0}, "gbps"), ({"iterations": 0}, "iterations"),
+    ({"endpoints": ["n0", "n0"]}, "repeat"),
+])
+def test_bad_arguments(kwargs, words):
+    with pytest.raises(fo.InvalidParameterError, match=words):
+        fo.worst_case_permutation(fo.ring(4), **kwargs)
