@@ -1,8 +1,8 @@
 r"""Collective bounds in the nccl-tests vocabulary: all-gather, reduce-scatter, all-reduce,
 all-to-all and broadcast on any fabric.
 
-Conventions (NVIDIA/nccl-tests ``doc/PERFORMANCE.md``; ``reference/bounds.md``): ``S`` is
-``message_bytes``, the buffer size nccl-tests reports (the total gathered size for
+Conventions (NVIDIA/nccl-tests ``doc/PERFORMANCE.md``; ``docs/collectives.md#conventions``):
+``S`` is ``message_bytes``, the buffer size nccl-tests reports (the total gathered size for
 all-gather, the input size for reduce-scatter, the buffer for all-reduce, the bytes each GPU
 sends for all-to-all). ``algbw = S / t``; ``busbw = algbw x 2(n-1)/n`` for all-reduce,
 ``x (n-1)/n`` for all-gather, reduce-scatter and all-to-all, ``x 1`` for broadcast. Rates are
@@ -22,7 +22,8 @@ Bounds:
   B_in(X))`` over every cut separating GPUs. With switches that reduce (``reduce=True``) and
   in-network reduction on: NVLink SHARP as NCCL runs it moves ``S + S/n`` per GPU each way
   (NVIDIA/nccl issue 1506) and ideal in-switch reduction ``S`` per GPU each way; for clusters
-  the scale-out part composes hierarchically (``reference/bounds.md``).
+  the scale-out part composes hierarchically
+  (``docs/collectives.md#in-network-reduction-nvlink-sharp``).
 * **All-to-all** from the certified max-concurrent-flow theta of uniform traffic among the
   participants: each pair moves ``S/n`` bytes.
 * **Broadcast**: lower bound ``S / min_v mincut(root, v)``; achievable scatter + all-gather
@@ -331,9 +332,10 @@ def _time(bytes_: float, gbps: float) -> float:
 
 
 #: Default efficiency profile for ``expected=True``: fraction of a bound reached in practice,
-#: by the kind of the binding links (reference/bounds.md: NCCL's tuning model uses 20.6 of
-#: 25 GB/s per NVLink 4 link, taken for UALink too; well-tuned InfiniBand rings reach 92-96% of
-#: NIC line rate). Keys: ``"scale_up"`` (NVLink, UALink; :mod:`fabricopt.tiers`), ``"network"``.
+#: by the kind of the binding links (docs/collectives.md#expected-efficiency-not-a-bound:
+#: NCCL's tuning model uses 20.6 of 25 GB/s per NVLink 4 link, taken for UALink too;
+#: well-tuned InfiniBand rings reach 92-96% of NIC line rate). Keys: ``"scale_up"`` (NVLink,
+#: UALink; :mod:`fabricopt.tiers`) and ``"network"``.
 DEFAULT_EFFICIENCY = {"scale_up": 20.6 / 25.0, "network": 0.94}
 
 
@@ -573,7 +575,8 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
     Examples
     --------
     One DGX-style star: 8 GPUs, each with one 3,600 Gb/s (450 GB/s) link to a forwarding
-    switch. All-reduce busbw cannot beat the per-GPU bandwidth (``reference/bounds.md``).
+    switch. All-reduce busbw cannot beat the per-GPU bandwidth
+    (``docs/collectives.md#lower-bounds-without-in-network-reduction``).
 
     >>> import networkx as nx, fabricopt as fo
     >>> fab = fo.from_networkx(nx.star_graph(8), endpoints=range(1, 9),
@@ -774,8 +777,9 @@ def hierarchical_all_reduce_time(g: int, k: int, scale_up_gbps: float, nic_gbps:
     """The textbook hierarchical all-reduce: ``2(g-1)/g S/B_up + 2(k-1)/k (S/g)/b``.
 
     ``g`` GPUs per scale-up domain with ``scale_up_gbps`` each, ``k`` domains joined by
-    ``nic_gbps`` per GPU, phases run one after another (``reference/bounds.md``). A model to
-    set against the graph bounds, which may overlap the phases and so are never slower.
+    ``nic_gbps`` per GPU, phases run one after another
+    (``docs/collectives.md#the-textbook-hierarchical-model``). A model to set against the
+    graph bounds, which may overlap the phases and so are never slower.
 
     >>> round(hierarchical_all_reduce_time(8, 2, 3600.0, 400.0, 2**30) * 1e3, 2)
     6.86

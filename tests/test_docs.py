@@ -23,7 +23,6 @@ PENDING = {
     "fabricopt/flow/check.py",
     "fabricopt/flow/formulation.py",
     "fabricopt/flow/symmetric.py",
-    "fabricopt/collectives.py",
 }
 
 # A docs page, with an optional section anchor: docs/throughput.md#the-symmetric-method.
