@@ -1,8 +1,8 @@
 r"""Collective bounds in the nccl-tests vocabulary: all-gather, reduce-scatter, all-reduce,
 all-to-all and broadcast on any fabric.
 
-Conventions (NVIDIA/nccl-tests ``doc/PERFORMANCE.md``; ``reference/bounds.md``): ``S`` is
-``message_bytes``, the buffer size nccl-tests reports (the total gathered size for
+Conventions (NVIDIA/nccl-tests ``doc/PERFORMANCE.md``; ``docs/collectives.md#conventions``):
+``S`` is ``message_bytes``, the buffer size nccl-tests reports (the total gathered size for
 all-gather, the input size for reduce-scatter, the buffer for all-reduce, the bytes each GPU
 sends for all-to-all). ``algbw = S / t``; ``busbw = algbw x 2(n-1)/n`` for all-reduce,
 ``x (n-1)/n`` for all-gather, reduce-scatter and all-to-all, ``x 1`` for broadcast. Rates are
@@ -22,7 +22,8 @@ Bounds:
   B_in(X))`` over every cut separating GPUs. With switches that reduce (``reduce=True``) and
   in-network reduction on: NVLink SHARP as NCCL runs it moves ``S + S/n`` per GPU each way
   (NVIDIA/nccl issue 1506) and ideal in-switch reduction ``S`` per GPU each way; for clusters
-  the scale-out part composes hierarchically (``reference/bounds.md``).
+  the scale-out part composes hierarchically
+  (``docs/collectives.md#in-network-reduction-nvlink-sharp``).
 * **All-to-all** from the certified max-concurrent-flow theta of uniform traffic among the
   participants: each pair moves ``S/n`` bytes.
 * **Broadcast**: lower bound ``S / min_v mincut(root, v)``; achievable scatter + all-gather
@@ -31,6 +32,7 @@ Bounds:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
@@ -40,21 +42,24 @@ from typing import Any
 import numpy as np
 
 from ._checks import check_choice, check_endpoint_group, check_positive
+from .catalog import Catalog
 from .cuts import cut_capacity, min_cut
 from .errors import InvalidParameterError
 from .fabric import Fabric
 from .graph_arrays import GraphArrays
+from .tiers import scale_up_tiers, tier_of
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
 GBPS_TO_BYTES = 1e9 / 8  # one Gb/s of capacity moves this many bytes per second
 
 
-def bus_factor(collective: str, n: int) -> float:
+def bus_factor(collective: str, n_endpoints: int) -> float:
     """nccl-tests' busbw / algbw factor.
 
     >>> bus_factor("all_reduce", 8), bus_factor("all_gather", 8), bus_factor("broadcast", 8)
     (1.75, 0.875, 1.0)
     """
+    n = n_endpoints
     if collective == "all_reduce":
         return 2 * (n - 1) / n
     if collective == "broadcast":
@@ -67,7 +72,7 @@ class CutInfo:
     """A set of nodes that binds a bound: GPUs inside, capacity leaving (or entering), and
     how many of its crossing arcs lie in each tier."""
 
-    gpus_inside: int
+    endpoints_inside: int
     capacity_gbps: float
     direction: str
     tiers: dict[str, int]
@@ -75,7 +80,7 @@ class CutInfo:
 
     def describe(self) -> str:
         tiers = ", ".join(f"{t}: {k}" for t, k in sorted(self.tiers.items()))
-        return (f"{self.gpus_inside} GPU(s) inside, {self.capacity_gbps:.6g} Gb/s "
+        return (f"{self.endpoints_inside} GPU(s) inside, {self.capacity_gbps:.6g} Gb/s "
                 f"{self.direction} ({tiers})")
 
 
@@ -103,7 +108,7 @@ class CollectiveBounds:
     """
 
     collective: str
-    n: int
+    n_endpoints: int
     message_bytes: float
     lower_time_s: float
     achievable_time_s: float | None
@@ -122,10 +127,10 @@ class CollectiveBounds:
         if self.achievable_time_s is None:
             return None
         return self.message_bytes / self.achievable_time_s / 1e9 * bus_factor(
-            self.collective, self.n)
+            self.collective, self.n_endpoints)
 
     def __str__(self) -> str:
-        lines = [f"{self.collective} of {self.message_bytes:.6g} bytes on {self.n} GPUs"
+        lines = [f"{self.collective} of {self.message_bytes:.6g} bytes on {self.n_endpoints} GPUs"
                  + (" (in-network reduction)" if self.in_network_reduction else "")]
         lines.append(f"  best possible  {self.lower_time_s * 1e3:.6g} ms, algbw "
                      f"{self.algbw_GBps:.6g} GB/s, busbw {self.busbw_GBps:.6g} GB/s "
@@ -147,23 +152,25 @@ class _Problem:
     ga: GraphArrays
     gpus: np.ndarray          # node indices of the participants
     gpu_names: tuple[Hashable, ...]
-    tiers: list[str]
+    tiers: list[str]          # per arc
+    scale_up_tiers: frozenset[str]
     symmetric: bool           # one GPU orbit under a claimed symmetry
 
 
 def _problem(fab: Fabric, endpoints: Sequence[Hashable]) -> _Problem:
     ga = GraphArrays.from_fabric(fab)
     gpus = np.array([ga.index[e] for e in endpoints])
-    tiers = [str(fab.graph[u][v].get("tier", "link")) for u, v in ga.arcs]
+    arcs = [fab.graph[u][v] for u, v in ga.arcs]
     symmetric = fab.symmetry is not None and len(endpoints) == len(fab.endpoints)
-    return _Problem(ga, gpus, tuple(endpoints), tiers, symmetric)
+    return _Problem(ga, gpus, tuple(endpoints), [tier_of(d) for d in arcs],
+                    scale_up_tiers(arcs), symmetric)
 
 
 def _reversed(p: _Problem) -> _Problem:
     ga = p.ga
     rga = GraphArrays(ga.nodes, ga.index, [(v, u) for u, v in ga.arcs], ga.head, ga.tail,
                       ga.capacity)
-    return _Problem(rga, p.gpus, p.gpu_names, p.tiers, p.symmetric)
+    return dataclasses.replace(p, ga=rga)
 
 
 def _cut_info(p: _Problem, side: np.ndarray, direction: str) -> CutInfo:
@@ -324,23 +331,222 @@ def _time(bytes_: float, gbps: float) -> float:
     return math.inf if gbps <= 0 else bytes_ / (gbps * GBPS_TO_BYTES)
 
 
-def _bound(collective: str, n: int, size: float, name: str, t: float, kind: str, why: str,
-           cut: CutInfo | None = None) -> Bound:
-    algbw = size / t / 1e9 if t > 0 else math.inf
-    return Bound(name, t, algbw, algbw * bus_factor(collective, n), kind, why, cut)
-
-
 #: Default efficiency profile for ``expected=True``: fraction of a bound reached in practice,
-#: by the technology of the binding links (reference/bounds.md: NCCL's tuning model uses 20.6
-#: of 25 GB/s per NVLink 4 link; well-tuned InfiniBand rings reach 92-96% of NIC line rate).
-DEFAULT_EFFICIENCY = {"nvlink": 20.6 / 25.0, "network": 0.94}
+#: by the kind of the binding links (docs/collectives.md#expected-efficiency-not-a-bound:
+#: NCCL's tuning model uses 20.6 of 25 GB/s per NVLink 4 link, taken for UALink too;
+#: well-tuned InfiniBand rings reach 92-96% of NIC line rate). Keys: ``"scale_up"`` (NVLink,
+#: UALink; :mod:`fabricopt.tiers`) and ``"network"``.
+DEFAULT_EFFICIENCY = {"scale_up": 20.6 / 25.0, "network": 0.94}
+
+
+# -- one function per collective ----------------------------------------------------------------
+@dataclass
+class _Ask:
+    """One collective asked of one problem: the buffer, its participants and the notes the
+    computation leaves for the caller."""
+
+    fab: Fabric
+    p: _Problem
+    collective: str
+    size: float
+    in_network_reduction: bool | str = "auto"
+    notes: list[str] = field(default_factory=list)
+    _balanced: bool | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.p.gpus)
+
+    @property
+    def chunk(self) -> float:
+        return self.size / self.n
+
+    def forwarders_balanced(self) -> bool:
+        """Whether ForestColl's schedules apply (:func:`_forwarders_balanced`); the first
+        answer No leaves a note."""
+        if self._balanced is None:
+            self._balanced = _forwarders_balanced(self.p)
+            if not self._balanced:
+                self.notes.append("some forwarding node has unequal capacity in and out, so "
+                                  "the ForestColl optimum is a lower bound only (its schedules "
+                                  "need balanced switches); no achievable time is claimed for "
+                                  "all-gather/reduce-scatter")
+        return self._balanced
+
+    def bound(self, name: str, t: float, kind: str, why: str,
+              cut: CutInfo | None = None) -> Bound:
+        """A time bound of this collective with its algbw and busbw."""
+        algbw = self.size / t / 1e9 if t > 0 else math.inf
+        return Bound(name, t, algbw, algbw * bus_factor(self.collective, self.n), kind, why, cut)
+
+
+@dataclass
+class _Outcome:
+    """What one collective's function finds: its binding (largest) lower bound, the best
+    achievable time, and every bound computed."""
+
+    lower: Bound
+    achievable_s: float | None
+    bounds: list[Bound]
+    in_network_reduction: bool = False
+
+
+def _forestcoll(ask: _Ask, problem: _Problem, name: str,
+                direction: str) -> tuple[float | None, Bound]:
+    """The ForestColl all-gather optimum on ``problem`` (the reversed graph gives
+    reduce-scatter): its bound, and its time when a schedule reaches it (balanced switches)."""
+    # Reversing every arc keeps each node's capacity in and out: one answer serves both.
+    balanced = ask.forwarders_balanced()
+    ratio, side, proven = forestcoll_ratio(problem)
+    t = ask.chunk * ratio / GBPS_TO_BYTES
+    if not proven:
+        ask.notes.append(f"{name}: the max-flow search was rounded; the cut found is real, "
+                         "but a slightly tighter one may exist")
+    bound = ask.bound(name, t, "exact" if balanced else "lower",
+                      "ForestColl cut formula (forwarding-only switches)",
+                      _cut_info(problem, side, direction))
+    return (t if balanced else None), bound
+
+
+def _all_gather(ask: _Ask) -> _Outcome:
+    t, b = _forestcoll(ask, ask.p, "all-gather optimum", "leaving")
+    return _Outcome(b, t, [b])
+
+
+def _reduce_scatter(ask: _Ask) -> _Outcome:
+    t, b = _forestcoll(ask, _reversed(ask.p), "reduce-scatter optimum", "entering")
+    return _Outcome(b, t, [b])
+
+
+def _all_reduce(ask: _Ask) -> _Outcome:
+    """Reduce-scatter + all-gather, the volume and any-scheme cut bounds, and in-network
+    reduction where switches reduce (see the module docstring)."""
+    p, n, size = ask.p, ask.n, ask.size
+    t_ag, b_ag = _forestcoll(ask, p, "all-gather optimum", "leaving")
+    t_rs, b_rs = _forestcoll(ask, _reversed(p), "reduce-scatter optimum", "entering")
+    egress = np.bincount(p.ga.tail, weights=p.ga.capacity, minlength=p.ga.n_nodes)[p.gpus]
+    cut_min, cut_side = _pair_cut_min(p, int(p.gpus[0]))
+    t_sum = math.inf if t_rs is None or t_ag is None else t_rs + t_ag
+    b_sum = ask.bound("reduce-scatter + all-gather", t_sum, "achievable",
+                      "ForestColl reduce-scatter then all-gather")
+    b_vol = ask.bound("volume", _time(2 * (n - 1) * size, float(egress.sum())), "lower",
+                      "each GPU sends 2(n-1)/n of the buffer (no in-network reduction)")
+    b_cut = ask.bound("any-scheme cut", _time(size, cut_min), "lower",
+                      "every GPU-separating cut carries the buffer both ways",
+                      _cut_info(p, cut_side, "leaving") if cut_side is not None else None)
+    bounds = [b_rs, b_ag, b_vol, b_cut] + ([b_sum] if math.isfinite(t_sum) else [])
+    domains, b_up = _reduce_domains(ask.fab, p)
+    if domains and max(len(d) for d in domains) < 2:
+        domains = []  # one participant per reducing domain: nothing to reduce in a switch
+    if ask.in_network_reduction is True and not domains:
+        ask.notes.append("in-network reduction asked for, but no participant reaches a switch "
+                         "with reduce=True")
+    use_inr = bool(domains) and ask.in_network_reduction in ("auto", True)
+    if not use_inr:
+        lower = max([b_rs, b_ag, b_vol, b_cut], key=lambda b: b.time_s)
+        return _Outcome(lower, t_sum if math.isfinite(t_sum) else None, bounds)
+    k = len(domains)
+    g = min(len(d) for d in domains)
+    if k == 1:
+        t_nvls = _time(size + size / n, b_up)
+        t_ideal = _time(size, b_up)
+    else:
+        # Hierarchical: reduce within each domain in the switches, all-reduce S/g per GPU
+        # across the k domains over the scale-out, broadcast back in the switches.
+        t_out = _time(2 * (k - 1) / k * size / g, _scale_out_gbps(ask.fab, p))
+        t_nvls = _time(size + size / g, b_up) + t_out
+        t_ideal = _time(size, b_up) + t_out
+    then = ", then the scale-out phase" if k > 1 else ""
+    b_nvls = ask.bound("NVLink SHARP (as NCCL runs it)", t_nvls, "achievable",
+                       "S + S/g per GPU each way through the reducing switches" + then)
+    b_ideal = ask.bound("ideal in-switch reduction", t_ideal, "model",
+                        "S per GPU each way through the reducing switches" + then)
+    best = min(b_sum.time_s, b_nvls.time_s)
+    # With reduction in the switches only the cut bound is universal.
+    return _Outcome(b_cut, best if math.isfinite(best) else None, bounds + [b_nvls, b_ideal],
+                    True)
+
+
+def _all_to_all(ask: _Ask) -> _Outcome:
+    from .flow import max_concurrent_flow
+    from .traffic import all_to_all
+
+    r = max_concurrent_flow(ask.fab, all_to_all(ask.fab, endpoints=ask.p.gpu_names, gbps=1.0))
+    lower = ask.bound("all-to-all throughput", _time(ask.chunk, r.upper), "lower",
+                      f"max-concurrent-flow theta <= {r.upper:.6g} per Gb/s of demand "
+                      f"(binding tier {r.binding_tier})")
+    ask.notes.append(f"throughput solve: {r.status} ({r.method})")
+    return _Outcome(lower, _time(ask.chunk, r.lower) if r.lower > 0 else None, [lower])
+
+
+def _broadcast(ask: _Ask) -> _Outcome:
+    """The root cut bound; scatter + all-gather (van de Geijn) is achievable."""
+    p = ask.p
+    root = int(p.gpus[0])
+    cut_root = math.inf
+    side_best = None
+    for v in p.gpus[1: 1 + (1 if p.symmetric else 64)]:
+        cut = min_cut(p.ga, np.array([root]), np.array([v]))
+        if cut.capacity < cut_root:
+            cut_root, side_best = cut.capacity, cut.side
+    lower = ask.bound("root cut", _time(ask.size, cut_root), "lower",
+                      "the buffer must cross every cut between the root and another GPU",
+                      _cut_info(p, side_best, "leaving") if side_best is not None else None)
+    t_ag, _ = _forestcoll(ask, p, "all-gather optimum", "leaving")
+    if t_ag is None:
+        return _Outcome(lower, None, [lower])
+    ratio, _, _ = scatter_ratio(p, root)
+    achievable = ask.chunk * ratio / GBPS_TO_BYTES + t_ag
+    return _Outcome(lower, achievable, [lower, ask.bound(
+        "scatter + all-gather", achievable, "achievable",
+        "van de Geijn: scatter S/n per GPU, then all-gather")])
+
+
+_BY_COLLECTIVE = {"all_gather": _all_gather, "reduce_scatter": _reduce_scatter,
+                  "all_reduce": _all_reduce, "all_to_all": _all_to_all, "broadcast": _broadcast}
+
+
+def _checked_ask(func: str, fab: Any, collective: Any, message_bytes: Any,
+                 endpoints: Iterable[Hashable] | None, in_network_reduction: Any) -> _Ask:
+    """The arguments common to :func:`collective_bounds` and :func:`collective_curve`,
+    checked, as one collective to compute."""
+    if not isinstance(fab, Fabric):
+        raise InvalidParameterError(f"{func}(): fab must be a Fabric, got {type(fab).__name__}")
+    check_choice(func, "collective", collective, COLLECTIVES)
+    size = check_positive(func, "message_bytes", message_bytes)
+    if in_network_reduction not in ("auto", True, False):
+        raise InvalidParameterError(f"{func}(): in_network_reduction must be 'auto', True or "
+                                    f"False, got {in_network_reduction!r}")
+    eps = check_endpoint_group(func, fab, endpoints)
+    return _Ask(fab, _problem(fab, eps), collective, size, in_network_reduction)
+
+
+def _checked_latency(func: str, latency: Any) -> LatencyModel | None:
+    if latency is not None and not isinstance(latency, LatencyModel):
+        raise InvalidParameterError(f"{func}(): latency must be None or a LatencyModel, got "
+                                    f"{type(latency).__name__}")
+    return latency
+
+
+def _efficiency_profile(func: str, expected: Any) -> dict[str, float] | None:
+    if expected is None or expected is False:
+        return None
+    if expected is True:
+        return dict(DEFAULT_EFFICIENCY)
+    if not isinstance(expected, dict):
+        raise InvalidParameterError(f"{func}(): expected must be None, True or a dict of "
+                                    f"efficiencies, got {expected!r}")
+    for k, v in expected.items():
+        check_choice(func, "a key of expected", k, tuple(DEFAULT_EFFICIENCY))
+        check_positive(func, f"expected[{k!r}]", v)
+    return {**DEFAULT_EFFICIENCY, **expected}
 
 
 def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
                       endpoints: Iterable[Hashable] | None = None,
                       in_network_reduction: bool | str = "auto",
                       expected: bool | dict[str, float] | None = None,
-                      latency: Any = None) -> CollectiveBounds:
+                      latency: LatencyModel | None = None) -> CollectiveBounds:
     """Bounds on how fast ``collective`` can run on ``fab`` (see the module docstring).
 
     Parameters
@@ -356,7 +562,9 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
         when such switches touch the participants.
     expected : bool or dict, optional
         ``True`` for the default efficiency profile (:data:`DEFAULT_EFFICIENCY`), or a dict
-        ``{"nvlink": f, "network": f}``: adds a labelled expected busbw, never a bound.
+        ``{"scale_up": f, "network": f}`` (either key may be left out): adds a labelled
+        expected busbw, never a bound. Scale-up links (NVLink, UALink) are those of
+        :func:`fabricopt.tiers.is_scale_up`.
     latency : LatencyModel, optional
         Adds the alpha term (see :class:`LatencyModel`); default: none (pure bandwidth).
 
@@ -367,7 +575,8 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
     Examples
     --------
     One DGX-style star: 8 GPUs, each with one 3,600 Gb/s (450 GB/s) link to a forwarding
-    switch. All-reduce busbw cannot beat the per-GPU bandwidth (``reference/bounds.md``).
+    switch. All-reduce busbw cannot beat the per-GPU bandwidth
+    (``docs/collectives.md#lower-bounds-without-in-network-reduction``).
 
     >>> import networkx as nx, fabricopt as fo
     >>> fab = fo.from_networkx(nx.star_graph(8), endpoints=range(1, 9),
@@ -377,163 +586,28 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
     450.0
     """
     func = "collective_bounds"
-    if not isinstance(fab, Fabric):
-        raise InvalidParameterError(f"{func}(): fab must be a Fabric, got {type(fab).__name__}")
-    check_choice(func, "collective", collective, COLLECTIVES)
-    size = check_positive(func, "message_bytes", message_bytes)
-    if in_network_reduction not in ("auto", True, False):
-        raise InvalidParameterError(f"{func}(): in_network_reduction must be 'auto', True or "
-                                    f"False, got {in_network_reduction!r}")
-    eps = check_endpoint_group(func, fab, endpoints)
-    profile = None
-    if expected is True:
-        profile = dict(DEFAULT_EFFICIENCY)
-    elif isinstance(expected, dict):
-        profile = {**DEFAULT_EFFICIENCY, **expected}
-        for k, v in profile.items():
-            check_positive(func, f"expected[{k!r}]", v)
-    elif expected not in (None, False):
-        raise InvalidParameterError(f"{func}(): expected must be None, True or a dict of "
-                                    f"efficiencies, got {expected!r}")
-    p = _problem(fab, eps)
-    n = len(eps)
-    bounds: list[Bound] = []
-    notes: list[str] = []
-    chunk = size / n
-    result_inr = False
-
-    balanced = _forwarders_balanced(p)
-    if not balanced:
-        notes.append("some forwarding node has unequal capacity in and out, so the "
-                     "ForestColl optimum is a lower bound only (its schedules need balanced "
-                     "switches); no achievable time is claimed for all-gather/reduce-scatter")
-
-    def ag_bound(problem: _Problem, name: str, direction: str) -> tuple[float | None, Bound]:
-        ratio, side, proven = forestcoll_ratio(problem)
-        t = chunk * ratio / GBPS_TO_BYTES
-        if not proven:
-            notes.append(f"{name}: the max-flow search was rounded; the cut found is real, "
-                         "but a slightly tighter one may exist")
-        info = _cut_info(problem, side, direction)
-        kind = "exact" if balanced else "lower"
-        bound = _bound(collective, n, size, name, t, kind,
-                       "ForestColl cut formula (forwarding-only switches)", info)
-        return (t if balanced else None), bound
-
-    if collective in ("all_gather", "reduce_scatter", "all_reduce"):
-        t_ag, b_ag = ag_bound(p, "all-gather optimum", "leaving")
-        t_rs, b_rs = ag_bound(_reversed(p), "reduce-scatter optimum", "entering")
-    if collective == "all_gather":
-        bounds.append(b_ag)
-        lower, achievable, binding = b_ag, t_ag, b_ag
-    elif collective == "reduce_scatter":
-        bounds.append(b_rs)
-        lower, achievable, binding = b_rs, t_rs, b_rs
-    elif collective == "all_reduce":
-        egress = np.bincount(p.ga.tail, weights=p.ga.capacity, minlength=p.ga.n_nodes)[p.gpus]
-        t_vol = _time(2 * (n - 1) * size, float(egress.sum()))
-        cut_min, cut_side = _pair_cut_min(p, int(p.gpus[0]))
-        t_cut = _time(size, cut_min)
-        cut_info = _cut_info(p, cut_side, "leaving") if cut_side is not None else None
-        t_sum = math.inf if t_rs is None or t_ag is None else t_rs + t_ag
-        b_sum = _bound(collective, n, size, "reduce-scatter + all-gather", t_sum,
-                       "achievable", "ForestColl reduce-scatter then all-gather")
-        b_vol = _bound(collective, n, size, "volume", t_vol, "lower",
-                       "each GPU sends 2(n-1)/n of the buffer (no in-network reduction)")
-        b_cut = _bound(collective, n, size, "any-scheme cut", t_cut, "lower",
-                       "every GPU-separating cut carries the buffer both ways", cut_info)
-        bounds += [b_rs, b_ag, b_vol, b_cut] + ([b_sum] if math.isfinite(t_sum) else [])
-        domains, b_up = _reduce_domains(fab, p)
-        if domains and max(len(d) for d in domains) < 2:
-            domains = []  # one participant per reducing domain: nothing to reduce in a switch
-        use_inr = bool(domains) if in_network_reduction == "auto" else bool(
-            in_network_reduction and domains)
-        if in_network_reduction is True and not domains:
-            notes.append("in-network reduction asked for, but no participant reaches a switch "
-                         "with reduce=True")
-        no_inr = [b_rs, b_ag, b_vol, b_cut]
-        achievable_options = [b_sum]
-        if use_inr:
-            result_inr = True
-            k = len(domains)
-            g = min(len(d) for d in domains)
-            if k == 1:
-                t_nvls = _time(size + size / n, b_up)
-                t_ideal = _time(size, b_up)
-            else:
-                # Hierarchical: reduce within each domain in the switches, all-reduce S/g per
-                # GPU across the k domains over the scale-out, broadcast back in the switches.
-                out_bw = _scale_out_gbps(fab, p)
-                t_out = _time(2 * (k - 1) / k * size / g, out_bw)
-                t_nvls = _time(size + size / g, b_up) + t_out
-                t_ideal = _time(size, b_up) + t_out
-            bounds.append(_bound(collective, n, size, "NVLink SHARP (as NCCL runs it)", t_nvls,
-                                 "achievable", "S + S/g per GPU each way through the "
-                                 "reducing switches" + (", then the scale-out phase"
-                                                        if k > 1 else "")))
-            bounds.append(_bound(collective, n, size, "ideal in-switch reduction", t_ideal,
-                                 "model", "S per GPU each way through the reducing switches"
-                                 + (", then the scale-out phase" if k > 1 else "")))
-            achievable_options.append(bounds[-2])
-            lower = b_cut  # with reduction in the switches only the cut bound is universal
-        else:
-            lower = max(no_inr, key=lambda b: b.time_s)
-        best = min(achievable_options, key=lambda b: b.time_s)
-        achievable = best.time_s if math.isfinite(best.time_s) else None
-        binding = lower
-    elif collective == "all_to_all":
-        from .flow import max_concurrent_flow
-        from .traffic import all_to_all
-
-        r = max_concurrent_flow(fab, all_to_all(fab, endpoints=eps, gbps=1.0))
-        t_low = _time(chunk, r.upper)
-        t_ach = _time(chunk, r.lower) if r.lower > 0 else None
-        lower = _bound(collective, n, size, "all-to-all throughput", t_low, "lower",
-                       f"max-concurrent-flow theta <= {r.upper:.6g} per Gb/s of demand "
-                       f"(binding tier {r.binding_tier})")
-        bounds.append(lower)
-        achievable, binding = t_ach, lower
-        notes.append(f"throughput solve: {r.status} ({r.method})")
-    else:  # broadcast
-        root = int(p.gpus[0])
-        cut_root = math.inf
-        side_best = None
-        for v in p.gpus[1: 1 + (1 if p.symmetric else 64)]:
-            cut = min_cut(p.ga, np.array([root]), np.array([v]))
-            if cut.capacity < cut_root:
-                cut_root, side_best = cut.capacity, cut.side
-        lower = _bound(collective, n, size, "root cut", _time(size, cut_root), "lower",
-                       "the buffer must cross every cut between the root and another GPU",
-                       _cut_info(p, side_best, "leaving") if side_best is not None else None)
-        ratio, _, _ = scatter_ratio(p, root)
-        t_sc = chunk * ratio / GBPS_TO_BYTES
-        t_ag, b_ag = ag_bound(p, "all-gather optimum", "leaving")
-        bounds.append(lower)
-        achievable = None
-        if t_ag is not None:
-            achievable = t_sc + t_ag
-            bounds.append(_bound(collective, n, size, "scatter + all-gather", achievable,
-                                 "achievable", "van de Geijn: scatter S/n per GPU, then "
-                                 "all-gather"))
-        binding = lower
-
-    alpha_low, alpha_step, steps = 0.0, 0.0, 0
-    if latency is not None:
-        alpha_low, alpha_step = latency.alphas(fab, p)
-        steps = {"all_reduce": 2 * (n - 1), "broadcast": n - 1}.get(collective, n - 1)
-    lower_time = lower.time_s + alpha_low
-    ach_time = None if achievable is None else achievable + steps * alpha_step
+    ask = _checked_ask(func, fab, collective, message_bytes, endpoints, in_network_reduction)
+    profile = _efficiency_profile(func, expected)
+    _checked_latency(func, latency)
+    out = _BY_COLLECTIVE[collective](ask)
+    n, size = ask.n, ask.size
+    alpha_low, alpha_step = latency.alphas(fab, ask.p) if latency is not None else (0.0, 0.0)
+    # Latency-bound steps of the achievable schedules: 2(n-1) for a ring all-reduce, else n-1.
+    steps = 2 * (n - 1) if collective == "all_reduce" else n - 1
+    lower_time = out.lower.time_s + alpha_low
+    ach_time = None if out.achievable_s is None else out.achievable_s + steps * alpha_step
     algbw = size / lower_time / 1e9
-    out = CollectiveBounds(
+    result = CollectiveBounds(
         collective, n, size, lower_time, ach_time, algbw, algbw * bus_factor(collective, n),
-        binding.name, binding.cut, bounds, result_inr, alpha_low, None, notes)
+        out.lower.name, out.lower.cut, out.bounds, out.in_network_reduction, alpha_low, None,
+        ask.notes)
     if profile is not None:
-        tier_tech = _binding_tech(fab, p, binding)
-        eff = profile["nvlink"] if tier_tech == "nvlink" else profile["network"]
-        out.expected = {"busbw_GBps": out.busbw_GBps * eff, "efficiency": eff,
-                        "label": f"expected = bound x {eff:.3g} ({tier_tech} efficiency "
-                                 "profile; not a bound)"}
-    return out
+        side = _binding_side(ask.p, out.lower)
+        eff = profile[side]
+        result.expected = {"busbw_GBps": result.busbw_GBps * eff, "efficiency": eff,
+                           "label": f"expected = bound x {eff:.3g} ({side.replace('_', '-')} "
+                                    "efficiency profile; not a bound)"}
+    return result
 
 
 def _scale_out_gbps(fab: Fabric, p: _Problem) -> float:
@@ -545,9 +619,10 @@ def _scale_out_gbps(fab: Fabric, p: _Problem) -> float:
     return float(egress[p.gpus].min())
 
 
-def _binding_tech(fab: Fabric, p: _Problem, bound: Bound) -> str:
-    """"nvlink" or "network": the tier that carries most of the binding cut, or of the
-    participants' own links when the bound has no cut (volume bounds)."""
+def _binding_side(p: _Problem, bound: Bound) -> str:
+    """"scale_up" or "network": the kind (:mod:`fabricopt.tiers`) of the tier that carries
+    most of the binding cut, or of the participants' own links when the bound has no cut
+    (volume bounds)."""
     if bound.cut is not None and bound.cut.tiers:
         tiers = dict(bound.cut.tiers)
     else:
@@ -559,7 +634,7 @@ def _binding_tech(fab: Fabric, p: _Problem, bound: Bound) -> str:
     if not tiers:
         return "network"
     tier = max(tiers.items(), key=lambda kv: kv[1])[0]
-    return "nvlink" if "nvswitch" in tier or "nvlink" in tier else "network"
+    return "scale_up" if tier in p.scale_up_tiers else "network"
 
 
 #: Switch traversal when neither the model nor the catalog says (an estimate: public figures
@@ -599,8 +674,6 @@ class LatencyModel:
 
     def arc_latency_s(self, fab: Fabric, ga: GraphArrays) -> np.ndarray:
         """Seconds to cross each arc: its length plus the switch it enters."""
-        from .cost import Catalog
-
         catalog = self.catalog or Catalog.default()
         node_ns = np.zeros(ga.n_nodes)
         for i, v in enumerate(ga.nodes):
@@ -615,8 +688,8 @@ class LatencyModel:
             node_ns[i] = ns
         lengths = np.zeros(ga.n_arcs)
         if self.length_m_by_tier:
-            tiers = [str(fab.graph[u][v].get("tier", "link")) for u, v in ga.arcs]
-            lengths = np.array([self.length_m_by_tier.get(t, 0.0) for t in tiers])
+            lengths = np.array([self.length_m_by_tier.get(tier_of(fab.graph[u][v]), 0.0)
+                                for u, v in ga.arcs])
         return (node_ns[ga.head] + lengths * self.ns_per_m) * 1e-9
 
     def alphas(self, fab: Fabric, p: _Problem) -> tuple[float, float]:
@@ -644,7 +717,7 @@ class CollectiveCurve:
     """
 
     collective: str
-    n: int
+    n_endpoints: int
     alpha_s: float
     beta_s_per_byte: float
     sizes: np.ndarray
@@ -684,20 +757,18 @@ def collective_curve(fab: Fabric, collective: str, sizes: Sequence[float] | None
     >>> round(curve.busbw_limit_GBps, 6), curve.size_for_fraction(0.5) > 0
     (450.0, True)
     """
-    latency = latency or LatencyModel()
-    ref = 2.0**30
-    base = collective_bounds(fab, collective, message_bytes=ref, endpoints=endpoints,
-                             in_network_reduction=in_network_reduction)
-    with_lat = collective_bounds(fab, collective, message_bytes=ref, endpoints=endpoints,
-                                 in_network_reduction=in_network_reduction, latency=latency)
-    alpha = with_lat.lower_time_s - base.lower_time_s
-    beta = base.lower_time_s / ref
+    func = "collective_curve"
+    latency = _checked_latency(func, latency) or LatencyModel()
     s = np.asarray(sizes if sizes is not None else 2.0 ** np.arange(10, 35), dtype=float)
     if np.any(s <= 0):
-        raise InvalidParameterError("collective_curve(): sizes must be > 0 bytes")
+        raise InvalidParameterError(f"{func}(): sizes must be > 0 bytes")
+    ref = 2.0**30  # any size: the bandwidth bound is linear in it
+    ask = _checked_ask(func, fab, collective, ref, endpoints, in_network_reduction)
+    beta = _BY_COLLECTIVE[collective](ask).lower.time_s / ref
+    alpha = latency.alphas(fab, ask.p)[0]
     t = alpha + beta * s
-    factor = bus_factor(collective, base.n)
-    return CollectiveCurve(collective, base.n, alpha, beta, s, t, s / t / 1e9 * factor,
+    factor = bus_factor(collective, ask.n)
+    return CollectiveCurve(collective, ask.n, alpha, beta, s, t, s / t / 1e9 * factor,
                            factor / beta / 1e9)
 
 
@@ -706,8 +777,9 @@ def hierarchical_all_reduce_time(g: int, k: int, scale_up_gbps: float, nic_gbps:
     """The textbook hierarchical all-reduce: ``2(g-1)/g S/B_up + 2(k-1)/k (S/g)/b``.
 
     ``g`` GPUs per scale-up domain with ``scale_up_gbps`` each, ``k`` domains joined by
-    ``nic_gbps`` per GPU, phases run one after another (``reference/bounds.md``). A model to
-    set against the graph bounds, which may overlap the phases and so are never slower.
+    ``nic_gbps`` per GPU, phases run one after another
+    (``docs/collectives.md#the-textbook-hierarchical-model``). A model to set against the
+    graph bounds, which may overlap the phases and so are never slower.
 
     >>> round(hierarchical_all_reduce_time(8, 2, 3600.0, 400.0, 2**30) * 1e3, 2)
     6.86

@@ -37,11 +37,10 @@ import networkx as nx
 from ._checks import check_label
 from .errors import InvalidFabricError, InvalidParameterError
 from .symmetry import Symmetry
+from .tiers import SCALE_UP_TIERS as SCALE_UP_TIERS  # its old home; tiers.py owns it now
+from .tiers import is_scale_up_arc, tier_of
 
 ROLES = ("gpu", "switch", "nic")
-#: Link tiers that join GPUs inside a scale-up domain (NVLink, UALink), as the generators
-#: name them; every other tier is scale-out network.
-SCALE_UP_TIERS = ("gpu-nvswitch", "gpu-ualink-switch", "nvswitch-l2")
 
 
 class Fabric:
@@ -137,10 +136,11 @@ class Fabric:
         return float(sum(c for _, _, c in self.graph.out_edges(endpoint, data="capacity")))
 
     def scale_out_injection_gbps(self, endpoint: Hashable) -> float:
-        """Capacity (Gb/s) leaving ``endpoint`` outside its scale-up domain (links not in
-        ``SCALE_UP_TIERS``), or all of it when it has no other links."""
+        """Capacity (Gb/s) leaving ``endpoint`` outside its scale-up domain (links that are not
+        scale-up, :func:`fabricopt.tiers.is_scale_up_arc`), or all of it when it has no other
+        links."""
         arcs = list(self.graph.out_edges(endpoint, data=True))
-        out = sum(d["capacity"] for _, _, d in arcs if d.get("tier") not in SCALE_UP_TIERS)
+        out = sum(d["capacity"] for _, _, d in arcs if not is_scale_up_arc(d))
         return float(out) if out > 0 else float(sum(d["capacity"] for _, _, d in arcs))
 
     def copy(self) -> Fabric:
@@ -333,7 +333,7 @@ class Fabric:
         capacity: dict[str, float] = defaultdict(float)
         techs: dict[str, set[str]] = defaultdict(set)
         for u, v, d in g.edges(data=True):
-            tier = str(d.get("tier", "link"))
+            tier = tier_of(d)
             # A link is two arcs: count it once, by the arc whose ends sort first.
             if g.has_edge(v, u) and repr(u) > repr(v):
                 continue

@@ -149,7 +149,7 @@ def test_restricting_to_a_group():
     fab = star(8, 3600.0)
     group = ["g0", "g2", "g4", "g6"]
     c = fo.collective_bounds(fab, "all_gather", message_bytes=GiB, endpoints=group)
-    assert c.n == 4
+    assert c.n_endpoints == 4
     assert c.lower_time_s == pytest.approx(3 / 4 * GiB / (450 * GB))
     # Fewer participants never make a collective slower on the same links.
     full = fo.collective_bounds(fab, "all_gather", message_bytes=GiB)
@@ -163,8 +163,27 @@ def test_expected_is_labelled_and_separate():
     assert "not a bound" in c.expected["label"]
     assert c.busbw_GBps == pytest.approx(450.0)  # the bound itself is unchanged
     custom = fo.collective_bounds(star(8, 3600.0), "all_reduce", message_bytes=GiB,
-                                  expected={"nvlink": 0.5})
+                                  expected={"scale_up": 0.5})
     assert custom.expected["busbw_GBps"] == pytest.approx(225.0)
+
+
+def test_expected_profile_follows_the_tier_vocabulary():
+    # UALink is scale-up (fabricopt.tiers): a UALink pod gets the scale-up profile. Each of
+    # the 8 accelerators has 2 ports x 4 lanes x 200 Gb/s = 1600 Gb/s = 200 GB/s into
+    # forwarding switches, so all-reduce busbw is bounded by 200 GB/s (volume bound).
+    pod = fo.ualink_pod(accelerators=8, switches=2, ports_per_accelerator=2)
+    c = fo.collective_bounds(pod, "all_reduce", message_bytes=GiB, expected=True)
+    assert c.busbw_GBps == pytest.approx(200.0)
+    assert c.expected["efficiency"] == fo.collectives.DEFAULT_EFFICIENCY["scale_up"]
+    assert c.expected["busbw_GBps"] == pytest.approx(200.0 * 20.6 / 25)
+    assert "scale-up" in c.expected["label"]
+    # A fat-tree has no scale-up link: the network profile (0.94 of the bound).
+    ft = fo.collective_bounds(fo.fat_tree(4), "all_reduce", message_bytes=GiB, expected=True)
+    assert ft.expected["busbw_GBps"] == pytest.approx(ft.busbw_GBps * 0.94)
+    assert "network" in ft.expected["label"]
+    # A key outside the profile is an error, not silently ignored.
+    with pytest.raises(fo.InvalidParameterError, match="collective_bounds.*expected.*nvlink"):
+        fo.collective_bounds(pod, "all_reduce", message_bytes=GiB, expected={"nvlink": 0.5})
 
 
 def test_latency_and_curve():
@@ -228,7 +247,7 @@ def test_one_participant_per_domain_uses_no_in_network_reduction():
     fab = two_level(4, 3, 1000.0, 100.0)
     group = fo.select_endpoints(fab, rail=0)
     c = fo.collective_bounds(fab, "all_reduce", message_bytes=GiB, endpoints=group)
-    assert not c.in_network_reduction and c.n == 3
+    assert not c.in_network_reduction and c.n_endpoints == 3
     assert c.lower_time_s <= c.achievable_time_s
 
 

@@ -230,8 +230,8 @@ def test_small_fabric_bill_of_materials_by_hand():
     power = 3 * 747 + 4 * 20 + 4 * 15 + 2 * 0.2  # = 2,381.4
     assert est.capex_usd == pytest.approx(capex)
     assert est.power_w == pytest.approx(power)
-    assert (est.gpus, est.per_gpu_usd) == (4, pytest.approx(capex / 4))
-    assert est.per_gpu_w == pytest.approx(power / 4)
+    assert (est.n_endpoints, est.per_endpoint_usd) == (4, pytest.approx(capex / 4))
+    assert est.per_endpoint_w == pytest.approx(power / 4)
     # Tiers: each leaf uses 2 GPU-leaf and 2 leaf-spine ports, so half of each leaf goes to
     # each tier; the spine is all leaf-spine.
     assert est.by_tier["gpu-leaf"].usd == pytest.approx(30000 + 4 * 1599 + 2 * 250)
@@ -646,8 +646,8 @@ def test_per_delivered_gbps_and_network_share():
     d = est.per_delivered_gbps(SimpleNamespace(per_endpoint_gbps=np.array([100.0, 300.0])))
     # mean 200 Gb/s per GPU
     assert d.per_endpoint_gbps == 200.0
-    assert d.usd_per_gbps == pytest.approx(est.per_gpu_usd / 200.0)
-    assert d.w_per_gbps == pytest.approx(est.per_gpu_w / 200.0)
+    assert d.usd_per_gbps == pytest.approx(est.per_endpoint_usd / 200.0)
+    assert d.w_per_gbps == pytest.approx(est.per_endpoint_w / 200.0)
     with pytest.raises(fo.InvalidParameterError, match="per_endpoint_gbps must be a number > 0"):
         est.per_delivered_gbps(SimpleNamespace(per_endpoint_gbps=0.0))
     with pytest.raises(fo.InvalidParameterError, match="an object with per_endpoint_gbps"):
@@ -723,7 +723,7 @@ def test_leaf_spine_bill_of_materials_with_the_default_layout_by_hand():
                     ("dac_800g", "cable", "2 m"): 2, ("aec_800g", "cable", "7 m"): 1}
     assert est.capex_usd == pytest.approx(3 * 30000 + 4 * 1599 + 2 * 250 + 800)
     assert est.power_w == pytest.approx(3 * 747 + 4 * 20 + 2 * 2 * 0.1 + 2 * 9)
-    assert est.per_gpu_usd == pytest.approx(est.capex_usd / 4)
+    assert est.per_endpoint_usd == pytest.approx(est.capex_usd / 4)
     # Leaves have 2 down + 1 up ports: 2/3 of their price is gpu-leaf.
     assert est.by_tier["gpu-leaf"].usd == pytest.approx(2 * 30000 * 2 / 3 + 4 * 1599 + 500)
     assert est.by_tier["leaf-spine"].usd == pytest.approx(2 * 30000 / 3 + 30000 + 800)
@@ -765,7 +765,7 @@ def test_totals_add_up(make, policy):
             == pytest.approx(est.power_w))
     assert {t: v.links for t, v in est.by_tier.items() if v.links} == \
         fab.summary().links_by_tier
-    assert est.per_gpu_w * len(fab.endpoints) == pytest.approx(est.power_w)
+    assert est.per_endpoint_w * len(fab.endpoints) == pytest.approx(est.power_w)
 
 
 # -- command line -----------------------------------------------------------------------------

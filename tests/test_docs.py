@@ -18,13 +18,7 @@ PAGES = ["index", "throughput", "two-phase", "bisection", "collectives", "hardwa
 # Files that still cite notes outside the repository while other work rewrites them; each
 # line to change is listed for the lead with its replacement. Drop a file from this set once
 # its references point at docs/.
-PENDING = {
-    "fabricopt/flow/api.py",
-    "fabricopt/flow/check.py",
-    "fabricopt/flow/formulation.py",
-    "fabricopt/flow/symmetric.py",
-    "fabricopt/collectives.py",
-}
+PENDING: set[str] = set()
 
 # A docs page, with an optional section anchor: docs/throughput.md#the-symmetric-method.
 DOC_REF = re.compile(r"docs/([\w-]+\.md)(#[\w-]+)?")

@@ -93,7 +93,7 @@ def test_select_endpoints_groups():
         fo.select_endpoints(fab)
     # A data-parallel all-reduce over one rail: 4 GPUs on one leaf at 400 Gb/s each.
     c = fo.collective_bounds(fab, "all_reduce", message_bytes=2**30, endpoints=rail)
-    assert c.n == 4 and c.busbw_GBps == pytest.approx(400 / 8)
+    assert c.n_endpoints == 4 and c.busbw_GBps == pytest.approx(400 / 8)
 
 
 def test_errors_name_the_function_and_the_rule():

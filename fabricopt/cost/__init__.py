@@ -1,4 +1,5 @@
-"""Cost and power: hardware catalog, physical layout, media selection, bill of materials.
+"""Cost and power: physical layout, media selection, bill of materials, priced from the
+hardware catalog (:mod:`fabricopt.catalog`, re-exported here).
 
 >>> import fabricopt as fo
 >>> est = fo.estimate_cost(fo.ring(8, link_gbps=400))
@@ -6,8 +7,7 @@
 True
 """
 
-from .bom import BomRow, CostEstimate, DeliveredCost, Totals, estimate_cost, length_bucket
-from .catalog import (
+from ..catalog import (
     CONFIDENCES,
     FIELDS,
     MEDIUM_TYPES,
@@ -15,6 +15,7 @@ from .catalog import (
     CatalogError,
     Entry,
 )
+from .bom import BomRow, CostEstimate, DeliveredCost, Totals, estimate_cost, length_bucket
 from .layout import LEAF_PLACEMENTS, Layout, Placement, place
 from .media import POLICY_PRESETS, LinkMedium, MediaSelector, Policy
 

@@ -32,19 +32,19 @@ import io
 import math
 import os
 from collections import defaultdict
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .._checks import check_choice, fail
+from ..catalog import TRANSCEIVER_TYPES, Catalog, Entry
 from ..fabric import Fabric
-from .catalog import Catalog, Entry
-from .layout import Layout, is_scale_up, place
-from .media import LENGTH_BUCKETS_M, MediaSelector, Policy, length_bucket
+from ..tiers import is_scale_up_arc, tech_family, tier_of, tier_rank
+from .layout import Layout, Placement, place
+from .media import LENGTH_BUCKETS_M, LinkMedium, MediaSelector, Policy, length_bucket
 
-_IB_TECHS = ("ndr", "xdr", "hdr", "edr", "infiniband", "ib")
 
 @dataclass(frozen=True)
 class BomRow:
@@ -99,10 +99,10 @@ class CostEstimate:
         The bill of materials, one row per component (and length bucket).
     by_tier, by_medium : dict of str to Totals
         Capex, power and link count per tier and per catalog medium (module keys included).
-    gpus : int
-        Endpoints of the fabric.
-    per_gpu_usd, per_gpu_w : float
-        ``capex_usd`` and ``power_w`` divided by ``gpus`` (NaN without endpoints).
+    n_endpoints : int
+        Endpoints (GPUs) of the fabric.
+    per_endpoint_usd, per_endpoint_w : float
+        ``capex_usd`` and ``power_w`` divided by ``n_endpoints`` (NaN without endpoints).
     links : list of dict
         The cable plan: tier, medium, length bucket (m) and physical link count.
     """
@@ -113,9 +113,9 @@ class CostEstimate:
     bom: list[BomRow]
     by_tier: dict[str, Totals]
     by_medium: dict[str, Totals]
-    gpus: int
-    per_gpu_usd: float
-    per_gpu_w: float
+    n_endpoints: int
+    per_endpoint_usd: float
+    per_endpoint_w: float
     links: list[dict[str, Any]] = field(default_factory=list)
     catalog: Catalog | None = field(default=None, repr=False)
     policy: Policy | None = None
@@ -146,7 +146,7 @@ class CostEstimate:
         >>> import fabricopt as fo
         >>> est = fo.estimate_cost(fo.ring(4, link_gbps=400))
         >>> d = est.per_delivered_gbps(SimpleNamespace(per_endpoint_gbps=200.0))
-        >>> round(d.usd_per_gbps * 200.0) == round(est.per_gpu_usd)
+        >>> round(d.usd_per_gbps * 200.0) == round(est.per_endpoint_usd)
         True
         """
         value = getattr(result, "per_endpoint_gbps", None)
@@ -158,12 +158,12 @@ class CostEstimate:
         gbps = float(np.mean(np.asarray(value, dtype=float)))
         if not math.isfinite(gbps) or gbps <= 0:
             raise fail("per_delivered_gbps", "result.per_endpoint_gbps", "a number > 0", value)
-        return DeliveredCost(self.per_gpu_usd / gbps, self.per_gpu_w / gbps, gbps)
+        return DeliveredCost(self.per_endpoint_usd / gbps, self.per_endpoint_w / gbps, gbps)
 
     def network_share(self, system: str, of: str = "capex") -> float:
         """The network's share of network plus systems, in capex or power.
 
-        The fabric's GPUs are counted as ``gpus / system gpus`` catalog systems (a DGX H100
+        The fabric's GPUs are counted as ``n_endpoints / system gpus`` catalog systems (a DGX H100
         holds 8). A system's list price already includes parts counted here as network (its
         NICs, its NVSwitches), so the share is slightly overstated.
 
@@ -190,7 +190,7 @@ class CostEstimate:
             raise fail("network_share", "system", f"a catalog system with {field_name} ("
                        + ", ".join(known) + ")", system)
         entry = cat.systems[system]
-        systems = self.gpus / entry["gpus"] * entry[field_name]
+        systems = self.n_endpoints / entry["gpus"] * entry[field_name]
         return own / (own + systems)
 
     # -- output ---------------------------------------------------------------------------
@@ -203,9 +203,9 @@ class CostEstimate:
              "total W", "confidence"]
 
     def _summary_lines(self) -> list[str]:
-        lines = [f"capex    {self.capex_usd:,.0f} USD ({self.per_gpu_usd:,.0f} USD per GPU, "
-                 f"{self.gpus} GPUs)",
-                 f"power    {self.power_w:,.0f} W ({self.per_gpu_w:,.1f} W per GPU)"]
+        lines = [f"capex    {self.capex_usd:,.0f} USD ({self.per_endpoint_usd:,.0f} USD per GPU, "
+                 f"{self.n_endpoints} GPUs)",
+                 f"power    {self.power_w:,.0f} W ({self.per_endpoint_w:,.1f} W per GPU)"]
         return lines
 
     def to_table(self) -> str:
@@ -294,13 +294,166 @@ def _coerce_catalog(catalog: Any) -> Catalog:
                catalog)
 
 
-def _switch_family(techs: set[str]) -> tuple[str, ...]:
-    if techs and all(t.lower().startswith("nvlink") for t in techs):
+def _inputs(func: str, fab: Fabric, catalog: Any, layout: Any,
+            policy: Any) -> tuple[Catalog, Layout, Policy]:
+    """The catalog, layout and policy to price ``fab`` with: the arguments checked, the design
+    file's ``[catalog]`` and ``[layout]`` tables filling what the caller left out."""
+    if not isinstance(fab, Fabric):
+        raise fail(func, "fab", "a Fabric", type(fab).__name__)
+    design = getattr(fab, "design", None) or {}
+    cat = _coerce_catalog(catalog)
+    if catalog is None and design.get("catalog"):
+        cat = cat.merged(design["catalog"], origin=str(design.get("file", "design file")))
+    if layout is None and design.get("layout"):
+        layout = design["layout"]
+    lay = Layout.coerce(layout, func)
+    pol = Policy.coerce(policy, func)
+    pol.check_against(cat, func)
+    return cat, lay, pol
+
+
+# -- the items the estimate is made of ----------------------------------------------------------
+@dataclass(frozen=True)
+class Part:
+    """A share of catalog units that one kind of link or one device puts in one tier.
+
+    ``units`` may be fractional (a twin-port module pooled by two links, a switch whose ports
+    serve two tiers); :func:`_assemble` rounds them to whole units. ``bucket_m`` is the length
+    bought for cables and fibres, 0 for the rest.
+    """
+
+    tier: str
+    kind: str          # switch, nic, transceiver, cable or fibre
+    entry: Entry
+    bucket_m: float
+    units: float
+    unit_usd: float
+    unit_w: float
+
+
+@dataclass(frozen=True)
+class LinkKind:
+    """Physical links priced alike: same tier, tech, rate per link, length and kind of ends."""
+
+    tier: str
+    tech: str
+    rate_gbps: float
+    length_m: float
+    switch_ends: tuple[bool, bool]
+    in_row: bool
+
+
+@dataclass(frozen=True)
+class CableRun:
+    """Physical links of one tier on one medium, cut to one standard length."""
+
+    tier: str
+    medium: str
+    length_m: float
+    links: int
+
+
+@dataclass(frozen=True)
+class PortUse:
+    """The ports a device uses: how many per tier, at what rate (its fastest), which techs."""
+
+    by_tier: dict[str, int]
+    rate_gbps: float
+    techs: frozenset[str]
+
+    @property
+    def used(self) -> int:
+        return sum(self.by_tier.values())
+
+
+# -- links --------------------------------------------------------------------------------------
+def _link_kinds(fab: Fabric, placement: Placement, lay: Layout) -> dict[LinkKind, int]:
+    """Physical links of ``fab`` by kind: each bundle once (not per direction), PCIe links
+    between a GPU and its NIC left out (they cost nothing here)."""
+    g = fab.graph
+    role = {v: d.get("role") for v, d in g.nodes(data=True)}
+    idx = placement.index
+    seen: set[tuple[Hashable, Hashable]] = set()
+    us, vs, bundles = [], [], []
+    for u, v, d in g.edges(data=True):
+        if (v, u) in seen:
+            continue
+        seen.add((u, v))
+        if {role[u], role[v]} == {"gpu", "nic"}:
+            continue  # PCIe inside the server
+        us.append(idx[u])
+        vs.append(idx[v])
+        bundles.append(d)
+    if not bundles:
+        return {}
+    u_arr, v_arr = np.array(us, dtype=np.int64), np.array(vs, dtype=np.int64)
+    tiers = [tier_of(d) for d in bundles]
+    lengths = placement.lengths_m(u_arr, v_arr, tiers, lay)
+    in_row = ((placement.row[u_arr] == placement.row[v_arr]) & (placement.row[u_arr] >= 0)
+              & (placement.rack[u_arr] != placement.rack[v_arr]))
+    is_switch = np.array([role[v] == "switch" for v in placement.nodes], dtype=bool)
+    kinds: dict[LinkKind, int] = defaultdict(int)
+    for k, d in enumerate(bundles):
+        n = int(d.get("links", 1))
+        kind = LinkKind(tiers[k], str(d.get("tech", "")), float(d["capacity"]) / n,
+                        float(lengths[k]),
+                        (bool(is_switch[u_arr[k]]), bool(is_switch[v_arr[k]])), bool(in_row[k]))
+        kinds[kind] += n
+    return dict(kinds)
+
+
+def _link_parts(kind: LinkKind, links: int, lm: LinkMedium) -> tuple[CableRun, list[Part]]:
+    """The cable run and the parts (modules, fibres, cables) of ``links`` links of one kind
+    on the medium ``lm`` chosen for them."""
+    med = lm.medium
+    bucket = length_bucket(kind.length_m, med["reach_m"])
+    parts = [Part(kind.tier, "transceiver", mod, 0.0, links * sh, mod["price_usd_per_end"],
+                  mod["power_w_per_end"])
+             for mod, sh in zip(lm.end_modules, lm.shares, strict=True) if mod is not None]
+    length_usd = med["cable_usd"] + med["cable_usd_per_m"] * bucket
+    if lm.fibre_usd or med["type"] in TRANSCEIVER_TYPES:
+        parts.append(Part(kind.tier, "fibre", med, bucket, links, length_usd, 0.0))
+    if lm.cable_share:
+        parts.append(Part(kind.tier, "cable", med, bucket, links * lm.cable_share, length_usd,
+                          2.0 * med["power_w_per_end"]))
+    return CableRun(kind.tier, med.key, bucket, links), parts
+
+
+# -- devices ------------------------------------------------------------------------------------
+def _port_use(arcs: Iterable[Mapping[str, Any]]) -> PortUse:
+    """The ports behind ``arcs`` (one per physical link) and their fastest rate."""
+    by_tier: dict[str, int] = defaultdict(int)
+    techs: set[str] = set()
+    rate = 0.0
+    for a in arcs:
+        nl = int(a.get("links", 1))
+        by_tier[tier_of(a)] += nl
+        techs.add(str(a.get("tech", "")))
+        rate = max(rate, float(a["capacity"]) / nl)
+    return PortUse(dict(by_tier), rate, frozenset(techs))
+
+
+def _device_parts(kind: str, entry: Entry, count: float, use: PortUse) -> list[Part]:
+    """``count`` units of a switch or NIC, split over the tiers by the ports each uses."""
+    total = max(use.used, 1)
+    return [Part(tier, kind, entry, 0.0, count * p / total, entry["price_usd"], entry["power_w"])
+            for tier, p in (use.by_tier.items() or [("unattached", 1)])]
+
+
+def _switch_family(techs: Iterable[str]) -> tuple[str, ...]:
+    """Catalog switch families that may carry links of ``techs``: NVLink when every link is,
+    else InfiniBand or Ethernet by the links' family, else either (UALink and generic links
+    have no family of switches in the catalog).
+
+    >>> _switch_family({"nvlink4"}), _switch_family({"ndr"}), _switch_family({"ualink"})
+    (('nvlink',), ('infiniband',), ('infiniband', 'ethernet'))
+    """
+    families = {tech_family(t) for t in techs}
+    if families == {"nvlink"}:
         return ("nvlink",)
-    lowered = {t.lower() for t in techs}
-    if lowered & set(_IB_TECHS):
+    if "infiniband" in families:
         return ("infiniband",)
-    if any(t.endswith("gbe") for t in lowered):
+    if "ethernet" in families:
         return ("ethernet",)
     return ("infiniband", "ethernet")
 
@@ -311,7 +464,7 @@ def _fitting(entry: Entry, ports: int, rate: float, node: Hashable, func: str) -
     chips = int(entry.get("chips") or 1)
     per_chip = dataclasses.replace(
         entry, values={**entry.values, "radix": entry["radix"] // chips}) if chips > 1 else entry
-    if _pick([per_chip], [(ports, rate)], "cost", "switch") is None:
+    if _pick([per_chip], ports, rate, "cost", "switch") is None:
         modes = [(entry["radix"], entry["port_gbps"])] + list(entry.get("breakout") or ())
         raise fail(func, f"model of switch {node!r}", f"a switch with {ports} ports at "
                    f">= {rate:g} Gb/s; {entry.key} offers "
@@ -319,22 +472,21 @@ def _fitting(entry: Entry, ports: int, rate: float, node: Hashable, func: str) -
     return entry
 
 
-def _pick(entries: list[Entry], needs: list[tuple[int, float]], objective: str,
-          ports_key: str) -> tuple[Entry, int] | None:
-    """Cheapest (or least power) entry and unit count covering ``needs`` = [(ports, gbps)].
+def _pick(entries: list[Entry], ports: int, rate: float, objective: str,
+          kind: str) -> tuple[Entry, int] | None:
+    """Cheapest (or least power) entry and unit count giving ``ports`` ports at ``rate``.
 
-    For switches ``needs`` is one (ports, rate) and a unit must hold it all; for NICs the count
-    of units is ``ceil(ports / ports per unit)``.
+    A switch (``kind="switch"``) must hold them all in one unit, in one of its port modes; NICs
+    are counted ``ceil(ports / ports per unit)``.
     """
     best: tuple[tuple[float, float, str], Entry, int] | None = None
-    ports, rate = needs[0]
     for e in entries:
         modes = ([(e["radix"], e["port_gbps"])] + list(e.get("breakout") or ())
-                 if ports_key == "switch" else list(e["modes"]))
+                 if kind == "switch" else list(e["modes"]))
         for m_ports, m_gbps in modes:
             if m_gbps < rate:
                 continue
-            if ports_key == "switch":
+            if kind == "switch":
                 if m_ports < ports:
                     continue
                 n = 1
@@ -347,6 +499,91 @@ def _pick(entries: list[Entry], needs: list[tuple[int, float]], objective: str,
     return None if best is None else (best[1], best[2])
 
 
+class _DeviceChooser:
+    """Catalog switches and NICs for what devices need, under a policy; cached by need."""
+
+    def __init__(self, catalog: Catalog, policy: Policy, func: str) -> None:
+        self.catalog, self.policy, self.func = catalog, policy, func
+        self._switches: dict[tuple[Any, ...], Entry] = {}
+        self._nics: dict[tuple[int, float], tuple[Entry, int]] = {}
+
+    def switch(self, v: Hashable, node: Mapping[str, Any], use: PortUse) -> Entry:
+        """The switch model of node ``v``: its own, the policy's or the best that fits."""
+        cat, pol, func = self.catalog, self.policy, self.func
+        model = node.get("model")
+        family = _switch_family(use.techs)
+        if model is not None:
+            if model not in cat.switches:
+                raise fail(func, f"model of switch {v!r}", "a switch key of the catalog ("
+                           + ", ".join(sorted(cat.switches)) + ")", model)
+            return _fitting(cat.switches[model], use.used, use.rate_gbps, v, func)
+        if pol.switch_model is not None and family != ("nvlink",):
+            return _fitting(cat.switches[pol.switch_model], use.used, use.rate_gbps, v, func)
+        needed = int(node.get("radix") or use.used)
+        key = (family, needed, use.rate_gbps)
+        if key not in self._switches:
+            found = _pick([e for e in cat.switches.values() if e["family"] in family],
+                          needed, use.rate_gbps, pol.objective, "switch")
+            if found is None:
+                raise fail(func, "catalog", f"a catalog with a {'/'.join(family)} switch of >= "
+                           f"{needed} ports at >= {use.rate_gbps:g} Gb/s (for switch {v!r}); "
+                           "add one (Catalog.load) or set the switch's model", "none")
+            self._switches[key] = found[0]
+        return self._switches[key]
+
+    def nic(self, v: Hashable, node: Mapping[str, Any], use: PortUse) -> tuple[Entry, int]:
+        """NIC model and count of node ``v``: a NIC node is one NIC (its own model if named);
+        a GPU gets the NICs that cost least for its ports."""
+        cat, func = self.catalog, self.func
+        model = node.get("model")
+        if node.get("role") == "nic" and model is not None:
+            if model not in cat.nics:
+                raise fail(func, f"model of NIC {v!r}", "a NIC key of the catalog ("
+                           + ", ".join(sorted(cat.nics)) + ")", model)
+            return cat.nics[model], 1
+        key = (max(use.used, 1), use.rate_gbps)
+        if key not in self._nics:
+            found = _pick(list(cat.nics.values()), key[0], key[1], self.policy.objective, "nic")
+            if found is None:
+                raise fail(func, "catalog", f"a catalog with a NIC of >= {use.rate_gbps:g} Gb/s "
+                           f"ports (for {v!r}); add one (Catalog.load)", "none")
+            self._nics[key] = found
+        entry, count = self._nics[key]
+        return entry, (1 if node.get("role") == "nic" else count)
+
+
+def _switch_parts(fab: Fabric, chooser: _DeviceChooser) -> list[Part]:
+    """Every switch of ``fab``, split over the tiers its ports serve."""
+    g = fab.graph
+    parts: list[Part] = []
+    for v in fab.switches:
+        use = _port_use(a for _, _, a in g.out_edges(v, data=True))
+        entry = chooser.switch(v, g.nodes[v], use)
+        # A chip node is part of a multi-chip unit: it costs its share of the unit.
+        parts += _device_parts("switch", entry, 1.0 / int(entry.get("chips") or 1), use)
+    return parts
+
+
+def _nic_parts(fab: Fabric, chooser: _DeviceChooser) -> list[Part]:
+    """Every NIC: NIC nodes, and the NICs of GPUs with scale-out links and no NIC node."""
+    g = fab.graph
+    role = {v: d.get("role") for v, d in g.nodes(data=True)}
+    parts: list[Part] = []
+    for v, r in role.items():
+        if r not in ("gpu", "nic"):
+            continue
+        use = _port_use(
+            a for _, w, a in g.out_edges(v, data=True)
+            # GPU-NIC links are PCIe; a GPU's scale-up links are built into it.
+            if not ({r, role[w]} == {"gpu", "nic"} or (r == "gpu" and is_scale_up_arc(a))))
+        if r == "gpu" and use.used == 0:
+            continue
+        entry, count = chooser.nic(v, g.nodes[v], use)
+        parts += _device_parts("nic", entry, count, use)
+    return parts
+
+
+# -- the estimate -------------------------------------------------------------------------------
 def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | None = None,
                   layout: Layout | Mapping[str, Any] | None = None,
                   policy: Policy | str | Mapping[str, Any] | None = None) -> CostEstimate:
@@ -370,7 +607,7 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     Returns
     -------
     CostEstimate
-        ``capex_usd``, ``power_w``, ``bom``, ``by_tier``, ``by_medium``, per-GPU figures;
+        ``capex_usd``, ``power_w``, ``bom``, ``by_tier``, ``by_medium``, per-endpoint figures;
         readable with ``to_table()``, ``to_csv()``, ``to_markdown()``.
 
     Notes
@@ -392,167 +629,20 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     True
     """
     func = "estimate_cost"
-    if not isinstance(fab, Fabric):
-        raise fail(func, "fab", "a Fabric", type(fab).__name__)
-    design = getattr(fab, "design", None) or {}
-    cat = _coerce_catalog(catalog)
-    if catalog is None and design.get("catalog"):
-        cat = cat.merged(design["catalog"], origin=str(design.get("file", "design file")))
-    if layout is None and design.get("layout"):
-        layout = design["layout"]
-    lay = Layout.coerce(layout, func)
-    pol = Policy.coerce(policy, func)
-    pol.check_against(cat, func)
+    cat, lay, pol = _inputs(func, fab, catalog, layout, policy)
     fab.validate()
-
-    g = fab.graph
-    placement = place(fab, lay)
-    idx = placement.index
-    role = {v: d.get("role") for v, d in g.nodes(data=True)}
-
-    # -- links ----------------------------------------------------------------------------
-    seen: set[tuple[Hashable, Hashable]] = set()
-    us, vs, tiers, bundles = [], [], [], []
-    for u, v, d in g.edges(data=True):
-        if (v, u) in seen:
-            continue
-        seen.add((u, v))
-        if {role[u], role[v]} == {"gpu", "nic"}:
-            continue  # PCIe inside the server
-        us.append(idx[u])
-        vs.append(idx[v])
-        tiers.append(str(d.get("tier", "link")))
-        bundles.append(d)
-    u_arr, v_arr = np.array(us, dtype=np.int64), np.array(vs, dtype=np.int64)
-    lengths = placement.lengths_m(u_arr, v_arr, tiers, lay) if us else np.zeros(0)
-    in_row = ((placement.row[u_arr] == placement.row[v_arr]) & (placement.row[u_arr] >= 0)
-              & (placement.rack[u_arr] != placement.rack[v_arr])) if us else np.zeros(0, bool)
-    is_switch = np.array([role[v] == "switch" for v in placement.nodes], dtype=bool)
-
     selector = MediaSelector(cat, pol)
-    # (tier, kind, catalog key, bucket) -> [units (fractional), unit usd, unit w, entry]
-    groups: dict[tuple[str, str, str, float], list[Any]] = {}
-    links_by_tier: dict[str, int] = defaultdict(int)
-    links_by_medium: dict[str, int] = defaultdict(int)
-    plan: dict[tuple[str, str, float], int] = defaultdict(int)
-
-    def add(tier: str, kind: str, entry: Entry, bucket: float, units: float, usd: float,
-            w: float) -> None:
-        key = (tier, kind, entry.key, bucket)
-        if key not in groups:
-            groups[key] = [0.0, usd, w, entry]
-        groups[key][0] += units
-
-    for k, d in enumerate(bundles):
-        n = int(d.get("links", 1))
-        rate = float(d["capacity"]) / n
-        length = float(lengths[k])
-        tier = tiers[k]
-        ends = (bool(is_switch[u_arr[k]]), bool(is_switch[v_arr[k]]))
-        lm = selector.choose(rate, length, str(d.get("tech", "")), tier, ends, bool(in_row[k]))
-        med = lm.medium
-        bucket = length_bucket(length, med["reach_m"])
-        links_by_tier[tier] += n
-        links_by_medium[med.key] += n
-        plan[(tier, med.key, bucket)] += n
-        for mod, sh in zip(lm.end_modules, lm.shares, strict=True):
-            if mod is not None:
-                add(tier, "transceiver", mod, 0.0, n * sh, mod["price_usd_per_end"],
-                    mod["power_w_per_end"])
-        if lm.fibre_usd or med["type"] in ("sr", "dr", "fr", "lpo", "cpo"):
-            add(tier, "fibre", med, bucket, n,
-                med["cable_usd"] + med["cable_usd_per_m"] * bucket, 0.0)
-        if lm.cable_share:
-            add(tier, "cable", med, bucket, n * lm.cable_share,
-                med["cable_usd"] + med["cable_usd_per_m"] * bucket,
-                2.0 * med["power_w_per_end"])
-
-    # -- switches -------------------------------------------------------------------------
-    switch_cache: dict[tuple[Any, ...], Entry] = {}
-    for v in fab.switches:
-        d = g.nodes[v]
-        arcs = list(g.out_edges(v, data=True))
-        ports_by_tier: dict[str, int] = defaultdict(int)
-        techs: set[str] = set()
-        rate = 0.0
-        for _, _, a in arcs:
-            nl = int(a.get("links", 1))
-            ports_by_tier[str(a.get("tier", "link"))] += nl
-            techs.add(str(a.get("tech", "")))
-            rate = max(rate, float(a["capacity"]) / nl)
-        used = sum(ports_by_tier.values())
-        model = d.get("model")
-        family = _switch_family(techs)
-        if model is not None:
-            if model not in cat.switches:
-                raise fail(func, f"model of switch {v!r}", "a switch key of the catalog ("
-                           + ", ".join(sorted(cat.switches)) + ")", model)
-            entry = _fitting(cat.switches[model], used, rate, v, func)
-        elif pol.switch_model is not None and family != ("nvlink",):
-            entry = _fitting(cat.switches[pol.switch_model], used, rate, v, func)
-        else:
-            needed = int(d.get("radix") or used)
-            key = (family, needed, rate)
-            if key not in switch_cache:
-                found = _pick([e for e in cat.switches.values() if e["family"] in family],
-                              [(needed, rate)], pol.objective, "switch")
-                if found is None:
-                    raise fail(func, "catalog", f"a catalog with a {'/'.join(family)} switch "
-                               f"of >= {needed} ports at >= {rate:g} Gb/s (for switch {v!r}); "
-                               "add one (Catalog.load) or set the switch's model", "none")
-                switch_cache[key] = found[0]
-            entry = switch_cache[key]
-        total = max(used, 1)
-        unit = 1.0 / int(entry.get("chips") or 1)  # a chip node is part of a multi-chip unit
-        for tier, p in (ports_by_tier.items() or [("unattached", 1)]):
-            add(tier, "switch", entry, 0.0, unit * p / total, entry["price_usd"],
-                entry["power_w"])
-
-    # -- NICs -----------------------------------------------------------------------------
-    nic_cache: dict[tuple[int, float], tuple[Entry, int]] = {}
-    nic_list = list(cat.nics.values())
-
-    def nic_for(ports: int, rate: float, where: Hashable) -> tuple[Entry, int]:
-        key = (ports, rate)
-        if key not in nic_cache:
-            found = _pick(nic_list, [(ports, rate)], pol.objective, "nic")
-            if found is None:
-                raise fail(func, "catalog", f"a catalog with a NIC of >= {rate:g} Gb/s ports "
-                           f"(for {where!r}); add one (Catalog.load)", "none")
-            nic_cache[key] = found
-        return nic_cache[key]
-
-    for v, r in role.items():
-        if r not in ("gpu", "nic"):
-            continue
-        ports_by_tier = defaultdict(int)
-        rate = 0.0
-        for _, w, a in g.out_edges(v, data=True):
-            if role[w] in ("gpu", "nic") and role[v] != role[w] and "nic" in (role[v], role[w]):
-                continue  # PCIe
-            if r == "gpu" and is_scale_up(a.get("tech")):
-                continue
-            nl = int(a.get("links", 1))
-            ports_by_tier[str(a.get("tier", "link"))] += nl
-            rate = max(rate, float(a["capacity"]) / nl)
-        used = sum(ports_by_tier.values())
-        if r == "gpu" and used == 0:
-            continue
-        model = g.nodes[v].get("model")
-        if r == "nic" and model is not None:
-            if model not in cat.nics:
-                raise fail(func, f"model of NIC {v!r}", "a NIC key of the catalog ("
-                           + ", ".join(sorted(cat.nics)) + ")", model)
-            entry, count = cat.nics[model], 1
-        else:
-            entry, count = nic_for(max(used, 1), rate, v)
-            if r == "nic":
-                count = 1
-        for tier, p in (ports_by_tier.items() or [("unattached", 1)]):
-            add(tier, "nic", entry, 0.0, count * p / max(used, 1), entry["price_usd"],
-                entry["power_w"])
-
-    return _assemble(fab, cat, lay, pol, groups, links_by_tier, links_by_medium, plan)
+    runs: list[CableRun] = []
+    parts: list[Part] = []
+    for kind, links in _link_kinds(fab, place(fab, lay), lay).items():
+        run, link_items = _link_parts(kind, links, selector.choose(
+            kind.rate_gbps, kind.length_m, kind.tech, kind.tier, kind.switch_ends, kind.in_row))
+        runs.append(run)
+        parts += link_items
+    chooser = _DeviceChooser(cat, pol, func)
+    parts += _switch_parts(fab, chooser)
+    parts += _nic_parts(fab, chooser)
+    return _assemble(fab, cat, lay, pol, parts, runs)
 
 
 _KIND_ORDER = {"switch": 0, "nic": 1, "transceiver": 2, "cable": 3, "fibre": 4}
@@ -562,11 +652,17 @@ _FIELDS_USED = {"switch": ("price_usd", "power_w"), "nic": ("price_usd", "power_
                 "fibre": ("cable_usd", "cable_usd_per_m", "reach_m")}
 
 
-def _assemble(fab: Fabric, cat: Catalog, lay: Layout, pol: Policy,
-              groups: dict[tuple[str, str, str, float], list[Any]],
-              links_by_tier: dict[str, int], links_by_medium: dict[str, int],
-              plan: dict[tuple[str, str, float], int]) -> CostEstimate:
-    """Round the fractional groups to units and sum them into rows and totals."""
+def _assemble(fab: Fabric, cat: Catalog, lay: Layout, pol: Policy, parts: list[Part],
+              runs: list[CableRun]) -> CostEstimate:
+    """Round the fractional parts to units and sum them into rows and totals."""
+    # Parts alike (tier, kind, component, length) pool first: twin-port modules pair within a
+    # tier, and a device's shares over several tiers add up to whole devices.
+    groups: dict[tuple[str, str, str, float], list[Any]] = {}
+    for p in parts:
+        key = (p.tier, p.kind, p.entry.key, p.bucket_m)
+        if key not in groups:
+            groups[key] = [0.0, p.unit_usd, p.unit_w, p.entry]
+        groups[key][0] += p.units
     rows: dict[tuple[str, str, float], list[Any]] = {}
     tier_usd: dict[str, float] = defaultdict(float)
     tier_w: dict[str, float] = defaultdict(float)
@@ -601,29 +697,29 @@ def _assemble(fab: Fabric, cat: Catalog, lay: Layout, pol: Policy,
                           entry.source, entry.confidence_of(*fields), entry.name))
     capex = sum(r.total_usd for r in bom)
     power = sum(r.total_w for r in bom)
+    links_by_tier: dict[str, int] = defaultdict(int)
+    links_by_medium: dict[str, int] = defaultdict(int)
+    plan: dict[tuple[str, str, float], int] = defaultdict(int)
+    for run in runs:
+        links_by_tier[run.tier] += run.links
+        links_by_medium[run.medium] += run.links
+        plan[(run.tier, run.medium, run.length_m)] += run.links
     # Whole-device rounding can add a fraction of a device to the tiers' split: spread it.
     split_usd, split_w = sum(tier_usd.values()), sum(tier_w.values())
     fix_usd = capex / split_usd if split_usd else 1.0
     fix_w = power / split_w if split_w else 1.0
-    tiers = sorted(set(tier_usd) | set(links_by_tier), key=_tier_rank)
+    tiers = sorted(set(tier_usd) | set(links_by_tier), key=tier_rank)
     by_tier = {t: Totals(tier_usd[t] * fix_usd, tier_w[t] * fix_w, links_by_tier.get(t, 0))
                for t in tiers}
     by_medium = {m: Totals(med_usd[m], med_w[m], links_by_medium.get(m, 0))
                  for m in sorted(set(med_usd) | set(links_by_medium))}
     n = len(fab.endpoints)
     links = [{"tier": t, "medium": m, "length_m": b, "links": c}
-             for (t, m, b), c in sorted(plan.items(), key=lambda kv: (_tier_rank(kv[0][0]),
+             for (t, m, b), c in sorted(plan.items(), key=lambda kv: (tier_rank(kv[0][0]),
                                                                       kv[0][1], kv[0][2]))]
     return CostEstimate(fab.name, capex, power, bom, by_tier, by_medium, n,
                         capex / n if n else math.nan, power / n if n else math.nan,
                         links, cat, pol, lay)
-
-
-_TIER_ORDER = ("gpu-nvswitch", "nvswitch-l2", "gpu-leaf", "leaf-spine", "spine-core")
-
-
-def _tier_rank(tier: str) -> tuple[int, str]:
-    return (_TIER_ORDER.index(tier) if tier in _TIER_ORDER else len(_TIER_ORDER), tier)
 
 
 __all__ = ["LENGTH_BUCKETS_M", "BomRow", "CostEstimate", "DeliveredCost", "Totals",

@@ -2,7 +2,8 @@
 
 The model, every step of which a :class:`Layout` parameter controls:
 
-1. **Servers.** GPUs joined through NVSwitches (arcs of tier ``"gpu-nvswitch"``) form one
+1. **Servers.** GPUs joined through NVSwitches (arcs of an in-system tier,
+   :data:`fabricopt.tiers.IN_SYSTEM_TIERS`: ``"gpu-nvswitch"``) form one
    scale-up unit (a DGX, an NVL72 rack); otherwise GPUs sharing the node attribute ``node``
    (with ``pod``/``su`` when set) form a server; otherwise consecutive endpoints form servers of
    ``gpus_per_server``.
@@ -39,19 +40,9 @@ import numpy as np
 
 from .._checks import check_choice, check_int, check_positive, dataclass_from_mapping, fail
 from ..fabric import Fabric
+from ..tiers import IN_SYSTEM_TIERS, is_scale_up_arc
 
 LEAF_PLACEMENTS = ("top_of_rack", "end_of_row", "central")
-SCALE_UP_TECHS = ("nvlink", "ualink")
-"""Tech prefixes of scale-up links: built into the accelerator, no NIC at the GPU end."""
-
-
-def is_scale_up(tech: Any) -> bool:
-    """True for scale-up link techs (``"nvlink4"``, ``"nvlink5"``, ``"ualink"``).
-
-    >>> is_scale_up("nvlink4"), is_scale_up("ndr")
-    (True, False)
-    """
-    return str(tech).lower().startswith(SCALE_UP_TECHS)
 
 
 def _check_tier_map(name: str, value: Any, allow_zero: bool) -> dict[str, float]:
@@ -188,7 +179,7 @@ def _units(fab: Fabric, layout: Layout, gpus: list[Hashable]) -> dict[Hashable, 
     """Server or scale-up unit of every GPU, numbered in endpoint order."""
     g = fab.graph
     nvs = nx.Graph()
-    nvs.add_edges_from((u, v) for u, v, t in g.edges(data="tier") if t == "gpu-nvswitch")
+    nvs.add_edges_from((u, v) for u, v, t in g.edges(data="tier") if t in IN_SYSTEM_TIERS)
     label: dict[Hashable, Any] = {}
     for comp in nx.connected_components(nvs):
         key = ("domain", min(map(repr, comp)))
@@ -265,7 +256,7 @@ def place(fab: Fabric, layout: Layout | None = None) -> Placement:
         if role[i] == "gpu":
             continue
         gpu_nbrs = [w for w in g.successors(v) if g.nodes[w].get("role") == "gpu"]
-        if role[i] == "nic" or (gpu_nbrs and any(is_scale_up(g[v][w].get("tech"))
+        if role[i] == "nic" or (gpu_nbrs and any(is_scale_up_arc(g[v][w])
                                                  for w in gpu_nbrs)):
             if gpu_nbrs:
                 j = index[gpu_nbrs[0]]

@@ -28,14 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import check_bool, check_choice, dataclass_from_mapping, fail
-from .catalog import TRANSCEIVER_TYPES, Catalog, Entry
+from ..catalog import TRANSCEIVER_TYPES, Catalog, Entry
 
 LENGTH_BUCKETS_M = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0,
                     70.0, 100.0, 150.0, 200.0, 300.0, 500.0, 1000.0, 2000.0)
 """Standard cable lengths: a link gets the shortest that covers it (capped at the reach)."""
-
-_IB_TECHS = ("ndr", "xdr", "hdr", "edr", "infiniband", "ib")
-
 
 def length_bucket(length_m: float, reach_m: float = math.inf) -> float:
     """The standard cable length bought for a link of ``length_m`` (at most ``reach_m``).
@@ -50,7 +47,6 @@ def length_bucket(length_m: float, reach_m: float = math.inf) -> float:
 
 
 OBJECTIVES = ("cost", "power")
-COPPER_TYPES = ("dac", "acc", "aec")
 
 POLICY_PRESETS: dict[str, dict[str, Any]] = {
     "cost": {},

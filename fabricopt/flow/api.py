@@ -19,6 +19,7 @@ from .._checks import check_bool, check_choice, check_positive
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..graph_arrays import GraphArrays
+from ..tiers import tier_of
 from ..traffic import Traffic, all_to_all
 from .backends import BACKENDS, solve_lp
 from .certificate import EXACT_RTOL, certify
@@ -177,7 +178,7 @@ def theta_scale(fab: Fabric, traffic: Traffic) -> float:
 
 def arc_tiers(fab: Fabric, ga: GraphArrays) -> tuple[str, ...]:
     """The ``tier`` of each arc, in the order of ``ga``."""
-    return tuple(str(fab.graph[u][v].get("tier", "link")) for u, v in ga.arcs)
+    return tuple(tier_of(fab.graph[u][v]) for u, v in ga.arcs)
 
 
 def _lp_size(model: ThroughputModel) -> dict[str, int]:

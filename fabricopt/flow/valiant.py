@@ -42,8 +42,8 @@ from scipy.sparse.csgraph import shortest_path
 
 from .._checks import check_endpoint_group
 from ..errors import InvalidParameterError
-from ..fabric import SCALE_UP_TIERS
 from ..graph_arrays import GraphArrays
+from ..tiers import is_scale_up_arc
 from .backends import solve_lp
 from .certificate import DistanceBound, certify
 from .lp import LinearProgram
@@ -92,9 +92,9 @@ def hub_levels(fab: Any, endpoints: Iterable[Hashable] | None = None,
     endpoint (1: leaves, 2: spines, 3: cores of a 3-tier Clos), or ``{0: endpoints}`` in a
     direct network with no switches.
 
-    Switches with only scale-up links (NVSwitches, tiers in ``SCALE_UP_TIERS``) count only
-    when there is no other switch: in a cluster, detouring through another server's
-    NVSwitch would cost scale-out bandwidth twice. Every level is invariant under the
+    Switches with only scale-up links (NVSwitches; see :func:`fabricopt.tiers.is_scale_up_arc`)
+    count only when there is no other switch: in a cluster, detouring through another
+    server's NVSwitch would cost scale-out bandwidth twice. Every level is invariant under the
     automorphisms that keep the endpoints, so the symmetric method applies to each.
 
     >>> import fabricopt as fo
@@ -106,7 +106,7 @@ def hub_levels(fab: Any, endpoints: Iterable[Hashable] | None = None,
     ep_idx = np.array([ga.index[e] for e in eps])
     others = np.setdiff1d(np.arange(ga.n_nodes), np.array([ga.index[e] for e in fab.endpoints]))
     network = np.zeros(ga.n_nodes, dtype=bool)
-    scale_out = np.fromiter((t not in SCALE_UP_TIERS for _, _, t in fab.graph.edges(data="tier")),
+    scale_out = np.fromiter((not is_scale_up_arc(d) for _, _, d in fab.graph.edges(data=True)),
                             dtype=bool, count=ga.n_arcs)
     network[ga.tail[scale_out]] = True
     network[ga.head[scale_out]] = True

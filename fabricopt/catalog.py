@@ -25,8 +25,8 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from .._toml import read_toml
-from ..errors import DesignFileError
+from ._toml import read_toml
+from .errors import DesignFileError
 
 CONFIDENCES = ("vendor", "derived", "secondary", "estimate")
 """Confidence levels, strongest first."""

@@ -1,0 +1,150 @@
+"""Link tiers and technologies: which links are scale-up, which are network, and of what family.
+
+Every arc of a fabric carries a ``tier`` (where the link sits: ``"gpu-leaf"``,
+``"leaf-spine"``, ...) and a ``tech`` (what it is made of: ``"nvlink4"``, ``"ndr"``,
+``"800gbe"``, ...). This module is the one place that reads them; solvers, bounds and the cost
+model ask it rather than testing strings of their own.
+
+Tiers the generators build:
+
+=======================  =============  =====================================================
+tier                     kind           links
+=======================  =============  =====================================================
+``gpu-nvswitch``         scale-up       GPU to its NVSwitch (NVLink)
+``gpu-ualink-switch``    scale-up       accelerator to its UALink switch
+``nvswitch-l2``          scale-up       first- to second-level NVSwitch (NVLink Switch System)
+``gpu-leaf``             scale-out      GPU (or its NIC) to a leaf or router
+``leaf-spine``           scale-out      leaf to spine
+``spine-core``           scale-out      spine to core (three-tier Clos)
+``local``, ``global``    scale-out      dragonfly router links within and between groups
+``switch-switch``        scale-out      switch to switch (Slim Fly, Jellyfish)
+``ring``, ``torus``,     direct         GPU to GPU, scale-up or not by their ``tech``
+``hypercube``,
+``complete``
+=======================  =============  =====================================================
+
+A link is **scale-up** when its tier is a scale-up tier or its technology is of a scale-up
+family (NVLink, UALink): such links are built into the accelerator (no NIC) and join GPUs
+inside one scale-up domain. Every other link is scale-out network. A link without a ``tier``
+counts as tier ``"link"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+DEFAULT_TIER = "link"
+"""Tier of an arc that names none (fabrics built from a plain graph)."""
+
+SCALE_UP_ACCESS_TIERS = ("gpu-nvswitch", "gpu-ualink-switch")
+"""Tiers from an accelerator to the first switch of its scale-up domain."""
+
+SCALE_UP_TIERS = SCALE_UP_ACCESS_TIERS + ("nvswitch-l2",)
+"""Tiers that join GPUs inside a scale-up domain (NVLink, UALink)."""
+
+IN_SYSTEM_TIERS = ("gpu-nvswitch",)
+"""Scale-up tiers whose links stay inside one server or rack-scale system (a DGX, an NVL72):
+the GPUs they join are one physical unit. UALink is not among them: a UALink pod spans racks
+(up to 1,024 accelerators), each accelerator sitting in a server of its own."""
+
+SCALE_OUT_TIERS = ("gpu-leaf", "leaf-spine", "spine-core", "local", "global", "switch-switch")
+"""Tiers of the switched scale-out network the generators build."""
+
+DIRECT_TIERS = ("ring", "torus", "hypercube", "complete")
+"""GPU-to-GPU tiers of direct topologies: scale-up or not by their technology."""
+
+TIER_ORDER = ("gpu-nvswitch", "gpu-ualink-switch", "nvswitch-l2", "gpu-leaf", "leaf-spine",
+              "spine-core")
+"""Tiers in the order tables list them: from the GPU outwards, scale-up first."""
+
+TECH_FAMILIES = ("nvlink", "ualink", "infiniband", "ethernet")
+"""Technology families a link's ``tech`` can belong to."""
+
+SCALE_UP_FAMILIES = ("nvlink", "ualink")
+"""Families of scale-up links: built into the accelerator, no NIC at the GPU end."""
+
+INFINIBAND_TECHS = ("ndr", "xdr", "hdr", "edr", "infiniband", "ib")
+"""``tech`` labels of InfiniBand links (by generation, or the family itself)."""
+
+
+def tier_of(arc: Mapping[str, Any]) -> str:
+    """The tier of an arc's attributes, :data:`DEFAULT_TIER` when it names none.
+
+    >>> tier_of({"tier": "leaf-spine"}), tier_of({})
+    ('leaf-spine', 'link')
+    """
+    return str(arc.get("tier", DEFAULT_TIER))
+
+
+def tech_family(tech: Any) -> str | None:
+    """The technology family of a ``tech`` label, or None when it names none of
+    :data:`TECH_FAMILIES` (generic labels such as ``"400g"``).
+
+    NVLink and UALink by prefix (``"nvlink4"``, ``"nvlink5"``, ``"ualink"``), InfiniBand by
+    generation (:data:`INFINIBAND_TECHS`), Ethernet by a ``"gbe"`` suffix (``"800gbe"``) or its
+    name. Case is ignored.
+
+    >>> [tech_family(t) for t in ("nvlink5", "UALink", "ndr", "800gbe", "400g", None)]
+    ['nvlink', 'ualink', 'infiniband', 'ethernet', None, None]
+    """
+    t = "" if tech is None else str(tech).lower()
+    if t.startswith("nvlink"):
+        return "nvlink"
+    if t.startswith("ualink"):
+        return "ualink"
+    if t in INFINIBAND_TECHS:
+        return "infiniband"
+    if t.endswith("gbe") or t == "ethernet":
+        return "ethernet"
+    return None
+
+
+def is_scale_up(tier: Any = None, tech: Any = None) -> bool:
+    """True for a scale-up link: a tier of :data:`SCALE_UP_TIERS` or a tech of a
+    :data:`SCALE_UP_FAMILIES` family.
+
+    >>> is_scale_up("gpu-ualink-switch"), is_scale_up(tech="nvlink4")
+    (True, True)
+    >>> is_scale_up("gpu-leaf", "ndr"), is_scale_up()
+    (False, False)
+    """
+    return (tier is not None and str(tier) in SCALE_UP_TIERS) or \
+        tech_family(tech) in SCALE_UP_FAMILIES
+
+
+def is_scale_up_arc(arc: Mapping[str, Any]) -> bool:
+    """:func:`is_scale_up` of an arc's attributes (``tier`` and ``tech``).
+
+    >>> import fabricopt as fo
+    >>> fab = fo.dgx_h100()
+    >>> g = fab.endpoints[0]
+    >>> all(is_scale_up_arc(d) for _, _, d in fab.graph.out_edges(g, data=True))
+    True
+    """
+    return is_scale_up(arc.get("tier"), arc.get("tech"))
+
+
+def scale_up_tiers(arcs: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+    """The tiers (:func:`tier_of`) among ``arcs`` that hold a scale-up link.
+
+    >>> import fabricopt as fo
+    >>> sorted(scale_up_tiers(d for _, _, d in fo.ualink_pod(8, 2, 2).graph.edges(data=True)))
+    ['gpu-ualink-switch']
+    """
+    return frozenset(tier_of(d) for d in arcs if is_scale_up_arc(d))
+
+
+def tier_rank(tier: str) -> tuple[int, str]:
+    """Sort key of a tier: :data:`TIER_ORDER` first, any other tier after them by name.
+
+    >>> sorted(["spine-core", "ring", "gpu-nvswitch", "gpu-leaf"], key=tier_rank)
+    ['gpu-nvswitch', 'gpu-leaf', 'spine-core', 'ring']
+    """
+    return (TIER_ORDER.index(tier) if tier in TIER_ORDER else len(TIER_ORDER), tier)
+
+
+__all__ = ["DEFAULT_TIER", "DIRECT_TIERS", "INFINIBAND_TECHS", "IN_SYSTEM_TIERS", "SCALE_OUT_TIERS",
+           "SCALE_UP_ACCESS_TIERS", "SCALE_UP_FAMILIES", "SCALE_UP_TIERS", "TECH_FAMILIES",
+           "TIER_ORDER", "is_scale_up", "is_scale_up_arc", "scale_up_tiers", "tech_family",
+           "tier_of", "tier_rank"]
