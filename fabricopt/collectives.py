@@ -46,8 +46,10 @@ from .catalog import Catalog
 from .cuts import cut_capacity, min_cut
 from .errors import InvalidParameterError
 from .fabric import Fabric
+from .flow import max_concurrent_flow
 from .graph_arrays import GraphArrays
 from .tiers import scale_up_tiers, tier_of
+from .traffic import all_to_all
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
 GBPS_TO_BYTES = 1e9 / 8  # one Gb/s of capacity moves this many bytes per second
@@ -468,9 +470,6 @@ def _all_reduce(ask: _Ask) -> _Outcome:
 
 
 def _all_to_all(ask: _Ask) -> _Outcome:
-    from .flow import max_concurrent_flow
-    from .traffic import all_to_all
-
     r = max_concurrent_flow(ask.fab, all_to_all(ask.fab, endpoints=ask.p.gpu_names, gbps=1.0))
     lower = ask.bound("all-to-all throughput", _time(ask.chunk, r.upper), "lower",
                       f"max-concurrent-flow theta <= {r.upper:.6g} per Gb/s of demand "
