@@ -149,14 +149,17 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
             method = "lp"
     # Solve for theta near 1: solvers' tolerances (and CBC's printed digits) are absolute,
     # so a theta of 0.02 would lose relative precision in the certificate.
-    scale = theta_scale(fab, traffic)
+    ga = GraphArrays.from_fabric(fab)
+    scale = theta_scale(fab, traffic, ga)
     scaled = traffic.scaled(scale) if scale != 1.0 else traffic
     model: ThroughputModel
     if method == "symmetric":
+        # The claim was checked against the graph by symmetric_applicable just above.
         model = build_symmetric_lp(fab, _uniform_gbps(scaled),
-                                   include_endpoint_links=include_endpoint_links)
+                                   include_endpoint_links=include_endpoint_links, ga=ga,
+                                   symmetry=fab._symmetry)
     else:
-        model = build_flow_lp(fab, scaled, include_endpoint_links)
+        model = build_flow_lp(fab, scaled, include_endpoint_links, ga=ga)
     sol = solve_lp(model.lp, backend, time_limit, **backend_options)
     result = certified_result(model, sol, method=method, backend=backend, fabric_name=fab.name,
                               tiers=arc_tiers(fab, model.ga), traffic_scale=scale)
@@ -165,11 +168,13 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     return result
 
 
-def theta_scale(fab: Fabric, traffic: Traffic) -> float:
+def theta_scale(fab: Fabric, traffic: Traffic, ga: GraphArrays | None = None) -> float:
     """A power of two near the injection bound on theta (each endpoint's capacity over what
     it sends), used to solve for a theta of order one."""
+    ga = ga or GraphArrays.from_fabric(fab)
+    injection = np.bincount(ga.tail, weights=ga.capacity, minlength=ga.n_nodes)
     out = traffic.out_gbps()
-    ratios = [fab.injection_gbps(e) / d for e, d in out.items() if d > 0]
+    ratios = [injection[ga.index[e]] / d for e, d in out.items() if d > 0]
     est = min(ratios) if ratios else 1.0
     if not (est > 0 and math.isfinite(est)):
         return 1.0
@@ -178,6 +183,8 @@ def theta_scale(fab: Fabric, traffic: Traffic) -> float:
 
 def arc_tiers(fab: Fabric, ga: GraphArrays) -> tuple[str, ...]:
     """The ``tier`` of each arc, in the order of ``ga``."""
+    if ga.tiers:
+        return ga.tiers
     return tuple(tier_of(fab.graph[u][v]) for u, v in ga.arcs)
 
 

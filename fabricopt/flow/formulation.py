@@ -297,7 +297,7 @@ class FlowModel:
 
 
 def build_flow_lp(fab: Any, traffic: Traffic, include_endpoint_links: bool = True,
-                  ) -> FlowModel:
+                  ga: GraphArrays | None = None) -> FlowModel:
     """Build the exact max-concurrent-flow LP of ``traffic`` on ``fab``.
 
     With ``include_endpoint_links=False`` the links of endpoints that hang off one switch are
@@ -315,7 +315,7 @@ def build_flow_lp(fab: Any, traffic: Traffic, include_endpoint_links: bool = Tru
     (4, 33)
     """
     traffic.check_endpoints(fab)
-    demand = CollapsedDemand.of(fab, traffic, include_endpoint_links)
+    demand = CollapsedDemand.of(fab, traffic, include_endpoint_links, ga)
     if not np.any(demand.out_gbps > 0):
         raise TrafficError(f"{traffic.name}: no positive demand")
     if not include_endpoint_links and not len(demand.src):
