@@ -50,6 +50,27 @@ def check_int(func: str, name: str, value: Any, minimum: int | None = None,
     return value
 
 
+#: Largest fabric a generator builds: networkx keeps about half a kilobyte per arc, so this
+#: many physical links (two arcs each) is a few gigabytes, the most a 24 GB laptop holds with
+#: room to solve. 100,000 GPUs with their NVLink bundles and three switch tiers fit well below.
+MAX_NODES = 2_000_000
+MAX_LINKS = 4_000_000
+
+
+def check_size(func: str, nodes: int, links: int) -> None:
+    """Raise before building when a fabric would hold more than :data:`MAX_NODES` nodes or
+    :data:`MAX_LINKS` links (bundles count once), saying how much memory it would take.
+
+    >>> check_size("ring", 8, 8)
+    """
+    if nodes > MAX_NODES or links > MAX_LINKS:
+        gigabytes = 2 * links * 500 / 1e9
+        raise InvalidParameterError(
+            f"{func}(): the fabric would have {nodes:,} nodes and {links:,} links (about "
+            f"{gigabytes:,.3g} GB in memory); the limit is {MAX_NODES:,} nodes and "
+            f"{MAX_LINKS:,} links")
+
+
 def check_positive(func: str, name: str, value: Any, allow_zero: bool = False) -> float:
     """Return ``value`` as a float, or raise if it is not a finite number > 0 (or >= 0)."""
     rule = "a finite number >= 0" if allow_zero else "a finite number > 0"
