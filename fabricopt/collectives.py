@@ -41,13 +41,14 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_choice, check_endpoint_group, check_positive
+from ._checks import check_bool, check_choice, check_endpoint_group, check_int, check_positive
 from .catalog import Catalog
+from .collective_parts import Partition, all_reduce_volume_s, part_cut_s, partition
 from .cuts import cut_capacity, min_cut
-from .errors import InvalidParameterError
+from .errors import InvalidFabricError, InvalidParameterError
 from .fabric import Fabric
 from .graph_arrays import GraphArrays
-from .tiers import scale_up_tiers, tier_of
+from .tiers import is_scale_up_arc, scale_up_tiers, tech_family, tier_of
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
 GBPS_TO_BYTES = 1e9 / 8  # one Gb/s of capacity moves this many bytes per second
@@ -155,15 +156,45 @@ class _Problem:
     tiers: list[str]          # per arc
     scale_up_tiers: frozenset[str]
     symmetric: bool           # one GPU orbit under a claimed symmetry
+    scale_up_arc: np.ndarray  # per arc: NVLink / UALink (fabricopt.tiers.is_scale_up_arc)
+    reduce_attr: np.ndarray   # per node: the switch says reduce=True
+    is_switch: np.ndarray     # per node: role "switch"
 
 
-def _problem(fab: Fabric, endpoints: Sequence[Hashable]) -> _Problem:
-    ga = GraphArrays.from_fabric(fab)
+def _problem(fab: Fabric, endpoints: Sequence[Hashable], ga: GraphArrays | None = None,
+             ) -> _Problem:
+    ga = GraphArrays.from_fabric(fab) if ga is None else ga
     gpus = np.array([ga.index[e] for e in endpoints])
     arcs = [fab.graph[u][v] for u, v in ga.arcs]
     symmetric = fab.symmetry is not None and len(endpoints) == len(fab.endpoints)
+    reduce_attr = np.array([fab.graph.nodes[v].get("reduce") is True for v in ga.nodes])
     return _Problem(ga, gpus, tuple(endpoints), [tier_of(d) for d in arcs],
-                    scale_up_tiers(arcs), symmetric)
+                    scale_up_tiers(arcs), symmetric,
+                    np.array([is_scale_up_arc(d) for d in arcs], dtype=bool), reduce_attr,
+                    np.array([fab.graph.nodes[v].get("role") == "switch" for v in ga.nodes]))
+
+
+def _check_reduce_attributes(func: str, fab: Fabric) -> None:
+    """Every node's ``reduce`` attribute, when present, is a bool (a string such as ``"no"``
+    would otherwise read as true)."""
+    for v, d in fab.graph.nodes(data=True):
+        value = d.get("reduce")
+        if value is not None and not isinstance(value, bool | np.bool_):
+            raise InvalidFabricError(f"{func}(): fab node {v!r} has reduce={value!r}; reduce "
+                                     "must be True or False")
+
+
+def _reducing_switches(p: _Problem, scale_out_reduction: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(scale-up, scale-out) masks of the nodes that may reduce: switches with
+    ``reduce=True`` that touch a scale-up link (NVLink SHARP), and switches that touch none and
+    either say ``reduce=True`` or are made to by ``scale_out_reduction`` (InfiniBand SHARP)."""
+    ga = p.ga
+    touches_up = np.zeros(ga.n_nodes, dtype=bool)
+    touches_up[ga.tail[p.scale_up_arc]] = True
+    touches_up[ga.head[p.scale_up_arc]] = True
+    red_up = p.reduce_attr & touches_up & p.is_switch
+    red_out = p.is_switch & ~touches_up & (p.reduce_attr | scale_out_reduction)
+    return red_up, red_out
 
 
 def _reversed(p: _Problem) -> _Problem:
@@ -299,14 +330,13 @@ def _pair_cut_min(p: _Problem, root: int, limit: int = 64) -> tuple[float, np.nd
     return best, best_side
 
 
-def _reduce_domains(fab: Fabric, p: _Problem) -> tuple[list[list[int]], float]:
-    """Groups of participants that share reduce-capable switches, and the least bandwidth
-    (Gb/s, per direction) from a participant to such switches."""
+def _reduce_domains(p: _Problem, red_up: np.ndarray) -> tuple[list[list[int]], float]:
+    """Groups of participants that share reducing scale-up switches (``red_up``), and the
+    least bandwidth (Gb/s, per direction) from a participant to such switches."""
     ga = p.ga
-    reduce = np.array([bool(fab.graph.nodes[v].get("reduce")) for v in ga.nodes])
     is_gpu = np.zeros(ga.n_nodes, dtype=bool)
     is_gpu[p.gpus] = True
-    to_reduce = is_gpu[ga.tail] & reduce[ga.head]
+    to_reduce = is_gpu[ga.tail] & red_up[ga.head]
     if not to_reduce.any():
         return [], 0.0
     # Union participants through the reduce switches they touch.
@@ -352,6 +382,15 @@ class _Ask:
     in_network_reduction: bool | str = "auto"
     notes: list[str] = field(default_factory=list)
     _balanced: bool | None = None
+    scale_out_reduction: bool = False
+
+    def reducing(self) -> tuple[np.ndarray, np.ndarray]:
+        """(scale-up, scale-out) masks of the switches that reduce in this computation
+        (:func:`_reducing_switches`), both empty when in-network reduction is off."""
+        if self.in_network_reduction is False:
+            none = np.zeros(self.p.ga.n_nodes, dtype=bool)
+            return none, none
+        return _reducing_switches(self.p, self.scale_out_reduction)
 
     @property
     def n(self) -> int:
@@ -389,6 +428,8 @@ class _Outcome:
     achievable_s: float | None
     bounds: list[Bound]
     in_network_reduction: bool = False
+    #: Phase times of the in-network reduction schedule: {"nvls": s, "network": s}.
+    inr_phases_s: dict[str, float] | None = None
 
 
 def _forestcoll(ask: _Ask, problem: _Problem, name: str,
@@ -418,53 +459,132 @@ def _reduce_scatter(ask: _Ask) -> _Outcome:
     return _Outcome(b, t, [b])
 
 
+def _partitions(p: _Problem, combining: np.ndarray) -> list[Partition]:
+    """The two partitions the volume bounds use: the finest (participants and reducing
+    switches joined by arcs between them) and the scale-up one (also joined through every
+    scale-up link, so a whole NVLink domain is one part)."""
+    ga = p.ga
+    direct = combining[ga.tail] & combining[ga.head]
+    return [partition(ga, combining, direct, "finest"),
+            partition(ga, combining, direct | p.scale_up_arc, "scale-up domains")]
+
+
+def _volume_bound(ask: _Ask, groups: Sequence[np.ndarray], combining: np.ndarray,
+                  reducing: bool) -> Bound:
+    """The all-reduce volume bound over parts (``docs/collectives.md#volume-over-parts``):
+    the larger over the finest and the scale-up partition."""
+    best_t, best = 0.0, None
+    for part in _partitions(ask.p, combining):
+        t = all_reduce_volume_s(part, groups, ask.size)
+        if t > best_t:
+            best_t, best = t, part
+    parts = 0 if best is None else len(np.unique(best.label[groups[0]]))
+    inside = "reducing parts" if reducing else "parts"
+    why = (f"{parts} {inside} per group ({best.name if best else '-'}); each part sends and "
+           "receives 2(m-1)/m of the buffer in total (Patarasuk and Yuan)")
+    return ask.bound("volume", best_t, "lower", why)
+
+
+def _sharp_single_switch(ask: _Ask, red_out: np.ndarray) -> bool:
+    """True when the GPUs that aggregate together in the scale-out (those of one ``rail``,
+    or all participants when they name none) reach one common reducing switch directly: the
+    aggregation then needs no switch-to-switch link and runs at the NICs' rate."""
+    p, ga = ask.p, ask.p.ga
+    graph = ask.fab.graph
+    rails: dict[Any, list[int]] = {}
+    for name, g in zip(p.gpu_names, p.gpus, strict=True):
+        rails.setdefault(graph.nodes[name].get("rail"), []).append(int(g))
+    for members in rails.values():
+        common: set[int] | None = None
+        for g in members:
+            arcs = ga.tail == g
+            here = {int(h) for h in ga.head[arcs] if red_out[h]}
+            common = here if common is None else common & here
+        if not common:
+            return False
+    return True
+
+
 def _all_reduce(ask: _Ask) -> _Outcome:
     """Reduce-scatter + all-gather, the volume and any-scheme cut bounds, and in-network
     reduction where switches reduce (see the module docstring)."""
     p, n, size = ask.p, ask.n, ask.size
     t_ag, b_ag = _forestcoll(ask, p, "all-gather optimum", "leaving")
     t_rs, b_rs = _forestcoll(ask, _reversed(p), "reduce-scatter optimum", "entering")
-    egress = np.bincount(p.ga.tail, weights=p.ga.capacity, minlength=p.ga.n_nodes)[p.gpus]
     cut_min, cut_side = _pair_cut_min(p, int(p.gpus[0]))
     t_sum = math.inf if t_rs is None or t_ag is None else t_rs + t_ag
     b_sum = ask.bound("reduce-scatter + all-gather", t_sum, "achievable",
                       "ForestColl reduce-scatter then all-gather")
-    b_vol = ask.bound("volume", _time(2 * (n - 1) * size, float(egress.sum())), "lower",
-                      "each GPU sends 2(n-1)/n of the buffer (no in-network reduction)")
-    b_cut = ask.bound("any-scheme cut", _time(size, cut_min), "lower",
-                      "every GPU-separating cut carries the buffer both ways",
-                      _cut_info(p, cut_side, "leaving") if cut_side is not None else None)
-    bounds = [b_rs, b_ag, b_vol, b_cut] + ([b_sum] if math.isfinite(t_sum) else [])
-    domains, b_up = _reduce_domains(ask.fab, p)
+    red_up, red_out = ask.reducing()
+    domains, b_up = _reduce_domains(p, red_up)
     if domains and max(len(d) for d in domains) < 2:
         domains = []  # one participant per reducing domain: nothing to reduce in a switch
-    if ask.in_network_reduction is True and not domains:
+    sharp = bool(red_out.any())
+    use_inr = (bool(domains) or sharp) and ask.in_network_reduction in ("auto", True)
+    if ask.in_network_reduction is True and not use_inr:
         ask.notes.append("in-network reduction asked for, but no participant reaches a switch "
                          "with reduce=True")
-    use_inr = bool(domains) and ask.in_network_reduction in ("auto", True)
+    participants = np.zeros(p.ga.n_nodes, dtype=bool)
+    participants[p.gpus] = True
+    combining = participants | ((red_up | red_out) if use_inr else False)
+    b_vol = _volume_bound(ask, [p.gpus], combining, use_inr)
+    # The boundary of each scale-up domain is a cut too (one a pair search may not meet).
+    part_t, part_q = part_cut_s(_partitions(p, combining)[1], [p.gpus], size, "all_reduce")
+    t_cut, cut_why = _time(size, cut_min), "every GPU-separating cut carries the buffer both ways"
+    cut_info = _cut_info(p, cut_side, "leaving") if cut_side is not None else None
+    if part_t > t_cut:
+        side = _partitions(p, combining)[1].label == part_q
+        t_cut, cut_info = part_t, _cut_info(p, side, "leaving")
+    b_cut = ask.bound("any-scheme cut", t_cut, "lower", cut_why, cut_info)
+    bounds = [b_rs, b_ag, b_vol, b_cut] + ([b_sum] if math.isfinite(t_sum) else [])
     if not use_inr:
         lower = max([b_rs, b_ag, b_vol, b_cut], key=lambda b: b.time_s)
         return _Outcome(lower, t_sum if math.isfinite(t_sum) else None, bounds)
-    k = len(domains)
-    g = min(len(d) for d in domains)
+    # Reduce inside each scale-up domain in its switches (S + S/g per GPU each way as NCCL
+    # runs NVLS), combine the S/g shards across the k domains over the scale-out (a ring of
+    # 2(k-1)/k S/g per NIC, or S/g each way with SHARP aggregating in the switches), and
+    # multicast back. The phases use different links, so pipelined over chunks the time
+    # tends to the slowest phase.
+    k = len(domains) if domains else n
+    g = min(len(d) for d in domains) if domains else 1
+    shard = size / g
+    t_in = _time(size + size / g, b_up) if domains else 0.0
+    t_in_ideal = _time(size, b_up) if domains else 0.0
+    b_out = _scale_out_gbps(p, red_up)
     if k == 1:
-        t_nvls = _time(size + size / n, b_up)
-        t_ideal = _time(size, b_up)
+        t_out = 0.0
+    elif sharp:
+        t_out = _time(shard, b_out)
     else:
-        # Hierarchical: reduce within each domain in the switches, all-reduce S/g per GPU
-        # across the k domains over the scale-out, broadcast back in the switches.
-        t_out = _time(2 * (k - 1) / k * size / g, _scale_out_gbps(ask.fab, p))
-        t_nvls = _time(size + size / g, b_up) + t_out
-        t_ideal = _time(size, b_up) + t_out
-    then = ", then the scale-out phase" if k > 1 else ""
-    b_nvls = ask.bound("NVLink SHARP (as NCCL runs it)", t_nvls, "achievable",
-                       "S + S/g per GPU each way through the reducing switches" + then)
-    b_ideal = ask.bound("ideal in-switch reduction", t_ideal, "model",
-                        "S per GPU each way through the reducing switches" + then)
-    best = min(b_sum.time_s, b_nvls.time_s)
-    # With reduction in the switches only the cut bound is universal.
-    return _Outcome(b_cut, best if math.isfinite(best) else None, bounds + [b_nvls, b_ideal],
-                    True)
+        t_out = _time(2 * (k - 1) / k * shard, b_out)
+    names = (["NVLink SHARP"] if domains else []) + (["InfiniBand SHARP"] if sharp and k > 1
+                                                     else [])
+    out_phase = ("" if k == 1 else "; scale-out " + (
+        "S/g per GPU each way, aggregated in the switches" if sharp
+        else "ring of 2(k-1)/k S/g per GPU"))
+    kind = "achievable"
+    if sharp and k > 1 and not _sharp_single_switch(ask, red_out):
+        kind = "model"
+        ask.notes.append("scale-out SHARP: the GPUs that aggregate together do not share one "
+                         "reducing switch, so the aggregation trees cross switch-to-switch "
+                         "links; the SHARP figure assumes those run at the NICs' rate "
+                         "(a model, not a proven schedule)")
+    if k > 1 and not sharp:
+        ask.notes.append("the scale-out phase of the hierarchical schedule assumes the network "
+                         "carries every NIC at line rate at once (non-blocking)")
+    b_nvls = ask.bound(" + ".join(names) + " (as NCCL runs it)", max(t_in, t_out), kind,
+                       (f"S + S/g per GPU each way through the reducing switches (g = {g})"
+                        if domains else "no scale-up reduction") + out_phase
+                       + "; phases pipelined")
+    b_ideal = ask.bound("ideal in-switch reduction", max(t_in_ideal, t_out), "model",
+                        "S per GPU each way through the reducing switches" + out_phase)
+    achievable = [t for t in (t_sum, b_nvls.time_s if kind == "achievable" else math.inf)
+                  if math.isfinite(t)]
+    # With reduction in the switches the ForestColl bounds assume too little; the any-scheme
+    # cut and the volume over reducing parts hold.
+    lower = max([b_vol, b_cut], key=lambda b: b.time_s)
+    return _Outcome(lower, min(achievable) if achievable else None,
+                    bounds + [b_nvls, b_ideal], True, {"nvls": t_in, "network": t_out})
 
 
 def _all_to_all(ask: _Ask) -> _Outcome:
@@ -610,11 +730,11 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
     return result
 
 
-def _scale_out_gbps(fab: Fabric, p: _Problem) -> float:
-    """Least per-GPU bandwidth (Gb/s) that does not go to a reducing switch: its NICs."""
+def _scale_out_gbps(p: _Problem, red_up: np.ndarray) -> float:
+    """Least per-GPU bandwidth (Gb/s) that does not go to a reducing scale-up switch: its
+    NICs."""
     ga = p.ga
-    reduce = np.array([bool(fab.graph.nodes[v].get("reduce")) for v in ga.nodes])
-    other = ~reduce[ga.head]
+    other = ~red_up[ga.head]
     egress = np.bincount(ga.tail[other], weights=ga.capacity[other], minlength=ga.n_nodes)
     return float(egress[p.gpus].min())
 
