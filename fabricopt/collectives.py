@@ -361,12 +361,32 @@ def _time(bytes_: float, gbps: float) -> float:
     return math.inf if gbps <= 0 else bytes_ / (gbps * GBPS_TO_BYTES)
 
 
-#: Default efficiency profile for ``expected=True``: fraction of a bound reached in practice,
-#: by the kind of the binding links (docs/collectives.md#expected-efficiency-not-a-bound:
-#: NCCL's tuning model uses 20.6 of 25 GB/s per NVLink 4 link, taken for UALink too;
-#: well-tuned InfiniBand rings reach 92-96% of NIC line rate). Keys: ``"scale_up"`` (NVLink,
-#: UALink; :mod:`fabricopt.tiers`) and ``"network"``.
-DEFAULT_EFFICIENCY = {"scale_up": 20.6 / 25.0, "network": 0.94}
+#: Efficiency profiles for ``expected=True``, calibrated on published nccl-tests all-reduce
+#: busbw at large sizes (``docs/collectives.md#expected-efficiency-not-a-bound``). Each is the
+#: measured busbw over this module's figure for the algorithm that ran:
+#:
+#: * ``"scale_up"``: a ring over NVLink, against the bound (the per-GPU NVLink bandwidth);
+#: * ``"nvls"``: NVLink SHARP, against its schedule as NCCL runs it (``S + S/g`` per GPU);
+#: * ``"network"``: the scale-out phase over the NICs.
+#:
+#: nvlink4 (8 x H100, 450 GB/s per GPU): ring about 370 GB/s and NVLS about 480 GB/s
+#: (NVIDIA/nccl-tests issue 212, an NCCL maintainer; NVIDIA/nccl issue 1455 measures 365-370
+#: and 480). nvlink5 (8 x B300, 900 GB/s per GPU; no B200 figure was found and a DGX B200 has
+#: the same per-GPU NVLink): ring 695 and NVLS 845 GB/s (NVIDIA/nccl issue 2140).
+#: nvlink5-rack (GB200 NVL72, all 72 GPUs): 834.6 GB/s out of place at 8 GiB (the GB200
+#: NVL72 example of CoreWeave's nccl-tests fork, pull request 43), read as NVLS (NCCL's
+#: default there). The network figure, 0.94, is inside the 92-96% of NIC line rate reported
+#: for tuned InfiniBand rings: an estimate without a cited measurement.
+EFFICIENCY_PROFILES: dict[str, dict[str, float]] = {
+    "nvlink4": {"scale_up": 370.0 / 450.0, "nvls": 480.0 / 700.0, "network": 0.94},
+    "nvlink5": {"scale_up": 695.0 / 900.0, "nvls": 845.0 / 1400.0, "network": 0.94},
+    "nvlink5-rack": {"scale_up": 695.0 / 900.0,
+                     "nvls": 834.57 / (900.0 * (2 * 71 / 72) / (1 + 1 / 72)),
+                     "network": 0.94},
+}
+
+#: The profile used when the fabric's scale-up links name no NVLink generation.
+DEFAULT_EFFICIENCY = EFFICIENCY_PROFILES["nvlink4"]
 
 
 # -- one function per collective ----------------------------------------------------------------
@@ -480,9 +500,12 @@ def _volume_bound(ask: _Ask, groups: Sequence[np.ndarray], combining: np.ndarray
             best_t, best = t, part
     parts = 0 if best is None else len(np.unique(best.label[groups[0]]))
     inside = "reducing parts" if reducing else "parts"
-    why = (f"{parts} {inside} per group ({best.name if best else '-'}); each part sends and "
-           "receives 2(m-1)/m of the buffer in total (Patarasuk and Yuan)")
-    return ask.bound("volume", best_t, "lower", why)
+    why = (f"{parts} {inside} per group ({best.name if best else '-'}); the parts together "
+           "send and receive 2(m-1) times the buffer (Patarasuk and Yuan)")
+    # The boundary of the first participant's part stands for the links that bind.
+    cut = None if best is None else _cut_info(ask.p, best.label == best.label[groups[0][0]],
+                                               "leaving")
+    return ask.bound("volume", best_t, "lower", why, cut)
 
 
 def _sharp_single_switch(ask: _Ask, red_out: np.ndarray) -> bool:
@@ -627,46 +650,157 @@ _BY_COLLECTIVE = {"all_gather": _all_gather, "reduce_scatter": _reduce_scatter,
 
 
 def _checked_ask(func: str, fab: Any, collective: Any, message_bytes: Any,
-                 endpoints: Iterable[Hashable] | None, in_network_reduction: Any) -> _Ask:
+                 endpoints: Iterable[Hashable] | None, in_network_reduction: Any,
+                 scale_out_reduction: Any = False) -> _Ask:
     """The arguments common to :func:`collective_bounds` and :func:`collective_curve`,
     checked, as one collective to compute."""
     if not isinstance(fab, Fabric):
         raise InvalidParameterError(f"{func}(): fab must be a Fabric, got {type(fab).__name__}")
     check_choice(func, "collective", collective, COLLECTIVES)
     size = check_positive(func, "message_bytes", message_bytes)
-    if in_network_reduction not in ("auto", True, False):
+    if in_network_reduction not in ("auto", True, False) or isinstance(
+            in_network_reduction, int | float) and not isinstance(in_network_reduction, bool):
         raise InvalidParameterError(f"{func}(): in_network_reduction must be 'auto', True or "
                                     f"False, got {in_network_reduction!r}")
+    sharp = check_bool(func, "scale_out_reduction", scale_out_reduction)
+    _check_reduce_attributes(func, fab)
     eps = check_endpoint_group(func, fab, endpoints)
-    return _Ask(fab, _problem(fab, eps), collective, size, in_network_reduction)
+    return _Ask(fab, _problem(fab, eps), collective, size, in_network_reduction,
+                scale_out_reduction=sharp)
 
 
 def _checked_latency(func: str, latency: Any) -> LatencyModel | None:
     if latency is not None and not isinstance(latency, LatencyModel):
         raise InvalidParameterError(f"{func}(): latency must be None or a LatencyModel, got "
-                                    f"{type(latency).__name__}")
+                                    f"{latency!r}")
     return latency
 
 
-def _efficiency_profile(func: str, expected: Any) -> dict[str, float] | None:
+def _profile_for(p: _Problem, fab: Fabric) -> tuple[str, dict[str, float]]:
+    """The calibrated profile for the participants' scale-up links: by NVLink generation, and
+    the rack-scale one when a reducing domain holds more than 8 of them."""
+    techs = {str(fab.graph[u][v].get("tech", "")).lower()
+             for a, (u, v) in enumerate(p.ga.arcs) if p.scale_up_arc[a]}
+    if any(t.startswith("nvlink5") for t in techs):
+        domains, _ = _reduce_domains(p, _reducing_switches(p, False)[0])
+        big = any(len(d) > 8 for d in domains)
+        name = "nvlink5-rack" if big else "nvlink5"
+    else:
+        name = "nvlink4"
+    return name, dict(EFFICIENCY_PROFILES[name])
+
+
+def _efficiency_profile(func: str, expected: Any) -> dict[str, float] | str | None:
+    """None, the name of a profile (``"auto"`` for ``True``), or a checked custom dict."""
     if expected is None or expected is False:
         return None
     if expected is True:
-        return dict(DEFAULT_EFFICIENCY)
+        return "auto"
+    if isinstance(expected, str):
+        return check_choice(func, "expected", expected, tuple(EFFICIENCY_PROFILES))
     if not isinstance(expected, dict):
-        raise InvalidParameterError(f"{func}(): expected must be None, True or a dict of "
-                                    f"efficiencies, got {expected!r}")
+        raise InvalidParameterError(f"{func}(): expected must be None, True, a profile name "
+                                    f"or a dict of efficiencies, got {expected!r}")
     for k, v in expected.items():
         check_choice(func, "a key of expected", k, tuple(DEFAULT_EFFICIENCY))
-        check_positive(func, f"expected[{k!r}]", v)
+        value = check_positive(func, f"expected[{k!r}]", v)
+        if value > 1:
+            raise InvalidParameterError(f"{func}(): expected[{k!r}] must be an efficiency in "
+                                        f"(0, 1] (a fraction of a bound), got {v!r}")
     return {**DEFAULT_EFFICIENCY, **expected}
+
+
+def _checked_groups(func: str, fab: Fabric, concurrent: Any,
+                    endpoints: Iterable[Hashable] | None) -> list[tuple[Hashable, ...]] | None:
+    """The concurrent groups: None, ``"rails"`` (one group per ``rail`` value of the
+    endpoints) or a sequence of endpoint groups; disjoint, of one size, at least two GPUs
+    each."""
+    if concurrent is None:
+        return None
+    if endpoints is not None:
+        raise InvalidParameterError(f"{func}(): give endpoints or concurrent, not both "
+                                    "(concurrent names every group)")
+    if concurrent == "rails":
+        by_rail: dict[Any, list[Hashable]] = {}
+        for e in fab.endpoints:
+            rail = fab.graph.nodes[e].get("rail")
+            if rail is None:
+                raise InvalidParameterError(f"{func}(): concurrent='rails' needs a rail "
+                                            f"attribute on every endpoint; {e!r} has none")
+            by_rail.setdefault(rail, []).append(e)
+        raw: list[Any] = list(by_rail.values())
+    elif isinstance(concurrent, str | bytes) or not isinstance(concurrent, Iterable):
+        raise InvalidParameterError(f"{func}(): concurrent must be None, 'rails' or a list of "
+                                    f"endpoint groups, got {concurrent!r}")
+    else:
+        raw = list(concurrent)
+    groups = [check_endpoint_group(func, fab, g) for g in raw]
+    if len(groups) < 2:
+        raise InvalidParameterError(f"{func}(): concurrent must name at least 2 groups, got "
+                                    f"{len(groups)}")
+    seen: set[Hashable] = set()
+    for g in groups:
+        if seen & set(g):
+            raise InvalidParameterError(f"{func}(): concurrent groups must be disjoint; "
+                                        f"{sorted(map(repr, seen & set(g)))[:3]} repeat")
+        seen |= set(g)
+    if len({len(g) for g in groups}) != 1:
+        raise InvalidParameterError(f"{func}(): concurrent groups must all have the same "
+                                    f"number of GPUs, got sizes {[len(g) for g in groups]}")
+    return groups
+
+
+def _concurrent(asks: list[_Ask], outs: list[_Outcome]) -> _Outcome:
+    """Several groups at once: each group's own bounds still hold; the volumes of all groups
+    add on the boundaries of the parts (``docs/collectives.md#concurrent-groups``); each group
+    running alone on a 1/G share of every link is achievable, G times its own time."""
+    first = asks[0]
+    p, size, collective = first.p, first.size, first.collective
+    n_groups = len(asks)
+    groups = [a.p.gpus for a in asks]
+    inr = any(o.in_network_reduction for o in outs)
+    combining = np.zeros(p.ga.n_nodes, dtype=bool)
+    for g in groups:
+        combining[g] = True
+    if inr:
+        red_up, red_out = first.reducing()
+        combining |= red_up | red_out
+    bounds = [dataclasses.replace(b, name=f"{b.name} (one group alone)")
+              for b in max(outs, key=lambda o: o.lower.time_s).bounds]
+    lowers = [max((o.lower for o in outs), key=lambda b: b.time_s)]
+    if collective == "all_reduce":
+        lowers.append(_volume_bound(first, groups, combining, inr))
+        lowers[-1] = dataclasses.replace(lowers[-1], name="volume, all groups at once")
+    if collective in ("all_reduce", "all_gather", "reduce_scatter"):
+        best_t, best_side = 0.0, None
+        for part in _partitions(p, combining):
+            t, q = part_cut_s(part, groups, size, collective)
+            if t > best_t:
+                best_t, best_side = t, part.label == q
+        if best_side is not None:
+            lowers.append(first.bound(
+                "part cut, all groups at once", best_t, "lower",
+                "every group the part separates moves its share across the part's boundary",
+                _cut_info(p, best_side, "leaving")))
+    lower = max(lowers, key=lambda b: b.time_s)
+    times = [o.achievable_s for o in outs]
+    achievable = None if any(t is None for t in times) else n_groups * max(times)
+    bounds += [b for b in lowers[1:]]
+    if achievable is not None:
+        bounds.append(first.bound("each group on a 1/G share", achievable, "achievable",
+                                  f"every group runs its own schedule on 1/{n_groups} of every "
+                                  "link"))
+    return _Outcome(lower, achievable, bounds, inr)
 
 
 def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
                       endpoints: Iterable[Hashable] | None = None,
                       in_network_reduction: bool | str = "auto",
-                      expected: bool | dict[str, float] | None = None,
-                      latency: LatencyModel | None = None) -> CollectiveBounds:
+                      expected: bool | str | dict[str, float] | None = None,
+                      latency: LatencyModel | None = None,
+                      scale_out_reduction: bool = False,
+                      concurrent: str | Sequence[Iterable[Hashable]] | None = None,
+                      ) -> CollectiveBounds:
     """Bounds on how fast ``collective`` can run on ``fab`` (see the module docstring).
 
     Parameters
@@ -680,13 +814,22 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
     in_network_reduction : {"auto", True, False}
         Whether switches with ``reduce=True`` may reduce (all-reduce only). ``"auto"``: yes
         when such switches touch the participants.
-    expected : bool or dict, optional
-        ``True`` for the default efficiency profile (:data:`DEFAULT_EFFICIENCY`), or a dict
-        ``{"scale_up": f, "network": f}`` (either key may be left out): adds a labelled
-        expected busbw, never a bound. Scale-up links (NVLink, UALink) are those of
-        :func:`fabricopt.tiers.is_scale_up`.
+    expected : bool, str or dict, optional
+        Adds a labelled expected busbw, never a bound. ``True``: the calibrated profile of
+        :data:`EFFICIENCY_PROFILES` for the fabric's NVLink generation; a profile name; or a
+        dict ``{"scale_up": f, "nvls": f, "network": f}`` of efficiencies in (0, 1] (keys
+        left out take :data:`DEFAULT_EFFICIENCY`). Scale-up links (NVLink, UALink) are those
+        of :func:`fabricopt.tiers.is_scale_up`.
     latency : LatencyModel, optional
         Adds the alpha term (see :class:`LatencyModel`); default: none (pure bandwidth).
+    scale_out_reduction : bool
+        Let the scale-out switches (those without scale-up links) reduce, as InfiniBand
+        SHARP on Quantum-2 and later does (all-reduce; needs in-network reduction on).
+    concurrent : "rails" or list of groups, optional
+        Run the collective in several disjoint groups of equal size at once, sharing the
+        fabric: ``"rails"`` for one group per ``rail`` (GPU ``i`` of every node, the
+        data-parallel groups). Default None: the group (``endpoints``) alone, free to use every
+        link of the fabric, the other GPUs' NICs included.
 
     Returns
     -------
@@ -706,10 +849,19 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
     450.0
     """
     func = "collective_bounds"
-    ask = _checked_ask(func, fab, collective, message_bytes, endpoints, in_network_reduction)
+    ask = _checked_ask(func, fab, collective, message_bytes, endpoints, in_network_reduction,
+                       scale_out_reduction)
     profile = _efficiency_profile(func, expected)
     _checked_latency(func, latency)
-    out = _BY_COLLECTIVE[collective](ask)
+    groups = _checked_groups(func, fab, concurrent, endpoints)
+    if groups is None:
+        out = _BY_COLLECTIVE[collective](ask)
+    else:
+        ga = ask.p.ga
+        asks = [dataclasses.replace(ask, p=_problem(fab, g, ga), notes=ask.notes, _balanced=None)
+                for g in groups]
+        out = _concurrent(asks, [_BY_COLLECTIVE[collective](a) for a in asks])
+        ask = asks[0]
     n, size = ask.n, ask.size
     alpha_low, alpha_step = latency.alphas(fab, ask.p) if latency is not None else (0.0, 0.0)
     # Latency-bound steps of the achievable schedules: 2(n-1) for a ring all-reduce, else n-1.
@@ -721,13 +873,45 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
         collective, n, size, lower_time, ach_time, algbw, algbw * bus_factor(collective, n),
         out.lower.name, out.lower.cut, out.bounds, out.in_network_reduction, alpha_low, None,
         ask.notes)
+    if groups is not None:
+        ask.notes.append(f"{len(groups)} groups of {n} GPUs run at once, sharing the fabric; "
+                         "times are those of the slowest group")
     if profile is not None:
-        side = _binding_side(ask.p, out.lower)
-        eff = profile[side]
-        result.expected = {"busbw_GBps": result.busbw_GBps * eff, "efficiency": eff,
-                           "label": f"expected = bound x {eff:.3g} ({side.replace('_', '-')} "
-                                    "efficiency profile; not a bound)"}
+        result.expected = _expected(ask, out, profile, alpha_low)
     return result
+
+
+def _expected(ask: _Ask, out: _Outcome, profile: dict[str, float] | str,
+              alpha_s: float) -> dict[str, Any]:
+    """The labelled expected figure: the faster of the ring (the best schedule without
+    in-network reduction, or the bound, at the efficiency of the links that bind) and NVLink
+    SHARP (each phase at its own efficiency); never a bound."""
+    name = "custom"
+    if profile == "auto":
+        name, effs = _profile_for(ask.p, ask.fab)
+    elif isinstance(profile, str):
+        name, effs = profile, dict(EFFICIENCY_PROFILES[profile])
+    else:
+        effs = profile
+    ring = next((b.time_s for b in out.bounds if b.name == "reduce-scatter + all-gather"),
+                None)
+    if ring is None:
+        ring = out.achievable_s if out.achievable_s is not None else out.lower.time_s
+    plain = [b for b in out.bounds if b.kind in ("lower", "exact") and "SHARP" not in b.name]
+    side = _binding_side(ask.p, max(plain, key=lambda b: b.time_s) if plain else out.lower)
+    candidates = {f"ring, {side.replace('_', '-')} efficiency {effs[side]:.3g}":
+                  ring / effs[side]}
+    if out.in_network_reduction and out.inr_phases_s is not None:
+        phases = out.inr_phases_s
+        candidates[f"NVLink SHARP efficiency {effs['nvls']:.3g}, network "
+                   f"{effs['network']:.3g}"] = max(phases["nvls"] / effs["nvls"],
+                                                   phases["network"] / effs["network"])
+    label, t = min(candidates.items(), key=lambda kv: kv[1])
+    t += alpha_s
+    busbw = ask.size / t / 1e9 * bus_factor(ask.collective, ask.n)
+    return {"busbw_GBps": busbw, "time_s": t, "profile": name,
+            "efficiency": effs,
+            "label": f"expected ({name} profile: {label}; calibrated on nccl-tests, not a bound)"}
 
 
 def _scale_out_gbps(p: _Problem, red_up: np.ndarray) -> float:
