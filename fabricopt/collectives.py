@@ -48,7 +48,7 @@ from .cuts import cut_capacity, min_cut
 from .errors import InvalidFabricError, InvalidParameterError
 from .fabric import Fabric
 from .graph_arrays import GraphArrays
-from .tiers import is_scale_up_arc, scale_up_tiers, tech_family, tier_of
+from .tiers import is_scale_up_arc, scale_up_tiers, tier_of
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
 GBPS_TO_BYTES = 1e9 / 8  # one Gb/s of capacity moves this many bytes per second
@@ -559,7 +559,8 @@ def _all_reduce(ask: _Ask) -> _Outcome:
         side = _partitions(p, combining)[1].label == part_q
         t_cut, cut_info = part_t, _cut_info(p, side, "leaving")
     b_cut = ask.bound("any-scheme cut", t_cut, "lower", cut_why, cut_info)
-    bounds = [b_rs, b_ag, b_vol, b_cut] + ([b_sum] if math.isfinite(t_sum) else [])
+    bounds = [b_rs, b_ag] + ([b_vol] if b_vol.time_s > 0 else []) + [b_cut] + (
+        [b_sum] if math.isfinite(t_sum) else [])
     if not use_inr:
         lower = max([b_rs, b_ag, b_vol, b_cut], key=lambda b: b.time_s)
         return _Outcome(lower, t_sum if math.isfinite(t_sum) else None, bounds)
@@ -976,6 +977,22 @@ class LatencyModel:
     length_m_by_tier: dict[str, float] | None = None
     catalog: Any = None
 
+    def __post_init__(self) -> None:
+        func = "LatencyModel"
+        if self.switch_ns is not None:
+            check_positive(func, "switch_ns", self.switch_ns, allow_zero=True)
+        check_positive(func, "endpoint_us", self.endpoint_us, allow_zero=True)
+        check_positive(func, "ns_per_m", self.ns_per_m, allow_zero=True)
+        if self.length_m_by_tier is not None:
+            if not isinstance(self.length_m_by_tier, dict):
+                raise InvalidParameterError(f"{func}(): length_m_by_tier must be None or a dict "
+                                            f"of metres by tier, got {self.length_m_by_tier!r}")
+            for tier, length in self.length_m_by_tier.items():
+                check_positive(func, f"length_m_by_tier[{tier!r}]", length, allow_zero=True)
+        if self.catalog is not None and not isinstance(self.catalog, Catalog):
+            raise InvalidParameterError(f"{func}(): catalog must be None or a Catalog, got "
+                                        f"{self.catalog!r}")
+
     def arc_latency_s(self, fab: Fabric, ga: GraphArrays) -> np.ndarray:
         """Seconds to cross each arc: its length plus the switch it enters."""
         catalog = self.catalog or Catalog.default()
@@ -1063,9 +1080,13 @@ def collective_curve(fab: Fabric, collective: str, sizes: Sequence[float] | None
     """
     func = "collective_curve"
     latency = _checked_latency(func, latency) or LatencyModel()
-    s = np.asarray(sizes if sizes is not None else 2.0 ** np.arange(10, 35), dtype=float)
-    if np.any(s <= 0):
-        raise InvalidParameterError(f"{func}(): sizes must be > 0 bytes")
+    try:
+        s = np.asarray(sizes if sizes is not None else 2.0 ** np.arange(10, 35), dtype=float)
+    except (TypeError, ValueError):
+        s = np.array([np.nan])
+    if s.ndim != 1 or not len(s) or not np.all(np.isfinite(s)) or np.any(s <= 0):
+        raise InvalidParameterError(f"{func}(): sizes must be a non-empty sequence of finite "
+                                    f"sizes > 0 bytes, got {sizes!r}")
     ref = 2.0**30  # any size: the bandwidth bound is linear in it
     ask = _checked_ask(func, fab, collective, ref, endpoints, in_network_reduction)
     beta = _BY_COLLECTIVE[collective](ask).lower.time_s / ref
@@ -1088,6 +1109,12 @@ def hierarchical_all_reduce_time(g: int, k: int, scale_up_gbps: float, nic_gbps:
     >>> round(hierarchical_all_reduce_time(8, 2, 3600.0, 400.0, 2**30) * 1e3, 2)
     6.86
     """
+    func = "hierarchical_all_reduce_time"
+    g = check_int(func, "g", g, minimum=1)
+    k = check_int(func, "k", k, minimum=1)
+    scale_up_gbps = check_positive(func, "scale_up_gbps", scale_up_gbps)
+    nic_gbps = check_positive(func, "nic_gbps", nic_gbps)
+    message_bytes = check_positive(func, "message_bytes", message_bytes)
     up = 2 * (g - 1) / g * message_bytes / (scale_up_gbps * GBPS_TO_BYTES)
     out = 2 * (k - 1) / k * (message_bytes / g) / (nic_gbps * GBPS_TO_BYTES) if k > 1 else 0.0
     return up + out
