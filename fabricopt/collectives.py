@@ -18,14 +18,20 @@ Bounds:
   the GPUs one orbit) finds a set with a larger ratio or proves there is none. That set is the
   binding cut. **Reduce-scatter** is the same on the reversed graph (``B_in``).
 * **All-reduce**: achievable ``T_RS* + T_AG*``; lower bounds ``max(T_RS*, T_AG*)``, the volume
-  bound ``2(n-1) S / sum of GPU egress``, and, for any scheme at all, ``S / min(B_out(X),
-  B_in(X))`` over every cut separating GPUs. With switches that reduce (``reduce=True``) and
-  in-network reduction on: NVLink SHARP as NCCL runs it moves ``S + S/n`` per GPU each way
+  bound ``2(m-1) S / sum of part egress`` over parts joined only through switches that do not
+  reduce (one part per GPU, or per reducing NVLink domain: :mod:`fabricopt.collective_parts`),
+  and, for any scheme at all, ``S / min(B_out(X), B_in(X))`` over every cut separating GPUs.
+  With switches that reduce (``reduce=True``) and in-network reduction on: NVLink SHARP
+  as NCCL runs it moves ``S + S/n`` per GPU each way
   (NVIDIA/nccl issue 1506) and ideal in-switch reduction ``S`` per GPU each way; for clusters
-  the scale-out part composes hierarchically
-  (``docs/collectives.md#in-network-reduction-nvlink-sharp``).
+  the scale-out phase (a ring, or InfiniBand SHARP with ``scale_out_reduction``) is
+  pipelined with it
+  (``docs/collectives.md#in-network-reduction-nvlink-sharp-and-infiniband-sharp``).
 * **All-to-all** from the certified max-concurrent-flow theta of uniform traffic among the
   participants: each pair moves ``S/n`` bytes.
+* **Concurrent groups** (``concurrent=``): every group at once on the shared fabric; their
+  volumes add on the part boundaries, and each group on a ``1/G`` share of every link is
+  achievable.
 * **Broadcast**: lower bound ``S / min_v mincut(root, v)``; achievable scatter + all-gather
   (van de Geijn), the scatter being one single-commodity max-flow search.
 """
