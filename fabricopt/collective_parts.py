@@ -99,8 +99,8 @@ def all_reduce_volume_s(part: Partition, groups: Sequence[np.ndarray], size: flo
     >>> gpus = np.array([ga.index[e] for e in fab.endpoints])
     >>> mask = np.isin(np.arange(ga.n_nodes), gpus)
     >>> part = partition(ga, mask, mask[ga.tail] & mask[ga.head], "GPUs")
-    >>> all_reduce_volume_s(part, [gpus], 1e9) * 1e9 / 8   # 2 x 3 x 1e9 bytes over 4 Gb/s
-    1.5
+    >>> all_reduce_volume_s(part, [gpus], 1e9)   # 2 x 3 x 1e9 bytes over 4 Gb/s = 0.5e9 B/s
+    12.0
     """
     volume = sum(2 * (len(np.unique(part.label[g])) - 1) for g in groups) * size
     return max(_time_s(volume, float(part.egress_gbps.sum())),
