@@ -14,6 +14,7 @@ from .collectives import (
     collective_curve,
     hierarchical_all_reduce_time,
 )
+from .compare import Comparison, compare
 from .cost import Catalog, CatalogError, CostEstimate, Layout, Policy, estimate_cost
 from .errors import (
     BackendUnavailableError,
@@ -50,6 +51,8 @@ from .traffic import (
 __all__ = _generator_names + [
     "BisectionResult",
     "CollectiveBounds",
+    "Comparison",
+    "compare",
     "bisection_bandwidth",
     "LatencyModel",
     "collective_bounds",
