@@ -1,0 +1,841 @@
+"""Pictures: layered fabric diagrams and design-comparison plots (matplotlib).
+
+:func:`draw` lays a fabric out in rows: GPUs at the bottom, switches above them by their
+``layer`` attribute, scale-up switches (NVSwitch, UALink) in a row of their own just above
+the GPUs. Within a row the GPUs are ordered by their ``pod``, ``su``, ``node``, ``rail`` and
+``plane`` attributes, and every higher node sits in the order of the mean position of its
+neighbours below (the barycentre rule of layered graph drawing, Sugiyama, Tagawa and Toda,
+"Methods for Visual Understanding of Hierarchical System Structures", 1981), so links do
+not cross where the wiring does not force them to. Large fabrics are drawn as groups.
+
+:func:`plot_pareto`, :func:`pareto_front` and :func:`plot_metric_bars` compare designs from
+a table of records (one dict per design).
+
+Every function takes ``ax=`` and returns the Axes; without ``ax`` it makes a new
+:class:`matplotlib.figure.Figure` outside pyplot, so nothing is shown and no global figure
+list grows. Save with ``ax.figure.savefig("fig.png")``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ._checks import check_bool, check_int, fail
+from .fabric import SCALE_UP_TIERS, Fabric, _fmt_gbps
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+__all__ = ["AUTO_LEVELS", "AUTO_MAX_NODES", "draw", "pareto_front", "plot_metric_bars",
+           "plot_pareto"]
+
+#: ``aggregate="auto"`` draws every device up to this many drawn nodes, else groups them.
+AUTO_MAX_NODES = 300
+#: Attributes that order devices in a row, outermost first (see the Fabric attribute schema).
+ORDER_ATTRS = ("pod", "su", "node", "rail", "plane")
+#: Grouping levels from fine to coarse: a device without the level's attribute falls back
+#: to the next coarser one it has (a leaf has no ``node`` but has an ``su``).
+HIERARCHY = ("node", "su", "pod")
+#: A row whose devices lack the grouping attribute stays ungrouped up to this many devices.
+_KEEP_SMALL_ROW = 32
+_ROLE_STYLE = {"gpu": ("s", "#76b900", "GPU"), "switch": ("o", "#1f4e79", "switch"),
+               "nic": ("D", "#c55a11", "NIC")}
+_UTIL_CMAP = "plasma_r"
+
+
+# -- the drawing graph: devices or groups of devices, and the lines between them ------------
+
+@dataclass
+class _Node:
+    row: int
+    role: str
+    members: int
+    sort_key: tuple
+    name: str
+    models: Counter = field(default_factory=Counter)
+    group_attr: str | None = None
+
+
+@dataclass
+class _Line:
+    a: int
+    b: int
+    tiers: Counter = field(default_factory=Counter)
+    links: int = 0
+    bundles: int = 0
+    capacity_gbps: float = 0.0
+    utilization: float | None = None
+
+    @property
+    def tier(self) -> str:
+        return self.tiers.most_common(1)[0][0]
+
+
+@dataclass
+class _Drawing:
+    nodes: list[_Node]
+    lines: list[_Line]
+    rows: list[tuple[int, int]]
+    level: tuple[str, ...] | None
+    tier_links: Counter
+    tier_capacity_gbps: dict[str, float]
+    tier_util: dict[str, float]
+
+
+def _sortable(value: Any) -> tuple:
+    if value is None:
+        return (2, 0.0)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return (0, float(value))
+    return (1, str(value))
+
+
+def _natural(name: Hashable) -> tuple:
+    """Sort ``"n10"`` after ``"n9"``: digit runs compare as numbers."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p)
+                 for p in re.split(r"(\d+)", str(name)) if p)
+
+
+def _node_sort_key(v: Hashable, d: Mapping[str, Any]) -> tuple:
+    return tuple(_sortable(d.get(a)) for a in ORDER_ATTRS) + (_natural(v),)
+
+
+def _rows_of(fab: Fabric) -> dict[Hashable, tuple[int, int]]:
+    """Row key of every device: ``(layer, 0)`` for a switch whose links are all scale-up,
+    ``(layer, 1)`` otherwise, so NVSwitches get a row below the leaves of the same layer."""
+    g = fab.graph
+    out = {}
+    for v, d in g.nodes(data=True):
+        layer = d.get("layer")
+        layer = int(layer) if isinstance(layer, numbers.Real) else (0 if d.get("role") == "gpu"
+                                                                     else 1)
+        tiers = [t for _, _, t in g.out_edges(v, data="tier")]
+        scale_up = (d.get("role") == "switch" and bool(tiers)
+                    and all(t in SCALE_UP_TIERS for t in tiers))
+        out[v] = (layer, 0 if scale_up else 1)
+    return out
+
+
+def _groups(fab: Fabric, row_of: Mapping[Hashable, tuple[int, int]],
+            level: tuple[str, ...] | None) -> dict[Hashable, Hashable]:
+    """Drawn-node key of every device at a grouping level (None: every device alone).
+
+    A device is keyed by the values of the level's attributes it carries. One carrying none
+    stays alone when at most ``_KEEP_SMALL_ROW`` such devices share its row, else falls back
+    to the first coarser attribute of ``HIERARCHY`` it has, else joins one group per row.
+    Groups of one device are drawn as that device.
+    """
+    g = fab.graph
+    if level is None:
+        return {v: ("dev", v) for v in g}
+    finest = [HIERARCHY.index(a) for a in level if a in HIERARCHY]
+    fallback = HIERARCHY[min(finest) + 1:] if finest else ()
+    key: dict[Hashable, Hashable] = {}
+    loose: dict[tuple[int, int], list[Hashable]] = defaultdict(list)
+    for v, d in g.nodes(data=True):
+        values = tuple((a, d[a]) for a in level if d.get(a) is not None)
+        if values:
+            key[v] = ("grp", row_of[v], d.get("role"), values)
+        else:
+            loose[row_of[v]].append(v)
+    for row, devices in loose.items():
+        alone = len(devices) <= _KEEP_SMALL_ROW
+        for v in devices:
+            d = g.nodes[v]
+            if alone:
+                key[v] = ("dev", v)
+                continue
+            values = next((((a, d[a]),) for a in fallback if d.get(a) is not None), ())
+            key[v] = ("grp", row, d.get("role"), values)
+    sizes = Counter(key.values())
+    return {v: ("dev", v) if sizes[k] == 1 else k for v, k in key.items()}
+
+
+def _count_groups(fab: Fabric, row_of: Mapping[Hashable, tuple[int, int]],
+                  level: tuple[str, ...] | None) -> int:
+    return len(set(_groups(fab, row_of, level).values()))
+
+
+def _build(fab: Fabric, level: tuple[str, ...] | None,
+           util: Mapping[tuple, float] | None) -> _Drawing:
+    g = fab.graph
+    row_of = _rows_of(fab)
+    rows = sorted(set(row_of.values()))
+    row_index = {r: i for i, r in enumerate(rows)}
+    group = _groups(fab, row_of, level)
+    index: dict[Hashable, int] = {}
+    nodes: list[_Node] = []
+    drawn_of: dict[Hashable, int] = {}
+    for v, d in g.nodes(data=True):
+        k = group[v]
+        i = index.get(k)
+        sk = _node_sort_key(v, d)
+        if i is None:
+            i = index[k] = len(nodes)
+            attr = None
+            if k[0] == "grp":
+                attr = "+".join(a for a, _ in k[3]) or "layer"
+            nodes.append(_Node(row_index[row_of[v]], str(d.get("role")), 0, sk, str(v),
+                               group_attr=attr))
+        n = nodes[i]
+        n.members += 1
+        n.sort_key = min(n.sort_key, sk)
+        if d.get("model"):
+            n.models[str(d["model"])] += 1
+        drawn_of[v] = i
+
+    order = {v: j for j, v in enumerate(g)}
+    lines: dict[tuple[int, int], _Line] = {}
+    tier_links: Counter = Counter()
+    tier_cap: dict[str, float] = defaultdict(float)
+    tier_util: dict[str, float] = {}
+    for u, v, d in g.edges(data=True):
+        a, b = drawn_of[u], drawn_of[v]
+        tier = str(d.get("tier", "link"))
+        # Count a link once, by the arc whose ends come first in graph order, or by its only
+        # arc; utilization takes the larger of the two directions.
+        canonical = not g.has_edge(v, u) or order[u] < order[v]
+        load = util.get((u, v)) if util else None
+        if load is not None:
+            tier_util[tier] = max(tier_util.get(tier, 0.0), load)
+        if canonical:
+            tier_links[tier] += int(d.get("links", 1))
+            tier_cap[tier] += float(d.get("capacity", 0.0))
+        if a == b:
+            continue
+        pair = (a, b) if a < b else (b, a)
+        line = lines.get(pair)
+        if line is None:
+            line = lines[pair] = _Line(*pair)
+        if canonical:
+            line.tiers[tier] += int(d.get("links", 1))
+            line.links += int(d.get("links", 1))
+            line.bundles += 1
+            line.capacity_gbps += float(d.get("capacity", 0.0))
+        if load is not None:
+            line.utilization = load if line.utilization is None else max(line.utilization, load)
+    return _Drawing(nodes, [ln for ln in lines.values() if ln.tiers], rows, level, tier_links,
+                    dict(tier_cap), tier_util)
+
+
+def _layout(dr: _Drawing) -> list[float]:
+    """x in [0, 1] of every drawn node: rows spread evenly, ordered by the barycentre rule."""
+    below: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for ln in dr.lines:
+        lo, hi = (ln.a, ln.b) if dr.nodes[ln.a].row < dr.nodes[ln.b].row else (ln.b, ln.a)
+        if dr.nodes[lo].row < dr.nodes[hi].row:
+            below[hi].append((lo, ln.links))
+    passed_over: set[int] = set()
+    for ln in dr.lines:
+        lo, hi = sorted((dr.nodes[ln.a].row, dr.nodes[ln.b].row))
+        passed_over.update(range(lo + 1, hi))
+    by_row: dict[int, list[int]] = defaultdict(list)
+    for i, n in enumerate(dr.nodes):
+        by_row[n.row].append(i)
+    x = [0.5] * len(dr.nodes)
+    for r in sorted(by_row):
+        members = by_row[r]
+
+        def key(i: int) -> tuple:
+            nbrs = below.get(i)
+            if not nbrs:
+                return (1, 0.0, dr.nodes[i].sort_key)
+            total = sum(w for _, w in nbrs)
+            centre = sum(x[j] * w for j, w in nbrs) / total
+            return (0, round(centre, 9), dr.nodes[i].sort_key)
+
+        members.sort(key=key)
+        for pos, i in enumerate(members):
+            x[i] = (pos + 0.5) / len(members)
+        if dr.rows[r][1] == 0 and r in passed_over:
+            # A scale-up row under lines that pass it (GPU to leaf) moves right, half a slot
+            # at most, so those lines run beside its nodes instead of through them.
+            for i in members:
+                x[i] += min(0.5 / len(members), 0.025)
+    return x
+
+
+# -- the public drawing function -------------------------------------------------------------
+
+#: The levels ``aggregate="auto"`` tries, finest first.
+AUTO_LEVELS = (("node",), ("su", "rail"), ("su",), ("pod", "rail"), ("pod",), ("layer",))
+
+
+def _check_level(func: str, fab: Fabric, aggregate: Any) -> tuple[str, ...] | bool | str:
+    """``False``, ``True``, ``"auto"`` or a level as a tuple of attribute names."""
+    if aggregate is None or aggregate is False:
+        return False
+    if aggregate is True or aggregate == "auto":
+        return aggregate
+    rule = ("'auto', True, False, 'layer', or node attributes the fabric carries as a name, "
+            "'a+b' or a tuple")
+    names = aggregate.split("+") if isinstance(aggregate, str) else aggregate
+    if (not isinstance(names, tuple | list) or not names
+            or not all(isinstance(a, str) and a for a in names)):
+        raise fail(func, "aggregate", rule, aggregate)
+    names = tuple(names)
+    if names == ("layer",):
+        return names
+    present = {k for _, d in fab.graph.nodes(data=True) for k, val in d.items()
+               if val is not None}
+    missing = [a for a in names if a not in present]
+    if missing:
+        known = sorted(present & set(ORDER_ATTRS + ("tray",)))
+        raise fail(func, "aggregate", rule + f" (this one has {', '.join(known) or 'none'}; "
+                   f"none has {missing[0]!r})", aggregate)
+    return names
+
+
+def _choose_level(fab: Fabric, aggregate: tuple[str, ...] | bool | str,
+                  max_nodes: int) -> tuple[str, ...] | None:
+    if aggregate is False:
+        return None
+    if isinstance(aggregate, tuple):
+        return aggregate
+    row_of = _rows_of(fab)
+    present = {k for _, d in fab.graph.nodes(data=True) for k, val in d.items()
+               if val is not None}
+    candidates: list[tuple[str, ...] | None] = [] if aggregate is True else [None]
+    candidates += [lv for lv in AUTO_LEVELS if lv == ("layer",) or set(lv) <= present]
+    for level in candidates:
+        if _count_groups(fab, row_of, level) <= max_nodes:
+            return level
+    return ("layer",)
+
+
+def _row_name(dr: _Drawing, r: int) -> str:
+    """'GPU', or a switch row named by the tier below it (``gpu-leaf`` gives 'leaf')."""
+    roles = Counter(n.role for n in dr.nodes if n.row == r)
+    role = roles.most_common(1)[0][0]
+    if role != "switch":
+        return _ROLE_STYLE.get(role, ("o", "grey", role))[2]
+    tiers: Counter = Counter()
+    for ln in dr.lines:
+        ra, rb = dr.nodes[ln.a].row, dr.nodes[ln.b].row
+        if max(ra, rb) == r and min(ra, rb) < r:
+            tiers.update(ln.tiers)
+    name = "switch"
+    if tiers:
+        tier = tiers.most_common(1)[0][0]
+        if "-" in tier:
+            name = tier.split("-", 1)[1]
+    models: Counter = Counter()
+    for n in dr.nodes:
+        if n.row == r:
+            models.update(n.models)
+    if len(models) == 1:
+        name += f" ({next(iter(models))})"
+    return name
+
+
+def _row_label(dr: _Drawing, r: int) -> str:
+    members = [n for n in dr.nodes if n.row == r]
+    total = sum(n.members for n in members)
+    text = f"{_row_name(dr, r)}\n{total:,}"
+    grouped = [n for n in members if n.group_attr]
+    if len(grouped) == 1 and len(members) == 1:
+        text += " in one group"
+    elif grouped:
+        sizes = sorted({n.members for n in grouped})
+        attrs = sorted({n.group_attr for n in grouped})
+        size = f"{sizes[0]:,}" if len(sizes) == 1 else f"{sizes[0]:,}-{sizes[-1]:,}"
+        text += f"\n{len(grouped)} groups of {size}\nby {', '.join(attrs)}"
+    return text
+
+
+def _tier_label(dr: _Drawing, tier: str, media: Mapping[str, Counter] | None) -> str:
+    links = dr.tier_links[tier]
+    text = f"{tier}: {links:,} links, {_fmt_gbps(dr.tier_capacity_gbps.get(tier, 0.0))}/dir"
+    per_line = sorted({ln.links for ln in dr.lines if ln.tier == tier})
+    if per_line and per_line[-1] > 1:
+        per = (f"{per_line[0]:,}" if len(per_line) == 1
+               else f"{per_line[0]:,}-{per_line[-1]:,}")
+        text += f", {per} per line"
+    if tier in dr.tier_util:
+        text += f", max {dr.tier_util[tier]:.0%} used"
+    if media and media.get(tier):
+        text += "\n    " + ", ".join(f"{m} x{n:,}" for m, n in media[tier].most_common())
+    return text
+
+
+def draw(fab: Fabric, ax: Axes | None = None, *, result: Any = None,
+         aggregate: str | bool = "auto", title: str | None = None, legend: bool = True,
+         cost: Any = None, max_nodes: int = AUTO_MAX_NODES) -> Axes:
+    """Draw a fabric as a layered diagram: GPUs at the bottom, switch tiers upward.
+
+    Parameters
+    ----------
+    fab : Fabric
+        The fabric.
+    ax : matplotlib Axes, optional
+        Where to draw; by default a new figure sized to the fabric.
+    result : FlowResult, optional
+        A flow result of this fabric (:func:`fabricopt.max_concurrent_flow`): lines are
+        coloured by utilization (load / capacity, the larger of the two directions; for a
+        group line the largest over its links), with a colour bar.
+    aggregate : {"auto", True, False, "layer"}, str or tuple of str
+        ``"auto"`` draws every device when at most ``max_nodes`` are drawn, else groups them
+        at the first level of :data:`AUTO_LEVELS` that fits: by ``node`` (a server or NVLink
+        domain), by ``su`` and ``rail``, by ``su``, by ``pod`` and ``rail``, by ``pod``, then
+        ``"layer"`` (one group per row). ``True`` always groups, ``False`` never. Node
+        attribute names (``"su"``, ``"rail"``, ``"su+rail"`` or ``("su", "rail")``) force a
+        grouping: devices with the same values of the attributes they carry form a group. A
+        device carrying none of them stays alone when at most 32 such devices share its row,
+        else joins the group of the first coarser attribute among ``node``, ``su``, ``pod``
+        it carries, else one group for its row.
+    title : str, optional
+        Axes title (default: the fabric's name, sizes and the grouping).
+    legend : bool
+        Show the legend of tiers (link counts, capacity, links per line) and device kinds.
+    cost : CostEstimate, optional
+        An estimate of this fabric (:func:`fabricopt.estimate_cost`): the legend lists each
+        tier's media.
+    max_nodes : int
+        The drawn-node budget of ``aggregate="auto"`` (default :data:`AUTO_MAX_NODES`).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Notes
+    -----
+    One line stands for a link and both its arcs, or for a bundle of parallel links (the
+    arc attribute ``links``), labelled with the count when it is more than one and few
+    lines carry counts; a group line stands for every link between two groups, its width
+    growing with their number. Colours are per ``tier``. Nodes are drawn as one scatter
+    collection per role, with ``gid`` ``"fabricopt-nodes-<role>"``; lines as one
+    collection with ``gid`` ``"fabricopt-links"``.
+
+    Examples
+    --------
+    >>> import fabricopt as fo
+    >>> ax = fo.draw(fo.dgx_h100())    # 8 GPUs below 4 NVSwitches
+    >>> nodes = [c for c in ax.collections if c.get_gid().startswith("fabricopt-nodes")]
+    >>> sum(len(c.get_offsets()) for c in nodes)
+    12
+    """
+    func = "draw"
+    if not isinstance(fab, Fabric):
+        raise fail(func, "fab", "a Fabric", type(fab).__name__)
+    level_arg = _check_level(func, fab, aggregate)
+    legend = check_bool(func, "legend", legend)
+    max_nodes = check_int(func, "max_nodes", max_nodes, minimum=1)
+    if title is not None and not isinstance(title, str):
+        raise fail(func, "title", "None or a string", title)
+    util: dict[tuple, float] | None = None
+    if result is not None:
+        if not hasattr(result, "utilization"):
+            raise fail(func, "result", "a FlowResult (with .utilization)", type(result).__name__)
+        util = dict(result.utilization)
+        if util and not any(fab.graph.has_edge(*arc) for arc in list(util)[:50]):
+            raise fail(func, "result", f"a flow result of fabric {fab.name!r}",
+                       getattr(result, "fabric_name", type(result).__name__))
+    media: dict[str, Counter] | None = None
+    if cost is not None:
+        if not hasattr(cost, "links"):
+            raise fail(func, "cost", "a CostEstimate (with .links)", type(cost).__name__)
+        media = defaultdict(Counter)
+        for row in cost.links:
+            media[str(row["tier"])][str(row["medium"])] += int(row["links"])
+
+    level = _choose_level(fab, level_arg, max_nodes)
+    dr = _build(fab, level, util)
+    x = _layout(dr)
+    return _render(fab, dr, x, ax, result=result, util=util, title=title, legend=legend,
+                   media=media)
+
+
+def _new_axes(width: float, height: float) -> Axes:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), layout="constrained")
+    return fig.add_subplot()
+
+
+def _render(fab: Fabric, dr: _Drawing, x: list[float], ax: Axes | None, *, result: Any,
+            util: Mapping | None, title: str | None, legend: bool,
+            media: Mapping[str, Counter] | None) -> Axes:
+    import matplotlib as mpl
+    from matplotlib.collections import LineCollection
+    from matplotlib.lines import Line2D
+
+    nrows = max(len(dr.rows), 1)
+    per_row = Counter(n.row for n in dr.nodes)
+    widest = max(per_row.values(), default=1)
+    if ax is None:
+        ax = _new_axes(min(max(7.0, 0.11 * widest + 3.0), 18.0),
+                       min(max(3.6, 1.15 * nrows + 2.4), 11.0))
+    y = [float(n.row) for n in dr.nodes]
+
+    # Tier colours, ordered from the bottom of the picture up.
+    tier_row: dict[str, float] = {}
+    for ln in dr.lines:
+        low = min(y[ln.a], y[ln.b])
+        tier_row[ln.tier] = min(tier_row.get(ln.tier, math.inf), low)
+    tiers = sorted(dr.tier_links, key=lambda t: (tier_row.get(t, math.inf), t))
+    palette = mpl.colormaps["tab10"].colors
+    tier_colour = {t: palette[i % len(palette)] for i, t in enumerate(tiers)}
+    cmap = mpl.colormaps[_UTIL_CMAP]
+    norm = mpl.colors.Normalize(0.0, 1.0)
+
+    # Lines: straight between rows, an arc over the row between devices of one row.
+    segments, colours, widths = [], [], []
+    max_links = max((ln.links for ln in dr.lines), default=1)
+    base = min(max(12.0 / math.sqrt(max(len(dr.lines), 1)), 0.3), 1.0)
+    # Counts go on the lines of tiers whose lines differ in count; a uniform count is said
+    # once, in the legend.
+    per_tier: dict[str, set[int]] = defaultdict(set)
+    for ln in dr.lines:
+        per_tier[ln.tier].add(ln.links)
+    counted = [ln for ln in dr.lines if ln.links > 1 and len(per_tier[ln.tier]) > 1]
+    show_counts = 0 < len(counted) <= 120
+    for ln in dr.lines:
+        (xa, ya), (xb, yb) = (x[ln.a], y[ln.a]), (x[ln.b], y[ln.b])
+        if ya == yb:
+            lo, hi = sorted((xa, xb))
+            rise = 0.8 * min(1.0, 2.0 * (hi - lo)) + 0.05
+            pts = [(lo + (hi - lo) * t / 24, ya + rise * math.sin(math.pi * t / 24))
+                   for t in range(25)]
+            segments.append(pts)
+        else:
+            segments.append([(xa, ya), (xb, yb)])
+        if util is not None:
+            colours.append(cmap(norm(min(ln.utilization or 0.0, 1.0))))
+        else:
+            colours.append(tier_colour[ln.tier])
+        grow = math.log(ln.links) / math.log(max_links) if max_links > 1 else 0.0
+        widths.append(base * (1.0 + 1.5 * grow))
+    alpha = 0.9 if len(dr.lines) < 700 else (0.6 if len(dr.lines) < 1500 else 0.35)
+    lc = LineCollection(segments, colors=colours, linewidths=widths, alpha=alpha, zorder=1)
+    lc.set_gid("fabricopt-links")
+    ax.add_collection(lc)
+    if show_counts:
+        for ln in counted:
+            (xa, ya), (xb, yb) = sorted(((x[ln.a], y[ln.a]), (x[ln.b], y[ln.b])),
+                                        key=lambda p: p[1])
+            # Stagger the labels by the upper end's position so the labels of lines that
+            # fan out from one node do not sit on one height.
+            t = 0.2 + 0.55 * (xb if ya != yb else 0.5)
+            ty = ya + (yb - ya) * t if ya != yb else ya + 0.8 * min(1.0, 2 * abs(xb - xa)) + 0.05
+            ax.text(xa + (xb - xa) * t, ty, f"x{ln.links:,}", fontsize=6, ha="center",
+                    va="center", zorder=3,
+                    bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none",
+                          "alpha": 0.8})
+
+    # Nodes: one scatter per role; groups are bigger than single devices.
+    grouped = any(n.group_attr for n in dr.nodes)
+    size = min(max(2600.0 / widest, 6.0), 160.0 if grouped else 90.0)
+    for role in sorted({n.role for n in dr.nodes}):
+        idx = [i for i, n in enumerate(dr.nodes) if n.role == role]
+        marker, colour, _ = _ROLE_STYLE.get(role, ("o", "grey", role))
+        sc = ax.scatter([x[i] for i in idx], [y[i] for i in idx], s=size, marker=marker,
+                        c=colour, edgecolors="white", linewidths=0.5, zorder=2)
+        sc.set_gid(f"fabricopt-nodes-{role}")
+    for r in range(nrows):
+        members = [i for i, n in enumerate(dr.nodes) if n.row == r]
+        if not members:
+            continue
+        if grouped and len(members) <= 40:
+            for i in members:
+                if dr.nodes[i].group_attr:
+                    ax.text(x[i], y[i] - 0.16, f"{dr.nodes[i].members:,}", fontsize=6.5,
+                            ha="center", va="top", zorder=3,
+                            bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none",
+                                  "alpha": 0.8})
+        elif not grouped and len(members) <= 16:
+            # Names below the bottom row, above the top row, beside the nodes in between.
+            above = r == nrows - 1 and r > 0
+            for i in members:
+                if r == 0 or above:
+                    ax.text(x[i], y[i] + (0.13 if above else -0.16), dr.nodes[i].name,
+                            fontsize=6.5, ha="center", va="bottom" if above else "top",
+                            zorder=3, rotation=0 if len(members) <= 10 else 30)
+                else:
+                    ax.text(x[i] + 0.008, y[i] + 0.06, dr.nodes[i].name, fontsize=6.5,
+                            ha="left", va="bottom", zorder=3)
+        ax.text(-0.035, r, _row_label(dr, r), fontsize=7.5, ha="right", va="center")
+
+    ax.set_xlim(-0.25, 1.02)
+    top = nrows - 1 + (0.95 if any(y[ln.a] == y[ln.b] for ln in dr.lines) else 0.35)
+    ax.set_ylim(-0.45, top)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+
+    if title is None:
+        gpus = sum(n.members for n in dr.nodes if n.role == "gpu")
+        switches = sum(n.members for n in dr.nodes if n.role == "switch")
+        title = (f"{fab.name}\n{gpus:,} GPUs, {switches:,} switches, "
+                 f"{sum(dr.tier_links.values()):,} links")
+        if dr.level is not None:
+            title += f"; drawn grouped by {' and '.join(dr.level)}"
+        if result is not None and not util:
+            title += f"\n(no flow to colour: result status {getattr(result, 'status', '?')})"
+    ax.set_title(title, fontsize=10)
+
+    if legend:
+        handles = []
+        for t in tiers:
+            colour = tier_colour[t] if util is None else "0.55"
+            handles.append(Line2D([], [], color=colour, lw=2, label=_tier_label(dr, t, media)))
+        for role in sorted({n.role for n in dr.nodes}):
+            marker, colour, name = _ROLE_STYLE.get(role, ("o", "grey", role))
+            label = name + (" group (count below)" if grouped else "")
+            handles.append(Line2D([], [], ls="", marker=marker, color=colour, label=label))
+        ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.01),
+                  ncol=2 if len(handles) > 3 else len(handles), fontsize=7, frameon=False)
+    if util is not None:
+        sm = mpl.cm.ScalarMappable(norm=norm, cmap=cmap)
+        label = "link utilization (load / capacity, larger direction"
+        label += "; max over a group line)" if dr.level else ")"
+        ax.figure.colorbar(sm, ax=ax, label=label, shrink=0.8, pad=0.01)
+    return ax
+
+
+# -- comparison plots ------------------------------------------------------------------------
+
+def _records(func: str, rows: Any) -> list[dict[str, Any]]:
+    """Rows as a list of dicts: records, a result with ``to_records()``, or a DataFrame."""
+    if hasattr(rows, "to_dict") and hasattr(rows, "columns"):
+        rows = rows.to_dict("records")
+    elif hasattr(rows, "to_records"):
+        rows = rows.to_records()
+        if hasattr(rows, "dtype") and rows.dtype.names:  # a numpy record array
+            rows = [dict(zip(rows.dtype.names, r, strict=True)) for r in rows]
+    if isinstance(rows, Mapping) or isinstance(rows, str | bytes) or not isinstance(
+            rows, Iterable):
+        raise fail(func, "rows", "a list of dicts or an object with to_records()",
+                   type(rows).__name__)
+    out = list(rows)
+    for i, r in enumerate(out):
+        if not isinstance(r, Mapping):
+            raise fail(func, f"rows[{i}]", "a dict", type(r).__name__)
+    return [dict(r) for r in out]
+
+
+def _number(value: Any) -> float | None:
+    """A finite float, or None for a missing, NaN or non-numeric value."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _check_column(func: str, name: str, column: Any, records: list[dict[str, Any]]) -> str:
+    if not isinstance(column, str):
+        raise fail(func, name, "a column name (str)", column)
+    if records and not any(column in r for r in records):
+        columns = sorted({k for r in records for k in r})
+        raise fail(func, name, "a column of rows (" + ", ".join(columns[:30]) + ")", column)
+    return column
+
+
+_UNIT_SUFFIXES = {"_usd": "USD", "_gbps": "Gb/s", "_GBps": "GB/s", "_w": "W", "_m": "m",
+                  "_s": "s", "_bytes": "bytes"}
+
+
+def _axis_label(column: str) -> str:
+    """``"capex_usd"`` -> ``"capex (USD)"``: the unit suffix becomes a unit."""
+    for suffix, unit in _UNIT_SUFFIXES.items():
+        if column.endswith(suffix) and len(column) > len(suffix):
+            return f"{column[:-len(suffix)].replace('_', ' ')} ({unit})"
+    return column.replace("_", " ")
+
+
+def _label_of(r: Mapping[str, Any], label: str, i: int) -> str:
+    value = r.get(label)
+    return str(value) if value not in (None, "") else f"#{i}"
+
+
+def pareto_front(rows: Any, x: str, y: str, minimize_x: bool = True,
+                 maximize_y: bool = True) -> list[int]:
+    """Indices of the rows no other row beats on both ``x`` and ``y``.
+
+    Row ``j`` dominates row ``i`` when it is at least as good on both and better on one
+    (by default: lower ``x``, higher ``y``). Rows whose ``x`` or ``y`` is missing or NaN
+    are left out; equal points are all kept.
+
+    Parameters
+    ----------
+    rows : list of dict, or an object with ``to_records()``
+        One record per design.
+    x, y : str
+        Column names.
+    minimize_x, maximize_y : bool
+        The direction that is better on each axis.
+
+    Returns
+    -------
+    list of int
+        Indices into ``rows``, ordered by ``x`` from best to worst.
+
+    Examples
+    --------
+    >>> rows = [{"c": 1, "b": 1}, {"c": 2, "b": 3}, {"c": 3, "b": 2}, {"c": 4, "b": 5}]
+    >>> pareto_front(rows, "c", "b")     # (3, 2) costs more than (2, 3) and delivers less
+    [0, 1, 3]
+    """
+    func = "pareto_front"
+    records = _records(func, rows)
+    x = _check_column(func, "x", x, records)
+    y = _check_column(func, "y", y, records)
+    minimize_x = check_bool(func, "minimize_x", minimize_x)
+    maximize_y = check_bool(func, "maximize_y", maximize_y)
+    points = []
+    for i, r in enumerate(records):
+        px, py = _number(r.get(x)), _number(r.get(y))
+        if px is not None and py is not None:
+            # Turn both into "smaller x is better, larger y is better".
+            points.append((px if minimize_x else -px, py if maximize_y else -py, i))
+    points.sort(key=lambda p: (p[0], -p[1], p[2]))
+    front: list[int] = []
+    best_y = -math.inf
+    last: tuple[float, float] | None = None
+    for px, py, i in points:
+        if py > best_y or (py == best_y and last == (px, py)):
+            front.append(i)
+            best_y = py
+            last = (px, py)
+    return front
+
+
+def plot_pareto(rows: Any, x: str = "capex_usd", y: str = "all_to_all_per_endpoint_gbps", *,
+                label: str = "name", ax: Axes | None = None) -> Axes:
+    """Cost against delivered bandwidth: one labelled point per design, the Pareto front as
+    a step line (lowest ``x``, highest ``y``).
+
+    Parameters
+    ----------
+    rows : list of dict, or an object with ``to_records()``
+        One record per design (e.g. a comparison table).
+    x, y : str
+        Columns for the axes; their unit suffixes (``_usd``, ``_gbps``...) name the units.
+    label : str
+        Column naming each design (rows without it are numbered).
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        Rows whose ``x`` or ``y`` is missing or NaN are not drawn; the legend says how many
+        and which. An axis spanning more than a factor 50 is logarithmic.
+
+    Examples
+    --------
+    >>> rows = [{"name": "a", "capex_usd": 1e6, "all_to_all_per_endpoint_gbps": 100},
+    ...         {"name": "b", "capex_usd": 2e6, "all_to_all_per_endpoint_gbps": 300},
+    ...         {"name": "c", "capex_usd": 3e6, "all_to_all_per_endpoint_gbps": None}]
+    >>> ax = plot_pareto(rows)
+    >>> len(ax.collections[0].get_offsets())   # c has no bandwidth: skipped
+    2
+    """
+    func = "plot_pareto"
+    records = _records(func, rows)
+    x = _check_column(func, "x", x, records)
+    y = _check_column(func, "y", y, records)
+    if not isinstance(label, str):
+        raise fail(func, "label", "a column name (str)", label)
+    if ax is None:
+        ax = _new_axes(7.5, 5.0)
+    kept, skipped = [], []
+    for i, r in enumerate(records):
+        px, py = _number(r.get(x)), _number(r.get(y))
+        (kept if px is not None and py is not None else skipped).append((i, px, py))
+    front = pareto_front(records, x, y)
+    on_front = set(front)
+    xs = [p[1] for p in kept]
+    ys = [p[2] for p in kept]
+    colours = ["#c00000" if i in on_front else "#1f4e79" for i, _, _ in kept]
+    ax.scatter(xs, ys, c=colours, s=36, zorder=3, label="design")
+    for i, px, py in kept:
+        ax.annotate(_label_of(records[i], label, i), (px, py), xytext=(4, 4),
+                    textcoords="offset points", fontsize=7)
+    if front:
+        fx = [_number(records[i][x]) for i in front]
+        fy = [_number(records[i][y]) for i in front]
+        right = max(xs)
+        if right > fx[-1]:
+            fx.append(right)
+            fy.append(fy[-1])
+        ax.step(fx, fy, where="post", color="#c00000", lw=1.2, zorder=2,
+                label=f"Pareto front ({len(front)} designs)")
+    for axis, values in (("x", xs), ("y", ys)):
+        positive = [v for v in values if v > 0]
+        if positive and len(positive) == len(values) and max(positive) > 50 * min(positive):
+            (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+    ax.set_xlabel(_axis_label(x))
+    ax.set_ylabel(_axis_label(y))
+    ax.grid(True, alpha=0.3)
+    ax.set_title(f"{_axis_label(y)} against {_axis_label(x)}", fontsize=10)
+    handles, labels = ax.get_legend_handles_labels()
+    if skipped:
+        from matplotlib.lines import Line2D
+
+        names = ", ".join(_label_of(records[i], label, i) for i, _, _ in skipped[:5])
+        more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
+        handles.append(Line2D([], [], ls=""))
+        labels.append(f"not drawn (no {x} or {y}): {names}{more}")
+    if handles:
+        ax.legend(handles, labels, fontsize=7, loc="best")
+    return ax
+
+
+def plot_metric_bars(rows: Any, metric: str, *, label: str = "name",
+                     ax: Axes | None = None) -> Axes:
+    """One horizontal bar per design for one metric, in the order of ``rows``.
+
+    Parameters
+    ----------
+    rows : list of dict, or an object with ``to_records()``
+    metric : str
+        The column to draw; a design without a value gets no bar and the text "n/a".
+    label : str
+        Column naming each design.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> rows = [{"name": "a", "power_w": 1500.0}, {"name": "b", "power_w": 2500.0}]
+    >>> ax = plot_metric_bars(rows, "power_w")
+    >>> [round(p.get_width()) for p in ax.patches]
+    [1500, 2500]
+    """
+    func = "plot_metric_bars"
+    records = _records(func, rows)
+    metric = _check_column(func, "metric", metric, records)
+    if not isinstance(label, str):
+        raise fail(func, "label", "a column name (str)", label)
+    if ax is None:
+        ax = _new_axes(7.0, min(max(2.2, 0.32 * len(records) + 1.4), 14.0))
+    names = [_label_of(r, label, i) for i, r in enumerate(records)]
+    values = [_number(r.get(metric)) for r in records]
+    positions = list(range(len(records)))
+    drawn = [(p, v) for p, v in zip(positions, values, strict=True) if v is not None]
+    ax.barh([p for p, _ in drawn], [v for _, v in drawn], color="#1f4e79", height=0.7)
+    top = max((abs(v) for _, v in drawn), default=1.0) or 1.0
+    for p, v in zip(positions, values, strict=True):
+        text = "n/a" if v is None else f"{v:,.4g}"
+        ax.text((v if v is not None and v > 0 else 0) + 0.01 * top, p, text, va="center",
+                fontsize=7)
+    ax.set_yticks(positions, names, fontsize=7)
+    ax.set_ylim(len(records) - 0.5, -0.5)
+    ax.set_xlim(min(0.0, min((v for _, v in drawn), default=0.0)) * 1.1, top * 1.15)
+    ax.set_xlabel(_axis_label(metric))
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.set_title(_axis_label(metric), fontsize=10)
+    return ax
+
