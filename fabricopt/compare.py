@@ -291,12 +291,13 @@ def _fabric_hash(fab: Fabric) -> str:
     return h.hexdigest()
 
 
-def _tasks_of_file(path: str) -> list[DesignTask]:
+def _tasks_of_file(path: str, overrides: Mapping[str, Any] | None = None) -> list[DesignTask]:
     from .specs import design_points
 
     label = Path(path).stem
+    overrides = dict(overrides or {})
     try:
-        points = design_points(path)
+        points = [{**overrides, **p} for p in design_points(path, **overrides)]
         digest = _file_hash(path)
     except (FabricOptError, OSError) as exc:
         return [DesignTask(label=label, path=path, error=_describe(exc),
@@ -312,7 +313,8 @@ def design_tasks(designs: Any) -> list[DesignTask]:
     ----------
     designs : Fabric, path, or iterable of them
         Fabrics; design files (``.toml``), a sweep giving one task per point; folders, giving
-        their ``*.toml`` files in name order.
+        their ``*.toml`` files in name order; ``(design file, {key: value})`` pairs, the values
+        overriding the file's (they become columns, as swept values do).
 
     Returns
     -------
@@ -335,6 +337,13 @@ def design_tasks(designs: Any) -> list[DesignTask]:
     for item in items:
         if isinstance(item, Fabric):
             tasks.append(DesignTask(label=item.name, fabric=item, source_hash=_fabric_hash(item)))
+        elif (isinstance(item, tuple) and len(item) == 2
+              and isinstance(item[0], (str, os.PathLike)) and isinstance(item[1], Mapping)):
+            path = os.fspath(item[0])
+            if not (os.path.isfile(path) and path.endswith(".toml")):
+                raise fail(func, "designs", "(design file, overrides) pairs naming existing "
+                           ".toml files", path)
+            tasks.extend(_tasks_of_file(path, item[1]))
         elif isinstance(item, (str, os.PathLike)):
             path = os.fspath(item)
             if os.path.isdir(path):
@@ -438,9 +447,13 @@ class Comparison:
     b,16,
     """
 
-    def __init__(self, rows: Iterable[Mapping[str, Any]], swept: Iterable[str] = ()) -> None:
+    def __init__(self, rows: Iterable[Mapping[str, Any]], swept: Iterable[str] = (),
+                 tasks: Mapping[str, DesignTask] | None = None) -> None:
         raw = [dict(r) for r in rows]
         self.columns = _columns_of(raw, swept)
+        #: The task of each row by ``key`` (when :func:`compare` made the table): what
+        #: :meth:`fabric` rebuilds.
+        self.tasks: dict[str, DesignTask] = dict(tasks or {})
         self.rows = [{c: r.get(c) for c in self.columns} for r in raw]
 
     def __len__(self) -> int:
@@ -463,6 +476,19 @@ class Comparison:
             raise fail("Comparison.column", "name", "a column" + did_you_mean(name, self.columns),
                        name)
         return [r[name] for r in self.rows]
+
+    def fabric(self, index: int) -> Fabric:
+        """Build the fabric of row ``index`` again (from its design file, or the Fabric given).
+
+        >>> import fabricopt as fo
+        >>> fo.compare(fo.ring(4), metrics=["summary"]).fabric(0).name
+        'ring(4)'
+        """
+        task = self.tasks.get(self.rows[index].get("key"))
+        if task is None:
+            raise FabricOptError(f"Comparison.fabric(): row {index} has no design to rebuild "
+                                 "(the table was not made by compare())")
+        return _build(task)
 
     def to_records(self) -> list[dict[str, Any]]:
         """The rows as a list of dicts (copies)."""
@@ -612,7 +638,8 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
     ----------
     designs : Fabric, path, or iterable of them
         Fabrics; design files (``.toml``, a sweep giving one row per point with the swept
-        values as columns); folders, giving their ``*.toml`` files in name order. The same
+        values as columns); folders, giving their ``*.toml`` files in name order;
+        ``(design file, {key: value})`` pairs that override the file's parameters. The same
         design given twice is evaluated once.
     metrics : sequence, optional
         Names from :data:`METRICS` and/or functions ``f(fab) -> {column: value}``
@@ -711,4 +738,4 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
     finally:
         if bar is not None:
             bar.close()
-    return Comparison((results[k] for k in jobs), swept)
+    return Comparison((results[k] for k in jobs), swept, {k: j.task for k, j in jobs.items()})

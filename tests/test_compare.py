@@ -266,3 +266,61 @@ def test_dask_local_cluster_runs_the_same_comparison():
     drop = {"seconds"}
     assert [{k: v for k, v in r.items() if k not in drop} for r in there] == \
         [{k: v for k, v in r.items() if k not in drop} for r in here]
+
+
+def test_compare_command_writes_the_report_end_to_end(tmp_path, capsys):
+    from html.parser import HTMLParser
+
+    from fabricopt.cli import main
+
+    out = tmp_path / "out"
+    sweep = TOPOLOGIES / "ualink-pod-sweep.toml"
+    code = main(["compare", str(sweep), str(TOPOLOGIES / "dgx-h100.toml"),
+                 "in_network_reduction=false", "ring", "n=6", "-o", str(out)])
+    assert code == 0
+    assert "6 designs (0 failed)" in capsys.readouterr().out
+    for name in ("results.csv", "results.md", "results.json", "results.jsonl", "pareto.png",
+                 "bars.png", "index.html"):
+        assert (out / name).stat().st_size > 0, name
+    # One diagram per design: the 4 sweep points, the DGX H100 variant and the ring.
+    assert len(list((out / "diagrams").glob("*.png"))) == 6
+    names = [r["name"] for r in json.loads((out / "results.json").read_text())]
+    assert names[4] == "DGX H100 [in_network_reduction=False]" and names[5] == "ring(6)"
+
+    class Page(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.images, self.text = [], []
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "img":
+                self.images.append(dict(attrs))
+
+        def handle_data(self, data):
+            self.text.append(data)
+
+    page = Page()
+    page.feed((out / "index.html").read_text())
+    text = " ".join(page.text)
+    assert all(img["src"].startswith("data:image/png;base64,") for img in page.images)
+    # The Pareto plot, the bars and one diagram per design, every one embedded.
+    assert len(page.images) == 2 + 6
+    for name in names:
+        assert name in text
+    # The embedded pictures are the files written beside the page.
+    import base64
+
+    pareto = base64.b64decode(page.images[0]["src"].split(",", 1)[1])
+    assert pareto == (out / "pareto.png").read_bytes()
+
+
+def test_compare_command_prints_a_table_and_fails_with_a_failed_design(tmp_path, capsys):
+    from fabricopt.cli import main
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text('family = "ring"\n[params]\nn = 1\n')
+    assert main(["compare", "ring", "n=4", str(bad), "--format", "csv"]) == 1
+    captured = capsys.readouterr()
+    rows = list(csv.DictReader(io.StringIO(captured.out)))
+    assert [r["name"] for r in rows] == ["ring(4)", "bad"]
+    assert "n must be an integer >= 2" in captured.err

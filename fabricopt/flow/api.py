@@ -243,6 +243,7 @@ def _finish(result: FlowResult, traffic: Traffic, mean_out_gbps: float | None = 
     if mean_out_gbps is None:
         mean_out_gbps = traffic.mean_out_gbps()
     result.per_endpoint_gbps = float(best * mean_out_gbps)
+    result.extra["mean_out_gbps"] = float(mean_out_gbps)  # of the traffic as solved
     result.traffic_name = traffic.name
     return result
 

@@ -77,6 +77,17 @@ class FlowResult:
                                                                                   1e-300)
 
     @property
+    def per_endpoint_gbps_bracket(self) -> tuple[float, float] | None:
+        """The certified bracket in Gb/s per endpoint: ``lower`` and ``upper`` times the
+        mean demand sent per endpoint (None when the result does not record the demand)."""
+        solved_demand = self.extra.get("mean_out_gbps")
+        if solved_demand is None:
+            return None
+        # The solve may have scaled the traffic (``traffic_scale``) and scaled theta back.
+        demand = solved_demand / self.extra.get("traffic_scale", 1.0)
+        return self.lower * demand, self.upper * demand
+
+    @property
     def link_load(self) -> dict[Arc, float]:
         """Gb/s on each arc in the solution that proves ``lower`` (at ``theta``)."""
         if self._load is None or self._ga is None:
@@ -135,7 +146,7 @@ class FlowResult:
                    key=lambda t: (t.binding_arcs > 0, t.max_utilization, t.binding_arcs)).tier
 
     def __str__(self) -> str:
-        theta = f"{self.theta:.6g}" if self.theta is not None else "not proven"
+        theta = f"{self.theta:.6g}" if self.theta is not None else "unknown (not proven)"
         lines = [
             f"fabric           {self.fabric_name}",
             f"traffic          {self.traffic_name}",
@@ -143,9 +154,17 @@ class FlowResult:
             f"{self.seconds:.2f} s)",
             f"theta            {theta}",
             f"certified        {self.lower:.6g} <= theta <= {self.upper:.6g}",
-            f"per endpoint     {self.per_endpoint_gbps:.6g} Gb/s "
-            f"({self.per_endpoint_gbps / 8:.6g} GB/s) per direction",
         ]
+        bracket = self.per_endpoint_gbps_bracket
+        if self.theta is not None:
+            lines.append(f"per endpoint     {self.per_endpoint_gbps:.6g} Gb/s "
+                         f"({self.per_endpoint_gbps / 8:.6g} GB/s) per direction")
+        elif bracket is not None:
+            # Never print the lower end alone as if it were the answer.
+            lines.append(f"per endpoint     unknown: {bracket[0]:.6g} to {bracket[1]:.6g} Gb/s "
+                         "per direction (certified)")
+        else:
+            lines.append("per endpoint     unknown")
         if self.binding_tier:
             lines.append(f"binding tier     {self.binding_tier}")
         if self.unreachable:
