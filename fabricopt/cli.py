@@ -121,8 +121,8 @@ def load_targets(words: Sequence[str]) -> list[Fabric]:
 def generator_help(name: str) -> str:
     """A generator's parameters with defaults and meaning, from its signature and docstring.
 
-    >>> print(generator_help("ring").splitlines()[0])
-    ring: A ring of ``n`` nodes, each joined to its two neighbours.
+    >>> generator_help("ring").splitlines()[4:7]
+    ['parameters:', '  n  (required)', '  link_gbps=1.0']
     """
     from ._numpydoc import parameter_docs
 
