@@ -71,6 +71,26 @@ def case_bisection(make: str) -> dict:
                      f"{b.full_bisection_ratio:.3g} of full)"}
 
 
+def case_draw(make: str) -> dict:
+    import tempfile
+
+    import fabricopt as fo
+
+    start = time.perf_counter()
+    fab = eval(make, {"fo": fo})  # noqa: S307
+    built = time.perf_counter() - start
+    start = time.perf_counter()
+    ax = fo.draw(fab)
+    with tempfile.TemporaryDirectory() as tmp:
+        ax.figure.savefig(Path(tmp) / "fabric.png", dpi=110)
+    seconds = time.perf_counter() - start
+    nodes = sum(len(c.get_offsets()) for c in ax.collections
+                if (c.get_gid() or "").startswith("fabricopt-nodes"))
+    title = ax.get_title().splitlines()[-1]
+    return {"seconds": seconds, "build": built,
+            "value": f"{nodes} nodes drawn; {title} (build {built:.1f} s not counted)"}
+
+
 def _child(fn_name: str, args: tuple, queue: mp.Queue) -> None:
     try:
         out = globals()[fn_name](*args)
@@ -144,6 +164,14 @@ def main(argv: list[str] | None = None) -> int:
         out = run_case("case_bisection", make)
         rows.append((f"bisection, {make[3:]}", out, "< 30 s, exact",
                      "met" if out["seconds"] < 30 and "exact" in out["value"] else "not met"))
+
+    # The drawing, PNG included: a small fabric drawn whole and a 16,384-GPU one grouped.
+    for make in (["fo.fat_tree(8)", "fo.superpod(4)"] if args.quick
+                 else ["fo.fat_tree(8)", "fo.superpod(64)"]):
+        out = run_case("case_draw", make)
+        big = "superpod(64)" in make
+        rows.append((f"draw, {make[3:]}", out, "< 10 s" if big else "",
+                     ("met" if out["seconds"] < 10 else "not met") if big else ""))
 
     width = max(len(r[0]) for r in rows)
     print(f"{'case':<{width}}  {'seconds':>8}  {'peak MB':>8}  result / target")

@@ -16,6 +16,7 @@ from .collectives import (
 )
 from .compare import Comparison, compare
 from .cost import Catalog, CatalogError, CostEstimate, Layout, Policy, estimate_cost
+from .draw import draw, pareto_front, plot_metric_bars, plot_pareto
 from .errors import (
     BackendUnavailableError,
     DesignFileError,
@@ -74,7 +75,10 @@ __all__ = _generator_names + [
     "export_mps",
     "longest_matching",
     "max_concurrent_flow",
+    "pareto_front",
     "permutation",
+    "plot_metric_bars",
+    "plot_pareto",
     "select_endpoints",
     "solve_flow_model",
     "ValiantBound",
@@ -86,6 +90,7 @@ __all__ = _generator_names + [
     "Symmetry",
     "TrafficError",
     "__version__",
+    "draw",
     "estimate_cost",
     "from_networkx",
     "load_design",

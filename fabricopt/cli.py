@@ -382,6 +382,34 @@ def _targets_arg(parser: argparse.ArgumentParser) -> None:
                         help="generator names or design files (.toml), each followed by its "
                         "parameters as key=value; several may follow each other")
 
+def _cmd_draw(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .draw import draw
+
+    aggregate: Any = {"auto": "auto", "none": False, "all": True}.get(args.aggregate,
+                                                                        args.aggregate)
+    fabrics = load_fabric(args.target, args.params)
+    out = Path(args.output)
+    for i, fab in enumerate(fabrics):
+        fab.validate()
+        result = None
+        if args.utilization:
+            from .flow import max_concurrent_flow
+
+            result = max_concurrent_flow(fab, time_limit=args.time_limit)
+        cost = None
+        if args.media:
+            from .cost import estimate_cost
+
+            cost = estimate_cost(fab)
+        ax = draw(fab, result=result, aggregate=aggregate, cost=cost)
+        # A sweep draws one picture per point: fig.png becomes fig-0.png, fig-1.png...
+        path = out if len(fabrics) == 1 else out.with_name(f"{out.stem}-{i}{out.suffix}")
+        ax.figure.savefig(path, dpi=args.dpi)
+        print(path)
+    return 0
+
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``fabricopt`` command."""
@@ -470,6 +498,28 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--no-diagrams", action="store_true",
                       help="skip the diagram of each design in the report")
     cmp_.set_defaults(func=_cmd_compare)
+
+    drw = sub.add_parser("draw", help="draw a fabric as a layered diagram",
+                         description="Draw a fabric: GPUs at the bottom, switch tiers above, "
+                         "large fabrics grouped (by server, scalable unit, pod...). The "
+                         "file type follows the extension of --output (png, svg, pdf). "
+                         "TARGET is a generator name or a design file; a sweep writes one "
+                         "file per point (fig-0.png, fig-1.png...).", epilog=EXIT_CODES)
+    drw.add_argument("target", help="generator name or design file (.toml)")
+    drw.add_argument("params", nargs="*", help="generator parameters as key=value")
+    drw.add_argument("-o", "--output", required=True, metavar="FILE",
+                     help="image file to write, e.g. fig.png")
+    drw.add_argument("--aggregate", default="auto", metavar="LEVEL",
+                     help="auto (default), none (every device), all (always grouped), "
+                     "layer, or node attributes such as node, su, pod, rail, su+rail")
+    drw.add_argument("--utilization", action="store_true",
+                     help="solve all-to-all and colour links by utilization")
+    drw.add_argument("--time-limit", type=float, default=None,
+                     help="seconds for the --utilization solve")
+    drw.add_argument("--media", action="store_true",
+                     help="estimate the cost and list each tier's media in the legend")
+    drw.add_argument("--dpi", type=float, default=150.0, help="resolution (default 150)")
+    drw.set_defaults(func=_cmd_draw)
     return parser
 
 

@@ -100,7 +100,7 @@ def test_show_generator_help_lists_parameters_with_defaults_and_meaning(capsys):
     assert "fabricopt show GENERATOR --help" in " ".join(capsys.readouterr().out.split())
 
 
-@pytest.mark.parametrize("command", ["show", "solve", "bom", "compare"])
+@pytest.mark.parametrize("command", ["show", "solve", "bom", "compare", "draw"])
 def test_every_command_has_help(command, capsys):
     try:
         code = main([command, "--help"])
