@@ -776,9 +776,12 @@ def plot_pareto(rows: Any, x: str = "capex_usd", y: str = "all_to_all_per_endpoi
     ys = [p[2] for p in kept]
     colours = ["#c00000" if i in on_front else "#1f4e79" for i, _, _ in kept]
     ax.scatter(xs, ys, c=colours, s=36, zorder=3, label="design")
+    middle = (min(xs) + max(xs)) / 2 if xs else 0.0
     for i, px, py in kept:
-        ax.annotate(_label_of(records[i], label, i), (px, py), xytext=(4, 4),
-                    textcoords="offset points", fontsize=7)
+        # Labels point inward so those of the dearest designs stay inside the axes.
+        right = px > middle
+        ax.annotate(_label_of(records[i], label, i), (px, py), xytext=(-4 if right else 4, 4),
+                    textcoords="offset points", fontsize=7, ha="right" if right else "left")
     if front:
         fx = [_number(records[i][x]) for i in front]
         fy = [_number(records[i][y]) for i in front]
@@ -787,11 +790,13 @@ def plot_pareto(rows: Any, x: str = "capex_usd", y: str = "all_to_all_per_endpoi
             fx.append(right)
             fy.append(fy[-1])
         ax.step(fx, fy, where="post", color="#c00000", lw=1.2, zorder=2,
-                label=f"Pareto front ({len(front)} designs)")
-    for axis, values in (("x", xs), ("y", ys)):
+                label=f"Pareto front ({len(front)} design{'s' if len(front) > 1 else ''})")
+    for axis, values in ((ax.xaxis, xs), (ax.yaxis, ys)):
         positive = [v for v in values if v > 0]
         if positive and len(positive) == len(values) and max(positive) > 50 * min(positive):
-            (ax.set_xscale if axis == "x" else ax.set_yscale)("log")
+            (ax.set_xscale if axis is ax.xaxis else ax.set_yscale)("log")
+        elif values and max(abs(v) for v in values) >= 1e4:
+            axis.set_major_formatter(_eng_formatter())
     ax.set_xlabel(_axis_label(x))
     ax.set_ylabel(_axis_label(y))
     ax.grid(True, alpha=0.3)
@@ -805,8 +810,20 @@ def plot_pareto(rows: Any, x: str = "capex_usd", y: str = "all_to_all_per_endpoi
         handles.append(Line2D([], [], ls=""))
         labels.append(f"not drawn (no {x} or {y}): {names}{more}")
     if handles:
-        ax.legend(handles, labels, fontsize=7, loc="best")
+        ax.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12),
+                  ncol=2, frameon=False)
     return ax
+
+
+def _eng_formatter() -> Any:
+    """Tick labels such as ``2.5 M`` instead of an offset ``1e7`` in the corner."""
+    from matplotlib.ticker import EngFormatter
+
+    return EngFormatter(sep=" ")
+
+
+def _format_value(value: float) -> str:
+    return _eng_formatter()(value) if abs(value) >= 1e4 else f"{value:,.4g}"
 
 
 def plot_metric_bars(rows: Any, metric: str, *, label: str = "name",
@@ -847,13 +864,15 @@ def plot_metric_bars(rows: Any, metric: str, *, label: str = "name",
     ax.barh([p for p, _ in drawn], [v for _, v in drawn], color="#1f4e79", height=0.7)
     top = max((abs(v) for _, v in drawn), default=1.0) or 1.0
     for p, v in zip(positions, values, strict=True):
-        text = "n/a" if v is None else f"{v:,.4g}"
+        text = "n/a" if v is None else _format_value(v)
         ax.text((v if v is not None and v > 0 else 0) + 0.01 * top, p, text, va="center",
                 fontsize=7)
     ax.set_yticks(positions, names, fontsize=7)
     ax.set_ylim(len(records) - 0.5, -0.5)
     ax.set_xlim(min(0.0, min((v for _, v in drawn), default=0.0)) * 1.1, top * 1.15)
     ax.set_xlabel(_axis_label(metric))
+    if top >= 1e4:
+        ax.xaxis.set_major_formatter(_eng_formatter())
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_title(_axis_label(metric), fontsize=10)
     return ax
