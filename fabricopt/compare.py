@@ -543,7 +543,8 @@ class Comparison:
                              "error") if c in self.columns]
         if not shown or not self.rows:
             return head
-        cells = [[_short(r[c]) for c in shown] for r in self.rows[:20]]
+        # A missing value is "unknown" (not proven), except in a row that failed: "-".
+        cells = [[_short(r[c], bool(r.get("error"))) for c in shown] for r in self.rows[:20]]
         widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(shown)]
         lines = [head, "  ".join(c.ljust(w) for c, w in zip(shown, widths, strict=True))]
         lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True))
@@ -553,8 +554,8 @@ class Comparison:
         return "\n".join(lines)
 
 
-def _short(value: Any) -> str:
-    text = "unknown" if value is None else _cell(value)
+def _short(value: Any, failed: bool = False) -> str:
+    text = ("-" if failed else "unknown") if value is None else _cell(value)
     return text if len(text) <= 48 else text[:45] + "..."
 
 

@@ -69,7 +69,7 @@ def _number(value: Any) -> str:
     if isinstance(value, float):
         if math.isnan(value):
             return ""
-        if abs(value) >= 1e4:
+        if abs(value) >= 1e3:
             return f"{value:,.0f}"
         return f"{value:.4g}"
     if isinstance(value, int):
