@@ -112,6 +112,24 @@ def case_draw(make: str) -> dict:
             "value": f"{nodes} nodes drawn; {title} (build {built:.1f} s not counted)"}
 
 
+def case_compare(designs: list[str], jobs: int) -> dict:
+    import concurrent.futures as cf
+
+    import fabricopt as fo
+
+    start = time.perf_counter()
+    if jobs > 1:
+        with cf.ProcessPoolExecutor(max_workers=jobs) as pool:
+            table = fo.compare(designs, executor=pool, progress=False)
+    else:
+        table = fo.compare(designs, progress=False)
+    seconds = time.perf_counter() - start
+    slowest = max(table, key=lambda r: r["seconds"] or 0)
+    return {"seconds": seconds,
+            "value": f"{len(table)} rows, {len(table.failed)} failed; slowest "
+                     f"{slowest['name']} {slowest['seconds']:.1f} s"}
+
+
 def _child(fn_name: str, args: tuple, queue: mp.Queue) -> None:
     try:
         out = globals()[fn_name](*args)
@@ -203,6 +221,19 @@ def main(argv: list[str] | None = None) -> int:
         big = "superpod(64)" in make
         rows.append((f"draw, {make[3:]}", out, "< 10 s" if big else "",
                      ("met" if out["seconds"] < 10 else "not met") if big else ""))
+
+    # compare over every shipped design: in this process, then on a 2-process pool.
+    topologies = Path(__file__).resolve().parent.parent / "topologies"
+    designs = ([str(topologies / f) for f in ("dgx-h100.toml", "ualink-pod-sweep.toml",
+                                              "rail-oversubscription-sweep.toml")]
+               if args.quick else [str(topologies)])
+    alone = run_case("case_compare", designs, 1)
+    what = "small designs" if args.quick else "every shipped design"
+    rows.append((f"compare, {what}, in this process", alone, "baseline", ""))
+    pool = run_case("case_compare", designs, 2)
+    rows.append((f"compare, {what}, 2-process pool", pool,
+                 f"{alone['seconds'] / pool['seconds']:.2f}x the single process "
+                 "(peak MB: the parent only)", ""))
 
     width = max(len(r[0]) for r in rows)
     print(f"{'case':<{width}}  {'seconds':>8}  {'peak MB':>8}  result / target")

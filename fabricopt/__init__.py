@@ -14,6 +14,7 @@ from .collectives import (
     collective_curve,
     hierarchical_all_reduce_time,
 )
+from .compare import Comparison, compare
 from .cost import Catalog, CatalogError, CostEstimate, Layout, Policy, estimate_cost
 from .draw import draw, pareto_front, plot_metric_bars, plot_pareto
 from .errors import (
@@ -61,6 +62,8 @@ from .worst_case import WorstCasePermutation, tub_upper_bound, worst_case_permut
 __all__ = _generator_names + [
     "BisectionResult",
     "CollectiveBounds",
+    "Comparison",
+    "compare",
     "bisection_bandwidth",
     "LatencyModel",
     "collective_bounds",

@@ -165,3 +165,42 @@ def check_endpoint_group(func: str, fab: Any, endpoints: Iterable[Hashable] | No
     if len(eps) < minimum:
         raise error(f"{func}(): needs at least {minimum} distinct endpoints, got {len(eps)}")
     return eps
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``" (did you mean 'x'?)"`` for the closest of ``choices``, or ``""`` when none is close.
+
+    >>> did_you_mean("acelerators", ["accelerators", "switches"])
+    " (did you mean 'accelerators'?)"
+    >>> did_you_mean("zzz", ["accelerators"])
+    ''
+    """
+    import difflib
+
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+_BYTE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def parse_bytes(func: str, name: str, value: Any) -> float:
+    """A size in bytes from a number or text with a unit: ``"1GiB"``, ``"512MB"``, ``"1e9"``.
+
+    Decimal units (kB, MB, GB, TB) are powers of 1000, binary ones (KiB, MiB, GiB, TiB) powers
+    of 1024, as in IEC 80000-13; case does not matter. The size must be > 0.
+
+    >>> [parse_bytes("f", "size", text) for text in ("1GiB", "512MB", "1e9", 4096)]
+    [1073741824.0, 512000000.0, 1000000000.0, 4096.0]
+    """
+    import re
+
+    if isinstance(value, str):
+        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", value)
+        unit = match.group(2).lower() if match else None
+        if match is None or unit not in _BYTE_UNITS:
+            raise fail(func, name, "a size in bytes: a number with an optional unit (B, kB, MB, "
+                       "GB, TB, KiB, MiB, GiB, TiB), e.g. 1GiB or 512MB", value)
+        value = float(match.group(1)) * _BYTE_UNITS[unit]
+    return check_positive(func, name, value)

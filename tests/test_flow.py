@@ -162,7 +162,12 @@ def test_time_limited_solve_reports_status_and_a_valid_bracket():
     assert r.theta is None
     # The hop-length bound is exact on a torus, so upper equals truth up to rounding.
     assert r.lower <= truth <= r.upper * (1 + 1e-12)
-    assert "theta            not proven" in str(r)
+    assert "theta            unknown (not proven)" in str(r)
+    # The bandwidth is "unknown" with its proven bracket: 143 Gb/s sent per node (all-to-all
+    # at 1 Gb/s among 144 nodes) times the theta bracket, never the lower end alone.
+    low, high = r.per_endpoint_gbps_bracket
+    assert low == pytest.approx(r.lower * 143) and high == pytest.approx(r.upper * 143)
+    assert f"per endpoint     unknown: {low:.6g} to {high:.6g} Gb/s" in str(r)
     # The hop-length lengths behind that upper bound are kept, so the checker re-proves it.
     certified(fab, r, exact=False)
 
