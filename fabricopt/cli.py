@@ -235,7 +235,7 @@ def _solve_row(fab: Fabric, result: Any, bisection: Any, collectives: list[Any])
         row.update({"bisection_gbps": bisection.upper_gbps,
                     "bisection_lower_gbps": bisection.lower_gbps,
                     "bisection_exact": bisection.exact,
-                    "bisection_per_endpoint_gbps": bisection.per_gpu_gbps})
+                    "bisection_per_endpoint_gbps": bisection.per_endpoint_gbps})
     for c in collectives:
         row["message_bytes"] = c.message_bytes
         row[f"{c.collective}_busbw_GBps"] = c.busbw_GBps
@@ -314,9 +314,9 @@ def _cmd_bom(args: argparse.Namespace) -> int:
     elif args.format == "json":
         import json
 
-        print(json.dumps([{"fabric": e.fabric, "gpus": e.gpus, "capex_usd": e.capex_usd,
-                           "power_w": e.power_w, "capex_per_gpu_usd": e.per_gpu_usd,
-                           "power_per_gpu_w": e.per_gpu_w,
+        print(json.dumps([{"fabric": e.fabric, "gpus": e.n_endpoints, "capex_usd": e.capex_usd,
+                           "power_w": e.power_w, "capex_per_gpu_usd": e.per_endpoint_usd,
+                           "power_per_gpu_w": e.per_endpoint_w,
                            "bom": [{"component": r.component, "kind": r.kind,
                                     "detail": r.detail, "count": r.count,
                                     "unit_usd": r.unit_usd, "unit_w": r.unit_w,
