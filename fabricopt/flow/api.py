@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 from scipy.sparse.csgraph import dijkstra
 
-from .._checks import check_bool, check_choice, check_positive
+from .._checks import check_bool, check_choice, check_positive, fail
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..traffic import Traffic, all_to_all
+from .approx import solve_approx
 from .backends import BACKENDS, solve_lp
 from .certificate import DistanceBound, certified_lower, distance_bound
 from .formulation import Collapse, FlowModel, aggregate_demand, build_flow_lp
@@ -28,7 +29,7 @@ from .polish import polish, polish_duals, residual
 from .result import FlowResult
 from .symmetric import SymmetricModel, build_symmetric_lp
 
-METHODS = ("auto", "lp", "symmetric")
+METHODS = ("auto", "lp", "symmetric", "approx")
 
 #: Relative width of the certified bracket up to which a solve counts as exact.
 EXACT_RTOL = 1e-6
@@ -74,7 +75,7 @@ def lp_size_estimate(fab: Fabric, traffic: Traffic) -> int:
 
 def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: str = "auto",
                         backend: str = "highs", time_limit: float | None = None,
-                        include_endpoint_links: bool = True,
+                        include_endpoint_links: bool = True, gap: float = 0.01,
                         **backend_options: Any) -> FlowResult:
     """Largest fraction theta of ``traffic`` that ``fab`` carries at once, with proof.
 
@@ -83,13 +84,15 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     fab : Fabric
     traffic : Traffic, optional
         Demands in Gb/s per ordered endpoint pair; None means :func:`all_to_all` at 1 Gb/s.
-    method : {"auto", "lp", "symmetric"}
+    method : {"auto", "lp", "symmetric", "approx"}
         ``"lp"``: the exact LP with source aggregation and endpoint collapse.
         ``"symmetric"``: the exact root-flow LP for fabrics whose generator attached a
         symmetry claim, with uniform all-to-all traffic over all endpoints.
+        ``"approx"``: the same LP solved to a certified relative ``gap`` by
+        :mod:`fabricopt.flow.approx` (any fabric, any traffic, thousands of switches);
+        the answer is the bracket, status ``"inexact"`` (``"time_limit"`` if stopped).
         ``"auto"``: symmetric when valid, else the full LP while it has at most
-        ``MAX_AUTO_NONZEROS`` nonzeros, else a certified bracket from cheap bounds with
-        status ``"not_solved"`` (no approximate method exists yet).
+        ``MAX_AUTO_NONZEROS`` nonzeros, else approx.
     backend : {"highs", "highspy", "pulp"}
         See :mod:`fabricopt.flow.backends`; ``backend_options`` go to it.
     time_limit : float, optional
@@ -101,6 +104,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         True (default): the links of endpoints that hang off one switch (NIC links) are
         capacity constraints and pairs under one switch count. False: the fabric-only view of
         ``reference/bounds.md`` — those links are free and same-switch pairs are dropped.
+    gap : float
+        For ``method="approx"``: stop once ``(upper - lower) / upper <= gap``, 0 < gap < 1.
 
     Returns
     -------
@@ -126,6 +131,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                                         include_endpoint_links)
     if time_limit is not None:
         check_positive("max_concurrent_flow", "time_limit", time_limit)
+    if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not 0 < gap < 1:
+        raise fail("max_concurrent_flow", "gap", "must be a number with 0 < gap < 1", gap)
     if traffic is None:
         traffic = all_to_all(fab)
     if not isinstance(traffic, Traffic):
@@ -140,13 +147,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         if ok:
             method = "symmetric"
         elif lp_size_estimate(fab, traffic) > MAX_AUTO_NONZEROS:
-            result = cheap_bracket(fab, traffic, backend, include_endpoint_links)
-            result.message = ("the full LP is too large for an exact solve "
-                              f"(> {MAX_AUTO_NONZEROS:,} nonzeros) and no approximate method "
-                              "is available yet; the bracket comes from hop-length and "
-                              "trivial bounds")
-            result.seconds = time.perf_counter() - start
-            return result
+            method = "approx"
         else:
             method = "lp"
     # Solve for theta near 1: solvers' tolerances (and CBC's printed digits) are absolute,
@@ -157,6 +158,13 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         result = solve_symmetric(fab, scaled, backend, time_limit,
                                  include_endpoint_links=include_endpoint_links,
                                  **backend_options)
+    elif method == "approx":
+        model = build_flow_lp(fab, scaled, include_endpoint_links)
+        left = None if time_limit is None else max(
+            time_limit - (time.perf_counter() - start), 1e-3)
+        sol = solve_approx(model, gap=gap, time_limit=left)
+        result = certify_flow_model(model, sol, "approx", "numpy", fabric_name=fab.name,
+                                    tiers=_tiers(fab, model.ga))
     else:
         model = build_flow_lp(fab, scaled, include_endpoint_links)
         result = solve_flow_model(model, backend, time_limit, fabric_name=fab.name,
@@ -168,6 +176,11 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         if result.theta is not None:
             result.theta *= scale
     result.extra["traffic_scale"] = scale
+    if result.method == "approx" and result.unreachable is None:
+        wide = (result.upper - result.lower) / result.upper if result.upper > 0 else 0.0
+        result.message = (f"approximate: certified bracket [{result.lower:.9g}, "
+                          f"{result.upper:.9g}] (gap {wide:.3%}, asked {gap:.3%}); "
+                          f"{sol.message}")
     result.seconds = time.perf_counter() - start
     return result
 
@@ -252,6 +265,13 @@ def solve_flow_model(model: FlowModel, backend: str = "highs", time_limit: float
                      **backend_options: Any) -> FlowResult:
     """Solve a built :class:`FlowModel`, certify the answer and read it back."""
     sol = _polished(model.lp, solve_lp(model.lp, backend, time_limit, **backend_options))
+    return certify_flow_model(model, sol, "lp", backend, fabric_name, tiers)
+
+
+def certify_flow_model(model: FlowModel, sol: Any, method: str = "lp", backend: str = "highs",
+                       fabric_name: str = "", tiers: list[str] | None = None) -> FlowResult:
+    """Prove the bracket of a solution of ``model.lp``: lower from its point ``x``, upper from
+    its capacity-row duals as arc lengths; read the answer back."""
     ga = model.ga
     m = len(model.core_arcs)
     theta_x = float(sol.x[-1]) if sol.x is not None else None
@@ -274,7 +294,8 @@ def solve_flow_model(model: FlowModel, backend: str = "highs", time_limit: float
                                       model.ep_rows_arc, model.ep_rows_gbps)
 
         lengths, bound = bound_from(sol.dual_ub)
-        if sol.x is not None and bound.upper - lower > EXACT_RTOL * bound.upper:
+        if (method == "lp" and sol.x is not None
+                and bound.upper - lower > EXACT_RTOL * bound.upper):
             # The solver's duals are off (tolerances, postsolve): make them consistent with
             # the point by complementary slackness and keep the better of the two bounds.
             better = polish_duals(model.lp, sol.x, sol.dual_eq, sol.dual_ub)
@@ -292,14 +313,12 @@ def solve_flow_model(model: FlowModel, backend: str = "highs", time_limit: float
     if theta is not None and bound.unreachable is not None:
         theta = 0.0
     result = FlowResult(
-        theta=theta, lower=lower, upper=upper, status=sol.status, method="lp",
+        theta=theta, lower=lower, upper=upper, status=sol.status, method=method,
         backend=backend, seconds=sol.seconds, per_endpoint_gbps=0.0, message=sol.message,
         fabric_name=fabric_name, cut=_endpoint_cut(model.collapse, ga, bound.cut),
         unreachable=_endpoint_pair(model.collapse, ga, model.agg, bound.unreachable),
         max_overload=overload, max_residual=residual,
-        lp_size={"columns": model.lp.n_cols, "rows": model.lp.n_rows, "nonzeros": model.lp.nnz,
-                 "commodities": model.n_commodities},
-        _ga=ga, _load=load, _lengths=lengths, _tiers=tiers,
+        lp_size=model.lp_size, _ga=ga, _load=load, _lengths=lengths, _tiers=tiers,
         extra={"x": sol.x, "model": model,
                "include_endpoint_links": model.include_endpoint_links})
     senders = int(np.count_nonzero(model.out_gbps))

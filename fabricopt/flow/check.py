@@ -100,7 +100,7 @@ def check_certificate(fab: Fabric, result: FlowResult, traffic: Traffic | None =
         raise InvalidParameterError("check_certificate(): the result was computed on a "
                                     "different graph (arcs differ)")
     lower, overload, residual = 0.0, 0.0, 0.0
-    if result.method == "lp" and result.extra.get("x") is not None:
+    if result.method in ("lp", "approx") and result.extra.get("x") is not None:
         model = build_flow_lp(fab, traffic, result.extra["include_endpoint_links"])
         x = result.extra["x"]
         residual = model.conservation_residual(x)

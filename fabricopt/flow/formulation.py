@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -114,16 +115,21 @@ def aggregate_demand(traffic: Traffic, position: dict[Hashable, int], attach: np
     return uniq // base, uniq % base, summed, out, inc
 
 
+#: Commodities per block when checking conservation (bounds the temporary memory).
+RESIDUAL_BLOCK = 256
+
+
 @dataclass(frozen=True)
 class FlowModel:
     """A built max-concurrent-flow LP with everything needed to read its answer back.
 
     Column layout of ``lp``: ``K`` blocks of ``len(core_arcs)`` flow variables (commodity
     ``k`` rooted at node ``sources[k]``), then theta. Rows: one capacity row per core arc,
-    then the endpoint-link rows; one conservation row per (commodity, node).
+    then the endpoint-link rows; one conservation row per (commodity, node). The sparse
+    matrices are assembled on first use of ``lp``, so solvers that never need them (such as
+    :mod:`fabricopt.flow.approx`) skip their memory.
     """
 
-    lp: LinearProgram
     ga: GraphArrays
     traffic: Traffic
     collapse: Collapse
@@ -143,6 +149,47 @@ class FlowModel:
     def n_commodities(self) -> int:
         return len(self.sources)
 
+    @cached_property
+    def inc_core(self) -> sp.csr_matrix:
+        """Node-arc incidence of the core arcs (+1 at the tail, -1 at the head)."""
+        ga, core = self.ga, self.core_arcs
+        m = len(core)
+        return sp.csr_matrix(
+            (np.concatenate([np.ones(m), -np.ones(m)]),
+             (np.concatenate([ga.tail[core], ga.head[core]]),
+              np.concatenate([np.arange(m), np.arange(m)]))), shape=(ga.n_nodes, m))
+
+    @cached_property
+    def lp(self) -> LinearProgram:
+        """The LP itself (see the class docstring for its layout)."""
+        K, m = self.n_commodities, len(self.core_arcs)
+        # Conservation: kron(I_K, incidence of core arcs), with -supply in the theta column.
+        A_eq = sp.hstack([sp.kron(sp.identity(K, format="csr"), self.inc_core, format="csr"),
+                          -self.supply.reshape((K * self.ga.n_nodes, 1))], format="csr")
+        b_eq = np.zeros(K * self.ga.n_nodes)
+        # Capacity of core arcs: the commodities' flows add up.
+        cap_rows = sp.hstack([sp.kron(np.ones((1, K)), sp.identity(m, format="csr"),
+                                      format="csr"), sp.csr_matrix((m, 1))], format="csr")
+        # Endpoint links carry exactly theta times what the endpoint sends (receives).
+        E = len(self.ep_rows_arc)
+        ep_rows = sp.csr_matrix((self.ep_rows_gbps, (np.arange(E), np.full(E, K * m))),
+                                shape=(E, K * m + 1))
+        A_ub = sp.vstack([cap_rows, ep_rows], format="csr")
+        b_ub = np.concatenate([self.ga.capacity[self.core_arcs],
+                               self.ga.capacity[self.ep_rows_arc]])
+        c = np.zeros(K * m + 1)
+        c[-1] = -1.0
+        return LinearProgram(c, A_ub, b_ub, A_eq, b_eq, np.zeros(K * m + 1),
+                             np.full(K * m + 1, np.inf))
+
+    @property
+    def lp_size(self) -> dict[str, int]:
+        """Columns, rows and nonzeros of ``lp``, counted without assembling it."""
+        K, m, E = self.n_commodities, len(self.core_arcs), len(self.ep_rows_arc)
+        return {"columns": K * m + 1, "rows": m + E + K * self.ga.n_nodes,
+                "nonzeros": K * m + E + K * self.inc_core.nnz + int(self.supply.nnz),
+                "commodities": K}
+
     def full_load(self, x: np.ndarray) -> np.ndarray:
         """Gb/s on every arc of the fabric for the LP point ``x``."""
         m_core = len(self.core_arcs)
@@ -156,11 +203,16 @@ class FlowModel:
     def conservation_residual(self, x: np.ndarray) -> float:
         """Largest per-commodity L1 norm of the conservation violation at ``x`` (Gb/s),
         negative flows clipped to zero first."""
-        if self.n_commodities == 0:
+        K, m = self.n_commodities, len(self.core_arcs)
+        if K == 0:
             return 0.0
-        xc = np.concatenate([np.clip(x[:-1], 0.0, None), x[-1:]])
-        r = np.abs(self.lp.A_eq @ xc - self.lp.b_eq).reshape(self.n_commodities, -1)
-        return float(r.sum(axis=1).max())
+        flows = x[:-1].reshape(K, m)
+        worst = 0.0
+        for lo in range(0, K, RESIDUAL_BLOCK):  # a block of commodities at a time
+            f = np.clip(flows[lo:lo + RESIDUAL_BLOCK], 0.0, None)
+            r = (self.inc_core @ f.T).T - x[-1] * self.supply[lo:lo + RESIDUAL_BLOCK].toarray()
+            worst = max(worst, float(np.abs(r).sum(axis=1).max()))
+        return worst
 
     @property
     def min_demand(self) -> float:
@@ -199,7 +251,6 @@ def build_flow_lp(fab: Any, traffic: Traffic, include_endpoint_links: bool = Tru
                            "endpoint links nothing crosses the fabric")
 
     core_arcs = np.flatnonzero(col.core_arc)
-    m = len(core_arcs)
     n = ga.n_nodes
     sources = np.unique(src)
     K = len(sources)
@@ -211,35 +262,14 @@ def build_flow_lp(fab: Any, traffic: Traffic, include_endpoint_links: bool = Tru
     vals = np.concatenate([-gbps, sent])
     supply = sp.csr_matrix((vals, (rows, cols)), shape=(K, n))
 
-    # Conservation: kron(I_K, incidence of core arcs), with -supply in the theta column.
-    inc_core = sp.csr_matrix(
-        (np.concatenate([np.ones(m), -np.ones(m)]),
-         (np.concatenate([ga.tail[core_arcs], ga.head[core_arcs]]),
-          np.concatenate([np.arange(m), np.arange(m)]))), shape=(n, m))
-    A_eq = sp.hstack([sp.kron(sp.identity(K, format="csr"), inc_core, format="csr"),
-                      -supply.reshape((K * n, 1))], format="csr")
-    b_eq = np.zeros(K * n)
-
-    # Capacity of core arcs: the commodities' flows add up.
-    cap_rows = sp.hstack([sp.kron(np.ones((1, K)), sp.identity(m, format="csr"), format="csr"),
-                          sp.csr_matrix((m, 1))], format="csr")
-    # Endpoint links carry exactly theta times what the endpoint sends (receives).
     collapsed = col.out_arc >= 0
     ep_arc = np.concatenate([col.out_arc[collapsed], col.in_arc[collapsed]])
     ep_gbps = np.concatenate([out[collapsed], inc[collapsed]])
     keep = (ep_gbps > 0) & include_endpoint_links
     ep_arc, ep_gbps = ep_arc[keep], ep_gbps[keep]
-    ep_rows = sp.csr_matrix((ep_gbps, (np.arange(len(ep_arc)), np.full(len(ep_arc), K * m))),
-                            shape=(len(ep_arc), K * m + 1))
-    A_ub = sp.vstack([cap_rows, ep_rows], format="csr")
-    b_ub = np.concatenate([ga.capacity[core_arcs], ga.capacity[ep_arc]])
-
-    c = np.zeros(K * m + 1)
-    c[-1] = -1.0
-    lp = LinearProgram(c, A_ub, b_ub, A_eq, b_eq, np.zeros(K * m + 1), np.full(K * m + 1, np.inf))
     constrained = np.zeros(ga.n_arcs, dtype=bool)
     constrained[core_arcs] = True
     constrained[ep_arc] = True
     counted = float(gbps.sum()) if not include_endpoint_links else traffic.total_gbps
-    return FlowModel(lp, ga, traffic, col, core_arcs, sources, supply, ep_arc, ep_gbps,
+    return FlowModel(ga, traffic, col, core_arcs, sources, supply, ep_arc, ep_gbps,
                      (src, dst, gbps), out, inc, constrained, counted, include_endpoint_links)
