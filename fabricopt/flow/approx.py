@@ -57,7 +57,7 @@ HOP_TIE_BREAK = 1e-4
 DENSE_LOOKUP_MAX = 1 << 24
 
 #: Sharpness of the soft maximum relative to the gap still to close.
-BETA_SCALE = 2.0
+BETA_SCALE = 0.5
 
 
 @dataclass(frozen=True)
