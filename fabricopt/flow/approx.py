@@ -1,35 +1,24 @@
-r"""A certified approximate max-concurrent-flow solver: column generation over routing trees.
+r"""A certified approximate max-concurrent-flow solver: conditional gradient over routing trees.
 
 The exact LP of :mod:`fabricopt.flow.formulation` has one flow variable per (source, arc):
-hundreds of millions for a fabric of thousands of switches. This module solves the same LP
-by Dantzig-Wolfe decomposition, keeping only the routings that matter.
+hundreds of millions for a fabric of thousands of switches. This module never assembles it.
 
-**Columns are trees.** A commodity routes all its demand (its source to every target) at
-once; every such flow is dominated by a convex combination of *routing trees* (the vertices
-of the uncapacitated transshipment polytope are spanning-tree flows), so the master problem
+**Routings are mixes of trees.** A commodity routes all its demand (its source to every
+target) at once, and every such flow is dominated by a convex combination of *routing
+trees* (the vertices of the uncapacitated transshipment polytope are spanning-tree flows).
+The solver keeps one flow per commodity (routing the demand once, theta = 1) and minimises
+a soft maximum of the arc utilisations by the Frank-Wolfe method: the gradient of the soft
+maximum is a set of arc lengths, the best direction is every commodity's shortest-path
+tree at those lengths (one :func:`scipy.sparse.csgraph.dijkstra` call from all sources),
+and a line search picks the step.
 
-.. math::
-
-    \max \theta \quad\text{s.t.}\quad \sum_{k,j} \lambda_{kj} L_{kj}(a) \le c_a,\qquad
-    \sum_j \lambda_{kj} \ge \theta \;\; \forall k, \qquad \lambda \ge 0
-
-over *all* trees :math:`j` of every commodity :math:`k` (with :math:`L_{kj}(a)` the load that
-tree puts on arc :math:`a` when it carries the commodity's whole demand) is the exact LP.
-The restricted master keeps a few trees per commodity and is re-solved by HiGHS's simplex
-from its last basis.
-
-**Pricing is the upper bound.** At any arc lengths :math:`l \ge 0` the cheapest tree of
-commodity :math:`k` is its shortest-path tree, of cost :math:`\sum_t D(k, t)\,
-\mathrm{dist}_l(k, t)`. The same shortest-path search thus gives the new columns and the
+**Every iteration proves both bounds.** The flow, scaled by its worst utilisation, is a
+feasible flow: theta >= 1 / max utilisation. The same shortest-path search gives the
 distance bound :math:`\theta \le \sum_a c_a l_a / \sum D\,\mathrm{dist}_l` of
-:mod:`fabricopt.flow.certificate`. Lengths are the master's capacity duals, smoothed toward
-the best lengths seen so far (Wentges' stabilisation), which keeps the duals from jumping
-between extreme points.
-
-**Both bounds are certificates.** The master's solution is a flow that conserves exactly (a
-sum of tree flows), returned in the LP's column layout; the lengths go back as capacity-row
-duals. :func:`fabricopt.flow.api.solve_flow_model` proves both from scratch, exactly as for
-an LP solver's answer. The run stops when the certified gap ``(upper - lower) / upper`` is at
+:mod:`fabricopt.flow.certificate` at the current lengths. The best of each is kept; the
+flow goes back in the LP's column layout and the lengths as capacity-row duals, so
+:func:`fabricopt.flow.api.certify_flow_model` proves both from scratch, exactly as for an
+LP solver's answer. The run stops when the certified gap ``(upper - lower) / upper`` is at
 most ``gap``, or at the time limit with the best bracket proven so far.
 """
 
