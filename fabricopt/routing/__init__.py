@@ -7,6 +7,15 @@ the fabric carries a pair, :mod:`~fabricopt.routing.fluid` routes destination-ba
 """
 
 from .api import ROUTINGS, routed_flow
+from .plot import plot_routing_distribution
 from .result import RoutedFlowResult
+from .schedules import (
+    RoutedCollective,
+    rank_order,
+    ring_traffic,
+    routed_collective,
+    tree_traffic,
+)
 
-__all__ = ["ROUTINGS", "RoutedFlowResult", "routed_flow"]
+__all__ = ["ROUTINGS", "RoutedCollective", "RoutedFlowResult", "plot_routing_distribution",
+           "rank_order", "ring_traffic", "routed_collective", "routed_flow", "tree_traffic"]

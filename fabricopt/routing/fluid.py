@@ -42,6 +42,8 @@ SPLITS = ("equal", "capacity", "static")
 DIST_BLOCK = 4_000_000
 #: Entries of the (arc x destination) arrays of one propagation sweep.
 SWEEP_BLOCK = 3_000_000
+#: Largest (node x column) demand table summed densely.
+DENSE_DEMAND = 8_000_000
 
 
 class FluidRouting:
@@ -67,7 +69,10 @@ class FluidRouting:
             classes, self.col_of_endpoint = np.unique(plane.klass, return_inverse=True)
             self.n_cols = len(classes)
             self.col_node = classes
-        self.X = sp.csr_matrix((plane.n_nodes, self.n_cols))
+        # Dense sums while the (node x column) table is small, else coordinate lists.
+        self._dense = plane.n_nodes * self.n_cols <= DENSE_DEMAND
+        self._sum = np.zeros(plane.n_nodes * self.n_cols if self._dense else 0)
+        self._parts: list[tuple[np.ndarray, np.ndarray]] = []
         self.in_gbps = np.zeros(T)
         self.pairs = 0
 
@@ -76,10 +81,22 @@ class FluidRouting:
         if not len(src):
             return
         cols = dst if self.per_target else self.col_of_endpoint[dst]
-        self.X = self.X + sp.csr_matrix((gbps, (self.plane.source[src], cols)),
-                                        shape=self.X.shape)
+        key = self.plane.source[src] * self.n_cols + cols
+        if self._dense:
+            self._sum += np.bincount(key, weights=gbps, minlength=len(self._sum))
+        else:
+            self._parts.append((key, gbps))
         self.in_gbps += np.bincount(dst, weights=gbps, minlength=len(self.in_gbps))
         self.pairs += len(src)
+
+    def supply(self) -> sp.csr_matrix:
+        """Gb/s each plane node sources for each column."""
+        shape = (self.plane.n_nodes, self.n_cols)
+        if self._dense:
+            return sp.csr_matrix(self._sum.reshape(shape))
+        key = np.concatenate([k for k, _ in self._parts]) if self._parts else np.zeros(0, int)
+        gbps = np.concatenate([g for _, g in self._parts]) if self._parts else np.zeros(0)
+        return sp.csr_matrix((gbps, (key // self.n_cols, key % self.n_cols)), shape=shape)
 
     def loads(self, split: str, rank: np.ndarray | None = None) -> np.ndarray:
         """Gb/s on every plane arc when the demands are routed with ``split``."""
@@ -87,7 +104,7 @@ class FluidRouting:
         load = np.zeros(plane.n_arcs)
         if self.pairs == 0:
             return load
-        X = self.X.tocsc()
+        X = self.supply().tocsc()
         cols = np.flatnonzero(np.diff(X.indptr) > 0)
         if not self.per_target and split != "static":
             # The last hop of a collapsed destination carries all it receives in this plane.

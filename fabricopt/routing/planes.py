@@ -94,10 +94,15 @@ class Plane:
         """True for endpoints routed through their class node (one arc into them)."""
         return self.last_arc >= 0
 
+    def __post_init__(self) -> None:
+        # Component of each endpoint as a sender and as a receiver; -1 and -2 for one without
+        # links here, so that it matches nothing.
+        self._send = np.where(self.has_arcs, self.component[self.source], -1)
+        self._recv = np.where(self.has_arcs, self.component[self.target], -2)
+
     def reaches(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """Whether endpoint ``src[j]`` can send to endpoint ``dst[j]`` in this plane."""
-        ok = self.has_arcs[src] & self.has_arcs[dst]
-        return ok & (self.component[self.source[src]] == self.component[self.target[dst]])
+        return self._send[src] == self._recv[dst]
 
     def reverse_matrix(self) -> sp.csr_matrix:
         """Head-to-tail adjacency: a search from a node on it finds who can reach that node."""
