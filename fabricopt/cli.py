@@ -104,6 +104,15 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         result = max_concurrent_flow(fab, traffic, method=args.method, backend=args.backend,
                                      time_limit=args.time_limit, **options)
         print(result)
+        if args.routing:
+            from .routing import routed_flow
+
+            routed = routed_flow(fab, traffic, routing=args.routing,
+                                 trials=args.trials if args.routing == "hash" else 1,
+                                 seed=args.seed)
+            routed.optimum = result
+            print()
+            print(routed)
         if not args.throughput_only:
             from .bisection import bisection_bandwidth
             from .collectives import collective_bounds
@@ -165,6 +174,12 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--time-limit", type=float, default=None, help="seconds per solve")
     solve.add_argument("--message-bytes", type=float, default=2.0**30,
                        help="all-reduce buffer size for the collective bounds (default 1 GiB)")
+    solve.add_argument("--routing", choices=("ecmp", "wcmp", "hash", "static"), default=None,
+                       help="also route the traffic as deployed and print its theta beside "
+                       "the optimum (routing efficiency)")
+    solve.add_argument("--trials", type=int, default=100,
+                       help="hashed trials for --routing hash (default 100)")
+    solve.add_argument("--seed", type=int, default=0, help="seed of the hashed trials")
     solve.add_argument("--throughput-only", action="store_true",
                        help="skip the bisection and all-reduce bounds")
     solve.set_defaults(func=_cmd_solve)

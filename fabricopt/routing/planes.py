@@ -95,14 +95,56 @@ class Plane:
         return self.last_arc >= 0
 
     def __post_init__(self) -> None:
-        # Component of each endpoint as a sender and as a receiver; -1 and -2 for one without
-        # links here, so that it matches nothing.
-        self._send = np.where(self.has_arcs, self.component[self.source], -1)
-        self._recv = np.where(self.has_arcs, self.component[self.target], -2)
+        # Reachability through forwarding nodes: an endpoint reaches another when one of the
+        # nodes it sends into shares a component of the forwarding nodes with one that feeds
+        # the other, or by a direct arc. Weak components of the whole plane would be wrong:
+        # two senders feeding one receiving copy are weakly joined but cannot reach each other.
+        forwards = np.ones(self.n_nodes, dtype=bool)
+        forwards[self.target] = False
+        forwards[self.source] = self.name == "whole fabric"
+        core = forwards[self.tail] & forwards[self.head]
+        n = self.n_nodes
+        matrix = sp.csr_matrix((np.ones(int(core.sum())), (self.tail[core], self.head[core])),
+                               shape=(n, n))
+        _, comp = connected_components(matrix, directed=True, connection="strong")
+        T = len(self.target)
+        pos_of_source = np.full(n, -1, dtype=np.int64)
+        pos_of_source[self.source] = np.arange(T)
+        pos_of_target = np.full(n, -1, dtype=np.int64)
+        pos_of_target[self.target] = np.arange(T)
+        into = forwards[self.head] & (pos_of_source[self.tail] >= 0)
+        feeds = forwards[self.tail] & (pos_of_target[self.head] >= 0)
+        direct = (pos_of_source[self.tail] >= 0) & (pos_of_target[self.head] >= 0) & ~(
+            forwards[self.tail] & forwards[self.head])
+        K = int(comp.max()) + 1 if n else 1
+        self._send = sp.csr_matrix((np.ones(int(into.sum())), (pos_of_source[self.tail[into]],
+                                                                comp[self.head[into]])),
+                                   shape=(T, K)).astype(bool).tocsr()
+        self._recv = sp.csr_matrix((np.ones(int(feeds.sum())), (pos_of_target[self.head[feeds]],
+                                                                 comp[self.tail[feeds]])),
+                                   shape=(T, K)).astype(bool).tocsr()
+        self._direct = np.unique(pos_of_source[self.tail[direct]] * T
+                                 + pos_of_target[self.head[direct]])
+        single = (np.diff(self._send.indptr).max(initial=0) <= 1
+                  and np.diff(self._recv.indptr).max(initial=0) <= 1)
+        self._single = single
+        if single:
+            self._send_label = np.full(T, -1, dtype=np.int64)
+            rows = np.flatnonzero(np.diff(self._send.indptr))
+            self._send_label[rows] = self._send.indices
+            self._recv_label = np.full(T, -2, dtype=np.int64)
+            rows = np.flatnonzero(np.diff(self._recv.indptr))
+            self._recv_label[rows] = self._recv.indices
 
     def reaches(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
         """Whether endpoint ``src[j]`` can send to endpoint ``dst[j]`` in this plane."""
-        return self._send[src] == self._recv[dst]
+        if self._single:
+            ok = self._send_label[src] == self._recv_label[dst]
+        else:
+            ok = np.asarray(self._send[src].multiply(self._recv[dst]).sum(axis=1)).ravel() > 0
+        if len(self._direct):
+            ok |= np.isin(src * len(self.target) + dst, self._direct)
+        return ok
 
     def reverse_matrix(self) -> sp.csr_matrix:
         """Head-to-tail adjacency: a search from a node on it finds who can reach that node."""
