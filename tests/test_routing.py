@@ -187,10 +187,11 @@ def test_scale_out_uses_the_source_nic_not_nvlink():
     for routing in ROUTINGS:
         r = fo.routed_flow(fab, tm, routing=routing, seed=0)
         assert r.pairs_by_plane == {"scale-out": 1}
-        nvlink = [a for a in r.link_load if fab.graph.edges[a]["tier"] == "gpu-nvswitch"]
-        assert all(r.link_load[a] == 0 for a in nvlink)
-        assert r.link_load[("n0.gpu0", "r0.l0")] == pytest.approx(r.theta)
-        assert r.link_load[("r3.l0", "n1.gpu3")] == pytest.approx(r.theta)
+        load = r.link_load
+        nvlink = [a for a in load if fab.graph.edges[a]["tier"] == "gpu-nvswitch"]
+        assert all(load[a] == 0 for a in nvlink)
+        assert load[("n0.gpu0", "r0.l0")] == pytest.approx(r.theta)
+        assert load[("r3.l0", "n1.gpu3")] == pytest.approx(r.theta)
         assert r.theta == pytest.approx(400.0)  # one NIC link per end, nothing shared
 
 
