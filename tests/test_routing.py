@@ -407,3 +407,16 @@ def test_plot_routing_distribution(tmp_path):
     plt.close(fig)
     with pytest.raises(fo.InvalidParameterError, match="RoutedFlowResult"):
         fo.plot_routing_distribution(fo.max_concurrent_flow(fab, tm))
+
+
+def test_cli_solve_prints_routed_theta_beside_the_optimum(capsys):
+    from fabricopt.cli import main
+
+    # fat_tree(4), permutation: the optimum is the 400 Gb/s link rate (a permutation needs
+    # one NIC link each way per GPU); ECMP spreads every pair evenly and reaches it too.
+    code = main(["solve", "fat_tree", "k=4", "--traffic", "permutation:1", "--routing", "ecmp",
+                 "--throughput-only"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "routing          ecmp" in out
+    assert "optimum theta    400 (routing efficiency 1)" in out
