@@ -168,6 +168,23 @@ def case_compare(designs: list[str], jobs: int) -> dict:
                      f"{slowest['name']} {slowest['seconds']:.1f} s"}
 
 
+def case_routed(make: str, traffic: str, routing: str, trials: int) -> dict:
+    import fabricopt as fo
+
+    start = time.perf_counter()
+    fab = eval(make, {"fo": fo})  # noqa: S307
+    tm = eval(traffic, {"fo": fo, "fab": fab})  # noqa: S307
+    r = fo.routed_flow(fab, tm, routing=routing, trials=trials, seed=1)
+    seconds = time.perf_counter() - start
+    if trials > 1:
+        d = r.distribution
+        value = (f"theta min {d['min']:.6g}, p5 {d['p5']:.6g}, median {d['median']:.6g}, "
+                 f"p95 {d['p95']:.6g}, max {d['max']:.6g} ({r.binding_tier})")
+    else:
+        value = f"theta={r.theta:.9g} ({r.binding_tier})"
+    return {"seconds": seconds, "value": value}
+
+
 def _child(fn_name: str, args: tuple, queue: mp.Queue) -> None:
     try:
         out = globals()[fn_name](*args)
@@ -244,6 +261,21 @@ def main(argv: list[str] | None = None) -> int:
             out = run_case("case_collective", f"fo.superpod({su})")
             rows.append((f"all-reduce bounds, superpod({su})", out, "< 30 s",
                          "met" if out["seconds"] < 30 else "not met"))
+    if hasattr(fo, "routed_flow"):
+        # Routing as deployed, beside the LP optimum of the same fabric and traffic.
+        su = 2 if args.quick else 16
+        out = run_case("case_routed", f"fo.superpod({su})", "fo.all_to_all(fab)", "ecmp", 1)
+        rows.append((f"ECMP all-to-all, superpod({su}) ({su * 256:,} GPUs)", out, "< 10 s",
+                     "met" if out["seconds"] < 10 else "not met"))
+        out = run_case("case_flow", f"fo.superpod({su})", "auto", True, "")
+        rows.append(("  LP optimum, same fabric and traffic", out, "", ""))
+        su, trials = (1, 10) if args.quick else (4, 100)
+        perm = "fo.permutation(fab, seed=1)"
+        out = run_case("case_routed", f"fo.superpod({su})", perm, "hash", trials)
+        rows.append((f"{trials} hashed trials, permutation, superpod({su})", out, "< 30 s",
+                     "met" if out["seconds"] < 30 else "not met"))
+        out = run_case("case_routed", f"fo.superpod({su})", perm, "ecmp", 1)
+        rows.append(("  ECMP, same permutation", out, "", ""))
     bis = ["fo.fat_tree(8)"] if args.quick else ["fo.fat_tree(24)", "fo.fat_tree(48)"]
     if hasattr(fo, "superpod") and not args.quick:
         bis += ["fo.superpod(16)", "fo.superpod(64)"]

@@ -48,6 +48,13 @@ from .flow import (
 )
 from .generators import *  # noqa: F403  (every generator; the list lives there)
 from .generators import __all__ as _generator_names
+from .routing import (
+    RoutedFlowResult,
+    plot_routing_distribution,
+    ring_traffic,
+    routed_collective,
+    routed_flow,
+)
 from .specs import load_design
 from .symmetry import Symmetry, verify_symmetry
 from .traffic import (
@@ -119,4 +126,9 @@ __all__ = _generator_names + [
     "fail_random",
     "failure_sweep",
     "risk_groups",
+    "RoutedFlowResult",
+    "plot_routing_distribution",
+    "ring_traffic",
+    "routed_collective",
+    "routed_flow",
 ]

@@ -31,6 +31,7 @@ from .fabric_io import read_graphml, read_json
 from .flow import max_concurrent_flow
 from .generators import GENERATORS
 from .report import write_report
+from .routing import routed_flow
 from .specs import _keyword_parameters, load_design
 from .traffic import all_to_all, longest_matching, permutation
 
@@ -220,7 +221,8 @@ def _size_arg(text: str) -> float:
             f"GiB, TiB), e.g. 1GiB, 512MB or 1e9; got {text!r}") from None
 
 
-def _solve_row(fab: Fabric, result: Any, bisection: Any, collectives: list[Any]) -> dict:
+def _solve_row(fab: Fabric, result: Any, bisection: Any, collectives: list[Any],
+               routed: Any = None) -> dict:
     """One fabric's answers as a flat row (None where nothing was proven)."""
     optimal = result.theta is not None
     bracket = result.per_endpoint_gbps_bracket or (None, None)
@@ -236,6 +238,9 @@ def _solve_row(fab: Fabric, result: Any, bisection: Any, collectives: list[Any])
                     "bisection_lower_gbps": bisection.lower_gbps,
                     "bisection_exact": bisection.exact,
                     "bisection_per_endpoint_gbps": bisection.per_endpoint_gbps})
+    if routed is not None:
+        row.update({"routing": routed.method, "routed_theta": routed.theta,
+                    "routing_efficiency": routed.efficiency})
     for c in collectives:
         row["message_bytes"] = c.message_bytes
         row[f"{c.collective}_busbw_GBps"] = c.busbw_GBps
@@ -267,21 +272,30 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         fab.validate()
         traffic = make_traffic(fab, args.traffic)
         result = max_concurrent_flow(fab, traffic, method=args.method, backend=args.backend,
-                                     time_limit=args.time_limit, **options)
+                                     time_limit=args.time_limit, gap=args.gap, **options)
         bisection, bounds = None, []
+        routed = None
+        if args.routing:
+            routed = routed_flow(fab, traffic, routing=args.routing,
+                                 trials=args.trials if args.routing == "hash" else 1,
+                                 seed=args.seed)
+            routed.optimum = result
         if not args.throughput_only:
             bisection = bisection_bandwidth(fab, time_limit=args.time_limit)
             bounds = [collective_bounds(fab, c, message_bytes=args.message_bytes)
                       for c in collectives]
         if args.format == "table":
             print(result)
+            if routed is not None:
+                print()
+                print(routed)
             if bisection is not None:
                 print(bisection)
             for b in bounds:
                 print(b)
             print()
         else:
-            rows.append(_solve_row(fab, result, bisection, bounds))
+            rows.append(_solve_row(fab, result, bisection, bounds, routed))
         if result.status not in ("optimal", "inexact"):
             worst = 1
     if rows:
@@ -430,7 +444,11 @@ def build_parser() -> argparse.ArgumentParser:
     _targets_arg(solve)
     solve.add_argument("--traffic", default="all-to-all",
                        help="all-to-all (default), permutation[:SEED], longest-matching")
-    solve.add_argument("--method", default="auto", choices=["auto", "lp", "symmetric"])
+    solve.add_argument("--method", default="auto", choices=["auto", "lp", "symmetric", "approx"],
+                       help="auto (default): symmetric where a claim holds, the exact LP "
+                       "where it fits, else approx (a certified bracket to --gap)")
+    solve.add_argument("--gap", type=float, default=0.01,
+                       help="relative gap for --method approx (default 0.01)")
     solve.add_argument("--backend", default="highs", choices=["highs", "highspy", "pulp"])
     solve.add_argument("--solver", default=None,
                        help="highs: choose, simplex or ipm; highspy: simplex, ipm or pdlp; "
@@ -442,6 +460,12 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--collective", default="all_reduce", metavar="NAMES",
                        help="collectives to bound, comma-separated: " + ", ".join(COLLECTIVES)
                        + ", or all (default: all_reduce)")
+    solve.add_argument("--routing", choices=("ecmp", "wcmp", "hash", "static"), default=None,
+                       help="also route the traffic as deployed and print its theta beside "
+                       "the optimum (routing efficiency)")
+    solve.add_argument("--trials", type=int, default=100,
+                       help="hashed trials for --routing hash (default 100)")
+    solve.add_argument("--seed", type=int, default=0, help="seed of the hashed trials")
     solve.add_argument("--throughput-only", action="store_true",
                        help="skip the bisection and collective bounds")
     solve.add_argument("--format", choices=FORMATS, default="table",

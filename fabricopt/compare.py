@@ -165,7 +165,8 @@ def _cost_metrics(fab: Fabric, ctx: dict[str, Any]) -> dict[str, Any]:
 
     est = estimate_cost(fab)
     row: dict[str, Any] = {"capex_usd": est.capex_usd, "power_w": est.power_w,
-                           "capex_per_gpu_usd": est.per_endpoint_usd, "power_per_gpu_w": est.per_endpoint_w,
+                           "capex_per_gpu_usd": est.per_endpoint_usd,
+                           "power_per_gpu_w": est.per_endpoint_w,
                            "usd_per_delivered_gbps": None, "w_per_delivered_gbps": None}
     flow = ctx.get("flow")
     # Divide by the bandwidth proven delivered (the lower end of the bracket), so the figure

@@ -119,7 +119,8 @@ def test_solve_several_targets_as_rows(capsys):
                  "--collective", "all_reduce,all_gather", "--message-bytes", "1GiB"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert [r["name"] for r in rows] == ["ring(8)", "hypercube(3)"]
-    # Ring of 8: theta = 8/8^2 = 0.125; hypercube Q_3 all-to-all: theta = 1/4 (docs/throughput.md#closed-form-test-cases).
+    # Ring of 8: theta = 8/8^2 = 0.125; hypercube Q_3 all-to-all: theta = 1/4
+    # (docs/throughput.md#closed-form-test-cases).
     assert [r["theta"] for r in rows] == ["0.125", "0.25"]
     assert rows[0]["message_bytes"] == "1.07374e+09"  # 1 GiB = 2^30 bytes
     assert rows[0]["all_gather_busbw_GBps"] and rows[0]["all_reduce_busbw_GBps"]
