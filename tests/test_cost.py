@@ -123,15 +123,52 @@ def test_default_catalog_figures_match_the_hardware_reference():
     assert cat["switch.qm9700"].confidence_of("power_w") == "secondary"
     assert cat["switch.qm9700"].confidence_of("price_usd") == "estimate"  # R in the reference
     assert cat["switch.sn5600"]["power_w"] == 940.0
-    # 800G DR8: 100 m, 16 W (V); SR4 400G: 50 m, 8 W (V); 2 x FR4: 2 km (V).
+    # 800G DR8: 100 m, 17 W (V); SR4 400G: 50 m, 8 W (V); 2 x FR4: 2 km (V).
     assert (cat.media["dr_800g"]["reach_m"], cat.media["dr_800g"]["power_w_per_end"]) == \
-        (100.0, 16.0)
+        (100.0, 17.0)
     assert (cat.media["sr_400g"]["reach_m"], cat.media["sr_400g"]["power_w_per_end"]) == \
         (50.0, 8.0)
     assert cat.media["fr_800g"]["reach_m"] == 2000.0
     # ConnectX-7 $1,599 at NADDOD (V2).
     assert cat.nics["cx7"]["price_usd"] == 1599.0
     assert cat.nics["cx7"].confidence_of("price_usd") == "secondary"
+
+
+# Figures revised against public sources, each with the words of its source that the catalog
+# entry must carry: (entry, field, value, words in ``source``).
+REVISED_FIGURES = [
+    # QM9700 street price: public reseller figures of roughly $12k-16k, midpoint.
+    ("switch.qm9700", "price_usd", 14000.0, "$12k-16k"),
+    # SN5600 at the QM9700 price per port-Gb/s: $14k / 25.6 Tb/s x 51.2 Tb/s.
+    ("switch.sn5600", "price_usd", 28000.0, "$14k / 25.6 Tb/s x 51.2 Tb/s = $28k"),
+    # Q3400 at the same price per Gb/s: $14k / 25.6 x 115.2.
+    ("switch.q3400", "price_usd", 63000.0, "$14k / 25.6 Tb/s x 115.2 Tb/s = $63k"),
+    # AEC: 0-8 W per end in public notes, about 3 W for the retimer of one end.
+    ("medium.aec_800g", "power_w_per_end", 3.0, "0-8 W per end"),
+    # MMS4X00-NS: 17 W on NVIDIA's specifications page.
+    ("medium.dr_800g", "power_w_per_end", 17.0, "MMS4X00-NS specifications"),
+    # Cages: 32 twin-port OSFP on the QM9700 (QM97X0 manual), 64 OSFP on the SN5600 (SN5000
+    # manual).
+    ("switch.qm9700", "cages", 32, "32 twin-port OSFP cages"),
+    ("switch.sn5600", "cages", 64, "64 x 800GbE OSFP cages"),
+]
+
+
+@pytest.mark.parametrize("ref, name, value, words", REVISED_FIGURES,
+                         ids=[f"{r[0]}.{r[1]}" for r in REVISED_FIGURES])
+def test_revised_figures_carry_their_source(ref, name, value, words):
+    entry = fo.Catalog.default()[ref]
+    assert entry[name] == value
+    assert words in entry.source
+
+
+def test_switch_prices_per_port_gbps_are_consistent():
+    # No single-chip 51.2T switch costs more per Gb/s than twice another of the catalog: the
+    # old SN5600 figure ($150k) was 5x the QM9700 ($30k) for 2x its capacity.
+    cat = fo.Catalog.default()
+    per_gbps = {k: e["price_usd"] / (e["radix"] * e["port_gbps"])
+                for k, e in cat.switches.items() if k in ("qm9700", "sn5600", "q3400")}
+    assert max(per_gbps.values()) <= 2 * min(per_gbps.values()), per_gbps
 
 
 MY_NIC = """
