@@ -116,11 +116,11 @@ def require_tech_family(func: str, name: str, tech: Any) -> str:
 
     >>> require_tech_family("estimate_cost", "tech", "XDR")
     'infiniband'
-    >>> require_tech_family("estimate_cost", "tech of switch 'leaf0'", "400g")
-    ... # doctest: +ELLIPSIS
+    >>> require_tech_family("estimate_cost", "tech", "400g")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    fabricopt.errors.InvalidParameterError: estimate_cost(): tech of switch 'leaf0' must be a link technology of a known family (nvlink: nvlink, ...; ethernet: ethernet, roce, ...), got '400g'
+    fabricopt.errors.InvalidParameterError: estimate_cost(): tech must be a link technology \
+of a known family (nvlink: nvlink, ...; ethernet: ethernet, roce, ...), got '400g'
     """
     family = tech_family(tech)
     if family is None:

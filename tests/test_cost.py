@@ -39,7 +39,7 @@ def two_tier(gbps: float = 400.0, tech: str = "ndr") -> fo.Fabric:
     return b.build()
 
 
-def one_link(gbps: float = 800.0, tier: str = "x", tech: str = "800g") -> fo.Fabric:
+def one_link(gbps: float = 800.0, tier: str = "x", tech: str = "800gbe") -> fo.Fabric:
     """Two switches and one link between them: media selection in isolation."""
     b = FabricBuilder("one-link", {})
     b.switch("A", 1, None)
@@ -64,7 +64,7 @@ def two_racks(leaf_link_gbps: float = 800.0) -> fo.Fabric:
     b.switch("L1", 1, None)
     for i in range(16):
         b.link(f"g{i}", f"L{i // 8}", 400, "gpu-leaf", "ndr")
-    b.link("L0", "L1", leaf_link_gbps, "leaf-leaf", "800g")
+    b.link("L0", "L1", leaf_link_gbps, "leaf-leaf", "800gbe")
     fab = b.build()
     for i in range(16):
         fab.graph.nodes[f"g{i}"]["node"] = i // 8
@@ -325,8 +325,8 @@ def test_dual_plane_gpu_gets_one_dual_port_nic():
     b.switch("P0", 1, 8)
     b.switch("P1", 1, 8)
     for i in range(2):
-        b.link(f"g{i}", "P0", 400, "gpu-leaf", "400g")
-        b.link(f"g{i}", "P1", 400, "gpu-leaf", "400g")
+        b.link(f"g{i}", "P0", 400, "gpu-leaf", "400gbe")
+        b.link(f"g{i}", "P1", 400, "gpu-leaf", "400gbe")
     est = fo.estimate_cost(b.build())
     # 2 x 400G per GPU: one ConnectX-8 in 2 x 400G mode ($1,779) beats two ConnectX-7 ($3,198).
     assert est.count("cx8", "nic") == 2 and est.count("cx7") == 0
@@ -430,7 +430,7 @@ def test_policy_cpo_replaces_switch_end_modules():
     assert plain.power_w - cpo.power_w == pytest.approx(2 * (16.0 - 4.5))
     assert plain.capex_usd - cpo.capex_usd == pytest.approx(2 * (1250 - 700))
     # GPU to leaf: only the leaf end is CPO; the NIC end keeps its pluggable SR8 and fibre.
-    est = fo.estimate_cost(two_tier(gbps=800, tech="800g"), policy="cpo",
+    est = fo.estimate_cost(two_tier(gbps=800, tech="800gbe"), policy="cpo",
                            layout=fo.Layout(length_m_by_tier={"gpu-leaf": 40.0,
                                                               "leaf-spine": 40.0}))
     # GPU-leaf: 4 links x 1 share: 4 SR8 at the NICs + 4 CPO ports at the leaves; leaf-spine:
@@ -438,7 +438,7 @@ def test_policy_cpo_replaces_switch_end_modules():
     assert est.count("sr_800g", "transceiver") == 4 and est.count("sr_800g", "fibre") == 4
     assert est.count("cpo_800g", "transceiver") == 12
     # A CPO switch has no electrical ports: a 1 m link to it is optical too (SR8 at the NIC).
-    est = fo.estimate_cost(two_tier(gbps=800, tech="800g"), policy="cpo",
+    est = fo.estimate_cost(two_tier(gbps=800, tech="800gbe"), policy="cpo",
                            layout=fo.Layout(length_m_by_tier={"gpu-leaf": 1.0}))
     assert {r["medium"] for r in est.links if r["tier"] == "gpu-leaf"} == {"sr_800g"}
     assert est.count("dac_800g") == 0
@@ -541,7 +541,7 @@ def test_switch_selection_by_radix_rate_and_family():
     # Generic "400g": InfiniBand and Ethernet both qualify; QM9700 ($30k) is cheapest.
     assert fo.estimate_cost(two_tier(tech="400g")).count("qm9700") == 3
     # 800G ports: QM9700 (400G) no longer qualifies; Q3400 ($135k) beats SN5600 ($150k).
-    assert fo.estimate_cost(two_tier(gbps=800, tech="800g")).count("q3400") == 3
+    assert fo.estimate_cost(two_tier(gbps=800, tech="800gbe")).count("q3400") == 3
 
 
 def test_switch_model_must_hold_the_ports_it_carries():
@@ -754,7 +754,7 @@ def test_leaf_spine_bill_of_materials_with_the_default_layout_by_hand():
     # $150): 4 links -> 2 cables x $250, 0.1 W per end. Spine in the central row 3 m away
     # (row_pitch_m) + 4 m slack = 7 m -> aec_800g (reach 7 m), 2 links -> 1 cable x $800,
     # 2 x 9 W.
-    est = fo.estimate_cost(fo.leaf_spine(2, 1, 2))
+    est = fo.estimate_cost(fo.leaf_spine(2, 1, 2, tech="ndr"))
     rows = {(r.component, r.kind, r.detail): r.count for r in est.bom}
     assert rows == {("qm9700", "switch", ""): 3, ("cx7", "nic", ""): 4,
                     ("dac_800g", "cable", "2 m"): 2, ("aec_800g", "cable", "7 m"): 1}
@@ -772,15 +772,15 @@ def test_optical_nic_ends_get_a_whole_module_each():
     # 2 x $700 against sr_800g $1,000 + $500: 4 links x 2 ends = 8 sr_400g. Leaf-spine links
     # join switches: half a twin-port sr_800g per end ($500 + $500 < 2 x $700), 2 links x 2
     # ends / 2 = 2 modules.
-    est = fo.estimate_cost(fo.leaf_spine(2, 1, 2), policy="all_optics")
+    est = fo.estimate_cost(fo.leaf_spine(2, 1, 2, tech="ndr"), policy="all_optics")
     modules = {r.component: r.count for r in est.bom if r.kind == "transceiver"}
     assert modules == {"sr_400g": 8, "sr_800g": 2}
 
 
 TOTALS_FABRICS = [
-    lambda: fo.leaf_spine(2, 1, 2),
-    lambda: fo.cluster("dgx_h100", 2, planes=2),
-    lambda: fo.cluster("gb200_nvl72", 1, scale_out="fat_tree"),
+    lambda: fo.leaf_spine(2, 1, 2, tech="ndr"),
+    lambda: fo.cluster("dgx_h100", 2, planes=2, tech="ndr200"),
+    lambda: fo.cluster("gb200_nvl72", 1, scale_out="fat_tree", tech="ndr"),
     lambda: fo.ring(8, link_gbps=400),
 ]
 
@@ -790,12 +790,19 @@ TOTALS_FABRICS = [
 def test_totals_add_up(make, policy):
     fab = make()
     est = fo.estimate_cost(fab, policy=policy, layout={"leaf_placement": "end_of_row"})
-    assert sum(r.total_usd for r in est.bom) == pytest.approx(est.capex_usd)
-    assert sum(r.total_w for r in est.bom) == pytest.approx(est.power_w)
+    # The network rows make capex and power; the in-server rows (NVSwitch chips of a DGX
+    # baseboard and their NVLink copper) make the in-server totals.
+    network = [r for r in est.bom if r.section == "network"]
+    in_server = [r for r in est.bom if r.section == "in_server"]
+    assert len(network) + len(in_server) == len(est.bom)
+    assert sum(r.total_usd for r in network) == pytest.approx(est.capex_usd)
+    assert sum(r.total_w for r in network) == pytest.approx(est.power_w)
+    assert sum(r.total_usd for r in in_server) == pytest.approx(est.scale_up_in_server_usd)
+    assert sum(r.total_w for r in in_server) == pytest.approx(est.scale_up_in_server_w)
     assert sum(t.usd for t in est.by_tier.values()) == pytest.approx(est.capex_usd)
     assert sum(t.w for t in est.by_tier.values()) == pytest.approx(est.power_w)
     # by_medium holds links only: with switches and NICs it makes the whole.
-    devices = [r for r in est.bom if r.kind in ("switch", "nic")]
+    devices = [r for r in network if r.kind in ("switch", "nic")]
     assert (sum(r.total_usd for r in devices) + sum(t.usd for t in est.by_medium.values())
             == pytest.approx(est.capex_usd))
     assert (sum(r.total_w for r in devices) + sum(t.w for t in est.by_medium.values())
@@ -842,6 +849,6 @@ def test_design_file_layout_and_catalog_tables_reach_the_estimate(tmp_path):
     assert row.count == 20 and row.unit_usd == 1000.0
     # End-of-row leaves lengthen the GPU links, so the media differ from the default
     # top-of-rack layout and match an explicit end-of-row one.
-    default = fo.estimate_cost(fo.fat_tree(4))
-    placed = fo.estimate_cost(fo.fat_tree(4), layout={"leaf_placement": "end_of_row"})
+    default = fo.estimate_cost(fo.fat_tree(4, tech="ndr"))
+    placed = fo.estimate_cost(fo.fat_tree(4, tech="ndr"), layout={"leaf_placement": "end_of_row"})
     assert set(est.by_medium) == set(placed.by_medium) != set(default.by_medium)

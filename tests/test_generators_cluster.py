@@ -307,13 +307,14 @@ def test_real_domains_keep_their_claim_and_symmetric_flow_matches_lp():
 
 def test_dgx_b200_cluster_counts():
     # 4 DGX B200: 8 GPUs x 18 NVLink 5 each (docs/hardware.md#nvlink-generations); one 400G NIC per
-    # GPU; one 64-port leaf per rail (8), 32 uplinks each over 4 spines (rail_plan: smallest
-    # divisor S of 32 with 64 S >= 8 x 32).
+    # GPU; one 64-port leaf per rail (8) holding 4 nodes, so 4 uplinks each at 1:1 (a
+    # partly filled leaf cables what its downlinks need, rail_plan), all on one spine
+    # (smallest divisor S of 4 with 64 S >= 8 x 4).
     fab = fo.cluster("dgx_b200", 4).validate()
     assert fab.summary().links_by_tier == {"gpu-nvswitch": 4 * 8 * 18, "gpu-leaf": 32,
-                                           "leaf-spine": 8 * 32}
+                                           "leaf-spine": 8 * 4}
     assert len(switches_with_down(fab, "gpu-leaf")) == 8
-    assert len(switches_with_down(fab, "leaf-spine")) == 4
+    assert len(switches_with_down(fab, "leaf-spine")) == 1
 
 
 def test_gb200_racks_on_a_fat_tree_straddle_leaves_and_claim_nothing():

@@ -226,11 +226,13 @@ def test_clos_partial_leaf_and_pod():
 
 def test_clos_spreads_endpoints_evenly_and_keeps_its_claim():
     # 12 endpoints, radix 8 at 2:1: down = floor(8 x 2 / 3) = 5, up = 3; ceil(12 / 5) = 3
-    # leaves of 4 endpoints (not 5 + 5 + 2), so all leaves are alike; S = smallest divisor
-    # of 3 with 8 S >= 3 x 3, so 3 spines of one link to each leaf.
+    # leaves of 4 endpoints (not 5 + 5 + 2), so all leaves are alike. A leaf of 4 endpoints
+    # needs ceil(4 / 2) = 2 uplinks at 2:1, not its 3 free ports: 2 uplinks fit one spine
+    # (8 >= 3 x 2) in a bundle of 2, where 3 would take 3 spines (smallest divisor of 3 with
+    # 8 S >= 3 x 3).
     fab = fo.clos(endpoints=12, radix=8, oversubscription=2.0)
-    assert layer_counts(fab) == {0: 12, 1: 3, 2: 3}
-    assert [ports_used(fab, f"leaf{i}") for i in range(3)] == [7, 7, 7]
+    assert layer_counts(fab) == {0: 12, 1: 3, 2: 1}
+    assert [ports_used(fab, f"leaf{i}") for i in range(3)] == [6, 6, 6]
     fo.verify_symmetry(fab)
 
 

@@ -483,13 +483,16 @@ def _link_parts(kind: LinkKind, links: int, lm: LinkMedium) -> tuple[CableRun, l
     return CableRun(kind.tier, med.key, bucket, links), parts
 
 
-def _cage_use(lm: LinkMedium, end: int) -> float:
+def _cage_use(lm: LinkMedium, end: int, rate_gbps: float, cage_gbps: float | None) -> float:
     """Cages one link on ``lm`` takes at its end ``end`` (0 or 1): its share of the module or
-    cable there. Co-packaged ports and in-system NVLink copper take no pluggable cage."""
+    cable there, and at least ``rate_gbps / cage_gbps`` (a cage carries no more than its rate).
+    Co-packaged ports and in-system NVLink copper take no pluggable cage."""
     mod = lm.end_modules[end]
     if mod is not None:
-        return 0.0 if mod["type"] == "cpo" else lm.shares[end]
-    return 0.0 if lm.medium["type"] == "nvlink" else lm.cable_share
+        used = 0.0 if mod["type"] == "cpo" else lm.shares[end]
+    else:
+        used = 0.0 if lm.medium["type"] == "nvlink" else lm.cable_share
+    return max(used, rate_gbps / cage_gbps) if used and cage_gbps else used
 
 
 # -- devices ------------------------------------------------------------------------------------
@@ -764,7 +767,7 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
                              kind.switch_ends, kind.in_row)
         for end, w in enumerate((u, v)):
             if w in models:
-                cages_used[w] += n * _cage_use(lm, end)
+                cages_used[w] += n * _cage_use(lm, end, kind.rate_gbps, ends[w])
     runs: list[CableRun] = []
     parts: list[Part] = []
     for kind, links in kinds.items():

@@ -277,30 +277,38 @@ class MediaSelector:
                 and (e.get("tiers") is None or tier in e["tiers"]))
 
     def _cage_fit(self, e: Entry, fits: list[Entry], cage_gbps: float) -> Entry | None:
-        """The entry of ``e``'s type that fills one cage of ``cage_gbps`` (cheapest, or least
-        power, per module), or None when ``fits`` has none of that type at that rate."""
-        same = [m for m in fits if m["type"] == e["type"] and m["rate_gbps"] == cage_gbps]
+        """The entry of ``e``'s type for a switch end whose cages run at ``cage_gbps``: the one
+        that fills a cage (cheapest, or least power, per module), else the fastest that fits
+        in one; None when ``fits`` has neither of that type."""
+        same = [m for m in fits if m["type"] == e["type"] and m["rate_gbps"] <= cage_gbps]
         if not same:
             return None
+        best_rate = max(m["rate_gbps"] for m in same)
         field_order = ("power_w_per_end", "price_usd_per_end") \
             if self.policy.objective == "power" else ("price_usd_per_end", "power_w_per_end")
-        return min(same, key=lambda m: (m[field_order[0]], m[field_order[1]], m.key))
+        return min((m for m in same if m["rate_gbps"] == best_rate),
+                   key=lambda m: (m[field_order[0]], m[field_order[1]], m.key))
 
     def _candidates(self, e: Entry, fits: list[Entry], ends: tuple[EndKind, EndKind]
                     ) -> tuple[Entry, Entry] | None:
         """The module at each end of a link on ``e`` (None: ``e`` does not suit a switch end).
 
-        A transceiver takes the cage-filling module of its type at a switch end, ``e`` itself
-        at a NIC end; a cable has one entry for both ends, so it must itself fill the cage of
-        each switch end when its type offers such a cable."""
+        A transceiver takes the module of its type that fills a cage of the switch at a switch
+        end (a twin-port 800G module in an 800G cage, a 400G one in a 400G cage), ``e`` itself
+        at a NIC end. A cable has one entry for both ends, so it must itself fit the cages of
+        each switch end: no faster than the cage, and filling it when its type offers a cable
+        that does. A switch of unknown cages takes any module (pooled)."""
         if e["type"] in TRANSCEIVER_TYPES:
             mods = []
             for end in ends:
                 fit = self._cage_fit(e, fits, end) if end else None
+                if end and fit is None:
+                    return None  # no module of this type fits the cage
                 mods.append(fit or e)
             return mods[0], mods[1]
         for end in ends:
-            if end and e["rate_gbps"] != end and self._cage_fit(e, fits, end) is not None:
+            if end and (e["rate_gbps"] > end or (e["rate_gbps"] != end and any(
+                    m["type"] == e["type"] and m["rate_gbps"] == end for m in fits))):
                 return None
         return e, e
 
@@ -335,8 +343,13 @@ class MediaSelector:
                 aec = [e for e in fits if e["type"] == "aec"]
                 fits = aec or fits
         options = []
-        for e in fits:
-            mods = self._candidates(e, fits, ends)
+        # Media that fit the cages of the switch ends; none fitting, the best of the rest (the
+        # estimate then lists the switch among those given more modules than cages).
+        fitted = [(e, self._candidates(e, fits, ends)) for e in fits]
+        if all(mods is None for _, mods in fitted):
+            loose = tuple(None if x is None else 0.0 for x in ends)
+            fitted = [(e, self._candidates(e, fits, loose)) for e in fits]
+        for e, mods in fitted:
             if mods is not None:
                 lm = _cost(e, rate, length, ends, self._cpo_for(e, rate, length), mods)
                 # Among equal links, name the run after the module its switch ends carry.

@@ -304,9 +304,9 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
     Examples
     --------
     >>> import fabricopt as fo
-    >>> fab = fo.cluster(fo.dgx_h100(), nodes=4)   # one 64-port leaf per rail, 4 spines
-    >>> fab.summary().links_by_tier      # 4 x 8 x 18 NVLinks; 8 leaves x 32 uplinks
-    {'gpu-nvswitch': 576, 'gpu-leaf': 32, 'leaf-spine': 256}
+    >>> fab = fo.cluster(fo.dgx_h100(), nodes=4)   # one 64-port leaf per rail, 1 spine
+    >>> fab.summary().links_by_tier      # 4 x 8 x 18 NVLinks; 8 leaves x 4 uplinks (1:1)
+    {'gpu-nvswitch': 576, 'gpu-leaf': 32, 'leaf-spine': 32}
     >>> round(fo.max_concurrent_flow(fab).per_endpoint_gbps, 1)  # 7 of 31 peers over NVLink
     516.7
     """
