@@ -92,5 +92,5 @@ def test_scale_out_injection_asks_the_vocabulary():
 def test_tier_order_puts_scale_up_first():
     assert sorted(["leaf-spine", "gpu-ualink-switch", "torus", "gpu-leaf"], key=tiers.tier_rank) \
         == ["gpu-ualink-switch", "gpu-leaf", "leaf-spine", "torus"]
-    est = fo.estimate_cost(fo.cluster(fo.ualink_pod(8, 2, 2), 2))
+    est = fo.estimate_cost(fo.cluster(fo.ualink_pod(8, 2, 2), 2, tech="400gbe"))
     assert list(est.by_tier) == ["gpu-ualink-switch", "gpu-leaf", "leaf-spine"]

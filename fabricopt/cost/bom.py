@@ -4,21 +4,37 @@ What is counted, per device and link of the fabric:
 
 * **Switches**, by catalog model. A switch node's ``model`` names its entry; with ``model``
   None, the policy's ``switch_model`` or else the cheapest catalog switch (least power under the
-  power objective) of the right family with at least the node's ``radix`` ports (or the ports
-  it uses) at its port rate (``capacity / links`` of its fastest arc), breakout modes included.
-  NVLink switches (every arc an NVLink tech) are chosen among ``family = "nvlink"`` entries,
-  links labelled ``ndr``/``xdr``/``hdr`` among InfiniBand ones, ``*gbe`` among Ethernet ones.
+  power objective) with at least the node's ``radix`` ports (or the ports it uses) at its port
+  rate (``capacity / links`` of its fastest arc), breakout modes included. The switch is always
+  of the technology family of its links (:func:`fabricopt.tiers.tech_family`: InfiniBand,
+  Ethernet, NVLink or UALink, read from explicit tables of ``tech`` labels): an NDR link never
+  gets an Ethernet switch. Links of a generic label (``"400g"``) name no family; their switch
+  needs a ``model`` or the policy's ``switch_model``, else the estimate stops with an error
+  naming the label and the allowed ones; a model of another family than the links is refused.
   Power is the switch's typical power without optics; optics are counted per module.
+* **In-server scale-up silicon.** NVSwitch chips built into a server (a DGX or HGX baseboard:
+  a switch whose GPUs over NVLink are one server, see
+  :func:`fabricopt.cost.layout.in_server_switches`) are part of the server price. Their rows
+  and their NVLink copper carry ``section = "in_server"`` and add up to
+  ``scale_up_in_server_usd`` and ``_w``, out of ``capex_usd`` and ``power_w`` unless
+  ``include_in_server``. NVLink Switch trays (GB200 NVL72) and external NVLink switches are
+  network.
 * **NICs.** A node with role ``"nic"`` is one NIC. A GPU with scale-out links (any tech but
   NVLink/UALink) to a switch or another GPU, and no NIC node, gets NICs at its end: the NIC model
   and count that cost least for its link count at its link rate, so two 400G planes per GPU use
   one dual-port NIC where the catalog has one (one NIC per GPU, one port per link). GPU-to-NIC
   links are PCIe inside the server and cost nothing here.
-* **UALink** links are scale-up (no NIC) and their switches, having no catalog family of their
-  own, are priced as network switches of the same radix and port rate: an approximation.
+* **UALink** links are scale-up (no NIC); their switches are of the catalog's ``ualink``
+  family.
 * **Links**, by medium (see :mod:`fabricopt.cost.media`) and length (:mod:`.layout`): per
   medium, modules (two ends per optical link, pooled on twin-port modules within a tier and
   rounded up), cables and fibres by standard length bucket.
+
+* **Cages.** A switch whose catalog entry gives ``cages`` has a ledger of the cages its links'
+  modules and cable ends take (twin-port modules hold two ports in one cage), in
+  ``CostEstimate.cages``; :meth:`CostEstimate.over_cages` lists any switch given more than it
+  has. The media selection puts cage-filling modules at switch ends
+  (:mod:`fabricopt.cost.media`), so the shipped catalog and designs never overfill one.
 
 Switch and NIC costs are split over tiers by the ports each tier uses, so ``by_tier`` sums to
 ``capex_usd`` and ``power_w``. GPUs and servers are not counted: the estimate is the network.
@@ -201,8 +217,9 @@ class CostEstimate:
         """The network's share of network plus systems, in capex or power.
 
         The fabric's GPUs are counted as ``n_endpoints / system gpus`` catalog systems (a DGX H100
-        holds 8). A system's list price already includes parts counted here as network (its
-        NICs, its NVSwitches), so the share is slightly overstated.
+        holds 8). A system's list price already includes its NVSwitch chips, which the estimate
+        keeps out of the network by default, and its NICs, which it counts as network, so the
+        share is slightly overstated.
 
         Parameters
         ----------
@@ -603,8 +620,8 @@ class _DeviceChooser:
         def checked(key: str, what: str) -> Entry:
             entry = cat.switches[key]
             if family is not None and entry["family"] != family:
-                raise fail(func, what, f"a {family} switch: the links of switch {v!r} are "
-                           f"{', '.join(sorted(use.techs))} ({family}); {key} is "
+                raise fail(func, what, f"a switch of family {family!r}: the links of switch "
+                           f"{v!r} are {', '.join(sorted(use.techs))} ({family}); {key} is "
                            f"{entry['family']}", key)
             return _fitting(entry, use.used, use.rate_gbps, v, func)
 
