@@ -162,6 +162,15 @@ def test_revised_figures_carry_their_source(ref, name, value, words):
     assert words in entry.source
 
 
+def test_every_estimated_figure_says_how_it_was_estimated():
+    # A figure of confidence "estimate" has no source to cite: its entry's source text must
+    # say so and give the reasoning (the words below open every such explanation).
+    words = ("estimate", "background knowledge", "not found", "not published", "not sourced")
+    for e in fo.Catalog.default():
+        guessed = [f for f in e.values if e.confidence_by_field.get(f, e.confidence) == "estimate"]
+        assert not guessed or any(w in e.source for w in words), (e.key, guessed)
+
+
 def test_switch_prices_per_port_gbps_are_consistent():
     # No single-chip 51.2T switch costs more per Gb/s than twice another of the catalog: the
     # old SN5600 figure ($150k) was 5x the QM9700 ($30k) for 2x its capacity.
