@@ -105,6 +105,11 @@ class CostEstimate:
         ``capex_usd`` and ``power_w`` divided by ``n_endpoints`` (NaN without endpoints).
     links : list of dict
         The cable plan: tier, medium, length bucket (m) and physical link count.
+    idle_ports : dict of str to int
+        Ports bought but not cabled, per switch model: the ports a unit offers at the rate
+        its links run (the most its port modes give at that rate, per chip of a multi-chip
+        unit) less the ports the fabric uses. ``fat_tree(8)`` priced as 64-port switches
+        leaves 56 of 64 idle on each of its 80 switches.
     """
 
     fabric: str
@@ -120,6 +125,7 @@ class CostEstimate:
     catalog: Catalog | None = field(default=None, repr=False)
     policy: Policy | None = None
     layout: Layout | None = None
+    idle_ports: dict[str, int] = field(default_factory=dict)
 
     def count(self, component: str, kind: str | None = None) -> int:
         """Units of a catalog component in the bill of materials (all kinds unless named).
@@ -206,6 +212,11 @@ class CostEstimate:
         lines = [f"capex    {self.capex_usd:,.0f} USD ({self.per_endpoint_usd:,.0f} USD per GPU, "
                  f"{self.n_endpoints} GPUs)",
                  f"power    {self.power_w:,.0f} W ({self.per_endpoint_w:,.1f} W per GPU)"]
+        idle = {k: v for k, v in self.idle_ports.items() if v}
+        if idle:
+            lines.append("idle     " + ", ".join(
+                f"{v:,} {k} ports ({v / max(self.count(k, 'switch'), 1):,.1f} per unit)"
+                for k, v in idle.items()))
         return lines
 
     def to_table(self) -> str:
@@ -564,6 +575,20 @@ def _switch_parts(fab: Fabric, chooser: _DeviceChooser) -> list[Part]:
     return parts
 
 
+def _idle_ports(fab: Fabric, chooser: _DeviceChooser) -> dict[str, int]:
+    """Ports bought but not cabled, per switch model (see :class:`CostEstimate`)."""
+    g = fab.graph
+    idle: dict[str, int] = defaultdict(int)
+    for v in fab.switches:
+        use = _port_use(a for _, _, a in g.out_edges(v, data=True))
+        entry = chooser.switch(v, g.nodes[v], use)
+        chips = int(entry.get("chips") or 1)
+        modes = [(entry["radix"], entry["port_gbps"])] + list(entry.get("breakout") or ())
+        offered = max((p for p, gbps in modes if gbps >= use.rate_gbps), default=use.used)
+        idle[entry.key] += max(offered // chips - use.used, 0)
+    return dict(idle)
+
+
 def _nic_parts(fab: Fabric, chooser: _DeviceChooser) -> list[Part]:
     """Every NIC: NIC nodes, and the NICs of GPUs with scale-out links and no NIC node."""
     g = fab.graph
@@ -642,7 +667,9 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     chooser = _DeviceChooser(cat, pol, func)
     parts += _switch_parts(fab, chooser)
     parts += _nic_parts(fab, chooser)
-    return _assemble(fab, cat, lay, pol, parts, runs)
+    estimate = _assemble(fab, cat, lay, pol, parts, runs)
+    estimate.idle_ports = _idle_ports(fab, chooser)
+    return estimate
 
 
 _KIND_ORDER = {"switch": 0, "nic": 1, "transceiver": 2, "cable": 3, "fibre": 4}
