@@ -47,6 +47,7 @@ from .flow import (
 )
 from .generators import *  # noqa: F403  (every generator; the list lives there)
 from .generators import __all__ as _generator_names
+from .optimize import OptimizeResult, optimize
 from .plan import CapacityPlan, plan_capacity
 from .specs import load_design
 from .symmetry import Symmetry, verify_symmetry
@@ -104,6 +105,8 @@ __all__ = _generator_names + [
     "load_design",
     "CapacityPlan",
     "plan_capacity",
+    "OptimizeResult",
+    "optimize",
     "read_graphml",
     "read_json",
     "write_graphml",
