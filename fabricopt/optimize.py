@@ -473,7 +473,7 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
             results = list(executor.map(evaluate, [c for c, _ in batch],
                                         [constraints] * len(batch),
                                         [time_limit] * len(batch)))
-        for (c, row), res in zip(batch, results, strict=True):
+        for (_c, row), res in zip(batch, results, strict=True):
             row.update(res)
             row["status"] = "evaluated"
             row["reason"] = ""
@@ -500,4 +500,51 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
                           time.perf_counter() - start, {c.name: c for c in candidates})
 
 
-__all__ = ["DEFAULT_SPACE", "OptimizeResult", "optimize"]
+_SPEC_KEYS = ("name", "description", "gpus", "objective", "space", "constraints")
+
+
+def load_search(path: str | os.PathLike[str]) -> dict[str, Any]:
+    r"""Read a search file: the arguments of :func:`optimize` in TOML.
+
+    Format (every key but ``gpus`` optional; ``[space]`` values are lists)::
+
+        name = "16K GPUs, 200 Gb/s all-to-all"
+        gpus = 16384
+        objective = "capex_usd"
+        [space]
+        family = ["superpod", "rail_optimized"]
+        oversubscription = [1.0, 2.0, 4.0]
+        [constraints]
+        all_to_all_gbps_per_gpu = 200
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "s.toml")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('gpus = 16\n[constraints]\ncapex_usd = 1e6\n')
+    >>> load_search(path)["constraints"]
+    {'capex_usd': 1000000.0}
+    """
+    from ._toml import read_toml
+    from .errors import DesignFileError
+
+    where = os.fspath(path)
+    data = read_toml(where, DesignFileError, "search file")
+    for key in data:
+        if key not in _SPEC_KEYS:
+            raise DesignFileError(f"{where}: key {key!r} is not allowed; allowed keys: "
+                                  + ", ".join(_SPEC_KEYS))
+    if "gpus" not in data:
+        raise DesignFileError(f"{where}: key 'gpus' is missing: the GPU count to design for")
+    for key in ("space", "constraints"):
+        if not isinstance(data.get(key, {}), dict):
+            raise DesignFileError(f"{where}: key {key!r} must be a table ([{key}])")
+    for key, values in data.get("space", {}).items():
+        if not isinstance(values, list):
+            raise DesignFileError(f"{where}: [space] key {key!r} must be a list of values, "
+                                  f"got {values!r}")
+    return {"gpus": data["gpus"], "space": data.get("space", {}),
+            "constraints": data.get("constraints", {}),
+            "objective": data.get("objective", "capex_usd"), "name": data.get("name", where)}
+
+
+__all__ = ["DEFAULT_SPACE", "OptimizeResult", "load_search", "optimize"]

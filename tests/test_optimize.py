@@ -113,3 +113,23 @@ def test_evaluate_is_the_public_path():
     row = evaluate(c, {})
     fab = c.build()
     assert row["capex_usd"] == fo.estimate_cost(fab).capex_usd
+
+
+def test_cli_optimize_prints_the_front_and_writes_the_winner(tmp_path, capsys):
+    from fabricopt.cli import main
+
+    search = tmp_path / "s.toml"
+    search.write_text('gpus = 16\n[space]\nfamily = ["rail_optimized"]\n'
+                      'scale_up = [{family = "nvswitch_domain", gpus = 2, switches = 1, '
+                      'links_per_gpu = 2, link_gbps = 200}]\nleaf_radix = [8]\n'
+                      'oversubscription = [1.0, 2.0]\n[constraints]\n'
+                      'all_to_all_gbps_per_gpu = 300\n')
+    out = tmp_path / "best.toml"
+    assert main(["optimize", str(search), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Pareto front" in text and "best: rail_optimized" in text
+    assert len(fo.load_design(out).endpoints) == 16
+    # Beyond every design: exit code 1 and the shortfall.
+    search.write_text(search.read_text().replace("= 300", "= 500"))
+    assert main(["optimize", str(search), "-o", str(out)]) == 1
+    assert "all_to_all_gbps_per_gpu misses by" in capsys.readouterr().out

@@ -81,7 +81,7 @@ def test_infeasible_target_is_reported():
 
 def test_max_links_attribute_bounds_the_bundles():
     fab = fo.leaf_spine(leaves=4, spines=2, endpoints_per_leaf=4, links_per_pair=1)
-    for u, v, d in fab.graph.edges(data=True):
+    for _u, _v, d in fab.graph.edges(data=True):
         if d["tier"] == "leaf-spine":
             d["max_links"] = 3
     plan = fo.plan_capacity(fab, fo.all_to_all(fab, gbps=10), target_theta=2.0)

@@ -267,7 +267,8 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
     **fabric_options
         For ``"rail_optimized"``: ``leaf_radix`` (64), ``spine`` (True; False is rail-only),
         ``oversubscription`` (1.0), ``planes`` (1), ``tiers`` (None: the fewest that reach;
-        2 or 3), ``tech``, ``switch_model``, as in :func:`~fabricopt.rail_optimized`. For ``"fat_tree"``/``"clos"``: ``radix`` (64),
+        2 or 3), ``tech``, ``switch_model``, as in :func:`~fabricopt.rail_optimized`.
+        For ``"fat_tree"``/``"clos"``: ``radix`` (64),
         ``tiers`` (2 or 3; default the fewest that reach, or the length of per-tier values),
         ``oversubscription`` (1.0), ``tech``, ``switch_model``, as in :func:`~fabricopt.clos`
         (``radix`` and ``oversubscription`` may be given per tier). Link rate is the NIC rate

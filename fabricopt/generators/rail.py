@@ -78,7 +78,8 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
     GPUs are ``"n{node}.g{rail}"`` with attributes ``node`` and ``rail``; switches as in
     :func:`~fabricopt.generators._wiring.add_rail_scale_out`. Tiers ``"gpu-leaf"`` and
     ``"leaf-spine"`` (and ``"spine-core"`` in three tiers). ``params["oversubscription_built"]``
-    is the leaf ratio built (the fullest leaf's servers over its uplinks). The GPUs of a server are not linked to each other here, so without a
+    is the leaf ratio built (the fullest leaf's servers over its uplinks). The GPUs of a
+    server are not linked to each other here, so without a
     spine there is no path between rails (nor between leaves of one rail): that is the
     rail-only fabric alone, to be joined by scale-up domains in a cluster. The fabric claims
     symmetry (rail, leaf, spine, plane and GPU permutations; one arc orbit per tier and
