@@ -69,6 +69,44 @@ def case_flow_reloaded(make: str, suffix: str) -> dict:
     return {"seconds": seconds, "value": value, "exact": r.exact, "theta": r.theta}
 
 
+def case_approx(make: str, traffic: str, gap: float, time_limit: float,
+                exact: bool = False) -> dict:
+    """method="approx" to ``gap``; with ``exact`` the full LP on the same fabric after it."""
+    import fabricopt as fo
+
+    start = time.perf_counter()
+    fab = eval(make, {"fo": fo, "_failed_fat_tree": _failed_fat_tree})  # noqa: S307
+    tr = eval(traffic, {"fo": fo, "fab": fab})  # noqa: S307
+    r = fo.max_concurrent_flow(fab, tr, method="approx", gap=gap, time_limit=time_limit)
+    seconds = time.perf_counter() - start
+    wide = (r.upper - r.lower) / r.upper
+    value = f"[{r.lower:.6g}, {r.upper:.6g}] gap {wide:.2%} ({r.status})"
+    out = {"seconds": seconds, "value": value, "met": wide <= gap}
+    if exact:
+        t = time.perf_counter()
+        e = fo.max_concurrent_flow(fab, tr, method="lp", time_limit=600)
+        inside = r.lower <= (e.theta or e.lower) * (1 + 1e-9)
+        value += (f"; exact LP {e.theta if e.theta is not None else e.status} in "
+                  f"{time.perf_counter() - t:.0f} s{' (contains it)' if inside else ''}")
+        out["value"] = value
+    return out
+
+
+def _failed_fat_tree(k: int, fraction: float, seed: int):  # used by the case literals
+    import networkx as nx
+    import numpy as np
+
+    import fabricopt as fo
+
+    fab = fo.fat_tree(k)
+    eps = set(fab.endpoints)
+    links = sorted({tuple(sorted((u, v), key=str)) for u, v in nx.Graph(fab.graph).edges()
+                    if u not in eps and v not in eps}, key=str)
+    rng = np.random.default_rng(seed)
+    pick = rng.choice(len(links), size=round(fraction * len(links)), replace=False)
+    return fab.without_links([links[i] for i in sorted(pick)])
+
+
 def case_collective(make: str) -> dict:
     import fabricopt as fo
 
@@ -148,6 +186,41 @@ def case_optimize(gpus: int) -> dict:
             "value": f"{len(res.rows)} candidates, {evaluated} evaluated, best {best}"}
 
 
+def case_compare(designs: list[str], jobs: int) -> dict:
+    import concurrent.futures as cf
+
+    import fabricopt as fo
+
+    start = time.perf_counter()
+    if jobs > 1:
+        with cf.ProcessPoolExecutor(max_workers=jobs) as pool:
+            table = fo.compare(designs, executor=pool, progress=False)
+    else:
+        table = fo.compare(designs, progress=False)
+    seconds = time.perf_counter() - start
+    slowest = max(table, key=lambda r: r["seconds"] or 0)
+    return {"seconds": seconds,
+            "value": f"{len(table)} rows, {len(table.failed)} failed; slowest "
+                     f"{slowest['name']} {slowest['seconds']:.1f} s"}
+
+
+def case_routed(make: str, traffic: str, routing: str, trials: int) -> dict:
+    import fabricopt as fo
+
+    start = time.perf_counter()
+    fab = eval(make, {"fo": fo})  # noqa: S307
+    tm = eval(traffic, {"fo": fo, "fab": fab})  # noqa: S307
+    r = fo.routed_flow(fab, tm, routing=routing, trials=trials, seed=1)
+    seconds = time.perf_counter() - start
+    if trials > 1:
+        d = r.distribution
+        value = (f"theta min {d['min']:.6g}, p5 {d['p5']:.6g}, median {d['median']:.6g}, "
+                 f"p95 {d['p95']:.6g}, max {d['max']:.6g} ({r.binding_tier})")
+    else:
+        value = f"theta={r.theta:.9g} ({r.binding_tier})"
+    return {"seconds": seconds, "value": value}
+
+
 def _child(fn_name: str, args: tuple, queue: mp.Queue) -> None:
     try:
         out = globals()[fn_name](*args)
@@ -224,6 +297,21 @@ def main(argv: list[str] | None = None) -> int:
             out = run_case("case_collective", f"fo.superpod({su})")
             rows.append((f"all-reduce bounds, superpod({su})", out, "< 30 s",
                          "met" if out["seconds"] < 30 else "not met"))
+    if hasattr(fo, "routed_flow"):
+        # Routing as deployed, beside the LP optimum of the same fabric and traffic.
+        su = 2 if args.quick else 16
+        out = run_case("case_routed", f"fo.superpod({su})", "fo.all_to_all(fab)", "ecmp", 1)
+        rows.append((f"ECMP all-to-all, superpod({su}) ({su * 256:,} GPUs)", out, "< 10 s",
+                     "met" if out["seconds"] < 10 else "not met"))
+        out = run_case("case_flow", f"fo.superpod({su})", "auto", True, "")
+        rows.append(("  LP optimum, same fabric and traffic", out, "", ""))
+        su, trials = (1, 10) if args.quick else (4, 100)
+        perm = "fo.permutation(fab, seed=1)"
+        out = run_case("case_routed", f"fo.superpod({su})", perm, "hash", trials)
+        rows.append((f"{trials} hashed trials, permutation, superpod({su})", out, "< 30 s",
+                     "met" if out["seconds"] < 30 else "not met"))
+        out = run_case("case_routed", f"fo.superpod({su})", perm, "ecmp", 1)
+        rows.append(("  ECMP, same permutation", out, "", ""))
     bis = ["fo.fat_tree(8)"] if args.quick else ["fo.fat_tree(24)", "fo.fat_tree(48)"]
     if hasattr(fo, "superpod") and not args.quick:
         bis += ["fo.superpod(16)", "fo.superpod(64)"]
@@ -251,6 +339,40 @@ def main(argv: list[str] | None = None) -> int:
     rows.append((f"optimize, {gpus:,} GPUs", out, ">= 200 candidates, < 60 s",
                  "met" if out["seconds"] < 60 and out.get("candidates", 0) >= 200
                  else "not met"))
+    # compare over every shipped design: in this process, then on a 2-process pool.
+    topologies = Path(__file__).resolve().parent.parent / "topologies"
+    designs = ([str(topologies / f) for f in ("dgx-h100.toml", "ualink-pod-sweep.toml",
+                                              "rail-oversubscription-sweep.toml")]
+               if args.quick else [str(topologies)])
+    alone = run_case("case_compare", designs, 1)
+    what = "small designs" if args.quick else "every shipped design"
+    rows.append((f"compare, {what}, in this process", alone, "baseline", ""))
+    pool = run_case("case_compare", designs, 2)
+    rows.append((f"compare, {what}, 2-process pool", pool,
+                 f"{alone['seconds'] / pool['seconds']:.2f}x the single process "
+                 "(peak MB: the parent only)", ""))
+
+    # Certified approximate throughput where no symmetry helps (time limits 60 s / 300 s).
+    approx_cases = [
+        ("jellyfish(512, 12 ports, 12 GPUs/switch), all-to-all",
+         "fo.jellyfish(switches=512, network_ports=12, endpoints_per_switch=12, seed=1)",
+         "fo.all_to_all(fab)", 0.01, 60.0, not args.quick, "gap <= 1%, < 60 s, < 4 GB"),
+        ("permutation(seed=1) on superpod(4)", "fo.superpod(4)",
+         "fo.permutation(fab, seed=1)", 0.01, 60.0, False, "gap <= 1%, < 60 s"),
+        ("fat_tree(16) minus 5% of switch links, all-to-all",
+         "_failed_fat_tree(16, 0.05, 1)", "fo.all_to_all(fab)", 0.01, 60.0, False,
+         "gap <= 1%, < 60 s"),
+        ("jellyfish(2048, 16 ports, 8 GPUs/switch), all-to-all",
+         "fo.jellyfish(switches=2048, network_ports=16, endpoints_per_switch=8, seed=1)",
+         "fo.all_to_all(fab)", 0.05, 300.0, False, "gap <= 5%, < 5 min"),
+    ]
+    for label, make, traffic, gap, limit, exact, target in (approx_cases[:1] if args.quick
+                                                             else approx_cases):
+        if args.quick:
+            make = make.replace("switches=512", "switches=64")
+        out = run_case("case_approx", make, traffic, gap, limit, exact)
+        met = out.get("met") and out["seconds"] < limit * 1.1 and out["peak_mb"] < 4096
+        rows.append((f"approx, {label}", out, target, "met" if met else "not met"))
 
     width = max(len(r[0]) for r in rows)
     print(f"{'case':<{width}}  {'seconds':>8}  {'peak MB':>8}  result / target")

@@ -14,6 +14,7 @@ from .collectives import (
     collective_curve,
     hierarchical_all_reduce_time,
 )
+from .compare import Comparison, compare
 from .cost import Catalog, CatalogError, CostEstimate, Layout, Policy, estimate_cost
 from .draw import draw, pareto_front, plot_metric_bars, plot_pareto
 from .errors import (
@@ -49,6 +50,13 @@ from .generators import *  # noqa: F403  (every generator; the list lives there)
 from .generators import __all__ as _generator_names
 from .optimize import OptimizeResult, optimize
 from .plan import CapacityPlan, plan_capacity
+from .routing import (
+    RoutedFlowResult,
+    plot_routing_distribution,
+    ring_traffic,
+    routed_collective,
+    routed_flow,
+)
 from .specs import load_design
 from .symmetry import Symmetry, verify_symmetry
 from .traffic import (
@@ -63,6 +71,8 @@ from .worst_case import WorstCasePermutation, tub_upper_bound, worst_case_permut
 __all__ = _generator_names + [
     "BisectionResult",
     "CollectiveBounds",
+    "Comparison",
+    "compare",
     "bisection_bandwidth",
     "LatencyModel",
     "collective_bounds",
@@ -122,4 +132,9 @@ __all__ = _generator_names + [
     "fail_random",
     "failure_sweep",
     "risk_groups",
+    "RoutedFlowResult",
+    "plot_routing_distribution",
+    "ring_traffic",
+    "routed_collective",
+    "routed_flow",
 ]

@@ -50,6 +50,27 @@ def check_int(func: str, name: str, value: Any, minimum: int | None = None,
     return value
 
 
+#: Largest fabric a generator builds: networkx keeps about half a kilobyte per arc, so this
+#: many physical links (two arcs each) is a few gigabytes, the most a 24 GB laptop holds with
+#: room to solve. 100,000 GPUs with their NVLink bundles and three switch tiers fit well below.
+MAX_NODES = 2_000_000
+MAX_LINKS = 4_000_000
+
+
+def check_size(func: str, nodes: int, links: int) -> None:
+    """Raise before building when a fabric would hold more than :data:`MAX_NODES` nodes or
+    :data:`MAX_LINKS` links (bundles count once), saying how much memory it would take.
+
+    >>> check_size("ring", 8, 8)
+    """
+    if nodes > MAX_NODES or links > MAX_LINKS:
+        gigabytes = 2 * links * 500 / 1e9
+        raise InvalidParameterError(
+            f"{func}(): the fabric would have {nodes:,} nodes and {links:,} links (about "
+            f"{gigabytes:,.3g} GB in memory); the limit is {MAX_NODES:,} nodes and "
+            f"{MAX_LINKS:,} links")
+
+
 def check_positive(func: str, name: str, value: Any, allow_zero: bool = False) -> float:
     """Return ``value`` as a float, or raise if it is not a finite number > 0 (or >= 0)."""
     rule = "a finite number >= 0" if allow_zero else "a finite number > 0"
@@ -144,3 +165,42 @@ def check_endpoint_group(func: str, fab: Any, endpoints: Iterable[Hashable] | No
     if len(eps) < minimum:
         raise error(f"{func}(): needs at least {minimum} distinct endpoints, got {len(eps)}")
     return eps
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``" (did you mean 'x'?)"`` for the closest of ``choices``, or ``""`` when none is close.
+
+    >>> did_you_mean("acelerators", ["accelerators", "switches"])
+    " (did you mean 'accelerators'?)"
+    >>> did_you_mean("zzz", ["accelerators"])
+    ''
+    """
+    import difflib
+
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+_BYTE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+               "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def parse_bytes(func: str, name: str, value: Any) -> float:
+    """A size in bytes from a number or text with a unit: ``"1GiB"``, ``"512MB"``, ``"1e9"``.
+
+    Decimal units (kB, MB, GB, TB) are powers of 1000, binary ones (KiB, MiB, GiB, TiB) powers
+    of 1024, as in IEC 80000-13; case does not matter. The size must be > 0.
+
+    >>> [parse_bytes("f", "size", text) for text in ("1GiB", "512MB", "1e9", 4096)]
+    [1073741824.0, 512000000.0, 1000000000.0, 4096.0]
+    """
+    import re
+
+    if isinstance(value, str):
+        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", value)
+        unit = match.group(2).lower() if match else None
+        if match is None or unit not in _BYTE_UNITS:
+            raise fail(func, name, "a size in bytes: a number with an optional unit (B, kB, MB, "
+                       "GB, TB, KiB, MiB, GiB, TiB), e.g. 1GiB or 512MB", value)
+        value = float(match.group(1)) * _BYTE_UNITS[unit]
+    return check_positive(func, name, value)

@@ -35,8 +35,11 @@ from ._checks import check_endpoint_group, check_int, check_positive
 from .cuts import Cut, min_cut
 from .errors import InvalidParameterError
 from .fabric import Fabric
+from .flow import max_concurrent_flow
+from .flow.valiant import best_hub_level
 from .generators._recipe import try_replay
 from .graph_arrays import GraphArrays
+from .traffic import all_to_all
 
 #: Node attributes whose values group endpoints into natural halves, most telling first.
 STRUCTURE_ATTRIBUTES = ("pod", "su", "zone", "plane", "group", "tray", "node", "rail")
@@ -257,8 +260,6 @@ def _hose_rate(fab: Fabric, eps: tuple, enough_gbps: float, time_limit: float | 
     """The certified two-phase hose rate (best hub level, stopping once it proves
     ``enough_gbps``), or None when the fabric has one-way links or hubs nothing enters (no
     two-phase routing)."""
-    from .flow.valiant import best_hub_level
-
     try:
         return best_hub_level(fab, eps, enough_gbps=enough_gbps, time_limit=time_limit)
     except InvalidParameterError:
@@ -301,9 +302,6 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     >>> b.lower_gbps, b.upper_gbps, b.exact
     (2.0, 2.0, True)
     """
-    from .flow import max_concurrent_flow
-    from .traffic import all_to_all
-
     start = time.perf_counter()
     if not isinstance(fab, Fabric):
         raise InvalidParameterError(f"bisection_bandwidth(): fab must be a Fabric, "

@@ -9,15 +9,31 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
+import inspect
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+from ._checks import did_you_mean, parse_bytes
+from ._numpydoc import parameter_docs
 from ._version import __version__
+from .bisection import bisection_bandwidth
+from .collectives import COLLECTIVES, collective_bounds
+from .compare import Comparison, compare
+from .cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost
+from .draw import draw
 from .errors import FabricOptError
 from .fabric import Fabric
+from .fabric_io import read_graphml, read_json
+from .flow import max_concurrent_flow
 from .generators import GENERATORS
+from .report import write_report
+from .routing import routed_flow
+from .specs import _keyword_parameters, load_design
+from .traffic import all_to_all, longest_matching, permutation
 
 
 def parse_value(text: str) -> Any:
@@ -50,33 +66,113 @@ def parse_assignments(items: Sequence[str]) -> dict[str, Any]:
     return out
 
 
+def _is_assignment(word: str) -> bool:
+    key, sep, _ = word.partition("=")
+    return bool(sep) and key.isidentifier()
+
+
+def split_targets(words: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """Group command-line words into targets, each with the ``key=value`` words after it.
+
+    >>> split_targets(["ring", "n=8", "a.toml", "fat_tree", "k=4"])
+    [('ring', ['n=8']), ('a.toml', []), ('fat_tree', ['k=4'])]
+    """
+    groups: list[tuple[str, list[str]]] = []
+    for word in words:
+        if _is_assignment(word):
+            if not groups:
+                raise FabricOptError(f"{word!r} comes before any generator or design file; "
+                                     "write the target first: TARGET key=value ...")
+            groups[-1][1].append(word)
+        else:
+            groups.append((word, []))
+    if not groups:
+        raise FabricOptError("no target: give a generator name or a design file")
+    return groups
+
+
+def _check_generator_params(name: str, params: dict[str, Any]) -> None:
+    """Refuse a parameter the generator does not take, suggesting the closest one."""
+    named, open_ended = _keyword_parameters(GENERATORS[name])
+    for key in params:
+        if key not in named and not open_ended:
+            raise FabricOptError(f"{name}: {key!r} is not a parameter of {name}"
+                                 f"{did_you_mean(key, named)}; parameters: "
+                                 + ", ".join(named) + f" (see: fabricopt show {name} --help)")
+    missing = [n for n, p in named.items()
+               if p.default is inspect.Parameter.empty and n not in params]
+    if missing:
+        raise FabricOptError(f"{name}: missing required parameter(s) " + ", ".join(missing)
+                             + f", given as key=value (see: fabricopt show {name} --help)")
+
+
 def load_fabric(target: str, assignments: Sequence[str]) -> list[Fabric]:
     """The fabric(s) a command names: a generator with parameters, or a design file."""
     params = parse_assignments(assignments)
     if target in GENERATORS:
-        try:
-            return [GENERATORS[target](**params)]
-        except TypeError as exc:  # unknown keyword for this generator
-            raise FabricOptError(f"{target}: {exc}") from None
+        _check_generator_params(target, params)
+        return [GENERATORS[target](**params)]
     if target.endswith(".toml"):
-        from .specs import load_design  # design files arrive with the specs module
-
         loaded = load_design(target, **params)
         return loaded if isinstance(loaded, list) else [loaded]
     if target.endswith((".json", ".graphml")):
-        from .fabric_io import read_graphml, read_json
-
         if params:  # a saved fabric is built already: there is nothing to pass
             raise FabricOptError(f"{target}: a saved fabric takes no key=value parameters, "
                                  f"got {' '.join(assignments)}")
         return [read_json(target) if target.endswith(".json") else read_graphml(target)]
-    raise FabricOptError(f"unknown generator or fabric file {target!r}: give a generator "
-                         "(" + ", ".join(sorted(GENERATORS)) + ") or a .toml design file, "
-                         "or a .json or .graphml fabric file")
+    raise FabricOptError(f"unknown generator or fabric file {target!r}"
+                         f"{did_you_mean(target, GENERATORS)}: give a generator ("
+                         + ", ".join(sorted(GENERATORS)) + "), a .toml design file, or a "
+                         ".json or .graphml fabric file")
+
+
+def load_targets(words: Sequence[str]) -> list[Fabric]:
+    """Every fabric that ``TARGET [key=value ...] [TARGET ...]`` names, in order."""
+    return [fab for target, assignments in split_targets(words)
+            for fab in load_fabric(target, assignments)]
+
+
+def generator_help(name: str) -> str:
+    """A generator's parameters with defaults and meaning, from its signature and docstring.
+
+    >>> generator_help("ring").splitlines()[4:7]
+    ['parameters:', '  n  (required)', '  link_gbps=1.0']
+    """
+    func = GENERATORS[name]
+    doc = inspect.getdoc(func) or ""
+    lines = [f"{name}: {doc.splitlines()[0] if doc else ''}", "",
+             f"usage: fabricopt show {name} [key=value ...]", "", "parameters:"]
+    docs = parameter_docs(func)
+    for pname, p in inspect.signature(func).parameters.items():
+        if p.kind is p.VAR_POSITIONAL:
+            continue
+        kind, text = docs.get(pname, ("", ""))
+        if p.kind is p.VAR_KEYWORD:
+            head = f"  {pname}=...  (more key=value options)"
+        elif p.default is inspect.Parameter.empty:
+            head = f"  {pname}  (required{', ' + kind if kind else ''})"
+        else:
+            head = f"  {pname}={p.default!r}" + (f"  ({kind})" if kind else "")
+        lines.append(head)
+        if text:
+            lines += textwrap.wrap(text.replace("``", "`"), width=92,
+                                   initial_indent="      ", subsequent_indent="      ")
+    return "\n".join(lines)
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    for fab in load_fabric(args.target, args.params):
+    if args.help:
+        if args.targets and args.targets[0] in GENERATORS:
+            print(generator_help(args.targets[0]))
+        else:
+            args.parser.print_help()
+            if args.targets and not args.targets[0].endswith(".toml"):
+                # Unknown name: the usual error, with its suggestion.
+                load_fabric(args.targets[0], [])
+        return 0
+    if not args.targets:
+        args.parser.error("the following arguments are required: TARGET")
+    for fab in load_targets(args.targets):
         fab.validate()
         print(fab.summary())
         print()
@@ -86,8 +182,6 @@ def _cmd_show(args: argparse.Namespace) -> int:
 def make_traffic(fab: Fabric, spec: str) -> Any:
     """Traffic named on the command line: ``all-to-all``, ``permutation[:SEED]`` or
     ``longest-matching``."""
-    from .traffic import all_to_all, longest_matching, permutation
-
     name, _, arg = spec.partition(":")
     if name == "all-to-all":
         return all_to_all(fab)
@@ -99,53 +193,209 @@ def make_traffic(fab: Fabric, spec: str) -> Any:
                          f"longest-matching, got {spec!r}")
 
 
+def parse_collectives(text: str) -> list[str]:
+    """``--collective`` words: names separated by commas, or ``all``.
+
+    >>> parse_collectives("all_reduce,all_gather")
+    ['all_reduce', 'all_gather']
+    """
+    if text.strip() == "all":
+        return list(COLLECTIVES)
+    names = [w.strip().replace("-", "_") for w in text.split(",") if w.strip()]
+    for name in names:
+        if name not in COLLECTIVES:
+            raise FabricOptError(f"--collective: {name!r} is not a collective"
+                                 f"{did_you_mean(name, COLLECTIVES)}; collectives: "
+                                 + ", ".join(COLLECTIVES) + ", or all")
+    if not names:
+        raise FabricOptError("--collective: give at least one of " + ", ".join(COLLECTIVES))
+    return names
+
+
+def _size_arg(text: str) -> float:
+    try:
+        return parse_bytes("fabricopt", "size", text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"must be a size in bytes with an optional unit (B, kB, MB, GB, TB, KiB, MiB, "
+            f"GiB, TiB), e.g. 1GiB, 512MB or 1e9; got {text!r}") from None
+
+
+def _solve_row(fab: Fabric, result: Any, bisection: Any, collectives: list[Any],
+               routed: Any = None) -> dict:
+    """One fabric's answers as a flat row (None where nothing was proven)."""
+    optimal = result.theta is not None
+    bracket = result.per_endpoint_gbps_bracket or (None, None)
+    row: dict[str, Any] = {
+        "name": fab.name, "gpus": len(fab.endpoints), "traffic": result.traffic_name,
+        "status": result.status, "theta": result.theta, "theta_lower": result.lower,
+        "theta_upper": result.upper,
+        "per_endpoint_gbps": result.per_endpoint_gbps if optimal else None,
+        "per_endpoint_gbps_lower": bracket[0], "per_endpoint_gbps_upper": bracket[1],
+        "binding_tier": result.binding_tier, "seconds": round(result.seconds, 3)}
+    if bisection is not None:
+        row.update({"bisection_gbps": bisection.upper_gbps,
+                    "bisection_lower_gbps": bisection.lower_gbps,
+                    "bisection_exact": bisection.exact,
+                    "bisection_per_endpoint_gbps": bisection.per_endpoint_gbps})
+    if routed is not None:
+        row.update({"routing": routed.method, "routed_theta": routed.theta,
+                    "routing_efficiency": routed.efficiency})
+    for c in collectives:
+        row["message_bytes"] = c.message_bytes
+        row[f"{c.collective}_busbw_GBps"] = c.busbw_GBps
+        row[f"{c.collective}_achievable_busbw_GBps"] = c.achievable_busbw_GBps
+    return row
+
+
+def _print_rows(rows: list[dict[str, Any]], fmt: str) -> None:
+
+    table = Comparison(rows)
+    if fmt == "csv":
+        print(table.to_csv(), end="")
+    elif fmt == "json":
+        print(table.to_json())
+    else:
+        print(table.to_markdown())
+
+
 def _cmd_solve(args: argparse.Namespace) -> int:
-    from .flow import max_concurrent_flow
 
     options: dict[str, Any] = {}
     if args.solver:
         options["solver"] = args.solver
+    collectives = parse_collectives(args.collective)
+    fabrics = load_targets(args.targets)
     worst = 0
-    for fab in load_fabric(args.target, args.params):
+    rows = []
+    for fab in fabrics:
         fab.validate()
         traffic = make_traffic(fab, args.traffic)
         result = max_concurrent_flow(fab, traffic, method=args.method, backend=args.backend,
-                                     time_limit=args.time_limit, **options)
-        print(result)
+                                     time_limit=args.time_limit, gap=args.gap, **options)
+        bisection, bounds = None, []
+        routed = None
+        if args.routing:
+            routed = routed_flow(fab, traffic, routing=args.routing,
+                                 trials=args.trials if args.routing == "hash" else 1,
+                                 seed=args.seed)
+            routed.optimum = result
         if not args.throughput_only:
-            from .bisection import bisection_bandwidth
-            from .collectives import collective_bounds
-
-            print(bisection_bandwidth(fab, time_limit=args.time_limit))
-            print(collective_bounds(fab, "all_reduce", message_bytes=args.message_bytes))
-        print()
+            bisection = bisection_bandwidth(fab, time_limit=args.time_limit)
+            bounds = [collective_bounds(fab, c, message_bytes=args.message_bytes)
+                      for c in collectives]
+        if args.format == "table":
+            print(result)
+            if routed is not None:
+                print()
+                print(routed)
+            if bisection is not None:
+                print(bisection)
+            for b in bounds:
+                print(b)
+            print()
+        else:
+            rows.append(_solve_row(fab, result, bisection, bounds, routed))
         if result.status not in ("optimal", "inexact"):
             worst = 1
+    if rows:
+        _print_rows(rows, args.format)
     return worst
 
 
 def _cmd_bom(args: argparse.Namespace) -> int:
-    from .cost import Catalog, Layout, estimate_cost
 
     catalog = Catalog.load(args.catalog) if args.catalog else None
     layout = Layout(leaf_placement=args.leaf_placement) if args.leaf_placement else None
-    for fab in load_fabric(args.target, args.params):
-        est = estimate_cost(fab, catalog=catalog, layout=layout, policy=args.policy)
-        if args.format == "csv":
-            print(est.to_csv(), end="")
-        elif args.format == "markdown":
-            print(est.to_markdown())
-            print()
-        else:
-            print(est.to_table())
+    estimates = [estimate_cost(fab, catalog=catalog, layout=layout, policy=args.policy)
+                 for fab in load_targets(args.targets)]
+    if args.format == "csv":
+        # One table for every fabric, its first column naming the fabric of each row.
+        import csv
+        import io
+
+        header = ""
+        for est in estimates:
+            text = est.to_csv()
+            head, _, body = text.partition("\n")
+            if not header:
+                header = "fabric," + head
+                print(header)
+            for line in csv.reader(io.StringIO(body)):
+                buf = io.StringIO()
+                csv.writer(buf, lineterminator="\n").writerow([est.fabric, *line])
+                print(buf.getvalue(), end="")
+    elif args.format == "json":
+        import json
+
+        print(json.dumps([{"fabric": e.fabric, "gpus": e.n_endpoints, "capex_usd": e.capex_usd,
+                           "power_w": e.power_w, "capex_per_gpu_usd": e.per_endpoint_usd,
+                           "power_per_gpu_w": e.per_endpoint_w,
+                           "bom": [{"component": r.component, "kind": r.kind,
+                                    "detail": r.detail, "count": r.count,
+                                    "unit_usd": r.unit_usd, "unit_w": r.unit_w,
+                                    "total_usd": r.total_usd, "total_w": r.total_w,
+                                    "confidence": r.confidence, "source": r.source}
+                                   for r in e.bom]}
+                          for e in estimates], indent=1))
+    else:
+        for est in estimates:
+            print(est.to_markdown() if args.format == "markdown" else est.to_table())
             print()
     return 0
 
 
+def _cmd_compare(args: argparse.Namespace) -> int:
+
+    designs: list[Any] = []
+    for target, assignments in split_targets(args.targets):
+        if target in GENERATORS:
+            designs += load_fabric(target, assignments)
+        elif assignments:
+            designs.append((target, parse_assignments(assignments)))
+        else:
+            designs.append(target)
+    executor: Any = None
+    client: Any = None
+    with contextlib.ExitStack() as stack:
+        if args.scheduler:
+            try:
+                from distributed import Client
+            except ImportError:
+                raise FabricOptError("--scheduler needs dask.distributed: "
+                                     "pip install 'fabricopt[dask]'") from None
+            client = stack.enter_context(Client(args.scheduler))
+            executor = client.get_executor()
+        elif args.jobs > 1:
+            import concurrent.futures as cf
+
+            executor = stack.enter_context(cf.ProcessPoolExecutor(max_workers=args.jobs))
+        table = compare(designs, executor=executor, progress=args.progress,
+                        out_dir=args.output, message_bytes=args.message_bytes)
+    if args.output:
+        index = write_report(table, args.output, diagrams=not args.no_diagrams)
+        print(f"{len(table)} designs ({len(table.failed)} failed): {index}")
+    elif args.format == "table":
+        print(table)
+    else:
+        _print_rows(table.to_records(), args.format)
+    for row in table.failed:
+        print(f"fabricopt compare: {row['name']}: {row['error']}", file=sys.stderr)
+    return 1 if table.failed else 0
+
+
+FORMATS = ("table", "csv", "markdown", "json")
+EXIT_CODES = ("exit codes: 0 success; 1 a result was not proven or a design failed; "
+              "2 bad input (usage)")
+
+
+def _targets_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("targets", nargs="+", metavar="TARGET [key=value ...]",
+                        help="generator names or design files (.toml), each followed by its "
+                        "parameters as key=value; several may follow each other")
+
 def _cmd_draw(args: argparse.Namespace) -> int:
     from pathlib import Path
-
-    from .draw import draw
 
     aggregate: Any = {"auto": "auto", "none": False, "all": True}.get(args.aggregate,
                                                                         args.aggregate)
@@ -155,13 +405,9 @@ def _cmd_draw(args: argparse.Namespace) -> int:
         fab.validate()
         result = None
         if args.utilization:
-            from .flow import max_concurrent_flow
-
             result = max_concurrent_flow(fab, time_limit=args.time_limit)
         cost = None
         if args.media:
-            from .cost import estimate_cost
-
             cost = estimate_cost(fab)
         ax = draw(fab, result=result, aggregate=aggregate, cost=cost)
         # A sweep draws one picture per point: fig.png becomes fig-0.png, fig-1.png...
@@ -174,46 +420,65 @@ def _cmd_draw(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``fabricopt`` command."""
     parser = argparse.ArgumentParser(
-        prog="fabricopt", description="Design GPU-cluster fabrics and compute what they carry.")
+        prog="fabricopt", description="Design GPU-cluster fabrics and compute what they carry.",
+        epilog="Sizes take units: 1GiB, 512MB, 1e9. " + EXIT_CODES)
     parser.add_argument("--version", action="version", version=f"fabricopt {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    show = sub.add_parser("show", help="print a fabric's summary",
+    show = sub.add_parser("show", add_help=False, help="print a fabric's summary",
                           description="Print a fabric's summary. TARGET is a generator name "
-                          "(" + ", ".join(sorted(GENERATORS)) + ") or a design file.")
-    show.add_argument("target", help="generator name or design file (.toml)")
-    show.add_argument("params", nargs="*", help="generator parameters as key=value")
-    show.set_defaults(func=_cmd_show)
+                          "(" + ", ".join(sorted(GENERATORS)) + ") or a design file. "
+                          "`fabricopt show GENERATOR --help` lists the generator's parameters.",
+                          epilog=EXIT_CODES)
+    show.add_argument("-h", "--help", action="store_true",
+                      help="show this help, or a generator's parameters when one is named")
+    show.add_argument("targets", nargs="*", metavar="TARGET [key=value ...]",
+                      help="generator name or design file, then parameters as key=value")
+    show.set_defaults(func=_cmd_show, parser=show)
 
-    solve = sub.add_parser("solve", help="certified max-concurrent-flow throughput",
+    solve = sub.add_parser("solve", help="certified throughput, bisection and collective bounds",
                            description="Compute the largest fraction theta of a traffic "
-                           "pattern the fabric carries at once, with a certified bracket, "
+                           "pattern each fabric carries at once, with a certified bracket, "
                            "the per-GPU bandwidth and the binding tier; then the bisection "
-                           "bandwidth and the all-reduce bounds. Exit code 1 when a "
-                           "solve did not finish (time limit, too large).")
-    solve.add_argument("target", help="generator name or design file (.toml)")
-    solve.add_argument("params", nargs="*", help="generator parameters as key=value")
+                           "bandwidth and the collective bounds. A result that is not proven "
+                           "prints 'unknown' with its certified bracket.", epilog=EXIT_CODES)
+    _targets_arg(solve)
     solve.add_argument("--traffic", default="all-to-all",
                        help="all-to-all (default), permutation[:SEED], longest-matching")
-    solve.add_argument("--method", default="auto", choices=["auto", "lp", "symmetric"])
+    solve.add_argument("--method", default="auto", choices=["auto", "lp", "symmetric", "approx"],
+                       help="auto (default): symmetric where a claim holds, the exact LP "
+                       "where it fits, else approx (a certified bracket to --gap)")
+    solve.add_argument("--gap", type=float, default=0.01,
+                       help="relative gap for --method approx (default 0.01)")
     solve.add_argument("--backend", default="highs", choices=["highs", "highspy", "pulp"])
     solve.add_argument("--solver", default=None,
                        help="highs: choose, simplex or ipm; highspy: simplex, ipm or pdlp; "
                        "pulp: a pulp solver name")
     solve.add_argument("--time-limit", type=float, default=None, help="seconds per solve")
-    solve.add_argument("--message-bytes", type=float, default=2.0**30,
-                       help="all-reduce buffer size for the collective bounds (default 1 GiB)")
+    solve.add_argument("--message-bytes", type=_size_arg, default=2.0**30, metavar="SIZE",
+                       help="buffer size of the collective bounds, with a unit: 1GiB "
+                       "(default), 512MB, 1e9")
+    solve.add_argument("--collective", default="all_reduce", metavar="NAMES",
+                       help="collectives to bound, comma-separated: " + ", ".join(COLLECTIVES)
+                       + ", or all (default: all_reduce)")
+    solve.add_argument("--routing", choices=("ecmp", "wcmp", "hash", "static"), default=None,
+                       help="also route the traffic as deployed and print its theta beside "
+                       "the optimum (routing efficiency)")
+    solve.add_argument("--trials", type=int, default=100,
+                       help="hashed trials for --routing hash (default 100)")
+    solve.add_argument("--seed", type=int, default=0, help="seed of the hashed trials")
     solve.add_argument("--throughput-only", action="store_true",
-                       help="skip the bisection and all-reduce bounds")
+                       help="skip the bisection and collective bounds")
+    solve.add_argument("--format", choices=FORMATS, default="table",
+                       help="table (readable blocks, default), or one row per fabric as csv, "
+                       "markdown or json")
     solve.set_defaults(func=_cmd_solve)
 
-    from .cost import LEAF_PLACEMENTS, POLICY_PRESETS
-
     bom = sub.add_parser("bom", help="print a fabric's bill of materials, capex and power",
-                         description="Print the bill of materials, capex and power of a "
-                         "fabric's network. TARGET is a generator name or a design file.")
-    bom.add_argument("target", help="generator name or design file (.toml)")
-    bom.add_argument("params", nargs="*", help="generator parameters as key=value")
-    bom.add_argument("--format", choices=("table", "csv", "markdown"), default="table")
+                         description="Print the bill of materials, capex_usd and power_w of "
+                         "each fabric's network.", epilog=EXIT_CODES)
+    _targets_arg(bom)
+    bom.add_argument("--format", choices=FORMATS, default="table",
+                     help="table (default), markdown, csv (one table, a fabric column) or json")
     bom.add_argument("--catalog", metavar="FILE",
                      help="catalog file merged over the default catalog")
     bom.add_argument("--policy", choices=tuple(POLICY_PRESETS), default="cost",
@@ -222,12 +487,36 @@ def build_parser() -> argparse.ArgumentParser:
                      help="where leaf switches go (default: top_of_rack)")
     bom.set_defaults(func=_cmd_bom)
 
+    cmp_ = sub.add_parser("compare", help="evaluate designs side by side and write a report",
+                          description="Evaluate every design (files, folders of them, sweeps, "
+                          "generators with key=value) and print the table, or with -o write "
+                          "OUT/results.csv, .md, .json, plots, one diagram per design and "
+                          "OUT/index.html. A rerun into the same OUT skips finished designs.",
+                          epilog=EXIT_CODES)
+    _targets_arg(cmp_)
+    cmp_.add_argument("-o", "--output", metavar="OUT", default=None,
+                      help="folder for the results and the report")
+    cmp_.add_argument("--format", choices=FORMATS, default="table",
+                      help="without -o: how to print the table (default: table)")
+    cmp_.add_argument("-j", "--jobs", type=int, default=1,
+                      help="worker processes on this machine (default 1: in this process)")
+    cmp_.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                      help="run on a Dask cluster, e.g. tcp://10.0.0.1:8786 (needs "
+                      "fabricopt[dask])")
+    cmp_.add_argument("--message-bytes", type=_size_arg, default=2.0**30, metavar="SIZE",
+                      help="all-reduce buffer size, with a unit (default 1GiB)")
+    cmp_.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                      help="progress bar (default: when stderr is a terminal)")
+    cmp_.add_argument("--no-diagrams", action="store_true",
+                      help="skip the diagram of each design in the report")
+    cmp_.set_defaults(func=_cmd_compare)
+
     drw = sub.add_parser("draw", help="draw a fabric as a layered diagram",
                          description="Draw a fabric: GPUs at the bottom, switch tiers above, "
                          "large fabrics grouped (by server, scalable unit, pod...). The "
                          "file type follows the extension of --output (png, svg, pdf). "
                          "TARGET is a generator name or a design file; a sweep writes one "
-                         "file per point (fig-0.png, fig-1.png...).")
+                         "file per point (fig-0.png, fig-1.png...).", epilog=EXIT_CODES)
     drw.add_argument("target", help="generator name or design file (.toml)")
     drw.add_argument("params", nargs="*", help="generator parameters as key=value")
     drw.add_argument("-o", "--output", required=True, metavar="FILE",

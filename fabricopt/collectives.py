@@ -18,14 +18,20 @@ Bounds:
   the GPUs one orbit) finds a set with a larger ratio or proves there is none. That set is the
   binding cut. **Reduce-scatter** is the same on the reversed graph (``B_in``).
 * **All-reduce**: achievable ``T_RS* + T_AG*``; lower bounds ``max(T_RS*, T_AG*)``, the volume
-  bound ``2(n-1) S / sum of GPU egress``, and, for any scheme at all, ``S / min(B_out(X),
-  B_in(X))`` over every cut separating GPUs. With switches that reduce (``reduce=True``) and
-  in-network reduction on: NVLink SHARP as NCCL runs it moves ``S + S/n`` per GPU each way
+  bound ``2(m-1) S / sum of part egress`` over parts joined only through switches that do not
+  reduce (one part per GPU, or per reducing NVLink domain: :mod:`fabricopt.collective_parts`),
+  and, for any scheme at all, ``S / min(B_out(X), B_in(X))`` over every cut separating GPUs.
+  With switches that reduce (``reduce=True``) and in-network reduction on: NVLink SHARP
+  as NCCL runs it moves ``S + S/n`` per GPU each way
   (NVIDIA/nccl issue 1506) and ideal in-switch reduction ``S`` per GPU each way; for clusters
-  the scale-out part composes hierarchically
-  (``docs/collectives.md#in-network-reduction-nvlink-sharp``).
+  the scale-out phase (a ring, or InfiniBand SHARP with ``scale_out_reduction``) is
+  pipelined with it
+  (``docs/collectives.md#in-network-reduction-nvlink-sharp-and-infiniband-sharp``).
 * **All-to-all** from the certified max-concurrent-flow theta of uniform traffic among the
   participants: each pair moves ``S/n`` bytes.
+* **Concurrent groups** (``concurrent=``): every group at once on the shared fabric; their
+  volumes add on the part boundaries, and each group on a ``1/G`` share of every link is
+  achievable.
 * **Broadcast**: lower bound ``S / min_v mincut(root, v)``; achievable scatter + all-gather
   (van de Geijn), the scatter being one single-commodity max-flow search.
 """
@@ -41,13 +47,16 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_choice, check_endpoint_group, check_positive
+from ._checks import check_bool, check_choice, check_endpoint_group, check_int, check_positive
 from .catalog import Catalog
+from .collective_parts import Partition, all_reduce_volume_s, part_cut_s, partition
 from .cuts import cut_capacity, min_cut
-from .errors import InvalidParameterError
+from .errors import InvalidFabricError, InvalidParameterError
 from .fabric import Fabric
+from .flow import max_concurrent_flow
 from .graph_arrays import GraphArrays
-from .tiers import scale_up_tiers, tier_of
+from .tiers import is_scale_up_arc, scale_up_tiers, tier_of
+from .traffic import all_to_all
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
 GBPS_TO_BYTES = 1e9 / 8  # one Gb/s of capacity moves this many bytes per second
@@ -155,15 +164,45 @@ class _Problem:
     tiers: list[str]          # per arc
     scale_up_tiers: frozenset[str]
     symmetric: bool           # one GPU orbit under a claimed symmetry
+    scale_up_arc: np.ndarray  # per arc: NVLink / UALink (fabricopt.tiers.is_scale_up_arc)
+    reduce_attr: np.ndarray   # per node: the switch says reduce=True
+    is_switch: np.ndarray     # per node: role "switch"
 
 
-def _problem(fab: Fabric, endpoints: Sequence[Hashable]) -> _Problem:
-    ga = GraphArrays.from_fabric(fab)
+def _problem(fab: Fabric, endpoints: Sequence[Hashable], ga: GraphArrays | None = None,
+             ) -> _Problem:
+    ga = GraphArrays.from_fabric(fab) if ga is None else ga
     gpus = np.array([ga.index[e] for e in endpoints])
     arcs = [fab.graph[u][v] for u, v in ga.arcs]
     symmetric = fab.symmetry is not None and len(endpoints) == len(fab.endpoints)
+    reduce_attr = np.array([fab.graph.nodes[v].get("reduce") is True for v in ga.nodes])
     return _Problem(ga, gpus, tuple(endpoints), [tier_of(d) for d in arcs],
-                    scale_up_tiers(arcs), symmetric)
+                    scale_up_tiers(arcs), symmetric,
+                    np.array([is_scale_up_arc(d) for d in arcs], dtype=bool), reduce_attr,
+                    np.array([fab.graph.nodes[v].get("role") == "switch" for v in ga.nodes]))
+
+
+def _check_reduce_attributes(func: str, fab: Fabric) -> None:
+    """Every node's ``reduce`` attribute, when present, is a bool (a string such as ``"no"``
+    would otherwise read as true)."""
+    for v, d in fab.graph.nodes(data=True):
+        value = d.get("reduce")
+        if value is not None and not isinstance(value, bool | np.bool_):
+            raise InvalidFabricError(f"{func}(): fab node {v!r} has reduce={value!r}; reduce "
+                                     "must be True or False")
+
+
+def _reducing_switches(p: _Problem, scale_out_reduction: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(scale-up, scale-out) masks of the nodes that may reduce: switches with
+    ``reduce=True`` that touch a scale-up link (NVLink SHARP), and switches that touch none and
+    either say ``reduce=True`` or are made to by ``scale_out_reduction`` (InfiniBand SHARP)."""
+    ga = p.ga
+    touches_up = np.zeros(ga.n_nodes, dtype=bool)
+    touches_up[ga.tail[p.scale_up_arc]] = True
+    touches_up[ga.head[p.scale_up_arc]] = True
+    red_up = p.reduce_attr & touches_up & p.is_switch
+    red_out = p.is_switch & ~touches_up & (p.reduce_attr | scale_out_reduction)
+    return red_up, red_out
 
 
 def _reversed(p: _Problem) -> _Problem:
@@ -299,14 +338,13 @@ def _pair_cut_min(p: _Problem, root: int, limit: int = 64) -> tuple[float, np.nd
     return best, best_side
 
 
-def _reduce_domains(fab: Fabric, p: _Problem) -> tuple[list[list[int]], float]:
-    """Groups of participants that share reduce-capable switches, and the least bandwidth
-    (Gb/s, per direction) from a participant to such switches."""
+def _reduce_domains(p: _Problem, red_up: np.ndarray) -> tuple[list[list[int]], float]:
+    """Groups of participants that share reducing scale-up switches (``red_up``), and the
+    least bandwidth (Gb/s, per direction) from a participant to such switches."""
     ga = p.ga
-    reduce = np.array([bool(fab.graph.nodes[v].get("reduce")) for v in ga.nodes])
     is_gpu = np.zeros(ga.n_nodes, dtype=bool)
     is_gpu[p.gpus] = True
-    to_reduce = is_gpu[ga.tail] & reduce[ga.head]
+    to_reduce = is_gpu[ga.tail] & red_up[ga.head]
     if not to_reduce.any():
         return [], 0.0
     # Union participants through the reduce switches they touch.
@@ -331,12 +369,32 @@ def _time(bytes_: float, gbps: float) -> float:
     return math.inf if gbps <= 0 else bytes_ / (gbps * GBPS_TO_BYTES)
 
 
-#: Default efficiency profile for ``expected=True``: fraction of a bound reached in practice,
-#: by the kind of the binding links (docs/collectives.md#expected-efficiency-not-a-bound:
-#: NCCL's tuning model uses 20.6 of 25 GB/s per NVLink 4 link, taken for UALink too;
-#: well-tuned InfiniBand rings reach 92-96% of NIC line rate). Keys: ``"scale_up"`` (NVLink,
-#: UALink; :mod:`fabricopt.tiers`) and ``"network"``.
-DEFAULT_EFFICIENCY = {"scale_up": 20.6 / 25.0, "network": 0.94}
+#: Efficiency profiles for ``expected=True``, calibrated on published nccl-tests all-reduce
+#: busbw at large sizes (``docs/collectives.md#expected-efficiency-not-a-bound``). Each is the
+#: measured busbw over this module's figure for the algorithm that ran:
+#:
+#: * ``"scale_up"``: a ring over NVLink, against the bound (the per-GPU NVLink bandwidth);
+#: * ``"nvls"``: NVLink SHARP, against its schedule as NCCL runs it (``S + S/g`` per GPU);
+#: * ``"network"``: the scale-out phase over the NICs.
+#:
+#: nvlink4 (8 x H100, 450 GB/s per GPU): ring about 370 GB/s and NVLS about 480 GB/s
+#: (NVIDIA/nccl-tests issue 212, an NCCL maintainer; NVIDIA/nccl issue 1455 measures 365-370
+#: and 480). nvlink5 (8 x B300, 900 GB/s per GPU; no B200 figure was found and a DGX B200 has
+#: the same per-GPU NVLink): ring 695 and NVLS 845 GB/s (NVIDIA/nccl issue 2140).
+#: nvlink5-rack (GB200 NVL72, all 72 GPUs): 834.6 GB/s out of place at 8 GiB (the GB200
+#: NVL72 example of CoreWeave's nccl-tests fork, pull request 43), read as NVLS (NCCL's
+#: default there). The network figure, 0.94, is inside the 92-96% of NIC line rate reported
+#: for tuned InfiniBand rings: an estimate without a cited measurement.
+EFFICIENCY_PROFILES: dict[str, dict[str, float]] = {
+    "nvlink4": {"scale_up": 370.0 / 450.0, "nvls": 480.0 / 700.0, "network": 0.94},
+    "nvlink5": {"scale_up": 695.0 / 900.0, "nvls": 845.0 / 1400.0, "network": 0.94},
+    "nvlink5-rack": {"scale_up": 695.0 / 900.0,
+                     "nvls": 834.57 / (900.0 * (2 * 71 / 72) / (1 + 1 / 72)),
+                     "network": 0.94},
+}
+
+#: The profile used when the fabric's scale-up links name no NVLink generation.
+DEFAULT_EFFICIENCY = EFFICIENCY_PROFILES["nvlink4"]
 
 
 # -- one function per collective ----------------------------------------------------------------
@@ -352,6 +410,15 @@ class _Ask:
     in_network_reduction: bool | str = "auto"
     notes: list[str] = field(default_factory=list)
     _balanced: bool | None = None
+    scale_out_reduction: bool = False
+
+    def reducing(self) -> tuple[np.ndarray, np.ndarray]:
+        """(scale-up, scale-out) masks of the switches that reduce in this computation
+        (:func:`_reducing_switches`), both empty when in-network reduction is off."""
+        if self.in_network_reduction is False:
+            none = np.zeros(self.p.ga.n_nodes, dtype=bool)
+            return none, none
+        return _reducing_switches(self.p, self.scale_out_reduction)
 
     @property
     def n(self) -> int:
@@ -389,6 +456,8 @@ class _Outcome:
     achievable_s: float | None
     bounds: list[Bound]
     in_network_reduction: bool = False
+    #: Phase times of the in-network reduction schedule: {"nvls": s, "network": s}.
+    inr_phases_s: dict[str, float] | None = None
 
 
 def _forestcoll(ask: _Ask, problem: _Problem, name: str,
@@ -418,59 +487,139 @@ def _reduce_scatter(ask: _Ask) -> _Outcome:
     return _Outcome(b, t, [b])
 
 
+def _partitions(p: _Problem, combining: np.ndarray) -> list[Partition]:
+    """The two partitions the volume bounds use: the finest (participants and reducing
+    switches joined by arcs between them) and the scale-up one (also joined through every
+    scale-up link, so a whole NVLink domain is one part)."""
+    ga = p.ga
+    direct = combining[ga.tail] & combining[ga.head]
+    return [partition(ga, combining, direct, "finest"),
+            partition(ga, combining, direct | p.scale_up_arc, "scale-up domains")]
+
+
+def _volume_bound(ask: _Ask, groups: Sequence[np.ndarray], combining: np.ndarray,
+                  reducing: bool) -> Bound:
+    """The all-reduce volume bound over parts (``docs/collectives.md#volume-over-parts``):
+    the larger over the finest and the scale-up partition."""
+    best_t, best = 0.0, None
+    for part in _partitions(ask.p, combining):
+        t = all_reduce_volume_s(part, groups, ask.size)
+        if t > best_t:
+            best_t, best = t, part
+    parts = 0 if best is None else len(np.unique(best.label[groups[0]]))
+    inside = "reducing parts" if reducing else "parts"
+    why = (f"{parts} {inside} per group ({best.name if best else '-'}); the parts together "
+           "send and receive 2(m-1) times the buffer (Patarasuk and Yuan)")
+    # The boundary of the first participant's part stands for the links that bind.
+    cut = None if best is None else _cut_info(ask.p, best.label == best.label[groups[0][0]],
+                                               "leaving")
+    return ask.bound("volume", best_t, "lower", why, cut)
+
+
+def _sharp_single_switch(ask: _Ask, red_out: np.ndarray) -> bool:
+    """True when the GPUs that aggregate together in the scale-out (those of one ``rail``,
+    or all participants when they name none) reach one common reducing switch directly: the
+    aggregation then needs no switch-to-switch link and runs at the NICs' rate."""
+    p, ga = ask.p, ask.p.ga
+    graph = ask.fab.graph
+    rails: dict[Any, list[int]] = {}
+    for name, g in zip(p.gpu_names, p.gpus, strict=True):
+        rails.setdefault(graph.nodes[name].get("rail"), []).append(int(g))
+    for members in rails.values():
+        common: set[int] | None = None
+        for g in members:
+            arcs = ga.tail == g
+            here = {int(h) for h in ga.head[arcs] if red_out[h]}
+            common = here if common is None else common & here
+        if not common:
+            return False
+    return True
+
+
 def _all_reduce(ask: _Ask) -> _Outcome:
     """Reduce-scatter + all-gather, the volume and any-scheme cut bounds, and in-network
     reduction where switches reduce (see the module docstring)."""
     p, n, size = ask.p, ask.n, ask.size
     t_ag, b_ag = _forestcoll(ask, p, "all-gather optimum", "leaving")
     t_rs, b_rs = _forestcoll(ask, _reversed(p), "reduce-scatter optimum", "entering")
-    egress = np.bincount(p.ga.tail, weights=p.ga.capacity, minlength=p.ga.n_nodes)[p.gpus]
     cut_min, cut_side = _pair_cut_min(p, int(p.gpus[0]))
     t_sum = math.inf if t_rs is None or t_ag is None else t_rs + t_ag
     b_sum = ask.bound("reduce-scatter + all-gather", t_sum, "achievable",
                       "ForestColl reduce-scatter then all-gather")
-    b_vol = ask.bound("volume", _time(2 * (n - 1) * size, float(egress.sum())), "lower",
-                      "each GPU sends 2(n-1)/n of the buffer (no in-network reduction)")
-    b_cut = ask.bound("any-scheme cut", _time(size, cut_min), "lower",
-                      "every GPU-separating cut carries the buffer both ways",
-                      _cut_info(p, cut_side, "leaving") if cut_side is not None else None)
-    bounds = [b_rs, b_ag, b_vol, b_cut] + ([b_sum] if math.isfinite(t_sum) else [])
-    domains, b_up = _reduce_domains(ask.fab, p)
+    red_up, red_out = ask.reducing()
+    domains, b_up = _reduce_domains(p, red_up)
     if domains and max(len(d) for d in domains) < 2:
         domains = []  # one participant per reducing domain: nothing to reduce in a switch
-    if ask.in_network_reduction is True and not domains:
+    sharp = bool(red_out.any())
+    use_inr = (bool(domains) or sharp) and ask.in_network_reduction in ("auto", True)
+    if ask.in_network_reduction is True and not use_inr:
         ask.notes.append("in-network reduction asked for, but no participant reaches a switch "
                          "with reduce=True")
-    use_inr = bool(domains) and ask.in_network_reduction in ("auto", True)
+    participants = np.zeros(p.ga.n_nodes, dtype=bool)
+    participants[p.gpus] = True
+    combining = participants | ((red_up | red_out) if use_inr else False)
+    b_vol = _volume_bound(ask, [p.gpus], combining, use_inr)
+    # The boundary of each scale-up domain is a cut too (one a pair search may not meet).
+    part_t, part_q = part_cut_s(_partitions(p, combining)[1], [p.gpus], size, "all_reduce")
+    t_cut, cut_why = _time(size, cut_min), "every GPU-separating cut carries the buffer both ways"
+    cut_info = _cut_info(p, cut_side, "leaving") if cut_side is not None else None
+    if part_t > t_cut:
+        side = _partitions(p, combining)[1].label == part_q
+        t_cut, cut_info = part_t, _cut_info(p, side, "leaving")
+    b_cut = ask.bound("any-scheme cut", t_cut, "lower", cut_why, cut_info)
+    bounds = [b_rs, b_ag] + ([b_vol] if b_vol.time_s > 0 else []) + [b_cut] + (
+        [b_sum] if math.isfinite(t_sum) else [])
     if not use_inr:
         lower = max([b_rs, b_ag, b_vol, b_cut], key=lambda b: b.time_s)
         return _Outcome(lower, t_sum if math.isfinite(t_sum) else None, bounds)
-    k = len(domains)
-    g = min(len(d) for d in domains)
+    # Reduce inside each scale-up domain in its switches (S + S/g per GPU each way as NCCL
+    # runs NVLS), combine the S/g shards across the k domains over the scale-out (a ring of
+    # 2(k-1)/k S/g per NIC, or S/g each way with SHARP aggregating in the switches), and
+    # multicast back. The phases use different links, so pipelined over chunks the time
+    # tends to the slowest phase.
+    k = len(domains) if domains else n
+    g = min(len(d) for d in domains) if domains else 1
+    shard = size / g
+    t_in = _time(size + size / g, b_up) if domains else 0.0
+    t_in_ideal = _time(size, b_up) if domains else 0.0
+    b_out = _scale_out_gbps(p, red_up)
     if k == 1:
-        t_nvls = _time(size + size / n, b_up)
-        t_ideal = _time(size, b_up)
+        t_out = 0.0
+    elif sharp:
+        t_out = _time(shard, b_out)
     else:
-        # Hierarchical: reduce within each domain in the switches, all-reduce S/g per GPU
-        # across the k domains over the scale-out, broadcast back in the switches.
-        t_out = _time(2 * (k - 1) / k * size / g, _scale_out_gbps(ask.fab, p))
-        t_nvls = _time(size + size / g, b_up) + t_out
-        t_ideal = _time(size, b_up) + t_out
-    then = ", then the scale-out phase" if k > 1 else ""
-    b_nvls = ask.bound("NVLink SHARP (as NCCL runs it)", t_nvls, "achievable",
-                       "S + S/g per GPU each way through the reducing switches" + then)
-    b_ideal = ask.bound("ideal in-switch reduction", t_ideal, "model",
-                        "S per GPU each way through the reducing switches" + then)
-    best = min(b_sum.time_s, b_nvls.time_s)
-    # With reduction in the switches only the cut bound is universal.
-    return _Outcome(b_cut, best if math.isfinite(best) else None, bounds + [b_nvls, b_ideal],
-                    True)
+        t_out = _time(2 * (k - 1) / k * shard, b_out)
+    names = (["NVLink SHARP"] if domains else []) + (["InfiniBand SHARP"] if sharp and k > 1
+                                                     else [])
+    out_phase = ("" if k == 1 else "; scale-out " + (
+        "S/g per GPU each way, aggregated in the switches" if sharp
+        else "ring of 2(k-1)/k S/g per GPU"))
+    kind = "achievable"
+    if sharp and k > 1 and not _sharp_single_switch(ask, red_out):
+        kind = "model"
+        ask.notes.append("scale-out SHARP: the GPUs that aggregate together do not share one "
+                         "reducing switch, so the aggregation trees cross switch-to-switch "
+                         "links; the SHARP figure assumes those run at the NICs' rate "
+                         "(a model, not a proven schedule)")
+    if k > 1 and not sharp:
+        ask.notes.append("the scale-out phase of the hierarchical schedule assumes the network "
+                         "carries every NIC at line rate at once (non-blocking)")
+    b_nvls = ask.bound(" + ".join(names) + " (as NCCL runs it)", max(t_in, t_out), kind,
+                       (f"S + S/g per GPU each way through the reducing switches (g = {g})"
+                        if domains else "no scale-up reduction") + out_phase
+                       + "; phases pipelined")
+    b_ideal = ask.bound("ideal in-switch reduction", max(t_in_ideal, t_out), "model",
+                        "S per GPU each way through the reducing switches" + out_phase)
+    achievable = [t for t in (t_sum, b_nvls.time_s if kind == "achievable" else math.inf)
+                  if math.isfinite(t)]
+    # With reduction in the switches the ForestColl bounds assume too little; the any-scheme
+    # cut and the volume over reducing parts hold.
+    lower = max([b_vol, b_cut], key=lambda b: b.time_s)
+    return _Outcome(lower, min(achievable) if achievable else None,
+                    bounds + [b_nvls, b_ideal], True, {"nvls": t_in, "network": t_out})
 
 
 def _all_to_all(ask: _Ask) -> _Outcome:
-    from .flow import max_concurrent_flow
-    from .traffic import all_to_all
-
     r = max_concurrent_flow(ask.fab, all_to_all(ask.fab, endpoints=ask.p.gpu_names, gbps=1.0))
     lower = ask.bound("all-to-all throughput", _time(ask.chunk, r.upper), "lower",
                       f"max-concurrent-flow theta <= {r.upper:.6g} per Gb/s of demand "
@@ -507,46 +656,157 @@ _BY_COLLECTIVE = {"all_gather": _all_gather, "reduce_scatter": _reduce_scatter,
 
 
 def _checked_ask(func: str, fab: Any, collective: Any, message_bytes: Any,
-                 endpoints: Iterable[Hashable] | None, in_network_reduction: Any) -> _Ask:
+                 endpoints: Iterable[Hashable] | None, in_network_reduction: Any,
+                 scale_out_reduction: Any = False) -> _Ask:
     """The arguments common to :func:`collective_bounds` and :func:`collective_curve`,
     checked, as one collective to compute."""
     if not isinstance(fab, Fabric):
         raise InvalidParameterError(f"{func}(): fab must be a Fabric, got {type(fab).__name__}")
     check_choice(func, "collective", collective, COLLECTIVES)
     size = check_positive(func, "message_bytes", message_bytes)
-    if in_network_reduction not in ("auto", True, False):
+    if in_network_reduction not in ("auto", True, False) or isinstance(
+            in_network_reduction, int | float) and not isinstance(in_network_reduction, bool):
         raise InvalidParameterError(f"{func}(): in_network_reduction must be 'auto', True or "
                                     f"False, got {in_network_reduction!r}")
+    sharp = check_bool(func, "scale_out_reduction", scale_out_reduction)
+    _check_reduce_attributes(func, fab)
     eps = check_endpoint_group(func, fab, endpoints)
-    return _Ask(fab, _problem(fab, eps), collective, size, in_network_reduction)
+    return _Ask(fab, _problem(fab, eps), collective, size, in_network_reduction,
+                scale_out_reduction=sharp)
 
 
 def _checked_latency(func: str, latency: Any) -> LatencyModel | None:
     if latency is not None and not isinstance(latency, LatencyModel):
         raise InvalidParameterError(f"{func}(): latency must be None or a LatencyModel, got "
-                                    f"{type(latency).__name__}")
+                                    f"{latency!r}")
     return latency
 
 
-def _efficiency_profile(func: str, expected: Any) -> dict[str, float] | None:
+def _profile_for(p: _Problem, fab: Fabric) -> tuple[str, dict[str, float]]:
+    """The calibrated profile for the participants' scale-up links: by NVLink generation, and
+    the rack-scale one when a reducing domain holds more than 8 of them."""
+    techs = {str(fab.graph[u][v].get("tech", "")).lower()
+             for a, (u, v) in enumerate(p.ga.arcs) if p.scale_up_arc[a]}
+    if any(t.startswith("nvlink5") for t in techs):
+        domains, _ = _reduce_domains(p, _reducing_switches(p, False)[0])
+        big = any(len(d) > 8 for d in domains)
+        name = "nvlink5-rack" if big else "nvlink5"
+    else:
+        name = "nvlink4"
+    return name, dict(EFFICIENCY_PROFILES[name])
+
+
+def _efficiency_profile(func: str, expected: Any) -> dict[str, float] | str | None:
+    """None, the name of a profile (``"auto"`` for ``True``), or a checked custom dict."""
     if expected is None or expected is False:
         return None
     if expected is True:
-        return dict(DEFAULT_EFFICIENCY)
+        return "auto"
+    if isinstance(expected, str):
+        return check_choice(func, "expected", expected, tuple(EFFICIENCY_PROFILES))
     if not isinstance(expected, dict):
-        raise InvalidParameterError(f"{func}(): expected must be None, True or a dict of "
-                                    f"efficiencies, got {expected!r}")
+        raise InvalidParameterError(f"{func}(): expected must be None, True, a profile name "
+                                    f"or a dict of efficiencies, got {expected!r}")
     for k, v in expected.items():
         check_choice(func, "a key of expected", k, tuple(DEFAULT_EFFICIENCY))
-        check_positive(func, f"expected[{k!r}]", v)
+        value = check_positive(func, f"expected[{k!r}]", v)
+        if value > 1:
+            raise InvalidParameterError(f"{func}(): expected[{k!r}] must be an efficiency in "
+                                        f"(0, 1] (a fraction of a bound), got {v!r}")
     return {**DEFAULT_EFFICIENCY, **expected}
+
+
+def _checked_groups(func: str, fab: Fabric, concurrent: Any,
+                    endpoints: Iterable[Hashable] | None) -> list[tuple[Hashable, ...]] | None:
+    """The concurrent groups: None, ``"rails"`` (one group per ``rail`` value of the
+    endpoints) or a sequence of endpoint groups; disjoint, of one size, at least two GPUs
+    each."""
+    if concurrent is None:
+        return None
+    if endpoints is not None:
+        raise InvalidParameterError(f"{func}(): give endpoints or concurrent, not both "
+                                    "(concurrent names every group)")
+    if concurrent == "rails":
+        by_rail: dict[Any, list[Hashable]] = {}
+        for e in fab.endpoints:
+            rail = fab.graph.nodes[e].get("rail")
+            if rail is None:
+                raise InvalidParameterError(f"{func}(): concurrent='rails' needs a rail "
+                                            f"attribute on every endpoint; {e!r} has none")
+            by_rail.setdefault(rail, []).append(e)
+        raw: list[Any] = list(by_rail.values())
+    elif isinstance(concurrent, str | bytes) or not isinstance(concurrent, Iterable):
+        raise InvalidParameterError(f"{func}(): concurrent must be None, 'rails' or a list of "
+                                    f"endpoint groups, got {concurrent!r}")
+    else:
+        raw = list(concurrent)
+    groups = [check_endpoint_group(func, fab, g) for g in raw]
+    if len(groups) < 2:
+        raise InvalidParameterError(f"{func}(): concurrent must name at least 2 groups, got "
+                                    f"{len(groups)}")
+    seen: set[Hashable] = set()
+    for g in groups:
+        if seen & set(g):
+            raise InvalidParameterError(f"{func}(): concurrent groups must be disjoint; "
+                                        f"{sorted(map(repr, seen & set(g)))[:3]} repeat")
+        seen |= set(g)
+    if len({len(g) for g in groups}) != 1:
+        raise InvalidParameterError(f"{func}(): concurrent groups must all have the same "
+                                    f"number of GPUs, got sizes {[len(g) for g in groups]}")
+    return groups
+
+
+def _concurrent(asks: list[_Ask], outs: list[_Outcome]) -> _Outcome:
+    """Several groups at once: each group's own bounds still hold; the volumes of all groups
+    add on the boundaries of the parts (``docs/collectives.md#concurrent-groups``); each group
+    running alone on a 1/G share of every link is achievable, G times its own time."""
+    first = asks[0]
+    p, size, collective = first.p, first.size, first.collective
+    n_groups = len(asks)
+    groups = [a.p.gpus for a in asks]
+    inr = any(o.in_network_reduction for o in outs)
+    combining = np.zeros(p.ga.n_nodes, dtype=bool)
+    for g in groups:
+        combining[g] = True
+    if inr:
+        red_up, red_out = first.reducing()
+        combining |= red_up | red_out
+    bounds = [dataclasses.replace(b, name=f"{b.name} (one group alone)")
+              for b in max(outs, key=lambda o: o.lower.time_s).bounds]
+    lowers = [max((o.lower for o in outs), key=lambda b: b.time_s)]
+    if collective == "all_reduce":
+        lowers.append(_volume_bound(first, groups, combining, inr))
+        lowers[-1] = dataclasses.replace(lowers[-1], name="volume, all groups at once")
+    if collective in ("all_reduce", "all_gather", "reduce_scatter"):
+        best_t, best_side = 0.0, None
+        for part in _partitions(p, combining):
+            t, q = part_cut_s(part, groups, size, collective)
+            if t > best_t:
+                best_t, best_side = t, part.label == q
+        if best_side is not None:
+            lowers.append(first.bound(
+                "part cut, all groups at once", best_t, "lower",
+                "every group the part separates moves its share across the part's boundary",
+                _cut_info(p, best_side, "leaving")))
+    lower = max(lowers, key=lambda b: b.time_s)
+    times = [o.achievable_s for o in outs]
+    achievable = None if any(t is None for t in times) else n_groups * max(times)
+    bounds += [b for b in lowers[1:]]
+    if achievable is not None:
+        bounds.append(first.bound("each group on a 1/G share", achievable, "achievable",
+                                  f"every group runs its own schedule on 1/{n_groups} of every "
+                                  "link"))
+    return _Outcome(lower, achievable, bounds, inr)
 
 
 def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
                       endpoints: Iterable[Hashable] | None = None,
                       in_network_reduction: bool | str = "auto",
-                      expected: bool | dict[str, float] | None = None,
-                      latency: LatencyModel | None = None) -> CollectiveBounds:
+                      expected: bool | str | dict[str, float] | None = None,
+                      latency: LatencyModel | None = None,
+                      scale_out_reduction: bool = False,
+                      concurrent: str | Sequence[Iterable[Hashable]] | None = None,
+                      ) -> CollectiveBounds:
     """Bounds on how fast ``collective`` can run on ``fab`` (see the module docstring).
 
     Parameters
@@ -560,13 +820,22 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
     in_network_reduction : {"auto", True, False}
         Whether switches with ``reduce=True`` may reduce (all-reduce only). ``"auto"``: yes
         when such switches touch the participants.
-    expected : bool or dict, optional
-        ``True`` for the default efficiency profile (:data:`DEFAULT_EFFICIENCY`), or a dict
-        ``{"scale_up": f, "network": f}`` (either key may be left out): adds a labelled
-        expected busbw, never a bound. Scale-up links (NVLink, UALink) are those of
-        :func:`fabricopt.tiers.is_scale_up`.
+    expected : bool, str or dict, optional
+        Adds a labelled expected busbw, never a bound. ``True``: the calibrated profile of
+        :data:`EFFICIENCY_PROFILES` for the fabric's NVLink generation; a profile name; or a
+        dict ``{"scale_up": f, "nvls": f, "network": f}`` of efficiencies in (0, 1] (keys
+        left out take :data:`DEFAULT_EFFICIENCY`). Scale-up links (NVLink, UALink) are those
+        of :func:`fabricopt.tiers.is_scale_up`.
     latency : LatencyModel, optional
         Adds the alpha term (see :class:`LatencyModel`); default: none (pure bandwidth).
+    scale_out_reduction : bool
+        Let the scale-out switches (those without scale-up links) reduce, as InfiniBand
+        SHARP on Quantum-2 and later does (all-reduce; needs in-network reduction on).
+    concurrent : "rails" or list of groups, optional
+        Run the collective in several disjoint groups of equal size at once, sharing the
+        fabric: ``"rails"`` for one group per ``rail`` (GPU ``i`` of every node, the
+        data-parallel groups). Default None: the group (``endpoints``) alone, free to use every
+        link of the fabric, the other GPUs' NICs included.
 
     Returns
     -------
@@ -586,10 +855,19 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
     450.0
     """
     func = "collective_bounds"
-    ask = _checked_ask(func, fab, collective, message_bytes, endpoints, in_network_reduction)
+    ask = _checked_ask(func, fab, collective, message_bytes, endpoints, in_network_reduction,
+                       scale_out_reduction)
     profile = _efficiency_profile(func, expected)
     _checked_latency(func, latency)
-    out = _BY_COLLECTIVE[collective](ask)
+    groups = _checked_groups(func, fab, concurrent, endpoints)
+    if groups is None:
+        out = _BY_COLLECTIVE[collective](ask)
+    else:
+        ga = ask.p.ga
+        asks = [dataclasses.replace(ask, p=_problem(fab, g, ga), notes=ask.notes, _balanced=None)
+                for g in groups]
+        out = _concurrent(asks, [_BY_COLLECTIVE[collective](a) for a in asks])
+        ask = asks[0]
     n, size = ask.n, ask.size
     alpha_low, alpha_step = latency.alphas(fab, ask.p) if latency is not None else (0.0, 0.0)
     # Latency-bound steps of the achievable schedules: 2(n-1) for a ring all-reduce, else n-1.
@@ -601,20 +879,52 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
         collective, n, size, lower_time, ach_time, algbw, algbw * bus_factor(collective, n),
         out.lower.name, out.lower.cut, out.bounds, out.in_network_reduction, alpha_low, None,
         ask.notes)
+    if groups is not None:
+        ask.notes.append(f"{len(groups)} groups of {n} GPUs run at once, sharing the fabric; "
+                         "times are those of the slowest group")
     if profile is not None:
-        side = _binding_side(ask.p, out.lower)
-        eff = profile[side]
-        result.expected = {"busbw_GBps": result.busbw_GBps * eff, "efficiency": eff,
-                           "label": f"expected = bound x {eff:.3g} ({side.replace('_', '-')} "
-                                    "efficiency profile; not a bound)"}
+        result.expected = _expected(ask, out, profile, alpha_low)
     return result
 
 
-def _scale_out_gbps(fab: Fabric, p: _Problem) -> float:
-    """Least per-GPU bandwidth (Gb/s) that does not go to a reducing switch: its NICs."""
+def _expected(ask: _Ask, out: _Outcome, profile: dict[str, float] | str,
+              alpha_s: float) -> dict[str, Any]:
+    """The labelled expected figure: the faster of the ring (the best schedule without
+    in-network reduction, or the bound, at the efficiency of the links that bind) and NVLink
+    SHARP (each phase at its own efficiency); never a bound."""
+    name = "custom"
+    if profile == "auto":
+        name, effs = _profile_for(ask.p, ask.fab)
+    elif isinstance(profile, str):
+        name, effs = profile, dict(EFFICIENCY_PROFILES[profile])
+    else:
+        effs = profile
+    ring = next((b.time_s for b in out.bounds if b.name == "reduce-scatter + all-gather"),
+                None)
+    if ring is None:
+        ring = out.achievable_s if out.achievable_s is not None else out.lower.time_s
+    plain = [b for b in out.bounds if b.kind in ("lower", "exact") and "SHARP" not in b.name]
+    side = _binding_side(ask.p, max(plain, key=lambda b: b.time_s) if plain else out.lower)
+    candidates = {f"ring, {side.replace('_', '-')} efficiency {effs[side]:.3g}":
+                  ring / effs[side]}
+    if out.in_network_reduction and out.inr_phases_s is not None:
+        phases = out.inr_phases_s
+        candidates[f"NVLink SHARP efficiency {effs['nvls']:.3g}, network "
+                   f"{effs['network']:.3g}"] = max(phases["nvls"] / effs["nvls"],
+                                                   phases["network"] / effs["network"])
+    label, t = min(candidates.items(), key=lambda kv: kv[1])
+    t += alpha_s
+    busbw = ask.size / t / 1e9 * bus_factor(ask.collective, ask.n)
+    return {"busbw_GBps": busbw, "time_s": t, "profile": name,
+            "efficiency": effs,
+            "label": f"expected ({name} profile: {label}; calibrated on nccl-tests, not a bound)"}
+
+
+def _scale_out_gbps(p: _Problem, red_up: np.ndarray) -> float:
+    """Least per-GPU bandwidth (Gb/s) that does not go to a reducing scale-up switch: its
+    NICs."""
     ga = p.ga
-    reduce = np.array([bool(fab.graph.nodes[v].get("reduce")) for v in ga.nodes])
-    other = ~reduce[ga.head]
+    other = ~red_up[ga.head]
     egress = np.bincount(ga.tail[other], weights=ga.capacity[other], minlength=ga.n_nodes)
     return float(egress[p.gpus].min())
 
@@ -671,6 +981,22 @@ class LatencyModel:
     ns_per_m: float = 5.0
     length_m_by_tier: dict[str, float] | None = None
     catalog: Any = None
+
+    def __post_init__(self) -> None:
+        func = "LatencyModel"
+        if self.switch_ns is not None:
+            check_positive(func, "switch_ns", self.switch_ns, allow_zero=True)
+        check_positive(func, "endpoint_us", self.endpoint_us, allow_zero=True)
+        check_positive(func, "ns_per_m", self.ns_per_m, allow_zero=True)
+        if self.length_m_by_tier is not None:
+            if not isinstance(self.length_m_by_tier, dict):
+                raise InvalidParameterError(f"{func}(): length_m_by_tier must be None or a dict "
+                                            f"of metres by tier, got {self.length_m_by_tier!r}")
+            for tier, length in self.length_m_by_tier.items():
+                check_positive(func, f"length_m_by_tier[{tier!r}]", length, allow_zero=True)
+        if self.catalog is not None and not isinstance(self.catalog, Catalog):
+            raise InvalidParameterError(f"{func}(): catalog must be None or a Catalog, got "
+                                        f"{self.catalog!r}")
 
     def arc_latency_s(self, fab: Fabric, ga: GraphArrays) -> np.ndarray:
         """Seconds to cross each arc: its length plus the switch it enters."""
@@ -759,9 +1085,13 @@ def collective_curve(fab: Fabric, collective: str, sizes: Sequence[float] | None
     """
     func = "collective_curve"
     latency = _checked_latency(func, latency) or LatencyModel()
-    s = np.asarray(sizes if sizes is not None else 2.0 ** np.arange(10, 35), dtype=float)
-    if np.any(s <= 0):
-        raise InvalidParameterError(f"{func}(): sizes must be > 0 bytes")
+    try:
+        s = np.asarray(sizes if sizes is not None else 2.0 ** np.arange(10, 35), dtype=float)
+    except (TypeError, ValueError):
+        s = np.array([np.nan])
+    if s.ndim != 1 or not len(s) or not np.all(np.isfinite(s)) or np.any(s <= 0):
+        raise InvalidParameterError(f"{func}(): sizes must be a non-empty sequence of finite "
+                                    f"sizes > 0 bytes, got {sizes!r}")
     ref = 2.0**30  # any size: the bandwidth bound is linear in it
     ask = _checked_ask(func, fab, collective, ref, endpoints, in_network_reduction)
     beta = _BY_COLLECTIVE[collective](ask).lower.time_s / ref
@@ -784,6 +1114,12 @@ def hierarchical_all_reduce_time(g: int, k: int, scale_up_gbps: float, nic_gbps:
     >>> round(hierarchical_all_reduce_time(8, 2, 3600.0, 400.0, 2**30) * 1e3, 2)
     6.86
     """
+    func = "hierarchical_all_reduce_time"
+    g = check_int(func, "g", g, minimum=1)
+    k = check_int(func, "k", k, minimum=1)
+    scale_up_gbps = check_positive(func, "scale_up_gbps", scale_up_gbps)
+    nic_gbps = check_positive(func, "nic_gbps", nic_gbps)
+    message_bytes = check_positive(func, "message_bytes", message_bytes)
     up = 2 * (g - 1) / g * message_bytes / (scale_up_gbps * GBPS_TO_BYTES)
     out = 2 * (k - 1) / k * (message_bytes / g) / (nic_gbps * GBPS_TO_BYTES) if k > 1 else 0.0
     return up + out

@@ -37,6 +37,7 @@ import networkx as nx
 
 from .errors import DesignFileError, FabricOptError, InvalidParameterError
 from .fabric import Fabric, Removed
+from .generators._recipe import try_replay
 from .symmetry import Symmetry
 
 _JSON_PREFIX = "json:"
@@ -266,7 +267,6 @@ def _reverified_claim(fab: Fabric, claimed: Any, same: Callable[[Fabric], bool],
     recipe rebuilds exactly the file's graph and endpoints; None otherwise."""
     if not claimed or fab.recipe is None or fab.params.get("edited"):
         return None
-    from .generators._recipe import try_replay
 
     rebuilt = try_replay(fab.recipe)
     if rebuilt is None or rebuilt.symmetry is None:

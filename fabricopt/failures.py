@@ -29,9 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_choice, check_int, fail
+from ._checks import as_rng, check_choice, check_int, fail
 from .errors import InvalidParameterError
 from .fabric import Fabric, Removed
+from .flow import max_concurrent_flow
 from .traffic import Traffic, all_to_all
 
 KINDS = ("links", "switches", "groups")
@@ -257,7 +258,6 @@ def fail_random(fab: Fabric, fraction: float, *, seed: Any = None, kind: str = "
     fraction = _check_fraction(func, fraction)
     check_choice(func, "kind", kind, KINDS)
     _check_fabric(func, fab)
-    from ._checks import as_rng
 
     pool = _Pool.of(fab, kind, _check_tiers(func, fab, tiers))
     return pool.fail(fab, fraction, as_rng(seed))
@@ -386,7 +386,6 @@ def _describe(removed: Removed) -> str:
 def _solve_trial(failed: Fabric, traffic: Traffic, method: str,
                  options: dict[str, Any]) -> dict[str, Any]:
     """Solve one failed fabric; only plain numbers travel back (executors pickle them)."""
-    from .flow import max_concurrent_flow
 
     r = max_concurrent_flow(failed, traffic, method=method, **options)
     return {"theta": r.theta, "lower": r.lower, "upper": r.upper, "status": r.status,

@@ -10,6 +10,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from .errors import InvalidFabricError
+from .tiers import DEFAULT_TIER
+
+#: Types read as capacities without a closer look.
+_PLAIN_NUMBERS = {float, int, np.float64, np.float32, np.int64, np.int32}
 
 
 def _as_gbps(value: Any) -> float:
@@ -24,7 +28,8 @@ class GraphArrays:
     """Nodes and arcs of a fabric as arrays.
 
     ``nodes[i]`` is node ``i``; arc ``a`` runs from ``tail[a]`` to ``head[a]`` with
-    ``capacity[a]`` Gb/s. ``arcs[a]`` is the ``(u, v)`` node pair of arc ``a``.
+    ``capacity[a]`` Gb/s. ``arcs[a]`` is the ``(u, v)`` node pair of arc ``a`` and
+    ``tiers[a]`` its ``tier`` attribute (``"link"`` when it names none).
     """
 
     nodes: list[Hashable]
@@ -33,6 +38,7 @@ class GraphArrays:
     tail: np.ndarray
     head: np.ndarray
     capacity: np.ndarray
+    tiers: tuple[str, ...] = ()
 
     @classmethod
     def from_fabric(cls, fab: Any) -> GraphArrays:
@@ -46,12 +52,18 @@ class GraphArrays:
         g = fab.graph
         nodes = list(g.nodes)
         index = {v: i for i, v in enumerate(nodes)}
-        arcs = list(g.edges)
+        # One pass over the arcs: networkx's views cost microseconds per arc.
+        edges = list(g.edges(data=True))
+        arcs = [(u, v) for u, v, _ in edges]
         m = len(arcs)
-        tail = np.fromiter((index[u] for u, _ in arcs), dtype=np.int64, count=m)
-        head = np.fromiter((index[v] for _, v in arcs), dtype=np.int64, count=m)
-        cap = np.fromiter((_as_gbps(c) for _, _, c in g.edges(data="capacity")), dtype=float,
-                          count=m)
+        tail = np.fromiter((index[u] for u, _, _ in edges), dtype=np.int64, count=m)
+        head = np.fromiter((index[v] for _, v, _ in edges), dtype=np.int64, count=m)
+        raw = [d.get("capacity") for _, _, d in edges]
+        tiers = tuple([str(d.get("tier", DEFAULT_TIER)) for _, _, d in edges])
+        if set(map(type, raw)) <= _PLAIN_NUMBERS:
+            cap = np.array(raw, dtype=float).reshape(m)
+        else:  # missing, bool or text capacities become NaN and are named below
+            cap = np.fromiter(map(_as_gbps, raw), dtype=float, count=m)
         bad = np.flatnonzero(~(np.isfinite(cap) & (cap > 0)))
         if len(bad):
             u, v = arcs[bad[0]]
@@ -65,7 +77,7 @@ class GraphArrays:
             raise InvalidFabricError(
                 f"fabric {getattr(fab, 'name', '')!r}: arc {u!r}->{u!r} joins a node to itself; "
                 f"self-loops carry nothing between devices and are not allowed")
-        return cls(nodes, index, arcs, tail, head, cap)
+        return cls(nodes, index, arcs, tail, head, cap, tiers)
 
     @property
     def n_nodes(self) -> int:

@@ -43,8 +43,10 @@ import inspect
 import itertools
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from ._checks import did_you_mean
 from ._toml import read_toml
 from .cost import Layout
 from .errors import DesignFileError, FabricOptError
@@ -101,6 +103,87 @@ def load_design(path: str | os.PathLike[str], **overrides: Any) -> Fabric | list
     >>> [fab.name for fab in fo.load_design(path)]
     ['ring [n=4]', 'ring [n=8]']
     """
+    plan = _read_design(path, overrides)
+    if plan.sweep_keys is None:
+        return plan.build({})
+    return [plan.build(point) for point in plan.points()]
+
+
+def design_points(path: str | os.PathLike[str], **overrides: Any) -> list[dict[str, Any]]:
+    """The swept values of each fabric a design file gives, without building any of them.
+
+    The whole file is checked as by :func:`load_design`. ``load_design(path, **overrides,
+    **point)`` then builds the one fabric of ``point`` (a list of one, as for any sweep file),
+    named as in the sweep; a file without a ``[sweep]`` table gives ``[{}]``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A TOML design file.
+    **overrides
+        As for :func:`load_design`; an override fixes a swept key.
+
+    Returns
+    -------
+    list of dict
+        One ``{swept key: value}`` per fabric, in the order :func:`load_design` builds them.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import fabricopt as fo
+    >>> path = os.path.join(tempfile.mkdtemp(), "rings.toml")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('name = "ring"\\nfamily = "ring"\\n[sweep]\\nn = [4, 8]\\n')
+    >>> points = design_points(path)
+    >>> points, fo.load_design(path, **points[1])[0].name
+    ([{'n': 4}, {'n': 8}], 'ring [n=8]')
+    """
+    plan = _read_design(path, overrides)
+    return plan.points() if plan.sweep_keys is not None else [{}]
+
+
+@dataclass
+class _DesignPlan:
+    """A checked design file: what to call and how to name what it builds."""
+
+    where: str
+    family: str
+    generator: Callable[..., Fabric]
+    params: dict[str, Any]
+    overrides: dict[str, Any]
+    sweep: dict[str, list[Any]]
+    sweep_keys: list[str] | None      # still swept; None: the file has no [sweep] table
+    file_sweep_keys: list[str]        # as the file lists them, overridden ones too
+    base_name: str | None
+    design: dict[str, Any]
+
+    def points(self) -> list[dict[str, Any]]:
+        keys = self.sweep_keys or []
+        return [dict(zip(keys, combo, strict=True))
+                for combo in itertools.product(*(self.sweep[k] for k in keys))]
+
+    def build(self, point: dict[str, Any]) -> Fabric:
+        kwargs = {**self.params, **point}
+        try:
+            fab = self.generator(**kwargs)
+        except FabricOptError as exc:
+            raise DesignFileError(f"{self.where}: {self.family}: {exc}") from None
+        # Overrides name the fabric as swept values do, so two variants of one file never
+        # share a name; a swept key fixed by an override keeps its place in the sweep order.
+        given = {**self.overrides, **point}
+        named = {k: given[k] for k in self.file_sweep_keys if k in given}
+        named.update({k: v for k, v in given.items() if k not in named})
+        name = self.base_name or fab.name
+        if named:
+            name += " [" + ", ".join(f"{k}={_format_value(v)}" for k, v in named.items()) + "]"
+        fab.name = name
+        fab.design = copy.deepcopy(self.design)
+        return fab
+
+
+def _read_design(path: str | os.PathLike[str], overrides: dict[str, Any]) -> _DesignPlan:
+    """Read and check a design file (every rule of the module docstring)."""
     where = os.fspath(path)
     data = read_toml(where, DesignFileError, "design file")
 
@@ -137,10 +220,11 @@ def load_design(path: str | os.PathLike[str], **overrides: Any) -> Fabric | list
         for key in keys:
             if key not in named and not open_ended:
                 raise DesignFileError(f"{where}: {table} key {key!r} is not a parameter of "
-                                      f"{family}; allowed: {takes}")
+                                      f"{family}{did_you_mean(key, named)}; allowed: {takes}")
 
     params = dict(data.get("params", {}))
     sweep = dict(data.get("sweep", {}))
+    file_sweep_keys = list(sweep)
     check_names("[params]", params)
     check_names("[sweep]", sweep)
     check_names("override", overrides)
@@ -164,21 +248,6 @@ def load_design(path: str | os.PathLike[str], **overrides: Any) -> Fabric | list
               "layout": data.get("layout", {}), "catalog": data.get("catalog", {})}
     base_name = data.get("name")
 
-    def build(point: dict[str, Any]) -> Fabric:
-        kwargs = {**params, **point}
-        try:
-            fab = generator(**kwargs)
-        except FabricOptError as exc:
-            raise DesignFileError(f"{where}: {family}: {exc}") from None
-        name = base_name or fab.name
-        if point:
-            name += " [" + ", ".join(f"{k}={_format_value(v)}" for k, v in point.items()) + "]"
-        fab.name = name
-        fab.design = copy.deepcopy(design)
-        return fab
-
-    if "sweep" not in data:
-        return build({})
-    keys = list(sweep)
-    return [build(dict(zip(keys, combo, strict=True)))
-            for combo in itertools.product(*(sweep[k] for k in keys))]
+    sweep_keys = None if "sweep" not in data else list(sweep)
+    return _DesignPlan(where, family, generator, params, dict(overrides), sweep, sweep_keys,
+                       file_sweep_keys, base_name, design)

@@ -18,6 +18,8 @@ from typing import Any
 
 import networkx as nx
 
+from .errors import InvalidFabricError
+
 Arc = tuple[Hashable, Hashable]
 
 
@@ -100,8 +102,6 @@ def verify_symmetry(fab: Any) -> None:
     >>> verify_symmetry(fo.torus((3, 4)))
     """
     from networkx.algorithms.isomorphism import DiGraphMatcher
-
-    from .errors import InvalidFabricError
 
     sym = fab.symmetry
     if sym is None:

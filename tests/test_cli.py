@@ -46,14 +46,21 @@ def test_solve_time_limit_exit_code(capsys):
     code = main(["solve", "torus", "dims=[12,12]", "--method", "lp", "--time-limit", "0.001",
                  "--solver", "simplex", "--throughput-only"])
     assert code == 1
-    assert "not proven" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # Nothing proven: theta and the bandwidth are "unknown", with the certified bracket.
+    assert "theta            unknown (not proven)" in out
+    assert "per endpoint     unknown: 0 to " in out and "0 Gb/s (" not in out
 
 
 @pytest.mark.parametrize("argv, message", [
     (["show", "nope"], "unknown generator"),
     (["show", "ring", "n=1"], "n must be an integer >= 2"),
-    (["show", "ring", "size=4"], "unexpected keyword"),
-    (["show", "ring", "n"], "expected key=value"),
+    (["show", "ring", "size=4"], "'size' is not a parameter of ring; parameters: n, "),
+    (["show", "ring", "nn=4"], "(did you mean 'n'?)"),
+    (["show", "rnig"], "(did you mean 'ring'?): give a generator (clos, "),
+    (["show", "n=4"], "comes before any generator"),
+    (["solve", "ring", "n=4", "--collective", "allreduce"], "did you mean 'all_reduce'"),
+    (["show", "ring", "n"], "ring: missing required parameter(s) n, given as key=value"),
     (["solve", "ring", "n=4", "--traffic", "hotspot"], "--traffic must be"),
 ])
 def test_bad_input_exits_2_with_a_message(argv, message, capsys):
@@ -82,3 +89,95 @@ def test_closed_pipe_ends_quietly(monkeypatch, capfd):
         monkeypatch.undo()
         out.close()
     assert capfd.readouterr().err == ""  # quietly: nothing on stderr
+
+
+def test_show_generator_help_lists_parameters_with_defaults_and_meaning(capsys):
+    assert main(["show", "superpod", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "scalable_units  (required, int)" in out and "Scalable units (SU), >= 1." in out
+    assert "nic_gbps=400  (float)" in out and "NIC rate per GPU per direction" in out
+    assert main(["show", "--help"]) == 0
+    assert "fabricopt show GENERATOR --help" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("command", ["show", "solve", "bom", "compare", "draw"])
+def test_every_command_has_help(command, capsys):
+    try:
+        code = main([command, "--help"])
+    except SystemExit as exit_:
+        code = exit_.code
+    assert code == 0
+    assert "exit codes" in capsys.readouterr().out
+
+
+def test_solve_several_targets_as_rows(capsys):
+    import csv
+    import io
+    import json
+
+    assert main(["solve", "ring", "n=8", "hypercube", "d=3", "--format", "csv",
+                 "--collective", "all_reduce,all_gather", "--message-bytes", "1GiB"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [r["name"] for r in rows] == ["ring(8)", "hypercube(3)"]
+    # Ring of 8: theta = 8/8^2 = 0.125; hypercube Q_3 all-to-all: theta = 1/4
+    # (docs/throughput.md#closed-form-test-cases).
+    assert [r["theta"] for r in rows] == ["0.125", "0.25"]
+    assert rows[0]["message_bytes"] == "1.07374e+09"  # 1 GiB = 2^30 bytes
+    assert rows[0]["all_gather_busbw_GBps"] and rows[0]["all_reduce_busbw_GBps"]
+    assert main(["solve", "ring", "n=4", "--format", "json", "--throughput-only"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["theta"] == pytest.approx(8 / 16) and row["status"] == "optimal"
+
+
+def test_solve_unknown_result_in_rows_is_none_with_its_bracket(capsys):
+    import json
+
+    code = main(["solve", "torus", "dims=[12,12]", "--method", "lp", "--time-limit", "0.001",
+                 "--solver", "simplex", "--throughput-only", "--format", "json"])
+    assert code == 1
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["theta"] is None and row["per_endpoint_gbps"] is None
+    assert row["per_endpoint_gbps_lower"] <= row["per_endpoint_gbps_upper"]
+    assert row["per_endpoint_gbps_upper"] > 0
+
+
+def test_every_collective_on_the_command_line(capsys):
+    from fabricopt.collectives import COLLECTIVES
+
+    assert main(["solve", "ring", "n=4", "--collective", "all"]) == 0
+    out = capsys.readouterr().out
+    for name in COLLECTIVES:
+        assert f"{name} of 1.07374e+09 bytes on 4 GPUs" in out
+
+
+def test_bom_several_fabrics_in_one_csv_and_json_totals(capsys):
+    import csv
+    import io
+    import json
+
+    assert main(["bom", "ring", "n=4", "link_gbps=400", "ring", "n=6", "link_gbps=400",
+                 "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert {r["fabric"] for r in rows} == {"ring(4)", "ring(6)"}
+    assert main(["bom", "ring", "n=4", "link_gbps=400", "--format", "json"]) == 0
+    [est] = json.loads(capsys.readouterr().out)
+    cost = fo.estimate_cost(fo.ring(4, link_gbps=400))
+    assert est["capex_usd"] == pytest.approx(cost.capex_usd)
+    assert est["power_w"] == pytest.approx(cost.power_w)
+
+
+def test_design_with_overrides_is_named_after_them(capsys):
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "topologies" / "dgx-h100.toml"
+    assert main(["show", str(path), "in_network_reduction=false"]) == 0
+    assert "fabric      DGX H100 [in_network_reduction=False]" in capsys.readouterr().out
+
+
+def test_sizes_take_units_and_a_bad_size_is_a_usage_error(capsys):
+    assert main(["solve", "ring", "n=4", "--message-bytes", "512MB"]) == 0
+    assert "all_reduce of 5.12e+08 bytes" in capsys.readouterr().out  # MB = 10^6 bytes
+    with pytest.raises(SystemExit) as info:
+        main(["solve", "ring", "n=4", "--message-bytes", "1GB/s"])
+    assert info.value.code == 2
+    assert "--message-bytes: must be a size in bytes" in capsys.readouterr().err

@@ -774,7 +774,9 @@ def test_totals_add_up(make, policy):
 def test_cli_bom(capsys, tmp_path):
     assert main(["bom", "ring", "n=4", "link_gbps=400", "--format", "csv"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].startswith("component,kind,detail,count")
+    # One CSV for every fabric named, its first column naming each row's fabric.
+    assert out.splitlines()[0].startswith("fabric,component,kind,detail,count")
+    assert all(line.startswith("ring(4),") for line in out.splitlines()[1:])
     assert main(["bom", "ring", "n=4", "link_gbps=400", "--policy", "all_optics"]) == 0
     # GPU ends cannot share a twin-port module, so each takes a whole one: a 400G SR module
     # ($700) beats a whole 800G SR module; 4 links x 2 ends = 8 transceivers.

@@ -447,3 +447,17 @@ def test_bad_argument_errors_are_value_errors():
     # Callers that only know ValueError still catch fabricopt's parameter errors.
     with pytest.raises(ValueError):
         fo.dragonfly(0, 1, 1)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: fo.hypercube(d=40), lambda: fo.complete(n=10**6), lambda: fo.fat_tree(k=10**4),
+    lambda: fo.dragonfly(a=1000, h=1000, p=1000), lambda: fo.ring(10**12),
+    lambda: fo.leaf_spine(leaves=10**6, spines=10**3, endpoints_per_leaf=10),
+    lambda: fo.torus((10**6, 10**6)),
+    lambda: fo.jellyfish(switches=10**8, network_ports=10, endpoints_per_switch=10, seed=1),
+    lambda: fo.nvswitch_domain(gpus=10**9, switches=4, links_per_gpu=18, link_gbps=200),
+])
+def test_absurd_sizes_are_refused_before_building(call):
+    # Each of these would need terabytes; the check runs on the closed-form counts first.
+    with pytest.raises(fo.InvalidParameterError, match="would have .* nodes .* GB"):
+        call()

@@ -168,3 +168,24 @@ def test_cli_reports_design_errors(tmp_path, capsys):
     path = write(tmp_path, 'family = "ring"\n[params]\nn = 1\n')
     assert main(["show", str(path)]) == 2
     assert "n must be an integer >= 2" in capsys.readouterr().err
+
+
+def test_overrides_name_the_fabric_and_design_points_list_the_sweep():
+    # An override names the fabric, as a swept value does, so two variants never share a name.
+    fab = fo.load_design(TOPOLOGIES / "dgx-h100.toml", in_network_reduction=False)
+    assert fab.name == "DGX H100 [in_network_reduction=False]"
+    # ualink-pod-sweep.toml sweeps accelerators over 16, 32, 64, 128.
+    points = fo.specs.design_points(TOPOLOGIES / "ualink-pod-sweep.toml")
+    assert points == [{"accelerators": n} for n in (16, 32, 64, 128)]
+    # Each point loaded alone is the same fabric, with the same name, as in the whole sweep.
+    whole = fo.load_design(TOPOLOGIES / "ualink-pod-sweep.toml")
+    alone = [fo.load_design(TOPOLOGIES / "ualink-pod-sweep.toml", **p)[0] for p in points]
+    assert [f.name for f in alone] == [f.name for f in whole]
+    assert [len(f.endpoints) for f in alone] == [16, 32, 64, 128]
+    assert fo.specs.design_points(TOPOLOGIES / "dgx-h100.toml") == [{}]
+
+
+def test_misspelled_override_suggests_the_parameter():
+    with pytest.raises(fo.DesignFileError, match=r"'acelerators' is not a parameter of "
+                       r"ualink_pod \(did you mean 'accelerators'\?\); allowed: accelerators"):
+        fo.load_design(TOPOLOGIES / "ualink-pod-sweep.toml", acelerators=8)

@@ -21,6 +21,7 @@ from ..fabric import Fabric
 from ..graph_arrays import GraphArrays
 from ..tiers import tier_of
 from ..traffic import Traffic, all_to_all
+from .approx import check_gap, solve_approx
 from .backends import BACKENDS, solve_lp
 from .certificate import EXACT_RTOL, certify
 from .formulation import Collapse, CollapsedDemand, FlowModel, build_flow_lp
@@ -29,7 +30,7 @@ from .model import ThroughputModel
 from .result import FlowCertificate, FlowResult
 from .symmetric import SymmetricModel, build_symmetric_lp
 
-METHODS = ("auto", "lp", "symmetric")
+METHODS = ("auto", "lp", "symmetric", "approx")
 
 #: Above this many nonzeros ``method="auto"`` does not build the full LP.
 MAX_AUTO_NONZEROS = 6_000_000
@@ -72,7 +73,7 @@ def lp_size_estimate(fab: Fabric, traffic: Traffic) -> int:
 
 def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: str = "auto",
                         backend: str = "highs", time_limit: float | None = None,
-                        include_endpoint_links: bool = True,
+                        include_endpoint_links: bool = True, gap: float = 0.01,
                         **backend_options: Any) -> FlowResult:
     """Largest fraction theta of ``traffic`` that ``fab`` carries at once, with proof.
 
@@ -81,13 +82,15 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     fab : Fabric
     traffic : Traffic, optional
         Demands in Gb/s per ordered endpoint pair; None means :func:`all_to_all` at 1 Gb/s.
-    method : {"auto", "lp", "symmetric"}
+    method : {"auto", "lp", "symmetric", "approx"}
         ``"lp"``: the exact LP with source aggregation and endpoint collapse.
         ``"symmetric"``: the exact root-flow LP for fabrics whose generator attached a
         symmetry claim, with uniform all-to-all traffic over all endpoints.
+        ``"approx"``: the same LP solved to a certified relative ``gap`` by
+        :mod:`fabricopt.flow.approx` (any fabric, any traffic, thousands of switches); the
+        answer is the bracket, with status ``"inexact"`` (``"time_limit"`` if stopped).
         ``"auto"``: symmetric when valid, else the full LP while it has at most
-        ``MAX_AUTO_NONZEROS`` nonzeros, else a certified bracket from cheap bounds with
-        status ``"not_solved"`` (no approximate method exists yet).
+        ``MAX_AUTO_NONZEROS`` nonzeros, else approx.
     backend : {"highs", "highspy", "pulp"}
         See :mod:`fabricopt.flow.backends`; ``backend_options`` go to it.
     time_limit : float, optional
@@ -99,6 +102,9 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         True (default): the links of endpoints that hang off one switch (NIC links) are
         capacity constraints and pairs under one switch count. False: the fabric-only view
         (``docs/throughput.md``) — those links are free and same-switch pairs are dropped.
+
+    gap : float
+        For ``method="approx"``: stop once ``(upper - lower) / upper <= gap``, 0 < gap < 1.
 
     Returns
     -------
@@ -124,6 +130,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                                         include_endpoint_links)
     if time_limit is not None:
         check_positive("max_concurrent_flow", "time_limit", time_limit)
+    gap = check_gap("max_concurrent_flow", gap)
     if traffic is None:
         traffic = all_to_all(fab)
     if not isinstance(traffic, Traffic):
@@ -138,38 +145,49 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         if ok:
             method = "symmetric"
         elif lp_size_estimate(fab, traffic) > MAX_AUTO_NONZEROS:
-            result = cheap_bracket(fab, traffic, backend, include_endpoint_links)
-            result.message = ("the full LP is too large for an exact solve "
-                              f"(> {MAX_AUTO_NONZEROS:,} nonzeros) and no approximate method "
-                              "is available yet; the bracket comes from hop-length and "
-                              "trivial bounds")
-            result.seconds = time.perf_counter() - start
-            return result
+            method = "approx"
         else:
             method = "lp"
     # Solve for theta near 1: solvers' tolerances (and CBC's printed digits) are absolute,
     # so a theta of 0.02 would lose relative precision in the certificate.
-    scale = theta_scale(fab, traffic)
+    ga = GraphArrays.from_fabric(fab)
+    scale = theta_scale(fab, traffic, ga)
     scaled = traffic.scaled(scale) if scale != 1.0 else traffic
     model: ThroughputModel
     if method == "symmetric":
+        # The claim was checked against the graph by symmetric_applicable just above.
         model = build_symmetric_lp(fab, _uniform_gbps(scaled),
-                                   include_endpoint_links=include_endpoint_links)
+                                   include_endpoint_links=include_endpoint_links, ga=ga,
+                                   symmetry=fab._symmetry)
     else:
-        model = build_flow_lp(fab, scaled, include_endpoint_links)
-    sol = solve_lp(model.lp, backend, time_limit, **backend_options)
+        model = build_flow_lp(fab, scaled, include_endpoint_links, ga=ga)
+    if method == "approx":
+        left = (None if time_limit is None
+                else max(time_limit - (time.perf_counter() - start), 1e-3))
+        sol = solve_approx(model, gap=gap, time_limit=left)  # type: ignore[arg-type]
+        backend = "approx"
+    else:
+        sol = solve_lp(model.lp, backend, time_limit, **backend_options)
     result = certified_result(model, sol, method=method, backend=backend, fabric_name=fab.name,
-                              tiers=arc_tiers(fab, model.ga), traffic_scale=scale)
+                              tiers=arc_tiers(fab, model.ga), traffic_scale=scale,
+                              polish=method != "approx")
+    if method == "approx" and result.unreachable is None and result.upper > 0:
+        wide = (result.upper - result.lower) / result.upper
+        result.message = (f"approximate: certified bracket [{result.lower:.9g}, "
+                          f"{result.upper:.9g}] (gap {wide:.3%}, asked {gap:.3%}); "
+                          f"{sol.message}")
     result.traffic_name = traffic.name
     result.seconds = time.perf_counter() - start
     return result
 
 
-def theta_scale(fab: Fabric, traffic: Traffic) -> float:
+def theta_scale(fab: Fabric, traffic: Traffic, ga: GraphArrays | None = None) -> float:
     """A power of two near the injection bound on theta (each endpoint's capacity over what
     it sends), used to solve for a theta of order one."""
+    ga = ga or GraphArrays.from_fabric(fab)
+    injection = np.bincount(ga.tail, weights=ga.capacity, minlength=ga.n_nodes)
     out = traffic.out_gbps()
-    ratios = [fab.injection_gbps(e) / d for e, d in out.items() if d > 0]
+    ratios = [injection[ga.index[e]] / d for e, d in out.items() if d > 0]
     est = min(ratios) if ratios else 1.0
     if not (est > 0 and math.isfinite(est)):
         return 1.0
@@ -178,14 +196,16 @@ def theta_scale(fab: Fabric, traffic: Traffic) -> float:
 
 def arc_tiers(fab: Fabric, ga: GraphArrays) -> tuple[str, ...]:
     """The ``tier`` of each arc, in the order of ``ga``."""
+    if ga.tiers:
+        return ga.tiers
     return tuple(tier_of(fab.graph[u][v]) for u, v in ga.arcs)
 
 
 def _lp_size(model: ThroughputModel) -> dict[str, int]:
-    size = {"columns": model.lp.n_cols, "rows": model.lp.n_rows, "nonzeros": model.lp.nnz}
     if isinstance(model, FlowModel):
-        size["commodities"] = model.n_commodities
-    elif isinstance(model, SymmetricModel):
+        return model.lp_size  # counted without assembling the matrices
+    size = {"columns": model.lp.n_cols, "rows": model.lp.n_rows, "nonzeros": model.lp.nnz}
+    if isinstance(model, SymmetricModel):
         size["reduced"] = int(model.reduced)
     return size
 
@@ -193,14 +213,15 @@ def _lp_size(model: ThroughputModel) -> dict[str, int]:
 def certified_result(model: ThroughputModel | CollapsedDemand, sol: LPSolution, *,
                      method: str, backend: str, fabric_name: str = "",
                      tiers: tuple[str, ...] = (), traffic_scale: float = 1.0,
-                     upper_cap: float = np.inf) -> FlowResult:
+                     upper_cap: float = np.inf, polish: bool = True) -> FlowResult:
     """The :class:`FlowResult` of a solver's answer: both proofs by
     :func:`~fabricopt.flow.certificate.certify`, reconciled with the solver's claim, in the
     caller's units (the solve ran on the traffic times ``traffic_scale``).
 
-    ``upper_cap`` is a further proven upper bound (in solve units) the caller already has.
+    ``upper_cap`` is a further proven upper bound (in solve units) the caller already has;
+    ``polish`` goes to :func:`~fabricopt.flow.certificate.certify`.
     """
-    cert = certify(model, sol)  # type: ignore[arg-type]
+    cert = certify(model, sol, polish)  # type: ignore[arg-type]
     bound = cert.bound
     status, message = sol.status, sol.message
     theta = cert.lifted.theta if (cert.lifted is not None and sol.status == "optimal") else None
@@ -236,6 +257,7 @@ def certified_result(model: ThroughputModel | CollapsedDemand, sol: LPSolution, 
         theta=None if theta is None else theta * traffic_scale, lower=lower * traffic_scale,
         upper=upper * traffic_scale, status=status, method=method, backend=backend,
         seconds=sol.seconds, per_endpoint_gbps=float(best * mean_out),
+        mean_out_gbps=float(mean_out / traffic_scale),
         message=message, fabric_name=fabric_name,
         cut=bound.cut if bound is not None else None,
         unreachable=bound.unreachable if bound is not None else None,

@@ -126,7 +126,7 @@ def polished(model: ThroughputModel, sol: LPSolution) -> LPSolution:
     return sol
 
 
-def certify(model: ThroughputModel, sol: LPSolution) -> Certified:
+def certify(model: ThroughputModel, sol: LPSolution, polish: bool = True) -> Certified:
     """Prove a bracket on theta from a solver's answer to ``model``'s LP.
 
     The point (polished first) is lifted to the fabric and proves ``lower`` through
@@ -134,9 +134,12 @@ def certify(model: ThroughputModel, sol: LPSolution) -> Certified:
     lengths that prove ``upper`` through the model's distance bound. When the two do not meet,
     the duals are made consistent with the point by complementary slackness
     (:func:`~fabricopt.flow.polish.polish_duals`) and the better bound is kept. A
-    disconnected demand pair proves theta = 0.
+    disconnected demand pair proves theta = 0. ``polish=False`` skips both polishing steps,
+    which need the LP's matrices (a solver that never built them, whose point conserves flow
+    by construction, has nothing to gain from them).
     """
-    sol = polished(model, sol)
+    if polish:
+        sol = polished(model, sol)
     ga = model.ga
     lower, overload, lifted = 0.0, 0.0, None
     if sol.x is not None:
@@ -150,7 +153,7 @@ def certify(model: ThroughputModel, sol: LPSolution) -> Certified:
     if bound is None:
         return Certified(lower, np.inf, overload, lifted.residual_l1 if lifted else 0.0,
                          lifted, None, None)
-    if (sol.x is not None and sol.dual_ub is not None and not bound.failure
+    if (polish and sol.x is not None and sol.dual_ub is not None and not bound.failure
             and bound.upper - lower > EXACT_RTOL * bound.upper):
         # The solver's duals are off (tolerances, postsolve): make them consistent with the
         # point and keep the better of the two bounds.

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -215,6 +216,10 @@ class CollapsedDemand:
         return float(np.min(self.ga.capacity[self.ep_rows_arc] / self.ep_rows_gbps))
 
 
+#: Commodities per block when checking conservation (bounds the temporary memory).
+RESIDUAL_BLOCK = 256
+
+
 @dataclass(frozen=True)
 class FlowModel:
     """A built max-concurrent-flow LP with everything needed to read its answer back.
@@ -222,10 +227,11 @@ class FlowModel:
     Column layout of ``lp``: ``K`` blocks of ``len(core_arcs)`` flow variables (commodity
     ``k`` rooted at node ``sources[k]``), then theta. Rows: one capacity row per core arc,
     then the endpoint-link rows; one conservation row per (commodity, node). Follows
-    :class:`~fabricopt.flow.model.ThroughputModel`; the lifted flow is the point itself.
+    :class:`~fabricopt.flow.model.ThroughputModel`; the lifted flow is the point itself. The
+    sparse matrices are assembled on first use of ``lp``, so a solver that never needs them
+    (:mod:`fabricopt.flow.approx`) never pays their memory.
     """
 
-    lp: LinearProgram
     demand: CollapsedDemand
     core_arcs: np.ndarray
     sources: np.ndarray
@@ -235,6 +241,51 @@ class FlowModel:
     @property
     def ga(self) -> GraphArrays:
         return self.demand.ga
+
+    @property
+    def agg(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Aggregated demand ``(src, dst, gbps)`` between core nodes."""
+        return self.demand.src, self.demand.dst, self.demand.gbps
+
+    @property
+    def ep_rows_arc(self) -> np.ndarray:
+        return self.demand.ep_rows_arc
+
+    @property
+    def ep_rows_gbps(self) -> np.ndarray:
+        return self.demand.ep_rows_gbps
+
+    @cached_property
+    def inc_core(self) -> sp.csr_matrix:
+        """Node-arc incidence of the core arcs (+1 at the tail, -1 at the head)."""
+        ga, core = self.ga, self.core_arcs
+        m = len(core)
+        return sp.csr_matrix(
+            (np.concatenate([np.ones(m), -np.ones(m)]),
+             (np.concatenate([ga.tail[core], ga.head[core]]),
+              np.concatenate([np.arange(m), np.arange(m)]))), shape=(ga.n_nodes, m))
+
+    @cached_property
+    def lp(self) -> LinearProgram:
+        """The LP itself (see the class docstring for its layout)."""
+        K, m, n = self.n_commodities, len(self.core_arcs), self.ga.n_nodes
+        # Conservation: kron(I_K, incidence of core arcs); capacity: the flows add up.
+        return max_theta_lp(sp.kron(sp.identity(K, format="csr"), self.inc_core, format="csr"),
+                            self.supply.reshape((K * n, 1)),
+                            sp.kron(np.ones((1, K)), sp.identity(m, format="csr"),
+                                    format="csr"),
+                            self.ga.capacity[self.core_arcs],
+                            # Endpoint links carry exactly theta times what the endpoint sends.
+                            theta_rows=self.ep_rows_gbps,
+                            theta_capacity=self.ga.capacity[self.ep_rows_arc])
+
+    @property
+    def lp_size(self) -> dict[str, int]:
+        """Columns, rows and nonzeros of ``lp``, counted without assembling it."""
+        K, m, E = self.n_commodities, len(self.core_arcs), len(self.ep_rows_arc)
+        return {"columns": K * m + 1, "rows": m + E + K * self.ga.n_nodes,
+                "nonzeros": K * m + E + K * self.inc_core.nnz + int(self.supply.nnz),
+                "commodities": K}
 
     @property
     def traffic(self) -> Traffic:
@@ -273,11 +324,16 @@ class FlowModel:
     def conservation_residual(self, x: np.ndarray) -> float:
         """Largest per-commodity L1 norm of the conservation violation at ``x`` (Gb/s),
         negative flows clipped to zero first."""
-        if self.n_commodities == 0:
+        K, m = self.n_commodities, len(self.core_arcs)
+        if K == 0:
             return 0.0
-        xc = np.concatenate([np.clip(x[:-1], 0.0, None), x[-1:]])
-        r = np.abs(self.lp.A_eq @ xc - self.lp.b_eq).reshape(self.n_commodities, -1)
-        return float(r.sum(axis=1).max())
+        flows = x[:-1].reshape(K, m)
+        worst = 0.0
+        for lo in range(0, K, RESIDUAL_BLOCK):  # a block of commodities at a time
+            f = np.clip(flows[lo:lo + RESIDUAL_BLOCK], 0.0, None)
+            r = (self.inc_core @ f.T).T - x[-1] * self.supply[lo:lo + RESIDUAL_BLOCK].toarray()
+            worst = max(worst, float(np.abs(r).sum(axis=1).max()))
+        return worst
 
     def lift(self, x: np.ndarray) -> LiftedFlow:
         return LiftedFlow(float(x[-1]), self.full_load(x), self.conservation_residual(x),
@@ -297,7 +353,7 @@ class FlowModel:
 
 
 def build_flow_lp(fab: Any, traffic: Traffic, include_endpoint_links: bool = True,
-                  ) -> FlowModel:
+                  ga: GraphArrays | None = None) -> FlowModel:
     """Build the exact max-concurrent-flow LP of ``traffic`` on ``fab``.
 
     With ``include_endpoint_links=False`` the links of endpoints that hang off one switch are
@@ -315,7 +371,7 @@ def build_flow_lp(fab: Any, traffic: Traffic, include_endpoint_links: bool = Tru
     (4, 33)
     """
     traffic.check_endpoints(fab)
-    demand = CollapsedDemand.of(fab, traffic, include_endpoint_links)
+    demand = CollapsedDemand.of(fab, traffic, include_endpoint_links, ga)
     if not np.any(demand.out_gbps > 0):
         raise TrafficError(f"{traffic.name}: no positive demand")
     if not include_endpoint_links and not len(demand.src):
@@ -323,7 +379,6 @@ def build_flow_lp(fab: Any, traffic: Traffic, include_endpoint_links: bool = Tru
                            "endpoint links nothing crosses the fabric")
     ga = demand.ga
     core_arcs = np.flatnonzero(demand.collapse.core_arc)
-    m = len(core_arcs)
     n = ga.n_nodes
     sources = demand.sources
     K = len(sources)
@@ -333,19 +388,7 @@ def build_flow_lp(fab: Any, traffic: Traffic, include_endpoint_links: bool = Tru
     supply = sp.csr_matrix((np.concatenate([-demand.gbps, sent]),
                             (np.concatenate([k_of, np.arange(K)]),
                              np.concatenate([demand.dst, sources]))), shape=(K, n))
-    # Conservation: kron(I_K, incidence of core arcs); capacity: the commodities' flows add up.
-    inc_core = sp.csr_matrix(
-        (np.concatenate([np.ones(m), -np.ones(m)]),
-         (np.concatenate([ga.tail[core_arcs], ga.head[core_arcs]]),
-          np.concatenate([np.arange(m), np.arange(m)]))), shape=(n, m))
-    lp = max_theta_lp(sp.kron(sp.identity(K, format="csr"), inc_core, format="csr"),
-                      supply.reshape((K * n, 1)),
-                      sp.kron(np.ones((1, K)), sp.identity(m, format="csr"), format="csr"),
-                      ga.capacity[core_arcs],
-                      # Endpoint links carry exactly theta times what the endpoint sends.
-                      theta_rows=demand.ep_rows_gbps,
-                      theta_capacity=ga.capacity[demand.ep_rows_arc])
     constrained = np.zeros(ga.n_arcs, dtype=bool)
     constrained[core_arcs] = True
     constrained[demand.ep_rows_arc] = True
-    return FlowModel(lp, demand, core_arcs, sources, supply, constrained)
+    return FlowModel(demand, core_arcs, sources, supply, constrained)

@@ -83,6 +83,9 @@ class FlowResult:
     cut : frozenset or None
         When a demand pair is disconnected: the nodes reachable from its source (nothing
         leaves them), which proves theta = 0.
+    mean_out_gbps : float or None
+        Mean demand sent per sending endpoint (Gb/s) of the traffic as solved (same-switch
+        pairs left out in the fabric-only view).
     certificate : FlowCertificate or None
         The flow and arc lengths behind the bracket.
     """
@@ -103,6 +106,7 @@ class FlowResult:
     max_overload: float = 0.0
     max_residual: float = 0.0
     lp_size: dict[str, int] = field(default_factory=dict)
+    mean_out_gbps: float | None = None
     certificate: FlowCertificate | None = field(default=None, repr=False)
 
     @property
@@ -122,6 +126,14 @@ class FlowResult:
         """True when the bracket closes: ``upper - lower <= 1e-6 * upper``."""
         return self.status == "optimal" and self.upper - self.lower <= 1e-6 * max(self.upper,
                                                                                   1e-300)
+
+    @property
+    def per_endpoint_gbps_bracket(self) -> tuple[float, float] | None:
+        """The certified bracket in Gb/s per endpoint: ``lower`` and ``upper`` times the
+        mean demand sent per endpoint (None when the result does not record the demand)."""
+        if self.mean_out_gbps is None:
+            return None
+        return self.lower * self.mean_out_gbps, self.upper * self.mean_out_gbps
 
     @property
     def link_load(self) -> dict[Arc, float]:
@@ -182,7 +194,7 @@ class FlowResult:
                    key=lambda t: (t.binding_arcs > 0, t.max_utilization, t.binding_arcs)).tier
 
     def __str__(self) -> str:
-        theta = f"{self.theta:.6g}" if self.theta is not None else "not proven"
+        theta = f"{self.theta:.6g}" if self.theta is not None else "unknown (not proven)"
         lines = [
             f"fabric           {self.fabric_name}",
             f"traffic          {self.traffic_name}",
@@ -190,9 +202,17 @@ class FlowResult:
             f"{self.seconds:.2f} s)",
             f"theta            {theta}",
             f"certified        {self.lower:.6g} <= theta <= {self.upper:.6g}",
-            f"per endpoint     {self.per_endpoint_gbps:.6g} Gb/s "
-            f"({self.per_endpoint_gbps / 8:.6g} GB/s) per direction",
         ]
+        bracket = self.per_endpoint_gbps_bracket
+        if self.theta is not None:
+            lines.append(f"per endpoint     {self.per_endpoint_gbps:.6g} Gb/s "
+                         f"({self.per_endpoint_gbps / 8:.6g} GB/s) per direction")
+        elif bracket is not None:
+            # Never print the lower end alone as if it were the answer.
+            lines.append(f"per endpoint     unknown: {bracket[0]:.6g} to {bracket[1]:.6g} Gb/s "
+                         "per direction (certified)")
+        else:
+            lines.append("per endpoint     unknown")
         if self.binding_tier:
             lines.append(f"binding tier     {self.binding_tier}")
         if self.unreachable:

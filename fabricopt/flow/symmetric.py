@@ -167,10 +167,12 @@ class OrbitClasses:
 
     @classmethod
     def of(cls, fab: Any, ga: GraphArrays, node_color: np.ndarray,
-           reduce: bool = True) -> OrbitClasses:
+           reduce: bool = True, symmetry: Any = None) -> OrbitClasses:
         """Orbits from ``fab.symmetry``; classes by colour refinement from ``node_color``
         (the root's supply pattern) when ``reduce`` and the result is equitable."""
-        arc_orbit = fab.symmetry.arc_orbit  # the property re-checks the claim: read it once
+        # ``fab.symmetry`` re-checks the claim against the graph: a caller that just did so
+        # passes the claim in.
+        arc_orbit = (symmetry or fab.symmetry).arc_orbit
         orbit = _relabel(np.fromiter((arc_orbit[a] for a in ga.arcs), dtype=np.int64,
                                      count=ga.n_arcs))
         orbit_size = np.bincount(orbit).astype(float)
@@ -314,15 +316,18 @@ class SymmetricModel:
 
 
 def build_symmetric_lp(fab: Any, gbps: float, reduce: bool = True,
-                       include_endpoint_links: bool = True) -> SymmetricModel:
+                       include_endpoint_links: bool = True, *, ga: GraphArrays | None = None,
+                       symmetry: Any = None) -> SymmetricModel:
     """Build the root LP of uniform all-to-all on a fabric with a symmetry claim.
 
     ``reduce=False`` keeps one column per arc (no colour refinement), for checking.
     ``include_endpoint_links=False`` drops pairs under one switch and the capacity rows of
     orbits made only of endpoint links (see :func:`~fabricopt.flow.build_flow_lp`);
     automorphisms preserve "under the same switch", so the traffic stays invariant.
+    ``ga`` and ``symmetry`` (the fabric's arrays and its checked claim) spare reading them
+    again when the caller has them.
     """
-    ga = GraphArrays.from_fabric(fab)
+    ga = ga or GraphArrays.from_fabric(fab)
     T = len(fab.endpoints)
     ep_idx = np.array([ga.index[e] for e in fab.endpoints])
     root = int(ep_idx[0])
@@ -334,7 +339,7 @@ def build_symmetric_lp(fab: Any, gbps: float, reduce: bool = True,
     supply[ep_idx[dest]] = -gbps
     supply[root] = gbps * dest.sum()
     node_color = np.where(supply > 0, 0, np.where(supply < 0, 1, 2))
-    oc = OrbitClasses.of(fab, ga, node_color, reduce)
+    oc = OrbitClasses.of(fab, ga, node_color, reduce, symmetry)
     n_orb = len(oc.orbit_size)
     constrained = np.ones(ga.n_arcs, dtype=bool)
     if not include_endpoint_links:

@@ -250,7 +250,7 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
         model = _SymmetricPhaseOne.build(fab, ga, rev, ep_idx, hub_idx, scale)
         if model is not None:
             out = _solve(model, backend, time_limit, backend_options)
-            return _bound(out, ga, hub_list, len(eps), "symmetric", start, level)
+            return _valiant_result(out, ga, hub_list, len(eps), "symmetric", start, level)
         if method == "symmetric":
             raise InvalidParameterError("valiant_rate(): the symmetry claim does not map "
                                         "reverse arcs to reverse arcs")
@@ -262,7 +262,7 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
                                     f"> {MAX_FULL_NONZEROS:,}) and no symmetry applies")
     model = _FullPhaseOne.build(ga, rev, ep_idx, hub_idx, scale)
     out = _solve(model, backend, time_limit, backend_options)
-    return _bound(out, ga, hub_list, len(eps), "lp", start, level)
+    return _valiant_result(out, ga, hub_list, len(eps), "lp", start, level)
 
 
 def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
@@ -443,7 +443,7 @@ def _solve(model: _FullPhaseOne | _SymmetricPhaseOne, backend: str,
     return out
 
 
-def _bound(out: dict[str, Any], ga: GraphArrays, hubs: tuple[Hashable, ...], n: int,
+def _valiant_result(out: dict[str, Any], ga: GraphArrays, hubs: tuple[Hashable, ...], n: int,
            method: str, start: float, level: int | None) -> ValiantBound:
     load = {} if out["load"] is None else dict(zip(ga.arcs, map(float, out["load"]),
                                                    strict=True))

@@ -23,6 +23,7 @@ from .._checks import (
     check_int_sequence,
     check_label,
     check_positive,
+    check_size,
 )
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
@@ -69,6 +70,11 @@ def torus(dims: Sequence[int], link_gbps: float = 1.0, tech: str = "generic") ->
     """
     func = "torus"
     dims = check_int_sequence(func, "dims", dims, minimum=2)
+    nodes = 1
+    for k in dims:
+        nodes *= k
+        check_size(func, nodes, nodes)  # checked as it grows: a product can be astronomic
+    check_size(func, nodes, nodes * len(dims))
     link_gbps = check_positive(func, "link_gbps", link_gbps)
     tech = check_label(func, "tech", tech, optional=False)
     b = FabricBuilder(f"torus({', '.join(map(str, dims))})" if len(dims) > 1
@@ -100,6 +106,7 @@ def ring(n: int, link_gbps: float = 1.0, tech: str = "generic") -> Fabric:
     (8, 16)
     """
     n = check_int("ring", "n", n, minimum=2)
+    check_size("ring", n, n)
     link_gbps = check_positive("ring", "link_gbps", link_gbps)
     tech = check_label("ring", "tech", tech, optional=False)
     fab = torus((n,), link_gbps=link_gbps, tech=tech)
@@ -119,6 +126,7 @@ def hypercube(d: int, link_gbps: float = 1.0, tech: str = "generic") -> Fabric:
     (8, 12)
     """
     d = check_int("hypercube", "d", d, minimum=1)
+    check_size("hypercube", 2**d, d * 2 ** max(d - 1, 0))
     link_gbps = check_positive("hypercube", "link_gbps", link_gbps)
     tech = check_label("hypercube", "tech", tech, optional=False)
     b = FabricBuilder(f"hypercube({d})", {"d": d, "link_gbps": link_gbps})
@@ -144,6 +152,7 @@ def complete(n: int, link_gbps: float = 1.0, tech: str = "generic") -> Fabric:
     15
     """
     n = check_int("complete", "n", n, minimum=2)
+    check_size("complete", n, n * (n - 1) // 2)
     link_gbps = check_positive("complete", "link_gbps", link_gbps)
     tech = check_label("complete", "tech", tech, optional=False)
     b = FabricBuilder(f"complete({n})", {"n": n, "link_gbps": link_gbps})
@@ -230,6 +239,8 @@ def dragonfly(a: int, h: int, p: int, link_gbps: float = 400.0, global_gbps: flo
     a = check_int(func, "a", a, minimum=1)
     h = check_int(func, "h", h, minimum=1)
     p = check_int(func, "p", p, minimum=1)
+    routers = a * (a * h + 1)
+    check_size(func, routers * (p + 1), routers * (p + h) + routers * (a - 1) // 2)
     link_gbps = check_positive(func, "link_gbps", link_gbps)
     global_gbps = (link_gbps if global_gbps is None
                    else check_positive(func, "global_gbps", global_gbps))
@@ -329,6 +340,8 @@ def jellyfish(switches: int, network_ports: int, endpoints_per_switch: int, seed
                               maximum=switches - 1)
     endpoints_per_switch = check_int(func, "endpoints_per_switch", endpoints_per_switch,
                                      minimum=1)
+    check_size(func, switches * (1 + endpoints_per_switch),
+               switches * (endpoints_per_switch + network_ports // 2 + 1))
     if switches * network_ports % 2:
         raise InvalidParameterError(
             f"{func}(): switches * network_ports must be even (every link uses two ports), "

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .._checks import check_choice, check_int, check_label, check_positive
+from .._checks import check_choice, check_int, check_label, check_positive, check_size
 from ..fabric import Fabric
 from ._builder import FabricBuilder, default_tech
 from ._wiring import add_clos, check_tiers, clos_plan, wire_complete_bipartite
@@ -183,6 +183,7 @@ def fat_tree(k: int, link_gbps: float = 400, tech: str | None = None,
     """
     func = "fat_tree"
     k = check_int(func, "k", k, minimum=2, even=True)
+    check_size(func, k**3 // 4 + 5 * k**2 // 4, 3 * k**3 // 4)
     link_gbps = check_positive(func, "link_gbps", link_gbps)
     tech = _tech(func, tech, link_gbps)
     switch_model = check_label(func, "switch_model", switch_model)
@@ -241,6 +242,7 @@ def leaf_spine(leaves: int, spines: int, endpoints_per_leaf: int, link_gbps: flo
     leaves = check_int(func, "leaves", leaves, minimum=1)
     spines = check_int(func, "spines", spines, minimum=1)
     per_leaf = check_int(func, "endpoints_per_leaf", endpoints_per_leaf, minimum=1)
+    check_size(func, leaves * (per_leaf + 1) + spines, leaves * (per_leaf + spines))
     link_gbps = check_positive(func, "link_gbps", link_gbps)
     links_per_pair = check_int(func, "links_per_pair", links_per_pair, minimum=1)
     tech = _tech(func, tech, link_gbps)

@@ -24,6 +24,7 @@ from .._checks import (
     check_int_sequence,
     check_label,
     check_positive,
+    check_size,
     fail,
 )
 from ..fabric import Fabric
@@ -162,6 +163,7 @@ def nvswitch_domain(gpus: int, switches: int, links_per_gpu: int, link_gbps: flo
     gpus = check_int(func, "gpus", gpus, minimum=2)
     switches = check_int(func, "switches", switches, minimum=1)
     links_per_gpu = check_int(func, "links_per_gpu", links_per_gpu, minimum=1)
+    check_size(func, gpus + switches, gpus * switches)
     link_gbps = check_positive(func, "link_gbps", link_gbps)
     split = _resolve_split(func, link_split, switches, links_per_gpu)
     in_network_reduction = check_bool(func, "in_network_reduction", in_network_reduction)

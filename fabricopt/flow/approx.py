@@ -1,0 +1,320 @@
+r"""A certified approximate max-concurrent-flow solver: conditional gradient over routing trees.
+
+The exact LP of :mod:`fabricopt.flow.formulation` has one flow variable per (source, arc):
+hundreds of millions for a fabric of thousands of switches. This module never assembles it.
+
+**Routings are mixes of trees.** A commodity routes all its demand (its source to every
+target) at once, and every such flow is dominated by a convex combination of *routing
+trees* (the vertices of the uncapacitated transshipment polytope are spanning-tree flows).
+The solver keeps one flow per commodity (routing the demand once, theta = 1) and minimises
+a soft maximum of the arc utilisations by the Frank-Wolfe method: the gradient of the soft
+maximum is a set of arc lengths, the best direction is every commodity's shortest-path
+tree at those lengths (one :func:`scipy.sparse.csgraph.dijkstra` call from all sources),
+and a line search picks the step.
+
+**Every iteration proves both bounds.** The flow, scaled by its worst utilisation, is a
+feasible flow: theta >= 1 / max utilisation. The same shortest-path search gives the
+distance bound :math:`\theta \le \sum_a c_a l_a / \sum D\,\mathrm{dist}_l` of
+:mod:`fabricopt.flow.certificate` at the current lengths. The best of each is kept; the
+flow goes back in the LP's column layout and the lengths as capacity-row duals, so
+:func:`fabricopt.flow.api.certify_flow_model` proves both from scratch, exactly as for an
+LP solver's answer. The run stops when the certified gap ``(upper - lower) / upper`` is at
+most ``gap``, or at the time limit with the best bracket proven so far.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import dijkstra
+
+from .._checks import check_positive, fail
+from .formulation import FlowModel
+from .lp import LPSolution
+
+#: Relative weight of a uniform length added to every arc when pricing: it breaks ties
+#: between equally long routes in favour of fewer hops and keeps zero-dual arcs from being
+#: used for free detours. The bound is evaluated at the perturbed lengths, so it stays valid.
+HOP_TIE_BREAK = 1e-4
+
+#: Largest node count squared for which arcs are looked up in a dense table.
+DENSE_LOOKUP_MAX = 1 << 24
+
+#: Sharpness of the soft maximum relative to the gap still to close.
+BETA_SCALE = 0.5
+
+
+@dataclass(frozen=True)
+class _CoreGraph:
+    """The core graph renumbered to the nodes that matter, with an arc lookup."""
+
+    nodes: np.ndarray         # fabric node index of each local node
+    tail: np.ndarray          # local tail of each core arc (position in model.core_arcs)
+    head: np.ndarray
+    capacity: np.ndarray      # of each core arc
+    arc_key: np.ndarray       # sorted tail * n + head
+    arc_of_key: np.ndarray    # core-arc position of each sorted key
+    sources: np.ndarray       # local node of each commodity's source
+    demand: np.ndarray        # K x n: demand received at each local node (Gb/s per theta)
+    arc_table: np.ndarray | None  # dense n x n lookup of the same (small graphs only)
+
+    @property
+    def n(self) -> int:
+        return len(self.nodes)
+
+    @classmethod
+    def of(cls, model: FlowModel) -> _CoreGraph:
+        ga = model.ga
+        core = model.core_arcs
+        used = np.unique(np.concatenate([ga.tail[core], ga.head[core], model.sources,
+                                         model.agg[1]]))
+        local = np.full(ga.n_nodes, -1, dtype=np.int64)
+        local[used] = np.arange(len(used))
+        n = len(used)
+        tail, head = local[ga.tail[core]], local[ga.head[core]]
+        key = tail * n + head
+        order = np.argsort(key, kind="stable")
+        K = model.n_commodities
+        src, dst, gbps = model.agg
+        k_of = np.searchsorted(model.sources, src)
+        demand = np.zeros((K, n))
+        np.add.at(demand, (k_of, local[dst]), gbps)
+        table = None
+        if n * n <= DENSE_LOOKUP_MAX:
+            table = np.full(n * n, -1, dtype=np.int32)
+            table[key] = np.arange(len(key), dtype=np.int32)
+        return cls(used, tail, head, ga.capacity[core], key[order], order,
+                   local[model.sources], demand, table)
+
+    def trees(self, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Shortest-path trees of every commodity at ``lengths`` (> 0 on every core arc).
+
+        Returns ``(arc, load, cost)``: ``arc[k, v]`` the core arc entering node ``v`` in
+        commodity ``k``'s tree (-1 for its source and unreached nodes), ``load[k, v]`` the
+        demand that arc carries, and ``cost[k] = sum_t D(k, t) dist(k, t)`` (inf if a target
+        is unreachable).
+        """
+        n, K = self.n, len(self.sources)
+        M = sp.csr_matrix((lengths, (self.tail, self.head)), shape=(n, n))
+        dist, pred = dijkstra(M, directed=True, indices=self.sources, return_predecessors=True)
+        with np.errstate(invalid="ignore"):
+            cost = np.einsum("kv,kv->k", self.demand, np.where(self.demand > 0, dist, 0.0))
+        has = pred >= 0
+        rows = np.broadcast_to(np.arange(K)[:, None], (K, n))
+        parent = np.where(has, pred, 0)
+        # Hop depth of every node in its tree, by repeated relaxation (depth <= n).
+        depth = np.zeros((K, n), dtype=np.int64)
+        for _ in range(n):
+            new = np.where(has, depth[rows, parent] + 1, 0)
+            if np.array_equal(new, depth):
+                break
+            depth = new
+        # Subtree demand, children before parents: what crosses the arc into each node.
+        sub = self.demand.copy()
+        flat_parent = (rows * n + parent).ravel()
+        flat_depth = depth.ravel()
+        sub_flat = sub.ravel()
+        for level in range(int(depth.max()), 0, -1):
+            at = np.flatnonzero(flat_depth == level)
+            np.add.at(sub_flat, flat_parent[at], sub_flat[at])
+        if self.arc_table is not None:
+            arc = self.arc_table[parent * n + np.arange(n)[None, :]]
+        else:
+            key = parent * n + np.arange(n)[None, :]
+            pos = np.searchsorted(self.arc_key, key)
+            arc = self.arc_of_key[np.minimum(pos, len(self.arc_key) - 1)].astype(np.int32)
+        arc = np.where(has, arc, -1)
+        return arc, np.where(has, sub, 0.0), cost
+
+
+def check_gap(func: str, gap: Any) -> float:
+    """``gap`` as a float, or an error naming ``func`` unless it is a number in (0, 1)."""
+    if isinstance(gap, bool) or not isinstance(gap, int | float) or not (0 < gap < 1):
+        raise fail(func, "gap", "a number with 0 < gap < 1", gap)
+    return float(gap)
+
+
+def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | None = None,
+                 progress: Callable[[dict[str, float]], None] | None = None) -> LPSolution:
+    """Solve ``model``'s LP to a certified relative ``gap`` (see the module docstring).
+
+    Parameters
+    ----------
+    model : FlowModel
+        From :func:`fabricopt.flow.build_flow_lp`.
+    gap : float
+        Stop once ``(upper - lower) / upper <= gap`` (0 < gap < 1).
+    time_limit : float, optional
+        Seconds; checked between iterations (one iteration is one shortest-path search from
+        every source).
+    progress : callable, optional
+        Called after every iteration with a dict of ``iteration``, ``lower``, ``upper`` and
+        ``seconds``.
+
+    Returns
+    -------
+    LPSolution
+        ``x`` in the LP's column layout (a flow that conserves exactly, within capacities)
+        and ``dual_ub`` the lengths of the best distance bound (as minus capacity-row duals).
+        Status ``"optimal"`` when the gap closed, ``"time_limit"`` when time ran out first.
+
+    Examples
+    --------
+    >>> import fabricopt as fo
+    >>> fab = fo.jellyfish(switches=12, network_ports=4, endpoints_per_switch=2, seed=1)
+    >>> sol = solve_approx(fo.build_flow_lp(fab, fo.all_to_all(fab)), gap=0.05)
+    >>> sol.status, sol.info["upper"] - sol.info["lower"] <= 0.05 * sol.info["upper"]
+    ('optimal', True)
+    """
+    gap = check_gap("solve_approx", gap)
+    if time_limit is not None:
+        check_positive("solve_approx", "time_limit", time_limit)
+    return _FrankWolfe(model, gap, time_limit, progress).run()
+
+
+class _FrankWolfe:
+    """Conditional gradient on the soft maximum of the arc utilisations."""
+
+    def __init__(self, model: FlowModel, gap: float, time_limit: float | None,
+                 progress: Callable[[dict[str, float]], None] | None) -> None:
+        self.start = time.perf_counter()
+        self.deadline = None if time_limit is None else self.start + time_limit
+        self.model, self.gap, self.progress = model, gap, progress
+        self.g = _CoreGraph.of(model)
+        self.m, self.K = len(model.core_arcs), model.n_commodities
+        self.ep_cap = model.ga.capacity[model.ep_rows_arc]
+        # Utilisation of each endpoint row at theta = 1: fixed, whatever the routing.
+        self.ep_util = model.ep_rows_gbps / self.ep_cap
+        self.lower, self.upper = 0.0, np.inf
+        self.best_lengths: np.ndarray | None = None
+        self.best_x: np.ndarray | None = None
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.perf_counter() >= self.deadline
+
+    def _bound(self, core: np.ndarray, ep: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                               np.ndarray]:
+        """Trees at the given lengths (made positive), and the distance bound there."""
+        scale = float(core.mean()) if self.m and core.max() > 0 else 1.0
+        core = core + HOP_TIE_BREAK * scale
+        arc, load, cost = self.g.trees(core)
+        numerator = float(self.g.capacity @ core + self.ep_cap @ ep)
+        denominator = float(cost.sum() + self.model.ep_rows_gbps @ ep)
+        upper = numerator / denominator if denominator > 0 else np.inf
+        if upper < self.upper:
+            self.upper, self.best_lengths = upper, np.concatenate([core, ep])
+        return arc, load, cost
+
+    def _record(self, flows: np.ndarray, util_max: float) -> None:
+        """Keep the flow if it proves a better lower bound: scaled to fit, it routes
+        ``1 / util_max`` times the demand."""
+        theta = 1.0 / util_max if util_max > 0 else 0.0
+        if theta > self.lower:
+            self.lower = theta
+            self.best_x = flows * theta  # a copy, scaled so it fits the capacities
+
+    def run(self) -> LPSolution:
+        g, K, m = self.g, self.K, self.m
+        c = g.capacity
+        n_rows = m + len(self.ep_util)
+        arc, load, cost = self._bound(np.ones(m), np.zeros(len(self.ep_util)))
+        if not np.all(np.isfinite(cost)):
+            return self._unreachable()
+        rows = np.broadcast_to(np.arange(K, dtype=np.int64)[:, None], arc.shape)
+        flows = np.zeros((K, m))
+        keep = arc >= 0
+        flows[rows[keep], arc[keep]] = load[keep]
+        total = np.bincount(arc[keep], weights=load[keep], minlength=m)
+        ep_max = float(self.ep_util.max()) if len(self.ep_util) else 0.0
+        it, status = 0, "time_limit"
+        while True:
+            util = total / c
+            util_max = max(float(util.max()) if m else 0.0, ep_max)
+            self._record(flows, util_max)
+            it += 1
+            if self.progress is not None:
+                self.progress({"iteration": it, "lower": self.lower, "upper": self.upper,
+                               "seconds": time.perf_counter() - self.start})
+            if self._closed():
+                status = "optimal"
+                break
+            if self.out_of_time():
+                break
+            # Soft maximum at a temperature tied to the gap still to close: coarse early
+            # (large steps), sharp later (it approximates the maximum to about
+            # log(rows) / beta relative).
+            now = (self.upper - self.lower) / self.upper
+            beta = BETA_SCALE * np.log(n_rows) / max(now, self.gap) / util_max
+            expo = np.exp(beta * (np.concatenate([util, self.ep_util]) - util_max))
+            lengths = expo / np.concatenate([c, self.ep_cap])
+            lengths /= lengths.max()
+            arc, load, cost = self._bound(lengths[:m], lengths[m:])
+            keep = arc >= 0
+            tree_total = np.bincount(arc[keep], weights=load[keep], minlength=m)
+            step = _line_search(beta, util, tree_total / c, self.ep_util, util_max)
+            if step <= 0:
+                continue
+            flows *= 1.0 - step
+            flows[rows[keep], arc[keep]] += step * load[keep]
+            total = (1.0 - step) * total + step * tree_total
+        return self._solution(status, it)
+
+    def _closed(self) -> bool:
+        return self.upper - self.lower <= self.gap * self.upper
+
+    def _solution(self, status: str, it: int) -> LPSolution:
+        K, m = self.K, self.m
+        x = np.zeros(K * m + 1)
+        if self.best_x is not None:
+            x[:-1] = self.best_x.ravel()
+            x[-1] = self.lower
+        now = (self.upper - self.lower) / self.upper if self.upper > 0 else 0.0
+        message = (f"Frank-Wolfe on routing trees: {it} iterations, certified gap "
+                   f"{now:.3%} (asked {self.gap:.3%})")
+        if status == "time_limit":
+            message = "time limit reached; " + message
+        lengths = self.best_lengths
+        return LPSolution(status, message, x, -self.lower,
+                          None if lengths is None else -lengths, None,
+                          time.perf_counter() - self.start,
+                          info={"lower": self.lower, "upper": self.upper, "iterations": it})
+
+    def _unreachable(self) -> LPSolution:
+        # Some target cannot be reached at all: theta = 0, which the hop lengths prove.
+        x = np.zeros(self.K * self.m + 1)
+        lengths = np.concatenate([np.ones(self.m), np.zeros(len(self.ep_util))])
+        return LPSolution("optimal", "a demand pair is disconnected: theta = 0", x, 0.0,
+                          -lengths, None, time.perf_counter() - self.start,
+                          info={"lower": 0.0, "upper": 0.0, "iterations": 0})
+
+
+def _line_search(beta: float, util: np.ndarray, tree_util: np.ndarray, ep_util: np.ndarray,
+                 util_max: float) -> float:
+    """Step in [0, 1] toward the trees that minimises the soft maximum (bisection on its
+    derivative, which is increasing: the soft maximum is convex along the segment)."""
+    fixed = np.exp(beta * (ep_util - util_max)).sum() if len(ep_util) else 0.0
+    diff = tree_util - util
+
+    def slope(step: float) -> float:
+        z = beta * (util + step * diff - util_max)
+        top = z.max()
+        e = np.exp(z - top)
+        return float(e @ diff) / (float(e.sum()) + fixed * np.exp(-top))
+
+    if slope(0.0) >= 0:
+        return 0.0
+    if slope(1.0) <= 0:
+        return 1.0
+    lo, hi = 0.0, 1.0
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if slope(mid) > 0:
+            hi = mid
+        else:
+            lo = mid
+    return lo

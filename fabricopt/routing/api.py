@@ -1,0 +1,229 @@
+"""``routed_flow``: what a fabric carries under the routing it is deployed with."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable, Iterator
+from typing import Any
+
+import numpy as np
+
+from .._checks import as_rng, check_bool, check_choice, check_int
+from ..errors import InvalidParameterError
+from ..fabric import Fabric
+from ..graph_arrays import GraphArrays
+from ..traffic import Traffic, all_to_all
+from .fluid import FluidRouting, destination_rank
+from .hashing import hashed_loads
+from .planes import PLANE_NAMES, Planes
+from .result import RoutedFlowResult
+
+ROUTINGS = ("ecmp", "wcmp", "hash", "static")
+
+#: Pairs of a uniform traffic spelled out at once.
+PAIR_BLOCK = 2_000_000
+
+_SPLIT = {"ecmp": "equal", "wcmp": "capacity", "static": "static", "hash": "equal"}
+
+
+def routed_flow(fab: Fabric, traffic: Traffic | None = None, *, routing: str = "ecmp",
+                flows_per_pair: int = 1, trials: int = 1, seed: Any = None,
+                optimum: bool = False, backend: str = "highs",
+                time_limit: float | None = None) -> RoutedFlowResult:
+    """Throughput of ``traffic`` on ``fab`` under a routing policy, exactly.
+
+    A fixed routing puts load :math:`L_a` on each arc per unit of traffic; theta is then
+    :math:`\\min_a c_a / L_a`, computed exactly from the loads (no LP). Routes follow the
+    fabric's parts (see :mod:`fabricopt.routing.planes`): pairs in one NVLink domain use its
+    links, pairs in different domains go out of the source GPU's own NIC and in at the
+    destination's, and only pairs neither part connects (rail-only fabrics, direct networks)
+    use the whole graph.
+
+    Parameters
+    ----------
+    fab : Fabric
+    traffic : Traffic, optional
+        Gb/s per ordered endpoint pair; None means :func:`~fabricopt.all_to_all` at 1 Gb/s.
+    routing : {"ecmp", "wcmp", "hash", "static"}
+        How the network spreads a pair over its shortest paths (hop count):
+
+        * ``"ecmp"``: equal split over the shortest-path next hops at every node (a fluid:
+          per-packet spraying over equal-cost paths, or many flows per pair);
+        * ``"wcmp"``: split in proportion to the capacity of each next-hop bundle;
+        * ``"hash"``: every flow pinned to one shortest path, its next hop at each switch drawn
+          uniformly (per-flow ECMP hashing on RoCE); see ``flows_per_pair`` and ``trials``;
+        * ``"static"``: destination-based tables, one next hop per destination chosen by the
+          destination's index (D-mod-k on fat-trees and rail-optimized fabrics, the
+          InfiniBand subnet manager's fat-tree routing).
+
+        Whatever the policy, traffic inside an NVLink or UALink domain is striped over all of
+        a GPU's links in proportion to their count (the links are used at packet grain), so
+        the policy governs the network between domains.
+    flows_per_pair : int
+        ``"hash"`` only: flows per demand pair (queue pairs, or NCCL channels), each carrying
+        an equal share and hashed on its own.
+    trials : int
+        ``"hash"`` only: independent draws of every flow's path; ``thetas`` holds each.
+    seed : None, int or numpy.random.Generator
+        Seed of the hashed draws.
+    optimum : bool
+        Also solve :func:`~fabricopt.max_concurrent_flow` (with ``backend`` and
+        ``time_limit``) and report ``efficiency`` = routed theta / optimal theta.
+
+    Returns
+    -------
+    RoutedFlowResult
+
+    Raises
+    ------
+    InvalidParameterError
+        On an unknown routing, ``flows_per_pair`` or ``trials`` below 1, or either above 1
+        for a policy that does not hash.
+
+    Notes
+    -----
+    Every route is a shortest path of its part of the fabric. On a folded Clos (fat-trees,
+    leaf-spine, rail-optimized) these are valley-free: a route between two GPUs whose
+    highest node sits at layer :math:`h` has at least :math:`2h` hops, with equality only
+    when it climbs and then descends; the up-down route through a lowest common ancestor
+    has :math:`2h^*` hops, and every route through a higher layer at least
+    :math:`2(h^* + 1)`, so a shortest route peaks at :math:`h^*` and has no valley.
+
+    Examples
+    --------
+    Two leaves joined by two spines, one link each: ECMP splits each leaf's outbound
+    traffic evenly, exactly what the optimum needs (theta = 400 / 3 for 4 GPUs).
+
+    >>> import fabricopt as fo
+    >>> fab = fo.leaf_spine(leaves=2, spines=2, endpoints_per_leaf=2)
+    >>> r = fo.routed_flow(fab, routing="ecmp")
+    >>> round(r.theta, 6), r.status
+    (133.333333, 'exact')
+    """
+    start = time.perf_counter()
+    func = "routed_flow"
+    if not isinstance(fab, Fabric):
+        raise InvalidParameterError(f"{func}(): fab must be a Fabric, got {type(fab).__name__}")
+    check_choice(func, "routing", routing, ROUTINGS)
+    flows_per_pair = check_int(func, "flows_per_pair", flows_per_pair, minimum=1)
+    trials = check_int(func, "trials", trials, minimum=1)
+    optimum = check_bool(func, "optimum", optimum)
+    if routing != "hash" and (flows_per_pair != 1 or trials != 1):
+        raise InvalidParameterError(
+            f"{func}(): flows_per_pair and trials must be 1 unless routing='hash' "
+            f"(routing={routing!r} is deterministic), got flows_per_pair={flows_per_pair}, "
+            f"trials={trials}")
+    rng = as_rng(seed) if routing == "hash" else None
+    if traffic is None:
+        traffic = all_to_all(fab)
+    if not isinstance(traffic, Traffic):
+        raise InvalidParameterError(f"{func}(): traffic must be a Traffic, "
+                                    f"got {type(traffic).__name__}")
+    traffic.check_endpoints(fab)
+
+    ga = GraphArrays.from_fabric(fab)
+    planes = Planes.of(fab, ga)
+    trial_load, counts, unreachable = route_loads(planes, fab, traffic, routing,
+                                                  flows_per_pair, trials, rng)
+    tiers = [str(fab.graph[u][v].get("tier", "link")) for u, v in ga.arcs]
+    result = RoutedFlowResult(
+        theta=0.0, status="exact", method=routing, seconds=0.0, per_endpoint_gbps=0.0,
+        fabric_name=fab.name, traffic_name=traffic.name, flows_per_pair=flows_per_pair,
+        trials=trials, seed=seed,
+        pairs_by_plane={PLANE_NAMES[p]: int(c) for p, c in enumerate(counts) if c},
+        _ga=ga, _tiers=tiers)
+    if unreachable is not None:
+        result.status, result.unreachable = "disconnected", unreachable
+        result.thetas = np.zeros(trials)
+        result._load = np.zeros(ga.n_arcs)
+    else:
+        thetas = theta_of_loads(trial_load, ga.capacity)
+        pick = int(np.argsort(thetas, kind="stable")[(trials - 1) // 2])
+        result.thetas, result.theta = thetas, float(thetas[pick])
+        result._load = trial_load[pick] * result.theta
+    result.per_endpoint_gbps = result.theta * traffic.mean_out_gbps()
+    if optimum:
+        from ..flow import max_concurrent_flow
+
+        result.optimum = max_concurrent_flow(fab, traffic, backend=backend,
+                                             time_limit=time_limit)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def theta_of_loads(load: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """``min_a c_a / L_a`` over the loaded arcs, per row of ``load`` (per trial)."""
+    load = np.atleast_2d(load)
+    with np.errstate(divide="ignore"):
+        ratio = np.where(load > 0, capacity[None, :] / load, np.inf)
+    return ratio.min(axis=1)
+
+
+def demand_chunks(traffic: Traffic, position: dict[Hashable, int],
+                  ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The demands as arrays ``(source position, target position, gbps)``, a block at a time
+    (a uniform traffic is never spelled out whole)."""
+    if traffic.is_uniform:
+        eps = np.array([position[e] for e in traffic.endpoints], dtype=np.int64)
+        gbps = float(traffic.uniform_gbps)  # type: ignore[arg-type]
+        rows = max(1, PAIR_BLOCK // len(eps))
+        for first in range(0, len(eps), rows):
+            src = np.repeat(eps[first:first + rows], len(eps))
+            dst = np.tile(eps, len(eps[first:first + rows]))
+            keep = src != dst
+            yield src[keep], dst[keep], np.full(int(keep.sum()), gbps)
+        return
+    pairs = traffic.pairs
+    src = np.fromiter((position[s] for s, _ in pairs), dtype=np.int64, count=len(pairs))
+    dst = np.fromiter((position[t] for _, t in pairs), dtype=np.int64, count=len(pairs))
+    yield src, dst, np.fromiter(pairs.values(), dtype=float, count=len(pairs))
+
+
+def route_loads(planes: Planes, fab: Fabric, traffic: Traffic, routing: str,
+                flows_per_pair: int, trials: int, rng: np.random.Generator | None,
+                ) -> tuple[np.ndarray, list[int], tuple[Hashable, Hashable] | None]:
+    """Arc loads (Gb/s at the traffic as given) per trial, pairs per plane, and an
+    unreachable pair if there is one."""
+    ga = planes.ga
+    position = {e: i for i, e in enumerate(fab.endpoints)}
+    hashed = routing == "hash"
+    fluid: list[FluidRouting | None] = []
+    for p, plane in enumerate(planes.planes):
+        per_target = routing == "static" and p > 0
+        fluid.append(FluidRouting(plane, per_target) if plane is not None else None)
+    flows: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {1: [], 2: []}
+    counts = [0, 0, 0]
+    for src, dst, gbps in demand_chunks(traffic, position):
+        plane_of = planes.assign(src, dst)
+        if np.any(plane_of < 0):
+            j = int(np.flatnonzero(plane_of < 0)[0])
+            return (np.zeros((trials, ga.n_arcs)), counts,
+                    (fab.endpoints[src[j]], fab.endpoints[dst[j]]))
+        for p in range(3):
+            sel = plane_of == p
+            if not sel.any():
+                continue
+            counts[p] += int(sel.sum())
+            if hashed and p > 0:
+                flows[p].append((src[sel], dst[sel], gbps[sel]))
+            else:
+                fluid[p].add(src[sel], dst[sel], gbps[sel])  # type: ignore[union-attr]
+    base = np.zeros(ga.n_arcs)
+    for p, acc in enumerate(fluid):
+        if acc is None or acc.pairs == 0:
+            continue
+        # NVLink and UALink stripe over all of a GPU's links: capacity-weighted, always.
+        split = "capacity" if p == 0 else _SPLIT[routing]
+        rank = destination_rank(acc.plane) if split == "static" else None
+        base[acc.plane.arc] += acc.loads(split, rank)
+    load = np.repeat(base[None, :], trials, axis=0)
+    for p, parts in flows.items():
+        if not parts:
+            continue
+        plane = planes.planes[p]
+        src = np.repeat(np.concatenate([s for s, _, _ in parts]), flows_per_pair)
+        dst = np.repeat(np.concatenate([t for _, t, _ in parts]), flows_per_pair)
+        gbps = np.repeat(np.concatenate([g for _, _, g in parts]), flows_per_pair)
+        load[:, plane.arc] += hashed_loads(plane, src, dst, gbps / flows_per_pair, trials,
+                                           rng)  # type: ignore[arg-type]
+    return load, counts, None

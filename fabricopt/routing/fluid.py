@@ -1,0 +1,226 @@
+r"""Destination-based routing as a fluid: ECMP, WCMP and static tables, per destination.
+
+A destination-based routing is, for every destination :math:`t` and node :math:`u`, a split
+:math:`\phi_t(a)` of what :math:`u` holds for :math:`t` over the arcs :math:`a` leaving
+:math:`u` on a shortest path to :math:`t` (the shortest-path DAG: :math:`d_t(u) = d_t(v) + 1`
+for arc :math:`a = (u, v)`, hop distances :math:`d_t`). With :math:`X_t(u)` the demand
+sourced at :math:`u` for :math:`t`, the flow through :math:`u` is
+
+.. math::
+
+    F_t(u) = X_t(u) + \sum_{a = (w, u)} F_t(w)\, \phi_t(a),
+
+and arc :math:`a = (u, v)` carries :math:`\sum_t F_t(u) \phi_t(a)`. Nodes are settled in
+order of falling distance, so one sweep over the distance levels computes :math:`F_t` for a
+whole block of destinations at once, as dense (node x destination) arrays and a sparse
+head-incidence product per level: no loop over pairs or over destinations.
+
+Splits:
+
+* ``"equal"`` (ECMP): :math:`\phi_t(a) = 1 / |\text{DAG arcs leaving } u|`;
+* ``"capacity"`` (WCMP): :math:`\phi_t(a) = c_a / \sum c` over the DAG arcs leaving
+  :math:`u`;
+* ``"static"``: one DAG arc, chosen by the destination's index: the ``j``-th arc with
+  :math:`j = \lfloor r_t / q(u) \rfloor \bmod k_t(u)`, :math:`r_t` the destination's rank
+  (destinations numbered leaf by leaf), :math:`k_t(u)` the DAG arcs leaving :math:`u` and
+  :math:`q(u)` the product of the up-port counts of the layers below :math:`u`. On a fat-tree
+  this is D-mod-k (Zahavi, "D-Mod-K Routing Providing Non-Blocking Traffic for Shift
+  Permutations on Real Life Fat Trees"), the destination-based scheme of InfiniBand subnet
+  managers' fat-tree routing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from .planes import Plane
+
+SPLITS = ("equal", "capacity", "static")
+
+#: Entries of the (node x destination) distance block.
+DIST_BLOCK = 4_000_000
+#: Entries of the (arc x destination) arrays of one propagation sweep.
+SWEEP_BLOCK = 3_000_000
+#: Largest (node x column) demand table summed densely.
+DENSE_DEMAND = 8_000_000
+
+
+class FluidRouting:
+    """Demand of one plane, gathered chunk by chunk, then routed by :meth:`loads`.
+
+    Parameters
+    ----------
+    plane : Plane
+    per_target : bool
+        One column per destination endpoint (static tables, which tell destinations under
+        one leaf apart); otherwise one column per destination class (ECMP and WCMP, whose
+        splits only depend on distances, the same for every destination of a class).
+    """
+
+    def __init__(self, plane: Plane, per_target: bool) -> None:
+        self.plane = plane
+        self.per_target = per_target
+        T = len(plane.target)
+        if per_target:
+            self.n_cols = T
+            self.col_node = plane.target
+        else:
+            classes, self.col_of_endpoint = np.unique(plane.klass, return_inverse=True)
+            self.n_cols = len(classes)
+            self.col_node = classes
+        # Dense sums while the (node x column) table is small, else coordinate lists.
+        self._dense = plane.n_nodes * self.n_cols <= DENSE_DEMAND
+        self._sum = np.zeros(plane.n_nodes * self.n_cols if self._dense else 0)
+        self._parts: list[tuple[np.ndarray, np.ndarray]] = []
+        self.in_gbps = np.zeros(T)
+        self.pairs = 0
+
+    def add(self, src: np.ndarray, dst: np.ndarray, gbps: np.ndarray) -> None:
+        """Add demands ``gbps[j]`` from endpoint position ``src[j]`` to ``dst[j]``."""
+        if not len(src):
+            return
+        cols = dst if self.per_target else self.col_of_endpoint[dst]
+        key = self.plane.source[src] * self.n_cols + cols
+        if self._dense:
+            self._sum += np.bincount(key, weights=gbps, minlength=len(self._sum))
+        else:
+            self._parts.append((key, gbps))
+        self.in_gbps += np.bincount(dst, weights=gbps, minlength=len(self.in_gbps))
+        self.pairs += len(src)
+
+    def supply(self) -> sp.csr_matrix:
+        """Gb/s each plane node sources for each column."""
+        shape = (self.plane.n_nodes, self.n_cols)
+        if self._dense:
+            return sp.csr_matrix(self._sum.reshape(shape))
+        key = np.concatenate([k for k, _ in self._parts]) if self._parts else np.zeros(0, int)
+        gbps = np.concatenate([g for _, g in self._parts]) if self._parts else np.zeros(0)
+        return sp.csr_matrix((gbps, (key // self.n_cols, key % self.n_cols)), shape=shape)
+
+    def loads(self, split: str, rank: np.ndarray | None = None) -> np.ndarray:
+        """Gb/s on every plane arc when the demands are routed with ``split``."""
+        plane = self.plane
+        load = np.zeros(plane.n_arcs)
+        if self.pairs == 0:
+            return load
+        X = self.supply().tocsc()
+        cols = np.flatnonzero(np.diff(X.indptr) > 0)
+        if not self.per_target and split != "static":
+            # The last hop of a collapsed destination carries all it receives in this plane.
+            hit = plane.collapsed & (self.in_gbps > 0)
+            np.add.at(load, plane.last_arc[hit], self.in_gbps[hit])
+        # Neighbouring destinations share the nodes their routes visit: keep them in one block.
+        cols = cols[np.lexsort((self.col_node[cols], plane.component[self.col_node[cols]]))]
+        width = max(1, DIST_BLOCK // max(plane.n_nodes, 1))
+        div = up_port_divisors(plane) if split == "static" else None
+        for start in range(0, len(cols), width):
+            block = cols[start:start + width]
+            dist = self._distances(block)
+            self._sweep(load, dist, X[:, block], split, block, rank, div)
+        return load
+
+    def _distances(self, cols: np.ndarray) -> np.ndarray:
+        plane = self.plane
+        if not self.per_target:
+            return plane.distances_to(self.col_node[cols])
+        # Routes to a destination are routes to its class node plus the last arc.
+        classes, inverse = np.unique(plane.klass[cols], return_inverse=True)
+        dist = plane.distances_to(classes)[:, inverse]
+        dist += plane.collapsed[cols][None, :]
+        dist[plane.target[cols], np.arange(len(cols))] = 0.0
+        return dist
+
+    def _sweep(self, load: np.ndarray, dist: np.ndarray, X: sp.csc_matrix, split: str,
+               cols: np.ndarray, rank: np.ndarray | None, div: np.ndarray | None) -> None:
+        plane = self.plane
+        finite = np.isfinite(dist)
+        nodes = np.flatnonzero(finite.any(axis=1))
+        local = np.full(plane.n_nodes, -1, dtype=np.int64)
+        local[nodes] = np.arange(len(nodes))
+        keep = (local[plane.tail] >= 0) & (local[plane.head] >= 0)
+        arcs = np.flatnonzero(keep)  # still sorted by tail
+        tail, head = local[plane.tail[arcs]], local[plane.head[arcs]]
+        n = len(nodes)
+        tail_inc = sp.csr_matrix((np.ones(len(arcs)), (tail, np.arange(len(arcs)))),
+                                 shape=(n, len(arcs)))
+        head_inc = sp.csr_matrix((np.ones(len(arcs)), (head, np.arange(len(arcs)))),
+                                 shape=(n, len(arcs)))
+        d_all = dist[nodes]
+        supply_all = X[nodes].toarray()
+        if np.any(supply_all[~np.isfinite(d_all)] > 0):
+            raise RuntimeError("routing: a demand has no path in its plane")
+        width = max(1, SWEEP_BLOCK // max(len(arcs), 1))
+        for start in range(0, len(cols), width):
+            sl = slice(start, start + width)
+            d = d_all[:, sl]
+            d_tail, d_head = d[tail], d[head]
+            dag = np.isfinite(d_head) & (d_tail == d_head + 1)
+            if split == "capacity":
+                weight = dag * plane.capacity[arcs][:, None]
+            else:
+                weight = dag.astype(float)
+            out_weight = tail_inc @ weight
+            if split == "static":
+                weight = _static_choice(dag, tail, out_weight, rank[cols[sl]],
+                                        div[plane.tail[arcs]])
+                out_weight = np.ones_like(out_weight)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                frac = np.where(dag, weight / out_weight[tail], 0.0)
+            flow = supply_all[:, sl].copy()
+            top = d_tail[dag].max(initial=0.0)
+            carried = np.zeros(len(arcs))
+            for level in range(int(top), 0, -1):
+                on_arc = np.where(d_tail == level, flow[tail] * frac, 0.0)
+                flow += head_inc @ on_arc
+                carried += on_arc.sum(axis=1)
+            load[arcs] += carried
+
+
+def _static_choice(dag: np.ndarray, tail: np.ndarray, out_count: np.ndarray,
+                   rank: np.ndarray, div: np.ndarray) -> np.ndarray:
+    """One-hot weights: the D-mod-k arc among each node's DAG arcs, per destination column.
+
+    ``dag`` rows are arcs sorted by ``tail``; the j-th DAG arc of a node (in that order) is
+    taken with ``j = floor(rank / div) mod count``.
+    """
+    counts = dag.cumsum(axis=0)
+    # Position of each arc among its node's DAG arcs: subtract the count before the node.
+    first = np.r_[0, np.flatnonzero(np.diff(tail)) + 1]
+    before = np.zeros_like(counts)
+    starts = np.repeat(first, np.diff(np.r_[first, len(tail)]))
+    has_before = starts > 0
+    before[has_before] = counts[starts[has_before] - 1]
+    position = counts - before - 1
+    k = out_count[tail]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        j = np.where(k > 0, (rank[None, :] // div[:, None]) % np.maximum(k, 1), -1)
+    return (dag & (position == j)).astype(float)
+
+
+def up_port_divisors(plane: Plane) -> np.ndarray:
+    """``q(u)`` of the static split, per plane node: the product of the up-port counts of the
+    layers below ``u``'s (a layer's up-port count is the most arcs any of its nodes has to a
+    higher layer)."""
+    up = plane.layer[plane.head] > plane.layer[plane.tail]
+    per_node = np.bincount(plane.tail[up], minlength=plane.n_nodes)
+    layers = np.unique(plane.layer)
+    ports = {int(L): max(1, int(per_node[plane.layer == L].max(initial=0))) for L in layers}
+    prod, divisor = 1, {}
+    for L in sorted(ports):
+        divisor[L] = prod
+        prod *= ports[L]
+    return np.array([divisor[int(L)] for L in plane.layer], dtype=np.int64)
+
+
+def destination_rank(plane: Plane) -> np.ndarray:
+    """Rank of each destination endpoint in the static tables: endpoints numbered leaf by
+    leaf (by their upstream neighbour, then by position), as a subnet manager numbers hosts
+    in cabling order."""
+    first_up = np.full(plane.n_nodes, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first_up, plane.head, plane.tail)
+    key = first_up[plane.target]
+    order = np.lexsort((np.arange(len(key)), key))
+    rank = np.empty(len(key), dtype=np.int64)
+    rank[order] = np.arange(len(key))
+    return rank

@@ -1,0 +1,122 @@
+"""method="approx": the certified bracket contains the exact optimum and re-checks."""
+
+import numpy as np
+import pytest
+
+import fabricopt as fo
+from fabricopt.errors import InvalidParameterError
+from fabricopt.flow.approx import solve_approx
+
+# A loose gap keeps these fast; the bracket must contain the exact value whatever the gap.
+GAP = 0.05
+
+
+def _sparse_random(fab, seed, pairs=12):
+    rng = np.random.default_rng(seed)
+    eps = list(fab.endpoints)
+    demands = {}
+    while len(demands) < pairs:
+        s, t = rng.choice(len(eps), size=2, replace=False)
+        demands[(eps[s], eps[t])] = float(rng.integers(1, 4))
+    return fo.Traffic(demands, name="sparse")
+
+
+def _first_link(fab, tier=None):
+    """A link between two switches (both ends not endpoints)."""
+    eps = set(fab.endpoints)
+    for u, v, d in fab.graph.edges(data=True):
+        if u not in eps and v not in eps and (tier is None or d.get("tier") == tier):
+            return (u, v)
+    raise AssertionError("no switch-to-switch link")
+
+
+def _torus_minus_link():
+    fab = fo.torus((4, 4))
+    u, v = next(iter(fab.graph.edges()))
+    return fab.without_links([(u, v)])
+
+
+JELLY = fo.jellyfish(switches=12, network_ports=4, endpoints_per_switch=2, seed=3)
+FAT = fo.fat_tree(4, link_gbps=1.0)
+CASES = [
+    ("jellyfish all-to-all", JELLY, lambda f: fo.all_to_all(f)),
+    ("jellyfish permutation", JELLY, lambda f: fo.permutation(f, seed=1)),
+    ("jellyfish sparse", JELLY, lambda f: _sparse_random(f, 2)),
+    ("torus minus a link", _torus_minus_link(), lambda f: fo.all_to_all(f)),
+    ("fat_tree(4) minus a link", FAT.without_links([_first_link(FAT)]),
+     lambda f: fo.all_to_all(f)),
+    ("fat_tree(4) minus a link, permutation", FAT.without_links([_first_link(FAT)]),
+     lambda f: fo.permutation(f, seed=4)),
+]
+
+
+@pytest.mark.parametrize("name,fab,make", CASES, ids=[c[0] for c in CASES])
+def test_bracket_contains_exact_lp_and_rechecks(name, fab, make):
+    traffic = make(fab)
+    exact = fo.max_concurrent_flow(fab, traffic, method="lp")
+    assert exact.exact
+    r = fo.max_concurrent_flow(fab, traffic, method="approx", gap=GAP)
+    assert r.method == "approx" and r.status in ("inexact", "optimal")
+    tol = 1e-9 * exact.theta
+    assert r.lower - tol <= exact.theta <= r.upper + tol
+    assert r.upper - r.lower <= GAP * r.upper * (1 + 1e-9)
+    check = fo.check_certificate(fab, r, traffic)
+    assert check.ok, check
+    assert check.max_overload <= 1 + 1e-9
+
+
+# Closed forms with unit links and unit all-to-all (see tests/test_flow.py for sources):
+# ring C_n, n even: 8/n^2; hypercube Q_d: 2^(1-d); complete K_n: 1.
+@pytest.mark.parametrize("fab,closed", [(fo.ring(8), 8 / 8**2),
+                                        (fo.hypercube(3), 2.0 ** (1 - 3)),
+                                        (fo.complete(5), 1.0)], ids=["ring", "cube", "K5"])
+def test_bracket_contains_closed_form(fab, closed):
+    r = fo.max_concurrent_flow(fab, method="approx", gap=GAP)
+    assert r.lower * (1 - 1e-9) <= closed <= r.upper * (1 + 1e-9)
+    assert fo.check_certificate(fab, r).ok
+
+
+@pytest.mark.parametrize("gap", [0, 1, -0.1, 1.5, True, "0.1", float("nan")])
+def test_gap_outside_open_unit_interval_is_an_error(gap):
+    with pytest.raises(InvalidParameterError, match="gap"):
+        fo.max_concurrent_flow(fo.ring(4), method="approx", gap=gap)
+    model = fo.build_flow_lp(fo.ring(4), fo.all_to_all(fo.ring(4)))
+    with pytest.raises(InvalidParameterError, match="solve_approx.*gap"):
+        solve_approx(model, gap=gap)
+
+
+def test_time_limit_stops_with_a_proven_bracket():
+    fab = JELLY
+    exact = fo.max_concurrent_flow(fab, method="lp").theta
+    # A gap no first-order method reaches in a millisecond: the clock stops it.
+    r = fo.max_concurrent_flow(fab, method="approx", gap=1e-9, time_limit=1e-3)
+    assert r.status == "time_limit" and r.theta is None
+    assert 0 < r.lower <= exact * (1 + 1e-9) and exact <= r.upper * (1 + 1e-9)
+    assert fo.check_certificate(fab, r).ok
+
+
+def test_solution_uses_the_lp_layout():
+    fab = JELLY
+    model = fo.build_flow_lp(fab, fo.all_to_all(fab))
+    sol = solve_approx(model, gap=GAP)
+    m = len(model.core_arcs)
+    assert sol.x.shape == (model.n_commodities * m + 1,)
+    assert np.all(sol.x >= 0)
+    # The flow conserves: residual only from rounding, far below the smallest demand.
+    assert model.conservation_residual(sol.x) <= 1e-9 * model.min_demand
+    assert sol.dual_ub.shape == (m + len(model.ep_rows_arc),) and np.all(sol.dual_ub <= 0)
+
+
+def test_disconnected_pair_gives_zero():
+    fab = fo.ring(4).without_links([("n0", "n1"), ("n2", "n3")])
+    r = fo.max_concurrent_flow(fab, method="approx")
+    assert r.upper == 0 and r.lower == 0 and r.unreachable is not None
+
+
+def test_auto_picks_approx_when_the_lp_is_too_large(monkeypatch):
+    import fabricopt.flow.api as api
+
+    monkeypatch.setattr(api, "MAX_AUTO_NONZEROS", 10)
+    fab = JELLY
+    r = fo.max_concurrent_flow(fab, method="auto", gap=GAP)
+    assert r.method == "approx" and fo.check_certificate(fab, r).ok

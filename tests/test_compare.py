@@ -1,0 +1,326 @@
+"""Batch comparison: rows, sweeps, failures, executors, and a killed batch resumed."""
+
+import concurrent.futures as cf
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import fabricopt as fo
+from fabricopt.compare import CSV_FILE, ROWS_FILE, Comparison, design_tasks
+
+TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
+ROOT = TOPOLOGIES.parent
+QUICK = ["summary", "all_to_all"]
+
+
+def _rows_on_disk(out_dir):
+    with open(Path(out_dir) / ROWS_FILE) as f:
+        return [json.loads(line) for line in f]
+
+
+def test_rows_match_the_public_api_one_by_one():
+    fab = fo.fat_tree(4, link_gbps=100.0)
+    [row] = fo.compare(fab).rows
+    flow = fo.max_concurrent_flow(fab)
+    cost = fo.estimate_cost(fab)
+    # k=4 fat-tree: k^3/4 = 16 GPUs, 5k^2/4 = 20 switches; 16 GPU links + 2 x 16 switch links.
+    assert (row["gpus"], row["switches"], row["links"]) == (16, 20, 48)
+    assert row["links_gpu-leaf"] + row["links_leaf-spine"] + row["links_spine-core"] == 48
+    assert row["all_to_all_status"] == "optimal" and row["error"] == ""
+    assert row["all_to_all_theta"] == pytest.approx(flow.theta)
+    assert row["all_to_all_per_endpoint_gbps"] == pytest.approx(flow.per_endpoint_gbps)
+    # Non-blocking: every GPU delivers its whole 100 Gb/s link, any traffic is carried at it,
+    # and the bisection is N/2 x 100 Gb/s (full bisection).
+    assert row["all_to_all_per_endpoint_gbps"] == pytest.approx(100.0)
+    assert row["any_traffic_per_endpoint_gbps"] == pytest.approx(100.0)
+    assert row["bisection_gbps"] == pytest.approx(8 * 100.0) and row["bisection_exact"]
+    assert row["full_bisection_ratio"] == pytest.approx(1.0)
+    assert row["capex_usd"] == pytest.approx(cost.capex_usd)
+    assert row["capex_per_gpu_usd"] == pytest.approx(cost.capex_usd / 16)
+    assert row["usd_per_delivered_gbps"] == pytest.approx(cost.capex_usd / 16 / 100.0)
+    c = fo.collective_bounds(fab, "all_reduce", message_bytes=2**30)
+    assert row["message_bytes"] == 2**30
+    assert row["all_reduce_busbw_GBps"] == pytest.approx(c.busbw_GBps)
+    assert row["binding_tier"] == flow.binding_tier
+
+
+def test_sweeps_give_one_row_per_point_with_the_swept_values_as_columns():
+    table = fo.compare(TOPOLOGIES / "ualink-pod-sweep.toml", metrics=QUICK)
+    # ualink-pod-sweep.toml sweeps accelerators over 16, 32, 64, 128.
+    assert table.column("accelerators") == [16, 32, 64, 128]
+    assert table.column("gpus") == [16, 32, 64, 128]
+    assert table.columns[:4] == ["name", "file", "family", "accelerators"]
+    assert table.column("name")[0] == "UALink pod [accelerators=16]"
+    assert set(table.column("family")) == {"ualink_pod"}
+
+
+def test_a_folder_gives_every_design_file_and_the_same_design_runs_once():
+    tasks = design_tasks(TOPOLOGIES)
+    files = sorted(TOPOLOGIES.glob("*.toml"))
+    points = sum(len(fo.specs.design_points(f)) for f in files)
+    assert len(tasks) == points
+    assert {t.path for t in tasks} == {str(f) for f in files}
+    ring = fo.ring(5)
+    table = fo.compare([ring, ring, TOPOLOGIES / "dgx-h100.toml",
+                        str(TOPOLOGIES / "dgx-h100.toml")], metrics=["summary"])
+    assert table.column("name") == ["ring(5)", "DGX H100"]
+
+
+def _raises(fab):
+    raise RuntimeError("metric broke")
+
+
+def test_a_failing_design_is_a_row_and_the_batch_goes_on(tmp_path):
+    bad_toml = tmp_path / "bad.toml"
+    bad_toml.write_text('family = "ring"\n[params]\nn = 1\n')  # the generator rejects n = 1
+    broken = tmp_path / "broken.toml"
+    broken.write_text("family = \n")  # not TOML
+    table = fo.compare([fo.ring(4), bad_toml, broken, fo.ring(6)], metrics=QUICK)
+    assert table.column("name") == ["ring(4)", "bad", "broken", "ring(6)"]
+    assert [bool(e) for e in table.column("error")] == [False, True, True, False]
+    assert "n must be an integer >= 2" in table[1]["error"]
+    assert "DesignFileError" in table[2]["error"]
+    assert len(table.failed) == 2 and "2 failed" in repr(table)
+    # A metric that raises fails its own row only.
+    table = fo.compare([fo.ring(4)], metrics=["summary", _raises])
+    assert table[0]["gpus"] == 4 and "RuntimeError: metric broke" in table[0]["error"]
+
+
+def test_outputs_csv_markdown_json_records_pandas(tmp_path):
+    table = fo.compare([fo.ring(4), fo.ring(8)], metrics=QUICK)
+    rows = list(csv.DictReader(io.StringIO(table.to_csv(tmp_path / "t.csv"))))
+    assert [r["name"] for r in rows] == ["ring(4)", "ring(8)"]
+    # Unit ring of n nodes: theta = 8 / n^2 (0.5 and 0.125), written with 6 digits.
+    assert [r["all_to_all_theta"] for r in rows] == ["0.5", "0.125"]
+    assert (tmp_path / "t.csv").read_text() == table.to_csv()
+    md = table.to_markdown(["name", "gpus"]).splitlines()
+    assert md == ["| name | gpus |", "|---|---|", "| ring(4) | 4 |", "| ring(8) | 8 |"]
+    assert json.loads(table.to_json()) == table.to_records()
+    df = table.to_pandas()
+    assert list(df["gpus"]) == [4, 8] and list(df.columns) == table.columns
+    assert "ring(8)" in repr(table) and "<Comparison: 2 designs, 0 failed>" in repr(table)
+    with pytest.raises(fo.InvalidParameterError, match="did you mean 'gpus'"):
+        table.column("gpu")
+
+
+def test_to_pandas_names_the_missing_package(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now fails
+    with pytest.raises(fo.FabricOptError, match="pandas is not installed"):
+        Comparison([{"name": "a"}]).to_pandas()
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"designs": 3}, "designs must be a Fabric, a design file or folder"),
+    ({"designs": "no/such/file.toml"}, "designs must be existing design files or folders"),
+    ({"designs": []}, "designs must be at least one design"),
+    ({"metrics": ["all_to_al"]}, "did you mean 'all_to_all'"),
+    ({"metrics": "summary"}, "metrics must be a sequence"),
+    ({"executor": "pool"}, "executor must be a concurrent.futures.Executor"),
+    ({"message_bytes": "1 GiBs"}, "message_bytes must be a size in bytes"),
+    ({"progress": "yes"}, "progress must be True, False or None"),
+])
+def test_bad_input_is_refused_before_any_work(kwargs, match):
+    args = {"designs": fo.ring(4), **kwargs}
+    with pytest.raises(fo.InvalidParameterError, match=match):
+        fo.compare(args.pop("designs"), **args)
+
+
+def test_message_bytes_takes_units():
+    [row] = fo.compare(fo.ring(4), metrics=["all_reduce"], message_bytes="512MB").rows
+    assert row["message_bytes"] == 512e6  # MB is 10^6 bytes
+
+
+_INTERRUPT_AT = {"name": None}
+
+
+def _interrupt_once(fab):
+    if fab.name == _INTERRUPT_AT["name"]:
+        _INTERRUPT_AT["name"] = None  # the next run gets past it
+        raise KeyboardInterrupt
+    return {"ring_nodes": len(fab.endpoints)}
+
+
+def test_an_interrupted_batch_resumes_with_nothing_lost_or_repeated(tmp_path):
+    designs = [fo.ring(n) for n in (4, 5, 6, 7)]
+    metrics = ["summary", _interrupt_once]
+    _INTERRUPT_AT["name"] = "ring(6)"
+    with pytest.raises(KeyboardInterrupt):
+        fo.compare(designs, metrics=metrics, out_dir=tmp_path)
+    # The two rows that finished are on disk, and the CSV with them.
+    assert [r["name"] for r in _rows_on_disk(tmp_path)] == ["ring(4)", "ring(5)"]
+    assert len((tmp_path / CSV_FILE).read_text().splitlines()) == 1 + 2
+    first = {r["key"]: r["seconds"] for r in _rows_on_disk(tmp_path)}
+    table = fo.compare(designs, metrics=metrics, out_dir=tmp_path)
+    assert table.column("ring_nodes") == [4, 5, 6, 7]
+    on_disk = _rows_on_disk(tmp_path)
+    assert sorted(r["name"] for r in on_disk) == ["ring(4)", "ring(5)", "ring(6)", "ring(7)"]
+    # The finished rows were kept as they were, not computed again.
+    assert {r["key"]: r["seconds"] for r in table if r["key"] in first} == first
+    # A third run computes nothing: every row is read back.
+    again = fo.compare(designs, metrics=metrics, out_dir=tmp_path)
+    assert again.to_records() == table.to_records()
+
+
+def test_failed_rows_are_retried_and_replace_their_error(tmp_path):
+    path = tmp_path / "r.toml"
+    path.write_text('family = "ring"\n[params]\nn = 1\n')
+    assert fo.compare(path, metrics=["summary"], out_dir=tmp_path / "out").failed
+    path.write_text('family = "ring"\n[params]\nn = 4\n')  # fixed: a new key, a new row
+    table = fo.compare(path, metrics=["summary"], out_dir=tmp_path / "out")
+    assert not table.failed and table[0]["gpus"] == 4
+
+
+def test_a_killed_process_resumes_with_nothing_lost_or_repeated(tmp_path):
+    # A metric module both processes import, so the rows' keys agree: it hangs on ring(6)
+    # while FABRICOPT_TEST_HANG is set, and the child is killed there with SIGKILL.
+    (tmp_path / "gate.py").write_text(textwrap.dedent("""
+        import os, time
+
+        def gate(fab):
+            if fab.name == "ring(6)" and os.environ.get("FABRICOPT_TEST_HANG"):
+                time.sleep(120)
+            return {"gated": True}
+    """))
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path[:0] = [{str(ROOT)!r}, {str(tmp_path)!r}]
+        import fabricopt as fo, gate
+        fo.compare([fo.ring(n) for n in (4, 5, 6, 7)], metrics=["summary", gate.gate],
+                   out_dir={str(tmp_path / "out")!r})
+    """)
+    env = dict(os.environ, FABRICOPT_TEST_HANG="1")
+    child = subprocess.Popen([sys.executable, "-c", script], env=env)
+    rows_file = tmp_path / "out" / ROWS_FILE
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if rows_file.exists() and len(rows_file.read_text().splitlines()) >= 2:
+                break
+            assert child.poll() is None, "the batch ended before it was killed"
+            time.sleep(0.1)
+        else:
+            pytest.fail("the batch wrote no rows")
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+    before = _rows_on_disk(tmp_path / "out")
+    assert [r["name"] for r in before] == ["ring(4)", "ring(5)"]
+    sys.path.insert(0, str(tmp_path))
+    try:
+        import gate
+        table = fo.compare([fo.ring(n) for n in (4, 5, 6, 7)], metrics=["summary", gate.gate],
+                           out_dir=tmp_path / "out")
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("gate", None)
+    assert table.column("gpus") == [4, 5, 6, 7] and not table.failed
+    after = _rows_on_disk(tmp_path / "out")
+    assert len(after) == 4 and len({r["key"] for r in after}) == 4
+    assert [r for r in after if r["key"] in {b["key"] for b in before}] == before
+
+
+def test_a_process_pool_gives_the_same_rows_as_this_process(tmp_path):
+    designs = [TOPOLOGIES / "rail-oversubscription-sweep.toml", fo.ring(6)]
+    here = fo.compare(designs, metrics=QUICK + ["cost"])
+    with cf.ProcessPoolExecutor(max_workers=2) as pool:
+        there = fo.compare(designs, metrics=QUICK + ["cost"], executor=pool, out_dir=tmp_path)
+    strip = [{k: v for k, v in r.items() if k != "seconds"} for r in here.to_records()]
+    assert [{k: v for k, v in r.items() if k != "seconds"} for r in there.to_records()] == strip
+    assert len(_rows_on_disk(tmp_path)) == 5
+
+
+def test_progress_bar_on_request_only(capsys):
+    fo.compare(fo.ring(4), metrics=["summary"], progress=True)
+    assert "compare" in capsys.readouterr().err
+    fo.compare(fo.ring(4), metrics=["summary"])  # stderr is not a terminal under pytest
+    assert capsys.readouterr().err == ""
+
+
+def test_worker_caps_its_threads():
+    from fabricopt.compare import limit_threads
+
+    before = os.environ.get("OPENBLAS_NUM_THREADS")
+    with limit_threads(1):
+        assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    assert os.environ.get("OPENBLAS_NUM_THREADS") == before
+
+
+@pytest.mark.slow
+def test_dask_local_cluster_runs_the_same_comparison():
+    distributed = pytest.importorskip("distributed")
+    designs = [TOPOLOGIES / "ualink-pod-sweep.toml", fo.ring(6)]
+    here = fo.compare(designs, metrics=QUICK)
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        there = fo.compare(designs, metrics=QUICK, executor=client.get_executor())
+    drop = {"seconds"}
+    assert [{k: v for k, v in r.items() if k not in drop} for r in there] == \
+        [{k: v for k, v in r.items() if k not in drop} for r in here]
+
+
+def test_compare_command_writes_the_report_end_to_end(tmp_path, capsys):
+    from html.parser import HTMLParser
+
+    from fabricopt.cli import main
+
+    out = tmp_path / "out"
+    sweep = TOPOLOGIES / "ualink-pod-sweep.toml"
+    code = main(["compare", str(sweep), str(TOPOLOGIES / "dgx-h100.toml"),
+                 "in_network_reduction=false", "ring", "n=6", "-o", str(out)])
+    assert code == 0
+    assert "6 designs (0 failed)" in capsys.readouterr().out
+    for name in ("results.csv", "results.md", "results.json", "results.jsonl", "pareto.png",
+                 "bars.png", "index.html"):
+        assert (out / name).stat().st_size > 0, name
+    # One diagram per design: the 4 sweep points, the DGX H100 variant and the ring.
+    assert len(list((out / "diagrams").glob("*.png"))) == 6
+    names = [r["name"] for r in json.loads((out / "results.json").read_text())]
+    assert names[4] == "DGX H100 [in_network_reduction=False]" and names[5] == "ring(6)"
+
+    class Page(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.images, self.text = [], []
+
+        def handle_starttag(self, tag, attrs):
+            if tag == "img":
+                self.images.append(dict(attrs))
+
+        def handle_data(self, data):
+            self.text.append(data)
+
+    page = Page()
+    page.feed((out / "index.html").read_text())
+    text = " ".join(page.text)
+    assert all(img["src"].startswith("data:image/png;base64,") for img in page.images)
+    # The Pareto plot, the bars and one diagram per design, every one embedded.
+    assert len(page.images) == 2 + 6
+    for name in names:
+        assert name in text
+    # The embedded pictures are the files written beside the page.
+    import base64
+
+    pareto = base64.b64decode(page.images[0]["src"].split(",", 1)[1])
+    assert pareto == (out / "pareto.png").read_bytes()
+
+
+def test_compare_command_prints_a_table_and_fails_with_a_failed_design(tmp_path, capsys):
+    from fabricopt.cli import main
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text('family = "ring"\n[params]\nn = 1\n')
+    assert main(["compare", "ring", "n=4", str(bad), "--format", "csv"]) == 1
+    captured = capsys.readouterr()
+    rows = list(csv.DictReader(io.StringIO(captured.out)))
+    assert [r["name"] for r in rows] == ["ring(4)", "bad"]
+    assert "n must be an integer >= 2" in captured.err
