@@ -150,6 +150,42 @@ def case_draw(make: str) -> dict:
             "value": f"{nodes} nodes drawn; {title} (build {built:.1f} s not counted)"}
 
 
+def case_plan(leaves: int) -> dict:
+    """plan_capacity on a leaf-spine skeleton of up to 4 links per pair at theta 0.5."""
+    import fabricopt as fo
+
+    fab = fo.leaf_spine(leaves=leaves, spines=8, endpoints_per_leaf=32, links_per_pair=4)
+    n = len(fab.endpoints)
+    tm = fo.all_to_all(fab, gbps=400 / (n - 1))  # theta 1 fills every GPU's link
+    start = time.perf_counter()
+    plan = fo.plan_capacity(fab, tm, target_theta=0.5)
+    seconds = time.perf_counter() - start
+    # Closed form: a leaf sends 0.5 x 400 x 32 (n - 32) / (n - 1) over 8 bundles of 400G.
+    expected = -(-0.5 * 32 * (n - 32) // ((n - 1) * 8))
+    value = (f"{plan.status}, gap {plan.gap:g}, leaf-spine {plan.orbit_links['leaf-spine']} "
+             f"links (closed form {expected:g}), verified {plan.verified}")
+    return {"seconds": seconds, "value": value,
+            "ok": plan.status == "optimal" and plan.gap == 0 and plan.verified
+            and plan.orbit_links["leaf-spine"] == expected}
+
+
+def case_optimize(gpus: int) -> dict:
+    """optimize over a space of SuperPOD, rail-optimized and Clos clusters."""
+    import fabricopt as fo
+
+    space = {"family": ["superpod", "rail_optimized", "clos"], "scale_up": ["dgx_h100"],
+             "leaf_radix": [64], "oversubscription": [1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0],
+             "tiers": [None, 3], "planes": [1, 2, 4], "nic_gbps": [400],
+             "policy": ["cost", "all_optics", "lpo"]}
+    start = time.perf_counter()
+    res = fo.optimize(gpus, space=space, constraints={"all_to_all_gbps_per_gpu": 150})
+    seconds = time.perf_counter() - start
+    evaluated = sum(r["status"] == "evaluated" for r in res.rows)
+    best = res.best["name"] if res.best else None
+    return {"seconds": seconds, "candidates": len(res.rows),
+            "value": f"{len(res.rows)} candidates, {evaluated} evaluated, best {best}"}
+
+
 def case_compare(designs: list[str], jobs: int) -> dict:
     import concurrent.futures as cf
 
@@ -292,6 +328,17 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((f"draw, {make[3:]}", out, "< 10 s" if big else "",
                      ("met" if out["seconds"] < 10 else "not met") if big else ""))
 
+    # Capacity planning and the design optimizer.
+    leaves = 16 if args.quick else 64
+    out = run_case("case_plan", leaves)
+    rows.append((f"plan_capacity, {leaves}-leaf leaf-spine at theta 0.5", out,
+                 "< 30 s, proven gap 0", "met" if out["seconds"] < 30 and out.get("ok")
+                 else "not met"))
+    gpus = 1024 if args.quick else 16384
+    out = run_case("case_optimize", gpus)
+    rows.append((f"optimize, {gpus:,} GPUs", out, ">= 200 candidates, < 60 s",
+                 "met" if out["seconds"] < 60 and out.get("candidates", 0) >= 200
+                 else "not met"))
     # compare over every shipped design: in this process, then on a 2-process pool.
     topologies = Path(__file__).resolve().parent.parent / "topologies"
     designs = ([str(topologies / f) for f in ("dgx-h100.toml", "ualink-pod-sweep.toml",

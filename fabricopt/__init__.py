@@ -48,6 +48,8 @@ from .flow import (
 )
 from .generators import *  # noqa: F403  (every generator; the list lives there)
 from .generators import __all__ as _generator_names
+from .optimize import OptimizeResult, optimize
+from .plan import CapacityPlan, plan_capacity
 from .routing import (
     RoutedFlowResult,
     plot_routing_distribution,
@@ -111,6 +113,10 @@ __all__ = _generator_names + [
     "estimate_cost",
     "from_networkx",
     "load_design",
+    "CapacityPlan",
+    "plan_capacity",
+    "OptimizeResult",
+    "optimize",
     "read_graphml",
     "read_json",
     "write_graphml",

@@ -25,3 +25,39 @@ def read_toml(path: str | os.PathLike[str], error: type[Exception], kind: str) -
     except UnicodeDecodeError as exc:
         raise error(f"{where}: not valid TOML: the file is not UTF-8 ({exc.reason} at byte "
                     f"{exc.start})") from None
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"dumps_toml(): cannot write {type(value).__name__} {value!r}")
+
+
+def dumps_toml(data: dict[str, Any]) -> str:
+    """TOML text for a design file: top-level values, then one ``[table]`` per mapping.
+
+    Enough for what fabricopt writes (strings, numbers, booleans, lists and inline tables);
+    ``None`` values are left out, as TOML has no null.
+
+    >>> print(dumps_toml({"family": "ring", "params": {"n": 4, "x": None}}))
+    family = "ring"
+    <BLANKLINE>
+    [params]
+    n = 4
+    <BLANKLINE>
+    """
+    lines = [f"{k} = {_toml_value(v)}" for k, v in data.items()
+             if v is not None and not isinstance(v, dict)]
+    for k, v in data.items():
+        if isinstance(v, dict):
+            lines += ["", f"[{k}]"]
+            lines += [f"{kk} = {_toml_value(vv)}" for kk, vv in v.items() if vv is not None]
+    return "\n".join(lines) + "\n"

@@ -532,7 +532,50 @@ def build_parser() -> argparse.ArgumentParser:
                      help="estimate the cost and list each tier's media in the legend")
     drw.add_argument("--dpi", type=float, default=150.0, help="resolution (default 150)")
     drw.set_defaults(func=_cmd_draw)
+
+    opt = sub.add_parser("optimize", help="search a design space for the best cluster",
+                         description="Search the design space a search file declares (GPU "
+                         "count, [space] lists, [constraints] targets; see "
+                         "topologies/README.md), print the Pareto front of capex and "
+                         "all-to-all bandwidth and the best design, and write the best "
+                         "design as a design file.")
+    opt.add_argument("target", help="search file (.toml)")
+    opt.add_argument("-o", "--output", default=None, metavar="FILE",
+                     help="design file to write the best design to (default: "
+                     "<search file stem>-best.toml in the current directory)")
+    opt.add_argument("--all", action="store_true",
+                     help="print every candidate with the reason it was pruned")
+    opt.add_argument("--time-limit", type=float, default=None, help="seconds per flow solve")
+    opt.set_defaults(func=_cmd_optimize)
     return parser
+
+
+def _cmd_optimize(args: argparse.Namespace) -> int:
+    from .optimize import load_search, optimize
+
+    spec = load_search(args.target)
+    res = optimize(spec["gpus"], space=spec["space"], constraints=spec["constraints"],
+                   objective=spec["objective"], time_limit=args.time_limit)
+    print(f"{spec['name']}: {res!r}")
+    print("")
+    print("Pareto front (capex, certified all-to-all per GPU):")
+    print(res.to_markdown())
+    if args.all:
+        print("")
+        for r in res.rows:
+            print(f"{r['name']}: {r['status']}" + (f" ({r['reason']})" if r["reason"] else ""))
+    print("")
+    if res.best is None:
+        print("no design meets every constraint; nearest:")
+        for r in res.nearest:
+            print(f"  {r['name']}: " + ", ".join(f"{k} misses by {v:.1%}"
+                                                 for k, v in r["shortfall"].items()))
+        return 1
+    out = args.output or os.path.splitext(os.path.basename(args.target))[0] + "-best.toml"
+    res.write_design(out)
+    print(f"best: {res.best['name']}, {res.best['capex_usd']:,.0f} USD, "
+          f"{res.best['all_to_all_gbps_per_gpu']:,.1f} Gb/s all-to-all per GPU -> {out}")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

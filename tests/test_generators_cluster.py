@@ -270,7 +270,9 @@ def test_superpod_rail_only_has_one_leaf_per_rail():
     ({"scale_out": "clos", "tiers": 4}, r"tiers must be one of 2, 3"),
     ({"tech": 5}, r"tech must be None or a non-empty string"),
     ({"name": 5}, r"name must be None or a non-empty string"),
-    ({"nodes": 100, "leaf_radix": 4}, r"2 tiers of radix-4 switches reach at most 4 nodes"),
+    ({"nodes": 100, "leaf_radix": 4, "tiers": 2},
+     r"2 tiers of radix-4 switches reach at most 4 nodes"),
+    ({"nodes": 100, "leaf_radix": 4}, r"3 tiers of radix-4 switches reach at most 8 nodes"),
 ])
 def test_cluster_bad_arguments(kw, match):
     args = {"scale_up": nvswitch_like(), "nodes": 2, **kw}
@@ -308,9 +310,8 @@ def test_real_domains_keep_their_claim_and_symmetric_flow_matches_lp():
 
 def test_dgx_b200_cluster_counts():
     # 4 DGX B200: 8 GPUs x 18 NVLink 5 each (docs/hardware.md#nvlink-generations); one 400G NIC per
-    # GPU; one 64-port leaf per rail (8) holding 4 nodes, so 4 uplinks each at 1:1 (a
-    # partly filled leaf cables what its downlinks need, rail_plan), all on one spine
-    # (smallest divisor S of 4 with 64 S >= 8 x 4).
+    # GPU; one 64-port leaf per rail (8) holding 4 servers, so 1:1 takes 4 uplinks each
+    # (rail_plan: up = ceil(4 / 1)); 8 x 4 = 32 uplinks fit S = ceil(32 / 64) = 1 spine.
     fab = fo.cluster("dgx_b200", 4).validate()
     assert fab.summary().links_by_tier == {"gpu-nvswitch": 4 * 8 * 18, "gpu-leaf": 32,
                                            "leaf-spine": 8 * 4}

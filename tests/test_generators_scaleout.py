@@ -228,14 +228,13 @@ def test_clos_partial_leaf_and_pod():
 
 
 def test_clos_spreads_endpoints_evenly_and_keeps_its_claim():
-    # 12 endpoints, radix 8 at 2:1: down = floor(8 x 2 / 3) = 5, up = 3; ceil(12 / 5) = 3
-    # leaves of 4 endpoints (not 5 + 5 + 2), so all leaves are alike. A leaf of 4 endpoints
-    # needs ceil(4 / 2) = 2 uplinks at 2:1, not its 3 free ports: 2 uplinks fit one spine
-    # (8 >= 3 x 2) in a bundle of 2, where 3 would take 3 spines (smallest divisor of 3 with
-    # 8 S >= 3 x 3).
+    # 12 endpoints, radix 8 at 2:1: down = floor(8 x 2 / 3) = 5; ceil(12 / 5) = 3
+    # leaves of 4 endpoints (not 5 + 5 + 2), so all leaves are alike; 2:1 on 4 endpoints is
+    # up = 2 uplinks (the eighth port idle); S = ceil(3 x 2 / 8) = 1 spine.
     fab = fo.clos(endpoints=12, radix=8, oversubscription=2.0)
     assert layer_counts(fab) == {0: 12, 1: 3, 2: 1}
     assert [ports_used(fab, f"leaf{i}") for i in range(3)] == [6, 6, 6]
+    assert fab.params["oversubscription_built"] == 2.0
     fo.verify_symmetry(fab)
 
 
@@ -322,10 +321,10 @@ def test_rail_optimized_matches_superpod_two_tier_table(nodes, leaves, spines):
 def test_rail_optimized_gpus_and_rails():
     fab = fo.rail_optimized(nodes=5, gpus_per_node=2, leaf_radix=6)
     g = fab.graph
-    # down = up = 3: ceil(5 / 3) = 2 leaves per rail, the nodes spread evenly: 0-1 under
-    # leaf 0, 2-4 under leaf 1; 4 leaves, spines S = smallest divisor of 3 with
-    # 6 S >= 4 x 3, so 3.
-    assert layer_counts(fab) == {0: 10, 1: 4, 2: 3}
+    # down = 3: ceil(5 / 3) = 2 leaves per rail, the nodes spread evenly: 0-1 under
+    # leaf 0, 2-4 under leaf 1; up = ceil(3 / 1) = 3 uplinks on each of 4 leaves, so
+    # S = ceil(4 x 3 / 6) = 2 spines, bundles of 2 and 1 links in turn.
+    assert layer_counts(fab) == {0: 10, 1: 4, 2: 2}
     assert g.nodes["n4.g1"] == {"role": "gpu", "layer": 0, "node": 4, "rail": 1}
     assert list(g.successors("n4.g1")) == ["r1.l1"]
     assert g.nodes["r1.l1"]["rail"] == 1 and g.nodes["r1.l1"]["plane"] == 0
@@ -402,10 +401,12 @@ def test_rail_optimized_symmetry_claims_hold(kwargs):
 
 
 def test_rail_optimized_too_big_names_largest_size():
-    # 64 leaves of 32 down ports: 8 per rail, 8 x 32 = 256 nodes.
+    # 64 leaves of 32 down ports: 8 per rail, 8 x 32 = 256 nodes; three tiers hold
+    # 64 pods x 32 leaves = 2048 leaves, 256 per rail, 256 x 32 = 8192 nodes.
     with pytest.raises(fo.InvalidParameterError,
-                       match=r"reach at most 256 nodes of 8 GPUs at oversubscription 1.0"):
-        fo.rail_optimized(nodes=257)
+                       match=r"reach at most 256 nodes of 8 GPUs at oversubscription 1.0; "
+                             r"three tiers \(tiers=3\) reach 8192"):
+        fo.rail_optimized(nodes=257, tiers=2)
 
 
 def test_rail_scale_out_attaches_above_existing_devices():
@@ -477,8 +478,13 @@ def test_rail_optimized_scale_up_must_be_a_domain():
      "oversubscription must be a finite number > 0"),
     (fo.rail_optimized, {"nodes": 4, "planes": 0}, "planes must be an integer >= 1"),
     (fo.rail_optimized, {"nodes": 4, "nic_gbps": 0}, "nic_gbps must be a finite number > 0"),
-    # 8 rails on 4-port switches: not one leaf per rail fits under a shared spine layer.
-    (fo.rail_optimized, {"nodes": 1, "leaf_radix": 4}, "reach at most 0 nodes of 8 GPUs"),
+    # 8 rails on 4-port switches: not one leaf per rail fits under a shared spine layer;
+    # three tiers hold 4 pods x 2 leaves = 8 leaves, one per rail of 2 down ports: 2 nodes.
+    (fo.rail_optimized, {"nodes": 1, "leaf_radix": 4, "tiers": 2},
+     "reach at most 0 nodes of 8 GPUs"),
+    (fo.rail_optimized, {"nodes": 3, "leaf_radix": 4}, "3 tiers of radix-4 switches reach "
+     "at most 2 nodes of 8 GPUs"),
+    (fo.rail_optimized, {"nodes": 3, "tiers": 4}, "tiers must be one of"),
 ])
 def test_bad_arguments(func, kwargs, match):
     with pytest.raises(fo.InvalidParameterError, match=match):

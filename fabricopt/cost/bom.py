@@ -143,6 +143,11 @@ class CostEstimate:
         For every switch whose catalog entry gives its pluggable cages: ``(cages used,
         cages)``, the modules and cable ends its links put in it (twin-port ones count one
         cage for two ports). :meth:`over_cages` lists the switches given more than they have.
+    idle_ports : dict of str to int
+        Ports bought but not cabled, per switch model: the ports a unit offers at the rate
+        its links run (the most its port modes give at that rate, per chip of a multi-chip
+        unit) less the ports the fabric uses. ``fat_tree(8)`` priced as 64-port switches
+        leaves 56 of 64 idle on each of its 80 switches.
     """
 
     fabric: str
@@ -173,6 +178,7 @@ class CostEstimate:
         """
         return [(v, used, cages) for v, (used, cages) in self.cages.items()
                 if used > cages + 1e-9]
+    idle_ports: dict[str, int] = field(default_factory=dict)
 
     def count(self, component: str, kind: str | None = None) -> int:
         """Units of a catalog component in the bill of materials (all kinds unless named).
@@ -275,6 +281,11 @@ class CostEstimate:
             v, used, cages = over[0]
             lines.append(f"WARNING  {len(over)} switches given more modules than cages "
                          f"(e.g. {v!r}: {used:g} in {cages:g}); this plan cannot be built")
+        idle = {k: v for k, v in self.idle_ports.items() if v}
+        if idle:
+            lines.append("idle     " + ", ".join(
+                f"{v:,} {k} ports ({v / max(self.count(k, 'switch'), 1):,.1f} per unit)"
+                for k, v in idle.items()))
         return lines
 
     def to_table(self) -> str:
@@ -698,6 +709,20 @@ def _end_kind(entry: Entry) -> float:
     return entry["radix"] * entry["port_gbps"] / cages if cages else 0.0
 
 
+def _idle_ports(fab: Fabric, chooser: _DeviceChooser) -> dict[str, int]:
+    """Ports bought but not cabled, per switch model (see :class:`CostEstimate`)."""
+    g = fab.graph
+    idle: dict[str, int] = defaultdict(int)
+    for v in fab.switches:
+        use = _port_use(a for _, _, a in g.out_edges(v, data=True))
+        entry = chooser.switch(v, g.nodes[v], use)
+        chips = int(entry.get("chips") or 1)
+        modes = [(entry["radix"], entry["port_gbps"])] + list(entry.get("breakout") or ())
+        offered = max((p for p, gbps in modes if gbps >= use.rate_gbps), default=use.used)
+        idle[entry.key] += max(offered // chips - use.used, 0)
+    return dict(idle)
+
+
 def _nic_parts(fab: Fabric, chooser: _DeviceChooser) -> list[Part]:
     """Every NIC: NIC nodes, and the NICs of GPUs with scale-out links and no NIC node."""
     g = fab.graph
@@ -797,6 +822,7 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     est = _assemble(fab, cat, lay, pol, parts, runs, include_in_server)
     est.cages = {v: (cages_used.get(v, 0.0), entry["cages"] / int(entry.get("chips") or 1))
                  for v, (entry, _) in models.items() if entry.get("cages")}
+    est.idle_ports = _idle_ports(fab, chooser)
     return est
 
 

@@ -10,6 +10,7 @@ already in a builder, so the stand-alone generators (:func:`~fabricopt.clos`,
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -41,42 +42,197 @@ def split_ports(func: str, radix: int, oversubscription: float) -> tuple[int, in
     return down, radix - down
 
 
-def smallest_divisor_at_least(n: int, m: float) -> int:
-    """The smallest divisor of ``n`` that is ``>= m`` (``n`` itself when ``m >= n``).
+def leaf_uplinks(func: str, radix: int, oversubscription: float, down: int) -> int:
+    """Uplinks a leaf with ``down`` endpoint ports needs to build the ratio asked.
 
-    Used to pick how many upper switches a set of uplinks spreads over: fewest switches, every
-    lower switch joined to each by the same number of links.
+    ``up = ceil(down / s)``: the ratio built, ``down / up``, is the largest not above ``s``
+    (the nearest from below), and a leaf whose endpoints leave ports free keeps them idle
+    rather than adding uplinks the ratio does not ask for. ``down + up`` must fit the radix.
 
-    >>> smallest_divisor_at_least(32, 3), smallest_divisor_at_least(7, 2)
-    (4, 7)
+    >>> leaf_uplinks("clos", 64, 2.0, 32), leaf_uplinks("clos", 64, 3.0, 32)
+    (16, 11)
     """
-    for d in range(max(1, math.ceil(m)), n + 1):
-        if n % d == 0:
-            return d
-    return n
+    up = math.ceil(down / oversubscription - _RATIO_SLACK)
+    if down + up > radix:
+        raise InvalidParameterError(
+            f"{func}(): a leaf with {down} endpoint ports needs {up} uplinks at "
+            f"oversubscription={oversubscription!r} (up = ceil(down / s)), more than the "
+            f"{radix - down} ports its radix {radix} leaves")
+    return up
 
 
-def needed_uplinks(down_used: int, up: int, oversubscription: float, lower: int,
-                   radix: int) -> tuple[int, int]:
-    """Uplinks each of ``lower`` switches cables, and the upper switches they spread over.
+def fewest_uppers(lower: int, up: int, upper_radix: int) -> int:
+    """Fewest switches of ``upper_radix`` ports that take ``up`` links from each of ``lower``
+    switches: ``ceil(lower * up / upper_radix)``, at least one.
 
-    A switch with ``down_used`` of its down ports taken needs ``ceil(down_used / s)`` uplinks
-    at the down:up ratio ``s`` asked for, not all ``up`` of its free ports. Among the counts
-    from that need up to ``up``, the one needing the fewest upper switches (the smallest
-    divisor ``S`` of the count with ``S * radix >= lower * count``, so that every pair gets an
-    equal bundle) wins, then the fewest uplinks. A full switch keeps ``up``.
+    Bundles need not be equal (see :func:`bundle_links`): 8 leaves of 11 uplinks fit two
+    64-port spines.
 
-    >>> needed_uplinks(32, 32, 1.0, 8, 64)    # full leaves: 32 uplinks on 4 spines
-    (32, 4)
-    >>> needed_uplinks(29, 32, 1.0, 20, 64)   # 29 needed: 30 uplinks reach 10 spines, 29 needs 29
-    (30, 10)
-    >>> needed_uplinks(32, 22, 2.0, 8, 64)    # 32 GPUs at 2:1 need 16 of the 22 free ports
-    (16, 2)
+    >>> fewest_uppers(8, 11, 64), fewest_uppers(8, 32, 64), fewest_uppers(24, 16, 64)
+    (2, 4, 6)
     """
-    need = min(up, max(1, math.ceil(down_used / oversubscription - _RATIO_SLACK)))
-    best = min(range(need, up + 1),
-               key=lambda u: (smallest_divisor_at_least(u, lower * u / radix), u))
-    return best, smallest_divisor_at_least(best, lower * best / radix)
+    return max(1, -(-lower * up // upper_radix))
+
+
+def bundle_links(i: int, j: int, up: int, uppers: int) -> int:
+    """Links between lower switch ``i`` and upper switch ``j`` when every lower switch spreads
+    ``up`` links over ``uppers`` upper switches.
+
+    Each pair gets ``up // uppers`` links; the ``e = up % uppers`` extra links of lower switch
+    ``i`` go to the ``e`` upper switches ``i * e, ..., i * e + e - 1`` (mod ``uppers``). These
+    windows tile the cycle, so the upper switches differ by at most one link: the busiest one
+    takes ``ceil(lower * up / uppers)``, which fits its radix whenever ``uppers`` is
+    :func:`fewest_uppers`.
+
+    >>> [[bundle_links(i, j, 3, 2) for j in range(2)] for i in range(4)]
+    [[2, 1], [1, 2], [2, 1], [1, 2]]
+    """
+    base, extra = divmod(up, uppers)
+    return base + int((j - i * extra) % uppers < extra)
+
+
+@dataclass(frozen=True)
+class UpperTiers:
+    """How the leaves of a fabric are joined above: spines, and pods under a core.
+
+    Attributes
+    ----------
+    tiers : int
+        Switch tiers built: 1 (a single leaf), 2 (leaves and spines) or 3 (pods and a core).
+    up : int
+        Uplinks of every leaf.
+    leaves_per_pod, pods : int
+        Three tiers: the spine's down ports (``spine_radix // 2`` at 1:1) leaves per pod, the
+        last pod possibly partly filled. Otherwise the leaf count and 1.
+    spines : int
+        Two tiers: the fewest spines that take every uplink (:func:`fewest_uppers`), leaf
+        ``i`` joined to spine ``j`` by :meth:`leaf_spine_links_of` links. Three tiers: spines
+        per pod, ``up``, one link to each leaf of the pod.
+    spine_up, cores_per_group : int
+        Three tiers: uplinks of every spine, and the fewest cores of a group taking them:
+        spine ``j`` of every pod joins the cores of group ``j`` (pod ``p`` to core ``m`` by
+        :meth:`spine_core_links_of` links). Otherwise 0.
+    spine_radix, core_radix : int
+        Ports of spines and cores (0 where the tier is not built).
+    """
+
+    tiers: int
+    up: int
+    leaves_per_pod: int
+    pods: int
+    spines: int
+    spine_up: int = 0
+    cores_per_group: int = 0
+    spine_radix: int = 0
+    core_radix: int = 0
+    starts: tuple[int, ...] | None = None
+
+    @property
+    def leaf_spine_links(self) -> int:
+        """Links between a leaf and a spine (of its pod): the smaller bundle when they differ."""
+        return self.up // self.spines if self.tiers == 2 else int(self.tiers == 3)
+
+    @property
+    def spine_core_links(self) -> int:
+        """Links between a spine and a core of its group (the smaller bundle); 0 below 3 tiers."""
+        return self.spine_up // self.cores_per_group if self.tiers == 3 else 0
+
+    @property
+    def equal_bundles(self) -> bool:
+        """True when every leaf-spine and spine-core bundle holds the same number of links."""
+        if self.tiers == 2:
+            return self.up % self.spines == 0
+        return self.tiers != 3 or self.spine_up % self.cores_per_group == 0
+
+    @property
+    def symmetric(self) -> bool:
+        """True when the bundles are equal, or unequal in the rotation-invariant pattern of
+        ``starts`` (see :func:`rotation_starts`)."""
+        return self.equal_bundles or (self.tiers == 2 and self.starts is not None)
+
+    def leaf_spine_links_of(self, i: int, j: int) -> int:
+        """Links between leaf ``i`` (index in wiring order) and spine ``j``."""
+        if self.tiers != 2:
+            return 1
+        if self.starts is None:
+            return bundle_links(i, j, self.up, self.spines)
+        base, extra = divmod(self.up, self.spines)
+        return base + int((j - self.starts[i]) % self.spines < extra)
+
+    def leaf_spine_orbit(self, i: int, j: int) -> str | None:
+        """Orbit label of the bundle of leaf ``i`` and spine ``j`` under the rotations of
+        ``starts``; None where the tier is one orbit (equal bundles, or no pattern)."""
+        if self.tiers != 2 or self.equal_bundles or self.starts is None:
+            return None
+        return f"leaf-spine:{(j - self.starts[i]) % self.spines}"
+
+    def with_rotations(self, shape: Sequence[int]) -> UpperTiers:
+        """This plan with unequal leaf-spine bundles laid out by :func:`rotation_starts` for
+        leaves indexed by a grid of ``shape`` (row-major), when that fits the spines."""
+        if self.tiers != 2 or self.equal_bundles:
+            return self
+        starts = rotation_starts(shape, self.up, self.spines, self.spine_radix)
+        return dataclasses.replace(self, starts=starts)
+
+    def spine_core_links_of(self, p: int, m: int) -> int:
+        """Links between spine ``j`` of pod ``p`` and core ``m`` of group ``j``."""
+        return bundle_links(p, m, self.spine_up, self.cores_per_group)
+
+
+def rotation_starts(shape: Sequence[int], up: int, uppers: int, upper_radix: int
+                    ) -> tuple[int, ...] | None:
+    """Where each lower switch's extra links start, so that rotations act on the wiring.
+
+    Lower switches are indexed by a grid ``shape`` (for rail leaves: rails x leaves per rail),
+    row-major. Each spreads ``up`` links over ``uppers`` upper switches, ``up // uppers`` to
+    each and one more to the ``e = up % uppers`` upper switches from its start (mod
+    ``uppers``). With step ``a_k = uppers / gcd(uppers, n_k)`` per axis of size ``n_k``, the
+    start of switch ``(c_1, c_2, ...)`` is ``sum c_k a_k``: rotating axis ``k`` by one and the
+    upper switches by ``a_k`` is then an automorphism (``n_k a_k`` is a multiple of
+    ``uppers``), and the bundle of lower ``c`` and upper ``j`` lies in the orbit
+    ``(j - start(c)) mod uppers``. None when an upper switch would need more than
+    ``upper_radix`` ports.
+
+    >>> rotation_starts((8, 3), 32, 12, 64)[:4]    # 3 SU of DGX: 8 rails x 3 leaves
+    (0, 4, 8, 3)
+    """
+    steps = [uppers // math.gcd(uppers, n) for n in shape]
+    starts = [0]
+    for n, step in zip(shape, steps, strict=True):
+        starts = [(s + c * step) % uppers for s in starts for c in range(n)]
+    base, extra = divmod(up, uppers)
+    load = [base * len(starts)] * uppers
+    for s in starts:
+        for t in range(extra):
+            load[(s + t) % uppers] += 1
+    return tuple(starts) if max(load) <= upper_radix else None
+
+
+def upper_tiers(func: str, leaves: int, up: int, tiers: int, spine_radix: int, core_radix: int,
+                spine_oversubscription: float = 1.0) -> UpperTiers:
+    """Size the tiers above ``leaves`` leaves of ``up`` uplinks each; arguments assumed checked.
+
+    Two tiers: :func:`fewest_uppers` spines. Three tiers: pods of ``h`` leaves under ``up``
+    spines each, ``h, u = spine_ports(spine_radix, s)`` spine ports down and up, and core
+    groups of :func:`fewest_uppers` cores. A tier above a single switch of the tier below
+    carries no traffic and is not built: one leaf stands alone, one pod is a leaf-spine. The
+    caller checks the reach (two tiers: ``leaves <= spine_radix``; three: ``pods <=
+    core_radix``).
+
+    >>> t = upper_tiers("clos", 8, 11, 2, 64, 64)
+    >>> t.spines, t.equal_bundles, [t.leaf_spine_links_of(0, j) for j in range(2)]
+    (2, False, [6, 5])
+    """
+    if leaves == 1:
+        return UpperTiers(1, up, 1, 1, 0)
+    if tiers == 3:
+        per_pod, spine_up = spine_ports(func, spine_radix, spine_oversubscription)
+        pods = -(-leaves // per_pod)
+        if pods > 1:
+            return UpperTiers(3, up, per_pod, pods, up, spine_up,
+                              fewest_uppers(pods, spine_up, core_radix), spine_radix, core_radix)
+    return UpperTiers(2, up, leaves, 1, fewest_uppers(leaves, up, spine_radix), 0, 0,
+                      spine_radix)
 
 
 @dataclass(frozen=True)
@@ -85,50 +241,38 @@ class ClosPlan:
 
     Attributes
     ----------
-    endpoints, radix, down, up : int
-        Endpoint count, leaf radix, and leaf ports down (to endpoints) and up (to spines):
-        ``up`` counts the uplinks cabled, which partly filled leaves cut to what their
-        endpoints need at the ratio (:func:`needed_uplinks`).
-    tiers : int
-        Switch tiers built: 1 (one leaf alone), 2 (leaf-spine) or 3 (pods and a core).
+    endpoints, radix : int
+        Endpoint count and leaf radix.
+    down : int
+        Leaf ports the ratio allows towards endpoints (``floor(r * s / (1 + s))``, or the
+        count given); the leaf count is ``ceil(endpoints / down)``.
     leaves : int
-        ``ceil(endpoints / down)``; leaf ``i`` holds endpoints ``leaf_endpoints(i)``, the
-        endpoints spread evenly, so a leaf may use fewer than ``down`` ports.
-    leaves_per_pod, pods : int
-        Three tiers: the spine's down ports (``spine_radix // 2`` at 1:1) leaves per pod (the
-        last pod may hold fewer). Otherwise
-        ``leaves`` and 1.
-    spines : int
-        Two tiers: the spine count. Three tiers: spines per pod (``up``).
-    leaf_spine_links : int
-        Parallel links between each leaf and each spine (of its pod).
-    cores_per_group, spine_core_links : int
-        Three tiers: spine ``j`` of every pod joins the ``cores_per_group`` core switches of
-        group ``j`` with ``spine_core_links`` links each. Otherwise 0.
+        Leaf ``i`` holds endpoints ``leaf_endpoints(i)``, the endpoints spread evenly, so a
+        leaf may use fewer than ``down`` ports.
+    upper : UpperTiers
+        Uplinks per leaf (``ceil(fullest leaf / s)``), spines, pods and cores; its fields
+        (``tiers``, ``up``, ``spines``, ``pods``, ...) read as the plan's own.
+    ratio_built : float
+        The leaf down:up ratio built: the fullest leaf's endpoints over its uplinks.
     symmetric : bool
-        True when every leaf and pod is alike (the leaf count divides the endpoints, and every
-        pod is full: ``leaves_per_pod`` divides the leaves), so pod, leaf, spine, core and
-        endpoint permutations act transitively on the endpoints.
-    spine_radix, core_radix : int
-        Ports of spine and core switches (``radix`` unless given per tier; 0 where the tier
-        is not built).
+        True when every leaf and pod is alike (the leaf count divides the endpoints, every pod
+        is full, and bundles are equal), so pod, leaf, spine, core and endpoint permutations
+        act transitively on the endpoints.
     """
 
     endpoints: int
     radix: int
     down: int
-    up: int
-    tiers: int
     leaves: int
-    leaves_per_pod: int
-    pods: int
-    spines: int
-    leaf_spine_links: int
-    cores_per_group: int
-    spine_core_links: int
+    upper: UpperTiers
+    ratio_built: float
     symmetric: bool
-    spine_radix: int = 0
-    core_radix: int = 0
+
+    def __getattr__(self, name: str) -> Any:
+        # tiers, up, spines, pods, leaves_per_pod, ... are the upper tiers' own.
+        if name == "upper":
+            raise AttributeError(name)
+        return getattr(self.upper, name)
 
     def leaf_endpoints(self, i: int) -> range:
         """The endpoints under leaf ``i``: spread evenly over the leaves (counts differ by at
@@ -140,6 +284,7 @@ class ClosPlan:
         """
         n, k = self.endpoints, self.leaves
         return range(i * n // k, (i + 1) * n // k)
+
 
 
 def per_tier(radix: int | Sequence[int], tiers: int, oversubscription: float | Sequence[float]
@@ -174,35 +319,42 @@ def spine_ports(func: str, radix: int, oversubscription: float) -> tuple[int, in
 
 
 def clos_reach(func: str, radix: int | Sequence[int], tiers: int,
-               oversubscription: float | Sequence[float]) -> int:
-    """Largest endpoint count ``tiers`` tiers reach (see :func:`clos`).
+               oversubscription: float | Sequence[float], down: int | None = None) -> int:
+    """Largest endpoint count ``tiers`` tiers reach (see :func:`clos`); ``down`` fixes the
+    leaf's endpoint ports instead of the ratio.
 
     >>> clos_reach("clos", 64, 2, 1.0), clos_reach("clos", [32, 220, 64], 3, [1.0, 7.0])
     (2048, 196608)
     """
     radices, overs = per_tier(radix, tiers, oversubscription)
-    down, _ = split_ports(func, radices[0], overs[0])
+    if down is None:
+        down, _ = split_ports(func, radices[0], overs[0])
     if tiers == 2:
         return radices[1] * down
     return radices[2] * spine_ports(func, radices[1], overs[1])[0] * down
 
 
 def clos_plan(func: str, endpoints: int, radix: int | Sequence[int], tiers: int,
-              oversubscription: float | Sequence[float]) -> ClosPlan:
+              oversubscription: float | Sequence[float], down: int | None = None) -> ClosPlan:
     """Size the smallest folded Clos of radix-``radix`` switches for ``endpoints`` endpoints.
 
     Arguments are assumed checked; ``radix`` and ``oversubscription`` may be given per tier
-    (see :func:`per_tier`); ``func`` names the caller in errors. See :func:`clos` for the
-    formulas.
+    (see :func:`per_tier`); ``down``, when given, fixes the leaf's endpoint ports (a SuperPOD
+    puts one scalable unit on a leaf); ``func`` names the caller in errors. See :func:`clos`
+    for the formulas.
 
     >>> p = clos_plan("clos", 2048, 64, 2, 1.0)
     >>> p.leaves, p.spines, p.leaf_spine_links
     (64, 32, 1)
+    >>> p = clos_plan("clos", 96, 64, 2, 2.0)   # 3 leaves of 32: 2:1 is 16 uplinks, not 22
+    >>> p.leaves, p.up, p.spines, p.ratio_built
+    (3, 16, 1, 2.0)
     """
     radices, overs = per_tier(radix, tiers, oversubscription)
     leaf_radix = radices[0]
-    down, up = split_ports(func, leaf_radix, overs[0])
-    reach = clos_reach(func, radices, tiers, overs)
+    if down is None:
+        down, _ = split_ports(func, leaf_radix, overs[0])
+    reach = clos_reach(func, radices, tiers, overs, down)
     if endpoints > reach:
         shown = radices[0] if len(set(radices)) == 1 else list(radices)
         ratio = overs[0] if len(overs) == 1 or overs[1:] == (1.0,) else list(overs)
@@ -210,28 +362,54 @@ def clos_plan(func: str, endpoints: int, radix: int | Sequence[int], tiers: int,
             f"{func}(): {tiers} tiers of radix-{shown} switches reach at most {reach} endpoints "
             f"at oversubscription {ratio!r}, got endpoints={endpoints}")
     leaves = -(-endpoints // down)
-    full_leaves = endpoints % leaves == 0  # endpoints spread evenly: all leaves alike
-    if leaves == 1:
-        # A spine above a single leaf would carry no traffic.
-        return ClosPlan(endpoints, leaf_radix, down, up, 1, 1, 1, 1, 0, 0, 0, 0, True)
-    spine_radix = radices[1]
-    per_pod, spine_up = spine_ports(func, spine_radix, overs[1]) if tiers == 3 else (0, 0)
-    pods = -(-leaves // per_pod) if tiers == 3 else 1
-    fullest = -(-endpoints // leaves)  # endpoints on the fullest leaf
-    if tiers == 2 or pods == 1:
-        # Fewest spines such that spine ports suffice and every leaf-spine pair gets the same
-        # bundle; a single pod needs no core for the same reason a single leaf needs no spine.
-        # Partly filled leaves cable only the uplinks their endpoints need at the ratio.
-        up, spines = needed_uplinks(fullest, up, overs[0], leaves, spine_radix)
-        return ClosPlan(endpoints, leaf_radix, down, up, 2, leaves, leaves, 1, spines,
-                        up // spines, 0, 0, full_leaves, spine_radix)
-    # Three tiers: one spine per leaf uplink in each pod, so fewer uplinks are fewer spines.
-    up = min(up, max(1, math.ceil(fullest / overs[0] - _RATIO_SLACK)))
-    core_radix = radices[2]
-    cores = smallest_divisor_at_least(spine_up, pods * spine_up / core_radix)
-    return ClosPlan(endpoints, leaf_radix, down, up, 3, leaves, per_pod, pods, up, 1, cores,
-                    spine_up // cores, full_leaves and leaves % per_pod == 0, spine_radix,
-                    core_radix)
+    fullest = -(-endpoints // leaves)
+    up = leaf_uplinks(func, leaf_radix, overs[0], fullest)
+    upper = upper_tiers(func, leaves, up, tiers, radices[1],
+                        radices[2] if tiers == 3 else 0, overs[1] if tiers == 3 else 1.0
+                        ).with_rotations((leaves,))
+    # Endpoints spread evenly make all leaves alike when the count divides; pods must be full.
+    symmetric = (endpoints % leaves == 0 and leaves % upper.leaves_per_pod == 0
+                 and upper.symmetric)
+    return ClosPlan(endpoints, leaf_radix, down, leaves, upper, fullest / up, symmetric)
+
+
+def wire_upper_tiers(b: FabricBuilder, leaves: Sequence[Hashable], upper: UpperTiers,
+                     layer: int, gbps: float, tech: str, switch_model: str | None,
+                     names: tuple[str, str, str], **attrs: Any) -> None:
+    """Add the spines (and pods and cores) of ``upper`` above ``leaves`` (in pod order).
+
+    ``names`` formats the spine of two tiers (``{j}``), the spine of three (``{p}``, ``{j}``)
+    and the core (``{j}``, ``{m}``); spines sit at ``layer``, cores above; ``attrs`` go on
+    every switch. In three tiers the leaves and spines get ``pod``.
+    """
+    if upper.tiers == 2:
+        spines = [b.switch(names[0].format(j=j), layer, upper.spine_radix, switch_model,
+                           **attrs) for j in range(upper.spines)]
+        for i, leaf in enumerate(leaves):
+            for j, spine in enumerate(spines):
+                n = upper.leaf_spine_links_of(i, j)
+                if n:
+                    b.link(leaf, spine, gbps, "leaf-spine", tech, links=n,
+                           orbit=upper.leaf_spine_orbit(i, j))
+        return
+    if upper.tiers != 3:
+        return
+    cores = [[b.switch(names[2].format(j=j, m=m), layer + 1, upper.core_radix, switch_model,
+                       **attrs) for m in range(upper.cores_per_group)]
+             for j in range(upper.spines)]
+    per_pod = upper.leaves_per_pod
+    for p in range(upper.pods):
+        spines = [b.switch(names[1].format(p=p, j=j), layer, upper.spine_radix, switch_model,
+                           pod=p, **attrs) for j in range(upper.spines)]
+        pod_leaves = leaves[p * per_pod:(p + 1) * per_pod]
+        for leaf in pod_leaves:
+            b.set_attrs(leaf, pod=p)
+        wire_complete_bipartite(b, pod_leaves, spines, gbps, "leaf-spine", tech, 1)
+        for j, spine in enumerate(spines):
+            for m, core in enumerate(cores[j]):
+                n = upper.spine_core_links_of(p, m)
+                if n:
+                    b.link(spine, core, gbps, "spine-core", tech, links=n)
 
 
 def add_clos(b: FabricBuilder, attach: Sequence[Hashable], plan: ClosPlan, link_gbps: float,
@@ -259,8 +437,8 @@ def add_clos(b: FabricBuilder, attach: Sequence[Hashable], plan: ClosPlan, link_
     Switches are ``"leaf{i}"`` (global index), ``"spine{j}"`` (two tiers) or
     ``"spine{p}.{j}"`` (pod ``p``, three tiers) and ``"core{j}.{m}"`` (core ``m`` of group
     ``j``, joined to spine ``j`` of every pod). Leaves sit one layer above the highest attachment
-    point. In three tiers, leaves, spines and attachment points
-    get ``pod``.
+    point. In three tiers, leaves, spines and attachment points get ``pod``. Every switch
+    keeps the radix of its tier, its idle ports included.
 
     Examples
     --------
@@ -275,39 +453,19 @@ def add_clos(b: FabricBuilder, attach: Sequence[Hashable], plan: ClosPlan, link_
         raise InvalidParameterError(
             f"add_clos(): attach must hold {plan.endpoints} nodes, got {len(attach)}")
     base = max(b.nodes[a]["layer"] for a in attach)
-    radix = plan.radix
-    spine_radix, core_radix = plan.spine_radix or radix, plan.core_radix or radix
     three = plan.tiers == 3
     leaves = []
     for i in range(plan.leaves):
-        pod = {"pod": i // plan.leaves_per_pod} if three else {}
-        leaf = b.switch(f"leaf{i}", base + 1, radix, switch_model, **pod)
+        leaf = b.switch(f"leaf{i}", base + 1, plan.radix, switch_model)
         leaves.append(leaf)
         for a in (attach[j] for j in plan.leaf_endpoints(i)):
             if three:
-                b.set_attrs(a, pod=pod["pod"])
+                b.set_attrs(a, pod=i // plan.leaves_per_pod)
             b.link(a, leaf, link_gbps, "gpu-leaf", tech)
-    if plan.tiers == 1:
-        return leaves
-    if not three:
-        spines = [b.switch(f"spine{j}", base + 2, spine_radix, switch_model)
-                  for j in range(plan.spines)]
-        wire_complete_bipartite(b, leaves, spines, link_gbps, "leaf-spine", tech,
-                                plan.leaf_spine_links)
-        return leaves
-    cores = [[b.switch(f"core{j}.{m}", base + 3, core_radix, switch_model)
-              for m in range(plan.cores_per_group)] for j in range(plan.spines)]
-    for p in range(plan.pods):
-        spines = [b.switch(f"spine{p}.{j}", base + 2, spine_radix, switch_model,
-                           pod=p)
-                  for j in range(plan.spines)]
-        pod_leaves = leaves[p * plan.leaves_per_pod:(p + 1) * plan.leaves_per_pod]
-        wire_complete_bipartite(b, pod_leaves, spines, link_gbps, "leaf-spine", tech,
-                                plan.leaf_spine_links)
-        for j, spine in enumerate(spines):
-            for core in cores[j]:
-                b.link(spine, core, link_gbps, "spine-core", tech, links=plan.spine_core_links)
+    wire_upper_tiers(b, leaves, plan.upper, base + 2, link_gbps, tech, switch_model,
+                     ("spine{j}", "spine{p}.{j}", "core{j}.{m}"))
     return leaves
+
 
 
 def wire_complete_bipartite(b: FabricBuilder, lower: Sequence[Hashable],
@@ -360,21 +518,24 @@ class RailPlan:
     ----------
     nodes, rails, planes, radix : int
         Servers, GPUs (rails) per server, independent planes, leaf and spine radix.
-    down, up : int
-        Leaf ports towards GPUs and uplinks cabled towards spines (``up = 0`` without a
-        spine; partly filled leaves cable only what they need, :func:`needed_uplinks`).
+    down : int
+        Leaf ports the ratio allows towards GPUs (all of them without a spine); a rail has
+        ``leaves_per_rail = ceil(nodes / down)`` leaves in each plane.
     leaves_per_rail : int
-        ``ceil(nodes / down)`` in each rail and plane; leaf ``i`` of a rail holds nodes
-        ``leaf_nodes(i)``: the servers spread evenly, so a leaf may use fewer than ``down``
-        ports.
-    tiers : int
-        Switch tiers built: 1 (leaves only) or 2 (leaves and spines).
-    spines : int
-        Spines per plane (0 for one tier).
-    leaf_spine_links : int
-        Parallel links between each leaf and each spine of its plane.
+        Leaf ``i`` of a rail holds nodes ``leaf_nodes(i)``: the servers spread evenly, so a
+        leaf may use fewer than ``down`` ports.
+    upper : UpperTiers
+        The tiers above the leaves of a plane (their fields read as the plan's own: ``tiers``,
+        ``up``, ``spines``, ``pods``, ...). Two tiers join the leaves of all rails to
+        ``spines`` spines; three tiers order a plane's leaves by server group then rail (leaf
+        ``i`` of rails 0, 1, ...) into pods, so a pod holds the rails of whole server groups.
+    ratio_built : float
+        The leaf down:up ratio built (the fullest leaf's servers over its uplinks; 0 without
+        uplinks).
     symmetric : bool
-        True when all leaves are alike (the servers divide evenly among a rail's leaves).
+        True when all leaves are alike (the servers divide evenly among a rail's leaves),
+        bundles are equal, and in three tiers pods are full and hold whole groups of rails or
+        whole rails of groups (``nested([rails, leaves_per_pod])``).
     """
 
     nodes: int
@@ -382,12 +543,15 @@ class RailPlan:
     planes: int
     radix: int
     down: int
-    up: int
     leaves_per_rail: int
-    tiers: int
-    spines: int
-    leaf_spine_links: int
+    upper: UpperTiers
+    ratio_built: float
     symmetric: bool
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "upper":
+            raise AttributeError(name)
+        return getattr(self.upper, name)
 
     @property
     def leaves(self) -> int:
@@ -406,44 +570,73 @@ class RailPlan:
         return range(i * n // k, (i + 1) * n // k)
 
 
+def rail_reach(leaf_radix: int, rails: int, down: int, tiers: int) -> int:
+    """Largest server count a rail-optimized fabric of ``tiers`` tiers reaches.
+
+    Two tiers: the leaves of all rails share one spine layer, ``rails * leaves_per_rail <=
+    r``. Three tiers: at most ``r`` pods of ``r // 2`` leaves.
+
+    >>> rail_reach(64, 8, 32, 2), rail_reach(64, 8, 32, 3)
+    (256, 8192)
+    """
+    leaves = leaf_radix if tiers == 2 else leaf_radix * (leaf_radix // 2)
+    return (leaves // rails) * down
+
+
 def rail_plan(func: str, nodes: int, rails: int, leaf_radix: int, spine: bool,
-              oversubscription: float, planes: int = 1) -> RailPlan:
+              oversubscription: float, planes: int = 1, tiers: int | None = None,
+              down: int | None = None) -> RailPlan:
     """Size a rail-optimized fabric; arguments are assumed checked.
 
-    Leaf ports: with a spine ``down = floor(r * s / (1 + s))`` and ``up = r - down``
-    (see :func:`split_ports`); without, ``down = r``. Each rail has
-    ``ceil(nodes / down)`` leaves, the servers spread evenly over them. A leaf with ``d``
-    servers cables ``ceil(d / s)`` to ``up`` uplinks, whichever needs fewest spines
-    (:func:`needed_uplinks`). Spines (radix ``r``) join the ``L = rails * leaves_per_rail``
-    leaves of a plane: the smallest divisor ``S`` of the uplinks ``u`` with ``S * r >= L * u``,
-    each leaf joined to each spine by ``u / S`` links. Two
-    tiers reach ``L <= r``, that is at most ``floor(r / rails) * down`` nodes. One leaf per
-    plane needs no spine.
+    Leaf ports: with a spine ``down = floor(r * s / (1 + s))`` (see :func:`split_ports`, or
+    ``down`` as given); without, ``down = r``. Each rail has ``ceil(nodes / down)`` leaves,
+    the servers spread evenly over them; every leaf takes ``up = ceil(fullest / s)``
+    uplinks (:func:`leaf_uplinks`), its other ports idle. The tiers above follow
+    :func:`upper_tiers` with radix ``r`` everywhere (spines 1:1 in three tiers); ``tiers``
+    None takes the fewest that reach (:func:`rail_reach`). One leaf per plane needs no spine.
 
     >>> p = rail_plan("rail_optimized", 32, 8, 64, True, 1.0)
     >>> p.leaves, p.spines, p.leaf_spine_links
     (8, 4, 8)
+    >>> p = rail_plan("rail_optimized", 32, 8, 64, True, 4.0)   # 8 uplinks: one spine
+    >>> p.up, p.spines, p.ratio_built
+    (8, 1, 4.0)
+    >>> rail_plan("rail_optimized", 512, 8, 64, True, 1.0).tiers
+    3
     """
-    if spine:
-        down, up = split_ports(func, leaf_radix, oversubscription)
-        reach = (leaf_radix // rails) * down
-        if nodes > reach:
-            raise InvalidParameterError(
-                f"{func}(): 2 tiers of radix-{leaf_radix} switches reach at most {reach} nodes "
-                f"of {rails} GPUs at oversubscription {oversubscription!r} (the leaves of all "
-                f"rails share one spine layer; larger sizes need a core tier), "
-                f"got nodes={nodes}")
-    else:
-        down, up = leaf_radix, 0
+    if not spine:
+        down = down or leaf_radix
+        per_rail = -(-nodes // down)
+        return RailPlan(nodes, rails, planes, leaf_radix, down, per_rail,
+                        UpperTiers(1, 0, rails * per_rail, 1, 0), 0.0,
+                        nodes % per_rail == 0)
+    if down is None:
+        down, _ = split_ports(func, leaf_radix, oversubscription)
+    if tiers is None:
+        tiers = 2 if nodes <= rail_reach(leaf_radix, rails, down, 2) else 3
+    reach = rail_reach(leaf_radix, rails, down, tiers)
+    if nodes > reach:
+        hint = ("; three tiers (tiers=3) reach " f"{rail_reach(leaf_radix, rails, down, 3)}"
+                if tiers == 2 else "")
+        raise InvalidParameterError(
+            f"{func}(): {tiers} tiers of radix-{leaf_radix} switches reach at most {reach} "
+            f"nodes of {rails} GPUs at oversubscription {oversubscription!r}{hint}, "
+            f"got nodes={nodes}")
     per_rail = -(-nodes // down)
-    symmetric = nodes % per_rail == 0  # evenly spread servers: all leaves alike
-    leaves = rails * per_rail
-    if not spine or leaves == 1:
-        return RailPlan(nodes, rails, planes, leaf_radix, down, up, per_rail, 1, 0, 0, symmetric)
-    # Partly filled leaves cable only the uplinks their servers need at the ratio asked.
-    up, spines = needed_uplinks(-(-nodes // per_rail), up, oversubscription, leaves, leaf_radix)
-    return RailPlan(nodes, rails, planes, leaf_radix, down, up, per_rail, 2, spines,
-                    up // spines, symmetric)
+    fullest = -(-nodes // per_rail)
+    up = leaf_uplinks(func, leaf_radix, oversubscription, fullest)
+    upper = upper_tiers(func, rails * per_rail, up, tiers, leaf_radix, leaf_radix
+                        ).with_rotations((rails, per_rail))
+    symmetric = nodes % per_rail == 0 and upper.symmetric  # evenly spread: leaves alike
+    if upper.tiers == 3:
+        symmetric = (symmetric and (rails * per_rail) % upper.leaves_per_pod == 0
+                     and _nested_pair(rails, upper.leaves_per_pod))
+    return RailPlan(nodes, rails, planes, leaf_radix, down, per_rail, upper, fullest / up,
+                    symmetric)
+
+
+def _nested_pair(a: int, b: int) -> bool:
+    return max(a, b) % min(a, b) == 0
 
 
 def add_rail_scale_out(b: FabricBuilder, attach: Sequence[Sequence[Hashable]], plan: RailPlan,
@@ -462,7 +655,7 @@ def add_rail_scale_out(b: FabricBuilder, attach: Sequence[Sequence[Hashable]], p
         From :func:`rail_plan`.
     nic_gbps : float
         Rate of each NIC per direction; each of the ``plan.planes`` planes gets
-        ``nic_gbps / planes`` per NIC, and leaf-spine links run at that rate too.
+        ``nic_gbps / planes`` per NIC, and switch-to-switch links run at that rate too.
     tech, switch_model
         Label of every link, catalog key of every switch.
 
@@ -474,8 +667,10 @@ def add_rail_scale_out(b: FabricBuilder, attach: Sequence[Sequence[Hashable]], p
 
     Notes
     -----
-    Leaves ``"r{rail}.l{i}"`` and spines ``"s{j}"``, preceded by ``"p{plane}."`` when there are
-    several planes. Leaves carry ``rail`` and ``plane``, spines ``plane``;
+    Leaves ``"r{rail}.l{i}"``, spines ``"s{j}"`` (two tiers) or ``"s{p}.{j}"`` (pod ``p``,
+    three tiers) and cores ``"c{j}.{m}"`` (group ``j``, joined to spine ``j`` of every pod),
+    preceded by ``"p{plane}."`` when there are several planes. Leaves carry ``rail`` and
+    ``plane``, spines and cores ``plane``, and in three tiers leaves and spines ``pod``;
     leaves sit one layer above the highest attachment point, spines one above the leaves.
 
     Examples
@@ -505,10 +700,10 @@ def add_rail_scale_out(b: FabricBuilder, attach: Sequence[Sequence[Hashable]], p
                 for node in plan.leaf_nodes(i):
                     b.link(attach[node][rail], leaf, gbps, "gpu-leaf", tech)
             leaves.append(rail_leaves)
-        if plan.tiers == 2:
-            spines = [b.switch(f"{name}s{j}", base + 2, plan.radix, switch_model, plane=plane)
-                      for j in range(plan.spines)]
-            wire_complete_bipartite(b, [leaf for row in leaves for leaf in row], spines, gbps,
-                                    "leaf-spine", tech, plan.leaf_spine_links)
+        # Two tiers: rail-major order; three: server group first, so pods hold whole groups.
+        order = ([leaf for row in leaves for leaf in row] if plan.tiers == 2 else
+                 [leaves[r][i] for i in range(plan.leaves_per_rail) for r in range(plan.rails)])
+        wire_upper_tiers(b, order, plan.upper, base + 2, gbps, tech, switch_model,
+                         (name + "s{j}", name + "s{p}.{j}", name + "c{j}.{m}"), plane=plane)
         out.append(leaves)
     return out

@@ -73,19 +73,22 @@ def clos(endpoints: int, radix: int | Sequence[int], tiers: int = 2,
     Sizing, with ``r`` the radix, ``s`` the oversubscription and ``E`` the endpoints (per
     tier, read ``r`` and ``s`` as the values of the tier concerned):
 
-    * leaf ports: ``down = floor(r * s / (1 + s))``, ``up = r - down`` (all ports used; the
-      ratio built never exceeds ``s``); ``L = ceil(E / down)`` leaves, the endpoints spread
-      evenly over them (counts differ by at most one, as a cabling plan balances them).
-    * two tiers: ``S`` spines, the smallest divisor of ``up`` with ``S * r >= L * up``; every
-      leaf joins every spine with ``up / S`` parallel links (one bundle). Largest size
-      ``r * down`` (``r`` leaves, ``S = up``): 2048 at ``r = 64``, 1:1.
+    * leaf ports: ``down = floor(r * s / (1 + s))`` endpoint ports at most;
+      ``L = ceil(E / down)`` leaves, the endpoints spread evenly over them (counts differ by
+      at most one, as a cabling plan balances them); every leaf takes ``up = ceil(d / s)``
+      uplinks, ``d`` the fullest leaf's endpoints, so the ratio built ``d / up`` is the
+      nearest to ``s`` from below (``params["oversubscription_built"]``); other ports stay
+      idle.
+    * two tiers: ``S = ceil(L * up / r)`` spines, the fewest that take every uplink; leaf
+      ``i`` spreads its ``up`` links over them, ``up // S`` to each and one more to ``up % S``
+      of them in turn (:func:`~fabricopt.generators._wiring.bundle_links`), so spines differ
+      by at most one port. Largest size ``r * down`` (``r`` leaves): 2048 at ``r = 64``, 1:1.
     * three tiers: spine ports ``h = floor(r * s / (1 + s))`` down and
       ``u = min(r - h, ceil(h / s))`` up (``h = u = r // 2`` at 1:1); pods of ``h`` leaves
       and ``up`` spines (one link per leaf and spine); ``P = ceil(L / h)`` pods, the last one
       possibly partly filled. Spine ``j`` of each pod sends ``u`` links to core group ``j``
-      of ``C`` switches, ``C`` the smallest divisor of ``u`` with ``C * r >= P * u``,
-      ``u / C`` links per spine-core pair. Largest size ``r * h * down``, ``r**3 / 4`` at
-      1:1 with an even radix (the k-ary fat-tree).
+      of ``C = ceil(P * u / r)`` switches, spread as leaves spread over spines. Largest size
+      ``r * h * down``, ``r**3 / 4`` at 1:1 with an even radix (the k-ary fat-tree).
     * A tier above a single switch of the tier below carries no traffic and is not built:
       one leaf is a lone switch, one pod is a two-tier leaf-spine.
 
@@ -94,7 +97,7 @@ def clos(endpoints: int, radix: int | Sequence[int], tiers: int = 2,
     :func:`~fabricopt.generators._wiring.add_clos`, each with the radix of
     its tier. The fabric claims symmetry (the arc orbits of pod, leaf, spine, core and GPU
     permutations: one per tier and direction) when all leaves hold as many endpoints (``L``
-    divides ``E``) and every pod is full, or there is a single leaf.
+    divides ``E``), every pod is full and bundles are equal, or there is a single leaf.
 
     Examples
     --------
@@ -127,6 +130,8 @@ def clos(endpoints: int, radix: int | Sequence[int], tiers: int = 2,
               "oversubscription": list(oversubscription)
               if isinstance(oversubscription, tuple) else oversubscription,
               "link_gbps": link_gbps, "tech": tech, "switch_model": switch_model}
+    if plan.tiers > 1:
+        params["oversubscription_built"] = plan.ratio_built
     ratio = ("/".join(f"{x:g}:1" for x in oversubscription)
              if isinstance(oversubscription, tuple) else f"{oversubscription:g}:1")
     shown = "/".join(map(str, radix)) if isinstance(radix, tuple) else radix

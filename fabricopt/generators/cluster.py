@@ -61,7 +61,7 @@ from .scaleup import dgx_h100
 SCALE_OUTS = ("rail_optimized", "fat_tree", "clos", None)
 
 _RAIL_OPTIONS = {"leaf_radix": 64, "spine": True, "oversubscription": 1.0, "planes": 1,
-                 "tech": None, "switch_model": None}
+                 "tiers": None, "tech": None, "switch_model": None}
 _CLOS_OPTIONS = {"radix": 64, "tiers": None, "oversubscription": 1.0, "tech": None,
                  "switch_model": None}
 
@@ -225,6 +225,8 @@ def check_options(func: str, kind: str | None, options: dict[str, Any]) -> dict[
         out["planes"] = check_int(func, "planes", out["planes"], minimum=1)
         out["oversubscription"] = check_positive(func, "oversubscription",
                                                  out["oversubscription"])
+        if out["tiers"] is not None:
+            out["tiers"] = check_choice(func, "tiers", out["tiers"], (2, 3))
     elif kind is not None:
         tiers = out["tiers"]
         if tiers is None:
@@ -264,8 +266,9 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
         Name of the fabric.
     **fabric_options
         For ``"rail_optimized"``: ``leaf_radix`` (64), ``spine`` (True; False is rail-only),
-        ``oversubscription`` (1.0), ``planes`` (1), ``tech``, ``switch_model``, as in
-        :func:`~fabricopt.rail_optimized`. For ``"fat_tree"``/``"clos"``: ``radix`` (64),
+        ``oversubscription`` (1.0), ``planes`` (1), ``tiers`` (None: the fewest that reach;
+        2 or 3), ``tech``, ``switch_model``, as in :func:`~fabricopt.rail_optimized`.
+        For ``"fat_tree"``/``"clos"``: ``radix`` (64),
         ``tiers`` (2 or 3; default the fewest that reach, or the length of per-tier values),
         ``oversubscription`` (1.0), ``tech``, ``switch_model``, as in :func:`~fabricopt.clos`
         (``radix`` and ``oversubscription`` may be given per tier). Link rate is the NIC rate
@@ -275,7 +278,9 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
     -------
     Fabric
         ``nodes * len(scale_up.endpoints)`` GPUs; the domain's links and the network's links
-        in one graph. ``params`` records the arguments, ``scale_up`` by its name.
+        in one graph. ``params`` records the arguments, ``scale_up`` by its name, and
+        ``oversubscription_built``: the leaf down:up ratio built (the nearest to the one asked
+        from below; absent when a single leaf has no uplinks).
 
     Raises
     ------
@@ -324,7 +329,7 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
     servers = nodes * len(dom.servers)
     if scale_out == "rail_optimized":
         rail_p = rail_plan(func, servers, dom.rails, opts["leaf_radix"], opts["spine"],
-                           opts["oversubscription"], opts["planes"])
+                           opts["oversubscription"], opts["planes"], opts["tiers"])
         opts["tech"] = opts["tech"] or default_tech(nic_gbps / opts["planes"])
     elif scale_out is not None:
         endpoints = nodes * len(dom.gpus)
@@ -338,6 +343,9 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
     params = {"scale_up": scale_up.name, "nodes": nodes, "scale_out": scale_out,
               "nic_gbps": nic_gbps,
               **{k: list(v) if isinstance(v, tuple) else v for k, v in opts.items()}}
+    built = rail_p or clos_p
+    if built is not None and built.tiers > 1:
+        params["oversubscription_built"] = built.ratio_built
     b = FabricBuilder(name or f"cluster({nodes} x {scale_up.name}, {scale_out})", params)
     maps = copy_domains(b, dom, nodes)
     symmetric = dom.labels is not None
@@ -346,6 +354,8 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
         add_rail_scale_out(b, attach, rail_p, nic_gbps, opts["tech"], opts["switch_model"])
         block = len(rail_p.leaf_nodes(0))
         symmetric = symmetric and rail_p.symmetric and nested([len(dom.servers), block])
+        # Unequal bundles are symmetric under leaf rotations only: domains may not straddle.
+        symmetric = symmetric and (rail_p.equal_bundles or block % len(dom.servers) == 0)
         group = "domain, rail, leaf, spine and plane permutations with the domain's own"
     elif clos_p is not None:
         attach = [m[v] for m in maps for v in dom.gpus]
@@ -354,6 +364,7 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
         if clos_p.tiers == 3:
             sizes.append(len(clos_p.leaf_endpoints(0)) * clos_p.leaves_per_pod)
         symmetric = symmetric and clos_p.symmetric and nested(sizes)
+        symmetric = symmetric and (clos_p.equal_bundles or sizes[1] % sizes[0] == 0)
         group = "domain, leaf, pod, spine and core permutations with the domain's own"
     else:
         group = "domain permutations with the domain's own"
@@ -374,8 +385,8 @@ def check_domain_size(func: str, dom: Domain, gpus_per_node: int) -> None:
 
 def superpod(scalable_units: int, node: Fabric | str | dict | None = None, nodes_per_su: int = 32,
              leaf_radix: int = 64, nic_gbps: float = 400, spine: bool = True,
-             tech: str | None = None, switch_model: str | None = "qm9700",
-             name: str | None = None) -> Fabric:
+             oversubscription: float = 1.0, tech: str | None = None,
+             switch_model: str | None = "qm9700", name: str | None = None) -> Fabric:
     """A DGX SuperPOD-style cluster: scalable units of nodes on a rail-optimized fat tree.
 
     Parameters
@@ -389,6 +400,10 @@ def superpod(scalable_units: int, node: Fabric | str | dict | None = None, nodes
         Servers per SU, 32 for DGX H100 and B200 (``docs/hardware.md#dgx-superpod``, V2); also
         the leaf
         ports towards GPUs, so ``1 <= nodes_per_su < leaf_radix``.
+    oversubscription : float
+        Leaf down:up ratio ``s`` > 0: every rail leaf keeps ``nodes_per_su`` ports down and
+        takes ``ceil(nodes_per_su / s)`` uplinks (16 for 2:1 at 32 nodes), its other ports
+        idle; spines are 1:1. Ignored without a spine.
     leaf_radix : int
         Ports of every leaf, spine and core switch: 64 for the QM9700 (64 x NDR 400G,
         ``docs/hardware.md#infiniband-switches-and-nics``, V).
@@ -423,13 +438,15 @@ def superpod(scalable_units: int, node: Fabric | str | dict | None = None, nodes
     radix ``r``, every leaf holds rail ``r'`` of the ``n`` nodes of one SU (``R`` leaves per
     SU) and sends its other ``r - n`` ports up:
 
+    * every leaf takes ``u = ceil(n / s)`` uplinks (``u = n = r - n`` at the defaults).
     * while ``SU * R <= r``: two tiers as :func:`~fabricopt.generators._wiring.rail_plan` sizes
-      them: every leaf joins each of ``S`` spines with ``(r - n) / S`` links, ``S`` the
-      smallest divisor of ``r - n`` with ``S * r >= SU * R * (r - n)``. At the defaults:
-      2/4/8 SU give 16/32/64 leaves and 8/16/32 spines, one leaf-spine cable per GPU.
+      them: ``S = ceil(SU * R * u / r)`` spines, the fewest that take every uplink, each
+      leaf's ``u`` links spread over them (equal bundles of ``u / S`` when ``S`` divides
+      ``u``). At the defaults: 2/4/8 SU give 16/32/64 leaves and 8/16/32 spines, one
+      leaf-spine cable per GPU; at 2:1 4/8/16 spines.
     * beyond: three tiers as :func:`~fabricopt.generators._wiring.clos_plan` sizes them, with
       leaves in SU order (SU 0 rails 0..R-1, SU 1, ...): pods of ``r // 2`` leaves (4 SUs at
-      the defaults) and ``r - n`` spines, each leaf one link to each spine of its pod; spine
+      the defaults) and ``u`` spines, each leaf one link to each spine of its pod; spine
       ``j`` of every pod joins core group ``j``. At the defaults 16/32/64 SU give 128/256/512
       leaves, 128/256/512 spines and 64/128/256 cores, one cable per GPU in every tier,
       exactly NVIDIA's table.
@@ -467,13 +484,12 @@ def superpod(scalable_units: int, node: Fabric | str | dict | None = None, nodes
                              maximum=leaf_radix - 1)
     nic_gbps = check_positive(func, "nic_gbps", nic_gbps)
     spine = check_bool(func, "spine", spine)
+    oversubscription = check_positive(func, "oversubscription", oversubscription)
     # InfiniBand generation names for the rates NVIDIA's SuperPODs use, else "{rate}g".
     tech = check_label(func, "tech", tech) or default_tech(nic_gbps)
     switch_model = check_label(func, "switch_model", switch_model)
     name = check_label(func, "name", name)
     n, rails, nodes = nodes_per_su, dom.rails, scalable_units * nodes_per_su
-    # The leaf ratio that puts exactly one SU's nodes on each rail leaf.
-    ratio = n / (leaf_radix - n)
     rail_p: RailPlan | None = None
     clos_p: ClosPlan | None = None
     if not spine:
@@ -483,18 +499,22 @@ def superpod(scalable_units: int, node: Fabric | str | dict | None = None, nodes
                        scalable_units)
         rail_p = rail_plan(func, nodes, rails, leaf_radix, False, 1.0)
     elif scalable_units * rails <= leaf_radix:
-        rail_p = rail_plan(func, nodes, rails, leaf_radix, True, ratio)
+        # Exactly one SU's nodes on each rail leaf: n ports down.
+        rail_p = rail_plan(func, nodes, rails, leaf_radix, True, oversubscription, down=n)
     else:
         most = leaf_radix * (leaf_radix // 2) // rails
         if scalable_units > most:
             raise fail(func, "scalable_units", f"at most {most} (three tiers of radix "
                        f"{leaf_radix} switches hold {leaf_radix * (leaf_radix // 2)} leaves)",
                        scalable_units)
-        clos_p = clos_plan(func, nodes * rails, leaf_radix, 3, ratio)
+        clos_p = clos_plan(func, nodes * rails, leaf_radix, 3, oversubscription, down=n)
 
     params = {"scalable_units": scalable_units, "node": node.name, "nodes_per_su": n,
-              "leaf_radix": leaf_radix, "nic_gbps": nic_gbps, "spine": spine, "tech": tech,
-              "switch_model": switch_model}
+              "leaf_radix": leaf_radix, "nic_gbps": nic_gbps, "spine": spine,
+              "oversubscription": oversubscription, "tech": tech, "switch_model": switch_model}
+    built = rail_p or clos_p
+    if spine and built is not None and built.tiers > 1:
+        params["oversubscription_built"] = built.ratio_built
     kind = "SuperPOD" if spine else "rail-only SuperPOD"
     b = FabricBuilder(name or f"{kind}({scalable_units} SU x {n} x {node.name})", params)
     maps = copy_domains(b, dom, nodes, lambda i: {"su": i // n})

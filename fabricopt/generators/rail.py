@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._checks import check_bool, check_int, check_label, check_positive
+from .._checks import check_bool, check_choice, check_int, check_label, check_positive
 from ..fabric import Fabric
 from ._builder import FabricBuilder, default_tech
 from ._wiring import add_rail_scale_out, rail_plan
@@ -26,7 +26,7 @@ from .cluster import check_domain_size, cluster, read_domain
 
 def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spine: bool = True,
                    oversubscription: float = 1.0, planes: int = 1, nic_gbps: float = 400,
-                   scale_up: Any = None, tech: str | None = None,
+                   scale_up: Any = None, tiers: int | None = None, tech: str | None = None,
                    switch_model: str | None = None) -> Fabric:
     """A rail-optimized (or rail-only) scale-out fabric for ``nodes`` multi-GPU servers.
 
@@ -43,7 +43,8 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
         True: a spine layer joins the leaves of all rails (two-tier rail-optimized fat-tree).
         False: rail-only, leaves use all ports for GPUs and rails never meet in the network.
     oversubscription : float
-        Leaf down:up port ratio (> 0) when ``spine`` is True; ignored without a spine.
+        Leaf down:up port ratio ``s`` > 0 when ``spine`` is True; ignored without a spine. A
+        leaf holding ``d`` servers takes ``ceil(d / s)`` uplinks, its other ports idle.
     planes : int
         Independent copies of the network; each NIC splits ``nic_gbps`` evenly over them.
     nic_gbps : float
@@ -52,6 +53,9 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
         A scale-up domain per server (e.g. ``fo.dgx_h100()``) with ``gpus_per_node`` GPUs:
         the result is then ``fo.cluster(scale_up, nodes, "rail_optimized", ...)`` with these
         arguments, NVLink and network links in one fabric (see :func:`~fabricopt.cluster`).
+    tiers : {None, 2, 3}
+        Switch tiers with a spine: 2 (rail leaves and spines), 3 (rail leaves, pods of
+        spines, a core), or None for the fewest that reach the size.
     tech : str, optional
         Link technology label (default from the per-plane rate, e.g. ``"400g"``).
     switch_model : str, optional
@@ -67,13 +71,15 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
     ------
     InvalidParameterError
         On a bad argument, a ``scale_up`` whose GPU count is not ``gpus_per_node``, or when
-        the size does not fit two tiers (the message gives the largest node count that does).
+        the size does not fit the tiers (the message gives the largest node count that does).
 
     Notes
     -----
     GPUs are ``"n{node}.g{rail}"`` with attributes ``node`` and ``rail``; switches as in
     :func:`~fabricopt.generators._wiring.add_rail_scale_out`. Tiers ``"gpu-leaf"`` and
-    ``"leaf-spine"``. The GPUs of a server are not linked to each other here, so without a
+    ``"leaf-spine"`` (and ``"spine-core"`` in three tiers). ``params["oversubscription_built"]``
+    is the leaf ratio built (the fullest leaf's servers over its uplinks). The GPUs of a
+    server are not linked to each other here, so without a
     spine there is no path between rails (nor between leaves of one rail): that is the
     rail-only fabric alone, to be joined by scale-up domains in a cluster. The fabric claims
     symmetry (rail, leaf, spine, plane and GPU permutations; one arc orbit per tier and
@@ -98,6 +104,8 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
     gpus_per_node = check_int(func, "gpus_per_node", gpus_per_node, minimum=1)
     leaf_radix = check_int(func, "leaf_radix", leaf_radix, minimum=2)
     spine = check_bool(func, "spine", spine)
+    if tiers is not None:
+        tiers = check_choice(func, "tiers", tiers, (2, 3))
     oversubscription = check_positive(func, "oversubscription", oversubscription)
     planes = check_int(func, "planes", planes, minimum=1)
     nic_gbps = check_positive(func, "nic_gbps", nic_gbps)
@@ -107,13 +115,16 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
         check_domain_size(func, read_domain(func, scale_up), gpus_per_node)
         return cluster(scale_up, nodes, "rail_optimized", nic_gbps, leaf_radix=leaf_radix,
                        spine=spine, oversubscription=oversubscription, planes=planes,
-                       tech=tech, switch_model=switch_model)
-    plan = rail_plan(func, nodes, gpus_per_node, leaf_radix, spine, oversubscription, planes)
+                       tiers=tiers, tech=tech, switch_model=switch_model)
+    plan = rail_plan(func, nodes, gpus_per_node, leaf_radix, spine, oversubscription, planes,
+                     tiers)
 
     params = {"nodes": nodes, "gpus_per_node": gpus_per_node, "leaf_radix": leaf_radix,
               "spine": spine, "oversubscription": oversubscription, "planes": planes,
-              "nic_gbps": nic_gbps, "scale_up": None, "tech": tech,
+              "nic_gbps": nic_gbps, "scale_up": None, "tiers": tiers, "tech": tech,
               "switch_model": switch_model}
+    if plan.tiers > 1:
+        params["oversubscription_built"] = plan.ratio_built
     kind = "rail_optimized" if spine else "rail_only"
     b = FabricBuilder(f"{kind}({nodes}x{gpus_per_node}"
                       + (f", {planes} planes)" if planes > 1 else ")"), params)

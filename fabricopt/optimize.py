@@ -1,0 +1,550 @@
+"""Design-space search: the cheapest fabric that meets a target, and the trade-offs around it.
+
+:func:`optimize` enumerates candidate clusters over a declared space, sizes each one from its
+plan alone (no graph built), prunes what provably cannot win, evaluates the rest with the
+public calls (:func:`~fabricopt.estimate_cost`, :func:`~fabricopt.max_concurrent_flow`,
+:func:`~fabricopt.bisection_bandwidth`, :func:`~fabricopt.collective_bounds`,
+:func:`~fabricopt.fail_random`), and returns every candidate's row, the Pareto front over
+capex and all-to-all bandwidth, and the best design meeting every constraint.
+
+Pruning never drops a candidate that could win. Two cheap bounds are proven before a fabric
+is built:
+
+* **capex lower bound**: every GPU needs a NIC port at its rate and every switch of the plan
+  is a catalog switch, so ``GPUs x cheapest NIC + switches x cheapest switch`` is below any
+  bill of materials (links and optics only add);
+* **all-to-all upper bound** per GPU: traffic leaving a scale-up domain of ``D`` GPUs crosses
+  its NICs, ``bw x (N - D) / (N - 1) <= nic``; and traffic leaving the servers under one rail
+  (or Clos) leaf index crosses those leaves' uplinks, ``bw x G (N - G) / (N - 1) <= uplinks``
+  for a group of ``G`` GPUs whose scale-up domains it holds whole.
+
+A candidate is pruned when its bound fails a constraint (capex, all-to-all), or when an
+evaluated candidate that meets every constraint costs no more than its capex bound and
+delivers at least its throughput bound: it could then be neither on the front nor the best.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._checks import check_choice, check_int, fail
+from .errors import FabricOptError
+
+#: The space searched when none is given: a rail-optimized or Clos cluster of DGX H100 on
+#: 64-port 400G switches, from non-blocking to 4:1.
+DEFAULT_SPACE: dict[str, list[Any]] = {
+    "family": ["superpod", "rail_optimized", "clos"],
+    "scale_up": ["dgx_h100"],
+    "leaf_radix": [64],
+    "oversubscription": [1.0, 2.0, 3.0, 4.0],
+    "tiers": [None],
+    "planes": [1],
+    "nic_gbps": [400],
+    "switch_model": [None],
+    "policy": ["cost"],
+}
+FAMILIES = ("superpod", "rail_optimized", "clos")
+CONSTRAINTS = ("all_to_all_gbps_per_gpu", "all_reduce_busbw_GBps", "bisection_gbps_per_gpu",
+               "capex_usd", "power_w", "failure_fraction", "all_to_all_after_failure_gbps")
+_LOWER_IS_BETTER = ("capex_usd", "power_w")
+_TOL = 1e-9
+
+
+@dataclass
+class Candidate:
+    """One point of the space: the generator, its arguments and the optics policy."""
+
+    family: str
+    kwargs: dict[str, Any]
+    policy: Any
+    name: str
+
+    def design(self) -> tuple[str, dict[str, Any]]:
+        """The generator family and keyword arguments a design file gives."""
+        if self.family == "superpod":
+            return "superpod", dict(self.kwargs)
+        return "cluster", dict(self.kwargs)
+
+    def build(self) -> Any:
+        from .generators import GENERATORS
+
+        family, kwargs = self.design()
+        return GENERATORS[family](**kwargs)
+
+
+def _candidates(gpus: int, space: Mapping[str, Any]) -> list[Candidate]:
+    func = "optimize"
+    keys = list(DEFAULT_SPACE)
+    unknown = sorted(set(space) - set(keys))
+    if unknown:
+        raise fail(func, "space", "a mapping with keys among " + ", ".join(keys), unknown)
+    grid = {k: list(space.get(k, DEFAULT_SPACE[k])) for k in keys}
+    for k, values in grid.items():
+        if not values:
+            raise fail(func, f"space[{k!r}]", "a non-empty list", values)
+    for f in grid["family"]:
+        check_choice(func, "space['family']", f, FAMILIES)
+    from .generators.cluster import read_domain
+
+    out = []
+    domains: dict[Any, Any] = {}
+    for combo in itertools.product(*(grid[k] for k in keys)):
+        point = dict(zip(keys, combo, strict=True))
+        su = point["scale_up"]
+        key = repr(su)
+        if key not in domains:
+            domains[key] = read_domain(func, su, "space['scale_up']")
+        dom = domains[key]
+        per = len(dom.gpus)
+        if gpus % per:
+            continue  # whole domains only
+        nodes = gpus // per
+        s = float(point["oversubscription"])
+        common = {"nic_gbps": point["nic_gbps"], "switch_model": point["switch_model"]}
+        if point["family"] == "superpod":
+            if point["planes"] != 1 or nodes % 32 or len(dom.servers) != 1:
+                continue  # SuperPODs are built of 32-node SUs, one plane, one server a node
+            kwargs = {"scalable_units": nodes // 32, "node": su, "leaf_radix":
+                      point["leaf_radix"], "oversubscription": s, **common}
+            if kwargs["switch_model"] is None:
+                kwargs.pop("switch_model")
+        elif point["family"] == "rail_optimized":
+            kwargs = {"scale_up": su, "nodes": nodes, "scale_out": "rail_optimized",
+                      "leaf_radix": point["leaf_radix"], "oversubscription": s,
+                      "planes": point["planes"], "tiers": point["tiers"], **common}
+        else:
+            if point["planes"] != 1:
+                continue
+            kwargs = {"scale_up": su, "nodes": nodes, "scale_out": "clos",
+                      "radix": point["leaf_radix"], "oversubscription": s,
+                      "tiers": point["tiers"], **common}
+        shown = (su if isinstance(su, str) else su.get("family", "domain")
+                 if isinstance(su, Mapping) else getattr(su, "name", "domain"))
+        name = (f"{point['family']} {shown} r{point['leaf_radix']} {s:g}:1"
+                + (f" {point['planes']}pl" if point["planes"] != 1 else "")
+                + (f" t{point['tiers']}" if point["tiers"] else "")
+                + (f" {point['switch_model']}" if point["switch_model"] else "")
+                + f" {point['policy'] if isinstance(point['policy'], str) else 'policy'}")
+        out.append(Candidate(point["family"], kwargs, point["policy"], name))
+    return out
+
+
+@dataclass
+class Sketch:
+    """What a candidate's plan says before anything is built."""
+
+    ok: bool
+    reason: str = ""
+    switches: int = 0
+    capex_lower_usd: float = 0.0
+    a2a_upper_gbps: float = math.inf
+
+
+def sketch(c: Candidate, gpus: int) -> Sketch:
+    """Size a candidate from its plan and bound its capex and all-to-all bandwidth."""
+    from .cost import Catalog
+    from .generators._wiring import clos_plan, clos_reach, rail_plan
+    from .generators.cluster import read_domain
+
+    dom = read_domain("optimize", c.kwargs.get("scale_up", c.kwargs.get("node")))
+    d_gpus = len(dom.gpus)
+    k = c.kwargs
+    nic = float(k["nic_gbps"])
+    try:
+        if c.family == "clos":
+            s = k["oversubscription"]
+            tiers = k["tiers"] or (2 if gpus <= clos_reach("optimize", k["radix"], 2, s) else 3)
+            plan: Any = clos_plan("optimize", gpus, k["radix"], tiers, s)
+            planes = 1
+            group = len(plan.leaf_endpoints(0))
+            group_up = plan.up * nic
+            whole = group % d_gpus == 0
+        else:
+            servers = gpus // d_gpus * len(dom.servers)
+            radix = k["leaf_radix"]
+            if c.family == "superpod":
+                n = 32
+                su = k["scalable_units"]
+                if su * dom.rails <= radix:
+                    plan = rail_plan("optimize", servers, dom.rails, radix, True,
+                                     k["oversubscription"], down=n)
+                else:
+                    if su > radix * (radix // 2) // dom.rails:
+                        return Sketch(False, "beyond three tiers of the radix")
+                    plan = clos_plan("optimize", servers * dom.rails, radix, 3,
+                                     k["oversubscription"], down=n)
+                planes = 1
+            else:
+                plan = rail_plan("optimize", servers, dom.rails, radix, True,
+                                 k["oversubscription"], k["planes"], k["tiers"])
+                planes = k["planes"]
+            per_leaf = n if c.family == "superpod" else len(plan.leaf_nodes(0))
+            group = per_leaf * dom.rails
+            group_up = dom.rails * plan.up * nic
+            whole = (per_leaf % len(dom.servers) == 0) if c.family != "superpod" else True
+    except FabricOptError as exc:
+        return Sketch(False, str(exc))
+    upper = getattr(plan, "upper", None)
+    leaves = plan.leaves
+    if upper is None or upper.tiers == 1:
+        spines = cores = 0
+    elif upper.tiers == 2:
+        spines, cores = upper.spines, 0
+    else:
+        spines, cores = upper.spines * upper.pods, upper.spines * upper.cores_per_group
+    switches = planes * (leaves + spines + cores)
+    cat = Catalog.default()
+    per_port = nic / planes
+    nic_usd = min(e["price_usd"] for e in cat.nics.values()
+                  if any(g >= per_port for _, g in e["modes"]))
+    switch_usd = min(e["price_usd"] / int(e.get("chips") or 1) for e in cat.switches.values()
+                     if e["family"] != "nvlink")
+    capex_lb = gpus * nic_usd + switches * switch_usd
+    bound = nic * (gpus - 1) / max(gpus - d_gpus, 1) if gpus > d_gpus else math.inf
+    if whole and group < gpus:
+        bound = min(bound, group_up * (gpus - 1) / (group * (gpus - group)))
+    return Sketch(True, "", switches, capex_lb, bound)
+
+
+def evaluate(c: Candidate, constraints: Mapping[str, float], time_limit: float | None = None
+             ) -> dict[str, Any]:
+    """Build and evaluate one candidate (top-level, so executors can ship it)."""
+    from .bisection import bisection_bandwidth
+    from .collectives import collective_bounds
+    from .cost import estimate_cost
+    from .failures import fail_random
+    from .flow.api import max_concurrent_flow
+    from .traffic import all_to_all
+
+    start = time.perf_counter()
+    fab = c.build()
+    n = len(fab.endpoints)
+    est = estimate_cost(fab, policy=c.policy)
+    tm = all_to_all(fab, gbps=1.0)
+    r = max_concurrent_flow(fab, tm, time_limit=time_limit)
+    # Certified: the lower bound of theta, in Gb/s each GPU sends to all others.
+    row: dict[str, Any] = {
+        "capex_usd": est.capex_usd, "power_w": est.power_w,
+        "capex_usd_per_gpu": est.per_endpoint_usd,
+        "all_to_all_gbps_per_gpu": r.lower * (n - 1),
+        "all_to_all_upper_gbps_per_gpu": r.upper * (n - 1),
+        "flow_status": r.status, "flow_method": r.method,
+        "oversubscription_built": fab.params.get("oversubscription_built"),
+        "idle_ports": sum(est.idle_ports.values()),
+    }
+    if "bisection_gbps_per_gpu" in constraints:
+        row["bisection_gbps_per_gpu"] = bisection_bandwidth(fab).lower_gbps / n
+    if "all_reduce_busbw_GBps" in constraints:
+        row["all_reduce_busbw_GBps"] = collective_bounds(
+            fab, "all_reduce", message_bytes=2**30).busbw_GBps
+    if "all_to_all_after_failure_gbps" in constraints:
+        fraction = float(constraints.get("failure_fraction", 0.01))
+        bad = fail_random(fab, fraction, seed=1, kind="links")
+        rf = max_concurrent_flow(bad, all_to_all(bad, gbps=1.0), method="approx", gap=0.05,
+                                 time_limit=time_limit)
+        row["all_to_all_after_failure_gbps"] = rf.lower * (n - 1)
+    row["seconds"] = time.perf_counter() - start
+    return row
+
+
+def _shortfalls(row: Mapping[str, Any], constraints: Mapping[str, float]) -> dict[str, float]:
+    """How far a row misses each constraint (relative; only the ones it misses)."""
+    out = {}
+    for key, target in constraints.items():
+        if key == "failure_fraction" or key not in row or row[key] is None:
+            continue
+        value = float(row[key])
+        if key in _LOWER_IS_BETTER:
+            if value > target * (1 + _TOL):
+                out[key] = (value - target) / target
+        elif value < target * (1 - _TOL):
+            out[key] = (target - value) / target
+    return out
+
+
+@dataclass
+class OptimizeResult:
+    """What :func:`optimize` returns.
+
+    Attributes
+    ----------
+    rows : list of dict
+        Every candidate: ``name``, ``family``, ``status`` (``"evaluated"`` or ``"pruned"``),
+        ``reason`` (why pruned), the bounds (``capex_lower_usd``,
+        ``all_to_all_upper_gbps_per_gpu``) and, when evaluated, the measured figures and
+        ``meets`` (every constraint met) with ``shortfall`` (relative, per missed constraint).
+    front : list of dict
+        Evaluated rows on the Pareto front of capex (lower is better) and certified
+        all-to-all Gb/s per GPU (higher is better), by capex.
+    best : dict or None
+        The evaluated row meeting every constraint with the best objective.
+    nearest : list of dict
+        When no candidate meets every constraint: the evaluated rows that miss least
+        (smallest total shortfall), with the shortfall of each.
+    seconds : float
+    """
+
+    gpus: int
+    objective: str
+    constraints: dict[str, float]
+    rows: list[dict[str, Any]]
+    front: list[dict[str, Any]]
+    best: dict[str, Any] | None
+    nearest: list[dict[str, Any]]
+    seconds: float
+    candidates: dict[str, Candidate] = field(default_factory=dict, repr=False)
+
+    def __repr__(self) -> str:
+        evaluated = sum(r["status"] == "evaluated" for r in self.rows)
+        best = self.best["name"] if self.best else None
+        return (f"OptimizeResult({self.gpus} GPUs, {len(self.rows)} candidates, {evaluated} "
+                f"evaluated, front of {len(self.front)}, best={best!r})")
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """Every candidate's row."""
+        return [dict(r) for r in self.rows]
+
+    def to_markdown(self, rows: list[dict[str, Any]] | None = None) -> str:
+        """The front (or the given rows) as a Markdown table."""
+        rows = self.front if rows is None else rows
+        head = ["name", "capex USD/GPU", "a2a Gb/s/GPU", "power W/GPU", "meets"]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in rows:
+            lines.append(f"| {r['name']} | {r['capex_usd'] / self.gpus:,.0f} | "
+                         f"{r['all_to_all_gbps_per_gpu']:,.1f} | {r['power_w'] / self.gpus:,.1f} "
+                         f"| {'yes' if r.get('meets') else 'no'} |")
+        return "\n".join(lines)
+
+    def write_design(self, path: str | os.PathLike[str], row: Mapping[str, Any] | None = None
+                     ) -> str:
+        """Write the best design (or ``row``) as a design file :func:`load_design` reads.
+
+        Returns the path written. Raises when there is no design to write.
+        """
+        from ._toml import dumps_toml
+
+        row = row or self.best
+        if row is None:
+            raise fail("write_design", "row", "a row (no candidate meets the constraints)",
+                       None)
+        family, kwargs = self.candidates[row["name"]].design()
+        params = {k: v for k, v in kwargs.items() if v is not None}
+        text = (f"# Found by fabricopt optimize for {self.gpus} GPUs: capex "
+                f"{row['capex_usd']:,.0f} USD, all-to-all {row['all_to_all_gbps_per_gpu']:.1f}"
+                f" Gb/s per GPU (certified).\n"
+                + dumps_toml({"name": row["name"], "family": family,
+                              "description": f"optimize({self.gpus}) winner",
+                              "params": params}))
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return os.fspath(path)
+
+
+def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
+             constraints: Mapping[str, float] | None = None, objective: str = "capex_usd",
+             executor: Any = None, progress: Callable[[int, int], Any] | None = None,
+             time_limit: float | None = None, prune: bool = True) -> OptimizeResult:
+    """Search a design space for the best cluster meeting the constraints.
+
+    Parameters
+    ----------
+    gpus : int
+        GPUs of the cluster, >= 2.
+    space : mapping, optional
+        Lists of values per key (defaults in :data:`DEFAULT_SPACE`): ``family``
+        (``"superpod"``, ``"rail_optimized"``, ``"clos"``), ``scale_up`` (a domain generator
+        name, table or Fabric), ``leaf_radix`` (switch radix), ``oversubscription``,
+        ``tiers`` (None for the fewest that reach, 2 or 3), ``planes``, ``nic_gbps``,
+        ``switch_model`` (catalog key or None), ``policy`` (optics policy preset or fields,
+        see :class:`~fabricopt.Policy`). Candidates are their product, points that do not
+        apply (a SuperPOD of planes) left out.
+    constraints : mapping, optional
+        Targets among ``all_to_all_gbps_per_gpu``, ``all_reduce_busbw_GBps``,
+        ``bisection_gbps_per_gpu`` (at least), ``capex_usd``, ``power_w`` (at most), and
+        ``all_to_all_after_failure_gbps`` with ``failure_fraction`` (the fraction of links
+        failed at random, default 0.01).
+    objective : {"capex_usd", "power_w"}
+        What the best design minimises.
+    executor : concurrent.futures.Executor, optional
+        Evaluates candidates in parallel (``executor.map``), a wave of
+        ``executor._max_workers`` (else 2) at a time; pruning uses each finished wave.
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each evaluation.
+    time_limit : float, optional
+        Seconds for each flow solve.
+    prune : bool
+        False evaluates every candidate that can be built (to check what pruning keeps).
+
+    Returns
+    -------
+    OptimizeResult
+        Every candidate's row (pruned ones with the reason), the Pareto front, the best
+        design (or the nearest misses and their shortfalls); ``write_design`` writes it.
+
+    Notes
+    -----
+    Bounds and pruning rules are in the module docstring of :mod:`fabricopt.optimize`.
+    All-to-all bandwidth is the certified lower bound of the flow LP times the ``N - 1``
+    Gb/s each GPU sends at unit demand.
+
+    Examples
+    --------
+    >>> import fabricopt as fo
+    >>> dom = {"family": "nvswitch_domain", "gpus": 2, "switches": 1, "links_per_gpu": 2,
+    ...        "link_gbps": 200}
+    >>> res = fo.optimize(16, space={"family": ["rail_optimized"], "scale_up": [dom],
+    ...                              "leaf_radix": [8], "oversubscription": [1.0, 3.0]},
+    ...                   constraints={"all_to_all_gbps_per_gpu": 300})
+    >>> res.best["name"], round(res.best["all_to_all_gbps_per_gpu"])  # 3:1 is enough
+    ('rail_optimized nvswitch_domain r8 3:1 cost', 375)
+    >>> [r["status"] for r in res.rows]
+    ['evaluated', 'evaluated']
+    """
+    func = "optimize"
+    start = time.perf_counter()
+    gpus = check_int(func, "gpus", gpus, minimum=2)
+    objective = check_choice(func, "objective", objective, _LOWER_IS_BETTER)
+    constraints = dict(constraints or {})
+    for key, value in constraints.items():
+        check_choice(func, "constraints key", key, CONSTRAINTS)
+        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+            raise fail(func, f"constraints[{key!r}]", "a number >= 0", value)
+    candidates = _candidates(gpus, space or {})
+    if not candidates:
+        raise fail(func, "space", f"a space with candidates for {gpus} GPUs (whole scale-up "
+                   "domains, SuperPODs of 32-node SUs)", space)
+
+    rows: list[dict[str, Any]] = []
+    todo: list[tuple[Sketch, Candidate, dict[str, Any]]] = []
+    for c in candidates:
+        sk = sketch(c, gpus)
+        row = {"name": c.name, "family": c.family, "status": "pruned", "reason": sk.reason,
+               "capex_lower_usd": sk.capex_lower_usd,
+               "all_to_all_upper_gbps_per_gpu_bound": sk.a2a_upper_gbps}
+        rows.append(row)
+        if not sk.ok:
+            row["reason"] = "cannot be built: " + sk.reason
+            continue
+        # What the bounds prove the candidate misses, at least.
+        row["shortfall"] = _shortfalls({"all_to_all_gbps_per_gpu": sk.a2a_upper_gbps,
+                                        "capex_usd": sk.capex_lower_usd}, constraints)
+        target = constraints.get("all_to_all_gbps_per_gpu")
+        if prune and target is not None and sk.a2a_upper_gbps < target * (1 - _TOL):
+            row["reason"] = (f"all-to-all bound {sk.a2a_upper_gbps:,.1f} < {target:g} Gb/s "
+                             "per GPU")
+            continue
+        budget = constraints.get("capex_usd")
+        if prune and budget is not None and sk.capex_lower_usd > budget * (1 + _TOL):
+            row["reason"] = f"capex bound {sk.capex_lower_usd:,.0f} > {budget:,.0f} USD"
+            continue
+        todo.append((sk, c, row))
+    # Cheapest first, so the first feasible designs prune the most.
+    if objective == "capex_usd":
+        todo.sort(key=lambda t: t[0].capex_lower_usd)
+    wave = max(int(getattr(executor, "_max_workers", 2) or 2), 1) if executor else 1
+    feasible: list[dict[str, Any]] = []
+    done = 0
+    i = 0
+    while i < len(todo):
+        batch = []
+        while i < len(todo) and len(batch) < wave:
+            sk, c, row = todo[i]
+            i += 1
+            winner = next((f for f in feasible
+                           if prune and objective == "capex_usd"
+                           and f["capex_usd"] <= sk.capex_lower_usd * (1 + _TOL)
+                           and f["all_to_all_gbps_per_gpu"] >= sk.a2a_upper_gbps
+                           * (1 - _TOL)), None)
+            if winner is not None:
+                row["reason"] = f"dominated by {winner['name']}"
+                continue
+            batch.append((c, row))
+        if not batch:
+            continue
+        if executor is None:
+            results = [evaluate(c, constraints, time_limit) for c, _ in batch]
+        else:
+            results = list(executor.map(evaluate, [c for c, _ in batch],
+                                        [constraints] * len(batch),
+                                        [time_limit] * len(batch)))
+        for (_c, row), res in zip(batch, results, strict=True):
+            row.update(res)
+            row["status"] = "evaluated"
+            row["reason"] = ""
+            short = _shortfalls(row, constraints)
+            row["shortfall"] = short
+            row["meets"] = not short
+            if row["meets"]:
+                feasible.append(row)
+            done += 1
+            if progress is not None:
+                progress(done, len(todo))
+
+    evaluated = [r for r in rows if r["status"] == "evaluated"]
+    front = []
+    for r in sorted(evaluated, key=lambda r: (r["capex_usd"], -r["all_to_all_gbps_per_gpu"])):
+        if not front or r["all_to_all_gbps_per_gpu"] > front[-1]["all_to_all_gbps_per_gpu"]:
+            front.append(r)
+    best = min(feasible, key=lambda r: r[objective]) if feasible else None
+    # No design meets every constraint: the nearest, evaluated or bounded (a bound's shortfall
+    # is the least the candidate misses by).
+    missed = [r for r in rows if r.get("shortfall")]
+    nearest = [] if best else sorted(missed, key=lambda r: sum(r["shortfall"].values()))[:3]
+    return OptimizeResult(gpus, objective, constraints, rows, front, best, nearest,
+                          time.perf_counter() - start, {c.name: c for c in candidates})
+
+
+_SPEC_KEYS = ("name", "description", "gpus", "objective", "space", "constraints")
+
+
+def load_search(path: str | os.PathLike[str]) -> dict[str, Any]:
+    r"""Read a search file: the arguments of :func:`optimize` in TOML.
+
+    Format (every key but ``gpus`` optional; ``[space]`` values are lists)::
+
+        name = "16K GPUs, 200 Gb/s all-to-all"
+        gpus = 16384
+        objective = "capex_usd"
+        [space]
+        family = ["superpod", "rail_optimized"]
+        oversubscription = [1.0, 2.0, 4.0]
+        [constraints]
+        all_to_all_gbps_per_gpu = 200
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "s.toml")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('gpus = 16\n[constraints]\ncapex_usd = 1e6\n')
+    >>> load_search(path)["constraints"]
+    {'capex_usd': 1000000.0}
+    """
+    from ._toml import read_toml
+    from .errors import DesignFileError
+
+    where = os.fspath(path)
+    data = read_toml(where, DesignFileError, "search file")
+    for key in data:
+        if key not in _SPEC_KEYS:
+            raise DesignFileError(f"{where}: key {key!r} is not allowed; allowed keys: "
+                                  + ", ".join(_SPEC_KEYS))
+    if "gpus" not in data:
+        raise DesignFileError(f"{where}: key 'gpus' is missing: the GPU count to design for")
+    for key in ("space", "constraints"):
+        if not isinstance(data.get(key, {}), dict):
+            raise DesignFileError(f"{where}: key {key!r} must be a table ([{key}])")
+    for key, values in data.get("space", {}).items():
+        if not isinstance(values, list):
+            raise DesignFileError(f"{where}: [space] key {key!r} must be a list of values, "
+                                  f"got {values!r}")
+    return {"gpus": data["gpus"], "space": data.get("space", {}),
+            "constraints": data.get("constraints", {}),
+            "objective": data.get("objective", "capex_usd"), "name": data.get("name", where)}
+
+
+__all__ = ["DEFAULT_SPACE", "OptimizeResult", "load_search", "optimize"]

@@ -1,0 +1,135 @@
+"""Design-space search: a hand-worked optimum, shortfalls, pruning, the written winner."""
+
+import pytest
+
+import fabricopt as fo
+from fabricopt.optimize import evaluate
+
+# 8 servers of 2 GPUs (one NVSwitch each), 400G NICs, radix-8 rail leaves: 16 GPUs.
+DOMAIN = {"family": "nvswitch_domain", "gpus": 2, "switches": 1, "links_per_gpu": 2,
+          "link_gbps": 200}
+SPACE = {"family": ["rail_optimized", "clos"], "scale_up": [DOMAIN], "leaf_radix": [4, 8],
+         "oversubscription": [1.0, 2.0, 3.0]}
+
+
+def test_hand_worked_optimum():
+    # Rail leaves of radix 8: at 1:1 4 ports down, 2 leaves per rail of 4 servers and 4
+    # uplinks each; at 2:1 5 down, still 4 servers a leaf, ceil(4 / 2) = 2 uplinks.
+    # All-to-all per GPU: traffic leaving a 2-GPU domain crosses its NIC, bw x 14 / 15 <= 400,
+    # so 428.6 at most; the 8 GPUs of one leaf index (4 servers x 2 rails) send
+    # bw x 8 x 8 / 15 over 2 rails x up x 400: 2:1 gives 1600 x 15 / 64 = 375.
+    res = fo.optimize(16, space=SPACE, constraints={"all_to_all_gbps_per_gpu": 300})
+    best = res.best
+    assert best["all_to_all_gbps_per_gpu"] == pytest.approx(375, rel=1e-6)
+    assert best["oversubscription_built"] == 2.0
+    # The non-blocking design delivers the NIC bound and costs more.
+    one = next(r for r in res.rows if r["name"].startswith("rail_optimized")
+               and " r8 1:1" in r["name"])
+    assert one["all_to_all_gbps_per_gpu"] == pytest.approx(400 * 15 / 14, rel=1e-6)
+    assert one["capex_usd"] > best["capex_usd"]
+    # Asking for 400 leaves only 1:1 designs.
+    res = fo.optimize(16, space=SPACE, constraints={"all_to_all_gbps_per_gpu": 400})
+    assert res.best["all_to_all_gbps_per_gpu"] == pytest.approx(400 * 15 / 14, rel=1e-6)
+    # The front runs from cheap and slow to dear and fast.
+    front = res.front
+    assert all(a["capex_usd"] < b["capex_usd"] for a, b in zip(front, front[1:], strict=False))
+    assert all(a["all_to_all_gbps_per_gpu"] < b["all_to_all_gbps_per_gpu"]
+               for a, b in zip(front, front[1:], strict=False))
+
+
+def test_infeasible_constraints_report_the_shortfall():
+    # 500 Gb/s per GPU is beyond the NIC bound 400 x 15 / 14 = 428.6 of every candidate.
+    res = fo.optimize(16, space=SPACE, constraints={"all_to_all_gbps_per_gpu": 500})
+    assert res.best is None and res.nearest
+    short = res.nearest[0]["shortfall"]["all_to_all_gbps_per_gpu"]
+    assert short == pytest.approx((500 - 400 * 15 / 14) / 500, rel=1e-6)
+    # A budget below every design: the capex constraint is named with its excess.
+    res = fo.optimize(16, space=SPACE, constraints={"capex_usd": 1000.0})
+    assert res.best is None
+    assert all("capex_usd" in r["shortfall"] for r in res.nearest)
+
+
+@pytest.mark.parametrize("constraints", [
+    {"all_to_all_gbps_per_gpu": 300},
+    {"all_to_all_gbps_per_gpu": 100, "capex_usd": 300_000},
+    {},
+])
+def test_pruning_never_drops_a_winner(constraints):
+    pruned = fo.optimize(16, space=SPACE, constraints=constraints)
+    full = fo.optimize(16, space=SPACE, constraints=constraints, prune=False)
+    assert (pruned.best or {}).get("capex_usd") == (full.best or {}).get("capex_usd")
+    key = [(r["capex_usd"], r["all_to_all_gbps_per_gpu"]) for r in full.front]
+    assert [(r["capex_usd"], r["all_to_all_gbps_per_gpu"]) for r in pruned.front] == key
+    # Every bound holds against the evaluated figures.
+    for r in full.rows:
+        if r["status"] == "evaluated":
+            assert r["capex_lower_usd"] <= r["capex_usd"]
+            assert r["all_to_all_gbps_per_gpu"] <= r["all_to_all_upper_gbps_per_gpu_bound"] * (
+                1 + 1e-6)
+
+
+def test_written_design_reloads_to_the_same_fabric(tmp_path):
+    res = fo.optimize(16, space=SPACE, constraints={"all_to_all_gbps_per_gpu": 300})
+    path = res.write_design(tmp_path / "best.toml")
+    fab = fo.load_design(path)
+    built = res.candidates[res.best["name"]].build()
+    assert sorted(fab.graph.nodes(data=True), key=str) == sorted(built.graph.nodes(data=True),
+                                                                 key=str)
+    assert sorted(fab.graph.edges(data=True), key=str) == sorted(built.graph.edges(data=True),
+                                                                 key=str)
+    assert fo.estimate_cost(fab).capex_usd == res.best["capex_usd"]
+
+
+def test_oversubscribed_design_costs_less():
+    # An architect's check: 2:1 must cost less than 1:1, in the whole default space.
+    dom = fo.dgx_h100()
+    res = fo.optimize(512, space={"family": ["superpod", "rail_optimized"],
+                                  "scale_up": [dom], "oversubscription": [1.0, 2.0]},
+                      prune=False)
+    by = {r["name"]: r for r in res.rows}
+    for fam in ("superpod", "rail_optimized"):
+        one = next(r for n, r in by.items() if n.startswith(fam) and " 1:1" in n)
+        two = next(r for n, r in by.items() if n.startswith(fam) and " 2:1" in n)
+        assert two["capex_usd"] < one["capex_usd"]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"gpus": 1}, "gpus must be"),
+    ({"gpus": 16, "objective": "speed"}, "objective must be one of"),
+    ({"gpus": 16, "constraints": {"speed": 1}}, "constraints key must be one of"),
+    ({"gpus": 16, "constraints": {"capex_usd": -1}}, "must be a number >= 0"),
+    ({"gpus": 16, "space": {"colour": [1]}}, "space must be a mapping with keys"),
+    ({"gpus": 16, "space": {"family": ["torus"]}}, "family'] must be one of"),
+    ({"gpus": 15, "space": SPACE}, "a space with candidates for 15 GPUs"),
+])
+def test_bad_arguments(kwargs, match):
+    with pytest.raises(fo.InvalidParameterError, match=match):
+        fo.optimize(**kwargs)
+
+
+def test_evaluate_is_the_public_path():
+    res = fo.optimize(16, space=SPACE, constraints={"all_to_all_gbps_per_gpu": 300})
+    c = res.candidates[res.best["name"]]
+    row = evaluate(c, {})
+    fab = c.build()
+    assert row["capex_usd"] == fo.estimate_cost(fab).capex_usd
+
+
+def test_cli_optimize_prints_the_front_and_writes_the_winner(tmp_path, capsys):
+    from fabricopt.cli import main
+
+    search = tmp_path / "s.toml"
+    search.write_text('gpus = 16\n[space]\nfamily = ["rail_optimized"]\n'
+                      'scale_up = [{family = "nvswitch_domain", gpus = 2, switches = 1, '
+                      'links_per_gpu = 2, link_gbps = 200}]\nleaf_radix = [8]\n'
+                      'oversubscription = [1.0, 2.0]\n[constraints]\n'
+                      'all_to_all_gbps_per_gpu = 300\n')
+    out = tmp_path / "best.toml"
+    assert main(["optimize", str(search), "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Pareto front" in text and "best: rail_optimized" in text
+    assert len(fo.load_design(out).endpoints) == 16
+    # Beyond every design: exit code 1 and the shortfall.
+    search.write_text(search.read_text().replace("= 300", "= 500"))
+    assert main(["optimize", str(search), "-o", str(out)]) == 1
+    assert "all_to_all_gbps_per_gpu misses by" in capsys.readouterr().out
