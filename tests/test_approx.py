@@ -120,3 +120,64 @@ def test_auto_picks_approx_when_the_lp_is_too_large(monkeypatch):
     fab = JELLY
     r = fo.max_concurrent_flow(fab, method="auto", gap=GAP)
     assert r.method == "approx" and fo.check_certificate(fab, r).ok
+
+
+# -- column generation over routing trees and paths (fabricopt.flow.colgen) ----------------
+@pytest.mark.parametrize("name,fab,make", CASES, ids=[c[0] for c in CASES])
+def test_column_generation_bracket_contains_exact_lp(name, fab, make):
+    traffic = make(fab)
+    exact = fo.build_flow_lp(fab, traffic)
+    theta = fo.solve_flow_model(exact).theta
+    sol = solve_approx(exact, gap=GAP, strategy="column_generation")
+    lower, upper = sol.info["lower"], sol.info["upper"]
+    assert lower * (1 - 1e-9) <= theta <= upper * (1 + 1e-9)
+    assert upper - lower <= GAP * upper * (1 + 1e-9)
+    # The point conserves flow by construction (residual from rounding only) and fits.
+    assert exact.conservation_residual(sol.x) <= 1e-9 * exact.min_demand
+    load = exact.full_load(sol.x)[exact.constrained]
+    assert np.all(load <= exact.ga.capacity[exact.constrained] * (1 + 1e-7))
+
+
+@pytest.mark.parametrize("name,fab,make", CASES[1:3] + CASES[5:],
+                         ids=[c[0] for c in CASES[1:3] + CASES[5:]])
+def test_auto_takes_column_generation_for_sparse_traffic_and_rechecks(name, fab, make):
+    traffic = make(fab)
+    exact = fo.max_concurrent_flow(fab, traffic, method="lp").theta
+    r = fo.max_concurrent_flow(fab, traffic, method="approx", gap=GAP)
+    assert "column generation" in r.message
+    tol = 1e-9 * exact
+    assert r.lower - tol <= exact <= r.upper + tol
+    check = fo.check_certificate(fab, r, traffic)
+    assert check.ok, check
+
+
+def test_column_generation_closes_to_the_exact_value_on_a_small_fabric():
+    # Asked for a gap far below any first-order method's reach, column generation is exact
+    # up to its pricing tolerance: the bracket is the LP optimum.
+    fab = JELLY
+    model = fo.build_flow_lp(fab, fo.all_to_all(fab))
+    theta = fo.solve_flow_model(model).theta
+    sol = solve_approx(model, gap=1e-6, strategy="column_generation")
+    assert sol.info["upper"] - sol.info["lower"] <= 1e-6 * sol.info["upper"]
+    assert sol.info["lower"] * (1 - 1e-9) <= theta <= sol.info["upper"] * (1 + 1e-9)
+
+
+def test_column_generation_time_limit_stops_with_a_proven_bracket():
+    model = fo.build_flow_lp(JELLY, fo.all_to_all(JELLY))
+    theta = fo.solve_flow_model(model).theta
+    sol = solve_approx(model, gap=1e-9, time_limit=1e-3, strategy="column_generation")
+    assert sol.status == "time_limit"
+    assert sol.info["lower"] <= theta * (1 + 1e-9) <= sol.info["upper"] * (1 + 1e-9)
+
+
+def test_unknown_strategy_is_an_error():
+    model = fo.build_flow_lp(fo.ring(4), fo.all_to_all(fo.ring(4)))
+    with pytest.raises(InvalidParameterError, match="solve_approx.*strategy"):
+        solve_approx(model, strategy="simplex")
+
+
+def test_column_generation_disconnected_pair_gives_zero():
+    fab = fo.ring(4).without_links([("n0", "n1"), ("n2", "n3")])
+    model = fo.build_flow_lp(fab, fo.all_to_all(fab))
+    sol = solve_approx(model, strategy="column_generation")
+    assert sol.info["lower"] == 0 and sol.info["upper"] == 0
