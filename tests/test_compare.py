@@ -374,3 +374,21 @@ def test_compare_command_prints_a_table_and_fails_with_a_failed_design(tmp_path,
     rows = list(csv.DictReader(io.StringIO(captured.out)))
     assert [r["name"] for r in rows] == ["ring(4)", "bad"]
     assert "n must be an integer >= 2" in captured.err
+
+
+def test_compare_command_routing_adds_the_routed_columns(capsys):
+    from fabricopt.cli import main
+
+    assert main(["compare", "fat_tree", "k=4", "--routing", "--trials", "6", "--seed", "2",
+                 "--format", "json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    # k=4 fat-tree all-to-all: ECMP is optimal, theta = 400 / 15 (derived in
+    # test_routing_metric_puts_ecmp_hashing_and_static_beside_the_optimum).
+    assert row["routing_ecmp_theta"] == pytest.approx(400 / 15)
+    assert row["routing_ecmp_efficiency"] == pytest.approx(1.0, rel=1e-6)
+    dist = fo.routed_flow(fo.fat_tree(4), routing="hash", trials=6, seed=2).distribution
+    assert row["routing_hash_theta_median"] == pytest.approx(dist["median"])
+    assert (row["routing_hash_trials"], row["routing_seed"]) == (6, 2)
+    assert "capex_usd" in row  # the default metrics are all still there
+    assert main(["compare", "ring", "n=4", "--routing", "--trials", "0"]) == 2
+    assert "routing_trials must be an integer >= 1" in capsys.readouterr().err
