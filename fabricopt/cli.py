@@ -22,7 +22,7 @@ from ._numpydoc import parameter_docs
 from ._version import __version__
 from .bisection import bisection_bandwidth
 from .collectives import COLLECTIVES, collective_bounds
-from .compare import Comparison, compare
+from .compare import DEFAULT_METRICS, Comparison, compare
 from .cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost
 from .draw import draw
 from .errors import FabricOptError
@@ -370,8 +370,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             import concurrent.futures as cf
 
             executor = stack.enter_context(cf.ProcessPoolExecutor(max_workers=args.jobs))
-        table = compare(designs, executor=executor, progress=args.progress,
-                        out_dir=args.output, message_bytes=args.message_bytes)
+        metrics = None
+        if args.routing:  # beside the all-to-all optimum it is the efficiency of
+            at = DEFAULT_METRICS.index("all_to_all") + 1
+            metrics = [*DEFAULT_METRICS[:at], "routing", *DEFAULT_METRICS[at:]]
+        table = compare(designs, metrics=metrics, executor=executor, progress=args.progress,
+                        out_dir=args.output, message_bytes=args.message_bytes,
+                        routing_trials=args.trials, routing_seed=args.seed)
     if args.output:
         index = write_report(table, args.output, diagrams=not args.no_diagrams)
         print(f"{len(table)} designs ({len(table.failed)} failed): {index}")
@@ -505,6 +510,13 @@ def build_parser() -> argparse.ArgumentParser:
                       "fabricopt[dask])")
     cmp_.add_argument("--message-bytes", type=_size_arg, default=2.0**30, metavar="SIZE",
                       help="all-reduce buffer size, with a unit (default 1GiB)")
+    cmp_.add_argument("--routing", action="store_true",
+                      help="also route the all-to-all by ECMP, WCMP, static tables and "
+                      "per-flow hashing, with each one's routing efficiency (routed / optimal "
+                      "theta)")
+    cmp_.add_argument("--trials", type=int, default=20,
+                      help="hashed trials for --routing (default 20)")
+    cmp_.add_argument("--seed", type=int, default=0, help="seed of the hashed trials")
     cmp_.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                       help="progress bar (default: when stderr is a terminal)")
     cmp_.add_argument("--no-diagrams", action="store_true",

@@ -55,6 +55,8 @@ from .errors import InvalidFabricError, InvalidParameterError
 from .fabric import Fabric
 from .flow import max_concurrent_flow
 from .graph_arrays import GraphArrays
+from .routing.api import ROUTINGS
+from .routing.schedules import ORDERS, RoutedCollective, routed_collective
 from .tiers import is_scale_up_arc, scale_up_tiers, tier_of
 from .traffic import all_to_all
 
@@ -114,6 +116,11 @@ class CollectiveBounds:
     ``achievable_time_s`` the best schedule known to exist; ``algbw_GBps``/``busbw_GBps`` the
     best rates the fabric allows (from ``lower_time_s``). ``bounds`` lists every bound
     computed; ``expected`` (when asked for) is a labelled estimate, kept apart.
+
+    ``routed`` (when ``routing=`` is given) is neither a bound nor an estimate: the ring
+    schedule routed as deployed (:func:`~fabricopt.routed_collective`), what a ring gets with
+    that routing's collisions; ``routed_busbw_GBps`` and ``routed_busbw_distribution`` read
+    it. No routing lets the ring beat ``busbw_GBps``.
     """
 
     collective: str
@@ -130,6 +137,24 @@ class CollectiveBounds:
     latency_s: float = 0.0
     expected: dict[str, float] | None = None
     notes: list[str] = field(default_factory=list)
+    routed: RoutedCollective | None = None
+
+    @property
+    def routed_busbw_GBps(self) -> float | None:
+        """Busbw of the ring under ``routing`` (the median hashed trial), pure bandwidth (no
+        latency term); None without ``routing``."""
+        return None if self.routed is None else self.routed.busbw_GBps
+
+    @property
+    def routed_busbw_distribution(self) -> dict[str, float] | None:
+        """The routed ring's busbw over the hashed trials (GB/s): ``min``, ``p5``,
+        ``median``, ``p95``, ``max`` and ``mean``; one trial for a deterministic routing."""
+        if self.routed is None:
+            return None
+        t = np.asarray(self.routed.busbw_GBps_trials, dtype=float)
+        p5, median, p95 = np.percentile(t, [5, 50, 95])
+        return {"min": float(t.min()), "p5": float(p5), "median": float(median),
+                "p95": float(p95), "max": float(t.max()), "mean": float(t.mean())}
 
     @property
     def achievable_busbw_GBps(self) -> float | None:
@@ -152,6 +177,15 @@ class CollectiveBounds:
         if self.expected:
             lines.append(f"  expected       busbw {self.expected['busbw_GBps']:.6g} GB/s "
                          f"({self.expected['label']})")
+        if self.routed is not None:
+            r = self.routed
+            line = (f"  routed ring    busbw {r.busbw_GBps:.6g} GB/s under {r.routing} "
+                    f"({r.order} order; the ring as routed, not a bound)")
+            if len(r.busbw_GBps_trials) > 1:
+                d = self.routed_busbw_distribution
+                line += (f"; over {len(r.busbw_GBps_trials)} trials p5 {d['p5']:.6g}, "  # type: ignore[index]
+                         f"median {d['median']:.6g} GB/s")  # type: ignore[index]
+            lines.append(line)
         return "\n".join(lines)
 
 
@@ -806,6 +840,8 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
                       latency: LatencyModel | None = None,
                       scale_out_reduction: bool = False,
                       concurrent: str | Sequence[Iterable[Hashable]] | None = None,
+                      routing: str | None = None, order: str = "given", trials: int = 1,
+                      seed: Any = None, flows_per_pair: int = 1,
                       ) -> CollectiveBounds:
     """Bounds on how fast ``collective`` can run on ``fab`` (see the module docstring).
 
@@ -836,6 +872,18 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
         fabric: ``"rails"`` for one group per ``rail`` (GPU ``i`` of every node, the
         data-parallel groups). Default None: the group (``endpoints``) alone, free to use every
         link of the fabric, the other GPUs' NICs included.
+    routing : {"ecmp", "wcmp", "hash", "static"}, optional
+        Also route the ring schedule of the collective (all-reduce, all-gather,
+        reduce-scatter) as deployed, with :func:`~fabricopt.routed_collective`, into the
+        result's ``routed`` (``routed_busbw_GBps``, ``routed_busbw_distribution``): the busbw
+        a ring gets under that routing, kept apart from the bounds (it is not one). Default
+        None: bounds only.
+    order : {"given", "rail_aligned", "random"}
+        With ``routing``: the ring order of the participants (:func:`~fabricopt.rank_order`).
+    trials, flows_per_pair : int
+        With ``routing="hash"``: hashed draws, and flows per ring edge (NCCL channels).
+    seed : None, int or numpy.random.Generator
+        With ``routing``: seed of a random order and of the hashed draws.
 
     Returns
     -------
@@ -853,6 +901,13 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
     >>> c = fo.collective_bounds(fab, "all_reduce", message_bytes=2**30)
     >>> round(c.busbw_GBps, 6)
     450.0
+
+    A ring routed by ECMP through the star reaches that bound: every GPU's one link carries
+    its ring edge in full.
+
+    >>> c = fo.collective_bounds(fab, "all_reduce", message_bytes=2**30, routing="ecmp")
+    >>> round(c.routed_busbw_GBps, 6)
+    450.0
     """
     func = "collective_bounds"
     ask = _checked_ask(func, fab, collective, message_bytes, endpoints, in_network_reduction,
@@ -860,6 +915,7 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
     profile = _efficiency_profile(func, expected)
     _checked_latency(func, latency)
     groups = _checked_groups(func, fab, concurrent, endpoints)
+    routed = _routed_ring(func, ask, routing, order, trials, seed, flows_per_pair, groups)
     if groups is None:
         out = _BY_COLLECTIVE[collective](ask)
     else:
@@ -884,7 +940,34 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
                          "times are those of the slowest group")
     if profile is not None:
         result.expected = _expected(ask, out, profile, alpha_low)
+    result.routed = routed
     return result
+
+
+def _routed_ring(func: str, ask: _Ask, routing: Any, order: Any, trials: Any, seed: Any,
+                 flows_per_pair: Any, groups: Any) -> RoutedCollective | None:
+    """The ring schedule under ``routing`` (checked first, so bad input fails before the
+    bounds are computed), or None without a routing."""
+    if routing is None:
+        if order != "given" or trials != 1 or flows_per_pair != 1 or seed is not None:
+            raise InvalidParameterError(
+                f"{func}(): order, trials, flows_per_pair and seed route the ring and need "
+                f"routing= (one of {', '.join(map(repr, ROUTINGS))}), got routing=None with "
+                f"order={order!r}, trials={trials!r}, flows_per_pair={flows_per_pair!r}, "
+                f"seed={seed!r}")
+        return None
+    check_choice(func, "routing", routing, ROUTINGS)
+    check_choice(func, "order", order, ORDERS)
+    if ask.collective not in ("all_reduce", "all_gather", "reduce_scatter"):
+        raise InvalidParameterError(
+            f"{func}(): routing= routes the ring schedule of all_reduce, all_gather and "
+            f"reduce_scatter, got collective={ask.collective!r}")
+    if groups is not None:
+        raise InvalidParameterError(f"{func}(): routing= routes one group's ring; concurrent "
+                                    f"must be None with it, got {len(groups)} groups")
+    return routed_collective(ask.fab, ask.collective, ask.size, routing=routing,
+                             order=order, endpoints=ask.p.gpu_names, trials=trials,
+                             flows_per_pair=flows_per_pair, seed=seed)
 
 
 def _expected(ask: _Ask, out: _Outcome, profile: dict[str, float] | str,

@@ -41,6 +41,25 @@ column                             meaning
                                    delivered (``all_to_all_per_endpoint_gbps_lower``)
 =================================  ===========================================================
 
+Optional metric ``"routing"`` (``metrics=[..., "routing"]``; not in the default set): the
+all-to-all routed as deployed (:func:`~fabricopt.routed_flow`), beside its optimum:
+
+==========================================  ==================================================
+column                                      meaning
+==========================================  ==================================================
+``routing_ecmp_theta``                      theta under ECMP (equal split over shortest paths)
+``routing_wcmp_theta``                      theta under WCMP (split in proportion to capacity)
+``routing_static_theta``                    theta under static destination-based tables
+``routing_hash_theta_median``, ``_p5``      median and 5th percentile of theta over
+                                            ``routing_trials`` draws of per-flow hashing
+                                            (one flow per pair, seeded by ``routing_seed``)
+``routing_<policy>_efficiency``             routed theta / optimal all-to-all theta, for
+                                            ``ecmp``, ``wcmp``, ``static``,
+                                            ``hash_median`` and ``hash_p5`` (None unless the
+                                            optimum is proven)
+``routing_hash_trials``, ``routing_seed``   the draws behind the hashed columns
+==========================================  ==================================================
+
 Every row also has ``name``, ``file``, ``family``, one column per swept key, ``key``, ``error``
 (empty when the row succeeded) and ``seconds`` (wall time of the evaluation).
 """
@@ -63,7 +82,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._checks import did_you_mean, fail, parse_bytes
+from ._checks import check_int, did_you_mean, fail, parse_bytes
 from .errors import FabricOptError
 from .fabric import Fabric
 
@@ -106,6 +125,8 @@ class _Job:
     message_bytes: float
     key: str
     limit_threads: bool
+    routing_trials: int = 20
+    routing_seed: int = 0
 
 
 def _summary_metrics(fab: Fabric, ctx: dict[str, Any]) -> dict[str, Any]:
@@ -116,13 +137,21 @@ def _summary_metrics(fab: Fabric, ctx: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def _all_to_all_flow(fab: Fabric, ctx: dict[str, Any]) -> Any:
+    """The all-to-all max-concurrent-flow result, solved once per design and kept in ``ctx``."""
+    if "flow" not in ctx:
+        from .flow import max_concurrent_flow
+        from .traffic import all_to_all
+
+        ctx["flow"] = max_concurrent_flow(fab, all_to_all(fab))
+    return ctx["flow"]
+
+
 def _all_to_all_metrics(fab: Fabric, ctx: dict[str, Any]) -> dict[str, Any]:
-    from .flow import max_concurrent_flow
     from .traffic import all_to_all
 
     traffic = all_to_all(fab)
-    r = max_concurrent_flow(fab, traffic)
-    ctx["flow"] = r
+    r = _all_to_all_flow(fab, ctx)
     sent_gbps = traffic.mean_out_gbps()  # theta scales this to what each GPU delivers
     optimal = r.status == "optimal"
     return {"all_to_all_status": r.status,
@@ -160,6 +189,32 @@ def _all_reduce_metrics(fab: Fabric, ctx: dict[str, Any]) -> dict[str, Any]:
             "all_reduce_binding": c.binding}
 
 
+def _routing_metrics(fab: Fabric, ctx: dict[str, Any]) -> dict[str, Any]:
+    from .routing import routed_flow
+    from .traffic import all_to_all
+
+    traffic = all_to_all(fab)
+    flow = _all_to_all_flow(fab, ctx)
+    # Efficiency only against a proven optimum: a bracket's ends would flatter or wrong it.
+    optimum = flow.theta if flow.status == "optimal" and flow.theta else None
+
+    def efficiency(theta: float) -> float | None:
+        return theta / optimum if optimum else None
+
+    row: dict[str, Any] = {}
+    for policy in ("ecmp", "wcmp", "static"):
+        theta = routed_flow(fab, traffic, routing=policy).theta
+        row[f"routing_{policy}_theta"] = theta
+        row[f"routing_{policy}_efficiency"] = efficiency(theta)
+    trials, seed = ctx["routing_trials"], ctx["routing_seed"]
+    hashed = routed_flow(fab, traffic, routing="hash", trials=trials, seed=seed).distribution
+    for stat in ("median", "p5"):
+        row[f"routing_hash_theta_{stat}"] = hashed[stat]
+        row[f"routing_hash_{stat}_efficiency"] = efficiency(hashed[stat])
+    row.update({"routing_hash_trials": trials, "routing_seed": seed})
+    return row
+
+
 def _cost_metrics(fab: Fabric, ctx: dict[str, Any]) -> dict[str, Any]:
     from .cost import estimate_cost
 
@@ -178,16 +233,21 @@ def _cost_metrics(fab: Fabric, ctx: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-#: The named metrics, in the order :func:`compare` runs them by default. ``cost`` reads the
-#: all-to-all result when ``all_to_all`` ran before it.
+#: The named metrics. ``cost`` reads the all-to-all result when ``all_to_all`` or ``routing``
+#: ran before it; ``routing`` solves it once, shared with ``all_to_all``.
 METRICS: dict[str, Callable[[Fabric, dict[str, Any]], dict[str, Any]]] = {
     "summary": _summary_metrics,
     "all_to_all": _all_to_all_metrics,
+    "routing": _routing_metrics,
     "any_traffic": _any_traffic_metrics,
     "bisection": _bisection_metrics,
     "all_reduce": _all_reduce_metrics,
     "cost": _cost_metrics,
 }
+
+#: What :func:`compare` computes when ``metrics`` is not given, in this order (``routing``
+#: is asked for by name: its hashed trials cost more than the rest on large designs).
+DEFAULT_METRICS = ("summary", "all_to_all", "any_traffic", "bisection", "all_reduce", "cost")
 
 
 @contextlib.contextmanager
@@ -254,7 +314,9 @@ def _evaluate(job: _Job) -> dict[str, Any]:
                 fab = _build(task).validate()
                 row["name"] = fab.name
                 row["family"] = fab.design.get("family", "")
-                ctx: dict[str, Any] = {"message_bytes": job.message_bytes}
+                ctx: dict[str, Any] = {"message_bytes": job.message_bytes,
+                                       "routing_trials": job.routing_trials,
+                                       "routing_seed": job.routing_seed}
                 for metric in job.metrics:
                     values = (METRICS[metric](fab, ctx) if isinstance(metric, str)
                               else metric(fab))
@@ -373,11 +435,16 @@ def _metric_id(metric: Metric) -> str:
     return f"{getattr(metric, '__module__', '')}.{getattr(metric, '__qualname__', repr(metric))}"
 
 
-def _task_key(task: DesignTask, metrics: Sequence[Metric], message_bytes: float) -> str:
-    """A stable id: the same design, point and metrics give the same key in every run."""
-    what = {"source": task.source_hash, "point": task.point,
-            "path": os.path.realpath(task.path) if task.path else None,
-            "metrics": [_metric_id(m) for m in metrics], "message_bytes": message_bytes}
+def _task_key(task: DesignTask, metrics: Sequence[Metric], message_bytes: float,
+              routing: tuple[int, int] | None = None) -> str:
+    """A stable id: the same design, point and metrics (and, with the ``routing`` metric, its
+    trials and seed) give the same key in every run."""
+    what: dict[str, Any] = {"source": task.source_hash, "point": task.point,
+                            "path": os.path.realpath(task.path) if task.path else None,
+                            "metrics": [_metric_id(m) for m in metrics],
+                            "message_bytes": message_bytes}
+    if routing is not None:
+        what["routing"] = list(routing)
     text = json.dumps(what, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -633,7 +700,8 @@ def _progress_bar(progress: bool | None, total: int, initial: int) -> Any:
 def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
             executor: cf.Executor | None = None, progress: bool | None = None,
             out_dir: str | os.PathLike[str] | None = None,
-            message_bytes: float | str = 2**30) -> Comparison:
+            message_bytes: float | str = 2**30, routing_trials: int = 20,
+            routing_seed: int = 0) -> Comparison:
     """Evaluate designs side by side: one row of metrics per fabric.
 
     Parameters
@@ -645,7 +713,8 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
         design given twice is evaluated once.
     metrics : sequence, optional
         Names from :data:`METRICS` and/or functions ``f(fab) -> {column: value}``
-        (module-level, so they pickle). Default: all of :data:`METRICS`.
+        (module-level, so they pickle). Default: :data:`DEFAULT_METRICS`, every named metric
+        but ``"routing"`` (add it by name: ``metrics=[*DEFAULT_METRICS, "routing"]``).
     executor : concurrent.futures.Executor, optional
         Where the tasks run: None in this process, one after another; a
         :class:`~concurrent.futures.ProcessPoolExecutor` on this machine; a Dask cluster
@@ -659,6 +728,10 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
         rows already there (by ``key``, without error) are not computed again.
     message_bytes : float or str
         Buffer size of the all-reduce bounds, in bytes or with a unit (``"1GiB"``).
+    routing_trials : int
+        Draws of per-flow hashing behind the ``routing`` metric's hashed columns.
+    routing_seed : int
+        Seed of those draws (fixed, so a table is reproducible and a rerun skips its rows).
 
     Returns
     -------
@@ -671,7 +744,8 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
     InvalidParameterError
         Before any work, for designs that are not fabrics or existing design files/folders,
         an unknown metric name, an executor that is not a ``concurrent.futures.Executor`` or
-        a bad ``message_bytes``. A design that fails later is a row with its ``error``.
+        a bad ``message_bytes``, ``routing_trials`` or ``routing_seed``. A design that fails
+        later is a row with its ``error``.
 
     Examples
     --------
@@ -679,10 +753,19 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
     >>> table = fo.compare([fo.ring(4), fo.ring(8)], metrics=["summary", "all_to_all"])
     >>> [(r["name"], r["gpus"], round(r["all_to_all_theta"], 6)) for r in table]
     [('ring(4)', 4, 0.5), ('ring(8)', 8, 0.125)]
+
+    Routing efficiency: on a ring, all-to-all pairs three hops apart split evenly two ways,
+    which the optimum also does, so ECMP reaches it.
+
+    >>> t = fo.compare(fo.ring(6), metrics=["routing"], routing_trials=4)
+    >>> round(t[0]["routing_ecmp_efficiency"], 9)
+    1.0
     """
     func = "compare"
     message_bytes = parse_bytes(func, "message_bytes", message_bytes)
-    chosen: tuple[Metric, ...] = tuple(METRICS) if metrics is None else tuple(metrics)
+    routing_trials = check_int(func, "routing_trials", routing_trials, minimum=1)
+    routing_seed = check_int(func, "routing_seed", routing_seed, minimum=0)
+    chosen: tuple[Metric, ...] = DEFAULT_METRICS if metrics is None else tuple(metrics)
     if isinstance(metrics, str):
         raise fail(func, "metrics", "a sequence of metric names or functions", metrics)
     for m in chosen:
@@ -698,9 +781,11 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
         raise fail(func, "progress", "True, False or None", progress)
 
     jobs: dict[str, _Job] = {}
+    routing = (routing_trials, routing_seed) if "routing" in chosen else None
     for task in design_tasks(designs):
-        key = _task_key(task, chosen, message_bytes)
-        jobs.setdefault(key, _Job(task, chosen, message_bytes, key, executor is not None))
+        key = _task_key(task, chosen, message_bytes, routing)
+        jobs.setdefault(key, _Job(task, chosen, message_bytes, key, executor is not None,
+                                  routing_trials, routing_seed))
     swept = [k for job in jobs.values() for k in job.task.point]
     store = _RowStore(out_dir, swept) if out_dir is not None else None
     results: dict[str, dict[str, Any]] = {}

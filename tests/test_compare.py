@@ -127,6 +127,8 @@ def test_to_pandas_names_the_missing_package(monkeypatch):
     ({"executor": "pool"}, "executor must be a concurrent.futures.Executor"),
     ({"message_bytes": "1 GiBs"}, "message_bytes must be a size in bytes"),
     ({"progress": "yes"}, "progress must be True, False or None"),
+    ({"routing_trials": 0}, "routing_trials must be an integer >= 1"),
+    ({"routing_seed": -1}, "routing_seed must be an integer >= 0"),
 ])
 def test_bad_input_is_refused_before_any_work(kwargs, match):
     args = {"designs": fo.ring(4), **kwargs}
@@ -137,6 +139,54 @@ def test_bad_input_is_refused_before_any_work(kwargs, match):
 def test_message_bytes_takes_units():
     [row] = fo.compare(fo.ring(4), metrics=["all_reduce"], message_bytes="512MB").rows
     assert row["message_bytes"] == 512e6  # MB is 10^6 bytes
+
+
+def test_routing_metric_puts_ecmp_hashing_and_static_beside_the_optimum(monkeypatch):
+    fab = fo.fat_tree(4)
+    solves = []
+    real = fo.flow.max_concurrent_flow
+    monkeypatch.setattr(fo.flow, "max_concurrent_flow",
+                        lambda *a, **k: solves.append(1) or real(*a, **k))
+    [row] = fo.compare(fab, metrics=["all_to_all", "routing"], routing_trials=12,
+                       routing_seed=3).rows
+    assert row["error"] == "" and len(solves) == 1  # the optimum is solved once for both
+    # k=4 fat-tree, 16 GPUs, 400 Gb/s links, unit all-to-all. Per unit of theta ECMP loads a
+    # GPU link with 15 (every other GPU), an edge up-link with 2 GPUs x 14 destinations off
+    # the edge / 2 up-links = 14, an aggregation up-link with 4 GPUs x 12 destinations off the
+    # pod / 4 up-links = 12, the down links alike: the GPU link binds, theta = 400 / 15. The
+    # optimum is no more (every GPU's 15 units cross its own link), so ECMP is optimal; with
+    # equal capacities WCMP is ECMP.
+    optimum = 400 / 15
+    assert row["all_to_all_theta"] == pytest.approx(optimum, rel=1e-6)
+    for policy in ("ecmp", "wcmp"):
+        assert row[f"routing_{policy}_theta"] == pytest.approx(optimum, rel=1e-12)
+        assert row[f"routing_{policy}_efficiency"] == pytest.approx(1.0, rel=1e-6)
+    static = fo.routed_flow(fab, routing="static").theta
+    assert row["routing_static_theta"] == pytest.approx(static)
+    assert row["routing_static_efficiency"] == pytest.approx(static / row["all_to_all_theta"])
+    # The hashed columns are routed_flow's distribution at the same trials and seed, and no
+    # routing beats the optimum.
+    dist = fo.routed_flow(fab, routing="hash", trials=12, seed=3).distribution
+    assert row["routing_hash_theta_median"] == pytest.approx(dist["median"])
+    assert row["routing_hash_theta_p5"] == pytest.approx(dist["p5"])
+    assert row["routing_hash_theta_p5"] <= row["routing_hash_theta_median"]
+    assert row["routing_hash_theta_median"] <= optimum * (1 + 1e-9)
+    assert row["routing_hash_median_efficiency"] == pytest.approx(
+        dist["median"] / row["all_to_all_theta"])
+    assert (row["routing_hash_trials"], row["routing_seed"]) == (12, 3)
+
+
+def test_routing_is_asked_for_by_name_and_its_draws_are_part_of_the_key():
+    fab = fo.ring(6)
+    assert not any(c.startswith("routing_") for c in fo.compare(fab).columns)
+    one = fo.compare(fab, metrics=["routing"], routing_trials=4, routing_seed=1)
+    again = fo.compare(fab, metrics=["routing"], routing_trials=4, routing_seed=1)
+    other = fo.compare(fab, metrics=["routing"], routing_trials=4, routing_seed=2)
+    assert one.rows[0]["key"] == again.rows[0]["key"] != other.rows[0]["key"]
+    assert one.rows[0]["routing_hash_theta_p5"] == again.rows[0]["routing_hash_theta_p5"]
+    # Without the routing metric its draws do not change the key (nor any result).
+    plain = [fo.compare(fab, metrics=["summary"], routing_seed=s).rows[0]["key"] for s in (1, 2)]
+    assert plain[0] == plain[1]
 
 
 _INTERRUPT_AT = {"name": None}
@@ -324,3 +374,21 @@ def test_compare_command_prints_a_table_and_fails_with_a_failed_design(tmp_path,
     rows = list(csv.DictReader(io.StringIO(captured.out)))
     assert [r["name"] for r in rows] == ["ring(4)", "bad"]
     assert "n must be an integer >= 2" in captured.err
+
+
+def test_compare_command_routing_adds_the_routed_columns(capsys):
+    from fabricopt.cli import main
+
+    assert main(["compare", "fat_tree", "k=4", "--routing", "--trials", "6", "--seed", "2",
+                 "--format", "json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    # k=4 fat-tree all-to-all: ECMP is optimal, theta = 400 / 15 (derived in
+    # test_routing_metric_puts_ecmp_hashing_and_static_beside_the_optimum).
+    assert row["routing_ecmp_theta"] == pytest.approx(400 / 15)
+    assert row["routing_ecmp_efficiency"] == pytest.approx(1.0, rel=1e-6)
+    dist = fo.routed_flow(fo.fat_tree(4), routing="hash", trials=6, seed=2).distribution
+    assert row["routing_hash_theta_median"] == pytest.approx(dist["median"])
+    assert (row["routing_hash_trials"], row["routing_seed"]) == (6, 2)
+    assert "capex_usd" in row  # the default metrics are all still there
+    assert main(["compare", "ring", "n=4", "--routing", "--trials", "0"]) == 2
+    assert "routing_trials must be an integer >= 1" in capsys.readouterr().err

@@ -388,6 +388,48 @@ def test_routed_collective_bad_input():
         fo.routed_collective(fo.ring(4), "all_reduce", 0)
 
 
+def test_collective_bounds_reports_the_routed_ring_apart_from_the_bounds():
+    # Four DGX H100 servers, one rail leaf of radix 8 per rail (all four servers on it).
+    # A rail-aligned ring hops inside a server over NVLink and between servers on one rail
+    # through one leaf (GPU -> leaf -> GPU, no choice to hash): each GPU's 400 Gb/s NIC carries
+    # one ring edge, so every trial gives busbw = 400 / 8 = 50 GB/s.
+    fab = fo.cluster(fo.dgx_h100(), nodes=4, leaf_radix=8)
+    plain = fo.collective_bounds(fab, "all_reduce", message_bytes=2**30)
+    aligned = fo.collective_bounds(fab, "all_reduce", message_bytes=2**30, routing="hash",
+                                   order="rail_aligned", trials=8, seed=1)
+    assert plain.routed is None and plain.routed_busbw_GBps is None
+    assert aligned.busbw_GBps == plain.busbw_GBps  # the bounds do not move
+    assert aligned.routed_busbw_GBps == pytest.approx(50.0)
+    assert aligned.routed_busbw_distribution["min"] == pytest.approx(50.0)
+    assert aligned.routed_busbw_distribution["max"] == pytest.approx(50.0)
+    # A random ring crosses rails through the spines, where hashed flows may share links: the
+    # same figures as routed_collective at the same seed, never above the bound.
+    rand = fo.collective_bounds(fab, "all_reduce", message_bytes=2**30, routing="hash",
+                                order="random", trials=8, seed=2)
+    same = fo.routed_collective(fab, "all_reduce", 2**30, routing="hash", order="random",
+                                trials=8, seed=2)
+    assert np.allclose(rand.routed.busbw_GBps_trials, same.busbw_GBps_trials)
+    assert rand.routed_busbw_distribution["median"] == pytest.approx(
+        np.median(same.busbw_GBps_trials))
+    assert np.all(same.busbw_GBps_trials <= rand.busbw_GBps * (1 + 1e-9))
+    assert "routed ring" in str(rand) and "not a bound" in str(rand)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"order": "random"}, "need routing="),
+    ({"trials": 4}, "need routing="),
+    ({"routing": "spray"}, "routing must be one of"),
+    ({"routing": "ecmp", "order": "snake"}, "order must be one of"),
+    ({"routing": "ecmp", "collective": "all_to_all"}, "ring schedule of all_reduce"),
+    ({"routing": "ecmp", "concurrent": "rails"}, "concurrent must be None"),
+])
+def test_collective_bounds_routing_bad_input(kwargs, match):
+    fab = fo.rail_optimized(nodes=2, gpus_per_node=2, leaf_radix=4)
+    args = {"collective": "all_reduce", **kwargs}
+    with pytest.raises(fo.InvalidParameterError, match=match):
+        fo.collective_bounds(fab, args.pop("collective"), message_bytes=2**20, **args)
+
+
 # -- plot ------------------------------------------------------------------------------------
 
 def test_plot_routing_distribution(tmp_path):
