@@ -126,6 +126,17 @@ class _Automorphisms:
         # Capacities compared exactly: an automorphism must preserve them to the bit.
         self.arc_color = np.unique(ga.capacity, return_inverse=True)[1].ravel().astype(np.int64)
 
+    def segment_sums(self, weights: np.ndarray, out: bool) -> np.ndarray:
+        """Per node, the sum (mod 2^64) of ``weights`` given per arc in out-arc order
+        (``out``) or in-arc order."""
+        ptr = self.out_ptr if out else self.in_ptr
+        sums = np.zeros(self.n, dtype=np.uint64)
+        if len(weights) == 0:
+            return sums
+        has = ptr[1:] > ptr[:-1]
+        sums[has] = np.add.reduceat(weights, ptr[:-1][has])
+        return sums
+
     def arc_index(self, tail: np.ndarray, head: np.ndarray) -> np.ndarray:
         """Index of arc ``tail -> head`` for each pair, -1 where there is none."""
         key = tail * self.n + head
@@ -265,9 +276,37 @@ class _Search:
             raise _GiveUp
 
     def refine(self, colors: np.ndarray) -> np.ndarray:
-        from .flow.symmetric import color_refinement
+        """Coarsest equitable refinement of ``colors``, with canonical class ids.
 
-        return color_refinement(self.aut.ga, colors, self.aut.arc_color)[0]
+        The rounds of :func:`fabricopt.flow.symmetric.color_refinement` (sums of random
+        64-bit keys over each node's out- and in-arcs), specialised for the many refinements
+        of a search: arcs are pre-sorted so the sums are segment sums, and a round relabels
+        with one sort. Ids are a function of the coloured graph's isomorphism class (same
+        seed, classes ordered by (old class, hashes)), so two refinements can be compared.
+        A hash collision can only merge classes, never split equivalent nodes.
+        """
+        aut = self.aut
+        rng = np.random.default_rng(_RNG_SEED)
+        nc = np.unique(colors, return_inverse=True)[1].ravel().astype(np.int64)
+        n_classes = int(nc.max()) + 1
+        key_arc = rng.integers(1, 2**63, size=int(aut.arc_color.max(initial=0)) + 1,
+                               dtype=np.uint64)
+        w_arc_out = key_arc[aut.arc_color[aut.out_arcs]]
+        w_arc_in = key_arc[aut.arc_color[aut.in_arcs]] ^ np.uint64(0x9E3779B97F4A7C15)
+        head_out, tail_in = aut.ga.head[aut.out_arcs], aut.ga.tail[aut.in_arcs]
+        while True:
+            key_node = rng.integers(1, 2**63, size=n_classes, dtype=np.uint64) | np.uint64(1)
+            h_out = aut.segment_sums(w_arc_out * key_node[nc[head_out]], out=True)
+            h_in = aut.segment_sums(w_arc_in * key_node[nc[tail_in]], out=False)
+            order = np.lexsort((h_in, h_out, nc))
+            a, b, c = nc[order], h_out[order], h_in[order]
+            new_class = np.r_[False, (a[1:] != a[:-1]) | (b[1:] != b[:-1]) | (c[1:] != c[:-1])]
+            ids = np.empty(aut.n, dtype=np.int64)
+            ids[order] = np.cumsum(new_class)
+            count = int(ids.max()) + 1
+            if count == n_classes:
+                return ids
+            nc, n_classes = ids, count
 
     def individualise(self, part: np.ndarray, nodes: Sequence[int]) -> np.ndarray:
         """Give each of ``nodes`` a colour of its own (in the given order) and refine."""
@@ -303,9 +342,18 @@ class _Search:
         return perm
 
     def check(self, perm: np.ndarray) -> Generator | None:
+        """``perm`` as a generator if it is an automorphism, else None."""
         moved = np.flatnonzero(perm != self.index)
+        # Most guesses in a search are wrong almost everywhere: a few arcs show it cheaply
+        # before the full test.
+        ga, aut = self.aut.ga, self.aut
+        sample = aut.out_arcs[aut.out_ptr[moved[:: max(1, len(moved) // 32)]]
+                              .clip(max=max(ga.n_arcs - 1, 0))]
+        if len(sample) and np.any(aut.arc_index(perm[ga.tail[sample]],
+                                                perm[ga.head[sample]]) < 0):
+            return None
         gen = (moved, perm[moved])
-        return gen if self.aut.is_automorphism(gen) else None
+        return gen if aut.is_automorphism(gen) else None
 
     def find(self, path: _Path, start2: np.ndarray) -> Generator | None:
         """An automorphism mapping the start of ``path`` onto ``start2``, or None when none
