@@ -48,6 +48,7 @@ from .generators import *  # noqa: F403  (every generator; the list lives there)
 from .generators import __all__ as _generator_names
 from .specs import load_design
 from .symmetry import Symmetry, verify_symmetry
+from .symmetry_search import find_symmetry, search_symmetry
 from .traffic import (
     Traffic,
     all_to_all,
@@ -100,6 +101,8 @@ __all__ = _generator_names + [
     "read_json",
     "write_graphml",
     "verify_symmetry",
+    "find_symmetry",
+    "search_symmetry",
     "write_json",
     "WorstCasePermutation",
     "tub_upper_bound",
