@@ -347,6 +347,8 @@ class _Search:
         # Most guesses in a search are wrong almost everywhere: a few arcs show it cheaply
         # before the full test.
         ga, aut = self.aut.ga, self.aut
+        if ga.n_arcs == 0:
+            return (moved, perm[moved]) if aut.is_automorphism((moved, perm[moved])) else None
         sample = aut.out_arcs[aut.out_ptr[moved[:: max(1, len(moved) // 32)]]
                               .clip(max=max(ga.n_arcs - 1, 0))]
         if len(sample) and np.any(aut.arc_index(perm[ga.tail[sample]],
@@ -505,11 +507,11 @@ def _merge_arc_orbits(aut: _Automorphisms, search: _Search, base: np.ndarray,
     """Try to join arc orbits that colour refinement puts in one class, by searching for an
     automorphism between representatives (a small budget each; failures keep them apart)."""
     ga = aut.ga
-    from .flow.symmetric import color_refinement
-
-    arc_class = color_refinement(ga, base, aut.arc_color)[1]
-    if len(arc_class) == 0:
+    if ga.n_arcs == 0:
         return gens, arc_orbit
+    # Arcs alike under refinement: same capacity, same tail class, same head class.
+    arc_class = np.unique(np.stack([aut.arc_color, base[ga.tail], base[ga.head]]), axis=1,
+                          return_inverse=True)[1].ravel()
     first_of_orbit = np.unique(arc_orbit, return_index=True)[1]
     tried: set[tuple[int, int]] = set()
     for cls in np.unique(arc_class[first_of_orbit]):

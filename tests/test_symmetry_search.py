@@ -241,3 +241,26 @@ def test_bad_arguments():
         find_symmetry(nx.path_graph(3))
     with pytest.raises(fo.InvalidParameterError, match="time_limit"):
         find_symmetry(fo.ring(4), time_limit=-1)
+
+
+@pytest.mark.parametrize("graph", [
+    nx.petersen_graph(),              # vertex-transitive but not a Cayley graph
+    nx.dodecahedral_graph(),          # 20 nodes, arc-transitive
+    nx.circulant_graph(12, [1, 5]),   # rotations of Z_12 at least
+], ids=["petersen", "dodecahedron", "circulant"])
+def test_found_on_classic_vertex_transitive_graphs(graph):
+    fab = fo.from_networkx(graph)
+    sym = find_symmetry(fab)
+    assert sym is not None
+    fo.verify_symmetry(with_symmetry(fab, sym))
+    r = certified(fab, fo.max_concurrent_flow(fab, method="symmetric"))
+    full = certified(fab, fo.max_concurrent_flow(fab, method="lp"))
+    assert r.theta == pytest.approx(full.theta, rel=1e-7)
+
+
+def test_random_regular_graph_has_no_symmetry():
+    # Every node has degree 3, so colour refinement alone cannot split the endpoints; the
+    # search proves no automorphism maps the first node onto the second (a random cubic
+    # graph on 20 nodes has, with this seed, no such symmetry).
+    found = search_symmetry(fo.from_networkx(nx.random_regular_graph(3, 20, seed=1)))
+    assert found.symmetry is None and found.proven and "exhaustive search" in found.reason
