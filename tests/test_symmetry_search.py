@@ -115,8 +115,8 @@ def test_found_on_an_edited_fabric_that_stayed_symmetric():
 
 
 def uneven_clos():
-    # 24 endpoints at 2:1 on radix 8: 4 down-ports per leaf... the generator leaves the
-    # leaves unevenly loaded, so it attaches no claim.
+    # 24 endpoints at 2:1 on radix 8: 5 down-ports per leaf, so 5 leaves hold 5+5+5+5+4;
+    # the endpoints of the short leaf are unlike the others (and the generator makes no claim).
     return fo.clos(endpoints=24, radix=8, oversubscription=2)
 
 
@@ -125,7 +125,7 @@ def uneven_clos():
     lambda: fo.leaf_spine(leaves=3, spines=2, endpoints_per_leaf=4)
     .without_links([("leaf0", "spine0")]),  # leaf0's endpoints lost half their uplinks
     uneven_clos,
-    lambda: fo.clos(endpoints=30, radix=8),  # 30 endpoints on leaves of 4 down-ports
+    lambda: fo.clos(endpoints=30, radix=8),  # 4 down-ports a leaf: 8 leaves hold 6 x 4 + 2 x 3
 ], ids=["path", "leaf_spine minus a link", "uneven 2:1 clos", "uneven clos"])
 def test_no_symmetry_when_endpoints_are_not_alike(make):
     fab = make()
