@@ -59,6 +59,7 @@ from .routing import (
 )
 from .specs import load_design
 from .symmetry import Symmetry, verify_symmetry
+from .symmetry_search import find_symmetry, search_symmetry
 from .traffic import (
     Traffic,
     all_to_all,
@@ -121,6 +122,8 @@ __all__ = _generator_names + [
     "read_json",
     "write_graphml",
     "verify_symmetry",
+    "find_symmetry",
+    "search_symmetry",
     "write_json",
     "WorstCasePermutation",
     "tub_upper_bound",

@@ -8,8 +8,11 @@ aggregation, no symmetry — so the distance bound is evaluated exactly as state
 capacity over what it sends or receives) bounds theta too.
 
 For results of the symmetric method the lower bound is re-proven for the root's flow and
-spread over the arc orbits, which relies on the generator's symmetry claim (the upper bound
-does not): prove a claim on a small instance with :func:`fabricopt.verify_symmetry`.
+spread over the arc orbits. With a generator's symmetry claim this relies on the claim (the
+upper bound does not): prove a claim on a small instance with
+:func:`fabricopt.verify_symmetry`. With a symmetry found by :func:`fabricopt.find_symmetry`
+(carried by the certificate) nothing is taken on trust: its generators are re-verified as
+automorphisms of the fabric and its orbits recomputed from them first.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse.csgraph import dijkstra
 
-from ..errors import InvalidParameterError
+from ..errors import InvalidFabricError, InvalidParameterError
 from ..fabric import Fabric
 from ..graph_arrays import GraphArrays
+from ..symmetry import Symmetry
+from ..symmetry_search import FoundSymmetry, verify_found_symmetry, with_symmetry
 from ..traffic import Traffic, all_to_all
 from .certificate import certified_lower
 from .formulation import build_flow_lp
@@ -84,6 +89,20 @@ def endpoint_cut_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays) -> float:
     return best
 
 
+def _with_proven_symmetry(fab: Fabric, found: Symmetry | None) -> Fabric | None:
+    """``fab`` itself when it carries a claim or nothing was found; else ``fab`` carrying
+    the found symmetry once its generators are re-verified, or None when they are not
+    automorphisms of ``fab`` or do not give the found orbits (then the lower bound cannot be
+    re-proven)."""
+    if fab.symmetry is not None or not isinstance(found, FoundSymmetry):
+        return fab
+    try:
+        verify_found_symmetry(fab, found)
+    except InvalidFabricError:
+        return None
+    return with_symmetry(fab, found)
+
+
 def check_certificate(fab: Fabric, result: FlowResult, traffic: Traffic | None = None,
                       ) -> CertificateCheck:
     """Re-prove ``result.lower`` and ``result.upper`` on ``fab`` for ``traffic``.
@@ -119,12 +138,14 @@ def check_certificate(fab: Fabric, result: FlowResult, traffic: Traffic | None =
         raise InvalidParameterError("check_certificate(): the result was computed on a "
                                     "different graph (arcs differ)")
     lower, overload, residual = 0.0, 0.0, 0.0
-    if cert.flow is not None and cert.theta is not None:
+    symmetric_fab = (_with_proven_symmetry(fab, cert.symmetry)
+                     if result.method == "symmetric" else fab)
+    if cert.flow is not None and cert.theta is not None and symmetric_fab is not None:
         # Rebuild the model without reductions beyond the one the flow lives in, and lift.
         model: ThroughputModel
         if result.method == "symmetric":
             gbps = traffic.uniform_gbps or next(iter(traffic.pairs.values()))
-            model = build_symmetric_lp(fab, gbps, reduce=False,
+            model = build_symmetric_lp(symmetric_fab, gbps, reduce=False,
                                        include_endpoint_links=cert.include_endpoint_links)
             point = np.append(cert.flow, cert.theta)
         else:

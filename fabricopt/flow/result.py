@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..graph_arrays import GraphArrays
+from ..symmetry import Symmetry
 
 Arc = tuple[Hashable, Hashable]
 
@@ -48,6 +49,9 @@ class FlowCertificate:
         relative); every theta of the solve is divided back.
     include_endpoint_links : bool
         Whether collapsed endpoint links were constraints.
+    symmetry : Symmetry or None
+        For ``"symmetric"`` results on a fabric without a symmetry claim: the symmetry
+        :func:`~fabricopt.find_symmetry` found, whose generators the checker re-verifies.
     """
 
     ga: GraphArrays
@@ -58,6 +62,7 @@ class FlowCertificate:
     theta: float | None = None
     traffic_scale: float = 1.0
     include_endpoint_links: bool = True
+    symmetry: Symmetry | None = None
 
 
 @dataclass

@@ -1,0 +1,645 @@
+"""Find a fabric's symmetry instead of trusting a claim: automorphisms found and proven.
+
+The symmetric flow method needs a group of automorphisms of the fabric (maps of nodes onto
+nodes that send arcs to arcs of the same capacity and endpoints to endpoints; nothing else
+matters to the flow LP) acting transitively on the endpoints, given by its arc orbits. A
+generator knows such a group; a fabric built by hand, read from a file or edited does not.
+:func:`find_symmetry` finds one:
+
+1. **Colour refinement** (the coarsest equitable partition, see
+   :func:`fabricopt.flow.symmetric.color_refinement`) of the graph with endpoints and
+   capacities as colours. An automorphism preserves refined colours, so endpoints of
+   different colours prove that no group acts transitively on them.
+2. **Twins**: two nodes with the same neighbours over arcs of the same capacities swap by an
+   automorphism that can be written down. They are found by hashing neighbourhoods and each
+   swap is verified; the search below never branches inside a class of twins.
+3. **Individualisation-refinement** (the method of McKay's nauty): to map the root endpoint
+   to endpoint ``e``, give the root a colour of its own in one copy and ``e`` in the other,
+   refine both, and keep individualising one node of the same cell on both sides (the first
+   node on the first side, every candidate on the second, backtracking on a mismatch) until
+   the cells left are classes of twins. Each step first tries the map that pairs the cells in
+   node order, which on fabrics built in a regular order is an automorphism at once.
+4. Every map is **verified** (each arc it moves lands on an arc of the same capacity,
+   endpoints stay endpoints) before it becomes a generator; endpoints already in the root's
+   orbit under the generators found are skipped. A second pass merges arc orbits that colour
+   refinement cannot tell apart, when an automorphism between them is found within a small
+   budget (finer orbits stay exact, coarser ones make the symmetric LP smaller).
+
+The arc orbits are those of the group the verified generators generate, so the result is
+exact however many automorphisms the search missed. :func:`verify_found_symmetry` re-proves
+all of it from the generators the result carries.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from ._checks import check_positive
+from .errors import InvalidFabricError, InvalidParameterError
+from .graph_arrays import GraphArrays
+from .symmetry import Symmetry
+
+_RNG_SEED = 1_969  # fixed: twin hashing must be reproducible
+#: Nodes a search that merges two arc orbits may visit before it gives up on that pair.
+MERGE_BUDGET_NODES = 64
+
+Generator = tuple[np.ndarray, np.ndarray]  # (support, image): node i goes to node image[k]
+
+
+@dataclass(frozen=True, eq=False)
+class FoundSymmetry(Symmetry):
+    """A :class:`~fabricopt.Symmetry` found by :func:`find_symmetry`, with its proof.
+
+    ``generators`` are permutations of ``nodes`` (by position), each as the nodes it moves
+    and their images; the arc orbits are exactly the orbits of the group they generate,
+    which :func:`verify_found_symmetry` re-checks.
+    """
+
+    nodes: tuple[Hashable, ...] = ()
+    generators: tuple[Generator, ...] = field(default=(), repr=False)
+    n_twin_swaps: int = 0
+
+
+@dataclass(frozen=True)
+class SymmetrySearch:
+    """What :func:`search_symmetry` found: the symmetry, or None and why.
+
+    Attributes
+    ----------
+    symmetry : FoundSymmetry or None
+    reason : str
+        Why there is no symmetry ("" when there is one).
+    proven : bool
+        True when the answer is final: a symmetry was found, or none exists (endpoints in
+        different colour classes, or an exhaustive search found no automorphism between two
+        endpoints). False when the search gave up (time limit).
+    seconds : float
+    n_generators, n_twin_swaps, n_orbits : int
+        Generators found (twin swaps included), how many are twin swaps, arc orbits.
+    """
+
+    symmetry: FoundSymmetry | None
+    reason: str
+    proven: bool
+    seconds: float
+    n_generators: int = 0
+    n_twin_swaps: int = 0
+    n_orbits: int = 0
+
+    @property
+    def message(self) -> str:
+        """One line for a result's message."""
+        if self.symmetry is None:
+            return f"no symmetry found ({self.reason})"
+        return (f"symmetry found: {self.n_generators} generators ({self.n_twin_swaps} twin "
+                f"swaps), {self.n_orbits} arc orbits, in {self.seconds:.2f} s")
+
+
+class _GiveUp(Exception):
+    """The search ran out of time or of its node budget."""
+
+
+class _Automorphisms:
+    """The fabric as arrays, with a vectorised test of candidate automorphisms."""
+
+    def __init__(self, ga: GraphArrays, endpoint_idx: np.ndarray) -> None:
+        self.ga = ga
+        n = ga.n_nodes
+        self.n = n
+        self.is_endpoint = np.zeros(n, dtype=bool)
+        self.is_endpoint[endpoint_idx] = True
+        key = ga.tail * n + ga.head
+        self.arc_order = np.argsort(key, kind="stable")
+        self.sorted_key = key[self.arc_order]
+        # Arcs by tail and by head, to list the arcs at a set of nodes.
+        self.out_arcs = np.argsort(ga.tail, kind="stable")
+        self.out_ptr = np.r_[0, np.cumsum(np.bincount(ga.tail, minlength=n))]
+        self.in_arcs = np.argsort(ga.head, kind="stable")
+        self.in_ptr = np.r_[0, np.cumsum(np.bincount(ga.head, minlength=n))]
+        # Capacities compared exactly: an automorphism must preserve them to the bit.
+        self.arc_color = np.unique(ga.capacity, return_inverse=True)[1].ravel().astype(np.int64)
+
+    def segment_sums(self, weights: np.ndarray, out: bool) -> np.ndarray:
+        """Per node, the sum (mod 2^64) of ``weights`` given per arc in out-arc order
+        (``out``) or in-arc order."""
+        ptr = self.out_ptr if out else self.in_ptr
+        sums = np.zeros(self.n, dtype=np.uint64)
+        if len(weights) == 0:
+            return sums
+        has = ptr[1:] > ptr[:-1]
+        sums[has] = np.add.reduceat(weights, ptr[:-1][has])
+        return sums
+
+    def arc_index(self, tail: np.ndarray, head: np.ndarray) -> np.ndarray:
+        """Index of arc ``tail -> head`` for each pair, -1 where there is none."""
+        key = tail * self.n + head
+        if len(self.sorted_key) == 0:
+            return np.full(len(key), -1)
+        pos = np.minimum(np.searchsorted(self.sorted_key, key), len(self.sorted_key) - 1)
+        found = self.sorted_key[pos] == key
+        return np.where(found, self.arc_order[pos], -1)
+
+    def incident_arcs(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Arcs leaving or entering each of ``nodes``, with the position in ``nodes`` each
+        came from (an arc between two listed nodes appears twice)."""
+        parts, owners = [], []
+        for arcs, ptr in ((self.out_arcs, self.out_ptr), (self.in_arcs, self.in_ptr)):
+            start, stop = ptr[nodes], ptr[nodes + 1]
+            count = stop - start
+            owner = np.repeat(np.arange(len(nodes)), count)
+            offset = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+            parts.append(arcs[np.repeat(start, count) + offset])
+            owners.append(owner)
+        return np.concatenate(parts), np.concatenate(owners)
+
+    def apply(self, gens: Sequence[Generator]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Test permutations given by what they move; return (ok per generator, arcs, their
+        images) where the image pairs cover every arc each valid generator moves.
+
+        A permutation ``p`` of the nodes is an automorphism when it maps endpoints to
+        endpoints and every arc to an arc of the same capacity. Arcs away from the moved
+        nodes are fixed, and ``p`` maps the finite set of arcs at the moved nodes injectively
+        into itself, so checking those arcs proves it.
+        """
+        n, ga = self.n, self.ga
+        ok = np.ones(len(gens), dtype=bool)
+        if not gens:
+            return ok, np.zeros(0, np.int64), np.zeros(0, np.int64)
+        gid = np.concatenate([np.full(len(s), g) for g, (s, _) in enumerate(gens)])
+        sup = np.concatenate([np.asarray(s, dtype=np.int64) for s, _ in gens])
+        img = np.concatenate([np.asarray(i, dtype=np.int64) for _, i in gens])
+        if len(sup) != len(img) or np.any((sup < 0) | (sup >= n) | (img < 0) | (img >= n)):
+            raise InvalidFabricError("automorphism test: a generator names nodes outside the "
+                                     "graph or has support and image of different lengths")
+        # Each must permute its own support: same sets, no repeats.
+        by_gen_sup = np.sort(gid * n + sup)
+        by_gen_img = np.sort(gid * n + img)
+        repeats = np.zeros(len(gens), dtype=bool)
+        repeats[(by_gen_sup // n)[1:][np.diff(by_gen_sup) == 0]] = True
+        ok &= ~repeats
+        bad = by_gen_sup != by_gen_img
+        ok[np.unique(by_gen_sup[bad] // n)] = False
+        ok[np.unique(gid[self.is_endpoint[sup] != self.is_endpoint[img]])] = False
+        arcs, owner = self.incident_arcs(sup)
+        arc_gen = gid[owner]
+        # Image of both ends under the arc's own generator (ends it does not move stay).
+        lookup = gid * n + sup
+        order = np.argsort(lookup, kind="stable")
+        lookup_sorted, img_sorted = lookup[order], img[order]
+
+        def image(nodes: np.ndarray) -> np.ndarray:
+            key = arc_gen * n + nodes
+            pos = np.minimum(np.searchsorted(lookup_sorted, key), len(lookup_sorted) - 1)
+            return np.where(lookup_sorted[pos] == key, img_sorted[pos], nodes)
+
+        new = self.arc_index(image(ga.tail[arcs]), image(ga.head[arcs]))
+        broken = (new < 0) | (self.arc_color[np.maximum(new, 0)] != self.arc_color[arcs])
+        ok[np.unique(arc_gen[broken])] = False
+        keep = ok[arc_gen]
+        return ok, arcs[keep], new[keep]
+
+    def is_automorphism(self, gen: Generator) -> bool:
+        return bool(self.apply([gen])[0][0])
+
+
+def _merge(labels: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Component labels after joining ``a[i]`` with ``b[i]`` (labels are 0..k-1)."""
+    if len(a) == 0:
+        return labels
+    k = int(labels.max()) + 1
+    g = sp.coo_matrix((np.ones(len(a)), (labels[a], labels[b])), shape=(k, k))
+    return connected_components(g, directed=False)[1][labels].astype(np.int64)
+
+
+def _twin_swaps(aut: _Automorphisms) -> list[Generator]:
+    """Verified swaps of twin nodes: same endpoint status and the same neighbours over arcs
+    of the same capacities (false twins), or also joined to each other both ways by equal
+    capacities (true twins, e.g. the nodes of a complete graph).
+
+    Candidates come from hashing neighbourhoods; for true twins ``u, v`` joined with capacity
+    ``c`` the open hashes differ by the terms of ``v`` and ``u``, so each node is also hashed
+    with itself added as a neighbour at each of its capacities.
+    """
+    ga, n = aut.ga, aut.n
+    if n < 2:
+        return []
+    rng = np.random.default_rng(_RNG_SEED)
+    key_node = rng.integers(1, 2**63, size=(2, n), dtype=np.uint64)
+    key_cap = rng.integers(1, 2**63, size=(2, int(aut.arc_color.max(initial=0)) + 1),
+                           dtype=np.uint64) | np.uint64(1)
+    key_endpoint = rng.integers(1, 2**63, size=2, dtype=np.uint64)
+    a_out = key_node[0][ga.head] * key_cap[0][aut.arc_color]
+    a_in = key_node[1][ga.tail] * key_cap[1][aut.arc_color]
+    open_hash = key_endpoint[aut.is_endpoint.astype(np.int64)].copy()
+    np.add.at(open_hash, ga.tail, a_out)
+    np.add.at(open_hash, ga.head, a_in)
+    # True-twin hash of each (node, capacity of one of its out-arcs).
+    node_cap = np.unique(ga.tail * (int(aut.arc_color.max(initial=0)) + 1) + aut.arc_color)
+    k = int(aut.arc_color.max(initial=0)) + 1
+    v, c = node_cap // k, node_cap % k
+    closed = (open_hash[v] + key_node[0][v] * key_cap[0][c] + key_node[1][v] * key_cap[1][c]
+              + np.uint64(0x9E3779B97F4A7C15))
+    keys = np.concatenate([open_hash, closed]).view(np.int64)
+    who = np.concatenate([np.arange(n), v])
+    order = np.lexsort((who, keys))
+    keys, who = keys[order], who[order]
+    first = np.r_[True, keys[1:] != keys[:-1]]
+    group_start = np.flatnonzero(first)
+    rep = who[np.repeat(group_start, np.diff(np.r_[group_start, len(keys)]))]
+    pair = rep != who
+    gens = [(np.array([a, b]), np.array([b, a])) for a, b in zip(rep[pair], who[pair],
+                                                                 strict=True)]
+    ok = aut.apply(gens)[0]
+    return [g for g, good in zip(gens, ok, strict=True) if good]
+
+
+class _Search:
+    """Individualisation-refinement search for automorphisms with given node pairs."""
+
+    def __init__(self, aut: _Automorphisms, twin_class: np.ndarray, deadline: float) -> None:
+        self.aut = aut
+        self.twin_class = twin_class
+        self.deadline = deadline
+        self.budget = np.inf
+        self.index = np.arange(aut.n)
+
+    def tick(self) -> None:
+        self.budget -= 1
+        if self.budget < 0 or time.perf_counter() > self.deadline:
+            raise _GiveUp
+
+    def refine(self, colors: np.ndarray) -> np.ndarray:
+        """Coarsest equitable refinement of ``colors``, with canonical class ids.
+
+        The rounds of :func:`fabricopt.flow.symmetric.color_refinement` (sums of random
+        64-bit keys over each node's out- and in-arcs), specialised for the many refinements
+        of a search: arcs are pre-sorted so the sums are segment sums, and a round relabels
+        with one sort. Ids are a function of the coloured graph's isomorphism class (same
+        seed, classes ordered by (old class, hashes)), so two refinements can be compared.
+        A hash collision can only merge classes, never split equivalent nodes.
+        """
+        aut = self.aut
+        rng = np.random.default_rng(_RNG_SEED)
+        nc = np.unique(colors, return_inverse=True)[1].ravel().astype(np.int64)
+        n_classes = int(nc.max()) + 1
+        key_arc = rng.integers(1, 2**63, size=int(aut.arc_color.max(initial=0)) + 1,
+                               dtype=np.uint64)
+        w_arc_out = key_arc[aut.arc_color[aut.out_arcs]]
+        w_arc_in = key_arc[aut.arc_color[aut.in_arcs]] ^ np.uint64(0x9E3779B97F4A7C15)
+        head_out, tail_in = aut.ga.head[aut.out_arcs], aut.ga.tail[aut.in_arcs]
+        while True:
+            key_node = rng.integers(1, 2**63, size=n_classes, dtype=np.uint64) | np.uint64(1)
+            h_out = aut.segment_sums(w_arc_out * key_node[nc[head_out]], out=True)
+            h_in = aut.segment_sums(w_arc_in * key_node[nc[tail_in]], out=False)
+            order = np.lexsort((h_in, h_out, nc))
+            a, b, c = nc[order], h_out[order], h_in[order]
+            new_class = np.r_[False, (a[1:] != a[:-1]) | (b[1:] != b[:-1]) | (c[1:] != c[:-1])]
+            ids = np.empty(aut.n, dtype=np.int64)
+            ids[order] = np.cumsum(new_class)
+            count = int(ids.max()) + 1
+            if count == n_classes:
+                return ids
+            nc, n_classes = ids, count
+
+    def individualise(self, part: np.ndarray, nodes: Sequence[int]) -> np.ndarray:
+        """Give each of ``nodes`` a colour of its own (in the given order) and refine."""
+        colors = part.copy()
+        top = int(part.max()) + 1
+        for i, v in enumerate(nodes):
+            colors[v] = top + i
+        return self.refine(colors)
+
+    def target(self, part: np.ndarray) -> int:
+        """First node of the first cell that holds two nodes that are not twins, or -1."""
+        sizes = np.bincount(part)
+        cand = np.flatnonzero(sizes[part] > 1)
+        if len(cand) == 0:
+            return -1
+        tw = self.twin_class[cand]
+        cells = part[cand]
+        order = np.lexsort((tw, cells))
+        cells, tw, cand = cells[order], tw[order], cand[order]
+        # A cell is all twins when its first and last (by twin class) agree.
+        start = np.r_[True, cells[1:] != cells[:-1]]
+        stop = np.r_[cells[1:] != cells[:-1], True]
+        mixed = tw[start] != tw[stop]
+        if not mixed.any():
+            return -1
+        cell = cells[start][np.argmax(mixed)]
+        return int(np.min(cand[cells == cell]))
+
+    def pairing(self, p1: np.ndarray, p2: np.ndarray) -> np.ndarray:
+        """The map that sends the cells of ``p1`` onto those of ``p2`` in node order."""
+        perm = np.empty(self.aut.n, dtype=np.int64)
+        perm[np.lexsort((self.index, p1))] = np.lexsort((self.index, p2))
+        return perm
+
+    def check(self, perm: np.ndarray) -> Generator | None:
+        """``perm`` as a generator if it is an automorphism, else None."""
+        moved = np.flatnonzero(perm != self.index)
+        # Most guesses in a search are wrong almost everywhere: a few arcs show it cheaply
+        # before the full test.
+        ga, aut = self.aut.ga, self.aut
+        if ga.n_arcs == 0:
+            return (moved, perm[moved]) if aut.is_automorphism((moved, perm[moved])) else None
+        sample = aut.out_arcs[aut.out_ptr[moved[:: max(1, len(moved) // 32)]]
+                              .clip(max=max(ga.n_arcs - 1, 0))]
+        if len(sample) and np.any(aut.arc_index(perm[ga.tail[sample]],
+                                                perm[ga.head[sample]]) < 0):
+            return None
+        gen = (moved, perm[moved])
+        return gen if aut.is_automorphism(gen) else None
+
+    def find(self, path: _Path, start2: np.ndarray) -> Generator | None:
+        """An automorphism mapping the start of ``path`` onto ``start2``, or None when none
+        exists (exhaustive); raises :class:`_GiveUp` when out of time or budget."""
+        # Depth-first over candidate lists; stack[k] holds the untried candidates at depth k.
+        parts = [start2]
+        stack: list[list[int]] = []
+        while True:
+            self.tick()
+            k = len(parts) - 1
+            p1, p2 = path.partition(k), parts[k]
+            descend = False
+            if np.array_equal(np.bincount(p1), np.bincount(p2)):
+                perm = self.pairing(p1, p2)
+                gen = self.check(perm)
+                if gen is not None:
+                    return gen
+                x = path.vertex(k)
+                if x >= 0:
+                    cell = np.flatnonzero(p2 == p1[x])
+                    guess = int(perm[x])
+                    stack.append([int(y) for y in cell[::-1] if y != guess] + [guess])
+                    descend = True
+            if not descend:
+                parts.pop()
+            while stack and not stack[-1]:
+                stack.pop()
+                parts.pop()
+            if not stack:
+                return None
+            y = stack[-1].pop()
+            parts.append(self.individualise(parts[len(stack) - 1], [y]))
+
+
+class _Path:
+    """The first side of a search: from a start partition, always individualise the first
+    node of the target cell. Computed lazily and shared by every search from that start."""
+
+    def __init__(self, search: _Search, start: np.ndarray) -> None:
+        self.search = search
+        self.parts = [start]
+        self.vertices: list[int] = []
+
+    def partition(self, k: int) -> np.ndarray:
+        while len(self.parts) <= k:
+            x = self.vertex(len(self.parts) - 1)
+            self.parts.append(self.search.individualise(self.parts[-1], [x]))
+        return self.parts[k]
+
+    def vertex(self, k: int) -> int:
+        while len(self.vertices) <= k:
+            self.vertices.append(self.search.target(self.partition(len(self.vertices))))
+        return self.vertices[k]
+
+
+def _arc_labels(aut: _Automorphisms, gens: Sequence[Generator]) -> np.ndarray:
+    """Arc orbits of the group the (verified) generators generate."""
+    ok, arcs, images = aut.apply(gens)
+    if not ok.all():
+        raise InvalidFabricError("a generator is not an automorphism")
+    labels = np.arange(aut.ga.n_arcs)
+    return _merge(labels, arcs, images)
+
+
+def search_symmetry(fab: Any, *, time_limit: float | None = None) -> SymmetrySearch:
+    """Find and prove automorphisms of ``fab`` acting transitively on its endpoints.
+
+    Like :func:`find_symmetry`, but says why when there is no symmetry and how the search
+    went.
+
+    Parameters
+    ----------
+    fab : Fabric
+    time_limit : float, optional
+        Seconds; when they run out the search gives up (``proven=False``).
+
+    Returns
+    -------
+    SymmetrySearch
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> import fabricopt as fo
+    >>> search_symmetry(fo.from_networkx(nx.path_graph(4))).reason
+    'endpoints fall into 2 colour classes, so no automorphism maps every endpoint to every other'
+    """
+    from .fabric import Fabric
+
+    start = time.perf_counter()
+    if not isinstance(fab, Fabric):
+        raise InvalidParameterError(f"search_symmetry(): fab must be a Fabric, "
+                                    f"got {type(fab).__name__}")
+    if time_limit is not None:
+        check_positive("search_symmetry", "time_limit", time_limit)
+    deadline = start + (np.inf if time_limit is None else float(time_limit))
+    ga = GraphArrays.from_fabric(fab)
+    eps = np.array([ga.index[e] for e in fab.endpoints], dtype=np.int64)
+
+    def none(reason: str, proven: bool) -> SymmetrySearch:
+        return SymmetrySearch(None, reason, proven, time.perf_counter() - start)
+
+    if len(eps) == 0:
+        return none("the fabric has no endpoints", True)
+    aut = _Automorphisms(ga, eps)
+    twins = _twin_swaps(aut)
+    twin_class = _merge(np.arange(aut.n), np.array([g[0][0] for g in twins], dtype=np.int64),
+                        np.array([g[0][1] for g in twins], dtype=np.int64))
+    search = _Search(aut, twin_class, deadline)
+    base = search.refine(aut.is_endpoint.astype(np.int64))
+    n_ep_classes = len(np.unique(base[eps]))
+    if n_ep_classes > 1:
+        return none(f"endpoints fall into {n_ep_classes} colour classes, so no automorphism "
+                    "maps every endpoint to every other", True)
+    gens: list[Generator] = list(twins)
+    node_orbit = twin_class.copy()
+    root = int(eps[0])
+    try:
+        path = _Path(search, search.individualise(base, [root]))
+        while True:
+            left = eps[node_orbit[eps] != node_orbit[root]]
+            if len(left) == 0:
+                break
+            e = int(left[0])
+            gen = search.find(path, search.individualise(base, [e]))
+            if gen is None:
+                return none(f"no automorphism maps endpoint {ga.nodes[root]!r} to "
+                            f"{ga.nodes[e]!r} (exhaustive search)", True)
+            gens.append(gen)
+            node_orbit = _merge(node_orbit, gen[0], gen[1])
+    except _GiveUp:
+        return none(f"gave up after {time.perf_counter() - start:.3g} s (time limit) with "
+                    f"{len(gens)} generators", False)
+    arc_orbit = _arc_labels(aut, gens)
+    gens, arc_orbit = _merge_arc_orbits(aut, search, base, gens, arc_orbit)
+    n_orbits = int(arc_orbit.max()) + 1 if len(arc_orbit) else 0
+    sym = FoundSymmetry(
+        arc_orbit=dict(zip(ga.arcs, arc_orbit.tolist(), strict=True)),
+        group=f"automorphisms found by search ({len(gens)} generators)",
+        n_nodes=ga.n_nodes, n_arcs=ga.n_arcs, endpoints=frozenset(fab.endpoints),
+        nodes=tuple(ga.nodes), generators=tuple(gens), n_twin_swaps=len(twins))
+    return SymmetrySearch(sym, "", True, time.perf_counter() - start, len(gens), len(twins),
+                          n_orbits)
+
+
+def _merge_arc_orbits(aut: _Automorphisms, search: _Search, base: np.ndarray,
+                      gens: list[Generator], arc_orbit: np.ndarray,
+                      ) -> tuple[list[Generator], np.ndarray]:
+    """Try to join arc orbits that colour refinement puts in one class, by searching for an
+    automorphism between representatives (a small budget each; failures keep them apart)."""
+    ga = aut.ga
+    if ga.n_arcs == 0:
+        return gens, arc_orbit
+    # Arcs alike under refinement: same capacity, same tail class, same head class.
+    arc_class = np.unique(np.stack([aut.arc_color, base[ga.tail], base[ga.head]]), axis=1,
+                          return_inverse=True)[1].ravel()
+    first_of_orbit = np.unique(arc_orbit, return_index=True)[1]
+    tried: set[tuple[int, int]] = set()
+    for cls in np.unique(arc_class[first_of_orbit]):
+        reps = first_of_orbit[arc_class[first_of_orbit] == cls]
+        a = int(reps[0])
+        path: _Path | None = None
+        for b in reps[1:]:
+            b = int(b)
+            if arc_orbit[a] == arc_orbit[b] or (a, b) in tried:
+                continue
+            tried.add((a, b))
+            search.budget = MERGE_BUDGET_NODES
+            try:
+                if path is None:
+                    path = _Path(search, search.individualise(base, [ga.tail[a], ga.head[a]]))
+                gen = search.find(path, search.individualise(base, [ga.tail[b], ga.head[b]]))
+            except _GiveUp:
+                if time.perf_counter() > search.deadline:
+                    search.budget = np.inf
+                    return gens, arc_orbit
+                continue
+            if gen is not None:
+                gens.append(gen)
+                ok, arcs, images = aut.apply([gen])
+                arc_orbit = _merge(arc_orbit, arcs, images)
+    search.budget = np.inf
+    return gens, arc_orbit
+
+
+def find_symmetry(fab: Any, *, time_limit: float | None = None) -> FoundSymmetry | None:
+    """A proven group of automorphisms of ``fab`` acting transitively on its endpoints.
+
+    Automorphisms here map arcs to arcs of the same capacity and endpoints to endpoints
+    (roles, tiers and names do not matter to the flow LP). The result holds the arc orbits
+    of the group generated by the automorphisms found (finer than the full group's orbits
+    when the search missed some, which keeps the symmetric method exact), and the generators
+    that prove it (:func:`verify_found_symmetry`). Attach it with :func:`with_symmetry`.
+
+    Parameters
+    ----------
+    fab : Fabric
+    time_limit : float, optional
+        Seconds before the search gives up.
+
+    Returns
+    -------
+    FoundSymmetry or None
+        None when no such group exists or the search gave up; :func:`search_symmetry` says
+        which.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> import fabricopt as fo
+    >>> sym = find_symmetry(fo.from_networkx(nx.cycle_graph(6)))
+    >>> sym.n_orbits   # rotations and reflections: every arc of a ring maps to every other
+    1
+    """
+    return search_symmetry(fab, time_limit=time_limit).symmetry
+
+
+def verify_found_symmetry(fab: Any, sym: FoundSymmetry) -> None:
+    """Re-prove a found symmetry on ``fab`` from its generators.
+
+    Checks that every generator is an automorphism (arcs to arcs of the same capacity,
+    endpoints to endpoints), that the group they generate maps the first endpoint to every
+    endpoint, and that the arc orbits of that group are exactly the claim's orbit labels.
+
+    Raises
+    ------
+    InvalidFabricError
+        If any of these fails.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> import fabricopt as fo
+    >>> fab = fo.from_networkx(nx.cycle_graph(5))
+    >>> verify_found_symmetry(fab, find_symmetry(fab))
+    """
+    ga = GraphArrays.from_fabric(fab)
+    name = getattr(fab, "name", "")
+    if frozenset(fab.endpoints) != sym.endpoints or set(sym.nodes) != set(ga.nodes) \
+            or len(sym.nodes) != ga.n_nodes:
+        raise InvalidFabricError(f"found symmetry does not belong to fabric {name!r}: its "
+                                 "nodes or endpoints differ")
+    to_here = np.array([ga.index[v] for v in sym.nodes], dtype=np.int64)
+    gens = [(to_here[np.asarray(s, dtype=np.int64)], to_here[np.asarray(i, dtype=np.int64)])
+            for s, i in sym.generators]
+    eps = np.array([ga.index[e] for e in fab.endpoints], dtype=np.int64)
+    aut = _Automorphisms(ga, eps)
+    ok, arcs, images = aut.apply(gens)
+    if not ok.all():
+        g = int(np.flatnonzero(~ok)[0])
+        raise InvalidFabricError(f"found symmetry of {name!r}: generator {g} is not an "
+                                 "automorphism (an arc maps to a missing arc, capacities "
+                                 "differ, or an endpoint maps to a non-endpoint)")
+    node_orbit = np.arange(ga.n_nodes)
+    for s, i in gens:
+        node_orbit = _merge(node_orbit, s, i)
+    if len(eps) and len(np.unique(node_orbit[eps])) != 1:
+        raise InvalidFabricError(f"found symmetry of {name!r}: the generators do not map the "
+                                 "first endpoint to every endpoint")
+    orbits = _merge(np.arange(ga.n_arcs), arcs, images)
+    try:
+        labels = np.array([sym.arc_orbit[a] for a in ga.arcs], dtype=np.int64)
+    except KeyError as exc:
+        raise InvalidFabricError(f"found symmetry of {name!r}: arc {exc} has no orbit") from None
+    pairs = np.unique(np.stack([orbits, labels]), axis=1)
+    if len(np.unique(pairs[0])) != pairs.shape[1] or len(np.unique(pairs[1])) != pairs.shape[1]:
+        raise InvalidFabricError(f"found symmetry of {name!r}: its orbit labels are not the "
+                                 "arc orbits of the group its generators generate")
+
+
+def with_symmetry(fab: Any, sym: Symmetry) -> Any:
+    """The fabric (sharing its graph) carrying ``sym`` as its symmetry claim.
+
+    >>> import networkx as nx
+    >>> import fabricopt as fo
+    >>> fab = fo.from_networkx(nx.cycle_graph(4))
+    >>> with_symmetry(fab, find_symmetry(fab)).symmetry is not None
+    True
+    """
+    from .fabric import Fabric
+
+    return Fabric(fab.graph, fab.endpoints, fab.name, fab.params, sym, fab.design, fab.recipe,
+                  fab.removed)
+
+
+__all__ = ["FoundSymmetry", "SymmetrySearch", "find_symmetry", "search_symmetry",
+           "verify_found_symmetry", "with_symmetry"]

@@ -1,0 +1,266 @@
+"""Symmetry found by search: proven automorphisms, exact symmetric throughput, honest Nones."""
+
+import random
+
+import networkx as nx
+import numpy as np
+import pytest
+from flow_helpers import certified
+
+import fabricopt as fo
+from fabricopt.flow import api
+from fabricopt.symmetry_search import (
+    FoundSymmetry,
+    find_symmetry,
+    search_symmetry,
+    verify_found_symmetry,
+    with_symmetry,
+)
+
+
+def rebuilt(fab, shuffle_seed=None):
+    """``fab`` rebuilt by hand through from_networkx: same graph and attributes, no claim.
+
+    With a seed, nodes, arcs and endpoints are also inserted in a shuffled order, so the
+    search cannot lean on the generator's regular numbering.
+    """
+    graph = fab.graph
+    endpoints = list(fab.endpoints)
+    if shuffle_seed is not None:
+        rng = random.Random(shuffle_seed)
+        nodes, arcs = list(graph.nodes(data=True)), list(graph.edges(data=True))
+        rng.shuffle(nodes)
+        rng.shuffle(arcs)
+        rng.shuffle(endpoints)
+        graph = nx.DiGraph()
+        graph.add_nodes_from(nodes)
+        graph.add_edges_from(arcs)
+    out = fo.from_networkx(graph, endpoints=endpoints, name=fab.name + " by hand")
+    assert out.symmetry is None
+    return out
+
+
+def is_automorphism(fab, mapping):
+    """Independent check: arcs to arcs of equal capacity, endpoints to endpoints."""
+    g = fab.graph
+    eps = set(fab.endpoints)
+    if sorted(mapping.values(), key=repr) != sorted(mapping, key=repr):
+        return False
+    if any((v in eps) != (mapping[v] in eps) for v in g):
+        return False
+    return all(g.has_edge(mapping[u], mapping[v])
+               and g[mapping[u]][mapping[v]]["capacity"] == c
+               for u, v, c in g.edges(data="capacity"))
+
+
+def as_mapping(fab, sym, gen):
+    """A generator (positions moved, their images) as a node -> node dict on ``fab``."""
+    s, i = gen
+    moved = {sym.nodes[a]: sym.nodes[b] for a, b in zip(s, i, strict=True)}
+    return {**{v: v for v in fab.graph}, **moved}
+
+
+# Small instances of every family (claims dropped by rebuilding); each is vertex-transitive
+# on its endpoints by construction (the generator's own claim says so).
+FAMILIES = [
+    ("ring", {"n": 6}), ("ring", {"n": 7}),
+    ("torus", {"dims": (3, 4)}), ("torus", {"dims": (3, 3, 3)}),
+    ("hypercube", {"d": 3}), ("hypercube", {"d": 4}),
+    ("complete", {"n": 5}),
+    ("dragonfly", {"a": 2, "h": 1, "p": 2}),
+    ("fat_tree", {"k": 4}), ("fat_tree", {"k": 6}),
+    ("clos", {"endpoints": 24, "radix": 8}), ("clos", {"endpoints": 20, "radix": 8}),
+    ("leaf_spine", {"leaves": 3, "spines": 2, "endpoints_per_leaf": 4}),
+    ("leaf_spine", {"leaves": 4, "spines": 3, "endpoints_per_leaf": 2, "links_per_pair": 2}),
+    ("rail_optimized", {"nodes": 4, "gpus_per_node": 2, "leaf_radix": 4}),
+    ("nvswitch_domain", {"gpus": 4, "switches": 2, "links_per_gpu": 4, "link_gbps": 200}),
+    ("dgx_h100", {}), ("dgx_b200", {}),
+    ("nvlink_switch_system", {"nodes": 2}),
+    ("nvl576", {"racks": 2, "gpus_per_rack": 4, "switches_per_rack": 2}),
+    ("ualink_pod", {"accelerators": 8, "switches": 2, "ports_per_accelerator": 2}),
+]
+
+
+@pytest.mark.parametrize("shuffle", [None, 1], ids=["in order", "shuffled"])
+@pytest.mark.parametrize(("family", "params"), FAMILIES,
+                         ids=[f"{f}{sorted(p.items())}" for f, p in FAMILIES])
+def test_found_symmetry_is_proven_and_exact(family, params, shuffle):
+    made = fo.GENERATORS[family](**params)
+    fab = rebuilt(made, shuffle)
+    sym = find_symmetry(fab)
+    assert isinstance(sym, FoundSymmetry)
+    verify_found_symmetry(fab, sym)
+    claimed = with_symmetry(fab, sym)
+    assert claimed.symmetry is sym
+    if fab.graph.number_of_edges() <= 100:  # VF2 takes seconds beyond fat_tree(4)'s 96 arcs
+        fo.verify_symmetry(claimed)  # independent of the search
+    for gen in sym.generators:
+        assert is_automorphism(fab, as_mapping(fab, sym, gen))
+    r = certified(fab, fo.max_concurrent_flow(fab, method="symmetric"))
+    assert r.method == "symmetric" and r.message.startswith("symmetry found")
+    full = certified(fab, fo.max_concurrent_flow(fab, method="lp"))
+    assert r.theta == pytest.approx(full.theta, rel=1e-7)
+
+
+def test_found_on_an_edited_fabric_that_stayed_symmetric():
+    # Every leaf-spine bundle of 2 links loses 1: the edit drops the generator's claim, but
+    # all leaves are still alike; the found symmetry gives the full LP's theta.
+    made = fo.leaf_spine(leaves=4, spines=2, endpoints_per_leaf=3, links_per_pair=2)
+    fab = made.without(links={(f"leaf{i}", f"spine{j}"): 1 for i in range(4) for j in range(2)})
+    assert fab.symmetry is None
+    assert find_symmetry(fab) is not None
+    r = certified(fab, fo.max_concurrent_flow(fab, method="symmetric"))
+    full = certified(fab, fo.max_concurrent_flow(fab, method="lp"))
+    assert r.theta == pytest.approx(full.theta, rel=1e-7)
+
+
+def uneven_clos():
+    # 24 endpoints at 2:1 on radix 8: 5 down-ports per leaf, so 5 leaves hold 5+5+5+5+4;
+    # the endpoints of the short leaf are unlike the others (and the generator makes no claim).
+    return fo.clos(endpoints=24, radix=8, oversubscription=2)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: fo.from_networkx(nx.path_graph(4)),  # ends have one neighbour, middles two
+    lambda: fo.leaf_spine(leaves=3, spines=2, endpoints_per_leaf=4)
+    .without_links([("leaf0", "spine0")]),  # leaf0's endpoints lost half their uplinks
+    uneven_clos,
+    lambda: fo.clos(endpoints=30, radix=8),  # 4 down-ports a leaf: 8 leaves hold 6 x 4 + 2 x 3
+], ids=["path", "leaf_spine minus a link", "uneven 2:1 clos", "uneven clos"])
+def test_no_symmetry_when_endpoints_are_not_alike(make):
+    fab = make()
+    found = search_symmetry(fab)
+    assert found.symmetry is None and found.proven
+    assert "colour classes" in found.reason
+    assert find_symmetry(fab) is None
+    with pytest.raises(fo.InvalidParameterError, match="no symmetry found"):
+        fo.max_concurrent_flow(fab, method="symmetric")
+
+
+def test_colour_alike_endpoints_without_an_automorphism():
+    # Two triangles and a hexagon share degree 2 everywhere, so colour refinement cannot
+    # tell the nodes apart, but no automorphism maps a triangle node into the hexagon:
+    # the search must prove it rather than assume it.
+    g = nx.disjoint_union(nx.disjoint_union(nx.cycle_graph(3), nx.cycle_graph(3)),
+                          nx.cycle_graph(6))
+    found = search_symmetry(fo.from_networkx(g))
+    assert found.symmetry is None and found.proven
+    assert "exhaustive search" in found.reason
+
+
+def test_orbits_are_the_generated_group_orbits():
+    # fat_tree(4): gpu-leaf, leaf-gpu, leaf-spine, spine-leaf, spine-core, core-spine are
+    # the 6 arc orbits of its full automorphism group (as the generator claims).
+    fab = rebuilt(fo.fat_tree(4))
+    sym = find_symmetry(fab)
+    assert sym.n_orbits == 6 == fo.fat_tree(4).symmetry.n_orbits
+
+
+def tampered(fab, sym):
+    """``sym`` with its last generator (a search result: twin swaps come first) changed by
+    exchanging two images, chosen so that the independent check says it is no automorphism.
+    """
+    s, i = sym.generators[-1]
+    for a in range(len(s)):
+        for b in range(a + 1, len(s)):
+            j = i.copy()
+            j[[a, b]] = j[[b, a]]
+            if not is_automorphism(fab, as_mapping(fab, sym, (s, j))):
+                return FoundSymmetry(sym.arc_orbit, sym.group, sym.n_nodes, sym.n_arcs,
+                                     sym.endpoints, nodes=sym.nodes,
+                                     generators=(*sym.generators[:-1], (s, j)))
+    raise AssertionError("every exchange gave an automorphism")
+
+
+def test_a_wrong_automorphism_is_never_accepted():
+    fab = rebuilt(fo.fat_tree(4))
+    sym = find_symmetry(fab)
+    with pytest.raises(fo.InvalidFabricError, match="not an automorphism"):
+        verify_found_symmetry(fab, tampered(fab, sym))
+    # A map that is not even a permutation (two nodes to one).
+    s, i = sym.generators[-1]
+    broken = FoundSymmetry(sym.arc_orbit, sym.group, sym.n_nodes, sym.n_arcs, sym.endpoints,
+                           nodes=sym.nodes,
+                           generators=(*sym.generators[:-1], (s, np.r_[i[1], i[1:]])))
+    with pytest.raises(fo.InvalidFabricError, match="not an automorphism"):
+        verify_found_symmetry(fab, broken)
+
+
+def test_wrong_orbit_labels_are_rejected():
+    fab = rebuilt(fo.fat_tree(4))
+    sym = find_symmetry(fab)
+    labels = dict(sym.arc_orbit)
+    first = next(iter(labels))
+    labels[first] = max(labels.values()) + 1  # split one arc off its orbit
+    bad = FoundSymmetry(labels, sym.group, sym.n_nodes, sym.n_arcs, sym.endpoints,
+                        nodes=sym.nodes, generators=sym.generators)
+    with pytest.raises(fo.InvalidFabricError, match="orbit labels"):
+        verify_found_symmetry(fab, bad)
+    # Generators that do not reach every endpoint: keep only the twin swaps.
+    few = FoundSymmetry(sym.arc_orbit, sym.group, sym.n_nodes, sym.n_arcs, sym.endpoints,
+                        nodes=sym.nodes, generators=sym.generators[:sym.n_twin_swaps])
+    with pytest.raises(fo.InvalidFabricError, match="every endpoint"):
+        verify_found_symmetry(fab, few)
+
+
+def test_checker_rejects_a_result_whose_found_symmetry_is_tampered():
+    from dataclasses import replace
+
+    fab = rebuilt(fo.fat_tree(4))
+    r = certified(fab, fo.max_concurrent_flow(fab, method="symmetric"))
+    sym = r.certificate.symmetry
+    r.certificate = replace(r.certificate, symmetry=tampered(fab, sym))
+    check = fo.check_certificate(fab, r)
+    assert not check.lower_ok and check.lower == 0.0
+    assert check.upper_ok  # the distance bound needs no symmetry
+
+
+def test_search_honours_its_time_limit():
+    # fat_tree(4) needs a search beyond its twin swaps (above: 15 generators, 10 of them
+    # twin swaps); a limit that has passed before the first step stops it.
+    found = search_symmetry(rebuilt(fo.fat_tree(4)), time_limit=1e-9)
+    assert found.symmetry is None and not found.proven
+    assert "gave up" in found.reason
+
+
+def test_auto_finds_the_symmetry_only_when_the_lp_is_large(monkeypatch):
+    fab = rebuilt(fo.fat_tree(4))
+    small = fo.max_concurrent_flow(fab)
+    assert small.method == "lp"  # 1,536 nonzeros: below FIND_SYMMETRY_NONZEROS
+    monkeypatch.setattr(api, "FIND_SYMMETRY_NONZEROS", 0)
+    found = certified(fab, fo.max_concurrent_flow(fab))
+    assert found.method == "symmetric" and "symmetry found" in found.message
+    assert found.theta == pytest.approx(small.theta, rel=1e-7)
+    # Traffic that is not uniform all-to-all is not invariant: no search, the full LP.
+    t = fo.permutation(fab, seed=1)
+    assert fo.max_concurrent_flow(fab, t).method == "lp"
+
+
+def test_bad_arguments():
+    with pytest.raises(fo.InvalidParameterError, match="search_symmetry.*fab"):
+        find_symmetry(nx.path_graph(3))
+    with pytest.raises(fo.InvalidParameterError, match="time_limit"):
+        find_symmetry(fo.ring(4), time_limit=-1)
+
+
+@pytest.mark.parametrize("graph", [
+    nx.petersen_graph(),              # vertex-transitive but not a Cayley graph
+    nx.dodecahedral_graph(),          # 20 nodes, arc-transitive
+    nx.circulant_graph(12, [1, 5]),   # rotations of Z_12 at least
+], ids=["petersen", "dodecahedron", "circulant"])
+def test_found_on_classic_vertex_transitive_graphs(graph):
+    fab = fo.from_networkx(graph)
+    sym = find_symmetry(fab)
+    assert sym is not None
+    fo.verify_symmetry(with_symmetry(fab, sym))
+    r = certified(fab, fo.max_concurrent_flow(fab, method="symmetric"))
+    full = certified(fab, fo.max_concurrent_flow(fab, method="lp"))
+    assert r.theta == pytest.approx(full.theta, rel=1e-7)
+
+
+def test_random_regular_graph_has_no_symmetry():
+    # Every node has degree 3, so colour refinement alone cannot split the endpoints; the
+    # search proves no automorphism maps the first node onto the second (a random cubic
+    # graph on 20 nodes has, with this seed, no such symmetry).
+    found = search_symmetry(fo.from_networkx(nx.random_regular_graph(3, 20, seed=1)))
+    assert found.symmetry is None and found.proven and "exhaustive search" in found.reason
