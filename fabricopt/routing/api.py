@@ -11,7 +11,7 @@ import numpy as np
 from .._checks import as_rng, check_bool, check_choice, check_int
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
-from ..flow.graph_arrays import GraphArrays
+from ..graph_arrays import GraphArrays
 from ..traffic import Traffic, all_to_all
 from .fluid import FluidRouting, destination_rank
 from .hashing import hashed_loads

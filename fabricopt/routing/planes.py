@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, shortest_path
 
 from ..fabric import SCALE_UP_TIERS, Fabric
-from ..flow.graph_arrays import GraphArrays
+from ..graph_arrays import GraphArrays
 
 #: The parts of a fabric a pair can be routed on, in the order they are tried.
 PLANE_NAMES = ("scale-up", "scale-out", "whole fabric")

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..flow.graph_arrays import GraphArrays
+from ..graph_arrays import GraphArrays
 from ..flow.result import FlowResult, TierUtilization
 
 Arc = tuple[Hashable, Hashable]
