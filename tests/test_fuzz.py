@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 import signal
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -235,3 +239,63 @@ def test_every_public_function_and_generator_is_fuzzed():
     public = {name for name in fo.__all__ if inspect.isfunction(getattr(fo, name))}
     constructors = {"Fabric", "Traffic", "LatencyModel", "Layout", "Policy", "RiskGroup"}
     assert public | set(GENERATORS) | constructors | {"Catalog.load"} == set(FUZZED)
+
+
+ROOT = Path(__file__).resolve().parents[1]  # run the package of this checkout
+
+
+# -- the command line, as a separate process: stdout closed or full, exit codes -----------------
+
+def _run_cli(args: list[str], stdout: Any = subprocess.PIPE) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fabricopt", *args], stdout=stdout,
+                          stderr=subprocess.PIPE, text=True, timeout=120, check=False, cwd=ROOT)
+
+
+def _one_error_line(proc: subprocess.CompletedProcess) -> str:
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr  # one line, never a traceback
+    return lines[0]
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    # pulp cannot find Gurobi here: BackendUnavailableError, bad input (2)
+    (["solve", "ring", "n=4", "--backend", "pulp", "--solver", "GUROBI_CMD"], "GUROBI_CMD"),
+    # 64 * 1e12 / (1 + 1e12) rounds to 64 down ports: none left for the spines
+    (["show", "clos", "endpoints=64", "radix=64", "oversubscription=1e12"], "no spine port"),
+    (["show", "ring", "n=10**12"], "n"),          # not a literal: the string '10**12'
+    (["show", "ring", "n=1000000000000"], "the limit is"),
+    (["solve", "ring", "n=4", "--traffic", "permutation:abc"], "seed must be an integer"),
+    (["solve", "ring", "n=4", "--message-bytes", "0"], "--message-bytes"),
+])
+def test_cli_bad_input_is_one_line_and_exit_code_2(args, expected):
+    proc = _run_cli(args)
+    assert proc.returncode == 2
+    assert expected in proc.stderr.strip().splitlines()[-1]
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_missing_solver_is_backend_unavailable():
+    with pytest.raises(fo.BackendUnavailableError, match="GUROBI_CMD"):
+        fo.max_concurrent_flow(fo.ring(4), backend="pulp", solver="GUROBI_CMD")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_cli_full_disk_is_one_line_and_exit_code_74():
+    with open("/dev/full", "w") as full:
+        proc = _run_cli(["show", "ring", "n=4"], stdout=full)
+    assert proc.returncode == 74  # EX_IOERR in BSD sysexits.h
+    assert "cannot write standard output" in _one_error_line(proc)
+
+
+def test_cli_closed_stdout_is_one_line_and_exit_code_74():
+    # The shell's `>&-`: the command starts with file descriptor 1 closed.
+    proc = subprocess.run(["sh", "-c", f'"{sys.executable}" -m fabricopt show ring n=4 >&-'],
+                          stderr=subprocess.PIPE, text=True, timeout=120, check=False, cwd=ROOT)
+    assert proc.returncode == 74
+    assert "standard output is closed" in _one_error_line(proc)
+
+
+def test_cli_unwritable_output_file_is_one_line_and_exit_code_2(tmp_path):
+    proc = _run_cli(["draw", "ring", "n=4", "-o", str(tmp_path / "missing" / "x.png")])
+    assert proc.returncode == 2
+    assert "No such file or directory" in _one_error_line(proc)
