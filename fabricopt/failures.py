@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import as_rng, check_choice, check_int, fail
+from ._checks import as_rng, check_choice, check_fabric, check_int, fail
 from .errors import InvalidParameterError
 from .fabric import Fabric, Removed
 from .flow import max_concurrent_flow
@@ -91,6 +91,7 @@ def risk_groups(fab: Fabric) -> list[RiskGroup]:
     ['switch leaf0', 'switch leaf1', 'switch spine0', 'bundle g0-leaf0', 'bundle g1-leaf1', \
 'bundle leaf0-spine0', 'bundle leaf1-spine0']
     """
+    check_fabric("risk_groups", fab)
     g = fab.graph
     declared: dict[str, tuple[set[Link], set[Hashable]]] = {}
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import as_rng, check_endpoint_group, check_positive
+from ._checks import as_rng, check_endpoint_group, check_fabric, check_int, check_positive
 from .errors import InvalidParameterError, TrafficError
 from .graph_arrays import GraphArrays
 
@@ -267,6 +267,7 @@ def farthest_matching(func: str, fab: Any, eps: tuple[Hashable, ...], gbps: floa
     from scipy.optimize import linear_sum_assignment
     from scipy.sparse.csgraph import dijkstra
 
+    max_endpoints = check_int(func, "max_endpoints", max_endpoints, minimum=2)
     if len(eps) < 2:
         raise TrafficError(f"{func}(): needs at least 2 endpoints")
     if len(eps) > max_endpoints:
@@ -302,6 +303,7 @@ def select_endpoints(fab: Any, **attributes: Any) -> tuple[Hashable, ...]:
     >>> len(fo.all_to_all(fab).restrict(fo.select_endpoints(fab, rail=1)))
     12
     """
+    check_fabric("select_endpoints", fab)
     if not attributes:
         raise InvalidParameterError("select_endpoints(): name at least one attribute, "
                                     "e.g. rail=0")

@@ -277,6 +277,9 @@ def solve_flow_model(model: FlowModel, backend: str = "highs", time_limit: float
     >>> round(r.theta, 9)   # 8 / 4**2
     0.5
     """
+    if not isinstance(model, FlowModel):
+        raise InvalidParameterError(f"solve_flow_model(): model must be a FlowModel (from "
+                                    f"build_flow_lp), got {type(model).__name__}")
     sol = solve_lp(model.lp, backend, time_limit, **backend_options)
     result = certified_result(model, sol, method="lp", backend=backend, fabric_name=fabric_name,
                               tiers=tiers)

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import check_path, check_positive
 from ..errors import BackendUnavailableError, InvalidParameterError
 from .lp import LinearProgram, LPSolution
 
@@ -63,13 +64,12 @@ def solve_lp(lp: LinearProgram, backend: str = "highs", time_limit: float | None
     >>> sol.status, float(sol.x[0])
     ('optimal', 2.0)
     """
-    if backend not in _SOLVERS:
+    if not isinstance(backend, str) or backend not in _SOLVERS:
         raise InvalidParameterError(
             f"solve_lp(): backend must be one of {', '.join(map(repr, BACKENDS))}, "
             f"got {backend!r}")
-    if time_limit is not None and not (time_limit > 0):
-        raise InvalidParameterError(f"solve_lp(): time_limit must be > 0 seconds, "
-                                    f"got {time_limit!r}")
+    if time_limit is not None:
+        time_limit = check_positive("solve_lp", "time_limit", time_limit)
     start = time.perf_counter()
     sol = _SOLVERS[backend](lp, time_limit, **options)
     sol.seconds = time.perf_counter() - start
@@ -325,5 +325,13 @@ def export_mps(lp: LinearProgram, path: str | os.PathLike[str]) -> None:
     >>> export_mps(lp, path); os.path.getsize(path) > 0
     True
     """
+    if not isinstance(lp, LinearProgram):
+        raise InvalidParameterError(f"export_mps(): lp must be a LinearProgram (a model's "
+                                    f".lp), got {type(lp).__name__}")
+    where = os.fspath(check_path("export_mps", "path", path))
     prob, _, _ = to_pulp(lp)
-    prob.writeMPS(str(path))
+    try:
+        prob.writeMPS(where)
+    except OSError as exc:
+        raise InvalidParameterError(f"export_mps(): path {where!r} cannot be written: "
+                                    f"{exc.strerror or exc}") from None

@@ -32,7 +32,7 @@ load checked against each arc's capacity being :math:`L(a) + L(\bar a)`).
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -223,7 +223,7 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
         levels = hub_levels(fab, eps)
         level = _check_level(levels, hubs)  # type: ignore[arg-type]
         hub_list = levels[level]
-    elif isinstance(hubs, str | bool):
+    elif isinstance(hubs, str | bool | Mapping) or not isinstance(hubs, Iterable):
         raise InvalidParameterError(f"valiant_rate(): hubs must be None, a level (int) or "
                                     f"an iterable of nodes, got {hubs!r}")
     else:

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ..graph_arrays import GraphArrays
 from ..flow.result import FlowResult, TierUtilization
+from ..graph_arrays import GraphArrays
 
 Arc = tuple[Hashable, Hashable]
 
