@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._checks import did_you_mean, fail, parse_bytes
+from ._checks import check_path, did_you_mean, fail, parse_bytes
 from .errors import FabricOptError
 from .fabric import Fabric
 
@@ -682,9 +682,10 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
     """
     func = "compare"
     message_bytes = parse_bytes(func, "message_bytes", message_bytes)
-    chosen: tuple[Metric, ...] = tuple(METRICS) if metrics is None else tuple(metrics)
-    if isinstance(metrics, str):
+    if isinstance(metrics, str | Mapping) or (metrics is not None
+                                              and not isinstance(metrics, Iterable)):
         raise fail(func, "metrics", "a sequence of metric names or functions", metrics)
+    chosen: tuple[Metric, ...] = tuple(METRICS) if metrics is None else tuple(metrics)
     for m in chosen:
         if isinstance(m, str) and m not in METRICS:
             raise fail(func, "metrics", "names of " + ", ".join(METRICS) + " or functions"
@@ -696,6 +697,10 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
                    type(executor).__name__)
     if progress is not None and not isinstance(progress, bool):
         raise fail(func, "progress", "True, False or None", progress)
+    if out_dir is not None:
+        out_dir = check_path(func, "out_dir", out_dir)
+        if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+            raise fail(func, "out_dir", "a directory (it exists as a file)", os.fspath(out_dir))
 
     jobs: dict[str, _Job] = {}
     for task in design_tasks(designs):

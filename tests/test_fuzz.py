@@ -174,7 +174,8 @@ def _fuzz_one(label: str, func: Callable, kwargs: dict[str, Any]) -> list[str]:
     problems = []
     short = label.split(".")[-1]
     params = [p for p in inspect.signature(func).parameters.values()
-              if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name != "self"]
+              if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name != "self"
+              and not p.name.startswith("_")]  # a leading underscore: not for callers
     for p in params:
         for shown, make in BAD_VALUES:
             if (short, p.name) in LONG_RUNS and shown == "10**12":

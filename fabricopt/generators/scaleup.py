@@ -219,6 +219,7 @@ def dgx_h100(in_network_reduction: bool = True, name: str | None = None) -> Fabr
     (8, 4, 3600.0)
     """
     name = check_label("dgx_h100", "name", name)
+    in_network_reduction = check_bool("dgx_h100", "in_network_reduction", in_network_reduction)
     return nvswitch_domain(gpus=8, switches=4, links_per_gpu=18, link_gbps=200.0,
                            link_split=(5, 4, 4, 5), in_network_reduction=in_network_reduction,
                            name=name or "DGX H100", switch_radix=64, switch_model="nvswitch3",
@@ -256,6 +257,7 @@ def dgx_b200(in_network_reduction: bool = True, name: str | None = None) -> Fabr
     (2, 7200.0)
     """
     name = check_label("dgx_b200", "name", name)
+    in_network_reduction = check_bool("dgx_b200", "in_network_reduction", in_network_reduction)
     return nvswitch_domain(gpus=8, switches=2, links_per_gpu=18, link_gbps=400.0,
                            link_split=(9, 9), in_network_reduction=in_network_reduction,
                            name=name or "DGX B200", switch_radix=72, switch_model="nvswitch4",

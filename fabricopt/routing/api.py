@@ -26,6 +26,9 @@ PAIR_BLOCK = 2_000_000
 _SPLIT = {"ecmp": "equal", "wcmp": "capacity", "static": "static", "hash": "equal"}
 
 
+#: Most entries (8 bytes each) a routing array may hold: 2 GB, what a laptop spares.
+MAX_ROUTING_ENTRIES = 250_000_000
+
 def routed_flow(fab: Fabric, traffic: Traffic | None = None, *, routing: str = "ecmp",
                 flows_per_pair: int = 1, trials: int = 1, seed: Any = None,
                 optimum: bool = False, backend: str = "highs",
@@ -122,6 +125,17 @@ def routed_flow(fab: Fabric, traffic: Traffic | None = None, *, routing: str = "
     traffic.check_endpoints(fab)
 
     ga = GraphArrays.from_fabric(fab)
+    # Routing keeps one load per arc per trial and one path choice per flow: refuse what
+    # cannot fit in memory before allocating it.
+    if trials * ga.n_arcs > MAX_ROUTING_ENTRIES:
+        raise InvalidParameterError(
+            f"{func}(): trials must keep trials x arcs <= {MAX_ROUTING_ENTRIES:,} (one load per "
+            f"arc per trial), got trials={trials} with {ga.n_arcs} arcs")
+    if flows_per_pair * len(traffic) > MAX_ROUTING_ENTRIES:
+        raise InvalidParameterError(
+            f"{func}(): flows_per_pair must keep flows_per_pair x pairs <= "
+            f"{MAX_ROUTING_ENTRIES:,}, got flows_per_pair={flows_per_pair} with "
+            f"{len(traffic)} pairs")
     planes = Planes.of(fab, ga)
     trial_load, counts, unreachable = route_loads(planes, fab, traffic, routing,
                                                   flows_per_pair, trials, rng)
