@@ -868,6 +868,8 @@ def plot_metric_bars(rows: Any, metric: str, *, label: str = "name",
     """
     func = "plot_metric_bars"
     records = _records(func, rows)
+    if not records:  # no bar to draw, and matplotlib would warn of an empty axis
+        raise fail(func, "rows", "at least one row", rows)
     metric = _check_column(func, "metric", metric, records)
     if not isinstance(label, str):
         raise fail(func, "label", "a column name (str)", label)
