@@ -350,6 +350,8 @@ def _cmd_bom(args: argparse.Namespace) -> int:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
 
+    if args.jobs < 1:
+        raise FabricOptError(f"--jobs must be an integer >= 1, got {args.jobs}")
     designs: list[Any] = []
     for target, assignments in split_targets(args.targets):
         if target in GENERATORS:

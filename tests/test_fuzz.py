@@ -24,6 +24,7 @@ import networkx as nx
 import pytest
 
 import fabricopt as fo
+from fabricopt.cli import main
 from fabricopt.generators import GENERATORS
 
 matplotlib.use("Agg")
@@ -261,21 +262,11 @@ def _one_error_line(proc: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize(("args", "expected"), [
-    # pulp cannot find Gurobi here: BackendUnavailableError, bad input (2)
-    (["solve", "ring", "n=4", "--backend", "pulp", "--solver", "GUROBI_CMD"], "GUROBI_CMD"),
-    # 64 * 1e12 / (1 + 1e12) rounds to 64 down ports: none left for the spines
-    (["show", "clos", "endpoints=64", "radix=64", "oversubscription=1e12"], "no spine port"),
-    (["show", "ring", "n=10**12"], "n"),          # not a literal: the string '10**12'
-    (["show", "ring", "n=1000000000000"], "the limit is"),
-    (["solve", "ring", "n=4", "--traffic", "permutation:abc"], "seed must be an integer"),
-    (["solve", "ring", "n=4", "--message-bytes", "0"], "--message-bytes"),
-])
-def test_cli_bad_input_is_one_line_and_exit_code_2(args, expected):
-    proc = _run_cli(args)
+def test_cli_missing_solver_is_one_line_and_exit_code_2():
+    # pulp cannot find Gurobi here: a BackendUnavailableError, printed as bad input
+    proc = _run_cli(["solve", "ring", "n=4", "--backend", "pulp", "--solver", "GUROBI_CMD"])
     assert proc.returncode == 2
-    assert expected in proc.stderr.strip().splitlines()[-1]
-    assert "Traceback" not in proc.stderr
+    assert "GUROBI_CMD" in _one_error_line(proc)
 
 
 def test_cli_missing_solver_is_backend_unavailable():
@@ -299,7 +290,81 @@ def test_cli_closed_stdout_is_one_line_and_exit_code_74():
     assert "standard output is closed" in _one_error_line(proc)
 
 
-def test_cli_unwritable_output_file_is_one_line_and_exit_code_2(tmp_path):
-    proc = _run_cli(["draw", "ring", "n=4", "-o", str(tmp_path / "missing" / "x.png")])
-    assert proc.returncode == 2
-    assert "No such file or directory" in _one_error_line(proc)
+# -- the command line in process: bad words give one line on stderr and exit code 2 -------------
+
+def _main_error(args: list[str], capsys) -> str:
+    """Run ``main(args)``, check exit code 2 and one line on stderr, return that line."""
+    code = main(args)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2, (args, err)
+    assert len(err) == 1, (args, err)  # one line, never a traceback
+    return err[0]
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    # 64 * 1e12 / (1 + 1e12) rounds to 64 down ports: none left for the spines
+    (["show", "clos", "endpoints=64", "radix=64", "oversubscription=1e12"], "no spine port"),
+    (["show", "rail_optimized", "nodes=4", "oversubscription=1e12"], "no spine port"),
+    (["show", "ring", "n=10**12"], "n must be"),          # not a literal: the string '10**12'
+    (["show", "ring", "n=1000000000000"], "the limit is"),
+    (["show", "hypercube", "d=40"], "the limit is"),        # 2**40 nodes
+    (["solve", "ring", "n=4", "--traffic", "permutation:abc"], "seed must be an integer"),
+    (["show", "dgx_h100", "in_network_reduction=maybe"], "dgx_h100(): in_network_reduction"),
+    (["show", "gb200_nvl72", "name=5"], "gb200_nvl72(): name"),
+])
+def test_cli_bad_input_is_one_line_and_exit_code_2(args, expected, capsys):
+    assert expected in _main_error(args, capsys)
+
+
+def test_cli_message_bytes_is_checked_before_any_solve(capsys):
+    # argparse reads --message-bytes before the command runs: nothing is printed on stdout.
+    with pytest.raises(SystemExit) as exc:
+        main(["solve", "ring", "n=4", "--message-bytes", "0"])
+    assert exc.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "--message-bytes" in err
+
+
+def test_cli_unwritable_output_file_is_one_line_and_exit_code_2(tmp_path, capsys):
+    line = _main_error(["draw", "ring", "n=4", "-o", str(tmp_path / "missing" / "x.png")],
+                       capsys)
+    assert "No such file or directory" in line
+
+
+#: Bad words for the command line: targets, parameters and option values that argparse
+#: accepts as text and the command itself must refuse.
+BAD_TARGETS = [["nosuch"], ["ring"], ["ring", "n=x"], ["ring", "n=-1"], ["ring", "n=[]"],
+               ["ring", "n=None"], ["ring", "n=3.5"], ["ring", "n=1e400"], ["ring", "k=3"],
+               ["ring", "n=3", "n=4", "link_gbps=nan"], ["ring", "n=3", "tech="],
+               ["missing.toml"], ["missing.json"], ["missing.graphml"],
+               ["ring", "n=3", "tech=x", "nosuch", "n=2"], ["fat_tree", "k=3"]]
+BAD_OPTIONS = {
+    "solve": [["--traffic", "nope"], ["--traffic", "permutation:-1"], ["--gap", "-1"],
+              ["--gap", "nan"], ["--time-limit", "-1"], ["--time-limit", "0"],
+              ["--collective", "nope"], ["--collective", ","], ["--routing", "hash",
+                                                                 "--trials", "0"],
+              ["--routing", "hash", "--seed", "-1"], ["--solver", "NOSUCH"]],
+    "bom": [["--catalog", "missing.toml"]],
+    "draw": [["--aggregate", "nope"], ["--dpi", "-1"], ["--time-limit", "-1",
+                                                          "--utilization"]],
+    "compare": [["--jobs", "0"]],
+}
+
+
+def _cli_cases() -> list[list[str]]:
+    cases = []
+    for command in ("show", "solve", "bom", "compare"):
+        cases += [[command, *target] for target in BAD_TARGETS]
+    cases += [["draw", *target, "-o", "x.png"] for target in BAD_TARGETS]
+    for command, options in BAD_OPTIONS.items():
+        for option in options:
+            words = ["ring", "n=3"]
+            cases.append([command, *words, *option] + (["-o", "x.png"] if command == "draw"
+                                                        else []))
+    return cases
+
+
+@pytest.mark.parametrize("args", _cli_cases(), ids=" ".join)
+def test_cli_fuzz_bad_words_exit_2_with_one_line(args, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # missing.toml and friends are missing here
+    _main_error(args, capsys)
