@@ -129,8 +129,9 @@ def check_int_sequence(func: str, name: str, value: Any, minimum: int = 1,
     return tuple(int(i) for i in items)
 
 
-def as_rng(seed: Any) -> np.random.Generator:
-    """Normalise ``seed`` (None, int or numpy Generator) into a numpy Generator.
+def as_rng(seed: Any, func: str | None = None) -> np.random.Generator:
+    """Normalise ``seed`` (None, int or numpy Generator) into a numpy Generator; an error
+    names ``func``, the public function that was called, when given.
 
     >>> bool(as_rng(1).integers(100) == as_rng(1).integers(100))
     True
@@ -140,8 +141,9 @@ def as_rng(seed: Any) -> np.random.Generator:
     if seed is None or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool)
                         and int(seed) >= 0):
         return np.random.default_rng(None if seed is None else int(seed))
-    raise InvalidParameterError(
-        f"seed must be None, an integer >= 0 or a numpy.random.Generator, got {seed!r}")
+    raise fail(func, "seed", "None, an integer >= 0 or a numpy.random.Generator", seed) \
+        if func else InvalidParameterError(
+            f"seed must be None, an integer >= 0 or a numpy.random.Generator, got {seed!r}")
 
 
 def check_fabric(func: str, fab: Any, name: str = "fab") -> Any:

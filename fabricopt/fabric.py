@@ -495,6 +495,7 @@ def from_networkx(G: nx.Graph, endpoints: Iterable[Hashable] | None = None,
     func = "from_networkx"
     if not isinstance(G, nx.Graph):
         raise InvalidParameterError(f"{func}(): G must be a networkx graph, got {type(G)!r}")
+    name = check_label(func, "name", name)
     if (isinstance(default_capacity, bool) or not isinstance(default_capacity, numbers.Real)
             or not math.isfinite(default_capacity) or default_capacity <= 0):
         raise InvalidParameterError(

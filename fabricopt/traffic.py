@@ -58,7 +58,8 @@ class Traffic:
         pairs: dict[Pair, float] = {}
         for key, value in demands.items():
             if not (isinstance(key, tuple) and len(key) == 2):
-                raise TrafficError(f"Traffic(): keys must be (source, target) pairs, got {key!r}")
+                raise TrafficError(f"Traffic(): demands keys must be (source, target) pairs, "
+                                   f"got {key!r}")
             s, t = key
             if s == t:
                 raise TrafficError(f"Traffic(): demand from {s!r} to itself is not traffic")
@@ -69,7 +70,8 @@ class Traffic:
             if value > 0:
                 pairs[(s, t)] = float(value)
         if not pairs:
-            raise TrafficError("Traffic(): no positive demand; traffic must not be empty")
+            raise TrafficError("Traffic(): demands must hold a positive demand; traffic must not "
+                               "be empty")
         self._pairs = pairs
 
     # -- constructors -----------------------------------------------------------------------
@@ -227,7 +229,7 @@ def permutation(fab: Any, seed: Any = None, gbps: float = 1.0,
     eps = _endpoints_of("permutation", fab, endpoints)
     if len(eps) < 2:
         raise TrafficError("permutation(): needs at least 2 endpoints")
-    rng = as_rng(seed)
+    rng = as_rng(seed, "permutation")
     n = len(eps)
     # A uniformly random cyclic shift of a random order is a derangement; mixing cycle
     # structure by sampling permutations until one has no fixed point keeps it uniform.

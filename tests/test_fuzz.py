@@ -199,8 +199,11 @@ def _fuzz_one(label: str, func: Callable, kwargs: dict[str, Any]) -> list[str]:
                 value = args[p.name]
                 names_file = (isinstance(exc, fo.DesignFileError) and isinstance(value, str)
                               and text.startswith(value))  # file errors start with the path
-                if p.name not in text and short not in text and not names_file:
-                    problems.append(f"{where}: message names neither: {text[:120]}")
+                if short + "(" not in text and not names_file:
+                    problems.append(f"{where}: message does not name {short}(): {text[:120]}")
+                # A size limit names the sizes it would build rather than one argument.
+                elif p.name not in text and "the limit is" not in text and not names_file:
+                    problems.append(f"{where}: message does not name {p.name}: {text[:120]}")
             except Exception as exc:  # noqa: BLE001 - the point is to list every other kind
                 problems.append(f"{where}: {type(exc).__name__}: {str(exc)[:120]}")
             finally:

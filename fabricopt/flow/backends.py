@@ -41,6 +41,19 @@ IPM_ABOVE_NONZEROS = 20_000
 TIGHT_TOLERANCES = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 
 
+def check_solve_args(func: str, backend: Any, time_limit: Any) -> float | None:
+    """Check ``backend`` and ``time_limit`` for ``func`` before any work; the time limit back.
+
+    >>> check_solve_args("valiant_rate", "highs", 5)
+    5.0
+    """
+    if not isinstance(backend, str) or backend not in _SOLVERS:
+        raise InvalidParameterError(
+            f"{func}(): backend must be one of {', '.join(map(repr, BACKENDS))}, "
+            f"got {backend!r}")
+    return None if time_limit is None else check_positive(func, "time_limit", time_limit)
+
+
 def solve_lp(lp: LinearProgram, backend: str = "highs", time_limit: float | None = None,
              **options: Any) -> LPSolution:
     """Solve ``lp`` with ``backend``; never raises for solver failures, returns a status.
@@ -64,12 +77,7 @@ def solve_lp(lp: LinearProgram, backend: str = "highs", time_limit: float | None
     >>> sol.status, float(sol.x[0])
     ('optimal', 2.0)
     """
-    if not isinstance(backend, str) or backend not in _SOLVERS:
-        raise InvalidParameterError(
-            f"solve_lp(): backend must be one of {', '.join(map(repr, BACKENDS))}, "
-            f"got {backend!r}")
-    if time_limit is not None:
-        time_limit = check_positive("solve_lp", "time_limit", time_limit)
+    time_limit = check_solve_args("solve_lp", backend, time_limit)
     start = time.perf_counter()
     sol = _SOLVERS[backend](lp, time_limit, **options)
     sol.seconds = time.perf_counter() - start

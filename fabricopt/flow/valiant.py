@@ -44,7 +44,7 @@ from .._checks import check_endpoint_group
 from ..errors import InvalidParameterError
 from ..graph_arrays import GraphArrays
 from ..tiers import is_scale_up_arc
-from .backends import solve_lp
+from .backends import check_solve_args, solve_lp
 from .certificate import DistanceBound, certify
 from .lp import LinearProgram
 from .model import LiftedFlow, max_theta_lp
@@ -162,7 +162,7 @@ def _check_level(levels: dict[int, tuple[Hashable, ...]], level: int | None) -> 
     if level is None:
         return max(levels)
     if level not in levels:
-        raise InvalidParameterError(f"valiant_rate(): hub level must be one of "
+        raise InvalidParameterError(f"valiant_rate(): hubs, as a level, must be one of "
                                     f"{sorted(levels)} (hops from the endpoints), got {level!r}")
     return level
 
@@ -213,6 +213,7 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     if method not in ("auto", "symmetric", "lp"):
         raise InvalidParameterError(f"valiant_rate(): method must be 'auto', 'symmetric' or "
                                     f"'lp', got {method!r}")
+    time_limit = check_solve_args("valiant_rate", backend, time_limit)
     eps = check_endpoint_group("valiant_rate", fab, endpoints)
     if hubs is None:
         return best_hub_level(fab, eps, method=method, backend=backend, time_limit=time_limit,
