@@ -391,7 +391,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 FORMATS = ("table", "csv", "markdown", "json")
 EXIT_CODES = ("exit codes: 0 success; 1 a result was not proven or a design failed; "
-              "2 bad input (usage)")
+              "2 bad input (usage); 74 standard output could not be written")
 
 
 def _targets_arg(parser: argparse.ArgumentParser) -> None:
