@@ -366,3 +366,47 @@ def _cli_cases() -> list[list[str]]:
 def test_cli_fuzz_bad_words_exit_2_with_one_line(args, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # missing.toml and friends are missing here
     _main_error(args, capsys)
+
+
+# -- the cases the fuzz found, each pinned by name -----------------------------------------------
+
+@pytest.mark.parametrize(("call", "match"), [
+    # 16 * 1e12 / (1 + 1e12) rounds to 16 = radix down ports: up = 0 (was ZeroDivisionError)
+    (lambda: fo.clos(endpoints=96, radix=16, oversubscription=1e12),
+     r"clos\(\): radix=16 at oversubscription=1000000000000.0 leaves no spine port"),
+    (lambda: fo.clos(endpoints=96, radix=16, tiers=3, oversubscription=[1.0, 1e12]),
+     "clos.*no spine port"),
+    (lambda: fo.rail_optimized(nodes=4, oversubscription=1e12),
+     r"rail_optimized\(\).*no spine port"),
+    (lambda: fo.cluster("dgx_h100", nodes=4, oversubscription=1e12), r"cluster\(\).*no spine"),
+    # a number for capacity was silently ignored (every edge got default_capacity)
+    (lambda: fo.from_networkx(nx.path_graph(3), capacity=5),
+     r"from_networkx\(\): capacity must be the name of an edge attribute"),
+    # was named nvswitch_domain(), the function dgx_h100 calls
+    (lambda: fo.dgx_h100(in_network_reduction="x"), r"dgx_h100\(\): in_network_reduction"),
+    (lambda: fo.dgx_b200(in_network_reduction="x"), r"dgx_b200\(\): in_network_reduction"),
+    # file descriptor 1 is a valid argument to open(): it wrote to standard output, then
+    # closed it
+    (lambda: fo.write_json(fo.ring(3), 1), r"write_json\(\): path must be a file path"),
+    # allocating 10**12 x 6 loads raised MemoryError; named routed_flow() before
+    (lambda: fo.routed_collective(fo.ring(3), "all_reduce", 1e6, trials=10**12),
+     r"routed_collective\(\): trials must keep trials x arcs"),
+    # was a raw TypeError from tuple(-1)
+    (lambda: fo.all_to_all(fo.ring(3), endpoints=-1), r"all_to_all\(\): endpoints must be"),
+    # was solve_lp(): the function valiant_rate calls
+    (lambda: fo.valiant_rate(fo.ring(3), time_limit=-1), r"valiant_rate\(\): time_limit"),
+    # 2**(10**12) alone took minutes
+    (lambda: fo.hypercube(10**12), r"hypercube\(\): d must be at most 64"),
+])
+def test_found_by_fuzzing(call, match):
+    with pytest.raises(fo.FabricOptError, match=match) as exc:
+        call()
+    assert isinstance(exc.value, ValueError)
+
+
+def test_write_errors_name_the_file(tmp_path):
+    missing = tmp_path / "missing" / "ring.json"
+    with pytest.raises(fo.DesignFileError, match=r"ring\.json: cannot be written"):
+        fo.write_json(fo.ring(3), missing)
+    with pytest.raises(fo.DesignFileError, match=r"ring\.graphml: cannot be written"):
+        fo.write_graphml(fo.ring(3), missing.with_suffix(".graphml"))
