@@ -39,7 +39,9 @@ MEDIUM_TYPES = ("dac", "acc", "aec", "aoc", "sr", "dr", "fr", "lpo", "cpo", "nvl
 TRANSCEIVER_TYPES = ("sr", "dr", "fr", "lpo", "cpo")
 """Media that need a transceiver module at each end and a separate fibre."""
 
-SWITCH_FAMILIES = ("infiniband", "ethernet", "nvlink")
+SWITCH_FAMILIES = ("infiniband", "ethernet", "nvlink", "ualink")
+"""Switch families: the technology family (:data:`fabricopt.tiers.TECH_FAMILIES`) of the
+links a switch carries; the cost model picks a switch of its links' family only."""
 
 KINDS = ("gpu", "system", "switch", "nic", "medium")
 
@@ -87,6 +89,8 @@ FIELDS: dict[str, dict[str, FieldSpec]] = {
         "latency_ns": FieldSpec("positive", False, "ns", "port-to-port traversal latency"),
         "chips": FieldSpec("int", False, "", "switch chips per unit when a fabric models each "
                            "chip as its own switch (radix counts the whole unit); default 1"),
+        "cages": FieldSpec("int", False, "", "pluggable module cages of the unit (a twin-port "
+                           "OSFP cage holds one module for two ports); no cage check without"),
     },
     "nic": {
         "name": FieldSpec("str", False, "", "display name"),

@@ -10,6 +10,8 @@ Format::
     name = "DGX H100 node"        # optional: name of the fabric(s)
     family = "dgx_h100"           # required: a key of fabricopt.generators.GENERATORS
     description = "..."           # optional
+    source = "..."                # optional: the published design it follows
+    departures = "..."            # optional: where and why it departs from that source
 
     [params]                      # keyword arguments of the generator
     in_network_reduction = true
@@ -22,8 +24,10 @@ Format::
 
 Rules:
 
-- Top-level keys are exactly ``name``, ``family``, ``description``, ``params``, ``sweep``,
-  ``layout`` and ``catalog``; ``family`` is required.
+- Top-level keys are exactly ``name``, ``family``, ``description``, ``source``,
+  ``departures``, ``params``, ``sweep``, ``layout`` and ``catalog``; ``family`` is required.
+  ``source`` names the published design (paper, reference architecture) the file follows and
+  ``departures`` says where the file departs from it; the shipped files give both.
 - ``params`` and ``sweep`` keys must be keyword arguments of the generator
   (:func:`inspect.signature`); a key may not be in both. Every generator argument without a
   default must be given in one of them.
@@ -33,7 +37,7 @@ Rules:
 - ``layout`` and ``catalog`` are tables, passed through untouched.
 
 Each fabric records where it came from in :attr:`Fabric.design`: ``{"file", "family",
-"description", "layout", "catalog"}``.
+"description", "source", "departures", "layout", "catalog"}``.
 """
 
 from __future__ import annotations
@@ -53,7 +57,8 @@ from .errors import DesignFileError, FabricOptError
 from .fabric import Fabric
 from .generators import GENERATORS
 
-ALLOWED_KEYS = ("name", "family", "description", "params", "sweep", "layout", "catalog")
+ALLOWED_KEYS = ("name", "family", "description", "source", "departures", "params", "sweep",
+                "layout", "catalog")
 
 
 def _keyword_parameters(func: Callable[..., Any]) -> tuple[dict[str, inspect.Parameter], bool]:
@@ -84,7 +89,8 @@ def load_design(path: str | os.PathLike[str], **overrides: Any) -> Fabric | list
     -------
     Fabric or list of Fabric
         One fabric, or one per combination when the file has a ``[sweep]`` table. Each carries
-        ``design = {"file", "family", "description", "layout", "catalog"}``.
+        ``design = {"file", "family", "description", "source", "departures", "layout",
+        "catalog"}``.
 
     Raises
     ------
@@ -199,7 +205,7 @@ def _read_design(path: str | os.PathLike[str], overrides: dict[str, Any]) -> _De
     if not isinstance(family, str) or family not in GENERATORS:
         raise DesignFileError(f"{where}: key 'family' must name a generator, one of: "
                               + ", ".join(sorted(GENERATORS)) + f"; got {family!r}")
-    for key in ("name", "description"):
+    for key in ("name", "description", "source", "departures"):
         if key in data and not isinstance(data[key], str):
             raise DesignFileError(f"{where}: key {key!r} must be a string, got {data[key]!r}")
     for key in ("params", "sweep", "layout", "catalog"):
@@ -245,6 +251,7 @@ def _read_design(path: str | os.PathLike[str], overrides: dict[str, Any]) -> _De
                               + ", ".join(missing))
 
     design = {"file": where, "family": family, "description": data.get("description", ""),
+              "source": data.get("source", ""), "departures": data.get("departures", ""),
               "layout": data.get("layout", {}), "catalog": data.get("catalog", {})}
     base_name = data.get("name")
 

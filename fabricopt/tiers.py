@@ -34,6 +34,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ._checks import fail
+
 DEFAULT_TIER = "link"
 """Tier of an arc that names none (fabrics built from a plain graph)."""
 
@@ -64,8 +66,24 @@ TECH_FAMILIES = ("nvlink", "ualink", "infiniband", "ethernet")
 SCALE_UP_FAMILIES = ("nvlink", "ualink")
 """Families of scale-up links: built into the accelerator, no NIC at the GPU end."""
 
-INFINIBAND_TECHS = ("ndr", "xdr", "hdr", "edr", "infiniband", "ib")
+NVLINK_TECHS = ("nvlink", "nvlink1", "nvlink2", "nvlink3", "nvlink4", "nvlink5", "nvlink6")
+"""``tech`` labels of NVLink links (by generation, or the family itself)."""
+
+UALINK_TECHS = ("ualink", "ualink200")
+"""``tech`` labels of UALink links (UALink 200G 1.0, or the family itself)."""
+
+INFINIBAND_TECHS = ("ndr", "ndr200", "xdr", "hdr", "hdr100", "edr", "infiniband", "ib")
 """``tech`` labels of InfiniBand links (by generation, or the family itself)."""
+
+ETHERNET_TECHS = ("ethernet", "roce", "rocev2", "25gbe", "50gbe", "100gbe", "200gbe", "400gbe",
+                  "800gbe", "1.6tbe")
+"""``tech`` labels of Ethernet links (RoCE included: by port rate, or the family itself)."""
+
+FAMILY_TECHS = {"nvlink": NVLINK_TECHS, "ualink": UALINK_TECHS,
+                "infiniband": INFINIBAND_TECHS, "ethernet": ETHERNET_TECHS}
+"""The labels of each technology family: the one table :func:`tech_family` reads."""
+
+_FAMILY_OF = {t: family for family, techs in FAMILY_TECHS.items() for t in techs}
 
 
 def tier_of(arc: Mapping[str, Any]) -> str:
@@ -81,23 +99,34 @@ def tech_family(tech: Any) -> str | None:
     """The technology family of a ``tech`` label, or None when it names none of
     :data:`TECH_FAMILIES` (generic labels such as ``"400g"``).
 
-    NVLink and UALink by prefix (``"nvlink4"``, ``"nvlink5"``, ``"ualink"``), InfiniBand by
-    generation (:data:`INFINIBAND_TECHS`), Ethernet by a ``"gbe"`` suffix (``"800gbe"``) or its
-    name. Case is ignored.
+    The label is looked up, case ignored, in the explicit tables of :data:`FAMILY_TECHS`
+    (:data:`NVLINK_TECHS`, :data:`UALINK_TECHS`, :data:`INFINIBAND_TECHS`,
+    :data:`ETHERNET_TECHS`); nothing is guessed from a prefix or a suffix.
 
-    >>> [tech_family(t) for t in ("nvlink5", "UALink", "ndr", "800gbe", "400g", None)]
-    ['nvlink', 'ualink', 'infiniband', 'ethernet', None, None]
+    >>> [tech_family(t) for t in ("nvlink5", "UALink", "ndr", "800gbe", "roce", "400g", None)]
+    ['nvlink', 'ualink', 'infiniband', 'ethernet', 'ethernet', None, None]
     """
-    t = "" if tech is None else str(tech).lower()
-    if t.startswith("nvlink"):
-        return "nvlink"
-    if t.startswith("ualink"):
-        return "ualink"
-    if t in INFINIBAND_TECHS:
-        return "infiniband"
-    if t.endswith("gbe") or t == "ethernet":
-        return "ethernet"
-    return None
+    return None if tech is None else _FAMILY_OF.get(str(tech).lower())
+
+
+def require_tech_family(func: str, name: str, tech: Any) -> str:
+    """The family of ``tech``, or an :class:`~fabricopt.errors.InvalidParameterError` naming
+    the label and the labels each family allows (for code that must know the technology,
+    such as the choice of a switch family in the cost model).
+
+    >>> require_tech_family("estimate_cost", "tech", "XDR")
+    'infiniband'
+    >>> require_tech_family("estimate_cost", "tech", "400g")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fabricopt.errors.InvalidParameterError: estimate_cost(): tech must be a link technology \
+of a known family (nvlink: nvlink, ...; ethernet: ethernet, roce, ...), got '400g'
+    """
+    family = tech_family(tech)
+    if family is None:
+        allowed = "; ".join(f"{fam}: {', '.join(techs)}" for fam, techs in FAMILY_TECHS.items())
+        raise fail(func, name, f"a link technology of a known family ({allowed})", tech)
+    return family
 
 
 def is_scale_up(tier: Any = None, tech: Any = None) -> bool:
@@ -144,7 +173,8 @@ def tier_rank(tier: str) -> tuple[int, str]:
     return (TIER_ORDER.index(tier) if tier in TIER_ORDER else len(TIER_ORDER), tier)
 
 
-__all__ = ["DEFAULT_TIER", "DIRECT_TIERS", "INFINIBAND_TECHS", "IN_SYSTEM_TIERS", "SCALE_OUT_TIERS",
-           "SCALE_UP_ACCESS_TIERS", "SCALE_UP_FAMILIES", "SCALE_UP_TIERS", "TECH_FAMILIES",
-           "TIER_ORDER", "is_scale_up", "is_scale_up_arc", "scale_up_tiers", "tech_family",
-           "tier_of", "tier_rank"]
+__all__ = ["DEFAULT_TIER", "DIRECT_TIERS", "ETHERNET_TECHS", "FAMILY_TECHS", "INFINIBAND_TECHS",
+           "IN_SYSTEM_TIERS", "NVLINK_TECHS", "SCALE_OUT_TIERS", "SCALE_UP_ACCESS_TIERS",
+           "SCALE_UP_FAMILIES", "SCALE_UP_TIERS", "TECH_FAMILIES", "TIER_ORDER", "UALINK_TECHS",
+           "is_scale_up", "is_scale_up_arc", "require_tech_family", "scale_up_tiers",
+           "tech_family", "tier_of", "tier_rank"]

@@ -39,7 +39,7 @@ def two_tier(gbps: float = 400.0, tech: str = "ndr") -> fo.Fabric:
     return b.build()
 
 
-def one_link(gbps: float = 800.0, tier: str = "x", tech: str = "800g") -> fo.Fabric:
+def one_link(gbps: float = 800.0, tier: str = "x", tech: str = "800gbe") -> fo.Fabric:
     """Two switches and one link between them: media selection in isolation."""
     b = FabricBuilder("one-link", {})
     b.switch("A", 1, None)
@@ -64,7 +64,7 @@ def two_racks(leaf_link_gbps: float = 800.0) -> fo.Fabric:
     b.switch("L1", 1, None)
     for i in range(16):
         b.link(f"g{i}", f"L{i // 8}", 400, "gpu-leaf", "ndr")
-    b.link("L0", "L1", leaf_link_gbps, "leaf-leaf", "800g")
+    b.link("L0", "L1", leaf_link_gbps, "leaf-leaf", "xdr")
     fab = b.build()
     for i in range(16):
         fab.graph.nodes[f"g{i}"]["node"] = i // 8
@@ -123,15 +123,61 @@ def test_default_catalog_figures_match_the_hardware_reference():
     assert cat["switch.qm9700"].confidence_of("power_w") == "secondary"
     assert cat["switch.qm9700"].confidence_of("price_usd") == "estimate"  # R in the reference
     assert cat["switch.sn5600"]["power_w"] == 940.0
-    # 800G DR8: 100 m, 16 W (V); SR4 400G: 50 m, 8 W (V); 2 x FR4: 2 km (V).
+    # 800G DR8: 100 m, 17 W (V); SR4 400G: 50 m, 8 W (V); 2 x FR4: 2 km (V).
     assert (cat.media["dr_800g"]["reach_m"], cat.media["dr_800g"]["power_w_per_end"]) == \
-        (100.0, 16.0)
+        (100.0, 17.0)
     assert (cat.media["sr_400g"]["reach_m"], cat.media["sr_400g"]["power_w_per_end"]) == \
         (50.0, 8.0)
     assert cat.media["fr_800g"]["reach_m"] == 2000.0
     # ConnectX-7 $1,599 at NADDOD (V2).
     assert cat.nics["cx7"]["price_usd"] == 1599.0
     assert cat.nics["cx7"].confidence_of("price_usd") == "secondary"
+
+
+# Figures revised against public sources, each with the words of its source that the catalog
+# entry must carry: (entry, field, value, words in ``source``).
+REVISED_FIGURES = [
+    # QM9700 street price: public reseller figures of roughly $12k-16k, midpoint.
+    ("switch.qm9700", "price_usd", 14000.0, "$12k-16k"),
+    # SN5600 at the QM9700 price per port-Gb/s: $14k / 25.6 Tb/s x 51.2 Tb/s.
+    ("switch.sn5600", "price_usd", 28000.0, "$14k / 25.6 Tb/s x 51.2 Tb/s = $28k"),
+    # Q3400 at the same price per Gb/s: $14k / 25.6 x 115.2.
+    ("switch.q3400", "price_usd", 63000.0, "$14k / 25.6 Tb/s x 115.2 Tb/s = $63k"),
+    # AEC: 0-8 W per end in public notes, about 3 W for the retimer of one end.
+    ("medium.aec_800g", "power_w_per_end", 3.0, "0-8 W per end"),
+    # MMS4X00-NS: 17 W on NVIDIA's specifications page.
+    ("medium.dr_800g", "power_w_per_end", 17.0, "MMS4X00-NS specifications"),
+    # Cages: 32 twin-port OSFP on the QM9700 (QM97X0 manual), 64 OSFP on the SN5600 (SN5000
+    # manual).
+    ("switch.qm9700", "cages", 32, "32 twin-port OSFP cages"),
+    ("switch.sn5600", "cages", 64, "64 x 800GbE OSFP cages"),
+]
+
+
+@pytest.mark.parametrize("ref, name, value, words", REVISED_FIGURES,
+                         ids=[f"{r[0]}.{r[1]}" for r in REVISED_FIGURES])
+def test_revised_figures_carry_their_source(ref, name, value, words):
+    entry = fo.Catalog.default()[ref]
+    assert entry[name] == value
+    assert words in entry.source
+
+
+def test_every_estimated_figure_says_how_it_was_estimated():
+    # A figure of confidence "estimate" has no source to cite: its entry's source text must
+    # say so and give the reasoning (the words below open every such explanation).
+    words = ("estimate", "background knowledge", "not found", "not published", "not sourced")
+    for e in fo.Catalog.default():
+        guessed = [f for f in e.values if e.confidence_by_field.get(f, e.confidence) == "estimate"]
+        assert not guessed or any(w in e.source for w in words), (e.key, guessed)
+
+
+def test_switch_prices_per_port_gbps_are_consistent():
+    # No single-chip 51.2T switch costs more per Gb/s than twice another of the catalog: the
+    # old SN5600 figure ($150k) was 5x the QM9700 ($30k) for 2x its capacity.
+    cat = fo.Catalog.default()
+    per_gbps = {k: e["price_usd"] / (e["radix"] * e["port_gbps"])
+                for k, e in cat.switches.items() if k in ("qm9700", "sn5600", "q3400")}
+    assert max(per_gbps.values()) <= 2 * min(per_gbps.values()), per_gbps
 
 
 MY_NIC = """
@@ -210,23 +256,25 @@ def test_small_fabric_bill_of_materials_by_hand():
     # Lengths fixed by tier: GPU-leaf 1 m, leaf-spine 40 m.
     est = fo.estimate_cost(two_tier(), layout=fo.Layout(
         length_m_by_tier={"gpu-leaf": 1.0, "leaf-spine": 40.0}))
-    # Switches: 3, radix 4 at 400G NDR -> cheapest InfiniBand switch QM9700 ($30k, 747 W).
+    # Switches: 3, radix 4 at 400G NDR -> cheapest InfiniBand switch QM9700 ($14k, 747 W), 32
+    # twin-port cages of 800G.
     # NICs: one 400G port per GPU -> ConnectX-7 ($1,599, 20 W) beats ConnectX-8 ($1,779).
-    # GPU-leaf, 1 m, 400G: per link dac_800g 0.5 x $250 = $125 beats dac_400g 1 x $150;
-    #   4 links -> 2 twin-port cables in the 1 m bucket, 2 x 0.1 W each.
-    # Leaf-spine, 40 m, 400G: AOC reaches 30 m only. Per link: sr_800g 2 x 0.5 x $1,000 +
-    #   fibre (40 + 1 x 50 m bucket) = $1,090; sr_400g 2 x $700 + 90 = $1,490; dr_800g
+    # GPU-leaf, 1 m, 400G: the leaf's 800G cage takes a twin-port dac_800g (a splitter to two
+    #   400G NIC ports), 0.5 x $250 = $125 per link; a dac_400g would fill a whole cage for
+    #   one port. 4 links -> 2 twin-port cables in the 1 m bucket, 2 x 0.1 W each.
+    # Leaf-spine, 40 m, 400G: AOC reaches 30 m only. Both ends are 800G cages, so twin-port
+    #   modules: sr_800g 2 x 0.5 x $1,000 + fibre (40 + 1 x 50 m bucket) = $1,090; dr_800g
     #   2 x 0.5 x 1,250 + 90 = $1,340 -> sr_800g: 4 links x 2 ends x 0.5 = 4 modules (15 W),
     #   4 fibres of 50 m at $90.
     got = [(r.component, r.kind, r.detail, r.count, r.unit_usd, r.unit_w) for r in est.bom]
     assert got == [
-        ("qm9700", "switch", "", 3, 30000.0, 747.0),
+        ("qm9700", "switch", "", 3, 14000.0, 747.0),
         ("cx7", "nic", "", 4, 1599.0, 20.0),
         ("sr_800g", "transceiver", "", 4, 1000.0, 15.0),
         ("dac_800g", "cable", "1 m", 2, 250.0, 0.2),
         ("sr_800g", "fibre", "50 m", 4, 90.0, 0.0),
     ]
-    capex = 3 * 30000 + 4 * 1599 + 4 * 1000 + 2 * 250 + 4 * 90  # = 101,256
+    capex = 3 * 14000 + 4 * 1599 + 4 * 1000 + 2 * 250 + 4 * 90  # = 53,256
     power = 3 * 747 + 4 * 20 + 4 * 15 + 2 * 0.2  # = 2,381.4
     assert est.capex_usd == pytest.approx(capex)
     assert est.power_w == pytest.approx(power)
@@ -234,8 +282,12 @@ def test_small_fabric_bill_of_materials_by_hand():
     assert est.per_endpoint_w == pytest.approx(power / 4)
     # Tiers: each leaf uses 2 GPU-leaf and 2 leaf-spine ports, so half of each leaf goes to
     # each tier; the spine is all leaf-spine.
-    assert est.by_tier["gpu-leaf"].usd == pytest.approx(30000 + 4 * 1599 + 2 * 250)
-    assert est.by_tier["leaf-spine"].usd == pytest.approx(60000 + 4 * 1000 + 4 * 90)
+    assert est.by_tier["gpu-leaf"].usd == pytest.approx(14000 + 4 * 1599 + 2 * 250)
+    assert est.by_tier["leaf-spine"].usd == pytest.approx(28000 + 4 * 1000 + 4 * 90)
+    # Each leaf uses 2 cages (one twin-port cable end, one twin-port module pair), the spine
+    # 2 (4 ports of 400G, two per cage): no switch is given more than its 32 cages.
+    assert est.cages == {"L0": (2.0, 32), "L1": (2.0, 32), "S0": (2.0, 32)}
+    assert est.over_cages() == []
     assert est.by_tier["gpu-leaf"].links == 4 and est.by_tier["leaf-spine"].links == 4
     assert sum(t.usd for t in est.by_tier.values()) == pytest.approx(est.capex_usd)
     assert sum(t.w for t in est.by_tier.values()) == pytest.approx(est.power_w)
@@ -260,14 +312,23 @@ def test_every_row_traces_to_a_catalog_entry_with_source():
 
 def test_scale_up_nvlink_uses_copper_without_transceivers():
     est = fo.estimate_cost(dgx_like())
-    # 8 GPUs x 18 NVLinks = 144 copper links, 4 NVSwitch gen 3 ($5k, 120 W, estimates);
+    # 8 GPUs x 18 NVLinks = 144 copper links, 4 NVSwitch gen 3 ($7k, 120 W, estimates);
     # no NIC (no scale-out link), no module.
-    assert [(r.component, r.kind, r.count) for r in est.bom] == [
-        ("nvswitch3", "switch", 4), ("nvlink4_copper", "cable", 144)]
-    assert est.capex_usd == 4 * 5000 and est.power_w == 4 * 120
+    assert [(r.component, r.kind, r.count, r.section) for r in est.bom] == [
+        ("nvswitch3", "switch", 4, "in_server"), ("nvlink4_copper", "cable", 144, "in_server")]
+    # The chips sit on the server's baseboard: the server price holds them, so the network
+    # costs nothing and the chips are reported apart.
+    assert est.capex_usd == 0 and est.power_w == 0
+    assert (est.scale_up_in_server_usd, est.scale_up_in_server_w) == (4 * 7000, 4 * 120)
+    assert "in-server scale-up silicon 28,000 USD, 480 W" in est.to_table()
+    whole = fo.estimate_cost(dgx_like(), include_in_server=True)
+    assert (whole.capex_usd, whole.power_w) == (4 * 7000, 4 * 120)
+    assert sum(t.usd for t in whole.by_tier.values()) == 4 * 7000
     # Policies do not touch NVLink copper inside the node.
     for policy in ("all_optics", "cpo", "lpo", "power"):
-        assert fo.estimate_cost(dgx_like(), policy=policy).capex_usd == 4 * 5000
+        assert fo.estimate_cost(dgx_like(), policy=policy).scale_up_in_server_usd == 4 * 7000
+    with pytest.raises(fo.InvalidParameterError, match="include_in_server must be True or"):
+        fo.estimate_cost(dgx_like(), include_in_server="yes")
 
 
 def test_second_level_nvlink_between_racks_uses_catalog_media():
@@ -288,8 +349,8 @@ def test_dual_plane_gpu_gets_one_dual_port_nic():
     b.switch("P0", 1, 8)
     b.switch("P1", 1, 8)
     for i in range(2):
-        b.link(f"g{i}", "P0", 400, "gpu-leaf", "400g")
-        b.link(f"g{i}", "P1", 400, "gpu-leaf", "400g")
+        b.link(f"g{i}", "P0", 400, "gpu-leaf", "400gbe")
+        b.link(f"g{i}", "P1", 400, "gpu-leaf", "400gbe")
     est = fo.estimate_cost(b.build())
     # 2 x 400G per GPU: one ConnectX-8 in 2 x 400G mode ($1,779) beats two ConnectX-7 ($3,198).
     assert est.count("cx8", "nic") == 2 and est.count("cx7") == 0
@@ -347,7 +408,7 @@ def test_400g_media_at_reach_boundaries(length, medium):
 
 def test_no_medium_reaches_gives_a_clear_error():
     with pytest.raises(fo.InvalidParameterError,
-                       match=r"a medium for a 800 Gb/s 800g link of 2001 m in tier 'x'"):
+                       match=r"a medium for a 800 Gb/s 800gbe link of 2001 m in tier 'x'"):
         medium_at(2001.0)
     with pytest.raises(fo.InvalidParameterError, match="1600 Gb/s"):
         medium_at(1.0, gbps=1600.0)
@@ -364,9 +425,13 @@ def test_length_bucket():
 
 
 def test_policy_objective_power():
-    # 6 m at 800G: AEC ($800, 2 x 9 W) by cost; AOC ($1,000, 2 x 8 W) by power.
-    assert medium_at(6.0) == "aec_800g"
-    assert medium_at(6.0, policy="power") == "aoc_800g"
+    # 6 m at 800G: AEC ($800, 2 x 3 W) is both the cheapest and the least power; an AEC of
+    # 9 W per end (a user's figure) still wins on cost, but AOC ($1,000, 2 x 8 W) on power.
+    assert medium_at(6.0) == medium_at(6.0, policy="power") == "aec_800g"
+    hot = fo.Catalog.default().merged({"medium": {"aec_800g": {
+        "power_w_per_end": 9.0, "source": "a hotter retimer", "confidence": "estimate"}}})
+    assert medium_at(6.0, catalog=hot) == "aec_800g"
+    assert medium_at(6.0, policy="power", catalog=hot) == "aoc_800g"
 
 
 def test_policy_all_optics_and_lpo():
@@ -384,16 +449,16 @@ def test_policy_cpo_replaces_switch_end_modules():
     lay = fo.Layout(length_m_by_tier={"x": 60.0})
     plain = fo.estimate_cost(one_link(), layout=lay)
     cpo = fo.estimate_cost(one_link(), layout=lay, policy="cpo")
-    # Both ends are switches: 2 CPO ports (4.5 W, $700 each) instead of 2 DR8 (16 W, $1,250).
+    # Both ends are switches: 2 CPO ports (4.5 W, $700 each) instead of 2 DR8 (17 W, $1,250).
     assert plain.count("dr_800g", "transceiver") == 2
     assert cpo.count("cpo_800g", "transceiver") == 2 and cpo.count("dr_800g", "transceiver") == 0
     # Switch to switch, the link is all CPO, fibre included (same $40 + $1/m as the DR8's).
     assert cpo.count("cpo_800g", "fibre") == 1 and [r["medium"] for r in cpo.links] == \
         ["cpo_800g"]
-    assert plain.power_w - cpo.power_w == pytest.approx(2 * (16.0 - 4.5))
+    assert plain.power_w - cpo.power_w == pytest.approx(2 * (17.0 - 4.5))
     assert plain.capex_usd - cpo.capex_usd == pytest.approx(2 * (1250 - 700))
     # GPU to leaf: only the leaf end is CPO; the NIC end keeps its pluggable SR8 and fibre.
-    est = fo.estimate_cost(two_tier(gbps=800, tech="800g"), policy="cpo",
+    est = fo.estimate_cost(two_tier(gbps=800, tech="800gbe"), policy="cpo",
                            layout=fo.Layout(length_m_by_tier={"gpu-leaf": 40.0,
                                                               "leaf-spine": 40.0}))
     # GPU-leaf: 4 links x 1 share: 4 SR8 at the NICs + 4 CPO ports at the leaves; leaf-spine:
@@ -401,7 +466,7 @@ def test_policy_cpo_replaces_switch_end_modules():
     assert est.count("sr_800g", "transceiver") == 4 and est.count("sr_800g", "fibre") == 4
     assert est.count("cpo_800g", "transceiver") == 12
     # A CPO switch has no electrical ports: a 1 m link to it is optical too (SR8 at the NIC).
-    est = fo.estimate_cost(two_tier(gbps=800, tech="800g"), policy="cpo",
+    est = fo.estimate_cost(two_tier(gbps=800, tech="800gbe"), policy="cpo",
                            layout=fo.Layout(length_m_by_tier={"gpu-leaf": 1.0}))
     assert {r["medium"] for r in est.links if r["tier"] == "gpu-leaf"} == {"sr_800g"}
     assert est.count("dac_800g") == 0
@@ -423,7 +488,7 @@ def test_policy_forces_medium_by_tier_and_switch_model():
     assert [r["medium"] for r in est.links if r["tier"] == "leaf-spine"] == ["dr_400g"]
     assert est.count("sn5600", "switch") == 3 and est.count("qm9700") == 0
     with pytest.raises(fo.InvalidParameterError, match=r"medium_by_tier\['x'\] must be a "
-                       "medium that carries a 800 Gb/s 800g link of 1 m"):
+                       "medium that carries a 800 Gb/s 800gbe link of 1 m"):
         medium_at(1.0, policy={"medium_by_tier": {"x": "dr_400g"}})
 
 
@@ -451,15 +516,15 @@ def rows(est):
 def test_price_override_changes_only_that_component(tmp_path):
     lay = fo.Layout(length_m_by_tier={"gpu-leaf": 1.0, "leaf-spine": 40.0})
     base = fo.estimate_cost(two_tier(), layout=lay)
-    cat = fo.Catalog.load(write(tmp_path, '[switch.qm9700]\nprice_usd = 25000.0\n'
+    cat = fo.Catalog.load(write(tmp_path, '[switch.qm9700]\nprice_usd = 10000.0\n'
                                 'source = "quote"\nconfidence = "vendor"\n'))
     new = fo.estimate_cost(two_tier(), layout=lay, catalog=cat)
-    # 3 switches, $5k cheaper each; nothing else moves.
-    assert base.capex_usd - new.capex_usd == pytest.approx(3 * 5000)
+    # 3 switches, $4k cheaper each than the default $14k; nothing else moves.
+    assert base.capex_usd - new.capex_usd == pytest.approx(3 * 4000)
     assert new.power_w == base.power_w
     a, b = rows(base), rows(new)
-    assert a.pop(("qm9700", "switch", "")) == (3, 30000.0, 747.0)
-    assert b.pop(("qm9700", "switch", "")) == (3, 25000.0, 747.0)
+    assert a.pop(("qm9700", "switch", "")) == (3, 14000.0, 747.0)
+    assert b.pop(("qm9700", "switch", "")) == (3, 10000.0, 747.0)
     assert a == b
 
 
@@ -499,12 +564,49 @@ def test_catalog_path_accepted_by_estimate_cost(tmp_path):
 
 
 def test_switch_selection_by_radix_rate_and_family():
-    # 400G Ethernet-labelled links: SN5600 in 128 x 400G breakout is the only Ethernet switch.
-    assert fo.estimate_cost(two_tier(tech="400gbe")).count("sn5600") == 3
-    # Generic "400g": InfiniBand and Ethernet both qualify; QM9700 ($30k) is cheapest.
-    assert fo.estimate_cost(two_tier(tech="400g")).count("qm9700") == 3
-    # 800G ports: QM9700 (400G) no longer qualifies; Q3400 ($135k) beats SN5600 ($150k).
-    assert fo.estimate_cost(two_tier(gbps=800, tech="800g")).count("q3400") == 3
+    # The family follows the links' technology (fabricopt.tiers.tech_family), never the price:
+    # 4 ports at 400G Ethernet take the 12.8T rack switch ($7k) over an SN5600 in breakout
+    # ($28k); the same ports on NDR take the QM9700 ($14k), though the Ethernet one is cheaper.
+    assert fo.estimate_cost(two_tier(tech="400gbe")).count("eth_12t8_tor") == 3
+    assert fo.estimate_cost(two_tier(tech="roce")).count("eth_12t8_tor") == 3
+    assert fo.estimate_cost(two_tier(tech="ndr")).count("qm9700") == 3
+    # 800G ports: Ethernet gets the SN5600 (64 x 800G), XDR the Q3400 (144 x 800G); neither
+    # crosses into the other family.
+    assert fo.estimate_cost(two_tier(gbps=800, tech="800gbe")).count("sn5600") == 3
+    assert fo.estimate_cost(two_tier(gbps=800, tech="xdr")).count("q3400") == 3
+    # UALink switches are their own family.
+    est = fo.estimate_cost(fo.ualink_pod(8, 2, 2))
+    assert est.count("ualink_switch") == 2 and est.count("qm9700") == est.count("q3400") == 0
+
+
+def test_unknown_or_mixed_technology_is_an_error():
+    # A generic "400g" names no family: the cost model cannot choose a switch for it.
+    with pytest.raises(fo.InvalidParameterError, match=r"tech of the links of switch 'L0'.*"
+                       r"must be a link technology of a known family.*infiniband: ndr.*"
+                       r"ethernet: ethernet, roce.*got '400g'"):
+        fo.estimate_cost(two_tier(tech="400g"))
+    # ... unless the switch's model or the policy's says what it is.
+    assert fo.estimate_cost(two_tier(tech="400g"), policy={"switch_model": "qm9700"}
+                            ).count("qm9700") == 3
+    # A model of the wrong family is refused, whoever names it.
+    fab = two_tier(tech="400gbe")
+    fab.graph.nodes["L0"]["model"] = "qm9700"
+    with pytest.raises(fo.InvalidParameterError, match=r"model of switch 'L0' must be a "
+                       r"switch of family 'ethernet'.*qm9700 is infiniband"):
+        fo.estimate_cost(fab)
+    with pytest.raises(fo.InvalidParameterError, match=r"policy.switch_model must be a "
+                       r"switch of family 'infiniband'.*sn5600 is ethernet"):
+        fo.estimate_cost(two_tier(tech="ndr"), policy={"switch_model": "sn5600"})
+    # One switch carrying InfiniBand and Ethernet links is no device.
+    b = FabricBuilder("mixed", {})
+    b.switch("A", 1, None)
+    b.switch("B", 1, None)
+    b.switch("C", 1, None)
+    b.link("A", "B", 400, "x", "ndr")
+    b.link("A", "C", 400, "x", "400gbe")
+    with pytest.raises(fo.InvalidParameterError, match=r"links of switch 'A' must be links of "
+                       r"one technology family.*got \['400gbe', 'ndr'\]"):
+        fo.estimate_cost(b.build())
 
 
 def test_switch_model_must_hold_the_ports_it_carries():
@@ -620,8 +722,10 @@ def test_nvl72_like_rack_costs_only_switch_chips():
         for k in range(18):
             b.link(f"g{i}", f"s{k}", 400, "gpu-nvswitch", "nvlink5")
     est = fo.estimate_cost(b.build())
-    # 72 x 18 = 1,296 NVLink 5 copper links, 18 NVLink 5 switch chips ($11,250, 270 W est.).
-    assert rows(est) == {("nvswitch4", "switch", ""): (18, 11250.0, 270.0),
+    # 72 x 18 = 1,296 NVLink 5 copper links, 18 NVLink 5 switch chips ($15,750, 270 W est.):
+    # 72 GPUs are more than a server holds, so the chips are NVLink Switch trays, network.
+    assert est.scale_up_in_server_usd == 0
+    assert rows(est) == {("nvswitch4", "switch", ""): (18, 15750.0, 270.0),
                          ("nvlink5_copper", "cable", "0.5 m"): (1296, 0.0, 0.0)}
 
 
@@ -683,7 +787,9 @@ DESIGNS = sorted((Path(__file__).resolve().parents[1] / "topologies").glob("*.to
 def test_shipped_designs_have_a_bill_of_materials(path):
     for fab in load_fabric(str(path), []):
         est = fo.estimate_cost(fab)
-        assert est.capex_usd > 0 and est.power_w > 0
+        # A single DGX has no network: its only parts are in-server silicon.
+        assert est.capex_usd + est.scale_up_in_server_usd > 0
+        assert est.power_w + est.scale_up_in_server_w > 0
         assert all(r.source and r.confidence in CONFIDENCES for r in est.bom)
 
 
@@ -710,40 +816,44 @@ def test_nvlink_switch_system_buys_eighteen_1u_switches():
 
 
 def test_leaf_spine_bill_of_materials_with_the_default_layout_by_hand():
-    # Catalog: qm9700 $30,000 / 747 W (cheapest infiniband-or-ethernet switch with >= 3
-    # ports at 400G; sn5600 is $150k); cx7 1 x 400G $1,599 / 20 W.
+    # Catalog: qm9700 $14,000 / 747 W (the cheapest InfiniBand switch with >= 3 ports at
+    # 400G, for NDR links); cx7 1 x 400G $1,599 / 20 W.
     # Layout defaults: 4 GPUs in one rack, leaves top of rack -> GPU-leaf links 2.0 m
-    # (in_rack_m) -> dac_800g (reach 2 m), half a twin-port cable per 400G link ($125 < dac_400g
-    # $150): 4 links -> 2 cables x $250, 0.1 W per end. Spine in the central row 3 m away
+    # (in_rack_m) -> dac_800g (reach 2 m), half a twin-port cable per 400G link in the leaf's
+    # 800G cage: 4 links -> 2 cables x $250, 0.1 W per end. Spine in the central row 3 m away
     # (row_pitch_m) + 4 m slack = 7 m -> aec_800g (reach 7 m), 2 links -> 1 cable x $800,
-    # 2 x 9 W.
-    est = fo.estimate_cost(fo.leaf_spine(2, 1, 2))
+    # 2 x 3 W.
+    est = fo.estimate_cost(fo.leaf_spine(2, 1, 2, tech="ndr"))
     rows = {(r.component, r.kind, r.detail): r.count for r in est.bom}
     assert rows == {("qm9700", "switch", ""): 3, ("cx7", "nic", ""): 4,
                     ("dac_800g", "cable", "2 m"): 2, ("aec_800g", "cable", "7 m"): 1}
-    assert est.capex_usd == pytest.approx(3 * 30000 + 4 * 1599 + 2 * 250 + 800)
-    assert est.power_w == pytest.approx(3 * 747 + 4 * 20 + 2 * 2 * 0.1 + 2 * 9)
+    assert est.capex_usd == pytest.approx(3 * 14000 + 4 * 1599 + 2 * 250 + 800)
+    assert est.power_w == pytest.approx(3 * 747 + 4 * 20 + 2 * 2 * 0.1 + 2 * 3)
     assert est.per_endpoint_usd == pytest.approx(est.capex_usd / 4)
     # Leaves have 2 down + 1 up ports: 2/3 of their price is gpu-leaf.
-    assert est.by_tier["gpu-leaf"].usd == pytest.approx(2 * 30000 * 2 / 3 + 4 * 1599 + 500)
-    assert est.by_tier["leaf-spine"].usd == pytest.approx(2 * 30000 / 3 + 30000 + 800)
+    assert est.by_tier["gpu-leaf"].usd == pytest.approx(2 * 14000 * 2 / 3 + 4 * 1599 + 500)
+    assert est.by_tier["leaf-spine"].usd == pytest.approx(2 * 14000 / 3 + 14000 + 800)
 
 
 def test_optical_nic_ends_get_a_whole_module_each():
     # leaf_spine(2, 1, 2) under all_optics, default layout (GPU-leaf 2 m, leaf-spine 7 m).
-    # A cx7 port (one OSFP cage) takes a whole module, so a GPU-leaf link costs sr_400g
-    # 2 x $700 against sr_800g $1,000 + $500: 4 links x 2 ends = 8 sr_400g. Leaf-spine links
-    # join switches: half a twin-port sr_800g per end ($500 + $500 < 2 x $700), 2 links x 2
-    # ends / 2 = 2 modules.
-    est = fo.estimate_cost(fo.leaf_spine(2, 1, 2), policy="all_optics")
+    # A cx7 port (one OSFP cage) takes a whole module: a single-port sr_400g ($700) rather
+    # than a whole sr_800g ($1,000); the leaf end takes half of a twin-port sr_800g, two 400G
+    # ports in one of the QM9700's 800G cages: 4 links -> 4 sr_400g and 2 sr_800g. Leaf-spine
+    # links join switches: half a twin-port sr_800g per end, 2 links x 2 ends / 2 = 2 more.
+    est = fo.estimate_cost(fo.leaf_spine(2, 1, 2, tech="ndr"), policy="all_optics")
     modules = {r.component: r.count for r in est.bom if r.kind == "transceiver"}
-    assert modules == {"sr_400g": 8, "sr_800g": 2}
+    assert modules == {"sr_400g": 4, "sr_800g": 4}
+    # Cages: a leaf holds 2 x 0.5 (GPU links) + 0.5 (its uplink) = 1.5 twin-port modules, the
+    # spine 2 x 0.5 = 1; the ledger says so.
+    assert {v: used for v, (used, _) in est.cages.items()} == \
+        {"leaf0": 1.5, "leaf1": 1.5, "spine0": 1.0}
 
 
 TOTALS_FABRICS = [
-    lambda: fo.leaf_spine(2, 1, 2),
-    lambda: fo.cluster("dgx_h100", 2, planes=2),
-    lambda: fo.cluster("gb200_nvl72", 1, scale_out="fat_tree"),
+    lambda: fo.leaf_spine(2, 1, 2, tech="ndr"),
+    lambda: fo.cluster("dgx_h100", 2, planes=2, tech="ndr200"),
+    lambda: fo.cluster("gb200_nvl72", 1, scale_out="fat_tree", tech="ndr"),
     lambda: fo.ring(8, link_gbps=400),
 ]
 
@@ -753,12 +863,19 @@ TOTALS_FABRICS = [
 def test_totals_add_up(make, policy):
     fab = make()
     est = fo.estimate_cost(fab, policy=policy, layout={"leaf_placement": "end_of_row"})
-    assert sum(r.total_usd for r in est.bom) == pytest.approx(est.capex_usd)
-    assert sum(r.total_w for r in est.bom) == pytest.approx(est.power_w)
+    # The network rows make capex and power; the in-server rows (NVSwitch chips of a DGX
+    # baseboard and their NVLink copper) make the in-server totals.
+    network = [r for r in est.bom if r.section == "network"]
+    in_server = [r for r in est.bom if r.section == "in_server"]
+    assert len(network) + len(in_server) == len(est.bom)
+    assert sum(r.total_usd for r in network) == pytest.approx(est.capex_usd)
+    assert sum(r.total_w for r in network) == pytest.approx(est.power_w)
+    assert sum(r.total_usd for r in in_server) == pytest.approx(est.scale_up_in_server_usd)
+    assert sum(r.total_w for r in in_server) == pytest.approx(est.scale_up_in_server_w)
     assert sum(t.usd for t in est.by_tier.values()) == pytest.approx(est.capex_usd)
     assert sum(t.w for t in est.by_tier.values()) == pytest.approx(est.power_w)
     # by_medium holds links only: with switches and NICs it makes the whole.
-    devices = [r for r in est.bom if r.kind in ("switch", "nic")]
+    devices = [r for r in network if r.kind in ("switch", "nic")]
     assert (sum(r.total_usd for r in devices) + sum(t.usd for t in est.by_medium.values())
             == pytest.approx(est.capex_usd))
     assert (sum(r.total_w for r in devices) + sum(t.w for t in est.by_medium.values())
@@ -796,7 +913,7 @@ def test_design_file_layout_and_catalog_tables_reach_the_estimate(tmp_path):
     path = tmp_path / "ft.toml"
     path.write_text(
         'family = "fat_tree"\n'
-        '[params]\nk = 4\n'
+        '[params]\nk = 4\ntech = "ndr"\n'
         '[layout]\nleaf_placement = "end_of_row"\n'
         '[catalog.switch.qm9700]\nprice_usd = 1000.0\n'
         'source = "test quote"\nconfidence = "vendor"\n')
@@ -807,6 +924,6 @@ def test_design_file_layout_and_catalog_tables_reach_the_estimate(tmp_path):
     assert row.count == 20 and row.unit_usd == 1000.0
     # End-of-row leaves lengthen the GPU links, so the media differ from the default
     # top-of-rack layout and match an explicit end-of-row one.
-    default = fo.estimate_cost(fo.fat_tree(4))
-    placed = fo.estimate_cost(fo.fat_tree(4), layout={"leaf_placement": "end_of_row"})
+    default = fo.estimate_cost(fo.fat_tree(4, tech="ndr"))
+    placed = fo.estimate_cost(fo.fat_tree(4, tech="ndr"), layout={"leaf_placement": "end_of_row"})
     assert set(est.by_medium) == set(placed.by_medium) != set(default.by_medium)

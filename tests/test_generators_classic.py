@@ -251,9 +251,9 @@ def test_dragonfly_degenerate_shapes():
 def test_dragonfly_capacities_tech_model_and_params():
     fab = fo.dragonfly(2, 2, 1, link_gbps=200, global_gbps=800, switch_model="sn5600")
     by_tier = {(d["tier"], d["capacity"], d["tech"]) for _, _, d in fab.graph.edges(data=True)}
-    # Default tech label is "{rate}g" per link rate.
-    assert by_tier == {("gpu-leaf", 200.0, "200g"), ("local", 200.0, "200g"),
-                       ("global", 800.0, "800g")}
+    # Default tech: the InfiniBand generation of each link rate (HDR 200, XDR 800 Gb/s).
+    assert by_tier == {("gpu-leaf", 200.0, "hdr"), ("local", 200.0, "hdr"),
+                       ("global", 800.0, "xdr")}
     assert {fab.graph.nodes[s]["model"] for s in fab.switches} == {"sn5600"}
     assert fab.params == {"a": 2, "h": 2, "p": 1, "link_gbps": 200.0, "global_gbps": 800.0,
                           "tech": None, "switch_model": "sn5600"}
@@ -354,7 +354,7 @@ def test_jellyfish_degenerate_shapes():
 def test_jellyfish_capacity_tech_model():
     fab = fo.jellyfish(8, 3, 2, seed=0, link_gbps=800, switch_model="sn5600")
     assert {(d["capacity"], d["tech"]) for _, _, d in fab.graph.edges(data=True)} == \
-        {(800.0, "800g")}
+        {(800.0, "xdr")}
     assert {fab.graph.nodes[s]["model"] for s in fab.switches} == {"sn5600"}
     assert fab.params["seed"] == 0
     fab = fo.jellyfish(8, 3, 2, seed=0, tech="ndr")

@@ -232,9 +232,10 @@ def test_superpod_gpu_has_its_nvlinks_and_one_nic_on_the_leaf_of_its_rail_and_su
                 == g.nodes[gpu]["node"] // fab.params["nodes_per_su"])
 
 
-@pytest.mark.parametrize(("nic_gbps", "tech"), [(400, "ndr"), (800, "xdr"), (200, "200g")])
+@pytest.mark.parametrize(("nic_gbps", "tech"),
+                         [(400, "ndr"), (800, "xdr"), (200, "hdr"), (300, "300g")])
 def test_superpod_link_label_follows_the_nic_rate(nic_gbps, tech):
-    # InfiniBand NDR is 400 Gb/s per port, XDR 800 Gb/s; other rates get the generic label.
+    # InfiniBand NDR is 400 Gb/s per port, XDR 800, HDR 200; other rates get a generic label.
     assert fo.superpod(1, nic_gbps=nic_gbps).params["tech"] == tech
 
 
@@ -307,13 +308,14 @@ def test_real_domains_keep_their_claim_and_symmetric_flow_matches_lp():
 
 def test_dgx_b200_cluster_counts():
     # 4 DGX B200: 8 GPUs x 18 NVLink 5 each (docs/hardware.md#nvlink-generations); one 400G NIC per
-    # GPU; one 64-port leaf per rail (8), 32 uplinks each over 4 spines (rail_plan: smallest
-    # divisor S of 32 with 64 S >= 8 x 32).
+    # GPU; one 64-port leaf per rail (8) holding 4 nodes, so 4 uplinks each at 1:1 (a
+    # partly filled leaf cables what its downlinks need, rail_plan), all on one spine
+    # (smallest divisor S of 4 with 64 S >= 8 x 4).
     fab = fo.cluster("dgx_b200", 4).validate()
     assert fab.summary().links_by_tier == {"gpu-nvswitch": 4 * 8 * 18, "gpu-leaf": 32,
-                                           "leaf-spine": 8 * 32}
+                                           "leaf-spine": 8 * 4}
     assert len(switches_with_down(fab, "gpu-leaf")) == 8
-    assert len(switches_with_down(fab, "leaf-spine")) == 4
+    assert len(switches_with_down(fab, "leaf-spine")) == 1
 
 
 def test_gb200_racks_on_a_fat_tree_straddle_leaves_and_claim_nothing():

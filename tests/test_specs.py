@@ -100,13 +100,16 @@ def test_overrides_replace_params_and_fix_swept_keys():
 @pytest.mark.parametrize("text, match", [
     ('famly = "ring"\n',
      r"design.toml: key 'famly' is not allowed; allowed keys: name, family, description, "
-     r"params, sweep, layout, catalog"),
+     r"source, departures, params, sweep, layout, catalog"),
     ('name = "x"\n', r"design.toml: key 'family' is missing; it names the generator, one of: "
      r".*dgx_h100"),
     ('family = "rign"\n', r"design.toml: key 'family' must name a generator, one of: .*ring.*; "
      r"got 'rign'"),
     ('family = 3\n', r"key 'family' must name a generator"),
     ('family = "ring"\nname = 3\n[params]\nn = 4\n', r"key 'name' must be a string"),
+    ('family = "ring"\nsource = 3\n[params]\nn = 4\n', r"key 'source' must be a string"),
+    ('family = "ring"\ndepartures = []\n[params]\nn = 4\n',
+     r"key 'departures' must be a string"),
     ('family = "ring"\nparams = 4\n', r"key 'params' must be a table \(\[params\]\)"),
     ('family = "ring"\nlayout = [1]\n[params]\nn = 4\n', r"key 'layout' must be a table"),
     # The layout's own fields are checked when the file loads, not when the cost is estimated.
@@ -189,3 +192,13 @@ def test_misspelled_override_suggests_the_parameter():
     with pytest.raises(fo.DesignFileError, match=r"'acelerators' is not a parameter of "
                        r"ualink_pod \(did you mean 'accelerators'\?\); allowed: accelerators"):
         fo.load_design(TOPOLOGIES / "ualink-pod-sweep.toml", acelerators=8)
+
+
+def test_source_and_departures_are_kept_on_the_fabric(tmp_path):
+    path = write(tmp_path, 'family = "ring"\nsource = "a paper"\ndepartures = "none"\n'
+                 '[params]\nn = 4\n')
+    fab = fo.load_design(path)
+    assert (fab.design["source"], fab.design["departures"]) == ("a paper", "none")
+    # Both are optional for a file of one's own.
+    fab = fo.load_design(write(tmp_path, 'family = "ring"\n[params]\nn = 4\n', "b.toml"))
+    assert (fab.design["source"], fab.design["departures"]) == ("", "")

@@ -8,8 +8,10 @@ from fabricopt import tiers
 from fabricopt.tiers import is_scale_up, is_scale_up_arc, tech_family, tier_of
 
 # Per generator: a small instance and, per tier it builds, (scale-up?, technology family).
-# Generic labels such as "400g" (the generators' default for network links) name no family.
+# The classic graphs' unit links are "generic": no family. Network links at an InfiniBand
+# rate default to that generation (400 Gb/s: "ndr"), the scale-out of NVIDIA's designs.
 NET = (False, None)
+IB = (False, "infiniband")
 NVLINK = (True, "nvlink")
 CASES = {
     "ring": (lambda: fo.ring(6), {"ring": NET}),
@@ -17,16 +19,16 @@ CASES = {
     "hypercube": (lambda: fo.hypercube(3), {"hypercube": NET}),
     "complete": (lambda: fo.complete(5), {"complete": NET}),
     "dragonfly": (lambda: fo.dragonfly(a=2, h=1, p=2),
-                  {"gpu-leaf": NET, "local": NET, "global": NET}),
+                  {"gpu-leaf": IB, "local": IB, "global": IB}),
     "jellyfish": (lambda: fo.jellyfish(switches=8, network_ports=3, endpoints_per_switch=2,
-                                       seed=1), {"gpu-leaf": NET, "switch-switch": NET}),
-    "fat_tree": (lambda: fo.fat_tree(4), {"gpu-leaf": NET, "leaf-spine": NET, "spine-core": NET}),
-    "clos": (lambda: fo.clos(endpoints=24, radix=8), {"gpu-leaf": NET, "leaf-spine": NET}),
+                                       seed=1), {"gpu-leaf": IB, "switch-switch": IB}),
+    "fat_tree": (lambda: fo.fat_tree(4), {"gpu-leaf": IB, "leaf-spine": IB, "spine-core": IB}),
+    "clos": (lambda: fo.clos(endpoints=24, radix=8), {"gpu-leaf": IB, "leaf-spine": IB}),
     "leaf_spine": (lambda: fo.leaf_spine(leaves=3, spines=2, endpoints_per_leaf=4,
                                          tech="800gbe"),
                    {"gpu-leaf": (False, "ethernet"), "leaf-spine": (False, "ethernet")}),
     "rail_optimized": (lambda: fo.rail_optimized(nodes=4, gpus_per_node=2, leaf_radix=4),
-                       {"gpu-leaf": NET, "leaf-spine": NET}),
+                       {"gpu-leaf": IB, "leaf-spine": IB}),
     "nvswitch_domain": (lambda: fo.nvswitch_domain(gpus=4, switches=2, links_per_gpu=4,
                                                    link_gbps=200), {"gpu-nvswitch": NVLINK}),
     "dgx_h100": (fo.dgx_h100, {"gpu-nvswitch": NVLINK}),
@@ -39,7 +41,7 @@ CASES = {
     "ualink_pod": (lambda: fo.ualink_pod(accelerators=8, switches=2, ports_per_accelerator=2),
                    {"gpu-ualink-switch": (True, "ualink")}),
     "cluster": (lambda: fo.cluster(fo.ualink_pod(8, 2, 2), 4),
-                {"gpu-ualink-switch": (True, "ualink"), "gpu-leaf": NET, "leaf-spine": NET}),
+                {"gpu-ualink-switch": (True, "ualink"), "gpu-leaf": IB, "leaf-spine": IB}),
     "superpod": (lambda: fo.superpod(1),
                  {"gpu-nvswitch": NVLINK, "gpu-leaf": (False, "infiniband"),
                   "leaf-spine": (False, "infiniband")}),
@@ -92,5 +94,5 @@ def test_scale_out_injection_asks_the_vocabulary():
 def test_tier_order_puts_scale_up_first():
     assert sorted(["leaf-spine", "gpu-ualink-switch", "torus", "gpu-leaf"], key=tiers.tier_rank) \
         == ["gpu-ualink-switch", "gpu-leaf", "leaf-spine", "torus"]
-    est = fo.estimate_cost(fo.cluster(fo.ualink_pod(8, 2, 2), 2))
+    est = fo.estimate_cost(fo.cluster(fo.ualink_pod(8, 2, 2), 2, tech="400gbe"))
     assert list(est.by_tier) == ["gpu-ualink-switch", "gpu-leaf", "leaf-spine"]

@@ -16,7 +16,7 @@ from ..catalog import (
     Entry,
 )
 from .bom import BomRow, CostEstimate, DeliveredCost, Totals, estimate_cost, length_bucket
-from .layout import LEAF_PLACEMENTS, Layout, Placement, place
+from .layout import LEAF_PLACEMENTS, Layout, Placement, in_server_switches, place
 from .media import POLICY_PRESETS, LinkMedium, MediaSelector, Policy
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "Policy",
     "Totals",
     "estimate_cost",
+    "in_server_switches",
     "length_bucket",
     "place",
 ]

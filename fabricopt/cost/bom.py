@@ -4,21 +4,37 @@ What is counted, per device and link of the fabric:
 
 * **Switches**, by catalog model. A switch node's ``model`` names its entry; with ``model``
   None, the policy's ``switch_model`` or else the cheapest catalog switch (least power under the
-  power objective) of the right family with at least the node's ``radix`` ports (or the ports
-  it uses) at its port rate (``capacity / links`` of its fastest arc), breakout modes included.
-  NVLink switches (every arc an NVLink tech) are chosen among ``family = "nvlink"`` entries,
-  links labelled ``ndr``/``xdr``/``hdr`` among InfiniBand ones, ``*gbe`` among Ethernet ones.
+  power objective) with at least the node's ``radix`` ports (or the ports it uses) at its port
+  rate (``capacity / links`` of its fastest arc), breakout modes included. The switch is always
+  of the technology family of its links (:func:`fabricopt.tiers.tech_family`: InfiniBand,
+  Ethernet, NVLink or UALink, read from explicit tables of ``tech`` labels): an NDR link never
+  gets an Ethernet switch. Links of a generic label (``"400g"``) name no family; their switch
+  needs a ``model`` or the policy's ``switch_model``, else the estimate stops with an error
+  naming the label and the allowed ones; a model of another family than the links is refused.
   Power is the switch's typical power without optics; optics are counted per module.
+* **In-server scale-up silicon.** NVSwitch chips built into a server (a DGX or HGX baseboard:
+  a switch whose GPUs over NVLink are one server, see
+  :func:`fabricopt.cost.layout.in_server_switches`) are part of the server price. Their rows
+  and their NVLink copper carry ``section = "in_server"`` and add up to
+  ``scale_up_in_server_usd`` and ``_w``, out of ``capex_usd`` and ``power_w`` unless
+  ``include_in_server``. NVLink Switch trays (GB200 NVL72) and external NVLink switches are
+  network.
 * **NICs.** A node with role ``"nic"`` is one NIC. A GPU with scale-out links (any tech but
   NVLink/UALink) to a switch or another GPU, and no NIC node, gets NICs at its end: the NIC model
   and count that cost least for its link count at its link rate, so two 400G planes per GPU use
   one dual-port NIC where the catalog has one (one NIC per GPU, one port per link). GPU-to-NIC
   links are PCIe inside the server and cost nothing here.
-* **UALink** links are scale-up (no NIC) and their switches, having no catalog family of their
-  own, are priced as network switches of the same radix and port rate: an approximation.
+* **UALink** links are scale-up (no NIC); their switches are of the catalog's ``ualink``
+  family.
 * **Links**, by medium (see :mod:`fabricopt.cost.media`) and length (:mod:`.layout`): per
   medium, modules (two ends per optical link, pooled on twin-port modules within a tier and
   rounded up), cables and fibres by standard length bucket.
+
+* **Cages.** A switch whose catalog entry gives ``cages`` has a ledger of the cages its links'
+  modules and cable ends take (twin-port modules hold two ports in one cage), in
+  ``CostEstimate.cages``; :meth:`CostEstimate.over_cages` lists any switch given more than it
+  has. The media selection puts cage-filling modules at switch ends
+  (:mod:`fabricopt.cost.media`), so the shipped catalog and designs never overfill one.
 
 Switch and NIC costs are split over tiers by the ports each tier uses, so ``by_tier`` sums to
 ``capex_usd`` and ``power_w``. GPUs and servers are not counted: the estimate is the network.
@@ -38,11 +54,19 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_choice, check_path, fail
+from .._checks import check_bool, check_choice, check_path, fail
 from ..catalog import TRANSCEIVER_TYPES, Catalog, Entry
 from ..fabric import Fabric
-from ..tiers import is_scale_up_arc, tech_family, tier_of, tier_rank
-from .layout import Layout, Placement, place
+from ..tiers import (
+    IN_SYSTEM_TIERS,
+    SCALE_UP_FAMILIES,
+    is_scale_up_arc,
+    require_tech_family,
+    tech_family,
+    tier_of,
+    tier_rank,
+)
+from .layout import Layout, Placement, in_server_switches, place
 from .media import LENGTH_BUCKETS_M, LinkMedium, MediaSelector, Policy, length_bucket
 
 
@@ -51,7 +75,9 @@ class BomRow:
     """One line of the bill of materials.
 
     ``component`` is the catalog key, ``kind`` one of switch, nic, transceiver, cable, fibre;
-    ``detail`` the length bucket of cables and fibres. Units: USD and W.
+    ``detail`` the length bucket of cables and fibres; ``section`` is ``"network"``, or
+    ``"in_server"`` for scale-up silicon built into a server (NVSwitch chips on a DGX/HGX
+    baseboard) and its links. Units: USD and W.
     """
 
     component: str
@@ -65,6 +91,7 @@ class BomRow:
     source: str
     confidence: str
     name: str = ""
+    section: str = "network"
 
 
 @dataclass(frozen=True)
@@ -105,6 +132,17 @@ class CostEstimate:
         ``capex_usd`` and ``power_w`` divided by ``n_endpoints`` (NaN without endpoints).
     links : list of dict
         The cable plan: tier, medium, length bucket (m) and physical link count.
+    scale_up_in_server_usd, scale_up_in_server_w : float
+        Scale-up silicon built into servers (NVSwitch chips on DGX/HGX baseboards; rows of
+        section ``"in_server"``): part of the server price, so out of ``capex_usd`` and
+        ``power_w`` unless ``include_in_server``. NVLink Switch trays of rack-scale systems
+        (GB200 NVL72) and external NVLink switches are network.
+    include_in_server : bool
+        Whether ``capex_usd`` and ``power_w`` include the in-server silicon.
+    cages : dict
+        For every switch whose catalog entry gives its pluggable cages: ``(cages used,
+        cages)``, the modules and cable ends its links put in it (twin-port ones count one
+        cage for two ports). :meth:`over_cages` lists the switches given more than they have.
     """
 
     fabric: str
@@ -120,6 +158,21 @@ class CostEstimate:
     catalog: Catalog | None = field(default=None, repr=False)
     policy: Policy | None = None
     layout: Layout | None = None
+    scale_up_in_server_usd: float = 0.0
+    scale_up_in_server_w: float = 0.0
+    include_in_server: bool = False
+    cages: dict[Hashable, tuple[float, float]] = field(default_factory=dict, repr=False)
+
+    def over_cages(self) -> list[tuple[Hashable, float, float]]:
+        """Switches given more modules or cable ends than they have cages: ``(switch, used,
+        cages)``; empty for a bill of materials that can be built.
+
+        >>> import fabricopt as fo
+        >>> fo.estimate_cost(fo.superpod(scalable_units=1)).over_cages()
+        []
+        """
+        return [(v, used, cages) for v, (used, cages) in self.cages.items()
+                if used > cages + 1e-9]
 
     def count(self, component: str, kind: str | None = None) -> int:
         """Units of a catalog component in the bill of materials (all kinds unless named).
@@ -164,8 +217,9 @@ class CostEstimate:
         """The network's share of network plus systems, in capex or power.
 
         The fabric's GPUs are counted as ``n_endpoints / system gpus`` catalog systems (a DGX H100
-        holds 8). A system's list price already includes parts counted here as network (its
-        NICs, its NVSwitches), so the share is slightly overstated.
+        holds 8). A system's list price already includes its NVSwitch chips, which the estimate
+        keeps out of the network by default, and its NICs, which it counts as network, so the
+        share is slightly overstated.
 
         Parameters
         ----------
@@ -195,7 +249,12 @@ class CostEstimate:
 
     # -- output ---------------------------------------------------------------------------
     def _rows(self) -> list[list[str]]:
-        return [[r.component, r.kind, r.detail, str(r.count), f"{r.unit_usd:,.0f}",
+        def detail(r: BomRow) -> str:
+            if r.section == "network":
+                return r.detail
+            return f"{r.detail}, in server" if r.detail else "in server"
+
+        return [[r.component, r.kind, detail(r), str(r.count), f"{r.unit_usd:,.0f}",
                  f"{r.unit_w:,.1f}", f"{r.total_usd:,.0f}", f"{r.total_w:,.0f}", r.confidence]
                 for r in self.bom]
 
@@ -206,6 +265,16 @@ class CostEstimate:
         lines = [f"capex    {self.capex_usd:,.0f} USD ({self.per_endpoint_usd:,.0f} USD per GPU, "
                  f"{self.n_endpoints} GPUs)",
                  f"power    {self.power_w:,.0f} W ({self.per_endpoint_w:,.1f} W per GPU)"]
+        if self.scale_up_in_server_usd or self.scale_up_in_server_w:
+            where = "included above" if self.include_in_server else \
+                "in the server price, not in capex or power above"
+            lines.append(f"in-server scale-up silicon {self.scale_up_in_server_usd:,.0f} USD, "
+                         f"{self.scale_up_in_server_w:,.0f} W ({where})")
+        over = self.over_cages()
+        if over:
+            v, used, cages = over[0]
+            lines.append(f"WARNING  {len(over)} switches given more modules than cages "
+                         f"(e.g. {v!r}: {used:g} in {cages:g}); this plan cannot be built")
         return lines
 
     def to_table(self) -> str:
@@ -242,16 +311,16 @@ class CostEstimate:
 
         >>> import fabricopt as fo
         >>> fo.estimate_cost(fo.ring(4, link_gbps=400)).to_csv().splitlines()[0]
-        'component,kind,detail,count,unit_usd,unit_w,total_usd,total_w,confidence,source'
+        'component,kind,detail,count,unit_usd,unit_w,total_usd,total_w,confidence,source,section'
         """
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(["component", "kind", "detail", "count", "unit_usd", "unit_w", "total_usd",
-                    "total_w", "confidence", "source"])
+                    "total_w", "confidence", "source", "section"])
         for r in self.bom:
             w.writerow([r.component, r.kind, r.detail, r.count, f"{r.unit_usd:.2f}",
                         f"{r.unit_w:.3f}", f"{r.total_usd:.2f}", f"{r.total_w:.3f}",
-                        r.confidence, r.source])
+                        r.confidence, r.source, r.section])
         return buf.getvalue()
 
     def to_markdown(self) -> str:
@@ -329,6 +398,7 @@ class Part:
     units: float
     unit_usd: float
     unit_w: float
+    section: str = "network"
 
 
 @dataclass(frozen=True)
@@ -339,8 +409,9 @@ class LinkKind:
     tech: str
     rate_gbps: float
     length_m: float
-    switch_ends: tuple[bool, bool]
+    switch_ends: tuple[float | None, float | None]  # see fabricopt.cost.media.EndKind
     in_row: bool
+    section: str = "network"
 
 
 @dataclass(frozen=True)
@@ -367,14 +438,20 @@ class PortUse:
 
 
 # -- links --------------------------------------------------------------------------------------
-def _link_kinds(fab: Fabric, placement: Placement, lay: Layout) -> dict[LinkKind, int]:
-    """Physical links of ``fab`` by kind: each bundle once (not per direction), PCIe links
-    between a GPU and its NIC left out (they cost nothing here)."""
+def _link_kinds(fab: Fabric, placement: Placement, lay: Layout,
+                ends: Mapping[Hashable, float | None], in_server: frozenset[Hashable]
+                ) -> list[tuple[LinkKind, Hashable, Hashable, int]]:
+    """Physical links of ``fab`` by kind, one row per bundle (each bundle once, not per
+    direction; PCIe links between a GPU and its NIC left out, they cost nothing here).
+
+    ``ends`` gives each switch's end kind (its cage rate, see :mod:`fabricopt.cost.media`);
+    a link from a GPU to a switch of ``in_server`` is part of the server (section
+    ``"in_server"``)."""
     g = fab.graph
     role = {v: d.get("role") for v, d in g.nodes(data=True)}
     idx = placement.index
     seen: set[tuple[Hashable, Hashable]] = set()
-    us, vs, bundles = [], [], []
+    us, vs, bundles, pairs = [], [], [], []
     for u, v, d in g.edges(data=True):
         if (v, u) in seen:
             continue
@@ -384,39 +461,55 @@ def _link_kinds(fab: Fabric, placement: Placement, lay: Layout) -> dict[LinkKind
         us.append(idx[u])
         vs.append(idx[v])
         bundles.append(d)
+        pairs.append((u, v))
     if not bundles:
-        return {}
+        return []
     u_arr, v_arr = np.array(us, dtype=np.int64), np.array(vs, dtype=np.int64)
     tiers = [tier_of(d) for d in bundles]
     lengths = placement.lengths_m(u_arr, v_arr, tiers, lay)
     in_row = ((placement.row[u_arr] == placement.row[v_arr]) & (placement.row[u_arr] >= 0)
               & (placement.rack[u_arr] != placement.rack[v_arr]))
-    is_switch = np.array([role[v] == "switch" for v in placement.nodes], dtype=bool)
-    kinds: dict[LinkKind, int] = defaultdict(int)
+    out = []
     for k, d in enumerate(bundles):
+        u, v = pairs[k]
         n = int(d.get("links", 1))
+        section = "in_server" if (tiers[k] in IN_SYSTEM_TIERS
+                                  and (u in in_server or v in in_server)) else "network"
         kind = LinkKind(tiers[k], str(d.get("tech", "")), float(d["capacity"]) / n,
-                        float(lengths[k]),
-                        (bool(is_switch[u_arr[k]]), bool(is_switch[v_arr[k]])), bool(in_row[k]))
-        kinds[kind] += n
-    return dict(kinds)
+                        float(lengths[k]), (ends.get(u), ends.get(v)), bool(in_row[k]),
+                        section)
+        out.append((kind, u, v, n))
+    return out
 
 
 def _link_parts(kind: LinkKind, links: int, lm: LinkMedium) -> tuple[CableRun, list[Part]]:
     """The cable run and the parts (modules, fibres, cables) of ``links`` links of one kind
     on the medium ``lm`` chosen for them."""
     med = lm.medium
+    sec = kind.section
     bucket = length_bucket(kind.length_m, med["reach_m"])
     parts = [Part(kind.tier, "transceiver", mod, 0.0, links * sh, mod["price_usd_per_end"],
-                  mod["power_w_per_end"])
+                  mod["power_w_per_end"], sec)
              for mod, sh in zip(lm.end_modules, lm.shares, strict=True) if mod is not None]
     length_usd = med["cable_usd"] + med["cable_usd_per_m"] * bucket
     if lm.fibre_usd or med["type"] in TRANSCEIVER_TYPES:
-        parts.append(Part(kind.tier, "fibre", med, bucket, links, length_usd, 0.0))
+        parts.append(Part(kind.tier, "fibre", med, bucket, links, length_usd, 0.0, sec))
     if lm.cable_share:
         parts.append(Part(kind.tier, "cable", med, bucket, links * lm.cable_share, length_usd,
-                          2.0 * med["power_w_per_end"]))
+                          2.0 * med["power_w_per_end"], sec))
     return CableRun(kind.tier, med.key, bucket, links), parts
+
+
+def _cage_use(lm: LinkMedium, end: int, rate_gbps: float, cage_gbps: float | None) -> float:
+    """Cages one link on ``lm`` takes at its end ``end`` (0 or 1): its share of the module or
+    cable there, and at least ``rate_gbps / cage_gbps`` (a cage carries no more than its rate).
+    Co-packaged ports and in-system NVLink copper take no pluggable cage."""
+    mod = lm.end_modules[end]
+    if mod is not None:
+        used = 0.0 if mod["type"] == "cpo" else lm.shares[end]
+    else:
+        used = 0.0 if lm.medium["type"] == "nvlink" else lm.cable_share
+    return max(used, rate_gbps / cage_gbps) if used and cage_gbps else used
 
 
 # -- devices ------------------------------------------------------------------------------------
@@ -433,38 +526,47 @@ def _port_use(arcs: Iterable[Mapping[str, Any]]) -> PortUse:
     return PortUse(dict(by_tier), rate, frozenset(techs))
 
 
-def _device_parts(kind: str, entry: Entry, count: float, use: PortUse) -> list[Part]:
+def _device_parts(kind: str, entry: Entry, count: float, use: PortUse,
+                  section: str = "network") -> list[Part]:
     """``count`` units of a switch or NIC, split over the tiers by the ports each uses."""
     total = max(use.used, 1)
-    return [Part(tier, kind, entry, 0.0, count * p / total, entry["price_usd"], entry["power_w"])
+    return [Part(tier, kind, entry, 0.0, count * p / total, entry["price_usd"], entry["power_w"],
+                 section)
             for tier, p in (use.by_tier.items() or [("unattached", 1)])]
 
 
-def _switch_family(techs: Iterable[str]) -> tuple[str, ...]:
-    """Catalog switch families that may carry links of ``techs``: NVLink when every link is,
-    else InfiniBand or Ethernet by the links' family, else either (UALink and generic links
-    have no family of switches in the catalog).
+def _switch_family(func: str, v: Hashable, techs: Iterable[str]) -> str | None:
+    """The technology family (:func:`fabricopt.tiers.tech_family`) of the links of switch
+    ``v``, which is the catalog family of the switch; None when a link names no family.
 
-    >>> _switch_family({"nvlink4"}), _switch_family({"ndr"}), _switch_family({"ualink"})
-    (('nvlink',), ('infiniband',), ('infiniband', 'ethernet'))
+    >>> _switch_family("f", "s", {"nvlink4"}), _switch_family("f", "s", {"ndr", "xdr"})
+    ('nvlink', 'infiniband')
+    >>> _switch_family("f", "s", {"ualink"}), _switch_family("f", "s", {"400g"})
+    ('ualink', None)
     """
     families = {tech_family(t) for t in techs}
-    if families == {"nvlink"}:
-        return ("nvlink",)
-    if "infiniband" in families:
-        return ("infiniband",)
-    if "ethernet" in families:
-        return ("ethernet",)
-    return ("infiniband", "ethernet")
+    known = sorted(f for f in families if f is not None)
+    if len(known) > 1:
+        raise fail(func, f"links of switch {v!r}", "links of one technology family (a switch "
+                   "is an NVLink, UALink, InfiniBand or Ethernet device)", sorted(techs))
+    return None if None in families or not known else known[0]
+
+
+def _per_chip(entry: Entry) -> Entry:
+    """``entry`` with the radix of one of its chips: a fabric models each chip of a multi-chip
+    unit (an NVLink Switch holds two) as a switch of its own."""
+    chips = int(entry.get("chips") or 1)
+    if chips == 1:
+        return entry
+    return dataclasses.replace(entry, values={
+        **entry.values, "radix": entry["radix"] // chips,
+        "price_usd": entry["price_usd"] / chips, "power_w": entry["power_w"] / chips})
 
 
 def _fitting(entry: Entry, ports: int, rate: float, node: Hashable, func: str) -> Entry:
     """``entry`` if one of its port modes holds ``ports`` ports at ``rate`` Gb/s, else an
     error naming the switch: a named model must be able to carry what the fabric asks."""
-    chips = int(entry.get("chips") or 1)
-    per_chip = dataclasses.replace(
-        entry, values={**entry.values, "radix": entry["radix"] // chips}) if chips > 1 else entry
-    if _pick([per_chip], ports, rate, "cost", "switch") is None:
+    if _pick([_per_chip(entry)], ports, rate, "cost", "switch") is None:
         modes = [(entry["radix"], entry["port_gbps"])] + list(entry.get("breakout") or ())
         raise fail(func, f"model of switch {node!r}", f"a switch with {ports} ports at "
                    f">= {rate:g} Gb/s; {entry.key} offers "
@@ -508,27 +610,43 @@ class _DeviceChooser:
         self._nics: dict[tuple[int, float], tuple[Entry, int]] = {}
 
     def switch(self, v: Hashable, node: Mapping[str, Any], use: PortUse) -> Entry:
-        """The switch model of node ``v``: its own, the policy's or the best that fits."""
+        """The switch model of node ``v``: its own, the policy's or the best that fits, always
+        of the technology family of its links (an NDR link needs an InfiniBand switch)."""
         cat, pol, func = self.catalog, self.policy, self.func
         model = node.get("model")
-        family = _switch_family(use.techs)
+        family = _switch_family(func, v, use.techs)
+        unknown = sorted(t for t in use.techs if tech_family(t) is None)
+
+        def checked(key: str, what: str) -> Entry:
+            entry = cat.switches[key]
+            if family is not None and entry["family"] != family:
+                raise fail(func, what, f"a switch of family {family!r}: the links of switch "
+                           f"{v!r} are {', '.join(sorted(use.techs))} ({family}); {key} is "
+                           f"{entry['family']}", key)
+            return _fitting(entry, use.used, use.rate_gbps, v, func)
+
         if model is not None:
             if model not in cat.switches:
                 raise fail(func, f"model of switch {v!r}", "a switch key of the catalog ("
                            + ", ".join(sorted(cat.switches)) + ")", model)
-            return _fitting(cat.switches[model], use.used, use.rate_gbps, v, func)
-        if pol.switch_model is not None and family != ("nvlink",):
-            return _fitting(cat.switches[pol.switch_model], use.used, use.rate_gbps, v, func)
+            return checked(model, f"model of switch {v!r}")
+        scale_up = family in SCALE_UP_FAMILIES
+        if pol.switch_model is not None and not scale_up:
+            return checked(pol.switch_model, "policy.switch_model")
+        if family is None:
+            require_tech_family(func, f"tech of the links of switch {v!r} (to choose its "
+                                "family; or set the switch's model or policy.switch_model)",
+                                unknown[0] if unknown else "")
         needed = int(node.get("radix") or use.used)
         key = (family, needed, use.rate_gbps)
         if key not in self._switches:
-            found = _pick([e for e in cat.switches.values() if e["family"] in family],
+            found = _pick([_per_chip(e) for e in cat.switches.values() if e["family"] == family],
                           needed, use.rate_gbps, pol.objective, "switch")
             if found is None:
-                raise fail(func, "catalog", f"a catalog with a {'/'.join(family)} switch of >= "
+                raise fail(func, "catalog", f"a catalog with a {family} switch of >= "
                            f"{needed} ports at >= {use.rate_gbps:g} Gb/s (for switch {v!r}); "
                            "add one (Catalog.load) or set the switch's model", "none")
-            self._switches[key] = found[0]
+            self._switches[key] = cat.switches[found[0].key]
         return self._switches[key]
 
     def nic(self, v: Hashable, node: Mapping[str, Any], use: PortUse) -> tuple[Entry, int]:
@@ -552,16 +670,32 @@ class _DeviceChooser:
         return entry, (1 if node.get("role") == "nic" else count)
 
 
-def _switch_parts(fab: Fabric, chooser: _DeviceChooser) -> list[Part]:
-    """Every switch of ``fab``, split over the tiers its ports serve."""
+def _switch_models(fab: Fabric, chooser: _DeviceChooser) -> dict[Hashable, tuple[Entry, PortUse]]:
+    """The catalog entry and the port use of every switch of ``fab``."""
     g = fab.graph
-    parts: list[Part] = []
+    out = {}
     for v in fab.switches:
         use = _port_use(a for _, _, a in g.out_edges(v, data=True))
-        entry = chooser.switch(v, g.nodes[v], use)
+        out[v] = (chooser.switch(v, g.nodes[v], use), use)
+    return out
+
+
+def _switch_parts(models: Mapping[Hashable, tuple[Entry, PortUse]],
+                  in_server: frozenset[Hashable]) -> list[Part]:
+    """Every switch, split over the tiers its ports serve; chips built into a server go to
+    the ``"in_server"`` section."""
+    parts: list[Part] = []
+    for v, (entry, use) in models.items():
         # A chip node is part of a multi-chip unit: it costs its share of the unit.
-        parts += _device_parts("switch", entry, 1.0 / int(entry.get("chips") or 1), use)
+        parts += _device_parts("switch", entry, 1.0 / int(entry.get("chips") or 1), use,
+                               "in_server" if v in in_server else "network")
     return parts
+
+
+def _end_kind(entry: Entry) -> float:
+    """The cage rate (Gb/s) of a switch model, 0.0 when the catalog gives no cages."""
+    cages = entry.get("cages")
+    return entry["radix"] * entry["port_gbps"] / cages if cages else 0.0
 
 
 def _nic_parts(fab: Fabric, chooser: _DeviceChooser) -> list[Part]:
@@ -586,7 +720,8 @@ def _nic_parts(fab: Fabric, chooser: _DeviceChooser) -> list[Part]:
 # -- the estimate -------------------------------------------------------------------------------
 def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | None = None,
                   layout: Layout | Mapping[str, Any] | None = None,
-                  policy: Policy | str | Mapping[str, Any] | None = None) -> CostEstimate:
+                  policy: Policy | str | Mapping[str, Any] | None = None,
+                  include_in_server: bool = False) -> CostEstimate:
     """Bill of materials, capex and power of a fabric's network.
 
     Parameters
@@ -603,6 +738,10 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     policy : Policy, str or mapping, optional
         Media and switch choices: a :class:`Policy`, a preset name (``"cost"``, ``"power"``,
         ``"all_optics"``, ``"lpo"``, ``"cpo"``, ``"aec_in_row"``) or Policy fields.
+    include_in_server : bool
+        Count the scale-up silicon built into servers (NVSwitch chips on a DGX/HGX baseboard)
+        in ``capex_usd`` and ``power_w``. By default it is reported apart
+        (``scale_up_in_server_usd``, ``scale_up_in_server_w``): the server price includes it.
 
     Returns
     -------
@@ -630,19 +769,35 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     """
     func = "estimate_cost"
     cat, lay, pol = _inputs(func, fab, catalog, layout, policy)
+    check_bool(func, "include_in_server", include_in_server)
     fab.validate()
+    chooser = _DeviceChooser(cat, pol, func)
+    models = _switch_models(fab, chooser)
+    in_server = in_server_switches(fab, lay)
+    ends = {v: _end_kind(entry) for v, (entry, _) in models.items()}
     selector = MediaSelector(cat, pol)
+    kinds: dict[LinkKind, int] = defaultdict(int)
+    cages_used: dict[Hashable, float] = defaultdict(float)
+    for kind, u, v, n in _link_kinds(fab, place(fab, lay), lay, ends, in_server):
+        kinds[kind] += n
+        lm = selector.choose(kind.rate_gbps, kind.length_m, kind.tech, kind.tier,
+                             kind.switch_ends, kind.in_row)
+        for end, w in enumerate((u, v)):
+            if w in models:
+                cages_used[w] += n * _cage_use(lm, end, kind.rate_gbps, ends[w])
     runs: list[CableRun] = []
     parts: list[Part] = []
-    for kind, links in _link_kinds(fab, place(fab, lay), lay).items():
+    for kind, links in kinds.items():
         run, link_items = _link_parts(kind, links, selector.choose(
             kind.rate_gbps, kind.length_m, kind.tech, kind.tier, kind.switch_ends, kind.in_row))
         runs.append(run)
         parts += link_items
-    chooser = _DeviceChooser(cat, pol, func)
-    parts += _switch_parts(fab, chooser)
+    parts += _switch_parts(models, in_server)
     parts += _nic_parts(fab, chooser)
-    return _assemble(fab, cat, lay, pol, parts, runs)
+    est = _assemble(fab, cat, lay, pol, parts, runs, include_in_server)
+    est.cages = {v: (cages_used.get(v, 0.0), entry["cages"] / int(entry.get("chips") or 1))
+                 for v, (entry, _) in models.items() if entry.get("cages")}
+    return est
 
 
 _KIND_ORDER = {"switch": 0, "nic": 1, "transceiver": 2, "cable": 3, "fibre": 4}
@@ -653,50 +808,55 @@ _FIELDS_USED = {"switch": ("price_usd", "power_w"), "nic": ("price_usd", "power_
 
 
 def _assemble(fab: Fabric, cat: Catalog, lay: Layout, pol: Policy, parts: list[Part],
-              runs: list[CableRun]) -> CostEstimate:
+              runs: list[CableRun], include_in_server: bool = False) -> CostEstimate:
     """Round the fractional parts to units and sum them into rows and totals."""
-    # Parts alike (tier, kind, component, length) pool first: twin-port modules pair within a
-    # tier, and a device's shares over several tiers add up to whole devices.
-    groups: dict[tuple[str, str, str, float], list[Any]] = {}
+    # Parts alike (section, tier, kind, component, length) pool first: twin-port modules pair
+    # within a tier, and a device's shares over several tiers add up to whole devices.
+    groups: dict[tuple[str, str, str, str, float], list[Any]] = {}
     for p in parts:
-        key = (p.tier, p.kind, p.entry.key, p.bucket_m)
+        key = (p.section, p.tier, p.kind, p.entry.key, p.bucket_m)
         if key not in groups:
             groups[key] = [0.0, p.unit_usd, p.unit_w, p.entry]
         groups[key][0] += p.units
-    rows: dict[tuple[str, str, float], list[Any]] = {}
+    counted = {"network", "in_server"} if include_in_server else {"network"}
+    rows: dict[tuple[str, str, str, float], list[Any]] = {}
     tier_usd: dict[str, float] = defaultdict(float)
     tier_w: dict[str, float] = defaultdict(float)
     med_usd: dict[str, float] = defaultdict(float)
     med_w: dict[str, float] = defaultdict(float)
     # Switches and NICs are whole devices split over tiers: round per device type, not tier.
-    whole: dict[tuple[str, str], float] = defaultdict(float)
-    for (tier, kind, key, bucket), (units, usd, w, entry) in groups.items():
+    whole: dict[tuple[str, str, str], float] = defaultdict(float)
+    for (section, tier, kind, key, bucket), (units, usd, w, entry) in groups.items():
         if kind in ("switch", "nic"):
-            whole[(kind, key)] += units
+            whole[(section, kind, key)] += units
             count = units  # the tier carries its share; the row rounds the total below
         else:
             # Pooled modules pair within a tier; a tiny epsilon absorbs float sums like 2.0000001.
             count = math.ceil(units - 1e-9)
-        tier_usd[tier] += count * usd
-        tier_w[tier] += count * w
-        if kind not in ("switch", "nic"):
-            med_usd[key] += count * usd
-            med_w[key] += count * w
-        row = rows.setdefault((kind, key, bucket), [0.0, usd, w, entry])
+        if section in counted:
+            tier_usd[tier] += count * usd
+            tier_w[tier] += count * w
+            if kind not in ("switch", "nic"):
+                med_usd[key] += count * usd
+                med_w[key] += count * w
+        row = rows.setdefault((section, kind, key, bucket), [0.0, usd, w, entry])
         row[0] += count
     bom = []
-    for (kind, key, bucket), (count, usd, w, entry) in sorted(
-            rows.items(), key=lambda kv: (_KIND_ORDER[kv[0][0]], kv[0][1], kv[0][2])):
+    for (section, kind, key, bucket), (count, usd, w, entry) in sorted(
+            rows.items(), key=lambda kv: (kv[0][0] != "network", _KIND_ORDER[kv[0][1]],
+                                          kv[0][2], kv[0][3])):
         count = int(round(count)) if kind not in ("switch", "nic") else \
-            int(math.ceil(whole[(kind, key)] - 1e-9))
+            int(math.ceil(whole[(section, kind, key)] - 1e-9))
         if count == 0:
             continue
         detail = f"{bucket:g} m" if kind in ("cable", "fibre") else ""
         fields = tuple(f for f in _FIELDS_USED[kind] if f in entry.values)
         bom.append(BomRow(key, kind, detail, count, usd, w, count * usd, count * w,
-                          entry.source, entry.confidence_of(*fields), entry.name))
-    capex = sum(r.total_usd for r in bom)
-    power = sum(r.total_w for r in bom)
+                          entry.source, entry.confidence_of(*fields), entry.name, section))
+    capex = sum(r.total_usd for r in bom if r.section in counted)
+    power = sum(r.total_w for r in bom if r.section in counted)
+    in_server_usd = sum(r.total_usd for r in bom if r.section == "in_server")
+    in_server_w = sum(r.total_w for r in bom if r.section == "in_server")
     links_by_tier: dict[str, int] = defaultdict(int)
     links_by_medium: dict[str, int] = defaultdict(int)
     plan: dict[tuple[str, str, float], int] = defaultdict(int)
@@ -719,7 +879,7 @@ def _assemble(fab: Fabric, cat: Catalog, lay: Layout, pol: Policy, parts: list[P
                                                                       kv[0][1], kv[0][2]))]
     return CostEstimate(fab.name, capex, power, bom, by_tier, by_medium, n,
                         capex / n if n else math.nan, power / n if n else math.nan,
-                        links, cat, pol, lay)
+                        links, cat, pol, lay, in_server_usd, in_server_w, include_in_server)
 
 
 __all__ = ["LENGTH_BUCKETS_M", "BomRow", "CostEstimate", "DeliveredCost", "Totals",

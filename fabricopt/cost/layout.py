@@ -40,7 +40,7 @@ import numpy as np
 
 from .._checks import check_choice, check_int, check_positive, dataclass_from_mapping, fail
 from ..fabric import Fabric
-from ..tiers import IN_SYSTEM_TIERS, is_scale_up_arc
+from ..tiers import IN_SYSTEM_TIERS, is_scale_up_arc, tier_of
 
 LEAF_PLACEMENTS = ("top_of_rack", "end_of_row", "central")
 
@@ -195,6 +195,40 @@ def _units(fab: Fabric, layout: Layout, gpus: list[Hashable]) -> dict[Hashable, 
             label[v] = ("chunk", i // layout.gpus_per_server)
     number: dict[Any, int] = {}
     return {v: number.setdefault(label[v], len(number)) for v in gpus}
+
+
+def in_server_switches(fab: Fabric, layout: Layout | None = None) -> frozenset[Hashable]:
+    """Switches built into one server: the NVSwitch chips of a DGX/HGX baseboard.
+
+    A switch is in a server when it reaches GPUs over links of an in-system tier
+    (:data:`fabricopt.tiers.IN_SYSTEM_TIERS`) and those GPUs are one server: they share their
+    ``node`` (with ``su`` and ``pod``) attribute, or, for GPUs without one, they are at most
+    ``layout.gpus_per_server``. A switch with a ``tray`` attribute is a unit of its own (the
+    NVLink Switch trays of a GB200 NVL72, whose chips reach GPUs of 18 compute trays), not in
+    a server; nor is a second-level NVLink switch, which reaches no GPU directly.
+
+    Examples
+    --------
+    >>> import fabricopt as fo
+    >>> len(in_server_switches(fo.dgx_h100())), len(in_server_switches(fo.gb200_nvl72()))
+    (4, 0)
+    """
+    layout = layout or Layout()
+    g = fab.graph
+    out = set()
+    for v in fab.switches:
+        gpus = [w for w in g.successors(v) if g.nodes[w].get("role") == "gpu"
+                and tier_of(g[v][w]) in IN_SYSTEM_TIERS]
+        if not gpus or g.nodes[v].get("tray") is not None:
+            continue
+        servers = {(g.nodes[w].get("su"), g.nodes[w].get("pod"), g.nodes[w].get("node"))
+                   for w in gpus}
+        if any(key[2] is None for key in servers):
+            if len(gpus) <= layout.gpus_per_server:
+                out.add(v)
+        elif len(servers) == 1:
+            out.add(v)
+    return frozenset(out)
 
 
 def place(fab: Fabric, layout: Layout | None = None) -> Placement:

@@ -8,13 +8,21 @@ power (``"power"``), the other figure breaking ties. A link's price and power:
 
 * a module or cable serves ``share = max(r / rate_gbps, 1 / split)`` of its capacity to the
   link (twin-port and breakout modules are pooled: a 400G link on an 800G twin-port module uses
-  half of one module at each end; at a single-port NIC this stands for the matching 400G
-  module);
+  half of one module);
+* the two ends of a link may take different modules of one type (the same fibre): a switch
+  end takes the module or cable that fills one of the switch's cages (an 800G twin-port OSFP
+  in a QM9700 or SN5600 cage, shared by two 400G ports), when the catalog has one of that type
+  at the cage's rate; a NIC or GPU end is a cage of its own and takes one whole module (a
+  single-port 400G module at a 400G NIC);
 * pluggable optics (sr, dr, fr, lpo; cpo at switch ends): ``2 * share`` modules plus one fibre
   of ``cable_usd + cable_usd_per_m * length``, the length rounded up to a standard length
   (:data:`LENGTH_BUCKETS_M`);
 * cables (dac, acc, aec, aoc, nvlink): ``share`` of a cable, which draws ``power_w_per_end`` at
   each of its two ends.
+
+An end is described by its kind: ``None`` for a NIC or GPU, otherwise the rate of one cage
+of the switch there (``radix * port_gbps / cages`` of its catalog entry), ``0.0`` for a switch
+whose cages the catalog does not give (switch chips), whose ends pool freely.
 
 Scale-up NVLink links of tier ``"gpu-nvswitch"`` use the catalog's NVLink copper (no
 transceivers) whenever its reach covers them; every policy leaves them alone.
@@ -186,18 +194,40 @@ def share(entry: Entry, rate_gbps: float) -> float:
     return max(rate_gbps / entry["rate_gbps"], 1.0 / entry["split"])
 
 
-def _cost(entry: Entry, rate: float, length: float,
-          switch_ends: tuple[bool, bool], cpo: Entry | None) -> LinkMedium:
+EndKind = float | None
+"""One end of a link: None for a NIC or GPU, else the cage rate (Gb/s) of the switch there,
+0.0 when the catalog gives no cages for it."""
+
+
+def _end_kinds(ends: tuple[Any, Any]) -> tuple[EndKind, EndKind]:
+    """``ends`` as end kinds: booleans (a switch end or not) are accepted for a switch of
+    unknown cages and a NIC end."""
+    out = []
+    for e in ends:
+        if e is None or e is False:
+            out.append(None)
+        elif e is True:
+            out.append(0.0)
+        else:
+            out.append(float(e))
+    return out[0], out[1]
+
+
+def _cost(entry: Entry, rate: float, length: float, ends: tuple[EndKind, EndKind],
+          cpo: Entry | None, end_modules: tuple[Entry, Entry]) -> LinkMedium:
+    """Price one link on ``entry``, the module at each end given (``entry`` at NIC ends)."""
     s = share(entry, rate)
     if entry["type"] in TRANSCEIVER_TYPES:
-        if cpo is not None and all(switch_ends):
+        at_switch = tuple(e is not None for e in ends)
+        if cpo is not None and all(at_switch):
             entry = cpo  # switch to switch: the CPO ports and their fibre are the whole link
-        mods = tuple(cpo if (cpo is not None and at_switch) else entry
-                     for at_switch in switch_ends)
+            end_modules = (cpo, cpo)
+        mods = tuple(cpo if (cpo is not None and sw) else m
+                     for m, sw in zip(end_modules, at_switch, strict=True))
         # A switch pools the ports of twin-port modules across its links; a NIC port is its
         # own cage, so a GPU/NIC end takes whole modules.
-        shares = tuple(share(m, rate) if at_switch else float(math.ceil(share(m, rate) - 1e-9))
-                       for m, at_switch in zip(mods, switch_ends, strict=True))
+        shares = tuple(share(m, rate) if sw else float(math.ceil(share(m, rate) - 1e-9))
+                       for m, sw in zip(mods, at_switch, strict=True))
         fibre = entry["cable_usd"] + entry["cable_usd_per_m"] * length_bucket(length,
                                                                                entry["reach_m"])
         usd = sum(sh * m["price_usd_per_end"] for sh, m in zip(shares, mods, strict=True))
@@ -222,14 +252,21 @@ class MediaSelector:
         self._cache: dict[tuple[Any, ...], LinkMedium] = {}
 
     def choose(self, rate_gbps: float, length_m: float, tech: str, tier: str,
-               switch_ends: tuple[bool, bool], in_row: bool) -> LinkMedium:
+               switch_ends: tuple[Any, Any], in_row: bool) -> LinkMedium:
         """The medium for one link (see the module notes); raises if none covers it.
+
+        ``switch_ends`` gives each end's kind: None (or False) for a NIC or GPU, the cage rate
+        of the switch there in Gb/s, or True for a switch of unknown cages.
 
         >>> sel = MediaSelector(Catalog.default(), Policy())
         >>> sel.choose(800.0, 40.0, "800g", "leaf-spine", (True, True), False).medium.key
         'sr_800g'
+        >>> lm = sel.choose(400.0, 40.0, "ndr", "gpu-leaf", (None, 800.0), False)
+        >>> [m.key for m in lm.end_modules], lm.shares  # single-port at the NIC, twin at the switch
+        (['sr_400g', 'sr_800g'], (1.0, 0.5))
         """
-        key = (rate_gbps, length_m, tech, tier, switch_ends, in_row)
+        ends = _end_kinds(switch_ends)
+        key = (rate_gbps, length_m, tech, tier, ends, in_row)
         hit = self._cache.get(key)
         if hit is None:
             hit = self._cache[key] = self._choose(*key)
@@ -240,20 +277,59 @@ class MediaSelector:
                 and (e.get("techs") is None or tech in e["techs"])
                 and (e.get("tiers") is None or tier in e["tiers"]))
 
+    def _cage_fit(self, e: Entry, fits: list[Entry], cage_gbps: float) -> Entry | None:
+        """The entry of ``e``'s type for a switch end whose cages run at ``cage_gbps``: the one
+        that fills a cage (cheapest, or least power, per module), else the fastest that fits
+        in one; None when ``fits`` has neither of that type."""
+        same = [m for m in fits if m["type"] == e["type"] and m["rate_gbps"] <= cage_gbps]
+        if not same:
+            return None
+        best_rate = max(m["rate_gbps"] for m in same)
+        field_order = ("power_w_per_end", "price_usd_per_end") \
+            if self.policy.objective == "power" else ("price_usd_per_end", "power_w_per_end")
+        return min((m for m in same if m["rate_gbps"] == best_rate),
+                   key=lambda m: (m[field_order[0]], m[field_order[1]], m.key))
+
+    def _candidates(self, e: Entry, fits: list[Entry], ends: tuple[EndKind, EndKind]
+                    ) -> tuple[Entry, Entry] | None:
+        """The module at each end of a link on ``e`` (None: ``e`` does not suit a switch end).
+
+        A transceiver takes the module of its type that fills a cage of the switch at a switch
+        end (a twin-port 800G module in an 800G cage, a 400G one in a 400G cage), ``e`` itself
+        at a NIC end. A cable has one entry for both ends, so it must itself fit the cages of
+        each switch end: no faster than the cage, and filling it when its type offers a cable
+        that does. A switch of unknown cages takes any module (pooled)."""
+        if e["type"] in TRANSCEIVER_TYPES:
+            mods = []
+            for end in ends:
+                fit = self._cage_fit(e, fits, end) if end else None
+                if end and fit is None:
+                    return None  # no module of this type fits the cage
+                mods.append(fit or e)
+            return mods[0], mods[1]
+        for end in ends:
+            if end and (e["rate_gbps"] > end or (e["rate_gbps"] != end and any(
+                    m["type"] == e["type"] and m["rate_gbps"] == end for m in fits))):
+                return None
+        return e, e
+
     def _choose(self, rate: float, length: float, tech: str, tier: str,
-                switch_ends: tuple[bool, bool], in_row: bool) -> LinkMedium:
+                ends: tuple[EndKind, EndKind], in_row: bool) -> LinkMedium:
         pol = self.policy
         where = f"a {rate:g} Gb/s {tech} link of {length:g} m in tier {tier!r}"
+        switch_ends = tuple(e is not None for e in ends)
         forced = pol.medium_by_tier.get(tier)
+        all_fits = [e for e in self.media if e["type"] != "cpo"
+                    and self._fits(e, rate, length, tech, tier)]
         if forced is not None:
             e = self.catalog.media[forced]
             if not self._fits(e, rate, length, tech, tier):
                 raise fail("estimate_cost", f"policy.medium_by_tier[{tier!r}]",
                            f"a medium that carries {where} (reach {e['reach_m']:g} m, rate "
                            f"{e['rate_gbps']:g} Gb/s)", forced)
-            return _cost(e, rate, length, switch_ends, self._cpo_for(e, rate, length))
-        fits = [e for e in self.media if e["type"] != "cpo"
-                and self._fits(e, rate, length, tech, tier)]
+            mods = self._candidates(e, all_fits + [e], ends) or (e, e)
+            return _cost(e, rate, length, ends, self._cpo_for(e, rate, length), mods)
+        fits = all_fits
         scale_up = [e for e in fits if e["type"] == "nvlink"]
         if scale_up:
             fits = scale_up
@@ -267,15 +343,26 @@ class MediaSelector:
             if pol.aec_in_row and in_row:
                 aec = [e for e in fits if e["type"] == "aec"]
                 fits = aec or fits
-        if not fits:
+        options = []
+        # Media that fit the cages of the switch ends; none fitting, the best of the rest (the
+        # estimate then lists the switch among those given more modules than cages).
+        fitted = [(e, self._candidates(e, fits, ends)) for e in fits]
+        if all(mods is None for _, mods in fitted):
+            loose = tuple(None if x is None else 0.0 for x in ends)
+            fitted = [(e, self._candidates(e, fits, loose)) for e in fits]
+        for e, mods in fitted:
+            if mods is not None:
+                lm = _cost(e, rate, length, ends, self._cpo_for(e, rate, length), mods)
+                # Among equal links, name the run after the module its switch ends carry.
+                odd = sum(m is not None and m is not lm.medium for m in lm.end_modules)
+                options.append((lm, odd))
+        if not options:
             raise fail("estimate_cost", "catalog",
                        f"a catalog with a medium for {where}; add one (Catalog.load) or "
                        "shorten the layout", "none")
-        options = [_cost(e, rate, length, switch_ends, self._cpo_for(e, rate, length))
-                   for e in fits]
         if pol.objective == "power":
-            return min(options, key=lambda m: (m.w, m.usd, m.medium.key))
-        return min(options, key=lambda m: (m.usd, m.w, m.medium.key))
+            return min(options, key=lambda o: (o[0].w, o[0].usd, o[1], o[0].medium.key))[0]
+        return min(options, key=lambda o: (o[0].usd, o[0].w, o[1], o[0].medium.key))[0]
 
     def _cpo_for(self, e: Entry, rate: float, length: float) -> Entry | None:
         if not self.cpo or e["type"] not in TRANSCEIVER_TYPES:

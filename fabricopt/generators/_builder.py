@@ -15,10 +15,20 @@ import networkx as nx
 from ..fabric import Fabric
 from ..symmetry import Symmetry
 
+#: InfiniBand generation by link rate (Gb/s per direction): the scale-out of NVIDIA's
+#: reference designs, and so the default technology of a generated network link.
+INFINIBAND_BY_GBPS = {100.0: "edr", 200.0: "hdr", 400.0: "ndr", 800.0: "xdr"}
+
 
 def default_tech(link_gbps: float) -> str:
-    """Technology label for a generic network link of the given rate: ``'400g'`` for 400."""
-    return f"{link_gbps:g}g"
+    """Technology of a network link of the given rate when the caller names none: the
+    InfiniBand generation of that rate (``'ndr'`` for 400 Gb/s), else a generic label
+    (``'1g'``) that names no family, so a cost estimate then asks for one.
+
+    >>> default_tech(400), default_tech(800), default_tech(1)
+    ('ndr', 'xdr', '1g')
+    """
+    return INFINIBAND_BY_GBPS.get(float(link_gbps), f"{link_gbps:g}g")
 
 
 class FabricBuilder:

@@ -60,6 +60,29 @@ def smallest_divisor_at_least(n: int, m: float) -> int:
     return n
 
 
+def needed_uplinks(down_used: int, up: int, oversubscription: float, lower: int,
+                   radix: int) -> tuple[int, int]:
+    """Uplinks each of ``lower`` switches cables, and the upper switches they spread over.
+
+    A switch with ``down_used`` of its down ports taken needs ``ceil(down_used / s)`` uplinks
+    at the down:up ratio ``s`` asked for, not all ``up`` of its free ports. Among the counts
+    from that need up to ``up``, the one needing the fewest upper switches (the smallest
+    divisor ``S`` of the count with ``S * radix >= lower * count``, so that every pair gets an
+    equal bundle) wins, then the fewest uplinks. A full switch keeps ``up``.
+
+    >>> needed_uplinks(32, 32, 1.0, 8, 64)    # full leaves: 32 uplinks on 4 spines
+    (32, 4)
+    >>> needed_uplinks(29, 32, 1.0, 20, 64)   # 29 needed: 30 uplinks reach 10 spines, 29 needs 29
+    (30, 10)
+    >>> needed_uplinks(32, 22, 2.0, 8, 64)    # 32 GPUs at 2:1 need 16 of the 22 free ports
+    (16, 2)
+    """
+    need = min(up, max(1, math.ceil(down_used / oversubscription - _RATIO_SLACK)))
+    best = min(range(need, up + 1),
+               key=lambda u: (smallest_divisor_at_least(u, lower * u / radix), u))
+    return best, smallest_divisor_at_least(best, lower * best / radix)
+
+
 @dataclass(frozen=True)
 class ClosPlan:
     """The sizes of a folded Clos, as :func:`clos_plan` derives them.
@@ -67,7 +90,9 @@ class ClosPlan:
     Attributes
     ----------
     endpoints, radix, down, up : int
-        Endpoint count, leaf radix, and leaf ports down (to endpoints) and up (to spines).
+        Endpoint count, leaf radix, and leaf ports down (to endpoints) and up (to spines):
+        ``up`` counts the uplinks cabled, which partly filled leaves cut to what their
+        endpoints need at the ratio (:func:`needed_uplinks`).
     tiers : int
         Switch tiers built: 1 (one leaf alone), 2 (leaf-spine) or 3 (pods and a core).
     leaves : int
@@ -196,12 +221,16 @@ def clos_plan(func: str, endpoints: int, radix: int | Sequence[int], tiers: int,
     spine_radix = radices[1]
     per_pod, spine_up = spine_ports(func, spine_radix, overs[1]) if tiers == 3 else (0, 0)
     pods = -(-leaves // per_pod) if tiers == 3 else 1
+    fullest = -(-endpoints // leaves)  # endpoints on the fullest leaf
     if tiers == 2 or pods == 1:
         # Fewest spines such that spine ports suffice and every leaf-spine pair gets the same
         # bundle; a single pod needs no core for the same reason a single leaf needs no spine.
-        spines = smallest_divisor_at_least(up, leaves * up / spine_radix)
+        # Partly filled leaves cable only the uplinks their endpoints need at the ratio.
+        up, spines = needed_uplinks(fullest, up, overs[0], leaves, spine_radix)
         return ClosPlan(endpoints, leaf_radix, down, up, 2, leaves, leaves, 1, spines,
                         up // spines, 0, 0, full_leaves, spine_radix)
+    # Three tiers: one spine per leaf uplink in each pod, so fewer uplinks are fewer spines.
+    up = min(up, max(1, math.ceil(fullest / overs[0] - _RATIO_SLACK)))
     core_radix = radices[2]
     cores = smallest_divisor_at_least(spine_up, pods * spine_up / core_radix)
     return ClosPlan(endpoints, leaf_radix, down, up, 3, leaves, per_pod, pods, up, 1, cores,
@@ -336,7 +365,8 @@ class RailPlan:
     nodes, rails, planes, radix : int
         Servers, GPUs (rails) per server, independent planes, leaf and spine radix.
     down, up : int
-        Leaf ports towards GPUs and towards spines (``up = 0`` without a spine).
+        Leaf ports towards GPUs and uplinks cabled towards spines (``up = 0`` without a
+        spine; partly filled leaves cable only what they need, :func:`needed_uplinks`).
     leaves_per_rail : int
         ``ceil(nodes / down)`` in each rail and plane; leaf ``i`` of a rail holds nodes
         ``leaf_nodes(i)``: the servers spread evenly, so a leaf may use fewer than ``down``
@@ -386,9 +416,11 @@ def rail_plan(func: str, nodes: int, rails: int, leaf_radix: int, spine: bool,
 
     Leaf ports: with a spine ``down = floor(r * s / (1 + s))`` and ``up = r - down``
     (see :func:`split_ports`); without, ``down = r``. Each rail has
-    ``ceil(nodes / down)`` leaves, the servers spread evenly over them. Spines (radix ``r``)
-    join the ``L = rails * leaves_per_rail`` leaves of a plane: the smallest divisor ``S`` of
-    ``up`` with ``S * r >= L * up``, each leaf joined to each spine by ``up / S`` links. Two
+    ``ceil(nodes / down)`` leaves, the servers spread evenly over them. A leaf with ``d``
+    servers cables ``ceil(d / s)`` to ``up`` uplinks, whichever needs fewest spines
+    (:func:`needed_uplinks`). Spines (radix ``r``) join the ``L = rails * leaves_per_rail``
+    leaves of a plane: the smallest divisor ``S`` of the uplinks ``u`` with ``S * r >= L * u``,
+    each leaf joined to each spine by ``u / S`` links. Two
     tiers reach ``L <= r``, that is at most ``floor(r / rails) * down`` nodes. One leaf per
     plane needs no spine.
 
@@ -412,7 +444,8 @@ def rail_plan(func: str, nodes: int, rails: int, leaf_radix: int, spine: bool,
     leaves = rails * per_rail
     if not spine or leaves == 1:
         return RailPlan(nodes, rails, planes, leaf_radix, down, up, per_rail, 1, 0, 0, symmetric)
-    spines = smallest_divisor_at_least(up, leaves * up / leaf_radix)
+    # Partly filled leaves cable only the uplinks their servers need at the ratio asked.
+    up, spines = needed_uplinks(-(-nodes // per_rail), up, oversubscription, leaves, leaf_radix)
     return RailPlan(nodes, rails, planes, leaf_radix, down, up, per_rail, 2, spines,
                     up // spines, symmetric)
 

@@ -304,9 +304,9 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
     Examples
     --------
     >>> import fabricopt as fo
-    >>> fab = fo.cluster(fo.dgx_h100(), nodes=4)   # one 64-port leaf per rail, 4 spines
-    >>> fab.summary().links_by_tier      # 4 x 8 x 18 NVLinks; 8 leaves x 32 uplinks
-    {'gpu-nvswitch': 576, 'gpu-leaf': 32, 'leaf-spine': 256}
+    >>> fab = fo.cluster(fo.dgx_h100(), nodes=4)   # one 64-port leaf per rail, 1 spine
+    >>> fab.summary().links_by_tier      # 4 x 8 x 18 NVLinks; 8 leaves x 4 uplinks (1:1)
+    {'gpu-nvswitch': 576, 'gpu-leaf': 32, 'leaf-spine': 32}
     >>> round(fo.max_concurrent_flow(fab).per_endpoint_gbps, 1)  # 7 of 31 peers over NVLink
     516.7
     """
@@ -370,10 +370,6 @@ def check_domain_size(func: str, dom: Domain, gpus_per_node: int) -> None:
         raise InvalidParameterError(
             f"{func}(): gpus_per_node must equal the GPUs of scale_up ({len(dom.gpus)}), "
             f"got {gpus_per_node}")
-
-
-#: InfiniBand link generation by per-link rate (Gb/s): NDR 400G, XDR 800G.
-IB_TECH = {400.0: "ndr", 800.0: "xdr"}
 
 
 def superpod(scalable_units: int, node: Fabric | str | dict | None = None, nodes_per_su: int = 32,
@@ -472,7 +468,7 @@ def superpod(scalable_units: int, node: Fabric | str | dict | None = None, nodes
     nic_gbps = check_positive(func, "nic_gbps", nic_gbps)
     spine = check_bool(func, "spine", spine)
     # InfiniBand generation names for the rates NVIDIA's SuperPODs use, else "{rate}g".
-    tech = check_label(func, "tech", tech) or IB_TECH.get(nic_gbps, default_tech(nic_gbps))
+    tech = check_label(func, "tech", tech) or default_tech(nic_gbps)
     switch_model = check_label(func, "switch_model", switch_model)
     name = check_label(func, "name", name)
     n, rails, nodes = nodes_per_su, dom.rails, scalable_units * nodes_per_su
