@@ -71,6 +71,23 @@ def check_size(func: str, nodes: int, links: int) -> None:
             f"{MAX_LINKS:,} links")
 
 
+#: Most ports a switch may have. Switch ASICs have at most a few hundred; the sizing loops of
+#: the generators are linear in the radix, so an absurd one would run for hours.
+MAX_RADIX = 65_536
+
+
+def check_radix(func: str, name: str, value: Any) -> int:
+    """Return ``value`` as a switch radix: an integer from 2 to :data:`MAX_RADIX`.
+
+    >>> check_radix("rail_optimized", "leaf_radix", 64)
+    64
+    """
+    value = check_int(func, name, value, minimum=2)
+    if value > MAX_RADIX:
+        raise fail(func, name, f"at most {MAX_RADIX:,} ports (a switch radix)", value)
+    return value
+
+
 def check_positive(func: str, name: str, value: Any, allow_zero: bool = False) -> float:
     """Return ``value`` as a float, or raise if it is not a finite number > 0 (or >= 0)."""
     rule = "a finite number >= 0" if allow_zero else "a finite number > 0"

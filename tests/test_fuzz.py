@@ -395,6 +395,11 @@ def test_cli_fuzz_bad_words_exit_2_with_one_line(args, capsys, tmp_path, monkeyp
     (lambda: fo.all_to_all(fo.ring(3), endpoints=-1), r"all_to_all\(\): endpoints must be"),
     # was solve_lp(): the function valiant_rate calls
     (lambda: fo.valiant_rate(fo.ring(3), time_limit=-1), r"valiant_rate\(\): time_limit"),
+    # the uplink search loops over every port count up to the radix: hours for 10**12
+    (lambda: fo.rail_optimized(nodes=2, leaf_radix=10**12),
+     r"rail_optimized\(\): leaf_radix must be at most 65,536"),
+    (lambda: fo.cluster("dgx_h100", nodes=2, leaf_radix=10**12),
+     r"cluster\(\): leaf_radix must be at most 65,536"),
     # 2**(10**12) alone took minutes
     (lambda: fo.hypercube(10**12), r"hypercube\(\): d must be at most 64"),
 ])

@@ -17,7 +17,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._checks import check_bool, check_int, check_label, check_positive, check_size
+from .._checks import (
+    check_bool,
+    check_int,
+    check_label,
+    check_positive,
+    check_radix,
+    check_size,
+)
 from ..fabric import Fabric
 from ._builder import FabricBuilder, default_tech
 from ._wiring import add_rail_scale_out, rail_plan
@@ -96,7 +103,7 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
     func = "rail_optimized"
     nodes = check_int(func, "nodes", nodes, minimum=1)
     gpus_per_node = check_int(func, "gpus_per_node", gpus_per_node, minimum=1)
-    leaf_radix = check_int(func, "leaf_radix", leaf_radix, minimum=2)
+    leaf_radix = check_radix(func, "leaf_radix", leaf_radix)
     spine = check_bool(func, "spine", spine)
     oversubscription = check_positive(func, "oversubscription", oversubscription)
     planes = check_int(func, "planes", planes, minimum=1)
