@@ -71,6 +71,23 @@ def check_size(func: str, nodes: int, links: int) -> None:
             f"{MAX_LINKS:,} links")
 
 
+#: Most ports a switch may have. Switch ASICs have at most a few hundred; the sizing loops of
+#: the generators are linear in the radix, so an absurd one would run for hours.
+MAX_RADIX = 65_536
+
+
+def check_radix(func: str, name: str, value: Any) -> int:
+    """Return ``value`` as a switch radix: an integer from 2 to :data:`MAX_RADIX`.
+
+    >>> check_radix("rail_optimized", "leaf_radix", 64)
+    64
+    """
+    value = check_int(func, name, value, minimum=2)
+    if value > MAX_RADIX:
+        raise fail(func, name, f"at most {MAX_RADIX:,} ports (a switch radix)", value)
+    return value
+
+
 def check_positive(func: str, name: str, value: Any, allow_zero: bool = False) -> float:
     """Return ``value`` as a float, or raise if it is not a finite number > 0 (or >= 0)."""
     rule = "a finite number >= 0" if allow_zero else "a finite number > 0"
@@ -129,8 +146,9 @@ def check_int_sequence(func: str, name: str, value: Any, minimum: int = 1,
     return tuple(int(i) for i in items)
 
 
-def as_rng(seed: Any) -> np.random.Generator:
-    """Normalise ``seed`` (None, int or numpy Generator) into a numpy Generator.
+def as_rng(seed: Any, func: str | None = None) -> np.random.Generator:
+    """Normalise ``seed`` (None, int or numpy Generator) into a numpy Generator; an error
+    names ``func``, the public function that was called, when given.
 
     >>> bool(as_rng(1).integers(100) == as_rng(1).integers(100))
     True
@@ -140,8 +158,40 @@ def as_rng(seed: Any) -> np.random.Generator:
     if seed is None or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool)
                         and int(seed) >= 0):
         return np.random.default_rng(None if seed is None else int(seed))
-    raise InvalidParameterError(
-        f"seed must be None, an integer >= 0 or a numpy.random.Generator, got {seed!r}")
+    raise fail(func, "seed", "None, an integer >= 0 or a numpy.random.Generator", seed) \
+        if func else InvalidParameterError(
+            f"seed must be None, an integer >= 0 or a numpy.random.Generator, got {seed!r}")
+
+
+def check_fabric(func: str, fab: Any, name: str = "fab") -> Any:
+    """Return ``fab`` if it is a :class:`~fabricopt.Fabric`, else raise naming its type.
+
+    >>> check_fabric("risk_groups", None)
+    Traceback (most recent call last):
+    ...
+    fabricopt.errors.InvalidParameterError: risk_groups(): fab must be a Fabric, got NoneType
+    """
+    from .fabric import Fabric  # the data model imports these checks
+
+    if not isinstance(fab, Fabric):
+        raise InvalidParameterError(f"{func}(): {name} must be a Fabric, got "
+                                    f"{type(fab).__name__}")
+    return fab
+
+
+def check_path(func: str, name: str, value: Any) -> Any:
+    """Return ``value`` if it names a file (a non-empty str or an os.PathLike), else raise.
+
+    Integers are refused: ``open(1)`` would write to (and then close) standard output.
+
+    >>> check_path("read_json", "path", "ring.json")
+    'ring.json'
+    """
+    import os
+
+    if not isinstance(value, str | os.PathLike) or not os.fspath(value):
+        raise fail(func, name, "a file path (a non-empty str or os.PathLike)", value)
+    return value
 
 
 def check_endpoint_group(func: str, fab: Any, endpoints: Iterable[Hashable] | None,
@@ -149,9 +199,14 @@ def check_endpoint_group(func: str, fab: Any, endpoints: Iterable[Hashable] | No
                          error: type[Exception] = InvalidParameterError) -> tuple[Hashable, ...]:
     """The participating endpoints (default: all of ``fab``'s), checked: known, distinct,
     at least ``minimum`` of them. Raises ``error`` naming ``func``."""
-    if not hasattr(fab, "endpoints") or not hasattr(fab, "graph"):
-        raise InvalidParameterError(f"{func}(): fab must be a Fabric, got {type(fab).__name__}")
-    eps = tuple(fab.endpoints) if endpoints is None else tuple(endpoints)
+    check_fabric(func, fab)
+    if endpoints is None:
+        eps = tuple(fab.endpoints)
+    elif isinstance(endpoints, Iterable) and not isinstance(endpoints, str | bytes | Mapping):
+        eps = tuple(endpoints)
+    else:
+        raise error(f"{func}(): endpoints must be None or an iterable of endpoints of fabric "
+                    f"{fab.name!r}, got {endpoints!r}")
     known = set(fab.endpoints)
     unknown = [e for e in eps if e not in known]
     if unknown:

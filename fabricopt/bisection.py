@@ -310,6 +310,7 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
                                minimum=0)
     if time_limit is not None:
         time_limit = check_positive("bisection_bandwidth", "time_limit", time_limit)
+    seed = check_int("bisection_bandwidth", "seed", seed, minimum=0)
     eps = check_endpoint_group("bisection_bandwidth", fab, endpoints)
     ga = GraphArrays.from_fabric(fab)
     ep_idx = np.array([ga.index[e] for e in eps])

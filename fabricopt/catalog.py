@@ -25,6 +25,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from ._checks import check_path
 from ._toml import read_toml
 from .errors import DesignFileError
 
@@ -337,7 +338,7 @@ class Catalog:
         >>> fo.Catalog.load(path).media["dac_800g"]["reach_m"]
         2.5
         """
-        origin = os.fspath(path)
+        origin = os.fspath(check_path("Catalog.load", "path", path))
         data = read_toml(origin, CatalogError, "catalog file")
         base = cls.default() if merge else cls.empty()
         return base.merged(data, origin=origin)

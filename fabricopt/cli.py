@@ -186,6 +186,9 @@ def make_traffic(fab: Fabric, spec: str) -> Any:
     if name == "all-to-all":
         return all_to_all(fab)
     if name == "permutation":
+        if arg and not arg.isdigit():
+            raise FabricOptError(f"--traffic permutation:SEED: the seed must be an integer "
+                                 f">= 0, got {arg!r}")
         return permutation(fab, seed=int(arg) if arg else 0)
     if name == "longest-matching":
         return longest_matching(fab)
@@ -347,6 +350,8 @@ def _cmd_bom(args: argparse.Namespace) -> int:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
 
+    if args.jobs < 1:
+        raise FabricOptError(f"--jobs must be an integer >= 1, got {args.jobs}")
     designs: list[Any] = []
     for target, assignments in split_targets(args.targets):
         if target in GENERATORS:
@@ -391,7 +396,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 FORMATS = ("table", "csv", "markdown", "json")
 EXIT_CODES = ("exit codes: 0 success; 1 a result was not proven or a design failed; "
-              "2 bad input (usage)")
+              "2 bad input (usage); 74 standard output could not be written")
 
 
 def _targets_arg(parser: argparse.ArgumentParser) -> None:
@@ -590,29 +595,62 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Exit code when standard output cannot be written (closed, or a full disk): EX_IOERR of the
+#: BSD sysexits.h convention, distinct from 1 (a result not proven) and 2 (bad input).
+EXIT_IO_ERROR = 74
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null so that Python's own flush at exit finds nothing
+    to write and prints no second error."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout is not a real file (a test's capture, or none at all)
+    finally:
+        os.close(devnull)
+
+
+def _say(line: str) -> None:
+    """One line on standard error, if there is one to write to."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        print(line, file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code (2 for bad input)."""
+    """Run the command line; returns the exit code (2 for bad input, 74 when standard output
+    cannot be written)."""
     parser = build_parser()
+    if sys.stdout is None or getattr(sys.stdout, "closed", False):
+        # `fabricopt ... >&-`: print() would drop every line without a word.
+        _say("fabricopt: error: standard output is closed; nothing could be printed")
+        return EXIT_IO_ERROR
     args = parser.parse_args(argv)
     try:
         try:
             code = int(args.func(args))
         except (FabricOptError, ValueError) as exc:
-            print(f"fabricopt {args.command}: error: {exc}", file=sys.stderr)
+            _say(f"fabricopt {args.command}: error: {exc}")
             code = 2
-        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        sys.stdout.flush()  # a closed pipe or a full disk shows here, not at interpreter exit
         return code
     except BrokenPipeError:
         # The reader went away (`fabricopt solve ... | head`): stop quietly, as Unix tools do,
         # and keep Python from complaining again when it flushes stdout at exit.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, sys.stdout.fileno())
-        except (OSError, ValueError, AttributeError):
-            pass  # stdout is not a real file (a test's capture): nothing left to silence
-        finally:
-            os.close(devnull)
+        _silence_stdout()
         return 141
+    except OSError as exc:
+        if exc.filename is not None:
+            # A file the command was told to read or write (`draw -o missing/dir/x.png`).
+            _say(f"fabricopt {args.command}: error: {exc.filename}: {exc.strerror}")
+            return 2
+        # Standard output itself failed (`> /dev/full`): say so once, drop what is left.
+        _say(f"fabricopt {args.command}: error: cannot write standard output: "
+             f"{exc.strerror or exc}")
+        _silence_stdout()
+        return EXIT_IO_ERROR
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -774,6 +774,10 @@ def _checked_groups(func: str, fab: Fabric, concurrent: Any,
                                     f"endpoint groups, got {concurrent!r}")
     else:
         raw = list(concurrent)
+    for g in raw:  # each group is itself a list of endpoints, not one endpoint
+        if isinstance(g, str | bytes) or not isinstance(g, Iterable):
+            raise InvalidParameterError(f"{func}(): concurrent must be None, 'rails' or a list "
+                                        f"of endpoint groups, got group {g!r}")
     groups = [check_endpoint_group(func, fab, g) for g in raw]
     if len(groups) < 2:
         raise InvalidParameterError(f"{func}(): concurrent must name at least 2 groups, got "

@@ -82,7 +82,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._checks import check_int, did_you_mean, fail, parse_bytes
+from ._checks import check_int, check_path, did_you_mean, fail, parse_bytes
 from .errors import FabricOptError
 from .fabric import Fabric
 
@@ -765,9 +765,10 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
     message_bytes = parse_bytes(func, "message_bytes", message_bytes)
     routing_trials = check_int(func, "routing_trials", routing_trials, minimum=1)
     routing_seed = check_int(func, "routing_seed", routing_seed, minimum=0)
-    chosen: tuple[Metric, ...] = DEFAULT_METRICS if metrics is None else tuple(metrics)
-    if isinstance(metrics, str):
+    if isinstance(metrics, str | Mapping) or (metrics is not None
+                                              and not isinstance(metrics, Iterable)):
         raise fail(func, "metrics", "a sequence of metric names or functions", metrics)
+    chosen: tuple[Metric, ...] = DEFAULT_METRICS if metrics is None else tuple(metrics)
     for m in chosen:
         if isinstance(m, str) and m not in METRICS:
             raise fail(func, "metrics", "names of " + ", ".join(METRICS) + " or functions"
@@ -779,6 +780,10 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
                    type(executor).__name__)
     if progress is not None and not isinstance(progress, bool):
         raise fail(func, "progress", "True, False or None", progress)
+    if out_dir is not None:
+        out_dir = check_path(func, "out_dir", out_dir)
+        if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+            raise fail(func, "out_dir", "a directory (it exists as a file)", os.fspath(out_dir))
 
     jobs: dict[str, _Job] = {}
     routing = (routing_trials, routing_seed) if "routing" in chosen else None

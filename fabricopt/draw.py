@@ -377,6 +377,21 @@ def _tier_label(dr: _Drawing, tier: str, media: Mapping[str, Counter] | None) ->
     return text
 
 
+def check_axes(func: str, ax: Any) -> Any:
+    """Return ``ax`` if it is None or a matplotlib Axes, else raise naming ``func``.
+
+    >>> check_axes("draw", None) is None
+    True
+    """
+    if ax is None:
+        return None
+    from matplotlib.axes import Axes
+
+    if not isinstance(ax, Axes):
+        raise fail(func, "ax", "None or a matplotlib Axes", ax)
+    return ax
+
+
 def draw(fab: Fabric, ax: Axes | None = None, *, result: Any = None,
          aggregate: str | bool = "auto", title: str | None = None, legend: bool = True,
          cost: Any = None, max_nodes: int = AUTO_MAX_NODES) -> Axes:
@@ -437,6 +452,7 @@ def draw(fab: Fabric, ax: Axes | None = None, *, result: Any = None,
     func = "draw"
     if not isinstance(fab, Fabric):
         raise fail(func, "fab", "a Fabric", type(fab).__name__)
+    check_axes(func, ax)
     level_arg = _check_level(func, fab, aggregate)
     legend = check_bool(func, "legend", legend)
     max_nodes = check_int(func, "max_nodes", max_nodes, minimum=1)
@@ -764,7 +780,7 @@ def plot_pareto(rows: Any, x: str = "capex_usd", y: str = "all_to_all_per_endpoi
     y = _check_column(func, "y", y, records)
     if not isinstance(label, str):
         raise fail(func, "label", "a column name (str)", label)
-    if ax is None:
+    if check_axes(func, ax) is None:
         ax = _new_axes(7.5, 5.0)
     kept, skipped = [], []
     for i, r in enumerate(records):
@@ -852,10 +868,12 @@ def plot_metric_bars(rows: Any, metric: str, *, label: str = "name",
     """
     func = "plot_metric_bars"
     records = _records(func, rows)
+    if not records:  # no bar to draw, and matplotlib would warn of an empty axis
+        raise fail(func, "rows", "at least one row", rows)
     metric = _check_column(func, "metric", metric, records)
     if not isinstance(label, str):
         raise fail(func, "label", "a column name (str)", label)
-    if ax is None:
+    if check_axes(func, ax) is None:
         ax = _new_axes(7.0, min(max(2.2, 0.32 * len(records) + 1.4), 14.0))
     names = [_label_of(r, label, i) for i, r in enumerate(records)]
     values = [_number(r.get(metric)) for r in records]

@@ -94,6 +94,19 @@ class Fabric:
         self.graph = graph
         if endpoints is None:
             endpoints = [v for v, d in graph.nodes(data=True) if d.get("role") == "gpu"]
+        elif not isinstance(endpoints, Iterable) or isinstance(endpoints, str | bytes | Mapping):
+            raise InvalidParameterError(f"Fabric(): endpoints must be None or an iterable of "
+                                        f"nodes of the graph, got {endpoints!r}")
+        for arg, value in (("params", params), ("design", design), ("recipe", recipe)):
+            if value is not None and not isinstance(value, Mapping):
+                raise InvalidParameterError(f"Fabric(): {arg} must be None or a mapping, got "
+                                            f"{value!r}")
+        if symmetry is not None and not isinstance(symmetry, Symmetry):
+            raise InvalidParameterError(f"Fabric(): symmetry must be None or a Symmetry, got "
+                                        f"{symmetry!r}")
+        if removed is not None and not isinstance(removed, Removed):
+            raise InvalidParameterError(f"Fabric(): removed must be None or a Removed record, "
+                                        f"got {removed!r}")
         self.endpoints: tuple[Hashable, ...] = tuple(endpoints)
         missing = [e for e in self.endpoints if e not in graph]
         if missing:
@@ -482,10 +495,21 @@ def from_networkx(G: nx.Graph, endpoints: Iterable[Hashable] | None = None,
     func = "from_networkx"
     if not isinstance(G, nx.Graph):
         raise InvalidParameterError(f"{func}(): G must be a networkx graph, got {type(G)!r}")
+    name = check_label(func, "name", name)
     if (isinstance(default_capacity, bool) or not isinstance(default_capacity, numbers.Real)
             or not math.isfinite(default_capacity) or default_capacity <= 0):
         raise InvalidParameterError(
             f"{func}(): default_capacity must be a finite number > 0, got {default_capacity!r}")
+    if not callable(capacity) and (not isinstance(capacity, str) or not capacity):
+        # A number here is a mistake for default_capacity: refuse it rather than ignore it.
+        raise InvalidParameterError(
+            f"{func}(): capacity must be the name of an edge attribute (a str) or a function "
+            f"(u, v, data) -> Gb/s, got {capacity!r}; a capacity for every edge is "
+            f"default_capacity=")
+    if endpoints is not None and (not isinstance(endpoints, Iterable)
+                                  or isinstance(endpoints, str | bytes | Mapping)):
+        raise InvalidParameterError(f"{func}(): endpoints must be None or an iterable of "
+                                    f"nodes of G, got {endpoints!r}")
     if endpoints is None:
         roles = [d.get("role") for _, d in G.nodes(data=True)]
         if any(r is not None for r in roles):

@@ -35,6 +35,7 @@ from typing import Any
 
 import networkx as nx
 
+from ._checks import check_fabric, check_path
 from .errors import DesignFileError, FabricOptError, InvalidParameterError
 from .fabric import Fabric, Removed
 from .generators._recipe import try_replay
@@ -109,21 +110,23 @@ def write_graphml(fab: Fabric, path: str | os.PathLike[str]) -> None:
     >>> back.graph.number_of_edges(), back.symmetry is not None   # claim re-checked
     (8, True)
     """
+    check_fabric("write_graphml", fab)
+    where = os.fspath(check_path("write_graphml", "path", path))
     g = _graphml_graph(fab)
     meta = _meta(fab)
     meta["endpoints"] = [str(e) for e in fab.endpoints]
     for key in _META:
         g.graph[f"fabric_{key}"] = meta[key] if key == "name" else json.dumps(meta[key],
                                                                               default=str)
-    nx.write_graphml(g, path)
+    try:
+        nx.write_graphml(g, where)
+    except OSError as exc:
+        raise DesignFileError(f"{where}: cannot be written: {exc.strerror or exc}") from None
 
 
 def _check_path(path: Any, func: str) -> str:
     """The path as a string, or a DesignFileError when it is missing or a directory."""
-    if not isinstance(path, str | os.PathLike):
-        raise InvalidParameterError(f"{func}(): path must be a str or os.PathLike, got "
-                                    f"{path!r}")
-    where = os.fspath(path)
+    where = os.fspath(check_path(func, "path", path))
     if os.path.isdir(where):
         raise DesignFileError(f"{where}: is a directory, not a fabric file")
     if not os.path.exists(where):
@@ -291,8 +294,14 @@ def write_json(fab: Fabric, path: str | os.PathLike[str]) -> None:
     >>> back.endpoints[:2], back.symmetry is not None
     (('n0.0', 'n0.1'), True)
     """
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(to_json_data(fab), f, default=str)
+    check_fabric("write_json", fab)
+    where = os.fspath(check_path("write_json", "path", path))
+    data = to_json_data(fab)
+    try:
+        with open(where, "w", encoding="utf-8") as f:
+            json.dump(data, f, default=str)
+    except OSError as exc:
+        raise DesignFileError(f"{where}: cannot be written: {exc.strerror or exc}") from None
 
 
 def read_json(path: str | os.PathLike[str]) -> Fabric:

@@ -29,10 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import as_rng, check_choice, check_int, fail
+from ._checks import as_rng, check_choice, check_fabric, check_int, fail
 from .errors import InvalidParameterError
 from .fabric import Fabric, Removed
 from .flow import max_concurrent_flow
+from .flow.api import METHODS
 from .traffic import Traffic, all_to_all
 
 KINDS = ("links", "switches", "groups")
@@ -91,6 +92,7 @@ def risk_groups(fab: Fabric) -> list[RiskGroup]:
     ['switch leaf0', 'switch leaf1', 'switch spine0', 'bundle g0-leaf0', 'bundle g1-leaf1', \
 'bundle leaf0-spine0', 'bundle leaf1-spine0']
     """
+    check_fabric("risk_groups", fab)
     g = fab.graph
     declared: dict[str, tuple[set[Link], set[Hashable]]] = {}
 
@@ -130,10 +132,10 @@ def risk_groups(fab: Fabric) -> list[RiskGroup]:
     return groups
 
 
-def _check_fraction(func: str, fraction: Any) -> float:
+def _check_fraction(func: str, fraction: Any, name: str = "fraction") -> float:
     if (isinstance(fraction, bool) or not isinstance(fraction, numbers.Real)
             or not 0.0 <= float(fraction) <= 1.0):  # NaN fails both comparisons
-        raise fail(func, "fraction", "a number from 0 to 1", fraction)
+        raise fail(func, name, "a number from 0 to 1", fraction)
     return float(fraction)
 
 
@@ -260,7 +262,7 @@ def fail_random(fab: Fabric, fraction: float, *, seed: Any = None, kind: str = "
     _check_fabric(func, fab)
 
     pool = _Pool.of(fab, kind, _check_tiers(func, fab, tiers))
-    return pool.fail(fab, fraction, as_rng(seed))
+    return pool.fail(fab, fraction, as_rng(seed, "fail_random"))
 
 
 def _check_fabric(func: str, fab: Any) -> None:
@@ -444,11 +446,12 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
     """
     func = "failure_sweep"
     _check_fabric(func, fab)
+    check_choice(func, "method", method, METHODS)
     if isinstance(fractions, str | bytes) or not isinstance(fractions, Sequence | np.ndarray):
         raise fail(func, "fractions", "a sequence of numbers from 0 to 1", fractions)
     if len(fractions) == 0:
         raise fail(func, "fractions", "a non-empty sequence of numbers from 0 to 1", fractions)
-    checked = [_check_fraction(func, f) for f in fractions]
+    checked = [_check_fraction(func, f, f"fractions[{i}]") for i, f in enumerate(fractions)]
     trials = check_int(func, "trials", trials, minimum=1)
     check_choice(func, "kind", kind, KINDS)
     tier_set = _check_tiers(func, fab, tiers)

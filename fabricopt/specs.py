@@ -50,7 +50,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ._checks import did_you_mean
+from ._checks import check_path, did_you_mean
 from ._toml import read_toml
 from .cost import Layout
 from .errors import DesignFileError, FabricOptError
@@ -190,7 +190,7 @@ class _DesignPlan:
 
 def _read_design(path: str | os.PathLike[str], overrides: dict[str, Any]) -> _DesignPlan:
     """Read and check a design file (every rule of the module docstring)."""
-    where = os.fspath(path)
+    where = os.fspath(check_path("load_design", "path", path))
     data = read_toml(where, DesignFileError, "design file")
 
     allowed = ", ".join(ALLOWED_KEYS)

@@ -103,6 +103,9 @@ def verify_symmetry(fab: Any) -> None:
     """
     from networkx.algorithms.isomorphism import DiGraphMatcher
 
+    from ._checks import check_fabric  # imported here: the checks import the data model
+
+    check_fabric("verify_symmetry", fab)
     sym = fab.symmetry
     if sym is None:
         raise InvalidFabricError(f"fabric {fab.name!r} carries no (valid) symmetry claim")

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import as_rng, check_endpoint_group, check_positive
+from ._checks import as_rng, check_endpoint_group, check_fabric, check_int, check_positive
 from .errors import InvalidParameterError, TrafficError
 from .graph_arrays import GraphArrays
 
@@ -58,7 +58,8 @@ class Traffic:
         pairs: dict[Pair, float] = {}
         for key, value in demands.items():
             if not (isinstance(key, tuple) and len(key) == 2):
-                raise TrafficError(f"Traffic(): keys must be (source, target) pairs, got {key!r}")
+                raise TrafficError(f"Traffic(): demands keys must be (source, target) pairs, "
+                                   f"got {key!r}")
             s, t = key
             if s == t:
                 raise TrafficError(f"Traffic(): demand from {s!r} to itself is not traffic")
@@ -69,7 +70,8 @@ class Traffic:
             if value > 0:
                 pairs[(s, t)] = float(value)
         if not pairs:
-            raise TrafficError("Traffic(): no positive demand; traffic must not be empty")
+            raise TrafficError("Traffic(): demands must hold a positive demand; traffic must not "
+                               "be empty")
         self._pairs = pairs
 
     # -- constructors -----------------------------------------------------------------------
@@ -227,7 +229,7 @@ def permutation(fab: Any, seed: Any = None, gbps: float = 1.0,
     eps = _endpoints_of("permutation", fab, endpoints)
     if len(eps) < 2:
         raise TrafficError("permutation(): needs at least 2 endpoints")
-    rng = as_rng(seed)
+    rng = as_rng(seed, "permutation")
     n = len(eps)
     # A uniformly random cyclic shift of a random order is a derangement; mixing cycle
     # structure by sampling permutations until one has no fixed point keeps it uniform.
@@ -267,6 +269,7 @@ def farthest_matching(func: str, fab: Any, eps: tuple[Hashable, ...], gbps: floa
     from scipy.optimize import linear_sum_assignment
     from scipy.sparse.csgraph import dijkstra
 
+    max_endpoints = check_int(func, "max_endpoints", max_endpoints, minimum=2)
     if len(eps) < 2:
         raise TrafficError(f"{func}(): needs at least 2 endpoints")
     if len(eps) > max_endpoints:
@@ -302,6 +305,7 @@ def select_endpoints(fab: Any, **attributes: Any) -> tuple[Hashable, ...]:
     >>> len(fo.all_to_all(fab).restrict(fo.select_endpoints(fab, rail=1)))
     12
     """
+    check_fabric("select_endpoints", fab)
     if not attributes:
         raise InvalidParameterError("select_endpoints(): name at least one attribute, "
                                     "e.g. rail=0")

@@ -35,8 +35,10 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_endpoint_group, check_int, check_positive
+from ._checks import check_choice, check_endpoint_group, check_int, check_positive
 from .flow import FlowResult, max_concurrent_flow, valiant_rate
+from .flow.api import METHODS
+from .flow.backends import check_solve_args
 from .flow.check import explicit_distance_bound
 from .graph_arrays import GraphArrays
 from .traffic import Traffic, farthest_matching
@@ -142,6 +144,10 @@ def worst_case_permutation(fab: Any, gbps: float = 1.0, *,
     start = time.perf_counter()
     gbps = check_positive("worst_case_permutation", "gbps", gbps)
     iterations = check_int("worst_case_permutation", "iterations", iterations, minimum=1)
+    check_choice("worst_case_permutation", "method", method, METHODS)
+    time_limit = check_solve_args("worst_case_permutation", backend, time_limit)
+    max_endpoints = check_int("worst_case_permutation", "max_endpoints", max_endpoints,
+                              minimum=2)
     eps = check_endpoint_group("worst_case_permutation", fab, endpoints)
     tub, pattern = tub_upper_bound(fab, gbps, eps, max_endpoints)
     hose = valiant_rate(fab, eps, backend=backend, time_limit=time_limit)

@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_bool, check_choice, fail
+from .._checks import check_bool, check_choice, check_path, fail
 from ..catalog import TRANSCEIVER_TYPES, Catalog, Entry
 from ..fabric import Fabric
 from ..tiers import (
@@ -369,7 +369,7 @@ def _coerce_catalog(catalog: Any) -> Catalog:
     if isinstance(catalog, Catalog):
         return catalog
     if isinstance(catalog, str | os.PathLike):
-        return Catalog.load(catalog)
+        return Catalog.load(check_path("estimate_cost", "catalog", catalog))
     raise fail("estimate_cost", "catalog", "None, a Catalog or a path to a catalog file",
                catalog)
 

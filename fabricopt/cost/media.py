@@ -31,7 +31,7 @@ transceivers) whenever its reach covers them; every policy leaves them alone.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,7 +127,8 @@ medium_by_tier={}, switch_model=None, exclude=())
         object.__setattr__(self, "medium_by_tier", dict(self.medium_by_tier))
         if self.switch_model is not None and not isinstance(self.switch_model, str):
             raise fail(func, "switch_model", "None or a catalog switch key", self.switch_model)
-        if isinstance(self.exclude, str) or not all(isinstance(x, str) for x in self.exclude):
+        if (isinstance(self.exclude, str) or not isinstance(self.exclude, Iterable)
+                or not all(isinstance(x, str) for x in self.exclude)):
             raise fail(func, "exclude", "a tuple of medium keys or types", self.exclude)
         object.__setattr__(self, "exclude", tuple(self.exclude))
 

@@ -24,7 +24,7 @@ from ..symmetry_search import search_symmetry, with_symmetry
 from ..tiers import tier_of
 from ..traffic import Traffic, all_to_all
 from .approx import check_gap, solve_approx
-from .backends import BACKENDS, solve_lp
+from .backends import BACKENDS, check_solve_args, solve_lp
 from .certificate import EXACT_RTOL, certify
 from .formulation import Collapse, CollapsedDemand, FlowModel, build_flow_lp
 from .lp import LPSolution
@@ -312,6 +312,10 @@ def solve_flow_model(model: FlowModel, backend: str = "highs", time_limit: float
     >>> round(r.theta, 9)   # 8 / 4**2
     0.5
     """
+    if not isinstance(model, FlowModel):
+        raise InvalidParameterError(f"solve_flow_model(): model must be a FlowModel (from "
+                                    f"build_flow_lp), got {type(model).__name__}")
+    time_limit = check_solve_args("solve_flow_model", backend, time_limit)
     sol = solve_lp(model.lp, backend, time_limit, **backend_options)
     result = certified_result(model, sol, method="lp", backend=backend, fabric_name=fabric_name,
                               tiers=tiers)

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import check_path, check_positive
 from ..errors import BackendUnavailableError, InvalidParameterError
 from .lp import LinearProgram, LPSolution
 
@@ -38,6 +39,19 @@ IPM_ABOVE_NONZEROS = 20_000
 #: HiGHS's default feasibility tolerances (1e-7) can leave simplex answers, and above all
 #: their duals, a few parts in 1e5 from optimal; the certificates want 1e-6, so ask for more.
 TIGHT_TOLERANCES = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
+
+
+def check_solve_args(func: str, backend: Any, time_limit: Any) -> float | None:
+    """Check ``backend`` and ``time_limit`` for ``func`` before any work; the time limit back.
+
+    >>> check_solve_args("valiant_rate", "highs", 5)
+    5.0
+    """
+    if not isinstance(backend, str) or backend not in _SOLVERS:
+        raise InvalidParameterError(
+            f"{func}(): backend must be one of {', '.join(map(repr, BACKENDS))}, "
+            f"got {backend!r}")
+    return None if time_limit is None else check_positive(func, "time_limit", time_limit)
 
 
 def solve_lp(lp: LinearProgram, backend: str = "highs", time_limit: float | None = None,
@@ -63,13 +77,7 @@ def solve_lp(lp: LinearProgram, backend: str = "highs", time_limit: float | None
     >>> sol.status, float(sol.x[0])
     ('optimal', 2.0)
     """
-    if backend not in _SOLVERS:
-        raise InvalidParameterError(
-            f"solve_lp(): backend must be one of {', '.join(map(repr, BACKENDS))}, "
-            f"got {backend!r}")
-    if time_limit is not None and not (time_limit > 0):
-        raise InvalidParameterError(f"solve_lp(): time_limit must be > 0 seconds, "
-                                    f"got {time_limit!r}")
+    time_limit = check_solve_args("solve_lp", backend, time_limit)
     start = time.perf_counter()
     sol = _SOLVERS[backend](lp, time_limit, **options)
     sol.seconds = time.perf_counter() - start
@@ -325,5 +333,13 @@ def export_mps(lp: LinearProgram, path: str | os.PathLike[str]) -> None:
     >>> export_mps(lp, path); os.path.getsize(path) > 0
     True
     """
+    if not isinstance(lp, LinearProgram):
+        raise InvalidParameterError(f"export_mps(): lp must be a LinearProgram (a model's "
+                                    f".lp), got {type(lp).__name__}")
+    where = os.fspath(check_path("export_mps", "path", path))
     prob, _, _ = to_pulp(lp)
-    prob.writeMPS(str(path))
+    try:
+        prob.writeMPS(where)
+    except OSError as exc:
+        raise InvalidParameterError(f"export_mps(): path {where!r} cannot be written: "
+                                    f"{exc.strerror or exc}") from None

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse.csgraph import dijkstra
 
+from .._checks import check_fabric
 from ..errors import InvalidFabricError, InvalidParameterError
 from ..fabric import Fabric
 from ..graph_arrays import GraphArrays
@@ -124,6 +125,13 @@ def check_certificate(fab: Fabric, result: FlowResult, traffic: Traffic | None =
     >>> check.ok, round(check.upper, 6)   # 8 / 6**2
     (True, 0.222222)
     """
+    check_fabric("check_certificate", fab)
+    if not isinstance(result, FlowResult):
+        raise InvalidParameterError(f"check_certificate(): result must be a FlowResult (from "
+                                    f"max_concurrent_flow), got {type(result).__name__}")
+    if traffic is not None and not isinstance(traffic, Traffic):
+        raise InvalidParameterError(f"check_certificate(): traffic must be None or a Traffic, "
+                                    f"got {type(traffic).__name__}")
     traffic = traffic or all_to_all(fab)
     cert = result.certificate
     if cert is None:

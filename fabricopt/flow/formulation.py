@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._checks import check_bool, check_fabric, fail
 from ..errors import TrafficError
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
@@ -370,6 +371,13 @@ def build_flow_lp(fab: Any, traffic: Traffic, include_endpoint_links: bool = Tru
     >>> model.n_commodities, model.lp.n_cols   # 4 sources x 8 arcs + theta
     (4, 33)
     """
+    check_fabric("build_flow_lp", fab)
+    if not isinstance(traffic, Traffic):
+        raise fail("build_flow_lp", "traffic", "a Traffic", traffic)
+    include_endpoint_links = check_bool("build_flow_lp", "include_endpoint_links",
+                                        include_endpoint_links)
+    if ga is not None and not isinstance(ga, GraphArrays):
+        raise fail("build_flow_lp", "ga", "None or the GraphArrays of fab", ga)
     traffic.check_endpoints(fab)
     demand = CollapsedDemand.of(fab, traffic, include_endpoint_links, ga)
     if not np.any(demand.out_gbps > 0):

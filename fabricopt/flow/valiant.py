@@ -32,7 +32,7 @@ load checked against each arc's capacity being :math:`L(a) + L(\bar a)`).
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,7 +44,7 @@ from .._checks import check_endpoint_group
 from ..errors import InvalidParameterError
 from ..graph_arrays import GraphArrays
 from ..tiers import is_scale_up_arc
-from .backends import solve_lp
+from .backends import check_solve_args, solve_lp
 from .certificate import DistanceBound, certify
 from .lp import LinearProgram
 from .model import LiftedFlow, max_theta_lp
@@ -162,7 +162,7 @@ def _check_level(levels: dict[int, tuple[Hashable, ...]], level: int | None) -> 
     if level is None:
         return max(levels)
     if level not in levels:
-        raise InvalidParameterError(f"valiant_rate(): hub level must be one of "
+        raise InvalidParameterError(f"valiant_rate(): hubs, as a level, must be one of "
                                     f"{sorted(levels)} (hops from the endpoints), got {level!r}")
     return level
 
@@ -213,6 +213,7 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     if method not in ("auto", "symmetric", "lp"):
         raise InvalidParameterError(f"valiant_rate(): method must be 'auto', 'symmetric' or "
                                     f"'lp', got {method!r}")
+    time_limit = check_solve_args("valiant_rate", backend, time_limit)
     eps = check_endpoint_group("valiant_rate", fab, endpoints)
     if hubs is None:
         return best_hub_level(fab, eps, method=method, backend=backend, time_limit=time_limit,
@@ -223,7 +224,7 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
         levels = hub_levels(fab, eps)
         level = _check_level(levels, hubs)  # type: ignore[arg-type]
         hub_list = levels[level]
-    elif isinstance(hubs, str | bool):
+    elif isinstance(hubs, str | bool | Mapping) or not isinstance(hubs, Iterable):
         raise InvalidParameterError(f"valiant_rate(): hubs must be None, a level (int) or "
                                     f"an iterable of nodes, got {hubs!r}")
     else:

@@ -39,6 +39,10 @@ def split_ports(func: str, radix: int, oversubscription: float) -> tuple[int, in
         raise InvalidParameterError(
             f"{func}(): radix={radix} at oversubscription={oversubscription!r} leaves no leaf "
             f"port for endpoints (down = floor(radix * s / (1 + s)) = 0)")
+    if down >= radix:
+        raise InvalidParameterError(
+            f"{func}(): radix={radix} at oversubscription={oversubscription!r} leaves no spine "
+            f"port (down = floor(radix * s / (1 + s)) = {down} = radix, up = 0)")
     return down, radix - down
 
 

@@ -24,6 +24,7 @@ from .._checks import (
     check_label,
     check_positive,
     check_size,
+    fail,
 )
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
@@ -126,6 +127,8 @@ def hypercube(d: int, link_gbps: float = 1.0, tech: str = "generic") -> Fabric:
     (8, 12)
     """
     d = check_int("hypercube", "d", d, minimum=1)
+    if d > 64:  # 2**d itself takes minutes for an absurd d; check_size speaks for the rest
+        raise fail("hypercube", "d", "at most 64 (and 2**d nodes within the size limit)", d)
     check_size("hypercube", 2**d, d * 2 ** max(d - 1, 0))
     link_gbps = check_positive("hypercube", "link_gbps", link_gbps)
     tech = check_label("hypercube", "tech", tech, optional=False)

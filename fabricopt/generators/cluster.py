@@ -42,7 +42,15 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from .._checks import check_bool, check_choice, check_int, check_label, check_positive, fail
+from .._checks import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_label,
+    check_positive,
+    check_radix,
+    fail,
+)
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ._builder import FabricBuilder, default_tech
@@ -220,7 +228,7 @@ def check_options(func: str, kind: str | None, options: dict[str, Any]) -> dict[
                    + (", ".join(allowed) or "none") + ")", unknown)
     out = {**allowed, **options}
     if kind == "rail_optimized":
-        out["leaf_radix"] = check_int(func, "leaf_radix", out["leaf_radix"], minimum=2)
+        out["leaf_radix"] = check_radix(func, "leaf_radix", out["leaf_radix"])
         out["spine"] = check_bool(func, "spine", out["spine"])
         out["planes"] = check_int(func, "planes", out["planes"], minimum=1)
         out["oversubscription"] = check_positive(func, "oversubscription",

@@ -17,7 +17,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._checks import check_bool, check_choice, check_int, check_label, check_positive
+from .._checks import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_label,
+    check_positive,
+    check_radix,
+    check_size,
+)
 from ..fabric import Fabric
 from ._builder import FabricBuilder, default_tech
 from ._wiring import add_rail_scale_out, rail_plan
@@ -102,7 +110,7 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
     func = "rail_optimized"
     nodes = check_int(func, "nodes", nodes, minimum=1)
     gpus_per_node = check_int(func, "gpus_per_node", gpus_per_node, minimum=1)
-    leaf_radix = check_int(func, "leaf_radix", leaf_radix, minimum=2)
+    leaf_radix = check_radix(func, "leaf_radix", leaf_radix)
     spine = check_bool(func, "spine", spine)
     if tiers is not None:
         tiers = check_choice(func, "tiers", tiers, (2, 3))
@@ -111,6 +119,8 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
     nic_gbps = check_positive(func, "nic_gbps", nic_gbps)
     tech = check_label(func, "tech", tech) or default_tech(nic_gbps / planes)
     switch_model = check_label(func, "switch_model", switch_model)
+    # At least one leaf per plane, and every GPU has a link in every plane.
+    check_size(func, nodes * gpus_per_node + planes, nodes * gpus_per_node * planes)
     if scale_up is not None:
         check_domain_size(func, read_domain(func, scale_up), gpus_per_node)
         return cluster(scale_up, nodes, "rail_optimized", nic_gbps, leaf_radix=leaf_radix,

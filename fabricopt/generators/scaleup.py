@@ -219,6 +219,7 @@ def dgx_h100(in_network_reduction: bool = True, name: str | None = None) -> Fabr
     (8, 4, 3600.0)
     """
     name = check_label("dgx_h100", "name", name)
+    in_network_reduction = check_bool("dgx_h100", "in_network_reduction", in_network_reduction)
     return nvswitch_domain(gpus=8, switches=4, links_per_gpu=18, link_gbps=200.0,
                            link_split=(5, 4, 4, 5), in_network_reduction=in_network_reduction,
                            name=name or "DGX H100", switch_radix=64, switch_model="nvswitch3",
@@ -256,6 +257,7 @@ def dgx_b200(in_network_reduction: bool = True, name: str | None = None) -> Fabr
     (2, 7200.0)
     """
     name = check_label("dgx_b200", "name", name)
+    in_network_reduction = check_bool("dgx_b200", "in_network_reduction", in_network_reduction)
     return nvswitch_domain(gpus=8, switches=2, links_per_gpu=18, link_gbps=400.0,
                            link_split=(9, 9), in_network_reduction=in_network_reduction,
                            name=name or "DGX B200", switch_radix=72, switch_model="nvswitch4",
@@ -391,6 +393,9 @@ def nvlink_switch_system(nodes: int = 32, l2_chips: int = 36, l2_radix: int = 64
     l2_radix = check_int(func, "l2_radix", l2_radix, minimum=1)
     in_network_reduction = check_bool(func, "in_network_reduction", in_network_reduction)
     name = check_label(func, "name", name)
+    # At least 8 GPUs and 4 NVSwitch chips per node with 32 GPU-switch bundles, and the L2
+    # chips: refuse an absurd size before dealing links over the chips.
+    check_size(func, nodes * 12 + l2_chips, nodes * 32 + l2_chips)
     down = (5, 4, 4, 5)
     off_node = (20, 16, 16, 20)
     deal = _cyclic_deal(off_node, l2_chips)
@@ -501,9 +506,13 @@ def nvl576(racks: int = 8, uplinks_per_switch: int | None = None, l2_radix: int 
     if racks > l2_radix:
         raise fail(func, "l2_radix", f"at least racks ({racks}): every rack needs a port on "
                    "each L2 chip of its planes", l2_radix)
-    # Fewest L2 chips per plane whose busiest chip fits: racks * ceil(uplinks / p) ports.
-    per_plane = next(p for p in range(1, uplinks + 1)
-                     if racks * math.ceil(uplinks / p) <= l2_radix)
+    # Fewest L2 chips per plane whose busiest chip fits: racks * ceil(uplinks / p) ports,
+    # that is ceil(uplinks / p) <= floor(l2_radix / racks), so p = ceil(uplinks / that).
+    per_plane = -(-uplinks // (l2_radix // racks))
+    # Every GPU has a link bundle to every switch of its rack; each switch one to each L2 chip
+    # of its plane (at most uplinks of them).
+    check_size(func, racks * (gpus_per_rack + switches_per_rack) + per_plane * switches_per_rack,
+               racks * switches_per_rack * (gpus_per_rack + min(uplinks, per_plane)))
     deal = _cyclic_deal([uplinks], per_plane)[0]
     classes = {k: i for i, k in enumerate(dict.fromkeys(deal[c] for c in range(per_plane)))}
     trays = math.ceil(gpus_per_rack / 4)

@@ -26,6 +26,26 @@ PAIR_BLOCK = 2_000_000
 _SPLIT = {"ecmp": "equal", "wcmp": "capacity", "static": "static", "hash": "equal"}
 
 
+#: Most entries (8 bytes each) a routing array may hold: 2 GB, what a laptop spares.
+MAX_ROUTING_ENTRIES = 250_000_000
+
+def check_routing_size(func: str, trials: int, flows_per_pair: int, arcs: int,
+                       pairs: int) -> None:
+    """Refuse before allocating what cannot fit in memory: routing keeps one load per arc per
+    trial and one path choice per flow.
+
+    >>> check_routing_size("routed_flow", 100, 1, 64, 56)
+    """
+    if trials * arcs > MAX_ROUTING_ENTRIES:
+        raise InvalidParameterError(
+            f"{func}(): trials must keep trials x arcs <= {MAX_ROUTING_ENTRIES:,} (one load per "
+            f"arc per trial), got trials={trials} with {arcs} arcs")
+    if flows_per_pair * pairs > MAX_ROUTING_ENTRIES:
+        raise InvalidParameterError(
+            f"{func}(): flows_per_pair must keep flows_per_pair x pairs <= "
+            f"{MAX_ROUTING_ENTRIES:,}, got flows_per_pair={flows_per_pair} with {pairs} pairs")
+
+
 def routed_flow(fab: Fabric, traffic: Traffic | None = None, *, routing: str = "ecmp",
                 flows_per_pair: int = 1, trials: int = 1, seed: Any = None,
                 optimum: bool = False, backend: str = "highs",
@@ -113,7 +133,7 @@ def routed_flow(fab: Fabric, traffic: Traffic | None = None, *, routing: str = "
             f"{func}(): flows_per_pair and trials must be 1 unless routing='hash' "
             f"(routing={routing!r} is deterministic), got flows_per_pair={flows_per_pair}, "
             f"trials={trials}")
-    rng = as_rng(seed) if routing == "hash" else None
+    rng = as_rng(seed, func) if routing == "hash" else None
     if traffic is None:
         traffic = all_to_all(fab)
     if not isinstance(traffic, Traffic):
@@ -122,6 +142,7 @@ def routed_flow(fab: Fabric, traffic: Traffic | None = None, *, routing: str = "
     traffic.check_endpoints(fab)
 
     ga = GraphArrays.from_fabric(fab)
+    check_routing_size(func, trials, flows_per_pair, ga.n_arcs, len(traffic))
     planes = Planes.of(fab, ga)
     trial_load, counts, unreachable = route_loads(planes, fab, traffic, routing,
                                                   flows_per_pair, trials, rng)

@@ -44,7 +44,9 @@ def plot_routing_distribution(result: RoutedFlowResult, ax: Any = None) -> Any:
                                     f"RoutedFlowResult, got {type(result).__name__}")
     import matplotlib.pyplot as plt
 
-    if ax is None:
+    from ..draw import check_axes
+
+    if check_axes("plot_routing_distribution", ax) is None:
         _, ax = plt.subplots(figsize=(6, 3.5))
     values = np.asarray(result.thetas, dtype=float)
     opt = result.optimum.theta if result.optimum is not None else None

@@ -31,11 +31,18 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import as_rng, check_choice, check_endpoint_group, check_positive
+from .._checks import (
+    as_rng,
+    check_bool,
+    check_choice,
+    check_endpoint_group,
+    check_int,
+    check_positive,
+)
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..traffic import Traffic
-from .api import routed_flow
+from .api import ROUTINGS, check_routing_size, routed_flow
 from .result import RoutedFlowResult
 
 ORDERS = ("given", "rail_aligned", "random")
@@ -252,9 +259,18 @@ def routed_collective(fab: Fabric, collective: str, message_bytes: float, *,
     if schedule == "tree" and collective != "all_reduce":
         raise InvalidParameterError(f"{func}(): schedule='tree' is for collective="
                                     f"'all_reduce' only, got {collective!r}")
-    rng = as_rng(seed)
+    if not isinstance(fab, Fabric):
+        raise InvalidParameterError(f"{func}(): fab must be a Fabric, got {type(fab).__name__}")
+    check_choice(func, "routing", routing, ROUTINGS)
+    check_choice(func, "order", order, ORDERS)
+    check_endpoint_group(func, fab, endpoints)
+    for name, value in (("flows_per_pair", flows_per_pair), ("trials", trials)):
+        check_int(func, name, value, minimum=1)
+    check_bool(func, "optimum", optimum)
+    rng = as_rng(seed, func)
     make = ring_traffic if schedule == "ring" else tree_traffic
     traffic = make(fab, endpoints, order=order, seed=rng)
+    check_routing_size(func, trials, flows_per_pair, fab.graph.number_of_edges(), len(traffic))
     n = len(traffic.endpoints)
     routed = routed_flow(fab, traffic, routing=routing, flows_per_pair=flows_per_pair,
                          trials=trials, seed=rng if routing == "hash" else None,

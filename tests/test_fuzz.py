@@ -1,0 +1,417 @@
+"""Every public function and command, called with bad values of every type for each argument.
+
+The rule checked is the one every entry point promises: a bad argument either is accepted (it
+happens to be allowed) or raises a :class:`fabricopt.FabricOptError` (also a ``ValueError``)
+whose message names the function called and the argument (a size limit names the sizes
+instead, a file error the file); never a ``TypeError``, ``AttributeError``,
+``ZeroDivisionError``, ... from deep inside, and never a hang. The argument lists come from
+``inspect.signature``, so a new parameter is fuzzed without editing this file.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+import networkx as nx
+import pytest
+
+import fabricopt as fo
+from fabricopt.cli import main
+from fabricopt.generators import GENERATORS
+
+matplotlib.use("Agg")
+
+
+def _tiny() -> fo.Fabric:
+    return fo.ring(3)
+
+
+#: Bad values of every type; some are allowed for some arguments (``None`` for an optional
+#: one, ``True`` for a flag), so a call that returns is fine: only the kind of error is checked.
+BAD_VALUES: list[tuple[str, Callable[[], Any]]] = [
+    ("None", lambda: None), ("-1", lambda: -1), ("0", lambda: 0), ("-0.5", lambda: -0.5),
+    ("nan", lambda: math.nan), ("inf", lambda: math.inf), ("'x'", lambda: "x"),
+    ("''", lambda: ""), ("[]", lambda: []), ("{}", lambda: {}), ("True", lambda: True),
+    ("10**12", lambda: 10**12), ("Fabric", _tiny), ("object()", object),
+    ("['x']", lambda: ["x"]), ("{'x': 1}", lambda: {"x": 1}),
+]
+
+
+def _valid_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
+    """One small valid call of every fuzzed function: name -> (callable, keyword arguments)."""
+    fab = _tiny()
+    traffic = fo.all_to_all(fab)
+    result = fo.max_concurrent_flow(fab, traffic)
+    saved = tmp_path / "ring.json"
+    fo.write_json(fab, saved)
+    saved_graphml = tmp_path / "ring.graphml"
+    fo.write_graphml(fab, saved_graphml)
+    design = tmp_path / "ring.toml"
+    design.write_text('family = "ring"\n[params]\nn = 3\n')
+    model = fo.build_flow_lp(fab, traffic)
+    routed = fo.routed_flow(fab, traffic, routing="hash", trials=2, seed=0)
+    catalog = tmp_path / "catalog.toml"
+    catalog.write_text("")
+    rows = [{"name": "a", "capex_usd": 1.0, "tput": 2.0}, {"name": "b", "capex_usd": 2.0,
+                                                           "tput": 3.0}]
+    calls: dict[str, tuple[Callable, dict[str, Any]]] = {
+        # generators, at their smallest
+        "clos": (fo.clos, {"endpoints": 8, "radix": 4}),
+        "complete": (fo.complete, {"n": 3}),
+        "dgx_b200": (fo.dgx_b200, {}),
+        "dgx_h100": (fo.dgx_h100, {}),
+        "dragonfly": (fo.dragonfly, {"a": 2, "h": 1, "p": 1}),
+        "fat_tree": (fo.fat_tree, {"k": 2}),
+        "gb200_nvl72": (fo.gb200_nvl72, {}),
+        "hypercube": (fo.hypercube, {"d": 2}),
+        "jellyfish": (fo.jellyfish, {"switches": 4, "network_ports": 2,
+                                     "endpoints_per_switch": 1, "seed": 0}),
+        "leaf_spine": (fo.leaf_spine, {"leaves": 2, "spines": 1, "endpoints_per_leaf": 1}),
+        "nvl576": (fo.nvl576, {"racks": 2}),
+        "nvlink_switch_system": (fo.nvlink_switch_system, {"nodes": 2}),
+        "nvswitch_domain": (fo.nvswitch_domain, {"gpus": 2, "switches": 1,
+                                                 "links_per_gpu": 1, "link_gbps": 100}),
+        "rail_optimized": (fo.rail_optimized, {"nodes": 2, "gpus_per_node": 2,
+                                               "leaf_radix": 4}),
+        "ring": (fo.ring, {"n": 3}),
+        "superpod": (fo.superpod, {"scalable_units": 1, "nodes_per_su": 2}),
+        "torus": (fo.torus, {"dims": [2, 2]}),
+        "ualink_pod": (fo.ualink_pod, {"accelerators": 2, "switches": 1,
+                                       "ports_per_accelerator": 1}),
+        "cluster": (fo.cluster, {"scale_up": "dgx_h100", "nodes": 2}),
+        # traffic
+        "all_to_all": (fo.all_to_all, {"fab": fab}),
+        "permutation": (fo.permutation, {"fab": fab, "seed": 0}),
+        "longest_matching": (fo.longest_matching, {"fab": fab}),
+        "select_endpoints": (fo.select_endpoints, {"fab": fab, "role": "gpu"}),
+        "tub_upper_bound": (fo.tub_upper_bound, {"fab": fab}),
+        "ring_traffic": (fo.ring_traffic, {"fab": fab}),
+        # throughput, bisection, collectives
+        "max_concurrent_flow": (fo.max_concurrent_flow, {"fab": fab, "traffic": traffic}),
+        "build_flow_lp": (fo.build_flow_lp, {"fab": fab, "traffic": traffic}),
+        "check_certificate": (fo.check_certificate, {"fab": fab, "result": result}),
+        "valiant_rate": (fo.valiant_rate, {"fab": fab}),
+        "worst_case_permutation": (fo.worst_case_permutation, {"fab": fab, "iterations": 1}),
+        "bisection_bandwidth": (fo.bisection_bandwidth, {"fab": fab}),
+        "collective_bounds": (fo.collective_bounds, {"fab": fab, "collective": "all_reduce",
+                                                     "message_bytes": 1e6}),
+        "collective_curve": (fo.collective_curve, {"fab": fab, "collective": "all_reduce",
+                                                   "sizes": [1e6]}),
+        "hierarchical_all_reduce_time": (fo.hierarchical_all_reduce_time,
+                                         {"g": 8, "k": 2, "scale_up_gbps": 900,
+                                          "nic_gbps": 400, "message_bytes": 1e6}),
+        "LatencyModel": (fo.LatencyModel, {}),
+        "routed_flow": (fo.routed_flow, {"fab": fab, "traffic": traffic}),
+        "routed_collective": (fo.routed_collective, {"fab": fab, "collective": "all_reduce",
+                                                     "message_bytes": 1e6}),
+        # failures
+        "fail_random": (fo.fail_random, {"fab": fab, "fraction": 0.3, "seed": 0}),
+        "failure_sweep": (fo.failure_sweep, {"fab": fab, "fractions": [0.3], "trials": 1,
+                                             "seed": 0}),
+        "risk_groups": (fo.risk_groups, {"fab": fab}),
+        # fabric, files, symmetry
+        "Fabric": (fo.Fabric, {"graph": fab.graph}),
+        "from_networkx": (fo.from_networkx, {"G": nx.path_graph(3)}),
+        "Traffic": (fo.Traffic, {"demands": {(0, 1): 1.0}}),
+        "verify_symmetry": (fo.verify_symmetry, {"fab": fab}),
+        "read_json": (fo.read_json, {"path": saved}),
+        "read_graphml": (fo.read_graphml, {"path": saved_graphml}),
+        "write_json": (fo.write_json, {"fab": fab, "path": tmp_path / "out.json"}),
+        "write_graphml": (fo.write_graphml, {"fab": fab, "path": tmp_path / "out.graphml"}),
+        "load_design": (fo.load_design, {"path": design}),
+        # cost
+        "estimate_cost": (fo.estimate_cost, {"fab": fab}),
+        "Layout": (fo.Layout, {}),
+        "Policy": (fo.Policy, {}),
+        # comparison and plots
+        "pareto_front": (fo.pareto_front, {"rows": rows, "x": "capex_usd", "y": "tput"}),
+        "plot_pareto": (fo.plot_pareto, {"rows": rows, "x": "capex_usd", "y": "tput"}),
+        "plot_metric_bars": (fo.plot_metric_bars, {"rows": rows, "metric": "tput"}),
+        "draw": (fo.draw, {"fab": fab}),
+        "compare": (fo.compare, {"designs": [fab], "metrics": ["summary"]}),
+        "Catalog.load": (fo.Catalog.load, {"path": catalog}),
+        "export_mps": (fo.export_mps, {"lp": model.lp, "path": tmp_path / "out.mps"}),
+        "solve_flow_model": (fo.solve_flow_model, {"model": model}),
+        "plot_routing_distribution": (fo.plot_routing_distribution, {"result": routed}),
+        "RiskGroup": (fo.RiskGroup, {"name": "psu", "switches": frozenset()}),
+    }
+    return calls
+
+
+#: Arguments a bad value would turn into a long run rather than an error (a count of repeats
+#: or iterations is the caller's choice of how long to wait, not a wrong value).
+LONG_RUNS = {
+    ("worst_case_permutation", "iterations"): "10**12 iterations is a long run, not an error",
+    ("failure_sweep", "trials"): "10**12 trials is a long run, not an error",
+}
+
+#: Seconds one call may take before it counts as a hang (the slowest valid call above takes a
+#: tenth of that; a plot's first call about a second).
+HANG_S = 5
+
+
+class _Hang(Exception):
+    pass
+
+
+def _on_alarm(signum, frame):
+    raise _Hang
+
+
+def _fuzz_one(label: str, func: Callable, kwargs: dict[str, Any]) -> list[str]:
+    """Call ``func`` with each bad value in place of each argument; the problems found."""
+    import matplotlib.pyplot as plt
+
+    problems = []
+    short = label.split(".")[-1]
+    params = [p for p in inspect.signature(func).parameters.values()
+              if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name != "self"
+              and not p.name.startswith("_")]  # a leading underscore: not for callers
+    for p in params:
+        for shown, make in BAD_VALUES:
+            if (short, p.name) in LONG_RUNS and shown == "10**12":
+                continue
+            args = dict(kwargs)
+            args[p.name] = make()
+            where = f"{label}({p.name}={shown})"
+            old = signal.signal(signal.SIGALRM, _on_alarm)
+            signal.alarm(HANG_S)
+            try:
+                func(**args)
+            except _Hang:
+                problems.append(f"{where}: still running after {HANG_S} s")
+            except fo.FabricOptError as exc:
+                text = str(exc)
+                if isinstance(exc, fo.BackendUnavailableError):
+                    pass
+                elif not isinstance(exc, ValueError):
+                    problems.append(f"{where}: {type(exc).__name__} is not a ValueError")
+                value = args[p.name]
+                names_file = (isinstance(exc, fo.DesignFileError) and isinstance(value, str)
+                              and text.startswith(value))  # file errors start with the path
+                if short + "(" not in text and not names_file:
+                    problems.append(f"{where}: message does not name {short}(): {text[:120]}")
+                # A size limit names the sizes it would build rather than one argument.
+                elif p.name not in text and "the limit is" not in text and not names_file:
+                    problems.append(f"{where}: message does not name {p.name}: {text[:120]}")
+            except Exception as exc:  # noqa: BLE001 - the point is to list every other kind
+                problems.append(f"{where}: {type(exc).__name__}: {str(exc)[:120]}")
+            finally:
+                signal.alarm(0)
+                signal.signal(signal.SIGALRM, old)
+                plt.close("all")
+    return problems
+
+
+FUZZED = ["clos", "complete", "dgx_b200", "dgx_h100", "dragonfly", "fat_tree", "gb200_nvl72",
+          "hypercube", "jellyfish", "leaf_spine", "nvl576", "nvlink_switch_system",
+          "nvswitch_domain", "rail_optimized", "ring", "superpod", "torus", "ualink_pod",
+          "cluster", "all_to_all", "permutation", "longest_matching", "select_endpoints",
+          "tub_upper_bound", "ring_traffic", "max_concurrent_flow", "build_flow_lp",
+          "check_certificate", "valiant_rate", "worst_case_permutation", "bisection_bandwidth",
+          "collective_bounds", "collective_curve", "hierarchical_all_reduce_time",
+          "LatencyModel", "routed_flow", "routed_collective", "fail_random", "failure_sweep",
+          "risk_groups", "Fabric", "from_networkx", "Traffic", "verify_symmetry", "read_json",
+          "read_graphml", "write_json", "write_graphml", "load_design", "estimate_cost",
+          "Layout", "Policy",
+          "pareto_front", "plot_pareto", "plot_metric_bars", "draw", "compare",
+          "Catalog.load", "export_mps", "solve_flow_model", "plot_routing_distribution",
+          "RiskGroup"]
+
+
+@pytest.mark.parametrize("label", FUZZED)
+def test_bad_arguments_raise_fabricopt_errors_naming_function_and_argument(label, tmp_path,
+                                                                           monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a bad path such as "x" is written here, not in the repo
+    func, kwargs = _valid_calls(tmp_path)[label]
+    func(**kwargs)  # the base call is valid: every problem below comes from the bad value
+    problems = _fuzz_one(label, func, kwargs)
+    assert not problems, "\n".join(problems)
+
+
+def test_every_public_function_and_generator_is_fuzzed():
+    public = {name for name in fo.__all__ if inspect.isfunction(getattr(fo, name))}
+    constructors = {"Fabric", "Traffic", "LatencyModel", "Layout", "Policy", "RiskGroup"}
+    assert public | set(GENERATORS) | constructors | {"Catalog.load"} == set(FUZZED)
+
+
+ROOT = Path(__file__).resolve().parents[1]  # run the package of this checkout
+
+
+# -- the command line, as a separate process: stdout closed or full, exit codes -----------------
+
+def _run_cli(args: list[str], stdout: Any = subprocess.PIPE) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "fabricopt", *args], stdout=stdout,
+                          stderr=subprocess.PIPE, text=True, timeout=120, check=False, cwd=ROOT)
+
+
+def _one_error_line(proc: subprocess.CompletedProcess) -> str:
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr  # one line, never a traceback
+    return lines[0]
+
+
+def test_cli_missing_solver_is_one_line_and_exit_code_2():
+    # pulp cannot find Gurobi here: a BackendUnavailableError, printed as bad input
+    proc = _run_cli(["solve", "ring", "n=4", "--backend", "pulp", "--solver", "GUROBI_CMD"])
+    assert proc.returncode == 2
+    assert "GUROBI_CMD" in _one_error_line(proc)
+
+
+def test_cli_missing_solver_is_backend_unavailable():
+    with pytest.raises(fo.BackendUnavailableError, match="GUROBI_CMD"):
+        fo.max_concurrent_flow(fo.ring(4), backend="pulp", solver="GUROBI_CMD")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+def test_cli_full_disk_is_one_line_and_exit_code_74():
+    with open("/dev/full", "w") as full:
+        proc = _run_cli(["show", "ring", "n=4"], stdout=full)
+    assert proc.returncode == 74  # EX_IOERR in BSD sysexits.h
+    assert "cannot write standard output" in _one_error_line(proc)
+
+
+def test_cli_closed_stdout_is_one_line_and_exit_code_74():
+    # The shell's `>&-`: the command starts with file descriptor 1 closed.
+    proc = subprocess.run(["sh", "-c", f'"{sys.executable}" -m fabricopt show ring n=4 >&-'],
+                          stderr=subprocess.PIPE, text=True, timeout=120, check=False, cwd=ROOT)
+    assert proc.returncode == 74
+    assert "standard output is closed" in _one_error_line(proc)
+
+
+# -- the command line in process: bad words give one line on stderr and exit code 2 -------------
+
+def _main_error(args: list[str], capsys) -> str:
+    """Run ``main(args)``, check exit code 2 and one line on stderr, return that line."""
+    code = main(args)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2, (args, err)
+    assert len(err) == 1, (args, err)  # one line, never a traceback
+    return err[0]
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    # 64 * 1e12 / (1 + 1e12) rounds to 64 down ports: none left for the spines
+    (["show", "clos", "endpoints=64", "radix=64", "oversubscription=1e12"], "no spine port"),
+    (["show", "rail_optimized", "nodes=4", "oversubscription=1e12"], "no spine port"),
+    (["show", "ring", "n=10**12"], "n must be"),          # not a literal: the string '10**12'
+    (["show", "ring", "n=1000000000000"], "the limit is"),  # 10**12 nodes > 2,000,000
+    (["show", "hypercube", "d=40"], "the limit is"),        # 2**40 nodes
+    (["solve", "ring", "n=4", "--traffic", "permutation:abc"], "seed must be an integer"),
+    (["show", "dgx_h100", "in_network_reduction=maybe"], "dgx_h100(): in_network_reduction"),
+    (["show", "gb200_nvl72", "name=5"], "gb200_nvl72(): name"),
+])
+def test_cli_bad_input_is_one_line_and_exit_code_2(args, expected, capsys):
+    assert expected in _main_error(args, capsys)
+
+
+def test_cli_message_bytes_is_checked_before_any_solve(capsys):
+    # argparse reads --message-bytes before the command runs: nothing is printed on stdout.
+    with pytest.raises(SystemExit) as exc:
+        main(["solve", "ring", "n=4", "--message-bytes", "0"])
+    assert exc.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "--message-bytes" in err
+
+
+def test_cli_unwritable_output_file_is_one_line_and_exit_code_2(tmp_path, capsys):
+    line = _main_error(["draw", "ring", "n=4", "-o", str(tmp_path / "missing" / "x.png")],
+                       capsys)
+    assert "No such file or directory" in line
+
+
+#: Bad words for the command line: targets, parameters and option values that argparse
+#: accepts as text and the command itself must refuse.
+BAD_TARGETS = [["nosuch"], ["ring"], ["ring", "n=x"], ["ring", "n=-1"], ["ring", "n=[]"],
+               ["ring", "n=None"], ["ring", "n=3.5"], ["ring", "n=1e400"], ["ring", "k=3"],
+               ["ring", "n=3", "n=4", "link_gbps=nan"], ["ring", "n=3", "tech="],
+               ["missing.toml"], ["missing.json"], ["missing.graphml"],
+               ["ring", "n=3", "tech=x", "nosuch", "n=2"], ["fat_tree", "k=3"]]
+BAD_OPTIONS = {
+    "solve": [["--traffic", "nope"], ["--traffic", "permutation:-1"], ["--gap", "-1"],
+              ["--gap", "nan"], ["--time-limit", "-1"], ["--time-limit", "0"],
+              ["--collective", "nope"], ["--collective", ","], ["--routing", "hash",
+                                                                 "--trials", "0"],
+              ["--routing", "hash", "--seed", "-1"], ["--solver", "NOSUCH"]],
+    "bom": [["--catalog", "missing.toml"]],
+    "draw": [["--aggregate", "nope"], ["--dpi", "-1"], ["--time-limit", "-1",
+                                                          "--utilization"]],
+    "compare": [["--jobs", "0"]],
+}
+
+
+def _cli_cases() -> list[list[str]]:
+    cases = []
+    for command in ("show", "solve", "bom", "compare"):
+        cases += [[command, *target] for target in BAD_TARGETS]
+    cases += [["draw", *target, "-o", "x.png"] for target in BAD_TARGETS]
+    for command, options in BAD_OPTIONS.items():
+        for option in options:
+            words = ["ring", "n=3"]
+            cases.append([command, *words, *option] + (["-o", "x.png"] if command == "draw"
+                                                        else []))
+    return cases
+
+
+@pytest.mark.parametrize("args", _cli_cases(), ids=" ".join)
+def test_cli_fuzz_bad_words_exit_2_with_one_line(args, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # missing.toml and friends are missing here
+    _main_error(args, capsys)
+
+
+# -- the cases the fuzz found, each pinned by name -----------------------------------------------
+
+@pytest.mark.parametrize(("call", "match"), [
+    # 16 * 1e12 / (1 + 1e12) rounds to 16 = radix down ports: up = 0 (was ZeroDivisionError)
+    (lambda: fo.clos(endpoints=96, radix=16, oversubscription=1e12),
+     r"clos\(\): radix=16 at oversubscription=1000000000000.0 leaves no spine port"),
+    (lambda: fo.clos(endpoints=96, radix=16, tiers=3, oversubscription=[1.0, 1e12]),
+     "clos.*no spine port"),
+    (lambda: fo.rail_optimized(nodes=4, oversubscription=1e12),
+     r"rail_optimized\(\).*no spine port"),
+    (lambda: fo.cluster("dgx_h100", nodes=4, oversubscription=1e12), r"cluster\(\).*no spine"),
+    # a number for capacity was silently ignored (every edge got default_capacity)
+    (lambda: fo.from_networkx(nx.path_graph(3), capacity=5),
+     r"from_networkx\(\): capacity must be the name of an edge attribute"),
+    # was named nvswitch_domain(), the function dgx_h100 calls
+    (lambda: fo.dgx_h100(in_network_reduction="x"), r"dgx_h100\(\): in_network_reduction"),
+    (lambda: fo.dgx_b200(in_network_reduction="x"), r"dgx_b200\(\): in_network_reduction"),
+    # file descriptor 1 is a valid argument to open(): it wrote to standard output, then
+    # closed it
+    (lambda: fo.write_json(fo.ring(3), 1), r"write_json\(\): path must be a file path"),
+    # allocating 10**12 x 6 loads raised MemoryError; named routed_flow() before
+    (lambda: fo.routed_collective(fo.ring(3), "all_reduce", 1e6, trials=10**12),
+     r"routed_collective\(\): trials must keep trials x arcs"),
+    # was a raw TypeError from tuple(-1)
+    (lambda: fo.all_to_all(fo.ring(3), endpoints=-1), r"all_to_all\(\): endpoints must be"),
+    # was solve_lp(): the function valiant_rate calls
+    (lambda: fo.valiant_rate(fo.ring(3), time_limit=-1), r"valiant_rate\(\): time_limit"),
+    # the uplink search loops over every port count up to the radix: hours for 10**12
+    (lambda: fo.rail_optimized(nodes=2, leaf_radix=10**12),
+     r"rail_optimized\(\): leaf_radix must be at most 65,536"),
+    (lambda: fo.cluster("dgx_h100", nodes=2, leaf_radix=10**12),
+     r"cluster\(\): leaf_radix must be at most 65,536"),
+    # 2**(10**12) alone took minutes
+    (lambda: fo.hypercube(10**12), r"hypercube\(\): d must be at most 64"),
+])
+def test_found_by_fuzzing(call, match):
+    with pytest.raises(fo.FabricOptError, match=match) as exc:
+        call()
+    assert isinstance(exc.value, ValueError)
+
+
+def test_write_errors_name_the_file(tmp_path):
+    missing = tmp_path / "missing" / "ring.json"
+    with pytest.raises(fo.DesignFileError, match=r"ring\.json: cannot be written"):
+        fo.write_json(fo.ring(3), missing)
+    with pytest.raises(fo.DesignFileError, match=r"ring\.graphml: cannot be written"):
+        fo.write_graphml(fo.ring(3), missing.with_suffix(".graphml"))
