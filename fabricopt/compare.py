@@ -74,7 +74,6 @@ import io
 import json
 import math
 import os
-import sys
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -83,6 +82,7 @@ from pathlib import Path
 from typing import Any
 
 from ._checks import check_int, check_path, did_you_mean, fail, parse_bytes
+from ._progress import progress_bar
 from .errors import FabricOptError
 from .fabric import Fabric
 
@@ -684,18 +684,6 @@ class _RowStore:
         Comparison(self.rows.values(), self.swept).to_csv(self.dir / CSV_FILE)
 
 
-def _progress_bar(progress: bool | None, total: int, initial: int) -> Any:
-    show = progress if progress is not None else bool(getattr(sys.stderr, "isatty", None)
-                                                      and sys.stderr.isatty())
-    if not show:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # tqdm is optional: no bar without it
-        return None
-    return tqdm(total=total, initial=initial, desc="compare", unit="design", file=sys.stderr)
-
-
 # -- the entry point ---------------------------------------------------------------------------
 def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
             executor: cf.Executor | None = None, progress: bool | None = None,
@@ -797,7 +785,8 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
     if store is not None:
         results = {k: store.rows[k] for k in jobs if store.done(k)}
     todo = [job for k, job in jobs.items() if k not in results]
-    bar = _progress_bar(progress, len(jobs), len(results))
+    bar = progress_bar(progress, desc="compare", unit="design", total=len(jobs),
+                       initial=len(results))
 
     def finish(row: dict[str, Any]) -> None:
         results[row["key"]] = row

@@ -181,3 +181,18 @@ def test_column_generation_disconnected_pair_gives_zero():
     model = fo.build_flow_lp(fab, fo.all_to_all(fab))
     sol = solve_approx(model, strategy="column_generation")
     assert sol.info["lower"] == 0 and sol.info["upper"] == 0
+
+
+def test_a_long_solve_shows_its_bracket_closing_when_asked(capsys):
+    # progress=True draws a bar on stderr whose last line holds the certified bracket;
+    # progress=False (and a non-terminal stderr by default) draws nothing.
+    fab = fo.jellyfish(switches=12, network_ports=3, endpoints_per_switch=2, seed=3,
+                       link_gbps=1.0)
+    shown = fo.max_concurrent_flow(fab, method="approx", gap=0.05, progress=True)
+    err = capsys.readouterr().err
+    assert "approx" in err and "theta in [" in err
+    quiet = fo.max_concurrent_flow(fab, method="approx", gap=0.05, progress=False)
+    assert capsys.readouterr().err == ""
+    assert (quiet.lower, quiet.upper) == (shown.lower, shown.upper)
+    with pytest.raises(fo.InvalidParameterError, match="progress"):
+        fo.max_concurrent_flow(fab, method="approx", progress="yes")

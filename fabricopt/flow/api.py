@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_bool, check_choice, check_positive
+from .._progress import progress_bar
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..graph_arrays import GraphArrays
@@ -91,7 +92,7 @@ def lp_size_estimate(fab: Fabric, traffic: Traffic) -> int:
 def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: str = "auto",
                         backend: str = "highs", time_limit: float | None = None,
                         include_endpoint_links: bool = True, gap: float = 0.01,
-                        **backend_options: Any) -> FlowResult:
+                        progress: bool | None = None, **backend_options: Any) -> FlowResult:
     """Largest fraction theta of ``traffic`` that ``fab`` carries at once, with proof.
 
     Parameters
@@ -125,6 +126,9 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
 
     gap : float
         For ``method="approx"``: stop once ``(upper - lower) / upper <= gap``, 0 < gap < 1.
+    progress : bool, optional
+        A progress bar on stderr for the approximate method's rounds, with the certified
+        bracket as it closes; default: when stderr is a terminal.
 
     Returns
     -------
@@ -151,6 +155,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     if time_limit is not None:
         check_positive("max_concurrent_flow", "time_limit", time_limit)
     gap = check_gap("max_concurrent_flow", gap)
+    if progress is not None:
+        progress = check_bool("max_concurrent_flow", "progress", progress)
     if traffic is None:
         traffic = all_to_all(fab)
     if not isinstance(traffic, Traffic):
@@ -196,7 +202,13 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     if method == "approx":
         left = (None if time_limit is None
                 else max(time_limit - (time.perf_counter() - start), 1e-3))
-        sol = solve_approx(model, gap=gap, time_limit=left)  # type: ignore[arg-type]
+        bar = progress_bar(progress, desc="approx", unit="round")
+        try:
+            sol = solve_approx(model, gap=gap, time_limit=left,  # type: ignore[arg-type]
+                               progress=_bracket_reporter(bar, scale))
+        finally:
+            if bar is not None:
+                bar.close()
         backend = "approx"
     else:
         sol = solve_lp(model.lp, backend, time_limit, **backend_options)
@@ -214,6 +226,20 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         result.certificate = replace(result.certificate, symmetry=found.symmetry)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _bracket_reporter(bar: Any, scale: float) -> Any:
+    """A progress callback that shows each round's certified bracket (caller's units)."""
+    if bar is None:
+        return None
+
+    def report(info: dict[str, float]) -> None:
+        lower, upper = info["lower"] * scale, info["upper"] * scale
+        wide = (upper - lower) / upper if upper > 0 else 0.0
+        bar.update(1)
+        bar.set_postfix_str(f"theta in [{lower:.6g}, {upper:.6g}], gap {wide:.2%}")
+
+    return report
 
 
 def theta_scale(fab: Fabric, traffic: Traffic, ga: GraphArrays | None = None) -> float:
