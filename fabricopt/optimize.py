@@ -25,6 +25,7 @@ delivers at least its throughput bound: it could then be neither on the front no
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import itertools
 import math
 import os
@@ -33,7 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._checks import check_choice, check_int, fail
+from ._checks import check_bool, check_choice, check_int, check_positive, fail
 from .errors import FabricOptError
 
 #: The space searched when none is given: a rail-optimized or Clos cluster of DGX H100 on
@@ -410,6 +411,18 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
     start = time.perf_counter()
     gpus = check_int(func, "gpus", gpus, minimum=2)
     objective = check_choice(func, "objective", objective, _LOWER_IS_BETTER)
+    for name, value in (("space", space), ("constraints", constraints)):
+        if value is not None and not isinstance(value, Mapping):
+            raise fail(func, name, "a mapping (a dict, or a table of a search file) or None",
+                       value)
+    if executor is not None and not isinstance(executor, cf.Executor):
+        raise fail(func, "executor", "a concurrent.futures.Executor or None",
+                   type(executor).__name__)
+    if progress is not None and not callable(progress):
+        raise fail(func, "progress", "a function progress(done, total) or None", progress)
+    if time_limit is not None:
+        time_limit = check_positive(func, "time_limit", time_limit)
+    prune = check_bool(func, "prune", prune)
     constraints = dict(constraints or {})
     for key, value in constraints.items():
         check_choice(func, "constraints key", key, CONSTRAINTS)

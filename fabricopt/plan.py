@@ -46,6 +46,7 @@ from typing import Any
 import networkx as nx
 
 from ._checks import check_bool, check_choice, check_positive, fail
+from .errors import TrafficError
 from .fabric import Fabric
 from .symmetry import Symmetry
 from .traffic import Traffic
@@ -390,7 +391,10 @@ def plan_capacity(fab: Fabric, traffic: Traffic, *, target_theta: float,
     if not isinstance(traffic, Traffic):
         raise fail(func, "traffic", "a Traffic (e.g. fo.all_to_all(fab))",
                    type(traffic).__name__)
-    traffic.check_endpoints(fab)
+    try:
+        traffic.check_endpoints(fab)
+    except TrafficError as exc:
+        raise TrafficError(f"{func}(): traffic does not fit fab: {exc}") from None
     theta = check_positive(func, "target_theta", target_theta)
     integral = check_bool(func, "integral", integral)
     model = check_choice(func, "model", model, ("auto", "orbit", "full"))

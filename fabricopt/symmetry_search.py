@@ -420,7 +420,8 @@ def _arc_labels(aut: _Automorphisms, gens: Sequence[Generator]) -> np.ndarray:
     return _merge(labels, arcs, images)
 
 
-def search_symmetry(fab: Any, *, time_limit: float | None = None) -> SymmetrySearch:
+def search_symmetry(fab: Any, *, time_limit: float | None = None,
+                    _caller: str = "search_symmetry") -> SymmetrySearch:
     """Find and prove automorphisms of ``fab`` acting transitively on its endpoints.
 
     Like :func:`find_symmetry`, but says why when there is no symmetry and how the search
@@ -447,10 +448,10 @@ def search_symmetry(fab: Any, *, time_limit: float | None = None) -> SymmetrySea
 
     start = time.perf_counter()
     if not isinstance(fab, Fabric):
-        raise InvalidParameterError(f"search_symmetry(): fab must be a Fabric, "
+        raise InvalidParameterError(f"{_caller}(): fab must be a Fabric, "
                                     f"got {type(fab).__name__}")
     if time_limit is not None:
-        check_positive("search_symmetry", "time_limit", time_limit)
+        check_positive(_caller, "time_limit", time_limit)
     deadline = start + (np.inf if time_limit is None else float(time_limit))
     ga = GraphArrays.from_fabric(fab)
     eps = np.array([ga.index[e] for e in fab.endpoints], dtype=np.int64)
@@ -570,7 +571,7 @@ def find_symmetry(fab: Any, *, time_limit: float | None = None) -> FoundSymmetry
     >>> sym.n_orbits   # rotations and reflections: every arc of a ring maps to every other
     1
     """
-    return search_symmetry(fab, time_limit=time_limit).symmetry
+    return search_symmetry(fab, time_limit=time_limit, _caller="find_symmetry").symmetry
 
 
 def verify_found_symmetry(fab: Any, sym: FoundSymmetry) -> None:

@@ -31,6 +31,14 @@ from fabricopt.generators import GENERATORS
 matplotlib.use("Agg")
 
 
+#: A two-candidate design space for the optimizer (a rail-optimized cluster of 2-GPU NVLink
+#: domains on radix-8 leaves at 1:1 and 2:1).
+SMALL_SPACE = {"family": ["rail_optimized"],
+               "scale_up": [{"family": "nvswitch_domain", "gpus": 2, "switches": 1,
+                             "links_per_gpu": 4, "link_gbps": 200}],
+               "leaf_radix": [8], "oversubscription": [1.0, 2.0]}
+
+
 def _tiny() -> fo.Fabric:
     return fo.ring(3)
 
@@ -58,6 +66,7 @@ def _valid_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
     design = tmp_path / "ring.toml"
     design.write_text('family = "ring"\n[params]\nn = 3\n')
     model = fo.build_flow_lp(fab, traffic)
+    skeleton = fo.leaf_spine(leaves=2, spines=1, endpoints_per_leaf=2, link_gbps=100)
     routed = fo.routed_flow(fab, traffic, routing="hash", trials=2, seed=0)
     catalog = tmp_path / "catalog.toml"
     catalog.write_text("")
@@ -143,6 +152,11 @@ def _valid_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
         "solve_flow_model": (fo.solve_flow_model, {"model": model}),
         "plot_routing_distribution": (fo.plot_routing_distribution, {"result": routed}),
         "RiskGroup": (fo.RiskGroup, {"name": "psu", "switches": frozenset()}),
+        "find_symmetry": (fo.find_symmetry, {"fab": fab}),
+        "search_symmetry": (fo.search_symmetry, {"fab": fab}),
+        "plan_capacity": (fo.plan_capacity, {"fab": skeleton, "traffic": fo.all_to_all(skeleton),
+                                             "target_theta": 0.5}),
+        "optimize": (fo.optimize, {"gpus": 16, "space": SMALL_SPACE}),
     }
     return calls
 
@@ -225,7 +239,7 @@ FUZZED = ["clos", "complete", "dgx_b200", "dgx_h100", "dragonfly", "fat_tree", "
           "Layout", "Policy",
           "pareto_front", "plot_pareto", "plot_metric_bars", "draw", "compare",
           "Catalog.load", "export_mps", "solve_flow_model", "plot_routing_distribution",
-          "RiskGroup"]
+          "RiskGroup", "find_symmetry", "search_symmetry", "plan_capacity", "optimize"]
 
 
 @pytest.mark.parametrize("label", FUZZED)

@@ -69,7 +69,7 @@ FAMILIES = [
     ("complete", {"n": 5}),
     ("dragonfly", {"a": 2, "h": 1, "p": 2}),
     ("fat_tree", {"k": 4}), ("fat_tree", {"k": 6}),
-    ("clos", {"endpoints": 24, "radix": 8}), ("clos", {"endpoints": 20, "radix": 8}),
+    ("clos", {"endpoints": 24, "radix": 8}), ("clos", {"endpoints": 32, "radix": 8}),
     ("leaf_spine", {"leaves": 3, "spines": 2, "endpoints_per_leaf": 4}),
     ("leaf_spine", {"leaves": 4, "spines": 3, "endpoints_per_leaf": 2, "links_per_pair": 2}),
     ("rail_optimized", {"nodes": 4, "gpus_per_node": 2, "leaf_radix": 4}),
@@ -237,7 +237,7 @@ def test_auto_finds_the_symmetry_only_when_the_lp_is_large(monkeypatch):
 
 
 def test_bad_arguments():
-    with pytest.raises(fo.InvalidParameterError, match="search_symmetry.*fab"):
+    with pytest.raises(fo.InvalidParameterError, match="find_symmetry.*fab"):
         find_symmetry(nx.path_graph(3))
     with pytest.raises(fo.InvalidParameterError, match="time_limit"):
         find_symmetry(fo.ring(4), time_limit=-1)

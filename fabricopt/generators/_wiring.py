@@ -56,7 +56,9 @@ def leaf_uplinks(func: str, radix: int, oversubscription: float, down: int) -> i
     >>> leaf_uplinks("clos", 64, 2.0, 32), leaf_uplinks("clos", 64, 3.0, 32)
     (16, 11)
     """
-    up = math.ceil(down / oversubscription - _RATIO_SLACK)
+    # At least one uplink: a ratio above ``down`` asks for less than one, and a leaf without
+    # an uplink would cut its endpoints off.
+    up = max(1, math.ceil(down / oversubscription - _RATIO_SLACK))
     if down + up > radix:
         raise InvalidParameterError(
             f"{func}(): a leaf with {down} endpoint ports needs {up} uplinks at "

@@ -28,7 +28,7 @@ from .._checks import (
     fail,
 )
 from ..fabric import Fabric
-from ._builder import FabricBuilder, default_tech
+from ._builder import FabricBuilder
 
 #: UALink 200G 1.0: most accelerators in one pod (10-bit routing identifiers).
 UALINK_MAX_ACCELERATORS = 1024
@@ -71,7 +71,9 @@ def _resolve_split(func: str, split: Sequence[int] | None, switches: int,
 
 
 def _nvlink_tech(link_gbps: float) -> str:
-    return _NVLINK_TECH.get(link_gbps, default_tech(link_gbps))
+    # A scale-up link at a rate no NVLink generation has: a generic label, never a network
+    # technology (which would make it a scale-out link).
+    return _NVLINK_TECH.get(link_gbps, f"{link_gbps:g}g")
 
 
 def _one_level(func: str, gpus: int, split: tuple[int, ...], link_gbps: float, tier: str,
