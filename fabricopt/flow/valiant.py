@@ -279,12 +279,12 @@ def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     """
     start = time.perf_counter()
     eps = check_endpoint_group("valiant_rate", fab, endpoints)
-    GraphArrays.from_fabric(fab)  # checks every arc before any work
+    levels = hub_levels(fab, eps)  # reads the arrays, which checks every arc first
     ceiling = min(fab.scale_out_injection_gbps(e) for e in eps)
     if enough_gbps is not None:
         ceiling = min(ceiling, enough_gbps)
     best: ValiantBound | None = None
-    for level in sorted(hub_levels(fab, eps), reverse=True):
+    for level in sorted(levels, reverse=True):
         tried = valiant_rate(fab, eps, hubs=level, **options)
         if best is None or tried.rate_gbps > best.rate_gbps:
             best = tried
