@@ -23,6 +23,18 @@ class TierUtilization:
     binding_arcs: int
 
 
+def tier_utilization(util: np.ndarray, tiers: np.ndarray, binding: np.ndarray,
+                     ) -> dict[str, TierUtilization]:
+    """Per tier, in order of first appearance: max and mean of ``util`` (load / capacity per
+    arc) and how many arcs ``binding`` marks."""
+    out = {}
+    for tier in dict.fromkeys(tiers.tolist()):
+        sel = tiers == tier
+        out[tier] = TierUtilization(tier, float(util[sel].max()), float(util[sel].mean()),
+                                    int(binding[sel].sum()))
+    return out
+
+
 @dataclass(frozen=True)
 class FlowCertificate:
     """What proves a :class:`FlowResult`'s bracket, kept so that
@@ -182,12 +194,7 @@ class FlowResult:
         binding = (self._lengths > 1e-9 * self._lengths.max()) if (
             self._lengths is not None and self._lengths.size and self._lengths.max() > 0) \
             else np.zeros(len(util), dtype=bool)
-        out = {}
-        for tier in dict.fromkeys(self.certificate.tiers):
-            sel = names == tier
-            out[tier] = TierUtilization(tier, float(util[sel].max()), float(util[sel].mean()),
-                                        int(binding[sel].sum()))
-        return out
+        return tier_utilization(util, names, binding)
 
     @property
     def binding_tier(self) -> str | None:

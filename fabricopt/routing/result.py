@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..flow.result import FlowResult, TierUtilization
+from ..flow.result import FlowResult, TierUtilization, tier_utilization
 from ..graph_arrays import GraphArrays
 
 Arc = tuple[Hashable, Hashable]
@@ -129,14 +129,7 @@ class RoutedFlowResult:
         if self._load is None or self._ga is None or self._tiers is None:
             return {}
         util = self._load / self._ga.capacity
-        names = np.asarray(self._tiers)
-        binding = self._binding_mask()
-        out = {}
-        for tier in dict.fromkeys(self._tiers):
-            sel = names == tier
-            out[tier] = TierUtilization(tier, float(util[sel].max()), float(util[sel].mean()),
-                                        int(binding[sel].sum()))
-        return out
+        return tier_utilization(util, np.asarray(self._tiers), self._binding_mask())
 
     @property
     def binding_tier(self) -> str | None:
