@@ -15,11 +15,6 @@ SUFFIXES = {".py", ".md", ".toml", ".txt", ".cfg"}
 PAGES = ["index", "throughput", "two-phase", "bisection", "collectives", "hardware",
          "design-files", "errors"]
 
-# Files that still cite notes outside the repository while other work rewrites them; each
-# line to change is listed for the lead with its replacement. Drop a file from this set once
-# its references point at docs/.
-PENDING: set[str] = set()
-
 # A docs page, with an optional section anchor: docs/throughput.md#the-symmetric-method.
 DOC_REF = re.compile(r"docs/([\w-]+\.md)(#[\w-]+)?")
 # Built from parts so that this file does not match itself.
@@ -128,11 +123,6 @@ def test_stale_reference_detector():
                                                 "probe:2: hardware" + ".md"]
 
 
-@pytest.mark.parametrize("path", [
-    pytest.param(p, marks=pytest.mark.xfail(
-        strict=False, reason="its references to notes outside the repository are being "
-                             "replaced along with the module's rewrite"))
-    if rel(p) in PENDING else p
-    for p in project_files()], ids=rel)
+@pytest.mark.parametrize("path", project_files(), ids=rel)
 def test_no_reference_to_notes_outside_the_repository(path):
     assert not stale_references(path.read_text(encoding="utf-8"), rel(path))
