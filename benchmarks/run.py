@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import queue as queue_module
 import resource
 import sys
 import time
@@ -288,12 +289,22 @@ def _child(fn_name: str, args: tuple, queue: mp.Queue) -> None:
     queue.put(out)
 
 
+#: Wall-clock seconds one case may run before it is stopped and reported as such (so one
+#: runaway case never costs the rest of the table); ``--case-timeout`` sets it.
+CASE_TIMEOUT_S = 900.0
+
+
 def run_case(fn_name: str, *args) -> dict:
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     proc = ctx.Process(target=_child, args=(fn_name, args, queue))
     proc.start()
-    out = queue.get()
+    try:
+        out = queue.get(timeout=CASE_TIMEOUT_S)
+    except queue_module.Empty:
+        proc.kill()
+        out = {"seconds": float("nan"), "peak_mb": float("nan"),
+               "value": f"STOPPED after {CASE_TIMEOUT_S:g} s (not finished)"}
     proc.join()
     return out
 
@@ -301,7 +312,11 @@ def run_case(fn_name: str, *args) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes only")
+    parser.add_argument("--case-timeout", type=float, default=CASE_TIMEOUT_S,
+                        help="seconds one case may run before it is stopped (default 900)")
     args = parser.parse_args(argv)
+    global CASE_TIMEOUT_S
+    CASE_TIMEOUT_S = args.case_timeout
     import fabricopt as fo
 
     rows: list[tuple[str, dict, str, str]] = []
