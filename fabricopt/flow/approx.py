@@ -221,8 +221,9 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
     return _FrankWolfe(model, gap, time_limit, progress).run()
 
 
-class _FrankWolfe:
-    """Conditional gradient on the soft maximum of the arc utilisations."""
+class ApproxRun:
+    """What every approximate method keeps: the model, its core graph, the clock and the best
+    bracket proven so far, reported to ``progress`` after each round."""
 
     def __init__(self, model: FlowModel, gap: float, time_limit: float | None,
                  progress: Callable[[dict[str, float]], None] | None) -> None:
@@ -232,14 +233,28 @@ class _FrankWolfe:
         self.g = _CoreGraph.of(model)
         self.m, self.K = len(model.core_arcs), model.n_commodities
         self.ep_cap = model.ga.capacity[model.ep_rows_arc]
-        # Utilisation of each endpoint row at theta = 1: fixed, whatever the routing.
-        self.ep_util = model.ep_rows_gbps / self.ep_cap
         self.lower, self.upper = 0.0, np.inf
         self.best_lengths: np.ndarray | None = None
-        self.best_x: np.ndarray | None = None
 
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.perf_counter() >= self.deadline
+
+    def report(self, iteration: int, **more: float) -> None:
+        """Tell ``progress`` the bracket after round ``iteration``."""
+        if self.progress is not None:
+            self.progress({"iteration": iteration, "lower": self.lower, "upper": self.upper,
+                           "seconds": time.perf_counter() - self.start, **more})
+
+
+class _FrankWolfe(ApproxRun):
+    """Conditional gradient on the soft maximum of the arc utilisations."""
+
+    def __init__(self, model: FlowModel, gap: float, time_limit: float | None,
+                 progress: Callable[[dict[str, float]], None] | None) -> None:
+        super().__init__(model, gap, time_limit, progress)
+        # Utilisation of each endpoint row at theta = 1: fixed, whatever the routing.
+        self.ep_util = model.ep_rows_gbps / self.ep_cap
+        self.best_x: np.ndarray | None = None
 
     def _bound(self, core: np.ndarray, ep: np.ndarray) -> tuple[np.ndarray, np.ndarray,
                                                                np.ndarray]:
@@ -281,9 +296,7 @@ class _FrankWolfe:
             util_max = max(float(util.max()) if m else 0.0, ep_max)
             self._record(flows, util_max)
             it += 1
-            if self.progress is not None:
-                self.progress({"iteration": it, "lower": self.lower, "upper": self.upper,
-                               "seconds": time.perf_counter() - self.start})
+            self.report(it)
             if self._closed():
                 status = "optimal"
                 break

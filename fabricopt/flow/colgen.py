@@ -37,7 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
-from .approx import HOP_TIE_BREAK, _CoreGraph
+from .approx import HOP_TIE_BREAK, ApproxRun, _CoreGraph
 from .formulation import FlowModel
 from .lp import LPSolution
 
@@ -126,7 +126,7 @@ def ecmp_columns(g: _CoreGraph, lengths: np.ndarray) -> tuple[list[np.ndarray],
     return arcs_out, loads_out, cost
 
 
-class ColumnGeneration:
+class ColumnGeneration(ApproxRun):
     """Column generation over routing trees (see the module docstring).
 
     ``seed_lengths`` (one per core arc, then one per endpoint row) are lengths to price the
@@ -149,16 +149,9 @@ class ColumnGeneration:
                  seed_lengths: np.ndarray | None = None) -> None:
         import highspy
 
-        self.start = time.perf_counter()
-        self.deadline = None if time_limit is None else self.start + time_limit
-        self.model, self.gap, self.progress = model, gap, progress
-        self.g = _CoreGraph.of(model)
-        self.m, self.K = len(model.core_arcs), model.n_commodities
-        self.ep_cap = model.ga.capacity[model.ep_rows_arc]
+        super().__init__(model, gap, time_limit, progress)
         self.ep_gbps = np.asarray(model.ep_rows_gbps, dtype=float)
         self.E = len(self.ep_cap)
-        self.lower, self.upper = 0.0, np.inf
-        self.best_lengths: np.ndarray | None = None
         self.seed_lengths = seed_lengths
         # Columns found so far: commodity, arcs and loads of each tree.
         self.col_k: list[int] = []
@@ -286,10 +279,7 @@ class ColumnGeneration:
             arc, load, _ = self._price(core, ep)
             y = duals[0]
             cost = np.array([float(load[k] @ y[arc[k]]) for k in range(K)])
-            if self.progress is not None:
-                self.progress({"iteration": self.iterations, "lower": self.lower,
-                               "upper": self.upper, "columns": len(self.col_k),
-                               "seconds": time.perf_counter() - self.start})
+            self.report(self.iterations, columns=len(self.col_k))
             if self.upper - self.lower <= self.gap * self.upper:
                 status = "optimal"
                 break
@@ -301,7 +291,7 @@ class ColumnGeneration:
                 # before concluding that the master is optimal.
                 arc, load, cost = self._price(duals[0], duals[1])
                 enter = np.flatnonzero(cost - z < -tol)
-            if not len(enter) or self._out_of_time():
+            if not len(enter) or self.out_of_time():
                 status = "optimal" if not len(enter) else status
                 break
             self._add_columns(enter, arc, load)
@@ -327,9 +317,6 @@ class ColumnGeneration:
         beta = SOFT_SHARPNESS * np.log(len(util)) / max(self.gap, 1e-3) / max(top, 1e-300)
         lengths = np.exp(beta * (util - top)) / np.concatenate([self.g.capacity, self.ep_cap])
         return lengths / lengths.max()
-
-    def _out_of_time(self) -> bool:
-        return self.deadline is not None and time.perf_counter() >= self.deadline
 
     def flows(self) -> np.ndarray:
         """The master's point as the LP's columns: per-commodity arc flows, then theta."""

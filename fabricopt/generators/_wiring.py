@@ -241,8 +241,19 @@ def upper_tiers(func: str, leaves: int, up: int, tiers: int, spine_radix: int, c
                       spine_radix)
 
 
+class _ReadsUpperTiers:
+    """A plan whose tiers, up, spines, pods, leaves_per_pod, ... are its ``upper`` tiers'."""
+
+    upper: UpperTiers
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "upper":  # not set yet (copying, unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.upper, name)
+
+
 @dataclass(frozen=True)
-class ClosPlan:
+class ClosPlan(_ReadsUpperTiers):
     """The sizes of a folded Clos, as :func:`clos_plan` derives them.
 
     Attributes
@@ -274,11 +285,6 @@ class ClosPlan:
     ratio_built: float
     symmetric: bool
 
-    def __getattr__(self, name: str) -> Any:
-        # tiers, up, spines, pods, leaves_per_pod, ... are the upper tiers' own.
-        if name == "upper":
-            raise AttributeError(name)
-        return getattr(self.upper, name)
 
     def leaf_endpoints(self, i: int) -> range:
         """The endpoints under leaf ``i``: spread evenly over the leaves (counts differ by at
@@ -517,7 +523,7 @@ def check_tiers(func: str, radix: Any, tiers: int, oversubscription: Any
 
 
 @dataclass(frozen=True)
-class RailPlan:
+class RailPlan(_ReadsUpperTiers):
     """The sizes of a rail-optimized fabric, as :func:`rail_plan` derives them.
 
     Attributes
@@ -554,10 +560,6 @@ class RailPlan:
     ratio_built: float
     symmetric: bool
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "upper":
-            raise AttributeError(name)
-        return getattr(self.upper, name)
 
     @property
     def leaves(self) -> int:
