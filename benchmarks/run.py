@@ -310,12 +310,12 @@ def run_case(fn_name: str, *args) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global CASE_TIMEOUT_S
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes only")
     parser.add_argument("--case-timeout", type=float, default=CASE_TIMEOUT_S,
                         help="seconds one case may run before it is stopped (default 900)")
     args = parser.parse_args(argv)
-    global CASE_TIMEOUT_S
     CASE_TIMEOUT_S = args.case_timeout
     import fabricopt as fo
 
