@@ -420,9 +420,11 @@ def superpod(scalable_units: int, node: Fabric | str | dict | None = None, nodes
     spine : bool
         False builds the rail-only variant (Wang, Ghobadi et al., arXiv:2307.12169): one leaf
         per rail with all ports towards GPUs, at most ``leaf_radix`` nodes in all.
-    tech, switch_model : str, optional
+    tech : str, optional
         Link technology label (default ``"ndr"`` at 400 Gb/s, ``"xdr"`` at 800 Gb/s,
-        else ``"{rate}g"``) and catalog key of every switch (``"qm9700"``).
+        else ``"{rate}g"``).
+    switch_model : str, optional
+        Catalog key of every switch (default ``"qm9700"``).
     name : str, optional
         Name of the fabric.
 
