@@ -25,7 +25,9 @@ Arc = tuple[Hashable, Hashable]
 
 @dataclass(frozen=True)
 class Symmetry:
-    """Arc orbits of a group of automorphisms that acts transitively on the endpoints.
+    """Arc orbits of a group of automorphisms of a fabric, and its orbits on the endpoints.
+
+    The group acts transitively on the endpoints unless ``endpoint_orbit`` says otherwise.
 
     Parameters
     ----------
@@ -36,8 +38,10 @@ class Symmetry:
     n_nodes, n_arcs : int
         Size of the graph the claim was made for.
     endpoints : frozenset
-        The endpoints the group acts transitively on; the claim says nothing about any other
-        set of endpoints.
+        The endpoints the claim is about; it says nothing about any other set of endpoints.
+    endpoint_orbit : mapping, optional
+        Orbit label of every endpoint when the group has several orbits on them (a failed
+        or irregular fabric); None (the default) means one orbit: the group is transitive.
 
     Examples
     --------
@@ -53,11 +57,24 @@ class Symmetry:
     n_arcs: int
     endpoints: frozenset[Hashable]
     orbit_names: tuple[str, ...] = field(default=())
+    endpoint_orbit: Mapping[Hashable, int] | None = None
 
     @property
     def n_orbits(self) -> int:
         """Number of distinct arc orbits."""
         return len(set(self.arc_orbit.values()))
+
+    @property
+    def transitive(self) -> bool:
+        """True when the group maps every endpoint to every other (one endpoint orbit)."""
+        return self.n_endpoint_orbits <= 1
+
+    @property
+    def n_endpoint_orbits(self) -> int:
+        """Number of orbits of the group on the endpoints (1 for a transitive group)."""
+        if self.endpoint_orbit is None:
+            return 1 if self.endpoints else 0
+        return len(set(self.endpoint_orbit.values()))
 
     def matches(self, graph: nx.DiGraph, endpoints: Iterable[Hashable]) -> bool:
         """True when ``graph`` and ``endpoints`` still look like what the claim was made for.
@@ -69,6 +86,8 @@ class Symmetry:
         if graph.number_of_nodes() != self.n_nodes or graph.number_of_edges() != self.n_arcs:
             return False
         if frozenset(endpoints) != self.endpoints:
+            return False
+        if self.endpoint_orbit is not None and frozenset(self.endpoint_orbit) != self.endpoints:
             return False
         if len(self.arc_orbit) != self.n_arcs:
             return False
