@@ -136,17 +136,6 @@ class _Automorphisms:
         # Capacities compared exactly: an automorphism must preserve them to the bit.
         self.arc_color = np.unique(ga.capacity, return_inverse=True)[1].ravel().astype(np.int64)
 
-    def segment_sums(self, weights: np.ndarray, out: bool) -> np.ndarray:
-        """Per node, the sum (mod 2^64) of ``weights`` given per arc in out-arc order
-        (``out``) or in-arc order."""
-        ptr = self.out_ptr if out else self.in_ptr
-        sums = np.zeros(self.n, dtype=np.uint64)
-        if len(weights) == 0:
-            return sums
-        has = ptr[1:] > ptr[:-1]
-        sums[has] = np.add.reduceat(weights, ptr[:-1][has])
-        return sums
-
     def arc_index(self, tail: np.ndarray, head: np.ndarray) -> np.ndarray:
         """Index of arc ``tail -> head`` for each pair, -1 where there is none."""
         key = tail * self.n + head
@@ -279,6 +268,19 @@ class _Search:
         self.deadline = deadline
         self.budget = np.inf
         self.index = np.arange(aut.n)
+        # Every arc at each node, out-arcs and in-arcs together, grouped by node: the other
+        # end and a key for (direction, capacity).
+        ga = aut.ga
+        key_arc = np.random.default_rng(_RNG_SEED + 1).integers(
+            1, 2**63, size=(2, int(aut.arc_color.max(initial=0)) + 1), dtype=np.uint64)
+        owner = np.concatenate([ga.tail, ga.head])
+        grouped = np.argsort(owner, kind="stable")
+        self.inc_other = np.concatenate([ga.head, ga.tail])[grouped]
+        self.inc_weight = np.concatenate([key_arc[0][aut.arc_color],
+                                          key_arc[1][aut.arc_color]])[grouped]
+        count = np.bincount(owner, minlength=aut.n)
+        self.inc_has = count > 0
+        self.inc_start = (np.cumsum(count) - count)[self.inc_has]
 
     def tick(self) -> None:
         self.budget -= 1
@@ -290,28 +292,27 @@ class _Search:
 
         The rounds of :func:`fabricopt.flow.symmetric.color_refinement` (sums of random
         64-bit keys over each node's out- and in-arcs), specialised for the many refinements
-        of a search: arcs are pre-sorted so the sums are segment sums, and a round relabels
-        with one sort. Ids are a function of the coloured graph's isomorphism class (same
-        seed, classes ordered by (old class, hashes)), so two refinements can be compared.
+        of a search: a node's out- and in-arcs are listed together once (an in-arc's key
+        differs from an out-arc's of the same capacity), so a round is one segment sum over
+        them and one sort by (old class, hash). Ids are a function of the coloured graph's
+        isomorphism class (same seed, classes ordered by (old class, hash)), so two
+        refinements can be compared.
         A hash collision can only merge classes, never split equivalent nodes.
         """
-        aut = self.aut
         rng = np.random.default_rng(_RNG_SEED)
         nc = np.unique(colors, return_inverse=True)[1].ravel().astype(np.int64)
         n_classes = int(nc.max()) + 1
-        key_arc = rng.integers(1, 2**63, size=int(aut.arc_color.max(initial=0)) + 1,
-                               dtype=np.uint64)
-        w_arc_out = key_arc[aut.arc_color[aut.out_arcs]]
-        w_arc_in = key_arc[aut.arc_color[aut.in_arcs]] ^ np.uint64(0x9E3779B97F4A7C15)
-        head_out, tail_in = aut.ga.head[aut.out_arcs], aut.ga.tail[aut.in_arcs]
+        n = self.aut.n
         while True:
             key_node = rng.integers(1, 2**63, size=n_classes, dtype=np.uint64) | np.uint64(1)
-            h_out = aut.segment_sums(w_arc_out * key_node[nc[head_out]], out=True)
-            h_in = aut.segment_sums(w_arc_in * key_node[nc[tail_in]], out=False)
-            order = np.lexsort((h_in, h_out, nc))
-            a, b, c = nc[order], h_out[order], h_in[order]
-            new_class = np.r_[False, (a[1:] != a[:-1]) | (b[1:] != b[:-1]) | (c[1:] != c[:-1])]
-            ids = np.empty(aut.n, dtype=np.int64)
+            h = np.zeros(n, dtype=np.uint64)
+            if len(self.inc_weight):
+                h[self.inc_has] = np.add.reduceat(self.inc_weight * key_node[nc[self.inc_other]],
+                                                  self.inc_start)
+            order = np.lexsort((h, nc))
+            a, b = nc[order], h[order]
+            new_class = np.r_[False, (a[1:] != a[:-1]) | (b[1:] != b[:-1])]
+            ids = np.empty(n, dtype=np.int64)
             ids[order] = np.cumsum(new_class)
             count = int(ids.max()) + 1
             if count == n_classes:

@@ -333,6 +333,9 @@ def test_bad_arguments():
         find_symmetry(nx.path_graph(3))
     with pytest.raises(fo.InvalidParameterError, match="time_limit"):
         find_symmetry(fo.ring(4), time_limit=-1)
+    for bad in (0, 1.5, "one", True):
+        with pytest.raises(fo.InvalidParameterError, match="search_symmetry.*max_endpoint_orbits"):
+            search_symmetry(fo.ring(4), max_endpoint_orbits=bad)
 
 
 @pytest.mark.parametrize("graph", [
