@@ -540,7 +540,7 @@ def _orbit_search(search: _Search, base: np.ndarray, eps: np.ndarray, node_orbit
             roots.append(root)
             if len(roots) > max_orbits:
                 return node_orbit, roots, apart
-            path = _Path(search, search.individualise(base, [root]))
+            path: _Path | None = None  # built on first use: twin swaps may leave no work
             refused: list[int] = []  # endpoints proven outside the root's orbit
             while True:
                 out = node_orbit[np.asarray(refused + roots, dtype=np.int64)]
@@ -549,6 +549,8 @@ def _orbit_search(search: _Search, base: np.ndarray, eps: np.ndarray, node_orbit
                 if len(left) == 0:
                     break
                 e = int(left[0])
+                if path is None:
+                    path = _Path(search, search.individualise(base, [root]))
                 gen = search.find(path, search.individualise(base, [e]))
                 if gen is None:
                     refused.append(e)
@@ -644,6 +646,13 @@ def search_symmetry(fab: Any, *, time_limit: float | None = None,
                         True)
     ok, arcs, images = aut.apply(gens)
     arc_orbit = _merge(np.arange(ga.n_arcs), arcs, images)
+    if not reason:
+        # The endpoint orbits are the full group's, so every automorphism preserves them:
+        # as colours they refine the base partition, which rules out most arc pairs at once.
+        labels = np.full(aut.n, -1, dtype=np.int64)
+        labels[eps] = _node_labels(aut.n, gens)[eps]
+        base = search.refine(np.unique(np.stack([base, labels]), axis=1,
+                                       return_inverse=True)[1].ravel())
     gens, arc_orbit = _merge_arc_orbits(aut, search, base, gens, arc_orbit)
     sym = _found(fab, ga, aut, eps, gens, len(twins))
     return SymmetrySearch(sym, reason, not reason, time.perf_counter() - start, len(gens),
