@@ -2,32 +2,42 @@
 
 The symmetric flow method needs a group of automorphisms of the fabric (maps of nodes onto
 nodes that send arcs to arcs of the same capacity and endpoints to endpoints; nothing else
-matters to the flow LP) acting transitively on the endpoints, given by its arc orbits. A
-generator knows such a group; a fabric built by hand, read from a file or edited does not.
-:func:`find_symmetry` finds one:
+matters to the flow LP), given by its arc orbits and its orbits on the endpoints. A generator
+knows such a group; a fabric built by hand, read from a file, edited or failed does not.
+:func:`find_symmetry` finds one, transitive on the endpoints or not:
 
 1. **Colour refinement** (the coarsest equitable partition, see
    :func:`fabricopt.flow.symmetric.color_refinement`) of the graph with endpoints and
    capacities as colours. An automorphism preserves refined colours, so endpoints of
-   different colours prove that no group acts transitively on them.
+   different colours lie in different orbits (``max_endpoint_orbits=1`` stops there when
+   there are several).
 2. **Twins**: two nodes with the same neighbours over arcs of the same capacities swap by an
    automorphism that can be written down. They are found by hashing neighbourhoods and each
    swap is verified; the search below never branches inside a class of twins.
-3. **Individualisation-refinement** (the method of McKay's nauty): to map the root endpoint
+3. **Individualisation-refinement** (the method of McKay's nauty): to map a root endpoint
    to endpoint ``e``, give the root a colour of its own in one copy and ``e`` in the other,
    refine both, and keep individualising one node of the same cell on both sides (the first
    node on the first side, every candidate on the second, backtracking on a mismatch) until
    the cells left are classes of twins. Each step first tries the map that pairs the cells in
    node order, which on fabrics built in a regular order is an automorphism at once.
-4. Every map is **verified** (each arc it moves lands on an arc of the same capacity,
-   endpoints stay endpoints) before it becomes a generator; endpoints already in the root's
-   orbit under the generators found are skipped. A second pass merges arc orbits that colour
-   refinement cannot tell apart, when an automorphism between them is found within a small
-   budget (finer orbits stay exact, coarser ones make the symmetric LP smaller).
+4. **Orbits, class by class**: in each colour class of endpoints a root is mapped to every
+   endpoint not yet in its orbit under the generators found. An endpoint that no
+   automorphism reaches (the search above, exhaustive) is outside the root's orbit in the
+   full group, with its whole current orbit; once the root is done, the first endpoint left
+   starts the next orbit. When every endpoint was either reached or ruled out, the endpoint
+   orbits are the full automorphism group's (``SymmetrySearch.proven``).
+5. Every map is **verified** (each arc it moves lands on an arc of the same capacity,
+   endpoints stay endpoints) before it becomes a generator. A last pass merges arc orbits
+   that colour refinement (with the proven endpoint orbits as colours) cannot tell apart,
+   when an automorphism between them is found within a small budget (finer orbits stay
+   exact, coarser ones make the symmetric LP smaller).
 
-The arc orbits are those of the group the verified generators generate, so the result is
-exact however many automorphisms the search missed. :func:`verify_found_symmetry` re-proves
-all of it from the generators the result carries.
+The orbits are those of the group the verified generators generate, so the result is exact
+however many automorphisms the search missed, and any subgroup is sound: when the time limit
+stops the search, the group found so far is returned, its orbits exact but perhaps finer
+than the full group's (``proven=False``). :func:`verify_found_symmetry` re-proves all of it
+from the generators the result carries, and :func:`symmetry_from_generators` rebuilds it from
+them (how a file keeps a found symmetry).
 """
 
 from __future__ import annotations
@@ -824,4 +834,4 @@ def with_symmetry(fab: Any, sym: Symmetry) -> Any:
 
 
 __all__ = ["FoundSymmetry", "SymmetrySearch", "find_symmetry", "search_symmetry",
-           "verify_found_symmetry", "with_symmetry"]
+           "symmetry_from_generators", "verify_found_symmetry", "with_symmetry"]

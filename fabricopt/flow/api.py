@@ -116,7 +116,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         :mod:`fabricopt.flow.approx` (any fabric, any traffic, thousands of switches); the
         answer is the bracket, with status ``"inexact"`` (``"time_limit"`` if stopped).
         ``"auto"``: symmetric when there is a claim; without one, symmetric when the full LP
-        would exceed ``FIND_SYMMETRY_NONZEROS`` nonzeros and the symmetry is found (the
+        would exceed ``FIND_SYMMETRY_NONZEROS`` nonzeros and a symmetry the method can use
+        is found (at most ``FIND_SYMMETRY_MAX_ENDPOINT_ORBITS`` orbits on the endpoints; the
         message says so); else the full LP while it has at most ``MAX_AUTO_NONZEROS``
         nonzeros, else approx.
     backend : {"highs", "highspy", "pulp"}
