@@ -23,10 +23,11 @@ iterations; if it beats the hop bound, or the fewest-hop flow stalls in turn, fr
 resumes for good. On a 512-switch jellyfish all-to-all this closed a 1% gap in 52 iterations
 where free routing alone stood at 2.4% after 364.
 
-**Every iteration proves both bounds.** The flow, scaled by its worst utilisation, is a
+**Every iteration proves a bound.** The flow, scaled by its worst utilisation, is a
 feasible flow: theta >= 1 / max utilisation. The same shortest-path search gives the
 distance bound :math:`\theta \le \sum_a c_a l_a / \sum D\,\mathrm{dist}_l` of
-:mod:`fabricopt.flow.certificate` at the current lengths. The best of each is kept; the
+:mod:`fabricopt.flow.certificate` at the current lengths (while routing on fewest-hop
+paths, every few iterations). The best of each is kept; the
 flow goes back in the LP's column layout and the lengths as capacity-row duals, so
 :func:`fabricopt.flow.api.certify_flow_model` proves both from scratch, exactly as for an
 LP solver's answer. The run stops when the certified gap ``(upper - lower) / upper`` is at
