@@ -431,3 +431,19 @@ def test_inexact_message_quotes_the_bracket_in_the_callers_units(monkeypatch):
     assert r.status == "inexact" and r.theta is None
     assert f"[{r.lower:.9g}, {r.upper:.9g}]" in r.message
     certified(fab, r, exact=False)
+
+
+def test_large_lps_skip_the_crossover_and_stay_certified(monkeypatch):
+    # Pretend every LP is large: the default backend then runs interior point without
+    # crossover (when highspy is installed) and the certificate proves what it found.
+    # Ring C_8 with unit links: theta = 8 / 8**2 (see the closed-form cases above).
+    pytest.importorskip("highspy")
+    import fabricopt.flow.backends as backends
+
+    monkeypatch.setattr(backends, "NO_CROSSOVER_ABOVE_NONZEROS", 0)
+    fab = fo.ring(8)
+    r = fo.max_concurrent_flow(fab, method="lp")
+    assert "without crossover" in r.message or r.status == "optimal"
+    assert r.lower <= 8 / 8**2 * (1 + 1e-9) and r.upper >= 8 / 8**2 * (1 - 1e-9)
+    assert r.upper - r.lower <= 1e-6 * r.upper
+    assert fo.check_certificate(fab, r).ok
