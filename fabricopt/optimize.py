@@ -58,6 +58,12 @@ _TOL = 1e-9
 #: Relative gap the approximate flow method stops at for a candidate without symmetry (its
 #: certified lower bound is what the row reports).
 FLOW_GAP = 0.02
+#: Largest GPU count at which a candidate whose plan has no symmetry (unequal leaves or
+#: bundles) is solved: its flow LP has a commodity per source and every GPU pair's demand
+#: (268 million pairs at 16,384 GPUs, more memory than a workstation has), where a
+#: symmetric plan's root-flow LP stays small at any size. Above it the candidate is reported
+#: unsolved, with its bounds, and never built.
+ASYMMETRIC_GPUS_LIMIT = 2048
 #: Seeds of the random link failures a candidate is tried under; the row keeps the worst.
 FAILURE_SEEDS = (1, 2, 3)
 
@@ -151,6 +157,7 @@ class Sketch:
     capex_lower_usd: float = 0.0
     a2a_upper_gbps: float = math.inf
     tiers: int = 0
+    symmetric: bool = True
 
 
 def _cheapest_link_usd(cat: Any, rate_gbps: float) -> float:
@@ -280,7 +287,7 @@ def sketch(c: Candidate, gpus: int) -> Sketch:
     if c.family == "clos" and leaves > 1:
         # Consecutive leaves holding whole domains between them (the leaves of one need not).
         bound = min(bound, _leaf_group_bound(gpus, leaves, plan.up * nic, d_gpus, True))
-    return Sketch(True, "", switches, capex_lb, bound, tiers)
+    return Sketch(True, "", switches, capex_lb, bound, tiers, bool(plan.symmetric))
 
 
 def evaluate_group(cands: list[Candidate], constraints: Mapping[str, float],
@@ -591,6 +598,13 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
         budget = constraints.get("capex_usd")
         if prune and budget is not None and sk.capex_lower_usd > budget * (1 + _TOL):
             row["reason"] = f"capex bound {sk.capex_lower_usd:,.0f} > {budget:,.0f} USD"
+            continue
+        if not sk.symmetric and gpus > ASYMMETRIC_GPUS_LIMIT:
+            row["status"] = "unsolved"
+            row["flow_status"] = "not_solved"
+            row["reason"] = (f"no symmetry in the plan (unequal leaves or bundles): the flow LP "
+                             f"over {gpus:,} GPUs is too large to solve (limit "
+                             f"{ASYMMETRIC_GPUS_LIMIT:,})")
             continue
         groups.setdefault(topology, []).append((sk, c, row))
     # Cheapest bound first, so the first feasible designs prune the most.
