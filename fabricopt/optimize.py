@@ -18,9 +18,16 @@ is built:
   (or Clos) leaf index crosses those leaves' uplinks, ``bw x G (N - G) / (N - 1) <= uplinks``
   for a group of ``G`` GPUs whose scale-up domains it holds whole.
 
-A candidate is pruned when its bound fails a constraint (capex, all-to-all), or when an
-evaluated candidate that meets every constraint costs no more than its capex bound and
-delivers at least its throughput bound: it could then be neither on the front nor the best.
+A candidate is pruned when its bound fails a constraint (capex, all-to-all), or, with the
+capex objective, when a design proven to meet every constraint costs less than its capex
+bound (it cannot be the best, and the front is reported up to the best), or costs no more
+and an evaluated design delivers at least its throughput bound (``full_front``: it could be
+neither on the front nor the best). Candidates are evaluated cheapest bound first; the
+candidates that differ only in optics policy share one build and one flow solve.
+
+A candidate with no certified throughput (a solve stopped or failed, or a plan without
+symmetry too large for the flow LP, :data:`ASYMMETRIC_GPUS_LIMIT`) is ``"unsolved"``: never
+on the front, never the best.
 """
 
 from __future__ import annotations
@@ -403,13 +410,16 @@ class OptimizeResult:
     Attributes
     ----------
     rows : list of dict
-        Every candidate: ``name``, ``family``, ``status`` (``"evaluated"`` or ``"pruned"``),
-        ``reason`` (why pruned), the bounds (``capex_lower_usd``,
+        Every candidate: ``name``, ``family``, ``status`` (``"evaluated"``, ``"pruned"`` or
+        ``"unsolved"``: no throughput proven, with the solver's ``flow_status``), ``reason``
+        (why pruned or unsolved), ``topology`` (the first candidate of the same fabric,
+        whose build and solve it shares), the bounds (``capex_lower_usd``,
         ``all_to_all_upper_gbps_per_gpu``) and, when evaluated, the measured figures and
         ``meets`` (every constraint met) with ``shortfall`` (relative, per missed constraint).
     front : list of dict
         Evaluated rows on the Pareto front of capex (lower is better) and certified
-        all-to-all Gb/s per GPU (higher is better), by capex.
+        all-to-all Gb/s per GPU (higher is better), by capex; with the capex objective, up
+        to the best design unless ``full_front`` was asked. Unsolved rows are never on it.
     best : dict or None
         The evaluated row meeting every constraint with the best objective.
     nearest : list of dict
