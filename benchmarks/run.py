@@ -306,9 +306,10 @@ def _child(fn_name: str, args: tuple, queue: mp.Queue) -> None:
     queue.put(out)
 
 
-#: GPUs and ``full_front`` of the Dask case of optimize: the work must be large enough to
-#: share between two workers (see the README of the optimizer's benchmark in docs).
-DASK_OPTIMIZE = (16384, True)
+#: GPUs and ``full_front`` of the Dask case of optimize: the same call as the single-process
+#: case, whose evaluated topologies (each a build, a solve and one pricing per policy) are
+#: what two workers share.
+DASK_OPTIMIZE = (16384, False)
 
 #: Wall-clock seconds one case may run before it is stopped and reported as such (so one
 #: runaway case never costs the rest of the table); ``--case-timeout`` sets it.

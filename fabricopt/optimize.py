@@ -511,8 +511,11 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
     objective : {"capex_usd", "power_w"}
         What the best design minimises.
     executor : concurrent.futures.Executor, optional
-        Evaluates candidates in parallel (``executor.map``), a wave of
-        ``executor._max_workers`` (else 2) at a time; pruning uses each finished wave.
+        Evaluates candidates in parallel, as :func:`~fabricopt.compare` does: a process pool,
+        or a Dask cluster through ``distributed.Client(...).get_executor()``. One topology
+        per worker is in flight at a time (a pool's workers, a Dask client's threads), and
+        each finished one prunes those not yet sent; each task caps its BLAS/OpenMP threads
+        at one.
     progress : callable, optional
         Called as ``progress(done, total)`` after each evaluation.
     time_limit : float, optional

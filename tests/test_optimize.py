@@ -219,3 +219,14 @@ def test_asymmetric_plans_beyond_the_limit_are_reported_unsolved(monkeypatch):
     assert unsolved and all("no symmetry in the plan" in r["reason"] for r in unsolved)
     assert all("capex_usd" not in r for r in unsolved)  # never built nor priced
     assert not any(r in res.front for r in unsolved)
+
+
+def test_an_executor_gives_the_same_answer():
+    import concurrent.futures as cf
+
+    constraints = {"all_to_all_gbps_per_gpu": 300}
+    alone = fo.optimize(16, space=SPACE, constraints=constraints)
+    with cf.ThreadPoolExecutor(max_workers=2) as pool:
+        shared = fo.optimize(16, space=SPACE, constraints=constraints, executor=pool)
+    assert shared.best["name"] == alone.best["name"]
+    assert [r["name"] for r in shared.front] == [r["name"] for r in alone.front]
