@@ -67,10 +67,11 @@ _TOL = 1e-9
 FLOW_GAP = 0.02
 #: Largest GPU count at which a candidate whose plan has no symmetry (unequal leaves or
 #: bundles) is solved: its flow LP has a commodity per source and every GPU pair's demand
-#: (268 million pairs at 16,384 GPUs, more memory than a workstation has), where a
+#: (268 million pairs at 16,384 GPUs, more memory than a workstation has; at 1,024 GPUs the
+#: approximate method takes minutes to a wide bracket), where a
 #: symmetric plan's root-flow LP stays small at any size. Above it the candidate is reported
 #: unsolved, with its bounds, and never built.
-ASYMMETRIC_GPUS_LIMIT = 2048
+ASYMMETRIC_GPUS_LIMIT = 256
 #: Seeds of the random link failures a candidate is tried under; the row keeps the worst.
 FAILURE_SEEDS = (1, 2, 3)
 
