@@ -201,6 +201,9 @@ def test_cli_optimize_prints_the_front_and_writes_the_winner(tmp_path, capsys):
     assert main(["optimize", str(search), "-o", str(out)]) == 0
     text = capsys.readouterr().out
     assert "Pareto front" in text and "best: rail_optimized" in text
+    # The whole front goes on past the best (2:1, 375 Gb/s) to the dearer 1:1 design.
+    assert main(["optimize", str(search), "-o", str(out), "--full-front"]) == 0
+    assert "r8 1:1" in capsys.readouterr().out.split("Pareto front")[1].split("best:")[0]
     assert len(fo.load_design(out).endpoints) == 16
     # Beyond every design: exit code 1 and the shortfall.
     search.write_text(search.read_text().replace("= 300", "= 500"))
