@@ -673,7 +673,7 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
             row.update(res)
             row["reason"] = ""
             row["topology"] = topology_names.setdefault(topology, row["name"])
-            if row["all_to_all_gbps_per_gpu"] <= 0:
+            if row["all_to_all_gbps_per_gpu"] <= 0 and row["flow_status"] != "optimal":
                 # No certified throughput (a time limit, a solver failure): reported with its
                 # status, kept off the front and out of the best.
                 row["status"] = "unsolved"
