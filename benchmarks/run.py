@@ -230,23 +230,40 @@ def case_plan(leaves: int) -> dict:
             and plan.orbit_links["leaf-spine"] == expected}
 
 
-def case_optimize(gpus: int, quick: bool = False) -> dict:
-    """optimize over a space of SuperPOD, rail-optimized and Clos clusters (``quick``:
-    SuperPODs at three ratios only)."""
+#: The optimizer's benchmark space: SuperPOD, rail-optimized and Clos clusters of DGX H100,
+#: 7 ratios, tiers, planes and 3 optics policies (210 candidates).
+OPTIMIZE_SPACE = {"family": ["superpod", "rail_optimized", "clos"], "scale_up": ["dgx_h100"],
+                  "leaf_radix": [64], "oversubscription": [1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0],
+                  "tiers": [None, 3], "planes": [1, 2, 4], "nic_gbps": [400],
+                  "policy": ["cost", "all_optics", "lpo"]}
+
+
+def case_optimize(gpus: int, quick: bool = False, workers: int = 0,
+                  full_front: bool = False) -> dict:
+    """optimize over :data:`OPTIMIZE_SPACE` (``quick``: SuperPODs at three ratios only), in
+    this process or (``workers`` > 0) on a Dask LocalCluster of that many 1-thread workers."""
     import fabricopt as fo
 
-    space = {"family": ["superpod", "rail_optimized", "clos"], "scale_up": ["dgx_h100"],
-             "leaf_radix": [64], "oversubscription": [1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0],
-             "tiers": [None, 3], "planes": [1, 2, 4], "nic_gbps": [400],
-             "policy": ["cost", "all_optics", "lpo"]}
-    if quick:
-        space = {"family": ["superpod"], "oversubscription": [1.0, 2.0, 4.0]}
-    start = time.perf_counter()
-    res = fo.optimize(gpus, space=space, constraints={"all_to_all_gbps_per_gpu": 150})
-    seconds = time.perf_counter() - start
+    space = ({"family": ["superpod"], "oversubscription": [1.0, 2.0, 4.0]} if quick
+             else OPTIMIZE_SPACE)
+    constraints = {"all_to_all_gbps_per_gpu": 150}
+    if workers:
+        from distributed import Client, LocalCluster
+
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=None) as cluster, Client(cluster) as client:
+            client.run(lambda: __import__("fabricopt"))  # workers start warm, as a pool does
+            start = time.perf_counter()
+            res = fo.optimize(gpus, space=space, constraints=constraints,
+                              executor=client.get_executor(), full_front=full_front)
+            seconds = time.perf_counter() - start
+    else:
+        start = time.perf_counter()
+        res = fo.optimize(gpus, space=space, constraints=constraints, full_front=full_front)
+        seconds = time.perf_counter() - start
     evaluated = sum(r["status"] == "evaluated" for r in res.rows)
     best = res.best["name"] if res.best else None
-    return {"seconds": seconds, "candidates": len(res.rows),
+    return {"seconds": seconds, "candidates": len(res.rows), "best": best,
             "value": f"{len(res.rows)} candidates, {evaluated} evaluated, best {best}"}
 
 
@@ -293,6 +310,11 @@ def _child(fn_name: str, args: tuple, queue: mp.Queue) -> None:
         out = {"seconds": float("nan"), "value": f"FAILED: {exc!r}", "peak_mb": _peak_mb()}
     queue.put(out)
 
+
+#: GPUs and ``full_front`` of the Dask case of optimize: the same call as the single-process
+#: case, whose evaluated topologies (each a build, a solve and one pricing per policy) are
+#: what two workers share.
+DASK_OPTIMIZE = (16384, False)
 
 #: Wall-clock seconds one case may run before it is stopped and reported as such (so one
 #: runaway case never costs the rest of the table); ``--case-timeout`` sets it.
@@ -472,6 +494,16 @@ def main(argv: list[str] | None = None) -> int:
     rows.append((f"optimize, {gpus:,} GPUs", out, ">= 200 candidates, < 60 s",
                  "met" if out["seconds"] < 60 and out.get("candidates", 0) >= 200
                  else "not met"))
+    # The same call on a Dask LocalCluster, 1 worker then 2, side by side.
+    gpus, full = (1024, False) if args.quick else DASK_OPTIMIZE
+    one = run_case("case_optimize", gpus, args.quick, 1, full)
+    what = f"optimize, {gpus:,} GPUs{', whole front' if full else ''}, Dask"
+    rows.append((f"{what} 1 worker", one, "baseline", ""))
+    two = run_case("case_optimize", gpus, args.quick, 2, full)
+    ratio = one["seconds"] / two["seconds"]
+    same = one.get("best") == two.get("best")
+    rows.append((f"{what} 2 workers", two, f"{ratio:.2f}x 1 worker, same best: {same} "
+                 "(target >= 1.6x)", "met" if ratio >= 1.6 and same else "not met"))
     # compare over every shipped design: in this process, then on a 2-process pool.
     topologies = Path(__file__).resolve().parent.parent / "topologies"
     designs = ([str(topologies / f) for f in ("dgx-h100.toml", "ualink-pod-sweep.toml",

@@ -563,6 +563,9 @@ def build_parser() -> argparse.ArgumentParser:
     opt.add_argument("--all", action="store_true",
                      help="print every candidate with the reason it was pruned")
     opt.add_argument("--time-limit", type=float, default=None, help="seconds per flow solve")
+    opt.add_argument("--full-front", action="store_true",
+                     help="evaluate and print the front past the best design (dearer, faster "
+                     "designs) as well; by default it stops at the best")
     opt.set_defaults(func=_cmd_optimize)
     return parser
 
@@ -572,7 +575,8 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
 
     spec = load_search(args.target)
     res = optimize(spec["gpus"], space=spec["space"], constraints=spec["constraints"],
-                   objective=spec["objective"], time_limit=args.time_limit)
+                   objective=spec["objective"], time_limit=args.time_limit,
+                   full_front=args.full_front)
     print(f"{spec['name']}: {res!r}")
     print("")
     print("Pareto front (capex, certified all-to-all per GPU):")

@@ -18,9 +18,16 @@ is built:
   (or Clos) leaf index crosses those leaves' uplinks, ``bw x G (N - G) / (N - 1) <= uplinks``
   for a group of ``G`` GPUs whose scale-up domains it holds whole.
 
-A candidate is pruned when its bound fails a constraint (capex, all-to-all), or when an
-evaluated candidate that meets every constraint costs no more than its capex bound and
-delivers at least its throughput bound: it could then be neither on the front nor the best.
+A candidate is pruned when its bound fails a constraint (capex, all-to-all), or, with the
+capex objective, when a design proven to meet every constraint costs less than its capex
+bound (it cannot be the best, and the front is reported up to the best), or costs no more
+and an evaluated design delivers at least its throughput bound (``full_front``: it could be
+neither on the front nor the best). Candidates are evaluated cheapest bound first; the
+candidates that differ only in optics policy share one build and one flow solve.
+
+A candidate with no certified throughput (a solve stopped or failed, or a plan without
+symmetry too large for the flow LP, :data:`ASYMMETRIC_GPUS_LIMIT`) is ``"unsolved"``: never
+on the front, never the best.
 """
 
 from __future__ import annotations
@@ -55,6 +62,18 @@ CONSTRAINTS = ("all_to_all_gbps_per_gpu", "all_reduce_busbw_GBps", "bisection_gb
                "capex_usd", "power_w", "failure_fraction", "all_to_all_after_failure_gbps")
 _LOWER_IS_BETTER = ("capex_usd", "power_w")
 _TOL = 1e-9
+#: Relative gap the approximate flow method stops at for a candidate without symmetry (its
+#: certified lower bound is what the row reports).
+FLOW_GAP = 0.02
+#: Largest GPU count at which a candidate whose plan has no symmetry (unequal leaves or
+#: bundles) is solved: its flow LP has a commodity per source and every GPU pair's demand
+#: (268 million pairs at 16,384 GPUs, more memory than a workstation has; at 1,024 GPUs the
+#: approximate method takes minutes to a wide bracket), where a
+#: symmetric plan's root-flow LP stays small at any size. Above it the candidate is reported
+#: unsolved, with its bounds, and never built.
+ASYMMETRIC_GPUS_LIMIT = 256
+#: Seeds of the random link failures a candidate is tried under; the row keeps the worst.
+FAILURE_SEEDS = (1, 2, 3)
 
 
 @dataclass
@@ -145,6 +164,56 @@ class Sketch:
     switches: int = 0
     capex_lower_usd: float = 0.0
     a2a_upper_gbps: float = math.inf
+    tiers: int = 0
+    symmetric: bool = True
+
+
+def _cheapest_link_usd(cat: Any, rate_gbps: float) -> float:
+    """Least a link at ``rate_gbps`` can cost: the cheapest medium's cable and two ends, shared
+    by as many links as its rate holds (twin-port modules pool two 400G links on one 800G
+    cable); lengths priced per metre only add."""
+    best = math.inf
+    for e in cat.media.values():
+        if e["type"] == "nvlink":
+            continue
+        whole = float(e.get("cable_usd") or 0.0) + 2 * float(e.get("price_usd_per_end") or 0.0)
+        share = max(int(float(e["rate_gbps"]) // rate_gbps), 1)
+        cables = math.ceil(rate_gbps / float(e["rate_gbps"])) if e["rate_gbps"] < rate_gbps else 1
+        best = min(best, whole * cables / share)
+    return 0.0 if best == math.inf else best
+
+
+def _cheapest_switch_usd(cat: Any, ports: int, rate_gbps: float, model: str | None) -> float:
+    """Least one switch chip with ``ports`` ports at ``rate_gbps`` can cost (any catalog
+    switch that holds them, as the cost model picks; the named model when one is given)."""
+    best = math.inf
+    for key, e in cat.switches.items():
+        if e["family"] == "nvlink" or (model is not None and key != model):
+            continue
+        modes = [(e["radix"], e["port_gbps"])] + list(e.get("breakout") or ())
+        if any(p >= ports and g >= rate_gbps for p, g in modes) or model is not None:
+            best = min(best, e["price_usd"] / int(e.get("chips") or 1))
+    if best == math.inf:  # nothing holds them all: the cheapest chip at the rate is still less
+        best = min((e["price_usd"] / int(e.get("chips") or 1) for e in cat.switches.values()
+                    if e["family"] != "nvlink"), default=0.0)
+    return best
+
+
+def _leaf_group_bound(endpoints: int, leaves: int, up_gbps: float, d_gpus: int,
+                      aligned: bool) -> float:
+    """All-to-all bound per GPU from the uplinks of leaves ``0..L-1`` of a Clos whose leaves
+    hold endpoints spread evenly (leaf ``i`` holds ``[i N // k, (i + 1) N // k)``), taken over
+    every ``L`` whose endpoints are whole scale-up domains (``aligned``: domains are numbered
+    in endpoint order, so ``[0, G)`` with ``d | G`` is whole domains)."""
+    best = math.inf
+    if not aligned:
+        return best
+    n = endpoints
+    for count in range(1, leaves):
+        group = count * n // leaves
+        if group % d_gpus == 0 and 0 < group < n:
+            best = min(best, count * up_gbps * (n - 1) / (group * (n - group)))
+    return best
 
 
 def sketch(c: Candidate, gpus: int) -> Sketch:
@@ -193,65 +262,131 @@ def sketch(c: Candidate, gpus: int) -> Sketch:
         return Sketch(False, str(exc))
     upper = getattr(plan, "upper", None)
     leaves = plan.leaves
+    tiers = 1 if upper is None else upper.tiers
     if upper is None or upper.tiers == 1:
         spines = cores = 0
+        up_links = core_links = 0
     elif upper.tiers == 2:
         spines, cores = upper.spines, 0
+        up_links, core_links = leaves * upper.up, 0
     else:
         spines, cores = upper.spines * upper.pods, upper.spines * upper.cores_per_group
+        up_links, core_links = leaves * upper.up, spines * upper.spine_up
     switches = planes * (leaves + spines + cores)
     cat = Catalog.default()
     per_port = nic / planes
     nic_usd = min(e["price_usd"] for e in cat.nics.values()
                   if any(g >= per_port for _, g in e["modes"]))
-    switch_usd = min(e["price_usd"] / int(e.get("chips") or 1) for e in cat.switches.values()
-                     if e["family"] != "nvlink")
-    capex_lb = gpus * nic_usd + switches * switch_usd
+    # Every leaf uses its endpoints' ports and its uplinks at once, so one switch chip must
+    # hold them all; spines and cores use at least one port each, so any chip at the rate.
+    model = k.get("switch_model")
+    leaf_ports = (len(plan.leaf_nodes(0)) if hasattr(plan, "leaf_nodes")
+                  else len(plan.leaf_endpoints(0))) + (upper.up if upper else 0)
+    leaf_usd = _cheapest_switch_usd(cat, leaf_ports, per_port, model)
+    other_usd = _cheapest_switch_usd(cat, 1, per_port, model)
+    link_usd = _cheapest_link_usd(cat, per_port)
+    # Links: one NIC port per GPU and plane, the leaves' uplinks and the spines' uplinks.
+    links = planes * (gpus + up_links + core_links)
+    capex_lb = (gpus * nic_usd + planes * (leaves * leaf_usd + (spines + cores) * other_usd)
+                + links * link_usd)
     bound = nic * (gpus - 1) / max(gpus - d_gpus, 1) if gpus > d_gpus else math.inf
     if whole and group < gpus:
         bound = min(bound, group_up * (gpus - 1) / (group * (gpus - group)))
-    return Sketch(True, "", switches, capex_lb, bound)
+    if c.family == "clos" and leaves > 1:
+        # Consecutive leaves holding whole domains between them (the leaves of one need not).
+        bound = min(bound, _leaf_group_bound(gpus, leaves, plan.up * nic, d_gpus, True))
+    return Sketch(True, "", switches, capex_lb, bound, tiers, bool(plan.symmetric))
 
 
-def evaluate(c: Candidate, constraints: Mapping[str, float], time_limit: float | None = None
-             ) -> dict[str, Any]:
-    """Build and evaluate one candidate (top-level, so executors can ship it)."""
+def evaluate_group(cands: list[Candidate], constraints: Mapping[str, float],
+                   time_limit: float | None = None, limit_threads: bool = False
+                   ) -> list[dict[str, Any]]:
+    """Build one topology and evaluate it under each candidate's optics policy: one row per
+    candidate (top-level, so executors can ship it).
+
+    The candidates differ only in their policy, so the fabric is built, solved and bounded
+    once and priced once per policy. (The failure constraint is tried later, by
+    :func:`optimize`, on the rows that could win.)
+    """
+    import contextlib
+
+    from .compare import limit_threads as cap_threads
+
+    guard = cap_threads(1) if limit_threads else contextlib.nullcontext()
+    with guard:
+        return _evaluate_group(cands, constraints, time_limit)
+
+
+def _evaluate_group(cands: list[Candidate], constraints: Mapping[str, float],
+                    time_limit: float | None) -> list[dict[str, Any]]:
     from .bisection import bisection_bandwidth
     from .collectives import collective_bounds
     from .cost import estimate_cost
-    from .failures import fail_random
     from .flow.api import max_concurrent_flow
     from .traffic import all_to_all
 
     start = time.perf_counter()
-    fab = c.build()
+    fab = cands[0].build()
     n = len(fab.endpoints)
-    est = estimate_cost(fab, policy=c.policy)
-    tm = all_to_all(fab, gbps=1.0)
-    r = max_concurrent_flow(fab, tm, time_limit=time_limit)
+    r = max_concurrent_flow(fab, all_to_all(fab, gbps=1.0), time_limit=time_limit,
+                            gap=FLOW_GAP)
     # Certified: the lower bound of theta, in Gb/s each GPU sends to all others.
-    row: dict[str, Any] = {
-        "capex_usd": est.capex_usd, "power_w": est.power_w,
-        "capex_usd_per_gpu": est.per_endpoint_usd,
+    shared: dict[str, Any] = {
         "all_to_all_gbps_per_gpu": r.lower * (n - 1),
         "all_to_all_upper_gbps_per_gpu": r.upper * (n - 1),
         "flow_status": r.status, "flow_method": r.method,
         "oversubscription_built": fab.params.get("oversubscription_built"),
-        "idle_ports": sum(est.idle_ports.values()),
     }
     if "bisection_gbps_per_gpu" in constraints:
-        row["bisection_gbps_per_gpu"] = bisection_bandwidth(fab).lower_gbps / n
+        shared["bisection_gbps_per_gpu"] = bisection_bandwidth(fab).lower_gbps / n
     if "all_reduce_busbw_GBps" in constraints:
-        row["all_reduce_busbw_GBps"] = collective_bounds(
+        shared["all_reduce_busbw_GBps"] = collective_bounds(
             fab, "all_reduce", message_bytes=2**30).busbw_GBps
-    if "all_to_all_after_failure_gbps" in constraints:
-        fraction = float(constraints.get("failure_fraction", 0.01))
-        bad = fail_random(fab, fraction, seed=1, kind="links")
-        rf = max_concurrent_flow(bad, all_to_all(bad, gbps=1.0), method="approx", gap=0.05,
-                                 time_limit=time_limit)
-        row["all_to_all_after_failure_gbps"] = rf.lower * (n - 1)
-    row["seconds"] = time.perf_counter() - start
-    return row
+    rows = []
+    for c in cands:
+        est = estimate_cost(fab, policy=c.policy)
+        rows.append({"capex_usd": est.capex_usd, "power_w": est.power_w,
+                     "capex_usd_per_gpu": est.per_endpoint_usd,
+                     "idle_ports": sum(est.idle_ports.values()), **shared})
+    seconds = time.perf_counter() - start
+    for row in rows:
+        row["seconds"] = seconds / len(rows)
+    return rows
+
+
+def after_failure(c: Candidate, fraction: float, time_limit: float | None = None,
+                  limit_threads: bool = False) -> float:
+    """Certified all-to-all per GPU of ``c`` after ``fraction`` of its links fail: the least
+    over :data:`FAILURE_SEEDS` random draws, each the certified lower bound of its solve."""
+    import contextlib
+
+    from .compare import limit_threads as cap_threads
+
+    with cap_threads(1) if limit_threads else contextlib.nullcontext():
+        return _after_failure_gbps(c.build(), fraction, time_limit)
+
+
+def _after_failure_gbps(fab: Any, fraction: float, time_limit: float | None) -> float:
+    """Certified all-to-all per GPU after ``fraction`` of the links fail: the least of
+    :data:`FAILURE_SEEDS` random draws, each the certified lower bound of its solve."""
+    from .failures import fail_random
+    from .flow.api import max_concurrent_flow
+    from .traffic import all_to_all
+
+    n = len(fab.endpoints)
+    worst = math.inf
+    for seed in FAILURE_SEEDS:
+        bad = fail_random(fab, fraction, seed=seed, kind="links")
+        rf = max_concurrent_flow(bad, all_to_all(bad, gbps=1.0), time_limit=time_limit,
+                                 gap=FLOW_GAP)
+        worst = min(worst, rf.lower * (n - 1))
+    return worst
+
+
+def evaluate(c: Candidate, constraints: Mapping[str, float], time_limit: float | None = None
+             ) -> dict[str, Any]:
+    """Build and evaluate one candidate (:func:`evaluate_group` of one)."""
+    return evaluate_group([c], constraints, time_limit)[0]
 
 
 def _shortfalls(row: Mapping[str, Any], constraints: Mapping[str, float]) -> dict[str, float]:
@@ -276,13 +411,16 @@ class OptimizeResult:
     Attributes
     ----------
     rows : list of dict
-        Every candidate: ``name``, ``family``, ``status`` (``"evaluated"`` or ``"pruned"``),
-        ``reason`` (why pruned), the bounds (``capex_lower_usd``,
+        Every candidate: ``name``, ``family``, ``status`` (``"evaluated"``, ``"pruned"`` or
+        ``"unsolved"``: no throughput proven, with the solver's ``flow_status``), ``reason``
+        (why pruned or unsolved), ``topology`` (the first candidate of the same fabric,
+        whose build and solve it shares), the bounds (``capex_lower_usd``,
         ``all_to_all_upper_gbps_per_gpu``) and, when evaluated, the measured figures and
         ``meets`` (every constraint met) with ``shortfall`` (relative, per missed constraint).
     front : list of dict
         Evaluated rows on the Pareto front of capex (lower is better) and certified
-        all-to-all Gb/s per GPU (higher is better), by capex.
+        all-to-all Gb/s per GPU (higher is better), by capex; with the capex objective, up
+        to the best design unless ``full_front`` was asked. Unsolved rows are never on it.
     best : dict or None
         The evaluated row meeting every constraint with the best objective.
     nearest : list of dict
@@ -350,7 +488,8 @@ class OptimizeResult:
 def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
              constraints: Mapping[str, float] | None = None, objective: str = "capex_usd",
              executor: Any = None, progress: Callable[[int, int], Any] | None = None,
-             time_limit: float | None = None, prune: bool = True) -> OptimizeResult:
+             time_limit: float | None = None, prune: bool = True,
+             full_front: bool = False) -> OptimizeResult:
     """Search a design space for the best cluster meeting the constraints.
 
     Parameters
@@ -373,14 +512,22 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
     objective : {"capex_usd", "power_w"}
         What the best design minimises.
     executor : concurrent.futures.Executor, optional
-        Evaluates candidates in parallel (``executor.map``), a wave of
-        ``executor._max_workers`` (else 2) at a time; pruning uses each finished wave.
+        Evaluates candidates in parallel, as :func:`~fabricopt.compare` does: a process pool,
+        or a Dask cluster through ``distributed.Client(...).get_executor()``. One topology
+        per worker is in flight at a time (a pool's workers, a Dask client's threads), and
+        each finished one prunes those not yet sent; each task caps its BLAS/OpenMP threads
+        at one.
     progress : callable, optional
         Called as ``progress(done, total)`` after each evaluation.
     time_limit : float, optional
         Seconds for each flow solve.
     prune : bool
         False evaluates every candidate that can be built (to check what pruning keeps).
+    full_front : bool
+        With the capex objective, the front is reported up to the best design's capex by
+        default, and a candidate whose capex bound exceeds a feasible design's capex is not
+        evaluated (it can be neither the best nor on that front). True evaluates those too,
+        for the whole front (dearer, faster designs), pruning only what is dominated.
 
     Returns
     -------
@@ -423,6 +570,7 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
     if time_limit is not None:
         time_limit = check_positive(func, "time_limit", time_limit)
     prune = check_bool(func, "prune", prune)
+    full_front = check_bool(func, "full_front", full_front)
     constraints = dict(constraints or {})
     for key, value in constraints.items():
         check_choice(func, "constraints key", key, CONSTRAINTS)
@@ -434,7 +582,8 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
                    "domains, SuperPODs of 32-node SUs)", space)
 
     rows: list[dict[str, Any]] = []
-    todo: list[tuple[Sketch, Candidate, dict[str, Any]]] = []
+    groups: dict[str, list[tuple[Sketch, Candidate, dict[str, Any]]]] = {}
+    seen: dict[str, str] = {}
     for c in candidates:
         sk = sketch(c, gpus)
         row = {"name": c.name, "family": c.family, "status": "pruned", "reason": sk.reason,
@@ -443,6 +592,14 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
         rows.append(row)
         if not sk.ok:
             row["reason"] = "cannot be built: " + sk.reason
+            continue
+        # One fabric under several names (tiers None resolving to the tiers given, a
+        # SuperPOD's tiers, which it does not take): evaluated once.
+        topology = repr((c.family, sorted((k, repr(v)) for k, v in c.kwargs.items()
+                                          if k != "tiers"), sk.tiers))
+        same = seen.setdefault(repr((topology, repr(c.policy))), c.name)
+        if same != c.name:
+            row["reason"] = f"the same design as {same}"
             continue
         # What the bounds prove the candidate misses, at least.
         row["shortfall"] = _shortfalls({"all_to_all_gbps_per_gpu": sk.a2a_upper_gbps,
@@ -456,61 +613,162 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
         if prune and budget is not None and sk.capex_lower_usd > budget * (1 + _TOL):
             row["reason"] = f"capex bound {sk.capex_lower_usd:,.0f} > {budget:,.0f} USD"
             continue
-        todo.append((sk, c, row))
-    # Cheapest first, so the first feasible designs prune the most.
-    if objective == "capex_usd":
-        todo.sort(key=lambda t: t[0].capex_lower_usd)
-    wave = max(int(getattr(executor, "_max_workers", 2) or 2), 1) if executor else 1
-    feasible: list[dict[str, Any]] = []
-    done = 0
-    i = 0
-    while i < len(todo):
-        batch = []
-        while i < len(todo) and len(batch) < wave:
-            sk, c, row = todo[i]
-            i += 1
-            winner = next((f for f in feasible
-                           if prune and objective == "capex_usd"
-                           and f["capex_usd"] <= sk.capex_lower_usd * (1 + _TOL)
-                           and f["all_to_all_gbps_per_gpu"] >= sk.a2a_upper_gbps
-                           * (1 - _TOL)), None)
-            if winner is not None:
-                row["reason"] = f"dominated by {winner['name']}"
-                continue
-            batch.append((c, row))
-        if not batch:
+        if not sk.symmetric and gpus > ASYMMETRIC_GPUS_LIMIT:
+            row["status"] = "unsolved"
+            row["flow_status"] = "not_solved"
+            row["reason"] = (f"no symmetry in the plan (unequal leaves or bundles): the flow LP "
+                             f"over {gpus:,} GPUs is too large to solve (limit "
+                             f"{ASYMMETRIC_GPUS_LIMIT:,})")
             continue
-        if executor is None:
-            results = [evaluate(c, constraints, time_limit) for c, _ in batch]
-        else:
-            results = list(executor.map(evaluate, [c for c, _ in batch],
-                                        [constraints] * len(batch),
-                                        [time_limit] * len(batch)))
-        for (_c, row), res in zip(batch, results, strict=True):
+        groups.setdefault(topology, []).append((sk, c, row))
+    # Cheapest bound first, so the first feasible designs prune the most.
+    order = sorted(groups.items(), key=lambda g: min(t[0].capex_lower_usd for t in g[1]))
+    total = sum(len(g) for _, g in order)
+    feasible: list[dict[str, Any]] = []
+    evaluated: list[dict[str, Any]] = []
+    done = 0
+    failure = "all_to_all_after_failure_gbps" in constraints
+    others = {k: v for k, v in constraints.items()
+              if k not in ("all_to_all_after_failure_gbps", "failure_fraction")}
+
+    def needed(group: list[tuple[Sketch, Candidate, dict[str, Any]]]
+               ) -> list[tuple[Sketch, Candidate, dict[str, Any]]]:
+        """The group's candidates that could still win, the others marked pruned."""
+        keep = []
+        for sk, c, row in group:
+            why = _cannot_win(sk, feasible, evaluated, objective, full_front) if prune else ""
+            if why:
+                row["reason"] = why
+            else:
+                keep.append((sk, c, row))
+        return keep
+
+    tried: dict[str, float] = {}
+    topology_names: dict[str, str] = {}
+
+    def try_failure(topology: str, c: Candidate, row: dict[str, Any]
+                    ) -> dict[str, float] | None:
+        """The failure trial of a row meeting every other constraint, when it could be the
+        best (it costs less than the best so far); else marked untried."""
+        best_so_far = min(feasible, key=lambda r: r[objective]) if feasible else None
+        if best_so_far is not None and row[objective] >= best_so_far[objective]:
+            row["all_to_all_after_failure_gbps"] = None
+            row["reason"] = (f"failure trial not run: {best_so_far['name']} passes it and is "
+                             "better")
+            return None
+        if topology not in tried:
+            fraction = float(constraints.get("failure_fraction", 0.01))
+            if executor is None:
+                tried[topology] = after_failure(c, fraction, time_limit)
+            else:
+                tried[topology] = executor.submit(after_failure, c, fraction, time_limit,
+                                                  True).result()
+        row["all_to_all_after_failure_gbps"] = tried[topology]
+        return _shortfalls(row, constraints)
+
+    def finish(topology: str, group: list[tuple[Sketch, Candidate, dict[str, Any]]],
+               results: list[dict[str, Any]]) -> None:
+        nonlocal done
+        for (_sk, c, row), res in zip(group, results, strict=True):
             row.update(res)
-            row["status"] = "evaluated"
             row["reason"] = ""
-            short = _shortfalls(row, constraints)
-            row["shortfall"] = short
-            row["meets"] = not short
-            if row["meets"]:
-                feasible.append(row)
+            row["topology"] = topology_names.setdefault(topology, row["name"])
+            if row["all_to_all_gbps_per_gpu"] <= 0 and row["flow_status"] != "optimal":
+                # No certified throughput (a time limit, a solver failure): reported with its
+                # status, kept off the front and out of the best.
+                row["status"] = "unsolved"
+                row["reason"] = f"flow solve {row['flow_status']}: no certified throughput"
+                row["shortfall"], row["meets"] = {}, None
+            else:
+                row["status"] = "evaluated"
+                evaluated.append(row)
+                short: dict[str, float] | None = _shortfalls(row, others)
+                if failure and not short:
+                    short = try_failure(topology, c, row)
+                row["shortfall"] = short or {}
+                row["meets"] = None if short is None else not short
+                if row["meets"]:
+                    feasible.append(row)
             done += 1
             if progress is not None:
-                progress(done, len(todo))
+                progress(done, total)
 
-    evaluated = [r for r in rows if r["status"] == "evaluated"]
+    if executor is None:
+        for topology, group in order:
+            keep = needed(group)
+            if keep:
+                finish(topology, keep, evaluate_group([c for _, c, _ in keep], constraints,
+                                                      time_limit))
+    else:
+        # A window of one group per worker: each finished group prunes the ones not yet sent.
+        window = _workers(executor)
+        pending: dict[Any, tuple[str, list[tuple[Sketch, Candidate, dict[str, Any]]]]] = {}
+        queue = list(order)
+        try:
+            while queue or pending:
+                while queue and len(pending) < window:
+                    topology, group = queue.pop(0)
+                    keep = needed(group)
+                    if keep:
+                        future = executor.submit(evaluate_group, [c for _, c, _ in keep],
+                                                 constraints, time_limit, True)
+                        pending[future] = (topology, keep)
+                if not pending:
+                    continue
+                finished, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+                for future in finished:
+                    topology, keep = pending.pop(future)
+                    finish(topology, keep, future.result())
+        finally:
+            for future in pending:
+                future.cancel()
+
     front = []
     for r in sorted(evaluated, key=lambda r: (r["capex_usd"], -r["all_to_all_gbps_per_gpu"])):
         if not front or r["all_to_all_gbps_per_gpu"] > front[-1]["all_to_all_gbps_per_gpu"]:
             front.append(r)
     best = min(feasible, key=lambda r: r[objective]) if feasible else None
+    if best is not None and not full_front and objective == "capex_usd":
+        front = [r for r in front if r["capex_usd"] <= best["capex_usd"] * (1 + _TOL)]
     # No design meets every constraint: the nearest, evaluated or bounded (a bound's shortfall
     # is the least the candidate misses by).
     missed = [r for r in rows if r.get("shortfall")]
     nearest = [] if best else sorted(missed, key=lambda r: sum(r["shortfall"].values()))[:3]
     return OptimizeResult(gpus, objective, constraints, rows, front, best, nearest,
                           time.perf_counter() - start, {c.name: c for c in candidates})
+
+
+def _workers(executor: cf.Executor) -> int:
+    """Tasks an executor runs at once: a pool's workers, a Dask client's threads, else 2."""
+    count = getattr(executor, "_max_workers", None)
+    client = getattr(executor, "_client", None)
+    if count is None and client is not None:
+        try:
+            count = sum(client.nthreads().values())
+        except Exception:  # noqa: BLE001 - a client that cannot say: the default
+            count = None
+    return max(int(count or 2), 1)
+
+
+def _cannot_win(sk: Sketch, feasible: list[dict[str, Any]], evaluated: list[dict[str, Any]],
+                objective: str, full_front: bool) -> str:
+    """Why a candidate with these bounds can be neither the best nor on the front ("" if it
+    could be). Only designs proven to meet every constraint count as feasible here."""
+    if objective != "capex_usd":
+        return ""  # power is not bounded before a build: any candidate could be the best
+    cheaper = [f for f in feasible if f["capex_usd"] <= sk.capex_lower_usd * (1 + _TOL)]
+    if not cheaper:
+        return ""
+    cheapest = min(cheaper, key=lambda f: f["capex_usd"])
+    if not full_front and cheapest["capex_usd"] < sk.capex_lower_usd * (1 - _TOL):
+        # The front stops at the best design, which costs no more than this feasible one.
+        return (f"costs more than {cheapest['name']} (capex bound "
+                f"{sk.capex_lower_usd:,.0f} > {cheapest['capex_usd']:,.0f} USD)")
+    for e in evaluated:  # off the front too: a design as cheap delivers as much
+        if (e["capex_usd"] <= sk.capex_lower_usd * (1 + _TOL)
+                and e["all_to_all_gbps_per_gpu"] >= sk.a2a_upper_gbps * (1 - _TOL)):
+            return f"dominated by {e['name']}"
+    return ""
 
 
 _SPEC_KEYS = ("name", "description", "gpus", "objective", "space", "constraints")

@@ -49,14 +49,18 @@ def test_infeasible_constraints_report_the_shortfall():
     assert all("capex_usd" in r["shortfall"] for r in res.nearest)
 
 
+@pytest.mark.parametrize("full_front", [False, True])
 @pytest.mark.parametrize("constraints", [
     {"all_to_all_gbps_per_gpu": 300},
     {"all_to_all_gbps_per_gpu": 100, "capex_usd": 300_000},
+    {"all_to_all_gbps_per_gpu": 200},
     {},
 ])
-def test_pruning_never_drops_a_winner(constraints):
-    pruned = fo.optimize(16, space=SPACE, constraints=constraints)
-    full = fo.optimize(16, space=SPACE, constraints=constraints, prune=False)
+def test_pruning_never_drops_a_winner(constraints, full_front):
+    space = {**SPACE, "policy": ["cost", "all_optics"], "tiers": [None, 2]}
+    pruned = fo.optimize(16, space=space, constraints=constraints, full_front=full_front)
+    full = fo.optimize(16, space=space, constraints=constraints, prune=False,
+                       full_front=full_front)
     assert (pruned.best or {}).get("capex_usd") == (full.best or {}).get("capex_usd")
     key = [(r["capex_usd"], r["all_to_all_gbps_per_gpu"]) for r in full.front]
     assert [(r["capex_usd"], r["all_to_all_gbps_per_gpu"]) for r in pruned.front] == key
@@ -66,6 +70,75 @@ def test_pruning_never_drops_a_winner(constraints):
             assert r["capex_lower_usd"] <= r["capex_usd"]
             assert r["all_to_all_gbps_per_gpu"] <= r["all_to_all_upper_gbps_per_gpu_bound"] * (
                 1 + 1e-6)
+    # The default front stops at the best design; the full one may go on past it.
+    if full.best and not full_front:
+        assert all(r["capex_usd"] <= full.best["capex_usd"] for r in full.front)
+
+
+def test_designs_alike_are_evaluated_once():
+    # tiers None resolves to 2 for 16 GPUs: "t2" is the same fabric, named once.
+    space = {**SPACE, "family": ["rail_optimized"], "tiers": [None, 2]}
+    res = fo.optimize(16, space=space, prune=False)
+    twins = [r for r in res.rows if " t2 " in r["name"]
+             and not r["reason"].startswith("cannot be built")]
+    assert twins and all(r["reason"].startswith("the same design as") for r in twins)
+    assert all(r["status"] == "pruned" for r in twins)
+
+
+def test_policies_of_one_topology_share_its_solve():
+    space = {**SPACE, "family": ["rail_optimized"], "leaf_radix": [8],
+             "policy": ["cost", "all_optics"]}
+    res = fo.optimize(16, space=space, prune=False)
+    by = {r["name"]: r for r in res.rows}
+    cost, optics = (by[f"rail_optimized nvswitch_domain r8 2:1 {p}"] for p in
+                    ("cost", "all_optics"))
+    assert cost["topology"] == optics["topology"]
+    assert cost["all_to_all_gbps_per_gpu"] == optics["all_to_all_gbps_per_gpu"]
+    # Each is priced under its own policy: the same as estimate_cost on the built fabric.
+    fab = res.candidates[optics["name"]].build()
+    assert optics["capex_usd"] == fo.estimate_cost(fab, policy="all_optics").capex_usd
+    assert cost["capex_usd"] == fo.estimate_cost(fab, policy="cost").capex_usd
+
+
+def test_unsolved_candidates_stay_off_the_front(monkeypatch):
+    # A solve that stops with nothing proven (lower bound 0) for the 1:1 designs.
+    import dataclasses
+
+    import fabricopt.flow.api as api
+
+    real = api.max_concurrent_flow
+
+    def stopped(fab, *args, **kwargs):
+        r = real(fab, *args, **kwargs)
+        if fab.params.get("oversubscription") == 1.0:
+            return dataclasses.replace(r, theta=None, lower=0.0, status="time_limit")
+        return r
+
+    monkeypatch.setattr(api, "max_concurrent_flow", stopped)
+    res = fo.optimize(16, space=SPACE, prune=False, full_front=True)
+    unsolved = [r for r in res.rows if r["status"] == "unsolved"]
+    assert unsolved and all(r["flow_status"] == "time_limit" for r in unsolved)
+    assert all(" 1:1 " in r["name"] for r in unsolved)
+    assert not any(r["status"] == "unsolved" for r in res.front)
+    assert all(r["all_to_all_gbps_per_gpu"] > 0 for r in res.front)
+    # Asked for what only 1:1 delivers (above the 375 of 2:1): nothing is proven to meet it.
+    res = fo.optimize(16, space=SPACE, constraints={"all_to_all_gbps_per_gpu": 400})
+    assert res.best is None
+
+
+def test_failure_constraint_tried_on_what_could_win():
+    constraints = {"all_to_all_gbps_per_gpu": 100, "all_to_all_after_failure_gbps": 50,
+                   "failure_fraction": 0.05}
+    pruned = fo.optimize(16, space=SPACE, constraints=constraints)
+    full = fo.optimize(16, space=SPACE, constraints=constraints, prune=False)
+    assert pruned.best["name"] == full.best["name"]
+    assert pruned.best["all_to_all_after_failure_gbps"] >= 50
+    # Failing links cannot add bandwidth: the trial is at most the intact design's figure.
+    assert (pruned.best["all_to_all_after_failure_gbps"]
+            <= pruned.best["all_to_all_upper_gbps_per_gpu"] * (1 + 1e-6))
+    untried = [r for r in full.rows if r.get("reason", "").startswith("failure trial not run")]
+    assert all(r["capex_usd"] >= full.best["capex_usd"] and r["meets"] is None
+               for r in untried)
 
 
 def test_written_design_reloads_to_the_same_fabric(tmp_path):
@@ -128,8 +201,35 @@ def test_cli_optimize_prints_the_front_and_writes_the_winner(tmp_path, capsys):
     assert main(["optimize", str(search), "-o", str(out)]) == 0
     text = capsys.readouterr().out
     assert "Pareto front" in text and "best: rail_optimized" in text
+    # The whole front goes on past the best (2:1, 375 Gb/s) to the dearer 1:1 design.
+    assert main(["optimize", str(search), "-o", str(out), "--full-front"]) == 0
+    assert "r8 1:1" in capsys.readouterr().out.split("Pareto front")[1].split("best:")[0]
     assert len(fo.load_design(out).endpoints) == 16
     # Beyond every design: exit code 1 and the shortfall.
     search.write_text(search.read_text().replace("= 300", "= 500"))
     assert main(["optimize", str(search), "-o", str(out)]) == 1
     assert "all_to_all_gbps_per_gpu misses by" in capsys.readouterr().out
+
+
+def test_asymmetric_plans_beyond_the_limit_are_reported_unsolved(monkeypatch):
+    import importlib
+
+    opt = importlib.import_module("fabricopt.optimize")
+    monkeypatch.setattr(opt, "ASYMMETRIC_GPUS_LIMIT", 8)
+    res = fo.optimize(16, space=SPACE, prune=False)
+    unsolved = [r for r in res.rows if r["status"] == "unsolved"]
+    # Radix-4 rail leaves at 3:1 hold 3 servers each, 8 servers spread 3, 3, 2: unequal.
+    assert unsolved and all("no symmetry in the plan" in r["reason"] for r in unsolved)
+    assert all("capex_usd" not in r for r in unsolved)  # never built nor priced
+    assert not any(r in res.front for r in unsolved)
+
+
+def test_an_executor_gives_the_same_answer():
+    import concurrent.futures as cf
+
+    constraints = {"all_to_all_gbps_per_gpu": 300}
+    alone = fo.optimize(16, space=SPACE, constraints=constraints)
+    with cf.ThreadPoolExecutor(max_workers=2) as pool:
+        shared = fo.optimize(16, space=SPACE, constraints=constraints, executor=pool)
+    assert shared.best["name"] == alone.best["name"]
+    assert [r["name"] for r in shared.front] == [r["name"] for r in alone.front]
