@@ -55,9 +55,6 @@ def symmetric_applicable(fab: Fabric, traffic: Traffic) -> tuple[bool, str]:
                not fab.params.get("edited") else
                "the fabric was changed after it was generated (or has no symmetry claim)")
         return False, why
-    if not fab.symmetry.transitive:
-        return False, (f"the symmetry has {fab.symmetry.n_endpoint_orbits} orbits on the "
-                       "endpoints, and the symmetric method needs one")
     return traffic_invariant(fab, traffic)
 
 
