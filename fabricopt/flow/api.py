@@ -102,9 +102,10 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         Demands in Gb/s per ordered endpoint pair; None means :func:`all_to_all` at 1 Gb/s.
     method : {"auto", "lp", "symmetric", "approx"}
         ``"lp"``: the exact LP with source aggregation and endpoint collapse.
-        ``"symmetric"``: the exact root-flow LP for fabrics whose generator attached a
-        symmetry claim, or whose symmetry :func:`~fabricopt.find_symmetry` finds, with
-        uniform all-to-all traffic over all endpoints.
+        ``"symmetric"``: the exact root-flow LP (one root per orbit of the group on the
+        endpoints) for fabrics whose generator attached a symmetry claim, or whose symmetry
+        :func:`~fabricopt.find_symmetry` finds, with uniform all-to-all traffic over all
+        endpoints.
         ``"approx"``: the same LP solved to a certified relative ``gap`` by
         :mod:`fabricopt.flow.approx` (any fabric, any traffic, thousands of switches); the
         answer is the bracket, with status ``"inexact"`` (``"time_limit"`` if stopped).

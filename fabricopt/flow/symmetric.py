@@ -1,23 +1,30 @@
-r"""Exact all-to-all throughput from one root's flow, for fabrics with a symmetry claim.
+r"""Exact all-to-all throughput from one root flow per endpoint orbit, for fabrics with a
+symmetry claim.
 
-If a group of automorphisms acts transitively on the :math:`T` endpoints and the demand is
-invariant (uniform all-to-all), an optimal flow can be taken invariant. One root's flow
-:math:`f_0` then determines all others, and each arc orbit :math:`O` carries
-:math:`(T/|O|) \sum_{a \in O} f_0(a)` on each of its arcs (``docs/throughput.md``):
+If the demand is invariant under a group of automorphisms (uniform all-to-all is invariant
+under any), an optimal flow can be taken invariant. Let the group have orbits
+:math:`O_1, \dots, O_k` on the endpoints (one orbit when it is transitive) and pick a root
+:math:`r_i` in each. The root's flow :math:`f_i` determines the flow of every endpoint of its
+orbit, and each arc orbit :math:`O` carries
+:math:`\sum_i (|O_i|/|O|) \sum_{a \in O} f_i(a)` on each of its arcs (``docs/throughput.md``):
 
 .. math::
 
-    \max \theta \;\text{s.t.}\; \text{conservation of } f_0 \text{ with supply }
-    \theta\, b,\quad \tfrac{T}{|O|} \textstyle\sum_{a \in O} f_0(a) \le c_O \;\forall O.
+    \max \theta \;\text{s.t.}\; \text{conservation of each } f_i \text{ with supply }
+    \theta\, b_i,\quad \textstyle\sum_i \tfrac{|O_i|}{|O|} \sum_{a \in O} f_i(a) \le c_O
+    \;\forall O.
 
-That LP has one column per arc. It is reduced further by **colour refinement** of the root
-LP (Grohe, Kersting, Mladenov, Selman, "Dimension reduction via colour refinement", ESA
+With one orbit that is :math:`\tfrac{T}{|O|} \sum_{a \in O} f_0(a) \le c_O`. That LP has one
+column per arc and root. Each root's block is reduced further by **colour refinement**
+(Grohe, Kersting, Mladenov, Selman, "Dimension reduction via colour refinement", ESA
 2014): starting from the root, the other endpoints, the switches and the arc orbits, nodes
 and arcs are split until every node of a class has the same number of arcs of each class in
 and out. Such an *equitable* partition reduces an LP exactly: a solution that is constant on
-arc classes exists among the optimal ones, and any reduced solution lifts to a feasible one.
-The partition is checked to be equitable before use (hashes could collide), the lifted flow
-is checked for conservation on the whole graph, and the upper bound comes from the dual
+arc classes exists among the optimal ones, and any reduced solution lifts to a feasible one;
+the blocks meet only in the orbit rows, whose coefficients are constant on each class, so the
+partitions of the blocks together stay equitable for the whole LP.
+The partition is checked to be equitable before use (hashes could collide), the lifted flows
+are checked for conservation on the whole graph, and the upper bound comes from the dual
 lengths through the distance bound, so the answer carries the same certificate as the full LP.
 """
 

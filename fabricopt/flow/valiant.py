@@ -22,7 +22,7 @@ A to B. On a non-blocking Clos with the top tier as hubs, :math:`r` is the injec
 this bound is the exact bisection (which all-to-all throughput alone proves only to half).
 
 The LP is solved per source (``method="lp"``) or, on fabrics with a symmetry claim, for one
-root with one capacity row per arc orbit and colour refinement, exactly as
+root per endpoint orbit with one capacity row per arc orbit and colour refinement, exactly as
 :mod:`fabricopt.flow.symmetric` does for all-to-all. Either way the rate reported is
 re-proved from the lifted flows by :func:`~fabricopt.flow.certificate.certify`, as every
 throughput answer is: conservation residual charged, then scaled by the worst overload (the
@@ -192,9 +192,9 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
         endpoints) or any nodes. Default: the best of the levels, tried from the top tier
         down until a rate reaches the endpoints' injection.
     method : {"auto", "symmetric", "lp"}
-        ``"symmetric"`` solves one root's flow (needs a valid symmetry claim, all endpoints
-        and hubs given by level); ``"lp"`` one flow per endpoint; ``"auto"`` the first that
-        applies.
+        ``"symmetric"`` solves one root's flow per endpoint orbit (needs a valid symmetry
+        claim, all endpoints and hubs given by level); ``"lp"`` one flow per endpoint;
+        ``"auto"`` the first that applies.
     backend, time_limit, **backend_options
         As for :func:`~fabricopt.max_concurrent_flow`.
 
