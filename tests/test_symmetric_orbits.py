@@ -178,3 +178,16 @@ def test_capacity_plan_per_orbit_with_several_orbits():
     plan = fo.plan_capacity(fab, tm, target_theta=1.0, model="orbit")
     assert plan.verified and plan.fabric.symmetry.n_endpoint_orbits > 1
     assert fo.check_certificate(plan.fabric, plan.flow, tm).ok
+
+
+@pytest.mark.parametrize("collective", ["all_gather", "all_to_all"])
+def test_collective_bounds_search_one_gpu_per_orbit(collective):
+    # With a claim the all-gather cut search tries one missing GPU per orbit and all-to-all
+    # runs the symmetric method; both must find what the claim-free fabric gives.
+    raw = fo.leaf_spine(4, 2, 2, links_per_pair=2).without(links={("leaf3", "spine1"): 1})
+    fab = proven_claim(raw)
+    assert raw.symmetry is None and fab.symmetry.n_endpoint_orbits > 1
+    a = fo.collective_bounds(fab, collective, message_bytes=1e6)
+    b = fo.collective_bounds(raw, collective, message_bytes=1e6)
+    assert a.lower_time_s == pytest.approx(b.lower_time_s, rel=1e-9)
+    assert a.achievable_time_s == pytest.approx(b.achievable_time_s, rel=1e-9)
