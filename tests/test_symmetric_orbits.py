@@ -191,3 +191,18 @@ def test_collective_bounds_search_one_gpu_per_orbit(collective):
     b = fo.collective_bounds(raw, collective, message_bytes=1e6)
     assert a.lower_time_s == pytest.approx(b.lower_time_s, rel=1e-9)
     assert a.achievable_time_s == pytest.approx(b.achievable_time_s, rel=1e-9)
+
+
+def test_check_certificate_re_proves_every_root_flow():
+    fab = proven_claim(unequal_leaf_spine())
+    r = certified(fab, fo.max_concurrent_flow(fab, method="symmetric"))
+    cert = r.certificate
+    k, n_arcs = fab.symmetry.n_endpoint_orbits, fab.graph.number_of_edges()
+    assert cert.flow.shape == (k * n_arcs,)
+    # Drop the last root's flow: its orbit's demand is no longer routed, so the conservation
+    # residual no longer proves the lower bound.
+    flow = cert.flow.copy()
+    flow[-n_arcs:] = 0.0
+    tampered = replace(r, certificate=replace(cert, flow=flow))
+    check = fo.check_certificate(fab, tampered)
+    assert check.upper_ok and not check.lower_ok
