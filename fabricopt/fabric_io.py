@@ -277,12 +277,9 @@ def _reverified_claim(fab: Fabric, claimed: Any, same: Callable[[Fabric], bool],
     if [rename(e) for e in rebuilt.endpoints] != list(fab.endpoints) or not same(rebuilt):
         return None
     claim = rebuilt.symmetry
-    endpoint_orbit = (None if claim.endpoint_orbit is None else
-                      {rename(e): orbit for e, orbit in claim.endpoint_orbit.items()})
     return replace(claim, arc_orbit={(rename(u), rename(v)): orbit
                                      for (u, v), orbit in claim.arc_orbit.items()},
-                   endpoints=frozenset(rename(e) for e in claim.endpoints),
-                   endpoint_orbit=endpoint_orbit)
+                   endpoints=frozenset(rename(e) for e in claim.endpoints))
 
 
 def write_json(fab: Fabric, path: str | os.PathLike[str]) -> None:
