@@ -17,7 +17,11 @@ A symmetry claim is not stored as such: it is a statement about a generator, and
 edited. Reading a file whose recipe claimed one replays the recipe and compares the rebuilt graph
 with the file's (same nodes, arcs, attributes and endpoints); only when they are identical is
 the generator's claim attached again, so an edited file is solved without it, never with a wrong
-one. Replaying costs about what building the fabric costs.
+one. Replaying costs about what building the fabric costs. A symmetry found by
+:func:`~fabricopt.find_symmetry` (attached with :func:`~fabricopt.symmetry_search.with_symmetry`)
+carries its proof, so the file keeps its generators (permutations of the file's nodes, by
+position); reading re-verifies each on the file's graph and recomputes the arc and endpoint
+orbits from them, and drops the claim if any fails.
 
 Every reading error (missing file, a directory, truncated or corrupted content, a node without
 an id, an arc to an unknown node) raises :class:`~fabricopt.errors.DesignFileError` naming the
@@ -40,6 +44,7 @@ from .errors import DesignFileError, FabricOptError, InvalidParameterError
 from .fabric import Fabric, Removed
 from .generators._recipe import try_replay
 from .symmetry import Symmetry
+from .symmetry_search import FoundSymmetry, symmetry_from_generators
 
 _JSON_PREFIX = "json:"
 #: Graph-attribute keys of GraphML files (JSON files use the same names without the prefix).
@@ -67,11 +72,28 @@ def _meta(fab: Fabric) -> dict[str, Any]:
         "params": fab.params,
         "design": fab.design,
         "recipe": fab.recipe,
-        "symmetry": ({"group": claim.group, "orbits": claim.n_orbits}
-                     if claim is not None else None),
+        "symmetry": _claim_record(fab, claim),
         "removed": {"links": [list(x) for x in fab.removed.links],
                     "switches": list(fab.removed.switches)},
     }
+
+
+def _claim_record(fab: Fabric, claim: Symmetry | None) -> dict[str, Any] | None:
+    """What a file says of the symmetry: the group for people; for a found symmetry also
+    its generators, as permutations of the file's nodes by position (read back, they are
+    re-verified and give the orbits again)."""
+    if claim is None:
+        return None
+    record: dict[str, Any] = {"group": claim.group, "orbits": claim.n_orbits,
+                              "endpoint_orbits": claim.n_endpoint_orbits}
+    if isinstance(claim, FoundSymmetry):
+        position = {v: i for i, v in enumerate(fab.graph)}
+        to_file = [position[v] for v in claim.nodes]
+        record["found"] = {
+            "n_twin_swaps": claim.n_twin_swaps,
+            "generators": [[[to_file[int(a)] for a in s], [to_file[int(b)] for b in i]]
+                           for s, i in claim.generators]}
+    return record
 
 
 def _graphml_graph(fab: Fabric, func: str = "write_graphml") -> nx.DiGraph:
@@ -260,8 +282,22 @@ def _fabric(source: str, g: nx.DiGraph, meta: dict[str, Any], same: Callable[[Fa
                              tuple(rename(w) for w in removed.get("switches", []))))
     except (FabricOptError, ValueError, TypeError) as exc:
         raise DesignFileError(f"{source}: not a valid fabric: {exc}") from None
-    fab._symmetry = _reverified_claim(fab, meta.get("symmetry"), same, rename)
+    claimed = meta.get("symmetry")
+    fab._symmetry = (_reproven_found(fab, claimed["found"])
+                     if isinstance(claimed, dict) and "found" in claimed
+                     else _reverified_claim(fab, claimed, same, rename))
     return fab
+
+
+def _reproven_found(fab: Fabric, found: Any) -> Symmetry | None:
+    """A found symmetry's generators re-verified on the file's graph (so an edited file
+    loses the claim, never gets a wrong one): the orbits are recomputed from them."""
+    try:
+        gens = [(list(s), list(i)) for s, i in found["generators"]]
+        return symmetry_from_generators(fab, list(fab.graph), gens,
+                                        int(found.get("n_twin_swaps", 0)))
+    except (FabricOptError, ValueError, TypeError, KeyError, AttributeError):
+        return None
 
 
 def _reverified_claim(fab: Fabric, claimed: Any, same: Callable[[Fabric], bool],
@@ -279,7 +315,9 @@ def _reverified_claim(fab: Fabric, claimed: Any, same: Callable[[Fabric], bool],
     claim = rebuilt.symmetry
     return replace(claim, arc_orbit={(rename(u), rename(v)): orbit
                                      for (u, v), orbit in claim.arc_orbit.items()},
-                   endpoints=frozenset(rename(e) for e in claim.endpoints))
+                   endpoints=frozenset(rename(e) for e in claim.endpoints),
+                   endpoint_orbit=None if claim.endpoint_orbit is None else
+                   {rename(e): orbit for e, orbit in claim.endpoint_orbit.items()})
 
 
 def write_json(fab: Fabric, path: str | os.PathLike[str]) -> None:

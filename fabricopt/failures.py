@@ -432,7 +432,9 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
     -----
     The eligible units, the traffic and the rounding are computed once for the intact
     fabric; each trial copies the graph minus its failures and solves it with the exact
-    methods available (failed fabrics have no symmetry claim, so large ones take the full LP).
+    methods available. A failed fabric has no symmetry claim and is rarely transitive on its
+    endpoints (:func:`~fabricopt.search_symmetry` finds its group and orbits), so the symmetric
+    method, which needs one orbit, does not apply: large ones take the full LP.
 
     Examples
     --------

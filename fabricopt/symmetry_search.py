@@ -2,32 +2,42 @@
 
 The symmetric flow method needs a group of automorphisms of the fabric (maps of nodes onto
 nodes that send arcs to arcs of the same capacity and endpoints to endpoints; nothing else
-matters to the flow LP) acting transitively on the endpoints, given by its arc orbits. A
-generator knows such a group; a fabric built by hand, read from a file or edited does not.
-:func:`find_symmetry` finds one:
+matters to the flow LP), given by its arc orbits and its orbits on the endpoints. A generator
+knows such a group; a fabric built by hand, read from a file, edited or failed does not.
+:func:`find_symmetry` finds one, transitive on the endpoints or not:
 
 1. **Colour refinement** (the coarsest equitable partition, see
    :func:`fabricopt.flow.symmetric.color_refinement`) of the graph with endpoints and
    capacities as colours. An automorphism preserves refined colours, so endpoints of
-   different colours prove that no group acts transitively on them.
+   different colours lie in different orbits (``max_endpoint_orbits=1`` stops there when
+   there are several).
 2. **Twins**: two nodes with the same neighbours over arcs of the same capacities swap by an
    automorphism that can be written down. They are found by hashing neighbourhoods and each
    swap is verified; the search below never branches inside a class of twins.
-3. **Individualisation-refinement** (the method of McKay's nauty): to map the root endpoint
+3. **Individualisation-refinement** (the method of McKay's nauty): to map a root endpoint
    to endpoint ``e``, give the root a colour of its own in one copy and ``e`` in the other,
    refine both, and keep individualising one node of the same cell on both sides (the first
    node on the first side, every candidate on the second, backtracking on a mismatch) until
    the cells left are classes of twins. Each step first tries the map that pairs the cells in
    node order, which on fabrics built in a regular order is an automorphism at once.
-4. Every map is **verified** (each arc it moves lands on an arc of the same capacity,
-   endpoints stay endpoints) before it becomes a generator; endpoints already in the root's
-   orbit under the generators found are skipped. A second pass merges arc orbits that colour
-   refinement cannot tell apart, when an automorphism between them is found within a small
-   budget (finer orbits stay exact, coarser ones make the symmetric LP smaller).
+4. **Orbits, class by class**: in each colour class of endpoints a root is mapped to every
+   endpoint not yet in its orbit under the generators found. An endpoint that no
+   automorphism reaches (the search above, exhaustive) is outside the root's orbit in the
+   full group, with its whole current orbit; once the root is done, the first endpoint left
+   starts the next orbit. When every endpoint was either reached or ruled out, the endpoint
+   orbits are the full automorphism group's (``SymmetrySearch.proven``).
+5. Every map is **verified** (each arc it moves lands on an arc of the same capacity,
+   endpoints stay endpoints) before it becomes a generator. A last pass merges arc orbits
+   that colour refinement (with the proven endpoint orbits as colours) cannot tell apart,
+   when an automorphism between them is found within a small budget (finer orbits stay
+   exact, coarser ones make the symmetric LP smaller).
 
-The arc orbits are those of the group the verified generators generate, so the result is
-exact however many automorphisms the search missed. :func:`verify_found_symmetry` re-proves
-all of it from the generators the result carries.
+The orbits are those of the group the verified generators generate, so the result is exact
+however many automorphisms the search missed, and any subgroup is sound: when the time limit
+stops the search, the group found so far is returned, its orbits exact but perhaps finer
+than the full group's (``proven=False``). :func:`verify_found_symmetry` re-proves all of it
+from the generators the result carries, and :func:`symmetry_from_generators` rebuilds it from
+them (how a file keeps a found symmetry).
 """
 
 from __future__ import annotations
@@ -41,7 +51,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from ._checks import check_positive
+from ._checks import check_int, check_positive
 from .errors import InvalidFabricError, InvalidParameterError
 from .graph_arrays import GraphArrays
 from .symmetry import Symmetry
@@ -58,8 +68,9 @@ class FoundSymmetry(Symmetry):
     """A :class:`~fabricopt.Symmetry` found by :func:`find_symmetry`, with its proof.
 
     ``generators`` are permutations of ``nodes`` (by position), each as the nodes it moves
-    and their images; the arc orbits are exactly the orbits of the group they generate,
-    which :func:`verify_found_symmetry` re-checks.
+    and their images; the arc orbits (``arc_orbit``) and, when there are several, the orbits
+    on the endpoints (``endpoint_orbit``, None for one orbit) are exactly the orbits of the
+    group they generate, which :func:`verify_found_symmetry` re-checks.
     """
 
     nodes: tuple[Hashable, ...] = ()
@@ -75,14 +86,19 @@ class SymmetrySearch:
     ----------
     symmetry : FoundSymmetry or None
     reason : str
-        Why there is no symmetry ("" when there is one).
+        Why there is no symmetry, or why its orbits may be finer than the full group's (the
+        time limit); "" when the search completed.
     proven : bool
-        True when the answer is final: a symmetry was found, or none exists (endpoints in
-        different colour classes, or an exhaustive search found no automorphism between two
-        endpoints). False when the search gave up (time limit).
+        True when the answer is final: the symmetry's endpoint orbits are proven to be those
+        of the full automorphism group (each endpoint left out of a root's orbit was shown
+        unreachable by exhaustive search), or no symmetry exists within
+        ``max_endpoint_orbits``. False when the time limit stopped the search: the symmetry
+        is then the subgroup found so far (its orbits exact for it, so still sound for the
+        symmetric method, only finer), or None.
     seconds : float
-    n_generators, n_twin_swaps, n_orbits : int
-        Generators found (twin swaps included), how many are twin swaps, arc orbits.
+    n_generators, n_twin_swaps, n_orbits, n_endpoint_orbits : int
+        Generators found (twin swaps included), how many are twin swaps, arc orbits, and
+        orbits on the endpoints (1: the group is transitive on them).
     """
 
     symmetry: FoundSymmetry | None
@@ -92,14 +108,18 @@ class SymmetrySearch:
     n_generators: int = 0
     n_twin_swaps: int = 0
     n_orbits: int = 0
+    n_endpoint_orbits: int = 0
 
     @property
     def message(self) -> str:
         """One line for a result's message."""
         if self.symmetry is None:
             return f"no symmetry found ({self.reason})"
+        on_endpoints = ("transitive on the endpoints" if self.n_endpoint_orbits == 1 else
+                        f"{self.n_endpoint_orbits} orbits on the endpoints")
         return (f"symmetry found: {self.n_generators} generators ({self.n_twin_swaps} twin "
-                f"swaps), {self.n_orbits} arc orbits, in {self.seconds:.2f} s")
+                f"swaps), {on_endpoints}, {self.n_orbits} arc orbits, in {self.seconds:.2f} s"
+                + ("" if self.proven else f" ({self.reason})"))
 
 
 class _GiveUp(Exception):
@@ -125,17 +145,6 @@ class _Automorphisms:
         self.in_ptr = np.r_[0, np.cumsum(np.bincount(ga.head, minlength=n))]
         # Capacities compared exactly: an automorphism must preserve them to the bit.
         self.arc_color = np.unique(ga.capacity, return_inverse=True)[1].ravel().astype(np.int64)
-
-    def segment_sums(self, weights: np.ndarray, out: bool) -> np.ndarray:
-        """Per node, the sum (mod 2^64) of ``weights`` given per arc in out-arc order
-        (``out``) or in-arc order."""
-        ptr = self.out_ptr if out else self.in_ptr
-        sums = np.zeros(self.n, dtype=np.uint64)
-        if len(weights) == 0:
-            return sums
-        has = ptr[1:] > ptr[:-1]
-        sums[has] = np.add.reduceat(weights, ptr[:-1][has])
-        return sums
 
     def arc_index(self, tail: np.ndarray, head: np.ndarray) -> np.ndarray:
         """Index of arc ``tail -> head`` for each pair, -1 where there is none."""
@@ -269,6 +278,19 @@ class _Search:
         self.deadline = deadline
         self.budget = np.inf
         self.index = np.arange(aut.n)
+        # Every arc at each node, out-arcs and in-arcs together, grouped by node: the other
+        # end and a key for (direction, capacity).
+        ga = aut.ga
+        key_arc = np.random.default_rng(_RNG_SEED + 1).integers(
+            1, 2**63, size=(2, int(aut.arc_color.max(initial=0)) + 1), dtype=np.uint64)
+        owner = np.concatenate([ga.tail, ga.head])
+        grouped = np.argsort(owner, kind="stable")
+        self.inc_other = np.concatenate([ga.head, ga.tail])[grouped]
+        self.inc_weight = np.concatenate([key_arc[0][aut.arc_color],
+                                          key_arc[1][aut.arc_color]])[grouped]
+        count = np.bincount(owner, minlength=aut.n)
+        self.inc_has = count > 0
+        self.inc_start = (np.cumsum(count) - count)[self.inc_has]
 
     def tick(self) -> None:
         self.budget -= 1
@@ -280,28 +302,27 @@ class _Search:
 
         The rounds of :func:`fabricopt.flow.symmetric.color_refinement` (sums of random
         64-bit keys over each node's out- and in-arcs), specialised for the many refinements
-        of a search: arcs are pre-sorted so the sums are segment sums, and a round relabels
-        with one sort. Ids are a function of the coloured graph's isomorphism class (same
-        seed, classes ordered by (old class, hashes)), so two refinements can be compared.
+        of a search: a node's out- and in-arcs are listed together once (an in-arc's key
+        differs from an out-arc's of the same capacity), so a round is one segment sum over
+        them and one sort by (old class, hash). Ids are a function of the coloured graph's
+        isomorphism class (same seed, classes ordered by (old class, hash)), so two
+        refinements can be compared.
         A hash collision can only merge classes, never split equivalent nodes.
         """
-        aut = self.aut
         rng = np.random.default_rng(_RNG_SEED)
         nc = np.unique(colors, return_inverse=True)[1].ravel().astype(np.int64)
         n_classes = int(nc.max()) + 1
-        key_arc = rng.integers(1, 2**63, size=int(aut.arc_color.max(initial=0)) + 1,
-                               dtype=np.uint64)
-        w_arc_out = key_arc[aut.arc_color[aut.out_arcs]]
-        w_arc_in = key_arc[aut.arc_color[aut.in_arcs]] ^ np.uint64(0x9E3779B97F4A7C15)
-        head_out, tail_in = aut.ga.head[aut.out_arcs], aut.ga.tail[aut.in_arcs]
+        n = self.aut.n
         while True:
             key_node = rng.integers(1, 2**63, size=n_classes, dtype=np.uint64) | np.uint64(1)
-            h_out = aut.segment_sums(w_arc_out * key_node[nc[head_out]], out=True)
-            h_in = aut.segment_sums(w_arc_in * key_node[nc[tail_in]], out=False)
-            order = np.lexsort((h_in, h_out, nc))
-            a, b, c = nc[order], h_out[order], h_in[order]
-            new_class = np.r_[False, (a[1:] != a[:-1]) | (b[1:] != b[:-1]) | (c[1:] != c[:-1])]
-            ids = np.empty(aut.n, dtype=np.int64)
+            h = np.zeros(n, dtype=np.uint64)
+            if len(self.inc_weight):
+                h[self.inc_has] = np.add.reduceat(self.inc_weight * key_node[nc[self.inc_other]],
+                                                  self.inc_start)
+            order = np.lexsort((h, nc))
+            a, b = nc[order], h[order]
+            new_class = np.r_[False, (a[1:] != a[:-1]) | (b[1:] != b[:-1])]
+            ids = np.empty(n, dtype=np.int64)
             ids[order] = np.cumsum(new_class)
             count = int(ids.max()) + 1
             if count == n_classes:
@@ -411,27 +432,164 @@ class _Path:
         return self.vertices[k]
 
 
-def _arc_labels(aut: _Automorphisms, gens: Sequence[Generator]) -> np.ndarray:
-    """Arc orbits of the group the (verified) generators generate."""
+def _node_labels(n: int, gens: Sequence[Generator]) -> np.ndarray:
+    """Node orbits of the group the generators generate (labels 0..k-1)."""
+    if not gens:
+        return np.arange(n)
+    return _merge(np.arange(n), np.concatenate([np.asarray(s, dtype=np.int64) for s, _ in gens]),
+                  np.concatenate([np.asarray(i, dtype=np.int64) for _, i in gens]))
+
+
+def _first_seen_labels(labels: np.ndarray) -> np.ndarray:
+    """``labels`` renumbered 0, 1, ... in order of first appearance."""
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inverse.ravel()]
+
+
+def _orbits(aut: _Automorphisms, gens: Sequence[Generator], endpoint_idx: np.ndarray,
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Arc orbits and endpoint orbits (in ``endpoint_idx`` order, numbered by first
+    appearance) of the group generated by ``gens``; InvalidFabricError if one of them is not
+    an automorphism."""
     ok, arcs, images = aut.apply(gens)
     if not ok.all():
-        raise InvalidFabricError("a generator is not an automorphism")
-    labels = np.arange(aut.ga.n_arcs)
-    return _merge(labels, arcs, images)
+        g = int(np.flatnonzero(~ok)[0])
+        raise InvalidFabricError(f"generator {g} is not an automorphism (an arc maps to a "
+                                 "missing arc, capacities differ, or an endpoint maps to a "
+                                 "non-endpoint)")
+    arc_orbit = _merge(np.arange(aut.ga.n_arcs), arcs, images)
+    endpoint_orbit = _first_seen_labels(_node_labels(aut.n, gens)[endpoint_idx])
+    return arc_orbit, endpoint_orbit
+
+
+def _found(fab: Any, ga: GraphArrays, aut: _Automorphisms, eps: np.ndarray,
+           gens: Sequence[Generator], n_twin_swaps: int) -> FoundSymmetry:
+    """The FoundSymmetry the generators give: orbits computed, generators checked."""
+    arc_orbit, endpoint_orbit = _orbits(aut, gens, eps)
+    several = len(endpoint_orbit) and int(endpoint_orbit.max()) > 0
+    return FoundSymmetry(
+        arc_orbit=dict(zip(ga.arcs, arc_orbit.tolist(), strict=True)),
+        group=f"automorphisms found by search ({len(gens)} generators)",
+        n_nodes=ga.n_nodes, n_arcs=ga.n_arcs, endpoints=frozenset(fab.endpoints),
+        endpoint_orbit=(dict(zip(fab.endpoints, endpoint_orbit.tolist(), strict=True))
+                        if several else None),
+        nodes=tuple(ga.nodes), generators=tuple(gens), n_twin_swaps=n_twin_swaps)
+
+
+def symmetry_from_generators(fab: Any, nodes: Sequence[Hashable],
+                             generators: Sequence[Generator], n_twin_swaps: int = 0,
+                             ) -> FoundSymmetry:
+    """The :class:`FoundSymmetry` of ``fab`` that ``generators`` prove (permutations of
+    ``nodes`` by position, as in :attr:`FoundSymmetry.generators`).
+
+    Each generator is checked to be an automorphism and the arc and endpoint orbits are those
+    of the group they generate, so the result is as sound as one the search returns (this is
+    how a file's found symmetry is read back).
+
+    Raises
+    ------
+    InvalidFabricError
+        If ``nodes`` are not the fabric's nodes or a generator is not an automorphism.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> import fabricopt as fo
+    >>> fab = fo.from_networkx(nx.path_graph(3))   # 0 - 1 - 2: the reflection swaps the ends
+    >>> sym = symmetry_from_generators(fab, [0, 1, 2], [([0, 2], [2, 0])])
+    >>> sym.n_endpoint_orbits, sym.n_orbits
+    (2, 2)
+    """
+    ga = GraphArrays.from_fabric(fab)
+    name = getattr(fab, "name", "")
+    if len(nodes) != ga.n_nodes or set(nodes) != set(ga.nodes):
+        raise InvalidFabricError(f"symmetry of {name!r}: its nodes are not the fabric's")
+    to_here = np.array([ga.index[v] for v in nodes], dtype=np.int64)
+    n = len(to_here)
+    gens = []
+    for k, (s, i) in enumerate(generators):
+        s, i = np.asarray(s, dtype=np.int64).ravel(), np.asarray(i, dtype=np.int64).ravel()
+        if np.any((s < 0) | (s >= n)) or np.any((i < 0) | (i >= n)):
+            raise InvalidFabricError(f"symmetry of {name!r}: generator {k} names a node "
+                                     "position outside the fabric")
+        gens.append((to_here[s], to_here[i]))
+    eps = np.array([ga.index[e] for e in fab.endpoints], dtype=np.int64)
+    aut = _Automorphisms(ga, eps)
+    try:
+        return _found(fab, ga, aut, eps, gens, n_twin_swaps)
+    except InvalidFabricError as exc:
+        raise InvalidFabricError(f"symmetry of {name!r}: {exc}") from None
+
+
+def _orbit_search(search: _Search, base: np.ndarray, eps: np.ndarray, node_orbit: np.ndarray,
+                  gens: list[Generator], max_orbits: float,
+                  ) -> tuple[np.ndarray, list[int], tuple[int, int] | None]:
+    """Find generators until the endpoint orbits are proven, class by colour class.
+
+    In each colour class a root is mapped to every endpoint of the class not yet in its
+    orbit; an endpoint no automorphism reaches (exhaustive search) rules out its whole orbit
+    and, once the root is done, the first endpoint left becomes the next root. Appends to
+    ``gens``; returns the node orbits, the roots (one per proven endpoint orbit) and the
+    (root, endpoint) pair of the last exhaustive failure. Stops early, with that pair, once
+    more than ``max_orbits`` roots exist; raises :class:`_GiveUp` on the time limit (``gens``
+    then holds what was found).
+    """
+    roots: list[int] = []
+    apart: tuple[int, int] | None = None
+    classes = base[eps]
+    for cls in classes[np.sort(np.unique(classes, return_index=True)[1])]:
+        members = eps[classes == cls]
+        while True:
+            done = node_orbit[np.asarray(roots, dtype=np.int64)]
+            fresh = members[~np.isin(node_orbit[members], done)]
+            if len(fresh) == 0:
+                break
+            root = int(fresh[0])
+            roots.append(root)
+            if len(roots) > max_orbits:
+                return node_orbit, roots, apart
+            path: _Path | None = None  # built on first use: twin swaps may leave no work
+            refused: list[int] = []  # endpoints proven outside the root's orbit
+            while True:
+                out = node_orbit[np.asarray(refused + roots, dtype=np.int64)]
+                left = fresh[(node_orbit[fresh] != node_orbit[root])
+                             & ~np.isin(node_orbit[fresh], out)]
+                if len(left) == 0:
+                    break
+                e = int(left[0])
+                if path is None:
+                    path = _Path(search, search.individualise(base, [root]))
+                gen = search.find(path, search.individualise(base, [e]))
+                if gen is None:
+                    refused.append(e)
+                    apart = (root, e)
+                else:
+                    gens.append(gen)
+                    node_orbit = _merge(node_orbit, gen[0], gen[1])
+    return node_orbit, roots, apart
 
 
 def search_symmetry(fab: Any, *, time_limit: float | None = None,
+                    max_endpoint_orbits: int | None = None,
                     _caller: str = "search_symmetry") -> SymmetrySearch:
-    """Find and prove automorphisms of ``fab`` acting transitively on its endpoints.
+    """Find and prove a group of automorphisms of ``fab`` and its orbits on the endpoints.
 
-    Like :func:`find_symmetry`, but says why when there is no symmetry and how the search
-    went.
+    Like :func:`find_symmetry`, but says how the search went: how many orbits, whether they
+    are proven to be the full group's, or why there is no symmetry.
 
     Parameters
     ----------
     fab : Fabric
     time_limit : float, optional
-        Seconds; when they run out the search gives up (``proven=False``).
+        Seconds; when they run out the search stops and returns the group found so far
+        (``proven=False``: its orbits are exact for that subgroup, perhaps finer than the full
+        group's).
+    max_endpoint_orbits : int, optional
+        Give up (no symmetry, ``proven=True``) as soon as the endpoints are proven to fall
+        into more orbits than this; 1 asks for a group transitive on the endpoints. Default:
+        no limit.
 
     Returns
     -------
@@ -441,7 +599,10 @@ def search_symmetry(fab: Any, *, time_limit: float | None = None,
     --------
     >>> import networkx as nx
     >>> import fabricopt as fo
-    >>> search_symmetry(fo.from_networkx(nx.path_graph(4))).reason
+    >>> found = search_symmetry(fo.from_networkx(nx.path_graph(4)))   # 0 - 1 - 2 - 3
+    >>> found.n_endpoint_orbits, found.proven   # {0, 3} and {1, 2}: the reflection
+    (2, True)
+    >>> search_symmetry(fo.from_networkx(nx.path_graph(4)), max_endpoint_orbits=1).reason
     'endpoints fall into 2 colour classes, so no automorphism maps every endpoint to every other'
     """
     from .fabric import Fabric
@@ -452,6 +613,9 @@ def search_symmetry(fab: Any, *, time_limit: float | None = None,
                                     f"got {type(fab).__name__}")
     if time_limit is not None:
         check_positive(_caller, "time_limit", time_limit)
+    if max_endpoint_orbits is not None:
+        check_int(_caller, "max_endpoint_orbits", max_endpoint_orbits, minimum=1)
+    max_orbits = np.inf if max_endpoint_orbits is None else int(max_endpoint_orbits)
     deadline = start + (np.inf if time_limit is None else float(time_limit))
     ga = GraphArrays.from_fabric(fab)
     eps = np.array([ga.index[e] for e in fab.endpoints], dtype=np.int64)
@@ -468,38 +632,41 @@ def search_symmetry(fab: Any, *, time_limit: float | None = None,
     search = _Search(aut, twin_class, deadline)
     base = search.refine(aut.is_endpoint.astype(np.int64))
     n_ep_classes = len(np.unique(base[eps]))
-    if n_ep_classes > 1:
+    if n_ep_classes > max_orbits:
         return none(f"endpoints fall into {n_ep_classes} colour classes, so no automorphism "
-                    "maps every endpoint to every other", True)
+                    + ("maps every endpoint to every other" if max_orbits == 1 else
+                       f"group has at most {max_endpoint_orbits} orbits on them"), True)
     gens: list[Generator] = list(twins)
-    node_orbit = twin_class.copy()
-    root = int(eps[0])
+    reason = ""
     try:
-        path = _Path(search, search.individualise(base, [root]))
-        while True:
-            left = eps[node_orbit[eps] != node_orbit[root]]
-            if len(left) == 0:
-                break
-            e = int(left[0])
-            gen = search.find(path, search.individualise(base, [e]))
-            if gen is None:
-                return none(f"no automorphism maps endpoint {ga.nodes[root]!r} to "
-                            f"{ga.nodes[e]!r} (exhaustive search)", True)
-            gens.append(gen)
-            node_orbit = _merge(node_orbit, gen[0], gen[1])
+        _, roots, apart = _orbit_search(search, base, eps, twin_class, gens, max_orbits)
     except _GiveUp:
-        return none(f"gave up after {time.perf_counter() - start:.3g} s (time limit) with "
-                    f"{len(gens)} generators", False)
-    arc_orbit = _arc_labels(aut, gens)
+        reason = (f"stopped by the time limit after {time.perf_counter() - start:.3g} s: the "
+                  "orbits are a subgroup's, maybe finer than the full group's")
+        if len(np.unique(_node_labels(aut.n, gens)[eps])) > max_orbits:
+            return none(f"gave up after {time.perf_counter() - start:.3g} s (time limit) with "
+                        f"{len(gens)} generators", False)
+    else:
+        if len(roots) > max_orbits:
+            root, e = apart if apart is not None else (roots[0], roots[-1])
+            return none(f"no automorphism maps endpoint {ga.nodes[root]!r} to "
+                        f"{ga.nodes[e]!r} (exhaustive search)"
+                        + ("" if max_orbits == 1 else
+                           f", the endpoints have more than {max_endpoint_orbits} orbits"),
+                        True)
+    ok, arcs, images = aut.apply(gens)
+    arc_orbit = _merge(np.arange(ga.n_arcs), arcs, images)
+    if not reason:
+        # The endpoint orbits are the full group's, so every automorphism preserves them:
+        # as colours they refine the base partition, which rules out most arc pairs at once.
+        labels = np.full(aut.n, -1, dtype=np.int64)
+        labels[eps] = _node_labels(aut.n, gens)[eps]
+        base = search.refine(np.unique(np.stack([base, labels]), axis=1,
+                                       return_inverse=True)[1].ravel())
     gens, arc_orbit = _merge_arc_orbits(aut, search, base, gens, arc_orbit)
-    n_orbits = int(arc_orbit.max()) + 1 if len(arc_orbit) else 0
-    sym = FoundSymmetry(
-        arc_orbit=dict(zip(ga.arcs, arc_orbit.tolist(), strict=True)),
-        group=f"automorphisms found by search ({len(gens)} generators)",
-        n_nodes=ga.n_nodes, n_arcs=ga.n_arcs, endpoints=frozenset(fab.endpoints),
-        nodes=tuple(ga.nodes), generators=tuple(gens), n_twin_swaps=len(twins))
-    return SymmetrySearch(sym, "", True, time.perf_counter() - start, len(gens), len(twins),
-                          n_orbits)
+    sym = _found(fab, ga, aut, eps, gens, len(twins))
+    return SymmetrySearch(sym, reason, not reason, time.perf_counter() - start, len(gens),
+                          len(twins), sym.n_orbits, sym.n_endpoint_orbits)
 
 
 def _merge_arc_orbits(aut: _Automorphisms, search: _Search, base: np.ndarray,
@@ -542,44 +709,54 @@ def _merge_arc_orbits(aut: _Automorphisms, search: _Search, base: np.ndarray,
     return gens, arc_orbit
 
 
-def find_symmetry(fab: Any, *, time_limit: float | None = None) -> FoundSymmetry | None:
-    """A proven group of automorphisms of ``fab`` acting transitively on its endpoints.
+def find_symmetry(fab: Any, *, time_limit: float | None = None,
+                  max_endpoint_orbits: int | None = None) -> FoundSymmetry | None:
+    """A proven group of automorphisms of ``fab``, with its orbits on arcs and endpoints.
 
     Automorphisms here map arcs to arcs of the same capacity and endpoints to endpoints
     (roles, tiers and names do not matter to the flow LP). The result holds the arc orbits
     of the group generated by the automorphisms found (finer than the full group's orbits
-    when the search missed some, which keeps the symmetric method exact), and the generators
+    when the search missed some, which keeps the symmetric method exact), its orbits on the
+    endpoints (``endpoint_orbit``, None when it is transitive on them) and the generators
     that prove it (:func:`verify_found_symmetry`). Attach it with :func:`with_symmetry`.
 
     Parameters
     ----------
     fab : Fabric
     time_limit : float, optional
-        Seconds before the search gives up.
+        Seconds; when they run out the group found so far is returned (a subgroup: orbits
+        exact, perhaps finer than the full group's).
+    max_endpoint_orbits : int, optional
+        None when the endpoints are proven to fall into more orbits than this (1: only a
+        group transitive on the endpoints will do).
 
     Returns
     -------
     FoundSymmetry or None
-        None when no such group exists or the search gave up; :func:`search_symmetry` says
-        which.
+        None when the fabric has no endpoints, or no group within ``max_endpoint_orbits``
+        exists or was found in time; :func:`search_symmetry` says which.
 
     Examples
     --------
     >>> import networkx as nx
     >>> import fabricopt as fo
     >>> sym = find_symmetry(fo.from_networkx(nx.cycle_graph(6)))
-    >>> sym.n_orbits   # rotations and reflections: every arc of a ring maps to every other
-    1
+    >>> sym.n_orbits, sym.transitive   # rotations and reflections: any arc to any other
+    (1, True)
+    >>> find_symmetry(fo.from_networkx(nx.star_graph(3))).n_endpoint_orbits   # hub, leaves
+    2
     """
-    return search_symmetry(fab, time_limit=time_limit, _caller="find_symmetry").symmetry
+    return search_symmetry(fab, time_limit=time_limit, max_endpoint_orbits=max_endpoint_orbits,
+                           _caller="find_symmetry").symmetry
 
 
 def verify_found_symmetry(fab: Any, sym: FoundSymmetry) -> None:
     """Re-prove a found symmetry on ``fab`` from its generators.
 
     Checks that every generator is an automorphism (arcs to arcs of the same capacity,
-    endpoints to endpoints), that the group they generate maps the first endpoint to every
-    endpoint, and that the arc orbits of that group are exactly the claim's orbit labels.
+    endpoints to endpoints), and that the orbits of the group they generate are exactly the
+    claim's labels: its arc orbits, and its orbits on the endpoints (one orbit when
+    ``sym.endpoint_orbit`` is None).
 
     Raises
     ------
@@ -603,28 +780,42 @@ def verify_found_symmetry(fab: Any, sym: FoundSymmetry) -> None:
     gens = [(to_here[np.asarray(s, dtype=np.int64)], to_here[np.asarray(i, dtype=np.int64)])
             for s, i in sym.generators]
     eps = np.array([ga.index[e] for e in fab.endpoints], dtype=np.int64)
-    aut = _Automorphisms(ga, eps)
-    ok, arcs, images = aut.apply(gens)
-    if not ok.all():
-        g = int(np.flatnonzero(~ok)[0])
-        raise InvalidFabricError(f"found symmetry of {name!r}: generator {g} is not an "
-                                 "automorphism (an arc maps to a missing arc, capacities "
-                                 "differ, or an endpoint maps to a non-endpoint)")
-    node_orbit = np.arange(ga.n_nodes)
-    for s, i in gens:
-        node_orbit = _merge(node_orbit, s, i)
-    if len(eps) and len(np.unique(node_orbit[eps])) != 1:
-        raise InvalidFabricError(f"found symmetry of {name!r}: the generators do not map the "
-                                 "first endpoint to every endpoint")
-    orbits = _merge(np.arange(ga.n_arcs), arcs, images)
     try:
-        labels = np.array([sym.arc_orbit[a] for a in ga.arcs], dtype=np.int64)
+        arc_orbit, endpoint_orbit = _orbits(_Automorphisms(ga, eps), gens, eps)
+    except InvalidFabricError as exc:
+        raise InvalidFabricError(f"found symmetry of {name!r}: {exc}") from None
+    if sym.endpoint_orbit is None:
+        if len(endpoint_orbit) and int(endpoint_orbit.max()) > 0:
+            raise InvalidFabricError(f"found symmetry of {name!r}: the generators do not map "
+                                     "the first endpoint to every endpoint")
+    else:
+        try:
+            claimed = [sym.endpoint_orbit[e] for e in fab.endpoints]
+        except KeyError as exc:
+            raise InvalidFabricError(f"found symmetry of {name!r}: endpoint {exc} has no "
+                                     "orbit") from None
+        if not _same_partition(endpoint_orbit, claimed):
+            raise InvalidFabricError(f"found symmetry of {name!r}: its endpoint orbit labels "
+                                     "are not the orbits of the group its generators generate")
+    try:
+        labels = [sym.arc_orbit[a] for a in ga.arcs]
     except KeyError as exc:
         raise InvalidFabricError(f"found symmetry of {name!r}: arc {exc} has no orbit") from None
-    pairs = np.unique(np.stack([orbits, labels]), axis=1)
-    if len(np.unique(pairs[0])) != pairs.shape[1] or len(np.unique(pairs[1])) != pairs.shape[1]:
+    if not _same_partition(arc_orbit, labels):
         raise InvalidFabricError(f"found symmetry of {name!r}: its orbit labels are not the "
                                  "arc orbits of the group its generators generate")
+
+
+def _same_partition(labels: np.ndarray, claimed: Sequence[Hashable]) -> bool:
+    """Whether two labellings of the same items split them into the same classes."""
+    if len(labels) == 0:
+        return True
+    ids: dict[Hashable, int] = {}
+    other = [ids.setdefault(x, len(ids)) for x in claimed]
+    pairs = np.unique(np.stack([np.asarray(labels, dtype=np.int64),
+                                np.asarray(other, dtype=np.int64)]), axis=1)
+    return (len(np.unique(pairs[0])) == pairs.shape[1]
+            and len(np.unique(pairs[1])) == pairs.shape[1])
 
 
 def with_symmetry(fab: Any, sym: Symmetry) -> Any:
@@ -643,4 +834,4 @@ def with_symmetry(fab: Any, sym: Symmetry) -> Any:
 
 
 __all__ = ["FoundSymmetry", "SymmetrySearch", "find_symmetry", "search_symmetry",
-           "verify_found_symmetry", "with_symmetry"]
+           "symmetry_from_generators", "verify_found_symmetry", "with_symmetry"]

@@ -196,3 +196,41 @@ def test_a_long_solve_shows_its_bracket_closing_when_asked(capsys):
     assert (quiet.lower, quiet.upper) == (shown.lower, shown.upper)
     with pytest.raises(fo.InvalidParameterError, match="progress"):
         fo.max_concurrent_flow(fab, method="approx", progress="yes")
+
+
+def _thin_ring():
+    """A ring of 8 unit links with one link at a tenth: the hop lengths are not the optimal
+    duals (the thin link must be priced higher), so fewest-hop routing cannot close."""
+    fab = fo.ring(8)
+    g = fab.graph.copy()
+    u, v = next(iter(nx_edges(g)))
+    for a, b in ((u, v), (v, u)):
+        g[a][b]["capacity"] = 0.1
+    return fo.from_networkx(g, name="thin ring")
+
+
+def nx_edges(g):
+    return ((u, v) for u, v in g.edges() if u < v)
+
+
+@pytest.mark.parametrize("fab", [fo.jellyfish(switches=16, network_ports=4,
+                                              endpoints_per_switch=2, seed=5), _thin_ring()],
+                         ids=["jellyfish", "ring with a thin link"])
+def test_fewest_hop_phase_keeps_the_bracket_whether_or_not_hops_are_optimal(fab,
+                                                                            monkeypatch):
+    # Enter the fewest-hop phase at the first chance: on the jellyfish it may close the gap,
+    # on the thin ring it must stall or see the bound move and hand back to free routing;
+    # either way the bracket is certified and contains the exact LP value.
+    import fabricopt.flow.approx as approx
+
+    monkeypatch.setattr(approx, "FREE_STALL", (1, 1.0))
+    traffic = fo.all_to_all(fab)
+    exact = fo.max_concurrent_flow(fab, traffic, method="lp")
+    model = fo.build_flow_lp(fab, traffic)
+    sol = solve_approx(model, gap=GAP, strategy="frank_wolfe", time_limit=60)
+    lower, upper = sol.info["lower"], sol.info["upper"]
+    tol = 1e-9 * exact.theta
+    assert lower - tol <= exact.theta <= upper + tol
+    assert sol.status == "optimal" and upper - lower <= GAP * upper * (1 + 1e-9)
+    r = fo.max_concurrent_flow(fab, traffic, method="approx", gap=GAP)
+    assert fo.check_certificate(fab, r, traffic).ok

