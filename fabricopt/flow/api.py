@@ -46,9 +46,11 @@ FIND_SYMMETRY_NONZEROS = 50_000
 #: Seconds ``method="auto"`` gives the search (less when ``time_limit`` is shorter); the
 #: largest fabrics of the benchmarks need under 5 s.
 FIND_SYMMETRY_SECONDS = 20.0
-#: Orbits on the endpoints a found group may have for the symmetric method to use it
-#: (:func:`symmetric_applicable` says which claims it takes): the search stops as soon as it
-#: proves more, so a failed fabric costs what colour refinement costs, as before.
+#: Orbits on the endpoints a found group may have for the symmetric method to use it: the
+#: search stops as soon as it proves more, so a failed fabric costs what colour refinement
+#: costs, as before. The method itself takes any number (one root flow each), but a search
+#: stopped by its time limit may return a small subgroup with up to one orbit per endpoint,
+#: whose LP outgrows the full one; a generator's claim is used whatever its orbits.
 FIND_SYMMETRY_MAX_ENDPOINT_ORBITS = 1
 
 
@@ -182,6 +184,11 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         if found.symmetry is not None:
             claimed = with_symmetry(fab, found.symmetry)
             found_ok, found_why = symmetric_applicable(claimed, traffic)
+            k = found.symmetry.n_endpoint_orbits
+            if found_ok and k > FIND_SYMMETRY_MAX_ENDPOINT_ORBITS:
+                found_ok, found_why = False, (
+                    f"it has {k} orbits on the endpoints (more than "
+                    f"FIND_SYMMETRY_MAX_ENDPOINT_ORBITS = {FIND_SYMMETRY_MAX_ENDPOINT_ORBITS})")
             if found_ok:
                 fab, ok = claimed, True
             else:
