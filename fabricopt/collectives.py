@@ -54,6 +54,7 @@ from .cuts import cut_capacity, min_cut
 from .errors import InvalidFabricError, InvalidParameterError
 from .fabric import Fabric
 from .flow import max_concurrent_flow
+from .flow.symmetric import endpoint_orbits
 from .graph_arrays import GraphArrays
 from .routing.api import ROUTINGS
 from .routing.schedules import ORDERS, RoutedCollective, routed_collective
@@ -197,10 +198,17 @@ class _Problem:
     gpu_names: tuple[Hashable, ...]
     tiers: list[str]          # per arc
     scale_up_tiers: frozenset[str]
-    symmetric: bool           # one GPU orbit under a claimed symmetry
+    # One participant per GPU orbit under a claimed symmetry (every endpoint taking part),
+    # else None: a search over the participants may stop at these.
+    orbit_reps: np.ndarray | None
     scale_up_arc: np.ndarray  # per arc: NVLink / UALink (fabricopt.tiers.is_scale_up_arc)
     reduce_attr: np.ndarray   # per node: the switch says reduce=True
     is_switch: np.ndarray     # per node: role "switch"
+
+    @property
+    def symmetric(self) -> bool:
+        """One GPU orbit under a claimed symmetry (the group is transitive on them)."""
+        return self.orbit_reps is not None and len(self.orbit_reps) == 1
 
 
 def _problem(fab: Fabric, endpoints: Sequence[Hashable], ga: GraphArrays | None = None,
@@ -208,10 +216,14 @@ def _problem(fab: Fabric, endpoints: Sequence[Hashable], ga: GraphArrays | None 
     ga = GraphArrays.from_fabric(fab) if ga is None else ga
     gpus = np.array([ga.index[e] for e in endpoints])
     arcs = [fab.graph[u][v] for u, v in ga.arcs]
-    symmetric = fab.symmetry is not None and len(endpoints) == len(fab.endpoints)
+    orbit_reps = None
+    sym = fab.symmetry
+    if sym is not None and len(endpoints) == len(fab.endpoints):
+        first = np.unique(endpoint_orbits(sym, tuple(endpoints)), return_index=True)[1]
+        orbit_reps = gpus[np.sort(first)]
     reduce_attr = np.array([fab.graph.nodes[v].get("reduce") is True for v in ga.nodes])
     return _Problem(ga, gpus, tuple(endpoints), [tier_of(d) for d in arcs],
-                    scale_up_tiers(arcs), symmetric,
+                    scale_up_tiers(arcs), orbit_reps,
                     np.array([is_scale_up_arc(d) for d in arcs], dtype=bool), reduce_attr,
                     np.array([fab.graph.nodes[v].get("role") == "switch" for v in ga.nodes]))
 
@@ -280,7 +292,8 @@ def forestcoll_ratio(p: _Problem, max_iter: int = 50) -> tuple[float, np.ndarray
     if math.isinf(lam):
         return lam, best_side, True
     proven = True
-    targets = gpus[:1] if p.symmetric else gpus
+    # X missing w and its image under an automorphism g (missing g(w)) have one ratio.
+    targets = gpus if p.orbit_reps is None else p.orbit_reps
     for _ in range(max_iter):
         improved = False
         for w in targets:
@@ -1111,7 +1124,7 @@ class LatencyModel:
 
         lat = self.arc_latency_s(fab, p.ga)
         # Tiny positive floor so zero-latency arcs stay arcs for the shortest-path search.
-        sources = p.gpus[:1] if p.symmetric else p.gpus[: min(len(p.gpus), 16)]
+        sources = p.orbit_reps if p.orbit_reps is not None else p.gpus[: min(len(p.gpus), 16)]
         dist = dijkstra(p.ga.matrix(np.maximum(lat, 1e-18)), indices=sources)[:, p.gpus]
         for row, s in zip(dist, sources, strict=True):
             row[p.gpus == s] = np.nan

@@ -21,9 +21,10 @@ with :math:`w_b` the cost of one link, :math:`g_b` its rate, :math:`u_b` the bou
 
 **Per orbit.** When the fabric carries a symmetry claim and the traffic is uniform
 all-to-all, every bundle of one orbit of the group gets the same count. The plan is then one
-root's flow with one capacity row per arc orbit :math:`O` (the symmetric LP of
-:mod:`fabricopt.flow.symmetric`), :math:`\tfrac{T}{|O|}\sum_{a\in O} f_a \le g_O x_O`, and one
-integer per orbit of bundles: a handful of integers for any size. This restricts the plans to
+root's flow :math:`f_i` per orbit :math:`O_i` of the group on the endpoints, with one capacity
+row per arc orbit :math:`O` (the symmetric LP of :mod:`fabricopt.flow.symmetric`),
+:math:`\sum_i \tfrac{|O_i|}{|O|}\sum_{a\in O} f_{i,a} \le g_O x_O`, and one integer per orbit
+of bundles: a handful of integers for any size. This restricts the plans to
 those the group preserves; since the constraints are convex and invariant, averaging any plan
 over the group gives an invariant fractional plan of the same cost, so the restriction loses
 nothing in the relaxation, and integer plans may cost a little more than the best
@@ -44,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from ._checks import check_bool, check_choice, check_positive, fail
 from .errors import TrafficError
@@ -251,8 +253,16 @@ def _build(fab: Fabric, traffic: Traffic, theta: float, per_link: Callable[..., 
     n_rows = 0
     flows: dict[Hashable, dict[tuple[Hashable, Hashable], Any]] = {}
     if per_orbit:
-        root = traffic.endpoints[0]
-        demand = {root: _demand_by_source(traffic).get(root, {})}
+        # One root per orbit of the group on the endpoints (one when it is transitive).
+        from .flow.symmetric import endpoint_orbits
+
+        sym = fab.symmetry
+        assert sym is not None
+        by_source = _demand_by_source(traffic)
+        orbit_ids = endpoint_orbits(sym, tuple(fab.endpoints))
+        first = np.unique(orbit_ids, return_index=True)[1]
+        orbit_members = np.bincount(orbit_ids)
+        demand = {fab.endpoints[i]: by_source.get(fab.endpoints[i], {}) for i in first}
     else:
         demand = _demand_by_source(traffic)
     for k, (src, targets) in enumerate(demand.items()):
@@ -273,16 +283,16 @@ def _build(fab: Fabric, traffic: Traffic, theta: float, per_link: Callable[..., 
     if per_orbit:
         sym = fab.symmetry
         assert sym is not None
-        n_ep = len(fab.endpoints)
         by_orbit: dict[int, list[tuple[Hashable, Hashable]]] = defaultdict(list)
         for a in arcs:
             by_orbit[sym.arc_orbit[a]].append(a)
-        f = next(iter(flows.values()))
         for _o, orbit_arcs in by_orbit.items():
             b = bundle_of[orbit_arcs[0]]
-            scale = n_ep / len(orbit_arcs)
-            expr = pulp.LpAffineExpression([(f[a], scale) for a in orbit_arcs]
-                                           + [(x[key_of[b]], -rate[b])])
+            # Root i's endpoint orbit routes like it: (|O_i|/|O|) sum_O f_i on each arc.
+            expr = pulp.LpAffineExpression(
+                [(f[a], int(n_i) / len(orbit_arcs))
+                 for f, n_i in zip(flows.values(), orbit_members, strict=True)
+                 for a in orbit_arcs] + [(x[key_of[b]], -rate[b])])
             prob += pulp.LpConstraint(expr, pulp.LpConstraintLE, rhs=0.0)
             n_rows += 1
     else:
@@ -315,7 +325,8 @@ def _planned_fabric(fab: Fabric, links: dict[Bundle, int], rate: dict[Bundle, fl
     if per_orbit and sym is not None:
         kept = {a: o for a, o in sym.arc_orbit.items() if g.has_edge(*a)}
         symmetry = Symmetry(kept, sym.group + " (planned)", g.number_of_nodes(),
-                            g.number_of_edges(), sym.endpoints, sym.orbit_names)
+                            g.number_of_edges(), sym.endpoints, sym.orbit_names,
+                            sym.endpoint_orbit)
     params = dict(fab.params, planned=True)
     return Fabric(g, fab.endpoints, f"planned {fab.name}", params, symmetry)
 

@@ -1,9 +1,10 @@
 """Symmetry claims that generators attach to the fabrics they build.
 
-A generator that knows a group of automorphisms of its fabric acting transitively on the
-endpoints records the arc orbits of that group (any such group will do, a subgroup gives finer
-orbits). The flow engine then solves one root's flow with one capacity row per orbit, which is
-exact for traffic invariant under the group (see ``docs/throughput.md#the-symmetric-method``).
+A generator that knows a group of automorphisms of its fabric records the arc orbits of that
+group (any such group will do, a subgroup gives finer orbits) and, when the group is not
+transitive on the endpoints, its orbits on them. The flow engine then solves one root's flow
+per endpoint orbit with one capacity row per arc orbit, which is exact for traffic invariant
+under the group (see ``docs/throughput.md#the-symmetric-method``).
 
 A claim describes the graph as it was built. :meth:`Symmetry.matches` compares a cheap
 fingerprint (node and arc counts, and one capacity per orbit) so that a fabric edited after
@@ -104,10 +105,12 @@ def verify_symmetry(fab: Any) -> None:
     """Prove a fabric's symmetry claim by finding automorphisms (small fabrics only).
 
     Checks that (1) for every endpoint there is an automorphism preserving roles, endpoints,
-    capacities and orbit labels that maps the first endpoint to it, and (2) every arc of an
-    orbit can be mapped onto the orbit's first arc the same way. Together these say the labels
-    are exactly the arc orbits of a group acting transitively on the endpoints, which is what
-    the symmetric flow LP needs. Cost grows fast with size: meant for tests and for users who
+    capacities and orbit labels that maps the first endpoint of its claimed orbit (of all
+    endpoints, when the group is transitive) to it, and (2) every arc of an orbit can be
+    mapped onto the orbit's first arc the same way. Together these say the labels are exactly
+    the arc orbits of a group (the automorphisms that preserve them), and every claimed
+    endpoint orbit lies within one orbit of that group, which is what the symmetric flow LP
+    needs. Cost grows fast with size: meant for tests and for users who
     want to check a claim on a small instance before trusting it on a large one.
 
     Raises
@@ -155,11 +158,16 @@ def verify_symmetry(fab: Any) -> None:
                                  edge_match=lambda x, y: x["key"] == y["key"])
         return matcher.is_isomorphic()
 
-    root = fab.endpoints[0]
-    for e in fab.endpoints[1:]:
-        if not automorphism_exists([(root, e)]):
+    # Each endpoint must be the image of its orbit's first endpoint (the root the flow LP
+    # solves for). Claimed orbits may be finer than the group's (a subgroup's orbits), never
+    # coarser: that is all the symmetric LP needs.
+    orbit_of = sym.endpoint_orbit or {}
+    roots: dict[int, Hashable] = {}
+    for e in fab.endpoints:
+        root = roots.setdefault(orbit_of.get(e, 0), e)
+        if e != root and not automorphism_exists([(root, e)]):
             raise InvalidFabricError(f"symmetry claim of {fab.name!r}: no automorphism maps "
-                                     f"endpoint {root!r} to {e!r}")
+                                     f"endpoint {root!r} to {e!r}, which its orbit claims")
     first: dict[int, Arc] = {}
     for arc, orbit in sym.arc_orbit.items():
         a0 = first.setdefault(orbit, arc)

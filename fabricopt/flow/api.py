@@ -46,9 +46,11 @@ FIND_SYMMETRY_NONZEROS = 50_000
 #: Seconds ``method="auto"`` gives the search (less when ``time_limit`` is shorter); the
 #: largest fabrics of the benchmarks need under 5 s.
 FIND_SYMMETRY_SECONDS = 20.0
-#: Orbits on the endpoints a found group may have for the symmetric method to use it
-#: (:func:`symmetric_applicable` says which claims it takes): the search stops as soon as it
-#: proves more, so a failed fabric costs what colour refinement costs, as before.
+#: Orbits on the endpoints a found group may have for the symmetric method to use it: the
+#: search stops as soon as it proves more, so a failed fabric costs what colour refinement
+#: costs, as before. The method itself takes any number (one root flow each), but a search
+#: stopped by its time limit may return a small subgroup with up to one orbit per endpoint,
+#: whose LP outgrows the full one; a generator's claim is used whatever its orbits.
 FIND_SYMMETRY_MAX_ENDPOINT_ORBITS = 1
 
 
@@ -59,9 +61,6 @@ def symmetric_applicable(fab: Fabric, traffic: Traffic) -> tuple[bool, str]:
                not fab.params.get("edited") else
                "the fabric was changed after it was generated (or has no symmetry claim)")
         return False, why
-    if not fab.symmetry.transitive:
-        return False, (f"the symmetry has {fab.symmetry.n_endpoint_orbits} orbits on the "
-                       "endpoints, and the symmetric method needs one")
     return traffic_invariant(fab, traffic)
 
 
@@ -109,9 +108,10 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         Demands in Gb/s per ordered endpoint pair; None means :func:`all_to_all` at 1 Gb/s.
     method : {"auto", "lp", "symmetric", "approx"}
         ``"lp"``: the exact LP with source aggregation and endpoint collapse.
-        ``"symmetric"``: the exact root-flow LP for fabrics whose generator attached a
-        symmetry claim, or whose symmetry :func:`~fabricopt.find_symmetry` finds, with
-        uniform all-to-all traffic over all endpoints.
+        ``"symmetric"``: the exact root-flow LP (one root per orbit of the group on the
+        endpoints) for fabrics whose generator attached a symmetry claim, or whose symmetry
+        :func:`~fabricopt.find_symmetry` finds, with uniform all-to-all traffic over all
+        endpoints.
         ``"approx"``: the same LP solved to a certified relative ``gap`` by
         :mod:`fabricopt.flow.approx` (any fabric, any traffic, thousands of switches); the
         answer is the bracket, with status ``"inexact"`` (``"time_limit"`` if stopped).
@@ -184,6 +184,11 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         if found.symmetry is not None:
             claimed = with_symmetry(fab, found.symmetry)
             found_ok, found_why = symmetric_applicable(claimed, traffic)
+            k = found.symmetry.n_endpoint_orbits
+            if found_ok and k > FIND_SYMMETRY_MAX_ENDPOINT_ORBITS:
+                found_ok, found_why = False, (
+                    f"it has {k} orbits on the endpoints (more than "
+                    f"FIND_SYMMETRY_MAX_ENDPOINT_ORBITS = {FIND_SYMMETRY_MAX_ENDPOINT_ORBITS})")
             if found_ok:
                 fab, ok = claimed, True
             else:

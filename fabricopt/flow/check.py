@@ -7,12 +7,13 @@ aggregation, no symmetry — so the distance bound is evaluated exactly as state
 ``docs/throughput.md``; where endpoint links count, the cut around each endpoint (its link
 capacity over what it sends or receives) bounds theta too.
 
-For results of the symmetric method the lower bound is re-proven for the root's flow and
-spread over the arc orbits. With a generator's symmetry claim this relies on the claim (the
-upper bound does not): prove a claim on a small instance with
-:func:`fabricopt.verify_symmetry`. With a symmetry found by :func:`fabricopt.find_symmetry`
-(carried by the certificate) nothing is taken on trust: its generators are re-verified as
-automorphisms of the fabric and its orbits recomputed from them first.
+For results of the symmetric method the lower bound is re-proven for the root flows (one per
+orbit of the group on the endpoints) and spread over the arc orbits. With a generator's
+symmetry claim this relies on the claim (the upper bound does not): prove a claim on a small
+instance with :func:`fabricopt.verify_symmetry`. With a symmetry found by
+:func:`fabricopt.find_symmetry` (carried by the certificate) nothing is taken on trust: its
+generators are re-verified as automorphisms of the fabric and its orbits recomputed from them
+first.
 """
 
 from __future__ import annotations

@@ -52,8 +52,9 @@ class FlowCertificate:
         Arc lengths that prove ``upper`` through the distance bound (LP duals, or hop
         counts when the solver gave none).
     flow : ndarray or None
-        The flow to re-prove: the point of the full LP (``method`` "lp" or "approx") or the
-        root's flow on every arc (``"symmetric"``).
+        The flow to re-prove: the point of the full LP (``method`` "lp" or "approx") or, for
+        ``"symmetric"``, the flow of each root (one per orbit of the group on the endpoints,
+        in order of the orbits' first endpoints) on every arc, root after root.
     theta : float or None
         The solver's theta at that point, in the scaled units of the solve.
     traffic_scale : float

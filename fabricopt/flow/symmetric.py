@@ -1,23 +1,30 @@
-r"""Exact all-to-all throughput from one root's flow, for fabrics with a symmetry claim.
+r"""Exact all-to-all throughput from one root flow per endpoint orbit, for fabrics with a
+symmetry claim.
 
-If a group of automorphisms acts transitively on the :math:`T` endpoints and the demand is
-invariant (uniform all-to-all), an optimal flow can be taken invariant. One root's flow
-:math:`f_0` then determines all others, and each arc orbit :math:`O` carries
-:math:`(T/|O|) \sum_{a \in O} f_0(a)` on each of its arcs (``docs/throughput.md``):
+If the demand is invariant under a group of automorphisms (uniform all-to-all is invariant
+under any), an optimal flow can be taken invariant. Let the group have orbits
+:math:`O_1, \dots, O_k` on the endpoints (one orbit when it is transitive) and pick a root
+:math:`r_i` in each. The root's flow :math:`f_i` determines the flow of every endpoint of its
+orbit, and each arc orbit :math:`O` carries
+:math:`\sum_i (|O_i|/|O|) \sum_{a \in O} f_i(a)` on each of its arcs (``docs/throughput.md``):
 
 .. math::
 
-    \max \theta \;\text{s.t.}\; \text{conservation of } f_0 \text{ with supply }
-    \theta\, b,\quad \tfrac{T}{|O|} \textstyle\sum_{a \in O} f_0(a) \le c_O \;\forall O.
+    \max \theta \;\text{s.t.}\; \text{conservation of each } f_i \text{ with supply }
+    \theta\, b_i,\quad \textstyle\sum_i \tfrac{|O_i|}{|O|} \sum_{a \in O} f_i(a) \le c_O
+    \;\forall O.
 
-That LP has one column per arc. It is reduced further by **colour refinement** of the root
-LP (Grohe, Kersting, Mladenov, Selman, "Dimension reduction via colour refinement", ESA
+With one orbit that is :math:`\tfrac{T}{|O|} \sum_{a \in O} f_0(a) \le c_O`. That LP has one
+column per arc and root. Each root's block is reduced further by **colour refinement**
+(Grohe, Kersting, Mladenov, Selman, "Dimension reduction via colour refinement", ESA
 2014): starting from the root, the other endpoints, the switches and the arc orbits, nodes
 and arcs are split until every node of a class has the same number of arcs of each class in
 and out. Such an *equitable* partition reduces an LP exactly: a solution that is constant on
-arc classes exists among the optimal ones, and any reduced solution lifts to a feasible one.
-The partition is checked to be equitable before use (hashes could collide), the lifted flow
-is checked for conservation on the whole graph, and the upper bound comes from the dual
+arc classes exists among the optimal ones, and any reduced solution lifts to a feasible one;
+the blocks meet only in the orbit rows, whose coefficients are constant on each class, so the
+partitions of the blocks together stay equitable for the whole LP.
+The partition is checked to be equitable before use (hashes could collide), the lifted flows
+are checked for conservation on the whole graph, and the upper bound comes from the dual
 lengths through the distance bound, so the answer carries the same certificate as the full LP.
 """
 
@@ -172,9 +179,14 @@ class OrbitClasses:
         (the root's supply pattern) when ``reduce`` and the result is equitable."""
         # ``fab.symmetry`` re-checks the claim against the graph: a caller that just did so
         # passes the claim in.
-        arc_orbit = (symmetry or fab.symmetry).arc_orbit
-        orbit = _relabel(np.fromiter((arc_orbit[a] for a in ga.arcs), dtype=np.int64,
-                                     count=ga.n_arcs))
+        return cls.from_orbits(ga, arc_orbits(ga, symmetry or fab.symmetry), node_color,
+                               reduce)
+
+    @classmethod
+    def from_orbits(cls, ga: GraphArrays, orbit: np.ndarray, node_color: np.ndarray,
+                    reduce: bool = True) -> OrbitClasses:
+        """Classes of the arc orbits ``orbit`` (dense ids 0..k-1 per arc, from
+        :func:`arc_orbits`) by colour refinement from ``node_color``, as in :meth:`of`."""
         orbit_size = np.bincount(orbit).astype(float)
         orbit_cap = np.zeros(len(orbit_size))
         orbit_cap[orbit] = ga.capacity
@@ -200,12 +212,40 @@ class OrbitClasses:
         return np.clip(x[self.arc_class], 0.0, None)
 
 
-def invariant_loads(orbit: np.ndarray, orbit_size: np.ndarray, n_sources: float,
-                    f0: np.ndarray) -> np.ndarray:
-    """Load on every arc when each of ``n_sources`` sources routes like the root's flow
-    ``f0`` (one value per arc): ``(n/|O|) sum_O f0`` on each arc of orbit ``O``."""
-    per_orbit = np.bincount(orbit, weights=f0) * n_sources / orbit_size
-    return per_orbit[orbit]
+def arc_orbits(ga: GraphArrays, symmetry: Any) -> np.ndarray:
+    """Dense orbit ids (0..k-1) of the arcs of ``ga`` under a symmetry claim."""
+    arc_orbit = symmetry.arc_orbit
+    return _relabel(np.fromiter((arc_orbit[a] for a in ga.arcs), dtype=np.int64,
+                                count=ga.n_arcs))
+
+
+def endpoint_orbits(symmetry: Any, endpoints: tuple[Any, ...]) -> np.ndarray:
+    """Orbit id of each endpoint (by position), numbered in order of first appearance, so
+    orbit ``i``'s root, its first endpoint, comes before orbit ``i + 1``'s; all zeros when the
+    group is transitive."""
+    if not endpoints:
+        return np.zeros(0, dtype=np.int64)
+    if symmetry is None or symmetry.endpoint_orbit is None:
+        return np.zeros(len(endpoints), dtype=np.int64)
+    labels = [symmetry.endpoint_orbit[e] for e in endpoints]
+    first = {lab: i for i, lab in enumerate(dict.fromkeys(labels))}
+    return np.array([first[lab] for lab in labels], dtype=np.int64)
+
+
+def invariant_loads(orbit: np.ndarray, orbit_size: np.ndarray, n_sources: Any,
+                    flows: np.ndarray) -> np.ndarray:
+    """Load on every arc when the sources of each endpoint orbit route like its root.
+
+    ``flows`` is one root flow per arc (1-D) or one row per root (2-D), ``n_sources`` the size
+    of each root's endpoint orbit. Arc ``a`` of orbit ``O`` carries
+    ``sum_i (n_i/|O|) sum_{a' in O} f_i(a')``.
+    """
+    flows = np.atleast_2d(flows)
+    sizes = np.broadcast_to(np.asarray(n_sources, dtype=float), (len(flows),))
+    total = np.zeros(len(orbit_size))
+    for n_i, f in zip(sizes, flows, strict=True):
+        total += n_i * np.bincount(orbit, weights=f, minlength=len(orbit_size))
+    return (total / orbit_size)[orbit]
 
 
 def conservation_residual(ga: GraphArrays, flow: np.ndarray, net_supply: np.ndarray) -> float:
@@ -217,20 +257,44 @@ def conservation_residual(ga: GraphArrays, flow: np.ndarray, net_supply: np.ndar
 
 
 @dataclass(frozen=True)
+class RootBlock:
+    """One endpoint orbit's root and its block of the symmetric LP.
+
+    ``position`` is the root's place in ``fab.endpoints`` (the first endpoint of its orbit),
+    ``orbit_size`` the endpoints of the orbit, ``dest`` the mask over endpoints of the root's
+    targets, ``supply`` its supply per node per unit theta, ``classes`` the colour refinement
+    of its LP, and ``columns`` the block's columns in the LP.
+    """
+
+    position: int
+    node: int
+    orbit_size: int
+    dest: np.ndarray
+    supply: np.ndarray
+    classes: OrbitClasses
+    columns: slice
+
+    def flow(self, x: np.ndarray) -> np.ndarray:
+        """The root's flow on every arc from a point of the LP."""
+        return self.classes.lift(x[self.columns])
+
+
+@dataclass(frozen=True)
 class SymmetricModel:
     """The reduced root LP and the maps to lift its answer to every arc of the fabric.
 
-    Follows :class:`~fabricopt.flow.model.ThroughputModel`; the lifted flow is the root's
-    flow ``f0`` on every arc.
+    Follows :class:`~fabricopt.flow.model.ThroughputModel`; the lifted flow is the roots'
+    flows on every arc, root after root (one root per endpoint orbit, in orbit order).
     """
 
     lp: LinearProgram
     ga: GraphArrays
-    root: int
     gbps: float                    # demand per ordered pair
-    endpoint_idx: np.ndarray       # node index of each endpoint, the root first
-    classes: OrbitClasses
-    supply: np.ndarray             # b per node, per unit theta
+    endpoint_idx: np.ndarray       # node index of each endpoint, in fab.endpoints order
+    endpoint_orbit: np.ndarray     # orbit of each endpoint (position), dense, roots first-seen
+    orbit: np.ndarray              # arc orbit of each arc (dense ids)
+    orbit_size: np.ndarray         # arcs per orbit
+    roots: tuple[RootBlock, ...]
     row_orbit: np.ndarray          # orbit of each capacity row
     constrained: np.ndarray        # arcs whose orbit has a capacity row
     attach: np.ndarray             # where each endpoint enters the core graph
@@ -242,8 +306,14 @@ class SymmetricModel:
         return len(self.endpoint_idx)
 
     @property
+    def root(self) -> int:
+        """Node index of the first root (the first endpoint)."""
+        return self.roots[0].node
+
+    @property
     def reduced(self) -> bool:
-        return self.classes.reduced
+        """True when every root's block is reduced by colour refinement."""
+        return all(b.classes.reduced for b in self.roots)
 
     @property
     def min_demand(self) -> float:
@@ -251,8 +321,10 @@ class SymmetricModel:
 
     @property
     def mean_out_gbps(self) -> float:
-        """Demand each endpoint sends per unit theta (Gb/s)."""
-        return self.gbps * float(self.destinations(0).sum())
+        """Demand each sending endpoint sends per unit theta (Gb/s), on average."""
+        sent = sum(b.orbit_size * float(b.dest.sum()) for b in self.roots)
+        senders = sum(b.orbit_size for b in self.roots if b.dest.any())
+        return self.gbps * sent / max(senders, 1)
 
     @property
     def n_orbit_rows(self) -> int:
@@ -267,50 +339,73 @@ class SymmetricModel:
         dest[i] = False
         return dest
 
-    def loads(self, f0: np.ndarray) -> np.ndarray:
-        """Gb/s on every arc when every endpoint routes like the root (invariant flow)."""
-        return invariant_loads(self.classes.orbit, self.classes.orbit_size, self.n_endpoints,
-                               f0)
+    def loads(self, flows: np.ndarray) -> np.ndarray:
+        """Gb/s on every arc when every endpoint routes like its orbit's root (invariant
+        flow); ``flows`` has one row per root."""
+        return invariant_loads(self.orbit, self.orbit_size,
+                               [b.orbit_size for b in self.roots], flows)
 
-    def residual(self, f0: np.ndarray, theta: float) -> float:
-        """L1 norm of the conservation violation of the lifted root flow on the whole graph."""
-        return conservation_residual(self.ga, f0, theta * self.supply)
+    def residual(self, flows: np.ndarray, theta: float) -> float:
+        """Largest L1 norm of the conservation violation of a lifted root flow on the whole
+        graph (each image of a root's flow violates conservation by as much)."""
+        return max(conservation_residual(self.ga, f, theta * b.supply)
+                   for b, f in zip(self.roots, flows, strict=True))
 
     def lift(self, x: np.ndarray) -> LiftedFlow:
-        f0 = self.classes.lift(x)
+        flows = np.stack([b.flow(x) for b in self.roots])
         theta = float(x[-1])
-        return LiftedFlow(theta, self.loads(f0), self.residual(f0, theta), f0)
+        return LiftedFlow(theta, self.loads(flows), self.residual(flows, theta),
+                          flows.ravel())
 
     def arc_lengths(self, dual_ub: np.ndarray) -> np.ndarray:
         """Arc lengths from the orbit-row duals: ``(T/|O|) max(-y_O, 0)`` on each arc of
         ``O`` (duals of a minimisation's ``<=`` rows are non-positive; noise of the wrong sign
         is dropped)."""
-        orbit, orbit_size = self.classes.orbit, self.classes.orbit_size
-        y = np.zeros(len(orbit_size))
+        y = np.zeros(len(self.orbit_size))
         y[self.row_orbit] = np.clip(-dual_ub[: self.n_orbit_rows], 0.0, None)
-        return (self.n_endpoints / orbit_size * y)[orbit]
+        return (self.n_endpoints / self.orbit_size * y)[self.orbit]
+
+    def spot_check_positions(self, block: RootBlock) -> list[int]:
+        """Up to ``spot_checks`` other endpoints of ``block``'s orbit, spread over it."""
+        members = np.flatnonzero(self.endpoint_orbit == self.endpoint_orbit[block.position])
+        n = len(members)
+        if n < 2:
+            return []
+        picks = {int(i) for i in np.linspace(0, n - 1, self.spot_checks + 2)[1:-1]} | {n - 1}
+        picks.discard(0)
+        return [int(members[i]) for i in sorted(picks)[: self.spot_checks]]
 
     def length_bound(self, lengths: np.ndarray) -> DistanceBound:
-        """Distance bound of invariant lengths: T x (the root's distance sum), with the sum
-        spot-checked at other endpoints (a wrong claim shows up as different sums)."""
+        """Distance bound of invariant lengths: ``sum_i |O_i| x`` (root ``i``'s distance sum),
+        with each sum spot-checked at other endpoints of its orbit (a wrong claim shows up as
+        different sums)."""
         ga, eps = self.ga, self.endpoint_idx
-        T = len(eps)
-        picks = [0] + sorted({int(i) for i in np.linspace(0, T - 1, self.spot_checks + 2)[1:-1]}
-                             | {T - 1})[: self.spot_checks]
+        checks = [self.spot_check_positions(b) for b in self.roots]
+        picks = [b.position for b in self.roots] + [i for c in checks for i in c]
         dist = dijkstra(ga.matrix(lengths), directed=True, indices=eps[picks])
         sums = np.array([dist[j, eps[self.destinations(i)]].sum()
                          for j, i in enumerate(picks)])
         numerator = float(ga.capacity @ lengths)
-        if np.isinf(sums[0]):
-            t = int(np.flatnonzero(np.isinf(dist[0, eps]))[0])
-            reach = frozenset(ga.nodes[i] for i in np.flatnonzero(np.isfinite(dist[0])))
-            return DistanceBound(0.0, numerator, np.inf, (ga.nodes[eps[0]], ga.nodes[eps[t]]),
-                                 reach)
-        if not np.allclose(sums, sums[0], rtol=1e-9, atol=0):
-            return DistanceBound(np.inf, numerator, np.nan, failure=(
-                "symmetry claim failed a spot check: endpoints see different distance sums "
-                f"{sums.tolist()}; the claim is wrong for this fabric"))
-        denominator = T * self.gbps * float(sums[0])
+        k = len(self.roots)
+        far = np.flatnonzero(np.isinf(sums[:k]))
+        if len(far):
+            j = int(far[0])
+            dest = self.destinations(self.roots[j].position)
+            t = int(np.flatnonzero(dest & np.isinf(dist[j, eps]))[0])
+            reach = frozenset(ga.nodes[i] for i in np.flatnonzero(np.isfinite(dist[j])))
+            return DistanceBound(0.0, numerator, np.inf,
+                                 (ga.nodes[self.roots[j].node], ga.nodes[eps[t]]), reach)
+        start = k
+        for j, c in enumerate(checks):
+            seen = sums[start: start + len(c)]
+            start += len(c)
+            if not np.allclose(seen, sums[j], rtol=1e-9, atol=0):
+                return DistanceBound(np.inf, numerator, np.nan, failure=(
+                    "symmetry claim failed a spot check: endpoints of one orbit see different "
+                    f"distance sums {[float(sums[j]), *seen.tolist()]}; the claim is wrong "
+                    "for this fabric"))
+        sizes = np.array([b.orbit_size for b in self.roots], dtype=float)
+        denominator = self.gbps * float(sizes @ sums[:k])
         return DistanceBound(numerator / denominator if denominator > 0 else np.inf,
                              numerator, denominator)
 
@@ -320,42 +415,75 @@ def build_symmetric_lp(fab: Any, gbps: float, reduce: bool = True,
                        symmetry: Any = None) -> SymmetricModel:
     """Build the root LP of uniform all-to-all on a fabric with a symmetry claim.
 
-    ``reduce=False`` keeps one column per arc (no colour refinement), for checking.
+    One root per orbit of the group on the endpoints (one root when the group is transitive),
+    each with its own flow; the blocks share one capacity row per arc orbit.
+    ``reduce=False`` keeps one column per arc and root (no colour refinement), for checking.
     ``include_endpoint_links=False`` drops pairs under one switch and the capacity rows of
     orbits made only of endpoint links (see :func:`~fabricopt.flow.build_flow_lp`);
     automorphisms preserve "under the same switch", so the traffic stays invariant.
     ``ga`` and ``symmetry`` (the fabric's arrays and its checked claim) spare reading them
     again when the caller has them.
+
+    Examples
+    --------
+    >>> import fabricopt as fo
+    >>> model = build_symmetric_lp(fo.ring(6), 1.0)
+    >>> len(model.roots), model.reduced   # transitive: one root, reduced by refinement
+    (1, True)
     """
     ga = ga or GraphArrays.from_fabric(fab)
+    sym = symmetry or fab.symmetry
     T = len(fab.endpoints)
-    ep_idx = np.array([ga.index[e] for e in fab.endpoints])
-    root = int(ep_idx[0])
+    ep_idx = np.array([ga.index[e] for e in fab.endpoints], dtype=np.int64)
     collapse = Collapse.of(ga, fab, tuple(fab.endpoints))
-    dest = (np.ones(T, dtype=bool) if include_endpoint_links
-            else collapse.attach != collapse.attach[0])
-    dest[0] = False
-    supply = np.zeros(ga.n_nodes)
-    supply[ep_idx[dest]] = -gbps
-    supply[root] = gbps * dest.sum()
-    node_color = np.where(supply > 0, 0, np.where(supply < 0, 1, 2))
-    oc = OrbitClasses.of(fab, ga, node_color, reduce, symmetry)
-    n_orb = len(oc.orbit_size)
+    orbit = arc_orbits(ga, sym)
+    orbit_size = np.bincount(orbit).astype(float)
+    n_orb = len(orbit_size)
+    ep_orbit = endpoint_orbits(sym, tuple(fab.endpoints))
+    ep_orbit_size = np.bincount(ep_orbit)
     constrained = np.ones(ga.n_arcs, dtype=bool)
     if not include_endpoint_links:
         constrained = collapse.core_arc.copy()
     # An orbit keeps its capacity row if any of its arcs is constrained (orbits do not mix
     # endpoint links with others: automorphisms preserve "hangs off one switch").
-    row_orbit = np.flatnonzero(np.bincount(oc.orbit, weights=constrained, minlength=n_orb) > 0)
-    A_flow, rep = class_conservation_rows(ga, oc.node_class, oc.arc_class)
-    # One capacity row per orbit: (T/|O|) * sum over its classes of |C| * y_C <= c_O.
+    row_orbit = np.flatnonzero(np.bincount(orbit, weights=constrained, minlength=n_orb) > 0)
     row_of_orbit = np.full(n_orb, -1)
     row_of_orbit[row_orbit] = np.arange(len(row_orbit))
-    keep = row_of_orbit[oc.class_orbit] >= 0
-    A_orb = sp.csr_matrix(((T / oc.orbit_size[oc.class_orbit] * oc.class_size)[keep],
-                           (row_of_orbit[oc.class_orbit][keep],
-                            np.arange(oc.n_classes)[keep])),
-                          shape=(len(row_orbit), oc.n_classes))
-    lp = max_theta_lp(A_flow, supply[rep], A_orb, oc.orbit_cap[row_orbit])
-    return SymmetricModel(lp, ga, root, gbps, ep_idx, oc, supply, row_orbit, constrained,
-                          collapse.attach, include_endpoint_links)
+    roots: list[RootBlock] = []
+    flow_blocks, supplies, cap_blocks = [], [], []
+    col = 0
+    for i, pos in enumerate(np.unique(ep_orbit, return_index=True)[1]):
+        pos = int(pos)
+        dest = (np.ones(T, dtype=bool) if include_endpoint_links
+                else collapse.attach != collapse.attach[pos])
+        dest[pos] = False
+        supply = np.zeros(ga.n_nodes)
+        supply[ep_idx[dest]] = -gbps
+        supply[ep_idx[pos]] = gbps * dest.sum()
+        node_color = np.where(supply > 0, 0, np.where(supply < 0, 1, 2))
+        oc = OrbitClasses.from_orbits(ga, orbit, node_color, reduce)
+        A_flow, rep = class_conservation_rows(ga, oc.node_class, oc.arc_class)
+        # This root's share of orbit O's row: (|O_i|/|O|) * sum over its classes of |C| y_C.
+        keep = row_of_orbit[oc.class_orbit] >= 0
+        size = int(ep_orbit_size[i])
+        cap_blocks.append(sp.csr_matrix(
+            ((size / orbit_size[oc.class_orbit] * oc.class_size)[keep],
+             (row_of_orbit[oc.class_orbit][keep], np.arange(oc.n_classes)[keep])),
+            shape=(len(row_orbit), oc.n_classes)))
+        flow_blocks.append(A_flow)
+        supplies.append(supply[rep])
+        roots.append(RootBlock(pos, int(ep_idx[pos]), size, dest, supply, oc,
+                               slice(col, col + oc.n_classes)))
+        col += oc.n_classes
+    lp = max_theta_lp(sp.block_diag(flow_blocks, format="csr"), np.concatenate(supplies),
+                      sp.hstack(cap_blocks, format="csr"),
+                      _orbit_capacity(ga, orbit, n_orb)[row_orbit])
+    return SymmetricModel(lp, ga, gbps, ep_idx, ep_orbit, orbit, orbit_size, tuple(roots),
+                          row_orbit, constrained, collapse.attach, include_endpoint_links)
+
+
+def _orbit_capacity(ga: GraphArrays, orbit: np.ndarray, n_orb: int) -> np.ndarray:
+    """Capacity of each orbit's arcs (one value: automorphisms preserve capacities)."""
+    cap = np.zeros(n_orb)
+    cap[orbit] = ga.capacity
+    return cap

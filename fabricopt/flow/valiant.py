@@ -22,7 +22,7 @@ A to B. On a non-blocking Clos with the top tier as hubs, :math:`r` is the injec
 this bound is the exact bisection (which all-to-all throughput alone proves only to half).
 
 The LP is solved per source (``method="lp"``) or, on fabrics with a symmetry claim, for one
-root with one capacity row per arc orbit and colour refinement, exactly as
+root per endpoint orbit with one capacity row per arc orbit and colour refinement, exactly as
 :mod:`fabricopt.flow.symmetric` does for all-to-all. Either way the rate reported is
 re-proved from the lifted flows by :func:`~fabricopt.flow.certificate.certify`, as every
 throughput answer is: conservation residual charged, then scaled by the worst overload (the
@@ -50,8 +50,10 @@ from .lp import LinearProgram
 from .model import LiftedFlow, max_theta_lp
 from .symmetric import (
     OrbitClasses,
+    arc_orbits,
     class_conservation_rows,
     conservation_residual,
+    endpoint_orbits,
     invariant_loads,
 )
 
@@ -190,9 +192,9 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
         endpoints) or any nodes. Default: the best of the levels, tried from the top tier
         down until a rate reaches the endpoints' injection.
     method : {"auto", "symmetric", "lp"}
-        ``"symmetric"`` solves one root's flow (needs a valid symmetry claim, all endpoints
-        and hubs given by level); ``"lp"`` one flow per endpoint; ``"auto"`` the first that
-        applies.
+        ``"symmetric"`` solves one root's flow per endpoint orbit (needs a valid symmetry
+        claim, all endpoints and hubs given by level); ``"lp"`` one flow per endpoint;
+        ``"auto"`` the first that applies.
     backend, time_limit, **backend_options
         As for :func:`~fabricopt.max_concurrent_flow`.
 
@@ -372,56 +374,81 @@ class _FullPhaseOne:
 
 @dataclass(frozen=True)
 class _SymmetricPhaseOne:
-    """One root's phase-1 flow; arc orbits carry ``(T/|O|) sum_O g`` each (invariant flow).
+    """One root's phase-1 flow per endpoint orbit; arc orbit ``O`` carries
+    ``sum_i (|O_i|/|O|) sum_O g_i`` on each arc (invariant flow).
 
     Follows :class:`~fabricopt.flow.model.ThroughputModel` like :class:`_FullPhaseOne`; the
-    lifted flow is the root's phase-1 flow on every arc.
+    lifted flow is the roots' phase-1 flows on every arc, root after root.
     """
 
     lp: LinearProgram
     ga: GraphArrays
     rev: np.ndarray
-    supply: np.ndarray       # root's, per unit rate
-    classes: OrbitClasses
-    n_endpoints: int
+    orbit: np.ndarray
+    orbit_size: np.ndarray
+    supplies: tuple[np.ndarray, ...]      # per root, per unit rate
+    classes: tuple[OrbitClasses, ...]     # per root
+    columns: tuple[slice, ...]            # per root
+    root_orbit_size: np.ndarray           # endpoints per root's orbit
     scale: float
     min_demand: float
 
     @classmethod
     def build(cls, fab: Any, ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray,
               hub_idx: np.ndarray, scale: float) -> _SymmetricPhaseOne | None:
-        T = len(ep_idx)
         share = hub_shares(ga, hub_idx, ep_idx)
-        supply = _phase_one_supply(ga.n_nodes, int(ep_idx[0]), hub_idx, share, scale)
-        oc = OrbitClasses.of(fab, ga, np.round(supply / scale, 12))
-        n_orb = len(oc.orbit_size)
+        sym = fab.symmetry
+        orbit = arc_orbits(ga, sym)
+        orbit_size = np.bincount(orbit).astype(float)
+        n_orb = len(orbit_size)
         rev_orbit = np.full(n_orb, -1)
-        rev_orbit[oc.orbit] = oc.orbit[rev]
-        if np.any(rev_orbit[oc.orbit] != oc.orbit[rev]):
+        rev_orbit[orbit] = orbit[rev]
+        if np.any(rev_orbit[orbit] != orbit[rev]):
             return None  # an automorphism maps reverse arcs to reverse arcs; this claim doesn't
-        A_flow, rep = class_conservation_rows(ga, oc.node_class, oc.arc_class)
-        # Row of orbit O: load on O (phase 1) plus load on its reverse orbit (phase 2); an
-        # orbit that is its own reverse gets both terms, which the sparse sum adds up.
-        coef = T / oc.orbit_size[oc.class_orbit] * oc.class_size
-        ids = np.arange(oc.n_classes)
-        A_orb = sp.csr_matrix((np.concatenate([coef, coef]),
-                               (np.concatenate([oc.class_orbit, rev_orbit[oc.class_orbit]]),
-                                np.concatenate([ids, ids]))), shape=(n_orb, oc.n_classes))
-        lp = max_theta_lp(A_flow, supply[rep], A_orb, oc.orbit_cap)
-        return cls(lp, ga, rev, supply, oc, T, scale, scale * float(share[share > 0].min()))
+        # The caller passes all endpoints, maybe in another order: roots follow fab.endpoints.
+        ep_orbit = endpoint_orbits(sym, tuple(fab.endpoints))
+        roots = np.array([ga.index[e] for e in fab.endpoints], dtype=np.int64)
+        sizes = np.bincount(ep_orbit)
+        flow_blocks, rhs, cap_blocks, supplies, classes, columns = [], [], [], [], [], []
+        col = 0
+        for i, pos in enumerate(np.unique(ep_orbit, return_index=True)[1]):
+            supply = _phase_one_supply(ga.n_nodes, int(roots[pos]), hub_idx, share, scale)
+            oc = OrbitClasses.from_orbits(ga, orbit, np.round(supply / scale, 12))
+            A_flow, rep = class_conservation_rows(ga, oc.node_class, oc.arc_class)
+            # Row of orbit O: load on O (phase 1) plus load on its reverse orbit (phase 2);
+            # an orbit that is its own reverse gets both terms, which the sparse sum adds up.
+            coef = sizes[i] / oc.orbit_size[oc.class_orbit] * oc.class_size
+            ids = np.arange(oc.n_classes)
+            cap_blocks.append(sp.csr_matrix(
+                (np.concatenate([coef, coef]),
+                 (np.concatenate([oc.class_orbit, rev_orbit[oc.class_orbit]]),
+                  np.concatenate([ids, ids]))), shape=(n_orb, oc.n_classes)))
+            flow_blocks.append(A_flow)
+            rhs.append(supply[rep])
+            supplies.append(supply)
+            classes.append(oc)
+            columns.append(slice(col, col + oc.n_classes))
+            col += oc.n_classes
+        lp = max_theta_lp(sp.block_diag(flow_blocks, format="csr"), np.concatenate(rhs),
+                          sp.hstack(cap_blocks, format="csr"), classes[0].orbit_cap)
+        return cls(lp, ga, rev, orbit, orbit_size, tuple(supplies), tuple(classes),
+                   tuple(columns), sizes.astype(float), scale,
+                   scale * float(share[share > 0].min()))
 
     @property
     def constrained(self) -> np.ndarray:
         return np.ones(self.ga.n_arcs, dtype=bool)
 
     def lift(self, x: np.ndarray) -> LiftedFlow:
-        """Both phases' load per arc (every endpoint routing like the root) and the root
-        flow's L1 conservation residual on the whole graph (the same for every image)."""
-        f0 = self.classes.lift(x)
-        load = invariant_loads(self.classes.orbit, self.classes.orbit_size,
-                               self.n_endpoints, f0)
-        return LiftedFlow(float(x[-1]), load + load[self.rev],
-                          conservation_residual(self.ga, f0, x[-1] * self.supply), f0)
+        """Both phases' load per arc (every endpoint routing like its orbit's root) and the
+        largest root flow's L1 conservation residual on the whole graph (the same for every
+        image)."""
+        flows = np.stack([oc.lift(x[c]) for oc, c in zip(self.classes, self.columns,
+                                                          strict=True)])
+        load = invariant_loads(self.orbit, self.orbit_size, self.root_orbit_size, flows)
+        residual = max(conservation_residual(self.ga, f, x[-1] * b)
+                       for f, b in zip(flows, self.supplies, strict=True))
+        return LiftedFlow(float(x[-1]), load + load[self.rev], residual, flows.ravel())
 
     def arc_lengths(self, dual_ub: np.ndarray) -> np.ndarray:
         return np.zeros(self.ga.n_arcs)  # no upper bound is derived from them
