@@ -431,10 +431,13 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
     Notes
     -----
     The eligible units, the traffic and the rounding are computed once for the intact
-    fabric; each trial copies the graph minus its failures and solves it with the exact
-    methods available. A failed fabric has no symmetry claim and is rarely transitive on its
-    endpoints (:func:`~fabricopt.search_symmetry` finds its group and orbits), so the symmetric
-    method, which needs one orbit, does not apply: large ones take the full LP.
+    fabric; each trial copies the graph minus its failures and solves it with ``method``.
+    A failed fabric has no symmetry claim and is rarely transitive on its endpoints, but it
+    keeps most of its group (a failed leaf-spine link leaves the node permutations inside
+    each scalable unit): with ``method="auto"``, :func:`~fabricopt.search_symmetry` finds
+    that group and its orbits, and the symmetric method solves one root flow per orbit,
+    exactly, where the full LP would be far larger. Fabrics with little symmetry left take
+    the full LP or the approximate method.
 
     Examples
     --------

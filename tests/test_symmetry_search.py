@@ -184,9 +184,12 @@ def test_no_transitive_symmetry_when_endpoints_are_not_alike(make):
     assert full.symmetry.n_endpoint_orbits == full.n_endpoint_orbits
     assert f"{full.n_endpoint_orbits} orbits on the endpoints" in full.message
     verify_found_symmetry(fab, full.symmetry)
-    # The symmetric method needs one orbit: it does not spend a search on more.
-    with pytest.raises(fo.InvalidParameterError, match="no symmetry found"):
-        fo.max_concurrent_flow(fab, method="symmetric")
+    # The symmetric method takes one root flow per orbit: it solves exactly, as the full LP.
+    sym = fo.max_concurrent_flow(fab, method="symmetric")
+    assert sym.exact and sym.certificate.symmetry is not None
+    assert sym.theta == pytest.approx(fo.max_concurrent_flow(fab, method="lp").theta,
+                                      rel=1e-7)
+    assert fo.check_certificate(fab, sym).ok
 
 
 def test_colour_alike_endpoints_without_an_automorphism():

@@ -46,12 +46,13 @@ FIND_SYMMETRY_NONZEROS = 50_000
 #: Seconds ``method="auto"`` gives the search (less when ``time_limit`` is shorter); the
 #: largest fabrics of the benchmarks need under 5 s.
 FIND_SYMMETRY_SECONDS = 20.0
-#: Orbits on the endpoints a found group may have for the symmetric method to use it: the
-#: search stops as soon as it proves more, so a failed fabric costs what colour refinement
-#: costs, as before. The method itself takes any number (one root flow each), but a search
-#: stopped by its time limit may return a small subgroup with up to one orbit per endpoint,
-#: whose LP outgrows the full one; a generator's claim is used whatever its orbits.
-FIND_SYMMETRY_MAX_ENDPOINT_ORBITS = 1
+#: A found group with several orbits on the endpoints is used by ``method="auto"`` only when
+#: its symmetric LP (one root flow of about three nonzeros per arc for each orbit, before
+#: colour refinement shrinks it) is at least this many times smaller than the full LP; the
+#: search stops as soon as it proves more orbits than that allows, so a fabric with little
+#: symmetry costs what colour refinement costs. A failed superpod(4) (13 orbits) solves in
+#: about a second this way, where its full LP has 35 million nonzeros.
+SYMMETRIC_SIZE_ADVANTAGE = 4
 
 
 def symmetric_applicable(fab: Fabric, traffic: Traffic) -> tuple[bool, str]:
@@ -80,6 +81,13 @@ def traffic_invariant(fab: Fabric, traffic: Traffic) -> tuple[bool, str]:
 
 def _uniform_gbps(traffic: Traffic) -> float:
     return traffic.uniform_gbps or next(iter(traffic.pairs.values()))
+
+
+def useful_endpoint_orbits(fab: Fabric, traffic: Traffic) -> int:
+    """Most orbits on the endpoints a found group may have for ``method="auto"`` to solve
+    by the symmetric method (see :data:`SYMMETRIC_SIZE_ADVANTAGE`); at least 1."""
+    per_root = 3 * max(fab.graph.number_of_edges(), 1)
+    return max(1, lp_size_estimate(fab, traffic) // (SYMMETRIC_SIZE_ADVANTAGE * per_root))
 
 
 def lp_size_estimate(fab: Fabric, traffic: Traffic) -> int:
@@ -117,9 +125,9 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         answer is the bracket, with status ``"inexact"`` (``"time_limit"`` if stopped).
         ``"auto"``: symmetric when there is a claim; without one, symmetric when the full LP
         would exceed ``FIND_SYMMETRY_NONZEROS`` nonzeros and a symmetry the method can use
-        is found (at most ``FIND_SYMMETRY_MAX_ENDPOINT_ORBITS`` orbits on the endpoints; the
-        message says so); else the full LP while it has at most ``MAX_AUTO_NONZEROS``
-        nonzeros, else approx.
+        is found whose LP beats the full one (at most :func:`useful_endpoint_orbits` orbits
+        on the endpoints; the message says so); else the full LP while it has at most
+        ``MAX_AUTO_NONZEROS`` nonzeros, else approx.
     backend : {"highs", "highspy", "pulp"}
         See :mod:`fabricopt.flow.backends`; ``backend_options`` go to it.
     time_limit : float, optional
@@ -179,16 +187,18 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                                            > FIND_SYMMETRY_NONZEROS))):
         search_seconds = (time_limit if method == "symmetric" else
                           min(time_limit or FIND_SYMMETRY_SECONDS, FIND_SYMMETRY_SECONDS))
-        found = search_symmetry(fab, time_limit=search_seconds,
-                                max_endpoint_orbits=FIND_SYMMETRY_MAX_ENDPOINT_ORBITS)
+        useful = useful_endpoint_orbits(fab, traffic) if method == "auto" else None
+        found = search_symmetry(fab, time_limit=search_seconds, max_endpoint_orbits=useful)
         if found.symmetry is not None:
             claimed = with_symmetry(fab, found.symmetry)
             found_ok, found_why = symmetric_applicable(claimed, traffic)
             k = found.symmetry.n_endpoint_orbits
-            if found_ok and k > FIND_SYMMETRY_MAX_ENDPOINT_ORBITS:
+            if found_ok and useful is not None and k > useful:
+                # A search stopped by its time limit returns a subgroup that may have up
+                # to one orbit per endpoint: its LP would outgrow the full one.
                 found_ok, found_why = False, (
-                    f"it has {k} orbits on the endpoints (more than "
-                    f"FIND_SYMMETRY_MAX_ENDPOINT_ORBITS = {FIND_SYMMETRY_MAX_ENDPOINT_ORBITS})")
+                    f"it has {k} orbits on the endpoints, too many for its LP to beat the "
+                    f"full one (at most {useful})")
             if found_ok:
                 fab, ok = claimed, True
             else:
