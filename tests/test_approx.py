@@ -234,3 +234,29 @@ def test_fewest_hop_phase_keeps_the_bracket_whether_or_not_hops_are_optimal(fab,
     assert sol.status == "optimal" and upper - lower <= GAP * upper * (1 + 1e-9)
     r = fo.max_concurrent_flow(fab, traffic, method="approx", gap=GAP)
     assert fo.check_certificate(fab, r, traffic).ok
+
+
+
+@pytest.mark.slow
+def test_column_generation_on_a_failed_superpod_with_nearly_free_nvlink():
+    # 5% of all links of superpod(2) failed (seed 1): the master's soft-maximum lengths make
+    # the uncongested GPU-NVSwitch links about 1e-10 of the longest, below the tie tolerance,
+    # and ECMP columns once spread flow around GPU-NVSwitch cycles that did not conserve
+    # (the certificate caught it: lower 0). Every column must conserve, so the bracket closes.
+    from fabricopt.flow.approx import _CoreGraph
+    from fabricopt.flow.colgen import ColumnGeneration
+
+    fab = fo.fail_random(fo.superpod(2), 0.05, seed=1)
+    model = fo.build_flow_lp(fab, fo.all_to_all(fab))
+    run = ColumnGeneration(model, 0.01, 120)
+    sol = run.run()
+    g = _CoreGraph.of(model)
+    for k, arcs, loads in zip(run.col_k, run.col_arcs, run.col_load, strict=True):
+        net = (np.bincount(g.tail[arcs], weights=loads, minlength=g.n)
+               - np.bincount(g.head[arcs], weights=loads, minlength=g.n))
+        supply = -g.demand[k].copy()
+        supply[g.sources[k]] += g.demand[k].sum()
+        assert np.allclose(net, supply, atol=1e-9 * g.demand[k].sum())
+    r = fo.max_concurrent_flow(fab, method="approx", gap=0.01)
+    assert r.lower > 0 and r.upper - r.lower <= 0.01 * r.upper
+    assert sol.status == "optimal" and fo.check_certificate(fab, r).ok

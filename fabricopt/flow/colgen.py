@@ -93,7 +93,10 @@ def ecmp_columns(g: _CoreGraph, lengths: np.ndarray) -> tuple[list[np.ndarray],
         return arcs_out, loads_out, cost
     du, dv = dist[:, g.tail], dist[:, g.head]
     scale = np.where(np.isfinite(dv), dv, 0.0).max(axis=1, keepdims=True)
-    on = np.isfinite(du) & (du + lengths[None, :] <= dv + TIE_TOL * scale)
+    # Strictly closer to the source as well: with the tie tolerance, arcs much shorter than
+    # it would otherwise close cycles between nodes at (nearly) equal distance, and a flow
+    # spread along a cycle does not conserve.
+    on = np.isfinite(du) & (du + lengths[None, :] <= dv + TIE_TOL * scale) & (du < dv)
     del du, dv
     k_idx, a_idx = np.nonzero(on)
     del on
