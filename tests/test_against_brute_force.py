@@ -242,10 +242,13 @@ def test_flow_generators_match_textbook_lp(name, include):
 
 def test_flow_edited_fabrics_match_textbook_lp():
     ring = fo.ring(6).without_links([("n0", "n1")])
-    with pytest.raises(fo.errors.InvalidParameterError, match="not exact here"):
-        fo.max_concurrent_flow(ring, method="symmetric")
     # A path of 6 unit links: the middle link carries 3 x 3 pairs each way, theta = 1/9.
     assert fo.max_concurrent_flow(ring).theta == pytest.approx(1 / 9, rel=RTOL)
+    # The edit drops the claim; "symmetric" finds the path's reflection (3 endpoint orbits)
+    # and solves one root flow per orbit, which is exact as well.
+    sym = fo.max_concurrent_flow(ring, method="symmetric")
+    assert sym.certificate.symmetry.n_endpoint_orbits == 3
+    assert sym.theta == pytest.approx(1 / 9, rel=RTOL)
     check_against_textbook(ring, fo.all_to_all(ring), True)
     ft = fo.fat_tree(4)
     u, v = next((u, v) for u, v, d in ft.graph.edges(data=True) if d["tier"] == "leaf-spine")
