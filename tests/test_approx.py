@@ -260,3 +260,25 @@ def test_column_generation_on_a_failed_superpod_with_nearly_free_nvlink():
     r = fo.max_concurrent_flow(fab, method="approx", gap=0.01)
     assert r.lower > 0 and r.upper - r.lower <= 0.01 * r.upper
     assert sol.status == "optimal" and fo.check_certificate(fab, r).ok
+
+
+def test_a_stalled_master_hands_over_to_frank_wolfe(monkeypatch):
+    # Column generation's master may stall (dense columns); with strategy="auto" the run
+    # goes on by Frank-Wolfe and keeps the better proof of each side. Force the stall with
+    # a master that never finishes within its round limit.
+    import fabricopt.flow.colgen as colgen
+
+    def stalls(self):
+        self.stalled = True
+        return None
+
+    monkeypatch.setattr(colgen.ColumnGeneration, "_solve_master", stalls)
+    fab, make = CASES[5][1], CASES[5][2]  # fat_tree(4) minus a link, a permutation
+    traffic = make(fab)
+    exact = fo.max_concurrent_flow(fab, traffic, method="lp")
+    model = fo.build_flow_lp(fab, traffic)
+    sol = solve_approx(model, gap=GAP, strategy="auto", time_limit=60)
+    assert "stalled" in sol.message  # sparse traffic: auto took column generation first
+    lower, upper = sol.info["lower"], sol.info["upper"]
+    assert lower - 1e-9 <= exact.theta <= upper + 1e-9
+    assert upper - lower <= GAP * upper * (1 + 1e-9)

@@ -229,17 +229,42 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
     if time_limit is not None:
         check_positive("solve_approx", "time_limit", time_limit)
     check_choice("solve_approx", "strategy", strategy, STRATEGIES)
-    if strategy == "auto":
+    auto = strategy == "auto"
+    if auto:
         strategy = choose_strategy(model)
     if strategy == "column_generation":
-        from .colgen import ColumnGeneration, highspy_available
+        from .colgen import MASTER_ROUND_SECONDS, ColumnGeneration, highspy_available
 
         if not highspy_available():
             raise BackendUnavailableError(
                 "solve_approx(): strategy='column_generation' needs the highspy package: "
                 "pip install 'fabricopt[highspy]'")
-        return ColumnGeneration(model, gap, time_limit, progress).run()
+        start = time.perf_counter()
+        run = ColumnGeneration(model, gap, time_limit, progress,
+                               round_limit=MASTER_ROUND_SECONDS if auto else None)
+        sol = run.run()
+        left = None if time_limit is None else time_limit - (time.perf_counter() - start)
+        if not run.stalled or (left is not None and left <= 0):
+            return sol
+        # The master LP stalled: Frank-Wolfe goes on with the time left, and the better
+        # proof of each side is kept.
+        return _better_of(sol, _FrankWolfe(model, gap, left, progress).run(), gap)
     return _FrankWolfe(model, gap, time_limit, progress).run()
+
+
+def _better_of(first: LPSolution, second: LPSolution, gap: float) -> LPSolution:
+    """One answer from two runs on the same model: the flow of the better lower bound and
+    the lengths of the better upper bound (each is a proof on its own)."""
+    lo = max((first, second), key=lambda s: s.info["lower"])
+    up = min((first, second), key=lambda s: s.info["upper"])
+    lower, upper = lo.info["lower"], up.info["upper"]
+    status = "optimal" if upper - lower <= gap * upper else "time_limit"
+    message = (f"column generation stalled in its master LP, then {second.message}; "
+               f"best of both: certified gap {(upper - lower) / upper:.3%}")
+    return LPSolution(status, message, lo.x, lo.objective, up.dual_ub, None,
+                      first.seconds + second.seconds,
+                      info={"lower": lower, "upper": upper,
+                            "iterations": first.info["iterations"] + second.info["iterations"]})
 
 
 class ApproxRun:
