@@ -25,9 +25,17 @@ and an evaluated design delivers at least its throughput bound (``full_front``: 
 neither on the front nor the best). Candidates are evaluated cheapest bound first; the
 candidates that differ only in optics policy share one build and one flow solve.
 
-A candidate with no certified throughput (a solve stopped or failed, or a plan without
-symmetry too large for the flow LP, :data:`ASYMMETRIC_GPUS_LIMIT`) is ``"unsolved"``: never
-on the front, never the best.
+A candidate whose plan has no symmetry (unequal leaves or bundles) with more GPUs than the
+flow LP handles (:data:`ASYMMETRIC_GPUS_LIMIT`) is decided by a certified bracket of its
+all-to-all rate, without an LP (:func:`ecmp_bracket`): ECMP routing's exact throughput is a
+feasible flow, so a lower bound, and the least of the plan's bound, the distance bound and
+the endpoint-link bound is an upper one. Its row says ``flow_method = "ecmp bound"`` and
+holds both ends; ``all_to_all_gbps_per_gpu >= X`` is met when the lower end reaches ``X``,
+missed when the upper end is below it, and undecided otherwise. On the front a bracketed
+candidate counts its certified lower end.
+
+A candidate with no certified throughput (a solve stopped or failed, or a bracket holding
+the all-to-all target) is ``"unsolved"``: never on the front, never the best.
 """
 
 from __future__ import annotations
@@ -69,9 +77,15 @@ FLOW_GAP = 0.02
 #: bundles) is solved: its flow LP has a commodity per source and every GPU pair's demand
 #: (268 million pairs at 16,384 GPUs, more memory than a workstation has; at 1,024 GPUs the
 #: approximate method takes minutes to a wide bracket), where a
-#: symmetric plan's root-flow LP stays small at any size. Above it the candidate is reported
-#: unsolved, with its bounds, and never built.
+#: symmetric plan's root-flow LP stays small at any size. Above it the candidate is decided by
+#: its ECMP bracket (:func:`ecmp_bracket`), or reported unsolved when the bracket holds the
+#: target.
 ASYMMETRIC_GPUS_LIMIT = 256
+#: Most GPU pairs at which :func:`ecmp_bracket` computes the distance bound (its arrays hold
+#: every pair: 1.2 GB and 4 s at 4,096 GPUs, 16.8 million pairs; above the limit the plan's
+#: all-to-all bound is the upper end, and at those sizes it is the tighter one: 222 against
+#: 1,649 Gb/s per GPU for a 2:1 rail-optimized cluster of 4,096 GPUs).
+CHEAP_BRACKET_PAIRS = 4_200_000
 #: Seeds of the random link failures a candidate is tried under; the row keeps the worst.
 FAILURE_SEEDS = (1, 2, 3)
 
@@ -323,7 +337,8 @@ def ecmp_bracket(fab: Any) -> tuple[float, float]:
     """Certified bracket ``(lower, upper)`` of the all-to-all Gb/s per GPU of ``fab`` without
     an LP: ``lower`` is what ECMP routing carries (:func:`~fabricopt.routed_flow`, exact for
     that routing, and a feasible flow, so below the optimum), ``upper`` the hop-length
-    distance bound and endpoint-link bound of :func:`~fabricopt.flow.api.cheap_bracket`.
+    distance bound and endpoint-link bound of :func:`~fabricopt.flow.api.cheap_bracket`
+    (infinite above :data:`CHEAP_BRACKET_PAIRS` pairs).
 
     >>> import fabricopt as fo
     >>> [round(x, 6) for x in ecmp_bracket(fo.leaf_spine(leaves=2, spines=2,
@@ -337,7 +352,10 @@ def ecmp_bracket(fab: Any) -> tuple[float, float]:
     traffic = all_to_all(fab, gbps=1.0)
     n = len(fab.endpoints)
     routed = routed_flow(fab, traffic, routing="ecmp")
-    upper = cheap_bracket(fab, traffic).upper * (n - 1)
+    # The distance bound holds an array per pair: beyond CHEAP_BRACKET_PAIRS the caller's
+    # bound from the plan stands alone.
+    upper = (cheap_bracket(fab, traffic).upper * (n - 1) if n * (n - 1) <= CHEAP_BRACKET_PAIRS
+             else math.inf)
     lower = routed.theta * (n - 1) if routed.status == "exact" else 0.0
     return lower, max(upper, lower)
 
@@ -468,7 +486,8 @@ class OptimizeResult:
     ----------
     rows : list of dict
         Every candidate: ``name``, ``family``, ``status`` (``"evaluated"``, ``"pruned"`` or
-        ``"unsolved"``: no throughput proven, with the solver's ``flow_status``), ``reason``
+        ``"unsolved"``: no throughput proven, with the solver's ``flow_status``, or an
+        ``"ecmp bound"`` bracket holding the all-to-all target), ``reason``
         (why pruned or unsolved), ``topology`` (the first candidate of the same fabric,
         whose build and solve it shares), the bounds (``capex_lower_usd``,
         ``all_to_all_upper_gbps_per_gpu``) and, when evaluated, the measured figures and
@@ -595,7 +614,11 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
     -----
     Bounds and pruning rules are in the module docstring of :mod:`fabricopt.optimize`.
     All-to-all bandwidth is the certified lower bound of the flow LP times the ``N - 1``
-    Gb/s each GPU sends at unit demand.
+    Gb/s each GPU sends at unit demand; for a candidate without symmetry above
+    :data:`ASYMMETRIC_GPUS_LIMIT` GPUs it is the throughput of ECMP routing, a certified
+    lower bound (``flow_method = "ecmp bound"``, with the upper end in
+    ``all_to_all_upper_gbps_per_gpu``), and a target between the two leaves the candidate
+    ``"unsolved"``.
 
     Examples
     --------
