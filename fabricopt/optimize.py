@@ -530,8 +530,11 @@ class OptimizeResult:
         head = ["name", "capex USD/GPU", "a2a Gb/s/GPU", "power W/GPU", "meets"]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for r in rows:
+            # A bracketed row shows its certified lower end, marked as such.
+            a2a = (f"{r['all_to_all_gbps_per_gpu']:,.1f}"
+                   + (" (ECMP, at least)" if r.get("flow_method") == "ecmp bound" else ""))
             lines.append(f"| {r['name']} | {r['capex_usd'] / self.gpus:,.0f} | "
-                         f"{r['all_to_all_gbps_per_gpu']:,.1f} | {r['power_w'] / self.gpus:,.1f} "
+                         f"{a2a} | {r['power_w'] / self.gpus:,.1f} "
                          f"| {'yes' if r.get('meets') else 'no'} |")
         return "\n".join(lines)
 
@@ -551,7 +554,9 @@ class OptimizeResult:
         params = {k: v for k, v in kwargs.items() if v is not None}
         text = (f"# Found by fabricopt optimize for {self.gpus} GPUs: capex "
                 f"{row['capex_usd']:,.0f} USD, all-to-all {row['all_to_all_gbps_per_gpu']:.1f}"
-                f" Gb/s per GPU (certified).\n"
+                f" Gb/s per GPU ("
+                + ("certified lower bound: ECMP routing" if row.get("flow_method") ==
+                   "ecmp bound" else "certified") + ").\n"
                 + dumps_toml({"name": row["name"], "family": family,
                               "description": f"optimize({self.gpus}) winner",
                               "params": params}))

@@ -245,6 +245,9 @@ def test_asymmetric_plans_beyond_the_limit_are_decided_by_the_ecmp_bracket(monke
             # Decided: the exact LP agrees.
             assert r["status"] == "evaluated" and r["meets"] == e["meets"]
     assert not any(r["status"] == "unsolved" for r in res.front)
+    # The front shows a bracketed row's lower end as such.
+    shown = sum(r.get("flow_method") == "ecmp bound" for r in res.front)
+    assert res.to_markdown().count("(ECMP, at least)") == shown
     # A design declared best meets the constraints by the exact LP too, and pruning keeps
     # what evaluating everything finds.
     if res.best is not None:
