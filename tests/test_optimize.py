@@ -284,3 +284,25 @@ def test_an_executor_gives_the_same_answer():
         shared = fo.optimize(16, space=SPACE, constraints=constraints, executor=pool)
     assert shared.best["name"] == alone.best["name"]
     assert [r["name"] for r in shared.front] == [r["name"] for r in alone.front]
+
+
+def test_bracketed_failure_trial_is_a_lower_bound(monkeypatch):
+    import importlib
+
+    opt = importlib.import_module("fabricopt.optimize")
+    constraints = {"all_to_all_gbps_per_gpu": 100, "all_to_all_after_failure_gbps": 150,
+                   "failure_fraction": 0.05}
+    exact = fo.optimize(16, space=SPACE, constraints=constraints, prune=False)
+    monkeypatch.setattr(opt, "ASYMMETRIC_GPUS_LIMIT", 8)
+    res = fo.optimize(16, space=SPACE, constraints=constraints, prune=False)
+    by = {r["name"]: r for r in exact.rows}
+    tried = [r for r in res.rows if r.get("flow_method") == "ecmp bound"
+             and r.get("all_to_all_after_failure_gbps") is not None]
+    assert tried
+    for r in tried:
+        # ECMP on the failed fabric is a feasible flow: never above the optimum after the
+        # same failures, and a pass by it is a pass.
+        assert r["all_to_all_after_failure_gbps"] <= by[r["name"]][
+            "all_to_all_after_failure_gbps"] * (1 + 1e-6)
+        if r["meets"]:
+            assert by[r["name"]]["meets"]
