@@ -284,9 +284,14 @@ def case_optimize(gpus: int, quick: bool = False, workers: int = 0,
         res = fo.optimize(gpus, space=space, constraints=constraints, full_front=full_front)
         seconds = time.perf_counter() - start
     evaluated = sum(r["status"] == "evaluated" for r in res.rows)
+    unsolved = sum(r["status"] == "unsolved" for r in res.rows)
+    # Candidates without symmetry decided by their ECMP bracket rather than the flow LP.
+    by_ecmp = sum(r["status"] == "evaluated" and r.get("flow_method") == "ecmp bound"
+                  for r in res.rows)
     best = res.best["name"] if res.best else None
     return {"seconds": seconds, "candidates": len(res.rows), "best": best,
-            "value": f"{len(res.rows)} candidates, {evaluated} evaluated, best {best}"}
+            "value": f"{len(res.rows)} candidates, {evaluated} evaluated ({by_ecmp} by ECMP "
+                     f"bound), {unsolved} unsolved, best {best}"}
 
 
 def case_compare(designs: list[str], jobs: int) -> dict:

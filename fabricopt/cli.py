@@ -595,7 +595,9 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     out = args.output or os.path.splitext(os.path.basename(args.target))[0] + "-best.toml"
     res.write_design(out)
     print(f"best: {res.best['name']}, {res.best['capex_usd']:,.0f} USD, "
-          f"{res.best['all_to_all_gbps_per_gpu']:,.1f} Gb/s all-to-all per GPU -> {out}")
+          f"{res.best['all_to_all_gbps_per_gpu']:,.1f} Gb/s all-to-all per GPU"
+          + (" (at least: ECMP routing)" if res.best.get("flow_method") == "ecmp bound" else "")
+          + f" -> {out}")
     return 0
 
 

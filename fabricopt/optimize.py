@@ -25,9 +25,17 @@ and an evaluated design delivers at least its throughput bound (``full_front``: 
 neither on the front nor the best). Candidates are evaluated cheapest bound first; the
 candidates that differ only in optics policy share one build and one flow solve.
 
-A candidate with no certified throughput (a solve stopped or failed, or a plan without
-symmetry too large for the flow LP, :data:`ASYMMETRIC_GPUS_LIMIT`) is ``"unsolved"``: never
-on the front, never the best.
+A candidate whose plan has no symmetry (unequal leaves or bundles) with more GPUs than the
+flow LP handles (:data:`ASYMMETRIC_GPUS_LIMIT`) is decided by a certified bracket of its
+all-to-all rate, without an LP (:func:`ecmp_bracket`): ECMP routing's exact throughput is a
+feasible flow, so a lower bound, and the least of the plan's bound, the distance bound and
+the endpoint-link bound is an upper one. Its row says ``flow_method = "ecmp bound"`` and
+holds both ends; ``all_to_all_gbps_per_gpu >= X`` is met when the lower end reaches ``X``,
+missed when the upper end is below it, and undecided otherwise. On the front a bracketed
+candidate counts its certified lower end.
+
+A candidate with no certified throughput (a solve stopped or failed, or a bracket holding
+the all-to-all target) is ``"unsolved"``: never on the front, never the best.
 """
 
 from __future__ import annotations
@@ -69,9 +77,15 @@ FLOW_GAP = 0.02
 #: bundles) is solved: its flow LP has a commodity per source and every GPU pair's demand
 #: (268 million pairs at 16,384 GPUs, more memory than a workstation has; at 1,024 GPUs the
 #: approximate method takes minutes to a wide bracket), where a
-#: symmetric plan's root-flow LP stays small at any size. Above it the candidate is reported
-#: unsolved, with its bounds, and never built.
+#: symmetric plan's root-flow LP stays small at any size. Above it the candidate is decided by
+#: its ECMP bracket (:func:`ecmp_bracket`), or reported unsolved when the bracket holds the
+#: target.
 ASYMMETRIC_GPUS_LIMIT = 256
+#: Most GPU pairs at which :func:`ecmp_bracket` computes the distance bound (its arrays hold
+#: every pair: 1.2 GB and 4 s at 4,096 GPUs, 16.8 million pairs; above the limit the plan's
+#: all-to-all bound is the upper end, and at those sizes it is the tighter one: 222 against
+#: 1,649 Gb/s per GPU for a 2:1 rail-optimized cluster of 4,096 GPUs).
+CHEAP_BRACKET_PAIRS = 4_200_000
 #: Seeds of the random link failures a candidate is tried under; the row keeps the worst.
 FAILURE_SEEDS = (1, 2, 3)
 
@@ -299,14 +313,16 @@ def sketch(c: Candidate, gpus: int) -> Sketch:
 
 
 def evaluate_group(cands: list[Candidate], constraints: Mapping[str, float],
-                   time_limit: float | None = None, limit_threads: bool = False
-                   ) -> list[dict[str, Any]]:
+                   time_limit: float | None = None, limit_threads: bool = False,
+                   ecmp_bound: bool = False) -> list[dict[str, Any]]:
     """Build one topology and evaluate it under each candidate's optics policy: one row per
     candidate (top-level, so executors can ship it).
 
     The candidates differ only in their policy, so the fabric is built, solved and bounded
     once and priced once per policy. (The failure constraint is tried later, by
-    :func:`optimize`, on the rows that could win.)
+    :func:`optimize`, on the rows that could win.) ``ecmp_bound`` replaces the flow LP by
+    its certified bracket without an LP (:func:`ecmp_bracket`), for fabrics too large for it;
+    the row's ``flow_method`` is then ``"ecmp bound"``.
     """
     import contextlib
 
@@ -314,11 +330,39 @@ def evaluate_group(cands: list[Candidate], constraints: Mapping[str, float],
 
     guard = cap_threads(1) if limit_threads else contextlib.nullcontext()
     with guard:
-        return _evaluate_group(cands, constraints, time_limit)
+        return _evaluate_group(cands, constraints, time_limit, ecmp_bound)
+
+
+def ecmp_bracket(fab: Any) -> tuple[float, float]:
+    """Certified bracket ``(lower, upper)`` of the all-to-all Gb/s per GPU of ``fab`` without
+    an LP: ``lower`` is what ECMP routing carries (:func:`~fabricopt.routed_flow`, exact for
+    that routing, and a feasible flow, so below the optimum), ``upper`` the hop-length
+    distance bound and endpoint-link bound of :func:`~fabricopt.flow.api.cheap_bracket`
+    (infinite above :data:`CHEAP_BRACKET_PAIRS` pairs).
+
+    >>> import fabricopt as fo
+    >>> [round(x, 6) for x in ecmp_bracket(fo.leaf_spine(leaves=2, spines=2,
+    ...                                                  endpoints_per_leaf=2))]
+    [400.0, 400.0]
+    """
+    from .flow.api import cheap_bracket
+    from .routing import routed_flow
+    from .traffic import all_to_all
+
+    traffic = all_to_all(fab, gbps=1.0)
+    n = len(fab.endpoints)
+    routed = routed_flow(fab, traffic, routing="ecmp")
+    # The distance bound holds an array per pair: beyond CHEAP_BRACKET_PAIRS the caller's
+    # bound from the plan stands alone.
+    upper = (cheap_bracket(fab, traffic).upper * (n - 1) if n * (n - 1) <= CHEAP_BRACKET_PAIRS
+             else math.inf)
+    lower = routed.theta * (n - 1) if routed.status == "exact" else 0.0
+    return lower, max(upper, lower)
 
 
 def _evaluate_group(cands: list[Candidate], constraints: Mapping[str, float],
-                    time_limit: float | None) -> list[dict[str, Any]]:
+                    time_limit: float | None, ecmp_bound: bool = False
+                    ) -> list[dict[str, Any]]:
     from .bisection import bisection_bandwidth
     from .collectives import collective_bounds
     from .cost import estimate_cost
@@ -328,15 +372,19 @@ def _evaluate_group(cands: list[Candidate], constraints: Mapping[str, float],
     start = time.perf_counter()
     fab = cands[0].build()
     n = len(fab.endpoints)
-    r = max_concurrent_flow(fab, all_to_all(fab, gbps=1.0), time_limit=time_limit,
-                            gap=FLOW_GAP)
-    # Certified: the lower bound of theta, in Gb/s each GPU sends to all others.
-    shared: dict[str, Any] = {
-        "all_to_all_gbps_per_gpu": r.lower * (n - 1),
-        "all_to_all_upper_gbps_per_gpu": r.upper * (n - 1),
-        "flow_status": r.status, "flow_method": r.method,
-        "oversubscription_built": fab.params.get("oversubscription_built"),
-    }
+    shared: dict[str, Any]
+    if ecmp_bound:
+        lower, upper = ecmp_bracket(fab)
+        shared = {"all_to_all_gbps_per_gpu": lower, "all_to_all_upper_gbps_per_gpu": upper,
+                  "flow_status": "bracket", "flow_method": "ecmp bound"}
+    else:
+        r = max_concurrent_flow(fab, all_to_all(fab, gbps=1.0), time_limit=time_limit,
+                                gap=FLOW_GAP)
+        # Certified: the lower bound of theta, in Gb/s each GPU sends to all others.
+        shared = {"all_to_all_gbps_per_gpu": r.lower * (n - 1),
+                  "all_to_all_upper_gbps_per_gpu": r.upper * (n - 1),
+                  "flow_status": r.status, "flow_method": r.method}
+    shared["oversubscription_built"] = fab.params.get("oversubscription_built")
     if "bisection_gbps_per_gpu" in constraints:
         shared["bisection_gbps_per_gpu"] = bisection_bandwidth(fab).lower_gbps / n
     if "all_reduce_busbw_GBps" in constraints:
@@ -355,18 +403,20 @@ def _evaluate_group(cands: list[Candidate], constraints: Mapping[str, float],
 
 
 def after_failure(c: Candidate, fraction: float, time_limit: float | None = None,
-                  limit_threads: bool = False) -> float:
+                  limit_threads: bool = False, ecmp_bound: bool = False) -> float:
     """Certified all-to-all per GPU of ``c`` after ``fraction`` of its links fail: the least
-    over :data:`FAILURE_SEEDS` random draws, each the certified lower bound of its solve."""
+    over :data:`FAILURE_SEEDS` random draws, each the certified lower bound of its solve
+    (``ecmp_bound``: of ECMP routing on the failed fabric, no LP)."""
     import contextlib
 
     from .compare import limit_threads as cap_threads
 
     with cap_threads(1) if limit_threads else contextlib.nullcontext():
-        return _after_failure_gbps(c.build(), fraction, time_limit)
+        return _after_failure_gbps(c.build(), fraction, time_limit, ecmp_bound)
 
 
-def _after_failure_gbps(fab: Any, fraction: float, time_limit: float | None) -> float:
+def _after_failure_gbps(fab: Any, fraction: float, time_limit: float | None,
+                        ecmp_bound: bool = False) -> float:
     """Certified all-to-all per GPU after ``fraction`` of the links fail: the least of
     :data:`FAILURE_SEEDS` random draws, each the certified lower bound of its solve."""
     from .failures import fail_random
@@ -377,6 +427,9 @@ def _after_failure_gbps(fab: Any, fraction: float, time_limit: float | None) -> 
     worst = math.inf
     for seed in FAILURE_SEEDS:
         bad = fail_random(fab, fraction, seed=seed, kind="links")
+        if ecmp_bound:
+            worst = min(worst, ecmp_bracket(bad)[0])
+            continue
         rf = max_concurrent_flow(bad, all_to_all(bad, gbps=1.0), time_limit=time_limit,
                                  gap=FLOW_GAP)
         worst = min(worst, rf.lower * (n - 1))
@@ -387,6 +440,27 @@ def evaluate(c: Candidate, constraints: Mapping[str, float], time_limit: float |
              ) -> dict[str, Any]:
     """Build and evaluate one candidate (:func:`evaluate_group` of one)."""
     return evaluate_group([c], constraints, time_limit)[0]
+
+
+def _undecided(row: Mapping[str, Any], constraints: Mapping[str, float]) -> str:
+    """Why a row with a bracketed all-to-all (``[lower, upper]``) cannot be decided against
+    the all-to-all constraint: the target lies inside the bracket ("" if decided)."""
+    target = constraints.get("all_to_all_gbps_per_gpu")
+    lower, upper = row["all_to_all_gbps_per_gpu"], row["all_to_all_upper_gbps_per_gpu"]
+    if target is None or lower >= target * (1 - _TOL) or upper < target * (1 - _TOL):
+        return ""
+    return (f"undecided: the all-to-all bracket [{lower:,.1f}, {upper:,.1f}] Gb/s per GPU "
+            f"(ECMP lower bound, distance bound) holds the target {target:g}; the flow LP "
+            "is too large to close it (no symmetry in the plan)")
+
+
+def _decided(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The row as the constraints see it: a bracketed all-to-all that misses its target
+    misses by at least its upper end."""
+    if row.get("flow_method") != "ecmp bound":
+        return row
+    # Decided rows only: either both ends meet the target or both miss it.
+    return {**row, "all_to_all_gbps_per_gpu": row["all_to_all_upper_gbps_per_gpu"]}
 
 
 def _shortfalls(row: Mapping[str, Any], constraints: Mapping[str, float]) -> dict[str, float]:
@@ -412,7 +486,8 @@ class OptimizeResult:
     ----------
     rows : list of dict
         Every candidate: ``name``, ``family``, ``status`` (``"evaluated"``, ``"pruned"`` or
-        ``"unsolved"``: no throughput proven, with the solver's ``flow_status``), ``reason``
+        ``"unsolved"``: no throughput proven, with the solver's ``flow_status``, or an
+        ``"ecmp bound"`` bracket holding the all-to-all target), ``reason``
         (why pruned or unsolved), ``topology`` (the first candidate of the same fabric,
         whose build and solve it shares), the bounds (``capex_lower_usd``,
         ``all_to_all_upper_gbps_per_gpu``) and, when evaluated, the measured figures and
@@ -455,8 +530,11 @@ class OptimizeResult:
         head = ["name", "capex USD/GPU", "a2a Gb/s/GPU", "power W/GPU", "meets"]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for r in rows:
+            # A bracketed row shows its certified lower end, marked as such.
+            a2a = (f"{r['all_to_all_gbps_per_gpu']:,.1f}"
+                   + (" (ECMP, at least)" if r.get("flow_method") == "ecmp bound" else ""))
             lines.append(f"| {r['name']} | {r['capex_usd'] / self.gpus:,.0f} | "
-                         f"{r['all_to_all_gbps_per_gpu']:,.1f} | {r['power_w'] / self.gpus:,.1f} "
+                         f"{a2a} | {r['power_w'] / self.gpus:,.1f} "
                          f"| {'yes' if r.get('meets') else 'no'} |")
         return "\n".join(lines)
 
@@ -476,7 +554,9 @@ class OptimizeResult:
         params = {k: v for k, v in kwargs.items() if v is not None}
         text = (f"# Found by fabricopt optimize for {self.gpus} GPUs: capex "
                 f"{row['capex_usd']:,.0f} USD, all-to-all {row['all_to_all_gbps_per_gpu']:.1f}"
-                f" Gb/s per GPU (certified).\n"
+                f" Gb/s per GPU ("
+                + ("certified lower bound: ECMP routing" if row.get("flow_method") ==
+                   "ecmp bound" else "certified") + ").\n"
                 + dumps_toml({"name": row["name"], "family": family,
                               "description": f"optimize({self.gpus}) winner",
                               "params": params}))
@@ -539,7 +619,11 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
     -----
     Bounds and pruning rules are in the module docstring of :mod:`fabricopt.optimize`.
     All-to-all bandwidth is the certified lower bound of the flow LP times the ``N - 1``
-    Gb/s each GPU sends at unit demand.
+    Gb/s each GPU sends at unit demand; for a candidate without symmetry above
+    :data:`ASYMMETRIC_GPUS_LIMIT` GPUs it is the throughput of ECMP routing, a certified
+    lower bound (``flow_method = "ecmp bound"``, with the upper end in
+    ``all_to_all_upper_gbps_per_gpu``), and a target between the two leaves the candidate
+    ``"unsolved"``.
 
     Examples
     --------
@@ -583,6 +667,7 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
 
     rows: list[dict[str, Any]] = []
     groups: dict[str, list[tuple[Sketch, Candidate, dict[str, Any]]]] = {}
+    bracketed: set[str] = set()
     seen: dict[str, str] = {}
     for c in candidates:
         sk = sketch(c, gpus)
@@ -613,13 +698,10 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
         if prune and budget is not None and sk.capex_lower_usd > budget * (1 + _TOL):
             row["reason"] = f"capex bound {sk.capex_lower_usd:,.0f} > {budget:,.0f} USD"
             continue
+        # No symmetry in the plan (unequal leaves or bundles) and too many GPUs for the flow
+        # LP: decided by the certified ECMP bracket instead.
         if not sk.symmetric and gpus > ASYMMETRIC_GPUS_LIMIT:
-            row["status"] = "unsolved"
-            row["flow_status"] = "not_solved"
-            row["reason"] = (f"no symmetry in the plan (unequal leaves or bundles): the flow LP "
-                             f"over {gpus:,} GPUs is too large to solve (limit "
-                             f"{ASYMMETRIC_GPUS_LIMIT:,})")
-            continue
+            bracketed.add(topology)
         groups.setdefault(topology, []).append((sk, c, row))
     # Cheapest bound first, so the first feasible designs prune the most.
     order = sorted(groups.items(), key=lambda g: min(t[0].capex_lower_usd for t in g[1]))
@@ -656,24 +738,43 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
             row["reason"] = (f"failure trial not run: {best_so_far['name']} passes it and is "
                              "better")
             return None
+        ecmp = topology in bracketed
         if topology not in tried:
             fraction = float(constraints.get("failure_fraction", 0.01))
             if executor is None:
-                tried[topology] = after_failure(c, fraction, time_limit)
+                tried[topology] = after_failure(c, fraction, time_limit, False, ecmp)
             else:
                 tried[topology] = executor.submit(after_failure, c, fraction, time_limit,
-                                                  True).result()
+                                                  True, ecmp).result()
         row["all_to_all_after_failure_gbps"] = tried[topology]
-        return _shortfalls(row, constraints)
+        short = _shortfalls(row, constraints)
+        if ecmp and "all_to_all_after_failure_gbps" in short:
+            # Only a lower bound after failure: below the target proves nothing.
+            row["reason"] = (f"undecided: ECMP after failure carries {tried[topology]:,.1f} "
+                             f"< {constraints['all_to_all_after_failure_gbps']:g} Gb/s per "
+                             "GPU, a lower bound only")
+            return None
+        return short
 
     def finish(topology: str, group: list[tuple[Sketch, Candidate, dict[str, Any]]],
                results: list[dict[str, Any]]) -> None:
         nonlocal done
-        for (_sk, c, row), res in zip(group, results, strict=True):
+        for (sk, c, row), res in zip(group, results, strict=True):
             row.update(res)
             row["reason"] = ""
             row["topology"] = topology_names.setdefault(topology, row["name"])
-            if row["all_to_all_gbps_per_gpu"] <= 0 and row["flow_status"] != "optimal":
+            undecided = ""
+            if topology in bracketed:
+                # The plan's bound may be tighter than the fabric's cheap ones.
+                upper = min(row["all_to_all_upper_gbps_per_gpu"], sk.a2a_upper_gbps)
+                row["all_to_all_upper_gbps_per_gpu"] = max(upper,
+                                                           row["all_to_all_gbps_per_gpu"])
+                undecided = _undecided(row, constraints)
+            if undecided:
+                row["status"] = "unsolved"
+                row["reason"] = undecided
+                row["shortfall"], row["meets"] = {}, None
+            elif row["all_to_all_gbps_per_gpu"] <= 0 and row["flow_status"] != "optimal":
                 # No certified throughput (a time limit, a solver failure): reported with its
                 # status, kept off the front and out of the best.
                 row["status"] = "unsolved"
@@ -682,7 +783,7 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
             else:
                 row["status"] = "evaluated"
                 evaluated.append(row)
-                short: dict[str, float] | None = _shortfalls(row, others)
+                short: dict[str, float] | None = _shortfalls(_decided(row), others)
                 if failure and not short:
                     short = try_failure(topology, c, row)
                 row["shortfall"] = short or {}
@@ -698,7 +799,7 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
             keep = needed(group)
             if keep:
                 finish(topology, keep, evaluate_group([c for _, c, _ in keep], constraints,
-                                                      time_limit))
+                                                      time_limit, False, topology in bracketed))
     else:
         # A window of one group per worker: each finished group prunes the ones not yet sent.
         window = _workers(executor)
@@ -711,7 +812,8 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
                     keep = needed(group)
                     if keep:
                         future = executor.submit(evaluate_group, [c for _, c, _ in keep],
-                                                 constraints, time_limit, True)
+                                                 constraints, time_limit, True,
+                                                 topology in bracketed)
                         pending[future] = (topology, keep)
                 if not pending:
                     continue

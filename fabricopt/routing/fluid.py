@@ -85,7 +85,16 @@ class FluidRouting:
         if self._dense:
             self._sum += np.bincount(key, weights=gbps, minlength=len(self._sum))
         else:
-            self._parts.append((key, gbps))
+            # A block of demands comes from a few consecutive sources: summed over its span
+            # of keys at once, so a uniform traffic of 268 million pairs (16,384 GPUs) keeps
+            # one entry per (source, column) instead of one per pair.
+            lo, hi = int(key.min()), int(key.max())
+            if hi - lo < 4 * len(key):
+                sums = np.bincount(key - lo, weights=gbps, minlength=hi - lo + 1)
+                used = np.flatnonzero(sums)
+                self._parts.append((used + lo, sums[used]))
+            else:
+                self._parts.append((key, gbps))
         self.in_gbps += np.bincount(dst, weights=gbps, minlength=len(self.in_gbps))
         self.pairs += len(src)
 

@@ -35,6 +35,9 @@ from ..graph_arrays import GraphArrays
 
 #: The parts of a fabric a pair can be routed on, in the order they are tried.
 PLANE_NAMES = ("scale-up", "scale-out", "whole fabric")
+#: Largest table of (sending set x receiving set) a plane keeps to tell which pairs it
+#: connects (booleans: 16 MB).
+DISTINCT_TABLE = 16_000_000
 
 
 @dataclass
@@ -128,6 +131,15 @@ class Plane:
         single = (np.diff(self._send.indptr).max(initial=0) <= 1
                   and np.diff(self._recv.indptr).max(initial=0) <= 1)
         self._single = single
+        self._table: np.ndarray | None = None
+        if not single:
+            # Endpoints that send into (receive from) the same components alike: one row per
+            # distinct set, and a table of which sets meet (the GPUs of a DGX H100 send into
+            # its four NVSwitches, so 16,384 GPUs make 2,048 sets, not 268 million pairs).
+            send_rows, self._send_set = _distinct_rows(self._send)
+            recv_rows, self._recv_set = _distinct_rows(self._recv)
+            if send_rows.shape[0] * recv_rows.shape[0] <= DISTINCT_TABLE:
+                self._table = (send_rows @ recv_rows.T).toarray() > 0
         if single:
             self._send_label = np.full(T, -1, dtype=np.int64)
             rows = np.flatnonzero(np.diff(self._send.indptr))
@@ -140,6 +152,8 @@ class Plane:
         """Whether endpoint ``src[j]`` can send to endpoint ``dst[j]`` in this plane."""
         if self._single:
             ok = self._send_label[src] == self._recv_label[dst]
+        elif self._table is not None:
+            ok = self._table[self._send_set[src], self._recv_set[dst]]
         else:
             ok = np.asarray(self._send[src].multiply(self._recv[dst]).sum(axis=1)).ravel() > 0
         if len(self._direct):
@@ -158,6 +172,22 @@ class Plane:
         dist = shortest_path(self.reverse_matrix(), directed=True, unweighted=True,
                              indices=np.asarray(nodes))
         return np.atleast_2d(dist).T
+
+
+def _distinct_rows(matrix: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray]:
+    """The distinct rows of a boolean CSR matrix (as a float CSR matrix) and the index of
+    each row among them."""
+    seen: dict[bytes, int] = {}
+    which = np.empty(matrix.shape[0], dtype=np.int64)
+    firsts = []
+    for i in range(matrix.shape[0]):
+        cols = matrix.indices[matrix.indptr[i]:matrix.indptr[i + 1]]
+        key = np.sort(cols).tobytes()
+        if key not in seen:
+            seen[key] = len(firsts)
+            firsts.append(i)
+        which[i] = seen[key]
+    return matrix[np.array(firsts, dtype=np.int64)].astype(float), which
 
 
 def build_plane(name: str, ga: GraphArrays, fab: Fabric, arc_mask: np.ndarray,
