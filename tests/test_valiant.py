@@ -219,3 +219,17 @@ def test_bad_arguments():
     fab1 = fo.Fabric(one_way, endpoints=["a", "c"])
     with pytest.raises(fo.InvalidParameterError, match="both directions"):
         fo.valiant_rate(fab1)
+
+
+def test_a_fabric_too_large_for_the_per_endpoint_lp_uses_its_found_group(monkeypatch):
+    # Without a claim and above the per-endpoint LP's size, auto finds the group (several
+    # endpoint orbits after a failed link) and solves one root flow per orbit: the same
+    # certified rate as the per-endpoint LP.
+
+    fab = fo.fat_tree(4).without_links([("leaf0", "spine0.0")])
+    assert fab.symmetry is None
+    plain = fo.valiant_rate(fab, hubs=1, method="lp")
+    monkeypatch.setattr(valiant, "MAX_FULL_NONZEROS", 0)
+    found = fo.valiant_rate(fab, hubs=1)
+    assert found.method == "symmetric"
+    assert found.rate_gbps == pytest.approx(plain.rate_gbps, rel=1e-6)

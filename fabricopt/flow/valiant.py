@@ -194,7 +194,9 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     method : {"auto", "symmetric", "lp"}
         ``"symmetric"`` solves one root's flow per endpoint orbit (needs a valid symmetry
         claim, all endpoints and hubs given by level); ``"lp"`` one flow per endpoint;
-        ``"auto"`` the first that applies.
+        ``"auto"`` the first that applies, and without a claim, when the per-endpoint LP
+        would exceed ``MAX_FULL_NONZEROS``, the group :func:`~fabricopt.search_symmetry`
+        finds (when it has at most a quarter as many endpoint orbits as endpoints).
     backend, time_limit, **backend_options
         As for :func:`~fabricopt.max_concurrent_flow`.
 
@@ -240,6 +242,17 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     if rev is None:
         raise InvalidParameterError("valiant_rate(): every link needs both directions "
                                     "(phase 2 runs phase 1 backwards); see Fabric.validate()")
+    if (method == "auto" and fab.symmetry is None and by_level
+            and set(eps) == set(fab.endpoints)
+            and len(eps) * (3 * ga.n_arcs + 1) > MAX_FULL_NONZEROS):
+        # Too large for the per-endpoint LP: find the group instead (one root flow per
+        # endpoint orbit), when it has few enough orbits to make the LP much smaller.
+        from ..symmetry_search import search_symmetry, with_symmetry
+
+        found = search_symmetry(fab, time_limit=time_limit,
+                                max_endpoint_orbits=max(1, len(eps) // 4))
+        if found.symmetry is not None and found.symmetry.n_endpoint_orbits <= len(eps) // 4:
+            fab = with_symmetry(fab, found.symmetry)
     symmetric_ok = (fab.symmetry is not None and by_level
                     and set(eps) == set(fab.endpoints))
     if method == "symmetric" and not symmetric_ok:
