@@ -176,7 +176,7 @@ def choose_strategy(model: FlowModel) -> str:
     Column generation needs the ``highspy`` package for its master LP; without it, or for
     dense traffic (all-to-all), Frank-Wolfe.
     """
-    from .colgen import highspy_available
+    from .backends import highspy_available
 
     sparse = len(model.agg[0]) <= SPARSE_PAIRS_PER_SOURCE * max(model.n_commodities, 1)
     # Endpoints that forward traffic (a GPU with NVLink and a NIC is not collapsed) make
@@ -233,7 +233,8 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
     if auto:
         strategy = choose_strategy(model)
     if strategy == "column_generation":
-        from .colgen import MASTER_ROUND_SECONDS, ColumnGeneration, highspy_available
+        from .backends import highspy_available
+        from .colgen import MASTER_ROUND_SECONDS, ColumnGeneration
 
         if not highspy_available():
             raise BackendUnavailableError(
@@ -285,6 +286,27 @@ class ApproxRun:
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.perf_counter() >= self.deadline
 
+    def answer(self, status: str, what: str, x: np.ndarray, iterations: int) -> LPSolution:
+        """The run's answer: flow ``x`` (the LP's column layout) proves the lower bound, the
+        best lengths the upper one; ``what`` says how it was found."""
+        now = (self.upper - self.lower) / self.upper if self.upper > 0 else 0.0
+        text = f"{what}, certified gap {now:.3%} (asked {self.gap:.3%})"
+        if status == "time_limit":
+            text = "time limit reached; " + text
+        lengths = self.best_lengths
+        return LPSolution(status, text, x, -self.lower, None if lengths is None else -lengths,
+                          None, time.perf_counter() - self.start,
+                          info={"lower": self.lower, "upper": self.upper,
+                                "iterations": iterations})
+
+    def unreachable(self) -> LPSolution:
+        """Some target cannot be reached at all: theta = 0, which the hop lengths prove."""
+        lengths = np.concatenate([np.ones(self.m), np.zeros(len(self.ep_cap))])
+        return LPSolution("optimal", "a demand pair is disconnected: theta = 0",
+                          np.zeros(self.K * self.m + 1), 0.0, -lengths, None,
+                          time.perf_counter() - self.start,
+                          info={"lower": 0.0, "upper": 0.0, "iterations": 0})
+
     def report(self, iteration: int, **more: float) -> None:
         """Tell ``progress`` the bracket after round ``iteration``."""
         if self.progress is not None:
@@ -329,7 +351,7 @@ class _FrankWolfe(ApproxRun):
         n_rows = m + len(self.ep_util)
         arc, load, cost = self._bound(np.ones(m), np.zeros(len(self.ep_util)))
         if not np.all(np.isfinite(cost)):
-            return self._unreachable()
+            return self.unreachable()
         rows = np.broadcast_to(np.arange(K, dtype=np.int64)[:, None], arc.shape)
         flows, total = self._tree_flows((arc, load, cost))
         ep_max = float(self.ep_util.max()) if len(self.ep_util) else 0.0
@@ -401,29 +423,11 @@ class _FrankWolfe(ApproxRun):
         return self.upper - self.lower <= self.gap * self.upper
 
     def _solution(self, status: str, it: int) -> LPSolution:
-        K, m = self.K, self.m
-        x = np.zeros(K * m + 1)
+        x = np.zeros(self.K * self.m + 1)
         if self.best_x is not None:
             x[:-1] = self.best_x.ravel()
             x[-1] = self.lower
-        now = (self.upper - self.lower) / self.upper if self.upper > 0 else 0.0
-        message = (f"Frank-Wolfe on routing trees: {it} iterations, certified gap "
-                   f"{now:.3%} (asked {self.gap:.3%})")
-        if status == "time_limit":
-            message = "time limit reached; " + message
-        lengths = self.best_lengths
-        return LPSolution(status, message, x, -self.lower,
-                          None if lengths is None else -lengths, None,
-                          time.perf_counter() - self.start,
-                          info={"lower": self.lower, "upper": self.upper, "iterations": it})
-
-    def _unreachable(self) -> LPSolution:
-        # Some target cannot be reached at all: theta = 0, which the hop lengths prove.
-        x = np.zeros(self.K * self.m + 1)
-        lengths = np.concatenate([np.ones(self.m), np.zeros(len(self.ep_util))])
-        return LPSolution("optimal", "a demand pair is disconnected: theta = 0", x, 0.0,
-                          -lengths, None, time.perf_counter() - self.start,
-                          info={"lower": 0.0, "upper": 0.0, "iterations": 0})
+        return self.answer(status, f"Frank-Wolfe on routing trees: {it} iterations", x, it)
 
 
 def _stalled(lowers: list[float], upper: float, window: int, fraction: float) -> bool:

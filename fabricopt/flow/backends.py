@@ -120,7 +120,7 @@ def _solve_scipy(lp: LinearProgram, time_limit: float | None, **options: Any) ->
                                     f"{', '.join(map(repr, methods))}, got {solver!r}")
     method = methods[solver]
     if (solver == "choose" and not set(opts) - {"time_limit"}
-            and lp.nnz > NO_CROSSOVER_ABOVE_NONZEROS and _has_highspy()):
+            and lp.nnz > NO_CROSSOVER_ABOVE_NONZEROS and highspy_available()):
         sol = _solve_highspy(lp, time_limit, solver="ipm", run_crossover="off")
         sol.message = f"interior point without crossover: {sol.message}"
         return sol
@@ -146,7 +146,13 @@ def _solve_scipy(lp: LinearProgram, time_limit: float | None, **options: Any) ->
 
 
 # -- highspy --------------------------------------------------------------------------------
-def _has_highspy() -> bool:
+def highspy_available() -> bool:
+    """Whether the ``highspy`` package is installed (the ``highspy`` backend, column
+    generation's master LP and interior point without crossover need it).
+
+    >>> isinstance(highspy_available(), bool)
+    True
+    """
     try:
         import highspy  # noqa: F401
     except ImportError:

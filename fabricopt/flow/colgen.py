@@ -38,6 +38,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from .approx import HOP_TIE_BREAK, ApproxRun, _CoreGraph
+from .backends import highspy_available
 from .formulation import FlowModel
 from .lp import LPSolution
 
@@ -55,19 +56,6 @@ MASTER_ROUND_SECONDS = 10.0
 
 #: A column enters when it is shorter than its commodity's dual by this relative amount.
 PRICE_TOL = 1e-9
-
-
-def highspy_available() -> bool:
-    """Whether the master LP can be solved (it needs the ``highspy`` package).
-
-    >>> isinstance(highspy_available(), bool)
-    True
-    """
-    try:
-        import highspy  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 #: Relative slack under which an arc counts as on a shortest path (for ECMP columns).
@@ -265,8 +253,7 @@ class ColumnGeneration(ApproxRun):
         K, m, E = self.K, self.m, self.E
         arc, load, cost = self._price(np.ones(m), np.zeros(E), spread=True)
         if not np.all(np.isfinite(cost)):
-            return self._solution("optimal", "a demand pair is disconnected: theta = 0",
-                                  unreachable=True)
+            return self.unreachable()
         self._add_columns(np.arange(K), arc, load)
         if self.seed_lengths is not None:
             arc, load, _ = self._price(self.seed_lengths[:m], self.seed_lengths[m:])
@@ -316,7 +303,9 @@ class ColumnGeneration(ApproxRun):
             if soft is not None:
                 arc, load, cost = self._price(soft[:m], soft[m:], spread=True)
                 self._add_columns(np.arange(K), arc, load)
-        return self._solution(status, "")
+        return self.answer(status, f"column generation over routing trees: "
+                           f"{self.iterations} rounds, {len(self.col_k)} columns", self.flows(),
+                           self.iterations)
 
     def _soft_lengths(self) -> np.ndarray | None:
         """Lengths ``exp(beta * utilisation) / capacity`` of the master's point (core arcs,
@@ -341,24 +330,6 @@ class ColumnGeneration(ApproxRun):
             np.add.at(flat, self.col_k[j] * m + self.col_arcs[j], self.lam[j] * self.col_load[j])
         x[-1] = self.theta
         return x
-
-    def _solution(self, status: str, message: str, unreachable: bool = False) -> LPSolution:
-        seconds = time.perf_counter() - self.start
-        if unreachable:
-            lengths = np.concatenate([np.ones(self.m), np.zeros(self.E)])
-            return LPSolution(status, message, np.zeros(self.K * self.m + 1), 0.0, -lengths,
-                              None, seconds, info={"lower": 0.0, "upper": 0.0,
-                                                   "iterations": 0})
-        now = (self.upper - self.lower) / self.upper if self.upper > 0 else 0.0
-        text = (f"column generation over routing trees: {self.iterations} rounds, "
-                f"{len(self.col_k)} columns, certified gap {now:.3%} (asked {self.gap:.3%})")
-        if status == "time_limit":
-            text = "time limit reached; " + text
-        lengths = self.best_lengths
-        return LPSolution(status, text, self.flows(), -self.lower,
-                          None if lengths is None else -lengths, None, seconds,
-                          info={"lower": self.lower, "upper": self.upper,
-                                "iterations": self.iterations})
 
 
 def _quiet():  # type: ignore[no-untyped-def]
