@@ -363,6 +363,18 @@ def run_case(fn_name: str, *args) -> dict:
     return out
 
 
+class _Rows(list):
+    """The table's rows; each is also printed to stderr as it finishes, so a run stopped
+    part way still shows what it measured."""
+
+    def append(self, row: tuple[str, dict, str, str]) -> None:
+        super().append(row)
+        name, out, target, verdict = row
+        print(f"{name}: {out.get('seconds', float('nan')):.2f} s, "
+              f"{out.get('peak_mb', float('nan')):.0f} MB, {out.get('value')} "
+              f"{target} {verdict}".rstrip(), file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     global CASE_TIMEOUT_S
     parser = argparse.ArgumentParser(description=__doc__)
@@ -373,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     CASE_TIMEOUT_S = args.case_timeout
     import fabricopt as fo
 
-    rows: list[tuple[str, dict, str, str]] = []
+    rows = _Rows()
 
     # Issue: exact all-to-all vs a textbook per-pair pulp/CBC model, side by side.
     base_k = 4 if args.quick else 6
