@@ -314,7 +314,8 @@ def sketch(c: Candidate, gpus: int) -> Sketch:
 
 def evaluate_group(cands: list[Candidate], constraints: Mapping[str, float],
                    time_limit: float | None = None, limit_threads: bool = False,
-                   ecmp_bound: bool = False) -> list[dict[str, Any]]:
+                   ecmp_bound: bool = False, capex_ceiling: float | None = None
+                   ) -> list[dict[str, Any]]:
     """Build one topology and evaluate it under each candidate's optics policy: one row per
     candidate (top-level, so executors can ship it).
 
@@ -322,7 +323,9 @@ def evaluate_group(cands: list[Candidate], constraints: Mapping[str, float],
     once and priced once per policy. (The failure constraint is tried later, by
     :func:`optimize`, on the rows that could win.) ``ecmp_bound`` replaces the flow LP by
     its certified bracket without an LP (:func:`ecmp_bracket`), for fabrics too large for it;
-    the row's ``flow_method`` is then ``"ecmp bound"``.
+    the row's ``flow_method`` is then ``"ecmp bound"``. The fabric is priced first: when
+    every candidate's capex exceeds ``capex_ceiling`` (a feasible design's), nothing is
+    solved and the rows carry ``priced_out`` instead of throughput.
     """
     import contextlib
 
@@ -330,7 +333,7 @@ def evaluate_group(cands: list[Candidate], constraints: Mapping[str, float],
 
     guard = cap_threads(1) if limit_threads else contextlib.nullcontext()
     with guard:
-        return _evaluate_group(cands, constraints, time_limit, ecmp_bound)
+        return _evaluate_group(cands, constraints, time_limit, ecmp_bound, capex_ceiling)
 
 
 def ecmp_bracket(fab: Any) -> tuple[float, float]:
@@ -361,8 +364,8 @@ def ecmp_bracket(fab: Any) -> tuple[float, float]:
 
 
 def _evaluate_group(cands: list[Candidate], constraints: Mapping[str, float],
-                    time_limit: float | None, ecmp_bound: bool = False
-                    ) -> list[dict[str, Any]]:
+                    time_limit: float | None, ecmp_bound: bool = False,
+                    capex_ceiling: float | None = None) -> list[dict[str, Any]]:
     from .bisection import bisection_bandwidth
     from .collectives import collective_bounds
     from .cost import estimate_cost
@@ -372,8 +375,20 @@ def _evaluate_group(cands: list[Candidate], constraints: Mapping[str, float],
     start = time.perf_counter()
     fab = cands[0].build()
     n = len(fab.endpoints)
+    # Priced first: pricing takes a second where a flow solve of 16,384 GPUs can take a
+    # minute, and a topology dearer than a feasible design under every policy cannot win.
+    rows = []
+    for c in cands:
+        est = estimate_cost(fab, policy=c.policy)
+        rows.append({"capex_usd": est.capex_usd, "power_w": est.power_w,
+                     "capex_usd_per_gpu": est.per_endpoint_usd,
+                     "idle_ports": sum(est.idle_ports.values())})
+    priced_out = (capex_ceiling is not None
+                  and min(r["capex_usd"] for r in rows) > capex_ceiling * (1 + _TOL))
     shared: dict[str, Any]
-    if ecmp_bound:
+    if priced_out:
+        shared = {"priced_out": True}
+    elif ecmp_bound:
         lower, upper = ecmp_bracket(fab)
         shared = {"all_to_all_gbps_per_gpu": lower, "all_to_all_upper_gbps_per_gpu": upper,
                   "flow_status": "bracket", "flow_method": "ecmp bound"}
@@ -384,18 +399,15 @@ def _evaluate_group(cands: list[Candidate], constraints: Mapping[str, float],
         shared = {"all_to_all_gbps_per_gpu": r.lower * (n - 1),
                   "all_to_all_upper_gbps_per_gpu": r.upper * (n - 1),
                   "flow_status": r.status, "flow_method": r.method}
-    shared["oversubscription_built"] = fab.params.get("oversubscription_built")
-    if "bisection_gbps_per_gpu" in constraints:
-        shared["bisection_gbps_per_gpu"] = bisection_bandwidth(fab).lower_gbps / n
-    if "all_reduce_busbw_GBps" in constraints:
-        shared["all_reduce_busbw_GBps"] = collective_bounds(
-            fab, "all_reduce", message_bytes=2**30).busbw_GBps
-    rows = []
-    for c in cands:
-        est = estimate_cost(fab, policy=c.policy)
-        rows.append({"capex_usd": est.capex_usd, "power_w": est.power_w,
-                     "capex_usd_per_gpu": est.per_endpoint_usd,
-                     "idle_ports": sum(est.idle_ports.values()), **shared})
+    if not priced_out:
+        shared["oversubscription_built"] = fab.params.get("oversubscription_built")
+        if "bisection_gbps_per_gpu" in constraints:
+            shared["bisection_gbps_per_gpu"] = bisection_bandwidth(fab).lower_gbps / n
+        if "all_reduce_busbw_GBps" in constraints:
+            shared["all_reduce_busbw_GBps"] = collective_bounds(
+                fab, "all_reduce", message_bytes=2**30).busbw_GBps
+    for row in rows:
+        row.update(shared)
     seconds = time.perf_counter() - start
     for row in rows:
         row["seconds"] = seconds / len(rows)
@@ -756,10 +768,26 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
             return None
         return short
 
+    def ceiling() -> float | None:
+        """The capex above which a topology is priced but not solved: the cheapest feasible
+        design's, when nothing dearer can be the best or on the reported front."""
+        if not prune or full_front or objective != "capex_usd" or not feasible:
+            return None
+        return min(f["capex_usd"] for f in feasible)
+
     def finish(topology: str, group: list[tuple[Sketch, Candidate, dict[str, Any]]],
                results: list[dict[str, Any]]) -> None:
         nonlocal done
         for (sk, c, row), res in zip(group, results, strict=True):
+            if res.pop("priced_out", False):
+                cheapest = min(feasible, key=lambda f: f["capex_usd"])
+                row.update(res)
+                row["reason"] = (f"costs more than {cheapest['name']} ({res['capex_usd']:,.0f} "
+                                 f"> {cheapest['capex_usd']:,.0f} USD; priced, not solved)")
+                done += 1
+                if progress is not None:
+                    progress(done, total)
+                continue
             row.update(res)
             row["reason"] = ""
             row["topology"] = topology_names.setdefault(topology, row["name"])
@@ -799,7 +827,8 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
             keep = needed(group)
             if keep:
                 finish(topology, keep, evaluate_group([c for _, c, _ in keep], constraints,
-                                                      time_limit, False, topology in bracketed))
+                                                      time_limit, False, topology in bracketed,
+                                                      ceiling()))
     else:
         # A window of one group per worker: each finished group prunes the ones not yet sent.
         window = _workers(executor)
@@ -813,7 +842,7 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
                     if keep:
                         future = executor.submit(evaluate_group, [c for _, c, _ in keep],
                                                  constraints, time_limit, True,
-                                                 topology in bracketed)
+                                                 topology in bracketed, ceiling())
                         pending[future] = (topology, keep)
                 if not pending:
                     continue

@@ -22,11 +22,18 @@ def test_hand_worked_optimum():
     best = res.best
     assert best["all_to_all_gbps_per_gpu"] == pytest.approx(375, rel=1e-6)
     assert best["oversubscription_built"] == 2.0
-    # The non-blocking design delivers the NIC bound and costs more.
+    # The non-blocking design costs more: once 2:1 is known to meet the target, 1:1 is
+    # priced but not solved (it can be neither the best nor on the front up to the best).
     one = next(r for r in res.rows if r["name"].startswith("rail_optimized")
                and " r8 1:1" in r["name"])
-    assert one["all_to_all_gbps_per_gpu"] == pytest.approx(400 * 15 / 14, rel=1e-6)
+    assert one["status"] == "pruned" and "priced, not solved" in one["reason"]
     assert one["capex_usd"] > best["capex_usd"]
+    assert "all_to_all_gbps_per_gpu" not in one
+    # Asked for the whole front, it is solved: it delivers the NIC bound.
+    res_all = fo.optimize(16, space=SPACE, constraints={"all_to_all_gbps_per_gpu": 300},
+                          full_front=True)
+    one = next(r for r in res_all.rows if r["name"] == one["name"])
+    assert one["all_to_all_gbps_per_gpu"] == pytest.approx(400 * 15 / 14, rel=1e-6)
     # Asking for 400 leaves only 1:1 designs.
     res = fo.optimize(16, space=SPACE, constraints={"all_to_all_gbps_per_gpu": 400})
     assert res.best["all_to_all_gbps_per_gpu"] == pytest.approx(400 * 15 / 14, rel=1e-6)

@@ -17,6 +17,7 @@ from .fluid import FluidRouting, destination_rank
 from .hashing import hashed_loads
 from .planes import PLANE_NAMES, Planes
 from .result import RoutedFlowResult
+from .uniform import add_uniform
 
 ROUTINGS = ("ecmp", "wcmp", "hash", "static")
 
@@ -217,7 +218,13 @@ def route_loads(planes: Planes, fab: Fabric, traffic: Traffic, routing: str,
         fluid.append(FluidRouting(plane, per_target) if plane is not None else None)
     flows: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {1: [], 2: []}
     counts = [0, 0, 0]
-    for src, dst, gbps in demand_chunks(traffic, position):
+    counted = None
+    if traffic.is_uniform and routing in ("ecmp", "wcmp"):
+        eps = np.array([position[e] for e in traffic.endpoints], dtype=np.int64)
+        counted = add_uniform(planes, fluid, eps, float(traffic.uniform_gbps))  # type: ignore[arg-type]
+    if counted is not None:
+        counts = counted
+    for src, dst, gbps in (() if counted is not None else demand_chunks(traffic, position)):
         plane_of = planes.assign(src, dst)
         if np.any(plane_of < 0):
             j = int(np.flatnonzero(plane_of < 0)[0])

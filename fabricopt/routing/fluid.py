@@ -98,6 +98,20 @@ class FluidRouting:
         self.in_gbps += np.bincount(dst, weights=gbps, minlength=len(self.in_gbps))
         self.pairs += len(src)
 
+    def add_table(self, src: np.ndarray, gbps: np.ndarray, in_gbps: np.ndarray,
+                  pairs: int) -> None:
+        """Add demands already summed by column: ``gbps[j, c]`` from endpoint position
+        ``src[j]`` to column ``c``; ``in_gbps`` is what each endpoint receives, ``pairs``
+        how many pairs that makes (not for ``per_target``)."""
+        rows = self.plane.source[src]
+        if self._dense:
+            np.add.at(self._sum.reshape(self.plane.n_nodes, self.n_cols), rows, gbps)
+        else:
+            r, c = np.nonzero(gbps)
+            self._parts.append((rows[r] * self.n_cols + c, gbps[r, c]))
+        self.in_gbps += in_gbps
+        self.pairs += pairs
+
     def supply(self) -> sp.csr_matrix:
         """Gb/s each plane node sources for each column."""
         shape = (self.plane.n_nodes, self.n_cols)

@@ -160,6 +160,31 @@ class Plane:
             ok |= np.isin(src * len(self.target) + dst, self._direct)
         return ok
 
+    def reach_groups(self) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix] | None:
+        """Reachability by groups: ``(send_group, recv_group, meets)`` with endpoint ``s``
+        reaching endpoint ``t`` (besides :meth:`direct_pairs`) exactly when
+        ``meets[send_group[s], recv_group[t]]``. None when the plane keeps no such table
+        (too many distinct sets of components)."""
+        if self._single:
+            labels = np.unique(np.concatenate([self._send_label, self._recv_label]))
+            labels = labels[labels >= 0]
+            k = len(labels)
+            # Endpoints without a label share one more group, which meets nothing.
+            send = np.where(self._send_label >= 0, np.searchsorted(labels, self._send_label), k)
+            recv = np.where(self._recv_label >= 0, np.searchsorted(labels, self._recv_label), k)
+            meets = sp.diags(np.r_[np.ones(k), 0.0], format="csr").astype(bool)
+            meets.eliminate_zeros()
+            return send, recv, meets
+        if self._table is None:
+            return None
+        return self._send_set, self._recv_set, sp.csr_matrix(self._table)
+
+    def direct_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Endpoint pairs ``(src, dst)`` joined by an arc from one to the other with no
+        forwarding node at either end (reached whatever the groups say)."""
+        T = len(self.target)
+        return self._direct // T, self._direct % T
+
     def reverse_matrix(self) -> sp.csr_matrix:
         """Head-to-tail adjacency: a search from a node on it finds who can reach that node."""
         n = self.n_nodes
