@@ -126,7 +126,8 @@ def polished(model: ThroughputModel, sol: LPSolution) -> LPSolution:
     return sol
 
 
-def certify(model: ThroughputModel, sol: LPSolution, polish: bool = True) -> Certified:
+def certify(model: ThroughputModel, sol: LPSolution, polish: bool = True,
+            extra_lengths: np.ndarray | None = None) -> Certified:
     """Prove a bracket on theta from a solver's answer to ``model``'s LP.
 
     The point (polished first) is lifted to the fabric and proves ``lower`` through
@@ -137,6 +138,12 @@ def certify(model: ThroughputModel, sol: LPSolution, polish: bool = True) -> Cer
     disconnected demand pair proves theta = 0. ``polish=False`` skips both polishing steps,
     which need the LP's matrices (a solver that never built them, whose point conserves flow
     by construction, has nothing to gain from them).
+
+    ``extra_lengths`` (one per fabric arc) is a further candidate for the upper bound, such as
+    the lengths of a solve of a larger fabric (:mod:`fabricopt.flow.warm`): its distance
+    bound is evaluated by the model like the duals' and kept when it is the better one. The
+    model's distance bound must hold for any lengths (not only invariant ones, as the
+    symmetric model's does).
     """
     if polish:
         sol = polished(model, sol)
@@ -163,6 +170,10 @@ def certify(model: ThroughputModel, sol: LPSolution, polish: bool = True) -> Cer
             bound2 = model.length_bound(lengths2)
             if bound2 is not None and not bound2.failure and bound2.upper < bound.upper:
                 lengths, bound = lengths2, bound2
+    if extra_lengths is not None and not bound.failure:
+        bound3 = model.length_bound(np.asarray(extra_lengths, dtype=float))
+        if bound3 is not None and not bound3.failure and bound3.upper < bound.upper:
+            lengths, bound = np.asarray(extra_lengths, dtype=float), bound3
     if bound.unreachable is not None or bound.failure:
         lower = 0.0
     return Certified(lower, bound.upper, overload, lifted.residual_l1 if lifted else 0.0,
