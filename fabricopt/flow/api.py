@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -32,7 +33,7 @@ from .lp import LPSolution
 from .model import ThroughputModel
 from .result import FlowCertificate, FlowResult
 from .symmetric import SymmetricModel, build_symmetric_lp
-from .warm import warm_lengths
+from .warm import ball_cut_lengths, warm_lengths
 
 METHODS = ("auto", "lp", "symmetric", "approx")
 
@@ -237,6 +238,9 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     scale = theta_scale(fab, traffic, ga)
     scaled = traffic.scaled(scale) if scale != 1.0 else traffic
     model: ThroughputModel
+    # The warm lengths, and the best of the cuts they are made of: candidates for the upper
+    # bound (the symmetric model's distance bound holds for invariant lengths only).
+    warm_candidates: list[np.ndarray] = []
     if method == "symmetric":
         # The claim was checked against the graph by symmetric_applicable just above.
         model = build_symmetric_lp(fab, _uniform_gbps(scaled),
@@ -244,14 +248,18 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                                    symmetry=fab._symmetry)
     else:
         model = build_flow_lp(fab, scaled, include_endpoint_links, ga=ga)
+        if warm is not None:
+            cut = ball_cut_lengths(model, warm)
+            warm_candidates = [warm] if cut is None else [warm, cut]
     if method == "approx":
         left = (None if time_limit is None
                 else max(time_limit - (time.perf_counter() - start), 1e-3))
         bar = progress_bar(progress, desc="approx", unit="round")
         seed = None
-        if warm is not None:  # the LP's capacity rows: core arcs, then endpoint rows
-            seed = np.concatenate([warm[model.core_arcs],  # type: ignore[union-attr]
-                                   warm[model.ep_rows_arc]])  # type: ignore[union-attr]
+        if warm_candidates:  # the LP's capacity rows: core arcs, then endpoint rows
+            seed = np.stack([np.concatenate([w[model.core_arcs],  # type: ignore[union-attr]
+                                             w[model.ep_rows_arc]])  # type: ignore[union-attr]
+                             for w in warm_candidates])
         try:
             sol = solve_approx(model, gap=gap, time_limit=left,  # type: ignore[arg-type]
                                progress=_bracket_reporter(bar, scale), seed_lengths=seed)
@@ -265,7 +273,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                               tiers=arc_tiers(fab, model.ga), traffic_scale=scale,
                               polish=method != "approx",
                               # The symmetric model's bound holds for invariant lengths only.
-                              extra_lengths=warm if method != "symmetric" else None)
+                              extra_lengths=warm_candidates)
     if method == "approx" and result.unreachable is None and result.upper > 0:
         wide = (result.upper - result.lower) / result.upper
         result.message = (f"approximate: certified bracket [{result.lower:.9g}, "
@@ -327,14 +335,14 @@ def certified_result(model: ThroughputModel | CollapsedDemand, sol: LPSolution, 
                      method: str, backend: str, fabric_name: str = "",
                      tiers: tuple[str, ...] = (), traffic_scale: float = 1.0,
                      upper_cap: float = np.inf, polish: bool = True,
-                     extra_lengths: np.ndarray | None = None) -> FlowResult:
+                     extra_lengths: Sequence[np.ndarray] = ()) -> FlowResult:
     """The :class:`FlowResult` of a solver's answer: both proofs by
     :func:`~fabricopt.flow.certificate.certify`, reconciled with the solver's claim, in the
     caller's units (the solve ran on the traffic times ``traffic_scale``).
 
     ``upper_cap`` is a further proven upper bound (in solve units) the caller already has;
-    ``polish`` and ``extra_lengths`` (a further candidate for the upper bound, one length per
-    fabric arc) go to :func:`~fabricopt.flow.certificate.certify`.
+    ``polish`` and ``extra_lengths`` (further candidates for the upper bound, each one length
+    per fabric arc) go to :func:`~fabricopt.flow.certificate.certify`.
     """
     cert = certify(model, sol, polish, extra_lengths)  # type: ignore[arg-type]
     bound = cert.bound

@@ -211,11 +211,11 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
         routing trees and paths of :mod:`fabricopt.flow.colgen` (needs ``highspy``).
         ``"auto"``: :func:`choose_strategy`.
     seed_lengths : ndarray, optional
-        A guess at the optimal lengths, one per capacity row of the LP (core arcs, then
-        endpoint rows), such as the lengths of an intact fabric's solve restricted to a
-        failed one's arcs (:mod:`fabricopt.flow.warm`): the distance bound is evaluated there
-        first and the first columns or trees are priced there. Any nonnegative lengths are
-        sound; good ones save rounds.
+        Guesses at the optimal lengths, one per capacity row of the LP (core arcs, then
+        endpoint rows), or several such rows, such as the lengths of an intact fabric's solve
+        restricted to a failed one's arcs (:mod:`fabricopt.flow.warm`): the distance bound is
+        evaluated at each first, and column generation prices its first columns there. Any
+        nonnegative lengths are sound; good ones save rounds.
 
     Returns
     -------
@@ -239,11 +239,13 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
     if seed_lengths is not None:
         seed_lengths = np.asarray(seed_lengths, dtype=float)
         rows = len(model.core_arcs) + len(model.ep_rows_arc)
-        if seed_lengths.shape != (rows,) or not np.all(np.isfinite(seed_lengths)) or np.any(
-                seed_lengths < 0):
+        if seed_lengths.ndim == 1:
+            seed_lengths = seed_lengths[None, :]
+        if (seed_lengths.ndim != 2 or seed_lengths.shape[1] != rows
+                or not np.all(np.isfinite(seed_lengths)) or np.any(seed_lengths < 0)):
             raise fail("solve_approx", "seed_lengths",
-                       f"None or {rows} finite lengths >= 0 (core arcs, then endpoint rows)",
-                       f"an array of shape {seed_lengths.shape}")
+                       f"None or rows of {rows} finite lengths >= 0 (core arcs, then "
+                       "endpoint rows)", f"an array of shape {seed_lengths.shape}")
     auto = strategy == "auto"
     if auto:
         strategy = choose_strategy(model)
@@ -377,8 +379,8 @@ class _FrankWolfe(ApproxRun):
         # stalls while they stay the best, route on fewest-hop paths only (see the module
         # docstring); back to free routing for good if that stalls too or the bound moves.
         hop_bound = self.upper
-        if self.seed_lengths is not None:  # a proven bound at once, often the best
-            self._bound(self.seed_lengths[:m], self.seed_lengths[m:])
+        for seed in () if self.seed_lengths is None else self.seed_lengths:
+            self._bound(seed[:m], seed[m:])  # a proven bound at once, often the best
         restricted, tried = False, False
         lowers: list[float] = []
         it, status = 0, "time_limit"

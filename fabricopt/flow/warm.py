@@ -18,9 +18,12 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import dijkstra
 
 from ..errors import InvalidParameterError
 from ..graph_arrays import GraphArrays
+from .formulation import FlowModel
 from .result import FlowResult
 
 #: Relative slack on capacities when checking that a fabric is a sub-fabric (capacities read
@@ -74,4 +77,62 @@ def lengths_only(result: FlowResult) -> FlowResult:
     return replace(result, certificate=replace(result.certificate, load=None, flow=None))
 
 
-__all__ = ["lengths_only", "warm_lengths"]
+
+
+#: Lengths at most this fraction of the largest count as zero when growing balls.
+ZERO_LENGTH_RTOL = 1e-12
+
+#: Balls whose cuts are evaluated at once (bounds the temporary memory: this many times the
+#: number of aggregated demand pairs).
+BALL_BLOCK = 64
+
+
+def ball_cut_lengths(model: FlowModel, lengths: np.ndarray) -> np.ndarray | None:
+    r"""Lengths of the best *ball cut* of ``lengths`` on ``model``'s fabric: 1 on the arcs of
+    one cut, 0 elsewhere (None when no ball has demand across it).
+
+    The intact fabric's lengths are a sum of cuts (on a SuperPOD, each server's NIC links),
+    weighted for the intact capacities; after a failure the binding cut is one of them with
+    less capacity, which the sum dilutes. So each cut is tried on its own: the *ball* of a
+    source is every core node it reaches at length zero (the server its GPU sits in), that of
+    a target every node reaching it at length zero, and a ball :math:`S` proves
+    :math:`\theta \le c(\delta^+ S) / D(S, \bar S)` (arcs into :math:`S` and demand into it
+    for a target's ball). That is the distance bound of the cut's 0/1 lengths, which is what
+    the caller offers to the certificate.
+    """
+    ga, core = model.ga, model.core_arcs
+    src, dst, gbps = model.agg
+    if not len(core) or not len(gbps):
+        return None
+    lengths = np.asarray(lengths, dtype=float)
+    zero = lengths[core] <= ZERO_LENGTH_RTOL * max(float(lengths[core].max()), 0.0)
+    tail, head, cap = ga.tail[core], ga.head[core], ga.capacity[core]
+    n = ga.n_nodes
+    free = sp.csr_matrix((np.ones(int(zero.sum())), (tail[zero], head[zero])), shape=(n, n))
+    best_ratio, best_cut = np.inf, None
+    for matrix, roots, into in ((free, np.unique(src), False),
+                                (free.T.tocsr(), np.unique(dst), True)):
+        # Zero-length reachability from every root: the balls, each counted once.
+        reach = dijkstra(matrix, directed=True, indices=roots, unweighted=True)
+        balls = np.unique(np.isfinite(reach), axis=0)
+        for lo in range(0, len(balls), BALL_BLOCK):
+            ball = balls[lo:lo + BALL_BLOCK]
+            if into:  # arcs and demand entering the ball of a target
+                crossing = ~ball[:, tail] & ball[:, head]
+                demand = (~ball[:, src] & ball[:, dst]) @ gbps
+            else:
+                crossing = ball[:, tail] & ~ball[:, head]
+                demand = (ball[:, src] & ~ball[:, dst]) @ gbps
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(demand > 0, (crossing @ cap) / demand, np.inf)
+            i = int(np.argmin(ratio))
+            if ratio[i] < best_ratio:
+                best_ratio, best_cut = float(ratio[i]), crossing[i]
+    if best_cut is None:
+        return None
+    out = np.zeros(ga.n_arcs)
+    out[core[best_cut]] = 1.0
+    return out
+
+
+__all__ = ["ball_cut_lengths", "lengths_only", "warm_lengths"]
