@@ -161,3 +161,22 @@ def test_sweep_with_warm_start_gives_the_answers_of_the_cold_sweep(method):
 def test_sweep_warm_start_switch_is_checked():
     with pytest.raises(fo.InvalidParameterError, match="failure_sweep.*warm_start"):
         fo.failure_sweep(fo.ring(4), [0.1], warm_start="yes")
+
+
+def test_ball_cut_of_the_intact_lengths_proves_the_failed_server_bound_at_once():
+    # Two DGX H100 servers, rail-optimized: intact theta = 400 / 8 = 50 (each GPU's one
+    # 400 Gb/s NIC link carries what it sends to the 8 GPUs of the other server). With one
+    # NIC link of server 0 gone, server 0 sends 8 x 8 units through 7 x 400 Gb/s:
+    # theta = 2800 / 64 = 43.75, which the exact LP confirms. The intact lengths sum every
+    # server's NIC cut; the ball of a server-0 GPU (what it reaches at length zero) is its
+    # server, whose cut proves 43.75 at once (the cold start stops at a wider bracket).
+    fab = fo.cluster(scale_up=fo.dgx_h100(), nodes=2, scale_out="rail_optimized")
+    intact = fo.max_concurrent_flow(fab)
+    assert intact.theta == pytest.approx(50.0)
+    failed = fab.without(links=[("n0.gpu0", "r0.l0")])
+    assert _exact(failed, fo.all_to_all(failed)) == pytest.approx(43.75)
+    cold = fo.max_concurrent_flow(failed, method="approx", gap=0.5)
+    warm = fo.max_concurrent_flow(failed, method="approx", gap=0.5, warm_start=intact)
+    assert warm.upper == pytest.approx(43.75, rel=1e-12)
+    assert warm.upper <= cold.upper * (1 + 1e-12)
+    assert fo.check_certificate(failed, warm).ok

@@ -157,9 +157,12 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         every node and arc of ``fab`` in it, no capacity larger), for any traffic. Its
         certificate's arc lengths, restricted to the arcs of ``fab``, still prove an upper
         bound here (removing arcs lowers ``sum c l`` and lengthens distances), offered to the
-        certificate besides the solver's own; the approximate method also prices its first
-        columns at them. The answer is proven on ``fab`` as always. A result of another
-        fabric is an :class:`~fabricopt.InvalidParameterError`.
+        certificate besides the solver's own, and so is the best single cut they are made of
+        (:func:`~fabricopt.flow.warm.ball_cut_lengths`: on a failed SuperPOD, the server
+        that lost NIC links); the approximate method also prices its first columns at them.
+        Not used by the symmetric method, whose bound needs invariant lengths. The answer is
+        proven on ``fab`` as always. A result of another fabric is an
+        :class:`~fabricopt.InvalidParameterError`.
 
     Returns
     -------

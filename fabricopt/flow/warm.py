@@ -82,9 +82,8 @@ def lengths_only(result: FlowResult) -> FlowResult:
 #: Lengths at most this fraction of the largest count as zero when growing balls.
 ZERO_LENGTH_RTOL = 1e-12
 
-#: Balls whose cuts are evaluated at once (bounds the temporary memory: this many times the
-#: number of aggregated demand pairs).
-BALL_BLOCK = 64
+#: Ball-by-demand-pair entries evaluated at once (bounds the temporary memory).
+BALL_BLOCK_ENTRIES = 1 << 24
 
 
 def ball_cut_lengths(model: FlowModel, lengths: np.ndarray) -> np.ndarray | None:
@@ -115,8 +114,9 @@ def ball_cut_lengths(model: FlowModel, lengths: np.ndarray) -> np.ndarray | None
         # Zero-length reachability from every root: the balls, each counted once.
         reach = dijkstra(matrix, directed=True, indices=roots, unweighted=True)
         balls = np.unique(np.isfinite(reach), axis=0)
-        for lo in range(0, len(balls), BALL_BLOCK):
-            ball = balls[lo:lo + BALL_BLOCK]
+        block = max(1, BALL_BLOCK_ENTRIES // max(len(gbps), len(core)))
+        for lo in range(0, len(balls), block):
+            ball = balls[lo:lo + block]
             if into:  # arcs and demand entering the ball of a target
                 crossing = ~ball[:, tail] & ball[:, head]
                 demand = (~ball[:, src] & ball[:, dst]) @ gbps
