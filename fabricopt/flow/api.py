@@ -274,9 +274,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         sol = solve_lp(model.lp, backend, time_limit, **backend_options)
     result = certified_result(model, sol, method=method, backend=backend, fabric_name=fab.name,
                               tiers=arc_tiers(fab, model.ga), traffic_scale=scale,
-                              polish=method != "approx",
-                              # The symmetric model's bound holds for invariant lengths only.
-                              extra_lengths=warm_candidates)
+                              polish=method != "approx", extra_lengths=warm_candidates)
     if method == "approx" and result.unreachable is None and result.upper > 0:
         wide = (result.upper - result.lower) / result.upper
         result.message = (f"approximate: certified bracket [{result.lower:.9g}, "
