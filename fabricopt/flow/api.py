@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -32,6 +33,7 @@ from .lp import LPSolution
 from .model import ThroughputModel
 from .result import FlowCertificate, FlowResult
 from .symmetric import SymmetricModel, build_symmetric_lp
+from .warm import ball_cut_lengths, warm_lengths
 
 METHODS = ("auto", "lp", "symmetric", "approx")
 
@@ -110,7 +112,8 @@ def lp_size_estimate(fab: Fabric, traffic: Traffic) -> int:
 def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: str = "auto",
                         backend: str = "highs", time_limit: float | None = None,
                         include_endpoint_links: bool = True, gap: float = 0.01,
-                        progress: bool | None = None, **backend_options: Any) -> FlowResult:
+                        progress: bool | None = None, warm_start: FlowResult | None = None,
+                        **backend_options: Any) -> FlowResult:
     """Largest fraction theta of ``traffic`` that ``fab`` carries at once, with proof.
 
     Parameters
@@ -149,6 +152,17 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     progress : bool, optional
         A progress bar on stderr for the approximate method's rounds, with the certified
         bracket as it closes; default: when stderr is a terminal.
+    warm_start : FlowResult, optional
+        A result for a fabric that contains this one (the intact fabric of a failed one:
+        every node and arc of ``fab`` in it, no capacity larger), for any traffic. Its
+        certificate's arc lengths, restricted to the arcs of ``fab``, still prove an upper
+        bound here (removing arcs lowers ``sum c l`` and lengthens distances), offered to the
+        certificate besides the solver's own, and so is the best single cut they are made of
+        (:func:`~fabricopt.flow.warm.ball_cut_lengths`: on a failed SuperPOD, the server
+        that lost NIC links); the approximate method also prices its first columns at them.
+        Not used by the symmetric method, whose bound needs invariant lengths. The answer is
+        proven on ``fab`` as always. A result of another fabric is an
+        :class:`~fabricopt.InvalidParameterError`.
 
     Returns
     -------
@@ -183,6 +197,9 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         raise InvalidParameterError(f"max_concurrent_flow(): traffic must be a Traffic, "
                                     f"got {type(traffic).__name__}")
     traffic.check_endpoints(fab)
+    ga = GraphArrays.from_fabric(fab)  # the symmetry found below shares fab's graph
+    warm = (None if warm_start is None
+            else warm_lengths("max_concurrent_flow", ga, warm_start))
     ok, why = symmetric_applicable(fab, traffic)
     # No claim: find the symmetry when the full LP would be slow (or "symmetric" is asked).
     found = None
@@ -221,10 +238,12 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
             method = "lp"
     # Solve for theta near 1: solvers' tolerances (and CBC's printed digits) are absolute,
     # so a theta of 0.02 would lose relative precision in the certificate.
-    ga = GraphArrays.from_fabric(fab)
     scale = theta_scale(fab, traffic, ga)
     scaled = traffic.scaled(scale) if scale != 1.0 else traffic
     model: ThroughputModel
+    # The warm lengths, and the best of the cuts they are made of: candidates for the upper
+    # bound (the symmetric model's distance bound holds for invariant lengths only).
+    warm_candidates: list[np.ndarray] = []
     if method == "symmetric":
         # The claim was checked against the graph by symmetric_applicable just above.
         model = build_symmetric_lp(fab, _uniform_gbps(scaled),
@@ -232,13 +251,21 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                                    symmetry=fab._symmetry)
     else:
         model = build_flow_lp(fab, scaled, include_endpoint_links, ga=ga)
+        if warm is not None:
+            cut = ball_cut_lengths(model, warm)
+            warm_candidates = [warm] if cut is None else [warm, cut]
     if method == "approx":
         left = (None if time_limit is None
                 else max(time_limit - (time.perf_counter() - start), 1e-3))
         bar = progress_bar(progress, desc="approx", unit="round")
+        seed = None
+        if warm_candidates:  # the LP's capacity rows: core arcs, then endpoint rows
+            seed = np.stack([np.concatenate([w[model.core_arcs],  # type: ignore[union-attr]
+                                             w[model.ep_rows_arc]])  # type: ignore[union-attr]
+                             for w in warm_candidates])
         try:
             sol = solve_approx(model, gap=gap, time_limit=left,  # type: ignore[arg-type]
-                               progress=_bracket_reporter(bar, scale))
+                               progress=_bracket_reporter(bar, scale), seed_lengths=seed)
         finally:
             if bar is not None:
                 bar.close()
@@ -247,7 +274,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         sol = solve_lp(model.lp, backend, time_limit, **backend_options)
     result = certified_result(model, sol, method=method, backend=backend, fabric_name=fab.name,
                               tiers=arc_tiers(fab, model.ga), traffic_scale=scale,
-                              polish=method != "approx")
+                              polish=method != "approx", extra_lengths=warm_candidates)
     if method == "approx" and result.unreachable is None and result.upper > 0:
         wide = (result.upper - result.lower) / result.upper
         result.message = (f"approximate: certified bracket [{result.lower:.9g}, "
@@ -308,15 +335,17 @@ def _lp_size(model: ThroughputModel) -> dict[str, int]:
 def certified_result(model: ThroughputModel | CollapsedDemand, sol: LPSolution, *,
                      method: str, backend: str, fabric_name: str = "",
                      tiers: tuple[str, ...] = (), traffic_scale: float = 1.0,
-                     upper_cap: float = np.inf, polish: bool = True) -> FlowResult:
+                     upper_cap: float = np.inf, polish: bool = True,
+                     extra_lengths: Sequence[np.ndarray] = ()) -> FlowResult:
     """The :class:`FlowResult` of a solver's answer: both proofs by
     :func:`~fabricopt.flow.certificate.certify`, reconciled with the solver's claim, in the
     caller's units (the solve ran on the traffic times ``traffic_scale``).
 
     ``upper_cap`` is a further proven upper bound (in solve units) the caller already has;
-    ``polish`` goes to :func:`~fabricopt.flow.certificate.certify`.
+    ``polish`` and ``extra_lengths`` (further candidates for the upper bound, each one length
+    per fabric arc) go to :func:`~fabricopt.flow.certificate.certify`.
     """
-    cert = certify(model, sol, polish)  # type: ignore[arg-type]
+    cert = certify(model, sol, polish, extra_lengths)  # type: ignore[arg-type]
     bound = cert.bound
     status, message = sol.status, sol.message
     theta = cert.lifted.theta if (cert.lifted is not None and sol.status == "optimal") else None

@@ -190,7 +190,8 @@ def choose_strategy(model: FlowModel) -> str:
 
 def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | None = None,
                  progress: Callable[[dict[str, float]], None] | None = None,
-                 strategy: str = "auto") -> LPSolution:
+                 strategy: str = "auto", seed_lengths: np.ndarray | None = None
+                 ) -> LPSolution:
     """Solve ``model``'s LP to a certified relative ``gap`` (see the module docstring).
 
     Parameters
@@ -209,6 +210,12 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
         ``"frank_wolfe"``: this module's method. ``"column_generation"``: the LP over
         routing trees and paths of :mod:`fabricopt.flow.colgen` (needs ``highspy``).
         ``"auto"``: :func:`choose_strategy`.
+    seed_lengths : ndarray, optional
+        Guesses at the optimal lengths, one per capacity row of the LP (core arcs, then
+        endpoint rows), or several such rows, such as the lengths of an intact fabric's solve
+        restricted to a failed one's arcs (:mod:`fabricopt.flow.warm`): the distance bound is
+        evaluated at each first, and column generation prices its first columns there. Any
+        nonnegative lengths are sound; good ones save rounds.
 
     Returns
     -------
@@ -229,6 +236,16 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
     if time_limit is not None:
         check_positive("solve_approx", "time_limit", time_limit)
     check_choice("solve_approx", "strategy", strategy, STRATEGIES)
+    if seed_lengths is not None:
+        seed_lengths = np.asarray(seed_lengths, dtype=float)
+        rows = len(model.core_arcs) + len(model.ep_rows_arc)
+        if seed_lengths.ndim == 1:
+            seed_lengths = seed_lengths[None, :]
+        if (seed_lengths.ndim != 2 or seed_lengths.shape[1] != rows
+                or not np.all(np.isfinite(seed_lengths)) or np.any(seed_lengths < 0)):
+            raise fail("solve_approx", "seed_lengths",
+                       f"None or rows of {rows} finite lengths >= 0 (core arcs, then "
+                       "endpoint rows)", f"an array of shape {seed_lengths.shape}")
     auto = strategy == "auto"
     if auto:
         strategy = choose_strategy(model)
@@ -241,7 +258,7 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
                 "solve_approx(): strategy='column_generation' needs the highspy package: "
                 "pip install 'fabricopt[highspy]'")
         start = time.perf_counter()
-        run = ColumnGeneration(model, gap, time_limit, progress,
+        run = ColumnGeneration(model, gap, time_limit, progress, seed_lengths=seed_lengths,
                                round_limit=MASTER_ROUND_SECONDS if auto else None)
         sol = run.run()
         left = None if time_limit is None else time_limit - (time.perf_counter() - start)
@@ -249,8 +266,9 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
             return sol
         # The master LP stalled: Frank-Wolfe goes on with the time left, and the better
         # proof of each side is kept.
-        return _better_of(sol, _FrankWolfe(model, gap, left, progress).run(), gap)
-    return _FrankWolfe(model, gap, time_limit, progress).run()
+        return _better_of(sol, _FrankWolfe(model, gap, left, progress, seed_lengths).run(),
+                          gap)
+    return _FrankWolfe(model, gap, time_limit, progress, seed_lengths).run()
 
 
 def _better_of(first: LPSolution, second: LPSolution, gap: float) -> LPSolution:
@@ -318,8 +336,10 @@ class _FrankWolfe(ApproxRun):
     """Conditional gradient on the soft maximum of the arc utilisations."""
 
     def __init__(self, model: FlowModel, gap: float, time_limit: float | None,
-                 progress: Callable[[dict[str, float]], None] | None) -> None:
+                 progress: Callable[[dict[str, float]], None] | None,
+                 seed_lengths: np.ndarray | None = None) -> None:
         super().__init__(model, gap, time_limit, progress)
+        self.seed_lengths = seed_lengths
         # Utilisation of each endpoint row at theta = 1: fixed, whatever the routing.
         self.ep_util = model.ep_rows_gbps / self.ep_cap
         self.best_x: np.ndarray | None = None
@@ -359,6 +379,8 @@ class _FrankWolfe(ApproxRun):
         # stalls while they stay the best, route on fewest-hop paths only (see the module
         # docstring); back to free routing for good if that stalls too or the bound moves.
         hop_bound = self.upper
+        for seed in () if self.seed_lengths is None else self.seed_lengths:
+            self._bound(seed[:m], seed[m:])  # a proven bound at once, often the best
         restricted, tried = False, False
         lowers: list[float] = []
         it, status = 0, "time_limit"

@@ -23,7 +23,7 @@ r"""Certificates: the two proofs behind every throughput bracket.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -126,7 +126,8 @@ def polished(model: ThroughputModel, sol: LPSolution) -> LPSolution:
     return sol
 
 
-def certify(model: ThroughputModel, sol: LPSolution, polish: bool = True) -> Certified:
+def certify(model: ThroughputModel, sol: LPSolution, polish: bool = True,
+            extra_lengths: Sequence[np.ndarray] = ()) -> Certified:
     """Prove a bracket on theta from a solver's answer to ``model``'s LP.
 
     The point (polished first) is lifted to the fabric and proves ``lower`` through
@@ -137,6 +138,12 @@ def certify(model: ThroughputModel, sol: LPSolution, polish: bool = True) -> Cer
     disconnected demand pair proves theta = 0. ``polish=False`` skips both polishing steps,
     which need the LP's matrices (a solver that never built them, whose point conserves flow
     by construction, has nothing to gain from them).
+
+    ``extra_lengths`` (each one length per fabric arc) are further candidates for the upper
+    bound, such as the lengths of a solve of a larger fabric (:mod:`fabricopt.flow.warm`):
+    their distance bounds are evaluated by the model like the duals' and the best is kept. The
+    model's distance bound must hold for any lengths (not only invariant ones, as the
+    symmetric model's does).
     """
     if polish:
         sol = polished(model, sol)
@@ -163,6 +170,13 @@ def certify(model: ThroughputModel, sol: LPSolution, polish: bool = True) -> Cer
             bound2 = model.length_bound(lengths2)
             if bound2 is not None and not bound2.failure and bound2.upper < bound.upper:
                 lengths, bound = lengths2, bound2
+    for extra in extra_lengths:
+        if bound.failure:
+            break
+        extra = np.asarray(extra, dtype=float)
+        bound3 = model.length_bound(extra)
+        if bound3 is not None and not bound3.failure and bound3.upper < bound.upper:
+            lengths, bound = extra, bound3
     if bound.unreachable is not None or bound.failure:
         lower = 0.0
     return Certified(lower, bound.upper, overload, lifted.residual_l1 if lifted else 0.0,

@@ -126,8 +126,9 @@ def ecmp_columns(g: _CoreGraph, lengths: np.ndarray) -> tuple[list[np.ndarray],
 class ColumnGeneration(ApproxRun):
     """Column generation over routing trees (see the module docstring).
 
-    ``seed_lengths`` (one per core arc, then one per endpoint row) are lengths to price the
-    first columns at, besides hop counts: a good guess (duals of a similar solve) saves rounds.
+    ``seed_lengths`` (one per core arc, then one per endpoint row; or several such rows) are
+    lengths to price the first columns at, besides hop counts: a good guess (duals of a
+    similar solve) saves rounds.
 
     Examples
     --------
@@ -255,8 +256,9 @@ class ColumnGeneration(ApproxRun):
         if not np.all(np.isfinite(cost)):
             return self.unreachable()
         self._add_columns(np.arange(K), arc, load)
-        if self.seed_lengths is not None:
-            arc, load, _ = self._price(self.seed_lengths[:m], self.seed_lengths[m:])
+        seeds = () if self.seed_lengths is None else np.atleast_2d(self.seed_lengths)
+        for seed in seeds:
+            arc, load, _ = self._price(seed[:m], seed[m:])
             self._add_columns(np.arange(K), arc, load)
         status = "time_limit"
         while True:
