@@ -1,0 +1,82 @@
+"""Uniform traffic counted by reach groups gives the loads of listing every pair."""
+
+import numpy as np
+import pytest
+
+import fabricopt as fo
+import fabricopt.routing.api as routing_api
+from fabricopt.routing.planes import Planes
+from fabricopt.routing.uniform import add_uniform
+
+FABRICS = {
+    "superpod(1)": lambda: fo.superpod(1),
+    "fat_tree(4)": lambda: fo.fat_tree(4),
+    "leaf_spine 3x2": lambda: fo.leaf_spine(leaves=3, spines=2, endpoints_per_leaf=3),
+    "rail cluster": lambda: fo.cluster(scale_up="dgx_h100", nodes=16,
+                                       scale_out="rail_optimized"),
+    "clos 2:1 cluster": lambda: fo.cluster(scale_up="dgx_h100", nodes=64, scale_out="clos",
+                                           oversubscription=2),
+    "NVL72 clos": lambda: fo.cluster(scale_up="gb200_nvl72", nodes=2, scale_out="clos"),
+    # Failures send some pairs over the whole fabric: the counting declines, listing stays.
+    "failed superpod(1)": lambda: fo.fail_random(fo.superpod(1), 0.05, seed=1),
+}
+
+
+def _listed(fab, routing, monkeypatch):
+    with monkeypatch.context() as m:
+        m.setattr(routing_api, "add_uniform", lambda *args: None)
+        return fo.routed_flow(fab, routing=routing)
+
+
+@pytest.mark.parametrize("routing", ["ecmp", "wcmp"])
+@pytest.mark.parametrize("name", list(FABRICS))
+def test_counted_equals_listed(name, routing, monkeypatch):
+    fab = FABRICS[name]()
+    counted = fo.routed_flow(fab, routing=routing)
+    listed = _listed(fab, routing, monkeypatch)
+    # The same arc loads, so the same theta, and the same pairs in each plane.
+    np.testing.assert_allclose(counted._load, listed._load, rtol=1e-9, atol=1e-9)
+    assert counted.theta == pytest.approx(listed.theta, rel=1e-12)
+    assert counted.pairs_by_plane == listed.pairs_by_plane
+    n = len(fab.endpoints)
+    assert sum(counted.pairs_by_plane.values()) == n * (n - 1)
+
+
+def test_counting_declines_when_the_whole_fabric_is_needed():
+    # A ring has no scale-up plane and its endpoints forward: pairs beyond a neighbour go
+    # over the whole fabric, which is listed, so the counting adds nothing and says so.
+    fab = fo.ring(6)
+    planes = Planes.of(fab)
+    from fabricopt.routing.fluid import FluidRouting
+
+    fluid = [FluidRouting(p, False) if p is not None else None for p in planes.planes]
+    assert add_uniform(planes, fluid, np.arange(6), 1.0) is None
+    assert all(f is None or f.pairs == 0 for f in fluid)
+
+
+def test_counted_superpod_pairs_by_plane():
+    # superpod(1): 32 DGX H100 of 8 GPUs. Scale-up pairs: 32 x 8 x 7 = 1,792; every other
+    # ordered pair of the 256 GPUs goes over the scale-out network: 256 x 255 - 1,792.
+    fab = fo.superpod(1)
+    planes = Planes.of(fab)
+    from fabricopt.routing.fluid import FluidRouting
+
+    fluid = [FluidRouting(p, False) if p is not None else None for p in planes.planes]
+    counts = add_uniform(planes, fluid, np.arange(256), 1.0)
+    assert counts == [1792, 256 * 255 - 1792, 0]
+    # What each GPU receives over the network: from the 248 GPUs outside its DGX, 1 Gb/s each.
+    assert np.allclose(fluid[1].in_gbps, 248.0)
+
+
+@pytest.mark.parametrize("pick", [slice(0, 40), slice(3, None, 5)])
+def test_counted_equals_listed_on_a_group_of_endpoints(pick, monkeypatch):
+    # All-to-all inside a group (the first 40 GPUs: five whole DGX; every fifth GPU: parts of
+    # many): only the group's pairs are counted, both ways.
+    fab = fo.superpod(1)
+    tm = fo.all_to_all(fab, 2.0, endpoints=list(fab.endpoints)[pick])
+    counted = fo.routed_flow(fab, tm, routing="ecmp")
+    with monkeypatch.context() as m:
+        m.setattr(routing_api, "add_uniform", lambda *args: None)
+        listed = fo.routed_flow(fab, tm, routing="ecmp")
+    np.testing.assert_allclose(counted._load, listed._load, rtol=1e-9, atol=1e-9)
+    assert counted.pairs_by_plane == listed.pairs_by_plane
