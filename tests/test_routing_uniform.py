@@ -80,3 +80,20 @@ def test_counted_equals_listed_on_a_group_of_endpoints(pick, monkeypatch):
         listed = fo.routed_flow(fab, tm, routing="ecmp")
     np.testing.assert_allclose(counted._load, listed._load, rtol=1e-9, atol=1e-9)
     assert counted.pairs_by_plane == listed.pairs_by_plane
+
+
+@pytest.mark.parametrize("routing", ["ecmp", "wcmp"])
+@pytest.mark.parametrize("name", ["superpod(1)", "rail cluster", "clos 2:1 cluster",
+                                  "NVL72 clos", "failed superpod(1)"])
+def test_pushing_senders_first_changes_no_load(name, routing, monkeypatch):
+    # The GPUs' sending copies only send: their demand is pushed over their own arcs before
+    # the sweep, which then skips them. Sweeping them along with the rest gives the same loads.
+    from fabricopt.routing.fluid import FluidRouting
+
+    fab = FABRICS[name]()
+    pushed = fo.routed_flow(fab, routing=routing)
+    with monkeypatch.context() as m:
+        m.setattr(FluidRouting, "_pure_senders", lambda self, X: np.zeros(0, dtype=np.int64))
+        swept = fo.routed_flow(fab, routing=routing)
+    np.testing.assert_allclose(pushed._load, swept._load, rtol=1e-9, atol=1e-9)
+    assert pushed.theta == pytest.approx(swept.theta, rel=1e-12)

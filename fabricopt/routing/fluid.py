@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import shortest_path
 
 from .planes import Plane
 
@@ -135,13 +136,74 @@ class FluidRouting:
             np.add.at(load, plane.last_arc[hit], self.in_gbps[hit])
         # Neighbouring destinations share the nodes their routes visit: keep them in one block.
         cols = cols[np.lexsort((self.col_node[cols], plane.component[self.col_node[cols]]))]
-        width = max(1, DIST_BLOCK // max(plane.n_nodes, 1))
         div = up_port_divisors(plane) if split == "static" else None
+        senders = self._pure_senders(X) if split != "static" else np.zeros(0, dtype=np.int64)
+        if len(senders):
+            self._loads_pushed(load, X, cols, split, senders)
+            return load
+        width = max(1, DIST_BLOCK // max(plane.n_nodes, 1))
+        rows = np.arange(plane.n_nodes)
         for start in range(0, len(cols), width):
             block = cols[start:start + width]
             dist = self._distances(block)
-            self._sweep(load, dist, X[:, block], split, block, rank, div)
+            self._sweep(load, rows, dist, X[:, block].toarray(), split, block, rank, div)
         return load
+
+    def _pure_senders(self, X: sp.csc_matrix) -> np.ndarray:
+        """Plane nodes that source demand, have one arc out and none in, and are no column's
+        node (a GPU's sending copy behind its one NIC): no route passes through them and all
+        their demand takes their arc, so it is pushed one hop before the sweep, and the sweep
+        and the distances skip them. (Senders with several arcs stay in the sweep: splitting
+        them per destination first cost more than it saved.)"""
+        plane = self.plane
+        has_supply = np.zeros(plane.n_nodes, dtype=bool)
+        has_supply[np.unique(X.tocoo().row)] = True
+        in_degree = np.bincount(plane.head, minlength=plane.n_nodes)
+        out_degree = np.diff(plane.indptr)
+        pure = has_supply & (in_degree == 0) & (out_degree == 1)
+        pure[self.col_node] = False
+        # The arc's head must stay in the sweep: not itself a sender, and able to forward.
+        head = plane.head[plane.indptr[:-1][pure]]
+        fine = (~pure[head]) & (out_degree[head] > 0)
+        nodes = np.flatnonzero(pure)[fine]
+        # Worth it when they are a good share of the graph (endpoints at scale).
+        return nodes if len(nodes) * 4 >= plane.n_nodes else np.zeros(0, dtype=np.int64)
+
+    def _loads_pushed(self, load: np.ndarray, X: sp.csc_matrix, cols: np.ndarray, split: str,
+                      senders: np.ndarray) -> None:
+        """:meth:`loads` with the demand of ``senders`` pushed over their own arcs first, then
+        swept on the graph without them (and without receiving copies no column needs)."""
+        plane = self.plane
+        out_degree = np.diff(plane.indptr)
+        keep = np.ones(plane.n_nodes, dtype=bool)
+        keep[senders] = False
+        # A node with no arc out (a receiving copy) that is no column's node is only ever a
+        # last hop, handled apart: dropped.
+        keep[out_degree == 0] = False
+        keep[self.col_node] = True
+        rows = np.flatnonzero(keep)
+        n_rows = len(rows)
+        local = np.full(plane.n_nodes, -1, dtype=np.int64)
+        local[rows] = np.arange(n_rows)
+        inner = keep[plane.tail] & keep[plane.head]
+        reverse = sp.csr_matrix((np.ones(int(inner.sum())), (local[plane.head[inner]],
+                                                             local[plane.tail[inner]])),
+                                shape=(n_rows, n_rows))
+        Xr = X.tocsr()
+        arcs = plane.indptr[senders]
+        demand = Xr[senders]
+        load[arcs] += np.asarray(demand.sum(axis=1)).ravel()
+        onto = sp.csr_matrix((np.ones(len(senders)), (local[plane.head[arcs]],
+                                                      np.arange(len(senders)))),
+                             shape=(n_rows, len(senders)))
+        base = (Xr[rows] + onto @ demand).tocsc()
+        width = max(1, DIST_BLOCK // max(n_rows, 1))
+        for start in range(0, len(cols), width):
+            block = cols[start:start + width]
+            dist = shortest_path(reverse, directed=True, unweighted=True,
+                                 indices=local[self.col_node[block]])
+            dist = np.atleast_2d(dist).T  # (kept nodes x block)
+            self._sweep(load, rows, dist, base[:, block].toarray(), split, block, None, None)
 
     def _distances(self, cols: np.ndarray) -> np.ndarray:
         plane = self.plane
@@ -154,11 +216,15 @@ class FluidRouting:
         dist[plane.target[cols], np.arange(len(cols))] = 0.0
         return dist
 
-    def _sweep(self, load: np.ndarray, dist: np.ndarray, X: sp.csc_matrix, split: str,
-               cols: np.ndarray, rank: np.ndarray | None, div: np.ndarray | None) -> None:
+    def _sweep(self, load: np.ndarray, rows: np.ndarray, dist: np.ndarray, supply: np.ndarray,
+               split: str, cols: np.ndarray, rank: np.ndarray | None,
+               div: np.ndarray | None) -> None:
+        """Route ``supply`` (rows: the plane nodes ``rows``; columns: ``cols``) down the
+        distance levels ``dist`` (same shape), adding what each arc carries to ``load``."""
         plane = self.plane
         finite = np.isfinite(dist)
-        nodes = np.flatnonzero(finite.any(axis=1))
+        reached = np.flatnonzero(finite.any(axis=1))
+        nodes = rows[reached]
         local = np.full(plane.n_nodes, -1, dtype=np.int64)
         local[nodes] = np.arange(len(nodes))
         keep = (local[plane.tail] >= 0) & (local[plane.head] >= 0)
@@ -169,8 +235,8 @@ class FluidRouting:
                                  shape=(n, len(arcs)))
         head_inc = sp.csr_matrix((np.ones(len(arcs)), (head, np.arange(len(arcs)))),
                                  shape=(n, len(arcs)))
-        d_all = dist[nodes]
-        supply_all = X[nodes].toarray()
+        d_all = dist[reached]
+        supply_all = supply[reached]
         if np.any(supply_all[~np.isfinite(d_all)] > 0):
             raise RuntimeError("routing: a demand has no path in its plane")
         width = max(1, SWEEP_BLOCK // max(len(arcs), 1))
