@@ -254,24 +254,21 @@ DEFAULT_METRICS = ("summary", "all_to_all", "any_traffic", "bisection", "all_red
 def limit_threads(threads: int = 1) -> Iterator[None]:
     """Cap BLAS/OpenMP pools (and HiGHS, through them) at ``threads`` while the block runs.
 
-    Sets :data:`THREAD_ENV` for libraries loaded inside the block, and, when ``threadpoolctl``
-    is installed, resizes the pools already loaded. The environment is restored afterwards.
+    Sets :data:`THREAD_ENV` for libraries loaded inside the block, and resizes the pools
+    already loaded (``threadpoolctl``). The environment is restored afterwards.
 
     >>> import os
     >>> with limit_threads(1):
     ...     os.environ["OMP_NUM_THREADS"]
     '1'
     """
+    from threadpoolctl import threadpool_limits
+
     saved = {name: os.environ.get(name) for name in THREAD_ENV}
     os.environ.update({name: str(threads) for name in THREAD_ENV})
     try:
-        try:
-            from threadpoolctl import threadpool_limits
-        except ImportError:
+        with threadpool_limits(threads):
             yield
-        else:
-            with threadpool_limits(threads):
-                yield
     finally:
         for name, value in saved.items():
             if value is None:
