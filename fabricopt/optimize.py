@@ -23,7 +23,10 @@ capex objective, when a design proven to meet every constraint costs less than i
 bound (it cannot be the best, and the front is reported up to the best), or costs no more
 and an evaluated design delivers at least its throughput bound (``full_front``: it could be
 neither on the front nor the best). Candidates are evaluated cheapest bound first; the
-candidates that differ only in optics policy share one build and one flow solve.
+candidates that differ only in optics policy share one build and one flow solve. A built
+fabric is priced before it is solved: when it costs more than a design already proven
+feasible under every policy of its group, its rows are pruned with their capex and no flow
+is solved (a 16,384-GPU solve can take a minute, its pricing a second).
 
 A candidate whose plan has no symmetry (unequal leaves or bundles) with more GPUs than the
 flow LP handles (:data:`ASYMMETRIC_GPUS_LIMIT`) is decided by a certified bracket of its
