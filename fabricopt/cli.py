@@ -401,8 +401,9 @@ EXIT_CODES = ("exit codes: 0 success; 1 a result was not proven or a design fail
 
 def _targets_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("targets", nargs="+", metavar="TARGET [key=value ...]",
-                        help="generator names or design files (.toml), each followed by its "
-                        "parameters as key=value; several may follow each other")
+                        help="generator names, design files (.toml) or saved fabrics (.json, "
+                        ".graphml), each followed by its parameters as key=value; several may "
+                        "follow each other")
 
 def _cmd_draw(args: argparse.Namespace) -> int:
     from pathlib import Path
@@ -534,7 +535,8 @@ def build_parser() -> argparse.ArgumentParser:
                          "file type follows the extension of --output (png, svg, pdf). "
                          "TARGET is a generator name or a design file; a sweep writes one "
                          "file per point (fig-0.png, fig-1.png...).", epilog=EXIT_CODES)
-    drw.add_argument("target", help="generator name or design file (.toml)")
+    drw.add_argument("target", help="generator name, design file (.toml) or saved fabric "
+                     "(.json, .graphml)")
     drw.add_argument("params", nargs="*", help="generator parameters as key=value")
     drw.add_argument("-o", "--output", required=True, metavar="FILE",
                      help="image file to write, e.g. fig.png")
@@ -577,27 +579,17 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     res = optimize(spec["gpus"], space=spec["space"], constraints=spec["constraints"],
                    objective=spec["objective"], time_limit=args.time_limit,
                    full_front=args.full_front)
-    print(f"{spec['name']}: {res!r}")
-    print("")
-    print("Pareto front (capex, certified all-to-all per GPU):")
-    print(res.to_markdown())
+    print(f"{spec['name']}")
+    print(res)
     if args.all:
         print("")
         for r in res.rows:
             print(f"{r['name']}: {r['status']}" + (f" ({r['reason']})" if r["reason"] else ""))
-    print("")
     if res.best is None:
-        print("no design meets every constraint; nearest:")
-        for r in res.nearest:
-            print(f"  {r['name']}: " + ", ".join(f"{k} misses by {v:.1%}"
-                                                 for k, v in r["shortfall"].items()))
         return 1
     out = args.output or os.path.splitext(os.path.basename(args.target))[0] + "-best.toml"
     res.write_design(out)
-    print(f"best: {res.best['name']}, {res.best['capex_usd']:,.0f} USD, "
-          f"{res.best['all_to_all_gbps_per_gpu']:,.1f} Gb/s all-to-all per GPU"
-          + (" (at least: ECMP routing)" if res.best.get("flow_method") == "ecmp bound" else "")
-          + f" -> {out}")
+    print(f"best design written to {out}")
     return 0
 
 

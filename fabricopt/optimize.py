@@ -535,6 +535,35 @@ class OptimizeResult:
         return (f"OptimizeResult({self.gpus} GPUs, {len(self.rows)} candidates, {evaluated} "
                 f"evaluated, front of {len(self.front)}, best={best!r})")
 
+    def __str__(self) -> str:
+        """A report: what was searched, the front, and the best design or the nearest
+        misses with their shortfalls."""
+        counts: dict[str, int] = {}
+        for r in self.rows:
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+        lines = [f"optimize({self.gpus:,} GPUs, minimise {self.objective}): "
+                 f"{len(self.rows)} candidates, "
+                 + ", ".join(f"{n} {status}" for status, n in counts.items())
+                 + f", in {self.seconds:.1f} s"]
+        if self.constraints:
+            lines.append("constraints: " + ", ".join(f"{k} {v:,g}"
+                                                      for k, v in self.constraints.items()))
+        lines += ["", "Pareto front (capex, certified all-to-all per GPU):", self.to_markdown(),
+                  ""]
+        if self.best is not None:
+            b = self.best
+            lines.append(f"best: {b['name']}, {b['capex_usd']:,.0f} USD "
+                         f"({b['capex_usd'] / self.gpus:,.0f} per GPU), "
+                         f"{b['all_to_all_gbps_per_gpu']:,.1f} Gb/s all-to-all per GPU"
+                         + (" (at least: ECMP routing)" if b.get("flow_method") == "ecmp bound"
+                            else ""))
+        else:
+            lines.append("no design meets every constraint; nearest:")
+            lines += [f"  {r['name']}: " + ", ".join(f"{k} misses by {v:.1%}"
+                                                     for k, v in r["shortfall"].items())
+                      for r in self.nearest]
+        return "\n".join(lines)
+
     def to_records(self) -> list[dict[str, Any]]:
         """Every candidate's row."""
         return [dict(r) for r in self.rows]

@@ -22,6 +22,8 @@ def test_hand_worked_optimum():
     best = res.best
     assert best["all_to_all_gbps_per_gpu"] == pytest.approx(375, rel=1e-6)
     assert best["oversubscription_built"] == 2.0
+    # Printed, the result names the winner with its capex and rate.
+    assert f"best: {best['name']}, {best['capex_usd']:,.0f} USD" in str(res)
     # The non-blocking design costs more: once 2:1 is known to meet the target, 1:1 is
     # priced but not solved (it can be neither the best nor on the front up to the best).
     one = next(r for r in res.rows if r["name"].startswith("rail_optimized")
