@@ -55,6 +55,8 @@ class BisectionCut:
     links: tuple[tuple[Hashable, Hashable], ...]
     capacity_gbps: float
     found_by: str
+    #: Physical links in ``links`` (a bundle of n parallel links counts n).
+    physical_links: int = 0
 
 
 @dataclass
@@ -97,7 +99,8 @@ class BisectionResult:
             f"({state}; lower from {self.lower_from}, cut from {self.cut.found_by})",
             f"per endpoint     {self.per_endpoint_gbps:.6g} Gb/s "
             f"({self.full_bisection_ratio:.3g} of full bisection)",
-            f"cut              {len(self.cut.links)} arcs from "
+            f"cut              {self.cut.physical_links} links in {len(self.cut.links)} "
+            f"bundles, from "
             f"{len(self.cut.endpoints_a)} to {len(self.cut.endpoints_b)} endpoints",
             (f"any traffic      {self.hose_rate_gbps:.6g} Gb/s per GPU in and out is carried "
              f"(two-phase routing, certified)" if self.hose_rate_gbps > 0 else
@@ -375,8 +378,10 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     side = cut.side
     a_eps = tuple(e for e, m in zip(eps, side[ep_idx], strict=True) if m)
     b_eps = tuple(e for e, m in zip(eps, side[ep_idx], strict=True) if not m)
+    crossing = tuple(ga.arcs[a] for a in cut.arcs)
     bcut = BisectionCut(frozenset(ga.nodes[i] for i in np.flatnonzero(side)), a_eps, b_eps,
-                        tuple(ga.arcs[a] for a in cut.arcs), float(upper), found_by)
+                        crossing, float(upper), found_by,
+                        sum(int(fab.graph[u][v].get("links", 1)) for u, v in crossing))
     injection = float(np.mean([fab.scale_out_injection_gbps(e) for e in eps]))
     return BisectionResult(float(lower), float(upper), bool(exact), bcut, n, injection,
                            lower_from, time.perf_counter() - start, candidates,

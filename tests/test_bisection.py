@@ -148,3 +148,16 @@ def test_cluster_full_bisection_counts_scale_out_injection():
     assert b.upper_gbps == pytest.approx(256 * 400)
     assert b.injection_gbps == pytest.approx(400.0)
     assert b.full_bisection_ratio == pytest.approx(1.0)
+
+
+def test_cut_counts_physical_links_and_bundles():
+    # A 2:1 Clos cluster of 8 DGX H100 bundles several links between a leaf and a spine: the
+    # cut's physical links are the bundles' link counts summed, and its capacity is theirs.
+    fab = fo.cluster(scale_up="dgx_h100", nodes=8, scale_out="clos", oversubscription=2)
+    cut = fo.bisection_bandwidth(fab).cut
+    g = fab.graph
+    assert cut.physical_links == sum(int(g[u][v].get("links", 1)) for u, v in cut.links)
+    assert cut.capacity_gbps == pytest.approx(sum(g[u][v]["capacity"] for u, v in cut.links))
+    assert cut.physical_links >= len(cut.links)
+    text = str(fo.bisection_bandwidth(fab))
+    assert f"{cut.physical_links} links in {len(cut.links)} bundles" in text
