@@ -232,9 +232,8 @@ def _link_counts(content: _Content) -> np.ndarray:
 # -- the reading --------------------------------------------------------------------------------
 def _codes(values: list[str]) -> tuple[np.ndarray, list[str]]:
     """Integer code of every value (first seen, first coded) and the values by code."""
-    table: dict[str, int] = {}
-    codes = np.fromiter((table.setdefault(x, len(table)) for x in values), dtype=np.int64,
-                        count=len(values))
+    table = {x: i for i, x in enumerate(dict.fromkeys(values))}
+    codes = np.fromiter(map(table.__getitem__, values), dtype=np.int64, count=len(values))
     return codes, list(table)
 
 
@@ -245,29 +244,38 @@ def _port_uses(n: int, tail: np.ndarray, mask: np.ndarray, tier_code: np.ndarray
     the tiers first appear among its arcs, the fastest rate, the techs. Equal uses are one
     object."""
     sel = np.flatnonzero(mask)
-    t, k = tail[sel], tier_code[sel]
-    pair, first, inverse = np.unique(t * len(tiers) + k, return_index=True,
+    t = tail[sel]
+    n_tiers, n_techs = max(len(tiers), 1), max(len(techs), 1)
+    pair, first, inverse = np.unique(t * n_tiers + tier_code[sel], return_index=True,
                                      return_inverse=True)
     ports = np.bincount(inverse.reshape(-1), weights=links[sel], minlength=len(pair))
     order = np.argsort(first, kind="stable")  # by node (arcs run node by node), then appearance
-    by_tier: list[list[tuple[str, int]]] = [[] for _ in range(n)]
-    for p in order.tolist():
-        by_tier[int(pair[p]) // len(tiers)].append((tiers[int(pair[p]) % len(tiers)],
-                                                    int(ports[p])))
-    node_techs: list[set[str]] = [set() for _ in range(n)]
-    for code in np.unique(t * len(techs) + tech_code[sel]).tolist():
-        node_techs[code // len(techs)].add(techs[code % len(techs)])
+    node, tier, ports = pair[order] // n_tiers, pair[order] % n_tiers, ports[order]
+    per_node = np.bincount(node, minlength=n)
+    slot = np.arange(len(node)) - (np.cumsum(per_node) - per_node)[node]
+    width = int(per_node.max()) if n else 0
+    # One row per node: (tier, ports) by appearance (-1 past its tiers), the techs it uses
+    # (0/1 per tech), its fastest rate. Equal rows are equal port uses.
+    rows = np.full((n, 2 * width + n_techs + 1), -1.0)
+    rows[node, 2 * slot] = tier
+    rows[node, 2 * slot + 1] = ports
+    rows[:, 2 * width:-1] = 0.0
+    used = np.unique(t * n_techs + tech_code[sel])
+    rows[used // n_techs, 2 * width + used % n_techs] = 1.0
     fastest = np.zeros(n)
     np.maximum.at(fastest, t, rate[sel])
-    shared: dict[tuple[Any, ...], PortUse] = {}
-    out = []
-    for i in range(n):
-        key = (tuple(by_tier[i]), frozenset(node_techs[i]), float(fastest[i]))
-        use = shared.get(key)
-        if use is None:
-            use = shared[key] = PortUse(dict(key[0]), key[2], key[1])
-        out.append(use)
-    return out
+    rows[:, -1] = fastest
+    if not n:
+        return []
+    _, rep, group = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    shared = []
+    for r in rep.tolist():
+        row = rows[r]
+        by_tier = {tiers[int(row[2 * k])]: int(row[2 * k + 1]) for k in range(width)
+                   if row[2 * k] >= 0}
+        names = frozenset(techs[k] for k in np.flatnonzero(row[2 * width:-1]).tolist())
+        shared.append(PortUse(by_tier, float(row[-1]), names))
+    return [shared[g] for g in group.reshape(-1).tolist()]
 
 
 def _read(fab: Fabric, layout: Layout, content: _Content) -> FabricReading:
