@@ -32,7 +32,7 @@ import numpy as np
 
 from ..fabric import ROLES, Fabric
 from ..tiers import DEFAULT_TIER, IN_SYSTEM_TIERS, is_scale_up
-from .layout import Layout, Placement, in_server_switches, place
+from .layout import Layout, Placement, _Arcs, _in_server, _place
 
 #: Node attributes pricing reads (validation, switch and NIC choice, placement).
 NODE_FIELDS = ("role", "model", "radix", "node", "su", "pod", "tray", "layer")
@@ -303,12 +303,14 @@ def _read(fab: Fabric, layout: Layout, content: _Content) -> FabricReading:
         use if (r == "nic" or (r == "gpu" and use.used)) else None
         for r, use in zip(roles, nic_use, strict=True)]
 
-    placement = place(fab, layout)
-    if placement.nodes != content.nodes:
-        raise AssertionError("place() must index nodes in graph order")
-    in_server = in_server_switches(fab, layout)
+    node_data = [fab.graph._node[v] for v in content.nodes]
+    in_system = np.array([t in IN_SYSTEM_TIERS for t in tiers], dtype=bool)
+    arcs = _Arcs(content.nodes, index, node_data, roles, tail, head,
+                 in_system[tier_code] if m else np.zeros(0, bool), arc_scale_up)
+    placement = _place(fab, layout, arcs)
+    in_server = _in_server(arcs, layout)
     return FabricReading(
-        content.nodes, [fab.graph._node[v] for v in content.nodes], roles,
+        content.nodes, node_data, roles,
         [i for i, r in enumerate(roles) if r == "switch"], port_use, nic_port_use, placement,
         in_server, _bundles(content, placement, layout, in_server, index, tail, head, pcie,
                             links, rate, tier_code, tiers, tech_code, techs))
