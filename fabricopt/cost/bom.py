@@ -764,6 +764,11 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     :mod:`fabricopt.cost.media` and :mod:`fabricopt.cost.layout`. Every figure comes from a
     catalog entry whose ``source`` and ``confidence`` the BOM row repeats.
 
+    What does not depend on the policy or catalog (validation, placement, port use, the
+    bundles of links) is read once per fabric content and layout and kept
+    (:mod:`fabricopt.cost.reading`): pricing one 16,384-GPU fabric under a second policy
+    costs a fraction of the first, and a fabric changed in place is read and validated again.
+
     Examples
     --------
     A ring of four GPUs with 400G links in one server: each GPU has two 400G ports, one
