@@ -160,7 +160,7 @@ def read_fabric(fab: Fabric, layout: Layout) -> FabricReading:
     >>> r = read_fabric(fab, fo.Layout())
     >>> read_fabric(fab, fo.Layout()) is r, len({id(u) for u in r.port_use})
     (True, 5)
-    >>> fab.graph.nodes[fab.switches[0]]["model"] = "qm9790"
+    >>> fab.graph.nodes["s0"]["model"] = "q3400"  # a spine named as another model
     >>> read_fabric(fab, fo.Layout()) is r
     False
     """
