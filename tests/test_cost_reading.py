@@ -409,6 +409,9 @@ def _broken() -> dict[str, fo.Fabric]:
     fab = fo.ring(4)
     fab.graph.nodes["n2"]["role"] = "router"
     out["unknown role"] = fab
+    fab = fo.ring(4)
+    fab.graph.nodes["n2"]["role"] = ["gpu"]
+    out["unhashable role"] = fab
     fab = fo.leaf_spine(leaves=2, spines=1, endpoints_per_leaf=2)
     fab.graph.nodes["spine0"]["radix"] = 1
     out["radix exceeded"] = fab

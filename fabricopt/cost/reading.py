@@ -203,7 +203,7 @@ def _looks_valid(content: _Content) -> bool:
     if not set(content.links_types) <= {int, object}:
         return False  # object is the absent count (one link)
     roles = content.node_fields[0]
-    if not set(roles) <= set(ROLES):
+    if not all(map(ROLES.__contains__, roles)):  # roles may be anything, hashable or not
         return False
     index, tail, head = _arc_index(content)
     if any(roles[index[e]] != "gpu" for e in content.endpoints):
