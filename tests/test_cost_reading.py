@@ -440,3 +440,32 @@ def test_array_validation_defers_every_broken_fabric_to_validate(name):
 def test_array_validation_passes_valid_fabrics(name):
     fab = fabrics()[name]
     assert not fab.problems() and _looks_valid(_Content.of(fab))
+
+
+@pytest.mark.parametrize("name", ["superpod(1)", "rail 2 planes", "nvl72"])
+@pytest.mark.parametrize("policy", ["cost", "lpo"])
+def test_cages_match_a_loop_over_the_bundles(name, policy):
+    # The cages each switch's modules and cable ends take, added bundle by bundle (end u then
+    # end v) as a loop would, with each switch's model chosen alone: equal to the last bit
+    # to the ledger the estimate keeps by array sums.
+    fab = fabrics()[name]
+    cat, pol = fo.Catalog.default(), fo.Policy.coerce(policy)
+    chooser = bom._DeviceChooser(cat, pol, "estimate_cost")
+    selector = bom.MediaSelector(cat, pol)
+    models = {}
+    for v in fab.switches:
+        by_tier, rate, techs = reference_port_use(
+            [a for _, _, a in fab.graph.out_edges(v, data=True)])
+        models[v] = chooser.switch(v, fab.graph.nodes[v],
+                                   bom.PortUse(dict(by_tier), rate, frozenset(techs)))
+    ends = {v: bom._end_kind(entry) for v, entry in models.items()}
+    used: dict[Hashable, float] = defaultdict(float)
+    for (tier, tech, rate, length, in_row, _, u, v), n in reference_bundles(
+            fab, fo.Layout()).items():
+        lm = selector.choose(rate, length, tech, tier, (ends.get(u), ends.get(v)), in_row)
+        for end, w in enumerate((u, v)):
+            if w in models:
+                used[w] += n * bom._cage_use(lm, end, rate, ends[w])
+    want = {v: (used.get(v, 0.0), e["cages"] / int(e.get("chips") or 1))
+            for v, e in models.items() if e.get("cages")}
+    assert fo.estimate_cost(fab, policy=policy).cages == want
