@@ -372,30 +372,27 @@ def _place(fab: Fabric, layout: Layout, arcs: _Arcs) -> Placement:
     owners, at = np.unique((pairs // width)[best], return_index=True)
     home = np.full(n, -1, dtype=np.int64)
     home[owners] = (pairs % width)[best][at]
-    network_slots = 0
-    row_end_rack: dict[int, int] = {}
+    # Switches in order of layer (graph order within one), each placed by its home rack.
+    queue = np.array([i for _, i in sorted(pending, key=lambda li: li[0])], dtype=np.int64)
+    homed = home[queue] >= 0 if layout.leaf_placement != "central" else \
+        np.zeros(len(queue), dtype=bool)
+    leaves, to_central = queue[homed], queue[~homed]
+    h = home[leaves]
+    r = h // layout.racks_per_row
     next_rack = racks
-    central_queue: list[int] = []
-    for _, i in sorted(pending, key=lambda li: li[0]):
-        if home[i] < 0 or layout.leaf_placement == "central":
-            central_queue.append(i)
-            continue
-        h = int(home[i])
-        if layout.leaf_placement == "top_of_rack":
-            r = h // layout.racks_per_row
-            rack[i], row[i] = h, r
-            x[i], y[i] = (h % layout.racks_per_row) * layout.rack_pitch_m, row_y(r)
-        else:  # end_of_row: one network rack before slot 0 of the row
-            r = h // layout.racks_per_row
-            if r not in row_end_rack:
-                row_end_rack[r] = next_rack
-                next_rack += 1
-            rack[i], row[i], x[i], y[i] = row_end_rack[r], r, -layout.rack_pitch_m, row_y(r)
-    for i in central_queue:
-        k = network_slots // layout.switches_per_network_rack
-        network_slots += 1
-        rack[i], row[i] = next_rack + k, -1
-        x[i], y[i] = k * layout.rack_pitch_m, central * layout.row_pitch_m
-    total_racks = next_rack + math.ceil(network_slots / layout.switches_per_network_rack)
+    if layout.leaf_placement == "top_of_rack":
+        rack[leaves], row[leaves] = h, r
+        x[leaves], y[leaves] = (h % layout.racks_per_row) * layout.rack_pitch_m, row_y(r)
+    else:  # end_of_row: one network rack before slot 0 of each row, numbered as rows are met
+        met, first = np.unique(r, return_index=True)
+        end_rack = np.zeros(int(met.max()) + 1 if len(met) else 0, dtype=np.int64)
+        end_rack[met[np.argsort(first, kind="stable")]] = next_rack + np.arange(len(met))
+        next_rack += len(met)
+        rack[leaves], row[leaves] = end_rack[r], r
+        x[leaves], y[leaves] = -layout.rack_pitch_m, row_y(r)
+    k = np.arange(len(to_central)) // layout.switches_per_network_rack
+    rack[to_central], row[to_central] = next_rack + k, -1
+    x[to_central], y[to_central] = k * layout.rack_pitch_m, central * layout.row_pitch_m
+    total_racks = next_rack + math.ceil(len(to_central) / layout.switches_per_network_rack)
     return Placement(nodes, index, unit, rack, row, x, y, total_racks, rows)
 
