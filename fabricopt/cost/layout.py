@@ -163,13 +163,17 @@ class Placement:
     def lengths_m(self, u: np.ndarray, v: np.ndarray, tiers: list[str],
                   layout: Layout) -> np.ndarray:
         """Length of the links between node indices ``u`` and ``v`` (tier per link)."""
-        dist = np.abs(self.x_m[u] - self.x_m[v]) + np.abs(self.y_m[u] - self.y_m[v])
         # Per distinct tier, not per link: a 16K-GPU fabric has 10^5 links and four tiers.
-        names: dict[str, int] = {}
-        code = np.fromiter((names.setdefault(t, len(names)) for t in tiers), dtype=np.int64,
-                           count=len(tiers))
+        names = {t: i for i, t in enumerate(dict.fromkeys(tiers))}
+        code = np.fromiter(map(names.__getitem__, tiers), dtype=np.int64, count=len(tiers))
+        return self._lengths_m(u, v, code, list(names), layout)
+
+    def _lengths_m(self, u: np.ndarray, v: np.ndarray, code: np.ndarray, names: list[str],
+                   layout: Layout) -> np.ndarray:
+        """:meth:`lengths_m` with the tier of link ``k`` given as ``names[code[k]]``."""
+        dist = np.abs(self.x_m[u] - self.x_m[v]) + np.abs(self.y_m[u] - self.y_m[v])
         slack = np.array([layout.slack_m_by_tier.get(t, layout.slack_m) for t in names],
-                         dtype=float)[code]
+                         dtype=float).reshape(len(names))[code]
         out = dist + slack
         same_rack = self.rack[u] == self.rack[v]
         out[same_rack] = layout.in_rack_m
@@ -177,7 +181,7 @@ class Placement:
         out[same_unit] = layout.in_node_m
         for tier, metres in layout.length_m_by_tier.items():
             if tier in names:
-                out[code == names[tier]] = metres
+                out[code == names.index(tier)] = metres
         return out
 
 

@@ -197,7 +197,9 @@ def _validate(fab: Fabric, content: _Content) -> None:
 
 
 def _looks_valid(content: _Content) -> bool:
-    """True only when :meth:`Fabric.problems` would find nothing (False: look closer)."""
+    """True only when :meth:`Fabric.problems` would find nothing (False: look closer). The
+    cheap checks of types and roles come first; the arrays are built only for fabrics that
+    pass them."""
     if not set(content.capacity_types) <= {float, int}:
         return False  # bools, numpy scalars, text, missing: the full check judges them
     if not set(content.links_types) <= {int, object}:
@@ -338,8 +340,7 @@ def _bundles(content: _Content, placement: Placement, layout: Layout,
     back = order[np.searchsorted(code[order], head * n + tail)] if m else pos
     keep = np.flatnonzero((back > pos) & ~pcie)
     u, v = tail[keep], head[keep]
-    bundle_tiers = [tiers[c] for c in tier_code[keep].tolist()]
-    lengths = placement.lengths_m(u, v, bundle_tiers, layout)
+    lengths = placement._lengths_m(u, v, tier_code[keep], tiers, layout)
     in_row = ((placement.row[u] == placement.row[v]) & (placement.row[u] >= 0)
               & (placement.rack[u] != placement.rack[v]))
     server = np.zeros(n, dtype=bool)
