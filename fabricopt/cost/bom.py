@@ -58,16 +58,14 @@ from .._checks import check_bool, check_choice, check_path, fail
 from ..catalog import TRANSCEIVER_TYPES, Catalog, Entry
 from ..fabric import Fabric
 from ..tiers import (
-    IN_SYSTEM_TIERS,
     SCALE_UP_FAMILIES,
-    is_scale_up_arc,
     require_tech_family,
     tech_family,
-    tier_of,
     tier_rank,
 )
-from .layout import Layout, Placement, in_server_switches, place
+from .layout import Layout
 from .media import LENGTH_BUCKETS_M, LinkMedium, MediaSelector, Policy, length_bucket
+from .reading import FabricReading, PortUse, read_fabric
 
 
 @dataclass(frozen=True)
@@ -435,62 +433,37 @@ class CableRun:
     links: int
 
 
-@dataclass(frozen=True)
-class PortUse:
-    """The ports a device uses: how many per tier, at what rate (its fastest), which techs."""
-
-    by_tier: dict[str, int]
-    rate_gbps: float
-    techs: frozenset[str]
-
-    @property
-    def used(self) -> int:
-        return sum(self.by_tier.values())
-
-
 # -- links --------------------------------------------------------------------------------------
-def _link_kinds(fab: Fabric, placement: Placement, lay: Layout,
-                ends: Mapping[Hashable, float | None], in_server: frozenset[Hashable]
-                ) -> list[tuple[LinkKind, Hashable, Hashable, int]]:
-    """Physical links of ``fab`` by kind, one row per bundle (each bundle once, not per
-    direction; PCIe links between a GPU and its NIC left out, they cost nothing here).
+def _link_kinds(reading: FabricReading, end_code: np.ndarray, end_values: list[float | None]
+                ) -> tuple[list[LinkKind], np.ndarray, np.ndarray]:
+    """Physical links of the fabric by kind, in the order kinds first appear among the bundles
+    (each bundle once, not per direction; PCIe links between a GPU and its NIC left out, they
+    cost nothing here): the kinds, the kind of every bundle of ``reading.bundles`` and the
+    links of every kind.
 
-    ``ends`` gives each switch's end kind (its cage rate, see :mod:`fabricopt.cost.media`);
-    a link from a GPU to a switch of ``in_server`` is part of the server (section
-    ``"in_server"``)."""
-    g = fab.graph
-    role = {v: d.get("role") for v, d in g.nodes(data=True)}
-    idx = placement.index
-    seen: set[tuple[Hashable, Hashable]] = set()
-    us, vs, bundles, pairs = [], [], [], []
-    for u, v, d in g.edges(data=True):
-        if (v, u) in seen:
-            continue
-        seen.add((u, v))
-        if {role[u], role[v]} == {"gpu", "nic"}:
-            continue  # PCIe inside the server
-        us.append(idx[u])
-        vs.append(idx[v])
-        bundles.append(d)
-        pairs.append((u, v))
-    if not bundles:
-        return []
-    u_arr, v_arr = np.array(us, dtype=np.int64), np.array(vs, dtype=np.int64)
-    tiers = [tier_of(d) for d in bundles]
-    lengths = placement.lengths_m(u_arr, v_arr, tiers, lay)
-    in_row = ((placement.row[u_arr] == placement.row[v_arr]) & (placement.row[u_arr] >= 0)
-              & (placement.rack[u_arr] != placement.rack[v_arr]))
-    out = []
-    for k, d in enumerate(bundles):
-        u, v = pairs[k]
-        n = int(d.get("links", 1))
-        section = "in_server" if (tiers[k] in IN_SYSTEM_TIERS
-                                  and (u in in_server or v in in_server)) else "network"
-        kind = LinkKind(tiers[k], str(d.get("tech", "")), float(d["capacity"]) / n,
-                        float(lengths[k]), (ends.get(u), ends.get(v)), bool(in_row[k]),
-                        section)
-        out.append((kind, u, v, n))
-    return out
+    ``end_code[i]`` indexes ``end_values`` with the end kind of node ``i``: its cage rate for
+    a switch (see :mod:`fabricopt.cost.media`), None for the rest. A link from a GPU to a
+    switch built into its server is part of the server (section ``"in_server"``), as the
+    bundle classes of the reading say."""
+    b = reading.bundles
+    if not len(b.kind):
+        return [], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    e = len(end_values)
+    key = (b.kind * e + end_code[b.u]) * e + end_code[b.v]
+    distinct, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    kind_of = rank[inverse.reshape(-1)]
+    links = np.bincount(kind_of, weights=b.links, minlength=len(order)).round().astype(np.int64)
+    kinds = []
+    for k in distinct[order].tolist():
+        k, ev = divmod(k, e)
+        c, eu = divmod(k, e)
+        tier, tech, rate, length, in_row, section = b.classes[c]
+        kinds.append(LinkKind(tier, tech, rate, length, (end_values[eu], end_values[ev]),
+                              in_row, section))
+    return kinds, kind_of, links
 
 
 def _link_parts(kind: LinkKind, links: int, lm: LinkMedium) -> tuple[CableRun, list[Part]]:
@@ -524,18 +497,6 @@ def _cage_use(lm: LinkMedium, end: int, rate_gbps: float, cage_gbps: float | Non
 
 
 # -- devices ------------------------------------------------------------------------------------
-def _port_use(arcs: Iterable[Mapping[str, Any]]) -> PortUse:
-    """The ports behind ``arcs`` (one per physical link) and their fastest rate."""
-    by_tier: dict[str, int] = defaultdict(int)
-    techs: set[str] = set()
-    rate = 0.0
-    for a in arcs:
-        nl = int(a.get("links", 1))
-        by_tier[tier_of(a)] += nl
-        techs.add(str(a.get("tech", "")))
-        rate = max(rate, float(a["capacity"]) / nl)
-    return PortUse(dict(by_tier), rate, frozenset(techs))
-
 
 def _device_parts(kind: str, entry: Entry, count: float, use: PortUse,
                   section: str = "network") -> list[Part]:
@@ -681,25 +642,50 @@ class _DeviceChooser:
         return entry, (1 if node.get("role") == "nic" else count)
 
 
-def _switch_models(fab: Fabric, chooser: _DeviceChooser) -> dict[Hashable, tuple[Entry, PortUse]]:
-    """The catalog entry and the port use of every switch of ``fab``."""
-    g = fab.graph
-    out = {}
-    for v in fab.switches:
-        use = _port_use(a for _, _, a in g.out_edges(v, data=True))
-        out[v] = (chooser.switch(v, g.nodes[v], use), use)
-    return out
+@dataclass
+class _SwitchGroup:
+    """Switches alike for pricing (same model and radix attributes, same port use, same
+    section): one catalog choice, one set of parts."""
+
+    entry: Entry
+    use: PortUse
+    section: str
+    members: list[int] = field(default_factory=list)
+
+    @property
+    def chips(self) -> int:
+        return int(self.entry.get("chips") or 1)
 
 
-def _switch_parts(models: Mapping[Hashable, tuple[Entry, PortUse]],
-                  in_server: frozenset[Hashable]) -> list[Part]:
+def _switch_groups(reading: FabricReading, chooser: _DeviceChooser
+                   ) -> tuple[list[_SwitchGroup], list[int]]:
+    """The switches of the fabric in groups (in the order of their first member), and the
+    group of every switch, in switch order. The model of a group is its first member's:
+    a switch the catalog cannot serve is named as the first such in switch order."""
+    groups: list[_SwitchGroup] = []
+    seen: dict[tuple[Any, ...], int] = {}
+    group_of = []
+    for i in reading.switches:
+        node, use = reading.node_data[i], reading.port_use[i]
+        section = "in_server" if reading.nodes[i] in reading.in_server else "network"
+        key = (repr(node.get("model")), repr(node.get("radix")), id(use), section)
+        if key not in seen:
+            seen[key] = len(groups)
+            groups.append(_SwitchGroup(chooser.switch(reading.nodes[i], node, use), use,
+                                       section))
+        groups[seen[key]].members.append(i)
+        group_of.append(seen[key])
+    return groups, group_of
+
+
+def _switch_parts(groups: list[_SwitchGroup], group_of: list[int]) -> list[Part]:
     """Every switch, split over the tiers its ports serve; chips built into a server go to
     the ``"in_server"`` section."""
+    # A chip node is part of a multi-chip unit: it costs its share of the unit.
+    alike = [_device_parts("switch", g.entry, 1.0 / g.chips, g.use, g.section) for g in groups]
     parts: list[Part] = []
-    for v, (entry, use) in models.items():
-        # A chip node is part of a multi-chip unit: it costs its share of the unit.
-        parts += _device_parts("switch", entry, 1.0 / int(entry.get("chips") or 1), use,
-                               "in_server" if v in in_server else "network")
+    for k in group_of:
+        parts += alike[k]
     return parts
 
 
@@ -709,37 +695,35 @@ def _end_kind(entry: Entry) -> float:
     return entry["radix"] * entry["port_gbps"] / cages if cages else 0.0
 
 
-def _idle_ports(fab: Fabric, chooser: _DeviceChooser) -> dict[str, int]:
+def _idle_ports(groups: list[_SwitchGroup]) -> dict[str, int]:
     """Ports bought but not cabled, per switch model (see :class:`CostEstimate`)."""
-    g = fab.graph
     idle: dict[str, int] = defaultdict(int)
-    for v in fab.switches:
-        use = _port_use(a for _, _, a in g.out_edges(v, data=True))
-        entry = chooser.switch(v, g.nodes[v], use)
-        chips = int(entry.get("chips") or 1)
+    for g in groups:
+        entry, use = g.entry, g.use
         modes = [(entry["radix"], entry["port_gbps"])] + list(entry.get("breakout") or ())
         offered = max((p for p, gbps in modes if gbps >= use.rate_gbps), default=use.used)
-        idle[entry.key] += max(offered // chips - use.used, 0)
+        idle[entry.key] += len(g.members) * max(offered // g.chips - use.used, 0)
     return dict(idle)
 
 
-def _nic_parts(fab: Fabric, chooser: _DeviceChooser) -> list[Part]:
-    """Every NIC: NIC nodes, and the NICs of GPUs with scale-out links and no NIC node."""
-    g = fab.graph
-    role = {v: d.get("role") for v, d in g.nodes(data=True)}
+def _nic_parts(reading: FabricReading, chooser: _DeviceChooser) -> list[Part]:
+    """Every NIC: NIC nodes, and the NICs of GPUs with scale-out links and no NIC node (whose
+    GPU-NIC links are PCIe and whose scale-up links are built in: see the reading's
+    ``nic_port_use``)."""
+    alike: dict[tuple[Any, ...], list[Part]] = {}
     parts: list[Part] = []
-    for v, r in role.items():
-        if r not in ("gpu", "nic"):
+    for i, use in enumerate(reading.nic_port_use):
+        if use is None:
             continue
-        use = _port_use(
-            a for _, w, a in g.out_edges(v, data=True)
-            # GPU-NIC links are PCIe; a GPU's scale-up links are built into it.
-            if not ({r, role[w]} == {"gpu", "nic"} or (r == "gpu" and is_scale_up_arc(a))))
-        if r == "gpu" and use.used == 0:
-            continue
-        entry, count = chooser.nic(v, g.nodes[v], use)
-        parts += _device_parts("nic", entry, count, use)
+        node = reading.node_data[i]
+        key = (reading.roles[i], repr(node.get("model")), id(use))
+        found = alike.get(key)
+        if found is None:
+            entry, count = chooser.nic(reading.nodes[i], node, use)
+            found = alike[key] = _device_parts("nic", entry, count, use)
+        parts += found
     return parts
+
 
 
 # -- the estimate -------------------------------------------------------------------------------
@@ -780,6 +764,11 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     :mod:`fabricopt.cost.media` and :mod:`fabricopt.cost.layout`. Every figure comes from a
     catalog entry whose ``source`` and ``confidence`` the BOM row repeats.
 
+    What does not depend on the policy or catalog (validation, placement, port use, the
+    bundles of links) is read once per fabric content and layout and kept
+    (:mod:`fabricopt.cost.reading`): pricing one 16,384-GPU fabric under a second policy
+    costs a fraction of the first, and a fabric changed in place is read and validated again.
+
     Examples
     --------
     A ring of four GPUs with 400G links in one server: each GPU has two 400G ports, one
@@ -795,35 +784,55 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     func = "estimate_cost"
     cat, lay, pol = _inputs(func, fab, catalog, layout, policy)
     check_bool(func, "include_in_server", include_in_server)
-    fab.validate()
+    # Validation, placement, port use and bundles do not depend on the policy: read once per
+    # fabric content and layout, shared by every policy the fabric is priced under.
+    reading = read_fabric(fab, lay)
     chooser = _DeviceChooser(cat, pol, func)
-    models = _switch_models(fab, chooser)
-    in_server = in_server_switches(fab, lay)
-    ends = {v: _end_kind(entry) for v, (entry, _) in models.items()}
+    groups, group_of = _switch_groups(reading, chooser)
+    end_values: list[float | None] = [None]
+    end_code = np.zeros(len(reading.nodes), dtype=np.int64)
+    for g in groups:
+        end = _end_kind(g.entry)
+        if end not in end_values:
+            end_values.append(end)
+        end_code[g.members] = end_values.index(end)
+    kinds, kind_of, kind_links = _link_kinds(reading, end_code, end_values)
     selector = MediaSelector(cat, pol)
-    kinds: dict[LinkKind, int] = defaultdict(int)
-    cages_used: dict[Hashable, float] = defaultdict(float)
-    for kind, u, v, n in _link_kinds(fab, place(fab, lay), lay, ends, in_server):
-        kinds[kind] += n
-        lm = selector.choose(kind.rate_gbps, kind.length_m, kind.tech, kind.tier,
-                             kind.switch_ends, kind.in_row)
-        for end, w in enumerate((u, v)):
-            if w in models:
-                cages_used[w] += n * _cage_use(lm, end, kind.rate_gbps, ends[w])
+    media = [selector.choose(k.rate_gbps, k.length_m, k.tech, k.tier, k.switch_ends, k.in_row)
+             for k in kinds]
     runs: list[CableRun] = []
     parts: list[Part] = []
-    for kind, links in kinds.items():
-        run, link_items = _link_parts(kind, links, selector.choose(
-            kind.rate_gbps, kind.length_m, kind.tech, kind.tier, kind.switch_ends, kind.in_row))
+    for kind, links, lm in zip(kinds, kind_links.tolist(), media, strict=True):
+        run, link_items = _link_parts(kind, links, lm)
         runs.append(run)
         parts += link_items
-    parts += _switch_parts(models, in_server)
-    parts += _nic_parts(fab, chooser)
+    parts += _switch_parts(groups, group_of)
+    parts += _nic_parts(reading, chooser)
     est = _assemble(fab, cat, lay, pol, parts, runs, include_in_server)
-    est.cages = {v: (cages_used.get(v, 0.0), entry["cages"] / int(entry.get("chips") or 1))
-                 for v, (entry, _) in models.items() if entry.get("cages")}
-    est.idle_ports = _idle_ports(fab, chooser)
+    est.cages = _cages(reading, groups, group_of, kinds, kind_of, media)
+    est.idle_ports = _idle_ports(groups)
     return est
+
+
+def _cages(reading: FabricReading, groups: list[_SwitchGroup], group_of: list[int],
+           kinds: list[LinkKind], kind_of: np.ndarray, media: list[LinkMedium]
+           ) -> dict[Hashable, tuple[float, float]]:
+    """``(cages used, cages)`` of every switch whose catalog entry gives its cages."""
+    # Cages one link of each kind takes at each end (none at a GPU or NIC end).
+    per_link = np.array([[_cage_use(lm, end, k.rate_gbps, k.switch_ends[end])
+                          if k.switch_ends[end] is not None else 0.0 for end in (0, 1)]
+                         for k, lm in zip(kinds, media, strict=True)]).reshape(-1, 2)
+    b = reading.bundles
+    # bincount adds in input order, bundle by bundle and end 0 before end 1, as a loop would.
+    used = np.bincount(np.stack([b.u, b.v], axis=1).reshape(-1),
+                       weights=(b.links[:, None] * per_link[kind_of]).reshape(-1),
+                       minlength=len(reading.nodes))
+    out = {}
+    for i, k in zip(reading.switches, group_of, strict=True):
+        entry = groups[k].entry
+        if entry.get("cages"):
+            out[reading.nodes[i]] = (float(used[i]), entry["cages"] / groups[k].chips)
+    return out
 
 
 _KIND_ORDER = {"switch": 0, "nic": 1, "transceiver": 2, "cable": 3, "fibre": 4}

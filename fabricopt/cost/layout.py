@@ -35,8 +35,9 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import networkx as nx
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from .._checks import check_choice, check_int, check_positive, dataclass_from_mapping, fail
 from ..fabric import Fabric
@@ -162,39 +163,90 @@ class Placement:
     def lengths_m(self, u: np.ndarray, v: np.ndarray, tiers: list[str],
                   layout: Layout) -> np.ndarray:
         """Length of the links between node indices ``u`` and ``v`` (tier per link)."""
+        # Per distinct tier, not per link: a 16K-GPU fabric has 10^5 links and four tiers.
+        names = {t: i for i, t in enumerate(dict.fromkeys(tiers))}
+        code = np.fromiter(map(names.__getitem__, tiers), dtype=np.int64, count=len(tiers))
+        return self._lengths_m(u, v, code, list(names), layout)
+
+    def _lengths_m(self, u: np.ndarray, v: np.ndarray, code: np.ndarray, names: list[str],
+                   layout: Layout) -> np.ndarray:
+        """:meth:`lengths_m` with the tier of link ``k`` given as ``names[code[k]]``."""
         dist = np.abs(self.x_m[u] - self.x_m[v]) + np.abs(self.y_m[u] - self.y_m[v])
-        slack = np.array([layout.slack_m_by_tier.get(t, layout.slack_m) for t in tiers],
-                         dtype=float)
+        slack = np.array([layout.slack_m_by_tier.get(t, layout.slack_m) for t in names],
+                         dtype=float).reshape(len(names))[code]
         out = dist + slack
         same_rack = self.rack[u] == self.rack[v]
         out[same_rack] = layout.in_rack_m
         same_unit = (self.unit[u] == self.unit[v]) & (self.unit[u] >= 0)
         out[same_unit] = layout.in_node_m
         for tier, metres in layout.length_m_by_tier.items():
-            out[np.array([t == tier for t in tiers], dtype=bool)] = metres
+            if tier in names:
+                out[code == names.index(tier)] = metres
         return out
 
 
-def _units(fab: Fabric, layout: Layout, gpus: list[Hashable]) -> dict[Hashable, int]:
-    """Server or scale-up unit of every GPU, numbered in endpoint order."""
-    g = fab.graph
-    nvs = nx.Graph()
-    nvs.add_edges_from((u, v) for u, v, t in g.edges(data="tier") if t in IN_SYSTEM_TIERS)
-    label: dict[Hashable, Any] = {}
-    for comp in nx.connected_components(nvs):
-        key = ("domain", min(map(repr, comp)))
-        for v in comp:
-            label[v] = key
-    for i, v in enumerate(gpus):
-        if v in label:
+@dataclass(frozen=True)
+class _Arcs:
+    """What placement reads of a fabric, as arrays: nodes in graph order, arcs in graph order
+    (so the successors of a node, in order, are one run of arcs), and per arc whether its tier
+    is an in-system one and whether it is a scale-up link."""
+
+    nodes: list[Hashable]
+    index: dict[Hashable, int]
+    node_data: list[Mapping[str, Any]]
+    roles: list[Any]
+    tail: np.ndarray
+    head: np.ndarray
+    in_system: np.ndarray
+    scale_up: np.ndarray
+
+    @classmethod
+    def of(cls, fab: Fabric) -> _Arcs:
+        g = fab.graph
+        nodes = list(g.nodes)
+        index = {v: i for i, v in enumerate(nodes)}
+        node_data = [g.nodes[v] for v in nodes]
+        edges = list(g.edges(data=True))
+        m = len(edges)
+        return cls(nodes, index, node_data, [d.get("role") for d in node_data],
+                   np.fromiter((index[u] for u, _, _ in edges), dtype=np.int64, count=m),
+                   np.fromiter((index[v] for _, v, _ in edges), dtype=np.int64, count=m),
+                   np.fromiter((tier_of(d) in IN_SYSTEM_TIERS for _, _, d in edges), dtype=bool,
+                               count=m),
+                   np.fromiter((is_scale_up_arc(d) for _, _, d in edges), dtype=bool, count=m))
+
+    def role_is(self, *roles: str) -> np.ndarray:
+        return np.array([r in roles for r in self.roles], dtype=bool).reshape(len(self.roles))
+
+
+def _units(arcs: _Arcs, layout: Layout, gpus: list[int]) -> list[int]:
+    """Server or scale-up unit of every GPU (node indices ``gpus``), numbered in that order."""
+    label: dict[int, Any] = {}
+    sel = np.flatnonzero(arcs.in_system)
+    if len(sel):
+        n = len(arcs.nodes)
+        joined = sp.coo_matrix((np.ones(len(sel)), (arcs.tail[sel], arcs.head[sel])),
+                               shape=(n, n))
+        _, comp = connected_components(joined, directed=False)
+        members = np.unique(np.concatenate([arcs.tail[sel], arcs.head[sel]])).tolist()
+        # A domain is named after the least repr of its members.
+        least: dict[int, str] = {}
+        for i in members:
+            c, name = int(comp[i]), repr(arcs.nodes[i])
+            if c not in least or name < least[c]:
+                least[c] = name
+        for i in members:
+            label[i] = ("domain", least[int(comp[i])])
+    for k, i in enumerate(gpus):
+        if i in label:
             continue
-        d = g.nodes[v]
+        d = arcs.node_data[i]
         if d.get("node") is not None:
-            label[v] = ("node", d.get("su"), d.get("pod"), d.get("node"))
+            label[i] = ("node", d.get("su"), d.get("pod"), d.get("node"))
         else:
-            label[v] = ("chunk", i // layout.gpus_per_server)
+            label[i] = ("chunk", k // layout.gpus_per_server)
     number: dict[Any, int] = {}
-    return {v: number.setdefault(label[v], len(number)) for v in gpus}
+    return [number.setdefault(label[i], len(number)) for i in gpus]
 
 
 def in_server_switches(fab: Fabric, layout: Layout | None = None) -> frozenset[Hashable]:
@@ -213,21 +265,35 @@ def in_server_switches(fab: Fabric, layout: Layout | None = None) -> frozenset[H
     >>> len(in_server_switches(fo.dgx_h100())), len(in_server_switches(fo.gb200_nvl72()))
     (4, 0)
     """
-    layout = layout or Layout()
-    g = fab.graph
+    return _in_server(_Arcs.of(fab), layout or Layout())
+
+
+def _in_server(arcs: _Arcs, layout: Layout) -> frozenset[Hashable]:
+    """:func:`in_server_switches` on the arrays of a fabric."""
+    n = len(arcs.nodes)
+    is_gpu = arcs.role_is("gpu")
+    reach = arcs.role_is("switch")[arcs.tail] & is_gpu[arcs.head] & arcs.in_system
+    t, h = arcs.tail[reach], arcs.head[reach]
+    gpus = np.bincount(t, minlength=n)
+    # The server of each GPU reached, coded; and whether it names no node.
+    servers: dict[tuple[Any, Any, Any], int] = {}
+    server = np.zeros(n, dtype=np.int64)
+    unnamed = np.zeros(n, dtype=bool)
+    for i in np.unique(h).tolist():
+        d = arcs.node_data[i]
+        key = (d.get("su"), d.get("pod"), d.get("node"))
+        server[i] = servers.setdefault(key, len(servers))
+        unnamed[i] = key[2] is None
+    any_unnamed = np.zeros(n, dtype=bool)
+    any_unnamed[t[unnamed[h]]] = True
+    width = max(len(servers), 1)
+    distinct = np.bincount(np.unique(t * width + server[h]) // width, minlength=n)
     out = set()
-    for v in fab.switches:
-        gpus = [w for w in g.successors(v) if g.nodes[w].get("role") == "gpu"
-                and tier_of(g[v][w]) in IN_SYSTEM_TIERS]
-        if not gpus or g.nodes[v].get("tray") is not None:
+    for i in np.flatnonzero(gpus).tolist():
+        if arcs.node_data[i].get("tray") is not None:
             continue
-        servers = {(g.nodes[w].get("su"), g.nodes[w].get("pod"), g.nodes[w].get("node"))
-                   for w in gpus}
-        if any(key[2] is None for key in servers):
-            if len(gpus) <= layout.gpus_per_server:
-                out.add(v)
-        elif len(servers) == 1:
-            out.add(v)
+        if (gpus[i] <= layout.gpus_per_server) if any_unnamed[i] else distinct[i] == 1:
+            out.add(arcs.nodes[i])
     return frozenset(out)
 
 
@@ -241,21 +307,24 @@ def place(fab: Fabric, layout: Layout | None = None) -> Placement:
     >>> p.racks, int(p.rack[p.index["n39"]])
     (3, 2)
     """
-    layout = layout or Layout()
-    g = fab.graph
-    nodes = list(g.nodes)
-    index = {v: i for i, v in enumerate(nodes)}
+    return _place(fab, layout or Layout(), _Arcs.of(fab))
+
+
+def _place(fab: Fabric, layout: Layout, arcs: _Arcs) -> Placement:
+    """:func:`place` on the arrays of a fabric."""
+    nodes, index = arcs.nodes, arcs.index
     n = len(nodes)
-    role = [g.nodes[v].get("role") for v in nodes]
+    role = arcs.roles
     endpoint_set = set(fab.endpoints)
-    gpus = list(fab.endpoints) + [v for v, r in zip(nodes, role, strict=True)
-                                  if r == "gpu" and v not in endpoint_set]
-    unit_of = _units(fab, layout, gpus)
+    gpus = [index[v] for v in fab.endpoints] + [
+        i for i, (v, r) in enumerate(zip(nodes, role, strict=True))
+        if r == "gpu" and v not in endpoint_set]
+    unit_of = _units(arcs, layout, gpus)
     unit = np.full(n, -1, dtype=np.int64)
     rack = np.full(n, -1, dtype=np.int64)
 
     # Racks: fill with whole units in order; a unit larger than a rack gets its own.
-    unit_size = Counter(unit_of.values())
+    unit_size = Counter(unit_of)
     unit_rack: dict[int, int] = {}
     racks, fill = 0, 0
     for u in sorted(unit_size):
@@ -266,9 +335,9 @@ def place(fab: Fabric, layout: Layout | None = None) -> Placement:
         fill += size
         if size > layout.gpus_per_rack:
             fill = layout.gpus_per_rack  # a rack-scale unit closes its rack
-    for v, u in unit_of.items():
-        unit[index[v]] = u
-        rack[index[v]] = unit_rack[u]
+    if gpus:
+        unit[gpus] = unit_of
+        rack[gpus] = [unit_rack[u] for u in unit_of]
     rows = max(1, math.ceil(racks / layout.racks_per_row))
     central = (rows + 1) // 2  # the network row goes between compute rows central-1 and central
     row = np.where(rack >= 0, rack // layout.racks_per_row, -1)
@@ -281,47 +350,53 @@ def place(fab: Fabric, layout: Layout | None = None) -> Placement:
     x = slot * layout.rack_pitch_m
     y = row_y(row).astype(float)
 
-    # NICs and scale-up switches sit with a GPU neighbour; then leaves; then the rest.
-    network_slots = 0
-    row_end_rack: dict[int, int] = {}
+    # NICs and scale-up switches sit with their first GPU neighbour; then leaves; then the
+    # rest. (Only GPUs are copied from, and they are placed: one step for all.)
+    is_gpu, is_nic = arcs.role_is("gpu"), arcs.role_is("nic")
+    to_gpu = is_gpu[arcs.head]
+    first_gpu = np.full(n, -1, dtype=np.int64)
+    tails, first = np.unique(arcs.tail[to_gpu], return_index=True)
+    first_gpu[tails] = arcs.head[to_gpu][first]
+    up_to_gpu = np.zeros(n, dtype=bool)
+    up_to_gpu[arcs.tail[to_gpu & arcs.scale_up]] = True
+    with_gpu = ~is_gpu & (first_gpu >= 0) & (is_nic | up_to_gpu)
+    j = first_gpu[with_gpu]
+    unit[with_gpu], rack[with_gpu], row[with_gpu] = unit[j], rack[j], row[j]
+    x[with_gpu], y[with_gpu] = x[j], y[j]
+    pending = [(int(arcs.node_data[i].get("layer") or 0), i)
+               for i in np.flatnonzero(~is_gpu & ~with_gpu).tolist()]
+    # A NIC's switch neighbours count as GPUs for leaf placement: look through NICs. The home
+    # of a node is the rack most of its GPU-like neighbours are in (ties: the first met).
+    gpu_like = (rack >= 0) & (is_gpu | is_nic)
+    near = gpu_like[arcs.head]
+    width = max(int(rack.max()) + 1 if n else 1, 1)
+    pairs, first, count = np.unique(arcs.tail[near] * width + rack[arcs.head[near]],
+                                    return_index=True, return_counts=True)
+    best = np.lexsort((first, -count, pairs // width))
+    owners, at = np.unique((pairs // width)[best], return_index=True)
+    home = np.full(n, -1, dtype=np.int64)
+    home[owners] = (pairs % width)[best][at]
+    # Switches in order of layer (graph order within one), each placed by its home rack.
+    queue = np.array([i for _, i in sorted(pending, key=lambda li: li[0])], dtype=np.int64)
+    homed = home[queue] >= 0 if layout.leaf_placement != "central" else \
+        np.zeros(len(queue), dtype=bool)
+    leaves, to_central = queue[homed], queue[~homed]
+    h = home[leaves]
+    r = h // layout.racks_per_row
     next_rack = racks
-    pending: list[tuple[int, Hashable]] = []
-    for i, v in enumerate(nodes):
-        if role[i] == "gpu":
-            continue
-        gpu_nbrs = [w for w in g.successors(v) if g.nodes[w].get("role") == "gpu"]
-        if role[i] == "nic" or (gpu_nbrs and any(is_scale_up_arc(g[v][w])
-                                                 for w in gpu_nbrs)):
-            if gpu_nbrs:
-                j = index[gpu_nbrs[0]]
-                unit[i], rack[i], row[i], x[i], y[i] = unit[j], rack[j], row[j], x[j], y[j]
-                continue
-        pending.append((int(g.nodes[v].get("layer") or 0), v))
-    # A NIC's switch neighbours count as GPUs for leaf placement: look through NICs.
-    gpu_like = {v for v, i in index.items() if rack[i] >= 0 and role[i] in ("gpu", "nic")}
-    central_queue: list[int] = []
-    for _, v in sorted(pending, key=lambda lv: lv[0]):
-        i = index[v]
-        nbr_racks = [int(rack[index[w]]) for w in g.successors(v) if w in gpu_like]
-        if not nbr_racks or layout.leaf_placement == "central":
-            central_queue.append(i)
-            continue
-        home = Counter(nbr_racks).most_common(1)[0][0]
-        if layout.leaf_placement == "top_of_rack":
-            r = home // layout.racks_per_row
-            rack[i], row[i] = home, r
-            x[i], y[i] = (home % layout.racks_per_row) * layout.rack_pitch_m, row_y(r)
-        else:  # end_of_row: one network rack before slot 0 of the row
-            r = home // layout.racks_per_row
-            if r not in row_end_rack:
-                row_end_rack[r] = next_rack
-                next_rack += 1
-            rack[i], row[i], x[i], y[i] = row_end_rack[r], r, -layout.rack_pitch_m, row_y(r)
-    for i in central_queue:
-        k = network_slots // layout.switches_per_network_rack
-        network_slots += 1
-        rack[i], row[i] = next_rack + k, -1
-        x[i], y[i] = k * layout.rack_pitch_m, central * layout.row_pitch_m
-    total_racks = next_rack + math.ceil(network_slots / layout.switches_per_network_rack)
+    if layout.leaf_placement == "top_of_rack":
+        rack[leaves], row[leaves] = h, r
+        x[leaves], y[leaves] = (h % layout.racks_per_row) * layout.rack_pitch_m, row_y(r)
+    else:  # end_of_row: one network rack before slot 0 of each row, numbered as rows are met
+        met, first = np.unique(r, return_index=True)
+        end_rack = np.zeros(int(met.max()) + 1 if len(met) else 0, dtype=np.int64)
+        end_rack[met[np.argsort(first, kind="stable")]] = next_rack + np.arange(len(met))
+        next_rack += len(met)
+        rack[leaves], row[leaves] = end_rack[r], r
+        x[leaves], y[leaves] = -layout.rack_pitch_m, row_y(r)
+    k = np.arange(len(to_central)) // layout.switches_per_network_rack
+    rack[to_central], row[to_central] = next_rack + k, -1
+    x[to_central], y[to_central] = k * layout.rack_pitch_m, central * layout.row_pitch_m
+    total_racks = next_rack + math.ceil(len(to_central) / layout.switches_per_network_rack)
     return Placement(nodes, index, unit, rack, row, x, y, total_racks, rows)
 

@@ -1,0 +1,368 @@
+"""What pricing reads off a fabric before any policy or catalog is applied, read once.
+
+:func:`~fabricopt.estimate_cost` prices one fabric under a policy; a design optimizer prices
+the same fabric under several (cost, all optics, LPO). Everything here depends only on the
+fabric and the layout, so it is read in array form once and kept:
+
+* the validation of the data model (:meth:`fabricopt.Fabric.validate`), checked on arrays;
+* the placement (:func:`fabricopt.cost.layout.place`) and the switches built into a server;
+* the port use of every device (how many ports per tier, at what rate, which techs), one shared
+  record for devices whose links are alike (the 16,384 GPUs of a SuperPOD have two records);
+* every physical bundle (each link once, not per direction) with its tier, tech, rate per link,
+  length, row and section, grouped into classes of bundles priced alike up to the kind of
+  switch at each end, which the policy decides.
+
+The reading is cached per fabric, keyed by the fabric's content: the node and arc attributes
+pricing reads (roles, models, radices, positions; capacities, link counts, techs, tiers), the
+node and arc order and the endpoints. A fabric changed in any of these after it was priced (an
+attribute edited in place included) is read and validated afresh; reading the key is one pass
+over the arcs, far cheaper than the analysis it guards.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..fabric import ROLES, Fabric
+from ..tiers import DEFAULT_TIER, IN_SYSTEM_TIERS, is_scale_up
+from .layout import Layout, Placement, _Arcs, _in_server, _place
+
+#: Node attributes pricing reads (validation, switch and NIC choice, placement).
+NODE_FIELDS = ("role", "model", "radix", "node", "su", "pod", "tray", "layer")
+
+_ABSENT = object()
+"""Stands for an arc's ``links`` attribute when it is not set (validation tells the two
+apart: an absent count is one link, a set one must be a whole number >= 1)."""
+
+
+@dataclass(frozen=True)
+class PortUse:
+    """The ports a device uses: how many per tier, at what rate (its fastest), which techs."""
+
+    by_tier: dict[str, int]
+    rate_gbps: float
+    techs: frozenset[str]
+
+    @property
+    def used(self) -> int:
+        return sum(self.by_tier.values())
+
+
+@dataclass(frozen=True)
+class _Content:
+    """Everything of a fabric that pricing reads, as plain lists (compared with ``==``)."""
+
+    nodes: list[Hashable]
+    endpoints: tuple[Hashable, ...]
+    node_fields: tuple[list[Any], ...]
+    degree: list[int]
+    heads: list[Hashable]
+    capacity: list[Any]
+    capacity_types: list[type]
+    links: list[Any]
+    links_types: list[type]
+    tech: list[str]
+    tier: list[str]
+
+    @classmethod
+    def of(cls, fab: Fabric) -> _Content:
+        # networkx's edge views cost microseconds per arc; the successor dicts of the
+        # DiGraph, read with map, chain and dict.get (all C-level), cost a small fraction.
+        adj = fab.graph._adj
+        nodes = list(adj)
+        node_data = list(map(fab.graph._node.__getitem__, nodes))
+        node_fields = tuple(_column(node_data, f, None) for f in NODE_FIELDS)
+        arcs = list(itertools.chain.from_iterable(nbrs.values() for nbrs in adj.values()))
+        heads = list(itertools.chain.from_iterable(adj.values()))
+        capacity = _column(arcs, "capacity", None)
+        links = _column(arcs, "links", _ABSENT)
+        tech = _column(arcs, "tech", "")
+        tier = _column(arcs, "tier", DEFAULT_TIER)
+        # tier_of() and the techs of a port use are str() of the attribute.
+        if not set(map(type, tech)) <= {str}:
+            tech = list(map(str, tech))
+        if not set(map(type, tier)) <= {str}:
+            tier = list(map(str, tier))
+        return cls(nodes, tuple(fab.endpoints), node_fields, list(map(len, adj.values())),
+                   heads, capacity, list(map(type, capacity)), links, list(map(type, links)),
+                   tech, tier)
+
+
+def _column(dicts: list[Mapping[str, Any]], key: str, default: Any) -> list[Any]:
+    """``[d.get(key, default) for d in dicts]``, at C speed for plain dicts (networkx's
+    default attribute containers)."""
+    try:
+        return list(map(dict.get, dicts, itertools.repeat(key), itertools.repeat(default)))
+    except TypeError:  # a graph class with other mappings for its attributes
+        return [d.get(key, default) for d in dicts]
+
+
+@dataclass(frozen=True)
+class Bundles:
+    """The physical bundles of a fabric, each once (PCIe GPU-NIC links left out), in arc order.
+
+    Arrays are indexed by bundle: ``u``, ``v`` the node indices of its ends (``u`` first in
+    arc order), ``links`` its physical links, ``kind`` its class among ``classes``. Bundles of
+    one class are priced alike once the kinds of switch at their ends are known: a class is
+    ``(tier, tech, rate_gbps, length_m, in_row, section)`` (see
+    :class:`fabricopt.cost.bom.LinkKind`).
+    """
+
+    u: np.ndarray
+    v: np.ndarray
+    links: np.ndarray
+    kind: np.ndarray
+    classes: list[tuple[str, str, float, float, bool, str]]
+
+
+@dataclass(frozen=True)
+class FabricReading:
+    """The policy-free reading of a fabric under a layout (see the module notes).
+
+    ``nodes`` are in graph order (the order of :class:`~fabricopt.cost.layout.Placement`);
+    ``port_use[i]`` is the port use of node ``i`` over all its arcs and ``nic_port_use[i]``
+    over the arcs a NIC serves (None for nodes that are neither GPU nor NIC, and for GPUs with
+    no scale-out link: they get no NIC). Equal port uses are one shared object.
+    """
+
+    nodes: list[Hashable]
+    node_data: list[Mapping[str, Any]]
+    roles: list[Any]
+    switches: list[int]
+    port_use: list[PortUse]
+    nic_port_use: list[PortUse | None]
+    placement: Placement
+    in_server: frozenset[Hashable]
+    bundles: Bundles
+
+
+_CACHE: weakref.WeakKeyDictionary[Fabric, tuple[_Content, list[tuple[Layout,
+                                                                     FabricReading]]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def read_fabric(fab: Fabric, layout: Layout) -> FabricReading:
+    """The reading of ``fab`` under ``layout``, validated; cached while the fabric's content
+    is unchanged (see the module notes).
+
+    Raises :class:`~fabricopt.InvalidFabricError` as :meth:`Fabric.validate` does.
+
+    Examples
+    --------
+    >>> import fabricopt as fo
+    >>> fab = fo.superpod(scalable_units=1)
+    >>> r = read_fabric(fab, fo.Layout())
+    >>> read_fabric(fab, fo.Layout()) is r, len({id(u) for u in r.port_use})
+    (True, 5)
+    >>> fab.graph.nodes["s0"]["model"] = "q3400"  # a spine named as another model
+    >>> read_fabric(fab, fo.Layout()) is r
+    False
+    """
+    content = _Content.of(fab)
+    cached = _CACHE.get(fab)
+    if cached is None or cached[0] != content:
+        _validate(fab, content)
+        cached = (content, [])
+        _CACHE[fab] = cached
+    for lay, reading in cached[1]:
+        if lay == layout:
+            return reading
+    reading = _read(fab, layout, content)
+    cached[1].append((layout, reading))
+    return reading
+
+
+# -- validation ---------------------------------------------------------------------------------
+def _arc_index(content: _Content) -> tuple[dict[Hashable, int], np.ndarray, np.ndarray]:
+    index = {v: i for i, v in enumerate(content.nodes)}
+    n = len(content.nodes)
+    tail = np.repeat(np.arange(n, dtype=np.int64), np.asarray(content.degree, dtype=np.int64))
+    head = np.fromiter(map(index.__getitem__, content.heads), dtype=np.int64,
+                       count=len(content.heads))
+    return index, tail, head
+
+
+def _validate(fab: Fabric, content: _Content) -> None:
+    """:meth:`Fabric.validate` of ``fab``: the rules checked on arrays, and the full check
+    (which names every problem) run only when one of them fails, or when a value is of a
+    type the array check does not cover."""
+    if not _looks_valid(content):
+        fab.validate()
+
+
+def _looks_valid(content: _Content) -> bool:
+    """True only when :meth:`Fabric.problems` would find nothing (False: look closer). The
+    cheap checks of types and roles come first; the arrays are built only for fabrics that
+    pass them."""
+    if not set(content.capacity_types) <= {float, int}:
+        return False  # bools, numpy scalars, text, missing: the full check judges them
+    if not set(content.links_types) <= {int, object}:
+        return False  # object is the absent count (one link)
+    roles = content.node_fields[0]
+    if not all(map(ROLES.__contains__, roles)):  # roles may be anything, hashable or not
+        return False
+    index, tail, head = _arc_index(content)
+    if any(roles[index[e]] != "gpu" for e in content.endpoints):
+        return False
+    cap = np.asarray(content.capacity, dtype=float)
+    if not np.all(np.isfinite(cap) & (cap > 0)) or np.any(tail == head):
+        return False
+    links = _link_counts(content)
+    if np.any(links < 1):
+        return False
+    n = len(content.nodes)
+    code = tail * n + head
+    codes = np.sort(code)
+    back = head * n + tail
+    at = np.minimum(np.searchsorted(codes, back), len(codes) - 1)
+    if len(codes) and not np.array_equal(codes[at], back):
+        return False  # an arc without its reverse
+    used = np.bincount(tail, weights=links, minlength=n)
+    radix = content.node_fields[NODE_FIELDS.index("radix")]
+    for i, (role, r) in enumerate(zip(roles, radix, strict=True)):
+        if role == "switch" and r is not None:
+            if not isinstance(r, int | float) or isinstance(r, bool) or used[i] > r:
+                return False
+    return True
+
+
+def _link_counts(content: _Content) -> np.ndarray:
+    links = content.links
+    if object in set(content.links_types):
+        links = [1 if x is _ABSENT else x for x in links]
+    return np.asarray(links, dtype=np.int64).reshape(len(links))
+
+
+# -- the reading --------------------------------------------------------------------------------
+def _codes(values: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Integer code of every value (first seen, first coded) and the values by code."""
+    table = {x: i for i, x in enumerate(dict.fromkeys(values))}
+    codes = np.fromiter(map(table.__getitem__, values), dtype=np.int64, count=len(values))
+    return codes, list(table)
+
+
+def _port_uses(n: int, tail: np.ndarray, mask: np.ndarray, tier_code: np.ndarray,
+               tiers: list[str], tech_code: np.ndarray, techs: list[str], links: np.ndarray,
+               rate: np.ndarray) -> list[PortUse]:
+    """Port use of every node over its arcs where ``mask`` holds: ports per tier in the order
+    the tiers first appear among its arcs, the fastest rate, the techs. Equal uses are one
+    object."""
+    sel = np.flatnonzero(mask)
+    t = tail[sel]
+    n_tiers, n_techs = max(len(tiers), 1), max(len(techs), 1)
+    pair, first, inverse = np.unique(t * n_tiers + tier_code[sel], return_index=True,
+                                     return_inverse=True)
+    ports = np.bincount(inverse.reshape(-1), weights=links[sel], minlength=len(pair))
+    order = np.argsort(first, kind="stable")  # by node (arcs run node by node), then appearance
+    node, tier, ports = pair[order] // n_tiers, pair[order] % n_tiers, ports[order]
+    per_node = np.bincount(node, minlength=n)
+    slot = np.arange(len(node)) - (np.cumsum(per_node) - per_node)[node]
+    width = int(per_node.max()) if n else 0
+    # One row per node: (tier, ports) by appearance (-1 past its tiers), the techs it uses
+    # (0/1 per tech), its fastest rate. Equal rows are equal port uses.
+    rows = np.full((n, 2 * width + n_techs + 1), -1.0)
+    rows[node, 2 * slot] = tier
+    rows[node, 2 * slot + 1] = ports
+    rows[:, 2 * width:-1] = 0.0
+    used = np.unique(t * n_techs + tech_code[sel])
+    rows[used // n_techs, 2 * width + used % n_techs] = 1.0
+    fastest = np.zeros(n)
+    np.maximum.at(fastest, t, rate[sel])
+    rows[:, -1] = fastest
+    if not n:
+        return []
+    _, rep, group = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    shared = []
+    for r in rep.tolist():
+        row = rows[r]
+        by_tier = {tiers[int(row[2 * k])]: int(row[2 * k + 1]) for k in range(width)
+                   if row[2 * k] >= 0}
+        names = frozenset(techs[k] for k in np.flatnonzero(row[2 * width:-1]).tolist())
+        shared.append(PortUse(by_tier, float(row[-1]), names))
+    return [shared[g] for g in group.reshape(-1).tolist()]
+
+
+def _read(fab: Fabric, layout: Layout, content: _Content) -> FabricReading:
+    index, tail, head = _arc_index(content)
+    n, m = len(content.nodes), len(content.heads)
+    roles = content.node_fields[0]
+    role_code = np.array([{"gpu": 0, "nic": 1}.get(r, 2) for r in roles], dtype=np.int64)
+    links = _link_counts(content)
+    rate = np.asarray(content.capacity, dtype=float).reshape(m) / links
+    tier_code, tiers = _codes(content.tier)
+    tech_code, techs = _codes(content.tech)
+    everything = np.ones(m, dtype=bool)
+    port_use = _port_uses(n, tail, everything, tier_code, tiers, tech_code, techs, links, rate)
+    # A NIC's ports: not its PCIe links to GPUs; a GPU's: not those either, nor its scale-up
+    # links, which are built into it (see fabricopt.cost.bom).
+    # is_scale_up_arc() of every (tier, tech) pair; it reads str() of both, as coded here.
+    scale_up = np.array([is_scale_up(t, x) for t, x in itertools.product(tiers, techs)],
+                        dtype=bool)
+    arc_scale_up = scale_up[tier_code * len(techs) + tech_code] if m else np.zeros(0, bool)
+    pcie = ((role_code[tail] == 0) & (role_code[head] == 1)) | \
+        ((role_code[tail] == 1) & (role_code[head] == 0))
+    nic_mask = ~pcie & ~((role_code[tail] == 0) & arc_scale_up)
+    nic_use = _port_uses(n, tail, nic_mask, tier_code, tiers, tech_code, techs, links, rate)
+    nic_port_use: list[PortUse | None] = [
+        use if (r == "nic" or (r == "gpu" and use.used)) else None
+        for r, use in zip(roles, nic_use, strict=True)]
+
+    node_data = [fab.graph._node[v] for v in content.nodes]
+    in_system = np.array([t in IN_SYSTEM_TIERS for t in tiers], dtype=bool)
+    arcs = _Arcs(content.nodes, index, node_data, roles, tail, head,
+                 in_system[tier_code] if m else np.zeros(0, bool), arc_scale_up)
+    placement = _place(fab, layout, arcs)
+    in_server = _in_server(arcs, layout)
+    return FabricReading(
+        content.nodes, node_data, roles,
+        [i for i, r in enumerate(roles) if r == "switch"], port_use, nic_port_use, placement,
+        in_server, _bundles(content, placement, layout, in_server, index, tail, head, pcie,
+                            links, rate, tier_code, tiers, tech_code, techs))
+
+
+def _bundles(content: _Content, placement: Placement, layout: Layout,
+             in_server: frozenset[Hashable], index: Mapping[Hashable, int], tail: np.ndarray,
+             head: np.ndarray, pcie: np.ndarray, links: np.ndarray, rate: np.ndarray,
+             tier_code: np.ndarray, tiers: list[str], tech_code: np.ndarray,
+             techs: list[str]) -> Bundles:
+    """Every bundle once: by the first of its two arcs in arc order (the validated fabric has
+    both), PCIe links between a GPU and its NIC left out."""
+    n, m = len(content.nodes), len(content.heads)
+    pos = np.arange(m)
+    code = tail * n + head
+    order = np.argsort(code, kind="stable")
+    back = order[np.searchsorted(code[order], head * n + tail)] if m else pos
+    keep = np.flatnonzero((back > pos) & ~pcie)
+    u, v = tail[keep], head[keep]
+    lengths = placement._lengths_m(u, v, tier_code[keep], tiers, layout)
+    in_row = ((placement.row[u] == placement.row[v]) & (placement.row[u] >= 0)
+              & (placement.rack[u] != placement.rack[v]))
+    server = np.zeros(n, dtype=bool)
+    server[[index[w] for w in in_server]] = True
+    in_system = np.array([t in IN_SYSTEM_TIERS for t in tiers], dtype=bool)
+    section = in_system[tier_code[keep]] & (server[u] | server[v])
+    rate_values, rate_code = np.unique(rate[keep], return_inverse=True)
+    length_values, length_code = np.unique(lengths, return_inverse=True)
+    key = tier_code[keep]
+    for c, size in ((tech_code[keep], len(techs)), (rate_code.reshape(-1), len(rate_values)),
+                    (length_code.reshape(-1), len(length_values)),
+                    (in_row.astype(np.int64), 2), (section.astype(np.int64), 2)):
+        key = key * size + c
+    distinct, kind = np.unique(key, return_inverse=True)
+    classes = []
+    for k in distinct.tolist():
+        k, sec = divmod(k, 2)
+        k, row = divmod(k, 2)
+        k, length = divmod(k, len(length_values))
+        k, r = divmod(k, len(rate_values))
+        tier, tech = divmod(k, len(techs))
+        classes.append((tiers[tier], techs[tech], float(rate_values[r]),
+                        float(length_values[length]), bool(row),
+                        "in_server" if sec else "network"))
+    return Bundles(u, v, links[keep], kind.reshape(-1), classes)
