@@ -679,8 +679,8 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
     ...                   constraints={"all_to_all_gbps_per_gpu": 300})
     >>> res.best["name"], round(res.best["all_to_all_gbps_per_gpu"])  # 3:1 is enough
     ('rail_optimized nvswitch_domain r8 3:1 cost', 375)
-    >>> [r["status"] for r in res.rows]
-    ['evaluated', 'evaluated']
+    >>> [(r["status"], r["reason"][:21]) for r in res.rows]  # 1:1 dearer: priced, not solved
+    [('pruned', 'costs more than rail_'), ('evaluated', '')]
     """
     func = "optimize"
     start = time.perf_counter()
