@@ -546,8 +546,9 @@ class OptimizeResult:
                  + ", ".join(f"{n} {status}" for status, n in counts.items())
                  + f", in {self.seconds:.1f} s"]
         if self.constraints:
-            lines.append("constraints: " + ", ".join(f"{k} {v:,g}"
-                                                      for k, v in self.constraints.items()))
+            lines.append("constraints: " + ", ".join(
+                f"{k} {v:,.0f}" if abs(v) >= 1e4 else f"{k} {v:g}"
+                for k, v in self.constraints.items()))
         lines += ["", "Pareto front (capex, certified all-to-all per GPU):", self.to_markdown(),
                   ""]
         if self.best is not None:
