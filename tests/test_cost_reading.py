@@ -469,3 +469,13 @@ def test_cages_match_a_loop_over_the_bundles(name, policy):
     want = {v: (used.get(v, 0.0), e["cages"] / int(e.get("chips") or 1))
             for v, e in models.items() if e.get("cages")}
     assert fo.estimate_cost(fab, policy=policy).cages == want
+
+
+def test_idle_ports_leave_out_in_server_silicon_unless_included():
+    # superpod(1): 32 DGX H100, each with 4 NVSwitch chips of 64 NVLink4 ports; its 8 GPUs
+    # use 18 links each (5 + 4 + 4 + 5 over the chips), 144 of the 256 ports. The spare 112
+    # per server serve its own cages: not idle switch ports bought, unless in-server silicon
+    # is counted, when 32 x 112 = 3,584 are.
+    fab = fo.superpod(1)
+    assert "nvswitch3" not in fo.estimate_cost(fab).idle_ports
+    assert fo.estimate_cost(fab, include_in_server=True).idle_ports["nvswitch3"] == 3584

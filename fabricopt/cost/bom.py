@@ -145,7 +145,9 @@ class CostEstimate:
         Ports bought but not cabled, per switch model: the ports a unit offers at the rate
         its links run (the most its port modes give at that rate, per chip of a multi-chip
         unit) less the ports the fabric uses. ``fat_tree(8)`` priced as 64-port switches
-        leaves 56 of 64 idle on each of its 80 switches.
+        leaves 56 of 64 idle on each of its 80 switches. Scale-up silicon built into a server
+        (a DGX's NVSwitch chips, whose spare ports serve the server's own cages) counts only
+        with ``include_in_server``.
     """
 
     fabric: str
@@ -695,10 +697,12 @@ def _end_kind(entry: Entry) -> float:
     return entry["radix"] * entry["port_gbps"] / cages if cages else 0.0
 
 
-def _idle_ports(groups: list[_SwitchGroup]) -> dict[str, int]:
+def _idle_ports(groups: list[_SwitchGroup], include_in_server: bool) -> dict[str, int]:
     """Ports bought but not cabled, per switch model (see :class:`CostEstimate`)."""
     idle: dict[str, int] = defaultdict(int)
     for g in groups:
+        if g.section == "in_server" and not include_in_server:
+            continue  # part of the server, not bought as a switch
         entry, use = g.entry, g.use
         modes = [(entry["radix"], entry["port_gbps"])] + list(entry.get("breakout") or ())
         offered = max((p for p, gbps in modes if gbps >= use.rate_gbps), default=use.used)
@@ -810,7 +814,7 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     parts += _nic_parts(reading, chooser)
     est = _assemble(fab, cat, lay, pol, parts, runs, include_in_server)
     est.cages = _cages(reading, groups, group_of, kinds, kind_of, media)
-    est.idle_ports = _idle_ports(groups)
+    est.idle_ports = _idle_ports(groups, include_in_server)
     return est
 
 
