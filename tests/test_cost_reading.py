@@ -293,7 +293,7 @@ def test_switches_priced_in_groups_match_one_by_one():
         modes = [(entry["radix"], entry["port_gbps"])] + list(entry.get("breakout") or ())
         offered = max((p for p, gbps in modes if gbps >= rate), default=use.used)
         idle[entry.key] += max(offered // int(entry.get("chips") or 1) - use.used, 0)
-    assert fo.estimate_cost(fab).idle_ports == dict(idle)
+    assert fo.estimate_cost(fab, include_in_server=True).idle_ports == dict(idle)
 
 
 # -- the cache ------------------------------------------------------------------------------------
