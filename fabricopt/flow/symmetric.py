@@ -52,15 +52,24 @@ def _dense(values: np.ndarray) -> np.ndarray:
 
 
 def _relabel(*columns: np.ndarray) -> np.ndarray:
-    """Dense class ids 0..k-1 for rows of the given integer columns.
+    """Dense class ids 0..k-1 for rows of the given integer columns, numbered in the
+    lexicographic order of the rows (the first column first).
 
-    Columns are combined pairwise as ``a * (max(b) + 1) + b`` on dense ids, which stays far
-    below 2^63 for any graph that fits in memory, so only 1-D sorts are needed.
+    One stable multi-key sort and a scan for changes, instead of a sort per column: the
+    symmetric LP of a 2:1 cluster refines 209 roots, and this was most of its build.
     """
-    out = _dense(columns[0])
-    for col in columns[1:]:
-        b = _dense(col)
-        out = _dense(out * (int(b.max()) + 1) + b)
+    if len(columns) == 1:
+        return _dense(columns[0])
+    order = np.lexsort(columns[::-1])
+    n = len(order)
+    changed = np.zeros(n, dtype=bool)
+    if n:
+        changed[0] = True
+        for col in columns:
+            ordered = col[order]
+            changed[1:] |= ordered[1:] != ordered[:-1]
+    out = np.empty(n, dtype=np.int64)
+    out[order] = np.cumsum(changed) - 1
     return out
 
 
