@@ -52,7 +52,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._checks import check_bool, check_choice, check_int, check_positive, fail
+from ._checks import check_bool, check_choice, check_int, check_positive, did_you_mean, fail
 from .errors import FabricOptError
 
 #: The space searched when none is given: a rail-optimized or Clos cluster of DGX H100 on
@@ -120,7 +120,8 @@ def _candidates(gpus: int, space: Mapping[str, Any]) -> list[Candidate]:
     keys = list(DEFAULT_SPACE)
     unknown = sorted(set(space) - set(keys))
     if unknown:
-        raise fail(func, "space", "a mapping with keys among " + ", ".join(keys), unknown)
+        raise fail(func, "space", "a mapping with keys among " + ", ".join(keys)
+                   + did_you_mean(unknown[0], keys), unknown)
     grid = {k: list(space.get(k, DEFAULT_SPACE[k])) for k in keys}
     for k, values in grid.items():
         if not values:
@@ -512,7 +513,9 @@ class OptimizeResult:
         all-to-all Gb/s per GPU (higher is better), by capex; with the capex objective, up
         to the best design unless ``full_front`` was asked. Unsolved rows are never on it.
     best : dict or None
-        The evaluated row meeting every constraint with the best objective.
+        The evaluated row meeting every constraint with the best objective: the best
+        *proven* design. Cheaper candidates left unsolved (a bracket holding a target) may
+        meet it too: :meth:`undecided_cheaper` lists them, and the printed report warns.
     nearest : list of dict
         When no candidate meets every constraint: the evaluated rows that miss least
         (smallest total shortfall), with the shortfall of each.
@@ -558,12 +561,31 @@ class OptimizeResult:
                          f"{b['all_to_all_gbps_per_gpu']:,.1f} Gb/s all-to-all per GPU"
                          + (" (at least: ECMP routing)" if b.get("flow_method") == "ecmp bound"
                             else ""))
+            rivals = self.undecided_cheaper()
+            if rivals:
+                lines.append(f"caution: {len(rivals)} cheaper candidate(s) undecided (their "
+                             "certified bracket holds a target), so the best is the cheapest "
+                             "proven, not proven cheapest:")
+                lines += [f"  {r['name']}: {r['capex_usd']:,.0f} USD, all-to-all "
+                          f"[{r['all_to_all_gbps_per_gpu']:,.1f}, "
+                          f"{r['all_to_all_upper_gbps_per_gpu']:,.1f}] Gb/s per GPU"
+                          for r in rivals]
         else:
             lines.append("no design meets every constraint; nearest:")
             lines += [f"  {r['name']}: " + ", ".join(f"{k} misses by {v:.1%}"
                                                      for k, v in r["shortfall"].items())
                       for r in self.nearest]
         return "\n".join(lines)
+
+    def undecided_cheaper(self) -> list[dict[str, Any]]:
+        """Unsolved rows with a certified bracket that cost less than the best design: any of
+        them may meet every constraint, so the best is the cheapest *proven* design."""
+        if self.best is None or self.objective != "capex_usd":
+            return []
+        return [r for r in self.rows if r["status"] == "unsolved"
+                and r.get("capex_usd") is not None
+                and r.get("all_to_all_upper_gbps_per_gpu") is not None
+                and r["capex_usd"] < self.best["capex_usd"]]
 
     def to_records(self) -> list[dict[str, Any]]:
         """Every candidate's row."""

@@ -315,3 +315,26 @@ def test_bracketed_failure_trial_is_a_lower_bound(monkeypatch):
             "all_to_all_after_failure_gbps"] * (1 + 1e-6)
         if r["meets"]:
             assert by[r["name"]]["meets"]
+
+
+def test_report_cautions_about_cheaper_undecided_candidates():
+    # A best design at 100 USD and an unsolved one at 90 whose bracket [107, 178] Gb/s holds
+    # the 150 target: the cheaper one may meet it, so the report says the best is only the
+    # cheapest proven design. A dearer unsolved one (120 USD) is not a rival.
+    from fabricopt.optimize import OptimizeResult
+
+    best = {"name": "b", "status": "evaluated", "capex_usd": 100.0, "power_w": 1.0,
+            "all_to_all_gbps_per_gpu": 180.0, "meets": True, "shortfall": {}}
+    cheap = {"name": "u", "status": "unsolved", "capex_usd": 90.0,
+             "all_to_all_gbps_per_gpu": 107.0, "all_to_all_upper_gbps_per_gpu": 178.0}
+    dear = {**cheap, "name": "d", "capex_usd": 120.0}
+    res = OptimizeResult(16, "capex_usd", {"all_to_all_gbps_per_gpu": 150},
+                         [best, cheap, dear], [best], best, [], 0.1)
+    assert res.undecided_cheaper() == [cheap]
+    text = str(res)
+    assert "caution: 1 cheaper candidate(s) undecided" in text and "[107.0, 178.0]" in text
+
+
+def test_misspelled_space_key_gets_a_suggestion():
+    with pytest.raises(fo.FabricOptError, match="did you mean 'oversubscription'"):
+        fo.optimize(16, space={"oversubscripton": [1.0]})
