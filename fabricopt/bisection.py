@@ -98,7 +98,7 @@ class BisectionResult:
             f"bisection        {self.lower_gbps:.6g} <= B <= {self.upper_gbps:.6g} Gb/s "
             f"({state}; lower from {self.lower_from}, cut from {self.cut.found_by})",
             f"per endpoint     {self.per_endpoint_gbps:.6g} Gb/s "
-            f"({self.full_bisection_ratio:.3g} of full bisection)",
+            f"({self.full_bisection_ratio:.3g} x full bisection)",
             f"cut              {self.cut.physical_links} links in {len(self.cut.links)} "
             f"bundles, from "
             f"{len(self.cut.endpoints_a)} to {len(self.cut.endpoints_b)} endpoints",
