@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidParameterError
+from .errors import InvalidFabricError, InvalidParameterError
 
 
 def fail(func: str, name: str, rule: str, value: Any) -> InvalidParameterError:
@@ -164,7 +164,8 @@ def as_rng(seed: Any, func: str | None = None) -> np.random.Generator:
 
 
 def check_fabric(func: str, fab: Any, name: str = "fab") -> Any:
-    """Return ``fab`` if it is a :class:`~fabricopt.Fabric`, else raise naming its type.
+    """Return ``fab`` if it is a :class:`~fabricopt.Fabric` whose endpoints are nodes of its
+    graph, else raise naming its type (or the missing endpoints).
 
     >>> check_fabric("risk_groups", None)
     Traceback (most recent call last):
@@ -176,6 +177,10 @@ def check_fabric(func: str, fab: Any, name: str = "fab") -> Any:
     if not isinstance(fab, Fabric):
         raise InvalidParameterError(f"{func}(): {name} must be a Fabric, got "
                                     f"{type(fab).__name__}")
+    missing = [e for e in fab.endpoints if e not in fab.graph]
+    if missing:
+        raise InvalidFabricError(f"{func}(): {name} has endpoints that are not nodes of its "
+                                 f"graph (removed after it was built?): {missing[:3]!r}")
     return fab
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from copy import deepcopy
@@ -34,7 +35,7 @@ from typing import Any
 
 import networkx as nx
 
-from ._checks import check_label
+from ._checks import check_label, did_you_mean
 from .errors import InvalidFabricError, InvalidParameterError
 from .symmetry.claim import Symmetry
 from .tiers import SCALE_UP_TIERS as SCALE_UP_TIERS  # its old home; tiers.py owns it now
@@ -146,7 +147,8 @@ class Fabric:
         if endpoint not in self.graph:
             raise InvalidParameterError(f"Fabric.injection_gbps(): {endpoint!r} is not a node "
                                         f"of fabric {self.name!r}")
-        return float(sum(c for _, _, c in self.graph.out_edges(endpoint, data="capacity")))
+        return float(sum(_arc_gbps(self.name, u, v, d)
+                         for u, v, d in self.graph.out_edges(endpoint, data=True) if u != v))
 
     def scale_out_injection_gbps(self, endpoint: Hashable) -> float:
         """Capacity (Gb/s) leaving ``endpoint`` outside its scale-up domain (links that are not
@@ -298,7 +300,10 @@ class Fabric:
                 out.append(f"arc {u!r}->{v!r}: a link needs both directions, {v!r}->{u!r} "
                            "is missing")
         for e in self.endpoints:
-            if g.nodes[e].get("role") != "gpu":
+            if e not in g:
+                out.append(f"endpoint {e!r}: not a node of the graph (removed after the fabric "
+                           "was built?)")
+            elif g.nodes[e].get("role") != "gpu":
                 out.append(f"endpoint {e!r}: role must be 'gpu', got {g.nodes[e].get('role')!r}")
         for v, d in g.nodes(data=True):
             role = d.get("role")
@@ -347,11 +352,12 @@ class Fabric:
         techs: dict[str, set[str]] = defaultdict(set)
         for u, v, d in g.edges(data=True):
             tier = tier_of(d)
-            # A link is two arcs: count it once, by the arc whose ends sort first.
-            if g.has_edge(v, u) and repr(u) > repr(v):
+            # A link is two arcs: count it once, by the arc whose ends sort first. A self-loop
+            # joins no two devices: it is no link (problems() reports it).
+            if u == v or (g.has_edge(v, u) and repr(u) > repr(v)):
                 continue
             links[tier] += int(d.get("links", 1))
-            capacity[tier] += float(d["capacity"])
+            capacity[tier] += _arc_gbps(self.name, u, v, d)
             techs[tier].add(str(d.get("tech", "")))
         inj = [self.injection_gbps(e) for e in self.endpoints]
         return FabricSummary(
@@ -387,6 +393,16 @@ class Removed:
     def physical_links(self) -> int:
         """Physical links removed by name (not counting those of removed switches)."""
         return sum(n for _, _, n in self.links)
+
+
+def _arc_gbps(name: str, u: Hashable, v: Hashable, arc: Mapping[str, Any]) -> float:
+    """The capacity of arc ``u``->``v`` as a float, or :class:`InvalidFabricError` naming it."""
+    cap = arc.get("capacity")
+    if isinstance(cap, bool) or not isinstance(cap, numbers.Real) or not math.isfinite(cap):
+        raise InvalidFabricError(f"fabric {name!r}: arc {u!r}->{v!r} has capacity {cap!r}; "
+                                 "every arc needs a finite capacity > 0 Gb/s (see "
+                                 "Fabric.problems())")
+    return float(cap)
 
 
 def _is_link_count(value: Any) -> bool:
@@ -510,6 +526,8 @@ def from_networkx(G: nx.Graph, endpoints: Iterable[Hashable] | None = None,
                                   or isinstance(endpoints, str | bytes | Mapping)):
         raise InvalidParameterError(f"{func}(): endpoints must be None or an iterable of "
                                     f"nodes of G, got {endpoints!r}")
+    if isinstance(capacity, str):
+        _check_capacity_attribute(func, G, capacity)
     if endpoints is None:
         roles = [d.get("role") for _, d in G.nodes(data=True)]
         if any(r is not None for r in roles):
@@ -562,3 +580,25 @@ def from_networkx(G: nx.Graph, endpoints: Iterable[Hashable] | None = None,
                 attrs.setdefault("tier", "link")
                 D.add_edge(a, b, **attrs)
     return Fabric(D, endpoints, name or G.graph.get("name") or "networkx", {})
+
+
+def _check_capacity_attribute(func: str, G: nx.Graph, capacity: str) -> None:
+    """Refuse an attribute name no edge has (a typo would give every edge
+    ``default_capacity``); warn when only some edges lack it. The default name may be absent
+    everywhere: a plain graph takes ``default_capacity`` on purpose."""
+    keys: set[Any] = set()
+    lacking = 0
+    for _, _, d in G.edges(data=True):
+        keys.update(d)
+        lacking += capacity not in d
+    edges = G.number_of_edges()
+    if lacking == edges and edges and capacity != "capacity":
+        names = sorted(map(str, keys))
+        raise InvalidParameterError(
+            f"{func}(): capacity must name an edge attribute of G, got {capacity!r}, which no "
+            f"edge has{did_you_mean(capacity, names)}; edge attributes: "
+            f"{', '.join(names) or 'none'} (leave capacity out to give every edge "
+            "default_capacity)")
+    if 0 < lacking < edges:
+        warnings.warn(f"{func}(): {lacking} of {edges} edges lack the attribute {capacity!r} "
+                      "and get default_capacity", stacklevel=3)

@@ -71,6 +71,12 @@ class GraphArrays:
                 f"fabric {getattr(fab, 'name', '')!r}: arc {u!r}->{v!r} has capacity "
                 f"{g[u][v].get('capacity')!r}; every arc needs a finite capacity > 0 Gb/s "
                 f"({len(bad)} arc(s) break this rule)")
+        missing = [e for e in getattr(fab, "endpoints", ()) if e not in index]
+        if missing:
+            raise InvalidFabricError(
+                f"fabric {getattr(fab, 'name', '')!r}: endpoint {missing[0]!r} is not a node of "
+                f"its graph (removed after the fabric was built?); {len(missing)} endpoint(s) "
+                "break this rule")
         loops = np.flatnonzero(tail == head)
         if len(loops):
             u, _ = arcs[loops[0]]

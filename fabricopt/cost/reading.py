@@ -208,7 +208,7 @@ def _looks_valid(content: _Content) -> bool:
     if not all(map(ROLES.__contains__, roles)):  # roles may be anything, hashable or not
         return False
     index, tail, head = _arc_index(content)
-    if any(roles[index[e]] != "gpu" for e in content.endpoints):
+    if any(e not in index or roles[index[e]] != "gpu" for e in content.endpoints):
         return False
     cap = np.asarray(content.capacity, dtype=float)
     if not np.all(np.isfinite(cap) & (cap > 0)) or np.any(tail == head):

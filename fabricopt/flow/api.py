@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_bool, check_choice, check_positive
+from .._checks import check_bool, check_choice, check_fabric, check_positive
 from .._progress import progress_bar
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
@@ -179,9 +179,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     (0.125, 'symmetric', True)
     """
     start = time.perf_counter()
-    if not isinstance(fab, Fabric):
-        raise InvalidParameterError(f"max_concurrent_flow(): fab must be a Fabric, "
-                                    f"got {type(fab).__name__}")
+    check_fabric("max_concurrent_flow", fab)
     check_choice("max_concurrent_flow", "method", method, METHODS)
     check_choice("max_concurrent_flow", "backend", backend, BACKENDS)
     include_endpoint_links = check_bool("max_concurrent_flow", "include_endpoint_links",

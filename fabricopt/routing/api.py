@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import as_rng, check_bool, check_choice, check_int
+from .._checks import as_rng, check_bool, check_choice, check_fabric, check_int, check_positive
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
+from ..flow.backends import BACKENDS
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic, all_to_all
 from .fluid import FluidRouting, destination_rank
@@ -123,12 +124,15 @@ def routed_flow(fab: Fabric, traffic: Traffic | None = None, *, routing: str = "
     """
     start = time.perf_counter()
     func = "routed_flow"
-    if not isinstance(fab, Fabric):
-        raise InvalidParameterError(f"{func}(): fab must be a Fabric, got {type(fab).__name__}")
+    check_fabric(func, fab)
     check_choice(func, "routing", routing, ROUTINGS)
     flows_per_pair = check_int(func, "flows_per_pair", flows_per_pair, minimum=1)
     trials = check_int(func, "trials", trials, minimum=1)
     optimum = check_bool(func, "optimum", optimum)
+    # Checked whether or not the optimum is asked for: a typo must not wait for the day it is.
+    check_choice(func, "backend", backend, BACKENDS)
+    if time_limit is not None:
+        check_positive(func, "time_limit", time_limit)
     if routing != "hash" and (flows_per_pair != 1 or trials != 1):
         raise InvalidParameterError(
             f"{func}(): flows_per_pair and trials must be 1 unless routing='hash' "
