@@ -24,7 +24,7 @@ import numpy as np
 from scipy.sparse.csgraph import dijkstra
 
 from .._checks import check_fabric
-from ..errors import InvalidFabricError, InvalidParameterError
+from ..errors import InvalidFabricError, InvalidParameterError, TrafficError
 from ..fabric import Fabric
 from ..graph_arrays import GraphArrays
 from ..symmetry.claim import Symmetry
@@ -92,12 +92,14 @@ def endpoint_cut_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays) -> float:
 
 
 def _with_proven_symmetry(fab: Fabric, found: Symmetry | None) -> Fabric | None:
-    """``fab`` itself when it carries a claim or nothing was found; else ``fab`` carrying
-    the found symmetry once its generators are re-verified, or None when they are not
-    automorphisms of ``fab`` or do not give the found orbits (then the lower bound cannot be
-    re-proven)."""
-    if fab.symmetry is not None or not isinstance(found, FoundSymmetry):
+    """``fab`` itself when it carries a claim; else ``fab`` carrying the found symmetry once
+    its generators are re-verified, or None when nothing was found (a generator's claim the
+    fabric lost) or they are not automorphisms of ``fab`` or do not give the found orbits
+    (then the lower bound cannot be re-proven)."""
+    if fab.symmetry is not None:
         return fab
+    if not isinstance(found, FoundSymmetry):
+        return None  # a generator's claim that no longer holds (endpoints changed): no lift
     try:
         verify_found_symmetry(fab, found)
     except InvalidFabricError:
@@ -133,6 +135,12 @@ def check_certificate(fab: Fabric, result: FlowResult, traffic: Traffic | None =
     if traffic is not None and not isinstance(traffic, Traffic):
         raise InvalidParameterError(f"check_certificate(): traffic must be None or a Traffic, "
                                     f"got {type(traffic).__name__}")
+    if traffic is not None:
+        try:
+            traffic.check_endpoints(fab)
+        except TrafficError as exc:
+            raise TrafficError(f"check_certificate(): traffic must be over fab's endpoints: "
+                               f"{exc}") from None
     traffic = traffic or all_to_all(fab)
     cert = result.certificate
     if cert is None:
@@ -143,9 +151,10 @@ def check_certificate(fab: Fabric, result: FlowResult, traffic: Traffic | None =
     if scale != 1.0:
         traffic = traffic.scaled(scale)
     ga = GraphArrays.from_fabric(fab)
-    if cert.ga.arcs != ga.arcs:
-        raise InvalidParameterError("check_certificate(): the result was computed on a "
-                                    "different graph (arcs differ)")
+    for part in ("arcs", "nodes"):  # a stray node leaves the arcs alone, not the symmetry
+        if getattr(cert.ga, part) != getattr(ga, part):
+            raise InvalidParameterError(f"check_certificate(): the result was computed on a "
+                                        f"different graph ({part} differ)")
     lower, overload, residual = 0.0, 0.0, 0.0
     symmetric_fab = (_with_proven_symmetry(fab, cert.symmetry)
                      if result.method == "symmetric" else fab)

@@ -34,7 +34,8 @@ def split_ports(func: str, radix: int, oversubscription: float) -> tuple[int, in
     >>> split_ports("clos", 64, 1.0), split_ports("clos", 64, 3.0), split_ports("clos", 64, 2.0)
     ((32, 32), (48, 16), (42, 22))
     """
-    down = math.floor(radix * oversubscription / (1 + oversubscription) + _RATIO_SLACK)
+    # s / (1 + s) first: radix * s overflows to inf for an s near the float maximum.
+    down = math.floor(radix * (oversubscription / (1 + oversubscription)) + _RATIO_SLACK)
     if down < 1:
         raise InvalidParameterError(
             f"{func}(): radix={radix} at oversubscription={oversubscription!r} leaves no leaf "
@@ -58,10 +59,11 @@ def leaf_uplinks(func: str, radix: int, oversubscription: float, down: int) -> i
     """
     # At least one uplink: a ratio above ``down`` asks for less than one, and a leaf without
     # an uplink would cut its endpoints off.
-    up = max(1, math.ceil(down / oversubscription - _RATIO_SLACK))
-    if down + up > radix:
+    need = down / oversubscription  # inf for a tiny s: more than any radix, no ceil() of it
+    up = max(1, math.ceil(need - _RATIO_SLACK)) if need <= radix else None
+    if up is None or down + up > radix:
         raise InvalidParameterError(
-            f"{func}(): a leaf with {down} endpoint ports needs {up} uplinks at "
+            f"{func}(): a leaf with {down} endpoint ports needs {up or f'{need:.4g}'} uplinks at "
             f"oversubscription={oversubscription!r} (up = ceil(down / s)), more than the "
             f"{radix - down} ports its radix {radix} leaves")
     return up

@@ -38,6 +38,7 @@ from dataclasses import replace
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from .._checks import check_fabric, check_path
 from ..errors import DesignFileError, FabricOptError, InvalidParameterError
@@ -51,10 +52,20 @@ _JSON_PREFIX = "json:"
 _META = ("name", "endpoints", "params", "design", "recipe", "symmetry", "removed")
 
 
+def _plain(value: Any) -> Any:
+    """``json.dumps``'s ``default``: a numpy number or array as the Python number or list it
+    holds (so ``np.int64(2)`` links are written as 2, not ``"2"``), anything else as text."""
+    if isinstance(value, np.generic | np.ndarray):
+        return value.tolist()
+    return str(value)
+
+
 def _to_graphml_value(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()  # GraphML types numbers by their Python type
     if isinstance(value, bool | int | float | str):
         return value
-    return _JSON_PREFIX + json.dumps(value, default=str)
+    return _JSON_PREFIX + json.dumps(value, default=_plain)
 
 
 def _from_graphml_value(value: Any) -> Any:
@@ -139,7 +150,7 @@ def write_graphml(fab: Fabric, path: str | os.PathLike[str]) -> None:
     meta["endpoints"] = [str(e) for e in fab.endpoints]
     for key in _META:
         g.graph[f"fabric_{key}"] = meta[key] if key == "name" else json.dumps(meta[key],
-                                                                              default=str)
+                                                                              default=_plain)
     try:
         nx.write_graphml(g, where)
     except OSError as exc:
@@ -195,6 +206,9 @@ def read_graphml(path: str | os.PathLike[str]) -> Fabric:
                 d[k] = _from_graphml_value(d[k])
     except json.JSONDecodeError as exc:
         raise DesignFileError(f"{where}: corrupted JSON in a GraphML attribute: {exc}") from None
+    except RecursionError:
+        raise DesignFileError(f"{where}: JSON in a GraphML attribute is nested too deeply to "
+                              "be a fabric's") from None
     g.graph.clear()
 
     def same(rebuilt: Fabric) -> bool:
@@ -220,7 +234,7 @@ def to_json_data(fab: Fabric) -> dict[str, Any]:
 
 def _portable(data: Any) -> Any:
     """``data`` as it comes back from a JSON file."""
-    return json.loads(json.dumps(data, default=str))
+    return json.loads(json.dumps(data, default=_plain))
 
 
 def from_json_data(data: dict[str, Any], source: str = "from_json_data()") -> Fabric:
@@ -337,7 +351,7 @@ def write_json(fab: Fabric, path: str | os.PathLike[str]) -> None:
     data = to_json_data(fab)
     try:
         with open(where, "w", encoding="utf-8") as f:
-            json.dump(data, f, default=str)
+            json.dump(data, f, default=_plain)
     except OSError as exc:
         raise DesignFileError(f"{where}: cannot be written: {exc.strerror or exc}") from None
 
@@ -364,4 +378,9 @@ def read_json(path: str | os.PathLike[str]) -> Fabric:
                               f"{exc}") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise DesignFileError(f"{where}: cannot be read: {exc}") from None
-    return from_json_data(data, where)
+    except RecursionError:  # Python's decoder recurses once per level of nesting
+        raise DesignFileError(f"{where}: JSON nested too deeply to be a fabric") from None
+    try:
+        return from_json_data(data, where)
+    except RecursionError:  # deep values inside a fabric's attributes
+        raise DesignFileError(f"{where}: JSON nested too deeply to be a fabric") from None
