@@ -12,8 +12,9 @@ from fabricopt.symmetry.claim import Symmetry
 def test_from_networkx_undirected_edge_becomes_two_arcs():
     G = nx.Graph()
     G.add_edge("a", "s", capacity=400.0)
-    G.add_edge("b", "s")  # no capacity: takes default_capacity
-    fab = fo.from_networkx(G, endpoints=["a", "b"], default_capacity=100.0)
+    G.add_edge("b", "s")  # no capacity: takes default_capacity, with a warning
+    with pytest.warns(UserWarning, match="1 of 2 edges lack the attribute 'capacity'"):
+        fab = fo.from_networkx(G, endpoints=["a", "b"], default_capacity=100.0)
     assert fab.graph["a"]["s"]["capacity"] == fab.graph["s"]["a"]["capacity"] == 400.0
     assert fab.graph["b"]["s"]["capacity"] == 100.0
     assert fab.graph.nodes["s"]["role"] == "switch" and fab.graph.nodes["a"]["role"] == "gpu"
