@@ -99,6 +99,19 @@ def check_positive(func: str, name: str, value: Any, allow_zero: bool = False) -
     return value
 
 
+def check_message_bytes(func: str, name: str, value: Any) -> float:
+    """Return ``value`` as a size in bytes: a finite number >= 1 (below one byte the times of
+    a collective underflow to 0 s and its bandwidths divide by them).
+
+    >>> check_message_bytes("collective_bounds", "message_bytes", 2**20)
+    1048576.0
+    """
+    size = check_positive(func, name, value)
+    if size < 1:
+        raise fail(func, name, "a size of at least 1 byte", value)
+    return size
+
+
 def check_bool(func: str, name: str, value: Any) -> bool:
     """Return ``value`` if it is a bool (numpy bools too), else raise."""
     if not isinstance(value, bool | np.bool_):

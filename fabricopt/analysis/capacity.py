@@ -331,6 +331,21 @@ def _planned_fabric(fab: Fabric, links: dict[Bundle, int], rate: dict[Bundle, fl
     return Fabric(g, fab.endpoints, f"planned {fab.name}", params, symmetry)
 
 
+#: Range of the largest demand the plan must carry, target_theta x the largest demand, in
+#: Gb/s: links run at 1 to 10^4 Gb/s, so outside it the LP's right-hand sides lose every digit
+#: against its link rates (or overflow).
+TARGET_GBPS_RANGE = (1e-9, 1e12)
+
+
+def _check_target_demand(func: str, theta: float, traffic: Traffic) -> None:
+    """Refuse a target whose scaled demands no LP can hold next to link rates."""
+    top = traffic.uniform_gbps if traffic.is_uniform else max(traffic.pairs.values())
+    low, high = TARGET_GBPS_RANGE
+    if not low <= theta * top <= high:
+        raise fail(func, "target_theta", f"a value whose largest demand, target_theta x "
+                   f"{top:g} Gb/s, lies between {low:g} and {high:g} Gb/s", theta)
+
+
 def plan_capacity(fab: Fabric, traffic: Traffic, *, target_theta: float,
                   cost: Mapping[str, float] | Callable[..., float] | None = None,
                   integral: bool = True, solver: Any = None, time_limit: float | None = None,
@@ -407,6 +422,7 @@ def plan_capacity(fab: Fabric, traffic: Traffic, *, target_theta: float,
     except TrafficError as exc:
         raise TrafficError(f"{func}(): traffic does not fit fab: {exc}") from None
     theta = check_positive(func, "target_theta", target_theta)
+    _check_target_demand(func, theta, traffic)
     integral = check_bool(func, "integral", integral)
     model = check_choice(func, "model", model, ("auto", "orbit", "full"))
     if time_limit is not None:

@@ -47,7 +47,14 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_bool, check_choice, check_endpoint_group, check_int, check_positive
+from .._checks import (
+    check_bool,
+    check_choice,
+    check_endpoint_group,
+    check_int,
+    check_message_bytes,
+    check_positive,
+)
 from ..analysis.cuts import cut_capacity, min_cut
 from ..catalog import Catalog
 from ..errors import InvalidFabricError, InvalidParameterError
@@ -710,7 +717,7 @@ def _checked_ask(func: str, fab: Any, collective: Any, message_bytes: Any,
     if not isinstance(fab, Fabric):
         raise InvalidParameterError(f"{func}(): fab must be a Fabric, got {type(fab).__name__}")
     check_choice(func, "collective", collective, COLLECTIVES)
-    size = check_positive(func, "message_bytes", message_bytes)
+    size = check_message_bytes(func, "message_bytes", message_bytes)
     if in_network_reduction not in ("auto", True, False) or isinstance(
             in_network_reduction, int | float) and not isinstance(in_network_reduction, bool):
         raise InvalidParameterError(f"{func}(): in_network_reduction must be 'auto', True or "
@@ -1189,9 +1196,9 @@ def collective_curve(fab: Fabric, collective: str, sizes: Sequence[float] | None
         s = np.asarray(sizes if sizes is not None else 2.0 ** np.arange(10, 35), dtype=float)
     except (TypeError, ValueError):
         s = np.array([np.nan])
-    if s.ndim != 1 or not len(s) or not np.all(np.isfinite(s)) or np.any(s <= 0):
+    if s.ndim != 1 or not len(s) or not np.all(np.isfinite(s)) or np.any(s < 1):
         raise InvalidParameterError(f"{func}(): sizes must be a non-empty sequence of finite "
-                                    f"sizes > 0 bytes, got {sizes!r}")
+                                    f"sizes >= 1 byte, got {sizes!r}")
     ref = 2.0**30  # any size: the bandwidth bound is linear in it
     ask = _checked_ask(func, fab, collective, ref, endpoints, in_network_reduction)
     beta = _BY_COLLECTIVE[collective](ask).lower.time_s / ref

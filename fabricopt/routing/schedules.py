@@ -37,6 +37,7 @@ from .._checks import (
     check_choice,
     check_endpoint_group,
     check_int,
+    check_message_bytes,
     check_positive,
 )
 from ..errors import InvalidParameterError
@@ -255,7 +256,7 @@ def routed_collective(fab: Fabric, collective: str, message_bytes: float, *,
     func = "routed_collective"
     check_choice(func, "collective", collective, COLLECTIVES)
     check_choice(func, "schedule", schedule, SCHEDULES)
-    message_bytes = check_positive(func, "message_bytes", message_bytes)
+    message_bytes = check_message_bytes(func, "message_bytes", message_bytes)
     if schedule == "tree" and collective != "all_reduce":
         raise InvalidParameterError(f"{func}(): schedule='tree' is for collective="
                                     f"'all_reduce' only, got {collective!r}")
