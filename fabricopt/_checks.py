@@ -55,20 +55,32 @@ def check_int(func: str, name: str, value: Any, minimum: int | None = None,
 #: room to solve. 100,000 GPUs with their NVLink bundles and three switch tiers fit well below.
 MAX_NODES = 2_000_000
 MAX_LINKS = 4_000_000
+#: Most nodes plus arcs (two per link) a generator builds: networkx adds each one in about 5 to
+#: 15 microseconds (an idle to a busy laptop), so this many is under a minute. A ring of the
+#: largest size memory allows (2,000,000 nodes, 4,000,000 arcs) took two minutes.
+MAX_BUILD = 3_000_000
 
 
 def check_size(func: str, nodes: int, links: int) -> None:
     """Raise before building when a fabric would hold more than :data:`MAX_NODES` nodes or
-    :data:`MAX_LINKS` links (bundles count once), saying how much memory it would take.
+    :data:`MAX_LINKS` links (bundles count once), or more than :data:`MAX_BUILD` nodes plus
+    arcs, saying how much memory and time it would take.
 
     >>> check_size("ring", 8, 8)
     """
-    if nodes > MAX_NODES or links > MAX_LINKS:
+    if nodes > MAX_NODES or links > MAX_LINKS or nodes + 2 * links > MAX_BUILD:
         gigabytes = 2 * links * 500 / 1e9
+        minutes = (nodes + 2 * links) * 15e-6 / 60
         raise InvalidParameterError(
             f"{func}(): the fabric would have {nodes:,} nodes and {links:,} links (about "
-            f"{gigabytes:,.3g} GB in memory); the limit is {MAX_NODES:,} nodes and "
-            f"{MAX_LINKS:,} links")
+            f"{gigabytes:,.3g} GB in memory and up to {minutes:,.3g} minutes to build); the "
+            f"limit is {MAX_NODES:,} nodes, {MAX_LINKS:,} links and {MAX_BUILD:,} nodes plus "
+            "arcs (two per link)")
+
+
+#: Most flow solves one call may ask for (failure trials x fractions): each is an LP, and
+#: 100,000 of the smallest take hours. More is a runaway input, refused before the first.
+MAX_SOLVES = 100_000
 
 
 #: Most ports a switch may have. Switch ASICs have at most a few hundred; the sizing loops of

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import as_rng, check_bool, check_choice, check_fabric, check_int, fail
+from .._checks import MAX_SOLVES, as_rng, check_bool, check_choice, check_fabric, check_int, fail
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, Removed
 from ..flow import max_concurrent_flow
@@ -489,6 +489,9 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
         raise fail(func, "fractions", "a non-empty sequence of numbers from 0 to 1", fractions)
     checked = [_check_fraction(func, f, f"fractions[{i}]") for i, f in enumerate(fractions)]
     trials = check_int(func, "trials", trials, minimum=1)
+    if trials * len(checked) > MAX_SOLVES:  # one solve per trial and fraction
+        raise fail(func, "trials", f"at most {MAX_SOLVES:,} solves in all (trials x "
+                   f"{len(checked)} fraction(s))", trials)
     check_choice(func, "kind", kind, KINDS)
     tier_set = _check_tiers(func, fab, tiers)
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
