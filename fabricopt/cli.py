@@ -62,6 +62,9 @@ def parse_assignments(items: Sequence[str]) -> dict[str, Any]:
         key, sep, value = item.partition("=")
         if not sep or not key.isidentifier():
             raise FabricOptError(f"expected key=value, got {item!r}")
+        if key in out:  # the last would win silently: say which of the two was meant
+            raise FabricOptError(f"{key!r} is given twice ({key}={out[key]!r} and {item}); "
+                                 "give each parameter once")
         out[key] = parse_value(value)
     return out
 
@@ -182,7 +185,10 @@ def _cmd_show(args: argparse.Namespace) -> int:
 def make_traffic(fab: Fabric, spec: str) -> Any:
     """Traffic named on the command line: ``all-to-all``, ``permutation[:SEED]`` or
     ``longest-matching``."""
-    name, _, arg = spec.partition(":")
+    name, colon, arg = spec.partition(":")
+    if colon and name in ("all-to-all", "longest-matching"):
+        raise FabricOptError(f"--traffic {name} takes no ':' suffix (only permutation:SEED "
+                             f"does), got {spec!r}")
     if name == "all-to-all":
         return all_to_all(fab)
     if name == "permutation":
@@ -369,19 +375,28 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             except ImportError:
                 raise FabricOptError("--scheduler needs dask.distributed: "
                                      "pip install 'fabricopt[dask]'") from None
-            client = stack.enter_context(Client(args.scheduler))
+            try:
+                client = stack.enter_context(Client(args.scheduler))
+            except (OSError, TimeoutError, ValueError) as exc:
+                # Not standard output's fault (exit 74) nor a file's: the cluster's address.
+                raise FabricOptError(f"--scheduler {args.scheduler}: cannot connect: "
+                                     f"{exc}") from None
             executor = client.get_executor()
         elif args.jobs > 1:
-            import concurrent.futures as cf
-
-            executor = stack.enter_context(cf.ProcessPoolExecutor(max_workers=args.jobs))
+            # Fabrics are one row each; files and folders may hold many.
+            rows = len(designs) if all(isinstance(d, Fabric) for d in designs) else None
+            executor = stack.enter_context(_worker_pool(args.jobs, rows))
         metrics = None
         if args.routing:  # beside the all-to-all optimum it is the efficiency of
             at = DEFAULT_METRICS.index("all_to_all") + 1
             metrics = [*DEFAULT_METRICS[:at], "routing", *DEFAULT_METRICS[at:]]
-        table = compare(designs, metrics=metrics, executor=executor, progress=args.progress,
-                        out_dir=args.output, message_bytes=args.message_bytes,
-                        routing_trials=args.trials, routing_seed=args.seed)
+        try:
+            table = compare(designs, metrics=metrics, executor=executor,
+                            progress=args.progress, out_dir=args.output,
+                            message_bytes=args.message_bytes, routing_trials=args.trials,
+                            routing_seed=args.seed)
+        except KeyboardInterrupt:
+            raise _Interrupted(_saved_rows_note(args.output)) from None
     if args.output:
         index = write_report(table, args.output, diagrams=not args.no_diagrams)
         print(f"{len(table)} designs ({len(table.failed)} failed): {index}")
@@ -392,6 +407,49 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     for row in table.failed:
         print(f"fabricopt compare: {row['name']}: {row['error']}", file=sys.stderr)
     return 1 if table.failed else 0
+
+
+class _Interrupted(Exception):
+    """Ctrl-C during a command, with what was kept (for the one line ``main`` prints)."""
+
+
+def _saved_rows_note(out_dir: str | None) -> str:
+    """What an interrupted ``compare`` kept: the finished rows in ``OUT/results.jsonl``."""
+    if not out_dir:
+        return "nothing was saved (give -o OUT to keep finished rows and resume)"
+    from .study.compare import ROWS_FILE
+
+    path = os.path.join(out_dir, ROWS_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            rows = sum(1 for line in f if line.endswith("\n"))  # a torn last line is no row
+    except OSError:
+        rows = 0
+    return f"{rows} row(s) saved in {path}; rerun the same command to resume"
+
+
+def _end_with_parent(parent: int) -> None:
+    """Worker initializer: exit when the parent process is gone (killed, not only ended), so
+    no worker is left orphaned. A daemon thread polls the parent's id once a second."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _worker_pool(jobs: int, rows: int | None) -> Any:
+    """A process pool of ``jobs`` workers, at most one per core (more only queue for them)
+    and one per row when the number of rows is known."""
+    import concurrent.futures as cf
+
+    workers = max(1, min(jobs, os.cpu_count() or 1, rows or jobs))
+    return cf.ProcessPoolExecutor(max_workers=workers, initializer=_end_with_parent,
+                                  initargs=(os.getpid(),))
 
 
 FORMATS = ("table", "csv", "markdown", "json")
@@ -405,13 +463,50 @@ def _targets_arg(parser: argparse.ArgumentParser) -> None:
                         ".graphml), each followed by its parameters as key=value; several may "
                         "follow each other")
 
-def _cmd_draw(args: argparse.Namespace) -> int:
+#: Most pixels ``draw`` renders (10,000 x 10,000: 400 MB as RGBA); a larger --dpi asks for
+#: gigabytes of memory. Agg itself refuses 2**16 pixels or more on a side.
+MAX_PIXELS = 10**8
+
+
+def _image_path(text: str) -> Any:
+    """``-o`` of ``draw`` as a Path, or an error for an empty name or an unknown extension."""
     from pathlib import Path
 
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    out = Path(text)
+    types = sorted(FigureCanvasBase.get_supported_filetypes())
+    if not text or not out.stem or out.suffix.lower().lstrip(".") not in types:
+        raise FabricOptError("-o/--output must be an image file name ending in ."
+                             + ", .".join(types) + f" (e.g. fig.png), got {text!r}")
+    return out
+
+
+def _checked_dpi(dpi: float, figure: Any = None) -> float:
+    """``--dpi`` checked: a finite number > 0 that keeps ``figure`` (when given) to
+    :data:`MAX_PIXELS`."""
+    import math
+
+    if not math.isfinite(dpi) or dpi <= 0:
+        raise FabricOptError(f"--dpi must be a finite number > 0, got {dpi!r}")
+    if figure is None:
+        return dpi
+    width, height = figure.get_size_inches()
+    pixels = width * height * dpi**2
+    if pixels > MAX_PIXELS or max(width, height) * dpi >= 2**16:
+        most = min(math.sqrt(MAX_PIXELS / (width * height)), (2**16 - 1) / max(width, height))
+        raise FabricOptError(f"--dpi {dpi:g} makes a {width * dpi:,.0f} x {height * dpi:,.0f} "
+                             f"pixel image of this {width:.3g} x {height:.3g} in figure; the "
+                             f"limit is {MAX_PIXELS:,} pixels: at most --dpi {math.floor(most)}")
+    return dpi
+
+
+def _cmd_draw(args: argparse.Namespace) -> int:
     aggregate: Any = {"auto": "auto", "none": False, "all": True}.get(args.aggregate,
                                                                         args.aggregate)
+    out = _image_path(args.output)
+    _checked_dpi(args.dpi)  # before any work; the size of the picture is checked once drawn
     fabrics = load_fabric(args.target, args.params)
-    out = Path(args.output)
     for i, fab in enumerate(fabrics):
         fab.validate()
         result = None
@@ -423,7 +518,7 @@ def _cmd_draw(args: argparse.Namespace) -> int:
         ax = draw(fab, result=result, aggregate=aggregate, cost=cost)
         # A sweep draws one picture per point: fig.png becomes fig-0.png, fig-1.png...
         path = out if len(fabrics) == 1 else out.with_name(f"{out.stem}-{i}{out.suffix}")
-        ax.figure.savefig(path, dpi=args.dpi)
+        ax.figure.savefig(path, dpi=_checked_dpi(args.dpi, ax.figure))
         print(path)
     return 0
 
@@ -596,6 +691,8 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
 #: Exit code when standard output cannot be written (closed, or a full disk): EX_IOERR of the
 #: BSD sysexits.h convention, distinct from 1 (a result not proven) and 2 (bad input).
 EXIT_IO_ERROR = 74
+#: Exit code after Ctrl-C: 128 + SIGINT, as a shell reports a command the signal ended.
+EXIT_INTERRUPTED = 130
 
 
 def _silence_stdout() -> None:
@@ -631,6 +728,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (FabricOptError, ValueError) as exc:
             _say(f"fabricopt {args.command}: error: {exc}")
             code = 2
+        except _Interrupted as exc:
+            _say(f"fabricopt {args.command}: interrupted: {exc}")
+            return EXIT_INTERRUPTED
+        except KeyboardInterrupt:
+            _say(f"fabricopt {args.command}: interrupted")
+            return EXIT_INTERRUPTED
         sys.stdout.flush()  # a closed pipe or a full disk shows here, not at interpreter exit
         return code
     except BrokenPipeError:
