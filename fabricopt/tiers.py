@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ._checks import fail
+from ._checks import did_you_mean, fail
 
 DEFAULT_TIER = "link"
 """Tier of an arc that names none (fabrics built from a plain graph)."""
@@ -178,3 +178,29 @@ __all__ = ["DEFAULT_TIER", "DIRECT_TIERS", "ETHERNET_TECHS", "FAMILY_TECHS", "IN
            "SCALE_UP_FAMILIES", "SCALE_UP_TIERS", "TECH_FAMILIES", "TIER_ORDER", "UALINK_TECHS",
            "is_scale_up", "is_scale_up_arc", "require_tech_family", "scale_up_tiers",
            "tech_family", "tier_of", "tier_rank"]
+
+
+KNOWN_TIERS = (DEFAULT_TIER, *SCALE_UP_TIERS, *SCALE_OUT_TIERS, *DIRECT_TIERS)
+"""Every tier the generators build, and the tier of an arc that names none."""
+
+
+def check_tier_names(func: str, name: str, tiers: Iterable[str], fab: Any) -> None:
+    """Raise for a tier in ``tiers`` that ``fab`` has not and no generator builds: a typo
+    (``"leaf_spine"``) would otherwise be ignored. A known tier ``fab`` lacks is allowed, so
+    one layout serves a sweep of two- and three-tier designs.
+
+    >>> import fabricopt as fo
+    >>> check_tier_names("estimate_cost", "layout.length_m_by_tier", ["ring"], fo.ring(4))
+    >>> check_tier_names("estimate_cost", "layout.length_m_by_tier", ["leaf_spine"],
+    ...                  fo.ring(4))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    fabricopt.errors.InvalidParameterError: estimate_cost(): layout.length_m_by_tier key must \
+be a tier of the fabric or one the generators build (did you mean 'leaf-spine'?)...
+    """
+    have = {tier_of(d) for _, _, d in fab.graph.edges(data=True)}
+    for tier in tiers:
+        if tier not in have and tier not in KNOWN_TIERS:
+            raise fail(func, f"{name} key", "a tier of the fabric or one the generators build"
+                       + did_you_mean(tier, [*have, *KNOWN_TIERS]) + "; the fabric has "
+                       + ", ".join(sorted(have)), tier)

@@ -64,7 +64,7 @@ from ..flow.symmetric import endpoint_orbits
 from ..graph_arrays import GraphArrays
 from ..routing.api import ROUTINGS
 from ..routing.schedules import ORDERS, RoutedCollective, routed_collective
-from ..tiers import is_scale_up_arc, scale_up_tiers, tier_of
+from ..tiers import check_tier_names, is_scale_up_arc, scale_up_tiers, tier_of
 from ..traffic import all_to_all
 from .parts import Partition, all_reduce_volume_s, part_cut_s, partition
 
@@ -1121,6 +1121,7 @@ class LatencyModel:
             node_ns[i] = ns
         lengths = np.zeros(ga.n_arcs)
         if self.length_m_by_tier:
+            check_tier_names("LatencyModel", "length_m_by_tier", self.length_m_by_tier, fab)
             lengths = np.array([self.length_m_by_tier.get(tier_of(fab.graph[u][v]), 0.0)
                                 for u, v in ga.arcs])
         return (node_ns[ga.head] + lengths * self.ns_per_m) * 1e-9

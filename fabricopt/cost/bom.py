@@ -388,7 +388,8 @@ def _inputs(func: str, fab: Fabric, catalog: Any, layout: Any,
         layout = design["layout"]
     lay = Layout.coerce(layout, func)
     pol = Policy.coerce(policy, func)
-    pol.check_against(cat, func)
+    lay.check_tiers(fab, func)
+    pol.check_against(cat, func, fab)
     return cat, lay, pol
 
 

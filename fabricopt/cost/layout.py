@@ -41,7 +41,7 @@ from scipy.sparse.csgraph import connected_components
 
 from .._checks import check_choice, check_int, check_positive, dataclass_from_mapping, fail
 from ..fabric import Fabric
-from ..tiers import IN_SYSTEM_TIERS, is_scale_up_arc, tier_of
+from ..tiers import IN_SYSTEM_TIERS, check_tier_names, is_scale_up_arc, tier_of
 
 LEAF_PLACEMENTS = ("top_of_rack", "end_of_row", "central")
 
@@ -123,6 +123,15 @@ class Layout:
                            _check_tier_map("slack_m_by_tier", self.slack_m_by_tier, True))
         object.__setattr__(self, "length_m_by_tier",
                            _check_tier_map("length_m_by_tier", self.length_m_by_tier, False))
+
+    def check_tiers(self, fab: Fabric, func: str = "estimate_cost") -> None:
+        """Raise for a tier in ``length_m_by_tier`` or ``slack_m_by_tier`` that ``fab`` has
+        not and no generator builds (a typo would be ignored), with a suggestion.
+
+        >>> Layout(length_m_by_tier={"ring": 1.0}).check_tiers(__import__("fabricopt").ring(4))
+        """
+        for name in ("length_m_by_tier", "slack_m_by_tier"):
+            check_tier_names(func, f"layout.{name}", getattr(self, name), fab)
 
     @classmethod
     def coerce(cls, value: Any, func: str = "estimate_cost") -> Layout:

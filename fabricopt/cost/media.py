@@ -35,8 +35,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._checks import check_bool, check_choice, dataclass_from_mapping, fail
+from .._checks import check_bool, check_choice, dataclass_from_mapping, did_you_mean, fail
 from ..catalog import TRANSCEIVER_TYPES, Catalog, Entry
+from ..tiers import check_tier_names
 
 LENGTH_BUCKETS_M = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 7.0, 10.0, 15.0, 20.0, 30.0, 50.0,
                     70.0, 100.0, 150.0, 200.0, 300.0, 500.0, 1000.0, 2000.0)
@@ -152,11 +153,21 @@ medium_by_tier={}, switch_model=None, exclude=())
         raise fail(func, "policy", "None, a Policy, one of "
                    + ", ".join(map(repr, POLICY_PRESETS)) + " or a mapping", value)
 
-    def check_against(self, catalog: Catalog, func: str = "estimate_cost") -> None:
-        """Raise if the policy names media or switches the catalog lacks.
+    def check_against(self, catalog: Catalog, func: str = "estimate_cost",
+                      fab: Any = None) -> None:
+        """Raise if the policy names media or switches the catalog lacks, excludes a name
+        that is neither a medium key nor a medium type of it, or (given ``fab``) forces a
+        medium on a tier that ``fab`` has not and no generator builds.
 
         >>> Policy(medium_by_tier={"leaf-spine": "dr_800g"}).check_against(Catalog.default())
         """
+        names = set(catalog.media) | {e["type"] for e in catalog.media.values()}
+        for i, name in enumerate(self.exclude):
+            if name not in names:
+                raise fail(func, f"policy.exclude[{i}]", "a medium key or type of the catalog"
+                           + did_you_mean(name, names), name)
+        if fab is not None:
+            check_tier_names(func, "policy.medium_by_tier", self.medium_by_tier, fab)
         for tier, key in self.medium_by_tier.items():
             if key not in catalog.media:
                 raise fail(func, f"policy.medium_by_tier[{tier!r}]",

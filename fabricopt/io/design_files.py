@@ -183,6 +183,11 @@ class _DesignPlan:
         name = self.base_name or fab.name
         if named:
             name += " [" + ", ".join(f"{k}={_format_value(v)}" for k, v in named.items()) + "]"
+        if self.design["layout"]:  # its tiers are known once the fabric is built
+            try:
+                Layout.coerce(self.design["layout"], "layout").check_tiers(fab, "layout")
+            except FabricOptError as exc:
+                raise DesignFileError(f"{self.where}: [layout]: {exc}") from None
         fab.name = name
         fab.design = copy.deepcopy(self.design)
         return fab
