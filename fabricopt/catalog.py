@@ -25,7 +25,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from ._checks import check_path
+from ._checks import check_bool, check_path
 from ._toml import read_toml
 from .errors import DesignFileError
 
@@ -339,6 +339,7 @@ class Catalog:
         2.5
         """
         origin = os.fspath(check_path("Catalog.load", "path", path))
+        merge = check_bool("Catalog.load", "merge", merge)
         data = read_toml(origin, CatalogError, "catalog file")
         base = cls.default() if merge else cls.empty()
         return base.merged(data, origin=origin)

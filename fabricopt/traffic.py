@@ -14,7 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import as_rng, check_endpoint_group, check_fabric, check_int, check_positive
+from ._checks import (
+    as_rng,
+    check_endpoint_group,
+    check_fabric,
+    check_int,
+    check_label,
+    check_positive,
+)
 from .errors import InvalidParameterError, TrafficError
 from .graph_arrays import GraphArrays
 
@@ -79,10 +86,15 @@ class Traffic:
     def uniform(cls, endpoints: Iterable[Hashable], gbps: float = 1.0,
                 name: str = "all-to-all") -> Traffic:
         """Every ordered pair of distinct ``endpoints`` demands ``gbps`` (kept implicit)."""
-        gbps = check_positive("Traffic.uniform", "gbps", gbps)
-        eps = tuple(endpoints)
+        func = "Traffic.uniform"
+        gbps = check_positive(func, "gbps", gbps)
+        check_label(func, "name", name, optional=False)
+        eps = _endpoint_tuple(func, endpoints)
         if len(set(eps)) != len(eps):
             raise TrafficError(f"{name}: endpoints must not repeat")
+        if len(eps) < 2:
+            raise TrafficError(f"{func}(): endpoints must be at least 2 (one endpoint sends to "
+                               f"no other), got {list(eps)!r}")
         return cls(_uniform=(eps, gbps), name=name)
 
     # -- views ------------------------------------------------------------------------------
@@ -168,10 +180,13 @@ class Traffic:
         >>> sorted(tm.pairs)
         [('a', 'b'), ('b', 'a')]
         """
-        keep = set(endpoints)
+        keep = set(_endpoint_tuple("Traffic.restrict", endpoints))
         if self._uniform is not None:
             eps, gbps = self._uniform
-            return Traffic.uniform([e for e in eps if e in keep], gbps, self.name)
+            left = [e for e in eps if e in keep]
+            if len(left) < 2:
+                raise TrafficError(f"{self.name}: no demand is left among the given endpoints")
+            return Traffic.uniform(left, gbps, self.name)
         kept = {(s, t): d for (s, t), d in self.pairs.items() if s in keep and t in keep}
         if not kept:
             raise TrafficError(f"{self.name}: no demand is left among the given endpoints")
@@ -196,6 +211,19 @@ class Traffic:
         kind = "uniform" if self.is_uniform else "explicit"
         return (f"<Traffic {self.name!r}: {kind}, {len(self)} pairs, "
                 f"{self.total_gbps:g} Gb/s in total>")
+
+
+def _endpoint_tuple(func: str, endpoints: Any) -> tuple[Hashable, ...]:
+    """``endpoints`` as a tuple of node names, or :class:`TrafficError` naming ``func``."""
+    if isinstance(endpoints, str | bytes | Mapping) or not isinstance(endpoints, Iterable):
+        raise TrafficError(f"{func}(): endpoints must be an iterable of endpoints, got "
+                           f"{endpoints!r}")
+    eps = tuple(endpoints)
+    unhashable = [e for e in eps if not isinstance(e, Hashable)]
+    if unhashable:
+        raise TrafficError(f"{func}(): endpoints must be node names (hashable), got "
+                           f"{unhashable[0]!r}")
+    return eps
 
 
 def _endpoints_of(func: str, fab: Any, endpoints: Iterable[Hashable] | None) -> tuple:

@@ -54,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_bool, check_choice, check_path, fail
+from .._checks import check_bool, check_choice, check_path, did_you_mean, fail
 from ..catalog import TRANSCEIVER_TYPES, Catalog, Entry
 from ..fabric import Fabric
 from ..tiers import (
@@ -187,6 +187,12 @@ class CostEstimate:
         >>> fo.estimate_cost(fo.ring(4, link_gbps=400)).count("cx7")
         0
         """
+        keys = {e.key for e in (self.catalog or Catalog.default())}
+        if not isinstance(component, str) or component not in keys:  # a typo would count 0
+            raise fail("CostEstimate.count", "component", "a catalog key"
+                       + did_you_mean(component, keys), component)
+        if kind is not None:
+            check_choice("CostEstimate.count", "kind", kind, tuple(_KIND_ORDER))
         return sum(r.count for r in self.bom
                    if r.component == component and (kind is None or r.kind == kind))
 
