@@ -25,7 +25,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from ._checks import check_bool, check_path
+from ._checks import check_bool, check_label, check_path
 from ._toml import read_toml
 from .errors import DesignFileError
 
@@ -352,8 +352,10 @@ class Catalog:
         >>> cat.nics["cx7"]["power_w"], cat.nics["cx7"].confidence_of("power_w")
         (18.0, 'vendor')
         """
+        check_label("Catalog.merged", "origin", origin, optional=False)
         if not isinstance(data, Mapping):
-            raise CatalogError(f"{origin}: a catalog must be a table of kinds, got {data!r}")
+            raise CatalogError(f"{origin}: Catalog.merged(): data must be a table of kinds "
+                               f"({', '.join(KINDS)}), got {data!r}")
         entries = {k: dict(v) for k, v in self._entries.items()}
         for kind, tables in data.items():
             if kind == "meta":

@@ -144,9 +144,7 @@ class Fabric:
 
     def injection_gbps(self, endpoint: Hashable) -> float:
         """Total capacity (Gb/s) leaving ``endpoint``: what it can inject per direction."""
-        if endpoint not in self.graph:
-            raise InvalidParameterError(f"Fabric.injection_gbps(): {endpoint!r} is not a node "
-                                        f"of fabric {self.name!r}")
+        self._check_node("Fabric.injection_gbps", endpoint)
         return float(sum(_arc_gbps(self.name, u, v, d)
                          for u, v, d in self.graph.out_edges(endpoint, data=True) if u != v))
 
@@ -154,9 +152,15 @@ class Fabric:
         """Capacity (Gb/s) leaving ``endpoint`` outside its scale-up domain (links that are not
         scale-up, :func:`fabricopt.tiers.is_scale_up_arc`), or all of it when it has no other
         links."""
+        self._check_node("Fabric.scale_out_injection_gbps", endpoint)
         arcs = list(self.graph.out_edges(endpoint, data=True))
         out = sum(d["capacity"] for _, _, d in arcs if not is_scale_up_arc(d))
         return float(out) if out > 0 else float(sum(d["capacity"] for _, _, d in arcs))
+
+    def _check_node(self, func: str, endpoint: Any) -> None:
+        if endpoint not in self.graph:  # networkx answers False for unhashable names too
+            raise InvalidParameterError(f"{func}(): endpoint must be a node of fabric "
+                                        f"{self.name!r}, got {endpoint!r}")
 
     def copy(self) -> Fabric:
         """An independent copy; the symmetry claim and design record are kept."""
@@ -171,7 +175,7 @@ class Fabric:
         >>> fab.graph.number_of_edges(), fab.symmetry is None
         (6, True)
         """
-        return self.without(links=links)
+        return self._without(links, (), "without_links")
 
     def without(self, links: Iterable[tuple[Hashable, Hashable]]
                 | Mapping[tuple[Hashable, Hashable], int] = (),
@@ -216,7 +220,10 @@ class Fabric:
         >>> fab.without(switches=["spine0"]).removed
         Removed(links=(), switches=('spine0',))
         """
-        func = "without"
+        return self._without(links, switches, "without")
+
+    def _without(self, links: Any, switches: Any, func: str) -> Fabric:
+        """:meth:`without`, its errors naming ``func``."""
         graph = self.graph.copy()
         if isinstance(links, Mapping):
             wanted = list(links.items())
@@ -229,7 +236,7 @@ class Fabric:
         seen: set[frozenset[Hashable]] = set()
         for pair, count in wanted:
             if not isinstance(pair, tuple) or len(pair) != 2:
-                raise InvalidParameterError(f"{func}(): each link must be a (u, v) pair, "
+                raise InvalidParameterError(f"{func}(): each of links must be a (u, v) pair, "
                                             f"got {pair!r}")
             u, v = pair
             if frozenset(pair) in seen:
@@ -262,8 +269,8 @@ class Fabric:
         gone_switches = list(dict.fromkeys(switches))
         for w in gone_switches:
             if w not in graph:
-                raise InvalidParameterError(f"{func}(): fabric {self.name!r} has no switch "
-                                            f"{w!r}")
+                raise InvalidParameterError(f"{func}(): switches must be nodes of fabric "
+                                            f"{self.name!r}, got unknown {w!r}")
             if graph.nodes[w].get("role") == "gpu":
                 raise InvalidParameterError(
                     f"{func}(): {w!r} is a GPU, and GPUs are the traffic endpoints: remove "

@@ -185,11 +185,13 @@ class Traffic:
             eps, gbps = self._uniform
             left = [e for e in eps if e in keep]
             if len(left) < 2:
-                raise TrafficError(f"{self.name}: no demand is left among the given endpoints")
+                raise TrafficError(f"Traffic.restrict(): endpoints must keep a demand of "
+                                   f"{self.name!r}, got {sorted(keep, key=repr)[:3]!r}")
             return Traffic.uniform(left, gbps, self.name)
         kept = {(s, t): d for (s, t), d in self.pairs.items() if s in keep and t in keep}
         if not kept:
-            raise TrafficError(f"{self.name}: no demand is left among the given endpoints")
+            raise TrafficError(f"Traffic.restrict(): endpoints must keep a demand of "
+                               f"{self.name!r}, got {sorted(keep, key=repr)[:3]!r}")
         return Traffic(kept, name=self.name)
 
     def scaled(self, factor: float) -> Traffic:
@@ -199,13 +201,16 @@ class Traffic:
             return Traffic.uniform(self._uniform[0], self._uniform[1] * factor, self.name)
         return Traffic({k: v * factor for k, v in self.pairs.items()}, name=self.name)
 
-    def check_endpoints(self, fab: Any) -> None:
-        """Raise :class:`TrafficError` if a demand names a node that is not an endpoint."""
+    def check_endpoints(self, fab: Any, func: str = "Traffic.check_endpoints") -> None:
+        """Raise :class:`TrafficError` if a demand names a node that is not an endpoint;
+        the message names ``func``, the public function that asked."""
+        check_fabric(func, fab)
         known = set(fab.endpoints)
         unknown = [e for e in self.endpoints if e not in known]
         if unknown:
-            raise TrafficError(f"{self.name}: {len(unknown)} endpoint(s) are not endpoints of "
-                               f"fabric {fab.name!r}, e.g. {unknown[:3]!r}")
+            raise TrafficError(f"{func}(): traffic {self.name!r}: {len(unknown)} endpoint(s) "
+                               f"are not endpoints of fabric {fab.name!r}, e.g. "
+                               f"{unknown[:3]!r}")
 
     def __repr__(self) -> str:
         kind = "uniform" if self.is_uniform else "explicit"

@@ -48,7 +48,6 @@ import networkx as nx
 import numpy as np
 
 from .._checks import check_bool, check_choice, check_positive, fail
-from ..errors import TrafficError
 from ..fabric import Fabric
 from ..symmetry.claim import Symmetry
 from ..traffic import Traffic
@@ -417,10 +416,7 @@ def plan_capacity(fab: Fabric, traffic: Traffic, *, target_theta: float,
     if not isinstance(traffic, Traffic):
         raise fail(func, "traffic", "a Traffic (e.g. fo.all_to_all(fab))",
                    type(traffic).__name__)
-    try:
-        traffic.check_endpoints(fab)
-    except TrafficError as exc:
-        raise TrafficError(f"{func}(): traffic does not fit fab: {exc}") from None
+    traffic.check_endpoints(fab, func)
     theta = check_positive(func, "target_theta", target_theta)
     _check_target_demand(func, theta, traffic)
     integral = check_bool(func, "integral", integral)

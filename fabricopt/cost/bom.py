@@ -251,7 +251,8 @@ class CostEstimate:
         field_name, own = ("price_usd", self.capex_usd) if of == "capex" else \
             ("power_w", self.power_w)
         cat = self.catalog or Catalog.default()
-        if system not in cat.systems or cat.systems[system].get(field_name) is None:
+        if (not isinstance(system, str) or system not in cat.systems
+                or cat.systems[system].get(field_name) is None):
             known = sorted(k for k, e in cat.systems.items() if e.get(field_name) is not None)
             raise fail("network_share", "system", f"a catalog system with {field_name} ("
                        + ", ".join(known) + ")", system)

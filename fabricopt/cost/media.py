@@ -161,6 +161,8 @@ medium_by_tier={}, switch_model=None, exclude=())
 
         >>> Policy(medium_by_tier={"leaf-spine": "dr_800g"}).check_against(Catalog.default())
         """
+        if not isinstance(catalog, Catalog):
+            raise fail(func, "catalog", "a Catalog", type(catalog).__name__)
         names = set(catalog.media) | {e["type"] for e in catalog.media.values()}
         for i, name in enumerate(self.exclude):
             if name not in names:

@@ -194,7 +194,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     if not isinstance(traffic, Traffic):
         raise InvalidParameterError(f"max_concurrent_flow(): traffic must be a Traffic, "
                                     f"got {type(traffic).__name__}")
-    traffic.check_endpoints(fab)
+    traffic.check_endpoints(fab, "max_concurrent_flow")
     ga = GraphArrays.from_fabric(fab)  # the symmetry found below shares fab's graph
     warm = (None if warm_start is None
             else warm_lengths("max_concurrent_flow", ga, warm_start))

@@ -24,7 +24,7 @@ import numpy as np
 from scipy.sparse.csgraph import dijkstra
 
 from .._checks import check_fabric
-from ..errors import InvalidFabricError, InvalidParameterError, TrafficError
+from ..errors import InvalidFabricError, InvalidParameterError
 from ..fabric import Fabric
 from ..graph_arrays import GraphArrays
 from ..symmetry.claim import Symmetry
@@ -136,11 +136,7 @@ def check_certificate(fab: Fabric, result: FlowResult, traffic: Traffic | None =
         raise InvalidParameterError(f"check_certificate(): traffic must be None or a Traffic, "
                                     f"got {type(traffic).__name__}")
     if traffic is not None:
-        try:
-            traffic.check_endpoints(fab)
-        except TrafficError as exc:
-            raise TrafficError(f"check_certificate(): traffic must be over fab's endpoints: "
-                               f"{exc}") from None
+        traffic.check_endpoints(fab, "check_certificate")
     traffic = traffic or all_to_all(fab)
     cert = result.certificate
     if cert is None:

@@ -378,7 +378,7 @@ def build_flow_lp(fab: Any, traffic: Traffic, include_endpoint_links: bool = Tru
                                         include_endpoint_links)
     if ga is not None and not isinstance(ga, GraphArrays):
         raise fail("build_flow_lp", "ga", "None or the GraphArrays of fab", ga)
-    traffic.check_endpoints(fab)
+    traffic.check_endpoints(fab, "build_flow_lp")
     demand = CollapsedDemand.of(fab, traffic, include_endpoint_links, ga)
     if not np.any(demand.out_gbps > 0):
         raise TrafficError(f"{traffic.name}: no positive demand")

@@ -144,7 +144,7 @@ def routed_flow(fab: Fabric, traffic: Traffic | None = None, *, routing: str = "
     if not isinstance(traffic, Traffic):
         raise InvalidParameterError(f"{func}(): traffic must be a Traffic, "
                                     f"got {type(traffic).__name__}")
-    traffic.check_endpoints(fab)
+    traffic.check_endpoints(fab, func)
 
     ga = GraphArrays.from_fabric(fab)
     # Only hashing keeps a path choice per flow; the fluid policies accumulate the demands a

@@ -19,7 +19,7 @@ from typing import Any
 
 import networkx as nx
 
-from ..errors import InvalidFabricError
+from ..errors import InvalidFabricError, InvalidParameterError
 
 Arc = tuple[Hashable, Hashable]
 
@@ -82,8 +82,14 @@ class Symmetry:
 
         Checks the endpoint set, the node and arc counts, that every claimed arc exists, and
         that all arcs of an orbit have the same capacity (an automorphism preserves
-        capacities).
+        capacities). Anything but a networkx.DiGraph and an iterable of node names is refused.
         """
+        if not isinstance(graph, nx.DiGraph):
+            raise InvalidParameterError(f"Symmetry.matches(): graph must be a networkx.DiGraph, "
+                                        f"got {type(graph).__name__}")
+        if isinstance(endpoints, str | bytes) or not isinstance(endpoints, Iterable):
+            raise InvalidParameterError(f"Symmetry.matches(): endpoints must be an iterable of "
+                                        f"nodes, got {endpoints!r}")
         if graph.number_of_nodes() != self.n_nodes or graph.number_of_edges() != self.n_arcs:
             return False
         if frozenset(endpoints) != self.endpoints:
