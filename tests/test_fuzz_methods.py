@@ -112,8 +112,9 @@ def test_every_public_method_with_arguments_is_fuzzed_or_exempt():
 
 #: Methods of modules being rebuilt by other work; their fix lands with the new code.
 PENDING = {"FailureSweep.to_csv": "analysis/failures.py is being rewritten",
-           **{label: "study/ is being rebuilt" for label in FUZZED_METHODS
-              if label.startswith(("Comparison.", "OptimizeResult."))}}
+           **dict.fromkeys(["Comparison.fabric", "Comparison.to_csv", "Comparison.to_markdown",
+                            "Comparison.to_json", "OptimizeResult.to_markdown",
+                            "OptimizeResult.write_design"], "study/ is being rebuilt")}
 
 
 @pytest.mark.parametrize("label", [
