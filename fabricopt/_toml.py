@@ -6,6 +6,8 @@ import os
 import tomllib
 from typing import Any
 
+import numpy as np
+
 
 def read_toml(path: str | os.PathLike[str], error: type[Exception], kind: str) -> dict[str, Any]:
     """The parsed file, or ``error`` naming the file and what went wrong.
@@ -28,10 +30,14 @@ def read_toml(path: str | os.PathLike[str], error: type[Exception], kind: str) -
 
 
 def _toml_value(value: Any) -> str:
+    if isinstance(value, np.generic):
+        value = value.item()  # numpy 2 reprs np.float64(1.5) as 'np.float64(1.5)'
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, float):
+        return repr(float(value))
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if isinstance(value, list | tuple):
