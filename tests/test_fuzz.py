@@ -161,12 +161,9 @@ def _valid_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
     return calls
 
 
-#: Arguments a bad value would turn into a long run rather than an error (a count of repeats
-#: or iterations is the caller's choice of how long to wait, not a wrong value).
-LONG_RUNS = {
-    ("worst_case_permutation", "iterations"): "10**12 iterations is a long run, not an error",
-    ("failure_sweep", "trials"): "10**12 trials is a long run, not an error",
-}
+#: Arguments a bad value would turn into a long run rather than an error. None now: a count
+#: of solves (failure trials, search iterations) is capped by the work it asks for.
+LONG_RUNS: dict[tuple[str, str], str] = {}
 
 #: Seconds one call may take before it counts as a hang (the slowest valid call above takes a
 #: tenth of that; a plot's first call about a second).
@@ -433,3 +430,134 @@ def test_write_errors_name_the_file(tmp_path):
         fo.write_json(fo.ring(3), missing)
     with pytest.raises(fo.DesignFileError, match=r"ring\.graphml: cannot be written"):
         fo.write_graphml(fo.ring(3), missing.with_suffix(".graphml"))
+
+
+# -- the second pass: typos, raw exceptions from numeric edges, runaway inputs -----------------
+
+def _ring_of_400g_with(attribute: str) -> nx.Graph:
+    graph = nx.cycle_graph(4)
+    nx.set_edge_attributes(graph, 400.0, attribute)
+    return graph
+
+
+def _without_endpoint() -> fo.Fabric:
+    fab = fo.ring(4)
+    fab.graph.remove_node("n0")  # the endpoint tuple still names it
+    return fab
+
+
+def _certificate_of_ring_with_stray_node():
+    result = fo.max_concurrent_flow(fo.ring(4))
+    fab = fo.ring(4)
+    fab.graph.add_node("stray", role="switch")
+    return fo.check_certificate(fab, result)
+
+
+@pytest.mark.parametrize(("call", "match"), [
+    # every link got default_capacity 1 Gb/s: theta 0.5 instead of 200, problems() == []
+    (lambda: fo.from_networkx(_ring_of_400g_with("capacity"), capacity="capacty"),
+     r"from_networkx\(\): capacity must name an edge attribute.*did you mean 'capacity'"),
+    # an unknown tier was ignored: capex priced without the 30 m runs
+    (lambda: fo.estimate_cost(fo.leaf_spine(leaves=2, spines=1, endpoints_per_leaf=2),
+                              layout=fo.Layout(length_m_by_tier={"leaf_spine": 30.0})),
+     r"estimate_cost\(\): layout.length_m_by_tier key .*did you mean 'leaf-spine'"),
+    (lambda: fo.estimate_cost(fo.ring(4), layout=fo.Layout(slack_m_by_tier={"rnig": 1.0})),
+     r"layout.slack_m_by_tier key .*did you mean 'ring'"),
+    (lambda: fo.estimate_cost(fo.ring(4), policy=fo.Policy(exclude=("dacc",))),
+     r"policy.exclude\[0\] must be a medium key or type.*did you mean 'dac'"),
+    (lambda: fo.collective_bounds(fo.ring(4), "all_reduce", message_bytes=1e6,
+                                  latency=fo.LatencyModel(length_m_by_tier={"rign": 2.0})),
+     r"LatencyModel\(\): length_m_by_tier key .*did you mean 'ring'"),
+    # KeyError: 'n0' from problems(), validate() and the solvers
+    (lambda: _without_endpoint().validate(), r"endpoint 'n0': not a node of the graph"),
+    (lambda: fo.max_concurrent_flow(_without_endpoint()),
+     r"max_concurrent_flow\(\): fab has endpoints that are not nodes of its graph"),
+    (lambda: fo.write_json(_without_endpoint(), "never.json"),  # read_json refused it
+     r"write_json\(\): fab has endpoints that are not nodes"),
+    # OverflowError: radix * 1e308 is inf
+    (lambda: fo.clos(16, 8, oversubscription=1e308), r"clos\(\).*leaves no spine port"),
+    # OverflowError: down / 1e-320 is inf
+    (lambda: fo.superpod(1, nodes_per_su=2, oversubscription=1e-320),
+     r"superpod\(\): a leaf with 2 endpoint ports needs inf uplinks"),
+    # ZeroDivisionError: a time of 0 s
+    (lambda: fo.collective_bounds(fo.ring(4), "all_reduce", message_bytes=1e-320),
+     r"collective_bounds\(\): message_bytes must be a size of at least 1 byte"),
+    (lambda: fo.routed_collective(fo.ring(4), "all_reduce", 1e-320),
+     r"routed_collective\(\): message_bytes must be a size of at least 1 byte"),
+    # numpy ValueError (1e-320) and PulpError (1e308) from inside the LP
+    (lambda: fo.plan_capacity(fo.leaf_spine(leaves=2, spines=1, endpoints_per_leaf=2),
+                              fo.all_to_all(fo.leaf_spine(leaves=2, spines=1,
+                                                          endpoints_per_leaf=2)),
+                              target_theta=1e-320),
+     r"plan_capacity\(\): target_theta must be a value whose largest demand"),
+    (lambda: fo.plan_capacity(fo.leaf_spine(leaves=2, spines=1, endpoints_per_leaf=2),
+                              fo.all_to_all(fo.leaf_spine(leaves=2, spines=1,
+                                                          endpoints_per_leaf=2)),
+                              target_theta=1e308),
+     r"plan_capacity\(\): target_theta must be a value whose largest demand"),
+    # IndexError from networkx's Kernighan-Lin on infinite cut weights
+    (lambda: fo.bisection_bandwidth(fo.ring(4, link_gbps=1e308)),
+     r"bisection_bandwidth\(\): fab's capacities must sum to a finite number"),
+    # AttributeError: the generator's claim no longer held on the fabric given
+    (_certificate_of_ring_with_stray_node,
+     r"check_certificate\(\): the result was computed on a different graph \(nodes"),
+    # KeyError: 'x'
+    (lambda: fo.check_certificate(fo.ring(4), fo.max_concurrent_flow(fo.ring(4)),
+                                  fo.Traffic({("n0", "x"): 1.0})),
+     r"check_certificate\(\): traffic 'traffic': 1 endpoint\(s\) are not endpoints"),
+    # 120 s to build inside the node limit; the sweep hung spawning 10**12 seeds
+    (lambda: fo.torus([2_000_000]), r"torus\(\).*the limit is .* 3,000,000 nodes plus arcs"),
+    (lambda: fo.failure_sweep(fo.ring(4), [0.25], trials=10**12),
+     r"failure_sweep\(\): trials must be at most 100,000 solves"),
+    (lambda: fo.worst_case_permutation(fo.ring(4), iterations=10**12),
+     r"worst_case_permutation\(\): iterations must be an integer >= 1 <= 100000"),
+    # public methods: raw TypeError, or silently accepted
+    (lambda: fo.all_to_all(fo.ring(4)).restrict(5), r"Traffic.restrict\(\): endpoints"),
+    (lambda: fo.Traffic.uniform(None), r"Traffic.uniform\(\): endpoints"),
+    (lambda: fo.estimate_cost(fo.ring(4)).count("qm9701"),  # counted 0 units
+     r"CostEstimate.count\(\): component must be a catalog key.*did you mean 'qm9700'"),
+    (lambda: fo.routed_flow(fo.ring(4), backend="nope"), r"routed_flow\(\): backend"),
+    (lambda: fo.routed_flow(fo.ring(4), time_limit=-5), r"routed_flow\(\): time_limit"),
+    (lambda: fo.Catalog.load("any.toml", merge=None),  # an empty catalog
+     r"Catalog.load\(\): merge must be True or False"),
+])
+def test_found_by_the_second_fuzz(call, match, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(fo.FabricOptError, match=match) as exc:
+        call()
+    assert isinstance(exc.value, ValueError)
+
+
+def test_some_edges_without_the_capacity_attribute_warn():
+    graph = _ring_of_400g_with("capacity")
+    del graph[0][1]["capacity"]
+    with pytest.warns(UserWarning, match="1 of 4 edges lack the attribute 'capacity'"):
+        fab = fo.from_networkx(graph, default_capacity=100.0)
+    assert fab.graph[0][1]["capacity"] == 100.0 and fab.graph[1][2]["capacity"] == 400.0
+
+
+def test_a_deeply_nested_json_file_is_a_file_error(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)  # RecursionError in the decoder
+    with pytest.raises(fo.DesignFileError, match="deep.json: JSON nested too deeply"):
+        fo.read_json(path)
+
+
+def test_a_design_file_layout_with_an_unknown_tier_is_refused(tmp_path):
+    design = tmp_path / "pod.toml"
+    design.write_text('family = "leaf_spine"\n[params]\nleaves = 2\nspines = 1\n'
+                      'endpoints_per_leaf = 2\n[layout]\nlength_m_by_tier = {leaf_spine = 30.0}\n')
+    with pytest.raises(fo.DesignFileError, match=r"pod.toml: \[layout\]:.*'leaf-spine'"):
+        fo.load_design(design)
+
+
+def test_summary_leaves_self_loops_out_and_names_a_missing_capacity():
+    fab = fo.ring(4)
+    fab.graph.add_edge("n1", "n1", capacity=1e6)  # counted in the injection: 1,000,002
+    summary = fab.summary()
+    # a ring GPU injects two 1 Gb/s links; the loop is no link of any tier either
+    assert summary.injection_gbps_max == 2.0 and summary.links_by_tier == {"ring": 4}
+    assert any("self-loop" in p for p in fab.problems())
+    del fab.graph["n1"]["n2"]["capacity"]  # was KeyError: 'capacity'
+    with pytest.raises(fo.InvalidFabricError, match=r"arc 'n1'->'n2' has capacity None"):
+        fab.summary()

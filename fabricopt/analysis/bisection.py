@@ -316,10 +316,12 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     seed = check_int("bisection_bandwidth", "seed", seed, minimum=0)
     eps = check_endpoint_group("bisection_bandwidth", fab, endpoints)
     ga = GraphArrays.from_fabric(fab)
-    if not np.isfinite(4 * ga.capacity.sum()):  # cut weights and their swaps must stay finite
+    with np.errstate(over="ignore"):  # the overflow is the answer sought, not a warning
+        total = 4 * ga.capacity.sum()  # cut weights and their swaps must stay finite
+    if not np.isfinite(total):
         raise InvalidParameterError(
             "bisection_bandwidth(): fab's capacities must sum to a finite number of Gb/s (with "
-            f"room for cut arithmetic), got {ga.capacity.sum():g} Gb/s over {ga.n_arcs} arcs")
+            f"room for cut arithmetic), got {total / 4:g} Gb/s over {ga.n_arcs} arcs")
     ep_idx = np.array([ga.index[e] for e in eps])
     n = len(eps)
     half = n // 2

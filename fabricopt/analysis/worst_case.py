@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_choice, check_endpoint_group, check_int, check_positive
+from .._checks import MAX_SOLVES, check_choice, check_endpoint_group, check_int, check_positive
 from ..flow import FlowResult, max_concurrent_flow, valiant_rate
 from ..flow.api import METHODS
 from ..flow.backends import check_solve_args
@@ -143,7 +143,9 @@ def worst_case_permutation(fab: Any, gbps: float = 1.0, *,
     """
     start = time.perf_counter()
     gbps = check_positive("worst_case_permutation", "gbps", gbps)
-    iterations = check_int("worst_case_permutation", "iterations", iterations, minimum=1)
+    # One flow solve per iteration: more than MAX_SOLVES is a runaway, not a search.
+    iterations = check_int("worst_case_permutation", "iterations", iterations, minimum=1,
+                           maximum=MAX_SOLVES)
     check_choice("worst_case_permutation", "method", method, METHODS)
     time_limit = check_solve_args("worst_case_permutation", backend, time_limit)
     max_endpoints = check_int("worst_case_permutation", "max_endpoints", max_endpoints,
