@@ -454,7 +454,7 @@ def _worker_pool(jobs: int, rows: int | None) -> Any:
 
 FORMATS = ("table", "csv", "markdown", "json")
 EXIT_CODES = ("exit codes: 0 success; 1 a result was not proven or a design failed; "
-              "2 bad input (usage); 74 standard output could not be written")
+              "2 bad input (usage); 74 standard output could not be written; 130 interrupted")
 
 
 def _targets_arg(parser: argparse.ArgumentParser) -> None:
@@ -605,7 +605,8 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--format", choices=FORMATS, default="table",
                       help="without -o: how to print the table (default: table)")
     cmp_.add_argument("-j", "--jobs", type=int, default=1,
-                      help="worker processes on this machine (default 1: in this process)")
+                      help="worker processes on this machine (default 1: in this process; at "
+                      "most one per core)")
     cmp_.add_argument("--scheduler", metavar="ADDRESS", default=None,
                       help="run on a Dask cluster, e.g. tcp://10.0.0.1:8786 (needs "
                       "fabricopt[dask])")
