@@ -17,9 +17,6 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "fabricopt"
 
 #: The root modules that are not the data model's floor: the command line and the package face.
 TOP = {"fabricopt", "fabricopt.cli", "fabricopt.__main__"}
-#: The data model holds a symmetry claim, so the claim sits on the root's floor (it imports
-#: nothing above the root); the rest of ``symmetry/`` is a floor of its own.
-ROOT_FLOOR_EXTRA = {"fabricopt.symmetry.claim"}
 
 _BASE = {"root"}
 _ENGINE = _BASE | {"symmetry", "generators", "flow"}
@@ -49,8 +46,6 @@ def module_name(path: pathlib.Path) -> str:
 def floor_of(mod: str) -> str:
     if mod in TOP:
         return "top"
-    if mod in ROOT_FLOOR_EXTRA:
-        return "root"
     parts = mod.split(".")
     if len(parts) == 2 and not (ROOT / parts[1]).is_dir():
         return "root"

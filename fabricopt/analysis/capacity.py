@@ -50,7 +50,7 @@ import numpy as np
 from .._checks import check_bool, check_choice, check_positive, fail
 from ..errors import TrafficError
 from ..fabric import Fabric
-from ..symmetry.claim import Symmetry
+from ..symmetry_claim import Symmetry
 from ..traffic import Traffic
 
 Bundle = tuple[Hashable, Hashable]

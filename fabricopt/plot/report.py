@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ..study.compare import Comparison
+from .charts import plot_metric_bars, plot_pareto
+from .diagram import draw
 
 #: The columns of the page's table, with their headings: what a reader compares first.
 HEADLINE = (
@@ -133,8 +135,6 @@ def write_report(table: Comparison, out_dir: str | os.PathLike[str], *,
     >>> page.name, "ring(6)" in page.read_text()
     ('index.html', True)
     """
-    from .charts import plot_metric_bars, plot_pareto
-    from .diagram import draw
 
     Figure = _figure()
     out = Path(out_dir)

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import check_bool, check_choice, check_int, check_positive, fail
+from .._toml import dumps_toml
 from .candidates import DEFAULT_SPACE, Candidate
 from .execution import check_executor, check_progress
 from .metrics import CONSTRAINTS
@@ -182,8 +183,6 @@ class OptimizeResult:
 
         Returns the path written. Raises when there is no design to write.
         """
-        from .._toml import dumps_toml
-
         row = row or self.best
         if row is None:
             raise fail("write_design", "row", "a row (no candidate meets the constraints)",
