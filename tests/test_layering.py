@@ -118,3 +118,23 @@ def test_a_floor_above_is_caught():
     # The rule must be able to fail: the flow engine may not import the batch layer.
     assert "study" not in ALLOWED["flow"] and floor_of("fabricopt.study.compare") == "study"
     assert floor_of("fabricopt.fabric") == "root" and floor_of("fabricopt.cli") == "top"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
+def test_lazy_imports_only_where_a_cycle_demands_one(path):
+    # An import of the package inside a function is allowed only to break an import cycle,
+    # and the comment just above it says so ("cycle"); type-only imports are exempt.
+    lines = path.read_text().split("\n")
+    tree = ast.parse("\n".join(lines))
+    top = {id(n) for n in tree.body}
+    typing_only = {id(n) for node in tree.body if isinstance(node, ast.If)
+                   and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
+    unexplained = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.ImportFrom) and node.level and id(node) not in top
+                and id(node) not in typing_only):
+            above = "\n".join(lines[max(node.lineno - 4, 0):node.lineno - 1]).lower()
+            if "cycle" not in above:
+                unexplained.append(f"line {node.lineno}: from {'.' * node.level}"
+                                   f"{node.module or ''}")
+    assert unexplained == [], f"{module_name(path)}: lazy imports without a cycle: {unexplained}"
