@@ -299,7 +299,7 @@ def case_optimize(gpus: int, quick: bool = False, workers: int = 0,
     evaluated = sum(r["status"] == "evaluated" for r in res.rows)
     unsolved = sum(r["status"] == "unsolved" for r in res.rows)
     # Candidates without symmetry decided by their ECMP bracket rather than the flow LP.
-    by_ecmp = sum(r["status"] == "evaluated" and r.get("flow_method") == "ecmp bound"
+    by_ecmp = sum(r["status"] == "evaluated" and r.get("all_to_all_method") == "ecmp bound"
                   for r in res.rows)
     best = res.best["name"] if res.best else None
     return {"seconds": seconds, "candidates": len(res.rows), "best": best,

@@ -65,7 +65,7 @@ from ..flow.formulation import build_flow_lp
 from ..flow.lp import LinearProgram, pulp_status
 from ..flow.symmetric import build_symmetric_lp
 from ..graph_arrays import GraphArrays
-from ..symmetry.claim import Symmetry
+from ..symmetry_claim import Symmetry
 from ..traffic import Traffic
 
 Bundle = tuple[Hashable, Hashable]

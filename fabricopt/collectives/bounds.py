@@ -47,11 +47,11 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_bool, check_choice, check_endpoint_group, check_int, check_positive
+from .._checks import check_bool, check_choice, check_int, check_positive
 from ..analysis.cuts import cut_capacity, min_cut
 from ..catalog import Catalog
 from ..errors import InvalidFabricError, InvalidParameterError
-from ..fabric import Fabric
+from ..fabric import Fabric, check_endpoint_group
 from ..flow import max_concurrent_flow
 from ..flow.symmetric import endpoint_orbits
 from ..graph_arrays import GraphArrays
