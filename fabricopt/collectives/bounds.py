@@ -896,7 +896,8 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
         a ring gets under that routing, kept apart from the bounds (it is not one). Default
         None: bounds only.
     order : {"given", "rail_aligned", "random"}
-        With ``routing``: the ring order of the participants (:func:`~fabricopt.rank_order`).
+        With ``routing``: the ring order of the participants
+        (:func:`~fabricopt.routing.schedules.rank_order`).
     trials, flows_per_pair : int
         With ``routing="hash"``: hashed draws, and flows per ring edge (NCCL channels).
     seed : None, int or numpy.random.Generator
