@@ -13,7 +13,7 @@ SUFFIXES = {".py", ".md", ".toml", ".txt", ".cfg"}
 
 # Pages the project promises (docs/index.md maps them).
 PAGES = ["index", "throughput", "two-phase", "bisection", "collectives", "hardware",
-         "design-files", "errors"]
+         "design-files", "errors", "routing", "worst-case", "optimize", "architecture"]
 
 # A docs page, with an optional section anchor: docs/throughput.md#the-symmetric-method.
 DOC_REF = re.compile(r"docs/([\w-]+\.md)(#[\w-]+)?")
