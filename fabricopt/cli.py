@@ -577,7 +577,7 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     if args.all:
         print("")
         for r in res.rows:
-            print(f"{r['name']}: {r['status']}" + (f" ({r['reason']})" if r["reason"] else ""))
+            print(f"{r['name']}: {r['outcome']}" + (f" ({r['reason']})" if r["reason"] else ""))
     if res.best is None:
         return 1
     out = args.output or os.path.splitext(os.path.basename(args.target))[0] + "-best.toml"

@@ -71,7 +71,7 @@ class OptimizeResult:
     Attributes
     ----------
     rows : list of dict
-        Every candidate: ``name``, ``family``, ``status`` (``"evaluated"``, ``"pruned"`` or
+        Every candidate: ``name``, ``family``, ``outcome`` (``"evaluated"``, ``"pruned"`` or
         ``"unsolved"``: no throughput proven, with the solver's ``all_to_all_status``, or an
         ``"ecmp bound"`` bracket holding the all-to-all target), ``reason``
         (why pruned or unsolved), ``topology`` (the first candidate of the same fabric,
@@ -104,7 +104,7 @@ class OptimizeResult:
     candidates: dict[str, Candidate] = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
-        evaluated = sum(r["status"] == "evaluated" for r in self.rows)
+        evaluated = sum(r["outcome"] == "evaluated" for r in self.rows)
         best = self.best["name"] if self.best else None
         return (f"OptimizeResult({self.gpus} GPUs, {len(self.rows)} candidates, {evaluated} "
                 f"evaluated, front of {len(self.front)}, best={best!r})")
@@ -114,7 +114,7 @@ class OptimizeResult:
         misses with their shortfalls."""
         counts: dict[str, int] = {}
         for r in self.rows:
-            counts[r["status"]] = counts.get(r["status"], 0) + 1
+            counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
         lines = [f"optimize({self.gpus:,} GPUs, minimise {self.objective}): "
                  f"{len(self.rows)} candidates, "
                  + ", ".join(f"{n} {status}" for status, n in counts.items())
@@ -154,7 +154,7 @@ class OptimizeResult:
         them may meet every constraint, so the best is the cheapest *proven* design."""
         if self.best is None or self.objective != "capex_usd":
             return []
-        return [r for r in self.rows if r["status"] == "unsolved"
+        return [r for r in self.rows if r["outcome"] == "unsolved"
                 and r.get("capex_usd") is not None
                 and r.get("all_to_all_gbps_per_gpu_upper") is not None
                 and r["capex_usd"] < self.best["capex_usd"]]
@@ -283,7 +283,7 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
     ...                   constraints={"all_to_all_gbps_per_gpu": 300})
     >>> res.best["name"], round(res.best["all_to_all_gbps_per_gpu"])  # 3:1 is enough
     ('rail_optimized nvswitch_domain r8 3:1 cost', 375)
-    >>> [(r["status"], r["reason"][:21]) for r in res.rows]  # 1:1 dearer: priced, not solved
+    >>> [(r["outcome"], r["reason"][:21]) for r in res.rows]  # 1:1 dearer: priced, not solved
     [('pruned', 'costs more than rail_'), ('evaluated', '')]
     """
     func = "optimize"
