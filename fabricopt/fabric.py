@@ -37,7 +37,7 @@ import networkx as nx
 
 from ._checks import check_label, did_you_mean
 from .errors import InvalidFabricError, InvalidParameterError
-from .symmetry.claim import Symmetry
+from .symmetry_claim import Symmetry
 from .tiers import SCALE_UP_TIERS as SCALE_UP_TIERS  # its old home; tiers.py owns it now
 from .tiers import is_scale_up_arc, tier_of
 
@@ -609,3 +609,50 @@ def _check_capacity_attribute(func: str, G: nx.Graph, capacity: str) -> None:
     if 0 < lacking < edges:
         warnings.warn(f"{func}(): {lacking} of {edges} edges lack the attribute {capacity!r} "
                       "and get default_capacity", stacklevel=3)
+
+
+def check_fabric(func: str, fab: Any, name: str = "fab") -> Any:
+    """Return ``fab`` if it is a :class:`~fabricopt.Fabric` whose endpoints are nodes of its
+    graph, else raise naming its type (or the missing endpoints).
+
+    >>> check_fabric("risk_groups", None)
+    Traceback (most recent call last):
+    ...
+    fabricopt.errors.InvalidParameterError: risk_groups(): fab must be a Fabric, got NoneType
+    """
+    if not isinstance(fab, Fabric):
+        raise InvalidParameterError(f"{func}(): {name} must be a Fabric, got "
+                                    f"{type(fab).__name__}")
+    missing = [e for e in fab.endpoints if e not in fab.graph]
+    if missing:
+        raise InvalidFabricError(f"{func}(): {name} has endpoints that are not nodes of its "
+                                 f"graph (removed after it was built?): {missing[:3]!r}")
+    return fab
+
+
+def check_endpoint_group(func: str, fab: Any, endpoints: Iterable[Hashable] | None,
+                         minimum: int = 2,
+                         error: type[Exception] = InvalidParameterError) -> tuple[Hashable, ...]:
+    """The participating endpoints (default: all of ``fab``'s), checked: known, distinct,
+    at least ``minimum`` of them. Raises ``error`` naming ``func``."""
+    check_fabric(func, fab)
+    if endpoints is None:
+        eps = tuple(fab.endpoints)
+    elif isinstance(endpoints, Iterable) and not isinstance(endpoints, str | bytes | Mapping):
+        eps = tuple(endpoints)
+    else:
+        raise error(f"{func}(): endpoints must be None or an iterable of endpoints of fabric "
+                    f"{fab.name!r}, got {endpoints!r}")
+    known = set(fab.endpoints)
+    unknown = [e for e in eps if e not in known]
+    if unknown:
+        raise error(f"{func}(): endpoints must be endpoints of fabric {fab.name!r}, "
+                    f"got unknown {unknown[:3]!r}")
+    repeated = sorted({repr(e) for e in eps if eps.count(e) > 1}) if len(set(eps)) != len(
+        eps) else []
+    if repeated:
+        raise error(f"{func}(): endpoints must not repeat, got {', '.join(repeated[:3])} more "
+                    "than once")
+    if len(eps) < minimum:
+        raise error(f"{func}(): needs at least {minimum} distinct endpoints, got {len(eps)}")
+    return eps

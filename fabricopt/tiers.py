@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ._checks import check_fabric, did_you_mean, fail
+from ._checks import did_you_mean, fail
 
 DEFAULT_TIER = "link"
 """Tier of an arc that names none (fabrics built from a plain graph)."""
@@ -198,7 +198,8 @@ def check_tier_names(func: str, name: str, tiers: Iterable[str], fab: Any) -> No
     fabricopt.errors.InvalidParameterError: estimate_cost(): layout.length_m_by_tier key must \
 be a tier of the fabric or one the generators build (did you mean 'leaf-spine'?)...
     """
-    check_fabric(func, fab)
+    if not hasattr(getattr(fab, "graph", None), "edges"):  # the Fabric module imports this one
+        raise fail(func, "fab", "a Fabric", type(fab).__name__)
     have = {tier_of(d) for _, _, d in fab.graph.edges(data=True)}
     for tier in tiers:
         if tier not in have and tier not in KNOWN_TIERS:

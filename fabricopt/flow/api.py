@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_bool, check_choice, check_fabric, check_positive
+from .._checks import check_bool, check_choice, check_positive
 from .._progress import progress_bar
 from ..errors import InvalidParameterError
-from ..fabric import Fabric
+from ..fabric import Fabric, check_fabric
 from ..graph_arrays import GraphArrays
 from ..symmetry.search import search_symmetry, with_symmetry
 from ..tiers import tier_of

@@ -35,13 +35,12 @@ from .._checks import (
     as_rng,
     check_bool,
     check_choice,
-    check_endpoint_group,
     check_int,
     check_message_bytes,
     check_positive,
 )
 from ..errors import InvalidParameterError
-from ..fabric import Fabric
+from ..fabric import Fabric, check_endpoint_group
 from ..traffic import Traffic
 from .api import ROUTINGS, check_routing_size, routed_flow
 from .result import RoutedFlowResult
