@@ -33,7 +33,7 @@ from .io.search_files import load_search
 from .plot.diagram import draw
 from .plot.report import write_report
 from .routing import routed_flow
-from .study.compare import DEFAULT_METRICS, Comparison, compare
+from .study.compare import DEFAULT_METRICS, ROWS_FILE, Comparison, compare
 from .study.optimize import optimize
 from .traffic import all_to_all, longest_matching, permutation
 
@@ -411,8 +411,6 @@ def _saved_rows_note(out_dir: str | None) -> str:
     """What an interrupted ``compare`` kept: the finished rows in ``OUT/results.jsonl``."""
     if not out_dir:
         return "nothing was saved (give -o OUT to keep finished rows and resume)"
-    from .study.compare import ROWS_FILE
-
     path = os.path.join(out_dir, ROWS_FILE)
     try:
         with open(path, encoding="utf-8") as f:
