@@ -535,11 +535,14 @@ def _reduce_scatter(ask: _Ask) -> _Outcome:
 
 
 def _partitions(p: _Problem, combining: np.ndarray) -> list[Partition]:
-    """The two partitions the volume bounds use: the finest (participants and reducing
-    switches joined by arcs between them) and the scale-up one (also joined through every
+    """The two partitions the volume bounds use: the finest (each reducing switch joined with
+    the combining nodes it links to; GPUs linked directly stay parts of their own, so without
+    reducing switches it is one part per GPU) and the scale-up one (also joined through every
     scale-up link, so a whole NVLink domain is one part)."""
     ga = p.ga
-    direct = combining[ga.tail] & combining[ga.head]
+    reducer = combining.copy()
+    reducer[p.gpus] = False
+    direct = combining[ga.tail] & combining[ga.head] & (reducer[ga.tail] | reducer[ga.head])
     return [partition(ga, combining, direct, "finest"),
             partition(ga, combining, direct | p.scale_up_arc, "scale-up domains")]
 
