@@ -13,6 +13,7 @@ import numbers
 import tomllib
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -67,20 +68,15 @@ ROUND_TRIP = dict(links=WHOLE, capacity=numbers_of_any_type(), extra=numbers_of_
                   param=numbers_of_any_type(0))
 
 
+@pytest.mark.parametrize(("write", "read", "suffix"), [
+    (fo.write_json, fo.read_json, ".json"), (fo.write_graphml, fo.read_graphml, ".graphml")])
 @settings(max_examples=25, deadline=None)
 @given(**ROUND_TRIP)
-def test_json_files_keep_numbers_numeric(tmp_path_factory, links, capacity, extra, param):
-    path = tmp_path_factory.mktemp("json") / "fab.json"
-    fo.write_json(_numpy_fabric(links, capacity, extra, param), path)
-    _check_read_back(fo.read_json(path), links, capacity, extra, param)
-
-
-@settings(max_examples=25, deadline=None)
-@given(**ROUND_TRIP)
-def test_graphml_files_keep_numbers_numeric(tmp_path_factory, links, capacity, extra, param):
-    path = tmp_path_factory.mktemp("graphml") / "fab.graphml"
-    fo.write_graphml(_numpy_fabric(links, capacity, extra, param), path)
-    _check_read_back(fo.read_graphml(path), links, capacity, extra, param)
+def test_fabric_files_keep_numbers_numeric(tmp_path_factory, write, read, suffix, links,
+                                           capacity, extra, param):
+    path = tmp_path_factory.mktemp("files") / f"fab{suffix}"
+    write(_numpy_fabric(links, capacity, extra, param), path)
+    _check_read_back(read(path), links, capacity, extra, param)
 
 
 @settings(max_examples=25, deadline=None)
