@@ -393,7 +393,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             raise _Interrupted(_saved_rows_note(args.output)) from None
     if args.output:
         index = write_report(table, args.output, diagrams=not args.no_diagrams)
-        print(f"{len(table)} designs ({len(table.failed)} failed): {index}")
+        again = f", {table.reused} reused from an earlier run" if table.reused else ""
+        print(f"{len(table)} designs ({len(table.failed)} failed{again}): {index}")
     elif args.format == "table":
         print(table)
     else:

@@ -11,6 +11,7 @@ instead, a file error the file); never a ``TypeError``, ``AttributeError``,
 from __future__ import annotations
 
 import inspect
+import json
 import math
 import os
 import signal
@@ -520,6 +521,23 @@ def _certificate_of_ring_with_stray_node():
     (lambda: fo.routed_flow(fo.ring(4), time_limit=-5), r"routed_flow\(\): time_limit"),
     (lambda: fo.Catalog.load("any.toml", merge=None),  # an empty catalog
      r"Catalog.load\(\): merge must be True or False"),
+    (lambda: fo.compare(fo.ring(4), metrics=["summary"]).to_csv(5),  # raw TypeError
+     r"Comparison.to_csv\(\): path must be a file path"),
+    (lambda: fo.compare(fo.ring(4), metrics=["summary"]).to_csv(""),  # FileNotFoundError
+     r"Comparison.to_csv\(\): path must be a file path"),
+    (lambda: fo.compare(fo.ring(4), metrics=["summary"]).fabric("0"),  # TypeError
+     r"Comparison.fabric\(\): index must be an integer >= -1 <= 0"),
+    (lambda: fo.compare(fo.ring(4), metrics=["summary"]).fabric(7),  # IndexError
+     r"Comparison.fabric\(\): index must be an integer >= -1 <= 0, got 7"),
+    # ZeroDivisionError, ValueError, TypeError from inside the search (CLI: traceback)
+    (lambda: fo.optimize(16, space={**SMALL_SPACE, "oversubscription": [-1.0]}),
+     r"optimize\(\): space\['oversubscription'\]\[0\] must be a finite number > 0"),
+    (lambda: fo.optimize(16, space={**SMALL_SPACE, "oversubscription": [math.nan]}),
+     r"optimize\(\): space\['oversubscription'\]\[0\] must be a finite number > 0"),
+    (lambda: fo.optimize(16, space={**SMALL_SPACE, "oversubscription": [1.0, None]}),
+     r"optimize\(\): space\['oversubscription'\]\[1\] must be a finite number > 0"),
+    (lambda: fo.optimize(16, space={**SMALL_SPACE, "planes": [0]}),
+     r"optimize\(\): space\['planes'\]\[0\] must be an integer >= 1"),
 ])
 def test_found_by_the_second_fuzz(call, match, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -561,3 +579,26 @@ def test_summary_leaves_self_loops_out_and_names_a_missing_capacity():
     del fab.graph["n1"]["n2"]["capacity"]  # was KeyError: 'capacity'
     with pytest.raises(fo.InvalidFabricError, match=r"arc 'n1'->'n2' has capacity None"):
         fab.summary()
+
+
+def test_a_torn_last_row_is_dropped_before_appending(tmp_path):
+    rows = tmp_path / "results.jsonl"
+    # A run killed mid-write left a fragment without its newline; the next row was glued to
+    # it (one unreadable line), and a second crash lost both.
+    rows.write_text('{"key": "old", "name": "x", "error": "boom"}\n{"key": "ha')
+    table = fo.compare(fo.ring(4), metrics=["summary"], out_dir=tmp_path)
+    lines = rows.read_text().splitlines()
+    parsed = [json.loads(line) for line in lines]  # every line is a whole row again
+    assert table.rows[0]["key"] in {row["key"] for row in parsed}
+    assert rows.read_text().endswith("\n")
+
+
+def test_a_rerun_says_how_many_rows_it_reused(tmp_path, capsys):
+    designs = [fo.ring(4), fo.ring(6)]
+    assert fo.compare(designs, metrics=["summary"], out_dir=tmp_path).reused == 0
+    assert fo.compare(designs, metrics=["summary"], out_dir=tmp_path).reused == 2
+    out = tmp_path / "cli"
+    for _ in range(2):
+        assert main(["compare", "ring", "n=4", "--no-diagrams", "-o", str(out)]) == 0
+    # the second run computed nothing: its one row came from results.jsonl
+    assert "1 designs (0 failed, 1 reused from an earlier run)" in capsys.readouterr().out

@@ -14,7 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._checks import check_choice, did_you_mean, fail
+from .._checks import (
+    check_choice,
+    check_int,
+    check_label,
+    check_positive,
+    check_radix,
+    did_you_mean,
+    fail,
+)
 from ..cost import Catalog
 from ..errors import FabricOptError
 from ..generators import make
@@ -68,10 +76,15 @@ def candidates(gpus: int, space: Mapping[str, Any]) -> list[Candidate]:
     if unknown:
         raise fail(func, "space", "a mapping with keys among " + ", ".join(keys)
                    + did_you_mean(unknown[0], keys), unknown)
+    for k, values in space.items():
+        if not isinstance(values, list | tuple):  # a string would be read letter by letter
+            raise fail(func, f"space[{k!r}]", "a list of values", values)
     grid = {k: list(space.get(k, DEFAULT_SPACE[k])) for k in keys}
     for k, values in grid.items():
         if not values:
             raise fail(func, f"space[{k!r}]", "a non-empty list", values)
+        for i, value in enumerate(values):  # each value before the search, not in a worker
+            _check_space_value(func, f"space[{k!r}][{i}]", k, value)
     for f in grid["family"]:
         check_choice(func, "space['family']", f, FAMILIES)
     out = []
@@ -115,6 +128,21 @@ def candidates(gpus: int, space: Mapping[str, Any]) -> list[Candidate]:
                 + f" {point['policy'] if isinstance(point['policy'], str) else 'policy'}")
         out.append(Candidate(point["family"], kwargs, point["policy"], name))
     return out
+
+
+def _check_space_value(func: str, name: str, key: str, value: Any) -> None:
+    """Refuse a value no candidate could be built with (the generators would fail on it
+    deep inside the search, or divide by it)."""
+    if key in ("oversubscription", "nic_gbps"):
+        check_positive(func, name, value)
+    elif key == "leaf_radix":
+        check_radix(func, name, value)
+    elif key == "planes":
+        check_int(func, name, value, minimum=1)
+    elif key == "tiers" and value is not None:
+        check_int(func, name, value, minimum=2, maximum=3)
+    elif key == "switch_model":
+        check_label(func, name, value)
 
 
 @dataclass

@@ -331,6 +331,7 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
     results: dict[str, dict[str, Any]] = {}
     if store is not None:
         results = {k: store.rows[k] for k in jobs if store.done(k)}
+    reused = len(results)
     todo = [job for k, job in jobs.items() if k not in results]
     shown = Progress(progress, "compare", total=len(jobs), initial=len(results))
 
@@ -351,5 +352,7 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
             store.compact()
     finally:
         shown.close()
-    return Comparison((results[k] for k in jobs), swept, {k: j.task for k, j in jobs.items()},
-                      build_design)
+    table = Comparison((results[k] for k in jobs), swept,
+                       {k: j.task for k, j in jobs.items()}, build_design)
+    table.reused = reused
+    return table

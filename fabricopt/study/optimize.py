@@ -45,11 +45,11 @@ the all-to-all target) is ``"unsolved"``: never on the front, never the best.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._checks import check_bool, check_choice, check_int, check_positive, fail
+from .._checks import check_bool, check_choice, check_int, check_path, check_positive, fail
 from .._toml import dumps_toml
 from .candidates import DEFAULT_SPACE, Candidate
 from .execution import check_executor, check_progress
@@ -165,15 +165,20 @@ class OptimizeResult:
 
     def to_markdown(self, rows: list[dict[str, Any]] | None = None) -> str:
         """The front (or the given rows) as a Markdown table."""
-        rows = self.front if rows is None else rows
+        rows = self.front if rows is None else _checked_rows("OptimizeResult.to_markdown", rows)
         head = ["name", "capex USD/GPU", "a2a Gb/s/GPU", "power W/GPU", "meets"]
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+        def per_gpu(value: Any, form: str) -> str:  # "-" where a pruned row has no figure
+            return "-" if value is None else format(value / self.gpus, form)
+
         for r in rows:
             # A bracketed row shows its certified lower end, marked as such.
-            a2a = (f"{r['all_to_all_gbps_per_gpu']:,.1f}"
+            a2a = ("-" if r.get("all_to_all_gbps_per_gpu") is None else
+                   f"{r['all_to_all_gbps_per_gpu']:,.1f}"
                    + (" (ECMP, at least)" if r.get("all_to_all_method") == "ecmp bound" else ""))
-            lines.append(f"| {r['name']} | {r['capex_usd'] / self.gpus:,.0f} | "
-                         f"{a2a} | {r['power_w'] / self.gpus:,.1f} "
+            lines.append(f"| {r['name']} | {per_gpu(r.get('capex_usd'), ',.0f')} | "
+                         f"{a2a} | {per_gpu(r.get('power_w'), ',.1f')} "
                          f"| {'yes' if r.get('meets') else 'no'} |")
         return "\n".join(lines)
 
@@ -183,10 +188,15 @@ class OptimizeResult:
 
         Returns the path written. Raises when there is no design to write.
         """
-        row = row or self.best
+        check_path("write_design", "path", path)
+        row = self.best if row is None else row
         if row is None:
             raise fail("write_design", "row", "a row (no candidate meets the constraints)",
                        None)
+        if not isinstance(row, Mapping) or not isinstance(row.get("name"), str) \
+                or row["name"] not in self.candidates:
+            raise fail("write_design", "row", "one of this search's rows (OptimizeResult.rows)",
+                       row)
         candidate = self.candidates[row["name"]]
         family, kwargs = candidate.design()
         params = {k: v for k, v in kwargs.items() if v is not None}
@@ -205,6 +215,17 @@ class OptimizeResult:
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
         return os.fspath(path)
+
+
+def _checked_rows(func: str, rows: Any) -> list[Mapping[str, Any]]:
+    """``rows`` as a list of rows (mappings with a ``name``), or the standard error."""
+    if isinstance(rows, str | bytes | Mapping) or not isinstance(rows, Iterable):
+        raise fail(func, "rows", "None or a list of rows (OptimizeResult.rows)", rows)
+    rows = list(rows)
+    for r in rows:
+        if not isinstance(r, Mapping) or "name" not in r:
+            raise fail(func, "rows", "rows of a search (mappings with a 'name')", r)
+    return rows
 
 
 def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,

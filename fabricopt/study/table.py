@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._checks import did_you_mean, fail
+from .._checks import check_int, check_path, did_you_mean, fail
 from ..errors import FabricOptError
 from ..fabric import Fabric
 
@@ -102,6 +102,8 @@ class Comparison:
         self.tasks: dict[str, Any] = dict(tasks or {})
         self._build = build
         self.rows = [{c: r.get(c) for c in self.columns} for r in raw]
+        #: Rows :func:`compare` took from ``out_dir``'s rows file instead of computing them.
+        self.reused = 0
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -131,6 +133,8 @@ class Comparison:
         >>> fo.compare(fo.ring(4), metrics=["summary"]).fabric(0).name
         'ring(4)'
         """
+        index = check_int("Comparison.fabric", "index", index, minimum=-len(self.rows),
+                          maximum=len(self.rows) - 1)
         task = self.tasks.get(self.rows[index].get("key"))
         if task is None or self._build is None:
             raise FabricOptError(f"Comparison.fabric(): row {index} has no design to rebuild "
@@ -144,6 +148,8 @@ class Comparison:
     def to_csv(self, path: str | os.PathLike[str] | None = None) -> str:
         """The table as CSV text (lists as JSON, None as an empty cell); also written to
         ``path`` when given."""
+        if path is not None:
+            check_path("Comparison.to_csv", "path", path)
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(self.columns)
@@ -156,9 +162,13 @@ class Comparison:
 
     def to_markdown(self, columns: Sequence[str] | None = None) -> str:
         """The table as Markdown (``columns``: a subset, default all but the key)."""
+        if columns is not None and (isinstance(columns, str | bytes)
+                                    or not isinstance(columns, Iterable)):
+            raise fail("Comparison.to_markdown", "columns", "None or a sequence of column names",
+                       columns)
         cols = list(columns) if columns is not None else [c for c in self.columns if c != "key"]
         for c in cols:
-            if c not in self.columns:
+            if not isinstance(c, str) or c not in self.columns:
                 raise fail("Comparison.to_markdown", "columns", "columns of the table"
                            + did_you_mean(c, self.columns), c)
         lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -169,6 +179,10 @@ class Comparison:
 
     def to_json(self, path: str | os.PathLike[str] | None = None, indent: int | None = 1) -> str:
         """The rows as a JSON array (NaN as null); also written to ``path`` when given."""
+        if path is not None:
+            check_path("Comparison.to_json", "path", path)
+        if indent is not None:
+            check_int("Comparison.to_json", "indent", indent, minimum=0, maximum=16)
         text = json.dumps(_json_safe(self.rows), indent=indent)
         if path is not None:
             _write_atomic(path, text + "\n")
@@ -225,6 +239,24 @@ def _write_atomic(path: str | os.PathLike[str], text: str) -> None:
 
 
 # -- the store of finished rows ------------------------------------------------------------------
+def _drop_torn_line(path: Path) -> None:
+    """Cut a last line without its newline (a run killed mid-write): appended to, it would
+    glue the next row to the fragment, and both would be lost."""
+    with open(path, "rb+") as f:
+        pos = f.seek(0, os.SEEK_END)
+        if pos == 0 or (f.seek(pos - 1) >= 0 and f.read(1) == b"\n"):
+            return
+        while pos > 0:  # back to the last newline, a block at a time
+            step = min(1 << 16, pos)
+            pos -= step
+            f.seek(pos)
+            newline = f.read(step).rfind(b"\n")
+            if newline >= 0:
+                f.truncate(pos + newline + 1)
+                return
+        f.truncate(0)
+
+
 class RowStore:
     """``results.jsonl`` (append-only, one row per line) and ``results.csv`` in ``out_dir``."""
 
@@ -235,6 +267,7 @@ class RowStore:
         self.rows_path = self.dir / ROWS_FILE
         self.rows: dict[str, dict[str, Any]] = {}
         if self.rows_path.exists():
+            _drop_torn_line(self.rows_path)
             with open(self.rows_path, encoding="utf-8") as f:
                 for line in f:
                     try:
