@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import concurrent.futures
 import contextlib
 import inspect
 import os
@@ -390,6 +391,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                             message_bytes=args.message_bytes, routing_trials=args.trials,
                             routing_seed=args.seed)
         except KeyboardInterrupt:
+            if isinstance(executor, concurrent.futures.ProcessPoolExecutor):
+                # Leaving the pool would wait for every running design: start none, wait none.
+                executor.shutdown(wait=False, cancel_futures=True)
             raise _Interrupted(_saved_rows_note(args.output)) from None
     if args.output:
         index = write_report(table, args.output, diagrams=not args.no_diagrams)
@@ -438,10 +442,8 @@ def _end_with_parent(parent: int) -> None:
 def _worker_pool(jobs: int, rows: int | None) -> Any:
     """A process pool of ``jobs`` workers, at most one per core (more only queue for them)
     and one per row when the number of rows is known."""
-    import concurrent.futures as cf
-
     workers = max(1, min(jobs, os.cpu_count() or 1, rows or jobs))
-    return cf.ProcessPoolExecutor(max_workers=workers, initializer=_end_with_parent,
+    return concurrent.futures.ProcessPoolExecutor(max_workers=workers, initializer=_end_with_parent,
                                   initargs=(os.getpid(),))
 
 
