@@ -600,8 +600,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--format", choices=FORMATS, default="table",
                       help="without -o: how to print the table (default: table)")
     cmp_.add_argument("-j", "--jobs", type=int, default=1,
-                      help="worker processes on this machine (default 1: in this process; at "
-                      "most one per core)")
+                      help="worker processes, at most one per core (default 1: this process)")
     cmp_.add_argument("--scheduler", metavar="ADDRESS", default=None,
                       help="run on a Dask cluster, e.g. tcp://10.0.0.1:8786 (needs "
                       "fabricopt[dask])")

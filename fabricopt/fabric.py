@@ -270,7 +270,7 @@ class Fabric:
         for w in gone_switches:
             if w not in graph:
                 raise InvalidParameterError(f"{func}(): switches must be nodes of fabric "
-                                            f"{self.name!r}, got unknown {w!r}")
+                                            f"{self.name!r}, which has no switch {w!r}")
             if graph.nodes[w].get("role") == "gpu":
                 raise InvalidParameterError(
                     f"{func}(): {w!r} is a GPU, and GPUs are the traffic endpoints: remove "
