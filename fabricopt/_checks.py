@@ -124,6 +124,24 @@ def check_message_bytes(func: str, name: str, value: Any) -> float:
     return size
 
 
+#: Range of a per-pair demand a traffic constructor takes, in Gb/s: one bit per second to one
+#: exabit per second. Beyond it the solvers' sums of demands overflow, or their reciprocals do.
+DEMAND_GBPS_RANGE = (1e-9, 1e9)
+
+
+def check_demand_gbps(func: str, name: str, value: Any) -> float:
+    """Return ``value`` as a per-pair demand in Gb/s within :data:`DEMAND_GBPS_RANGE`.
+
+    >>> check_demand_gbps("all_to_all", "gbps", 400)
+    400.0
+    """
+    gbps = check_positive(func, name, value)
+    low, high = DEMAND_GBPS_RANGE
+    if not low <= gbps <= high:
+        raise fail(func, name, f"a demand from {low:g} to {high:g} Gb/s", value)
+    return gbps
+
+
 def check_bool(func: str, name: str, value: Any) -> bool:
     """Return ``value`` if it is a bool (numpy bools too), else raise."""
     if not isinstance(value, bool | np.bool_):

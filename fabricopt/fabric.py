@@ -266,7 +266,11 @@ class Fabric:
         if isinstance(switches, str | bytes) or not isinstance(switches, Iterable):
             raise InvalidParameterError(f"{func}(): switches must be an iterable of nodes, "
                                         f"got {switches!r}")
-        gone_switches = list(dict.fromkeys(switches))
+        gone_switches = list(switches)
+        if not all(isinstance(w, Hashable) for w in gone_switches):
+            raise InvalidParameterError(f"{func}(): switches must be nodes (node names), got "
+                                        f"{gone_switches!r}")
+        gone_switches = list(dict.fromkeys(gone_switches))
         for w in gone_switches:
             if w not in graph:
                 raise InvalidParameterError(f"{func}(): switches must be nodes of fabric "
@@ -632,27 +636,33 @@ def check_fabric(func: str, fab: Any, name: str = "fab") -> Any:
 
 def check_endpoint_group(func: str, fab: Any, endpoints: Iterable[Hashable] | None,
                          minimum: int = 2,
-                         error: type[Exception] = InvalidParameterError) -> tuple[Hashable, ...]:
+                         error: type[Exception] = InvalidParameterError,
+                         name: str = "endpoints") -> tuple[Hashable, ...]:
     """The participating endpoints (default: all of ``fab``'s), checked: known, distinct,
-    at least ``minimum`` of them. Raises ``error`` naming ``func``."""
+    at least ``minimum`` of them. Raises ``error`` naming ``func`` and the argument ``name``."""
     check_fabric(func, fab)
     if endpoints is None:
         eps = tuple(fab.endpoints)
     elif isinstance(endpoints, Iterable) and not isinstance(endpoints, str | bytes | Mapping):
         eps = tuple(endpoints)
     else:
-        raise error(f"{func}(): endpoints must be None or an iterable of endpoints of fabric "
+        raise error(f"{func}(): {name} must be None or an iterable of endpoints of fabric "
                     f"{fab.name!r}, got {endpoints!r}")
+    unhashable = [e for e in eps if not isinstance(e, Hashable)]
+    if unhashable:
+        raise error(f"{func}(): {name} must be endpoints of fabric {fab.name!r} (node "
+                    f"names), got {unhashable[0]!r}")
     known = set(fab.endpoints)
     unknown = [e for e in eps if e not in known]
     if unknown:
-        raise error(f"{func}(): endpoints must be endpoints of fabric {fab.name!r}, "
+        raise error(f"{func}(): {name} must be endpoints of fabric {fab.name!r}, "
                     f"got unknown {unknown[:3]!r}")
     repeated = sorted({repr(e) for e in eps if eps.count(e) > 1}) if len(set(eps)) != len(
         eps) else []
     if repeated:
-        raise error(f"{func}(): endpoints must not repeat, got {', '.join(repeated[:3])} more "
+        raise error(f"{func}(): {name} must not repeat, got {', '.join(repeated[:3])} more "
                     "than once")
     if len(eps) < minimum:
-        raise error(f"{func}(): needs at least {minimum} distinct endpoints, got {len(eps)}")
+        raise error(f"{func}(): {name} must hold at least {minimum} distinct endpoints, got "
+                    f"{len(eps)}")
     return eps

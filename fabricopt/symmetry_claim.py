@@ -90,6 +90,10 @@ class Symmetry:
         if isinstance(endpoints, str | bytes) or not isinstance(endpoints, Iterable):
             raise InvalidParameterError(f"Symmetry.matches(): endpoints must be an iterable of "
                                         f"nodes, got {endpoints!r}")
+        endpoints = tuple(endpoints)
+        if not all(isinstance(e, Hashable) for e in endpoints):
+            raise InvalidParameterError(f"Symmetry.matches(): endpoints must be an iterable of "
+                                        f"nodes, got {endpoints!r}")
         if graph.number_of_nodes() != self.n_nodes or graph.number_of_edges() != self.n_arcs:
             return False
         if frozenset(endpoints) != self.endpoints:

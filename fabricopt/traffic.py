@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import as_rng, check_int, check_label, check_positive
+from ._checks import as_rng, check_demand_gbps, check_int, check_label, check_positive
 from .errors import InvalidParameterError, TrafficError
 from .fabric import check_endpoint_group, check_fabric
 from .graph_arrays import GraphArrays
@@ -239,7 +239,7 @@ def all_to_all(fab: Any, gbps: float = 1.0,
     >>> len(fo.all_to_all(fo.ring(4)))   # 4 x 3 ordered pairs
     12
     """
-    gbps = check_positive("all_to_all", "gbps", gbps)
+    gbps = check_demand_gbps("all_to_all", "gbps", gbps)
     return Traffic.uniform(_endpoints_of("all_to_all", fab, endpoints), gbps)
 
 
@@ -252,7 +252,7 @@ def permutation(fab: Any, seed: Any = None, gbps: float = 1.0,
     >>> len(tm), all(s != t for s, t in tm.pairs)
     (6, True)
     """
-    gbps = check_positive("permutation", "gbps", gbps)
+    gbps = check_demand_gbps("permutation", "gbps", gbps)
     eps = _endpoints_of("permutation", fab, endpoints)
     if len(eps) < 2:
         raise TrafficError("permutation(): needs at least 2 endpoints")
@@ -284,7 +284,7 @@ def longest_matching(fab: Any, gbps: float = 1.0,
     >>> sorted(set(tm.pairs.values())), len(tm)
     ([1.0], 8)
     """
-    gbps = check_positive("longest_matching", "gbps", gbps)
+    gbps = check_demand_gbps("longest_matching", "gbps", gbps)
     eps = _endpoints_of("longest_matching", fab, endpoints)
     return farthest_matching("longest_matching", fab, eps, gbps, None, max_endpoints)
 

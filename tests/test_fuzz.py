@@ -52,6 +52,8 @@ BAD_VALUES: list[tuple[str, Callable[[], Any]]] = [
     ("''", lambda: ""), ("[]", lambda: []), ("{}", lambda: {}), ("True", lambda: True),
     ("10**12", lambda: 10**12), ("Fabric", _tiny), ("object()", object),
     ("['x']", lambda: ["x"]), ("{'x': 1}", lambda: {"x": 1}),
+    # numeric edges (overflow to inf, underflow to 0) and an unhashable element
+    ("1e308", lambda: 1e308), ("1e-320", lambda: 1e-320), ("[[1]]", lambda: [[1]]),
 ]
 
 

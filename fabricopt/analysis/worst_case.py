@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import MAX_SOLVES, check_choice, check_int, check_positive
+from .._checks import MAX_SOLVES, check_choice, check_demand_gbps, check_int
 from ..fabric import check_endpoint_group
 from ..flow import FlowResult, max_concurrent_flow, valiant_rate
 from ..flow.api import METHODS
@@ -99,7 +99,7 @@ def tub_upper_bound(fab: Any, gbps: float = 1.0, endpoints: Iterable[Hashable] |
     >>> round(bound, 9)   # 16 arcs x 1 Gb/s / (8 pairs x 4 hops x 1 Gb/s)
     0.5
     """
-    gbps = check_positive("tub_upper_bound", "gbps", gbps)
+    gbps = check_demand_gbps("tub_upper_bound", "gbps", gbps)
     eps = check_endpoint_group("tub_upper_bound", fab, endpoints)
     tm = farthest_matching("tub_upper_bound", fab, eps, gbps, None, max_endpoints)
     ga = GraphArrays.from_fabric(fab)
@@ -143,7 +143,7 @@ def worst_case_permutation(fab: Any, gbps: float = 1.0, *,
     (1.0, 1.0, True)
     """
     start = time.perf_counter()
-    gbps = check_positive("worst_case_permutation", "gbps", gbps)
+    gbps = check_demand_gbps("worst_case_permutation", "gbps", gbps)
     # One flow solve per iteration: more than MAX_SOLVES is a runaway, not a search.
     iterations = check_int("worst_case_permutation", "iterations", iterations, minimum=1,
                            maximum=MAX_SOLVES)

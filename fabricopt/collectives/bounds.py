@@ -794,7 +794,7 @@ def _checked_groups(func: str, fab: Fabric, concurrent: Any,
         if isinstance(g, str | bytes) or not isinstance(g, Iterable):
             raise InvalidParameterError(f"{func}(): concurrent must be None, 'rails' or a list "
                                         f"of endpoint groups, got group {g!r}")
-    groups = [check_endpoint_group(func, fab, g) for g in raw]
+    groups = [check_endpoint_group(func, fab, g, name="concurrent group") for g in raw]
     if len(groups) < 2:
         raise InvalidParameterError(f"{func}(): concurrent must name at least 2 groups, got "
                                     f"{len(groups)}")

@@ -232,7 +232,11 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
         raise InvalidParameterError(f"valiant_rate(): hubs must be None, a level (int) or "
                                     f"an iterable of nodes, got {hubs!r}")
     else:
-        hub_list = tuple(dict.fromkeys(hubs))  # type: ignore[union-attr]
+        given = tuple(hubs)  # type: ignore[arg-type]
+        if not all(isinstance(h, Hashable) for h in given):
+            raise InvalidParameterError(f"valiant_rate(): hubs must be nodes of the fabric "
+                                        f"(node names), got {given!r}")
+        hub_list = tuple(dict.fromkeys(given))
     unknown = [h for h in hub_list if h not in fab.graph]
     if unknown or not hub_list:
         raise InvalidParameterError(f"valiant_rate(): hubs must be nodes of the fabric, "

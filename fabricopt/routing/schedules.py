@@ -35,9 +35,9 @@ from .._checks import (
     as_rng,
     check_bool,
     check_choice,
+    check_demand_gbps,
     check_int,
     check_message_bytes,
-    check_positive,
 )
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_endpoint_group
@@ -109,7 +109,7 @@ def ring_traffic(fab: Fabric, endpoints: Iterable[Hashable] | None = None, *,
     >>> sorted(tm.pairs)
     [('n0', 'n1'), ('n1', 'n2'), ('n2', 'n3'), ('n3', 'n0')]
     """
-    gbps = check_positive("ring_traffic", "gbps", gbps)
+    gbps = check_demand_gbps("ring_traffic", "gbps", gbps)
     ranks = rank_order(fab, endpoints, order, seed, "ring_traffic")
     n = len(ranks)
     demands: dict[tuple[Hashable, Hashable], float] = {}
@@ -132,7 +132,7 @@ def tree_traffic(fab: Fabric, endpoints: Iterable[Hashable] | None = None, *,
     >>> sorted(tm.pairs.items())[:2]
     [(('n0', 'n1'), 0.5), (('n0', 'n2'), 0.5)]
     """
-    gbps = check_positive("tree_traffic", "gbps", gbps)
+    gbps = check_demand_gbps("tree_traffic", "gbps", gbps)
     ranks = rank_order(fab, endpoints, order, seed, "tree_traffic")
     n = len(ranks)
     demands: dict[tuple[Hashable, Hashable], float] = {}
