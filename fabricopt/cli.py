@@ -486,8 +486,8 @@ def _checked_dpi(dpi: float, figure: Any = None) -> float:
         raise FabricOptError(f"--dpi must be a finite number > 0, got {dpi!r}")
     if figure is None:
         return dpi
-    width, height = figure.get_size_inches()
-    pixels = width * height * dpi**2
+    width, height = map(float, figure.get_size_inches())
+    pixels = (width * dpi) * (height * dpi)  # Python floats: inf for a huge dpi, no error
     if pixels > MAX_PIXELS or max(width, height) * dpi >= 2**16:
         most = min(math.sqrt(MAX_PIXELS / (width * height)), (2**16 - 1) / max(width, height))
         raise FabricOptError(f"--dpi {dpi:g} makes a {width * dpi:,.0f} x {height * dpi:,.0f} "

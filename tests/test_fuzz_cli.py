@@ -37,7 +37,7 @@ BASE = {"show": ["ring", "n=3"], "solve": ["ring", "n=3"], "bom": ["ring", "n=3"
 
 #: Bad words by the kind of value a flag takes: numbers out of range, non-finite or not
 #: numbers at all; text that names nothing; an empty word.
-NUMBER_WORDS = ["nan", "-1", "0", "1e400", "x", "1000000000000"]
+NUMBER_WORDS = ["nan", "-1", "0", "1e400", "x", "1000000000000", "1e308", "1e-320"]
 TEXT_WORDS = ["", "nope", "a:b"]
 
 #: Seconds one command may take before it counts as a hang (the slowest case, an optimize
