@@ -21,7 +21,7 @@ from ._checks import did_you_mean, parse_bytes
 from ._numpydoc import parameter_docs
 from ._version import __version__
 from .analysis.bisection import bisection_bandwidth
-from .collectives.bounds import COLLECTIVES, collective_bounds
+from .collectives import COLLECTIVES, collective_bounds
 from .cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost
 from .errors import FabricOptError
 from .fabric import Fabric

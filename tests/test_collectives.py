@@ -6,7 +6,7 @@ import networkx as nx
 import pytest
 
 import fabricopt as fo
-from fabricopt.collectives.bounds import DEFAULT_EFFICIENCY
+from fabricopt.collectives.efficiency import DEFAULT_EFFICIENCY
 from fabricopt.generators._builder import FabricBuilder
 
 GiB = 2.0**30
