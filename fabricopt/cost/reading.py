@@ -111,7 +111,7 @@ class Bundles:
     arc order), ``links`` its physical links, ``kind`` its class among ``classes``. Bundles of
     one class are priced alike once the kinds of switch at their ends are known: a class is
     ``(tier, tech, rate_gbps, length_m, in_row, section)`` (see
-    :class:`fabricopt.cost.bom.LinkKind`).
+    :class:`fabricopt.cost.parts.LinkKind`).
     """
 
     u: np.ndarray
