@@ -200,7 +200,9 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
         Whether switches with ``reduce=True`` may reduce (all-reduce only). ``"auto"``: yes
         when such switches touch the participants.
     expected : bool, str or dict, optional
-        Adds a labelled expected busbw, never a bound. ``True``: the calibrated profile of
+        Adds a labelled expected busbw, never a bound: the collective as NCCL runs it (ring,
+        tree, NVLS, NVLS-tree or CollNet, whichever NCCL's tuner would pick at this size,
+        :mod:`fabricopt.collectives.nccl`), held to the bound. ``True``: the calibrated profile of
         :data:`EFFICIENCY_PROFILES` for the fabric's NVLink generation; a profile name; or a
         dict ``{"scale_up": f, "nvls": f, "network": f}`` of efficiencies in (0, 1] (keys
         left out take :data:`DEFAULT_EFFICIENCY`). Scale-up links (NVLink, UALink) are those

@@ -4,6 +4,7 @@ bound."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -11,6 +12,7 @@ import numpy as np
 from .._checks import check_choice, check_positive
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
+from .nccl import all_reduce_algorithms, domains_of
 from .problem import Problem, reduce_domains, reducing_switches
 from .results import Bound, bus_factor
 from .schemes import Ask, Outcome
@@ -29,8 +31,9 @@ from .schemes import Ask, Outcome
 #: the same per-GPU NVLink): ring 695 and NVLS 845 GB/s (NVIDIA/nccl issue 2140).
 #: nvlink5-rack (GB200 NVL72, all 72 GPUs): 834.6 GB/s out of place at 8 GiB (the GB200
 #: NVL72 example of CoreWeave's nccl-tests fork, pull request 43), read as NVLS (NCCL's
-#: default there). The network figure, 0.94, is inside the 92-96% of NIC line rate reported
-#: for tuned InfiniBand rings: an estimate without a cited measurement.
+#: default there). The network figure, 0.94, is the midpoint of NVIDIA's guidance for
+#: all-reduce over NDR InfiniBand, 46-48 GB/s per 400 Gb/s NIC (50 GB/s); multi-node
+#: measurements check it (``tests/test_collectives_fidelity.py``).
 EFFICIENCY_PROFILES: dict[str, dict[str, float]] = {
     "nvlink4": {"scale_up": 370.0 / 450.0, "nvls": 480.0 / 700.0, "network": 0.94},
     "nvlink5": {"scale_up": 695.0 / 900.0, "nvls": 845.0 / 1400.0, "network": 0.94},
@@ -79,10 +82,14 @@ def efficiency_profile(func: str, expected: Any) -> dict[str, float] | str | Non
 
 
 def expected_figure(ask: Ask, out: Outcome, profile: dict[str, float] | str,
-              alpha_s: float) -> dict[str, Any]:
-    """The labelled expected figure: the faster of the ring (the best schedule without
-    in-network reduction, or the bound, at the efficiency of the links that bind) and NVLink
-    SHARP (each phase at its own efficiency); never a bound."""
+                    alpha_s: float) -> dict[str, Any]:
+    """The labelled expected figure, never a bound.
+
+    All-reduce: the fastest of NCCL's algorithms at this size (:mod:`.nccl`), each at the
+    calibrated efficiencies; all-gather and reduce-scatter: NCCL's ring; all-to-all and
+    broadcast: the best schedule at the efficiency of the links that bind. Whatever the
+    algorithm, the figure is never faster than the fabric's bound at the efficiency of its
+    binding links, so an oversubscribed network slows it as it slows the bound."""
     name = "custom"
     if profile == "auto":
         name, effs = profile_for(ask.p, ask.fab)
@@ -90,26 +97,36 @@ def expected_figure(ask: Ask, out: Outcome, profile: dict[str, float] | str,
         name, effs = profile, dict(EFFICIENCY_PROFILES[profile])
     else:
         effs = profile
-    ring = next((b.time_s for b in out.bounds if b.name == "reduce-scatter + all-gather"),
-                None)
-    if ring is None:
-        ring = out.achievable_s if out.achievable_s is not None else out.lower.time_s
     plain = [b for b in out.bounds if b.kind in ("lower", "exact") and "SHARP" not in b.name]
     side = binding_side(ask.p, max(plain, key=lambda b: b.time_s) if plain else out.lower)
-    candidates = {f"ring, {side.replace('_', '-')} efficiency {effs[side]:.3g}":
-                  ring / effs[side]}
-    if out.in_network_reduction and out.inr_phases_s is not None:
-        phases = out.inr_phases_s
-        candidates[f"NVLink SHARP efficiency {effs['nvls']:.3g}, network "
-                   f"{effs['network']:.3g}"] = max(phases["nvls"] / effs["nvls"],
-                                                   phases["network"] / effs["network"])
-    label, t = min(candidates.items(), key=lambda kv: kv[1])
-    t += alpha_s
-    busbw = ask.size / t / 1e9 * bus_factor(ask.collective, ask.n)
-    return {"busbw_GBps": busbw, "time_s": t, "profile": name,
-            "efficiency": effs,
-            "label": f"expected ({name} profile: {label}; calibrated on nccl-tests, not a bound)"}
-
+    floor = out.lower.time_s / effs[side] + alpha_s
+    bus = bus_factor(ask.collective, ask.n)
+    algorithms: dict[str, float] = {}
+    limits: dict[str, str] = {}
+    if ask.collective in ("all_reduce", "all_gather", "reduce_scatter"):
+        d = domains_of(ask.p, *ask.reducing())
+        found = all_reduce_algorithms(d, ask.size, ask.n, effs)
+        if ask.collective != "all_reduce":  # NCCL runs these as a ring
+            ring, _, limit = found["ring"]
+            found = {"ring": (ring, ask.size * bus / (ring * 1e9) if ring > 0 else math.inf,
+                              limit)}
+        algorithms = {a: t for a, (_, t, _) in found.items()}
+        limits = {a: limit for a, (_, _, limit) in found.items()}
+    if not algorithms or not all(math.isfinite(t) for t in algorithms.values()):
+        best = out.achievable_s if out.achievable_s is not None else out.lower.time_s
+        algorithms = {"best schedule": best / effs[side] + alpha_s}
+    algorithm, t_alg = min(algorithms.items(), key=lambda kv: kv[1])
+    t = max(t_alg, floor)
+    limit = side.replace("_", "-") if floor > t_alg else limits.get(algorithm, side)
+    limit = limit.replace("_", "-")
+    key = {"scale-up": "scale_up", "NVLS": "nvls", "network": "network"}[limit]
+    held = " (held to the fabric's bound)" if floor > t_alg else ""
+    busbw = ask.size / t / 1e9 * bus
+    label = f"{algorithm}{held}, {limit} efficiency {effs[key]:.3g}"
+    return {"busbw_GBps": busbw, "time_s": t, "profile": name, "algorithm": algorithm,
+            "algorithm_times_s": algorithms, "efficiency": effs,
+            "label": f"expected ({name} profile: {label}; as NCCL runs it, calibrated on "
+                     "nccl-tests, not a bound)"}
 
 
 def binding_side(p: Problem, bound: Bound) -> str:
