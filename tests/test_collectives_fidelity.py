@@ -162,8 +162,8 @@ def test_multi_rack_gb200_expected_matches_published(racks, measured):
 def test_small_buffers_pick_the_algorithm_with_fewest_steps():
     # 16 x DGX H100: at 8 GiB NVLS-tree wins on bandwidth; at 64 KiB the ring's 2(n-1) = 254
     # steps at the slower of NVLink (450 x 0.822) and the network (400 x 0.94), plus
-    # (8.4 + 224 x 3.4 + 30 x 14 us = 1190 us) of latency, lose to the tree's 2(7 x 4 + 4 x 14) + 8.4
-    # = 176.4 us and NVLS-tree's 25 + 2 x 4 x 20.9 = 192.2 us: the tree.
+    # (8.4 + 224 x 3.4 + 30 x 14 us = 1190 us) of latency, lose to the tree's
+    # 2(7 x 4 + 4 x 14) + 8.4 = 176.4 us and NVLS-tree's 25 + 2 x 4 x 20.9 = 192.2 us.
     fab = fo.cluster(scale_up=fo.dgx_h100(), nodes=16, scale_out="rail_optimized")
     big = fo.collective_bounds(fab, "all_reduce", message_bytes=8 * GiB, expected=True)
     small = fo.collective_bounds(fab, "all_reduce", message_bytes=2**16, expected=True)
