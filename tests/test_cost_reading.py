@@ -95,7 +95,13 @@ def reference_bundles(fab: fo.Fabric, lay: fo.Layout) -> Counter:
     """Physical links per (tier, tech, rate, length, in_row, section, u, v), one loop."""
     g = fab.graph
     p = place(fab, lay)
-    in_server = in_server_switches(fab, lay)
+    # Scale-up silicon in the system price: a server's NVSwitch chips and a rack's NVLink
+    # Switch trays (switches with a tray attribute that reach GPUs over in-system links).
+    g = fab.graph
+    in_server = set(in_server_switches(fab, lay)) | {
+        v for v in fab.switches if g.nodes[v].get("tray") is not None and any(
+            g.nodes[w].get("role") == "gpu" and tier_of(g[v][w]) in IN_SYSTEM_TIERS
+            for w in g.successors(v))}
     seen, out = set(), Counter()
     for u, v, d in g.edges(data=True):
         if (v, u) in seen:

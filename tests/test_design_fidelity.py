@@ -81,7 +81,7 @@ def test_meta_roce_cluster_is_ethernet_only():
     assert fab.summary().links_by_tier["spine-core"] == 128 * 28
 
 
-def test_in_server_silicon_is_apart_and_switch_trays_are_network():
+def test_scale_up_silicon_is_apart_in_servers_and_racks_alike():
     # DGX H100 SuperPOD (4 SU): 128 DGX x 4 NVSwitch gen 3 on the baseboards, in the server
     # price: reported apart, out of capex. The network is 48 QM9700 + 1,024 cx7 + links.
     est = estimates(TOPOLOGIES / "dgx-h100-superpod-4su.toml")[0]
@@ -93,10 +93,12 @@ def test_in_server_silicon_is_apart_and_switch_trays_are_network():
     assert est.capex_usd + est.scale_up_in_server_usd == pytest.approx(
         fo.estimate_cost(fabrics(TOPOLOGIES / "dgx-h100-superpod-4su.toml")[0],
                          include_in_server=True).capex_usd)
-    # GB200 NVL72: the 18 chips are 9 NVLink Switch trays, a unit of the rack's network.
+    # GB200 NVL72: the 18 chips are 9 NVLink Switch trays, part of the rack's price as a
+    # DGX's NVSwitch chips are part of the server's: reported apart the same way, so the
+    # per-GPU network cost of the two compares like with like.
     est = estimates(TOPOLOGIES / "gb200-nvl72.toml")[0]
-    assert est.scale_up_in_server_usd == 0 and est.count("nvswitch4") == 18
-    assert est.capex_usd == pytest.approx(18 * 15750)  # half a tray a chip (estimate)
+    assert est.count("nvswitch4") == 18 and est.capex_usd == 0
+    assert est.scale_up_in_server_usd == pytest.approx(18 * 15750)  # half a tray a chip
 
 
 @pytest.mark.parametrize("path", DESIGNS, ids=IDS)

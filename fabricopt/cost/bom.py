@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_bool, check_choice, check_path, fail
-from ..catalog import Catalog
+from ..catalog import Catalog, Entry
 from ..fabric import Fabric
 from ..tiers import tier_rank
 from .layout import Layout
@@ -75,6 +75,7 @@ from .parts import (
     switch_parts,
 )
 from .reading import FabricReading, read_fabric
+from .reference import default_policy, policy_name
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,11 @@ class BomRow:
     confidence: str
     name: str = ""
     section: str = "network"
+    #: Totals at the low and high ends of the catalog's ranges for the row's figures.
+    low_usd: float = 0.0
+    high_usd: float = 0.0
+    low_w: float = 0.0
+    high_w: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -150,6 +156,13 @@ class CostEstimate:
         For every switch whose catalog entry gives its pluggable cages: ``(cages used,
         cages)``, the modules and cable ends its links put in it (twin-port ones count one
         cage for two ports). :meth:`over_cages` lists the switches given more than they have.
+    policy_name : str
+        How the links were priced: the reference build of the design family
+        (:mod:`fabricopt.cost.reference`) when no policy was given, else the preset's name or
+        ``"custom"``.
+    capex_usd_range, power_w_range : tuple of float
+        ``(low, high)`` of ``capex_usd`` and ``power_w`` over the catalog's ranges of its
+        estimated figures (each figure at its low end, then at its high end).
     idle_ports : dict of str to int
         Ports bought but not cabled, per switch model: the ports a unit offers at the rate
         its links run (the most its port modes give at that rate, per chip of a multi-chip
@@ -176,6 +189,9 @@ class CostEstimate:
     scale_up_in_server_w: float = 0.0
     include_in_server: bool = False
     cages: dict[Hashable, tuple[float, float]] = field(default_factory=dict, repr=False)
+    policy_name: str = ""
+    capex_usd_range: tuple[float, float] = (0.0, 0.0)
+    power_w_range: tuple[float, float] = (0.0, 0.0)
 
     def over_cages(self) -> list[tuple[Hashable, float, float]]:
         """Switches given more modules or cable ends than they have cages: ``(switch, used,
@@ -277,9 +293,13 @@ class CostEstimate:
              "total W", "confidence"]
 
     def _summary_lines(self) -> list[str]:
+        (lo, hi), (wlo, whi) = self.capex_usd_range, self.power_w_range
         lines = [f"capex    {self.capex_usd:,.0f} USD ({self.per_endpoint_usd:,.0f} USD per GPU, "
-                 f"{self.n_endpoints} GPUs)",
-                 f"power    {self.power_w:,.0f} W ({self.per_endpoint_w:,.1f} W per GPU)"]
+                 f"{self.n_endpoints} GPUs; range {lo:,.0f} to {hi:,.0f})",
+                 f"power    {self.power_w:,.0f} W ({self.per_endpoint_w:,.1f} W per GPU; range "
+                 f"{wlo:,.0f} to {whi:,.0f})"]
+        if self.policy_name:
+            lines.append(f"priced   {self.policy_name}")
         if self.scale_up_in_server_usd or self.scale_up_in_server_w:
             where = "included above" if self.include_in_server else \
                 "in the server price, not in capex or power above"
@@ -421,7 +441,9 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
         design file, else ``Layout()``).
     policy : Policy, str or mapping, optional
         Media and switch choices: a :class:`Policy`, a preset name (``"cost"``, ``"power"``,
-        ``"all_optics"``, ``"lpo"``, ``"cpo"``, ``"aec_in_row"``) or Policy fields.
+        ``"all_optics"``, ``"lpo"``, ``"cpo"``, ``"aec_in_row"``, ``"reference"``) or Policy
+        fields. Default: the reference build of the fabric's design family
+        (:mod:`fabricopt.cost.reference`), named in ``policy_name``.
     include_in_server : bool
         Count the scale-up silicon built into servers (NVSwitch chips on a DGX/HGX baseboard)
         in ``capex_usd`` and ``power_w``. By default it is reported apart
@@ -462,6 +484,11 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     # Validation, placement, port use and bundles do not depend on the policy: read once per
     # fabric content and layout, shared by every policy the fabric is priced under.
     reading = read_fabric(fab, lay)
+    if policy is None:
+        name, pol = default_policy(reading)
+        pol.check_against(cat, func)
+    else:
+        name = policy_name(policy)
     chooser = DeviceChooser(cat, pol, func)
     groups, group_of = switch_groups(reading, chooser)
     end_values: list[float | None] = [None]
@@ -484,6 +511,7 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     parts += switch_parts(groups, group_of)
     parts += nic_parts(reading, chooser)
     est = _assemble(fab, cat, lay, pol, parts, runs, include_in_server)
+    est.policy_name = name
     est.cages = _cages(reading, groups, group_of, kinds, kind_of, media)
     est.idle_ports = idle_port_counts(groups, include_in_server)
     return est
@@ -561,8 +589,10 @@ def _assemble(fab: Fabric, cat: Catalog, lay: Layout, pol: Policy, parts: list[P
             continue
         detail = f"{bucket:g} m" if kind in ("cable", "fibre") else ""
         fields = tuple(f for f in _FIELDS_USED[kind] if f in entry.values)
+        lo_usd, hi_usd, lo_w, hi_w = _unit_range(kind, entry, bucket, usd, w)
         bom.append(BomRow(key, kind, detail, count, usd, w, count * usd, count * w,
-                          entry.source, entry.confidence_of(*fields), entry.name, section))
+                          entry.source, entry.confidence_of(*fields), entry.name, section,
+                          count * lo_usd, count * hi_usd, count * lo_w, count * hi_w))
     capex = sum(r.total_usd for r in bom if r.section in counted)
     power = sum(r.total_w for r in bom if r.section in counted)
     in_server_usd = sum(r.total_usd for r in bom if r.section == "in_server")
@@ -587,9 +617,42 @@ def _assemble(fab: Fabric, cat: Catalog, lay: Layout, pol: Policy, parts: list[P
     links = [{"tier": t, "medium": m, "length_m": b, "links": c}
              for (t, m, b), c in sorted(plan.items(), key=lambda kv: (tier_rank(kv[0][0]),
                                                                       kv[0][1], kv[0][2]))]
-    return CostEstimate(fab.name, capex, power, bom, by_tier, by_medium, n,
-                        capex / n if n else math.nan, power / n if n else math.nan,
-                        links, cat, pol, lay, in_server_usd, in_server_w, include_in_server)
+    est = CostEstimate(fab.name, capex, power, bom, by_tier, by_medium, n,
+                       capex / n if n else math.nan, power / n if n else math.nan,
+                       links, cat, pol, lay, in_server_usd, in_server_w, include_in_server)
+    network = [r for r in bom if r.section in counted]
+    est.capex_usd_range = (sum(r.low_usd for r in network), sum(r.high_usd for r in network))
+    est.power_w_range = (sum(r.low_w for r in network), sum(r.high_w for r in network))
+    return est
+
+
+#: The price and power figures of each kind of row.
+_PRICE_POWER = {"switch": (("price_usd",), "power_w"), "nic": (("price_usd",), "power_w"),
+                "transceiver": (("price_usd_per_end",), "power_w_per_end"),
+                "cable": (("cable_usd", "cable_usd_per_m"), "power_w_per_end"),
+                "fibre": (("cable_usd", "cable_usd_per_m"), None)}
+
+
+def _unit_range(kind: str, entry: Entry, bucket: float, usd: float, w: float,
+                ) -> tuple[float, float, float, float]:
+    """One unit's ``(low USD, high USD, low W, high W)``: the unit figures scaled by the
+    catalog's range of the fields they come from (a cable or fibre by its fixed and per-metre
+    prices at its length bucket)."""
+    price_fields, power_field = _PRICE_POWER[kind]
+
+    def ratio(values: list[float], lows: list[float], highs: list[float]) -> tuple[float, float]:
+        total = sum(values)
+        return (1.0, 1.0) if total <= 0 else (sum(lows) / total, sum(highs) / total)
+
+    scale = [1.0, bucket] if len(price_fields) == 2 else [1.0]
+    prices = [entry.get(f, 0.0) * k for f, k in zip(price_fields, scale, strict=True)]
+    p_lo, p_hi = ratio(prices, [entry.range_of(f)[0] * k for f, k in
+                                zip(price_fields, scale, strict=True)],
+                       [entry.range_of(f)[1] * k for f, k in zip(price_fields, scale, strict=True)])
+    w_lo, w_hi = (1.0, 1.0) if power_field is None else ratio(
+        [entry.get(power_field, 0.0)], [entry.range_of(power_field)[0]],
+        [entry.range_of(power_field)[1]])
+    return usd * p_lo, usd * p_hi, w * w_lo, w * w_hi
 
 
 __all__ = ["LENGTH_BUCKETS_M", "BomRow", "CostEstimate", "DeliveredCost", "Totals",
