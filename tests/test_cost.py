@@ -998,3 +998,52 @@ def test_two_to_one_never_costs_more_under_the_reference_build():
     half = fo.estimate_cost(fo.superpod(scalable_units=4, oversubscription=2.0))
     assert half.capex_usd < full.capex_usd and half.power_w < full.power_w
     assert half.capex_usd_range[1] < full.capex_usd_range[1]
+
+
+# -- total cost of ownership ----------------------------------------------------------------------
+def test_tco_by_hand_on_a_ring():
+    # ring(4): capex 4 x 1779 (cx8) + 2 x 250 (twin-port DACs) = 7,616 USD; power 4 x 30 W +
+    # 2 DACs x 2 ends x 0.1 W = 120.4 W.
+    tco = fo.estimate_tco(fo.ring(4, link_gbps=400), years=5, usd_per_kwh=0.1, pue=1.3,
+                          maintenance=0.1, mttr_hours=24.0)
+    kwh_year = 120.4 / 1000 * 8766
+    energy = kwh_year * 5 * 1.3 * 0.1                     # 686.03 USD
+    maintenance = 0.1 * 7616 * 5                           # 3,808 USD
+    # DACs fail at 0.1% a year (ANNUAL_FAILURE_RATES["dac"]): 2 x 0.001 x 5 years x 250 USD.
+    replacements = 2 * 0.001 * 5 * 250
+    assert tco.capex_usd == pytest.approx(7616)
+    assert tco.network_kwh_per_year == pytest.approx(kwh_year)
+    assert tco.energy_usd == pytest.approx(energy)
+    assert tco.maintenance_usd == pytest.approx(maintenance)
+    assert tco.replacement_usd == pytest.approx(replacements)
+    assert tco.total_usd == pytest.approx(7616 + energy + maintenance + replacements)
+    assert tco.per_gpu_per_year_usd == pytest.approx(tco.total_usd / 4 / 5)
+    # Four DAC links, each down while its cable waits 24 h: 4 x 0.001 x 24 / 8766.
+    assert tco.expected_failed_links == pytest.approx(4 * 0.001 * 24 / 8766)
+    assert "per GPU per year" in str(tco)
+
+
+def test_tco_counts_optics_failures_at_both_ends():
+    # Reference SuperPOD (4 SU, 1,024 GPUs): every one of its 2,048 scale-out links has a
+    # module at each end at 0.9% a year; 2,048 modules (2.0 per GPU) fail 0.9% a year.
+    fab = fo.superpod(scalable_units=4)
+    tco = fo.estimate_tco(fab, years=1, mttr_hours=24.0)
+    links = sum(run["links"] for run in tco.cost.links if run["tier"] != "gpu-nvswitch")
+    assert links == 2 * 1024
+    assert tco.expected_failed_links == pytest.approx(links * 2 * 0.009 * 24 / 8766)
+    assert sum(tco.replacements.values()) == pytest.approx(2048 * 0.009)
+    from fabricopt.cost import tco_metrics
+
+    row = tco_metrics(fab, years=1)
+    assert row["tco_usd"] == pytest.approx(tco.total_usd)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"pue": 0.9}, "pue must be a power usage effectiveness >= 1"),
+    ({"years": 0}, "years must be a finite number > 0"),
+    ({"usd_per_kwh": -1}, "usd_per_kwh must be a finite number >= 0"),
+    ({"estimate": "x"}, "estimate must be a CostEstimate"),
+])
+def test_tco_rejects(kwargs, match):
+    with pytest.raises(fo.InvalidParameterError, match=match):
+        fo.estimate_tco(fo.ring(4), **kwargs)
