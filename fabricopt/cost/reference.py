@@ -10,6 +10,10 @@ is cabled, and the name of that build, printed with every estimate.
 * **GB200 NVL72 SuperPOD** (racks whose NVLink Switch trays reach the GPUs): OSFP
   transceivers and fibre on every scale-out link; one single-port module per ConnectX-7 at
   the compute tray.
+* **Top-of-rack builds** (every GPU's first network switch in the GPU's own rack, as in Meta's
+  24K-GPU RoCE clusters): copper DAC from the GPUs to the rack switch and single-mode
+  pluggable optics above it (the paper's rack and cluster tiers); no multimode or active
+  cables.
 * Anything else has no reference build: each link takes the cheapest medium that reaches
   (``Policy()``), and the name says so.
 
@@ -21,6 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .media import POLICY_PRESETS, Policy
 from .reading import FabricReading
 
@@ -28,6 +34,8 @@ SUPERPOD = "DGX SuperPOD reference build: twin-port OSFP transceivers and fibre 
     "scale-out link"
 GB200 = "GB200 NVL72 SuperPOD reference build: OSFP transceivers and fibre on every " \
     "scale-out link"
+TOP_OF_RACK = "top-of-rack build (Meta's RoCE clusters): copper DAC from the GPUs to the rack " \
+    "switch, single-mode optics above"
 NO_REFERENCE = "cheapest medium per link (no reference build for this design family)"
 
 
@@ -40,6 +48,8 @@ def default_policy(reading: FabricReading) -> tuple[str, Policy]:
     scale_out = any(use is not None for use in reading.nic_port_use)
     if trays and scale_out:
         return GB200, Policy(all_optics=True)
+    if servers and scale_out and _top_of_rack(reading):
+        return TOP_OF_RACK, Policy(exclude=("sr", "aoc", "aec", "acc"))
     if servers and scale_out:
         return SUPERPOD, Policy(**POLICY_PRESETS["reference"])
     return NO_REFERENCE, Policy()
@@ -56,3 +66,11 @@ def policy_name(policy: Any) -> str:
         if coerced == Policy(**fields):
             return name
     return "custom"
+
+
+def _top_of_rack(reading: FabricReading) -> bool:
+    """Whether every link from a GPU or NIC to its first switch stays in one rack."""
+    b, rack = reading.bundles, reading.placement.rack
+    first = [k for k, c in enumerate(b.classes) if c[0] in ("gpu-leaf", "nic-leaf")]
+    sel = np.isin(b.kind, first)
+    return bool(sel.any()) and bool(np.all(rack[b.u[sel]] == rack[b.v[sel]]))
