@@ -1031,6 +1031,8 @@ def test_tco_counts_optics_failures_at_both_ends():
     links = sum(run["links"] for run in tco.cost.links if run["tier"] != "gpu-nvswitch")
     assert links == 2 * 1024
     assert tco.expected_failed_links == pytest.approx(links * 2 * 0.009 * 24 / 8766)
+    # The fraction a failure sweep takes: those links out of the 2,048 network links.
+    assert tco.failed_link_fraction == pytest.approx(2 * 0.009 * 24 / 8766)
     assert sum(tco.replacements.values()) == pytest.approx(2048 * 0.009)
     from fabricopt.cost import tco_metrics
 

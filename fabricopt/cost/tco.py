@@ -74,6 +74,13 @@ class TcoEstimate:
     policy_name: str
     replacements: dict[str, float] = field(default_factory=dict)
     cost: CostEstimate | None = field(default=None, repr=False)
+    network_links: int = 0
+
+    @property
+    def failed_link_fraction(self) -> float:
+        """Expected share of the network's physical links down at any moment: the fraction
+        to give :func:`~fabricopt.failure_sweep` for the throughput at that failure level."""
+        return self.expected_failed_links / self.network_links if self.network_links else 0.0
 
     def __str__(self) -> str:
         lo, hi = self.capex_usd_range
@@ -155,11 +162,13 @@ def estimate_tco(fab: Fabric, years: float = 5, usd_per_kwh: float = 0.1, pue: f
         replacements[r.component] = replacements.get(r.component, 0.0) + units
         replacement_usd += units * r.unit_usd
     failed_links = 0.0
+    network_links = 0
     for run in est.links:
         medium = cat.media.get(run["medium"]) if cat is not None else None
         if medium is None:
             continue
         afr = ANNUAL_FAILURE_RATES.get(medium["type"], (0.0,))[0]
+        network_links += run["links"] if medium["type"] != "nvlink" else 0
         per_link = 2 * afr if medium["type"] in TRANSCEIVER_TYPES else afr
         failed_links += run["links"] * per_link * mttr_hours / HOURS_PER_YEAR
     kwh_year = est.power_w / 1000 * HOURS_PER_YEAR
@@ -170,7 +179,7 @@ def estimate_tco(fab: Fabric, years: float = 5, usd_per_kwh: float = 0.1, pue: f
     return TcoEstimate(est.fabric, years, pue, usd_per_kwh, maintenance, mttr_hours,
                        est.capex_usd, energy, maint, replacement_usd, total,
                        total / n / years if n else math.nan, est.capex_usd_range, kwh_year,
-                       failed_links, n, est.policy_name, replacements, est)
+                       failed_links, n, est.policy_name, replacements, est, network_links)
 
 
 def tco_metrics(fab: Fabric, **options: Any) -> dict[str, float]:
