@@ -12,13 +12,14 @@ What is counted, per device and link of the fabric:
   needs a ``model`` or the policy's ``switch_model``, else the estimate stops with an error
   naming the label and the allowed ones; a model of another family than the links is refused.
   Power is the switch's typical power without optics; optics are counted per module.
-* **In-server scale-up silicon.** NVSwitch chips built into a server (a DGX or HGX baseboard:
-  a switch whose GPUs over NVLink are one server, see
-  :func:`fabricopt.cost.layout.in_server_switches`) are part of the server price. Their rows
-  and their NVLink copper carry ``section = "in_server"`` and add up to
+* **Scale-up silicon in the system price.** NVSwitch chips built into a server (a DGX or HGX
+  baseboard: a switch whose GPUs over NVLink are one server, see
+  :func:`fabricopt.cost.layout.in_server_switches`) are part of the server price, and the
+  NVLink Switch trays of a GB200 NVL72 (switches with a ``tray`` that reach GPUs) part of the
+  rack's. Their rows and their NVLink copper carry ``section = "in_server"`` and add up to
   ``scale_up_in_server_usd`` and ``_w``, out of ``capex_usd`` and ``power_w`` unless
-  ``include_in_server``. NVLink Switch trays (GB200 NVL72) and external NVLink switches are
-  network.
+  ``include_in_server``, so per-GPU network cost compares like with like. External NVLink
+  switches are network.
 * **NICs.** A node with role ``"nic"`` is one NIC. A GPU with scale-out links (any tech but
   NVLink/UALink) to a switch or another GPU, and no NIC node, gets NICs at its end: the NIC model
   and count that cost least for its link count at its link rate, so two 400G planes per GPU use
@@ -146,10 +147,10 @@ class CostEstimate:
     links : list of dict
         The cable plan: tier, medium, length bucket (m) and physical link count.
     scale_up_in_server_usd, scale_up_in_server_w : float
-        Scale-up silicon built into servers (NVSwitch chips on DGX/HGX baseboards; rows of
-        section ``"in_server"``): part of the server price, so out of ``capex_usd`` and
-        ``power_w`` unless ``include_in_server``. NVLink Switch trays of rack-scale systems
-        (GB200 NVL72) and external NVLink switches are network.
+        Scale-up silicon in the system price (NVSwitch chips on DGX/HGX baseboards, NVLink
+        Switch trays of a GB200 NVL72 rack; rows of section ``"in_server"``): out of
+        ``capex_usd`` and ``power_w`` unless ``include_in_server``, the same way in every
+        design. External NVLink switches are network.
     include_in_server : bool
         Whether ``capex_usd`` and ``power_w`` include the in-server silicon.
     cages : dict
