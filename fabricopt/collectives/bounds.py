@@ -48,9 +48,9 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_bool, check_choice, check_endpoint_group, check_positive
+from .._checks import check_bool, check_choice, check_positive
 from ..errors import InvalidParameterError
-from ..fabric import Fabric
+from ..fabric import Fabric, check_endpoint_group
 from ..routing.api import ROUTINGS
 from ..routing.schedules import ORDERS, RoutedCollective, routed_collective
 from .efficiency import efficiency_profile, expected_figure
@@ -224,7 +224,8 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
         a ring gets under that routing, kept apart from the bounds (it is not one). Default
         None: bounds only.
     order : {"given", "rail_aligned", "random"}
-        With ``routing``: the ring order of the participants (:func:`~fabricopt.rank_order`).
+        With ``routing``: the ring order of the participants
+        (:func:`~fabricopt.routing.schedules.rank_order`).
     trials, flows_per_pair : int
         With ``routing="hash"``: hashed draws, and flows per ring edge (NCCL channels).
     seed : None, int or numpy.random.Generator

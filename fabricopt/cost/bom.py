@@ -407,7 +407,7 @@ def _coerce_catalog(catalog: Any) -> Catalog:
 def _inputs(func: str, fab: Fabric, catalog: Any, layout: Any,
             policy: Any) -> tuple[Catalog, Layout, Policy]:
     """The catalog, layout and policy to price ``fab`` with: the arguments checked, the design
-    file's ``[catalog]`` and ``[layout]`` tables filling what the caller left out."""
+    file's ``[catalog]``, ``[layout]`` and ``policy`` filling what the caller left out."""
     if not isinstance(fab, Fabric):
         raise fail(func, "fab", "a Fabric", type(fab).__name__)
     design = getattr(fab, "design", None) or {}
@@ -416,6 +416,8 @@ def _inputs(func: str, fab: Fabric, catalog: Any, layout: Any,
         cat = cat.merged(design["catalog"], origin=str(design.get("file", "design file")))
     if layout is None and design.get("layout"):
         layout = design["layout"]
+    if policy is None and design.get("policy"):
+        policy = design["policy"]
     lay = Layout.coerce(layout, func)
     pol = Policy.coerce(policy, func)
     pol.check_against(cat, func)
@@ -485,11 +487,12 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     # Validation, placement, port use and bundles do not depend on the policy: read once per
     # fabric content and layout, shared by every policy the fabric is priced under.
     reading = read_fabric(fab, lay)
-    if policy is None:
+    given = policy if policy is not None else (getattr(fab, "design", None) or {}).get("policy")
+    if given is None:
         name, pol = default_policy(reading)
         pol.check_against(cat, func)
     else:
-        name = policy_name(policy)
+        name = policy_name(given)
     chooser = DeviceChooser(cat, pol, func)
     groups, group_of = switch_groups(reading, chooser)
     end_values: list[float | None] = [None]
