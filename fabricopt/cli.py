@@ -22,7 +22,7 @@ from ._numpydoc import parameter_docs
 from ._version import __version__
 from .analysis.bisection import bisection_bandwidth
 from .collectives import COLLECTIVES, collective_bounds
-from .cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost
+from .cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost, estimate_tco
 from .errors import FabricOptError, InvalidParameterError
 from .fabric import Fabric
 from .flow import max_concurrent_flow
@@ -321,8 +321,6 @@ def _add_tco_parser(sub: Any) -> None:
 
 
 def _cmd_tco(args: argparse.Namespace) -> int:
-
-    from .cost import estimate_tco
 
     rows = []
     for fab in load_targets(args.targets):

@@ -202,10 +202,12 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
     expected : bool, str or dict, optional
         Adds a labelled expected busbw, never a bound: the collective as NCCL runs it (ring,
         tree, NVLS, NVLS-tree or CollNet, whichever NCCL's tuner would pick at this size,
-        :mod:`fabricopt.collectives.nccl`), held to the bound. ``True``: the calibrated profile of
-        :data:`EFFICIENCY_PROFILES` for the fabric's NVLink generation; a profile name; or a
-        dict ``{"scale_up": f, "nvls": f, "network": f}`` of efficiencies in (0, 1] (keys
-        left out take :data:`DEFAULT_EFFICIENCY`). Scale-up links (NVLink, UALink) are those
+        :mod:`fabricopt.collectives.nccl`), held to the bound. ``True``: the calibrated
+        profile of :data:`~fabricopt.collectives.efficiency.EFFICIENCY_PROFILES` for the
+        fabric's NVLink generation; a profile name; or a dict ``{"scale_up": f, "nvls": f,
+        "network": f}`` of efficiencies in (0, 1] (keys left out take
+        :data:`~fabricopt.collectives.efficiency.DEFAULT_EFFICIENCY`). Scale-up links (NVLink,
+        UALink) are those
         of :func:`fabricopt.tiers.is_scale_up`.
     latency : LatencyModel, optional
         Adds the alpha term (see :class:`LatencyModel`); default: none (pure bandwidth).
