@@ -528,8 +528,7 @@ def build_parser() -> argparse.ArgumentParser:
     bom.add_argument("--catalog", metavar="FILE",
                      help="catalog file merged over the default catalog")
     bom.add_argument("--policy", choices=tuple(POLICY_PRESETS), default=None,
-                     help="media policy (default: the reference build of the design family, "
-                     "named in the output)")
+                     help="media policy (default: the design family's reference build)")
     bom.add_argument("--leaf-placement", choices=LEAF_PLACEMENTS, default=None,
                      help="where leaf switches go (default: top_of_rack)")
     bom.set_defaults(func=_cmd_bom)
