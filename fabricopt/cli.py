@@ -22,8 +22,8 @@ from ._checks import did_you_mean, parse_bytes
 from ._numpydoc import parameter_docs
 from ._version import __version__
 from .analysis.bisection import bisection_bandwidth
-from .collectives.bounds import COLLECTIVES, collective_bounds
-from .cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost
+from .collectives import COLLECTIVES, collective_bounds
+from .cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost, estimate_tco
 from .errors import FabricOptError, InvalidParameterError
 from .fabric import Fabric
 from .flow import max_concurrent_flow
@@ -307,6 +307,47 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     return worst
 
 
+# -- total cost of ownership -------------------------------------------------------------------
+def _add_tco_parser(sub: Any) -> None:
+    tco = sub.add_parser("tco", help="print a fabric network's total cost of ownership",
+                         description="Capex, energy at PUE, maintenance and optics "
+                         "replacements over the years, per GPU per year.", epilog=EXIT_CODES)
+    _targets_arg(tco)
+    tco.add_argument("--years", type=float, default=5.0, help="service life (default 5)")
+    tco.add_argument("--usd-per-kwh", type=float, default=0.1,
+                     help="electricity price (default 0.1)")
+    tco.add_argument("--pue", type=float, default=1.3, help="facility PUE (default 1.3)")
+    tco.add_argument("--maintenance", type=float, default=0.1,
+                     help="support and spares a year, a fraction of capex (default 0.1)")
+    tco.add_argument("--policy", choices=tuple(POLICY_PRESETS), default=None,
+                     help="media policy (default: the reference build of the design family)")
+    tco.add_argument("--format", choices=FORMATS, default="table",
+                     help="table (readable blocks, default), or one row per fabric as csv, "
+                     "markdown or json")
+    tco.set_defaults(func=_cmd_tco)
+
+
+def _cmd_tco(args: argparse.Namespace) -> int:
+
+    rows = []
+    for fab in load_targets(args.targets):
+        t = estimate_tco(fab, years=args.years, usd_per_kwh=args.usd_per_kwh, pue=args.pue,
+                         maintenance=args.maintenance, policy=args.policy)
+        if args.format == "table":
+            print(t)
+            print()
+            continue
+        rows.append({"fabric": fab.name, "capex_usd": t.capex_usd, "energy_usd": t.energy_usd,
+                     "maintenance_usd": t.maintenance_usd,
+                     "replacement_usd": t.replacement_usd, "tco_usd": t.total_usd,
+                     "tco_per_gpu_year_usd": t.per_gpu_per_year_usd,
+                     "expected_failed_links": t.expected_failed_links,
+                     "priced": t.policy_name})
+    if rows:
+        _print_rows(rows, args.format)
+    return 0
+
+
 def _cmd_bom(args: argparse.Namespace) -> int:
 
     catalog = Catalog.load(args.catalog) if args.catalog else None
@@ -582,11 +623,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="table (default), markdown, csv (one table, a fabric column) or json")
     bom.add_argument("--catalog", metavar="FILE",
                      help="catalog file merged over the default catalog")
-    bom.add_argument("--policy", choices=tuple(POLICY_PRESETS), default="cost",
-                     help="media policy (default: cost)")
+    bom.add_argument("--policy", choices=tuple(POLICY_PRESETS), default=None,
+                     help="media policy (default: the design family's reference build)")
     bom.add_argument("--leaf-placement", choices=LEAF_PLACEMENTS, default=None,
                      help="where leaf switches go (default: top_of_rack)")
     bom.set_defaults(func=_cmd_bom)
+    _add_tco_parser(sub)
 
     cmp_ = sub.add_parser("compare", help="evaluate designs side by side and write a report",
                           description="Evaluate every design (files, folders of them, sweeps, "

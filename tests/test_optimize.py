@@ -159,7 +159,9 @@ def test_written_design_reloads_to_the_same_fabric(tmp_path):
                                                                  key=str)
     assert sorted(fab.graph.edges(data=True), key=str) == sorted(built.graph.edges(data=True),
                                                                  key=str)
-    assert fo.estimate_cost(fab).capex_usd == res.best["capex_usd"]
+    # Priced under the candidate's policy (the space's "cost"), not the family's default.
+    policy = res.candidates[res.best["name"]].policy
+    assert fo.estimate_cost(fab, policy=policy).capex_usd == res.best["capex_usd"]
 
 
 def test_oversubscribed_design_costs_less():
@@ -194,7 +196,7 @@ def test_evaluate_is_the_public_path():
     c = res.candidates[res.best["name"]]
     [row] = evaluate_group(GroupTask((c,), ()))
     fab = c.build()
-    assert row["capex_usd"] == fo.estimate_cost(fab).capex_usd
+    assert row["capex_usd"] == fo.estimate_cost(fab, policy=c.policy).capex_usd
 
 
 def test_cli_optimize_prints_the_front_and_writes_the_winner(tmp_path, capsys):
