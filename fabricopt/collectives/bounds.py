@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_bool, check_choice, check_message_bytes, check_positive
+from .._checks import check_bool, check_choice, check_message_bytes
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_endpoint_group
 from ..routing.api import ROUTINGS
