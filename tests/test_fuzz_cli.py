@@ -32,6 +32,7 @@ oversubscription = [1.0, 2.0]
 
 #: Words that name something valid for each command, before the flag under test.
 BASE = {"show": ["ring", "n=3"], "solve": ["ring", "n=3"], "bom": ["ring", "n=3"],
+        "tco": ["ring", "n=3"],
         "compare": ["ring", "n=3"], "draw": ["ring", "n=3", "-o", "x.png"],
         "optimize": ["search.toml"]}
 
@@ -124,7 +125,7 @@ def test_every_flag_with_bad_words_is_accepted_or_one_line_exit_2(argv, workdir,
     _assert_clear(argv, code, err)
 
 
-@pytest.mark.parametrize("command", ["show", "solve", "bom", "compare", "draw"])
+@pytest.mark.parametrize("command", ["show", "solve", "bom", "tco", "compare", "draw"])
 def test_a_repeated_key_is_one_line_exit_2(command, workdir, capsys):
     # the last value silently won: ring n=4 n=5 drew a ring of 5
     argv = [command, "ring", "n=4", "n=5"] + (["-o", "x.png"] if command == "draw" else [])
