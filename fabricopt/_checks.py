@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -140,6 +140,23 @@ def check_demand_gbps(func: str, name: str, value: Any) -> float:
     if not low <= gbps <= high:
         raise fail(func, name, f"a demand from {low:g} to {high:g} Gb/s", value)
     return gbps
+
+
+def check_node_names(func: str, name: str, value: Any,
+                     error: type[Exception] = InvalidParameterError) -> tuple[Any, ...]:
+    """``value`` as a tuple of node names: an iterable (not a string or a mapping) of hashable
+    items, else ``error`` naming ``func`` and ``name``.
+
+    >>> check_node_names("restrict", "endpoints", ["n0", "n1"])
+    ('n0', 'n1')
+    """
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise error(f"{func}(): {name} must be an iterable of node names, got {value!r}")
+    names = tuple(value)
+    for item in names:
+        if not isinstance(item, Hashable):
+            raise error(f"{func}(): {name} must be node names (hashable), got {item!r}")
+    return names
 
 
 def check_bool(func: str, name: str, value: Any) -> bool:

@@ -35,7 +35,7 @@ from typing import Any
 
 import networkx as nx
 
-from ._checks import check_label, did_you_mean
+from ._checks import check_label, check_node_names, did_you_mean
 from .errors import InvalidFabricError, InvalidParameterError
 from .symmetry_claim import Symmetry
 from .tiers import SCALE_UP_TIERS as SCALE_UP_TIERS  # its old home; tiers.py owns it now
@@ -263,14 +263,7 @@ class Fabric:
                     d["capacity"] = d["capacity"] * left / _link_count(d)
                     d["links"] = left
             gone_links.append((u, v, int(count)))
-        if isinstance(switches, str | bytes) or not isinstance(switches, Iterable):
-            raise InvalidParameterError(f"{func}(): switches must be an iterable of nodes, "
-                                        f"got {switches!r}")
-        gone_switches = list(switches)
-        if not all(isinstance(w, Hashable) for w in gone_switches):
-            raise InvalidParameterError(f"{func}(): switches must be nodes (node names), got "
-                                        f"{gone_switches!r}")
-        gone_switches = list(dict.fromkeys(gone_switches))
+        gone_switches = list(dict.fromkeys(check_node_names(func, "switches", switches)))
         for w in gone_switches:
             if w not in graph:
                 raise InvalidParameterError(f"{func}(): switches must be nodes of fabric "

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
+from ._checks import check_node_names
 from .errors import InvalidParameterError
 
 Arc = tuple[Hashable, Hashable]
@@ -87,13 +88,7 @@ class Symmetry:
         if not isinstance(graph, nx.DiGraph):
             raise InvalidParameterError(f"Symmetry.matches(): graph must be a networkx.DiGraph, "
                                         f"got {type(graph).__name__}")
-        if isinstance(endpoints, str | bytes) or not isinstance(endpoints, Iterable):
-            raise InvalidParameterError(f"Symmetry.matches(): endpoints must be an iterable of "
-                                        f"nodes, got {endpoints!r}")
-        endpoints = tuple(endpoints)
-        if not all(isinstance(e, Hashable) for e in endpoints):
-            raise InvalidParameterError(f"Symmetry.matches(): endpoints must be an iterable of "
-                                        f"nodes, got {endpoints!r}")
+        endpoints = check_node_names("Symmetry.matches", "endpoints", endpoints)
         if graph.number_of_nodes() != self.n_nodes or graph.number_of_edges() != self.n_arcs:
             return False
         if frozenset(endpoints) != self.endpoints:

@@ -14,7 +14,14 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import as_rng, check_demand_gbps, check_int, check_label, check_positive
+from ._checks import (
+    as_rng,
+    check_demand_gbps,
+    check_int,
+    check_label,
+    check_node_names,
+    check_positive,
+)
 from .errors import InvalidParameterError, TrafficError
 from .fabric import check_endpoint_group, check_fabric
 from .graph_arrays import GraphArrays
@@ -83,7 +90,7 @@ class Traffic:
         func = "Traffic.uniform"
         gbps = check_positive(func, "gbps", gbps)
         check_label(func, "name", name, optional=False)
-        eps = _endpoint_tuple(func, endpoints)
+        eps = check_node_names(func, "endpoints", endpoints, TrafficError)
         if len(set(eps)) != len(eps):
             raise TrafficError(f"{name}: endpoints must not repeat")
         if len(eps) < 2:
@@ -174,7 +181,7 @@ class Traffic:
         >>> sorted(tm.pairs)
         [('a', 'b'), ('b', 'a')]
         """
-        keep = set(_endpoint_tuple("Traffic.restrict", endpoints))
+        keep = set(check_node_names("Traffic.restrict", "endpoints", endpoints, TrafficError))
         if self._uniform is not None:
             eps, gbps = self._uniform
             left = [e for e in eps if e in keep]
@@ -210,19 +217,6 @@ class Traffic:
         kind = "uniform" if self.is_uniform else "explicit"
         return (f"<Traffic {self.name!r}: {kind}, {len(self)} pairs, "
                 f"{self.total_gbps:g} Gb/s in total>")
-
-
-def _endpoint_tuple(func: str, endpoints: Any) -> tuple[Hashable, ...]:
-    """``endpoints`` as a tuple of node names, or :class:`TrafficError` naming ``func``."""
-    if isinstance(endpoints, str | bytes | Mapping) or not isinstance(endpoints, Iterable):
-        raise TrafficError(f"{func}(): endpoints must be an iterable of endpoints, got "
-                           f"{endpoints!r}")
-    eps = tuple(endpoints)
-    unhashable = [e for e in eps if not isinstance(e, Hashable)]
-    if unhashable:
-        raise TrafficError(f"{func}(): endpoints must be node names (hashable), got "
-                           f"{unhashable[0]!r}")
-    return eps
 
 
 def _endpoints_of(func: str, fab: Any, endpoints: Iterable[Hashable] | None) -> tuple:
