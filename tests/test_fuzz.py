@@ -529,6 +529,10 @@ def _certificate_of_ring_with_stray_node():
      r"Comparison.to_csv\(\): path must be a file path"),
     (lambda: fo.compare(fo.ring(4), metrics=["summary"]).to_csv(""),  # FileNotFoundError
      r"Comparison.to_csv\(\): path must be a file path"),
+    (lambda: fo.compare(fo.ring(4), metrics=["summary"]).to_csv("missing/t.csv"),  # OSError
+     r"missing/t.csv: cannot be written"),
+    (lambda: fo.optimize(16, space=SMALL_SPACE).write_design("missing/best.toml"),
+     r"missing/best.toml: cannot be written"),
     (lambda: fo.compare(fo.ring(4), metrics=["summary"]).fabric("0"),  # TypeError
      r"Comparison.fabric\(\): index must be an integer >= -1 <= 0"),
     (lambda: fo.compare(fo.ring(4), metrics=["summary"]).fabric(7),  # IndexError

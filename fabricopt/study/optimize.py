@@ -51,6 +51,7 @@ from typing import Any
 
 from .._checks import check_bool, check_choice, check_int, check_path, check_positive, fail
 from .._toml import dumps_toml
+from ..errors import DesignFileError
 from .candidates import DEFAULT_SPACE, Candidate
 from .execution import check_executor, check_progress
 from .metrics import CONSTRAINTS
@@ -212,8 +213,12 @@ class OptimizeResult:
                 + ("certified lower bound: ECMP routing" if row.get("all_to_all_method") ==
                    "ecmp bound" else "certified") + ").\n"
                 + dumps_toml(design))
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+        try:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:  # a missing folder, a full disk: the file's error
+            raise DesignFileError(f"{os.fspath(path)}: cannot be written: "
+                                  f"{exc.strerror or exc}") from None
         return os.fspath(path)
 
 

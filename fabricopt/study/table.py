@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .._checks import check_int, check_path, did_you_mean, fail
-from ..errors import FabricOptError
+from ..errors import DesignFileError, FabricOptError
 from ..fabric import Fabric
 
 __all__ = ["CSV_FILE", "ROWS_FILE", "Comparison", "RowStore"]
@@ -233,9 +233,13 @@ def _json_safe(value: Any) -> Any:
 def _write_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write through a temporary file and rename, so a reader never sees half a file."""
     tmp = f"{os.fspath(path)}.tmp"
-    with open(tmp, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:  # a missing folder, a full disk: the file's error, as write_json's
+        raise DesignFileError(f"{os.fspath(path)}: cannot be written: "
+                              f"{exc.strerror or exc}") from None
 
 
 # -- the store of finished rows ------------------------------------------------------------------
