@@ -274,7 +274,7 @@ def test_undecided_candidates_stay_unsolved(monkeypatch):
 
     opt = importlib.import_module("fabricopt.study.search")
     monkeypatch.setattr(opt, "ASYMMETRIC_GPUS_LIMIT", 8)
-    name = "rail_optimized nvswitch_domain r4 3:1 cost"
+    name = "rail_optimized nvswitch_domain r4 3:1 reference"
     row = next(r for r in fo.optimize(16, space=SPACE, prune=False).rows if r["name"] == name)
     lower, upper = row["all_to_all_gbps_per_gpu"], row["all_to_all_gbps_per_gpu_upper"]
     assert row["outcome"] == "evaluated" and lower < upper  # an open bracket

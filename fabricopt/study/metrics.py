@@ -31,12 +31,16 @@ column                                 meaning
                                        (an estimate, neither bound)
 ``capex_usd``, ``power_w``             network capex and power (:func:`~fabricopt.estimate_cost`)
 ``capex_per_gpu_usd``, ``power_per_gpu_w``  the same per GPU; ``idle_ports``; ``pricing``
-                                       names the optics policy
+                                       names how the links were priced (the design family's
+                                       reference build by default); ``capex_usd_low`` and
+                                       ``_high``: the range from the catalog's price ranges
 ``usd_per_delivered_gbps``,            per GPU per all-to-all Gb/s proven delivered
 ``w_per_delivered_gbps``               (``all_to_all_gbps_per_gpu``)
 =====================================  ======================================================
 
-The ``routing`` metric (asked for by name) adds ``routing_<policy>_theta`` and
+The ``tco`` metric (asked for by name) adds ``tco_usd``, ``tco_per_gpu_year_usd`` and its
+parts (:func:`~fabricopt.estimate_tco` at its defaults). The ``routing`` metric (asked for by
+name) adds ``routing_<policy>_theta`` and
 ``routing_<policy>_efficiency`` for ECMP, WCMP and static tables, and the median and 5th
 percentile of ``routing_trials`` draws of per-flow hashing.
 """
@@ -51,6 +55,7 @@ from typing import Any
 from ..analysis.bisection import bisection_bandwidth
 from ..collectives import collective_bounds
 from ..cost import estimate_cost
+from ..cost.tco import tco_metrics
 from ..fabric import Fabric
 from ..flow.api import cheap_bracket, max_concurrent_flow
 from ..flow.valiant import valiant_rate
@@ -172,6 +177,7 @@ def _all_reduce(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
             "all_reduce_busbw_GBps": c.achievable_busbw_GBps,
             "all_reduce_busbw_GBps_upper": c.busbw_GBps,
             "all_reduce_busbw_GBps_expected": (c.expected or {}).get("busbw_GBps"),
+            "all_reduce_expected_algorithm": (c.expected or {}).get("algorithm"),
             "all_reduce_binding": c.binding}
 
 
@@ -202,10 +208,13 @@ def _cost(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
     est = estimate_cost(fab, policy=ctx.policy)
     row = {"capex_usd": est.capex_usd, "power_w": est.power_w,
            "capex_per_gpu_usd": est.per_endpoint_usd, "power_per_gpu_w": est.per_endpoint_w,
-           "idle_ports": sum(est.idle_ports.values()),
-           "pricing": ctx.policy if isinstance(ctx.policy, str) else
-           ("default" if ctx.policy is None else "custom")}
+           "capex_usd_low": est.capex_usd_range[0], "capex_usd_high": est.capex_usd_range[1],
+           "idle_ports": sum(est.idle_ports.values()), "pricing": est.policy_name}
     return delivered_cost(row)
+
+
+def _tco(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
+    return tco_metrics(fab, policy=ctx.policy)
 
 
 def delivered_cost(row: dict[str, Any]) -> dict[str, Any]:
@@ -228,6 +237,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("bisection", _bisection, "bisection bandwidth, certified bracket"),
     Metric("all_reduce", _all_reduce, "all-reduce busbw: achievable, bound, expected"),
     Metric("cost", _cost, "capex and power of the network"),
+    Metric("tco", _tco, "total cost of ownership: energy, upkeep, optics replacements"),
 )}
 
 #: What :func:`~fabricopt.compare` computes when no metrics are given (``routing`` is asked
