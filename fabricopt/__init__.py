@@ -67,6 +67,15 @@ from .traffic import (
     permutation,
     select_endpoints,
 )
+from .workload import (
+    ModelConfig,
+    PhaseTime,
+    TrainingJob,
+    TrainingStep,
+    model,
+    models,
+    training_step,
+)
 from .worst_case import WorstCasePermutation, tub_upper_bound, worst_case_permutation
 
 __all__ = _generator_names + [
@@ -140,4 +149,11 @@ __all__ = _generator_names + [
     "ring_traffic",
     "routed_collective",
     "routed_flow",
+    "ModelConfig",
+    "PhaseTime",
+    "TrainingJob",
+    "TrainingStep",
+    "model",
+    "models",
+    "training_step",
 ]
