@@ -70,10 +70,15 @@ from .traffic import (
 from .workload import (
     ModelConfig,
     PhaseTime,
+    ServingEstimate,
+    TokenCost,
     TrainingJob,
     TrainingStep,
     model,
     models,
+    serving_estimate,
+    token_cost,
+    training_metrics,
     training_step,
 )
 from .worst_case import WorstCasePermutation, tub_upper_bound, worst_case_permutation
@@ -156,4 +161,9 @@ __all__ = _generator_names + [
     "model",
     "models",
     "training_step",
+    "ServingEstimate",
+    "TokenCost",
+    "serving_estimate",
+    "token_cost",
+    "training_metrics",
 ]
