@@ -148,6 +148,32 @@ def test_rail_only_trains_a_dense_model_as_fast_as_rail_optimized():
     assert rail_only.step_s_lower == pytest.approx(spine.step_s_lower, rel=1e-9)
 
 
+def _ep_across_rails(nodes):
+    """Expert groups of 8 with one GPU per server and every rail: GPU (i + j) % 8 of server
+    i in group j, in blocks of 8 servers."""
+    return [f"n{b + i}.gpu{(i + j) % 8}" for b in range(0, nodes, 8) for j in range(8)
+            for i in range(8)]
+
+
+def test_expert_all_to_all_across_rails_needs_nvlink_forwarding_on_rail_only():
+    job = fo.TrainingJob("mixtral-8x7b", tp=1, ep=8, dp=32, global_batch=32, seq_len=4096,
+                         zero=3)
+    order = _ep_across_rails(32)
+    spine = fo.training_step(fo.superpod(1), job, placement=order)
+    rail_only = fo.training_step(fo.superpod(1, spine=False), job, placement=order)
+    # With DGX servers the rail-only fabric forwards cross-rail bytes over NVLink to the GPU
+    # of the right rail (rail-only networks rely on it, Wang et al., arXiv:2307.12169): every
+    # byte still crosses one NIC each way, so the all-to-all is bound by the NICs on both.
+    assert rail_only.phases["ep"].lower_s >= spine.phases["ep"].lower_s * (1 - 1e-6)
+    assert rail_only.phases["ep"].binding_tier == "gpu-leaf"
+    # Without scale-up links nothing joins the rails: the same plan is refused.
+    bare = fo.TrainingJob("mixtral-8x7b", tp=1, ep=8, dp=4, global_batch=32, seq_len=4096,
+                          zero=3, gpu="h100_sxm")
+    assert fo.training_step(fo.rail_optimized(4), bare).phases["ep"].lower_s > 0
+    with pytest.raises(InvalidParameterError, match="ep traffic .* has no path"):
+        fo.training_step(fo.rail_optimized(4, spine=False), bare)
+
+
 def test_errors_for_bad_input():
     with pytest.raises(InvalidParameterError, match="tp=3 must divide the 32 attention heads"):
         fo.TrainingJob("llama3-8b", tp=3)

@@ -123,6 +123,11 @@ def _solve_phases(levels: FabricLevels, place: Placement, transfers: list[Transf
                 groups = place.groups(list(t.dims))
             cache[key] = phase_bound(levels, place.gpus, rank_nodes, groups, t.collective)
         b = cache[key]
+        if not np.isfinite(b.seconds_per_byte):
+            raise InvalidParameterError(
+                f"training_step(): the {t.dimension} traffic ({t.collective}) has no path "
+                f"between some of its GPUs on {levels.fab.name} (a rail-only network without "
+                "scale-up links joining the rails?); place that dimension differently")
         lower = t.count * t.message_bytes * b.seconds_per_byte
         expected = lower / _efficiency(levels, b.binding_tier)
         p = phases.setdefault(t.dimension, PhaseTime(t.dimension, 0.0, 0.0, 0.0))
