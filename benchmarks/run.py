@@ -57,7 +57,7 @@ def case_flow_found_orbits(make: str) -> dict:
     """All-to-all exactly by the symmetric method with the group the search proves, however
     many orbits it has on the endpoints (one root flow per orbit)."""
     import fabricopt as fo
-    from fabricopt.symmetry_search import with_symmetry
+    from fabricopt.symmetry.search import with_symmetry
 
     fab = eval(make, {"fo": fo})  # noqa: S307 - the cases are this file's own literals
     start = time.perf_counter()
@@ -195,7 +195,7 @@ def case_flow_by_hand(make: str, shuffle: bool = False) -> dict:
 
 def case_find_symmetry(make: str) -> dict:
     import fabricopt as fo
-    from fabricopt.symmetry_search import search_symmetry
+    from fabricopt.symmetry.search import search_symmetry
 
     fab = eval(make, {"fo": fo})  # noqa: S307
     found = search_symmetry(fab)

@@ -6,7 +6,22 @@
 """
 
 from ._version import __version__
-from .bisection import BisectionResult, bisection_bandwidth
+from .analysis import (
+    BisectionResult,
+    CapacityPlan,
+    FailureSweep,
+    FailureTrial,
+    FractionSummary,
+    RiskGroup,
+    WorstCasePermutation,
+    bisection_bandwidth,
+    fail_random,
+    failure_sweep,
+    plan_capacity,
+    risk_groups,
+    tub_upper_bound,
+    worst_case_permutation,
+)
 from .collectives import (
     CollectiveBounds,
     LatencyModel,
@@ -14,9 +29,7 @@ from .collectives import (
     collective_curve,
     hierarchical_all_reduce_time,
 )
-from .compare import Comparison, compare
 from .cost import Catalog, CatalogError, CostEstimate, Layout, Policy, estimate_cost
-from .draw import draw, pareto_front, plot_metric_bars, plot_pareto
 from .errors import (
     BackendUnavailableError,
     DesignFileError,
@@ -26,16 +39,6 @@ from .errors import (
     TrafficError,
 )
 from .fabric import Fabric, FabricSummary, from_networkx
-from .fabric_io import read_graphml, read_json, write_graphml, write_json
-from .failures import (
-    FailureSweep,
-    FailureTrial,
-    FractionSummary,
-    RiskGroup,
-    fail_random,
-    failure_sweep,
-    risk_groups,
-)
 from .flow import (
     FlowResult,
     ValiantBound,
@@ -48,18 +51,16 @@ from .flow import (
 )
 from .generators import *  # noqa: F403  (every generator; the list lives there)
 from .generators import __all__ as _generator_names
-from .optimize import OptimizeResult, optimize
-from .plan import CapacityPlan, plan_capacity
+from .io import load_design, read_graphml, read_json, write_graphml, write_json
+from .plot import draw, plot_metric_bars, plot_pareto, plot_routing_distribution
 from .routing import (
     RoutedFlowResult,
-    plot_routing_distribution,
     ring_traffic,
     routed_collective,
     routed_flow,
 )
-from .specs import load_design
-from .symmetry import Symmetry, verify_symmetry
-from .symmetry_search import find_symmetry, search_symmetry
+from .study import Comparison, OptimizeResult, compare, optimize, pareto_front
+from .symmetry import Symmetry, find_symmetry, search_symmetry, verify_symmetry
 from .traffic import (
     Traffic,
     all_to_all,
@@ -81,7 +82,6 @@ from .workload import (
     training_metrics,
     training_step,
 )
-from .worst_case import WorstCasePermutation, tub_upper_bound, worst_case_permutation
 
 __all__ = _generator_names + [
     "BisectionResult",

@@ -20,19 +20,19 @@ from typing import Any
 from ._checks import did_you_mean, parse_bytes
 from ._numpydoc import parameter_docs
 from ._version import __version__
-from .bisection import bisection_bandwidth
-from .collectives import COLLECTIVES, collective_bounds
-from .compare import DEFAULT_METRICS, Comparison, compare
+from .analysis.bisection import bisection_bandwidth
+from .collectives.bounds import COLLECTIVES, collective_bounds
 from .cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost
-from .draw import draw
 from .errors import FabricOptError
 from .fabric import Fabric
-from .fabric_io import read_graphml, read_json
 from .flow import max_concurrent_flow
 from .generators import GENERATORS
-from .report import write_report
+from .io.design_files import keyword_parameters, load_design
+from .io.graph_files import read_graphml, read_json
+from .plot.diagram import draw
+from .plot.report import write_report
 from .routing import routed_flow
-from .specs import _keyword_parameters, load_design
+from .study.compare import DEFAULT_METRICS, Comparison, compare
 from .traffic import all_to_all, longest_matching, permutation
 
 
@@ -93,7 +93,7 @@ def split_targets(words: Sequence[str]) -> list[tuple[str, list[str]]]:
 
 def _check_generator_params(name: str, params: dict[str, Any]) -> None:
     """Refuse a parameter the generator does not take, suggesting the closest one."""
-    named, open_ended = _keyword_parameters(GENERATORS[name])
+    named, open_ended = keyword_parameters(GENERATORS[name])
     for key in params:
         if key not in named and not open_ended:
             raise FabricOptError(f"{name}: {key!r} is not a parameter of {name}"
@@ -573,7 +573,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_optimize(args: argparse.Namespace) -> int:
-    from .optimize import load_search, optimize
+    from .study.optimize import load_search, optimize
 
     spec = load_search(args.target)
     res = optimize(spec["gpus"], space=spec["space"], constraints=spec["constraints"],

@@ -36,7 +36,7 @@ import networkx as nx
 
 from ._checks import check_label
 from .errors import InvalidFabricError, InvalidParameterError
-from .symmetry import Symmetry
+from .symmetry.claim import Symmetry
 from .tiers import SCALE_UP_TIERS as SCALE_UP_TIERS  # its old home; tiers.py owns it now
 from .tiers import is_scale_up_arc, tier_of
 
@@ -431,24 +431,24 @@ class FabricSummary:
         lines.append("layers      " + ", ".join(f"{k}: {v}" for k, v in
                                                 self.nodes_by_layer.items()))
         if self.injection_gbps_min == self.injection_gbps_max:
-            lines.append(f"injection   {_fmt_gbps(self.injection_gbps_min)} per endpoint "
+            lines.append(f"injection   {format_gbps(self.injection_gbps_min)} per endpoint "
                          "per direction")
         else:
-            lines.append(f"injection   {_fmt_gbps(self.injection_gbps_min)} to "
-                         f"{_fmt_gbps(self.injection_gbps_max)} per endpoint per direction")
+            lines.append(f"injection   {format_gbps(self.injection_gbps_min)} to "
+                         f"{format_gbps(self.injection_gbps_max)} per endpoint per direction")
         lines.append(f"symmetry    {self.symmetry or 'none claimed'}")
         lines.append("")
         width = max([len(t) for t in self.links_by_tier] + [4])
         lines.append(f"{'tier':<{width}}  {'links':>8}  {'capacity/dir':>14}  tech")
         for tier, n in self.links_by_tier.items():
             lines.append(f"{tier:<{width}}  {n:>8}  "
-                         f"{_fmt_gbps(self.capacity_gbps_by_tier[tier]):>14}  "
+                         f"{format_gbps(self.capacity_gbps_by_tier[tier]):>14}  "
                          f"{self.tech_by_tier.get(tier, '')}")
         return "\n".join(lines)
 
 
-def _fmt_gbps(gbps: float) -> str:
-    """Format Gb/s with a readable prefix: ``_fmt_gbps(51200) == '51.2 Tb/s'``."""
+def format_gbps(gbps: float) -> str:
+    """Format Gb/s with a readable prefix: ``format_gbps(51200) == '51.2 Tb/s'``."""
     if gbps >= 1e6:
         return f"{gbps / 1e6:.4g} Pb/s"
     if gbps >= 1e3:

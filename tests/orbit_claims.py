@@ -16,7 +16,7 @@ from networkx.algorithms.isomorphism import DiGraphMatcher
 import fabricopt as fo
 from fabricopt.flow.symmetric import color_refinement
 from fabricopt.graph_arrays import GraphArrays
-from fabricopt.symmetry_search import with_symmetry
+from fabricopt.symmetry.search import with_symmetry
 
 
 def refinement_claim(fab, group="colour-refinement classes (test claim)"):

@@ -20,7 +20,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 import fabricopt as fo
-from fabricopt.collectives import (
+from fabricopt.collectives.bounds import (
     GBPS_TO_BYTES,
     _problem,
     _reversed,

@@ -142,7 +142,7 @@ def test_solve_unknown_result_in_rows_is_none_with_its_bracket(capsys):
 
 
 def test_every_collective_on_the_command_line(capsys):
-    from fabricopt.collectives import COLLECTIVES
+    from fabricopt.collectives.bounds import COLLECTIVES
 
     assert main(["solve", "ring", "n=4", "--collective", "all"]) == 0
     out = capsys.readouterr().out

@@ -6,6 +6,7 @@ import networkx as nx
 import pytest
 
 import fabricopt as fo
+from fabricopt.collectives.bounds import DEFAULT_EFFICIENCY
 from fabricopt.generators._builder import FabricBuilder
 
 GiB = 2.0**30
@@ -176,7 +177,7 @@ def test_expected_profile_follows_the_tier_vocabulary():
     pod = fo.ualink_pod(accelerators=8, switches=2, ports_per_accelerator=2)
     c = fo.collective_bounds(pod, "all_reduce", message_bytes=GiB, expected=True)
     assert c.busbw_GBps == pytest.approx(200.0)
-    assert c.expected["efficiency"] == fo.collectives.DEFAULT_EFFICIENCY
+    assert c.expected["efficiency"] == DEFAULT_EFFICIENCY
     # The ring at the nvlink4 scale-up efficiency 370/450: 200 x 370/450 = 164.4 GB/s.
     assert c.expected["busbw_GBps"] == pytest.approx(200.0 * 370 / 450)
     assert "scale-up" in c.expected["label"]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import fabricopt as fo
-from fabricopt.collective_parts import all_reduce_volume_s, partition
+from fabricopt.collectives.parts import all_reduce_volume_s, partition
 from fabricopt.graph_arrays import GraphArrays
 
 GiB = 2**30

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 import fabricopt as fo
-from fabricopt.compare import CSV_FILE, ROWS_FILE, Comparison, design_tasks
+from fabricopt.io.design_files import design_points
+from fabricopt.study.compare import CSV_FILE, ROWS_FILE, Comparison, design_tasks
 
 TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
 ROOT = TOPOLOGIES.parent
@@ -66,7 +67,7 @@ def test_sweeps_give_one_row_per_point_with_the_swept_values_as_columns():
 def test_a_folder_gives_every_design_file_and_the_same_design_runs_once():
     tasks = design_tasks(TOPOLOGIES)
     files = sorted(TOPOLOGIES.glob("*.toml"))
-    points = sum(len(fo.specs.design_points(f)) for f in files)
+    points = sum(len(design_points(f)) for f in files)
     assert len(tasks) == points
     assert {t.path for t in tasks} == {str(f) for f in files}
     ring = fo.ring(5)
@@ -296,7 +297,7 @@ def test_progress_bar_on_request_only(capsys):
 
 
 def test_worker_caps_its_threads():
-    from fabricopt.compare import limit_threads
+    from fabricopt.study.compare import limit_threads
 
     before = os.environ.get("OPENBLAS_NUM_THREADS")
     with limit_threads(1):

@@ -12,7 +12,8 @@ import pytest  # noqa: E402
 
 import fabricopt as fo  # noqa: E402
 from fabricopt.cli import main  # noqa: E402
-from fabricopt.draw import draw, pareto_front, plot_metric_bars, plot_pareto  # noqa: E402
+from fabricopt.plot import draw, plot_metric_bars, plot_pareto  # noqa: E402
+from fabricopt.study import pareto_front  # noqa: E402
 
 
 def drawn_nodes(ax):

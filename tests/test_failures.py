@@ -7,7 +7,7 @@ import networkx as nx
 import pytest
 
 import fabricopt as fo
-from fabricopt.failures import failure_count
+from fabricopt.analysis.failures import failure_count
 
 
 def _theta(fab):

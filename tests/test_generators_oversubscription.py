@@ -8,7 +8,7 @@ from flow_helpers import certified
 from small_fabrics import nvswitch_like
 
 import fabricopt as fo
-from fabricopt.generators._wiring import bundle_links, rail_plan
+from fabricopt.generators.wiring import bundle_links, rail_plan
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

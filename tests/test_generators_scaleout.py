@@ -6,7 +6,7 @@ import pytest
 import fabricopt as fo
 from fabricopt.cli import main
 from fabricopt.generators._builder import FabricBuilder
-from fabricopt.generators._wiring import add_rail_scale_out, clos_plan, rail_plan, split_ports
+from fabricopt.generators.wiring import add_rail_scale_out, clos_plan, rail_plan, split_ports
 
 
 def layer_counts(fab):

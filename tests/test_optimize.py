@@ -3,7 +3,7 @@
 import pytest
 
 import fabricopt as fo
-from fabricopt.optimize import evaluate
+from fabricopt.study.optimize import evaluate
 
 # 8 servers of 2 GPUs (one NVSwitch each), 400G NICs, radix-8 rail leaves: 16 GPUs.
 DOMAIN = {"family": "nvswitch_domain", "gpus": 2, "switches": 1, "links_per_gpu": 2,
@@ -230,7 +230,7 @@ def test_asymmetric_plans_beyond_the_limit_are_decided_by_the_ecmp_bracket(monke
                                                                             constraints):
     import importlib
 
-    opt = importlib.import_module("fabricopt.optimize")
+    opt = importlib.import_module("fabricopt.study.optimize")
     # The exact LP of every candidate, below the limit.
     exact = {r["name"]: r for r in fo.optimize(16, space=SPACE, constraints=constraints,
                                                prune=False, full_front=True).rows}
@@ -270,7 +270,7 @@ def test_asymmetric_plans_beyond_the_limit_are_decided_by_the_ecmp_bracket(monke
 def test_undecided_candidates_stay_unsolved(monkeypatch):
     import importlib
 
-    opt = importlib.import_module("fabricopt.optimize")
+    opt = importlib.import_module("fabricopt.study.optimize")
     monkeypatch.setattr(opt, "ASYMMETRIC_GPUS_LIMIT", 8)
     name = "rail_optimized nvswitch_domain r4 3:1 cost"
     row = next(r for r in fo.optimize(16, space=SPACE, prune=False).rows if r["name"] == name)
@@ -298,7 +298,7 @@ def test_an_executor_gives_the_same_answer():
 def test_bracketed_failure_trial_is_a_lower_bound(monkeypatch):
     import importlib
 
-    opt = importlib.import_module("fabricopt.optimize")
+    opt = importlib.import_module("fabricopt.study.optimize")
     constraints = {"all_to_all_gbps_per_gpu": 100, "all_to_all_after_failure_gbps": 150,
                    "failure_fraction": 0.05}
     exact = fo.optimize(16, space=SPACE, constraints=constraints, prune=False)
@@ -321,7 +321,7 @@ def test_report_cautions_about_cheaper_undecided_candidates():
     # A best design at 100 USD and an unsolved one at 90 whose bracket [107, 178] Gb/s holds
     # the 150 target: the cheaper one may meet it, so the report says the best is only the
     # cheapest proven design. A dearer unsolved one (120 USD) is not a rival.
-    from fabricopt.optimize import OptimizeResult
+    from fabricopt.study.optimize import OptimizeResult
 
     best = {"name": "b", "status": "evaluated", "capex_usd": 100.0, "power_w": 1.0,
             "all_to_all_gbps_per_gpu": 180.0, "meets": True, "shortfall": {}}

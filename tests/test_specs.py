@@ -6,6 +6,7 @@ import pytest
 
 import fabricopt as fo
 from fabricopt.cli import main
+from fabricopt.io.design_files import design_points
 
 TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
 DESIGN_FILES = sorted(TOPOLOGIES.glob("*.toml"))
@@ -178,14 +179,14 @@ def test_overrides_name_the_fabric_and_design_points_list_the_sweep():
     fab = fo.load_design(TOPOLOGIES / "dgx-h100.toml", in_network_reduction=False)
     assert fab.name == "DGX H100 [in_network_reduction=False]"
     # ualink-pod-sweep.toml sweeps accelerators over 16, 32, 64, 128.
-    points = fo.specs.design_points(TOPOLOGIES / "ualink-pod-sweep.toml")
+    points = design_points(TOPOLOGIES / "ualink-pod-sweep.toml")
     assert points == [{"accelerators": n} for n in (16, 32, 64, 128)]
     # Each point loaded alone is the same fabric, with the same name, as in the whole sweep.
     whole = fo.load_design(TOPOLOGIES / "ualink-pod-sweep.toml")
     alone = [fo.load_design(TOPOLOGIES / "ualink-pod-sweep.toml", **p)[0] for p in points]
     assert [f.name for f in alone] == [f.name for f in whole]
     assert [len(f.endpoints) for f in alone] == [16, 32, 64, 128]
-    assert fo.specs.design_points(TOPOLOGIES / "dgx-h100.toml") == [{}]
+    assert design_points(TOPOLOGIES / "dgx-h100.toml") == [{}]
 
 
 def test_misspelled_override_suggests_the_parameter():

@@ -13,7 +13,7 @@ from flow_helpers import certified
 from orbit_claims import proven_claim, refinement_claim
 
 import fabricopt as fo
-from fabricopt.symmetry_search import with_symmetry
+from fabricopt.symmetry.search import with_symmetry
 
 
 def unequal_leaf_spine():

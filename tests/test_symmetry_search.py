@@ -9,7 +9,7 @@ from flow_helpers import certified
 
 import fabricopt as fo
 from fabricopt.flow import api
-from fabricopt.symmetry_search import (
+from fabricopt.symmetry.search import (
     FoundSymmetry,
     find_symmetry,
     search_symmetry,
@@ -473,7 +473,7 @@ def test_found_endpoint_orbits_round_trip_through_files(tmp_path, fmt):
 
 
 def test_a_search_stopped_midway_returns_a_sound_subgroup(monkeypatch):
-    from fabricopt import symmetry_search
+    from fabricopt.symmetry import search as symmetry_search
 
     # A 3 x 4 torus minus a link: the search needs 2 generators (no twins), the first found
     # at its first step.

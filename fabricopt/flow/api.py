@@ -22,7 +22,7 @@ from .._progress import progress_bar
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..graph_arrays import GraphArrays
-from ..symmetry_search import search_symmetry, with_symmetry
+from ..symmetry.search import search_symmetry, with_symmetry
 from ..tiers import tier_of
 from ..traffic import Traffic, all_to_all
 from .approx import check_gap, solve_approx

@@ -27,8 +27,8 @@ from .._checks import check_fabric
 from ..errors import InvalidFabricError, InvalidParameterError
 from ..fabric import Fabric
 from ..graph_arrays import GraphArrays
-from ..symmetry import Symmetry
-from ..symmetry_search import FoundSymmetry, verify_found_symmetry, with_symmetry
+from ..symmetry.claim import Symmetry
+from ..symmetry.search import FoundSymmetry, verify_found_symmetry, with_symmetry
 from ..traffic import Traffic, all_to_all
 from .certificate import certified_lower
 from .formulation import build_flow_lp

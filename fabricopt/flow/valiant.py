@@ -247,7 +247,7 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
             and len(eps) * (3 * ga.n_arcs + 1) > MAX_FULL_NONZEROS):
         # Too large for the per-endpoint LP: find the group instead (one root flow per
         # endpoint orbit), when it has few enough orbits to make the LP much smaller.
-        from ..symmetry_search import search_symmetry, with_symmetry
+        from ..symmetry.search import search_symmetry, with_symmetry
 
         found = search_symmetry(fab, time_limit=time_limit,
                                 max_endpoint_orbits=max(1, len(eps) // 4))

@@ -2,7 +2,7 @@
 
 ``GENERATORS`` maps each generator's name to the function, for the command line and design
 files. The functions exported here record their call on the fabric they return
-(:attr:`Fabric.recipe`, see :mod:`fabricopt.generators._recipe`), so files can replay it.
+(:attr:`Fabric.recipe`, see :mod:`fabricopt.generators.recipe`), so files can replay it.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..fabric import Fabric
-from ._recipe import recording
 from .classic import complete, dragonfly, hypercube, jellyfish, ring, torus
 from .clos import clos, fat_tree, leaf_spine
 from .cluster import cluster, superpod
 from .rail import rail_optimized
+from .recipe import recording
 from .scaleup import (
     dgx_b200,
     dgx_h100,

@@ -12,8 +12,8 @@ core       3      --
 =========  =====  =============================================
 
 Fat-tree vocabulary maps onto it: edge = leaf, aggregation = spine. The sizing of a Clos from
-the switch radix (:func:`~fabricopt.generators._wiring.clos_plan`) and its wiring
-(:func:`~fabricopt.generators._wiring.add_clos`) live in a module of their own, so that a
+the switch radix (:func:`~fabricopt.generators.wiring.clos_plan`) and its wiring
+(:func:`~fabricopt.generators.wiring.add_clos`) live in a module of their own, so that a
 cluster hangs the same scale-out fabric below GPUs that already sit in scale-up domains.
 """
 
@@ -25,7 +25,7 @@ from typing import Any
 from .._checks import check_choice, check_int, check_label, check_positive, check_size
 from ..fabric import Fabric
 from ._builder import FabricBuilder, default_tech
-from ._wiring import add_clos, check_tiers, clos_plan, wire_complete_bipartite
+from .wiring import add_clos, check_tiers, clos_plan, wire_complete_bipartite
 
 
 def _tech(func: str, tech: Any, link_gbps: float) -> str:
@@ -81,7 +81,7 @@ def clos(endpoints: int, radix: int | Sequence[int], tiers: int = 2,
       idle.
     * two tiers: ``S = ceil(L * up / r)`` spines, the fewest that take every uplink; leaf
       ``i`` spreads its ``up`` links over them, ``up // S`` to each and one more to ``up % S``
-      of them in turn (:func:`~fabricopt.generators._wiring.bundle_links`), so spines differ
+      of them in turn (:func:`~fabricopt.generators.wiring.bundle_links`), so spines differ
       by at most one port. Largest size ``r * down`` (``r`` leaves): 2048 at ``r = 64``, 1:1.
     * three tiers: spine ports ``h = floor(r * s / (1 + s))`` down and
       ``u = min(r - h, ceil(h / s))`` up (``h = u = r // 2`` at 1:1); pods of ``h`` leaves
@@ -94,7 +94,7 @@ def clos(endpoints: int, radix: int | Sequence[int], tiers: int = 2,
 
     Nodes: GPUs ``"g{n}"`` (under the leaf ``i`` with ``n`` in
     ``ClosPlan.leaf_endpoints(i)``); switches as in
-    :func:`~fabricopt.generators._wiring.add_clos`, each with the radix of
+    :func:`~fabricopt.generators.wiring.add_clos`, each with the radix of
     its tier. The fabric claims symmetry (the arc orbits of pod, leaf, spine, core and GPU
     permutations: one per tier and direction) when all leaves hold as many endpoints (``L``
     divides ``E``), every pod is full and bundles are equal, or there is a single leaf.

@@ -6,10 +6,10 @@ another rail over NVLink first and then stay on its own rail in the network, whi
 designs rely on (Wang, Ghobadi et al., arXiv:2307.12169).
 
 The scale-out part is wired by the same functions the stand-alone generators use:
-:func:`~fabricopt.generators._wiring.add_rail_scale_out` (sized by
-:func:`~fabricopt.generators._wiring.rail_plan`) and
-:func:`~fabricopt.generators._wiring.add_clos` (sized by
-:func:`~fabricopt.generators._wiring.clos_plan`).
+:func:`~fabricopt.generators.wiring.add_rail_scale_out` (sized by
+:func:`~fabricopt.generators.wiring.rail_plan`) and
+:func:`~fabricopt.generators.wiring.add_clos` (sized by
+:func:`~fabricopt.generators.wiring.clos_plan`).
 
 NIC model: the NIC is not a node of its own. A GPU's ``"gpu-leaf"`` link is its NIC port, as in
 :func:`~fabricopt.rail_optimized`; the cost module then counts one NIC per GPU with network
@@ -54,7 +54,8 @@ from .._checks import (
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ._builder import FabricBuilder, default_tech
-from ._wiring import (
+from .scaleup import dgx_h100
+from .wiring import (
     ClosPlan,
     RailPlan,
     add_clos,
@@ -64,7 +65,6 @@ from ._wiring import (
     clos_reach,
     rail_plan,
 )
-from .scaleup import dgx_h100
 
 SCALE_OUTS = ("rail_optimized", "fat_tree", "clos", None)
 
@@ -301,8 +301,8 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
     Names: node ``v`` of domain copy ``i`` is ``"n{i}.{v}"`` (``"n3.gpu5"``), keeping all of
     its attributes, with ``node = i`` set on every copied node (the domain's own ``node``
     attribute, e.g. a compute tray of an NVL72 rack, is overwritten). Network switches are
-    named as in :func:`~fabricopt.generators._wiring.add_rail_scale_out` (``"r{rail}.l{i}"``,
-    ``"s{j}"``) or :func:`~fabricopt.generators._wiring.add_clos` (``"leaf{i}"``, ``"spine{j}"``,
+    named as in :func:`~fabricopt.generators.wiring.add_rail_scale_out` (``"r{rail}.l{i}"``,
+    ``"s{j}"``) or :func:`~fabricopt.generators.wiring.add_clos` (``"leaf{i}"``, ``"spine{j}"``,
     ...); they sit one layer above the GPUs, like the domain's first switches.
 
     Rails: a GPU's rail is its ``rail`` attribute when every GPU of the domain has one, else
@@ -449,12 +449,12 @@ def superpod(scalable_units: int, node: Fabric | str | dict | None = None, nodes
     SU) and sends its other ``r - n`` ports up:
 
     * every leaf takes ``u = ceil(n / s)`` uplinks (``u = n = r - n`` at the defaults).
-    * while ``SU * R <= r``: two tiers as :func:`~fabricopt.generators._wiring.rail_plan` sizes
+    * while ``SU * R <= r``: two tiers as :func:`~fabricopt.generators.wiring.rail_plan` sizes
       them: ``S = ceil(SU * R * u / r)`` spines, the fewest that take every uplink, each
       leaf's ``u`` links spread over them (equal bundles of ``u / S`` when ``S`` divides
       ``u``). At the defaults: 2/4/8 SU give 16/32/64 leaves and 8/16/32 spines, one
       leaf-spine cable per GPU; at 2:1 4/8/16 spines.
-    * beyond: three tiers as :func:`~fabricopt.generators._wiring.clos_plan` sizes them, with
+    * beyond: three tiers as :func:`~fabricopt.generators.wiring.clos_plan` sizes them, with
       leaves in SU order (SU 0 rails 0..R-1, SU 1, ...): pods of ``r // 2`` leaves (4 SUs at
       the defaults) and ``u`` spines, each leaf one link to each spine of its pod; spine
       ``j`` of every pod joins core group ``j``. At the defaults 16/32/64 SU give 128/256/512

@@ -7,8 +7,8 @@ Procedure"). Dropping the spine leaves a rail-only fabric (Wang, Ghobadi et al.,
 arXiv:2307.12169), where rails meet only inside servers. Splitting each NIC over independent
 planes follows Alibaba HPN (SIGCOMM 2024, DOI 10.1145/3651890.3672265).
 
-Sizing (:func:`~fabricopt.generators._wiring.rail_plan`) and wiring
-(:func:`~fabricopt.generators._wiring.add_rail_scale_out`) live in a module of their own, which
+Sizing (:func:`~fabricopt.generators.wiring.rail_plan`) and wiring
+(:func:`~fabricopt.generators.wiring.add_rail_scale_out`) live in a module of their own, which
 works on any builder given the NIC-side attachment point of each (node, rail): a cluster
 reuses it below the GPUs of its scale-up domains.
 """
@@ -28,8 +28,8 @@ from .._checks import (
 )
 from ..fabric import Fabric
 from ._builder import FabricBuilder, default_tech
-from ._wiring import add_rail_scale_out, rail_plan
 from .cluster import check_domain_size, cluster, read_domain
+from .wiring import add_rail_scale_out, rail_plan
 
 
 def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spine: bool = True,
@@ -73,7 +73,7 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
     -------
     Fabric
         ``nodes * gpus_per_node`` GPUs; sizes as in
-        :func:`~fabricopt.generators._wiring.rail_plan`.
+        :func:`~fabricopt.generators.wiring.rail_plan`.
 
     Raises
     ------
@@ -84,7 +84,7 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
     Notes
     -----
     GPUs are ``"n{node}.g{rail}"`` with attributes ``node`` and ``rail``; switches as in
-    :func:`~fabricopt.generators._wiring.add_rail_scale_out`. Tiers ``"gpu-leaf"`` and
+    :func:`~fabricopt.generators.wiring.add_rail_scale_out`. Tiers ``"gpu-leaf"`` and
     ``"leaf-spine"`` (and ``"spine-core"`` in three tiers). ``params["oversubscription_built"]``
     is the leaf ratio built (the fullest leaf's servers over its uplinks). The GPUs of a
     server are not linked to each other here, so without a

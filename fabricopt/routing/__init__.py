@@ -7,7 +7,6 @@ the fabric carries a pair, :mod:`~fabricopt.routing.fluid` routes destination-ba
 """
 
 from .api import ROUTINGS, routed_flow
-from .plot import plot_routing_distribution
 from .result import RoutedFlowResult
 from .schedules import (
     RoutedCollective,
@@ -17,5 +16,5 @@ from .schedules import (
     tree_traffic,
 )
 
-__all__ = ["ROUTINGS", "RoutedCollective", "RoutedFlowResult", "plot_routing_distribution",
+__all__ = ["ROUTINGS", "RoutedCollective", "RoutedFlowResult",
            "rank_order", "ring_traffic", "routed_collective", "routed_flow", "tree_traffic"]

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..collective_parts import Partition, partition
+from ..collectives.parts import Partition, partition
 from ..collectives import collective_bounds
 from ..fabric import Fabric
 from ..flow import max_concurrent_flow

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..collective_parts import partition
+from ..collectives.parts import partition
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..graph_arrays import GraphArrays

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._checks import check_fabric
-from ..collectives import EFFICIENCY_PROFILES
+from ..collectives.bounds import EFFICIENCY_PROFILES
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..graph_arrays import GraphArrays

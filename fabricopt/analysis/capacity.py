@@ -47,11 +47,11 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from ._checks import check_bool, check_choice, check_positive, fail
-from .errors import TrafficError
-from .fabric import Fabric
-from .symmetry import Symmetry
-from .traffic import Traffic
+from .._checks import check_bool, check_choice, check_positive, fail
+from ..errors import TrafficError
+from ..fabric import Fabric
+from ..symmetry.claim import Symmetry
+from ..traffic import Traffic
 
 Bundle = tuple[Hashable, Hashable]
 
@@ -254,7 +254,7 @@ def _build(fab: Fabric, traffic: Traffic, theta: float, per_link: Callable[..., 
     flows: dict[Hashable, dict[tuple[Hashable, Hashable], Any]] = {}
     if per_orbit:
         # One root per orbit of the group on the endpoints (one when it is transitive).
-        from .flow.symmetric import endpoint_orbits
+        from ..flow.symmetric import endpoint_orbits
 
         sym = fab.symmetry
         assert sym is not None
@@ -377,8 +377,8 @@ def plan_capacity(fab: Fabric, traffic: Traffic, *, target_theta: float,
     Notes
     -----
     The formulation and the per-orbit reduction are in the module docstring of
-    :mod:`fabricopt.plan`. Only the model's integers decide cost; the flow variables are
-    continuous (fractional routing, as the throughput LP assumes).
+    :mod:`fabricopt.analysis.capacity`. Only the model's integers decide cost; the flow
+    variables are continuous (fractional routing, as the throughput LP assumes).
 
     Examples
     --------
@@ -415,7 +415,7 @@ def plan_capacity(fab: Fabric, traffic: Traffic, *, target_theta: float,
     pulp_solver = _solver(func, solver, time_limit)
     fab.validate()
 
-    from .flow.api import symmetric_applicable
+    from ..flow.api import symmetric_applicable
 
     applicable, why = symmetric_applicable(fab, traffic)
     if model == "orbit" and not applicable:
@@ -460,7 +460,7 @@ def plan_capacity(fab: Fabric, traffic: Traffic, *, target_theta: float,
         gap = 0.0 if status == "optimal" else (
             (plan_cost - cost_bound) / plan_cost if plan_cost > 0 else math.nan)
         if integral:
-            from .flow.api import max_concurrent_flow
+            from ..flow.api import max_concurrent_flow
 
             planned = _planned_fabric(fab, {b: int(n) for b, n in links.items()}, rate,
                                       per_orbit)

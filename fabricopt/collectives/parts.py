@@ -27,7 +27,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from .graph_arrays import GraphArrays
+from ..graph_arrays import GraphArrays
 
 
 @dataclass(frozen=True)

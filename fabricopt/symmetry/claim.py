@@ -19,7 +19,7 @@ from typing import Any
 
 import networkx as nx
 
-from .errors import InvalidFabricError
+from ..errors import InvalidFabricError
 
 Arc = tuple[Hashable, Hashable]
 
@@ -125,7 +125,7 @@ def verify_symmetry(fab: Any) -> None:
     """
     from networkx.algorithms.isomorphism import DiGraphMatcher
 
-    from ._checks import check_fabric  # imported here: the checks import the data model
+    from .._checks import check_fabric  # imported here: the checks import the data model
 
     check_fabric("verify_symmetry", fab)
     sym = fab.symmetry

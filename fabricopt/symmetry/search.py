@@ -51,10 +51,10 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from ._checks import check_int, check_positive
-from .errors import InvalidFabricError, InvalidParameterError
-from .graph_arrays import GraphArrays
-from .symmetry import Symmetry
+from .._checks import check_int, check_positive
+from ..errors import InvalidFabricError, InvalidParameterError
+from ..graph_arrays import GraphArrays
+from .claim import Symmetry
 
 _RNG_SEED = 1_969  # fixed: twin hashing must be reproducible
 #: Nodes a search that merges two arc orbits may visit before it gives up on that pair.
@@ -605,7 +605,7 @@ def search_symmetry(fab: Any, *, time_limit: float | None = None,
     >>> search_symmetry(fo.from_networkx(nx.path_graph(4)), max_endpoint_orbits=1).reason
     'endpoints fall into 2 colour classes, so no automorphism maps every endpoint to every other'
     """
-    from .fabric import Fabric
+    from ..fabric import Fabric
 
     start = time.perf_counter()
     if not isinstance(fab, Fabric):
@@ -827,7 +827,7 @@ def with_symmetry(fab: Any, sym: Symmetry) -> Any:
     >>> with_symmetry(fab, find_symmetry(fab)).symmetry is not None
     True
     """
-    from .fabric import Fabric
+    from ..fabric import Fabric
 
     return Fabric(fab.graph, fab.endpoints, fab.name, fab.params, sym, fab.design, fab.recipe,
                   fab.removed)

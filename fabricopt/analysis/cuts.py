@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
-from .graph_arrays import GraphArrays
+from ..graph_arrays import GraphArrays
 
 #: Integer standing for the largest cut the search can return (scipy works in 32-bit
 #: integers, and no flow exceeds that cut).

@@ -81,10 +81,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ._checks import check_int, check_path, did_you_mean, fail, parse_bytes
-from ._progress import progress_bar
-from .errors import FabricOptError
-from .fabric import Fabric
+from .._checks import check_int, check_path, did_you_mean, fail, parse_bytes
+from .._progress import progress_bar
+from ..errors import FabricOptError
+from ..fabric import Fabric
 
 #: A metric: a name of :data:`METRICS`, or a function ``f(fab) -> mapping of column: value``
 #: (module-level, so it pickles for process pools and clusters).
@@ -140,15 +140,15 @@ def _summary_metrics(fab: Fabric, ctx: dict[str, Any]) -> dict[str, Any]:
 def _all_to_all_flow(fab: Fabric, ctx: dict[str, Any]) -> Any:
     """The all-to-all max-concurrent-flow result, solved once per design and kept in ``ctx``."""
     if "flow" not in ctx:
-        from .flow import max_concurrent_flow
-        from .traffic import all_to_all
+        from ..flow import max_concurrent_flow
+        from ..traffic import all_to_all
 
         ctx["flow"] = max_concurrent_flow(fab, all_to_all(fab))
     return ctx["flow"]
 
 
 def _all_to_all_metrics(fab: Fabric, ctx: dict[str, Any]) -> dict[str, Any]:
-    from .traffic import all_to_all
+    from ..traffic import all_to_all
 
     traffic = all_to_all(fab)
     r = _all_to_all_flow(fab, ctx)
@@ -164,7 +164,7 @@ def _all_to_all_metrics(fab: Fabric, ctx: dict[str, Any]) -> dict[str, Any]:
 
 
 def _any_traffic_metrics(fab: Fabric, ctx: dict[str, Any]) -> dict[str, Any]:
-    from .flow import valiant_rate
+    from ..flow import valiant_rate
 
     h = valiant_rate(fab)
     return {"any_traffic_per_endpoint_gbps": h.rate_gbps if h.status == "optimal" else None,
@@ -172,7 +172,7 @@ def _any_traffic_metrics(fab: Fabric, ctx: dict[str, Any]) -> dict[str, Any]:
 
 
 def _bisection_metrics(fab: Fabric, ctx: dict[str, Any]) -> dict[str, Any]:
-    from .bisection import bisection_bandwidth
+    from ..analysis.bisection import bisection_bandwidth
 
     b = bisection_bandwidth(fab)
     return {"bisection_gbps": b.upper_gbps, "bisection_lower_gbps": b.lower_gbps,
@@ -181,7 +181,7 @@ def _bisection_metrics(fab: Fabric, ctx: dict[str, Any]) -> dict[str, Any]:
 
 
 def _all_reduce_metrics(fab: Fabric, ctx: dict[str, Any]) -> dict[str, Any]:
-    from .collectives import collective_bounds
+    from ..collectives.bounds import collective_bounds
 
     c = collective_bounds(fab, "all_reduce", message_bytes=ctx["message_bytes"])
     return {"message_bytes": ctx["message_bytes"], "all_reduce_busbw_GBps": c.busbw_GBps,
@@ -190,8 +190,8 @@ def _all_reduce_metrics(fab: Fabric, ctx: dict[str, Any]) -> dict[str, Any]:
 
 
 def _routing_metrics(fab: Fabric, ctx: dict[str, Any]) -> dict[str, Any]:
-    from .routing import routed_flow
-    from .traffic import all_to_all
+    from ..routing import routed_flow
+    from ..traffic import all_to_all
 
     traffic = all_to_all(fab)
     flow = _all_to_all_flow(fab, ctx)
@@ -216,7 +216,7 @@ def _routing_metrics(fab: Fabric, ctx: dict[str, Any]) -> dict[str, Any]:
 
 
 def _cost_metrics(fab: Fabric, ctx: dict[str, Any]) -> dict[str, Any]:
-    from .cost import estimate_cost
+    from ..cost import estimate_cost
 
     est = estimate_cost(fab)
     row: dict[str, Any] = {"capex_usd": est.capex_usd, "power_w": est.power_w,
@@ -280,7 +280,7 @@ def limit_threads(threads: int = 1) -> Iterator[None]:
 def _build(task: DesignTask) -> Fabric:
     if task.fabric is not None:
         return task.fabric
-    from .specs import load_design
+    from ..io.design_files import load_design
 
     loaded = load_design(task.path, **task.point)  # type: ignore[arg-type]
     return loaded[0] if isinstance(loaded, list) else loaded
@@ -352,7 +352,7 @@ def _fabric_hash(fab: Fabric) -> str:
 
 
 def _tasks_of_file(path: str, overrides: Mapping[str, Any] | None = None) -> list[DesignTask]:
-    from .specs import design_points
+    from ..io.design_files import design_points
 
     label = Path(path).stem
     overrides = dict(overrides or {})

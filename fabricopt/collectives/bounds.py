@@ -19,7 +19,7 @@ Bounds:
   binding cut. **Reduce-scatter** is the same on the reversed graph (``B_in``).
 * **All-reduce**: achievable ``T_RS* + T_AG*``; lower bounds ``max(T_RS*, T_AG*)``, the volume
   bound ``2(m-1) S / sum of part egress`` over parts joined only through switches that do not
-  reduce (one part per GPU, or per reducing NVLink domain: :mod:`fabricopt.collective_parts`),
+  reduce (one part per GPU, or per reducing NVLink domain: :mod:`fabricopt.collectives.parts`),
   and, for any scheme at all, ``S / min(B_out(X), B_in(X))`` over every cut separating GPUs.
   With switches that reduce (``reduce=True``) and in-network reduction on: NVLink SHARP
   as NCCL runs it moves ``S + S/n`` per GPU each way
@@ -47,19 +47,19 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_bool, check_choice, check_endpoint_group, check_int, check_positive
-from .catalog import Catalog
-from .collective_parts import Partition, all_reduce_volume_s, part_cut_s, partition
-from .cuts import cut_capacity, min_cut
-from .errors import InvalidFabricError, InvalidParameterError
-from .fabric import Fabric
-from .flow import max_concurrent_flow
-from .flow.symmetric import endpoint_orbits
-from .graph_arrays import GraphArrays
-from .routing.api import ROUTINGS
-from .routing.schedules import ORDERS, RoutedCollective, routed_collective
-from .tiers import is_scale_up_arc, scale_up_tiers, tier_of
-from .traffic import all_to_all
+from .._checks import check_bool, check_choice, check_endpoint_group, check_int, check_positive
+from ..analysis.cuts import cut_capacity, min_cut
+from ..catalog import Catalog
+from ..errors import InvalidFabricError, InvalidParameterError
+from ..fabric import Fabric
+from ..flow import max_concurrent_flow
+from ..flow.symmetric import endpoint_orbits
+from ..graph_arrays import GraphArrays
+from ..routing.api import ROUTINGS
+from ..routing.schedules import ORDERS, RoutedCollective, routed_collective
+from ..tiers import is_scale_up_arc, scale_up_tiers, tier_of
+from ..traffic import all_to_all
+from .parts import Partition, all_reduce_volume_s, part_cut_s, partition
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
 GBPS_TO_BYTES = 1e9 / 8  # one Gb/s of capacity moves this many bytes per second

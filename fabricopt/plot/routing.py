@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidParameterError
-from .result import RoutedFlowResult
+from ..routing.result import RoutedFlowResult
 
 
 def plot_routing_distribution(result: RoutedFlowResult, ax: Any = None) -> Any:
@@ -44,7 +44,7 @@ def plot_routing_distribution(result: RoutedFlowResult, ax: Any = None) -> Any:
                                     f"RoutedFlowResult, got {type(result).__name__}")
     import matplotlib.pyplot as plt
 
-    from ..draw import check_axes
+    from .diagram import check_axes
 
     if check_axes("plot_routing_distribution", ax) is None:
         _, ax = plt.subplots(figsize=(6, 3.5))

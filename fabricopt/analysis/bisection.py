@@ -31,15 +31,15 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_endpoint_group, check_int, check_positive
+from .._checks import check_endpoint_group, check_int, check_positive
+from ..errors import InvalidParameterError
+from ..fabric import Fabric
+from ..flow import max_concurrent_flow
+from ..flow.valiant import best_hub_level
+from ..generators.recipe import try_replay
+from ..graph_arrays import GraphArrays
+from ..traffic import all_to_all
 from .cuts import Cut, min_cut
-from .errors import InvalidParameterError
-from .fabric import Fabric
-from .flow import max_concurrent_flow
-from .flow.valiant import best_hub_level
-from .generators._recipe import try_replay
-from .graph_arrays import GraphArrays
-from .traffic import all_to_all
 
 #: Node attributes whose values group endpoints into natural halves, most telling first.
 STRUCTURE_ATTRIBUTES = ("pod", "su", "zone", "plane", "group", "tray", "node", "rail")

@@ -52,8 +52,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._checks import check_bool, check_choice, check_int, check_positive, did_you_mean, fail
-from .errors import FabricOptError
+from .._checks import check_bool, check_choice, check_int, check_positive, did_you_mean, fail
+from ..errors import FabricOptError
 
 #: The space searched when none is given: a rail-optimized or Clos cluster of DGX H100 on
 #: 64-port 400G switches, from non-blocking to 4:1.
@@ -109,7 +109,7 @@ class Candidate:
         return "cluster", dict(self.kwargs)
 
     def build(self) -> Any:
-        from .generators import GENERATORS
+        from ..generators import GENERATORS
 
         family, kwargs = self.design()
         return GENERATORS[family](**kwargs)
@@ -128,7 +128,7 @@ def _candidates(gpus: int, space: Mapping[str, Any]) -> list[Candidate]:
             raise fail(func, f"space[{k!r}]", "a non-empty list", values)
     for f in grid["family"]:
         check_choice(func, "space['family']", f, FAMILIES)
-    from .generators.cluster import read_domain
+    from ..generators.cluster import read_domain
 
     out = []
     domains: dict[Any, Any] = {}
@@ -236,9 +236,9 @@ def _leaf_group_bound(endpoints: int, leaves: int, up_gbps: float, d_gpus: int,
 
 def sketch(c: Candidate, gpus: int) -> Sketch:
     """Size a candidate from its plan and bound its capex and all-to-all bandwidth."""
-    from .cost import Catalog
-    from .generators._wiring import clos_plan, clos_reach, rail_plan
-    from .generators.cluster import read_domain
+    from ..cost import Catalog
+    from ..generators.cluster import read_domain
+    from ..generators.wiring import clos_plan, clos_reach, rail_plan
 
     dom = read_domain("optimize", c.kwargs.get("scale_up", c.kwargs.get("node")))
     d_gpus = len(dom.gpus)
@@ -352,9 +352,9 @@ def ecmp_bracket(fab: Any) -> tuple[float, float]:
     ...                                                  endpoints_per_leaf=2))]
     [400.0, 400.0]
     """
-    from .flow.api import cheap_bracket
-    from .routing import routed_flow
-    from .traffic import all_to_all
+    from ..flow.api import cheap_bracket
+    from ..routing import routed_flow
+    from ..traffic import all_to_all
 
     traffic = all_to_all(fab, gbps=1.0)
     n = len(fab.endpoints)
@@ -370,11 +370,11 @@ def ecmp_bracket(fab: Any) -> tuple[float, float]:
 def _evaluate_group(cands: list[Candidate], constraints: Mapping[str, float],
                     time_limit: float | None, ecmp_bound: bool = False,
                     capex_ceiling: float | None = None) -> list[dict[str, Any]]:
-    from .bisection import bisection_bandwidth
-    from .collectives import collective_bounds
-    from .cost import estimate_cost
-    from .flow.api import max_concurrent_flow
-    from .traffic import all_to_all
+    from ..analysis.bisection import bisection_bandwidth
+    from ..collectives.bounds import collective_bounds
+    from ..cost import estimate_cost
+    from ..flow.api import max_concurrent_flow
+    from ..traffic import all_to_all
 
     start = time.perf_counter()
     fab = cands[0].build()
@@ -435,9 +435,9 @@ def _after_failure_gbps(fab: Any, fraction: float, time_limit: float | None,
                         ecmp_bound: bool = False) -> float:
     """Certified all-to-all per GPU after ``fraction`` of the links fail: the least of
     :data:`FAILURE_SEEDS` random draws, each the certified lower bound of its solve."""
-    from .failures import fail_random
-    from .flow.api import max_concurrent_flow
-    from .traffic import all_to_all
+    from ..analysis.failures import fail_random
+    from ..flow.api import max_concurrent_flow
+    from ..traffic import all_to_all
 
     n = len(fab.endpoints)
     worst = math.inf
@@ -611,7 +611,7 @@ class OptimizeResult:
 
         Returns the path written. Raises when there is no design to write.
         """
-        from ._toml import dumps_toml
+        from .._toml import dumps_toml
 
         row = row or self.best
         if row is None:
@@ -659,7 +659,7 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
     objective : {"capex_usd", "power_w"}
         What the best design minimises.
     executor : concurrent.futures.Executor, optional
-        Evaluates candidates in parallel, as :func:`~fabricopt.compare` does: a process pool,
+        Evaluates candidates in parallel, as :func:`~fabricopt.study.compare` does: a process pool,
         or a Dask cluster through ``distributed.Client(...).get_executor()``. One topology
         per worker is in flight at a time (a pool's workers, a Dask client's threads), and
         each finished one prunes those not yet sent; each task caps its BLAS/OpenMP threads
@@ -684,7 +684,7 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
 
     Notes
     -----
-    Bounds and pruning rules are in the module docstring of :mod:`fabricopt.optimize`.
+    Bounds and pruning rules are in the module docstring of :mod:`fabricopt.study.optimize`.
     All-to-all bandwidth is the certified lower bound of the flow LP times the ``N - 1``
     Gb/s each GPU sends at unit demand; for a candidate without symmetry above
     :data:`ASYMMETRIC_GPUS_LIMIT` GPUs it is the throughput of ECMP routing, a certified
@@ -981,8 +981,8 @@ def load_search(path: str | os.PathLike[str]) -> dict[str, Any]:
     >>> load_search(path)["constraints"]
     {'capex_usd': 1000000.0}
     """
-    from ._toml import read_toml
-    from .errors import DesignFileError
+    from .._toml import read_toml
+    from ..errors import DesignFileError
 
     where = os.fspath(path)
     data = read_toml(where, DesignFileError, "search file")

@@ -50,18 +50,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ._checks import check_path, did_you_mean
-from ._toml import read_toml
-from .cost import Layout
-from .errors import DesignFileError, FabricOptError
-from .fabric import Fabric
-from .generators import GENERATORS
+from .._checks import check_path, did_you_mean
+from .._toml import read_toml
+from ..cost import Layout
+from ..errors import DesignFileError, FabricOptError
+from ..fabric import Fabric
+from ..generators import GENERATORS
 
 ALLOWED_KEYS = ("name", "family", "description", "source", "departures", "params", "sweep",
                 "layout", "catalog")
 
 
-def _keyword_parameters(func: Callable[..., Any]) -> tuple[dict[str, inspect.Parameter], bool]:
+def keyword_parameters(func: Callable[..., Any]) -> tuple[dict[str, inspect.Parameter], bool]:
     """A generator's keyword-usable parameters, and whether it takes ``**kwargs``."""
     sig = inspect.signature(func)
     named = {n: p for n, p in sig.parameters.items()
@@ -80,7 +80,7 @@ def load_design(path: str | os.PathLike[str], **overrides: Any) -> Fabric | list
     Parameters
     ----------
     path : str or path-like
-        A TOML design file (format in the module docstring of :mod:`fabricopt.specs`).
+        A TOML design file (format in the module docstring of :mod:`fabricopt.io.design_files`).
     **overrides
         Generator arguments that replace the file's ``[params]`` value, or fix a swept key to
         one value (the command line passes ``key=value`` words here).
@@ -219,7 +219,7 @@ def _read_design(path: str | os.PathLike[str], overrides: dict[str, Any]) -> _De
             raise DesignFileError(f"{where}: [layout]: {exc}") from None
 
     generator = GENERATORS[family]
-    named, open_ended = _keyword_parameters(generator)
+    named, open_ended = keyword_parameters(generator)
     takes = ", ".join(named) or "none"
 
     def check_names(table: str, keys: Any) -> None:

@@ -1,6 +1,6 @@
 """A comparison written out: tables, plots, one diagram per design, and one HTML page.
 
-:func:`write_report` turns a :class:`~fabricopt.compare.Comparison` into files a colleague can
+:func:`write_report` turns a :class:`~fabricopt.study.compare.Comparison` into files a colleague can
 open without Python: ``results.csv``, ``results.md``, ``results.json``, ``pareto.png`` (capex
 against all-to-all bandwidth per GPU, the Pareto front marked), ``bars.png`` (a few metrics per
 design), ``diagrams/*.png`` and ``index.html``, a single self-contained page: every image is
@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .compare import Comparison
+from ..study.compare import Comparison
 
 #: The columns of the page's table, with their headings: what a reader compares first.
 HEADLINE = (
@@ -110,7 +110,7 @@ def write_report(table: Comparison, out_dir: str | os.PathLike[str], *,
     Parameters
     ----------
     table : Comparison
-        What :func:`fabricopt.compare` returned.
+        What :func:`fabricopt.study.compare` returned.
     out_dir : path
         Folder to write into (created when missing).
     diagrams : bool
@@ -132,7 +132,8 @@ def write_report(table: Comparison, out_dir: str | os.PathLike[str], *,
     >>> page.name, "ring(6)" in page.read_text()
     ('index.html', True)
     """
-    from .draw import draw, plot_metric_bars, plot_pareto
+    from .charts import plot_metric_bars, plot_pareto
+    from .diagram import draw
 
     Figure = _figure()
     out = Path(out_dir)

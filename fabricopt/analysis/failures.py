@@ -29,14 +29,14 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import as_rng, check_bool, check_choice, check_fabric, check_int, fail
-from .errors import InvalidParameterError
-from .fabric import Fabric, Removed
-from .flow import max_concurrent_flow
-from .flow.api import METHODS
-from .flow.result import FlowResult
-from .flow.warm import lengths_only
-from .traffic import Traffic, all_to_all
+from .._checks import as_rng, check_bool, check_choice, check_fabric, check_int, fail
+from ..errors import InvalidParameterError
+from ..fabric import Fabric, Removed
+from ..flow import max_concurrent_flow
+from ..flow.api import METHODS
+from ..flow.result import FlowResult
+from ..flow.warm import lengths_only
+from ..traffic import Traffic, all_to_all
 
 KINDS = ("links", "switches", "groups")
 

@@ -18,7 +18,7 @@ edited. Reading a file whose recipe claimed one replays the recipe and compares 
 with the file's (same nodes, arcs, attributes and endpoints); only when they are identical is
 the generator's claim attached again, so an edited file is solved without it, never with a wrong
 one. Replaying costs about what building the fabric costs. A symmetry found by
-:func:`~fabricopt.find_symmetry` (attached with :func:`~fabricopt.symmetry_search.with_symmetry`)
+:func:`~fabricopt.find_symmetry` (attached with :func:`~fabricopt.symmetry.search.with_symmetry`)
 carries its proof, so the file keeps its generators (permutations of the file's nodes, by
 position); reading re-verifies each on the file's graph and recomputes the arc and endpoint
 orbits from them, and drops the claim if any fails.
@@ -39,12 +39,12 @@ from typing import Any
 
 import networkx as nx
 
-from ._checks import check_fabric, check_path
-from .errors import DesignFileError, FabricOptError, InvalidParameterError
-from .fabric import Fabric, Removed
-from .generators._recipe import try_replay
-from .symmetry import Symmetry
-from .symmetry_search import FoundSymmetry, symmetry_from_generators
+from .._checks import check_fabric, check_path
+from ..errors import DesignFileError, FabricOptError, InvalidParameterError
+from ..fabric import Fabric, Removed
+from ..generators.recipe import try_replay
+from ..symmetry.claim import Symmetry
+from ..symmetry.search import FoundSymmetry, symmetry_from_generators
 
 _JSON_PREFIX = "json:"
 #: Graph-attribute keys of GraphML files (JSON files use the same names without the prefix).

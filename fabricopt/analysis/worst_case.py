@@ -35,13 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import check_choice, check_endpoint_group, check_int, check_positive
-from .flow import FlowResult, max_concurrent_flow, valiant_rate
-from .flow.api import METHODS
-from .flow.backends import check_solve_args
-from .flow.check import explicit_distance_bound
-from .graph_arrays import GraphArrays
-from .traffic import Traffic, farthest_matching
+from .._checks import check_choice, check_endpoint_group, check_int, check_positive
+from ..flow import FlowResult, max_concurrent_flow, valiant_rate
+from ..flow.api import METHODS
+from ..flow.backends import check_solve_args
+from ..flow.check import explicit_distance_bound
+from ..graph_arrays import GraphArrays
+from ..traffic import Traffic, farthest_matching
 
 
 @dataclass

@@ -1,0 +1,20 @@
+"""Analyses built on the flow engine: bisection and cuts, the worst-case permutation,
+failures (random, sweeps, risk groups) and capacity planning.
+"""
+
+from .bisection import BisectionResult, bisection_bandwidth
+from .capacity import CapacityPlan, plan_capacity
+from .failures import (
+    FailureSweep,
+    FailureTrial,
+    FractionSummary,
+    RiskGroup,
+    fail_random,
+    failure_sweep,
+    risk_groups,
+)
+from .worst_case import WorstCasePermutation, tub_upper_bound, worst_case_permutation
+
+__all__ = ["BisectionResult", "CapacityPlan", "FailureSweep", "FailureTrial", "FractionSummary",
+    "RiskGroup", "WorstCasePermutation", "bisection_bandwidth", "fail_random", "failure_sweep",
+    "plan_capacity", "risk_groups", "tub_upper_bound", "worst_case_permutation"]

@@ -1,0 +1,16 @@
+"""Collective bounds in the nccl-tests vocabulary (algbw, busbw): all-reduce, all-gather,
+reduce-scatter, all-to-all and broadcast, with in-network reduction, latency and the calibrated
+expected figure.
+"""
+
+from .bounds import (
+    COLLECTIVES,
+    CollectiveBounds,
+    LatencyModel,
+    collective_bounds,
+    collective_curve,
+    hierarchical_all_reduce_time,
+)
+
+__all__ = ["COLLECTIVES", "CollectiveBounds", "LatencyModel", "collective_bounds",
+           "collective_curve", "hierarchical_all_reduce_time"]
