@@ -21,11 +21,15 @@ Format::
 
     [layout]                      # optional, kept on the fabric for the cost model
     [catalog]                     # optional, kept on the fabric for the cost model
+    [job]                         # optional, kept on the fabric: a training job to run on it
+    model = "llama3-405b"         #   (keys of fabricopt.TrainingJob; ``fabricopt train``)
+    tp = 8
 
 Rules:
 
 - Top-level keys are exactly ``name``, ``family``, ``description``, ``source``,
-  ``departures``, ``params``, ``sweep``, ``layout`` and ``catalog``; ``family`` is required.
+  ``departures``, ``params``, ``sweep``, ``layout``, ``catalog`` and ``job``; ``family`` is
+  required.
   ``source`` names the published design (paper, reference architecture) the file follows and
   ``departures`` says where the file departs from it; the shipped files give both.
 - ``params`` and ``sweep`` keys must be keyword arguments of the generator
@@ -34,10 +38,11 @@ Rules:
 - Every ``sweep`` value is a non-empty list; the file then gives one fabric per combination,
   in file order, with the last key varying fastest. Their names end in the swept values:
   ``"UALink pod [accelerators=64]"``.
-- ``layout`` and ``catalog`` are tables, passed through untouched.
+- ``layout``, ``catalog`` and ``job`` are tables, passed through untouched (the job's keys are
+  checked by :func:`fabricopt.workload.plan.job_from_mapping` when a job is built from it).
 
 Each fabric records where it came from in :attr:`Fabric.design`: ``{"file", "family",
-"description", "source", "departures", "layout", "catalog"}``.
+"description", "source", "departures", "layout", "catalog", "job"}``.
 """
 
 from __future__ import annotations
@@ -58,7 +63,7 @@ from ..fabric import Fabric
 from ..generators import GENERATORS
 
 ALLOWED_KEYS = ("name", "family", "description", "source", "departures", "params", "sweep",
-                "layout", "catalog")
+                "layout", "catalog", "job")
 
 
 def keyword_parameters(func: Callable[..., Any]) -> tuple[dict[str, inspect.Parameter], bool]:
@@ -90,7 +95,7 @@ def load_design(path: str | os.PathLike[str], **overrides: Any) -> Fabric | list
     Fabric or list of Fabric
         One fabric, or one per combination when the file has a ``[sweep]`` table. Each carries
         ``design = {"file", "family", "description", "source", "departures", "layout",
-        "catalog"}``.
+        "catalog", "job"}``.
 
     Raises
     ------
@@ -208,7 +213,7 @@ def _read_design(path: str | os.PathLike[str], overrides: dict[str, Any]) -> _De
     for key in ("name", "description", "source", "departures"):
         if key in data and not isinstance(data[key], str):
             raise DesignFileError(f"{where}: key {key!r} must be a string, got {data[key]!r}")
-    for key in ("params", "sweep", "layout", "catalog"):
+    for key in ("params", "sweep", "layout", "catalog", "job"):
         if key in data and not isinstance(data[key], dict):
             raise DesignFileError(f"{where}: key {key!r} must be a table ([{key}]), got "
                                   f"{data[key]!r}")
@@ -252,7 +257,8 @@ def _read_design(path: str | os.PathLike[str], overrides: dict[str, Any]) -> _De
 
     design = {"file": where, "family": family, "description": data.get("description", ""),
               "source": data.get("source", ""), "departures": data.get("departures", ""),
-              "layout": data.get("layout", {}), "catalog": data.get("catalog", {})}
+              "layout": data.get("layout", {}), "catalog": data.get("catalog", {}),
+              "job": data.get("job", {})}
     base_name = data.get("name")
 
     sweep_keys = None if "sweep" not in data else list(sweep)
