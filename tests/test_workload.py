@@ -191,3 +191,51 @@ def test_errors_for_bad_input():
                          placement=["nope"] * 8)
     with pytest.raises(InvalidParameterError, match="job must be a TrainingJob"):
         fo.training_step(fo.dgx_h100(), "llama3-8b")
+
+
+# -- serving, cost, design files and the command line ------------------------------------------
+def test_serving_decode_is_memory_bound_and_disaggregation_moves_the_kv_cache():
+    e = fo.serving_estimate(fo.superpod(1), "llama3-70b", tp=8, batch=16, prompt_len=2048)
+    # Decode reads each GPU's 70.55e9 x 2 / 8 = 17.6 GB of weights per token at 3.35 TB/s
+    # (5.3 ms) and does 2 x 70.55e9 x 16 / 8 FLOPs at 989e12 x 0.6 (0.48 ms): memory bound.
+    assert e.decode_memory_s > e.decode_compute_s
+    assert e.tpot_s >= e.decode_memory_s + e.decode_comm_s * (1 - 1e-12)
+    assert e.kv_transfer_s == 0
+    d = fo.serving_estimate(fo.superpod(1), "llama3-70b", tp=8, batch=16, prompt_len=2048,
+                            disaggregated=True)
+    # KV cache: 2048 tokens x 80 layers x 2 x 8 KV heads x 128 x 2 bytes = 671 MB, 1/8 per
+    # GPU pair, each over one 400G NIC (50 GB/s): 1.68 ms.
+    assert d.kv_transfer_s == pytest.approx(2048 * 80 * 2 * 8 * 128 * 2 / 8 / 50e9)
+    assert d.replicas == e.replicas // 2
+
+
+def test_token_cost_adds_amortised_capex_and_energy():
+    fab = fo.superpod(1)
+    c = fo.token_cost(fab, 1e6, years=4, usd_per_kwh=0.1, pue=1.0)
+    net = fo.estimate_cost(fab)
+    # 32 DGX H100 at the catalog's $199k and 10.2 kW; the network from estimate_cost.
+    capex = net.capex_usd + 32 * 199000.0
+    watts = net.power_w + 32 * 10200.0
+    per_s = capex / (4 * 365.25 * 86400) + watts * 0.1 / 3.6e6
+    assert c.usd_per_million_tokens == pytest.approx(per_s * 1e6 / 1e6)
+    assert fo.token_cost(fab, 2e6).usd_per_million_tokens == pytest.approx(
+        fo.token_cost(fab, 1e6).usd_per_million_tokens / 2)
+
+
+def test_design_file_job_table_and_train_command(tmp_path, capsys):
+    from fabricopt.cli import main
+
+    path = tmp_path / "pod.toml"
+    path.write_text('family = "superpod"\n[params]\nscalable_units = 1\n'
+                    '[job]\nmodel = "llama3-8b"\ntp = 8\nglobal_batch = 64\nseq_len = 4096\n')
+    fab = fo.load_design(path)
+    assert fab.design["job"]["model"] == "llama3-8b"
+    assert main(["train", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "llama3-8b: TP 8, PP 1, DP 32" in out and "per million tokens" in out
+    assert main(["train", str(path), "--tp", "4"]) == 0  # a flag replaces the table's key
+    assert "TP 4," in capsys.readouterr().out
+    path.write_text('family = "superpod"\n[params]\nscalable_units = 1\n[job]\nmodel = '
+                    '"llama3-8b"\nmicrobatch = 2\n')
+    assert main(["train", str(path)]) == 2
+    assert "unknown key 'microbatch' (did you mean 'micro_batch'?)" in capsys.readouterr().err

@@ -56,6 +56,7 @@ class FabricLevels:
     tiers: list[str]
     scale_up_tiers: frozenset[str]
     levels: list[Partition]
+    profile: str  # the collectives' efficiency profile of the fabric's NVLink generation
 
     @classmethod
     def of(cls, fab: Fabric, ga: GraphArrays) -> FabricLevels:
@@ -72,8 +73,10 @@ class FabricLevels:
             inside = (layer >= 0) & (layer <= top)
             levels.append(partition(ga, gpu, inside[ga.tail] & inside[ga.head],
                                     f"switch layers <= {top}"))
+        techs = {str(d.get("tech", "")).lower() for d in arcs}
+        profile = "nvlink5" if any(t.startswith("nvlink5") for t in techs) else "nvlink4"
         return cls(fab, ga, tiers, frozenset(t for t, s in zip(tiers, scale_up, strict=True)
-                                             if s), levels)
+                                             if s), levels, profile)
 
     def part_tier(self, part: Partition, q: int) -> str:
         """The tier carrying most capacity out of part ``q``."""

@@ -53,6 +53,7 @@ class PhaseTime:
     binding_tier: str = "?"
     method: str = ""
     messages: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -100,10 +101,9 @@ class TrainingStep:
 
 
 def _efficiency(levels: FabricLevels, tier: str) -> float:
-    techs = {str(levels.fab.graph[u][v].get("tech", "")).lower() for u, v in levels.ga.arcs[:64]}
-    name = "nvlink5" if any(t.startswith("nvlink5") for t in techs) else "nvlink4"
+    """The calibrated efficiency of the side (NVLink or network) the binding tier is on."""
     side = "scale_up" if tier in levels.scale_up_tiers else "network"
-    return EFFICIENCY_PROFILES[name][side]
+    return EFFICIENCY_PROFILES[levels.profile][side]
 
 
 def _solve_phases(levels: FabricLevels, place: Placement, transfers: list[Transfer],
@@ -115,10 +115,10 @@ def _solve_phases(levels: FabricLevels, place: Placement, transfers: list[Transf
         key = (t.collective, t.dims)
         if key not in cache:
             if t.collective == "p2p":
+                # Every stage sends to the next at once (the backward sends mirror them).
                 stages = place.groups(["pp"])          # one row per pipeline
-                groups = np.concatenate([stages[:, [i, i + 1]] for i in range(
-                    stages.shape[1] - 1)] + [stages[:, [i + 1, i]] for i in range(
-                        stages.shape[1] - 1)])
+                groups = np.concatenate([stages[:, [i, i + 1]]
+                                         for i in range(stages.shape[1] - 1)])
             else:
                 groups = place.groups(list(t.dims))
             cache[key] = phase_bound(levels, place.gpus, rank_nodes, groups, t.collective)
@@ -131,6 +131,7 @@ def _solve_phases(levels: FabricLevels, place: Placement, transfers: list[Transf
         lower = t.count * t.message_bytes * b.seconds_per_byte
         expected = lower / _efficiency(levels, b.binding_tier)
         p = phases.setdefault(t.dimension, PhaseTime(t.dimension, 0.0, 0.0, 0.0))
+        p.notes += [n for n in b.notes if n not in p.notes]
         p.bytes_per_gpu += t.bytes_per_gpu
         p.lower_s += lower
         p.expected_s += expected
@@ -231,8 +232,8 @@ def training_step(fab: Fabric, job: TrainingJob,
     step, bubble = _overlap(job, phases, compute, expected=True)
     step_lower, _ = _overlap(job, phases, hardware / job.gpus / peak, expected=False)
     exposed = sum(p.exposed_s for p in phases.values())
-    notes = list(place.notes) + sorted({n for p in phases.values() for n in p.messages
-                                        if isinstance(n, str)})
+    notes = list(place.notes) + [f"{p.dimension}: {n}" for p in phases.values()
+                                 for n in p.notes]
     return TrainingStep(job, fab.name, gpu, step, step_lower, compute, bubble, exposed,
                         job.tokens_per_step / step, model_flops / (job.gpus * peak * step),
                         memory, phases, notes)
