@@ -57,6 +57,10 @@ class FabricLevels:
     scale_up_tiers: frozenset[str]
     levels: list[Partition]
     profile: str  # the collectives' efficiency profile of the fabric's NVLink generation
+    #: Every link carries the same both ways: the reversed graph is the graph, so a
+    #: reduce-scatter's bounds are the all-gather's (ForestColl reverses the arcs for it).
+    reversible: bool = False
+    alone: dict = field(default_factory=dict)  # (collective, group) -> (s per byte, tier)
 
     @classmethod
     def of(cls, fab: Fabric, ga: GraphArrays) -> FabricLevels:
@@ -66,6 +70,7 @@ class FabricLevels:
         gpu = np.zeros(ga.n_nodes, dtype=bool)
         gpu[[ga.index[e] for e in fab.endpoints]] = True
         layer = np.array([fab.graph.nodes[v].get("layer", -1) for v in ga.nodes])
+        # levels[1] is the scale-up partition: placement reads its domains from it.
         levels = [partition(ga, gpu, np.zeros(ga.n_arcs, dtype=bool), "GPUs"),
                   partition(ga, gpu, scale_up, "scale-up domains")]
         known = sorted({int(x) for x in layer if x >= 0})
@@ -75,8 +80,13 @@ class FabricLevels:
                                     f"switch layers <= {top}"))
         techs = {str(d.get("tech", "")).lower() for d in arcs}
         profile = "nvlink5" if any(t.startswith("nvlink5") for t in techs) else "nvlink4"
+        order = np.lexsort((ga.head, ga.tail))
+        back = np.lexsort((ga.tail, ga.head))
+        reversible = bool(np.array_equal(ga.tail[order], ga.head[back])
+                          and np.array_equal(ga.head[order], ga.tail[back])
+                          and np.array_equal(ga.capacity[order], ga.capacity[back]))
         return cls(fab, ga, tiers, frozenset(t for t, s in zip(tiers, scale_up, strict=True)
-                                             if s), levels, profile)
+                                             if s), levels, profile, reversible)
 
     def part_tier(self, part: Partition, q: int) -> str:
         """The tier carrying most capacity out of part ``q``."""
@@ -136,12 +146,19 @@ def cut_bound(levels: FabricLevels, rank_nodes: np.ndarray, groups: np.ndarray,
 
 
 def _alone(levels: FabricLevels, names: list, collective: str) -> tuple[float, str]:
-    size = 1e9
-    c = collective_bounds(levels.fab, collective, message_bytes=size, endpoints=names)
-    tier = "?"
-    if c.binding_cut is not None and c.binding_cut.tiers:
-        tier = max(c.binding_cut.tiers.items(), key=lambda kv: kv[1])[0]
-    return c.lower_time_s / size, tier
+    """Seconds per byte and binding tier of :func:`collective_bounds` for one group alone
+    (a reduce-scatter reuses the all-gather of the same group on a reversible fabric)."""
+    if collective == "reduce_scatter" and levels.reversible:
+        collective = "all_gather"
+    key = (collective, tuple(names))
+    if key not in levels.alone:
+        size = 1e9
+        c = collective_bounds(levels.fab, collective, message_bytes=size, endpoints=names)
+        tier = "?"
+        if c.binding_cut is not None and c.binding_cut.tiers:
+            tier = max(c.binding_cut.tiers.items(), key=lambda kv: kv[1])[0]
+        levels.alone[key] = (c.lower_time_s / size, tier)
+    return levels.alone[key]
 
 
 def _flow(levels: FabricLevels, gpus: tuple, groups: np.ndarray, collective: str,

@@ -60,8 +60,12 @@ def scale_up_domains(fab: Fabric, ga: GraphArrays, gpus: Sequence[Hashable]) -> 
 
 
 def place_ranks(fab: Fabric, job: TrainingJob, placement: Sequence[Hashable] | None = None,
-                ga: GraphArrays | None = None) -> Placement:
+                ga: GraphArrays | None = None,
+                domain_of_node: np.ndarray | None = None) -> Placement:
     """Map ``job``'s ranks (``dp`` set) to ``fab``'s GPUs, in ``placement`` order if given.
+
+    ``domain_of_node`` (per node of ``ga``, the scale-up domain) saves finding the domains
+    again when the caller has them.
 
     Raises
     ------
@@ -90,7 +94,10 @@ def place_ranks(fab: Fabric, job: TrainingJob, placement: Sequence[Hashable] | N
     ga = GraphArrays.from_fabric(fab) if ga is None else ga
     shape = tuple(getattr(job, d) if d != "dp" else job.dp for d in reversed(DIMENSIONS))
     grid = np.arange(world).reshape(shape)
-    domain = scale_up_domains(fab, ga, gpus)
+    if domain_of_node is None:
+        domain = scale_up_domains(fab, ga, gpus)
+    else:
+        domain = domain_of_node[[ga.index[g] for g in gpus]]
     result = Placement(gpus, grid, domain)
     idle = len(fab.endpoints) - world
     if idle:

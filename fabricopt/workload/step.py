@@ -220,8 +220,8 @@ def training_step(fab: Fabric, job: TrainingJob,
     memory = memory_per_gpu(job, gpu.hbm_gb)
     check_fits(job, memory)
     ga = GraphArrays.from_fabric(fab)
-    place = place_ranks(fab, job, placement, ga)
     levels = FabricLevels.of(fab, ga)
+    place = place_ranks(fab, job, placement, ga, levels.levels[1].label)
     phases = _solve_phases(levels, place, step_transfers(job))
     m = job.model
     model_flops = m.flops_per_token(job.seq_len) * job.tokens_per_step
