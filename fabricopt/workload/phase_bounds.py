@@ -2,8 +2,9 @@ r"""Certified time of one phase: every group of a dimension sends at once on the
 
 Two lower bounds, the larger holds (``docs/workload.md#time-from-the-fabric``):
 
-* **one group alone** (collectives): :func:`fabricopt.collective_bounds` for the first group,
-  free to use the whole fabric; every group is at least as slow with the others present.
+* **one group alone** (collectives, groups of at most :data:`ALONE_MAX_GPUS`):
+  :func:`fabricopt.collective_bounds` for the first group, free to use the whole fabric;
+  every group is at least as slow with the others present.
 * **cuts around fabric levels, all groups at once**: for every set ``X`` of a level (one
   GPU, one scale-up domain, every component of the switches up to one ``layer``: a leaf
   group, a scalable unit), the distinct bytes that must leave and enter ``X`` over its
@@ -35,6 +36,10 @@ from ..traffic import Traffic
 #: thousands of point-to-point commodities outgrows memory; the cut bounds remain).
 FLOW_LP_MAX_GPUS = 1024
 BYTES_PER_GBPS = 1e9 / 8
+#: Largest group whose one-group bound is computed: ForestColl's search takes a minimum cut
+#: per GPU of a group that is not a symmetry orbit, minutes for a thousand GPUs of a 16K
+#: fabric; larger groups keep the cut bounds (still certified, perhaps looser).
+ALONE_MAX_GPUS = 256
 
 
 @dataclass
@@ -189,6 +194,10 @@ def phase_bound(levels: FabricLevels, gpus: tuple, rank_nodes: np.ndarray, group
     t, tier, where = cut_bound(levels, rank_nodes, groups, collective)
     best = PhaseBound(t, tier, f"cut around {where}, all groups at once")
     if collective in ("all_gather", "reduce_scatter", "all_reduce"):
+        if groups.shape[1] > ALONE_MAX_GPUS:
+            best.notes.append(f"{collective}: cut bounds only (groups of {groups.shape[1]:,} "
+                              f"GPUs; one-group bounds up to {ALONE_MAX_GPUS})")
+            return best
         t1, tier1 = _alone(levels, [gpus[r] for r in groups[0]], collective)
         if t1 > best.seconds_per_byte:
             best = PhaseBound(t1, tier1, "collective_bounds of one group alone")
@@ -202,4 +211,4 @@ def phase_bound(levels: FabricLevels, gpus: tuple, rank_nodes: np.ndarray, group
     return best
 
 
-__all__ = ["FLOW_LP_MAX_GPUS", "FabricLevels", "PhaseBound", "cut_bound", "phase_bound"]
+__all__ = ["ALONE_MAX_GPUS", "FLOW_LP_MAX_GPUS", "FabricLevels", "PhaseBound", "cut_bound", "phase_bound"]

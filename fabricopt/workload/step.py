@@ -17,6 +17,7 @@ shape is faster.
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
@@ -35,6 +36,9 @@ from .placement import Placement, place_ranks
 from .plan import TrainingJob
 
 BUCKET_BYTES = 40e6
+#: The arrays, levels and one-group bounds of recently used fabrics, kept while the fabric
+#: lives and its links are unchanged (a job after another on one fabric reuses them).
+_LEVELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 EXPOSED = ("tp", "cp", "ep")
 
 
@@ -178,6 +182,20 @@ def _overlap(job: TrainingJob, phases: dict[str, PhaseTime], compute: float,
     return step, bubble
 
 
+def _levels(fab: Fabric) -> FabricLevels:
+    """The fabric's levels, from the cache when its nodes, links and capacities are those
+    it had when they were found."""
+    g = fab.graph
+    stamp = (g.number_of_nodes(), g.number_of_edges(),
+             sum(d.get("capacity", 0.0) for _, _, d in g.edges(data=True)))
+    hit = _LEVELS.get(fab)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    levels = FabricLevels.of(fab, GraphArrays.from_fabric(fab))
+    _LEVELS[fab] = (stamp, levels)
+    return levels
+
+
 def training_step(fab: Fabric, job: TrainingJob,
                   placement: Sequence[Hashable] | None = None) -> TrainingStep:
     """Step time, tokens per second, MFU and communication per dimension of ``job`` on ``fab``.
@@ -219,8 +237,8 @@ def training_step(fab: Fabric, job: TrainingJob,
     gpu = gpu_figures(fab, job.gpu, job.precision)
     memory = memory_per_gpu(job, gpu.hbm_gb)
     check_fits(job, memory)
-    ga = GraphArrays.from_fabric(fab)
-    levels = FabricLevels.of(fab, ga)
+    levels = _levels(fab)
+    ga = levels.ga
     place = place_ranks(fab, job, placement, ga, levels.levels[1].label)
     phases = _solve_phases(levels, place, step_transfers(job))
     m = job.model
