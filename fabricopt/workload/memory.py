@@ -84,8 +84,8 @@ def memory_per_gpu(job: TrainingJob, hbm_gb: float) -> MemoryEstimate:
     16.06
     """
     dense, expert = stage_params(job)
-    dense_shards = job._dp * job.cp * job.ep  # ranks holding the same replicated weights
-    expert_shards = job._dp * job.cp
+    dense_shards = job.dp_set * job.cp * job.ep  # ranks holding the same replicated weights
+    expert_shards = job.dp_set * job.cp
     params = dense + expert
     sharded = dense / dense_shards + expert / expert_shards
 

@@ -10,7 +10,7 @@ job takes are ``tp x cp x ep x dp x pp``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .._checks import check_choice, check_int, check_positive, did_you_mean
@@ -80,7 +80,6 @@ class TrainingJob:
     sequence_parallel: bool = True
     compute_efficiency: float | None = None
     gpu: str | None = None
-    notes: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         func = "TrainingJob"
@@ -118,9 +117,10 @@ class TrainingJob:
                 f"{func}(): seq_len={self.seq_len} must be a multiple of 2 x cp = "
                 f"{2 * self.cp} (ring attention splits it in 2 cp chunks)")
         if self.dp is not None:
-            self._check_batch()
+            self.check_batch()
 
-    def _check_batch(self) -> None:
+    def check_batch(self) -> None:
+        """Raise unless ``global_batch`` is a multiple of ``micro_batch x dp``."""
         per_step = self.micro_batch * self.dp
         if self.global_batch % per_step:
             raise InvalidParameterError(
@@ -136,10 +136,11 @@ class TrainingJob:
     @property
     def gpus(self) -> int:
         """GPUs the job takes (``dp`` must be set)."""
-        return self.model_parallel * self._dp
+        return self.model_parallel * self.dp_set
 
     @property
-    def _dp(self) -> int:
+    def dp_set(self) -> int:
+        """``dp``, which must be set (by :meth:`with_gpus` when it was None)."""
         if self.dp is None:
             raise InvalidParameterError("TrainingJob: dp is None; call with_gpus(n) first")
         return self.dp
@@ -147,7 +148,7 @@ class TrainingJob:
     @property
     def micro_batches(self) -> int:
         """Micro-batches each pipeline runs per step: ``global_batch / (micro_batch x dp)``."""
-        return self.global_batch // (self.micro_batch * self._dp)
+        return self.global_batch // (self.micro_batch * self.dp_set)
 
     @property
     def tokens_per_step(self) -> int:
@@ -206,7 +207,7 @@ def job_from_mapping(table: Mapping[str, Any], where: str = "[job]") -> Training
     >>> job_from_mapping({"model": "llama3-8b", "tp": 2}).tp
     2
     """
-    fields = set(TrainingJob.__dataclass_fields__) - {"notes"}
+    fields = set(TrainingJob.__dataclass_fields__)
     for key in table:
         if key not in fields:
             raise InvalidParameterError(f"{where}: unknown key {key!r}"

@@ -233,7 +233,7 @@ def training_step(fab: Fabric, job: TrainingJob,
         raise InvalidParameterError(f"training_step(): job must be a TrainingJob, got "
                                     f"{type(job).__name__}")
     job = job.with_gpus(len(fab.endpoints))
-    job._check_batch()
+    job.check_batch()
     gpu = gpu_figures(fab, job.gpu, job.precision)
     memory = memory_per_gpu(job, gpu.hbm_gb)
     check_fits(job, memory)
