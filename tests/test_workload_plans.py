@@ -81,3 +81,53 @@ def test_idle_gpus_are_reported_and_groups_follow_the_rank_order():
     # Rank = tp + 8 (dp + 4 pp): a pipeline is ranks r and r + 32.
     assert place.groups(["pp"])[0].tolist() == [0, 32]
     assert place.groups(["dp"])[1].tolist() == [1, 9, 17, 25]
+
+
+# -- phase bounds against schedules that exist --------------------------------------------------
+def _phase(fab, job, dims, collective):
+    import numpy as np
+
+    from fabricopt.graph_arrays import GraphArrays
+    from fabricopt.workload.phase_bounds import FabricLevels, phase_bound
+
+    ga = GraphArrays.from_fabric(fab)
+    levels = FabricLevels.of(fab, ga)
+    place = place_ranks(fab, job.with_gpus(len(fab.endpoints)), None, ga)
+    nodes = np.array([ga.index[g] for g in place.gpus])
+    groups = place.groups(dims)
+    return place, groups, phase_bound(levels, place.gpus, nodes, groups, collective)
+
+
+def test_data_parallel_phase_bound_is_the_nic_and_below_an_achievable_schedule():
+    fab = fo.superpod(1)
+    job = fo.TrainingJob("llama3-8b", tp=8, global_batch=256)
+    place, groups, b = _phase(fab, job, ["dp"], "reduce_scatter")
+    # 8 groups of 32 (one per rail); every server holds one GPU of each, so 8 x 31/32 S leave
+    # it through 8 x 400 Gb/s: 31/32 S at 50 GB/s per byte of S.
+    assert b.seconds_per_byte == pytest.approx(31 / 32 / 50e9)
+    assert b.binding_tier == "gpu-leaf"
+    # No bound may beat a schedule that exists: every group on a 1/G share of every link.
+    names = [[place.gpus[r] for r in g] for g in groups]
+    c = fo.collective_bounds(fab, "reduce_scatter", message_bytes=1e9, concurrent=names)
+    assert b.seconds_per_byte * 1e9 <= c.achievable_time_s * (1 + 1e-9)
+    assert b.seconds_per_byte * 1e9 >= c.lower_time_s * (1 - 1e-9)
+
+
+def test_send_and_all_to_all_bounds_stay_below_the_flow_lp_schedule():
+    fab = fo.superpod(1)
+    job = fo.TrainingJob("mixtral-8x7b", tp=1, ep=8, pp=2, global_batch=128, seq_len=4096)
+    for dims, collective in ((["ep"], "all_to_all"), (["pp"], "p2p")):
+        place, groups, b = _phase(fab, job, dims, collective)
+        demand = {}
+        for row in groups:
+            if collective == "p2p":
+                demand[(place.gpus[row[0]], place.gpus[row[1]])] = 8.0
+            else:
+                for i in row:
+                    for j in row:
+                        if i != j:
+                            demand[(place.gpus[i], place.gpus[j])] = 8.0 / len(row)
+        r = fo.max_concurrent_flow(fab, fo.Traffic(demand))
+        # The LP's feasible flow (theta >= r.lower) moves 1e9 bytes per message in 1 / r.lower
+        # seconds: the certified bound must not exceed it.
+        assert b.seconds_per_byte * 1e9 <= 1 / r.lower * (1 + 1e-9)
