@@ -23,16 +23,18 @@ from ._version import __version__
 from .analysis.bisection import bisection_bandwidth
 from .collectives.bounds import COLLECTIVES, collective_bounds
 from .cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost
-from .errors import FabricOptError
+from .errors import FabricOptError, InvalidParameterError
 from .fabric import Fabric
 from .flow import max_concurrent_flow
-from .generators import GENERATORS
-from .io.design_files import keyword_parameters, load_design
+from .generators import GENERATORS, check_call, make
+from .io.design_files import load_design
 from .io.graph_files import read_graphml, read_json
+from .io.search_files import load_search
 from .plot.diagram import draw
 from .plot.report import write_report
 from .routing import routed_flow
 from .study.compare import DEFAULT_METRICS, Comparison, compare
+from .study.optimize import optimize
 from .traffic import all_to_all, longest_matching, permutation
 from .workload.models import models as MODEL_NAMES
 
@@ -92,27 +94,17 @@ def split_targets(words: Sequence[str]) -> list[tuple[str, list[str]]]:
     return groups
 
 
-def _check_generator_params(name: str, params: dict[str, Any]) -> None:
-    """Refuse a parameter the generator does not take, suggesting the closest one."""
-    named, open_ended = keyword_parameters(GENERATORS[name])
-    for key in params:
-        if key not in named and not open_ended:
-            raise FabricOptError(f"{name}: {key!r} is not a parameter of {name}"
-                                 f"{did_you_mean(key, named)}; parameters: "
-                                 + ", ".join(named) + f" (see: fabricopt show {name} --help)")
-    missing = [n for n, p in named.items()
-               if p.default is inspect.Parameter.empty and n not in params]
-    if missing:
-        raise FabricOptError(f"{name}: missing required parameter(s) " + ", ".join(missing)
-                             + f", given as key=value (see: fabricopt show {name} --help)")
-
-
 def load_fabric(target: str, assignments: Sequence[str]) -> list[Fabric]:
     """The fabric(s) a command names: a generator with parameters, or a design file."""
     params = parse_assignments(assignments)
     if target in GENERATORS:
-        _check_generator_params(target, params)
-        return [GENERATORS[target](**params)]
+        try:
+            check_call(target, params, caller=target)
+        except InvalidParameterError as exc:  # the command line's own words
+            raise FabricOptError(f"{str(exc).replace(f'{target}(): ', f'{target}: ', 1)}"
+                                 f" (given as key=value; see: fabricopt show {target} --help)"
+                                 ) from None
+        return [make(target, params)]
     if target.endswith(".toml"):
         loaded = load_design(target, **params)
         return loaded if isinstance(loaded, list) else [loaded]
@@ -238,10 +230,12 @@ def _solve_row(fab: Fabric, result: Any, bisection: Any, collectives: list[Any],
         "per_endpoint_gbps_lower": bracket[0], "per_endpoint_gbps_upper": bracket[1],
         "binding_tier": result.binding_tier, "seconds": round(result.seconds, 3)}
     if bisection is not None:
-        row.update({"bisection_gbps": bisection.upper_gbps,
-                    "bisection_lower_gbps": bisection.lower_gbps,
+        n = max(len(fab.endpoints), 1)
+        row.update({"bisection_gbps": bisection.lower_gbps,
+                    "bisection_gbps_upper": bisection.upper_gbps,
                     "bisection_exact": bisection.exact,
-                    "bisection_per_endpoint_gbps": bisection.per_endpoint_gbps})
+                    "bisection_gbps_per_gpu": bisection.lower_gbps / n,
+                    "bisection_gbps_per_gpu_upper": bisection.upper_gbps / n})
     if routed is not None:
         row.update({"routing": routed.method, "routed_theta": routed.theta,
                     "routing_efficiency": routed.efficiency})
@@ -652,7 +646,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_optimize(args: argparse.Namespace) -> int:
-    from .study.optimize import load_search, optimize
 
     spec = load_search(args.target)
     res = optimize(spec["gpus"], space=spec["space"], constraints=spec["constraints"],
@@ -663,7 +656,7 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     if args.all:
         print("")
         for r in res.rows:
-            print(f"{r['name']}: {r['status']}" + (f" ({r['reason']})" if r["reason"] else ""))
+            print(f"{r['name']}: {r['outcome']}" + (f" ({r['reason']})" if r["reason"] else ""))
     if res.best is None:
         return 1
     out = args.output or os.path.splitext(os.path.basename(args.target))[0] + "-best.toml"

@@ -60,7 +60,7 @@ def test_solve_time_limit_exit_code(capsys):
     (["show", "rnig"], "(did you mean 'ring'?): give a generator (clos, "),
     (["show", "n=4"], "comes before any generator"),
     (["solve", "ring", "n=4", "--collective", "allreduce"], "did you mean 'all_reduce'"),
-    (["show", "ring", "n"], "ring: missing required parameter(s) n, given as key=value"),
+    (["show", "ring", "n"], "ring: missing required parameter(s) n of ring (given as key=value"),
     (["solve", "ring", "n=4", "--traffic", "hotspot"], "--traffic must be"),
 ])
 def test_bad_input_exits_2_with_a_message(argv, message, capsys):

@@ -47,11 +47,11 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_bool, check_choice, check_endpoint_group, check_int, check_positive
+from .._checks import check_bool, check_choice, check_int, check_positive
 from ..analysis.cuts import cut_capacity, min_cut
 from ..catalog import Catalog
 from ..errors import InvalidFabricError, InvalidParameterError
-from ..fabric import Fabric
+from ..fabric import Fabric, check_endpoint_group
 from ..flow import max_concurrent_flow
 from ..flow.symmetric import endpoint_orbits
 from ..graph_arrays import GraphArrays
@@ -896,7 +896,8 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
         a ring gets under that routing, kept apart from the bounds (it is not one). Default
         None: bounds only.
     order : {"given", "rail_aligned", "random"}
-        With ``routing``: the ring order of the participants (:func:`~fabricopt.rank_order`).
+        With ``routing``: the ring order of the participants
+        (:func:`~fabricopt.routing.schedules.rank_order`).
     trials, flows_per_pair : int
         With ``routing="hash"``: hashed draws, and flows per ring edge (NCCL channels).
     seed : None, int or numpy.random.Generator

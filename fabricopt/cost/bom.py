@@ -377,7 +377,7 @@ def _coerce_catalog(catalog: Any) -> Catalog:
 def _inputs(func: str, fab: Fabric, catalog: Any, layout: Any,
             policy: Any) -> tuple[Catalog, Layout, Policy]:
     """The catalog, layout and policy to price ``fab`` with: the arguments checked, the design
-    file's ``[catalog]`` and ``[layout]`` tables filling what the caller left out."""
+    file's ``[catalog]``, ``[layout]`` and ``policy`` filling what the caller left out."""
     if not isinstance(fab, Fabric):
         raise fail(func, "fab", "a Fabric", type(fab).__name__)
     design = getattr(fab, "design", None) or {}
@@ -386,6 +386,8 @@ def _inputs(func: str, fab: Fabric, catalog: Any, layout: Any,
         cat = cat.merged(design["catalog"], origin=str(design.get("file", "design file")))
     if layout is None and design.get("layout"):
         layout = design["layout"]
+    if policy is None and design.get("policy"):
+        policy = design["policy"]
     lay = Layout.coerce(layout, func)
     pol = Policy.coerce(policy, func)
     pol.check_against(cat, func)

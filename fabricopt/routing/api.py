@@ -11,6 +11,7 @@ import numpy as np
 from .._checks import as_rng, check_bool, check_choice, check_int
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
+from ..flow import max_concurrent_flow
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic, all_to_all
 from .fluid import FluidRouting, destination_rank
@@ -168,8 +169,6 @@ def routed_flow(fab: Fabric, traffic: Traffic | None = None, *, routing: str = "
         result._load = trial_load[pick] * result.theta
     result.per_endpoint_gbps = result.theta * traffic.mean_out_gbps()
     if optimum:
-        from ..flow import max_concurrent_flow
-
         result.optimum = max_concurrent_flow(fab, traffic, backend=backend,
                                              time_limit=time_limit)
     result.seconds = time.perf_counter() - start

@@ -32,7 +32,8 @@ class RoutedFlowResult:
         trial, the lower of the two middle ones for an even count, so that ``link_load`` is
         that trial's).
     status : str
-        ``"exact"``, or ``"disconnected"`` (theta = 0) when some demand has no path at all.
+        ``"exact"``, or ``"disconnected"`` (theta = 0) when some demand has no path at all
+        (the package's one status table: :data:`fabricopt.flow.lp.STATUS_MEANINGS`).
     method : str
         The routing policy: ``"ecmp"``, ``"wcmp"``, ``"hash"`` or ``"static"``.
     seconds : float
