@@ -36,7 +36,10 @@ from .routing import routed_flow
 from .study.compare import DEFAULT_METRICS, Comparison, compare
 from .study.optimize import optimize
 from .traffic import all_to_all, longest_matching, permutation
+from .workload.cost import token_cost
 from .workload.models import models as MODEL_NAMES
+from .workload.plan import job_from_mapping
+from .workload.step import training_step
 
 
 def parse_value(text: str) -> Any:
@@ -445,10 +448,6 @@ TRAIN_FLAGS = {
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from .workload.cost import token_cost
-    from .workload.plan import job_from_mapping
-    from .workload.step import training_step
-
     fabrics = load_fabric(args.target, args.params)
     for fab in fabrics:
         table = dict((fab.design or {}).get("job", {}))

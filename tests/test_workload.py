@@ -239,3 +239,20 @@ def test_design_file_job_table_and_train_command(tmp_path, capsys):
                     '"llama3-8b"\nmicrobatch = 2\n')
     assert main(["train", str(path)]) == 2
     assert "unknown key 'microbatch' (did you mean 'micro_batch'?)" in capsys.readouterr().err
+
+
+def test_compare_reads_the_training_metric_from_design_files(tmp_path):
+    for name, ratio in (("full", 1), ("half", 2)):
+        (tmp_path / f"{name}.toml").write_text(
+            f'family = "superpod"\n[params]\nscalable_units = 1\noversubscription = {ratio}\n'
+            '[job]\nmodel = "llama3-8b"\ntp = 8\nglobal_batch = 64\nseq_len = 4096\n')
+    table = fo.compare(tmp_path, metrics=["summary", "training"], progress=False)
+    rows = {r["file"].rsplit("/", 1)[-1]: r for r in table}
+    assert sorted(rows) == ["full.toml", "half.toml"] and not table.failed
+    for r in rows.values():
+        assert r["training_step_s"] >= r["training_step_s_lower"] > 0
+        assert r["training_tokens_per_s"] <= r["training_tokens_per_s_upper"]
+    # One SU: the 2:1 leaves' uplinks carry nothing this job sends (tp in the server, dp
+    # along each rail's leaf), so the two steps are equal.
+    assert rows["half.toml"]["training_step_s"] == pytest.approx(
+        rows["full.toml"]["training_step_s"])

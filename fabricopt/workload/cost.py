@@ -1,4 +1,5 @@
-r"""Cost per million tokens: capex amortised over years, plus energy (``docs/workload.md#cost-per-token``).
+r"""Cost per million tokens: capex amortised over years, plus energy
+(``docs/workload.md#cost-per-token``).
 
 ``usd_per_s = (network capex + servers x system price) / (years x 365.25 x 86400)
 + (network W + servers x system W) x PUE x usd_per_kwh / 3.6e6``, and per million tokens

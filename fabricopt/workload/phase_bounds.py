@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..collectives.parts import Partition, partition
 from ..collectives import collective_bounds
+from ..collectives.parts import Partition, partition
 from ..fabric import Fabric
 from ..flow import max_concurrent_flow
 from ..graph_arrays import GraphArrays
@@ -211,4 +211,5 @@ def phase_bound(levels: FabricLevels, gpus: tuple, rank_nodes: np.ndarray, group
     return best
 
 
-__all__ = ["ALONE_MAX_GPUS", "FLOW_LP_MAX_GPUS", "FabricLevels", "PhaseBound", "cut_bound", "phase_bound"]
+__all__ = ["ALONE_MAX_GPUS", "FLOW_LP_MAX_GPUS", "FabricLevels", "PhaseBound", "cut_bound",
+           "phase_bound"]

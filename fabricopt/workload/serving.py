@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._checks import check_bool, check_fabric, check_int
+from .._checks import check_bool, check_int
 from ..collectives import LatencyModel, collective_bounds
 from ..errors import InvalidParameterError
-from ..fabric import Fabric
+from ..fabric import Fabric, check_fabric
 from ..graph_arrays import GraphArrays
 from .hardware import gpu_figures
 from .models import ModelConfig, model

@@ -23,10 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._checks import check_fabric
 from ..collectives.bounds import EFFICIENCY_PROFILES
 from ..errors import InvalidParameterError
-from ..fabric import Fabric
+from ..fabric import Fabric, check_fabric
 from ..graph_arrays import GraphArrays
 from .communication import Transfer, step_transfers
 from .hardware import GpuFigures, gpu_figures
