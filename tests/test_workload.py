@@ -183,7 +183,7 @@ def test_errors_for_bad_input():
         fo.TrainingJob("llama3-8b", precision="fp16")
     with pytest.raises(InvalidParameterError, match="global_batch=100 must be a multiple"):
         fo.TrainingJob("llama3-8b", dp=8, global_batch=100)
-    with pytest.raises(InvalidParameterError, match="takes .* 512 GPUs but the fabric has 256"):
+    with pytest.raises(InvalidParameterError, match="takes .* 512 GPUs but fab has 256"):
         fo.training_step(fo.superpod(1), fo.TrainingJob("llama3-8b", tp=8, dp=64,
                                                         global_batch=512))
     with pytest.raises(InvalidParameterError, match="placement names 'nope'"):

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._checks import check_positive
+from .._checks import check_label, check_positive
 from ..catalog import Catalog
 from ..cost import estimate_cost
-from ..fabric import Fabric
+from ..errors import InvalidParameterError
+from ..fabric import Fabric, check_fabric
 
 #: The server a GPU comes in, for its price and power.
 SYSTEM_BY_GPU = {"h100_sxm": "dgx_h100", "b200": "dgx_b200"}
@@ -45,7 +46,12 @@ def token_cost(fab: Fabric, tokens_per_s: float, gpu: str = "h100_sxm", *, years
     6368000.0
     """
     func = "token_cost"
+    check_fabric(func, fab)
     tokens_per_s = check_positive(func, "tokens_per_s", tokens_per_s)
+    check_label(func, "gpu", gpu, optional=False)
+    if catalog is not None and not isinstance(catalog, Catalog):
+        raise InvalidParameterError(f"{func}(): catalog must be None or a Catalog, got "
+                                    f"{catalog!r}")
     years = check_positive(func, "years", years)
     usd_per_kwh = check_positive(func, "usd_per_kwh", usd_per_kwh, allow_zero=True)
     pue = check_positive(func, "pue", pue)

@@ -32,7 +32,7 @@ class GpuFigures:
 
 
 def gpu_figures(fab: Fabric | None, gpu: str | None, precision: str,
-                catalog: Catalog | None = None) -> GpuFigures:
+                catalog: Catalog | None = None, func: str = "gpu_figures") -> GpuFigures:
     """The figures of ``gpu`` (a catalog key), or of the GPU the fabric's NVLink implies.
 
     >>> g = gpu_figures(None, "h100_sxm", "bf16")
@@ -47,12 +47,12 @@ def gpu_figures(fab: Fabric | None, gpu: str | None, precision: str,
             for prefix, key in GPU_BY_NVLINK.items():
                 if any(t.startswith(prefix) for t in techs):
                     gpu = key
-    check_choice("training_step", "gpu", gpu, tuple(catalog.gpus))
+    check_choice(func, "gpu", gpu, tuple(catalog.gpus))
     values = catalog.gpus[gpu].values
     rate = f"{precision}_tflops"
     missing = [k for k in ("hbm_gb", "hbm_tbps", rate, "compute_efficiency") if k not in values]
     if missing:
-        raise InvalidParameterError(f"training_step(): the catalog's GPU {gpu!r} lacks "
+        raise InvalidParameterError(f"{func}(): the catalog's GPU {gpu!r} lacks "
                                     f"{', '.join(missing)}; add them to its [gpu.{gpu}] table")
     return GpuFigures(gpu, float(values["hbm_gb"]), float(values["hbm_tbps"]),
                       float(values[rate]), float(values["compute_efficiency"]),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..fabric import Fabric
+from ..errors import InvalidParameterError
+from ..fabric import Fabric, check_fabric
 from .cost import token_cost
 from .plan import TrainingJob
 from .step import training_step
@@ -22,6 +23,12 @@ def training_metrics(fab: Fabric, job: TrainingJob, **cost_options: Any) -> dict
     >>> sorted(row)[:4], row["binding_dimension"]
     (['binding_dimension', 'binding_tier', 'mfu', 'step_s'], 'tp')
     """
+    func = "training_metrics"
+    check_fabric(func, fab)
+    if not isinstance(job, TrainingJob):
+        raise InvalidParameterError(f"{func}(): job must be a TrainingJob, got "
+                                    f"{type(job).__name__}")
+    job.with_gpus(len(fab.endpoints), func)
     s = training_step(fab, job)
     cost = token_cost(fab, s.tokens_per_s, s.gpu.key, **cost_options)
     dim = s.binding_dimension

@@ -77,7 +77,7 @@ def place_ranks(fab: Fabric, job: TrainingJob, placement: Sequence[Hashable] | N
     if placement is None:
         gpus = tuple(fab.endpoints)[:world]
     else:
-        if isinstance(placement, str | bytes):
+        if isinstance(placement, str | bytes) or not isinstance(placement, Sequence | np.ndarray):
             raise InvalidParameterError(f"{func}(): placement must be a sequence of GPU "
                                         f"names, one per rank, got {placement!r}")
         gpus = tuple(placement)

@@ -13,7 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .._checks import check_choice, check_int, check_positive, did_you_mean
+from .._checks import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_label,
+    check_positive,
+    did_you_mean,
+)
 from ..errors import InvalidParameterError
 from .models import ModelConfig, model
 
@@ -83,7 +90,10 @@ class TrainingJob:
 
     def __post_init__(self) -> None:
         func = "TrainingJob"
-        object.__setattr__(self, "model", model(self.model))
+        try:
+            object.__setattr__(self, "model", model(self.model))
+        except InvalidParameterError as exc:
+            raise InvalidParameterError(f"{func}(): model: {exc}") from None
         m: ModelConfig = self.model
         for key in ("tp", "pp", "ep", "cp", "micro_batch", "global_batch", "seq_len",
                     "virtual_stages"):
@@ -93,6 +103,8 @@ class TrainingJob:
         check_choice(func, "precision", self.precision, PRECISIONS)
         check_choice(func, "recompute", self.recompute, RECOMPUTE)
         check_int(func, "zero", self.zero, minimum=0, maximum=3)
+        check_bool(func, "sequence_parallel", self.sequence_parallel)
+        check_label(func, "gpu", self.gpu)
         if self.compute_efficiency is not None:
             eff = check_positive(func, "compute_efficiency", self.compute_efficiency)
             if eff > 1:
@@ -167,28 +179,29 @@ class TrainingJob:
         Large-Scale Language Model Training on GPU Clusters Using Megatron-LM, section 2.2)."""
         return (self.pp - 1) / (self.virtual_stages * self.micro_batches)
 
-    def with_gpus(self, n_gpus: int) -> TrainingJob:
-        """This job with ``dp`` set from ``n_gpus`` when it is None (checked either way).
+    def with_gpus(self, n_gpus: int, func: str = "TrainingJob.with_gpus") -> TrainingJob:
+        """This job with ``dp`` set from ``n_gpus`` when it is None (checked either way);
+        ``func`` names the caller in messages (the fabric is its ``fab``).
 
         Raises
         ------
         InvalidParameterError
             When the plan needs more GPUs than ``n_gpus``.
         """
-        n_gpus = check_int("TrainingJob.with_gpus", "n_gpus", n_gpus, minimum=1)
+        n_gpus = check_int(func, "n_gpus", n_gpus, minimum=1)
         if self.dp is None:
             dp = n_gpus // self.model_parallel
             if dp < 1:
                 raise InvalidParameterError(
-                    f"TrainingJob: tp x cp x ep x pp = {self.model_parallel} GPUs per replica "
-                    f"but the fabric has {n_gpus}")
+                    f"{func}(): the job takes tp x cp x ep x pp = {self.model_parallel} GPUs "
+                    f"per replica but fab has {n_gpus}")
             job = replace(self, dp=dp)
         else:
             job = self
         if job.gpus > n_gpus:
             raise InvalidParameterError(
-                f"TrainingJob: the plan takes tp x cp x ep x dp x pp = {job.gpus} GPUs but the "
-                f"fabric has {n_gpus}")
+                f"{func}(): the job takes tp x cp x ep x dp x pp = {job.gpus} GPUs but fab "
+                f"has {n_gpus}")
         return job
 
     def describe(self) -> str:

@@ -67,7 +67,13 @@ def serving_estimate(fab: Fabric, model_name: str | ModelConfig, *, tp: int = 8,
     """
     func = "serving_estimate"
     check_fabric(func, fab)
-    m = model(model_name)
+    try:
+        m = model(model_name)
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(f"{func}(): model_name: {exc}") from None
+    if latency is not None and not isinstance(latency, LatencyModel):
+        raise InvalidParameterError(f"{func}(): latency must be None or a LatencyModel, got "
+                                    f"{latency!r}")
     for key, value in (("tp", tp), ("ep", ep), ("batch", batch), ("prompt_len", prompt_len),
                        ("output_len", output_len)):
         check_int(func, key, value, minimum=1)
@@ -78,9 +84,10 @@ def serving_estimate(fab: Fabric, model_name: str | ModelConfig, *, tp: int = 8,
     width = tp * ep
     replica = width * (2 if disaggregated else 1)
     if replica > len(fab.endpoints):
-        raise InvalidParameterError(f"{func}(): a replica takes {replica} GPUs, the fabric "
-                                    f"has {len(fab.endpoints)}")
-    g = gpu_figures(fab, gpu, "bf16")
+        raise InvalidParameterError(f"{func}(): a replica takes tp x ep"
+                                    f"{' x 2 (disaggregated)' if disaggregated else ''} = "
+                                    f"{replica} GPUs, fab has {len(fab.endpoints)}")
+    g = gpu_figures(fab, gpu, "bf16", func=func)
     latency = latency or LatencyModel()
     eps = list(fab.endpoints)
     decode = eps[:width]

@@ -231,9 +231,9 @@ def training_step(fab: Fabric, job: TrainingJob,
     if not isinstance(job, TrainingJob):
         raise InvalidParameterError(f"training_step(): job must be a TrainingJob, got "
                                     f"{type(job).__name__}")
-    job = job.with_gpus(len(fab.endpoints))
+    job = job.with_gpus(len(fab.endpoints), "training_step")
     job.check_batch()
-    gpu = gpu_figures(fab, job.gpu, job.precision)
+    gpu = gpu_figures(fab, job.gpu, job.precision, func="training_step")
     memory = memory_per_gpu(job, gpu.hbm_gb)
     check_fits(job, memory)
     levels = _levels(fab)
