@@ -156,7 +156,7 @@ def _ep_across_rails(nodes):
 
 
 def test_expert_all_to_all_across_rails_needs_nvlink_forwarding_on_rail_only():
-    job = fo.TrainingJob("mixtral-8x7b", tp=1, ep=8, dp=32, global_batch=32, seq_len=4096,
+    job = fo.TrainingJob("mixtral-8x7b", tp=1, ep=8, dp=32, global_batch=256, seq_len=4096,
                          zero=3)
     order = _ep_across_rails(32)
     spine = fo.training_step(fo.superpod(1), job, placement=order)

@@ -8,13 +8,14 @@ from fabricopt.workload.placement import place_ranks
 
 
 def test_expert_all_to_all_bytes_match_the_hand_formula():
-    # Mixtral 8x7B, EP 8, TP 2, DP 4, 32 sequences of 4096: m = 32 / (1 x 4) = 8 micro-batches.
-    job = fo.TrainingJob("mixtral-8x7b", tp=2, ep=8, dp=4, global_batch=32, seq_len=4096)
+    # Mixtral 8x7B, EP 8, TP 2, DP 4, 64 sequences of 4096: every expert rank takes sequences
+    # of its own, so m = 64 / (1 x 4 x 8) = 2 micro-batches per pipeline.
+    job = fo.TrainingJob("mixtral-8x7b", tp=2, ep=8, dp=4, global_batch=64, seq_len=4096)
     # Each GPU holds 4096 / 2 tokens (sequence parallel), each sent to top-2 experts as h = 4096
     # BF16 values: S = 2 x 4096 x 4096 x 2 / 2 bytes; 7/8 of it leaves the GPU. Per micro-batch
     # 32 MoE layers x 2 passes x (dispatch + combine).
     size = 2 * 4096 * 4096 * 2 / 2
-    assert bytes_per_gpu(job)["ep"] == pytest.approx(8 * 32 * 2 * 2 * 7 / 8 * size)
+    assert bytes_per_gpu(job)["ep"] == pytest.approx(2 * 32 * 2 * 2 * 7 / 8 * size)
 
 
 def test_data_parallel_traffic_of_an_moe_splits_dense_and_expert_weights():
@@ -131,3 +132,21 @@ def test_send_and_all_to_all_bounds_stay_below_the_flow_lp_schedule():
         # The LP's feasible flow (theta >= r.lower) moves 1e9 bytes per message in 1 / r.lower
         # seconds: the certified bound must not exceed it.
         assert b.seconds_per_byte * 1e9 <= 1 / r.lower * (1 + 1e-9)
+
+
+def test_all_to_all_cut_bound_by_hand():
+    import numpy as np
+
+    from fabricopt.graph_arrays import GraphArrays
+    from fabricopt.workload.phase_bounds import FabricLevels, cut_bound
+
+    fab = fo.superpod(1)
+    ga = GraphArrays.from_fabric(fab)
+    levels = FabricLevels.of(fab, ga)
+    nodes = np.array([ga.index[g] for g in fab.endpoints])
+    groups = np.arange(256).reshape(16, 16)   # expert groups of 16: two whole servers each
+    t, tier, where = cut_bound(levels, nodes, groups, "all_to_all")
+    # A server holds 8 of its group's 16 ranks; each sends S/16 to each of the 8 outside:
+    # 8 x 8 x S/16 = 4 S leave through 8 x 400 Gb/s = 400 GB/s.
+    assert t == pytest.approx(4 / 400e9)
+    assert where == "scale-up domains" and tier == "gpu-leaf"

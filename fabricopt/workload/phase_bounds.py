@@ -126,8 +126,8 @@ def _volumes(label: np.ndarray, groups: np.ndarray, collective: str, n_parts: in
         o, i = (n - h) / n, h / n
     elif collective == "all_reduce":
         o = i = np.ones_like(h)
-    else:  # all_to_all: S/n from each of h ranks to each of n - h
-        o = i = h * (n - h) / n / n
+    else:  # all_to_all: S/n from each of the h ranks inside to each of the n - h outside
+        o = i = h * (n - h) / n
     np.add.at(out, q, o)
     np.add.at(inn, q, i)
     return out, inn

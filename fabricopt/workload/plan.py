@@ -2,7 +2,9 @@
 
 Dimensions (``docs/workload.md#the-parallel-plan``): tensor ``tp`` (Megatron-LM, with
 sequence parallelism), context ``cp`` (ring attention), expert ``ep`` (routed experts
-spread over ``ep`` ranks; dense weights are replicated over them), data ``dp`` (with ZeRO
+spread over ``ep`` ranks; dense weights are replicated over them and each takes sequences of
+its own, as in Megatron-LM where expert groups are carved out of data parallelism), data
+``dp`` (with ZeRO
 stage 0-3) and pipeline ``pp`` (1F1B, interleaved with ``virtual_stages`` > 1). The GPUs a
 job takes are ``tp x cp x ep x dp x pp``.
 """
@@ -45,7 +47,7 @@ class TrainingJob:
         :func:`~fabricopt.training_step` from the fabric).
     micro_batch, global_batch : int
         Sequences per micro-batch and per step; ``global_batch`` must be a multiple of
-        ``micro_batch x dp``.
+        ``micro_batch x dp x ep``.
     seq_len : int
         Tokens per sequence.
     precision : {"bf16", "fp8"}
@@ -132,12 +134,13 @@ class TrainingJob:
             self.check_batch()
 
     def check_batch(self) -> None:
-        """Raise unless ``global_batch`` is a multiple of ``micro_batch x dp``."""
-        per_step = self.micro_batch * self.dp
+        """Raise unless ``global_batch`` is a multiple of ``micro_batch x dp x ep``."""
+        per_step = self.micro_batch * self.dp * self.ep
         if self.global_batch % per_step:
             raise InvalidParameterError(
                 f"TrainingJob(): global_batch={self.global_batch} must be a multiple of "
-                f"micro_batch x dp = {self.micro_batch} x {self.dp} = {per_step}")
+                f"micro_batch x dp x ep = {self.micro_batch} x {self.dp} x {self.ep} = "
+                f"{per_step}")
 
     # -- derived ---------------------------------------------------------------------------
     @property
@@ -159,8 +162,9 @@ class TrainingJob:
 
     @property
     def micro_batches(self) -> int:
-        """Micro-batches each pipeline runs per step: ``global_batch / (micro_batch x dp)``."""
-        return self.global_batch // (self.micro_batch * self.dp_set)
+        """Micro-batches each pipeline runs per step: ``global_batch / (micro_batch x dp x
+        ep)`` (expert ranks hold the same dense weights and take sequences of their own)."""
+        return self.global_batch // (self.micro_batch * self.dp_set * self.ep)
 
     @property
     def tokens_per_step(self) -> int:
