@@ -256,3 +256,11 @@ def test_compare_reads_the_training_metric_from_design_files(tmp_path):
     # along each rail's leaf), so the two steps are equal.
     assert rows["half.toml"]["training_step_s"] == pytest.approx(
         rows["full.toml"]["training_step_s"])
+
+
+def test_dp_from_the_fabric_that_does_not_split_the_batch_says_what_to_give():
+    # 256 GPUs / (tp 8 x pp 4) = dp 8, and 100 sequences are not a multiple of 8.
+    job = fo.TrainingJob("llama3-70b", tp=8, pp=4, global_batch=100)
+    with pytest.raises(InvalidParameterError, match=r"dp = 8 \(the 256 GPUs of fab .* multiple "
+                                                    r"of 8"):
+        fo.training_step(fo.superpod(1), job)

@@ -199,6 +199,13 @@ class TrainingJob:
                 raise InvalidParameterError(
                     f"{func}(): the job takes tp x cp x ep x pp = {self.model_parallel} GPUs "
                     f"per replica but fab has {n_gpus}")
+            per_step = self.micro_batch * dp * self.ep
+            if self.global_batch % per_step:
+                raise InvalidParameterError(
+                    f"{func}(): dp = {dp} (the {n_gpus:,} GPUs of fab over tp x cp x ep x pp = "
+                    f"{self.model_parallel}) does not split global_batch={self.global_batch} "
+                    f"into micro-batches: micro_batch x dp x ep = {per_step}; give dp, or a "
+                    f"global_batch that is a multiple of {per_step}")
             job = replace(self, dp=dp)
         else:
             job = self
