@@ -92,3 +92,15 @@ def test_optimize_runs_a_training_job_on_every_candidate():
                        constraints={"training_tokens_per_s": top * 1.01}).best is None
     with pytest.raises(fo.InvalidParameterError, match="job"):
         fo.optimize(16, space=SPACE, constraints={"training_tokens_per_s": 1.0})
+
+
+def test_compare_runs_one_training_job_on_every_design():
+    job = {"model": "llama3-8b", "tp": 8, "global_batch": 64, "seq_len": 4096}
+    one, two = fo.compare([fo.dgx_h100(), fo.superpod(1)], metrics=["training"], job=job)
+    assert one["error"] == two["error"] == ""
+    # 32 DGX H100 servers hold 32 times the data-parallel ranks of one: more tokens per second,
+    # never more than 32 times (the step only gains communication).
+    assert one["training_tokens_per_s"] < two["training_tokens_per_s"]
+    assert two["training_tokens_per_s"] <= 32 * one["training_tokens_per_s"] * (1 + 1e-9)
+    [bare] = fo.compare(fo.dgx_h100(), metrics=["training"])
+    assert "needs a job" in bare["error"]
