@@ -286,7 +286,7 @@ def case_optimize(gpus: int, quick: bool = False, workers: int = 0,
         from distributed import Client, LocalCluster
 
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                          dashboard_address=None) as cluster, Client(cluster) as client:
+                          dashboard_address=":0") as cluster, Client(cluster) as client:
             client.run(lambda: __import__("fabricopt"))  # workers start warm, as a pool does
             start = time.perf_counter()
             res = fo.optimize(gpus, space=space, constraints=constraints,
