@@ -315,7 +315,7 @@ def test_dask_local_cluster_runs_the_same_comparison():
     designs = [TOPOLOGIES / "ualink-pod-sweep.toml", fo.ring(6)]
     here = fo.compare(designs, metrics=QUICK)
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         there = fo.compare(designs, metrics=QUICK, executor=client.get_executor())
     drop = {"seconds"}
