@@ -32,10 +32,13 @@ from .io.design_files import load_design
 from .io.graph_files import read_graphml, read_json
 from .io.search_files import load_search
 from .plot.diagram import draw
+from .plot.image_files import checked_dpi, image_path
 from .plot.report import write_report
 from .routing import routed_flow
 from .study.compare import DEFAULT_METRICS, ROWS_FILE, Comparison, compare
+from .study.local_pool import process_pool
 from .study.optimize import optimize
+from .study.table import RowStore
 from .traffic import all_to_all, longest_matching, permutation
 from .workload.cost import token_cost
 from .workload.models import models as MODEL_NAMES
@@ -417,15 +420,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                                      "pip install 'fabricopt[dask]'") from None
             try:
                 client = stack.enter_context(Client(args.scheduler))
-            except (OSError, TimeoutError, ValueError) as exc:
-                # Not standard output's fault (exit 74) nor a file's: the cluster's address.
+            except (OSError, TimeoutError, ValueError) as exc:  # not stdout's fault (74)
                 raise FabricOptError(f"--scheduler {args.scheduler}: cannot connect: "
                                      f"{exc}") from None
             executor = client.get_executor()
         elif args.jobs > 1:
-            # Fabrics are one row each; files and folders may hold many.
             rows = len(designs) if all(isinstance(d, Fabric) for d in designs) else None
-            executor = stack.enter_context(_worker_pool(args.jobs, rows))
+            executor = stack.enter_context(process_pool(args.jobs, rows))
         metrics = None
         if args.routing:  # beside the all-to-all optimum it is the efficiency of
             at = DEFAULT_METRICS.index("all_to_all") + 1
@@ -439,7 +440,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             if isinstance(executor, concurrent.futures.ProcessPoolExecutor):
                 # Leaving the pool would wait for every running design: start none, wait none.
                 executor.shutdown(wait=False, cancel_futures=True)
-            raise _Interrupted(_saved_rows_note(args.output)) from None
+            raise KeyboardInterrupt(  # with what was kept, for the one line main() prints
+                f"{RowStore.finished(args.output)} row(s) saved in "
+                f"{os.path.join(args.output, ROWS_FILE)}; rerun the same command to resume"
+                if args.output else "nothing was saved (-o OUT keeps finished rows)") from None
     if args.output:
         index = write_report(table, args.output, diagrams=not args.no_diagrams)
         again = f", {table.reused} reused from an earlier run" if table.reused else ""
@@ -453,45 +457,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 1 if table.failed else 0
 
 
-class _Interrupted(Exception):
-    """Ctrl-C during a command, with what was kept (for the one line ``main`` prints)."""
-
-
-def _saved_rows_note(out_dir: str | None) -> str:
-    """What an interrupted ``compare`` kept: the finished rows in ``OUT/results.jsonl``."""
-    if not out_dir:
-        return "nothing was saved (give -o OUT to keep finished rows and resume)"
-    path = os.path.join(out_dir, ROWS_FILE)
-    try:
-        with open(path, encoding="utf-8") as f:
-            rows = sum(1 for line in f if line.endswith("\n"))  # a torn last line is no row
-    except OSError:
-        rows = 0
-    return f"{rows} row(s) saved in {path}; rerun the same command to resume"
-
-
-def _end_with_parent(parent: int) -> None:
-    """Worker initializer: exit when the parent process is gone (killed, not only ended), so
-    no worker is left orphaned. A daemon thread polls the parent's id once a second."""
-    import threading
-    import time
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True).start()
-
-
-def _worker_pool(jobs: int, rows: int | None) -> Any:
-    """A process pool of ``jobs`` workers, at most one per core (more only queue for them)
-    and one per row when the number of rows is known."""
-    workers = max(1, min(jobs, os.cpu_count() or 1, rows or jobs))
-    return concurrent.futures.ProcessPoolExecutor(max_workers=workers, initializer=_end_with_parent,
-                                  initargs=(os.getpid(),))
-
-
 FORMATS = ("table", "csv", "markdown", "json")
 EXIT_CODES = ("exit codes: 0 success; 1 a result was not proven or a design failed; "
               "2 bad input (usage); 74 standard output could not be written; 130 interrupted")
@@ -503,49 +468,11 @@ def _targets_arg(parser: argparse.ArgumentParser) -> None:
                         ".graphml), each followed by its parameters as key=value; several may "
                         "follow each other")
 
-#: Most pixels ``draw`` renders (10,000 x 10,000: 400 MB as RGBA); a larger --dpi asks for
-#: gigabytes of memory. Agg itself refuses 2**16 pixels or more on a side.
-MAX_PIXELS = 10**8
-
-
-def _image_path(text: str) -> Any:
-    """``-o`` of ``draw`` as a Path, or an error for an empty name or an unknown extension."""
-    from pathlib import Path
-
-    from matplotlib.backend_bases import FigureCanvasBase
-
-    out = Path(text)
-    types = sorted(FigureCanvasBase.get_supported_filetypes())
-    if not text or not out.stem or out.suffix.lower().lstrip(".") not in types:
-        raise FabricOptError("-o/--output must be an image file name ending in ."
-                             + ", .".join(types) + f" (e.g. fig.png), got {text!r}")
-    return out
-
-
-def _checked_dpi(dpi: float, figure: Any = None) -> float:
-    """``--dpi`` checked: a finite number > 0 that keeps ``figure`` (when given) to
-    :data:`MAX_PIXELS`."""
-    import math
-
-    if not math.isfinite(dpi) or dpi <= 0:
-        raise FabricOptError(f"--dpi must be a finite number > 0, got {dpi!r}")
-    if figure is None:
-        return dpi
-    width, height = map(float, figure.get_size_inches())
-    pixels = (width * dpi) * (height * dpi)  # Python floats: inf for a huge dpi, no error
-    if pixels > MAX_PIXELS or max(width, height) * dpi >= 2**16:
-        most = min(math.sqrt(MAX_PIXELS / (width * height)), (2**16 - 1) / max(width, height))
-        raise FabricOptError(f"--dpi {dpi:g} makes a {width * dpi:,.0f} x {height * dpi:,.0f} "
-                             f"pixel image of this {width:.3g} x {height:.3g} in figure; the "
-                             f"limit is {MAX_PIXELS:,} pixels: at most --dpi {math.floor(most)}")
-    return dpi
-
-
 def _cmd_draw(args: argparse.Namespace) -> int:
     aggregate: Any = {"auto": "auto", "none": False, "all": True}.get(args.aggregate,
                                                                         args.aggregate)
-    out = _image_path(args.output)
-    _checked_dpi(args.dpi)  # before any work; the size of the picture is checked once drawn
+    out = image_path(args.output)
+    checked_dpi(args.dpi)  # before any work; the size of the picture is checked once drawn
     fabrics = load_fabric(args.target, args.params)
     for i, fab in enumerate(fabrics):
         fab.validate()
@@ -558,7 +485,7 @@ def _cmd_draw(args: argparse.Namespace) -> int:
         ax = draw(fab, result=result, aggregate=aggregate, cost=cost)
         # A sweep draws one picture per point: fig.png becomes fig-0.png, fig-1.png...
         path = out if len(fabrics) == 1 else out.with_name(f"{out.stem}-{i}{out.suffix}")
-        ax.figure.savefig(path, dpi=_checked_dpi(args.dpi, ax.figure))
+        ax.figure.savefig(path, dpi=checked_dpi(args.dpi, ax.figure))
         print(path)
     return 0
 
@@ -842,11 +769,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (FabricOptError, ValueError) as exc:
             _say(f"fabricopt {args.command}: error: {exc}")
             code = 2
-        except _Interrupted as exc:
-            _say(f"fabricopt {args.command}: interrupted: {exc}")
-            return EXIT_INTERRUPTED
-        except KeyboardInterrupt:
-            _say(f"fabricopt {args.command}: interrupted")
+        except KeyboardInterrupt as exc:  # Ctrl-C: one line, and what was kept if anything
+            _say(f"fabricopt {args.command}: interrupted" + (f": {exc}" if str(exc) else ""))
             return EXIT_INTERRUPTED
         sys.stdout.flush()  # a closed pipe or a full disk shows here, not at interpreter exit
         return code

@@ -19,6 +19,7 @@ import pytest
 
 from fabricopt import cli
 from fabricopt.cli import EXIT_INTERRUPTED, build_parser, main
+from fabricopt.study.local_pool import process_pool
 
 #: A two-candidate search file for ``optimize`` (the design space of ``test_fuzz.SMALL_SPACE``).
 SEARCH = """gpus = 16
@@ -34,7 +35,7 @@ oversubscription = [1.0, 2.0]
 BASE = {"show": ["ring", "n=3"], "solve": ["ring", "n=3"], "bom": ["ring", "n=3"],
         "tco": ["ring", "n=3"],
         "compare": ["ring", "n=3"], "draw": ["ring", "n=3", "-o", "x.png"],
-        "optimize": ["search.toml"]}
+        "optimize": ["search.toml"], "train": ["ring", "n=8", "--model", "llama3-8b"]}
 
 #: Bad words by the kind of value a flag takes: numbers out of range, non-finite or not
 #: numbers at all; text that names nothing; an empty word.
@@ -125,10 +126,11 @@ def test_every_flag_with_bad_words_is_accepted_or_one_line_exit_2(argv, workdir,
     _assert_clear(argv, code, err)
 
 
-@pytest.mark.parametrize("command", ["show", "solve", "bom", "tco", "compare", "draw"])
+@pytest.mark.parametrize("command", ["show", "solve", "bom", "tco", "compare", "draw", "train"])
 def test_a_repeated_key_is_one_line_exit_2(command, workdir, capsys):
     # the last value silently won: ring n=4 n=5 drew a ring of 5
-    argv = [command, "ring", "n=4", "n=5"] + (["-o", "x.png"] if command == "draw" else [])
+    argv = [command, "ring", "n=4", "n=5"] + {"draw": ["-o", "x.png"],
+                                              "train": ["--model", "llama3-8b"]}.get(command, [])
     code, err = _run(argv, capsys)
     assert code == 2 and len(err) == 1 and "'n' is given twice" in err[0], err
 
@@ -192,9 +194,9 @@ def test_jobs_are_capped_by_cores_and_rows(monkeypatch):
     import os
 
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
-    with cli._worker_pool(100_000, None) as pool:
+    with process_pool(100_000, None) as pool:
         assert pool._max_workers == 4  # was 100,000 processes forked
-    with cli._worker_pool(64, 1) as pool:
+    with process_pool(64, 1) as pool:
         assert pool._max_workers == 1  # one design: one worker
 
 
@@ -211,11 +213,11 @@ def test_workers_end_with_their_parent(tmp_path):
     script = tmp_path / "parent.py"
     script.write_text(
         "import os, sys, time\n"
-        "from fabricopt.cli import _worker_pool\n"
+        "from fabricopt.study.local_pool import process_pool\n"
         "def pid_after_nap(_):\n"
         "    time.sleep(0.3)\n"
         "    return os.getpid()\n"
-        "pool = _worker_pool(2, 2)\n"
+        "pool = process_pool(2, 2)\n"
         "print(' '.join(map(str, set(pool.map(pid_after_nap, range(4))))), flush=True)\n"
         "time.sleep(600)\n")
     root = Path(__file__).resolve().parents[1]

@@ -281,6 +281,15 @@ class RowStore:
                     if isinstance(row, dict) and "key" in row:
                         self.rows[row["key"]] = row  # a later run's row replaces a failed one
 
+    @staticmethod
+    def finished(out_dir: str | os.PathLike[str]) -> int:
+        """Whole rows in ``out_dir``'s rows file (a torn last line is none); 0 without one."""
+        try:
+            with open(Path(out_dir) / ROWS_FILE, encoding="utf-8") as f:
+                return sum(1 for line in f if line.endswith("\n"))
+        except OSError:
+            return 0
+
     def done(self, key: str) -> bool:
         row = self.rows.get(key)
         return row is not None and not row.get("error")
