@@ -3,8 +3,9 @@ proves a fabric's automorphisms when nobody claimed them.
 
 :mod:`~fabricopt.symmetry.claim` holds :class:`Symmetry` (part of the data model: a
 :class:`~fabricopt.Fabric` carries one) and :func:`verify_symmetry`;
-:mod:`~fabricopt.symmetry.search` finds generators by colour refinement and individualisation,
-proves them, and reports orbits.
+:mod:`~fabricopt.symmetry.search` finds generators by colour refinement
+(:mod:`~fabricopt.symmetry.refinement`) and individualisation,
+proves them, and reports orbits (:mod:`~fabricopt.symmetry.orbits`).
 """
 
 from .claim import Symmetry, verify_symmetry
