@@ -13,8 +13,18 @@ from .failures import (
     failure_sweep,
     risk_groups,
 )
+from .single_failures import (
+    CuttingSet,
+    FailureOrbit,
+    FailureTable,
+    criticality,
+    cutting_set,
+    single_failures,
+)
 from .worst_case import WorstCasePermutation, tub_upper_bound, worst_case_permutation
 
 __all__ = ["BisectionResult", "CapacityPlan", "FailureSweep", "FailureTrial", "FractionSummary",
     "RiskGroup", "WorstCasePermutation", "bisection_bandwidth", "fail_random", "failure_sweep",
-    "plan_capacity", "risk_groups", "tub_upper_bound", "worst_case_permutation"]
+    "plan_capacity", "risk_groups", "tub_upper_bound", "worst_case_permutation",
+    "CuttingSet", "FailureOrbit", "FailureTable", "criticality", "cutting_set",
+    "single_failures"]
