@@ -4,6 +4,16 @@ failures (random, sweeps, risk groups) and capacity planning.
 
 from .bisection import BisectionResult, bisection_bandwidth
 from .capacity import CapacityPlan, plan_capacity
+from .failure_distribution import FailureDistribution, FailureOutcome, failure_distribution
+from .failure_models import (
+    EverySingle,
+    FailureModel,
+    GroupFailures,
+    Independent,
+    Mixture,
+    groups_by,
+    nest_groups,
+)
 from .failures import (
     FailureSweep,
     FailureTrial,
@@ -27,4 +37,6 @@ __all__ = ["BisectionResult", "CapacityPlan", "FailureSweep", "FailureTrial", "F
     "RiskGroup", "WorstCasePermutation", "bisection_bandwidth", "fail_random", "failure_sweep",
     "plan_capacity", "risk_groups", "tub_upper_bound", "worst_case_permutation",
     "CuttingSet", "FailureOrbit", "FailureTable", "criticality", "cutting_set",
-    "single_failures"]
+    "single_failures", "EverySingle", "FailureDistribution", "FailureModel", "FailureOutcome",
+    "GroupFailures", "Independent", "Mixture", "failure_distribution", "groups_by",
+    "nest_groups"]

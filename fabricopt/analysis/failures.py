@@ -49,12 +49,15 @@ class RiskGroup:
     """Parts of a fabric that fail together.
 
     ``links`` are bundles (unordered node pairs, every parallel link of each); ``switches`` are
-    nodes that go with all their links.
+    nodes that go with all their links; ``gpus`` are GPUs that go down with the group (a
+    rack, a server): the failure models of :mod:`~fabricopt.analysis.failure_models` take them
+    out of the traffic and fail their links.
     """
 
     name: str
     links: frozenset[Link] = frozenset()
     switches: frozenset[Hashable] = frozenset()
+    gpus: frozenset[Hashable] = frozenset()
 
 
 def _bundles(fab: Fabric) -> list[tuple[Hashable, Hashable, int, str]]:
