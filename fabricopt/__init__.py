@@ -68,7 +68,14 @@ from .flow import (
 from .generators import *  # noqa: F403  (every generator; the list lives there)
 from .generators import __all__ as _generator_names
 from .io import load_design, read_graphml, read_json, write_graphml, write_json
-from .plot import draw, plot_metric_bars, plot_pareto, plot_routing_distribution
+from .plot import (
+    draw,
+    plot_criticality,
+    plot_failure_distribution,
+    plot_metric_bars,
+    plot_pareto,
+    plot_routing_distribution,
+)
 from .routing import (
     RoutedFlowResult,
     ring_traffic,
@@ -169,6 +176,8 @@ __all__ = _generator_names + [
     "nest_groups",
     "RoutedFlowResult",
     "plot_routing_distribution",
+    "plot_criticality",
+    "plot_failure_distribution",
     "ring_traffic",
     "routed_collective",
     "routed_flow",
