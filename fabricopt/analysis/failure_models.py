@@ -243,7 +243,8 @@ class GroupFailures(FailureModel):
 
     @property
     def name(self) -> str:  # type: ignore[override]
-        return f"{self.count} risk group{'s' if self.count > 1 else ''}"
+        return ("one risk group at a time" if self.count == 1 else
+                f"{self.count} risk groups at once")
 
     def _groups(self, fab: Fabric) -> Sequence[RiskGroup]:
         groups = self.groups if self.groups is not None else risk_groups(fab)
