@@ -14,6 +14,7 @@ from .failure_models import (
     groups_by,
     nest_groups,
 )
+from .failure_study import failure_metrics, survives_single_failure
 from .failures import (
     FailureSweep,
     FailureTrial,
@@ -39,4 +40,4 @@ __all__ = ["BisectionResult", "CapacityPlan", "FailureSweep", "FailureTrial", "F
     "CuttingSet", "FailureOrbit", "FailureTable", "criticality", "cutting_set",
     "single_failures", "EverySingle", "FailureDistribution", "FailureModel", "FailureOutcome",
     "GroupFailures", "Independent", "Mixture", "failure_distribution", "groups_by",
-    "nest_groups"]
+    "nest_groups", "failure_metrics", "survives_single_failure"]
