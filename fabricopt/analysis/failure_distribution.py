@@ -23,10 +23,10 @@ from .._checks import check_bool, check_choice, check_int, fail
 from ..fabric import Fabric
 from ..flow import max_concurrent_flow
 from ..flow.api import METHODS
-from ..flow.warm import lengths_only
 from ..traffic import all_to_all
 from .failure_models import Draw, FailureModel
 from .failure_orbits import FailureSymmetry
+from .failures import intact_solve
 
 Metric = Callable[[Fabric, Sequence[Hashable]], float]
 #: Built-in metrics besides the certified all-to-all ("throughput", always computed).
@@ -232,9 +232,7 @@ def failure_distribution(fab: Fabric, model: FailureModel, *, trials: int | None
                  for child in root.spawn(trials)]
         root_entropy = int(root.entropy)  # type: ignore[arg-type]
 
-    intact = max_concurrent_flow(fab, all_to_all(fab), method=method, **solve_options)
-    warm = lengths_only(intact) if (warm_start and intact.certificate is not None
-                                    and intact.certificate.lengths is not None) else None
+    intact, warm = intact_solve(fab, all_to_all(fab), method, warm_start, solve_options)
     keys = FailureSymmetry(fab, use_symmetry=symmetry)
     out = FailureDistribution(fab.name, model.name, root_entropy, trials is None,
                               intact.per_endpoint_gbps, "")

@@ -418,6 +418,29 @@ def _describe(removed: Removed) -> str:
     return "; ".join(parts)
 
 
+def checked_traffic(func: str, fab: Fabric, traffic: Any) -> tuple[Traffic, bool]:
+    """The traffic to solve (default all-to-all) and whether failures may be grouped by the
+    fabric's symmetry: only for uniform all-to-all over every endpoint, which every
+    automorphism leaves unchanged."""
+    if traffic is None:
+        return all_to_all(fab), True
+    if not isinstance(traffic, Traffic):
+        raise fail(func, "traffic", "a Traffic or None", type(traffic).__name__)
+    traffic.check_endpoints(fab)
+    invariant = traffic.is_uniform and set(traffic.endpoints) == set(fab.endpoints)
+    return traffic, invariant
+
+
+def intact_solve(fab: Fabric, traffic: Traffic, method: str, warm_start: bool,
+                 options: dict[str, Any]) -> tuple[FlowResult, FlowResult | None]:
+    """The intact fabric's solve and, when ``warm_start``, the lengths every failed solve
+    starts from (only they travel to an executor)."""
+    intact = max_concurrent_flow(fab, traffic, method=method, **options)
+    warm = lengths_only(intact) if (warm_start and intact.certificate is not None
+                                    and intact.certificate.lengths is not None) else None
+    return intact, warm
+
+
 def _solve_trial(failed: Fabric, traffic: Traffic, method: str, options: dict[str, Any],
                  warm_start: FlowResult | None = None) -> dict[str, Any]:
     """Solve one failed fabric from the intact one's lengths; only plain numbers travel back
@@ -521,12 +544,7 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
         raise fail(func, "seed", "None or an integer >= 0", seed)
     if executor is not None and not isinstance(executor, Executor):
         raise fail(func, "executor", "a concurrent.futures.Executor or None", executor)
-    default_traffic = traffic is None
-    if traffic is None:
-        traffic = all_to_all(fab)
-    elif not isinstance(traffic, Traffic):
-        raise fail(func, "traffic", "a Traffic or None", type(traffic).__name__)
-    traffic.check_endpoints(fab)
+    traffic, default_traffic = checked_traffic(func, fab, traffic)
     root = np.random.SeedSequence(None if seed is None else int(seed))
     children = root.spawn(len(checked) * trials)
     pool = _Pool.of(fab, kind, tier_set)
@@ -536,9 +554,7 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
 
     # The intact fabric, solved once: its arc lengths bound every failed fabric's theta and
     # seed its approximate solve (only the lengths travel to executors).
-    intact = max_concurrent_flow(fab, traffic, method=method, **solve_options)
-    warm = lengths_only(intact) if (warm_start and intact.certificate is not None
-                                    and intact.certificate.lengths is not None) else None
+    intact, warm = intact_solve(fab, traffic, method, warm_start, solve_options)
     keys = FailureSymmetry(fab, use_symmetry=symmetry and default_traffic)
     jobs: list[tuple[float, int, Removed, int | None]] = []
     solved_by_key: dict[Any, int] = {}

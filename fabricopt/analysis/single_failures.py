@@ -21,10 +21,18 @@ from ..fabric import Fabric
 from ..flow import max_concurrent_flow
 from ..flow.api import METHODS
 from ..flow.result import FlowResult
-from ..flow.warm import lengths_only
-from ..traffic import Traffic, all_to_all
+from ..traffic import Traffic
 from .failure_orbits import FailureSymmetry, Pattern
-from .failures import KINDS, RiskGroup, _check_fabric, _check_tiers, _Pool, risk_groups
+from .failures import (
+    KINDS,
+    RiskGroup,
+    _check_fabric,
+    _check_tiers,
+    _Pool,
+    checked_traffic,
+    intact_solve,
+    risk_groups,
+)
 
 #: Relative slack for comparing two certified bounds computed in floating point (a ring's
 #: 1/9 against half of its 8/36 differ in the last bits).
@@ -206,16 +214,9 @@ def solve_orbits(fab: Fabric, kind: str, tiers: Any, *, traffic: Traffic | None,
     warm_start = check_bool(func, "warm_start", warm_start)
     symmetry = check_bool(func, "symmetry", symmetry)
     tier_set = _check_tiers(func, fab, tiers)
-    default_traffic = traffic is None
-    if traffic is None:
-        traffic = all_to_all(fab)
-    elif not isinstance(traffic, Traffic):
-        raise fail(func, "traffic", "a Traffic or None", type(traffic).__name__)
-    traffic.check_endpoints(fab)
+    traffic, default_traffic = checked_traffic(func, fab, traffic)
     pool = _Pool.of(fab, kind, tier_set)
-    intact = max_concurrent_flow(fab, traffic, method=method, **solve_options)
-    warm = lengths_only(intact) if (warm_start and intact.certificate is not None
-                                    and intact.certificate.lengths is not None) else None
+    intact, warm = intact_solve(fab, traffic, method, warm_start, solve_options)
     keys = FailureSymmetry(fab, use_symmetry=symmetry and default_traffic)
 
     orbits: dict[Hashable, dict[str, Any]] = {}
