@@ -131,7 +131,7 @@ class FailureSymmetry:
         links = self.bundle_links[self.bundle_index[bundle]]
         if orbit is None:
             return ("bundle", self.bundle_index[bundle])
-        return ("orbit", frozenset((orbit[(u, v)], orbit[(v, u)])), links)
+        return ("orbit", frozenset((orbit.get((u, v)), orbit.get((v, u)))), links)
 
     def node_orbit(self, node: Hashable) -> Hashable:
         """A label shared only by nodes the group maps onto each other (tails of arcs in one
