@@ -158,3 +158,13 @@ def test_bad_input_is_rejected_before_work():
         fo.criticality(fo.ring(4), tiers="spine")
     with pytest.raises(fo.InvalidParameterError, match="fraction"):
         fo.cutting_set(fo.ring(4), 1.5)
+
+
+def test_a_shared_intact_solve_gives_the_same_table():
+    fab = fo.fat_tree(4)
+    intact = fo.max_concurrent_flow(fab)
+    shared = fo.single_failures(fab, kind="switches", intact=intact)
+    alone = fo.single_failures(fab, kind="switches")
+    assert [(r.lower, r.upper) for r in shared.rows] == [(r.lower, r.upper) for r in alone.rows]
+    with pytest.raises(fo.InvalidParameterError, match="intact"):
+        fo.single_failures(fo.ring(4), intact=intact)

@@ -432,10 +432,12 @@ def checked_traffic(func: str, fab: Fabric, traffic: Any) -> tuple[Traffic, bool
 
 
 def intact_solve(fab: Fabric, traffic: Traffic, method: str, warm_start: bool,
-                 options: dict[str, Any]) -> tuple[FlowResult, FlowResult | None]:
-    """The intact fabric's solve and, when ``warm_start``, the lengths every failed solve
-    starts from (only they travel to an executor)."""
-    intact = max_concurrent_flow(fab, traffic, method=method, **options)
+                 options: dict[str, Any], given: FlowResult | None = None,
+                 ) -> tuple[FlowResult, FlowResult | None]:
+    """The intact fabric's solve (``given``, else solved now) and, when ``warm_start``, the
+    lengths every failed solve starts from (only they travel to an executor)."""
+    intact = given if given is not None else max_concurrent_flow(fab, traffic, method=method,
+                                                                 **options)
     warm = lengths_only(intact) if (warm_start and intact.certificate is not None
                                     and intact.certificate.lengths is not None) else None
     return intact, warm

@@ -205,7 +205,8 @@ def _as_removal(pattern: Pattern, fab: Fabric) -> tuple[dict[tuple, int], list[H
 
 def solve_orbits(fab: Fabric, kind: str, tiers: Any, *, traffic: Traffic | None,
                  method: str, warm_start: bool, symmetry: bool, order: str, func: str,
-                 solve_options: dict[str, Any]) -> FailureTable:
+                 solve_options: dict[str, Any], intact: FlowResult | None = None,
+                 ) -> FailureTable:
     """The work of :func:`single_failures` and :func:`criticality` (checked arguments)."""
     start = time.perf_counter()
     _check_fabric(func, fab)
@@ -216,7 +217,12 @@ def solve_orbits(fab: Fabric, kind: str, tiers: Any, *, traffic: Traffic | None,
     tier_set = _check_tiers(func, fab, tiers)
     traffic, default_traffic = checked_traffic(func, fab, traffic)
     pool = _Pool.of(fab, kind, tier_set)
-    intact, warm = intact_solve(fab, traffic, method, warm_start, solve_options)
+    if intact is not None and (not isinstance(intact, FlowResult)
+                               or intact.fabric_name != fab.name
+                               or intact.traffic_name != traffic.name):
+        raise fail(func, "intact", f"None or the FlowResult of fabric {fab.name!r} with "
+                   f"traffic {traffic.name!r}", getattr(intact, "fabric_name", intact))
+    intact, warm = intact_solve(fab, traffic, method, warm_start, solve_options, intact)
     keys = FailureSymmetry(fab, use_symmetry=symmetry and default_traffic)
 
     orbits: dict[Hashable, dict[str, Any]] = {}
@@ -273,7 +279,7 @@ def _tier_of(fab: Fabric, pattern: Pattern) -> str | None:
 def single_failures(fab: Fabric, kind: str = "links", tiers: str | Sequence[str] | None = None,
                     *, traffic: Traffic | None = None, method: str = "auto",
                     warm_start: bool = True, symmetry: bool = True,
-                    **solve_options: Any) -> FailureTable:
+                    intact: FlowResult | None = None, **solve_options: Any) -> FailureTable:
     """The N-1 table: every single failure of a kind, one certified solve per orbit.
 
     Parameters
@@ -286,14 +292,17 @@ def single_failures(fab: Fabric, kind: str = "links", tiers: str | Sequence[str]
     tiers : str or list of str, optional
         Only units of these tiers (as in :func:`~fabricopt.fail_random`).
     traffic : Traffic, optional
-        Default all-to-all at 1 Gb/s. Symmetry groups failures only for the default traffic
-        (the traffic must be invariant under the group); other traffic solves every unit.
+        Default all-to-all at 1 Gb/s. Symmetry groups failures only for uniform all-to-all
+        over every GPU (invariant under the group); other traffic solves every unit.
     method, **solve_options
         Passed to :func:`~fabricopt.max_concurrent_flow`.
     warm_start : bool
         Start every failed solve from the intact solve's arc lengths.
     symmetry : bool
         Group failures the fabric's symmetry maps onto each other (default True).
+    intact : FlowResult, optional
+        The intact fabric's solve with the same traffic, reused instead of solved again (the
+        links table and the switches table of one fabric share it).
 
     Returns
     -------
@@ -313,13 +322,13 @@ def single_failures(fab: Fabric, kind: str = "links", tiers: str | Sequence[str]
     """
     return solve_orbits(fab, kind, tiers, traffic=traffic, method=method,
                         warm_start=warm_start, symmetry=symmetry, order="fabric",
-                        func="single_failures", solve_options=solve_options)
+                        func="single_failures", solve_options=solve_options, intact=intact)
 
 
 def criticality(fab: Fabric, kind: str = "links", tiers: str | Sequence[str] | None = None,
                 *, traffic: Traffic | None = None, method: str = "auto",
                 warm_start: bool = True, symmetry: bool = True,
-                **solve_options: Any) -> FailureTable:
+                intact: FlowResult | None = None, **solve_options: Any) -> FailureTable:
     """Orbits of single failures ordered by the throughput their failure costs, most first.
 
     The intact solve's arc lengths (the dual values of the capacities) give each orbit a
@@ -342,7 +351,7 @@ def criticality(fab: Fabric, kind: str = "links", tiers: str | Sequence[str] | N
     """
     return solve_orbits(fab, kind, tiers, traffic=traffic, method=method,
                         warm_start=warm_start, symmetry=symmetry, order="lost",
-                        func="criticality", solve_options=solve_options)
+                        func="criticality", solve_options=solve_options, intact=intact)
 
 
 @dataclass(frozen=True)
