@@ -393,14 +393,18 @@ class FailureSweep:
                  f"solves           {self.solves} for {len(self.trials)} trials (equal or "
                  "symmetric failures solved once)",
                  f"{'fraction':>9}  {'trials':>6}  {'proven':>6}  {'theta min':>10}  "
-                 f"{'median':>10}  {'max':>10}  {'certified range':>22}  binding tier"]
+                 f"{'median':>10}  {'max':>10}  {'certified range':>22}  {'Gb/s per GPU':>14}"
+                 "  binding tier"]
+        per_gpu = self.mean_out_gbps
         for s in self.summary:
             tier = max(s.binding_tiers, key=s.binding_tiers.__getitem__) \
                 if s.binding_tiers else "-"
             lines.append(f"{s.fraction:>9.4g}  {s.trials:>6}  {s.proven:>6}  "
                          f"{fmt(s.theta_min):>10}  {fmt(s.theta_median):>10}  "
                          f"{fmt(s.theta_max):>10}  "
-                         f"{f'[{s.lower_min:.4g}, {s.upper_max:.4g}]':>22}  {tier}")
+                         f"{f'[{s.lower_min:.4g}, {s.upper_max:.4g}]':>22}  "
+                         f"{'-' if per_gpu is None else f'>= {s.lower_min * per_gpu:.4g}':>14}"
+                         f"  {tier}")
         return "\n".join(lines)
 
 
