@@ -23,7 +23,9 @@ from .._checks import check_bool, check_choice, check_int, fail
 from ..fabric import Fabric
 from ..flow import max_concurrent_flow
 from ..flow.api import METHODS
+from ..routing import routed_flow
 from ..traffic import all_to_all
+from .bisection import bisection_bandwidth
 from .failure_models import Draw, FailureModel
 from .failure_orbits import FailureSymmetry
 from .failures import intact_solve
@@ -138,11 +140,7 @@ def _metric_value(name: str, fn: Metric | None, failed: Fabric, up: Sequence[Has
     if fn is not None:
         return float(fn(failed, up))
     if name == "routed":
-        from ..routing import routed_flow
-
         return float(routed_flow(failed).per_endpoint_gbps)
-    from .bisection import bisection_bandwidth
-
     return float(bisection_bandwidth(failed).per_endpoint_gbps)
 
 
