@@ -107,3 +107,15 @@ def test_distribution_rejects_bad_input():
         fo.failure_distribution(fab, fo.Independent(probability=0.1), trials=None)
     with pytest.raises(fo.InvalidParameterError, match="metrics"):
         fo.failure_distribution(fab, fo.EverySingle(), metrics=["latency"])
+
+
+def test_metrics_per_pattern_are_bounded_by_the_optimum():
+    fab = fo.fat_tree(4)
+    d = fo.failure_distribution(fab, fo.EverySingle("switches"), trials=None,
+                                metrics={"routed": None, "gpus": lambda f, up: len(up)})
+    for o in d.outcomes:
+        # ECMP routing is one feasible flow: it never carries more than the certified optimum.
+        assert o.metrics["routed"] <= o.gbps_upper * (1 + 1e-9)
+        # A failed switch takes no GPU out of the job: all 16 stay up.
+        assert o.metrics["gpus"] == 16 == o.gpus_up
+    assert d.percentile(50, "gpus") == (16.0, 16.0)
