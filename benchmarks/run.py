@@ -140,11 +140,101 @@ def case_failure_sweep(make: str, fractions: list[float], trials: int, seed: int
     fab = eval(make, {"fo": fo})  # noqa: S307
     sweep = fo.failure_sweep(fab, fractions, trials=trials, seed=seed)
     seconds = time.perf_counter() - start
-    widest = max((t.upper - t.lower) / t.upper for t in sweep.trials if t.upper > 0)
+    widest = max(((t.upper - t.lower) / t.upper for t in sweep.trials if t.upper > 0),
+                 default=0.0)
     methods = sorted({t.method for t in sweep.trials})
-    value = (f"{len(sweep.trials)} trials, widest bracket {widest:.2%}, methods "
-             f"{', '.join(methods)}")
-    return {"seconds": seconds, "value": value}
+    value = (f"{len(sweep.trials)} trials in {sweep.solves} solves, widest bracket "
+             f"{widest:.2%}, methods {', '.join(methods)}")
+    return {"seconds": seconds, "value": value, "widest": widest,
+            "certified": all(t.upper < float("inf") for t in sweep.trials)}
+
+
+def case_failure_sweep_tiers(make: str, fraction: float, trials: int, seed: int) -> dict:
+    """case_failure_sweep over the switch-to-switch links only (GPU links stay up)."""
+    import fabricopt as fo
+
+    start = time.perf_counter()
+    fab = eval(make, {"fo": fo})  # noqa: S307
+    sweep = fo.failure_sweep(fab, [fraction], trials=trials, seed=seed,
+                             tiers=["leaf-spine", "spine-core"])
+    seconds = time.perf_counter() - start
+    widest = max(((t.upper - t.lower) / t.upper for t in sweep.trials if t.upper > 0),
+                 default=0.0)
+    return {"seconds": seconds, "widest": widest,
+            "value": f"{len(sweep.trials)} trials in {sweep.solves} solves, "
+                     f"{sum(t.theta is not None for t in sweep.trials)} exact, widest bracket "
+                     f"{widest:.2%}"}
+
+
+def case_netgraph_single_links(k: int, trials: int, seed: int) -> dict:
+    """NetGraph (``ngraph``): its failure Monte Carlo placing all-to-all ECMP demands on
+    fat_tree(k), one random link failed per iteration, on one prepared graph."""
+    from ngraph.analysis.failure_manager import FailureManager
+    from ngraph.model.failure.policy import FailureMode, FailurePolicy, FailureRule
+    from ngraph.model.failure.policy_set import FailurePolicySet
+    from ngraph.model.network import Link, Network, Node
+
+    import fabricopt as fo
+
+    start = time.perf_counter()
+    fab = fo.fat_tree(k)
+    net = Network()
+    for v in fab.graph.nodes:
+        net.add_node(Node(str(v)))
+    seen: set[frozenset] = set()
+    for u, v, c in fab.graph.edges(data="capacity"):  # one link per bundle: NetGraph adds
+        if frozenset((u, v)) not in seen:             # the reverse direction itself
+            seen.add(frozenset((u, v)))
+            net.add_link(Link(str(u), str(v), capacity=float(c)))
+    policies = FailurePolicySet()
+    policies.add("one link", FailurePolicy(modes=[FailureMode(1.0, [
+        FailureRule("link", mode="choice", count=1)])]))
+    gpus = "|".join(str(e) for e in fab.endpoints)
+    n = len(fab.endpoints)
+    demands = [{"source": f"^({gpus})$", "target": f"^({gpus})$", "volume": float(n * (n - 1)),
+                "mode": "pairwise"}]
+    out = FailureManager(net, policies, "one link").run_demand_placement_monte_carlo(
+        demands, iterations=trials, seed=seed)
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "value": f"{trials} iterations, "
+            f"{out['metadata']['unique_patterns']} distinct patterns placed (ECMP)"}
+
+
+def case_single_failures(make: str, kinds: list[str]) -> dict:
+    """fo.single_failures for each kind: the N-1 tables, one solve per orbit."""
+    import fabricopt as fo
+
+    start = time.perf_counter()
+    fab = eval(make, {"fo": fo})  # noqa: S307
+    intact = fo.max_concurrent_flow(fab)  # solved once, shared by the tables
+    tables = [fo.single_failures(fab, kind=kind, intact=intact) for kind in kinds]
+    seconds = time.perf_counter() - start
+    exact = all(r.theta is not None for t in tables for r in t.rows)
+    value = "; ".join(f"{t.units:,} {t.kind} in {t.solves} orbits, worst "
+                      f"{t.worst_gbps()[0]:.4g} Gb/s per GPU" for t in tables)
+    return {"seconds": seconds, "value": value + (", all exact" if exact else ""),
+            "exact": exact}
+
+
+def case_rack_failures(su: int) -> dict:
+    """Every single rack of superpod(su) failing (the cost layout's racks), GPUs in the rack
+    out of the job: fo.failure_distribution over fo.GroupFailures, every pattern."""
+    import fabricopt as fo
+    from fabricopt.cost.layout import place
+
+    start = time.perf_counter()
+    fab = fo.superpod(su)
+    where = place(fab)
+    groups = fo.groups_by(fab, {v: f"rack {r}" for v, r in zip(where.nodes, where.rack,
+                                                                strict=True)})
+    dist = fo.failure_distribution(fab, fo.GroupFailures(groups), trials=None)
+    seconds = time.perf_counter() - start
+    lo, hi = dist.percentile(5)
+    exact = all(o.theta is not None for o in dist.outcomes)
+    return {"seconds": seconds, "exact": exact,
+            "value": f"{len(dist.outcomes)} racks in {dist.solves} solves, p5 "
+                     f"{lo:.4g} Gb/s per GPU, mean {dist.mean()[0]:.4g}"
+                     + (", all exact" if exact else "")}
 
 
 def _failed_fat_tree(k: int, fraction: float, seed: int):  # used by the case literals
@@ -411,11 +501,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes only")
     parser.add_argument("--case-timeout", type=float, default=CASE_TIMEOUT_S,
                         help="seconds one case may run before it is stopped (default 900)")
+    parser.add_argument("--only", choices=["failures"],
+                        help="run only one block of cases (failures: the failure analysis "
+                        "beside NetGraph)")
     args = parser.parse_args(argv)
     CASE_TIMEOUT_S = args.case_timeout
     import fabricopt as fo
 
     rows = _Rows()
+    if args.only == "failures":
+        _failure_rows(rows, args.quick)
+        return _print(rows)
 
     # Issue: exact all-to-all vs a textbook per-pair pulp/CBC model, side by side.
     base_k = 4 if args.quick else 6
@@ -646,6 +742,47 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(("failure_sweep(superpod(2), [1%, 2%, 5%], 10 trials)", out, "< 3 min",
                      "met" if out["seconds"] < 180 else "not met"))
 
+    _failure_rows(rows, args.quick)
+    return _print(rows)
+
+
+def _failure_rows(rows: _Rows, quick: bool) -> None:
+    """Failure analysis beside NetGraph (``pip install fabricopt[bench]``), same run."""
+    k, trials = (4, 50) if quick else (8, 200)
+    bundles = 3 * k**3 // 4  # a fat-tree(k) has k^3/4 bundles per tier, 3 tiers
+    ours = run_case("case_failure_sweep", f"fo.fat_tree({k})", [1 / bundles], trials, 1)
+    rows.append((f"failure_sweep, fat_tree({k}), {trials} single-link trials", ours, "", ""))
+    try:
+        import ngraph  # noqa: F401
+    except ImportError:
+        rows.append(("  NetGraph ECMP placement Monte Carlo, same trials",
+                     {"seconds": float("nan"), "peak_mb": float("nan"),
+                      "value": "not run: ngraph is not installed (pip install "
+                               "fabricopt[bench])"}, "", ""))
+    else:
+        peer = run_case("case_netgraph_single_links", k, trials, 1)
+        ratio = peer["seconds"] / ours["seconds"]
+        met = ratio >= 10 and ours.get("certified")
+        rows.append(("  NetGraph ECMP placement Monte Carlo, same trials", peer,
+                     f"fabricopt {ratio:.1f}x faster, every trial certified (target >= 10x)",
+                     "met" if met else "not met"))
+    su = 4 if quick else 16
+    out = run_case("case_single_failures", f"fo.superpod({su})", ["links", "switches"])
+    rows.append((f"N-1 tables, every link and every switch of superpod({su})", out, "< 60 s",
+                 "met" if out["seconds"] < 60 else "not met"))
+    k, count = (8, 5) if quick else (16, 20)
+    links = k**3 // 2  # leaf-spine and spine-core bundles
+    out = run_case("case_failure_sweep_tiers", f"fo.fat_tree({k})", count / links, 50, 1)
+    rows.append((f"failure_sweep, fat_tree({k}) minus {count} switch links, 50 trials", out,
+                 "< 30 s, every trial within 1%",
+                 "met" if out["seconds"] < 30 and out.get("widest", 1) <= 0.01 else "not met"))
+    su = 2 if quick else 4
+    out = run_case("case_rack_failures", su)
+    rows.append((f"every single rack failing, superpod({su})", out, "< 30 s",
+                 "met" if out["seconds"] < 30 else "not met"))
+
+
+def _print(rows: _Rows) -> int:
     width = max(len(r[0]) for r in rows)
     print(f"{'case':<{width}}  {'seconds':>8}  {'peak MB':>8}  result / target")
     print("-" * (width + 60))

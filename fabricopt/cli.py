@@ -22,6 +22,7 @@ from ._checks import did_you_mean, parse_bytes
 from ._numpydoc import parameter_docs
 from ._version import __version__
 from .analysis.bisection import bisection_bandwidth
+from .cli_failures import add_failures_parser
 from .collectives import COLLECTIVES, collective_bounds
 from .cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost, estimate_tco
 from .errors import FabricOptError, InvalidParameterError
@@ -706,6 +707,7 @@ def build_parser() -> argparse.ArgumentParser:
                      "designs) as well; by default it stops at the best")
     opt.set_defaults(func=_cmd_optimize)
     _train_parser(sub)
+    add_failures_parser(sub, load_targets, EXIT_CODES)
     return parser
 
 

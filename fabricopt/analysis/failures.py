@@ -37,6 +37,7 @@ from ..flow.api import METHODS
 from ..flow.result import FlowResult
 from ..flow.warm import lengths_only
 from ..traffic import Traffic, all_to_all
+from .failure_orbits import FailureSymmetry, Pattern
 
 KINDS = ("links", "switches", "groups")
 
@@ -48,12 +49,15 @@ class RiskGroup:
     """Parts of a fabric that fail together.
 
     ``links`` are bundles (unordered node pairs, every parallel link of each); ``switches`` are
-    nodes that go with all their links.
+    nodes that go with all their links; ``gpus`` are GPUs that go down with the group (a
+    rack, a server): the failure models of :mod:`~fabricopt.analysis.failure_models` take them
+    out of the traffic and fail their links.
     """
 
     name: str
     links: frozenset[Link] = frozenset()
     switches: frozenset[Hashable] = frozenset()
+    gpus: frozenset[Hashable] = frozenset()
 
 
 def _bundles(fab: Fabric) -> list[tuple[Hashable, Hashable, int, str]]:
@@ -293,6 +297,9 @@ class FailureTrial:
     method: str
     binding_tier: str | None
     seconds: float
+    #: Index (in the sweep's trials) of the trial whose solve this one shares: its failures
+    #: are the same, or proven equivalent under the fabric's symmetry. None: solved itself.
+    same_as: int | None = None
 
 
 @dataclass(frozen=True)
@@ -332,6 +339,10 @@ class FailureSweep:
     intact_theta: float | None = None
     intact_lower: float = 0.0
     intact_upper: float = math.inf
+    #: Solves the sweep ran: one per distinct failure pattern up to symmetry.
+    solves: int = 0
+    #: Demand per endpoint (Gb/s) of the traffic at theta = 1: theta times this is Gb/s per GPU.
+    mean_out_gbps: float | None = None
 
     @property
     def summary(self) -> list[FractionSummary]:
@@ -379,22 +390,61 @@ class FailureSweep:
                  f"intact           theta {fmt(self.intact_theta)}" + (
                      "" if self.intact_theta is not None else
                      f" (certified range [{self.intact_lower:.4g}, {self.intact_upper:.4g}])"),
+                 f"solves           {self.solves} for {len(self.trials)} trials (equal or "
+                 "symmetric failures solved once)",
                  f"{'fraction':>9}  {'trials':>6}  {'proven':>6}  {'theta min':>10}  "
-                 f"{'median':>10}  {'max':>10}  {'certified range':>22}  binding tier"]
+                 f"{'median':>10}  {'max':>10}  {'certified range':>22}  {'Gb/s per GPU':>14}"
+                 "  binding tier"]
+        per_gpu = self.mean_out_gbps
         for s in self.summary:
             tier = max(s.binding_tiers, key=s.binding_tiers.__getitem__) \
                 if s.binding_tiers else "-"
             lines.append(f"{s.fraction:>9.4g}  {s.trials:>6}  {s.proven:>6}  "
                          f"{fmt(s.theta_min):>10}  {fmt(s.theta_median):>10}  "
                          f"{fmt(s.theta_max):>10}  "
-                         f"{f'[{s.lower_min:.4g}, {s.upper_max:.4g}]':>22}  {tier}")
+                         f"{f'[{s.lower_min:.4g}, {s.upper_max:.4g}]':>22}  "
+                         f"{'-' if per_gpu is None else f'>= {s.lower_min * per_gpu:.4g}':>14}"
+                         f"  {tier}")
         return "\n".join(lines)
+
+
+def pattern_of(removed: Removed) -> Pattern:
+    """The failure pattern a :class:`~fabricopt.fabric.Removed` record describes."""
+    links: dict[frozenset, int] = {}
+    for u, v, n in removed.links:
+        links[frozenset((u, v))] = links.get(frozenset((u, v)), 0) + int(n)
+    return Pattern(links, frozenset(removed.switches))
 
 
 def _describe(removed: Removed) -> str:
     parts = [f"{u}-{v} x{n}" for u, v, n in removed.links]
     parts += [f"switch {w}" for w in removed.switches]
     return "; ".join(parts)
+
+
+def checked_traffic(func: str, fab: Fabric, traffic: Any) -> tuple[Traffic, bool]:
+    """The traffic to solve (default all-to-all) and whether failures may be grouped by the
+    fabric's symmetry: only for uniform all-to-all over every endpoint, which every
+    automorphism leaves unchanged."""
+    if traffic is None:
+        return all_to_all(fab), True
+    if not isinstance(traffic, Traffic):
+        raise fail(func, "traffic", "a Traffic or None", type(traffic).__name__)
+    traffic.check_endpoints(fab)
+    invariant = traffic.is_uniform and set(traffic.endpoints) == set(fab.endpoints)
+    return traffic, invariant
+
+
+def intact_solve(fab: Fabric, traffic: Traffic, method: str, warm_start: bool,
+                 options: dict[str, Any], given: FlowResult | None = None,
+                 ) -> tuple[FlowResult, FlowResult | None]:
+    """The intact fabric's solve (``given``, else solved now) and, when ``warm_start``, the
+    lengths every failed solve starts from (only they travel to an executor)."""
+    intact = given if given is not None else max_concurrent_flow(fab, traffic, method=method,
+                                                                 **options)
+    warm = lengths_only(intact) if (warm_start and intact.certificate is not None
+                                    and intact.certificate.lengths is not None) else None
+    return intact, warm
 
 
 def _solve_trial(failed: Fabric, traffic: Traffic, method: str, options: dict[str, Any],
@@ -410,7 +460,7 @@ def _solve_trial(failed: Fabric, traffic: Traffic, method: str, options: dict[st
 def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
                   seed: Any = None, traffic: Traffic | None = None, kind: str = "links",
                   tiers: str | Sequence[str] | None = None, executor: Executor | None = None,
-                  method: str = "auto", warm_start: bool = True,
+                  method: str = "auto", warm_start: bool = True, symmetry: bool = True,
                   **solve_options: Any) -> FailureSweep:
     """Theta of ``trials`` random failures at each fraction: its spread and which tier binds.
 
@@ -438,6 +488,10 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
     warm_start : bool
         True (default): every trial starts from the intact fabric's arc lengths (see the
         Notes); False: every trial solves from nothing (the answers are proven either way).
+    symmetry : bool
+        True (default): trials whose failures the fabric's symmetry maps onto each other
+        (claimed by its generator, or found) are solved once, with all-to-all traffic
+        (:mod:`~fabricopt.analysis.failure_orbits`); exact duplicates are solved once always.
 
     Returns
     -------
@@ -499,11 +553,7 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
         raise fail(func, "seed", "None or an integer >= 0", seed)
     if executor is not None and not isinstance(executor, Executor):
         raise fail(func, "executor", "a concurrent.futures.Executor or None", executor)
-    if traffic is None:
-        traffic = all_to_all(fab)
-    elif not isinstance(traffic, Traffic):
-        raise fail(func, "traffic", "a Traffic or None", type(traffic).__name__)
-    traffic.check_endpoints(fab)
+    traffic, default_traffic = checked_traffic(func, fab, traffic)
     root = np.random.SeedSequence(None if seed is None else int(seed))
     children = root.spawn(len(checked) * trials)
     pool = _Pool.of(fab, kind, tier_set)
@@ -513,28 +563,34 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
 
     # The intact fabric, solved once: its arc lengths bound every failed fabric's theta and
     # seed its approximate solve (only the lengths travel to executors).
-    intact = max_concurrent_flow(fab, traffic, method=method, **solve_options)
-    warm = lengths_only(intact) if (warm_start and intact.certificate is not None
-                                    and intact.certificate.lengths is not None) else None
-    jobs = []
+    intact, warm = intact_solve(fab, traffic, method, warm_start, solve_options)
+    keys = FailureSymmetry(fab, use_symmetry=symmetry and default_traffic)
+    jobs: list[tuple[float, int, Removed, int | None]] = []
+    solved_by_key: dict[Any, int] = {}
+    outcomes: dict[int, Any] = {}
     for i, fraction in enumerate(checked):
         for j in range(trials):
             failed = pool.fail(fab, fraction, np.random.default_rng(children[i * trials + j]))
             removed = Removed(failed.removed.links[len(fab.removed.links):],
                               failed.removed.switches[len(fab.removed.switches):])
-            jobs.append((fraction, j, removed))
-            args = (failed, traffic, method, solve_options, warm)
-            jobs[-1] += ((executor.submit(_solve_trial, *args) if executor is not None
-                          else _solve_trial(*args)),)
+            key = keys.key(pattern_of(removed))
+            first = solved_by_key.setdefault(key, len(jobs))
+            jobs.append((fraction, j, removed, None if first == len(jobs) else first))
+            if first == len(jobs) - 1:
+                args = (failed, traffic, method, solve_options, warm)
+                outcomes[first] = (executor.submit(_solve_trial, *args)
+                                   if executor is not None else _solve_trial(*args))
     sweep = FailureSweep(fab.name, kind, tuple(sorted(tier_set)) if tier_set else None,
                          pool.eligible, int(root.entropy),  # type: ignore[arg-type]
                          intact_theta=intact.theta, intact_lower=intact.lower,
-                         intact_upper=intact.upper)
-    for fraction, j, removed, outcome in jobs:
+                         intact_upper=intact.upper, solves=len(outcomes),
+                         mean_out_gbps=intact.mean_out_gbps)
+    for fraction, j, removed, same_as in jobs:
+        outcome = outcomes[len(sweep.trials) if same_as is None else same_as]
         solved = outcome.result() if executor is not None else outcome
         sweep.trials.append(FailureTrial(
             fraction, j, removed.physical_links, len(removed.switches), _describe(removed),
-            **solved))
+            **solved, same_as=same_as))
     return sweep
 
 

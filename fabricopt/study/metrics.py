@@ -38,6 +38,13 @@ column                                 meaning
 ``w_per_delivered_gbps``               (``all_to_all_gbps_per_gpu``)
 =====================================  ======================================================
 
+The ``failures`` metric (asked for by name) fails every single switch, one orbit of the
+fabric's symmetry at a time (:func:`~fabricopt.single_failures`):
+``n1_switch_worst_gbps_per_gpu`` is the all-to-all no single switch failure goes below
+(certified), ``_upper`` what the worst one leaves at most; ``failure_p5_gbps_per_gpu`` and
+``failure_mean_gbps_per_gpu`` are certified lower bounds of the 5th percentile and the mean
+over those failures.
+
 The ``tco`` metric (asked for by name) adds ``tco_usd``, ``tco_per_gpu_year_usd`` and its
 parts (:func:`~fabricopt.estimate_tco` at its defaults).
 
@@ -63,6 +70,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..analysis.bisection import bisection_bandwidth
+from ..analysis.failure_study import failure_metrics
 from ..collectives import collective_bounds
 from ..cost import estimate_cost
 from ..cost.tco import tco_metrics
@@ -248,6 +256,22 @@ def _training(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
             "training_binding_tier": row["binding_tier"]}
 
 
+def _failures(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
+    columns = ("n1_switch_worst_gbps_per_gpu", "n1_switch_worst_gbps_per_gpu_upper",
+               "failure_p5_gbps_per_gpu", "failure_mean_gbps_per_gpu")
+    if not any(d.get("role") == "switch" for _, d in fab.graph.nodes(data=True)):
+        return dict.fromkeys(columns)  # no switch to fail: nothing to report
+    m = failure_metrics(fab, kind="switches")
+
+    def number(value: float) -> float | None:
+        return None if value is None or math.isnan(value) else value
+
+    return {"n1_switch_worst_gbps_per_gpu": number(m["n1_worst_gbps"]),
+            "n1_switch_worst_gbps_per_gpu_upper": number(m["n1_worst_gbps_upper"]),
+            "failure_p5_gbps_per_gpu": number(m["failure_p5_gbps"]),
+            "failure_mean_gbps_per_gpu": number(m["failure_mean_gbps"])}
+
+
 def delivered_cost(row: dict[str, Any]) -> dict[str, Any]:
     """Fill ``usd_per_delivered_gbps`` and ``w_per_delivered_gbps`` from a row's per-GPU
     capex and power and its certified all-to-all (the lower end, so a figure per Gb/s is
@@ -268,6 +292,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("bisection", _bisection, "bisection bandwidth, certified bracket"),
     Metric("all_reduce", _all_reduce, "all-reduce busbw: achievable, bound, expected"),
     Metric("cost", _cost, "capex and power of the network"),
+    Metric("failures", _failures, "all-to-all with any single switch failed (N-1), certified"),
     Metric("tco", _tco, "total cost of ownership: energy, upkeep, optics replacements"),
     Metric("training", _training, "a training job: step time, tokens/s, MFU, cost per token"),
 )}
@@ -288,6 +313,7 @@ CONSTRAINTS: dict[str, tuple[str, str, str]] = {
     # A training job has no certified floor on its throughput (only a cap, from the step's
     # lower bound): the constraint reads the expected figure, never the cap.
     "training_tokens_per_s": ("training", "training_tokens_per_s", "at least"),
+    "n1_switch_worst_gbps_per_gpu": ("failures", "n1_switch_worst_gbps_per_gpu", "at least"),
 }
 
 

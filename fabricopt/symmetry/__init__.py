@@ -4,8 +4,9 @@ proves a fabric's automorphisms when nobody claimed them.
 :class:`Symmetry` lives on the data model's floor (:mod:`fabricopt.symmetry_claim`: a
 :class:`~fabricopt.Fabric` carries one); :mod:`~fabricopt.symmetry.verify` proves a claim on
 a small fabric;
-:mod:`~fabricopt.symmetry.search` finds generators by colour refinement and individualisation,
-proves them, and reports orbits.
+:mod:`~fabricopt.symmetry.search` finds generators by colour refinement
+(:mod:`~fabricopt.symmetry.refinement`) and individualisation, proves them, and reports orbits
+(:mod:`~fabricopt.symmetry.orbits`).
 """
 
 from ..symmetry_claim import Symmetry

@@ -48,21 +48,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 
 from .._checks import check_int, check_positive
 from ..errors import InvalidFabricError, InvalidParameterError
 from ..fabric import Fabric
 from ..graph_arrays import GraphArrays
 from ..symmetry_claim import Symmetry
+from .orbits import Generator, _first_seen_labels, _merge, _node_labels, _same_partition
+from .refinement import _RNG_SEED, Refinement
 
-_RNG_SEED = 1_969  # fixed: twin hashing must be reproducible
 #: Nodes a search that merges two arc orbits may visit before it gives up on that pair.
 MERGE_BUDGET_NODES = 64
-
-Generator = tuple[np.ndarray, np.ndarray]  # (support, image): node i goes to node image[k]
-
 
 @dataclass(frozen=True, eq=False)
 class FoundSymmetry(Symmetry):
@@ -219,15 +215,6 @@ class _Automorphisms:
         return bool(self.apply([gen])[0][0])
 
 
-def _merge(labels: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Component labels after joining ``a[i]`` with ``b[i]`` (labels are 0..k-1)."""
-    if len(a) == 0:
-        return labels
-    k = int(labels.max()) + 1
-    g = sp.coo_matrix((np.ones(len(a)), (labels[a], labels[b])), shape=(k, k))
-    return connected_components(g, directed=False)[1][labels].astype(np.int64)
-
-
 def _twin_swaps(aut: _Automorphisms) -> list[Generator]:
     """Verified swaps of twin nodes: same endpoint status and the same neighbours over arcs
     of the same capacities (false twins), or also joined to each other both ways by equal
@@ -270,73 +257,21 @@ def _twin_swaps(aut: _Automorphisms) -> list[Generator]:
     return [g for g, good in zip(gens, ok, strict=True) if good]
 
 
-class _Search:
+class _Search(Refinement):
     """Individualisation-refinement search for automorphisms with given node pairs."""
 
     def __init__(self, aut: _Automorphisms, twin_class: np.ndarray, deadline: float) -> None:
+        super().__init__(aut.ga, aut.arc_color)
         self.aut = aut
         self.twin_class = twin_class
         self.deadline = deadline
         self.budget = np.inf
         self.index = np.arange(aut.n)
-        # Every arc at each node, out-arcs and in-arcs together, grouped by node: the other
-        # end and a key for (direction, capacity).
-        ga = aut.ga
-        key_arc = np.random.default_rng(_RNG_SEED + 1).integers(
-            1, 2**63, size=(2, int(aut.arc_color.max(initial=0)) + 1), dtype=np.uint64)
-        owner = np.concatenate([ga.tail, ga.head])
-        grouped = np.argsort(owner, kind="stable")
-        self.inc_other = np.concatenate([ga.head, ga.tail])[grouped]
-        self.inc_weight = np.concatenate([key_arc[0][aut.arc_color],
-                                          key_arc[1][aut.arc_color]])[grouped]
-        count = np.bincount(owner, minlength=aut.n)
-        self.inc_has = count > 0
-        self.inc_start = (np.cumsum(count) - count)[self.inc_has]
 
     def tick(self) -> None:
         self.budget -= 1
         if self.budget < 0 or time.perf_counter() > self.deadline:
             raise _GiveUp
-
-    def refine(self, colors: np.ndarray) -> np.ndarray:
-        """Coarsest equitable refinement of ``colors``, with canonical class ids.
-
-        The rounds of :func:`fabricopt.flow.symmetric.color_refinement` (sums of random
-        64-bit keys over each node's out- and in-arcs), specialised for the many refinements
-        of a search: a node's out- and in-arcs are listed together once (an in-arc's key
-        differs from an out-arc's of the same capacity), so a round is one segment sum over
-        them and one sort by (old class, hash). Ids are a function of the coloured graph's
-        isomorphism class (same seed, classes ordered by (old class, hash)), so two
-        refinements can be compared.
-        A hash collision can only merge classes, never split equivalent nodes.
-        """
-        rng = np.random.default_rng(_RNG_SEED)
-        nc = np.unique(colors, return_inverse=True)[1].ravel().astype(np.int64)
-        n_classes = int(nc.max()) + 1
-        n = self.aut.n
-        while True:
-            key_node = rng.integers(1, 2**63, size=n_classes, dtype=np.uint64) | np.uint64(1)
-            h = np.zeros(n, dtype=np.uint64)
-            if len(self.inc_weight):
-                h[self.inc_has] = np.add.reduceat(self.inc_weight * key_node[nc[self.inc_other]],
-                                                  self.inc_start)
-            order = np.lexsort((h, nc))
-            a, b = nc[order], h[order]
-            new_class = np.r_[False, (a[1:] != a[:-1]) | (b[1:] != b[:-1])]
-            ids = np.empty(n, dtype=np.int64)
-            ids[order] = np.cumsum(new_class)
-            count = int(ids.max()) + 1
-            if count == n_classes:
-                return ids
-            nc, n_classes = ids, count
-
-    def individualise(self, part: np.ndarray, nodes: Sequence[int]) -> np.ndarray:
-        """Give each of ``nodes`` a colour of its own (in the given order) and refine."""
-        colors = part.copy()
-        top = int(part.max()) + 1
-        for i, v in enumerate(nodes):
-            colors[v] = top + i
-        return self.refine(colors)
 
     def target(self, part: np.ndarray) -> int:
         """First node of the first cell that holds two nodes that are not twins, or -1."""
@@ -431,22 +366,6 @@ class _Path:
         while len(self.vertices) <= k:
             self.vertices.append(self.search.target(self.partition(len(self.vertices))))
         return self.vertices[k]
-
-
-def _node_labels(n: int, gens: Sequence[Generator]) -> np.ndarray:
-    """Node orbits of the group the generators generate (labels 0..k-1)."""
-    if not gens:
-        return np.arange(n)
-    return _merge(np.arange(n), np.concatenate([np.asarray(s, dtype=np.int64) for s, _ in gens]),
-                  np.concatenate([np.asarray(i, dtype=np.int64) for _, i in gens]))
-
-
-def _first_seen_labels(labels: np.ndarray) -> np.ndarray:
-    """``labels`` renumbered 0, 1, ... in order of first appearance."""
-    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
-    rank = np.empty(len(first), dtype=np.int64)
-    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
-    return rank[inverse.ravel()]
 
 
 def _orbits(aut: _Automorphisms, gens: Sequence[Generator], endpoint_idx: np.ndarray,
@@ -803,18 +722,6 @@ def verify_found_symmetry(fab: Any, sym: FoundSymmetry) -> None:
     if not _same_partition(arc_orbit, labels):
         raise InvalidFabricError(f"found symmetry of {name!r}: its orbit labels are not the "
                                  "arc orbits of the group its generators generate")
-
-
-def _same_partition(labels: np.ndarray, claimed: Sequence[Hashable]) -> bool:
-    """Whether two labellings of the same items split them into the same classes."""
-    if len(labels) == 0:
-        return True
-    ids: dict[Hashable, int] = {}
-    other = [ids.setdefault(x, len(ids)) for x in claimed]
-    pairs = np.unique(np.stack([np.asarray(labels, dtype=np.int64),
-                                np.asarray(other, dtype=np.int64)]), axis=1)
-    return (len(np.unique(pairs[0])) == pairs.shape[1]
-            and len(np.unique(pairs[1])) == pairs.shape[1])
 
 
 def with_symmetry(fab: Any, sym: Symmetry) -> Any:

@@ -104,3 +104,18 @@ def test_compare_runs_one_training_job_on_every_design():
     assert two["training_tokens_per_s"] <= 32 * one["training_tokens_per_s"] * (1 + 1e-9)
     [bare] = fo.compare(fo.dgx_h100(), metrics=["training"])
     assert "needs a job" in bare["error"]
+
+
+def test_a_single_switch_failure_constraint_reads_the_n1_table():
+    # At 3:1 the radix-8 rail leaves need one spine: its failure splits the rails (0 Gb/s);
+    # at 1:1 the spines are several, and no single failure cuts a GPU off.
+    res = fo.optimize(16, space=SPACE, constraints={"n1_switch_worst_gbps_per_gpu": 100},
+                      prune=False)
+    by_ratio = {r["name"].split()[3]: r for r in res.rows}
+    assert by_ratio["3:1"]["n1_switch_worst_gbps_per_gpu"] == 0.0
+    assert by_ratio["3:1"]["meets"] is False and by_ratio["1:1"]["meets"] is True
+    fab = res.candidates[by_ratio["1:1"]["name"]].build()
+    worst = fo.single_failures(fab, kind="switches").worst_gbps()
+    assert by_ratio["1:1"]["n1_switch_worst_gbps_per_gpu"] == pytest.approx(worst[0])
+    [row] = fo.compare(fo.ring(4), metrics=["failures"]).rows
+    assert row["error"] == "" and row["n1_switch_worst_gbps_per_gpu"] is None  # no switch

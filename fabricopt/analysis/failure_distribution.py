@@ -1,0 +1,271 @@
+"""What a fabric carries under a failure model: the distribution, in Gb/s per GPU.
+
+:func:`failure_distribution` draws patterns from a :class:`~fabricopt.analysis.failure_models.
+FailureModel` (or lists them all, with their probabilities, when the model can), solves each
+distinct pattern once up to the fabric's symmetry (:mod:`~fabricopt.analysis.failure_orbits`),
+warm-started from the intact solve, and reports per pattern the certified all-to-all bracket
+among the GPUs still up, plus any other metric asked for (ECMP-routed throughput, bisection,
+or a function of the failed fabric), and weighted percentiles of each.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._checks import check_bool, check_choice, check_int, fail
+from ..fabric import Fabric
+from ..flow import max_concurrent_flow
+from ..flow.api import METHODS
+from ..routing import routed_flow
+from ..traffic import all_to_all
+from .bisection import bisection_bandwidth
+from .failure_models import Draw, FailureModel
+from .failure_orbits import FailureSymmetry
+from .failures import intact_solve
+
+Metric = Callable[[Fabric, Sequence[Hashable]], float]
+#: Built-in metrics besides the certified all-to-all ("throughput", always computed).
+BUILTIN_METRICS = ("routed", "bisection")
+#: Percentiles :meth:`FailureDistribution.__str__` prints.
+SHOWN_PERCENTILES = (1, 5, 50)
+
+
+@dataclass(frozen=True)
+class FailureOutcome:
+    """One drawn (or listed) pattern: ``weight`` its probability share, ``lower <= theta <=
+    upper`` the certified all-to-all among the ``gpus_up``, ``gbps_lower``/``gbps_upper``
+    the same per GPU, ``metrics`` the others (Gb/s per GPU), ``same_as`` the outcome whose
+    solve it shares (equal or symmetric failures)."""
+
+    label: str
+    weight: float
+    gpus_up: int
+    theta: float | None
+    lower: float
+    upper: float
+    gbps_lower: float
+    gbps_upper: float
+    status: str
+    metrics: Mapping[str, float]
+    same_as: int | None
+    seconds: float
+
+
+def weighted_quantile(values: Sequence[float], weights: Sequence[float], q: float) -> float:
+    """The smallest value whose cumulative weight reaches ``q`` (0..1) of the total.
+
+    Monotone in every value, so quantiles of certified lower (upper) bounds bound the
+    quantile of the true values from below (above).
+
+    >>> weighted_quantile([3.0, 1.0, 2.0], [1, 1, 2], 0.25)
+    1.0
+    """
+    v = np.asarray(values, dtype=float)
+    w = np.asarray(weights, dtype=float)
+    order = np.argsort(v, kind="stable")
+    cum = np.cumsum(w[order])
+    i = int(np.searchsorted(cum, q * cum[-1] * (1 - 1e-12)))
+    return float(v[order][min(i, len(v) - 1)])
+
+
+@dataclass
+class FailureDistribution:
+    """What :func:`failure_distribution` returns."""
+
+    fabric_name: str
+    model: str
+    seed: int | None
+    exhaustive: bool
+    intact_gbps: float
+    symmetry: str
+    outcomes: list[FailureOutcome] = field(default_factory=list)
+    solves: int = 0
+    seconds: float = 0.0
+
+    def percentile(self, p: float, metric: str = "throughput") -> tuple[float, float]:
+        """Certified bracket of the ``p``-th percentile (0..100) of Gb/s per GPU: for
+        ``"throughput"`` the quantiles of the lower and upper bounds; other metrics are
+        exact numbers, returned twice."""
+        w = [o.weight for o in self.outcomes]
+        if metric == "throughput":
+            return (weighted_quantile([o.gbps_lower for o in self.outcomes], w, p / 100),
+                    weighted_quantile([o.gbps_upper for o in self.outcomes], w, p / 100))
+        x = weighted_quantile([o.metrics[metric] for o in self.outcomes], w, p / 100)
+        return x, x
+
+    def mean(self, metric: str = "throughput") -> tuple[float, float]:
+        """Weighted mean (bracket for throughput) in Gb/s per GPU."""
+        w = np.array([o.weight for o in self.outcomes])
+        w = w / w.sum()
+        if metric == "throughput":
+            return (float(w @ [o.gbps_lower for o in self.outcomes]),
+                    float(w @ [o.gbps_upper for o in self.outcomes]))
+        x = float(w @ [o.metrics[metric] for o in self.outcomes])
+        return x, x
+
+    @property
+    def metric_names(self) -> list[str]:
+        return ["throughput"] + (list(self.outcomes[0].metrics) if self.outcomes else [])
+
+    def __str__(self) -> str:
+        def fmt(pair: tuple[float, float]) -> str:
+            lo, hi = pair
+            return f"{lo:.4g}" if hi - lo <= 1e-6 * max(hi, 1e-300) else f"[{lo:.4g}, {hi:.4g}]"
+
+        how = "every pattern, weighted" if self.exhaustive else f"seed {self.seed}"
+        lines = [f"failures         {self.fabric_name}: {self.model}",
+                 f"draws            {len(self.outcomes)} ({how}), {self.solves} solves, "
+                 f"{self.seconds:.1f} s",
+                 f"symmetry         {self.symmetry}",
+                 f"intact           {self.intact_gbps:.4g} Gb/s per GPU",
+                 f"{'Gb/s per GPU':<17}" + "".join(f"{'p' + str(p):>18}"
+                                                   for p in SHOWN_PERCENTILES)
+                 + f"{'mean':>18}"]
+        for m in self.metric_names:
+            lines.append(f"{m:<17}" + "".join(f"{fmt(self.percentile(p, m)):>18}"
+                                              for p in SHOWN_PERCENTILES)
+                         + f"{fmt(self.mean(m)):>18}")
+        return "\n".join(lines)
+
+
+def _metric_value(name: str, fn: Metric | None, failed: Fabric, up: Sequence[Hashable],
+                  ) -> float:
+    if fn is not None:
+        return float(fn(failed, up))
+    if name == "routed":
+        return float(routed_flow(failed).per_endpoint_gbps)
+    return float(bisection_bandwidth(failed).per_endpoint_gbps)
+
+
+def _check_metrics(func: str, metrics: Any) -> dict[str, Metric | None]:
+    if metrics is None:
+        return {}
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    out: dict[str, Metric | None] = {}
+    items = metrics.items() if isinstance(metrics, Mapping) else ((m, None) for m in metrics)
+    for name, fn in items:
+        if fn is None:
+            check_choice(func, "metrics", name, BUILTIN_METRICS)
+        elif not callable(fn):
+            raise fail(func, f"metrics[{name!r}]", "a function (fabric, GPUs up) -> Gb/s", fn)
+        out[str(name)] = fn
+    return out
+
+
+def failure_distribution(fab: Fabric, model: FailureModel, *, trials: int | None = 100,
+                         seed: Any = None, metrics: Any = None, method: str = "auto",
+                         warm_start: bool = True, symmetry: bool = True,
+                         **solve_options: Any) -> FailureDistribution:
+    """All-to-all throughput (and other metrics) under a failure model, per GPU still up.
+
+    Parameters
+    ----------
+    fab : Fabric
+        The intact fabric.
+    model : FailureModel
+        :class:`EverySingle`, :class:`Independent`, :class:`GroupFailures`, :class:`Mixture`.
+    trials : int or None
+        Patterns drawn; None lists every pattern with its probability (models that can:
+        every single failure, one group at a time, mixtures of these).
+    seed : None or int
+        Root of a :class:`numpy.random.SeedSequence`; draw ``i`` uses its ``i``-th child.
+    metrics : list of str, or mapping name -> function, optional
+        Besides the certified all-to-all: ``"routed"`` (ECMP, :func:`~fabricopt.routed_flow`)
+        and ``"bisection"`` (:func:`~fabricopt.bisection_bandwidth`, its certified lower
+        bound), or ``{name: f}`` with ``f(failed_fabric, gpus_up) -> Gb/s per GPU`` (e.g. an
+        all-reduce bound from :func:`~fabricopt.collective_bounds`). Computed once per
+        distinct pattern.
+    method, warm_start, symmetry, **solve_options
+        As in :func:`~fabricopt.failure_sweep`.
+
+    Returns
+    -------
+    FailureDistribution
+        Every outcome, :meth:`~FailureDistribution.percentile` and
+        :meth:`~FailureDistribution.mean` (certified brackets in Gb/s per GPU).
+
+    Examples
+    --------
+    A ring of 6 (unit links, all-to-all 8/36 per pair, 5 destinations: 10/9 Gb/s per
+    node): any one failed link leaves a path carrying 1/9 per pair, 5/9 per node.
+
+    >>> import fabricopt as fo
+    >>> from fabricopt.analysis.failure_models import EverySingle
+    >>> d = failure_distribution(fo.ring(6), EverySingle("links"), trials=None)
+    >>> d.solves, [round(x, 4) for x in d.percentile(5)]
+    (1, [0.5556, 0.5556])
+    """
+    func = "failure_distribution"
+    start = time.perf_counter()
+    if not isinstance(fab, Fabric):
+        raise fail(func, "fab", "a Fabric", type(fab).__name__)
+    if not isinstance(model, FailureModel):
+        raise fail(func, "model", "a FailureModel (EverySingle, Independent, GroupFailures, "
+                   "Mixture)", type(model).__name__)
+    check_choice(func, "method", method, METHODS)
+    warm_start = check_bool(func, "warm_start", warm_start)
+    symmetry = check_bool(func, "symmetry", symmetry)
+    chosen = _check_metrics(func, metrics)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
+                             or seed < 0):
+        raise fail(func, "seed", "None or an integer >= 0", seed)
+    if trials is None:
+        draws = model.enumerate(fab)
+        if draws is None:
+            raise fail(func, "trials", f"a number of draws: {model.name} has too many "
+                       "patterns to list", trials)
+        root_entropy = None
+    else:
+        check_int(func, "trials", trials, minimum=1)
+        root = np.random.SeedSequence(None if seed is None else int(seed))
+        draws = [model.draw(fab, np.random.default_rng(child))
+                 for child in root.spawn(trials)]
+        root_entropy = int(root.entropy)  # type: ignore[arg-type]
+
+    intact, warm = intact_solve(fab, all_to_all(fab), method, warm_start, solve_options)
+    keys = FailureSymmetry(fab, use_symmetry=symmetry)
+    out = FailureDistribution(fab.name, model.name, root_entropy, trials is None,
+                              intact.per_endpoint_gbps, "")
+    first: dict[Hashable, int] = {}
+    for i, d in enumerate(draws):
+        k = first.setdefault(keys.key(d.key_pattern()), i)
+        out.outcomes.append(_outcome(fab, d, method, warm, solve_options, chosen)
+                            if k == i else _shared(out.outcomes[k], d, k))
+    out.solves = len(first)
+    keys.arc_orbit()  # settles which symmetry the keys used, for the report
+    out.symmetry = keys.symmetry_note
+    out.seconds = time.perf_counter() - start
+    return out
+
+
+def _outcome(fab: Fabric, d: Draw, method: str, warm: Any, options: dict[str, Any],
+             metrics: dict[str, Metric | None]) -> FailureOutcome:
+    failed = d.apply(fab)
+    up = [e for e in fab.endpoints if e not in d.down]
+    if len(up) < 2:
+        return FailureOutcome(d.label, d.weight, len(up), 0.0, 0.0, 0.0, 0.0, 0.0, "optimal",
+                              {m: 0.0 for m in metrics}, None, 0.0)
+    r = max_concurrent_flow(failed, all_to_all(failed), method=method, warm_start=warm, **options)
+    mean_out = r.mean_out_gbps if r.mean_out_gbps is not None else math.nan
+    values = {m: _metric_value(m, fn, failed, up) for m, fn in metrics.items()}
+    return FailureOutcome(d.label, d.weight, len(up), r.theta, r.lower, r.upper,
+                          r.lower * mean_out, r.upper * mean_out, r.status, values, None,
+                          r.seconds)
+
+
+def _shared(solved: FailureOutcome, d: Draw, k: int) -> FailureOutcome:
+    return FailureOutcome(d.label, d.weight, solved.gpus_up, solved.theta, solved.lower,
+                          solved.upper, solved.gbps_lower, solved.gbps_upper, solved.status,
+                          solved.metrics, k, 0.0)
+
+
+__all__ = ["FailureDistribution", "FailureOutcome", "failure_distribution",
+           "weighted_quantile"]

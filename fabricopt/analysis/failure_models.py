@@ -1,0 +1,401 @@
+"""Failure models: what fails, and how likely, drawn reproducibly from a seed.
+
+A model turns a seed into failure patterns (:class:`Draw`: the links and switches that fail,
+and the GPUs that go down with them and leave the traffic). Four kinds compose:
+
+* :class:`EverySingle`: each unit of a kind alone (links, switches, or risk groups), the N-1
+  set; enumerable, each pattern weighted equally.
+* :class:`Independent`: each unit fails on its own with its own probability (given, per
+  unit, or from an annual failure rate attribute over a time window).
+* :class:`GroupFailures`: ``count`` shared-risk groups at a time, drawn uniformly (all of them
+  one by one when ``count=1``). Groups come from :func:`~fabricopt.risk_groups`, or from a
+  node attribute or a mapping (:func:`groups_by`: racks, rows, planes, power feeds), nested
+  with :func:`nest_groups`.
+* :class:`Mixture`: one of several models per draw, by weight.
+
+GPUs in a failed group are **down**: they leave the all-to-all (the job runs on the GPUs left)
+and their links fail, so no traffic transits them; a GPU merely cut off by failed links stays
+in the traffic (and theta drops to 0, which is the truth for a job that needs it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._checks import check_choice, check_int, fail
+from ..errors import InvalidParameterError
+from ..fabric import Fabric
+from .failure_orbits import Pattern
+from .failures import RiskGroup, _bundles, _check_tiers, risk_groups
+
+HOURS_PER_YEAR = 8766.0  # 365.25 days
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One failure pattern: ``pattern`` (links and switches) and the GPUs ``down`` with it;
+    ``weight`` its probability when a model enumerates its patterns."""
+
+    pattern: Pattern
+    down: frozenset[Hashable] = frozenset()
+    label: str = ""
+    weight: float = 1.0
+
+    def apply(self, fab: Fabric) -> Fabric:
+        """``fab`` with the pattern failed: its links, its switches whole, and the GPUs that
+        are down (gone from the graph and from the endpoints)."""
+        g = fab.graph
+        gone = set(self.pattern.switches)
+        whole = {frozenset((x, y)) for x in self.down
+                 for y in set(g.successors(x)) | set(g.predecessors(x))}
+        links: dict[tuple[Hashable, Hashable], int] = {}
+        for pair in set(self.pattern.links) | whole:
+            if pair & gone:
+                continue
+            u, v = tuple(pair)
+            n = self.pattern.links.get(pair, 0)
+            links[(u, v)] = int(g[u][v].get("links", 1)) if (n == 0 or pair in whole) else n
+        failed = fab.without(links=links, switches=sorted(gone, key=str))
+        if not self.down:
+            return failed
+        # GPUs down leave the fabric, so the traffic over the GPUs left is the failed
+        # fabric's own all-to-all (and the flow engine's symmetric method still applies).
+        graph = failed.graph.copy()
+        graph.remove_nodes_from(self.down)
+        return Fabric(graph, [e for e in failed.endpoints if e not in self.down], failed.name,
+                      failed.params, None, failed.design, failed.recipe, failed.removed)
+
+    def key_pattern(self) -> Pattern:
+        """The pattern with the GPUs down counted as failed nodes (for symmetry keys)."""
+        return Pattern(self.pattern.links, self.pattern.switches | self.down)
+
+
+class FailureModel:
+    """Base of the failure models: ``draw(fab, rng)`` one pattern; ``enumerate(fab)`` every
+    pattern with its probability, or None when there are too many to list."""
+
+    name = "failure model"
+
+    def draw(self, fab: Fabric, rng: np.random.Generator) -> Draw:
+        raise NotImplementedError
+
+    def enumerate(self, fab: Fabric) -> list[Draw] | None:
+        return None
+
+
+def _units(fab: Fabric, kind: str, tiers: frozenset[str] | None,
+           groups: Sequence[RiskGroup] | None) -> list[tuple[str, Draw]]:
+    """Every unit of a kind as (label, draw): one physical link of a bundle (weighted by
+    the bundle's links), a switch, or a group."""
+    g = fab.graph
+    out: list[tuple[str, Draw]] = []
+    if kind == "links":
+        for u, v, n, tier in _bundles(fab):
+            if tiers is None or tier in tiers:
+                out += [(f"link {u}-{v}", Draw(Pattern({frozenset((u, v)): 1}, frozenset()),
+                                               label=f"link {u}-{v}"))] * n
+    elif kind == "switches":
+        for w in fab.switches:
+            if tiers is None or any(str(d.get("tier", "link")) in tiers
+                                    for _, _, d in g.out_edges(w, data=True)):
+                out.append((f"switch {w}", Draw(Pattern({}, frozenset([w])),
+                                                label=f"switch {w}")))
+    else:
+        for grp in (groups if groups is not None else risk_groups(fab)):
+            out.append((grp.name, group_draw(grp)))
+    return out
+
+
+def group_draw(grp: RiskGroup) -> Draw:
+    """The failure of one risk group: its links (whole bundles), switches and GPUs."""
+    return Draw(Pattern({pair: 0 for pair in grp.links}, frozenset(grp.switches)),
+                frozenset(getattr(grp, "gpus", frozenset())), grp.name)
+
+
+@dataclass(frozen=True)
+class EverySingle(FailureModel):
+    """Each unit of ``kind`` failing alone, each equally likely (the N-1 set).
+
+    >>> import fabricopt as fo
+    >>> len(EverySingle("switches").enumerate(fo.leaf_spine(leaves=2, spines=1,
+    ...                                                     endpoints_per_leaf=1)))
+    3
+    """
+
+    kind: str = "links"
+    tiers: str | Sequence[str] | None = None
+    groups: Sequence[RiskGroup] | None = None
+
+    def __post_init__(self) -> None:
+        check_choice("EverySingle", "kind", self.kind, ("links", "switches", "groups"))
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return f"every single {self.kind[:-1] if self.kind != 'switches' else 'switch'}"
+
+    def enumerate(self, fab: Fabric) -> list[Draw]:
+        units = _units(fab, self.kind, _check_tiers("EverySingle", fab, self.tiers),
+                       self.groups)
+        if not units:
+            raise InvalidParameterError(f"EverySingle(): fabric {fab.name!r} has no "
+                                        f"{self.kind} to fail")
+        merged: dict[str, Draw] = {}
+        for label, d in units:  # a bundle of n links: n units, one pattern of weight n
+            merged[label] = Draw(d.pattern, d.down, label,
+                                 merged[label].weight + 1 if label in merged else 1)
+        return [Draw(d.pattern, d.down, d.label, d.weight / len(units))
+                for d in merged.values()]
+
+    def draw(self, fab: Fabric, rng: np.random.Generator) -> Draw:
+        units = _units(fab, self.kind, _check_tiers("EverySingle", fab, self.tiers),
+                       self.groups)
+        return units[int(rng.integers(len(units)))][1]
+
+
+@dataclass(frozen=True)
+class Independent(FailureModel):
+    """Each unit fails on its own: with ``probability`` (a number, or a mapping from unit
+    label to number, e.g. ``{"switch leaf0": 0.01}``, default 0), else from the attribute
+    ``afr`` (annual failure rate, failures per year) of the link or switch over ``hours``:
+    ``p = 1 - exp(-afr * hours / 8766)``.
+
+    >>> import fabricopt as fo
+    >>> fab = fo.ring(4)
+    >>> d = Independent("links", probability=1.0).draw(fab, np.random.default_rng(0))
+    >>> len(d.pattern.links)   # every link fails
+    4
+    """
+
+    kind: str = "links"
+    probability: float | Mapping[str, float] | None = None
+    attribute: str = "afr"
+    hours: float = 24.0
+    tiers: str | Sequence[str] | None = None
+
+    def __post_init__(self) -> None:
+        check_choice("Independent", "kind", self.kind, ("links", "switches"))
+        p = self.probability
+        values = [] if p is None else (list(p.values()) if isinstance(p, Mapping) else [p])
+        if any(isinstance(x, bool) or not isinstance(x, int | float) or not 0 <= x <= 1
+               for x in values):
+            raise fail("Independent", "probability", "numbers from 0 to 1", p)
+        if not (isinstance(self.hours, int | float) and self.hours > 0):
+            raise fail("Independent", "hours", "a number > 0", self.hours)
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return f"independent {self.kind}"
+
+    def probabilities(self, fab: Fabric) -> list[tuple[str, Draw, float]]:
+        """Every unit with its probability of failing in one draw."""
+        g = fab.graph
+        out = []
+        for label, d in _units(fab, self.kind, _check_tiers("Independent", fab, self.tiers),
+                               None):
+            if isinstance(self.probability, Mapping):
+                p = float(self.probability.get(label, 0.0))
+            elif self.probability is not None:
+                p = float(self.probability)
+            else:
+                if self.kind == "links":
+                    u, v = tuple(next(iter(d.pattern.links)))
+                    afr = g[u][v].get(self.attribute)
+                else:
+                    afr = g.nodes[next(iter(d.pattern.switches))].get(self.attribute)
+                p = 0.0 if afr is None else 1.0 - math.exp(-float(afr) * self.hours
+                                                           / HOURS_PER_YEAR)
+            out.append((label, d, p))
+        return out
+
+    def draw(self, fab: Fabric, rng: np.random.Generator) -> Draw:
+        units = self.probabilities(fab)
+        hit = rng.random(len(units)) < np.array([p for _, _, p in units])
+        links: dict[frozenset, int] = {}
+        switches: set[Hashable] = set()
+        for (_, d, _), h in zip(units, hit, strict=True):
+            if h:
+                for pair, n in d.pattern.links.items():
+                    links[pair] = links.get(pair, 0) + n
+                switches |= d.pattern.switches
+        return Draw(Pattern(links, frozenset(switches)), label=f"{int(hit.sum())} failed")
+
+
+@dataclass(frozen=True)
+class GroupFailures(FailureModel):
+    """``count`` distinct risk groups failing together, drawn uniformly; ``groups`` default to
+    :func:`~fabricopt.risk_groups`. With ``count=1`` every group is enumerable.
+
+    >>> import fabricopt as fo
+    >>> fab = fo.leaf_spine(leaves=2, spines=1, endpoints_per_leaf=1)
+    >>> len(GroupFailures(groups_by(fab, {"g0": "a", "leaf0": "a"})).enumerate(fab))
+    1
+    """
+
+    groups: Sequence[RiskGroup] | None = None
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        check_int("GroupFailures", "count", self.count, minimum=1)
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return ("one risk group at a time" if self.count == 1 else
+                f"{self.count} risk groups at once")
+
+    def _groups(self, fab: Fabric) -> Sequence[RiskGroup]:
+        groups = self.groups if self.groups is not None else risk_groups(fab)
+        if len(groups) < self.count:
+            raise InvalidParameterError(f"GroupFailures(): {self.count} groups asked for, "
+                                        f"{len(groups)} exist")
+        return groups
+
+    def enumerate(self, fab: Fabric) -> list[Draw] | None:
+        if self.count != 1:
+            return None
+        groups = self._groups(fab)
+        return [Draw(d.pattern, d.down, d.label, 1 / len(groups))
+                for d in (group_draw(grp) for grp in groups)]
+
+    def draw(self, fab: Fabric, rng: np.random.Generator) -> Draw:
+        groups = self._groups(fab)
+        picks = np.sort(rng.choice(len(groups), size=self.count, replace=False))
+        return union_draw([group_draw(groups[i]) for i in picks])
+
+
+def union_draw(draws: Iterable[Draw]) -> Draw:
+    """Several failures at once (links counted once per bundle, whole when any is whole)."""
+    links: dict[frozenset, int] = {}
+    switches: set[Hashable] = set()
+    down: set[Hashable] = set()
+    labels = []
+    for d in draws:
+        for pair, n in d.pattern.links.items():
+            links[pair] = 0 if (n == 0 or links.get(pair) == 0) else links.get(pair, 0) + n
+        switches |= d.pattern.switches
+        down |= d.down
+        labels.append(d.label)
+    return Draw(Pattern(links, frozenset(switches)), frozenset(down), "; ".join(labels))
+
+
+@dataclass(frozen=True)
+class Mixture(FailureModel):
+    """One of ``parts`` per draw, ``(weight, model)`` pairs chosen in proportion to weight.
+
+    >>> import fabricopt as fo
+    >>> m = Mixture([(0.9, EverySingle("links")), (0.1, EverySingle("switches"))])
+    >>> round(sum(d.weight for d in m.enumerate(fo.fat_tree(4))), 6)
+    1.0
+    """
+
+    parts: Sequence[tuple[float, FailureModel]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.parts or any(
+                not isinstance(w, int | float) or w < 0 or not isinstance(m, FailureModel)
+                for w, m in self.parts) or sum(w for w, _ in self.parts) <= 0:
+            raise fail("Mixture", "parts", "(weight >= 0, FailureModel) pairs with a "
+                       "positive total weight", self.parts)
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return " or ".join(f"{m.name} ({w:g})" for w, m in self.parts)
+
+    def _weights(self) -> np.ndarray:
+        w = np.array([w for w, _ in self.parts], dtype=float)
+        return w / w.sum()
+
+    def enumerate(self, fab: Fabric) -> list[Draw] | None:
+        out = []
+        for share, (_, model) in zip(self._weights(), self.parts, strict=True):
+            listed = model.enumerate(fab)
+            if listed is None:
+                return None
+            out += [Draw(d.pattern, d.down, d.label, d.weight * float(share)) for d in listed]
+        return out
+
+    def draw(self, fab: Fabric, rng: np.random.Generator) -> Draw:
+        i = int(rng.choice(len(self.parts), p=self._weights()))
+        return self.parts[i][1].draw(fab, rng)
+
+
+def groups_by(fab: Fabric, key: str | Mapping[Hashable, Hashable], *,
+              prefix: str | None = None) -> list[RiskGroup]:
+    """Risk groups of the nodes sharing a value: of a node attribute (``"rack"``, ``"su"``,
+    ``"plane"``, ``"power_feed"``), or of a mapping from node to label (a placement's racks).
+
+    Each group fails its switches whole, its GPUs go down (leave the traffic, links failed),
+    and every link between two of its nodes fails. Nodes without a value are in no group.
+
+    >>> import fabricopt as fo
+    >>> fab = fo.leaf_spine(leaves=2, spines=1, endpoints_per_leaf=1)
+    >>> [(g.name, sorted(g.switches), sorted(g.gpus)) for g in groups_by(fab, {"g0": 1,
+    ...                                                                       "leaf0": 1})]
+    [('1', ['leaf0'], ['g0'])]
+    """
+    g = fab.graph
+    if isinstance(key, str):
+        values = {v: d[key] for v, d in g.nodes(data=True) if d.get(key) is not None}
+        if not values:
+            present = sorted({k for _, d in g.nodes(data=True) for k in d})
+            raise InvalidParameterError(f"groups_by(): no node of {fab.name!r} has attribute "
+                                        f"{key!r}; node attributes: {', '.join(present)}")
+        head = f"{key} " if prefix is None else prefix
+    elif isinstance(key, Mapping):
+        unknown = [v for v in key if v not in g]
+        if unknown:
+            raise InvalidParameterError(f"groups_by(): nodes {unknown[:3]!r} are not in "
+                                        f"fabric {fab.name!r}")
+        values = dict(key)
+        head = "" if prefix is None else prefix
+    else:
+        raise fail("groups_by", "key", "a node attribute name or a mapping node -> label", key)
+    members: dict[Hashable, list[Hashable]] = {}
+    for v, label in values.items():
+        members.setdefault(label, []).append(v)
+    return [_group(fab, f"{head}{label}", nodes) for label, nodes in members.items()]
+
+
+def _group(fab: Fabric, name: str, nodes: Iterable[Hashable]) -> RiskGroup:
+    g = fab.graph
+    nodes = set(nodes)
+    gpus = frozenset(v for v in nodes if g.nodes[v].get("role") == "gpu")
+    switches = frozenset(nodes - gpus)
+    links = frozenset(frozenset((u, v)) for u in nodes for v in g.successors(u)
+                      if v in nodes and u != v)
+    return RiskGroup(name, links, switches, gpus)
+
+
+def nest_groups(fab: Fabric, groups: Sequence[RiskGroup], parent: Mapping[str, str],
+                ) -> list[RiskGroup]:
+    """Parent groups made of child groups (racks into rows, rows into a power feed): each
+    parent fails every member of its children. ``parent`` maps child name to parent name.
+
+    >>> import fabricopt as fo
+    >>> fab = fo.leaf_spine(leaves=2, spines=1, endpoints_per_leaf=1)
+    >>> racks = groups_by(fab, {"g0": "r0", "leaf0": "r0", "g1": "r1", "leaf1": "r1"})
+    >>> [(g.name, len(g.gpus)) for g in nest_groups(fab, racks, {"r0": "row", "r1": "row"})]
+    [('row', 2)]
+    """
+    names = {grp.name: grp for grp in groups}
+    unknown = [c for c in parent if c not in names]
+    if unknown:
+        raise InvalidParameterError(f"nest_groups(): no group named {unknown[0]!r}; groups: "
+                                    + ", ".join(list(names)[:8]))
+    children: dict[str, list[RiskGroup]] = {}
+    for child, top in parent.items():
+        children.setdefault(top, []).append(names[child])
+    out = []
+    for top, kids in children.items():
+        nodes = set().union(*(k.switches | k.gpus for k in kids))
+        grp = _group(fab, top, nodes)
+        links = grp.links.union(*(k.links for k in kids))
+        out.append(RiskGroup(top, links, grp.switches, grp.gpus))
+    return out
+
+
+__all__ = ["Draw", "EverySingle", "FailureModel", "GroupFailures", "Independent", "Mixture",
+           "group_draw", "groups_by", "nest_groups", "union_draw"]

@@ -1,0 +1,227 @@
+"""Failure patterns up to the fabric's symmetry: solve one pattern per orbit.
+
+An automorphism ``s`` of a fabric (a permutation of its nodes that maps arcs onto arcs of the
+same capacity and endpoints onto endpoints) maps a failure pattern ``P`` onto ``s(P)``, and the
+fabric without ``P`` onto the fabric without ``s(P)``. Uniform all-to-all traffic is invariant
+under ``s``, so both failed fabrics carry the same theta: one solve answers for the whole
+orbit of ``P``. :class:`FailureSymmetry` gives each pattern a key such that **equal keys are
+proven equivalent** (never the other way round: patterns it cannot prove equivalent keep
+different keys and are solved apart, which costs time, never correctness).
+
+* A single failed bundle (or some of its parallel links): a bundle ``{u, v}`` is mapped onto
+  ``{u', v'}`` exactly when the arc ``u -> v`` lies in the orbit of ``u' -> v'`` or of
+  ``v' -> u'``, so the key is the pair of arc-orbit labels of its two arcs (with the bundle's
+  link count and the count failed). Exact for the group whose arc orbits the fabric's symmetry
+  lists, claimed by its generator or found (:func:`~fabricopt.find_symmetry`).
+* A single failed switch: two nodes are in one orbit when arcs leaving them lie in one arc
+  orbit (an automorphism maps one arc onto the other, so its tail onto the other's tail).
+* Several failures: a canonical descent under the group's generators (proven automorphisms
+  from :func:`~fabricopt.search_symmetry`): apply each generator and its inverse while that
+  makes the sorted pattern lexicographically smaller. Each step applies an automorphism, so
+  two patterns that descend to the same form are equivalent; two equivalent patterns may stop
+  at different local minima, and are then merely solved twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..fabric import Fabric
+from ..symmetry.search import FoundSymmetry, search_symmetry
+
+#: Seconds the search for generators may take before a sweep falls back to exact duplicates
+#: for multi-failure patterns (single failures use the arc orbits and need no generators).
+GENERATOR_SEARCH_SECONDS = 20.0
+#: Descent steps per pattern: each strictly lowers the pattern, so this only bounds the cost.
+MAX_DESCENT_STEPS = 200
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A failure pattern: ``links`` maps a bundle (unordered node pair) to the physical links
+    failed in it, ``switches`` the failed switches (their links go with them)."""
+
+    links: Mapping[frozenset, int]
+    switches: frozenset[Hashable]
+
+
+def _union_labels(n: int, pairs: np.ndarray) -> np.ndarray:
+    """Connected-component labels of ``n`` items joined by the rows of ``pairs``."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    if len(pairs) == 0:
+        return np.arange(n)
+    g = sp.coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(n, n))
+    return connected_components(g, directed=False)[1].astype(np.int64)
+
+
+class FailureSymmetry:
+    """Keys for failure patterns of one intact fabric, equal only for proven-equivalent
+    patterns under all-to-all traffic.
+
+    Parameters
+    ----------
+    fab : Fabric
+        The intact fabric.
+    use_symmetry : bool
+        False: every pattern is its own key (exact duplicates still share one).
+
+    Examples
+    --------
+    A ring's rotations map any link onto any other: one orbit of single-link failures.
+
+    >>> import fabricopt as fo
+    >>> fs = FailureSymmetry(fo.ring(6))
+    >>> keys = {fs.key(Pattern({frozenset((f"n{i}", f"n{(i + 1) % 6}")): 1}, frozenset()))
+    ...         for i in range(6)}
+    >>> len(keys)
+    1
+    """
+
+    def __init__(self, fab: Fabric, *, use_symmetry: bool = True) -> None:
+        self.fab = fab
+        g = fab.graph
+        self.nodes = list(g.nodes)
+        self.node_index = {v: i for i, v in enumerate(self.nodes)}
+        self.bundles: list[frozenset] = []
+        self.bundle_index: dict[frozenset, int] = {}
+        self.bundle_links: list[int] = []
+        for u, v, d in g.edges(data=True):
+            key = frozenset((u, v))
+            if key not in self.bundle_index:
+                self.bundle_index[key] = len(self.bundles)
+                self.bundles.append(key)
+                self.bundle_links.append(int(d.get("links", 1)))
+        self.use_symmetry = use_symmetry
+        self._arc_orbit: Mapping[tuple[Hashable, Hashable], int] | None = None
+        self._node_orbit: np.ndarray | None = None
+        self._generators: list[tuple[np.ndarray, np.ndarray]] | None = None
+        self.symmetry_note = "symmetry not used"
+
+    # -- orbits of single failures --------------------------------------------------------
+    def arc_orbit(self) -> Mapping[tuple[Hashable, Hashable], int] | None:
+        """Arc orbit labels of the fabric's symmetry: its claim, else one found (None when
+        symmetry is off or none was found)."""
+        if not self.use_symmetry:
+            return None
+        if self._arc_orbit is None:
+            sym = self.fab.symmetry
+            if sym is not None and sym.matches(self.fab.graph, self.fab.endpoints):
+                self.symmetry_note = f"claimed symmetry ({sym.group})"
+            else:
+                found = search_symmetry(self.fab, time_limit=GENERATOR_SEARCH_SECONDS)
+                sym = found.symmetry
+                self.symmetry_note = found.message
+                if sym is None:
+                    self._arc_orbit = {}
+                    return None
+                self._set_generators(sym)
+            self._arc_orbit = sym.arc_orbit
+        return self._arc_orbit or None
+
+    def bundle_orbit(self, bundle: frozenset) -> Hashable:
+        """A label shared exactly by the bundles the group maps onto each other."""
+        orbit = self.arc_orbit()
+        u, v = tuple(bundle) if len(bundle) == 2 else (next(iter(bundle)),) * 2
+        links = self.bundle_links[self.bundle_index[bundle]]
+        if orbit is None:
+            return ("bundle", self.bundle_index[bundle])
+        return ("orbit", frozenset((orbit.get((u, v)), orbit.get((v, u)))), links)
+
+    def node_orbit(self, node: Hashable) -> Hashable:
+        """A label shared only by nodes the group maps onto each other (tails of arcs in one
+        arc orbit)."""
+        orbit = self.arc_orbit()
+        if orbit is None:
+            return ("node", self.node_index[node])
+        if self._node_orbit is None:
+            first: dict[int, int] = {}
+            pairs = []
+            for (u, _), label in orbit.items():
+                i = self.node_index[u]
+                pairs.append((first.setdefault(label, i), i))
+            self._node_orbit = _union_labels(len(self.nodes), np.array(pairs, dtype=np.int64))
+        return ("orbit", int(self._node_orbit[self.node_index[node]]))
+
+    # -- generators, for patterns of several failures ------------------------------------
+    def _set_generators(self, sym: FoundSymmetry) -> None:
+        to_here = np.array([self.node_index[v] for v in sym.nodes], dtype=np.int64)
+        n = len(self.nodes)
+        ends = np.array([sorted(self.node_index[v] for v in (tuple(b) * 2)[:2])
+                         for b in self.bundles], dtype=np.int64).reshape(-1, 2)
+        code = ends[:, 0] * n + ends[:, 1]
+        order = np.argsort(code)
+        gens = []
+        for support, image in sym.generators:
+            perm = np.arange(n)
+            perm[to_here[np.asarray(support, dtype=np.int64)]] = \
+                to_here[np.asarray(image, dtype=np.int64)]
+            moved = np.sort(perm[ends], axis=1)
+            pos = order[np.searchsorted(code[order], moved[:, 0] * n + moved[:, 1])]
+            inverse = np.empty(n, dtype=np.int64)
+            inverse[perm] = np.arange(n)
+            inv_pos = np.empty(len(pos), dtype=np.int64)
+            inv_pos[pos] = np.arange(len(pos))
+            gens += [(perm, pos), (inverse, inv_pos)]
+        self._generators = gens
+
+    def generators(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Proven automorphisms and their inverses, each as (node map, bundle map)."""
+        if self._generators is None:
+            self._generators = []
+            sym = self.fab.symmetry
+            if isinstance(sym, FoundSymmetry) and sym.matches(self.fab.graph,
+                                                               self.fab.endpoints):
+                self._set_generators(sym)
+            elif self.use_symmetry:
+                found = search_symmetry(self.fab, time_limit=GENERATOR_SEARCH_SECONDS)
+                if found.symmetry is not None:
+                    self._set_generators(found.symmetry)
+        return self._generators
+
+    def _descend(self, switches: np.ndarray, bundles: np.ndarray, counts: np.ndarray,
+                 ) -> tuple[Any, ...]:
+        def form(s: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[Any, ...]:
+            order = np.lexsort((c, b))
+            return (tuple(np.sort(s).tolist()), tuple(b[order].tolist()),
+                    tuple(c[order].tolist()))
+
+        best = form(switches, bundles, counts)
+        gens = self.generators()
+        for _ in range(MAX_DESCENT_STEPS):
+            improved = False
+            for perm, bmap in gens:
+                s = perm[np.asarray(best[0], dtype=np.int64)]
+                b = bmap[np.asarray(best[1], dtype=np.int64)]
+                cand = form(s, b, np.asarray(best[2], dtype=np.int64))
+                if cand < best:
+                    best, improved = cand, True
+            if not improved:
+                break
+        return best
+
+    def key(self, pattern: Pattern) -> Hashable:
+        """The pattern's key: equal keys are proven to fail the fabric the same way."""
+        links = {b: n for b, n in pattern.links.items()
+                 if not (b & pattern.switches)}  # a failed switch takes its links
+        if not self.use_symmetry:
+            return ("exact", frozenset(pattern.switches), frozenset(links.items()))
+        if len(pattern.switches) + len(links) <= 1:
+            if pattern.switches:
+                return ("switch", self.node_orbit(next(iter(pattern.switches))))
+            if links:
+                (b, n), = links.items()
+                return ("link", self.bundle_orbit(b), n)
+            return ("none",)
+        switches = np.array([self.node_index[w] for w in pattern.switches], dtype=np.int64)
+        bundles = np.array([self.bundle_index[b] for b in links], dtype=np.int64)
+        counts = np.array(list(links.values()), dtype=np.int64)
+        return ("descent",) + self._descend(switches, bundles, counts)
+
+
+__all__ = ["FailureSymmetry", "Pattern"]

@@ -1,0 +1,132 @@
+"""The ``fabricopt failures`` subcommand: what a fabric carries when parts fail, and which
+parts matter most (a block of the command line, kept apart to keep ``cli.py`` readable).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .analysis.failure_distribution import FailureDistribution, failure_distribution
+from .analysis.failure_models import GroupFailures, Independent, groups_by
+from .analysis.failures import failure_sweep
+from .analysis.single_failures import FailureTable, criticality, cutting_set, single_failures
+from .cost.layout import place
+from .fabric import Fabric
+from .plot.failures import plot_criticality, plot_failure_distribution
+
+FAILURE_MODES = ("n-1", "criticality", "cut", "sweep", "random", "groups")
+
+
+def add_failures_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[Fabric]],
+                        epilog: str) -> None:
+    """Add ``failures`` to the command's subparsers; ``load_targets`` reads its TARGETs (the
+    command line's own reader, passed in so this module needs nothing from it)."""
+    fl = sub.add_parser(
+        "failures", help="what a fabric carries when parts fail, and which parts matter most",
+        description="Failure analysis, every answer certified and in Gb/s per GPU. "
+        "n-1 (default): every single failure of --kind, one solve per orbit of the fabric's "
+        "symmetry; criticality: the same orbits ranked by the throughput lost; cut: failures "
+        "that cut throughput by --cut; sweep: --trials random failures at each --fraction; "
+        "random: each unit fails with --probability (or its 'afr' attribute over --hours); "
+        "groups: every shared-risk group (--groups racks, rows, or a node attribute) failing "
+        "alone, its GPUs out of the job.", epilog=epilog)
+    fl.add_argument("targets", nargs="+", metavar="TARGET [key=value ...]",
+                    help="a generator name, design file or saved fabric, then parameters")
+    fl.add_argument("--mode", choices=FAILURE_MODES, default="n-1")
+    fl.add_argument("--kind", choices=("links", "switches", "groups"), default="links",
+                    help="what fails: one physical link, one switch with its links, or one "
+                    "shared-risk group (default links)")
+    fl.add_argument("--tiers", default=None, metavar="T1,T2",
+                    help="only units of these tiers (comma-separated)")
+    fl.add_argument("--fraction", default="0.01", metavar="F1,F2",
+                    help="--mode sweep: fractions failed, comma-separated (default 0.01)")
+    fl.add_argument("--cut", type=float, default=0.5, metavar="FRACTION",
+                    help="--mode cut: the share of throughput to cut (default 0.5)")
+    fl.add_argument("--probability", type=float, default=None,
+                    help="--mode random: each unit's failure probability (default: from its "
+                    "'afr' attribute, failures per year, over --hours)")
+    fl.add_argument("--hours", type=float, default=24.0,
+                    help="--mode random: the window the annual failure rates apply over")
+    fl.add_argument("--groups", default="racks", metavar="racks|rows|ATTRIBUTE",
+                    help="--mode groups: racks or rows of the cost layout's placement, or a "
+                    "node attribute such as su or plane (default racks)")
+    fl.add_argument("--trials", type=int, default=100, help="random draws (default 100)")
+    fl.add_argument("--seed", type=int, default=1, help="seed of the draws (default 1)")
+    fl.add_argument("--metrics", default="", metavar="routed,bisection",
+                    help="--mode random/groups: also ECMP-routed throughput and bisection")
+    fl.add_argument("--plot", default=None, metavar="FILE",
+                    help="write the distribution (random, groups) or the ranking "
+                    "(n-1, criticality) as an image")
+    fl.set_defaults(func=lambda args: _cmd_failures(args, load_targets))
+
+
+def _failure_groups(fab: Fabric, how: str) -> list[Any]:
+    """Risk groups for ``--groups``: the placement's racks or rows, or a node attribute."""
+    if how in ("racks", "rows"):
+        where = place(fab)
+        labels = where.rack if how == "racks" else where.row
+        return groups_by(fab, {v: f"{how[:-1]} {x}" for v, x in zip(where.nodes, labels,
+                                                                     strict=True)})
+    return groups_by(fab, how)
+
+
+def _cmd_failures(args: argparse.Namespace,
+                  load_targets: Callable[[Sequence[str]], list[Fabric]]) -> int:
+    tiers = [t.strip() for t in args.tiers.split(",")] if args.tiers else None
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
+    code = 0
+    for fab in load_targets(args.targets):
+        fab.validate()
+        shown: Any
+        if args.mode in ("n-1", "criticality"):
+            run = single_failures if args.mode == "n-1" else criticality
+            shown = run(fab, kind=args.kind, tiers=tiers)
+            worst = shown.worst_gbps()
+            print(shown)
+            if worst is not None:
+                print(f"{'N-1 worst case':<17}{worst[0]:.4g} Gb/s per GPU (certified: no "
+                      "single failure leaves less)")
+        elif args.mode == "cut":
+            shown = cutting_set(fab, args.cut, kind=args.kind, tiers=tiers)
+            print("\n".join([f"cutting set      {fab.name}: {100 * args.cut:g}% of "
+                             "all-to-all"] + [f"  {f}" for f in shown.failures]
+                            + [shown.statement]))
+            code = max(code, 0 if shown.reached else 1)
+        elif args.mode == "sweep":
+            fractions = [float(f) for f in args.fraction.split(",")]
+            shown = failure_sweep(fab, fractions, trials=args.trials, seed=args.seed,
+                                  kind=args.kind, tiers=tiers)
+            print(shown)
+        else:
+            if args.mode == "random":
+                model: Any = Independent("switches" if args.kind == "switches" else "links",
+                                         probability=args.probability, hours=args.hours,
+                                         tiers=tiers)
+                shown = failure_distribution(fab, model, trials=args.trials, seed=args.seed,
+                                             metrics=metrics)
+            else:
+                shown = failure_distribution(fab, GroupFailures(_failure_groups(fab,
+                                                                                args.groups)),
+                                             trials=None, metrics=metrics)
+            print(shown)
+        if args.plot:
+            _plot_failures(shown, args.plot)
+        print()
+    return code
+
+
+def _plot_failures(shown: Any, path: str) -> None:
+    if isinstance(shown, FailureDistribution):
+        ax = plot_failure_distribution(shown)
+    elif isinstance(shown, FailureTable):
+        ax = plot_criticality(shown)
+    else:
+        raise ValueError("--plot draws the distribution (--mode random or groups) or the "
+                         "ranking (--mode n-1 or criticality)")
+    ax.figure.savefig(path, dpi=120)
+    print(f"plot written to {path}")
+
+
+__all__ = ["FAILURE_MODES", "add_failures_parser"]

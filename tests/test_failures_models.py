@@ -1,0 +1,121 @@
+"""Failure models: exactly the members fail, probabilities and seeds reproduce, distributions
+match brute force."""
+
+import math
+
+import numpy as np
+import pytest
+
+import fabricopt as fo
+from fabricopt.analysis.failure_models import group_draw, union_draw
+
+
+def test_a_risk_group_fails_exactly_its_members():
+    fab = fo.fat_tree(4)
+    g = fab.graph
+    members = {"g0", "g1", "leaf0"}
+    (grp,) = fo.groups_by(fab, {v: "rack0" for v in members})
+    assert grp.gpus == {"g0", "g1"} and grp.switches == {"leaf0"}
+    failed = group_draw(grp).apply(fab)
+    # The GPUs are gone from graph and endpoints, the switch is removed, nothing else.
+    assert set(g) - set(failed.graph) == members
+    assert set(fab.endpoints) - set(failed.endpoints) == {"g0", "g1"}
+    touching = {(u, v) for u, v in g.edges if {u, v} & members}
+    assert set(g.edges) - set(failed.graph.edges) == touching
+    assert all(failed.graph.edges[e] == g.edges[e] for e in failed.graph.edges)
+
+
+def test_nested_groups_fail_every_member_of_their_children():
+    fab = fo.fat_tree(4)
+    racks = fo.groups_by(fab, {"g0": "r0", "leaf0": "r0", "g2": "r1", "leaf1": "r1"})
+    (row,) = fo.nest_groups(fab, racks, {"r0": "row0", "r1": "row0"})
+    assert row.switches == {"leaf0", "leaf1"} and row.gpus == {"g0", "g2"}
+    both = union_draw([group_draw(r) for r in racks]).apply(fab)
+    assert set(group_draw(row).apply(fab).graph.edges) == set(both.graph.edges)
+
+
+def test_groups_by_attribute_and_bad_names():
+    fab = fo.superpod(1)
+    planes = fo.groups_by(fab, "su")
+    assert len(planes) == 1   # one scalable unit
+    with pytest.raises(fo.InvalidParameterError, match="attribute 'rack'"):
+        fo.groups_by(fab, "rack")
+    with pytest.raises(fo.InvalidParameterError, match="not in fabric"):
+        fo.groups_by(fab, {"nowhere": 1})
+
+
+def test_independent_probabilities_and_annual_failure_rates():
+    fab = fo.ring(6)
+    rng = np.random.default_rng(0)
+    assert not fo.Independent("links", probability=0.0).draw(fab, rng).pattern.links
+    assert len(fo.Independent("links", probability=1.0).draw(fab, rng).pattern.links) == 6
+    g = fab.graph.copy()
+    for u, v in g.edges:
+        g.edges[u, v]["afr"] = 0.5 if u == "n0" or v == "n0" else 0.0
+    marked = fo.Fabric(g, fab.endpoints, "ring(6) with afr")
+    model = fo.Independent("links", hours=8766.0)
+    probs = {label: p for label, _, p in model.probabilities(marked)}
+    # Half a failure a year over one year: p = 1 - exp(-0.5); links away from n0 never fail.
+    assert math.isclose(probs["link n0-n1"], 1 - math.exp(-0.5))
+    assert probs["link n2-n3"] == 0.0
+    with pytest.raises(fo.InvalidParameterError, match="probability"):
+        fo.Independent("links", probability=1.5)
+
+
+def test_seeds_reproduce_draws():
+    fab = fo.fat_tree(4)
+    model = fo.Mixture([(0.5, fo.Independent("links", probability=0.1)),
+                        (0.5, fo.GroupFailures(count=2))])
+    a = fo.failure_distribution(fab, model, trials=6, seed=7)
+    b = fo.failure_distribution(fab, model, trials=6, seed=7)
+    assert [o.label for o in a.outcomes] == [o.label for o in b.outcomes]
+    assert [o.upper for o in a.outcomes] == [o.upper for o in b.outcomes]
+    assert a.seed == 7
+
+
+def test_every_single_weights_count_physical_links():
+    fab = fo.leaf_spine(leaves=2, spines=1, endpoints_per_leaf=1, links_per_pair=2)
+    draws = fo.EverySingle("links", tiers="leaf-spine").enumerate(fab)
+    # Two bundles of 2 links each: 4 single-link failures, 2 per bundle.
+    assert [d.weight for d in draws] == [0.5, 0.5]
+    mix = fo.Mixture([(3, fo.EverySingle("links")), (1, fo.EverySingle("switches"))])
+    assert math.isclose(sum(d.weight for d in mix.enumerate(fab)), 1.0)
+
+
+def test_distribution_matches_every_switch_solved_alone():
+    fab = fo.fat_tree(4)
+    d = fo.failure_distribution(fab, fo.EverySingle("switches"), trials=None)
+    plain = fo.failure_distribution(fab, fo.EverySingle("switches"), trials=None,
+                                     symmetry=False)
+    assert d.solves < plain.solves == len(fab.switches)
+    for o, p, w in zip(d.outcomes, plain.outcomes, fab.switches, strict=True):
+        failed = fab.without(switches=[w])
+        r = fo.max_concurrent_flow(failed)
+        assert fo.check_certificate(failed, r).ok
+        assert o.lower <= r.upper * (1 + 1e-6) and r.lower <= o.upper * (1 + 1e-6)
+        assert math.isclose(o.upper, p.upper, rel_tol=1e-6)
+    # Percentile brackets are ordered and hold the mean's.
+    lo5, hi5 = d.percentile(5)
+    assert lo5 <= hi5 and d.percentile(50)[0] >= lo5
+
+
+def test_distribution_rejects_bad_input():
+    fab = fo.ring(4)
+    with pytest.raises(fo.InvalidParameterError, match="model"):
+        fo.failure_distribution(fab, "links")
+    with pytest.raises(fo.InvalidParameterError, match="trials"):
+        fo.failure_distribution(fab, fo.Independent(probability=0.1), trials=None)
+    with pytest.raises(fo.InvalidParameterError, match="metrics"):
+        fo.failure_distribution(fab, fo.EverySingle(), metrics=["latency"])
+
+
+def test_metrics_per_pattern_are_bounded_by_the_optimum():
+    fab = fo.fat_tree(4)
+    d = fo.failure_distribution(fab, fo.EverySingle("switches"), trials=None,
+                                metrics={"routed": None, "gpus": lambda f, up: len(up)})
+    for o in d.outcomes:
+        # ECMP routing is one feasible flow: it never carries more than the certified optimum.
+        assert o.metrics["routed"] <= o.gbps_upper * (1 + 1e-9)
+        # A failed switch takes no GPU out of the job: all 16 stay up.
+        assert o.metrics["gpus"] == 16 == o.gpus_up
+    assert d.percentile(50, "gpus") == (16.0, 16.0)
