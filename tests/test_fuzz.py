@@ -75,6 +75,7 @@ def _valid_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
     routed = fo.routed_flow(fab, traffic, routing="hash", trials=2, seed=0)
     catalog = tmp_path / "catalog.toml"
     catalog.write_text("")
+    layers = fo.groups_by(skeleton, "layer")
     rows = [{"name": "a", "capex_usd": 1.0, "tput": 2.0}, {"name": "b", "capex_usd": 2.0,
                                                            "tput": 3.0}]
     calls: dict[str, tuple[Callable, dict[str, Any]]] = {
@@ -173,6 +174,22 @@ def _valid_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
                                                    "tp": 8, "batch": 4, "prompt_len": 128,
                                                    "output_len": 16}),
         "token_cost": (fo.token_cost, {"fab": dgx, "tokens_per_s": 1e5}),
+        # failure analysis beyond the sweep: every single failure, a cutting set, a
+        # distribution under a failure model, risk groups by attribute
+        "criticality": (fo.criticality, {"fab": fab}),
+        "single_failures": (fo.single_failures, {"fab": fab}),
+        "cutting_set": (fo.cutting_set, {"fab": fab, "fraction": 0.5}),
+        "failure_distribution": (fo.failure_distribution,
+                                 {"fab": fab, "model": fo.EverySingle("links")}),
+        "failure_metrics": (fo.failure_metrics, {"fab": fab, "kind": "links"}),
+        "survives_single_failure": (fo.survives_single_failure,
+                                    {"fab": fab, "min_gbps": 0.5, "kind": "links"}),
+        "groups_by": (fo.groups_by, {"fab": skeleton, "key": "layer"}),
+        "nest_groups": (fo.nest_groups, {"fab": skeleton, "groups": layers,
+                                         "parent": {"layer 0": "layer 1"}}),
+        "plot_criticality": (fo.plot_criticality, {"table": fo.criticality(fab)}),
+        "plot_failure_distribution": (fo.plot_failure_distribution, {
+            "dist": fo.failure_distribution(fab, fo.EverySingle("links"))}),
     }
     return calls
 
@@ -258,10 +275,23 @@ FUZZED = ["clos", "complete", "dgx_b200", "dgx_h100", "dragonfly", "fat_tree", "
           "Catalog.load", "export_mps", "solve_flow_model", "plot_routing_distribution",
           "RiskGroup", "find_symmetry", "search_symmetry", "plan_capacity", "optimize",
           "model", "TrainingJob", "training_step", "training_metrics", "serving_estimate",
-          "token_cost"]
+          "token_cost", "criticality", "single_failures", "cutting_set", "failure_distribution",
+          "failure_metrics", "survives_single_failure", "groups_by", "nest_groups",
+          "plot_criticality", "plot_failure_distribution"]
 
 
-@pytest.mark.parametrize("label", FUZZED)
+#: Functions of the failure analysis merged last (issue 26) whose fuzz still finds problems:
+#: messages naming the helper called (criticality(), single_failures()) instead of the
+#: function, raw TypeErrors for a non-iterable ``metrics`` or a non-number ``percentile``,
+#: ``groups_by``/``nest_groups`` arguments. Strict: each must pass once fixed.
+FAILURE_ANALYSIS_PENDING = {"cutting_set", "failure_distribution", "failure_metrics",
+                            "survives_single_failure", "groups_by", "nest_groups"}
+
+
+@pytest.mark.parametrize("label", [
+    pytest.param(label, marks=pytest.mark.xfail(
+        strict=True, reason="issue 26's failure analysis: see FAILURE_ANALYSIS_PENDING"))
+    if label in FAILURE_ANALYSIS_PENDING else label for label in FUZZED])
 def test_bad_arguments_raise_fabricopt_errors_naming_function_and_argument(label, tmp_path,
                                                                            monkeypatch):
     monkeypatch.chdir(tmp_path)  # a bad path such as "x" is written here, not in the repo

@@ -35,7 +35,8 @@ oversubscription = [1.0, 2.0]
 BASE = {"show": ["ring", "n=3"], "solve": ["ring", "n=3"], "bom": ["ring", "n=3"],
         "tco": ["ring", "n=3"],
         "compare": ["ring", "n=3"], "draw": ["ring", "n=3", "-o", "x.png"],
-        "optimize": ["search.toml"], "train": ["ring", "n=8", "--model", "llama3-8b"]}
+        "optimize": ["search.toml"], "train": ["ring", "n=8", "--model", "llama3-8b"],
+        "failures": ["ring", "n=4"]}
 
 #: Bad words by the kind of value a flag takes: numbers out of range, non-finite or not
 #: numbers at all; text that names nothing; an empty word.
@@ -47,8 +48,9 @@ TEXT_WORDS = ["", "nope", "a:b"]
 HANG_S = 60
 
 
-def _subparsers() -> dict[str, argparse.ArgumentParser]:
-    parser = build_parser()
+def _subparsers(parser: argparse.ArgumentParser | None = None,
+                ) -> dict[str, argparse.ArgumentParser]:
+    parser = parser or build_parser()
     action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return dict(action.choices)
 
@@ -126,7 +128,8 @@ def test_every_flag_with_bad_words_is_accepted_or_one_line_exit_2(argv, workdir,
     _assert_clear(argv, code, err)
 
 
-@pytest.mark.parametrize("command", ["show", "solve", "bom", "tco", "compare", "draw", "train"])
+@pytest.mark.parametrize("command", ["show", "solve", "bom", "tco", "compare", "draw", "train",
+                                     "failures"])
 def test_a_repeated_key_is_one_line_exit_2(command, workdir, capsys):
     # the last value silently won: ring n=4 n=5 drew a ring of 5
     argv = [command, "ring", "n=4", "n=5"] + {"draw": ["-o", "x.png"],
@@ -140,7 +143,12 @@ def test_ctrl_c_is_one_line_exit_130(command, workdir, capsys, monkeypatch):
     def interrupted(args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, f"_cmd_{command}", interrupted)
+    def parser_that_interrupts():  # the command's own function, whatever module holds it
+        parser = build_parser()
+        _subparsers(parser)[command].set_defaults(func=interrupted)
+        return parser
+
+    monkeypatch.setattr(cli, "build_parser", parser_that_interrupts)
     code, err = _run([command, *BASE[command]], capsys)
     assert code == EXIT_INTERRUPTED == 130  # 128 + SIGINT, as a shell reports it
     assert err == [f"fabricopt {command}: interrupted"]

@@ -19,7 +19,15 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_bool, check_choice, check_int, fail
+from .._checks import (
+    MAX_SOLVES,
+    check_bool,
+    check_choice,
+    check_int,
+    check_positive,
+    did_you_mean,
+    fail,
+)
 from ..fabric import Fabric
 from ..flow import max_concurrent_flow
 from ..flow.api import METHODS
@@ -93,6 +101,10 @@ class FailureDistribution:
         """Certified bracket of the ``p``-th percentile (0..100) of Gb/s per GPU: for
         ``"throughput"`` the quantiles of the lower and upper bounds; other metrics are
         exact numbers, returned twice."""
+        p = check_positive("FailureDistribution.percentile", "p", p, allow_zero=True)
+        if p > 100:
+            raise fail("FailureDistribution.percentile", "p", "a percentile from 0 to 100", p)
+        self._check_metric("FailureDistribution.percentile", metric)
         w = [o.weight for o in self.outcomes]
         if metric == "throughput":
             return (weighted_quantile([o.gbps_lower for o in self.outcomes], w, p / 100),
@@ -102,6 +114,7 @@ class FailureDistribution:
 
     def mean(self, metric: str = "throughput") -> tuple[float, float]:
         """Weighted mean (bracket for throughput) in Gb/s per GPU."""
+        self._check_metric("FailureDistribution.mean", metric)
         w = np.array([o.weight for o in self.outcomes])
         w = w / w.sum()
         if metric == "throughput":
@@ -109,6 +122,11 @@ class FailureDistribution:
                     float(w @ [o.gbps_upper for o in self.outcomes]))
         x = float(w @ [o.metrics[metric] for o in self.outcomes])
         return x, x
+
+    def _check_metric(self, func: str, metric: Any) -> None:
+        if not isinstance(metric, str) or metric not in self.metric_names:
+            raise fail(func, "metric", "one of " + ", ".join(map(repr, self.metric_names))
+                       + did_you_mean(str(metric), self.metric_names), metric)
 
     @property
     def metric_names(self) -> list[str]:
@@ -224,7 +242,8 @@ def failure_distribution(fab: Fabric, model: FailureModel, *, trials: int | None
                        "patterns to list", trials)
         root_entropy = None
     else:
-        check_int(func, "trials", trials, minimum=1)
+        # One flow solve per draw: more than MAX_SOLVES is a runaway (it hung spawning seeds).
+        check_int(func, "trials", trials, minimum=1, maximum=MAX_SOLVES)
         root = np.random.SeedSequence(None if seed is None else int(seed))
         draws = [model.draw(fab, np.random.default_rng(child))
                  for child in root.spawn(trials)]

@@ -21,6 +21,7 @@ import csv
 import io
 import math
 import numbers
+import os
 import statistics
 from collections.abc import Hashable, Iterable, Sequence
 from concurrent.futures import Executor
@@ -29,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import MAX_SOLVES, as_rng, check_bool, check_choice, check_int, fail
-from ..errors import InvalidParameterError
+from .._checks import MAX_SOLVES, as_rng, check_bool, check_choice, check_int, check_path, fail
+from ..errors import DesignFileError, InvalidParameterError
 from ..fabric import Fabric, Removed, check_fabric
 from ..flow import max_concurrent_flow
 from ..flow.api import METHODS
@@ -369,6 +370,8 @@ class FailureSweep:
 
     def to_csv(self, path: str | None = None) -> str:
         """Every trial as CSV text; also written to ``path`` when given."""
+        if path is not None:
+            check_path("FailureSweep.to_csv", "path", path)
         buffer = io.StringIO()
         names = list(FailureTrial.__dataclass_fields__)
         writer = csv.DictWriter(buffer, fieldnames=names, lineterminator="\n")
@@ -376,8 +379,12 @@ class FailureSweep:
         writer.writerows(self.to_records())
         text = buffer.getvalue()
         if path is not None:
-            with open(path, "w", encoding="utf-8", newline="") as f:
-                f.write(text)
+            try:
+                with open(path, "w", encoding="utf-8", newline="") as f:
+                    f.write(text)
+            except OSError as exc:  # a missing folder, a full disk: the file's error
+                raise DesignFileError(f"{os.fspath(path)}: cannot be written: "
+                                      f"{exc.strerror or exc}") from None
         return text
 
     def __str__(self) -> str:

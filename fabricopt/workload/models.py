@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._checks import check_int, did_you_mean
+from .._checks import check_int, check_positive, did_you_mean
 from .._toml import read_toml
 from ..errors import InvalidParameterError
 
@@ -185,6 +185,7 @@ class ModelConfig:
         >>> round(model("gpt3-175b").flops_per_token(2048) / 1e12, 3)
         1.073
         """
+        seq_len = check_int("ModelConfig.flops_per_token", "seq_len", seq_len, minimum=1)
         n = self.active_params - self.vocab * self.hidden
         d_qk = self.head_dim + self.rope_head_dim
         return 6.0 * n + 12.0 * self.layers * self.heads * d_qk * seq_len
@@ -192,6 +193,8 @@ class ModelConfig:
     def kv_bytes_per_token(self, bytes_per_value: float = 2.0) -> float:
         """KV-cache bytes one token keeps over all layers: ``2 L k d`` values, or with MLA
         the latent ``L (r_kv + d_r)``."""
+        bytes_per_value = check_positive("ModelConfig.kv_bytes_per_token", "bytes_per_value",
+                                         bytes_per_value)
         if self.kv_lora_rank:
             per_layer = self.kv_lora_rank + self.rope_head_dim
         else:

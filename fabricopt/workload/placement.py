@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._checks import check_node_names
 from ..collectives.parts import partition
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
@@ -80,7 +81,7 @@ def place_ranks(fab: Fabric, job: TrainingJob, placement: Sequence[Hashable] | N
         if isinstance(placement, str | bytes) or not isinstance(placement, Sequence | np.ndarray):
             raise InvalidParameterError(f"{func}(): placement must be a sequence of GPU "
                                         f"names, one per rank, got {placement!r}")
-        gpus = tuple(placement)
+        gpus = check_node_names(func, "placement", placement)
         known = set(fab.endpoints)
         unknown = [g for g in gpus if g not in known]
         if unknown:

@@ -202,9 +202,10 @@ class TrainingJob:
             per_step = self.micro_batch * dp * self.ep
             if self.global_batch % per_step:
                 raise InvalidParameterError(
-                    f"{func}(): dp = {dp} (the {n_gpus:,} GPUs of fab over tp x cp x ep x pp = "
-                    f"{self.model_parallel}) does not split global_batch={self.global_batch} "
-                    f"into micro-batches: micro_batch x dp x ep = {per_step}; give dp, or a "
+                    f"{func}(): dp = {dp} (n_gpus = the {n_gpus:,} GPUs of fab over tp x cp x "
+                    f"ep x pp = {self.model_parallel}) does not split "
+                    f"global_batch={self.global_batch} into micro-batches: "
+                    f"micro_batch x dp x ep = {per_step}; give dp, or a "
                     f"global_batch that is a multiple of {per_step}")
             job = replace(self, dp=dp)
         else:
