@@ -202,7 +202,7 @@ class TrainingJob:
             per_step = self.micro_batch * dp * self.ep
             if self.global_batch % per_step:
                 raise InvalidParameterError(
-                    f"{func}(): dp = {dp} (n_gpus = the {n_gpus:,} GPUs of fab over tp x cp x "
+                    f"{func}(): dp = {dp} (the {n_gpus:,} GPUs of fab (n_gpus) over tp x cp x "
                     f"ep x pp = {self.model_parallel}) does not split "
                     f"global_batch={self.global_batch} into micro-batches: "
                     f"micro_batch x dp x ep = {per_step}; give dp, or a "
