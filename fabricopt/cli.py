@@ -422,13 +422,8 @@ def _cmd_draw(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``fabricopt`` command."""
-    parser = argparse.ArgumentParser(
-        prog="fabricopt", description="Design GPU-cluster fabrics and compute what they carry.",
-        epilog="Sizes take units: 1GiB, 512MB, 1e9. " + EXIT_CODES)
-    parser.add_argument("--version", action="version", version=f"fabricopt {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+def _add_show(sub: Any) -> None:
+    """The ``show`` subcommand's parser."""
     show = sub.add_parser("show", add_help=False, help="print a fabric's summary",
                           description="Print a fabric's summary. TARGET is a generator name "
                           "(" + ", ".join(sorted(GENERATORS)) + ") or a design file. "
@@ -440,6 +435,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="generator name or design file, then parameters as key=value")
     show.set_defaults(func=_cmd_show, parser=show)
 
+
+def _add_solve(sub: Any) -> None:
+    """The ``solve`` subcommand's parser."""
     solve = sub.add_parser("solve", help="certified throughput, bisection and collective bounds",
                            description="Compute the largest fraction theta of a traffic "
                            "pattern each fabric carries at once, with a certified bracket, "
@@ -478,6 +476,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "markdown or json")
     solve.set_defaults(func=_cmd_solve)
 
+
+def _add_bom(sub: Any) -> None:
+    """The ``bom`` subcommand's parser."""
     bom = sub.add_parser("bom", help="print a fabric's bill of materials, capex and power",
                          description="Print the bill of materials, capex_usd and power_w of "
                          "each fabric's network.", epilog=EXIT_CODES)
@@ -492,6 +493,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="where leaf switches go (default: top_of_rack)")
     bom.set_defaults(func=_cmd_bom)
 
+
+def _add_compare(sub: Any) -> None:
+    """The ``compare`` subcommand's parser."""
     cmp_ = sub.add_parser("compare", help="evaluate designs side by side and write a report",
                           description="Evaluate every design (files, folders of them, sweeps, "
                           "generators with key=value) and print the table, or with -o write "
@@ -523,6 +527,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="skip the diagram of each design in the report")
     cmp_.set_defaults(func=_cmd_compare)
 
+
+def _add_draw(sub: Any) -> None:
+    """The ``draw`` subcommand's parser."""
     drw = sub.add_parser("draw", help="draw a fabric as a layered diagram",
                          description="Draw a fabric: GPUs at the bottom, switch tiers above, "
                          "large fabrics grouped (by server, scalable unit, pod...). The "
@@ -546,6 +553,9 @@ def build_parser() -> argparse.ArgumentParser:
     drw.add_argument("--dpi", type=float, default=150.0, help="resolution (default 150)")
     drw.set_defaults(func=_cmd_draw)
 
+
+def _add_optimize(sub: Any) -> None:
+    """The ``optimize`` subcommand's parser."""
     opt = sub.add_parser("optimize", help="search a design space for the best cluster",
                          description="Search the design space a search file declares (GPU "
                          "count, [space] lists, [constraints] targets; see "
@@ -563,6 +573,21 @@ def build_parser() -> argparse.ArgumentParser:
                      help="evaluate and print the front past the best design (dearer, faster "
                      "designs) as well; by default it stops at the best")
     opt.set_defaults(func=_cmd_optimize)
+
+
+#: Each subcommand's parser, in the order ``--help`` lists them.
+SUBCOMMANDS = (_add_show, _add_solve, _add_bom, _add_compare, _add_draw, _add_optimize)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``fabricopt`` command."""
+    parser = argparse.ArgumentParser(
+        prog="fabricopt", description="Design GPU-cluster fabrics and compute what they carry.",
+        epilog="Sizes take units: 1GiB, 512MB, 1e9. " + EXIT_CODES)
+    parser.add_argument("--version", action="version", version=f"fabricopt {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in SUBCOMMANDS:
+        add(sub)
     return parser
 
 
