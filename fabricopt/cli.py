@@ -348,8 +348,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         raise FabricOptError(f"--jobs must be an integer >= 1, got {args.jobs}")
     designs: list[Any] = []
     for target, assignments in split_targets(args.targets):
-        if target in GENERATORS:
-            designs += load_fabric(target, assignments)
+        if target in GENERATORS:  # the values given become columns and join the name
+            params = parse_assignments(assignments)
+            designs += [(fab, params) if params else fab
+                        for fab in load_fabric(target, assignments)]
         elif assignments:
             designs.append((target, parse_assignments(assignments)))
         else:

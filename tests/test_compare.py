@@ -397,3 +397,17 @@ def test_compare_command_routing_adds_the_routed_columns(capsys):
     assert "capex_usd" in row  # the default metrics are all still there
     assert main(["compare", "ring", "n=4", "--routing", "--trials", "0"]) == 2
     assert "routing_trials must be an integer >= 1" in capsys.readouterr().err
+
+
+def test_rows_of_one_generator_carry_their_overrides_in_name_and_columns():
+    # Three clusters of one generator: before, all three were named alike.
+    base = {"scale_up": "dgx_h100", "nodes": 4}
+    designs = [(fo.cluster(**base, **extra), {**base, **extra})
+               for extra in ({}, {"oversubscription": 2}, {"tiers": 3})]
+    table = fo.compare(designs, metrics=["summary"])
+    names = table.column("name")
+    assert len(set(names)) == 3, names
+    assert names[1].endswith("oversubscription=2") and names[2].endswith("tiers=3")
+    assert table.column("oversubscription") == [None, 2, None]
+    assert table.column("tiers") == [None, None, 3]
+    assert "nodes=" not in names[0]  # 4 x DGX H100 shows the node count already
