@@ -335,7 +335,7 @@ def test_compare_command_writes_the_report_end_to_end(tmp_path, capsys):
     assert code == 0
     assert "6 designs (0 failed)" in capsys.readouterr().out
     for name in ("results.csv", "results.md", "results.json", "results.jsonl", "pareto.png",
-                 "bars.png", "index.html"):
+                 "pareto-power.png", "bars.png", "index.html"):
         assert (out / name).stat().st_size > 0, name
     # One diagram per design: the 4 sweep points, the DGX H100 variant and the ring.
     assert len(list((out / "diagrams").glob("*.png"))) == 6
@@ -358,10 +358,23 @@ def test_compare_command_writes_the_report_end_to_end(tmp_path, capsys):
     page.feed((out / "index.html").read_text())
     text = " ".join(page.text)
     assert all(img["src"].startswith("data:image/png;base64,") for img in page.images)
-    # The Pareto plot, the bars and one diagram per design, every one embedded.
-    assert len(page.images) == 2 + 6
+    # The two Pareto plots, the bars and one diagram per design, every one embedded.
+    assert len(page.images) == 3 + 6
     for name in names:
         assert name in text
+    # The three all-reduce figures side by side, each explained; the pricing policy; the
+    # network's share; the note on the DGX's $0 network (its NVSwitch chips are in the
+    # server price); captions on every figure; the sort script inline (no server needed).
+    for heading in ("all-reduce busbw achievable (GB/s)", "all-reduce busbw expected (GB/s)",
+                    "all-reduce busbw bound (GB/s)", "network share of capex", "pricing"):
+        assert heading in text, heading
+    for words in ("calibrated estimate of what nccl-tests measures", "no schedule on this",
+                  "Pricing policy: default", "in the server and in its price"):
+        assert words in text, words
+    html_text = (out / "index.html").read_text()
+    assert html_text.count("<figcaption>") == 3 and "<figcaption></figcaption>" not in html_text
+    assert "table.sortable th" in html_text and "<script src" not in html_text
+    assert "DGX H100 [in_network_reduction=False] \u2020" in text
     # The embedded pictures are the files written beside the page.
     import base64
 

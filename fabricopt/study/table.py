@@ -97,6 +97,8 @@ class Comparison:
                  build: Callable[[Any], Fabric] | None = None) -> None:
         raw = [dict(r) for r in rows]
         self.columns = _columns_of(raw, swept)
+        #: The swept or overridden parameters that are columns, in order.
+        self.swept = [c for c in dict.fromkeys(swept) if c in self.columns]
         #: The task of each row by ``key`` (when :func:`compare` made the table): what
         #: :meth:`fabric` rebuilds.
         self.tasks: dict[str, Any] = dict(tasks or {})
