@@ -33,7 +33,7 @@ from .io.search_files import load_search
 from .plot.diagram import draw
 from .plot.report import write_report
 from .routing import routed_flow
-from .study.compare import DEFAULT_METRICS, Comparison, compare
+from .study.compare import DEFAULT_METRICS, METRICS, Comparison, compare
 from .study.optimize import optimize
 from .traffic import all_to_all, longest_matching, permutation
 
@@ -207,6 +207,18 @@ def parse_collectives(text: str) -> list[str]:
     return names
 
 
+def _names_arg(flag: str, text: str, known: Any) -> list[str]:
+    """Comma-separated names, each one of ``known`` (with a suggestion when it is not)."""
+    names = [w.strip() for w in text.split(",") if w.strip()]
+    for name in names:
+        if name not in known:
+            raise FabricOptError(f"{flag}: {name!r} is not one of " + ", ".join(known)
+                                 + did_you_mean(name, known))
+    if not names:
+        raise FabricOptError(f"{flag}: give at least one of " + ", ".join(known))
+    return names
+
+
 def _size_arg(text: str) -> float:
     try:
         return parse_bytes("fabricopt", "size", text)
@@ -371,20 +383,32 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             import concurrent.futures as cf
 
             executor = stack.enter_context(cf.ProcessPoolExecutor(max_workers=args.jobs))
-        metrics = None
+        metrics = _names_arg("--metrics", args.metrics, METRICS) if args.metrics else None
         if args.routing:  # beside the all-to-all optimum it is the efficiency of
-            at = DEFAULT_METRICS.index("all_to_all") + 1
-            metrics = [*DEFAULT_METRICS[:at], "routing", *DEFAULT_METRICS[at:]]
+            chosen = list(metrics or DEFAULT_METRICS)
+            at = chosen.index("all_to_all") + 1 if "all_to_all" in chosen else len(chosen)
+            metrics = [*chosen[:at], "routing", *chosen[at:]]
         table = compare(designs, metrics=metrics, executor=executor, progress=args.progress,
                         out_dir=args.output, message_bytes=args.message_bytes,
                         routing_trials=args.trials, routing_seed=args.seed)
     if args.output:
         index = write_report(table, args.output, diagrams=not args.no_diagrams)
         print(f"{len(table)} designs ({len(table.failed)} failed): {index}")
-    elif args.format == "table":
-        print(table)
+        for row in table.failed:
+            print(f"fabricopt compare: {row['name']}: {row['error']}", file=sys.stderr)
+        return 1 if table.failed else 0
+    columns = None
+    if args.columns:
+        columns = [c.strip() for c in args.columns.split(",") if c.strip()]
+        for c in columns:
+            if c not in table.columns:
+                raise FabricOptError(f"--columns: {c!r} is not a column of this table"
+                                     f"{did_you_mean(c, table.columns)}")
+    if args.format == "table":
+        print(table.to_text(columns, limit=len(table)))
     else:
-        _print_rows(table.to_records(), args.format)
+        keep = columns or table.columns
+        _print_rows([{c: r[c] for c in keep} for r in table.rows], args.format)
     for row in table.failed:
         print(f"fabricopt compare: {row['name']}: {row['error']}", file=sys.stderr)
     return 1 if table.failed else 0
@@ -422,6 +446,50 @@ def _cmd_draw(args: argparse.Namespace) -> int:
         ax.figure.savefig(path, dpi=args.dpi)
         print(path)
     return 0
+
+
+def _cmd_worst_case(args: argparse.Namespace) -> int:
+    from .analysis.worst_case import worst_case_permutation
+
+    worst = 0
+    for fab in load_targets(args.targets):
+        fab.validate()
+        res = worst_case_permutation(fab, iterations=args.iterations, method=args.method,
+                                     time_limit=args.time_limit)
+        if args.format == "json":
+            import json
+
+            print(json.dumps({"name": fab.name, "gpus": len(fab.endpoints),
+                              "theta_lower": res.lower, "theta_upper": res.upper,
+                              "guaranteed_gbps_per_gpu": res.hose_rate_gbps,
+                              "tub_upper": res.tub_upper, "exact": res.exact,
+                              "patterns_solved": len(res.tried)}))
+        else:
+            print(fab.name)
+            print(res)
+            print()
+        if not res.exact:
+            worst = 1
+    return worst
+
+
+def _add_worst_case(sub: Any) -> None:
+    """The ``worst-case`` subcommand's parser."""
+    wc = sub.add_parser("worst-case", help="the worst permutation traffic a fabric can get",
+                        description="Bracket the throughput of the worst permutation (each "
+                        "GPU sends to one other) each fabric can be given: the rate it "
+                        "guarantees under any permutation (two-phase routing), the worst "
+                        "permutation found (a certified upper end) and the bound between.",
+                        epilog=EXIT_CODES)
+    _targets_arg(wc)
+    wc.add_argument("--iterations", type=int, default=4,
+                    help="rounds of the worst-permutation search (default 4)")
+    wc.add_argument("--method", default="auto", choices=["auto", "lp", "symmetric", "approx"],
+                    help="how each permutation's flow is solved (default auto)")
+    wc.add_argument("--time-limit", type=float, default=None, help="seconds per solve")
+    wc.add_argument("--format", choices=("table", "json"), default="table",
+                    help="readable block (default) or one JSON object per fabric")
+    wc.set_defaults(func=_cmd_worst_case)
 
 
 def _add_show(sub: Any) -> None:
@@ -523,6 +591,12 @@ def _add_compare(sub: Any) -> None:
     cmp_.add_argument("--trials", type=int, default=20,
                       help="hashed trials for --routing (default 20)")
     cmp_.add_argument("--seed", type=int, default=0, help="seed of the hashed trials")
+    cmp_.add_argument("--metrics", metavar="NAMES", default=None,
+                      help="metrics to compute, comma-separated: " + ", ".join(METRICS)
+                      + " (default: all but routing)")
+    cmp_.add_argument("--columns", metavar="NAMES", default=None,
+                      help="without -o: the columns to print, comma-separated (default: "
+                      "name, swept values, GPUs, bandwidth, busbw, capex and power per GPU)")
     cmp_.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                       help="progress bar (default: when stderr is a terminal)")
     cmp_.add_argument("--no-diagrams", action="store_true",
@@ -578,7 +652,8 @@ def _add_optimize(sub: Any) -> None:
 
 
 #: Each subcommand's parser, in the order ``--help`` lists them.
-SUBCOMMANDS = (_add_show, _add_solve, _add_bom, _add_compare, _add_draw, _add_optimize)
+SUBCOMMANDS = (_add_show, _add_solve, _add_bom, _add_compare, _add_draw, _add_optimize,
+               _add_worst_case)
 
 
 def build_parser() -> argparse.ArgumentParser:
