@@ -202,7 +202,9 @@ def _charts(table: Comparison, out: Path) -> list[tuple[str, str, bytes]]:
         if not any(r.get(x) is not None for r in ok_rows):
             continue
         fig = Figure(figsize=(8, 5.5 + 0.14 * key_rows))
-        plot_pareto(numbered, x, "all_to_all_gbps_per_gpu", ax=fig.add_subplot())
+        ax = plot_pareto(numbered, x, "all_to_all_gbps_per_gpu", ax=fig.add_subplot())
+        ax.set_title(f"Delivered all-to-all bandwidth against network {what}, per GPU",
+                     fontsize=10)
         images.append((f"Network {what} per GPU against delivered bandwidth",
                        f"Network {what} per GPU against the all-to-all bandwidth each GPU is "
                        "proven to deliver. Red: the Pareto front (no other design delivers "
