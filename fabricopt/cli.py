@@ -120,8 +120,47 @@ def load_fabric(target: str, assignments: Sequence[str]) -> list[Fabric]:
 
 def load_targets(words: Sequence[str]) -> list[Fabric]:
     """Every fabric that ``TARGET [key=value ...] [TARGET ...]`` names, in order."""
-    return [fab for target, assignments in split_targets(words)
-            for fab in load_fabric(target, assignments)]
+    groups = split_targets(words)
+    check_targets(groups)
+    return [fab for target, assignments in groups for fab in load_fabric(target, assignments)]
+
+
+def _is_target(word: str) -> bool:
+    return word in GENERATORS or word.endswith((".toml", ".json", ".graphml")) \
+        or os.path.exists(word)
+
+
+def check_targets(groups: Sequence[tuple[str, Sequence[str]]]) -> None:
+    """Name a word that is neither a target nor ``key=value`` before anything is built: a
+    parameter written without ``=`` (``ring 8``, ``ring n``) is told how to write it.
+
+    >>> try:
+    ...     check_targets([("ring", []), ("8", [])])
+    ... except FabricOptError as exc:
+    ...     print(str(exc).split("; ")[0], "...", str(exc)[-19:])
+    '8' after ring is not a generator or a fabric file ... (did you mean n=8?)
+    """
+    for (before, assigned), (word, _) in zip(groups, groups[1:], strict=False):
+        if _is_target(word) or before not in GENERATORS:
+            continue
+        names = [n for n, p in inspect.signature(GENERATORS[before]).parameters.items()
+                 if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        required = [n for n in names
+                    if inspect.signature(GENERATORS[before]).parameters[n].default
+                    is inspect.Parameter.empty]
+        given = {a.partition("=")[0] for a in assigned}
+        missing = [n for n in required if n not in given]
+        if word in names:
+            hint = f" (did you mean {word}=VALUE?)"
+        elif did_you_mean(word, GENERATORS):
+            hint = did_you_mean(word, GENERATORS)
+        elif missing:
+            hint = f" (did you mean {missing[0]}={word}?)"
+        else:
+            hint = ""
+        raise FabricOptError(f"{word!r} after {before} is not a generator or a fabric file; "
+                             f"parameters are written key=value: {before} takes "
+                             + ", ".join(names) + hint)
 
 
 def generator_help(name: str) -> str:
@@ -185,7 +224,8 @@ def make_traffic(fab: Fabric, spec: str) -> Any:
     if name == "longest-matching":
         return longest_matching(fab)
     raise FabricOptError(f"--traffic must be all-to-all, permutation[:SEED] or "
-                         f"longest-matching, got {spec!r}")
+                         f"longest-matching, got {spec!r}"
+                         + did_you_mean(name, ("all-to-all", "permutation", "longest-matching")))
 
 
 def parse_collectives(text: str) -> list[str]:
@@ -222,7 +262,10 @@ def _names_arg(flag: str, text: str, known: Any) -> list[str]:
 def _size_arg(text: str) -> float:
     try:
         return parse_bytes("fabricopt", "size", text)
-    except ValueError:
+    except ValueError as exc:
+        if "> 0" in str(exc) or text.strip().startswith("-"):  # reads, but is not positive
+            raise argparse.ArgumentTypeError(
+                f"a size must be > 0 (e.g. 1GiB, 512MB or 1e9); got {text!r}") from None
         raise argparse.ArgumentTypeError(
             f"must be a size in bytes with an optional unit (B, kB, MB, GB, TB, KiB, MiB, "
             f"GiB, TiB), e.g. 1GiB, 512MB or 1e9; got {text!r}") from None
@@ -359,7 +402,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise FabricOptError(f"--jobs must be an integer >= 1, got {args.jobs}")
     designs: list[Any] = []
-    for target, assignments in split_targets(args.targets):
+    groups = split_targets(args.targets)
+    check_targets(groups)
+    for target, assignments in groups:
         if target in GENERATORS:  # the values given become columns and join the name
             params = parse_assignments(assignments)
             designs += [(fab, params) if params else fab
@@ -711,6 +756,32 @@ def _say(line: str) -> None:
         print(line, file=sys.stderr)
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse the words; an unknown subcommand or flag is named with a suggestion, and the
+    usage shown is the subcommand's (argparse alone shows the top level's, suggesting
+    nothing)."""
+    commands = {p.prog.split()[-1]: p for p in _subparsers(parser)}
+    first = next((w for w in argv if not w.startswith("-")), None)
+    if first is not None and first not in commands and argv and argv[0] == first:
+        parser.error(f"unknown command {first!r}{did_you_mean(first, commands)}; commands: "
+                     + ", ".join(commands))
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        sub = commands[args.command]
+        flags = [o for a in sub._actions for o in a.option_strings if o.startswith("--")]
+        unknown = [w for w in extra if w.startswith("-")] or extra
+        word = unknown[0].split("=", 1)[0]
+        sub.error(f"unrecognized argument {word!r}"
+                  + (did_you_mean(word, flags) if word.startswith("-") else "")
+                  + f"; see: fabricopt {args.command} --help")
+    return args
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    return [p for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+            for p in dict.fromkeys(a.choices.values())]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (2 for bad input, 74 when standard output
     cannot be written)."""
@@ -719,7 +790,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `fabricopt ... >&-`: print() would drop every line without a word.
         _say("fabricopt: error: standard output is closed; nothing could be printed")
         return EXIT_IO_ERROR
-    args = parser.parse_args(argv)
+    args = _parse(parser, list(sys.argv[1:] if argv is None else argv))
     try:
         try:
             code = int(args.func(args))
