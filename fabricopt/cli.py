@@ -355,6 +355,12 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     return worst
 
 
+def _totals(parts: Any) -> dict[str, dict[str, float]]:
+    """Per-tier or per-medium totals as JSON: capex, power and physical links of each."""
+    return {str(k): {"capex_usd": t.usd, "power_w": t.w, "links": t.links}
+            for k, t in parts.items()}
+
+
 def _cmd_bom(args: argparse.Namespace) -> int:
 
     catalog = Catalog.load(args.catalog) if args.catalog else None
@@ -383,6 +389,9 @@ def _cmd_bom(args: argparse.Namespace) -> int:
         print(json.dumps([{"fabric": e.fabric, "gpus": e.n_endpoints, "capex_usd": e.capex_usd,
                            "power_w": e.power_w, "capex_per_gpu_usd": e.per_endpoint_usd,
                            "power_per_gpu_w": e.per_endpoint_w,
+                           "in_server_usd": e.scale_up_in_server_usd,
+                           "in_server_w": e.scale_up_in_server_w,
+                           "by_tier": _totals(e.by_tier), "by_medium": _totals(e.by_medium),
                            "bom": [{"component": r.component, "kind": r.kind,
                                     "detail": r.detail, "count": r.count,
                                     "unit_usd": r.unit_usd, "unit_w": r.unit_w,

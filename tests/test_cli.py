@@ -244,3 +244,22 @@ def test_sizes_take_units_and_a_bad_size_is_a_usage_error(capsys):
         main(["solve", "ring", "n=4", "--message-bytes", "1GB/s"])
     assert info.value.code == 2
     assert "--message-bytes: must be a size in bytes" in capsys.readouterr().err
+
+
+def test_bom_json_breaks_down_by_tier_and_medium(capsys):
+    assert main(["bom", "superpod", "scalable_units=1", "--format", "json"]) == 0
+    [est] = json.loads(capsys.readouterr().out)
+    # Every network dollar sits in one tier, so the tiers add up to the capex; the media
+    # hold the cables and modules only (no switches or NICs), so they add up to less.
+    assert sum(t["capex_usd"] for t in est["by_tier"].values()) == pytest.approx(
+        est["capex_usd"])
+    assert 0 < sum(m["capex_usd"] for m in est["by_medium"].values()) <= est["capex_usd"]
+    # 32 DGX H100 x 8 GPUs x 18 NVLink links = 4,608 in-server links, priced with the server.
+    assert est["by_tier"]["gpu-nvswitch"] == {"capex_usd": 0.0, "power_w": 0.0, "links": 4608}
+    assert est["in_server_usd"] > 0
+
+
+def test_results_print_short_reprs():
+    fab = fo.superpod(scalable_units=2)  # 512 GPUs: the cut alone lists 256 links
+    assert len(repr(fo.bisection_bandwidth(fab))) < 200
+    assert len(repr(fo.estimate_cost(fab))) < 200
