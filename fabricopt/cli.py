@@ -334,8 +334,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
             routed.optimum = result
         if not args.throughput_only:
             bisection = bisection_bandwidth(fab, time_limit=args.time_limit)
-            bounds = [collective_bounds(fab, c, message_bytes=args.message_bytes)
-                      for c in collectives]
+            bounds = [collective_bounds(fab, c, message_bytes=args.message_bytes,
+                                        expected=True) for c in collectives]
         if args.format == "table":
             print(result)
             if routed is not None:
