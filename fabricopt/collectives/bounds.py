@@ -165,11 +165,12 @@ class CollectiveBounds:
             self.collective, self.n_endpoints)
 
     def __str__(self) -> str:
+        # The size as the user wrote it: a whole number of one unit (1 GiB, 512 MB).
         size = self.message_bytes
-        unit = next((u for u, b in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20),
-                                    ("KiB", 2**10)) if size >= b and size % b == 0), None)
-        shown = (f"{size / 2**{'TiB': 40, 'GiB': 30, 'MiB': 20, 'KiB': 10}[unit]:g} {unit}"
-                 if unit else f"{size:,.0f} bytes")
+        shown = next((f"{size / b:.0f} {u}" for u, b in (
+            ("TiB", 2**40), ("TB", 1e12), ("GiB", 2**30), ("GB", 1e9), ("MiB", 2**20),
+            ("MB", 1e6), ("KiB", 2**10), ("kB", 1e3)) if size % b == 0 and 1 <= size / b < 1024),
+            f"{size:,.0f} bytes")
         lines = [f"{self.collective} of {shown} on {self.n_endpoints:,} GPUs"
                  + (" (in-network reduction)" if self.in_network_reduction else "")]
         lines.append(f"  best possible  {self.lower_time_s * 1e3:.6g} ms, algbw "
