@@ -160,6 +160,11 @@ def _table_html(table: Comparison) -> str:
             + "".join(body) + "</tbody></table>")
 
 
+def _same_number(a: Any, b: Any) -> bool:
+    return (isinstance(a, int | float) and isinstance(b, int | float) and a > 0
+            and abs(a - b) <= 1e-9 * abs(a))
+
+
 def _notes_html(table: Comparison) -> str:
     """The sentence on each column, and the note on designs whose network capex is $0."""
     notes = [f"<li>{n}</li>" for n in COLUMN_NOTES]
@@ -169,6 +174,16 @@ def _notes_html(table: Comparison) -> str:
         notes.append(f"<li>\u2020 {names}: no network capex, because the scale-up switches "
                      "(NVSwitch chips) are in the server and in its price, not bought apart; "
                      "the plots draw such designs apart, off the Pareto front.</li>")
+    alike = [r for r in table.rows if _same_number(r.get("all_to_all_gbps_per_gpu"),
+                                                   r.get("all_reduce_busbw_GBps_upper"))]
+    if alike:
+        notes.append("<li>Where all-to-all per GPU (Gb/s) and the all-reduce bound (GB/s) show "
+                     "the same number (" + ", ".join(html.escape(str(r["name"]))
+                                                     for r in alike[:3])
+                     + (" ..." if len(alike) > 3 else "") + "), it is no copied column: with "
+                     "8 GPUs a server and one NIC a GPU, the server's NICs carry 8 times a "
+                     "GPU's Gb/s, which is a GPU's Gb/s in GB/s, and both figures gain the "
+                     "same share of traffic that stays inside the server.</li>")
     policies = sorted({str(r["pricing"]) for r in table.rows if r.get("pricing")})
     if policies:
         notes.append(f"<li>Pricing policy: {html.escape(', '.join(policies))}.</li>")
