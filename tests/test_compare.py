@@ -424,3 +424,26 @@ def test_rows_of_one_generator_carry_their_overrides_in_name_and_columns():
     assert table.column("oversubscription") == [None, 2, None]
     assert table.column("tiers") == [None, None, 3]
     assert "nodes=" not in names[0]  # 4 x DGX H100 shows the node count already
+
+
+def test_cost_columns_name_the_server_and_the_network_share():
+    from fabricopt.study.metrics import MetricContext, compute_metrics
+
+    one = compute_metrics(fo.load_design(TOPOLOGIES / "dgx-h100.toml"), ["cost"],
+                          MetricContext())
+    # One DGX H100: no network; its 4 NVSwitch gen 3 chips at the catalog's $7,000 each are
+    # in the server price, so apart from capex.
+    assert (one["capex_usd"], one["in_server_usd"]) == (0, 4 * 7000.0)
+    assert one["in_system_only"] is True and one["system"] == "dgx_h100"
+    assert one["network_share"] == 0.0
+    fab = fo.superpod(scalable_units=1)
+    row = compute_metrics(fab, ["cost"], MetricContext())
+    # 32 DGX H100 at the catalog's $199,000: share = network / (network + servers).
+    assert row["in_system_only"] is False
+    assert row["network_share"] == pytest.approx(row["capex_usd"]
+                                                 / (row["capex_usd"] + 32 * 199000.0))
+    # A DGX B200 has no catalog price: no capex share, but a power share.
+    b200 = compute_metrics(fo.load_design(TOPOLOGIES / "dgx-b200.toml"), ["cost"],
+                           MetricContext())
+    assert b200["system"] == "dgx_b200" and b200["network_share"] is None
+    assert b200["network_power_share"] == 0.0
