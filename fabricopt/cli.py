@@ -465,7 +465,7 @@ def _add_draw(sub: Any) -> None:
                      help="image file to write, e.g. fig.png")
     drw.add_argument("--aggregate", default="auto", metavar="LEVEL",
                      help="auto (default), none (every device), all (always grouped), "
-                     "layer, or node attributes such as node, su, pod, rail, su+rail")
+                     "layer, or node attributes such as node, su, pod, rail, plane, rail+plane")
     drw.add_argument("--utilization", action="store_true",
                      help="solve all-to-all and colour links by utilization")
     drw.add_argument("--time-limit", type=float, default=None,
