@@ -219,6 +219,7 @@ def test_plot_pareto_marks_front_and_skipped(tmp_path):
     (step,) = [ln for ln in ax.get_lines() if ln.get_label().startswith("Pareto front")]
     xs, ys = step.get_data()
     assert (xs[0], ys[0]) == (1.0, 100.0) and max(ys) == 400.0
+    assert list(xs) == [1.0, 2.0, 4.0]  # it ends at d, the dearest design on the front
     assert ax.get_xlabel() == "Network capex (USD)"
     assert ax.get_ylabel() == "All-to-all bandwidth per GPU, certified (Gb/s)"
     assert_png_not_blank(ax, tmp_path / "pareto.png")
@@ -246,7 +247,8 @@ def test_plot_pareto_keeps_servers_off_the_front_and_labels_apart():
     ax = plot_pareto(rows)
     (step,) = [ln for ln in ax.get_lines() if ln.get_label().startswith("Pareto front")]
     assert step.get_label() == "Pareto front (2 designs)"
-    assert list(step.get_data()[0][:2]) == [1e6, 2e6]
+    # The line ends at b: drawn on to c it would put a dearer design of equal bandwidth on it.
+    assert list(step.get_data()[0]) == [1e6, 2e6]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any("kept off the front" in t for t in legend)
     boxes = _label_boxes(ax)

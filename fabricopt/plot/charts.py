@@ -69,7 +69,7 @@ def _place_labels(ax: Axes, points: list[tuple[float, float, str]]) -> None:
                ((1, 1), (1, -1), (-1, 1), (-1, -1), (0, 1.4), (0, -1.4), (1.4, 0), (-1.4, 0))]
     for px, py, text in points:
         cx, cy = to_px((px, py))
-        width, height = 5.0 * len(text) + 2, 10.0  # 7 pt text at the figure's dpi, roughly
+        width, height = 5.5 * len(text) + 2, 10.0  # 7 pt text at the figure's dpi, roughly
         choice = offsets[0]
         for dx, dy in offsets:
             x0 = cx + dx * 1.4 - (width if dx < 0 else width / 2 if dx == 0 else 0)
@@ -209,12 +209,10 @@ def _draw_points(ax: Axes, records: list[dict[str, Any]], kept: list[tuple[int, 
                    facecolors="none", edgecolors="#7f7f7f",
                    label="no network: one server or rack (kept off the front)")
     if front:
+        # The line ends at the dearest design on the front: drawn further, it would pass
+        # through dearer designs of equal bandwidth, which are not on it.
         fx = [finite_number(records[i][x]) for i in front]
         fy = [finite_number(records[i][y]) for i in front]
-        right = max(p[1] for p in main)
-        if right > fx[-1]:
-            fx.append(right)
-            fy.append(fy[-1])
         ax.step(fx, fy, where="post", color="#c00000", lw=1.2, zorder=2,
                 label=f"Pareto front ({len(front)} design{'s' if len(front) > 1 else ''})")
     return drawn
