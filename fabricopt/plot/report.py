@@ -288,7 +288,7 @@ def write_report(table: Comparison, out_dir: str | os.PathLike[str], *,
             if row.get("error") or row.get("key") not in table.tasks:
                 continue
             fab = table.fabric(index)
-            ax = draw(fab, title=fab.name)
+            ax = draw(fab)  # its title says the counts and the grouping drawn
             name = f"{_slug(fab.name)}-{str(row['key'])[:6]}.png"
             drawings.append((fab.name, _png(ax.figure, folder / name, dpi=90)))
             ax.figure.clf()
