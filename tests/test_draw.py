@@ -227,9 +227,13 @@ def test_plot_pareto_marks_front_and_skipped(tmp_path):
 
 def _label_boxes(ax):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
 
-    renderer = FigureCanvasAgg(ax.figure).get_renderer()
-    return [t.get_window_extent(renderer) for t in ax.texts]
+    canvas = FigureCanvasAgg(ax.figure)
+    canvas.draw()  # places each annotation's text
+    renderer = canvas.get_renderer()
+    # The text's own box (an annotation's extent includes its leader line).
+    return [Text.get_window_extent(t, renderer) for t in ax.texts]
 
 
 def test_plot_pareto_keeps_servers_off_the_front_and_labels_apart():

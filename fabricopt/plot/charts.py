@@ -64,12 +64,16 @@ def _place_labels(ax: Axes, points: list[tuple[float, float, str]]) -> None:
     eight directions, then further out), so crowded points stay legible."""
     ax.autoscale_view()  # fixes the limits the placement reads
     to_px = ax.transData.transform
-    placed: list[tuple[float, float, float, float]] = []
+    # The markers are obstacles too: a label must not hide another design's point.
+    placed: list[tuple[float, float, float, float]] = [
+        (cx - 4.5, cy - 4.5, cx + 4.5, cy + 4.5)
+        for cx, cy in (to_px((px, py)) for px, py, _ in points)]
     offsets = [(dx * r, dy * r) for r in (4, 12, 22) for dx, dy in
                ((1, 1), (1, -1), (-1, 1), (-1, -1), (0, 1.4), (0, -1.4), (1.4, 0), (-1.4, 0))]
     for px, py, text in points:
         cx, cy = to_px((px, py))
-        width, height = 5.5 * len(text) + 2, 10.0  # 7 pt text at the figure's dpi, roughly
+        # 7 pt text at the figure's dpi, roughly, with a gap so that two numbers never touch
+        width, height = 5.5 * len(text) + 7, 11.0
         choice = offsets[0]
         for dx, dy in offsets:
             x0 = cx + dx * 1.4 - (width if dx < 0 else width / 2 if dx == 0 else 0)
@@ -81,9 +85,12 @@ def _place_labels(ax: Axes, points: list[tuple[float, float, str]]) -> None:
                 placed.append(box)
                 break
         dx, dy = choice
+        # A label set further out gets a thin line to its point.
+        leader = {"arrowstyle": "-", "lw": 0.4, "color": "0.45"} if max(abs(dx), abs(dy)) > 6 \
+            else None
         ax.annotate(text, (px, py), xytext=(dx, dy), textcoords="offset points", fontsize=7,
                     ha="right" if dx < 0 else "center" if dx == 0 else "left",
-                    va="top" if dy < 0 else "bottom", zorder=4)
+                    va="top" if dy < 0 else "bottom", zorder=4, arrowprops=leader)
 
 
 def _round(value: Any) -> float | None:
