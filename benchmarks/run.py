@@ -296,10 +296,10 @@ def case_optimize(gpus: int, quick: bool = False, workers: int = 0,
         start = time.perf_counter()
         res = fo.optimize(gpus, space=space, constraints=constraints, full_front=full_front)
         seconds = time.perf_counter() - start
-    evaluated = sum(r["status"] == "evaluated" for r in res.rows)
-    unsolved = sum(r["status"] == "unsolved" for r in res.rows)
+    evaluated = sum(r["outcome"] == "evaluated" for r in res.rows)
+    unsolved = sum(r["outcome"] == "unsolved" for r in res.rows)
     # Candidates without symmetry decided by their ECMP bracket rather than the flow LP.
-    by_ecmp = sum(r["status"] == "evaluated" and r.get("all_to_all_method") == "ecmp bound"
+    by_ecmp = sum(r["outcome"] == "evaluated" and r.get("all_to_all_method") == "ecmp bound"
                   for r in res.rows)
     best = res.best["name"] if res.best else None
     return {"seconds": seconds, "candidates": len(res.rows), "best": best,

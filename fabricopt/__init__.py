@@ -29,7 +29,16 @@ from .collectives import (
     collective_curve,
     hierarchical_all_reduce_time,
 )
-from .cost import Catalog, CatalogError, CostEstimate, Layout, Policy, estimate_cost
+from .cost import (
+    Catalog,
+    CatalogError,
+    CostEstimate,
+    Layout,
+    Policy,
+    TcoEstimate,
+    estimate_cost,
+    estimate_tco,
+)
 from .errors import (
     BackendUnavailableError,
     DesignFileError,
@@ -83,6 +92,7 @@ __all__ = _generator_names + [
     "Catalog",
     "CatalogError",
     "CostEstimate",
+    "TcoEstimate",
     "DesignFileError",
     "Fabric",
     "FabricOptError",
@@ -112,6 +122,7 @@ __all__ = _generator_names + [
     "__version__",
     "draw",
     "estimate_cost",
+    "estimate_tco",
     "from_networkx",
     "load_design",
     "CapacityPlan",

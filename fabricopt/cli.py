@@ -18,6 +18,7 @@ from typing import Any
 from ._checks import did_you_mean
 from ._version import __version__
 from .analysis.bisection import bisection_bandwidth
+from .analysis.worst_case import worst_case_permutation
 from .cli_words import (
     check_targets,
     generator_help,
@@ -30,8 +31,8 @@ from .cli_words import (
     size_arg,
     split_targets,
 )
-from .collectives.bounds import COLLECTIVES, collective_bounds
-from .cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost
+from .collectives import COLLECTIVES, collective_bounds
+from .cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost, estimate_tco
 from .errors import FabricOptError
 from .fabric import Fabric
 from .flow import max_concurrent_flow
@@ -151,6 +152,47 @@ def _totals(parts: Any) -> dict[str, dict[str, float]]:
     """Per-tier or per-medium totals as JSON: capex, power and physical links of each."""
     return {str(k): {"capex_usd": t.usd, "power_w": t.w, "links": t.links}
             for k, t in parts.items()}
+
+
+# -- total cost of ownership -------------------------------------------------------------------
+def _add_tco_parser(sub: Any) -> None:
+    tco = sub.add_parser("tco", help="print a fabric network's total cost of ownership",
+                         description="Capex, energy at PUE, maintenance and optics "
+                         "replacements over the years, per GPU per year.", epilog=EXIT_CODES)
+    _targets_arg(tco)
+    tco.add_argument("--years", type=float, default=5.0, help="service life (default 5)")
+    tco.add_argument("--usd-per-kwh", type=float, default=0.1,
+                     help="electricity price (default 0.1)")
+    tco.add_argument("--pue", type=float, default=1.3, help="facility PUE (default 1.3)")
+    tco.add_argument("--maintenance", type=float, default=0.1,
+                     help="support and spares a year, a fraction of capex (default 0.1)")
+    tco.add_argument("--policy", choices=tuple(POLICY_PRESETS), default=None,
+                     help="media policy (default: the reference build of the design family)")
+    tco.add_argument("--format", choices=FORMATS, default="table",
+                     help="table (readable blocks, default), or one row per fabric as csv, "
+                     "markdown or json")
+    tco.set_defaults(func=_cmd_tco)
+
+
+def _cmd_tco(args: argparse.Namespace) -> int:
+
+    rows = []
+    for fab in load_targets(args.targets):
+        t = estimate_tco(fab, years=args.years, usd_per_kwh=args.usd_per_kwh, pue=args.pue,
+                         maintenance=args.maintenance, policy=args.policy)
+        if args.format == "table":
+            print(t)
+            print()
+            continue
+        rows.append({"fabric": fab.name, "capex_usd": t.capex_usd, "energy_usd": t.energy_usd,
+                     "maintenance_usd": t.maintenance_usd,
+                     "replacement_usd": t.replacement_usd, "tco_usd": t.total_usd,
+                     "tco_per_gpu_year_usd": t.per_gpu_per_year_usd,
+                     "expected_failed_links": t.expected_failed_links,
+                     "priced": t.policy_name})
+    if rows:
+        _print_rows(rows, args.format)
+    return 0
 
 
 def _cmd_bom(args: argparse.Namespace) -> int:
@@ -295,8 +337,6 @@ def _cmd_draw(args: argparse.Namespace) -> int:
 
 
 def _cmd_worst_case(args: argparse.Namespace) -> int:
-    from .analysis.worst_case import worst_case_permutation
-
     worst = 0
     for fab in load_targets(args.targets):
         fab.validate()
@@ -403,8 +443,8 @@ def _add_bom(sub: Any) -> None:
                      help="table (default), markdown, csv (one table, a fabric column) or json")
     bom.add_argument("--catalog", metavar="FILE",
                      help="catalog file merged over the default catalog")
-    bom.add_argument("--policy", choices=tuple(POLICY_PRESETS), default="cost",
-                     help="media policy (default: cost)")
+    bom.add_argument("--policy", choices=tuple(POLICY_PRESETS), default=None,
+                     help="media policy (default: the design family's reference build)")
     bom.add_argument("--leaf-placement", choices=LEAF_PLACEMENTS, default=None,
                      help="where leaf switches go (default: top_of_rack)")
     bom.set_defaults(func=_cmd_bom)
@@ -498,8 +538,8 @@ def _add_optimize(sub: Any) -> None:
 
 
 #: Each subcommand's parser, in the order ``--help`` lists them.
-SUBCOMMANDS = (_add_show, _add_solve, _add_bom, _add_compare, _add_draw, _add_optimize,
-               _add_worst_case)
+SUBCOMMANDS = (_add_show, _add_solve, _add_bom, _add_tco_parser, _add_compare, _add_draw,
+               _add_optimize, _add_worst_case)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -525,7 +565,7 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     if args.all:
         print("")
         for r in res.rows:
-            print(f"{r['name']}: {r['status']}" + (f" ({r['reason']})" if r["reason"] else ""))
+            print(f"{r['name']}: {r['outcome']}" + (f" ({r['reason']})" if r["reason"] else ""))
     if res.best is None:
         return 1
     out = args.output or os.path.splitext(os.path.basename(args.target))[0] + "-best.toml"

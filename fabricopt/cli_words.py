@@ -17,7 +17,7 @@ from typing import Any
 
 from ._checks import did_you_mean, parse_bytes
 from ._numpydoc import parameter_docs
-from .collectives.bounds import COLLECTIVES
+from .collectives import COLLECTIVES
 from .errors import FabricOptError, InvalidParameterError
 from .fabric import Fabric
 from .generators import GENERATORS, check_call, make

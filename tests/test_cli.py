@@ -205,7 +205,7 @@ def test_solve_unknown_result_in_rows_is_none_with_its_bracket(capsys):
 
 
 def test_every_collective_on_the_command_line(capsys):
-    from fabricopt.collectives.bounds import COLLECTIVES
+    from fabricopt.collectives import COLLECTIVES
 
     assert main(["solve", "ring", "n=4", "--collective", "all"]) == 0
     out = capsys.readouterr().out
@@ -263,3 +263,16 @@ def test_results_print_short_reprs():
     fab = fo.superpod(scalable_units=2)  # 512 GPUs: the cut alone lists 256 links
     assert len(repr(fo.bisection_bandwidth(fab))) < 200
     assert len(repr(fo.estimate_cost(fab))) < 200
+
+
+def test_tco_prints_each_fabric_and_rows(capsys):
+    from fabricopt.cli import main
+
+    assert main(["tco", "ring", "n=4", "--years", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "over 3 years" in out and "per GPU per year" in out
+    assert main(["tco", "ring", "n=4", "--format", "csv"]) == 0
+    header, row = capsys.readouterr().out.strip().splitlines()
+    tco = fo.estimate_tco(fo.ring(4))
+    assert header.startswith("fabric,capex_usd") and "tco_usd" in header
+    assert float(row.split(",")[5]) == pytest.approx(tco.total_usd, rel=1e-5)

@@ -139,6 +139,8 @@ def _valid_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
         "load_design": (fo.load_design, {"path": design}),
         # cost
         "estimate_cost": (fo.estimate_cost, {"fab": fab}),
+        "estimate_tco": (fo.estimate_tco, {"fab": fab, "years": 5, "usd_per_kwh": 0.1,
+                                           "pue": 1.3, "maintenance": 0.1, "mttr_hours": 24.0}),
         "Layout": (fo.Layout, {}),
         "Policy": (fo.Policy, {}),
         # comparison and plots
@@ -236,7 +238,7 @@ FUZZED = ["clos", "complete", "dgx_b200", "dgx_h100", "dragonfly", "fat_tree", "
           "LatencyModel", "routed_flow", "routed_collective", "fail_random", "failure_sweep",
           "risk_groups", "Fabric", "from_networkx", "Traffic", "verify_symmetry", "read_json",
           "read_graphml", "write_json", "write_graphml", "load_design", "estimate_cost",
-          "Layout", "Policy",
+          "estimate_tco", "Layout", "Policy",
           "pareto_front", "plot_pareto", "plot_metric_bars", "draw", "compare",
           "Catalog.load", "export_mps", "solve_flow_model", "plot_routing_distribution",
           "RiskGroup", "find_symmetry", "search_symmetry", "plan_capacity", "optimize"]

@@ -112,8 +112,8 @@ def as_fabric(func: str, name: str, value: Any) -> Fabric:
     """
     if isinstance(value, Fabric):
         return value
-    # Imported here: the registry (the package) imports this module to list cluster and
-    # superpod.
+    # Imported here, a cycle: the registry (the package) imports this module to list
+    # cluster and superpod.
     from . import GENERATORS, make
 
     rule = ("a Fabric (a scale-up domain such as fo.dgx_h100()), a generator name or a "

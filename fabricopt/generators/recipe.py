@@ -89,8 +89,8 @@ def _decode(value: Any) -> Any:
 def replay(recipe: Any) -> Fabric:
     """Build the fabric a recipe describes; raises :class:`FabricOptError` (or whatever the
     generator raises) when it cannot."""
-    # Imported here: the registry (the package) wraps every generator with this module's
-    # ``recording``, so this module loads first.
+    # Imported here, a cycle: the registry (the package) wraps every generator with this
+    # module's ``recording``, so this module loads first.
     from . import GENERATORS, make
 
     if (not isinstance(recipe, dict) or recipe.get("generator") not in GENERATORS

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from ..study.compare import Comparison
+from .charts import NAMED_POINTS, plot_metric_bars, plot_pareto
+from .diagram import draw
 
 #: The columns of the page's table, with their headings: what a reader compares first.
 HEADLINE = (
@@ -55,7 +57,7 @@ COLUMN_NOTES = (
     "and launch overheads), neither bound; <b>bound</b>: no schedule on this fabric can "
     "beat it.",
     "<b>network capex</b> and power cover switches, NICs, transceivers and cables at the "
-    "<b>pricing</b> policy named (which optics each link length gets); <b>network share</b> "
+    "<b>pricing</b> named (which optics each link gets); <b>network share</b> "
     "is the network's part of network plus servers, where the catalog prices the server.",
 )
 #: The script that sorts the table when a heading is clicked (numbers by value, text by
@@ -141,10 +143,13 @@ def _table_html(table: Comparison) -> str:
     cols[at:at] = [(c, c.replace("_", " ")) for c in table.swept]
     head = "<th>#</th>" + "".join(f"<th>{html.escape(h)}</th>" for _, h in cols)
     body = []
+    policies = _policies(table)  # a policy is a sentence: the cell holds its key, a note it
     for index, row in enumerate(table.rows, start=1):
         cells = [f"<td data-v='{index}'>{index}</td>"]
         for c, _ in cols:
             text = _headline_cell(row, c)
+            if c == "pricing" and text in policies:
+                text = policies[text]
             value = row.get(c)
             if c == "name" and in_server_only(row):
                 text += " \u2020"  # the note under the table says why its capex is $0
@@ -163,6 +168,12 @@ def _table_html(table: Comparison) -> str:
 def _same_number(a: Any, b: Any) -> bool:
     return (isinstance(a, int | float) and isinstance(b, int | float) and a > 0
             and abs(a - b) <= 1e-6 * abs(a))  # a certified lower end sits 1e-9 below
+
+
+def _policies(table: Comparison) -> dict[str, str]:
+    """Each pricing policy of the table (a sentence) and its short key, P1, P2..."""
+    texts = dict.fromkeys(str(r["pricing"]) for r in table.rows if r.get("pricing"))
+    return {text: f"P{i}" for i, text in enumerate(texts, start=1)}
 
 
 def _notes_html(table: Comparison) -> str:
@@ -184,9 +195,10 @@ def _notes_html(table: Comparison) -> str:
                      "8 GPUs a server and one NIC a GPU, the server's NICs carry 8 times a "
                      "GPU's Gb/s, which is a GPU's Gb/s in GB/s, and both figures gain the "
                      "same share of traffic that stays inside the server.</li>")
-    policies = sorted({str(r["pricing"]) for r in table.rows if r.get("pricing")})
+    policies = _policies(table)
     if policies:
-        notes.append(f"<li>Pricing policy: {html.escape(', '.join(policies))}.</li>")
+        notes.append("<li>Pricing (the table's pricing column): " + "; ".join(
+            f"{key} = {html.escape(text)}" for text, key in policies.items()) + ".</li>")
     return "<ul class='notes'>" + "".join(notes) + "</ul>"
 
 
@@ -203,8 +215,6 @@ STYLE = ("body{font-family:sans-serif;margin:2em;max-width:1400px}"
 def _charts(table: Comparison, out: Path) -> list[tuple[str, str, bytes]]:
     """The Pareto plots (capex and power per GPU against delivered bandwidth per GPU) and
     the bars per metric, as (heading, caption, png)."""
-    from .charts import NAMED_POINTS, plot_metric_bars, plot_pareto
-
     Figure = _figure()
     images: list[tuple[str, str, bytes]] = []
     ok_rows = [r for r in table.rows if not r.get("error")]
@@ -271,7 +281,6 @@ def write_report(table: Comparison, out_dir: str | os.PathLike[str], *,
     >>> page.name, "ring(6)" in page.read_text()
     ('index.html', True)
     """
-    from .diagram import draw
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,9 @@ from ..generators.wiring import clos_plan, clos_reach, rail_plan
 __all__ = ["DEFAULT_SPACE", "FAMILIES", "Candidate", "Sketch", "candidates", "sketch"]
 
 #: The space searched when none is given: a rail-optimized or Clos cluster of DGX H100 on
-#: 64-port 400G switches, from non-blocking to 4:1.
+#: 64-port 400G switches, from non-blocking to 4:1, priced as its design family's reference
+#: build (policy None, as :func:`~fabricopt.estimate_cost` and :func:`~fabricopt.compare`
+#: price it).
 DEFAULT_SPACE: dict[str, list[Any]] = {
     "family": ["superpod", "rail_optimized", "clos"],
     "scale_up": ["dgx_h100"],
@@ -34,7 +36,7 @@ DEFAULT_SPACE: dict[str, list[Any]] = {
     "planes": [1],
     "nic_gbps": [400],
     "switch_model": [None],
-    "policy": ["cost"],
+    "policy": [None],
 }
 FAMILIES = ("superpod", "rail_optimized", "clos")
 
@@ -112,9 +114,16 @@ def candidates(gpus: int, space: Mapping[str, Any]) -> list[Candidate]:
                 + (f" {point['planes']}pl" if point["planes"] != 1 else "")
                 + (f" t{point['tiers']}" if point["tiers"] else "")
                 + (f" {point['switch_model']}" if point["switch_model"] else "")
-                + f" {point['policy'] if isinstance(point['policy'], str) else 'policy'}")
+                + f" {_policy_label(point['policy'])}")
         out.append(Candidate(point["family"], kwargs, point["policy"], name))
     return out
+
+
+def _policy_label(policy: Any) -> str:
+    """How a candidate's name shows its optics policy."""
+    if policy is None:
+        return "reference"
+    return policy if isinstance(policy, str) else "policy"
 
 
 @dataclass

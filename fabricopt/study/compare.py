@@ -35,6 +35,7 @@ from typing import Any
 from .._checks import check_int, check_path, did_you_mean, fail, parse_bytes
 from ..errors import FabricOptError
 from ..fabric import Fabric
+from ..io.design_files import design_points, load_design
 from .execution import Progress, check_executor, check_progress, limit_threads, run
 from .metrics import DEFAULT_METRICS, METRICS, MetricContext, compute_metrics
 from .table import CSV_FILE, ROWS_FILE, Comparison, RowStore
@@ -81,8 +82,6 @@ def build_design(task: DesignTask) -> Fabric:
     """The fabric of a task: the one given, or its design file's point built."""
     if task.fabric is not None:
         return task.fabric
-    from ..io.design_files import load_design
-
     loaded = load_design(task.path, **task.point)  # type: ignore[arg-type]
     return loaded[0] if isinstance(loaded, list) else loaded
 
@@ -166,8 +165,6 @@ def _fabric_hash(fab: Fabric) -> str:
 
 
 def _tasks_of_file(path: str, overrides: Mapping[str, Any] | None = None) -> list[DesignTask]:
-    from ..io.design_files import design_points
-
     label = Path(path).stem
     overrides = dict(overrides or {})
     try:

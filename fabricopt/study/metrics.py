@@ -31,7 +31,9 @@ column                                 meaning
                                        (an estimate, neither bound)
 ``capex_usd``, ``power_w``             network capex and power (:func:`~fabricopt.estimate_cost`)
 ``capex_per_gpu_usd``, ``power_per_gpu_w``  the same per GPU; ``idle_ports``; ``pricing``
-                                       names the optics policy
+                                       names how the links were priced (the design family's
+                                       reference build by default); ``capex_usd_low`` and
+                                       ``_high``: the range from the catalog's price ranges
 ``in_server_usd``                      scale-up silicon in the server price (a DGX's
                                        NVSwitch chips), not in ``capex_usd``
 ``system``                             the catalog server the GPUs sit in
@@ -45,7 +47,9 @@ column                                 meaning
 ``w_per_delivered_gbps``               (``all_to_all_gbps_per_gpu``)
 =====================================  ======================================================
 
-The ``routing`` metric (asked for by name) adds ``routing_<policy>_theta`` and
+The ``tco`` metric (asked for by name) adds ``tco_usd``, ``tco_per_gpu_year_usd`` and its
+parts (:func:`~fabricopt.estimate_tco` at its defaults). The ``routing`` metric (asked for by
+name) adds ``routing_<policy>_theta`` and
 ``routing_<policy>_efficiency`` for ECMP, WCMP and static tables, and the median and 5th
 percentile of ``routing_trials`` draws of per-flow hashing.
 """
@@ -60,6 +64,7 @@ from typing import Any
 from ..analysis.bisection import bisection_bandwidth
 from ..collectives import collective_bounds
 from ..cost import Catalog, estimate_cost
+from ..cost.tco import tco_metrics
 from ..fabric import Fabric
 from ..flow.api import cheap_bracket, max_concurrent_flow
 from ..flow.valiant import valiant_rate
@@ -146,10 +151,13 @@ def _all_to_all(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
     per_gpu = max(n - 1, 1)  # at unit demand a GPU sends 1 Gb/s to each of the others
     if ctx.all_to_all_method == "ecmp bracket":
         lower, upper = ecmp_bracket(fab)
-        return {"all_to_all_status": "bracket", "all_to_all_method": "ecmp bound",
+        closed = upper <= lower * (1 + 1e-9)
+        # No LP was tried: the bracket is proven by routing and bounds alone.
+        return {"all_to_all_status": "optimal" if closed else "not_solved",
+                "all_to_all_method": "ecmp bound",
                 "all_to_all_theta": lower / per_gpu, "all_to_all_theta_upper": upper / per_gpu,
                 "all_to_all_gbps_per_gpu": lower, "all_to_all_gbps_per_gpu_upper": upper,
-                "all_to_all_exact": upper <= lower * (1 + 1e-9), "binding_tier": None}
+                "all_to_all_exact": closed, "binding_tier": None}
     r = ctx.flow(fab)
     return {"all_to_all_status": r.status, "all_to_all_method": r.method,
             "all_to_all_theta": r.lower, "all_to_all_theta_upper": r.upper,
@@ -179,6 +187,7 @@ def _all_reduce(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
             "all_reduce_busbw_GBps": c.achievable_busbw_GBps,
             "all_reduce_busbw_GBps_upper": c.busbw_GBps,
             "all_reduce_busbw_GBps_expected": (c.expected or {}).get("busbw_GBps"),
+            "all_reduce_expected_algorithm": (c.expected or {}).get("algorithm"),
             "all_reduce_binding": c.binding}
 
 
@@ -248,15 +257,18 @@ def _cost(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
     system = server_system(fab)
     row = {"capex_usd": est.capex_usd, "power_w": est.power_w,
            "capex_per_gpu_usd": est.per_endpoint_usd, "power_per_gpu_w": est.per_endpoint_w,
+           "capex_usd_low": est.capex_usd_range[0], "capex_usd_high": est.capex_usd_range[1],
            "in_server_usd": est.scale_up_in_server_usd,
            "system": system,
            "in_system_only": all(t in IN_SYSTEM_TIERS for t in fab.summary().links_by_tier),
            "network_share": _share(est, system, "capex"),
            "network_power_share": _share(est, system, "power"),
-           "idle_ports": sum(est.idle_ports.values()),
-           "pricing": ctx.policy if isinstance(ctx.policy, str) else
-           ("default" if ctx.policy is None else "custom")}
+           "idle_ports": sum(est.idle_ports.values()), "pricing": est.policy_name}
     return delivered_cost(row)
+
+
+def _tco(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
+    return tco_metrics(fab, policy=ctx.policy)
 
 
 def delivered_cost(row: dict[str, Any]) -> dict[str, Any]:
@@ -279,6 +291,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("bisection", _bisection, "bisection bandwidth, certified bracket"),
     Metric("all_reduce", _all_reduce, "all-reduce busbw: achievable, bound, expected"),
     Metric("cost", _cost, "capex and power of the network"),
+    Metric("tco", _tco, "total cost of ownership: energy, upkeep, optics replacements"),
 )}
 
 #: What :func:`~fabricopt.compare` computes when no metrics are given (``routing`` is asked

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import check_bool, check_choice, check_int, check_positive, fail
+from .._toml import dumps_toml
 from .candidates import DEFAULT_SPACE, Candidate
 from .execution import check_executor, check_progress
 from .metrics import CONSTRAINTS
@@ -70,7 +71,7 @@ class OptimizeResult:
     Attributes
     ----------
     rows : list of dict
-        Every candidate: ``name``, ``family``, ``status`` (``"evaluated"``, ``"pruned"`` or
+        Every candidate: ``name``, ``family``, ``outcome`` (``"evaluated"``, ``"pruned"`` or
         ``"unsolved"``: no throughput proven, with the solver's ``all_to_all_status``, or an
         ``"ecmp bound"`` bracket holding the all-to-all target), ``reason``
         (why pruned or unsolved), ``topology`` (the first candidate of the same fabric,
@@ -103,7 +104,7 @@ class OptimizeResult:
     candidates: dict[str, Candidate] = field(default_factory=dict, repr=False)
 
     def __repr__(self) -> str:
-        evaluated = sum(r["status"] == "evaluated" for r in self.rows)
+        evaluated = sum(r["outcome"] == "evaluated" for r in self.rows)
         best = self.best["name"] if self.best else None
         return (f"OptimizeResult({self.gpus} GPUs, {len(self.rows)} candidates, {evaluated} "
                 f"evaluated, front of {len(self.front)}, best={best!r})")
@@ -113,7 +114,7 @@ class OptimizeResult:
         misses with their shortfalls."""
         counts: dict[str, int] = {}
         for r in self.rows:
-            counts[r["status"]] = counts.get(r["status"], 0) + 1
+            counts[r["outcome"]] = counts.get(r["outcome"], 0) + 1
         lines = [f"optimize({self.gpus:,} GPUs, minimise {self.objective}): "
                  f"{len(self.rows)} candidates, "
                  + ", ".join(f"{n} {status}" for status, n in counts.items())
@@ -153,7 +154,7 @@ class OptimizeResult:
         them may meet every constraint, so the best is the cheapest *proven* design."""
         if self.best is None or self.objective != "capex_usd":
             return []
-        return [r for r in self.rows if r["status"] == "unsolved"
+        return [r for r in self.rows if r["outcome"] == "unsolved"
                 and r.get("capex_usd") is not None
                 and r.get("all_to_all_gbps_per_gpu_upper") is not None
                 and r["capex_usd"] < self.best["capex_usd"]]
@@ -182,8 +183,6 @@ class OptimizeResult:
 
         Returns the path written. Raises when there is no design to write.
         """
-        from .._toml import dumps_toml
-
         row = row or self.best
         if row is None:
             raise fail("write_design", "row", "a row (no candidate meets the constraints)",
@@ -283,8 +282,8 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
     ...                              "leaf_radix": [8], "oversubscription": [1.0, 3.0]},
     ...                   constraints={"all_to_all_gbps_per_gpu": 300})
     >>> res.best["name"], round(res.best["all_to_all_gbps_per_gpu"])  # 3:1 is enough
-    ('rail_optimized nvswitch_domain r8 3:1 cost', 375)
-    >>> [(r["status"], r["reason"][:21]) for r in res.rows]  # 1:1 dearer: priced, not solved
+    ('rail_optimized nvswitch_domain r8 3:1 reference', 375)
+    >>> [(r["outcome"], r["reason"][:21]) for r in res.rows]  # 1:1 dearer: priced, not solved
     [('pruned', 'costs more than rail_'), ('evaluated', '')]
     """
     func = "optimize"

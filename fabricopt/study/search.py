@@ -170,7 +170,7 @@ class DesignSearch:
         seen: dict[str, str] = {}
         for c in self.candidates:
             sk = sketch(c, self.gpus)
-            row = {"name": c.name, "family": c.family, "status": "pruned", "reason": sk.reason,
+            row = {"name": c.name, "family": c.family, "outcome": "pruned", "reason": sk.reason,
                    "capex_lower_usd": sk.capex_lower_usd,
                    "all_to_all_gbps_per_gpu_bound": sk.a2a_upper_gbps}
             self.rows.append(row)
@@ -304,12 +304,12 @@ class DesignSearch:
                              and row["all_to_all_status"] != "optimal"):
                 # No certified throughput (a time limit, a solver failure, a bracket holding
                 # the target): reported with its status, off the front and out of the best.
-                row["status"] = "unsolved"
+                row["outcome"] = "unsolved"
                 row["reason"] = undecided or (f"flow solve {row['all_to_all_status']}: no "
                                               "certified throughput")
                 row["shortfall"], row["meets"] = {}, None
                 continue
-            row["status"] = "evaluated"
+            row["outcome"] = "evaluated"
             self.evaluated.append(row)
             short: dict[str, float] | None = shortfalls(_decided(row), self.others)
             if "all_to_all_after_failure_gbps" in self.constraints and not short:

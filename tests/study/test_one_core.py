@@ -53,7 +53,7 @@ def test_one_meaning_of_progress():
                progress=lambda done, total: seen_compare.append((done, total)))
     assert seen_compare == [(1, 2), (2, 2)]
     res = fo.optimize(16, space=SPACE, progress=lambda d, t: seen_optimize.append((d, t)))
-    decided = [r for r in res.rows if r["status"] != "pruned" or "priced" in r["reason"]]
+    decided = [r for r in res.rows if r["outcome"] != "pruned" or "priced" in r["reason"]]
     assert seen_optimize and seen_optimize[-1][0] == len(decided)
     for bad in ("yes", 3):
         with pytest.raises(fo.InvalidParameterError, match="progress"):
