@@ -77,6 +77,20 @@ from .traffic import (
     permutation,
     select_endpoints,
 )
+from .workload import (
+    ModelConfig,
+    PhaseTime,
+    ServingEstimate,
+    TokenCost,
+    TrainingJob,
+    TrainingStep,
+    model,
+    models,
+    serving_estimate,
+    token_cost,
+    training_metrics,
+    training_step,
+)
 
 __all__ = _generator_names + [
     "BisectionResult",
@@ -151,4 +165,16 @@ __all__ = _generator_names + [
     "ring_traffic",
     "routed_collective",
     "routed_flow",
+    "ModelConfig",
+    "PhaseTime",
+    "TrainingJob",
+    "TrainingStep",
+    "model",
+    "models",
+    "training_step",
+    "ServingEstimate",
+    "TokenCost",
+    "serving_estimate",
+    "token_cost",
+    "training_metrics",
 ]

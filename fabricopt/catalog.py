@@ -68,6 +68,12 @@ FIELDS: dict[str, dict[str, FieldSpec]] = {
         "nvlink_gbps_per_link": FieldSpec("positive", False, "Gb/s", "per link per direction"),
         "tdp_w": FieldSpec("number", False, "W", "thermal design power"),
         "price_usd": FieldSpec("number", False, "USD", "unit price"),
+        "hbm_gb": FieldSpec("positive", False, "GB", "HBM capacity"),
+        "hbm_tbps": FieldSpec("positive", False, "TB/s", "HBM bandwidth"),
+        "bf16_tflops": FieldSpec("positive", False, "TFLOP/s", "peak dense BF16 tensor rate"),
+        "fp8_tflops": FieldSpec("positive", False, "TFLOP/s", "peak dense FP8 tensor rate"),
+        "compute_efficiency": FieldSpec("positive", False, "", "fraction of peak a training "
+                                        "step's matrix multiplies reach (an estimate)"),
     },
     "system": {
         "name": FieldSpec("str", False, "", "display name"),

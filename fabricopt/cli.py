@@ -43,6 +43,10 @@ from .plot.report import write_report
 from .routing import routed_flow
 from .study.compare import DEFAULT_METRICS, METRICS, Comparison, compare
 from .study.optimize import optimize
+from .workload.cost import token_cost
+from .workload.models import models as MODEL_NAMES
+from .workload.plan import job_from_mapping
+from .workload.step import training_step
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
@@ -378,6 +382,79 @@ def _add_worst_case(sub: Any) -> None:
     wc.set_defaults(func=_cmd_worst_case)
 
 
+#: Plan flags of ``fabricopt train``: flag name -> (TrainingJob key, type, help).
+TRAIN_FLAGS = {
+    "model": ("model", str, "catalogue name (" + ", ".join(MODEL_NAMES) + ") or a .toml model"),
+    "tp": ("tp", int, "tensor-parallel degree"),
+    "pp": ("pp", int, "pipeline-parallel degree"),
+    "dp": ("dp", int, "data-parallel degree (default: every GPU the others leave)"),
+    "ep": ("ep", int, "expert-parallel degree"),
+    "cp": ("cp", int, "context-parallel degree"),
+    "micro-batch": ("micro_batch", int, "sequences per micro-batch"),
+    "global-batch": ("global_batch", int, "sequences per step"),
+    "seq-len": ("seq_len", int, "tokens per sequence"),
+    "precision": ("precision", str, "bf16 or fp8"),
+    "zero": ("zero", int, "ZeRO stage 0-3"),
+    "virtual-stages": ("virtual_stages", int, "model chunks per pipeline rank (interleaved)"),
+    "recompute": ("recompute", str, "none, selective or full"),
+    "gpu": ("gpu", str, "catalog GPU key (default from the fabric's NVLink)"),
+    "compute-efficiency": ("compute_efficiency", float, "fraction of peak the matrix "
+                           "multiplies reach (default: the catalog's)"),
+}
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    fabrics = load_fabric(args.target, args.params)
+    for fab in fabrics:
+        table = dict((fab.design or {}).get("job", {}))
+        for flag, (key, _, _) in TRAIN_FLAGS.items():
+            value = getattr(args, flag.replace("-", "_"))
+            if value is not None:
+                table[key] = value
+        if args.no_sequence_parallel:
+            table["sequence_parallel"] = False
+        if "model" not in table:
+            raise FabricOptError("train: name a model with --model, or give the design file a "
+                                 "[job] table with model = ...")
+        where = f"{fab.design['file']}: [job]" if fab.design and fab.design.get("job") else \
+            "train"
+        step = training_step(fab, job_from_mapping(table, where))
+        cost = token_cost(fab, step.tokens_per_s, step.gpu.key, years=args.years,
+                          usd_per_kwh=args.usd_per_kwh)
+        print(step)
+        print(f"  cost           ${cost.usd_per_million_tokens:.4g} per million tokens "
+              f"(capex over {cost.years:g} years: network ${cost.network_capex_usd:,.0f}, "
+              f"servers ${cost.servers_capex_usd:,.0f}; {cost.power_w / 1e3:,.0f} kW at "
+              f"${args.usd_per_kwh:g}/kWh)")
+        for note in cost.notes:
+            print(f"  note: {note}")
+        print()
+    return 0
+
+
+def _train_parser(sub: Any) -> None:
+    train = sub.add_parser("train", help="step time, tokens/s, MFU and cost per token of a "
+                           "training job on a fabric",
+                           description="Run a training job's step on each fabric: compute, "
+                           "communication per parallel dimension (certified lower bound and "
+                           "expected time, binding tier), tokens per second, MFU, memory per "
+                           "GPU and cost per million tokens. The job is the design file's "
+                           "[job] table, with these flags replacing its keys.",
+                           epilog=EXIT_CODES)
+    train.add_argument("target", metavar="TARGET",
+                       help="generator name, design file (.toml) or saved fabric")
+    train.add_argument("params", nargs="*", metavar="key=value", help="generator parameters")
+    for flag, (_, kind, text) in TRAIN_FLAGS.items():
+        train.add_argument(f"--{flag}", type=kind, default=None, help=text)
+    train.add_argument("--no-sequence-parallel", action="store_true",
+                       help="all-reduce tensor traffic instead of reduce-scatter/all-gather")
+    train.add_argument("--years", type=float, default=4.0,
+                       help="years the capex is amortised over (default 4)")
+    train.add_argument("--usd-per-kwh", type=float, default=0.08,
+                       help="energy price (default 0.08)")
+    train.set_defaults(func=_cmd_train)
+
+
 def _add_show(sub: Any) -> None:
     """The ``show`` subcommand's parser."""
     show = sub.add_parser("show", add_help=False, help="print a fabric's summary",
@@ -539,7 +616,7 @@ def _add_optimize(sub: Any) -> None:
 
 #: Each subcommand's parser, in the order ``--help`` lists them.
 SUBCOMMANDS = (_add_show, _add_solve, _add_bom, _add_tco_parser, _add_compare, _add_draw,
-               _add_optimize, _add_worst_case)
+               _add_optimize, _train_parser, _add_worst_case)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -559,7 +636,7 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
     spec = load_search(args.target)
     res = optimize(spec["gpus"], space=spec["space"], constraints=spec["constraints"],
                    objective=spec["objective"], time_limit=args.time_limit,
-                   full_front=args.full_front)
+                   full_front=args.full_front, job=spec["job"])
     print(f"{spec['name']}")
     print(res)
     if args.all:

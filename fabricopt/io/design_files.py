@@ -23,12 +23,15 @@ Format::
     [catalog]                     # optional, kept on the fabric for the cost model
     policy = "cost"               # optional: the optics policy the cost model prices with
                                   # (a preset name, or a [policy] table of its fields)
+    [job]                         # optional, kept on the fabric: a training job to run on it
+    model = "llama3-405b"         #   (keys of fabricopt.TrainingJob; ``fabricopt train``)
+    tp = 8
 
 Rules:
 
 - Top-level keys are exactly ``name``, ``family``, ``description``, ``source``,
-  ``departures``, ``params``, ``sweep``, ``layout``, ``catalog`` and ``policy``; ``family``
-  is required.
+  ``departures``, ``params``, ``sweep``, ``layout``, ``catalog``, ``policy`` and ``job``;
+  ``family`` is required.
   ``source`` names the published design (paper, reference architecture) the file follows and
   ``departures`` says where the file departs from it; the shipped files give both.
 - ``params`` and ``sweep`` keys must be keyword arguments of the generator
@@ -38,10 +41,12 @@ Rules:
   in file order, with the last key varying fastest. Their names end in the swept values:
   ``"UALink pod [accelerators=64]"``.
 - ``layout`` and ``catalog`` are tables, passed through untouched; ``policy`` is a preset name
-  of :class:`~fabricopt.Policy` or a table of its fields, checked when the file is read.
+  of :class:`~fabricopt.Policy` or a table of its fields, checked when the file is read;
+  ``job`` is a table passed through untouched (its keys are checked by
+  :func:`fabricopt.workload.plan.job_from_mapping` when a job is built from it).
 
 Each fabric records where it came from in :attr:`Fabric.design`: ``{"file", "family",
-"description", "source", "departures", "layout", "catalog", "policy"}``.
+"description", "source", "departures", "layout", "catalog", "policy", "job"}``.
 """
 
 from __future__ import annotations
@@ -61,7 +66,7 @@ from ..fabric import Fabric
 from ..generators import GENERATORS, keyword_parameters, make
 
 ALLOWED_KEYS = ("name", "family", "description", "source", "departures", "params", "sweep",
-                "layout", "catalog", "policy")
+                "layout", "catalog", "policy", "job")
 
 
 def _format_value(value: Any) -> str:
@@ -84,7 +89,7 @@ def load_design(path: str | os.PathLike[str], **overrides: Any) -> Fabric | list
     Fabric or list of Fabric
         One fabric, or one per combination when the file has a ``[sweep]`` table. Each carries
         ``design = {"file", "family", "description", "source", "departures", "layout",
-        "catalog"}``.
+        "catalog", "policy", "job"}``.
 
     Raises
     ------
@@ -203,7 +208,7 @@ def _read_design(path: str | os.PathLike[str], overrides: dict[str, Any]) -> _De
     for key in ("name", "description", "source", "departures"):
         if key in data and not isinstance(data[key], str):
             raise DesignFileError(f"{where}: key {key!r} must be a string, got {data[key]!r}")
-    for key in ("params", "sweep", "layout", "catalog"):
+    for key in ("params", "sweep", "layout", "catalog", "job"):
         if key in data and not isinstance(data[key], dict):
             raise DesignFileError(f"{where}: key {key!r} must be a table ([{key}]), got "
                                   f"{data[key]!r}")
@@ -257,7 +262,7 @@ def _read_design(path: str | os.PathLike[str], overrides: dict[str, Any]) -> _De
     design = {"file": where, "family": family, "description": data.get("description", ""),
               "source": data.get("source", ""), "departures": data.get("departures", ""),
               "layout": data.get("layout", {}), "catalog": data.get("catalog", {}),
-              "policy": data.get("policy")}
+              "policy": data.get("policy"), "job": data.get("job", {})}
     base_name = data.get("name")
 
     sweep_keys = None if "sweep" not in data else list(sweep)

@@ -12,7 +12,7 @@ from ..errors import DesignFileError
 
 __all__ = ["load_search"]
 
-_SPEC_KEYS = ("name", "description", "gpus", "objective", "space", "constraints")
+_SPEC_KEYS = ("name", "description", "gpus", "objective", "space", "constraints", "job")
 
 
 def load_search(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -28,6 +28,9 @@ def load_search(path: str | os.PathLike[str]) -> dict[str, Any]:
         oversubscription = [1.0, 2.0, 4.0]
         [constraints]
         all_to_all_gbps_per_gpu = 200
+        [job]                       # optional: a training job run on every candidate
+        model = "llama3-70b"
+        tp = 8
 
     >>> import os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "s.toml")
@@ -45,7 +48,7 @@ def load_search(path: str | os.PathLike[str]) -> dict[str, Any]:
                                   + ", ".join(_SPEC_KEYS))
     if "gpus" not in data:
         raise DesignFileError(f"{where}: key 'gpus' is missing: the GPU count to design for")
-    for key in ("space", "constraints"):
+    for key in ("space", "constraints", "job"):
         if not isinstance(data.get(key, {}), dict):
             raise DesignFileError(f"{where}: key {key!r} must be a table ([{key}])")
     for key, values in data.get("space", {}).items():
@@ -54,4 +57,5 @@ def load_search(path: str | os.PathLike[str]) -> dict[str, Any]:
                                   f"got {values!r}")
     return {"gpus": data["gpus"], "space": data.get("space", {}),
             "constraints": data.get("constraints", {}),
-            "objective": data.get("objective", "capex_usd"), "name": data.get("name", where)}
+            "objective": data.get("objective", "capex_usd"), "name": data.get("name", where),
+            "job": data.get("job")}

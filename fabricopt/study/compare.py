@@ -36,6 +36,7 @@ from .._checks import check_int, check_path, did_you_mean, fail, parse_bytes
 from ..errors import FabricOptError
 from ..fabric import Fabric
 from ..io.design_files import design_points, load_design
+from ..workload.plan import TrainingJob, job_from_mapping
 from .execution import Progress, check_executor, check_progress, limit_threads, run
 from .metrics import DEFAULT_METRICS, METRICS, MetricContext, compute_metrics
 from .table import CSV_FILE, ROWS_FILE, Comparison, RowStore
@@ -76,6 +77,7 @@ class _Job:
     cap_threads: bool
     routing_trials: int = 20
     routing_seed: int = 0
+    training_job: Any = None
 
 
 def build_design(task: DesignTask) -> Fabric:
@@ -113,7 +115,7 @@ def _evaluate(job: _Job) -> dict[str, Any]:
                 row["family"] = fab.design.get("family", "")
                 ctx = MetricContext(message_bytes=job.message_bytes,
                                     routing_trials=job.routing_trials,
-                                    routing_seed=job.routing_seed)
+                                    routing_seed=job.routing_seed, job=job.training_job)
                 compute_metrics(fab, job.metrics, ctx, row)
             row["error"] = ""
         except Exception as exc:  # noqa: BLE001 - a failing design is a row, the batch goes on
@@ -248,15 +250,17 @@ def _metric_id(metric: Metric) -> str:
 
 
 def _task_key(task: DesignTask, metrics: Sequence[Metric], message_bytes: float,
-              routing: tuple[int, int] | None = None) -> str:
+              routing: tuple[int, int] | None = None, job: Any = None) -> str:
     """A stable id: the same design, point and metrics (and, with the ``routing`` metric, its
-    trials and seed) give the same key in every run."""
+    trials and seed; with a training job, the job) give the same key in every run."""
     what: dict[str, Any] = {"source": task.source_hash, "point": task.point,
                             "path": os.path.realpath(task.path) if task.path else None,
                             "metrics": [_metric_id(m) for m in metrics],
                             "message_bytes": message_bytes}
     if routing is not None:
         what["routing"] = list(routing)
+    if job is not None:
+        what["job"] = repr(job)
     text = json.dumps(what, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -266,7 +270,7 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
             executor: cf.Executor | None = None, progress: bool | None = None,
             out_dir: str | os.PathLike[str] | None = None,
             message_bytes: float | str = 2**30, routing_trials: int = 20,
-            routing_seed: int = 0) -> Comparison:
+            routing_seed: int = 0, job: Any = None) -> Comparison:
     """Evaluate designs side by side: one row of metrics per fabric.
 
     Parameters
@@ -302,6 +306,9 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
         Draws of per-flow hashing behind the ``routing`` metric's hashed columns.
     routing_seed : int
         Seed of those draws (fixed, so a table is reproducible and a rerun skips its rows).
+    job : TrainingJob or mapping, optional
+        The training job of the ``"training"`` metric, for every design (a design file's
+        ``[job]`` table serves when none is given).
 
     Returns
     -------
@@ -352,12 +359,18 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
         if os.path.exists(out_dir) and not os.path.isdir(out_dir):
             raise fail(func, "out_dir", "a directory (it exists as a file)", os.fspath(out_dir))
 
+    if job is not None and not isinstance(job, TrainingJob):
+        if not isinstance(job, Mapping):
+            raise fail(func, "job", "a TrainingJob, a table of its keys, or None", job)
+        job = job_from_mapping(job, "compare(): job")
+
     jobs: dict[str, _Job] = {}
     routing = (routing_trials, routing_seed) if "routing" in chosen else None
     for task in design_tasks(designs):
-        key = _task_key(task, chosen, message_bytes, routing)
+        key = _task_key(task, chosen, message_bytes, routing,
+                        job if "training" in chosen else None)
         jobs.setdefault(key, _Job(task, chosen, message_bytes, key, executor is not None,
-                                  routing_trials, routing_seed))
+                                  routing_trials, routing_seed, job))
     swept = [k for job in jobs.values() for k in job.task.point]
     store = RowStore(out_dir, swept) if out_dir is not None else None
     results: dict[str, dict[str, Any]] = {}

@@ -48,8 +48,18 @@ column                                 meaning
 =====================================  ======================================================
 
 The ``tco`` metric (asked for by name) adds ``tco_usd``, ``tco_per_gpu_year_usd`` and its
-parts (:func:`~fabricopt.estimate_tco` at its defaults). The ``routing`` metric (asked for by
-name) adds ``routing_<policy>_theta`` and
+parts (:func:`~fabricopt.estimate_tco` at its defaults).
+
+The ``training`` metric (asked for by name) runs a training job on the fabric
+(:func:`~fabricopt.training_metrics`): the context's ``job``, else the design file's ``[job]``
+table. ``training_step_s`` and ``training_tokens_per_s`` are expected figures (bounds over
+calibrated efficiencies: estimates, neither end of a bracket); ``training_step_s_lower`` is
+the certified lower bound on the step of the modelled schedule, and
+``training_tokens_per_s_upper`` the throughput it caps; ``training_mfu``,
+``training_usd_per_million_tokens``, ``training_binding_dimension`` and
+``training_binding_tier`` follow the expected step.
+
+The ``routing`` metric (asked for by name) adds ``routing_<policy>_theta`` and
 ``routing_<policy>_efficiency`` for ECMP, WCMP and static tables, and the median and 5th
 percentile of ``routing_trials`` draws of per-flow hashing.
 """
@@ -65,12 +75,15 @@ from ..analysis.bisection import bisection_bandwidth
 from ..collectives import collective_bounds
 from ..cost import Catalog, estimate_cost
 from ..cost.tco import tco_metrics
+from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..flow.api import cheap_bracket, max_concurrent_flow
 from ..flow.valiant import valiant_rate
 from ..routing import routed_flow
 from ..tiers import IN_SYSTEM_TIERS
 from ..traffic import all_to_all
+from ..workload.metrics import training_metrics
+from ..workload.plan import TrainingJob, job_from_mapping
 
 __all__ = ["CONSTRAINTS", "DEFAULT_METRICS", "METRICS", "Metric", "MetricContext",
            "compute_metrics", "delivered_cost", "ecmp_bracket", "plain", "server_system"]
@@ -88,7 +101,8 @@ class MetricContext:
 
     ``all_to_all_method`` is ``"flow"`` (the certified max-concurrent-flow, stopping at
     ``gap``) or ``"ecmp bracket"`` (no LP: :func:`ecmp_bracket`, for fabrics too large for
-    one). ``policy`` is the optics policy the ``cost`` metric prices with.
+    one). ``policy`` is the optics policy the ``cost`` metric prices with; ``job`` the
+    :class:`~fabricopt.TrainingJob` (or a table of its keys) of the ``training`` metric.
     """
 
     message_bytes: float = 2.0**30
@@ -98,6 +112,7 @@ class MetricContext:
     gap: float = 0.01
     all_to_all_method: str = "flow"
     policy: Any = None
+    job: Any = None
     shared: dict[str, Any] = field(default_factory=dict)
 
     def flow(self, fab: Fabric) -> Any:
@@ -269,6 +284,22 @@ def _cost(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
 
 def _tco(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
     return tco_metrics(fab, policy=ctx.policy)
+def _training(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
+    job = ctx.job if ctx.job is not None else (fab.design or {}).get("job") or None
+    if job is None:
+        raise InvalidParameterError(
+            f"the training metric needs a job for {fab.name}: a [job] table in its design "
+            "file, or MetricContext(job=fo.TrainingJob(...))")
+    if not isinstance(job, TrainingJob):
+        job = job_from_mapping(job, "[job]")
+    row = training_metrics(fab, job)
+    return {"training_step_s": row["step_s"], "training_step_s_lower": row["step_s_lower"],
+            "training_tokens_per_s": row["tokens_per_s"],
+            "training_tokens_per_s_upper": job.tokens_per_step / row["step_s_lower"],
+            "training_mfu": row["mfu"],
+            "training_usd_per_million_tokens": row["usd_per_million_tokens"],
+            "training_binding_dimension": row["binding_dimension"],
+            "training_binding_tier": row["binding_tier"]}
 
 
 def delivered_cost(row: dict[str, Any]) -> dict[str, Any]:
@@ -292,6 +323,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("all_reduce", _all_reduce, "all-reduce busbw: achievable, bound, expected"),
     Metric("cost", _cost, "capex and power of the network"),
     Metric("tco", _tco, "total cost of ownership: energy, upkeep, optics replacements"),
+    Metric("training", _training, "a training job: step time, tokens/s, MFU, cost per token"),
 )}
 
 #: What :func:`~fabricopt.compare` computes when no metrics are given (``routing`` is asked
@@ -307,6 +339,9 @@ CONSTRAINTS: dict[str, tuple[str, str, str]] = {
     "bisection_gbps_per_gpu": ("bisection", "bisection_gbps_per_gpu", "at least"),
     "capex_usd": ("cost", "capex_usd", "at most"),
     "power_w": ("cost", "power_w", "at most"),
+    # A training job has no certified floor on its throughput (only a cap, from the step's
+    # lower bound): the constraint reads the expected figure, never the cap.
+    "training_tokens_per_s": ("training", "training_tokens_per_s", "at least"),
 }
 
 

@@ -51,6 +51,7 @@ from typing import Any
 
 from .._checks import check_bool, check_choice, check_int, check_positive, fail
 from .._toml import dumps_toml
+from ..workload.plan import TrainingJob, job_from_mapping
 from .candidates import DEFAULT_SPACE, Candidate
 from .execution import check_executor, check_progress
 from .metrics import CONSTRAINTS
@@ -61,7 +62,10 @@ __all__ = ["ALL_CONSTRAINTS", "DEFAULT_SPACE", "OptimizeResult", "optimize"]
 #: Every constraint key: the registry's (:data:`~fabricopt.study.metrics.CONSTRAINTS`) and the
 #: failure trial's.
 ALL_CONSTRAINTS = (*CONSTRAINTS, *FAILURE_KEYS)
-_LOWER_IS_BETTER = ("capex_usd", "power_w")
+#: What the best design may minimise.
+OBJECTIVES = ("capex_usd", "power_w", "training_usd_per_million_tokens")
+#: The figures that need a training job.
+NEEDS_JOB = ("training_tokens_per_s", "training_usd_per_million_tokens")
 
 
 @dataclass
@@ -211,7 +215,7 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
              constraints: Mapping[str, float] | None = None, objective: str = "capex_usd",
              executor: Any = None, progress: bool | Callable[[int, int], Any] | None = None,
              time_limit: float | None = None, prune: bool = True,
-             full_front: bool = False) -> OptimizeResult:
+             full_front: bool = False, job: Any = None) -> OptimizeResult:
     """Search a design space for the best cluster meeting the constraints.
 
     Parameters
@@ -233,9 +237,11 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
         failed at random, default 0.01). Each reads the column of the same name from the
         metric registry (:data:`~fabricopt.study.metrics.CONSTRAINTS`); a floor reads a
         certified lower end (a feasible flow, a schedule that exists, a proven cut), never
-        an upper bound.
-    objective : {"capex_usd", "power_w"}
-        What the best design minimises.
+        an upper bound. ``training_tokens_per_s`` (at least, with a ``job``) reads the
+        expected tokens per second of the job on each candidate: a training step has no
+        certified floor, and its cap is never used.
+    objective : {"capex_usd", "power_w", "training_usd_per_million_tokens"}
+        What the best design minimises (the last needs a ``job``).
     executor : concurrent.futures.Executor, optional
         Evaluates candidates in parallel, as :func:`~fabricopt.compare` does: a process
         pool, or a Dask cluster through ``distributed.Client(...).get_executor()``. One topology
@@ -250,6 +256,10 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
         Seconds for each flow solve.
     prune : bool
         False evaluates every candidate that can be built (to check what pruning keeps).
+    job : TrainingJob or mapping, optional
+        A training job (:class:`~fabricopt.TrainingJob`, or a table of its keys) run on every
+        evaluated candidate: its ``training_*`` figures join the rows, and may be constrained
+        or minimised.
     full_front : bool
         With the capex objective, the front is reported up to the best design's capex by
         default, and a candidate whose capex bound exceeds a feasible design's capex is not
@@ -288,7 +298,7 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
     """
     func = "optimize"
     gpus = check_int(func, "gpus", gpus, minimum=2)
-    objective = check_choice(func, "objective", objective, _LOWER_IS_BETTER)
+    objective = check_choice(func, "objective", objective, OBJECTIVES)
     for name, value in (("space", space), ("constraints", constraints)):
         if value is not None and not isinstance(value, Mapping):
             raise fail(func, name, "a mapping (a dict, or a table of a search file) or None",
@@ -305,8 +315,17 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
         if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
             raise fail(func, f"constraints[{key!r}]", "a number >= 0", value)
 
+    if job is not None and not isinstance(job, TrainingJob):
+        if not isinstance(job, Mapping):
+            raise fail(func, "job", "a TrainingJob, a table of its keys, or None", job)
+        job = job_from_mapping(job, "optimize(): job")
+    if job is None and (objective in NEEDS_JOB or any(k in NEEDS_JOB for k in constraints)):
+        raise fail(func, "job", "a TrainingJob (the objective or a constraint is a training "
+                   "figure)", None)
+    if job is not None:
+        job.with_gpus(gpus, func)  # the plan must divide the GPUs: refused before the search
     search = DesignSearch(gpus, space or {}, constraints, objective, executor, progress,
-                          time_limit, prune, full_front)
+                          time_limit, prune, full_front, job)
     search.enumerate()
     if not search.candidates:
         raise fail(func, "space", f"a space with candidates for {gpus} GPUs (whole scale-up "

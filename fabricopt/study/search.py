@@ -55,6 +55,7 @@ class GroupTask:
     cap_threads: bool = False
     ecmp_bound: bool = False
     capex_ceiling: float | None = None
+    job: Any = None
 
 
 def evaluate_group(task: GroupTask) -> list[dict[str, Any]]:
@@ -78,10 +79,12 @@ def evaluate_group(task: GroupTask) -> list[dict[str, Any]]:
                 and min(r["capex_usd"] for r in rows) > task.capex_ceiling * (1 + TOL)):
             shared = {"priced_out": True}
         else:
-            ctx = MetricContext(time_limit=task.time_limit,
+            ctx = MetricContext(time_limit=task.time_limit, job=task.job,
                                 all_to_all_method="ecmp bracket" if task.ecmp_bound else "flow")
             names = ["all_to_all"] + sorted({CONSTRAINTS[k][0] for k, _ in task.constraints
                                              if k in CONSTRAINTS} - {"all_to_all", "cost"})
+            if task.job is not None and "training" not in names:
+                names.append("training")  # a job given is always run: its row shows it
             shared = compute_metrics(fab, names, ctx)
             shared["oversubscription_built"] = fab.params.get("oversubscription_built")
         seconds = time.perf_counter() - start
@@ -147,10 +150,12 @@ class DesignSearch:
     def __init__(self, gpus: int, space: Mapping[str, Any], constraints: dict[str, float],
                  objective: str, executor: cf.Executor | None,
                  progress: bool | Callable[[int, int], Any] | None,
-                 time_limit: float | None, prune: bool, full_front: bool) -> None:
+                 time_limit: float | None, prune: bool, full_front: bool,
+                 job: Any = None) -> None:
         self.gpus, self.space, self.constraints = gpus, space, constraints
         self.objective, self.executor, self.progress = objective, executor, progress
         self.time_limit, self.prune, self.full_front = time_limit, prune, full_front
+        self.job = job
         self.start = time.perf_counter()
         self.candidates: list[Candidate] = []
         self.rows: list[dict[str, Any]] = []
@@ -228,7 +233,7 @@ class DesignSearch:
                 return None
             task = GroupTask(tuple(c for _, c, _ in keep), tuple(self.constraints.items()),
                              self.time_limit, self.executor is not None,
-                             topology in self.bracketed, self._ceiling())
+                             topology in self.bracketed, self._ceiling(), self.job)
             kept[id(task)] = (topology, keep)
             return task
 

@@ -28,10 +28,11 @@ def test_compare_and_optimize_give_the_same_figures_under_the_same_names():
 
 
 def test_every_constraint_reads_a_column_its_metric_computes():
-    fab = fo.ring(4)
+    fab = fo.dgx_h100()
+    ctx = MetricContext(job=fo.TrainingJob("llama3-8b", tp=8, global_batch=8, seq_len=4096))
     for key, (metric, column, sense) in CONSTRAINTS.items():
         assert metric in METRICS and sense in ("at least", "at most")
-        assert column in compute_metrics(fab, [metric], MetricContext()), key
+        assert column in compute_metrics(fab, [metric], ctx), key
 
 
 def test_floor_constraints_read_the_certified_lower_end():
@@ -70,3 +71,36 @@ def test_the_written_design_keeps_its_optics_policy(tmp_path):
     assert fab.design["policy"] == "power"
     # Priced with the same policy as in the search, so the capex is the row's.
     assert fo.estimate_cost(fab).capex_usd == pytest.approx(res.best["capex_usd"])
+
+
+def test_optimize_runs_a_training_job_on_every_candidate():
+    job = fo.TrainingJob("llama3-8b", tp=2, pp=1, global_batch=64, seq_len=4096)
+    res = fo.optimize(16, space=SPACE, job=job, prune=False, full_front=True)
+    for row in res.rows:
+        # The same figure compare gives for the same fabric and job.
+        ref = compute_metrics(res.candidates[row["name"]].build(), ["training"],
+                              MetricContext(job=job))
+        assert row["training_tokens_per_s"] == pytest.approx(ref["training_tokens_per_s"])
+        assert row["training_step_s"] >= row["training_step_s_lower"]
+    # The cheapest per token is the one the objective picks.
+    best = fo.optimize(16, space=SPACE, job=job, objective="training_usd_per_million_tokens")
+    assert best.best["training_usd_per_million_tokens"] == pytest.approx(
+        min(r["training_usd_per_million_tokens"] for r in res.rows))
+    # A target above every candidate's expected tokens per second is met by none.
+    top = max(r["training_tokens_per_s"] for r in res.rows)
+    assert fo.optimize(16, space=SPACE, job=job,
+                       constraints={"training_tokens_per_s": top * 1.01}).best is None
+    with pytest.raises(fo.InvalidParameterError, match="job"):
+        fo.optimize(16, space=SPACE, constraints={"training_tokens_per_s": 1.0})
+
+
+def test_compare_runs_one_training_job_on_every_design():
+    job = {"model": "llama3-8b", "tp": 8, "global_batch": 64, "seq_len": 4096}
+    one, two = fo.compare([fo.dgx_h100(), fo.superpod(1)], metrics=["training"], job=job)
+    assert one["error"] == two["error"] == ""
+    # 32 DGX H100 servers hold 32 times the data-parallel ranks of one: more tokens per second,
+    # never more than 32 times (the step only gains communication).
+    assert one["training_tokens_per_s"] < two["training_tokens_per_s"]
+    assert two["training_tokens_per_s"] <= 32 * one["training_tokens_per_s"] * (1 + 1e-9)
+    [bare] = fo.compare(fo.dgx_h100(), metrics=["training"])
+    assert "needs a job" in bare["error"]
