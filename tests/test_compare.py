@@ -369,7 +369,8 @@ def test_compare_command_writes_the_report_end_to_end(tmp_path, capsys):
                     "all-reduce busbw bound (GB/s)", "network share of capex", "pricing"):
         assert heading in text, heading
     for words in ("calibrated estimate of what nccl-tests measures", "no schedule on this",
-                  "Pricing (the table's pricing column): P1 = ", "in the server and in its price"):
+                  "Pricing (the table's pricing column): P1 = ",
+                  "in the server or rack and in its price"):
         assert words in text, words
     html_text = (out / "index.html").read_text()
     assert html_text.count("<figcaption>") == 3 and "<figcaption></figcaption>" not in html_text

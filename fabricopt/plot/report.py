@@ -183,7 +183,8 @@ def _notes_html(table: Comparison) -> str:
     if alone:
         names = ", ".join(html.escape(str(r["name"])) for r in alone)
         notes.append(f"<li>\u2020 {names}: no network capex, because the scale-up switches "
-                     "(NVSwitch chips) are in the server and in its price, not bought apart; "
+                     "(NVSwitch chips or trays) are in the server or rack and in its price, "
+                     "not bought apart; "
                      "the plots draw such designs apart, off the Pareto front.</li>")
     alike = [r for r in table.rows if _same_number(r.get("all_to_all_gbps_per_gpu"),
                                                    r.get("all_reduce_busbw_GBps_upper"))]
