@@ -113,6 +113,14 @@ class CollectiveBounds:
         return self.message_bytes / self.achievable_time_s / 1e9 * bus_factor(
             self.collective, self.n_endpoints)
 
+    def __repr__(self) -> str:
+        # One line for a REPL or a notebook cell; str() gives the full report.
+        achievable = self.achievable_busbw_GBps
+        return (f"<CollectiveBounds {self.collective}, {self.n_endpoints:,} GPUs, "
+                f"{self.message_bytes:,.0f} bytes: busbw <= {self.busbw_GBps:,.4g} GB/s, "
+                f"achievable {'unknown' if achievable is None else f'{achievable:,.4g}'}"
+                f" GB/s, binding {self.binding}>")
+
     def __str__(self) -> str:
         # The size as the user wrote it: a whole number of one unit (1 GiB, 512 MB).
         size = self.message_bytes
