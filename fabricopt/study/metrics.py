@@ -55,7 +55,11 @@ fabric's symmetry at a time (:func:`~fabricopt.single_failures`):
 over those failures.
 
 The ``tco`` metric (asked for by name) adds ``tco_usd``, ``tco_per_gpu_year_usd`` and its
-parts (:func:`~fabricopt.estimate_tco` at its defaults).
+parts (:func:`~fabricopt.estimate_tco` at its defaults), ``expected_failed_links`` (down at any
+moment, from the optics' annual failure rates) and
+``all_to_all_gbps_per_gpu_at_expected_failures``: the certified all-to-all with the most
+likely number of links between switches down (the worst of :data:`EXPECTED_FAILURE_DRAWS`
+random draws; the intact figure where that number is 0).
 
 The ``training`` metric (asked for by name) runs a training job on the fabric
 (:func:`~fabricopt.training_metrics`): the context's ``job``, else the design file's ``[job]``
@@ -80,6 +84,7 @@ from typing import Any
 
 from ..analysis.bisection import bisection_bandwidth
 from ..analysis.failure_study import failure_metrics
+from ..analysis.failures import failure_sweep
 from ..collectives import collective_bounds
 from ..cost import Catalog, estimate_cost
 from ..cost.tco import tco_metrics
@@ -88,7 +93,7 @@ from ..fabric import Fabric
 from ..flow.api import cheap_bracket, max_concurrent_flow
 from ..flow.valiant import valiant_rate
 from ..routing import routed_flow
-from ..tiers import IN_SYSTEM_TIERS
+from ..tiers import IN_SYSTEM_TIERS, SCALE_UP_TIERS
 from ..traffic import all_to_all
 from ..workload.metrics import training_metrics
 from ..workload.plan import TrainingJob, job_from_mapping
@@ -100,6 +105,9 @@ __all__ = ["CONSTRAINTS", "DEFAULT_METRICS", "METRICS", "Metric", "MetricContext
 #: every pair: 1.2 GB and 4 s at 4,096 GPUs, 16.8 million pairs; above the limit the caller's
 #: plan bound is the upper end, and at those sizes it is the tighter one).
 CHEAP_BRACKET_PAIRS = 4_200_000
+#: Random draws of the links expected down at any time, behind the ``tco`` metric's
+#: throughput at that failure level (the row keeps the worst).
+EXPECTED_FAILURE_DRAWS = 3
 
 
 @dataclass
@@ -291,7 +299,33 @@ def _cost(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
 
 
 def _tco(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
-    return tco_metrics(fab, policy=ctx.policy)
+    row: dict[str, Any] = tco_metrics(fab, policy=ctx.policy)
+    row["all_to_all_gbps_per_gpu_at_expected_failures"] = None
+    # The most likely number of links down at a moment (the mode of a Poisson count with the
+    # expected number from the optics' failure rates and repair time), failed at random among
+    # the links between switches (a failed GPU link takes its GPU out of the job, not of the
+    # network): the certified all-to-all the fabric still delivers, the worst of a few draws.
+    down = math.floor(row["expected_failed_links"])
+    g = fab.graph
+    fabric_tiers = sorted({d.get("tier") for u, v, d in g.edges(data=True)
+                           if g.nodes[u].get("role") == g.nodes[v].get("role") == "switch"
+                           and d.get("tier") not in (None, *SCALE_UP_TIERS)})
+    links = sum(n for tier, n in fab.summary().links_by_tier.items() if tier in fabric_tiers)
+    if down == 0:  # the intact fabric: the all-to-all flow, solved once per row
+        row["all_to_all_gbps_per_gpu_at_expected_failures"] = (
+            ctx.flow(fab).lower * max(len(fab.endpoints) - 1, 1))
+        return row
+    if not links:
+        return row
+    sweep = failure_sweep(fab, [min(down / links, 1.0)], trials=EXPECTED_FAILURE_DRAWS, seed=1,
+                          tiers=fabric_tiers, time_limit=ctx.time_limit)
+    [summary] = sweep.summary
+    if sweep.mean_out_gbps is not None:
+        row["all_to_all_gbps_per_gpu_at_expected_failures"] = (
+            summary.lower_min * sweep.mean_out_gbps)
+    return row
+
+
 def _training(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
     job = ctx.job if ctx.job is not None else (fab.design or {}).get("job") or None
     if job is None:
