@@ -2,166 +2,56 @@
 
 Each subcommand is a thin layer over the public API: parse, call, print. A fabric is named
 either by a generator and ``key=value`` parameters (``fabricopt show fat_tree k=8``) or, where
-design files are supported, by a path to one.
+design files are supported, by a path to one (how those words are read:
+:mod:`fabricopt.cli_words`).
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import concurrent.futures
 import contextlib
-import inspect
 import os
 import sys
-import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from ._checks import did_you_mean, parse_bytes
-from ._numpydoc import parameter_docs
+from ._checks import did_you_mean
 from ._version import __version__
 from .analysis.bisection import bisection_bandwidth
+from .analysis.worst_case import worst_case_permutation
 from .cli_failures import add_failures_parser
+from .cli_words import (
+    check_targets,
+    generator_help,
+    load_fabric,
+    load_targets,
+    make_traffic,
+    names_arg,
+    parse_assignments,
+    parse_collectives,
+    size_arg,
+    split_targets,
+)
 from .collectives import COLLECTIVES, collective_bounds
 from .cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost, estimate_tco
-from .errors import FabricOptError, InvalidParameterError
+from .errors import FabricOptError
 from .fabric import Fabric
 from .flow import max_concurrent_flow
-from .generators import GENERATORS, check_call, make
-from .io.design_files import load_design
-from .io.graph_files import read_graphml, read_json
+from .generators import GENERATORS
 from .io.search_files import load_search
 from .plot.diagram import draw
 from .plot.image_files import checked_dpi, image_path
 from .plot.report import write_report
 from .routing import routed_flow
-from .study.compare import DEFAULT_METRICS, ROWS_FILE, Comparison, compare
+from .study.compare import DEFAULT_METRICS, METRICS, ROWS_FILE, Comparison, compare
 from .study.local_pool import process_pool
 from .study.optimize import optimize
 from .study.table import RowStore
-from .traffic import all_to_all, longest_matching, permutation
 from .workload.cost import token_cost
 from .workload.models import models as MODEL_NAMES
 from .workload.plan import job_from_mapping
 from .workload.step import training_step
-
-
-def parse_value(text: str) -> Any:
-    """Read a command-line value as a Python literal when it is one, else keep the string.
-
-    >>> parse_value("8"), parse_value("0.5"), parse_value("[5,4,4,5]"), parse_value("ndr")
-    (8, 0.5, [5, 4, 4, 5], 'ndr')
-    >>> parse_value("true"), parse_value("None")
-    (True, None)
-    """
-    lowered = text.strip().lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    if lowered in ("none", "null"):
-        return None
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
-
-
-def parse_assignments(items: Sequence[str]) -> dict[str, Any]:
-    """Turn ``["k=8", "link_gbps=400"]`` into ``{"k": 8, "link_gbps": 400}``."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.isidentifier():
-            raise FabricOptError(f"expected key=value, got {item!r}")
-        if key in out:  # the last would win silently: say which of the two was meant
-            raise FabricOptError(f"{key!r} is given twice ({key}={out[key]!r} and {item}); "
-                                 "give each parameter once")
-        out[key] = parse_value(value)
-    return out
-
-
-def _is_assignment(word: str) -> bool:
-    key, sep, _ = word.partition("=")
-    return bool(sep) and key.isidentifier()
-
-
-def split_targets(words: Sequence[str]) -> list[tuple[str, list[str]]]:
-    """Group command-line words into targets, each with the ``key=value`` words after it.
-
-    >>> split_targets(["ring", "n=8", "a.toml", "fat_tree", "k=4"])
-    [('ring', ['n=8']), ('a.toml', []), ('fat_tree', ['k=4'])]
-    """
-    groups: list[tuple[str, list[str]]] = []
-    for word in words:
-        if _is_assignment(word):
-            if not groups:
-                raise FabricOptError(f"{word!r} comes before any generator or design file; "
-                                     "write the target first: TARGET key=value ...")
-            groups[-1][1].append(word)
-        else:
-            groups.append((word, []))
-    if not groups:
-        raise FabricOptError("no target: give a generator name or a design file")
-    return groups
-
-
-def load_fabric(target: str, assignments: Sequence[str]) -> list[Fabric]:
-    """The fabric(s) a command names: a generator with parameters, or a design file."""
-    params = parse_assignments(assignments)
-    if target in GENERATORS:
-        try:
-            check_call(target, params, caller=target)
-        except InvalidParameterError as exc:  # the command line's own words
-            raise FabricOptError(f"{str(exc).replace(f'{target}(): ', f'{target}: ', 1)}"
-                                 f" (given as key=value; see: fabricopt show {target} --help)"
-                                 ) from None
-        return [make(target, params)]
-    if target.endswith(".toml"):
-        loaded = load_design(target, **params)
-        return loaded if isinstance(loaded, list) else [loaded]
-    if target.endswith((".json", ".graphml")):
-        if params:  # a saved fabric is built already: there is nothing to pass
-            raise FabricOptError(f"{target}: a saved fabric takes no key=value parameters, "
-                                 f"got {' '.join(assignments)}")
-        return [read_json(target) if target.endswith(".json") else read_graphml(target)]
-    raise FabricOptError(f"unknown generator or fabric file {target!r}"
-                         f"{did_you_mean(target, GENERATORS)}: give a generator ("
-                         + ", ".join(sorted(GENERATORS)) + "), a .toml design file, or a "
-                         ".json or .graphml fabric file")
-
-
-def load_targets(words: Sequence[str]) -> list[Fabric]:
-    """Every fabric that ``TARGET [key=value ...] [TARGET ...]`` names, in order."""
-    return [fab for target, assignments in split_targets(words)
-            for fab in load_fabric(target, assignments)]
-
-
-def generator_help(name: str) -> str:
-    """A generator's parameters with defaults and meaning, from its signature and docstring.
-
-    >>> generator_help("ring").splitlines()[4:7]
-    ['parameters:', '  n  (required)', '  link_gbps=1.0']
-    """
-    func = GENERATORS[name]
-    doc = inspect.getdoc(func) or ""
-    lines = [f"{name}: {doc.splitlines()[0] if doc else ''}", "",
-             f"usage: fabricopt show {name} [key=value ...]", "", "parameters:"]
-    docs = parameter_docs(func)
-    for pname, p in inspect.signature(func).parameters.items():
-        if p.kind is p.VAR_POSITIONAL:
-            continue
-        kind, text = docs.get(pname, ("", ""))
-        if p.kind is p.VAR_KEYWORD:
-            head = f"  {pname}=...  (more key=value options)"
-        elif p.default is inspect.Parameter.empty:
-            head = f"  {pname}  (required{', ' + kind if kind else ''})"
-        else:
-            head = f"  {pname}={p.default!r}" + (f"  ({kind})" if kind else "")
-        lines.append(head)
-        if text:
-            lines += textwrap.wrap(text.replace("``", "`"), width=92,
-                                   initial_indent="      ", subsequent_indent="      ")
-    return "\n".join(lines)
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
@@ -181,54 +71,6 @@ def _cmd_show(args: argparse.Namespace) -> int:
         print(fab.summary())
         print()
     return 0
-
-
-def make_traffic(fab: Fabric, spec: str) -> Any:
-    """Traffic named on the command line: ``all-to-all``, ``permutation[:SEED]`` or
-    ``longest-matching``."""
-    name, colon, arg = spec.partition(":")
-    if colon and name in ("all-to-all", "longest-matching"):
-        raise FabricOptError(f"--traffic {name} takes no ':' suffix (only permutation:SEED "
-                             f"does), got {spec!r}")
-    if name == "all-to-all":
-        return all_to_all(fab)
-    if name == "permutation":
-        if arg and not arg.isdigit():
-            raise FabricOptError(f"--traffic permutation:SEED: the seed must be an integer "
-                                 f">= 0, got {arg!r}")
-        return permutation(fab, seed=int(arg) if arg else 0)
-    if name == "longest-matching":
-        return longest_matching(fab)
-    raise FabricOptError(f"--traffic must be all-to-all, permutation[:SEED] or "
-                         f"longest-matching, got {spec!r}")
-
-
-def parse_collectives(text: str) -> list[str]:
-    """``--collective`` words: names separated by commas, or ``all``.
-
-    >>> parse_collectives("all_reduce,all_gather")
-    ['all_reduce', 'all_gather']
-    """
-    if text.strip() == "all":
-        return list(COLLECTIVES)
-    names = [w.strip().replace("-", "_") for w in text.split(",") if w.strip()]
-    for name in names:
-        if name not in COLLECTIVES:
-            raise FabricOptError(f"--collective: {name!r} is not a collective"
-                                 f"{did_you_mean(name, COLLECTIVES)}; collectives: "
-                                 + ", ".join(COLLECTIVES) + ", or all")
-    if not names:
-        raise FabricOptError("--collective: give at least one of " + ", ".join(COLLECTIVES))
-    return names
-
-
-def _size_arg(text: str) -> float:
-    try:
-        return parse_bytes("fabricopt", "size", text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"must be a size in bytes with an optional unit (B, kB, MB, GB, TB, KiB, MiB, "
-            f"GiB, TiB), e.g. 1GiB, 512MB or 1e9; got {text!r}") from None
 
 
 def _solve_row(fab: Fabric, result: Any, bisection: Any, collectives: list[Any],
@@ -294,8 +136,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
             routed.optimum = result
         if not args.throughput_only:
             bisection = bisection_bandwidth(fab, time_limit=args.time_limit)
-            bounds = [collective_bounds(fab, c, message_bytes=args.message_bytes)
-                      for c in collectives]
+            bounds = [collective_bounds(fab, c, message_bytes=args.message_bytes,
+                                        expected=True) for c in collectives]
         if args.format == "table":
             print(result)
             if routed is not None:
@@ -313,6 +155,12 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     if rows:
         _print_rows(rows, args.format)
     return worst
+
+
+def _totals(parts: Any) -> dict[str, dict[str, float]]:
+    """Per-tier or per-medium totals as JSON: capex, power and physical links of each."""
+    return {str(k): {"capex_usd": t.usd, "power_w": t.w, "links": t.links}
+            for k, t in parts.items()}
 
 
 # -- total cost of ownership -------------------------------------------------------------------
@@ -384,6 +232,9 @@ def _cmd_bom(args: argparse.Namespace) -> int:
         print(json.dumps([{"fabric": e.fabric, "gpus": e.n_endpoints, "capex_usd": e.capex_usd,
                            "power_w": e.power_w, "capex_per_gpu_usd": e.per_endpoint_usd,
                            "power_per_gpu_w": e.per_endpoint_w,
+                           "in_server_usd": e.scale_up_in_server_usd,
+                           "in_server_w": e.scale_up_in_server_w,
+                           "by_tier": _totals(e.by_tier), "by_medium": _totals(e.by_medium),
                            "bom": [{"component": r.component, "kind": r.kind,
                                     "detail": r.detail, "count": r.count,
                                     "unit_usd": r.unit_usd, "unit_w": r.unit_w,
@@ -403,9 +254,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         raise FabricOptError(f"--jobs must be an integer >= 1, got {args.jobs}")
     designs: list[Any] = []
-    for target, assignments in split_targets(args.targets):
-        if target in GENERATORS:
-            designs += load_fabric(target, assignments)
+    groups = split_targets(args.targets)
+    check_targets(groups)
+    for target, assignments in groups:
+        if target in GENERATORS:  # the values given become columns and join the name
+            params = parse_assignments(assignments)
+            designs += [(fab, params) if params else fab
+                        for fab in load_fabric(target, assignments)]
         elif assignments:
             designs.append((target, parse_assignments(assignments)))
         else:
@@ -428,10 +283,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         elif args.jobs > 1:
             rows = len(designs) if all(isinstance(d, Fabric) for d in designs) else None
             executor = stack.enter_context(process_pool(args.jobs, rows))
-        metrics = None
+        metrics = names_arg("--metrics", args.metrics, METRICS) if args.metrics else None
         if args.routing:  # beside the all-to-all optimum it is the efficiency of
-            at = DEFAULT_METRICS.index("all_to_all") + 1
-            metrics = [*DEFAULT_METRICS[:at], "routing", *DEFAULT_METRICS[at:]]
+            chosen = list(metrics or DEFAULT_METRICS)
+            at = chosen.index("all_to_all") + 1 if "all_to_all" in chosen else len(chosen)
+            metrics = [*chosen[:at], "routing", *chosen[at:]]
         try:
             table = compare(designs, metrics=metrics, executor=executor,
                             progress=args.progress, out_dir=args.output,
@@ -449,10 +305,21 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         index = write_report(table, args.output, diagrams=not args.no_diagrams)
         again = f", {table.reused} reused from an earlier run" if table.reused else ""
         print(f"{len(table)} designs ({len(table.failed)} failed{again}): {index}")
-    elif args.format == "table":
-        print(table)
+        for row in table.failed:
+            print(f"fabricopt compare: {row['name']}: {row['error']}", file=sys.stderr)
+        return 1 if table.failed else 0
+    columns = None
+    if args.columns:
+        columns = [c.strip() for c in args.columns.split(",") if c.strip()]
+        for c in columns:
+            if c not in table.columns:
+                raise FabricOptError(f"--columns: {c!r} is not a column of this table"
+                                     f"{did_you_mean(c, table.columns)}")
+    if args.format == "table":
+        print(table.to_text(columns, limit=len(table)))
     else:
-        _print_rows(table.to_records(), args.format)
+        keep = columns or table.columns
+        _print_rows([{c: r[c] for c in keep} for r in table.rows], args.format)
     for row in table.failed:
         print(f"fabricopt compare: {row['name']}: {row['error']}", file=sys.stderr)
     return 1 if table.failed else 0
@@ -489,6 +356,48 @@ def _cmd_draw(args: argparse.Namespace) -> int:
         ax.figure.savefig(path, dpi=checked_dpi(args.dpi, ax.figure))
         print(path)
     return 0
+
+
+def _cmd_worst_case(args: argparse.Namespace) -> int:
+    worst = 0
+    for fab in load_targets(args.targets):
+        fab.validate()
+        res = worst_case_permutation(fab, iterations=args.iterations, method=args.method,
+                                     time_limit=args.time_limit)
+        if args.format == "json":
+            import json
+
+            print(json.dumps({"name": fab.name, "gpus": len(fab.endpoints),
+                              "theta_lower": res.lower, "theta_upper": res.upper,
+                              "guaranteed_gbps_per_gpu": res.hose_rate_gbps,
+                              "tub_upper": res.tub_upper, "exact": res.exact,
+                              "patterns_solved": len(res.tried)}))
+        else:
+            print(fab.name)
+            print(res)
+            print()
+        if not res.exact:
+            worst = 1
+    return worst
+
+
+def _add_worst_case(sub: Any) -> None:
+    """The ``worst-case`` subcommand's parser."""
+    wc = sub.add_parser("worst-case", help="the worst permutation traffic a fabric can get",
+                        description="Bracket the throughput of the worst permutation (each "
+                        "GPU sends to one other) each fabric can be given: the rate it "
+                        "guarantees under any permutation (two-phase routing), the worst "
+                        "permutation found (a certified upper end) and the bound between.",
+                        epilog=EXIT_CODES)
+    _targets_arg(wc)
+    wc.add_argument("--iterations", type=int, default=4,
+                    help="rounds of the worst-permutation search (default 4)")
+    wc.add_argument("--method", default="auto", choices=["auto", "lp", "symmetric", "approx"],
+                    help="how each permutation's flow is solved (default auto)")
+    wc.add_argument("--time-limit", type=float, default=None, help="seconds per solve")
+    wc.add_argument("--format", choices=("table", "json"), default="table",
+                    help="readable block (default) or one JSON object per fabric")
+    wc.set_defaults(func=_cmd_worst_case)
 
 
 #: Plan flags of ``fabricopt train``: flag name -> (TrainingJob key, type, help).
@@ -564,13 +473,8 @@ def _train_parser(sub: Any) -> None:
     train.set_defaults(func=_cmd_train)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``fabricopt`` command."""
-    parser = argparse.ArgumentParser(
-        prog="fabricopt", description="Design GPU-cluster fabrics and compute what they carry.",
-        epilog="Sizes take units: 1GiB, 512MB, 1e9. " + EXIT_CODES)
-    parser.add_argument("--version", action="version", version=f"fabricopt {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+def _add_show(sub: Any) -> None:
+    """The ``show`` subcommand's parser."""
     show = sub.add_parser("show", add_help=False, help="print a fabric's summary",
                           description="Print a fabric's summary. TARGET is a generator name "
                           "(" + ", ".join(sorted(GENERATORS)) + ") or a design file. "
@@ -582,6 +486,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="generator name or design file, then parameters as key=value")
     show.set_defaults(func=_cmd_show, parser=show)
 
+
+def _add_solve(sub: Any) -> None:
+    """The ``solve`` subcommand's parser."""
     solve = sub.add_parser("solve", help="certified throughput, bisection and collective bounds",
                            description="Compute the largest fraction theta of a traffic "
                            "pattern each fabric carries at once, with a certified bracket, "
@@ -601,7 +508,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="highs: choose, simplex or ipm; highspy: simplex, ipm or pdlp; "
                        "pulp: a pulp solver name")
     solve.add_argument("--time-limit", type=float, default=None, help="seconds per solve")
-    solve.add_argument("--message-bytes", type=_size_arg, default=2.0**30, metavar="SIZE",
+    solve.add_argument("--message-bytes", type=size_arg, default=2.0**30, metavar="SIZE",
                        help="buffer size of the collective bounds, with a unit: 1GiB "
                        "(default), 512MB, 1e9")
     solve.add_argument("--collective", default="all_reduce", metavar="NAMES",
@@ -620,6 +527,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "markdown or json")
     solve.set_defaults(func=_cmd_solve)
 
+
+def _add_bom(sub: Any) -> None:
+    """The ``bom`` subcommand's parser."""
     bom = sub.add_parser("bom", help="print a fabric's bill of materials, capex and power",
                          description="Print the bill of materials, capex_usd and power_w of "
                          "each fabric's network.", epilog=EXIT_CODES)
@@ -633,8 +543,10 @@ def build_parser() -> argparse.ArgumentParser:
     bom.add_argument("--leaf-placement", choices=LEAF_PLACEMENTS, default=None,
                      help="where leaf switches go (default: top_of_rack)")
     bom.set_defaults(func=_cmd_bom)
-    _add_tco_parser(sub)
 
+
+def _add_compare(sub: Any) -> None:
+    """The ``compare`` subcommand's parser."""
     cmp_ = sub.add_parser("compare", help="evaluate designs side by side and write a report",
                           description="Evaluate every design (files, folders of them, sweeps, "
                           "generators with key=value) and print the table, or with -o write "
@@ -651,7 +563,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--scheduler", metavar="ADDRESS", default=None,
                       help="run on a Dask cluster, e.g. tcp://10.0.0.1:8786 (needs "
                       "fabricopt[dask])")
-    cmp_.add_argument("--message-bytes", type=_size_arg, default=2.0**30, metavar="SIZE",
+    cmp_.add_argument("--message-bytes", type=size_arg, default=2.0**30, metavar="SIZE",
                       help="all-reduce buffer size, with a unit (default 1GiB)")
     cmp_.add_argument("--routing", action="store_true",
                       help="also route the all-to-all by ECMP, WCMP, static tables and "
@@ -660,12 +572,21 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--trials", type=int, default=20,
                       help="hashed trials for --routing (default 20)")
     cmp_.add_argument("--seed", type=int, default=0, help="seed of the hashed trials")
+    cmp_.add_argument("--metrics", metavar="NAMES", default=None,
+                      help="metrics to compute, comma-separated: " + ", ".join(METRICS)
+                      + " (default: all but routing)")
+    cmp_.add_argument("--columns", metavar="NAMES", default=None,
+                      help="without -o: the columns to print, comma-separated (default: "
+                      "name, swept values, GPUs, bandwidth, busbw, capex and power per GPU)")
     cmp_.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                       help="progress bar (default: when stderr is a terminal)")
     cmp_.add_argument("--no-diagrams", action="store_true",
                       help="skip the diagram of each design in the report")
     cmp_.set_defaults(func=_cmd_compare)
 
+
+def _add_draw(sub: Any) -> None:
+    """The ``draw`` subcommand's parser."""
     drw = sub.add_parser("draw", help="draw a fabric as a layered diagram",
                          description="Draw a fabric: GPUs at the bottom, switch tiers above, "
                          "large fabrics grouped (by server, scalable unit, pod...). The "
@@ -679,7 +600,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="image file to write, e.g. fig.png")
     drw.add_argument("--aggregate", default="auto", metavar="LEVEL",
                      help="auto (default), none (every device), all (always grouped), "
-                     "layer, or node attributes such as node, su, pod, rail, su+rail")
+                     "layer, or node attributes such as node, su, pod, rail, plane, rail+plane")
     drw.add_argument("--utilization", action="store_true",
                      help="solve all-to-all and colour links by utilization")
     drw.add_argument("--time-limit", type=float, default=None,
@@ -689,6 +610,9 @@ def build_parser() -> argparse.ArgumentParser:
     drw.add_argument("--dpi", type=float, default=150.0, help="resolution (default 150)")
     drw.set_defaults(func=_cmd_draw)
 
+
+def _add_optimize(sub: Any) -> None:
+    """The ``optimize`` subcommand's parser."""
     opt = sub.add_parser("optimize", help="search a design space for the best cluster",
                          description="Search the design space a search file declares (GPU "
                          "count, [space] lists, [constraints] targets; see "
@@ -706,8 +630,26 @@ def build_parser() -> argparse.ArgumentParser:
                      help="evaluate and print the front past the best design (dearer, faster "
                      "designs) as well; by default it stops at the best")
     opt.set_defaults(func=_cmd_optimize)
-    _train_parser(sub)
+
+
+def _add_failures(sub: Any) -> None:
     add_failures_parser(sub, load_targets, EXIT_CODES)
+
+
+#: Each subcommand's parser, in the order ``--help`` lists them.
+SUBCOMMANDS = (_add_show, _add_solve, _add_bom, _add_tco_parser, _add_compare, _add_draw,
+               _add_optimize, _train_parser, _add_worst_case, _add_failures)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``fabricopt`` command."""
+    parser = argparse.ArgumentParser(
+        prog="fabricopt", description="Design GPU-cluster fabrics and compute what they carry.",
+        epilog="Sizes take units: 1GiB, 512MB, 1e9. " + EXIT_CODES)
+    parser.add_argument("--version", action="version", version=f"fabricopt {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in SUBCOMMANDS:
+        add(sub)
     return parser
 
 
@@ -756,6 +698,32 @@ def _say(line: str) -> None:
         print(line, file=sys.stderr)
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse the words; an unknown subcommand or flag is named with a suggestion, and the
+    usage shown is the subcommand's (argparse alone shows the top level's, suggesting
+    nothing)."""
+    commands = {p.prog.split()[-1]: p for p in _subparsers(parser)}
+    first = next((w for w in argv if not w.startswith("-")), None)
+    if first is not None and first not in commands and argv and argv[0] == first:
+        parser.error(f"unknown command {first!r}{did_you_mean(first, commands)}; commands: "
+                     + ", ".join(commands))
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        sub = commands[args.command]
+        flags = [o for a in sub._actions for o in a.option_strings if o.startswith("--")]
+        unknown = [w for w in extra if w.startswith("-")] or extra
+        word = unknown[0].split("=", 1)[0]
+        sub.error(f"unrecognized argument {word!r}"
+                  + (did_you_mean(word, flags) if word.startswith("-") else "")
+                  + f"; see: fabricopt {args.command} --help")
+    return args
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    return [p for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+            for p in dict.fromkeys(a.choices.values())]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code (2 for bad input, 74 when standard output
     cannot be written)."""
@@ -764,7 +732,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `fabricopt ... >&-`: print() would drop every line without a word.
         _say("fabricopt: error: standard output is closed; nothing could be printed")
         return EXIT_IO_ERROR
-    args = parser.parse_args(argv)
+    args = _parse(parser, list(sys.argv[1:] if argv is None else argv))
     try:
         try:
             code = int(args.func(args))

@@ -1,5 +1,7 @@
 """The command line: every subcommand runs, prints what it promises, and fails cleanly."""
 
+import json
+
 import pytest
 
 import fabricopt as fo
@@ -30,7 +32,7 @@ def test_solve_prints_theta_bracket_bandwidth_and_tier(capsys):
     assert "0.875 Gb/s" in out and "binding tier     ring" in out
     # Bisection of the unit ring: 2 links (exact); all-reduce on it: printed with busbw.
     assert "bisection        2 <= B <= 2 Gb/s (exact" in out
-    assert "all_reduce of 1.07374e+09 bytes on 8 GPUs" in out and "busbw" in out
+    assert "all_reduce of 1 GiB on 8 GPUs" in out and "busbw" in out
 
 
 def test_solve_traffic_options(capsys):
@@ -60,12 +62,73 @@ def test_solve_time_limit_exit_code(capsys):
     (["show", "rnig"], "(did you mean 'ring'?): give a generator (clos, "),
     (["show", "n=4"], "comes before any generator"),
     (["solve", "ring", "n=4", "--collective", "allreduce"], "did you mean 'all_reduce'"),
-    (["show", "ring", "n"], "ring: missing required parameter(s) n of ring (given as key=value"),
+    # A word without "=": told how to write it, not "missing parameter" or "unknown generator".
+    (["show", "ring", "n"], "'n' after ring is not a generator or a fabric file; parameters "
+                            "are written key=value: ring takes n, link_gbps, tech (did you "
+                            "mean n=VALUE?)"),
+    (["show", "ring", "6"], "(did you mean n=6?)"),
+    (["show", "ring", "n=4", "fat_tre", "k=4"], "(did you mean 'fat_tree'?)"),
     (["solve", "ring", "n=4", "--traffic", "hotspot"], "--traffic must be"),
+    (["solve", "ring", "n=4", "--traffic", "alltoall"], "(did you mean 'all-to-all'?)"),
+    (["compare", "ring", "n=4", "--metrics", "cots"], "(did you mean 'cost'?)"),
+    (["compare", "ring", "n=4", "--metrics", "summary", "--columns", "name,gpu"],
+     "'gpu' is not a column of this table (did you mean 'gpus'?)"),
 ])
 def test_bad_input_exits_2_with_a_message(argv, message, capsys):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    # A misspelt flag: the subcommand's usage and a suggestion (argparse alone printed the
+    # top level's usage and no suggestion).
+    (["solve", "ring", "n=4", "--mesage-bytes", "1GiB"],
+     "fabricopt solve: error: unrecognized argument '--mesage-bytes' (did you mean "
+     "'--message-bytes'?)"),
+    (["compare", "ring", "n=4", "--colums=name"], "(did you mean '--columns'?)"),
+    (["solv", "ring", "n=4"], "unknown command 'solv' (did you mean 'solve'?)"),
+    # The rule, not "must be a size in bytes".
+    (["solve", "ring", "n=4", "--message-bytes", "0"], "a size must be > 0"),
+])
+def test_usage_errors_name_the_rule_and_suggest(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err
+    if argv[0] != "solv":
+        assert f"usage: fabricopt {argv[0]}" in err
+
+
+def test_design_file_key_typo_gets_a_suggestion(tmp_path, capsys):
+    path = tmp_path / "typo.toml"
+    path.write_text('name = "r"\nfamilly = "ring"\n[params]\nn = 4\n')
+    assert main(["show", str(path)]) == 2
+    assert "key 'familly' is not allowed (did you mean 'family'?)" in capsys.readouterr().err
+    path.write_text('name = "r"\nfamily = "rng"\n[params]\nn = 4\n')
+    assert main(["show", str(path)]) == 2
+    assert "got 'rng' (did you mean 'ring'?)" in capsys.readouterr().err
+
+
+def test_worst_case_command(capsys):
+    # fat_tree(4) is non-blocking: every permutation gets the full 400 Gb/s per GPU (the hose
+    # rate, two-phase routing), and the worst pattern found proves no more (exact).
+    assert main(["worst-case", "fat_tree", "k=4", "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["exact"] and row["theta_lower"] == pytest.approx(400.0)
+    assert row["guaranteed_gbps_per_gpu"] == pytest.approx(400.0)
+    assert main(["worst-case", "ring", "n=6"]) == 0
+    assert "worst permutation" in capsys.readouterr().out
+
+
+def test_compare_metrics_and_columns_with_human_numbers(capsys):
+    assert main(["compare", "fat_tree", "k=4", "--metrics", "summary,cost",
+                 "--columns", "name,gpus,capex_usd"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split() == ["name", "gpus", "capex_usd"]
+    # The capex with thousands separators, never 315984 or 3.15984e+05.
+    capex = fo.estimate_cost(fo.fat_tree(4)).capex_usd
+    assert out[2].split()[-1] == f"{capex:,.0f}" and "," in out[2].split()[-1]
 
 
 def test_parse_assignments():
@@ -147,7 +210,7 @@ def test_every_collective_on_the_command_line(capsys):
     assert main(["solve", "ring", "n=4", "--collective", "all"]) == 0
     out = capsys.readouterr().out
     for name in COLLECTIVES:
-        assert f"{name} of 1.07374e+09 bytes on 4 GPUs" in out
+        assert f"{name} of 1 GiB on 4 GPUs" in out
 
 
 def test_bom_several_fabrics_in_one_csv_and_json_totals(capsys):
@@ -176,11 +239,30 @@ def test_design_with_overrides_is_named_after_them(capsys):
 
 def test_sizes_take_units_and_a_bad_size_is_a_usage_error(capsys):
     assert main(["solve", "ring", "n=4", "--message-bytes", "512MB"]) == 0
-    assert "all_reduce of 5.12e+08 bytes" in capsys.readouterr().out  # MB = 10^6 bytes
+    assert "all_reduce of 512 MB" in capsys.readouterr().out  # MB = 10^6 bytes
     with pytest.raises(SystemExit) as info:
         main(["solve", "ring", "n=4", "--message-bytes", "1GB/s"])
     assert info.value.code == 2
     assert "--message-bytes: must be a size in bytes" in capsys.readouterr().err
+
+
+def test_bom_json_breaks_down_by_tier_and_medium(capsys):
+    assert main(["bom", "superpod", "scalable_units=1", "--format", "json"]) == 0
+    [est] = json.loads(capsys.readouterr().out)
+    # Every network dollar sits in one tier, so the tiers add up to the capex; the media
+    # hold the cables and modules only (no switches or NICs), so they add up to less.
+    assert sum(t["capex_usd"] for t in est["by_tier"].values()) == pytest.approx(
+        est["capex_usd"])
+    assert 0 < sum(m["capex_usd"] for m in est["by_medium"].values()) <= est["capex_usd"]
+    # 32 DGX H100 x 8 GPUs x 18 NVLink links = 4,608 in-server links, priced with the server.
+    assert est["by_tier"]["gpu-nvswitch"] == {"capex_usd": 0.0, "power_w": 0.0, "links": 4608}
+    assert est["in_server_usd"] > 0
+
+
+def test_results_print_short_reprs():
+    fab = fo.superpod(scalable_units=2)  # 512 GPUs: the cut alone lists 256 links
+    assert len(repr(fo.bisection_bandwidth(fab))) < 200
+    assert len(repr(fo.estimate_cost(fab))) < 200
 
 
 def test_tco_prints_each_fabric_and_rows(capsys):

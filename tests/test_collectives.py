@@ -274,3 +274,11 @@ def test_many_domains_scale_out_binds_all_gather():
     fab = two_level(4, 150, 1e5, 100.0)
     ag = fo.collective_bounds(fab, "all_gather", message_bytes=GiB)
     assert ag.lower_time_s == pytest.approx(GiB / 600 * (596 / 400) / 0.125e9)
+
+
+def test_repr_is_one_short_line_and_str_the_report():
+    # A notebook cell shows repr(): one line, whatever the fabric's size.
+    c = fo.collective_bounds(fo.superpod(1), "all_reduce", message_bytes=2**30)
+    assert "\n" not in repr(c) and len(repr(c)) < 200
+    assert repr(c).startswith("<CollectiveBounds all_reduce, 256 GPUs")
+    assert "binding cut" in str(c)

@@ -335,7 +335,7 @@ def test_compare_command_writes_the_report_end_to_end(tmp_path, capsys):
     assert code == 0
     assert "6 designs (0 failed)" in capsys.readouterr().out
     for name in ("results.csv", "results.md", "results.json", "results.jsonl", "pareto.png",
-                 "bars.png", "index.html"):
+                 "pareto-power.png", "bars.png", "index.html"):
         assert (out / name).stat().st_size > 0, name
     # One diagram per design: the 4 sweep points, the DGX H100 variant and the ring.
     assert len(list((out / "diagrams").glob("*.png"))) == 6
@@ -358,10 +358,24 @@ def test_compare_command_writes_the_report_end_to_end(tmp_path, capsys):
     page.feed((out / "index.html").read_text())
     text = " ".join(page.text)
     assert all(img["src"].startswith("data:image/png;base64,") for img in page.images)
-    # The Pareto plot, the bars and one diagram per design, every one embedded.
-    assert len(page.images) == 2 + 6
+    # The two Pareto plots, the bars and one diagram per design, every one embedded.
+    assert len(page.images) == 3 + 6
     for name in names:
         assert name in text
+    # The three all-reduce figures side by side, each explained; the pricing policy; the
+    # network's share; the note on the DGX's $0 network (its NVSwitch chips are in the
+    # server price); captions on every figure; the sort script inline (no server needed).
+    for heading in ("all-reduce busbw achievable (GB/s)", "all-reduce busbw expected (GB/s)",
+                    "all-reduce busbw bound (GB/s)", "network share of capex", "pricing"):
+        assert heading in text, heading
+    for words in ("calibrated estimate of what nccl-tests measures", "no schedule on this",
+                  "Pricing (the table's pricing column): P1 = ",
+                  "in the server or rack and in its price"):
+        assert words in text, words
+    html_text = (out / "index.html").read_text()
+    assert html_text.count("<figcaption>") == 3 and "<figcaption></figcaption>" not in html_text
+    assert "table.sortable th" in html_text and "<script src" not in html_text
+    assert "DGX H100 [in_network_reduction=False] \u2020" in text
     # The embedded pictures are the files written beside the page.
     import base64
 
@@ -397,3 +411,40 @@ def test_compare_command_routing_adds_the_routed_columns(capsys):
     assert "capex_usd" in row  # the default metrics are all still there
     assert main(["compare", "ring", "n=4", "--routing", "--trials", "0"]) == 2
     assert "routing_trials must be an integer >= 1" in capsys.readouterr().err
+
+
+def test_rows_of_one_generator_carry_their_overrides_in_name_and_columns():
+    # Three clusters of one generator: before, all three were named alike.
+    base = {"scale_up": "dgx_h100", "nodes": 4}
+    designs = [(fo.cluster(**base, **extra), {**base, **extra})
+               for extra in ({}, {"oversubscription": 2}, {"tiers": 3})]
+    table = fo.compare(designs, metrics=["summary"])
+    names = table.column("name")
+    assert len(set(names)) == 3, names
+    assert names[1].endswith("oversubscription=2") and names[2].endswith("tiers=3")
+    assert table.column("oversubscription") == [None, 2, None]
+    assert table.column("tiers") == [None, None, 3]
+    assert "nodes=" not in names[0]  # 4 x DGX H100 shows the node count already
+
+
+def test_cost_columns_name_the_server_and_the_network_share():
+    from fabricopt.study.metrics import MetricContext, compute_metrics
+
+    one = compute_metrics(fo.load_design(TOPOLOGIES / "dgx-h100.toml"), ["cost"],
+                          MetricContext())
+    # One DGX H100: no network; its 4 NVSwitch gen 3 chips at the catalog's $7,000 each are
+    # in the server price, so apart from capex.
+    assert (one["capex_usd"], one["in_server_usd"]) == (0, 4 * 7000.0)
+    assert one["in_system_only"] is True and one["system"] == "dgx_h100"
+    assert one["network_share"] == 0.0
+    fab = fo.superpod(scalable_units=1)
+    row = compute_metrics(fab, ["cost"], MetricContext())
+    # 32 DGX H100 at the catalog's $199,000: share = network / (network + servers).
+    assert row["in_system_only"] is False
+    assert row["network_share"] == pytest.approx(row["capex_usd"]
+                                                 / (row["capex_usd"] + 32 * 199000.0))
+    # A DGX B200 has no catalog price: no capex share, but a power share.
+    b200 = compute_metrics(fo.load_design(TOPOLOGIES / "dgx-b200.toml"), ["cost"],
+                           MetricContext())
+    assert b200["system"] == "dgx_b200" and b200["network_share"] is None
+    assert b200["network_power_share"] == 0.0

@@ -102,6 +102,17 @@ def test_superpod_drawn_by_scalable_unit_and_rail(tmp_path):
     assert_png_not_blank(ax, tmp_path / "superpod.png")
 
 
+def test_auto_keeps_rails_and_planes_of_a_dual_plane_cluster():
+    # Two planes of rail leaves and no scalable units: by server it is too large, and a
+    # grouping by layer would hide both rails and planes; auto draws one GPU group per
+    # rail and one leaf group per rail and plane.
+    fab = fo.cluster(scale_up="dgx_h100", nodes=48, planes=2)
+    ax = draw(fab)
+    assert "grouped by rail and plane" in ax.get_title()
+    assert drawn_nodes(ax)["gpu"] == 8  # 8 rails
+    assert "16 groups" in " ".join(texts(ax))  # leaves: 8 rails x 2 planes
+
+
 def test_forced_levels_and_their_errors():
     fab = fo.superpod(2)
     # su: 2 GPU groups, 2 NVSwitch groups, 2 leaf groups; the 8 spines (no su) alone.
@@ -208,9 +219,58 @@ def test_plot_pareto_marks_front_and_skipped(tmp_path):
     (step,) = [ln for ln in ax.get_lines() if ln.get_label().startswith("Pareto front")]
     xs, ys = step.get_data()
     assert (xs[0], ys[0]) == (1.0, 100.0) and max(ys) == 400.0
-    assert ax.get_xlabel() == "capex (USD)"
-    assert ax.get_ylabel() == "all to all (Gb/s per GPU)"
+    assert list(xs) == [1.0, 2.0, 4.0]  # it ends at d, the dearest design on the front
+    assert ax.get_xlabel() == "Network capex (USD)"
+    assert ax.get_ylabel() == "All-to-all bandwidth per GPU, certified (Gb/s)"
     assert_png_not_blank(ax, tmp_path / "pareto.png")
+
+
+def _label_boxes(ax):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    canvas = FigureCanvasAgg(ax.figure)
+    canvas.draw()  # places each annotation's text
+    renderer = canvas.get_renderer()
+    # The text's own box (an annotation's extent includes its leader line).
+    return [Text.get_window_extent(t, renderer) for t in ax.texts]
+
+
+def test_plot_pareto_keeps_servers_off_the_front_and_labels_apart():
+    # Two lone servers (no network, $0 or any capex) would be the whole front; they are drawn
+    # apart, and the front is the cheapest clusters: a (1 M, 100), b (2 M, 300).
+    rows = [{"name": "server", "capex_usd": 0.0, "all_to_all_gbps_per_gpu": 3600,
+             "in_system_only": True},
+            {"name": "rack", "capex_usd": 5e5, "all_to_all_gbps_per_gpu": 7200,
+             "in_system_only": True},
+            {"name": "a", "capex_usd": 1e6, "all_to_all_gbps_per_gpu": 100},
+            {"name": "b", "capex_usd": 2e6, "all_to_all_gbps_per_gpu": 300},
+            # c equals b's bandwidth up to the last bits of a certified lower end, and costs
+            # more: not on the front.
+            {"name": "c", "capex_usd": 3e6, "all_to_all_gbps_per_gpu": 300 * (1 + 1e-12)}]
+    ax = plot_pareto(rows)
+    (step,) = [ln for ln in ax.get_lines() if ln.get_label().startswith("Pareto front")]
+    assert step.get_label() == "Pareto front (2 designs)"
+    # The line ends at b: drawn on to c it would put a dearer design of equal bandwidth on it.
+    assert list(step.get_data()[0]) == [1e6, 2e6]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("kept off the front" in t for t in legend)
+    boxes = _label_boxes(ax)
+    assert len(boxes) == 5
+    assert not any(p.overlaps(q) for i, p in enumerate(boxes) for q in boxes[i + 1:])
+
+
+def test_plot_pareto_numbers_many_points_with_a_key():
+    # Twelve points at two positions: names would pile up, so the points carry numbers and
+    # the legend names each number; the numbers do not overlap.
+    rows = [{"name": f"design {i}", "capex_usd": 1e6 * (1 + i % 2),
+             "all_to_all_gbps_per_gpu": 100.0 * (1 + i % 2)} for i in range(12)]
+    ax = plot_pareto(rows)
+    assert sorted(texts(ax), key=int) == [str(i) for i in range(1, 13)]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "12  design 11" in legend
+    boxes = _label_boxes(ax)
+    assert not any(p.overlaps(q) for i, p in enumerate(boxes) for q in boxes[i + 1:])
 
 
 def test_plot_pareto_takes_records_objects_and_pandas():

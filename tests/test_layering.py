@@ -16,7 +16,8 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "fabricopt"
 
 #: The root modules that are not the data model's floor: the command line and the package face.
-TOP = {"fabricopt", "fabricopt.cli", "fabricopt.cli_failures", "fabricopt.__main__"}
+TOP = {"fabricopt", "fabricopt.cli", "fabricopt.cli_words", "fabricopt.cli_failures",
+       "fabricopt.__main__"}
 
 _BASE = {"root"}
 _ENGINE = _BASE | {"symmetry", "generators", "flow"}

@@ -100,7 +100,8 @@ def test_overrides_replace_params_and_fix_swept_keys():
 
 @pytest.mark.parametrize("text, match", [
     ('famly = "ring"\n',
-     r"design.toml: key 'famly' is not allowed; allowed keys: name, family, description, "
+     r"design.toml: key 'famly' is not allowed \(did you mean 'family'\?\); allowed keys: "
+     r"name, family, description, "
      r"source, departures, params, sweep, layout, catalog"),
     ('name = "x"\n', r"design.toml: key 'family' is missing; it names the generator, one of: "
      r".*dgx_h100"),

@@ -95,17 +95,32 @@ class BisectionResult:
     def __str__(self) -> str:
         state = "exact" if self.exact else "bracket"
         return "\n".join([
-            f"bisection        {self.lower_gbps:.6g} <= B <= {self.upper_gbps:.6g} Gb/s "
+            f"bisection        {_gbps(self.lower_gbps)} <= B <= {_gbps(self.upper_gbps)} Gb/s "
             f"({state}; lower from {self.lower_from}, cut from {self.cut.found_by})",
-            f"per endpoint     {self.per_endpoint_gbps:.6g} Gb/s "
+            f"per endpoint     {_gbps(self.per_endpoint_gbps)} Gb/s "
             f"({self.full_bisection_ratio:.3g} x full bisection)",
             f"cut              {self.cut.physical_links} links in {len(self.cut.links)} "
             f"bundles, from "
             f"{len(self.cut.endpoints_a)} to {len(self.cut.endpoints_b)} endpoints",
-            (f"any traffic      {self.hose_rate_gbps:.6g} Gb/s per GPU in and out is carried "
+            (f"any traffic      {_gbps(self.hose_rate_gbps)} Gb/s per GPU in and out is carried "
              f"(two-phase routing, certified)" if self.hose_rate_gbps > 0 else
              "any traffic      no rate proven (two-phase routing)"),
         ])
+
+    def __repr__(self) -> str:
+        # Short: the cut's node sets and links run to thousands of entries on a cluster.
+        return (f"<BisectionResult {_gbps(self.lower_gbps)} <= B <= {_gbps(self.upper_gbps)} "
+                f"Gb/s, {'exact' if self.exact else 'bracket'}, {self.n_endpoints:,} endpoints,"
+                f" cut of {self.cut.physical_links:,} links>")
+
+
+def _gbps(value: float) -> str:
+    """Gb/s as a reader takes them in: ``3,276,800``, ``411.29``; never an exponent.
+
+    >>> _gbps(3.2768e6), _gbps(411.29), _gbps(0.666667)
+    ('3,276,800', '411.29', '0.666667')
+    """
+    return f"{value:,.0f}" if abs(value) >= 1e4 else f"{value:,.6g}"
 
 
 

@@ -41,7 +41,7 @@ class CutInfo:
 
     def describe(self) -> str:
         tiers = ", ".join(f"{t}: {k}" for t, k in sorted(self.tiers.items()))
-        return (f"{self.endpoints_inside} GPU(s) inside, {self.capacity_gbps:.6g} Gb/s "
+        return (f"{self.endpoints_inside:,} GPU(s) inside, {self.capacity_gbps:,.6g} Gb/s "
                 f"{self.direction} ({tiers})")
 
 
@@ -113,8 +113,22 @@ class CollectiveBounds:
         return self.message_bytes / self.achievable_time_s / 1e9 * bus_factor(
             self.collective, self.n_endpoints)
 
+    def __repr__(self) -> str:
+        # One line for a REPL or a notebook cell; str() gives the full report.
+        achievable = self.achievable_busbw_GBps
+        return (f"<CollectiveBounds {self.collective}, {self.n_endpoints:,} GPUs, "
+                f"{self.message_bytes:,.0f} bytes: busbw <= {self.busbw_GBps:,.4g} GB/s, "
+                f"achievable {'unknown' if achievable is None else f'{achievable:,.4g}'}"
+                f" GB/s, binding {self.binding}>")
+
     def __str__(self) -> str:
-        lines = [f"{self.collective} of {self.message_bytes:.6g} bytes on {self.n_endpoints} GPUs"
+        # The size as the user wrote it: a whole number of one unit (1 GiB, 512 MB).
+        size = self.message_bytes
+        shown = next((f"{size / b:.0f} {u}" for u, b in (
+            ("TiB", 2**40), ("TB", 1e12), ("GiB", 2**30), ("GB", 1e9), ("MiB", 2**20),
+            ("MB", 1e6), ("KiB", 2**10), ("kB", 1e3)) if size % b == 0 and 1 <= size / b < 1024),
+            f"{size:,.0f} bytes")
+        lines = [f"{self.collective} of {shown} on {self.n_endpoints:,} GPUs"
                  + (" (in-network reduction)" if self.in_network_reduction else "")]
         lines.append(f"  best possible  {self.lower_time_s * 1e3:.6g} ms, algbw "
                      f"{self.algbw_GBps:.6g} GB/s, busbw {self.busbw_GBps:.6g} GB/s "
@@ -125,8 +139,9 @@ class CollectiveBounds:
         if self.binding_cut is not None:
             lines.append(f"  binding cut    {self.binding_cut.describe()}")
         if self.expected:
+            label = str(self.expected["label"]).removeprefix("expected ")
             lines.append(f"  expected       busbw {self.expected['busbw_GBps']:.6g} GB/s "
-                         f"({self.expected['label']})")
+                         + (label if label.startswith("(") else f"({label})"))
         if self.routed is not None:
             r = self.routed
             line = (f"  routed ring    busbw {r.busbw_GBps:.6g} GB/s under {r.routing} "

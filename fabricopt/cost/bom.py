@@ -293,7 +293,7 @@ class CostEstimate:
                 return r.detail
             return f"{r.detail}, in server" if r.detail else "in server"
 
-        return [[r.component, r.kind, detail(r), str(r.count), f"{r.unit_usd:,.0f}",
+        return [[r.component, r.kind, detail(r), f"{r.count:,}", f"{r.unit_usd:,.0f}",
                  f"{r.unit_w:,.1f}", f"{r.total_usd:,.0f}", f"{r.total_w:,.0f}", r.confidence]
                 for r in self.bom]
 
@@ -343,16 +343,21 @@ class CostEstimate:
         out += table(self._HEAD, self._rows())
         out += ["", *self._summary_lines(), ""]
         out += table(["tier", "", "", "links", "USD", "W"],
-                     [[t, "", "", str(v.links), f"{v.usd:,.0f}", f"{v.w:,.0f}"]
+                     [[t, "", "", f"{v.links:,}", f"{v.usd:,.0f}", f"{v.w:,.0f}"]
                       for t, v in self.by_tier.items()])
         out.append("")
         out += table(["medium", "", "", "links", "USD", "W"],
-                     [[m, "", "", str(v.links), f"{v.usd:,.0f}", f"{v.w:,.0f}"]
+                     [[m, "", "", f"{v.links:,}", f"{v.usd:,.0f}", f"{v.w:,.0f}"]
                       for m, v in self.by_medium.items()])
         return "\n".join(out)
 
     def __str__(self) -> str:
         return self.to_table()
+
+    def __repr__(self) -> str:
+        # One line: the bill of materials, with a source per row, runs to pages.
+        return (f"<CostEstimate {self.fabric}: {self.capex_usd:,.0f} USD, {self.power_w:,.0f} W"
+                f", {len(self.bom)} BOM rows; print() for the table>")
 
     def to_csv(self) -> str:
         """The bill of materials as CSV, one row per line, with sources.

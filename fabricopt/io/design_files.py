@@ -199,15 +199,17 @@ def _read_design(path: str | os.PathLike[str], overrides: dict[str, Any]) -> _De
     allowed = ", ".join(ALLOWED_KEYS)
     for key in data:
         if key not in ALLOWED_KEYS:
-            raise DesignFileError(f"{where}: key {key!r} is not allowed; allowed keys: "
-                                  f"{allowed}")
+            raise DesignFileError(f"{where}: key {key!r} is not allowed"
+                                  f"{did_you_mean(key, ALLOWED_KEYS)}; allowed keys: {allowed}")
     if "family" not in data:
         raise DesignFileError(f"{where}: key 'family' is missing; it names the generator, "
                               "one of: " + ", ".join(sorted(GENERATORS)))
     family = data["family"]
     if not isinstance(family, str) or family not in GENERATORS:
         raise DesignFileError(f"{where}: key 'family' must name a generator, one of: "
-                              + ", ".join(sorted(GENERATORS)) + f"; got {family!r}")
+                              + ", ".join(sorted(GENERATORS)) + f"; got {family!r}"
+                              + (did_you_mean(family, GENERATORS) if isinstance(family, str)
+                                 else ""))
     for key in ("name", "description", "source", "departures"):
         if key in data and not isinstance(data[key], str):
             raise DesignFileError(f"{where}: key {key!r} must be a string, got {data[key]!r}")

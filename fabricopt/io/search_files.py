@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from .._checks import did_you_mean
 from .._toml import read_toml
 from ..errors import DesignFileError
 
@@ -42,7 +43,8 @@ def load_search(path: str | os.PathLike[str]) -> dict[str, Any]:
     data = read_toml(where, DesignFileError, "search file")
     for key in data:
         if key not in _SPEC_KEYS:
-            raise DesignFileError(f"{where}: key {key!r} is not allowed; allowed keys: "
+            raise DesignFileError(f"{where}: key {key!r} is not allowed"
+                                  f"{did_you_mean(key, _SPEC_KEYS)}; allowed keys: "
                                   + ", ".join(_SPEC_KEYS))
     if "gpus" not in data:
         raise DesignFileError(f"{where}: key 'gpus' is missing: the GPU count to design for")

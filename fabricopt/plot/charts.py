@@ -25,8 +25,29 @@ _UNIT_SUFFIXES = {"_gbps_per_gpu": "Gb/s per GPU", "_per_gpu_usd": "USD per GPU"
                   "_s": "s", "_bytes": "bytes"}
 
 
+#: Axis titles of the columns a reader plots most; others are read from their unit suffix.
+AXIS_TITLES = {
+    "capex_usd": "Network capex (USD)",
+    "power_w": "Network power (W)",
+    "capex_per_gpu_usd": "Network capex per GPU (USD)",
+    "power_per_gpu_w": "Network power per GPU (W)",
+    "all_to_all_gbps_per_gpu": "All-to-all bandwidth per GPU, certified (Gb/s)",
+    "any_traffic_gbps_per_gpu": "Bandwidth per GPU for any traffic (Gb/s)",
+    "bisection_gbps_per_gpu": "Bisection bandwidth per GPU (Gb/s)",
+    "usd_per_delivered_gbps": "Network capex per GPU per delivered Gb/s (USD)",
+    "w_per_delivered_gbps": "Network power per GPU per delivered Gb/s (W)",
+    "all_reduce_busbw_GBps": "All-reduce busbw, achievable (GB/s)",
+}
+
+#: Most points labelled by name; above it points carry numbers and a key names them.
+NAMED_POINTS = 8
+
+
 def _axis_label(column: str) -> str:
-    """``"capex_usd"`` -> ``"capex (USD)"``: the unit suffix becomes a unit."""
+    """A column's axis title: ``"capex_per_gpu_usd"`` -> ``"Network capex per GPU (USD)"``;
+    an unknown column's unit suffix becomes a unit (``"latency_s"`` -> ``"latency (s)"``)."""
+    if column in AXIS_TITLES:
+        return AXIS_TITLES[column]
     for suffix, unit in _UNIT_SUFFIXES.items():
         if column.endswith(suffix) and len(column) > len(suffix):
             return f"{column[:-len(suffix)].replace('_', ' ')} ({unit})"
@@ -35,11 +56,63 @@ def _axis_label(column: str) -> str:
 
 def _label_of(r: Mapping[str, Any], label: str, i: int) -> str:
     value = r.get(label)
-    return str(value) if value not in (None, "") else f"#{i}"
+    return str(value) if value not in (None, "") else f"#{i + 1}"
+
+
+def _place_labels(ax: Axes, points: list[tuple[float, float, str]]) -> None:
+    """Write each label beside its point where it overlaps no label placed before (tried in
+    eight directions, then further out), so crowded points stay legible."""
+    ax.autoscale_view()  # fixes the limits the placement reads
+    to_px = ax.transData.transform
+    # The markers are obstacles too: a label must not hide another design's point.
+    placed: list[tuple[float, float, float, float]] = [
+        (cx - 4.5, cy - 4.5, cx + 4.5, cy + 4.5)
+        for cx, cy in (to_px((px, py)) for px, py, _ in points)]
+    offsets = [(dx * r, dy * r) for r in (4, 12, 22) for dx, dy in
+               ((1, 1), (1, -1), (-1, 1), (-1, -1), (0, 1.4), (0, -1.4), (1.4, 0), (-1.4, 0))]
+    for px, py, text in points:
+        cx, cy = to_px((px, py))
+        # 7 pt text at the figure's dpi, roughly, with a gap so that two numbers never touch
+        width, height = 5.5 * len(text) + 7, 11.0
+        choice = offsets[0]
+        for dx, dy in offsets:
+            x0 = cx + dx * 1.4 - (width if dx < 0 else width / 2 if dx == 0 else 0)
+            y0 = cy + dy * 1.4 - (height if dy < 0 else 0)
+            box = (x0, y0, x0 + width, y0 + height)
+            if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3]
+                       for b in placed):
+                choice = (dx, dy)
+                placed.append(box)
+                break
+        dx, dy = choice
+        # A label set further out gets a thin line to its point.
+        leader = {"arrowstyle": "-", "lw": 0.4, "color": "0.45"} if max(abs(dx), abs(dy)) > 6 \
+            else None
+        ax.annotate(text, (px, py), xytext=(dx, dy), textcoords="offset points", fontsize=7,
+                    ha="right" if dx < 0 else "center" if dx == 0 else "left",
+                    va="top" if dy < 0 else "bottom", zorder=4, arrowprops=leader)
+
+
+def _round(value: Any) -> float | None:
+    v = finite_number(value)
+    return float(f"{v:.9g}") if v is not None else None
+
+
+def _log_or_plain(ax: Axes, axis: Any, values: list[float]) -> bool:
+    """A log axis when the positive values span more than a factor 50; else plain, with
+    engineering ticks for large numbers. Returns whether the axis is logarithmic."""
+    positive = [v for v in values if v > 0]
+    if positive and max(positive) > 50 * min(positive):
+        (ax.set_xscale if axis is ax.xaxis else ax.set_yscale)("log")
+        return True
+    if values and max(abs(v) for v in values) >= 1e4:
+        axis.set_major_formatter(_eng_formatter())
+    return False
 
 
 def plot_pareto(rows: Any, x: str = "capex_usd", y: str = "all_to_all_gbps_per_gpu", *,
-                label: str = "name", ax: Axes | None = None) -> Axes:
+                label: str = "name", off_front: str | None = "in_system_only",
+                ax: Axes | None = None) -> Axes:
     """Cost against delivered bandwidth: one labelled point per design, the Pareto front as
     a step line (lowest ``x``, highest ``y``).
 
@@ -50,14 +123,21 @@ def plot_pareto(rows: Any, x: str = "capex_usd", y: str = "all_to_all_gbps_per_g
     x, y : str
         Columns for the axes; their unit suffixes (``_usd``, ``_gbps``...) name the units.
     label : str
-        Column naming each design (rows without it are numbered).
+        Column naming each design (rows without it are numbered). Up to
+        :data:`NAMED_POINTS` points carry their names, placed so that they do not overlap;
+        more carry their row number (from 1), and a key under the chart names them.
+    off_front : str or None
+        Column marking rows drawn apart (hollow diamonds) and kept off the front: by
+        default ``in_system_only``, designs with no network at all (one DGX, one NVL72),
+        whose zero network capex would make them the whole front.
     ax : matplotlib Axes, optional
 
     Returns
     -------
     matplotlib.axes.Axes
         Rows whose ``x`` or ``y`` is missing or NaN are not drawn; the legend says how many
-        and which. An axis spanning more than a factor 50 is logarithmic.
+        and which. An axis whose positive values span more than a factor 50 is
+        logarithmic; a point at zero on it is drawn at the axis' low edge.
 
     Examples
     --------
@@ -74,55 +154,75 @@ def plot_pareto(rows: Any, x: str = "capex_usd", y: str = "all_to_all_gbps_per_g
     y = check_column(func, "y", y, records)
     if not isinstance(label, str):
         raise fail(func, "label", "a column name (str)", label)
+    if off_front is not None and not isinstance(off_front, str):
+        raise fail(func, "off_front", "a column name (str) or None", off_front)
     if check_axes(func, ax) is None:
         ax = new_axes(7.5, 5.0)
     kept, skipped = [], []
     for i, r in enumerate(records):
         px, py = finite_number(r.get(x)), finite_number(r.get(y))
         (kept if px is not None and py is not None else skipped).append((i, px, py))
-    front = pareto_front(records, x, y)
-    on_front = set(front)
-    xs = [p[1] for p in kept]
-    ys = [p[2] for p in kept]
-    colours = ["#c00000" if i in on_front else "#1f4e79" for i, _, _ in kept]
-    ax.scatter(xs, ys, c=colours, s=36, zorder=3, label="design")
-    middle = (min(xs) + max(xs)) / 2 if xs else 0.0
-    for i, px, py in kept:
-        # Labels point inward so those of the dearest designs stay inside the axes.
-        right = px > middle
-        ax.annotate(_label_of(records[i], label, i), (px, py), xytext=(-4 if right else 4, 4),
-                    textcoords="offset points", fontsize=7, ha="right" if right else "left")
-    if front:
-        fx = [finite_number(records[i][x]) for i in front]
-        fy = [finite_number(records[i][y]) for i in front]
-        right = max(xs)
-        if right > fx[-1]:
-            fx.append(right)
-            fy.append(fy[-1])
-        ax.step(fx, fy, where="post", color="#c00000", lw=1.2, zorder=2,
-                label=f"Pareto front ({len(front)} design{'s' if len(front) > 1 else ''})")
-    for axis, values in ((ax.xaxis, xs), (ax.yaxis, ys)):
-        positive = [v for v in values if v > 0]
-        if positive and len(positive) == len(values) and max(positive) > 50 * min(positive):
-            (ax.set_xscale if axis is ax.xaxis else ax.set_yscale)("log")
-        elif values and max(abs(v) for v in values) >= 1e4:
-            axis.set_major_formatter(_eng_formatter())
+    apart = {i for i, _, _ in kept if off_front and records[i].get(off_front)}
+    # Values equal to 9 digits are one value: a certified lower end may differ from its
+    # twin's in the last bits, and a dearer design must not join the front by such noise.
+    rounded = [{} if j in apart else {x: _round(r.get(x)), y: _round(r.get(y))}
+               for j, r in enumerate(records)]
+    front = pareto_front(rounded, x, y) if len(apart) < len(records) else []
+    drawn = _draw_points(ax, records, kept, apart, front, x, y)
+    numbered = len(kept) > NAMED_POINTS
+    _place_labels(ax, [(px, py, str(i + 1) if numbered else _label_of(records[i], label, i))
+                       for i, px, py in drawn])
     ax.set_xlabel(_axis_label(x))
     ax.set_ylabel(_axis_label(y))
-    ax.grid(True, alpha=0.3)
-    ax.set_title(f"{_axis_label(y)} against {_axis_label(x)}", fontsize=10)
+    ax.grid(True, alpha=0.3, which="both" if ax.get_xscale() == "log" else "major")
+    ax.set_title(f"{_axis_label(y).split(' (')[0]} against {_axis_label(x).split(' (')[0]}",
+                 fontsize=10)
     handles, labels = ax.get_legend_handles_labels()
-    if skipped:
-        from matplotlib.lines import Line2D
+    from matplotlib.lines import Line2D
 
+    if skipped:
         names = ", ".join(_label_of(records[i], label, i) for i, _, _ in skipped[:5])
         more = f" and {len(skipped) - 5} more" if len(skipped) > 5 else ""
         handles.append(Line2D([], [], ls=""))
         labels.append(f"not drawn (no {x} or {y}): {names}{more}")
+    if numbered:
+        for i, _, _ in kept:
+            handles.append(Line2D([], [], ls=""))
+            labels.append(f"{i + 1}  {_label_of(records[i], label, i)}")
     if handles:
-        ax.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12),
-                  ncol=2, frameon=False)
+        ax.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13),
+                  ncol=2, frameon=False, handlelength=1.2)
     return ax
+
+
+def _draw_points(ax: Axes, records: list[dict[str, Any]], kept: list[tuple[int, Any, Any]],
+                 apart: set[int], front: list[int], x: str,
+                 y: str) -> list[tuple[int, float, float]]:
+    """The points (front red, the rest blue, rows kept apart hollow), the front's step line
+    and the axis scales; returns where each point was drawn."""
+    on_front = set(front)
+    log_x = _log_or_plain(ax, ax.xaxis, [p[1] for p in kept])
+    log_y = _log_or_plain(ax, ax.yaxis, [p[2] for p in kept])
+    floor_x = min((p[1] for p in kept if p[1] > 0), default=1.0) / 3
+    floor_y = min((p[2] for p in kept if p[2] > 0), default=1.0) / 3
+    drawn = [(i, floor_x if log_x and px <= 0 else px, floor_y if log_y and py <= 0 else py)
+             for i, px, py in kept]
+    main = [(i, px, py) for i, px, py in drawn if i not in apart]
+    ax.scatter([p[1] for p in main], [p[2] for p in main], s=36, zorder=3, label="design",
+               c=["#c00000" if i in on_front else "#1f4e79" for i, _, _ in main])
+    alone = [(px, py) for i, px, py in drawn if i in apart]
+    if alone:
+        ax.scatter([p[0] for p in alone], [p[1] for p in alone], s=44, zorder=3, marker="D",
+                   facecolors="none", edgecolors="#7f7f7f",
+                   label="no network: one server or rack (kept off the front)")
+    if front:
+        # The line ends at the dearest design on the front: drawn further, it would pass
+        # through dearer designs of equal bandwidth, which are not on it.
+        fx = [finite_number(records[i][x]) for i in front]
+        fy = [finite_number(records[i][y]) for i in front]
+        ax.step(fx, fy, where="post", color="#c00000", lw=1.2, zorder=2,
+                label=f"Pareto front ({len(front)} design{'s' if len(front) > 1 else ''})")
+    return drawn
 
 
 def _eng_formatter() -> Any:

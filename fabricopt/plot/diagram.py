@@ -271,8 +271,12 @@ def _layout(dr: _Drawing) -> list[float]:
 
 # -- the public drawing function -------------------------------------------------------------
 
-#: The levels ``aggregate="auto"`` tries, finest first.
-AUTO_LEVELS = (("node",), ("su", "rail"), ("su",), ("pod", "rail"), ("pod",), ("layer",))
+#: The levels ``aggregate="auto"`` tries, finest first; those that keep rails and planes
+#: apart come before those that merge them, so a rail-optimized, multi-plane or Clos cluster
+#: too large to draw by server is drawn by rail and plane, not as one dot per layer.
+AUTO_LEVELS = (("node",), ("su", "rail", "plane"), ("su", "rail"), ("pod", "rail", "plane"),
+               ("pod", "rail"), ("rail", "plane"), ("rail",), ("su", "plane"), ("su",),
+               ("pod", "plane"), ("pod",), ("plane",), ("layer",))
 
 
 def _check_level(func: str, fab: Fabric, aggregate: Any) -> tuple[str, ...] | bool | str:
@@ -307,10 +311,15 @@ def _choose_level(fab: Fabric, row_of: Mapping[Hashable, tuple[int, int]],
     if aggregate is False or isinstance(aggregate, tuple):
         level = None if aggregate is False else aggregate
         return level, _groups(fab, row_of, level)
-    present = {k for _, d in fab.graph.nodes(data=True) for k, val in d.items()
-               if val is not None}
+    values: dict[str, set] = defaultdict(set)
+    for _, d in fab.graph.nodes(data=True):
+        for k, val in d.items():
+            if val is not None and k in ORDER_ATTRS:
+                values[k].add(val)
+    # An attribute with one value separates nothing (the single plane of a SuperPOD).
+    varied = {k for k, vals in values.items() if len(vals) > 1}
     candidates: list[tuple[str, ...] | None] = [] if aggregate is True else [None]
-    candidates += [lv for lv in AUTO_LEVELS if lv == ("layer",) or set(lv) <= present]
+    candidates += [lv for lv in AUTO_LEVELS if lv == ("layer",) or set(lv) <= varied]
     for level in candidates:
         key = _groups(fab, row_of, level)
         if _fits(fab, key, max_nodes):
@@ -486,33 +495,13 @@ def new_axes(width: float, height: float) -> Axes:
     return fig.add_subplot()
 
 
-def _render(fab: Fabric, dr: _Drawing, x: list[float], ax: Axes | None, *, result: Any,
-            util: Mapping | None, title: str | None, legend: bool,
-            media: Mapping[str, Counter] | None) -> Axes:
-    import matplotlib as mpl
+def _draw_lines(ax: Axes, dr: _Drawing, x: list[float], y: list[float],
+                util: Mapping | None, tier_colour: Mapping[str, Any], cmap: Any,
+                norm: Any) -> None:
+    """Lines: straight between rows, an arc over the row between devices of one row; link
+    counts on the lines of tiers whose lines differ in count."""
     from matplotlib.collections import LineCollection
-    from matplotlib.lines import Line2D
 
-    nrows = max(len(dr.rows), 1)
-    per_row = Counter(n.row for n in dr.nodes)
-    widest = max(per_row.values(), default=1)
-    if ax is None:
-        ax = new_axes(min(max(7.0, 0.11 * widest + 3.0), 18.0),
-                       min(max(3.6, 1.15 * nrows + 2.4), 11.0))
-    y = [float(n.row) for n in dr.nodes]
-
-    # Tier colours, ordered from the bottom of the picture up.
-    tier_row: dict[str, float] = {}
-    for ln in dr.lines:
-        low = min(y[ln.a], y[ln.b])
-        tier_row[ln.tier] = min(tier_row.get(ln.tier, math.inf), low)
-    tiers = sorted(dr.tier_links, key=lambda t: (tier_row.get(t, math.inf), t))
-    palette = mpl.colormaps["tab10"].colors
-    tier_colour = {t: palette[i % len(palette)] for i, t in enumerate(tiers)}
-    cmap = mpl.colormaps[_UTIL_CMAP]
-    norm = mpl.colors.Normalize(0.0, 1.0)
-
-    # Lines: straight between rows, an arc over the row between devices of one row.
     segments, colours, widths = [], [], []
     max_links = max((ln.links for ln in dr.lines), default=1)
     min_links = min((ln.links for ln in dr.lines), default=1)
@@ -559,7 +548,11 @@ def _render(fab: Fabric, dr: _Drawing, x: list[float], ax: Axes | None, *, resul
                     bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none",
                           "alpha": 0.8})
 
-    # Nodes: one scatter per role; groups are bigger than single devices.
+
+def _draw_nodes(ax: Axes, dr: _Drawing, x: list[float], y: list[float], widest: int,
+                nrows: int) -> bool:
+    """Nodes: one scatter per role, groups bigger than single devices, their counts or
+    names, and each row's label. Returns whether any node is a group."""
     grouped = any(n.group_attr for n in dr.nodes)
     size = min(max(2600.0 / widest, 6.0), 160.0 if grouped else 90.0)
     for role in sorted({n.role for n in dr.nodes}):
@@ -591,6 +584,36 @@ def _render(fab: Fabric, dr: _Drawing, x: list[float], ax: Axes | None, *, resul
                     ax.text(x[i] + 0.008, y[i] + 0.06, dr.nodes[i].name, fontsize=6.5,
                             ha="left", va="bottom", zorder=3)
         ax.text(-0.035, r, _row_label(dr, r), fontsize=7.5, ha="right", va="center")
+    return grouped
+
+
+def _render(fab: Fabric, dr: _Drawing, x: list[float], ax: Axes | None, *, result: Any,
+            util: Mapping | None, title: str | None, legend: bool,
+            media: Mapping[str, Counter] | None) -> Axes:
+    import matplotlib as mpl
+    from matplotlib.lines import Line2D
+
+    nrows = max(len(dr.rows), 1)
+    per_row = Counter(n.row for n in dr.nodes)
+    widest = max(per_row.values(), default=1)
+    if ax is None:
+        ax = new_axes(min(max(7.0, 0.11 * widest + 3.0), 18.0),
+                       min(max(3.6, 1.15 * nrows + 2.4), 11.0))
+    y = [float(n.row) for n in dr.nodes]
+
+    # Tier colours, ordered from the bottom of the picture up.
+    tier_row: dict[str, float] = {}
+    for ln in dr.lines:
+        low = min(y[ln.a], y[ln.b])
+        tier_row[ln.tier] = min(tier_row.get(ln.tier, math.inf), low)
+    tiers = sorted(dr.tier_links, key=lambda t: (tier_row.get(t, math.inf), t))
+    palette = mpl.colormaps["tab10"].colors
+    tier_colour = {t: palette[i % len(palette)] for i, t in enumerate(tiers)}
+    cmap = mpl.colormaps[_UTIL_CMAP]
+    norm = mpl.colors.Normalize(0.0, 1.0)
+
+    _draw_lines(ax, dr, x, y, util, tier_colour, cmap, norm)
+    grouped = _draw_nodes(ax, dr, x, y, widest, nrows)
 
     ax.set_xlim(-0.25, 1.02)
     top = nrows - 1 + (0.95 if any(y[ln.a] == y[ln.b] for ln in dr.lines) else 0.35)

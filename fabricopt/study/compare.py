@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -41,7 +42,7 @@ from .metrics import DEFAULT_METRICS, METRICS, MetricContext, compute_metrics
 from .table import CSV_FILE, ROWS_FILE, Comparison, RowStore
 
 __all__ = ["CSV_FILE", "DEFAULT_METRICS", "METRICS", "ROWS_FILE", "Comparison", "DesignTask",
-           "compare", "design_tasks"]
+           "compare", "design_tasks", "row_name"]
 
 #: A metric: a name of :data:`~fabricopt.study.metrics.METRICS`, or a function
 #: ``f(fab) -> mapping of column: value`` (module-level, so it pickles for process pools and
@@ -110,7 +111,7 @@ def _evaluate(job: _Job) -> dict[str, Any]:
         try:
             with guard:
                 fab = build_design(task).validate()
-                row["name"] = fab.name
+                row["name"] = row_name(fab.name, task.point)
                 row["family"] = fab.design.get("family", "")
                 ctx = MetricContext(message_bytes=job.message_bytes,
                                     routing_trials=job.routing_trials,
@@ -122,6 +123,31 @@ def _evaluate(job: _Job) -> dict[str, Any]:
     row["key"] = job.key
     row["seconds"] = round(time.perf_counter() - start, 3)
     return row
+
+
+def row_name(name: str, point: Mapping[str, Any]) -> str:
+    """A design's name with every swept or overridden value it does not already show, so
+    that two rows of one generator or file never share a name.
+
+    A value counts as shown when the name holds ``key=`` or the value as a word (``dgx_h100``
+    also as ``DGX H100``).
+
+    >>> row_name("cluster(96 x DGX H100, rail_optimized)",
+    ...          {"scale_up": "dgx_h100", "nodes": 96, "oversubscription": 2})
+    'cluster(96 x DGX H100, rail_optimized) oversubscription=2'
+    >>> row_name("ring [n=8]", {"n": 8})
+    'ring [n=8]'
+    """
+    missing = []
+    for key, value in point.items():
+        text = str(value)
+        shown = {text, text.replace("_", " ")}
+        if f"{key}=" in name or any(
+                re.search(r"(?<![\w.])" + re.escape(t) + r"(?![\w.])", name, re.IGNORECASE)
+                for t in shown if t):
+            continue
+        missing.append(f"{key}={text}")
+    return " ".join([name, *missing])
 
 
 # -- turning designs into tasks ----------------------------------------------------------------
@@ -184,6 +210,10 @@ def design_tasks(designs: Any) -> list[DesignTask]:
     for item in items:
         if isinstance(item, Fabric):
             tasks.append(DesignTask(label=item.name, fabric=item, source_hash=_fabric_hash(item)))
+        elif (isinstance(item, tuple) and len(item) == 2 and isinstance(item[0], Fabric)
+              and isinstance(item[1], Mapping)):
+            tasks.append(DesignTask(label=row_name(item[0].name, item[1]), fabric=item[0],
+                                    point=dict(item[1]), source_hash=_fabric_hash(item[0])))
         elif (isinstance(item, tuple) and len(item) == 2
               and isinstance(item[0], (str, os.PathLike)) and isinstance(item[1], Mapping)):
             path = os.fspath(item[0])
@@ -248,8 +278,10 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
     designs : Fabric, path, or iterable of them
         Fabrics; design files (``.toml``, a sweep giving one row per point with the swept
         values as columns); folders, giving their ``*.toml`` files in name order;
-        ``(design file, {key: value})`` pairs that override the file's parameters. The same
-        design given twice is evaluated once.
+        ``(design file, {key: value})`` pairs that override the file's parameters;
+        ``(Fabric, {key: value})`` pairs naming the values that built it. Overridden and
+        swept values are columns, and join the row's name where it does not show them. The
+        same design given twice is evaluated once.
     metrics : sequence, optional
         Names from :data:`~fabricopt.study.metrics.METRICS` and/or functions
         ``f(fab) -> {column: value}`` (module-level, so they pickle). Default:

@@ -34,6 +34,15 @@ column                                 meaning
                                        names how the links were priced (the design family's
                                        reference build by default); ``capex_usd_low`` and
                                        ``_high``: the range from the catalog's price ranges
+``in_server_usd``                      scale-up silicon in the server price (a DGX's
+                                       NVSwitch chips), not in ``capex_usd``
+``system``                             the catalog server the GPUs sit in
+                                       (:func:`server_system`), or empty
+``in_system_only``                     every link stays inside one server or rack-scale
+                                       system (a DGX, an NVL72): no scale-out network
+``network_share``,                     the network's share of network plus servers, in
+``network_power_share``                capex and in power (where the catalog prices the
+                                       server; :meth:`~fabricopt.CostEstimate.network_share`)
 ``usd_per_delivered_gbps``,            per GPU per all-to-all Gb/s proven delivered
 ``w_per_delivered_gbps``               (``all_to_all_gbps_per_gpu``)
 =====================================  ======================================================
@@ -46,7 +55,11 @@ fabric's symmetry at a time (:func:`~fabricopt.single_failures`):
 over those failures.
 
 The ``tco`` metric (asked for by name) adds ``tco_usd``, ``tco_per_gpu_year_usd`` and its
-parts (:func:`~fabricopt.estimate_tco` at its defaults).
+parts (:func:`~fabricopt.estimate_tco` at its defaults), ``expected_failed_links`` (down at any
+moment, from the optics' annual failure rates) and
+``all_to_all_gbps_per_gpu_at_expected_failures``: the certified all-to-all with the most
+likely number of links between switches down (the worst of :data:`EXPECTED_FAILURE_DRAWS`
+random draws; the intact figure where that number is 0).
 
 The ``training`` metric (asked for by name) runs a training job on the fabric
 (:func:`~fabricopt.training_metrics`): the context's ``job``, else the design file's ``[job]``
@@ -71,25 +84,30 @@ from typing import Any
 
 from ..analysis.bisection import bisection_bandwidth
 from ..analysis.failure_study import failure_metrics
+from ..analysis.failures import failure_sweep
 from ..collectives import collective_bounds
-from ..cost import estimate_cost
+from ..cost import Catalog, estimate_cost
 from ..cost.tco import tco_metrics
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..flow.api import cheap_bracket, max_concurrent_flow
 from ..flow.valiant import valiant_rate
 from ..routing import routed_flow
+from ..tiers import IN_SYSTEM_TIERS, SCALE_UP_TIERS
 from ..traffic import all_to_all
 from ..workload.metrics import training_metrics
 from ..workload.plan import TrainingJob, job_from_mapping
 
 __all__ = ["CONSTRAINTS", "DEFAULT_METRICS", "METRICS", "Metric", "MetricContext",
-           "compute_metrics", "delivered_cost", "ecmp_bracket", "plain"]
+           "compute_metrics", "delivered_cost", "ecmp_bracket", "plain", "server_system"]
 
 #: Most GPU pairs at which :func:`ecmp_bracket` computes the distance bound (its arrays hold
 #: every pair: 1.2 GB and 4 s at 4,096 GPUs, 16.8 million pairs; above the limit the caller's
 #: plan bound is the upper end, and at those sizes it is the tighter one).
 CHEAP_BRACKET_PAIRS = 4_200_000
+#: Random draws of the links expected down at any time, behind the ``tco`` metric's
+#: throughput at that failure level (the row keeps the worst).
+EXPECTED_FAILURE_DRAWS = 3
 
 
 @dataclass
@@ -227,17 +245,87 @@ def _routing(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
     return row
 
 
+#: Catalog systems by the scale-up switch chip and the GPUs one scale-up domain holds.
+SYSTEMS_BY_SCALE_UP = {("nvswitch3", 8): "dgx_h100", ("nvswitch4", 8): "dgx_b200",
+                       ("nvswitch4", 72): "gb200_nvl72"}
+
+
+def server_system(fab: Fabric) -> str | None:
+    """The catalog system whose GPUs the fabric's scale-up domains are: the NVSwitch model and
+    the GPUs one domain (GPUs joined through NVSwitch chips) holds; None for other fabrics.
+
+    >>> import fabricopt as fo
+    >>> server_system(fo.superpod(scalable_units=1)), server_system(fo.ring(4))
+    ('dgx_h100', None)
+    """
+    import networkx as nx
+
+    g = fab.graph
+    chips = [v for v, d in g.nodes(data=True) if str(d.get("model", "")).startswith("nvswitch")]
+    if not chips:
+        return None
+    endpoints = set(fab.endpoints)
+    domain = g.subgraph(chips + [u for c in chips for u in g[c] if u in endpoints])
+    sizes = {len(endpoints.intersection(part))
+             for part in nx.weakly_connected_components(domain)} if g.is_directed() else \
+        {len(endpoints.intersection(part)) for part in nx.connected_components(domain)}
+    models = {g.nodes[c]["model"] for c in chips}
+    if len(sizes) != 1 or len(models) != 1:
+        return None
+    return SYSTEMS_BY_SCALE_UP.get((models.pop(), sizes.pop()))
+
+
+def _share(est: Any, system: str | None, of: str) -> float | None:
+    if system is None:
+        return None
+    entry = (est.catalog or Catalog.default()).systems.get(system, {})
+    price = entry.get("price_usd" if of == "capex" else "power_w")
+    return est.network_share(system, of) if price is not None else None
+
+
 def _cost(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
     est = estimate_cost(fab, policy=ctx.policy)
+    system = server_system(fab)
     row = {"capex_usd": est.capex_usd, "power_w": est.power_w,
            "capex_per_gpu_usd": est.per_endpoint_usd, "power_per_gpu_w": est.per_endpoint_w,
            "capex_usd_low": est.capex_usd_range[0], "capex_usd_high": est.capex_usd_range[1],
+           "in_server_usd": est.scale_up_in_server_usd,
+           "system": system,
+           "in_system_only": all(t in IN_SYSTEM_TIERS for t in fab.summary().links_by_tier),
+           "network_share": _share(est, system, "capex"),
+           "network_power_share": _share(est, system, "power"),
            "idle_ports": sum(est.idle_ports.values()), "pricing": est.policy_name}
     return delivered_cost(row)
 
 
 def _tco(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
-    return tco_metrics(fab, policy=ctx.policy)
+    row: dict[str, Any] = tco_metrics(fab, policy=ctx.policy)
+    row["all_to_all_gbps_per_gpu_at_expected_failures"] = None
+    # The most likely number of links down at a moment (the mode of a Poisson count with the
+    # expected number from the optics' failure rates and repair time), failed at random among
+    # the links between switches (a failed GPU link takes its GPU out of the job, not of the
+    # network): the certified all-to-all the fabric still delivers, the worst of a few draws.
+    down = math.floor(row["expected_failed_links"])
+    g = fab.graph
+    fabric_tiers = sorted({d.get("tier") for u, v, d in g.edges(data=True)
+                           if g.nodes[u].get("role") == g.nodes[v].get("role") == "switch"
+                           and d.get("tier") not in (None, *SCALE_UP_TIERS)})
+    links = sum(n for tier, n in fab.summary().links_by_tier.items() if tier in fabric_tiers)
+    if down == 0:  # the intact fabric: the all-to-all flow, solved once per row
+        row["all_to_all_gbps_per_gpu_at_expected_failures"] = (
+            ctx.flow(fab).lower * max(len(fab.endpoints) - 1, 1))
+        return row
+    if not links:
+        return row
+    sweep = failure_sweep(fab, [min(down / links, 1.0)], trials=EXPECTED_FAILURE_DRAWS, seed=1,
+                          tiers=fabric_tiers, time_limit=ctx.time_limit)
+    [summary] = sweep.summary
+    if sweep.mean_out_gbps is not None:
+        row["all_to_all_gbps_per_gpu_at_expected_failures"] = (
+            summary.lower_min * sweep.mean_out_gbps)
+    return row
+
+
 def _training(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
     job = ctx.job if ctx.job is not None else (fab.design or {}).get("job") or None
     if job is None:

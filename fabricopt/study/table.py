@@ -21,7 +21,7 @@ from .._checks import check_int, check_path, did_you_mean, fail
 from ..errors import DesignFileError, FabricOptError
 from ..fabric import Fabric
 
-__all__ = ["CSV_FILE", "ROWS_FILE", "Comparison", "RowStore"]
+__all__ = ["CSV_FILE", "ROWS_FILE", "TEXT_COLUMNS", "Comparison", "RowStore", "human"]
 
 #: The files a batch writes into ``out_dir``.
 ROWS_FILE = "results.jsonl"
@@ -97,6 +97,8 @@ class Comparison:
                  build: Callable[[Any], Fabric] | None = None) -> None:
         raw = [dict(r) for r in rows]
         self.columns = _columns_of(raw, swept)
+        #: The swept or overridden parameters that are columns, in order.
+        self.swept = [c for c in dict.fromkeys(swept) if c in self.columns]
         #: The task of each row by ``key`` (when :func:`compare` made the table): what
         #: :meth:`fabric` rebuilds.
         self.tasks: dict[str, Any] = dict(tasks or {})
@@ -197,26 +199,74 @@ class Comparison:
                                  "pip install pandas, or use to_records()/to_csv()") from None
         return pd.DataFrame(self.rows, columns=self.columns)
 
-    def __repr__(self) -> str:
+    def to_text(self, columns: Sequence[str] | None = None, limit: int = 20) -> str:
+        """The table as aligned text with human numbers (``6,378,750``, ``423.3``): the
+        ``columns`` given, or the name, swept values and :data:`TEXT_COLUMNS`; the first
+        ``limit`` rows.
+
+        >>> print(Comparison([{"name": "a", "capex_usd": 6378750.0}]).to_text())
+        <Comparison: 1 design, 0 failed>
+        name  capex_usd
+        a     6,378,750
+        """
         head = (f"<Comparison: {len(self.rows)} design{'s' if len(self.rows) != 1 else ''}"
                 f", {len(self.failed)} failed>")
-        shown = [c for c in ("name", "gpus", "all_to_all_gbps_per_gpu", "capex_usd",
-                             "error") if c in self.columns]
+        if columns is None:
+            shown = [c for c in ("name", *self.swept, *TEXT_COLUMNS) if c in self.columns
+                     and (c != "error" or self.failed)]
+        else:
+            shown = list(columns)
+            for c in shown:
+                if c not in self.columns:
+                    raise fail("Comparison.to_text", "columns", "columns of the table"
+                               + did_you_mean(c, self.columns), c)
         if not shown or not self.rows:
             return head
         # A missing value is "unknown" (not proven), except in a row that failed: "-".
-        cells = [[_short(r[c], bool(r.get("error"))) for c in shown] for r in self.rows[:20]]
+        # A swept value a row does not have is blank, not unknown.
+        cells = [[_short(r[c], bool(r.get("error")) or c in self.swept) for c in shown]
+                 for r in self.rows[:limit]]
         widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(shown)]
-        lines = [head, "  ".join(c.ljust(w) for c, w in zip(shown, widths, strict=True))]
-        lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True))
-                  for row in cells]
-        if len(self.rows) > 20:
-            lines.append(f"... {len(self.rows) - 20} more")
+        right = [any(isinstance(r[c], int | float) and not isinstance(r[c], bool)
+                     for r in self.rows) for c in shown]
+
+        def line(values: Sequence[str]) -> str:
+            return "  ".join(v.rjust(w) if rj else v.ljust(w)
+                             for v, w, rj in zip(values, widths, right, strict=True)).rstrip()
+
+        lines = [head, line(shown)] + [line(row) for row in cells]
+        if len(self.rows) > limit:
+            lines.append(f"... {len(self.rows) - limit} more")
         return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return self.to_text()
+
+
+#: The columns :meth:`Comparison.to_text` shows by default, after the name and swept values.
+TEXT_COLUMNS = ("gpus", "all_to_all_gbps_per_gpu", "all_reduce_busbw_GBps",
+                "capex_per_gpu_usd", "power_per_gpu_w", "usd_per_delivered_gbps", "capex_usd",
+                "error")
+
+
+def human(value: Any) -> str:
+    """A number as a reader takes it in: thousands separators, four significant digits
+    below 1,000, no exponent; other values as in CSV.
+
+    >>> human(6378750.0), human(3.2768e6), human(423.33333), human(0.00012), human(12)
+    ('6,378,750', '3,276,800', '423.3', '0.00012', '12')
+    """
+    if isinstance(value, float) and math.isfinite(value) and not isinstance(value, bool):
+        if abs(value) >= 1000:
+            return f"{value:,.0f}"
+        return f"{value:.4g}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return _cell(value)
 
 
 def _short(value: Any, failed: bool = False) -> str:
-    text = ("-" if failed else "unknown") if value is None else _cell(value)
+    text = ("-" if failed else "unknown") if value is None else human(value)
     return text if len(text) <= 48 else text[:45] + "..."
 
 

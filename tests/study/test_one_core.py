@@ -119,3 +119,24 @@ def test_a_single_switch_failure_constraint_reads_the_n1_table():
     assert by_ratio["1:1"]["n1_switch_worst_gbps_per_gpu"] == pytest.approx(worst[0])
     [row] = fo.compare(fo.ring(4), metrics=["failures"]).rows
     assert row["error"] == "" and row["n1_switch_worst_gbps_per_gpu"] is None  # no switch
+
+
+def test_tco_row_gives_the_throughput_at_the_links_expected_down(monkeypatch):
+    import fabricopt.study.metrics as metrics
+
+    real = metrics.tco_metrics
+    fab = fo.fat_tree(4, link_gbps=100.0)
+    intact = compute_metrics(fab, ["tco"], MetricContext())
+    # Under a link down a moment in 200 (the optics' rates): most likely none is down.
+    assert intact["expected_failed_links"] < 1
+    assert intact["all_to_all_gbps_per_gpu_at_expected_failures"] == pytest.approx(100.0)
+    monkeypatch.setattr(metrics, "tco_metrics",
+                        lambda f, **k: {**real(f, **k), "expected_failed_links": 2.4})
+    row = compute_metrics(fab, ["tco"], MetricContext())
+    # Two of the 32 switch-to-switch links down (the mode of the count), worst of 3 draws:
+    # the same certified figure failure_sweep gives, and never above the intact 100 Gb/s.
+    sweep = fo.failure_sweep(fab, [2 / 32], trials=3, seed=1,
+                             tiers=["leaf-spine", "spine-core"])
+    expected = sweep.summary[0].lower_min * sweep.mean_out_gbps
+    assert row["all_to_all_gbps_per_gpu_at_expected_failures"] == pytest.approx(expected)
+    assert expected <= 100.0 + 1e-9

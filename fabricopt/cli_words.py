@@ -1,0 +1,250 @@
+"""How the ``fabricopt`` command line reads what a user types: targets (a generator and its
+``key=value`` parameters, or a file), traffic forms, collective names, sizes and lists of names.
+
+Every word that is not understood is named, with a suggestion where a near name exists, before
+any work starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import inspect
+import os
+import textwrap
+from collections.abc import Sequence
+from typing import Any
+
+from ._checks import did_you_mean, parse_bytes
+from ._numpydoc import parameter_docs
+from .collectives import COLLECTIVES
+from .errors import FabricOptError, InvalidParameterError
+from .fabric import Fabric
+from .generators import GENERATORS, check_call, make
+from .io.design_files import load_design
+from .io.graph_files import read_graphml, read_json
+from .traffic import all_to_all, longest_matching, permutation
+
+__all__ = ["check_targets", "generator_help", "load_fabric", "load_targets", "make_traffic",
+           "names_arg", "parse_assignments", "parse_collectives", "parse_value", "size_arg",
+           "split_targets"]
+
+
+def parse_value(text: str) -> Any:
+    """Read a command-line value as a Python literal when it is one, else keep the string.
+
+    >>> parse_value("8"), parse_value("0.5"), parse_value("[5,4,4,5]"), parse_value("ndr")
+    (8, 0.5, [5, 4, 4, 5], 'ndr')
+    >>> parse_value("true"), parse_value("None")
+    (True, None)
+    """
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def parse_assignments(items: Sequence[str]) -> dict[str, Any]:
+    """Turn ``["k=8", "link_gbps=400"]`` into ``{"k": 8, "link_gbps": 400}``."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.isidentifier():
+            raise FabricOptError(f"expected key=value, got {item!r}")
+        if key in out:  # the last would win silently: say which of the two was meant
+            raise FabricOptError(f"{key!r} is given twice ({key}={out[key]!r} and {item}); "
+                                 "give each parameter once")
+        out[key] = parse_value(value)
+    return out
+
+
+def _is_assignment(word: str) -> bool:
+    key, sep, _ = word.partition("=")
+    return bool(sep) and key.isidentifier()
+
+
+def split_targets(words: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """Group command-line words into targets, each with the ``key=value`` words after it.
+
+    >>> split_targets(["ring", "n=8", "a.toml", "fat_tree", "k=4"])
+    [('ring', ['n=8']), ('a.toml', []), ('fat_tree', ['k=4'])]
+    """
+    groups: list[tuple[str, list[str]]] = []
+    for word in words:
+        if _is_assignment(word):
+            if not groups:
+                raise FabricOptError(f"{word!r} comes before any generator or design file; "
+                                     "write the target first: TARGET key=value ...")
+            groups[-1][1].append(word)
+        else:
+            groups.append((word, []))
+    if not groups:
+        raise FabricOptError("no target: give a generator name or a design file")
+    return groups
+
+
+def load_fabric(target: str, assignments: Sequence[str]) -> list[Fabric]:
+    """The fabric(s) a command names: a generator with parameters, or a design file."""
+    params = parse_assignments(assignments)
+    if target in GENERATORS:
+        try:
+            check_call(target, params, caller=target)
+        except InvalidParameterError as exc:  # the command line's own words
+            raise FabricOptError(f"{str(exc).replace(f'{target}(): ', f'{target}: ', 1)}"
+                                 f" (given as key=value; see: fabricopt show {target} --help)"
+                                 ) from None
+        return [make(target, params)]
+    if target.endswith(".toml"):
+        loaded = load_design(target, **params)
+        return loaded if isinstance(loaded, list) else [loaded]
+    if target.endswith((".json", ".graphml")):
+        if params:  # a saved fabric is built already: there is nothing to pass
+            raise FabricOptError(f"{target}: a saved fabric takes no key=value parameters, "
+                                 f"got {' '.join(assignments)}")
+        return [read_json(target) if target.endswith(".json") else read_graphml(target)]
+    raise FabricOptError(f"unknown generator or fabric file {target!r}"
+                         f"{did_you_mean(target, GENERATORS)}: give a generator ("
+                         + ", ".join(sorted(GENERATORS)) + "), a .toml design file, or a "
+                         ".json or .graphml fabric file")
+
+
+def load_targets(words: Sequence[str]) -> list[Fabric]:
+    """Every fabric that ``TARGET [key=value ...] [TARGET ...]`` names, in order."""
+    groups = split_targets(words)
+    check_targets(groups)
+    return [fab for target, assignments in groups for fab in load_fabric(target, assignments)]
+
+
+def _is_target(word: str) -> bool:
+    return word in GENERATORS or word.endswith((".toml", ".json", ".graphml")) \
+        or os.path.exists(word)
+
+
+def check_targets(groups: Sequence[tuple[str, Sequence[str]]]) -> None:
+    """Name a word that is neither a target nor ``key=value`` before anything is built: a
+    parameter written without ``=`` (``ring 8``, ``ring n``) is told how to write it.
+
+    >>> try:
+    ...     check_targets([("ring", []), ("8", [])])
+    ... except FabricOptError as exc:
+    ...     print(str(exc).split("; ")[0], "...", str(exc)[-19:])
+    '8' after ring is not a generator or a fabric file ... (did you mean n=8?)
+    """
+    for (before, assigned), (word, _) in zip(groups, groups[1:], strict=False):
+        if _is_target(word) or before not in GENERATORS:
+            continue
+        names = [n for n, p in inspect.signature(GENERATORS[before]).parameters.items()
+                 if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        required = [n for n in names
+                    if inspect.signature(GENERATORS[before]).parameters[n].default
+                    is inspect.Parameter.empty]
+        given = {a.partition("=")[0] for a in assigned}
+        missing = [n for n in required if n not in given]
+        if word in names:
+            hint = f" (did you mean {word}=VALUE?)"
+        elif did_you_mean(word, GENERATORS):
+            hint = did_you_mean(word, GENERATORS)
+        elif missing:
+            hint = f" (did you mean {missing[0]}={word}?)"
+        else:
+            hint = ""
+        raise FabricOptError(f"{word!r} after {before} is not a generator or a fabric file; "
+                             f"parameters are written key=value: {before} takes "
+                             + ", ".join(names) + hint)
+
+
+def generator_help(name: str) -> str:
+    """A generator's parameters with defaults and meaning, from its signature and docstring.
+
+    >>> generator_help("ring").splitlines()[4:7]
+    ['parameters:', '  n  (required)', '  link_gbps=1.0']
+    """
+    func = GENERATORS[name]
+    doc = inspect.getdoc(func) or ""
+    lines = [f"{name}: {doc.splitlines()[0] if doc else ''}", "",
+             f"usage: fabricopt show {name} [key=value ...]", "", "parameters:"]
+    docs = parameter_docs(func)
+    for pname, p in inspect.signature(func).parameters.items():
+        if p.kind is p.VAR_POSITIONAL:
+            continue
+        kind, text = docs.get(pname, ("", ""))
+        if p.kind is p.VAR_KEYWORD:
+            head = f"  {pname}=...  (more key=value options)"
+        elif p.default is inspect.Parameter.empty:
+            head = f"  {pname}  (required{', ' + kind if kind else ''})"
+        else:
+            head = f"  {pname}={p.default!r}" + (f"  ({kind})" if kind else "")
+        lines.append(head)
+        if text:
+            lines += textwrap.wrap(text.replace("``", "`"), width=92,
+                                   initial_indent="      ", subsequent_indent="      ")
+    return "\n".join(lines)
+
+
+def make_traffic(fab: Fabric, spec: str) -> Any:
+    """Traffic named on the command line: ``all-to-all``, ``permutation[:SEED]`` or
+    ``longest-matching``."""
+    name, colon, arg = spec.partition(":")
+    if colon and name in ("all-to-all", "longest-matching"):
+        raise FabricOptError(f"--traffic {name} takes no ':' suffix (only permutation:SEED "
+                             f"does), got {spec!r}")
+    if name == "all-to-all":
+        return all_to_all(fab)
+    if name == "permutation":
+        if arg and not arg.isdigit():
+            raise FabricOptError(f"--traffic permutation:SEED: the seed must be an integer "
+                                 f">= 0, got {arg!r}")
+        return permutation(fab, seed=int(arg) if arg else 0)
+    if name == "longest-matching":
+        return longest_matching(fab)
+    raise FabricOptError(f"--traffic must be all-to-all, permutation[:SEED] or "
+                         f"longest-matching, got {spec!r}"
+                         + did_you_mean(name, ("all-to-all", "permutation", "longest-matching")))
+
+
+def parse_collectives(text: str) -> list[str]:
+    """``--collective`` words: names separated by commas, or ``all``.
+
+    >>> parse_collectives("all_reduce,all_gather")
+    ['all_reduce', 'all_gather']
+    """
+    if text.strip() == "all":
+        return list(COLLECTIVES)
+    names = [w.strip().replace("-", "_") for w in text.split(",") if w.strip()]
+    for name in names:
+        if name not in COLLECTIVES:
+            raise FabricOptError(f"--collective: {name!r} is not a collective"
+                                 f"{did_you_mean(name, COLLECTIVES)}; collectives: "
+                                 + ", ".join(COLLECTIVES) + ", or all")
+    if not names:
+        raise FabricOptError("--collective: give at least one of " + ", ".join(COLLECTIVES))
+    return names
+
+
+def names_arg(flag: str, text: str, known: Any) -> list[str]:
+    """Comma-separated names, each one of ``known`` (with a suggestion when it is not)."""
+    names = [w.strip() for w in text.split(",") if w.strip()]
+    for name in names:
+        if name not in known:
+            raise FabricOptError(f"{flag}: {name!r} is not one of " + ", ".join(known)
+                                 + did_you_mean(name, known))
+    if not names:
+        raise FabricOptError(f"{flag}: give at least one of " + ", ".join(known))
+    return names
+
+
+def size_arg(text: str) -> float:
+    try:
+        return parse_bytes("fabricopt", "size", text)
+    except ValueError as exc:
+        if "> 0" in str(exc) or text.strip().startswith("-"):  # reads, but is not positive
+            raise argparse.ArgumentTypeError(
+                f"a size must be > 0 (e.g. 1GiB, 512MB or 1e9); got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"must be a size in bytes with an optional unit (B, kB, MB, GB, TB, KiB, MiB, "
+            f"GiB, TiB), e.g. 1GiB, 512MB or 1e9; got {text!r}") from None
