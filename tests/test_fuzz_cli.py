@@ -36,7 +36,7 @@ BASE = {"show": ["ring", "n=3"], "solve": ["ring", "n=3"], "bom": ["ring", "n=3"
         "tco": ["ring", "n=3"],
         "compare": ["ring", "n=3"], "draw": ["ring", "n=3", "-o", "x.png"],
         "optimize": ["search.toml"], "train": ["ring", "n=8", "--model", "llama3-8b"],
-        "failures": ["ring", "n=4"]}
+        "failures": ["ring", "n=4"], "worst-case": ["ring", "n=4"]}
 
 #: Bad words by the kind of value a flag takes: numbers out of range, non-finite or not
 #: numbers at all; text that names nothing; an empty word.
@@ -129,7 +129,7 @@ def test_every_flag_with_bad_words_is_accepted_or_one_line_exit_2(argv, workdir,
 
 
 @pytest.mark.parametrize("command", ["show", "solve", "bom", "tco", "compare", "draw", "train",
-                                     "failures"])
+                                     "failures", "worst-case"])
 def test_a_repeated_key_is_one_line_exit_2(command, workdir, capsys):
     # the last value silently won: ring n=4 n=5 drew a ring of 5
     argv = [command, "ring", "n=4", "n=5"] + {"draw": ["-o", "x.png"],

@@ -75,6 +75,7 @@ def _valid_method_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
         "Comparison.fabric": (table.fabric, {"index": 0}),
         "Comparison.to_csv": (table.to_csv, {"path": tmp_path / "t.csv"}),
         "Comparison.to_markdown": (table.to_markdown, {"columns": ["name"]}),
+        "Comparison.to_text": (table.to_text, {"columns": ["name"], "limit": 5}),
         "Comparison.to_json": (table.to_json, {"path": tmp_path / "t.json", "indent": 1}),
         "FailureSweep.to_csv": (sweep.to_csv, {"path": tmp_path / "s.csv"}),
         "TrainingJob.with_gpus": (job.with_gpus, {"n_gpus": 8}),
@@ -98,7 +99,7 @@ FUZZED_METHODS = [
     "Traffic.check_endpoints", "Catalog.load", "Catalog.merged", "CostEstimate.count",
     "CostEstimate.per_delivered_gbps", "CostEstimate.network_share", "Symmetry.matches",
     "Comparison.column", "Comparison.fabric", "Comparison.to_csv", "Comparison.to_markdown",
-    "Comparison.to_json", "FailureSweep.to_csv", "OptimizeResult.to_markdown",
+    "Comparison.to_text", "Comparison.to_json", "FailureSweep.to_csv", "OptimizeResult.to_markdown",
     "OptimizeResult.write_design", "TrainingJob.with_gpus", "ModelConfig.flops_per_token",
     "ModelConfig.kv_bytes_per_token", "FailureDistribution.mean",
     "FailureDistribution.percentile"]

@@ -162,17 +162,21 @@ class Comparison:
             _write_atomic(path, text)
         return text
 
-    def to_markdown(self, columns: Sequence[str] | None = None) -> str:
-        """The table as Markdown (``columns``: a subset, default all but the key)."""
-        if columns is not None and (isinstance(columns, str | bytes)
-                                    or not isinstance(columns, Iterable)):
-            raise fail("Comparison.to_markdown", "columns", "None or a sequence of column names",
-                       columns)
-        cols = list(columns) if columns is not None else [c for c in self.columns if c != "key"]
+    def _checked_columns(self, func: str, columns: Any) -> list[str]:
+        """``columns`` as a list of this table's columns, or the standard error."""
+        if isinstance(columns, str | bytes) or not isinstance(columns, Iterable):
+            raise fail(func, "columns", "None or a sequence of column names", columns)
+        cols = list(columns)
         for c in cols:
             if not isinstance(c, str) or c not in self.columns:
-                raise fail("Comparison.to_markdown", "columns", "columns of the table"
-                           + did_you_mean(c, self.columns), c)
+                raise fail(func, "columns", "columns of the table"
+                           + did_you_mean(str(c), self.columns), c)
+        return cols
+
+    def to_markdown(self, columns: Sequence[str] | None = None) -> str:
+        """The table as Markdown (``columns``: a subset, default all but the key)."""
+        cols = (self._checked_columns("Comparison.to_markdown", columns) if columns is not None
+                else [c for c in self.columns if c != "key"])
         lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         for row in self.rows:
             lines.append("| " + " | ".join(_cell(row[c]).replace("|", "\\|") for c in cols)
@@ -215,11 +219,8 @@ class Comparison:
             shown = [c for c in ("name", *self.swept, *TEXT_COLUMNS) if c in self.columns
                      and (c != "error" or self.failed)]
         else:
-            shown = list(columns)
-            for c in shown:
-                if c not in self.columns:
-                    raise fail("Comparison.to_text", "columns", "columns of the table"
-                               + did_you_mean(c, self.columns), c)
+            shown = self._checked_columns("Comparison.to_text", columns)
+        limit = check_int("Comparison.to_text", "limit", limit, minimum=1)
         if not shown or not self.rows:
             return head
         # A missing value is "unknown" (not proven), except in a row that failed: "-".
