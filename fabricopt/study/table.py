@@ -220,8 +220,8 @@ class Comparison:
                      and (c != "error" or self.failed)]
         else:
             shown = self._checked_columns("Comparison.to_text", columns)
-        limit = check_int("Comparison.to_text", "limit", limit, minimum=1)
-        if not shown or not self.rows:
+        limit = check_int("Comparison.to_text", "limit", limit, minimum=0)
+        if not shown or not self.rows or not limit:
             return head
         # A missing value is "unknown" (not proven), except in a row that failed: "-".
         # A swept value a row does not have is blank, not unknown.
