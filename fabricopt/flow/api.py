@@ -33,6 +33,7 @@ from .lp import LPSolution
 from .model import ThroughputModel
 from .result import FlowCertificate, FlowResult
 from .symmetric import SymmetricModel, build_symmetric_lp
+from .units import capacity_unit, check_capacity_spread, in_units
 from .warm import ball_cut_lengths, warm_lengths
 
 METHODS = ("auto", "lp", "symmetric", "approx")
@@ -198,6 +199,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                                     f"got {type(traffic).__name__}")
     traffic.check_endpoints(fab)
     ga = GraphArrays.from_fabric(fab)  # the symmetry found below shares fab's graph
+    check_capacity_spread("max_concurrent_flow", ga, fab.name)
     warm = (None if warm_start is None
             else warm_lengths("max_concurrent_flow", ga, warm_start))
     ok, why = symmetric_applicable(fab, traffic)
@@ -236,10 +238,13 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
             method = "approx"
         else:
             method = "lp"
-    # Solve for theta near 1: solvers' tolerances (and CBC's printed digits) are absolute,
-    # so a theta of 0.02 would lose relative precision in the certificate.
+    # Solve for theta near 1 and capacities near 1: solvers' tolerances (and CBC's printed
+    # digits) are absolute, so a theta of 0.02 would lose relative precision in the
+    # certificate, and duals of capacities in bit/s would drown in the tolerance.
     scale = theta_scale(fab, traffic, ga)
-    scaled = traffic.scaled(scale) if scale != 1.0 else traffic
+    unit = capacity_unit(ga.capacity)
+    scaled = traffic.scaled(scale / unit) if scale != unit else traffic
+    ga = in_units(ga, unit)
     model: ThroughputModel
     # The warm lengths, and the best of the cuts they are made of: candidates for the upper
     # bound (the symmetric model's distance bound holds for invariant lengths only).
@@ -274,7 +279,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         sol = solve_lp(model.lp, backend, time_limit, **backend_options)
     result = certified_result(model, sol, method=method, backend=backend, fabric_name=fab.name,
                               tiers=arc_tiers(fab, model.ga), traffic_scale=scale,
-                              polish=method != "approx", extra_lengths=warm_candidates)
+                              capacity_unit=unit, polish=method != "approx",
+                              extra_lengths=warm_candidates)
     if method == "approx" and result.unreachable is None and result.upper > 0:
         wide = (result.upper - result.lower) / result.upper
         result.message = (f"approximate: certified bracket [{result.lower:.9g}, "
@@ -335,11 +341,12 @@ def _lp_size(model: ThroughputModel) -> dict[str, int]:
 def certified_result(model: ThroughputModel | CollapsedDemand, sol: LPSolution, *,
                      method: str, backend: str, fabric_name: str = "",
                      tiers: tuple[str, ...] = (), traffic_scale: float = 1.0,
-                     upper_cap: float = np.inf, polish: bool = True,
+                     capacity_unit: float = 1.0, upper_cap: float = np.inf, polish: bool = True,
                      extra_lengths: Sequence[np.ndarray] = ()) -> FlowResult:
     """The :class:`FlowResult` of a solver's answer: both proofs by
     :func:`~fabricopt.flow.certificate.certify`, reconciled with the solver's claim, in the
-    caller's units (the solve ran on the traffic times ``traffic_scale``).
+    caller's units (the solve ran on the traffic times ``traffic_scale / capacity_unit`` and
+    the capacities divided by ``capacity_unit``, see :mod:`fabricopt.flow.units`).
 
     ``upper_cap`` is a further proven upper bound (in solve units) the caller already has;
     ``polish`` and ``extra_lengths`` (further candidates for the upper bound, each one length
@@ -361,7 +368,7 @@ def certified_result(model: ThroughputModel | CollapsedDemand, sol: LPSolution, 
         status, theta, lower = "numerical_error", None, 0.0
     upper = max(upper, lower)
     if theta is not None and (bound is None or bound.unreachable is None):
-        if upper - lower > EXACT_RTOL * upper:
+        if not np.isfinite(upper) or upper - lower > EXACT_RTOL * upper:
             # The solver says optimal but its point does not prove it to our tolerance
             # (first-order and interior-point solvers stop early): keep only the bracket.
             message = (f"solver reported optimal, but the certified bracket "
@@ -372,11 +379,12 @@ def certified_result(model: ThroughputModel | CollapsedDemand, sol: LPSolution, 
             theta = min(max(theta, lower), upper)
     best = theta if theta is not None else lower
     lifted = cert.lifted
+    unit = capacity_unit
     certificate = FlowCertificate(
-        model.ga, tiers, lifted.load if lifted else None, cert.lengths,
-        lifted.flow if lifted else None, lifted.theta if lifted else None, traffic_scale,
-        model.include_endpoint_links)
-    mean_out = model.mean_out_gbps  # in solve units, so best * mean_out is in Gb/s
+        in_units(model.ga, 1.0 / unit), tiers, lifted.load * unit if lifted else None,
+        cert.lengths, lifted.flow if lifted else None, lifted.theta if lifted else None,
+        traffic_scale, model.include_endpoint_links, capacity_unit=unit)
+    mean_out = model.mean_out_gbps * unit  # so best * mean_out is in Gb/s
     return FlowResult(
         theta=None if theta is None else theta * traffic_scale, lower=lower * traffic_scale,
         upper=upper * traffic_scale, status=status, method=method, backend=backend,
