@@ -70,6 +70,19 @@ RESTRICTED_BOUND_EVERY = 10
 FREE_STALL = (10, 0.1)
 FEWEST_HOP_STALL = (30, 0.05)
 
+#: The certified bracket has stalled (status ``"stalled"``) when, after at least
+#: ``STALL_MIN_ROUNDS`` rounds, its relative gap is still above ``STALL_RATIO`` times what it
+#: was at half as many rounds. Frank-Wolfe closes its gap like 1/rounds (a ratio near 0.5)
+#: while it makes progress, and a 12-switch jellyfish all-to-all, slow with plateaus, still
+#: keeps it under 0.92; a gap the rounds no longer shrink (a fat tree missing two links at a
+#: gap of 1e-5: the upper bound stands still) keeps it at 1. Counted in rounds, not
+#: seconds, so the same run stops at the same round on a busy machine.
+STALL_MIN_ROUNDS = 64
+STALL_RATIO = 0.99
+#: Seconds the approximate method runs when the caller sets no ``time_limit``: a safety net
+#: under the stall test, reported as status ``"time_limit"`` with the bracket proven so far.
+DEFAULT_TIME_LIMIT = 300.0
+
 
 @dataclass(frozen=True)
 class _CoreGraph:
@@ -202,7 +215,7 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
         Stop once ``(upper - lower) / upper <= gap`` (0 < gap < 1).
     time_limit : float, optional
         Seconds; checked between iterations (one iteration is one shortest-path search from
-        every source).
+        every source). Default :data:`DEFAULT_TIME_LIMIT`.
     progress : callable, optional
         Called after every iteration with a dict of ``iteration``, ``lower``, ``upper`` and
         ``seconds``.
@@ -222,7 +235,9 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
     LPSolution
         ``x`` in the LP's column layout (a flow that conserves exactly, within capacities)
         and ``dual_ub`` the lengths of the best distance bound (as minus capacity-row duals).
-        Status ``"optimal"`` when the gap closed, ``"time_limit"`` when time ran out first.
+        Status ``"optimal"`` when the gap closed, ``"time_limit"`` when time ran out first,
+        ``"stalled"`` when the bracket stopped closing short of ``gap`` (see
+        :data:`STALL_RATIO`); the last two carry the best bracket proven.
 
     Examples
     --------
@@ -235,6 +250,8 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
     gap = check_gap("solve_approx", gap)
     if time_limit is not None:
         check_positive("solve_approx", "time_limit", time_limit)
+    else:
+        time_limit = DEFAULT_TIME_LIMIT
     check_choice("solve_approx", "strategy", strategy, STRATEGIES)
     if seed_lengths is not None:
         seed_lengths = np.asarray(seed_lengths, dtype=float)
@@ -277,7 +294,8 @@ def _better_of(first: LPSolution, second: LPSolution, gap: float) -> LPSolution:
     lo = max((first, second), key=lambda s: s.info["lower"])
     up = min((first, second), key=lambda s: s.info["upper"])
     lower, upper = lo.info["lower"], up.info["upper"]
-    status = "optimal" if upper - lower <= gap * upper else "time_limit"
+    status = ("optimal" if upper - lower <= gap * upper else
+              "stalled" if second.status == "stalled" else "time_limit")
     message = (f"column generation stalled in its master LP, then {second.message}; "
                f"best of both: certified gap {(upper - lower) / upper:.3%}")
     return LPSolution(status, message, lo.x, lo.objective, up.dual_ub, None,
@@ -300,9 +318,17 @@ class ApproxRun:
         self.ep_cap = model.ga.capacity[model.ep_rows_arc]
         self.lower, self.upper = 0.0, np.inf
         self.best_lengths: np.ndarray | None = None
+        self.gaps: list[float] = []  # the relative gap after each round
 
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.perf_counter() >= self.deadline
+
+    def bracket_stalled(self) -> bool:
+        """Whether the bracket has stopped closing (see :data:`STALL_RATIO`)."""
+        rounds = len(self.gaps)
+        if rounds < STALL_MIN_ROUNDS:
+            return False
+        return self.gaps[-1] > STALL_RATIO * self.gaps[rounds // 2 - 1]
 
     def answer(self, status: str, what: str, x: np.ndarray, iterations: int) -> LPSolution:
         """The run's answer: flow ``x`` (the LP's column layout) proves the lower bound, the
@@ -311,6 +337,9 @@ class ApproxRun:
         text = f"{what}, certified gap {now:.3%} (asked {self.gap:.3%})"
         if status == "time_limit":
             text = "time limit reached; " + text
+        elif status == "stalled":
+            text = (f"the bracket stopped closing (gap at round {iterations} above "
+                    f"{STALL_RATIO:g} times its gap at round {iterations // 2}); " + text)
         lengths = self.best_lengths
         return LPSolution(status, text, x, -self.lower, None if lengths is None else -lengths,
                           None, time.perf_counter() - self.start,
@@ -326,7 +355,8 @@ class ApproxRun:
                           info={"lower": 0.0, "upper": 0.0, "iterations": 0})
 
     def report(self, iteration: int, **more: float) -> None:
-        """Tell ``progress`` the bracket after round ``iteration``."""
+        """Record the bracket after round ``iteration`` and tell ``progress``."""
+        self.gaps.append((self.upper - self.lower) / self.upper if self.upper > 0 else 0.0)
         if self.progress is not None:
             self.progress({"iteration": iteration, "lower": self.lower, "upper": self.upper,
                            "seconds": time.perf_counter() - self.start, **more})
@@ -395,6 +425,9 @@ class _FrankWolfe(ApproxRun):
                 status = "optimal"
                 break
             if self.out_of_time():
+                break
+            if self.bracket_stalled():
+                status = "stalled"
                 break
             # Soft maximum at a temperature tied to the gap still to close: coarse early
             # (large steps), sharp later (it approximates the maximum to about

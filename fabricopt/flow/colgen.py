@@ -286,6 +286,9 @@ class ColumnGeneration(ApproxRun):
             if self.upper - self.lower <= self.gap * self.upper:
                 status = "optimal"
                 break
+            if self.bracket_stalled():
+                status = "stalled"
+                break
             # Reduced cost of commodity k's new tree: its length minus the commodity's dual.
             tol = PRICE_TOL * max(float(np.abs(z).max()), 1e-300)
             enter = np.flatnonzero(cost - z < -tol)

@@ -16,8 +16,8 @@ import numpy as np
 import scipy.sparse as sp
 
 #: The status vocabulary of every backend.
-STATUSES = ("optimal", "inexact", "time_limit", "iteration_limit", "infeasible", "unbounded",
-            "numerical_error", "not_solved", "error")
+STATUSES = ("optimal", "inexact", "time_limit", "iteration_limit", "stalled", "infeasible",
+            "unbounded", "numerical_error", "not_solved", "error")
 
 
 @dataclass(frozen=True)
