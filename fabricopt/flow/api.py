@@ -23,10 +23,11 @@ from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..graph_arrays import GraphArrays
 from ..symmetry.search import search_symmetry, with_symmetry
-from ..tiers import tier_of
+from ..tiers import is_scale_up_arc, tier_of
 from ..traffic import Traffic, all_to_all
 from .approx import check_gap, solve_approx
 from .backends import BACKENDS, check_solve_args, solve_lp
+from .bounds import ecmp_point, structural_cut_lengths
 from .certificate import EXACT_RTOL, certify
 from .formulation import Collapse, CollapsedDemand, FlowModel, build_flow_lp
 from .lp import LPSolution
@@ -114,7 +115,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                         backend: str = "highs", time_limit: float | None = None,
                         include_endpoint_links: bool = True, gap: float = 0.01,
                         progress: bool | None = None, warm_start: FlowResult | None = None,
-                        **backend_options: Any) -> FlowResult:
+                        bounds_first: bool = True, **backend_options: Any) -> FlowResult:
     """Largest fraction theta of ``traffic`` that ``fab`` carries at once, with proof.
 
     Parameters
@@ -164,6 +165,12 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         Not used by the symmetric method, whose bound needs invariant lengths. The answer is
         proven on ``fab`` as always. A result of another fabric is an
         :class:`~fabricopt.InvalidParameterError`.
+    bounds_first : bool
+        For ``"lp"`` and ``"approx"`` (True, default): before any solve, prove the bounds
+        of :mod:`fabricopt.flow.bounds` (hierarchy cuts above, ECMP fluid routing below).
+        When they meet (to 1e-6), that is the answer, with method ``"bounds"``; otherwise
+        the cut's lengths join the solver's as candidates for the upper bound, and the
+        result is never a wider bracket than the bounds alone.
 
     Returns
     -------
@@ -192,6 +199,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     gap = check_gap("max_concurrent_flow", gap)
     if progress is not None:
         progress = check_bool("max_concurrent_flow", "progress", progress)
+    bounds_first = check_bool("max_concurrent_flow", "bounds_first", bounds_first)
     if traffic is None:
         traffic = all_to_all(fab)
     if not isinstance(traffic, Traffic):
@@ -259,6 +267,16 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         if warm is not None:
             cut = ball_cut_lengths(model, warm)
             warm_candidates = [warm] if cut is None else [warm, cut]
+    first = None
+    if bounds_first and isinstance(model, FlowModel):
+        first, cut_lengths = bounds_stage(fab, model, scaled, tiers=arc_tiers(fab, model.ga),
+                                          traffic_scale=scale, capacity_unit=unit,
+                                          extra_lengths=warm_candidates)
+        warm_candidates = warm_candidates + cut_lengths
+        if first is not None and first.exact:
+            first.traffic_name = traffic.name
+            first.seconds = time.perf_counter() - start
+            return first
     if method == "approx":
         left = (None if time_limit is None
                 else max(time_limit - (time.perf_counter() - start), 1e-3))
@@ -286,6 +304,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         result.message = (f"approximate: certified bracket [{result.lower:.9g}, "
                           f"{result.upper:.9g}] (gap {wide:.3%}, asked {gap:.3%}); "
                           f"{sol.message}")
+    if first is not None:
+        result = tighter_bracket(result, first)
     result.traffic_name = traffic.name
     if (found is not None and found.symmetry is not None and method == "symmetric"
             and result.certificate is not None):
@@ -293,6 +313,56 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         result.certificate = replace(result.certificate, symmetry=found.symmetry)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def bounds_stage(fab: Fabric, model: FlowModel, traffic: Traffic, *, tiers: tuple[str, ...],
+                 traffic_scale: float, capacity_unit: float,
+                 extra_lengths: Sequence[np.ndarray] = ()
+                 ) -> tuple[FlowResult | None, list[np.ndarray]]:
+    """The bounds of :mod:`fabricopt.flow.bounds` for a built ``model`` (in its units), as a
+    result with method ``"bounds"`` (None when ECMP cannot route), and the best hierarchy
+    cut's lengths (for the solver's certificate)."""
+    ga = model.ga
+    bound, lengths = structural_cut_lengths(fab, traffic, ga, model.include_endpoint_links)
+    cut_lengths = [lengths] if np.isfinite(bound) else []
+    scale_up = np.array([is_scale_up_arc(fab.graph[u][v]) for u, v in ga.arcs], dtype=bool)
+    point = ecmp_point(model, scale_up)
+    if point is None:
+        return None, cut_lengths
+    sol = LPSolution("optimal", "bounds first: ECMP fluid routing below, hierarchy cuts and "
+                     "arc lengths above", x=point)
+    result = certified_result(model, sol, method="bounds", backend="none",
+                              fabric_name=fab.name, tiers=tiers, traffic_scale=traffic_scale,
+                              capacity_unit=capacity_unit, polish=False,
+                              extra_lengths=[*extra_lengths, *cut_lengths])
+    return result, cut_lengths
+
+
+def tighter_bracket(result: FlowResult, bounds: FlowResult) -> FlowResult:
+    """``result`` with each side of its bracket replaced by ``bounds``'s where that is
+    tighter (flow and lengths travel with their side, so the certificate still re-checks):
+    a solver stopped early never answers worse than the bounds stage."""
+    if result.exact or result.certificate is None or bounds.certificate is None:
+        return result
+    if result.status in ("error", "numerical_error"):
+        return bounds
+    cert = result.certificate
+    lower, upper = result.lower, result.upper
+    if bounds.lower > lower:
+        cert = replace(cert, load=bounds.certificate.load, flow=bounds.certificate.flow,
+                       theta=bounds.certificate.theta)
+        lower = bounds.lower
+        result.max_overload, result.max_residual = bounds.max_overload, bounds.max_residual
+    if bounds.upper < upper:
+        cert = replace(cert, lengths=bounds.certificate.lengths)
+        upper = bounds.upper
+    if (lower, upper) == (result.lower, result.upper):
+        return result
+    mean = result.mean_out_gbps or 0.0
+    return replace(result, lower=lower, upper=upper, certificate=cert,
+                   per_endpoint_gbps=lower * mean,
+                   message=f"{result.message}; bracket tightened by the bounds stage to "
+                           f"[{lower:.9g}, {upper:.9g}]")
 
 
 def _bracket_reporter(bar: Any, scale: float) -> Any:
@@ -433,4 +503,5 @@ def cheap_bracket(fab: Fabric, traffic: Traffic, backend: str = "none",
     return result
 
 
-__all__ = ["certified_result", "cheap_bracket", "max_concurrent_flow", "solve_flow_model"]
+__all__ = ["bounds_stage", "certified_result", "cheap_bracket", "max_concurrent_flow",
+           "solve_flow_model", "tighter_bracket"]
