@@ -27,7 +27,7 @@ from ..tiers import is_scale_up_arc, tier_of
 from ..traffic import Traffic, all_to_all
 from .approx import check_gap, solve_approx
 from .backends import BACKENDS, check_solve_args, solve_lp
-from .bounds import ecmp_point, structural_cut_lengths
+from .bounds import ECMP_MAX_ENTRIES, ecmp_point, structural_cut_lengths
 from .certificate import EXACT_RTOL, certify
 from .formulation import Collapse, CollapsedDemand, FlowModel, build_flow_lp
 from .lp import LPSolution
@@ -115,7 +115,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                         backend: str = "highs", time_limit: float | None = None,
                         include_endpoint_links: bool = True, gap: float = 0.01,
                         progress: bool | None = None, warm_start: FlowResult | None = None,
-                        bounds_first: bool = True, **backend_options: Any) -> FlowResult:
+                        bounds_first: bool | None = None, **backend_options: Any
+                        ) -> FlowResult:
     """Largest fraction theta of ``traffic`` that ``fab`` carries at once, with proof.
 
     Parameters
@@ -165,12 +166,14 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         Not used by the symmetric method, whose bound needs invariant lengths. The answer is
         proven on ``fab`` as always. A result of another fabric is an
         :class:`~fabricopt.InvalidParameterError`.
-    bounds_first : bool
-        For ``"lp"`` and ``"approx"`` (True, default): before any solve, prove the bounds
-        of :mod:`fabricopt.flow.bounds` (hierarchy cuts above, ECMP fluid routing below).
-        When they meet (to 1e-6), that is the answer, with method ``"bounds"``; otherwise
-        the cut's lengths join the solver's as candidates for the upper bound, and the
-        result is never a wider bracket than the bounds alone.
+    bounds_first : bool, optional
+        Before any solve, prove the bounds of :mod:`fabricopt.flow.bounds` (hierarchy cuts
+        above, ECMP fluid routing below; while the full LP has at most
+        :data:`~fabricopt.flow.bounds.ECMP_MAX_ENTRIES` flow variables). When they meet (to
+        1e-6), that is the answer, with method ``"bounds"``; otherwise the result is never a
+        wider bracket than the bounds alone (the cut's lengths join the solver's). Default:
+        with ``method="auto"`` on a fabric whose own symmetry claim does not already make it
+        exact and fast (a named method is solved as named).
 
     Returns
     -------
@@ -199,7 +202,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     gap = check_gap("max_concurrent_flow", gap)
     if progress is not None:
         progress = check_bool("max_concurrent_flow", "progress", progress)
-    bounds_first = check_bool("max_concurrent_flow", "bounds_first", bounds_first)
+    if bounds_first is not None:
+        bounds_first = check_bool("max_concurrent_flow", "bounds_first", bounds_first)
     if traffic is None:
         traffic = all_to_all(fab)
     if not isinstance(traffic, Traffic):
@@ -211,6 +215,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     warm = (None if warm_start is None
             else warm_lengths("max_concurrent_flow", ga, warm_start))
     ok, why = symmetric_applicable(fab, traffic)
+    claimed = ok  # exact and fast by its claim: method="auto" skips the bounds stage
     # No claim: find the symmetry when the full LP would be slow (or "symmetric" is asked).
     found = None
     if (not ok and fab.symmetry is None and traffic_invariant(fab, traffic)[0]
@@ -239,6 +244,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     if method == "symmetric" and not ok:
         raise InvalidParameterError(f"max_concurrent_flow(): method='symmetric' is not exact "
                                     f"here: {why}")
+    requested = method
     if method == "auto":
         if ok:
             method = "symmetric"
@@ -253,30 +259,15 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     unit = capacity_unit(ga.capacity)
     scaled = traffic.scaled(scale / unit) if scale != unit else traffic
     ga = in_units(ga, unit)
-    model: ThroughputModel
-    # The warm lengths, and the best of the cuts they are made of: candidates for the upper
-    # bound (the symmetric model's distance bound holds for invariant lengths only).
-    warm_candidates: list[np.ndarray] = []
-    if method == "symmetric":
-        # The claim was checked against the graph by symmetric_applicable just above.
-        model = build_symmetric_lp(fab, _uniform_gbps(scaled),
-                                   include_endpoint_links=include_endpoint_links, ga=ga,
-                                   symmetry=fab._symmetry)
-    else:
-        model = build_flow_lp(fab, scaled, include_endpoint_links, ga=ga)
-        if warm is not None:
-            cut = ball_cut_lengths(model, warm)
-            warm_candidates = [warm] if cut is None else [warm, cut]
-    first = None
-    if bounds_first and isinstance(model, FlowModel):
-        first, cut_lengths = bounds_stage(fab, model, scaled, tiers=arc_tiers(fab, model.ga),
-                                          traffic_scale=scale, capacity_unit=unit,
-                                          extra_lengths=warm_candidates)
-        warm_candidates = warm_candidates + cut_lengths
-        if first is not None and first.exact:
-            first.traffic_name = traffic.name
-            first.seconds = time.perf_counter() - start
-            return first
+    model, warm_candidates, first = _build_and_bound(
+        fab, scaled, ga, method, warm, include_endpoint_links=include_endpoint_links,
+        bounds_first=(requested == "auto" and not claimed) if bounds_first is None
+        else bounds_first,
+        traffic_scale=scale, capacity_unit=unit)
+    if first is not None and first.exact:
+        first.traffic_name = traffic.name
+        first.seconds = time.perf_counter() - start
+        return first
     if method == "approx":
         left = (None if time_limit is None
                 else max(time_limit - (time.perf_counter() - start), 1e-3))
@@ -315,6 +306,40 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     return result
 
 
+def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str,
+                     warm: np.ndarray | None, *, include_endpoint_links: bool,
+                     bounds_first: bool, traffic_scale: float, capacity_unit: float
+                     ) -> tuple[ThroughputModel, list[np.ndarray], FlowResult | None]:
+    """The model ``method`` solves (``traffic`` and ``ga`` in solve units), the lengths
+    offered to its certificate besides the solver's (a larger fabric's, and the cuts they
+    and the hierarchy make), and the bounds stage's result (None when not run)."""
+    entries = lp_size_estimate(fab, traffic) // 3  # flow variables of the full LP
+    run_bounds = bounds_first and entries <= ECMP_MAX_ENTRIES
+    flow_model = None
+    warm_candidates: list[np.ndarray] = []
+    if method != "symmetric" or run_bounds:
+        flow_model = build_flow_lp(fab, traffic, include_endpoint_links, ga=ga)
+        if warm is not None:
+            cut = ball_cut_lengths(flow_model, warm)
+            warm_candidates = [warm] if cut is None else [warm, cut]
+    first = None
+    if run_bounds and flow_model is not None:
+        first, cut_lengths = bounds_stage(fab, flow_model, traffic,
+                                          tiers=arc_tiers(fab, ga),
+                                          traffic_scale=traffic_scale,
+                                          capacity_unit=capacity_unit,
+                                          extra_lengths=warm_candidates)
+        warm_candidates = warm_candidates + cut_lengths
+    if method == "symmetric":
+        # The claim was checked against the graph by symmetric_applicable; its distance
+        # bound holds for invariant lengths only, so no other lengths are offered to it.
+        model = build_symmetric_lp(fab, _uniform_gbps(traffic),
+                                   include_endpoint_links=include_endpoint_links, ga=ga,
+                                   symmetry=fab._symmetry)
+        return model, [], first
+    return flow_model, warm_candidates, first  # type: ignore[return-value]
+
+
 def bounds_stage(fab: Fabric, model: FlowModel, traffic: Traffic, *, tiers: tuple[str, ...],
                  traffic_scale: float, capacity_unit: float,
                  extra_lengths: Sequence[np.ndarray] = ()
@@ -348,7 +373,9 @@ def tighter_bracket(result: FlowResult, bounds: FlowResult) -> FlowResult:
         return bounds
     cert = result.certificate
     lower, upper = result.lower, result.upper
-    if bounds.lower > lower:
+    # A symmetric result's flow is re-proven by its own model: only its lengths can change
+    # (check_certificate evaluates any lengths on the whole graph).
+    if bounds.lower > lower and result.method != "symmetric":
         cert = replace(cert, load=bounds.certificate.load, flow=bounds.certificate.flow,
                        theta=bounds.certificate.theta)
         lower = bounds.lower

@@ -96,12 +96,12 @@ def structural_cut_lengths(fab: Any, traffic: Traffic, ga: GraphArrays,
     cross it). ``(inf, zeros)`` when no cut bounds anything.
 
     >>> import fabricopt as fo
-    >>> fab = fo.fat_tree(4, link_gbps=1.0)
     >>> from fabricopt.graph_arrays import GraphArrays
+    >>> fab = fo.leaf_spine(4, 2, 4, link_gbps=1.0)   # 4 leaves of 4 hosts, 2 uplinks each
     >>> ga = GraphArrays.from_fabric(fab)
     >>> bound, lengths = structural_cut_lengths(fab, fo.all_to_all(fab), ga)
-    >>> round(bound, 6), int(lengths.sum())   # a leaf: 2 uplinks over 2 hosts x 14 outside
-    (0.071429, 2)
+    >>> round(bound, 6), int(lengths.sum())   # a leaf: 2 uplinks over 4 hosts x 12 outside
+    (0.041667, 2)
     """
     best, best_len = np.inf, np.zeros(ga.n_arcs)
     if not include_endpoint_links:
