@@ -330,6 +330,10 @@ def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str
                                           capacity_unit=capacity_unit,
                                           extra_lengths=warm_candidates)
         warm_candidates = warm_candidates + cut_lengths
+    elif bounds_first:
+        # Too large for the ECMP flow: the cut alone still caps the solver's upper bound.
+        first = cut_bracket(fab, traffic, ga, include_endpoint_links=include_endpoint_links,
+                            traffic_scale=traffic_scale, capacity_unit=capacity_unit)
     if method == "symmetric":
         # The claim was checked against the graph by symmetric_applicable; its distance
         # bound holds for invariant lengths only, so no other lengths are offered to it.
@@ -338,6 +342,21 @@ def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str
                                    symmetry=fab._symmetry)
         return model, [], first
     return flow_model, warm_candidates, first  # type: ignore[return-value]
+
+
+def cut_bracket(fab: Fabric, traffic: Traffic, ga: GraphArrays, *,
+                include_endpoint_links: bool, traffic_scale: float, capacity_unit: float
+                ) -> FlowResult | None:
+    """The bracket ``[0, best hierarchy cut]`` without building the LP (``traffic`` and
+    ``ga`` in solve units); None when no cut bounds anything."""
+    bound, lengths = structural_cut_lengths(fab, traffic, ga, include_endpoint_links)
+    if not np.isfinite(bound):
+        return None
+    demand = CollapsedDemand.of(fab, traffic, include_endpoint_links, ga=ga)
+    return certified_result(demand, LPSolution("not_solved", "hierarchy cuts only"),
+                            method="bounds", backend="none", fabric_name=fab.name,
+                            tiers=arc_tiers(fab, ga), traffic_scale=traffic_scale,
+                            capacity_unit=capacity_unit, extra_lengths=[lengths])
 
 
 def bounds_stage(fab: Fabric, model: FlowModel, traffic: Traffic, *, tiers: tuple[str, ...],
