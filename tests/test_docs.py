@@ -12,7 +12,7 @@ DOCS = ROOT / "docs"
 SUFFIXES = {".py", ".md", ".toml", ".txt", ".cfg"}
 
 # Pages the project promises (docs/index.md maps them).
-PAGES = ["index", "throughput", "two-phase", "bisection", "collectives", "hardware",
+PAGES = ["index", "throughput", "bounds-first", "two-phase", "bisection", "collectives", "hardware",
          "design-files", "errors"]
 
 # A docs page, with an optional section anchor: docs/throughput.md#the-symmetric-method.
