@@ -146,3 +146,27 @@ def test_tiny_time_limit_keeps_the_bounds_bracket():
     assert stage.lower >= alone.lower * (1 - 1e-9)
     assert stage.upper <= alone.upper * (1 + 1e-9)
     certified(fab, stage, exact=False)
+
+
+def test_a_stopped_symmetric_solve_takes_the_stage_flow():
+    # A symmetric solve stopped with nothing proven below (its flow dropped here, as a time
+    # limit leaves it) takes the stage's ECMP flow: the result is then re-proven as the
+    # stage's (method "bounds"), its lengths as the symmetric solve's.
+    from dataclasses import replace
+
+    from fabricopt.flow.api import bounds_stage, tighter_bracket
+
+    fab = fo.leaf_spine(4, 2, 3)
+    traffic = fo.all_to_all(fab)
+    solved = fo.max_concurrent_flow(fab, method="symmetric")
+    stopped = replace(solved, theta=None, lower=0.0, status="time_limit",
+                      certificate=replace(solved.certificate, flow=None, load=None, theta=None))
+    ga = GraphArrays.from_fabric(fab)
+    scale = solved.certificate.traffic_scale  # the stage proves in the same solve units
+    scaled = traffic.scaled(scale)
+    stage, _ = bounds_stage(fab, fo.build_flow_lp(fab, scaled), scaled, tiers=ga.tiers,
+                            traffic_scale=scale, capacity_unit=1.0)
+    merged = tighter_bracket(stopped, stage)
+    assert merged.method == "bounds" and merged.lower == stage.lower
+    assert merged.upper == solved.upper
+    certified(fab, merged, exact=False)

@@ -388,15 +388,22 @@ def tighter_bracket(result: FlowResult, bounds: FlowResult) -> FlowResult:
     a solver stopped early never answers worse than the bounds stage."""
     if result.exact or result.certificate is None or bounds.certificate is None:
         return result
+    if ((result.certificate.traffic_scale, result.certificate.capacity_unit)
+            != (bounds.certificate.traffic_scale, bounds.certificate.capacity_unit)):
+        return result  # proofs in different solve units do not mix
     if result.status in ("error", "numerical_error"):
         return bounds
     cert = result.certificate
     lower, upper = result.lower, result.upper
-    # A symmetric result's flow is re-proven by its own model: only its lengths can change
-    # (check_certificate evaluates any lengths on the whole graph).
-    if bounds.lower > lower and result.method != "symmetric":
+    method = result.method
+    if bounds.lower > lower and bounds.certificate.flow is not None:
+        # The flow travels with its model's layout: a symmetric result that takes the
+        # stage's flow is re-proven as the stage's (the lengths are checked on the whole
+        # graph whatever produced them).
         cert = replace(cert, load=bounds.certificate.load, flow=bounds.certificate.flow,
-                       theta=bounds.certificate.theta)
+                       theta=bounds.certificate.theta,
+                       symmetry=None if method == "symmetric" else cert.symmetry)
+        method = "bounds" if method == "symmetric" else method
         lower = bounds.lower
         result.max_overload, result.max_residual = bounds.max_overload, bounds.max_residual
     if bounds.upper < upper:
@@ -405,7 +412,7 @@ def tighter_bracket(result: FlowResult, bounds: FlowResult) -> FlowResult:
     if (lower, upper) == (result.lower, result.upper):
         return result
     mean = result.mean_out_gbps or 0.0
-    return replace(result, lower=lower, upper=upper, certificate=cert,
+    return replace(result, lower=lower, upper=upper, certificate=cert, method=method,
                    per_endpoint_gbps=lower * mean,
                    message=f"{result.message}; bracket tightened by the bounds stage to "
                            f"[{lower:.9g}, {upper:.9g}]")
