@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_bool, check_choice, check_positive
+from .._checks import check_bool, check_choice, check_int, check_positive
 from .._progress import progress_bar
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
@@ -115,8 +115,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                         backend: str = "highs", time_limit: float | None = None,
                         include_endpoint_links: bool = True, gap: float = 0.01,
                         progress: bool | None = None, warm_start: FlowResult | None = None,
-                        bounds_first: bool | None = None, **backend_options: Any
-                        ) -> FlowResult:
+                        bounds_first: bool | None = None, work_limit: int | None = None,
+                        **backend_options: Any) -> FlowResult:
     """Largest fraction theta of ``traffic`` that ``fab`` carries at once, with proof.
 
     Parameters
@@ -166,6 +166,12 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         Not used by the symmetric method, whose bound needs invariant lengths. The answer is
         proven on ``fab`` as always. A result of another fabric is an
         :class:`~fabricopt.InvalidParameterError`.
+    work_limit : int, optional
+        A cap on the solver's work rather than its seconds, so the answer is the same on a
+        busy and an idle machine: iterations of HiGHS (``maxiter`` of the ``"highs"``
+        backend; simplex and interior-point iteration limits of ``"highspy"``) or rounds of
+        the approximate method. On expiry the status is ``"iteration_limit"`` with the bracket
+        proven; the result records the limit (``result.work_limit``).
     bounds_first : bool, optional
         Before any solve, prove the bounds of :mod:`fabricopt.flow.bounds` (hierarchy cuts
         above, ECMP fluid routing below; while the full LP has at most
@@ -204,6 +210,10 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         progress = check_bool("max_concurrent_flow", "progress", progress)
     if bounds_first is not None:
         bounds_first = check_bool("max_concurrent_flow", "bounds_first", bounds_first)
+    if work_limit is not None:
+        work_limit = check_int("max_concurrent_flow", "work_limit", work_limit, minimum=1)
+        backend_options = {**work_limit_options("max_concurrent_flow", backend, work_limit),
+                           **backend_options}
     if traffic is None:
         traffic = all_to_all(fab)
     if not isinstance(traffic, Traffic):
@@ -265,7 +275,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         else bounds_first,
         traffic_scale=scale, capacity_unit=unit)
     if first is not None and first.exact:
-        first.traffic_name = traffic.name
+        first.traffic_name, first.work_limit = traffic.name, work_limit
         first.seconds = time.perf_counter() - start
         return first
     if method == "approx":
@@ -279,7 +289,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                              for w in warm_candidates])
         try:
             sol = solve_approx(model, gap=gap, time_limit=left,  # type: ignore[arg-type]
-                               progress=_bracket_reporter(bar, scale), seed_lengths=seed)
+                               progress=_bracket_reporter(bar, scale), seed_lengths=seed,
+                               max_rounds=work_limit)
         finally:
             if bar is not None:
                 bar.close()
@@ -298,6 +309,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     if first is not None:
         result = tighter_bracket(result, first)
     result.traffic_name = traffic.name
+    result.work_limit = work_limit
     if (found is not None and found.symmetry is not None and method == "symmetric"
             and result.certificate is not None):
         result.message = "; ".join(m for m in (found.message, result.message) if m)
@@ -416,6 +428,16 @@ def tighter_bracket(result: FlowResult, bounds: FlowResult) -> FlowResult:
                    per_endpoint_gbps=lower * mean,
                    message=f"{result.message}; bracket tightened by the bounds stage to "
                            f"[{lower:.9g}, {upper:.9g}]")
+
+
+def work_limit_options(func: str, backend: str, work_limit: int) -> dict[str, Any]:
+    """The backend options that cap an LP solve at ``work_limit`` iterations."""
+    if backend == "highs":
+        return {"maxiter": work_limit}
+    if backend == "highspy":
+        return {"simplex_iteration_limit": work_limit, "ipm_iteration_limit": work_limit}
+    raise InvalidParameterError(f"{func}(): work_limit needs backend 'highs' or 'highspy', "
+                                f"got backend={backend!r}")
 
 
 def _bracket_reporter(bar: Any, scale: float) -> Any:

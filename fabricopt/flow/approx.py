@@ -45,7 +45,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
-from .._checks import check_choice, check_positive, fail
+from .._checks import check_choice, check_int, check_positive, fail
 from ..errors import BackendUnavailableError
 from .formulation import FlowModel
 from .lp import LPSolution
@@ -203,8 +203,8 @@ def choose_strategy(model: FlowModel) -> str:
 
 def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | None = None,
                  progress: Callable[[dict[str, float]], None] | None = None,
-                 strategy: str = "auto", seed_lengths: np.ndarray | None = None
-                 ) -> LPSolution:
+                 strategy: str = "auto", seed_lengths: np.ndarray | None = None,
+                 max_rounds: int | None = None) -> LPSolution:
     """Solve ``model``'s LP to a certified relative ``gap`` (see the module docstring).
 
     Parameters
@@ -229,6 +229,9 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
         restricted to a failed one's arcs (:mod:`fabricopt.flow.warm`): the distance bound is
         evaluated at each first, and column generation prices its first columns there. Any
         nonnegative lengths are sound; good ones save rounds.
+    max_rounds : int, optional
+        A work limit: stop after this many rounds (status ``"iteration_limit"``), so the
+        answer does not depend on how busy the machine is.
 
     Returns
     -------
@@ -253,6 +256,8 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
     else:
         time_limit = DEFAULT_TIME_LIMIT
     check_choice("solve_approx", "strategy", strategy, STRATEGIES)
+    if max_rounds is not None:
+        max_rounds = check_int("solve_approx", "max_rounds", max_rounds, minimum=1)
     if seed_lengths is not None:
         seed_lengths = np.asarray(seed_lengths, dtype=float)
         rows = len(model.core_arcs) + len(model.ep_rows_arc)
@@ -277,15 +282,20 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
         start = time.perf_counter()
         run = ColumnGeneration(model, gap, time_limit, progress, seed_lengths=seed_lengths,
                                round_limit=MASTER_ROUND_SECONDS if auto else None)
+        run.max_rounds = max_rounds
         sol = run.run()
         left = None if time_limit is None else time_limit - (time.perf_counter() - start)
         if not run.stalled or (left is not None and left <= 0):
             return sol
         # The master LP stalled: Frank-Wolfe goes on with the time left, and the better
         # proof of each side is kept.
-        return _better_of(sol, _FrankWolfe(model, gap, left, progress, seed_lengths).run(),
-                          gap)
-    return _FrankWolfe(model, gap, time_limit, progress, seed_lengths).run()
+        second = _FrankWolfe(model, gap, left, progress, seed_lengths)
+        if max_rounds is not None:
+            second.max_rounds = max(1, max_rounds - run.iterations)
+        return _better_of(sol, second.run(), gap)
+    fw = _FrankWolfe(model, gap, time_limit, progress, seed_lengths)
+    fw.max_rounds = max_rounds
+    return fw.run()
 
 
 def _better_of(first: LPSolution, second: LPSolution, gap: float) -> LPSolution:
@@ -295,7 +305,8 @@ def _better_of(first: LPSolution, second: LPSolution, gap: float) -> LPSolution:
     up = min((first, second), key=lambda s: s.info["upper"])
     lower, upper = lo.info["lower"], up.info["upper"]
     status = ("optimal" if upper - lower <= gap * upper else
-              "stalled" if second.status == "stalled" else "time_limit")
+              second.status if second.status in ("stalled", "iteration_limit")
+              else "time_limit")
     message = (f"column generation stalled in its master LP, then {second.message}; "
                f"best of both: certified gap {(upper - lower) / upper:.3%}")
     return LPSolution(status, message, lo.x, lo.objective, up.dual_ub, None,
@@ -319,9 +330,14 @@ class ApproxRun:
         self.lower, self.upper = 0.0, np.inf
         self.best_lengths: np.ndarray | None = None
         self.gaps: list[float] = []  # the relative gap after each round
+        self.max_rounds: int | None = None  # a work limit: the same stop on any machine
 
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.perf_counter() >= self.deadline
+
+    def out_of_work(self) -> bool:
+        """Whether the rounds allowed (``max_rounds``) are used up."""
+        return self.max_rounds is not None and len(self.gaps) >= self.max_rounds
 
     def bracket_stalled(self) -> bool:
         """Whether the bracket has stopped closing (see :data:`STALL_RATIO`)."""
@@ -337,6 +353,8 @@ class ApproxRun:
         text = f"{what}, certified gap {now:.3%} (asked {self.gap:.3%})"
         if status == "time_limit":
             text = "time limit reached; " + text
+        elif status == "iteration_limit":
+            text = f"work limit of {self.max_rounds} rounds reached; " + text
         elif status == "stalled":
             text = (f"the bracket stopped closing (gap at round {iterations} above "
                     f"{STALL_RATIO:g} times its gap at round {iterations // 2}); " + text)
@@ -428,6 +446,9 @@ class _FrankWolfe(ApproxRun):
                 break
             if self.bracket_stalled():
                 status = "stalled"
+                break
+            if self.out_of_work():
+                status = "iteration_limit"
                 break
             # Soft maximum at a temperature tied to the gap still to close: coarse early
             # (large steps), sharp later (it approximates the maximum to about

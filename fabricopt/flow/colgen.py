@@ -295,6 +295,9 @@ class ColumnGeneration(ApproxRun):
             if self.bracket_stalled():
                 status = "stalled"
                 break
+            if self.out_of_work():
+                status = "iteration_limit"
+                break
             # Reduced cost of commodity k's new tree: its length minus the commodity's dual.
             tol = PRICE_TOL * max(float(np.abs(z).max()), 1e-300)
             enter = np.flatnonzero(cost - z < -tol)

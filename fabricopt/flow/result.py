@@ -112,6 +112,9 @@ class FlowResult:
         pairs left out in the fabric-only view).
     certificate : FlowCertificate or None
         The flow and arc lengths behind the bracket.
+    work_limit : int or None
+        The cap on the solver's work the result was computed under (iterations or rounds),
+        None when there was none.
     """
 
     theta: float | None
@@ -132,6 +135,7 @@ class FlowResult:
     lp_size: dict[str, int] = field(default_factory=dict)
     mean_out_gbps: float | None = None
     certificate: FlowCertificate | None = field(default=None, repr=False)
+    work_limit: int | None = None
 
     @property
     def _ga(self) -> GraphArrays | None:
