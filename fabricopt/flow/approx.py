@@ -75,9 +75,11 @@ FEWEST_HOP_STALL = (30, 0.05)
 #: was at half as many rounds. Frank-Wolfe closes its gap like 1/rounds (a ratio near 0.5)
 #: while it makes progress, and a 12-switch jellyfish all-to-all, slow with plateaus, still
 #: keeps it under 0.92; a gap the rounds no longer shrink (a fat tree missing two links at a
-#: gap of 1e-5: the upper bound stands still) keeps it at 1. Counted in rounds, not
+#: gap of 1e-5: the upper bound stands still) keeps it at 1. The first rounds are exempt:
+#: on a fat_tree(16) missing 5% of its switch links, routing on fewest-hop paths holds the gap
+#: near 37% from round 30 to 80 before it falls to 1% by round 111. Counted in rounds, not
 #: seconds, so the same run stops at the same round on a busy machine.
-STALL_MIN_ROUNDS = 64
+STALL_MIN_ROUNDS = 200
 STALL_RATIO = 0.99
 #: Seconds the approximate method runs when the caller sets no ``time_limit``: a safety net
 #: under the stall test, reported as status ``"time_limit"`` with the bracket proven so far.
