@@ -225,7 +225,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     warm = (None if warm_start is None
             else warm_lengths("max_concurrent_flow", ga, warm_start))
     ok, why = symmetric_applicable(fab, traffic)
-    claimed = ok  # exact and fast by its claim: method="auto" skips the bounds stage
+    own_claim = ok  # exact and fast by its claim: method="auto" skips the bounds stage
     # No claim: find the symmetry when the full LP would be slow (or "symmetric" is asked).
     found = None
     if (not ok and fab.symmetry is None and traffic_invariant(fab, traffic)[0]
@@ -271,7 +271,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     ga = in_units(ga, unit)
     model, warm_candidates, first = _build_and_bound(
         fab, scaled, ga, method, warm, include_endpoint_links=include_endpoint_links,
-        bounds_first=(requested == "auto" and not claimed) if bounds_first is None
+        bounds_first=(requested == "auto" and not own_claim) if bounds_first is None
         else bounds_first,
         traffic_scale=scale, capacity_unit=unit)
     if first is not None and first.exact:

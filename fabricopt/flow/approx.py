@@ -341,6 +341,15 @@ class ApproxRun:
         """Whether the rounds allowed (``max_rounds``) are used up."""
         return self.max_rounds is not None and len(self.gaps) >= self.max_rounds
 
+    def stop_reason(self) -> str | None:
+        """The status to stop with after this round, besides the clock: ``"optimal"`` when
+        the gap closed, ``"stalled"``, ``"iteration_limit"``; None to go on."""
+        if self.upper - self.lower <= self.gap * self.upper:
+            return "optimal"
+        if self.bracket_stalled():
+            return "stalled"
+        return "iteration_limit" if self.out_of_work() else None
+
     def bracket_stalled(self) -> bool:
         """Whether the bracket has stopped closing (see :data:`STALL_RATIO`)."""
         rounds = len(self.gaps)
@@ -441,16 +450,11 @@ class _FrankWolfe(ApproxRun):
             lowers.append(self.lower)
             it += 1
             self.report(it)
-            if self._closed():
-                status = "optimal"
+            reason = self.stop_reason()
+            if reason is not None:
+                status = reason
                 break
             if self.out_of_time():
-                break
-            if self.bracket_stalled():
-                status = "stalled"
-                break
-            if self.out_of_work():
-                status = "iteration_limit"
                 break
             # Soft maximum at a temperature tied to the gap still to close: coarse early
             # (large steps), sharp later (it approximates the maximum to about
@@ -496,9 +500,6 @@ class _FrankWolfe(ApproxRun):
         flows = np.zeros((self.K, self.m))
         flows[np.nonzero(keep)[0], arc[keep]] = load[keep]
         return flows, np.bincount(arc[keep], weights=load[keep], minlength=self.m)
-
-    def _closed(self) -> bool:
-        return self.upper - self.lower <= self.gap * self.upper
 
     def _solution(self, status: str, it: int) -> LPSolution:
         x = np.zeros(self.K * self.m + 1)

@@ -289,14 +289,9 @@ class ColumnGeneration(ApproxRun):
             y = duals[0]
             cost = np.array([float(load[k] @ y[arc[k]]) for k in range(K)])
             self.report(self.iterations, columns=len(self.col_k))
-            if self.upper - self.lower <= self.gap * self.upper:
-                status = "optimal"
-                break
-            if self.bracket_stalled():
-                status = "stalled"
-                break
-            if self.out_of_work():
-                status = "iteration_limit"
+            reason = self.stop_reason()
+            if reason is not None:
+                status = reason
                 break
             # Reduced cost of commodity k's new tree: its length minus the commodity's dual.
             tol = PRICE_TOL * max(float(np.abs(z).max()), 1e-300)
