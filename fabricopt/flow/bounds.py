@@ -9,10 +9,11 @@
   ``S``), so the best one goes through the distance bound of
   :mod:`fabricopt.flow.certificate` and :func:`~fabricopt.check_certificate` re-proves it
   like any LP's duals. (Every node alone is tried too: an endpoint's own links.)
-* **Lower: ECMP fluid routing, as deployed.** Every source's demand split in equal shares
-  over all its fewest-hop paths (:func:`fabricopt.flow.colgen.ecmp_columns`), pairs inside
-  a scale-up domain on its links and the others on the scale-out network, scaled to fit the
-  most loaded arc, is a feasible flow in the LP's own column layout.
+* **Lower: WCMP fluid routing, as deployed.** Every source's demand split over all its
+  fewest-hop paths in shares proportional to arc capacity
+  (:func:`fabricopt.flow.colgen.ecmp_columns`), pairs inside a scale-up domain on its links
+  and the others on the scale-out network, scaled to fit the most loaded arc, is a feasible
+  flow in the LP's own column layout.
 
 On a 2:1 rail-optimized cluster both give the scalable unit's uplink cut; where they meet,
 no LP is needed (``docs/bounds-first.md`` lists the families that close this way).
@@ -138,7 +139,7 @@ def structural_cut_lengths(fab: Any, traffic: Traffic, ga: GraphArrays,
 
 
 def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None) -> np.ndarray | None:
-    """A feasible point of ``model``'s LP from fewest-hop ECMP fluid routing, scaled to fit
+    """A feasible point of ``model``'s LP from fewest-hop WCMP fluid routing, scaled to fit
     the most loaded arc (theta is its last entry); None when the model is too large
     (:data:`ECMP_MAX_ENTRIES`) or a target is unreachable.
 
@@ -182,7 +183,7 @@ def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None) -> np.ndarr
 def _route_part(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
                 flows: np.ndarray) -> bool:
     """Add to ``flows`` (K x core arcs) every commodity's ``demand`` routed by fewest-hop
-    ECMP on the arcs ``arcs_in`` only; False (``flows`` untouched) when a target of positive
+    WCMP on the arcs ``arcs_in`` only; False (``flows`` untouched) when a target of positive
     demand cannot be reached on them."""
     K, m = demand.shape[0], len(arcs_in)
     keep = np.flatnonzero(arcs_in)
