@@ -380,6 +380,35 @@ def bounds_first_rows(rows: list, quick: bool) -> None:
         rows.append((f"bounds first, {label}", now, target, "met" if met else "not met"))
         before = run_case("case_bounds_first", make, method, False, BEFORE_SECONDS)
         rows.append((f"  before (no bounds stage, {BEFORE_SECONDS:g} s limit)", before, "", ""))
+    netgraph_rows(rows, quick)
+
+
+def case_netgraph(make: str) -> dict:
+    """NetGraph's MaximumSupportedDemand on the fabric ``make`` builds."""
+    from netgraph_side import netgraph_msd
+
+    import fabricopt as fo
+
+    fab = eval(make, {"fo": fo, "_failed_fat_tree": _failed_fat_tree})  # noqa: S307
+    alpha, seconds = netgraph_msd(fab)
+    return {"seconds": seconds, "value": f"alpha_star={alpha:.6g} (pairwise volume 1)"}
+
+
+def netgraph_rows(rows: list, quick: bool) -> None:
+    """NetGraph beside fabricopt's certified all-to-all on a failed fat tree (when NetGraph
+    is installed: the ``bench`` extra)."""
+    try:
+        import ngraph  # noqa: F401
+    except ImportError:
+        return
+    make = f"_failed_fat_tree({8 if quick else 16}, 0.05, 1)"
+    ours = run_case("case_bounds_first", make, "auto", None)
+    theirs = run_case("case_netgraph", make)
+    ratio = theirs["seconds"] / ours["seconds"]
+    rows.append((f"fabricopt certified all-to-all, {make[1:]}", ours, "", ""))
+    rows.append(("  NetGraph MaximumSupportedDemand, same fabric", theirs,
+                 f"fabricopt {ratio:.1f}x faster (target >= 10x)",
+                 "met" if ratio >= 10 else "not met"))
 
 
 #: Seconds the method as it ran before the bounds stage gets beside it in the table.

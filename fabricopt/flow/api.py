@@ -211,7 +211,9 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     if bounds_first is not None:
         bounds_first = check_bool("max_concurrent_flow", "bounds_first", bounds_first)
     if work_limit is not None:
-        work_limit = check_int("max_concurrent_flow", "work_limit", work_limit, minimum=1)
+        # HiGHS keeps iteration limits in a 32-bit int.
+        work_limit = check_int("max_concurrent_flow", "work_limit", work_limit, minimum=1,
+                               maximum=2**31 - 1)
         backend_options = {**work_limit_options("max_concurrent_flow", backend, work_limit),
                            **backend_options}
     if traffic is None:
