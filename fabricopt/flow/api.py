@@ -208,14 +208,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     gap = check_gap("max_concurrent_flow", gap)
     if progress is not None:
         progress = check_bool("max_concurrent_flow", "progress", progress)
-    if bounds_first is not None:
-        bounds_first = check_bool("max_concurrent_flow", "bounds_first", bounds_first)
-    if work_limit is not None:
-        # HiGHS keeps iteration limits in a 32-bit int.
-        work_limit = check_int("max_concurrent_flow", "work_limit", work_limit, minimum=1,
-                               maximum=2**31 - 1)
-        backend_options = {**work_limit_options("max_concurrent_flow", backend, work_limit),
-                           **backend_options}
+    bounds_first, work_limit, backend_options = _check_stage_and_work(
+        backend, bounds_first, work_limit, backend_options)
     if traffic is None:
         traffic = all_to_all(fab)
     if not isinstance(traffic, Traffic):
@@ -283,19 +277,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     if method == "approx":
         left = (None if time_limit is None
                 else max(time_limit - (time.perf_counter() - start), 1e-3))
-        bar = progress_bar(progress, desc="approx", unit="round")
-        seed = None
-        if warm_candidates:  # the LP's capacity rows: core arcs, then endpoint rows
-            seed = np.stack([np.concatenate([w[model.core_arcs],  # type: ignore[union-attr]
-                                             w[model.ep_rows_arc]])  # type: ignore[union-attr]
-                             for w in warm_candidates])
-        try:
-            sol = solve_approx(model, gap=gap, time_limit=left,  # type: ignore[arg-type]
-                               progress=_bracket_reporter(bar, scale), seed_lengths=seed,
-                               max_rounds=work_limit)
-        finally:
-            if bar is not None:
-                bar.close()
+        sol = _solve_approx(model, warm_candidates, gap=gap, time_limit=left,  # type: ignore
+                            progress=progress, scale=scale, work_limit=work_limit)
         backend = "approx"
     else:
         sol = solve_lp(model.lp, backend, time_limit, **backend_options)
@@ -310,8 +293,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                           f"{sol.message}")
     if first is not None:
         result = tighter_bracket(result, first)
-    result.traffic_name = traffic.name
-    result.work_limit = work_limit
+    result.traffic_name, result.work_limit = traffic.name, work_limit
     if (found is not None and found.symmetry is not None and method == "symmetric"
             and result.certificate is not None):
         result.message = "; ".join(m for m in (found.message, result.message) if m)
@@ -430,6 +412,41 @@ def tighter_bracket(result: FlowResult, bounds: FlowResult) -> FlowResult:
                    per_endpoint_gbps=lower * mean,
                    message=f"{result.message}; bracket tightened by the bounds stage to "
                            f"[{lower:.9g}, {upper:.9g}]")
+
+
+def _solve_approx(model: FlowModel, warm_candidates: list[np.ndarray], *, gap: float,
+                  time_limit: float | None, progress: bool | None, scale: float,
+                  work_limit: int | None) -> LPSolution:
+    """The approximate method on ``model``, its first lengths priced at the candidates, with
+    a progress bar of its bracket (in the caller's units)."""
+    bar = progress_bar(progress, desc="approx", unit="round")
+    seed = None
+    if warm_candidates:  # the LP's capacity rows: core arcs, then endpoint rows
+        seed = np.stack([np.concatenate([w[model.core_arcs], w[model.ep_rows_arc]])
+                         for w in warm_candidates])
+    try:
+        return solve_approx(model, gap=gap, time_limit=time_limit,
+                            progress=_bracket_reporter(bar, scale), seed_lengths=seed,
+                            max_rounds=work_limit)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _check_stage_and_work(backend: str, bounds_first: Any, work_limit: Any,
+                          backend_options: dict[str, Any]
+                          ) -> tuple[bool | None, int | None, dict[str, Any]]:
+    """``bounds_first`` and ``work_limit`` checked, and the backend options with the
+    iteration limit ``work_limit`` sets (the caller's own options win)."""
+    if bounds_first is not None:
+        bounds_first = check_bool("max_concurrent_flow", "bounds_first", bounds_first)
+    if work_limit is not None:
+        # HiGHS keeps iteration limits in a 32-bit int.
+        work_limit = check_int("max_concurrent_flow", "work_limit", work_limit, minimum=1,
+                               maximum=2**31 - 1)
+        backend_options = {**work_limit_options("max_concurrent_flow", backend, work_limit),
+                           **backend_options}
+    return bounds_first, work_limit, backend_options
 
 
 def work_limit_options(func: str, backend: str, work_limit: int) -> dict[str, Any]:
