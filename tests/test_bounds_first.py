@@ -6,11 +6,11 @@ import random
 
 import numpy as np
 import pytest
+from flow_helpers import certified
 
 import fabricopt as fo
 from fabricopt.flow.bounds import ecmp_point, hierarchy_partitions, structural_cut_lengths
 from fabricopt.graph_arrays import GraphArrays
-from flow_helpers import certified
 
 
 def _failed(fab, rng, share):

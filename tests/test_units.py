@@ -6,10 +6,10 @@ from dataclasses import replace
 import networkx as nx
 import numpy as np
 import pytest
+from flow_helpers import certified
 
 import fabricopt as fo
 from fabricopt.flow.units import capacity_unit
-from flow_helpers import certified
 
 
 def scaled_fabric(fab, factor):
