@@ -364,7 +364,8 @@ def bounds_first_rows(rows: list, quick: bool) -> None:
     """Bounds first beside the method as it ran before, in the same run. The method before
     is given a time limit (``BEFORE_SECONDS``) so the table completes; where it stops, its
     row says so."""
-    rail = (f'fo.cluster(fo.dgx_h100(), nodes={32 if quick else 256}, scale_out="rail_optimized", '
+    nodes = 32 if quick else 256
+    rail = (f'fo.cluster(fo.dgx_h100(), nodes={nodes}, scale_out="rail_optimized", '
             'oversubscription=2)')
     # The rail cluster's bounds do not meet (uneven bundles, docs/bounds-first.md): it runs
     # with a 60 s limit to show the anytime bracket.
