@@ -27,9 +27,12 @@ def scenario_yaml(fab) -> str:
         links.append({"source": name[u], "target": name[v], "capacity": float(d["capacity"]),
                       "cost": 1})
     gpus = "^(" + "|".join(re.escape(name[e]) for e in fab.endpoints) + ")$"
+    # A pairwise demand's volume is shared by its pairs: 1 Gb/s per ordered pair, so alpha
+    # reads as fabricopt's theta of all_to_all (tiny volumes fall under NetGraph's tolerance).
+    n = len(fab.endpoints)
     doc = {"network": {"nodes": nodes, "links": links},
-           "demands": {"default": [{"source": gpus, "target": gpus, "volume": 1.0,
-                                    "mode": "pairwise"}]},
+           "demands": {"default": [{"source": gpus, "target": gpus,
+                                    "volume": float(n * (n - 1)), "mode": "pairwise"}]},
            "workflow": [{"type": "MaximumSupportedDemand", "name": "msd",
                          "demand_set": "default"}]}
     return yaml.safe_dump(doc)

@@ -392,7 +392,7 @@ def case_netgraph(make: str) -> dict:
 
     fab = eval(make, {"fo": fo, "_failed_fat_tree": _failed_fat_tree})  # noqa: S307
     alpha, seconds = netgraph_msd(fab)
-    return {"seconds": seconds, "value": f"alpha_star={alpha:.6g} (pairwise volume 1)"}
+    return {"seconds": seconds, "value": f"alpha_star={alpha:.6g} Gb/s per pair"}
 
 
 def netgraph_rows(rows: list, quick: bool) -> None:
