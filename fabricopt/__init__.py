@@ -29,7 +29,16 @@ from .collectives import (
     collective_curve,
     hierarchical_all_reduce_time,
 )
-from .cost import Catalog, CatalogError, CostEstimate, Layout, Policy, estimate_cost
+from .cost import (
+    Catalog,
+    CatalogError,
+    CostEstimate,
+    Layout,
+    Policy,
+    TcoEstimate,
+    estimate_cost,
+    estimate_tco,
+)
 from .errors import (
     BackendUnavailableError,
     DesignFileError,
@@ -68,6 +77,20 @@ from .traffic import (
     permutation,
     select_endpoints,
 )
+from .workload import (
+    ModelConfig,
+    PhaseTime,
+    ServingEstimate,
+    TokenCost,
+    TrainingJob,
+    TrainingStep,
+    model,
+    models,
+    serving_estimate,
+    token_cost,
+    training_metrics,
+    training_step,
+)
 
 __all__ = _generator_names + [
     "BisectionResult",
@@ -83,6 +106,7 @@ __all__ = _generator_names + [
     "Catalog",
     "CatalogError",
     "CostEstimate",
+    "TcoEstimate",
     "DesignFileError",
     "Fabric",
     "FabricOptError",
@@ -112,6 +136,7 @@ __all__ = _generator_names + [
     "__version__",
     "draw",
     "estimate_cost",
+    "estimate_tco",
     "from_networkx",
     "load_design",
     "CapacityPlan",
@@ -140,4 +165,16 @@ __all__ = _generator_names + [
     "ring_traffic",
     "routed_collective",
     "routed_flow",
+    "ModelConfig",
+    "PhaseTime",
+    "TrainingJob",
+    "TrainingStep",
+    "model",
+    "models",
+    "training_step",
+    "ServingEstimate",
+    "TokenCost",
+    "serving_estimate",
+    "token_cost",
+    "training_metrics",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -163,22 +163,6 @@ def as_rng(seed: Any, func: str | None = None) -> np.random.Generator:
             f"seed must be None, an integer >= 0 or a numpy.random.Generator, got {seed!r}")
 
 
-def check_fabric(func: str, fab: Any, name: str = "fab") -> Any:
-    """Return ``fab`` if it is a :class:`~fabricopt.Fabric`, else raise naming its type.
-
-    >>> check_fabric("risk_groups", None)
-    Traceback (most recent call last):
-    ...
-    fabricopt.errors.InvalidParameterError: risk_groups(): fab must be a Fabric, got NoneType
-    """
-    from .fabric import Fabric  # the data model imports these checks
-
-    if not isinstance(fab, Fabric):
-        raise InvalidParameterError(f"{func}(): {name} must be a Fabric, got "
-                                    f"{type(fab).__name__}")
-    return fab
-
-
 def check_path(func: str, name: str, value: Any) -> Any:
     """Return ``value`` if it names a file (a non-empty str or an os.PathLike), else raise.
 
@@ -192,34 +176,6 @@ def check_path(func: str, name: str, value: Any) -> Any:
     if not isinstance(value, str | os.PathLike) or not os.fspath(value):
         raise fail(func, name, "a file path (a non-empty str or os.PathLike)", value)
     return value
-
-
-def check_endpoint_group(func: str, fab: Any, endpoints: Iterable[Hashable] | None,
-                         minimum: int = 2,
-                         error: type[Exception] = InvalidParameterError) -> tuple[Hashable, ...]:
-    """The participating endpoints (default: all of ``fab``'s), checked: known, distinct,
-    at least ``minimum`` of them. Raises ``error`` naming ``func``."""
-    check_fabric(func, fab)
-    if endpoints is None:
-        eps = tuple(fab.endpoints)
-    elif isinstance(endpoints, Iterable) and not isinstance(endpoints, str | bytes | Mapping):
-        eps = tuple(endpoints)
-    else:
-        raise error(f"{func}(): endpoints must be None or an iterable of endpoints of fabric "
-                    f"{fab.name!r}, got {endpoints!r}")
-    known = set(fab.endpoints)
-    unknown = [e for e in eps if e not in known]
-    if unknown:
-        raise error(f"{func}(): endpoints must be endpoints of fabric {fab.name!r}, "
-                    f"got unknown {unknown[:3]!r}")
-    repeated = sorted({repr(e) for e in eps if eps.count(e) > 1}) if len(set(eps)) != len(
-        eps) else []
-    if repeated:
-        raise error(f"{func}(): endpoints must not repeat, got {', '.join(repeated[:3])} more "
-                    "than once")
-    if len(eps) < minimum:
-        raise error(f"{func}(): needs at least {minimum} distinct endpoints, got {len(eps)}")
-    return eps
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -68,6 +68,12 @@ FIELDS: dict[str, dict[str, FieldSpec]] = {
         "nvlink_gbps_per_link": FieldSpec("positive", False, "Gb/s", "per link per direction"),
         "tdp_w": FieldSpec("number", False, "W", "thermal design power"),
         "price_usd": FieldSpec("number", False, "USD", "unit price"),
+        "hbm_gb": FieldSpec("positive", False, "GB", "HBM capacity"),
+        "hbm_tbps": FieldSpec("positive", False, "TB/s", "HBM bandwidth"),
+        "bf16_tflops": FieldSpec("positive", False, "TFLOP/s", "peak dense BF16 tensor rate"),
+        "fp8_tflops": FieldSpec("positive", False, "TFLOP/s", "peak dense FP8 tensor rate"),
+        "compute_efficiency": FieldSpec("positive", False, "", "fraction of peak a training "
+                                        "step's matrix multiplies reach (an estimate)"),
     },
     "system": {
         "name": FieldSpec("str", False, "", "display name"),
@@ -114,7 +120,11 @@ FIELDS: dict[str, dict[str, FieldSpec]] = {
     },
 }
 
-_COMMON = ("source", "confidence", "confidence_by_field", "notes")
+_COMMON = ("source", "confidence", "confidence_by_field", "range_by_field", "notes")
+
+#: Figures that price or power a part: an estimated one gives its low-high range.
+PRICED_FIELDS = ("price_usd", "power_w", "price_usd_per_end", "power_w_per_end", "cable_usd",
+                 "cable_usd_per_m")
 
 
 @dataclass(frozen=True)
@@ -132,6 +142,8 @@ class Entry:
     confidence: str
     confidence_by_field: Mapping[str, str] = field(default_factory=dict)
     origin: str = "default catalog"
+    #: ``{field: (low, high)}``: the spread of public figures around an estimated value.
+    range_by_field: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
@@ -144,6 +156,15 @@ class Entry:
     def name(self) -> str:
         """Display name (the key when the entry has none)."""
         return str(self.values.get("name", self.key))
+
+    def range_of(self, name: str) -> tuple[float, float]:
+        """``(low, high)`` of a figure: its ``range_by_field`` entry, else the value twice.
+
+        >>> Catalog.default().switches["qm9700"].range_of("price_usd")
+        (12000.0, 16000.0)
+        """
+        value = float(self.values.get(name, 0.0))
+        return self.range_by_field.get(name, (value, value))
 
     def confidence_of(self, *names: str) -> str:
         """The weakest confidence among the named figures (all figures when none is named).
@@ -244,6 +265,8 @@ def _parse_entry(origin: str, kind: str, key: str, table: Any,
                        + ", ".join(map(repr, CONFIDENCES)) + f", got {level!r}")
     new = {name: _check_value(origin, kind, key, name, specs[name], value)
            for name, value in table.items() if name in specs}
+    ranges = _check_ranges(origin, kind, key, table.get("range_by_field", {}),
+                           {**(base.values if base is not None else {}), **new})
     if base is None:
         values = new
         conf_by_field = dict(by_field)
@@ -266,7 +289,30 @@ def _parse_entry(origin: str, kind: str, key: str, table: Any,
     levels = [conf_by_field.get(n, confidence) for n in values] + \
              ([confidence] if base is None else [])
     weakest = max(levels, key=CONFIDENCES.index)
-    return Entry(kind, key, values, merged_source, weakest, conf_by_field, origin)
+    if base is not None:
+        ranges = {**{n: r for n, r in base.range_by_field.items() if n not in new}, **ranges}
+    return Entry(kind, key, values, merged_source, weakest, conf_by_field, origin, ranges)
+
+
+def _check_ranges(origin: str, kind: str, key: str, raw: Any, values: Mapping[str, Any],
+                  ) -> dict[str, tuple[float, float]]:
+    """``range_by_field`` checked: a table of ``field = [low, high]`` with low <= value <= high
+    for figures the entry gives."""
+    if not isinstance(raw, Mapping):
+        raise _err(origin, kind, key, f"range_by_field must be a table, got {raw!r}")
+    out = {}
+    for name, pair in raw.items():
+        if name not in values:
+            raise _err(origin, kind, key, f"range_by_field names {name!r}, a figure the entry "
+                       "does not give")
+        ok = (isinstance(pair, list | tuple) and len(pair) == 2
+              and all(isinstance(x, int | float) and not isinstance(x, bool)
+                      and math.isfinite(x) for x in pair))
+        if not ok or not pair[0] <= values[name] <= pair[1]:
+            raise _err(origin, kind, key, f"range_by_field.{name} must be [low, high] with low "
+                       f"<= {values[name]!r} <= high, got {pair!r}")
+        out[name] = (float(pair[0]), float(pair[1]))
+    return out
 
 
 class Catalog:

@@ -21,19 +21,25 @@ from ._checks import did_you_mean, parse_bytes
 from ._numpydoc import parameter_docs
 from ._version import __version__
 from .analysis.bisection import bisection_bandwidth
-from .collectives.bounds import COLLECTIVES, collective_bounds
-from .cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost
-from .errors import FabricOptError
+from .collectives import COLLECTIVES, collective_bounds
+from .cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost, estimate_tco
+from .errors import FabricOptError, InvalidParameterError
 from .fabric import Fabric
 from .flow import max_concurrent_flow
-from .generators import GENERATORS
-from .io.design_files import keyword_parameters, load_design
+from .generators import GENERATORS, check_call, make
+from .io.design_files import load_design
 from .io.graph_files import read_graphml, read_json
+from .io.search_files import load_search
 from .plot.diagram import draw
 from .plot.report import write_report
 from .routing import routed_flow
 from .study.compare import DEFAULT_METRICS, Comparison, compare
+from .study.optimize import optimize
 from .traffic import all_to_all, longest_matching, permutation
+from .workload.cost import token_cost
+from .workload.models import models as MODEL_NAMES
+from .workload.plan import job_from_mapping
+from .workload.step import training_step
 
 
 def parse_value(text: str) -> Any:
@@ -91,27 +97,17 @@ def split_targets(words: Sequence[str]) -> list[tuple[str, list[str]]]:
     return groups
 
 
-def _check_generator_params(name: str, params: dict[str, Any]) -> None:
-    """Refuse a parameter the generator does not take, suggesting the closest one."""
-    named, open_ended = keyword_parameters(GENERATORS[name])
-    for key in params:
-        if key not in named and not open_ended:
-            raise FabricOptError(f"{name}: {key!r} is not a parameter of {name}"
-                                 f"{did_you_mean(key, named)}; parameters: "
-                                 + ", ".join(named) + f" (see: fabricopt show {name} --help)")
-    missing = [n for n, p in named.items()
-               if p.default is inspect.Parameter.empty and n not in params]
-    if missing:
-        raise FabricOptError(f"{name}: missing required parameter(s) " + ", ".join(missing)
-                             + f", given as key=value (see: fabricopt show {name} --help)")
-
-
 def load_fabric(target: str, assignments: Sequence[str]) -> list[Fabric]:
     """The fabric(s) a command names: a generator with parameters, or a design file."""
     params = parse_assignments(assignments)
     if target in GENERATORS:
-        _check_generator_params(target, params)
-        return [GENERATORS[target](**params)]
+        try:
+            check_call(target, params, caller=target)
+        except InvalidParameterError as exc:  # the command line's own words
+            raise FabricOptError(f"{str(exc).replace(f'{target}(): ', f'{target}: ', 1)}"
+                                 f" (given as key=value; see: fabricopt show {target} --help)"
+                                 ) from None
+        return [make(target, params)]
     if target.endswith(".toml"):
         loaded = load_design(target, **params)
         return loaded if isinstance(loaded, list) else [loaded]
@@ -237,10 +233,12 @@ def _solve_row(fab: Fabric, result: Any, bisection: Any, collectives: list[Any],
         "per_endpoint_gbps_lower": bracket[0], "per_endpoint_gbps_upper": bracket[1],
         "binding_tier": result.binding_tier, "seconds": round(result.seconds, 3)}
     if bisection is not None:
-        row.update({"bisection_gbps": bisection.upper_gbps,
-                    "bisection_lower_gbps": bisection.lower_gbps,
+        n = max(len(fab.endpoints), 1)
+        row.update({"bisection_gbps": bisection.lower_gbps,
+                    "bisection_gbps_upper": bisection.upper_gbps,
                     "bisection_exact": bisection.exact,
-                    "bisection_per_endpoint_gbps": bisection.per_endpoint_gbps})
+                    "bisection_gbps_per_gpu": bisection.lower_gbps / n,
+                    "bisection_gbps_per_gpu_upper": bisection.upper_gbps / n})
     if routed is not None:
         row.update({"routing": routed.method, "routed_theta": routed.theta,
                     "routing_efficiency": routed.efficiency})
@@ -304,6 +302,47 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     if rows:
         _print_rows(rows, args.format)
     return worst
+
+
+# -- total cost of ownership -------------------------------------------------------------------
+def _add_tco_parser(sub: Any) -> None:
+    tco = sub.add_parser("tco", help="print a fabric network's total cost of ownership",
+                         description="Capex, energy at PUE, maintenance and optics "
+                         "replacements over the years, per GPU per year.", epilog=EXIT_CODES)
+    _targets_arg(tco)
+    tco.add_argument("--years", type=float, default=5.0, help="service life (default 5)")
+    tco.add_argument("--usd-per-kwh", type=float, default=0.1,
+                     help="electricity price (default 0.1)")
+    tco.add_argument("--pue", type=float, default=1.3, help="facility PUE (default 1.3)")
+    tco.add_argument("--maintenance", type=float, default=0.1,
+                     help="support and spares a year, a fraction of capex (default 0.1)")
+    tco.add_argument("--policy", choices=tuple(POLICY_PRESETS), default=None,
+                     help="media policy (default: the reference build of the design family)")
+    tco.add_argument("--format", choices=FORMATS, default="table",
+                     help="table (readable blocks, default), or one row per fabric as csv, "
+                     "markdown or json")
+    tco.set_defaults(func=_cmd_tco)
+
+
+def _cmd_tco(args: argparse.Namespace) -> int:
+
+    rows = []
+    for fab in load_targets(args.targets):
+        t = estimate_tco(fab, years=args.years, usd_per_kwh=args.usd_per_kwh, pue=args.pue,
+                         maintenance=args.maintenance, policy=args.policy)
+        if args.format == "table":
+            print(t)
+            print()
+            continue
+        rows.append({"fabric": fab.name, "capex_usd": t.capex_usd, "energy_usd": t.energy_usd,
+                     "maintenance_usd": t.maintenance_usd,
+                     "replacement_usd": t.replacement_usd, "tco_usd": t.total_usd,
+                     "tco_per_gpu_year_usd": t.per_gpu_per_year_usd,
+                     "expected_failed_links": t.expected_failed_links,
+                     "priced": t.policy_name})
+    if rows:
+        _print_rows(rows, args.format)
+    return 0
 
 
 def _cmd_bom(args: argparse.Namespace) -> int:
@@ -428,6 +467,79 @@ def _cmd_draw(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Plan flags of ``fabricopt train``: flag name -> (TrainingJob key, type, help).
+TRAIN_FLAGS = {
+    "model": ("model", str, "catalogue name (" + ", ".join(MODEL_NAMES) + ") or a .toml model"),
+    "tp": ("tp", int, "tensor-parallel degree"),
+    "pp": ("pp", int, "pipeline-parallel degree"),
+    "dp": ("dp", int, "data-parallel degree (default: every GPU the others leave)"),
+    "ep": ("ep", int, "expert-parallel degree"),
+    "cp": ("cp", int, "context-parallel degree"),
+    "micro-batch": ("micro_batch", int, "sequences per micro-batch"),
+    "global-batch": ("global_batch", int, "sequences per step"),
+    "seq-len": ("seq_len", int, "tokens per sequence"),
+    "precision": ("precision", str, "bf16 or fp8"),
+    "zero": ("zero", int, "ZeRO stage 0-3"),
+    "virtual-stages": ("virtual_stages", int, "model chunks per pipeline rank (interleaved)"),
+    "recompute": ("recompute", str, "none, selective or full"),
+    "gpu": ("gpu", str, "catalog GPU key (default from the fabric's NVLink)"),
+    "compute-efficiency": ("compute_efficiency", float, "fraction of peak the matrix "
+                           "multiplies reach (default: the catalog's)"),
+}
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    fabrics = load_fabric(args.target, args.params)
+    for fab in fabrics:
+        table = dict((fab.design or {}).get("job", {}))
+        for flag, (key, _, _) in TRAIN_FLAGS.items():
+            value = getattr(args, flag.replace("-", "_"))
+            if value is not None:
+                table[key] = value
+        if args.no_sequence_parallel:
+            table["sequence_parallel"] = False
+        if "model" not in table:
+            raise FabricOptError("train: name a model with --model, or give the design file a "
+                                 "[job] table with model = ...")
+        where = f"{fab.design['file']}: [job]" if fab.design and fab.design.get("job") else \
+            "train"
+        step = training_step(fab, job_from_mapping(table, where))
+        cost = token_cost(fab, step.tokens_per_s, step.gpu.key, years=args.years,
+                          usd_per_kwh=args.usd_per_kwh)
+        print(step)
+        print(f"  cost           ${cost.usd_per_million_tokens:.4g} per million tokens "
+              f"(capex over {cost.years:g} years: network ${cost.network_capex_usd:,.0f}, "
+              f"servers ${cost.servers_capex_usd:,.0f}; {cost.power_w / 1e3:,.0f} kW at "
+              f"${args.usd_per_kwh:g}/kWh)")
+        for note in cost.notes:
+            print(f"  note: {note}")
+        print()
+    return 0
+
+
+def _train_parser(sub: Any) -> None:
+    train = sub.add_parser("train", help="step time, tokens/s, MFU and cost per token of a "
+                           "training job on a fabric",
+                           description="Run a training job's step on each fabric: compute, "
+                           "communication per parallel dimension (certified lower bound and "
+                           "expected time, binding tier), tokens per second, MFU, memory per "
+                           "GPU and cost per million tokens. The job is the design file's "
+                           "[job] table, with these flags replacing its keys.",
+                           epilog=EXIT_CODES)
+    train.add_argument("target", metavar="TARGET",
+                       help="generator name, design file (.toml) or saved fabric")
+    train.add_argument("params", nargs="*", metavar="key=value", help="generator parameters")
+    for flag, (_, kind, text) in TRAIN_FLAGS.items():
+        train.add_argument(f"--{flag}", type=kind, default=None, help=text)
+    train.add_argument("--no-sequence-parallel", action="store_true",
+                       help="all-reduce tensor traffic instead of reduce-scatter/all-gather")
+    train.add_argument("--years", type=float, default=4.0,
+                       help="years the capex is amortised over (default 4)")
+    train.add_argument("--usd-per-kwh", type=float, default=0.08,
+                       help="energy price (default 0.08)")
+    train.set_defaults(func=_cmd_train)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``fabricopt`` command."""
     parser = argparse.ArgumentParser(
@@ -492,11 +604,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="table (default), markdown, csv (one table, a fabric column) or json")
     bom.add_argument("--catalog", metavar="FILE",
                      help="catalog file merged over the default catalog")
-    bom.add_argument("--policy", choices=tuple(POLICY_PRESETS), default="cost",
-                     help="media policy (default: cost)")
+    bom.add_argument("--policy", choices=tuple(POLICY_PRESETS), default=None,
+                     help="media policy (default: the design family's reference build)")
     bom.add_argument("--leaf-placement", choices=LEAF_PLACEMENTS, default=None,
                      help="where leaf switches go (default: top_of_rack)")
     bom.set_defaults(func=_cmd_bom)
+    _add_tco_parser(sub)
 
     cmp_ = sub.add_parser("compare", help="evaluate designs side by side and write a report",
                           description="Evaluate every design (files, folders of them, sweeps, "
@@ -569,22 +682,22 @@ def build_parser() -> argparse.ArgumentParser:
                      help="evaluate and print the front past the best design (dearer, faster "
                      "designs) as well; by default it stops at the best")
     opt.set_defaults(func=_cmd_optimize)
+    _train_parser(sub)
     return parser
 
 
 def _cmd_optimize(args: argparse.Namespace) -> int:
-    from .study.optimize import load_search, optimize
 
     spec = load_search(args.target)
     res = optimize(spec["gpus"], space=spec["space"], constraints=spec["constraints"],
                    objective=spec["objective"], time_limit=args.time_limit,
-                   full_front=args.full_front)
+                   full_front=args.full_front, job=spec["job"])
     print(f"{spec['name']}")
     print(res)
     if args.all:
         print("")
         for r in res.rows:
-            print(f"{r['name']}: {r['status']}" + (f" ({r['reason']})" if r["reason"] else ""))
+            print(f"{r['name']}: {r['outcome']}" + (f" ({r['reason']})" if r["reason"] else ""))
     if res.best is None:
         return 1
     out = args.output or os.path.splitext(os.path.basename(args.target))[0] + "-best.toml"

@@ -37,7 +37,7 @@ import networkx as nx
 
 from ._checks import check_label
 from .errors import InvalidFabricError, InvalidParameterError
-from .symmetry.claim import Symmetry
+from .symmetry_claim import Symmetry
 from .tiers import SCALE_UP_TIERS as SCALE_UP_TIERS  # its old home; tiers.py owns it now
 from .tiers import is_scale_up_arc, tier_of
 
@@ -581,3 +581,45 @@ def from_networkx(G: nx.Graph, endpoints: Iterable[Hashable] | None = None,
                 attrs.setdefault("tier", "link")
                 D.add_edge(a, b, **attrs)
     return Fabric(D, endpoints, name or G.graph.get("name") or "networkx", {})
+
+
+def check_fabric(func: str, fab: Any, name: str = "fab") -> Any:
+    """Return ``fab`` if it is a :class:`~fabricopt.Fabric`, else raise naming its type.
+
+    >>> check_fabric("risk_groups", None)
+    Traceback (most recent call last):
+    ...
+    fabricopt.errors.InvalidParameterError: risk_groups(): fab must be a Fabric, got NoneType
+    """
+    if not isinstance(fab, Fabric):
+        raise InvalidParameterError(f"{func}(): {name} must be a Fabric, got "
+                                    f"{type(fab).__name__}")
+    return fab
+
+
+def check_endpoint_group(func: str, fab: Any, endpoints: Iterable[Hashable] | None,
+                         minimum: int = 2,
+                         error: type[Exception] = InvalidParameterError) -> tuple[Hashable, ...]:
+    """The participating endpoints (default: all of ``fab``'s), checked: known, distinct,
+    at least ``minimum`` of them. Raises ``error`` naming ``func``."""
+    check_fabric(func, fab)
+    if endpoints is None:
+        eps = tuple(fab.endpoints)
+    elif isinstance(endpoints, Iterable) and not isinstance(endpoints, str | bytes | Mapping):
+        eps = tuple(endpoints)
+    else:
+        raise error(f"{func}(): endpoints must be None or an iterable of endpoints of fabric "
+                    f"{fab.name!r}, got {endpoints!r}")
+    known = set(fab.endpoints)
+    unknown = [e for e in eps if e not in known]
+    if unknown:
+        raise error(f"{func}(): endpoints must be endpoints of fabric {fab.name!r}, "
+                    f"got unknown {unknown[:3]!r}")
+    repeated = sorted({repr(e) for e in eps if eps.count(e) > 1}) if len(set(eps)) != len(
+        eps) else []
+    if repeated:
+        raise error(f"{func}(): endpoints must not repeat, got {', '.join(repeated[:3])} more "
+                    "than once")
+    if len(eps) < minimum:
+        raise error(f"{func}(): needs at least {minimum} distinct endpoints, got {len(eps)}")
+    return eps

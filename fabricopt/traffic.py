@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import as_rng, check_endpoint_group, check_fabric, check_int, check_positive
+from ._checks import as_rng, check_int, check_positive
 from .errors import InvalidParameterError, TrafficError
+from .fabric import check_endpoint_group, check_fabric
 from .graph_arrays import GraphArrays
 
 Pair = tuple[Hashable, Hashable]

@@ -20,13 +20,13 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 import fabricopt as fo
-from fabricopt.collectives.bounds import (
-    GBPS_TO_BYTES,
-    _problem,
-    _reversed,
+from fabricopt.collectives.problem import (
+    collective_problem,
     forestcoll_ratio,
+    reversed_problem,
     scatter_ratio,
 )
+from fabricopt.collectives.results import GBPS_TO_BYTES
 
 pytestmark = pytest.mark.fast
 
@@ -340,10 +340,10 @@ def test_collective_cut_ratios_match_brute_force(name):
     for eps in subsets:
         inside, b_out, b_in, bits, idx = subset_table(fab, eps)
         some = (inside > 0) & (inside < len(eps))
-        p = _problem(fab, eps)
+        p = collective_problem(fab, eps)
         # All-gather: max |X cap G| / B_out(X); reduce-scatter: the same with B_in.
         ag, ag_side, _ = forestcoll_ratio(p)
-        rs, _, _ = forestcoll_ratio(_reversed(p))
+        rs, _, _ = forestcoll_ratio(reversed_problem(p))
         assert close(ag, max_ratio(inside[some], b_out[some]))
         assert close(rs, max_ratio(inside[some], b_in[some]))
         side_ratio = np.array([ag_side[idx[v]] for v in fab.graph.nodes])

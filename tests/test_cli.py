@@ -60,7 +60,7 @@ def test_solve_time_limit_exit_code(capsys):
     (["show", "rnig"], "(did you mean 'ring'?): give a generator (clos, "),
     (["show", "n=4"], "comes before any generator"),
     (["solve", "ring", "n=4", "--collective", "allreduce"], "did you mean 'all_reduce'"),
-    (["show", "ring", "n"], "ring: missing required parameter(s) n, given as key=value"),
+    (["show", "ring", "n"], "ring: missing required parameter(s) n of ring (given as key=value"),
     (["solve", "ring", "n=4", "--traffic", "hotspot"], "--traffic must be"),
 ])
 def test_bad_input_exits_2_with_a_message(argv, message, capsys):
@@ -142,7 +142,7 @@ def test_solve_unknown_result_in_rows_is_none_with_its_bracket(capsys):
 
 
 def test_every_collective_on_the_command_line(capsys):
-    from fabricopt.collectives.bounds import COLLECTIVES
+    from fabricopt.collectives import COLLECTIVES
 
     assert main(["solve", "ring", "n=4", "--collective", "all"]) == 0
     out = capsys.readouterr().out
@@ -181,3 +181,16 @@ def test_sizes_take_units_and_a_bad_size_is_a_usage_error(capsys):
         main(["solve", "ring", "n=4", "--message-bytes", "1GB/s"])
     assert info.value.code == 2
     assert "--message-bytes: must be a size in bytes" in capsys.readouterr().err
+
+
+def test_tco_prints_each_fabric_and_rows(capsys):
+    from fabricopt.cli import main
+
+    assert main(["tco", "ring", "n=4", "--years", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "over 3 years" in out and "per GPU per year" in out
+    assert main(["tco", "ring", "n=4", "--format", "csv"]) == 0
+    header, row = capsys.readouterr().out.strip().splitlines()
+    tco = fo.estimate_tco(fo.ring(4))
+    assert header.startswith("fabric,capex_usd") and "tco_usd" in header
+    assert float(row.split(",")[5]) == pytest.approx(tco.total_usd, rel=1e-5)

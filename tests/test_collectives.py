@@ -6,7 +6,7 @@ import networkx as nx
 import pytest
 
 import fabricopt as fo
-from fabricopt.collectives.bounds import DEFAULT_EFFICIENCY
+from fabricopt.collectives.efficiency import DEFAULT_EFFICIENCY
 from fabricopt.generators._builder import FabricBuilder
 
 GiB = 2.0**30
@@ -158,16 +158,24 @@ def test_restricting_to_a_group():
     assert c.lower_time_s <= full.lower_time_s
 
 
+def ring_busbw(size, n, busbw, latency_s):
+    """nccl-tests busbw of an all-reduce that runs at ``busbw`` GB/s after ``latency_s``."""
+    bus = 2 * (n - 1) / n
+    return size * bus / (latency_s + size * bus / (busbw * 1e9)) / 1e9
+
+
 def test_expected_is_labelled_and_separate():
     c = fo.collective_bounds(star(8, 3600.0), "all_reduce", message_bytes=GiB, expected=True)
     # NVLink binds; the default (nvlink4) profile's ring reaches 370 of 450 GB/s (nccl-tests
-    # on 8 x H100, EFFICIENCY_PROFILES), so the expected busbw is 450 x 370/450 = 370 GB/s.
-    assert c.expected["busbw_GBps"] == pytest.approx(370.0)
-    assert "not a bound" in c.expected["label"]
+    # on 8 x H100, EFFICIENCY_PROFILES), after NCCL's ring latency for 2 x 7 steps over
+    # NVLink, 8.4 + 14 x 3.4 = 56 us (fabricopt.collectives.nccl).
+    assert c.expected["busbw_GBps"] == pytest.approx(ring_busbw(GiB, 8, 370.0, 56e-6))
+    assert c.expected["algorithm"] == "ring"
+    assert "not a bound" in c.expected["label"] and "scale-up" in c.expected["label"]
     assert c.busbw_GBps == pytest.approx(450.0)  # the bound itself is unchanged
     custom = fo.collective_bounds(star(8, 3600.0), "all_reduce", message_bytes=GiB,
                                   expected={"scale_up": 0.5})
-    assert custom.expected["busbw_GBps"] == pytest.approx(225.0)
+    assert custom.expected["busbw_GBps"] == pytest.approx(ring_busbw(GiB, 8, 225.0, 56e-6))
 
 
 def test_expected_profile_follows_the_tier_vocabulary():
@@ -178,13 +186,15 @@ def test_expected_profile_follows_the_tier_vocabulary():
     c = fo.collective_bounds(pod, "all_reduce", message_bytes=GiB, expected=True)
     assert c.busbw_GBps == pytest.approx(200.0)
     assert c.expected["efficiency"] == DEFAULT_EFFICIENCY
-    # The ring at the nvlink4 scale-up efficiency 370/450: 200 x 370/450 = 164.4 GB/s.
-    assert c.expected["busbw_GBps"] == pytest.approx(200.0 * 370 / 450)
-    assert "scale-up" in c.expected["label"]
-    # A fat-tree has no scale-up link: the network profile (0.94 of the bound).
+    # The ring at the nvlink4 scale-up efficiency 370/450: 200 x 370/450 = 164.4 GB/s, after
+    # 56 us of ring latency (14 steps over the scale-up links).
+    assert c.expected["busbw_GBps"] == pytest.approx(ring_busbw(GiB, 8, 200 * 370 / 450, 56e-6))
+    assert "scale-up efficiency" in c.expected["label"]
+    # A fat-tree has no scale-up link: 16 one-GPU domains, a ring at the network efficiency,
+    # 0.94 x 50 GB/s per 400 Gb/s host, with 2 x 15 network steps: 8.4 + 30 x 14 us.
     ft = fo.collective_bounds(fo.fat_tree(4), "all_reduce", message_bytes=GiB, expected=True)
-    assert ft.expected["busbw_GBps"] == pytest.approx(ft.busbw_GBps * 0.94)
-    assert "network" in ft.expected["label"]
+    assert ft.expected["busbw_GBps"] == pytest.approx(ring_busbw(GiB, 16, 47.0, 428.4e-6))
+    assert "network efficiency" in ft.expected["label"]
     # A key outside the profile is an error, not silently ignored.
     with pytest.raises(fo.InvalidParameterError, match="collective_bounds.*expected.*nvlink"):
         fo.collective_bounds(pod, "all_reduce", message_bytes=GiB, expected={"nvlink": 0.5})

@@ -37,12 +37,14 @@ def test_rows_match_the_public_api_one_by_one():
     assert (row["gpus"], row["switches"], row["links"]) == (16, 20, 48)
     assert row["links_gpu-leaf"] + row["links_leaf-spine"] + row["links_spine-core"] == 48
     assert row["all_to_all_status"] == "optimal" and row["error"] == ""
-    assert row["all_to_all_theta"] == pytest.approx(flow.theta)
-    assert row["all_to_all_per_endpoint_gbps"] == pytest.approx(flow.per_endpoint_gbps)
+    # Theta at 1 Gb/s per ordered pair: a GPU's 100 Gb/s link carries its 15 peers' demand.
+    assert row["all_to_all_theta"] == pytest.approx(100.0 / 15)
+    assert row["all_to_all_gbps_per_gpu"] == pytest.approx(flow.per_endpoint_gbps)
     # Non-blocking: every GPU delivers its whole 100 Gb/s link, any traffic is carried at it,
     # and the bisection is N/2 x 100 Gb/s (full bisection).
-    assert row["all_to_all_per_endpoint_gbps"] == pytest.approx(100.0)
-    assert row["any_traffic_per_endpoint_gbps"] == pytest.approx(100.0)
+    assert row["all_to_all_gbps_per_gpu"] == pytest.approx(100.0)
+    assert row["all_to_all_gbps_per_gpu_upper"] == pytest.approx(100.0) and row["all_to_all_exact"]
+    assert row["any_traffic_gbps_per_gpu"] == pytest.approx(100.0)
     assert row["bisection_gbps"] == pytest.approx(8 * 100.0) and row["bisection_exact"]
     assert row["full_bisection_ratio"] == pytest.approx(1.0)
     assert row["capex_usd"] == pytest.approx(cost.capex_usd)
@@ -127,7 +129,7 @@ def test_to_pandas_names_the_missing_package(monkeypatch):
     ({"metrics": "summary"}, "metrics must be a sequence"),
     ({"executor": "pool"}, "executor must be a concurrent.futures.Executor"),
     ({"message_bytes": "1 GiBs"}, "message_bytes must be a size in bytes"),
-    ({"progress": "yes"}, "progress must be True, False or None"),
+    ({"progress": "yes"}, "progress must be None, True, False or a function"),
     ({"routing_trials": 0}, "routing_trials must be an integer >= 1"),
     ({"routing_seed": -1}, "routing_seed must be an integer >= 0"),
 ])
@@ -145,8 +147,10 @@ def test_message_bytes_takes_units():
 def test_routing_metric_puts_ecmp_hashing_and_static_beside_the_optimum(monkeypatch):
     fab = fo.fat_tree(4)
     solves = []
-    real = fo.flow.max_concurrent_flow
-    monkeypatch.setattr(fo.flow, "max_concurrent_flow",
+    import fabricopt.study.metrics as metrics
+
+    real = metrics.max_concurrent_flow
+    monkeypatch.setattr(metrics, "max_concurrent_flow",
                         lambda *a, **k: solves.append(1) or real(*a, **k))
     [row] = fo.compare(fab, metrics=["all_to_all", "routing"], routing_trials=12,
                        routing_seed=3).rows
@@ -297,7 +301,7 @@ def test_progress_bar_on_request_only(capsys):
 
 
 def test_worker_caps_its_threads():
-    from fabricopt.study.compare import limit_threads
+    from fabricopt.study.execution import limit_threads
 
     before = os.environ.get("OPENBLAS_NUM_THREADS")
     with limit_threads(1):

@@ -927,3 +927,4 @@ def test_design_file_layout_and_catalog_tables_reach_the_estimate(tmp_path):
     default = fo.estimate_cost(fo.fat_tree(4, tech="ndr"))
     placed = fo.estimate_cost(fo.fat_tree(4, tech="ndr"), layout={"leaf_placement": "end_of_row"})
     assert set(est.by_medium) == set(placed.by_medium) != set(default.by_medium)
+

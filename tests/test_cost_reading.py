@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import fabricopt as fo
-from fabricopt.cost import bom, place
+from fabricopt.cost import MediaSelector, parts, place
 from fabricopt.cost.layout import in_server_switches
 from fabricopt.cost.reading import _Content, _looks_valid, read_fabric
 from fabricopt.generators._builder import FabricBuilder
@@ -95,7 +95,13 @@ def reference_bundles(fab: fo.Fabric, lay: fo.Layout) -> Counter:
     """Physical links per (tier, tech, rate, length, in_row, section, u, v), one loop."""
     g = fab.graph
     p = place(fab, lay)
-    in_server = in_server_switches(fab, lay)
+    # Scale-up silicon in the system price: a server's NVSwitch chips and a rack's NVLink
+    # Switch trays (switches with a tray attribute that reach GPUs over in-system links).
+    g = fab.graph
+    in_server = set(in_server_switches(fab, lay)) | {
+        v for v in fab.switches if g.nodes[v].get("tray") is not None and any(
+            g.nodes[w].get("role") == "gpu" and tier_of(g[v][w]) in IN_SYSTEM_TIERS
+            for w in g.successors(v))}
     seen, out = set(), Counter()
     for u, v, d in g.edges(data=True):
         if (v, u) in seen:
@@ -279,15 +285,15 @@ def test_switches_priced_in_groups_match_one_by_one():
     # of the per-arc loop, gives the same model for every switch and the same idle ports.
     fab = fo.cluster("dgx_h100", nodes=16, scale_out="clos", radix=16, tiers=3)
     cat = fo.Catalog.default()
-    chooser = bom._DeviceChooser(cat, fo.Policy(), "estimate_cost")
+    chooser = parts.DeviceChooser(cat, fo.Policy(), "estimate_cost")
     r = read_fabric(fab, fo.Layout())
-    groups, group_of = bom._switch_groups(r, chooser)
+    groups, group_of = parts.switch_groups(r, chooser)
     idle: dict[str, int] = defaultdict(int)
     for i, k in zip(r.switches, group_of, strict=True):
         v = r.nodes[i]
         by_tier, rate, techs = reference_port_use(
             [a for _, _, a in fab.graph.out_edges(v, data=True)])
-        use = bom.PortUse(dict(by_tier), rate, frozenset(techs))
+        use = parts.PortUse(dict(by_tier), rate, frozenset(techs))
         entry = chooser.switch(v, fab.graph.nodes[v], use)
         assert entry is groups[k].entry
         modes = [(entry["radix"], entry["port_gbps"])] + list(entry.get("breakout") or ())
@@ -450,22 +456,22 @@ def test_cages_match_a_loop_over_the_bundles(name, policy):
     # to the ledger the estimate keeps by array sums.
     fab = fabrics()[name]
     cat, pol = fo.Catalog.default(), fo.Policy.coerce(policy)
-    chooser = bom._DeviceChooser(cat, pol, "estimate_cost")
-    selector = bom.MediaSelector(cat, pol)
+    chooser = parts.DeviceChooser(cat, pol, "estimate_cost")
+    selector = MediaSelector(cat, pol)
     models = {}
     for v in fab.switches:
         by_tier, rate, techs = reference_port_use(
             [a for _, _, a in fab.graph.out_edges(v, data=True)])
         models[v] = chooser.switch(v, fab.graph.nodes[v],
-                                   bom.PortUse(dict(by_tier), rate, frozenset(techs)))
-    ends = {v: bom._end_kind(entry) for v, entry in models.items()}
+                                   parts.PortUse(dict(by_tier), rate, frozenset(techs)))
+    ends = {v: parts.end_kind(entry) for v, entry in models.items()}
     used: dict[Hashable, float] = defaultdict(float)
     for (tier, tech, rate, length, in_row, _, u, v), n in reference_bundles(
             fab, fo.Layout()).items():
         lm = selector.choose(rate, length, tech, tier, (ends.get(u), ends.get(v)), in_row)
         for end, w in enumerate((u, v)):
             if w in models:
-                used[w] += n * bom._cage_use(lm, end, rate, ends[w])
+                used[w] += n * parts.cage_use(lm, end, rate, ends[w])
     want = {v: (used.get(v, 0.0), e["cages"] / int(e.get("chips") or 1))
             for v, e in models.items() if e.get("cages")}
     assert fo.estimate_cost(fab, policy=policy).cages == want

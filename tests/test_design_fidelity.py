@@ -73,15 +73,22 @@ def test_meta_roce_cluster_is_ethernet_only():
     network = {r.component: r.count for r in est.bom
                if r.kind == "switch" and r.section == "network"}
     assert {cat.switches[s]["family"] for s in network} == {"ethernet"}
-    # Counts from the design file's derivation: 3,072 nodes x 8 GPUs / 16 per RTSW = 1,536
-    # RTSWs; 8 zones x 16 CTSWs = 128; 16 ATSWs (one per CTSW index) -> 144 chassis.
-    assert network == {"eth_12t8_tor": 1536, "eth_chassis_400g": 128 + 16}
-    # Inside a zone 1:1 (16 GPUs down, 16 up per RTSW); between zones 192:28 (7:1 asked).
-    assert fab.summary().links_by_tier["leaf-spine"] == 1536 * 16
-    assert fab.summary().links_by_tier["spine-core"] == 128 * 28
+    # Counts from the paper and the design file's derivation: 3,072 nodes x 8 GPUs / 16 per
+    # RTSW = 1,536 RTSWs of 16 down + 18 up (the paper's 1:1.125), 34 x 400G: more than a
+    # 32-port 12.8 Tb/s switch, so a 51.2 Tb/s SN5600 in 128 x 400G breakout; 8 zones x 18
+    # CTSWs = 144; 18 ATSWs (one per CTSW index) -> 162 chassis.
+    assert network == {"sn5600": 1536, "eth_chassis_400g": 144 + 18}
+    # Inside a zone 16 GPUs down, 18 up per RTSW; between zones 192:28 (7:1 asked).
+    assert fab.summary().links_by_tier["leaf-spine"] == 1536 * 18
+    assert fab.summary().links_by_tier["spine-core"] == 144 * 28
+    # The top-of-rack build: DAC from the GPUs to the RTSW, single-mode optics above.
+    assert est.policy_name.startswith("top-of-rack build")
+    media = {cat.media[r.component]["type"] for r in est.bom
+             if r.kind in ("transceiver", "cable") and r.section == "network"}
+    assert media <= {"dac", "dr", "fr"} and "dac" in media
 
 
-def test_in_server_silicon_is_apart_and_switch_trays_are_network():
+def test_scale_up_silicon_is_apart_in_servers_and_racks_alike():
     # DGX H100 SuperPOD (4 SU): 128 DGX x 4 NVSwitch gen 3 on the baseboards, in the server
     # price: reported apart, out of capex. The network is 48 QM9700 + 1,024 cx7 + links.
     est = estimates(TOPOLOGIES / "dgx-h100-superpod-4su.toml")[0]
@@ -93,10 +100,12 @@ def test_in_server_silicon_is_apart_and_switch_trays_are_network():
     assert est.capex_usd + est.scale_up_in_server_usd == pytest.approx(
         fo.estimate_cost(fabrics(TOPOLOGIES / "dgx-h100-superpod-4su.toml")[0],
                          include_in_server=True).capex_usd)
-    # GB200 NVL72: the 18 chips are 9 NVLink Switch trays, a unit of the rack's network.
+    # GB200 NVL72: the 18 chips are 9 NVLink Switch trays, part of the rack's price as a
+    # DGX's NVSwitch chips are part of the server's: reported apart the same way, so the
+    # per-GPU network cost of the two compares like with like.
     est = estimates(TOPOLOGIES / "gb200-nvl72.toml")[0]
-    assert est.scale_up_in_server_usd == 0 and est.count("nvswitch4") == 18
-    assert est.capex_usd == pytest.approx(18 * 15750)  # half a tray a chip (estimate)
+    assert est.count("nvswitch4") == 18 and est.capex_usd == 0
+    assert est.scale_up_in_server_usd == pytest.approx(18 * 15750)  # half a tray a chip
 
 
 @pytest.mark.parametrize("path", DESIGNS, ids=IDS)

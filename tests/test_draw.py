@@ -174,27 +174,27 @@ def test_draw_into_a_given_axes():
 
 # Cost (x, lower is better) and bandwidth (y, higher is better) of six designs.
 ROWS = [
-    {"name": "a", "capex_usd": 1.0, "all_to_all_per_endpoint_gbps": 100.0},
-    {"name": "b", "capex_usd": 2.0, "all_to_all_per_endpoint_gbps": 300.0},
-    {"name": "c", "capex_usd": 3.0, "all_to_all_per_endpoint_gbps": 200.0},
-    {"name": "d", "capex_usd": 4.0, "all_to_all_per_endpoint_gbps": 400.0},
-    {"name": "e", "capex_usd": 2.0, "all_to_all_per_endpoint_gbps": None},
-    {"name": "f", "capex_usd": float("nan"), "all_to_all_per_endpoint_gbps": 900.0},
+    {"name": "a", "capex_usd": 1.0, "all_to_all_gbps_per_gpu": 100.0},
+    {"name": "b", "capex_usd": 2.0, "all_to_all_gbps_per_gpu": 300.0},
+    {"name": "c", "capex_usd": 3.0, "all_to_all_gbps_per_gpu": 200.0},
+    {"name": "d", "capex_usd": 4.0, "all_to_all_gbps_per_gpu": 400.0},
+    {"name": "e", "capex_usd": 2.0, "all_to_all_gbps_per_gpu": None},
+    {"name": "f", "capex_usd": float("nan"), "all_to_all_gbps_per_gpu": 900.0},
 ]
 
 
 def test_pareto_front_by_hand():
     # a is the cheapest; b costs more and delivers more; c costs more than b and delivers
     # less (dominated by b); d delivers the most. e and f lack a value and are left out.
-    assert pareto_front(ROWS, "capex_usd", "all_to_all_per_endpoint_gbps") == [0, 1, 3]
+    assert pareto_front(ROWS, "capex_usd", "all_to_all_gbps_per_gpu") == [0, 1, 3]
     # Maximising both: d (4, 400) beats every other point on both axes.
-    assert pareto_front(ROWS, "capex_usd", "all_to_all_per_endpoint_gbps",
+    assert pareto_front(ROWS, "capex_usd", "all_to_all_gbps_per_gpu",
                         minimize_x=False) == [3]
     # Equal points are all kept; a point equal in y but dearer is not.
     same = [{"x": 1, "y": 5}, {"x": 1, "y": 5}, {"x": 2, "y": 5}]
     assert pareto_front(same, "x", "y") == [0, 1]
     with pytest.raises(fo.InvalidParameterError, match=r"pareto_front\(\): x must be a column"):
-        pareto_front(ROWS, "price", "all_to_all_per_endpoint_gbps")
+        pareto_front(ROWS, "price", "all_to_all_gbps_per_gpu")
 
 
 def test_plot_pareto_marks_front_and_skipped(tmp_path):
@@ -209,7 +209,7 @@ def test_plot_pareto_marks_front_and_skipped(tmp_path):
     xs, ys = step.get_data()
     assert (xs[0], ys[0]) == (1.0, 100.0) and max(ys) == 400.0
     assert ax.get_xlabel() == "capex (USD)"
-    assert ax.get_ylabel() == "all to all per endpoint (Gb/s)"
+    assert ax.get_ylabel() == "all to all (Gb/s per GPU)"
     assert_png_not_blank(ax, tmp_path / "pareto.png")
 
 
@@ -227,7 +227,7 @@ def test_plot_pareto_takes_records_objects_and_pandas():
 
 
 def test_metric_bars(tmp_path):
-    ax = plot_metric_bars(ROWS, "all_to_all_per_endpoint_gbps")
+    ax = plot_metric_bars(ROWS, "all_to_all_gbps_per_gpu")
     # One bar per design with a value (e has none: "n/a" instead), in the rows' order.
     widths = [p.get_width() for p in ax.patches]
     assert widths == [100.0, 300.0, 200.0, 400.0, 900.0]

@@ -6,7 +6,7 @@ import networkx as nx
 import pytest
 
 import fabricopt as fo
-from fabricopt.symmetry.claim import Symmetry
+from fabricopt.symmetry_claim import Symmetry
 
 
 def test_from_networkx_undirected_edge_becomes_two_arcs():

@@ -67,6 +67,8 @@ def _valid_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
     design.write_text('family = "ring"\n[params]\nn = 3\n')
     model = fo.build_flow_lp(fab, traffic)
     skeleton = fo.leaf_spine(leaves=2, spines=1, endpoints_per_leaf=2, link_gbps=100)
+    dgx = fo.dgx_h100()  # a training job of 8 GPUs
+    job = fo.TrainingJob("llama3-8b", tp=8, global_batch=8, seq_len=1024)
     routed = fo.routed_flow(fab, traffic, routing="hash", trials=2, seed=0)
     catalog = tmp_path / "catalog.toml"
     catalog.write_text("")
@@ -139,6 +141,8 @@ def _valid_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
         "load_design": (fo.load_design, {"path": design}),
         # cost
         "estimate_cost": (fo.estimate_cost, {"fab": fab}),
+        "estimate_tco": (fo.estimate_tco, {"fab": fab, "years": 5, "usd_per_kwh": 0.1,
+                                           "pue": 1.3, "maintenance": 0.1, "mttr_hours": 24.0}),
         "Layout": (fo.Layout, {}),
         "Policy": (fo.Policy, {}),
         # comparison and plots
@@ -157,6 +161,15 @@ def _valid_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
         "plan_capacity": (fo.plan_capacity, {"fab": skeleton, "traffic": fo.all_to_all(skeleton),
                                              "target_theta": 0.5}),
         "optimize": (fo.optimize, {"gpus": 16, "space": SMALL_SPACE}),
+        "model": (fo.model, {"name": "llama3-8b"}),
+        "TrainingJob": (fo.TrainingJob, {"model": "llama3-8b", "tp": 2, "global_batch": 8,
+                                         "seq_len": 1024}),
+        "training_step": (fo.training_step, {"fab": dgx, "job": job}),
+        "training_metrics": (fo.training_metrics, {"fab": dgx, "job": job}),
+        "serving_estimate": (fo.serving_estimate, {"fab": dgx, "model_name": "llama3-8b",
+                                                   "tp": 8, "batch": 4, "prompt_len": 128,
+                                                   "output_len": 16}),
+        "token_cost": (fo.token_cost, {"fab": dgx, "tokens_per_s": 1e5}),
     }
     return calls
 
@@ -236,10 +249,12 @@ FUZZED = ["clos", "complete", "dgx_b200", "dgx_h100", "dragonfly", "fat_tree", "
           "LatencyModel", "routed_flow", "routed_collective", "fail_random", "failure_sweep",
           "risk_groups", "Fabric", "from_networkx", "Traffic", "verify_symmetry", "read_json",
           "read_graphml", "write_json", "write_graphml", "load_design", "estimate_cost",
-          "Layout", "Policy",
+          "estimate_tco", "Layout", "Policy",
           "pareto_front", "plot_pareto", "plot_metric_bars", "draw", "compare",
           "Catalog.load", "export_mps", "solve_flow_model", "plot_routing_distribution",
-          "RiskGroup", "find_symmetry", "search_symmetry", "plan_capacity", "optimize"]
+          "RiskGroup", "find_symmetry", "search_symmetry", "plan_capacity", "optimize",
+          "model", "TrainingJob", "training_step", "training_metrics", "serving_estimate",
+          "token_cost"]
 
 
 @pytest.mark.parametrize("label", FUZZED)
@@ -254,7 +269,8 @@ def test_bad_arguments_raise_fabricopt_errors_naming_function_and_argument(label
 
 def test_every_public_function_and_generator_is_fuzzed():
     public = {name for name in fo.__all__ if inspect.isfunction(getattr(fo, name))}
-    constructors = {"Fabric", "Traffic", "LatencyModel", "Layout", "Policy", "RiskGroup"}
+    constructors = {"Fabric", "Traffic", "LatencyModel", "Layout", "Policy", "RiskGroup",
+                    "TrainingJob"}
     assert public | set(GENERATORS) | constructors | {"Catalog.load"} == set(FUZZED)
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 import fabricopt as fo
-from fabricopt.study.optimize import evaluate
+from fabricopt.study.search import GroupTask, evaluate_group
 
 # 8 servers of 2 GPUs (one NVSwitch each), 400G NICs, radix-8 rail leaves: 16 GPUs.
 DOMAIN = {"family": "nvswitch_domain", "gpus": 2, "switches": 1, "links_per_gpu": 2,
@@ -28,7 +28,7 @@ def test_hand_worked_optimum():
     # priced but not solved (it can be neither the best nor on the front up to the best).
     one = next(r for r in res.rows if r["name"].startswith("rail_optimized")
                and " r8 1:1" in r["name"])
-    assert one["status"] == "pruned" and "priced, not solved" in one["reason"]
+    assert one["outcome"] == "pruned" and "priced, not solved" in one["reason"]
     assert one["capex_usd"] > best["capex_usd"]
     assert "all_to_all_gbps_per_gpu" not in one
     # Asked for the whole front, it is solved: it delivers the NIC bound.
@@ -75,9 +75,9 @@ def test_pruning_never_drops_a_winner(constraints, full_front):
     assert [(r["capex_usd"], r["all_to_all_gbps_per_gpu"]) for r in pruned.front] == key
     # Every bound holds against the evaluated figures.
     for r in full.rows:
-        if r["status"] == "evaluated":
+        if r["outcome"] == "evaluated":
             assert r["capex_lower_usd"] <= r["capex_usd"]
-            assert r["all_to_all_gbps_per_gpu"] <= r["all_to_all_upper_gbps_per_gpu_bound"] * (
+            assert r["all_to_all_gbps_per_gpu"] <= r["all_to_all_gbps_per_gpu_bound"] * (
                 1 + 1e-6)
     # The default front stops at the best design; the full one may go on past it.
     if full.best and not full_front:
@@ -91,7 +91,7 @@ def test_designs_alike_are_evaluated_once():
     twins = [r for r in res.rows if " t2 " in r["name"]
              and not r["reason"].startswith("cannot be built")]
     assert twins and all(r["reason"].startswith("the same design as") for r in twins)
-    assert all(r["status"] == "pruned" for r in twins)
+    assert all(r["outcome"] == "pruned" for r in twins)
 
 
 def test_policies_of_one_topology_share_its_solve():
@@ -113,7 +113,7 @@ def test_unsolved_candidates_stay_off_the_front(monkeypatch):
     # A solve that stops with nothing proven (lower bound 0) for the 1:1 designs.
     import dataclasses
 
-    import fabricopt.flow.api as api
+    import fabricopt.study.metrics as api
 
     real = api.max_concurrent_flow
 
@@ -125,10 +125,10 @@ def test_unsolved_candidates_stay_off_the_front(monkeypatch):
 
     monkeypatch.setattr(api, "max_concurrent_flow", stopped)
     res = fo.optimize(16, space=SPACE, prune=False, full_front=True)
-    unsolved = [r for r in res.rows if r["status"] == "unsolved"]
-    assert unsolved and all(r["flow_status"] == "time_limit" for r in unsolved)
+    unsolved = [r for r in res.rows if r["outcome"] == "unsolved"]
+    assert unsolved and all(r["all_to_all_status"] == "time_limit" for r in unsolved)
     assert all(" 1:1 " in r["name"] for r in unsolved)
-    assert not any(r["status"] == "unsolved" for r in res.front)
+    assert not any(r["outcome"] == "unsolved" for r in res.front)
     assert all(r["all_to_all_gbps_per_gpu"] > 0 for r in res.front)
     # Asked for what only 1:1 delivers (above the 375 of 2:1): nothing is proven to meet it.
     res = fo.optimize(16, space=SPACE, constraints={"all_to_all_gbps_per_gpu": 400})
@@ -144,7 +144,7 @@ def test_failure_constraint_tried_on_what_could_win():
     assert pruned.best["all_to_all_after_failure_gbps"] >= 50
     # Failing links cannot add bandwidth: the trial is at most the intact design's figure.
     assert (pruned.best["all_to_all_after_failure_gbps"]
-            <= pruned.best["all_to_all_upper_gbps_per_gpu"] * (1 + 1e-6))
+            <= pruned.best["all_to_all_gbps_per_gpu_upper"] * (1 + 1e-6))
     untried = [r for r in full.rows if r.get("reason", "").startswith("failure trial not run")]
     assert all(r["capex_usd"] >= full.best["capex_usd"] and r["meets"] is None
                for r in untried)
@@ -159,7 +159,9 @@ def test_written_design_reloads_to_the_same_fabric(tmp_path):
                                                                  key=str)
     assert sorted(fab.graph.edges(data=True), key=str) == sorted(built.graph.edges(data=True),
                                                                  key=str)
-    assert fo.estimate_cost(fab).capex_usd == res.best["capex_usd"]
+    # Priced under the candidate's policy (the space's "cost"), not the family's default.
+    policy = res.candidates[res.best["name"]].policy
+    assert fo.estimate_cost(fab, policy=policy).capex_usd == res.best["capex_usd"]
 
 
 def test_oversubscribed_design_costs_less():
@@ -192,9 +194,9 @@ def test_bad_arguments(kwargs, match):
 def test_evaluate_is_the_public_path():
     res = fo.optimize(16, space=SPACE, constraints={"all_to_all_gbps_per_gpu": 300})
     c = res.candidates[res.best["name"]]
-    row = evaluate(c, {})
+    [row] = evaluate_group(GroupTask((c,), ()))
     fab = c.build()
-    assert row["capex_usd"] == fo.estimate_cost(fab).capex_usd
+    assert row["capex_usd"] == fo.estimate_cost(fab, policy=c.policy).capex_usd
 
 
 def test_cli_optimize_prints_the_front_and_writes_the_winner(tmp_path, capsys):
@@ -230,32 +232,32 @@ def test_asymmetric_plans_beyond_the_limit_are_decided_by_the_ecmp_bracket(monke
                                                                             constraints):
     import importlib
 
-    opt = importlib.import_module("fabricopt.study.optimize")
+    opt = importlib.import_module("fabricopt.study.search")
     # The exact LP of every candidate, below the limit.
     exact = {r["name"]: r for r in fo.optimize(16, space=SPACE, constraints=constraints,
                                                prune=False, full_front=True).rows}
     monkeypatch.setattr(opt, "ASYMMETRIC_GPUS_LIMIT", 8)
     res = fo.optimize(16, space=SPACE, constraints=constraints, prune=False, full_front=True)
-    bracketed = [r for r in res.rows if r.get("flow_method") == "ecmp bound"]
+    bracketed = [r for r in res.rows if r.get("all_to_all_method") == "ecmp bound"]
     # Radix-4 rail leaves at 3:1 hold 3 servers each, 8 servers spread 3, 3, 2: unequal.
     assert any(" r4 3:1 " in r["name"] for r in bracketed)
     target = constraints.get("all_to_all_gbps_per_gpu")
     for r in bracketed:
         e = exact[r["name"]]
-        assert e["flow_method"] != "ecmp bound" and e["flow_status"] == "optimal"
+        assert e["all_to_all_method"] != "ecmp bound" and e["all_to_all_status"] == "optimal"
         # The optimum lies inside the certified bracket.
         assert r["all_to_all_gbps_per_gpu"] <= e["all_to_all_gbps_per_gpu"] * (1 + 1e-6)
-        assert e["all_to_all_gbps_per_gpu"] <= r["all_to_all_upper_gbps_per_gpu"] * (1 + 1e-6)
+        assert e["all_to_all_gbps_per_gpu"] <= r["all_to_all_gbps_per_gpu_upper"] * (1 + 1e-6)
         assert r["capex_usd"] == e["capex_usd"]  # built and priced as the others are
-        if r["status"] == "unsolved":
+        if r["outcome"] == "unsolved":
             assert r["reason"].startswith("undecided") and r["meets"] is None
-            assert r["all_to_all_gbps_per_gpu"] < target <= r["all_to_all_upper_gbps_per_gpu"]
+            assert r["all_to_all_gbps_per_gpu"] < target <= r["all_to_all_gbps_per_gpu_upper"]
         else:
             # Decided: the exact LP agrees.
-            assert r["status"] == "evaluated" and r["meets"] == e["meets"]
-    assert not any(r["status"] == "unsolved" for r in res.front)
+            assert r["outcome"] == "evaluated" and r["meets"] == e["meets"]
+    assert not any(r["outcome"] == "unsolved" for r in res.front)
     # The front shows a bracketed row's lower end as such.
-    shown = sum(r.get("flow_method") == "ecmp bound" for r in res.front)
+    shown = sum(r.get("all_to_all_method") == "ecmp bound" for r in res.front)
     assert res.to_markdown().count("(ECMP, at least)") == shown
     # A design declared best meets the constraints by the exact LP too, and pruning keeps
     # what evaluating everything finds.
@@ -270,17 +272,17 @@ def test_asymmetric_plans_beyond_the_limit_are_decided_by_the_ecmp_bracket(monke
 def test_undecided_candidates_stay_unsolved(monkeypatch):
     import importlib
 
-    opt = importlib.import_module("fabricopt.study.optimize")
+    opt = importlib.import_module("fabricopt.study.search")
     monkeypatch.setattr(opt, "ASYMMETRIC_GPUS_LIMIT", 8)
-    name = "rail_optimized nvswitch_domain r4 3:1 cost"
+    name = "rail_optimized nvswitch_domain r4 3:1 reference"
     row = next(r for r in fo.optimize(16, space=SPACE, prune=False).rows if r["name"] == name)
-    lower, upper = row["all_to_all_gbps_per_gpu"], row["all_to_all_upper_gbps_per_gpu"]
-    assert row["status"] == "evaluated" and lower < upper  # an open bracket
+    lower, upper = row["all_to_all_gbps_per_gpu"], row["all_to_all_gbps_per_gpu_upper"]
+    assert row["outcome"] == "evaluated" and lower < upper  # an open bracket
     # A target strictly inside it decides nothing.
     res = fo.optimize(16, space=SPACE, prune=False,
                       constraints={"all_to_all_gbps_per_gpu": (lower + upper) / 2})
     row = next(r for r in res.rows if r["name"] == name)
-    assert row["status"] == "unsolved" and "undecided" in row["reason"]
+    assert row["outcome"] == "unsolved" and "undecided" in row["reason"]
     assert row is not res.best and row not in res.front
 
 
@@ -298,14 +300,14 @@ def test_an_executor_gives_the_same_answer():
 def test_bracketed_failure_trial_is_a_lower_bound(monkeypatch):
     import importlib
 
-    opt = importlib.import_module("fabricopt.study.optimize")
+    opt = importlib.import_module("fabricopt.study.search")
     constraints = {"all_to_all_gbps_per_gpu": 100, "all_to_all_after_failure_gbps": 150,
                    "failure_fraction": 0.05}
     exact = fo.optimize(16, space=SPACE, constraints=constraints, prune=False)
     monkeypatch.setattr(opt, "ASYMMETRIC_GPUS_LIMIT", 8)
     res = fo.optimize(16, space=SPACE, constraints=constraints, prune=False)
     by = {r["name"]: r for r in exact.rows}
-    tried = [r for r in res.rows if r.get("flow_method") == "ecmp bound"
+    tried = [r for r in res.rows if r.get("all_to_all_method") == "ecmp bound"
              and r.get("all_to_all_after_failure_gbps") is not None]
     assert tried
     for r in tried:
@@ -323,10 +325,10 @@ def test_report_cautions_about_cheaper_undecided_candidates():
     # cheapest proven design. A dearer unsolved one (120 USD) is not a rival.
     from fabricopt.study.optimize import OptimizeResult
 
-    best = {"name": "b", "status": "evaluated", "capex_usd": 100.0, "power_w": 1.0,
+    best = {"name": "b", "outcome": "evaluated", "capex_usd": 100.0, "power_w": 1.0,
             "all_to_all_gbps_per_gpu": 180.0, "meets": True, "shortfall": {}}
-    cheap = {"name": "u", "status": "unsolved", "capex_usd": 90.0,
-             "all_to_all_gbps_per_gpu": 107.0, "all_to_all_upper_gbps_per_gpu": 178.0}
+    cheap = {"name": "u", "outcome": "unsolved", "capex_usd": 90.0,
+             "all_to_all_gbps_per_gpu": 107.0, "all_to_all_gbps_per_gpu_upper": 178.0}
     dear = {**cheap, "name": "d", "capex_usd": 120.0}
     res = OptimizeResult(16, "capex_usd", {"all_to_all_gbps_per_gpu": 150},
                          [best, cheap, dear], [best], best, [], 0.1)

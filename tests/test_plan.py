@@ -2,6 +2,7 @@
 
 import math
 
+import pulp
 import pytest
 
 import fabricopt as fo
@@ -105,3 +106,42 @@ def test_orbit_model_needs_a_claim():
     fab = fo.from_networkx(fo.leaf_spine(leaves=2, spines=1, endpoints_per_leaf=2).graph)
     with pytest.raises(fo.InvalidParameterError, match="'orbit' only where"):
         fo.plan_capacity(fab, fo.all_to_all(fab), target_theta=1.0, model="orbit")
+
+
+def test_the_milp_is_the_flow_models_lp_with_link_counts():
+    # One LP stack: the program is the throughput LP of the flow package (same columns and
+    # rows) with one more column per link count and no row of its own.
+    fab = fo.leaf_spine(leaves=4, spines=2, endpoints_per_leaf=4, links_per_pair=4)
+    tm = fo.all_to_all(fab, gbps=10)
+    full = fo.plan_capacity(fab, tm, target_theta=1.0, model="full")
+    lp = fo.build_flow_lp(fab, tm).lp
+    assert full.n_integers == 16 + 8  # a count per bundle: 16 GPU links, 4 x 2 uplinks
+    assert (full.n_variables, full.n_rows) == (lp.n_cols + full.n_integers, lp.n_rows)
+    orbit = fo.plan_capacity(fab, tm, target_theta=1.0, model="orbit")
+    sym = fo.flow.build_symmetric_lp(fab, 10.0).lp
+    assert orbit.n_integers == 2  # a count per orbit of bundles: GPU links, uplinks
+    assert (orbit.n_variables, orbit.n_rows) == (sym.n_cols + 2, sym.n_rows)
+
+
+class StoppedCBC(pulp.PULP_CBC_CMD):
+    """CBC that reports a MILP's plan as found but not proven, as it does at a time limit
+    (solution status 2); linear programs it reports as solved."""
+
+    def actualSolve(self, lp, **kwargs):
+        status = super().actualSolve(lp, **kwargs)
+        if lp.isMIP():
+            lp.assignStatus(pulp.LpStatusOptimal, pulp.LpSolutionIntegerFeasible)
+        return status
+
+
+def test_a_plan_stopped_before_its_proof_is_time_limit_with_its_gap():
+    fab = fo.leaf_spine(leaves=4, spines=2, endpoints_per_leaf=4, links_per_pair=4)
+    tm = fo.all_to_all(fab, gbps=10)
+    plan = fo.plan_capacity(fab, tm, target_theta=2.0, model="full",
+                            solver=StoppedCBC(msg=False))
+    # The same plan as the proven one (cost 28, above), in the flow backends' vocabulary.
+    assert plan.status == "time_limit" and plan.cost == 28 and plan.verified
+    # The bound is the relaxation's: GPU links 2 x 150 / 400 = 0.75 each (16), and each
+    # leaf 2 x 480 / 400 = 2.4 uplinks (4 leaves): 12 + 9.6 = 21.6.
+    assert plan.cost_bound == pytest.approx(21.6)
+    assert plan.gap == pytest.approx((28 - 21.6) / 28)

@@ -17,7 +17,8 @@ matplotlib.use("Agg")
 
 def conservation(fab, tm, r):
     """Node balance of the routed loads: out - in = theta x (sent - received) at every node,
-    and no arc above its capacity; return the largest utilization."""
+    and no arc (nor member link of a bundle) above its capacity; return the largest
+    utilization of a member link."""
     out_minus_in = {v: 0.0 for v in fab.graph}
     for (u, v), gbps in r.link_load.items():
         out_minus_in[u] += gbps
@@ -30,7 +31,10 @@ def conservation(fab, tm, r):
     scale = max(r.link_load.values())
     for v in fab.graph:
         assert out_minus_in[v] == pytest.approx(expected[v], abs=1e-9 * scale)
-    return max(r.utilization.values())
+    for arc, util in r.port_utilization.items():
+        # A bundle's busiest member carries at least the bundle's average.
+        assert r.utilization[arc] * (1 - 1e-9) <= util <= 1 + 1e-9
+    return max(r.port_utilization.values())
 
 
 def two_paths(cap_x=2.0, cap_y=1.0):
@@ -462,3 +466,49 @@ def test_cli_solve_prints_routed_theta_beside_the_optimum(capsys):
     assert code == 0
     assert "routing          ecmp" in out
     assert "optimum theta    400 (routing efficiency 1)" in out
+
+
+# -- one physical port per flow or destination ---------------------------------------------------
+def test_hashing_and_static_see_member_links_not_a_fluid_bundle():
+    # The same 128 GPUs, 16 per leaf, 16 x 400 Gb/s uplinks per leaf: one link to each of 16
+    # spines, or 8 links to each of 2. ECMP hashing picks one of the 16 uplink ports per flow
+    # either way, and one of the spine's ports to the destination leaf (1 of 1, or 1 of 8 on
+    # one of 2 spines: the same 1/16 chance of two flows sharing a port), so the two fabrics
+    # agree; static D-mod-k tables give each destination one port in both.
+    wide = fo.leaf_spine(leaves=8, spines=16, endpoints_per_leaf=16, links_per_pair=1)
+    bundled = fo.leaf_spine(leaves=8, spines=2, endpoints_per_leaf=16, links_per_pair=8)
+    tm_wide = fo.permutation(wide, seed=3, gbps=400.0)
+    # The same permutation by endpoint position.
+    pos = {e: i for i, e in enumerate(wide.endpoints)}
+    tm_bundled = fo.Traffic({(bundled.endpoints[pos[s]], bundled.endpoints[pos[t]]): d
+                             for (s, t), d in tm_wide.items()}, name="same permutation")
+    for routing in ("hash", "static"):
+        trials = 50 if routing == "hash" else 1
+        a = fo.routed_flow(wide, tm_wide, routing=routing, trials=trials, seed=0)
+        b = fo.routed_flow(bundled, tm_bundled, routing=routing, trials=trials, seed=0)
+        assert b.theta == pytest.approx(a.theta, rel=0.10), routing
+        # Certificate: at theta the busiest member link of some bundle is full, and no member
+        # is over (conservation() checks both).
+        assert conservation(bundled, tm_bundled, b) == pytest.approx(1.0)
+    # ECMP and WCMP stay fluid over a bundle: 16 ports' worth of capacity either way.
+    for routing in ("ecmp", "wcmp"):
+        a = fo.routed_flow(wide, tm_wide, routing=routing)
+        b = fo.routed_flow(bundled, tm_bundled, routing=routing)
+        assert b.theta == pytest.approx(a.theta, rel=1e-9)
+
+
+def test_static_tables_spread_destinations_over_a_bundle():
+    # Two leaves of 4 GPUs joined through one spine by bundles of 4 x 400 Gb/s. GPU i of leaf
+    # 0 sends 400 Gb/s to GPU i of leaf 1 (destination ranks 4..7). D-mod-k on ports: the
+    # leaf's uplink port is rank mod 4 (q = 1 at the leaf), the spine's downlink port rank
+    # mod 4 (1 going down): four distinct ports each way, every flow at line rate.
+    fab = fo.leaf_spine(leaves=2, spines=1, endpoints_per_leaf=4, links_per_pair=4)
+    eps = list(fab.endpoints)
+    tm = fo.Traffic({(eps[i], eps[4 + i]): 400.0 for i in range(4)}, name="across")
+    r = fo.routed_flow(fab, tm, routing="static")
+    assert r.theta == pytest.approx(1.0)
+    # Hashing 4 flows onto 4 ports collides unless the draw is a permutation of the ports
+    # (chance 4!/4^4 = 3/32 per hop): the median over trials is below line rate.
+    h = fo.routed_flow(fab, tm, routing="hash", trials=101, seed=1)
+    assert h.theta < 1.0 and h.thetas.max() <= 1.0 + 1e-12
+    assert conservation(fab, tm, h) == pytest.approx(1.0)

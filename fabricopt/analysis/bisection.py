@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_endpoint_group, check_int, check_positive
+from .._checks import check_int, check_positive
 from ..errors import InvalidParameterError
-from ..fabric import Fabric
+from ..fabric import Fabric, check_endpoint_group
 from ..flow import max_concurrent_flow
 from ..flow.valiant import best_hub_level
 from ..generators.recipe import try_replay

@@ -4,8 +4,10 @@ Given a *skeleton* fabric, whose bundles say which devices may be linked and how
 most (an arc attribute ``max_links``, else ``links``), at ``capacity / links`` Gb/s per link,
 :func:`plan_capacity` chooses the link count :math:`x_b` of every bundle :math:`b` at least
 cost such that the traffic :math:`D` fits at scale ``target_theta``. It is a mixed-integer
-program on the arc formulation with source aggregation (one flow vector per source, as in
-:mod:`fabricopt.flow.formulation`):
+program built on the flow package's own throughput LP (:func:`~fabricopt.build_flow_lp`: one
+flow vector per source, endpoints that hang off one switch collapsed into rows of their
+link), with :math:`\theta` fixed at the target and each capacity row's right-hand side
+:math:`c_a` replaced by the capacity of the links chosen:
 
 .. math::
 
@@ -22,17 +24,23 @@ with :math:`w_b` the cost of one link, :math:`g_b` its rate, :math:`u_b` the bou
 **Per orbit.** When the fabric carries a symmetry claim and the traffic is uniform
 all-to-all, every bundle of one orbit of the group gets the same count. The plan is then one
 root's flow :math:`f_i` per orbit :math:`O_i` of the group on the endpoints, with one capacity
-row per arc orbit :math:`O` (the symmetric LP of :mod:`fabricopt.flow.symmetric`),
-:math:`\sum_i \tfrac{|O_i|}{|O|}\sum_{a\in O} f_{i,a} \le g_O x_O`, and one integer per orbit
-of bundles: a handful of integers for any size. This restricts the plans to
+row per arc orbit :math:`O` (the symmetric LP of :mod:`fabricopt.flow.symmetric`, reduced by
+colour refinement), :math:`\sum_i \tfrac{|O_i|}{|O|}\sum_{a\in O} f_{i,a} \le g_O x_O`, and one
+integer per orbit of bundles: a handful of integers for any size. The refinement stays
+exact for every choice of the integers, since it depends only on the orbits, on which the
+capacities :math:`g_O x_O` are constant. This restricts the plans to
 those the group preserves; since the constraints are convex and invariant, averaging any plan
 over the group gives an invariant fractional plan of the same cost, so the restriction loses
 nothing in the relaxation, and integer plans may cost a little more than the best
 unrestricted one (the price of keeping every bundle of a tier alike, which is how fabrics are
 built).
 
-Every plan is checked with :func:`~fabricopt.max_concurrent_flow` on the planned fabric:
-``verified`` says its certified lower bound reaches ``target_theta``.
+The program goes to a MILP solver through pulp (:func:`fabricopt.flow.backends.to_pulp`, with
+the link counts made integer), and pulp's status is read into the package's one status table
+(:func:`fabricopt.flow.lp.pulp_status`). Every plan is checked with
+:func:`~fabricopt.max_concurrent_flow` on the planned fabric: ``verified`` says its certified
+lower bound reaches ``target_theta``. ``docs/optimize.md`` (Capacity planning) has the
+derivation and the examples.
 """
 
 from __future__ import annotations
@@ -46,18 +54,22 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
+import scipy.sparse as sp
 
 from .._checks import check_bool, check_choice, check_positive, fail
 from ..errors import TrafficError
 from ..fabric import Fabric
-from ..symmetry.claim import Symmetry
+from ..flow.api import max_concurrent_flow, symmetric_applicable
+from ..flow.backends import to_pulp
+from ..flow.formulation import build_flow_lp
+from ..flow.lp import LinearProgram, pulp_status
+from ..flow.symmetric import build_symmetric_lp
+from ..graph_arrays import GraphArrays
+from ..symmetry_claim import Symmetry
 from ..traffic import Traffic
 
 Bundle = tuple[Hashable, Hashable]
 
-#: pulp's solution status, in the vocabulary of the flow results.
-_SOL_STATUS = {1: "optimal", 2: "feasible", 0: "not_solved", -1: "infeasible",
-               -2: "unbounded", -3: "not_solved"}
 _TOL = 1e-6
 
 
@@ -68,9 +80,10 @@ class CapacityPlan:
     Attributes
     ----------
     status : str
-        ``"optimal"`` (proven, gap 0), ``"feasible"`` (a plan, stopped before the proof:
-        see ``gap``), ``"infeasible"`` (no plan within the bounds carries the traffic),
-        ``"not_solved"``.
+        In the one vocabulary of :data:`fabricopt.flow.lp.STATUS_MEANINGS`: ``"optimal"``
+        (proven, gap 0), ``"time_limit"`` (a plan, stopped at the time limit before the
+        proof: see ``gap``), ``"infeasible"`` (no plan within the bounds carries the
+        traffic), ``"not_solved"`` (stopped without a plan), ``"unbounded"`` or ``"error"``.
     links : dict
         Links of every bundle ``(u, v)`` of the skeleton (one key per bundle, in the direction
         of its first arc); empty unless a plan was found.
@@ -194,116 +207,86 @@ def _solver(func: str, solver: Any, time_limit: float | None) -> Any:
 
 @dataclass(frozen=True)
 class _Model:
-    """The program, and how its integers map back to bundles."""
+    """The program, and how its integers map back to bundles.
 
-    problem: Any
-    x: dict[Hashable, Any]                 # key -> link-count variable
-    members: dict[Hashable, list[Bundle]]  # key -> bundles it sets
+    ``lp`` is the flow model's LP with theta fixed at the target and one more column per
+    key (its link count, the columns ``integers``); ``weight`` is the cost of one unit.
+    """
+
+    lp: LinearProgram
+    integers: slice
+    members: dict[Hashable, list[Bundle]]
     label: dict[Hashable, str]
-    weight: dict[Hashable, float]          # cost of one unit of x
-    n_variables: int
-    n_rows: int
+    weight: dict[Hashable, float]
 
 
-def _demand_by_source(traffic: Traffic) -> dict[Hashable, dict[Hashable, float]]:
-    out: dict[Hashable, dict[Hashable, float]] = defaultdict(dict)
-    for (s, t), d in traffic.items():
-        if s != t and d > 0:
-            out[s][t] = out[s].get(t, 0.0) + float(d)
-    return out
+def _groups(fab: Fabric, bundles: list[Bundle], per_orbit: bool,
+            ) -> tuple[dict[Hashable, list[Bundle]], dict[Hashable, str]]:
+    """The bundles each integer sets (one per orbit of bundles, or one per bundle), and its
+    label."""
+    members: dict[Hashable, list[Bundle]] = defaultdict(list)
+    label: dict[Hashable, str] = {}
+    sym = fab.symmetry if per_orbit else None
+    for b in bundles:
+        if sym is None:
+            key: Hashable = b
+            label[b] = f"{b[0]}-{b[1]}"
+        else:
+            # A bundle's two directions may lie in two arc orbits; the smaller names it
+            # (an automorphism maps both directions together, so the pair is consistent).
+            key = min(sym.arc_orbit[b], sym.arc_orbit[(b[1], b[0])])
+            names = sym.orbit_names
+            label[key] = (names[key].rsplit(":", 1)[0] if names and key < len(names)
+                          else f"orbit{key}")
+        members[key].append(b)
+    return dict(members), label
+
+
+def _flow_model(fab: Fabric, traffic: Traffic, per_orbit: bool,
+                ) -> tuple[LinearProgram, GraphArrays, np.ndarray]:
+    """The throughput LP of the flow package, and an arc of each of its capacity rows.
+
+    Per orbit: the symmetric root LP (one capacity row per arc orbit); else the
+    source-aggregated LP (one row per core arc, then one per collapsed endpoint link).
+    """
+    if per_orbit:
+        gbps = traffic.uniform_gbps or next(iter(traffic.pairs.values()))
+        sym_model = build_symmetric_lp(fab, float(gbps))
+        orbit = sym_model.orbit
+        first = np.full(len(sym_model.orbit_size), -1)
+        first[orbit[::-1]] = np.arange(len(orbit))[::-1]
+        return sym_model.lp, sym_model.ga, first[sym_model.row_orbit]
+    model = build_flow_lp(fab, traffic)
+    return model.lp, model.ga, np.concatenate([model.core_arcs, model.ep_rows_arc])
 
 
 def _build(fab: Fabric, traffic: Traffic, theta: float, per_link: Callable[..., float],
-           bound: dict[Bundle, int], rate: dict[Bundle, float], per_orbit: bool,
-           integral: bool) -> _Model:
-    import pulp
-
-    g = fab.graph
+           bound: dict[Bundle, int], rate: dict[Bundle, float], per_orbit: bool) -> _Model:
+    """The capacity MILP on the flow model's LP: theta fixed at the target, and each
+    capacity row ``load <= c_a`` turned into ``load - g_b x_b <= 0`` for the link count
+    ``x_b`` of the arc's bundle (or orbit of bundles)."""
     bundles, data = _bundles(fab)
-    arcs = list(g.edges())
-    bundle_of = {}
-    for b in bundles:
-        bundle_of[b] = b
-        bundle_of[(b[1], b[0])] = b
-    cat = pulp.LpInteger if integral else pulp.LpContinuous
-    prob = pulp.LpProblem("plan_capacity", pulp.LpMinimize)
-    members: dict[Hashable, list[Bundle]] = defaultdict(list)
-    label: dict[Hashable, str] = {}
-    if per_orbit:
-        sym = fab.symmetry
-        assert sym is not None
-        names = sym.orbit_names
-        for b in bundles:
-            o = min(sym.arc_orbit[b], sym.arc_orbit[(b[1], b[0])])
-            members[o].append(b)
-            label[o] = names[o].rsplit(":", 1)[0] if names and o < len(names) else f"orbit{o}"
-    else:
-        for b in bundles:
-            members[b].append(b)
-            label[b] = f"{b[0]}-{b[1]}"
-    x: dict[Hashable, Any] = {}
-    weight: dict[Hashable, float] = {}
-    for i, (key, bs) in enumerate(members.items()):
-        x[key] = pulp.LpVariable(f"x{i}", lowBound=0, upBound=min(bound[b] for b in bs),
-                                 cat=cat)
-        weight[key] = sum(per_link(b[0], b[1], data[b]) for b in bs)
-    prob += pulp.lpSum(weight[k] * x[k] for k in x)
-
-    key_of = {b: k for k, bs in members.items() for b in bs}
-    n_rows = 0
-    flows: dict[Hashable, dict[tuple[Hashable, Hashable], Any]] = {}
-    if per_orbit:
-        # One root per orbit of the group on the endpoints (one when it is transitive).
-        from ..flow.symmetric import endpoint_orbits
-
-        sym = fab.symmetry
-        assert sym is not None
-        by_source = _demand_by_source(traffic)
-        orbit_ids = endpoint_orbits(sym, tuple(fab.endpoints))
-        first = np.unique(orbit_ids, return_index=True)[1]
-        orbit_members = np.bincount(orbit_ids)
-        demand = {fab.endpoints[i]: by_source.get(fab.endpoints[i], {}) for i in first}
-    else:
-        demand = _demand_by_source(traffic)
-    for k, (src, targets) in enumerate(demand.items()):
-        f = {a: pulp.LpVariable(f"f{k}_{j}", lowBound=0) for j, a in enumerate(arcs)}
-        flows[src] = f
-        out_e: dict[Hashable, list[Any]] = defaultdict(list)
-        in_e: dict[Hashable, list[Any]] = defaultdict(list)
-        for (u, v), var in f.items():
-            out_e[u].append(var)
-            in_e[v].append(var)
-        supply = sum(targets.values())
-        for v in g.nodes:
-            rhs = theta * (supply if v == src else -targets.get(v, 0.0))
-            expr = pulp.LpAffineExpression([(var, 1.0) for var in out_e[v]]
-                                           + [(var, -1.0) for var in in_e[v]])
-            prob += pulp.LpConstraint(expr, pulp.LpConstraintEQ, rhs=rhs)
-            n_rows += 1
-    if per_orbit:
-        sym = fab.symmetry
-        assert sym is not None
-        by_orbit: dict[int, list[tuple[Hashable, Hashable]]] = defaultdict(list)
-        for a in arcs:
-            by_orbit[sym.arc_orbit[a]].append(a)
-        for _o, orbit_arcs in by_orbit.items():
-            b = bundle_of[orbit_arcs[0]]
-            # Root i's endpoint orbit routes like it: (|O_i|/|O|) sum_O f_i on each arc.
-            expr = pulp.LpAffineExpression(
-                [(f[a], int(n_i) / len(orbit_arcs))
-                 for f, n_i in zip(flows.values(), orbit_members, strict=True)
-                 for a in orbit_arcs] + [(x[key_of[b]], -rate[b])])
-            prob += pulp.LpConstraint(expr, pulp.LpConstraintLE, rhs=0.0)
-            n_rows += 1
-    else:
-        for a in arcs:
-            b = bundle_of[a]
-            expr = pulp.LpAffineExpression([(f[a], 1.0) for f in flows.values()]
-                                           + [(x[key_of[b]], -rate[b])])
-            prob += pulp.LpConstraint(expr, pulp.LpConstraintLE, rhs=0.0)
-            n_rows += 1
-    n_vars = len(x) + sum(len(f) for f in flows.values())
-    return _Model(prob, x, dict(members), label, weight, n_vars, n_rows)
+    members, label = _groups(fab, bundles, per_orbit)
+    keys = list(members)
+    column = {b: j for j, k in enumerate(keys) for b in members[k]}
+    column.update({(v, u): j for (u, v), j in list(column.items())})
+    lp, ga, row_arc = _flow_model(fab, traffic, per_orbit)
+    n, q, rows = lp.n_cols, len(keys), len(row_arc)
+    assert rows == lp.A_ub.shape[0], "every <= row of a throughput LP is a capacity row"
+    row_bundle = [ga.arcs[a] for a in row_arc]
+    row_rate = np.array([rate[b] if b in rate else rate[(b[1], b[0])] for b in row_bundle])
+    links = sp.csr_matrix((-row_rate, (np.arange(rows), [column[b] for b in row_bundle])),
+                          shape=(rows, q))
+    weight = {k: sum(per_link(b[0], b[1], data[b]) for b in members[k]) for k in keys}
+    lb = np.concatenate([lp.lb, np.zeros(q)])
+    ub = np.concatenate([lp.ub, [min(bound[b] for b in members[k]) for k in keys]])
+    lb[n - 1] = ub[n - 1] = theta  # theta is the last column of every throughput LP
+    milp = LinearProgram(
+        np.concatenate([np.zeros(n), [weight[k] for k in keys]]),
+        sp.hstack([lp.A_ub, links], format="csr"), np.zeros(rows),
+        sp.hstack([lp.A_eq, sp.csr_matrix((lp.A_eq.shape[0], q))], format="csr"), lp.b_eq,
+        lb, ub)
+    return _Model(milp, slice(n, n + q), members, label, weight)
 
 
 def _planned_fabric(fab: Fabric, links: dict[Bundle, int], rate: dict[Bundle, float],
@@ -356,8 +339,8 @@ def plan_capacity(fab: Fabric, traffic: Traffic, *, target_theta: float,
         None for CBC (shipped with pulp); a name from ``pulp.listSolvers(onlyAvailable=True)``
         such as ``"HiGHS"``; or a configured pulp solver object.
     time_limit : float, optional
-        Seconds for the solver; a plan found by then is returned as ``"feasible"`` with its
-        gap.
+        Seconds for the solver; a plan found by then is returned with status
+        ``"time_limit"`` and its gap.
     model : {"auto", "orbit", "full"}
         One integer per orbit of bundles (needs a symmetry claim and uniform all-to-all
         traffic), one per bundle, or the first that applies.
@@ -415,8 +398,6 @@ def plan_capacity(fab: Fabric, traffic: Traffic, *, target_theta: float,
     pulp_solver = _solver(func, solver, time_limit)
     fab.validate()
 
-    from ..flow.api import symmetric_applicable
-
     applicable, why = symmetric_applicable(fab, traffic)
     if model == "orbit" and not applicable:
         raise fail(func, "model", "'orbit' only where the symmetric method applies", why)
@@ -435,8 +416,8 @@ def plan_capacity(fab: Fabric, traffic: Traffic, *, target_theta: float,
         most = max(int(d.get("max_links", n)), int(back.get("max_links", n)))
         bound[b] = most
 
-    built = _build(fab, traffic, theta, per_link, bound, rate, per_orbit, integral)
-    status, value = _solve(built, pulp_solver)
+    built = _build(fab, traffic, theta, per_link, bound, rate, per_orbit)
+    status, value = _solve(built, pulp_solver, integral)
     links: dict[Bundle, int] = {}
     orbit_links: dict[str, int] | None = None
     plan_cost = math.nan
@@ -453,38 +434,41 @@ def plan_capacity(fab: Fabric, traffic: Traffic, *, target_theta: float,
         if status == "optimal":
             cost_bound = plan_cost
         else:
-            relaxed = _build(fab, traffic, theta, per_link, bound, rate, per_orbit, False)
-            r_status, r_value = _solve(relaxed, _solver(func, solver, time_limit))
+            r_status, r_value = _solve(built, _solver(func, solver, time_limit), False)
             if r_status == "optimal" and r_value is not None:
-                cost_bound = float(sum(relaxed.weight[k] * r_value[k] for k in r_value))
+                cost_bound = float(sum(built.weight[k] * r_value[k] for k in r_value))
         gap = 0.0 if status == "optimal" else (
             (plan_cost - cost_bound) / plan_cost if plan_cost > 0 else math.nan)
         if integral:
-            from ..flow.api import max_concurrent_flow
-
             planned = _planned_fabric(fab, {b: int(n) for b, n in links.items()}, rate,
                                       per_orbit)
             flow = max_concurrent_flow(planned, traffic)
             verified = bool(flow.lower >= theta * (1 - _TOL))
     return CapacityPlan(status, links, orbit_links, plan_cost, cost_bound, gap, theta,
                         "orbit" if per_orbit else "full", planned, flow, verified,
-                        time.perf_counter() - start, len(built.x), built.n_variables,
-                        built.n_rows, type(pulp_solver).__name__)
+                        time.perf_counter() - start, len(built.members), built.lp.n_cols,
+                        built.lp.n_rows, type(pulp_solver).__name__)
 
 
-def _solve(built: _Model, solver: Any) -> tuple[str, dict[Hashable, float] | None]:
-    """Run the solver; the status and the integers' values when a solution exists."""
-    prob = built.problem
+def _solve(built: _Model, solver: Any, integral: bool,
+           ) -> tuple[str, dict[Hashable, float] | None]:
+    """Solve the program with pulp (whole link counts when ``integral``); its status and
+    the link counts when it found a plan."""
+    import pulp
+
+    prob, xs, _ = to_pulp(built.lp, "plan_capacity")
+    counts = xs[built.integers]
+    if integral:
+        for var in counts:
+            var.cat = pulp.LpInteger
     prob.solve(solver)
-    status = _SOL_STATUS.get(getattr(prob, "sol_status", 0), "not_solved")
-    if status == "optimal" and prob.status != 1:
-        status = "not_solved"
-    if status not in ("optimal", "feasible"):
+    status = pulp_status(prob.status, getattr(prob, "sol_status", None))
+    if status not in ("optimal", "time_limit"):
         return status, None
-    values = {k: var.value() for k, var in built.x.items()}
-    if any(v is None for v in values.values()):
+    values = [var.value() for var in counts]
+    if any(v is None for v in values):
         return "not_solved", None
-    return status, {k: float(v) for k, v in values.items()}
+    return status, {k: float(v) for k, v in zip(built.members, values, strict=True)}
 
 
 __all__ = ["CapacityPlan", "plan_capacity"]

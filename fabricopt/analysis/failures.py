@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import as_rng, check_bool, check_choice, check_fabric, check_int, fail
+from .._checks import as_rng, check_bool, check_choice, check_int, fail
 from ..errors import InvalidParameterError
-from ..fabric import Fabric, Removed
+from ..fabric import Fabric, Removed, check_fabric
 from ..flow import max_concurrent_flow
 from ..flow.api import METHODS
 from ..flow.result import FlowResult

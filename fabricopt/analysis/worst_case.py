@@ -35,7 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_choice, check_endpoint_group, check_int, check_positive
+from .._checks import check_choice, check_int, check_positive
+from ..fabric import check_endpoint_group
 from ..flow import FlowResult, max_concurrent_flow, valiant_rate
 from ..flow.api import METHODS
 from ..flow.backends import check_solve_args

@@ -3,14 +3,10 @@ reduce-scatter, all-to-all and broadcast, with in-network reduction, latency and
 expected figure.
 """
 
-from .bounds import (
-    COLLECTIVES,
-    CollectiveBounds,
-    LatencyModel,
-    collective_bounds,
-    collective_curve,
-    hierarchical_all_reduce_time,
-)
+from .bounds import collective_bounds
+from .curve import collective_curve, hierarchical_all_reduce_time
+from .latency import LatencyModel
+from .results import COLLECTIVES, CollectiveBounds
 
 __all__ = ["COLLECTIVES", "CollectiveBounds", "LatencyModel", "collective_bounds",
            "collective_curve", "hierarchical_all_reduce_time"]

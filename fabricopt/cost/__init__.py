@@ -7,19 +7,17 @@ hardware catalog (:mod:`fabricopt.catalog`, re-exported here).
 True
 """
 
-from ..catalog import (
-    CONFIDENCES,
-    FIELDS,
-    MEDIUM_TYPES,
-    Catalog,
-    CatalogError,
-    Entry,
-)
+from ..catalog import CONFIDENCES, FIELDS, MEDIUM_TYPES, Catalog, CatalogError, Entry
 from .bom import BomRow, CostEstimate, DeliveredCost, Totals, estimate_cost, length_bucket
 from .layout import LEAF_PLACEMENTS, Layout, Placement, in_server_switches, place
 from .media import POLICY_PRESETS, LinkMedium, MediaSelector, Policy
+from .tco import ANNUAL_FAILURE_RATES, TcoEstimate, estimate_tco, tco_metrics
 
 __all__ = [
+    "ANNUAL_FAILURE_RATES",
+    "TcoEstimate",
+    "estimate_tco",
+    "tco_metrics",
     "CONFIDENCES",
     "FIELDS",
     "LEAF_PLACEMENTS",

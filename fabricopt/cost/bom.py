@@ -12,13 +12,14 @@ What is counted, per device and link of the fabric:
   needs a ``model`` or the policy's ``switch_model``, else the estimate stops with an error
   naming the label and the allowed ones; a model of another family than the links is refused.
   Power is the switch's typical power without optics; optics are counted per module.
-* **In-server scale-up silicon.** NVSwitch chips built into a server (a DGX or HGX baseboard:
-  a switch whose GPUs over NVLink are one server, see
-  :func:`fabricopt.cost.layout.in_server_switches`) are part of the server price. Their rows
-  and their NVLink copper carry ``section = "in_server"`` and add up to
+* **Scale-up silicon in the system price.** NVSwitch chips built into a server (a DGX or HGX
+  baseboard: a switch whose GPUs over NVLink are one server, see
+  :func:`fabricopt.cost.layout.in_server_switches`) are part of the server price, and the
+  NVLink Switch trays of a GB200 NVL72 (switches with a ``tray`` that reach GPUs) part of the
+  rack's. Their rows and their NVLink copper carry ``section = "in_server"`` and add up to
   ``scale_up_in_server_usd`` and ``_w``, out of ``capex_usd`` and ``power_w`` unless
-  ``include_in_server``. NVLink Switch trays (GB200 NVL72) and external NVLink switches are
-  network.
+  ``include_in_server``, so per-GPU network cost compares like with like. External NVLink
+  switches are network.
 * **NICs.** A node with role ``"nic"`` is one NIC. A GPU with scale-out links (any tech but
   NVLink/UALink) to a switch or another GPU, and no NIC node, gets NICs at its end: the NIC model
   and count that cost least for its link count at its link rate, so two 400G planes per GPU use
@@ -43,29 +44,39 @@ Switch and NIC costs are split over tiers by the ports each tier uses, so ``by_t
 from __future__ import annotations
 
 import csv
-import dataclasses
 import io
 import math
 import os
 from collections import defaultdict
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .._checks import check_bool, check_choice, check_path, fail
-from ..catalog import TRANSCEIVER_TYPES, Catalog, Entry
+from ..catalog import Catalog, Entry
 from ..fabric import Fabric
-from ..tiers import (
-    SCALE_UP_FAMILIES,
-    require_tech_family,
-    tech_family,
-    tier_rank,
-)
+from ..tiers import tier_rank
 from .layout import Layout
 from .media import LENGTH_BUCKETS_M, LinkMedium, MediaSelector, Policy, length_bucket
-from .reading import FabricReading, PortUse, read_fabric
+from .parts import (
+    CableRun,
+    DeviceChooser,
+    LinkKind,
+    Part,
+    SwitchGroup,
+    cage_use,
+    end_kind,
+    idle_port_counts,
+    link_kinds,
+    link_parts,
+    nic_parts,
+    switch_groups,
+    switch_parts,
+)
+from .reading import FabricReading, read_fabric
+from .reference import default_policy, policy_name
 
 
 @dataclass(frozen=True)
@@ -90,6 +101,11 @@ class BomRow:
     confidence: str
     name: str = ""
     section: str = "network"
+    #: Totals at the low and high ends of the catalog's ranges for the row's figures.
+    low_usd: float = 0.0
+    high_usd: float = 0.0
+    low_w: float = 0.0
+    high_w: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -131,16 +147,23 @@ class CostEstimate:
     links : list of dict
         The cable plan: tier, medium, length bucket (m) and physical link count.
     scale_up_in_server_usd, scale_up_in_server_w : float
-        Scale-up silicon built into servers (NVSwitch chips on DGX/HGX baseboards; rows of
-        section ``"in_server"``): part of the server price, so out of ``capex_usd`` and
-        ``power_w`` unless ``include_in_server``. NVLink Switch trays of rack-scale systems
-        (GB200 NVL72) and external NVLink switches are network.
+        Scale-up silicon in the system price (NVSwitch chips on DGX/HGX baseboards, NVLink
+        Switch trays of a GB200 NVL72 rack; rows of section ``"in_server"``): out of
+        ``capex_usd`` and ``power_w`` unless ``include_in_server``, the same way in every
+        design. External NVLink switches are network.
     include_in_server : bool
         Whether ``capex_usd`` and ``power_w`` include the in-server silicon.
     cages : dict
         For every switch whose catalog entry gives its pluggable cages: ``(cages used,
         cages)``, the modules and cable ends its links put in it (twin-port ones count one
         cage for two ports). :meth:`over_cages` lists the switches given more than they have.
+    policy_name : str
+        How the links were priced: the reference build of the design family
+        (:mod:`fabricopt.cost.reference`) when no policy was given, else the preset's name or
+        ``"custom"``.
+    capex_usd_range, power_w_range : tuple of float
+        ``(low, high)`` of ``capex_usd`` and ``power_w`` over the catalog's ranges of its
+        estimated figures (each figure at its low end, then at its high end).
     idle_ports : dict of str to int
         Ports bought but not cabled, per switch model: the ports a unit offers at the rate
         its links run (the most its port modes give at that rate, per chip of a multi-chip
@@ -167,6 +190,9 @@ class CostEstimate:
     scale_up_in_server_w: float = 0.0
     include_in_server: bool = False
     cages: dict[Hashable, tuple[float, float]] = field(default_factory=dict, repr=False)
+    policy_name: str = ""
+    capex_usd_range: tuple[float, float] = (0.0, 0.0)
+    power_w_range: tuple[float, float] = (0.0, 0.0)
 
     def over_cages(self) -> list[tuple[Hashable, float, float]]:
         """Switches given more modules or cable ends than they have cages: ``(switch, used,
@@ -268,9 +294,13 @@ class CostEstimate:
              "total W", "confidence"]
 
     def _summary_lines(self) -> list[str]:
+        (lo, hi), (wlo, whi) = self.capex_usd_range, self.power_w_range
         lines = [f"capex    {self.capex_usd:,.0f} USD ({self.per_endpoint_usd:,.0f} USD per GPU, "
-                 f"{self.n_endpoints} GPUs)",
-                 f"power    {self.power_w:,.0f} W ({self.per_endpoint_w:,.1f} W per GPU)"]
+                 f"{self.n_endpoints} GPUs; range {lo:,.0f} to {hi:,.0f})",
+                 f"power    {self.power_w:,.0f} W ({self.per_endpoint_w:,.1f} W per GPU; range "
+                 f"{wlo:,.0f} to {whi:,.0f})"]
+        if self.policy_name:
+            lines.append(f"priced   {self.policy_name}")
         if self.scale_up_in_server_usd or self.scale_up_in_server_w:
             where = "included above" if self.include_in_server else \
                 "in the server price, not in capex or power above"
@@ -377,7 +407,7 @@ def _coerce_catalog(catalog: Any) -> Catalog:
 def _inputs(func: str, fab: Fabric, catalog: Any, layout: Any,
             policy: Any) -> tuple[Catalog, Layout, Policy]:
     """The catalog, layout and policy to price ``fab`` with: the arguments checked, the design
-    file's ``[catalog]`` and ``[layout]`` tables filling what the caller left out."""
+    file's ``[catalog]``, ``[layout]`` and ``policy`` filling what the caller left out."""
     if not isinstance(fab, Fabric):
         raise fail(func, "fab", "a Fabric", type(fab).__name__)
     design = getattr(fab, "design", None) or {}
@@ -386,348 +416,12 @@ def _inputs(func: str, fab: Fabric, catalog: Any, layout: Any,
         cat = cat.merged(design["catalog"], origin=str(design.get("file", "design file")))
     if layout is None and design.get("layout"):
         layout = design["layout"]
+    if policy is None and design.get("policy"):
+        policy = design["policy"]
     lay = Layout.coerce(layout, func)
     pol = Policy.coerce(policy, func)
     pol.check_against(cat, func)
     return cat, lay, pol
-
-
-# -- the items the estimate is made of ----------------------------------------------------------
-@dataclass(frozen=True)
-class Part:
-    """A share of catalog units that one kind of link or one device puts in one tier.
-
-    ``units`` may be fractional (a twin-port module pooled by two links, a switch whose ports
-    serve two tiers); :func:`_assemble` rounds them to whole units. ``bucket_m`` is the length
-    bought for cables and fibres, 0 for the rest.
-    """
-
-    tier: str
-    kind: str          # switch, nic, transceiver, cable or fibre
-    entry: Entry
-    bucket_m: float
-    units: float
-    unit_usd: float
-    unit_w: float
-    section: str = "network"
-
-
-@dataclass(frozen=True)
-class LinkKind:
-    """Physical links priced alike: same tier, tech, rate per link, length and kind of ends."""
-
-    tier: str
-    tech: str
-    rate_gbps: float
-    length_m: float
-    switch_ends: tuple[float | None, float | None]  # see fabricopt.cost.media.EndKind
-    in_row: bool
-    section: str = "network"
-
-
-@dataclass(frozen=True)
-class CableRun:
-    """Physical links of one tier on one medium, cut to one standard length."""
-
-    tier: str
-    medium: str
-    length_m: float
-    links: int
-
-
-# -- links --------------------------------------------------------------------------------------
-def _link_kinds(reading: FabricReading, end_code: np.ndarray, end_values: list[float | None]
-                ) -> tuple[list[LinkKind], np.ndarray, np.ndarray]:
-    """Physical links of the fabric by kind, in the order kinds first appear among the bundles
-    (each bundle once, not per direction; PCIe links between a GPU and its NIC left out, they
-    cost nothing here): the kinds, the kind of every bundle of ``reading.bundles`` and the
-    links of every kind.
-
-    ``end_code[i]`` indexes ``end_values`` with the end kind of node ``i``: its cage rate for
-    a switch (see :mod:`fabricopt.cost.media`), None for the rest. A link from a GPU to a
-    switch built into its server is part of the server (section ``"in_server"``), as the
-    bundle classes of the reading say."""
-    b = reading.bundles
-    if not len(b.kind):
-        return [], np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    e = len(end_values)
-    key = (b.kind * e + end_code[b.u]) * e + end_code[b.v]
-    distinct, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    order = np.argsort(first, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    kind_of = rank[inverse.reshape(-1)]
-    links = np.bincount(kind_of, weights=b.links, minlength=len(order)).round().astype(np.int64)
-    kinds = []
-    for k in distinct[order].tolist():
-        k, ev = divmod(k, e)
-        c, eu = divmod(k, e)
-        tier, tech, rate, length, in_row, section = b.classes[c]
-        kinds.append(LinkKind(tier, tech, rate, length, (end_values[eu], end_values[ev]),
-                              in_row, section))
-    return kinds, kind_of, links
-
-
-def _link_parts(kind: LinkKind, links: int, lm: LinkMedium) -> tuple[CableRun, list[Part]]:
-    """The cable run and the parts (modules, fibres, cables) of ``links`` links of one kind
-    on the medium ``lm`` chosen for them."""
-    med = lm.medium
-    sec = kind.section
-    bucket = length_bucket(kind.length_m, med["reach_m"])
-    parts = [Part(kind.tier, "transceiver", mod, 0.0, links * sh, mod["price_usd_per_end"],
-                  mod["power_w_per_end"], sec)
-             for mod, sh in zip(lm.end_modules, lm.shares, strict=True) if mod is not None]
-    length_usd = med["cable_usd"] + med["cable_usd_per_m"] * bucket
-    if lm.fibre_usd or med["type"] in TRANSCEIVER_TYPES:
-        parts.append(Part(kind.tier, "fibre", med, bucket, links, length_usd, 0.0, sec))
-    if lm.cable_share:
-        parts.append(Part(kind.tier, "cable", med, bucket, links * lm.cable_share, length_usd,
-                          2.0 * med["power_w_per_end"], sec))
-    return CableRun(kind.tier, med.key, bucket, links), parts
-
-
-def _cage_use(lm: LinkMedium, end: int, rate_gbps: float, cage_gbps: float | None) -> float:
-    """Cages one link on ``lm`` takes at its end ``end`` (0 or 1): its share of the module or
-    cable there, and at least ``rate_gbps / cage_gbps`` (a cage carries no more than its rate).
-    Co-packaged ports and in-system NVLink copper take no pluggable cage."""
-    mod = lm.end_modules[end]
-    if mod is not None:
-        used = 0.0 if mod["type"] == "cpo" else lm.shares[end]
-    else:
-        used = 0.0 if lm.medium["type"] == "nvlink" else lm.cable_share
-    return max(used, rate_gbps / cage_gbps) if used and cage_gbps else used
-
-
-# -- devices ------------------------------------------------------------------------------------
-
-def _device_parts(kind: str, entry: Entry, count: float, use: PortUse,
-                  section: str = "network") -> list[Part]:
-    """``count`` units of a switch or NIC, split over the tiers by the ports each uses."""
-    total = max(use.used, 1)
-    return [Part(tier, kind, entry, 0.0, count * p / total, entry["price_usd"], entry["power_w"],
-                 section)
-            for tier, p in (use.by_tier.items() or [("unattached", 1)])]
-
-
-def _switch_family(func: str, v: Hashable, techs: Iterable[str]) -> str | None:
-    """The technology family (:func:`fabricopt.tiers.tech_family`) of the links of switch
-    ``v``, which is the catalog family of the switch; None when a link names no family.
-
-    >>> _switch_family("f", "s", {"nvlink4"}), _switch_family("f", "s", {"ndr", "xdr"})
-    ('nvlink', 'infiniband')
-    >>> _switch_family("f", "s", {"ualink"}), _switch_family("f", "s", {"400g"})
-    ('ualink', None)
-    """
-    families = {tech_family(t) for t in techs}
-    known = sorted(f for f in families if f is not None)
-    if len(known) > 1:
-        raise fail(func, f"links of switch {v!r}", "links of one technology family (a switch "
-                   "is an NVLink, UALink, InfiniBand or Ethernet device)", sorted(techs))
-    return None if None in families or not known else known[0]
-
-
-def _per_chip(entry: Entry) -> Entry:
-    """``entry`` with the radix of one of its chips: a fabric models each chip of a multi-chip
-    unit (an NVLink Switch holds two) as a switch of its own."""
-    chips = int(entry.get("chips") or 1)
-    if chips == 1:
-        return entry
-    return dataclasses.replace(entry, values={
-        **entry.values, "radix": entry["radix"] // chips,
-        "price_usd": entry["price_usd"] / chips, "power_w": entry["power_w"] / chips})
-
-
-def _fitting(entry: Entry, ports: int, rate: float, node: Hashable, func: str) -> Entry:
-    """``entry`` if one of its port modes holds ``ports`` ports at ``rate`` Gb/s, else an
-    error naming the switch: a named model must be able to carry what the fabric asks."""
-    if _pick([_per_chip(entry)], ports, rate, "cost", "switch") is None:
-        modes = [(entry["radix"], entry["port_gbps"])] + list(entry.get("breakout") or ())
-        raise fail(func, f"model of switch {node!r}", f"a switch with {ports} ports at "
-                   f">= {rate:g} Gb/s; {entry.key} offers "
-                   + ", ".join(f"{p} x {g:g} Gb/s" for p, g in modes), entry.key)
-    return entry
-
-
-def _pick(entries: list[Entry], ports: int, rate: float, objective: str,
-          kind: str) -> tuple[Entry, int] | None:
-    """Cheapest (or least power) entry and unit count giving ``ports`` ports at ``rate``.
-
-    A switch (``kind="switch"``) must hold them all in one unit, in one of its port modes; NICs
-    are counted ``ceil(ports / ports per unit)``.
-    """
-    best: tuple[tuple[float, float, str], Entry, int] | None = None
-    for e in entries:
-        modes = ([(e["radix"], e["port_gbps"])] + list(e.get("breakout") or ())
-                 if kind == "switch" else list(e["modes"]))
-        for m_ports, m_gbps in modes:
-            if m_gbps < rate:
-                continue
-            if kind == "switch":
-                if m_ports < ports:
-                    continue
-                n = 1
-            else:
-                n = math.ceil(ports / m_ports)
-            usd, w = n * e["price_usd"], n * e["power_w"]
-            score = (usd, w, e.key) if objective == "cost" else (w, usd, e.key)
-            if best is None or score < best[0]:
-                best = (score, e, n)
-    return None if best is None else (best[1], best[2])
-
-
-class _DeviceChooser:
-    """Catalog switches and NICs for what devices need, under a policy; cached by need."""
-
-    def __init__(self, catalog: Catalog, policy: Policy, func: str) -> None:
-        self.catalog, self.policy, self.func = catalog, policy, func
-        self._switches: dict[tuple[Any, ...], Entry] = {}
-        self._nics: dict[tuple[int, float], tuple[Entry, int]] = {}
-
-    def switch(self, v: Hashable, node: Mapping[str, Any], use: PortUse) -> Entry:
-        """The switch model of node ``v``: its own, the policy's or the best that fits, always
-        of the technology family of its links (an NDR link needs an InfiniBand switch)."""
-        cat, pol, func = self.catalog, self.policy, self.func
-        model = node.get("model")
-        family = _switch_family(func, v, use.techs)
-        unknown = sorted(t for t in use.techs if tech_family(t) is None)
-
-        def checked(key: str, what: str) -> Entry:
-            entry = cat.switches[key]
-            if family is not None and entry["family"] != family:
-                raise fail(func, what, f"a switch of family {family!r}: the links of switch "
-                           f"{v!r} are {', '.join(sorted(use.techs))} ({family}); {key} is "
-                           f"{entry['family']}", key)
-            return _fitting(entry, use.used, use.rate_gbps, v, func)
-
-        if model is not None:
-            if model not in cat.switches:
-                raise fail(func, f"model of switch {v!r}", "a switch key of the catalog ("
-                           + ", ".join(sorted(cat.switches)) + ")", model)
-            return checked(model, f"model of switch {v!r}")
-        scale_up = family in SCALE_UP_FAMILIES
-        if pol.switch_model is not None and not scale_up:
-            return checked(pol.switch_model, "policy.switch_model")
-        if family is None:
-            require_tech_family(func, f"tech of the links of switch {v!r} (to choose its "
-                                "family; or set the switch's model or policy.switch_model)",
-                                unknown[0] if unknown else "")
-        needed = int(node.get("radix") or use.used)
-        key = (family, needed, use.rate_gbps)
-        if key not in self._switches:
-            found = _pick([_per_chip(e) for e in cat.switches.values() if e["family"] == family],
-                          needed, use.rate_gbps, pol.objective, "switch")
-            if found is None:
-                raise fail(func, "catalog", f"a catalog with a {family} switch of >= "
-                           f"{needed} ports at >= {use.rate_gbps:g} Gb/s (for switch {v!r}); "
-                           "add one (Catalog.load) or set the switch's model", "none")
-            self._switches[key] = cat.switches[found[0].key]
-        return self._switches[key]
-
-    def nic(self, v: Hashable, node: Mapping[str, Any], use: PortUse) -> tuple[Entry, int]:
-        """NIC model and count of node ``v``: a NIC node is one NIC (its own model if named);
-        a GPU gets the NICs that cost least for its ports."""
-        cat, func = self.catalog, self.func
-        model = node.get("model")
-        if node.get("role") == "nic" and model is not None:
-            if model not in cat.nics:
-                raise fail(func, f"model of NIC {v!r}", "a NIC key of the catalog ("
-                           + ", ".join(sorted(cat.nics)) + ")", model)
-            return cat.nics[model], 1
-        key = (max(use.used, 1), use.rate_gbps)
-        if key not in self._nics:
-            found = _pick(list(cat.nics.values()), key[0], key[1], self.policy.objective, "nic")
-            if found is None:
-                raise fail(func, "catalog", f"a catalog with a NIC of >= {use.rate_gbps:g} Gb/s "
-                           f"ports (for {v!r}); add one (Catalog.load)", "none")
-            self._nics[key] = found
-        entry, count = self._nics[key]
-        return entry, (1 if node.get("role") == "nic" else count)
-
-
-@dataclass
-class _SwitchGroup:
-    """Switches alike for pricing (same model and radix attributes, same port use, same
-    section): one catalog choice, one set of parts."""
-
-    entry: Entry
-    use: PortUse
-    section: str
-    members: list[int] = field(default_factory=list)
-
-    @property
-    def chips(self) -> int:
-        return int(self.entry.get("chips") or 1)
-
-
-def _switch_groups(reading: FabricReading, chooser: _DeviceChooser
-                   ) -> tuple[list[_SwitchGroup], list[int]]:
-    """The switches of the fabric in groups (in the order of their first member), and the
-    group of every switch, in switch order. The model of a group is its first member's:
-    a switch the catalog cannot serve is named as the first such in switch order."""
-    groups: list[_SwitchGroup] = []
-    seen: dict[tuple[Any, ...], int] = {}
-    group_of = []
-    for i in reading.switches:
-        node, use = reading.node_data[i], reading.port_use[i]
-        section = "in_server" if reading.nodes[i] in reading.in_server else "network"
-        key = (repr(node.get("model")), repr(node.get("radix")), id(use), section)
-        if key not in seen:
-            seen[key] = len(groups)
-            groups.append(_SwitchGroup(chooser.switch(reading.nodes[i], node, use), use,
-                                       section))
-        groups[seen[key]].members.append(i)
-        group_of.append(seen[key])
-    return groups, group_of
-
-
-def _switch_parts(groups: list[_SwitchGroup], group_of: list[int]) -> list[Part]:
-    """Every switch, split over the tiers its ports serve; chips built into a server go to
-    the ``"in_server"`` section."""
-    # A chip node is part of a multi-chip unit: it costs its share of the unit.
-    alike = [_device_parts("switch", g.entry, 1.0 / g.chips, g.use, g.section) for g in groups]
-    parts: list[Part] = []
-    for k in group_of:
-        parts += alike[k]
-    return parts
-
-
-def _end_kind(entry: Entry) -> float:
-    """The cage rate (Gb/s) of a switch model, 0.0 when the catalog gives no cages."""
-    cages = entry.get("cages")
-    return entry["radix"] * entry["port_gbps"] / cages if cages else 0.0
-
-
-def _idle_ports(groups: list[_SwitchGroup], include_in_server: bool) -> dict[str, int]:
-    """Ports bought but not cabled, per switch model (see :class:`CostEstimate`)."""
-    idle: dict[str, int] = defaultdict(int)
-    for g in groups:
-        if g.section == "in_server" and not include_in_server:
-            continue  # part of the server, not bought as a switch
-        entry, use = g.entry, g.use
-        modes = [(entry["radix"], entry["port_gbps"])] + list(entry.get("breakout") or ())
-        offered = max((p for p, gbps in modes if gbps >= use.rate_gbps), default=use.used)
-        idle[entry.key] += len(g.members) * max(offered // g.chips - use.used, 0)
-    return dict(idle)
-
-
-def _nic_parts(reading: FabricReading, chooser: _DeviceChooser) -> list[Part]:
-    """Every NIC: NIC nodes, and the NICs of GPUs with scale-out links and no NIC node (whose
-    GPU-NIC links are PCIe and whose scale-up links are built in: see the reading's
-    ``nic_port_use``)."""
-    alike: dict[tuple[Any, ...], list[Part]] = {}
-    parts: list[Part] = []
-    for i, use in enumerate(reading.nic_port_use):
-        if use is None:
-            continue
-        node = reading.node_data[i]
-        key = (reading.roles[i], repr(node.get("model")), id(use))
-        found = alike.get(key)
-        if found is None:
-            entry, count = chooser.nic(reading.nodes[i], node, use)
-            found = alike[key] = _device_parts("nic", entry, count, use)
-        parts += found
-    return parts
-
 
 
 # -- the estimate -------------------------------------------------------------------------------
@@ -750,7 +444,9 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
         design file, else ``Layout()``).
     policy : Policy, str or mapping, optional
         Media and switch choices: a :class:`Policy`, a preset name (``"cost"``, ``"power"``,
-        ``"all_optics"``, ``"lpo"``, ``"cpo"``, ``"aec_in_row"``) or Policy fields.
+        ``"all_optics"``, ``"lpo"``, ``"cpo"``, ``"aec_in_row"``, ``"reference"``) or Policy
+        fields. Default: the reference build of the fabric's design family
+        (:mod:`fabricopt.cost.reference`), named in ``policy_name``.
     include_in_server : bool
         Count the scale-up silicon built into servers (NVSwitch chips on a DGX/HGX baseboard)
         in ``capex_usd`` and ``power_w``. By default it is reported apart
@@ -791,39 +487,46 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     # Validation, placement, port use and bundles do not depend on the policy: read once per
     # fabric content and layout, shared by every policy the fabric is priced under.
     reading = read_fabric(fab, lay)
-    chooser = _DeviceChooser(cat, pol, func)
-    groups, group_of = _switch_groups(reading, chooser)
+    given = policy if policy is not None else (getattr(fab, "design", None) or {}).get("policy")
+    if given is None:
+        name, pol = default_policy(reading)
+        pol.check_against(cat, func)
+    else:
+        name = policy_name(given)
+    chooser = DeviceChooser(cat, pol, func)
+    groups, group_of = switch_groups(reading, chooser)
     end_values: list[float | None] = [None]
     end_code = np.zeros(len(reading.nodes), dtype=np.int64)
     for g in groups:
-        end = _end_kind(g.entry)
+        end = end_kind(g.entry)
         if end not in end_values:
             end_values.append(end)
         end_code[g.members] = end_values.index(end)
-    kinds, kind_of, kind_links = _link_kinds(reading, end_code, end_values)
+    kinds, kind_of, kind_links = link_kinds(reading, end_code, end_values)
     selector = MediaSelector(cat, pol)
     media = [selector.choose(k.rate_gbps, k.length_m, k.tech, k.tier, k.switch_ends, k.in_row)
              for k in kinds]
     runs: list[CableRun] = []
     parts: list[Part] = []
     for kind, links, lm in zip(kinds, kind_links.tolist(), media, strict=True):
-        run, link_items = _link_parts(kind, links, lm)
+        run, link_items = link_parts(kind, links, lm)
         runs.append(run)
         parts += link_items
-    parts += _switch_parts(groups, group_of)
-    parts += _nic_parts(reading, chooser)
+    parts += switch_parts(groups, group_of)
+    parts += nic_parts(reading, chooser)
     est = _assemble(fab, cat, lay, pol, parts, runs, include_in_server)
+    est.policy_name = name
     est.cages = _cages(reading, groups, group_of, kinds, kind_of, media)
-    est.idle_ports = _idle_ports(groups, include_in_server)
+    est.idle_ports = idle_port_counts(groups, include_in_server)
     return est
 
 
-def _cages(reading: FabricReading, groups: list[_SwitchGroup], group_of: list[int],
+def _cages(reading: FabricReading, groups: list[SwitchGroup], group_of: list[int],
            kinds: list[LinkKind], kind_of: np.ndarray, media: list[LinkMedium]
            ) -> dict[Hashable, tuple[float, float]]:
     """``(cages used, cages)`` of every switch whose catalog entry gives its cages."""
     # Cages one link of each kind takes at each end (none at a GPU or NIC end).
-    per_link = np.array([[_cage_use(lm, end, k.rate_gbps, k.switch_ends[end])
+    per_link = np.array([[cage_use(lm, end, k.rate_gbps, k.switch_ends[end])
                           if k.switch_ends[end] is not None else 0.0 for end in (0, 1)]
                          for k, lm in zip(kinds, media, strict=True)]).reshape(-1, 2)
     b = reading.bundles
@@ -890,8 +593,10 @@ def _assemble(fab: Fabric, cat: Catalog, lay: Layout, pol: Policy, parts: list[P
             continue
         detail = f"{bucket:g} m" if kind in ("cable", "fibre") else ""
         fields = tuple(f for f in _FIELDS_USED[kind] if f in entry.values)
+        lo_usd, hi_usd, lo_w, hi_w = _unit_range(kind, entry, bucket, usd, w)
         bom.append(BomRow(key, kind, detail, count, usd, w, count * usd, count * w,
-                          entry.source, entry.confidence_of(*fields), entry.name, section))
+                          entry.source, entry.confidence_of(*fields), entry.name, section,
+                          count * lo_usd, count * hi_usd, count * lo_w, count * hi_w))
     capex = sum(r.total_usd for r in bom if r.section in counted)
     power = sum(r.total_w for r in bom if r.section in counted)
     in_server_usd = sum(r.total_usd for r in bom if r.section == "in_server")
@@ -916,9 +621,42 @@ def _assemble(fab: Fabric, cat: Catalog, lay: Layout, pol: Policy, parts: list[P
     links = [{"tier": t, "medium": m, "length_m": b, "links": c}
              for (t, m, b), c in sorted(plan.items(), key=lambda kv: (tier_rank(kv[0][0]),
                                                                       kv[0][1], kv[0][2]))]
-    return CostEstimate(fab.name, capex, power, bom, by_tier, by_medium, n,
-                        capex / n if n else math.nan, power / n if n else math.nan,
-                        links, cat, pol, lay, in_server_usd, in_server_w, include_in_server)
+    est = CostEstimate(fab.name, capex, power, bom, by_tier, by_medium, n,
+                       capex / n if n else math.nan, power / n if n else math.nan,
+                       links, cat, pol, lay, in_server_usd, in_server_w, include_in_server)
+    network = [r for r in bom if r.section in counted]
+    est.capex_usd_range = (sum(r.low_usd for r in network), sum(r.high_usd for r in network))
+    est.power_w_range = (sum(r.low_w for r in network), sum(r.high_w for r in network))
+    return est
+
+
+#: The price and power figures of each kind of row.
+_PRICE_POWER = {"switch": (("price_usd",), "power_w"), "nic": (("price_usd",), "power_w"),
+                "transceiver": (("price_usd_per_end",), "power_w_per_end"),
+                "cable": (("cable_usd", "cable_usd_per_m"), "power_w_per_end"),
+                "fibre": (("cable_usd", "cable_usd_per_m"), None)}
+
+
+def _unit_range(kind: str, entry: Entry, bucket: float, usd: float, w: float,
+                ) -> tuple[float, float, float, float]:
+    """One unit's ``(low USD, high USD, low W, high W)``: the unit figures scaled by the
+    catalog's range of the fields they come from (a cable or fibre by its fixed and per-metre
+    prices at its length bucket)."""
+    price_fields, power_field = _PRICE_POWER[kind]
+
+    def ratio(values: list[float], lows: list[float], highs: list[float]) -> tuple[float, float]:
+        total = sum(values)
+        return (1.0, 1.0) if total <= 0 else (sum(lows) / total, sum(highs) / total)
+
+    scale = [1.0, bucket] if len(price_fields) == 2 else [1.0]
+    prices = [entry.get(f, 0.0) * k for f, k in zip(price_fields, scale, strict=True)]
+    p_lo, p_hi = ratio(prices, [entry.range_of(f)[0] * k for f, k in
+                                zip(price_fields, scale, strict=True)],
+                       [entry.range_of(f)[1] * k for f, k in zip(price_fields, scale, strict=True)])
+    w_lo, w_hi = (1.0, 1.0) if power_field is None else ratio(
+        [entry.get(power_field, 0.0)], [entry.range_of(power_field)[0]],
+        [entry.range_of(power_field)[1]])
+    return usd * p_lo, usd * p_hi, w * w_lo, w * w_hi
 
 
 __all__ = ["LENGTH_BUCKETS_M", "BomRow", "CostEstimate", "DeliveredCost", "Totals",

@@ -63,6 +63,7 @@ POLICY_PRESETS: dict[str, dict[str, Any]] = {
     "lpo": {"lpo": True},
     "cpo": {"cpo": True},
     "aec_in_row": {"aec_in_row": True},
+    "reference": {"all_optics": True, "nic_twin_port": True},
 }
 """Named policies, for the command line: ``Policy.coerce("lpo") == Policy(lpo=True)``."""
 
@@ -86,6 +87,10 @@ class Policy:
         two switches is then all CPO, fibre included.
     aec_in_row : bool
         Links between racks of one row that an AEC reaches use AEC, never optics.
+    nic_twin_port : bool
+        NIC ends sit two to a twin-port cage of the server and pool twin-port modules as a
+        switch end does: a DGX H100 or B200 brings its eight 400G ConnectX-7 ports out on four
+        800G twin-port OSFP cages, so one 800G module serves two NICs.
     medium_by_tier : mapping of str to str
         Force a catalog medium on every link of a tier (it must cover rate and reach).
     switch_model : str, optional
@@ -98,7 +103,7 @@ class Policy:
     >>> import fabricopt as fo
     >>> Policy.coerce("lpo")
     Policy(objective='cost', all_optics=False, lpo=True, cpo=False, aec_in_row=False, \
-medium_by_tier={}, switch_model=None, exclude=())
+nic_twin_port=False, medium_by_tier={}, switch_model=None, exclude=())
     >>> Policy(objective="speed")
     Traceback (most recent call last):
     ...
@@ -111,6 +116,7 @@ medium_by_tier={}, switch_model=None, exclude=())
     lpo: bool = False
     cpo: bool = False
     aec_in_row: bool = False
+    nic_twin_port: bool = False
     medium_by_tier: Mapping[str, str] = field(default_factory=dict)
     switch_model: str | None = None
     exclude: tuple[str, ...] = ()
@@ -118,7 +124,7 @@ medium_by_tier={}, switch_model=None, exclude=())
     def __post_init__(self) -> None:
         func = "Policy"
         check_choice(func, "objective", self.objective, OBJECTIVES)
-        for name in ("all_optics", "lpo", "cpo", "aec_in_row"):
+        for name in ("all_optics", "lpo", "cpo", "aec_in_row", "nic_twin_port"):
             check_bool(func, name, getattr(self, name))
         if not isinstance(self.medium_by_tier, Mapping) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in self.medium_by_tier.items()):
@@ -321,6 +327,10 @@ class MediaSelector:
         forced = pol.medium_by_tier.get(tier)
         all_fits = [e for e in self.media if e["type"] != "cpo"
                     and self._fits(e, rate, length, tech, tier)]
+        if pol.nic_twin_port and not all(switch_ends) and not any(
+                e["type"] == "nvlink" for e in all_fits):
+            # The server's twin-port cage holds two NIC ports: pooled like a switch's cage.
+            ends = tuple(2.0 * rate if e is None else e for e in ends)  # type: ignore[assignment]
         if forced is not None:
             e = self.catalog.media[forced]
             if not self._fits(e, rate, length, tech, tier):

@@ -111,7 +111,7 @@ class Bundles:
     arc order), ``links`` its physical links, ``kind`` its class among ``classes``. Bundles of
     one class are priced alike once the kinds of switch at their ends are known: a class is
     ``(tier, tech, rate_gbps, length_m, in_row, section)`` (see
-    :class:`fabricopt.cost.bom.LinkKind`).
+    :class:`fabricopt.cost.parts.LinkKind`).
     """
 
     u: np.ndarray
@@ -318,12 +318,21 @@ def _read(fab: Fabric, layout: Layout, content: _Content) -> FabricReading:
     arcs = _Arcs(content.nodes, index, node_data, roles, tail, head,
                  in_system[tier_code] if m else np.zeros(0, bool), arc_scale_up)
     placement = _place(fab, layout, arcs)
-    in_server = _in_server(arcs, layout)
+    in_server = _in_server(arcs, layout) | _rack_trays(arcs)
     return FabricReading(
         content.nodes, node_data, roles,
         [i for i, r in enumerate(roles) if r == "switch"], port_use, nic_port_use, placement,
         in_server, _bundles(content, placement, layout, in_server, index, tail, head, pcie,
                             links, rate, tier_code, tiers, tech_code, techs))
+
+
+def _rack_trays(arcs: _Arcs) -> frozenset[Hashable]:
+    """NVLink Switch trays of a rack-scale system (a switch with a ``tray`` attribute that
+    reaches GPUs over in-system links, as in a GB200 NVL72): part of the rack's price like a
+    DGX's NVSwitch chips are part of the server's, so both are reported apart alike."""
+    reach = arcs.role_is("switch")[arcs.tail] & arcs.role_is("gpu")[arcs.head] & arcs.in_system
+    return frozenset(arcs.nodes[i] for i in np.unique(arcs.tail[reach]).tolist()
+                     if arcs.node_data[i].get("tray") is not None)
 
 
 def _bundles(content: _Content, placement: Placement, layout: Layout,

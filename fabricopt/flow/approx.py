@@ -29,7 +29,7 @@ distance bound :math:`\theta \le \sum_a c_a l_a / \sum D\,\mathrm{dist}_l` of
 :mod:`fabricopt.flow.certificate` at the current lengths (while routing on fewest-hop
 paths, every few iterations). The best of each is kept; the
 flow goes back in the LP's column layout and the lengths as capacity-row duals, so
-:func:`fabricopt.flow.api.certify_flow_model` proves both from scratch, exactly as for an
+:func:`fabricopt.flow.certificate.certify` proves both from scratch, exactly as for an
 LP solver's answer. The run stops when the certified gap ``(upper - lower) / upper`` is at
 most ``gap``, or at the time limit with the best bracket proven so far.
 """

@@ -23,12 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse.csgraph import dijkstra
 
-from .._checks import check_fabric
 from ..errors import InvalidFabricError, InvalidParameterError
-from ..fabric import Fabric
+from ..fabric import Fabric, check_fabric
 from ..graph_arrays import GraphArrays
-from ..symmetry.claim import Symmetry
 from ..symmetry.search import FoundSymmetry, verify_found_symmetry, with_symmetry
+from ..symmetry_claim import Symmetry
 from ..traffic import Traffic, all_to_all
 from .certificate import certified_lower
 from .formulation import build_flow_lp

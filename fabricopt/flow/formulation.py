@@ -35,8 +35,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._checks import check_bool, check_fabric, fail
+from .._checks import check_bool, fail
 from ..errors import TrafficError
+from ..fabric import check_fabric
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
 from .certificate import DistanceBound, distance_bound

@@ -11,7 +11,7 @@ that any backend solves, and maps the answer back onto the fabric's own arcs:
 * :meth:`ThroughputModel.length_bound` evaluates the distance bound of those lengths (or
   returns None when the model proves only a lower bound, as the two-phase LP does).
 
-:func:`fabricopt.flow.certify.certify` is the one function that proves a bracket from that,
+:func:`fabricopt.flow.certificate.certify` is the one function that proves a bracket from that,
 whatever the model. Every model's LP has the same skeleton, built by :func:`max_theta_lp`:
 
 .. math::

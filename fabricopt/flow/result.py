@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..graph_arrays import GraphArrays
-from ..symmetry.claim import Symmetry
+from ..symmetry_claim import Symmetry
 
 Arc = tuple[Hashable, Hashable]
 

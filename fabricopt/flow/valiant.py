@@ -40,8 +40,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
-from .._checks import check_endpoint_group
 from ..errors import InvalidParameterError
+from ..fabric import check_endpoint_group
 from ..graph_arrays import GraphArrays
 from ..tiers import is_scale_up_arc
 from .backends import check_solve_args, solve_lp

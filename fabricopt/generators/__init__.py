@@ -7,8 +7,12 @@ files. The functions exported here record their call on the fabric they return
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
 
+from .._checks import did_you_mean
+from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from .classic import complete, dragonfly, hypercube, jellyfish, ring, torus
 from .clos import clos, fat_tree, leaf_spine
@@ -50,6 +54,62 @@ GENERATORS: dict[str, Callable[..., Fabric]] = {
 GENERATORS = {name: recording(name, func) for name, func in GENERATORS.items()}
 globals().update(GENERATORS)  # the exported names are the recording ones
 
+
+def keyword_parameters(func: Callable[..., Any]) -> tuple[dict[str, inspect.Parameter], bool]:
+    """A generator's keyword-usable parameters, and whether it takes ``**kwargs``."""
+    sig = inspect.signature(func)
+    named = {n: p for n, p in sig.parameters.items()
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    open_ended = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    return named, open_ended
+
+
+def check_call(family: Any, arguments: Mapping[str, Any], *, caller: str = "make",
+               families: Collection[str] | None = None) -> Callable[..., Fabric]:
+    """The generator ``family`` names, once ``arguments`` are known to fit its signature.
+
+    Raises :class:`~fabricopt.InvalidParameterError` naming the caller for an unknown family
+    (with a suggestion), an argument the generator does not take (likewise) or a required
+    one missing. ``families`` narrows the generators allowed.
+    """
+    allowed = sorted(GENERATORS if families is None else families)
+    if not isinstance(family, str) or family not in allowed:
+        raise InvalidParameterError(f"{caller}(): unknown generator {family!r}"
+                                    f"{did_you_mean(str(family), allowed)}; generators: "
+                                    + ", ".join(allowed))
+    generator = GENERATORS[family]
+    named, open_ended = keyword_parameters(generator)
+    for key in arguments:
+        if key not in named and not open_ended:
+            raise InvalidParameterError(f"{caller}(): {key!r} is not a parameter of {family}"
+                                        f"{did_you_mean(key, named)}; parameters: "
+                                        + ", ".join(named))
+    missing = [n for n, p in named.items()
+               if p.default is inspect.Parameter.empty and n not in arguments]
+    if missing:
+        raise InvalidParameterError(f"{caller}(): missing required parameter(s) "
+                                    + ", ".join(missing) + f" of {family}")
+    return generator
+
+
+def make(family: str, arguments: Mapping[str, Any] | None = None, *, caller: str = "make",
+         families: Collection[str] | None = None) -> Fabric:
+    """Build a fabric from a generator's name and keyword arguments: the one door through
+    which design files, graph files' recipes, search candidates, a cluster's domain table and
+    the command line call a generator.
+
+    >>> make("ring", {"n": 4}).name
+    'ring(4)'
+    >>> make("rign", {"n": 4})
+    Traceback (most recent call last):
+    ...
+    fabricopt.errors.InvalidParameterError: make(): unknown generator 'rign' (did you mean ...
+    """
+    arguments = dict(arguments or {})
+    return check_call(family, arguments, caller=caller, families=families)(**arguments)
+
+# The package's public generators (``fo.*``); ``make``, ``check_call`` and
+# ``keyword_parameters`` are the registry's door, imported by name from here.
 __all__ = ["GENERATORS", "clos", "cluster", "complete", "dgx_b200", "dgx_h100", "dragonfly",
            "fat_tree", "gb200_nvl72", "hypercube", "jellyfish", "leaf_spine", "nvl576",
            "nvlink_switch_system", "nvswitch_domain", "rail_optimized", "ring", "superpod",

@@ -13,7 +13,7 @@ from typing import Any
 import networkx as nx
 
 from ..fabric import Fabric
-from ..symmetry.claim import Symmetry
+from ..symmetry_claim import Symmetry
 
 #: InfiniBand generation by link rate (Gb/s per direction): the scale-out of NVIDIA's
 #: reference designs, and so the default technology of a generated network link.

@@ -112,8 +112,9 @@ def as_fabric(func: str, name: str, value: Any) -> Fabric:
     """
     if isinstance(value, Fabric):
         return value
-    # Imported here: the registry imports this module to list cluster and superpod.
-    from . import GENERATORS
+    # Imported here, a cycle: the registry (the package) imports this module to list
+    # cluster and superpod.
+    from . import GENERATORS, make
 
     rule = ("a Fabric (a scale-up domain such as fo.dgx_h100()), a generator name or a "
             "table {family = name, ...arguments}")
@@ -128,8 +129,8 @@ def as_fabric(func: str, name: str, value: Any) -> Fabric:
         raise fail(func, name, rule + " (generators: " + ", ".join(
             sorted(set(GENERATORS) - {"cluster", "superpod"})) + ")", value)
     try:
-        return GENERATORS[family](**args)
-    except TypeError as exc:
+        return make(family, args, caller=func)
+    except InvalidParameterError as exc:
         raise fail(func, name, f"arguments {family}() takes ({exc})", value) from None
 
 
@@ -391,7 +392,44 @@ def check_domain_size(func: str, dom: Domain, gpus_per_node: int) -> None:
             f"got {gpus_per_node}")
 
 
-def superpod(scalable_units: int, node: Fabric | str | dict | None = None, nodes_per_su: int = 32,
+#: Servers per scalable unit of a DGX SuperPOD (DGX H100 and B200 reference architectures).
+NODES_PER_SU = 32
+
+
+def superpod_plan(func: str, scalable_units: int, rails: int, leaf_radix: int, spine: bool,
+                  oversubscription: float, nodes_per_su: int = NODES_PER_SU
+                  ) -> RailPlan | ClosPlan:
+    """The SuperPOD sizing rule: how :func:`superpod` wires ``scalable_units`` SUs of
+    ``nodes_per_su`` servers with ``rails`` GPUs each. Arguments are assumed checked.
+
+    Without a spine, one rail leaf holds every node; up to ``leaf_radix / rails`` SUs, each
+    rail leaf holds exactly one SU (``nodes_per_su`` ports down) under one spine tier; beyond,
+    a three-tier Clos of the rail leaves, still one SU per leaf.
+
+    >>> superpod_plan("superpod", 4, 8, 64, True, 1.0).leaves, superpod_plan(
+    ...     "superpod", 16, 8, 64, True, 1.0).tiers
+    (32, 3)
+    """
+    n, nodes = nodes_per_su, scalable_units * nodes_per_su
+    if not spine:
+        if nodes > leaf_radix:
+            raise fail(func, "scalable_units", f"at most {leaf_radix // n} without a spine "
+                       f"(one radix-{leaf_radix} leaf per rail holds every node)",
+                       scalable_units)
+        return rail_plan(func, nodes, rails, leaf_radix, False, 1.0)
+    if scalable_units * rails <= leaf_radix:
+        # Exactly one SU's nodes on each rail leaf: n ports down.
+        return rail_plan(func, nodes, rails, leaf_radix, True, oversubscription, down=n)
+    most = leaf_radix * (leaf_radix // 2) // rails
+    if scalable_units > most:
+        raise fail(func, "scalable_units", f"at most {most} (three tiers of radix "
+                   f"{leaf_radix} switches hold {leaf_radix * (leaf_radix // 2)} leaves)",
+                   scalable_units)
+    return clos_plan(func, nodes * rails, leaf_radix, 3, oversubscription, down=n)
+
+
+def superpod(scalable_units: int, node: Fabric | str | dict | None = None,
+             nodes_per_su: int = NODES_PER_SU,
              leaf_radix: int = 64, nic_gbps: float = 400, spine: bool = True,
              oversubscription: float = 1.0, tech: str | None = None,
              switch_model: str | None = "qm9700", name: str | None = None) -> Fabric:
@@ -500,24 +538,9 @@ def superpod(scalable_units: int, node: Fabric | str | dict | None = None, nodes
     switch_model = check_label(func, "switch_model", switch_model)
     name = check_label(func, "name", name)
     n, rails, nodes = nodes_per_su, dom.rails, scalable_units * nodes_per_su
-    rail_p: RailPlan | None = None
-    clos_p: ClosPlan | None = None
-    if not spine:
-        if nodes > leaf_radix:
-            raise fail(func, "scalable_units", f"at most {leaf_radix // n} without a spine "
-                       f"(one radix-{leaf_radix} leaf per rail holds every node)",
-                       scalable_units)
-        rail_p = rail_plan(func, nodes, rails, leaf_radix, False, 1.0)
-    elif scalable_units * rails <= leaf_radix:
-        # Exactly one SU's nodes on each rail leaf: n ports down.
-        rail_p = rail_plan(func, nodes, rails, leaf_radix, True, oversubscription, down=n)
-    else:
-        most = leaf_radix * (leaf_radix // 2) // rails
-        if scalable_units > most:
-            raise fail(func, "scalable_units", f"at most {most} (three tiers of radix "
-                       f"{leaf_radix} switches hold {leaf_radix * (leaf_radix // 2)} leaves)",
-                       scalable_units)
-        clos_p = clos_plan(func, nodes * rails, leaf_radix, 3, oversubscription, down=n)
+    plan = superpod_plan(func, scalable_units, rails, leaf_radix, spine, oversubscription, n)
+    rail_p = plan if isinstance(plan, RailPlan) else None
+    clos_p = plan if isinstance(plan, ClosPlan) else None
 
     params = {"scalable_units": scalable_units, "node": node.name, "nodes_per_su": n,
               "leaf_radix": leaf_radix, "nic_gbps": nic_gbps, "spine": spine,

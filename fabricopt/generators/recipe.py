@@ -89,13 +89,15 @@ def _decode(value: Any) -> Any:
 def replay(recipe: Any) -> Fabric:
     """Build the fabric a recipe describes; raises :class:`FabricOptError` (or whatever the
     generator raises) when it cannot."""
-    from . import GENERATORS
+    # Imported here, a cycle: the registry (the package) wraps every generator with this
+    # module's ``recording``, so this module loads first.
+    from . import GENERATORS, make
 
     if (not isinstance(recipe, dict) or recipe.get("generator") not in GENERATORS
             or not isinstance(recipe.get("arguments"), dict)):
         raise FabricOptError(f"not a recipe of a known generator: {recipe!r}")
     arguments = {k: _decode(v) for k, v in recipe["arguments"].items()}
-    return GENERATORS[recipe["generator"]](**arguments)
+    return make(recipe["generator"], arguments, caller="replay")
 
 
 def try_replay(recipe: Any) -> Fabric | None:

@@ -4,5 +4,6 @@ name a generator call (:mod:`~fabricopt.io.design_files`).
 
 from .design_files import load_design
 from .graph_files import read_graphml, read_json, write_graphml, write_json
+from .search_files import load_search
 
-__all__ = ["load_design", "read_graphml", "read_json", "write_graphml", "write_json"]
+__all__ = ["load_design", "load_search", "read_graphml", "read_json", "write_graphml", "write_json"]

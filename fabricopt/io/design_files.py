@@ -21,11 +21,17 @@ Format::
 
     [layout]                      # optional, kept on the fabric for the cost model
     [catalog]                     # optional, kept on the fabric for the cost model
+    policy = "cost"               # optional: the optics policy the cost model prices with
+                                  # (a preset name, or a [policy] table of its fields)
+    [job]                         # optional, kept on the fabric: a training job to run on it
+    model = "llama3-405b"         #   (keys of fabricopt.TrainingJob; ``fabricopt train``)
+    tp = 8
 
 Rules:
 
 - Top-level keys are exactly ``name``, ``family``, ``description``, ``source``,
-  ``departures``, ``params``, ``sweep``, ``layout`` and ``catalog``; ``family`` is required.
+  ``departures``, ``params``, ``sweep``, ``layout``, ``catalog``, ``policy`` and ``job``;
+  ``family`` is required.
   ``source`` names the published design (paper, reference architecture) the file follows and
   ``departures`` says where the file departs from it; the shipped files give both.
 - ``params`` and ``sweep`` keys must be keyword arguments of the generator
@@ -34,10 +40,13 @@ Rules:
 - Every ``sweep`` value is a non-empty list; the file then gives one fabric per combination,
   in file order, with the last key varying fastest. Their names end in the swept values:
   ``"UALink pod [accelerators=64]"``.
-- ``layout`` and ``catalog`` are tables, passed through untouched.
+- ``layout`` and ``catalog`` are tables, passed through untouched; ``policy`` is a preset name
+  of :class:`~fabricopt.Policy` or a table of its fields, checked when the file is read;
+  ``job`` is a table passed through untouched (its keys are checked by
+  :func:`fabricopt.workload.plan.job_from_mapping` when a job is built from it).
 
 Each fabric records where it came from in :attr:`Fabric.design`: ``{"file", "family",
-"description", "source", "departures", "layout", "catalog"}``.
+"description", "source", "departures", "layout", "catalog", "policy", "job"}``.
 """
 
 from __future__ import annotations
@@ -46,28 +55,18 @@ import copy
 import inspect
 import itertools
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .._checks import check_path, did_you_mean
 from .._toml import read_toml
-from ..cost import Layout
+from ..cost import Layout, Policy
 from ..errors import DesignFileError, FabricOptError
 from ..fabric import Fabric
-from ..generators import GENERATORS
+from ..generators import GENERATORS, keyword_parameters, make
 
 ALLOWED_KEYS = ("name", "family", "description", "source", "departures", "params", "sweep",
-                "layout", "catalog")
-
-
-def keyword_parameters(func: Callable[..., Any]) -> tuple[dict[str, inspect.Parameter], bool]:
-    """A generator's keyword-usable parameters, and whether it takes ``**kwargs``."""
-    sig = inspect.signature(func)
-    named = {n: p for n, p in sig.parameters.items()
-             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    open_ended = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
-    return named, open_ended
+                "layout", "catalog", "policy", "job")
 
 
 def _format_value(value: Any) -> str:
@@ -90,7 +89,7 @@ def load_design(path: str | os.PathLike[str], **overrides: Any) -> Fabric | list
     Fabric or list of Fabric
         One fabric, or one per combination when the file has a ``[sweep]`` table. Each carries
         ``design = {"file", "family", "description", "source", "departures", "layout",
-        "catalog"}``.
+        "catalog", "policy", "job"}``.
 
     Raises
     ------
@@ -155,7 +154,6 @@ class _DesignPlan:
 
     where: str
     family: str
-    generator: Callable[..., Fabric]
     params: dict[str, Any]
     overrides: dict[str, Any]
     sweep: dict[str, list[Any]]
@@ -172,7 +170,7 @@ class _DesignPlan:
     def build(self, point: dict[str, Any]) -> Fabric:
         kwargs = {**self.params, **point}
         try:
-            fab = self.generator(**kwargs)
+            fab = make(self.family, kwargs, caller="load_design")
         except FabricOptError as exc:
             raise DesignFileError(f"{self.where}: {self.family}: {exc}") from None
         # Overrides name the fabric as swept values do, so two variants of one file never
@@ -208,7 +206,7 @@ def _read_design(path: str | os.PathLike[str], overrides: dict[str, Any]) -> _De
     for key in ("name", "description", "source", "departures"):
         if key in data and not isinstance(data[key], str):
             raise DesignFileError(f"{where}: key {key!r} must be a string, got {data[key]!r}")
-    for key in ("params", "sweep", "layout", "catalog"):
+    for key in ("params", "sweep", "layout", "catalog", "job"):
         if key in data and not isinstance(data[key], dict):
             raise DesignFileError(f"{where}: key {key!r} must be a table ([{key}]), got "
                                   f"{data[key]!r}")
@@ -217,6 +215,15 @@ def _read_design(path: str | os.PathLike[str], overrides: dict[str, Any]) -> _De
             Layout.coerce(data["layout"], "layout")
         except (ValueError, TypeError) as exc:
             raise DesignFileError(f"{where}: [layout]: {exc}") from None
+
+    if "policy" in data:
+        if not isinstance(data["policy"], str | dict):
+            raise DesignFileError(f"{where}: key 'policy' must be a preset name or a table "
+                                  f"([policy]), got {data['policy']!r}")
+        try:  # the cost model's own check, reported against this file
+            Policy.coerce(data["policy"], "policy")
+        except (ValueError, TypeError) as exc:
+            raise DesignFileError(f"{where}: policy: {exc}") from None
 
     generator = GENERATORS[family]
     named, open_ended = keyword_parameters(generator)
@@ -252,9 +259,10 @@ def _read_design(path: str | os.PathLike[str], overrides: dict[str, Any]) -> _De
 
     design = {"file": where, "family": family, "description": data.get("description", ""),
               "source": data.get("source", ""), "departures": data.get("departures", ""),
-              "layout": data.get("layout", {}), "catalog": data.get("catalog", {})}
+              "layout": data.get("layout", {}), "catalog": data.get("catalog", {}),
+              "policy": data.get("policy"), "job": data.get("job", {})}
     base_name = data.get("name")
 
     sweep_keys = None if "sweep" not in data else list(sweep)
-    return _DesignPlan(where, family, generator, params, dict(overrides), sweep, sweep_keys,
+    return _DesignPlan(where, family, params, dict(overrides), sweep, sweep_keys,
                        file_sweep_keys, base_name, design)

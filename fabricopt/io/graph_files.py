@@ -39,12 +39,12 @@ from typing import Any
 
 import networkx as nx
 
-from .._checks import check_fabric, check_path
+from .._checks import check_path
 from ..errors import DesignFileError, FabricOptError, InvalidParameterError
-from ..fabric import Fabric, Removed
+from ..fabric import Fabric, Removed, check_fabric
 from ..generators.recipe import try_replay
-from ..symmetry.claim import Symmetry
 from ..symmetry.search import FoundSymmetry, symmetry_from_generators
+from ..symmetry_claim import Symmetry
 
 _JSON_PREFIX = "json:"
 #: Graph-attribute keys of GraphML files (JSON files use the same names without the prefix).

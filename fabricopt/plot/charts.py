@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 
 __all__ = ["plot_metric_bars", "plot_pareto"]
 
-_UNIT_SUFFIXES = {"_usd": "USD", "_gbps": "Gb/s", "_GBps": "GB/s", "_w": "W", "_m": "m",
+_UNIT_SUFFIXES = {"_gbps_per_gpu": "Gb/s per GPU", "_per_gpu_usd": "USD per GPU",
+                  "_per_gpu_w": "W per GPU", "_usd": "USD", "_gbps": "Gb/s", "_GBps": "GB/s",
+                  "_w": "W", "_m": "m",
                   "_s": "s", "_bytes": "bytes"}
 
 
@@ -36,7 +38,7 @@ def _label_of(r: Mapping[str, Any], label: str, i: int) -> str:
     return str(value) if value not in (None, "") else f"#{i}"
 
 
-def plot_pareto(rows: Any, x: str = "capex_usd", y: str = "all_to_all_per_endpoint_gbps", *,
+def plot_pareto(rows: Any, x: str = "capex_usd", y: str = "all_to_all_gbps_per_gpu", *,
                 label: str = "name", ax: Axes | None = None) -> Axes:
     """Cost against delivered bandwidth: one labelled point per design, the Pareto front as
     a step line (lowest ``x``, highest ``y``).
@@ -59,9 +61,9 @@ def plot_pareto(rows: Any, x: str = "capex_usd", y: str = "all_to_all_per_endpoi
 
     Examples
     --------
-    >>> rows = [{"name": "a", "capex_usd": 1e6, "all_to_all_per_endpoint_gbps": 100},
-    ...         {"name": "b", "capex_usd": 2e6, "all_to_all_per_endpoint_gbps": 300},
-    ...         {"name": "c", "capex_usd": 3e6, "all_to_all_per_endpoint_gbps": None}]
+    >>> rows = [{"name": "a", "capex_usd": 1e6, "all_to_all_gbps_per_gpu": 100},
+    ...         {"name": "b", "capex_usd": 2e6, "all_to_all_gbps_per_gpu": 300},
+    ...         {"name": "c", "capex_usd": 3e6, "all_to_all_gbps_per_gpu": None}]
     >>> ax = plot_pareto(rows)
     >>> len(ax.collections[0].get_offsets())   # c has no bandwidth: skipped
     2

@@ -19,17 +19,20 @@ from pathlib import Path
 from typing import Any
 
 from ..study.compare import Comparison
+from .charts import plot_metric_bars, plot_pareto
+from .diagram import draw
 
 #: The columns of the page's table, with their headings: what a reader compares first.
 HEADLINE = (
     ("name", "design"),
     ("gpus", "GPUs"),
     ("switches", "switches"),
-    ("all_to_all_per_endpoint_gbps", "all-to-all per GPU (Gb/s)"),
-    ("any_traffic_per_endpoint_gbps", "any traffic per GPU (Gb/s)"),
-    ("bisection_per_endpoint_gbps", "bisection per GPU (Gb/s)"),
-    ("all_reduce_busbw_GBps", "all-reduce busbw bound (GB/s)"),
-    ("all_reduce_achievable_busbw_GBps", "all-reduce busbw achievable (GB/s)"),
+    ("all_to_all_gbps_per_gpu", "all-to-all per GPU (Gb/s)"),
+    ("any_traffic_gbps_per_gpu", "any traffic per GPU (Gb/s)"),
+    ("bisection_gbps_per_gpu", "bisection per GPU (Gb/s)"),
+    ("all_reduce_busbw_GBps", "all-reduce busbw achievable (GB/s)"),
+    ("all_reduce_busbw_GBps_upper", "all-reduce busbw bound (GB/s)"),
+    ("all_reduce_busbw_GBps_expected", "all-reduce busbw expected (GB/s)"),
     ("capex_usd", "network capex (USD)"),
     ("capex_per_gpu_usd", "capex per GPU (USD)"),
     ("power_per_gpu_w", "power per GPU (W)"),
@@ -37,7 +40,7 @@ HEADLINE = (
     ("binding_tier", "binding tier"),
 )
 #: The metrics of ``bars.png``.
-BAR_METRICS = ("all_to_all_per_endpoint_gbps", "capex_per_gpu_usd", "power_per_gpu_w",
+BAR_METRICS = ("all_to_all_gbps_per_gpu", "capex_per_gpu_usd", "power_per_gpu_w",
                "usd_per_delivered_gbps")
 
 
@@ -79,12 +82,12 @@ def _number(value: Any) -> str:
 
 def _headline_cell(row: dict[str, Any], column: str) -> str:
     value = row.get(column)
-    if column == "all_to_all_per_endpoint_gbps" and value is None and not row.get("error"):
-        lower = row.get("all_to_all_per_endpoint_gbps_lower")
-        upper = row.get("all_to_all_per_endpoint_gbps_upper")
-        if lower is not None and upper is not None:
-            # Not proven: say so, with what was proven, never the lower end alone.
-            return f"unknown ({_number(lower)} to {_number(upper)})"
+    if (column == "all_to_all_gbps_per_gpu" and row.get("all_to_all_exact") is False
+            and not row.get("error")):
+        upper = row.get("all_to_all_gbps_per_gpu_upper")
+        if value is not None and upper is not None:
+            # Not proven exactly: the certified bracket, never the lower end alone.
+            return f"{_number(value)} to {_number(upper)}"
     return _number(value)
 
 
@@ -132,8 +135,6 @@ def write_report(table: Comparison, out_dir: str | os.PathLike[str], *,
     >>> page.name, "ring(6)" in page.read_text()
     ('index.html', True)
     """
-    from .charts import plot_metric_bars, plot_pareto
-    from .diagram import draw
 
     Figure = _figure()
     out = Path(out_dir)
@@ -146,7 +147,7 @@ def write_report(table: Comparison, out_dir: str | os.PathLike[str], *,
     ok_rows = [r for r in table.rows if not r.get("error")]
     if any(r.get("capex_usd") is not None for r in ok_rows):
         fig = Figure(figsize=(8, 5.5))
-        plot_pareto(ok_rows, "capex_usd", "all_to_all_per_endpoint_gbps", ax=fig.add_subplot())
+        plot_pareto(ok_rows, "capex_usd", "all_to_all_gbps_per_gpu", ax=fig.add_subplot())
         images.append(("Cost against delivered bandwidth", "Network capex against the "
                        "all-to-all bandwidth each GPU delivers; the Pareto front is marked "
                        "(no design is both cheaper and faster than one on it).",

@@ -8,6 +8,7 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 from ..routing.result import RoutedFlowResult
+from .diagram import check_axes
 
 
 def plot_routing_distribution(result: RoutedFlowResult, ax: Any = None) -> Any:
@@ -44,7 +45,6 @@ def plot_routing_distribution(result: RoutedFlowResult, ax: Any = None) -> Any:
                                     f"RoutedFlowResult, got {type(result).__name__}")
     import matplotlib.pyplot as plt
 
-    from .diagram import check_axes
 
     if check_axes("plot_routing_distribution", ax) is None:
         _, ax = plt.subplots(figsize=(6, 3.5))

@@ -11,6 +11,7 @@ import numpy as np
 from .._checks import as_rng, check_bool, check_choice, check_int
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
+from ..flow import max_concurrent_flow
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic, all_to_all
 from .fluid import FluidRouting, destination_rank
@@ -71,11 +72,18 @@ def routed_flow(fab: Fabric, traffic: Traffic | None = None, *, routing: str = "
         * ``"ecmp"``: equal split over the shortest-path next hops at every node (a fluid:
           per-packet spraying over equal-cost paths, or many flows per pair);
         * ``"wcmp"``: split in proportion to the capacity of each next-hop bundle;
-        * ``"hash"``: every flow pinned to one shortest path, its next hop at each switch drawn
-          uniformly (per-flow ECMP hashing on RoCE); see ``flows_per_pair`` and ``trials``;
-        * ``"static"``: destination-based tables, one next hop per destination chosen by the
-          destination's index (D-mod-k on fat-trees and rail-optimized fabrics, the
-          InfiniBand subnet manager's fat-tree routing).
+        * ``"hash"``: every flow pinned to one shortest path and one physical port per hop,
+          drawn uniformly among the member links of the next-hop bundles (per-flow ECMP
+          hashing on RoCE, an ECMP group or LAG listing every member); see
+          ``flows_per_pair`` and ``trials``;
+        * ``"static"``: destination-based tables, one physical port per destination chosen by
+          the destination's index (D-mod-k over ports on fat-trees and rail-optimized
+          fabrics, the InfiniBand subnet manager's fat-tree routing).
+
+        ECMP and WCMP are fluids: a bundle of ``L`` links splits like one pipe of ``L`` times
+        the capacity. Hashing and static tables load member links one by one: theta is set by
+        the busiest member (``port_utilization``), ``link_load`` and ``utilization`` are what
+        each bundle carries in all.
 
         Whatever the policy, traffic inside an NVLink or UALink domain is striped over all of
         a GPU's links in proportion to their count (the links are used at packet grain), so
@@ -148,8 +156,8 @@ def routed_flow(fab: Fabric, traffic: Traffic | None = None, *, routing: str = "
     check_routing_size(func, trials, flows_per_pair, ga.n_arcs,
                        len(traffic) if routing == "hash" else 0)
     planes = Planes.of(fab, ga)
-    trial_load, counts, unreachable = route_loads(planes, fab, traffic, routing,
-                                                  flows_per_pair, trials, rng)
+    trial_load, port_load, counts, unreachable = route_loads(planes, fab, traffic, routing,
+                                                             flows_per_pair, trials, rng)
     tiers = [str(fab.graph[u][v].get("tier", "link")) for u, v in ga.arcs]
     result = RoutedFlowResult(
         theta=0.0, status="exact", method=routing, seconds=0.0, per_endpoint_gbps=0.0,
@@ -162,14 +170,15 @@ def routed_flow(fab: Fabric, traffic: Traffic | None = None, *, routing: str = "
         result.thetas = np.zeros(trials)
         result._load = np.zeros(ga.n_arcs)
     else:
-        thetas = theta_of_loads(trial_load, ga.capacity)
+        # The busiest member link of each bundle binds (port-equivalent loads).
+        thetas = theta_of_loads(port_load, ga.capacity)
         pick = int(np.argsort(thetas, kind="stable")[(trials - 1) // 2])
         result.thetas, result.theta = thetas, float(thetas[pick])
         result._load = trial_load[pick] * result.theta
+        if not np.array_equal(port_load[pick], trial_load[pick]):
+            result._port_load = port_load[pick] * result.theta
     result.per_endpoint_gbps = result.theta * traffic.mean_out_gbps()
     if optimum:
-        from ..flow import max_concurrent_flow
-
         result.optimum = max_concurrent_flow(fab, traffic, backend=backend,
                                              time_limit=time_limit)
     result.seconds = time.perf_counter() - start
@@ -206,9 +215,10 @@ def demand_chunks(traffic: Traffic, position: dict[Hashable, int],
 
 def route_loads(planes: Planes, fab: Fabric, traffic: Traffic, routing: str,
                 flows_per_pair: int, trials: int, rng: np.random.Generator | None,
-                ) -> tuple[np.ndarray, list[int], tuple[Hashable, Hashable] | None]:
-    """Arc loads (Gb/s at the traffic as given) per trial, pairs per plane, and an
-    unreachable pair if there is one."""
+                ) -> tuple[np.ndarray, np.ndarray, list[int], tuple[Hashable, Hashable] | None]:
+    """Arc loads (Gb/s at the traffic as given) per trial, carried and port-equivalent
+    (:mod:`fabricopt.routing.hashing`), pairs per plane, and an unreachable pair if there is
+    one."""
     ga = planes.ga
     position = {e: i for i, e in enumerate(fab.endpoints)}
     hashed = routing == "hash"
@@ -228,8 +238,8 @@ def route_loads(planes: Planes, fab: Fabric, traffic: Traffic, routing: str,
         plane_of = planes.assign(src, dst)
         if np.any(plane_of < 0):
             j = int(np.flatnonzero(plane_of < 0)[0])
-            return (np.zeros((trials, ga.n_arcs)), counts,
-                    (fab.endpoints[src[j]], fab.endpoints[dst[j]]))
+            none = np.zeros((trials, ga.n_arcs))
+            return none, none, counts, (fab.endpoints[src[j]], fab.endpoints[dst[j]])
         for p in range(3):
             sel = plane_of == p
             if not sel.any():
@@ -239,15 +249,20 @@ def route_loads(planes: Planes, fab: Fabric, traffic: Traffic, routing: str,
                 flows[p].append((src[sel], dst[sel], gbps[sel]))
             else:
                 fluid[p].add(src[sel], dst[sel], gbps[sel])  # type: ignore[union-attr]
-    base = np.zeros(ga.n_arcs)
+    # Member links per arc: hashing and static tables pick one of them per flow or destination.
+    links = np.array([int(fab.graph[u][v].get("links", 1)) for u, v in ga.arcs], dtype=np.int64)
+    base, base_port = np.zeros(ga.n_arcs), np.zeros(ga.n_arcs)
     for p, acc in enumerate(fluid):
         if acc is None or acc.pairs == 0:
             continue
         # NVLink and UALink stripe over all of a GPU's links: capacity-weighted, always.
         split = "capacity" if p == 0 else _SPLIT[routing]
         rank = destination_rank(acc.plane) if split == "static" else None
-        base[acc.plane.arc] += acc.loads(split, rank)
+        carried, port = acc.loads(split, rank, links[acc.plane.arc])
+        base[acc.plane.arc] += carried
+        base_port[acc.plane.arc] += port
     load = np.repeat(base[None, :], trials, axis=0)
+    port_load = np.repeat(base_port[None, :], trials, axis=0)
     for p, parts in flows.items():
         if not parts:
             continue
@@ -255,6 +270,8 @@ def route_loads(planes: Planes, fab: Fabric, traffic: Traffic, routing: str,
         src = np.repeat(np.concatenate([s for s, _, _ in parts]), flows_per_pair)
         dst = np.repeat(np.concatenate([t for _, t, _ in parts]), flows_per_pair)
         gbps = np.repeat(np.concatenate([g for _, _, g in parts]), flows_per_pair)
-        load[:, plane.arc] += hashed_loads(plane, src, dst, gbps / flows_per_pair, trials,
-                                           rng)  # type: ignore[arg-type]
-    return load, counts, None
+        carried, port = hashed_loads(plane, src, dst, gbps / flows_per_pair, trials,
+                                     rng, links[plane.arc])  # type: ignore[arg-type]
+        load[:, plane.arc] += carried
+        port_load[:, plane.arc] += port
+    return load, port_load, counts, None

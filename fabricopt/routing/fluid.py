@@ -20,13 +20,17 @@ Splits:
 * ``"equal"`` (ECMP): :math:`\phi_t(a) = 1 / |\text{DAG arcs leaving } u|`;
 * ``"capacity"`` (WCMP): :math:`\phi_t(a) = c_a / \sum c` over the DAG arcs leaving
   :math:`u`;
-* ``"static"``: one DAG arc, chosen by the destination's index: the ``j``-th arc with
-  :math:`j = \lfloor r_t / q(u) \rfloor \bmod k_t(u)`, :math:`r_t` the destination's rank
-  (destinations numbered leaf by leaf), :math:`k_t(u)` the DAG arcs leaving :math:`u` and
-  :math:`q(u)` the product of the up-port counts of the layers below :math:`u`. On a fat-tree
+* ``"static"``: one physical port per destination, chosen by the destination's index: the
+  ``j``-th port with :math:`j = \lfloor r_t / q(u) \rfloor \bmod k_t(u)`, :math:`r_t` the
+  destination's rank (destinations numbered leaf by leaf), :math:`k_t(u)` the member links of
+  the DAG arcs leaving :math:`u` (a bundle of ``L`` links is ``L`` ports) and :math:`q(u)` the
+  product of the up-port counts of the layers below :math:`u` going up, 1 going down (so the
+  parallel links of a downward bundle take consecutive destinations in turn). On a fat-tree
   this is D-mod-k (Zahavi, "D-Mod-K Routing Providing Non-Blocking Traffic for Shift
   Permutations on Real Life Fat Trees"), the destination-based scheme of InfiniBand subnet
-  managers' fat-tree routing.
+  managers' fat-tree routing. Loads are then kept per member link and returned
+  port-equivalent (the bundle's links times its busiest member's load, as
+  :mod:`fabricopt.routing.hashing` does), so a bundle is never a fluid pipe to a table.
 
 A GPU behind one NIC has one arc out of its sending copy and none in: every route it starts
 takes that arc. Its demand is pushed onto the arc's head before the sweep, and the sweep and
@@ -38,10 +42,13 @@ Uniform traffic under ECMP or WCMP reaches the planes already summed by destinat
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
+from .hashing import port_equivalent
 from .planes import Plane
 
 SPLITS = ("equal", "capacity", "static")
@@ -129,12 +136,20 @@ class FluidRouting:
         gbps = np.concatenate([g for _, g in self._parts]) if self._parts else np.zeros(0)
         return sp.csr_matrix((gbps, (key // self.n_cols, key % self.n_cols)), shape=shape)
 
-    def loads(self, split: str, rank: np.ndarray | None = None) -> np.ndarray:
-        """Gb/s on every plane arc when the demands are routed with ``split``."""
+    def loads(self, split: str, rank: np.ndarray | None = None,
+              links: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Gb/s on every plane arc when the demands are routed with ``split``: carried, and
+        port-equivalent (the same but for ``"static"``, whose tables pick one of an arc's
+        ``links`` member links; see :func:`~fabricopt.routing.hashing.port_equivalent`)."""
         plane = self.plane
         load = np.zeros(plane.n_arcs)
         if self.pairs == 0:
-            return load
+            return load, load
+        links = np.ones(plane.n_arcs, dtype=np.int64) if links is None else links
+        members = None
+        if split == "static":
+            first_member = np.cumsum(links) - links
+            members = _Members(links, first_member, np.zeros(int(links.sum())))
         X = self.supply().tocsc()
         cols = np.flatnonzero(np.diff(X.indptr) > 0)
         if not self.per_target and split != "static":
@@ -143,18 +158,21 @@ class FluidRouting:
             np.add.at(load, plane.last_arc[hit], self.in_gbps[hit])
         # Neighbouring destinations share the nodes their routes visit: keep them in one block.
         cols = cols[np.lexsort((self.col_node[cols], plane.component[self.col_node[cols]]))]
-        div = up_port_divisors(plane) if split == "static" else None
+        div = up_port_divisors(plane, links) if split == "static" else None
         senders = self._pure_senders(X) if split != "static" else np.zeros(0, dtype=np.int64)
         if len(senders):
             self._loads_pushed(load, X, cols, split, senders)
-            return load
+            return load, load
         width = max(1, DIST_BLOCK // max(plane.n_nodes, 1))
         rows = np.arange(plane.n_nodes)
         for start in range(0, len(cols), width):
             block = cols[start:start + width]
             dist = self._distances(block)
-            self._sweep(load, rows, dist, X[:, block].toarray(), split, block, rank, div)
-        return load
+            self._sweep(load, rows, dist, X[:, block].toarray(), split, block, rank, div, members)
+        if members is None:
+            return load, load
+        carried = load + np.add.reduceat(members.load, members.first)
+        return carried, load + port_equivalent(members.load, members.links, members.first)
 
     def _pure_senders(self, X: sp.csc_matrix) -> np.ndarray:
         """Plane nodes that source demand, have one arc out and none in, and are no column's
@@ -225,9 +243,10 @@ class FluidRouting:
 
     def _sweep(self, load: np.ndarray, rows: np.ndarray, dist: np.ndarray, supply: np.ndarray,
                split: str, cols: np.ndarray, rank: np.ndarray | None,
-               div: np.ndarray | None) -> None:
+               div: np.ndarray | None, members: _Members | None = None) -> None:
         """Route ``supply`` (rows: the plane nodes ``rows``; columns: ``cols``) down the
-        distance levels ``dist`` (same shape), adding what each arc carries to ``load``."""
+        distance levels ``dist`` (same shape), adding what each arc carries to ``load`` (to
+        ``members``, per member link, for static tables)."""
         plane = self.plane
         finite = np.isfinite(dist)
         reached = np.flatnonzero(finite.any(axis=1))
@@ -257,9 +276,12 @@ class FluidRouting:
             else:
                 weight = dag.astype(float)
             out_weight = tail_inc @ weight
+            member = None
             if split == "static":
-                weight = _static_choice(dag, tail, out_weight, rank[cols[sl]],
-                                        div[plane.tail[arcs]])
+                ports = dag * members.links[arcs][:, None]  # type: ignore[union-attr]
+                up = plane.layer[plane.head[arcs]] > plane.layer[plane.tail[arcs]]
+                weight, member = _static_choice(ports, tail, tail_inc @ ports, rank[cols[sl]],
+                                                np.where(up, div[plane.tail[arcs]], 1))
                 out_weight = np.ones_like(out_weight)
             with np.errstate(invalid="ignore", divide="ignore"):
                 frac = np.where(dag, weight / out_weight[tail], 0.0)
@@ -269,37 +291,56 @@ class FluidRouting:
             for level in range(int(top), 0, -1):
                 on_arc = np.where(d_tail == level, flow[tail] * frac, 0.0)
                 flow += head_inc @ on_arc
-                carried += on_arc.sum(axis=1)
+                if member is None:
+                    carried += on_arc.sum(axis=1)
+                else:
+                    a, c = np.nonzero(on_arc)
+                    np.add.at(members.load,  # type: ignore[union-attr]
+                              members.first[arcs[a]] + member[a, c],  # type: ignore[union-attr]
+                              on_arc[a, c])
             load[arcs] += carried
 
 
-def _static_choice(dag: np.ndarray, tail: np.ndarray, out_count: np.ndarray,
-                   rank: np.ndarray, div: np.ndarray) -> np.ndarray:
-    """One-hot weights: the D-mod-k arc among each node's DAG arcs, per destination column.
+@dataclass
+class _Members:
+    """Load per member link of the plane's arcs: ``first[a]`` is arc ``a``'s first member in
+    ``load``, ``links[a]`` its count."""
 
-    ``dag`` rows are arcs sorted by ``tail``; the j-th DAG arc of a node (in that order) is
-    taken with ``j = floor(rank / div) mod count``.
+    links: np.ndarray
+    first: np.ndarray
+    load: np.ndarray
+
+
+def _static_choice(ports: np.ndarray, tail: np.ndarray, out_count: np.ndarray,
+                   rank: np.ndarray, div: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The D-mod-k port among each node's DAG ports, per destination column: one-hot arc
+    weights and the member link taken within the arc.
+
+    ``ports`` (arcs x columns) holds each DAG arc's member links, 0 off the DAG; rows are
+    arcs sorted by ``tail``. The j-th port of a node (arcs in order, members in order) is
+    taken with ``j = floor(rank / div) mod count``; ``div`` is per arc.
     """
-    counts = dag.cumsum(axis=0)
+    counts = ports.cumsum(axis=0)
     # Position of each arc among its node's DAG arcs: subtract the count before the node.
     first = np.r_[0, np.flatnonzero(np.diff(tail)) + 1]
     before = np.zeros_like(counts)
     starts = np.repeat(first, np.diff(np.r_[first, len(tail)]))
     has_before = starts > 0
     before[has_before] = counts[starts[has_before] - 1]
-    position = counts - before - 1
+    low = counts - before - ports  # ports of the node before this arc
     k = out_count[tail]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        j = np.where(k > 0, (rank[None, :] // div[:, None]) % np.maximum(k, 1), -1)
-    return (dag & (position == j)).astype(float)
+    j = np.where(k > 0, (rank[None, :] // div[:, None]) % np.maximum(k, 1).astype(np.int64), -1)
+    chosen = (ports > 0) & (low <= j) & (j < low + ports)
+    return chosen.astype(float), np.where(chosen, j - low, 0).astype(np.int64)
 
 
-def up_port_divisors(plane: Plane) -> np.ndarray:
+def up_port_divisors(plane: Plane, links: np.ndarray | None = None) -> np.ndarray:
     """``q(u)`` of the static split, per plane node: the product of the up-port counts of the
-    layers below ``u``'s (a layer's up-port count is the most arcs any of its nodes has to a
-    higher layer)."""
+    layers below ``u``'s (a layer's up-port count is the most member links any of its nodes
+    has to a higher layer)."""
     up = plane.layer[plane.head] > plane.layer[plane.tail]
-    per_node = np.bincount(plane.tail[up], minlength=plane.n_nodes)
+    weights = None if links is None else links[up]
+    per_node = np.bincount(plane.tail[up], weights=weights, minlength=plane.n_nodes)
     layers = np.unique(plane.layer)
     ports = {int(L): max(1, int(per_node[plane.layer == L].max(initial=0))) for L in layers}
     prod, divisor = 1, {}

@@ -32,7 +32,8 @@ class RoutedFlowResult:
         trial, the lower of the two middle ones for an even count, so that ``link_load`` is
         that trial's).
     status : str
-        ``"exact"``, or ``"disconnected"`` (theta = 0) when some demand has no path at all.
+        ``"exact"``, or ``"disconnected"`` (theta = 0) when some demand has no path at all
+        (the package's one status table: :data:`fabricopt.flow.lp.STATUS_MEANINGS`).
     method : str
         The routing policy: ``"ecmp"``, ``"wcmp"``, ``"hash"`` or ``"static"``.
     seconds : float
@@ -72,6 +73,9 @@ class RoutedFlowResult:
     _ga: GraphArrays | None = field(default=None, repr=False)
     _load: np.ndarray | None = field(default=None, repr=False)
     _tiers: list[str] | None = field(default=None, repr=False)
+    #: Port-equivalent loads (:mod:`fabricopt.routing.hashing`): the bundle's links times its
+    #: busiest member's load; None when it equals ``_load``.
+    _port_load: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def routing(self) -> str:
@@ -109,8 +113,19 @@ class RoutedFlowResult:
             return {}
         return dict(zip(self._ga.arcs, (self._load / self._ga.capacity).tolist(), strict=True))
 
+    @property
+    def port_utilization(self) -> dict[Arc, float]:
+        """Per arc, the utilization of its busiest member link at ``theta`` (the same as
+        :attr:`utilization` but where hashing or static tables load a bundle's members
+        unevenly)."""
+        if self._load is None or self._ga is None:
+            return {}
+        port = self._load if self._port_load is None else self._port_load
+        return dict(zip(self._ga.arcs, (port / self._ga.capacity).tolist(), strict=True))
+
     def _binding_mask(self) -> np.ndarray:
-        util = self._load / self._ga.capacity  # type: ignore[union-attr,operator]
+        port = self._load if self._port_load is None else self._port_load
+        util = port / self._ga.capacity  # type: ignore[union-attr,operator]
         top = float(util.max(initial=0.0))
         if top <= 0:
             return np.zeros(len(util), dtype=bool)

@@ -31,16 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import (
-    as_rng,
-    check_bool,
-    check_choice,
-    check_endpoint_group,
-    check_int,
-    check_positive,
-)
+from .._checks import as_rng, check_bool, check_choice, check_int, check_positive
 from ..errors import InvalidParameterError
-from ..fabric import Fabric
+from ..fabric import Fabric, check_endpoint_group
 from ..traffic import Traffic
 from .api import ROUTINGS, check_routing_size, routed_flow
 from .result import RoutedFlowResult

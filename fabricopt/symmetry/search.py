@@ -53,8 +53,9 @@ from scipy.sparse.csgraph import connected_components
 
 from .._checks import check_int, check_positive
 from ..errors import InvalidFabricError, InvalidParameterError
+from ..fabric import Fabric
 from ..graph_arrays import GraphArrays
-from .claim import Symmetry
+from ..symmetry_claim import Symmetry
 
 _RNG_SEED = 1_969  # fixed: twin hashing must be reproducible
 #: Nodes a search that merges two arc orbits may visit before it gives up on that pair.
@@ -605,8 +606,6 @@ def search_symmetry(fab: Any, *, time_limit: float | None = None,
     >>> search_symmetry(fo.from_networkx(nx.path_graph(4)), max_endpoint_orbits=1).reason
     'endpoints fall into 2 colour classes, so no automorphism maps every endpoint to every other'
     """
-    from ..fabric import Fabric
-
     start = time.perf_counter()
     if not isinstance(fab, Fabric):
         raise InvalidParameterError(f"{_caller}(): fab must be a Fabric, "
@@ -827,8 +826,6 @@ def with_symmetry(fab: Any, sym: Symmetry) -> Any:
     >>> with_symmetry(fab, find_symmetry(fab)).symmetry is not None
     True
     """
-    from ..fabric import Fabric
-
     return Fabric(fab.graph, fab.endpoints, fab.name, fab.params, sym, fab.design, fab.recipe,
                   fab.removed)
 

@@ -1,0 +1,255 @@
+"""The graph of a collective: its participants on the fabric's arrays, the switches that may
+reduce, and the cut searches the bounds rest on (ForestColl's ratio, the scatter ratio, pair
+cuts)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections import Counter
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..analysis.cuts import cut_capacity, min_cut
+from ..errors import InvalidFabricError
+from ..fabric import Fabric
+from ..flow.symmetric import endpoint_orbits
+from ..graph_arrays import GraphArrays
+from ..tiers import is_scale_up_arc, scale_up_tiers, tier_of
+from .results import GBPS_TO_BYTES, CutInfo
+
+
+@dataclass(frozen=True)
+class Problem:
+    ga: GraphArrays
+    gpus: np.ndarray          # node indices of the participants
+    gpu_names: tuple[Hashable, ...]
+    tiers: list[str]          # per arc
+    scale_up_tiers: frozenset[str]
+    # One participant per GPU orbit under a claimed symmetry (every endpoint taking part),
+    # else None: a search over the participants may stop at these.
+    orbit_reps: np.ndarray | None
+    scale_up_arc: np.ndarray  # per arc: NVLink / UALink (fabricopt.tiers.is_scale_up_arc)
+    reduce_attr: np.ndarray   # per node: the switch says reduce=True
+    is_switch: np.ndarray     # per node: role "switch"
+
+    @property
+    def symmetric(self) -> bool:
+        """One GPU orbit under a claimed symmetry (the group is transitive on them)."""
+        return self.orbit_reps is not None and len(self.orbit_reps) == 1
+
+
+def collective_problem(fab: Fabric, endpoints: Sequence[Hashable], ga: GraphArrays | None = None,
+             ) -> Problem:
+    ga = GraphArrays.from_fabric(fab) if ga is None else ga
+    gpus = np.array([ga.index[e] for e in endpoints])
+    arcs = [fab.graph[u][v] for u, v in ga.arcs]
+    orbit_reps = None
+    sym = fab.symmetry
+    if sym is not None and len(endpoints) == len(fab.endpoints):
+        first = np.unique(endpoint_orbits(sym, tuple(endpoints)), return_index=True)[1]
+        orbit_reps = gpus[np.sort(first)]
+    reduce_attr = np.array([fab.graph.nodes[v].get("reduce") is True for v in ga.nodes])
+    return Problem(ga, gpus, tuple(endpoints), [tier_of(d) for d in arcs],
+                    scale_up_tiers(arcs), orbit_reps,
+                    np.array([is_scale_up_arc(d) for d in arcs], dtype=bool), reduce_attr,
+                    np.array([fab.graph.nodes[v].get("role") == "switch" for v in ga.nodes]))
+
+
+def check_reduce_attributes(func: str, fab: Fabric) -> None:
+    """Every node's ``reduce`` attribute, when present, is a bool (a string such as ``"no"``
+    would otherwise read as true)."""
+    for v, d in fab.graph.nodes(data=True):
+        value = d.get("reduce")
+        if value is not None and not isinstance(value, bool | np.bool_):
+            raise InvalidFabricError(f"{func}(): fab node {v!r} has reduce={value!r}; reduce "
+                                     "must be True or False")
+
+
+def reducing_switches(p: Problem, scale_out_reduction: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(scale-up, scale-out) masks of the nodes that may reduce: switches with
+    ``reduce=True`` that touch a scale-up link (NVLink SHARP), and switches that touch none and
+    either say ``reduce=True`` or are made to by ``scale_out_reduction`` (InfiniBand SHARP)."""
+    ga = p.ga
+    touches_up = np.zeros(ga.n_nodes, dtype=bool)
+    touches_up[ga.tail[p.scale_up_arc]] = True
+    touches_up[ga.head[p.scale_up_arc]] = True
+    red_up = p.reduce_attr & touches_up & p.is_switch
+    red_out = p.is_switch & ~touches_up & (p.reduce_attr | scale_out_reduction)
+    return red_up, red_out
+
+
+def reversed_problem(p: Problem) -> Problem:
+    ga = p.ga
+    rga = GraphArrays(ga.nodes, ga.index, [(v, u) for u, v in ga.arcs], ga.head, ga.tail,
+                      ga.capacity)
+    return dataclasses.replace(p, ga=rga)
+
+
+def describe_cut(p: Problem, side: np.ndarray, direction: str) -> CutInfo:
+    value, arcs = cut_capacity(p.ga, side)
+    tiers = Counter(p.tiers[a] for a in arcs)
+    return CutInfo(int(side[p.gpus].sum()), value, direction, dict(tiers),
+                   frozenset(p.ga.nodes[i] for i in np.flatnonzero(side)))
+
+
+def _ratio(p: Problem, side: np.ndarray) -> float:
+    inside = int(side[p.gpus].sum())
+    if inside == 0 or inside == len(p.gpus):
+        return 0.0
+    value, _ = cut_capacity(p.ga, side)
+    return math.inf if value <= 0 else inside / value
+
+
+def forestcoll_ratio(p: Problem, max_iter: int = 50) -> tuple[float, np.ndarray, bool]:
+    """Max over node sets X (some, not all GPUs) of |X cap G| / B_out(X) in 1/(Gb/s).
+
+    Dinkelbach: with the best ratio ``lam`` so far, minimise ``B_out(X) + |G \\ X| / lam``
+    over X missing GPU ``w`` (a minimum cut with arcs of ``1/lam`` from a super-source to
+    every GPU); a value below ``|G| / lam`` is a set with a larger ratio. Returns
+    ``(ratio, X, proven)`` where ``proven`` is False if a rounded max-flow search could have
+    missed a better set.
+    """
+    ga, gpus = p.ga, p.gpus
+    n = len(gpus)
+    # Start from the single GPU with the least egress.
+    best_side = np.zeros(ga.n_nodes, dtype=bool)
+    egress = np.bincount(ga.tail, weights=ga.capacity, minlength=ga.n_nodes)[gpus]
+    best_side[gpus[int(np.argmin(egress))]] = True
+    lam = _ratio(p, best_side)
+    if math.isinf(lam):
+        return lam, best_side, True
+    proven = True
+    # X missing w and its image under an automorphism g (missing g(w)) have one ratio.
+    targets = gpus if p.orbit_reps is None else p.orbit_reps
+    for _ in range(max_iter):
+        improved = False
+        for w in targets:
+            others = gpus[gpus != w]
+            # Divided by lam, F(X) = B_out(X) + |G \ X| / lam: arcs keep their Gb/s and each
+            # GPU left outside costs 1/lam Gb/s, all of one magnitude for the integer search.
+            cut = min_cut(ga, others, np.array([w]),
+                          source_caps=np.full(len(others), 1.0 / lam))
+            proven &= cut.exact_search
+            # F(X) + 1/lam (w is outside too) below n/lam means a better ratio.
+            if (cut.capacity + 1.0 / lam) * lam < n * (1 - 1e-12):
+                r = _ratio(p, cut.side)
+                if r > lam * (1 + 1e-12):
+                    lam, best_side, improved = r, cut.side, True
+                    if math.isinf(lam):
+                        return lam, best_side, True
+                    break
+        if not improved:
+            return lam, best_side, proven
+    return lam, best_side, False
+
+
+def scatter_ratio(p: Problem, root: int, max_iter: int = 50) -> tuple[float, np.ndarray, bool]:
+    """Max over node sets X holding the root (not every GPU) of |G \\ X| / B_out(X).
+
+    The root can send ``r`` to every other GPU at once iff ``r`` times that ratio is at most
+    one, so a scatter of ``S/n`` per GPU takes ``(S/n) x ratio``. Dinkelbach as in
+    :func:`forestcoll_ratio`, with unit arcs from each other GPU to a super-sink.
+    """
+    ga, gpus = p.ga, p.gpus
+    others = gpus[gpus != root]
+    side = np.zeros(ga.n_nodes, dtype=bool)
+    side[root] = True
+
+    def ratio(x: np.ndarray) -> float:
+        outside = int((~x[others]).sum())
+        value, _ = cut_capacity(ga, x)
+        if outside == 0:
+            return 0.0
+        return math.inf if value <= 0 else outside / value
+
+    lam = ratio(side)
+    proven = True
+    for _ in range(max_iter):
+        if math.isinf(lam):
+            return lam, side, True
+        cut = min_cut(ga, np.array([root]), others,
+                      sink_caps=np.full(len(others), 1.0 / lam))
+        proven &= cut.exact_search
+        # B_out(X) + |others in X| / lam < |others| / lam means a larger ratio.
+        r = ratio(cut.side)
+        if cut.capacity * lam < len(others) * (1 - 1e-12) and r > lam * (1 + 1e-12):
+            lam, side = r, cut.side
+        else:
+            return lam, side, proven
+    return lam, side, False
+
+
+def balanced_forwarders(p: Problem) -> bool:
+    """True when every node that is not a participant has as much capacity in as out
+    (ForestColl's schedules split switches off as Eulerian nodes)."""
+    ga = p.ga
+    cap_in = np.bincount(ga.head, weights=ga.capacity, minlength=ga.n_nodes)
+    cap_out = np.bincount(ga.tail, weights=ga.capacity, minlength=ga.n_nodes)
+    forwarder = np.ones(ga.n_nodes, dtype=bool)
+    forwarder[p.gpus] = False
+    return bool(np.allclose(cap_in[forwarder], cap_out[forwarder], rtol=1e-9, atol=0))
+
+
+def pair_cut_min(p: Problem, root: int, limit: int = 64) -> tuple[float, np.ndarray | None]:
+    """Smallest cut separating GPUs found: single GPUs (exact, all of them) and min cuts
+    from ``root`` to up to ``limit`` other GPUs, in both directions. Any value returned is
+    the capacity of a real GPU-separating cut."""
+    ga, gpus = p.ga, p.gpus
+    egress = np.bincount(ga.tail, weights=ga.capacity, minlength=ga.n_nodes)[gpus]
+    ingress = np.bincount(ga.head, weights=ga.capacity, minlength=ga.n_nodes)[gpus]
+    best = float(min(egress.min(), ingress.min()))
+    best_side: np.ndarray | None = None
+    others = gpus[gpus != root]
+    if p.symmetric:
+        others = others[: min(len(others), limit)]
+    elif len(others) > limit:
+        others = others[np.linspace(0, len(others) - 1, limit).astype(int)]
+    for v in others:
+        for a, b in ((root, v), (v, root)):
+            cut = min_cut(ga, np.array([a]), np.array([b]))
+            if cut.capacity < best:
+                best, best_side = cut.capacity, cut.side
+    return best, best_side
+
+
+def reduce_domains(p: Problem, red_up: np.ndarray) -> tuple[list[list[int]], float]:
+    """Groups of participants that share reducing scale-up switches (``red_up``), and the
+    least bandwidth (Gb/s, per direction) from a participant to such switches."""
+    ga = p.ga
+    is_gpu = np.zeros(ga.n_nodes, dtype=bool)
+    is_gpu[p.gpus] = True
+    to_reduce = is_gpu[ga.tail] & red_up[ga.head]
+    if not to_reduce.any():
+        return [], 0.0
+    # Union participants through the reduce switches they touch.
+    parent = list(range(ga.n_nodes))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a in np.flatnonzero(to_reduce):
+        parent[find(int(ga.tail[a]))] = find(int(ga.head[a]))
+    groups: dict[int, list[int]] = {}
+    for g in p.gpus:
+        groups.setdefault(find(int(g)), []).append(int(g))
+    bw = np.bincount(ga.tail[to_reduce], weights=ga.capacity[to_reduce], minlength=ga.n_nodes)
+    return list(groups.values()), float(bw[p.gpus].min())
+
+
+def transfer_time(bytes_: float, gbps: float) -> float:
+    return math.inf if gbps <= 0 else bytes_ / (gbps * GBPS_TO_BYTES)
+
+
+def scale_out_gbps(p: Problem, red_up: np.ndarray) -> float:
+    """Least per-GPU bandwidth (Gb/s) that does not go to a reducing scale-up switch: its
+    NICs."""
+    ga = p.ga
+    other = ~red_up[ga.head]
+    egress = np.bincount(ga.tail[other], weights=ga.capacity[other], minlength=ga.n_nodes)
+    return float(egress[p.gpus].min())

@@ -1,0 +1,197 @@
+"""Total cost of ownership of a fabric's network: capex, energy at the facility's PUE,
+maintenance, and the optics and cables that fail and are replaced, per GPU per year.
+
+Over ``years``:
+
+* **energy** = network power (W) x 8,766 h a year x ``years`` x ``pue`` x ``usd_per_kwh`` / 1000;
+* **maintenance** = ``maintenance`` (a fraction of capex a year: support contracts and spares)
+  x capex x ``years``;
+* **replacements** = for every module and cable of the bill of materials, its units x its
+  annual failure rate (:data:`ANNUAL_FAILURE_RATES`, by medium type) x ``years`` x its unit
+  price.
+
+The same rates give the links down at any moment: a link is down while a module at either
+end, or its cable, waits ``mttr_hours`` for replacement, so the expected number of failed
+links is ``sum over links of (2 AFR_module or AFR_cable) x mttr_hours / 8766``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._checks import check_positive, fail
+from ..catalog import TRANSCEIVER_TYPES
+from ..fabric import Fabric
+from .bom import CostEstimate, estimate_cost
+
+HOURS_PER_YEAR = 8766.0  # 365.25 days
+
+#: Annual failure rate (fraction of units a year) per medium type, with its low-high range.
+#: Pluggable optics: field MTBF of 0.5 to 2 million hours for 400G/800G modules ("Reliability
+#: Engineering for 800G Optical Modules in AI Data Centers", LuxOptX), i.e. 8766 h / MTBF =
+#: 0.44% to 1.75% a year; 0.9% (MTBF about 1 million hours) taken for DSP modules. LPO and CPO
+#: drop the DSP, the largest single contributor in that note's FIT budget: estimate 0.5%. An AOC
+#: carries a pair of optical engines: 0.9% for the cable (estimate). Copper: passive DAC and
+#: linear ACC have no active parts, estimate 0.1%; an AEC has two retimers, estimate 0.5%.
+#: NVLink copper is part of the system and not replaced as network spares.
+ANNUAL_FAILURE_RATES: dict[str, tuple[float, float, float]] = {
+    "sr": (0.009, 0.0044, 0.0175), "dr": (0.009, 0.0044, 0.0175),
+    "fr": (0.009, 0.0044, 0.0175), "lpo": (0.005, 0.002, 0.01), "cpo": (0.005, 0.002, 0.01),
+    "aoc": (0.009, 0.0044, 0.0175), "aec": (0.005, 0.002, 0.01),
+    "acc": (0.001, 0.0005, 0.003), "dac": (0.001, 0.0005, 0.003), "nvlink": (0.0, 0.0, 0.0),
+}
+
+#: Annual maintenance as a fraction of capex when none is given: support contracts and
+#: spares (an estimate; enterprise network support is commonly priced at a tenth of the list
+#: price a year).
+DEFAULT_MAINTENANCE = 0.10
+
+
+@dataclass
+class TcoEstimate:
+    """What :func:`estimate_tco` returns (USD unless named). ``per_gpu_per_year_usd`` is the
+    total over the years, per GPU, per year; ``replacements`` gives units replaced over the
+    years per catalog component; ``expected_failed_links`` the links down at any moment."""
+
+    fabric: str
+    years: float
+    pue: float
+    usd_per_kwh: float
+    maintenance: float
+    mttr_hours: float
+    capex_usd: float
+    energy_usd: float
+    maintenance_usd: float
+    replacement_usd: float
+    total_usd: float
+    per_gpu_per_year_usd: float
+    capex_usd_range: tuple[float, float]
+    network_kwh_per_year: float
+    expected_failed_links: float
+    n_endpoints: int
+    policy_name: str
+    replacements: dict[str, float] = field(default_factory=dict)
+    cost: CostEstimate | None = field(default=None, repr=False)
+    network_links: int = 0
+
+    @property
+    def failed_link_fraction(self) -> float:
+        """Expected share of the network's physical links down at any moment: the fraction
+        to give :func:`~fabricopt.failure_sweep` for the throughput at that failure level."""
+        return self.expected_failed_links / self.network_links if self.network_links else 0.0
+
+    def __str__(self) -> str:
+        lo, hi = self.capex_usd_range
+        return "\n".join([
+            f"TCO of {self.fabric} over {self.years:g} years (network; {self.policy_name})",
+            f"  capex        {self.capex_usd:,.0f} USD (range {lo:,.0f} to {hi:,.0f})",
+            f"  energy       {self.energy_usd:,.0f} USD ({self.network_kwh_per_year:,.0f} kWh "
+            f"a year at PUE {self.pue:g}, {self.usd_per_kwh:g} USD/kWh)",
+            f"  maintenance  {self.maintenance_usd:,.0f} USD ({self.maintenance:.0%} of capex "
+            "a year)",
+            f"  replacements {self.replacement_usd:,.0f} USD (optics and cables at their "
+            "annual failure rates)",
+            f"  total        {self.total_usd:,.0f} USD, {self.per_gpu_per_year_usd:,.0f} USD "
+            "per GPU per year",
+            f"  links down at any time: {self.expected_failed_links:.3g} expected "
+            f"({self.mttr_hours:g} h to replace a part)"])
+
+
+def estimate_tco(fab: Fabric, years: float = 5, usd_per_kwh: float = 0.1, pue: float = 1.3,
+                 maintenance: float = DEFAULT_MAINTENANCE, mttr_hours: float = 24.0, *,
+                 estimate: CostEstimate | None = None, **cost_options: Any) -> TcoEstimate:
+    """Total cost of ownership of ``fab``'s network over ``years`` (module notes).
+
+    Parameters
+    ----------
+    fab : Fabric
+    years : float
+        Service life, > 0.
+    usd_per_kwh : float
+        Electricity price, >= 0.
+    pue : float
+        Power usage effectiveness of the facility, >= 1 (the network's watts times ``pue``
+        are drawn from the grid).
+    maintenance : float
+        Support and spares a year as a fraction of capex, >= 0.
+    mttr_hours : float
+        Hours from a part's failure to its replacement, > 0 (for the links down at once).
+    estimate : CostEstimate, optional
+        A cost estimate of ``fab`` already made; default :func:`~fabricopt.estimate_cost`
+        with ``cost_options`` (``catalog``, ``layout``, ``policy``, ``include_in_server``).
+
+    Returns
+    -------
+    TcoEstimate
+
+    Examples
+    --------
+    >>> import fabricopt as fo
+    >>> tco = fo.estimate_tco(fo.ring(4, link_gbps=400), years=5, usd_per_kwh=0.1, pue=1.3)
+    >>> tco.total_usd > tco.capex_usd > 0
+    True
+    """
+    func = "estimate_tco"
+    if not isinstance(fab, Fabric):
+        raise fail(func, "fab", "a Fabric", type(fab).__name__)
+    years = check_positive(func, "years", years)
+    usd_per_kwh = check_positive(func, "usd_per_kwh", usd_per_kwh, allow_zero=True)
+    pue = check_positive(func, "pue", pue)
+    if pue < 1:
+        raise fail(func, "pue", "a power usage effectiveness >= 1", pue)
+    maintenance = check_positive(func, "maintenance", maintenance, allow_zero=True)
+    mttr_hours = check_positive(func, "mttr_hours", mttr_hours)
+    if estimate is None:
+        estimate = estimate_cost(fab, **cost_options)
+    elif not isinstance(estimate, CostEstimate) or cost_options:
+        raise fail(func, "estimate", "a CostEstimate (and no cost options beside it)",
+                   type(estimate).__name__)
+    est = estimate
+    cat = est.catalog
+    counted = {"network", "in_server"} if est.include_in_server else {"network"}
+    replacements: dict[str, float] = {}
+    replacement_usd = 0.0
+    for r in est.bom:
+        if r.kind not in ("transceiver", "cable") or r.section not in counted:
+            continue
+        medium = cat.media[r.component] if cat is not None else None
+        afr = ANNUAL_FAILURE_RATES.get(medium["type"], (0.0,))[0] if medium else 0.0
+        units = r.count * afr * years
+        replacements[r.component] = replacements.get(r.component, 0.0) + units
+        replacement_usd += units * r.unit_usd
+    failed_links = 0.0
+    network_links = 0
+    for run in est.links:
+        medium = cat.media.get(run["medium"]) if cat is not None else None
+        if medium is None:
+            continue
+        afr = ANNUAL_FAILURE_RATES.get(medium["type"], (0.0,))[0]
+        network_links += run["links"] if medium["type"] != "nvlink" else 0
+        per_link = 2 * afr if medium["type"] in TRANSCEIVER_TYPES else afr
+        failed_links += run["links"] * per_link * mttr_hours / HOURS_PER_YEAR
+    kwh_year = est.power_w / 1000 * HOURS_PER_YEAR
+    energy = kwh_year * years * pue * usd_per_kwh
+    maint = maintenance * est.capex_usd * years
+    total = est.capex_usd + energy + maint + replacement_usd
+    n = est.n_endpoints
+    return TcoEstimate(est.fabric, years, pue, usd_per_kwh, maintenance, mttr_hours,
+                       est.capex_usd, energy, maint, replacement_usd, total,
+                       total / n / years if n else math.nan, est.capex_usd_range, kwh_year,
+                       failed_links, n, est.policy_name, replacements, est, network_links)
+
+
+def tco_metrics(fab: Fabric, **options: Any) -> dict[str, float]:
+    """Row values for a TCO column of a comparison: :func:`estimate_tco` with ``options``.
+
+    >>> import fabricopt as fo
+    >>> row = tco_metrics(fo.ring(4, link_gbps=400))
+    >>> sorted(row)[:3]
+    ['expected_failed_links', 'tco_energy_usd', 'tco_maintenance_usd']
+    """
+    t = estimate_tco(fab, **options)
+    return {"tco_usd": t.total_usd, "tco_per_gpu_year_usd": t.per_gpu_per_year_usd,
+            "tco_energy_usd": t.energy_usd, "tco_maintenance_usd": t.maintenance_usd,
+            "tco_replacement_usd": t.replacement_usd,
+            "expected_failed_links": t.expected_failed_links}

@@ -1,0 +1,323 @@
+"""The metric registry: what a row of :func:`~fabricopt.compare` or
+:func:`~fabricopt.optimize` holds, computed one way and spelled one way.
+
+Each :class:`Metric` turns a fabric into columns. A figure with a certified bracket is spelled
+once, by its **certified lower end** (what the fabric is proven to deliver: a feasible flow, a
+schedule that exists, a cut proven minimal), with the upper end beside it under the same name
+and ``_upper``. Constraints of the optimizer read the lower end, so a design never passes on a
+figure no schedule reaches.
+
+=====================================  ======================================================
+column                                 meaning
+=====================================  ======================================================
+``gpus``, ``switches``                 endpoints and switch count (``summary``)
+``links``, ``links_<tier>``            physical links, in total and per tier
+``all_to_all_status``, ``_method``     status and method of the all-to-all solve
+``all_to_all_theta``, ``_upper``       the certified bracket of theta
+``all_to_all_gbps_per_gpu``, ``_upper``  Gb/s each GPU delivers in all-to-all, certified
+                                       lower end and upper end
+``all_to_all_exact``                   whether the two ends meet
+``binding_tier``                       the tier whose links limit the all-to-all
+``any_traffic_gbps_per_gpu``           certified rate at which *every* traffic is carried
+                                       (two-phase routing, :func:`~fabricopt.valiant_rate`):
+                                       a lower bound on the worst-case permutation rate
+``bisection_gbps``, ``_upper``         certified lower bound and best cut found
+``bisection_gbps_per_gpu``, ``_upper``  the same per GPU; ``bisection_exact``,
+                                       ``full_bisection_ratio``
+``message_bytes``                      buffer size of the collective figures
+``all_reduce_busbw_GBps``              busbw of the best all-reduce schedule known to exist
+``all_reduce_busbw_GBps_upper``        the best busbw the fabric allows (a bound)
+``all_reduce_busbw_GBps_expected``     a calibrated estimate of what nccl-tests measures
+                                       (an estimate, neither bound)
+``capex_usd``, ``power_w``             network capex and power (:func:`~fabricopt.estimate_cost`)
+``capex_per_gpu_usd``, ``power_per_gpu_w``  the same per GPU; ``idle_ports``; ``pricing``
+                                       names how the links were priced (the design family's
+                                       reference build by default); ``capex_usd_low`` and
+                                       ``_high``: the range from the catalog's price ranges
+``usd_per_delivered_gbps``,            per GPU per all-to-all Gb/s proven delivered
+``w_per_delivered_gbps``               (``all_to_all_gbps_per_gpu``)
+=====================================  ======================================================
+
+The ``tco`` metric (asked for by name) adds ``tco_usd``, ``tco_per_gpu_year_usd`` and its
+parts (:func:`~fabricopt.estimate_tco` at its defaults).
+
+The ``training`` metric (asked for by name) runs a training job on the fabric
+(:func:`~fabricopt.training_metrics`): the context's ``job``, else the design file's ``[job]``
+table. ``training_step_s`` and ``training_tokens_per_s`` are expected figures (bounds over
+calibrated efficiencies: estimates, neither end of a bracket); ``training_step_s_lower`` is
+the certified lower bound on the step of the modelled schedule, and
+``training_tokens_per_s_upper`` the throughput it caps; ``training_mfu``,
+``training_usd_per_million_tokens``, ``training_binding_dimension`` and
+``training_binding_tier`` follow the expected step.
+
+The ``routing`` metric (asked for by name) adds ``routing_<policy>_theta`` and
+``routing_<policy>_efficiency`` for ECMP, WCMP and static tables, and the median and 5th
+percentile of ``routing_trials`` draws of per-flow hashing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..analysis.bisection import bisection_bandwidth
+from ..collectives import collective_bounds
+from ..cost import estimate_cost
+from ..cost.tco import tco_metrics
+from ..errors import InvalidParameterError
+from ..fabric import Fabric
+from ..flow.api import cheap_bracket, max_concurrent_flow
+from ..flow.valiant import valiant_rate
+from ..routing import routed_flow
+from ..traffic import all_to_all
+from ..workload.metrics import training_metrics
+from ..workload.plan import TrainingJob, job_from_mapping
+
+__all__ = ["CONSTRAINTS", "DEFAULT_METRICS", "METRICS", "Metric", "MetricContext",
+           "compute_metrics", "delivered_cost", "ecmp_bracket", "plain"]
+
+#: Most GPU pairs at which :func:`ecmp_bracket` computes the distance bound (its arrays hold
+#: every pair: 1.2 GB and 4 s at 4,096 GPUs, 16.8 million pairs; above the limit the caller's
+#: plan bound is the upper end, and at those sizes it is the tighter one).
+CHEAP_BRACKET_PAIRS = 4_200_000
+
+
+@dataclass
+class MetricContext:
+    """The options every metric of one row reads, and what they share (the all-to-all flow
+    is solved once per fabric).
+
+    ``all_to_all_method`` is ``"flow"`` (the certified max-concurrent-flow, stopping at
+    ``gap``) or ``"ecmp bracket"`` (no LP: :func:`ecmp_bracket`, for fabrics too large for
+    one). ``policy`` is the optics policy the ``cost`` metric prices with; ``job`` the
+    :class:`~fabricopt.TrainingJob` (or a table of its keys) of the ``training`` metric.
+    """
+
+    message_bytes: float = 2.0**30
+    routing_trials: int = 20
+    routing_seed: int = 0
+    time_limit: float | None = None
+    gap: float = 0.01
+    all_to_all_method: str = "flow"
+    policy: Any = None
+    job: Any = None
+    shared: dict[str, Any] = field(default_factory=dict)
+
+    def flow(self, fab: Fabric) -> Any:
+        """The all-to-all max-concurrent-flow result, solved once per fabric."""
+        if "flow" not in self.shared:
+            self.shared["flow"] = max_concurrent_flow(fab, all_to_all(fab, gbps=1.0),
+                                                      time_limit=self.time_limit, gap=self.gap)
+        return self.shared["flow"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A named group of columns and the function that computes them for one fabric."""
+
+    name: str
+    compute: Callable[[Fabric, MetricContext], dict[str, Any]]
+    summary: str
+
+
+def _summary(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
+    s = fab.summary()
+    row: dict[str, Any] = {"gpus": s.endpoints, "switches": s.nodes_by_role.get("switch", 0),
+                           "links": sum(s.links_by_tier.values())}
+    row.update({f"links_{tier}": n for tier, n in s.links_by_tier.items()})
+    return row
+
+
+def ecmp_bracket(fab: Fabric) -> tuple[float, float]:
+    """Certified bracket ``(lower, upper)`` of the all-to-all Gb/s per GPU of ``fab`` without
+    an LP: ``lower`` is what ECMP routing carries (:func:`~fabricopt.routed_flow`, exact for
+    that routing and a feasible flow, so below the optimum), ``upper`` the hop-length
+    distance bound and endpoint-link bound of :func:`~fabricopt.flow.api.cheap_bracket`
+    (infinite above :data:`CHEAP_BRACKET_PAIRS` pairs).
+
+    >>> import fabricopt as fo
+    >>> [round(x, 6) for x in ecmp_bracket(fo.leaf_spine(leaves=2, spines=2,
+    ...                                                  endpoints_per_leaf=2))]
+    [400.0, 400.0]
+    """
+    traffic = all_to_all(fab, gbps=1.0)
+    n = len(fab.endpoints)
+    routed = routed_flow(fab, traffic, routing="ecmp")
+    upper = (cheap_bracket(fab, traffic).upper * (n - 1) if n * (n - 1) <= CHEAP_BRACKET_PAIRS
+             else math.inf)
+    lower = routed.theta * (n - 1) if routed.status == "exact" else 0.0
+    return lower, max(upper, lower)
+
+
+def _all_to_all(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
+    n = len(fab.endpoints)
+    per_gpu = max(n - 1, 1)  # at unit demand a GPU sends 1 Gb/s to each of the others
+    if ctx.all_to_all_method == "ecmp bracket":
+        lower, upper = ecmp_bracket(fab)
+        closed = upper <= lower * (1 + 1e-9)
+        # No LP was tried: the bracket is proven by routing and bounds alone.
+        return {"all_to_all_status": "optimal" if closed else "not_solved",
+                "all_to_all_method": "ecmp bound",
+                "all_to_all_theta": lower / per_gpu, "all_to_all_theta_upper": upper / per_gpu,
+                "all_to_all_gbps_per_gpu": lower, "all_to_all_gbps_per_gpu_upper": upper,
+                "all_to_all_exact": closed, "binding_tier": None}
+    r = ctx.flow(fab)
+    return {"all_to_all_status": r.status, "all_to_all_method": r.method,
+            "all_to_all_theta": r.lower, "all_to_all_theta_upper": r.upper,
+            "all_to_all_gbps_per_gpu": r.lower * per_gpu,
+            "all_to_all_gbps_per_gpu_upper": r.upper * per_gpu,
+            "all_to_all_exact": r.status == "optimal", "binding_tier": r.binding_tier}
+
+
+def _any_traffic(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
+    h = valiant_rate(fab, time_limit=ctx.time_limit)
+    return {"any_traffic_gbps_per_gpu": h.rate_gbps if h.status == "optimal" else None,
+            "any_traffic_status": h.status}
+
+
+def _bisection(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
+    b = bisection_bandwidth(fab)
+    n = max(len(fab.endpoints), 1)
+    return {"bisection_gbps": b.lower_gbps, "bisection_gbps_upper": b.upper_gbps,
+            "bisection_gbps_per_gpu": b.lower_gbps / n,
+            "bisection_gbps_per_gpu_upper": b.upper_gbps / n,
+            "bisection_exact": b.exact, "full_bisection_ratio": b.full_bisection_ratio}
+
+
+def _all_reduce(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
+    c = collective_bounds(fab, "all_reduce", message_bytes=ctx.message_bytes, expected=True)
+    return {"message_bytes": ctx.message_bytes,
+            "all_reduce_busbw_GBps": c.achievable_busbw_GBps,
+            "all_reduce_busbw_GBps_upper": c.busbw_GBps,
+            "all_reduce_busbw_GBps_expected": (c.expected or {}).get("busbw_GBps"),
+            "all_reduce_expected_algorithm": (c.expected or {}).get("algorithm"),
+            "all_reduce_binding": c.binding}
+
+
+def _routing(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
+    traffic = all_to_all(fab, gbps=1.0)
+    flow = ctx.flow(fab)
+    # Efficiency only against a proven optimum: a bracket's ends would flatter or wrong it.
+    optimum = flow.theta if flow.status == "optimal" and flow.theta else None
+
+    def efficiency(theta: float) -> float | None:
+        return theta / optimum if optimum else None
+
+    row: dict[str, Any] = {}
+    for policy in ("ecmp", "wcmp", "static"):
+        theta = routed_flow(fab, traffic, routing=policy).theta
+        row[f"routing_{policy}_theta"] = theta
+        row[f"routing_{policy}_efficiency"] = efficiency(theta)
+    hashed = routed_flow(fab, traffic, routing="hash", trials=ctx.routing_trials,
+                         seed=ctx.routing_seed).distribution
+    for stat in ("median", "p5"):
+        row[f"routing_hash_theta_{stat}"] = hashed[stat]
+        row[f"routing_hash_{stat}_efficiency"] = efficiency(hashed[stat])
+    row.update({"routing_hash_trials": ctx.routing_trials, "routing_seed": ctx.routing_seed})
+    return row
+
+
+def _cost(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
+    est = estimate_cost(fab, policy=ctx.policy)
+    row = {"capex_usd": est.capex_usd, "power_w": est.power_w,
+           "capex_per_gpu_usd": est.per_endpoint_usd, "power_per_gpu_w": est.per_endpoint_w,
+           "capex_usd_low": est.capex_usd_range[0], "capex_usd_high": est.capex_usd_range[1],
+           "idle_ports": sum(est.idle_ports.values()), "pricing": est.policy_name}
+    return delivered_cost(row)
+
+
+def _tco(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
+    return tco_metrics(fab, policy=ctx.policy)
+def _training(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
+    job = ctx.job if ctx.job is not None else (fab.design or {}).get("job") or None
+    if job is None:
+        raise InvalidParameterError(
+            f"the training metric needs a job for {fab.name}: a [job] table in its design "
+            "file, or MetricContext(job=fo.TrainingJob(...))")
+    if not isinstance(job, TrainingJob):
+        job = job_from_mapping(job, "[job]")
+    row = training_metrics(fab, job)
+    return {"training_step_s": row["step_s"], "training_step_s_lower": row["step_s_lower"],
+            "training_tokens_per_s": row["tokens_per_s"],
+            "training_tokens_per_s_upper": job.tokens_per_step / row["step_s_lower"],
+            "training_mfu": row["mfu"],
+            "training_usd_per_million_tokens": row["usd_per_million_tokens"],
+            "training_binding_dimension": row["binding_dimension"],
+            "training_binding_tier": row["binding_tier"]}
+
+
+def delivered_cost(row: dict[str, Any]) -> dict[str, Any]:
+    """Fill ``usd_per_delivered_gbps`` and ``w_per_delivered_gbps`` from a row's per-GPU
+    capex and power and its certified all-to-all (the lower end, so a figure per Gb/s is
+    never flattering when a bracket stayed open); None where either is missing."""
+    delivered = row.get("all_to_all_gbps_per_gpu")
+    ok = delivered is not None and delivered > 0 and row.get("capex_per_gpu_usd") is not None
+    row["usd_per_delivered_gbps"] = row["capex_per_gpu_usd"] / delivered if ok else None
+    row["w_per_delivered_gbps"] = row["power_per_gpu_w"] / delivered if ok else None
+    return row
+
+
+#: The named metrics, in the order a row shows them.
+METRICS: dict[str, Metric] = {m.name: m for m in (
+    Metric("summary", _summary, "GPU, switch and link counts"),
+    Metric("all_to_all", _all_to_all, "certified all-to-all throughput"),
+    Metric("routing", _routing, "all-to-all routed as deployed (ECMP, WCMP, static, hash)"),
+    Metric("any_traffic", _any_traffic, "two-phase rate at which every traffic fits"),
+    Metric("bisection", _bisection, "bisection bandwidth, certified bracket"),
+    Metric("all_reduce", _all_reduce, "all-reduce busbw: achievable, bound, expected"),
+    Metric("cost", _cost, "capex and power of the network"),
+    Metric("tco", _tco, "total cost of ownership: energy, upkeep, optics replacements"),
+    Metric("training", _training, "a training job: step time, tokens/s, MFU, cost per token"),
+)}
+
+#: What :func:`~fabricopt.compare` computes when no metrics are given (``routing`` is asked
+#: for by name: its hashed trials cost more than the rest on large designs).
+DEFAULT_METRICS = ("summary", "all_to_all", "any_traffic", "bisection", "all_reduce", "cost")
+
+#: What the optimizer may constrain: the metric that computes it, the column it reads and
+#: whether the target is a floor (``"at least"``) or a ceiling (``"at most"``). Floors read
+#: certified lower ends only.
+CONSTRAINTS: dict[str, tuple[str, str, str]] = {
+    "all_to_all_gbps_per_gpu": ("all_to_all", "all_to_all_gbps_per_gpu", "at least"),
+    "all_reduce_busbw_GBps": ("all_reduce", "all_reduce_busbw_GBps", "at least"),
+    "bisection_gbps_per_gpu": ("bisection", "bisection_gbps_per_gpu", "at least"),
+    "capex_usd": ("cost", "capex_usd", "at most"),
+    "power_w": ("cost", "power_w", "at most"),
+    # A training job has no certified floor on its throughput (only a cap, from the step's
+    # lower bound): the constraint reads the expected figure, never the cap.
+    "training_tokens_per_s": ("training", "training_tokens_per_s", "at least"),
+}
+
+
+def compute_metrics(fab: Fabric, names: Mapping[str, Any] | tuple | list,
+                    ctx: MetricContext, row: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One row: each metric's columns in order; a metric given as a function ``f(fab)`` adds
+    what it returns. ``cost`` beside ``all_to_all`` also fills the cost per delivered Gb/s.
+    Columns go into ``row`` (a new dict by default) as each metric finishes, so a metric that
+    raises leaves the ones before it in place.
+
+    >>> import fabricopt as fo
+    >>> row = compute_metrics(fo.ring(4), ["all_to_all", "cost"], MetricContext())
+    >>> # 1 Gb/s links: theta 0.5 of 1 Gb/s to each of 3 peers (two cross the ring's cut of 2)
+    >>> row["all_to_all_gbps_per_gpu"], row["all_to_all_exact"]
+    (1.5, True)
+    """
+    row = {} if row is None else row
+    for metric in names:
+        values = (METRICS[metric].compute(fab, ctx) if isinstance(metric, str)
+                  else dict(metric(fab)))
+        row.update({str(k): plain(v) for k, v in values.items()})
+    if "capex_per_gpu_usd" in row and "all_to_all_gbps_per_gpu" in row:
+        delivered_cost(row)
+    return row
+
+
+def plain(value: Any) -> Any:
+    """Numpy scalars and tuples as plain JSON-able Python values."""
+    if hasattr(value, "item") and not isinstance(value, (list, tuple, dict, str)):
+        value = value.item()
+    if isinstance(value, tuple):
+        return [plain(v) for v in value]
+    return value

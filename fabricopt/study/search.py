@@ -1,0 +1,380 @@
+"""The design search behind :func:`~fabricopt.optimize`, in named steps.
+
+:class:`DesignSearch` runs ``enumerate`` (candidates, their plan bounds, pruning by bound),
+``evaluate`` (topologies cheapest bound first, priced before solved, each judged against the
+constraints as it finishes so it prunes the ones not yet sent), and ``result`` (the front, the
+best design, the nearest misses). Every figure a row holds comes from the metric registry
+(:mod:`fabricopt.study.metrics`) under the same name :func:`~fabricopt.compare` gives it, and
+every floor constraint reads a certified lower end. The rules are derived in
+:mod:`fabricopt.study.optimize`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..analysis.failures import fail_random
+from .candidates import Candidate, Sketch, candidates, sketch
+from .execution import Progress, limit_threads, run, worker_count
+from .metrics import CONSTRAINTS, MetricContext, compute_metrics, delivered_cost, ecmp_bracket
+from .pareto import pareto_front
+
+__all__ = ["ASYMMETRIC_GPUS_LIMIT", "FAILURE_SEEDS", "DesignSearch", "GroupTask",
+           "after_failure", "evaluate_group", "shortfalls"]
+
+TOL = 1e-9
+#: Largest GPU count at which a candidate whose plan has no symmetry (unequal leaves or
+#: bundles) is solved: its flow LP has a commodity per source and every GPU pair's demand
+#: (268 million pairs at 16,384 GPUs, more memory than a workstation has; at 1,024 GPUs the
+#: approximate method takes minutes to a wide bracket), where a symmetric plan's root-flow LP
+#: stays small at any size. Above it the candidate is decided by its ECMP bracket
+#: (:func:`~fabricopt.study.metrics.ecmp_bracket`), or reported unsolved when the bracket
+#: holds the target.
+ASYMMETRIC_GPUS_LIMIT = 256
+#: Seeds of the random link failures a candidate is tried under; the row keeps the worst.
+FAILURE_SEEDS = (1, 2, 3)
+#: The constraints that are not a column of the registry.
+FAILURE_KEYS = ("all_to_all_after_failure_gbps", "failure_fraction")
+
+Entry = tuple[Sketch, Candidate, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class GroupTask:
+    """One topology to build and evaluate under each candidate's optics policy (picklable)."""
+
+    candidates: tuple[Candidate, ...]
+    constraints: tuple[tuple[str, float], ...]
+    time_limit: float | None = None
+    cap_threads: bool = False
+    ecmp_bound: bool = False
+    capex_ceiling: float | None = None
+    job: Any = None
+
+
+def evaluate_group(task: GroupTask) -> list[dict[str, Any]]:
+    """Build the task's topology and evaluate it: one row per candidate (runs in a worker).
+
+    The fabric is priced first under every candidate's policy: when every capex exceeds
+    ``capex_ceiling`` (a feasible design's), nothing is solved and the rows carry
+    ``priced_out``. Otherwise the all-to-all (or its ECMP bracket, ``ecmp_bound``) and the
+    metric of every other constraint are computed once and shared.
+    """
+    guard = limit_threads(1) if task.cap_threads else contextlib.nullcontext()
+    with guard:
+        start = time.perf_counter()
+        fab = task.candidates[0].build()
+        # Priced first: pricing takes a second where a flow solve of 16,384 GPUs can take a
+        # minute, and a topology dearer than a feasible design under every policy cannot win.
+        rows = [compute_metrics(fab, ["cost"], MetricContext(policy=c.policy))
+                for c in task.candidates]
+        shared: dict[str, Any]
+        if (task.capex_ceiling is not None
+                and min(r["capex_usd"] for r in rows) > task.capex_ceiling * (1 + TOL)):
+            shared = {"priced_out": True}
+        else:
+            ctx = MetricContext(time_limit=task.time_limit, job=task.job,
+                                all_to_all_method="ecmp bracket" if task.ecmp_bound else "flow")
+            names = ["all_to_all"] + sorted({CONSTRAINTS[k][0] for k, _ in task.constraints
+                                             if k in CONSTRAINTS} - {"all_to_all", "cost"})
+            if task.job is not None and "training" not in names:
+                names.append("training")  # a job given is always run: its row shows it
+            shared = compute_metrics(fab, names, ctx)
+            shared["oversubscription_built"] = fab.params.get("oversubscription_built")
+        seconds = time.perf_counter() - start
+        for row in rows:
+            row.update(shared)
+            if "priced_out" not in row:
+                delivered_cost(row)
+            row["seconds"] = seconds / len(rows)
+        return rows
+
+
+def after_failure(c: Candidate, fraction: float, time_limit: float | None = None,
+                  cap_threads: bool = False, ecmp_bound: bool = False) -> float:
+    """Certified all-to-all Gb/s per GPU of ``c`` after ``fraction`` of its links fail: the
+    least over :data:`FAILURE_SEEDS` random draws, each the certified lower end of its solve
+    (``ecmp_bound``: of ECMP routing on the failed fabric, no LP)."""
+    guard = limit_threads(1) if cap_threads else contextlib.nullcontext()
+    with guard:
+        fab = c.build()
+        worst = math.inf
+        for seed in FAILURE_SEEDS:
+            bad = fail_random(fab, fraction, seed=seed, kind="links")
+            if ecmp_bound:
+                worst = min(worst, ecmp_bracket(bad)[0])
+                continue
+            row = compute_metrics(bad, ["all_to_all"], MetricContext(time_limit=time_limit))
+            worst = min(worst, row["all_to_all_gbps_per_gpu"])
+        return worst
+
+
+def shortfalls(row: Mapping[str, Any], constraints: Mapping[str, float]) -> dict[str, float]:
+    """How far a row misses each constraint (relative; only the ones it misses).
+
+    >>> shortfalls({"capex_usd": 120.0, "all_to_all_gbps_per_gpu": 300.0},
+    ...            {"capex_usd": 100.0, "all_to_all_gbps_per_gpu": 200.0})
+    {'capex_usd': 0.2}
+    """
+    out = {}
+    for key, target in constraints.items():
+        if key == "failure_fraction" or row.get(key) is None:
+            continue
+        value = float(row[key])
+        at_most = key in CONSTRAINTS and CONSTRAINTS[key][2] == "at most"
+        if at_most and value > target * (1 + TOL):
+            out[key] = (value - target) / target
+        elif not at_most and value < target * (1 - TOL):
+            out[key] = (target - value) / target
+    return out
+
+
+def _decided(row: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The row as the constraints see it: a bracketed all-to-all that misses its target
+    misses by at least its upper end (decided rows only: both ends meet it or both miss)."""
+    if row.get("all_to_all_method") != "ecmp bound":
+        return row
+    return {**row, "all_to_all_gbps_per_gpu": row["all_to_all_gbps_per_gpu_upper"]}
+
+
+class DesignSearch:
+    """One run of :func:`~fabricopt.optimize`: its steps are :meth:`enumerate`,
+    :meth:`evaluate` and :meth:`result` (see the module)."""
+
+    def __init__(self, gpus: int, space: Mapping[str, Any], constraints: dict[str, float],
+                 objective: str, executor: cf.Executor | None,
+                 progress: bool | Callable[[int, int], Any] | None,
+                 time_limit: float | None, prune: bool, full_front: bool,
+                 job: Any = None) -> None:
+        self.gpus, self.space, self.constraints = gpus, space, constraints
+        self.objective, self.executor, self.progress = objective, executor, progress
+        self.time_limit, self.prune, self.full_front = time_limit, prune, full_front
+        self.job = job
+        self.start = time.perf_counter()
+        self.candidates: list[Candidate] = []
+        self.rows: list[dict[str, Any]] = []
+        self.groups: dict[str, list[Entry]] = {}
+        self.bracketed: set[str] = set()
+        self.feasible: list[dict[str, Any]] = []
+        self.evaluated: list[dict[str, Any]] = []
+        self.tried: dict[str, float] = {}
+        self.topology_names: dict[str, str] = {}
+        self.others = {k: v for k, v in constraints.items() if k not in FAILURE_KEYS}
+
+    # -- step 1: candidates and their bounds ----------------------------------------------
+    def enumerate(self) -> None:
+        """Every candidate's row with its plan bounds; the ones that can still win grouped by
+        topology (candidates differing only in optics policy share one build and solve)."""
+        self.candidates = candidates(self.gpus, self.space)
+        seen: dict[str, str] = {}
+        for c in self.candidates:
+            sk = sketch(c, self.gpus)
+            row = {"name": c.name, "family": c.family, "outcome": "pruned", "reason": sk.reason,
+                   "capex_lower_usd": sk.capex_lower_usd,
+                   "all_to_all_gbps_per_gpu_bound": sk.a2a_upper_gbps}
+            self.rows.append(row)
+            if not sk.ok:
+                row["reason"] = "cannot be built: " + sk.reason
+                continue
+            # One fabric under several names (tiers None resolving to the tiers given, a
+            # SuperPOD's tiers, which it does not take): evaluated once.
+            topology = repr((c.family, sorted((k, repr(v)) for k, v in c.kwargs.items()
+                                              if k != "tiers"), sk.tiers))
+            same = seen.setdefault(repr((topology, repr(c.policy))), c.name)
+            if same != c.name:
+                row["reason"] = f"the same design as {same}"
+                continue
+            # What the bounds prove the candidate misses, at least.
+            row["shortfall"] = shortfalls({"all_to_all_gbps_per_gpu": sk.a2a_upper_gbps,
+                                           "capex_usd": sk.capex_lower_usd}, self.constraints)
+            why = self._pruned_by_bounds(sk)
+            if why:
+                row["reason"] = why
+                continue
+            # No symmetry in the plan and too many GPUs for the flow LP: decided by the
+            # certified ECMP bracket instead.
+            if not sk.symmetric and self.gpus > ASYMMETRIC_GPUS_LIMIT:
+                self.bracketed.add(topology)
+            self.groups.setdefault(topology, []).append((sk, c, row))
+
+    def _pruned_by_bounds(self, sk: Sketch) -> str:
+        if not self.prune:
+            return ""
+        target = self.constraints.get("all_to_all_gbps_per_gpu")
+        if target is not None and sk.a2a_upper_gbps < target * (1 - TOL):
+            return f"all-to-all bound {sk.a2a_upper_gbps:,.1f} < {target:g} Gb/s per GPU"
+        budget = self.constraints.get("capex_usd")
+        if budget is not None and sk.capex_lower_usd > budget * (1 + TOL):
+            return f"capex bound {sk.capex_lower_usd:,.0f} > {budget:,.0f} USD"
+        return ""
+
+    # -- step 2: evaluation, pruning as results come in -----------------------------------
+    def evaluate(self) -> None:
+        """Evaluate the groups cheapest bound first (so the first feasible designs prune the
+        most); with an executor, one group per worker in flight, each finished group pruning
+        the ones not yet sent."""
+        order = sorted(self.groups.items(),
+                       key=lambda g: min(t[0].capex_lower_usd for t in g[1]))
+        self.shown = Progress(self.progress, "optimize", total=sum(len(g) for _, g in order),
+                              unit="candidate")
+        window = worker_count(self.executor) if self.executor is not None else None
+        kept: dict[int, tuple[str, list[Entry]]] = {}
+
+        def admit(item: tuple[str, list[Entry]]) -> GroupTask | None:
+            topology, group = item
+            keep = self._needed(group)
+            if not keep:
+                return None
+            task = GroupTask(tuple(c for _, c, _ in keep), tuple(self.constraints.items()),
+                             self.time_limit, self.executor is not None,
+                             topology in self.bracketed, self._ceiling(), self.job)
+            kept[id(task)] = (topology, keep)
+            return task
+
+        def finish(task: GroupTask, results: list[dict[str, Any]]) -> None:
+            topology, keep = kept.pop(id(task))
+            self._judge(topology, keep, results)
+
+        try:
+            run(order, evaluate_group, finish, executor=self.executor, window=window,
+                admit=admit)
+        finally:
+            self.shown.close()
+
+    def _needed(self, group: list[Entry]) -> list[Entry]:
+        """The group's candidates that could still win, the others marked pruned."""
+        keep = []
+        for sk, c, row in group:
+            why = self._cannot_win(sk) if self.prune else ""
+            if why:
+                row["reason"] = why
+            else:
+                keep.append((sk, c, row))
+        return keep
+
+    def _cannot_win(self, sk: Sketch) -> str:
+        """Why a candidate with these bounds can be neither the best nor on the front ("" if
+        it could be). Only designs proven to meet every constraint count as feasible."""
+        if self.objective != "capex_usd":
+            return ""  # power is not bounded before a build: any candidate could be the best
+        cheaper = [f for f in self.feasible if f["capex_usd"] <= sk.capex_lower_usd * (1 + TOL)]
+        if not cheaper:
+            return ""
+        cheapest = min(cheaper, key=lambda f: f["capex_usd"])
+        if not self.full_front and cheapest["capex_usd"] < sk.capex_lower_usd * (1 - TOL):
+            # The front stops at the best design, which costs no more than this feasible one.
+            return (f"costs more than {cheapest['name']} (capex bound "
+                    f"{sk.capex_lower_usd:,.0f} > {cheapest['capex_usd']:,.0f} USD)")
+        for e in self.evaluated:  # off the front too: a design as cheap delivers as much
+            if (e["capex_usd"] <= sk.capex_lower_usd * (1 + TOL)
+                    and e["all_to_all_gbps_per_gpu"] >= sk.a2a_upper_gbps * (1 - TOL)):
+                return f"dominated by {e['name']}"
+        return ""
+
+    def _ceiling(self) -> float | None:
+        """The capex above which a topology is priced but not solved: the cheapest feasible
+        design's, when nothing dearer can be the best or on the reported front."""
+        if (not self.prune or self.full_front or self.objective != "capex_usd"
+                or not self.feasible):
+            return None
+        return min(f["capex_usd"] for f in self.feasible)
+
+    def _judge(self, topology: str, group: list[Entry], results: list[dict[str, Any]]) -> None:
+        """Record a finished group: priced out, unsolved, or evaluated against the
+        constraints (the failure trial last, only where it could decide the best)."""
+        for (sk, c, row), res in zip(group, results, strict=True):
+            self.shown.advance(row["name"])
+            if res.pop("priced_out", False):
+                cheapest = min(self.feasible, key=lambda f: f["capex_usd"])
+                row.update(res)
+                row["reason"] = (f"costs more than {cheapest['name']} ({res['capex_usd']:,.0f}"
+                                 f" > {cheapest['capex_usd']:,.0f} USD; priced, not solved)")
+                continue
+            row.update(res)
+            row["reason"] = ""
+            row["topology"] = self.topology_names.setdefault(topology, row["name"])
+            undecided = ""
+            if topology in self.bracketed:
+                # The plan's bound may be tighter than the fabric's cheap ones.
+                upper = min(row["all_to_all_gbps_per_gpu_upper"], sk.a2a_upper_gbps)
+                row["all_to_all_gbps_per_gpu_upper"] = max(upper, row["all_to_all_gbps_per_gpu"])
+                undecided = self._undecided(row)
+            if undecided or (row["all_to_all_gbps_per_gpu"] <= 0
+                             and row["all_to_all_status"] != "optimal"):
+                # No certified throughput (a time limit, a solver failure, a bracket holding
+                # the target): reported with its status, off the front and out of the best.
+                row["outcome"] = "unsolved"
+                row["reason"] = undecided or (f"flow solve {row['all_to_all_status']}: no "
+                                              "certified throughput")
+                row["shortfall"], row["meets"] = {}, None
+                continue
+            row["outcome"] = "evaluated"
+            self.evaluated.append(row)
+            short: dict[str, float] | None = shortfalls(_decided(row), self.others)
+            if "all_to_all_after_failure_gbps" in self.constraints and not short:
+                short = self._try_failure(topology, c, row)
+            row["shortfall"] = short or {}
+            row["meets"] = None if short is None else not short
+            if row["meets"]:
+                self.feasible.append(row)
+
+    def _undecided(self, row: Mapping[str, Any]) -> str:
+        """Why a bracketed all-to-all cannot be decided against its target ("" if decided)."""
+        target = self.constraints.get("all_to_all_gbps_per_gpu")
+        lower, upper = row["all_to_all_gbps_per_gpu"], row["all_to_all_gbps_per_gpu_upper"]
+        if target is None or lower >= target * (1 - TOL) or upper < target * (1 - TOL):
+            return ""
+        return (f"undecided: the all-to-all bracket [{lower:,.1f}, {upper:,.1f}] Gb/s per GPU "
+                f"(ECMP lower bound, distance bound) holds the target {target:g}; the flow LP "
+                "is too large to close it (no symmetry in the plan)")
+
+    def _try_failure(self, topology: str, c: Candidate, row: dict[str, Any]
+                     ) -> dict[str, float] | None:
+        """The failure trial of a row meeting every other constraint, when it could be the
+        best (it costs less than the best so far); else marked untried (None)."""
+        objective = self.objective
+        best = min(self.feasible, key=lambda r: r[objective]) if self.feasible else None
+        if best is not None and row[objective] >= best[objective]:
+            row["all_to_all_after_failure_gbps"] = None
+            row["reason"] = f"failure trial not run: {best['name']} passes it and is better"
+            return None
+        ecmp = topology in self.bracketed
+        if topology not in self.tried:
+            fraction = float(self.constraints.get("failure_fraction", 0.01))
+            if self.executor is None:
+                self.tried[topology] = after_failure(c, fraction, self.time_limit, False, ecmp)
+            else:
+                self.tried[topology] = self.executor.submit(
+                    after_failure, c, fraction, self.time_limit, True, ecmp).result()
+        row["all_to_all_after_failure_gbps"] = self.tried[topology]
+        short = shortfalls(row, self.constraints)
+        if ecmp and "all_to_all_after_failure_gbps" in short:
+            # Only a lower bound after failure: below the target proves nothing.
+            row["reason"] = (f"undecided: ECMP after failure carries {self.tried[topology]:,.1f}"
+                             f" < {self.constraints['all_to_all_after_failure_gbps']:g} Gb/s "
+                             "per GPU, a lower bound only")
+            return None
+        return short
+
+    # -- step 3: the answer -------------------------------------------------------------------
+    def result(self) -> dict[str, Any]:
+        """The front (the one Pareto front of :mod:`fabricopt.study.pareto`, over capex and
+        certified all-to-all), the best design and, when none meets every constraint, the
+        nearest misses (evaluated or bounded: a bound's shortfall is the least it misses by)."""
+        picks = pareto_front(self.evaluated, "capex_usd", "all_to_all_gbps_per_gpu")
+        front = [self.evaluated[i] for i in picks]
+        objective = self.objective
+        best = min(self.feasible, key=lambda r: r[objective]) if self.feasible else None
+        if best is not None and not self.full_front and objective == "capex_usd":
+            front = [r for r in front if r["capex_usd"] <= best["capex_usd"] * (1 + TOL)]
+        missed = [r for r in self.rows if r.get("shortfall")]
+        nearest = [] if best else sorted(missed, key=lambda r: sum(r["shortfall"].values()))[:3]
+        return {"rows": self.rows, "front": front, "best": best, "nearest": nearest,
+                "seconds": time.perf_counter() - self.start,
+                "candidates": {c.name: c for c in self.candidates}}

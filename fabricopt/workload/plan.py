@@ -1,0 +1,245 @@
+"""A training job: a model and how it is split over GPUs (the parallel plan).
+
+Dimensions (``docs/workload.md#the-parallel-plan``): tensor ``tp`` (Megatron-LM, with
+sequence parallelism), context ``cp`` (ring attention), expert ``ep`` (routed experts
+spread over ``ep`` ranks; dense weights are replicated over them and each takes sequences of
+its own, as in Megatron-LM where expert groups are carved out of data parallelism), data
+``dp`` (with ZeRO
+stage 0-3) and pipeline ``pp`` (1F1B, interleaved with ``virtual_stages`` > 1). The GPUs a
+job takes are ``tp x cp x ep x dp x pp``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .._checks import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_label,
+    check_positive,
+    did_you_mean,
+)
+from ..errors import InvalidParameterError
+from .models import ModelConfig, model
+
+PRECISIONS = ("bf16", "fp8")
+RECOMPUTE = ("none", "selective", "full")
+#: Dimensions in rank order, fastest first: neighbouring ranks share tensor-parallel groups.
+DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    """A model, a parallel plan and a batch.
+
+    Parameters
+    ----------
+    model : str, dict or ModelConfig
+        A catalogue name (:data:`fabricopt.models`) or a user's model (:func:`fabricopt.model`).
+    tp, pp, ep, cp : int
+        Tensor, pipeline, expert and context parallel degrees.
+    dp : int, optional
+        Data-parallel degree; None: every GPU the others leave (set by
+        :func:`~fabricopt.training_step` from the fabric).
+    micro_batch, global_batch : int
+        Sequences per micro-batch and per step; ``global_batch`` must be a multiple of
+        ``micro_batch x dp x ep``.
+    seq_len : int
+        Tokens per sequence.
+    precision : {"bf16", "fp8"}
+        Matrix-multiply precision: sets the peak rate; weights and activations move in BF16.
+    zero : {0, 1, 2, 3}
+        ZeRO stage: shard optimizer state (1), gradients too (2), weights too (3, FSDP).
+    virtual_stages : int
+        Model chunks per pipeline rank (interleaved 1F1B when > 1).
+    recompute : {"none", "selective", "full"}
+        Activation recomputation.
+    sequence_parallel : bool
+        Megatron-LM sequence parallelism (reduce-scatter/all-gather instead of all-reduce).
+    compute_efficiency : float, optional
+        Fraction of the GPU's peak its matrix multiplies reach; default the catalog's figure.
+    gpu : str, optional
+        Catalog key of the GPU (``"h100_sxm"``, ``"b200"``); default from the fabric's NVLink.
+
+    Examples
+    --------
+    >>> import fabricopt as fo
+    >>> job = fo.TrainingJob(model="llama3-70b", tp=8, pp=4, global_batch=1024, seq_len=8192)
+    >>> job.with_gpus(1024).dp, job.with_gpus(1024).micro_batches
+    (32, 32)
+    """
+
+    model: Any
+    tp: int = 1
+    pp: int = 1
+    dp: int | None = None
+    ep: int = 1
+    cp: int = 1
+    micro_batch: int = 1
+    global_batch: int = 1024
+    seq_len: int = 4096
+    precision: str = "bf16"
+    zero: int = 1
+    virtual_stages: int = 1
+    recompute: str = "selective"
+    sequence_parallel: bool = True
+    compute_efficiency: float | None = None
+    gpu: str | None = None
+
+    def __post_init__(self) -> None:
+        func = "TrainingJob"
+        try:
+            object.__setattr__(self, "model", model(self.model))
+        except InvalidParameterError as exc:
+            raise InvalidParameterError(f"{func}(): model: {exc}") from None
+        m: ModelConfig = self.model
+        for key in ("tp", "pp", "ep", "cp", "micro_batch", "global_batch", "seq_len",
+                    "virtual_stages"):
+            check_int(func, key, getattr(self, key), minimum=1)
+        if self.dp is not None:
+            check_int(func, "dp", self.dp, minimum=1)
+        check_choice(func, "precision", self.precision, PRECISIONS)
+        check_choice(func, "recompute", self.recompute, RECOMPUTE)
+        check_int(func, "zero", self.zero, minimum=0, maximum=3)
+        check_bool(func, "sequence_parallel", self.sequence_parallel)
+        check_label(func, "gpu", self.gpu)
+        if self.compute_efficiency is not None:
+            eff = check_positive(func, "compute_efficiency", self.compute_efficiency)
+            if eff > 1:
+                raise InvalidParameterError(f"{func}(): compute_efficiency must be in (0, 1], "
+                                            f"got {eff!r}")
+        if m.heads % self.tp or m.kv_heads % self.tp and self.tp % m.kv_heads:
+            raise InvalidParameterError(
+                f"{func}(): tp={self.tp} must divide the {m.heads} attention heads of "
+                f"{m.name} (and divide or be a multiple of its {m.kv_heads} KV heads)")
+        if m.layers < self.pp * self.virtual_stages:
+            raise InvalidParameterError(
+                f"{func}(): pp x virtual_stages = {self.pp * self.virtual_stages} must be at "
+                f"most the {m.layers} layers of {m.name}")
+        if self.virtual_stages > 1 and self.pp == 1:
+            raise InvalidParameterError(f"{func}(): virtual_stages > 1 needs pp > 1")
+        if self.ep > 1 and (not m.is_moe or m.experts % self.ep):
+            raise InvalidParameterError(
+                f"{func}(): ep={self.ep} needs a mixture of experts whose expert count it "
+                f"divides; {m.name} has {m.experts} experts")
+        if self.seq_len % (self.cp * (2 if self.cp > 1 else 1)):
+            raise InvalidParameterError(
+                f"{func}(): seq_len={self.seq_len} must be a multiple of 2 x cp = "
+                f"{2 * self.cp} (ring attention splits it in 2 cp chunks)")
+        if self.dp is not None:
+            self.check_batch()
+
+    def check_batch(self) -> None:
+        """Raise unless ``global_batch`` is a multiple of ``micro_batch x dp x ep``."""
+        per_step = self.micro_batch * self.dp * self.ep
+        if self.global_batch % per_step:
+            raise InvalidParameterError(
+                f"TrainingJob(): global_batch={self.global_batch} must be a multiple of "
+                f"micro_batch x dp x ep = {self.micro_batch} x {self.dp} x {self.ep} = "
+                f"{per_step}")
+
+    # -- derived ---------------------------------------------------------------------------
+    @property
+    def model_parallel(self) -> int:
+        """GPUs of one model replica: ``tp x cp x ep x pp``."""
+        return self.tp * self.cp * self.ep * self.pp
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the job takes (``dp`` must be set)."""
+        return self.model_parallel * self.dp_set
+
+    @property
+    def dp_set(self) -> int:
+        """``dp``, which must be set (by :meth:`with_gpus` when it was None)."""
+        if self.dp is None:
+            raise InvalidParameterError("TrainingJob: dp is None; call with_gpus(n) first")
+        return self.dp
+
+    @property
+    def micro_batches(self) -> int:
+        """Micro-batches each pipeline runs per step: ``global_batch / (micro_batch x dp x
+        ep)`` (expert ranks hold the same dense weights and take sequences of their own)."""
+        return self.global_batch // (self.micro_batch * self.dp_set * self.ep)
+
+    @property
+    def tokens_per_step(self) -> int:
+        return self.global_batch * self.seq_len
+
+    @property
+    def layers_per_stage(self) -> int:
+        """Layers of the fullest pipeline rank (``ceil(L / (p v)) v``; Llama 3 405B's 126
+        layers on 16 stages leave some stages a layer short)."""
+        chunks = self.pp * self.virtual_stages
+        return -(-self.model.layers // chunks) * self.virtual_stages
+
+    @property
+    def bubble_fraction(self) -> float:
+        """Pipeline bubble over useful time: ``(p - 1) / (v m)`` (Narayanan et al., Efficient
+        Large-Scale Language Model Training on GPU Clusters Using Megatron-LM, section 2.2)."""
+        return (self.pp - 1) / (self.virtual_stages * self.micro_batches)
+
+    def with_gpus(self, n_gpus: int, func: str = "TrainingJob.with_gpus") -> TrainingJob:
+        """This job with ``dp`` set from ``n_gpus`` when it is None (checked either way);
+        ``func`` names the caller in messages (the fabric is its ``fab``).
+
+        Raises
+        ------
+        InvalidParameterError
+            When the plan needs more GPUs than ``n_gpus``.
+        """
+        n_gpus = check_int(func, "n_gpus", n_gpus, minimum=1)
+        if self.dp is None:
+            dp = n_gpus // self.model_parallel
+            if dp < 1:
+                raise InvalidParameterError(
+                    f"{func}(): the job takes tp x cp x ep x pp = {self.model_parallel} GPUs "
+                    f"per replica but fab has {n_gpus}")
+            per_step = self.micro_batch * dp * self.ep
+            if self.global_batch % per_step:
+                raise InvalidParameterError(
+                    f"{func}(): dp = {dp} (the {n_gpus:,} GPUs of fab over tp x cp x ep x pp = "
+                    f"{self.model_parallel}) does not split global_batch={self.global_batch} "
+                    f"into micro-batches: micro_batch x dp x ep = {per_step}; give dp, or a "
+                    f"global_batch that is a multiple of {per_step}")
+            job = replace(self, dp=dp)
+        else:
+            job = self
+        if job.gpus > n_gpus:
+            raise InvalidParameterError(
+                f"{func}(): the job takes tp x cp x ep x dp x pp = {job.gpus} GPUs but fab "
+                f"has {n_gpus}")
+        return job
+
+    def describe(self) -> str:
+        """One line: model and plan."""
+        dp = "auto" if self.dp is None else self.dp
+        zero = f", ZeRO-{self.zero}" if self.zero else ""
+        v = f" (v={self.virtual_stages})" if self.virtual_stages > 1 else ""
+        return (f"{self.model.name}: TP {self.tp}, PP {self.pp}{v}, DP {dp}, EP {self.ep}, "
+                f"CP {self.cp}{zero}; micro-batch {self.micro_batch}, global batch "
+                f"{self.global_batch}, sequence {self.seq_len}, {self.precision}")
+
+
+def job_from_mapping(table: Mapping[str, Any], where: str = "[job]") -> TrainingJob:
+    """A :class:`TrainingJob` from a table (a design file's ``[job]``), unknown keys named.
+
+    >>> job_from_mapping({"model": "llama3-8b", "tp": 2}).tp
+    2
+    """
+    fields = set(TrainingJob.__dataclass_fields__)
+    for key in table:
+        if key not in fields:
+            raise InvalidParameterError(f"{where}: unknown key {key!r}"
+                                        f"{did_you_mean(key, fields)}; keys are "
+                                        f"{', '.join(sorted(fields))}")
+    if "model" not in table:
+        raise InvalidParameterError(f"{where}: needs model = a catalogue name or a table")
+    return TrainingJob(**dict(table))
+
+
+__all__ = ["DIMENSIONS", "PRECISIONS", "RECOMPUTE", "TrainingJob", "job_from_mapping"]
