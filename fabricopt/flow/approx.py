@@ -47,6 +47,7 @@ from scipy.sparse.csgraph import dijkstra
 
 from .._checks import check_choice, check_int, check_positive, fail
 from ..errors import BackendUnavailableError
+from .backends import highspy_available
 from .formulation import FlowModel
 from .lp import LPSolution
 
@@ -191,8 +192,6 @@ def choose_strategy(model: FlowModel) -> str:
     Column generation needs the ``highspy`` package for its master LP; without it, or for
     dense traffic (all-to-all), Frank-Wolfe.
     """
-    from .backends import highspy_available
-
     sparse = len(model.agg[0]) <= SPARSE_PAIRS_PER_SOURCE * max(model.n_commodities, 1)
     # Endpoints that forward traffic (a GPU with NVLink and a NIC is not collapsed) make
     # many equal-cost routes, which ECMP columns take at once: column generation closed a
@@ -274,7 +273,7 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
     if auto:
         strategy = choose_strategy(model)
     if strategy == "column_generation":
-        from .backends import highspy_available
+        # colgen builds on this module's runs: importing it at load time would be a cycle.
         from .colgen import MASTER_ROUND_SECONDS, ColumnGeneration
 
         if not highspy_available():

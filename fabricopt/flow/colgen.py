@@ -38,7 +38,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from .approx import HOP_TIE_BREAK, ApproxRun, _CoreGraph
-from .backends import highspy_available
+from .backends import _stdout_silenced, highspy_available
 from .formulation import FlowModel
 from .lp import LPSolution
 
@@ -342,8 +342,6 @@ class ColumnGeneration(ApproxRun):
 
 
 def _quiet():  # type: ignore[no-untyped-def]
-    from .backends import _stdout_silenced
-
     return _stdout_silenced()
 
 
