@@ -42,6 +42,9 @@ from .tiers import SCALE_UP_TIERS as SCALE_UP_TIERS  # its old home; tiers.py ow
 from .tiers import is_scale_up_arc, tier_of
 
 ROLES = ("gpu", "switch", "nic")
+#: Capacities (Gb/s per arc) a real link can have, from a 1 Mb/s management port to a
+#: petabit trunk; :meth:`Fabric.validate` warns outside it (bit/s given where Gb/s is meant).
+PLAUSIBLE_GBPS = (1e-3, 1e6)
 
 
 class Fabric:
@@ -327,7 +330,8 @@ class Fabric:
         Rules: every arc has a finite capacity > 0 and its reverse arc, joins two different
         nodes, and its ``links`` (when set) is a whole number >= 1; every endpoint has role
         ``"gpu"``; every node has a known role; no switch uses more ports than its ``radix``.
-        Returns the fabric so calls can chain.
+        A capacity outside :data:`PLAUSIBLE_GBPS` is allowed but warned about. Returns the
+        fabric so calls can chain.
 
         >>> import fabricopt as fo
         >>> fo.ring(4).validate().name
@@ -338,7 +342,21 @@ class Fabric:
             more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
             raise InvalidFabricError(f"fabric {self.name!r} is invalid: "
                                      + "; ".join(problems[:10]) + more)
+        self._warn_implausible_capacity()
         return self
+
+    def _warn_implausible_capacity(self) -> None:
+        """Warn (``UserWarning``) when a capacity lies outside :data:`PLAUSIBLE_GBPS`:
+        results scale with the unit, but a fabric in bit/s reads 1e9 times too fast."""
+        low, high = PLAUSIBLE_GBPS
+        odd = [(u, v, d["capacity"]) for u, v, d in self.graph.edges(data=True)
+               if not low <= d["capacity"] <= high]
+        if odd:
+            u, v, cap = odd[0]
+            warnings.warn(f"fabric {self.name!r}: {len(odd)} arc(s) have a capacity outside "
+                          f"{low:g} to {high:g} Gb/s, e.g. {u!r}->{v!r} at {cap:g}; "
+                          "capacities are in Gb/s per direction (bit/s given by mistake?)",
+                          UserWarning, stacklevel=3)
 
     def summary(self) -> FabricSummary:
         """Counts and capacities at a glance (see :class:`FabricSummary`).

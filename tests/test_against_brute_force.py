@@ -423,11 +423,14 @@ def test_cheap_bracket_is_silent_for_an_endpoint_that_only_receives(monkeypatch)
         r = api.cheap_bracket(fab, fo.Traffic({(a, b): 1.0}))
         # method="auto" on a fabric too large for the LP takes the approximate method.
         monkeypatch.setattr(api, "MAX_AUTO_NONZEROS", 0)
-        auto = fo.max_concurrent_flow(fab, fo.Traffic({(a, b): 1.0}))
+        auto = fo.max_concurrent_flow(fab, fo.Traffic({(a, b): 1.0}), bounds_first=False)
+        # The bounds stage closes it first (the path's links are the cut), silently too.
+        first = fo.max_concurrent_flow(fab, fo.Traffic({(a, b): 1.0}))
     # a sends 1 Gb/s over one 400 Gb/s link, b receives it over another: theta <= 400, and
     # the path a-leaf-spine-leaf-b of 400 Gb/s links carries 400, so 400 is the optimum.
     assert r.status == "not_solved" and r.lower == 0.0 and r.upper == pytest.approx(400.0)
     assert auto.method == "approx"
+    assert first.method == "bounds" and first.theta == pytest.approx(400.0)
     assert auto.lower <= 400.0 * (1 + 1e-9) and 400.0 <= auto.upper * (1 + 1e-9)
 
 

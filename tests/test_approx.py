@@ -282,3 +282,41 @@ def test_a_stalled_master_hands_over_to_frank_wolfe(monkeypatch):
     lower, upper = sol.info["lower"], sol.info["upper"]
     assert lower - 1e-9 <= exact.theta <= upper + 1e-9
     assert upper - lower <= GAP * upper * (1 + 1e-9)
+
+
+def test_unreachable_gap_returns_its_best_bracket():
+    # fat_tree(4) missing a leaf-spine and a spine-core link: the LP gives theta exactly, but
+    # Frank-Wolfe's distance bound stands still a few 1e-5 above it, so a gap of 1e-5 is out
+    # of reach. The run stops by the stall test (counted in rounds) with the bracket it has,
+    # status "stalled", and the bracket still contains the LP's theta and re-checks.
+    fab = fo.fat_tree(4)
+    fab = fab.without_links([_first_link(fab, "leaf-spine"), _first_link(fab, "spine-core")])
+    exact = fo.max_concurrent_flow(fab, method="lp")
+    r = fo.max_concurrent_flow(fab, method="approx", gap=1e-5)
+    assert r.status == "stalled" and r.theta is None, r.message
+    assert "stopped closing" in r.message
+    assert r.lower * (1 - 1e-9) <= exact.theta <= r.upper * (1 + 1e-9)
+    assert fo.check_certificate(fab, r).ok
+
+
+def test_work_limit_gives_the_same_bracket_twice():
+    # A limit on rounds, not seconds: two runs stop at the same round with the same bracket,
+    # status "iteration_limit", and the result records the limit.
+    fab = fo.jellyfish(switches=12, network_ports=4, endpoints_per_switch=2, seed=3)
+    runs = [fo.max_concurrent_flow(fab, method="approx", gap=1e-4, work_limit=5)
+            for _ in range(2)]
+    assert runs[0].status == "iteration_limit" and runs[0].work_limit == 5
+    assert (runs[0].lower, runs[0].upper) == (runs[1].lower, runs[1].upper)
+    assert fo.check_certificate(fab, runs[0]).ok
+
+
+def test_work_limit_caps_the_lp_iterations():
+    # One simplex iteration cannot solve a 12-switch jellyfish's LP: status iteration_limit,
+    # and whatever bracket is reported re-checks.
+    fab = fo.jellyfish(switches=12, network_ports=4, endpoints_per_switch=2, seed=3)
+    r = fo.max_concurrent_flow(fab, method="lp", work_limit=1)
+    assert r.status == "iteration_limit" and r.theta is None and r.work_limit == 1
+    check = fo.check_certificate(fab, r)
+    assert check.lower_ok and check.upper_ok
+    with pytest.raises(fo.InvalidParameterError, match="work_limit"):
+        fo.max_concurrent_flow(fab, method="lp", work_limit=0)

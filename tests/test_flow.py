@@ -48,7 +48,9 @@ def test_hypercube_antipodal_permutation_is_one(d):
     n = 2**d
     tm = fo.Traffic({(f"n{i}", f"n{(n - 1) ^ i}"): 1.0 for i in range(n)})
     r = certified(fab, fo.max_concurrent_flow(fab, tm), tm)
-    assert r.theta == pytest.approx(1.0) and r.method == "lp"
+    # Not invariant traffic, so not the symmetric method: the bounds stage closes it (a
+    # node's own link carries its one demand, and fewest-hop ECMP routes it disjointly).
+    assert r.theta == pytest.approx(1.0) and r.method in ("lp", "bounds")
 
 
 def test_pdlp_gives_a_certified_bracket():
@@ -202,7 +204,7 @@ def test_too_large_for_auto_gives_a_certified_approximate_bracket(monkeypatch):
     monkeypatch.setattr(api, "MAX_AUTO_NONZEROS", 10)
     fab = fo.jellyfish(switches=8, network_ports=3, endpoints_per_switch=1, seed=2,
                        link_gbps=1.0)
-    r = fo.max_concurrent_flow(fab)
+    r = fo.max_concurrent_flow(fab, bounds_first=False)
     exact = fo.max_concurrent_flow(fab, method="lp").theta
     assert r.method == "approx" and "certified bracket" in r.message
     assert 0 < r.lower <= exact * (1 + 1e-9) and exact <= r.upper * (1 + 1e-9) < math.inf

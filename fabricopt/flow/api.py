@@ -17,22 +17,24 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_bool, check_choice, check_positive
+from .._checks import check_bool, check_choice, check_int, check_positive
 from .._progress import progress_bar
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_fabric
 from ..graph_arrays import GraphArrays
 from ..symmetry.search import search_symmetry, with_symmetry
-from ..tiers import tier_of
+from ..tiers import is_scale_up_arc, tier_of
 from ..traffic import Traffic, all_to_all
 from .approx import check_gap, solve_approx
 from .backends import BACKENDS, check_solve_args, solve_lp
+from .bounds import ECMP_MAX_ENTRIES, ecmp_point, structural_cut_lengths
 from .certificate import EXACT_RTOL, certify
 from .formulation import Collapse, CollapsedDemand, FlowModel, build_flow_lp
 from .lp import LPSolution
 from .model import ThroughputModel
 from .result import FlowCertificate, FlowResult
 from .symmetric import SymmetricModel, build_symmetric_lp
+from .units import capacity_unit, check_capacity_spread, in_units
 from .warm import ball_cut_lengths, warm_lengths
 
 METHODS = ("auto", "lp", "symmetric", "approx")
@@ -113,6 +115,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                         backend: str = "highs", time_limit: float | None = None,
                         include_endpoint_links: bool = True, gap: float = 0.01,
                         progress: bool | None = None, warm_start: FlowResult | None = None,
+                        bounds_first: bool | None = None, work_limit: int | None = None,
                         **backend_options: Any) -> FlowResult:
     """Largest fraction theta of ``traffic`` that ``fab`` carries at once, with proof.
 
@@ -163,6 +166,20 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         Not used by the symmetric method, whose bound needs invariant lengths. The answer is
         proven on ``fab`` as always. A result of another fabric is an
         :class:`~fabricopt.InvalidParameterError`.
+    work_limit : int, optional
+        A cap on the solver's work rather than its seconds, so the answer is the same on a
+        busy and an idle machine: iterations of HiGHS (``maxiter`` of the ``"highs"``
+        backend; simplex and interior-point iteration limits of ``"highspy"``) or rounds of
+        the approximate method. On expiry the status is ``"iteration_limit"`` with the bracket
+        proven; the result records the limit (``result.work_limit``).
+    bounds_first : bool, optional
+        Before any solve, prove the bounds of :mod:`fabricopt.flow.bounds` (hierarchy cuts
+        above, ECMP fluid routing below; while the full LP has at most
+        :data:`~fabricopt.flow.bounds.ECMP_MAX_ENTRIES` flow variables). When they meet (to
+        1e-6), that is the answer, with method ``"bounds"``; otherwise the result is never a
+        wider bracket than the bounds alone (the cut's lengths join the solver's). Default:
+        with ``method="auto"`` on a fabric whose own symmetry claim does not already make it
+        exact and fast (a named method is solved as named).
 
     Returns
     -------
@@ -189,6 +206,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     gap = check_gap("max_concurrent_flow", gap)
     if progress is not None:
         progress = check_bool("max_concurrent_flow", "progress", progress)
+    bounds_first, work_limit, backend_options = _check_stage_and_work(
+        backend, bounds_first, work_limit, backend_options)
     if traffic is None:
         traffic = all_to_all(fab)
     if not isinstance(traffic, Traffic):
@@ -196,9 +215,11 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                                     f"got {type(traffic).__name__}")
     traffic.check_endpoints(fab, "max_concurrent_flow")
     ga = GraphArrays.from_fabric(fab)  # the symmetry found below shares fab's graph
+    check_capacity_spread("max_concurrent_flow", ga, fab.name)
     warm = (None if warm_start is None
             else warm_lengths("max_concurrent_flow", ga, warm_start))
     ok, why = symmetric_applicable(fab, traffic)
+    own_claim = ok  # exact and fast by its claim: method="auto" skips the bounds stage
     # No claim: find the symmetry when the full LP would be slow (or "symmetric" is asked).
     found = None
     if (not ok and fab.symmetry is None and traffic_invariant(fab, traffic)[0]
@@ -227,6 +248,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     if method == "symmetric" and not ok:
         raise InvalidParameterError(f"max_concurrent_flow(): method='symmetric' is not exact "
                                     f"here: {why}")
+    requested = method
     if method == "auto":
         if ok:
             method = "symmetric"
@@ -234,57 +256,205 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
             method = "approx"
         else:
             method = "lp"
-    # Solve for theta near 1: solvers' tolerances (and CBC's printed digits) are absolute,
-    # so a theta of 0.02 would lose relative precision in the certificate.
+    # Solve for theta near 1 and capacities near 1: solvers' tolerances (and CBC's printed
+    # digits) are absolute, so a theta of 0.02 would lose relative precision in the
+    # certificate, and duals of capacities in bit/s would drown in the tolerance.
     scale = theta_scale(fab, traffic, ga)
-    scaled = traffic.scaled(scale) if scale != 1.0 else traffic
-    model: ThroughputModel
-    # The warm lengths, and the best of the cuts they are made of: candidates for the upper
-    # bound (the symmetric model's distance bound holds for invariant lengths only).
-    warm_candidates: list[np.ndarray] = []
-    if method == "symmetric":
-        # The claim was checked against the graph by symmetric_applicable just above.
-        model = build_symmetric_lp(fab, _uniform_gbps(scaled),
-                                   include_endpoint_links=include_endpoint_links, ga=ga,
-                                   symmetry=fab._symmetry)
-    else:
-        model = build_flow_lp(fab, scaled, include_endpoint_links, ga=ga)
-        if warm is not None:
-            cut = ball_cut_lengths(model, warm)
-            warm_candidates = [warm] if cut is None else [warm, cut]
+    unit = capacity_unit(ga.capacity)
+    scaled = traffic.scaled(scale / unit) if scale != unit else traffic
+    ga = in_units(ga, unit)
+    model, warm_candidates, first = _build_and_bound(
+        fab, scaled, ga, method, warm, include_endpoint_links=include_endpoint_links,
+        bounds_first=(requested == "auto" and not own_claim) if bounds_first is None
+        else bounds_first,
+        traffic_scale=scale, capacity_unit=unit)
+    if first is not None and first.exact:
+        first.traffic_name, first.work_limit = traffic.name, work_limit
+        first.seconds = time.perf_counter() - start
+        return first
     if method == "approx":
         left = (None if time_limit is None
                 else max(time_limit - (time.perf_counter() - start), 1e-3))
-        bar = progress_bar(progress, desc="approx", unit="round")
-        seed = None
-        if warm_candidates:  # the LP's capacity rows: core arcs, then endpoint rows
-            seed = np.stack([np.concatenate([w[model.core_arcs],  # type: ignore[union-attr]
-                                             w[model.ep_rows_arc]])  # type: ignore[union-attr]
-                             for w in warm_candidates])
-        try:
-            sol = solve_approx(model, gap=gap, time_limit=left,  # type: ignore[arg-type]
-                               progress=_bracket_reporter(bar, scale), seed_lengths=seed)
-        finally:
-            if bar is not None:
-                bar.close()
+        sol = _solve_approx(model, warm_candidates, gap=gap, time_limit=left,  # type: ignore
+                            progress=progress, scale=scale, work_limit=work_limit)
         backend = "approx"
     else:
         sol = solve_lp(model.lp, backend, time_limit, **backend_options)
     result = certified_result(model, sol, method=method, backend=backend, fabric_name=fab.name,
                               tiers=arc_tiers(fab, model.ga), traffic_scale=scale,
-                              polish=method != "approx", extra_lengths=warm_candidates)
+                              capacity_unit=unit, polish=method != "approx",
+                              extra_lengths=warm_candidates)
     if method == "approx" and result.unreachable is None and result.upper > 0:
         wide = (result.upper - result.lower) / result.upper
         result.message = (f"approximate: certified bracket [{result.lower:.9g}, "
                           f"{result.upper:.9g}] (gap {wide:.3%}, asked {gap:.3%}); "
                           f"{sol.message}")
-    result.traffic_name = traffic.name
+    if first is not None:
+        result = tighter_bracket(result, first)
+    result.traffic_name, result.work_limit = traffic.name, work_limit
     if (found is not None and found.symmetry is not None and method == "symmetric"
             and result.certificate is not None):
         result.message = "; ".join(m for m in (found.message, result.message) if m)
         result.certificate = replace(result.certificate, symmetry=found.symmetry)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str,
+                     warm: np.ndarray | None, *, include_endpoint_links: bool,
+                     bounds_first: bool, traffic_scale: float, capacity_unit: float
+                     ) -> tuple[ThroughputModel, list[np.ndarray], FlowResult | None]:
+    """The model ``method`` solves (``traffic`` and ``ga`` in solve units), the lengths
+    offered to its certificate besides the solver's (a larger fabric's, and the cuts they
+    and the hierarchy make), and the bounds stage's result (None when not run)."""
+    entries = lp_size_estimate(fab, traffic) // 3  # flow variables of the full LP
+    run_bounds = bounds_first and entries <= ECMP_MAX_ENTRIES
+    flow_model = None
+    warm_candidates: list[np.ndarray] = []
+    if method != "symmetric" or run_bounds:
+        flow_model = build_flow_lp(fab, traffic, include_endpoint_links, ga=ga)
+        if warm is not None:
+            cut = ball_cut_lengths(flow_model, warm)
+            warm_candidates = [warm] if cut is None else [warm, cut]
+    first = None
+    if run_bounds and flow_model is not None:
+        first, cut_lengths = bounds_stage(fab, flow_model, traffic,
+                                          tiers=arc_tiers(fab, ga),
+                                          traffic_scale=traffic_scale,
+                                          capacity_unit=capacity_unit,
+                                          extra_lengths=warm_candidates)
+        warm_candidates = warm_candidates + cut_lengths
+    elif bounds_first:
+        # Too large for the ECMP flow: the cut alone still caps the solver's upper bound.
+        first = cut_bracket(fab, traffic, ga, include_endpoint_links=include_endpoint_links,
+                            traffic_scale=traffic_scale, capacity_unit=capacity_unit)
+    if method == "symmetric":
+        # The claim was checked against the graph by symmetric_applicable; its distance
+        # bound holds for invariant lengths only, so no other lengths are offered to it.
+        model = build_symmetric_lp(fab, _uniform_gbps(traffic),
+                                   include_endpoint_links=include_endpoint_links, ga=ga,
+                                   symmetry=fab._symmetry)
+        return model, [], first
+    return flow_model, warm_candidates, first  # type: ignore[return-value]
+
+
+def cut_bracket(fab: Fabric, traffic: Traffic, ga: GraphArrays, *,
+                include_endpoint_links: bool, traffic_scale: float, capacity_unit: float
+                ) -> FlowResult | None:
+    """The bracket ``[0, best hierarchy cut]`` without building the LP (``traffic`` and
+    ``ga`` in solve units); None when no cut bounds anything."""
+    bound, lengths = structural_cut_lengths(fab, traffic, ga, include_endpoint_links)
+    if not np.isfinite(bound):
+        return None
+    demand = CollapsedDemand.of(fab, traffic, include_endpoint_links, ga=ga)
+    return certified_result(demand, LPSolution("not_solved", "hierarchy cuts only"),
+                            method="bounds", backend="none", fabric_name=fab.name,
+                            tiers=arc_tiers(fab, ga), traffic_scale=traffic_scale,
+                            capacity_unit=capacity_unit, extra_lengths=[lengths])
+
+
+def bounds_stage(fab: Fabric, model: FlowModel, traffic: Traffic, *, tiers: tuple[str, ...],
+                 traffic_scale: float, capacity_unit: float,
+                 extra_lengths: Sequence[np.ndarray] = ()
+                 ) -> tuple[FlowResult | None, list[np.ndarray]]:
+    """The bounds of :mod:`fabricopt.flow.bounds` for a built ``model`` (in its units), as a
+    result with method ``"bounds"`` (None when ECMP cannot route), and the best hierarchy
+    cut's lengths (for the solver's certificate)."""
+    ga = model.ga
+    bound, lengths = structural_cut_lengths(fab, traffic, ga, model.include_endpoint_links)
+    cut_lengths = [lengths] if np.isfinite(bound) else []
+    scale_up = np.array([is_scale_up_arc(fab.graph[u][v]) for u, v in ga.arcs], dtype=bool)
+    point = ecmp_point(model, scale_up)
+    if point is None:
+        return None, cut_lengths
+    sol = LPSolution("optimal", "bounds first: ECMP fluid routing below, hierarchy cuts and "
+                     "arc lengths above", x=point)
+    result = certified_result(model, sol, method="bounds", backend="none",
+                              fabric_name=fab.name, tiers=tiers, traffic_scale=traffic_scale,
+                              capacity_unit=capacity_unit, polish=False,
+                              extra_lengths=[*extra_lengths, *cut_lengths])
+    return result, cut_lengths
+
+
+def tighter_bracket(result: FlowResult, bounds: FlowResult) -> FlowResult:
+    """``result`` with each side of its bracket replaced by ``bounds``'s where that is
+    tighter (flow and lengths travel with their side, so the certificate still re-checks):
+    a solver stopped early never answers worse than the bounds stage."""
+    if result.exact or result.certificate is None or bounds.certificate is None:
+        return result
+    if ((result.certificate.traffic_scale, result.certificate.capacity_unit)
+            != (bounds.certificate.traffic_scale, bounds.certificate.capacity_unit)):
+        return result  # proofs in different solve units do not mix
+    if result.status in ("error", "numerical_error"):
+        return bounds
+    cert = result.certificate
+    lower, upper = result.lower, result.upper
+    method = result.method
+    if bounds.lower > lower and bounds.certificate.flow is not None:
+        # The flow travels with its model's layout: a symmetric result that takes the
+        # stage's flow is re-proven as the stage's (the lengths are checked on the whole
+        # graph whatever produced them).
+        cert = replace(cert, load=bounds.certificate.load, flow=bounds.certificate.flow,
+                       theta=bounds.certificate.theta,
+                       symmetry=None if method == "symmetric" else cert.symmetry)
+        method = "bounds" if method == "symmetric" else method
+        lower = bounds.lower
+        result.max_overload, result.max_residual = bounds.max_overload, bounds.max_residual
+    if bounds.upper < upper:
+        cert = replace(cert, lengths=bounds.certificate.lengths)
+        upper = bounds.upper
+    if (lower, upper) == (result.lower, result.upper):
+        return result
+    mean = result.mean_out_gbps or 0.0
+    return replace(result, lower=lower, upper=upper, certificate=cert, method=method,
+                   per_endpoint_gbps=lower * mean,
+                   message=f"{result.message}; bracket tightened by the bounds stage to "
+                           f"[{lower:.9g}, {upper:.9g}]")
+
+
+def _solve_approx(model: FlowModel, warm_candidates: list[np.ndarray], *, gap: float,
+                  time_limit: float | None, progress: bool | None, scale: float,
+                  work_limit: int | None) -> LPSolution:
+    """The approximate method on ``model``, its first lengths priced at the candidates, with
+    a progress bar of its bracket (in the caller's units)."""
+    bar = progress_bar(progress, desc="approx", unit="round")
+    seed = None
+    if warm_candidates:  # the LP's capacity rows: core arcs, then endpoint rows
+        seed = np.stack([np.concatenate([w[model.core_arcs], w[model.ep_rows_arc]])
+                         for w in warm_candidates])
+    try:
+        return solve_approx(model, gap=gap, time_limit=time_limit,
+                            progress=_bracket_reporter(bar, scale), seed_lengths=seed,
+                            max_rounds=work_limit)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _check_stage_and_work(backend: str, bounds_first: Any, work_limit: Any,
+                          backend_options: dict[str, Any]
+                          ) -> tuple[bool | None, int | None, dict[str, Any]]:
+    """``bounds_first`` and ``work_limit`` checked, and the backend options with the
+    iteration limit ``work_limit`` sets (the caller's own options win)."""
+    if bounds_first is not None:
+        bounds_first = check_bool("max_concurrent_flow", "bounds_first", bounds_first)
+    if work_limit is not None:
+        # HiGHS keeps iteration limits in a 32-bit int.
+        work_limit = check_int("max_concurrent_flow", "work_limit", work_limit, minimum=1,
+                               maximum=2**31 - 1)
+        backend_options = {**work_limit_options("max_concurrent_flow", backend, work_limit),
+                           **backend_options}
+    return bounds_first, work_limit, backend_options
+
+
+def work_limit_options(func: str, backend: str, work_limit: int) -> dict[str, Any]:
+    """The backend options that cap an LP solve at ``work_limit`` iterations."""
+    if backend == "highs":
+        return {"maxiter": work_limit}
+    if backend == "highspy":
+        return {"simplex_iteration_limit": work_limit, "ipm_iteration_limit": work_limit}
+    raise InvalidParameterError(f"{func}(): work_limit needs backend 'highs' or 'highspy', "
+                                f"got backend={backend!r}")
 
 
 def _bracket_reporter(bar: Any, scale: float) -> Any:
@@ -333,11 +503,12 @@ def _lp_size(model: ThroughputModel) -> dict[str, int]:
 def certified_result(model: ThroughputModel | CollapsedDemand, sol: LPSolution, *,
                      method: str, backend: str, fabric_name: str = "",
                      tiers: tuple[str, ...] = (), traffic_scale: float = 1.0,
-                     upper_cap: float = np.inf, polish: bool = True,
+                     capacity_unit: float = 1.0, upper_cap: float = np.inf, polish: bool = True,
                      extra_lengths: Sequence[np.ndarray] = ()) -> FlowResult:
     """The :class:`FlowResult` of a solver's answer: both proofs by
     :func:`~fabricopt.flow.certificate.certify`, reconciled with the solver's claim, in the
-    caller's units (the solve ran on the traffic times ``traffic_scale``).
+    caller's units (the solve ran on the traffic times ``traffic_scale / capacity_unit`` and
+    the capacities divided by ``capacity_unit``, see :mod:`fabricopt.flow.units`).
 
     ``upper_cap`` is a further proven upper bound (in solve units) the caller already has;
     ``polish`` and ``extra_lengths`` (further candidates for the upper bound, each one length
@@ -359,7 +530,7 @@ def certified_result(model: ThroughputModel | CollapsedDemand, sol: LPSolution, 
         status, theta, lower = "numerical_error", None, 0.0
     upper = max(upper, lower)
     if theta is not None and (bound is None or bound.unreachable is None):
-        if upper - lower > EXACT_RTOL * upper:
+        if not np.isfinite(upper) or upper - lower > EXACT_RTOL * upper:
             # The solver says optimal but its point does not prove it to our tolerance
             # (first-order and interior-point solvers stop early): keep only the bracket.
             message = (f"solver reported optimal, but the certified bracket "
@@ -370,11 +541,12 @@ def certified_result(model: ThroughputModel | CollapsedDemand, sol: LPSolution, 
             theta = min(max(theta, lower), upper)
     best = theta if theta is not None else lower
     lifted = cert.lifted
+    unit = capacity_unit
     certificate = FlowCertificate(
-        model.ga, tiers, lifted.load if lifted else None, cert.lengths,
-        lifted.flow if lifted else None, lifted.theta if lifted else None, traffic_scale,
-        model.include_endpoint_links)
-    mean_out = model.mean_out_gbps  # in solve units, so best * mean_out is in Gb/s
+        in_units(model.ga, 1.0 / unit), tiers, lifted.load * unit if lifted else None,
+        cert.lengths, lifted.flow if lifted else None, lifted.theta if lifted else None,
+        traffic_scale, model.include_endpoint_links, capacity_unit=unit)
+    mean_out = model.mean_out_gbps * unit  # so best * mean_out is in Gb/s
     return FlowResult(
         theta=None if theta is None else theta * traffic_scale, lower=lower * traffic_scale,
         upper=upper * traffic_scale, status=status, method=method, backend=backend,
@@ -423,4 +595,5 @@ def cheap_bracket(fab: Fabric, traffic: Traffic, backend: str = "none",
     return result
 
 
-__all__ = ["certified_result", "cheap_bracket", "max_concurrent_flow", "solve_flow_model"]
+__all__ = ["bounds_stage", "certified_result", "cheap_bracket", "max_concurrent_flow",
+           "solve_flow_model", "tighter_bracket"]

@@ -45,8 +45,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
-from .._checks import check_choice, check_positive, fail
+from .._checks import check_choice, check_int, check_positive, fail
 from ..errors import BackendUnavailableError
+from .backends import highspy_available
 from .formulation import FlowModel
 from .lp import LPSolution
 
@@ -69,6 +70,21 @@ RESTRICTED_BOUND_EVERY = 10
 #: the gap left: free routing after (10, 0.1), fewest-hop routing after (30, 0.05).
 FREE_STALL = (10, 0.1)
 FEWEST_HOP_STALL = (30, 0.05)
+
+#: The certified bracket has stalled (status ``"stalled"``) when, after at least
+#: ``STALL_MIN_ROUNDS`` rounds, its relative gap is still above ``STALL_RATIO`` times what it
+#: was at half as many rounds. Frank-Wolfe closes its gap like 1/rounds (a ratio near 0.5)
+#: while it makes progress, and a 12-switch jellyfish all-to-all, slow with plateaus, still
+#: keeps it under 0.92; a gap the rounds no longer shrink (a fat tree missing two links at a
+#: gap of 1e-5: the upper bound stands still) keeps it at 1. The first rounds are exempt:
+#: on a fat_tree(16) missing 5% of its switch links, routing on fewest-hop paths holds the gap
+#: near 37% from round 30 to 80 before it falls to 1% by round 111. Counted in rounds, not
+#: seconds, so the same run stops at the same round on a busy machine.
+STALL_MIN_ROUNDS = 200
+STALL_RATIO = 0.99
+#: Seconds the approximate method runs when the caller sets no ``time_limit``: a safety net
+#: under the stall test, reported as status ``"time_limit"`` with the bracket proven so far.
+DEFAULT_TIME_LIMIT = 300.0
 
 
 @dataclass(frozen=True)
@@ -176,8 +192,6 @@ def choose_strategy(model: FlowModel) -> str:
     Column generation needs the ``highspy`` package for its master LP; without it, or for
     dense traffic (all-to-all), Frank-Wolfe.
     """
-    from .backends import highspy_available
-
     sparse = len(model.agg[0]) <= SPARSE_PAIRS_PER_SOURCE * max(model.n_commodities, 1)
     # Endpoints that forward traffic (a GPU with NVLink and a NIC is not collapsed) make
     # many equal-cost routes, which ECMP columns take at once: column generation closed a
@@ -190,8 +204,8 @@ def choose_strategy(model: FlowModel) -> str:
 
 def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | None = None,
                  progress: Callable[[dict[str, float]], None] | None = None,
-                 strategy: str = "auto", seed_lengths: np.ndarray | None = None
-                 ) -> LPSolution:
+                 strategy: str = "auto", seed_lengths: np.ndarray | None = None,
+                 max_rounds: int | None = None) -> LPSolution:
     """Solve ``model``'s LP to a certified relative ``gap`` (see the module docstring).
 
     Parameters
@@ -202,7 +216,7 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
         Stop once ``(upper - lower) / upper <= gap`` (0 < gap < 1).
     time_limit : float, optional
         Seconds; checked between iterations (one iteration is one shortest-path search from
-        every source).
+        every source). Default :data:`DEFAULT_TIME_LIMIT`.
     progress : callable, optional
         Called after every iteration with a dict of ``iteration``, ``lower``, ``upper`` and
         ``seconds``.
@@ -216,13 +230,18 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
         restricted to a failed one's arcs (:mod:`fabricopt.flow.warm`): the distance bound is
         evaluated at each first, and column generation prices its first columns there. Any
         nonnegative lengths are sound; good ones save rounds.
+    max_rounds : int, optional
+        A work limit: stop after this many rounds (status ``"iteration_limit"``), so the
+        answer does not depend on how busy the machine is.
 
     Returns
     -------
     LPSolution
         ``x`` in the LP's column layout (a flow that conserves exactly, within capacities)
         and ``dual_ub`` the lengths of the best distance bound (as minus capacity-row duals).
-        Status ``"optimal"`` when the gap closed, ``"time_limit"`` when time ran out first.
+        Status ``"optimal"`` when the gap closed, ``"time_limit"`` when time ran out first,
+        ``"stalled"`` when the bracket stopped closing short of ``gap`` (see
+        :data:`STALL_RATIO`); the last two carry the best bracket proven.
 
     Examples
     --------
@@ -235,7 +254,11 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
     gap = check_gap("solve_approx", gap)
     if time_limit is not None:
         check_positive("solve_approx", "time_limit", time_limit)
+    else:
+        time_limit = DEFAULT_TIME_LIMIT
     check_choice("solve_approx", "strategy", strategy, STRATEGIES)
+    if max_rounds is not None:
+        max_rounds = check_int("solve_approx", "max_rounds", max_rounds, minimum=1)
     if seed_lengths is not None:
         seed_lengths = np.asarray(seed_lengths, dtype=float)
         rows = len(model.core_arcs) + len(model.ep_rows_arc)
@@ -250,7 +273,7 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
     if auto:
         strategy = choose_strategy(model)
     if strategy == "column_generation":
-        from .backends import highspy_available
+        # colgen builds on this module's runs: importing it at load time would be a cycle.
         from .colgen import MASTER_ROUND_SECONDS, ColumnGeneration
 
         if not highspy_available():
@@ -260,15 +283,20 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
         start = time.perf_counter()
         run = ColumnGeneration(model, gap, time_limit, progress, seed_lengths=seed_lengths,
                                round_limit=MASTER_ROUND_SECONDS if auto else None)
+        run.max_rounds = max_rounds
         sol = run.run()
         left = None if time_limit is None else time_limit - (time.perf_counter() - start)
         if not run.stalled or (left is not None and left <= 0):
             return sol
         # The master LP stalled: Frank-Wolfe goes on with the time left, and the better
         # proof of each side is kept.
-        return _better_of(sol, _FrankWolfe(model, gap, left, progress, seed_lengths).run(),
-                          gap)
-    return _FrankWolfe(model, gap, time_limit, progress, seed_lengths).run()
+        second = _FrankWolfe(model, gap, left, progress, seed_lengths)
+        if max_rounds is not None:
+            second.max_rounds = max(1, max_rounds - run.iterations)
+        return _better_of(sol, second.run(), gap)
+    fw = _FrankWolfe(model, gap, time_limit, progress, seed_lengths)
+    fw.max_rounds = max_rounds
+    return fw.run()
 
 
 def _better_of(first: LPSolution, second: LPSolution, gap: float) -> LPSolution:
@@ -277,7 +305,9 @@ def _better_of(first: LPSolution, second: LPSolution, gap: float) -> LPSolution:
     lo = max((first, second), key=lambda s: s.info["lower"])
     up = min((first, second), key=lambda s: s.info["upper"])
     lower, upper = lo.info["lower"], up.info["upper"]
-    status = "optimal" if upper - lower <= gap * upper else "time_limit"
+    status = ("optimal" if upper - lower <= gap * upper else
+              second.status if second.status in ("stalled", "iteration_limit")
+              else "time_limit")
     message = (f"column generation stalled in its master LP, then {second.message}; "
                f"best of both: certified gap {(upper - lower) / upper:.3%}")
     return LPSolution(status, message, lo.x, lo.objective, up.dual_ub, None,
@@ -300,9 +330,31 @@ class ApproxRun:
         self.ep_cap = model.ga.capacity[model.ep_rows_arc]
         self.lower, self.upper = 0.0, np.inf
         self.best_lengths: np.ndarray | None = None
+        self.gaps: list[float] = []  # the relative gap after each round
+        self.max_rounds: int | None = None  # a work limit: the same stop on any machine
 
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.perf_counter() >= self.deadline
+
+    def out_of_work(self) -> bool:
+        """Whether the rounds allowed (``max_rounds``) are used up."""
+        return self.max_rounds is not None and len(self.gaps) >= self.max_rounds
+
+    def stop_reason(self) -> str | None:
+        """The status to stop with after this round, besides the clock: ``"optimal"`` when
+        the gap closed, ``"stalled"``, ``"iteration_limit"``; None to go on."""
+        if self.upper - self.lower <= self.gap * self.upper:
+            return "optimal"
+        if self.bracket_stalled():
+            return "stalled"
+        return "iteration_limit" if self.out_of_work() else None
+
+    def bracket_stalled(self) -> bool:
+        """Whether the bracket has stopped closing (see :data:`STALL_RATIO`)."""
+        rounds = len(self.gaps)
+        if rounds < STALL_MIN_ROUNDS:
+            return False
+        return self.gaps[-1] > STALL_RATIO * self.gaps[rounds // 2 - 1]
 
     def answer(self, status: str, what: str, x: np.ndarray, iterations: int) -> LPSolution:
         """The run's answer: flow ``x`` (the LP's column layout) proves the lower bound, the
@@ -311,6 +363,11 @@ class ApproxRun:
         text = f"{what}, certified gap {now:.3%} (asked {self.gap:.3%})"
         if status == "time_limit":
             text = "time limit reached; " + text
+        elif status == "iteration_limit":
+            text = f"work limit of {self.max_rounds} rounds reached; " + text
+        elif status == "stalled":
+            text = (f"the bracket stopped closing (gap at round {iterations} above "
+                    f"{STALL_RATIO:g} times its gap at round {iterations // 2}); " + text)
         lengths = self.best_lengths
         return LPSolution(status, text, x, -self.lower, None if lengths is None else -lengths,
                           None, time.perf_counter() - self.start,
@@ -326,7 +383,8 @@ class ApproxRun:
                           info={"lower": 0.0, "upper": 0.0, "iterations": 0})
 
     def report(self, iteration: int, **more: float) -> None:
-        """Tell ``progress`` the bracket after round ``iteration``."""
+        """Record the bracket after round ``iteration`` and tell ``progress``."""
+        self.gaps.append((self.upper - self.lower) / self.upper if self.upper > 0 else 0.0)
         if self.progress is not None:
             self.progress({"iteration": iteration, "lower": self.lower, "upper": self.upper,
                            "seconds": time.perf_counter() - self.start, **more})
@@ -391,8 +449,9 @@ class _FrankWolfe(ApproxRun):
             lowers.append(self.lower)
             it += 1
             self.report(it)
-            if self._closed():
-                status = "optimal"
+            reason = self.stop_reason()
+            if reason is not None:
+                status = reason
                 break
             if self.out_of_time():
                 break
@@ -440,9 +499,6 @@ class _FrankWolfe(ApproxRun):
         flows = np.zeros((self.K, self.m))
         flows[np.nonzero(keep)[0], arc[keep]] = load[keep]
         return flows, np.bincount(arc[keep], weights=load[keep], minlength=self.m)
-
-    def _closed(self) -> bool:
-        return self.upper - self.lower <= self.gap * self.upper
 
     def _solution(self, status: str, it: int) -> LPSolution:
         x = np.zeros(self.K * self.m + 1)

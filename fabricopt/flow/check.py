@@ -34,6 +34,7 @@ from .formulation import build_flow_lp
 from .model import ThroughputModel
 from .result import FlowResult
 from .symmetric import build_symmetric_lp
+from .units import in_units
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,8 @@ class CertificateCheck:
     """What :func:`check_certificate` found.
 
     ``lower`` and ``upper`` are the bounds recomputed here; ``lower_ok``/``upper_ok`` say
-    whether they prove the result's bracket (to 1e-9 relative).
+    whether they prove the result's bracket (to 1e-9 relative); an infinite upper bound,
+    claimed or recomputed, proves nothing (``upper_ok`` False).
     """
 
     lower: float
@@ -138,18 +140,19 @@ def check_certificate(fab: Fabric, result: FlowResult, traffic: Traffic | None =
         traffic.check_endpoints(fab, "check_certificate")
     traffic = traffic or all_to_all(fab)
     cert = result.certificate
-    if cert is None:
-        return CertificateCheck(0.0, np.inf, 0.0, 0.0, result.lower <= 0.0,
-                                not np.isfinite(result.upper))
-    # The solve ran on traffic scaled so theta is near one; re-prove in those units.
-    scale = cert.traffic_scale
-    if scale != 1.0:
-        traffic = traffic.scaled(scale)
+    if cert is None:  # nothing proves any bound: an infinite upper bound is no proof either
+        return CertificateCheck(0.0, np.inf, 0.0, 0.0, result.lower <= 0.0, False)
+    # The solve ran on traffic scaled so theta is near one and on capacities divided by a
+    # unit near their size (fabricopt.flow.units); re-prove in those units.
+    scale, unit = cert.traffic_scale, cert.capacity_unit
+    if scale != unit:
+        traffic = traffic.scaled(scale / unit)
     ga = GraphArrays.from_fabric(fab)
     for part in ("arcs", "nodes"):  # a stray node leaves the arcs alone, not the symmetry
         if getattr(cert.ga, part) != getattr(ga, part):
             raise InvalidParameterError(f"check_certificate(): the result was computed on a "
                                         f"different graph ({part} differ)")
+    ga = in_units(ga, unit)
     lower, overload, residual = 0.0, 0.0, 0.0
     symmetric_fab = (_with_proven_symmetry(fab, cert.symmetry)
                      if result.method == "symmetric" else fab)
@@ -159,10 +162,11 @@ def check_certificate(fab: Fabric, result: FlowResult, traffic: Traffic | None =
         if result.method == "symmetric":
             gbps = traffic.uniform_gbps or next(iter(traffic.pairs.values()))
             model = build_symmetric_lp(symmetric_fab, gbps, reduce=False,
-                                       include_endpoint_links=cert.include_endpoint_links)
+                                       include_endpoint_links=cert.include_endpoint_links,
+                                       ga=ga)
             point = np.append(cert.flow, cert.theta)
         else:
-            model = build_flow_lp(fab, traffic, cert.include_endpoint_links)
+            model = build_flow_lp(fab, traffic, cert.include_endpoint_links, ga=ga)
             point = cert.flow
         lifted = model.lift(point)
         cons = model.constrained
@@ -178,6 +182,9 @@ def check_certificate(fab: Fabric, result: FlowResult, traffic: Traffic | None =
         upper = min(upper, endpoint_cut_bound(fab, traffic, ga))
     lower, upper = lower * scale, upper * scale
     tol = 1e-9
+    # An infinite upper bound proves nothing: a result that claims none, or whose lengths
+    # give none, fails the check.
     return CertificateCheck(lower, upper, overload, residual,
                             lower >= result.lower * (1 - tol) - 1e-15,
-                            upper <= result.upper * (1 + tol) + 1e-15)
+                            bool(np.isfinite(upper) and np.isfinite(result.upper))
+                            and upper <= result.upper * (1 + tol) + 1e-15)

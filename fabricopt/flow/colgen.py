@@ -38,7 +38,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
 from .approx import HOP_TIE_BREAK, ApproxRun, _CoreGraph
-from .backends import highspy_available
+from .backends import _stdout_silenced, highspy_available
 from .formulation import FlowModel
 from .lp import LPSolution
 
@@ -66,15 +66,16 @@ TIE_TOL = 1e-9
 ECMP_MAX_ENTRIES = 40_000_000
 
 
-def ecmp_columns(g: _CoreGraph, lengths: np.ndarray) -> tuple[list[np.ndarray],
-                                                                 list[np.ndarray], np.ndarray]:
+def ecmp_columns(g: _CoreGraph, lengths: np.ndarray, weights: np.ndarray | None = None
+                 ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
     """Every commodity's demand split over *all* its shortest paths at ``lengths`` (> 0).
 
     Returns ``(arcs, loads, cost)``: per commodity the core arcs its flow uses and the Gb/s on
     each (at theta = 1), and ``cost[k] = sum_t D(k, t) dist(k, t)``. The flow is built from
     the farthest nodes back: what reaches a node (its demand plus what it forwards) arrives
-    in equal shares over its shortest-path in-arcs, so it conserves by construction. Such a
-    column spreads over equal-cost routes at once, where a tree takes one of them.
+    in equal shares over its shortest-path in-arcs (in shares proportional to ``weights``,
+    one per core arc, when given: WCMP), so it conserves by construction. Such a column
+    spreads over equal-cost routes at once, where a tree takes one of them.
     """
     n, K = g.n, len(g.sources)
     M = sp.csr_matrix((lengths, (g.tail, g.head)), shape=(n, n))
@@ -96,22 +97,27 @@ def ecmp_columns(g: _CoreGraph, lengths: np.ndarray) -> tuple[list[np.ndarray],
     del on
     tail_f = k_idx * n + g.tail[a_idx]
     head_f = k_idx * n + g.head[a_idx]
-    # DAG depth of every node (longest shortest-path hop count from the source).
-    depth = np.zeros(K * n, dtype=np.int64)
-    for _ in range(n):
-        new = depth.copy()
-        np.maximum.at(new, head_f, depth[tail_f] + 1)
-        if np.array_equal(new, depth):
-            break
-        depth = new
-    indeg = np.bincount(head_f, minlength=K * n)
+    # DAG depth of every node (longest shortest-path hop count from the source); at hop
+    # lengths it is the distance itself.
+    if np.all(lengths == 1.0):
+        depth = np.where(np.isfinite(dist), dist, 0).astype(np.int64).ravel()
+    else:
+        depth = np.zeros(K * n, dtype=np.int64)
+        for _ in range(n):
+            new = depth.copy()
+            np.maximum.at(new, head_f, depth[tail_f] + 1)
+            if np.array_equal(new, depth):
+                break
+            depth = new
+    w = np.ones(len(a_idx)) if weights is None else weights[a_idx]
+    indeg = np.bincount(head_f, weights=w, minlength=K * n)
     through = g.demand.ravel().copy()
     flow = np.zeros(len(a_idx))
     arc_depth = depth[head_f]
     order = np.argsort(-arc_depth, kind="stable")
     bounds = np.flatnonzero(np.diff(arc_depth[order])) + 1
     for level in np.split(order, bounds):
-        share = through[head_f[level]] / indeg[head_f[level]]
+        share = through[head_f[level]] * w[level] / indeg[head_f[level]]
         flow[level] = share
         np.add.at(through, tail_f[level], share)
     keep = flow > 0
@@ -283,8 +289,9 @@ class ColumnGeneration(ApproxRun):
             y = duals[0]
             cost = np.array([float(load[k] @ y[arc[k]]) for k in range(K)])
             self.report(self.iterations, columns=len(self.col_k))
-            if self.upper - self.lower <= self.gap * self.upper:
-                status = "optimal"
+            reason = self.stop_reason()
+            if reason is not None:
+                status = reason
                 break
             # Reduced cost of commodity k's new tree: its length minus the commodity's dual.
             tol = PRICE_TOL * max(float(np.abs(z).max()), 1e-300)
@@ -335,8 +342,6 @@ class ColumnGeneration(ApproxRun):
 
 
 def _quiet():  # type: ignore[no-untyped-def]
-    from .backends import _stdout_silenced
-
     return _stdout_silenced()
 
 

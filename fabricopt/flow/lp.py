@@ -20,8 +20,8 @@ import numpy as np
 import scipy.sparse as sp
 
 #: The status vocabulary of every backend.
-STATUSES = ("optimal", "inexact", "time_limit", "iteration_limit", "infeasible", "unbounded",
-            "numerical_error", "not_solved", "error")
+STATUSES = ("optimal", "inexact", "time_limit", "iteration_limit", "stalled", "infeasible",
+            "unbounded", "numerical_error", "not_solved", "error")
 
 #: The statuses of a routing evaluated as deployed (no solver: its theta is computed exactly).
 ROUTING_STATUSES = ("exact", "disconnected")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
@@ -62,6 +63,10 @@ class FlowCertificate:
         relative); every theta of the solve is divided back.
     include_endpoint_links : bool
         Whether collapsed endpoint links were constraints.
+    capacity_unit : float
+        The solve divided every capacity and demand by this (a power of two; see
+        :mod:`fabricopt.flow.units`), so ``flow`` is in Gb/s divided by it; ``ga`` and
+        ``load`` are in Gb/s.
     symmetry : Symmetry or None
         For ``"symmetric"`` results on a fabric without a symmetry claim: the symmetry
         :func:`~fabricopt.find_symmetry` found, whose generators the checker re-verifies.
@@ -76,6 +81,7 @@ class FlowCertificate:
     traffic_scale: float = 1.0
     include_endpoint_links: bool = True
     symmetry: Symmetry | None = None
+    capacity_unit: float = 1.0
 
 
 @dataclass
@@ -106,6 +112,9 @@ class FlowResult:
         pairs left out in the fabric-only view).
     certificate : FlowCertificate or None
         The flow and arc lengths behind the bracket.
+    work_limit : int or None
+        The cap on the solver's work the result was computed under (iterations or rounds),
+        None when there was none.
     """
 
     theta: float | None
@@ -126,6 +135,7 @@ class FlowResult:
     lp_size: dict[str, int] = field(default_factory=dict)
     mean_out_gbps: float | None = None
     certificate: FlowCertificate | None = field(default=None, repr=False)
+    work_limit: int | None = None
 
     @property
     def _ga(self) -> GraphArrays | None:
@@ -141,9 +151,10 @@ class FlowResult:
 
     @property
     def exact(self) -> bool:
-        """True when the bracket closes: ``upper - lower <= 1e-6 * upper``."""
-        return self.status == "optimal" and self.upper - self.lower <= 1e-6 * max(self.upper,
-                                                                                  1e-300)
+        """True when the bracket closes: both bounds finite and
+        ``upper - lower <= 1e-6 * upper``."""
+        return (self.status == "optimal" and math.isfinite(self.upper)
+                and self.upper - self.lower <= 1e-6 * max(self.upper, 1e-300))
 
     @property
     def per_endpoint_gbps_bracket(self) -> tuple[float, float] | None:

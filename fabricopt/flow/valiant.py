@@ -43,6 +43,7 @@ from scipy.sparse.csgraph import shortest_path
 from ..errors import InvalidParameterError
 from ..fabric import check_endpoint_group
 from ..graph_arrays import GraphArrays
+from ..symmetry.search import search_symmetry, with_symmetry
 from ..tiers import is_scale_up_arc
 from .backends import check_solve_args, solve_lp
 from .certificate import DistanceBound, certify
@@ -251,8 +252,6 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
             and len(eps) * (3 * ga.n_arcs + 1) > MAX_FULL_NONZEROS):
         # Too large for the per-endpoint LP: find the group instead (one root flow per
         # endpoint orbit), when it has few enough orbits to make the LP much smaller.
-        from ..symmetry.search import search_symmetry, with_symmetry
-
         found = search_symmetry(fab, time_limit=time_limit,
                                 max_endpoint_orbits=max(1, len(eps) // 4))
         if found.symmetry is not None and found.symmetry.n_endpoint_orbits <= len(eps) // 4:

@@ -1,0 +1,205 @@
+"""Bounds first: certified bounds on theta that need no LP, tried before any LP.
+
+* **Upper: structural cuts.** A set of nodes ``S`` bounds theta by the capacity leaving it
+  over the demand leaving it (and the same entering it). The sets tried are the fabric's own
+  hierarchy: the groups of each hierarchy attribute (a server's ``node``, a ``rail``, a
+  scalable unit ``su``, a ``pod``, a ``plane``) and the groups the layers close upward (a
+  server; a leaf with everything under it; every leaf over the same servers, which is a
+  rail-optimized scalable unit; a pod). Every cut is arc lengths (1 on the arcs leaving
+  ``S``), so the best one goes through the distance bound of
+  :mod:`fabricopt.flow.certificate` and :func:`~fabricopt.check_certificate` re-proves it
+  like any LP's duals. (Every node alone is tried too: an endpoint's own links.)
+* **Lower: WCMP fluid routing, as deployed.** Every source's demand split over all its
+  fewest-hop paths in shares proportional to arc capacity
+  (:func:`fabricopt.flow.colgen.ecmp_columns`), pairs inside a scale-up domain on its links
+  and the others on the scale-out network, scaled to fit the most loaded arc, is a feasible
+  flow in the LP's own column layout.
+
+On a 2:1 rail-optimized cluster both give the scalable unit's uplink cut; where they meet,
+no LP is needed (``docs/bounds-first.md`` lists the families that close this way).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from ..graph_arrays import GraphArrays
+from ..traffic import Traffic
+from .approx import _CoreGraph
+from .colgen import ecmp_columns
+from .formulation import FlowModel
+
+#: Node attributes that name a level of a fabric's hierarchy (set by the generators).
+HIERARCHY_KEYS = ("node", "rail", "su", "pod", "plane", "group", "dc")
+#: Largest commodities x core arcs for which the ECMP lower bound is built (it keeps one
+#: flow per commodity and arc: 8 bytes each, 400 MB at this size).
+ECMP_MAX_ENTRIES = 50_000_000
+#: Commodities routed at once by ECMP (bounds the temporary arrays to a few hundred MB).
+ECMP_CHUNK_ENTRIES = 4_000_000
+
+
+def hierarchy_partitions(fab: Any, ga: GraphArrays) -> list[np.ndarray]:
+    """Partitions of the nodes (a group label per node) from the fabric's hierarchy: every
+    node alone, one per attribute of :data:`HIERARCHY_KEYS` present, and one per layer
+    closed upward (every network switch of that layer joined with the groups of its
+    neighbours below)."""
+    g = fab.graph
+    n = ga.n_nodes
+    out: list[np.ndarray] = [np.arange(n)]  # every node alone: an endpoint's own links
+    server = None
+    for key in HIERARCHY_KEYS:
+        values = [g.nodes[v].get(key) for v in ga.nodes]
+        if all(x is None for x in values):
+            continue
+        label = _labels(values)
+        out.append(label)
+        if key == "node":
+            server = label
+    layer = np.array([g.nodes[v].get("layer", 0) or 0 for v in ga.nodes], dtype=float)
+    # The server is the first group; network switches (no ``node``) join layer by layer.
+    rows, cols = [np.arange(n)], [np.arange(n) if server is None else _first_of(server)]
+    network = np.array([g.nodes[v].get("node") is None for v in ga.nodes])
+    for level in np.unique(layer[network & (layer > 0)]):
+        down = network[ga.tail] & (layer[ga.tail] == level) & (layer[ga.head] < level)
+        rows.append(ga.tail[down])
+        cols.append(ga.head[down])
+        joined = sp.csr_matrix((np.ones(sum(len(r) for r in rows)),
+                                (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
+        out.append(connected_components(joined, directed=False)[1])
+    return out
+
+
+def _labels(values: list[Hashable]) -> np.ndarray:
+    """A group id per node from its attribute value; nodes without one are alone."""
+    ids: dict[Hashable, int] = {}
+    label = np.empty(len(values), dtype=np.int64)
+    for i, x in enumerate(values):
+        label[i] = ids.setdefault(("value", x) if x is not None else ("alone", i), len(ids))
+    return label
+
+
+def _first_of(label: np.ndarray) -> np.ndarray:
+    """For each node, the first node with the same label (joins a group to one node)."""
+    _, first, inverse = np.unique(label, return_index=True, return_inverse=True)
+    return first[inverse]
+
+
+def structural_cut_lengths(fab: Any, traffic: Traffic, ga: GraphArrays,
+                           include_endpoint_links: bool = True) -> tuple[float, np.ndarray]:
+    """The best hierarchy cut: ``(bound, lengths)``, theta <= capacity over demand crossing
+    it (in the units of ``ga`` and ``traffic``), and its arcs as lengths (1 on the arcs that
+    cross it). ``(inf, zeros)`` when no cut bounds anything.
+
+    >>> import fabricopt as fo
+    >>> from fabricopt.graph_arrays import GraphArrays
+    >>> fab = fo.leaf_spine(4, 2, 4, link_gbps=1.0)   # 4 leaves of 4 hosts, 2 uplinks each
+    >>> ga = GraphArrays.from_fabric(fab)
+    >>> bound, lengths = structural_cut_lengths(fab, fo.all_to_all(fab), ga)
+    >>> round(bound, 6), int(lengths.sum())   # a leaf: 2 uplinks over 4 hosts x 12 outside
+    (0.041667, 2)
+    """
+    best, best_len = np.inf, np.zeros(ga.n_arcs)
+    if not include_endpoint_links:
+        return best, best_len  # the fabric-only view frees endpoint links: other cuts
+    pos = np.array([ga.index[e] for e in traffic.endpoints], dtype=np.int64)
+    if traffic.is_uniform:
+        src = dst = None
+        gbps = float(traffic.uniform_gbps)
+    else:
+        where = {e: ga.index[e] for e in traffic.endpoints}
+        src = np.array([where[s] for s, _ in traffic.pairs], dtype=np.int64)
+        dst = np.array([where[t] for _, t in traffic.pairs], dtype=np.int64)
+        w = np.fromiter(traffic.pairs.values(), float, count=len(src))
+    for label in hierarchy_partitions(fab, ga):
+        groups = int(label.max()) + 1
+        crossing = label[ga.tail] != label[ga.head]
+        cap_out = np.bincount(label[ga.tail], weights=ga.capacity * crossing, minlength=groups)
+        cap_in = np.bincount(label[ga.head], weights=ga.capacity * crossing, minlength=groups)
+        if src is None:
+            count = np.bincount(label[pos], minlength=groups).astype(float)
+            dem_out = dem_in = count * (len(pos) - count) * gbps
+        else:
+            apart = label[src] != label[dst]
+            dem_out = np.bincount(label[src], weights=w * apart, minlength=groups)
+            dem_in = np.bincount(label[dst], weights=w * apart, minlength=groups)
+        for cap, dem, side in ((cap_out, dem_out, ga.tail), (cap_in, dem_in, ga.head)):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(dem > 0, cap / np.where(dem > 0, dem, 1.0), np.inf)
+            k = int(np.argmin(ratio))
+            if ratio[k] < best:
+                best = float(ratio[k])
+                best_len = (crossing & (label[side] == k)).astype(float)
+    return best, best_len
+
+
+def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None) -> np.ndarray | None:
+    """A feasible point of ``model``'s LP from fewest-hop WCMP fluid routing, scaled to fit
+    the most loaded arc (theta is its last entry); None when the model is too large
+    (:data:`ECMP_MAX_ENTRIES`) or a target is unreachable.
+
+    ``scale_up`` marks the fabric's scale-up arcs (NVLink): as deployed, a pair inside one
+    scale-up domain uses its links only and a pair in two domains the scale-out network only
+    (out of the source's own NIC), so each commodity is routed twice, once per part, and the
+    two flows add up. Pairs the scale-out network does not join use every arc.
+    """
+    K, m = model.n_commodities, len(model.core_arcs)
+    if K * m > ECMP_MAX_ENTRIES or K == 0:
+        return None
+    g = _CoreGraph.of(model)
+    up = (np.zeros(m, dtype=bool) if scale_up is None
+          else np.asarray(scale_up, dtype=bool)[model.core_arcs])
+    domain = np.arange(g.n)
+    if up.any():
+        joined = sp.csr_matrix((np.ones(int(up.sum())), (g.tail[up], g.head[up])),
+                               shape=(g.n, g.n))
+        domain = connected_components(joined, directed=False)[1]
+    inside = domain[None, :] == domain[g.sources][:, None]  # K x n: same domain as source
+    flows = np.zeros((K, m))
+    parts = [(up, np.where(inside, g.demand, 0.0)), (~up, np.where(inside, 0.0, g.demand))]
+    if not up.any():
+        parts = [(np.ones(m, dtype=bool), g.demand)]
+    for arcs_in, demand in parts:
+        if not demand.any():
+            continue
+        if not _route_part(g, arcs_in, demand, flows):
+            if arcs_in.all() or not _route_part(g, np.ones(m, dtype=bool), demand, flows):
+                return None
+    util = flows.sum(axis=0) / g.capacity if m else np.zeros(0)
+    ep_util = model.ep_rows_gbps / model.ga.capacity[model.ep_rows_arc]
+    top = max(float(util.max()) if m else 0.0, float(ep_util.max()) if len(ep_util) else 0.0)
+    if top <= 0:
+        return None
+    theta = 1.0 / top
+    flows *= theta
+    return np.append(flows.ravel(), theta)
+
+
+def _route_part(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
+                flows: np.ndarray) -> bool:
+    """Add to ``flows`` (K x core arcs) every commodity's ``demand`` routed by fewest-hop
+    WCMP on the arcs ``arcs_in`` only; False (``flows`` untouched) when a target of positive
+    demand cannot be reached on them."""
+    K, m = demand.shape[0], len(arcs_in)
+    keep = np.flatnonzero(arcs_in)
+    sub = replace(g, tail=g.tail[keep], head=g.head[keep], capacity=g.capacity[keep])
+    add = np.zeros((K, m))
+    step = max(1, ECMP_CHUNK_ENTRIES // max(len(keep), 1))
+    for lo in range(0, K, step):
+        part = replace(sub, sources=g.sources[lo:lo + step], demand=demand[lo:lo + step])
+        arcs, loads, cost = ecmp_columns(part, np.ones(len(keep)), sub.capacity)
+        if not np.all(np.isfinite(cost)):
+            return False
+        for k, (a, f) in enumerate(zip(arcs, loads, strict=True)):
+            add[lo + k, keep[a]] = f
+    flows += add
+    return True
+
+
+__all__ = ["ECMP_MAX_ENTRIES", "HIERARCHY_KEYS", "ecmp_point", "hierarchy_partitions",
+           "structural_cut_lengths"]

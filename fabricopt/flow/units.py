@@ -1,0 +1,69 @@
+"""Solve in units where capacities are of order one, whatever unit the fabric is given in.
+
+Solvers' tolerances are absolute (HiGHS: 1e-7 on feasibility and on duals). A fabric whose
+capacities are given in bit/s (4e11 per arc) leaves every dual length near 1e-11, under the
+tolerance, so the duals read as zero and prove nothing. Theta does not change when every
+capacity and every demand are divided by the same number, so the solve divides both by a
+power of two near the typical capacity (exact in floating point) and the answer is the same
+in any unit.
+
+>>> import numpy as np
+>>> capacity_unit(np.array([4e11, 4e11, 8e11]))
+549755813888.0
+>>> capacity_unit(np.array([400.0, 800.0]))
+1.0
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+
+from ..errors import InvalidFabricError
+from ..fabric import PLAUSIBLE_GBPS
+from ..graph_arrays import GraphArrays
+
+#: Capacities whose median lies in this range (Gb/s) are solved as given: the range covers
+#: every real link from 1 Mb/s to a petabit trunk, and keeps the solvers' absolute
+#: tolerances far from the numbers.
+PLAIN_RANGE = PLAUSIBLE_GBPS
+#: Largest ratio of the largest to the smallest capacity a solve accepts: double precision
+#: holds 16 digits, and the solvers' tolerances need about 7 of them.
+MAX_CAPACITY_SPREAD = 1e9
+
+
+def capacity_unit(capacity: np.ndarray) -> float:
+    """The power of two that capacities are divided by for a solve (1.0 when their median
+    lies in :data:`PLAIN_RANGE`)."""
+    if not len(capacity):
+        return 1.0
+    median = float(np.median(capacity))
+    if PLAIN_RANGE[0] <= median <= PLAIN_RANGE[1]:
+        return 1.0
+    return float(2.0 ** round(math.log2(median)))
+
+
+def check_capacity_spread(who: str, ga: GraphArrays, name: str = "") -> None:
+    """Raise :class:`~fabricopt.InvalidFabricError` when the capacities span more orders of
+    magnitude than a solve can keep apart (:data:`MAX_CAPACITY_SPREAD`), naming both ends."""
+    if not len(ga.capacity):
+        return
+    low, high = int(np.argmin(ga.capacity)), int(np.argmax(ga.capacity))
+    if ga.capacity[high] > MAX_CAPACITY_SPREAD * ga.capacity[low]:
+        raise InvalidFabricError(
+            f"{who}(): fabric {name!r} has capacities from {ga.capacity[low]:g} "
+            f"(arc {ga.arcs[low][0]!r}->{ga.arcs[low][1]!r}) to {ga.capacity[high]:g} "
+            f"(arc {ga.arcs[high][0]!r}->{ga.arcs[high][1]!r}), more than "
+            f"{MAX_CAPACITY_SPREAD:g} apart; a solve cannot tell them apart to its tolerance "
+            "(are some capacities in bit/s and others in Gb/s?)")
+
+
+def in_units(ga: GraphArrays, unit: float) -> GraphArrays:
+    """``ga`` with every capacity divided by ``unit`` (``ga`` itself when ``unit`` is 1)."""
+    return ga if unit == 1.0 else replace(ga, capacity=ga.capacity / unit)
+
+
+__all__ = ["MAX_CAPACITY_SPREAD", "PLAIN_RANGE", "capacity_unit", "check_capacity_spread",
+           "in_units"]

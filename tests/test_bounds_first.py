@@ -1,0 +1,172 @@
+"""Bounds first against the full LP: on random small fabrics (oversubscribed, partly filled,
+multi-plane, failed) the bounds stage's bracket contains the LP's theta, every answer re-checks
+by its certificate, and the families whose structure makes a cut tight close without an LP."""
+
+import random
+
+import numpy as np
+import pytest
+from flow_helpers import certified
+
+import fabricopt as fo
+from fabricopt.flow.bounds import ecmp_point, hierarchy_partitions, structural_cut_lengths
+from fabricopt.graph_arrays import GraphArrays
+
+
+def _failed(fab, rng, share):
+    """``fab`` without a ``share`` of its switch-to-switch links (at least one), chosen by
+    ``rng``."""
+    eps = set(fab.endpoints)
+    links = sorted({tuple(sorted((u, v), key=repr)) for u, v in fab.graph.edges()
+                    if u not in eps and v not in eps}, key=repr)
+    return fab.without_links(rng.sample(links, max(1, int(share * len(links)))))
+
+
+def random_fabric(seed):
+    """One of the families an architect weighs, with its size and damage drawn from ``seed``."""
+    rng = random.Random(seed)
+    kind = seed % 5
+    if kind == 0:  # an oversubscribed, partly filled two-tier Clos
+        # radix 8: 8 x 4 = 32 endpoints at 1:1, more when oversubscribed, so every draw fits
+        fab = fo.clos(rng.randint(6, 24), radix=8,
+                      oversubscription=rng.choice([1.0, 1.5, 2.0, 3.0]))
+    elif kind == 1:  # a leaf-spine with bundles
+        fab = fo.leaf_spine(rng.randint(2, 5), rng.randint(1, 3), rng.randint(1, 4),
+                            links_per_pair=rng.randint(1, 2))
+    elif kind == 2:  # small servers with a scale-up part on a rail-optimized network
+        fab = fo.cluster(fo.nvswitch_domain(4, 2, 2, 100.0), nodes=rng.randint(2, 5))
+    elif kind == 3:  # a fat tree, often failed
+        fab = fo.fat_tree(4)
+    else:  # a direct network with no hierarchy at all
+        fab = fo.jellyfish(rng.choice([6, 8, 10]), 3, rng.randint(1, 2), seed=seed)
+    if rng.random() < 0.5:
+        fab = _failed(fab, rng, rng.choice([0.05, 0.1, 0.2]))
+    return fab
+
+
+def _traffic(fab, seed):
+    """All-to-all mostly; a random permutation for every third seed."""
+    return fo.permutation(fab, seed=seed) if seed % 3 == 2 else fo.all_to_all(fab)
+
+
+def _against_lp(seed):
+    fab = random_fabric(seed)
+    traffic = _traffic(fab, seed)
+    exact = certified(fab, fo.max_concurrent_flow(fab, traffic, method="lp",
+                                                  bounds_first=False), traffic)
+    first = fo.max_concurrent_flow(fab, traffic, method="lp", bounds_first=True)
+    # Whatever the stage found, the answer is certified and agrees with the LP.
+    certified(fab, first, traffic)
+    assert first.theta == pytest.approx(exact.theta, rel=1e-6)
+    return first
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_bounds_first_agrees_with_the_lp(seed):
+    _against_lp(seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(20, 60))
+def test_bounds_first_agrees_with_the_lp_more(seed):
+    _against_lp(seed)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_stage_bounds_contain_the_lp(seed):
+    # The stage alone: the cut is at least theta and the ECMP flow at most theta (each is a
+    # proof, so the LP's theta lies between them), checked against the LP itself.
+    fab = random_fabric(seed)
+    traffic = _traffic(fab, seed)
+    exact = fo.max_concurrent_flow(fab, traffic, method="lp", bounds_first=False).theta
+    ga = GraphArrays.from_fabric(fab)
+    cut, lengths = structural_cut_lengths(fab, traffic, ga)
+    assert cut >= exact * (1 - 1e-9)
+    if np.isfinite(cut):  # the cut's arcs as lengths re-prove it on the whole graph
+        from fabricopt.flow.check import explicit_distance_bound
+
+        assert explicit_distance_bound(fab, traffic, lengths, ga) <= cut * (1 + 1e-9)
+    point = ecmp_point(fo.build_flow_lp(fab, traffic))
+    if point is not None:
+        assert point[-1] <= exact * (1 + 1e-9)
+
+
+# Families where a cut of the hierarchy is tight and ECMP meets it, so no LP runs:
+# a full fat tree (the host's own link), a leaf-spine (the host link or the leaf's uplinks,
+# whichever is smaller, and ECMP spreads evenly over the spines), an oversubscribed leaf-spine
+# (the leaf's uplinks), a DGX SuperPOD scalable unit (the server's NICs), a ring (the hop
+# lengths: every arc is on fewest-hop routes equally).
+CLOSING = [fo.fat_tree(4), fo.fat_tree(6), fo.leaf_spine(6, 2, 4), fo.leaf_spine(4, 3, 3),
+           fo.leaf_spine(8, 2, 6), fo.ring(6), fo.superpod(1)]
+
+
+@pytest.mark.parametrize("fab", CLOSING, ids=[f.name for f in CLOSING])
+def test_families_close_by_bounds_alone(fab):
+    r = certified(fab, fo.max_concurrent_flow(fab, method="lp", bounds_first=True))
+    assert r.method == "bounds", r.message
+
+
+def test_auto_closes_by_bounds_on_a_fabric_without_a_claim():
+    # A failed fat tree has no symmetry claim: method="auto" tries the bounds first, and
+    # whichever way it ends the answer is the LP's, with its certificate.
+    fab = fo.fat_tree(4)
+    fab = fab.without_links([next((u, v) for u, v, d in fab.graph.edges(data=True)
+                                  if d.get("tier") == "spine-core")])
+    r = certified(fab, fo.max_concurrent_flow(fab))
+    lp = fo.max_concurrent_flow(fab, method="lp", bounds_first=False)
+    assert r.theta == pytest.approx(lp.theta, rel=1e-6)
+
+
+def test_hierarchy_has_the_servers_and_the_scalable_units():
+    # A 4-node cluster of 4-GPU servers: the partitions include every server alone (its GPUs
+    # and switches, the "node" attribute) and the layers closed upward.
+    fab = fo.cluster(fo.nvswitch_domain(4, 2, 2, 100.0), nodes=4)
+    ga = GraphArrays.from_fabric(fab)
+    parts = hierarchy_partitions(fab, ga)
+    node = [fab.graph.nodes[v].get("node") for v in ga.nodes]
+    server = next(p for p in parts[1:] if all(
+        (p[i] == p[j]) == (node[i] == node[j]) for i in range(len(node)) for j in range(i)
+        if node[i] is not None and node[j] is not None))
+    assert len(set(server[[i for i, x in enumerate(node) if x is not None]])) == 4
+
+
+def test_tiny_time_limit_keeps_the_bounds_bracket():
+    # A fabric the stage does not close (a jellyfish: no hierarchy, ECMP below the optimum):
+    # with a time limit too short for the LP, the answer is still at least the stage's
+    # bracket, and re-checks.
+    fab = fo.jellyfish(12, 4, 2, seed=5)
+    stage = fo.max_concurrent_flow(fab, method="lp", bounds_first=True, time_limit=1e-6)
+    from fabricopt.flow.api import bounds_stage
+
+    ga = GraphArrays.from_fabric(fab)
+    model = fo.build_flow_lp(fab, fo.all_to_all(fab))
+
+    alone, _ = bounds_stage(fab, model, fo.all_to_all(fab), tiers=ga.tiers, traffic_scale=1.0,
+                            capacity_unit=1.0)
+    assert stage.lower >= alone.lower * (1 - 1e-9)
+    assert stage.upper <= alone.upper * (1 + 1e-9)
+    certified(fab, stage, exact=False)
+
+
+def test_a_stopped_symmetric_solve_takes_the_stage_flow():
+    # A symmetric solve stopped with nothing proven below (its flow dropped here, as a time
+    # limit leaves it) takes the stage's ECMP flow: the result is then re-proven as the
+    # stage's (method "bounds"), its lengths as the symmetric solve's.
+    from dataclasses import replace
+
+    from fabricopt.flow.api import bounds_stage, tighter_bracket
+
+    fab = fo.leaf_spine(4, 2, 3)
+    traffic = fo.all_to_all(fab)
+    solved = fo.max_concurrent_flow(fab, method="symmetric")
+    stopped = replace(solved, theta=None, lower=0.0, status="time_limit",
+                      certificate=replace(solved.certificate, flow=None, load=None, theta=None))
+    ga = GraphArrays.from_fabric(fab)
+    scale = solved.certificate.traffic_scale  # the stage proves in the same solve units
+    scaled = traffic.scaled(scale)
+    stage, _ = bounds_stage(fab, fo.build_flow_lp(fab, scaled), scaled, tiers=ga.tiers,
+                            traffic_scale=scale, capacity_unit=1.0)
+    merged = tighter_bracket(stopped, stage)
+    assert merged.method == "bounds" and merged.lower == stage.lower
+    assert merged.upper == solved.upper
+    certified(fab, merged, exact=False)
