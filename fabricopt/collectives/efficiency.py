@@ -33,7 +33,7 @@ from .schemes import Ask, Outcome
 #: NVL72 example of CoreWeave's nccl-tests fork, pull request 43), read as NVLS (NCCL's
 #: default there). The network figure, 0.94, is the midpoint of NVIDIA's guidance for
 #: all-reduce over NDR InfiniBand, 46-48 GB/s per 400 Gb/s NIC (50 GB/s); multi-node
-#: measurements check it (``tests/test_collectives_fidelity.py``).
+#: measurements check it (``tests/collectives/test_collectives_fidelity.py``).
 EFFICIENCY_PROFILES: dict[str, dict[str, float]] = {
     "nvlink4": {"scale_up": 370.0 / 450.0, "nvls": 480.0 / 700.0, "network": 0.94},
     "nvlink5": {"scale_up": 695.0 / 900.0, "nvls": 845.0 / 1400.0, "network": 0.94},

@@ -7,7 +7,7 @@ import pytest
 
 import fabricopt as fo
 
-DESIGNS = sorted((Path(__file__).parent.parent / "topologies").glob("*.toml"))
+DESIGNS = sorted((Path(__file__).parents[2] / "topologies").glob("*.toml"))
 
 
 @pytest.mark.parametrize("path", DESIGNS, ids=[p.stem for p in DESIGNS])
@@ -27,7 +27,7 @@ def test_design_solves(path):
 def test_cli_solve_prints_all_three(capsys):
     from fabricopt.cli import main
 
-    path = Path(__file__).parent.parent / "topologies" / "dgx-h100-superpod-4su.toml"
+    path = Path(__file__).parents[2] / "topologies" / "dgx-h100-superpod-4su.toml"
     assert main(["solve", str(path)]) == 0
     out = capsys.readouterr().out
     assert "certified" in out and "bisection" in out and "all_reduce" in out

@@ -10,7 +10,7 @@ from small_fabrics import nvswitch_like
 import fabricopt as fo
 from fabricopt.generators.wiring import bundle_links, rail_plan
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def layer_counts(fab):

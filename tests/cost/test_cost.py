@@ -779,7 +779,7 @@ def test_shipped_generators_have_a_bill_of_materials(name, kwargs):
     assert est.capex_usd > 0 and est.power_w > 0 and est.bom
 
 
-DESIGNS = sorted((Path(__file__).resolve().parents[1] / "topologies").glob("*.toml"))
+DESIGNS = sorted((Path(__file__).resolve().parents[2] / "topologies").glob("*.toml"))
 
 
 @pytest.mark.skipif(not DESIGNS, reason="no shipped design files yet")

@@ -18,7 +18,7 @@ import fabricopt as fo
 from fabricopt.io.design_files import design_points
 from fabricopt.study.compare import CSV_FILE, ROWS_FILE, Comparison, design_tasks
 
-TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
+TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
 ROOT = TOPOLOGIES.parent
 QUICK = ["summary", "all_to_all"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
+TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 #: Installed first in <head>, so an error of the page's own script is caught too.

@@ -8,7 +8,7 @@ import fabricopt as fo
 from fabricopt.cli import main
 from fabricopt.io.design_files import design_points
 
-TOPOLOGIES = Path(__file__).resolve().parent.parent / "topologies"
+TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
 DESIGN_FILES = sorted(TOPOLOGIES.glob("*.toml"))
 
 

@@ -17,7 +17,7 @@ import pytest
 import fabricopt as fo
 from fabricopt.tiers import is_scale_up_arc, tech_family
 
-TOPOLOGIES = Path(__file__).resolve().parents[1] / "topologies"
+TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
 DESIGNS = sorted(TOPOLOGIES.glob("*.toml"))
 IDS = [p.stem for p in DESIGNS]
 

@@ -191,7 +191,7 @@ def test_expected_is_held_to_an_oversubscribed_network():
     assert "held to the fabric's bound" in c.expected["label"]
 
 
-SHIPPED = sorted((Path(__file__).parent.parent / "topologies").glob("*.toml"))
+SHIPPED = sorted((Path(__file__).parents[2] / "topologies").glob("*.toml"))
 
 
 @pytest.mark.slow

@@ -65,7 +65,7 @@ def test_bracket_contains_exact_lp_and_rechecks(name, fab, make):
     assert check.max_overload <= 1 + 1e-9
 
 
-# Closed forms with unit links and unit all-to-all (see tests/test_flow.py for sources):
+# Closed forms with unit links and unit all-to-all (see tests/flow/test_flow.py for sources):
 # ring C_n, n even: 8/n^2; hypercube Q_d: 2^(1-d); complete K_n: 1.
 @pytest.mark.parametrize("fab,closed", [(fo.ring(8), 8 / 8**2),
                                         (fo.hypercube(3), 2.0 ** (1 - 3)),
