@@ -700,17 +700,6 @@ def main(argv: list[str] | None = None) -> int:
             out = run_case("case_collective", f"fo.superpod({su})")
             rows.append((f"all-reduce bounds, superpod({su})", out, "< 30 s",
                          "met" if out["seconds"] < 30 else "not met"))
-    if hasattr(fo, "training_step"):
-        # The Llama 3 paper's layout (TP 8, PP 16, DP 128 on 16,384 H100, sequence 8192);
-        # full recomputation, as the activations of 16 micro-batches in flight need.
-        su = 2 if args.quick else 64
-        job = ('fo.TrainingJob("llama3-405b", tp=8, pp=16, global_batch=2048, seq_len=8192, '
-               'recompute="full")' if not args.quick else
-               'fo.TrainingJob("llama3-70b", tp=8, pp=4, global_batch=64, seq_len=8192)')
-        out = run_case("case_training_step", f"fo.superpod({su})", job)
-        rows.append((f"training_step, {'Llama 3 405B' if not args.quick else 'Llama 3 70B'} "
-                     f"on superpod({su}) ({su * 256:,} GPUs)", out, "< 30 s",
-                     "met" if out["seconds"] < 30 else "not met"))
     if hasattr(fo, "routed_flow"):
         # Routing as deployed, beside the LP optimum of the same fabric and traffic.
         su = 2 if args.quick else 16
@@ -857,11 +846,70 @@ def _failure_rows(rows: _Rows, quick: bool) -> None:
                  "met" if out["seconds"] < 30 else "not met"))
 
 
+def case_compare_training(designs: list[str], job: dict) -> dict:
+    """compare with the training metric (and the summary) over ``designs``, one process."""
+    import fabricopt as fo
+
+    start = time.perf_counter()
+    table = fo.compare(designs, metrics=["summary", "training"], job=job, progress=False)
+    seconds = time.perf_counter() - start
+    ok = [r for r in table if not r["error"]]
+    best = min(ok, key=lambda r: r["training_usd_per_million_tokens"] or float("inf"),
+               default=None)
+    return {"seconds": seconds,
+            "value": f"{len(table)} rows, {len(ok)} trained the job (the rest: too few GPUs "
+                     f"or no catalog memory figure); cheapest per token "
+                     f"{best['name'] if best else None}"}
+
+
+def case_optimize_training(gpus: int, job: dict, tokens_per_s: float) -> dict:
+    """optimize for ``gpus`` GPUs with a tokens-per-second floor on ``job``."""
+    import fabricopt as fo
+
+    space = {"family": ["superpod", "rail_optimized"], "oversubscription": [1.0, 2.0, 4.0]}
+    start = time.perf_counter()
+    res = fo.optimize(gpus, space=space, job=job,
+                      constraints={"training_tokens_per_s": tokens_per_s})
+    seconds = time.perf_counter() - start
+    best = res.best
+    return {"seconds": seconds,
+            "value": f"{len(res.rows)} candidates, best {best['name'] if best else None}"
+                     + (f": {best['training_tokens_per_s']:,.0f} tokens/s, "
+                        f"{best['capex_usd']:,.0f} USD" if best else "")}
+
+
+#: The Llama 3 paper's layout (TP 8, PP 16, DP 128 on 16,384 H100, sequence 8192); full
+#: recomputation, as the activations of 16 micro-batches in flight need.
+LLAMA3_405B = {"model": "llama3-405b", "tp": 8, "pp": 16, "global_batch": 2048,
+               "seq_len": 8192, "recompute": "full"}
+
+
+def workload_rows(rows: list, quick: bool) -> None:
+    """Training jobs on fabrics: one step, a comparison and a search (issue: workload)."""
+    su = 2 if quick else 64
+    job = LLAMA3_405B if not quick else {"model": "llama3-70b", "tp": 8, "pp": 4,
+                                          "global_batch": 64, "seq_len": 8192}
+    make = f"fo.TrainingJob(**{job!r})"
+    out = run_case("case_training_step", f"fo.superpod({su})", make)
+    rows.append((f"training_step, {job['model']} on superpod({su}) ({su * 256:,} GPUs)", out,
+                 "< 30 s", "met" if out["seconds"] < 30 else "not met"))
+    topologies = Path(__file__).resolve().parent.parent / "topologies"
+    small = {"model": "llama3-8b", "tp": 8, "global_batch": 512, "seq_len": 8192}
+    out = run_case("case_compare_training", [str(topologies)], small)
+    rows.append(("compare, every shipped design, training metric (Llama 3 8B, TP 8)", out,
+                 "< 2 min", "met" if out["seconds"] < 120 else "not met"))
+    gpus = 1024 if quick else 16384
+    out = run_case("case_optimize_training", gpus, job if not quick else small, 1.0e5)
+    rows.append((f"optimize, {gpus:,} GPUs, tokens-per-second floor", out, "< 2 min",
+                 "met" if out["seconds"] < 120 else "not met"))
+
+
 #: The blocks of cases ``--only`` can run alone (the full table runs them all, last).
 BLOCKS = {
     "bounds-first": (bounds_first_rows, "the bounds stage beside the method before it, and "
                      "NetGraph's MaximumSupportedDemand"),
     "failures": (_failure_rows, "the failure analysis beside NetGraph"),
+    "workload": (workload_rows, "training jobs: one step, a comparison, a search"),
 }
 
 

@@ -35,7 +35,10 @@ STATUS_MEANINGS = {
                "bracket",
     "time_limit": "the solver stopped at its time limit; what it found is kept, unproven (a "
                   "bracket, or a MILP's plan with its gap)",
-    "iteration_limit": "the solver stopped at its iteration limit; as time_limit",
+    "iteration_limit": "the solver stopped at its iteration limit (or a work_limit); as "
+                       "time_limit",
+    "stalled": "the approximate method stopped because its certified bracket no longer "
+               "narrowed; the best bracket is kept",
     "infeasible": "the solver proved there is no solution (for a MILP: no plan within the "
                   "bounds meets the target)",
     "unbounded": "the solver reports the problem unbounded",

@@ -53,7 +53,8 @@ def test_an_edited_file_loses_the_claim(fmt, tmp_path):
     back = read(path)
     assert back.symmetry is None
     r = fo.max_concurrent_flow(back)
-    assert r.method == "lp" and fo.check_certificate(back, r).ok
+    # Solved without the stale claim: by the bounds stage or the LP, certified either way.
+    assert r.method in ("bounds", "lp") and fo.check_certificate(back, r).ok
 
 
 @pytest.mark.parametrize("fmt", FORMATS, ids=["json", "graphml"])
