@@ -167,6 +167,9 @@ def _check_metrics(func: str, metrics: Any) -> dict[str, Metric | None]:
         return {}
     if isinstance(metrics, str):
         metrics = [metrics]
+    if not isinstance(metrics, Mapping | Sequence | set | frozenset):
+        raise fail(func, "metrics", "None, a list of " + ", ".join(map(repr, BUILTIN_METRICS))
+                   + ", or a mapping name -> function (fabric, GPUs up) -> Gb/s", metrics)
     out: dict[str, Metric | None] = {}
     items = metrics.items() if isinstance(metrics, Mapping) else ((m, None) for m in metrics)
     for name, fn in items:
@@ -221,20 +224,38 @@ def failure_distribution(fab: Fabric, model: FailureModel, *, trials: int | None
     >>> d.solves, [round(x, 4) for x in d.percentile(5)]
     (1, [0.5556, 0.5556])
     """
-    func = "failure_distribution"
-    start = time.perf_counter()
+    return distribution("failure_distribution", fab, model, trials=trials, seed=seed,
+                        metrics=metrics, method=method, warm_start=warm_start,
+                        symmetry=symmetry, solve_options=solve_options)
+
+
+def check_distribution_arguments(func: str, fab: Any, model: Any, trials: Any, seed: Any,
+                                 ) -> None:
+    """The checks of :func:`failure_distribution` that need no solve, as ``func``'s."""
     if not isinstance(fab, Fabric):
         raise fail(func, "fab", "a Fabric", type(fab).__name__)
     if not isinstance(model, FailureModel):
         raise fail(func, "model", "a FailureModel (EverySingle, Independent, GroupFailures, "
                    "Mixture)", type(model).__name__)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
+                             or seed < 0):
+        raise fail(func, "seed", "None or an integer >= 0", seed)
+    if trials is not None:
+        # One flow solve per draw: more than MAX_SOLVES is a runaway (it hung spawning seeds).
+        check_int(func, "trials", trials, minimum=1, maximum=MAX_SOLVES)
+
+
+def distribution(func: str, fab: Fabric, model: FailureModel, *, trials: int | None,
+                 seed: Any, metrics: Any, method: str, warm_start: bool, symmetry: bool,
+                 solve_options: dict[str, Any]) -> FailureDistribution:
+    """The work of :func:`failure_distribution`, its messages naming ``func`` (the public
+    function that called it)."""
+    start = time.perf_counter()
+    check_distribution_arguments(func, fab, model, trials, seed)
     check_choice(func, "method", method, METHODS)
     warm_start = check_bool(func, "warm_start", warm_start)
     symmetry = check_bool(func, "symmetry", symmetry)
     chosen = _check_metrics(func, metrics)
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
-                             or seed < 0):
-        raise fail(func, "seed", "None or an integer >= 0", seed)
     if trials is None:
         draws = model.enumerate(fab)
         if draws is None:
@@ -242,8 +263,6 @@ def failure_distribution(fab: Fabric, model: FailureModel, *, trials: int | None
                        "patterns to list", trials)
         root_entropy = None
     else:
-        # One flow solve per draw: more than MAX_SOLVES is a runaway (it hung spawning seeds).
-        check_int(func, "trials", trials, minimum=1, maximum=MAX_SOLVES)
         root = np.random.SeedSequence(None if seed is None else int(seed))
         draws = [model.draw(fab, np.random.default_rng(child))
                  for child in root.spawn(trials)]
@@ -286,5 +305,6 @@ def _shared(solved: FailureOutcome, d: Draw, k: int) -> FailureOutcome:
                           solved.metrics, k, 0.0)
 
 
-__all__ = ["FailureDistribution", "FailureOutcome", "failure_distribution",
+__all__ = ["FailureDistribution", "FailureOutcome", "check_distribution_arguments",
+           "distribution", "failure_distribution",
            "weighted_quantile"]

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._checks import check_choice, check_int, fail
+from .._checks import check_choice, check_int, did_you_mean, fail
 from ..errors import InvalidParameterError
-from ..fabric import Fabric
+from ..fabric import Fabric, check_fabric
 from .failure_orbits import Pattern
 from .failures import RiskGroup, _bundles, _check_tiers, risk_groups
 
@@ -336,23 +336,30 @@ def groups_by(fab: Fabric, key: str | Mapping[Hashable, Hashable], *,
     ...                                                                       "leaf0": 1})]
     [('1', ['leaf0'], ['g0'])]
     """
+    func = "groups_by"
+    check_fabric(func, fab)
+    if prefix is not None and not isinstance(prefix, str):
+        raise fail(func, "prefix", "None or a string put before each label", prefix)
     g = fab.graph
     if isinstance(key, str):
         values = {v: d[key] for v, d in g.nodes(data=True) if d.get(key) is not None}
         if not values:
-            present = sorted({k for _, d in g.nodes(data=True) for k in d})
-            raise InvalidParameterError(f"groups_by(): no node of {fab.name!r} has attribute "
-                                        f"{key!r}; node attributes: {', '.join(present)}")
+            present = sorted({str(k) for _, d in g.nodes(data=True) for k in d})
+            raise fail(func, "key", f"a node attribute of {fab.name!r}, one of "
+                       + ", ".join(present) + did_you_mean(key, present), key)
         head = f"{key} " if prefix is None else prefix
     elif isinstance(key, Mapping):
-        unknown = [v for v in key if v not in g]
+        unknown = [v for v in key if not isinstance(v, Hashable) or v not in g]
         if unknown:
-            raise InvalidParameterError(f"groups_by(): nodes {unknown[:3]!r} are not in "
-                                        f"fabric {fab.name!r}")
+            raise fail(func, "key", f"a mapping from nodes of {fab.name!r} to labels "
+                       f"(not nodes: {unknown[:3]!r})", key)
+        bad = [x for x in key.values() if not isinstance(x, Hashable)]
+        if bad:
+            raise fail(func, "key", "a mapping from node to a label (str or number)", key)
         values = dict(key)
         head = "" if prefix is None else prefix
     else:
-        raise fail("groups_by", "key", "a node attribute name or a mapping node -> label", key)
+        raise fail(func, "key", "a node attribute name or a mapping node -> label", key)
     members: dict[Hashable, list[Hashable]] = {}
     for v, label in values.items():
         members.setdefault(label, []).append(v)
@@ -380,11 +387,28 @@ def nest_groups(fab: Fabric, groups: Sequence[RiskGroup], parent: Mapping[str, s
     >>> [(g.name, len(g.gpus)) for g in nest_groups(fab, racks, {"r0": "row", "r1": "row"})]
     [('row', 2)]
     """
+    func = "nest_groups"
+    check_fabric(func, fab)
+    if isinstance(groups, str | Mapping) or not isinstance(groups, Iterable) \
+            or not all(isinstance(grp, RiskGroup) for grp in groups):
+        raise fail(func, "groups", "a list of RiskGroup (from groups_by or risk_groups)",
+                   groups)
     names = {grp.name: grp for grp in groups}
+    members = set(fab.graph)
+    for grp in names.values():
+        nodes = set(grp.switches) | set(grp.gpus) | set().union(*grp.links)
+        if not nodes <= members:
+            raise fail(func, "groups", f"groups of fab ({fab.name!r}): group {grp.name!r} has "
+                       f"nodes not in it ({sorted(map(str, nodes - members))[:3]})",
+                       grp.name)
+    if not isinstance(parent, Mapping) or not all(isinstance(c, str) and isinstance(t, str)
+                                                  for c, t in parent.items()):
+        raise fail(func, "parent", "a mapping child group name -> parent group name",
+                   parent)
     unknown = [c for c in parent if c not in names]
     if unknown:
-        raise InvalidParameterError(f"nest_groups(): no group named {unknown[0]!r}; groups: "
-                                    + ", ".join(list(names)[:8]))
+        raise fail(func, "parent", "keys naming groups, one of " + ", ".join(list(names)[:8])
+                   + did_you_mean(unknown[0], names), unknown[0])
     children: dict[str, list[RiskGroup]] = {}
     for child, top in parent.items():
         children.setdefault(top, []).append(names[child])
