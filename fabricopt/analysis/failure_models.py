@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -72,6 +73,22 @@ class Draw:
     def key_pattern(self) -> Pattern:
         """The pattern with the GPUs down counted as failed nodes (for symmetry keys)."""
         return Pattern(self.pattern.links, self.pattern.switches | self.down)
+
+
+def check_model_call(method: str, fab: Any, *rng: Any) -> None:
+    """Check the arguments of a failure model's ``draw``/``enumerate``/``probabilities``
+    (``method`` names it in messages, e.g. ``"EverySingle.draw"``); ``rng`` when the method
+    takes one.
+
+    >>> check_model_call("EverySingle.draw", None)
+    Traceback (most recent call last):
+    ...
+    fabricopt.errors.InvalidParameterError: EverySingle.draw(): fab must be a Fabric, got NoneType
+    """
+    check_fabric(method, fab)
+    if rng and not isinstance(rng[0], np.random.Generator):
+        raise fail(method, "rng", "a numpy.random.Generator (numpy.random.default_rng(seed))",
+                   type(rng[0]).__name__)
 
 
 class FailureModel:
@@ -137,12 +154,17 @@ class EverySingle(FailureModel):
     def name(self) -> str:  # type: ignore[override]
         return f"every single {self.kind[:-1] if self.kind != 'switches' else 'switch'}"
 
-    def enumerate(self, fab: Fabric) -> list[Draw]:
+    def _every_unit(self, method: str, fab: Fabric) -> list[tuple[str, Draw]]:
+        check_model_call(method, fab)
         units = _units(fab, self.kind, _check_tiers("EverySingle", fab, self.tiers),
                        self.groups)
         if not units:
-            raise InvalidParameterError(f"EverySingle(): fabric {fab.name!r} has no "
-                                        f"{self.kind} to fail")
+            raise fail(method, "fab", f"a fabric with {self.kind} to fail ({fab.name!r} has "
+                       "none)", fab.name)
+        return units
+
+    def enumerate(self, fab: Fabric) -> list[Draw]:
+        units = self._every_unit("EverySingle.enumerate", fab)
         merged: dict[str, Draw] = {}
         for label, d in units:  # a bundle of n links: n units, one pattern of weight n
             merged[label] = Draw(d.pattern, d.down, label,
@@ -151,8 +173,8 @@ class EverySingle(FailureModel):
                 for d in merged.values()]
 
     def draw(self, fab: Fabric, rng: np.random.Generator) -> Draw:
-        units = _units(fab, self.kind, _check_tiers("EverySingle", fab, self.tiers),
-                       self.groups)
+        check_model_call("EverySingle.draw", fab, rng)
+        units = self._every_unit("EverySingle.draw", fab)
         return units[int(rng.integers(len(units)))][1]
 
 
@@ -192,6 +214,7 @@ class Independent(FailureModel):
 
     def probabilities(self, fab: Fabric) -> list[tuple[str, Draw, float]]:
         """Every unit with its probability of failing in one draw."""
+        check_model_call("Independent.probabilities", fab)
         g = fab.graph
         out = []
         for label, d in _units(fab, self.kind, _check_tiers("Independent", fab, self.tiers),
@@ -212,6 +235,7 @@ class Independent(FailureModel):
         return out
 
     def draw(self, fab: Fabric, rng: np.random.Generator) -> Draw:
+        check_model_call("Independent.draw", fab, rng)
         units = self.probabilities(fab)
         hit = rng.random(len(units)) < np.array([p for _, _, p in units])
         links: dict[frozenset, int] = {}
@@ -254,6 +278,7 @@ class GroupFailures(FailureModel):
         return groups
 
     def enumerate(self, fab: Fabric) -> list[Draw] | None:
+        check_model_call("GroupFailures.enumerate", fab)
         if self.count != 1:
             return None
         groups = self._groups(fab)
@@ -261,6 +286,7 @@ class GroupFailures(FailureModel):
                 for d in (group_draw(grp) for grp in groups)]
 
     def draw(self, fab: Fabric, rng: np.random.Generator) -> Draw:
+        check_model_call("GroupFailures.draw", fab, rng)
         groups = self._groups(fab)
         picks = np.sort(rng.choice(len(groups), size=self.count, replace=False))
         return union_draw([group_draw(groups[i]) for i in picks])
@@ -309,6 +335,7 @@ class Mixture(FailureModel):
         return w / w.sum()
 
     def enumerate(self, fab: Fabric) -> list[Draw] | None:
+        check_model_call("Mixture.enumerate", fab)
         out = []
         for share, (_, model) in zip(self._weights(), self.parts, strict=True):
             listed = model.enumerate(fab)
@@ -318,6 +345,7 @@ class Mixture(FailureModel):
         return out
 
     def draw(self, fab: Fabric, rng: np.random.Generator) -> Draw:
+        check_model_call("Mixture.draw", fab, rng)
         i = int(rng.choice(len(self.parts), p=self._weights()))
         return self.parts[i][1].draw(fab, rng)
 
@@ -422,4 +450,5 @@ def nest_groups(fab: Fabric, groups: Sequence[RiskGroup], parent: Mapping[str, s
 
 
 __all__ = ["Draw", "EverySingle", "FailureModel", "GroupFailures", "Independent", "Mixture",
+           "check_model_call",
            "group_draw", "groups_by", "nest_groups", "union_draw"]
