@@ -201,9 +201,9 @@ def failure_distribution(fab: Fabric, model: FailureModel, *, trials: int | None
     metrics : list of str, or mapping name -> function, optional
         Besides the certified all-to-all: ``"routed"`` (ECMP, :func:`~fabricopt.routed_flow`)
         and ``"bisection"`` (:func:`~fabricopt.bisection_bandwidth`, its certified lower
-        bound), or ``{name: f}`` with ``f(failed_fabric, gpus_up) -> Gb/s per GPU`` (e.g. an
-        all-reduce bound from :func:`~fabricopt.collective_bounds`). Computed once per
-        distinct pattern.
+        bound), or ``{name: f}`` with ``f(failed_fabric, gpus_up) -> Gb/s per GPU``, e.g.
+        ``{"all_reduce": fo.all_reduce_metric()}`` (the collectives sit above this floor, so
+        their metric comes in as a function). Computed once per distinct pattern.
     method, warm_start, symmetry, **solve_options
         As in :func:`~fabricopt.failure_sweep`.
 
