@@ -484,6 +484,10 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
             return replace(first, status="inexact", work_limit=None,
                            message=f"{first.message}; within gap {gap:.3%} from the bounds "
                                    "and one approximate round")
+        # The bounds stage ran above: the solve below need not repeat it
+        r = max_concurrent_flow(failed, traffic, method=method, warm_start=warm_start,
+                                bounds_first=False, **options)
+        return r if r.exact or r.upper - r.lower <= first.upper - first.lower else first
     return max_concurrent_flow(failed, traffic, method=method, warm_start=warm_start,
                                **options)
 
