@@ -29,14 +29,13 @@ from .._checks import (
     fail,
 )
 from ..fabric import Fabric
-from ..flow import max_concurrent_flow
 from ..flow.api import METHODS
 from ..routing import routed_flow
 from ..traffic import all_to_all
 from .bisection import bisection_bandwidth
 from .failure_models import Draw, FailureModel
 from .failure_orbits import FailureSymmetry
-from .failures import intact_solve
+from .failures import intact_solve, solve_failed
 
 Metric = Callable[[Fabric, Sequence[Hashable]], float]
 #: Built-in metrics besides the certified all-to-all ("throughput", always computed).
@@ -291,7 +290,7 @@ def _outcome(fab: Fabric, d: Draw, method: str, warm: Any, options: dict[str, An
     if len(up) < 2:
         return FailureOutcome(d.label, d.weight, len(up), 0.0, 0.0, 0.0, 0.0, 0.0, "optimal",
                               {m: 0.0 for m in metrics}, None, 0.0)
-    r = max_concurrent_flow(failed, all_to_all(failed), method=method, warm_start=warm, **options)
+    r = solve_failed(failed, all_to_all(failed), method, options, warm)
     mean_out = r.mean_out_gbps if r.mean_out_gbps is not None else math.nan
     values = {m: _metric_value(m, fn, failed, up) for m, fn in metrics.items()}
     return FailureOutcome(d.label, d.weight, len(up), r.theta, r.lower, r.upper,

@@ -553,7 +553,8 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
     each scalable unit): with ``method="auto"``, :func:`~fabricopt.search_symmetry` finds
     that group and its orbits, and the symmetric method solves one root flow per orbit,
     exactly, where the full LP would be far larger. Fabrics with little symmetry left take
-    the full LP or the approximate method.
+    the full LP or the approximate method. Before any of these, a large failed fabric tries
+    the bounds (:func:`solve_failed`): a bracket already within ``gap`` is the answer.
 
     The intact fabric is solved once, with the same traffic and options (its theta is the
     result's ``intact_theta``), and every trial starts from it (``warm_start=`` of
