@@ -43,6 +43,7 @@ from .analysis import (
 from .collectives import (
     CollectiveBounds,
     LatencyModel,
+    all_reduce_metric,
     collective_bounds,
     collective_curve,
     hierarchical_all_reduce_time,
@@ -127,6 +128,7 @@ __all__ = _generator_names + [
     "collective_bounds",
     "collective_curve",
     "hierarchical_all_reduce_time",
+    "all_reduce_metric",
     "BackendUnavailableError",
     "Catalog",
     "CatalogError",

@@ -187,6 +187,8 @@ def _valid_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
         "groups_by": (fo.groups_by, {"fab": skeleton, "key": "layer"}),
         "nest_groups": (fo.nest_groups, {"fab": skeleton, "groups": layers,
                                          "parent": {"layer 0": "layer 1"}}),
+        "all_reduce_metric": (fo.all_reduce_metric, {"message_bytes": 2**20,
+                                                     "in_network_reduction": "auto"}),
         "plot_criticality": (fo.plot_criticality, {"table": fo.criticality(fab)}),
         "plot_failure_distribution": (fo.plot_failure_distribution, {
             "dist": fo.failure_distribution(fab, fo.EverySingle("links"))}),
@@ -277,21 +279,10 @@ FUZZED = ["clos", "complete", "dgx_b200", "dgx_h100", "dragonfly", "fat_tree", "
           "model", "TrainingJob", "training_step", "training_metrics", "serving_estimate",
           "token_cost", "criticality", "single_failures", "cutting_set", "failure_distribution",
           "failure_metrics", "survives_single_failure", "groups_by", "nest_groups",
-          "plot_criticality", "plot_failure_distribution"]
+          "plot_criticality", "plot_failure_distribution", "all_reduce_metric"]
 
 
-#: Functions of the failure analysis merged last (issue 26) whose fuzz still finds problems:
-#: messages naming the helper called (criticality(), single_failures()) instead of the
-#: function, raw TypeErrors for a non-iterable ``metrics`` or a non-number ``percentile``,
-#: ``groups_by``/``nest_groups`` arguments. Strict: each must pass once fixed.
-FAILURE_ANALYSIS_PENDING = {"cutting_set", "failure_distribution", "failure_metrics",
-                            "survives_single_failure", "groups_by", "nest_groups"}
-
-
-@pytest.mark.parametrize("label", [
-    pytest.param(label, marks=pytest.mark.xfail(
-        strict=True, reason="issue 26's failure analysis: see FAILURE_ANALYSIS_PENDING"))
-    if label in FAILURE_ANALYSIS_PENDING else label for label in FUZZED])
+@pytest.mark.parametrize("label", FUZZED)
 def test_bad_arguments_raise_fabricopt_errors_naming_function_and_argument(label, tmp_path,
                                                                            monkeypatch):
     monkeypatch.chdir(tmp_path)  # a bad path such as "x" is written here, not in the repo

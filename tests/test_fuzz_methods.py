@@ -13,6 +13,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 from test_fuzz import SMALL_SPACE, _fuzz_one
 
@@ -28,12 +29,9 @@ EXEMPT = {
     "Layout.coerce": "estimate_cost(layout=...)", "Policy.coerce": "estimate_cost(policy=...)",
     "Layout.check_tiers": "estimate_cost(layout=...)",
     "Policy.check_against": "estimate_cost(policy=...)",
-    # The failure-model protocol: failure_distribution calls these with the fabric it checked
-    # and a generator it seeded; the models' own arguments are fuzzed by their constructors.
-    **dict.fromkeys([f"{cls}.{method}" for cls in ("FailureModel", "EverySingle",
-                                                   "GroupFailures", "Independent", "Mixture")
-                     for method in ("draw", "enumerate")] + ["Independent.probabilities"],
-                    "called by failure_distribution with its checked fab and its own rng"),
+    "FailureModel.draw": "abstract: each model's own draw is fuzzed",
+    "FailureModel.enumerate": "the base returns None (nothing to list); each model's own is "
+                              "fuzzed",
 }
 
 
@@ -50,6 +48,17 @@ def _valid_method_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
     sweep = fo.failure_sweep(fab, [0.25], trials=1, seed=0)
     search = fo.optimize(16, space=SMALL_SPACE)
     spread = fo.failure_distribution(fab, fo.EverySingle("links"))
+    racks = fo.groups_by(fab, {"n0": "r0", "n1": "r1"})
+    models = {"EverySingle": fo.EverySingle("links"),
+              "GroupFailures": fo.GroupFailures(racks),
+              "Independent": fo.Independent("links", probability=0.5),
+              "Mixture": fo.Mixture([(1.0, fo.EverySingle("links")),
+                                     (1.0, fo.GroupFailures(racks))])}
+    protocol = {f"{name}.{method}": (getattr(m, method), {"fab": fab})
+                for name, m in models.items() for method in ("enumerate", "probabilities")
+                if method in vars(type(m))}
+    protocol |= {f"{name}.draw": (m.draw, {"fab": fab, "rng": np.random.default_rng(0)})
+                 for name, m in models.items()}
     llama = fo.model("llama3-8b")
     job = fo.TrainingJob(llama, tp=2)
     return {
@@ -86,7 +95,7 @@ def _valid_method_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
         "OptimizeResult.to_markdown": (search.to_markdown, {"rows": search.rows}),
         "OptimizeResult.write_design": (search.write_design, {"path": tmp_path / "best.toml",
                                                               "row": None}),
-    }
+    } | protocol
 
 
 #: Parameters that only label a message (the public function calling the method passes its
@@ -102,7 +111,9 @@ FUZZED_METHODS = [
     "Comparison.to_text", "Comparison.to_json", "FailureSweep.to_csv", "OptimizeResult.to_markdown",
     "OptimizeResult.write_design", "TrainingJob.with_gpus", "ModelConfig.flops_per_token",
     "ModelConfig.kv_bytes_per_token", "FailureDistribution.mean",
-    "FailureDistribution.percentile"]
+    "FailureDistribution.percentile", "EverySingle.enumerate", "EverySingle.draw",
+    "GroupFailures.enumerate", "GroupFailures.draw", "Independent.probabilities",
+    "Independent.draw", "Mixture.enumerate", "Mixture.draw"]
 
 
 def _public_methods_with_arguments() -> set[str]:

@@ -29,14 +29,13 @@ from .._checks import (
     fail,
 )
 from ..fabric import Fabric
-from ..flow import max_concurrent_flow
 from ..flow.api import METHODS
 from ..routing import routed_flow
 from ..traffic import all_to_all
 from .bisection import bisection_bandwidth
 from .failure_models import Draw, FailureModel
 from .failure_orbits import FailureSymmetry
-from .failures import intact_solve
+from .failures import intact_solve, solve_failed
 
 Metric = Callable[[Fabric, Sequence[Hashable]], float]
 #: Built-in metrics besides the certified all-to-all ("throughput", always computed).
@@ -167,6 +166,9 @@ def _check_metrics(func: str, metrics: Any) -> dict[str, Metric | None]:
         return {}
     if isinstance(metrics, str):
         metrics = [metrics]
+    if not isinstance(metrics, Mapping | Sequence | set | frozenset):
+        raise fail(func, "metrics", "None, a list of " + ", ".join(map(repr, BUILTIN_METRICS))
+                   + ", or a mapping name -> function (fabric, GPUs up) -> Gb/s", metrics)
     out: dict[str, Metric | None] = {}
     items = metrics.items() if isinstance(metrics, Mapping) else ((m, None) for m in metrics)
     for name, fn in items:
@@ -198,9 +200,9 @@ def failure_distribution(fab: Fabric, model: FailureModel, *, trials: int | None
     metrics : list of str, or mapping name -> function, optional
         Besides the certified all-to-all: ``"routed"`` (ECMP, :func:`~fabricopt.routed_flow`)
         and ``"bisection"`` (:func:`~fabricopt.bisection_bandwidth`, its certified lower
-        bound), or ``{name: f}`` with ``f(failed_fabric, gpus_up) -> Gb/s per GPU`` (e.g. an
-        all-reduce bound from :func:`~fabricopt.collective_bounds`). Computed once per
-        distinct pattern.
+        bound), or ``{name: f}`` with ``f(failed_fabric, gpus_up) -> Gb/s per GPU``, e.g.
+        ``{"all_reduce": fo.all_reduce_metric()}`` (the collectives sit above this floor, so
+        their metric comes in as a function). Computed once per distinct pattern.
     method, warm_start, symmetry, **solve_options
         As in :func:`~fabricopt.failure_sweep`.
 
@@ -221,20 +223,38 @@ def failure_distribution(fab: Fabric, model: FailureModel, *, trials: int | None
     >>> d.solves, [round(x, 4) for x in d.percentile(5)]
     (1, [0.5556, 0.5556])
     """
-    func = "failure_distribution"
-    start = time.perf_counter()
+    return distribution("failure_distribution", fab, model, trials=trials, seed=seed,
+                        metrics=metrics, method=method, warm_start=warm_start,
+                        symmetry=symmetry, solve_options=solve_options)
+
+
+def check_distribution_arguments(func: str, fab: Any, model: Any, trials: Any, seed: Any,
+                                 ) -> None:
+    """The checks of :func:`failure_distribution` that need no solve, as ``func``'s."""
     if not isinstance(fab, Fabric):
         raise fail(func, "fab", "a Fabric", type(fab).__name__)
     if not isinstance(model, FailureModel):
         raise fail(func, "model", "a FailureModel (EverySingle, Independent, GroupFailures, "
                    "Mixture)", type(model).__name__)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
+                             or seed < 0):
+        raise fail(func, "seed", "None or an integer >= 0", seed)
+    if trials is not None:
+        # One flow solve per draw: more than MAX_SOLVES is a runaway (it hung spawning seeds).
+        check_int(func, "trials", trials, minimum=1, maximum=MAX_SOLVES)
+
+
+def distribution(func: str, fab: Fabric, model: FailureModel, *, trials: int | None,
+                 seed: Any, metrics: Any, method: str, warm_start: bool, symmetry: bool,
+                 solve_options: dict[str, Any]) -> FailureDistribution:
+    """The work of :func:`failure_distribution`, its messages naming ``func`` (the public
+    function that called it)."""
+    start = time.perf_counter()
+    check_distribution_arguments(func, fab, model, trials, seed)
     check_choice(func, "method", method, METHODS)
     warm_start = check_bool(func, "warm_start", warm_start)
     symmetry = check_bool(func, "symmetry", symmetry)
     chosen = _check_metrics(func, metrics)
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
-                             or seed < 0):
-        raise fail(func, "seed", "None or an integer >= 0", seed)
     if trials is None:
         draws = model.enumerate(fab)
         if draws is None:
@@ -242,8 +262,6 @@ def failure_distribution(fab: Fabric, model: FailureModel, *, trials: int | None
                        "patterns to list", trials)
         root_entropy = None
     else:
-        # One flow solve per draw: more than MAX_SOLVES is a runaway (it hung spawning seeds).
-        check_int(func, "trials", trials, minimum=1, maximum=MAX_SOLVES)
         root = np.random.SeedSequence(None if seed is None else int(seed))
         draws = [model.draw(fab, np.random.default_rng(child))
                  for child in root.spawn(trials)]
@@ -272,7 +290,7 @@ def _outcome(fab: Fabric, d: Draw, method: str, warm: Any, options: dict[str, An
     if len(up) < 2:
         return FailureOutcome(d.label, d.weight, len(up), 0.0, 0.0, 0.0, 0.0, 0.0, "optimal",
                               {m: 0.0 for m in metrics}, None, 0.0)
-    r = max_concurrent_flow(failed, all_to_all(failed), method=method, warm_start=warm, **options)
+    r = solve_failed(failed, all_to_all(failed), method, options, warm)
     mean_out = r.mean_out_gbps if r.mean_out_gbps is not None else math.nan
     values = {m: _metric_value(m, fn, failed, up) for m, fn in metrics.items()}
     return FailureOutcome(d.label, d.weight, len(up), r.theta, r.lower, r.upper,
@@ -286,5 +304,6 @@ def _shared(solved: FailureOutcome, d: Draw, k: int) -> FailureOutcome:
                           solved.metrics, k, 0.0)
 
 
-__all__ = ["FailureDistribution", "FailureOutcome", "failure_distribution",
+__all__ = ["FailureDistribution", "FailureOutcome", "check_distribution_arguments",
+           "distribution", "failure_distribution",
            "weighted_quantile"]

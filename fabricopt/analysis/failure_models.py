@@ -23,12 +23,13 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from .._checks import check_choice, check_int, fail
+from .._checks import check_choice, check_int, did_you_mean, fail
 from ..errors import InvalidParameterError
-from ..fabric import Fabric
+from ..fabric import Fabric, check_fabric
 from .failure_orbits import Pattern
 from .failures import RiskGroup, _bundles, _check_tiers, risk_groups
 
@@ -72,6 +73,22 @@ class Draw:
     def key_pattern(self) -> Pattern:
         """The pattern with the GPUs down counted as failed nodes (for symmetry keys)."""
         return Pattern(self.pattern.links, self.pattern.switches | self.down)
+
+
+def check_model_call(method: str, fab: Any, *rng: Any) -> None:
+    """Check the arguments of a failure model's ``draw``/``enumerate``/``probabilities``
+    (``method`` names it in messages, e.g. ``"EverySingle.draw"``); ``rng`` when the method
+    takes one.
+
+    >>> check_model_call("EverySingle.draw", None)
+    Traceback (most recent call last):
+    ...
+    fabricopt.errors.InvalidParameterError: EverySingle.draw(): fab must be a Fabric, got NoneType
+    """
+    check_fabric(method, fab)
+    if rng and not isinstance(rng[0], np.random.Generator):
+        raise fail(method, "rng", "a numpy.random.Generator (numpy.random.default_rng(seed))",
+                   type(rng[0]).__name__)
 
 
 class FailureModel:
@@ -137,12 +154,17 @@ class EverySingle(FailureModel):
     def name(self) -> str:  # type: ignore[override]
         return f"every single {self.kind[:-1] if self.kind != 'switches' else 'switch'}"
 
-    def enumerate(self, fab: Fabric) -> list[Draw]:
+    def _every_unit(self, method: str, fab: Fabric) -> list[tuple[str, Draw]]:
+        check_model_call(method, fab)
         units = _units(fab, self.kind, _check_tiers("EverySingle", fab, self.tiers),
                        self.groups)
         if not units:
-            raise InvalidParameterError(f"EverySingle(): fabric {fab.name!r} has no "
-                                        f"{self.kind} to fail")
+            raise fail(method, "fab", f"a fabric with {self.kind} to fail ({fab.name!r} has "
+                       "none)", fab.name)
+        return units
+
+    def enumerate(self, fab: Fabric) -> list[Draw]:
+        units = self._every_unit("EverySingle.enumerate", fab)
         merged: dict[str, Draw] = {}
         for label, d in units:  # a bundle of n links: n units, one pattern of weight n
             merged[label] = Draw(d.pattern, d.down, label,
@@ -151,8 +173,8 @@ class EverySingle(FailureModel):
                 for d in merged.values()]
 
     def draw(self, fab: Fabric, rng: np.random.Generator) -> Draw:
-        units = _units(fab, self.kind, _check_tiers("EverySingle", fab, self.tiers),
-                       self.groups)
+        check_model_call("EverySingle.draw", fab, rng)
+        units = self._every_unit("EverySingle.draw", fab)
         return units[int(rng.integers(len(units)))][1]
 
 
@@ -192,6 +214,7 @@ class Independent(FailureModel):
 
     def probabilities(self, fab: Fabric) -> list[tuple[str, Draw, float]]:
         """Every unit with its probability of failing in one draw."""
+        check_model_call("Independent.probabilities", fab)
         g = fab.graph
         out = []
         for label, d in _units(fab, self.kind, _check_tiers("Independent", fab, self.tiers),
@@ -212,6 +235,7 @@ class Independent(FailureModel):
         return out
 
     def draw(self, fab: Fabric, rng: np.random.Generator) -> Draw:
+        check_model_call("Independent.draw", fab, rng)
         units = self.probabilities(fab)
         hit = rng.random(len(units)) < np.array([p for _, _, p in units])
         links: dict[frozenset, int] = {}
@@ -254,6 +278,7 @@ class GroupFailures(FailureModel):
         return groups
 
     def enumerate(self, fab: Fabric) -> list[Draw] | None:
+        check_model_call("GroupFailures.enumerate", fab)
         if self.count != 1:
             return None
         groups = self._groups(fab)
@@ -261,6 +286,7 @@ class GroupFailures(FailureModel):
                 for d in (group_draw(grp) for grp in groups)]
 
     def draw(self, fab: Fabric, rng: np.random.Generator) -> Draw:
+        check_model_call("GroupFailures.draw", fab, rng)
         groups = self._groups(fab)
         picks = np.sort(rng.choice(len(groups), size=self.count, replace=False))
         return union_draw([group_draw(groups[i]) for i in picks])
@@ -309,6 +335,7 @@ class Mixture(FailureModel):
         return w / w.sum()
 
     def enumerate(self, fab: Fabric) -> list[Draw] | None:
+        check_model_call("Mixture.enumerate", fab)
         out = []
         for share, (_, model) in zip(self._weights(), self.parts, strict=True):
             listed = model.enumerate(fab)
@@ -318,6 +345,7 @@ class Mixture(FailureModel):
         return out
 
     def draw(self, fab: Fabric, rng: np.random.Generator) -> Draw:
+        check_model_call("Mixture.draw", fab, rng)
         i = int(rng.choice(len(self.parts), p=self._weights()))
         return self.parts[i][1].draw(fab, rng)
 
@@ -336,23 +364,30 @@ def groups_by(fab: Fabric, key: str | Mapping[Hashable, Hashable], *,
     ...                                                                       "leaf0": 1})]
     [('1', ['leaf0'], ['g0'])]
     """
+    func = "groups_by"
+    check_fabric(func, fab)
+    if prefix is not None and not isinstance(prefix, str):
+        raise fail(func, "prefix", "None or a string put before each label", prefix)
     g = fab.graph
     if isinstance(key, str):
         values = {v: d[key] for v, d in g.nodes(data=True) if d.get(key) is not None}
         if not values:
-            present = sorted({k for _, d in g.nodes(data=True) for k in d})
-            raise InvalidParameterError(f"groups_by(): no node of {fab.name!r} has attribute "
-                                        f"{key!r}; node attributes: {', '.join(present)}")
+            present = sorted({str(k) for _, d in g.nodes(data=True) for k in d})
+            raise fail(func, "key", f"a node attribute of {fab.name!r}, one of "
+                       + ", ".join(present) + did_you_mean(key, present), key)
         head = f"{key} " if prefix is None else prefix
     elif isinstance(key, Mapping):
-        unknown = [v for v in key if v not in g]
+        unknown = [v for v in key if not isinstance(v, Hashable) or v not in g]
         if unknown:
-            raise InvalidParameterError(f"groups_by(): nodes {unknown[:3]!r} are not in "
-                                        f"fabric {fab.name!r}")
+            raise fail(func, "key", f"a mapping from nodes of {fab.name!r} to labels "
+                       f"(not nodes: {unknown[:3]!r})", key)
+        bad = [x for x in key.values() if not isinstance(x, Hashable)]
+        if bad:
+            raise fail(func, "key", "a mapping from node to a label (str or number)", key)
         values = dict(key)
         head = "" if prefix is None else prefix
     else:
-        raise fail("groups_by", "key", "a node attribute name or a mapping node -> label", key)
+        raise fail(func, "key", "a node attribute name or a mapping node -> label", key)
     members: dict[Hashable, list[Hashable]] = {}
     for v, label in values.items():
         members.setdefault(label, []).append(v)
@@ -380,11 +415,28 @@ def nest_groups(fab: Fabric, groups: Sequence[RiskGroup], parent: Mapping[str, s
     >>> [(g.name, len(g.gpus)) for g in nest_groups(fab, racks, {"r0": "row", "r1": "row"})]
     [('row', 2)]
     """
+    func = "nest_groups"
+    check_fabric(func, fab)
+    if isinstance(groups, str | Mapping) or not isinstance(groups, Iterable) \
+            or not all(isinstance(grp, RiskGroup) for grp in groups):
+        raise fail(func, "groups", "a list of RiskGroup (from groups_by or risk_groups)",
+                   groups)
     names = {grp.name: grp for grp in groups}
+    members = set(fab.graph)
+    for grp in names.values():
+        nodes = set(grp.switches) | set(grp.gpus) | set().union(*grp.links)
+        if not nodes <= members:
+            raise fail(func, "groups", f"groups of fab ({fab.name!r}): group {grp.name!r} has "
+                       f"nodes not in it ({sorted(map(str, nodes - members))[:3]})",
+                       grp.name)
+    if not isinstance(parent, Mapping) or not all(isinstance(c, str) and isinstance(t, str)
+                                                  for c, t in parent.items()):
+        raise fail(func, "parent", "a mapping child group name -> parent group name",
+                   parent)
     unknown = [c for c in parent if c not in names]
     if unknown:
-        raise InvalidParameterError(f"nest_groups(): no group named {unknown[0]!r}; groups: "
-                                    + ", ".join(list(names)[:8]))
+        raise fail(func, "parent", "keys naming groups, one of " + ", ".join(list(names)[:8])
+                   + did_you_mean(unknown[0], names), unknown[0])
     children: dict[str, list[RiskGroup]] = {}
     for child, top in parent.items():
         children.setdefault(top, []).append(names[child])
@@ -398,4 +450,5 @@ def nest_groups(fab: Fabric, groups: Sequence[RiskGroup], parent: Mapping[str, s
 
 
 __all__ = ["Draw", "EverySingle", "FailureModel", "GroupFailures", "Independent", "Mixture",
+           "check_model_call",
            "group_draw", "groups_by", "nest_groups", "union_draw"]

@@ -12,11 +12,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._checks import check_positive
-from ..fabric import Fabric
-from .failure_distribution import failure_distribution
+from .._checks import check_choice, check_positive, fail
+from ..fabric import Fabric, check_fabric
+from .failure_distribution import check_distribution_arguments, distribution
 from .failure_models import EverySingle, FailureModel
-from .single_failures import single_failures
+from .failures import KINDS
+from .single_failures import FailureTable, solve_orbits
+
+
+def _n1_table(func: str, fab: Fabric, kind: str, tiers: Any,
+              solve_options: dict[str, Any]) -> FailureTable:
+    """:func:`~fabricopt.single_failures` of ``fab``, its messages naming ``func``."""
+    options = dict(solve_options)
+    return solve_orbits(fab, kind, tiers, traffic=None, method=options.pop("method", "auto"),
+                        warm_start=True, symmetry=True, order="fabric", func=func,
+                        solve_options=options)
 
 
 def failure_metrics(fab: Fabric, *, kind: str = "switches", model: FailureModel | None = None,
@@ -51,10 +61,19 @@ def failure_metrics(fab: Fabric, *, kind: str = "switches", model: FailureModel 
     >>> round(m["n1_worst_gbps"], 4), round(m["failure_p5_gbps"], 4)
     (0.5556, 0.5556)
     """
-    table = single_failures(fab, kind=kind, **solve_options)
+    func = "failure_metrics"
+    check_fabric(func, fab)
+    check_choice(func, "kind", kind, KINDS)
+    model = model if model is not None else EverySingle(kind)
+    check_distribution_arguments(func, fab, model, trials, seed)
+    percentile = check_positive(func, "percentile", percentile, allow_zero=True)
+    if percentile > 100:
+        raise fail(func, "percentile", "a percentile from 0 to 100", percentile)
+    table = _n1_table(func, fab, kind, None, solve_options)
     worst = table.worst_gbps() or (float("nan"), float("nan"))
-    dist = failure_distribution(fab, model if model is not None else EverySingle(kind),
-                                trials=trials, seed=seed, **solve_options)
+    dist = distribution(func, fab, model, trials=trials, seed=seed, metrics=None,
+                        method=solve_options.pop("method", "auto"), warm_start=True,
+                        symmetry=True, solve_options=solve_options)
     return {"n1_worst_gbps": worst[0], "n1_worst_gbps_upper": worst[1],
             f"failure_p{percentile:g}_gbps": dist.percentile(percentile)[0],
             "failure_mean_gbps": dist.mean()[0]}
@@ -83,8 +102,11 @@ def survives_single_failure(fab: Fabric, min_gbps: float, *, kind: str = "switch
     >>> survives_single_failure(fab, 250.0, kind="links", tiers="leaf-spine")["ok"]  # 300 left
     True
     """
-    min_gbps = check_positive("survives_single_failure", "min_gbps", min_gbps)
-    table = single_failures(fab, kind=kind, tiers=tiers, **solve_options)
+    func = "survives_single_failure"
+    check_fabric(func, fab)
+    min_gbps = check_positive(func, "min_gbps", min_gbps)
+    check_choice(func, "kind", kind, KINDS)
+    table = _n1_table(func, fab, kind, tiers, solve_options)
     bracket = table.worst_gbps()
     if bracket is None:
         return {"ok": None, "worst_gbps_lower": float("nan"),

