@@ -257,7 +257,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     groups = split_targets(args.targets)
     check_targets(groups)
     for target, assignments in groups:
-        if target in GENERATORS:  # the values given become columns and join the name
+        # A generator's values given become columns and join the name; a saved fabric is
+        # read here (compare() itself takes design files, folders and Fabrics).
+        if target in GENERATORS or target.endswith((".json", ".graphml")):
             params = parse_assignments(assignments)
             designs += [(fab, params) if params else fab
                         for fab in load_fabric(target, assignments)]

@@ -185,6 +185,11 @@ def test_oversubscribed_design_costs_less():
     ({"gpus": 16, "space": {"colour": [1]}}, "space must be a mapping with keys"),
     ({"gpus": 16, "space": {"family": ["torus"]}}, "family'] must be one of"),
     ({"gpus": 15, "space": SPACE}, "a space with candidates for 15 GPUs"),
+    # A misspelt name is answered with the nearest allowed one (one letter dropped or added).
+    ({"gpus": 16, "constraints": {"all_to_all_gbps_per_gp": 1}},
+     "did you mean 'all_to_all_gbps_per_gpu'"),
+    ({"gpus": 16, "objective": "capex_us"}, "did you mean 'capex_usd'"),
+    ({"gpus": 16, "space": {"family": ["closs"]}}, "did you mean 'clos'"),
 ])
 def test_bad_arguments(kwargs, match):
     with pytest.raises(fo.InvalidParameterError, match=match):
