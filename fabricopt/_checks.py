@@ -183,9 +183,25 @@ def check_label(func: str, name: str, value: Any, optional: bool = True) -> Any:
 
 
 def check_choice(func: str, name: str, value: Any, choices: Sequence[Any]) -> Any:
-    """Return ``value`` if it is one of ``choices``, else raise naming them."""
-    if value not in choices:
-        raise fail(func, name, "one of " + ", ".join(repr(c) for c in choices), value)
+    """Return ``value`` if it is one of ``choices``, else raise naming them (and the closest
+    when a word was misspelt).
+
+    >>> check_choice("f", "x", "clos", ("clos", "ring"))
+    'clos'
+    >>> check_choice("f", "x", "closs", ("clos", "ring"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    fabricopt.errors.InvalidParameterError: f(): x must be one of ... (did you mean 'clos'?)
+    """
+    try:
+        known = value in choices
+    except TypeError:  # an unhashable value against a set or mapping of choices
+        known = False
+    if not known:
+        err = fail(func, name, "one of " + ", ".join(repr(c) for c in choices), value)
+        if isinstance(value, str):
+            err.args = (err.args[0] + did_you_mean(value, [c for c in choices
+                                                            if isinstance(c, str)]),)
+        raise err
     return value
 
 

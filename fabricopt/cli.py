@@ -257,7 +257,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     groups = split_targets(args.targets)
     check_targets(groups)
     for target, assignments in groups:
-        if target in GENERATORS:  # the values given become columns and join the name
+        # A generator's values given become columns and join the name; a saved fabric is
+        # read here (compare() itself takes design files, folders and Fabrics).
+        if target in GENERATORS or target.endswith((".json", ".graphml")):
             params = parse_assignments(assignments)
             designs += [(fab, params) if params else fab
                         for fab in load_fabric(target, assignments)]
@@ -619,10 +621,11 @@ def _add_optimize(sub: Any) -> None:
                          "topologies/README.md), print the Pareto front of capex and "
                          "all-to-all bandwidth and the best design, and write the best "
                          "design as a design file.")
-    opt.add_argument("target", help="search file (.toml)")
+    opt.add_argument("targets", nargs="+", metavar="target",
+                     help="search files (.toml), each searched in turn")
     opt.add_argument("-o", "--output", default=None, metavar="FILE",
-                     help="design file to write the best design to (default: "
-                     "<search file stem>-best.toml in the current directory)")
+                     help="design file to write the best design to, with one search file "
+                     "(default: <search file stem>-best.toml in the current directory)")
     opt.add_argument("--all", action="store_true",
                      help="print every candidate with the reason it was pruned")
     opt.add_argument("--time-limit", type=float, default=None, help="seconds per flow solve")
@@ -655,22 +658,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _cmd_optimize(args: argparse.Namespace) -> int:
 
-    spec = load_search(args.target)
-    res = optimize(spec["gpus"], space=spec["space"], constraints=spec["constraints"],
-                   objective=spec["objective"], time_limit=args.time_limit,
-                   full_front=args.full_front, job=spec["job"])
-    print(f"{spec['name']}")
-    print(res)
-    if args.all:
-        print("")
-        for r in res.rows:
-            print(f"{r['name']}: {r['outcome']}" + (f" ({r['reason']})" if r["reason"] else ""))
-    if res.best is None:
-        return 1
-    out = args.output or os.path.splitext(os.path.basename(args.target))[0] + "-best.toml"
-    res.write_design(out)
-    print(f"best design written to {out}")
-    return 0
+    if args.output and len(args.targets) > 1:
+        raise FabricOptError(f"-o names one design file, for one search file; got "
+                             f"{len(args.targets)} search files (drop -o: each best design "
+                             "goes to <search file stem>-best.toml)")
+    specs = [load_search(target) for target in args.targets]  # every file checked first
+    code = 0
+    for i, (target, spec) in enumerate(zip(args.targets, specs, strict=True)):
+        if i:
+            print("")
+        res = optimize(spec["gpus"], space=spec["space"], constraints=spec["constraints"],
+                       objective=spec["objective"], time_limit=args.time_limit,
+                       full_front=args.full_front, job=spec["job"])
+        print(f"{spec['name']}")
+        print(res)
+        if args.all:
+            print("")
+            for r in res.rows:
+                print(f"{r['name']}: {r['outcome']}"
+                      + (f" ({r['reason']})" if r["reason"] else ""))
+        if res.best is None:
+            code = 1
+            continue
+        out = args.output or os.path.splitext(os.path.basename(target))[0] + "-best.toml"
+        res.write_design(out)
+        print(f"best design written to {out}")
+    return code
 
 
 #: Exit code when standard output cannot be written (closed, or a full disk): EX_IOERR of the

@@ -131,6 +131,22 @@ def test_compare_metrics_and_columns_with_human_numbers(capsys):
     assert out[2].split()[-1] == f"{capex:,.0f}" and "," in out[2].split()[-1]
 
 
+def test_compare_takes_a_saved_fabric_as_its_help_says(capsys, tmp_path):
+    # A ring of 8 links of 1 Gb/s with one link cut is a path: its middle link carries
+    # 4 x 4 pairs' traffic each way, so theta = 1/16 (0.0625) and each GPU sends 7/16
+    # Gb/s; the intact ring's theta is 1/8 (docs/throughput.md).
+    cut = fo.ring(8).without([("n0", "n1")])
+    path = tmp_path / "cut.json"
+    fo.write_json(cut, path)
+    assert main(["compare", str(path), "ring", "n=8", "--metrics", "all_to_all",
+                 "--columns", "name,all_to_all_theta"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
+    assert [row[-1] for row in rows] == ["0.0625", "0.125"]
+    # A saved fabric is built already: parameters after it are refused, before any work.
+    assert main(["compare", str(path), "n=8"]) == 2
+    assert "a saved fabric takes no key=value parameters" in capsys.readouterr().err
+
+
 def test_parse_assignments():
     assert parse_assignments(["k=8", "name=x", "split=[5,4]"]) == {
         "k": 8, "name": "x", "split": [5, 4]}

@@ -88,7 +88,7 @@ class TcoEstimate:
             f"TCO of {self.fabric} over {self.years:g} years (network; {self.policy_name})",
             f"  capex        {self.capex_usd:,.0f} USD (range {lo:,.0f} to {hi:,.0f})",
             f"  energy       {self.energy_usd:,.0f} USD ({self.network_kwh_per_year:,.0f} kWh "
-            f"a year at PUE {self.pue:g}, {self.usd_per_kwh:g} USD/kWh)",
+            f"a year drawn, x PUE {self.pue:g}, at {self.usd_per_kwh:g} USD/kWh)",
             f"  maintenance  {self.maintenance_usd:,.0f} USD ({self.maintenance:.0%} of capex "
             "a year)",
             f"  replacements {self.replacement_usd:,.0f} USD (optics and cables at their "

@@ -98,6 +98,9 @@ def test_tco_by_hand_on_a_ring():
     # Four DAC links, each down while its cable waits 24 h: 4 x 0.001 x 24 / 8766.
     assert tco.expected_failed_links == pytest.approx(4 * 0.001 * 24 / 8766)
     assert "per GPU per year" in str(tco)
+    # The kWh shown is the network's own draw, 120.4 W x 8,766 h = 1,055 kWh a year; PUE
+    # multiplies it after (1,055 x 1.3 = 1,372 would be the facility's): the text says so.
+    assert "1,055 kWh a year drawn, x PUE 1.3" in str(tco)
 
 
 def test_tco_counts_optics_failures_at_both_ends():

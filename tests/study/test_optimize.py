@@ -185,6 +185,11 @@ def test_oversubscribed_design_costs_less():
     ({"gpus": 16, "space": {"colour": [1]}}, "space must be a mapping with keys"),
     ({"gpus": 16, "space": {"family": ["torus"]}}, "family'] must be one of"),
     ({"gpus": 15, "space": SPACE}, "a space with candidates for 15 GPUs"),
+    # A misspelt name is answered with the nearest allowed one (one letter dropped or added).
+    ({"gpus": 16, "constraints": {"all_to_all_gbps_per_gp": 1}},
+     "did you mean 'all_to_all_gbps_per_gpu'"),
+    ({"gpus": 16, "objective": "capex_us"}, "did you mean 'capex_usd'"),
+    ({"gpus": 16, "space": {"family": ["closs"]}}, "did you mean 'clos'"),
 ])
 def test_bad_arguments(kwargs, match):
     with pytest.raises(fo.InvalidParameterError, match=match):
@@ -220,6 +225,28 @@ def test_cli_optimize_prints_the_front_and_writes_the_winner(tmp_path, capsys):
     search.write_text(search.read_text().replace("= 300", "= 500"))
     assert main(["optimize", str(search), "-o", str(out)]) == 1
     assert "all_to_all_gbps_per_gpu misses by" in capsys.readouterr().out
+
+
+def test_cli_optimize_takes_several_search_files(tmp_path, capsys, monkeypatch):
+    from fabricopt.cli import main
+
+    monkeypatch.chdir(tmp_path)  # each best design goes to <stem>-best.toml here
+    head = ('gpus = 16\n[space]\nfamily = ["rail_optimized"]\n'
+            'scale_up = [{family = "nvswitch_domain", gpus = 2, switches = 1, '
+            'links_per_gpu = 2, link_gbps = 200}]\nleaf_radix = [8]\n'
+            'oversubscription = [1.0, 2.0]\n[constraints]\n')
+    # 300 Gb/s is met (the 2:1 design carries 375, test above); 500 is beyond the 400 Gb/s
+    # NICs: all-to-all <= 400 x (16 - 1) / (16 - 2) = 428.6 Gb/s per GPU.
+    (tmp_path / "a.toml").write_text(head + "all_to_all_gbps_per_gpu = 300\n")
+    (tmp_path / "b.toml").write_text(head + "all_to_all_gbps_per_gpu = 500\n")
+    # One search without a design meeting it: exit code 1, the other's winner still written.
+    assert main(["optimize", "a.toml", "b.toml"]) == 1
+    text = capsys.readouterr().out
+    assert "best: rail_optimized" in text and "all_to_all_gbps_per_gpu misses by" in text
+    assert (tmp_path / "a-best.toml").exists() and not (tmp_path / "b-best.toml").exists()
+    # One -o for two searches is refused before any search runs.
+    assert main(["optimize", "a.toml", "b.toml", "-o", "x.toml"]) == 2
+    assert "-o names one design file" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("constraints", [
