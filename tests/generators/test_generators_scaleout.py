@@ -428,7 +428,8 @@ def test_rail_scale_out_attaches_above_existing_devices():
 
 
 def test_rail_optimized_scale_up_must_be_a_domain():
-    # A Fabric delegates to fo.cluster (tests/generators/test_generators_cluster.py); a name does not.
+    # A Fabric delegates to fo.cluster (tests/generators/test_generators_cluster.py); a name
+    # does not.
     with pytest.raises(fo.InvalidParameterError, match=r"scale_up must be a Fabric"):
         fo.rail_optimized(nodes=4, scale_up="dgx_h1000")
 
