@@ -87,6 +87,7 @@ from ..analysis.failure_study import failure_metrics
 from ..analysis.failures import failure_sweep
 from ..collectives import collective_bounds
 from ..cost import Catalog, estimate_cost
+from ..cost.systems import server_system
 from ..cost.tco import tco_metrics
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
@@ -243,36 +244,6 @@ def _routing(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
         row[f"routing_hash_{stat}_efficiency"] = efficiency(hashed[stat])
     row.update({"routing_hash_trials": ctx.routing_trials, "routing_seed": ctx.routing_seed})
     return row
-
-
-#: Catalog systems by the scale-up switch chip and the GPUs one scale-up domain holds.
-SYSTEMS_BY_SCALE_UP = {("nvswitch3", 8): "dgx_h100", ("nvswitch4", 8): "dgx_b200",
-                       ("nvswitch4", 72): "gb200_nvl72"}
-
-
-def server_system(fab: Fabric) -> str | None:
-    """The catalog system whose GPUs the fabric's scale-up domains are: the NVSwitch model and
-    the GPUs one domain (GPUs joined through NVSwitch chips) holds; None for other fabrics.
-
-    >>> import fabricopt as fo
-    >>> server_system(fo.superpod(scalable_units=1)), server_system(fo.ring(4))
-    ('dgx_h100', None)
-    """
-    import networkx as nx
-
-    g = fab.graph
-    chips = [v for v, d in g.nodes(data=True) if str(d.get("model", "")).startswith("nvswitch")]
-    if not chips:
-        return None
-    endpoints = set(fab.endpoints)
-    domain = g.subgraph(chips + [u for c in chips for u in g[c] if u in endpoints])
-    sizes = {len(endpoints.intersection(part))
-             for part in nx.weakly_connected_components(domain)} if g.is_directed() else \
-        {len(endpoints.intersection(part)) for part in nx.connected_components(domain)}
-    models = {g.nodes[c]["model"] for c in chips}
-    if len(sizes) != 1 or len(models) != 1:
-        return None
-    return SYSTEMS_BY_SCALE_UP.get((models.pop(), sizes.pop()))
 
 
 def _share(est: Any, system: str | None, of: str) -> float | None:

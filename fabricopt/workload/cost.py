@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from .._checks import check_label, check_positive
 from ..catalog import Catalog
 from ..cost import estimate_cost
+from ..cost.systems import server_system
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_fabric
 
@@ -58,7 +59,9 @@ def token_cost(fab: Fabric, tokens_per_s: float, gpu: str = "h100_sxm", *, years
     catalog = catalog or Catalog.default()
     net = estimate_cost(fab, catalog=catalog)
     notes = []
-    system = catalog.systems.get(SYSTEM_BY_GPU.get(gpu, ""))
+    # The system the fabric's scale-up domains are (a GB200 NVL72 rack, not nine DGX B200),
+    # else the usual server of the GPU.
+    system = catalog.systems.get(server_system(fab) or SYSTEM_BY_GPU.get(gpu, ""))
     servers_usd = servers_w = 0.0
     if system is None:
         notes.append(f"no catalog system for GPU {gpu!r}: servers left out of the cost")

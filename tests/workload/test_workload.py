@@ -264,3 +264,14 @@ def test_dp_from_the_fabric_that_does_not_split_the_batch_says_what_to_give():
     with pytest.raises(InvalidParameterError, match=r"dp = 8 \(the 256 GPUs of fab .* multiple "
                                                     r"of 8"):
         fo.training_step(fo.superpod(1), job)
+
+
+def test_a_gb200_rack_is_priced_as_one_rack_not_nine_dgx_b200():
+    from fabricopt.workload.cost import token_cost
+
+    c = token_cost(fo.gb200_nvl72(), 1e5, "b200")
+    # One NVL72 rack of 72 GPUs is the catalog's gb200_nvl72 system: its power (120 kW, the
+    # rack's own figure), where nine DGX B200 (72 / 8) would draw 9 x 14.3 kW = 128.7 kW.
+    rack = fo.Catalog.default().systems["gb200_nvl72"].values["power_w"]
+    assert c.power_w == pytest.approx(rack)  # the switch trays are in the rack figure
+    assert c.power_w < 9 * 14_300
