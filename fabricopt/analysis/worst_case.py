@@ -18,7 +18,9 @@ Three certified facts bracket it (``docs/throughput.md`` states the distance bou
   hop-length bound over all permutations. The maximising permutation is a maximum-weight
   assignment (:func:`~fabricopt.longest_matching`).
 
-The search for a hard pattern starts from that longest matching and improves it with the dual
+The search for a hard pattern starts from that longest matching, then tries the permutation
+that sends every pair across the best bisection cut found (its cut caps theta at
+:math:`2C/(Ng)`), and improves the best with the dual
 lengths of each solve: if lengths :math:`l` prove :math:`\theta(\pi) = \sum c l / (g \sum
 \mathrm{dist}_l(\pi))`, the permutation :math:`\pi'` that maximises :math:`\sum
 \mathrm{dist}_l` has :math:`\theta(\pi') \le \sum c l / (g \sum \mathrm{dist}_l(\pi')) \le
@@ -43,6 +45,7 @@ from ..flow.backends import check_solve_args
 from ..flow.check import explicit_distance_bound
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic, farthest_matching
+from .bisection import bisection_bandwidth
 
 
 @dataclass
@@ -106,6 +109,22 @@ def tub_upper_bound(fab: Any, gbps: float = 1.0, endpoints: Iterable[Hashable] |
     return explicit_distance_bound(fab, tm, np.ones(ga.n_arcs), ga), tm
 
 
+def _crossing_pattern(fab: Any, eps: tuple[Hashable, ...], gbps: float) -> Traffic | None:
+    """A permutation whose every pair crosses the best bisection cut found (endpoints of side
+    A paired with side B, both ways): by the cut, theta <= 2 C / (N g). None when the group is
+    not every endpoint or the sides are unequal."""
+    if len(eps) != len(fab.endpoints) or len(eps) % 2:
+        return None
+    cut = bisection_bandwidth(fab).cut
+    a, b = cut.endpoints_a, cut.endpoints_b
+    if len(a) != len(b) or not a:
+        return None
+    pairs = {}
+    for x, y in zip(a, b, strict=True):
+        pairs[(x, y)] = pairs[(y, x)] = gbps
+    return Traffic(pairs)
+
+
 def worst_case_permutation(fab: Any, gbps: float = 1.0, *,
                            endpoints: Iterable[Hashable] | None = None, iterations: int = 4,
                            method: str = "auto", backend: str = "highs",
@@ -159,6 +178,7 @@ def worst_case_permutation(fab: Any, gbps: float = 1.0, *,
     best_pattern = pattern
     tried: list[tuple[float, float]] = []
     seen: set[frozenset[tuple[Hashable, Hashable]]] = set()
+    crossing = _crossing_pattern(fab, eps, gbps)
     for _ in range(iterations):
         seen.add(frozenset(pattern.pairs))
         result = max_concurrent_flow(fab, pattern, method=method, backend=backend,
@@ -167,7 +187,12 @@ def worst_case_permutation(fab: Any, gbps: float = 1.0, *,
         if best_result is None or result.upper < best_result.upper:
             best_result, best_pattern = result, pattern
         lengths = result.certificate.lengths if result.certificate else None
-        if min(tub, best_result.upper) <= lower * (1 + 1e-9) or lengths is None:
+        if min(tub, best_result.upper) <= lower * (1 + 1e-9):
+            break
+        if crossing is not None and frozenset(crossing.pairs) not in seen:
+            pattern = crossing  # the pattern the bisection cut starves, tried once
+            continue
+        if lengths is None:
             break
         pattern = farthest_matching("worst_case_permutation", fab, eps, gbps, lengths,
                                     max_endpoints)

@@ -78,3 +78,19 @@ def test_each_step_never_raises_the_upper_bound():
 def test_bad_arguments(kwargs, words):
     with pytest.raises(fo.InvalidParameterError, match=words):
         fo.worst_case_permutation(fo.ring(4), **kwargs)
+
+
+def test_the_pattern_across_the_bisection_cut_is_tried():
+    # 8 servers of 2 GPUs on radix-8 rail leaves at 3:1 (16 GPUs): the longest matching stays
+    # inside cheap paths (theta 1 at 400 Gb/s), but the best bisection cut carries 1,600 Gb/s
+    # one way, so a permutation sending all 16 GPUs across it gets at most 2 x 1,600 / 16 =
+    # 200 Gb/s each: theta 0.5. The hose rate proves 200 Gb/s for any traffic: exact.
+    dom = {"family": "nvswitch_domain", "gpus": 2, "switches": 1, "links_per_gpu": 2,
+           "link_gbps": 200}
+    fab = fo.cluster(dom, nodes=8, scale_out="rail_optimized", leaf_radix=8,
+                     oversubscription=3.0)
+    cut = fo.bisection_bandwidth(fab).upper_gbps
+    w = fo.worst_case_permutation(fab, gbps=400)
+    assert w.upper * 400 <= 2 * cut / 16 * (1 + 1e-9)
+    assert w.exact and w.upper == pytest.approx(0.5)
+    assert fo.check_certificate(fab, w.pattern_result, w.pattern).ok
