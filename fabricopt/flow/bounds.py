@@ -34,6 +34,7 @@ from ..traffic import Traffic
 from .approx import _CoreGraph
 from .colgen import ecmp_columns
 from .formulation import FlowModel
+from .tor_routing import route_by_attach_lp
 
 #: Node attributes that name a level of a fabric's hierarchy (set by the generators).
 HIERARCHY_KEYS = ("node", "rail", "su", "pod", "plane", "group", "dc")
@@ -138,7 +139,8 @@ def structural_cut_lengths(fab: Any, traffic: Traffic, ga: GraphArrays,
     return best, best_len
 
 
-def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None) -> np.ndarray | None:
+def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None,
+               scale_out_lp: bool = False) -> np.ndarray | None:
     """A feasible point of ``model``'s LP from fewest-hop WCMP fluid routing, scaled to fit
     the most loaded arc (theta is its last entry); None when the model is too large
     (:data:`ECMP_MAX_ENTRIES`) or a target is unreachable.
@@ -147,6 +149,9 @@ def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None) -> np.ndarr
     scale-up domain uses its links only and a pair in two domains the scale-out network only
     (out of the source's own NIC), so each commodity is routed twice, once per part, and the
     two flows add up. Pairs the scale-out network does not join use every arc.
+    ``scale_out_lp`` routes the scale-out part by the attach-switch LP of
+    :mod:`fabricopt.flow.tor_routing` instead (its optimum over the switches the endpoints
+    hang from; None where that LP is too large or has no optimum).
     """
     K, m = model.n_commodities, len(model.core_arcs)
     if K * m > ECMP_MAX_ENTRIES or K == 0:
@@ -164,6 +169,11 @@ def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None) -> np.ndarr
     parts = [(up, np.where(inside, g.demand, 0.0)), (~up, np.where(inside, 0.0, g.demand))]
     if not up.any():
         parts = [(np.ones(m, dtype=bool), g.demand)]
+    if scale_out_lp:
+        # The scale-out part first: when its LP declines there is no point to finish.
+        arcs_in, demand = parts.pop()
+        if demand.any() and not route_by_attach_lp(g, arcs_in, demand, flows):
+            return None
     for arcs_in, demand in parts:
         if not demand.any():
             continue
