@@ -40,7 +40,19 @@ def attach_points(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(attach, up_arc, down_arc)`` per local node: the node an endpoint with a single
     link (on the arcs ``arcs_in``) attaches to, and its arcs to and from it (-1 for nodes
-    that are their own attach point: switches, multi-homed or transit nodes)."""
+    that are their own attach point: switches, multi-homed or transit nodes).
+
+    >>> import fabricopt as fo
+    >>> from fabricopt.flow.approx import _CoreGraph
+    >>> fab = fo.cluster(fo.nvswitch_domain(4, 2, 2, 100.0), nodes=2)   # GPUs with one NIC
+    >>> model = fo.build_flow_lp(fab, fo.all_to_all(fab))
+    >>> g = _CoreGraph.of(model)
+    >>> from fabricopt.flow.api import is_scale_up_arc
+    >>> out = np.array([not is_scale_up_arc(fab.graph[u][v]) for u, v in model.ga.arcs])
+    >>> attach, up, down = attach_points(g, out[model.core_arcs], g.demand)
+    >>> sorted({model.ga.nodes[i] for i in g.nodes[attach[g.sources]]})   # its rail's leaf
+    ['r0.l0', 'r1.l0', 'r2.l0', 'r3.l0']
+    """
     n = g.n
     keep = np.flatnonzero(arcs_in)
     out_deg = np.bincount(g.tail[keep], minlength=n)
