@@ -27,7 +27,7 @@ from ..tiers import is_scale_up_arc, tier_of
 from ..traffic import Traffic, all_to_all
 from .approx import check_gap, solve_approx
 from .backends import BACKENDS, check_solve_args, solve_lp
-from .bounds import ECMP_MAX_ENTRIES, ecmp_point, structural_cut_lengths
+from .bounds import ECMP_MAX_ENTRIES, ecmp_point, rail_labels, structural_cut_lengths
 from .certificate import EXACT_RTOL, certify
 from .formulation import Collapse, CollapsedDemand, FlowModel, build_flow_lp
 from .lp import LPSolution
@@ -367,7 +367,8 @@ def bounds_stage(fab: Fabric, model: FlowModel, traffic: Traffic, *, tiers: tupl
     point = ecmp_point(model, scale_up)
     if point is None or point[-1] < bound * (1 - 1e-6):
         # Fixed shares fell short of the cut: the best routing between attach switches.
-        routed = ecmp_point(model, scale_up, scale_out_lp=True)
+        routed = ecmp_point(model, scale_up, scale_out_lp=True,
+                            rails=rail_labels(fab, ga))
         if routed is not None and (point is None or routed[-1] > point[-1]):
             point = routed
     if point is None:

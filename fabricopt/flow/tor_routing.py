@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import shortest_path
 from scipy.sparse.linalg import spsolve
 
 from .backends import solve_lp
@@ -30,16 +31,21 @@ from .model import max_theta_lp
 if TYPE_CHECKING:
     from .approx import _CoreGraph
 
-#: Largest attach switches x switch arcs for which the attach-switch LP is solved: its
-#: node-arc form is slow for HiGHS's simplex (56 leaves x 1,904 switch arcs took 30 to 80 s
-#: on 2 loaded cores), so it runs where it takes well under a second.
+#: Largest attach switches x switch arcs for which the attach-switch LP may use every switch
+#: arc: its node-arc form is slow for HiGHS's simplex (56 leaves x 1,904 switch arcs took 30
+#: to 80 s on 2 loaded cores), so above this each leaf keeps its fewest-hop arcs only.
 ATTACH_LP_MAX_ENTRIES = 20_000
+#: Largest number of (leaf, fewest-hop arc) variables for which the restricted LP is solved.
+ATTACH_LP_MAX_COLUMNS = 300_000
+#: Largest commodities x leaves x destination leaves kept to spread the LP's flow back.
+ATTACH_SHARE_MAX_ENTRIES = 20_000_000
 
 
-def attach_points(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray
+def attach_points(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
+                  relays: np.ndarray | None = None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(attach, up_arc, down_arc)`` per local node: the node an endpoint with a single
-    link (on the arcs ``arcs_in``) attaches to, and its arcs to and from it (-1 for nodes
+    link (on the arcs ``arcs_in``; sources, targets and ``relays``) attaches to, and its arcs to and from it (-1 for nodes
     that are their own attach point: switches, multi-homed or transit nodes).
 
     >>> import fabricopt as fo
@@ -64,6 +70,8 @@ def attach_points(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray
     terminal = np.zeros(n, dtype=bool)
     terminal[g.sources] = True
     terminal |= demand.sum(axis=0) > 0
+    if relays is not None:
+        terminal |= relays
     single = terminal & (out_deg == 1) & (in_deg == 1)
     single &= g.head[np.where(single, up_arc, 0)] == g.tail[np.where(single, down_arc, 0)]
     attach = np.arange(n)
@@ -74,65 +82,104 @@ def attach_points(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray
 
 
 def route_by_attach_lp(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
-                       flows: np.ndarray) -> bool:
+                       flows: np.ndarray, relay: np.ndarray | None = None) -> bool:
     """Add to ``flows`` (K x core arcs) every commodity's ``demand`` routed on the arcs
     ``arcs_in`` by the attach-switch LP; False (``flows`` untouched) when that LP is too
-    large (:data:`ATTACH_LP_MAX_ENTRIES`), has no optimal point, or cannot be spread back."""
-    attach, up_arc, down_arc = attach_points(g, arcs_in, demand)
+    large (:data:`ATTACH_LP_MAX_COLUMNS`), has no optimal point, or cannot be spread back.
+
+    ``relay[k, t]`` (local nodes, K x n) is where commodity ``k``'s demand to ``t`` enters
+    these arcs (its source by default): a GPU of the source's server on the target's rail,
+    which the caller has already reached over the scale-up links.
+    """
+    K = len(g.sources)
+    k_of, t_of = np.nonzero(demand)
+    amount = demand[k_of, t_of]
+    rel = g.sources[k_of] if relay is None else relay[k_of, t_of]
+    terminal = np.zeros(g.n, dtype=bool)
+    terminal[rel] = True
+    attach, up_arc, down_arc = attach_points(g, arcs_in, demand, terminal)
     attached = up_arc >= 0
     switch = arcs_in.copy()
     switch[up_arc[attached]] = False
     switch[down_arc[attached]] = False
     arcs = np.flatnonzero(switch)
-    src_att = attach[g.sources]
-    roots, root_of = np.unique(src_att, return_inverse=True)
-    R, m2 = len(roots), len(arcs)
-    if R * m2 > ATTACH_LP_MAX_ENTRIES:
+    a_of, b_of = attach[rel], attach[t_of]
+    far = a_of != b_of  # the same attach point needs no switch arc
+    roots, root_pos = np.unique(a_of[far], return_inverse=True)
+    sink_nodes, sink_pos = np.unique(b_of[far], return_inverse=True)
+    R, S = len(roots), len(sink_nodes)
+    if K * R * S > ATTACH_SHARE_MAX_ENTRIES or (R and not len(arcs)):
         return False
-    # Demand between attach points (per unit theta); the same attach point needs no switch arc.
-    per_att = np.zeros((len(g.sources), g.n))
-    np.add.at(per_att.T, attach, demand.T)
-    per_att[np.arange(len(g.sources)), src_att] = 0.0
+    # Demand between attach points (per unit theta), and each commodity's part of it.
+    part = np.zeros((K, R, S))
+    np.add.at(part, (k_of[far], root_pos, sink_pos), amount[far])
     T = np.zeros((R, g.n))
-    np.add.at(T, root_of, per_att)
-    if T.any() and m2 == 0:
-        return False
+    T[:, sink_nodes] = part.sum(axis=0)
     add = np.zeros_like(flows)
-    if T.any():
+    if R:
         flow = _attach_lp_flow(g, arcs, roots, T)
         if flow is None:
             return False
         for r in range(R):
-            sinks = np.flatnonzero(T[r] > 0)
-            H = _per_sink(g, arcs, flow[r], T[r], sinks)
+            own = np.flatnonzero(T[r, sink_nodes] > 0)
+            H = _per_sink(g, arcs, flow[r], T[r], sink_nodes[own])
             if H is None:
                 return False
-            mine = np.flatnonzero(root_of == r)
-            share = per_att[np.ix_(mine, sinks)] / T[r, sinks]
-            add[np.ix_(mine, arcs)] += share @ H
-    leaving = demand.sum(axis=1)
-    has_up = up_arc[g.sources] >= 0
-    add[np.flatnonzero(has_up), up_arc[g.sources[has_up]]] += leaving[has_up]
-    targets = np.flatnonzero(down_arc >= 0)
-    add[:, down_arc[targets]] += demand[:, targets]
+            share = part[:, r, own] / T[r, sink_nodes[own]]
+            rows, cols = np.flatnonzero(share.any(axis=1)), np.flatnonzero(H.any(axis=0))
+            add[np.ix_(rows, arcs[cols])] += share[rows] @ H[:, cols]
+    up = up_arc[rel] >= 0  # into the switches from the relay, out to the target
+    np.add.at(add, (k_of[up], up_arc[rel[up]]), amount[up])
+    down = down_arc[t_of] >= 0
+    np.add.at(add, (k_of[down], down_arc[t_of[down]]), amount[down])
     if not np.all(np.isfinite(add)):
         return False
     flows += add
     return True
 
 
+def _forward_arcs(g: _CoreGraph, arcs: np.ndarray, roots: np.ndarray, T: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """``(root, arc)`` positions of the arcs each root may use: fewest-hop arcs (one hop
+    farther from the root) that lead on to one of its sinks. Flow on them is acyclic."""
+    n, tail, head = g.n, g.tail[arcs], g.head[arcs]
+    hops = sp.csr_matrix((np.ones(len(arcs)), (tail, head)), shape=(n, n))
+    dist = shortest_path(hops, directed=True, unweighted=True, indices=roots)
+    cols_root, cols_arc = [], []
+    for r in range(len(roots)):
+        d = dist[r]
+        forward = np.flatnonzero(np.isfinite(d[tail]) & (d[head] == d[tail] + 1))
+        reach = T[r] > 0
+        for level in range(int(d[np.isfinite(d)].max()) - 1, -1, -1):
+            at = forward[d[tail[forward]] == level]
+            np.logical_or.at(reach, tail[at], reach[head[at]])
+        keep = forward[reach[head[forward]]]
+        cols_root.append(np.full(len(keep), r))
+        cols_arc.append(keep)
+    return np.concatenate(cols_root), np.concatenate(cols_arc)
+
+
 def _attach_lp_flow(g: _CoreGraph, arcs: np.ndarray, roots: np.ndarray, T: np.ndarray
                     ) -> np.ndarray | None:
-    """The attach-switch LP's optimal flow per unit theta (roots x switch arcs): root ``r``
-    sends ``T[r, v]`` to every node ``v``; None without an optimal point."""
+    """The attach-switch LP's optimal flow per unit theta (roots x switch arcs) on each
+    root's fewest-hop arcs: root ``r`` sends ``T[r, v]`` to every node ``v``; None without
+    an optimal point."""
     R, m2, n = len(roots), len(arcs), g.n
     tail, head = g.tail[arcs], g.head[arcs]
-    inc = sp.csr_matrix((np.r_[np.ones(m2), -np.ones(m2)],
-                         (np.r_[tail, head], np.r_[np.arange(m2), np.arange(m2)])), shape=(n, m2))
+    if R * m2 <= ATTACH_LP_MAX_ENTRIES:
+        col_root, col_arc = np.repeat(np.arange(R), m2), np.tile(np.arange(m2), R)
+    else:
+        col_root, col_arc = _forward_arcs(g, arcs, roots, T)
+    C = len(col_arc)
+    if C > ATTACH_LP_MAX_COLUMNS:
+        return None
+    flow_eq = sp.csr_matrix((np.r_[np.ones(C), -np.ones(C)],
+                             (np.r_[col_root * n + tail[col_arc], col_root * n + head[col_arc]],
+                              np.r_[np.arange(C), np.arange(C)])), shape=(R * n, C))
     supply = -T.copy()
     supply[np.arange(R), roots] = T.sum(axis=1)
-    lp = max_theta_lp(sp.kron(sp.identity(R, format="csr"), inc, format="csr"), supply.ravel(),
-                      sp.hstack([sp.identity(m2, format="csr")] * R, format="csr"),
+    lp = max_theta_lp(flow_eq, supply.ravel(),
+                      sp.csr_matrix((np.ones(C), (col_arc, np.arange(C))), shape=(m2, C)),
                       g.capacity[arcs])
     # A cost of about 1e-9 of theta on every unit of flow: the optimum carries no
     # circulations (which the split per sink could not spread), at no visible cost in theta.
@@ -140,11 +187,12 @@ def _attach_lp_flow(g: _CoreGraph, arcs: np.ndarray, roots: np.ndarray, T: np.nd
     theta_cap = float(np.min(cap_out / np.maximum(T.sum(axis=1), 1e-300)))
     c = lp.c.copy()
     c[:-1] = 1e-9 * theta_cap / max(float(g.capacity[arcs].sum()), 1e-300)
-    lp = replace(lp, c=c)
-    sol = solve_lp(lp, "highs")
+    sol = solve_lp(replace(lp, c=c), "highs")
     if sol.status != "optimal" or sol.x is None or not sol.x[-1] > 0:
         return None
-    return np.clip(sol.x[:-1].reshape(R, m2), 0.0, None) / float(sol.x[-1])
+    flow = np.zeros((R, m2))
+    flow[col_root, col_arc] = np.clip(sol.x[:-1], 0.0, None) / float(sol.x[-1])
+    return flow
 
 
 def _per_sink(g: _CoreGraph, arcs: np.ndarray, G: np.ndarray, demand: np.ndarray,
@@ -175,4 +223,5 @@ def _per_sink(g: _CoreGraph, arcs: np.ndarray, G: np.ndarray, demand: np.ndarray
     return (G[:, None] * at_head).T
 
 
-__all__ = ["ATTACH_LP_MAX_ENTRIES", "attach_points", "route_by_attach_lp"]
+__all__ = ["ATTACH_LP_MAX_COLUMNS", "ATTACH_LP_MAX_ENTRIES", "ATTACH_SHARE_MAX_ENTRIES",
+           "attach_points", "route_by_attach_lp"]
