@@ -364,13 +364,13 @@ def bounds_stage(fab: Fabric, model: FlowModel, traffic: Traffic, *, tiers: tupl
     bound, lengths = structural_cut_lengths(fab, traffic, ga, model.include_endpoint_links)
     cut_lengths = [lengths] if np.isfinite(bound) else []
     scale_up = np.array([is_scale_up_arc(fab.graph[u][v]) for u, v in ga.arcs], dtype=bool)
-    point = ecmp_point(model, scale_up)
+    # The best routing between the switches the endpoints attach to first (PXN relays where
+    # the fabric has rails); fixed WCMP shares only when it declines or falls short.
+    point = ecmp_point(model, scale_up, scale_out_lp=True, rails=rail_labels(fab, ga))
     if point is None or point[-1] < bound * (1 - 1e-6):
-        # Fixed shares fell short of the cut: the best routing between attach switches.
-        routed = ecmp_point(model, scale_up, scale_out_lp=True,
-                            rails=rail_labels(fab, ga))
-        if routed is not None and (point is None or routed[-1] > point[-1]):
-            point = routed
+        shares = ecmp_point(model, scale_up)
+        if shares is not None and (point is None or shares[-1] > point[-1]):
+            point = shares
     if point is None:
         return None, cut_lengths
     sol = LPSolution("optimal", "bounds first: ECMP fluid routing below, hierarchy cuts and "

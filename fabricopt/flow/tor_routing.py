@@ -84,8 +84,9 @@ def attach_points(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
 def route_by_attach_lp(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
                        flows: np.ndarray, relay: np.ndarray | None = None) -> bool:
     """Add to ``flows`` (K x core arcs) every commodity's ``demand`` routed on the arcs
-    ``arcs_in`` by the attach-switch LP; False (``flows`` untouched) when that LP is too
-    large (:data:`ATTACH_LP_MAX_COLUMNS`), has no optimal point, or cannot be spread back.
+    ``arcs_in`` by the attach-switch LP; False (``flows`` then partly written: discard it)
+    when that LP is too large (:data:`ATTACH_LP_MAX_COLUMNS`), has no optimal point, or
+    cannot be spread back.
 
     ``relay[k, t]`` (local nodes, K x n) is where commodity ``k``'s demand to ``t`` enters
     these arcs (its source by default): a GPU of the source's server on the target's rail,
@@ -115,7 +116,7 @@ def route_by_attach_lp(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
     np.add.at(part, (k_of[far], root_pos, sink_pos), amount[far])
     T = np.zeros((R, g.n))
     T[:, sink_nodes] = part.sum(axis=0)
-    add = np.zeros_like(flows)
+    add = flows  # written in place: a caller discards it on failure
     if R:
         flow = _attach_lp_flow(g, arcs, roots, T)
         if flow is None:
@@ -132,10 +133,7 @@ def route_by_attach_lp(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
     np.add.at(add, (k_of[up], up_arc[rel[up]]), amount[up])
     down = down_arc[t_of] >= 0
     np.add.at(add, (k_of[down], down_arc[t_of[down]]), amount[down])
-    if not np.all(np.isfinite(add)):
-        return False
-    flows += add
-    return True
+    return bool(np.all(np.isfinite(add)))
 
 
 def _forward_arcs(g: _CoreGraph, arcs: np.ndarray, roots: np.ndarray, T: np.ndarray
