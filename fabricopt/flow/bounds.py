@@ -181,7 +181,9 @@ def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None,
             relay = rail_relays(g, domain, np.asarray(rails)[g.nodes])
             k_of, t_of = np.nonzero(demand * (relay != g.sources[:, None]))
             # The hop to the relay is scale-up demand of the same commodity.
-            np.add.at(parts[0][1], (k_of, relay[k_of, t_of]), demand[k_of, t_of])
+            hop = parts[0][1]
+            hop += np.bincount(k_of * g.n + relay[k_of, t_of], weights=demand[k_of, t_of],
+                               minlength=hop.size).reshape(hop.shape)
         if demand.any() and not route_by_attach_lp(g, arcs_in, demand, flows, relay):
             return None
     for arcs_in, demand in parts:

@@ -56,7 +56,7 @@ def attach_points(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
     >>> from fabricopt.flow.api import is_scale_up_arc
     >>> out = np.array([not is_scale_up_arc(fab.graph[u][v]) for u, v in model.ga.arcs])
     >>> attach, up, down = attach_points(g, out[model.core_arcs], g.demand)
-    >>> sorted({model.ga.nodes[i] for i in g.nodes[attach[g.sources]]})   # its rail's leaf
+    >>> sorted({model.ga.nodes[i] for i in g.nodes[attach[g.sources]]})   # rails' leaves
     ['r0.l0', 'r1.l0', 'r2.l0', 'r3.l0']
     """
     n = g.n
@@ -106,14 +106,14 @@ def route_by_attach_lp(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
     arcs = np.flatnonzero(switch)
     a_of, b_of = attach[rel], attach[t_of]
     far = a_of != b_of  # the same attach point needs no switch arc
-    roots, root_pos = np.unique(a_of[far], return_inverse=True)
-    sink_nodes, sink_pos = np.unique(b_of[far], return_inverse=True)
+    roots, root_pos = _positions(a_of[far], g.n)
+    sink_nodes, sink_pos = _positions(b_of[far], g.n)
     R, S = len(roots), len(sink_nodes)
     if K * R * S > ATTACH_SHARE_MAX_ENTRIES or (R and not len(arcs)):
         return False
     # Demand between attach points (per unit theta), and each commodity's part of it.
-    part = np.zeros((K, R, S))
-    np.add.at(part, (k_of[far], root_pos, sink_pos), amount[far])
+    part = np.bincount((k_of[far] * R + root_pos) * S + sink_pos, weights=amount[far],
+                       minlength=K * R * S).reshape(K, R, S)
     T = np.zeros((R, g.n))
     T[:, sink_nodes] = part.sum(axis=0)
     add = flows  # written in place: a caller discards it on failure
@@ -129,11 +129,24 @@ def route_by_attach_lp(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
             share = part[:, r, own] / T[r, sink_nodes[own]]
             rows, cols = np.flatnonzero(share.any(axis=1)), np.flatnonzero(H.any(axis=0))
             add[np.ix_(rows, arcs[cols])] += share[rows] @ H[:, cols]
+    m = add.shape[1]
     up = up_arc[rel] >= 0  # into the switches from the relay, out to the target
-    np.add.at(add, (k_of[up], up_arc[rel[up]]), amount[up])
     down = down_arc[t_of] >= 0
-    np.add.at(add, (k_of[down], down_arc[t_of[down]]), amount[down])
+    add += np.bincount(np.r_[k_of[up] * m + up_arc[rel[up]], k_of[down] * m + down_arc[t_of[down]]],
+                       weights=np.r_[amount[up], amount[down]], minlength=add.size
+                       ).reshape(add.shape)
     return bool(np.all(np.isfinite(add)))
+
+
+def _positions(values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``values`` (node ids below ``n``), sorted, and each value's position
+    among them (``np.unique`` with ``return_inverse``, in linear time)."""
+    seen = np.zeros(n, dtype=bool)
+    seen[values] = True
+    distinct = np.flatnonzero(seen)
+    where = np.zeros(n, dtype=np.int64)
+    where[distinct] = np.arange(len(distinct))
+    return distinct, where[values]
 
 
 def _forward_arcs(g: _CoreGraph, arcs: np.ndarray, roots: np.ndarray, T: np.ndarray
