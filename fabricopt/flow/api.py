@@ -328,7 +328,7 @@ def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str
         # Too large for the ECMP flow: the cut alone still caps the solver's upper bound.
         first = cut_bracket(fab, traffic, ga, include_endpoint_links=include_endpoint_links,
                             traffic_scale=traffic_scale, capacity_unit=capacity_unit)
-    if method == "symmetric":
+    if method == "symmetric" and not (first is not None and first.exact):
         # The claim was checked against the graph by symmetric_applicable; its distance
         # bound holds for invariant lengths only, so no other lengths are offered to it.
         model = build_symmetric_lp(fab, _uniform_gbps(traffic),

@@ -45,8 +45,9 @@ def attach_points(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
                   relays: np.ndarray | None = None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(attach, up_arc, down_arc)`` per local node: the node an endpoint with a single
-    link (on the arcs ``arcs_in``; sources, targets and ``relays``) attaches to, and its arcs to and from it (-1 for nodes
-    that are their own attach point: switches, multi-homed or transit nodes).
+    link on the arcs ``arcs_in`` (a source, a target or a node marked in ``relays``)
+    attaches to, and its arcs to and from it (-1 for nodes that are their own attach
+    point: switches, multi-homed or transit nodes).
 
     >>> import fabricopt as fo
     >>> from fabricopt.flow.approx import _CoreGraph
