@@ -3,9 +3,12 @@
 An endpoint with a single link (a GPU's NIC, a host's port) can only send through the switch
 it attaches to, so the part of the max-concurrent-flow LP that matters is small: one
 commodity per *attach switch* (a leaf, a ToR), carrying the demand of every endpoint under it,
-over the switch arcs alone. That LP has leaves x switch arcs variables (about 100 thousand
-for a 2,048-GPU rail-optimized cluster, against tens of millions for the full LP) and its
-optimum routes around uneven leaf-spine bundles that fixed WCMP shares cannot.
+over the switch arcs alone. Beyond a small size each leaf keeps only its fewest-hop arcs
+toward its destination leaves (about 6,700 variables on a 2,048-GPU rail-optimized cluster,
+against 46 million flow variables in the full LP), and the optimum routes around uneven
+leaf-spine bundles and failed links that fixed WCMP shares cannot. A caller may name a
+*relay* per pair (the source server's GPU on the target's rail, reached over NVLink as
+NCCL's PXN does): the pair's demand then enters the switches at the relay's leaf.
 
 Its flow is then spread back to the endpoints: each leaf's flow is split per destination
 leaf (the flow reaching a node leaves it in the proportions it finally ends at each sink,
