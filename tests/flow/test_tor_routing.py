@@ -4,12 +4,15 @@ never below fixed WCMP shares, and it closes failed fabrics that WCMP leaves ope
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from flow_helpers import certified
+from scipy.sparse.csgraph import connected_components
 from test_bounds_first import _traffic, random_fabric
 
 import fabricopt as fo
 from fabricopt.flow.api import is_scale_up_arc
-from fabricopt.flow.bounds import ecmp_point, rail_labels, structural_cut_lengths
+from fabricopt.flow.approx import _CoreGraph
+from fabricopt.flow.bounds import ecmp_point, rail_labels, rail_relays, structural_cut_lengths
 
 
 def _scale_up(fab, model):
@@ -79,3 +82,21 @@ def test_a_rail_optimized_2_to_1_cluster_closes_with_pxn_relays():
     first = certified(fab, fo.max_concurrent_flow(fab, traffic, method="lp", bounds_first=True),
                       traffic)
     assert first.method == "bounds" and first.exact
+
+
+def test_the_relay_is_the_source_servers_gpu_on_the_targets_rail():
+    fab = fo.cluster(fo.dgx_h100(), nodes=2, scale_out="rail_optimized")
+    model = fo.build_flow_lp(fab, fo.all_to_all(fab))
+    g = _CoreGraph.of(model)
+    up = _scale_up(fab, model)[model.core_arcs]
+    joined = sp.csr_matrix((np.ones(int(up.sum())), (g.tail[up], g.head[up])), shape=(g.n, g.n))
+    domain = connected_components(joined, directed=False)[1]
+    relay = rail_relays(g, domain, rail_labels(fab, model.ga)[g.nodes])
+    name = {i: model.ga.nodes[v] for i, v in enumerate(g.nodes)}
+    local = {v: i for i, v in name.items()}
+    k = list(g.sources).index(local["n0.gpu0"])
+    # n0.gpu0 reaches n1.gpu3 through n0.gpu3 (rail 3 in its own server), n1.gpu0 directly.
+    assert name[relay[k, local["n1.gpu3"]]] == "n0.gpu3"
+    assert name[relay[k, local["n1.gpu0"]]] == "n0.gpu0"
+    # A target with no rail (a switch) is reached from the source itself.
+    assert name[relay[k, local["n0.nvsw0"]]] == "n0.gpu0"
