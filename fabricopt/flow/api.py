@@ -27,7 +27,7 @@ from ..tiers import is_scale_up_arc, tier_of
 from ..traffic import Traffic, all_to_all
 from .approx import check_gap, solve_approx
 from .backends import BACKENDS, check_solve_args, solve_lp
-from .bounds import ECMP_MAX_ENTRIES, ecmp_point, structural_cut_lengths
+from .bounds import ECMP_MAX_ENTRIES, ecmp_point, rail_labels, structural_cut_lengths
 from .certificate import EXACT_RTOL, certify
 from .formulation import Collapse, CollapsedDemand, FlowModel, build_flow_lp
 from .lp import LPSolution
@@ -91,16 +91,17 @@ def _uniform_gbps(traffic: Traffic) -> float:
     return traffic.uniform_gbps or next(iter(traffic.pairs.values()))
 
 
-def useful_endpoint_orbits(fab: Fabric, traffic: Traffic) -> int:
+def useful_endpoint_orbits(fab: Fabric, traffic: Traffic, ga: GraphArrays | None = None) -> int:
     """Most orbits on the endpoints a found group may have for ``method="auto"`` to solve
     by the symmetric method (see :data:`SYMMETRIC_SIZE_ADVANTAGE`); at least 1."""
     per_root = 3 * max(fab.graph.number_of_edges(), 1)
-    return max(1, lp_size_estimate(fab, traffic) // (SYMMETRIC_SIZE_ADVANTAGE * per_root))
+    return max(1, lp_size_estimate(fab, traffic, ga) // (SYMMETRIC_SIZE_ADVANTAGE * per_root))
 
 
-def lp_size_estimate(fab: Fabric, traffic: Traffic) -> int:
-    """Nonzeros the full LP would have (computed without building it)."""
-    ga = GraphArrays.from_fabric(fab)
+def lp_size_estimate(fab: Fabric, traffic: Traffic, ga: GraphArrays | None = None) -> int:
+    """Nonzeros the full LP would have (computed without building it; ``ga``, the fabric's
+    arrays, spares reading them again: 5 s on 128,000 GPUs)."""
+    ga = ga or GraphArrays.from_fabric(fab)
     collapse = Collapse.of(ga, fab, traffic.endpoints)
     position = {e: i for i, e in enumerate(traffic.endpoints)}
     if traffic.is_uniform:
@@ -220,14 +221,27 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
             else warm_lengths("max_concurrent_flow", ga, warm_start))
     ok, why = symmetric_applicable(fab, traffic)
     own_claim = ok  # exact and fast by its claim: method="auto" skips the bounds stage
+    stage_on = (method == "auto" and not own_claim) if bounds_first is None else bounds_first
+    # Solve for theta near 1 and capacities near 1: solvers' tolerances (and CBC's printed
+    # digits) are absolute, so a theta of 0.02 would lose relative precision in the
+    # certificate, and duals of capacities in bit/s would drown in the tolerance.
+    scale, unit, scaled, ga_solve = _solve_units(fab, traffic, ga)
+    early = None
+    if stage_on and method == "auto":
+        # Bounds before the symmetry search: where they close, no group is looked for.
+        early = _bounds_stage_first(fab, scaled, ga_solve, warm,
+                                    include_endpoint_links=include_endpoint_links,
+                                    traffic_scale=scale, capacity_unit=unit)
+        if early is not None and early[2] is not None and early[2].exact:
+            return _finished(early[2], traffic, work_limit, start)
     # No claim: find the symmetry when the full LP would be slow (or "symmetric" is asked).
     found = None
     if (not ok and fab.symmetry is None and traffic_invariant(fab, traffic)[0]
-            and (method == "symmetric" or (method == "auto" and lp_size_estimate(fab, traffic)
+            and (method == "symmetric" or (method == "auto" and lp_size_estimate(fab, traffic, ga)
                                            > FIND_SYMMETRY_NONZEROS))):
         search_seconds = (time_limit if method == "symmetric" else
                           min(time_limit or FIND_SYMMETRY_SECONDS, FIND_SYMMETRY_SECONDS))
-        useful = useful_endpoint_orbits(fab, traffic) if method == "auto" else None
+        useful = useful_endpoint_orbits(fab, traffic, ga) if method == "auto" else None
         found = search_symmetry(fab, time_limit=search_seconds, max_endpoint_orbits=useful)
         if found.symmetry is not None:
             claimed = with_symmetry(fab, found.symmetry)
@@ -248,30 +262,19 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     if method == "symmetric" and not ok:
         raise InvalidParameterError(f"max_concurrent_flow(): method='symmetric' is not exact "
                                     f"here: {why}")
-    requested = method
     if method == "auto":
         if ok:
             method = "symmetric"
-        elif lp_size_estimate(fab, traffic) > MAX_AUTO_NONZEROS:
+        elif lp_size_estimate(fab, traffic, ga) > MAX_AUTO_NONZEROS:
             method = "approx"
         else:
             method = "lp"
-    # Solve for theta near 1 and capacities near 1: solvers' tolerances (and CBC's printed
-    # digits) are absolute, so a theta of 0.02 would lose relative precision in the
-    # certificate, and duals of capacities in bit/s would drown in the tolerance.
-    scale = theta_scale(fab, traffic, ga)
-    unit = capacity_unit(ga.capacity)
-    scaled = traffic.scaled(scale / unit) if scale != unit else traffic
-    ga = in_units(ga, unit)
+    ga = ga_solve
     model, warm_candidates, first = _build_and_bound(
         fab, scaled, ga, method, warm, include_endpoint_links=include_endpoint_links,
-        bounds_first=(requested == "auto" and not own_claim) if bounds_first is None
-        else bounds_first,
-        traffic_scale=scale, capacity_unit=unit)
+        bounds_first=stage_on, traffic_scale=scale, capacity_unit=unit, early=early)
     if first is not None and first.exact:
-        first.traffic_name, first.work_limit = traffic.name, work_limit
-        first.seconds = time.perf_counter() - start
-        return first
+        return _finished(first, traffic, work_limit, start)
     if method == "approx":
         left = (None if time_limit is None
                 else max(time_limit - (time.perf_counter() - start), 1e-3))
@@ -300,14 +303,55 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     return result
 
 
+def _solve_units(fab: Fabric, traffic: Traffic, ga: GraphArrays
+                 ) -> tuple[float, float, Traffic, GraphArrays]:
+    """``(theta scale, capacity unit, traffic, arrays)`` in the units a solve uses."""
+    scale = theta_scale(fab, traffic, ga)
+    unit = capacity_unit(ga.capacity)
+    scaled = traffic.scaled(scale / unit) if scale != unit else traffic
+    return scale, unit, scaled, in_units(ga, unit)
+
+
+def _finished(first: FlowResult, traffic: Traffic, work_limit: int | None,
+              start: float) -> FlowResult:
+    """The bounds stage's closed result as the answer (its traffic, limit and time)."""
+    first.traffic_name, first.work_limit = traffic.name, work_limit
+    first.seconds = time.perf_counter() - start
+    return first
+
+
+def _bounds_stage_first(fab: Fabric, traffic: Traffic, ga: GraphArrays,
+                        warm: np.ndarray | None, *, include_endpoint_links: bool,
+                        traffic_scale: float, capacity_unit: float
+                        ) -> tuple[FlowModel, list[np.ndarray], FlowResult | None] | None:
+    """The full model, the lengths for its certificate and the bounds stage's result, when
+    the stage's flow fits (:data:`ECMP_MAX_ENTRIES`); None otherwise (``traffic`` and ``ga``
+    in solve units)."""
+    if lp_size_estimate(fab, traffic, ga) // 3 > ECMP_MAX_ENTRIES:
+        return None
+    model, candidates, first = _build_and_bound(
+        fab, traffic, ga, "lp", warm, include_endpoint_links=include_endpoint_links,
+        bounds_first=True, traffic_scale=traffic_scale, capacity_unit=capacity_unit)
+    return model, candidates, first  # type: ignore[return-value]
+
+
 def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str,
                      warm: np.ndarray | None, *, include_endpoint_links: bool,
-                     bounds_first: bool, traffic_scale: float, capacity_unit: float
+                     bounds_first: bool, traffic_scale: float, capacity_unit: float,
+                     early: tuple[FlowModel, list[np.ndarray], FlowResult | None] | None = None
                      ) -> tuple[ThroughputModel, list[np.ndarray], FlowResult | None]:
     """The model ``method`` solves (``traffic`` and ``ga`` in solve units), the lengths
     offered to its certificate besides the solver's (a larger fabric's, and the cuts they
-    and the hierarchy make), and the bounds stage's result (None when not run)."""
-    entries = lp_size_estimate(fab, traffic) // 3  # flow variables of the full LP
+    and the hierarchy make), and the bounds stage's result (None when not run). ``early``
+    is what :func:`_bounds_stage_first` already built and proved, reused as it is."""
+    if early is not None:
+        flow_model, warm_candidates, first = early
+        if method == "symmetric":
+            return build_symmetric_lp(fab, _uniform_gbps(traffic),
+                                      include_endpoint_links=include_endpoint_links, ga=ga,
+                                      symmetry=fab._symmetry), [], first
+        return flow_model, warm_candidates, first
+    entries = lp_size_estimate(fab, traffic, ga) // 3  # flow variables of the full LP
     run_bounds = bounds_first and entries <= ECMP_MAX_ENTRIES
     flow_model = None
     warm_candidates: list[np.ndarray] = []
@@ -328,7 +372,7 @@ def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str
         # Too large for the ECMP flow: the cut alone still caps the solver's upper bound.
         first = cut_bracket(fab, traffic, ga, include_endpoint_links=include_endpoint_links,
                             traffic_scale=traffic_scale, capacity_unit=capacity_unit)
-    if method == "symmetric":
+    if method == "symmetric" and not (first is not None and first.exact):
         # The claim was checked against the graph by symmetric_applicable; its distance
         # bound holds for invariant lengths only, so no other lengths are offered to it.
         model = build_symmetric_lp(fab, _uniform_gbps(traffic),
@@ -364,7 +408,13 @@ def bounds_stage(fab: Fabric, model: FlowModel, traffic: Traffic, *, tiers: tupl
     bound, lengths = structural_cut_lengths(fab, traffic, ga, model.include_endpoint_links)
     cut_lengths = [lengths] if np.isfinite(bound) else []
     scale_up = np.array([is_scale_up_arc(fab.graph[u][v]) for u, v in ga.arcs], dtype=bool)
-    point = ecmp_point(model, scale_up)
+    # The best routing between the switches the endpoints attach to first (PXN relays where
+    # the fabric has rails); fixed WCMP shares only when it declines or falls short.
+    point = ecmp_point(model, scale_up, scale_out_lp=True, rails=rail_labels(fab, ga))
+    if point is None or point[-1] < bound * (1 - 1e-6):
+        shares = ecmp_point(model, scale_up)
+        if shares is not None and (point is None or shares[-1] > point[-1]):
+            point = shares
     if point is None:
         return None, cut_lengths
     sol = LPSolution("optimal", "bounds first: ECMP fluid routing below, hierarchy cuts and "

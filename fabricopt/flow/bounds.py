@@ -34,6 +34,7 @@ from ..traffic import Traffic
 from .approx import _CoreGraph
 from .colgen import ecmp_columns
 from .formulation import FlowModel
+from .tor_routing import route_by_attach_lp
 
 #: Node attributes that name a level of a fabric's hierarchy (set by the generators).
 HIERARCHY_KEYS = ("node", "rail", "su", "pod", "plane", "group", "dc")
@@ -138,7 +139,9 @@ def structural_cut_lengths(fab: Any, traffic: Traffic, ga: GraphArrays,
     return best, best_len
 
 
-def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None) -> np.ndarray | None:
+def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None,
+               scale_out_lp: bool = False, rails: np.ndarray | None = None
+               ) -> np.ndarray | None:
     """A feasible point of ``model``'s LP from fewest-hop WCMP fluid routing, scaled to fit
     the most loaded arc (theta is its last entry); None when the model is too large
     (:data:`ECMP_MAX_ENTRIES`) or a target is unreachable.
@@ -147,6 +150,12 @@ def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None) -> np.ndarr
     scale-up domain uses its links only and a pair in two domains the scale-out network only
     (out of the source's own NIC), so each commodity is routed twice, once per part, and the
     two flows add up. Pairs the scale-out network does not join use every arc.
+    ``scale_out_lp`` routes the scale-out part by the attach-switch LP of
+    :mod:`fabricopt.flow.tor_routing` instead (its optimum over the switches the endpoints
+    hang from; None where that LP is too large or has no optimum). With ``rails`` (a rail
+    label per node of ``model.ga``, -1 for none) a pair in two domains first crosses the
+    source's domain to its member on the target's rail, as NCCL's PXN does, so traffic
+    between rails never crosses the spines.
     """
     K, m = model.n_commodities, len(model.core_arcs)
     if K * m > ECMP_MAX_ENTRIES or K == 0:
@@ -164,6 +173,19 @@ def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None) -> np.ndarr
     parts = [(up, np.where(inside, g.demand, 0.0)), (~up, np.where(inside, 0.0, g.demand))]
     if not up.any():
         parts = [(np.ones(m, dtype=bool), g.demand)]
+    if scale_out_lp:
+        # The scale-out part first: when its LP declines there is no point to finish.
+        arcs_in, demand = parts.pop()
+        relay = None
+        if rails is not None and up.any():
+            relay = rail_relays(g, domain, np.asarray(rails)[g.nodes])
+            k_of, t_of = np.nonzero(demand * (relay != g.sources[:, None]))
+            # The hop to the relay is scale-up demand of the same commodity.
+            hop = parts[0][1]
+            hop += np.bincount(k_of * g.n + relay[k_of, t_of], weights=demand[k_of, t_of],
+                               minlength=hop.size).reshape(hop.shape)
+        if demand.any() and not route_by_attach_lp(g, arcs_in, demand, flows, relay):
+            return None
     for arcs_in, demand in parts:
         if not demand.any():
             continue
@@ -178,6 +200,30 @@ def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None) -> np.ndarr
     theta = 1.0 / top
     flows *= theta
     return np.append(flows.ravel(), theta)
+
+
+def rail_relays(g: _CoreGraph, domain: np.ndarray, rail: np.ndarray) -> np.ndarray:
+    """``relay[k, t]``: the member of commodity ``k``'s source domain on target ``t``'s
+    rail (the source itself when the target has no rail or the domain no member on it)."""
+    src = g.sources
+    on_rail = np.flatnonzero(rail >= 0)
+    n_rails = int(rail.max()) + 1 if len(on_rail) else 1
+    table = np.full((int(domain.max()) + 1, n_rails), -1, dtype=np.int64)
+    table[domain[on_rail[::-1]], rail[on_rail[::-1]]] = on_rail[::-1]  # first member wins
+    relay = np.where(rail[None, :] >= 0,
+                     table[domain[src]][:, np.maximum(rail, 0)], -1)
+    return np.where(relay >= 0, relay, src[:, None])
+
+
+def rail_labels(fab: Any, ga: GraphArrays) -> np.ndarray | None:
+    """The ``rail`` attribute of each node of ``ga`` as an integer label (-1 for none);
+    None when no node has one."""
+    values = [fab.graph.nodes[v].get("rail") for v in ga.nodes]
+    if all(x is None for x in values):
+        return None
+    ids: dict[Hashable, int] = {}
+    return np.array([-1 if x is None else ids.setdefault(x, len(ids)) for x in values],
+                    dtype=np.int64)
 
 
 def _route_part(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
@@ -202,4 +248,5 @@ def _route_part(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
 
 
 __all__ = ["ECMP_MAX_ENTRIES", "HIERARCHY_KEYS", "ecmp_point", "hierarchy_partitions",
+           "rail_labels", "rail_relays",
            "structural_cut_lengths"]

@@ -116,6 +116,10 @@ class MetricContext:
     """The options every metric of one row reads, and what they share (the all-to-all flow
     is solved once per fabric).
 
+    Rows do not depend on how busy the machine is: ``work_limit`` caps the all-to-all solve
+    in solver iterations (recorded in the row as ``all_to_all_work_limit``), and no solve
+    has a wall-clock limit unless ``time_limit`` (seconds) is given.
+
     ``all_to_all_method`` is ``"flow"`` (the certified max-concurrent-flow, stopping at
     ``gap``) or ``"ecmp bracket"`` (no LP: :func:`ecmp_bracket`, for fabrics too large for
     one). ``policy`` is the optics policy the ``cost`` metric prices with; ``job`` the
@@ -126,6 +130,7 @@ class MetricContext:
     routing_trials: int = 20
     routing_seed: int = 0
     time_limit: float | None = None
+    work_limit: int | None = None
     gap: float = 0.01
     all_to_all_method: str = "flow"
     policy: Any = None
@@ -136,7 +141,8 @@ class MetricContext:
         """The all-to-all max-concurrent-flow result, solved once per fabric."""
         if "flow" not in self.shared:
             self.shared["flow"] = max_concurrent_flow(fab, all_to_all(fab, gbps=1.0),
-                                                      time_limit=self.time_limit, gap=self.gap)
+                                                      time_limit=self.time_limit, gap=self.gap,
+                                                      work_limit=self.work_limit)
         return self.shared["flow"]
 
 
@@ -195,7 +201,8 @@ def _all_to_all(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
             "all_to_all_theta": r.lower, "all_to_all_theta_upper": r.upper,
             "all_to_all_gbps_per_gpu": r.lower * per_gpu,
             "all_to_all_gbps_per_gpu_upper": r.upper * per_gpu,
-            "all_to_all_exact": r.status == "optimal", "binding_tier": r.binding_tier}
+            "all_to_all_exact": r.status == "optimal", "binding_tier": r.binding_tier,
+            "all_to_all_work_limit": r.work_limit}
 
 
 def _any_traffic(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
@@ -205,7 +212,9 @@ def _any_traffic(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
 
 
 def _bisection(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
-    b = bisection_bandwidth(fab)
+    # No wall-clock limit unless asked: a limit that binds on a busy machine only would
+    # make the row depend on the load (leaf_spine(11, 2, 4): 4,400 or the exact 4,800).
+    b = bisection_bandwidth(fab, time_limit=ctx.time_limit)
     n = max(len(fab.endpoints), 1)
     return {"bisection_gbps": b.lower_gbps, "bisection_gbps_upper": b.upper_gbps,
             "bisection_gbps_per_gpu": b.lower_gbps / n,

@@ -448,3 +448,19 @@ def test_cost_columns_name_the_server_and_the_network_share():
                            MetricContext())
     assert b200["system"] == "dgx_b200" and b200["network_share"] is None
     assert b200["network_power_share"] == 0.0
+
+
+def test_a_rows_limits_are_work_not_seconds():
+    from fabricopt.study.metrics import MetricContext, compute_metrics
+
+    # A jellyfish has no hierarchy to close by bounds, so the LP runs. One simplex
+    # iteration cannot prove the optimum: the row records the limit and keeps a certified
+    # bracket (status iteration_limit, not exact), the same on any machine.
+    fab = fo.jellyfish(12, 4, 2, seed=3)
+    row = compute_metrics(fab, ["all_to_all"], MetricContext(work_limit=1))
+    assert row["all_to_all_work_limit"] == 1
+    assert row["all_to_all_status"] == "iteration_limit" and not row["all_to_all_exact"]
+    full = compute_metrics(fab, ["all_to_all"], MetricContext())
+    assert full["all_to_all_work_limit"] is None and full["all_to_all_exact"]
+    assert row["all_to_all_theta"] <= full["all_to_all_theta"] * (1 + 1e-9)
+    assert row["all_to_all_theta_upper"] >= full["all_to_all_theta"] * (1 - 1e-9)

@@ -1,0 +1,102 @@
+"""The attach-switch LP's routing as a lower bound: a feasible point of the full LP
+(conservation and capacities recomputed from the LP itself), never above the LP's theta and
+never below fixed WCMP shares, and it closes failed fabrics that WCMP leaves open."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from flow_helpers import certified
+from scipy.sparse.csgraph import connected_components
+from test_bounds_first import _traffic, random_fabric
+
+import fabricopt as fo
+from fabricopt.flow.api import is_scale_up_arc
+from fabricopt.flow.approx import _CoreGraph
+from fabricopt.flow.bounds import ecmp_point, rail_labels, rail_relays, structural_cut_lengths
+
+
+def _scale_up(fab, model):
+    return np.array([is_scale_up_arc(fab.graph[u][v]) for u, v in model.ga.arcs], dtype=bool)
+
+
+def _points(fab, traffic):
+    model = fo.build_flow_lp(fab, traffic)
+    up = _scale_up(fab, model)
+    return model, ecmp_point(model, up), ecmp_point(model, up, scale_out_lp=True)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_attach_routing_is_a_feasible_point_between_wcmp_and_the_lp(seed):
+    fab = random_fabric(seed)
+    traffic = _traffic(fab, seed)
+    model, wcmp, routed = _points(fab, traffic)
+    if routed is None:
+        # The attach LP declined (a target the scale-out network alone cannot reach, so
+        # its demand needs every arc): the stage keeps the WCMP point. Only failures cut
+        # an intact fabric's scale-out network short:
+        assert "(edited)" in fab.name
+        return
+    lp = model.lp
+    # The certificate of a lower bound: flow conservation, capacities, nothing negative.
+    assert np.abs(lp.A_eq @ routed - lp.b_eq).max() <= 1e-9 * max(1.0, np.abs(lp.b_eq).max())
+    assert (lp.A_ub @ routed - lp.b_ub).max() <= 1e-9 * max(1.0, lp.b_ub.max())
+    assert routed.min() >= 0.0
+    exact = fo.max_concurrent_flow(fab, traffic, method="lp", bounds_first=False).theta
+    assert routed[-1] <= exact * (1 + 1e-9)
+    # WCMP's switch part is one routing between the same attach switches: the LP's is best.
+    assert routed[-1] >= wcmp[-1] * (1 - 1e-9)
+
+
+def test_a_failed_fat_tree_closes_by_the_attach_routing():
+    # random_fabric(8) is fat_tree(4) without some core links: WCMP's fixed shares reach
+    # 160 (its measured point), the LP 300, and the attach-switch LP routes around the
+    # failures to the LP's optimum, so bounds alone answer it.
+    fab = random_fabric(8)
+    traffic = _traffic(fab, 8)
+    _, wcmp, routed = _points(fab, traffic)
+    exact = fo.max_concurrent_flow(fab, traffic, method="lp", bounds_first=False)
+    assert wcmp[-1] < exact.theta * 0.9
+    assert routed[-1] == pytest.approx(exact.theta, rel=1e-6)
+    first = certified(fab, fo.max_concurrent_flow(fab, traffic), traffic)
+    assert first.method == "bounds" and first.exact
+
+
+def test_a_rail_optimized_2_to_1_cluster_closes_with_pxn_relays():
+    # 24 DGX H100 at 2:1 (192 GPUs): the binding cut is a scalable unit's uplinks. WCMP out of
+    # the source's own NIC sends traffic between rails over the spines and reaches 1.242
+    # (its measured point, 57 % of the cut); relaying over NVLink to the source server's GPU
+    # on the target's rail first keeps it under the leaf, and the attach-switch LP meets the
+    # cut (2.1739, the hierarchy cut's value; the certificate re-proves it as lengths).
+    fab = fo.cluster(fo.dgx_h100(), nodes=24, scale_out="rail_optimized", oversubscription=2)
+    traffic = fo.all_to_all(fab)
+    model, wcmp, routed = _points(fab, traffic)
+    cut, _ = structural_cut_lengths(fab, traffic, model.ga)
+    assert wcmp[-1] < 0.6 * cut
+    relayed = ecmp_point(model, _scale_up(fab, model), scale_out_lp=True,
+                         rails=rail_labels(fab, model.ga))
+    lp = model.lp
+    assert np.abs(lp.A_eq @ relayed - lp.b_eq).max() <= 1e-9 * lp.b_ub.max()  # b_eq is 0
+    assert (lp.A_ub @ relayed - lp.b_ub).max() <= 1e-9 * lp.b_ub.max()
+    assert relayed.min() >= 0.0
+    assert relayed[-1] == pytest.approx(cut, rel=1e-9)
+    first = certified(fab, fo.max_concurrent_flow(fab, traffic, method="lp", bounds_first=True),
+                      traffic)
+    assert first.method == "bounds" and first.exact
+
+
+def test_the_relay_is_the_source_servers_gpu_on_the_targets_rail():
+    fab = fo.cluster(fo.dgx_h100(), nodes=2, scale_out="rail_optimized")
+    model = fo.build_flow_lp(fab, fo.all_to_all(fab))
+    g = _CoreGraph.of(model)
+    up = _scale_up(fab, model)[model.core_arcs]
+    joined = sp.csr_matrix((np.ones(int(up.sum())), (g.tail[up], g.head[up])), shape=(g.n, g.n))
+    domain = connected_components(joined, directed=False)[1]
+    relay = rail_relays(g, domain, rail_labels(fab, model.ga)[g.nodes])
+    name = {i: model.ga.nodes[v] for i, v in enumerate(g.nodes)}
+    local = {v: i for i, v in name.items()}
+    k = list(g.sources).index(local["n0.gpu0"])
+    # n0.gpu0 reaches n1.gpu3 through n0.gpu3 (rail 3 in its own server), n1.gpu0 directly.
+    assert name[relay[k, local["n1.gpu3"]]] == "n0.gpu3"
+    assert name[relay[k, local["n1.gpu0"]]] == "n0.gpu0"
+    # A target with no rail (a switch) is reached from the source itself.
+    assert name[relay[k, local["n0.nvsw0"]]] == "n0.gpu0"
