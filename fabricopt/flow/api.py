@@ -197,24 +197,10 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     (0.125, 'symmetric', True)
     """
     start = time.perf_counter()
-    check_fabric("max_concurrent_flow", fab)
-    check_choice("max_concurrent_flow", "method", method, METHODS)
-    check_choice("max_concurrent_flow", "backend", backend, BACKENDS)
-    include_endpoint_links = check_bool("max_concurrent_flow", "include_endpoint_links",
-                                        include_endpoint_links)
-    if time_limit is not None:
-        check_positive("max_concurrent_flow", "time_limit", time_limit)
-    gap = check_gap("max_concurrent_flow", gap)
-    if progress is not None:
-        progress = check_bool("max_concurrent_flow", "progress", progress)
+    traffic, include_endpoint_links, gap, progress = _checked_arguments(
+        fab, traffic, method, backend, time_limit, include_endpoint_links, gap, progress)
     bounds_first, work_limit, backend_options = _check_stage_and_work(
         backend, bounds_first, work_limit, backend_options)
-    if traffic is None:
-        traffic = all_to_all(fab)
-    if not isinstance(traffic, Traffic):
-        raise InvalidParameterError(f"max_concurrent_flow(): traffic must be a Traffic, "
-                                    f"got {type(traffic).__name__}")
-    traffic.check_endpoints(fab, "max_concurrent_flow")
     ga = GraphArrays.from_fabric(fab)  # the symmetry found below shares fab's graph
     check_capacity_spread("max_concurrent_flow", ga, fab.name)
     warm = (None if warm_start is None
@@ -301,6 +287,29 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         result.certificate = replace(result.certificate, symmetry=found.symmetry)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def _checked_arguments(fab: Any, traffic: Any, method: Any, backend: Any, time_limit: Any,
+                       include_endpoint_links: Any, gap: Any, progress: Any
+                       ) -> tuple[Traffic, bool, float, bool | None]:
+    """The arguments of :func:`max_concurrent_flow`, checked before any work."""
+    func = "max_concurrent_flow"
+    check_fabric(func, fab)
+    check_choice(func, "method", method, METHODS)
+    check_choice(func, "backend", backend, BACKENDS)
+    include_endpoint_links = check_bool(func, "include_endpoint_links", include_endpoint_links)
+    if time_limit is not None:
+        check_positive(func, "time_limit", time_limit)
+    gap = check_gap(func, gap)
+    if progress is not None:
+        progress = check_bool(func, "progress", progress)
+    if traffic is None:
+        traffic = all_to_all(fab)
+    if not isinstance(traffic, Traffic):
+        raise InvalidParameterError(f"{func}(): traffic must be a Traffic, "
+                                    f"got {type(traffic).__name__}")
+    traffic.check_endpoints(fab, func)
+    return traffic, include_endpoint_links, gap, progress
 
 
 def _solve_units(fab: Fabric, traffic: Traffic, ga: GraphArrays
