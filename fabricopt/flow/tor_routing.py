@@ -67,6 +67,8 @@ def attach_points(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
     """
     n = g.n
     keep = np.flatnonzero(arcs_in)
+    if keep.size == 0:  # no arc to attach by (a fabric with no links left): each its own
+        return np.arange(n), np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
     out_deg = np.bincount(g.tail[keep], minlength=n)
     in_deg = np.bincount(g.head[keep], minlength=n)
     up_arc = np.full(n, -1, dtype=np.int64)
@@ -99,6 +101,8 @@ def route_by_attach_lp(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
     which the caller has already reached over the scale-up links.
     """
     K = len(g.sources)
+    if not np.any(arcs_in):
+        return False  # nothing to route on
     k_of, t_of = np.nonzero(demand)
     amount = demand[k_of, t_of]
     rel = g.sources[k_of] if relay is None else relay[k_of, t_of]

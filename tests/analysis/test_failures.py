@@ -244,10 +244,12 @@ def _failed_fat_tree(monkeypatch):
 def test_solve_failed_takes_the_bounds_within_gap_and_solves_otherwise(monkeypatch):
     failed, traffic, warm = _failed_fat_tree(monkeypatch)
     theta = _theta(failed)  # the full LP's, certified (25 here; the intact fabric's is 400/15)
-    # The bounds and one approximate round bracket it in [16.67, 25] (33% wide): within a
-    # 40% gap that bracket is the answer, certified on the failed fabric.
+    # The bounds pass (hierarchy cuts above; the leaf-level routing or WCMP below, and one
+    # approximate round) brackets it within a 40% gap: that bracket is the answer, certified
+    # on the failed fabric (closed exactly here by the leaf-level routing, else inexact).
     loose = failures_module.solve_failed(failed, traffic, "auto", {"gap": 0.4}, warm)
-    assert loose.status == "inexact" and loose.theta is None
+    assert loose.status in ("inexact", "optimal")
+    assert (loose.theta is None) == (loose.status == "inexact")
     assert loose.upper - loose.lower <= 0.4 * loose.upper
     assert loose.lower <= theta * (1 + 1e-9) and theta <= loose.upper * (1 + 1e-9)
     assert fo.check_certificate(failed, loose, traffic).ok
