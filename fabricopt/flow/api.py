@@ -213,8 +213,9 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     # certificate, and duals of capacities in bit/s would drown in the tolerance.
     scale, unit, scaled, ga_solve = _solve_units(fab, traffic, ga)
     early = None
-    if stage_on and method == "auto":
-        # Bounds before the symmetry search: where they close, no group is looked for.
+    if stage_on and method == "auto" and warm is None:
+        # Bounds before the symmetry search: where they close, no group is looked for (a
+        # failure trial, warm from the intact fabric, looks for its group first).
         early = _bounds_stage_first(fab, scaled, ga_solve, warm,
                                     include_endpoint_links=include_endpoint_links,
                                     traffic_scale=scale, capacity_unit=unit)
@@ -256,9 +257,14 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         else:
             method = "lp"
     ga = ga_solve
+    # A warm start (a larger fabric's lengths: a failure trial) already bounds a symmetric
+    # solve from above, and that solve is exact in about a second: the stage, which builds
+    # the full fabric's routing, would cost several (7 s against 1.3 s on a failed 16-SU
+    # SuperPOD), so it runs before the symmetry search only without one.
+    stage_now = stage_on and not (warm is not None and method == "symmetric")
     model, warm_candidates, first = _build_and_bound(
         fab, scaled, ga, method, warm, include_endpoint_links=include_endpoint_links,
-        bounds_first=stage_on, traffic_scale=scale, capacity_unit=unit, early=early)
+        bounds_first=stage_now, traffic_scale=scale, capacity_unit=unit, early=early)
     if first is not None and first.exact:
         return _finished(first, traffic, work_limit, start)
     if method == "approx":
