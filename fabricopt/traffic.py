@@ -337,3 +337,15 @@ def select_endpoints(fab: Any, **attributes: Any) -> tuple[Hashable, ...]:
         raise TrafficError(f"select_endpoints(): no endpoint of {fab.name!r} has "
                            + ", ".join(f"{k}={v!r}" for k, v in attributes.items()))
     return chosen
+
+
+def checked_traffic(func: str, fab: Any, traffic: Any) -> Traffic:
+    """``traffic`` for a solve on ``fab``: all-to-all when None, else a :class:`Traffic`
+    whose endpoints are ``fab``'s; an error naming ``func`` otherwise."""
+    if traffic is None:
+        return all_to_all(fab)
+    if not isinstance(traffic, Traffic):
+        raise InvalidParameterError(f"{func}(): traffic must be a Traffic, "
+                                    f"got {type(traffic).__name__}")
+    traffic.check_endpoints(fab, func)
+    return traffic

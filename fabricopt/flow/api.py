@@ -24,7 +24,7 @@ from ..fabric import Fabric, check_fabric
 from ..graph_arrays import GraphArrays
 from ..symmetry.search import search_symmetry, with_symmetry
 from ..tiers import is_scale_up_arc, tier_of
-from ..traffic import Traffic, all_to_all
+from ..traffic import Traffic, checked_traffic
 from .approx import check_gap, solve_approx
 from .backends import BACKENDS, check_solve_args, solve_lp
 from .bounds import ECMP_MAX_ENTRIES, ecmp_point, rail_labels, structural_cut_lengths
@@ -310,12 +310,7 @@ def _checked_arguments(fab: Any, traffic: Any, method: Any, backend: Any, time_l
     gap = check_gap(func, gap)
     if progress is not None:
         progress = check_bool(func, "progress", progress)
-    if traffic is None:
-        traffic = all_to_all(fab)
-    if not isinstance(traffic, Traffic):
-        raise InvalidParameterError(f"{func}(): traffic must be a Traffic, "
-                                    f"got {type(traffic).__name__}")
-    traffic.check_endpoints(fab, func)
+    traffic = checked_traffic(func, fab, traffic)
     return traffic, include_endpoint_links, gap, progress
 
 

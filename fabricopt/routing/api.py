@@ -14,7 +14,7 @@ from ..fabric import Fabric, check_fabric
 from ..flow import max_concurrent_flow
 from ..flow.backends import BACKENDS
 from ..graph_arrays import GraphArrays
-from ..traffic import Traffic, all_to_all
+from ..traffic import Traffic, checked_traffic
 from .fluid import FluidRouting, destination_rank
 from .hashing import hashed_loads
 from .planes import PLANE_NAMES, Planes
@@ -147,12 +147,7 @@ def routed_flow(fab: Fabric, traffic: Traffic | None = None, *, routing: str = "
             f"(routing={routing!r} is deterministic), got flows_per_pair={flows_per_pair}, "
             f"trials={trials}")
     rng = as_rng(seed, func) if routing == "hash" else None
-    if traffic is None:
-        traffic = all_to_all(fab)
-    if not isinstance(traffic, Traffic):
-        raise InvalidParameterError(f"{func}(): traffic must be a Traffic, "
-                                    f"got {type(traffic).__name__}")
-    traffic.check_endpoints(fab, func)
+    traffic = checked_traffic(func, fab, traffic)
 
     ga = GraphArrays.from_fabric(fab)
     # Only hashing keeps a path choice per flow; the fluid policies accumulate the demands a
