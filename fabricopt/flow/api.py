@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -22,7 +22,7 @@ from .._progress import progress_bar
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_fabric
 from ..graph_arrays import GraphArrays
-from ..symmetry.search import search_symmetry, with_symmetry
+from ..symmetry.search import FoundSymmetry, search_symmetry, with_symmetry
 from ..tiers import is_scale_up_arc, tier_of
 from ..traffic import Traffic, checked_traffic
 from .approx import check_gap, solve_approx
@@ -34,10 +34,15 @@ from .lp import LPSolution
 from .model import ThroughputModel
 from .result import FlowCertificate, FlowResult
 from .symmetric import SymmetricModel, build_symmetric_lp
+from .tier_routing import node_layers, symmetric_tier_point
 from .units import capacity_unit, check_capacity_spread, in_units
 from .warm import ball_cut_lengths, warm_lengths
 
 METHODS = ("auto", "lp", "symmetric", "approx")
+
+#: The clock ``time_limit`` is counted on, from the start of the call (a name of its own so
+#: a test can advance it without waiting).
+clock = time.perf_counter
 
 #: Above this many nonzeros ``method="auto"`` does not build the full LP but takes the
 #: approximate method. Measured on 2 cores: superpod(1) with 1% of all its links failed (NVLink
@@ -196,7 +201,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     >>> round(r.theta, 9), r.method, r.exact
     (0.125, 'symmetric', True)
     """
-    start = time.perf_counter()
+    start = clock()
     traffic, include_endpoint_links, gap, progress = _checked_arguments(
         fab, traffic, method, backend, time_limit, include_endpoint_links, gap, progress)
     bounds_first, work_limit, backend_options = _check_stage_and_work(
@@ -226,8 +231,11 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     if (not ok and fab.symmetry is None and traffic_invariant(fab, traffic)[0]
             and (method == "symmetric" or (method == "auto" and lp_size_estimate(fab, traffic, ga)
                                            > FIND_SYMMETRY_NONZEROS))):
-        search_seconds = (time_limit if method == "symmetric" else
-                          min(time_limit or FIND_SYMMETRY_SECONDS, FIND_SYMMETRY_SECONDS))
+        left = _seconds_left(time_limit, start)
+        search_seconds = (FIND_SYMMETRY_SECONDS if left is None and method == "auto" else
+                          left if left is None or method == "symmetric" else
+                          min(left, FIND_SYMMETRY_SECONDS))
+        search_seconds = None if search_seconds is None else max(search_seconds, 1e-3)
         useful = useful_endpoint_orbits(fab, traffic, ga) if method == "auto" else None
         found = search_symmetry(fab, time_limit=search_seconds, max_endpoint_orbits=useful)
         if found.symmetry is not None:
@@ -265,17 +273,23 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     stage_now = stage_on and not (warm is not None and method in ("symmetric", "lp"))
     model, warm_candidates, first = _build_and_bound(
         fab, scaled, ga, method, warm, include_endpoint_links=include_endpoint_links,
-        bounds_first=stage_now, traffic_scale=scale, capacity_unit=unit, early=early)
+        bounds_first=stage_now, traffic_scale=scale, capacity_unit=unit, early=early,
+        out_of_time=lambda: _seconds_left(time_limit, start) == 0)
     if first is not None and first.exact:
         return _finished(first, traffic, work_limit, start)
+    left = _seconds_left(time_limit, start)
+    if first is not None and (model is None or left == 0):
+        # The budget went on the bounds: their bracket is the answer, said to be stopped.
+        first.status = "time_limit"
+        first.message = f"{first.message}; time limit reached before the solver started"
+        return _finished(first, traffic, work_limit, start)
+    left = None if left is None else max(left, 1e-3)
     if method == "approx":
-        left = (None if time_limit is None
-                else max(time_limit - (time.perf_counter() - start), 1e-3))
         sol = _solve_approx(model, warm_candidates, gap=gap, time_limit=left,  # type: ignore
                             progress=progress, scale=scale, work_limit=work_limit)
         backend = "approx"
     else:
-        sol = solve_lp(model.lp, backend, time_limit, **backend_options)
+        sol = solve_lp(model.lp, backend, left, **backend_options)
     result = certified_result(model, sol, method=method, backend=backend, fabric_name=fab.name,
                               tiers=arc_tiers(fab, model.ga), traffic_scale=scale,
                               capacity_unit=unit, polish=method != "approx",
@@ -292,8 +306,14 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
             and result.certificate is not None):
         result.message = "; ".join(m for m in (found.message, result.message) if m)
         result.certificate = replace(result.certificate, symmetry=found.symmetry)
-    result.seconds = time.perf_counter() - start
+    result.seconds = clock() - start
     return result
+
+
+def _seconds_left(time_limit: float | None, start: float) -> float | None:
+    """Seconds of ``time_limit`` left since ``start`` (the start of the call); None without
+    a limit, never below 0."""
+    return None if time_limit is None else max(time_limit - (clock() - start), 0.0)
 
 
 def _checked_arguments(fab: Any, traffic: Any, method: Any, backend: Any, time_limit: Any,
@@ -327,7 +347,7 @@ def _finished(first: FlowResult, traffic: Traffic, work_limit: int | None,
               start: float) -> FlowResult:
     """The bounds stage's closed result as the answer (its traffic, limit and time)."""
     first.traffic_name, first.work_limit = traffic.name, work_limit
-    first.seconds = time.perf_counter() - start
+    first.seconds = clock() - start
     return first
 
 
@@ -349,12 +369,15 @@ def _bounds_stage_first(fab: Fabric, traffic: Traffic, ga: GraphArrays,
 def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str,
                      warm: np.ndarray | None, *, include_endpoint_links: bool,
                      bounds_first: bool, traffic_scale: float, capacity_unit: float,
-                     early: tuple[FlowModel, list[np.ndarray], FlowResult | None] | None = None
-                     ) -> tuple[ThroughputModel, list[np.ndarray], FlowResult | None]:
+                     early: tuple[FlowModel, list[np.ndarray], FlowResult | None] | None = None,
+                     out_of_time: Callable[[], bool] = lambda: False
+                     ) -> tuple[ThroughputModel | None, list[np.ndarray], FlowResult | None]:
     """The model ``method`` solves (``traffic`` and ``ga`` in solve units), the lengths
     offered to its certificate besides the solver's (a larger fabric's, and the cuts they
     and the hierarchy make), and the bounds stage's result (None when not run). ``early``
-    is what :func:`_bounds_stage_first` already built and proved, reused as it is."""
+    is what :func:`_bounds_stage_first` already built and proved, reused as it is. When
+    ``out_of_time()`` after the stage, the symmetric LP is not built (the model may be
+    None)."""
     if early is not None:
         flow_model, warm_candidates, first = early
         if method == "symmetric":
@@ -383,6 +406,18 @@ def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str
         # Too large for the ECMP flow: the cut alone still caps the solver's upper bound.
         first = cut_bracket(fab, traffic, ga, include_endpoint_links=include_endpoint_links,
                             traffic_scale=traffic_scale, capacity_unit=capacity_unit)
+        if method == "symmetric" and isinstance(fab._symmetry, FoundSymmetry):
+            # ... and with a group found, the routing of its orbit roots is a feasible
+            # point of the symmetric method's LP: a lower bound at the cost of 209 sources,
+            # not 4,096 (docs/bounds-first.md).
+            roots = root_routing_bracket(fab, traffic, ga,
+                                         include_endpoint_links=include_endpoint_links,
+                                         traffic_scale=traffic_scale,
+                                         capacity_unit=capacity_unit)
+            if roots is not None:
+                first = roots if first is None else closed(tighter_bracket(roots, first))
+    if first is not None and out_of_time():
+        return flow_model, warm_candidates, first  # no budget left to build a solve
     if method == "symmetric" and not (first is not None and first.exact):
         # The claim was checked against the graph by symmetric_applicable; its distance
         # bound holds for invariant lengths only, so no other lengths are offered to it.
@@ -391,6 +426,41 @@ def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str
                                    symmetry=fab._symmetry)
         return model, [], first
     return flow_model, warm_candidates, first  # type: ignore[return-value]
+
+
+def root_routing_bracket(fab: Fabric, traffic: Traffic, ga: GraphArrays, *,
+                         include_endpoint_links: bool, traffic_scale: float,
+                         capacity_unit: float) -> FlowResult | None:
+    """The level-by-level routing of :mod:`fabricopt.flow.tier_routing` from one root per
+    endpoint orbit of ``fab``'s symmetry (found, so the certificate carries it), proven as a
+    point of the unreduced symmetric LP: a lower bound with the hop-length upper bound
+    (``traffic`` and ``ga`` in solve units). None when it cannot route."""
+    symmetry = fab._symmetry  # checked by the caller (symmetric_applicable)
+    model = build_symmetric_lp(fab, _uniform_gbps(traffic), reduce=False,
+                               include_endpoint_links=include_endpoint_links, ga=ga,
+                               symmetry=symmetry, assemble=False)
+    scale_up = np.array([is_scale_up_arc(fab.graph[u][v]) for u, v in ga.arcs], dtype=bool)
+    point = symmetric_tier_point(model, node_layers(fab, ga), scale_up)
+    if point is None:
+        return None
+    sol = LPSolution("not_solved", "bounds first: each orbit root routed below the lowest tier "
+                     "that joins its pairs, spread over the orbits", x=point)
+    result = certified_result(model, sol, method="bounds", backend="none",
+                              fabric_name=fab.name, tiers=arc_tiers(fab, ga),
+                              traffic_scale=traffic_scale, capacity_unit=capacity_unit,
+                              polish=False)
+    if result.certificate is not None:
+        result.certificate = replace(result.certificate, symmetry=symmetry)
+    return result
+
+
+def closed(result: FlowResult) -> FlowResult:
+    """``result`` marked optimal, theta its lower end, when its proven bracket has closed
+    (to :data:`~fabricopt.flow.certificate.EXACT_RTOL`); itself otherwise."""
+    if (result.certificate is None or not math.isfinite(result.upper) or result.lower <= 0
+            or result.upper - result.lower > EXACT_RTOL * result.upper):
+        return result
+    return replace(result, status="optimal", theta=result.lower)
 
 
 def cut_bracket(fab: Fabric, traffic: Traffic, ga: GraphArrays, *,
@@ -456,8 +526,7 @@ def tighter_bracket(result: FlowResult, bounds: FlowResult) -> FlowResult:
         # stage's flow is re-proven as the stage's (the lengths are checked on the whole
         # graph whatever produced them).
         cert = replace(cert, load=bounds.certificate.load, flow=bounds.certificate.flow,
-                       theta=bounds.certificate.theta,
-                       symmetry=None if method == "symmetric" else cert.symmetry)
+                       theta=bounds.certificate.theta, symmetry=bounds.certificate.symmetry)
         method = "bounds" if method == "symmetric" else method
         lower = bounds.lower
         result.max_overload, result.max_residual = bounds.max_overload, bounds.max_residual

@@ -154,16 +154,18 @@ def check_certificate(fab: Fabric, result: FlowResult, traffic: Traffic | None =
                                         f"different graph ({part} differ)")
     ga = in_units(ga, unit)
     lower, overload, residual = 0.0, 0.0, 0.0
-    symmetric_fab = (_with_proven_symmetry(fab, cert.symmetry)
-                     if result.method == "symmetric" else fab)
+    # The flow is one root flow per endpoint orbit for the symmetric method, and for any
+    # result that carries the symmetry it was found with (the bounds stage's orbit roots).
+    root_flows = result.method == "symmetric" or cert.symmetry is not None
+    symmetric_fab = _with_proven_symmetry(fab, cert.symmetry) if root_flows else fab
     if cert.flow is not None and cert.theta is not None and symmetric_fab is not None:
         # Rebuild the model without reductions beyond the one the flow lives in, and lift.
         model: ThroughputModel
-        if result.method == "symmetric":
+        if root_flows:
             gbps = traffic.uniform_gbps or next(iter(traffic.pairs.values()))
             model = build_symmetric_lp(symmetric_fab, gbps, reduce=False,
                                        include_endpoint_links=cert.include_endpoint_links,
-                                       ga=ga)
+                                       ga=ga, assemble=False)
             point = np.append(cert.flow, cert.theta)
         else:
             model = build_flow_lp(fab, traffic, cert.include_endpoint_links, ga=ga)

@@ -421,7 +421,7 @@ class SymmetricModel:
 
 def build_symmetric_lp(fab: Any, gbps: float, reduce: bool = True,
                        include_endpoint_links: bool = True, *, ga: GraphArrays | None = None,
-                       symmetry: Any = None) -> SymmetricModel:
+                       symmetry: Any = None, assemble: bool = True) -> SymmetricModel:
     """Build the root LP of uniform all-to-all on a fabric with a symmetry claim.
 
     One root per orbit of the group on the endpoints (one root when the group is transitive),
@@ -431,7 +431,8 @@ def build_symmetric_lp(fab: Any, gbps: float, reduce: bool = True,
     orbits made only of endpoint links (see :func:`~fabricopt.flow.build_flow_lp`);
     automorphisms preserve "under the same switch", so the traffic stays invariant.
     ``ga`` and ``symmetry`` (the fabric's arrays and its checked claim) spare reading them
-    again when the caller has them.
+    again when the caller has them. ``assemble=False`` leaves the LP empty: the model then
+    only lifts a point and bounds lengths (a feasible point built otherwise, or a check).
 
     Examples
     --------
@@ -471,22 +472,28 @@ def build_symmetric_lp(fab: Any, gbps: float, reduce: bool = True,
         supply[ep_idx[pos]] = gbps * dest.sum()
         node_color = np.where(supply > 0, 0, np.where(supply < 0, 1, 2))
         oc = OrbitClasses.from_orbits(ga, orbit, node_color, reduce)
-        A_flow, rep = class_conservation_rows(ga, oc.node_class, oc.arc_class)
-        # This root's share of orbit O's row: (|O_i|/|O|) * sum over its classes of |C| y_C.
-        keep = row_of_orbit[oc.class_orbit] >= 0
         size = int(ep_orbit_size[i])
-        cap_blocks.append(sp.csr_matrix(
-            ((size / orbit_size[oc.class_orbit] * oc.class_size)[keep],
-             (row_of_orbit[oc.class_orbit][keep], np.arange(oc.n_classes)[keep])),
-            shape=(len(row_orbit), oc.n_classes)))
-        flow_blocks.append(A_flow)
-        supplies.append(supply[rep])
+        if assemble:
+            A_flow, rep = class_conservation_rows(ga, oc.node_class, oc.arc_class)
+            # This root's share of orbit O's row: (|O_i|/|O|) * sum over its classes of
+            # |C| y_C.
+            keep = row_of_orbit[oc.class_orbit] >= 0
+            cap_blocks.append(sp.csr_matrix(
+                ((size / orbit_size[oc.class_orbit] * oc.class_size)[keep],
+                 (row_of_orbit[oc.class_orbit][keep], np.arange(oc.n_classes)[keep])),
+                shape=(len(row_orbit), oc.n_classes)))
+            flow_blocks.append(A_flow)
+            supplies.append(supply[rep])
         roots.append(RootBlock(pos, int(ep_idx[pos]), size, dest, supply, oc,
                                slice(col, col + oc.n_classes)))
         col += oc.n_classes
-    lp = max_theta_lp(sp.block_diag(flow_blocks, format="csr"), np.concatenate(supplies),
-                      sp.hstack(cap_blocks, format="csr"),
-                      _orbit_capacity(ga, orbit, n_orb)[row_orbit])
+    if assemble:
+        lp = max_theta_lp(sp.block_diag(flow_blocks, format="csr"), np.concatenate(supplies),
+                          sp.hstack(cap_blocks, format="csr"),
+                          _orbit_capacity(ga, orbit, n_orb)[row_orbit])
+    else:  # the model lifts and bounds a point; its LP is left empty
+        lp = max_theta_lp(sp.csr_matrix((0, col)), np.zeros(0),
+                          sp.csr_matrix((0, col)), np.zeros(0))
     return SymmetricModel(lp, ga, gbps, ep_idx, ep_orbit, orbit, orbit_size, tuple(roots),
                           row_orbit, constrained, collapse.attach, include_endpoint_links)
 

@@ -1,0 +1,203 @@
+"""A certified lower bound from routing that keeps each pair below the lowest tier joining it.
+
+As a multi-tier Clos is operated, a pair of GPUs that the fabric joins below some tier never
+climbs above it: two GPUs of one server talk over NVLink, two under the same leaves over the
+leaves, two in one pod over the pod's spines. Here each pair is given the lowest *level* at
+which it is joined: its scale-up domain, else the first network layer ``L`` such that the
+subgraph of nodes at layer ``L`` or below (GPUs, NVSwitches and leaves at level 1; spines too
+at level 2; ...) connects the two. The pair is then routed by fewest-hop WCMP (shares
+proportional to capacity, :func:`fabricopt.flow.colgen.ecmp_columns`) on that subgraph only.
+
+This is the routing that meets a leaf group's uplink cut where servers straddle leaves: the
+level-1 subgraph joins the leaves a server spans into one group, pairs inside the group relay
+over the straddling servers' NVLink and NIC links, and only pairs in different groups load the
+group's uplinks, exactly the demand its cut counts (``docs/bounds-first.md``).
+
+It is defined by the graph alone, so it commutes with every automorphism that keeps layers:
+the flow of an endpoint is the image of its orbit root's. A point of the symmetric method's
+root LP is therefore the root flows alone (:func:`symmetric_tier_point`), one per endpoint
+orbit, and :func:`~fabricopt.check_certificate` re-proves it by spreading them over the arc
+orbits, on fabrics whose full LP is far too large for a point of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from ..graph_arrays import GraphArrays
+from .approx import _CoreGraph
+from .backends import solve_lp
+from .bounds import _route_part
+from .model import max_theta_lp
+
+
+def node_layers(fab: Any, ga: GraphArrays) -> np.ndarray:
+    """The ``layer`` of every node of ``ga`` (0 where a node has none)."""
+    return np.array([fab.graph.nodes[v].get("layer", 0) or 0 for v in ga.nodes], dtype=float)
+
+
+def _components(n: int, tail: np.ndarray, head: np.ndarray) -> np.ndarray:
+    joined = sp.csr_matrix((np.ones(len(tail)), (tail, head)), shape=(n, n))
+    return connected_components(joined, directed=False)[1]
+
+
+def tier_levels(g: _CoreGraph, layer: np.ndarray, scale_up: np.ndarray) -> list[np.ndarray]:
+    """The arcs of each level, lowest first: the scale-up links (when any), then every arc
+    among nodes at each layer or below (a server's NVLink included, so a level joins the
+    leaves a server spans), then every arc. ``layer`` is the layer of each local node of
+    ``g``, ``scale_up`` marks its scale-up arcs (one entry per core arc)."""
+    levels: list[np.ndarray] = [scale_up] if scale_up.any() else []
+    for level in np.unique(layer[layer > 0]):
+        below = layer <= level
+        arcs = below[g.tail] & below[g.head]
+        if arcs.any() and not arcs.all():
+            levels.append(arcs)
+    levels.append(np.ones(len(g.tail), dtype=bool))
+    return levels
+
+
+def tier_parts(g: _CoreGraph, levels: list[np.ndarray]
+               ) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """Each commodity's demand split by the lowest level whose arcs join the pair:
+    ``(level, demand, group)`` per level that joins some pair, ``group`` the component of
+    that level holding each commodity's source (the last level, every arc, takes the
+    rest)."""
+    rest = g.demand.copy()
+    parts = []
+    for i, arcs in enumerate(levels):
+        comp = (np.zeros(g.n, dtype=np.int64) if i == len(levels) - 1
+                else _components(g.n, g.tail[arcs], g.head[arcs]))
+        joined = comp[None, :] == comp[g.sources][:, None]
+        part = np.where(joined, rest, 0.0)
+        if part.any():
+            parts.append((i, part, comp[g.sources]))
+            rest = np.where(joined, 0.0, rest)
+    return parts
+
+
+def tier_flows(g: _CoreGraph, layer: np.ndarray, scale_up: np.ndarray,
+               row_loads: Any = None, capacity: np.ndarray | None = None
+               ) -> np.ndarray | None:
+    """Every commodity's flow (K x core arcs, at theta = 1): each part of
+    :func:`tier_parts` routed on its own level or on the scale-out arcs alone, in shares
+    that leave the most loaded arc least loaded (a small LP): staying low spares the
+    uplinks, the scale-out network spares the relays. Where there is that choice, each
+    pair of scale-out groups inside the level (a leaf's GPUs and another leaf's, in one
+    group of leaves that servers join) gets its own share, so near pairs can relay and far
+    ones climb. None when a part cannot be routed either way.
+
+    ``row_loads(flows, k)`` gives the contribution of each row of ``flows`` (a flow of
+    commodity ``k[row]``) to the loads held to ``capacity`` (default: the flows themselves
+    and ``g.capacity``); the symmetric method's orbit rows go there.
+    """
+    levels = tier_levels(g, layer, scale_up)
+    if row_loads is None:
+        row_loads, capacity = (lambda f, k: f), g.capacity
+    out = ~scale_up
+    K, m = len(g.sources), len(g.tail)
+    routed, columns, keys = [], [], []  # (rows' commodity, flows), loads and key per column
+    for p, (low, demand, _) in enumerate(tier_parts(g, levels)):
+        options = [levels[low]]
+        if low > 0 and out.any() and not np.array_equal(out, levels[low]):
+            options.append(out)
+        k_of, t_of = np.nonzero(demand)
+        if len(options) > 1:
+            # One row per commodity and scale-out group of its targets within this level.
+            sub = _components(g.n, g.tail[out & levels[low]], g.head[out & levels[low]])
+            rows, row_of = np.unique(k_of * g.n + sub[t_of], return_inverse=True)
+            row_k, key = rows // g.n, sub[g.sources[rows // g.n]] * g.n + rows % g.n
+        else:
+            rows, row_of = np.arange(K), k_of
+            row_k, key = rows, np.zeros(K, dtype=np.int64)
+        part = np.zeros((len(rows), g.n))
+        part[row_of.ravel(), t_of] = demand[k_of, t_of]
+        sub_g = replace(g, sources=g.sources[row_k], demand=part)
+        for arcs in options:
+            flows = np.zeros((len(rows), m))
+            if not _route_part(sub_g, arcs, part, flows):
+                continue
+            loads = row_loads(flows, row_k)
+            for c in np.unique(key):
+                columns.append(loads[key == c].sum(axis=0))
+                keys.append((p, int(c), len(routed)))
+            routed.append((row_k, key, flows))
+    share = _best_shares([k[:2] for k in keys], np.array(columns), capacity)
+    if share is None:
+        return None
+    total = np.zeros((K, m))
+    for (_, c, r), w in zip(keys, share, strict=True):
+        if w > 0:
+            row_k, key, flows = routed[r]
+            mine = np.flatnonzero(key == c)
+            np.add.at(total, row_k[mine], w * flows[mine])
+    return total
+
+
+def _best_shares(groups: list[tuple[int, int]], loads: np.ndarray, capacity: np.ndarray
+                 ) -> np.ndarray | None:
+    """The share of each option of its group (the options of a group add up to 1) that
+    carries the most theta: ``max theta`` s.t. ``sum_o w_o loads_o <= capacity`` and each
+    group's shares add up to theta. None when there is no option or no optimum."""
+    if not groups:
+        return None
+    C = len(groups)
+    _, group_of = np.unique(np.array(groups), axis=0, return_inverse=True)
+    group_of = group_of.ravel()
+    n_groups = int(group_of.max()) + 1
+    used = loads.max(axis=0) > 0
+    lp = max_theta_lp(sp.csr_matrix((np.ones(C), (group_of, np.arange(C))),
+                                    shape=(n_groups, C)),
+                      np.ones(n_groups), sp.csr_matrix(loads.T[used]), capacity[used])
+    sol = solve_lp(lp, "highs")
+    if sol.status != "optimal" or sol.x is None or not sol.x[-1] > 0:
+        return None
+    w = np.clip(sol.x[:-1], 0.0, None)
+    total = np.bincount(group_of, weights=w, minlength=n_groups)
+    return w / total[group_of]
+
+
+def root_graph(ga: GraphArrays, roots: np.ndarray, dest: np.ndarray, gbps: float
+               ) -> _CoreGraph:
+    """The whole fabric as a core graph whose commodities are the given root endpoints
+    (node indices), root ``i`` sending ``gbps`` to each node where ``dest[i]`` is True."""
+    n = ga.n_nodes
+    key = ga.tail * n + ga.head
+    order = np.argsort(key, kind="stable")
+    return _CoreGraph(np.arange(n), ga.tail, ga.head, ga.capacity, key[order], order,
+                      np.asarray(roots, dtype=np.int64), np.where(dest, gbps, 0.0), None)
+
+
+def symmetric_tier_point(model: Any, layer: np.ndarray, scale_up: np.ndarray
+                         ) -> np.ndarray | None:
+    """A point of ``model`` (an unreduced symmetric root LP,
+    :func:`~fabricopt.flow.symmetric.build_symmetric_lp` with ``reduce=False``): every
+    root's flow by :func:`tier_flows`, at theta 1 (the certificate scales it to fit); None
+    when a target cannot be reached."""
+    ga = model.ga
+    roots = np.array([b.node for b in model.roots], dtype=np.int64)
+    dest = np.zeros((len(roots), ga.n_nodes), dtype=bool)
+    for i, b in enumerate(model.roots):
+        dest[i, model.endpoint_idx[b.dest]] = True
+    sizes = np.array([b.orbit_size for b in model.roots], dtype=float)
+    n_orbits = len(model.orbit_size)
+
+    def orbit_rows(flows: np.ndarray, k: np.ndarray) -> np.ndarray:
+        # Root k's part of each arc orbit's load: (|O_k| / |O|) sum_{a in O} f_k(a).
+        at = np.arange(len(flows))[:, None] * n_orbits + model.orbit[None, :]
+        per = np.bincount(at.ravel(), weights=flows.ravel(), minlength=len(flows) * n_orbits)
+        return per.reshape(len(flows), n_orbits) * (sizes[k][:, None] / model.orbit_size)
+
+    cap = np.zeros(n_orbits)
+    cap[model.orbit] = ga.capacity
+    flows = tier_flows(root_graph(ga, roots, dest, model.gbps), layer, scale_up,
+                       orbit_rows, cap)
+    return None if flows is None else np.append(flows.ravel(), 1.0)
+
+
+__all__ = ["node_layers", "root_graph", "symmetric_tier_point", "tier_flows", "tier_levels",
+           "tier_parts"]
