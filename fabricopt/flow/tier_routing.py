@@ -32,7 +32,8 @@ from scipy.sparse.csgraph import connected_components
 from ..graph_arrays import GraphArrays
 from .approx import _CoreGraph
 from .backends import solve_lp
-from .bounds import _route_part
+from .bounds import ECMP_CHUNK_ENTRIES
+from .colgen import ecmp_columns
 from .model import max_theta_lp
 
 
@@ -97,16 +98,16 @@ def tier_flows(g: _CoreGraph, layer: np.ndarray, scale_up: np.ndarray,
     """
     levels = tier_levels(g, layer, scale_up)
     if row_loads is None:
-        row_loads, capacity = (lambda f, k: f), g.capacity
+        row_loads, capacity = (lambda f, k: f.toarray()), g.capacity
     out = ~scale_up
     K, m = len(g.sources), len(g.tail)
     routed, columns, keys = [], [], []  # (rows' commodity, flows), loads and key per column
-    for p, (low, demand, _) in enumerate(tier_parts(g, levels)):
+    for p, (low, demand, group) in enumerate(tier_parts(g, levels)):
         options = [levels[low]]
         if low > 0 and out.any() and not np.array_equal(out, levels[low]):
             options.append(out)
         k_of, t_of = np.nonzero(demand)
-        if len(options) > 1:
+        if len(options) > 1 and len(np.unique(group)) > 1:
             # One row per commodity and scale-out group of its targets within this level.
             sub = _components(g.n, g.tail[out & levels[low]], g.head[out & levels[low]])
             rows, row_of = np.unique(k_of * g.n + sub[t_of], return_inverse=True)
@@ -118,8 +119,8 @@ def tier_flows(g: _CoreGraph, layer: np.ndarray, scale_up: np.ndarray,
         part[row_of.ravel(), t_of] = demand[k_of, t_of]
         sub_g = replace(g, sources=g.sources[row_k], demand=part)
         for arcs in options:
-            flows = np.zeros((len(rows), m))
-            if not _route_part(sub_g, arcs, part, flows):
+            flows = _route_sparse(sub_g, arcs)
+            if flows is None:
                 continue
             loads = row_loads(flows, row_k)
             for c in np.unique(key):
@@ -133,9 +134,46 @@ def tier_flows(g: _CoreGraph, layer: np.ndarray, scale_up: np.ndarray,
     for (_, c, r), w in zip(keys, share, strict=True):
         if w > 0:
             row_k, key, flows = routed[r]
-            mine = np.flatnonzero(key == c)
-            np.add.at(total, row_k[mine], w * flows[mine])
+            mine = flows[np.flatnonzero(key == c)].tocoo()
+            np.add.at(total, (row_k[key == c][mine.row], mine.col), w * mine.data)
     return total
+
+
+def _route_sparse(g: _CoreGraph, arcs_in: np.ndarray) -> sp.csr_matrix | None:
+    """Every commodity's demand routed by fewest-hop WCMP on the arcs ``arcs_in`` only, as
+    a sparse matrix (commodities x core arcs); None when a target of positive demand cannot
+    be reached on them. Each component of those arcs is routed on its own nodes and arcs
+    (a group of leaves is a few hundred nodes of thousands)."""
+    K = len(g.sources)
+    keep = np.flatnonzero(arcs_in)
+    comp = _components(g.n, g.tail[keep], g.head[keep])
+    rows, cols, vals = [], [], []
+    for c in np.unique(comp[g.sources]):
+        mine = np.flatnonzero(comp[g.sources] == c)
+        arcs = keep[comp[g.tail[keep]] == c]
+        nodes = np.flatnonzero(comp == c)
+        if g.demand[np.ix_(mine, np.flatnonzero(comp != c))].any():
+            return None  # a target outside the source's component
+        local = np.full(g.n, -1, dtype=np.int64)
+        local[nodes] = np.arange(len(nodes))
+        sub = replace(g, nodes=g.nodes[nodes], tail=local[g.tail[arcs]],
+                      head=local[g.head[arcs]], capacity=g.capacity[arcs], arc_table=None)
+        step = max(1, ECMP_CHUNK_ENTRIES // max(len(arcs), len(nodes), 1))
+        for lo in range(0, len(mine), step):
+            ks = mine[lo:lo + step]
+            chunk = replace(sub, sources=local[g.sources[ks]],
+                            demand=g.demand[np.ix_(ks, nodes)])
+            on, loads, cost = ecmp_columns(chunk, np.ones(len(arcs)), sub.capacity)
+            if not np.all(np.isfinite(cost)):
+                return None
+            for k, a, f in zip(ks, on, loads, strict=True):
+                rows.append(np.full(len(a), k))
+                cols.append(arcs[a])
+                vals.append(f)
+    if not rows:
+        return sp.csr_matrix((K, len(arcs_in)))
+    return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                         shape=(K, len(arcs_in)))
 
 
 def _best_shares(groups: list[tuple[int, int]], loads: np.ndarray, capacity: np.ndarray
@@ -188,9 +226,10 @@ def symmetric_tier_point(model: Any, layer: np.ndarray, scale_up: np.ndarray
 
     def orbit_rows(flows: np.ndarray, k: np.ndarray) -> np.ndarray:
         # Root k's part of each arc orbit's load: (|O_k| / |O|) sum_{a in O} f_k(a).
-        at = np.arange(len(flows))[:, None] * n_orbits + model.orbit[None, :]
-        per = np.bincount(at.ravel(), weights=flows.ravel(), minlength=len(flows) * n_orbits)
-        return per.reshape(len(flows), n_orbits) * (sizes[k][:, None] / model.orbit_size)
+        f = flows.tocoo()
+        per = np.bincount(f.row * n_orbits + model.orbit[f.col], weights=f.data,
+                          minlength=f.shape[0] * n_orbits)
+        return per.reshape(f.shape[0], n_orbits) * (sizes[k][:, None] / model.orbit_size)
 
     cap = np.zeros(n_orbits)
     cap[model.orbit] = ga.capacity
