@@ -34,7 +34,7 @@ from .lp import LPSolution
 from .model import ThroughputModel
 from .result import FlowCertificate, FlowResult
 from .symmetric import SymmetricModel, build_symmetric_lp
-from .tier_routing import node_layers, symmetric_tier_point
+from .tier_routing import node_layers, symmetric_tier_point, tier_point
 from .units import capacity_unit, check_capacity_spread, in_units
 from .warm import ball_cut_lengths, warm_lengths
 
@@ -504,6 +504,12 @@ def bounds_stage(fab: Fabric, model: FlowModel, traffic: Traffic, *, tiers: tupl
         shares = ecmp_point(model, scale_up)
         if shares is not None and (point is None or shares[-1] > point[-1]):
             point = shares
+    if point is None or point[-1] < bound * (1 - 1e-6):
+        # Pairs kept below the lowest tier that joins them, with relays over servers that
+        # span leaves (tier_routing): the routing that meets a multi-tier Clos's cut.
+        tiered = tier_point(model, node_layers(fab, ga), scale_up)
+        if tiered is not None and (point is None or tiered[-1] > point[-1]):
+            point = tiered
     if point is None:
         return None, cut_lengths
     sol = LPSolution("optimal", "bounds first: ECMP fluid routing below, hierarchy cuts and "

@@ -32,7 +32,7 @@ from scipy.sparse.csgraph import connected_components
 from ..graph_arrays import GraphArrays
 from .approx import _CoreGraph
 from .backends import solve_lp
-from .bounds import ECMP_CHUNK_ENTRIES
+from .bounds import ECMP_CHUNK_ENTRIES, ECMP_MAX_ENTRIES
 from .colgen import ecmp_columns
 from .model import max_theta_lp
 
@@ -199,6 +199,25 @@ def _best_shares(groups: list[tuple[int, int]], loads: np.ndarray, capacity: np.
     return w / total[group_of]
 
 
+def tier_point(model: Any, layer: np.ndarray, scale_up: np.ndarray) -> np.ndarray | None:
+    """A point of the full LP ``model`` (a :class:`~fabricopt.flow.formulation.FlowModel`)
+    from :func:`tier_flows`, scaled to fit its most loaded arc; None when it cannot route
+    or the model is too large for a point (:data:`~fabricopt.flow.bounds.ECMP_MAX_ENTRIES`).
+    ``layer`` and ``scale_up`` are per node and per arc of ``model.ga``."""
+    if model.n_commodities * len(model.core_arcs) > ECMP_MAX_ENTRIES or not model.n_commodities:
+        return None
+    g = _CoreGraph.of(model)
+    flows = tier_flows(g, layer[g.nodes], scale_up[model.core_arcs])
+    if flows is None:
+        return None
+    util = flows.sum(axis=0) / g.capacity
+    ep_util = model.ep_rows_gbps / model.ga.capacity[model.ep_rows_arc]
+    top = max(float(util.max(initial=0.0)), float(ep_util.max(initial=0.0)))
+    if top <= 0:
+        return None
+    return np.append((flows / top).ravel(), 1.0 / top)
+
+
 def root_graph(ga: GraphArrays, roots: np.ndarray, dest: np.ndarray, gbps: float
                ) -> _CoreGraph:
     """The whole fabric as a core graph whose commodities are the given root endpoints
@@ -239,4 +258,4 @@ def symmetric_tier_point(model: Any, layer: np.ndarray, scale_up: np.ndarray
 
 
 __all__ = ["node_layers", "root_graph", "symmetric_tier_point", "tier_flows", "tier_levels",
-           "tier_parts"]
+           "tier_parts", "tier_point"]
