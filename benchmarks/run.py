@@ -471,24 +471,36 @@ def bounds_first_rows(rows: list, quick: bool) -> None:
     rail = (f'fo.cluster(fo.dgx_h100(), nodes={nodes}, scale_out="rail_optimized", '
             'oversubscription=2)')
     # The rail cluster closes by the attach-switch routing with PXN relays; the 3-tier Clos
-    # is too large for a point of the full LP (docs/bounds-first.md): it runs with a 60 s
-    # limit to show the anytime bracket.
+    # is too large for a point of the full LP: it closes by its orbit roots' tier routing
+    # (docs/bounds-first.md), shown without a limit and with a 60 s one.
     clos = (f'fo.cluster(fo.dgx_h100(), nodes={nodes * 2}, scale_out="clos", tiers=3, '
             'oversubscription=2)')
+    clos_label = f"3-tier 2:1 Clos ({'512' if quick else '4,096'} GPUs)"
     cases = [("superpod(1), all-to-all", "fo.superpod(1)", "lp", None),
              ("fat_tree(16) minus 5% of switch links", "_failed_fat_tree(16, 0.05, 1)", "auto",
               None),
              (f"rail-optimized 2:1 cluster ({'256' if quick else '2,048'} GPUs)", rail, "auto",
               None),
-             (f"3-tier 2:1 Clos ({'512' if quick else '4,096'} GPUs), 60 s limit", clos, "auto",
-              60.0)]
+             (clos_label, clos, "auto", None)]
     target = "< 10 s, within 1%"
     for label, make, method, limit in cases[:2] if quick else cases:
         now = run_case("case_bounds_first", make, method, True, limit)
         met = now["seconds"] < 10 and now.get("gap", 1.0) <= 0.01
         rows.append((f"bounds first, {label}", now, target, "met" if met else "not met"))
         before = run_case("case_bounds_first", make, method, False, BEFORE_SECONDS)
-        rows.append((f"  before (no bounds stage, {BEFORE_SECONDS:g} s limit)", before, "", ""))
+        ratio = (f"{before['seconds'] / now['seconds']:.1f}x faster than before"
+                 if now.get("seconds", 0) > 0 and before.get("exact") else "")
+        rows.append((f"  before (no bounds stage, {BEFORE_SECONDS:g} s limit)", before, ratio,
+                     ""))
+    if not quick:
+        # The anytime answer: a 60 s limit counted from the start of the call.
+        now = run_case("case_bounds_first", clos, "auto", True, 60.0)
+        rows.append((f"bounds first, {clos_label}, time_limit=60", now,
+                     "within 1%, returns by about 60 s",
+                     "met" if now.get("gap", 1.0) <= 0.01 and now["seconds"] < 65 else
+                     "not met"))
+        before = run_case("case_bounds_first", clos, "auto", False, 60.0)
+        rows.append(("  before (no bounds stage, time_limit=60)", before, "", ""))
     if not quick:
         # Every design of topologies/ in one process: rows no longer limited by seconds.
         topologies = Path(__file__).resolve().parent.parent / "topologies"

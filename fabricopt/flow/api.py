@@ -147,7 +147,9 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     backend : {"highs", "highspy", "pulp"}
         See :mod:`fabricopt.flow.backends`; ``backend_options`` go to it.
     time_limit : float, optional
-        Seconds for the solver; on expiry the status says so and the bracket is what was
+        Seconds for the whole call, counted from its start: the symmetry search and the
+        solver get what is left, and when nothing is left after the bounds stage its
+        bracket is the answer. On expiry the status says so and the bracket is what was
         proven. ``backend="highspy"`` enforces it with a wall-clock interrupt as well; with
         the default backend, HiGHS's interior-point solver (used above 20,000 nonzeros) can
         overrun a limit shorter than HiGHS's presolve, and then returns a proven answer late.
