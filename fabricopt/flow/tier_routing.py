@@ -154,6 +154,8 @@ def _route_sparse(g: _CoreGraph, arcs_in: np.ndarray) -> sp.csr_matrix | None:
         nodes = np.flatnonzero(comp == c)
         if g.demand[np.ix_(mine, np.flatnonzero(comp != c))].any():
             return None  # a target outside the source's component
+        if not len(arcs):
+            continue  # a node alone: nothing to route inside it
         local = np.full(g.n, -1, dtype=np.int64)
         local[nodes] = np.arange(len(nodes))
         sub = replace(g, nodes=g.nodes[nodes], tail=local[g.tail[arcs]],
