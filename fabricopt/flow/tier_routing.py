@@ -205,7 +205,18 @@ def tier_point(model: Any, layer: np.ndarray, scale_up: np.ndarray) -> np.ndarra
     """A point of the full LP ``model`` (a :class:`~fabricopt.flow.formulation.FlowModel`)
     from :func:`tier_flows`, scaled to fit its most loaded arc; None when it cannot route
     or the model is too large for a point (:data:`~fabricopt.flow.bounds.ECMP_MAX_ENTRIES`).
-    ``layer`` and ``scale_up`` are per node and per arc of ``model.ga``."""
+    ``layer`` and ``scale_up`` are per node and per arc of ``model.ga``.
+
+    >>> import fabricopt as fo
+    >>> from fabricopt.tiers import is_scale_up_arc
+    >>> fab = fo.cluster(fo.nvswitch_domain(4, 1, 1, 400.0), nodes=6, scale_out="clos",
+    ...                  tiers=3, oversubscription=3, radix=8)   # servers span leaves
+    >>> model = fo.build_flow_lp(fab, fo.all_to_all(fab))
+    >>> up = np.array([is_scale_up_arc(fab.graph[u][v]) for u, v in model.ga.arcs])
+    >>> point = tier_point(model, node_layers(fab, model.ga), up)
+    >>> round(float(point[-1]), 4)   # the LP's optimum, a group of leaves' uplink cut
+    11.1111
+    """
     if model.n_commodities * len(model.core_arcs) > ECMP_MAX_ENTRIES or not model.n_commodities:
         return None
     g = _CoreGraph.of(model)
