@@ -54,8 +54,9 @@ class FlowCertificate:
         counts when the solver gave none).
     flow : ndarray or None
         The flow to re-prove: the point of the full LP (``method`` "lp" or "approx") or, for
-        ``"symmetric"``, the flow of each root (one per orbit of the group on the endpoints,
-        in order of the orbits' first endpoints) on every arc, root after root.
+        ``"symmetric"`` and for any result that carries a found ``symmetry`` (the bounds
+        stage's orbit roots), the flow of each root (one per orbit of the group on the
+        endpoints, in order of the orbits' first endpoints) on every arc, root after root.
     theta : float or None
         The solver's theta at that point, in the scaled units of the solve.
     traffic_scale : float
@@ -68,8 +69,9 @@ class FlowCertificate:
         :mod:`fabricopt.flow.units`), so ``flow`` is in Gb/s divided by it; ``ga`` and
         ``load`` are in Gb/s.
     symmetry : Symmetry or None
-        For ``"symmetric"`` results on a fabric without a symmetry claim: the symmetry
-        :func:`~fabricopt.find_symmetry` found, whose generators the checker re-verifies.
+        For results whose flow is one per orbit root on a fabric without a symmetry claim:
+        the symmetry :func:`~fabricopt.find_symmetry` found, whose generators the checker
+        re-verifies.
     """
 
     ga: GraphArrays
