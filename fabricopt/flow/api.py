@@ -506,9 +506,10 @@ def bounds_stage(fab: Fabric, model: FlowModel, traffic: Traffic, *, tiers: tupl
         shares = ecmp_point(model, scale_up)
         if shares is not None and (point is None or shares[-1] > point[-1]):
             point = shares
-    if point is None or point[-1] < bound * (1 - 1e-6):
+    if scale_up.any() and (point is None or point[-1] < bound * (1 - 1e-6)):
         # Pairs kept below the lowest tier that joins them, with relays over servers that
-        # span leaves (tier_routing): the routing that meets a multi-tier Clos's cut.
+        # span leaves (tier_routing): the routing that meets a multi-tier Clos's cut. Without
+        # servers to relay over, fewest-hop WCMP already stays as low as it can.
         tiered = tier_point(model, node_layers(fab, ga), scale_up)
         if tiered is not None and (point is None or tiered[-1] > point[-1]):
             point = tiered
