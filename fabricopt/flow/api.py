@@ -462,7 +462,9 @@ def closed(result: FlowResult) -> FlowResult:
     if (result.certificate is None or not math.isfinite(result.upper) or result.lower <= 0
             or result.upper - result.lower > EXACT_RTOL * result.upper):
         return result
-    return replace(result, status="optimal", theta=result.lower)
+    # Two proofs that meet to rounding: the lower end never claims more than the upper.
+    lower = min(result.lower, result.upper)
+    return replace(result, status="optimal", theta=lower, lower=lower)
 
 
 def cut_bracket(fab: Fabric, traffic: Traffic, ga: GraphArrays, *,
