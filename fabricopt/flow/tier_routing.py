@@ -6,18 +6,20 @@ leaves, two in one pod over the pod's spines. Here each pair is given the lowest
 which it is joined: its scale-up domain, else the first network layer ``L`` such that the
 subgraph of nodes at layer ``L`` or below (GPUs, NVSwitches and leaves at level 1; spines too
 at level 2; ...) connects the two. The pair is then routed by fewest-hop WCMP (shares
-proportional to capacity, :func:`fabricopt.flow.colgen.ecmp_columns`) on that subgraph only.
+proportional to capacity, :func:`fabricopt.flow.colgen.ecmp_columns`) on that subgraph, or
+on the scale-out network alone, in shares a small LP picks per pair of leaves.
 
 This is the routing that meets a leaf group's uplink cut where servers straddle leaves: the
 level-1 subgraph joins the leaves a server spans into one group, pairs inside the group relay
-over the straddling servers' NVLink and NIC links, and only pairs in different groups load the
-group's uplinks, exactly the demand its cut counts (``docs/bounds-first.md``).
+over the straddling servers' NVLink and NIC links (as far as those have room: near leaves
+relay, far ones climb), and pairs in different groups load only their own leaf's uplinks,
+the demand the group's cut counts (``docs/bounds-first.md``).
 
-It is defined by the graph alone, so it commutes with every automorphism that keeps layers:
-the flow of an endpoint is the image of its orbit root's. A point of the symmetric method's
-root LP is therefore the root flows alone (:func:`symmetric_tier_point`), one per endpoint
-orbit, and :func:`~fabricopt.check_certificate` re-proves it by spreading them over the arc
-orbits, on fabrics whose full LP is far too large for a point of its own.
+A point of the symmetric method's root LP is the root flows alone
+(:func:`symmetric_tier_point`), one per endpoint orbit: the shares are chosen against the
+loads of those flows spread over the arc orbits, which is what
+:func:`~fabricopt.check_certificate` recomputes, on fabrics whose full LP is far too large
+for a point of its own.
 """
 
 from __future__ import annotations
@@ -92,17 +94,18 @@ def tier_flows(g: _CoreGraph, layer: np.ndarray, scale_up: np.ndarray,
     group of leaves that servers join) gets its own share, so near pairs can relay and far
     ones climb. None when a part cannot be routed either way.
 
-    ``row_loads(flows, k)`` gives the contribution of each row of ``flows`` (a flow of
-    commodity ``k[row]``) to the loads held to ``capacity`` (default: the flows themselves
-    and ``g.capacity``); the symmetric method's orbit rows go there.
+    ``row_loads(flows, k)`` gives the contribution of each row of ``flows`` (a sparse flow
+    of commodity ``k[row]``) to the loads held to ``capacity`` (default: the flows
+    themselves and ``g.capacity``); the symmetric method's orbit rows go there.
     """
     levels = tier_levels(g, layer, scale_up)
     if row_loads is None:
-        row_loads, capacity = (lambda f, k: f.toarray()), g.capacity
+        row_loads, capacity = (lambda f, k: f), g.capacity
     out = ~scale_up
     K, m = len(g.sources), len(g.tail)
     routed, columns, keys = [], [], []  # (rows' commodity, flows), loads and key per column
-    for p, (low, demand, group) in enumerate(tier_parts(g, levels)):
+    parts = tier_parts(g, levels)
+    for p, (low, demand, group) in enumerate(parts):
         options = [levels[low]]
         if low > 0 and out.any() and not np.array_equal(out, levels[low]):
             options.append(out)
@@ -124,9 +127,11 @@ def tier_flows(g: _CoreGraph, layer: np.ndarray, scale_up: np.ndarray,
                 continue
             loads = row_loads(flows, row_k)
             for c in np.unique(key):
-                columns.append(loads[key == c].sum(axis=0))
+                columns.append(np.asarray(loads[key == c].sum(axis=0)).ravel())
                 keys.append((p, int(c), len(routed)))
             routed.append((row_k, key, flows))
+    if len({k[0] for k in keys}) < len(parts):
+        return None  # a part routed neither way
     share = _best_shares([k[:2] for k in keys], np.array(columns), capacity)
     if share is None:
         return None
