@@ -34,7 +34,7 @@ from .lp import LPSolution
 from .model import ThroughputModel
 from .result import FlowCertificate, FlowResult
 from .symmetric import SymmetricModel, build_symmetric_lp
-from .tier_routing import node_layers, symmetric_tier_point, tier_point
+from .tier_routing import TIER_MAX_ENTRIES, node_layers, symmetric_tier_point, tier_point
 from .units import capacity_unit, check_capacity_spread, in_units
 from .warm import ball_cut_lengths, warm_lengths
 
@@ -380,13 +380,21 @@ def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str
     is what :func:`_bounds_stage_first` already built and proved, reused as it is. When
     ``out_of_time()`` after the stage, the symmetric LP is not built (the model may be
     None)."""
+    units = {"traffic_scale": traffic_scale, "capacity_unit": capacity_unit}
     if early is not None:
         flow_model, warm_candidates, first = early
-        if method == "symmetric":
-            return build_symmetric_lp(fab, _uniform_gbps(traffic),
-                                      include_endpoint_links=include_endpoint_links, ga=ga,
-                                      symmetry=fab._symmetry), [], first
-        return flow_model, warm_candidates, first
+        if method != "symmetric":
+            return flow_model, warm_candidates, first
+        if (first is not None and not first.exact
+                and flow_model.n_commodities * len(flow_model.core_arcs) > TIER_MAX_ENTRIES):
+            # The full layout was too large for the tier routing; the orbit roots are not.
+            first = _with_root_routing(fab, traffic, ga, first, include_endpoint_links,
+                                       **units)
+        if first is not None and (first.exact or out_of_time()):
+            return None, [], first
+        return build_symmetric_lp(fab, _uniform_gbps(traffic),
+                                  include_endpoint_links=include_endpoint_links, ga=ga,
+                                  symmetry=fab._symmetry), [], first
     entries = lp_size_estimate(fab, traffic, ga) // 3  # flow variables of the full LP
     run_bounds = bounds_first and entries <= ECMP_MAX_ENTRIES
     flow_model = None
@@ -408,16 +416,9 @@ def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str
         # Too large for the ECMP flow: the cut alone still caps the solver's upper bound.
         first = cut_bracket(fab, traffic, ga, include_endpoint_links=include_endpoint_links,
                             traffic_scale=traffic_scale, capacity_unit=capacity_unit)
-        if method == "symmetric" and isinstance(fab._symmetry, FoundSymmetry):
-            # ... and with a group found, the routing of its orbit roots is a feasible
-            # point of the symmetric method's LP: a lower bound at the cost of 209 sources,
-            # not 4,096 (docs/bounds-first.md).
-            roots = root_routing_bracket(fab, traffic, ga,
-                                         include_endpoint_links=include_endpoint_links,
-                                         traffic_scale=traffic_scale,
-                                         capacity_unit=capacity_unit)
-            if roots is not None:
-                first = roots if first is None else closed(tighter_bracket(roots, first))
+        if method == "symmetric":
+            first = _with_root_routing(fab, traffic, ga, first, include_endpoint_links,
+                                       **units)
     if first is not None and out_of_time():
         return flow_model, warm_candidates, first  # no budget left to build a solve
     if method == "symmetric" and not (first is not None and first.exact):
@@ -430,18 +431,37 @@ def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str
     return flow_model, warm_candidates, first  # type: ignore[return-value]
 
 
+def _with_root_routing(fab: Fabric, traffic: Traffic, ga: GraphArrays,
+                       first: FlowResult | None, include_endpoint_links: bool, *,
+                       traffic_scale: float, capacity_unit: float) -> FlowResult | None:
+    """``first`` (the stage's bracket) tightened by :func:`root_routing_bracket` when
+    ``fab`` carries a found symmetry: a point of the symmetric method's LP from one root per
+    endpoint orbit, at the cost of 209 sources rather than 4,096 on the 3-tier Clos of
+    ``docs/bounds-first.md``."""
+    if not isinstance(fab._symmetry, FoundSymmetry):
+        return first
+    roots = root_routing_bracket(fab, traffic, ga, include_endpoint_links=include_endpoint_links,
+                                 traffic_scale=traffic_scale, capacity_unit=capacity_unit)
+    if roots is None:
+        return first
+    return roots if first is None else closed(tighter_bracket(roots, first))
+
+
 def root_routing_bracket(fab: Fabric, traffic: Traffic, ga: GraphArrays, *,
                          include_endpoint_links: bool, traffic_scale: float,
                          capacity_unit: float) -> FlowResult | None:
     """The level-by-level routing of :mod:`fabricopt.flow.tier_routing` from one root per
     endpoint orbit of ``fab``'s symmetry (found, so the certificate carries it), proven as a
     point of the unreduced symmetric LP: a lower bound with the hop-length upper bound
-    (``traffic`` and ``ga`` in solve units). None when it cannot route."""
+    (``traffic`` and ``ga`` in solve units). None when it cannot route, or the fabric has
+    no scale-up links (no servers to relay over)."""
     symmetry = fab._symmetry  # checked by the caller (symmetric_applicable)
+    scale_up = np.array([is_scale_up_arc(fab.graph[u][v]) for u, v in ga.arcs], dtype=bool)
+    if not scale_up.any():
+        return None  # no servers to relay over: fewest-hop WCMP is already this routing
     model = build_symmetric_lp(fab, _uniform_gbps(traffic), reduce=False,
                                include_endpoint_links=include_endpoint_links, ga=ga,
                                symmetry=symmetry, assemble=False)
-    scale_up = np.array([is_scale_up_arc(fab.graph[u][v]) for u, v in ga.arcs], dtype=bool)
     point = symmetric_tier_point(model, node_layers(fab, ga), scale_up)
     if point is None:
         return None
