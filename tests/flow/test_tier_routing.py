@@ -83,6 +83,21 @@ def test_orbit_roots_close_without_a_full_point(no_full_point, case):
     assert r.theta == pytest.approx(lp, rel=1e-6)
 
 
+def test_orbit_roots_after_a_full_stage_that_falls_short(monkeypatch):
+    # A full point fits but the tier routing's layout does not (as on a 2,048-GPU cluster):
+    # the stage's WCMP falls 25 % short of the cut, and the orbit roots close it.
+    import fabricopt.flow.tier_routing as tier_routing
+
+    monkeypatch.setattr(tier_routing, "TIER_MAX_ENTRIES", 0)
+    monkeypatch.setattr(api, "TIER_MAX_ENTRIES", 0)
+    monkeypatch.setattr(api, "FIND_SYMMETRY_NONZEROS", 0)
+    fab = _cluster(SMALL, 7, 3, 8, 3)
+    lp = fo.max_concurrent_flow(fab, method="lp", bounds_first=False).theta
+    r = certified(fab, fo.max_concurrent_flow(fab))
+    assert r.method == "bounds" and r.certificate.symmetry is not None, r.message
+    assert r.theta == pytest.approx(lp, rel=1e-6)
+
+
 @pytest.mark.parametrize("case", [(SMALL, 5, 3, 8, 3), (SMALL, 3, 2, 12, 3)], ids=str)
 def test_orbit_roots_then_the_symmetric_solve(no_full_point, case):
     # The roots' routing falls short here (cut 25 against an LP of 13.3 and 44.4): the
