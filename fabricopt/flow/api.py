@@ -410,7 +410,12 @@ def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str
                                           tiers=arc_tiers(fab, ga),
                                           traffic_scale=traffic_scale,
                                           capacity_unit=capacity_unit,
-                                          extra_lengths=warm_candidates)
+                                          extra_lengths=warm_candidates,
+                                          # A failure trial's approximate solve starts
+                                          # from the intact lengths: the extra routing
+                                          # (about 1 s on a failed superpod(1)) buys it
+                                          # little.
+                                          tiered=warm is None)
         warm_candidates = warm_candidates + cut_lengths
     elif bounds_first:
         # Too large for the ECMP flow: the cut alone still caps the solver's upper bound.
@@ -512,11 +517,12 @@ def cut_bracket(fab: Fabric, traffic: Traffic, ga: GraphArrays, *,
 
 def bounds_stage(fab: Fabric, model: FlowModel, traffic: Traffic, *, tiers: tuple[str, ...],
                  traffic_scale: float, capacity_unit: float,
-                 extra_lengths: Sequence[np.ndarray] = ()
+                 extra_lengths: Sequence[np.ndarray] = (), tiered: bool = True
                  ) -> tuple[FlowResult | None, list[np.ndarray]]:
     """The bounds of :mod:`fabricopt.flow.bounds` for a built ``model`` (in its units), as a
     result with method ``"bounds"`` (None when ECMP cannot route), and the best hierarchy
-    cut's lengths (for the solver's certificate)."""
+    cut's lengths (for the solver's certificate). ``tiered=False`` leaves out the tier
+    routing of :mod:`fabricopt.flow.tier_routing`."""
     ga = model.ga
     bound, lengths = structural_cut_lengths(fab, traffic, ga, model.include_endpoint_links)
     cut_lengths = [lengths] if np.isfinite(bound) else []
@@ -528,7 +534,7 @@ def bounds_stage(fab: Fabric, model: FlowModel, traffic: Traffic, *, tiers: tupl
         shares = ecmp_point(model, scale_up)
         if shares is not None and (point is None or shares[-1] > point[-1]):
             point = shares
-    if scale_up.any() and (point is None or point[-1] < bound * (1 - 1e-6)):
+    if tiered and scale_up.any() and (point is None or point[-1] < bound * (1 - 1e-6)):
         # Pairs kept below the lowest tier that joins them, with relays over servers that
         # span leaves (tier_routing): the routing that meets a multi-tier Clos's cut. Without
         # servers to relay over, fewest-hop WCMP already stays as low as it can.
