@@ -38,7 +38,6 @@ from .bounds import ECMP_CHUNK_ENTRIES
 from .colgen import ecmp_columns
 from .model import max_theta_lp
 
-
 #: Largest commodities x core arcs for which :func:`tier_point` routes the full LP's layout:
 #: its parts are routed once per option and per group of targets, so the work is several
 #: times WCMP's. A 2,048-GPU 3-tier 2:1 cluster (2,048 x 22,622) took 62 s on 2 loaded
@@ -283,5 +282,5 @@ def symmetric_tier_point(model: Any, layer: np.ndarray, scale_up: np.ndarray
     return None if flows is None else np.append(flows.ravel(), 1.0)
 
 
-__all__ = ["TIER_MAX_ENTRIES", "node_layers", "root_graph", "symmetric_tier_point", "tier_flows", "tier_levels",
-           "tier_parts", "tier_point"]
+__all__ = ["TIER_MAX_ENTRIES", "node_layers", "root_graph", "symmetric_tier_point",
+           "tier_flows", "tier_levels", "tier_parts", "tier_point"]
