@@ -378,14 +378,14 @@ def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str
     offered to its certificate besides the solver's (a larger fabric's, and the cuts they
     and the hierarchy make), and the bounds stage's result (None when not run). ``early``
     is what :func:`_bounds_stage_first` already built and proved, reused as it is. When
-    ``out_of_time()`` after the stage, the symmetric LP is not built (the model may be
-    None)."""
+    ``out_of_time()``, the orbit roots are not routed and the symmetric LP is not built
+    (the model may be None): the stage's bracket is the answer."""
     units = {"traffic_scale": traffic_scale, "capacity_unit": capacity_unit}
     if early is not None:
         flow_model, warm_candidates, first = early
         if method != "symmetric":
             return flow_model, warm_candidates, first
-        if (first is not None and not first.exact
+        if (first is not None and not first.exact and not out_of_time()
                 and flow_model.n_commodities * len(flow_model.core_arcs) > TIER_MAX_ENTRIES):
             # The full layout was too large for the tier routing; the orbit roots are not.
             first = _with_root_routing(fab, traffic, ga, first, include_endpoint_links,
@@ -421,7 +421,7 @@ def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str
         # Too large for the ECMP flow: the cut alone still caps the solver's upper bound.
         first = cut_bracket(fab, traffic, ga, include_endpoint_links=include_endpoint_links,
                             traffic_scale=traffic_scale, capacity_unit=capacity_unit)
-        if method == "symmetric":
+        if method == "symmetric" and not out_of_time():
             first = _with_root_routing(fab, traffic, ga, first, include_endpoint_links,
                                        **units)
     if first is not None and out_of_time():
