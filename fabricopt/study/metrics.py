@@ -94,7 +94,7 @@ from ..fabric import Fabric
 from ..flow.api import cheap_bracket, max_concurrent_flow
 from ..flow.valiant import valiant_rate
 from ..routing import routed_flow
-from ..tiers import IN_SYSTEM_TIERS, SCALE_UP_TIERS
+from ..tiers import IN_SYSTEM_TIERS, SCALE_UP_TIERS, tier_of
 from ..traffic import all_to_all
 from ..workload.metrics import training_metrics
 from ..workload.plan import TrainingJob, job_from_mapping
@@ -263,6 +263,12 @@ def _share(est: Any, system: str | None, of: str) -> float | None:
     return est.network_share(system, of) if price is not None else None
 
 
+def _in_system_only(fab: Fabric) -> bool:
+    """True when every link stays inside one system. The scan stops at the first link that
+    leaves one, which a cluster reaches within its first server."""
+    return all(tier_of(d) in IN_SYSTEM_TIERS for _, _, d in fab.graph.edges(data=True))
+
+
 def _cost(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
     est = estimate_cost(fab, policy=ctx.policy)
     system = server_system(fab)
@@ -271,7 +277,7 @@ def _cost(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
            "capex_usd_low": est.capex_usd_range[0], "capex_usd_high": est.capex_usd_range[1],
            "in_server_usd": est.scale_up_in_server_usd,
            "system": system,
-           "in_system_only": all(t in IN_SYSTEM_TIERS for t in fab.summary().links_by_tier),
+           "in_system_only": _in_system_only(fab),
            "network_share": _share(est, system, "capex"),
            "network_power_share": _share(est, system, "power"),
            "idle_ports": sum(est.idle_ports.values()), "pricing": est.policy_name}
