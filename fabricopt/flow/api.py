@@ -26,7 +26,7 @@ from ..graph_arrays import GraphArrays
 from ..symmetry.search import search_symmetry, with_symmetry
 from ..tiers import is_scale_up_arc, tier_of
 from ..traffic import Traffic, checked_traffic
-from .approx import check_gap, solve_approx
+from .approx import DEFAULT_MAX_ROUNDS, check_gap, solve_approx
 from .backends import BACKENDS, check_solve_args, solve_lp
 from .bounds import ECMP_MAX_ENTRIES, ecmp_point, rail_labels, structural_cut_lengths
 from .certificate import EXACT_RTOL, certify
@@ -175,7 +175,9 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         busy and an idle machine: iterations of HiGHS (``maxiter`` of the ``"highs"``
         backend; simplex and interior-point iteration limits of ``"highspy"``) or rounds of
         the approximate method. On expiry the status is ``"iteration_limit"`` with the bracket
-        proven; the result records the limit (``result.work_limit``).
+        proven; the result records the limit (``result.work_limit``). The approximate method
+        without either limit stops after
+        :data:`~fabricopt.flow.approx.DEFAULT_MAX_ROUNDS` rounds, recorded the same way.
     bounds_first : bool, optional
         Before any solve, prove the bounds of :mod:`fabricopt.flow.bounds` (hierarchy cuts
         above, ECMP fluid routing below; while the full LP has at most
@@ -254,6 +256,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     if method == "approx":
         left = (None if time_limit is None
                 else max(time_limit - (time.perf_counter() - start), 1e-3))
+        if work_limit is None and time_limit is None:
+            work_limit = DEFAULT_MAX_ROUNDS  # its net, in rounds: recorded like a caller's
         sol = _solve_approx(model, warm_candidates, gap=gap, time_limit=left,  # type: ignore
                             progress=progress, scale=scale, work_limit=work_limit,
                             report=report)
