@@ -54,9 +54,12 @@ MAX_AUTO_NONZEROS = 500_000
 #: 180 s, while the search takes under 0.2 s on both; below this size the LP answers in
 #: about a second and its result keeps the plain ``"lp"`` certificate.
 FIND_SYMMETRY_NONZEROS = 50_000
-#: Seconds ``method="auto"`` gives the search (less when ``time_limit`` is shorter); the
-#: largest fabrics of the benchmarks need under 5 s.
-FIND_SYMMETRY_SECONDS = 20.0
+#: Search nodes ``method="auto"`` lets the symmetry search visit (a work limit, so the same
+#: fabric gets the same group on a busy machine; seconds only when ``time_limit`` is given).
+#: Measured: a failed fat_tree(16) needs 71 nodes (0.4 s), superpod(4) minus a link 77,
+#: superpod(16) minus a link 150 (2.9 s, about 20 ms a node): 1,000 nodes is some 20 s at
+#: that size, and a small fabric's nodes cost about a millisecond.
+FIND_SYMMETRY_NODES = 1_000
 #: A found group with several orbits on the endpoints is used by ``method="auto"`` only when
 #: its symmetric LP (one root flow of about three nonzeros per arc for each orbit, before
 #: colour refinement shrinks it) is at least this many times smaller than the full LP; the
@@ -294,10 +297,10 @@ def _search_if_useful(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: st
             and (method == "symmetric" or (method == "auto" and lp_size_estimate(fab, traffic, ga)
                                            > FIND_SYMMETRY_NONZEROS))):
         report("symmetry search")
-        search_seconds = (time_limit if method == "symmetric" else
-                          min(time_limit or FIND_SYMMETRY_SECONDS, FIND_SYMMETRY_SECONDS))
-        useful = useful_endpoint_orbits(fab, traffic, ga) if method == "auto" else None
-        found = search_symmetry(fab, time_limit=search_seconds, max_endpoint_orbits=useful)
+        auto = method == "auto"
+        useful = useful_endpoint_orbits(fab, traffic, ga) if auto else None
+        found = search_symmetry(fab, time_limit=time_limit, max_endpoint_orbits=useful,
+                                max_nodes=FIND_SYMMETRY_NODES if auto else None)
         if found.symmetry is not None:
             claimed = with_symmetry(fab, found.symmetry)
             found_ok, found_why = symmetric_applicable(claimed, traffic)
