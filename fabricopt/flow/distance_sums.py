@@ -101,9 +101,9 @@ def _reduce(ga: GraphArrays, lengths: np.ndarray, ep: np.ndarray) -> _Reduced:
     k = int(label.max()) + 1 if n else 0
     matrix = sp.csr_matrix((length[first], (qt[first], qh[first])), shape=(k, k))
     node = np.where(pendant, nb, ep)
-    return _Reduced(matrix, label[node], label[node],
-                    np.where(pendant, lengths[np.where(pendant, o, 0)], 0.0),
-                    np.where(pendant, lengths[np.where(pendant, i, 0)], 0.0))
+    out_len, in_len = np.zeros(len(ep)), np.zeros(len(ep))
+    out_len[pendant], in_len[pendant] = lengths[o[pendant]], lengths[i[pendant]]
+    return _Reduced(matrix, label[node], label[node], out_len, in_len)
 
 
 def demand_distance(ga: GraphArrays, lengths: np.ndarray, traffic: Traffic) -> float:
