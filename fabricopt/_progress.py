@@ -13,11 +13,18 @@ from typing import Any
 from ._stages import listening
 
 
-def _shown(progress: bool | None) -> bool:
-    """``progress`` itself, or when None whether stderr is a terminal."""
-    if progress is not None:
-        return progress
-    return bool(getattr(sys.stderr, "isatty", None) and sys.stderr.isatty())
+def _tqdm(progress: bool | None, **options: Any) -> Any:
+    """A tqdm on stderr when ``progress`` is True, or None and stderr is a terminal; else
+    None (also without tqdm, which is optional)."""
+    shown = progress if progress is not None else bool(
+        getattr(sys.stderr, "isatty", None) and sys.stderr.isatty())
+    if not shown:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm(file=sys.stderr, **options)
 
 
 def progress_bar(progress: bool | None, *, desc: str, unit: str, total: int | None = None,
@@ -27,13 +34,7 @@ def progress_bar(progress: bool | None, *, desc: str, unit: str, total: int | No
     >>> progress_bar(False, desc="solve", unit="round") is None
     True
     """
-    if not _shown(progress):
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # tqdm is optional: no bar without it
-        return None
-    return tqdm(total=total, initial=initial, desc=desc, unit=unit, file=sys.stderr)
+    return _tqdm(progress, total=total, initial=initial, desc=desc, unit=unit)
 
 
 class StageLine:
@@ -63,14 +64,8 @@ def stage_status(progress: bool | None, position: int = 0) -> StageLine | None:
     >>> stage_status(False) is None
     True
     """
-    if not _shown(progress):
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # tqdm is optional: no line without it
-        return None
-    return StageLine(tqdm(total=0, bar_format="{desc}", position=position, leave=False,
-                          file=sys.stderr))
+    bar = _tqdm(progress, total=0, bar_format="{desc}", position=position, leave=False)
+    return None if bar is None else StageLine(bar)
 
 
 @contextlib.contextmanager
