@@ -161,7 +161,10 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         For ``method="approx"``: stop once ``(upper - lower) / upper <= gap``, 0 < gap < 1.
     progress : bool, optional
         A progress bar on stderr for the approximate method's rounds, with the certified
-        bracket as it closes; default: when stderr is a terminal.
+        bracket as it closes; default: when stderr is a terminal. Whatever it is, each stage
+        (bounds, symmetry search, LP, each approximate round) and the bracket so far are
+        reported to the listener of :mod:`fabricopt._stages` when there is one (the stage
+        line of ``fabricopt solve`` and ``compare``), at no cost when there is none.
     warm_start : FlowResult, optional
         A result for a fabric that contains this one (the intact fabric of a failed one:
         every node and arc of ``fab`` in it, no capacity larger), for any traffic. Its
