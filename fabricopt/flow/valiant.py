@@ -40,6 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
+from .._checks import check_bool
 from ..errors import InvalidParameterError
 from ..fabric import check_endpoint_group
 from ..graph_arrays import GraphArrays
@@ -49,6 +50,7 @@ from .backends import check_solve_args, solve_lp
 from .certificate import DistanceBound, certify
 from .lp import LinearProgram
 from .model import LiftedFlow, max_theta_lp
+from .valiant_bounds import best_cut, closes, wcmp_phase_one
 from .symmetric import (
     OrbitClasses,
     arc_orbits,
@@ -83,6 +85,11 @@ class ValiantBound:
     message: str = ""
     load_gbps: dict[tuple[Hashable, Hashable], float] = field(default_factory=dict, repr=False)
     level: int | None = None
+    #: The least bound of the cuts tried by the bounds stage (inf when it did not run): the
+    #: best two-phase rate with these hubs is at most this.
+    upper_gbps: float = np.inf
+    #: The nodes on one side of that cut.
+    cut: frozenset[Hashable] | None = field(default=None, repr=False)
 
     def __str__(self) -> str:
         return (f"hose rate        {self.rate_gbps:.6g} Gb/s per endpoint, any traffic "
@@ -180,7 +187,7 @@ def _reverse_arcs(ga: GraphArrays) -> np.ndarray | None:
 def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
                  hubs: int | Iterable[Hashable] | None = None, method: str = "auto",
                  backend: str = "highs", time_limit: float | None = None,
-                 **backend_options: Any) -> ValiantBound:
+                 bounds_first: bool | None = None, **backend_options: Any) -> ValiantBound:
     """Certified per-endpoint rate at which two-phase routing carries every hose traffic.
 
     Parameters
@@ -200,11 +207,17 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
         finds (when it has at most a quarter as many endpoint orbits as endpoints).
     backend, time_limit, **backend_options
         As for :func:`~fabricopt.max_concurrent_flow`.
+    bounds_first : bool, optional
+        Before any LP, bound the rate by cuts of the fabric's hierarchy and prove one by
+        WCMP phase-1 flows (:mod:`fabricopt.flow.valiant_bounds`); when they meet (to 1e-6)
+        that is the answer, with method ``"bounds"`` and no LP. Default: with
+        ``method="auto"`` only.
 
     Returns
     -------
     ValiantBound
-        ``rate_gbps`` (0 with a status when nothing was proven) and the per-arc load.
+        ``rate_gbps`` (0 with a status when nothing was proven), the per-arc load and,
+        after the bounds stage, ``upper_gbps`` and its ``cut``.
 
     Examples
     --------
@@ -215,14 +228,11 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     400.0
     """
     start = time.perf_counter()
-    if method not in ("auto", "symmetric", "lp"):
-        raise InvalidParameterError(f"valiant_rate(): method must be 'auto', 'symmetric' or "
-                                    f"'lp', got {method!r}")
-    time_limit = check_solve_args("valiant_rate", backend, time_limit)
+    time_limit, bounds_first = _check_options(method, backend, time_limit, bounds_first)
     eps = check_endpoint_group("valiant_rate", fab, endpoints)
     if hubs is None:
         return best_hub_level(fab, eps, method=method, backend=backend, time_limit=time_limit,
-                              **backend_options)
+                              bounds_first=bounds_first, **backend_options)
     by_level = isinstance(hubs, int) and not isinstance(hubs, bool)
     level = None
     if by_level:
@@ -242,11 +252,34 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     if unknown or not hub_list:
         raise InvalidParameterError(f"valiant_rate(): hubs must be nodes of the fabric, "
                                     f"got {unknown[:3] if unknown else 'none'}")
+    return _rate_for_hubs(fab, eps, hub_list, level, method=method, backend=backend,
+                          time_limit=time_limit, bounds_first=bounds_first,
+                          options=backend_options, start=start)
+
+
+def _rate_for_hubs(fab: Any, eps: tuple[Hashable, ...], hub_list: tuple[Hashable, ...],
+                   level: int | None, *, method: str, backend: str, time_limit: float | None,
+                   bounds_first: bool | None, options: dict[str, Any], start: float,
+                   beat: float | None = None) -> ValiantBound | None:
+    """:func:`valiant_rate` for hubs already resolved: the bounds stage first (when asked,
+    by default with ``method="auto"``), then the LP for what it leaves open. With ``beat``
+    (a rate already proven with other hubs), None when the cut shows these hubs cannot do
+    better."""
     ga = GraphArrays.from_fabric(fab)
     rev = _reverse_arcs(ga)
     if rev is None:
         raise InvalidParameterError("valiant_rate(): every link needs both directions "
                                     "(phase 2 runs phase 1 backwards); see Fabric.validate()")
+    by_level = level is not None
+    ep_idx = np.array([ga.index[e] for e in eps])
+    hub_idx = np.array([ga.index[h] for h in hub_list])
+    stage = None
+    if bounds_first if bounds_first is not None else method == "auto":
+        stage = _bounds_stage(fab, ga, rev, ep_idx, hub_idx)
+        if beat is not None and stage.upper_gbps <= beat * (1 + 1e-9):
+            return None
+        if stage.status == "optimal":
+            return _stage_result(stage, ga, hub_list, len(eps), start, level)
     if (method == "auto" and fab.symmetry is None and by_level
             and set(eps) == set(fab.endpoints)
             and len(eps) * (3 * ga.n_arcs + 1) > MAX_FULL_NONZEROS):
@@ -262,30 +295,46 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
         raise InvalidParameterError("valiant_rate(): method='symmetric' needs an unchanged "
                                     "fabric with a symmetry claim, all endpoints and hubs "
                                     "given by level")
-    ep_idx = np.array([ga.index[e] for e in eps])
-    hub_idx = np.array([ga.index[h] for h in hub_list])
     scale = float(max(fab.injection_gbps(e) for e in eps)) or 1.0
     if method == "symmetric" or (method == "auto" and symmetric_ok):
         model = _SymmetricPhaseOne.build(fab, ga, rev, ep_idx, hub_idx, scale)
         if model is not None:
-            out = _solve(model, backend, time_limit, backend_options)
-            return _valiant_result(out, ga, hub_list, len(eps), "symmetric", start, level)
+            out = _solve(model, backend, time_limit, options)
+            return _with_stage(_valiant_result(out, ga, hub_list, len(eps), "symmetric",
+                                               start, level), stage, ga)
         if method == "symmetric":
             raise InvalidParameterError("valiant_rate(): the symmetry claim does not map "
                                         "reverse arcs to reverse arcs")
     nnz = len(eps) * (3 * ga.n_arcs + 1)
     if nnz > MAX_FULL_NONZEROS:
-        return ValiantBound(0.0, "not_solved", "lp", hub_list, len(eps),
-                            seconds=time.perf_counter() - start, level=level,
-                            message=f"the per-endpoint LP is too large ({nnz:,} nonzeros "
-                                    f"> {MAX_FULL_NONZEROS:,}) and no symmetry applies")
+        return _with_stage(ValiantBound(
+            0.0, "not_solved", "lp", hub_list, len(eps), seconds=time.perf_counter() - start,
+            level=level, message=f"the per-endpoint LP is too large ({nnz:,} nonzeros "
+                                 f"> {MAX_FULL_NONZEROS:,}) and no symmetry applies"), stage,
+            ga)
     model = _FullPhaseOne.build(ga, rev, ep_idx, hub_idx, scale)
-    out = _solve(model, backend, time_limit, backend_options)
-    return _valiant_result(out, ga, hub_list, len(eps), "lp", start, level)
+    out = _solve(model, backend, time_limit, options)
+    return _with_stage(_valiant_result(out, ga, hub_list, len(eps), "lp", start, level), stage,
+                       ga)
+
+
+
+
+def _check_options(method: Any, backend: Any, time_limit: Any, bounds_first: Any,
+                   ) -> tuple[float | None, bool | None]:
+    """``method`` and the solve arguments checked; the time limit and ``bounds_first``."""
+    if method not in ("auto", "symmetric", "lp"):
+        raise InvalidParameterError(f"valiant_rate(): method must be 'auto', 'symmetric' or "
+                                    f"'lp', got {method!r}")
+    if bounds_first is not None:
+        bounds_first = check_bool("valiant_rate", "bounds_first", bounds_first)
+    return check_solve_args("valiant_rate", backend, time_limit), bounds_first
 
 
 def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
-                   enough_gbps: float | None = None, **options: Any) -> ValiantBound:
+                   enough_gbps: float | None = None, method: str = "auto",
+                   backend: str = "highs", time_limit: float | None = None,
+                   bounds_first: bool | None = None, **backend_options: Any) -> ValiantBound:
     """The best :func:`valiant_rate` over the hub levels, from the top tier down (cores,
     spines, leaves): the top usually wins on a Clos, the leaves where GPUs relay over NVLink
     to another rail's NIC.
@@ -293,9 +342,12 @@ def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     Stops at a solve that does not finish, at a rate of ``enough_gbps`` (what the caller
     needs, e.g. to close a bracket) or at the scale-out injection of an endpoint (past which
     no level does better in a cluster of several domains: a permutation across domains
-    fills their NICs). ``options`` go to :func:`valiant_rate`.
+    fills their NICs). With the bounds stage, a level whose cut is no better than the rate
+    already proven is passed over without a solve. The other arguments are
+    :func:`valiant_rate`'s.
     """
     start = time.perf_counter()
+    time_limit, bounds_first = _check_options(method, backend, time_limit, bounds_first)
     eps = check_endpoint_group("valiant_rate", fab, endpoints)
     levels = hub_levels(fab, eps)  # reads the arrays, which checks every arc first
     ceiling = min(fab.scale_out_injection_gbps(e) for e in eps)
@@ -303,7 +355,12 @@ def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
         ceiling = min(ceiling, enough_gbps)
     best: ValiantBound | None = None
     for level in sorted(levels, reverse=True):
-        tried = valiant_rate(fab, eps, hubs=level, **options)
+        tried = _rate_for_hubs(fab, eps, levels[level], level, method=method, backend=backend,
+                               time_limit=time_limit, bounds_first=bounds_first,
+                               options=backend_options, start=time.perf_counter(),
+                               beat=None if best is None else best.rate_gbps)
+        if tried is None:
+            continue  # its cut is below the rate proven: no better here
         if best is None or tried.rate_gbps > best.rate_gbps:
             best = tried
         if tried.status != "optimal" or best.rate_gbps >= ceiling * (1 - 1e-9):
@@ -494,3 +551,59 @@ def _valiant_result(out: dict[str, Any], ga: GraphArrays, hubs: tuple[Hashable, 
     return ValiantBound(float(out["rate"]), out["status"], method, hubs, n, out["overload"],
                         out["residual"], time.perf_counter() - start, out["message"], load,
                         level)
+
+
+@dataclass(frozen=True)
+class _Stage:
+    """What the bounds stage proved: a certified ``rate`` with its two-phase ``load`` (per
+    arc, Gb/s at that rate; None without a routing), the cut's bound ``upper_gbps`` and its
+    side, and ``status`` ("optimal" when they meet)."""
+
+    rate: float
+    load: np.ndarray | None
+    overload: float
+    residual: float
+    upper_gbps: float
+    side: np.ndarray | None
+    status: str
+
+
+def _bounds_stage(fab: Any, ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray,
+                  hub_idx: np.ndarray) -> _Stage:
+    """The cut above and WCMP phase-1 flows below (:mod:`fabricopt.flow.valiant_bounds`)."""
+    share = hub_shares(ga, hub_idx, ep_idx)
+    cut = best_cut(fab, ga, ep_idx, hub_idx, share)
+    upper = cut.rate_gbps if cut is not None else np.inf
+    routed = wcmp_phase_one(ga, rev, ep_idx, hub_idx, share)
+    rate, overload, load, residual = 0.0, 0.0, None, 0.0
+    if routed is not None:
+        rate, overload = routed.rate(ga.capacity, float(share[share > 0].min()))
+        load, residual = routed.load * rate, routed.residual_l1
+    return _Stage(rate, load, overload, residual, upper, None if cut is None else cut.side,
+                  "optimal" if closes(rate, upper) else "not_solved")
+
+
+def _stage_result(stage: _Stage, ga: GraphArrays, hubs: tuple[Hashable, ...], n: int,
+                  start: float, level: int | None) -> ValiantBound:
+    """The bounds stage's answer: WCMP's certified rate, which meets the cut."""
+    out = {"rate": stage.rate, "status": "optimal", "overload": stage.overload,
+           "residual": stage.residual, "load": stage.load,
+           "message": "bounds first: WCMP phase-1 flows meet a hierarchy cut"}
+    return _with_stage(_valiant_result(out, ga, hubs, n, "bounds", start, level), stage, ga)
+
+
+def _with_stage(result: ValiantBound, stage: _Stage | None, ga: GraphArrays) -> ValiantBound:
+    """``result`` with the stage's cut as its upper bound, and the stage's rate (with its
+    load) where the solve proved less."""
+    if stage is None:
+        return result
+    if stage.side is not None:
+        result.upper_gbps = stage.upper_gbps
+        result.cut = frozenset(ga.nodes[i] for i in np.flatnonzero(stage.side))
+    if stage.load is not None and stage.rate > result.rate_gbps:
+        result.rate_gbps, result.max_overload = stage.rate, stage.overload
+        result.max_residual = stage.residual
+        result.load_gbps = dict(zip(ga.arcs, map(float, stage.load), strict=True))
+        result.message = (f"{result.message}; the bounds stage's WCMP rate is higher "
+                          "and is kept").lstrip("; ")
+    return result
