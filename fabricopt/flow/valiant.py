@@ -275,8 +275,8 @@ def _rate_for_hubs(fab: Any, eps: tuple[Hashable, ...], hub_list: tuple[Hashable
     hub_idx = np.array([ga.index[h] for h in hub_list])
     stage = None
     if bounds_first if bounds_first is not None else method == "auto":
-        stage = _bounds_stage(fab, ga, rev, ep_idx, hub_idx)
-        if beat is not None and stage.upper_gbps <= beat * (1 + 1e-9):
+        stage = _bounds_stage(fab, ga, rev, ep_idx, hub_idx, beat)
+        if stage is None:
             return None
         if stage.status == "optimal":
             return _stage_result(stage, ga, hub_list, len(eps), start, level)
@@ -569,11 +569,14 @@ class _Stage:
 
 
 def _bounds_stage(fab: Any, ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray,
-                  hub_idx: np.ndarray) -> _Stage:
-    """The cut above and WCMP phase-1 flows below (:mod:`fabricopt.flow.valiant_bounds`)."""
+                  hub_idx: np.ndarray, beat: float | None = None) -> _Stage | None:
+    """The cut above and WCMP phase-1 flows below (:mod:`fabricopt.flow.valiant_bounds`);
+    None, before any routing, when the cut is no more than ``beat``."""
     share = hub_shares(ga, hub_idx, ep_idx)
     cut = best_cut(fab, ga, ep_idx, hub_idx, share)
     upper = cut.rate_gbps if cut is not None else np.inf
+    if beat is not None and upper <= beat * (1 + 1e-9):
+        return None
     routed = wcmp_phase_one(ga, rev, ep_idx, hub_idx, share)
     rate, overload, load, residual = 0.0, 0.0, None, 0.0
     if routed is not None:

@@ -19,11 +19,11 @@ no LP:
   :func:`~fabricopt.flow.bounds.hierarchy_partitions` (a server, a leaf with its hosts, a
   scalable unit, a pod, a plane), then, from the best of them, hubs moved across one at a
   time while that lowers the bound (a scalable unit with the spines its leaves favour).
-* **Lower: WCMP phase-1 flows.** Each endpoint's phase-1 flow split over all its
-  fewest-hop paths to each hub, in shares proportional to arc capacity, as deployed. An
-  endpoint all of whose fewest-hop paths leave by one arc (a GPU's NIC toward spines) is
-  routed once with the others behind the same arc. The flows conserve by construction;
-  scaled to fit the most loaded row :math:`L(a) + L(\bar a) \le c(a)`, they prove a rate.
+* **Lower: WCMP phase-1 flows.** Each endpoint's phase-1 flow forwarded as switches do,
+  per destination hub: what reaches a node leaves on its arcs one hop closer to the hub, in
+  shares proportional to their capacity. Every endpoint's flow conserves by construction and
+  they add up linearly, so one pass per hub gives the load of all of them; scaled to fit the
+  most loaded row :math:`L(a) + L(\bar a) \le c(a)`, it proves a rate.
 
 When the two meet (to 1e-6, the exactness tolerance of every solve) the rate is exact with
 no LP: on a Clos whose top tier is the hub set and whose bundles are even, the binding cut is
@@ -39,10 +39,8 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
 from ..graph_arrays import GraphArrays
-from .approx import _CoreGraph
-from .bounds import ECMP_CHUNK_ENTRIES, hierarchy_partitions
+from .bounds import hierarchy_partitions
 from .certificate import EXACT_RTOL, certified_lower
-from .colgen import ecmp_columns
 
 #: Largest hubs x nodes for which the routed lower bound is built (hop distances to every
 #: hub, 8 bytes each).
@@ -165,22 +163,17 @@ def _move_hubs(ga: GraphArrays, side: np.ndarray, ep_idx: np.ndarray, hub_idx: n
 
 @dataclass(frozen=True)
 class RoutedPhaseOne:
-    """Phase-1 flows routed by WCMP: ``load`` per arc (both phases, Gb/s per unit rate),
-    the WCMP ``sources`` (nodes), each one's ``weight`` (endpoints behind it) and per-source
-    flows ``flows`` (sources x arcs, per unit rate of each endpoint behind it), and
-    ``first_arc`` per endpoint (the arc it leaves by when routed behind it, else -1)."""
+    """Phase-1 flows routed by WCMP: ``load`` per arc (both phases, Gb/s per unit rate of
+    every endpoint) and the largest L1 conservation residual measured, per hub."""
 
     load: np.ndarray
-    sources: np.ndarray
-    weight: np.ndarray
-    flows: sp.csr_matrix
-    first_arc: np.ndarray
     residual_l1: float
 
     def rate(self, capacity: np.ndarray, min_share: float) -> tuple[float, float]:
         """Certified rate (Gb/s per endpoint; 0 when nothing is loaded) and the worst
-        overload at the rate that fills the most loaded row: the rate less what the measured
-        conservation residual may have lost (:func:`~fabricopt.flow.certificate.certified_lower`)."""
+        overload at the rate that fills the most loaded row: the rate less what the
+        measured conservation residual may have lost
+        (:func:`~fabricopt.flow.certificate.certified_lower`)."""
         top = float(np.max(self.load / capacity)) if len(capacity) else 0.0
         if not top > 0:
             return 0.0, 0.0
@@ -188,61 +181,61 @@ class RoutedPhaseOne:
                                min_share)
 
 
-def wcmp_phase_one(ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray, hub_idx: np.ndarray,
-                   share: np.ndarray) -> RoutedPhaseOne | None:
-    """Every endpoint's phase-1 flow (unit rate, ``share`` to each hub) by fewest-hop WCMP;
-    None when the distances to the hubs would be too large to hold
-    (:data:`WCMP_MAX_HUB_ENTRIES`) or a hub is out of some endpoint's reach."""
-    n, m = ga.n_nodes, ga.n_arcs
+def hops_to_hubs(ga: GraphArrays, hub_idx: np.ndarray) -> np.ndarray | None:
+    """Fewest hops from every node to each hub (hubs x nodes); None above
+    :data:`WCMP_MAX_HUB_ENTRIES` entries."""
+    n = ga.n_nodes
     if len(hub_idx) * n > WCMP_MAX_HUB_ENTRIES:
         return None
-    hops = sp.csr_matrix((np.ones(m), (ga.head, ga.tail)), shape=(n, n))
-    to_hub = shortest_path(hops, directed=True, unweighted=True, indices=hub_idx)  # H x n
-    if not np.all(np.isfinite(to_hub[:, ep_idx])):
+    back = sp.csr_matrix((np.ones(ga.n_arcs), (ga.head, ga.tail)), shape=(n, n))
+    return np.atleast_2d(shortest_path(back, directed=True, unweighted=True, indices=hub_idx))
+
+
+def phase_one_flows(ga: GraphArrays, to_hub: np.ndarray, share: np.ndarray,
+                    injection: np.ndarray) -> tuple[np.ndarray, float]:
+    """WCMP phase-1 flow of ``injection`` (endpoints per node, each sending ``share`` of a
+    unit rate to each hub): per arc (phase 1 only, not yet with the reverse arcs) and the
+    largest L1 conservation residual over the hubs.
+
+    As a switch forwards, per destination: what reaches a node bound for hub ``h`` leaves it
+    on its arcs one hop closer to ``h``, in shares proportional to their capacity. Each
+    source's flow is that split applied to its own injection, so it conserves by itself and
+    the flows add up linearly: the result is the sum of every endpoint's phase-1 flow.
+    """
+    n = ga.n_nodes
+    load = np.zeros(ga.n_arcs)
+    residual = 0.0
+    for j, d in enumerate(to_hub):
+        nxt = np.flatnonzero(np.isfinite(d[ga.tail]) & (d[ga.head] == d[ga.tail] - 1))
+        out_w = np.bincount(ga.tail[nxt], weights=ga.capacity[nxt], minlength=n)
+        frac = ga.capacity[nxt] / out_w[ga.tail[nxt]]
+        through = injection * share[j]
+        flow = np.zeros(len(nxt))
+        level = d[ga.tail[nxt]]
+        for hops in np.unique(level)[::-1]:   # the farthest nodes first
+            at = np.flatnonzero(level == hops)
+            flow[at] = through[ga.tail[nxt[at]]] * frac[at]
+            through = through + np.bincount(ga.head[nxt[at]], weights=flow[at], minlength=n)
+        load[nxt] += flow
+        net = (np.bincount(ga.tail[nxt], weights=flow, minlength=n)
+               - np.bincount(ga.head[nxt], weights=flow, minlength=n) - injection * share[j])
+        net[int(np.flatnonzero(d == 0)[0])] += float(injection.sum() * share[j])
+        residual = max(residual, float(np.abs(net).sum()))
+    return load, residual
+
+
+def wcmp_phase_one(ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray, hub_idx: np.ndarray,
+                   share: np.ndarray) -> RoutedPhaseOne | None:
+    """Every endpoint's phase-1 flow (unit rate, ``share`` to each hub) by fewest-hop WCMP
+    (:func:`phase_one_flows`), with both phases' load per arc; None when the distances to
+    the hubs are too large to hold (:data:`WCMP_MAX_HUB_ENTRIES`) or a hub is out of some
+    endpoint's reach."""
+    to_hub = hops_to_hubs(ga, hub_idx)
+    if to_hub is None or not np.all(np.isfinite(to_hub[:, ep_idx])):
         return None
-    is_hub = np.zeros(n, dtype=bool)
-    is_hub[hub_idx] = True
-    # An arc out of an endpoint is on a fewest-hop path to some hub when it gets one closer.
-    from_ep = np.flatnonzero(np.isin(ga.tail, ep_idx))
-    closer = (to_hub[:, ga.head[from_ep]] == to_hub[:, ga.tail[from_ep]] - 1).any(axis=0)
-    used = from_ep[closer]
-    n_used = np.bincount(ga.tail[used], minlength=n)
-    single = (n_used[ep_idx] == 1) & ~is_hub[ep_idx]
-    first_arc = np.full(len(ep_idx), -1)
-    arc_of_tail = np.full(n, -1)
-    arc_of_tail[ga.tail[used]] = used
-    first_arc[single] = arc_of_tail[ep_idx[single]]
-    # WCMP sources: the node behind each single-arc endpoint, and the others themselves.
-    start = np.where(single, ga.head[np.maximum(first_arc, 0)], ep_idx)
-    sources, weight = np.unique(start, return_counts=True)
-    demand = np.zeros((len(sources), n))
-    demand[:, hub_idx] = weight[:, None] * share[None, :]
-    key = ga.tail * n + ga.head
-    order = np.argsort(key, kind="stable")
-    g = _CoreGraph(np.arange(n), ga.tail, ga.head, ga.capacity, key[order], order, sources,
-                   demand, None)
-    rows, cols, vals = [], [], []
-    step = max(1, ECMP_CHUNK_ENTRIES // max(m, 1))
-    for lo in range(0, len(sources), step):
-        part = _CoreGraph(g.nodes, g.tail, g.head, g.capacity, g.arc_key, g.arc_of_key,
-                          sources[lo:lo + step], demand[lo:lo + step], None)
-        arcs, loads, cost = ecmp_columns(part, np.ones(m), ga.capacity)
-        if not np.all(np.isfinite(cost)):
-            return None
-        for k, (a, f) in enumerate(zip(arcs, loads, strict=True)):
-            rows.append(np.full(len(a), lo + k))
-            cols.append(a)
-            vals.append(f / weight[lo + k])   # per endpoint behind the source
-    flows = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
-                          shape=(len(sources), m))
-    load = np.asarray(flows.T @ weight.astype(float)).ravel()
-    np.add.at(load, first_arc[single], 1.0)
-    # Conservation, measured: each source's flow per endpoint behind it delivers `share`.
-    net = (flows @ ga.incidence().T).toarray()
-    net[np.arange(len(sources)), sources] -= 1.0
-    net[:, hub_idx] += share[None, :]
-    residual = float(np.abs(net).sum(axis=1).max()) if len(sources) else 0.0
-    return RoutedPhaseOne(load + load[rev], sources, weight, flows, first_arc, residual)
+    injection = np.bincount(ep_idx, minlength=ga.n_nodes).astype(float)
+    load, residual = phase_one_flows(ga, to_hub, share, injection)
+    return RoutedPhaseOne(load + load[rev], residual)
 
 
 def closes(lower: float, upper: float) -> bool:
@@ -251,4 +244,4 @@ def closes(lower: float, upper: float) -> bool:
 
 
 __all__ = ["FLIP_STARTS", "WCMP_MAX_HUB_ENTRIES", "RoutedPhaseOne", "ValiantCut", "best_cut",
-           "closes", "cut_of", "wcmp_phase_one"]
+           "closes", "cut_of", "hops_to_hubs", "phase_one_flows", "wcmp_phase_one"]
