@@ -50,6 +50,7 @@ from .backends import check_solve_args, solve_lp
 from .certificate import DistanceBound, certify
 from .lp import LinearProgram
 from .model import LiftedFlow, max_theta_lp
+from .bounds import hierarchy_partitions
 from .valiant_bounds import best_cut, closes, wcmp_phase_one
 from .symmetric import (
     OrbitClasses,
@@ -112,7 +113,12 @@ def hub_levels(fab: Any, endpoints: Iterable[Hashable] | None = None,
     {1: 8, 2: 8, 3: 4}
     """
     eps = check_endpoint_group("hub_levels", fab, endpoints)
-    ga = GraphArrays.from_fabric(fab)
+    return _levels(fab, GraphArrays.from_fabric(fab), eps)
+
+
+def _levels(fab: Any, ga: GraphArrays, eps: tuple[Hashable, ...],
+            ) -> dict[int, tuple[Hashable, ...]]:
+    """:func:`hub_levels` on arrays already read."""
     ep_idx = np.array([ga.index[e] for e in eps])
     others = np.setdiff1d(np.arange(ga.n_nodes), np.array([ga.index[e] for e in fab.endpoints]))
     network = np.zeros(ga.n_nodes, dtype=bool)
@@ -260,22 +266,20 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
 def _rate_for_hubs(fab: Any, eps: tuple[Hashable, ...], hub_list: tuple[Hashable, ...],
                    level: int | None, *, method: str, backend: str, time_limit: float | None,
                    bounds_first: bool | None, options: dict[str, Any], start: float,
-                   beat: float | None = None) -> ValiantBound | None:
+                   beat: float | None = None, arrays: _Arrays | None = None,
+                   ) -> ValiantBound | None:
     """:func:`valiant_rate` for hubs already resolved: the bounds stage first (when asked,
     by default with ``method="auto"``), then the LP for what it leaves open. With ``beat``
     (a rate already proven with other hubs), None when the cut shows these hubs cannot do
-    better."""
-    ga = GraphArrays.from_fabric(fab)
-    rev = _reverse_arcs(ga)
-    if rev is None:
-        raise InvalidParameterError("valiant_rate(): every link needs both directions "
-                                    "(phase 2 runs phase 1 backwards); see Fabric.validate()")
+    better. ``arrays`` are the fabric's, when the caller read them already."""
+    arrays = arrays or _Arrays.of(fab)
+    ga, rev = arrays.ga, arrays.rev
     by_level = level is not None
     ep_idx = np.array([ga.index[e] for e in eps])
     hub_idx = np.array([ga.index[h] for h in hub_list])
     stage = None
     if bounds_first if bounds_first is not None else method == "auto":
-        stage = _bounds_stage(fab, ga, rev, ep_idx, hub_idx, beat)
+        stage = _bounds_stage(fab, arrays, ep_idx, hub_idx, beat)
         if stage is None:
             return None
         if stage.status == "optimal":
@@ -349,7 +353,8 @@ def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     start = time.perf_counter()
     time_limit, bounds_first = _check_options(method, backend, time_limit, bounds_first)
     eps = check_endpoint_group("valiant_rate", fab, endpoints)
-    levels = hub_levels(fab, eps)  # reads the arrays, which checks every arc first
+    arrays = _Arrays.of(fab)  # reading the arrays checks every arc first
+    levels = _levels(fab, arrays.ga, eps)
     ceiling = min(fab.scale_out_injection_gbps(e) for e in eps)
     if enough_gbps is not None:
         ceiling = min(ceiling, enough_gbps)
@@ -358,7 +363,8 @@ def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
         tried = _rate_for_hubs(fab, eps, levels[level], level, method=method, backend=backend,
                                time_limit=time_limit, bounds_first=bounds_first,
                                options=backend_options, start=time.perf_counter(),
-                               beat=None if best is None else best.rate_gbps)
+                               beat=None if best is None else best.rate_gbps,
+                               arrays=arrays)
         if tried is None:
             continue  # its cut is below the rate proven: no better here
         if best is None or tried.rate_gbps > best.rate_gbps:
@@ -553,6 +559,26 @@ def _valiant_result(out: dict[str, Any], ga: GraphArrays, hubs: tuple[Hashable, 
                         level)
 
 
+@dataclass
+class _Arrays:
+    """A fabric's arrays, each arc's reverse and (once the bounds stage needs them) the
+    partitions of its hierarchy: read once for every hub level tried."""
+
+    ga: GraphArrays
+    rev: np.ndarray
+    partitions: list[np.ndarray] | None = None
+
+    @classmethod
+    def of(cls, fab: Any) -> _Arrays:
+        ga = GraphArrays.from_fabric(fab)
+        rev = _reverse_arcs(ga)
+        if rev is None:
+            raise InvalidParameterError("valiant_rate(): every link needs both directions "
+                                        "(phase 2 runs phase 1 backwards); see "
+                                        "Fabric.validate()")
+        return cls(ga, rev)
+
+
 @dataclass(frozen=True)
 class _Stage:
     """What the bounds stage proved: a certified ``rate`` with its two-phase ``load`` (per
@@ -568,12 +594,15 @@ class _Stage:
     status: str
 
 
-def _bounds_stage(fab: Any, ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray,
-                  hub_idx: np.ndarray, beat: float | None = None) -> _Stage | None:
+def _bounds_stage(fab: Any, arrays: _Arrays, ep_idx: np.ndarray, hub_idx: np.ndarray,
+                  beat: float | None = None) -> _Stage | None:
     """The cut above and WCMP phase-1 flows below (:mod:`fabricopt.flow.valiant_bounds`);
     None, before any routing, when the cut is no more than ``beat``."""
+    ga, rev = arrays.ga, arrays.rev
     share = hub_shares(ga, hub_idx, ep_idx)
-    cut = best_cut(fab, ga, ep_idx, hub_idx, share)
+    if arrays.partitions is None:
+        arrays.partitions = hierarchy_partitions(fab, ga)
+    cut = best_cut(ga, arrays.partitions, ep_idx, hub_idx, share)
     upper = cut.rate_gbps if cut is not None else np.inf
     if beat is not None and upper <= beat * (1 + 1e-9):
         return None

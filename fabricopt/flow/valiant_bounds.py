@@ -39,7 +39,6 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
 from ..graph_arrays import GraphArrays
-from .bounds import hierarchy_partitions
 from .certificate import EXACT_RTOL, certified_lower
 
 #: Largest hubs x nodes for which the routed lower bound is built (hop distances to every
@@ -87,11 +86,12 @@ def cut_of(ga: GraphArrays, side: np.ndarray, ep_idx: np.ndarray, hub_share: np.
     return ValiantCut(side, min(out, into), inside * p_out + (len(ep_idx) - inside) * p_in)
 
 
-def best_cut(fab: object, ga: GraphArrays, ep_idx: np.ndarray, hub_idx: np.ndarray,
-             share: np.ndarray) -> ValiantCut | None:
-    """The least bound over the groups of the fabric's hierarchy, each of the best
-    :data:`FLIP_STARTS` then improved by moving hubs across; None when no set bounds the
-    rate."""
+def best_cut(ga: GraphArrays, partitions: list[np.ndarray], ep_idx: np.ndarray,
+             hub_idx: np.ndarray, share: np.ndarray) -> ValiantCut | None:
+    """The least bound over the groups of ``partitions`` (a group label per node each, as
+    :func:`~fabricopt.flow.bounds.hierarchy_partitions` gives), the best
+    :data:`FLIP_STARTS` of them then improved by moving hubs across; None when no set
+    bounds the rate."""
     n, N = ga.n_nodes, len(ep_idx)
     hub_share = np.zeros(n)
     hub_share[hub_idx] = share
@@ -99,7 +99,7 @@ def best_cut(fab: object, ga: GraphArrays, ep_idx: np.ndarray, hub_idx: np.ndarr
     # anything below is the rounding of shares that sum to one.
     tiny = 0.5 * float(share[share > 0].min())
     starts: list[tuple[float, np.ndarray, int]] = []
-    for label in hierarchy_partitions(fab, ga):
+    for label in partitions:
         groups = int(label.max()) + 1
         crossing = label[ga.tail] != label[ga.head]
         cap_out = np.bincount(label[ga.tail], weights=ga.capacity * crossing, minlength=groups)
