@@ -274,12 +274,14 @@ def _degraded_lower(fab: Fabric, eps: tuple, time_limit: float | None,
             f"the intact fabric's bound ({ref.lower_from}) less {lost:.6g} Gb/s of links lost")
 
 
-def _hose_rate(fab: Fabric, eps: tuple, enough_gbps: float, time_limit: float | None) -> Any:
+def _hose_rate(fab: Fabric, eps: tuple, enough_gbps: float, time_limit: float | None,
+               ga: GraphArrays) -> Any:
     """The certified two-phase hose rate (best hub level, stopping once it proves
     ``enough_gbps``), or None when the fabric has one-way links or hubs nothing enters (no
     two-phase routing)."""
     try:
-        return best_hub_level(fab, eps, enough_gbps=enough_gbps, time_limit=time_limit)
+        return best_hub_level(fab, eps, enough_gbps=enough_gbps, time_limit=time_limit,
+                              arrays=ga)
     except InvalidParameterError:
         return None
 
@@ -373,7 +375,7 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
         lower, lower_from = degraded
     hose = None
     if lower < upper * (1 - 1e-9):
-        hose = _hose_rate(fab, eps, upper / max(half, 1), time_limit)
+        hose = _hose_rate(fab, eps, upper / max(half, 1), time_limit, ga)
     if hose is not None and hose.rate_gbps * half > lower:
         lower = hose.rate_gbps * half
         lower_from = (f"two-phase hose rate, hubs {hose.level} hops out ({hose.method}, "

@@ -338,7 +338,8 @@ def _check_options(method: Any, backend: Any, time_limit: Any, bounds_first: Any
 def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
                    enough_gbps: float | None = None, method: str = "auto",
                    backend: str = "highs", time_limit: float | None = None,
-                   bounds_first: bool | None = None, **backend_options: Any) -> ValiantBound:
+                   bounds_first: bool | None = None, arrays: GraphArrays | None = None,
+                   **backend_options: Any) -> ValiantBound:
     """The best :func:`valiant_rate` over the hub levels, from the top tier down (cores,
     spines, leaves): the top usually wins on a Clos, the leaves where GPUs relay over NVLink
     to another rail's NIC.
@@ -347,14 +348,16 @@ def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     needs, e.g. to close a bracket) or at the scale-out injection of an endpoint (past which
     no level does better in a cluster of several domains: a permutation across domains
     fills their NICs). With the bounds stage, a level whose cut is no better than the rate
-    already proven is passed over without a solve. The other arguments are
-    :func:`valiant_rate`'s.
+    already proven is passed over without a solve. ``arrays`` are the fabric's
+    :class:`~fabricopt.graph_arrays.GraphArrays` when the caller read them already; the other
+    arguments are :func:`valiant_rate`'s.
     """
     start = time.perf_counter()
     time_limit, bounds_first = _check_options(method, backend, time_limit, bounds_first)
     eps = check_endpoint_group("valiant_rate", fab, endpoints)
-    arrays = _Arrays.of(fab)  # reading the arrays checks every arc first
-    levels = _levels(fab, arrays.ga, eps)
+    # Reading the arrays checks every arc first.
+    prepared = _Arrays.of(fab, arrays)
+    levels = _levels(fab, prepared.ga, eps)
     ceiling = min(fab.scale_out_injection_gbps(e) for e in eps)
     if enough_gbps is not None:
         ceiling = min(ceiling, enough_gbps)
@@ -364,7 +367,7 @@ def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
                                time_limit=time_limit, bounds_first=bounds_first,
                                options=backend_options, start=time.perf_counter(),
                                beat=None if best is None else best.rate_gbps,
-                               arrays=arrays)
+                               arrays=prepared)
         if tried is None:
             continue  # its cut is below the rate proven: no better here
         if best is None or tried.rate_gbps > best.rate_gbps:
@@ -569,8 +572,8 @@ class _Arrays:
     partitions: list[np.ndarray] | None = None
 
     @classmethod
-    def of(cls, fab: Any) -> _Arrays:
-        ga = GraphArrays.from_fabric(fab)
+    def of(cls, fab: Any, ga: GraphArrays | None = None) -> _Arrays:
+        ga = ga if ga is not None else GraphArrays.from_fabric(fab)
         rev = _reverse_arcs(ga)
         if rev is None:
             raise InvalidParameterError("valiant_rate(): every link needs both directions "
@@ -610,6 +613,8 @@ def _bounds_stage(fab: Any, arrays: _Arrays, ep_idx: np.ndarray, hub_idx: np.nda
     rate, overload, load, residual = 0.0, 0.0, None, 0.0
     if routed is not None:
         rate, overload = routed.rate(ga.capacity, float(share[share > 0].min()))
+        # Rounding may put the rate an ulp above the cut: the smaller is proven too.
+        rate = min(rate, upper)
         load, residual = routed.load * rate, routed.residual_l1
     return _Stage(rate, load, overload, residual, upper, None if cut is None else cut.side,
                   "optimal" if closes(rate, upper) else "not_solved")

@@ -1,0 +1,126 @@
+"""Bounds first for the two-phase rate against its LP: on random small fabrics
+(oversubscribed, partly filled, multi-plane, failed) the cut is at least the LP's rate, the
+WCMP rate at most, both re-proved here from the fabric, and the families whose structure
+makes a cut tight close without an LP."""
+
+import numpy as np
+import pytest
+from test_bounds_first import random_fabric
+
+import fabricopt as fo
+from fabricopt.flow.valiant import _reverse_arcs, hub_levels, hub_shares
+from fabricopt.flow.valiant_bounds import hops_to_hubs, phase_one_flows
+from fabricopt.graph_arrays import GraphArrays
+
+
+def _recheck_cut(fab, bound):
+    """The cut's bound recomputed from its side alone: the smaller of the capacities leaving
+    and entering it over ``|E_S| p(outside) + |E_outside| p(S)``."""
+    ga = GraphArrays.from_fabric(fab)
+    side = np.array([v in bound.cut for v in ga.nodes])
+    out = ga.capacity[side[ga.tail] & ~side[ga.head]].sum()
+    into = ga.capacity[~side[ga.tail] & side[ga.head]].sum()
+    ep = np.array([ga.index[e] for e in fab.endpoints])
+    hub = np.array([ga.index[h] for h in bound.hubs])
+    p = hub_shares(ga, hub, ep)
+    inside = side[ep].sum()
+    crossing = inside * p[~side[hub]].sum() + (len(ep) - inside) * p[side[hub]].sum()
+    return min(out, into) / crossing
+
+
+def _recheck_flows(fab, bound):
+    """Every endpoint's own WCMP phase-1 flow conserves (it sends one unit, ``p`` to each
+    hub), and at the reported rate the flows of all of them, both phases, fit every arc and
+    add up to the reported load."""
+    ga = GraphArrays.from_fabric(fab)
+    ep = np.array([ga.index[e] for e in fab.endpoints])
+    hub = np.array([ga.index[h] for h in bound.hubs])
+    p = hub_shares(ga, hub, ep)
+    to_hub = hops_to_hubs(ga, hub)
+    total = np.zeros(ga.n_arcs)
+    for s in ep:
+        alone = np.zeros(ga.n_nodes)
+        alone[s] = 1.0
+        flow, _ = phase_one_flows(ga, to_hub, p, alone)
+        supply = -np.bincount(hub, weights=p, minlength=ga.n_nodes)
+        supply[s] += 1.0
+        assert np.abs(ga.incidence() @ flow - supply).max() < 1e-9
+        total += flow
+    load = (total + total[_reverse_arcs(ga)]) * bound.rate_gbps
+    assert np.all(load <= ga.capacity * (1 + 1e-9))
+    reported = np.array([bound.load_gbps[a] for a in ga.arcs])
+    np.testing.assert_allclose(reported, load, rtol=1e-9, atol=1e-9 * ga.capacity.max())
+
+
+def _levels_against_lp(seed):
+    fab = random_fabric(seed)
+    closed = 0
+    for level in hub_levels(fab):
+        exact = fo.valiant_rate(fab, hubs=level, method="lp", bounds_first=False)
+        first = fo.valiant_rate(fab, hubs=level, method="lp", bounds_first=True)
+        # The cut is at least the LP's rate and re-proves on the fabric.
+        assert first.upper_gbps >= exact.rate_gbps * (1 - 1e-9)
+        assert _recheck_cut(fab, first) == pytest.approx(first.upper_gbps, rel=1e-9)
+        if first.method == "bounds":
+            closed += 1
+            if first.upper_gbps > 0:  # else a hub out of reach: the cut proves 0
+                _recheck_flows(fab, first)
+            assert first.rate_gbps <= first.upper_gbps
+        # Closed or not, the answer is the LP's rate.
+        assert first.rate_gbps == pytest.approx(exact.rate_gbps, rel=1e-6)
+    return closed
+
+
+@pytest.mark.parametrize("seed", range(15))
+def test_bounds_first_agrees_with_the_lp(seed):
+    _levels_against_lp(seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(15, 50))
+def test_bounds_first_agrees_with_the_lp_more(seed):
+    _levels_against_lp(seed)
+
+
+# Families where a cut is tight and WCMP meets it, so no LP runs (the rates are in
+# test_valiant.py's closed forms): a fat tree through its cores (a host's own link, r = the
+# link rate), an oversubscribed leaf-spine (a leaf's uplinks over its hosts), a ring with
+# every node a hub (the hop lengths), a DGX H100 through its NVSwitches (a GPU's links), a
+# DGX SuperPOD scalable unit (a server's NICs).
+CLOSING = [fo.fat_tree(4), fo.fat_tree(6), fo.leaf_spine(4, 1, 4, link_gbps=100),
+           fo.leaf_spine(8, 2, 6), fo.ring(8), fo.dgx_h100(), fo.superpod(1)]
+
+
+@pytest.mark.parametrize("fab", CLOSING, ids=[f.name for f in CLOSING])
+def test_families_close_by_bounds_alone(fab):
+    first = fo.valiant_rate(fab)
+    assert first.method == "bounds", first.message
+    lp = fo.valiant_rate(fab, hubs=first.level, bounds_first=False)
+    assert first.rate_gbps == pytest.approx(lp.rate_gbps, rel=1e-6)
+    assert _recheck_cut(fab, first) == pytest.approx(first.upper_gbps, rel=1e-9)
+    _recheck_flows(fab, first)
+
+
+def test_a_cut_that_does_not_close_goes_to_the_lp():
+    # A 2-node cluster of 4-GPU domains with 2 NVSwitches on a rail network: relaying over
+    # NVLink to another rail's NIC beats the fewest-hop WCMP toward the rail leaves, so the
+    # bounds do not meet and the LP answers, inside the stage's bracket.
+    fab = fo.cluster(fo.nvswitch_domain(4, 2, 2, 100.0), nodes=3)
+    for level in hub_levels(fab):
+        first = fo.valiant_rate(fab, hubs=level)
+        exact = fo.valiant_rate(fab, hubs=level, bounds_first=False)
+        assert first.rate_gbps == pytest.approx(exact.rate_gbps, rel=1e-6)
+        assert first.upper_gbps >= first.rate_gbps * (1 - 1e-9)
+
+
+def test_a_level_whose_cut_cannot_win_is_passed_over():
+    # fat_tree(4): the cores prove 400 Gb/s, a host's link rate; the leaves' and spines' cuts
+    # (a host's own link, at most 400) cannot beat it, so the best is the cores' and none of
+    # the others is solved.
+    best = fo.valiant_rate(fo.fat_tree(4))
+    assert best.level == 3 and best.method == "bounds"
+
+
+def test_bounds_first_is_a_bool():
+    with pytest.raises(fo.InvalidParameterError, match="bounds_first"):
+        fo.valiant_rate(fo.ring(4), bounds_first="yes")
