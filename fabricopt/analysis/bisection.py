@@ -35,6 +35,7 @@ from .._checks import check_int, check_positive
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_endpoint_group
 from ..flow import max_concurrent_flow
+from ..flow.bounds import structural_cut_lengths
 from ..flow.valiant import best_hub_level
 from ..generators.recipe import try_replay
 from ..graph_arrays import GraphArrays
@@ -286,6 +287,16 @@ def _hose_rate(fab: Fabric, eps: tuple, enough_gbps: float, time_limit: float | 
         return None
 
 
+def _all_to_all_may_help(fab: Fabric, traffic: Any, ga: GraphArrays, lower: float,
+                         half: int, n: int) -> bool:
+    """False when a cut of the hierarchy already caps the all-to-all throughput below what
+    its bound would need to beat ``lower`` (theta x half x (n - half)): no solve then."""
+    if lower <= 0:
+        return True
+    theta_cap, _ = structural_cut_lengths(fab, traffic, ga)
+    return bool(theta_cap * half * (n - half) > lower * (1 + 1e-9))
+
+
 def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = None,
                         milp_max_nodes: int = 60, time_limit: float | None = 30.0,
                         seed: int = 0) -> BisectionResult:
@@ -380,8 +391,9 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
         lower = hose.rate_gbps * half
         lower_from = (f"two-phase hose rate, hubs {hose.level} hops out ({hose.method}, "
                       f"{hose.status})")
-    if lower < upper * (1 - 1e-9):
-        flow = max_concurrent_flow(fab, all_to_all(fab, endpoints=eps), time_limit=time_limit)
+    traffic = all_to_all(fab, endpoints=eps)
+    if lower < upper * (1 - 1e-9) and _all_to_all_may_help(fab, traffic, ga, lower, half, n):
+        flow = max_concurrent_flow(fab, traffic, time_limit=time_limit)
         if flow.lower * half * (n - half) > lower:
             lower = flow.lower * half * (n - half)
             lower_from = f"all-to-all throughput ({flow.method}, {flow.status})"

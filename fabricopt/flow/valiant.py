@@ -284,7 +284,8 @@ def _rate_for_hubs(fab: Any, eps: tuple[Hashable, ...], hub_list: tuple[Hashable
             return None
         if stage.status == "optimal":
             return _stage_result(stage, ga, hub_list, len(eps), start, level)
-    if (method == "auto" and fab.symmetry is None and by_level
+    claim = fab.symmetry  # re-checked against the graph at every read: read once
+    if (method == "auto" and claim is None and by_level
             and set(eps) == set(fab.endpoints)
             and len(eps) * (3 * ga.n_arcs + 1) > MAX_FULL_NONZEROS):
         # Too large for the per-endpoint LP: find the group instead (one root flow per
@@ -292,8 +293,8 @@ def _rate_for_hubs(fab: Any, eps: tuple[Hashable, ...], hub_list: tuple[Hashable
         found = search_symmetry(fab, time_limit=time_limit,
                                 max_endpoint_orbits=max(1, len(eps) // 4))
         if found.symmetry is not None and found.symmetry.n_endpoint_orbits <= len(eps) // 4:
-            fab = with_symmetry(fab, found.symmetry)
-    symmetric_ok = (fab.symmetry is not None and by_level
+            fab, claim = with_symmetry(fab, found.symmetry), found.symmetry
+    symmetric_ok = (claim is not None and by_level
                     and set(eps) == set(fab.endpoints))
     if method == "symmetric" and not symmetric_ok:
         raise InvalidParameterError("valiant_rate(): method='symmetric' needs an unchanged "
@@ -301,7 +302,7 @@ def _rate_for_hubs(fab: Any, eps: tuple[Hashable, ...], hub_list: tuple[Hashable
                                     "given by level")
     scale = float(max(fab.injection_gbps(e) for e in eps)) or 1.0
     if method == "symmetric" or (method == "auto" and symmetric_ok):
-        model = _SymmetricPhaseOne.build(fab, ga, rev, ep_idx, hub_idx, scale)
+        model = _SymmetricPhaseOne.build(fab, ga, rev, ep_idx, hub_idx, scale, claim)
         if model is not None:
             out = _solve(model, backend, time_limit, options)
             return _with_stage(_valiant_result(out, ga, hub_list, len(eps), "symmetric",
@@ -477,9 +478,9 @@ class _SymmetricPhaseOne:
 
     @classmethod
     def build(cls, fab: Any, ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray,
-              hub_idx: np.ndarray, scale: float) -> _SymmetricPhaseOne | None:
+              hub_idx: np.ndarray, scale: float, claim: Any) -> _SymmetricPhaseOne | None:
         share = hub_shares(ga, hub_idx, ep_idx)
-        sym = fab.symmetry
+        sym = claim  # fab.symmetry, as the caller read it
         orbit = arc_orbits(ga, sym)
         orbit_size = np.bincount(orbit).astype(float)
         n_orb = len(orbit_size)
@@ -639,6 +640,7 @@ def _with_stage(result: ValiantBound, stage: _Stage | None, ga: GraphArrays) -> 
         result.cut = frozenset(ga.nodes[i] for i in np.flatnonzero(stage.side))
     if stage.load is not None and stage.rate > result.rate_gbps:
         result.rate_gbps, result.max_overload = stage.rate, stage.overload
+        result.method = "bounds"  # the rate is the stage's proof, not the solve's
         result.max_residual = stage.residual
         result.load_gbps = dict(zip(ga.arcs, map(float, stage.load), strict=True))
         result.message = (f"{result.message}; the bounds stage's WCMP rate is higher "
