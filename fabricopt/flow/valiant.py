@@ -52,6 +52,7 @@ from .lp import LinearProgram
 from .model import LiftedFlow, max_theta_lp
 from .bounds import hierarchy_partitions
 from .valiant_bounds import best_cut, closes, wcmp_phase_one
+from .valiant_domains import DomainPhaseOne
 from .symmetric import (
     OrbitClasses,
     arc_orbits,
@@ -89,8 +90,10 @@ class ValiantBound:
     #: The least bound of the cuts tried by the bounds stage (inf when it did not run): the
     #: best two-phase rate with these hubs is at most this.
     upper_gbps: float = np.inf
-    #: The nodes on one side of that cut.
+    #: The nodes on one side of that cut, when a cut gives it; else the arc lengths whose
+    #: two-phase distance bound does (``lengths``).
     cut: frozenset[Hashable] | None = field(default=None, repr=False)
+    lengths: dict[tuple[Hashable, Hashable], float] | None = field(default=None, repr=False)
 
     def __str__(self) -> str:
         return (f"hose rate        {self.rate_gbps:.6g} Gb/s per endpoint, any traffic "
@@ -586,8 +589,9 @@ class _Arrays:
 @dataclass(frozen=True)
 class _Stage:
     """What the bounds stage proved: a certified ``rate`` with its two-phase ``load`` (per
-    arc, Gb/s at that rate; None without a routing), the cut's bound ``upper_gbps`` and its
-    side, and ``status`` ("optimal" when they meet)."""
+    arc, Gb/s at that rate; None without a routing) and what proved it, the bound
+    ``upper_gbps`` with the cut's ``side`` or the ``lengths`` behind it, and ``status``
+    ("optimal" when they meet)."""
 
     rate: float
     load: np.ndarray | None
@@ -595,12 +599,16 @@ class _Stage:
     residual: float
     upper_gbps: float
     side: np.ndarray | None
+    lengths: np.ndarray | None
     status: str
+    lower_from: str
+    upper_from: str
 
 
 def _bounds_stage(fab: Any, arrays: _Arrays, ep_idx: np.ndarray, hub_idx: np.ndarray,
                   beat: float | None = None) -> _Stage | None:
-    """The cut above and WCMP phase-1 flows below (:mod:`fabricopt.flow.valiant_bounds`);
+    """The cut above and WCMP phase-1 flows below (:mod:`fabricopt.flow.valiant_bounds`),
+    then, when they do not meet, the merged LP of :mod:`fabricopt.flow.valiant_domains`;
     None, before any routing, when the cut is no more than ``beat``."""
     ga, rev = arrays.ga, arrays.rev
     share = hub_shares(ga, hub_idx, ep_idx)
@@ -610,23 +618,37 @@ def _bounds_stage(fab: Any, arrays: _Arrays, ep_idx: np.ndarray, hub_idx: np.nda
     upper = cut.rate_gbps if cut is not None else np.inf
     if beat is not None and upper <= beat * (1 + 1e-9):
         return None
+    side, lengths = (None if cut is None else cut.side), None
     routed = wcmp_phase_one(ga, rev, ep_idx, hub_idx, share)
     rate, overload, load, residual = 0.0, 0.0, None, 0.0
+    lower_from, upper_from = "nothing routed", "a hierarchy cut"
     if routed is not None:
         rate, overload = routed.rate(ga.capacity, float(share[share > 0].min()))
-        # Rounding may put the rate an ulp above the cut: the smaller is proven too.
-        rate = min(rate, upper)
-        load, residual = routed.load * rate, routed.residual_l1
-    return _Stage(rate, load, overload, residual, upper, None if cut is None else cut.side,
-                  "optimal" if closes(rate, upper) else "not_solved")
+        load, residual, lower_from = routed.load * rate, routed.residual_l1, "WCMP phase-1 flows"
+    if not closes(rate, upper):
+        merged = DomainPhaseOne.build(fab, ga, rev, ep_idx, hub_idx, share)
+        if merged is not None:
+            cert = certify(merged, solve_lp(merged.lp, "highs"))
+            if cert.upper * merged.scale < upper:
+                upper, side, lengths = cert.upper * merged.scale, None, cert.lengths
+                upper_from = "the merged LP's duals"
+            if cert.lifted is not None and cert.lower * merged.scale > rate:
+                rate, overload = cert.lower * merged.scale, cert.max_overload
+                load = cert.lifted.load * (cert.lower / cert.lifted.theta)
+                residual, lower_from = cert.max_residual, "the merged LP's point"
+    # Rounding may put the rate an ulp above the bound: the smaller is proven too.
+    if load is not None and rate > upper:
+        load, rate = load * (upper / rate), upper
+    return _Stage(rate, load, overload, residual, upper, side, lengths,
+                  "optimal" if closes(rate, upper) else "not_solved", lower_from, upper_from)
 
 
 def _stage_result(stage: _Stage, ga: GraphArrays, hubs: tuple[Hashable, ...], n: int,
                   start: float, level: int | None) -> ValiantBound:
-    """The bounds stage's answer: WCMP's certified rate, which meets the cut."""
+    """The bounds stage's answer: a certified rate that meets the bound above."""
     out = {"rate": stage.rate, "status": "optimal", "overload": stage.overload,
            "residual": stage.residual, "load": stage.load,
-           "message": "bounds first: WCMP phase-1 flows meet a hierarchy cut"}
+           "message": f"bounds first: {stage.lower_from} meet {stage.upper_from}"}
     return _with_stage(_valiant_result(out, ga, hubs, n, "bounds", start, level), stage, ga)
 
 
@@ -635,9 +657,11 @@ def _with_stage(result: ValiantBound, stage: _Stage | None, ga: GraphArrays) -> 
     load) where the solve proved less."""
     if stage is None:
         return result
+    result.upper_gbps = stage.upper_gbps
     if stage.side is not None:
-        result.upper_gbps = stage.upper_gbps
         result.cut = frozenset(ga.nodes[i] for i in np.flatnonzero(stage.side))
+    if stage.lengths is not None:
+        result.lengths = dict(zip(ga.arcs, map(float, stage.lengths), strict=True))
     if stage.load is not None and stage.rate > result.rate_gbps:
         result.rate_gbps, result.max_overload = stage.rate, stage.overload
         result.method = "bounds"  # the rate is the stage's proof, not the solve's
