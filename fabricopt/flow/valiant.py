@@ -621,7 +621,7 @@ def _bounds_stage(fab: Any, arrays: _Arrays, ep_idx: np.ndarray, hub_idx: np.nda
     side, lengths = (None if cut is None else cut.side), None
     routed = wcmp_phase_one(ga, rev, ep_idx, hub_idx, share)
     rate, overload, load, residual = 0.0, 0.0, None, 0.0
-    lower_from, upper_from = "nothing routed", "a hierarchy cut"
+    lower_from, upper_from = "no routing", "a hierarchy cut"
     if routed is not None:
         rate, overload = routed.rate(ga.capacity, float(share[share > 0].min()))
         load, residual, lower_from = routed.load * rate, routed.residual_l1, "WCMP phase-1 flows"
@@ -648,7 +648,7 @@ def _stage_result(stage: _Stage, ga: GraphArrays, hubs: tuple[Hashable, ...], n:
     """The bounds stage's answer: a certified rate that meets the bound above."""
     out = {"rate": stage.rate, "status": "optimal", "overload": stage.overload,
            "residual": stage.residual, "load": stage.load,
-           "message": f"bounds first: {stage.lower_from} meet {stage.upper_from}"}
+           "message": f"bounds first: {stage.lower_from} and {stage.upper_from} meet"}
     return _with_stage(_valiant_result(out, ga, hubs, n, "bounds", start, level), stage, ga)
 
 

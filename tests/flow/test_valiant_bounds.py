@@ -128,16 +128,29 @@ def test_families_close_by_bounds_alone(fab):
         _recheck_flows(fab, first)
 
 
-def test_a_cut_that_does_not_close_goes_to_the_lp():
-    # A 2-node cluster of 4-GPU domains with 2 NVSwitches on a rail network: relaying over
-    # NVLink to another rail's NIC beats the fewest-hop WCMP toward the rail leaves, so the
-    # bounds do not meet and the LP answers, inside the stage's bracket.
+def test_a_cluster_closes_by_the_merged_lp():
+    # 3 servers of 4 GPUs and 2 NVSwitches on a rail network, hubs its spines: the merged LP
+    # (one commodity per group of servers attached alike) is exact; its lifted point and its
+    # duals (or a cut) meet, and both re-prove on the fabric.
     fab = fo.cluster(fo.nvswitch_domain(4, 2, 2, 100.0), nodes=3)
     for level in hub_levels(fab):
         first = fo.valiant_rate(fab, hubs=level)
         exact = fo.valiant_rate(fab, hubs=level, bounds_first=False)
+        assert first.method == "bounds"
         assert first.rate_gbps == pytest.approx(exact.rate_gbps, rel=1e-6)
-        assert first.upper_gbps >= first.rate_gbps * (1 - 1e-9)
+        assert _recheck_upper(fab, first) == pytest.approx(first.upper_gbps, rel=1e-9)
+        _loads_fit(fab, first)
+
+
+def test_a_direct_network_goes_to_the_lp():
+    # A jellyfish has no hierarchy and no scale-up domains to merge: fewest-hop WCMP falls
+    # short of the hop cut, so the LP answers, inside the stage's bracket.
+    fab = random_fabric(19)
+    first = fo.valiant_rate(fab, hubs=1)
+    exact = fo.valiant_rate(fab, hubs=1, bounds_first=False)
+    assert first.method != "bounds"
+    assert first.rate_gbps == pytest.approx(exact.rate_gbps, rel=1e-6)
+    assert first.upper_gbps >= first.rate_gbps
 
 
 def test_a_level_whose_cut_cannot_win_is_passed_over():
