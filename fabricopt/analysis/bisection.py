@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_int, check_positive
+from .._checks import check_bool, check_int, check_positive
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_endpoint_group
 from ..flow import max_concurrent_flow
@@ -276,13 +276,13 @@ def _degraded_lower(fab: Fabric, eps: tuple, time_limit: float | None,
 
 
 def _hose_rate(fab: Fabric, eps: tuple, enough_gbps: float, time_limit: float | None,
-               ga: GraphArrays) -> Any:
+               ga: GraphArrays, bounds_first: bool | None) -> Any:
     """The certified two-phase hose rate (best hub level, stopping once it proves
     ``enough_gbps``), or None when the fabric has one-way links or hubs nothing enters (no
     two-phase routing)."""
     try:
         return best_hub_level(fab, eps, enough_gbps=enough_gbps, time_limit=time_limit,
-                              arrays=ga)
+                              arrays=ga, bounds_first=bounds_first)
     except InvalidParameterError:
         return None
 
@@ -299,7 +299,7 @@ def _all_to_all_may_help(fab: Fabric, traffic: Any, ga: GraphArrays, lower: floa
 
 def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = None,
                         milp_max_nodes: int = 60, time_limit: float | None = 30.0,
-                        seed: int = 0) -> BisectionResult:
+                        seed: int = 0, bounds_first: bool | None = None) -> BisectionResult:
     """Bisection bandwidth of ``fab`` among ``endpoints`` (default: all), with proof.
 
     Parameters
@@ -315,6 +315,10 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
         tier), the all-to-all throughput and the MILP.
     seed : int
         Seed of Kernighan–Lin.
+    bounds_first : bool, optional
+        The two-phase rate by its bounds stage first (:func:`~fabricopt.valiant_rate`), and
+        no all-to-all solve when a hierarchy cut shows it cannot raise the lower bound.
+        Default: on; False runs both as they ran before the stage existed.
 
     Returns
     -------
@@ -342,6 +346,8 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     if time_limit is not None:
         time_limit = check_positive("bisection_bandwidth", "time_limit", time_limit)
     seed = check_int("bisection_bandwidth", "seed", seed, minimum=0)
+    if bounds_first is not None:
+        bounds_first = check_bool("bisection_bandwidth", "bounds_first", bounds_first)
     eps = check_endpoint_group("bisection_bandwidth", fab, endpoints)
     ga = GraphArrays.from_fabric(fab)
     with np.errstate(over="ignore"):  # the overflow is the answer sought, not a warning
@@ -386,13 +392,14 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
         lower, lower_from = degraded
     hose = None
     if lower < upper * (1 - 1e-9):
-        hose = _hose_rate(fab, eps, upper / max(half, 1), time_limit, ga)
+        hose = _hose_rate(fab, eps, upper / max(half, 1), time_limit, ga, bounds_first)
     if hose is not None and hose.rate_gbps * half > lower:
         lower = hose.rate_gbps * half
         lower_from = (f"two-phase hose rate, hubs {hose.level} hops out ({hose.method}, "
                       f"{hose.status})")
     traffic = all_to_all(fab, endpoints=eps)
-    if lower < upper * (1 - 1e-9) and _all_to_all_may_help(fab, traffic, ga, lower, half, n):
+    if lower < upper * (1 - 1e-9) and (bounds_first is False or _all_to_all_may_help(
+            fab, traffic, ga, lower, half, n)):
         flow = max_concurrent_flow(fab, traffic, time_limit=time_limit)
         if flow.lower * half * (n - half) > lower:
             lower = flow.lower * half * (n - half)
