@@ -119,14 +119,19 @@ def hub_levels(fab: Any, endpoints: Iterable[Hashable] | None = None,
     return _levels(fab, GraphArrays.from_fabric(fab), eps)
 
 
+def scale_up_arcs(fab: Any, ga: GraphArrays) -> np.ndarray:
+    """Mask of the scale-up arcs of ``ga`` (:func:`fabricopt.tiers.is_scale_up_arc`)."""
+    return np.fromiter((is_scale_up_arc(d) for _, _, d in fab.graph.edges(data=True)),
+                       dtype=bool, count=ga.n_arcs)
+
+
 def _levels(fab: Any, ga: GraphArrays, eps: tuple[Hashable, ...],
-            ) -> dict[int, tuple[Hashable, ...]]:
-    """:func:`hub_levels` on arrays already read."""
+            scale_up: np.ndarray | None = None) -> dict[int, tuple[Hashable, ...]]:
+    """:func:`hub_levels` on arrays already read (and their scale-up arcs, if known)."""
     ep_idx = np.array([ga.index[e] for e in eps])
     others = np.setdiff1d(np.arange(ga.n_nodes), np.array([ga.index[e] for e in fab.endpoints]))
     network = np.zeros(ga.n_nodes, dtype=bool)
-    scale_out = np.fromiter((not is_scale_up_arc(d) for _, _, d in fab.graph.edges(data=True)),
-                            dtype=bool, count=ga.n_arcs)
+    scale_out = ~(scale_up if scale_up is not None else scale_up_arcs(fab, ga))
     network[ga.tail[scale_out]] = True
     network[ga.head[scale_out]] = True
     if network[others].any():
@@ -303,7 +308,9 @@ def _rate_for_hubs(fab: Any, eps: tuple[Hashable, ...], hub_list: tuple[Hashable
         raise InvalidParameterError("valiant_rate(): method='symmetric' needs an unchanged "
                                     "fabric with a symmetry claim, all endpoints and hubs "
                                     "given by level")
-    scale = float(max(fab.injection_gbps(e) for e in eps)) or 1.0
+    loops = ga.tail != ga.head
+    injection = np.bincount(ga.tail[loops], weights=ga.capacity[loops], minlength=ga.n_nodes)
+    scale = float(injection[ep_idx].max()) or 1.0  # Fabric.injection_gbps, for all at once
     if method == "symmetric" or (method == "auto" and symmetric_ok):
         model = _SymmetricPhaseOne.build(fab, ga, rev, ep_idx, hub_idx, scale, claim)
         if model is not None:
@@ -361,8 +368,8 @@ def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     eps = check_endpoint_group("valiant_rate", fab, endpoints)
     # Reading the arrays checks every arc first.
     prepared = _Arrays.of(fab, arrays)
-    levels = _levels(fab, prepared.ga, eps)
-    ceiling = min(fab.scale_out_injection_gbps(e) for e in eps)
+    levels = _levels(fab, prepared.ga, eps, prepared.scale_up)
+    ceiling = prepared.scale_out_injection(eps)
     if enough_gbps is not None:
         ceiling = min(ceiling, enough_gbps)
     best: ValiantBound | None = None
@@ -573,6 +580,7 @@ class _Arrays:
 
     ga: GraphArrays
     rev: np.ndarray
+    scale_up: np.ndarray
     partitions: list[np.ndarray] | None = None
 
     @classmethod
@@ -583,7 +591,17 @@ class _Arrays:
             raise InvalidParameterError("valiant_rate(): every link needs both directions "
                                         "(phase 2 runs phase 1 backwards); see "
                                         "Fabric.validate()")
-        return cls(ga, rev)
+        return cls(ga, rev, scale_up_arcs(fab, ga))
+
+    def scale_out_injection(self, eps: tuple[Hashable, ...]) -> float:
+        """The least :meth:`~fabricopt.Fabric.scale_out_injection_gbps` of ``eps``, for
+        all at once: capacity out on links that are not scale-up, or all of it without."""
+        ga, n = self.ga, self.ga.n_nodes
+        idx = np.array([ga.index[e] for e in eps])
+        out = np.bincount(ga.tail[~self.scale_up], weights=ga.capacity[~self.scale_up],
+                          minlength=n)[idx]
+        every = np.bincount(ga.tail, weights=ga.capacity, minlength=n)[idx]
+        return float(np.where(out > 0, out, every).min())
 
 
 @dataclass(frozen=True)
@@ -626,7 +644,7 @@ def _bounds_stage(fab: Any, arrays: _Arrays, ep_idx: np.ndarray, hub_idx: np.nda
         rate, overload = routed.rate(ga.capacity, float(share[share > 0].min()))
         load, residual, lower_from = routed.load * rate, routed.residual_l1, "WCMP phase-1 flows"
     if not closes(rate, upper):
-        merged = DomainPhaseOne.build(fab, ga, rev, ep_idx, hub_idx, share)
+        merged = DomainPhaseOne.build(ga, rev, ep_idx, hub_idx, share, arrays.scale_up)
         if merged is not None:
             cert = certify(merged, solve_lp(merged.lp, "highs"))
             if cert.upper * merged.scale < upper:

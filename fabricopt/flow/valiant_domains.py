@@ -39,7 +39,6 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, dijkstra
 
 from ..graph_arrays import GraphArrays
-from ..tiers import is_scale_up_arc
 from .certificate import DistanceBound
 from .lp import LinearProgram
 from .model import LiftedFlow, max_theta_lp
@@ -61,10 +60,10 @@ class _Domains:
     group_domains: np.ndarray
 
     @classmethod
-    def of(cls, fab: Any, ga: GraphArrays, ep_idx: np.ndarray) -> _Domains | None:
+    def of(cls, ga: GraphArrays, ep_idx: np.ndarray, up: np.ndarray) -> _Domains | None:
+        """The domains of the scale-up arcs ``up``; None when an endpoint repeats or links
+        join two domains directly."""
         n = ga.n_nodes
-        up = np.fromiter((is_scale_up_arc(d) for _, _, d in fab.graph.edges(data=True)),
-                         dtype=bool, count=ga.n_arcs)
         joined = sp.csr_matrix((np.ones(int(up.sum())), (ga.tail[up], ga.head[up])),
                                shape=(n, n))
         comp = connected_components(joined, directed=False)[1]
@@ -114,11 +113,12 @@ class DomainPhaseOne:
     scale: float
 
     @classmethod
-    def build(cls, fab: Any, ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray,
-              hub_idx: np.ndarray, share: np.ndarray) -> DomainPhaseOne | None:
+    def build(cls, ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray,
+              hub_idx: np.ndarray, share: np.ndarray, scale_up: np.ndarray,
+              ) -> DomainPhaseOne | None:
         """The merged LP, or None when it does not apply (a hub inside a domain, links
         between domains, no merging to gain) or exceeds :data:`MAX_DOMAIN_COLUMNS`."""
-        dom = _Domains.of(fab, ga, ep_idx)
+        dom = _Domains.of(ga, ep_idx, scale_up)
         if dom is None or np.any(dom.domain[hub_idx] >= 0):
             return None
         n_groups = len(dom.group_endpoints)
