@@ -27,6 +27,11 @@ root per endpoint orbit with one capacity row per arc orbit and colour refinemen
 re-proved from the lifted flows by :func:`~fabricopt.flow.certificate.certify`, as every
 throughput answer is: conservation residual charged, then scaled by the worst overload (the
 load checked against each arc's capacity being :math:`L(a) + L(\bar a)`).
+
+Before either LP, ``method="auto"`` runs a bounds stage (:mod:`fabricopt.flow.valiant_bounds`,
+:mod:`fabricopt.flow.valiant_domains`): a cut of the hierarchy above, WCMP phase-1 flows or
+the LP with alike scale-up domains merged below. Where they meet, that is the answer (method
+``"bounds"``) and no LP over every endpoint is built.
 """
 
 from __future__ import annotations
