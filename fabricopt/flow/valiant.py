@@ -131,8 +131,10 @@ def scale_up_arcs(fab: Any, ga: GraphArrays) -> np.ndarray:
 
 
 def _levels(fab: Any, ga: GraphArrays, eps: tuple[Hashable, ...],
-            scale_up: np.ndarray | None = None) -> dict[int, tuple[Hashable, ...]]:
-    """:func:`hub_levels` on arrays already read (and their scale-up arcs, if known)."""
+            scale_up: np.ndarray | None = None, dead: np.ndarray | None = None,
+            ) -> dict[int, tuple[Hashable, ...]]:
+    """:func:`hub_levels` on arrays already read (and their scale-up arcs and
+    :func:`_dead_ends`, if known)."""
     ep_idx = np.array([ga.index[e] for e in eps])
     others = np.setdiff1d(np.arange(ga.n_nodes), np.array([ga.index[e] for e in fab.endpoints]))
     network = np.zeros(ga.n_nodes, dtype=bool)
@@ -141,7 +143,7 @@ def _levels(fab: Any, ga: GraphArrays, eps: tuple[Hashable, ...],
     network[ga.head[scale_out]] = True
     if network[others].any():
         others = others[network[others]]
-    others = others[~_dead_ends(ga, ep_idx)[others]]
+    others = others[~(_dead_ends(ga, ep_idx) if dead is None else dead)[others]]
     # Hop distance from the nearest endpoint: one BFS from a super source.
     n = ga.n_nodes
     tails = np.concatenate([ga.tail, np.full(len(ep_idx), n)])
@@ -290,9 +292,10 @@ def _rate_for_hubs(fab: Any, eps: tuple[Hashable, ...], hub_list: tuple[Hashable
     by_level = level is not None
     ep_idx = np.array([ga.index[e] for e in eps])
     hub_idx = np.array([ga.index[h] for h in hub_list])
+    share = hub_shares(ga, hub_idx, ep_idx, arrays.dead_ends(ep_idx))
     stage = None
     if bounds_first if bounds_first is not None else method == "auto":
-        stage = _bounds_stage(fab, arrays, ep_idx, hub_idx, beat)
+        stage = _bounds_stage(fab, arrays, ep_idx, hub_idx, share, beat)
         if stage is None:
             return None
         if stage.status == "optimal":
@@ -317,7 +320,7 @@ def _rate_for_hubs(fab: Any, eps: tuple[Hashable, ...], hub_list: tuple[Hashable
     injection = np.bincount(ga.tail[loops], weights=ga.capacity[loops], minlength=ga.n_nodes)
     scale = float(injection[ep_idx].max()) or 1.0  # Fabric.injection_gbps, for all at once
     if method == "symmetric" or (method == "auto" and symmetric_ok):
-        model = _SymmetricPhaseOne.build(fab, ga, rev, ep_idx, hub_idx, scale, claim)
+        model = _SymmetricPhaseOne.build(fab, ga, rev, ep_idx, hub_idx, scale, claim, share)
         if model is not None:
             out = _solve(model, backend, time_limit, options)
             return _with_stage(_valiant_result(out, ga, hub_list, len(eps), "symmetric",
@@ -332,7 +335,7 @@ def _rate_for_hubs(fab: Any, eps: tuple[Hashable, ...], hub_list: tuple[Hashable
             level=level, message=f"the per-endpoint LP is too large ({nnz:,} nonzeros "
                                  f"> {MAX_FULL_NONZEROS:,}) and no symmetry applies"), stage,
             ga)
-    model = _FullPhaseOne.build(ga, rev, ep_idx, hub_idx, scale)
+    model = _FullPhaseOne.build(ga, rev, ep_idx, hub_idx, scale, share)
     out = _solve(model, backend, time_limit, options)
     return _with_stage(_valiant_result(out, ga, hub_list, len(eps), "lp", start, level), stage,
                        ga)
@@ -373,7 +376,8 @@ def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     eps = check_endpoint_group("valiant_rate", fab, endpoints)
     # Reading the arrays checks every arc first.
     prepared = _Arrays.of(fab, arrays)
-    levels = _levels(fab, prepared.ga, eps, prepared.scale_up)
+    ep_idx = np.array([prepared.ga.index[e] for e in eps])
+    levels = _levels(fab, prepared.ga, eps, prepared.scale_up, prepared.dead_ends(ep_idx))
     ceiling = prepared.scale_out_injection(eps)
     if enough_gbps is not None:
         ceiling = min(ceiling, enough_gbps)
@@ -395,11 +399,13 @@ def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     return best
 
 
-def hub_shares(ga: GraphArrays, hub_idx: np.ndarray, ep_idx: np.ndarray) -> np.ndarray:
+def hub_shares(ga: GraphArrays, hub_idx: np.ndarray, ep_idx: np.ndarray,
+               dead: np.ndarray | None = None) -> np.ndarray:
     """p: each hub's share of phase 1, in proportion to the capacity entering it from nodes
     on endpoint-to-endpoint paths (uniform on a symmetric top tier; 5:4:4:5 over the
-    NVSwitches of a DGX H100). Automorphisms keep capacities, so the shares stay invariant."""
-    live = ~_dead_ends(ga, ep_idx)[ga.tail]
+    NVSwitches of a DGX H100). Automorphisms keep capacities, so the shares stay invariant.
+    ``dead`` is :func:`_dead_ends` of ``ep_idx`` when the caller has it."""
+    live = ~(_dead_ends(ga, ep_idx) if dead is None else dead)[ga.tail]
     cap_in = np.bincount(ga.head[live], weights=ga.capacity[live],
                          minlength=ga.n_nodes)[hub_idx]
     if not cap_in.max() > 0:
@@ -436,9 +442,8 @@ class _FullPhaseOne:
 
     @classmethod
     def build(cls, ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray,
-              hub_idx: np.ndarray, scale: float) -> _FullPhaseOne:
+              hub_idx: np.ndarray, scale: float, share: np.ndarray) -> _FullPhaseOne:
         T, m = len(ep_idx), ga.n_arcs
-        share = hub_shares(ga, hub_idx, ep_idx)
         supplies = np.stack([_phase_one_supply(ga.n_nodes, int(s), hub_idx, share, scale)
                              for s in ep_idx])
         both = sp.identity(m, format="csr") + sp.csr_matrix(
@@ -493,8 +498,8 @@ class _SymmetricPhaseOne:
 
     @classmethod
     def build(cls, fab: Any, ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray,
-              hub_idx: np.ndarray, scale: float, claim: Any) -> _SymmetricPhaseOne | None:
-        share = hub_shares(ga, hub_idx, ep_idx)
+              hub_idx: np.ndarray, scale: float, claim: Any, share: np.ndarray,
+              ) -> _SymmetricPhaseOne | None:
         sym = claim  # fab.symmetry, as the caller read it
         orbit = arc_orbits(ga, sym)
         orbit_size = np.bincount(orbit).astype(float)
@@ -587,6 +592,14 @@ class _Arrays:
     rev: np.ndarray
     scale_up: np.ndarray
     partitions: list[np.ndarray] | None = None
+    dead: tuple[bytes, np.ndarray] | None = None
+
+    def dead_ends(self, ep_idx: np.ndarray) -> np.ndarray:
+        """:func:`_dead_ends` of ``ep_idx``, computed once per set of endpoints."""
+        key = np.sort(ep_idx).tobytes()
+        if self.dead is None or self.dead[0] != key:
+            self.dead = (key, _dead_ends(self.ga, ep_idx))
+        return self.dead[1]
 
     @classmethod
     def of(cls, fab: Any, ga: GraphArrays | None = None) -> _Arrays:
@@ -629,12 +642,11 @@ class _Stage:
 
 
 def _bounds_stage(fab: Any, arrays: _Arrays, ep_idx: np.ndarray, hub_idx: np.ndarray,
-                  beat: float | None = None) -> _Stage | None:
+                  share: np.ndarray, beat: float | None = None) -> _Stage | None:
     """The cut above and WCMP phase-1 flows below (:mod:`fabricopt.flow.valiant_bounds`),
     then, when they do not meet, the merged LP of :mod:`fabricopt.flow.valiant_domains`;
     None, before any routing, when the cut is no more than ``beat``."""
     ga, rev = arrays.ga, arrays.rev
-    share = hub_shares(ga, hub_idx, ep_idx)
     if arrays.partitions is None:
         arrays.partitions = hierarchy_partitions(fab, ga)
     cut = best_cut(ga, arrays.partitions, ep_idx, hub_idx, share)
