@@ -159,3 +159,61 @@ def test_a_level_whose_cut_cannot_win_is_passed_over():
 def test_bounds_first_is_a_bool():
     with pytest.raises(fo.InvalidParameterError, match="bounds_first"):
         fo.valiant_rate(fo.ring(4), bounds_first="yes")
+
+
+def test_the_merged_lp_lifts_to_conserving_flows_per_endpoint():
+    # The merged LP's point, spread as its lift says (each endpoint: WCMP inside its server
+    # to the NICs, its server's share of the group's NIC flow, 1/E of the group's network
+    # flow), rebuilt here endpoint by endpoint: each conserves (one unit out, p to each hub)
+    # and together they are the lifted load.
+    from fabricopt.flow.backends import solve_lp
+    from fabricopt.flow.valiant import _Arrays
+    from fabricopt.flow.valiant_domains import DomainPhaseOne, _SubArrays
+
+    fab = fo.cluster(fo.nvswitch_domain(4, 2, 2, 100.0), nodes=3)
+    arrays = _Arrays.of(fab)
+    ga = arrays.ga
+    ep = np.array([ga.index[e] for e in fab.endpoints])
+    hub = np.array([ga.index[h] for h in hub_levels(fab)[2]])
+    p = hub_shares(ga, hub, ep)
+    model = DomainPhaseOne.build(ga, arrays.rev, ep, hub, p, arrays.scale_up)
+    x = solve_lp(model.lp, "highs").x
+    theta = x[-1]
+    dom = model.domains
+    per_group = np.zeros((len(dom.group_endpoints), len(model.cap2)))
+    np.add.at(per_group, (model.col_commodity, model.col_arc), x[:-1] / theta)
+    inside = (dom.domain[ga.tail] >= 0) & (dom.domain[ga.tail] == dom.domain[ga.head])
+    nic = (dom.domain[ga.tail] >= 0) & (dom.domain[ga.head] < 0)
+    network = (dom.domain[ga.tail] < 0) & (dom.domain[ga.head] < 0)
+    sub_arcs = np.flatnonzero(inside)
+    total = np.zeros(ga.n_arcs)
+    for s in ep:
+        d, k = dom.domain[s], dom.group[dom.domain[s]]
+        e_d = np.sum(dom.domain[ep] == d)
+        own = np.zeros(ga.n_arcs)
+        # Its network share and its part of its own server's NIC flow.
+        own[network] = per_group[k, model.arc2[network]] / dom.group_endpoints[k]
+        mine = nic & (dom.domain[ga.tail] == d)
+        own[mine] = (per_group[k, model.arc2[mine]] * ga.capacity[mine]
+                     / model.cap2[model.arc2[mine]] / e_d)
+        # Inside: WCMP from s to the NICs' GPUs, each taking what leaves by its NIC.
+        exits = np.unique(ga.tail[mine])
+        want = np.array([own[mine & (ga.tail == u)].sum() for u in exits])
+        local_arcs = sub_arcs[dom.domain[ga.tail[sub_arcs]] == d]
+        nodes = np.unique(np.r_[ga.tail[local_arcs], ga.head[local_arcs], exits, [s]])
+        at = {v: i for i, v in enumerate(nodes)}
+        sub = _SubArrays(np.array([at[v] for v in ga.tail[local_arcs]]),
+                         np.array([at[v] for v in ga.head[local_arcs]]),
+                         ga.capacity[local_arcs], len(nodes))
+        injection = np.zeros(len(nodes))
+        injection[at[s]] = 1.0
+        to_exit = hops_to_hubs(sub, np.array([at[u] for u in exits]))
+        inner, _ = phase_one_flows(sub, to_exit, want / want.sum(), injection)
+        own[local_arcs] += inner
+        supply = -np.bincount(hub, weights=p, minlength=ga.n_nodes)
+        supply[s] += 1.0
+        assert np.abs(ga.incidence() @ own - supply).max() < 1e-6
+        total += own
+    lifted = model.lift(x)
+    np.testing.assert_allclose(total * theta * model.scale, lifted.flow, rtol=1e-6,
+                               atol=1e-6 * ga.capacity.max())
