@@ -295,7 +295,7 @@ def _rate_for_hubs(fab: Any, eps: tuple[Hashable, ...], hub_list: tuple[Hashable
     share = hub_shares(ga, hub_idx, ep_idx, arrays.dead_ends(ep_idx))
     stage = None
     if bounds_first if bounds_first is not None else method == "auto":
-        stage = _bounds_stage(fab, arrays, ep_idx, hub_idx, share, beat)
+        stage = _bounds_stage(fab, arrays, ep_idx, hub_idx, share, beat, time_limit)
         if stage is None:
             return None
         if stage.status == "optimal":
@@ -642,10 +642,12 @@ class _Stage:
 
 
 def _bounds_stage(fab: Any, arrays: _Arrays, ep_idx: np.ndarray, hub_idx: np.ndarray,
-                  share: np.ndarray, beat: float | None = None) -> _Stage | None:
+                  share: np.ndarray, beat: float | None = None,
+                  time_limit: float | None = None) -> _Stage | None:
     """The cut above and WCMP phase-1 flows below (:mod:`fabricopt.flow.valiant_bounds`),
     then, when they do not meet, the merged LP of :mod:`fabricopt.flow.valiant_domains`;
-    None, before any routing, when the cut is no more than ``beat``."""
+    None, before any routing, when the cut is no more than ``beat``. The merged LP gets
+    ``time_limit`` (a stopped solve still proves what its point and duals prove)."""
     ga, rev = arrays.ga, arrays.rev
     if arrays.partitions is None:
         arrays.partitions = hierarchy_partitions(fab, ga)
@@ -663,7 +665,7 @@ def _bounds_stage(fab: Any, arrays: _Arrays, ep_idx: np.ndarray, hub_idx: np.nda
     if not closes(rate, upper):
         merged = DomainPhaseOne.build(ga, rev, ep_idx, hub_idx, share, arrays.scale_up)
         if merged is not None:
-            cert = certify(merged, solve_lp(merged.lp, "highs"))
+            cert = certify(merged, solve_lp(merged.lp, "highs", time_limit))
             if cert.upper * merged.scale < upper:
                 upper, side, lengths = cert.upper * merged.scale, None, cert.lengths
                 upper_from = "the merged LP's duals"
