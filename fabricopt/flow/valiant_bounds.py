@@ -91,7 +91,18 @@ def best_cut(ga: GraphArrays, partitions: list[np.ndarray], ep_idx: np.ndarray,
     """The least bound over the groups of ``partitions`` (a group label per node each, as
     :func:`~fabricopt.flow.bounds.hierarchy_partitions` gives), the best
     :data:`FLIP_STARTS` of them then improved by moving hubs across; None when no set
-    bounds the rate."""
+    bounds the rate.
+
+    >>> import fabricopt as fo
+    >>> from fabricopt.flow.bounds import hierarchy_partitions
+    >>> fab = fo.leaf_spine(2, 1, 2, link_gbps=100)   # 2 leaves of 2 hosts, one spine
+    >>> ga = GraphArrays.from_fabric(fab)
+    >>> ep = np.array([ga.index[e] for e in fab.endpoints])
+    >>> hub = np.array([ga.index["spine0"]])
+    >>> cut = best_cut(ga, hierarchy_partitions(fab, ga), ep, hub, np.array([1.0]))
+    >>> cut.rate_gbps, [ga.nodes[i] for i in np.flatnonzero(cut.side)]  # 4 hosts, 200 in
+    (50.0, ['spine0'])
+    """
     n, N = ga.n_nodes, len(ep_idx)
     hub_share = np.zeros(n)
     hub_share[hub_idx] = share
@@ -183,7 +194,13 @@ class RoutedPhaseOne:
 
 def hops_to_hubs(ga: GraphArrays, hub_idx: np.ndarray) -> np.ndarray | None:
     """Fewest hops from every node to each hub (hubs x nodes); None above
-    :data:`WCMP_MAX_HUB_ENTRIES` entries."""
+    :data:`WCMP_MAX_HUB_ENTRIES` entries.
+
+    >>> import fabricopt as fo
+    >>> ga = GraphArrays.from_fabric(fo.leaf_spine(2, 1, 2, link_gbps=100))
+    >>> ga.nodes, hops_to_hubs(ga, np.array([ga.index["spine0"]]))[0].tolist()
+    (['g0', 'g1', 'g2', 'g3', 'leaf0', 'leaf1', 'spine0'], [2.0, 2.0, 2.0, 2.0, 1.0, 1.0, 0.0])
+    """
     n = ga.n_nodes
     if len(hub_idx) * n > WCMP_MAX_HUB_ENTRIES:
         return None
@@ -201,6 +218,14 @@ def phase_one_flows(ga: GraphArrays, to_hub: np.ndarray, share: np.ndarray,
     on its arcs one hop closer to ``h``, in shares proportional to their capacity. Each
     source's flow is that split applied to its own injection, so it conserves by itself and
     the flows add up linearly: the result is the sum of every endpoint's phase-1 flow.
+
+    >>> import fabricopt as fo
+    >>> ga = GraphArrays.from_fabric(fo.leaf_spine(2, 1, 2, link_gbps=100))
+    >>> to_hub = hops_to_hubs(ga, np.array([ga.index["spine0"]]))
+    >>> flow, residual = phase_one_flows(ga, to_hub, np.array([1.0]),
+    ...                                  np.array([1.0, 1, 1, 1, 0, 0, 0]))
+    >>> flow[ga.arcs.index(("leaf0", "spine0"))], residual   # a leaf's 2 hosts go up
+    (np.float64(2.0), 0.0)
     """
     n = ga.n_nodes
     load = np.zeros(ga.n_arcs)
@@ -229,7 +254,17 @@ def wcmp_phase_one(ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray, hub_idx
     """Every endpoint's phase-1 flow (unit rate, ``share`` to each hub) by fewest-hop WCMP
     (:func:`phase_one_flows`), with both phases' load per arc; None when the distances to
     the hubs are too large to hold (:data:`WCMP_MAX_HUB_ENTRIES`) or a hub is out of some
-    endpoint's reach."""
+    endpoint's reach.
+
+    >>> import fabricopt as fo
+    >>> from fabricopt.flow.valiant import _reverse_arcs
+    >>> ga = GraphArrays.from_fabric(fo.leaf_spine(2, 1, 2, link_gbps=100))
+    >>> ep = np.array([ga.index[e] for e in ("g0", "g1", "g2", "g3")])
+    >>> routed = wcmp_phase_one(ga, _reverse_arcs(ga), ep, np.array([ga.index["spine0"]]),
+    ...                         np.array([1.0]))
+    >>> routed.rate(ga.capacity, 1.0)   # a leaf's one 100 Gb/s uplink carries 2 r
+    (50.0, 1.0)
+    """
     to_hub = hops_to_hubs(ga, hub_idx)
     if to_hub is None or not np.all(np.isfinite(to_hub[:, ep_idx])):
         return None
@@ -239,7 +274,11 @@ def wcmp_phase_one(ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray, hub_idx
 
 
 def closes(lower: float, upper: float) -> bool:
-    """True when a certified rate meets a cut's bound to the exactness tolerance."""
+    """True when a certified rate meets a bound above to the exactness tolerance.
+
+    >>> closes(1.0, 1.0 + 1e-7), closes(1.0, 1.1), closes(0.0, np.inf)
+    (True, False, False)
+    """
     return bool(np.isfinite(upper) and upper - lower <= EXACT_RTOL * upper)
 
 

@@ -26,6 +26,19 @@ commodities and 13,700 columns, against 46 million in the per-endpoint LP.
 When the merged LP's optimum is the full LP's (relays over scale-up links cost nothing but
 network capacity, and the network does not care which server of a group sends), the two
 meet. Groups need hubs on the network (a level of switches), and every link both ways.
+
+A fat tree that lost three spine-core links, its leaves as hubs (the hosts under a leaf are
+one group): WCMP cannot route around the missing links, the merged LP does, and its duals
+prove the same rate as the per-endpoint LP (133.33 Gb/s):
+
+>>> import fabricopt as fo
+>>> fab = fo.fat_tree(4).without_links([("core1.0", "spine0.1"), ("core1.1", "spine0.1"),
+...                                     ("core0.0", "spine2.0")])
+>>> b = fo.valiant_rate(fab, hubs=1)
+>>> b.method, round(b.rate_gbps, 6), round(b.upper_gbps, 6)
+('bounds', 133.333333, 133.333333)
+>>> b.message
+"bounds first: the merged LP's point and the merged LP's duals meet"
 """
 
 from __future__ import annotations
