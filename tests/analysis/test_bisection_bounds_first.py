@@ -45,3 +45,19 @@ def test_a_non_blocking_fat_tree_is_exact_without_any_lp():
     b = fo.bisection_bandwidth(fo.fat_tree(4))
     assert b.exact and b.upper_gbps == pytest.approx(3200.0)
     assert "bounds" in b.lower_from
+
+
+def test_a_hose_rate_given_is_used_as_computed():
+    # A comparison row computes valiant_rate as a metric of its own and hands it over: the
+    # bracket is the one the bisection finds by itself (its level search is covered).
+    fab = fo.leaf_spine(4, 2, 4)
+    alone = fo.bisection_bandwidth(fab)
+    given = fo.bisection_bandwidth(fab, hose=fo.valiant_rate(fab))
+    assert (given.lower_gbps, given.upper_gbps, given.exact) == (
+        alone.lower_gbps, alone.upper_gbps, alone.exact)
+    with pytest.raises(fo.InvalidParameterError, match="hose"):
+        fo.bisection_bandwidth(fab, hose=400.0)
+    with pytest.raises(fo.InvalidParameterError, match="this fabric"):
+        fo.bisection_bandwidth(fab, hose=fo.valiant_rate(fo.ring(8)))
+    with pytest.raises(fo.InvalidParameterError, match="bounds_first"):
+        fo.bisection_bandwidth(fab, bounds_first=1)
