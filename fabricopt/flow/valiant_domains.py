@@ -43,7 +43,6 @@ prove the same rate as the per-endpoint LP (133.33 Gb/s):
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,16 +88,20 @@ class _Domains:
         endpoints = np.bincount(domain[ep_idx], minlength=n_dom)
         if len(np.unique(ep_idx)) != len(ep_idx) or np.any(endpoints == 0):
             return None
-        # A domain's signature: its endpoints and its links out to and in from the network.
-        signature: dict[int, list[tuple[int, int, float]]] = defaultdict(list)
-        for a in np.flatnonzero((domain[ga.tail] >= 0) != (domain[ga.head] >= 0)):
-            t, h = int(ga.tail[a]), int(ga.head[a])
-            d, other, way = (domain[t], h, 0) if domain[t] >= 0 else (domain[h], t, 1)
-            signature[int(d)].append((way, other, float(ga.capacity[a])))
-        if any(domain[ga.tail[a]] != domain[ga.head[a]] for a in np.flatnonzero(
-                (domain[ga.tail] >= 0) & (domain[ga.head] >= 0))):
+        both_in = (domain[ga.tail] >= 0) & (domain[ga.head] >= 0)
+        if np.any(domain[ga.tail[both_in]] != domain[ga.head[both_in]]):
             return None  # links between domains that bypass the network: not this model
-        keys = {d: (int(endpoints[d]), tuple(sorted(signature[d]))) for d in range(n_dom)}
+        # A domain's signature: its endpoints and its links out to and in from the network
+        # (direction, network node, capacity), in a canonical order.
+        cross = np.flatnonzero((domain[ga.tail] >= 0) != (domain[ga.head] >= 0))
+        out = domain[ga.tail[cross]] >= 0
+        dom_of = np.where(out, domain[ga.tail[cross]], domain[ga.head[cross]])
+        other = np.where(out, ga.head[cross], ga.tail[cross])
+        order = np.lexsort((ga.capacity[cross], other, ~out, dom_of))
+        rows = np.stack([~out, other, ga.capacity[cross]], axis=1).astype(float)[order]
+        cuts = np.searchsorted(dom_of[order], np.arange(n_dom + 1))
+        keys = {d: (int(endpoints[d]), rows[cuts[d]:cuts[d + 1]].tobytes())
+                for d in range(n_dom)}
         group_of: dict[tuple, int] = {}
         group = np.array([group_of.setdefault(keys[d], len(group_of)) for d in range(n_dom)])
         return cls(domain, group, np.bincount(group, weights=endpoints).astype(float),
