@@ -207,6 +207,7 @@ def _all_to_all(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
 
 def _any_traffic(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
     h = valiant_rate(fab, time_limit=ctx.time_limit)
+    ctx.shared["hose"] = h  # the bisection's lower bound, searched once per row
     return {"any_traffic_gbps_per_gpu": h.rate_gbps if h.status == "optimal" else None,
             "any_traffic_status": h.status}
 
@@ -214,7 +215,7 @@ def _any_traffic(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
 def _bisection(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
     # No wall-clock limit unless asked: a limit that binds on a busy machine only would
     # make the row depend on the load (leaf_spine(11, 2, 4): 4,400 or the exact 4,800).
-    b = bisection_bandwidth(fab, time_limit=ctx.time_limit)
+    b = bisection_bandwidth(fab, time_limit=ctx.time_limit, hose=ctx.shared.get("hose"))
     n = max(len(fab.endpoints), 1)
     return {"bisection_gbps": b.lower_gbps, "bisection_gbps_upper": b.upper_gbps,
             "bisection_gbps_per_gpu": b.lower_gbps / n,
