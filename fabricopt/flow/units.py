@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
 from ..errors import InvalidFabricError
 from ..fabric import PLAUSIBLE_GBPS
 from ..graph_arrays import GraphArrays
+from ..traffic import Traffic
 
 #: Capacities whose median lies in this range (Gb/s) are solved as given: the range covers
 #: every real link from 1 Mb/s to a petabit trunk, and keeps the solvers' absolute
@@ -65,5 +67,27 @@ def in_units(ga: GraphArrays, unit: float) -> GraphArrays:
     return ga if unit == 1.0 else replace(ga, capacity=ga.capacity / unit)
 
 
+def theta_scale(fab: Any, traffic: Traffic, ga: GraphArrays | None = None) -> float:
+    """A power of two near the injection bound on theta (each endpoint's capacity over what
+    it sends), used to solve for a theta of order one."""
+    ga = ga or GraphArrays.from_fabric(fab)
+    injection = np.bincount(ga.tail, weights=ga.capacity, minlength=ga.n_nodes)
+    out = traffic.out_gbps()
+    ratios = [injection[ga.index[e]] / d for e, d in out.items() if d > 0]
+    est = min(ratios) if ratios else 1.0
+    if not (est > 0 and math.isfinite(est)):
+        return 1.0
+    return float(2.0 ** round(math.log2(est)))
+
+
+def solve_units(fab: Any, traffic: Traffic, ga: GraphArrays
+                ) -> tuple[float, float, Traffic, GraphArrays]:
+    """``(theta scale, capacity unit, traffic, arrays)`` in the units a solve uses."""
+    scale = theta_scale(fab, traffic, ga)
+    unit = capacity_unit(ga.capacity)
+    scaled = traffic.scaled(scale / unit) if scale != unit else traffic
+    return scale, unit, scaled, in_units(ga, unit)
+
+
 __all__ = ["MAX_CAPACITY_SPREAD", "PLAIN_RANGE", "capacity_unit", "check_capacity_spread",
-           "in_units"]
+           "in_units", "solve_units", "theta_scale"]
