@@ -160,3 +160,19 @@ def test_a_limit_spent_before_the_solve_returns_the_stage(monkeypatch):
     stage = fo.max_concurrent_flow(fab, method="lp", bounds_first=True, time_limit=1e-9)
     assert not calls and r.status == "time_limit"
     assert (r.lower, r.upper) == pytest.approx((stage.lower, stage.upper), rel=1e-12)
+
+
+def test_the_symmetry_search_gets_what_is_left(monkeypatch, no_full_point):
+    # The search is given the 70 s left of a 100 s limit after 30 s of work, not 100.
+    seen = []
+    real = api.search_symmetry
+
+    def spy(fab, time_limit=None, **options):
+        seen.append(time_limit)
+        return real(fab, time_limit=time_limit, **options)
+
+    monkeypatch.setattr(api, "clock", _Clock(30.0))
+    monkeypatch.setattr(api, "search_symmetry", spy)
+    fab = _cluster(SMALL, 7, 3, 8, 3)
+    certified(fab, fo.max_concurrent_flow(fab, time_limit=100))
+    assert seen == [70.0]
