@@ -1,4 +1,7 @@
-"""Shared checks for throughput results: every solve in the suite goes through these."""
+"""Shared checks for throughput results (every solve in the suite goes through these) and the
+random small fabrics several suites draw from."""
+
+import random
 
 import fabricopt as fo
 
@@ -20,3 +23,39 @@ def certified(fab, result, traffic=None, exact=True):
         assert result.upper - result.lower <= 1e-6 * result.upper
         assert result.lower <= result.theta <= result.upper
     return result
+
+
+def failed_share(fab, rng, share):
+    """``fab`` without a ``share`` of its switch-to-switch links (at least one), chosen by
+    ``rng``."""
+    eps = set(fab.endpoints)
+    links = sorted({tuple(sorted((u, v), key=repr)) for u, v in fab.graph.edges()
+                    if u not in eps and v not in eps}, key=repr)
+    return fab.without_links(rng.sample(links, max(1, int(share * len(links)))))
+
+
+def random_fabric(seed):
+    """One of the families an architect weighs, with its size and damage drawn from ``seed``."""
+    rng = random.Random(seed)
+    kind = seed % 5
+    if kind == 0:  # an oversubscribed, partly filled two-tier Clos
+        # radix 8: 8 x 4 = 32 endpoints at 1:1, more when oversubscribed, so every draw fits
+        fab = fo.clos(rng.randint(6, 24), radix=8,
+                      oversubscription=rng.choice([1.0, 1.5, 2.0, 3.0]))
+    elif kind == 1:  # a leaf-spine with bundles
+        fab = fo.leaf_spine(rng.randint(2, 5), rng.randint(1, 3), rng.randint(1, 4),
+                            links_per_pair=rng.randint(1, 2))
+    elif kind == 2:  # small servers with a scale-up part on a rail-optimized network
+        fab = fo.cluster(fo.nvswitch_domain(4, 2, 2, 100.0), nodes=rng.randint(2, 5))
+    elif kind == 3:  # a fat tree, often failed
+        fab = fo.fat_tree(4)
+    else:  # a direct network with no hierarchy at all
+        fab = fo.jellyfish(rng.choice([6, 8, 10]), 3, rng.randint(1, 2), seed=seed)
+    if rng.random() < 0.5:
+        fab = failed_share(fab, rng, rng.choice([0.05, 0.1, 0.2]))
+    return fab
+
+
+def random_traffic(fab, seed):
+    """All-to-all mostly; a random permutation for every third seed."""
+    return fo.permutation(fab, seed=seed) if seed % 3 == 2 else fo.all_to_all(fab)

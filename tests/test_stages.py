@@ -4,6 +4,7 @@ listens, nothing on a stderr that is no terminal."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import pytest
@@ -17,7 +18,7 @@ from fabricopt.study.execution import Progress
 
 
 def _never_widens(events: list[StageEvent]) -> None:
-    for before, after in zip(events, events[1:]):
+    for before, after in itertools.pairwise(events):
         assert after.lower >= before.lower and after.upper <= before.upper
 
 

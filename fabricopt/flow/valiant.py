@@ -52,12 +52,10 @@ from ..graph_arrays import GraphArrays
 from ..symmetry.search import search_symmetry, with_symmetry
 from ..tiers import is_scale_up_arc
 from .backends import check_solve_args, solve_lp
+from .bounds import hierarchy_partitions
 from .certificate import DistanceBound, certify
 from .lp import LinearProgram
 from .model import LiftedFlow, max_theta_lp
-from .bounds import hierarchy_partitions
-from .valiant_bounds import best_cut, closes, wcmp_phase_one
-from .valiant_domains import DomainPhaseOne
 from .symmetric import (
     OrbitClasses,
     arc_orbits,
@@ -66,6 +64,8 @@ from .symmetric import (
     endpoint_orbits,
     invariant_loads,
 )
+from .valiant_bounds import best_cut, closes, wcmp_phase_one
+from .valiant_domains import DomainPhaseOne
 
 #: Largest full (per-source) LP built, in nonzeros; above it only the symmetric LP is tried.
 MAX_FULL_NONZEROS = 1_000_000

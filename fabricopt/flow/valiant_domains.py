@@ -44,7 +44,6 @@ prove the same rate as the per-endpoint LP (133.33 Gb/s):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import scipy.sparse as sp

@@ -2,15 +2,10 @@
 (the rate by its LP, the all-to-all solve always tried): the same bracket on random small
 fabrics (oversubscribed, partly filled, failed), each side re-proved from the fabric."""
 
-import sys
-from pathlib import Path
-
 import pytest
+from flow_helpers import random_fabric
 
 import fabricopt as fo
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "flow"))
-from test_bounds_first import random_fabric  # noqa: E402
 
 
 def _recheck(fab, b):

@@ -5,9 +5,8 @@ never below fixed WCMP shares, and it closes failed fabrics that WCMP leaves ope
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from flow_helpers import certified
+from flow_helpers import certified, random_fabric, random_traffic
 from scipy.sparse.csgraph import connected_components
-from test_bounds_first import _traffic, random_fabric
 
 import fabricopt as fo
 from fabricopt.flow.api import is_scale_up_arc
@@ -28,7 +27,7 @@ def _points(fab, traffic):
 @pytest.mark.parametrize("seed", range(20))
 def test_attach_routing_is_a_feasible_point_between_wcmp_and_the_lp(seed):
     fab = random_fabric(seed)
-    traffic = _traffic(fab, seed)
+    traffic = random_traffic(fab, seed)
     model, wcmp, routed = _points(fab, traffic)
     if routed is None:
         # The attach LP declined (a target the scale-out network alone cannot reach, so
@@ -52,7 +51,7 @@ def test_a_failed_fat_tree_closes_by_the_attach_routing():
     # 160 (its measured point), the LP 300, and the attach-switch LP routes around the
     # failures to the LP's optimum, so bounds alone answer it.
     fab = random_fabric(8)
-    traffic = _traffic(fab, 8)
+    traffic = random_traffic(fab, 8)
     _, wcmp, routed = _points(fab, traffic)
     exact = fo.max_concurrent_flow(fab, traffic, method="lp", bounds_first=False)
     assert wcmp[-1] < exact.theta * 0.9

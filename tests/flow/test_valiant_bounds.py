@@ -6,8 +6,8 @@ makes a cut tight close without an LP."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from flow_helpers import random_fabric
 from scipy.sparse.csgraph import dijkstra
-from test_bounds_first import random_fabric
 
 import fabricopt as fo
 from fabricopt.flow.valiant import _reverse_arcs, hub_levels, hub_shares
