@@ -35,6 +35,7 @@ from typing import Any
 
 import networkx as nx
 
+from ._unchanged import once
 from ._checks import check_label, check_node_names, did_you_mean
 from .errors import InvalidFabricError, InvalidParameterError
 from .symmetry_claim import Symmetry
@@ -130,7 +131,9 @@ class Fabric:
     def symmetry(self) -> Symmetry | None:
         """The generator's symmetry claim, or None once the graph or the endpoints were
         changed after building."""
-        if self._symmetry is not None and not self._symmetry.matches(self.graph, self.endpoints):
+        if self._symmetry is not None and not once(
+                self, "symmetry_matches",
+                lambda: self._symmetry.matches(self.graph, self.endpoints)):
             self._symmetry = None
         return self._symmetry
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ._unchanged import once
 from .errors import InvalidFabricError
 from .tiers import DEFAULT_TIER
 
@@ -49,6 +50,10 @@ class GraphArrays:
         node to itself, raises :class:`~fabricopt.InvalidFabricError` naming the arc before
         any work is done.
         """
+        return once(fab, "graph_arrays", lambda: cls._read(fab))
+
+    @classmethod
+    def _read(cls, fab: Any) -> GraphArrays:
         g = fab.graph
         nodes = list(g.nodes)
         index = {v: i for i, v in enumerate(nodes)}
@@ -83,6 +88,8 @@ class GraphArrays:
             raise InvalidFabricError(
                 f"fabric {getattr(fab, 'name', '')!r}: arc {u!r}->{u!r} joins a node to itself; "
                 f"self-loops carry nothing between devices and are not allowed")
+        for shared in (tail, head, cap):  # one reading may serve several solvers
+            shared.flags.writeable = False
         return cls(nodes, index, arcs, tail, head, cap, tiers)
 
     @property

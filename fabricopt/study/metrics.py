@@ -82,6 +82,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._unchanged import forget, unchanged
 from ..analysis.bisection import bisection_bandwidth
 from ..analysis.failure_study import failure_metrics
 from ..analysis.failures import failure_sweep
@@ -406,10 +407,14 @@ def compute_metrics(fab: Fabric, names: Mapping[str, Any] | tuple | list,
     (1.5, True)
     """
     row = {} if row is None else row
-    for metric in names:
-        values = (METRICS[metric].compute(fab, ctx) if isinstance(metric, str)
-                  else dict(metric(fab)))
-        row.update({str(k): plain(v) for k, v in values.items()})
+    with unchanged(fab):  # the named metrics leave the fabric as it is: one reading of it
+        for metric in names:
+            if isinstance(metric, str):
+                values = METRICS[metric].compute(fab, ctx)
+            else:  # a caller's function may edit the fabric: what was read is read again
+                values = dict(metric(fab))
+                forget(fab)
+            row.update({str(k): plain(v) for k, v in values.items()})
     if "capex_per_gpu_usd" in row and "all_to_all_gbps_per_gpu" in row:
         delivered_cost(row)
     return row
