@@ -34,9 +34,11 @@ from .._checks import MAX_SOLVES, as_rng, check_bool, check_choice, check_int, c
 from ..errors import DesignFileError, InvalidParameterError
 from ..fabric import Fabric, Removed, check_fabric
 from ..flow import max_concurrent_flow
-from ..flow.api import FIND_SYMMETRY_NONZEROS, METHODS, lp_size_estimate
+from ..flow.api import (FIND_SYMMETRY_NONZEROS, cheap_bracket, FIND_SYMMETRY_SECONDS, METHODS,
+                        lp_size_estimate, traffic_invariant, useful_endpoint_orbits)
 from ..flow.result import FlowResult
 from ..flow.warm import lengths_only
+from ..symmetry.search import search_symmetry, with_symmetry
 from ..traffic import Traffic, all_to_all
 from .failure_orbits import FailureSymmetry, Pattern
 
@@ -207,25 +209,41 @@ class _Pool:
                     for u, v in (tuple(pair) for pair in grp.links) if g.has_edge(u, v)))
         return cls(kind, units, np.ones(len(units), dtype=np.int64))
 
-    def fail(self, fab: Fabric, fraction: float, rng: np.random.Generator) -> Fabric:
+    def draw(self, fab: Fabric, fraction: float, rng: np.random.Generator) -> Removed:
+        """What fails in one draw, as :meth:`Fabric.without` would record it (no copy of
+        the graph: a sweep copies it only for patterns it has not solved yet)."""
         count = failure_count(fraction, self.eligible)
         if count == 0:
-            return fab.copy()
+            return Removed()
         picks = rng.choice(self.eligible, size=count, replace=False)
         if self.kind == "links":
             # Physical link i belongs to the bundle whose cumulative count first exceeds i.
             owner = np.searchsorted(np.cumsum(self.weights), picks, side="right")
             lost = np.bincount(owner, minlength=len(self.units))
-            return fab.without(links={self.units[b]: int(lost[b])
-                                      for b in np.flatnonzero(lost)})
+            return Removed(tuple((*self.units[b], int(lost[b])) for b in np.flatnonzero(lost)))
         chosen = [self.units[i] for i in np.sort(picks)]
         if self.kind == "switches":
-            return fab.without(switches=chosen)
-        switches = list(dict.fromkeys(w for grp in chosen for w in grp.switches))
+            return Removed((), tuple(chosen))
+        switches = tuple(dict.fromkeys(w for grp in chosen for w in grp.switches))
         gone = set(switches)
-        links = list(dict.fromkeys(
-            pair for grp in chosen for pair in grp.links if not pair & gone))
-        return fab.without(links=[tuple(pair) for pair in links], switches=switches)
+        g = fab.graph
+        links = []
+        for pair in dict.fromkeys(p for grp in chosen for p in grp.links if not p & gone):
+            u, v = tuple(pair)
+            arc = g[u][v] if g.has_edge(u, v) else g[v][u]
+            links.append((u, v, int(arc.get("links", 1))))  # the whole bundle
+        return Removed(tuple(links), switches)
+
+    def fail(self, fab: Fabric, fraction: float, rng: np.random.Generator) -> Fabric:
+        return apply_removed(fab, self.draw(fab, fraction, rng))
+
+
+def apply_removed(fab: Fabric, removed: Removed) -> Fabric:
+    """``fab`` without what ``removed`` names (an unchanged copy when it names nothing)."""
+    if not removed:
+        return fab.copy()
+    return fab.without(links={(u, v): n for u, v, n in removed.links},
+                       switches=removed.switches)
 
 
 def fail_random(fab: Fabric, fraction: float, *, seed: Any = None, kind: str = "links",
@@ -473,8 +491,24 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
     switch links (seeds 0 to 9) half the patterns close this way, in 0.3 s of CPU where a
     solve takes 1 to 1.3 s: 9.4 s for the ten against 11.8 s.
     """
+    bracket = cheap_bracket(failed, traffic,
+                            include_endpoint_links=options.get("include_endpoint_links", True))
+    if bracket.unreachable is not None:
+        # A GPU cut off (its only link failed): theta is 0, proven by the distance bound
+        # alone, where a solve would first route the whole fabric (2 s on fat_tree(8)).
+        return replace(bracket, theta=0.0, status="optimal",
+                       message=f"{bracket.unreachable[0]} cannot reach "
+                               f"{bracket.unreachable[1]}: theta = 0")
+    size = lp_size_estimate(failed, traffic)
+    if method == "auto" and size <= FIND_SYMMETRY_NONZEROS and warm_start is not None:
+        # Below this size max_concurrent_flow solves the full LP without looking for a
+        # group, but a failed fabric keeps most of its own: on fat_tree(8) missing one link
+        # the search (0.1 s) and the symmetric LP (under 0.1 s) replace a 1.2 s full LP.
+        claimed = found_symmetric(failed, traffic)
+        if claimed is not None:
+            return max_concurrent_flow(claimed, traffic, method="symmetric", **options)
     if (method in ("auto", "approx") and set(options) <= BOUNDS_ANSWER_OPTIONS
-            and lp_size_estimate(failed, traffic) > FIND_SYMMETRY_NONZEROS):
+            and size > FIND_SYMMETRY_NONZEROS):
         gap = options.get("gap", 0.01)
         first = max_concurrent_flow(failed, traffic, method="approx", bounds_first=True,
                                     work_limit=1, warm_start=warm_start, **options)
@@ -489,6 +523,20 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
         # lengths start the approximate method, which took five times as long without them.
     return max_concurrent_flow(failed, traffic, method=method, warm_start=warm_start,
                                **options)
+
+
+def found_symmetric(failed: Fabric, traffic: Traffic) -> Fabric | None:
+    """``failed`` carrying the symmetry the search finds and proves, when the symmetric
+    method is exact with it (all-to-all traffic) and its LP beats the full one
+    (:func:`~fabricopt.flow.api.useful_endpoint_orbits`); None otherwise."""
+    if failed.symmetry is not None or not traffic_invariant(failed, traffic)[0]:
+        return None
+    useful = useful_endpoint_orbits(failed, traffic)
+    found = search_symmetry(failed, time_limit=FIND_SYMMETRY_SECONDS,
+                            max_endpoint_orbits=useful)
+    if found.symmetry is None or found.symmetry.n_endpoint_orbits > useful:
+        return None
+    return with_symmetry(failed, found.symmetry)
 
 
 def _solve_trial(failed: Fabric, traffic: Traffic, method: str, options: dict[str, Any],
@@ -615,14 +663,12 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
     outcomes: dict[int, Any] = {}
     for i, fraction in enumerate(checked):
         for j in range(trials):
-            failed = pool.fail(fab, fraction, np.random.default_rng(children[i * trials + j]))
-            removed = Removed(failed.removed.links[len(fab.removed.links):],
-                              failed.removed.switches[len(fab.removed.switches):])
+            removed = pool.draw(fab, fraction, np.random.default_rng(children[i * trials + j]))
             key = keys.key(pattern_of(removed))
             first = solved_by_key.setdefault(key, len(jobs))
             jobs.append((fraction, j, removed, None if first == len(jobs) else first))
             if first == len(jobs) - 1:
-                args = (failed, traffic, method, solve_options, warm)
+                args = (apply_removed(fab, removed), traffic, method, solve_options, warm)
                 outcomes[first] = (executor.submit(_solve_trial, *args)
                                    if executor is not None else _solve_trial(*args))
     sweep = FailureSweep(fab.name, kind, tuple(sorted(tier_set)) if tier_set else None,
