@@ -29,11 +29,14 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from .._checks import MAX_SOLVES, as_rng, check_bool, check_choice, check_int, check_path, fail
 from ..errors import DesignFileError, InvalidParameterError
 from ..fabric import Fabric, Removed, check_fabric
 from ..flow import max_concurrent_flow
+from ..graph_arrays import GraphArrays
 from ..flow.api import (FIND_SYMMETRY_NONZEROS, cheap_bracket, FIND_SYMMETRY_SECONDS, METHODS,
                         lp_size_estimate, traffic_invariant, useful_endpoint_orbits)
 from ..flow.result import FlowResult
@@ -491,15 +494,18 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
     switch links (seeds 0 to 9) half the patterns close this way, in 0.3 s of CPU where a
     solve takes 1 to 1.3 s: 9.4 s for the ten against 11.8 s.
     """
-    bracket = cheap_bracket(failed, traffic,
-                            include_endpoint_links=options.get("include_endpoint_links", True))
-    if bracket.unreachable is not None:
-        # A GPU cut off (its only link failed): theta is 0, proven by the distance bound
-        # alone, where a solve would first route the whole fabric (2 s on fat_tree(8)).
-        return replace(bracket, theta=0.0, status="optimal",
-                       message=f"{bracket.unreachable[0]} cannot reach "
-                               f"{bracket.unreachable[1]}: theta = 0")
-    size = lp_size_estimate(failed, traffic)
+    ga = GraphArrays.from_fabric(failed)
+    if not _one_component(ga, traffic):
+        bracket = cheap_bracket(failed, traffic, include_endpoint_links=options.get(
+            "include_endpoint_links", True))
+        if bracket.unreachable is not None:
+            # A GPU cut off (its only link failed): theta is 0, proven by the distance
+            # bound alone, where a solve would first route the whole fabric (2 s on
+            # fat_tree(8)).
+            return replace(bracket, theta=0.0, status="optimal",
+                           message=f"{bracket.unreachable[0]} cannot reach "
+                                   f"{bracket.unreachable[1]}: theta = 0")
+    size = lp_size_estimate(failed, traffic, ga)
     if method == "auto" and size <= FIND_SYMMETRY_NONZEROS and warm_start is not None:
         # Below this size max_concurrent_flow solves the full LP without looking for a
         # group, but a failed fabric keeps most of its own: on fat_tree(8) missing one link
@@ -523,6 +529,15 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
         # lengths start the approximate method, which took five times as long without them.
     return max_concurrent_flow(failed, traffic, method=method, warm_start=warm_start,
                                **options)
+
+
+def _one_component(ga: GraphArrays, traffic: Traffic) -> bool:
+    """Whether every endpoint of ``traffic`` reaches every other (one strongly connected
+    component holds them all): then no demand pair is cut off."""
+    n = ga.n_nodes
+    arcs = sp.csr_matrix((np.ones(ga.n_arcs), (ga.tail, ga.head)), shape=(n, n))
+    label = connected_components(arcs, directed=True, connection="strong")[1]
+    return len({int(label[ga.index[e]]) for e in traffic.endpoints}) <= 1
 
 
 def found_symmetric(failed: Fabric, traffic: Traffic) -> Fabric | None:
@@ -659,18 +674,16 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
     intact, warm = intact_solve(fab, traffic, method, warm_start, solve_options)
     keys = FailureSymmetry(fab, use_symmetry=symmetry and default_traffic)
     jobs: list[tuple[float, int, Removed, int | None]] = []
-    solved_by_key: dict[Any, int] = {}
     outcomes: dict[int, Any] = {}
     for i, fraction in enumerate(checked):
         for j in range(trials):
             removed = pool.draw(fab, fraction, np.random.default_rng(children[i * trials + j]))
-            key = keys.key(pattern_of(removed))
-            first = solved_by_key.setdefault(key, len(jobs))
-            jobs.append((fraction, j, removed, None if first == len(jobs) else first))
-            if first == len(jobs) - 1:
+            same_as = keys.first_equivalent(pattern_of(removed), len(jobs))
+            jobs.append((fraction, j, removed, same_as))
+            if same_as is None:
                 args = (apply_removed(fab, removed), traffic, method, solve_options, warm)
-                outcomes[first] = (executor.submit(_solve_trial, *args)
-                                   if executor is not None else _solve_trial(*args))
+                outcomes[len(jobs) - 1] = (executor.submit(_solve_trial, *args)
+                                           if executor is not None else _solve_trial(*args))
     sweep = FailureSweep(fab.name, kind, tuple(sorted(tier_set)) if tier_set else None,
                          pool.eligible, int(root.entropy),  # type: ignore[arg-type]
                          intact_theta=intact.theta, intact_lower=intact.lower,
