@@ -41,7 +41,7 @@ from ..flow.api import (FIND_SYMMETRY_NONZEROS, cheap_bracket, FIND_SYMMETRY_SEC
                         lp_size_estimate, traffic_invariant, useful_endpoint_orbits)
 from ..flow.result import FlowResult
 from ..flow.warm import lengths_only
-from ..symmetry.search import search_symmetry, with_symmetry
+from ..symmetry.search import SymmetrySearch, search_symmetry, with_symmetry
 from ..traffic import Traffic, all_to_all
 from .failure_orbits import FailureSymmetry, Pattern
 
@@ -510,9 +510,14 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
         # Below this size max_concurrent_flow solves the full LP without looking for a
         # group, but a failed fabric keeps most of its own: on fat_tree(8) missing one link
         # the search (0.1 s) and the symmetric LP (under 0.1 s) replace a 1.2 s full LP.
-        claimed = found_symmetric(failed, traffic)
-        if claimed is not None:
-            return max_concurrent_flow(claimed, traffic, method="symmetric", **options)
+        found = found_symmetry(failed, traffic)
+        if found is not None:
+            r = max_concurrent_flow(with_symmetry(failed, found.symmetry), traffic,
+                                    method="symmetric", **options)
+            if r.certificate is not None:  # the group travels with the proof, as in auto
+                r.certificate = replace(r.certificate, symmetry=found.symmetry)
+                r.message = "; ".join(m for m in (found.message, r.message) if m)
+            return r
     if (method in ("auto", "approx") and set(options) <= BOUNDS_ANSWER_OPTIONS
             and size > FIND_SYMMETRY_NONZEROS):
         gap = options.get("gap", 0.01)
@@ -540,9 +545,9 @@ def _one_component(ga: GraphArrays, traffic: Traffic) -> bool:
     return len({int(label[ga.index[e]]) for e in traffic.endpoints}) <= 1
 
 
-def found_symmetric(failed: Fabric, traffic: Traffic) -> Fabric | None:
-    """``failed`` carrying the symmetry the search finds and proves, when the symmetric
-    method is exact with it (all-to-all traffic) and its LP beats the full one
+def found_symmetry(failed: Fabric, traffic: Traffic) -> SymmetrySearch | None:
+    """The search's proven symmetry of ``failed`` when the symmetric method is exact with
+    it (all-to-all traffic) and its LP beats the full one
     (:func:`~fabricopt.flow.api.useful_endpoint_orbits`); None otherwise."""
     if failed.symmetry is not None or not traffic_invariant(failed, traffic)[0]:
         return None
@@ -551,7 +556,7 @@ def found_symmetric(failed: Fabric, traffic: Traffic) -> Fabric | None:
                             max_endpoint_orbits=useful)
     if found.symmetry is None or found.symmetry.n_endpoint_orbits > useful:
         return None
-    return with_symmetry(failed, found.symmetry)
+    return found
 
 
 def _solve_trial(failed: Fabric, traffic: Traffic, method: str, options: dict[str, Any],
