@@ -36,11 +36,18 @@ from .._checks import MAX_SOLVES, as_rng, check_bool, check_choice, check_int, c
 from ..errors import DesignFileError, InvalidParameterError
 from ..fabric import Fabric, Removed, check_fabric
 from ..flow import max_concurrent_flow
-from ..graph_arrays import GraphArrays
-from ..flow.api import (FIND_SYMMETRY_NONZEROS, cheap_bracket, FIND_SYMMETRY_SECONDS, METHODS,
-                        lp_size_estimate, traffic_invariant, useful_endpoint_orbits)
+from ..flow.api import (
+    FIND_SYMMETRY_NONZEROS,
+    FIND_SYMMETRY_SECONDS,
+    METHODS,
+    cheap_bracket,
+    lp_size_estimate,
+    traffic_invariant,
+    useful_endpoint_orbits,
+)
 from ..flow.result import FlowResult
 from ..flow.warm import lengths_only
+from ..graph_arrays import GraphArrays
 from ..symmetry.search import SymmetrySearch, search_symmetry, with_symmetry
 from ..traffic import Traffic, all_to_all
 from .failure_orbits import FailureSymmetry, Pattern

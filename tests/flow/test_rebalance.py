@@ -4,6 +4,7 @@ reaches the optimum that fixed shares miss."""
 
 import numpy as np
 import pytest
+from flow_helpers import certified
 
 import fabricopt as fo
 from fabricopt.flow.approx import _CoreGraph
@@ -54,3 +55,18 @@ def test_an_unreachable_target_declines():
     g = _CoreGraph.of(model)
     m = len(g.tail)
     assert rebalanced_flows(g, np.ones(m, dtype=bool), g.demand, np.zeros(m)) is None
+
+
+def test_bounds_stage_closes_by_rebalancing_where_the_attach_lp_declines(monkeypatch):
+    # As on fat_tree(16) minus 20 switch links, where the attach-switch LP is too large:
+    # here it is made to decline on fat_tree(6) minus a spine-to-core link, WCMP stops at 79%
+    # of the cut (see above), and the rebalanced routing meets it: the stage's answer is
+    # exact, method "bounds", and re-checks.
+    import fabricopt.flow.tor_routing as tor_routing
+
+    monkeypatch.setattr(tor_routing, "ATTACH_LP_MAX_COLUMNS", 0)
+    fab = fo.fat_tree(6).without(links={("core0.0", "spine0.0"): 1})
+    r = certified(fab, fo.max_concurrent_flow(fab, method="lp", bounds_first=True))
+    assert r.method == "bounds" and r.exact
+    exact = fo.max_concurrent_flow(fab, method="lp", bounds_first=False).theta
+    assert r.theta == pytest.approx(exact, rel=1e-6)
