@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import shortest_path
 
 from ..fabric import Fabric
 from ..symmetry.search import FoundSymmetry, search_symmetry
@@ -104,6 +106,7 @@ class FailureSymmetry:
         self._generators: list[tuple[np.ndarray, np.ndarray]] | None = None
         self.symmetry_note = "symmetry not used"
         self._groups: dict[Hashable, list[list[Any]]] = {}
+        self._hop_matrix: sp.csr_matrix | None = None
 
     # -- orbits of single failures --------------------------------------------------------
     def arc_orbit(self) -> Mapping[tuple[Hashable, Hashable], int] | None:
@@ -213,10 +216,10 @@ class FailureSymmetry:
         (The descent may stop short: the rotation of pattern 0 by one step keeps its own key
         below, and is solved again.)
 
-        Patterns are grouped first by a cheap invariant (the orbits of what failed, as a
-        multiset); the descent of :meth:`key` runs only inside a group of two or more. On
-        ``fat_tree(16)`` with 20 failed links every pattern is alone in its group, and the
-        descent (about 0.1 s a pattern) never runs.
+        Patterns are grouped first by a cheap invariant (the orbits of what failed and the
+        hop distances between the failed parts); the descent of :meth:`key` runs only inside
+        a group of two or more. On ``fat_tree(16)`` with 20 failed links every pattern is
+        alone in its group, and the descent (about 0.1 s a pattern) never runs.
 
         >>> import fabricopt as fo
         >>> fs = FailureSymmetry(fo.ring(6))
@@ -239,13 +242,34 @@ class FailureSymmetry:
 
     def _invariant(self, pattern: Pattern) -> Hashable:
         """The same for patterns the group maps onto each other: the multiset of the failed
-        switches' node orbits and of the failed bundles' orbits with their counts."""
+        parts' orbits (with the links failed in each bundle), and of every two parts' orbits
+        with the hop distances between their nodes (automorphisms keep both)."""
         links = {b: n for b, n in pattern.links.items() if not (b & pattern.switches)}
         if not self.use_symmetry or len(pattern.switches) + len(links) <= 1:
             return self.key(pattern)
-        return ("orbits",
-                frozenset(Counter(self.node_orbit(w) for w in pattern.switches).items()),
-                frozenset(Counter((self.bundle_orbit(b), n) for b, n in links.items()).items()))
+        parts = ([(("switch", self.node_orbit(w)), (w,)) for w in pattern.switches]
+                 + [(("bundle", self.bundle_orbit(b), n), tuple(b)) for b, n in links.items()])
+        nodes = sorted({self.node_index[v] for _, ends in parts for v in ends})
+        where = {v: i for i, v in enumerate(nodes)}
+        hops = shortest_path(self._hops(), unweighted=True, indices=nodes)[:, nodes]
+        ends = [[where[self.node_index[v]] for v in e] for _, e in parts]
+        pairs: Counter[Hashable] = Counter()
+        for i in range(len(parts)):
+            for j in range(i + 1, len(parts)):
+                d = tuple(sorted(float(hops[a, b]) for a in ends[i] for b in ends[j]))
+                pairs[(frozenset((parts[i][0], parts[j][0])), d)] += 1
+        return ("orbits", frozenset(Counter(label for label, _ in parts).items()),
+                frozenset(pairs.items()))
+
+    def _hops(self) -> sp.csr_matrix:
+        """The fabric's links as an undirected graph in node order (built once)."""
+        if self._hop_matrix is None:
+            g = self.fab.graph
+            n = len(self.nodes)
+            tail = [self.node_index[u] for u, _ in g.edges()]
+            head = [self.node_index[v] for _, v in g.edges()]
+            self._hop_matrix = sp.csr_matrix((np.ones(len(tail)), (tail, head)), shape=(n, n))
+        return self._hop_matrix
 
     def key(self, pattern: Pattern) -> Hashable:
         """The pattern's key: equal keys are proven to fail the fabric the same way."""
