@@ -89,9 +89,11 @@ def rebalanced_flows(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
     if np.any((demand > 0) & ~np.isfinite(dist)):
         return None
     k_of, e_arc = np.nonzero(np.isfinite(dist[:, tail]) & (dist[:, head] == dist[:, tail] + 1))
-    e_tail, e_head = k_of * n + tail[e_arc], k_of * n + head[e_arc]
-    levels = _levels(dist.ravel()[e_head].astype(np.int64))
+    # Entries sorted by their head's distance, farthest first: each level is then a slice.
+    order, levels = _levels(dist[k_of, head[e_arc]].astype(np.int64))
     del dist
+    k_of, e_arc = k_of[order], e_arc[order]
+    e_tail, e_head = k_of * n + tail[e_arc], k_of * n + head[e_arc]
     phi = _normalised(cap[e_arc], e_head, K * n)
     dem = demand.ravel()
     bg = background[keep]
@@ -121,10 +123,12 @@ def rebalanced_flows(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
     return out
 
 
-def _levels(depth: np.ndarray) -> list[np.ndarray]:
-    """The DAG entries grouped by their head's hop distance ``depth``, farthest first."""
+def _levels(depth: np.ndarray) -> tuple[np.ndarray, list[slice]]:
+    """The order that sorts the DAG entries by their head's hop distance ``depth``, farthest
+    first, and each distance's slice of that order."""
     order = np.argsort(-depth, kind="stable")
-    return np.split(order, np.flatnonzero(np.diff(depth[order])) + 1)
+    cuts = [0, *(np.flatnonzero(np.diff(depth[order])) + 1).tolist(), len(order)]
+    return order, [slice(a, b) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
 
 
 def _normalised(weights: np.ndarray, e_head: np.ndarray, size: int) -> np.ndarray:
@@ -134,7 +138,7 @@ def _normalised(weights: np.ndarray, e_head: np.ndarray, size: int) -> np.ndarra
 
 
 def _pull(phi: np.ndarray, dem: np.ndarray, e_tail: np.ndarray, e_head: np.ndarray,
-          levels: list[np.ndarray]) -> np.ndarray:
+          levels: list[slice]) -> np.ndarray:
     """The flow of splits ``phi``: each node's demand plus what it forwards arrives over its
     in-entries in those fractions, from the farthest nodes back."""
     through = dem.copy()
@@ -147,7 +151,7 @@ def _pull(phi: np.ndarray, dem: np.ndarray, e_tail: np.ndarray, e_head: np.ndarr
 
 
 def _push(phi: np.ndarray, arc_cost: np.ndarray, e_tail: np.ndarray, e_head: np.ndarray,
-          levels: list[np.ndarray], size: int) -> np.ndarray:
+          levels: list[slice], size: int) -> np.ndarray:
     """Each entry's marginal route cost from its source: the mean cost (weighted by
     ``phi``) of reaching its tail, plus its own arc's, from the source outwards."""
     reach = np.zeros(size)
