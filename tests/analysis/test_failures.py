@@ -275,6 +275,7 @@ def test_solve_failed_answers_a_cut_off_gpu_with_zero():
     assert fo.check_certificate(failed, r, traffic).ok
 
 
+@pytest.mark.slow  # the full LP it is checked against takes about 1.5 s
 @pytest.mark.parametrize("links", [[("leaf8", "spine2.3")], [("core3.1", "spine1.3")]])
 def test_solve_failed_uses_the_group_a_small_failed_fabric_keeps(links):
     # fat_tree(8) minus one link: its full LP (about 49,000 nonzeros) is below
