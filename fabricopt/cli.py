@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ._checks import did_you_mean
+from ._progress import stage_line
 from ._version import __version__
 from .analysis.bisection import bisection_bandwidth
 from .analysis.worst_case import worst_case_permutation
@@ -125,8 +126,10 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     for fab in fabrics:
         fab.validate()
         traffic = make_traffic(fab, args.traffic)
-        result = max_concurrent_flow(fab, traffic, method=args.method, backend=args.backend,
-                                     time_limit=args.time_limit, gap=args.gap, **options)
+        with stage_line(args.progress):  # the stage and bracket so far, on a terminal
+            result = max_concurrent_flow(fab, traffic, method=args.method,
+                                         backend=args.backend, time_limit=args.time_limit,
+                                         gap=args.gap, progress=args.progress, **options)
         bisection, bounds = None, []
         routed = None
         if args.routing:
@@ -527,6 +530,9 @@ def _add_solve(sub: Any) -> None:
     solve.add_argument("--format", choices=FORMATS, default="table",
                        help="table (readable blocks, default), or one row per fabric as csv, "
                        "markdown or json")
+    solve.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                       help="the stage of a long solve and its bracket so far (default: when "
+                       "stderr is a terminal)")
     solve.set_defaults(func=_cmd_solve)
 
 

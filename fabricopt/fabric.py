@@ -372,16 +372,21 @@ class Fabric:
         links: dict[str, int] = defaultdict(int)
         capacity: dict[str, float] = defaultdict(float)
         techs: dict[str, set[str]] = defaultdict(set)
+        out_gbps: dict[Hashable, float] = defaultdict(float)
+        label = {v: repr(v) for v in g}  # one repr per node, not two per arc
         for u, v, d in g.edges(data=True):
-            tier = tier_of(d)
-            # A link is two arcs: count it once, by the arc whose ends sort first. A self-loop
-            # joins no two devices: it is no link (problems() reports it).
-            if u == v or (g.has_edge(v, u) and repr(u) > repr(v)):
+            if u == v:  # a self-loop joins no two devices: no link (problems() reports it)
                 continue
+            cap = _arc_gbps(self.name, u, v, d)
+            out_gbps[u] += cap
+            # A link is two arcs: count it once, by the arc whose ends sort first.
+            if g.has_edge(v, u) and label[u] > label[v]:
+                continue
+            tier = tier_of(d)
             links[tier] += int(d.get("links", 1))
-            capacity[tier] += _arc_gbps(self.name, u, v, d)
+            capacity[tier] += cap
             techs[tier].add(str(d.get("tech", "")))
-        inj = [self.injection_gbps(e) for e in self.endpoints]
+        inj = [out_gbps[e] for e in self.endpoints]
         return FabricSummary(
             name=self.name,
             endpoints=len(self.endpoints),
@@ -420,6 +425,8 @@ class Removed:
 def _arc_gbps(name: str, u: Hashable, v: Hashable, arc: Mapping[str, Any]) -> float:
     """The capacity of arc ``u``->``v`` as a float, or :class:`InvalidFabricError` naming it."""
     cap = arc.get("capacity")
+    if type(cap) is float and 0.0 * cap == 0.0:  # the usual case, without the ABC checks below
+        return cap
     if isinstance(cap, bool) or not isinstance(cap, numbers.Real) or not math.isfinite(cap):
         raise InvalidFabricError(f"fabric {name!r}: arc {u!r}->{v!r} has capacity {cap!r}; "
                                  "every arc needs a finite capacity > 0 Gb/s (see "

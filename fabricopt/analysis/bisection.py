@@ -32,12 +32,12 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_int, check_positive
+from .._checks import check_bool, check_int, check_positive
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_endpoint_group
 from ..flow import max_concurrent_flow
 from ..flow.bounds import hierarchy_partitions, structural_cut_lengths
-from ..flow.valiant import best_hub_level
+from ..flow.valiant import ValiantBound, best_hub_level
 from ..generators.recipe import try_replay
 from ..graph_arrays import GraphArrays
 from ..traffic import all_to_all
@@ -347,19 +347,32 @@ def hose_ceiling(fab: Fabric, ga: GraphArrays, ep_idx: np.ndarray) -> float:
     return best
 
 
-def _hose_rate(fab: Fabric, eps: tuple, enough_gbps: float, time_limit: float | None) -> Any:
+def _hose_rate(fab: Fabric, eps: tuple, enough_gbps: float, time_limit: float | None,
+               ga: GraphArrays, bounds_first: bool | None) -> Any:
     """The certified two-phase hose rate (best hub level, stopping once it proves
     ``enough_gbps``), or None when the fabric has one-way links or hubs nothing enters (no
     two-phase routing)."""
     try:
-        return best_hub_level(fab, eps, enough_gbps=enough_gbps, time_limit=time_limit)
+        return best_hub_level(fab, eps, enough_gbps=enough_gbps, time_limit=time_limit,
+                              arrays=ga, bounds_first=bounds_first)
     except InvalidParameterError:
         return None
 
 
+def _all_to_all_may_help(fab: Fabric, traffic: Any, ga: GraphArrays, lower: float,
+                         half: int, n: int) -> bool:
+    """False when a cut of the hierarchy already caps the all-to-all throughput below what
+    its bound would need to beat ``lower`` (theta x half x (n - half)): no solve then."""
+    if lower <= 0:
+        return True
+    theta_cap, _ = structural_cut_lengths(fab, traffic, ga)
+    return bool(theta_cap * half * (n - half) > lower * (1 + 1e-9))
+
+
 def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = None,
                         milp_max_nodes: int = 60, time_limit: float | None = 30.0,
-                        seed: int = 0) -> BisectionResult:
+                        seed: int = 0, bounds_first: bool | None = None,
+                        hose: ValiantBound | None = None) -> BisectionResult:
     """Bisection bandwidth of ``fab`` among ``endpoints`` (default: all), with proof.
 
     Parameters
@@ -375,6 +388,15 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
         tier), the all-to-all throughput and the MILP.
     seed : int
         Seed of Kernighan–Lin.
+    bounds_first : bool, optional
+        The two-phase rate by its bounds stage first (:func:`~fabricopt.valiant_rate`), and
+        no all-to-all solve when a hierarchy cut shows it cannot raise the lower bound.
+        Default: on; False runs both as they ran before the stage existed.
+    hose : ValiantBound, optional
+        ``valiant_rate(fab, endpoints=...)`` of this fabric and these endpoints, when the
+        caller has it (a comparison row computes it as a metric of its own): used as the
+        two-phase rate instead of searching the hub levels again. Its search covers the
+        bisection's, so the bound is the same or better.
 
     Returns
     -------
@@ -402,7 +424,18 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     if time_limit is not None:
         time_limit = check_positive("bisection_bandwidth", "time_limit", time_limit)
     seed = check_int("bisection_bandwidth", "seed", seed, minimum=0)
+    if hose is not None and not isinstance(hose, ValiantBound):
+        raise InvalidParameterError(f"bisection_bandwidth(): hose must be what valiant_rate "
+                                    f"returns, got {type(hose).__name__}")
+    if bounds_first is not None:
+        bounds_first = check_bool("bisection_bandwidth", "bounds_first", bounds_first)
     eps = check_endpoint_group("bisection_bandwidth", fab, endpoints)
+    if hose is not None and (hose.n_endpoints != len(eps) or any(
+            h not in fab.graph for h in hose.hubs) or any(
+            not fab.graph.has_edge(u, v) or load > fab.graph[u][v]["capacity"] * (1 + 1e-9)
+            for (u, v), load in hose.load_gbps.items())):
+        raise InvalidParameterError("bisection_bandwidth(): hose must be valiant_rate's "
+                                    "answer for this fabric and these endpoints")
     ga = GraphArrays.from_fabric(fab)
     with np.errstate(over="ignore"):  # the overflow is the answer sought, not a warning
         total = 4 * ga.capacity.sum()  # cut weights and their swaps must stay finite
@@ -457,19 +490,19 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     lower, lower_from = 0.0, "nothing proven"
     if degraded is not None and degraded[0] > lower:
         lower, lower_from = degraded[0], degraded[1]
-    hose = None
-    if lower < upper * (1 - 1e-9) and hose_ceiling(fab, ga, ep_idx) * half > lower:
+    if (hose is None and lower < upper * (1 - 1e-9)
+            and (bounds_first is False or hose_ceiling(fab, ga, ep_idx) * half > lower)):
         # Skipped where a group's own links already hold any hose rate to a bisection
         # bound below the intact one's less the failed links: on fat_tree(8) minus four
         # switch links, two LPs of 13 s each that could not tighten the bracket.
-        hose = _hose_rate(fab, eps, upper / max(half, 1), time_limit)
+        hose = _hose_rate(fab, eps, upper / max(half, 1), time_limit, ga, bounds_first)
     if hose is not None and hose.rate_gbps * half > lower:
         lower = hose.rate_gbps * half
         lower_from = (f"two-phase hose rate, hubs {hose.level} hops out ({hose.method}, "
                       f"{hose.status})")
     traffic = all_to_all(fab, endpoints=eps)
-    if lower < upper * (1 - 1e-9) and structural_cut_lengths(
-            fab, traffic, ga)[0] * half * (n - half) > lower:
+    if lower < upper * (1 - 1e-9) and (bounds_first is False or _all_to_all_may_help(
+            fab, traffic, ga, lower, half, n)):
         flow = max_concurrent_flow(fab, traffic, time_limit=time_limit)
         if flow.lower * half * (n - half) > lower:
             lower = flow.lower * half * (n - half)

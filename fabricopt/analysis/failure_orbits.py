@@ -36,9 +36,11 @@ from scipy.sparse.csgraph import shortest_path
 from ..fabric import Fabric
 from ..symmetry.search import FoundSymmetry, search_symmetry
 
-#: Seconds the search for generators may take before a sweep falls back to exact duplicates
-#: for multi-failure patterns (single failures use the arc orbits and need no generators).
-GENERATOR_SEARCH_SECONDS = 20.0
+#: Search nodes the search for generators may visit before a sweep falls back to exact
+#: duplicates for multi-failure patterns (single failures use the arc orbits and need no
+#: generators): a work limit, so a sweep keys its patterns alike on a busy machine; the same
+#: budget as ``method="auto"``'s search (:data:`fabricopt.flow.api.FIND_SYMMETRY_NODES`).
+GENERATOR_SEARCH_NODES = 1_000
 #: Descent steps per pattern: each strictly lowers the pattern, so this only bounds the cost.
 MAX_DESCENT_STEPS = 200
 
@@ -119,7 +121,7 @@ class FailureSymmetry:
             if sym is not None and sym.matches(self.fab.graph, self.fab.endpoints):
                 self.symmetry_note = f"claimed symmetry ({sym.group})"
             else:
-                found = search_symmetry(self.fab, time_limit=GENERATOR_SEARCH_SECONDS)
+                found = search_symmetry(self.fab, max_nodes=GENERATOR_SEARCH_NODES)
                 sym = found.symmetry
                 self.symmetry_note = found.message
                 if sym is None:
@@ -184,7 +186,7 @@ class FailureSymmetry:
                                                                self.fab.endpoints):
                 self._set_generators(sym)
             elif self.use_symmetry:
-                found = search_symmetry(self.fab, time_limit=GENERATOR_SEARCH_SECONDS)
+                found = search_symmetry(self.fab, max_nodes=GENERATOR_SEARCH_NODES)
                 if found.symmetry is not None:
                     self._set_generators(found.symmetry)
         return self._generators

@@ -3,7 +3,11 @@ the cost per token and the network's share of cluster cost price the servers by 
 
 from __future__ import annotations
 
-import networkx as nx
+import itertools
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from ..fabric import Fabric
 
@@ -28,10 +32,20 @@ def server_system(fab: Fabric) -> str | None:
     if not chips:
         return None
     endpoints = set(fab.endpoints)
-    domain = g.subgraph(chips + [u for c in chips for u in g[c] if u in endpoints])
-    sizes = {len(endpoints.intersection(part))
-             for part in nx.weakly_connected_components(domain)} if g.is_directed() else \
-        {len(endpoints.intersection(part)) for part in nx.connected_components(domain)}
+    # Scale-up domains: components of the chips and the endpoints wired to them (arcs read
+    # both ways), found on index arrays: a Python search is seconds at 100k GPUs.
+    index = {c: i for i, c in enumerate(chips)}
+    heads, tails = [], []
+    for c in chips:
+        for u in itertools.chain(g.succ[c], g.pred[c]):
+            if u in endpoints or u in index:
+                heads.append(index[c])
+                tails.append(index.setdefault(u, len(index)))
+    n = len(index)
+    adjacency = sp.coo_matrix((np.ones(len(heads)), (heads, tails)), shape=(n, n))
+    _, label = connected_components(adjacency, directed=True, connection="weak")
+    is_endpoint = np.array([v in endpoints for v in index])
+    sizes = set(np.bincount(label, weights=is_endpoint).astype(int).tolist())
     models = {g.nodes[c]["model"] for c in chips}
     if len(sizes) != 1 or len(models) != 1:
         return None

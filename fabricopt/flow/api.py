@@ -19,13 +19,14 @@ import numpy as np
 
 from .._checks import check_bool, check_choice, check_int, check_positive
 from .._progress import progress_bar
+from .._stages import SILENT, stage_report
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_fabric
 from ..graph_arrays import GraphArrays
 from ..symmetry.search import search_symmetry, with_symmetry
 from ..tiers import is_scale_up_arc, tier_of
 from ..traffic import Traffic, checked_traffic
-from .approx import check_gap, solve_approx
+from .approx import DEFAULT_MAX_ROUNDS, check_gap, solve_approx
 from .backends import BACKENDS, check_solve_args, solve_lp
 from .bounds import ECMP_MAX_ENTRIES, ecmp_point, rail_labels, structural_cut_lengths
 from .certificate import EXACT_RTOL, certify
@@ -38,6 +39,8 @@ from .units import capacity_unit, check_capacity_spread, in_units
 from .warm import ball_cut_lengths, warm_lengths
 
 METHODS = ("auto", "lp", "symmetric", "approx")
+#: What the stage line (:mod:`fabricopt._stages`) calls each method's solve.
+_STAGE_NAMES = {"lp": "LP", "symmetric": "symmetric LP", "approx": "approximate rounds"}
 
 #: Above this many nonzeros ``method="auto"`` does not build the full LP but takes the
 #: approximate method. Measured on 2 cores: superpod(1) with 1% of all its links failed (NVLink
@@ -51,9 +54,12 @@ MAX_AUTO_NONZEROS = 500_000
 #: 180 s, while the search takes under 0.2 s on both; below this size the LP answers in
 #: about a second and its result keeps the plain ``"lp"`` certificate.
 FIND_SYMMETRY_NONZEROS = 50_000
-#: Seconds ``method="auto"`` gives the search (less when ``time_limit`` is shorter); the
-#: largest fabrics of the benchmarks need under 5 s.
-FIND_SYMMETRY_SECONDS = 20.0
+#: Search nodes ``method="auto"`` lets the symmetry search visit (a work limit, so the same
+#: fabric gets the same group on a busy machine; seconds only when ``time_limit`` is given).
+#: Measured: a failed fat_tree(16) needs 71 nodes (0.4 s), superpod(4) minus a link 77,
+#: superpod(16) minus a link 150 (2.9 s, about 20 ms a node): 1,000 nodes is some 20 s at
+#: that size, and a small fabric's nodes cost about a millisecond.
+FIND_SYMMETRY_NODES = 1_000
 #: A found group with several orbits on the endpoints is used by ``method="auto"`` only when
 #: its symmetric LP (one root flow of about three nonzeros per arc for each orbit, before
 #: colour refinement shrinks it) is at least this many times smaller than the full LP; the
@@ -155,7 +161,10 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         For ``method="approx"``: stop once ``(upper - lower) / upper <= gap``, 0 < gap < 1.
     progress : bool, optional
         A progress bar on stderr for the approximate method's rounds, with the certified
-        bracket as it closes; default: when stderr is a terminal.
+        bracket as it closes; default: when stderr is a terminal. Whatever it is, each stage
+        (bounds, symmetry search, LP, each approximate round) and the bracket so far are
+        reported to the listener of :mod:`fabricopt._stages` when there is one (the stage
+        line of ``fabricopt solve`` and ``compare``), at no cost when there is none.
     warm_start : FlowResult, optional
         A result for a fabric that contains this one (the intact fabric of a failed one:
         every node and arc of ``fab`` in it, no capacity larger), for any traffic. Its
@@ -172,7 +181,9 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         busy and an idle machine: iterations of HiGHS (``maxiter`` of the ``"highs"``
         backend; simplex and interior-point iteration limits of ``"highspy"``) or rounds of
         the approximate method. On expiry the status is ``"iteration_limit"`` with the bracket
-        proven; the result records the limit (``result.work_limit``).
+        proven; the result records the limit (``result.work_limit``). The approximate method
+        without either limit stops after
+        :data:`~fabricopt.flow.approx.DEFAULT_MAX_ROUNDS` rounds, recorded the same way.
     bounds_first : bool, optional
         Before any solve, prove the bounds of :mod:`fabricopt.flow.bounds` (hierarchy cuts
         above, ECMP fluid routing below; while the full LP has at most
@@ -196,7 +207,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     >>> round(r.theta, 9), r.method, r.exact
     (0.125, 'symmetric', True)
     """
-    start = time.perf_counter()
+    start, report = time.perf_counter(), stage_report()
     traffic, include_endpoint_links, gap, progress = _checked_arguments(
         fab, traffic, method, backend, time_limit, include_endpoint_links, gap, progress)
     bounds_first, work_limit, backend_options = _check_stage_and_work(
@@ -216,36 +227,14 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     if stage_on and method == "auto" and warm is None:
         # Bounds before the symmetry search: where they close, no group is looked for (a
         # failure trial, warm from the intact fabric, looks for its group first).
-        early = _bounds_stage_first(fab, scaled, ga_solve, warm,
+        early = _bounds_stage_first(fab, scaled, ga_solve, warm, report,
                                     include_endpoint_links=include_endpoint_links,
                                     traffic_scale=scale, capacity_unit=unit)
         if early is not None and early[2] is not None and early[2].exact:
-            return _finished(early[2], traffic, work_limit, start)
+            return _finished(early[2], traffic, work_limit, start, report)
     # No claim: find the symmetry when the full LP would be slow (or "symmetric" is asked).
-    found = None
-    if (not ok and fab.symmetry is None and traffic_invariant(fab, traffic)[0]
-            and (method == "symmetric" or (method == "auto" and lp_size_estimate(fab, traffic, ga)
-                                           > FIND_SYMMETRY_NONZEROS))):
-        search_seconds = (time_limit if method == "symmetric" else
-                          min(time_limit or FIND_SYMMETRY_SECONDS, FIND_SYMMETRY_SECONDS))
-        useful = useful_endpoint_orbits(fab, traffic, ga) if method == "auto" else None
-        found = search_symmetry(fab, time_limit=search_seconds, max_endpoint_orbits=useful)
-        if found.symmetry is not None:
-            claimed = with_symmetry(fab, found.symmetry)
-            found_ok, found_why = symmetric_applicable(claimed, traffic)
-            k = found.symmetry.n_endpoint_orbits
-            if found_ok and useful is not None and k > useful:
-                # A search stopped by its time limit returns a subgroup that may have up
-                # to one orbit per endpoint: its LP would outgrow the full one.
-                found_ok, found_why = False, (
-                    f"it has {k} orbits on the endpoints, too many for its LP to beat the "
-                    f"full one (at most {useful})")
-            if found_ok:
-                fab, ok = claimed, True
-            else:
-                why = f"{why}, and {found.message}, but {found_why}"
-        else:
-            why = f"{why}, and {found.message}"
+    fab, ok, why, found = _search_if_useful(fab, traffic, ga, method, time_limit, ok, why,
+                                            report)
     if method == "symmetric" and not ok:
         raise InvalidParameterError(f"max_concurrent_flow(): method='symmetric' is not exact "
                                     f"here: {why}")
@@ -265,14 +254,19 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     stage_now = stage_on and not (warm is not None and method in ("symmetric", "lp"))
     model, warm_candidates, first = _build_and_bound(
         fab, scaled, ga, method, warm, include_endpoint_links=include_endpoint_links,
-        bounds_first=stage_now, traffic_scale=scale, capacity_unit=unit, early=early)
+        bounds_first=stage_now, traffic_scale=scale, capacity_unit=unit, early=early,
+        report=report)
     if first is not None and first.exact:
-        return _finished(first, traffic, work_limit, start)
+        return _finished(first, traffic, work_limit, start, report)
+    report(_STAGE_NAMES[method], detail=f"{_lp_size(model).get('nonzeros', 0):,} nonzeros")
     if method == "approx":
         left = (None if time_limit is None
                 else max(time_limit - (time.perf_counter() - start), 1e-3))
+        if work_limit is None and time_limit is None:
+            work_limit = DEFAULT_MAX_ROUNDS  # its net, in rounds: recorded like a caller's
         sol = _solve_approx(model, warm_candidates, gap=gap, time_limit=left,  # type: ignore
-                            progress=progress, scale=scale, work_limit=work_limit)
+                            progress=progress, scale=scale, work_limit=work_limit,
+                            report=report)
         backend = "approx"
     else:
         sol = solve_lp(model.lp, backend, time_limit, **backend_options)
@@ -287,13 +281,46 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                           f"{sol.message}")
     if first is not None:
         result = tighter_bracket(result, first)
-    result.traffic_name, result.work_limit = traffic.name, work_limit
     if (found is not None and found.symmetry is not None and method == "symmetric"
             and result.certificate is not None):
         result.message = "; ".join(m for m in (found.message, result.message) if m)
         result.certificate = replace(result.certificate, symmetry=found.symmetry)
-    result.seconds = time.perf_counter() - start
-    return result
+    return _finished(result, traffic, work_limit, start, report)
+
+
+def _search_if_useful(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str,
+                      time_limit: float | None, ok: bool, why: str, report: Any
+                      ) -> tuple[Fabric, bool, str, Any]:
+    """``(fab, ok, why, found)`` after looking for the fabric's symmetry when it carries no
+    claim and the full LP would be slow (or ``"symmetric"`` is asked): ``fab`` carries the
+    group found when the symmetric method can use it; ``found`` is the search (None when
+    none ran)."""
+    found = None
+    if (not ok and fab.symmetry is None and traffic_invariant(fab, traffic)[0]
+            and (method == "symmetric" or (method == "auto" and lp_size_estimate(fab, traffic, ga)
+                                           > FIND_SYMMETRY_NONZEROS))):
+        report("symmetry search")
+        auto = method == "auto"
+        useful = useful_endpoint_orbits(fab, traffic, ga) if auto else None
+        found = search_symmetry(fab, time_limit=time_limit, max_endpoint_orbits=useful,
+                                max_nodes=FIND_SYMMETRY_NODES if auto else None)
+        if found.symmetry is not None:
+            claimed = with_symmetry(fab, found.symmetry)
+            found_ok, found_why = symmetric_applicable(claimed, traffic)
+            k = found.symmetry.n_endpoint_orbits
+            if found_ok and useful is not None and k > useful:
+                # A search stopped by its time limit returns a subgroup that may have up
+                # to one orbit per endpoint: its LP would outgrow the full one.
+                found_ok, found_why = False, (
+                    f"it has {k} orbits on the endpoints, too many for its LP to beat the "
+                    f"full one (at most {useful})")
+            if found_ok:
+                fab, ok = claimed, True
+            else:
+                why = f"{why}, and {found.message}, but {found_why}"
+        else:
+            why = f"{why}, and {found.message}"
+    return fab, ok, why, found
 
 
 def _checked_arguments(fab: Any, traffic: Any, method: Any, backend: Any, time_limit: Any,
@@ -323,16 +350,17 @@ def _solve_units(fab: Fabric, traffic: Traffic, ga: GraphArrays
     return scale, unit, scaled, in_units(ga, unit)
 
 
-def _finished(first: FlowResult, traffic: Traffic, work_limit: int | None,
-              start: float) -> FlowResult:
-    """The bounds stage's closed result as the answer (its traffic, limit and time)."""
-    first.traffic_name, first.work_limit = traffic.name, work_limit
-    first.seconds = time.perf_counter() - start
-    return first
+def _finished(result: FlowResult, traffic: Traffic, work_limit: int | None,
+              start: float, report: Any) -> FlowResult:
+    """``result`` as the answer: its traffic, limit and time, and the last stage reported."""
+    result.traffic_name, result.work_limit = traffic.name, work_limit
+    result.seconds = time.perf_counter() - start
+    report("done", result.lower, result.upper, result.status)
+    return result
 
 
 def _bounds_stage_first(fab: Fabric, traffic: Traffic, ga: GraphArrays,
-                        warm: np.ndarray | None, *, include_endpoint_links: bool,
+                        warm: np.ndarray | None, report: Any, *, include_endpoint_links: bool,
                         traffic_scale: float, capacity_unit: float
                         ) -> tuple[FlowModel, list[np.ndarray], FlowResult | None] | None:
     """The full model, the lengths for its certificate and the bounds stage's result, when
@@ -342,19 +370,22 @@ def _bounds_stage_first(fab: Fabric, traffic: Traffic, ga: GraphArrays,
         return None
     model, candidates, first = _build_and_bound(
         fab, traffic, ga, "lp", warm, include_endpoint_links=include_endpoint_links,
-        bounds_first=True, traffic_scale=traffic_scale, capacity_unit=capacity_unit)
+        bounds_first=True, traffic_scale=traffic_scale, capacity_unit=capacity_unit,
+        report=report)
     return model, candidates, first  # type: ignore[return-value]
 
 
 def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str,
                      warm: np.ndarray | None, *, include_endpoint_links: bool,
                      bounds_first: bool, traffic_scale: float, capacity_unit: float,
-                     early: tuple[FlowModel, list[np.ndarray], FlowResult | None] | None = None
+                     early: tuple[FlowModel, list[np.ndarray], FlowResult | None] | None = None,
+                     report: Any = SILENT
                      ) -> tuple[ThroughputModel, list[np.ndarray], FlowResult | None]:
     """The model ``method`` solves (``traffic`` and ``ga`` in solve units), the lengths
     offered to its certificate besides the solver's (a larger fabric's, and the cuts they
     and the hierarchy make), and the bounds stage's result (None when not run). ``early``
-    is what :func:`_bounds_stage_first` already built and proved, reused as it is."""
+    is what :func:`_bounds_stage_first` already built and proved, reused as it is; the
+    stage and its bracket go to ``report`` (:mod:`fabricopt._stages`)."""
     if early is not None:
         flow_model, warm_candidates, first = early
         if method == "symmetric":
@@ -372,6 +403,9 @@ def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str
             cut = ball_cut_lengths(flow_model, warm)
             warm_candidates = [warm] if cut is None else [warm, cut]
     first = None
+    if bounds_first:
+        report("bounds", detail="hierarchy cuts above, routed flows below" if run_bounds
+               else "hierarchy cuts")
     if run_bounds and flow_model is not None:
         first, cut_lengths = bounds_stage(fab, flow_model, traffic,
                                           tiers=arc_tiers(fab, ga),
@@ -383,6 +417,8 @@ def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str
         # Too large for the ECMP flow: the cut alone still caps the solver's upper bound.
         first = cut_bracket(fab, traffic, ga, include_endpoint_links=include_endpoint_links,
                             traffic_scale=traffic_scale, capacity_unit=capacity_unit)
+    if first is not None:
+        report("bounds", first.lower, first.upper, "proven")
     if method == "symmetric" and not (first is not None and first.exact):
         # The claim was checked against the graph by symmetric_applicable; its distance
         # bound holds for invariant lengths only, so no other lengths are offered to it.
@@ -476,9 +512,9 @@ def tighter_bracket(result: FlowResult, bounds: FlowResult) -> FlowResult:
 
 def _solve_approx(model: FlowModel, warm_candidates: list[np.ndarray], *, gap: float,
                   time_limit: float | None, progress: bool | None, scale: float,
-                  work_limit: int | None) -> LPSolution:
+                  work_limit: int | None, report: Any = SILENT) -> LPSolution:
     """The approximate method on ``model``, its first lengths priced at the candidates, with
-    a progress bar of its bracket (in the caller's units)."""
+    a progress bar of its bracket and each round reported (in the caller's units)."""
     bar = progress_bar(progress, desc="approx", unit="round")
     seed = None
     if warm_candidates:  # the LP's capacity rows: core arcs, then endpoint rows
@@ -486,7 +522,8 @@ def _solve_approx(model: FlowModel, warm_candidates: list[np.ndarray], *, gap: f
                          for w in warm_candidates])
     try:
         return solve_approx(model, gap=gap, time_limit=time_limit,
-                            progress=_bracket_reporter(bar, scale), seed_lengths=seed,
+                            progress=_bracket_reporter(bar, scale, report),
+                            seed_lengths=seed,
                             max_rounds=work_limit)
     finally:
         if bar is not None:
@@ -519,16 +556,19 @@ def work_limit_options(func: str, backend: str, work_limit: int) -> dict[str, An
                                 f"got backend={backend!r}")
 
 
-def _bracket_reporter(bar: Any, scale: float) -> Any:
-    """A progress callback that shows each round's certified bracket (caller's units)."""
-    if bar is None:
+def _bracket_reporter(bar: Any, scale: float, stages: Any = SILENT) -> Any:
+    """A progress callback that shows each round's certified bracket (caller's units) on
+    ``bar`` and reports it to ``stages``; None when neither is shown."""
+    if bar is None and not stages:
         return None
 
     def report(info: dict[str, float]) -> None:
         lower, upper = info["lower"] * scale, info["upper"] * scale
-        wide = (upper - lower) / upper if upper > 0 else 0.0
-        bar.update(1)
-        bar.set_postfix_str(f"theta in [{lower:.6g}, {upper:.6g}], gap {wide:.2%}")
+        stages("approximate rounds", lower, upper, f"round {int(info['iteration'])}")
+        if bar is not None:
+            wide = (upper - lower) / upper if upper > 0 else 0.0
+            bar.update(1)
+            bar.set_postfix_str(f"theta in [{lower:.6g}, {upper:.6g}], gap {wide:.2%}")
 
     return report
 

@@ -48,11 +48,16 @@ SOFT_SHARPNESS = 0.05
 #: Weight of the best lengths so far when pricing (Wentges dual smoothing).
 SMOOTHING = 0.5
 
-#: Longest one master solve may take when the caller has another method to fall back on
-#: (:func:`fabricopt.flow.approx.solve_approx` with ``strategy="auto"``): on a superpod(2)
-#: with 2% of its links failed one master solve of 2,552 dense columns ran past 60 s, where
-#: Frank-Wolfe closed 1% in 28 s.
-MASTER_ROUND_SECONDS = 10.0
+#: Most simplex iterations one master solve may take when the caller has another method to
+#: fall back on (:func:`fabricopt.flow.approx.solve_approx` with ``strategy="auto"``); past
+#: it the master has stalled. Counted in iterations, not seconds, so a run hands over at the
+#: same round on a busy machine and an idle one. On a superpod(2) with 2% of its links failed
+#: one master solve of 2,552 dense columns once ran past 60 s, where Frank-Wolfe closed 1% in
+#: 28 s; measured on 2 loaded cores, such dense masters (1,032 columns, 5,782 rows) run about
+#: 100 iterations a second, while the sparse masters of a 30-switch jellyfish all-to-all need
+#: at most about 600 iterations a round at 4,000 a second. 2,000 iterations is some 20 s of
+#: the dense kind and never binds on the sparse one.
+MASTER_ROUND_ITERATIONS = 2_000
 
 #: A column enters when it is shorter than its commodity's dual by this relative amount.
 PRICE_TOL = 1e-9
@@ -151,12 +156,13 @@ class ColumnGeneration(ApproxRun):
     def __init__(self, model: FlowModel, gap: float, time_limit: float | None,
                  progress: Callable[[dict[str, float]], None] | None = None,
                  seed_lengths: np.ndarray | None = None,
-                 round_limit: float | None = None) -> None:
+                 master_iterations: int | None = None) -> None:
         import highspy
 
         super().__init__(model, gap, time_limit, progress)
-        self.round_limit = round_limit
-        self.stalled = False  # a master solve outlasted round_limit
+        self.master_iterations = master_iterations
+        self.stalled = False  # a master solve used up master_iterations
+        self.master_work = 0  # simplex iterations of every master solve
         self.ep_gbps = np.asarray(model.ep_rows_gbps, dtype=float)
         self.E = len(self.ep_cap)
         self.seed_lengths = seed_lengths
@@ -214,16 +220,20 @@ class ColumnGeneration(ApproxRun):
 
     def _solve_master(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """Solve the master; returns ``(arc lengths, endpoint-row lengths, commodity duals)``
-        or None when HiGHS gives no optimal basis (the time ran out inside it)."""
+        or None when HiGHS gives no optimal basis (the time or its iterations ran out inside
+        it; the latter sets ``stalled``)."""
         import highspy
 
-        left = np.inf if self.deadline is None else self.deadline - time.perf_counter()
-        cap = min(left, self.round_limit if self.round_limit is not None else np.inf)
-        if np.isfinite(cap):
-            self.h.setOptionValue("time_limit", max(cap, 1e-3))
+        if self.deadline is not None:  # wall clock only when the caller asked for it
+            self.h.setOptionValue("time_limit",
+                                  max(self.deadline - time.perf_counter(), 1e-3))
+        if self.master_iterations is not None:  # counted per solve
+            self.h.setOptionValue("simplex_iteration_limit", self.master_iterations)
         self.h.run()
-        if self.h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            self.stalled = cap < left
+        self.master_work += int(self.h.getInfo().simplex_iteration_count)
+        status = self.h.getModelStatus()
+        if status != highspy.HighsModelStatus.kOptimal:
+            self.stalled = status == highspy.HighsModelStatus.kIterationLimit
             return None
         sol = self.h.getSolution()
         x = np.asarray(sol.col_value)
@@ -270,6 +280,7 @@ class ColumnGeneration(ApproxRun):
         while True:
             duals = self._solve_master()
             if duals is None:
+                status = "stalled" if self.stalled else status
                 break
             self.iterations += 1
             self.lower = max(self.lower, self.theta)
@@ -312,9 +323,14 @@ class ColumnGeneration(ApproxRun):
             if soft is not None:
                 arc, load, cost = self._price(soft[:m], soft[m:], spread=True)
                 self._add_columns(np.arange(K), arc, load)
-        return self.answer(status, f"column generation over routing trees: "
-                           f"{self.iterations} rounds, {len(self.col_k)} columns", self.flows(),
-                           self.iterations)
+        why = (f"a master solve used up its {self.master_iterations:,} simplex iterations"
+               if self.stalled else "")
+        sol = self.answer(status, f"column generation over routing trees: "
+                          f"{self.iterations} rounds, {len(self.col_k)} columns, "
+                          f"{self.master_work:,} simplex iterations", self.flows(),
+                          self.iterations, why)
+        sol.info["master_iterations"] = self.master_work
+        return sol
 
     def _soft_lengths(self) -> np.ndarray | None:
         """Lengths ``exp(beta * utilisation) / capacity`` of the master's point (core arcs,

@@ -210,9 +210,10 @@ class FlowResult:
 
     @property
     def binding_tier(self) -> str | None:
-        """The tier with the most binding arcs (ties: the highest utilization)."""
+        """The tier with the most binding arcs (ties: the highest utilization); None when
+        nothing binds because the traffic has no path at all (theta 0: a cut with no arcs)."""
         tiers = self.tiers
-        if not tiers:
+        if not tiers or self.upper <= 0:
             return None
         return max(tiers.values(),
                    key=lambda t: (t.binding_arcs > 0, t.max_utilization, t.binding_arcs)).tier

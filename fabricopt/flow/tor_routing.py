@@ -35,9 +35,11 @@ if TYPE_CHECKING:
     from .approx import _CoreGraph
 
 #: Largest attach switches x switch arcs for which the attach-switch LP may use every switch
-#: arc: its node-arc form is slow for HiGHS's simplex (56 leaves x 1,904 switch arcs took 30
-#: to 80 s on 2 loaded cores), so above this each leaf keeps its fewest-hop arcs only.
-ATTACH_LP_MAX_ENTRIES = 20_000
+#: arc: its node-arc form is slow for HiGHS (56 leaves x 1,904 switch arcs took 30 to 80 s on
+#: 2 loaded cores; fat_tree(8) minus 5 % of its switch links, 32 leaves x 486 arcs, 10 s,
+#: where its fewest-hop arcs give the same optimum in 0.2 s), so above this each leaf keeps
+#: its fewest-hop arcs only.
+ATTACH_LP_MAX_ENTRIES = 2_000
 #: Largest number of (leaf, fewest-hop arc) variables for which the restricted LP is solved:
 #: 6,700 on a 2,048-GPU rail-optimized cluster take 1 s; fat_tree(16) minus 5 % of its
 #: switch links (128 leaves, 231,000 variables) closed exactly but took about 55 s.

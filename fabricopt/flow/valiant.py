@@ -27,6 +27,11 @@ root per endpoint orbit with one capacity row per arc orbit and colour refinemen
 re-proved from the lifted flows by :func:`~fabricopt.flow.certificate.certify`, as every
 throughput answer is: conservation residual charged, then scaled by the worst overload (the
 load checked against each arc's capacity being :math:`L(a) + L(\bar a)`).
+
+Before either LP, ``method="auto"`` runs a bounds stage (:mod:`fabricopt.flow.valiant_bounds`,
+:mod:`fabricopt.flow.valiant_domains`): a cut of the hierarchy above, WCMP phase-1 flows or
+the LP with alike scale-up domains merged below. Where they meet, that is the answer (method
+``"bounds"``) and no LP over every endpoint is built.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
+from .._checks import check_bool
 from ..errors import InvalidParameterError
 from ..fabric import check_endpoint_group
 from ..graph_arrays import GraphArrays
@@ -49,6 +55,9 @@ from .backends import check_solve_args, solve_lp
 from .certificate import DistanceBound, certify
 from .lp import LinearProgram
 from .model import LiftedFlow, max_theta_lp
+from .bounds import hierarchy_partitions
+from .valiant_bounds import best_cut, closes, wcmp_phase_one
+from .valiant_domains import DomainPhaseOne
 from .symmetric import (
     OrbitClasses,
     arc_orbits,
@@ -83,6 +92,13 @@ class ValiantBound:
     message: str = ""
     load_gbps: dict[tuple[Hashable, Hashable], float] = field(default_factory=dict, repr=False)
     level: int | None = None
+    #: The least bound of the cuts tried by the bounds stage (inf when it did not run): the
+    #: best two-phase rate with these hubs is at most this.
+    upper_gbps: float = np.inf
+    #: The nodes on one side of that cut, when a cut gives it; else the arc lengths whose
+    #: two-phase distance bound does (``lengths``).
+    cut: frozenset[Hashable] | None = field(default=None, repr=False)
+    lengths: dict[tuple[Hashable, Hashable], float] | None = field(default=None, repr=False)
 
     def __str__(self) -> str:
         return (f"hose rate        {self.rate_gbps:.6g} Gb/s per endpoint, any traffic "
@@ -105,17 +121,29 @@ def hub_levels(fab: Any, endpoints: Iterable[Hashable] | None = None,
     {1: 8, 2: 8, 3: 4}
     """
     eps = check_endpoint_group("hub_levels", fab, endpoints)
-    ga = GraphArrays.from_fabric(fab)
+    return _levels(fab, GraphArrays.from_fabric(fab), eps)
+
+
+def scale_up_arcs(fab: Any, ga: GraphArrays) -> np.ndarray:
+    """Mask of the scale-up arcs of ``ga`` (:func:`fabricopt.tiers.is_scale_up_arc`)."""
+    return np.fromiter((is_scale_up_arc(d) for _, _, d in fab.graph.edges(data=True)),
+                       dtype=bool, count=ga.n_arcs)
+
+
+def _levels(fab: Any, ga: GraphArrays, eps: tuple[Hashable, ...],
+            scale_up: np.ndarray | None = None, dead: np.ndarray | None = None,
+            ) -> dict[int, tuple[Hashable, ...]]:
+    """:func:`hub_levels` on arrays already read (and their scale-up arcs and
+    :func:`_dead_ends`, if known)."""
     ep_idx = np.array([ga.index[e] for e in eps])
     others = np.setdiff1d(np.arange(ga.n_nodes), np.array([ga.index[e] for e in fab.endpoints]))
     network = np.zeros(ga.n_nodes, dtype=bool)
-    scale_out = np.fromiter((not is_scale_up_arc(d) for _, _, d in fab.graph.edges(data=True)),
-                            dtype=bool, count=ga.n_arcs)
+    scale_out = ~(scale_up if scale_up is not None else scale_up_arcs(fab, ga))
     network[ga.tail[scale_out]] = True
     network[ga.head[scale_out]] = True
     if network[others].any():
         others = others[network[others]]
-    others = others[~_dead_ends(ga, ep_idx)[others]]
+    others = others[~(_dead_ends(ga, ep_idx) if dead is None else dead)[others]]
     # Hop distance from the nearest endpoint: one BFS from a super source.
     n = ga.n_nodes
     tails = np.concatenate([ga.tail, np.full(len(ep_idx), n)])
@@ -180,7 +208,7 @@ def _reverse_arcs(ga: GraphArrays) -> np.ndarray | None:
 def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
                  hubs: int | Iterable[Hashable] | None = None, method: str = "auto",
                  backend: str = "highs", time_limit: float | None = None,
-                 **backend_options: Any) -> ValiantBound:
+                 bounds_first: bool | None = None, **backend_options: Any) -> ValiantBound:
     """Certified per-endpoint rate at which two-phase routing carries every hose traffic.
 
     Parameters
@@ -200,11 +228,17 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
         finds (when it has at most a quarter as many endpoint orbits as endpoints).
     backend, time_limit, **backend_options
         As for :func:`~fabricopt.max_concurrent_flow`.
+    bounds_first : bool, optional
+        Before any LP, bound the rate by cuts of the fabric's hierarchy and prove one by
+        WCMP phase-1 flows (:mod:`fabricopt.flow.valiant_bounds`); when they meet (to 1e-6)
+        that is the answer, with method ``"bounds"`` and no LP. Default: with
+        ``method="auto"`` only.
 
     Returns
     -------
     ValiantBound
-        ``rate_gbps`` (0 with a status when nothing was proven) and the per-arc load.
+        ``rate_gbps`` (0 with a status when nothing was proven), the per-arc load and,
+        after the bounds stage, ``upper_gbps`` and its ``cut``.
 
     Examples
     --------
@@ -215,14 +249,11 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     400.0
     """
     start = time.perf_counter()
-    if method not in ("auto", "symmetric", "lp"):
-        raise InvalidParameterError(f"valiant_rate(): method must be 'auto', 'symmetric' or "
-                                    f"'lp', got {method!r}")
-    time_limit = check_solve_args("valiant_rate", backend, time_limit)
+    time_limit, bounds_first = _check_options(method, backend, time_limit, bounds_first)
     eps = check_endpoint_group("valiant_rate", fab, endpoints)
     if hubs is None:
         return best_hub_level(fab, eps, method=method, backend=backend, time_limit=time_limit,
-                              **backend_options)
+                              bounds_first=bounds_first, **backend_options)
     by_level = isinstance(hubs, int) and not isinstance(hubs, bool)
     level = None
     if by_level:
@@ -242,12 +273,35 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     if unknown or not hub_list:
         raise InvalidParameterError(f"valiant_rate(): hubs must be nodes of the fabric, "
                                     f"got {unknown[:3] if unknown else 'none'}")
-    ga = GraphArrays.from_fabric(fab)
-    rev = _reverse_arcs(ga)
-    if rev is None:
-        raise InvalidParameterError("valiant_rate(): every link needs both directions "
-                                    "(phase 2 runs phase 1 backwards); see Fabric.validate()")
-    if (method == "auto" and fab.symmetry is None and by_level
+    return _rate_for_hubs(fab, eps, hub_list, level, method=method, backend=backend,
+                          time_limit=time_limit, bounds_first=bounds_first,
+                          options=backend_options, start=start)
+
+
+def _rate_for_hubs(fab: Any, eps: tuple[Hashable, ...], hub_list: tuple[Hashable, ...],
+                   level: int | None, *, method: str, backend: str, time_limit: float | None,
+                   bounds_first: bool | None, options: dict[str, Any], start: float,
+                   beat: float | None = None, arrays: _Arrays | None = None,
+                   ) -> ValiantBound | None:
+    """:func:`valiant_rate` for hubs already resolved: the bounds stage first (when asked,
+    by default with ``method="auto"``), then the LP for what it leaves open. With ``beat``
+    (a rate already proven with other hubs), None when the cut shows these hubs cannot do
+    better. ``arrays`` are the fabric's, when the caller read them already."""
+    arrays = arrays or _Arrays.of(fab)
+    ga, rev = arrays.ga, arrays.rev
+    by_level = level is not None
+    ep_idx = np.array([ga.index[e] for e in eps])
+    hub_idx = np.array([ga.index[h] for h in hub_list])
+    share = hub_shares(ga, hub_idx, ep_idx, arrays.dead_ends(ep_idx))
+    stage = None
+    if bounds_first if bounds_first is not None else method == "auto":
+        stage = _bounds_stage(fab, arrays, ep_idx, hub_idx, share, beat, time_limit)
+        if stage is None:
+            return None
+        if stage.status == "optimal":
+            return _stage_result(stage, ga, hub_list, len(eps), start, level)
+    claim = fab.symmetry  # re-checked against the graph at every read: read once
+    if (method == "auto" and claim is None and by_level
             and set(eps) == set(fab.endpoints)
             and len(eps) * (3 * ga.n_arcs + 1) > MAX_FULL_NONZEROS):
         # Too large for the per-endpoint LP: find the group instead (one root flow per
@@ -255,37 +309,56 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
         found = search_symmetry(fab, time_limit=time_limit,
                                 max_endpoint_orbits=max(1, len(eps) // 4))
         if found.symmetry is not None and found.symmetry.n_endpoint_orbits <= len(eps) // 4:
-            fab = with_symmetry(fab, found.symmetry)
-    symmetric_ok = (fab.symmetry is not None and by_level
+            fab, claim = with_symmetry(fab, found.symmetry), found.symmetry
+    symmetric_ok = (claim is not None and by_level
                     and set(eps) == set(fab.endpoints))
     if method == "symmetric" and not symmetric_ok:
         raise InvalidParameterError("valiant_rate(): method='symmetric' needs an unchanged "
                                     "fabric with a symmetry claim, all endpoints and hubs "
                                     "given by level")
-    ep_idx = np.array([ga.index[e] for e in eps])
-    hub_idx = np.array([ga.index[h] for h in hub_list])
-    scale = float(max(fab.injection_gbps(e) for e in eps)) or 1.0
+    loops = ga.tail != ga.head
+    injection = np.bincount(ga.tail[loops], weights=ga.capacity[loops], minlength=ga.n_nodes)
+    scale = float(injection[ep_idx].max()) or 1.0  # Fabric.injection_gbps, for all at once
     if method == "symmetric" or (method == "auto" and symmetric_ok):
-        model = _SymmetricPhaseOne.build(fab, ga, rev, ep_idx, hub_idx, scale)
+        model = _SymmetricPhaseOne.build(fab, ga, rev, ep_idx, hub_idx, scale, claim, share)
         if model is not None:
-            out = _solve(model, backend, time_limit, backend_options)
-            return _valiant_result(out, ga, hub_list, len(eps), "symmetric", start, level)
+            out = _solve(model, backend, time_limit, options)
+            return _with_stage(_valiant_result(out, ga, hub_list, len(eps), "symmetric",
+                                               start, level), stage, ga)
         if method == "symmetric":
             raise InvalidParameterError("valiant_rate(): the symmetry claim does not map "
                                         "reverse arcs to reverse arcs")
     nnz = len(eps) * (3 * ga.n_arcs + 1)
     if nnz > MAX_FULL_NONZEROS:
-        return ValiantBound(0.0, "not_solved", "lp", hub_list, len(eps),
-                            seconds=time.perf_counter() - start, level=level,
-                            message=f"the per-endpoint LP is too large ({nnz:,} nonzeros "
-                                    f"> {MAX_FULL_NONZEROS:,}) and no symmetry applies")
-    model = _FullPhaseOne.build(ga, rev, ep_idx, hub_idx, scale)
-    out = _solve(model, backend, time_limit, backend_options)
-    return _valiant_result(out, ga, hub_list, len(eps), "lp", start, level)
+        return _with_stage(ValiantBound(
+            0.0, "not_solved", "lp", hub_list, len(eps), seconds=time.perf_counter() - start,
+            level=level, message=f"the per-endpoint LP is too large ({nnz:,} nonzeros "
+                                 f"> {MAX_FULL_NONZEROS:,}) and no symmetry applies"), stage,
+            ga)
+    model = _FullPhaseOne.build(ga, rev, ep_idx, hub_idx, scale, share)
+    out = _solve(model, backend, time_limit, options)
+    return _with_stage(_valiant_result(out, ga, hub_list, len(eps), "lp", start, level), stage,
+                       ga)
+
+
+
+
+def _check_options(method: Any, backend: Any, time_limit: Any, bounds_first: Any,
+                   ) -> tuple[float | None, bool | None]:
+    """``method`` and the solve arguments checked; the time limit and ``bounds_first``."""
+    if method not in ("auto", "symmetric", "lp"):
+        raise InvalidParameterError(f"valiant_rate(): method must be 'auto', 'symmetric' or "
+                                    f"'lp', got {method!r}")
+    if bounds_first is not None:
+        bounds_first = check_bool("valiant_rate", "bounds_first", bounds_first)
+    return check_solve_args("valiant_rate", backend, time_limit), bounds_first
 
 
 def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
-                   enough_gbps: float | None = None, **options: Any) -> ValiantBound:
+                   enough_gbps: float | None = None, method: str = "auto",
+                   backend: str = "highs", time_limit: float | None = None,
+                   bounds_first: bool | None = None, arrays: GraphArrays | None = None,
+                   **backend_options: Any) -> ValiantBound:
     """The best :func:`valiant_rate` over the hub levels, from the top tier down (cores,
     spines, leaves): the top usually wins on a Clos, the leaves where GPUs relay over NVLink
     to another rail's NIC.
@@ -293,17 +366,30 @@ def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     Stops at a solve that does not finish, at a rate of ``enough_gbps`` (what the caller
     needs, e.g. to close a bracket) or at the scale-out injection of an endpoint (past which
     no level does better in a cluster of several domains: a permutation across domains
-    fills their NICs). ``options`` go to :func:`valiant_rate`.
+    fills their NICs). With the bounds stage, a level whose cut is no better than the rate
+    already proven is passed over without a solve. ``arrays`` are the fabric's
+    :class:`~fabricopt.graph_arrays.GraphArrays` when the caller read them already; the other
+    arguments are :func:`valiant_rate`'s.
     """
     start = time.perf_counter()
+    time_limit, bounds_first = _check_options(method, backend, time_limit, bounds_first)
     eps = check_endpoint_group("valiant_rate", fab, endpoints)
-    levels = hub_levels(fab, eps)  # reads the arrays, which checks every arc first
-    ceiling = min(fab.scale_out_injection_gbps(e) for e in eps)
+    # Reading the arrays checks every arc first.
+    prepared = _Arrays.of(fab, arrays)
+    ep_idx = np.array([prepared.ga.index[e] for e in eps])
+    levels = _levels(fab, prepared.ga, eps, prepared.scale_up, prepared.dead_ends(ep_idx))
+    ceiling = prepared.scale_out_injection(eps)
     if enough_gbps is not None:
         ceiling = min(ceiling, enough_gbps)
     best: ValiantBound | None = None
     for level in sorted(levels, reverse=True):
-        tried = valiant_rate(fab, eps, hubs=level, **options)
+        tried = _rate_for_hubs(fab, eps, levels[level], level, method=method, backend=backend,
+                               time_limit=time_limit, bounds_first=bounds_first,
+                               options=backend_options, start=time.perf_counter(),
+                               beat=None if best is None else best.rate_gbps,
+                               arrays=prepared)
+        if tried is None:
+            continue  # its cut is below the rate proven: no better here
         if best is None or tried.rate_gbps > best.rate_gbps:
             best = tried
         if tried.status != "optimal" or best.rate_gbps >= ceiling * (1 - 1e-9):
@@ -313,11 +399,13 @@ def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     return best
 
 
-def hub_shares(ga: GraphArrays, hub_idx: np.ndarray, ep_idx: np.ndarray) -> np.ndarray:
+def hub_shares(ga: GraphArrays, hub_idx: np.ndarray, ep_idx: np.ndarray,
+               dead: np.ndarray | None = None) -> np.ndarray:
     """p: each hub's share of phase 1, in proportion to the capacity entering it from nodes
     on endpoint-to-endpoint paths (uniform on a symmetric top tier; 5:4:4:5 over the
-    NVSwitches of a DGX H100). Automorphisms keep capacities, so the shares stay invariant."""
-    live = ~_dead_ends(ga, ep_idx)[ga.tail]
+    NVSwitches of a DGX H100). Automorphisms keep capacities, so the shares stay invariant.
+    ``dead`` is :func:`_dead_ends` of ``ep_idx`` when the caller has it."""
+    live = ~(_dead_ends(ga, ep_idx) if dead is None else dead)[ga.tail]
     cap_in = np.bincount(ga.head[live], weights=ga.capacity[live],
                          minlength=ga.n_nodes)[hub_idx]
     if not cap_in.max() > 0:
@@ -354,9 +442,8 @@ class _FullPhaseOne:
 
     @classmethod
     def build(cls, ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray,
-              hub_idx: np.ndarray, scale: float) -> _FullPhaseOne:
+              hub_idx: np.ndarray, scale: float, share: np.ndarray) -> _FullPhaseOne:
         T, m = len(ep_idx), ga.n_arcs
-        share = hub_shares(ga, hub_idx, ep_idx)
         supplies = np.stack([_phase_one_supply(ga.n_nodes, int(s), hub_idx, share, scale)
                              for s in ep_idx])
         both = sp.identity(m, format="csr") + sp.csr_matrix(
@@ -411,9 +498,9 @@ class _SymmetricPhaseOne:
 
     @classmethod
     def build(cls, fab: Any, ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray,
-              hub_idx: np.ndarray, scale: float) -> _SymmetricPhaseOne | None:
-        share = hub_shares(ga, hub_idx, ep_idx)
-        sym = fab.symmetry
+              hub_idx: np.ndarray, scale: float, claim: Any, share: np.ndarray,
+              ) -> _SymmetricPhaseOne | None:
+        sym = claim  # fab.symmetry, as the caller read it
         orbit = arc_orbits(ga, sym)
         orbit_size = np.bincount(orbit).astype(float)
         n_orb = len(orbit_size)
@@ -494,3 +581,129 @@ def _valiant_result(out: dict[str, Any], ga: GraphArrays, hubs: tuple[Hashable, 
     return ValiantBound(float(out["rate"]), out["status"], method, hubs, n, out["overload"],
                         out["residual"], time.perf_counter() - start, out["message"], load,
                         level)
+
+
+@dataclass
+class _Arrays:
+    """A fabric's arrays, each arc's reverse and (once the bounds stage needs them) the
+    partitions of its hierarchy: read once for every hub level tried."""
+
+    ga: GraphArrays
+    rev: np.ndarray
+    scale_up: np.ndarray
+    partitions: list[np.ndarray] | None = None
+    dead: tuple[bytes, np.ndarray] | None = None
+
+    def dead_ends(self, ep_idx: np.ndarray) -> np.ndarray:
+        """:func:`_dead_ends` of ``ep_idx``, computed once per set of endpoints."""
+        key = np.sort(ep_idx).tobytes()
+        if self.dead is None or self.dead[0] != key:
+            self.dead = (key, _dead_ends(self.ga, ep_idx))
+        return self.dead[1]
+
+    @classmethod
+    def of(cls, fab: Any, ga: GraphArrays | None = None) -> _Arrays:
+        ga = ga if ga is not None else GraphArrays.from_fabric(fab)
+        rev = _reverse_arcs(ga)
+        if rev is None:
+            raise InvalidParameterError("valiant_rate(): every link needs both directions "
+                                        "(phase 2 runs phase 1 backwards); see "
+                                        "Fabric.validate()")
+        return cls(ga, rev, scale_up_arcs(fab, ga))
+
+    def scale_out_injection(self, eps: tuple[Hashable, ...]) -> float:
+        """The least :meth:`~fabricopt.Fabric.scale_out_injection_gbps` of ``eps``, for
+        all at once: capacity out on links that are not scale-up, or all of it without."""
+        ga, n = self.ga, self.ga.n_nodes
+        idx = np.array([ga.index[e] for e in eps])
+        out = np.bincount(ga.tail[~self.scale_up], weights=ga.capacity[~self.scale_up],
+                          minlength=n)[idx]
+        every = np.bincount(ga.tail, weights=ga.capacity, minlength=n)[idx]
+        return float(np.where(out > 0, out, every).min())
+
+
+@dataclass(frozen=True)
+class _Stage:
+    """What the bounds stage proved: a certified ``rate`` with its two-phase ``load`` (per
+    arc, Gb/s at that rate; None without a routing) and what proved it, the bound
+    ``upper_gbps`` with the cut's ``side`` or the ``lengths`` behind it, and ``status``
+    ("optimal" when they meet)."""
+
+    rate: float
+    load: np.ndarray | None
+    overload: float
+    residual: float
+    upper_gbps: float
+    side: np.ndarray | None
+    lengths: np.ndarray | None
+    status: str
+    lower_from: str
+    upper_from: str
+
+
+def _bounds_stage(fab: Any, arrays: _Arrays, ep_idx: np.ndarray, hub_idx: np.ndarray,
+                  share: np.ndarray, beat: float | None = None,
+                  time_limit: float | None = None) -> _Stage | None:
+    """The cut above and WCMP phase-1 flows below (:mod:`fabricopt.flow.valiant_bounds`),
+    then, when they do not meet, the merged LP of :mod:`fabricopt.flow.valiant_domains`;
+    None, before any routing, when the cut is no more than ``beat``. The merged LP gets
+    ``time_limit`` (a stopped solve still proves what its point and duals prove)."""
+    ga, rev = arrays.ga, arrays.rev
+    if arrays.partitions is None:
+        arrays.partitions = hierarchy_partitions(fab, ga)
+    cut = best_cut(ga, arrays.partitions, ep_idx, hub_idx, share)
+    upper = cut.rate_gbps if cut is not None else np.inf
+    if beat is not None and upper <= beat * (1 + 1e-9):
+        return None
+    side, lengths = (None if cut is None else cut.side), None
+    routed = wcmp_phase_one(ga, rev, ep_idx, hub_idx, share)
+    rate, overload, load, residual = 0.0, 0.0, None, 0.0
+    lower_from, upper_from = "no routing", "a hierarchy cut"
+    if routed is not None:
+        rate, overload = routed.rate(ga.capacity, float(share[share > 0].min()))
+        load, residual, lower_from = routed.load * rate, routed.residual_l1, "WCMP phase-1 flows"
+    if not closes(rate, upper):
+        merged = DomainPhaseOne.build(ga, rev, ep_idx, hub_idx, share, arrays.scale_up)
+        if merged is not None:
+            cert = certify(merged, solve_lp(merged.lp, "highs", time_limit))
+            if cert.upper * merged.scale < upper:
+                upper, side, lengths = cert.upper * merged.scale, None, cert.lengths
+                upper_from = "the merged LP's duals"
+            if cert.lifted is not None and cert.lower * merged.scale > rate:
+                rate, overload = cert.lower * merged.scale, cert.max_overload
+                load = cert.lifted.load * (cert.lower / cert.lifted.theta)
+                residual, lower_from = cert.max_residual, "the merged LP's point"
+    # Rounding may put the rate an ulp above the bound: the smaller is proven too.
+    if load is not None and rate > upper:
+        load, rate = load * (upper / rate), upper
+    return _Stage(rate, load, overload, residual, upper, side, lengths,
+                  "optimal" if closes(rate, upper) else "not_solved", lower_from, upper_from)
+
+
+def _stage_result(stage: _Stage, ga: GraphArrays, hubs: tuple[Hashable, ...], n: int,
+                  start: float, level: int | None) -> ValiantBound:
+    """The bounds stage's answer: a certified rate that meets the bound above."""
+    out = {"rate": stage.rate, "status": "optimal", "overload": stage.overload,
+           "residual": stage.residual, "load": stage.load,
+           "message": f"bounds first: {stage.lower_from} and {stage.upper_from} meet"}
+    return _with_stage(_valiant_result(out, ga, hubs, n, "bounds", start, level), stage, ga)
+
+
+def _with_stage(result: ValiantBound, stage: _Stage | None, ga: GraphArrays) -> ValiantBound:
+    """``result`` with the stage's cut as its upper bound, and the stage's rate (with its
+    load) where the solve proved less."""
+    if stage is None:
+        return result
+    result.upper_gbps = stage.upper_gbps
+    if stage.side is not None:
+        result.cut = frozenset(ga.nodes[i] for i in np.flatnonzero(stage.side))
+    if stage.lengths is not None:
+        result.lengths = dict(zip(ga.arcs, map(float, stage.lengths), strict=True))
+    if stage.load is not None and stage.rate > result.rate_gbps:
+        result.rate_gbps, result.max_overload = stage.rate, stage.overload
+        result.method = "bounds"  # the rate is the stage's proof, not the solve's
+        result.max_residual = stage.residual
+        result.load_gbps = dict(zip(ga.arcs, map(float, stage.load), strict=True))
+        result.message = (f"{result.message}; the bounds stage's WCMP rate is higher "
+                          "and is kept").lstrip("; ")
+    return result

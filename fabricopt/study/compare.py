@@ -392,7 +392,9 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
                 "error": _describe(exc), "key": job.key}
 
     try:
-        run(todo, _evaluate, finish, executor=executor, lost=lost)
+        # Stages are shown for designs evaluated here; a worker process has no listener.
+        run(todo, _evaluate if executor is not None else shown.watched(_evaluate), finish,
+            executor=executor, lost=lost)
         if store is not None:
             store.compact()
     finally:

@@ -9,6 +9,8 @@ thread (:func:`limit_threads`) so tasks side by side do not oversubscribe the co
 
 ``progress`` means the same everywhere: None shows a bar when stderr is a terminal, True
 always, False never, and a function is called as ``progress(done, total)`` after each task.
+Under a bar, a status line shows the stage of the evaluation running in this process and its
+bracket so far (:mod:`fabricopt._stages`); tasks on an executor report no stages.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .._checks import fail
-from .._progress import progress_bar
+from .._progress import progress_bar, stage_status
+from .._stages import listening
 
 __all__ = ["THREAD_ENV", "Progress", "check_executor", "check_progress", "limit_threads",
            "run", "worker_count"]
@@ -91,6 +94,22 @@ class Progress:
             else None
         self.bar = None if self.callback else progress_bar(
             progress, desc=desc, unit=unit, total=total, initial=initial)
+        self.line: Any = None
+
+    def watched(self, work: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """``work`` with the stages of each task shown on a line under the bar (for tasks
+        run in this process; ``work`` itself when no bar is shown)."""
+        if self.bar is None:
+            return work
+        line = self.line = self.line or stage_status(True, position=1)
+        if line is None:
+            return work
+
+        def watched_work(task: Any) -> Any:
+            with listening(line):
+                return work(task)
+
+        return watched_work
 
     def advance(self, label: str = "", count: int = 1) -> None:
         self.done += count
@@ -101,6 +120,8 @@ class Progress:
             self.callback(self.done, self.total)
 
     def close(self) -> None:
+        if self.line is not None:
+            self.line.close()
         if self.bar is not None:
             self.bar.close()
 

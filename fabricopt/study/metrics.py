@@ -94,7 +94,7 @@ from ..fabric import Fabric
 from ..flow.api import cheap_bracket, max_concurrent_flow
 from ..flow.valiant import valiant_rate
 from ..routing import routed_flow
-from ..tiers import IN_SYSTEM_TIERS, SCALE_UP_TIERS
+from ..tiers import IN_SYSTEM_TIERS, SCALE_UP_TIERS, tier_of
 from ..traffic import all_to_all
 from ..workload.metrics import training_metrics
 from ..workload.plan import TrainingJob, job_from_mapping
@@ -207,6 +207,7 @@ def _all_to_all(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
 
 def _any_traffic(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
     h = valiant_rate(fab, time_limit=ctx.time_limit)
+    ctx.shared["hose"] = h  # the bisection's lower bound, searched once per row
     return {"any_traffic_gbps_per_gpu": h.rate_gbps if h.status == "optimal" else None,
             "any_traffic_status": h.status}
 
@@ -214,7 +215,7 @@ def _any_traffic(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
 def _bisection(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
     # No wall-clock limit unless asked: a limit that binds on a busy machine only would
     # make the row depend on the load (leaf_spine(11, 2, 4): 4,400 or the exact 4,800).
-    b = bisection_bandwidth(fab, time_limit=ctx.time_limit)
+    b = bisection_bandwidth(fab, time_limit=ctx.time_limit, hose=ctx.shared.get("hose"))
     n = max(len(fab.endpoints), 1)
     return {"bisection_gbps": b.lower_gbps, "bisection_gbps_upper": b.upper_gbps,
             "bisection_gbps_per_gpu": b.lower_gbps / n,
@@ -263,6 +264,12 @@ def _share(est: Any, system: str | None, of: str) -> float | None:
     return est.network_share(system, of) if price is not None else None
 
 
+def _in_system_only(fab: Fabric) -> bool:
+    """True when every link stays inside one system. The scan stops at the first link that
+    leaves one, which a cluster reaches within its first server."""
+    return all(tier_of(d) in IN_SYSTEM_TIERS for _, _, d in fab.graph.edges(data=True))
+
+
 def _cost(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
     est = estimate_cost(fab, policy=ctx.policy)
     system = server_system(fab)
@@ -271,7 +278,7 @@ def _cost(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
            "capex_usd_low": est.capex_usd_range[0], "capex_usd_high": est.capex_usd_range[1],
            "in_server_usd": est.scale_up_in_server_usd,
            "system": system,
-           "in_system_only": all(t in IN_SYSTEM_TIERS for t in fab.summary().links_by_tier),
+           "in_system_only": _in_system_only(fab),
            "network_share": _share(est, system, "capex"),
            "network_power_share": _share(est, system, "power"),
            "idle_ports": sum(est.idle_ports.values()), "pricing": est.policy_name}

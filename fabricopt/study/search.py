@@ -243,8 +243,10 @@ class DesignSearch:
             self._judge(topology, keep, results)
 
         try:
-            run(order, evaluate_group, finish, executor=self.executor, window=window,
-                admit=admit)
+            # Stages are shown for groups evaluated here; a worker process has no listener.
+            work = evaluate_group if self.executor is not None else self.shown.watched(
+                evaluate_group)
+            run(order, work, finish, executor=self.executor, window=window, admit=admit)
         finally:
             self.shown.close()
 

@@ -260,18 +260,25 @@ def _twin_swaps(aut: _Automorphisms) -> list[Generator]:
 class _Search(Refinement):
     """Individualisation-refinement search for automorphisms with given node pairs."""
 
-    def __init__(self, aut: _Automorphisms, twin_class: np.ndarray, deadline: float) -> None:
+    def __init__(self, aut: _Automorphisms, twin_class: np.ndarray, deadline: float,
+                 work: float = np.inf) -> None:
         super().__init__(aut.ga, aut.arc_color)
         self.aut = aut
         self.twin_class = twin_class
         self.deadline = deadline
-        self.budget = np.inf
+        self.budget = np.inf  # of one merge attempt
+        self.work_left = work  # search nodes of the whole search
         self.index = np.arange(aut.n)
 
     def tick(self) -> None:
         self.budget -= 1
-        if self.budget < 0 or time.perf_counter() > self.deadline:
+        self.work_left -= 1
+        if self.budget < 0 or self.out_of_limits():
             raise _GiveUp
+
+    def out_of_limits(self) -> bool:
+        """Whether the whole search's work (search nodes) or time is used up."""
+        return self.work_left < 0 or time.perf_counter() > self.deadline
 
     def target(self, part: np.ndarray) -> int:
         """First node of the first cell that holds two nodes that are not twins, or -1."""
@@ -492,7 +499,7 @@ def _orbit_search(search: _Search, base: np.ndarray, eps: np.ndarray, node_orbit
 
 
 def search_symmetry(fab: Any, *, time_limit: float | None = None,
-                    max_endpoint_orbits: int | None = None,
+                    max_endpoint_orbits: int | None = None, max_nodes: int | None = None,
                     _caller: str = "search_symmetry") -> SymmetrySearch:
     """Find and prove a group of automorphisms of ``fab`` and its orbits on the endpoints.
 
@@ -510,6 +517,10 @@ def search_symmetry(fab: Any, *, time_limit: float | None = None,
         Give up (no symmetry, ``proven=True``) as soon as the endpoints are proven to fall
         into more orbits than this; 1 asks for a group transitive on the endpoints. Default:
         no limit.
+    max_nodes : int, optional
+        A work limit: nodes of the search tree it may visit in all, after which it stops as
+        with ``time_limit`` (the same stop on a busy machine and an idle one). Default: no
+        limit.
 
     Returns
     -------
@@ -533,6 +544,8 @@ def search_symmetry(fab: Any, *, time_limit: float | None = None,
         check_positive(_caller, "time_limit", time_limit)
     if max_endpoint_orbits is not None:
         check_int(_caller, "max_endpoint_orbits", max_endpoint_orbits, minimum=1)
+    if max_nodes is not None:
+        check_int(_caller, "max_nodes", max_nodes, minimum=1)
     max_orbits = np.inf if max_endpoint_orbits is None else int(max_endpoint_orbits)
     deadline = start + (np.inf if time_limit is None else float(time_limit))
     ga = GraphArrays.from_fabric(fab)
@@ -547,7 +560,7 @@ def search_symmetry(fab: Any, *, time_limit: float | None = None,
     twins = _twin_swaps(aut)
     twin_class = _merge(np.arange(aut.n), np.array([g[0][0] for g in twins], dtype=np.int64),
                         np.array([g[0][1] for g in twins], dtype=np.int64))
-    search = _Search(aut, twin_class, deadline)
+    search = _Search(aut, twin_class, deadline, np.inf if max_nodes is None else max_nodes)
     base = search.refine(aut.is_endpoint.astype(np.int64))
     n_ep_classes = len(np.unique(base[eps]))
     if n_ep_classes > max_orbits:
@@ -559,10 +572,12 @@ def search_symmetry(fab: Any, *, time_limit: float | None = None,
     try:
         _, roots, apart = _orbit_search(search, base, eps, twin_class, gens, max_orbits)
     except _GiveUp:
-        reason = (f"stopped by the time limit after {time.perf_counter() - start:.3g} s: the "
+        limit = ("the time limit" if search.work_left >= 0 else
+                 f"its work limit ({max_nodes:,} search nodes)")
+        reason = (f"stopped by {limit} after {time.perf_counter() - start:.3g} s: the "
                   "orbits are a subgroup's, maybe finer than the full group's")
         if len(np.unique(_node_labels(aut.n, gens)[eps])) > max_orbits:
-            return none(f"gave up after {time.perf_counter() - start:.3g} s (time limit) with "
+            return none(f"gave up after {time.perf_counter() - start:.3g} s ({limit}) with "
                         f"{len(gens)} generators", False)
     else:
         if len(roots) > max_orbits:
@@ -615,7 +630,7 @@ def _merge_arc_orbits(aut: _Automorphisms, search: _Search, base: np.ndarray,
                     path = _Path(search, search.individualise(base, [ga.tail[a], ga.head[a]]))
                 gen = search.find(path, search.individualise(base, [ga.tail[b], ga.head[b]]))
             except _GiveUp:
-                if time.perf_counter() > search.deadline:
+                if search.out_of_limits():
                     search.budget = np.inf
                     return gens, arc_orbit
                 continue

@@ -761,7 +761,7 @@ def test_per_delivered_gbps_and_network_share():
         est.capex_usd / (est.capex_usd + 0.5 * 199000))
     with pytest.raises(fo.InvalidParameterError, match="system must be a catalog system "
                        "with price_usd"):
-        est.network_share("gb200_nvl72")
+        est.network_share("dgx_b300")  # the catalog has its power, not its price
     # Power: 4 GPUs = half a DGX H100 at 10.2 kW (V2); the NVL72 rack has a power figure.
     assert est.network_share("dgx_h100", of="power") == pytest.approx(
         est.power_w / (est.power_w + 0.5 * 10200))

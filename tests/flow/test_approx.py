@@ -320,3 +320,52 @@ def test_work_limit_caps_the_lp_iterations():
     assert check.lower_ok and check.upper_ok
     with pytest.raises(fo.InvalidParameterError, match="work_limit"):
         fo.max_concurrent_flow(fab, method="lp", work_limit=0)
+
+
+def test_a_master_solve_is_capped_in_simplex_iterations():
+    # The master's cap is work, not seconds: at one simplex iteration per solve, the second
+    # master (the first one's columns plus the new ones; it needs more than one iteration to
+    # be optimal) stops, the run has stalled (the same round on any machine), and what it
+    # proved so far still holds.
+    from fabricopt.flow.colgen import ColumnGeneration
+
+    fab = JELLY
+    model = fo.build_flow_lp(fab, fo.all_to_all(fab))
+    run = ColumnGeneration(model, 1e-6, None, master_iterations=1)
+    sol = run.run()
+    assert run.stalled and sol.status == "stalled"
+    assert "used up its 1 simplex iterations" in sol.message
+    assert sol.info["master_iterations"] == run.master_work >= 1
+    exact = fo.max_concurrent_flow(fab, method="lp").theta
+    assert sol.info["lower"] <= exact * (1 + 1e-9) and sol.info["upper"] >= exact * (1 - 1e-9)
+
+
+def test_a_capped_master_hands_over_to_frank_wolfe(monkeypatch):
+    # With strategy="auto", a master solve past MASTER_ROUND_ITERATIONS hands over to
+    # Frank-Wolfe, which closes the gap: the same answer twice (counted in work).
+    import fabricopt.flow.colgen as colgen
+
+    monkeypatch.setattr(colgen, "MASTER_ROUND_ITERATIONS", 1)
+    # A permutation: auto takes column generation, whose second master needs more than one
+    # simplex iteration.
+    model = fo.build_flow_lp(JELLY, fo.permutation(JELLY, seed=1))
+    sols = [solve_approx(model, gap=GAP, strategy="auto") for _ in range(2)]
+    assert "stalled in its master LP" in sols[0].message
+    assert sols[0].info == sols[1].info
+    assert sols[0].info["upper"] - sols[0].info["lower"] <= GAP * sols[0].info["upper"]
+
+
+def test_without_limits_the_approximate_method_stops_after_its_default_rounds(monkeypatch):
+    # No time_limit and no work_limit: the net is DEFAULT_MAX_ROUNDS rounds (here 3, so a gap
+    # of 1e-9 is out of reach), status iteration_limit, and the result records the rounds.
+    import fabricopt.flow.api as api
+    import fabricopt.flow.approx as approx
+
+    monkeypatch.setattr(approx, "DEFAULT_MAX_ROUNDS", 3)
+    monkeypatch.setattr(api, "DEFAULT_MAX_ROUNDS", 3)
+    model = fo.build_flow_lp(JELLY, fo.all_to_all(JELLY))
+    sol = solve_approx(model, gap=1e-9, strategy="frank_wolfe")
+    assert sol.status == "iteration_limit" and sol.info["iterations"] == 3
+    r = fo.max_concurrent_flow(JELLY, method="approx", gap=1e-9)
+    assert r.status == "iteration_limit" and r.work_limit == 3
+    assert fo.check_certificate(JELLY, r).ok

@@ -152,6 +152,8 @@ def test_disconnected_pair_gives_zero_with_a_cut():
     # The cut proves it: no arc leaves the set reachable from s.
     assert not any(u in r.cut and v not in r.cut for u, v in fab.graph.edges)
     assert "cannot reach" in str(r)
+    # Nothing binds when no path exists: no tier is to blame.
+    assert r.binding_tier is None
 
 
 def test_time_limited_solve_reports_status_and_a_valid_bracket():

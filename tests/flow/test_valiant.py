@@ -188,8 +188,13 @@ def test_residual_is_charged(monkeypatch):
 def test_too_large_without_symmetry_says_so(monkeypatch):
     monkeypatch.setattr(valiant, "MAX_FULL_NONZEROS", 10)
     fab = fo.jellyfish(switches=8, network_ports=3, endpoints_per_switch=1, seed=2)
-    b = fo.valiant_rate(fab)
+    b = fo.valiant_rate(fab, bounds_first=False)
     assert b.status == "not_solved" and b.rate_gbps == 0.0 and "too large" in b.message
+    # With the bounds stage (the default), the WCMP rate it proved is kept, below its cut.
+    first = fo.valiant_rate(fab, hubs=1)
+    assert first.status == "not_solved" and first.method == "bounds"
+    assert "too large" in first.message
+    assert 0 < first.rate_gbps < first.upper_gbps
 
 
 def test_str():
@@ -230,6 +235,6 @@ def test_a_fabric_too_large_for_the_per_endpoint_lp_uses_its_found_group(monkeyp
     assert fab.symmetry is None
     plain = fo.valiant_rate(fab, hubs=1, method="lp")
     monkeypatch.setattr(valiant, "MAX_FULL_NONZEROS", 0)
-    found = fo.valiant_rate(fab, hubs=1)
+    found = fo.valiant_rate(fab, hubs=1, bounds_first=False)
     assert found.method == "symmetric"
     assert found.rate_gbps == pytest.approx(plain.rate_gbps, rel=1e-6)

@@ -443,10 +443,10 @@ def test_cost_columns_name_the_server_and_the_network_share():
     assert row["in_system_only"] is False
     assert row["network_share"] == pytest.approx(row["capex_usd"]
                                                  / (row["capex_usd"] + 32 * 199000.0))
-    # A DGX B200 has no catalog price: no capex share, but a power share.
+    # One DGX B200 (catalog price ~$515k, an estimate): no network, so both shares are 0.
     b200 = compute_metrics(fo.load_design(TOPOLOGIES / "dgx-b200.toml"), ["cost"],
                            MetricContext())
-    assert b200["system"] == "dgx_b200" and b200["network_share"] is None
+    assert b200["system"] == "dgx_b200" and b200["network_share"] == 0.0
     assert b200["network_power_share"] == 0.0
 
 

@@ -292,6 +292,22 @@ def test_search_honours_its_time_limit():
     assert gave_up.symmetry is None and not gave_up.proven and "gave up" in gave_up.reason
 
 
+def test_search_honours_its_work_limit():
+    # A limit in search nodes, not seconds: fat_tree(4) needs a search beyond its twin swaps,
+    # and one node is not enough, so the search stops with a sound subgroup, the same one on
+    # every run (and on any machine).
+    fab = rebuilt(fo.fat_tree(4))
+    runs = [search_symmetry(fab, max_nodes=1) for _ in range(2)]
+    found = runs[0]
+    assert not found.proven and "work limit (1 search nodes)" in found.reason
+    verify_found_symmetry(fab, found.symmetry)
+    assert_refines(found.symmetry, find_symmetry(fab))
+    assert found.n_endpoint_orbits == runs[1].n_endpoint_orbits > 1
+    assert found.n_generators == runs[1].n_generators
+    with pytest.raises(fo.InvalidParameterError, match="max_nodes"):
+        search_symmetry(fab, max_nodes=0)
+
+
 def test_auto_finds_the_symmetry_only_when_the_lp_is_large(monkeypatch):
     fab = rebuilt(fo.fat_tree(4))
     small = fo.max_concurrent_flow(fab)

@@ -1,0 +1,219 @@
+"""Bounds first for the two-phase rate against its LP: on random small fabrics
+(oversubscribed, partly filled, multi-plane, failed) the cut is at least the LP's rate, the
+WCMP rate at most, both re-proved here from the fabric, and the families whose structure
+makes a cut tight close without an LP."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.sparse.csgraph import dijkstra
+from test_bounds_first import random_fabric
+
+import fabricopt as fo
+from fabricopt.flow.valiant import _reverse_arcs, hub_levels, hub_shares
+from fabricopt.flow.valiant_bounds import hops_to_hubs, phase_one_flows
+from fabricopt.graph_arrays import GraphArrays
+
+
+def _recheck_upper(fab, bound):
+    """The bound above recomputed from the fabric: from the cut's side alone (the smaller
+    of the capacities leaving and entering it over ``|E_S| p(outside) + |E_outside| p(S)``),
+    or from the lengths by the two-phase distance bound, with one shortest-path search from
+    every endpoint (each arc costing its length plus its reverse's)."""
+    if bound.cut is None:
+        return _recheck_lengths(fab, bound)
+    ga = GraphArrays.from_fabric(fab)
+    side = np.array([v in bound.cut for v in ga.nodes])
+    out = ga.capacity[side[ga.tail] & ~side[ga.head]].sum()
+    into = ga.capacity[~side[ga.tail] & side[ga.head]].sum()
+    ep = np.array([ga.index[e] for e in fab.endpoints])
+    hub = np.array([ga.index[h] for h in bound.hubs])
+    p = hub_shares(ga, hub, ep)
+    inside = side[ep].sum()
+    crossing = inside * p[~side[hub]].sum() + (len(ep) - inside) * p[side[hub]].sum()
+    return min(out, into) / crossing
+
+
+def _recheck_lengths(fab, bound):
+    ga = GraphArrays.from_fabric(fab)
+    length = np.array([bound.lengths[a] for a in ga.arcs])
+    both = length + length[_reverse_arcs(ga)]
+    ep = np.array([ga.index[e] for e in fab.endpoints])
+    hub = np.array([ga.index[h] for h in bound.hubs])
+    p = hub_shares(ga, hub, ep)
+    M = sp.csr_matrix((both, (ga.tail, ga.head)), shape=(ga.n_nodes, ga.n_nodes))
+    dist = dijkstra(M, directed=True, indices=ep)[:, hub]
+    return float(ga.capacity @ length) / float((dist @ p).sum())
+
+
+def _loads_fit(fab, bound):
+    cap = {(u, v): c for u, v, c in fab.graph.edges(data="capacity")}
+    assert all(bound.load_gbps[a] <= cap[a] * (1 + 1e-9) for a in cap)
+
+
+def _recheck_flows(fab, bound):
+    """Every endpoint's own WCMP phase-1 flow conserves (it sends one unit, ``p`` to each
+    hub), and at the reported rate the flows of all of them, both phases, fit every arc and
+    add up to the reported load."""
+    ga = GraphArrays.from_fabric(fab)
+    ep = np.array([ga.index[e] for e in fab.endpoints])
+    hub = np.array([ga.index[h] for h in bound.hubs])
+    p = hub_shares(ga, hub, ep)
+    to_hub = hops_to_hubs(ga, hub)
+    total = np.zeros(ga.n_arcs)
+    for s in ep:
+        alone = np.zeros(ga.n_nodes)
+        alone[s] = 1.0
+        flow, _ = phase_one_flows(ga, to_hub, p, alone)
+        supply = -np.bincount(hub, weights=p, minlength=ga.n_nodes)
+        supply[s] += 1.0
+        assert np.abs(ga.incidence() @ flow - supply).max() < 1e-9
+        total += flow
+    load = (total + total[_reverse_arcs(ga)]) * bound.rate_gbps
+    assert np.all(load <= ga.capacity * (1 + 1e-9))
+    reported = np.array([bound.load_gbps[a] for a in ga.arcs])
+    np.testing.assert_allclose(reported, load, rtol=1e-9, atol=1e-9 * ga.capacity.max())
+
+
+def _levels_against_lp(seed):
+    fab = random_fabric(seed)
+    for level in hub_levels(fab):
+        exact = fo.valiant_rate(fab, hubs=level, method="lp", bounds_first=False)
+        first = fo.valiant_rate(fab, hubs=level, method="lp", bounds_first=True)
+        # The cut is at least the LP's rate and re-proves on the fabric.
+        assert first.upper_gbps >= exact.rate_gbps * (1 - 1e-9)
+        assert _recheck_upper(fab, first) == pytest.approx(first.upper_gbps, rel=1e-9)
+        if first.method == "bounds":
+            if first.upper_gbps > 0:  # else a hub out of reach: the cut proves 0
+                _loads_fit(fab, first)
+            if first.upper_gbps > 0 and "WCMP" in first.message:
+                _recheck_flows(fab, first)
+            assert first.rate_gbps <= first.upper_gbps
+        # Closed or not, the answer is the LP's rate.
+        assert first.rate_gbps == pytest.approx(exact.rate_gbps, rel=1e-6)
+
+
+# 50 random fabrics, the first 15 in the quick suite.
+SEEDS = [*range(15), *(pytest.param(s, marks=pytest.mark.slow) for s in range(15, 50))]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_bounds_first_agrees_with_the_lp(seed):
+    _levels_against_lp(seed)
+
+
+# Families where a cut is tight and WCMP meets it, so no LP runs (the rates are in
+# test_valiant.py's closed forms): a fat tree through its cores (a host's own link, r = the
+# link rate), an oversubscribed leaf-spine (a leaf's uplinks over its hosts), a ring with
+# every node a hub (the hop lengths), a DGX H100 through its NVSwitches (a GPU's links), a
+# DGX SuperPOD scalable unit (a server's NICs).
+CLOSING = [fo.fat_tree(4), fo.fat_tree(6), fo.leaf_spine(4, 1, 4, link_gbps=100),
+           fo.leaf_spine(8, 2, 6), fo.ring(8), fo.dgx_h100(), fo.superpod(1)]
+
+
+@pytest.mark.parametrize("fab", CLOSING, ids=[f.name for f in CLOSING])
+def test_families_close_by_bounds_alone(fab):
+    first = fo.valiant_rate(fab)
+    assert first.method == "bounds", first.message
+    lp = fo.valiant_rate(fab, hubs=first.level, bounds_first=False)
+    assert first.rate_gbps == pytest.approx(lp.rate_gbps, rel=1e-6)
+    assert _recheck_upper(fab, first) == pytest.approx(first.upper_gbps, rel=1e-9)
+    _loads_fit(fab, first)
+    if "WCMP" in first.message:
+        _recheck_flows(fab, first)
+
+
+def test_a_cluster_closes_by_the_merged_lp():
+    # 3 servers of 4 GPUs and 2 NVSwitches on a rail network, hubs its spines: the merged LP
+    # (one commodity per group of servers attached alike) is exact; its lifted point and its
+    # duals (or a cut) meet, and both re-prove on the fabric.
+    fab = fo.cluster(fo.nvswitch_domain(4, 2, 2, 100.0), nodes=3)
+    for level in hub_levels(fab):
+        first = fo.valiant_rate(fab, hubs=level)
+        exact = fo.valiant_rate(fab, hubs=level, bounds_first=False)
+        assert first.method == "bounds"
+        assert first.rate_gbps == pytest.approx(exact.rate_gbps, rel=1e-6)
+        assert _recheck_upper(fab, first) == pytest.approx(first.upper_gbps, rel=1e-9)
+        _loads_fit(fab, first)
+
+
+def test_a_direct_network_goes_to_the_lp():
+    # A jellyfish has no hierarchy and no scale-up domains to merge: fewest-hop WCMP falls
+    # short of the hop cut, so the LP answers, inside the stage's bracket.
+    fab = random_fabric(19)
+    first = fo.valiant_rate(fab, hubs=1)
+    exact = fo.valiant_rate(fab, hubs=1, bounds_first=False)
+    assert first.method != "bounds"
+    assert first.rate_gbps == pytest.approx(exact.rate_gbps, rel=1e-6)
+    assert first.upper_gbps >= first.rate_gbps
+
+
+def test_a_level_whose_cut_cannot_win_is_passed_over():
+    # fat_tree(4): the cores prove 400 Gb/s, a host's link rate; the leaves' and spines' cuts
+    # (a host's own link, at most 400) cannot beat it, so the best is the cores' and none of
+    # the others is solved.
+    best = fo.valiant_rate(fo.fat_tree(4))
+    assert best.level == 3 and best.method == "bounds"
+
+
+def test_bounds_first_is_a_bool():
+    with pytest.raises(fo.InvalidParameterError, match="bounds_first"):
+        fo.valiant_rate(fo.ring(4), bounds_first="yes")
+
+
+def test_the_merged_lp_lifts_to_conserving_flows_per_endpoint():
+    # The merged LP's point, spread as its lift says (each endpoint: WCMP inside its server
+    # to the NICs, its server's share of the group's NIC flow, 1/E of the group's network
+    # flow), rebuilt here endpoint by endpoint: each conserves (one unit out, p to each hub)
+    # and together they are the lifted load.
+    from fabricopt.flow.backends import solve_lp
+    from fabricopt.flow.valiant import _Arrays
+    from fabricopt.flow.valiant_domains import DomainPhaseOne, _SubArrays
+
+    fab = fo.cluster(fo.nvswitch_domain(4, 2, 2, 100.0), nodes=3)
+    arrays = _Arrays.of(fab)
+    ga = arrays.ga
+    ep = np.array([ga.index[e] for e in fab.endpoints])
+    hub = np.array([ga.index[h] for h in hub_levels(fab)[2]])
+    p = hub_shares(ga, hub, ep)
+    model = DomainPhaseOne.build(ga, arrays.rev, ep, hub, p, arrays.scale_up)
+    x = solve_lp(model.lp, "highs").x
+    theta = x[-1]
+    dom = model.domains
+    per_group = np.zeros((len(dom.group_endpoints), len(model.cap2)))
+    np.add.at(per_group, (model.col_commodity, model.col_arc), x[:-1] / theta)
+    inside = (dom.domain[ga.tail] >= 0) & (dom.domain[ga.tail] == dom.domain[ga.head])
+    nic = (dom.domain[ga.tail] >= 0) & (dom.domain[ga.head] < 0)
+    network = (dom.domain[ga.tail] < 0) & (dom.domain[ga.head] < 0)
+    sub_arcs = np.flatnonzero(inside)
+    total = np.zeros(ga.n_arcs)
+    for s in ep:
+        d, k = dom.domain[s], dom.group[dom.domain[s]]
+        e_d = np.sum(dom.domain[ep] == d)
+        own = np.zeros(ga.n_arcs)
+        # Its network share and its part of its own server's NIC flow.
+        own[network] = per_group[k, model.arc2[network]] / dom.group_endpoints[k]
+        mine = nic & (dom.domain[ga.tail] == d)
+        own[mine] = (per_group[k, model.arc2[mine]] * ga.capacity[mine]
+                     / model.cap2[model.arc2[mine]] / e_d)
+        # Inside: WCMP from s to the NICs' GPUs, each taking what leaves by its NIC.
+        exits = np.unique(ga.tail[mine])
+        want = np.array([own[mine & (ga.tail == u)].sum() for u in exits])
+        local_arcs = sub_arcs[dom.domain[ga.tail[sub_arcs]] == d]
+        nodes = np.unique(np.r_[ga.tail[local_arcs], ga.head[local_arcs], exits, [s]])
+        at = {v: i for i, v in enumerate(nodes)}
+        sub = _SubArrays(np.array([at[v] for v in ga.tail[local_arcs]]),
+                         np.array([at[v] for v in ga.head[local_arcs]]),
+                         ga.capacity[local_arcs], len(nodes))
+        injection = np.zeros(len(nodes))
+        injection[at[s]] = 1.0
+        to_exit = hops_to_hubs(sub, np.array([at[u] for u in exits]))
+        inner, _ = phase_one_flows(sub, to_exit, want / want.sum(), injection)
+        own[local_arcs] += inner
+        supply = -np.bincount(hub, weights=p, minlength=ga.n_nodes)
+        supply[s] += 1.0
+        assert np.abs(ga.incidence() @ own - supply).max() < 1e-6
+        total += own
+    lifted = model.lift(x)
+    np.testing.assert_allclose(total * theta * model.scale, lifted.flow, rtol=1e-6,
+                               atol=1e-6 * ga.capacity.max())
