@@ -369,6 +369,28 @@ def _all_to_all_may_help(fab: Fabric, traffic: Any, ga: GraphArrays, lower: floa
     return bool(theta_cap * half * (n - half) > lower * (1 + 1e-9))
 
 
+def _candidate_splits(fab: Fabric, ga: GraphArrays, eps: tuple, ep_idx: np.ndarray, seed: int,
+                      intact: BisectionResult | None) -> dict[str, np.ndarray]:
+    """The endpoint splits whose best switch placement is tried for the upper bound: by
+    endpoint order, by structure, cut-off endpoints first, spectral, Kernighan-Lin, and the
+    endpoint split of the ``intact`` fabric's best cut."""
+    half = len(eps) // 2
+    masks: dict[str, np.ndarray] = {"endpoint order": np.arange(len(eps)) < half}
+    masks.update(_structural_splits(fab, eps, half))
+    masks.update(_cut_off_first_splits(fab, ga, eps, half))
+    spectral = _spectral_split(ga, ep_idx, half)
+    if spectral is not None:
+        masks["spectral"] = spectral
+    kl = _kernighan_lin_split(fab, eps, half, seed)
+    if kl is not None:
+        masks["kernighan-lin"] = kl
+    if intact is not None:
+        in_a = set(intact.cut.endpoints_a)
+        masks[f"the intact fabric's cut ({intact.cut.found_by})"] = np.array(
+            [e in in_a for e in eps])
+    return masks
+
+
 def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = None,
                         milp_max_nodes: int = 60, time_limit: float | None = 30.0,
                         seed: int = 0, bounds_first: bool | None = None,
@@ -447,19 +469,14 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     n = len(eps)
     half = n // 2
 
-    masks: dict[str, np.ndarray] = {"endpoint order": np.arange(n) < half}
-    masks.update(_structural_splits(fab, eps, half))
-    masks.update(_cut_off_first_splits(fab, ga, eps, half))
-    spectral = _spectral_split(ga, ep_idx, half)
-    if spectral is not None:
-        masks["spectral"] = spectral
-    kl = _kernighan_lin_split(fab, eps, half, seed)
-    if kl is not None:
-        masks["kernighan-lin"] = kl
+    # What the intact fabric proves, less every failed link, bounds the bisection below; its
+    # best cut, its failed links now gone, is a candidate above.
+    degraded = _degraded_lower(fab, eps, time_limit)
     candidates: dict[str, float] = {}
     best: tuple[float, str, Cut, np.ndarray, bool] | None = None
     seen: set[bytes] = set()
-    for name, mask in masks.items():
+    for name, mask in _candidate_splits(fab, ga, eps, ep_idx, seed,
+                                        degraded[2] if degraded else None).items():
         key = np.packbits(mask).tobytes()
         if key in seen or key == np.packbits(~mask).tobytes():
             continue
@@ -469,19 +486,6 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
         if best is None or cut.capacity < best[0]:
             best = (cut.capacity, name, cut, mask, a_to_b)
     assert best is not None
-    # The intact fabric's best cut, less the failed links that cross it, is a candidate too;
-    # what the intact fabric proves, less every failed link, bounds the bisection below.
-    degraded = _degraded_lower(fab, eps, time_limit)
-    if degraded is not None:
-        ref_cut = degraded[2].cut
-        in_a = set(ref_cut.endpoints_a)
-        mask = np.array([e in in_a for e in eps])
-        if 0 < mask.sum() < n:
-            cut, a_to_b = _best_cut(ga, ep_idx, mask)
-            candidates["intact cut"] = cut.capacity
-            if cut.capacity < best[0]:
-                best = (cut.capacity, f"the intact fabric's cut ({ref_cut.found_by})", cut,
-                        mask, a_to_b)
     upper, found_by, cut, mask, a_to_b = best
 
     # Lower bounds: what the intact fabric proves less what was removed (cheap where it

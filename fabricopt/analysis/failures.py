@@ -37,8 +37,8 @@ from ..errors import DesignFileError, InvalidParameterError
 from ..fabric import Fabric, Removed, check_fabric
 from ..flow import max_concurrent_flow
 from ..flow.api import (
+    FIND_SYMMETRY_NODES,
     FIND_SYMMETRY_NONZEROS,
-    FIND_SYMMETRY_SECONDS,
     METHODS,
     cheap_bracket,
     lp_size_estimate,
@@ -577,8 +577,7 @@ def found_symmetry(failed: Fabric, traffic: Traffic) -> SymmetrySearch | None:
     if failed.symmetry is not None or not traffic_invariant(failed, traffic)[0]:
         return None
     useful = useful_endpoint_orbits(failed, traffic)
-    found = search_symmetry(failed, time_limit=FIND_SYMMETRY_SECONDS,
-                            max_endpoint_orbits=useful)
+    found = search_symmetry(failed, max_endpoint_orbits=useful, max_nodes=FIND_SYMMETRY_NODES)
     if found.symmetry is None or found.symmetry.n_endpoint_orbits > useful:
         return None
     return found
