@@ -271,12 +271,11 @@ def distribution(func: str, fab: Fabric, model: FailureModel, *, trials: int | N
     keys = FailureSymmetry(fab, use_symmetry=symmetry)
     out = FailureDistribution(fab.name, model.name, root_entropy, trials is None,
                               intact.per_endpoint_gbps, "")
-    first: dict[Hashable, int] = {}
     for i, d in enumerate(draws):
-        k = first.setdefault(keys.key(d.key_pattern()), i)
+        k = keys.first_equivalent(d.key_pattern(), i)
         out.outcomes.append(_outcome(fab, d, method, warm, solve_options, chosen)
-                            if k == i else _shared(out.outcomes[k], d, k))
-    out.solves = len(first)
+                            if k is None else _shared(out.outcomes[k], d, k))
+    out.solves = sum(o.same_as is None for o in out.outcomes)
     keys.arc_orbit()  # settles which symmetry the keys used, for the report
     out.symmetry = keys.symmetry_note
     out.seconds = time.perf_counter() - start

@@ -30,6 +30,7 @@ from .failures import (
     _check_tiers,
     _Pool,
     checked_traffic,
+    exact_shortcut,
     intact_solve,
     risk_groups,
 )
@@ -246,8 +247,9 @@ def solve_orbits(fab: Fabric, kind: str, tiers: Any, *, traffic: Traffic | None,
     for o in work:
         links, switches = _as_removal(o["pattern"], fab)
         failed = fab.without(links=links, switches=switches)
-        r = max_concurrent_flow(failed, traffic, method=method, warm_start=warm,
-                                **solve_options)
+        r = (exact_shortcut(failed, traffic, method, solve_options, warm)
+             or max_concurrent_flow(failed, traffic, method=method, warm_start=warm,
+                                    **solve_options))
         tier = _tier_of(fab, o["pattern"])
         table.rows.append(FailureOrbit(
             o["text"], tuple(o["members"]), o["count"], tier, r.theta, r.lower, r.upper,

@@ -562,7 +562,8 @@ def bounds_stage(fab: Fabric, model: FlowModel, traffic: Traffic, *, tiers: tupl
     # the fabric has rails); fixed WCMP shares only when it declines or falls short.
     point = ecmp_point(model, scale_up, scale_out_lp=True, rails=rail_labels(fab, ga))
     if point is None or point[-1] < bound * (1 - 1e-6):
-        shares = ecmp_point(model, scale_up)
+        # WCMP, its splits rebalanced against the load (fixed shares are its first round).
+        shares = ecmp_point(model, scale_up, rebalance_to=bound)
         if shares is not None and (point is None or shares[-1] > point[-1]):
             point = shares
     if tiered and scale_up.any() and (point is None or point[-1] < bound * (1 - 1e-6)):

@@ -34,6 +34,7 @@ from ..traffic import Traffic
 from .approx import _CoreGraph
 from .colgen import ecmp_columns
 from .formulation import FlowModel
+from .rebalance import rebalanced_flows
 from .tor_routing import route_by_attach_lp
 
 #: Node attributes that name a level of a fabric's hierarchy (set by the generators).
@@ -140,8 +141,8 @@ def structural_cut_lengths(fab: Any, traffic: Traffic, ga: GraphArrays,
 
 
 def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None,
-               scale_out_lp: bool = False, rails: np.ndarray | None = None
-               ) -> np.ndarray | None:
+               scale_out_lp: bool = False, rails: np.ndarray | None = None,
+               rebalance_to: float | None = None) -> np.ndarray | None:
     """A feasible point of ``model``'s LP from fewest-hop WCMP fluid routing, scaled to fit
     the most loaded arc (theta is its last entry); None when the model is too large
     (:data:`ECMP_MAX_ENTRIES`) or a target is unreachable.
@@ -155,7 +156,9 @@ def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None,
     hang from; None where that LP is too large or has no optimum). With ``rails`` (a rail
     label per node of ``model.ga``, -1 for none) a pair in two domains first crosses the
     source's domain to its member on the target's rail, as NCCL's PXN does, so traffic
-    between rails never crosses the spines.
+    between rails never crosses the spines. ``rebalance_to`` (a theta to stop at, in the
+    model's units) routes the last part by WCMP with its splits rebalanced against the load
+    (:mod:`fabricopt.flow.rebalance`; plain WCMP where that declines).
     """
     K, m = model.n_commodities, len(model.core_arcs)
     if K * m > ECMP_MAX_ENTRIES or K == 0:
@@ -186,14 +189,21 @@ def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None,
                                minlength=hop.size).reshape(hop.shape)
         if demand.any() and not route_by_attach_lp(g, arcs_in, demand, flows, relay):
             return None
-    for arcs_in, demand in parts:
+    ep_util = model.ep_rows_gbps / model.ga.capacity[model.ep_rows_arc]
+    for i, (arcs_in, demand) in enumerate(parts):
         if not demand.any():
             continue
+        if rebalance_to is not None and i == len(parts) - 1:
+            tuned = rebalanced_flows(g, arcs_in, demand, flows.sum(axis=0),
+                                     float(ep_util.max()) if len(ep_util) else 0.0,
+                                     target=rebalance_to)
+            if tuned is not None:
+                flows += tuned
+                continue
         if not _route_part(g, arcs_in, demand, flows):
             if arcs_in.all() or not _route_part(g, np.ones(m, dtype=bool), demand, flows):
                 return None
     util = flows.sum(axis=0) / g.capacity if m else np.zeros(0)
-    ep_util = model.ep_rows_gbps / model.ga.capacity[model.ep_rows_arc]
     top = max(float(util.max()) if m else 0.0, float(ep_util.max()) if len(ep_util) else 0.0)
     if top <= 0:
         return None

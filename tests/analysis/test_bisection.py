@@ -1,6 +1,7 @@
 """Bisection bandwidth: closed forms by hand, certificates (cut capacity recomputed), errors."""
 
 import networkx as nx
+import numpy as np
 import pytest
 
 import fabricopt as fo
@@ -161,3 +162,51 @@ def test_cut_counts_physical_links_and_bundles():
     assert cut.physical_links >= len(cut.links)
     text = str(fo.bisection_bandwidth(fab))
     assert f"{cut.physical_links} links in {len(cut.links)} bundles" in text
+
+
+# -- failed fabrics: the intact fabric's proof less the failed links ----------------------------
+
+def test_failed_fat_tree_bracket_without_hose_lps(monkeypatch):
+    # fat_tree(8) minus two leaf-spine and two spine-core links (fail_random, 1%, seed 1).
+    # Intact: 128 GPUs x 400 Gb/s / 2 = 25,600, proven by the hose rate; every failed link
+    # may cross a bisection, so 25,600 - 4 x 400 = 24,000 is proven below. Leaf13 keeps 3
+    # uplinks for its 4 GPUs, so no hose rate passes 300 Gb/s (3 x 400 / 4) and 300 x 64 =
+    # 19,200 cannot help: the failed fabric's hose LPs are not run at all.
+    import fabricopt.analysis.bisection as bisection_module
+
+    fab = fo.fail_random(fo.fat_tree(8), 0.01, seed=1)
+    calls = []
+    real = bisection_module._hose_rate
+    monkeypatch.setattr(bisection_module, "_hose_rate",
+                        lambda f, *a: calls.append(f.name) or real(f, *a))
+    b = fo.bisection_bandwidth(fab)
+    assert b.lower_gbps == pytest.approx(24_000) and "less 1600" in b.lower_from
+    assert all("edited" not in name for name in calls)  # only the intact fabric's
+    # The cut found crosses three of the four failed links: 25,600 - 3 x 400.
+    assert b.upper_gbps == pytest.approx(24_400)
+    assert b.cut.capacity_gbps == pytest.approx(sum(
+        fab.graph[u][v]["capacity"] for u, v in b.cut.links))
+
+
+@pytest.mark.parametrize("links", [[("g3", "leaf1")], [("g0", "leaf0"), ("g15", "leaf7")],
+                                   [("leaf0", "spine0.0"), ("core0.0", "spine1.0")]])
+def test_failed_fat_tree4_bracket_holds_the_exact_bisection(links):
+    # fat_tree(4) (36 nodes): the exact MILP answers with milp_max_nodes at its default;
+    # without it the bracket from the intact fabric and the cut candidates (a GPU cut off
+    # costs nothing on either side) must contain that value.
+    fab = fo.fat_tree(4).without(links=links)
+    exact = fo.bisection_bandwidth(fab)
+    assert exact.exact
+    b = fo.bisection_bandwidth(fab, milp_max_nodes=0)
+    assert b.lower_gbps <= exact.upper_gbps * (1 + 1e-9) <= b.upper_gbps * (1 + 1e-9)
+
+
+def test_hose_ceiling_is_above_the_certified_hose_rate():
+    from fabricopt.analysis.bisection import hose_ceiling
+    from fabricopt.graph_arrays import GraphArrays
+
+    for fab in (fo.fat_tree(4), fo.fat_tree(4).without(links=[("leaf0", "spine0.0")]),
+                fo.leaf_spine(4, 2, 4)):
+        ga = GraphArrays.from_fabric(fab)
+        ceiling = hose_ceiling(fab, ga, np.array([ga.index[e] for e in fab.endpoints]))
+        assert fo.valiant_rate(fab).rate_gbps <= ceiling * (1 + 1e-9)

@@ -261,3 +261,44 @@ def test_solve_failed_takes_the_bounds_within_gap_and_solves_otherwise(monkeypat
     limited = failures_module.solve_failed(failed, traffic, "auto",
                                            {"gap": 0.4, "time_limit": 60}, warm)
     assert "within gap" not in limited.message and limited.exact
+
+
+def test_solve_failed_answers_a_cut_off_gpu_with_zero():
+    # fat_tree(4) minus g0's only link: g0 can neither send nor receive, so theta is 0,
+    # proven by the distance bound (an unreachable pair) without routing anything.
+    fab = fo.fat_tree(4)
+    traffic = fo.all_to_all(fab)
+    _, warm = failures_module.intact_solve(fab, traffic, "auto", True, {})
+    failed = fab.without(links=[("g0", "leaf0")])
+    r = failures_module.solve_failed(failed, traffic, "auto", {}, warm)
+    assert r.exact and r.theta == 0.0 and r.unreachable is not None
+    assert fo.check_certificate(failed, r, traffic).ok
+
+
+@pytest.mark.slow  # the full LP it is checked against takes about 1.5 s
+@pytest.mark.parametrize("links", [[("leaf8", "spine2.3")], [("core3.1", "spine1.3")]])
+def test_solve_failed_uses_the_group_a_small_failed_fabric_keeps(links):
+    # fat_tree(8) minus one link: its full LP (about 49,000 nonzeros) is below
+    # FIND_SYMMETRY_NONZEROS, so max_concurrent_flow would solve it whole; a failure trial
+    # looks for the group the failed fabric keeps (2 or 3 orbits on the GPUs) and solves the
+    # symmetric LP, which must agree with the full LP (solved here) and re-check.
+    fab = fo.fat_tree(8)
+    traffic = fo.all_to_all(fab)
+    _, warm = failures_module.intact_solve(fab, traffic, "auto", True, {})
+    failed = fab.without(links=links)
+    r = failures_module.solve_failed(failed, traffic, "auto", {}, warm)
+    assert r.method == "symmetric" and r.theta == pytest.approx(_theta(failed), rel=1e-6)
+    assert fo.check_certificate(failed, r, traffic).ok
+
+
+def test_sweep_builds_a_failed_fabric_only_for_patterns_it_solves(monkeypatch):
+    # 40 single-link draws on a ring of 6 fall into one orbit: the rotations. The sweep
+    # draws what fails without copying the graph, and copies it once, for its one solve.
+    built = []
+    real = failures_module.apply_removed
+    monkeypatch.setattr(failures_module, "apply_removed",
+                        lambda fab, removed: built.append(removed) or real(fab, removed))
+    sweep = fo.failure_sweep(fo.ring(6), [1 / 6], trials=40, seed=3)
+    assert sweep.solves == len(built) == 1
+    # theta of a 6-node path, 1/9 (see failure_sweep's example), in every trial.
+    assert all(t.theta == pytest.approx(1 / 9) for t in sweep.trials)

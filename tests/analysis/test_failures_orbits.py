@@ -168,3 +168,28 @@ def test_a_shared_intact_solve_gives_the_same_table():
     assert [(r.lower, r.upper) for r in shared.rows] == [(r.lower, r.upper) for r in alone.rows]
     with pytest.raises(fo.InvalidParameterError, match="intact"):
         fo.single_failures(fo.ring(4), intact=intact)
+
+
+def test_invariant_is_the_same_across_each_generator():
+    # first_equivalent only descends inside a group of equal invariants, so an automorphism
+    # must never change the invariant: random 3-part patterns (links and a switch) of
+    # fat_tree(4), and their images under every proven generator.
+    fab = fo.fat_tree(4)
+    fs = FailureSymmetry(fab)
+    switches = [i for i, v in enumerate(fs.nodes) if v in set(fab.switches)]
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        picks = rng.choice(len(fs.bundles), size=2, replace=False)
+        w = int(rng.choice(switches))
+        pattern = Pattern({fs.bundles[i]: 1 for i in picks}, frozenset([fs.nodes[w]]))
+        for perm, bmap in fs.generators():
+            image = Pattern({fs.bundles[bmap[i]]: 1 for i in picks},
+                            frozenset([fs.nodes[perm[w]]]))
+            assert fs._invariant(image) == fs._invariant(pattern)
+    # And it tells apart what the group does not relate: two failed links on one leaf, and
+    # on two leaves of different pods.
+    one_leaf = Pattern({frozenset(("leaf0", "spine0.0")): 1,
+                        frozenset(("leaf0", "spine0.1")): 1}, frozenset())
+    two_pods = Pattern({frozenset(("leaf0", "spine0.0")): 1,
+                        frozenset(("leaf2", "spine1.0")): 1}, frozenset())
+    assert fs._invariant(one_leaf) != fs._invariant(two_pods)
