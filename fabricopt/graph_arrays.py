@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Hashable
 from dataclasses import dataclass
+from operator import methodcaller
 from typing import Any
 
 import numpy as np
@@ -50,21 +52,35 @@ class GraphArrays:
         node to itself, raises :class:`~fabricopt.InvalidFabricError` naming the arc before
         any work is done.
         """
-        return once(fab, "graph_arrays", lambda: cls._read(fab))
+        return once(fab, "graph_arrays", lambda: cls._read_without_gc(fab))
+
+    @classmethod
+    def _read_without_gc(cls, fab: Any) -> GraphArrays:
+        """:meth:`_read` with the cyclic garbage collector paused: the read makes millions
+        of small tuples and no cycles, and on a 128,000-GPU fabric the collector's passes
+        over the graph's objects took two thirds of its time (4.4 s, 1.4 s without)."""
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return cls._read(fab)
+        finally:
+            if was_enabled:
+                gc.enable()
 
     @classmethod
     def _read(cls, fab: Any) -> GraphArrays:
         g = fab.graph
         nodes = list(g.nodes)
         index = {v: i for i, v in enumerate(nodes)}
-        # One pass over the arcs: networkx's views cost microseconds per arc.
+        # One pass over networkx's views (microseconds per arc); the rest in C-level maps.
         edges = list(g.edges(data=True))
-        arcs = [(u, v) for u, v, _ in edges]
-        m = len(arcs)
-        tail = np.fromiter((index[u] for u, _, _ in edges), dtype=np.int64, count=m)
-        head = np.fromiter((index[v] for _, v, _ in edges), dtype=np.int64, count=m)
-        raw = [d.get("capacity") for _, _, d in edges]
-        tiers = tuple([str(d.get("tier", DEFAULT_TIER)) for _, _, d in edges])
+        m = len(edges)
+        tails, heads, data = zip(*edges) if m else ((), (), ())
+        arcs = list(zip(tails, heads))
+        tail = np.fromiter(map(index.__getitem__, tails), dtype=np.int64, count=m)
+        head = np.fromiter(map(index.__getitem__, heads), dtype=np.int64, count=m)
+        raw = list(map(methodcaller("get", "capacity"), data))
+        tiers = tuple(map(str, map(methodcaller("get", "tier", DEFAULT_TIER), data)))
         if set(map(type, raw)) <= _PLAIN_NUMBERS:
             cap = np.array(raw, dtype=float).reshape(m)
         else:  # missing, bool or text capacities become NaN and are named below
