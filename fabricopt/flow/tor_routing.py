@@ -141,12 +141,12 @@ def route_by_attach_lp(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
             share = part[:, r, own] / T[r, sink_nodes[own]]
             rows, cols = np.flatnonzero(share.any(axis=1)), np.flatnonzero(H.any(axis=0))
             add[np.ix_(rows, arcs[cols])] += share[rows] @ H[:, cols]
-    m = add.shape[1]
     up = up_arc[rel] >= 0  # into the switches from the relay, out to the target
     down = down_arc[t_of] >= 0
-    add += np.bincount(np.r_[k_of[up] * m + up_arc[rel[up]], k_of[down] * m + down_arc[t_of[down]]],
-                       weights=np.r_[amount[up], amount[down]], minlength=add.size
-                       ).reshape(add.shape)
+    # Summed in place: a bincount as long as the whole K x arcs array would allocate it twice
+    # (1.3 GB on a 2,048-GPU cluster).
+    np.add.at(add, (np.r_[k_of[up], k_of[down]], np.r_[up_arc[rel[up]], down_arc[t_of[down]]]),
+              np.r_[amount[up], amount[down]])
     return bool(np.all(np.isfinite(add)))
 
 
