@@ -35,8 +35,8 @@ from typing import Any
 
 import networkx as nx
 
-from ._unchanged import once
 from ._checks import check_label, check_node_names, did_you_mean
+from ._unchanged import once
 from .errors import InvalidFabricError, InvalidParameterError
 from .symmetry_claim import Symmetry
 from .tiers import SCALE_UP_TIERS as SCALE_UP_TIERS  # its old home; tiers.py owns it now

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Hashable
 from dataclasses import dataclass
 from operator import methodcaller
@@ -11,6 +10,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ._gc import paused_gc
 from ._unchanged import once
 from .errors import InvalidFabricError
 from .tiers import DEFAULT_TIER
@@ -56,16 +56,10 @@ class GraphArrays:
 
     @classmethod
     def _read_without_gc(cls, fab: Any) -> GraphArrays:
-        """:meth:`_read` with the cyclic garbage collector paused: the read makes millions
-        of small tuples and no cycles, and on a 128,000-GPU fabric the collector's passes
-        over the graph's objects took two thirds of its time (4.4 s, 1.4 s without)."""
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        """:meth:`_read` with the cyclic garbage collector paused: on a 128,000-GPU fabric
+        its passes took two thirds of the read (4.4 s, 1.4 s without)."""
+        with paused_gc():
             return cls._read(fab)
-        finally:
-            if was_enabled:
-                gc.enable()
 
     @classmethod
     def _read(cls, fab: Any) -> GraphArrays:
@@ -75,8 +69,8 @@ class GraphArrays:
         # One pass over networkx's views (microseconds per arc); the rest in C-level maps.
         edges = list(g.edges(data=True))
         m = len(edges)
-        tails, heads, data = zip(*edges) if m else ((), (), ())
-        arcs = list(zip(tails, heads))
+        tails, heads, data = zip(*edges, strict=True) if m else ((), (), ())
+        arcs = list(zip(tails, heads, strict=True))
         tail = np.fromiter(map(index.__getitem__, tails), dtype=np.int64, count=m)
         head = np.fromiter(map(index.__getitem__, heads), dtype=np.int64, count=m)
         raw = list(map(methodcaller("get", "capacity"), data))

@@ -18,6 +18,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from .._gc import paused_gc
 from ..errors import FabricOptError
 from ..fabric import Fabric
 
@@ -73,7 +74,8 @@ def recording(name: str, func: Callable[..., Fabric]) -> Callable[..., Fabric]:
 
     @functools.wraps(func)
     def generator(*args: Any, **kwargs: Any) -> Fabric:
-        fab = func(*args, **kwargs)
+        with paused_gc():  # a large fabric is millions of small objects and no cycles
+            fab = func(*args, **kwargs)
         fab.recipe = recipe_of(name, func, args, kwargs)
         return fab
 
