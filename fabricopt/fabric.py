@@ -131,9 +131,10 @@ class Fabric:
     def symmetry(self) -> Symmetry | None:
         """The generator's symmetry claim, or None once the graph or the endpoints were
         changed after building."""
-        if self._symmetry is not None and not once(
-                self, "symmetry_matches",
-                lambda: self._symmetry.matches(self.graph, self.endpoints)):
+        claim = self._symmetry
+        if claim is not None and not once(  # keyed by the claim: a new claim is checked anew
+                self, f"symmetry_matches {id(claim)}",
+                lambda: claim.matches(self.graph, self.endpoints)):
             self._symmetry = None
         return self._symmetry
 
