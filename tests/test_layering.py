@@ -15,8 +15,8 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "fabricopt"
 
-#: The root modules that are not the data model's floor: the command line and the package face.
-TOP = {"fabricopt", "fabricopt.cli", "fabricopt.cli_words", "fabricopt.cli_failures",
+#: The modules above every floor: the command line (its folder) and the package face.
+TOP = {"fabricopt", "fabricopt.cli", "fabricopt.cli.words", "fabricopt.cli.failures",
        "fabricopt.__main__"}
 
 _BASE = {"root"}
@@ -79,7 +79,7 @@ MODULES = sorted(ROOT.rglob("*.py"))
 
 
 def test_every_folder_is_a_known_floor():
-    folders = {p.parent.name for p in MODULES if p.parent != ROOT}
+    folders = {p.parent.name for p in MODULES if p.parent != ROOT} - {"cli"}  # top, above all
     assert folders <= set(ALLOWED), f"floors without a rule: {sorted(folders - set(ALLOWED))}"
 
 

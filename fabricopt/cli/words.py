@@ -15,15 +15,15 @@ import textwrap
 from collections.abc import Sequence
 from typing import Any
 
-from ._checks import did_you_mean, parse_bytes
-from ._numpydoc import parameter_docs
-from .collectives import COLLECTIVES
-from .errors import FabricOptError, InvalidParameterError
-from .fabric import Fabric
-from .generators import GENERATORS, check_call, make
-from .io.design_files import load_design
-from .io.graph_files import read_graphml, read_json
-from .traffic import all_to_all, longest_matching, permutation
+from .._checks import did_you_mean, parse_bytes
+from .._numpydoc import parameter_docs
+from ..collectives import COLLECTIVES
+from ..errors import FabricOptError, InvalidParameterError
+from ..fabric import Fabric
+from ..generators import GENERATORS, check_call, make
+from ..io.design_files import load_design
+from ..io.graph_files import read_graphml, read_json
+from ..traffic import all_to_all, longest_matching, permutation
 
 __all__ = ["check_targets", "generator_help", "load_fabric", "load_targets", "make_traffic",
            "names_arg", "parse_assignments", "parse_collectives", "parse_value", "size_arg",

@@ -3,7 +3,7 @@
 Each subcommand is a thin layer over the public API: parse, call, print. A fabric is named
 either by a generator and ``key=value`` parameters (``fabricopt show fat_tree k=8``) or, where
 design files are supported, by a path to one (how those words are read:
-:mod:`fabricopt.cli_words`).
+:mod:`fabricopt.cli.words`).
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ._checks import did_you_mean
-from ._progress import stage_line
-from ._version import __version__
-from .analysis.bisection import bisection_bandwidth
-from .analysis.worst_case import worst_case_permutation
-from .cli_failures import add_failures_parser
-from .cli_words import (
+from .._checks import did_you_mean
+from .._progress import stage_line
+from .._version import __version__
+from ..analysis.bisection import bisection_bandwidth
+from ..analysis.worst_case import worst_case_permutation
+from .failures import add_failures_parser
+from .words import (
     check_targets,
     generator_help,
     load_fabric,
@@ -34,25 +34,25 @@ from .cli_words import (
     size_arg,
     split_targets,
 )
-from .collectives import COLLECTIVES, collective_bounds
-from .cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost, estimate_tco
-from .errors import FabricOptError
-from .fabric import Fabric
-from .flow import max_concurrent_flow
-from .generators import GENERATORS
-from .io.search_files import load_search
-from .plot.diagram import draw
-from .plot.image_files import checked_dpi, image_path
-from .plot.report import write_report
-from .routing import routed_flow
-from .study.compare import DEFAULT_METRICS, METRICS, ROWS_FILE, Comparison, compare
-from .study.local_pool import process_pool
-from .study.optimize import optimize
-from .study.table import RowStore
-from .workload.cost import token_cost
-from .workload.models import models as MODEL_NAMES
-from .workload.plan import job_from_mapping
-from .workload.step import training_step
+from ..collectives import COLLECTIVES, collective_bounds
+from ..cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost, estimate_tco
+from ..errors import FabricOptError
+from ..fabric import Fabric
+from ..flow import max_concurrent_flow
+from ..generators import GENERATORS
+from ..io.search_files import load_search
+from ..plot.diagram import draw
+from ..plot.image_files import checked_dpi, image_path
+from ..plot.report import write_report
+from ..routing import routed_flow
+from ..study.compare import DEFAULT_METRICS, METRICS, ROWS_FILE, Comparison, compare
+from ..study.local_pool import process_pool
+from ..study.optimize import optimize
+from ..study.table import RowStore
+from ..workload.cost import token_cost
+from ..workload.models import models as MODEL_NAMES
+from ..workload.plan import job_from_mapping
+from ..workload.step import training_step
 
 
 def _cmd_show(args: argparse.Namespace) -> int:

@@ -1,5 +1,5 @@
 """The ``fabricopt failures`` subcommand: what a fabric carries when parts fail, and which
-parts matter most (a block of the command line, kept apart to keep ``cli.py`` readable).
+parts matter most (a block of the command line, kept apart to keep the command's module readable).
 """
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .analysis.failure_distribution import FailureDistribution, failure_distribution
-from .analysis.failure_models import GroupFailures, Independent, groups_by
-from .analysis.failures import failure_sweep
-from .analysis.single_failures import FailureTable, criticality, cutting_set, single_failures
-from .cost.layout import place
-from .fabric import Fabric
-from .plot.failures import plot_criticality, plot_failure_distribution
+from ..analysis.failure_distribution import FailureDistribution, failure_distribution
+from ..analysis.failure_models import GroupFailures, Independent, groups_by
+from ..analysis.failures import failure_sweep
+from ..analysis.single_failures import FailureTable, criticality, cutting_set, single_failures
+from ..cost.layout import place
+from ..fabric import Fabric
+from ..plot.failures import plot_criticality, plot_failure_distribution
 
 FAILURE_MODES = ("n-1", "criticality", "cut", "sweep", "random", "groups")
 
