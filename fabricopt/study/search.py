@@ -167,12 +167,24 @@ class DesignSearch:
         self.tried: dict[str, float] = {}
         self.topology_names: dict[str, str] = {}
         self.others = {k: v for k, v in constraints.items() if k not in FAILURE_KEYS}
+        self.order: dict[str, int] = {}
+
+    def _rank(self, row: Mapping[str, Any]) -> tuple[float, float, int]:
+        """Which of two designs is better: the objective, then the higher all-to-all, then
+        the space's own order. Ties are real (two oversubscriptions that round to the same
+        uplink count build the same fabric), and breaking them by the order in which results
+        came back would make the answer depend on the executor."""
+        return (row[self.objective], -row["all_to_all_gbps_per_gpu"], self.order[row["name"]])
+
+    def _best(self) -> dict[str, Any] | None:
+        return min(self.feasible, key=self._rank) if self.feasible else None
 
     # -- step 1: candidates and their bounds ----------------------------------------------
     def enumerate(self) -> None:
         """Every candidate's row with its plan bounds; the ones that can still win grouped by
         topology (candidates differing only in optics policy share one build and solve)."""
         self.candidates = candidates(self.gpus, self.space)
+        self.order = {c.name: i for i, c in enumerate(self.candidates)}
         seen: dict[str, str] = {}
         for c in self.candidates:
             sk = sketch(c, self.gpus)
@@ -341,9 +353,8 @@ class DesignSearch:
                      ) -> dict[str, float] | None:
         """The failure trial of a row meeting every other constraint, when it could be the
         best (it costs less than the best so far); else marked untried (None)."""
-        objective = self.objective
-        best = min(self.feasible, key=lambda r: r[objective]) if self.feasible else None
-        if best is not None and row[objective] >= best[objective]:
+        best = self._best()
+        if best is not None and self._rank(row) >= self._rank(best):
             row["all_to_all_after_failure_gbps"] = None
             row["reason"] = f"failure trial not run: {best['name']} passes it and is better"
             return None
@@ -370,10 +381,11 @@ class DesignSearch:
         """The front (the one Pareto front of :mod:`fabricopt.study.pareto`, over capex and
         certified all-to-all), the best design and, when none meets every constraint, the
         nearest misses (evaluated or bounded: a bound's shortfall is the least it misses by)."""
-        picks = pareto_front(self.evaluated, "capex_usd", "all_to_all_gbps_per_gpu")
-        front = [self.evaluated[i] for i in picks]
+        evaluated = sorted(self.evaluated, key=lambda r: self.order[r["name"]])
+        picks = pareto_front(evaluated, "capex_usd", "all_to_all_gbps_per_gpu")
+        front = [evaluated[i] for i in picks]
         objective = self.objective
-        best = min(self.feasible, key=lambda r: r[objective]) if self.feasible else None
+        best = self._best()
         if best is not None and not self.full_front and objective == "capex_usd":
             front = [r for r in front if r["capex_usd"] <= best["capex_usd"] * (1 + TOL)]
         missed = [r for r in self.rows if r.get("shortfall")]

@@ -324,6 +324,43 @@ def test_an_executor_gives_the_same_answer():
     assert [r["name"] for r in shared.front] == [r["name"] for r in alone.front]
 
 
+def test_finishing_order_does_not_change_the_answer(monkeypatch):
+    # Rail leaves of radix 8 at 2:1 and 3:1 both get ceil(4 / 2) = ceil(4 / 3) = 2 uplinks:
+    # the same fabric, the same price and 375 Gb/s per GPU (see test_hand_worked_optimum).
+    # Which one is "best" must not depend on which result an executor hands back first.
+    # Here two workers finish the cheap Clos first and then the 3:1 rail before the 2:1 sent
+    # ahead of it (as a thread pool did on a loaded machine).
+    import concurrent.futures as cf
+    import importlib
+
+    execution = importlib.import_module("fabricopt.study.execution")
+    first = ["clos nvswitch_domain r8 3:1 reference",
+             "rail_optimized nvswitch_domain r8 3:1 reference"]
+    names = {}
+
+    class Immediate(cf.Executor):
+        _max_workers = 2
+
+        def submit(self, fn, /, *args, **kwargs):
+            future = cf.Future()
+            future.set_result(fn(*args, **kwargs))
+            names[future] = args[0].candidates[0].name
+            return future
+
+    def wait(fs, return_when=None):
+        fs = list(fs)
+        done = min(fs, key=lambda f: (first.index(names[f]) if names[f] in first else 9))
+        return [done], set(fs) - {done}
+
+    constraints = {"all_to_all_gbps_per_gpu": 300}
+    alone = fo.optimize(16, space=SPACE, constraints=constraints)
+    monkeypatch.setattr(execution.cf, "wait", wait)
+    shared = fo.optimize(16, space=SPACE, constraints=constraints, executor=Immediate())
+    assert alone.best["name"] == "rail_optimized nvswitch_domain r8 2:1 reference"
+    assert shared.best["name"] == alone.best["name"]
+    assert [r["name"] for r in shared.front] == [r["name"] for r in alone.front]
+
+
 def test_bracketed_failure_trial_is_a_lower_bound(monkeypatch):
     import importlib
 
