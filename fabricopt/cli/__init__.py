@@ -21,19 +21,6 @@ from .._progress import stage_line
 from .._version import __version__
 from ..analysis.bisection import bisection_bandwidth
 from ..analysis.worst_case import worst_case_permutation
-from .failures import add_failures_parser
-from .words import (
-    check_targets,
-    generator_help,
-    load_fabric,
-    load_targets,
-    make_traffic,
-    names_arg,
-    parse_assignments,
-    parse_collectives,
-    size_arg,
-    split_targets,
-)
 from ..collectives import COLLECTIVES, collective_bounds
 from ..cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost, estimate_tco
 from ..errors import FabricOptError
@@ -53,6 +40,19 @@ from ..workload.cost import token_cost
 from ..workload.models import models as MODEL_NAMES
 from ..workload.plan import job_from_mapping
 from ..workload.step import training_step
+from .failures import add_failures_parser
+from .words import (
+    check_targets,
+    generator_help,
+    load_fabric,
+    load_targets,
+    make_traffic,
+    names_arg,
+    parse_assignments,
+    parse_collectives,
+    size_arg,
+    split_targets,
+)
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
