@@ -295,18 +295,25 @@ def _rate_for_hubs(fab: Any, eps: tuple[Hashable, ...], hub_list: tuple[Hashable
     share = hub_shares(ga, hub_idx, ep_idx, arrays.dead_ends(ep_idx))
     stage = None
     if bounds_first if bounds_first is not None else method == "auto":
-        stage = _bounds_stage(fab, arrays, ep_idx, hub_idx, share, beat, time_limit)
+        stage = _bounds_stage(fab, arrays, ep_idx, hub_idx, share, beat,
+                              _left(time_limit, start))
         if stage is None:
             return None
         if stage.status == "optimal":
             return _stage_result(stage, ga, hub_list, len(eps), start, level)
+        if _left(time_limit, start) == 0:
+            # The budget went on the bounds: their bracket is the answer, said to be stopped.
+            return _with_stage(ValiantBound(
+                0.0, "time_limit", "bounds", hub_list, len(eps),
+                seconds=time.perf_counter() - start, level=level,
+                message="time limit reached before the solver started"), stage, ga)
     claim = fab.symmetry  # re-checked against the graph at every read: read once
     if (method == "auto" and claim is None and by_level
             and set(eps) == set(fab.endpoints)
             and len(eps) * (3 * ga.n_arcs + 1) > MAX_FULL_NONZEROS):
         # Too large for the per-endpoint LP: find the group instead (one root flow per
         # endpoint orbit), when it has few enough orbits to make the LP much smaller.
-        found = search_symmetry(fab, time_limit=time_limit,
+        found = search_symmetry(fab, time_limit=_budget(time_limit, start),
                                 max_endpoint_orbits=max(1, len(eps) // 4))
         if found.symmetry is not None and found.symmetry.n_endpoint_orbits <= len(eps) // 4:
             fab, claim = with_symmetry(fab, found.symmetry), found.symmetry
@@ -322,7 +329,7 @@ def _rate_for_hubs(fab: Any, eps: tuple[Hashable, ...], hub_list: tuple[Hashable
     if method == "symmetric" or (method == "auto" and symmetric_ok):
         model = _SymmetricPhaseOne.build(fab, ga, rev, ep_idx, hub_idx, scale, claim, share)
         if model is not None:
-            out = _solve(model, backend, time_limit, options)
+            out = _solve(model, backend, _budget(time_limit, start), options)
             return _with_stage(_valiant_result(out, ga, hub_list, len(eps), "symmetric",
                                                start, level), stage, ga)
         if method == "symmetric":
@@ -336,11 +343,24 @@ def _rate_for_hubs(fab: Any, eps: tuple[Hashable, ...], hub_list: tuple[Hashable
                                  f"> {MAX_FULL_NONZEROS:,}) and no symmetry applies"), stage,
             ga)
     model = _FullPhaseOne.build(ga, rev, ep_idx, hub_idx, scale, share)
-    out = _solve(model, backend, time_limit, options)
+    out = _solve(model, backend, _budget(time_limit, start), options)
     return _with_stage(_valiant_result(out, ga, hub_list, len(eps), "lp", start, level), stage,
                        ga)
 
 
+
+
+def _left(time_limit: float | None, start: float) -> float | None:
+    """Seconds of ``time_limit`` left since ``start``, the start of the call (None without a
+    limit): every solve of one call shares one budget, so a longer limit never proves less."""
+    return None if time_limit is None else max(time_limit - (time.perf_counter() - start), 0.0)
+
+
+def _budget(time_limit: float | None, start: float) -> float | None:
+    """What a solve may take: :func:`_left`, at least a millisecond (a solver given none
+    still returns the point it starts from)."""
+    left = _left(time_limit, start)
+    return None if left is None else max(left, 1e-3)
 
 
 def _check_options(method: Any, backend: Any, time_limit: Any, bounds_first: Any,
@@ -385,7 +405,7 @@ def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     for level in sorted(levels, reverse=True):
         tried = _rate_for_hubs(fab, eps, levels[level], level, method=method, backend=backend,
                                time_limit=time_limit, bounds_first=bounds_first,
-                               options=backend_options, start=time.perf_counter(),
+                               options=backend_options, start=start,
                                beat=None if best is None else best.rate_gbps,
                                arrays=prepared)
         if tried is None:
@@ -665,7 +685,8 @@ def _bounds_stage(fab: Any, arrays: _Arrays, ep_idx: np.ndarray, hub_idx: np.nda
     if not closes(rate, upper):
         merged = DomainPhaseOne.build(ga, rev, ep_idx, hub_idx, share, arrays.scale_up)
         if merged is not None:
-            cert = certify(merged, solve_lp(merged.lp, "highs", time_limit))
+            budget = None if time_limit is None else max(time_limit, 1e-3)
+            cert = certify(merged, solve_lp(merged.lp, "highs", budget))
             if cert.upper * merged.scale < upper:
                 upper, side, lengths = cert.upper * merged.scale, None, cert.lengths
                 upper_from = "the merged LP's duals"

@@ -217,3 +217,35 @@ def test_the_merged_lp_lifts_to_conserving_flows_per_endpoint():
     lifted = model.lift(x)
     np.testing.assert_allclose(total * theta * model.scale, lifted.flow, rtol=1e-6,
                                atol=1e-6 * ga.capacity.max())
+
+
+def test_a_spent_budget_returns_the_stage_bracket(monkeypatch):
+    # random_fabric(19) does not close by bounds (test_a_direct_network_goes_to_the_lp). On a
+    # clock that moves 10 s at every reading, a 1 s limit is spent once the stage is done: no
+    # LP runs, and the answer is the stage's bracket, said to be stopped, which holds the
+    # exact rate and whose lower end re-proves on the fabric.
+    fab = random_fabric(19)
+    exact = fo.valiant_rate(fab, hubs=1, bounds_first=False)
+    import fabricopt.flow.valiant as valiant
+
+    ticks = iter(range(0, 10**6, 10))
+    monkeypatch.setattr(valiant.time, "perf_counter", lambda: float(next(ticks)))
+    monkeypatch.setattr(valiant, "solve_lp", lambda *a, **k: pytest.fail("an LP was solved"))
+    stopped = fo.valiant_rate(fab, hubs=1, time_limit=1.0)
+    assert stopped.status == "time_limit" and stopped.method == "bounds"
+    assert 0 < stopped.rate_gbps <= exact.rate_gbps * (1 + 1e-9)
+    assert stopped.upper_gbps >= exact.rate_gbps * (1 - 1e-9)
+    _loads_fit(fab, stopped)
+
+
+def test_a_short_limit_still_brackets_the_rate():
+    # Every solve of one call shares the call's budget (the merged LP and the LP after it
+    # are no longer each given the whole limit): on the same fabric, the rate proven with a
+    # generous limit is the exact one, and the bracket under a short limit holds it.
+    fab = random_fabric(19)
+    exact = fo.valiant_rate(fab, hubs=1, bounds_first=False)
+    generous = fo.valiant_rate(fab, hubs=1, time_limit=600.0)
+    assert generous.rate_gbps == pytest.approx(exact.rate_gbps, rel=1e-6)
+    short = fo.valiant_rate(fab, hubs=1, time_limit=1e-3)
+    assert short.rate_gbps <= generous.rate_gbps * (1 + 1e-9)
+    assert min(short.upper_gbps, np.inf) >= exact.rate_gbps * (1 - 1e-6)
