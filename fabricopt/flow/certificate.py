@@ -116,6 +116,8 @@ class Certified:
     lifted: LiftedFlow | None
     lengths: np.ndarray | None
     bound: DistanceBound | None
+    #: The point whose lift proves ``lower`` (the solver's, or its polished copy).
+    point: np.ndarray | None = None
 
 
 def polished(model: ThroughputModel, sol: LPSolution) -> LPSolution:
@@ -155,7 +157,7 @@ def certify(model: ThroughputModel, sol: LPSolution, polish: bool = True,
                                     lifted.residual_l1, model.min_demand)
         return low, over, lifted
 
-    lower, overload, lifted = 0.0, 0.0, None
+    lower, overload, lifted, point = 0.0, 0.0, None, sol.x
     if sol.x is not None:
         lower, overload, lifted = lower_of(sol.x)
     lengths = (model.arc_lengths(sol.dual_ub) if sol.dual_ub is not None
@@ -171,10 +173,10 @@ def certify(model: ThroughputModel, sol: LPSolution, polish: bool = True,
         sol = polished(model, sol)
         low2, over2, lifted2 = lower_of(sol.x)
         if low2 > lower:
-            lower, overload, lifted = low2, over2, lifted2
+            lower, overload, lifted, point = low2, over2, lifted2, sol.x
     if bound is None:
         return Certified(lower, np.inf, overload, lifted.residual_l1 if lifted else 0.0,
-                         lifted, None, None)
+                         lifted, None, None, point)
     if (polish and sol.x is not None and sol.dual_ub is not None and not bound.failure
             and bound.upper - lower > EXACT_RTOL * bound.upper):
         # The solver's duals are off (tolerances, postsolve): make them consistent with the
@@ -195,4 +197,4 @@ def certify(model: ThroughputModel, sol: LPSolution, polish: bool = True,
     if bound.unreachable is not None or bound.failure:
         lower = 0.0
     return Certified(lower, bound.upper, overload, lifted.residual_l1 if lifted else 0.0,
-                     lifted, lengths, bound)
+                     lifted, lengths, bound, point)

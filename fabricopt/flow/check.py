@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import dijkstra
 
 from ..errors import InvalidFabricError, InvalidParameterError
 from ..fabric import Fabric, check_fabric
@@ -37,6 +39,15 @@ from .model import ThroughputModel
 from .result import FlowResult
 from .symmetric import build_symmetric_lp
 from .units import in_units
+from .valiant import (
+    ValiantBound,
+    _Arrays,
+    _FullPhaseOne,
+    _SymmetricPhaseOne,
+    hub_shares,
+)
+from .valiant_bounds import cut_of, wcmp_phase_one
+from .valiant_domains import DomainPhaseOne
 
 
 @dataclass(frozen=True)
@@ -104,18 +115,21 @@ def _with_proven_symmetry(fab: Fabric, found: Symmetry | None) -> Fabric | None:
     return with_symmetry(fab, found)
 
 
-def check_certificate(fab: Fabric, result: FlowResult, traffic: Traffic | None = None,
-                      ) -> CertificateCheck:
+def check_certificate(fab: Fabric, result: FlowResult | ValiantBound,
+                      traffic: Traffic | None = None) -> CertificateCheck:
     """Re-prove ``result.lower`` and ``result.upper`` on ``fab`` for ``traffic``.
 
     Parameters
     ----------
     fab : Fabric
         The fabric the result was computed on.
-    result : FlowResult
-        From :func:`max_concurrent_flow`.
+    result : FlowResult or ValiantBound
+        From :func:`max_concurrent_flow`, or a two-phase rate from
+        :func:`~fabricopt.valiant_rate` (re-proven by :func:`check_hose_certificate`; the
+        bounds are then in Gb/s per endpoint).
     traffic : Traffic, optional
-        The traffic it was computed for (default: all-to-all at 1 Gb/s).
+        The traffic it was computed for (default: all-to-all at 1 Gb/s); not for a
+        two-phase rate, which holds for every traffic of its hose.
 
     Examples
     --------
@@ -126,9 +140,15 @@ def check_certificate(fab: Fabric, result: FlowResult, traffic: Traffic | None =
     (True, 0.222222)
     """
     check_fabric("check_certificate", fab)
+    if isinstance(result, ValiantBound):
+        if traffic is not None:
+            raise InvalidParameterError("check_certificate(): a two-phase rate holds for "
+                                        "every traffic of its hose; give no traffic")
+        return check_hose_certificate(fab, result)
     if not isinstance(result, FlowResult):
         raise InvalidParameterError(f"check_certificate(): result must be a FlowResult (from "
-                                    f"max_concurrent_flow), got {type(result).__name__}")
+                                    f"max_concurrent_flow) or a ValiantBound (from "
+                                    f"valiant_rate), got {type(result).__name__}")
     if traffic is not None and not isinstance(traffic, Traffic):
         raise InvalidParameterError(f"check_certificate(): traffic must be None or a Traffic, "
                                     f"got {type(traffic).__name__}")
@@ -189,3 +209,98 @@ def check_certificate(fab: Fabric, result: FlowResult, traffic: Traffic | None =
                             lower >= result.lower * (1 - tol) - 1e-15,
                             bool(np.isfinite(upper) and np.isfinite(result.upper))
                             and upper <= result.upper * (1 + tol) + 1e-15)
+
+
+def check_hose_certificate(fab: Fabric, result: ValiantBound) -> CertificateCheck:
+    """Re-prove a two-phase rate (:func:`~fabricopt.valiant_rate`) on ``fab``, in Gb/s per
+    endpoint.
+
+    Below: the flows of ``result.proof`` rebuilt from the fabric (WCMP phase-1 flows routed
+    again, or the LP's point lifted to one flow per endpoint, a symmetric point through its
+    re-verified group), their conservation residual and their two-phase load
+    ``L(a) + L(reverse a)`` recomputed against every arc's capacity. Above: the cut
+    ``result.cut`` (its capacity over the phase-1 rate that must cross it) or the two-phase
+    distance bound of ``result.lengths``, with one shortest-path search from every endpoint.
+
+    >>> import fabricopt as fo
+    >>> fab = fo.fat_tree(4)
+    >>> check = check_certificate(fab, fo.valiant_rate(fab))
+    >>> check.ok, round(check.lower, 6), round(check.upper, 6)
+    (True, 400.0, 400.0)
+    """
+    proof = result.proof
+    # The endpoints of the hose: the proof's, else (a rate of 0, proven by nothing) all.
+    eps = tuple(fab.endpoints) if proof is None else proof.endpoints
+    if any(v not in fab.graph for v in (*result.hubs, *eps)):
+        return CertificateCheck(0.0, np.inf, 0.0, 0.0, result.rate_gbps <= 0.0, False)
+    arrays = _Arrays.of(fab)
+    ga, rev = arrays.ga, arrays.rev
+    ep_idx = np.array([ga.index[e] for e in eps])
+    hub_idx = np.array([ga.index[h] for h in result.hubs])
+    share = hub_shares(ga, hub_idx, ep_idx)
+    lower, overload, residual = (0.0, 0.0, 0.0) if proof is None else _hose_lower(
+        fab, arrays, proof, ep_idx, hub_idx, share)
+    hub_share = np.zeros(ga.n_nodes)
+    hub_share[hub_idx] = share
+    upper = np.inf
+    if result.cut is not None:
+        side = np.array([v in result.cut for v in ga.nodes])
+        upper = cut_of(ga, side, ep_idx, hub_share).rate_gbps
+    elif result.lengths is not None:
+        upper = _hose_distance_bound(ga, rev, ep_idx, hub_idx, share,
+                                     np.array([result.lengths[a] for a in ga.arcs]))
+    tol = 1e-9
+    return CertificateCheck(lower, upper, overload, residual,
+                            lower >= result.rate_gbps * (1 - tol) - 1e-15,
+                            bool(np.isfinite(upper) and np.isfinite(result.upper_gbps))
+                            and upper <= result.upper_gbps * (1 + tol) + 1e-15)
+
+
+def _hose_lower(fab: Fabric, arrays: _Arrays, proof, ep_idx: np.ndarray, hub_idx: np.ndarray,
+                share: np.ndarray) -> tuple[float, float, float]:
+    """The rate (Gb/s), worst overload and residual that ``proof``'s flows prove."""
+    ga, rev = arrays.ga, arrays.rev
+    min_share = float(share[share > 0].min())
+    if proof.kind == "wcmp":
+        routed = wcmp_phase_one(ga, rev, ep_idx, hub_idx, share)
+        if routed is None:
+            return 0.0, 0.0, 0.0
+        rate, overload = routed.rate(ga.capacity, min_share)
+        return rate, overload, routed.residual_l1
+    if proof.x is None:
+        return 0.0, 0.0, 0.0
+    loops = ga.tail != ga.head
+    injection = np.bincount(ga.tail[loops], weights=ga.capacity[loops], minlength=ga.n_nodes)
+    scale = float(injection[ep_idx].max()) or 1.0
+    if proof.kind == "merged":
+        model = DomainPhaseOne.build(ga, rev, ep_idx, hub_idx, share, arrays.scale_up)
+    elif proof.kind == "lp":
+        model = _FullPhaseOne.build(ga, rev, ep_idx, hub_idx, scale, share)
+    else:
+        claimed = _with_proven_symmetry(fab, proof.symmetry)
+        if claimed is None or set(proof.endpoints) != set(fab.endpoints):
+            return 0.0, 0.0, 0.0
+        model = _SymmetricPhaseOne.build(claimed, ga, rev, ep_idx, hub_idx, scale,
+                                         claimed._symmetry, share)
+    if model is None or len(proof.x) != model.lp.n_cols:
+        return 0.0, 0.0, 0.0
+    lifted = model.lift(proof.x)
+    lower, overload = certified_lower(lifted.theta, lifted.load, ga.capacity,
+                                      lifted.residual_l1, model.min_demand)
+    return lower * model.scale, overload, lifted.residual_l1
+
+
+def _hose_distance_bound(ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray,
+                         hub_idx: np.ndarray, share: np.ndarray, lengths: np.ndarray) -> float:
+    """``sum c l / sum_s sum_h p(h) dist(s, h)`` with each arc costing its length plus its
+    reverse's (phase 2 runs phase 1 backwards), from every endpoint."""
+    lengths = np.clip(lengths, 0.0, None)
+    both = lengths + lengths[rev]
+    graph = sp.csr_matrix((both, (ga.tail, ga.head)), shape=(ga.n_nodes, ga.n_nodes))
+    total = 0.0
+    for batch in np.array_split(ep_idx, max(1, len(ep_idx) // 256)):
+        dist = dijkstra(graph, directed=True, indices=batch)[:, hub_idx]
+        if not np.all(np.isfinite(dist)):
+            return 0.0
+        total += float((dist @ share).sum())
+    return float(ga.capacity @ lengths) / total if total > 0 else np.inf

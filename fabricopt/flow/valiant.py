@@ -64,7 +64,7 @@ from .symmetric import (
     endpoint_orbits,
     invariant_loads,
 )
-from .valiant_bounds import best_cut, closes, wcmp_phase_one
+from .valiant_bounds import HoseProof, best_cut, closes, wcmp_phase_one
 from .valiant_domains import DomainPhaseOne
 
 #: Largest full (per-source) LP built, in nonzeros; above it only the symmetric LP is tried.
@@ -99,6 +99,8 @@ class ValiantBound:
     #: two-phase distance bound does (``lengths``).
     cut: frozenset[Hashable] | None = field(default=None, repr=False)
     lengths: dict[tuple[Hashable, Hashable], float] | None = field(default=None, repr=False)
+    #: The flows behind ``rate_gbps``, re-proven by :func:`~fabricopt.check_certificate`.
+    proof: HoseProof | None = field(default=None, repr=False)
 
     def __str__(self) -> str:
         return (f"hose rate        {self.rate_gbps:.6g} Gb/s per endpoint, any traffic "
@@ -330,6 +332,7 @@ def _rate_for_hubs(fab: Any, eps: tuple[Hashable, ...], hub_list: tuple[Hashable
         model = _SymmetricPhaseOne.build(fab, ga, rev, ep_idx, hub_idx, scale, claim, share)
         if model is not None:
             out = _solve(model, backend, _budget(time_limit, start), options)
+            out["proof"] = HoseProof("symmetric", eps, out["x"], claim)
             return _with_stage(_valiant_result(out, ga, hub_list, len(eps), "symmetric",
                                                start, level), stage, ga)
         if method == "symmetric":
@@ -344,6 +347,7 @@ def _rate_for_hubs(fab: Any, eps: tuple[Hashable, ...], hub_list: tuple[Hashable
             ga)
     model = _FullPhaseOne.build(ga, rev, ep_idx, hub_idx, scale, share)
     out = _solve(model, backend, _budget(time_limit, start), options)
+    out["proof"] = HoseProof("lp", eps, out["x"])
     return _with_stage(_valiant_result(out, ga, hub_list, len(eps), "lp", start, level), stage,
                        ga)
 
@@ -585,6 +589,7 @@ def _solve(model: _FullPhaseOne | _SymmetricPhaseOne, backend: str,
     sol = solve_lp(model.lp, backend, time_limit, **options)
     cert = certify(model, sol)
     out: dict[str, Any] = {"model": model, "status": sol.status, "message": sol.message,
+                           "x": cert.point,
                            "rate": cert.lower * model.scale, "overload": cert.max_overload,
                            "residual": cert.max_residual, "load": None}
     if cert.lifted is not None:
@@ -600,7 +605,7 @@ def _valiant_result(out: dict[str, Any], ga: GraphArrays, hubs: tuple[Hashable, 
                                                    strict=True))
     return ValiantBound(float(out["rate"]), out["status"], method, hubs, n, out["overload"],
                         out["residual"], time.perf_counter() - start, out["message"], load,
-                        level)
+                        level, proof=out.get("proof"))
 
 
 @dataclass
@@ -659,6 +664,7 @@ class _Stage:
     status: str
     lower_from: str
     upper_from: str
+    proof: HoseProof | None = None
 
 
 def _bounds_stage(fab: Any, arrays: _Arrays, ep_idx: np.ndarray, hub_idx: np.ndarray,
@@ -679,9 +685,11 @@ def _bounds_stage(fab: Any, arrays: _Arrays, ep_idx: np.ndarray, hub_idx: np.nda
     routed = wcmp_phase_one(ga, rev, ep_idx, hub_idx, share)
     rate, overload, load, residual = 0.0, 0.0, None, 0.0
     lower_from, upper_from = "no routing", "a hierarchy cut"
+    eps, proof = tuple(ga.nodes[i] for i in ep_idx), None
     if routed is not None:
         rate, overload = routed.rate(ga.capacity, float(share[share > 0].min()))
         load, residual, lower_from = routed.load * rate, routed.residual_l1, "WCMP phase-1 flows"
+        proof = HoseProof("wcmp", eps)
     if not closes(rate, upper):
         merged = DomainPhaseOne.build(ga, rev, ep_idx, hub_idx, share, arrays.scale_up)
         if merged is not None:
@@ -694,11 +702,13 @@ def _bounds_stage(fab: Any, arrays: _Arrays, ep_idx: np.ndarray, hub_idx: np.nda
                 rate, overload = cert.lower * merged.scale, cert.max_overload
                 load = cert.lifted.load * (cert.lower / cert.lifted.theta)
                 residual, lower_from = cert.max_residual, "the merged LP's point"
+                proof = HoseProof("merged", eps, cert.point)
     # Rounding may put the rate an ulp above the bound: the smaller is proven too.
     if load is not None and rate > upper:
         load, rate = load * (upper / rate), upper
     return _Stage(rate, load, overload, residual, upper, side, lengths,
-                  "optimal" if closes(rate, upper) else "not_solved", lower_from, upper_from)
+                  "optimal" if closes(rate, upper) else "not_solved", lower_from, upper_from,
+                  proof)
 
 
 def _stage_result(stage: _Stage, ga: GraphArrays, hubs: tuple[Hashable, ...], n: int,
@@ -706,7 +716,8 @@ def _stage_result(stage: _Stage, ga: GraphArrays, hubs: tuple[Hashable, ...], n:
     """The bounds stage's answer: a certified rate that meets the bound above."""
     out = {"rate": stage.rate, "status": "optimal", "overload": stage.overload,
            "residual": stage.residual, "load": stage.load,
-           "message": f"bounds first: {stage.lower_from} and {stage.upper_from} meet"}
+           "message": f"bounds first: {stage.lower_from} and {stage.upper_from} meet",
+           "proof": stage.proof}
     return _with_stage(_valiant_result(out, ga, hubs, n, "bounds", start, level), stage, ga)
 
 
@@ -723,7 +734,7 @@ def _with_stage(result: ValiantBound, stage: _Stage | None, ga: GraphArrays) -> 
     if stage.load is not None and stage.rate > result.rate_gbps:
         result.rate_gbps, result.max_overload = stage.rate, stage.overload
         result.method = "bounds"  # the rate is the stage's proof, not the solve's
-        result.max_residual = stage.residual
+        result.max_residual, result.proof = stage.residual, stage.proof
         result.load_gbps = dict(zip(ga.arcs, map(float, stage.load), strict=True))
         result.message = (f"{result.message}; the bounds stage's WCMP rate is higher "
                           "and is kept").lstrip("; ")

@@ -49,6 +49,19 @@ FLIP_STARTS = 8
 
 
 @dataclass(frozen=True)
+class HoseProof:
+    """What proves a two-phase rate, for :func:`~fabricopt.check_certificate` to re-prove:
+    ``kind`` names the flows (``"wcmp"``: WCMP phase-1 flows, rebuilt from the fabric;
+    ``"merged"``, ``"lp"``, ``"symmetric"``: a point ``x`` of that LP, lifted to every
+    endpoint), for ``endpoints``; ``symmetry`` is the group a symmetric point lives in."""
+
+    kind: str
+    endpoints: tuple
+    x: np.ndarray | None = None
+    symmetry: object = None
+
+
+@dataclass(frozen=True)
 class ValiantCut:
     """A set of nodes ``side`` (mask over ``ga.nodes``) and the two-phase rate it bounds:
     ``rate_gbps = capacity_gbps / crossing``, with ``crossing`` the phase-1 rate units that
@@ -282,5 +295,5 @@ def closes(lower: float, upper: float) -> bool:
     return bool(np.isfinite(upper) and upper - lower <= EXACT_RTOL * upper)
 
 
-__all__ = ["FLIP_STARTS", "WCMP_MAX_HUB_ENTRIES", "RoutedPhaseOne", "ValiantCut", "best_cut",
-           "closes", "cut_of", "hops_to_hubs", "phase_one_flows", "wcmp_phase_one"]
+__all__ = ["FLIP_STARTS", "WCMP_MAX_HUB_ENTRIES", "HoseProof", "RoutedPhaseOne", "ValiantCut",
+           "best_cut", "closes", "cut_of", "hops_to_hubs", "phase_one_flows", "wcmp_phase_one"]

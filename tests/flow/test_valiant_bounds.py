@@ -3,6 +3,8 @@
 WCMP rate at most, both re-proved here from the fabric, and the families whose structure
 makes a cut tight close without an LP."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -91,6 +93,12 @@ def _levels_against_lp(seed):
             assert first.rate_gbps <= first.upper_gbps
         # Closed or not, the answer is the LP's rate.
         assert first.rate_gbps == pytest.approx(exact.rate_gbps, rel=1e-6)
+        # Both answers re-prove on the fabric from what they carry (the LP's has no bound
+        # above: it claims none, and an infinite bound proves nothing).
+        for answer in (first, exact):
+            check = fo.check_certificate(fab, answer)
+            assert check.lower_ok
+            assert check.upper_ok == bool(np.isfinite(answer.upper_gbps))
 
 
 # 50 random fabrics, the first 15 in the quick suite.
@@ -249,3 +257,31 @@ def test_a_short_limit_still_brackets_the_rate():
     short = fo.valiant_rate(fab, hubs=1, time_limit=1e-3)
     assert short.rate_gbps <= generous.rate_gbps * (1 + 1e-9)
     assert min(short.upper_gbps, np.inf) >= exact.rate_gbps * (1 - 1e-6)
+
+
+@pytest.mark.parametrize("kw", [{}, {"bounds_first": False}, {"method": "lp"}])
+def test_check_certificate_rejects_a_rate_its_flows_do_not_carry(kw):
+    # 3 servers of 4 GPUs on a rail network (test_a_cluster_closes_by_the_merged_lp): each
+    # proof (WCMP or the merged LP's point, the symmetric LP's, the per-endpoint LP's)
+    # re-proves its own rate, and no more: a rate raised by 0.1% fails below, a bound
+    # lowered by 0.1% above; on the same wiring at half the link rates the flows no longer
+    # fit (WCMP's, routed again there, prove half).
+    fab = fo.cluster(fo.nvswitch_domain(4, 2, 2, 100.0), nodes=3)
+    answer = fo.valiant_rate(fab, **kw)
+    assert fo.check_certificate(fab, answer).lower_ok
+    raised = dataclasses.replace(answer, rate_gbps=answer.rate_gbps * 1.001,
+                                 upper_gbps=answer.upper_gbps * 0.999)
+    check = fo.check_certificate(fab, raised)
+    assert not check.lower_ok
+    assert not check.upper_ok
+    half = fab.copy()
+    for _, _, d in half.graph.edges(data=True):
+        d["capacity"] /= 2
+    check = fo.check_certificate(half, answer)
+    assert not check.lower_ok and check.lower <= answer.rate_gbps / 2 * (1 + 1e-9)
+
+
+def test_check_certificate_of_a_two_phase_rate_takes_no_traffic():
+    fab = fo.fat_tree(4)
+    with pytest.raises(fo.InvalidParameterError, match="hose"):
+        fo.check_certificate(fab, fo.valiant_rate(fab), fo.all_to_all(fab))
