@@ -9,7 +9,6 @@ Each step is public so a power user can stop after building and inspect or expor
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -29,6 +28,7 @@ from ..traffic import Traffic, checked_traffic
 from .approx import DEFAULT_MAX_ROUNDS, check_gap, solve_approx
 from .backends import BACKENDS, check_solve_args, solve_lp
 from .bounds import ECMP_MAX_ENTRIES, ecmp_point, rail_labels, structural_cut_lengths
+from .brackets import closed, hose_floor, tighter_bracket, with_hose_floor
 from .certificate import EXACT_RTOL, certify
 from .formulation import Collapse, CollapsedDemand, FlowModel, build_flow_lp
 from .lp import LPSolution
@@ -239,6 +239,11 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                                     traffic_scale=scale, capacity_unit=unit)
         if early is not None and early[2] is not None and early[2].exact:
             return _finished(early[2], traffic, work_limit, start, report)
+    hose = None
+    if time_limit is not None and stage_on and method == "auto" and warm is None:
+        # Anytime: the two-phase rate puts a floor under whatever the limit leaves
+        # (fabricopt.flow.brackets), from at most a quarter of what is left.
+        hose = hose_floor(fab, traffic, max(_seconds_left(time_limit, start) / 4, 1e-3))
     # No claim: find the symmetry when the full LP would be slow (or "symmetric" is asked).
     fab, ok, why, found = _search_if_useful(fab, traffic, ga, method,
                                             _search_budget(time_limit, start), ok, why,
@@ -265,13 +270,13 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         bounds_first=stage_now, traffic_scale=scale, capacity_unit=unit, early=early,
         report=report, out_of_time=lambda: _seconds_left(time_limit, start) == 0)
     if first is not None and first.exact:
-        return _finished(first, traffic, work_limit, start, report)
+        return _finished(first, traffic, work_limit, start, report, hose)
     left = _seconds_left(time_limit, start)
     if first is not None and (model is None or left == 0):
         # The budget went on the bounds: their bracket is the answer, said to be stopped.
         first.status = "time_limit"
         first.message = f"{first.message}; time limit reached before the solver started"
-        return _finished(first, traffic, work_limit, start, report)
+        return _finished(first, traffic, work_limit, start, report, hose)
     left = None if left is None else max(left, 1e-3)
     report(_STAGE_NAMES[method], detail=f"{_lp_size(model).get('nonzeros', 0):,} nonzeros")
     if method == "approx":
@@ -298,7 +303,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
             and result.certificate is not None):
         result.message = "; ".join(m for m in (found.message, result.message) if m)
         result.certificate = replace(result.certificate, symmetry=found.symmetry)
-    return _finished(result, traffic, work_limit, start, report)
+    return _finished(result, traffic, work_limit, start, report, hose)
 
 
 def _search_if_useful(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str,
@@ -368,8 +373,10 @@ def _checked_arguments(fab: Any, traffic: Any, method: Any, backend: Any, time_l
 
 
 def _finished(result: FlowResult, traffic: Traffic, work_limit: int | None,
-              start: float, report: Any) -> FlowResult:
-    """``result`` as the answer: its traffic, limit and time, and the last stage reported."""
+              start: float, report: Any, hose: Any = None) -> FlowResult:
+    """``result`` as the answer, over the hose floor when one was proven: its traffic,
+    limit and time, and the last stage reported."""
+    result = with_hose_floor(result, hose, traffic)
     result.traffic_name, result.work_limit = traffic.name, work_limit
     result.seconds = clock() - start
     report("done", result.lower, result.upper, result.status)
@@ -512,17 +519,6 @@ def root_routing_bracket(fab: Fabric, traffic: Traffic, ga: GraphArrays, *,
     return result
 
 
-def closed(result: FlowResult) -> FlowResult:
-    """``result`` marked optimal, theta its lower end, when its proven bracket has closed
-    (to :data:`~fabricopt.flow.certificate.EXACT_RTOL`); itself otherwise."""
-    if (result.certificate is None or not math.isfinite(result.upper) or result.lower <= 0
-            or result.upper - result.lower > EXACT_RTOL * result.upper):
-        return result
-    # Two proofs that meet to rounding: the lower end never claims more than the upper.
-    lower = min(result.lower, result.upper)
-    return replace(result, status="optimal", theta=lower, lower=lower)
-
-
 def cut_bracket(fab: Fabric, traffic: Traffic, ga: GraphArrays, *,
                 include_endpoint_links: bool, traffic_scale: float, capacity_unit: float
                 ) -> FlowResult | None:
@@ -582,41 +578,6 @@ def bounds_stage(fab: Fabric, model: FlowModel, traffic: Traffic, *, tiers: tupl
                               capacity_unit=capacity_unit, polish=False,
                               extra_lengths=[*extra_lengths, *cut_lengths])
     return result, cut_lengths
-
-
-def tighter_bracket(result: FlowResult, bounds: FlowResult) -> FlowResult:
-    """``result`` with each side of its bracket replaced by ``bounds``'s where that is
-    tighter (flow and lengths travel with their side, so the certificate still re-checks):
-    a solver stopped early never answers worse than the bounds stage."""
-    if result.exact or result.certificate is None or bounds.certificate is None:
-        return result
-    if ((result.certificate.traffic_scale, result.certificate.capacity_unit)
-            != (bounds.certificate.traffic_scale, bounds.certificate.capacity_unit)):
-        return result  # proofs in different solve units do not mix
-    if result.status in ("error", "numerical_error"):
-        return bounds
-    cert = result.certificate
-    lower, upper = result.lower, result.upper
-    method = result.method
-    if bounds.lower > lower and bounds.certificate.flow is not None:
-        # The flow travels with its model's layout: a symmetric result that takes the
-        # stage's flow is re-proven as the stage's (the lengths are checked on the whole
-        # graph whatever produced them).
-        cert = replace(cert, load=bounds.certificate.load, flow=bounds.certificate.flow,
-                       theta=bounds.certificate.theta, symmetry=bounds.certificate.symmetry)
-        method = "bounds" if method == "symmetric" else method
-        lower = bounds.lower
-        result.max_overload, result.max_residual = bounds.max_overload, bounds.max_residual
-    if bounds.upper < upper:
-        cert = replace(cert, lengths=bounds.certificate.lengths)
-        upper = bounds.upper
-    if (lower, upper) == (result.lower, result.upper):
-        return result
-    mean = result.mean_out_gbps or 0.0
-    return replace(result, lower=lower, upper=upper, certificate=cert, method=method,
-                   per_endpoint_gbps=lower * mean,
-                   message=f"{result.message}; bracket tightened by the bounds stage to "
-                           f"[{lower:.9g}, {upper:.9g}]")
 
 
 def _solve_approx(model: FlowModel, warm_candidates: list[np.ndarray], *, gap: float,

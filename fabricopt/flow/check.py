@@ -32,6 +32,7 @@ from ..graph_arrays import GraphArrays
 from ..symmetry.search import FoundSymmetry, verify_found_symmetry, with_symmetry
 from ..symmetry_claim import Symmetry
 from ..traffic import Traffic, all_to_all
+from .brackets import hose_theta
 from .certificate import certified_lower
 from .distance_sums import demand_distance
 from .formulation import build_flow_lp
@@ -154,7 +155,7 @@ def check_certificate(fab: Fabric, result: FlowResult | ValiantBound,
                                     f"got {type(traffic).__name__}")
     if traffic is not None:
         traffic.check_endpoints(fab, "check_certificate")
-    traffic = traffic or all_to_all(fab)
+    traffic = asked = traffic or all_to_all(fab)
     cert = result.certificate
     if cert is None:  # nothing proves any bound: an infinite upper bound is no proof either
         return CertificateCheck(0.0, np.inf, 0.0, 0.0, result.lower <= 0.0, False)
@@ -201,7 +202,7 @@ def check_certificate(fab: Fabric, result: FlowResult | ValiantBound,
         upper = explicit_distance_bound(fab, traffic, np.ones(ga.n_arcs), ga)
     if cert.include_endpoint_links:
         upper = min(upper, endpoint_cut_bound(fab, traffic, ga))
-    lower, upper = lower * scale, upper * scale
+    lower, upper = max(lower * scale, _hose_floor(fab, cert.hose, asked)), upper * scale
     tol = 1e-9
     # An infinite upper bound proves nothing: a result that claims none, or whose lengths
     # give none, fails the check.
@@ -209,6 +210,15 @@ def check_certificate(fab: Fabric, result: FlowResult | ValiantBound,
                             lower >= result.lower * (1 - tol) - 1e-15,
                             bool(np.isfinite(upper) and np.isfinite(result.upper))
                             and upper <= result.upper * (1 + tol) + 1e-15)
+
+
+def _hose_floor(fab: Fabric, hose: ValiantBound | None, traffic: Traffic) -> float:
+    """The theta a carried two-phase rate proves for ``traffic`` once re-proven here (0
+    without one, or when its hose leaves out an endpoint of the traffic)."""
+    if hose is None or hose.proof is None or not set(traffic.endpoints) <= set(
+            hose.proof.endpoints):
+        return 0.0
+    return hose_theta(check_hose_certificate(fab, hose).lower, traffic)
 
 
 def check_hose_certificate(fab: Fabric, result: ValiantBound) -> CertificateCheck:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -72,6 +73,10 @@ class FlowCertificate:
         For results whose flow is one per orbit root on a fabric without a symmetry claim:
         the symmetry :func:`~fabricopt.find_symmetry` found, whose generators the checker
         re-verifies.
+    hose : ValiantBound or None
+        In place of ``flow``: a two-phase rate whose hose holds the traffic at ``lower``
+        (:func:`~fabricopt.flow.brackets.with_hose_floor`), re-proven by the checker from
+        the flows it carries.
     """
 
     ga: GraphArrays
@@ -84,6 +89,7 @@ class FlowCertificate:
     include_endpoint_links: bool = True
     symmetry: Symmetry | None = None
     capacity_unit: float = 1.0
+    hose: Any = None
 
 
 @dataclass

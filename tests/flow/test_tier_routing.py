@@ -176,3 +176,30 @@ def test_the_symmetry_search_gets_what_is_left(monkeypatch, no_full_point):
     fab = _cluster(SMALL, 7, 3, 8, 3)
     certified(fab, fo.max_concurrent_flow(fab, time_limit=100))
     assert seen == [70.0]
+
+
+def test_a_spent_limit_keeps_the_hose_floor(monkeypatch):
+    # leaf_spine(4, 2, 4) rebuilt by hand (no claim: the bounds stage is on), with the
+    # stage's routing left out (ECMP_MAX_ENTRIES 0: the cut alone) and the limit spent at
+    # once: nothing but the cut is proven, and the two-phase rate puts the floor. Each leaf
+    # has 2 x 400 Gb/s of uplinks for 4 hosts, so the hose rate is 200 Gb/s per host; each
+    # host sends 15 pairs x 1 Gb/s, so theta >= 200 / 15. The leaf's cut: its 4 hosts send
+    # 4 x 12 theta over 800 Gb/s, theta <= 50 / 3 = 16.67.
+    import dataclasses
+
+    fab = fo.from_networkx(fo.leaf_spine(4, 2, 4).graph)
+    monkeypatch.setattr(api, "clock", _Clock(200.0))
+    monkeypatch.setattr(api, "ECMP_MAX_ENTRIES", 0)
+    r = certified(fab, fo.max_concurrent_flow(fab, time_limit=100), exact=False)
+    assert r.status == "time_limit"
+    assert r.lower == pytest.approx(200 / 15, rel=1e-9)
+    assert r.upper == pytest.approx(50 / 3, rel=1e-9)
+    assert r.certificate.hose is not None and r.certificate.flow is None
+    # The floor is re-proven from the two-phase rate's flows, not from the rate it claims:
+    # a higher claimed hose rate changes nothing, a higher theta fails.
+    hose = r.certificate.hose
+    raised = dataclasses.replace(r, certificate=dataclasses.replace(
+        r.certificate, hose=dataclasses.replace(hose, rate_gbps=hose.rate_gbps * 1.01)))
+    assert fo.check_certificate(fab, raised).lower_ok
+    louder = dataclasses.replace(r, lower=r.lower * 1.01)
+    assert not fo.check_certificate(fab, louder).lower_ok
