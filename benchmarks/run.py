@@ -448,10 +448,17 @@ def case_routed(make: str, traffic: str, routing: str, trials: int) -> dict:
 
 
 def case_bounds_first(make: str, method: str, bounds_first: bool | None,
-                      time_limit: float | None = None) -> dict:
+                      time_limit: float | None = None, hose_floor: bool = True) -> dict:
     """All-to-all by ``max_concurrent_flow`` with the bounds stage on or off (off is the
-    method as it ran before the stage existed), Gb/s per GPU and the certified gap."""
+    method as it ran before the stage existed), Gb/s per GPU and the certified gap.
+    ``hose_floor=False``: without the two-phase floor under a time-limited bracket (as
+    before it existed)."""
     import fabricopt as fo
+
+    if not hose_floor:
+        import fabricopt.flow.api as api
+
+        api.hose_floor = lambda *args, **kwargs: None
 
     fab = eval(make, {"fo": fo, "_failed_fat_tree": _failed_fat_tree})  # noqa: S307
     start = time.perf_counter()
@@ -564,6 +571,14 @@ def bounds_first_rows(rows: list, quick: bool) -> None:
                      "not met"))
         before = run_case("case_bounds_first", clos, "auto", False, 60.0)
         rows.append(("  before (no bounds stage, time_limit=60)", before, "", ""))
+        # A limit too short for the stage's routing: the two-phase floor under the cut.
+        now = run_case("case_bounds_first", clos, "auto", True, 2.0)
+        rows.append((f"bounds first, {clos_label}, time_limit=2", now,
+                     "a bracket with a lower end, by about 2 s",
+                     "met" if now.get("gap", 1.0) < 0.1 and now["seconds"] < 5 else
+                     "not met"))
+        before = run_case("case_bounds_first", clos, "auto", True, 2.0, False)
+        rows.append(("  before (no two-phase floor, time_limit=2)", before, "", ""))
     two_phase_rows(rows, quick)
     if not quick:
         # Every design of topologies/ in one process: rows no longer limited by seconds.
