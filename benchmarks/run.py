@@ -550,7 +550,11 @@ def bounds_first_rows(rows: list, quick: bool) -> None:
               None),
              (f"rail-optimized 2:1 cluster ({'256' if quick else '2,048'} GPUs)", rail, "auto",
               None),
-             (clos_label, clos, "auto", None)]
+             (clos_label, clos, "auto", None),
+             # Five NICs lost (1% of the links, seed 1): PXN around them, within the gap.
+             ("rail-optimized 2:1 cluster (512 GPUs) minus 1% of links",
+              'fo.fail_random(fo.cluster(fo.dgx_h100(), nodes=64, scale_out="rail_optimized", '
+              'oversubscription=2), 0.01, seed=1)', "auto", None)]
     target = "< 10 s, within 1%"
     for label, make, method, limit in cases[:2] if quick else cases:
         now = run_case("case_bounds_first", make, method, True, limit)

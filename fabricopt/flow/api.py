@@ -269,7 +269,14 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         fab, scaled, ga, method, warm, include_endpoint_links=include_endpoint_links,
         bounds_first=stage_now, traffic_scale=scale, capacity_unit=unit, early=early,
         report=report, out_of_time=lambda: _seconds_left(time_limit, start) == 0)
-    if first is not None and first.exact:
+    if first is not None and (first.exact or (
+            method == "approx" and first.upper - first.lower <= gap * first.upper)):
+        # Closed, or already as close as the approximate method was asked to get: only a
+        # gap left open goes to a solver.
+        if not first.exact:
+            first.message = (f"bounds first: certified bracket [{first.lower:.9g}, "
+                             f"{first.upper:.9g}], within the asked gap {gap:.3%}: no "
+                             "approximate rounds")
         return _finished(first, traffic, work_limit, start, report, hose)
     left = _seconds_left(time_limit, start)
     if first is not None and (model is None or left == 0):

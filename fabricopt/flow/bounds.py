@@ -179,15 +179,20 @@ def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None,
     if scale_out_lp:
         # The scale-out part first: when its LP declines there is no point to finish.
         arcs_in, demand = parts.pop()
-        relay = None
+        entries = None
         if rails is not None and up.any():
-            relay = rail_relays(g, domain, np.asarray(rails)[g.nodes])
-            k_of, t_of = np.nonzero(demand * (relay != g.sources[:, None]))
+            rail = np.asarray(rails)[g.nodes]
+            live = (np.bincount(g.tail[arcs_in], minlength=g.n) > 0) & (
+                np.bincount(g.head[arcs_in], minlength=g.n) > 0)
+            entries, last_hops = pxn_entries(g, domain, rail, live, demand)
+            k_of, _, rel, amount = entries
+            away = rel != g.sources[k_of]
             # The hop to the relay is scale-up demand of the same commodity.
-            hop = parts[0][1]
-            hop += np.bincount(k_of * g.n + relay[k_of, t_of], weights=demand[k_of, t_of],
-                               minlength=hop.size).reshape(hop.shape)
-        if demand.any() and not route_by_attach_lp(g, arcs_in, demand, flows, relay):
+            np.add.at(parts[0][1], (k_of[away], rel[away]), amount[away])
+            if not _add_last_hops(g, up, flows, last_hops):
+                return None
+        if demand.any() and not route_by_attach_lp(g, arcs_in, demand, flows,
+                                                   entries=entries):
             return None
     ep_util = model.ep_rows_gbps / model.ga.capacity[model.ep_rows_arc]
     for i, (arcs_in, demand) in enumerate(parts):
@@ -225,6 +230,57 @@ def rail_relays(g: _CoreGraph, domain: np.ndarray, rail: np.ndarray) -> np.ndarr
     return np.where(relay >= 0, relay, src[:, None])
 
 
+def pxn_entries(g: _CoreGraph, domain: np.ndarray, rail: np.ndarray, live: np.ndarray,
+                demand: np.ndarray) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """The scale-out ``demand`` (K x n) entry by entry as PXN sends it, around failed links.
+
+    Returns ``(k, t, relay, amount)`` for :func:`~fabricopt.flow.tor_routing.route_by_attach_lp`
+    and the last hops ``(k, stand_in, t, amount)`` still to go over the scale-up links. A
+    pair enters the scale-out network at the member of its source's domain on the target's
+    rail (:func:`rail_relays`). Where that member or the target lost its scale-out link
+    (``live`` False), the pair is split evenly: over the target domain's live members on
+    rails the source's domain kept too (each a *stand-in* the pair reaches, then hops over
+    the scale-up links to the target), and, for each, over the source domain's live member
+    on the stand-in's rail, or over all its live members when that one is down too. A server that lost one NIC of eight then spreads
+    the traffic of that rail over its seven others, each carrying 8/7 of its share, which is
+    what the server's own cut allows. Pairs with no live member on a side stay as they are.
+    """
+    relay = rail_relays(g, domain, rail)
+    k_of, t_of = np.nonzero(demand)
+    amount = demand[k_of, t_of]
+    rel = relay[k_of, t_of]
+    ok = live[rel] & live[t_of]
+    keep = (k_of[ok], t_of[ok], rel[ok], amount[ok])
+    if ok.all():
+        return keep, tuple(np.zeros(0, dtype=x.dtype) for x in (k_of, t_of, t_of, amount))
+    n_dom = int(domain.max()) + 1
+    members = [np.flatnonzero(live & (domain == d) & (rail >= 0)) for d in range(n_dom)]
+    on_rail = {(int(domain[v]), int(rail[v])): int(v) for v in np.flatnonzero(live & (rail >= 0))}
+    split: list[tuple[int, int, int, float]] = []
+    hops: list[tuple[int, int, int, float]] = []
+    for k, t, a in zip(k_of[~ok], t_of[~ok], amount[~ok], strict=True):
+        src = int(g.sources[k])
+        dests = [int(t)]
+        if not live[t] and members[domain[t]].size:
+            # Stand-ins on rails the source's domain kept too, so no pair needs two relays.
+            dests = [int(d) for d in members[domain[t]]
+                     if (int(domain[src]), int(rail[d])) in on_rail] or list(members[domain[t]])
+        for d in dests:
+            via = on_rail.get((int(domain[src]), int(rail[d])))
+            rels = [via] if via is not None else (members[domain[src]] if
+                                                  members[domain[src]].size else [src])
+            for r in rels:
+                split.append((int(k), int(d), int(r), float(a) / (len(dests) * len(rels))))
+            if d != t:
+                hops.append((int(k), int(d), int(t), float(a) / len(dests)))
+    extra = np.array(split).T
+    entries = tuple(np.concatenate([x, e.astype(x.dtype)]) for x, e in zip(keep, extra,
+                                                                            strict=True))
+    last = (np.array(hops).T if hops else np.zeros((4, 0)))
+    return entries, (last[0].astype(np.int64), last[1].astype(np.int64),
+                     last[2].astype(np.int64), last[3])
+
+
 def rail_labels(fab: Any, ga: GraphArrays) -> np.ndarray | None:
     """The ``rail`` attribute of each node of ``ga`` as an integer label (-1 for none);
     None when no node has one."""
@@ -234,6 +290,27 @@ def rail_labels(fab: Any, ga: GraphArrays) -> np.ndarray | None:
     ids: dict[Hashable, int] = {}
     return np.array([-1 if x is None else ids.setdefault(x, len(ids)) for x in values],
                     dtype=np.int64)
+
+
+def _add_last_hops(g: _CoreGraph, up: np.ndarray, flows: np.ndarray,
+                   hops: tuple[np.ndarray, ...]) -> bool:
+    """Add to ``flows`` each hop ``(k, stand_in, t, amount)`` of :func:`pxn_entries`, routed
+    over the scale-up arcs ``up`` (one unit flow per stand-in and target, scaled per
+    commodity); False when a target cannot be reached from its stand-in."""
+    k_m, d_m, t_m, amount = hops
+    if not len(k_m):
+        return True
+    pairs, which = np.unique(np.stack([d_m, t_m], axis=1), axis=0, return_inverse=True)
+    one = np.zeros((len(pairs), g.n))
+    one[np.arange(len(pairs)), pairs[:, 1]] = 1.0
+    unit = np.zeros((len(pairs), len(up)))
+    if not _route_part(replace(g, sources=pairs[:, 0]), up, one, unit):
+        return False
+    # Each hop touches the few arcs of one domain: added entry by entry, not as a dense
+    # hops x arcs array.
+    per_hop = (sp.diags(amount) @ sp.csr_matrix(unit)[which.reshape(-1)]).tocoo()
+    np.add.at(flows, (k_m[per_hop.row], per_hop.col), per_hop.data)
+    return True
 
 
 def _route_part(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
@@ -258,5 +335,5 @@ def _route_part(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
 
 
 __all__ = ["ECMP_MAX_ENTRIES", "HIERARCHY_KEYS", "ecmp_point", "hierarchy_partitions",
-           "rail_labels", "rail_relays",
+           "pxn_entries", "rail_labels", "rail_relays",
            "structural_cut_lengths"]

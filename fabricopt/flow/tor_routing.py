@@ -92,7 +92,8 @@ def attach_points(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
 
 
 def route_by_attach_lp(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
-                       flows: np.ndarray, relay: np.ndarray | None = None) -> bool:
+                       flows: np.ndarray, relay: np.ndarray | None = None,
+                       entries: tuple[np.ndarray, ...] | None = None) -> bool:
     """Add to ``flows`` (K x core arcs) every commodity's ``demand`` routed on the arcs
     ``arcs_in`` by the attach-switch LP; False (``flows`` then partly written: discard it)
     when that LP is too large (:data:`ATTACH_LP_MAX_COLUMNS`), has no optimal point, or
@@ -100,16 +101,22 @@ def route_by_attach_lp(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
 
     ``relay[k, t]`` (local nodes, K x n) is where commodity ``k``'s demand to ``t`` enters
     these arcs (its source by default): a GPU of the source's server on the target's rail,
-    which the caller has already reached over the scale-up links.
+    which the caller has already reached over the scale-up links. ``entries``, arrays
+    ``(k, t, relay, amount)``, give the demand entry by entry instead (``demand`` and
+    ``relay`` are then not read for it): one pair may enter at several relays.
     """
     K = len(g.sources)
     if not np.any(arcs_in):
         return False  # nothing to route on
-    k_of, t_of = np.nonzero(demand)
-    amount = demand[k_of, t_of]
-    rel = g.sources[k_of] if relay is None else relay[k_of, t_of]
+    if entries is None:
+        k_of, t_of = np.nonzero(demand)
+        amount = demand[k_of, t_of]
+        rel = g.sources[k_of] if relay is None else relay[k_of, t_of]
+    else:
+        k_of, t_of, rel, amount = entries
     terminal = np.zeros(g.n, dtype=bool)
     terminal[rel] = True
+    terminal[t_of] = True
     attach, up_arc, down_arc = attach_points(g, arcs_in, demand, terminal)
     attached = up_arc >= 0
     switch = arcs_in.copy()

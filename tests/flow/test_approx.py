@@ -118,8 +118,28 @@ def test_auto_picks_approx_when_the_lp_is_too_large(monkeypatch):
 
     monkeypatch.setattr(api, "MAX_AUTO_NONZEROS", 10)
     fab = JELLY
-    r = fo.max_concurrent_flow(fab, method="auto", gap=GAP)
+    r = fo.max_concurrent_flow(fab, method="auto", gap=GAP, bounds_first=False)
     assert r.method == "approx" and fo.check_certificate(fab, r).ok
+
+
+def test_a_bounds_bracket_within_the_gap_needs_no_rounds(monkeypatch):
+    # Too large for the LP (by the monkeypatched limit), so the approximate method would
+    # run; the bounds stage's bracket on this jellyfish is already within a 50% gap, so it
+    # is the answer, certified, and no round runs. At a gap of 1e-9 the rounds do run.
+    import fabricopt.flow.api as api
+
+    monkeypatch.setattr(api, "MAX_AUTO_NONZEROS", 10)
+    monkeypatch.setattr(api, "solve_approx", lambda *a, **k: pytest.fail("rounds ran"))
+    r = fo.max_concurrent_flow(JELLY, method="auto", gap=0.5)
+    assert r.method == "bounds" and "no approximate rounds" in r.message
+    assert r.upper - r.lower <= 0.5 * r.upper and fo.check_certificate(JELLY, r).ok
+    monkeypatch.undo()
+    monkeypatch.setattr(api, "MAX_AUTO_NONZEROS", 10)
+    ran = []
+    real = api.solve_approx
+    monkeypatch.setattr(api, "solve_approx", lambda *a, **k: ran.append(1) or real(*a, **k))
+    fo.max_concurrent_flow(JELLY, method="auto", gap=1e-9, work_limit=3)
+    assert ran
 
 
 # -- column generation over routing trees and paths (fabricopt.flow.colgen) ----------------

@@ -11,7 +11,13 @@ from scipy.sparse.csgraph import connected_components
 import fabricopt as fo
 from fabricopt.flow.api import is_scale_up_arc
 from fabricopt.flow.approx import _CoreGraph
-from fabricopt.flow.bounds import ecmp_point, rail_labels, rail_relays, structural_cut_lengths
+from fabricopt.flow.bounds import (
+    ecmp_point,
+    pxn_entries,
+    rail_labels,
+    rail_relays,
+    structural_cut_lengths,
+)
 
 
 def _scale_up(fab, model):
@@ -99,3 +105,56 @@ def test_the_relay_is_the_source_servers_gpu_on_the_targets_rail():
     assert name[relay[k, local["n1.gpu0"]]] == "n0.gpu0"
     # A target with no rail (a switch) is reached from the source itself.
     assert name[relay[k, local["n0.nvsw0"]]] == "n0.gpu0"
+
+
+def _pxn_entries_of(fab):
+    model = fo.build_flow_lp(fab, fo.all_to_all(fab))
+    g = _CoreGraph.of(model)
+    up = _scale_up(fab, model)[model.core_arcs]
+    joined = sp.csr_matrix((np.ones(int(up.sum())), (g.tail[up], g.head[up])), shape=(g.n, g.n))
+    domain = connected_components(joined, directed=False)[1]
+    out = ~up
+    live = (np.bincount(g.tail[out], minlength=g.n) > 0) & (
+        np.bincount(g.head[out], minlength=g.n) > 0)
+    inside = domain[None, :] == domain[g.sources][:, None]
+    demand = np.where(inside, 0.0, g.demand)
+    entries, hops = pxn_entries(g, domain, rail_labels(fab, model.ga)[g.nodes], live, demand)
+    name = {i: model.ga.nodes[v] for i, v in enumerate(g.nodes)}
+    return g, demand, live, entries, hops, name
+
+
+def test_pxn_goes_around_a_failed_nic():
+    # Two DGX H100 servers on rails; n1.gpu3 lost its NIC. Every pair still sends its whole
+    # demand (the entries add up to it), enters the switches only at GPUs that kept their
+    # NIC, and a pair bound for n1.gpu3 is split evenly over n1's 7 other GPUs (stand-ins),
+    # each entering at the source server's GPU on the stand-in's rail, then hops to n1.gpu3
+    # over NVLink.
+    fab = fo.cluster(fo.dgx_h100(), nodes=2, scale_out="rail_optimized")
+    bad = fab.without_links([("n1.gpu3", "r3.l0")])
+    g, demand, live, (k, t, rel, amount), hops, name = _pxn_entries_of(bad)
+    local = {v: i for i, v in name.items()}
+    assert not live[local["n1.gpu3"]] and live[local["n1.gpu0"]]
+    assert live[rel].all() and live[t].all()
+    # What each commodity sends is kept, stand-ins counted for the targets they stand in for.
+    sent = np.bincount(k, weights=amount, minlength=len(g.sources))
+    np.testing.assert_allclose(sent, demand.sum(axis=1), rtol=1e-12)
+    src = list(g.sources).index(local["n0.gpu0"])
+    to_lost = (hops[0] == src) & (hops[2] == local["n1.gpu3"])
+    assert sorted(name[d] for d in hops[1][to_lost]) == [f"n1.gpu{i}" for i in range(8) if i != 3]
+    np.testing.assert_allclose(hops[3][to_lost], demand[src, local["n1.gpu3"]] / 7)
+    # n0.gpu0's share for stand-in n1.gpu5 enters at n0.gpu5 (PXN on rail 5).
+    via = rel[(k == src) & (t == local["n1.gpu5"])]
+    assert {name[r] for r in via} == {"n0.gpu5"}
+
+
+def test_a_failed_nic_cluster_is_bracketed_and_certified():
+    # Four DGX H100 servers on rails (1:1) and n1.gpu3 without its NIC: the bounds stage's
+    # bracket holds the LP's optimum and both re-prove. That optimum is n1's NIC cut: its 7
+    # NICs x 400 Gb/s carry its 8 GPUs' traffic to the 24 GPUs of other servers, 8 x 24 x
+    # theta <= 2800, theta = 2800 / 192 = 14.583.
+    fab = fo.cluster(fo.dgx_h100(), nodes=4, scale_out="rail_optimized")
+    bad = fab.without_links([("n1.gpu3", "r3.l0")])
+    exact = certified(bad, fo.max_concurrent_flow(bad, method="lp", bounds_first=False))
+    assert exact.theta == pytest.approx(2800 / 192, rel=1e-9)
+    first = certified(bad, fo.max_concurrent_flow(bad, method="lp", bounds_first=True))
+    assert first.theta == pytest.approx(exact.theta, rel=1e-6)
