@@ -241,9 +241,9 @@ def pxn_entries(g: _CoreGraph, domain: np.ndarray, rail: np.ndarray, live: np.nd
     (``live`` False), the pair is split evenly: over the target domain's live members on
     rails the source's domain kept too (each a *stand-in* the pair reaches, then hops over
     the scale-up links to the target), and, for each, over the source domain's live member
-    on the stand-in's rail, or over all its live members when that one is down too. A server that lost one NIC of eight then spreads
-    the traffic of that rail over its seven others, each carrying 8/7 of its share, which is
-    what the server's own cut allows. Pairs with no live member on a side stay as they are.
+    on the stand-in's rail, or over all its live members when that one is down too. A
+    server that lost one NIC of eight then spreads the traffic of that rail over its seven
+    others, each carrying 8/7 of its share, which is what the server's own cut allows. Pairs with no live member on a side stay as they are.
     """
     relay = rail_relays(g, domain, rail)
     k_of, t_of = np.nonzero(demand)
