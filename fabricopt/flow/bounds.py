@@ -234,8 +234,8 @@ def pxn_entries(g: _CoreGraph, domain: np.ndarray, rail: np.ndarray, live: np.nd
                 demand: np.ndarray) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
     """The scale-out ``demand`` (K x n) entry by entry as PXN sends it, around failed links.
 
-    Returns ``(k, t, relay, amount)`` for :func:`~fabricopt.flow.tor_routing.route_by_attach_lp`
-    and the last hops ``(k, stand_in, t, amount)`` still to go over the scale-up links. A
+    Returns ``(k, t, relay, amount)`` for
+    :func:`~fabricopt.flow.tor_routing.route_by_attach_lp` and the last hops ``(k, stand_in, t, amount)`` still to go over the scale-up links. A
     pair enters the scale-out network at the member of its source's domain on the target's
     rail (:func:`rail_relays`). Where that member or the target lost its scale-out link
     (``live`` False), the pair is split evenly: over the target domain's live members on
@@ -243,7 +243,8 @@ def pxn_entries(g: _CoreGraph, domain: np.ndarray, rail: np.ndarray, live: np.nd
     the scale-up links to the target), and, for each, over the source domain's live member
     on the stand-in's rail, or over all its live members when that one is down too. A
     server that lost one NIC of eight then spreads the traffic of that rail over its seven
-    others, each carrying 8/7 of its share, which is what the server's own cut allows. Pairs with no live member on a side stay as they are.
+    others, each carrying 8/7 of its share, which is what the server's own cut allows.
+    Pairs with no live member on a side stay as they are.
     """
     relay = rail_relays(g, domain, rail)
     k_of, t_of = np.nonzero(demand)
