@@ -184,6 +184,60 @@ def _cut_off_first_splits(fab: Fabric, ga: GraphArrays, eps: tuple, half: int
     return out
 
 
+#: Whole-group splits are enumerated for partitions of at most this many groups of endpoints
+#: (every subset of them: 2^14 = 16,384 sums, no cut yet).
+WHOLE_GROUP_MAX = 14
+#: Arcs x cuts one partition's whole-group splits may cost (each split is two max-flows).
+WHOLE_GROUP_WORK = 100_000
+
+
+def _whole_group_splits(fab: Fabric, ga: GraphArrays, ep_idx: np.ndarray, half: int
+                        ) -> dict[str, np.ndarray]:
+    """Splits that put whole groups of the hierarchy (pods, scalable units, an endpoint
+    cut off) in one half, topped up from one more group: the fewest endpoints taken from a
+    group first. The structural splits take the groups in their order; which groups go
+    together matters once they differ (a pod with a failed link, a unit of 36 servers
+    beside units of 37), and here every subset is tried, as work allows.
+
+    >>> import fabricopt as fo
+    >>> fab = fo.leaf_spine(3, 1, 2)        # 3 leaves of 2: one leaf and half of another
+    >>> ga = GraphArrays.from_fabric(fab)
+    >>> splits = _whole_group_splits(fab, ga, np.array([ga.index[e] for e in fab.endpoints]), 3)
+    >>> [m.astype(int).tolist() for m in splits.values()]
+    [[1, 1, 1, 0, 0, 0], [1, 0, 1, 1, 0, 0], [1, 0, 0, 0, 1, 1]]
+    """
+    out: dict[str, np.ndarray] = {}
+    budget = max(4, WHOLE_GROUP_WORK // max(ga.n_arcs, 1))
+    for p, label in enumerate(hierarchy_partitions(fab, ga)[1:]):
+        _, group, sizes = np.unique(label[ep_idx], return_inverse=True, return_counts=True)
+        n_groups = len(sizes)
+        if not 2 < n_groups <= WHOLE_GROUP_MAX:
+            continue
+        subsets = np.arange(1 << n_groups)
+        member = ((subsets[:, None] >> np.arange(n_groups)) & 1).astype(bool)
+        totals = member @ sizes
+        # A subset and its complement are the same split when both fill a half exactly.
+        fits = np.flatnonzero((totals <= half) & ((totals < half) | ~member[:, 0]))
+        order = fits[np.argsort(half - totals[fits], kind="stable")]
+        taken = 0
+        for s in order:
+            rest = half - int(totals[s])
+            mask = member[s][group]
+            if rest:
+                # Topped up from the smallest group left that can give `rest` endpoints.
+                left = [j for j in np.flatnonzero(~member[s]) if sizes[j] > rest]
+                if not left:
+                    continue
+                j = min(left, key=lambda i: (sizes[i], i))
+                mask[np.flatnonzero(group == j)[:rest]] = True
+            out[f"whole groups (partition {p + 1}, groups {s:#x}"
+                f"{f', {rest} from group {j}' if rest else ''})"] = mask
+            taken += 1
+            if taken >= budget:
+                break
+    return out
+
+
 def _spectral_split(ga: GraphArrays, ep_idx: np.ndarray, half: int) -> np.ndarray | None:
     import scipy.sparse as sp
     from scipy.sparse.csgraph import laplacian
@@ -378,6 +432,7 @@ def _candidate_splits(fab: Fabric, ga: GraphArrays, eps: tuple, ep_idx: np.ndarr
     masks: dict[str, np.ndarray] = {"endpoint order": np.arange(len(eps)) < half}
     masks.update(_structural_splits(fab, eps, half))
     masks.update(_cut_off_first_splits(fab, ga, eps, half))
+    masks.update(_whole_group_splits(fab, ga, ep_idx, half))
     spectral = _spectral_split(ga, ep_idx, half)
     if spectral is not None:
         masks["spectral"] = spectral
