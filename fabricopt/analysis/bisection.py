@@ -41,7 +41,8 @@ from ..flow.valiant import ValiantBound, best_hub_level
 from ..generators.recipe import try_replay
 from ..graph_arrays import GraphArrays
 from ..traffic import all_to_all
-from .cuts import Cut, min_cut
+from .cuts import Cut, min_cut, to_integers
+from .failed_bisection import failed_links_lower
 
 #: Node attributes whose values group endpoints into natural halves, most telling first.
 STRUCTURE_ATTRIBUTES = ("pod", "su", "zone", "plane", "group", "tray", "node", "rail")
@@ -369,9 +370,31 @@ def _degraded_lower(fab: Fabric, eps: tuple, time_limit: float | None,
         if len(_INTACT_BISECTIONS) >= _INTACT_CACHE_SIZE:
             _INTACT_BISECTIONS.pop(next(iter(_INTACT_BISECTIONS)))
         _INTACT_BISECTIONS[key] = ref
-    return (ref.lower_gbps - lost,
-            f"the intact fabric's bound ({ref.lower_from}) less {lost:.6g} Gb/s of links lost",
-            ref)
+    bound = (ref.lower_gbps - lost,
+             f"the intact fabric's bound ({ref.lower_from}) less {lost:.6g} Gb/s of links lost")
+    weighed = failed_links_lower(intact, fab, eps)
+    if weighed is not None and weighed[0] > bound[0]:
+        bound = weighed
+    return (*bound, ref)
+
+
+def _on_capacity_grid(ga: GraphArrays, lower: float) -> tuple[float, float]:
+    """``lower`` raised to the next multiple of the unit every capacity is a whole multiple
+    of (every cut is a sum of capacities, so no bisection lies in between), and that unit;
+    ``(lower, 0)`` when the capacities have no such unit. A margin of 1e-6 units keeps a
+    bound that rounding put a hair above a multiple on that multiple.
+
+    >>> import fabricopt as fo
+    >>> _on_capacity_grid(GraphArrays.from_fabric(fo.fat_tree(4)), 2_650.0)  # 400 Gb/s links
+    (2800.0, 400.0)
+    """
+    if not lower > 0 or not len(ga.capacity):
+        return lower, 0.0
+    ints, _, exact = to_integers(ga.capacity, float(ga.capacity.sum()))
+    if not exact or not ints.max() > 0:
+        return lower, 0.0
+    unit = float(ga.capacity.max()) / float(ints.max())
+    return max(lower, unit * math.ceil(lower / unit - 1e-6)), unit
 
 
 def hose_ceiling(fab: Fabric, ga: GraphArrays, ep_idx: np.ndarray) -> float:
@@ -576,6 +599,9 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
                 upper, found_by = value, "exact MILP"
                 cut = Cut(side, value, np.flatnonzero(side[ga.tail] & ~side[ga.head]))
                 mask, a_to_b = side[ep_idx], True
+    on_grid = _on_capacity_grid(ga, lower)
+    if on_grid[0] > lower * (1 + 1e-9):
+        lower, lower_from = on_grid[0], f"{lower_from}, up to a multiple of {on_grid[1]:g} Gb/s"
     lower = min(lower, upper)
     exact = lower >= upper * (1 - 1e-9)
 
