@@ -43,6 +43,7 @@ from ..graph_arrays import GraphArrays
 from ..traffic import all_to_all
 from .cuts import Cut, min_cut, to_integers
 from .failed_bisection import failed_links_lower
+from .local_pairs import local_pairs_lower
 
 #: Node attributes whose values group endpoints into natural halves, most telling first.
 STRUCTURE_ATTRIBUTES = ("pod", "su", "zone", "plane", "group", "tray", "node", "rail")
@@ -582,6 +583,12 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
         lower = hose.rate_gbps * half
         lower_from = (f"two-phase hose rate, hubs {hose.level} hops out ({hose.method}, "
                       f"{hose.status})")
+    if hose is not None and lower < upper * (1 - 1e-9):
+        # Where the hose rate is held by a unit's uplinks and the cheapest split cuts
+        # through a unit, the pairs it leaves inside units add what they carry below them.
+        local = local_pairs_lower(fab, ga, eps, hose)
+        if local is not None and local[0] > lower:
+            lower, lower_from = local
     traffic = all_to_all(fab, endpoints=eps)
     if lower < upper * (1 - 1e-9) and (bounds_first is False or _all_to_all_may_help(
             fab, traffic, ga, lower, half, n)):
