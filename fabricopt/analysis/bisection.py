@@ -554,8 +554,12 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     candidates: dict[str, float] = {}
     best: tuple[float, str, Cut, np.ndarray, bool] | None = None
     seen: set[bytes] = set()
+    # A cut down to what is proven below already (on the capacity grid) cannot be beaten.
+    proven = _on_capacity_grid(ga, degraded[0])[0] if degraded else 0.0
     for name, mask in _candidate_splits(fab, ga, eps, ep_idx, seed,
                                         degraded[2] if degraded else None).items():
+        if best is not None and best[0] <= proven * (1 + 1e-9):
+            break
         key = np.packbits(mask).tobytes()
         if key in seen or key == np.packbits(~mask).tobytes():
             continue
