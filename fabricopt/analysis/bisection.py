@@ -470,6 +470,32 @@ def _candidate_splits(fab: Fabric, ga: GraphArrays, eps: tuple, ep_idx: np.ndarr
     return masks
 
 
+def _best_candidate(fab: Fabric, ga: GraphArrays, eps: tuple, ep_idx: np.ndarray, seed: int,
+                    degraded: tuple[float, str, BisectionResult] | None,
+                    ) -> tuple[dict[str, float], tuple[float, str, Cut, np.ndarray, bool]]:
+    """Every candidate split's best cut (by name) and the least: its capacity, name, cut,
+    endpoint mask and whether A->B won. Stops at a cut down to ``degraded``'s bound."""
+    candidates: dict[str, float] = {}
+    best: tuple[float, str, Cut, np.ndarray, bool] | None = None
+    seen: set[bytes] = set()
+    # A cut down to what is proven below already (on the capacity grid) cannot be beaten.
+    proven = _on_capacity_grid(ga, degraded[0])[0] if degraded else 0.0
+    for name, mask in _candidate_splits(fab, ga, eps, ep_idx, seed,
+                                        degraded[2] if degraded else None).items():
+        if best is not None and best[0] <= proven * (1 + 1e-9):
+            break
+        key = np.packbits(mask).tobytes()
+        if key in seen or key == np.packbits(~mask).tobytes():
+            continue
+        seen.add(key)
+        cut, a_to_b = _best_cut(ga, ep_idx, mask)
+        candidates[name] = cut.capacity
+        if best is None or cut.capacity < best[0]:
+            best = (cut.capacity, name, cut, mask, a_to_b)
+    assert best is not None
+    return candidates, best
+
+
 def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = None,
                         milp_max_nodes: int = 60, time_limit: float | None = 30.0,
                         seed: int = 0, bounds_first: bool | None = None,
@@ -551,25 +577,8 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     # What the intact fabric proves, less every failed link, bounds the bisection below; its
     # best cut, its failed links now gone, is a candidate above.
     degraded = _degraded_lower(fab, eps, time_limit)
-    candidates: dict[str, float] = {}
-    best: tuple[float, str, Cut, np.ndarray, bool] | None = None
-    seen: set[bytes] = set()
-    # A cut down to what is proven below already (on the capacity grid) cannot be beaten.
-    proven = _on_capacity_grid(ga, degraded[0])[0] if degraded else 0.0
-    for name, mask in _candidate_splits(fab, ga, eps, ep_idx, seed,
-                                        degraded[2] if degraded else None).items():
-        if best is not None and best[0] <= proven * (1 + 1e-9):
-            break
-        key = np.packbits(mask).tobytes()
-        if key in seen or key == np.packbits(~mask).tobytes():
-            continue
-        seen.add(key)
-        cut, a_to_b = _best_cut(ga, ep_idx, mask)
-        candidates[name] = cut.capacity
-        if best is None or cut.capacity < best[0]:
-            best = (cut.capacity, name, cut, mask, a_to_b)
-    assert best is not None
-    upper, found_by, cut, mask, a_to_b = best
+    candidates, (upper, found_by, cut, _, _) = _best_candidate(
+        fab, ga, eps, ep_idx, seed, degraded)
 
     # Lower bounds: what the intact fabric proves less what was removed (cheap where it
     # applies), the certified two-phase hose rate (a matching of `half` pairs crosses every
@@ -609,7 +618,6 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
             if value < upper:
                 upper, found_by = value, "exact MILP"
                 cut = Cut(side, value, np.flatnonzero(side[ga.tail] & ~side[ga.head]))
-                mask, a_to_b = side[ep_idx], True
     on_grid = _on_capacity_grid(ga, lower)
     if on_grid[0] > lower * (1 + 1e-9):
         lower, lower_from = on_grid[0], f"{lower_from}, up to a multiple of {on_grid[1]:g} Gb/s"

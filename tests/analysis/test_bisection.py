@@ -5,11 +5,11 @@ import itertools
 import networkx as nx
 import numpy as np
 import pytest
+from flow_helpers import random_fabric
 
 import fabricopt as fo
 from fabricopt.analysis.bisection import _best_cut, _whole_group_splits
 from fabricopt.graph_arrays import GraphArrays
-from flow_helpers import random_fabric
 
 
 def _check_cut(fab, b):
