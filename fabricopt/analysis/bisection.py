@@ -450,13 +450,15 @@ def _all_to_all_may_help(fab: Fabric, traffic: Any, ga: GraphArrays, lower: floa
 def _candidate_splits(fab: Fabric, ga: GraphArrays, eps: tuple, ep_idx: np.ndarray, seed: int,
                       intact: BisectionResult | None) -> dict[str, np.ndarray]:
     """The endpoint splits whose best switch placement is tried for the upper bound: by
-    endpoint order, by structure, cut-off endpoints first, spectral, Kernighan-Lin, and the
-    endpoint split of the ``intact`` fabric's best cut."""
+    endpoint order, by structure, cut-off endpoints first, spectral, Kernighan-Lin, and, for
+    a failed fabric, whole groups in every combination and the endpoint split of the
+    ``intact`` fabric's best cut."""
     half = len(eps) // 2
     masks: dict[str, np.ndarray] = {"endpoint order": np.arange(len(eps)) < half}
     masks.update(_structural_splits(fab, eps, half))
     masks.update(_cut_off_first_splits(fab, ga, eps, half))
-    masks.update(_whole_group_splits(fab, ga, ep_idx, half))
+    if intact is not None:   # a failed fabric: its bound below is known before any cut
+        masks.update(_whole_group_splits(fab, ga, ep_idx, half))
     spectral = _spectral_split(ga, ep_idx, half)
     if spectral is not None:
         masks["spectral"] = spectral
@@ -470,29 +472,25 @@ def _candidate_splits(fab: Fabric, ga: GraphArrays, eps: tuple, ep_idx: np.ndarr
     return masks
 
 
-def _best_candidate(fab: Fabric, ga: GraphArrays, eps: tuple, ep_idx: np.ndarray, seed: int,
-                    degraded: tuple[float, str, BisectionResult] | None,
-                    ) -> tuple[dict[str, float], tuple[float, str, Cut, np.ndarray, bool]]:
-    """Every candidate split's best cut (by name) and the least: its capacity, name, cut,
-    endpoint mask and whether A->B won. Stops at a cut down to ``degraded``'s bound."""
+def _best_candidate(ga: GraphArrays, ep_idx: np.ndarray, masks: dict[str, np.ndarray],
+                    proven: float) -> tuple[dict[str, float],
+                                            tuple[float, str, Cut] | None]:
+    """Every split's best cut (capacity by name) and the least (capacity, name, cut);
+    stops once a cut is down to ``proven``, a bound below."""
     candidates: dict[str, float] = {}
-    best: tuple[float, str, Cut, np.ndarray, bool] | None = None
+    best: tuple[float, str, Cut] | None = None
     seen: set[bytes] = set()
-    # A cut down to what is proven below already (on the capacity grid) cannot be beaten.
-    proven = _on_capacity_grid(ga, degraded[0])[0] if degraded else 0.0
-    for name, mask in _candidate_splits(fab, ga, eps, ep_idx, seed,
-                                        degraded[2] if degraded else None).items():
+    for name, mask in masks.items():
         if best is not None and best[0] <= proven * (1 + 1e-9):
             break
         key = np.packbits(mask).tobytes()
         if key in seen or key == np.packbits(~mask).tobytes():
             continue
         seen.add(key)
-        cut, a_to_b = _best_cut(ga, ep_idx, mask)
+        cut, _ = _best_cut(ga, ep_idx, mask)
         candidates[name] = cut.capacity
         if best is None or cut.capacity < best[0]:
-            best = (cut.capacity, name, cut, mask, a_to_b)
-    assert best is not None
+            best = (cut.capacity, name, cut)
     return candidates, best
 
 
@@ -577,8 +575,12 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     # What the intact fabric proves, less every failed link, bounds the bisection below; its
     # best cut, its failed links now gone, is a candidate above.
     degraded = _degraded_lower(fab, eps, time_limit)
-    candidates, (upper, found_by, cut, _, _) = _best_candidate(
-        fab, ga, eps, ep_idx, seed, degraded)
+    # A cut down to what is proven below already (on the capacity grid) cannot be beaten.
+    proven = _on_capacity_grid(ga, degraded[0])[0] if degraded else 0.0
+    candidates, best = _best_candidate(ga, ep_idx, _candidate_splits(
+        fab, ga, eps, ep_idx, seed, degraded[2] if degraded else None), proven)
+    assert best is not None
+    upper, found_by, cut = best
 
     # Lower bounds: what the intact fabric proves less what was removed (cheap where it
     # applies), the certified two-phase hose rate (a matching of `half` pairs crosses every
@@ -596,11 +598,19 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
         lower = hose.rate_gbps * half
         lower_from = (f"two-phase hose rate, hubs {hose.level} hops out ({hose.method}, "
                       f"{hose.status})")
+    if degraded is None and lower < upper * (1 - 1e-9):
+        # Still open: whole groups of the hierarchy in every combination (tried first on a
+        # failed fabric, whose bound below is known before any cut).
+        more, better = _best_candidate(ga, ep_idx, _whole_group_splits(fab, ga, ep_idx, half),
+                                       _on_capacity_grid(ga, lower)[0])
+        candidates.update(more)
+        if better is not None and better[0] < upper:
+            upper, found_by, cut = better
     if hose is not None and lower < upper * (1 - 1e-9):
         # Where the hose rate is held by a unit's uplinks and the cheapest split cuts
         # through a unit, the pairs it leaves inside units add what they carry below them.
         local = local_pairs_lower(fab, ga, eps, hose)
-        if local is not None and local[0] > lower:
+        if local is not None and local[0] > lower * (1 + 1e-9):
             lower, lower_from = local
     traffic = all_to_all(fab, endpoints=eps)
     if lower < upper * (1 - 1e-9) and (bounds_first is False or _all_to_all_may_help(
