@@ -17,15 +17,18 @@ This bound weighs each failed link by the flow a split really sends over it.
   :math:`\alpha_a(h)` the share of :math:`h`'s phase-1 flow on arc :math:`a` and
   :math:`\bar a` the reverse arc.
 * **A cut of the failed fabric.** For any node set :math:`S` holding :math:`A` and not
-  :math:`B`, with failed capacities :math:`c' \le c`:
-  :math:`c'(\delta^+ S) \ge \sum_{\delta^+ S} \min(c'_a, f_a)
-  = \sum_{\delta^+ S} f_a - \sum_{\delta^+ S} (f_a - c'_a)^+ \ge v - \sum_{\delta^+ S}
-  (f_a - c'_a)^+`, because :math:`\sum_{\delta^+} f - \sum_{\delta^-} f = v`. Only failed
-  arcs have :math:`f_a > c'_a`, and of a link's two arcs at most one leaves :math:`S`.
-* **The worst split.** So :math:`B' \ge v - \max_A \sum_{\text{failed links}}
-  \max(0, f^A_a - c'_a, f^A_{\bar a} - c'_{\bar a})`. For each choice of none or one arc
-  per failed link (:math:`3^m` choices for :math:`m` links) the sum is linear in :math:`A`,
-  and the best :math:`A` takes the :math:`N/2` endpoints of largest coefficient.
+  :math:`B`, with failed capacities :math:`c' \le c`, since
+  :math:`\sum_{\delta^+ S} f - \sum_{\delta^- S} f = v`:
+  :math:`c'(\delta^+ S) = v + \sum_{a \in \delta^+ S} (c'_a - f^A_a)
+  + \sum_{a \in \delta^- S} f^A_a`. An arc that did not fail adds at least 0 either way
+  (:math:`c'_a = c_a \ge f^A_a`), so keeping only the arcs between the nodes the failed
+  links touch (every failed arc among them) bounds the cut below.
+* **The worst split.** Each side of the :math:`t` touched nodes (:math:`2^t` of them) fixes
+  which kept arcs leave or enter :math:`S` and which touched endpoints are in :math:`A`;
+  what is left is linear in :math:`A`, so the worst :math:`A` takes the rest of its half
+  where the flow stopped grows most. The least over sides and splits bounds the failed
+  bisection: a failed link stops a full link's worth only where the split loads it fully,
+  and links that meet at a node cannot all be loaded from one side.
 
 Since :math:`f^A \le c`, the bound is never below the intact one less every failed link.
 """
@@ -41,7 +44,7 @@ from ..flow.valiant import hub_levels, hub_shares
 from ..flow.valiant_bounds import hops_to_hubs, wcmp_phase_one
 from ..graph_arrays import GraphArrays
 
-#: Most failed links weighed one by one (3^m choices of the arcs that cross).
+#: Most failed links weighed together (every side of the nodes they touch is tried).
 MAX_FAILED_LINKS = 8
 #: Most choices x endpoints held at once.
 MAX_CHOICE_ENTRIES = 20_000_000
