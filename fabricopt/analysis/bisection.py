@@ -41,7 +41,9 @@ from ..flow.valiant import ValiantBound, best_hub_level
 from ..generators.recipe import try_replay
 from ..graph_arrays import GraphArrays
 from ..traffic import all_to_all
-from .cuts import Cut, min_cut
+from .cuts import Cut, min_cut, to_integers
+from .failed_bisection import failed_links_lower
+from .local_pairs import local_pairs_lower
 
 #: Node attributes whose values group endpoints into natural halves, most telling first.
 STRUCTURE_ATTRIBUTES = ("pod", "su", "zone", "plane", "group", "tray", "node", "rail")
@@ -184,6 +186,60 @@ def _cut_off_first_splits(fab: Fabric, ga: GraphArrays, eps: tuple, half: int
     return out
 
 
+#: Whole-group splits are enumerated for partitions of at most this many groups of endpoints
+#: (every subset of them: 2^14 = 16,384 sums, no cut yet).
+WHOLE_GROUP_MAX = 14
+#: Arcs x cuts one partition's whole-group splits may cost (each split is two max-flows).
+WHOLE_GROUP_WORK = 100_000
+
+
+def _whole_group_splits(fab: Fabric, ga: GraphArrays, ep_idx: np.ndarray, half: int
+                        ) -> dict[str, np.ndarray]:
+    """Splits that put whole groups of the hierarchy (pods, scalable units, an endpoint
+    cut off) in one half, topped up from one more group: the fewest endpoints taken from a
+    group first. The structural splits take the groups in their order; which groups go
+    together matters once they differ (a pod with a failed link, a unit of 36 servers
+    beside units of 37), and here every subset is tried, as work allows.
+
+    >>> import fabricopt as fo
+    >>> fab = fo.leaf_spine(3, 1, 2)        # 3 leaves of 2: one leaf and half of another
+    >>> ga = GraphArrays.from_fabric(fab)
+    >>> splits = _whole_group_splits(fab, ga, np.array([ga.index[e] for e in fab.endpoints]), 3)
+    >>> [m.astype(int).tolist() for m in splits.values()]
+    [[1, 1, 1, 0, 0, 0], [1, 0, 1, 1, 0, 0], [1, 0, 0, 0, 1, 1]]
+    """
+    out: dict[str, np.ndarray] = {}
+    budget = max(4, WHOLE_GROUP_WORK // max(ga.n_arcs, 1))
+    for p, label in enumerate(hierarchy_partitions(fab, ga)[1:]):
+        _, group, sizes = np.unique(label[ep_idx], return_inverse=True, return_counts=True)
+        n_groups = len(sizes)
+        if not 2 < n_groups <= WHOLE_GROUP_MAX:
+            continue
+        subsets = np.arange(1 << n_groups)
+        member = ((subsets[:, None] >> np.arange(n_groups)) & 1).astype(bool)
+        totals = member @ sizes
+        # A subset and its complement are the same split when both fill a half exactly.
+        fits = np.flatnonzero((totals <= half) & ((totals < half) | ~member[:, 0]))
+        order = fits[np.argsort(half - totals[fits], kind="stable")]
+        taken = 0
+        for s in order:
+            rest = half - int(totals[s])
+            mask = member[s][group]
+            if rest:
+                # Topped up from the smallest group left that can give `rest` endpoints.
+                left = [j for j in np.flatnonzero(~member[s]) if sizes[j] > rest]
+                if not left:
+                    continue
+                j = min(left, key=lambda i: (sizes[i], i))
+                mask[np.flatnonzero(group == j)[:rest]] = True
+            out[f"whole groups (partition {p + 1}, groups {s:#x}"
+                f"{f', {rest} from group {j}' if rest else ''})"] = mask
+            taken += 1
+            if taken >= budget:
+                break
+    return out
+
+
 def _spectral_split(ga: GraphArrays, ep_idx: np.ndarray, half: int) -> np.ndarray | None:
     import scipy.sparse as sp
     from scipy.sparse.csgraph import laplacian
@@ -315,9 +371,31 @@ def _degraded_lower(fab: Fabric, eps: tuple, time_limit: float | None,
         if len(_INTACT_BISECTIONS) >= _INTACT_CACHE_SIZE:
             _INTACT_BISECTIONS.pop(next(iter(_INTACT_BISECTIONS)))
         _INTACT_BISECTIONS[key] = ref
-    return (ref.lower_gbps - lost,
-            f"the intact fabric's bound ({ref.lower_from}) less {lost:.6g} Gb/s of links lost",
-            ref)
+    bound = (ref.lower_gbps - lost,
+             f"the intact fabric's bound ({ref.lower_from}) less {lost:.6g} Gb/s of links lost")
+    weighed = failed_links_lower(intact, fab, eps)
+    if weighed is not None and weighed[0] > bound[0]:
+        bound = weighed
+    return (*bound, ref)
+
+
+def _on_capacity_grid(ga: GraphArrays, lower: float) -> tuple[float, float]:
+    """``lower`` raised to the next multiple of the unit every capacity is a whole multiple
+    of (every cut is a sum of capacities, so no bisection lies in between), and that unit;
+    ``(lower, 0)`` when the capacities have no such unit. A margin of 1e-6 units keeps a
+    bound that rounding put a hair above a multiple on that multiple.
+
+    >>> import fabricopt as fo
+    >>> _on_capacity_grid(GraphArrays.from_fabric(fo.fat_tree(4)), 2_650.0)  # 400 Gb/s links
+    (2800.0, 400.0)
+    """
+    if not lower > 0 or not len(ga.capacity):
+        return lower, 0.0
+    ints, _, exact = to_integers(ga.capacity, float(ga.capacity.sum()))
+    if not exact or not ints.max() > 0:
+        return lower, 0.0
+    unit = float(ga.capacity.max()) / float(ints.max())
+    return max(lower, unit * math.ceil(lower / unit - 1e-6)), unit
 
 
 def hose_ceiling(fab: Fabric, ga: GraphArrays, ep_idx: np.ndarray) -> float:
@@ -372,12 +450,15 @@ def _all_to_all_may_help(fab: Fabric, traffic: Any, ga: GraphArrays, lower: floa
 def _candidate_splits(fab: Fabric, ga: GraphArrays, eps: tuple, ep_idx: np.ndarray, seed: int,
                       intact: BisectionResult | None) -> dict[str, np.ndarray]:
     """The endpoint splits whose best switch placement is tried for the upper bound: by
-    endpoint order, by structure, cut-off endpoints first, spectral, Kernighan-Lin, and the
-    endpoint split of the ``intact`` fabric's best cut."""
+    endpoint order, by structure, cut-off endpoints first, spectral, Kernighan-Lin, and, for
+    a failed fabric, whole groups in every combination and the endpoint split of the
+    ``intact`` fabric's best cut."""
     half = len(eps) // 2
     masks: dict[str, np.ndarray] = {"endpoint order": np.arange(len(eps)) < half}
     masks.update(_structural_splits(fab, eps, half))
     masks.update(_cut_off_first_splits(fab, ga, eps, half))
+    if intact is not None:   # a failed fabric: its bound below is known before any cut
+        masks.update(_whole_group_splits(fab, ga, ep_idx, half))
     spectral = _spectral_split(ga, ep_idx, half)
     if spectral is not None:
         masks["spectral"] = spectral
@@ -389,6 +470,28 @@ def _candidate_splits(fab: Fabric, ga: GraphArrays, eps: tuple, ep_idx: np.ndarr
         masks[f"the intact fabric's cut ({intact.cut.found_by})"] = np.array(
             [e in in_a for e in eps])
     return masks
+
+
+def _best_candidate(ga: GraphArrays, ep_idx: np.ndarray, masks: dict[str, np.ndarray],
+                    proven: float) -> tuple[dict[str, float],
+                                            tuple[float, str, Cut] | None]:
+    """Every split's best cut (capacity by name) and the least (capacity, name, cut);
+    stops once a cut is down to ``proven``, a bound below."""
+    candidates: dict[str, float] = {}
+    best: tuple[float, str, Cut] | None = None
+    seen: set[bytes] = set()
+    for name, mask in masks.items():
+        if best is not None and best[0] <= proven * (1 + 1e-9):
+            break
+        key = np.packbits(mask).tobytes()
+        if key in seen or key == np.packbits(~mask).tobytes():
+            continue
+        seen.add(key)
+        cut, _ = _best_cut(ga, ep_idx, mask)
+        candidates[name] = cut.capacity
+        if best is None or cut.capacity < best[0]:
+            best = (cut.capacity, name, cut)
+    return candidates, best
 
 
 def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = None,
@@ -472,21 +575,12 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     # What the intact fabric proves, less every failed link, bounds the bisection below; its
     # best cut, its failed links now gone, is a candidate above.
     degraded = _degraded_lower(fab, eps, time_limit)
-    candidates: dict[str, float] = {}
-    best: tuple[float, str, Cut, np.ndarray, bool] | None = None
-    seen: set[bytes] = set()
-    for name, mask in _candidate_splits(fab, ga, eps, ep_idx, seed,
-                                        degraded[2] if degraded else None).items():
-        key = np.packbits(mask).tobytes()
-        if key in seen or key == np.packbits(~mask).tobytes():
-            continue
-        seen.add(key)
-        cut, a_to_b = _best_cut(ga, ep_idx, mask)
-        candidates[name] = cut.capacity
-        if best is None or cut.capacity < best[0]:
-            best = (cut.capacity, name, cut, mask, a_to_b)
+    # A cut down to what is proven below already (on the capacity grid) cannot be beaten.
+    proven = _on_capacity_grid(ga, degraded[0])[0] if degraded else 0.0
+    candidates, best = _best_candidate(ga, ep_idx, _candidate_splits(
+        fab, ga, eps, ep_idx, seed, degraded[2] if degraded else None), proven)
     assert best is not None
-    upper, found_by, cut, mask, a_to_b = best
+    upper, found_by, cut = best
 
     # Lower bounds: what the intact fabric proves less what was removed (cheap where it
     # applies), the certified two-phase hose rate (a matching of `half` pairs crosses every
@@ -504,6 +598,20 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
         lower = hose.rate_gbps * half
         lower_from = (f"two-phase hose rate, hubs {hose.level} hops out ({hose.method}, "
                       f"{hose.status})")
+    if degraded is None and lower < upper * (1 - 1e-9):
+        # Still open: whole groups of the hierarchy in every combination (tried first on a
+        # failed fabric, whose bound below is known before any cut).
+        more, better = _best_candidate(ga, ep_idx, _whole_group_splits(fab, ga, ep_idx, half),
+                                       _on_capacity_grid(ga, lower)[0])
+        candidates.update(more)
+        if better is not None and better[0] < upper:
+            upper, found_by, cut = better
+    if hose is not None and lower < upper * (1 - 1e-9):
+        # Where the hose rate is held by a unit's uplinks and the cheapest split cuts
+        # through a unit, the pairs it leaves inside units add what they carry below them.
+        local = local_pairs_lower(fab, ga, eps, hose)
+        if local is not None and local[0] > lower * (1 + 1e-9):
+            lower, lower_from = local
     traffic = all_to_all(fab, endpoints=eps)
     if lower < upper * (1 - 1e-9) and (bounds_first is False or _all_to_all_may_help(
             fab, traffic, ga, lower, half, n)):
@@ -520,7 +628,9 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
             if value < upper:
                 upper, found_by = value, "exact MILP"
                 cut = Cut(side, value, np.flatnonzero(side[ga.tail] & ~side[ga.head]))
-                mask, a_to_b = side[ep_idx], True
+    on_grid = _on_capacity_grid(ga, lower)
+    if on_grid[0] > lower * (1 + 1e-9):
+        lower, lower_from = on_grid[0], f"{lower_from}, up to a multiple of {on_grid[1]:g} Gb/s"
     lower = min(lower, upper)
     exact = lower >= upper * (1 - 1e-9)
 

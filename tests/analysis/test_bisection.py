@@ -1,10 +1,15 @@
 """Bisection bandwidth: closed forms by hand, certificates (cut capacity recomputed), errors."""
 
+import itertools
+
 import networkx as nx
 import numpy as np
 import pytest
+from flow_helpers import random_fabric
 
 import fabricopt as fo
+from fabricopt.analysis.bisection import _best_cut, _whole_group_splits
+from fabricopt.graph_arrays import GraphArrays
 
 
 def _check_cut(fab, b):
@@ -167,11 +172,16 @@ def test_cut_counts_physical_links_and_bundles():
 # -- failed fabrics: the intact fabric's proof less the failed links ----------------------------
 
 def test_failed_fat_tree_bracket_without_hose_lps(monkeypatch):
-    # fat_tree(8) minus two leaf-spine and two spine-core links (fail_random, 1%, seed 1).
-    # Intact: 128 GPUs x 400 Gb/s / 2 = 25,600, proven by the hose rate; every failed link
-    # may cross a bisection, so 25,600 - 4 x 400 = 24,000 is proven below. Leaf13 keeps 3
-    # uplinks for its 4 GPUs, so no hose rate passes 300 Gb/s (3 x 400 / 4) and 300 x 64 =
-    # 19,200 cannot help: the failed fabric's hose LPs are not run at all.
+    # fat_tree(8) minus two leaf-spine and two spine-core links (fail_random, 1%, seed 1):
+    # leaf13-spine3.0, leaf16-spine4.3, core1.0-spine1.1, core3.1-spine4.3. Intact: 128
+    # GPUs x 400 Gb/s / 2 = 25,600; all four failed links would leave 24,000. But
+    # leaf16-spine4.3 stops a full 400 only when leaf16's hosts send up it (all in A) and
+    # core3.1-spine4.3 only when it carries pod 4's phase 2 down (pod 4 all in B), or the
+    # other way round: no split has both, so at most 1,400 of the flow is stopped (failed
+    # links' own sides tried, analysis/failed_bisection.py): 24,200, and every cut is a
+    # multiple of 400, so 24,400. The cut found crosses three failed links: 25,600 - 1,200.
+    # Leaf13 keeps 3 uplinks for its 4 GPUs, so no hose rate passes 300 Gb/s (3 x 400 / 4)
+    # and the failed fabric's hose LPs are not run at all.
     import fabricopt.analysis.bisection as bisection_module
 
     fab = fo.fail_random(fo.fat_tree(8), 0.01, seed=1)
@@ -180,12 +190,10 @@ def test_failed_fat_tree_bracket_without_hose_lps(monkeypatch):
     monkeypatch.setattr(bisection_module, "_hose_rate",
                         lambda f, *a: calls.append(f.name) or real(f, *a))
     b = fo.bisection_bandwidth(fab)
-    assert b.lower_gbps == pytest.approx(24_000) and "less 1600" in b.lower_from
+    assert b.exact and b.lower_gbps == pytest.approx(24_400)
+    assert "at most 1400 Gb/s" in b.lower_from and "multiple of 400" in b.lower_from
     assert all("edited" not in name for name in calls)  # only the intact fabric's
-    # The cut found crosses three of the four failed links: 25,600 - 3 x 400.
-    assert b.upper_gbps == pytest.approx(24_400)
-    assert b.cut.capacity_gbps == pytest.approx(sum(
-        fab.graph[u][v]["capacity"] for u, v in b.cut.links))
+    _check_cut(fab, b)
 
 
 @pytest.mark.parametrize("links", [[("g3", "leaf1")], [("g0", "leaf0"), ("g15", "leaf7")],
@@ -210,3 +218,70 @@ def test_hose_ceiling_is_above_the_certified_hose_rate():
         ga = GraphArrays.from_fabric(fab)
         ceiling = hose_ceiling(fab, ga, np.array([ga.index[e] for e in fab.endpoints]))
         assert fo.valiant_rate(fab).rate_gbps <= ceiling * (1 + 1e-9)
+
+
+# -- whole groups of the hierarchy, in every combination ---------------------------------------
+
+def test_whole_pods_close_a_failed_fat_tree():
+    # fat_tree(8) minus 1% (fail_random, seed 5): GPU g8's only link, leaf31-spine7.3 and
+    # two links of core1.2 (to pods 3 and 6). Below: the intact 64 x 400 = 25,600 less the
+    # four failed links, 24,000. Above: pods 1, 2, 4, 5 on one side with every core
+    # switch, spine7.3 and leaf2 (with the cut-off g8) moved across: 42 core-spine, 15
+    # spine-leaf and 3 leaf-GPU links, 60 x 400 = 24,000. Pods 0-3 (the endpoint order,
+    # also the structural split by pod) cross 24,800: which pods go together decides it.
+    fab = fo.fail_random(fo.fat_tree(8), 0.01, seed=5)
+    b = fo.bisection_bandwidth(fab)
+    _check_cut(fab, b)
+    assert b.exact and b.upper_gbps == pytest.approx(24_000)
+    assert b.cut.found_by.startswith("whole groups")
+    assert b.candidates["endpoint order"] == pytest.approx(24_800)
+
+
+def test_whole_units_lower_a_rail_cluster_cut():
+    # 7 leaf groups (scalable units) of 36 or 37 DGX servers, 19 x 400 Gb/s up from each
+    # of their 8 rail leaves. Half is 128 servers: the three units of 37 whole (3 x 8 leaf
+    # uplinks of 7,600 = 182,400) and 17 servers of a fourth unit (17 x 8 GPU links of
+    # 400 = 54,400) cross 236,800. The endpoint order takes units of 36, 37, 36 and 19 of
+    # the fourth's 37 servers; its best cut keeps that unit's leaves with the 19 and
+    # crosses above the other three units (36 + 37 + 37 = 110 servers, 24 leaves): 182,400
+    # + 18 x 8 x 400 = 240,000, the bracket's upper end before whole groups were tried.
+    fab = fo.cluster(fo.dgx_h100(), nodes=256, scale_out="rail_optimized", oversubscription=2)
+    ga = GraphArrays.from_fabric(fab)
+    ep_idx = np.array([ga.index[e] for e in fab.endpoints])
+    splits = _whole_group_splits(fab, ga, ep_idx, len(ep_idx) // 2)
+    values = [_best_cut(ga, ep_idx, mask)[0].capacity for mask in splits.values()]
+    assert min(values) == pytest.approx(236_800)
+    assert _best_cut(ga, ep_idx, np.arange(len(ep_idx)) < len(ep_idx) // 2)[0].capacity \
+        == pytest.approx(240_000)
+
+
+def _brute_force_bisection(fab):
+    """The least cut over every balanced endpoint split (the first endpoint in A), each
+    with its switches placed by an exact minimum cut."""
+    ga = GraphArrays.from_fabric(fab)
+    ep_idx = np.array([ga.index[e] for e in fab.endpoints])
+    n = len(ep_idx)
+    best = np.inf
+    for rest in itertools.combinations(range(1, n), n // 2 - 1):
+        mask = np.zeros(n, dtype=bool)
+        mask[[0, *rest]] = True
+        best = min(best, _best_cut(ga, ep_idx, mask)[0].capacity)
+        if n % 2:  # the larger half may be either side
+            best = min(best, _best_cut(ga, ep_idx, ~mask)[0].capacity)
+    return best
+
+
+#: Random small fabrics with at most 12 endpoints (at most C(11, 5) = 462 splits to try).
+SMALL_SEEDS = [s for s in range(60) if len(random_fabric(s).endpoints) <= 12][:10]
+
+
+@pytest.mark.parametrize("seed", SMALL_SEEDS)
+def test_bracket_holds_the_brute_force_bisection(seed):
+    # Without the MILP, the bracket must contain the least cut over every split; the upper
+    # end is a cut, so it can only be at or above that least cut.
+    fab = random_fabric(seed)
+    exact = _brute_force_bisection(fab)
+    b = fo.bisection_bandwidth(fab, milp_max_nodes=0)
+    _check_cut(fab, b)
+    assert b.lower_gbps <= exact * (1 + 1e-9) + 1e-9
+    assert exact <= b.upper_gbps * (1 + 1e-9) + 1e-9

@@ -1,0 +1,183 @@
+r"""A failed fabric's bisection, bounded below by how much of the intact fabric's flow its
+failed links can really stop.
+
+Every cut of a fabric with failed links is the intact cut less the failed capacity crossing
+it, so the intact bisection less *all* the failed capacity is a lower bound. It is loose when
+no split can load every failed link fully at once (two failed links of one pod, one above a
+leaf whose hosts are all on one side and one that carries only traffic of the other side).
+This bound weighs each failed link by the flow a split really sends over it.
+
+* **A flow for every split.** In the intact fabric, two-phase routing at a certified rate
+  :math:`r` (fewest-hop WCMP phase-1 flows to the hubs, phase 2 their reverse,
+  :mod:`fabricopt.flow.valiant_bounds`) carries, for any split of the :math:`N` endpoints
+  into halves :math:`A, B` of :math:`N/2`, a flow :math:`f^A` from :math:`A` to :math:`B` of
+  value :math:`v = r N/2`: each endpoint of :math:`A` sends :math:`r` to the hubs, the hubs
+  pass it on to :math:`B`. It is linear in :math:`A`:
+  :math:`f^A_a = r\,(\sum_{h \in A} \alpha_a(h) + \sum_{h \in B} \alpha_{\bar a}(h))`, with
+  :math:`\alpha_a(h)` the share of :math:`h`'s phase-1 flow on arc :math:`a` and
+  :math:`\bar a` the reverse arc.
+* **A cut of the failed fabric.** For any node set :math:`S` holding :math:`A` and not
+  :math:`B`, with failed capacities :math:`c' \le c`, since
+  :math:`\sum_{\delta^+ S} f - \sum_{\delta^- S} f = v`:
+  :math:`c'(\delta^+ S) = v + \sum_{a \in \delta^+ S} (c'_a - f^A_a)
+  + \sum_{a \in \delta^- S} f^A_a`. An arc that did not fail adds at least 0 either way
+  (:math:`c'_a = c_a \ge f^A_a`), so keeping only the arcs between the nodes the failed
+  links touch (every failed arc among them) bounds the cut below.
+* **The worst split.** Each side of the :math:`t` touched nodes (:math:`2^t` of them) fixes
+  which kept arcs leave or enter :math:`S` and which touched endpoints are in :math:`A`;
+  what is left is linear in :math:`A`, so the worst :math:`A` takes the rest of its half
+  where the flow stopped grows most. The least over sides and splits bounds the failed
+  bisection: a failed link stops a full link's worth only where the split loads it fully,
+  and links that meet at a node cannot all be loaded from one side.
+
+Since :math:`f^A \le c`, the bound is never below the intact one less every failed link.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+import numpy as np
+
+from ..fabric import Fabric
+from ..flow.valiant import hub_levels, hub_shares
+from ..flow.valiant_bounds import hops_to_hubs, wcmp_phase_one
+from ..graph_arrays import GraphArrays
+
+#: Most failed links weighed together (every side of the nodes they touch is tried).
+MAX_FAILED_LINKS = 8
+#: Most choices x endpoints held at once.
+MAX_CHOICE_ENTRIES = 20_000_000
+
+
+def failed_links_lower(intact: Fabric, failed: Fabric, eps: tuple[Hashable, ...],
+                       ) -> tuple[float, str] | None:
+    """Lower bound on the bisection of ``failed`` (``intact`` with capacity taken away, the
+    same endpoints) among ``eps``, and how it was proven; None when it does not apply (an
+    odd number of endpoints, one-way links, no failed link or too many of them, a
+    capacity ``failed`` adds).
+
+    >>> import fabricopt as fo
+    >>> ft = fo.fat_tree(4)                          # 16 hosts, 400 Gb/s links: B = 3,200
+    >>> bound, how = failed_links_lower(ft, ft.without(links=[("leaf0", "spine0.0"),
+    ...     ("core0.0", "spine0.0")]), ft.endpoints)
+    >>> bound    # not 3,200 - 2 x 400: the two links meet at spine0.0, one full link at most
+    2800.0
+    """
+    if len(eps) % 2 or len(eps) < 2:
+        return None
+    ga = GraphArrays.from_fabric(intact)
+    rev = _reverse(ga)
+    kept = np.array([failed.graph[u][v]["capacity"] if failed.graph.has_edge(u, v) else 0.0
+                     for u, v in ga.arcs])
+    if rev is None or np.any(kept > ga.capacity * (1 + 1e-12)):
+        return None
+    lost = np.flatnonzero(kept < ga.capacity)
+    links = sorted({(min(a, int(rev[a])), max(a, int(rev[a]))) for a in lost})
+    if not links or len(links) > MAX_FAILED_LINKS:
+        return None
+    ep_idx = np.array([ga.index[e] for e in eps])
+    best: tuple[float, str] | None = None
+    for level, hubs in hub_levels(intact, eps).items():
+        hub_idx = np.array([ga.index[h] for h in hubs])
+        share = hub_shares(ga, hub_idx, ep_idx)
+        routed = wcmp_phase_one(ga, rev, ep_idx, hub_idx, share)
+        if routed is None:
+            continue
+        rate, _ = routed.rate(ga.capacity, float(share[share > 0].min()))
+        if not rate > 0:
+            continue
+        ends = np.zeros(ga.n_nodes, dtype=bool)
+        ends[ga.tail[lost]] = ends[ga.head[lost]] = True
+        arcs = np.flatnonzero(ends[ga.tail] & ends[ga.head])
+        partner = np.searchsorted(arcs, rev[arcs])
+        alpha = _phase_one_shares(ga, hub_idx, share, ep_idx, arcs)
+        worst = _worst_split_loss(ga, ep_idx, arcs, partner, alpha * rate, kept[arcs])
+        if worst is None:
+            return None
+        bound = rate * (len(eps) // 2) - worst
+        if best is None or bound > best[0]:
+            best = (bound, f"the intact fabric's two-phase flows (hubs {level} hops out, "
+                           f"{rate:.6g} Gb/s) less what {len(links)} failed links can stop "
+                           f"of them, at most {worst:.6g} Gb/s")
+    return best
+
+
+def _reverse(ga: GraphArrays) -> np.ndarray | None:
+    """Index of each arc's reverse, or None when some arc has none."""
+    where = {arc: i for i, arc in enumerate(ga.arcs)}
+    out = [where.get((v, u), -1) for u, v in ga.arcs]
+    return None if min(out, default=0) < 0 else np.array(out)
+
+
+def _phase_one_shares(ga: GraphArrays, hub_idx: np.ndarray, share: np.ndarray,
+                      ep_idx: np.ndarray, arcs: np.ndarray) -> np.ndarray:
+    """Share of each endpoint's unit phase-1 flow on each of ``arcs`` (endpoints x arcs),
+    as :func:`~fabricopt.flow.valiant_bounds.phase_one_flows` routes it: what reaches a node
+    bound for a hub leaves on its arcs one hop closer, in proportion to their capacity. Read
+    backwards from each hub: the share of a node's flow that takes an arc is the sum, over
+    the node's next hops, of the split times (that arc, or the share from the next node).
+    """
+    n, k = ga.n_nodes, len(arcs)
+    pick = np.zeros((ga.n_arcs, k))
+    pick[arcs, np.arange(k)] = 1.0
+    out = np.zeros((len(ep_idx), k))
+    for j, d in enumerate(hops_to_hubs(ga, hub_idx)):
+        nxt = np.flatnonzero(np.isfinite(d[ga.tail]) & (d[ga.head] == d[ga.tail] - 1))
+        out_w = np.bincount(ga.tail[nxt], weights=ga.capacity[nxt], minlength=n)
+        frac = ga.capacity[nxt] / out_w[ga.tail[nxt]]
+        level = d[ga.tail[nxt]]
+        through = np.zeros((n, k))
+        for hops in np.unique(level):       # the nodes next to the hub first
+            at = nxt[level == hops]
+            part = frac[level == hops][:, None] * (pick[at] + through[ga.head[at]])
+            np.add.at(through, ga.tail[at], part)
+        out += share[j] * through[ep_idx]
+    return out
+
+
+def _worst_split_loss(ga: GraphArrays, ep_idx: np.ndarray, arcs: np.ndarray,
+                      partner: np.ndarray, flow: np.ndarray, kept: np.ndarray) -> float | None:
+    """Max over splits and node sets of what the failed links stop of the flow
+    (module docstring): the arcs between the nodes they touch are ``arcs`` (every failed arc
+    among them), ``partner[i]`` the position of arc ``i``'s reverse, ``flow`` each endpoint's
+    phase-1 flow on them at the rate (endpoints x arcs), ``kept`` their failed capacities.
+
+    Every side of the touched nodes is tried: it fixes which of ``arcs`` leave :math:`S`
+    (each stops :math:`f_a - c'_a`), which enter it (each gives back :math:`f_a`: flow that
+    crossed the other way must cross again) and which touched endpoints are in :math:`A`;
+    the rest of :math:`A` is the free endpoints of largest coefficient. None when the sides
+    do not fit :data:`MAX_CHOICE_ENTRIES`."""
+    n, half = len(ep_idx), len(ep_idx) // 2
+    touched, local = np.unique(np.stack([ga.tail[arcs], ga.head[arcs]]), return_inverse=True)
+    local = local.reshape(2, -1)
+    if 2 ** len(touched) * n > MAX_CHOICE_ENTRIES:
+        return None
+    sides = ((np.arange(2 ** len(touched))[:, None] >> np.arange(len(touched))) & 1).astype(bool)
+    leaving = sides[:, local[0]] & ~sides[:, local[1]]          # sides x arcs
+    entering = ~sides[:, local[0]] & sides[:, local[1]]
+    sign = leaving.astype(float) - entering                     # +1 stops flow, -1 returns it
+    # f_a = sum_A flow_a + sum_B flow_p (p the reverse) = sum_all flow_p + sum_A (flow_a -
+    # flow_p), so what the sides stop is linear in A.
+    const = sign @ flow[:, partner].sum(axis=0) - leaving @ kept
+    gain = sign @ (flow - flow[:, partner]).T                   # sides x endpoints
+    position = {int(v): i for i, v in enumerate(touched)}
+    pinned = np.array([position.get(int(e), -1) for e in ep_idx])
+    free = np.flatnonzero(pinned < 0)
+    fixed = np.flatnonzero(pinned >= 0)
+    in_a = sides[:, pinned[fixed]]                              # sides x pinned endpoints
+    n_a = in_a.sum(axis=1)
+    fits = (n_a <= half) & (len(fixed) - n_a <= n - half)
+    worst = -np.inf
+    for take in np.unique(n_a[fits]):
+        rows = np.flatnonzero(fits & (n_a == take))
+        need = half - int(take)
+        g = gain[np.ix_(rows, free)]
+        top = (np.partition(g, len(free) - need, axis=1)[:, len(free) - need:].sum(axis=1)
+               if need else np.zeros(len(rows)))
+        pinned_gain = (gain[np.ix_(rows, fixed)] * in_a[rows]).sum(axis=1)
+        worst = max(worst, float(np.max(const[rows] + pinned_gain + top)))
+    return max(worst, 0.0)
+
+
+__all__ = ["MAX_FAILED_LINKS", "failed_links_lower"]
