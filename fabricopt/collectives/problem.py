@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..analysis.cuts import cut_capacity, min_cut
+from ..analysis.cuts import PairCuts, cut_capacity, min_cut
 from ..errors import InvalidFabricError
 from ..fabric import Fabric
 from ..flow.symmetric import endpoint_orbits
@@ -207,10 +207,12 @@ def pair_cut_min(p: Problem, root: int, limit: int = 64) -> tuple[float, np.ndar
         others = others[: min(len(others), limit)]
     elif len(others) > limit:
         others = others[np.linspace(0, len(others) - 1, limit).astype(int)]
+    # No pair's cut exceeds its source's egress: one graph, capped there, serves every pair.
+    cuts = PairCuts(ga, float(egress.max())) if len(others) else None
     for v in others:
         for a, b in ((root, v), (v, root)):
-            cut = min_cut(ga, np.array([a]), np.array([b]))
-            if cut.capacity < best:
+            cut = cuts.cut(int(a), int(b), below=best)
+            if cut is not None and cut.capacity < best:
                 best, best_side = cut.capacity, cut.side
     return best, best_side
 
