@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from ._gc import paused_gc
 from ._unchanged import once
 from .errors import InvalidFabricError
-from .tiers import DEFAULT_TIER
+from .tiers import DEFAULT_TIER, is_scale_up
 
 #: Types read as capacities without a closer look.
 _PLAIN_NUMBERS = {float, int, np.float64, np.float32, np.int64, np.int32}
@@ -127,3 +127,48 @@ class GraphArrays:
         cols = np.concatenate([np.arange(m), np.arange(m)])
         vals = np.concatenate([np.ones(m), -np.ones(m)])
         return sp.csr_matrix((vals, (rows, cols)), shape=(self.n_nodes, m))
+
+
+@dataclass(frozen=True)
+class ArcLabels:
+    """The ``(tier, tech)`` attributes of a fabric's arcs, in the order of
+    :class:`GraphArrays`: ``code[a]`` indexes ``labels``, the distinct pairs (a few per
+    fabric, so each question about them is asked once per pair, not once per arc)."""
+
+    code: np.ndarray
+    labels: tuple[tuple[Any, Any], ...]
+
+    @property
+    def scale_up(self) -> np.ndarray:
+        """Mask of the scale-up arcs (:func:`fabricopt.tiers.is_scale_up_arc`)."""
+        per_label = np.array([is_scale_up(t, x) for t, x in self.labels], dtype=bool)
+        return per_label[self.code] if len(self.code) else np.zeros(0, dtype=bool)
+
+
+def arc_labels(fab: Any) -> ArcLabels:
+    """The ``(tier, tech)`` of every arc of ``fab`` (one pass over the graph, made once in a
+    study row: :func:`fabricopt._unchanged.once`).
+
+    >>> import fabricopt as fo
+    >>> labels = arc_labels(fo.dgx_h100())
+    >>> int(labels.scale_up.sum()), sorted({t for t, _ in labels.labels})
+    (64, ['gpu-nvswitch'])
+    """
+    return once(fab, "arc_labels", lambda: _read_labels(fab))
+
+
+def _read_labels(fab: Any) -> ArcLabels:
+    seen: dict[tuple[Any, Any], int] = {}
+
+    def code(d: dict) -> int:
+        key = (d.get("tier"), d.get("tech"))
+        try:
+            return seen.setdefault(key, len(seen))
+        except TypeError:  # an unhashable label: is_scale_up reads its str() alone
+            return seen.setdefault((str(key[0]), str(key[1])), len(seen))
+
+    g = fab.graph
+    codes = np.fromiter((code(d) for _, _, d in g.edges(data=True)), dtype=np.int64,
+                        count=g.number_of_edges())
+    codes.flags.writeable = False
+    return ArcLabels(codes, tuple(seen))

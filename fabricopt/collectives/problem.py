@@ -16,8 +16,8 @@ from ..analysis.cuts import PairCuts, cut_capacity, min_cut
 from ..errors import InvalidFabricError
 from ..fabric import Fabric
 from ..flow.symmetric import endpoint_orbits
-from ..graph_arrays import GraphArrays
-from ..tiers import is_scale_up_arc, scale_up_tiers, tier_of
+from ..graph_arrays import GraphArrays, arc_labels
+from ..tiers import tier_of
 from .results import GBPS_TO_BYTES, CutInfo
 
 
@@ -45,17 +45,24 @@ def collective_problem(fab: Fabric, endpoints: Sequence[Hashable], ga: GraphArra
              ) -> Problem:
     ga = GraphArrays.from_fabric(fab) if ga is None else ga
     gpus = np.array([ga.index[e] for e in endpoints])
-    arcs = [fab.graph[u][v] for u, v in ga.arcs]
     orbit_reps = None
     sym = fab.symmetry
     if sym is not None and len(endpoints) == len(fab.endpoints):
         first = np.unique(endpoint_orbits(sym, tuple(endpoints)), return_index=True)[1]
         orbit_reps = gpus[np.sort(first)]
-    reduce_attr = np.array([fab.graph.nodes[v].get("reduce") is True for v in ga.nodes])
-    return Problem(ga, gpus, tuple(endpoints), [tier_of(d) for d in arcs],
-                    scale_up_tiers(arcs), orbit_reps,
-                    np.array([is_scale_up_arc(d) for d in arcs], dtype=bool), reduce_attr,
-                    np.array([fab.graph.nodes[v].get("role") == "switch" for v in ga.nodes]))
+    g = fab.graph
+    # The arrays' arcs and nodes come in the graph's order (GraphArrays.from_fabric): the
+    # labels read in one pass line up with them.
+    up = arc_labels(fab).scale_up
+    tiers = list(ga.tiers) if len(ga.tiers) == ga.n_arcs else [tier_of(g[u][v])
+                                                               for u, v in ga.arcs]
+    up_tiers = frozenset(np.asarray(tiers, dtype=object)[up]) if ga.n_arcs else frozenset()
+    reduce_attr = np.fromiter((r is True for _, r in g.nodes(data="reduce")), dtype=bool,
+                              count=ga.n_nodes)
+    is_switch = np.fromiter((r == "switch" for _, r in g.nodes(data="role")), dtype=bool,
+                            count=ga.n_nodes)
+    return Problem(ga, gpus, tuple(endpoints), tiers, up_tiers, orbit_reps, up, reduce_attr,
+                   is_switch)
 
 
 def check_reduce_attributes(func: str, fab: Fabric) -> None:

@@ -48,9 +48,8 @@ from scipy.sparse.csgraph import shortest_path
 from .._checks import check_bool
 from ..errors import InvalidParameterError
 from ..fabric import check_endpoint_group
-from ..graph_arrays import GraphArrays
+from ..graph_arrays import GraphArrays, arc_labels
 from ..symmetry.search import search_symmetry, with_symmetry
-from ..tiers import is_scale_up_arc
 from .backends import check_solve_args, solve_lp
 from .bounds import hierarchy_partitions
 from .certificate import DistanceBound, certify
@@ -126,8 +125,7 @@ def hub_levels(fab: Any, endpoints: Iterable[Hashable] | None = None,
 
 def scale_up_arcs(fab: Any, ga: GraphArrays) -> np.ndarray:
     """Mask of the scale-up arcs of ``ga`` (:func:`fabricopt.tiers.is_scale_up_arc`)."""
-    return np.fromiter((is_scale_up_arc(d) for _, _, d in fab.graph.edges(data=True)),
-                       dtype=bool, count=ga.n_arcs)
+    return arc_labels(fab).scale_up
 
 
 def _levels(fab: Any, ga: GraphArrays, eps: tuple[Hashable, ...],
