@@ -160,7 +160,11 @@ def _dead_ends(ga: GraphArrays, keep: np.ndarray) -> np.ndarray:
     as nodes outside ``keep`` with at most one neighbour (a switch hung off a core, say)."""
     a = np.minimum(ga.tail, ga.head)
     b = np.maximum(ga.tail, ga.head)
-    pairs = np.unique(np.stack([a[a != b], b[a != b]], axis=1), axis=0)
+    # Each link once, as (smaller end, larger end): unique codes, not unique rows (a
+    # structured sort, ten times slower on 300,000 arcs); the same pairs in the same order.
+    n = np.int64(ga.n_nodes)
+    code = np.unique(a[a != b] * n + b[a != b])
+    pairs = np.stack([code // n, code % n], axis=1)
     alive = np.ones(ga.n_nodes, dtype=bool)
     kept = np.zeros(ga.n_nodes, dtype=bool)
     kept[keep] = True
@@ -197,10 +201,16 @@ def _check_level(levels: dict[int, tuple[Hashable, ...]], level: int | None) -> 
 
 
 def _reverse_arcs(ga: GraphArrays) -> np.ndarray | None:
-    index = {arc: a for a, arc in enumerate(ga.arcs)}
-    rev = np.fromiter((index.get((v, u), -1) for u, v in ga.arcs), dtype=np.int64,
-                      count=ga.n_arcs)
-    return None if np.any(rev < 0) else rev
+    """The index of each arc's reverse, None when some arc has none (a graph has at most one
+    arc per ordered pair, so an arc code ``tail * n + head`` names it)."""
+    if ga.n_arcs == 0:
+        return np.zeros(0, dtype=np.int64)
+    n = np.int64(ga.n_nodes)
+    code = ga.tail * n + ga.head
+    order = np.argsort(code, kind="stable")
+    want = ga.head * n + ga.tail
+    rev = order[np.minimum(np.searchsorted(code[order], want), ga.n_arcs - 1)]
+    return None if np.any(code[rev] != want) else rev.astype(np.int64)
 
 
 def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
