@@ -303,8 +303,7 @@ class Fabric:
                 out.append(f"arc {u!r}->{v!r}: links must be a whole number >= 1 of physical "
                            f"links, got {d['links']!r}")
             cap = d.get("capacity")
-            if (isinstance(cap, bool) or not isinstance(cap, numbers.Real)
-                    or not math.isfinite(cap) or cap <= 0):
+            if not _is_capacity(cap):
                 out.append(f"arc {u!r}->{v!r}: capacity must be a finite number > 0 Gb/s, "
                            f"got {cap!r}")
             if not g.has_edge(v, u):
@@ -438,8 +437,21 @@ def _arc_gbps(name: str, u: Hashable, v: Hashable, arc: Mapping[str, Any]) -> fl
     return float(cap)
 
 
+def _is_capacity(cap: Any) -> bool:
+    """True for a finite real number > 0 (bools are not capacities)."""
+    kind = type(cap)
+    if kind is float:  # the usual cases, without the ABC checks below
+        return 0 < cap < math.inf
+    if kind is int:
+        return math.isfinite(cap) and cap > 0
+    return (not isinstance(cap, bool) and isinstance(cap, numbers.Real)
+            and math.isfinite(cap) and cap > 0)
+
+
 def _is_link_count(value: Any) -> bool:
     """True for a whole number >= 1 (an integer, or a float with an integer value)."""
+    if type(value) is int:  # the usual case, without the ABC checks below
+        return math.isfinite(value) and value >= 1
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return False
     return math.isfinite(value) and value >= 1 and float(value).is_integer()
