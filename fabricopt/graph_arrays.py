@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
+from itertools import chain, count
 from dataclasses import dataclass
 from operator import methodcaller
 from typing import Any
@@ -158,17 +159,31 @@ def arc_labels(fab: Any) -> ArcLabels:
 
 
 def _read_labels(fab: Any) -> ArcLabels:
-    seen: dict[tuple[Any, Any], int] = {}
-
-    def code(d: dict) -> int:
-        key = (d.get("tier"), d.get("tech"))
-        try:
-            return seen.setdefault(key, len(seen))
-        except TypeError:  # an unhashable label: is_scale_up reads its str() alone
-            return seen.setdefault((str(key[0]), str(key[1])), len(seen))
-
-    g = fab.graph
-    codes = np.fromiter((code(d) for _, _, d in g.edges(data=True)), dtype=np.int64,
-                        count=g.number_of_edges())
+    ga = GraphArrays.from_fabric(fab)
+    # The tiers are read already (``str`` of the attribute, ``"link"`` when absent: the
+    # same answer from is_scale_up, which reads neither as a scale-up tier); the techs in
+    # one C-level pass over the attribute dicts, in the arrays' order (g.edges walks the same
+    # dicts). Strings only, so no tuple per arc: with a large graph alive those were slow.
+    data = chain.from_iterable(map(dict.values, fab.graph._succ.values()))
+    techs = list(map(methodcaller("get", "tech"), data))
+    tier_code, tier_names = _first_seen(ga.tiers)
+    try:
+        tech_code, tech_names = _first_seen(techs)
+    except TypeError:  # an unhashable label: is_scale_up reads its str() alone
+        tech_code, tech_names = _first_seen(list(map(str, techs)))
+    pair, codes = np.unique(tier_code * len(tech_names) + tech_code, return_inverse=True)
+    labels = tuple((tier_names[p // len(tech_names)], tech_names[p % len(tech_names)])
+                   for p in pair.tolist())
+    codes = codes.reshape(-1)
     codes.flags.writeable = False
-    return ArcLabels(codes, tuple(seen))
+    return ArcLabels(codes, labels)
+
+
+def _first_seen(values: list[Any] | tuple[Any, ...]) -> tuple[np.ndarray, list[Any]]:
+    """Codes 0..k-1 of ``values`` (hashable), in order of first appearance, and the k
+    distinct values."""
+    seen: dict[Any, int] = {}
+    first = np.fromiter(map(seen.setdefault, values, count()), dtype=np.int64,
+                        count=len(values))
+    return np.searchsorted(np.fromiter(seen.values(), dtype=np.int64, count=len(seen)),
+                           first), list(seen)
