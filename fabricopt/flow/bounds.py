@@ -55,18 +55,24 @@ def hierarchy_partitions(fab: Any, ga: GraphArrays) -> list[np.ndarray]:
     n = ga.n_nodes
     out: list[np.ndarray] = [np.arange(n)]  # every node alone: an endpoint's own links
     server = None
+
+    def attribute(key: str, default: Any = None) -> list[Any]:
+        # In the arrays' node order (ga.nodes is list(g.nodes)), one view pass per key.
+        return [x for _, x in g.nodes(data=key, default=default)]
+
+    nodes_of = attribute("node")
     for key in HIERARCHY_KEYS:
-        values = [g.nodes[v].get(key) for v in ga.nodes]
+        values = nodes_of if key == "node" else attribute(key)
         if all(x is None for x in values):
             continue
         label = _labels(values)
         out.append(label)
         if key == "node":
             server = label
-    layer = np.array([g.nodes[v].get("layer", 0) or 0 for v in ga.nodes], dtype=float)
+    layer = np.array([x or 0 for x in attribute("layer", 0)], dtype=float)
     # The server is the first group; network switches (no ``node``) join layer by layer.
     rows, cols = [np.arange(n)], [np.arange(n) if server is None else _first_of(server)]
-    network = np.array([g.nodes[v].get("node") is None for v in ga.nodes])
+    network = np.array([x is None for x in nodes_of], dtype=bool)
     for level in np.unique(layer[network & (layer > 0)]):
         down = network[ga.tail] & (layer[ga.tail] == level) & (layer[ga.head] < level)
         rows.append(ga.tail[down])
@@ -80,10 +86,8 @@ def hierarchy_partitions(fab: Any, ga: GraphArrays) -> list[np.ndarray]:
 def _labels(values: list[Hashable]) -> np.ndarray:
     """A group id per node from its attribute value; nodes without one are alone."""
     ids: dict[Hashable, int] = {}
-    label = np.empty(len(values), dtype=np.int64)
-    for i, x in enumerate(values):
-        label[i] = ids.setdefault(("value", x) if x is not None else ("alone", i), len(ids))
-    return label
+    return np.array([ids.setdefault(("value", x) if x is not None else ("alone", i), len(ids))
+                     for i, x in enumerate(values)], dtype=np.int64).reshape(len(values))
 
 
 def _first_of(label: np.ndarray) -> np.ndarray:
