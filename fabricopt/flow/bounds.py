@@ -29,6 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from .._unchanged import once
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
 from .approx import _CoreGraph
@@ -50,7 +51,17 @@ def hierarchy_partitions(fab: Any, ga: GraphArrays) -> list[np.ndarray]:
     """Partitions of the nodes (a group label per node) from the fabric's hierarchy: every
     node alone, one per attribute of :data:`HIERARCHY_KEYS` present, and one per layer
     closed upward (every network switch of that layer joined with the groups of its
-    neighbours below)."""
+    neighbours below).
+
+    Read once per arrays in a study row (the all-to-all, the two-phase rate and the
+    bisection each ask), and read-only."""
+    # Keyed by the arrays' identity, which the reading holds so the id cannot be reused.
+    held, parts = once(fab, f"hierarchy_partitions {id(ga)}",
+                       lambda: (ga, _read_partitions(fab, ga)))
+    return list(parts) if held is ga else _read_partitions(fab, ga)
+
+
+def _read_partitions(fab: Any, ga: GraphArrays) -> list[np.ndarray]:
     g = fab.graph
     n = ga.n_nodes
     out: list[np.ndarray] = [np.arange(n)]  # every node alone: an endpoint's own links
@@ -80,6 +91,8 @@ def hierarchy_partitions(fab: Any, ga: GraphArrays) -> list[np.ndarray]:
         joined = sp.csr_matrix((np.ones(sum(len(r) for r in rows)),
                                 (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
         out.append(connected_components(joined, directed=False)[1])
+    for label in out:
+        label.flags.writeable = False
     return out
 
 
