@@ -1,0 +1,96 @@
+"""What a study row does to read its fabric faster, against the plain readings: the
+collector's freeze, the capacity and link-count checks, the builder's direct adjacency and
+the hierarchy partitions read once."""
+
+import gc
+import math
+import numbers
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import fabricopt as fo
+from fabricopt._gc import frozen_gc
+from fabricopt._unchanged import unchanged
+from fabricopt.fabric import _is_capacity, _is_link_count
+from fabricopt.flow.bounds import _read_partitions, hierarchy_partitions
+from fabricopt.generators._builder import FabricBuilder
+from fabricopt.graph_arrays import GraphArrays
+
+ODD_NUMBERS = [1, 0, -1, 2, 2.5, 1.0, 0.0, -0.0, math.inf, -math.inf, math.nan, True, False,
+               "1", None, np.float64(3), np.int64(0), np.int64(2), np.float32(math.nan)]
+
+
+def _outcome(check, value):
+    try:
+        return check(value)
+    except OverflowError:  # a huge int: math.isfinite cannot convert it, as before
+        return OverflowError
+
+
+@pytest.mark.parametrize("value", [*ODD_NUMBERS, 10**400])
+def test_capacity_and_link_checks_answer_as_the_abc_checks(value):
+    def capacity(cap):
+        return not (isinstance(cap, bool) or not isinstance(cap, numbers.Real)
+                    or not math.isfinite(cap) or cap <= 0)
+
+    def link_count(x):
+        if isinstance(x, bool) or not isinstance(x, numbers.Real):
+            return False
+        return math.isfinite(x) and x >= 1 and float(x).is_integer()
+
+    assert _outcome(_is_capacity, value) == _outcome(capacity, value)
+    assert _outcome(_is_link_count, value) == _outcome(link_count, value)
+
+
+def test_frozen_gc_nests_and_leaves_a_callers_freeze_alone():
+    assert gc.get_freeze_count() == 0
+    with frozen_gc():
+        frozen = gc.get_freeze_count()
+        with frozen_gc():  # nested: frozen once
+            assert gc.get_freeze_count() == frozen
+        assert gc.get_freeze_count() == frozen  # the inner block gave nothing back
+    assert gc.get_freeze_count() == 0
+    gc.freeze()  # a caller's own freeze (a server before fork, say)
+    try:
+        mine = gc.get_freeze_count()
+        with frozen_gc():
+            pass
+        assert gc.get_freeze_count() == mine
+    finally:
+        gc.unfreeze()
+
+
+def test_builder_graph_is_what_add_edges_from_builds():
+    fab = fo.cluster("dgx_h100", 2, "clos", radix=8)
+    g = nx.DiGraph()
+    g.add_nodes_from(fab.graph.nodes(data=True))
+    g.add_edges_from(fab.graph.edges(data=True))
+    assert list(g.nodes(data=True)) == list(fab.graph.nodes(data=True))
+    assert list(g.edges(data=True)) == list(fab.graph.edges(data=True))
+    assert dict(g.pred["n0.gpu0"]) == dict(fab.graph.pred["n0.gpu0"])
+
+
+def test_builder_arc_to_a_node_never_added_adds_it():
+    b = FabricBuilder("loose", {})
+    b.gpu("g0")
+    b.arcs[("g0", "x")] = {"capacity": 1.0}  # a generator's arc to a node it did not add
+    b.arcs[("x", "g0")] = {"capacity": 1.0}
+    fab = b.build()
+    assert list(fab.graph.nodes) == ["g0", "x"]
+    assert fab.graph["x"]["g0"] == {"capacity": 1.0} and fab.graph.has_edge("g0", "x")
+
+
+def test_hierarchy_partitions_read_once_per_arrays_in_a_row():
+    fab = fo.cluster("dgx_h100", 2, "clos", radix=8)
+    with unchanged(fab):
+        ga = GraphArrays.from_fabric(fab)
+        first, again = hierarchy_partitions(fab, ga), hierarchy_partitions(fab, ga)
+        assert all(a is b for a, b in zip(first, again, strict=True))
+        assert not any(p.flags.writeable for p in first)
+    fresh = _read_partitions(fab, GraphArrays.from_fabric(fab))
+    assert len(fresh) == len(first)
+    assert all(np.array_equal(a, b) for a, b in zip(first, fresh, strict=True))
+    # The first partition leaves every node alone (an endpoint's own links).
+    assert len(np.unique(first[0])) == fab.graph.number_of_nodes()
