@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
-from itertools import chain, count
 from dataclasses import dataclass
+from itertools import chain, count
 from operator import methodcaller
 from typing import Any
 

@@ -582,10 +582,15 @@ def _solve(model: _FullPhaseOne | _SymmetricPhaseOne, backend: str,
     return out
 
 
+def _per_arc(ga: GraphArrays, values: Any) -> dict[tuple[Hashable, Hashable], float]:
+    """``values`` (one per arc) keyed by arc, as Python floats (``tolist`` converts them in
+    C; a ``float`` call per arc was a tenth of the two-phase rate on a 24,576-GPU cluster)."""
+    return dict(zip(ga.arcs, np.asarray(values, dtype=float).tolist(), strict=True))
+
+
 def _valiant_result(out: dict[str, Any], ga: GraphArrays, hubs: tuple[Hashable, ...], n: int,
            method: str, start: float, level: int | None) -> ValiantBound:
-    load = {} if out["load"] is None else dict(zip(ga.arcs, map(float, out["load"]),
-                                                   strict=True))
+    load = {} if out["load"] is None else _per_arc(ga, out["load"])
     return ValiantBound(float(out["rate"]), out["status"], method, hubs, n, out["overload"],
                         out["residual"], time.perf_counter() - start, out["message"], load,
                         level)
@@ -706,12 +711,12 @@ def _with_stage(result: ValiantBound, stage: _Stage | None, ga: GraphArrays) -> 
     if stage.side is not None:
         result.cut = frozenset(ga.nodes[i] for i in np.flatnonzero(stage.side))
     if stage.lengths is not None:
-        result.lengths = dict(zip(ga.arcs, map(float, stage.lengths), strict=True))
+        result.lengths = _per_arc(ga, stage.lengths)
     if stage.load is not None and stage.rate > result.rate_gbps:
         result.rate_gbps, result.max_overload = stage.rate, stage.overload
         result.method = "bounds"  # the rate is the stage's proof, not the solve's
         result.max_residual = stage.residual
-        result.load_gbps = dict(zip(ga.arcs, map(float, stage.load), strict=True))
+        result.load_gbps = _per_arc(ga, stage.load)
         result.message = (f"{result.message}; the bounds stage's WCMP rate is higher "
                           "and is kept").lstrip("; ")
     return result
