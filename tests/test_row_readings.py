@@ -94,3 +94,21 @@ def test_hierarchy_partitions_read_once_per_arrays_in_a_row():
     assert all(np.array_equal(a, b) for a, b in zip(first, fresh, strict=True))
     # The first partition leaves every node alone (an endpoint's own links).
     assert len(np.unique(first[0])) == fab.graph.number_of_nodes()
+
+
+# DGX H100: NVSwitch 3 chips with 8 GPUs per domain; GB200 NVL72: NVSwitch 4 with 72; a
+# ring has no NVSwitch (catalog systems by chip and domain size: cost/systems.py).
+@pytest.mark.parametrize(("fab", "expected"), [
+    (fo.ring(4), None), (fo.dgx_h100(), "dgx_h100"), (fo.gb200_nvl72(), "gb200_nvl72"),
+    (fo.cluster("dgx_h100", 2, "clos", radix=8), "dgx_h100")], ids=lambda x: str(x)[:20])
+def test_server_system_on_arrays_is_the_walks(fab, expected, monkeypatch):
+    from fabricopt.cost import systems
+    from fabricopt.errors import InvalidFabricError
+
+    on_arrays = systems.server_system(fab)
+
+    def refuse(fab):
+        raise InvalidFabricError("arrays refused")  # as for a self-loop: the walk answers
+
+    monkeypatch.setattr(systems.GraphArrays, "from_fabric", refuse)
+    assert on_arrays == systems.server_system(fab) == expected
