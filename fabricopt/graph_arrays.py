@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
-from itertools import chain, count
+from itertools import chain, count, repeat
 from operator import methodcaller
 from typing import Any
 
+import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
@@ -67,10 +68,17 @@ class GraphArrays:
         g = fab.graph
         nodes = list(g.nodes)
         index = {v: i for i, v in enumerate(nodes)}
-        # One pass over networkx's views (microseconds per arc); the rest in C-level maps.
-        edges = list(g.edges(data=True))
-        m = len(edges)
-        tails, heads, data = zip(*edges, strict=True) if m else ((), (), ())
+        if type(g) is nx.DiGraph:
+            # The adjacency dicts g.edges walks, in its order, read by C-level maps (the
+            # view's generator was a third of this reading on a 24,576-GPU cluster).
+            succ = g._succ
+            tails = list(chain.from_iterable(map(repeat, succ, map(len, succ.values()))))
+            heads = list(chain.from_iterable(succ.values()))
+            data = list(chain.from_iterable(map(dict.values, succ.values())))
+        else:  # One pass over networkx's views (microseconds per arc).
+            edges = list(g.edges(data=True))
+            tails, heads, data = map(list, zip(*edges, strict=True)) if edges else ([], [], [])
+        m = len(data)
         arcs = list(zip(tails, heads, strict=True))
         tail = np.fromiter(map(index.__getitem__, tails), dtype=np.int64, count=m)
         head = np.fromiter(map(index.__getitem__, heads), dtype=np.int64, count=m)

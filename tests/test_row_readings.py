@@ -112,3 +112,17 @@ def test_server_system_on_arrays_is_the_walks(fab, expected, monkeypatch):
 
     monkeypatch.setattr(systems.GraphArrays, "from_fabric", refuse)
     assert on_arrays == systems.server_system(fab) == expected
+
+
+def test_arrays_read_off_the_adjacency_are_the_edge_views():
+    fab = fo.cluster("dgx_h100", 2, "clos", radix=8)
+
+    class Sub(nx.DiGraph):  # not a plain DiGraph: read through g.edges(data=True)
+        pass
+
+    fast = GraphArrays._read(fab)
+    viewed = GraphArrays._read(fo.Fabric(Sub(fab.graph), fab.endpoints, fab.name))
+    assert fast.arcs == viewed.arcs == list(fab.graph.edges)
+    assert fast.tiers == viewed.tiers
+    for name in ("tail", "head", "capacity"):
+        assert np.array_equal(getattr(fast, name), getattr(viewed, name))
