@@ -126,3 +126,46 @@ def test_arrays_read_off_the_adjacency_are_the_edge_views():
     assert fast.tiers == viewed.tiers
     for name in ("tail", "head", "capacity"):
         assert np.array_equal(getattr(fast, name), getattr(viewed, name))
+
+
+def _odd_summary_fabric():
+    g = nx.DiGraph()
+    g.add_edge("a", "b", capacity=10, links=2, tech=None)   # int capacity, tech None
+    g.add_edge("b", "a", capacity=10.0, tier=None)          # tier None: str "None"
+    g.add_edge("b", "c", capacity=5, tier="x")              # one way: counted alone
+    g.add_edge(1, "a", capacity=1.5, tier="x", links=3.0)   # an int node: reprs sort
+    g.add_edge("a", 1, capacity=1.5, tier="x", links=3.0)
+    return fo.Fabric(g, ["a", "c"], "odd")
+
+
+@pytest.mark.parametrize("fab", [fo.ring(5), fo.superpod(1), fo.gb200_nvl72(),
+                                 fo.cluster("dgx_h100", 2, "clos", radix=8),
+                                 _odd_summary_fabric()], ids=lambda f: f.name)
+def test_link_totals_on_arrays_are_the_arc_by_arc_totals(fab):
+    from fabricopt.fabric import _link_totals, _link_totals_on_arrays
+
+    slow, fast = _link_totals(fab), _link_totals_on_arrays(fab)
+    for a, b in zip(slow[:3], fast[:3], strict=True):
+        assert dict(a) == b and list(a) == list(b)  # same totals, tiers in the same order
+    assert [slow[3][e] for e in fab.endpoints] == [fast[3][e] for e in fab.endpoints]
+
+
+def test_odd_fabric_totals():
+    # a<->b is one link (2 links, tier of the arc a->b: "link" by default); b->c alone (1
+    # link); 1<->a one bundle of 3. The arc counted is the one whose ends' reprs sort first:
+    # "'a'" < "'b'" and "'a'" < "1" (a quote sorts before a digit): a->b and a->1 count.
+    # So "link": 2 links, 10 Gb/s, tech None; "x": 1 + 3 links, 5 + 1.5 Gb/s, no tech.
+    from fabricopt.fabric import _link_totals_on_arrays
+
+    links, capacity, techs, _ = _link_totals_on_arrays(_odd_summary_fabric())
+    assert links == {"link": 2, "x": 4} and capacity == {"link": 10.0, "x": 6.5}
+    assert techs == {"link": {"None"}, "x": {""}}
+
+
+def test_a_self_loop_is_left_to_the_arc_by_arc_count():
+    from fabricopt.fabric import _link_totals_on_arrays
+
+    fab = fo.ring(4)
+    fab.graph.add_edge("n0", "n0", capacity=1.0)
+    assert _link_totals_on_arrays(fab) is None
+    assert fab.summary().links_by_tier == {"ring": 4}
