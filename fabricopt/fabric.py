@@ -30,9 +30,9 @@ import warnings
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from copy import deepcopy
+from dataclasses import dataclass, field
 from itertools import chain
 from operator import methodcaller
-from dataclasses import dataclass, field
 from typing import Any
 
 import networkx as nx
@@ -41,6 +41,7 @@ import numpy as np
 from ._checks import check_label, check_node_names, did_you_mean
 from ._unchanged import once
 from .errors import InvalidFabricError, InvalidParameterError
+from .graph_arrays import GraphArrays, _first_seen
 from .symmetry_claim import Symmetry
 from .tiers import SCALE_UP_TIERS as SCALE_UP_TIERS  # its old home; tiers.py owns it now
 from .tiers import is_scale_up_arc, tier_of
@@ -447,8 +448,6 @@ def _link_totals_on_arrays(fab: Fabric) -> LinkTotals | None:
     maps over the attribute dicts: the same numbers, summed in the same order, tiers in the
     order the arc-by-arc count meets them. None for a graph the arrays refuse (a self-loop,
     a capacity that is not positive ...): the arc-by-arc count then reports it as before."""
-    from .graph_arrays import GraphArrays, _first_seen  # the arrays module reads tiers.py
-
     g = fab.graph
     if type(g) is not nx.DiGraph:
         return None
