@@ -169,3 +169,48 @@ def test_a_self_loop_is_left_to_the_arc_by_arc_count():
     fab.graph.add_edge("n0", "n0", capacity=1.0)
     assert _link_totals_on_arrays(fab) is None
     assert fab.summary().links_by_tier == {"ring": 4}
+
+
+def _domains_by_union_find(p, red_up):
+    """reduce_domains as it was: participants joined through reducing switches one arc at a
+    time (union-find), grouped in the participants' order."""
+    ga = p.ga
+    is_gpu = np.zeros(ga.n_nodes, dtype=bool)
+    is_gpu[p.gpus] = True
+    to_reduce = is_gpu[ga.tail] & red_up[ga.head]
+    parent = list(range(ga.n_nodes))
+
+    def find(x):
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for a in np.flatnonzero(to_reduce):
+        parent[find(int(ga.tail[a]))] = find(int(ga.head[a]))
+    groups = {}
+    for g in p.gpus.tolist():
+        groups.setdefault(find(g), []).append(g)
+    return list(groups.values())
+
+
+@pytest.mark.parametrize("fab", [fo.cluster("dgx_h100", 2, "clos", radix=8), fo.gb200_nvl72(),
+                                 fo.ring(4)], ids=lambda f: f.name)
+def test_reduce_domains_are_the_union_finds(fab):
+    from fabricopt.collectives.problem import (
+        collective_problem,
+        reduce_domains,
+        reducing_switches,
+    )
+
+    for eps in (fab.endpoints, fab.endpoints[::-2]):  # all, and every other one backwards
+        p = collective_problem(fab, eps)
+        red_up = reducing_switches(p, False)[0]
+        domains, _ = reduce_domains(p, red_up)
+        if red_up.any():
+            assert domains == _domains_by_union_find(p, red_up)
+        else:
+            assert domains == []  # a ring has no reducing switch
+    # Two DGX H100 servers: two domains of 8 GPUs (their NVSwitches reduce).
+    if fab.name.startswith("cluster"):
+        p = collective_problem(fab, fab.endpoints)
+        assert [len(d) for d in reduce_domains(p, reducing_switches(p, False)[0])[0]] == [8, 8]

@@ -11,6 +11,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from ..analysis.cuts import PairCuts, cut_capacity, min_cut
 from ..errors import InvalidFabricError
@@ -233,20 +235,15 @@ def reduce_domains(p: Problem, red_up: np.ndarray) -> tuple[list[list[int]], flo
     to_reduce = is_gpu[ga.tail] & red_up[ga.head]
     if not to_reduce.any():
         return [], 0.0
-    # Union participants through the reduce switches they touch.
-    parent = list(range(ga.n_nodes))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a in np.flatnonzero(to_reduce):
-        parent[find(int(ga.tail[a]))] = find(int(ga.head[a]))
+    # Join participants through the reduce switches they touch: components of those arcs
+    # (a participant without one is alone), in the participants' order.
+    n = ga.n_nodes
+    joined = sp.csr_matrix((np.ones(int(to_reduce.sum())),
+                            (ga.tail[to_reduce], ga.head[to_reduce])), shape=(n, n))
+    component = connected_components(joined, directed=True, connection="weak")[1]
     groups: dict[int, list[int]] = {}
-    for g in p.gpus:
-        groups.setdefault(find(int(g)), []).append(int(g))
+    for g, c in zip(p.gpus.tolist(), component[p.gpus].tolist(), strict=True):
+        groups.setdefault(c, []).append(g)
     bw = np.bincount(ga.tail[to_reduce], weights=ga.capacity[to_reduce], minlength=ga.n_nodes)
     return list(groups.values()), float(bw[p.gpus].min())
 
