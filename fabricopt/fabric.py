@@ -31,13 +31,17 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from copy import deepcopy
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import methodcaller
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from ._checks import check_label, check_node_names, did_you_mean
 from ._unchanged import once
 from .errors import InvalidFabricError, InvalidParameterError
+from .graph_arrays import GraphArrays, _first_seen
 from .symmetry_claim import Symmetry
 from .tiers import SCALE_UP_TIERS as SCALE_UP_TIERS  # its old home; tiers.py owns it now
 from .tiers import is_scale_up_arc, tier_of
@@ -303,8 +307,7 @@ class Fabric:
                 out.append(f"arc {u!r}->{v!r}: links must be a whole number >= 1 of physical "
                            f"links, got {d['links']!r}")
             cap = d.get("capacity")
-            if (isinstance(cap, bool) or not isinstance(cap, numbers.Real)
-                    or not math.isfinite(cap) or cap <= 0):
+            if not _is_capacity(cap):
                 out.append(f"arc {u!r}->{v!r}: capacity must be a finite number > 0 Gb/s, "
                            f"got {cap!r}")
             if not g.has_edge(v, u):
@@ -373,23 +376,8 @@ class Fabric:
         g = self.graph
         roles = Counter(d.get("role") for _, d in g.nodes(data=True))
         layers = Counter(d.get("layer") for _, d in g.nodes(data=True))
-        links: dict[str, int] = defaultdict(int)
-        capacity: dict[str, float] = defaultdict(float)
-        techs: dict[str, set[str]] = defaultdict(set)
-        out_gbps: dict[Hashable, float] = defaultdict(float)
-        label = {v: repr(v) for v in g}  # one repr per node, not two per arc
-        for u, v, d in g.edges(data=True):
-            if u == v:  # a self-loop joins no two devices: no link (problems() reports it)
-                continue
-            cap = _arc_gbps(self.name, u, v, d)
-            out_gbps[u] += cap
-            # A link is two arcs: count it once, by the arc whose ends sort first.
-            if g.has_edge(v, u) and label[u] > label[v]:
-                continue
-            tier = tier_of(d)
-            links[tier] += int(d.get("links", 1))
-            capacity[tier] += cap
-            techs[tier].add(str(d.get("tech", "")))
+        totals = _link_totals_on_arrays(self)
+        links, capacity, techs, out_gbps = totals if totals else _link_totals(self)
         inj = [out_gbps[e] for e in self.endpoints]
         return FabricSummary(
             name=self.name,
@@ -426,6 +414,73 @@ class Removed:
         return sum(n for _, _, n in self.links)
 
 
+LinkTotals = tuple[dict[str, int], dict[str, float], dict[str, set[str]],
+                   Mapping[Hashable, float]]
+
+
+def _link_totals(fab: Fabric) -> LinkTotals:
+    """Links, capacity and techs per tier (a link is two arcs: counted once, by the arc whose
+    ends' reprs sort first), and the capacity out of every node: what
+    :meth:`Fabric.summary` reports, one arc at a time."""
+    g = fab.graph
+    links: dict[str, int] = defaultdict(int)
+    capacity: dict[str, float] = defaultdict(float)
+    techs: dict[str, set[str]] = defaultdict(set)
+    out_gbps: dict[Hashable, float] = defaultdict(float)
+    label = {v: repr(v) for v in g}  # one repr per node, not two per arc
+    for u, v, d in g.edges(data=True):
+        if u == v:  # a self-loop joins no two devices: no link (problems() reports it)
+            continue
+        cap = _arc_gbps(fab.name, u, v, d)
+        out_gbps[u] += cap
+        # A link is two arcs: count it once, by the arc whose ends sort first.
+        if g.has_edge(v, u) and label[u] > label[v]:
+            continue
+        tier = tier_of(d)
+        links[tier] += int(d.get("links", 1))
+        capacity[tier] += cap
+        techs[tier].add(str(d.get("tech", "")))
+    return links, capacity, techs, out_gbps
+
+
+def _link_totals_on_arrays(fab: Fabric) -> LinkTotals | None:
+    """:func:`_link_totals` from the fabric's arrays (read once in a study row) and C-level
+    maps over the attribute dicts: the same numbers, summed in the same order, tiers in the
+    order the arc-by-arc count meets them. None for a graph the arrays refuse (a self-loop,
+    a capacity that is not positive ...): the arc-by-arc count then reports it as before."""
+    g = fab.graph
+    if type(g) is not nx.DiGraph:
+        return None
+    try:
+        ga = GraphArrays.from_fabric(fab)
+    except InvalidFabricError:
+        return None
+    n, m = np.int64(ga.n_nodes), ga.n_arcs
+    rank = np.unique(np.array([repr(v) for v in ga.nodes], dtype=object),
+                     return_inverse=True)[1].reshape(-1)
+    code = np.sort(ga.tail * n + ga.head)
+    back = ga.head * n + ga.tail
+    has_reverse = code[np.minimum(np.searchsorted(code, back), max(m - 1, 0))] == back
+    counted = np.flatnonzero(~(has_reverse & (rank[ga.tail] > rank[ga.head]))).tolist()
+    data = list(chain.from_iterable(map(dict.values, g._succ.values())))
+    chosen = list(map(data.__getitem__, counted))
+    tier_code, tiers = _first_seen(list(map(ga.tiers.__getitem__, counted)))
+    counts = np.fromiter(map(int, map(methodcaller("get", "links", 1), chosen)),
+                         dtype=np.int64, count=len(counted))
+    tech_code, techs_seen = _first_seen(list(map(str, map(methodcaller("get", "tech", ""),
+                                                          chosen))))
+    cap = np.bincount(tier_code, weights=ga.capacity[counted], minlength=len(tiers))
+    links = np.zeros(len(tiers), dtype=np.int64)
+    np.add.at(links, tier_code, counts)
+    techs: dict[str, set[str]] = {t: set() for t in tiers}
+    for t, x in set(zip(tier_code.tolist(), tech_code.tolist(), strict=True)):
+        techs[tiers[t]].add(techs_seen[x])
+    out = np.bincount(ga.tail, weights=ga.capacity, minlength=ga.n_nodes)
+    return (dict(zip(tiers, links.tolist(), strict=True)),
+            dict(zip(tiers, cap.tolist(), strict=True)), techs,
+            dict(zip(ga.nodes, out.tolist(), strict=True)))
+
+
 def _arc_gbps(name: str, u: Hashable, v: Hashable, arc: Mapping[str, Any]) -> float:
     """The capacity of arc ``u``->``v`` as a float, or :class:`InvalidFabricError` naming it."""
     cap = arc.get("capacity")
@@ -438,8 +493,21 @@ def _arc_gbps(name: str, u: Hashable, v: Hashable, arc: Mapping[str, Any]) -> fl
     return float(cap)
 
 
+def _is_capacity(cap: Any) -> bool:
+    """True for a finite real number > 0 (bools are not capacities)."""
+    kind = type(cap)
+    if kind is float:  # the usual cases, without the ABC checks below
+        return 0 < cap < math.inf
+    if kind is int:
+        return math.isfinite(cap) and cap > 0
+    return (not isinstance(cap, bool) and isinstance(cap, numbers.Real)
+            and math.isfinite(cap) and cap > 0)
+
+
 def _is_link_count(value: Any) -> bool:
     """True for a whole number >= 1 (an integer, or a float with an integer value)."""
+    if type(value) is int:  # the usual case, without the ABC checks below
+        return math.isfinite(value) and value >= 1
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return False
     return math.isfinite(value) and value >= 1 and float(value).is_integer()

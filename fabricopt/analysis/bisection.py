@@ -39,7 +39,7 @@ from ..flow import max_concurrent_flow
 from ..flow.bounds import hierarchy_partitions, structural_cut_lengths
 from ..flow.valiant import ValiantBound, best_hub_level
 from ..generators.recipe import try_replay
-from ..graph_arrays import GraphArrays
+from ..graph_arrays import GraphArrays, arc_labels
 from ..traffic import all_to_all
 from .cuts import Cut, min_cut, to_integers
 from .failed_bisection import failed_links_lower
@@ -494,6 +494,28 @@ def _best_candidate(ga: GraphArrays, ep_idx: np.ndarray, masks: dict[str, np.nda
     return candidates, best
 
 
+def _hose_fits(fab: Fabric, ga: GraphArrays, hose: ValiantBound, n_endpoints: int) -> bool:
+    """True when ``hose`` can be valiant_rate's answer for ``fab``: as many endpoints, hubs
+    that are nodes, and loads on arcs of the graph within their capacities."""
+    if hose.n_endpoints != n_endpoints or any(h not in fab.graph for h in hose.hubs):
+        return False
+    if list(hose.load_gbps) == ga.arcs:  # valiant_rate lists every arc, in the arrays' order
+        loads = np.fromiter(hose.load_gbps.values(), dtype=float, count=ga.n_arcs)
+        return not bool(np.any(loads > ga.capacity * (1 + 1e-9)))
+    return not any(not fab.graph.has_edge(u, v) or load > fab.graph[u][v]["capacity"] *
+                   (1 + 1e-9) for (u, v), load in hose.load_gbps.items())
+
+
+def _scale_out_injection(fab: Fabric, ga: GraphArrays) -> np.ndarray:
+    """:meth:`Fabric.scale_out_injection_gbps` of every node at once: the capacity of its
+    arcs that are not scale-up, or of all its arcs when it has no other (summed in the
+    graph's order, as the method sums them)."""
+    out = ~arc_labels(fab).scale_up
+    other = np.bincount(ga.tail[out], weights=ga.capacity[out], minlength=ga.n_nodes)
+    every = np.bincount(ga.tail, weights=ga.capacity, minlength=ga.n_nodes)
+    return np.where(other > 0, other, every)
+
+
 def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = None,
                         milp_max_nodes: int = 60, time_limit: float | None = 30.0,
                         seed: int = 0, bounds_first: bool | None = None,
@@ -555,13 +577,10 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     if bounds_first is not None:
         bounds_first = check_bool("bisection_bandwidth", "bounds_first", bounds_first)
     eps = check_endpoint_group("bisection_bandwidth", fab, endpoints)
-    if hose is not None and (hose.n_endpoints != len(eps) or any(
-            h not in fab.graph for h in hose.hubs) or any(
-            not fab.graph.has_edge(u, v) or load > fab.graph[u][v]["capacity"] * (1 + 1e-9)
-            for (u, v), load in hose.load_gbps.items())):
+    ga = GraphArrays.from_fabric(fab)
+    if hose is not None and not _hose_fits(fab, ga, hose, len(eps)):
         raise InvalidParameterError("bisection_bandwidth(): hose must be valiant_rate's "
                                     "answer for this fabric and these endpoints")
-    ga = GraphArrays.from_fabric(fab)
     with np.errstate(over="ignore"):  # the overflow is the answer sought, not a warning
         total = 4 * ga.capacity.sum()  # cut weights and their swaps must stay finite
     if not np.isfinite(total):
@@ -641,7 +660,7 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     bcut = BisectionCut(frozenset(ga.nodes[i] for i in np.flatnonzero(side)), a_eps, b_eps,
                         crossing, float(upper), found_by,
                         sum(int(fab.graph[u][v].get("links", 1)) for u, v in crossing))
-    injection = float(np.mean([fab.scale_out_injection_gbps(e) for e in eps]))
+    injection = float(np.mean(_scale_out_injection(fab, ga)[ep_idx]))
     return BisectionResult(float(lower), float(upper), bool(exact), bcut, n, injection,
                            lower_from, time.perf_counter() - start, candidates,
                            hose.rate_gbps if hose is not None else 0.0)

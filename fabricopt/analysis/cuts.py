@@ -10,6 +10,7 @@ whether it could).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -139,3 +140,60 @@ def min_cut(ga: GraphArrays, sources: np.ndarray, sinks: np.ndarray,
     if sink_caps is not None:
         value += float(np.asarray(sink_caps)[node_side[sinks]].sum())
     return Cut(node_side, value, arcs, exact)
+
+
+class PairCuts:
+    """Minimum cuts between single nodes of one graph, its integer capacities read once.
+
+    :func:`min_cut` rescales the capacities and builds a new sparse graph for every search,
+    which on a 24,576-GPU cluster cost ten times the max-flow itself. Here the graph is built
+    once with capacities capped above ``limit``, the most any pair's cut can be (the caller's
+    bound, e.g. the largest egress or ingress of the nodes it will pair). When the
+    capacities are whole multiples of a common unit the search is exact, and the cut
+    returned is the one :func:`min_cut` returns: capping only changes cuts above the
+    minimum, so the set of minimum cuts, and the one of them reachable from the source in
+    the residual graph, stay the same. Otherwise each pair falls back to :func:`min_cut`.
+
+    >>> import fabricopt as fo
+    >>> ga = GraphArrays.from_fabric(fo.ring(4))
+    >>> a, b = ga.index[fo.ring(4).endpoints[0]], ga.index[fo.ring(4).endpoints[2]]
+    >>> PairCuts(ga, limit=2.0).cut(a, b).capacity   # two 1 Gb/s arcs leave either half
+    2.0
+    """
+
+    def __init__(self, ga: GraphArrays, limit: float) -> None:
+        self.ga = ga
+        ints, top, self.exact = to_integers(ga.capacity, limit, INT_BUDGET)
+        self.graph: sp.csr_matrix | None = None
+        uncapped = np.flatnonzero((ints > 0) & (ints <= top))
+        self.exact &= len(uncapped) > 0
+        if self.exact:
+            # Gb/s per integer unit (every uncapped arc is a whole number of units).
+            self.unit = float(ga.capacity[uncapped[0]]) / int(ints[uncapped[0]])
+            n = ga.n_nodes
+            graph = sp.csr_matrix((ints.astype(np.int64), (ga.tail, ga.head)), shape=(n, n))
+            graph.sum_duplicates()
+            graph.data = graph.data.astype(np.int32)
+            self.graph = graph
+
+    def cut(self, source: int, sink: int, below: float = math.inf) -> Cut | None:
+        """The minimum cut holding ``source`` and not ``sink`` (as :func:`min_cut` finds), or
+        None when its capacity is not below ``below`` (the flow's value, a whole number of
+        units, shows it to within rounding of the unit, so the cut itself is not read
+        off)."""
+        ga = self.ga
+        if self.graph is None:
+            cut = min_cut(ga, np.array([source]), np.array([sink]))
+            return cut if cut.capacity < below else None
+        res = maximum_flow(self.graph, source, sink, method="dinic")
+        if res.flow_value * self.unit >= below * (1 - 1e-12):
+            return None
+        residual = (self.graph - res.flow).tocsr()
+        residual.data[residual.data < 0] = 0
+        residual.eliminate_zeros()
+        order = breadth_first_order(residual, source, directed=True,
+                                    return_predecessors=False)
+        side = np.zeros(ga.n_nodes, dtype=bool)
+        side[order] = True
+        value, arcs = cut_capacity(ga, side)
+        return Cut(side, value, arcs, True)

@@ -12,6 +12,7 @@ import numpy as np
 from .._checks import check_choice, check_positive
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
+from ..graph_arrays import arc_labels
 from .nccl import all_reduce_algorithms, domains_of
 from .problem import Problem, reduce_domains, reducing_switches
 from .results import Bound, bus_factor
@@ -49,8 +50,8 @@ DEFAULT_EFFICIENCY = EFFICIENCY_PROFILES["nvlink4"]
 def profile_for(p: Problem, fab: Fabric) -> tuple[str, dict[str, float]]:
     """The calibrated profile for the participants' scale-up links: by NVLink generation, and
     the rack-scale one when a reducing domain holds more than 8 of them."""
-    techs = {str(fab.graph[u][v].get("tech", "")).lower()
-             for a, (u, v) in enumerate(p.ga.arcs) if p.scale_up_arc[a]}
+    labels = arc_labels(fab)  # in the order of p's arcs (collective_problem)
+    techs = {str(labels.labels[c][1]).lower() for c in np.unique(labels.code[p.scale_up_arc])}
     if any(t.startswith("nvlink5") for t in techs):
         domains, _ = reduce_domains(p, reducing_switches(p, False)[0])
         big = any(len(d) > 8 for d in domains)

@@ -11,13 +11,15 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
-from ..analysis.cuts import cut_capacity, min_cut
+from ..analysis.cuts import PairCuts, cut_capacity, min_cut
 from ..errors import InvalidFabricError
 from ..fabric import Fabric
 from ..flow.symmetric import endpoint_orbits
-from ..graph_arrays import GraphArrays
-from ..tiers import is_scale_up_arc, scale_up_tiers, tier_of
+from ..graph_arrays import GraphArrays, arc_labels
+from ..tiers import tier_of
 from .results import GBPS_TO_BYTES, CutInfo
 
 
@@ -45,17 +47,24 @@ def collective_problem(fab: Fabric, endpoints: Sequence[Hashable], ga: GraphArra
              ) -> Problem:
     ga = GraphArrays.from_fabric(fab) if ga is None else ga
     gpus = np.array([ga.index[e] for e in endpoints])
-    arcs = [fab.graph[u][v] for u, v in ga.arcs]
     orbit_reps = None
     sym = fab.symmetry
     if sym is not None and len(endpoints) == len(fab.endpoints):
         first = np.unique(endpoint_orbits(sym, tuple(endpoints)), return_index=True)[1]
         orbit_reps = gpus[np.sort(first)]
-    reduce_attr = np.array([fab.graph.nodes[v].get("reduce") is True for v in ga.nodes])
-    return Problem(ga, gpus, tuple(endpoints), [tier_of(d) for d in arcs],
-                    scale_up_tiers(arcs), orbit_reps,
-                    np.array([is_scale_up_arc(d) for d in arcs], dtype=bool), reduce_attr,
-                    np.array([fab.graph.nodes[v].get("role") == "switch" for v in ga.nodes]))
+    g = fab.graph
+    # The arrays' arcs and nodes come in the graph's order (GraphArrays.from_fabric): the
+    # labels read in one pass line up with them.
+    up = arc_labels(fab).scale_up
+    tiers = list(ga.tiers) if len(ga.tiers) == ga.n_arcs else [tier_of(g[u][v])
+                                                               for u, v in ga.arcs]
+    up_tiers = frozenset(np.asarray(tiers, dtype=object)[up]) if ga.n_arcs else frozenset()
+    reduce_attr = np.fromiter((r is True for _, r in g.nodes(data="reduce")), dtype=bool,
+                              count=ga.n_nodes)
+    is_switch = np.fromiter((r == "switch" for _, r in g.nodes(data="role")), dtype=bool,
+                            count=ga.n_nodes)
+    return Problem(ga, gpus, tuple(endpoints), tiers, up_tiers, orbit_reps, up, reduce_attr,
+                   is_switch)
 
 
 def check_reduce_attributes(func: str, fab: Fabric) -> None:
@@ -207,10 +216,12 @@ def pair_cut_min(p: Problem, root: int, limit: int = 64) -> tuple[float, np.ndar
         others = others[: min(len(others), limit)]
     elif len(others) > limit:
         others = others[np.linspace(0, len(others) - 1, limit).astype(int)]
+    # No pair's cut exceeds its source's egress: one graph, capped there, serves every pair.
+    cuts = PairCuts(ga, float(egress.max())) if len(others) else None
     for v in others:
         for a, b in ((root, v), (v, root)):
-            cut = min_cut(ga, np.array([a]), np.array([b]))
-            if cut.capacity < best:
+            cut = cuts.cut(int(a), int(b), below=best)
+            if cut is not None and cut.capacity < best:
                 best, best_side = cut.capacity, cut.side
     return best, best_side
 
@@ -224,20 +235,15 @@ def reduce_domains(p: Problem, red_up: np.ndarray) -> tuple[list[list[int]], flo
     to_reduce = is_gpu[ga.tail] & red_up[ga.head]
     if not to_reduce.any():
         return [], 0.0
-    # Union participants through the reduce switches they touch.
-    parent = list(range(ga.n_nodes))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a in np.flatnonzero(to_reduce):
-        parent[find(int(ga.tail[a]))] = find(int(ga.head[a]))
+    # Join participants through the reduce switches they touch: components of those arcs
+    # (a participant without one is alone), in the participants' order.
+    n = ga.n_nodes
+    joined = sp.csr_matrix((np.ones(int(to_reduce.sum())),
+                            (ga.tail[to_reduce], ga.head[to_reduce])), shape=(n, n))
+    component = connected_components(joined, directed=True, connection="weak")[1]
     groups: dict[int, list[int]] = {}
-    for g in p.gpus:
-        groups.setdefault(find(int(g)), []).append(int(g))
+    for g, c in zip(p.gpus.tolist(), component[p.gpus].tolist(), strict=True):
+        groups.setdefault(c, []).append(g)
     bw = np.bincount(ga.tail[to_reduce], weights=ga.capacity[to_reduce], minlength=ga.n_nodes)
     return list(groups.values()), float(bw[p.gpus].min())
 

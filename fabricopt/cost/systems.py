@@ -4,12 +4,15 @@ the cost per token and the network's share of cluster cost price the servers by 
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from ..errors import InvalidFabricError
 from ..fabric import Fabric
+from ..graph_arrays import GraphArrays
 
 __all__ = ["SYSTEMS_BY_SCALE_UP", "server_system"]
 
@@ -28,9 +31,17 @@ def server_system(fab: Fabric) -> str | None:
     ('dgx_h100', None)
     """
     g = fab.graph
-    chips = [v for v, d in g.nodes(data=True) if str(d.get("model", "")).startswith("nvswitch")]
-    if not chips:
+    models = [m for _, m in g.nodes(data="model", default="")]
+    is_chip = np.array([str(m).startswith("nvswitch") for m in models], dtype=bool)
+    if not is_chip.any():
         return None
+    try:
+        ga = GraphArrays.from_fabric(fab)  # shared with the row's other metrics
+    except InvalidFabricError:  # (a self-loop, say): the walk below does without the arrays
+        ga = None
+    if ga is not None:
+        return _system_on_arrays(fab, ga, is_chip, models)
+    chips = [v for v, chip in zip(g.nodes, is_chip, strict=True) if chip]
     endpoints = set(fab.endpoints)
     # Scale-up domains: components of the chips and the endpoints wired to them (arcs read
     # both ways), found on index arrays: a Python search is seconds at 100k GPUs.
@@ -46,7 +57,27 @@ def server_system(fab: Fabric) -> str | None:
     _, label = connected_components(adjacency, directed=True, connection="weak")
     is_endpoint = np.array([v in endpoints for v in index])
     sizes = set(np.bincount(label, weights=is_endpoint).astype(int).tolist())
-    models = {g.nodes[c]["model"] for c in chips}
-    if len(sizes) != 1 or len(models) != 1:
+    chip_models = {g.nodes[c]["model"] for c in chips}
+    if len(sizes) != 1 or len(chip_models) != 1:
         return None
-    return SYSTEMS_BY_SCALE_UP.get((models.pop(), sizes.pop()))
+    return SYSTEMS_BY_SCALE_UP.get((chip_models.pop(), sizes.pop()))
+
+
+def _system_on_arrays(fab: Fabric, ga: GraphArrays, is_chip: np.ndarray,
+                      models: list[Any]) -> str | None:
+    """:func:`server_system` on the fabric's arrays: the same domains (components of the
+    arcs between a chip and a chip or an endpoint), found without a walk per chip."""
+    is_ep = np.zeros(ga.n_nodes, dtype=bool)
+    is_ep[[ga.index[e] for e in fab.endpoints]] = True
+    near = is_chip | is_ep
+    arcs = (is_chip[ga.tail] & near[ga.head]) | (is_chip[ga.head] & near[ga.tail])
+    n = ga.n_nodes
+    adjacency = sp.coo_matrix((np.ones(int(arcs.sum())), (ga.tail[arcs], ga.head[arcs])),
+                              shape=(n, n))
+    _, label = connected_components(adjacency, directed=True, connection="weak")
+    with_chip = np.unique(label[is_chip])
+    sizes = set(np.bincount(label, weights=is_ep, minlength=n)[with_chip].astype(int).tolist())
+    chip_models = {m for m, chip in zip(models, is_chip, strict=True) if chip}
+    if len(sizes) != 1 or len(chip_models) != 1:
+        return None
+    return SYSTEMS_BY_SCALE_UP.get((chip_models.pop(), sizes.pop()))

@@ -29,6 +29,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from .._unchanged import once
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
 from .approx import _CoreGraph
@@ -50,23 +51,39 @@ def hierarchy_partitions(fab: Any, ga: GraphArrays) -> list[np.ndarray]:
     """Partitions of the nodes (a group label per node) from the fabric's hierarchy: every
     node alone, one per attribute of :data:`HIERARCHY_KEYS` present, and one per layer
     closed upward (every network switch of that layer joined with the groups of its
-    neighbours below)."""
+    neighbours below).
+
+    Read once per arrays in a study row (the all-to-all, the two-phase rate and the
+    bisection each ask), and read-only."""
+    # Keyed by the arrays' identity, which the reading holds so the id cannot be reused.
+    held, parts = once(fab, f"hierarchy_partitions {id(ga)}",
+                       lambda: (ga, _read_partitions(fab, ga)))
+    return list(parts) if held is ga else _read_partitions(fab, ga)
+
+
+def _read_partitions(fab: Any, ga: GraphArrays) -> list[np.ndarray]:
     g = fab.graph
     n = ga.n_nodes
     out: list[np.ndarray] = [np.arange(n)]  # every node alone: an endpoint's own links
     server = None
+
+    def attribute(key: str, default: Any = None) -> list[Any]:
+        # In the arrays' node order (ga.nodes is list(g.nodes)), one view pass per key.
+        return [x for _, x in g.nodes(data=key, default=default)]
+
+    nodes_of = attribute("node")
     for key in HIERARCHY_KEYS:
-        values = [g.nodes[v].get(key) for v in ga.nodes]
+        values = nodes_of if key == "node" else attribute(key)
         if all(x is None for x in values):
             continue
         label = _labels(values)
         out.append(label)
         if key == "node":
             server = label
-    layer = np.array([g.nodes[v].get("layer", 0) or 0 for v in ga.nodes], dtype=float)
+    layer = np.array([x or 0 for x in attribute("layer", 0)], dtype=float)
     # The server is the first group; network switches (no ``node``) join layer by layer.
     rows, cols = [np.arange(n)], [np.arange(n) if server is None else _first_of(server)]
-    network = np.array([g.nodes[v].get("node") is None for v in ga.nodes])
+    network = np.array([x is None for x in nodes_of], dtype=bool)
     for level in np.unique(layer[network & (layer > 0)]):
         down = network[ga.tail] & (layer[ga.tail] == level) & (layer[ga.head] < level)
         rows.append(ga.tail[down])
@@ -74,16 +91,16 @@ def hierarchy_partitions(fab: Any, ga: GraphArrays) -> list[np.ndarray]:
         joined = sp.csr_matrix((np.ones(sum(len(r) for r in rows)),
                                 (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
         out.append(connected_components(joined, directed=False)[1])
+    for label in out:
+        label.flags.writeable = False
     return out
 
 
 def _labels(values: list[Hashable]) -> np.ndarray:
     """A group id per node from its attribute value; nodes without one are alone."""
     ids: dict[Hashable, int] = {}
-    label = np.empty(len(values), dtype=np.int64)
-    for i, x in enumerate(values):
-        label[i] = ids.setdefault(("value", x) if x is not None else ("alone", i), len(ids))
-    return label
+    return np.array([ids.setdefault(("value", x) if x is not None else ("alone", i), len(ids))
+                     for i, x in enumerate(values)], dtype=np.int64).reshape(len(values))
 
 
 def _first_of(label: np.ndarray) -> np.ndarray:
@@ -235,8 +252,9 @@ def pxn_entries(g: _CoreGraph, domain: np.ndarray, rail: np.ndarray, live: np.nd
     """The scale-out ``demand`` (K x n) entry by entry as PXN sends it, around failed links.
 
     Returns ``(k, t, relay, amount)`` for
-    :func:`~fabricopt.flow.tor_routing.route_by_attach_lp` and the last hops ``(k, stand_in, t, amount)`` still to go over the scale-up links. A
-    pair enters the scale-out network at the member of its source's domain on the target's
+    :func:`~fabricopt.flow.tor_routing.route_by_attach_lp` and the last hops
+    ``(k, stand_in, t, amount)`` still to go over the scale-up links. A pair enters the
+    scale-out network at the member of its source's domain on the target's
     rail (:func:`rail_relays`). Where that member or the target lost its scale-out link
     (``live`` False), the pair is split evenly: over the target domain's live members on
     rails the source's domain kept too (each a *stand-in* the pair reaches, then hops over

@@ -223,8 +223,7 @@ class OrbitClasses:
 
 def arc_orbits(ga: GraphArrays, symmetry: Any) -> np.ndarray:
     """Dense orbit ids (0..k-1) of the arcs of ``ga`` under a symmetry claim."""
-    arc_orbit = symmetry.arc_orbit
-    return _relabel(np.fromiter((arc_orbit[a] for a in ga.arcs), dtype=np.int64,
+    return _relabel(np.fromiter(map(symmetry.arc_orbit.__getitem__, ga.arcs), dtype=np.int64,
                                 count=ga.n_arcs))
 
 

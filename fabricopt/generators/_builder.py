@@ -122,13 +122,23 @@ class FabricBuilder:
         """The finished Fabric, with a symmetry claim when ``symmetric`` is True."""
         g = nx.DiGraph()
         g.add_nodes_from(self.nodes.items())
-        g.add_edges_from((u, v, d) for (u, v), d in self.arcs.items())
+        # The arcs go into networkx's adjacency directly, each attribute dict handed over
+        # (the builder made every one and keeps none): add_edges_from copies each dict and
+        # checks each node, most of the build on a 24,576-GPU cluster. Same order, same graph.
+        succ, pred = g._succ, g._pred
+        try:
+            for (u, v), d in self.arcs.items():
+                succ[u][v] = d
+                pred[v][u] = d
+        except KeyError:  # an arc to a node never added: networkx adds it, as it always did
+            g.add_edges_from((u, v, d) for (u, v), d in self.arcs.items())
         symmetry = None
         eps = self.endpoints
         if symmetric:
             names = sorted(set(self.orbit.values()))
             index = {name: i for i, name in enumerate(names)}
-            symmetry = Symmetry({arc: index[label] for arc, label in self.orbit.items()},
+            symmetry = Symmetry(dict(zip(self.orbit, map(index.__getitem__,
+                                                          self.orbit.values()), strict=True)),
                                 group, g.number_of_nodes(), g.number_of_edges(),
                                 frozenset(eps), tuple(names))
         return Fabric(g, eps, self.name, self.params, symmetry)

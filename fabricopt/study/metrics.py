@@ -82,6 +82,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._gc import frozen_gc
 from .._unchanged import forget, unchanged
 from ..analysis.bisection import bisection_bandwidth
 from ..analysis.failure_study import failure_metrics
@@ -407,7 +408,9 @@ def compute_metrics(fab: Fabric, names: Mapping[str, Any] | tuple | list,
     (1.5, True)
     """
     row = {} if row is None else row
-    with unchanged(fab):  # the named metrics leave the fabric as it is: one reading of it
+    # The named metrics leave the fabric as it is: one reading of it; and the collector's
+    # full passes skip the fabric's objects, alive through the row (fabricopt._gc).
+    with unchanged(fab), frozen_gc():
         for metric in names:
             if isinstance(metric, str):
                 values = METRICS[metric].compute(fab, ctx)

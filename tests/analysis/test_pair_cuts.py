@@ -1,0 +1,110 @@
+"""PairCuts (one integer graph for many single-node cuts) against min_cut, which builds its
+graph anew for every pair, and pair_cut_min against every GPU pair.
+
+Why they agree: capping an arc above ``limit`` (no pair's cut exceeds it) only changes cuts
+that already exceed the minimum, so the minimum cuts, and the one reachable from the source
+in the residual graph, are the same (analysis/cuts.py, PairCuts).
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy.sparse.csgraph import maximum_flow
+
+import fabricopt as fo
+from fabricopt.analysis.cuts import PairCuts, cut_capacity, min_cut
+from fabricopt.collectives.problem import collective_problem, pair_cut_min
+from fabricopt.graph_arrays import GraphArrays
+
+SMALL = [fo.ring(5), fo.leaf_spine(2, 2, 3), fo.cluster("dgx_h100", 2, "clos", radix=8)]
+
+
+def _endpoint_pairs(fab, ga, most=40):
+    idx = [ga.index[e] for e in fab.endpoints]
+    return list(itertools.permutations(idx, 2))[:most]
+
+
+@pytest.mark.parametrize("fab", SMALL, ids=lambda f: f.name)
+def test_the_same_cut_as_min_cut_for_every_pair(fab):
+    ga = GraphArrays.from_fabric(fab)
+    egress = np.bincount(ga.tail, weights=ga.capacity, minlength=ga.n_nodes)
+    cuts = PairCuts(ga, float(egress.max()))  # no cut out of one node exceeds its egress
+    assert cuts.exact  # whole multiples of one unit: the search is exact
+    for a, b in _endpoint_pairs(fab, ga):
+        ref = min_cut(ga, np.array([a]), np.array([b]))
+        got = cuts.cut(a, b)
+        assert np.array_equal(got.side, ref.side)
+        assert got.capacity == ref.capacity
+        # Certificate: a set holding a and not b, whose arcs out add up to the capacity,
+        # which the max-flow meets (max-flow min-cut).
+        assert got.side[a] and not got.side[b]
+        assert cut_capacity(ga, got.side)[0] == got.capacity
+        flow = maximum_flow(cuts.graph, a, b).flow_value * cuts.unit
+        assert flow == pytest.approx(got.capacity, rel=1e-12)
+
+
+def test_below_skips_exactly_the_cuts_that_cannot_improve():
+    fab = SMALL[2]
+    ga = GraphArrays.from_fabric(fab)
+    cuts = PairCuts(ga, 1e6)
+    for a, b in _endpoint_pairs(fab, ga, most=20):
+        value = min_cut(ga, np.array([a]), np.array([b])).capacity
+        # Equal is not below: the caller keeps the cut it has.
+        assert cuts.cut(a, b, below=value) is None
+        assert cuts.cut(a, b, below=value * 1.01).capacity == value
+
+
+def test_capacities_off_a_common_grid_fall_back_to_min_cut():
+    fab = fo.ring(4)
+    for u, v in fab.graph.edges:
+        fab.graph[u][v]["capacity"] = 1.0 / 3.0  # no whole unit on the 1e-6 grid
+    ga = GraphArrays.from_fabric(fab)
+    cuts = PairCuts(ga, 10.0)
+    assert not cuts.exact and cuts.graph is None
+    a, b = ga.index[fab.endpoints[0]], ga.index[fab.endpoints[2]]
+    ref = min_cut(ga, np.array([a]), np.array([b]))
+    got = cuts.cut(a, b)
+    assert np.array_equal(got.side, ref.side) and got.capacity == ref.capacity
+
+
+def _pair_cut_min_by_min_cut(p, root):
+    """pair_cut_min as it was: min_cut per pair (every GPU: limit above their number)."""
+    ga, gpus = p.ga, p.gpus
+    egress = np.bincount(ga.tail, weights=ga.capacity, minlength=ga.n_nodes)[gpus]
+    ingress = np.bincount(ga.head, weights=ga.capacity, minlength=ga.n_nodes)[gpus]
+    best, side = float(min(egress.min(), ingress.min())), None
+    for v in gpus[gpus != root]:
+        for a, b in ((root, v), (v, root)):
+            cut = min_cut(ga, np.array([a]), np.array([b]))
+            if cut.capacity < best:
+                best, side = cut.capacity, cut.side
+    return best, side
+
+
+@pytest.mark.parametrize("fab", SMALL, ids=lambda f: f.name)
+def test_pair_cut_min_is_the_least_cut_between_any_two_gpus(fab):
+    p = collective_problem(fab, fab.endpoints)
+    root = int(p.gpus[0])
+    value, side = pair_cut_min(p, root, limit=len(p.gpus))
+    ref_value, ref_side = _pair_cut_min_by_min_cut(p, root)
+    assert value == ref_value
+    assert (side is None) == (ref_side is None)
+    if side is not None:
+        assert np.array_equal(side, ref_side)
+    # Any cut between two GPUs x, y separates the root from one of them, so the least over
+    # every pair is the least over pairs with the root (both directions).
+    every = min(min_cut(p.ga, np.array([x]), np.array([y])).capacity
+                for x, y in itertools.permutations(p.gpus.tolist(), 2))
+    egress = np.bincount(p.ga.tail, weights=p.ga.capacity, minlength=p.ga.n_nodes)[p.gpus]
+    assert value == min(every, float(egress.min()))
+
+
+def test_two_servers_are_split_at_their_nics():
+    # Two DGX H100 (8 GPUs, 18 NVLink4 links of 200 Gb/s each, 400 Gb/s NIC per GPU): a
+    # server's NICs, 8 x 400 = 3,200 Gb/s, are less than one GPU's 18 x 200 + 400 = 4,000.
+    fab = SMALL[2]
+    p = collective_problem(fab, fab.endpoints)
+    value, side = pair_cut_min(p, int(p.gpus[0]))
+    assert value == 3200.0
+    assert side is not None and int(side[p.gpus].sum()) == 8

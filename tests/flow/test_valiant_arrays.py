@@ -1,0 +1,66 @@
+"""The two-phase rate's arrays: each arc's reverse (sorted arc codes) and the dead-end peeling
+(unique link codes), against the plain constructions they replaced."""
+
+import networkx as nx
+import numpy as np
+import pytest
+
+import fabricopt as fo
+from fabricopt.flow.valiant import _dead_ends, _reverse_arcs
+from fabricopt.graph_arrays import GraphArrays
+
+
+def _reverse_by_dict(ga):
+    index = {arc: a for a, arc in enumerate(ga.arcs)}
+    rev = np.array([index.get((v, u), -1) for u, v in ga.arcs], dtype=np.int64)
+    return None if np.any(rev < 0) else rev
+
+
+def _dead_by_walk(ga, keep):
+    """Peel nodes outside ``keep`` with at most one neighbour until none is left."""
+    nbrs = {v: set() for v in range(ga.n_nodes)}
+    for u, v in zip(ga.tail.tolist(), ga.head.tolist(), strict=True):
+        if u != v:
+            nbrs[u].add(v)
+            nbrs[v].add(u)
+    alive, keep = set(range(ga.n_nodes)), set(keep.tolist())
+    while drop := {v for v in alive - keep if len(nbrs[v] & alive) <= 1}:
+        alive -= drop
+    return np.array([v not in alive for v in range(ga.n_nodes)])
+
+
+def _with_spur():
+    fab = fo.leaf_spine(2, 2, 2)
+    g = fab.graph.copy()
+    for u, v in (("spine0", "x"), ("x", "y")):  # a chain hung off a spine: dead ends
+        g.add_edge(u, v, capacity=100.0)
+        g.add_edge(v, u, capacity=100.0)
+    g.nodes["x"]["role"] = g.nodes["y"]["role"] = "switch"
+    return fo.Fabric(g, fab.endpoints, "spur")
+
+
+@pytest.mark.parametrize("fab", [fo.ring(5), fo.fat_tree(4), _with_spur(),
+                                 fo.cluster("dgx_h100", 2, "clos", radix=8)],
+                         ids=lambda f: f.name)
+def test_reverse_arcs_and_dead_ends_match_the_plain_constructions(fab):
+    ga = GraphArrays.from_fabric(fab)
+    rev = _reverse_arcs(ga)
+    assert np.array_equal(rev, _reverse_by_dict(ga))
+    assert np.array_equal(ga.tail[rev], ga.head) and np.array_equal(ga.head[rev], ga.tail)
+    keep = np.array([ga.index[e] for e in fab.endpoints])
+    assert np.array_equal(_dead_ends(ga, keep), _dead_by_walk(ga, keep))
+
+
+def test_spur_is_peeled():
+    ga = GraphArrays.from_fabric(_with_spur())
+    dead = _dead_ends(ga, np.array([ga.index[e] for e in _with_spur().endpoints]))
+    assert {ga.nodes[i] for i in np.flatnonzero(dead)} == {"x", "y"}
+
+
+def test_a_one_way_arc_has_no_reverse():
+    g = nx.DiGraph()
+    g.add_edge("a", "b", capacity=1.0)
+    g.add_edge("b", "a", capacity=1.0)
+    g.add_edge("b", "c", capacity=1.0)
+    ga = GraphArrays.from_fabric(fo.Fabric(g, ["a", "c"], "one way"))
+    assert _reverse_arcs(ga) is None and _reverse_by_dict(ga) is None
