@@ -633,7 +633,8 @@ def _add_optimize(sub: Any) -> None:
                      help="design file to write the best design to, with one search file "
                      "(default: <search file stem>-best.toml in the current directory)")
     opt.add_argument("--all", action="store_true",
-                     help="print every candidate with the reason it was pruned")
+                     help="print every candidate: why it was pruned, or what it delivered and whether it "
+                     "meets the constraints")
     opt.add_argument("--time-limit", type=float, default=None, help="seconds per flow solve")
     opt.add_argument("--full-front", action="store_true",
                      help="evaluate and print the front past the best design (dearer, faster "
@@ -662,6 +663,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _evaluated_figures(row: dict[str, Any]) -> str:
+    """What an evaluated candidate of ``optimize --all`` delivered and whether it meets the
+    constraints (the reason it is not the best, when it is not)."""
+    short = row.get("shortfall") or {}
+    verdict = ("meets every constraint" if row.get("meets") else
+               "; ".join(f"{k} misses by {v:.1%}" for k, v in short.items())
+               or "constraints not decided")
+    return (f"{row['capex_usd']:,.0f} USD, all-to-all {row['all_to_all_gbps_per_gpu']:,.1f} "
+            f"Gb/s per GPU; {verdict}")
+
+
 def _cmd_optimize(args: argparse.Namespace) -> int:
 
     if args.output and len(args.targets) > 1:
@@ -682,7 +694,8 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
             print("")
             for r in res.rows:
                 print(f"{r['name']}: {r['outcome']}"
-                      + (f" ({r['reason']})" if r["reason"] else ""))
+                      + (f" ({r['reason'] or _evaluated_figures(r)})"
+                         if r["reason"] or r["outcome"] == "evaluated" else ""))
         if res.best is None:
             code = 1
             continue
