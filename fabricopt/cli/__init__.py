@@ -633,8 +633,8 @@ def _add_optimize(sub: Any) -> None:
                      help="design file to write the best design to, with one search file "
                      "(default: <search file stem>-best.toml in the current directory)")
     opt.add_argument("--all", action="store_true",
-                     help="print every candidate: why it was pruned, or what it delivered and whether it "
-                     "meets the constraints")
+                     help="print every candidate: why it was pruned, or what it delivered "
+                     "and whether it meets the constraints")
     opt.add_argument("--time-limit", type=float, default=None, help="seconds per flow solve")
     opt.add_argument("--full-front", action="store_true",
                      help="evaluate and print the front past the best design (dearer, faster "
