@@ -8,11 +8,11 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._checks import did_you_mean
 from ..analysis.failure_distribution import FailureDistribution, failure_distribution
 from ..analysis.failure_models import GroupFailures, Independent, groups_by
 from ..analysis.failures import failure_sweep
 from ..analysis.single_failures import FailureTable, criticality, cutting_set, single_failures
-from .._checks import did_you_mean
 from ..cost.layout import place
 from ..errors import FabricOptError
 from ..fabric import Fabric
