@@ -158,6 +158,10 @@ def test_bad_input_is_rejected_before_work():
         fo.criticality(fo.ring(4), tiers="spine")
     with pytest.raises(fo.InvalidParameterError, match="fraction"):
         fo.cutting_set(fo.ring(4), 1.5)
+    # A misspelt tier gets the nearest of the fabric's tiers (fat_tree: gpu-leaf, leaf-spine,
+    # spine-core), as every other misspelt name does.
+    with pytest.raises(fo.InvalidParameterError, match="did you mean 'spine-core'"):
+        fo.failure_sweep(fo.fat_tree(4), [0.1], tiers=["spine-cor"])
 
 
 def test_a_shared_intact_solve_gives_the_same_table():
