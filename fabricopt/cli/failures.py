@@ -17,6 +17,7 @@ from ..cost.layout import place
 from ..errors import FabricOptError
 from ..fabric import Fabric
 from ..plot.failures import plot_criticality, plot_failure_distribution
+from .words import seconds_arg
 
 FAILURE_MODES = ("n-1", "criticality", "cut", "sweep", "random", "groups")
 
@@ -56,7 +57,7 @@ def add_failures_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[F
                     "node attribute such as su or plane (default racks)")
     fl.add_argument("--trials", type=int, default=100, help="random draws (default 100)")
     fl.add_argument("--seed", type=int, default=1, help="seed of the draws (default 1)")
-    fl.add_argument("--time-limit", type=float, default=None,
+    fl.add_argument("--time-limit", type=seconds_arg, default=None,
                     help="seconds per solve (a solve stopped by it keeps its certified "
                     "bracket, and the command exits 1)")
     fl.add_argument("--metrics", default="", metavar="routed,bisection",
