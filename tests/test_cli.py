@@ -89,6 +89,10 @@ def test_bad_input_exits_2_with_a_message(argv, message, capsys):
     (["solv", "ring", "n=4"], "unknown command 'solv' (did you mean 'solve'?)"),
     # The rule, not "must be a size in bytes".
     (["solve", "ring", "n=4", "--message-bytes", "0"], "a size must be > 0"),
+    # The flag, not the solver function the user never typed (max_concurrent_flow()).
+    (["solve", "ring", "n=4", "--time-limit", "0"],
+     "argument --time-limit: must be a number of seconds > 0 (e.g. 60 or 0.5); got '0'"),
+    (["failures", "ring", "n=4", "--time-limit", "soon"], "argument --time-limit: must be"),
 ])
 def test_usage_errors_name_the_rule_and_suggest(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_:

@@ -1,5 +1,7 @@
 """The ``fabricopt failures`` subcommand: each mode prints certified numbers per GPU."""
 
+import re
+
 import pytest
 
 from fabricopt.cli import main
@@ -37,3 +39,30 @@ def test_groups_and_random_modes(capsys):
 def test_bad_input_exits_2(argv, capsys):
     assert main(argv) == 2
     assert "error" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--mode", "sweep", "--fraction", "abc"], ["--fraction", "'abc'", "0.01,0.05"]),
+    (["--mode", "groups", "--groups", "rakcs"], ["--groups", "racks, rows", "pod",
+                                                 "did you mean 'racks'"]),
+])
+def test_bad_flag_values_name_the_flag_and_what_is_allowed(argv, words, capsys):
+    assert main(["failures", "fat_tree", "k=4", *argv]) == 2
+    err = capsys.readouterr().err
+    assert all(w in err for w in words), err
+
+
+def test_a_result_not_proven_exits_1(monkeypatch, capsys):
+    import fabricopt.cli.failures as cli_failures
+    from fabricopt.analysis.single_failures import single_failures
+
+    # An approximate solve to a 50% gap leaves fat_tree(4)'s leaf-spine orbit a bracket
+    # (not proven): the table prints it, and the exit code says a result was not proven.
+    def approx(fab, **kw):
+        return single_failures(fab, method="approx", gap=0.5, **kw)
+
+    monkeypatch.setattr(cli_failures, "single_failures", approx)
+    assert main(["failures", "fat_tree", "k=4"]) == 1
+    assert re.search(r"link leaf0-spine0.0 +16 +\[", capsys.readouterr().out)  # a bracket
+    monkeypatch.undo()
+    assert main(["failures", "fat_tree", "k=4", "--time-limit", "60"]) == 0  # all proven

@@ -149,7 +149,19 @@ class FailureDistribution:
             lines.append(f"{m:<17}" + "".join(f"{fmt(self.percentile(p, m)):>18}"
                                               for p in SHOWN_PERCENTILES)
                          + f"{fmt(self.mean(m)):>18}")
+        worst = self.worst
+        if worst is not None:  # which pattern the low percentiles come from
+            alike = sum(o.gbps_upper <= worst.gbps_upper for o in self.outcomes)
+            lines.append(f"{'worst':<17}{worst.label}: "
+                         f"{fmt((worst.gbps_lower, worst.gbps_upper))} Gb/s per GPU "
+                         f"({worst.gpus_up:,} GPUs up); {alike} of {len(self.outcomes)} "
+                         f"{'patterns' if self.exhaustive else 'draws'} leave at most that")
         return "\n".join(lines)
+
+    @property
+    def worst(self) -> FailureOutcome | None:
+        """The outcome that leaves the least throughput (smallest certified upper bound)."""
+        return min(self.outcomes, key=lambda o: (o.gbps_upper, o.gbps_lower), default=None)
 
 
 def _metric_value(name: str, fn: Metric | None, failed: Fabric, up: Sequence[Hashable],

@@ -32,7 +32,16 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from .._checks import MAX_SOLVES, as_rng, check_bool, check_choice, check_int, check_path, fail
+from .._checks import (
+    MAX_SOLVES,
+    as_rng,
+    check_bool,
+    check_choice,
+    check_int,
+    check_path,
+    did_you_mean,
+    fail,
+)
 from ..errors import DesignFileError, InvalidParameterError
 from ..fabric import Fabric, Removed, check_fabric
 from ..flow import max_concurrent_flow
@@ -171,7 +180,8 @@ def _check_tiers(func: str, fab: Fabric, tiers: Any) -> frozenset[str] | None:
                    + ", ".join(present), tiers)
     unknown = [t for t in names if t not in present]
     if unknown:
-        raise fail(func, "tiers", "tiers of the fabric, one of " + ", ".join(present), tiers)
+        raise fail(func, "tiers", "tiers of the fabric, one of " + ", ".join(present)
+                   + did_you_mean(str(unknown[0]), present), tiers)
     return frozenset(names)
 
 

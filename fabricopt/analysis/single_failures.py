@@ -140,12 +140,18 @@ class FailureTable:
             return f"[{r.gbps_lower:.4g}, {r.gbps_upper:.4g}]"
 
         title = "criticality" if self.order == "lost" else "single failures"
-        intact = ("-" if self.mean_out_gbps is None else
-                  f"{self.intact_lower * self.mean_out_gbps:.4g} Gb/s per GPU")
+        out = self.mean_out_gbps
+        if out is None:
+            intact = "-"
+        elif self.intact_theta is not None:
+            intact = f"{self.intact_theta * out:.4g} Gb/s per GPU (theta {self.intact_theta:.6g})"
+        else:  # not proven: the bracket, never its lower end alone as if exact
+            intact = (f"[{self.intact_lower * out:.4g}, {self.intact_upper * out:.4g}] Gb/s "
+                      f"per GPU (theta in [{self.intact_lower:.6g}, {self.intact_upper:.6g}])")
         lines = [f"{title:<17}{self.fabric_name}: every single {UNIT_NAMES[self.kind]}"
                  + (f" of tiers {', '.join(self.tiers)}" if self.tiers else "")
                  + f", {self.units} failures in {self.solves} orbits, {self.seconds:.1f} s",
-                 f"{'intact':<17}{intact} (theta {self.intact_lower:.6g})",
+                 f"{'intact':<17}{intact}",
                  f"{'symmetry':<17}{self.symmetry}",
                  f"{'orbit':<34}{'count':>6}  {'Gb/s per GPU':>20}  {'lost':>7}  tier"]
         for r in self.rows:

@@ -50,6 +50,7 @@ from .words import (
     names_arg,
     parse_assignments,
     parse_collectives,
+    seconds_arg,
     size_arg,
     split_targets,
 )
@@ -399,7 +400,7 @@ def _add_worst_case(sub: Any) -> None:
                     help="rounds of the worst-permutation search (default 4)")
     wc.add_argument("--method", default="auto", choices=["auto", "lp", "symmetric", "approx"],
                     help="how each permutation's flow is solved (default auto)")
-    wc.add_argument("--time-limit", type=float, default=None, help="seconds per solve")
+    wc.add_argument("--time-limit", type=seconds_arg, default=None, help="seconds per solve")
     wc.add_argument("--format", choices=("table", "json"), default="table",
                     help="readable block (default) or one JSON object per fabric")
     wc.set_defaults(func=_cmd_worst_case)
@@ -512,7 +513,7 @@ def _add_solve(sub: Any) -> None:
     solve.add_argument("--solver", default=None,
                        help="highs: choose, simplex or ipm; highspy: simplex, ipm or pdlp; "
                        "pulp: a pulp solver name")
-    solve.add_argument("--time-limit", type=float, default=None, help="seconds per solve")
+    solve.add_argument("--time-limit", type=seconds_arg, default=None, help="seconds per solve")
     solve.add_argument("--message-bytes", type=size_arg, default=2.0**30, metavar="SIZE",
                        help="buffer size of the collective bounds, with a unit: 1GiB "
                        "(default), 512MB, 1e9")
@@ -611,7 +612,7 @@ def _add_draw(sub: Any) -> None:
                      "layer, or node attributes such as node, su, pod, rail, plane, rail+plane")
     drw.add_argument("--utilization", action="store_true",
                      help="solve all-to-all and colour links by utilization")
-    drw.add_argument("--time-limit", type=float, default=None,
+    drw.add_argument("--time-limit", type=seconds_arg, default=None,
                      help="seconds for the --utilization solve")
     drw.add_argument("--media", action="store_true",
                      help="estimate the cost and list each tier's media in the legend")
@@ -633,8 +634,9 @@ def _add_optimize(sub: Any) -> None:
                      help="design file to write the best design to, with one search file "
                      "(default: <search file stem>-best.toml in the current directory)")
     opt.add_argument("--all", action="store_true",
-                     help="print every candidate with the reason it was pruned")
-    opt.add_argument("--time-limit", type=float, default=None, help="seconds per flow solve")
+                     help="print every candidate: why it was pruned, or what it delivered "
+                     "and whether it meets the constraints")
+    opt.add_argument("--time-limit", type=seconds_arg, default=None, help="seconds per flow solve")
     opt.add_argument("--full-front", action="store_true",
                      help="evaluate and print the front past the best design (dearer, faster "
                      "designs) as well; by default it stops at the best")
@@ -662,6 +664,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _evaluated_figures(row: dict[str, Any]) -> str:
+    """What an evaluated candidate of ``optimize --all`` delivered and whether it meets the
+    constraints (the reason it is not the best, when it is not)."""
+    short = row.get("shortfall") or {}
+    verdict = ("meets every constraint" if row.get("meets") else
+               "; ".join(f"{k} misses by {v:.1%}" for k, v in short.items())
+               or "constraints not decided")
+    return (f"{row['capex_usd']:,.0f} USD, all-to-all {row['all_to_all_gbps_per_gpu']:,.1f} "
+            f"Gb/s per GPU; {verdict}")
+
+
 def _cmd_optimize(args: argparse.Namespace) -> int:
 
     if args.output and len(args.targets) > 1:
@@ -682,7 +695,8 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
             print("")
             for r in res.rows:
                 print(f"{r['name']}: {r['outcome']}"
-                      + (f" ({r['reason']})" if r["reason"] else ""))
+                      + (f" ({r['reason'] or _evaluated_figures(r)})"
+                         if r["reason"] or r["outcome"] == "evaluated" else ""))
         if res.best is None:
             code = 1
             continue

@@ -8,13 +8,16 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._checks import did_you_mean
 from ..analysis.failure_distribution import FailureDistribution, failure_distribution
 from ..analysis.failure_models import GroupFailures, Independent, groups_by
 from ..analysis.failures import failure_sweep
 from ..analysis.single_failures import FailureTable, criticality, cutting_set, single_failures
 from ..cost.layout import place
+from ..errors import FabricOptError
 from ..fabric import Fabric
 from ..plot.failures import plot_criticality, plot_failure_distribution
+from .words import seconds_arg
 
 FAILURE_MODES = ("n-1", "criticality", "cut", "sweep", "random", "groups")
 
@@ -54,6 +57,9 @@ def add_failures_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[F
                     "node attribute such as su or plane (default racks)")
     fl.add_argument("--trials", type=int, default=100, help="random draws (default 100)")
     fl.add_argument("--seed", type=int, default=1, help="seed of the draws (default 1)")
+    fl.add_argument("--time-limit", type=seconds_arg, default=None,
+                    help="seconds per solve (a solve stopped by it keeps its certified "
+                    "bracket, and the command exits 1)")
     fl.add_argument("--metrics", default="", metavar="routed,bisection",
                     help="--mode random/groups: also ECMP-routed throughput and bisection")
     fl.add_argument("--plot", default=None, metavar="FILE",
@@ -62,8 +68,23 @@ def add_failures_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[F
     fl.set_defaults(func=lambda args: _cmd_failures(args, load_targets))
 
 
+def _fractions(text: str) -> list[float]:
+    """``--fraction``: comma-separated numbers (their range is checked by the sweep)."""
+    try:
+        return [float(f) for f in text.split(",")]
+    except ValueError:
+        raise FabricOptError(f"--fraction must be numbers from 0 to 1, comma-separated "
+                             f"(e.g. 0.01,0.05), got {text!r}") from None
+
+
 def _failure_groups(fab: Fabric, how: str) -> list[Any]:
     """Risk groups for ``--groups``: the placement's racks or rows, or a node attribute."""
+    known = sorted({str(k) for _, d in fab.graph.nodes(data=True) for k in d})
+    if how not in ("racks", "rows", *known):
+        choices = ["racks", "rows", *known]
+        raise FabricOptError(f"--groups must be racks, rows or a node attribute of "
+                             f"{fab.name!r} ({', '.join(known)}), got {how!r}"
+                             + did_you_mean(how, choices))
     if how in ("racks", "rows"):
         where = place(fab)
         labels = where.rack if how == "racks" else where.row
@@ -77,27 +98,28 @@ def _cmd_failures(args: argparse.Namespace,
     tiers = [t.strip() for t in args.tiers.split(",")] if args.tiers else None
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     code = 0
+    fractions = _fractions(args.fraction)
+    options = {} if args.time_limit is None else {"time_limit": args.time_limit}
     for fab in load_targets(args.targets):
         fab.validate()
         shown: Any
         if args.mode in ("n-1", "criticality"):
             run = single_failures if args.mode == "n-1" else criticality
-            shown = run(fab, kind=args.kind, tiers=tiers)
+            shown = run(fab, kind=args.kind, tiers=tiers, **options)
             worst = shown.worst_gbps()
             print(shown)
             if worst is not None:
                 print(f"{'N-1 worst case':<17}{worst[0]:.4g} Gb/s per GPU (certified: no "
                       "single failure leaves less)")
         elif args.mode == "cut":
-            shown = cutting_set(fab, args.cut, kind=args.kind, tiers=tiers)
+            shown = cutting_set(fab, args.cut, kind=args.kind, tiers=tiers, **options)
             print("\n".join([f"cutting set      {fab.name}: {100 * args.cut:g}% of "
                              "all-to-all"] + [f"  {f}" for f in shown.failures]
                             + [shown.statement]))
             code = max(code, 0 if shown.reached else 1)
         elif args.mode == "sweep":
-            fractions = [float(f) for f in args.fraction.split(",")]
             shown = failure_sweep(fab, fractions, trials=args.trials, seed=args.seed,
-                                  kind=args.kind, tiers=tiers)
+                                  kind=args.kind, tiers=tiers, **options)
             print(shown)
         else:
             if args.mode == "random":
@@ -105,16 +127,25 @@ def _cmd_failures(args: argparse.Namespace,
                                          probability=args.probability, hours=args.hours,
                                          tiers=tiers)
                 shown = failure_distribution(fab, model, trials=args.trials, seed=args.seed,
-                                             metrics=metrics)
+                                             metrics=metrics, **options)
             else:
                 shown = failure_distribution(fab, GroupFailures(_failure_groups(fab,
                                                                                 args.groups)),
-                                             trials=None, metrics=metrics)
+                                             trials=None, metrics=metrics, **options)
             print(shown)
+        if args.mode != "cut" and not _all_proven(shown):
+            code = 1  # a result not proven: its bracket is printed, the exit code says so
         if args.plot:
             _plot_failures(shown, args.plot)
         print()
     return code
+
+
+def _all_proven(shown: Any) -> bool:
+    """True when every number in ``shown`` (a table, sweep or distribution) was proven."""
+    rows = getattr(shown, "rows", None) or getattr(shown, "trials", None) or getattr(
+        shown, "outcomes", None) or []
+    return all(r.theta is not None for r in rows)
 
 
 def _plot_failures(shown: Any, path: str) -> None:

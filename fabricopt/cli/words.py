@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import ast
 import inspect
+import math
 import os
 import textwrap
 from collections.abc import Sequence
@@ -26,8 +27,8 @@ from ..io.graph_files import read_graphml, read_json
 from ..traffic import all_to_all, longest_matching, permutation
 
 __all__ = ["check_targets", "generator_help", "load_fabric", "load_targets", "make_traffic",
-           "names_arg", "parse_assignments", "parse_collectives", "parse_value", "size_arg",
-           "split_targets"]
+           "names_arg", "parse_assignments", "parse_collectives", "parse_value", "seconds_arg",
+           "size_arg", "split_targets"]
 
 
 def parse_value(text: str) -> Any:
@@ -248,3 +249,16 @@ def size_arg(text: str) -> float:
         raise argparse.ArgumentTypeError(
             f"must be a size in bytes with an optional unit (B, kB, MB, GB, TB, KiB, MiB, "
             f"GiB, TiB), e.g. 1GiB, 512MB or 1e9; got {text!r}") from None
+
+
+def seconds_arg(text: str) -> float:
+    """``--time-limit``: a finite number of seconds > 0, refused as the flag's own error
+    (not as the solver's, which names a function the user never typed)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0 (e.g. 60 or 0.5); "
+                                         f"got {text!r}")
+    return value

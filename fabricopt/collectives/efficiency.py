@@ -13,7 +13,7 @@ from .._checks import check_choice, check_positive
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..graph_arrays import arc_labels
-from .nccl import all_reduce_algorithms, domains_of
+from .nccl import all_reduce_algorithms, domains_of, ring_latency_us
 from .problem import Problem, reduce_domains, reducing_switches
 from .results import Bound, bus_factor
 from .schemes import Ask, Outcome
@@ -107,9 +107,10 @@ def expected_figure(ask: Ask, out: Outcome, profile: dict[str, float] | str,
     if ask.collective in ("all_reduce", "all_gather", "reduce_scatter"):
         d = domains_of(ask.p, *ask.reducing())
         found = all_reduce_algorithms(d, ask.size, ask.n, effs)
-        if ask.collective != "all_reduce":  # NCCL runs these as a ring
+        if ask.collective != "all_reduce":  # NCCL runs these as a ring: n - 1 steps
             ring, _, limit = found["ring"]
-            found = {"ring": (ring, ask.size * bus / (ring * 1e9) if ring > 0 else math.inf,
+            found = {"ring": (ring, ring_latency_us(d, ask.n, 1) * 1e-6
+                              + (ask.size * bus / (ring * 1e9) if ring > 0 else math.inf),
                               limit)}
         algorithms = {a: t for a, (_, t, _) in found.items()}
         limits = {a: limit for a, (_, _, limit) in found.items()}

@@ -99,6 +99,19 @@ def _seconds(size: float, busbw: float, bus: float) -> float:
     return math.inf if busbw <= 0 else size * bus / (busbw * 1e9)
 
 
+def ring_latency_us(d: Domains, n: int, passes: int) -> float:
+    """NCCL's Simple-protocol latency (microseconds) of a ring over ``n`` GPUs in ``d.k``
+    domains: ``passes`` times ``n - 1`` steps (2 for all-reduce, 1 for all-gather and
+    reduce-scatter), ``k - 1`` of each pass across domains.
+
+    >>> d = Domains(k=8, g=8, up_GBps=450, nic_GBps=50, domain_net_GBps=400, nvls=True,
+    ...             sharp=False)
+    >>> round(ring_latency_us(d, 64, 1), 6)  # 8.4 + 56 x 3.4 + 7 x 14
+    296.8
+    """
+    return RING_BASE_US + passes * ((n - d.k) * RING_NVLINK_US + (d.k - 1) * RING_NET_US)
+
+
 def all_reduce_algorithms(d: Domains, size: float, n: int, effs: dict[str, float]
                           ) -> dict[str, tuple[float, float, str]]:
     """Each algorithm NCCL could run: ``{name: (busbw GB/s at large sizes, time s, the links
@@ -119,7 +132,6 @@ def all_reduce_algorithms(d: Domains, size: float, n: int, effs: dict[str, float
     # NVLink SHARP in one domain: S + S/g per GPU each way at the calibrated efficiency.
     nvls_in = d.up_GBps * effs["nvls"] * bus / (1 + 1 / d.g)
     log_k = math.log2(d.k) if d.k > 1 else 0.0
-    inter = 2 * (d.k - 1)
     out: dict[str, tuple[float, float, str]] = {}
 
     def by(*rates: tuple[str, float]) -> tuple[float, str]:
@@ -127,7 +139,7 @@ def all_reduce_algorithms(d: Domains, size: float, n: int, effs: dict[str, float
         return rate, name
 
     ring, ring_by = by(("scale-up", up), ("network", net))
-    ring_lat = RING_BASE_US + (2 * (n - 1) - inter) * RING_NVLINK_US + inter * RING_NET_US
+    ring_lat = ring_latency_us(d, n, 2)
     out["ring"] = (ring, ring_by, ring_lat)
     if d.k > 1:
         out["tree"] = (*by(("scale-up", up), ("network", TREE_FACTOR * net)),

@@ -255,6 +255,16 @@ def check_options(func: str, kind: str | None, options: dict[str, Any]) -> dict[
     return out
 
 
+def _ratio_shown(oversubscription: Any) -> str:
+    """``", 2:1"`` (``", 1:1/4:1"`` per tier) for a default name, ``""`` when non-blocking:
+    clusters that differ only in oversubscription must not share a name (compare rows)."""
+    ratios = oversubscription if isinstance(oversubscription, tuple | list) else [
+        oversubscription]
+    if all(float(x) == 1.0 for x in ratios):
+        return ""
+    return ", " + "/".join(f"{float(x):g}:1" for x in ratios)
+
+
 def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "rail_optimized",
             nic_gbps: float = 400, name: str | None = None, **fabric_options: Any) -> Fabric:
     """Join ``nodes`` copies of a scale-up domain by a scale-out fabric, one NIC per GPU.
@@ -356,7 +366,8 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
     built = rail_p or clos_p
     if built is not None and built.tiers > 1:
         params["oversubscription_built"] = built.ratio_built
-    b = FabricBuilder(name or f"cluster({nodes} x {scale_up.name}, {scale_out})", params)
+    b = FabricBuilder(name or f"cluster({nodes} x {scale_up.name}, {scale_out}"
+                      f"{_ratio_shown(opts.get('oversubscription', 1.0))})", params)
     maps = copy_domains(b, dom, nodes)
     symmetric = dom.labels is not None
     if rail_p is not None:

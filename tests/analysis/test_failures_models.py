@@ -132,3 +132,18 @@ def test_metrics_per_pattern_are_bounded_by_the_optimum():
         # A failed switch takes no GPU out of the job: all 16 stay up.
         assert o.metrics["gpus"] == 16 == o.gpus_up
     assert d.percentile(50, "gpus") == (16.0, 16.0)
+
+
+def test_distribution_names_its_worst_pattern():
+    # leaf_spine(2, 2, 2), 400 Gb/s links. The group "spines" (both spines) leaves the two
+    # leaves apart: all-to-all among the 4 GPUs is 0. The group "rack 0" (leaf0 with g0, g1)
+    # takes its GPUs out: g2 and g3 meet on leaf1 at their 400 Gb/s links.
+    fab = fo.leaf_spine(leaves=2, spines=2, endpoints_per_leaf=2)
+    groups = fo.groups_by(fab, {"spine0": "spines", "spine1": "spines", "leaf0": "rack 0",
+                                "g0": "rack 0", "g1": "rack 0"})
+    d = fo.failure_distribution(fab, fo.GroupFailures(groups), trials=None)
+    by_label = {o.label: o for o in d.outcomes}
+    assert by_label["spines"].gbps_upper == 0.0 and by_label["spines"].gpus_up == 4
+    assert by_label["rack 0"].gbps_lower == pytest.approx(400.0)
+    assert d.worst is by_label["spines"]
+    assert "worst            spines: 0 Gb/s per GPU (4 GPUs up); 1 of 2 patterns" in str(d)

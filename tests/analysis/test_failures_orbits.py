@@ -158,6 +158,10 @@ def test_bad_input_is_rejected_before_work():
         fo.criticality(fo.ring(4), tiers="spine")
     with pytest.raises(fo.InvalidParameterError, match="fraction"):
         fo.cutting_set(fo.ring(4), 1.5)
+    # A misspelt tier gets the nearest of the fabric's tiers (fat_tree: gpu-leaf, leaf-spine,
+    # spine-core), as every other misspelt name does.
+    with pytest.raises(fo.InvalidParameterError, match="did you mean 'spine-core'"):
+        fo.failure_sweep(fo.fat_tree(4), [0.1], tiers=["spine-cor"])
 
 
 def test_a_shared_intact_solve_gives_the_same_table():
@@ -193,3 +197,18 @@ def test_invariant_is_the_same_across_each_generator():
     two_pods = Pattern({frozenset(("leaf0", "spine0.0")): 1,
                         frozenset(("leaf2", "spine1.0")): 1}, frozenset())
     assert fs._invariant(one_leaf) != fs._invariant(two_pods)
+
+
+def test_table_prints_the_intact_bracket_when_not_proven():
+    # Proven: leaf_spine(3, 2, 2) carries theta 80 (see the by-hand test above), 80 x 5
+    # destinations = 400 Gb/s per GPU.
+    proven = fo.single_failures(fo.leaf_spine(leaves=3, spines=2, endpoints_per_leaf=2),
+                                tiers="leaf-spine")
+    assert "intact           400 Gb/s per GPU (theta 80)" in str(proven)
+    # Not proven (approximate to a 50% gap): the intact line gives both ends of the bracket,
+    # not its lower end alone, so a failed row's upper end above it reads as a bracket too.
+    table = fo.single_failures(fo.fat_tree(4), method="approx", gap=0.5)
+    assert table.intact_theta is None and table.intact_lower < table.intact_upper
+    out = table.mean_out_gbps
+    line = next(x for x in str(table).splitlines() if x.startswith("intact"))
+    assert f"[{table.intact_lower * out:.4g}, {table.intact_upper * out:.4g}] Gb/s" in line

@@ -178,6 +178,21 @@ def test_expected_is_labelled_and_separate():
     assert custom.expected["busbw_GBps"] == pytest.approx(ring_busbw(GiB, 8, 225.0, 56e-6))
 
 
+@pytest.mark.parametrize("collective", ["all_gather", "reduce_scatter"])
+def test_expected_ring_gather_pays_its_latency(collective):
+    # NCCL runs all-gather and reduce-scatter as a ring of n - 1 steps: on star(8) over
+    # NVLink, 8.4 + 7 x 3.4 = 32.2 us (fabricopt.collectives.nccl) before the ring's 370 of
+    # 450 GB/s (nvlink4 profile); bus factor (n - 1)/n = 7/8. At 1 MiB the latency is most of
+    # the time, so the figure is far below the bound, which stays 450 GB/s.
+    size = 2.0**20
+    c = fo.collective_bounds(star(8, 3600.0), collective, message_bytes=size, expected=True)
+    bus = 7 / 8
+    want = size * bus / (32.2e-6 + size * bus / 370e9) / 1e9  # about 22.6 GB/s
+    assert c.expected["busbw_GBps"] == pytest.approx(want)
+    assert c.expected["time_s"] == pytest.approx(32.2e-6 + size * bus / 370e9)
+    assert c.expected["busbw_GBps"] < c.busbw_GBps == pytest.approx(450.0)
+
+
 def test_expected_profile_follows_the_tier_vocabulary():
     # UALink is scale-up (fabricopt.tiers): a UALink pod gets the scale-up profile. Each of
     # the 8 accelerators has 2 ports x 4 lanes x 200 Gb/s = 1600 Gb/s = 200 GB/s into

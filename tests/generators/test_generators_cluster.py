@@ -365,3 +365,15 @@ def test_gb200_racks_are_servers_of_four_rails():
 def test_rail_optimized_scale_up_must_have_gpus_per_node():
     with pytest.raises(fo.InvalidParameterError, match=r"gpus_per_node must equal the GPUs"):
         fo.rail_optimized(nodes=4, gpus_per_node=8, leaf_radix=4, scale_up=nvswitch_like(2))
+
+
+def test_default_names_tell_oversubscribed_clusters_apart():
+    # Two clusters that differ only in oversubscription are two rows of a comparison: their
+    # default names must differ (non-blocking keeps the short name; per-tier ratios in order).
+    dom = fo.dgx_h100()
+    assert fo.cluster(dom, nodes=4).name == "cluster(4 x DGX H100, rail_optimized)"
+    assert fo.cluster(dom, nodes=4, oversubscription=2).name == \
+        "cluster(4 x DGX H100, rail_optimized, 2:1)"
+    assert fo.cluster(dom, nodes=4, scale_out="clos", radix=8, oversubscription=[1, 4]).name \
+        == "cluster(4 x DGX H100, clos, 1:1/4:1)"
+    assert fo.cluster(dom, nodes=4, oversubscription=2, name="mine").name == "mine"

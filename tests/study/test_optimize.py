@@ -227,6 +227,33 @@ def test_cli_optimize_prints_the_front_and_writes_the_winner(tmp_path, capsys):
     assert "all_to_all_gbps_per_gpu misses by" in capsys.readouterr().out
 
 
+def test_cli_optimize_all_says_what_each_evaluated_design_delivered(tmp_path, capsys):
+    from fabricopt.cli import main
+
+    search = tmp_path / "s.toml"
+    search.write_text('gpus = 16\n[space]\nfamily = ["rail_optimized"]\n'
+                      'scale_up = [{family = "nvswitch_domain", gpus = 2, switches = 1, '
+                      'links_per_gpu = 2, link_gbps = 200}]\nleaf_radix = [8]\n'
+                      'oversubscription = [2.0]\n[constraints]\n'
+                      'all_to_all_gbps_per_gpu = 300\n')
+    # The 2:1 design carries 375 Gb/s per GPU (test above): it meets 300, misses 500 by
+    # (500 - 375) / 500 = 25%; --all prints its capex, its all-to-all and that verdict.
+    assert main(["optimize", str(search), "--all", "-o", str(tmp_path / "b.toml")]) == 0
+    line = capsys.readouterr().out.split("r8 2:1")[-1].splitlines()[0]
+    assert "evaluated (" in line and "all-to-all 375.0 Gb/s per GPU; meets every" in line
+    # At 500 its bound prunes it unsolved; solved anyway (prune=False) it misses by 25%.
+    from fabricopt.cli import _evaluated_figures
+
+    space = {"family": ["rail_optimized"], "leaf_radix": [8], "oversubscription": [2.0],
+             "scale_up": [{"family": "nvswitch_domain", "gpus": 2, "switches": 1,
+                           "links_per_gpu": 2, "link_gbps": 200}]}
+    res = fo.optimize(16, space=space, constraints={"all_to_all_gbps_per_gpu": 500},
+                      prune=False)
+    [row] = [r for r in res.rows if r["outcome"] == "evaluated"]
+    assert _evaluated_figures(row).endswith(
+        "USD, all-to-all 375.0 Gb/s per GPU; all_to_all_gbps_per_gpu misses by 25.0%")
+
+
 def test_cli_optimize_takes_several_search_files(tmp_path, capsys, monkeypatch):
     from fabricopt.cli import main
 
