@@ -209,7 +209,7 @@ def choose_strategy(model: FlowModel) -> str:
 def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | None = None,
                  progress: Callable[[dict[str, float]], None] | None = None,
                  strategy: str = "auto", seed_lengths: np.ndarray | None = None,
-                 max_rounds: int | None = None) -> LPSolution:
+                 max_rounds: int | None = None, known_lower: float = 0.0) -> LPSolution:
     """Solve ``model``'s LP to a certified relative ``gap`` (see the module docstring).
 
     Parameters
@@ -241,6 +241,10 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
         column generation that needs more than
         :data:`~fabricopt.flow.colgen.MASTER_ROUND_ITERATIONS` simplex iterations has
         stalled, and Frank-Wolfe goes on with the rounds left.
+    known_lower : float, optional
+        A lower bound on theta proven elsewhere (the bounds stage's, in the model's units):
+        the rounds stop once it and the upper bound are within ``gap`` (the returned point
+        still proves only its own lower bound; the caller keeps the better proof).
 
     Returns
     -------
@@ -291,7 +295,7 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
         start = time.perf_counter()
         run = ColumnGeneration(model, gap, time_limit, progress, seed_lengths=seed_lengths,
                                master_iterations=MASTER_ROUND_ITERATIONS if auto else None)
-        run.max_rounds = max_rounds
+        run.max_rounds, run.known_lower = max_rounds, known_lower
         sol = run.run()
         left = None if time_limit is None else time_limit - (time.perf_counter() - start)
         if not run.stalled or (left is not None and left <= 0):
@@ -299,11 +303,12 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
         # The master LP stalled: Frank-Wolfe goes on with the time left, and the better
         # proof of each side is kept.
         second = _FrankWolfe(model, gap, left, progress, seed_lengths)
+        second.known_lower = known_lower
         if max_rounds is not None:
             second.max_rounds = max(1, max_rounds - run.iterations)
         return _better_of(sol, second.run(), gap)
     fw = _FrankWolfe(model, gap, time_limit, progress, seed_lengths)
-    fw.max_rounds = max_rounds
+    fw.max_rounds, fw.known_lower = max_rounds, known_lower
     return fw.run()
 
 
@@ -340,6 +345,9 @@ class ApproxRun:
         self.best_lengths: np.ndarray | None = None
         self.gaps: list[float] = []  # the relative gap after each round
         self.max_rounds: int | None = None  # a work limit: the same stop on any machine
+        #: A lower bound proven elsewhere (the bounds stage's), counted in the stopping test
+        #: only: the rounds end once it and this run's upper bound meet the gap.
+        self.known_lower = 0.0
 
     def out_of_time(self) -> bool:
         return self.deadline is not None and time.perf_counter() >= self.deadline
@@ -351,7 +359,7 @@ class ApproxRun:
     def stop_reason(self) -> str | None:
         """The status to stop with after this round, besides the clock: ``"optimal"`` when
         the gap closed, ``"stalled"``, ``"iteration_limit"``; None to go on."""
-        if self.upper - self.lower <= self.gap * self.upper:
+        if self.upper - max(self.lower, self.known_lower) <= self.gap * self.upper:
             return "optimal"
         if self.bracket_stalled():
             return "stalled"

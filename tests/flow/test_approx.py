@@ -389,3 +389,22 @@ def test_without_limits_the_approximate_method_stops_after_its_default_rounds(mo
     r = fo.max_concurrent_flow(JELLY, method="approx", gap=1e-9)
     assert r.status == "iteration_limit" and r.work_limit == 3
     assert fo.check_certificate(JELLY, r).ok
+
+
+@pytest.mark.parametrize("strategy", ["frank_wolfe", "column_generation"])
+def test_a_known_lower_bound_ends_the_rounds_sooner(strategy):
+    # The jellyfish's exact theta (50/3: its LP), given as proven elsewhere: the rounds stop
+    # as soon as the run's own upper bound is within the 1% gap of it, never later than
+    # without it (Frank-Wolfe alone never gets its own bracket within 1% here: its lower
+    # end stalls near 16.54 under an upper end of 16.72), and the run's bracket still holds
+    # theta (its point proves its own lower bound only).
+    fab, traffic = JELLY, fo.all_to_all(JELLY)
+    model = fo.build_flow_lp(fab, traffic)
+    theta = fo.solve_flow_model(model).theta
+    alone = fo.flow.approx.solve_approx(model, gap=0.01, strategy=strategy, max_rounds=2000)
+    helped = fo.flow.approx.solve_approx(model, gap=0.01, strategy=strategy, max_rounds=2000,
+                                         known_lower=theta)
+    assert helped.status == "optimal"
+    assert helped.info["iterations"] <= alone.info["iterations"]
+    assert helped.info["upper"] - theta <= 0.01 * helped.info["upper"]
+    assert helped.info["lower"] <= theta * (1 + 1e-9) <= helped.info["upper"] * (1 + 2e-9)

@@ -190,6 +190,8 @@ def test_a_spent_limit_keeps_the_hose_floor(monkeypatch):
     fab = fo.from_networkx(fo.leaf_spine(4, 2, 4).graph)
     monkeypatch.setattr(api, "clock", _Clock(200.0))
     monkeypatch.setattr(api, "ECMP_MAX_ENTRIES", 0)
+    # Out of time before the full model is built: it is not (92 s at 16,384 GPUs).
+    monkeypatch.setattr(api, "build_flow_lp", lambda *a, **k: pytest.fail("model built"))
     r = certified(fab, fo.max_concurrent_flow(fab, time_limit=100), exact=False)
     assert r.status == "time_limit"
     assert r.lower == pytest.approx(200 / 15, rel=1e-9)
