@@ -1,9 +1,8 @@
 """The ``fabricopt`` command line.
 
-Each subcommand is a thin layer over the public API: parse, call, print. A fabric is named
-either by a generator and ``key=value`` parameters (``fabricopt show fat_tree k=8``) or, where
-design files are supported, by a path to one (how those words are read:
-:mod:`fabricopt.cli.words`).
+Each subcommand is a thin layer over the public API: parse, call, print. A fabric is named by
+a generator and ``key=value`` parameters (``fabricopt show fat_tree k=8``) or, where design
+files are supported, by a path to one (how those words are read: :mod:`fabricopt.cli.words`).
 """
 
 from __future__ import annotations
@@ -42,6 +41,7 @@ from ..workload.plan import job_from_mapping
 from ..workload.step import training_step
 from .failures import add_failures_parser
 from .words import (
+    check_seconds,
     check_targets,
     generator_help,
     load_fabric,
@@ -768,6 +768,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(parser, list(sys.argv[1:] if argv is None else argv))
     try:
         try:
+            check_seconds(args)
             code = int(args.func(args))
         except (FabricOptError, ValueError) as exc:
             _say(f"fabricopt {args.command}: error: {exc}")

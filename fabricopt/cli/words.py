@@ -26,9 +26,9 @@ from ..io.design_files import load_design
 from ..io.graph_files import read_graphml, read_json
 from ..traffic import all_to_all, longest_matching, permutation
 
-__all__ = ["check_targets", "generator_help", "load_fabric", "load_targets", "make_traffic",
-           "names_arg", "parse_assignments", "parse_collectives", "parse_value", "seconds_arg",
-           "size_arg", "split_targets"]
+__all__ = ["check_seconds", "check_targets", "generator_help", "load_fabric", "load_targets",
+           "make_traffic", "names_arg", "parse_assignments", "parse_collectives", "parse_value",
+           "seconds_arg", "size_arg", "split_targets"]
 
 
 def parse_value(text: str) -> Any:
@@ -252,13 +252,18 @@ def size_arg(text: str) -> float:
 
 
 def seconds_arg(text: str) -> float:
-    """``--time-limit``: a finite number of seconds > 0, refused as the flag's own error
-    (not as the solver's, which names a function the user never typed)."""
+    """``--time-limit`` as a number; :func:`check_seconds` refuses one that is not > 0."""
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
         raise argparse.ArgumentTypeError(f"must be a number of seconds > 0 (e.g. 60 or 0.5); "
-                                         f"got {text!r}")
-    return value
+                                         f"got {text!r}") from None
+
+
+def check_seconds(args: argparse.Namespace) -> None:
+    """A ``--time-limit`` that is not a finite number > 0, refused as the flag's own error
+    in one line (not as the solver's, which names a function the user never typed)."""
+    value = getattr(args, "time_limit", None)
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise FabricOptError(f"--time-limit: must be a number of seconds > 0 (e.g. 60 or "
+                             f"0.5); got {value:g}")
