@@ -16,6 +16,7 @@ from ..flow import max_concurrent_flow
 from ..traffic import all_to_all
 from .parts import Partition, all_reduce_volume_s, part_cut_s, partition
 from .problem import (
+    FORESTCOLL_MAX_CUTS,
     Problem,
     balanced_forwarders,
     describe_cut,
@@ -101,7 +102,14 @@ def forestcoll_bound(ask: Ask, problem: Problem, name: str,
     balanced = ask.forwarders_balanced()
     ratio, side, proven = forestcoll_ratio(problem)
     t = ask.chunk * ratio / GBPS_TO_BYTES
-    if not proven:
+    if proven is None:
+        # Stopped at its work limit: a real cut, so a lower bound on the time, but maybe not
+        # the largest, so no schedule is claimed to reach it.
+        ask.notes.append(f"{name}: the cut search stopped at its work limit "
+                         f"({FORESTCOLL_MAX_CUTS:,} minimum cuts); the cut found is real, but "
+                         "a tighter one may exist")
+        balanced = False
+    elif not proven:
         ask.notes.append(f"{name}: the max-flow search was rounded; the cut found is real, "
                          "but a slightly tighter one may exist")
     bound = ask.bound(name, t, "exact" if balanced else "lower",

@@ -297,3 +297,21 @@ def test_repr_is_one_short_line_and_str_the_report():
     assert "\n" not in repr(c) and len(repr(c)) < 200
     assert repr(c).startswith("<CollectiveBounds all_reduce, 256 GPUs")
     assert "binding cut" in str(c)
+
+
+def test_a_cut_search_stopped_at_its_work_limit_is_a_lower_bound_only(monkeypatch):
+    # two_level(4, 3, ...) with one GPU's NIC halved has no symmetry to search one GPU per
+    # orbit. With the search allowed a single minimum cut, the all-gather cut it found is
+    # real (its time is at most the full search's) but not shown to be the largest: the
+    # bound is "lower", no schedule is claimed to reach it, and a note says why.
+    import fabricopt.collectives.problem as problem
+
+    fab = two_level(4, 3, 3600.0, 400.0)
+    fab.graph["n0.g0"]["net"]["capacity"] = 200.0
+    fab.graph["net"]["n0.g0"]["capacity"] = 200.0
+    full = fo.collective_bounds(fab, "all_gather", message_bytes=GiB)
+    monkeypatch.setattr(problem, "FORESTCOLL_MAX_CUTS", 1)
+    stopped = fo.collective_bounds(fab, "all_gather", message_bytes=GiB)
+    assert stopped.lower_time_s <= full.lower_time_s * (1 + 1e-9)
+    assert stopped.achievable_time_s is None
+    assert any("work limit" in n for n in stopped.notes)
