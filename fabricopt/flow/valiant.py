@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import shortest_path
+from scipy.sparse.csgraph import connected_components, shortest_path
 
 from .._checks import check_bool
 from ..errors import InvalidParameterError
@@ -142,7 +142,16 @@ def _levels(fab: Any, ga: GraphArrays, eps: tuple[Hashable, ...],
     network[ga.tail[scale_out]] = True
     network[ga.head[scale_out]] = True
     if network[others].any():
-        others = others[network[others]]
+        # Across servers, a detour through another server's NVSwitch costs scale-out twice:
+        # the network's switches are the hubs. Endpoints all in one scale-up domain (one
+        # server with its rail leaves) are better served by its own NVSwitches.
+        up = ~scale_out
+        domain = connected_components(sp.csr_matrix(
+            (np.ones(int(up.sum())), (ga.tail[up], ga.head[up])), shape=(ga.n_nodes,) * 2),
+            directed=False)[1]
+        one = len(np.unique(domain[ep_idx])) == 1 and up.any()
+        kept = others[~network[others] & (domain[others] == domain[ep_idx[0]])] if one else []
+        others = kept if len(kept) else others[network[others]]
     others = others[~(_dead_ends(ga, ep_idx) if dead is None else dead)[others]]
     # Hop distance from the nearest endpoint: one BFS from a super source.
     n = ga.n_nodes

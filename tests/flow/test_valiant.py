@@ -238,3 +238,18 @@ def test_a_fabric_too_large_for_the_per_endpoint_lp_uses_its_found_group(monkeyp
     found = fo.valiant_rate(fab, hubs=1, bounds_first=False)
     assert found.method == "symmetric"
     assert found.rate_gbps == pytest.approx(plain.rate_gbps, rel=1e-6)
+
+
+def test_one_server_with_a_network_keeps_its_nvswitch_rate():
+    # A DGX H100 alone carries any traffic at 3,600 Gb/s per GPU through its NVSwitches
+    # (18 NVLinks x 200 Gb/s per GPU, hub shares by capacity). The same server with its
+    # rail leaves added (cluster of one) has no other server to detour through: its own
+    # NVSwitches are still the hubs, and adding links never lowers a certified rate.
+    alone = fo.valiant_rate(fo.dgx_h100())
+    with_network = fo.valiant_rate(fo.cluster(fo.dgx_h100(), nodes=1))
+    assert alone.rate_gbps == pytest.approx(3600, rel=1e-9)
+    assert with_network.rate_gbps == pytest.approx(3600, rel=1e-9)
+    assert fo.check_certificate(fo.cluster(fo.dgx_h100(), nodes=1), with_network).lower_ok
+    # Two servers: a detour through the other server's NVSwitches would cost scale-out twice,
+    # so the network's switches stay the hubs (each GPU's NIC: 400 Gb/s).
+    assert fo.valiant_rate(fo.cluster(fo.dgx_h100(), nodes=2)).rate_gbps == pytest.approx(400)
