@@ -101,8 +101,7 @@ class BisectionResult:
         return "\n".join([
             f"bisection        {_gbps(self.lower_gbps)} <= B <= {_gbps(self.upper_gbps)} Gb/s "
             f"({state}; lower from {self.lower_from}, cut from {self.cut.found_by})",
-            f"per endpoint     {_gbps(self.per_endpoint_gbps)} Gb/s "
-            f"({self.full_bisection_ratio:.3g} x full bisection)",
+            self._per_endpoint_line(),
             f"cut              {self.cut.physical_links} links in {len(self.cut.links)} "
             f"bundles, from "
             f"{len(self.cut.endpoints_a)} to {len(self.cut.endpoints_b)} endpoints",
@@ -110,6 +109,22 @@ class BisectionResult:
              f"(two-phase routing, certified)" if self.hose_rate_gbps > 0 else
              "any traffic      no rate proven (two-phase routing)"),
         ])
+
+    def _per_endpoint_line(self) -> str:
+        """Per endpoint and against full bisection: one number when exact, else the
+        certified bracket (the best cut found alone would read as proven)."""
+        n, full = self.n_endpoints, self.n_endpoints / 2 * self.injection_gbps
+        # Above 1 x full bisection, halves of equal size split a scale-up domain (an odd
+        # number of servers): the cut crosses NVLink, counted at its own rate.
+        why = ("; equal halves split a scale-up domain" if self.full_bisection_ratio > 1 + 1e-9
+               else "")
+        if self.exact:
+            return (f"per endpoint     {_gbps(self.per_endpoint_gbps)} Gb/s "
+                    f"({self.full_bisection_ratio:.3g} x full bisection{why})")
+        low = self.lower_gbps / full if full > 0 else math.nan
+        return (f"per endpoint     {_gbps(self.lower_gbps / n)} to "
+                f"{_gbps(self.per_endpoint_gbps)} Gb/s ({low:.3g} to "
+                f"{self.full_bisection_ratio:.3g} x full bisection; bracket{why})")
 
     def __repr__(self) -> str:
         # Short: the cut's node sets and links run to thousands of entries on a cluster.

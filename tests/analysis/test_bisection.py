@@ -285,3 +285,15 @@ def test_bracket_holds_the_brute_force_bisection(seed):
     _check_cut(fab, b)
     assert b.lower_gbps <= exact * (1 + 1e-9) + 1e-9
     assert exact <= b.upper_gbps * (1 + 1e-9) + 1e-9
+
+
+def test_an_open_bracket_is_printed_per_endpoint_as_a_bracket():
+    # fat_tree(4): 16 hosts at 400 Gb/s, exact bisection 3,200 (8 core links). Opened by
+    # hand to [2,400, 3,200], the per-endpoint line shows both ends, 2,400 / 16 = 150 to
+    # 3,200 / 16 = 200 Gb/s, against full bisection 16 / 2 x 400 = 3,200: 0.75 to 1.
+    import dataclasses
+
+    exact = fo.bisection_bandwidth(fo.fat_tree(4))
+    assert "per endpoint     200 Gb/s (1 x full bisection)" in str(exact)
+    opened = dataclasses.replace(exact, lower_gbps=2400.0, exact=False)
+    assert "per endpoint     150 to 200 Gb/s (0.75 to 1 x full bisection; bracket)" in str(opened)
