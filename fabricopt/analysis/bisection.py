@@ -643,7 +643,7 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     if hose is not None and lower < upper * (1 - 1e-9):
         # Where the hose rate is held by a unit's uplinks and the cheapest split cuts
         # through a unit, the pairs it leaves inside units add what they carry below them.
-        local = local_pairs_lower(fab, ga, eps, hose)
+        local = local_pairs_lower(fab, ga, eps, hose, beat=lower)
         if local is not None and local[0] > lower * (1 + 1e-9):
             lower, lower_from = local
     traffic = all_to_all(fab, endpoints=eps)

@@ -41,10 +41,13 @@ MAX_UNITS = 16
 
 
 def local_pairs_lower(fab: Fabric, ga: GraphArrays, eps: tuple[Hashable, ...],
-                      hose: ValiantBound) -> tuple[float, str] | None:
+                      hose: ValiantBound, beat: float = 0.0) -> tuple[float, str] | None:
     """The bisection bound of the module docstring, from ``hose`` (``valiant_rate`` of
     ``fab`` among ``eps``, with its loads), best over the partitions of the hierarchy into
-    2 to :data:`MAX_UNITS` units; None when there is no load or no such partition.
+    2 to :data:`MAX_UNITS` units; None when there is no load or no such partition. A
+    partition whose bound cannot exceed ``beat`` (a bound already proven), even with each
+    unit's rate at its ceiling (the least residual capacity an endpoint has toward its own
+    unit), is passed over without its two-phase rates.
 
     >>> import fabricopt as fo
     >>> fab = fo.leaf_spine(3, 1, 4, link_gbps=100.0)   # 3 leaves of 4 hosts, 1 uplink each
@@ -65,6 +68,18 @@ def local_pairs_lower(fab: Fabric, ga: GraphArrays, eps: tuple[Hashable, ...],
     for label in hierarchy_partitions(fab, ga)[1:]:
         units, sizes = np.unique(label[ep_idx], return_counts=True)
         if not 2 <= len(units) <= MAX_UNITS:
+            continue
+        if min(_least_local(sizes, np.ones(len(units)), size) for size in {half, n - half}) <= 0:
+            # Some split keeps every unit whole: no pair inside a unit crosses it, so this
+            # partition adds nothing, and its two-phase rates (one per unit) are not needed
+            # (5 s on the dual-plane pod of topologies/, whose pods split evenly).
+            continue
+        # An endpoint sends at most its residual capacity toward its own unit.
+        same = label[ga.tail] == label[ga.head]
+        toward = np.bincount(ga.tail[same], weights=residual[same], minlength=ga.n_nodes)
+        ceiling = np.array([toward[ep_idx[label[ep_idx] == u]].min() for u in units])
+        if hose.rate_gbps * half + min(_least_local(sizes, ceiling, size)
+                                       for size in {half, n - half}) <= beat * (1 + 1e-9):
             continue
         rho = np.array([_unit_rate(fab, ga, residual, label == u, eps, label[ep_idx] == u)
                         for u in units])
