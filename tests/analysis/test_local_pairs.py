@@ -63,3 +63,19 @@ def test_least_local_takes_whole_units_but_one():
     # + 3 of the 4 (1 x 30); 4 whole + 2 of the 5 (20) or 2 of the 3 (20).
     assert _least_local(sizes, rho, 6) == pytest.approx(20.0)
     assert _least_local(sizes, rho, 8) == pytest.approx(0.0)   # 5 + 3 whole
+
+
+def test_partitions_that_cannot_help_are_passed_over(monkeypatch):
+    # leaf_spine(4, 1, 4): 4 leaves of 4 hosts, so a split of 8 keeps every leaf whole and
+    # no pair inside a leaf crosses it: no unit's two-phase rate is needed. On
+    # leaf_spine(3, 1, 4) (test_one_unit_cut_through_is_exact: bound 300) a bound already
+    # proven at 300 cannot be beaten either: each host's residual toward its leaf is 100 -
+    # 25 = 75, so the ceiling is 150 + 75 x 2 = 300.
+    import fabricopt.analysis.local_pairs as local_pairs
+
+    monkeypatch.setattr(local_pairs, "_unit_rate",
+                        lambda *a, **k: pytest.fail("a unit's rate was computed"))
+    for fab, beat in ((fo.leaf_spine(4, 1, 4, link_gbps=100.0), 0.0),
+                      (fo.leaf_spine(3, 1, 4, link_gbps=100.0), 300.0)):
+        ga = GraphArrays.from_fabric(fab)
+        assert local_pairs_lower(fab, ga, fab.endpoints, fo.valiant_rate(fab), beat) is None
