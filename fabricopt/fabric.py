@@ -40,6 +40,7 @@ import numpy as np
 
 from ._checks import check_label, check_node_names, did_you_mean
 from ._unchanged import once
+from ._valid_arrays import looks_valid
 from .errors import InvalidFabricError, InvalidParameterError
 from .graph_arrays import GraphArrays, _first_seen
 from .symmetry_claim import Symmetry
@@ -344,18 +345,23 @@ class Fabric:
         >>> fo.ring(4).validate().name
         'ring(4)'
         """
-        problems = self.problems()
+        # The rules on arrays first (fabricopt._valid_arrays); the sentences only for a
+        # fabric that breaks one, or that the arrays cannot read.
+        capacities = looks_valid(self, ROLES)
+        problems = self.problems() if capacities is None else []
         if problems:
             more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
             raise InvalidFabricError(f"fabric {self.name!r} is invalid: "
                                      + "; ".join(problems[:10]) + more)
-        self._warn_implausible_capacity()
+        self._warn_implausible_capacity(capacities)
         return self
 
-    def _warn_implausible_capacity(self) -> None:
+    def _warn_implausible_capacity(self, capacities: np.ndarray | None = None) -> None:
         """Warn (``UserWarning``) when a capacity lies outside :data:`PLAUSIBLE_GBPS`:
         results scale with the unit, but a fabric in bit/s reads 1e9 times too fast."""
         low, high = PLAUSIBLE_GBPS
+        if capacities is not None and np.all((capacities >= low) & (capacities <= high)):
+            return
         odd = [(u, v, d["capacity"]) for u, v, d in self.graph.edges(data=True)
                if not low <= d["capacity"] <= high]
         if odd:
