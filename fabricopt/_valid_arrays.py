@@ -58,7 +58,10 @@ def looks_valid(fab: Any, roles: tuple[str, ...] = ("gpu", "switch", "nic")
                        dtype=np.int64, count=len(data))
     if np.any(tail == head) or not np.all(np.isin(head * n + tail, tail * n + head)):
         return None
-    if not set(map(methodcaller("get", "role"), node_data.values())) <= set(roles):
+    try:
+        if not set(map(methodcaller("get", "role"), node_data.values())) <= set(roles):
+            return None
+    except TypeError:  # a role that is not even hashable (a list): the full check names it
         return None
     if any(e not in node_data or node_data[e].get("role") != "gpu" for e in fab.endpoints):
         return None

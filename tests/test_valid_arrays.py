@@ -29,6 +29,7 @@ def _mutations():
         ("one direction", lambda f: f.graph.remove_edge("n1", "n0")),
         ("self-loop", lambda f: f.graph.add_edge("n0", "n0", capacity=1.0)),
         ("unknown role", lambda f: f.graph.nodes["n2"].update(role="router")),
+        ("unhashable role", lambda f: f.graph.nodes["n2"].update(role=["gpu"])),
         ("endpoint not a gpu", lambda f: f.graph.nodes["n0"].update(role="switch")),
         ("endpoint gone", lambda f: f.graph.remove_node("n3")),
     ]
