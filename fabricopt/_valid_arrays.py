@@ -36,6 +36,13 @@ def looks_valid(fab: Any, roles: tuple[str, ...] = ("gpu", "switch", "nic")
     >= 1, no self-loop, every arc's reverse present, endpoints in the graph with role
     ``"gpu"``, every node's role in ``roles``, no switch using more ports than its radix.
     None when one is broken or the graph is not a plain ``DiGraph`` (look closer)."""
+    try:
+        return _look(fab, roles)
+    except (TypeError, ValueError, OverflowError):  # values the arrays cannot hold
+        return None
+
+
+def _look(fab: Any, roles: tuple[str, ...]) -> np.ndarray | None:
     g = fab.graph
     if type(g) is not nx.DiGraph:
         return None
@@ -58,10 +65,7 @@ def looks_valid(fab: Any, roles: tuple[str, ...] = ("gpu", "switch", "nic")
                        dtype=np.int64, count=len(data))
     if np.any(tail == head) or not np.all(np.isin(head * n + tail, tail * n + head)):
         return None
-    try:
-        if not set(map(methodcaller("get", "role"), node_data.values())) <= set(roles):
-            return None
-    except TypeError:  # a role that is not even hashable (a list): the full check names it
+    if not set(map(methodcaller("get", "role"), node_data.values())) <= set(roles):
         return None
     if any(e not in node_data or node_data[e].get("role") != "gpu" for e in fab.endpoints):
         return None

@@ -65,3 +65,12 @@ def test_a_graph_the_arrays_cannot_read_is_left_to_the_full_check():
     fab = fo.ring(4)
     fab.graph = nx.MultiDiGraph(fab.graph)
     assert looks_valid(fab) is None
+
+
+def test_values_the_arrays_cannot_hold_are_left_to_the_full_check():
+    # 2**70 links is a whole number >= 1 (valid), but no int64: the first look declines
+    # rather than fail, and validate decides.
+    fab = fo.ring(4)
+    fab.graph["n0"]["n1"]["links"] = 2**70
+    assert looks_valid(fab) is None
+    assert fab.validate() is fab
