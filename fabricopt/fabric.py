@@ -40,9 +40,8 @@ import numpy as np
 
 from ._checks import check_label, check_node_names, did_you_mean
 from ._unchanged import once
-from ._valid_arrays import looks_valid
 from .errors import InvalidFabricError, InvalidParameterError
-from .graph_arrays import GraphArrays, _first_seen
+from .graph_arrays import GraphArrays, _first_seen, looks_valid
 from .symmetry_claim import Symmetry
 from .tiers import SCALE_UP_TIERS as SCALE_UP_TIERS  # its old home; tiers.py owns it now
 from .tiers import is_scale_up_arc, tier_of
@@ -345,7 +344,7 @@ class Fabric:
         >>> fo.ring(4).validate().name
         'ring(4)'
         """
-        # The rules on arrays first (fabricopt._valid_arrays); the sentences only for a
+        # The rules on arrays first (graph_arrays.looks_valid); the sentences only for a
         # fabric that breaks one, or that the arrays cannot read.
         capacities = looks_valid(self, ROLES)
         problems = self.problems() if capacities is None else []

@@ -6,7 +6,7 @@ import pytest
 from flow_helpers import random_fabric
 
 import fabricopt as fo
-from fabricopt._valid_arrays import looks_valid
+from fabricopt.graph_arrays import looks_valid
 
 
 def _mutations():
