@@ -21,7 +21,6 @@ re-proves it from the two-phase rate it carries.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable
 from dataclasses import replace
 
 import numpy as np
@@ -49,9 +48,8 @@ def hose_theta(rate_gbps: float, traffic: Traffic) -> float:
 def hose_floor(fab: Fabric, traffic: Traffic, time_limit: float | None) -> ValiantBound | None:
     """The two-phase rate over ``traffic``'s endpoints within ``time_limit``, or None when
     two-phase routing does not apply (links one way only) or proves nothing."""
-    endpoints: tuple[Hashable, ...] = traffic.endpoints
     try:
-        hose = valiant_rate(fab, endpoints=endpoints, time_limit=time_limit)
+        hose = valiant_rate(fab, endpoints=traffic.endpoints, time_limit=time_limit)
     except InvalidParameterError:
         return None
     return hose if hose.rate_gbps > 0 and hose.proof is not None else None

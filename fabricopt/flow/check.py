@@ -46,6 +46,7 @@ from .valiant import (
     _FullPhaseOne,
     _SymmetricPhaseOne,
     hub_shares,
+    rate_scale,
 )
 from .valiant_bounds import cut_of, wcmp_phase_one
 from .valiant_domains import DomainPhaseOne
@@ -279,9 +280,7 @@ def _hose_lower(fab: Fabric, arrays: _Arrays, proof, ep_idx: np.ndarray, hub_idx
         return rate, overload, routed.residual_l1
     if proof.x is None:
         return 0.0, 0.0, 0.0
-    loops = ga.tail != ga.head
-    injection = np.bincount(ga.tail[loops], weights=ga.capacity[loops], minlength=ga.n_nodes)
-    scale = float(injection[ep_idx].max()) or 1.0
+    scale = rate_scale(ga, ep_idx)
     if proof.kind == "merged":
         model = DomainPhaseOne.build(ga, rev, ep_idx, hub_idx, share, arrays.scale_up)
     elif proof.kind == "lp":

@@ -342,9 +342,7 @@ def _rate_for_hubs(fab: Any, eps: tuple[Hashable, ...], hub_list: tuple[Hashable
         raise InvalidParameterError("valiant_rate(): method='symmetric' needs an unchanged "
                                     "fabric with a symmetry claim, all endpoints and hubs "
                                     "given by level")
-    loops = ga.tail != ga.head
-    injection = np.bincount(ga.tail[loops], weights=ga.capacity[loops], minlength=ga.n_nodes)
-    scale = float(injection[ep_idx].max()) or 1.0  # Fabric.injection_gbps, for all at once
+    scale = rate_scale(ga, ep_idx)
     if method == "symmetric" or (method == "auto" and symmetric_ok):
         model = _SymmetricPhaseOne.build(fab, ga, rev, ep_idx, hub_idx, scale, claim, share)
         if model is not None:
@@ -438,6 +436,14 @@ def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     assert best is not None
     best.seconds = time.perf_counter() - start
     return best
+
+
+def rate_scale(ga: GraphArrays, ep_idx: np.ndarray) -> float:
+    """The unit the phase-1 LPs count the rate in: the largest injection of an endpoint
+    (:meth:`Fabric.injection_gbps`, for all at once), so their theta is near one."""
+    loops = ga.tail != ga.head
+    injection = np.bincount(ga.tail[loops], weights=ga.capacity[loops], minlength=ga.n_nodes)
+    return float(injection[ep_idx].max()) or 1.0
 
 
 def hub_shares(ga: GraphArrays, hub_idx: np.ndarray, ep_idx: np.ndarray,
