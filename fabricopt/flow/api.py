@@ -219,6 +219,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         fab, traffic, method, backend, time_limit, include_endpoint_links, gap, progress)
     bounds_first, work_limit, backend_options = _check_stage_and_work(
         backend, bounds_first, work_limit, backend_options)
+    check_solve_args("max_concurrent_flow", backend, time_limit, backend_options)
     ga = GraphArrays.from_fabric(fab)  # the symmetry found below shares fab's graph
     check_capacity_spread("max_concurrent_flow", ga, fab.name)
     warm = (None if warm_start is None

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_path, check_positive
+from .._checks import check_path, check_positive, did_you_mean
 from ..errors import BackendUnavailableError, InvalidParameterError
 from .lp import LinearProgram, LPSolution
 
@@ -48,16 +48,30 @@ NO_CROSSOVER_ABOVE_NONZEROS = 500_000
 TIGHT_TOLERANCES = {"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10}
 
 
-def check_solve_args(func: str, backend: Any, time_limit: Any) -> float | None:
-    """Check ``backend`` and ``time_limit`` for ``func`` before any work; the time limit back.
+def check_solve_args(func: str, backend: Any, time_limit: Any,
+                     options: dict[str, Any] | None = None) -> float | None:
+    """Check ``backend``, ``time_limit`` and the names of the backend ``options`` for
+    ``func`` before any work (a bounds stage that answers alone would otherwise never
+    reach the solver that refuses a misspelt one); the time limit back.
 
     >>> check_solve_args("valiant_rate", "highs", 5)
     5.0
+    >>> check_solve_args("valiant_rate", "highs", 5, {"time_limt": 1})
+    Traceback (most recent call last):
+    ...
+    fabricopt.errors.InvalidParameterError: valiant_rate(): unknown option 'time_limt' ...
     """
     if not isinstance(backend, str) or backend not in _SOLVERS:
         raise InvalidParameterError(
             f"{func}(): backend must be one of {', '.join(map(repr, BACKENDS))}, "
             f"got {backend!r}")
+    unknown = sorted(set(options or ()) - set(SCIPY_HIGHS_OPTIONS))
+    if backend == "highs" and unknown:
+        allowed = ("time_limit", *SCIPY_HIGHS_OPTIONS)
+        raise InvalidParameterError(
+            f"{func}(): unknown option {unknown[0]!r} for backend 'highs'"
+            f"{did_you_mean(unknown[0], allowed)}; allowed: {', '.join(allowed)} (or "
+            "backend='highspy' for any HiGHS option)")
     return None if time_limit is None else check_positive(func, "time_limit", time_limit)
 
 

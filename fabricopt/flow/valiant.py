@@ -268,7 +268,8 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     400.0
     """
     start = time.perf_counter()
-    time_limit, bounds_first = _check_options(method, backend, time_limit, bounds_first)
+    time_limit, bounds_first = _check_options(method, backend, time_limit, bounds_first,
+                                               backend_options)
     eps = check_endpoint_group("valiant_rate", fab, endpoints)
     if hubs is None:
         return best_hub_level(fab, eps, method=method, backend=backend, time_limit=time_limit,
@@ -383,14 +384,14 @@ def _budget(time_limit: float | None, start: float) -> float | None:
 
 
 def _check_options(method: Any, backend: Any, time_limit: Any, bounds_first: Any,
-                   ) -> tuple[float | None, bool | None]:
+                   options: dict[str, Any]) -> tuple[float | None, bool | None]:
     """``method`` and the solve arguments checked; the time limit and ``bounds_first``."""
     if method not in ("auto", "symmetric", "lp"):
         raise InvalidParameterError(f"valiant_rate(): method must be 'auto', 'symmetric' or "
                                     f"'lp', got {method!r}")
     if bounds_first is not None:
         bounds_first = check_bool("valiant_rate", "bounds_first", bounds_first)
-    return check_solve_args("valiant_rate", backend, time_limit), bounds_first
+    return check_solve_args("valiant_rate", backend, time_limit, options), bounds_first
 
 
 def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
@@ -411,7 +412,8 @@ def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     arguments are :func:`valiant_rate`'s.
     """
     start = time.perf_counter()
-    time_limit, bounds_first = _check_options(method, backend, time_limit, bounds_first)
+    time_limit, bounds_first = _check_options(method, backend, time_limit, bounds_first,
+                                               backend_options)
     eps = check_endpoint_group("valiant_rate", fab, endpoints)
     # Reading the arrays checks every arc first.
     prepared = _Arrays.of(fab, arrays)

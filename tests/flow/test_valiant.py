@@ -253,3 +253,13 @@ def test_one_server_with_a_network_keeps_its_nvswitch_rate():
     # Two servers: a detour through the other server's NVSwitches would cost scale-out twice,
     # so the network's switches stay the hubs (each GPU's NIC: 400 Gb/s).
     assert fo.valiant_rate(fo.cluster(fo.dgx_h100(), nodes=2)).rate_gbps == pytest.approx(400)
+
+
+def test_a_misspelt_option_is_refused_even_when_no_solver_runs():
+    # fat_tree(4) closes by the bounds stage (no LP), where the solver that refuses unknown
+    # options is never reached: the names are checked before any work.
+    with pytest.raises(fo.InvalidParameterError, match=r"valiant_rate\(\).*'time_limt'.*"
+                       r"did you mean 'time_limit'"):
+        fo.valiant_rate(fo.fat_tree(4), time_limt=1)
+    with pytest.raises(fo.InvalidParameterError, match=r"max_concurrent_flow\(\).*'foo'"):
+        fo.max_concurrent_flow(fo.from_networkx(fo.fat_tree(4).graph), foo=1)
