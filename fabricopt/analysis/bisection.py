@@ -85,6 +85,9 @@ class BisectionResult:
     seconds: float = 0.0
     candidates: dict[str, float] = field(default_factory=dict)
     hose_rate_gbps: float = 0.0
+    #: Whether the two-phase rate was sought (False when the bound below came from
+    #: elsewhere, such as the intact fabric's, and ``hose_rate_gbps`` is 0 for that reason).
+    hose_tried: bool = True
 
     @property
     def per_endpoint_gbps(self) -> float:
@@ -107,7 +110,9 @@ class BisectionResult:
             f"{len(self.cut.endpoints_a)} to {len(self.cut.endpoints_b)} endpoints",
             (f"any traffic      {_gbps(self.hose_rate_gbps)} Gb/s per GPU in and out is carried "
              f"(two-phase routing, certified)" if self.hose_rate_gbps > 0 else
-             "any traffic      no rate proven (two-phase routing)"),
+             "any traffic      no rate proven (two-phase routing)" if self.hose_tried else
+             "any traffic      not sought here (the bound below came from elsewhere); "
+             "valiant_rate gives it"),
         ])
 
     def _per_endpoint_line(self) -> str:
@@ -531,6 +536,18 @@ def _scale_out_injection(fab: Fabric, ga: GraphArrays) -> np.ndarray:
     return np.where(other > 0, other, every)
 
 
+def _mean_injection(fab: Fabric, ga: GraphArrays, ep_idx: np.ndarray) -> float:
+    """The injection per endpoint that full bisection counts: the scale-out one (NIC
+    links) wherever an endpoint has any, so a GPU that lost its NIC adds nothing rather
+    than its NVLink rate (which made one lost NIC of 64 read 0.86 x full bisection); the
+    whole injection in a fabric with no scale-out links at all (a single server)."""
+    out = ~arc_labels(fab).scale_up
+    other = np.bincount(ga.tail[out], weights=ga.capacity[out], minlength=ga.n_nodes)[ep_idx]
+    if other.any():
+        return float(np.mean(other))
+    return float(np.mean(_scale_out_injection(fab, ga)[ep_idx]))
+
+
 def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = None,
                         milp_max_nodes: int = 60, time_limit: float | None = 30.0,
                         seed: int = 0, bounds_first: bool | None = None,
@@ -620,6 +637,7 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     # applies), the certified two-phase hose rate (a matching of `half` pairs crosses every
     # split), then the certified all-to-all throughput among the endpoints.
     lower, lower_from = 0.0, "nothing proven"
+    hose_tried = hose is not None
     if degraded is not None and degraded[0] > lower:
         lower, lower_from = degraded[0], degraded[1]
     if (hose is None and lower < upper * (1 - 1e-9)
@@ -627,7 +645,8 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
         # Skipped where a group's own links already hold any hose rate to a bisection
         # bound below the intact one's less the failed links: on fat_tree(8) minus four
         # switch links, two LPs of 13 s each that could not tighten the bracket.
-        hose = _hose_rate(fab, eps, upper / max(half, 1), time_limit, ga, bounds_first)
+        hose, hose_tried = _hose_rate(fab, eps, upper / max(half, 1), time_limit, ga,
+                                      bounds_first), True
     if hose is not None and hose.rate_gbps * half > lower:
         lower = hose.rate_gbps * half
         lower_from = (f"two-phase hose rate, hubs {hose.level} hops out ({hose.method}, "
@@ -675,7 +694,7 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     bcut = BisectionCut(frozenset(ga.nodes[i] for i in np.flatnonzero(side)), a_eps, b_eps,
                         crossing, float(upper), found_by,
                         sum(int(fab.graph[u][v].get("links", 1)) for u, v in crossing))
-    injection = float(np.mean(_scale_out_injection(fab, ga)[ep_idx]))
+    injection = _mean_injection(fab, ga, ep_idx)
     return BisectionResult(float(lower), float(upper), bool(exact), bcut, n, injection,
                            lower_from, time.perf_counter() - start, candidates,
-                           hose.rate_gbps if hose is not None else 0.0)
+                           hose.rate_gbps if hose is not None else 0.0, hose_tried)

@@ -297,3 +297,18 @@ def test_an_open_bracket_is_printed_per_endpoint_as_a_bracket():
     assert "per endpoint     200 Gb/s (1 x full bisection)" in str(exact)
     opened = dataclasses.replace(exact, lower_gbps=2400.0, exact=False)
     assert "per endpoint     150 to 200 Gb/s (0.75 to 1 x full bisection; bracket)" in str(opened)
+
+
+def test_a_gpu_without_its_nic_adds_no_injection():
+    # 8 DGX H100 servers on rails, n1.gpu3's NIC link gone: bisection 12,400 = 32 x 400
+    # less the lost link. Full bisection counts NIC injection only: 63 x 400 / 64 = 393.75
+    # per GPU (the NIC-less GPU adds nothing, not its 3,600 Gb/s of NVLink), so the ratio is
+    # 12,400 / (32 x 393.75) = 0.984. Its bound came from the intact fabric's less the lost
+    # link: the two-phase rate was not sought, and the output says so rather than "no rate".
+    fab = fo.cluster(fo.dgx_h100(), nodes=8, scale_out="rail_optimized")
+    b = fo.bisection_bandwidth(fab.without_links([("n1.gpu3", "r3.l0")]))
+    assert b.exact and b.upper_gbps == pytest.approx(12_400)
+    assert b.injection_gbps == pytest.approx(63 * 400 / 64)
+    assert b.full_bisection_ratio == pytest.approx(12_400 / (32 * 393.75))
+    assert "intact fabric" in b.lower_from and not b.hose_tried
+    assert "not sought here" in str(b)
