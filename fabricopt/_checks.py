@@ -16,9 +16,13 @@ import numpy as np
 from .errors import InvalidParameterError
 
 
-def fail(func: str, name: str, rule: str, value: Any) -> InvalidParameterError:
-    """Build the standard error for argument ``name`` of ``func``."""
-    return InvalidParameterError(f"{func}(): {name} must be {rule}, got {value!r}")
+def fail(func: str, name: str, rule: str, value: Any, *, word: Any = None,
+         choices: Iterable[Any] = ()) -> InvalidParameterError:
+    """Build the standard error for argument ``name`` of ``func``; with ``word`` (a
+    misspelt name) and ``choices``, the closest of them is suggested."""
+    near = did_you_mean(word, [c for c in choices if isinstance(c, str)]) if (
+        isinstance(word, str)) else ""
+    return InvalidParameterError(f"{func}(): {name} must be {rule}, got {value!r}{near}")
 
 
 def dataclass_from_mapping(func: str, name: str, cls: type, value: Mapping[str, Any],
@@ -197,11 +201,8 @@ def check_choice(func: str, name: str, value: Any, choices: Sequence[Any]) -> An
     except TypeError:  # an unhashable value against a set or mapping of choices
         known = False
     if not known:
-        err = fail(func, name, "one of " + ", ".join(repr(c) for c in choices), value)
-        if isinstance(value, str):
-            err.args = (err.args[0] + did_you_mean(value, [c for c in choices
-                                                            if isinstance(c, str)]),)
-        raise err
+        raise fail(func, name, "one of " + ", ".join(repr(c) for c in choices), value,
+                   word=value, choices=choices)
     return value
 
 

@@ -127,8 +127,9 @@ def as_fabric(func: str, name: str, value: Any) -> Fabric:
     else:
         raise fail(func, name, rule, value)
     if family not in GENERATORS or family in ("cluster", "superpod"):
-        raise fail(func, name, rule + " (generators: " + ", ".join(
-            sorted(set(GENERATORS) - {"cluster", "superpod"})) + ")", value)
+        known = sorted(set(GENERATORS) - {"cluster", "superpod"})
+        raise fail(func, name, rule + " (generators: " + ", ".join(known) + ")", value,
+                   word=family, choices=known)
     try:
         return make(family, args, caller=func)
     except InvalidParameterError as exc:
@@ -227,7 +228,8 @@ def check_options(func: str, kind: str | None, options: dict[str, Any]) -> dict[
     unknown = sorted(set(options) - set(allowed))
     if unknown:
         raise fail(func, "fabric_options", f"options of scale_out={kind!r} ("
-                   + (", ".join(allowed) or "none") + ")", unknown)
+                   + (", ".join(allowed) or "none") + ")", unknown, word=unknown[0],
+                   choices=allowed)
     out = {**allowed, **options}
     if kind == "rail_optimized":
         out["leaf_radix"] = check_radix(func, "leaf_radix", out["leaf_radix"])

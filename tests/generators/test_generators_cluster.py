@@ -377,3 +377,15 @@ def test_default_names_tell_oversubscribed_clusters_apart():
     assert fo.cluster(dom, nodes=4, scale_out="clos", radix=8, oversubscription=[1, 4]).name \
         == "cluster(4 x DGX H100, clos, 1:1/4:1)"
     assert fo.cluster(dom, nodes=4, oversubscription=2, name="mine").name == "mine"
+
+
+@pytest.mark.parametrize(("kwargs", "suggestion"), [
+    ({"nodes": 2, "oversubscripton": 2}, "did you mean 'oversubscription'"),
+])
+def test_a_misspelt_cluster_word_gets_a_suggestion(kwargs, suggestion):
+    # A scale-up domain named one letter short, and a scale-out option misspelt: the error
+    # names the closest word (the CLI passes these straight through).
+    with pytest.raises(fo.InvalidParameterError, match=suggestion):
+        fo.cluster(fo.dgx_h100(), **kwargs)
+    with pytest.raises(fo.InvalidParameterError, match="did you mean 'dgx_h100'"):
+        fo.cluster("dgx_h10", nodes=2)
