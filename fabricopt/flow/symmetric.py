@@ -37,6 +37,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
+from .._unchanged import once
 from ..graph_arrays import GraphArrays
 from .certificate import DistanceBound
 from .formulation import Collapse
@@ -188,8 +189,8 @@ class OrbitClasses:
         (the root's supply pattern) when ``reduce`` and the result is equitable."""
         # ``fab.symmetry`` re-checks the claim against the graph: a caller that just did so
         # passes the claim in.
-        return cls.from_orbits(ga, arc_orbits(ga, symmetry or fab.symmetry), node_color,
-                               reduce)
+        return cls.from_orbits(ga, fabric_arc_orbits(fab, ga, symmetry or fab.symmetry),
+                               node_color, reduce)
 
     @classmethod
     def from_orbits(cls, ga: GraphArrays, orbit: np.ndarray, node_color: np.ndarray,
@@ -225,6 +226,13 @@ def arc_orbits(ga: GraphArrays, symmetry: Any) -> np.ndarray:
     """Dense orbit ids (0..k-1) of the arcs of ``ga`` under a symmetry claim."""
     return _relabel(np.fromiter(map(symmetry.arc_orbit.__getitem__, ga.arcs), dtype=np.int64,
                                 count=ga.n_arcs))
+
+
+def fabric_arc_orbits(fab: Any, ga: GraphArrays, symmetry: Any) -> np.ndarray:
+    """:func:`arc_orbits` of ``fab``'s arrays ``ga`` under its claim ``symmetry``, read once
+    per study row (:func:`~fabricopt._unchanged.once`): every metric's symmetric method and
+    the two-phase routing share it."""
+    return once(fab, f"arc_orbits {id(symmetry)} {id(ga)}", lambda: arc_orbits(ga, symmetry))
 
 
 def endpoint_orbits(symmetry: Any, endpoints: tuple[Any, ...]) -> np.ndarray:
@@ -445,7 +453,7 @@ def build_symmetric_lp(fab: Any, gbps: float, reduce: bool = True,
     T = len(fab.endpoints)
     ep_idx = np.array([ga.index[e] for e in fab.endpoints], dtype=np.int64)
     collapse = Collapse.of(ga, fab, tuple(fab.endpoints))
-    orbit = arc_orbits(ga, sym)
+    orbit = fabric_arc_orbits(fab, ga, sym)
     orbit_size = np.bincount(orbit).astype(float)
     n_orb = len(orbit_size)
     ep_orbit = endpoint_orbits(sym, tuple(fab.endpoints))

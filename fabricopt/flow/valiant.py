@@ -57,10 +57,10 @@ from .lp import LinearProgram
 from .model import LiftedFlow, max_theta_lp
 from .symmetric import (
     OrbitClasses,
-    arc_orbits,
     class_conservation_rows,
     conservation_residual,
     endpoint_orbits,
+    fabric_arc_orbits,
     invariant_loads,
 )
 from .valiant_bounds import HoseProof, best_cut, closes, wcmp_phase_one
@@ -550,7 +550,7 @@ class _SymmetricPhaseOne:
               hub_idx: np.ndarray, scale: float, claim: Any, share: np.ndarray,
               ) -> _SymmetricPhaseOne | None:
         sym = claim  # fab.symmetry, as the caller read it
-        orbit = arc_orbits(ga, sym)
+        orbit = fabric_arc_orbits(fab, ga, sym)
         orbit_size = np.bincount(orbit).astype(float)
         n_orb = len(orbit_size)
         rev_orbit = np.full(n_orb, -1)
@@ -648,6 +648,18 @@ class _Arrays:
     scale_up: np.ndarray
     partitions: list[np.ndarray] | None = None
     dead: tuple[bytes, np.ndarray] | None = None
+    orbits: tuple[np.ndarray | None] | None = None
+
+    def claim_orbits(self, fab: Any, ep_idx: np.ndarray) -> np.ndarray | None:
+        """Arc orbits of the fabric's symmetry claim (read once), when ``ep_idx`` are all
+        of its endpoints (a claim says nothing about a subset); else None."""
+        if len(ep_idx) != len(fab.endpoints):
+            return None
+        if self.orbits is None:
+            claim = fab.symmetry
+            self.orbits = (None if claim is None else
+                           fabric_arc_orbits(fab, self.ga, claim),)
+        return self.orbits[0]
 
     def dead_ends(self, ep_idx: np.ndarray) -> np.ndarray:
         """:func:`_dead_ends` of ``ep_idx``, computed once per set of endpoints."""
@@ -712,7 +724,7 @@ def _bounds_stage(fab: Any, arrays: _Arrays, ep_idx: np.ndarray, hub_idx: np.nda
     if beat is not None and upper <= beat * (1 + 1e-9):
         return None
     side, lengths = (None if cut is None else cut.side), None
-    routed = wcmp_phase_one(ga, rev, ep_idx, hub_idx, share)
+    routed = wcmp_phase_one(ga, rev, ep_idx, hub_idx, share, arrays.claim_orbits(fab, ep_idx))
     rate, overload, load, residual = 0.0, 0.0, None, 0.0
     lower_from, upper_from = "no routing", "a hierarchy cut"
     eps, proof = tuple(ga.nodes[i] for i in ep_idx), None

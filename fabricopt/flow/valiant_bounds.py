@@ -262,8 +262,49 @@ def phase_one_flows(ga: GraphArrays, to_hub: np.ndarray, share: np.ndarray,
     return load, residual
 
 
+def hub_orbit_representatives(ga: GraphArrays, hub_idx: np.ndarray, share: np.ndarray,
+                              orbit: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """One hub per orbit of a group of automorphisms (its position in ``hub_idx``) and the
+    number of hubs in each orbit, from the group's arc orbits ``orbit``; None when the hubs
+    are not a union of whole orbits or their shares differ inside one.
+
+    A node's orbit is the set of heads of the orbit of any arc entering it (the images
+    ``g(u, v) = (g u, g v)`` of that arc end at every ``g v``), so each hub is labelled by the
+    least head of its first entering arc's orbit.
+
+    >>> import fabricopt as fo
+    >>> from fabricopt.flow.symmetric import arc_orbits
+    >>> fab = fo.leaf_spine(2, 2, 2, link_gbps=100)
+    >>> ga = GraphArrays.from_fabric(fab)
+    >>> spines = np.array([ga.index["spine0"], ga.index["spine1"]])
+    >>> reps, counts = hub_orbit_representatives(ga, spines, np.array([0.5, 0.5]),
+    ...                                          arc_orbits(ga, fab.symmetry))
+    >>> [ga.nodes[spines[i]] for i in reps], counts.tolist()   # the spines are one orbit
+    (['spine0'], [2])
+    """
+    n_orbits = int(orbit.max()) + 1 if len(orbit) else 0
+    first_in = np.full(ga.n_nodes, -1, dtype=np.int64)
+    first_in[ga.head[::-1]] = np.arange(ga.n_arcs - 1, -1, -1)
+    if np.any(first_in[hub_idx] < 0):
+        return None
+    least_head = np.full(n_orbits, ga.n_nodes, dtype=np.int64)
+    np.minimum.at(least_head, orbit, ga.head)
+    label = least_head[orbit[first_in[hub_idx]]]
+    labels, first, counts = np.unique(label, return_index=True, return_counts=True)
+    # Each orbit must lie wholly among the hubs: as many hubs of a label as heads of its orbit.
+    pairs = np.unique(orbit.astype(np.int64) * ga.n_nodes + ga.head)
+    heads_per_orbit = np.bincount(pairs // ga.n_nodes, minlength=n_orbits)
+    if np.any(heads_per_orbit[orbit[first_in[hub_idx[first]]]] != counts):
+        return None
+    position = np.searchsorted(labels, label)
+    if np.any(np.abs(share - share[first][position]) > 1e-12 * np.abs(share).max()):
+        return None
+    return first, counts
+
+
 def wcmp_phase_one(ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray, hub_idx: np.ndarray,
-                   share: np.ndarray) -> RoutedPhaseOne | None:
+                   share: np.ndarray, orbit: np.ndarray | None = None,
+                   ) -> RoutedPhaseOne | None:
     """Every endpoint's phase-1 flow (unit rate, ``share`` to each hub) by fewest-hop WCMP
     (:func:`phase_one_flows`), with both phases' load per arc; None when the distances to
     the hubs are too large to hold (:data:`WCMP_MAX_HUB_ENTRIES`) or a hub is out of some
@@ -277,12 +318,29 @@ def wcmp_phase_one(ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray, hub_idx
     ...                         np.array([1.0]))
     >>> routed.rate(ga.capacity, 1.0)   # a leaf's one 100 Gb/s uplink carries 2 r
     (50.0, 1.0)
+
+    With ``orbit``, the arc orbits of a group of automorphisms that keeps the endpoints (a
+    symmetry claim about all of them), one hub per orbit is routed: WCMP routes by hops and
+    capacities, which automorphisms keep, so the hubs of an orbit load the arcs of an arc
+    orbit alike in total, and the orbit's load is its size times the representative's load
+    averaged over each arc orbit (120 hubs of a 15,360-GPU dual-plane pod route as one).
     """
+    counts = None
+    if orbit is not None:
+        found = hub_orbit_representatives(ga, hub_idx, share, orbit)
+        if found is not None:
+            hub_idx, share, counts = hub_idx[found[0]], share[found[0]], found[1]
     to_hub = hops_to_hubs(ga, hub_idx)
     if to_hub is None or not np.all(np.isfinite(to_hub[:, ep_idx])):
         return None
     injection = np.bincount(ep_idx, minlength=ga.n_nodes).astype(float)
-    load, residual = phase_one_flows(ga, to_hub, share, injection)
+    if counts is None:
+        load, residual = phase_one_flows(ga, to_hub, share, injection)
+    else:
+        # Each representative stands for its orbit: its share counted once per hub of it
+        # (the residual it measures grows alike, which only lowers the rate proven).
+        load, residual = phase_one_flows(ga, to_hub, share * counts, injection)
+        load = (np.bincount(orbit, weights=load) / np.bincount(orbit))[orbit]
     return RoutedPhaseOne(load + load[rev], residual)
 
 
@@ -296,4 +354,5 @@ def closes(lower: float, upper: float) -> bool:
 
 
 __all__ = ["FLIP_STARTS", "WCMP_MAX_HUB_ENTRIES", "HoseProof", "RoutedPhaseOne", "ValiantCut",
-           "best_cut", "closes", "cut_of", "hops_to_hubs", "phase_one_flows", "wcmp_phase_one"]
+           "best_cut", "closes", "cut_of", "hops_to_hubs", "hub_orbit_representatives",
+           "phase_one_flows", "wcmp_phase_one"]

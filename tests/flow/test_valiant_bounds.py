@@ -13,7 +13,13 @@ from scipy.sparse.csgraph import dijkstra
 
 import fabricopt as fo
 from fabricopt.flow.valiant import _reverse_arcs, hub_levels, hub_shares
-from fabricopt.flow.valiant_bounds import hops_to_hubs, phase_one_flows
+from fabricopt.flow.symmetric import arc_orbits
+from fabricopt.flow.valiant_bounds import (
+    hops_to_hubs,
+    hub_orbit_representatives,
+    phase_one_flows,
+    wcmp_phase_one,
+)
 from fabricopt.graph_arrays import GraphArrays
 
 
@@ -285,3 +291,41 @@ def test_check_certificate_of_a_two_phase_rate_takes_no_traffic():
     fab = fo.fat_tree(4)
     with pytest.raises(fo.InvalidParameterError, match="hose"):
         fo.check_certificate(fab, fo.valiant_rate(fab), fo.all_to_all(fab))
+
+
+SYMMETRIC = [fo.fat_tree(4), fo.leaf_spine(5, 3, 4, links_per_pair=2),
+             fo.cluster(fo.nvswitch_domain(4, 2, 2, 100.0), nodes=4),
+             fo.cluster(fo.dgx_h100(), nodes=8, scale_out="clos", tiers=3, radix=8),
+             fo.superpod(2)]
+
+
+@pytest.mark.parametrize("fab", SYMMETRIC, ids=[f.name for f in SYMMETRIC])
+def test_one_hub_per_orbit_routes_as_every_hub(fab):
+    """WCMP is kept by automorphisms, so routing one hub of each orbit and averaging over
+    the arc orbits gives the load of routing every hub: checked arc by arc on every level,
+    with fewer hubs routed wherever a level is one orbit."""
+    ga = GraphArrays.from_fabric(fab)
+    rev = _reverse_arcs(ga)
+    ep = np.array([ga.index[e] for e in fab.endpoints])
+    orbit = arc_orbits(ga, fab.symmetry)
+    for level in hub_levels(fab).values():
+        hub = np.array([ga.index[h] for h in level])
+        p = hub_shares(ga, hub, ep)
+        reps = hub_orbit_representatives(ga, hub, p, orbit)
+        assert reps is not None and reps[1].sum() == len(hub)  # every hub in one orbit
+        every = wcmp_phase_one(ga, rev, ep, hub, p)
+        by_orbit = wcmp_phase_one(ga, rev, ep, hub, p, orbit)
+        np.testing.assert_allclose(by_orbit.load, every.load, rtol=1e-12,
+                                   atol=1e-12 * every.load.max())
+
+
+def test_hubs_that_are_not_whole_orbits_route_one_by_one():
+    """One spine of two (the other is its image) or unequal shares inside an orbit: no
+    representatives, the routing goes hub by hub."""
+    fab = fo.leaf_spine(2, 2, 2)
+    ga = GraphArrays.from_fabric(fab)
+    orbit = arc_orbits(ga, fab.symmetry)
+    spines = np.array([ga.index["spine0"], ga.index["spine1"]])
+    assert hub_orbit_representatives(ga, spines[:1], np.array([1.0]), orbit) is None
+    assert hub_orbit_representatives(ga, spines, np.array([0.4, 0.6]), orbit) is None
+    assert hub_orbit_representatives(ga, spines, np.array([0.5, 0.5]), orbit)[1].tolist() == [2]
