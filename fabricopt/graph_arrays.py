@@ -234,24 +234,24 @@ def _look(fab: Any, roles: tuple[str, ...]) -> np.ndarray | None:
     if type(g) is not nx.DiGraph:
         return None
     succ, node_data = g._succ, g._node
-    nodes = list(succ)
-    n = len(nodes)
     data = list(chain.from_iterable(map(dict.values, succ.values())))
     raw_cap = list(map(methodcaller("get", "capacity"), data))
     raw_links = list(map(methodcaller("get", "links", 1), data))
     if not set(map(type, raw_cap)) <= _NUMBERS or not set(map(type, raw_links)) <= {int}:
         return None
-    cap = np.array(raw_cap, dtype=float).reshape(len(data))
     links = np.array(raw_links, dtype=np.int64).reshape(len(data))
-    if not (np.all(np.isfinite(cap) & (cap > 0)) and (len(links) == 0 or links.min() >= 1)):
+    if len(links) and links.min() < 1:
         return None
-    index = {v: i for i, v in enumerate(nodes)}
-    tail = np.fromiter(chain.from_iterable(map(repeat, range(n), map(len, succ.values()))),
-                       dtype=np.int64, count=len(data))
-    head = np.fromiter(map(index.__getitem__, chain.from_iterable(succ.values())),
-                       dtype=np.int64, count=len(data))
-    if np.any(tail == head) or not np.all(np.isin(head * n + tail, tail * n + head)):
+    try:  # capacities, self-loops and endpoints checked as every solver reads them
+        ga = GraphArrays.from_fabric(fab)  # read once in a study row, shared with its metrics
+    except InvalidFabricError:
         return None
+    n, tail, head, index = ga.n_nodes, ga.tail, ga.head, ga.index
+    code = np.sort(tail * n + head)
+    back = head * n + tail
+    if len(code) and not np.all(code[np.minimum(np.searchsorted(code, back),
+                                                len(code) - 1)] == back):
+        return None  # an arc without its reverse
     if not set(map(methodcaller("get", "role"), node_data.values())) <= set(roles):
         return None
     if any(e not in node_data or node_data[e].get("role") != "gpu" for e in fab.endpoints):
@@ -261,4 +261,4 @@ def _look(fab: Any, roles: tuple[str, ...]) -> np.ndarray | None:
         radix = d.get("radix") if d.get("role") == "switch" else None
         if radix is not None and (type(radix) not in _NUMBERS or used[index[v]] > radix):
             return None
-    return cap
+    return ga.capacity

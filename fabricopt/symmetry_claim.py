@@ -14,8 +14,12 @@ generation is never solved with a stale claim.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain, repeat
+from operator import methodcaller
+from typing import Any
 
 import networkx as nx
 
@@ -97,6 +101,8 @@ class Symmetry:
             return False
         if len(self.arc_orbit) != self.n_arcs:
             return False
+        if type(graph) is nx.DiGraph:
+            return self._capacities_match(graph)
         seen: dict[int, float] = {}
         orbit_of = self.arc_orbit
         for u, v, cap in graph.edges(data="capacity"):
@@ -104,3 +110,17 @@ class Symmetry:
             if orbit is None or seen.setdefault(orbit, cap) != cap:
                 return False
         return True
+
+    def _capacities_match(self, graph: nx.DiGraph) -> bool:
+        """Every arc of a plain ``DiGraph`` claimed, one capacity per orbit: the loop of
+        :meth:`matches` as C-level maps over the adjacency dicts (a fifth of a second per
+        check on a 15,360-GPU pod, arc by arc)."""
+        succ = graph._succ
+        arcs = chain.from_iterable(map(zip, map(repeat, succ), succ.values()))
+        orbits = list(map(self.arc_orbit.get, arcs))
+        data = chain.from_iterable(map(dict.values, succ.values()))
+        capacities = list(map(methodcaller("get", "capacity"), data))
+        seen: dict[Any, Any] = dict(zip(orbits, capacities, strict=True))
+        # Each orbit's last capacity was kept: every arc must show it (and be claimed).
+        return None not in seen and all(map(operator.eq, map(seen.__getitem__, orbits),
+                                            capacities))

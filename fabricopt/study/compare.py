@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from .._gc import frozen_gc, paused_gc
+from .._unchanged import unchanged
 from .._checks import check_int, check_path, did_you_mean, fail, parse_bytes
 from ..errors import FabricOptError
 from ..fabric import Fabric
@@ -112,11 +113,15 @@ def _evaluate(job: _Job) -> dict[str, Any]:
         try:
             with guard, contextlib.ExitStack() as frozen:
                 with paused_gc():
-                    fab = build_design(task).validate()
+                    fab = build_design(task)
                     # Frozen before the collector wakes: its first pass would otherwise
                     # walk the millions of objects just built (a quarter second on a
                     # 24,576-GPU cluster), alive through the row anyway.
                     frozen.enter_context(frozen_gc())
+                # Nothing edits the fabric from here to the row's end: the arrays validate
+                # reads serve every metric.
+                frozen.enter_context(unchanged(fab))
+                fab.validate()
                 row["name"] = row_name(fab.name, task.point)
                 row["family"] = fab.design.get("family", "")
                 ctx = MetricContext(message_bytes=job.message_bytes,
