@@ -231,12 +231,23 @@ def pair_cut_min(p: Problem, root: int, limit: int = 64) -> tuple[float, np.ndar
         others = others[np.linspace(0, len(others) - 1, limit).astype(int)]
     # No pair's cut exceeds its source's egress: one graph, capped there, serves every pair.
     cuts = PairCuts(ga, float(egress.max())) if len(others) else None
+    # Where every arc's reverse has its capacity, a cut leaving a side has the capacity of
+    # the one entering it, so the least cut from v to the root is the least from the root
+    # to v: one direction is enough (half the flows on a 24,576-GPU cluster).
+    both = not _reversible(ga)
     for v in others:
-        for a, b in ((root, v), (v, root)):
+        for a, b in ((root, v), (v, root)) if both else ((root, v),):
             cut = cuts.cut(int(a), int(b), below=best)
             if cut is not None and cut.capacity < best:
                 best, best_side = cut.capacity, cut.side
     return best, best_side
+
+
+def _reversible(ga: GraphArrays) -> bool:
+    """True when every arc has a reverse arc of the same capacity (parallel arcs summed)."""
+    n = ga.n_nodes
+    forward = sp.csr_matrix((ga.capacity, (ga.tail, ga.head)), shape=(n, n))
+    return bool(abs(forward - forward.T).max() <= 1e-12 * float(ga.capacity.max(initial=0.0)))
 
 
 def reduce_domains(p: Problem, red_up: np.ndarray) -> tuple[list[list[int]], float]:

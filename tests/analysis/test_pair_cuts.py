@@ -108,3 +108,24 @@ def test_two_servers_are_split_at_their_nics():
     value, side = pair_cut_min(p, int(p.gpus[0]))
     assert value == 3200.0
     assert side is not None and int(side[p.gpus].sum()) == 8
+
+
+def test_an_uneven_link_is_cut_in_both_directions():
+    """Two servers of two GPUs (4 Gb/s each way to their switch) whose switches are joined
+    by 3 Gb/s one way and 1 Gb/s back: from the root's server the least cut out is 3, into
+    it 1. One direction is enough only where every arc's reverse has its capacity."""
+    import networkx as nx
+
+    g = nx.DiGraph()
+    for gpu, sw in (("a0", "sa"), ("a1", "sa"), ("b0", "sb"), ("b1", "sb")):
+        g.add_node(gpu, role="gpu")
+        g.add_node(sw, role="switch")
+        g.add_edge(gpu, sw, capacity=4.0)
+        g.add_edge(sw, gpu, capacity=4.0)
+    g.add_edge("sa", "sb", capacity=3.0)
+    g.add_edge("sb", "sa", capacity=1.0)
+    fab = fo.Fabric(g, ["a0", "a1", "b0", "b1"], name="uneven")
+    p = collective_problem(fab, fab.endpoints)
+    value, side = pair_cut_min(p, p.ga.index["a0"])
+    assert value == 1.0  # sb -> sa: the cut leaving b's side
+    assert side is not None and side[p.ga.index["b0"]] and not side[p.ga.index["a0"]]
