@@ -346,7 +346,7 @@ class Fabric:
         """
         # The rules on arrays first (graph_arrays.looks_valid); the sentences only for a
         # fabric that breaks one, or that the arrays cannot read.
-        capacities = looks_valid(self, ROLES)
+        capacities = once(self, "looks_valid", lambda: looks_valid(self, ROLES))
         problems = self.problems() if capacities is None else []
         if problems:
             more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._checks import check_int, check_path, did_you_mean, fail, parse_bytes
 from .._gc import frozen_gc, paused_gc
 from .._unchanged import unchanged
-from .._checks import check_int, check_path, did_you_mean, fail, parse_bytes
 from ..errors import FabricOptError
 from ..fabric import Fabric
 from ..io.design_files import design_points, load_design

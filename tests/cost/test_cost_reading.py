@@ -20,8 +20,9 @@ import pytest
 import fabricopt as fo
 from fabricopt.cost import MediaSelector, parts, place
 from fabricopt.cost.layout import in_server_switches
-from fabricopt.cost.reading import _Content, _looks_valid, read_fabric
+from fabricopt.cost.reading import read_fabric
 from fabricopt.generators._builder import FabricBuilder
+from fabricopt.graph_arrays import looks_valid
 from fabricopt.tiers import IN_SYSTEM_TIERS, is_scale_up_arc, tier_of
 
 POLICIES = ("cost", "all_optics", "lpo")
@@ -434,7 +435,7 @@ def test_array_validation_defers_every_broken_fabric_to_validate(name):
     # The array check passes a fabric only when Fabric.problems finds nothing; every broken
     # fabric here fails it, and the estimate raises what validate raises.
     fab = _broken()[name]
-    assert fab.problems() and not _looks_valid(_Content.of(fab))
+    assert fab.problems() and looks_valid(fab) is None
     with pytest.raises(fo.InvalidFabricError) as want:
         fab.validate()
     with pytest.raises(fo.InvalidFabricError) as got:
@@ -445,7 +446,7 @@ def test_array_validation_defers_every_broken_fabric_to_validate(name):
 @pytest.mark.parametrize("name", list(fabrics()))
 def test_array_validation_passes_valid_fabrics(name):
     fab = fabrics()[name]
-    assert not fab.problems() and _looks_valid(_Content.of(fab))
+    assert not fab.problems() and looks_valid(fab) is not None
 
 
 @pytest.mark.parametrize("name", ["superpod(1)", "rail 2 planes", "nvl72"])

@@ -12,8 +12,8 @@ from flow_helpers import random_fabric
 from scipy.sparse.csgraph import dijkstra
 
 import fabricopt as fo
-from fabricopt.flow.valiant import _reverse_arcs, hub_levels, hub_shares
 from fabricopt.flow.symmetric import arc_orbits
+from fabricopt.flow.valiant import _reverse_arcs, hub_levels, hub_shares
 from fabricopt.flow.valiant_bounds import (
     hops_to_hubs,
     hub_orbit_representatives,
