@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import replace
+from operator import methodcaller
 from typing import Any
 
 import numpy as np
@@ -68,8 +69,10 @@ def _read_partitions(fab: Any, ga: GraphArrays) -> list[np.ndarray]:
     server = None
 
     def attribute(key: str, default: Any = None) -> list[Any]:
-        # In the arrays' node order (ga.nodes is list(g.nodes)), one view pass per key.
-        return [x for _, x in g.nodes(data=key, default=default)]
+        # In the arrays' node order (ga.nodes is list(g.nodes), the order of g._node), one
+        # C-level map per key over the attribute dicts (the view's generator took a fifth of
+        # a second per row on a 24,576-GPU cluster).
+        return list(map(methodcaller("get", key, default), g._node.values()))
 
     nodes_of = attribute("node")
     for key in HIERARCHY_KEYS:
