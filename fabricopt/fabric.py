@@ -722,11 +722,21 @@ def check_fabric(func: str, fab: Any, name: str = "fab") -> Any:
     if not isinstance(fab, Fabric):
         raise InvalidParameterError(f"{func}(): {name} must be a Fabric, got "
                                     f"{type(fab).__name__}")
-    missing = [e for e in fab.endpoints if e not in fab.graph]
-    if missing:
+    if not all(map(fab.graph.__contains__, fab.endpoints)):
+        missing = [e for e in fab.endpoints if e not in fab.graph]
         raise InvalidFabricError(f"{func}(): {name} has endpoints that are not nodes of its "
                                  f"graph (removed after it was built?): {missing[:3]!r}")
     return fab
+
+
+def _hashable(value: Any) -> bool:
+    """True when ``value`` can be hashed (a tuple holding a list cannot, though it is a
+    :class:`~collections.abc.Hashable`)."""
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 def check_endpoint_group(func: str, fab: Any, endpoints: Iterable[Hashable] | None,
@@ -743,18 +753,21 @@ def check_endpoint_group(func: str, fab: Any, endpoints: Iterable[Hashable] | No
     else:
         raise error(f"{func}(): {name} must be None or an iterable of endpoints of fabric "
                     f"{fab.name!r}, got {endpoints!r}")
-    unhashable = [e for e in eps if not isinstance(e, Hashable)]
-    if unhashable:
+    # Set operations first (C speed on 24,576 endpoints); the lists naming a culprit only
+    # when one of them fails.
+    try:
+        given = set(eps)
+    except TypeError:
+        unhashable = next(e for e in eps if not _hashable(e))
         raise error(f"{func}(): {name} must be endpoints of fabric {fab.name!r} (node "
-                    f"names), got {unhashable[0]!r}")
+                    f"names), got {unhashable!r}") from None
     known = set(fab.endpoints)
-    unknown = [e for e in eps if e not in known]
-    if unknown:
+    if not given <= known:
+        unknown = [e for e in eps if e not in known]
         raise error(f"{func}(): {name} must be endpoints of fabric {fab.name!r}, "
                     f"got unknown {unknown[:3]!r}")
-    repeated = sorted({repr(e) for e in eps if eps.count(e) > 1}) if len(set(eps)) != len(
-        eps) else []
-    if repeated:
+    if len(given) != len(eps):
+        repeated = sorted({repr(e) for e in eps if eps.count(e) > 1})
         raise error(f"{func}(): {name} must not repeat, got {', '.join(repeated[:3])} more "
                     "than once")
     if len(eps) < minimum:
