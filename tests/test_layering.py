@@ -17,7 +17,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "fabricopt"
 
 #: The modules above every floor: the command line (its folder) and the package face.
 TOP = {"fabricopt", "fabricopt.cli", "fabricopt.cli.words", "fabricopt.cli.failures",
-       "fabricopt.__main__"}
+       "fabricopt.cli.solve", "fabricopt.__main__"}
 
 _BASE = {"root"}
 _ENGINE = _BASE | {"symmetry", "generators", "flow"}

@@ -16,11 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._checks import did_you_mean
-from .._progress import stage_line
 from .._version import __version__
-from ..analysis.bisection import bisection_bandwidth
 from ..analysis.worst_case import worst_case_permutation
-from ..collectives import COLLECTIVES, collective_bounds
 from ..cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost, estimate_tco
 from ..errors import FabricOptError
 from ..fabric import Fabric
@@ -30,8 +27,7 @@ from ..io.search_files import load_search
 from ..plot.diagram import draw
 from ..plot.image_files import checked_dpi, image_path
 from ..plot.report import write_report
-from ..routing import routed_flow
-from ..study.compare import DEFAULT_METRICS, METRICS, ROWS_FILE, Comparison, compare
+from ..study.compare import DEFAULT_METRICS, METRICS, ROWS_FILE, compare
 from ..study.local_pool import process_pool
 from ..study.optimize import optimize
 from ..study.table import RowStore
@@ -40,19 +36,22 @@ from ..workload.models import models as MODEL_NAMES
 from ..workload.plan import job_from_mapping
 from ..workload.step import training_step
 from .failures import add_failures_parser
+from .solve import add_solve_parser
 from .words import (
+    EXIT_CODES,
+    FORMATS,
     check_seconds,
     check_targets,
     generator_help,
     load_fabric,
     load_targets,
-    make_traffic,
     names_arg,
     parse_assignments,
-    parse_collectives,
+    print_rows,
     seconds_arg,
     size_arg,
     split_targets,
+    targets_arg,
 )
 
 
@@ -75,92 +74,6 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _solve_row(fab: Fabric, result: Any, bisection: Any, collectives: list[Any],
-               routed: Any = None) -> dict:
-    """One fabric's answers as a flat row (None where nothing was proven)."""
-    optimal = result.theta is not None
-    bracket = result.per_endpoint_gbps_bracket or (None, None)
-    row: dict[str, Any] = {
-        "name": fab.name, "gpus": len(fab.endpoints), "traffic": result.traffic_name,
-        "status": result.status, "theta": result.theta, "theta_lower": result.lower,
-        "theta_upper": result.upper,
-        "per_endpoint_gbps": result.per_endpoint_gbps if optimal else None,
-        "per_endpoint_gbps_lower": bracket[0], "per_endpoint_gbps_upper": bracket[1],
-        "binding_tier": result.binding_tier, "seconds": round(result.seconds, 3)}
-    if bisection is not None:
-        n = max(len(fab.endpoints), 1)
-        row.update({"bisection_gbps": bisection.lower_gbps,
-                    "bisection_gbps_upper": bisection.upper_gbps,
-                    "bisection_exact": bisection.exact,
-                    "bisection_gbps_per_gpu": bisection.lower_gbps / n,
-                    "bisection_gbps_per_gpu_upper": bisection.upper_gbps / n})
-    if routed is not None:
-        row.update({"routing": routed.method, "routed_theta": routed.theta,
-                    "routing_efficiency": routed.efficiency})
-    for c in collectives:
-        row["message_bytes"] = c.message_bytes
-        row[f"{c.collective}_busbw_GBps"] = c.busbw_GBps
-        row[f"{c.collective}_achievable_busbw_GBps"] = c.achievable_busbw_GBps
-    return row
-
-
-def _print_rows(rows: list[dict[str, Any]], fmt: str) -> None:
-
-    table = Comparison(rows)
-    if fmt == "csv":
-        print(table.to_csv(), end="")
-    elif fmt == "json":
-        print(table.to_json())
-    else:
-        print(table.to_markdown())
-
-
-def _cmd_solve(args: argparse.Namespace) -> int:
-
-    options: dict[str, Any] = {}
-    if args.solver:
-        options["solver"] = args.solver
-    collectives = parse_collectives(args.collective)
-    fabrics = load_targets(args.targets)
-    worst = 0
-    rows = []
-    for fab in fabrics:
-        fab.validate()
-        traffic = make_traffic(fab, args.traffic)
-        with stage_line(args.progress):  # the stage and bracket so far, on a terminal
-            result = max_concurrent_flow(fab, traffic, method=args.method,
-                                         backend=args.backend, time_limit=args.time_limit,
-                                         gap=args.gap, progress=args.progress, **options)
-        bisection, bounds = None, []
-        routed = None
-        if args.routing:
-            routed = routed_flow(fab, traffic, routing=args.routing,
-                                 trials=args.trials if args.routing == "hash" else 1,
-                                 seed=args.seed)
-            routed.optimum = result
-        if not args.throughput_only:
-            bisection = bisection_bandwidth(fab, time_limit=args.time_limit)
-            bounds = [collective_bounds(fab, c, message_bytes=args.message_bytes,
-                                        expected=True) for c in collectives]
-        if args.format == "table":
-            print(result)
-            if routed is not None:
-                print()
-                print(routed)
-            if bisection is not None:
-                print(bisection)
-            for b in bounds:
-                print(b)
-            print()
-        else:
-            rows.append(_solve_row(fab, result, bisection, bounds, routed))
-        if result.status not in ("optimal", "inexact"):
-            worst = 1
-    if rows:
-        _print_rows(rows, args.format)
-    return worst
-
-
 def _totals(parts: Any) -> dict[str, dict[str, float]]:
     """Per-tier or per-medium totals as JSON: capex, power and physical links of each."""
     return {str(k): {"capex_usd": t.usd, "power_w": t.w, "links": t.links}
@@ -172,7 +85,7 @@ def _add_tco_parser(sub: Any) -> None:
     tco = sub.add_parser("tco", help="print a fabric network's total cost of ownership",
                          description="Capex, energy at PUE, maintenance and optics "
                          "replacements over the years, per GPU per year.", epilog=EXIT_CODES)
-    _targets_arg(tco)
+    targets_arg(tco)
     tco.add_argument("--years", type=float, default=5.0, help="service life (default 5)")
     tco.add_argument("--usd-per-kwh", type=float, default=0.1,
                      help="electricity price (default 0.1)")
@@ -204,7 +117,7 @@ def _cmd_tco(args: argparse.Namespace) -> int:
                      "expected_failed_links": t.expected_failed_links,
                      "priced": t.policy_name})
     if rows:
-        _print_rows(rows, args.format)
+        print_rows(rows, args.format)
     return 0
 
 
@@ -325,22 +238,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print(table.to_text(columns, limit=len(table)))
     else:
         keep = columns or table.columns
-        _print_rows([{c: r[c] for c in keep} for r in table.rows], args.format)
+        print_rows([{c: r[c] for c in keep} for r in table.rows], args.format)
     for row in table.failed:
         print(f"fabricopt compare: {row['name']}: {row['error']}", file=sys.stderr)
     return 1 if table.failed else 0
 
-
-FORMATS = ("table", "csv", "markdown", "json")
-EXIT_CODES = ("exit codes: 0 success; 1 a result was not proven or a design failed; "
-              "2 bad input (usage); 74 standard output could not be written; 130 interrupted")
-
-
-def _targets_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("targets", nargs="+", metavar="TARGET [key=value ...]",
-                        help="generator names, design files (.toml) or saved fabrics (.json, "
-                        ".graphml), each followed by its parameters as key=value; several may "
-                        "follow each other")
 
 def _cmd_draw(args: argparse.Namespace) -> int:
     aggregate: Any = {"auto": "auto", "none": False, "all": True}.get(args.aggregate,
@@ -395,7 +297,7 @@ def _add_worst_case(sub: Any) -> None:
                         "guarantees under any permutation (two-phase routing), the worst "
                         "permutation found (a certified upper end) and the bound between.",
                         epilog=EXIT_CODES)
-    _targets_arg(wc)
+    targets_arg(wc)
     wc.add_argument("--iterations", type=int, default=4,
                     help="rounds of the worst-permutation search (default 4)")
     wc.add_argument("--method", default="auto", choices=["auto", "lp", "symmetric", "approx"],
@@ -493,56 +395,12 @@ def _add_show(sub: Any) -> None:
     show.set_defaults(func=_cmd_show, parser=show)
 
 
-def _add_solve(sub: Any) -> None:
-    """The ``solve`` subcommand's parser."""
-    solve = sub.add_parser("solve", help="certified throughput, bisection and collective bounds",
-                           description="Compute the largest fraction theta of a traffic "
-                           "pattern each fabric carries at once, with a certified bracket, "
-                           "the per-GPU bandwidth and the binding tier; then the bisection "
-                           "bandwidth and the collective bounds. A result that is not proven "
-                           "prints 'unknown' with its certified bracket.", epilog=EXIT_CODES)
-    _targets_arg(solve)
-    solve.add_argument("--traffic", default="all-to-all",
-                       help="all-to-all (default), permutation[:SEED], longest-matching")
-    solve.add_argument("--method", default="auto", choices=["auto", "lp", "symmetric", "approx"],
-                       help="auto (default): symmetric where a claim holds, the exact LP "
-                       "where it fits, else approx (a certified bracket to --gap)")
-    solve.add_argument("--gap", type=float, default=0.01,
-                       help="relative gap for --method approx (default 0.01)")
-    solve.add_argument("--backend", default="highs", choices=["highs", "highspy", "pulp"])
-    solve.add_argument("--solver", default=None,
-                       help="highs: choose, simplex or ipm; highspy: simplex, ipm or pdlp; "
-                       "pulp: a pulp solver name")
-    solve.add_argument("--time-limit", type=seconds_arg, default=None, help="seconds per solve")
-    solve.add_argument("--message-bytes", type=size_arg, default=2.0**30, metavar="SIZE",
-                       help="buffer size of the collective bounds, with a unit: 1GiB "
-                       "(default), 512MB, 1e9")
-    solve.add_argument("--collective", default="all_reduce", metavar="NAMES",
-                       help="collectives to bound, comma-separated: " + ", ".join(COLLECTIVES)
-                       + ", or all (default: all_reduce)")
-    solve.add_argument("--routing", choices=("ecmp", "wcmp", "hash", "static"), default=None,
-                       help="also route the traffic as deployed and print its theta beside "
-                       "the optimum (routing efficiency)")
-    solve.add_argument("--trials", type=int, default=100,
-                       help="hashed trials for --routing hash (default 100)")
-    solve.add_argument("--seed", type=int, default=0, help="seed of the hashed trials")
-    solve.add_argument("--throughput-only", action="store_true",
-                       help="skip the bisection and collective bounds")
-    solve.add_argument("--format", choices=FORMATS, default="table",
-                       help="table (readable blocks, default), or one row per fabric as csv, "
-                       "markdown or json")
-    solve.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                       help="the stage of a long solve and its bracket so far (default: when "
-                       "stderr is a terminal)")
-    solve.set_defaults(func=_cmd_solve)
-
-
 def _add_bom(sub: Any) -> None:
     """The ``bom`` subcommand's parser."""
     bom = sub.add_parser("bom", help="print a fabric's bill of materials, capex and power",
                          description="Print the bill of materials, capex_usd and power_w of "
                          "each fabric's network.", epilog=EXIT_CODES)
-    _targets_arg(bom)
+    targets_arg(bom)
     bom.add_argument("--format", choices=FORMATS, default="table",
                      help="table (default), markdown, csv (one table, a fabric column) or json")
     bom.add_argument("--catalog", metavar="FILE",
@@ -562,7 +420,7 @@ def _add_compare(sub: Any) -> None:
                           "OUT/results.csv, .md, .json, plots, one diagram per design and "
                           "OUT/index.html. A rerun into the same OUT skips finished designs.",
                           epilog=EXIT_CODES)
-    _targets_arg(cmp_)
+    targets_arg(cmp_)
     cmp_.add_argument("-o", "--output", metavar="OUT", default=None,
                       help="folder for the results and the report")
     cmp_.add_argument("--format", choices=FORMATS, default="table",
@@ -648,7 +506,7 @@ def _add_failures(sub: Any) -> None:
 
 
 #: Each subcommand's parser, in the order ``--help`` lists them.
-SUBCOMMANDS = (_add_show, _add_solve, _add_bom, _add_tco_parser, _add_compare, _add_draw,
+SUBCOMMANDS = (_add_show, add_solve_parser, _add_bom, _add_tco_parser, _add_compare, _add_draw,
                _add_optimize, _train_parser, _add_worst_case, _add_failures)
 
 

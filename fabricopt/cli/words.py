@@ -24,11 +24,13 @@ from ..fabric import Fabric
 from ..generators import GENERATORS, check_call, make
 from ..io.design_files import load_design
 from ..io.graph_files import read_graphml, read_json
+from ..study.compare import Comparison
 from ..traffic import all_to_all, longest_matching, permutation
 
-__all__ = ["check_seconds", "check_targets", "generator_help", "load_fabric", "load_targets",
-           "make_traffic", "names_arg", "parse_assignments", "parse_collectives", "parse_value",
-           "seconds_arg", "size_arg", "split_targets"]
+__all__ = ["EXIT_CODES", "FORMATS", "check_seconds", "check_targets", "generator_help",
+           "load_fabric", "load_targets", "make_traffic", "names_arg", "parse_assignments",
+           "parse_collectives", "parse_value", "print_rows", "seconds_arg", "size_arg",
+           "split_targets", "targets_arg"]
 
 
 def parse_value(text: str) -> Any:
@@ -267,3 +269,28 @@ def check_seconds(args: argparse.Namespace) -> None:
     if value is not None and not (math.isfinite(value) and value > 0):
         raise FabricOptError(f"--time-limit: must be a number of seconds > 0 (e.g. 60 or "
                              f"0.5); got {value:g}")
+
+
+# -- what several subcommands share ----------------------------------------------------------
+FORMATS = ("table", "csv", "markdown", "json")
+EXIT_CODES = ("exit codes: 0 success; 1 a result was not proven or a design failed; "
+              "2 bad input (usage); 74 standard output could not be written; 130 interrupted")
+
+
+def targets_arg(parser: argparse.ArgumentParser) -> None:
+    """The TARGET arguments every subcommand that reads fabrics takes."""
+    parser.add_argument("targets", nargs="+", metavar="TARGET [key=value ...]",
+                        help="generator names, design files (.toml) or saved fabrics (.json, "
+                        ".graphml), each followed by its parameters as key=value; several may "
+                        "follow each other")
+
+
+def print_rows(rows: list[dict[str, Any]], fmt: str) -> None:
+    """Rows printed as csv, json or a markdown table (``fmt``)."""
+    table = Comparison(rows)
+    if fmt == "csv":
+        print(table.to_csv(), end="")
+    elif fmt == "json":
+        print(table.to_json())
+    else:
+        print(table.to_markdown())

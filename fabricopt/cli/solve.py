@@ -1,0 +1,147 @@
+"""The ``fabricopt solve`` subcommand: certified throughput, bisection and collective bounds
+of each fabric named (a block of the command line, kept apart to keep the command's module
+readable)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .._progress import stage_line
+from ..analysis.bisection import bisection_bandwidth
+from ..collectives import COLLECTIVES, collective_bounds
+from ..fabric import Fabric
+from ..flow import max_concurrent_flow
+from ..routing import routed_flow
+from .words import (
+    EXIT_CODES,
+    FORMATS,
+    load_targets,
+    make_traffic,
+    parse_collectives,
+    print_rows,
+    seconds_arg,
+    size_arg,
+    targets_arg,
+)
+
+__all__ = ["add_solve_parser"]
+
+
+def add_solve_parser(sub: Any) -> None:
+    """The ``solve`` subcommand's parser."""
+    solve = sub.add_parser("solve", help="certified throughput, bisection and collective bounds",
+                           description="Compute the largest fraction theta of a traffic "
+                           "pattern each fabric carries at once, with a certified bracket, "
+                           "the per-GPU bandwidth and the binding tier; then the bisection "
+                           "bandwidth and the collective bounds. A result that is not proven "
+                           "prints 'unknown' with its certified bracket.", epilog=EXIT_CODES)
+    targets_arg(solve)
+    solve.add_argument("--traffic", default="all-to-all",
+                       help="all-to-all (default), permutation[:SEED], longest-matching")
+    solve.add_argument("--method", default="auto", choices=["auto", "lp", "symmetric", "approx"],
+                       help="auto (default): symmetric where a claim holds, the exact LP "
+                       "where it fits, else approx (a certified bracket to --gap)")
+    solve.add_argument("--gap", type=float, default=0.01,
+                       help="relative gap for --method approx (default 0.01)")
+    solve.add_argument("--backend", default="highs", choices=["highs", "highspy", "pulp"])
+    solve.add_argument("--solver", default=None,
+                       help="highs: choose, simplex or ipm; highspy: simplex, ipm or pdlp; "
+                       "pulp: a pulp solver name")
+    solve.add_argument("--time-limit", type=seconds_arg, default=None, help="seconds per solve")
+    solve.add_argument("--message-bytes", type=size_arg, default=2.0**30, metavar="SIZE",
+                       help="buffer size of the collective bounds, with a unit: 1GiB "
+                       "(default), 512MB, 1e9")
+    solve.add_argument("--collective", default="all_reduce", metavar="NAMES",
+                       help="collectives to bound, comma-separated: " + ", ".join(COLLECTIVES)
+                       + ", or all (default: all_reduce)")
+    solve.add_argument("--routing", choices=("ecmp", "wcmp", "hash", "static"), default=None,
+                       help="also route the traffic as deployed and print its theta beside "
+                       "the optimum (routing efficiency)")
+    solve.add_argument("--trials", type=int, default=100,
+                       help="hashed trials for --routing hash (default 100)")
+    solve.add_argument("--seed", type=int, default=0, help="seed of the hashed trials")
+    solve.add_argument("--throughput-only", action="store_true",
+                       help="skip the bisection and collective bounds")
+    solve.add_argument("--format", choices=FORMATS, default="table",
+                       help="table (readable blocks, default), or one row per fabric as csv, "
+                       "markdown or json")
+    solve.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                       help="the stage of a long solve and its bracket so far (default: when "
+                       "stderr is a terminal)")
+    solve.set_defaults(func=_cmd_solve)
+
+
+def _cmd_solve(args: argparse.Namespace) -> int:
+
+    options: dict[str, Any] = {}
+    if args.solver:
+        options["solver"] = args.solver
+    collectives = parse_collectives(args.collective)
+    fabrics = load_targets(args.targets)
+    worst = 0
+    rows = []
+    for fab in fabrics:
+        fab.validate()
+        traffic = make_traffic(fab, args.traffic)
+        with stage_line(args.progress):  # the stage and bracket so far, on a terminal
+            result = max_concurrent_flow(fab, traffic, method=args.method,
+                                         backend=args.backend, time_limit=args.time_limit,
+                                         gap=args.gap, progress=args.progress, **options)
+        bisection, bounds = None, []
+        routed = None
+        if args.routing:
+            routed = routed_flow(fab, traffic, routing=args.routing,
+                                 trials=args.trials if args.routing == "hash" else 1,
+                                 seed=args.seed)
+            routed.optimum = result
+        if not args.throughput_only:
+            bisection = bisection_bandwidth(fab, time_limit=args.time_limit)
+            bounds = [collective_bounds(fab, c, message_bytes=args.message_bytes,
+                                        expected=True) for c in collectives]
+        if args.format == "table":
+            print(result)
+            if routed is not None:
+                print()
+                print(routed)
+            if bisection is not None:
+                print(bisection)
+            for b in bounds:
+                print(b)
+            print()
+        else:
+            rows.append(solve_row(fab, result, bisection, bounds, routed))
+        if result.status not in ("optimal", "inexact"):
+            worst = 1
+    if rows:
+        print_rows(rows, args.format)
+    return worst
+
+
+def solve_row(fab: Fabric, result: Any, bisection: Any, collectives: list[Any],
+               routed: Any = None) -> dict:
+    """One fabric's answers as a flat row (None where nothing was proven)."""
+    optimal = result.theta is not None
+    bracket = result.per_endpoint_gbps_bracket or (None, None)
+    row: dict[str, Any] = {
+        "name": fab.name, "gpus": len(fab.endpoints), "traffic": result.traffic_name,
+        "status": result.status, "theta": result.theta, "theta_lower": result.lower,
+        "theta_upper": result.upper,
+        "per_endpoint_gbps": result.per_endpoint_gbps if optimal else None,
+        "per_endpoint_gbps_lower": bracket[0], "per_endpoint_gbps_upper": bracket[1],
+        "binding_tier": result.binding_tier, "seconds": round(result.seconds, 3)}
+    if bisection is not None:
+        n = max(len(fab.endpoints), 1)
+        row.update({"bisection_gbps": bisection.lower_gbps,
+                    "bisection_gbps_upper": bisection.upper_gbps,
+                    "bisection_exact": bisection.exact,
+                    "bisection_gbps_per_gpu": bisection.lower_gbps / n,
+                    "bisection_gbps_per_gpu_upper": bisection.upper_gbps / n})
+    if routed is not None:
+        row.update({"routing": routed.method, "routed_theta": routed.theta,
+                    "routing_efficiency": routed.efficiency})
+    for c in collectives:
+        row["message_bytes"] = c.message_bytes
+        row[f"{c.collective}_busbw_GBps"] = c.busbw_GBps
+        row[f"{c.collective}_achievable_busbw_GBps"] = c.achievable_busbw_GBps
+    return row
