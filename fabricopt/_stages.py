@@ -34,20 +34,24 @@ class StageEvent:
     lower: float = 0.0
     upper: float = math.inf
     detail: str = ""
+    quantity: str = "theta"
 
     def describe(self) -> str:
-        """One line for a terminal.
+        """One line for a terminal; ``quantity`` names what the bracket bounds.
 
         >>> StageEvent("LP", 0.5, 0.625, "12,000 columns").describe()
         'LP (12,000 columns): theta in [0.5, 0.625], gap 20.00%'
         >>> StageEvent("bounds").describe()
         'bounds'
+        >>> StageEvent("bisection: cuts", 0, 3200, quantity="Gb/s").describe()
+        'bisection: cuts: Gb/s in [0, 3200], gap 100.00%'
         """
         text = f"{self.stage} ({self.detail})" if self.detail else self.stage
         if self.lower > 0 or math.isfinite(self.upper):
             gap = (0.0 if self.upper <= self.lower else
                    (self.upper - self.lower) / self.upper if math.isfinite(self.upper) else 1.0)
-            text += f": theta in [{self.lower:.6g}, {self.upper:.6g}], gap {gap:.2%}"
+            text += (f": {self.quantity} in [{self.lower:.6g}, {self.upper:.6g}], "
+                     f"gap {gap:.2%}")
         return text
 
 
@@ -65,7 +69,7 @@ def listening(listener: Callable[[StageEvent], Any] | None) -> Iterator[None]:
     ...     report = stage_report()
     ...     report("bounds", 0.25, 0.5)
     >>> events
-    [StageEvent(stage='bounds', lower=0.25, upper=0.5, detail='')]
+    [StageEvent(stage='bounds', lower=0.25, upper=0.5, detail='', quantity='theta')]
     """
     token = _LISTENER.set(listener)
     try:
@@ -81,11 +85,12 @@ class StageReport:
     >>> report = StageReport(seen.append)
     >>> report("bounds", 0.2, 0.5); report("LP", 0.1, 0.6)
     >>> seen[-1]
-    StageEvent(stage='LP', lower=0.2, upper=0.5, detail='')
+    StageEvent(stage='LP', lower=0.2, upper=0.5, detail='', quantity='theta')
     """
 
-    def __init__(self, listener: Callable[[StageEvent], Any]) -> None:
+    def __init__(self, listener: Callable[[StageEvent], Any], quantity: str = "theta") -> None:
         self.listener = listener
+        self.quantity = quantity
         self.lower, self.upper = 0.0, math.inf
 
     def __bool__(self) -> bool:
@@ -98,7 +103,8 @@ class StageReport:
             self.lower = float(lower)
         if upper is not None and upper < self.upper:
             self.upper = float(upper)
-        self.listener(StageEvent(stage, self.lower, max(self.upper, self.lower), detail))
+        self.listener(StageEvent(stage, self.lower, max(self.upper, self.lower), detail,
+                                 self.quantity))
 
 
 class _Silent:
@@ -117,11 +123,12 @@ class _Silent:
 SILENT = _Silent()
 
 
-def stage_report() -> StageReport | _Silent:
-    """A new evaluation's report to the current listener (a silent one when none).
+def stage_report(quantity: str = "theta") -> StageReport | _Silent:
+    """A new evaluation's report to the current listener (a silent one when none), of
+    brackets on ``quantity`` (an all-to-all's theta; a bisection's Gb/s).
 
     >>> bool(stage_report())
     False
     """
     listener = _LISTENER.get()
-    return SILENT if listener is None else StageReport(listener)
+    return SILENT if listener is None else StageReport(listener, quantity)

@@ -84,21 +84,22 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     for fab in fabrics:
         fab.validate()
         traffic = make_traffic(fab, args.traffic)
-        with stage_line(args.progress):  # the stage and bracket so far, on a terminal
+        # The stage and bracket so far of every part, on a terminal, until the answers print.
+        with stage_line(args.progress):
             result = max_concurrent_flow(fab, traffic, method=args.method,
                                          backend=args.backend, time_limit=args.time_limit,
                                          gap=args.gap, progress=args.progress, **options)
-        bisection, bounds = None, []
-        routed = None
-        if args.routing:
-            routed = routed_flow(fab, traffic, routing=args.routing,
-                                 trials=args.trials if args.routing == "hash" else 1,
-                                 seed=args.seed)
-            routed.optimum = result
-        if not args.throughput_only:
-            bisection = bisection_bandwidth(fab, time_limit=args.time_limit)
-            bounds = [collective_bounds(fab, c, message_bytes=args.message_bytes,
-                                        expected=True) for c in collectives]
+            bisection, bounds = None, []
+            routed = None
+            if args.routing:
+                routed = routed_flow(fab, traffic, routing=args.routing,
+                                     trials=args.trials if args.routing == "hash" else 1,
+                                     seed=args.seed)
+                routed.optimum = result
+            if not args.throughput_only:
+                bisection = bisection_bandwidth(fab, time_limit=args.time_limit)
+                bounds = [collective_bounds(fab, c, message_bytes=args.message_bytes,
+                                            expected=True) for c in collectives]
         if args.format == "table":
             print(result)
             if routed is not None:

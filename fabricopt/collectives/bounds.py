@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_bool, check_choice, check_message_bytes
+from .._stages import stage_report
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_endpoint_group
 from ..routing.api import ROUTINGS
@@ -264,6 +265,7 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
     checked_latency(func, latency)
     groups = _checked_groups(func, fab, concurrent, endpoints)
     routed = _routed_ring(func, ask, routing, order, trials, seed, flows_per_pair, groups)
+    stage_report()(f"{collective} bounds", detail=f"{ask.n:,} GPUs")  # a terminal's status
     if groups is None:
         out = BY_COLLECTIVE[collective](ask)
     else:
