@@ -21,6 +21,7 @@ from ._checks import (
     check_label,
     check_node_names,
     check_positive,
+    did_you_mean,
 )
 from .errors import InvalidParameterError, TrafficError
 from .fabric import check_endpoint_group, check_fabric
@@ -339,13 +340,54 @@ def select_endpoints(fab: Any, **attributes: Any) -> tuple[Hashable, ...]:
     return chosen
 
 
+#: The patterns a name stands for (:func:`traffic_named`).
+TRAFFIC_NAMES = ("all-to-all", "permutation", "longest-matching")
+
+
+def traffic_named(fab: Any, spec: str, where: str = "traffic") -> Traffic:
+    """The pattern ``spec`` names on ``fab``: ``"all-to-all"``, ``"permutation"`` or
+    ``"permutation:SEED"``, ``"longest-matching"`` (``_`` may stand for ``-``), as the
+    command line's ``--traffic`` reads them. ``where`` names the argument in errors.
+
+    >>> import fabricopt as fo
+    >>> fab = fo.ring(4)
+    >>> dict(traffic_named(fab, "permutation:3").items()) == dict(
+    ...     fo.permutation(fab, seed=3).items())
+    True
+    """
+    if not isinstance(spec, str):
+        raise InvalidParameterError(f"{where} must be a Traffic or one of "
+                                    f"{', '.join(TRAFFIC_NAMES)}, got {type(spec).__name__}")
+    name, colon, arg = spec.partition(":")
+    name = name.strip().replace("_", "-")
+    if colon and name in ("all-to-all", "longest-matching"):
+        raise InvalidParameterError(f"{where} {name} takes no ':' suffix (only "
+                                    f"permutation:SEED does), got {spec!r}")
+    if name == "all-to-all":
+        return all_to_all(fab)
+    if name == "permutation":
+        if colon and not arg.strip().isdigit():
+            raise InvalidParameterError(f"{where} permutation:SEED: the seed must be an "
+                                        f"integer >= 0, got {arg!r}")
+        return permutation(fab, seed=int(arg) if colon else 0)
+    if name == "longest-matching":
+        return longest_matching(fab)
+    raise InvalidParameterError(f"{where} must be all-to-all, permutation[:SEED] or "
+                                f"longest-matching, got {spec!r}"
+                                + did_you_mean(name, TRAFFIC_NAMES))
+
+
 def checked_traffic(func: str, fab: Any, traffic: Any) -> Traffic:
-    """``traffic`` for a solve on ``fab``: all-to-all when None, else a :class:`Traffic`
-    whose endpoints are ``fab``'s; an error naming ``func`` otherwise."""
+    """``traffic`` for a solve on ``fab``: all-to-all when None, the pattern a name stands
+    for (:func:`traffic_named`), else a :class:`Traffic` whose endpoints are ``fab``'s; an
+    error naming ``func`` otherwise."""
     if traffic is None:
         return all_to_all(fab)
+    if isinstance(traffic, str):
+        return traffic_named(fab, traffic, f"{func}(): traffic")
     if not isinstance(traffic, Traffic):
-        raise InvalidParameterError(f"{func}(): traffic must be a Traffic, "
-                                    f"got {type(traffic).__name__}")
+        raise InvalidParameterError(f"{func}(): traffic must be a Traffic, a pattern's name "
+                                    f"({', '.join(TRAFFIC_NAMES)}) or None, got "
+                                    f"{type(traffic).__name__}")
     traffic.check_endpoints(fab, func)
     return traffic

@@ -111,3 +111,28 @@ def test_errors_name_the_function_and_the_rule():
     with pytest.raises(fo.InvalidParameterError,
                        match=r"Fabric\(\): name must be None or a non-empty string"):
         fo.Fabric(fab.graph, name=5)
+
+
+def test_a_name_stands_for_its_pattern_in_python_as_on_the_command_line():
+    """max_concurrent_flow takes the command line's traffic words: each gives the theta of
+    the pattern it names (the same as solving that Traffic), and its certificate re-proves
+    against that Traffic."""
+    fab = fo.leaf_spine(4, 2, 3)
+    for name, pattern in (("all-to-all", fo.all_to_all(fab)),
+                          ("all_to_all", fo.all_to_all(fab)),
+                          ("permutation:5", fo.permutation(fab, seed=5)),
+                          ("longest-matching", fo.longest_matching(fab))):
+        named = fo.max_concurrent_flow(fab, name)
+        given = fo.max_concurrent_flow(fab, pattern)
+        assert named.theta == pytest.approx(given.theta, rel=1e-9)
+        assert fo.check_certificate(fab, named, pattern).ok
+
+
+@pytest.mark.parametrize("spec, says", [
+    ("permutaton", "did you mean 'permutation'"),
+    ("permutation:x", "seed must be an integer"),
+    ("all-to-all:3", "takes no ':' suffix"),
+])
+def test_a_misspelt_pattern_name_is_named(spec, says):
+    with pytest.raises(fo.InvalidParameterError, match=says):
+        fo.max_concurrent_flow(fo.ring(4), spec)

@@ -58,7 +58,7 @@ from ..flow.result import FlowResult
 from ..flow.warm import lengths_only
 from ..graph_arrays import GraphArrays
 from ..symmetry.search import SymmetrySearch, search_symmetry, with_symmetry
-from ..traffic import Traffic, all_to_all
+from ..traffic import Traffic, all_to_all, traffic_named
 from .failure_orbits import FailureSymmetry, Pattern
 
 KINDS = ("links", "switches", "groups")
@@ -473,8 +473,11 @@ def checked_traffic(func: str, fab: Fabric, traffic: Any) -> tuple[Traffic, bool
     automorphism leaves unchanged."""
     if traffic is None:
         return all_to_all(fab), True
+    if isinstance(traffic, str):
+        traffic = traffic_named(fab, traffic, f"{func}(): traffic")
     if not isinstance(traffic, Traffic):
-        raise fail(func, "traffic", "a Traffic or None", type(traffic).__name__)
+        raise fail(func, "traffic", "a Traffic, a pattern's name or None",
+                   type(traffic).__name__)
     traffic.check_endpoints(fab)
     invariant = traffic.is_uniform and set(traffic.endpoints) == set(fab.endpoints)
     return traffic, invariant

@@ -25,7 +25,7 @@ from ..generators import GENERATORS, check_call, make
 from ..io.design_files import load_design
 from ..io.graph_files import read_graphml, read_json
 from ..study.compare import Comparison
-from ..traffic import all_to_all, longest_matching, permutation
+from ..traffic import traffic_named
 
 __all__ = ["EXIT_CODES", "FORMATS", "check_seconds", "check_targets", "generator_help",
            "load_fabric", "load_targets", "make_traffic", "names_arg", "parse_assignments",
@@ -191,23 +191,8 @@ def generator_help(name: str) -> str:
 
 def make_traffic(fab: Fabric, spec: str) -> Any:
     """Traffic named on the command line: ``all-to-all``, ``permutation[:SEED]`` or
-    ``longest-matching``."""
-    name, colon, arg = spec.partition(":")
-    if colon and name in ("all-to-all", "longest-matching"):
-        raise FabricOptError(f"--traffic {name} takes no ':' suffix (only permutation:SEED "
-                             f"does), got {spec!r}")
-    if name == "all-to-all":
-        return all_to_all(fab)
-    if name == "permutation":
-        if arg and not arg.isdigit():
-            raise FabricOptError(f"--traffic permutation:SEED: the seed must be an integer "
-                                 f">= 0, got {arg!r}")
-        return permutation(fab, seed=int(arg) if arg else 0)
-    if name == "longest-matching":
-        return longest_matching(fab)
-    raise FabricOptError(f"--traffic must be all-to-all, permutation[:SEED] or "
-                         f"longest-matching, got {spec!r}"
-                         + did_you_mean(name, ("all-to-all", "permutation", "longest-matching")))
+    ``longest-matching`` (:func:`~fabricopt.traffic.traffic_named`)."""
+    return traffic_named(fab, spec, "--traffic")
 
 
 def parse_collectives(text: str) -> list[str]:

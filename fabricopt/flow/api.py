@@ -134,8 +134,10 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     Parameters
     ----------
     fab : Fabric
-    traffic : Traffic, optional
+    traffic : Traffic or str, optional
         Demands in Gb/s per ordered endpoint pair; None means :func:`all_to_all` at 1 Gb/s.
+        A name stands for its pattern, as on the command line: ``"all-to-all"``,
+        ``"permutation"`` or ``"permutation:SEED"``, ``"longest-matching"``.
     method : {"auto", "lp", "symmetric", "approx"}
         ``"lp"``: the exact LP with source aggregation and endpoint collapse.
         ``"symmetric"``: the exact root-flow LP (one root per orbit of the group on the
