@@ -604,9 +604,10 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
         flags = [o for a in sub._actions for o in a.option_strings if o.startswith("--")]
         unknown = [w for w in extra if w.startswith("-")] or extra
         word = unknown[0].split("=", 1)[0]
-        sub.error(f"unrecognized argument {word!r}"
-                  + (did_you_mean(word, flags) if word.startswith("-") else "")
-                  + f"; see: fabricopt {args.command} --help")
+        # One line, as for every other bad word: the suggestion, not the usage block.
+        sub.exit(2, f"{sub.prog}: error: unrecognized argument {word!r}"
+                 + (did_you_mean(word, flags) if word.startswith("-") else "")
+                 + f"; see: fabricopt {args.command} --help\n")
     return args
 
 
