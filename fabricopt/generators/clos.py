@@ -90,7 +90,8 @@ def clos(endpoints: int, radix: int | Sequence[int], tiers: int = 2,
       of ``C = ceil(P * u / r)`` switches, spread as leaves spread over spines. Largest size
       ``r * h * down``, ``r**3 / 4`` at 1:1 with an even radix (the k-ary fat-tree).
     * A tier above a single switch of the tier below carries no traffic and is not built:
-      one leaf is a lone switch, one pod is a two-tier leaf-spine.
+      one leaf is a lone switch, one pod is a two-tier leaf-spine
+      (``params["tiers_built"]`` then records the tiers built).
 
     Nodes: GPUs ``"g{n}"`` (under the leaf ``i`` with ``n`` in
     ``ClosPlan.leaf_endpoints(i)``); switches as in
@@ -132,6 +133,8 @@ def clos(endpoints: int, radix: int | Sequence[int], tiers: int = 2,
               "link_gbps": link_gbps, "tech": tech, "switch_model": switch_model}
     if plan.tiers > 1:
         params["oversubscription_built"] = plan.ratio_built
+    if plan.tiers != tiers:  # a tier above a single switch is not built: say so
+        params["tiers_built"] = plan.tiers
     ratio = ("/".join(f"{x:g}:1" for x in oversubscription)
              if isinstance(oversubscription, tuple) else f"{oversubscription:g}:1")
     shown = "/".join(map(str, radix)) if isinstance(radix, tuple) else radix

@@ -302,7 +302,8 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
         ``nodes * len(scale_up.endpoints)`` GPUs; the domain's links and the network's links
         in one graph. ``params`` records the arguments, ``scale_up`` by its name, and
         ``oversubscription_built``: the leaf down:up ratio built (the nearest to the one asked
-        from below; absent when a single leaf has no uplinks).
+        from below; absent when a single leaf has no uplinks); ``tiers_built`` when fewer
+        tiers were built than asked (a tier above a single switch carries nothing).
 
     Raises
     ------
@@ -368,6 +369,8 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
     built = rail_p or clos_p
     if built is not None and built.tiers > 1:
         params["oversubscription_built"] = built.ratio_built
+    if built is not None and opts.get("tiers") not in (None, built.tiers):
+        params["tiers_built"] = built.tiers  # a tier above a single switch is not built
     b = FabricBuilder(name or f"cluster({nodes} x {scale_up.name}, {scale_out}"
                       f"{_ratio_shown(opts.get('oversubscription', 1.0))})", params)
     maps = copy_domains(b, dom, nodes)

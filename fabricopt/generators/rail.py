@@ -135,6 +135,8 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
               "switch_model": switch_model}
     if plan.tiers > 1:
         params["oversubscription_built"] = plan.ratio_built
+    if tiers is not None and plan.tiers != tiers:  # a tier above one switch is not built
+        params["tiers_built"] = plan.tiers
     kind = "rail_optimized" if spine else "rail_only"
     b = FabricBuilder(f"{kind}({nodes}x{gpus_per_node}"
                       + (f", {planes} planes)" if planes > 1 else ")"), params)
