@@ -456,6 +456,12 @@ def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str
         if warm is not None:
             cut = ball_cut_lengths(flow_model, warm)
             warm_candidates = [warm] if cut is None else [warm, cut]
+        if method == "approx" and not run_bounds:
+            # The hierarchy's best cut (an endpoint's own links at the least) is found in
+            # one pass over the arcs: the approximate bracket is never looser above.
+            bound, lengths = structural_cut_lengths(fab, traffic, ga, include_endpoint_links)
+            if np.isfinite(bound):
+                warm_candidates = [*warm_candidates, lengths]
     first = None
     if bounds_first:
         report("bounds", detail="hierarchy cuts above, routed flows below" if run_bounds

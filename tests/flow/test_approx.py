@@ -408,3 +408,15 @@ def test_a_known_lower_bound_ends_the_rounds_sooner(strategy):
     assert helped.info["iterations"] <= alone.info["iterations"]
     assert helped.info["upper"] - theta <= 0.01 * helped.info["upper"]
     assert helped.info["lower"] <= theta * (1 + 1e-9) <= helped.info["upper"] * (1 + 2e-9)
+
+
+def test_a_loose_approximate_bracket_is_capped_by_the_hierarchy_cut():
+    """At gap 0.5 the rounds stop early, but the upper end is never above the best cut of
+    the hierarchy: on fat_tree(4) a host's own 400 Gb/s link over its 15 peers at 1 Gb/s
+    each, theta <= 400 / 15 (it was 30.77 before the cut was offered)."""
+    fab = fo.fat_tree(4)
+    r = fo.max_concurrent_flow(fab, method="approx", gap=0.5)
+    assert r.method == "approx"
+    assert r.upper <= 400 / 15 * (1 + 1e-9)
+    check = fo.check_certificate(fab, r)
+    assert check.ok and check.upper <= 400 / 15 * (1 + 1e-9)
