@@ -152,9 +152,14 @@ class FailureDistribution:
         worst = self.worst
         if worst is not None:  # which pattern the low percentiles come from
             alike = sum(o.gbps_upper <= worst.gbps_upper for o in self.outcomes)
+            # GPUs still running but split apart (the switches between them failed) carry
+            # no all-to-all: said so, not counted as working.
+            up = (f"{worst.gpus_up:,} GPUs up, not all connected"
+                  if worst.gpus_up >= 2 and worst.gbps_upper <= 0 else
+                  f"{worst.gpus_up:,} GPUs up")
             lines.append(f"{'worst':<17}{worst.label}: "
                          f"{fmt((worst.gbps_lower, worst.gbps_upper))} Gb/s per GPU "
-                         f"({worst.gpus_up:,} GPUs up); {alike} of {len(self.outcomes)} "
+                         f"({up}); {alike} of {len(self.outcomes)} "
                          f"{'patterns' if self.exhaustive else 'draws'} leave at most that")
         return "\n".join(lines)
 

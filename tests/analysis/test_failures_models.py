@@ -146,4 +146,5 @@ def test_distribution_names_its_worst_pattern():
     assert by_label["spines"].gbps_upper == 0.0 and by_label["spines"].gpus_up == 4
     assert by_label["rack 0"].gbps_lower == pytest.approx(400.0)
     assert d.worst is by_label["spines"]
-    assert "worst            spines: 0 Gb/s per GPU (4 GPUs up); 1 of 2 patterns" in str(d)
+    assert ("worst            spines: 0 Gb/s per GPU (4 GPUs up, not all connected); 1 of 2 "
+            "patterns") in str(d)
