@@ -119,3 +119,22 @@ def test_compare_bar_watches_its_tasks_only_when_shown(capsys):
     assert shown.watched(work)(None) == pytest.approx(8 / 36)  # ring(6): 8 / n^2
     shown.close()
     assert "done (optimal)" in capsys.readouterr().err
+
+
+def test_batches_of_solves_say_which_one_runs():
+    """A failure sweep names each trial it solves, a distribution each pattern, collective
+    bounds themselves; the solves inside report their own stages between them."""
+    events: list[StageEvent] = []
+    with listening(events.append):
+        fo.failure_sweep(fo.ring(6), [1 / 6], trials=2, seed=1, symmetry=False)
+        fo.collective_bounds(fo.ring(6), "all_reduce", message_bytes=2**20)
+    sweeps = [e for e in events if e.stage == "failure sweep"]
+    assert [e.detail for e in sweeps] == ["fraction 0.166667, trial 1 of 2",
+                                          "fraction 0.166667, trial 2 of 2"]
+    assert any(e.stage == "all_reduce bounds" and e.detail == "6 GPUs" for e in events)
+
+
+def test_cli_failures_shows_its_trials_when_asked(capsys):
+    assert main(["failures", "ring", "n=6", "--mode", "sweep", "--fraction", "0.2",
+                 "--trials", "2", "--progress"]) == 0
+    assert "failure sweep" in capsys.readouterr().err

@@ -28,6 +28,7 @@ from .._checks import (
     did_you_mean,
     fail,
 )
+from .._stages import stage_report
 from ..fabric import Fabric
 from ..flow.api import METHODS
 from ..routing import routed_flow
@@ -288,8 +289,11 @@ def distribution(func: str, fab: Fabric, model: FailureModel, *, trials: int | N
     keys = FailureSymmetry(fab, use_symmetry=symmetry)
     out = FailureDistribution(fab.name, model.name, root_entropy, trials is None,
                               intact.per_endpoint_gbps, "")
+    report = stage_report()  # a terminal's status line: which draw is being solved
     for i, d in enumerate(draws):
         k = keys.first_equivalent(d.key_pattern(), i)
+        if k is None:
+            report("failure distribution", detail=f"pattern {i + 1:,} of {len(draws):,}")
         out.outcomes.append(_outcome(fab, d, method, warm, solve_options, chosen)
                             if k is None else _shared(out.outcomes[k], d, k))
     out.solves = sum(o.same_as is None for o in out.outcomes)

@@ -42,6 +42,7 @@ from .._checks import (
     did_you_mean,
     fail,
 )
+from .._stages import stage_report
 from ..errors import DesignFileError, InvalidParameterError
 from ..fabric import Fabric, Removed, check_fabric
 from ..flow import max_concurrent_flow
@@ -717,12 +718,15 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
     keys = FailureSymmetry(fab, use_symmetry=symmetry and default_traffic)
     jobs: list[tuple[float, int, Removed, int | None]] = []
     outcomes: dict[int, Any] = {}
+    report = stage_report()  # a terminal's status line: which trial is being solved
     for i, fraction in enumerate(checked):
         for j in range(trials):
             removed = pool.draw(fab, fraction, np.random.default_rng(children[i * trials + j]))
             same_as = keys.first_equivalent(pattern_of(removed), len(jobs))
             jobs.append((fraction, j, removed, same_as))
             if same_as is None:
+                report("failure sweep", detail=f"fraction {fraction:g}, trial {j + 1:,} of "
+                       f"{trials:,}")
                 args = (apply_removed(fab, removed), traffic, method, solve_options, warm)
                 outcomes[len(jobs) - 1] = (executor.submit(_solve_trial, *args)
                                            if executor is not None else _solve_trial(*args))

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._checks import did_you_mean
+from .._progress import stage_line
 from ..analysis.failure_distribution import FailureDistribution, failure_distribution
 from ..analysis.failure_models import GroupFailures, Independent, groups_by
 from ..analysis.failures import failure_sweep
@@ -65,6 +66,9 @@ def add_failures_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[F
     fl.add_argument("--plot", default=None, metavar="FILE",
                     help="write the distribution (random, groups) or the ranking "
                     "(n-1, criticality) as an image")
+    fl.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                    help="the pattern or trial being solved and its stage (default: when "
+                    "stderr is a terminal)")
     fl.set_defaults(func=lambda args: _cmd_failures(args, load_targets))
 
 
@@ -102,36 +106,20 @@ def _cmd_failures(args: argparse.Namespace,
     options = {} if args.time_limit is None else {"time_limit": args.time_limit}
     for fab in load_targets(args.targets):
         fab.validate()
-        shown: Any
+        with stage_line(args.progress):  # the stage so far, on a terminal, until it prints
+            shown = _analyse(fab, args, tiers, metrics, fractions, options)
         if args.mode in ("n-1", "criticality"):
-            run = single_failures if args.mode == "n-1" else criticality
-            shown = run(fab, kind=args.kind, tiers=tiers, **options)
             worst = shown.worst_gbps()
             print(shown)
             if worst is not None:
                 print(f"{'N-1 worst case':<17}{worst[0]:.4g} Gb/s per GPU (certified: no "
                       "single failure leaves less)")
         elif args.mode == "cut":
-            shown = cutting_set(fab, args.cut, kind=args.kind, tiers=tiers, **options)
             print("\n".join([f"cutting set      {fab.name}: {100 * args.cut:g}% of "
                              "all-to-all"] + [f"  {f}" for f in shown.failures]
                             + [shown.statement]))
             code = max(code, 0 if shown.reached else 1)
-        elif args.mode == "sweep":
-            shown = failure_sweep(fab, fractions, trials=args.trials, seed=args.seed,
-                                  kind=args.kind, tiers=tiers, **options)
-            print(shown)
         else:
-            if args.mode == "random":
-                model: Any = Independent("switches" if args.kind == "switches" else "links",
-                                         probability=args.probability, hours=args.hours,
-                                         tiers=tiers)
-                shown = failure_distribution(fab, model, trials=args.trials, seed=args.seed,
-                                             metrics=metrics, **options)
-            else:
-                shown = failure_distribution(fab, GroupFailures(_failure_groups(fab,
-                                                                                args.groups)),
-                                             trials=None, metrics=metrics, **options)
             print(shown)
         if args.mode != "cut" and not _all_proven(shown):
             code = 1  # a result not proven: its bracket is printed, the exit code says so
@@ -139,6 +127,27 @@ def _cmd_failures(args: argparse.Namespace,
             _plot_failures(shown, args.plot)
         print()
     return code
+
+
+def _analyse(fab: Fabric, args: argparse.Namespace, tiers: list[str] | None,
+             metrics: list[str], fractions: list[float], options: dict[str, Any]) -> Any:
+    """What ``--mode`` computes for ``fab``: a table, a cutting set, a sweep or a
+    distribution."""
+    if args.mode in ("n-1", "criticality"):
+        run = single_failures if args.mode == "n-1" else criticality
+        return run(fab, kind=args.kind, tiers=tiers, **options)
+    if args.mode == "cut":
+        return cutting_set(fab, args.cut, kind=args.kind, tiers=tiers, **options)
+    if args.mode == "sweep":
+        return failure_sweep(fab, fractions, trials=args.trials, seed=args.seed,
+                             kind=args.kind, tiers=tiers, **options)
+    if args.mode == "random":
+        model: Any = Independent("switches" if args.kind == "switches" else "links",
+                                 probability=args.probability, hours=args.hours, tiers=tiers)
+        return failure_distribution(fab, model, trials=args.trials, seed=args.seed,
+                                    metrics=metrics, **options)
+    return failure_distribution(fab, GroupFailures(_failure_groups(fab, args.groups)),
+                                trials=None, metrics=metrics, **options)
 
 
 def _all_proven(shown: Any) -> bool:
