@@ -44,6 +44,7 @@ from ..traffic import all_to_all
 from .cuts import Cut, min_cut, to_integers
 from .failed_bisection import failed_links_lower
 from .local_pairs import local_pairs_lower
+from .profile_flow import profile_flow_lower
 
 #: Node attributes whose values group endpoints into natural halves, most telling first.
 STRUCTURE_ATTRIBUTES = ("pod", "su", "zone", "plane", "group", "tray", "node", "rail")
@@ -665,6 +666,12 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
         local = local_pairs_lower(fab, ga, eps, hose, beat=lower)
         if local is not None and local[0] > lower * (1 + 1e-9):
             lower, lower_from = local
+    if degraded is None and lower < upper * (1 - 1e-9):
+        # Where the top tier's bundles are uneven the hose rate sits below what a split's
+        # whole units send over their own uplinks: the top's flow chosen per split.
+        profile = profile_flow_lower(fab, ga, eps, beat=lower, time_limit=time_limit)
+        if profile is not None and profile[0] > lower * (1 + 1e-9):
+            lower, lower_from = profile
     traffic = all_to_all(fab, endpoints=eps)
     if lower < upper * (1 - 1e-9) and (bounds_first is False or _all_to_all_may_help(
             fab, traffic, ga, lower, half, n)):
