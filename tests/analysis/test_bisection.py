@@ -1,6 +1,5 @@
 """Bisection bandwidth: closed forms by hand, certificates (cut capacity recomputed), errors."""
 
-
 import networkx as nx
 import numpy as np
 import pytest
