@@ -55,6 +55,7 @@ from ..fabric import Fabric
 from ..flow.backends import quiet_highs
 from ..flow.bounds import hierarchy_partitions
 from ..flow.valiant import hub_shares, valiant_rate
+from ..flow.valiant_bounds import best_cut
 from ..graph_arrays import GraphArrays
 
 #: Partitions with more units than this are not tried (one two-phase rate per unit).
@@ -168,13 +169,15 @@ def _partition_bound(fab: Fabric, ga: GraphArrays, eps: tuple[Hashable, ...],
     top = np.flatnonzero(~inside)
     on_top = np.zeros(ga.n_nodes, dtype=bool)
     on_top[ga.tail[top]] = on_top[ga.head[top]] = True
-    rates = np.zeros(len(units))
-    share = np.zeros((len(units), ga.n_nodes))   # p_jk, per node k
-    for j, u in enumerate(units):
-        hubs = np.flatnonzero((label == u) & on_top)
-        rates[j], share[j] = _unit_rate(fab, ga, label == u, hubs,
-                                         tuple(e for e, k in zip(eps, unit_of_ep, strict=True)
-                                               if k == j), time_limit)
+    parts = [_unit_parts(fab, ga, label == u, np.flatnonzero((label == u) & on_top),
+                         tuple(e for e, k in zip(eps, unit_of_ep, strict=True) if k == j))
+             for j, u in enumerate(units)]
+    share = np.array([p[1] for p in parts])   # p_jk, per node k
+    if _least_sent(np.array([p[2] for p in parts]), sizes, vertices) <= beat * (1 + 1e-9):
+        return None   # the units' rates, at their ceilings, cap some vertex at `beat`
+    rates = np.array([_unit_rate(p[0], time_limit) for p in parts])
+    if _least_sent(rates, sizes, vertices) <= beat * (1 + 1e-9):
+        return None
     # Variables: the flow on each top arc, then F^A and F^B per unit. One conservation row
     # per node: out - in - sum_j p_jk (F^A_j - F^B_j) = 0.
     m, n_top = len(units), len(top)
@@ -189,8 +192,6 @@ def _partition_bound(fab: Fabric, ga: GraphArrays, eps: tuple[Hashable, ...],
                          shape=(ga.n_nodes, n_top + 2 * m))
     A_eq = A_eq[np.flatnonzero(A_eq.getnnz(axis=1))]   # one row per node the top touches
     cost = np.concatenate([np.zeros(n_top), -np.ones(m), np.zeros(m)])
-    if min(float(rates @ a) for a in vertices) <= beat * (1 + 1e-9):
-        return None   # the units' own rates cap some vertex's flow at or below it
     solve = _top_program(cost, A_eq, ga.capacity[top])
     least = np.inf
     for a in vertices:   # least cut first, so a partition that cannot beat `beat` stops early
@@ -249,28 +250,47 @@ def _certified_value(x: np.ndarray, A_eq: sp.csr_matrix, upper: np.ndarray, n_to
     return max(0.0, float(held[n_top:n_top + m].sum() - imbalance))
 
 
-def _unit_rate(fab: Fabric, ga: GraphArrays, nodes: np.ndarray, hubs: np.ndarray,
-               members: tuple[Hashable, ...], time_limit: float | None,
-               ) -> tuple[float, np.ndarray]:
-    """Certified two-phase rate among a unit's endpoints on the arcs between its nodes,
-    through ``hubs``, and each hub's share :math:`p_{jk}` (per node of ``ga``); rate 0 when
-    the unit has fewer than two endpoints, no hub, or no two-phase routing."""
+def _least_sent(rates: np.ndarray, sizes: np.ndarray, vertices: list[np.ndarray]) -> float:
+    """Least over ``vertices`` of what the units can send and take at ``rates``:
+    :math:`\\Phi(a) \\le \\min(\\sum_j r_j a_j, \\sum_j r_j (n_j - a_j))`."""
+    return min(min(float(rates @ a), float(rates @ (sizes - a))) for a in vertices)
+
+
+def _unit_parts(fab: Fabric, ga: GraphArrays, nodes: np.ndarray, hubs: np.ndarray,
+                members: tuple[Hashable, ...],
+                ) -> tuple[tuple[Fabric, tuple[Hashable, ...]] | None, np.ndarray, float]:
+    """A unit alone (its nodes, the arcs between them, its endpoints) with its hubs, each
+    hub's share :math:`p_{jk}` (per node of ``ga``), and a ceiling on its two-phase rate
+    through them (the least bound of a group of its own hierarchy: cheap, no flow). None
+    and rate 0 for a unit with fewer than two endpoints, no hub, or no capacity into one."""
     share = np.zeros(ga.n_nodes)
     if len(members) < 2 or not len(hubs):
-        return 0.0, share
+        return None, share, 0.0
     names = [ga.nodes[i] for i in np.flatnonzero(nodes)]
-    sub = fab.graph.subgraph(names).copy()
-    unit = Fabric(sub, list(members), name="unit")
-    hub_names = [ga.nodes[i] for i in hubs]
+    unit = Fabric(fab.graph.subgraph(names).copy(), list(members), name="unit")
+    hub_names = tuple(ga.nodes[i] for i in hubs)
+    uga = GraphArrays.from_fabric(unit)
+    hub_idx = np.array([uga.index[h] for h in hub_names])
+    ep_idx = np.array([uga.index[e] for e in members])
     try:
-        rate = float(valiant_rate(unit, hubs=hub_names, time_limit=time_limit).rate_gbps)
-        uga = GraphArrays.from_fabric(unit)
-        p = hub_shares(uga, np.array([uga.index[h] for h in hub_names]),
-                       np.array([uga.index[e] for e in members]))
-    except InvalidParameterError:   # no capacity into the hubs, one-way links
-        return 0.0, share
+        p = hub_shares(uga, hub_idx, ep_idx)
+    except InvalidParameterError:   # no capacity into the hubs
+        return None, share, 0.0
     share[hubs] = p
-    return rate, share
+    cut = best_cut(uga, hierarchy_partitions(unit, uga), ep_idx, hub_idx, p)
+    return (unit, hub_names), share, cut.rate_gbps if cut is not None else np.inf
+
+
+def _unit_rate(part: tuple[Fabric, tuple[Hashable, ...]] | None,
+               time_limit: float | None) -> float:
+    """Certified two-phase rate among a unit's endpoints through its hubs (0 when there is
+    no such unit or no two-phase routing, as with one-way links)."""
+    if part is None:
+        return 0.0
+    try:
+        return float(valiant_rate(part[0], hubs=part[1], time_limit=time_limit).rate_gbps)
+    except InvalidParameterError:
+        return 0.0
 
 
 __all__ = ["MAX_UNITS", "MAX_VERTICES", "profile_flow_lower"]
