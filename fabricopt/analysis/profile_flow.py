@@ -89,8 +89,10 @@ def profile_flow_lower(fab: Fabric, ga: GraphArrays, eps: tuple[Hashable, ...],
                                              return_counts=True)
         if not 2 <= len(units) <= MAX_UNITS:
             continue
-        vertices = [v for size in sorted({half, n - half})
-                    for v in _vertices(sizes, size)]
+        each = [_vertices(sizes, size) for size in sorted({half, n - half})]
+        if any(v is None for v in each):
+            continue
+        vertices = [v for part in each for v in part]
         inside = np.isin(label, units)[ga.tail] & (label[ga.tail] == label[ga.head])
         if len(vertices) > MAX_VERTICES or (~inside).sum() * len(vertices) > MAX_WORK:
             continue
@@ -133,22 +135,30 @@ def _ceilings(ga: GraphArrays, ep_idx: np.ndarray, label: np.ndarray, units: np.
     return out
 
 
-def _vertices(sizes: np.ndarray, size: int) -> list[np.ndarray]:
+def _vertices(sizes: np.ndarray, size: int, limit: int = MAX_VERTICES,
+              ) -> list[np.ndarray] | None:
     """The vertices of :math:`\\{\\sum_j a_j = size,\\ 0 \\le a_j \\le n_j\\}`: every unit
-    whole (0 or :math:`n_j` in A) but at most one, each profile once.
+    whole (0 or :math:`n_j` in A) but at most one, each profile once; None when there are
+    more than ``limit`` (counted before any is built).
 
     >>> [v.tolist() for v in _vertices(np.array([2, 2, 2]), 3)]
     [[1, 2, 0], [1, 0, 2], [2, 1, 0], [0, 1, 2], [2, 0, 1], [0, 2, 1]]
     """
     m = len(sizes)
-    seen: set[tuple[int, ...]] = set()
-    out: list[np.ndarray] = []
-    masks = np.arange(1 << (m - 1))
+    member = ((np.arange(1 << (m - 1))[:, None] >> np.arange(m - 1)) & 1).astype(bool)
+    picks = []
     for j in range(m):
         others = np.delete(np.arange(m), j)
-        member = ((masks[:, None] >> np.arange(m - 1)) & 1).astype(bool)
         rest = size - member @ sizes[others]
-        for s in np.flatnonzero((rest >= 0) & (rest <= sizes[j])):
+        picks.append((j, others, rest, np.flatnonzero((rest >= 0) & (rest <= sizes[j]))))
+    if sum(len(p[3]) for p in picks) > 2 * limit:
+        # A quick count: a profile is found once per unit that could be its split one, so
+        # this may pass over a partition near the limit (which costs tightness, not truth).
+        return None
+    seen: set[tuple[int, ...]] = set()
+    out: list[np.ndarray] = []
+    for j, others, rest, fits in picks:
+        for s in fits:
             a = np.zeros(m, dtype=np.int64)
             a[others] = np.where(member[s], sizes[others], 0)
             a[j] = rest[s]
@@ -156,7 +166,7 @@ def _vertices(sizes: np.ndarray, size: int) -> list[np.ndarray]:
             if key not in seen:
                 seen.add(key)
                 out.append(a)
-    return out
+    return out if len(out) <= limit else None
 
 
 def _partition_bound(fab: Fabric, ga: GraphArrays, eps: tuple[Hashable, ...],
