@@ -210,8 +210,8 @@ def _partition_bound(fab: Fabric, ga: GraphArrays, eps: tuple[Hashable, ...],
         least = min(least, _certified_value(x, A_eq, upper, n_top, m) if x is not None else 0.0)
         if least <= beat * (1 + 1e-9):
             return None
-    return float(least), (f"flows inside {m} units (two-phase, {float(rates.min()):.6g} Gb/s "
-                          f"per endpoint or more) joined across the top for each split")
+    return float(least), (f"flows inside {m} units at {float(rates.min()):.6g} Gb/s per "
+                          f"endpoint or more, joined by a top-tier flow chosen per split")
 
 
 def _top_program(cost: np.ndarray, A_eq: sp.csr_matrix, arc_cap: np.ndarray,
