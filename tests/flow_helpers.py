@@ -1,7 +1,10 @@
 """Shared checks for throughput results (every solve in the suite goes through these) and the
 random small fabrics several suites draw from."""
 
+import itertools
 import random
+
+import numpy as np
 
 import fabricopt as fo
 
@@ -59,3 +62,23 @@ def random_fabric(seed):
 def random_traffic(fab, seed):
     """All-to-all mostly; a random permutation for every third seed."""
     return fo.permutation(fab, seed=seed) if seed % 3 == 2 else fo.all_to_all(fab)
+
+
+def least_bisection_cut(fab):
+    """The least cut over every balanced endpoint split (the first endpoint in A; with an odd
+    count the larger half may be either side), each with its switches placed by an exact
+    minimum cut: the bisection by brute force, for at most a dozen endpoints."""
+    from fabricopt.analysis.bisection import _best_cut
+    from fabricopt.graph_arrays import GraphArrays
+
+    ga = GraphArrays.from_fabric(fab)
+    ep_idx = np.array([ga.index[e] for e in fab.endpoints])
+    n = len(ep_idx)
+    best = np.inf
+    for rest in itertools.combinations(range(1, n), n // 2 - 1):
+        mask = np.zeros(n, dtype=bool)
+        mask[[0, *rest]] = True
+        best = min(best, _best_cut(ga, ep_idx, mask)[0].capacity)
+        if n % 2:
+            best = min(best, _best_cut(ga, ep_idx, ~mask)[0].capacity)
+    return best

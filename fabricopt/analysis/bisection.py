@@ -7,7 +7,7 @@ bound.
   halves), from the spectral (Fiedler) order and from Kernighan–Lin on small graphs; for each
   split, the best place for the switches is an exact minimum cut (one max-flow per direction),
   so every candidate is as good as its endpoint split allows.
-* **Lower bound**: the best of three proofs. (1) The certified two-phase hose rate ``r`` of
+* **Lower bound**: the best of the proofs below. (1) The certified two-phase hose rate ``r`` of
   :func:`~fabricopt.valiant_rate`: every traffic in which no endpoint sends or receives more
   than ``r`` is routable, a matching of ``floor(N/2)`` pairs crosses any split, so every
   bisection carries at least ``r floor(N/2)``: exact on non-blocking Clos fabrics and
@@ -17,7 +17,12 @@ bound.
   (``docs/bisection.md#from-the-all-to-all-throughput``: theta <= 4 BB / N^2), with theta
   certified by
   :func:`~fabricopt.max_concurrent_flow`; this alone proves only about half of a
-  non-blocking fabric's bisection. (3) On small graphs an exact MILP (pulp, CBC).
+  non-blocking fabric's bisection. (3) On small graphs an exact MILP (pulp, CBC). Where
+  these leave the bracket open: the hose matching plus the pairs a split leaves inside
+  units (:mod:`~fabricopt.analysis.local_pairs`), a flow whose top-tier part is chosen per
+  split profile (:mod:`~fabricopt.analysis.profile_flow`), and on a failed fabric the
+  intact fabric's flows less what the failed links stop
+  (:mod:`~fabricopt.analysis.failed_bisection`).
   ``exact`` is True only when the lower and upper bounds meet.
 """
 
@@ -44,6 +49,7 @@ from ..traffic import all_to_all
 from .cuts import Cut, min_cut, to_integers
 from .failed_bisection import failed_links_lower
 from .local_pairs import local_pairs_lower
+from .profile_flow import profile_flow_lower
 
 #: Node attributes whose values group endpoints into natural halves, most telling first.
 STRUCTURE_ATTRIBUTES = ("pod", "su", "zone", "plane", "group", "tray", "node", "rail")
@@ -665,6 +671,12 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
         local = local_pairs_lower(fab, ga, eps, hose, beat=lower)
         if local is not None and local[0] > lower * (1 + 1e-9):
             lower, lower_from = local
+    if degraded is None and lower < upper * (1 - 1e-9):
+        # Where the top tier's bundles are uneven the hose rate sits below what a split's
+        # whole units send over their own uplinks: the top's flow chosen per split.
+        profile = profile_flow_lower(fab, ga, eps, beat=lower, time_limit=time_limit)
+        if profile is not None and profile[0] > lower * (1 + 1e-9):
+            lower, lower_from = profile
     traffic = all_to_all(fab, endpoints=eps)
     if lower < upper * (1 - 1e-9) and (bounds_first is False or _all_to_all_may_help(
             fab, traffic, ga, lower, half, n)):

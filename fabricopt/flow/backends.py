@@ -174,6 +174,20 @@ def highspy_available() -> bool:
     return True
 
 
+def quiet_highs() -> Any:
+    """A fresh ``highspy.Highs`` that prints nothing (its banner comes from C++ before any
+    option can switch it off), or None when highspy is not installed: for a caller that
+    keeps one model and re-solves it as bounds change."""
+    if not highspy_available():
+        return None
+    import highspy
+
+    with _stdout_silenced():
+        h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    return h
+
+
 @contextlib.contextmanager
 def _stdout_silenced() -> Iterator[None]:
     """Send file descriptor 1 to /dev/null for a moment (for output from C++ code)."""
