@@ -138,3 +138,15 @@ def test_cli_failures_shows_its_trials_when_asked(capsys):
     assert main(["failures", "ring", "n=6", "--mode", "sweep", "--fraction", "0.2",
                  "--trials", "2", "--progress"]) == 0
     assert "failure sweep" in capsys.readouterr().err
+
+
+def test_a_bisection_reports_its_steps_in_gbps():
+    """bisection_bandwidth names each step with its bracket in Gb/s, never widening: a ring
+    of 8 unit links, bisection 2 (any split cuts two links, one arc each way)."""
+    events: list[StageEvent] = []
+    with listening(events.append):
+        fo.bisection_bandwidth(fo.ring(8))
+    mine = [e for e in events if e.quantity == "bisection Gb/s"]
+    assert mine[0].stage == "bisection: cuts"
+    assert mine[-1].upper == 2.0
+    _never_widens(mine)

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_bool, check_int, check_positive
+from .._stages import stage_report
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_endpoint_group
 from ..flow import max_concurrent_flow
@@ -554,6 +555,46 @@ def _mean_injection(fab: Fabric, ga: GraphArrays, ep_idx: np.ndarray) -> float:
     return float(np.mean(_scale_out_injection(fab, ga)[ep_idx]))
 
 
+def _step(report: Any, name: str, lower: float, upper: float) -> None:
+    """Announce a step of the bisection with its bracket, while the bracket is open (the
+    steps after it closes are passed over, not run)."""
+    if lower < upper * (1 - 1e-9):
+        report(f"bisection: {name}", lower, upper)
+
+
+def _checked_arguments(fab: Any, endpoints: Any, milp_max_nodes: Any, time_limit: Any,
+                       seed: Any, bounds_first: Any, hose: Any,
+                       ) -> tuple[int, float | None, int, bool | None, tuple[Hashable, ...],
+                                  GraphArrays]:
+    """:func:`bisection_bandwidth`'s arguments checked before any work, with the endpoints
+    and the fabric's arrays."""
+    if not isinstance(fab, Fabric):
+        raise InvalidParameterError(f"bisection_bandwidth(): fab must be a Fabric, "
+                                    f"got {type(fab).__name__}")
+    milp_max_nodes = check_int("bisection_bandwidth", "milp_max_nodes", milp_max_nodes,
+                               minimum=0)
+    if time_limit is not None:
+        time_limit = check_positive("bisection_bandwidth", "time_limit", time_limit)
+    seed = check_int("bisection_bandwidth", "seed", seed, minimum=0)
+    if hose is not None and not isinstance(hose, ValiantBound):
+        raise InvalidParameterError(f"bisection_bandwidth(): hose must be what valiant_rate "
+                                    f"returns, got {type(hose).__name__}")
+    if bounds_first is not None:
+        bounds_first = check_bool("bisection_bandwidth", "bounds_first", bounds_first)
+    eps = check_endpoint_group("bisection_bandwidth", fab, endpoints)
+    ga = GraphArrays.from_fabric(fab)
+    if hose is not None and not _hose_fits(fab, ga, hose, len(eps)):
+        raise InvalidParameterError("bisection_bandwidth(): hose must be valiant_rate's "
+                                    "answer for this fabric and these endpoints")
+    with np.errstate(over="ignore"):  # the overflow is the answer sought, not a warning
+        total = 4 * ga.capacity.sum()  # cut weights and their swaps must stay finite
+    if not np.isfinite(total):
+        raise InvalidParameterError(
+            "bisection_bandwidth(): fab's capacities must sum to a finite number of Gb/s (with "
+            f"room for cut arithmetic), got {total / 4:g} Gb/s over {ga.n_arcs} arcs")
+    return milp_max_nodes, time_limit, seed, bounds_first, eps, ga
+
+
 def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = None,
                         milp_max_nodes: int = 60, time_limit: float | None = 30.0,
                         seed: int = 0, bounds_first: bool | None = None,
@@ -601,34 +642,15 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     (2.0, 2.0, True)
     """
     start = time.perf_counter()
-    if not isinstance(fab, Fabric):
-        raise InvalidParameterError(f"bisection_bandwidth(): fab must be a Fabric, "
-                                    f"got {type(fab).__name__}")
-    milp_max_nodes = check_int("bisection_bandwidth", "milp_max_nodes", milp_max_nodes,
-                               minimum=0)
-    if time_limit is not None:
-        time_limit = check_positive("bisection_bandwidth", "time_limit", time_limit)
-    seed = check_int("bisection_bandwidth", "seed", seed, minimum=0)
-    if hose is not None and not isinstance(hose, ValiantBound):
-        raise InvalidParameterError(f"bisection_bandwidth(): hose must be what valiant_rate "
-                                    f"returns, got {type(hose).__name__}")
-    if bounds_first is not None:
-        bounds_first = check_bool("bisection_bandwidth", "bounds_first", bounds_first)
-    eps = check_endpoint_group("bisection_bandwidth", fab, endpoints)
-    ga = GraphArrays.from_fabric(fab)
-    if hose is not None and not _hose_fits(fab, ga, hose, len(eps)):
-        raise InvalidParameterError("bisection_bandwidth(): hose must be valiant_rate's "
-                                    "answer for this fabric and these endpoints")
-    with np.errstate(over="ignore"):  # the overflow is the answer sought, not a warning
-        total = 4 * ga.capacity.sum()  # cut weights and their swaps must stay finite
-    if not np.isfinite(total):
-        raise InvalidParameterError(
-            "bisection_bandwidth(): fab's capacities must sum to a finite number of Gb/s (with "
-            f"room for cut arithmetic), got {total / 4:g} Gb/s over {ga.n_arcs} arcs")
+    milp_max_nodes, time_limit, seed, bounds_first, eps, ga = _checked_arguments(
+        fab, endpoints, milp_max_nodes, time_limit, seed, bounds_first, hose)
     ep_idx = np.array([ga.index[e] for e in eps])
     n = len(eps)
     half = n // 2
 
+    # Each step and the bracket so far, for a terminal's status line (free when unseen).
+    report = stage_report("bisection Gb/s")
+    report("bisection: cuts", detail=f"{n:,} endpoints")
     # What the intact fabric proves, less every failed link, bounds the bisection below; its
     # best cut, its failed links now gone, is a candidate above.
     degraded = _degraded_lower(fab, eps, time_limit)
@@ -646,6 +668,7 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     hose_tried = hose is not None
     if degraded is not None and degraded[0] > lower:
         lower, lower_from = degraded[0], degraded[1]
+    _step(report, "two-phase rate", lower, upper)
     if (hose is None and lower < upper * (1 - 1e-9)
             and (bounds_first is False or hose_ceiling(fab, ga, ep_idx) * half > lower)):
         # Skipped where a group's own links already hold any hose rate to a bisection
@@ -657,6 +680,7 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
         lower = hose.rate_gbps * half
         lower_from = (f"two-phase hose rate, hubs {hose.level} hops out ({hose.method}, "
                       f"{hose.status})")
+    _step(report, "whole groups", lower, upper)
     if degraded is None and lower < upper * (1 - 1e-9):
         # Still open: whole groups of the hierarchy in every combination (tried first on a
         # failed fabric, whose bound below is known before any cut).
@@ -665,18 +689,21 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
         candidates.update(more)
         if better is not None and better[0] < upper:
             upper, found_by, cut = better
+    _step(report, "pairs inside units", lower, upper)
     if hose is not None and lower < upper * (1 - 1e-9):
         # Where the hose rate is held by a unit's uplinks and the cheapest split cuts
         # through a unit, the pairs it leaves inside units add what they carry below them.
         local = local_pairs_lower(fab, ga, eps, hose, beat=lower)
         if local is not None and local[0] > lower * (1 + 1e-9):
             lower, lower_from = local
+    _step(report, "a flow per split", lower, upper)
     if degraded is None and lower < upper * (1 - 1e-9):
         # Where the top tier's bundles are uneven the hose rate sits below what a split's
         # whole units send over their own uplinks: the top's flow chosen per split.
         profile = profile_flow_lower(fab, ga, eps, beat=lower, time_limit=time_limit)
         if profile is not None and profile[0] > lower * (1 + 1e-9):
             lower, lower_from = profile
+    _step(report, "all-to-all", lower, upper)
     traffic = all_to_all(fab, endpoints=eps)
     if lower < upper * (1 - 1e-9) and (bounds_first is False or _all_to_all_may_help(
             fab, traffic, ga, lower, half, n)):
@@ -685,6 +712,7 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
             lower = flow.lower * half * (n - half)
             lower_from = f"all-to-all throughput ({flow.method}, {flow.status})"
     if ga.n_nodes <= milp_max_nodes and lower < upper * (1 - 1e-9):
+        _step(report, "exact MILP", lower, upper)
         solved = _milp(fab, ga, ep_idx, time_limit)
         if solved is not None:
             value, side = solved
