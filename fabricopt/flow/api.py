@@ -27,7 +27,13 @@ from ..tiers import is_scale_up_arc, tier_of
 from ..traffic import Traffic, checked_traffic
 from .approx import DEFAULT_MAX_ROUNDS, check_gap, solve_approx
 from .backends import BACKENDS, check_solve_args, solve_lp
-from .bounds import ECMP_MAX_ENTRIES, ecmp_point, rail_labels, structural_cut_lengths
+from .bounds import (
+    ECMP_MAX_ENTRIES,
+    ECMP_SECONDS_PER_ENTRY,
+    ecmp_point,
+    rail_labels,
+    structural_cut_lengths,
+)
 from .brackets import closed, hose_floor, tighter_bracket, with_hose_floor
 from .certificate import EXACT_RTOL, certify
 from .formulation import Collapse, CollapsedDemand, FlowModel, build_flow_lp
@@ -157,8 +163,11 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     time_limit : float, optional
         Seconds for the whole call, counted from its start: the symmetry search and the
         solver get what is left, and when nothing is left after the bounds stage its
-        bracket is the answer. On expiry the status says so and the bracket is what was
-        proven. ``backend="highspy"`` enforces it with a wall-clock interrupt as well; with
+        bracket is the answer. A step expected to take longer than what is left (from its
+        size: the routed stage above a second, the approximate method's first round) is not
+        begun; the hierarchy cuts and the two-phase floor then make the bracket (a failed
+        2,048-GPU cluster at 0.001 s: 0.4 s, where the stage alone took 22 s). On expiry
+        the status says so and the bracket is what was proven. ``backend="highspy"`` enforces it with a wall-clock interrupt as well; with
         the default backend, HiGHS's interior-point solver (used above 20,000 nonzeros) can
         overrun a limit shorter than HiGHS's presolve, and then returns a proven answer late.
     include_endpoint_links : bool
@@ -239,7 +248,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         # failure trial, warm from the intact fabric, looks for its group first).
         early = _bounds_stage_first(fab, scaled, ga_solve, warm, report,
                                     include_endpoint_links=include_endpoint_links,
-                                    traffic_scale=scale, capacity_unit=unit)
+                                    traffic_scale=scale, capacity_unit=unit,
+                                    seconds_left=_seconds_left(time_limit, start))
         if early is not None and early[2] is not None and early[2].exact:
             return _finished(early[2], traffic, work_limit, start, report)
     hose = None
@@ -271,7 +281,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     model, warm_candidates, first = _build_and_bound(
         fab, scaled, ga, method, warm, include_endpoint_links=include_endpoint_links,
         bounds_first=stage_now, traffic_scale=scale, capacity_unit=unit, early=early,
-        report=report, out_of_time=lambda: _seconds_left(time_limit, start) == 0)
+        report=report, out_of_time=lambda: _seconds_left(time_limit, start) == 0,
+        seconds_left=lambda: _seconds_left(time_limit, start))
     if first is not None and (first.exact or (
             method == "approx" and first.upper - first.lower <= gap * first.upper)):
         # Closed, or already as close as the approximate method was asked to get: only a
@@ -282,6 +293,10 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                              "approximate rounds")
         return _finished(first, traffic, work_limit, start, report, hose)
     left = _seconds_left(time_limit, start)
+    if first is not None and method == "approx" and left is not None and model is not None:
+        # Its first round cannot stop halfway: one that would not end in time is not begun.
+        nonzeros = _lp_size(model).get("nonzeros", 0)
+        left = 0.0 if nonzeros * APPROX_SECONDS_PER_NONZERO > left else left
     if first is not None and (model is None or left == 0):
         # The budget went on the bounds: their bracket is the answer, said to be stopped.
         first.status = "time_limit"
@@ -396,12 +411,14 @@ def _finished(result: FlowResult, traffic: Traffic, work_limit: int | None,
 
 def _bounds_stage_first(fab: Fabric, traffic: Traffic, ga: GraphArrays,
                         warm: np.ndarray | None, report: Any, *, include_endpoint_links: bool,
-                        traffic_scale: float, capacity_unit: float
+                        traffic_scale: float, capacity_unit: float,
+                        seconds_left: float | None = None,
                         ) -> tuple[FlowModel, list[np.ndarray], FlowResult | None] | None:
     """The full model, the lengths for its certificate and the bounds stage's result, when
-    the stage's flow fits (:data:`ECMP_MAX_ENTRIES`); None otherwise (``traffic`` and ``ga``
-    in solve units)."""
-    if lp_size_estimate(fab, traffic, ga) // 3 > ECMP_MAX_ENTRIES:
+    the stage's flow fits (:data:`ECMP_MAX_ENTRIES`, and :func:`_stage_fits` the time
+    left); None otherwise (``traffic`` and ``ga`` in solve units)."""
+    entries = lp_size_estimate(fab, traffic, ga) // 3
+    if entries > ECMP_MAX_ENTRIES or not _stage_fits(entries, seconds_left):
         return None
     model, candidates, first = _build_and_bound(
         fab, traffic, ga, "lp", warm, include_endpoint_links=include_endpoint_links,
@@ -410,11 +427,31 @@ def _bounds_stage_first(fab: Fabric, traffic: Traffic, ga: GraphArrays,
     return model, candidates, first  # type: ignore[return-value]
 
 
+#: Seconds the approximate method's first round costs per nonzero of the full LP, measured:
+#: 141 million nonzeros (a failed 2,048-GPU rail cluster), 16.5 s on 2 cores before its first
+#: bracket. A time limit that leaves less keeps the bounds stage's bracket.
+APPROX_SECONDS_PER_NONZERO = 1.2e-7
+
+
+#: Seconds of routed stage that always run, whatever the time limit: the stage's bracket
+#: is the least a limited call returns, until the stage itself would take longer than this.
+STAGE_ALWAYS_SECONDS = 1.0
+
+
+def _stage_fits(entries: int, seconds_left: float | None) -> bool:
+    """True when the routed stage over ``entries`` commodities x arcs is expected to take
+    at most :data:`STAGE_ALWAYS_SECONDS` or to finish in ``seconds_left``
+    (:data:`~fabricopt.flow.bounds.ECMP_SECONDS_PER_ENTRY`; always without a time limit)."""
+    expected = entries * ECMP_SECONDS_PER_ENTRY
+    return seconds_left is None or expected <= max(seconds_left, STAGE_ALWAYS_SECONDS)
+
+
 def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str,
                      warm: np.ndarray | None, *, include_endpoint_links: bool,
                      bounds_first: bool, traffic_scale: float, capacity_unit: float,
                      early: tuple[FlowModel, list[np.ndarray], FlowResult | None] | None = None,
                      out_of_time: Callable[[], bool] = lambda: False,
+                     seconds_left: Callable[[], float | None] = lambda: None,
                      report: Any = SILENT
                      ) -> tuple[ThroughputModel | None, list[np.ndarray], FlowResult | None]:
     """The model ``method`` solves (``traffic`` and ``ga`` in solve units), the lengths
@@ -440,8 +477,12 @@ def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str
                                   include_endpoint_links=include_endpoint_links, ga=ga,
                                   symmetry=fab._symmetry), [], first
     entries = lp_size_estimate(fab, traffic, ga) // 3  # flow variables of the full LP
-    run_bounds = bounds_first and entries <= ECMP_MAX_ENTRIES
-    if bounds_first and not run_bounds and out_of_time():
+    # A time limit too short for the routed stage gets the cuts (the stage cannot stop
+    # halfway: a 2,048-GPU failed cluster took 22 s at time_limit=0.001 before this).
+    run_bounds = (bounds_first and entries <= ECMP_MAX_ENTRIES
+                  and _stage_fits(entries, seconds_left()))
+    if bounds_first and not run_bounds and (out_of_time() or not _stage_fits(
+            entries, seconds_left())):
         # Too large for the stage's routed point, and no budget left to build the full model
         # for a solver (92 s on a 16,384-GPU cluster): the cut is the stage's bracket.
         first = cut_bracket(fab, traffic, ga, include_endpoint_links=include_endpoint_links,
