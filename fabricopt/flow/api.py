@@ -167,9 +167,10 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         size: the routed stage above a second, the approximate method's first round) is not
         begun; the hierarchy cuts and the two-phase floor then make the bracket (a failed
         2,048-GPU cluster at 0.001 s: 0.4 s, where the stage alone took 22 s). On expiry
-        the status says so and the bracket is what was proven. ``backend="highspy"`` enforces it with a wall-clock interrupt as well; with
-        the default backend, HiGHS's interior-point solver (used above 20,000 nonzeros) can
-        overrun a limit shorter than HiGHS's presolve, and then returns a proven answer late.
+        the status says so and the bracket is what was proven. ``backend="highspy"``
+        enforces it with a wall-clock interrupt as well; with the default backend, HiGHS's
+        interior-point solver (used above 20,000 nonzeros) can overrun a limit shorter than
+        HiGHS's presolve, and then returns a proven answer late.
     include_endpoint_links : bool
         True (default): the links of endpoints that hang off one switch (NIC links) are
         capacity constraints and pairs under one switch count. False: the fabric-only view
