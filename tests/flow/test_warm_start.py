@@ -57,8 +57,10 @@ def test_warm_bracket_contains_the_exact_value_and_rechecks_on_the_failed_fabric
 def test_warm_lengths_are_the_bound_when_the_failure_misses_the_binding_arcs():
     # fat_tree(4) at 400 Gb/s is NIC-bound (theta = 400 / 15: each GPU sends 15 units
     # through one 400 Gb/s link), so its lengths sit on the GPU links. A failed core link
-    # leaves every GPU link, and the intact lengths prove 400 / 15 on the failed fabric at
-    # once: with gap 0.5 the answer stops at its first round with that upper bound.
+    # leaves every GPU link, and the intact lengths still prove 400 / 15 on the failed
+    # fabric at once. The hierarchy's cut, offered to the approximate method too, proves
+    # more: pod 0 keeps 3 of its 4 core links, 1,200 Gb/s for its 4 hosts' 4 x 12 units to
+    # the other pods, theta <= 1200 / 48 = 25, the failed fabric's exact theta.
     fab = fo.fat_tree(4)
     intact = fo.max_concurrent_flow(fab)
     assert intact.theta == pytest.approx(400 / 15)
@@ -68,7 +70,8 @@ def test_warm_lengths_are_the_bound_when_the_failure_misses_the_binding_arcs():
     failed = fab.without(links=[("spine0.0", "core0.0")])
     cold = fo.max_concurrent_flow(failed, method="approx", gap=0.5)
     warm = fo.max_concurrent_flow(failed, method="approx", gap=0.5, warm_start=intact)
-    assert warm.upper == pytest.approx(400 / 15, rel=1e-9)
+    assert warm.upper == pytest.approx(25.0, rel=1e-9)
+    assert fo.max_concurrent_flow(failed, method="lp").theta == pytest.approx(25.0)
     assert warm.upper <= cold.upper * (1 + 1e-12)
     assert fo.check_certificate(failed, warm).ok
 
