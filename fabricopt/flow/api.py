@@ -9,7 +9,6 @@ Each step is public so a power user can stop after building and inspect or expor
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -29,12 +28,12 @@ from .approx import DEFAULT_MAX_ROUNDS, check_gap, solve_approx
 from .backends import BACKENDS, check_solve_args, solve_lp
 from .bounds import (
     ECMP_MAX_ENTRIES,
-    ECMP_SECONDS_PER_ENTRY,
     ecmp_point,
     rail_labels,
     structural_cut_lengths,
 )
 from .brackets import closed, hose_floor, tighter_bracket, with_hose_floor
+from .budget import approx_fits, now, search_budget, seconds_left, stage_fits
 from .certificate import EXACT_RTOL, certify
 from .formulation import Collapse, CollapsedDemand, FlowModel, build_flow_lp
 from .lp import LPSolution
@@ -48,10 +47,6 @@ from .warm import ball_cut_lengths, warm_lengths
 METHODS = ("auto", "lp", "symmetric", "approx")
 #: What the stage line (:mod:`fabricopt._stages`) calls each method's solve.
 _STAGE_NAMES = {"lp": "LP", "symmetric": "symmetric LP", "approx": "approximate rounds"}
-
-#: The clock ``time_limit`` is counted on, from the start of the call (a name of its own so
-#: a test can advance it without waiting).
-clock = time.perf_counter
 
 #: Above this many nonzeros ``method="auto"`` does not build the full LP but takes the
 #: approximate method. Measured on 2 cores: superpod(1) with 1% of all its links failed (NVLink
@@ -226,7 +221,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     >>> round(r.theta, 9), r.method, r.exact
     (0.125, 'symmetric', True)
     """
-    start, report = clock(), stage_report()
+    start, report = now(), stage_report()
     traffic, include_endpoint_links, gap, progress = _checked_arguments(
         fab, traffic, method, backend, time_limit, include_endpoint_links, gap, progress)
     bounds_first, work_limit, backend_options = _check_stage_and_work(
@@ -250,17 +245,17 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         early = _bounds_stage_first(fab, scaled, ga_solve, warm, report,
                                     include_endpoint_links=include_endpoint_links,
                                     traffic_scale=scale, capacity_unit=unit,
-                                    seconds_left=_seconds_left(time_limit, start))
+                                    time_left=seconds_left(time_limit, start))
         if early is not None and early[2] is not None and early[2].exact:
             return _finished(early[2], traffic, work_limit, start, report)
     hose = None
     if time_limit is not None and stage_on and method == "auto" and warm is None:
         # Anytime: the two-phase rate puts a floor under whatever the limit leaves
         # (fabricopt.flow.brackets), from at most a quarter of what is left.
-        hose = hose_floor(fab, traffic, max(_seconds_left(time_limit, start) / 4, 1e-3))
+        hose = hose_floor(fab, traffic, max(seconds_left(time_limit, start) / 4, 1e-3))
     # No claim: find the symmetry when the full LP would be slow (or "symmetric" is asked).
     fab, ok, why, found = _search_if_useful(fab, traffic, ga, method,
-                                            _search_budget(time_limit, start), ok, why,
+                                            search_budget(time_limit, start), ok, why,
                                             report)
     if method == "symmetric" and not ok:
         raise InvalidParameterError(f"max_concurrent_flow(): method='symmetric' is not exact "
@@ -282,8 +277,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     model, warm_candidates, first = _build_and_bound(
         fab, scaled, ga, method, warm, include_endpoint_links=include_endpoint_links,
         bounds_first=stage_now, traffic_scale=scale, capacity_unit=unit, early=early,
-        report=report, out_of_time=lambda: _seconds_left(time_limit, start) == 0,
-        seconds_left=lambda: _seconds_left(time_limit, start))
+        report=report, out_of_time=lambda: seconds_left(time_limit, start) == 0,
+        time_left=lambda: seconds_left(time_limit, start))
     if first is not None and (first.exact or (
             method == "approx" and first.upper - first.lower <= gap * first.upper)):
         # Closed, or already as close as the approximate method was asked to get: only a
@@ -293,11 +288,10 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                              f"{first.upper:.9g}], within the asked gap {gap:.3%}: no "
                              "approximate rounds")
         return _finished(first, traffic, work_limit, start, report, hose)
-    left = _seconds_left(time_limit, start)
+    left = seconds_left(time_limit, start)
     if first is not None and method == "approx" and left is not None and model is not None:
         # Its first round cannot stop halfway: one that would not end in time is not begun.
-        nonzeros = _lp_size(model).get("nonzeros", 0)
-        left = 0.0 if nonzeros * APPROX_SECONDS_PER_NONZERO > left else left
+        left = left if approx_fits(_lp_size(model).get("nonzeros", 0), left) else 0.0
     if first is not None and (model is None or left == 0):
         # The budget went on the bounds: their bracket is the answer, said to be stopped.
         first.status = "time_limit"
@@ -368,19 +362,6 @@ def _search_if_useful(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: st
     return fab, ok, why, found
 
 
-def _seconds_left(time_limit: float | None, start: float) -> float | None:
-    """Seconds of ``time_limit`` left since ``start`` (the start of the call); None without
-    a limit, never below 0."""
-    return None if time_limit is None else max(time_limit - (clock() - start), 0.0)
-
-
-def _search_budget(time_limit: float | None, start: float) -> float | None:
-    """Seconds the symmetry search may take: what is left of ``time_limit`` (at least a
-    millisecond, so a spent limit still asks for a valid one); None without a limit."""
-    left = _seconds_left(time_limit, start)
-    return None if left is None else max(left, 1e-3)
-
-
 def _checked_arguments(fab: Any, traffic: Any, method: Any, backend: Any, time_limit: Any,
                        include_endpoint_links: Any, gap: Any, progress: Any
                        ) -> tuple[Traffic, bool, float, bool | None]:
@@ -405,7 +386,7 @@ def _finished(result: FlowResult, traffic: Traffic, work_limit: int | None,
     limit and time, and the last stage reported."""
     result = with_hose_floor(result, hose, traffic)
     result.traffic_name, result.work_limit = traffic.name, work_limit
-    result.seconds = clock() - start
+    result.seconds = now() - start
     report("done", result.lower, result.upper, result.status)
     return result
 
@@ -413,13 +394,14 @@ def _finished(result: FlowResult, traffic: Traffic, work_limit: int | None,
 def _bounds_stage_first(fab: Fabric, traffic: Traffic, ga: GraphArrays,
                         warm: np.ndarray | None, report: Any, *, include_endpoint_links: bool,
                         traffic_scale: float, capacity_unit: float,
-                        seconds_left: float | None = None,
+                        time_left: float | None = None,
                         ) -> tuple[FlowModel, list[np.ndarray], FlowResult | None] | None:
     """The full model, the lengths for its certificate and the bounds stage's result, when
-    the stage's flow fits (:data:`ECMP_MAX_ENTRIES`, and :func:`_stage_fits` the time
-    left); None otherwise (``traffic`` and ``ga`` in solve units)."""
+    the stage's flow fits (:data:`ECMP_MAX_ENTRIES`, and
+    :func:`~fabricopt.flow.budget.stage_fits` the time left); None otherwise (``traffic``
+    and ``ga`` in solve units)."""
     entries = lp_size_estimate(fab, traffic, ga) // 3
-    if entries > ECMP_MAX_ENTRIES or not _stage_fits(entries, seconds_left):
+    if entries > ECMP_MAX_ENTRIES or not stage_fits(entries, time_left):
         return None
     model, candidates, first = _build_and_bound(
         fab, traffic, ga, "lp", warm, include_endpoint_links=include_endpoint_links,
@@ -428,31 +410,12 @@ def _bounds_stage_first(fab: Fabric, traffic: Traffic, ga: GraphArrays,
     return model, candidates, first  # type: ignore[return-value]
 
 
-#: Seconds the approximate method's first round costs per nonzero of the full LP, measured:
-#: 141 million nonzeros (a failed 2,048-GPU rail cluster), 16.5 s on 2 cores before its first
-#: bracket. A time limit that leaves less keeps the bounds stage's bracket.
-APPROX_SECONDS_PER_NONZERO = 1.2e-7
-
-
-#: Seconds of routed stage that always run, whatever the time limit: the stage's bracket
-#: is the least a limited call returns, until the stage itself would take longer than this.
-STAGE_ALWAYS_SECONDS = 1.0
-
-
-def _stage_fits(entries: int, seconds_left: float | None) -> bool:
-    """True when the routed stage over ``entries`` commodities x arcs is expected to take
-    at most :data:`STAGE_ALWAYS_SECONDS` or to finish in ``seconds_left``
-    (:data:`~fabricopt.flow.bounds.ECMP_SECONDS_PER_ENTRY`; always without a time limit)."""
-    expected = entries * ECMP_SECONDS_PER_ENTRY
-    return seconds_left is None or expected <= max(seconds_left, STAGE_ALWAYS_SECONDS)
-
-
 def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str,
                      warm: np.ndarray | None, *, include_endpoint_links: bool,
                      bounds_first: bool, traffic_scale: float, capacity_unit: float,
                      early: tuple[FlowModel, list[np.ndarray], FlowResult | None] | None = None,
                      out_of_time: Callable[[], bool] = lambda: False,
-                     seconds_left: Callable[[], float | None] = lambda: None,
+                     time_left: Callable[[], float | None] = lambda: None,
                      report: Any = SILENT
                      ) -> tuple[ThroughputModel | None, list[np.ndarray], FlowResult | None]:
     """The model ``method`` solves (``traffic`` and ``ga`` in solve units), the lengths
@@ -481,9 +444,9 @@ def _build_and_bound(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str
     # A time limit too short for the routed stage gets the cuts (the stage cannot stop
     # halfway: a 2,048-GPU failed cluster took 22 s at time_limit=0.001 before this).
     run_bounds = (bounds_first and entries <= ECMP_MAX_ENTRIES
-                  and _stage_fits(entries, seconds_left()))
-    if bounds_first and not run_bounds and (out_of_time() or not _stage_fits(
-            entries, seconds_left())):
+                  and stage_fits(entries, time_left()))
+    if bounds_first and not run_bounds and (out_of_time() or not stage_fits(
+            entries, time_left())):
         # Too large for the stage's routed point, and no budget left to build the full model
         # for a solver (92 s on a 16,384-GPU cluster): the cut is the stage's bracket.
         first = cut_bracket(fab, traffic, ga, include_endpoint_links=include_endpoint_links,

@@ -44,10 +44,6 @@ HIERARCHY_KEYS = ("node", "rail", "su", "pod", "plane", "group", "dc")
 #: Largest commodities x core arcs for which the ECMP lower bound is built (it keeps one
 #: flow per commodity and arc: 8 bytes each, 400 MB at this size).
 ECMP_MAX_ENTRIES = 50_000_000
-#: Seconds the routed stage costs per commodity x core arc, measured: a 2,048-GPU
-#: rail-optimized cluster with 1 % of its links failed, 45.7 million entries, 14 to 17 s on
-#: 2 cores. A caller's time limit that leaves less than that gets the cuts alone.
-ECMP_SECONDS_PER_ENTRY = 3e-7
 #: Commodities routed at once by ECMP (bounds the temporary arrays to a few hundred MB).
 ECMP_CHUNK_ENTRIES = 4_000_000
 
@@ -360,6 +356,6 @@ def _route_part(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
     return True
 
 
-__all__ = ["ECMP_MAX_ENTRIES", "ECMP_SECONDS_PER_ENTRY", "HIERARCHY_KEYS", "ecmp_point",
-           "hierarchy_partitions", "pxn_entries", "rail_labels", "rail_relays",
+__all__ = ["ECMP_MAX_ENTRIES", "HIERARCHY_KEYS", "ecmp_point", "hierarchy_partitions",
+           "pxn_entries", "rail_labels", "rail_relays",
            "structural_cut_lengths"]

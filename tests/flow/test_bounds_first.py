@@ -140,11 +140,11 @@ def test_a_stage_longer_than_the_limit_is_not_begun(monkeypatch):
     on a 2,048-GPU failed cluster) is skipped: the hierarchy cuts and the two-phase floor
     make the bracket, which re-checks; without the limit the stage runs and is at least
     as tight."""
-    import fabricopt.flow.api as api
+    import fabricopt.flow.budget as budget
 
     fab = fo.fail_random(fo.leaf_spine(6, 3, 4, links_per_pair=2), 0.1, seed=3)
     full = fo.max_concurrent_flow(fab, bounds_first=True)
-    monkeypatch.setattr(api, "ECMP_SECONDS_PER_ENTRY", 10.0)  # every stage takes "hours"
+    monkeypatch.setattr(budget, "ECMP_SECONDS_PER_ENTRY", 10.0)  # every stage takes "hours"
     quick = fo.max_concurrent_flow(fab, bounds_first=True, time_limit=5.0)
     assert quick.status == "time_limit" and quick.method == "bounds"
     assert "hierarchy cuts only" in quick.message

@@ -9,6 +9,7 @@ from flow_helpers import certified
 
 import fabricopt as fo
 import fabricopt.flow.api as api
+import fabricopt.flow.budget as budget
 from fabricopt.flow.bounds import structural_cut_lengths
 from fabricopt.flow.tier_routing import node_layers, tier_point
 from fabricopt.graph_arrays import GraphArrays
@@ -142,7 +143,7 @@ def test_time_limit_counts_from_the_start_of_the_call(monkeypatch):
         seen.append(time_limit)
         return real(lp, backend, time_limit, **options)
 
-    monkeypatch.setattr(api, "clock", _Clock(30.0))
+    monkeypatch.setattr(budget, "clock", _Clock(30.0))
     monkeypatch.setattr(api, "solve_lp", spy)
     fab = fo.jellyfish(12, 4, 2, seed=5)  # the stage does not close it: a solve runs
     certified(fab, fo.max_concurrent_flow(fab, method="lp", bounds_first=True, time_limit=100))
@@ -151,7 +152,7 @@ def test_time_limit_counts_from_the_start_of_the_call(monkeypatch):
 
 def test_a_limit_spent_before_the_solve_returns_the_stage(monkeypatch):
     calls = []
-    monkeypatch.setattr(api, "clock", _Clock(200.0))  # past the 100 s limit at once
+    monkeypatch.setattr(budget, "clock", _Clock(200.0))  # past the 100 s limit at once
     monkeypatch.setattr(api, "solve_lp", lambda *a, **k: calls.append(a))
     fab = fo.jellyfish(12, 4, 2, seed=5)
     r = certified(fab, fo.max_concurrent_flow(fab, method="lp", bounds_first=True,
@@ -171,7 +172,7 @@ def test_the_symmetry_search_gets_what_is_left(monkeypatch, no_full_point):
         seen.append(time_limit)
         return real(fab, time_limit=time_limit, **options)
 
-    monkeypatch.setattr(api, "clock", _Clock(30.0))
+    monkeypatch.setattr(budget, "clock", _Clock(30.0))
     monkeypatch.setattr(api, "search_symmetry", spy)
     fab = _cluster(SMALL, 7, 3, 8, 3)
     certified(fab, fo.max_concurrent_flow(fab, time_limit=100))
@@ -188,7 +189,7 @@ def test_a_spent_limit_keeps_the_hose_floor(monkeypatch):
     import dataclasses
 
     fab = fo.from_networkx(fo.leaf_spine(4, 2, 4).graph)
-    monkeypatch.setattr(api, "clock", _Clock(200.0))
+    monkeypatch.setattr(budget, "clock", _Clock(200.0))
     monkeypatch.setattr(api, "ECMP_MAX_ENTRIES", 0)
     # Out of time before the full model is built: it is not (92 s at 16,384 GPUs).
     monkeypatch.setattr(api, "build_flow_lp", lambda *a, **k: pytest.fail("model built"))
