@@ -48,6 +48,7 @@ from .words import (
     names_arg,
     parse_assignments,
     print_rows,
+    progress_arg,
     seconds_arg,
     size_arg,
     split_targets,
@@ -445,8 +446,7 @@ def _add_compare(sub: Any) -> None:
     cmp_.add_argument("--columns", metavar="NAMES", default=None,
                       help="without -o: the columns to print, comma-separated (default: "
                       "name, swept values, GPUs, bandwidth, busbw, capex and power per GPU)")
-    cmp_.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                      help="progress bar (default: when stderr is a terminal)")
+    progress_arg(cmp_, "progress bar")
     cmp_.add_argument("--no-diagrams", action="store_true",
                       help="skip the diagram of each design in the report")
     cmp_.set_defaults(func=_cmd_compare)

@@ -18,7 +18,7 @@ from ..cost.layout import place
 from ..errors import FabricOptError
 from ..fabric import Fabric
 from ..plot.failures import plot_criticality, plot_failure_distribution
-from .words import seconds_arg
+from .words import progress_arg, seconds_arg
 
 FAILURE_MODES = ("n-1", "criticality", "cut", "sweep", "random", "groups")
 
@@ -66,9 +66,7 @@ def add_failures_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[F
     fl.add_argument("--plot", default=None, metavar="FILE",
                     help="write the distribution (random, groups) or the ranking "
                     "(n-1, criticality) as an image")
-    fl.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                    help="the pattern or trial being solved and its stage (default: when "
-                    "stderr is a terminal)")
+    progress_arg(fl, "the pattern or trial being solved and its stage")
     fl.set_defaults(func=lambda args: _cmd_failures(args, load_targets))
 
 

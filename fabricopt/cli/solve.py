@@ -20,6 +20,7 @@ from .words import (
     make_traffic,
     parse_collectives,
     print_rows,
+    progress_arg,
     seconds_arg,
     size_arg,
     targets_arg,
@@ -66,9 +67,7 @@ def add_solve_parser(sub: Any) -> None:
     solve.add_argument("--format", choices=FORMATS, default="table",
                        help="table (readable blocks, default), or one row per fabric as csv, "
                        "markdown or json")
-    solve.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                       help="the stage of a long solve and its bracket so far (default: when "
-                       "stderr is a terminal)")
+    progress_arg(solve, "the stage of a long solve and its bracket so far")
     solve.set_defaults(func=_cmd_solve)
 
 

@@ -29,8 +29,8 @@ from ..traffic import traffic_named
 
 __all__ = ["EXIT_CODES", "FORMATS", "check_seconds", "check_targets", "generator_help",
            "load_fabric", "load_targets", "make_traffic", "names_arg", "parse_assignments",
-           "parse_collectives", "parse_value", "print_rows", "seconds_arg", "size_arg",
-           "split_targets", "targets_arg"]
+           "parse_collectives", "parse_value", "print_rows", "progress_arg", "seconds_arg",
+           "size_arg", "split_targets", "targets_arg"]
 
 
 def parse_value(text: str) -> Any:
@@ -279,3 +279,10 @@ def print_rows(rows: list[dict[str, Any]], fmt: str) -> None:
         print(table.to_json())
     else:
         print(table.to_markdown())
+
+
+def progress_arg(parser: argparse.ArgumentParser, shows: str) -> None:
+    """``--progress/--no-progress``: a status line of what ``shows`` names (default: when
+    stderr is a terminal)."""
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                        help=f"{shows} (default: when stderr is a terminal)")
