@@ -719,7 +719,8 @@ def _bounds_stage(fab: Any, arrays: _Arrays, ep_idx: np.ndarray, hub_idx: np.nda
     ga, rev = arrays.ga, arrays.rev
     if arrays.partitions is None:
         arrays.partitions = hierarchy_partitions(fab, ga)
-    cut = best_cut(ga, arrays.partitions, ep_idx, hub_idx, share)
+    cut = best_cut(ga, arrays.partitions, ep_idx, hub_idx, share,
+                   None if beat is None else beat * (1 + 1e-9))
     upper = cut.rate_gbps if cut is not None else np.inf
     if beat is not None and upper <= beat * (1 + 1e-9):
         return None

@@ -100,11 +100,13 @@ def cut_of(ga: GraphArrays, side: np.ndarray, ep_idx: np.ndarray, hub_share: np.
 
 
 def best_cut(ga: GraphArrays, partitions: list[np.ndarray], ep_idx: np.ndarray,
-             hub_idx: np.ndarray, share: np.ndarray) -> ValiantCut | None:
+             hub_idx: np.ndarray, share: np.ndarray, enough: float | None = None,
+             ) -> ValiantCut | None:
     """The least bound over the groups of ``partitions`` (a group label per node each, as
     :func:`~fabricopt.flow.bounds.hierarchy_partitions` gives), the best
     :data:`FLIP_STARTS` of them then improved by moving hubs across; None when no set
-    bounds the rate.
+    bounds the rate. A group whose bound is at most ``enough`` (what a caller needs to
+    know) is returned as it is, without the moves, which only lower it.
 
     >>> import fabricopt as fo
     >>> from fabricopt.flow.bounds import hierarchy_partitions
@@ -138,6 +140,9 @@ def best_cut(ga: GraphArrays, partitions: list[np.ndarray], ep_idx: np.ndarray,
             if np.isfinite(rate[k]):
                 starts.append((float(rate[k]), label, int(k)))
     starts.sort(key=lambda s: s[0])
+    if starts and enough is not None and starts[0][0] <= enough:
+        _, label, k = starts[0]
+        return cut_of(ga, label == k, ep_idx, hub_share)
     best: ValiantCut | None = None
     for _, label, k in starts[:FLIP_STARTS]:
         cut = _move_hubs(ga, label == k, ep_idx, hub_idx, hub_share, tiny)
