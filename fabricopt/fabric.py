@@ -722,7 +722,7 @@ def check_fabric(func: str, fab: Any, name: str = "fab") -> Any:
     if not isinstance(fab, Fabric):
         raise InvalidParameterError(f"{func}(): {name} must be a Fabric, got "
                                     f"{type(fab).__name__}")
-    if not all(map(fab.graph.__contains__, fab.endpoints)):
+    if not all(map(fab.graph._node.__contains__, fab.endpoints)):  # C-level lookups
         missing = [e for e in fab.endpoints if e not in fab.graph]
         raise InvalidFabricError(f"{func}(): {name} has endpoints that are not nodes of its "
                                  f"graph (removed after it was built?): {missing[:3]!r}")

@@ -33,6 +33,7 @@ import math
 import time
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
+from operator import methodcaller
 from typing import Any
 
 import numpy as np
@@ -168,14 +169,17 @@ def _split_by_keys(keys: list[Any], half: int) -> np.ndarray | None:
 def _structural_splits(fab: Fabric, eps: tuple, half: int) -> dict[str, np.ndarray]:
     g = fab.graph
     out: dict[str, np.ndarray] = {}
+    # The endpoints' attribute dicts, each read by a C-level map per attribute (the node
+    # view's lookups were a sixth of a second per row on a 24,576-GPU cluster).
+    data = list(map(g._node.__getitem__, eps))
     for attr in STRUCTURE_ATTRIBUTES:
-        keys = [g.nodes[e].get(attr) for e in eps]
+        keys = list(map(methodcaller("get", attr), data))
         if any(k is None for k in keys):
             continue
         mask = _split_by_keys(keys, half)
         if mask is not None:
             out[f"structure:{attr}"] = mask
-    coords = [g.nodes[e].get("coords") for e in eps]
+    coords = list(map(methodcaller("get", "coords"), data))
     if all(isinstance(c, list | tuple) for c in coords) and coords:
         for d in range(len(coords[0])):
             mask = _split_by_keys([tuple(c[d:]) + tuple(c[:d]) for c in coords], half)
