@@ -18,7 +18,6 @@ import operator
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import chain, repeat
-from operator import methodcaller
 from typing import Any
 
 import networkx as nx
@@ -119,7 +118,7 @@ class Symmetry:
         arcs = chain.from_iterable(map(zip, map(repeat, succ), succ.values()))
         orbits = list(map(self.arc_orbit.get, arcs))
         data = chain.from_iterable(map(dict.values, succ.values()))
-        capacities = list(map(methodcaller("get", "capacity"), data))
+        capacities = list(map(operator.methodcaller("get", "capacity"), data))
         seen: dict[Any, Any] = dict(zip(orbits, capacities, strict=True))
         # Each orbit's last capacity was kept: every arc must show it (and be claimed).
         return None not in seen and all(map(operator.eq, map(seen.__getitem__, orbits),

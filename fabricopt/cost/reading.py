@@ -167,7 +167,7 @@ def read_fabric(fab: Fabric, layout: Layout) -> FabricReading:
     content = _Content.of(fab)
     cached = _CACHE.get(fab)
     if cached is None or cached[0] != content:
-        _validate(fab)
+        fab.validate()  # its rules on arrays, read once in a study row
         cached = (content, [])
         _CACHE[fab] = cached
     for lay, reading in cached[1]:
@@ -178,7 +178,7 @@ def read_fabric(fab: Fabric, layout: Layout) -> FabricReading:
     return reading
 
 
-# -- validation ---------------------------------------------------------------------------------
+# -- the content as arrays --------------------------------------------------------------------
 def _arc_index(content: _Content) -> tuple[dict[Hashable, int], np.ndarray, np.ndarray]:
     index = {v: i for i, v in enumerate(content.nodes)}
     n = len(content.nodes)
@@ -186,12 +186,6 @@ def _arc_index(content: _Content) -> tuple[dict[Hashable, int], np.ndarray, np.n
     head = np.fromiter(map(index.__getitem__, content.heads), dtype=np.int64,
                        count=len(content.heads))
     return index, tail, head
-
-
-def _validate(fab: Fabric) -> None:
-    """:meth:`Fabric.validate` of ``fab`` (its rules checked on arrays, once in a study row,
-    and named one by one only for a fabric that breaks one)."""
-    fab.validate()
 
 
 def _link_counts(content: _Content) -> np.ndarray:
