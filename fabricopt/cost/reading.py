@@ -178,7 +178,7 @@ def read_fabric(fab: Fabric, layout: Layout) -> FabricReading:
     return reading
 
 
-# -- the content as arrays --------------------------------------------------------------------
+# -- the content as arrays ----------------------------------------------------------------------
 def _arc_index(content: _Content) -> tuple[dict[Hashable, int], np.ndarray, np.ndarray]:
     index = {v: i for i, v in enumerate(content.nodes)}
     n = len(content.nodes)
