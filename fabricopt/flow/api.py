@@ -584,9 +584,16 @@ def bounds_stage(fab: Fabric, model: FlowModel, traffic: Traffic, *, tiers: tupl
     bound, lengths = structural_cut_lengths(fab, traffic, ga, model.include_endpoint_links)
     cut_lengths = [lengths] if np.isfinite(bound) else []
     scale_up = np.array([is_scale_up_arc(fab.graph[u][v]) for u, v in ga.arcs], dtype=bool)
-    # The best routing between the switches the endpoints attach to first (PXN relays where
-    # the fabric has rails); fixed WCMP shares only when it declines or falls short.
-    point = ecmp_point(model, scale_up, scale_out_lp=True, rails=rail_labels(fab, ga))
+    # The best routing between the switches the endpoints attach to first, where servers
+    # relay at both ends as the LP chooses; PXN relays (the fabric's rails) where that
+    # declines or falls short, and fixed WCMP shares only after both.
+    rails = rail_labels(fab, ga)
+    point = ecmp_point(model, scale_up, scale_out_lp=True, rails=rails,
+                       both_ends=bool(scale_up.any()))
+    if scale_up.any() and (point is None or point[-1] < bound * (1 - 1e-6)):
+        pxn = ecmp_point(model, scale_up, scale_out_lp=True, rails=rails)
+        if pxn is not None and (point is None or pxn[-1] > point[-1]):
+            point = pxn
     if point is None or point[-1] < bound * (1 - 1e-6):
         # WCMP, its splits rebalanced against the load (fixed shares are its first round).
         shares = ecmp_point(model, scale_up, rebalance_to=bound)

@@ -35,6 +35,7 @@ from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
 from .approx import _CoreGraph
 from .colgen import ecmp_columns
+from .domain_relays import route_between_domains, route_inside_domains
 from .formulation import FlowModel
 from .rebalance import rebalanced_flows
 from .tor_routing import route_by_attach_lp
@@ -162,7 +163,8 @@ def structural_cut_lengths(fab: Any, traffic: Traffic, ga: GraphArrays,
 
 def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None,
                scale_out_lp: bool = False, rails: np.ndarray | None = None,
-               rebalance_to: float | None = None) -> np.ndarray | None:
+               rebalance_to: float | None = None, both_ends: bool = False
+               ) -> np.ndarray | None:
     """A feasible point of ``model``'s LP from fewest-hop WCMP fluid routing, scaled to fit
     the most loaded arc (theta is its last entry); None when the model is too large
     (:data:`ECMP_MAX_ENTRIES`) or a target is unreachable.
@@ -178,7 +180,9 @@ def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None,
     source's domain to its member on the target's rail, as NCCL's PXN does, so traffic
     between rails never crosses the spines. ``rebalance_to`` (a theta to stop at, in the
     model's units) routes the last part by WCMP with its splits rebalanced against the load
-    (:mod:`fabricopt.flow.rebalance`; plain WCMP where that declines).
+    (:mod:`fabricopt.flow.rebalance`; plain WCMP where that declines). ``both_ends`` (with
+    ``scale_out_lp``) lets the LP choose where a pair enters and leaves the network, over
+    its servers' scale-up links at both ends (:mod:`fabricopt.flow.domain_relays`).
     """
     K, m = model.n_commodities, len(model.core_arcs)
     if K * m > ECMP_MAX_ENTRIES or K == 0:
@@ -192,27 +196,23 @@ def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None,
                                shape=(g.n, g.n))
         domain = connected_components(joined, directed=False)[1]
     inside = domain[None, :] == domain[g.sources][:, None]  # K x n: same domain as source
-    flows = np.zeros((K, m))
+    # The point is the flows then theta: one array, so returning it copies nothing (a
+    # 2,048-GPU cluster's point is 400 MB).
+    point = np.zeros(K * m + 1)
+    flows = point[:-1].reshape(K, m)
     parts = [(up, np.where(inside, g.demand, 0.0)), (~up, np.where(inside, 0.0, g.demand))]
     if not up.any():
         parts = [(np.ones(m, dtype=bool), g.demand)]
     if scale_out_lp:
         # The scale-out part first: when its LP declines there is no point to finish.
         arcs_in, demand = parts.pop()
-        entries = None
-        if rails is not None and up.any():
-            rail = np.asarray(rails)[g.nodes]
-            live = (np.bincount(g.tail[arcs_in], minlength=g.n) > 0) & (
-                np.bincount(g.head[arcs_in], minlength=g.n) > 0)
-            entries, last_hops = pxn_entries(g, domain, rail, live, demand)
-            k_of, _, rel, amount = entries
-            away = rel != g.sources[k_of]
-            # The hop to the relay is scale-up demand of the same commodity.
-            np.add.at(parts[0][1], (k_of[away], rel[away]), amount[away])
-            if not _add_last_hops(g, up, flows, last_hops):
+        if both_ends and up.any():
+            hops = route_between_domains(g, up, domain, demand, flows)
+            if hops is None:
                 return None
-        if demand.any() and not route_by_attach_lp(g, arcs_in, demand, flows,
-                                                   entries=entries):
+            np.add.at(parts[0][1], (hops[0], hops[1]), hops[2])  # to the GPUs that send on
+        elif not _route_pxn(g, up, domain, rails, arcs_in, demand,
+                            parts[0][1] if parts else None, flows):
             return None
     ep_util = model.ep_rows_gbps / model.ga.capacity[model.ep_rows_arc]
     for i, (arcs_in, demand) in enumerate(parts):
@@ -225,6 +225,8 @@ def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None,
             if tuned is not None:
                 flows += tuned
                 continue
+        if i == 0 and up.any() and route_inside_domains(g, up, domain, demand, flows):
+            continue  # the pairs inside a server, and the hops to its relays
         if not _route_part(g, arcs_in, demand, flows):
             if arcs_in.all() or not _route_part(g, np.ones(m, dtype=bool), demand, flows):
                 return None
@@ -234,7 +236,30 @@ def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None,
         return None
     theta = 1.0 / top
     flows *= theta
-    return np.append(flows.ravel(), theta)
+    point[-1] = theta
+    return point
+
+
+def _route_pxn(g: _CoreGraph, up: np.ndarray, domain: np.ndarray, rails: np.ndarray | None,
+               arcs_in: np.ndarray, demand: np.ndarray, scale_up_demand: np.ndarray | None,
+               flows: np.ndarray) -> bool:
+    """Add to ``flows`` the scale-out ``demand`` routed by the attach-switch LP, entering at
+    PXN relays where the fabric has ``rails`` (the hops to them added to
+    ``scale_up_demand``, the last hops to a stand-in's target to ``flows``); False when the
+    LP declines."""
+    entries = None
+    if rails is not None and scale_up_demand is not None:
+        rail = np.asarray(rails)[g.nodes]
+        live = (np.bincount(g.tail[arcs_in], minlength=g.n) > 0) & (
+            np.bincount(g.head[arcs_in], minlength=g.n) > 0)
+        entries, last_hops = pxn_entries(g, domain, rail, live, demand)
+        k_of, _, rel, amount = entries
+        away = rel != g.sources[k_of]
+        # The hop to the relay is scale-up demand of the same commodity.
+        np.add.at(scale_up_demand, (k_of[away], rel[away]), amount[away])
+        if not _add_last_hops(g, up, flows, last_hops):
+            return False
+    return not demand.any() or route_by_attach_lp(g, arcs_in, demand, flows, entries=entries)
 
 
 def rail_relays(g: _CoreGraph, domain: np.ndarray, rail: np.ndarray) -> np.ndarray:
