@@ -31,6 +31,7 @@ from dataclasses import replace
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import shortest_path
 
 from .approx import _CoreGraph
 from .colgen import ecmp_columns
@@ -233,20 +234,52 @@ class _ServerArcs:
                tuple((sources - first).tolist()), tuple((targets - first).tolist()))
         if key in self._unit:
             return arcs, self._unit[key]
-        src = np.repeat(sources, len(targets))
-        dst = np.tile(targets, len(sources))
-        moving = np.flatnonzero(src != dst)
-        demand = np.zeros((len(moving), len(nodes)))
-        demand[np.arange(len(moving)), np.searchsorted(nodes, dst[moving])] = 1.0
-        routed = self.route(d, src[moving], demand)
-        if routed is None:
+        g = self.g
+        local = np.searchsorted(nodes, np.r_[g.tail[arcs], g.head[arcs]])
+        per_pair = wcmp_unit_flows(len(nodes), local[:len(arcs)], local[len(arcs):],
+                                   g.capacity[arcs], np.searchsorted(nodes, sources),
+                                   np.searchsorted(nodes, targets))
+        if per_pair is None:
             return None
-        arcs, used, loads = routed
-        per_pair = np.zeros((len(src), len(arcs)))
-        for i, a, f in zip(moving, used, loads, strict=True):
-            per_pair[i, a] = f
         self._unit[key] = per_pair
         return arcs, per_pair
+
+
+def wcmp_unit_flows(n: int, tail: np.ndarray, head: np.ndarray, capacity: np.ndarray,
+                    sources: np.ndarray, targets: np.ndarray) -> np.ndarray | None:
+    """A unit flow from every source to every target (``len(sources) * len(targets)`` rows,
+    source-major; zero where a source is its target) on the arcs of a small graph of ``n``
+    nodes, by fewest-hop WCMP as :func:`~fabricopt.flow.colgen.ecmp_columns` builds it; None
+    when a target cannot be reached.
+
+    What reaches a node arrives over its in-arcs on the source's fewest-hop DAG in shares of
+    their capacity ``q``, so the flow reaching each node, ``x``, solves ``x = e_t + Q x``
+    (``Q[u, w]`` the share ``w`` takes from ``u``): one dense solve per source for all its
+    targets at once, where routing pair by pair took half a second on a 90-node rack.
+
+    >>> wcmp_unit_flows(3, np.array([0, 0, 1, 2]), np.array([1, 2, 2, 1]),
+    ...                 np.array([1.0, 3.0, 1.0, 1.0]), np.array([0]), np.array([1, 2]))
+    array([[1., 0., 0., 0.],
+           [0., 1., 0., 0.]])
+    """
+    hops = sp.csr_matrix((np.ones(len(tail)), (tail, head)), shape=(n, n))
+    dist = shortest_path(hops, directed=True, unweighted=True, indices=sources)
+    if not np.all(np.isfinite(dist[:, targets])):
+        return None
+    out = np.zeros((len(sources), len(targets), len(tail)))
+    arrive = np.zeros((n, len(targets)))
+    arrive[targets, np.arange(len(targets))] = 1.0
+    for i, d in enumerate(dist):
+        on = np.isfinite(d[tail]) & (d[head] == d[tail] + 1)
+        weight = np.where(on, capacity, 0.0)
+        into = np.bincount(head, weights=weight, minlength=n)
+        share = np.where(on, weight / np.where(into[head] > 0, into[head], 1.0), 0.0)
+        Q = np.zeros((n, n))
+        np.add.at(Q, (tail, head), share)
+        reach = np.linalg.solve(np.eye(n) - Q, arrive)  # n x targets
+        out[i] = (share[:, None] * reach[head]).T
+        out[i, targets == sources[i]] = 0.0
+    return out.reshape(len(sources) * len(targets), len(tail))
 
 
 def route_inside_domains(g: _CoreGraph, up: np.ndarray, domain: np.ndarray,
@@ -300,4 +333,4 @@ def _members_of(member_domain: np.ndarray, wanted: np.ndarray
     return i, order[np.repeat(ends[0], count) + step]
 
 
-__all__ = ["MAX_CLASSES", "route_between_domains", "route_inside_domains"]
+__all__ = ["MAX_CLASSES", "route_between_domains", "route_inside_domains", "wcmp_unit_flows"]

@@ -132,3 +132,33 @@ def test_routing_inside_servers_one_at_a_time_is_routing_over_the_whole_graph(se
     np.testing.assert_allclose(one, whole, atol=1e-12)
     # A target outside its source's server is refused, with nothing written.
     assert not route_inside_domains(g, up, domain, g.demand, one * 0)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_unit_flows_by_one_solve_per_source_are_fewest_hop_wcmp(seed):
+    # The dense solve gives each pair the flow ecmp_columns builds for it alone, arc by arc,
+    # with random capacities: on a server (GPU, switch, GPU) and on a torus, where pairs
+    # have many fewest-hop paths of several hops.
+    from dataclasses import replace
+
+    from fabricopt.flow.colgen import ecmp_columns
+    from fabricopt.flow.domain_relays import wcmp_unit_flows
+
+    rng = np.random.default_rng(seed)
+    fab = fo.nvswitch_domain(6, 3, 4, 100.0) if seed % 2 else fo.torus((3, 4))
+    model = fo.build_flow_lp(fab, fo.all_to_all(fab))
+    g = _CoreGraph.of(model)
+    capacity = g.capacity * rng.choice([0.5, 1.0, 1.5], size=len(g.capacity))
+    sources, targets = g.sources[:4], g.sources[2:]
+    unit = wcmp_unit_flows(g.n, g.tail, g.head, capacity, sources, targets)
+    pairs = [(s, t) for s in sources for t in targets]
+    demand = np.zeros((len(pairs), g.n))
+    for i, (s, t) in enumerate(pairs):
+        demand[i, t] = float(s != t)
+    one = replace(g, capacity=capacity, sources=np.array([s for s, _ in pairs]), demand=demand)
+    used, loads, _ = ecmp_columns(one, np.ones(len(capacity)), capacity)
+    expected = np.zeros_like(unit)
+    for i, (a, f) in enumerate(zip(used, loads, strict=True)):
+        expected[i, a] = f
+    np.testing.assert_allclose(unit, expected, atol=1e-12)
+    assert unit.sum() > 0  # pairs did move
