@@ -182,13 +182,20 @@ class _Servers:
             # share[k, v]: the part of k's demand into this server that leaves the switches
             # through GPU v's NIC.
             share = per_unit[:, self.member_arc[rows]] * self.down_share[rows]
-            amount = demand[:, targets][:, None, :] * share[:, :, None]  # K x GPUs x targets
-            flows[:, self.down_arc[rows]] += amount.sum(axis=2)
+            into = demand[:, targets]  # K x targets
+            flows[:, self.down_arc[rows]] += share * into.sum(axis=1)[:, None]
             unit = inner.unit_flows(d, self.member[rows], targets)
             if unit is None:
                 return False
-            arcs, per_pair = unit
-            flows[:, arcs] += amount.reshape(len(amount), -1) @ per_pair
+            arcs, arc_share, reach, head = unit
+            # What of k's flow leaving from GPU v reaches node w: (into @ reach[v].T)[w],
+            # for every v at once; an arc takes its share of what reaches its head.
+            K, V, n = len(into), len(rows), reach.shape[1]
+            at = (into @ reach.reshape(V * n, -1).T).reshape(K, V, n) * share[:, :, None]
+            add = np.zeros((K, len(arcs)))
+            for w, into_w in _groups(head):
+                add[:, into_w] = at[:, :, w] @ arc_share[:, into_w]
+            flows[:, arcs] += add
         return True
 
 
@@ -200,7 +207,7 @@ class _ServerArcs:
         inside = np.flatnonzero(up & (domain[g.tail] == domain[g.head]))
         self.arcs_of = {d: inside[rows] for d, rows in _groups(domain[g.tail[inside]])}
         self.nodes_of = dict(_groups(domain))
-        self._unit: dict[tuple, np.ndarray] = {}
+        self._unit: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def route(self, d: int, sources: np.ndarray, demand: np.ndarray
               ) -> tuple[np.ndarray, list[np.ndarray], list[np.ndarray]] | None:
@@ -220,10 +227,10 @@ class _ServerArcs:
         return None if not np.all(np.isfinite(cost)) else (arcs, used, loads)
 
     def unit_flows(self, d: int, sources: np.ndarray, targets: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray] | None:
-        """``(arcs, per_pair)``: domain ``d``'s arcs and a unit flow on them from every source
-        to every target (rows in source-major order, zero where a source is its target);
-        None when a target cannot be reached."""
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(arcs, share, reach, head)``: domain ``d``'s arcs, fewest-hop WCMP from every
+        source to every target on them as :func:`wcmp_unit_flows` gives it, and each arc's
+        head among the domain's nodes; None when a target cannot be reached."""
         nodes = self.nodes_of[d]
         # Servers built alike (the same arcs in the same order, capacities and GPUs) share
         # their flows: one routing for every healthy server of a cluster.
@@ -233,32 +240,37 @@ class _ServerArcs:
                first).tolist()), tuple(self.g.capacity[arcs].tolist()),
                tuple((sources - first).tolist()), tuple((targets - first).tolist()))
         if key in self._unit:
-            return arcs, self._unit[key]
+            return (arcs, *self._unit[key])
         g = self.g
         local = np.searchsorted(nodes, np.r_[g.tail[arcs], g.head[arcs]])
-        per_pair = wcmp_unit_flows(len(nodes), local[:len(arcs)], local[len(arcs):],
-                                   g.capacity[arcs], np.searchsorted(nodes, sources),
-                                   np.searchsorted(nodes, targets))
-        if per_pair is None:
+        flows = wcmp_unit_flows(len(nodes), local[:len(arcs)], local[len(arcs):],
+                                g.capacity[arcs], np.searchsorted(nodes, sources),
+                                np.searchsorted(nodes, targets))
+        if flows is None:
             return None
-        self._unit[key] = per_pair
-        return arcs, per_pair
+        self._unit[key] = (flows[0], flows[1], local[len(arcs):])
+        return (arcs, *self._unit[key])
 
 
 def wcmp_unit_flows(n: int, tail: np.ndarray, head: np.ndarray, capacity: np.ndarray,
-                    sources: np.ndarray, targets: np.ndarray) -> np.ndarray | None:
-    """A unit flow from every source to every target (``len(sources) * len(targets)`` rows,
-    source-major; zero where a source is its target) on the arcs of a small graph of ``n``
-    nodes, by fewest-hop WCMP as :func:`~fabricopt.flow.colgen.ecmp_columns` builds it; None
-    when a target cannot be reached.
+                    sources: np.ndarray, targets: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Fewest-hop WCMP from every source to every target of a small graph of ``n`` nodes,
+    as :func:`~fabricopt.flow.colgen.ecmp_columns` builds it, in factored form: ``(share,
+    reach)``, where source ``i``'s unit flow to ``targets[j]`` puts
+    ``share[i, a] * reach[i, head[a], j]`` on arc ``a``; None when a target cannot be
+    reached.
 
-    What reaches a node arrives over its in-arcs on the source's fewest-hop DAG in shares of
-    their capacity ``q``, so the flow reaching each node, ``x``, solves ``x = e_t + Q x``
+    What reaches a node arrives over its in-arcs on the source's fewest-hop DAG in shares
+    ``share`` of their capacity, so the flow reaching each node solves ``x = e_t + Q x``
     (``Q[u, w]`` the share ``w`` takes from ``u``): one dense solve per source for all its
-    targets at once, where routing pair by pair took half a second on a 90-node rack.
+    targets at once. Routing pair by pair took half a second on a 90-node rack, and the
+    flows pair by pair (72 x 72 pairs x 2,600 arcs) were too many to hold.
 
-    >>> wcmp_unit_flows(3, np.array([0, 0, 1, 2]), np.array([1, 2, 2, 1]),
-    ...                 np.array([1.0, 3.0, 1.0, 1.0]), np.array([0]), np.array([1, 2]))
+    >>> share, reach = wcmp_unit_flows(3, np.array([0, 0, 1, 2]), np.array([1, 2, 2, 1]),
+    ...                                np.array([1.0, 3.0, 1.0, 1.0]), np.array([0]),
+    ...                                np.array([1, 2]))
+    >>> share[0] * reach[0][[1, 2, 2, 1]].T   # arc by arc, to node 1 then node 2
     array([[1., 0., 0., 0.],
            [0., 1., 0., 0.]])
     """
@@ -266,20 +278,19 @@ def wcmp_unit_flows(n: int, tail: np.ndarray, head: np.ndarray, capacity: np.nda
     dist = shortest_path(hops, directed=True, unweighted=True, indices=sources)
     if not np.all(np.isfinite(dist[:, targets])):
         return None
-    out = np.zeros((len(sources), len(targets), len(tail)))
+    share = np.zeros((len(sources), len(tail)))
+    reach = np.zeros((len(sources), n, len(targets)))
     arrive = np.zeros((n, len(targets)))
     arrive[targets, np.arange(len(targets))] = 1.0
     for i, d in enumerate(dist):
         on = np.isfinite(d[tail]) & (d[head] == d[tail] + 1)
         weight = np.where(on, capacity, 0.0)
         into = np.bincount(head, weights=weight, minlength=n)
-        share = np.where(on, weight / np.where(into[head] > 0, into[head], 1.0), 0.0)
+        share[i] = np.where(on, weight / np.where(into[head] > 0, into[head], 1.0), 0.0)
         Q = np.zeros((n, n))
-        np.add.at(Q, (tail, head), share)
-        reach = np.linalg.solve(np.eye(n) - Q, arrive)  # n x targets
-        out[i] = (share[:, None] * reach[head]).T
-        out[i, targets == sources[i]] = 0.0
-    return out.reshape(len(sources) * len(targets), len(tail))
+        np.add.at(Q, (tail, head), share[i])
+        reach[i] = np.linalg.solve(np.eye(n) - Q, arrive)
+    return share, reach
 
 
 def route_inside_domains(g: _CoreGraph, up: np.ndarray, domain: np.ndarray,

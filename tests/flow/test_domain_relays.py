@@ -150,7 +150,9 @@ def test_unit_flows_by_one_solve_per_source_are_fewest_hop_wcmp(seed):
     g = _CoreGraph.of(model)
     capacity = g.capacity * rng.choice([0.5, 1.0, 1.5], size=len(g.capacity))
     sources, targets = g.sources[:4], g.sources[2:]
-    unit = wcmp_unit_flows(g.n, g.tail, g.head, capacity, sources, targets)
+    share, reach = wcmp_unit_flows(g.n, g.tail, g.head, capacity, sources, targets)
+    unit = np.concatenate([(share[i][:, None] * reach[i][g.head]).T
+                           for i in range(len(sources))])
     pairs = [(s, t) for s in sources for t in targets]
     demand = np.zeros((len(pairs), g.n))
     for i, (s, t) in enumerate(pairs):
