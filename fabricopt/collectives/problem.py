@@ -92,9 +92,31 @@ def reducing_switches(p: Problem, scale_out_reduction: bool) -> tuple[np.ndarray
 
 def reversed_problem(p: Problem) -> Problem:
     ga = p.ga
-    rga = GraphArrays(ga.nodes, ga.index, [(v, u) for u, v in ga.arcs], ga.head, ga.tail,
+    rga = GraphArrays(ga.nodes, ga.index, _ReversedArcs(ga.arcs), ga.head, ga.tail,
                       ga.capacity)
     return dataclasses.replace(p, ga=rga)
+
+
+class _ReversedArcs(Sequence):
+    """Every arc ``(u, v)`` of a list read as ``(v, u)``, on demand: a reversed problem's
+    bounds need only its arrays, and reversing a 24,576-GPU cluster's million arcs as a list
+    took a quarter of a second of its all-reduce bound.
+
+    >>> _ReversedArcs([(1, 2), (3, 4)])[1], list(_ReversedArcs([(1, 2)]))
+    ((4, 3), [(2, 1)])
+    """
+
+    def __init__(self, arcs: Sequence[tuple[Hashable, Hashable]]) -> None:
+        self._arcs = arcs
+
+    def __len__(self) -> int:
+        return len(self._arcs)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [(v, u) for u, v in self._arcs[i]]
+        u, v = self._arcs[i]
+        return (v, u)
 
 
 def describe_cut(p: Problem, side: np.ndarray, direction: str) -> CutInfo:

@@ -230,32 +230,30 @@ class _Arcs:
 
 def _units(arcs: _Arcs, layout: Layout, gpus: list[int]) -> list[int]:
     """Server or scale-up unit of every GPU (node indices ``gpus``), numbered in that order."""
-    label: dict[int, Any] = {}
+    n = len(arcs.nodes)
     sel = np.flatnonzero(arcs.in_system)
+    # A GPU on in-system links is in the unit of its connected component over them (units are
+    # numbered in GPU order below, so only which GPUs share one matters).
+    domain = [-1] * n
     if len(sel):
-        n = len(arcs.nodes)
         joined = sp.coo_matrix((np.ones(len(sel)), (arcs.tail[sel], arcs.head[sel])),
                                shape=(n, n))
         _, comp = connected_components(joined, directed=False)
-        members = np.unique(np.concatenate([arcs.tail[sel], arcs.head[sel]])).tolist()
-        # A domain is named after the least repr of its members.
-        least: dict[int, str] = {}
-        for i in members:
-            c, name = int(comp[i]), repr(arcs.nodes[i])
-            if c not in least or name < least[c]:
-                least[c] = name
-        for i in members:
-            label[i] = ("domain", least[int(comp[i])])
-    for k, i in enumerate(gpus):
-        if i in label:
-            continue
-        d = arcs.node_data[i]
-        if d.get("node") is not None:
-            label[i] = ("node", d.get("su"), d.get("pod"), d.get("node"))
-        else:
-            label[i] = ("chunk", k // layout.gpus_per_server)
+        member = np.zeros(n, dtype=bool)
+        member[arcs.tail[sel]] = True
+        member[arcs.head[sel]] = True
+        domain = np.where(member, comp, -1).tolist()
     number: dict[Any, int] = {}
-    return [number.setdefault(label[i], len(number)) for i in gpus]
+    out = []
+    for k, i in enumerate(gpus):
+        if domain[i] >= 0:
+            label: Any = ("domain", domain[i])
+        else:
+            d = arcs.node_data[i]
+            label = (("node", d.get("su"), d.get("pod"), d.get("node"))
+                     if d.get("node") is not None else ("chunk", k // layout.gpus_per_server))
+        out.append(number.setdefault(label, len(number)))
+    return out
 
 
 def in_server_switches(fab: Fabric, layout: Layout | None = None) -> frozenset[Hashable]:

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import replace
-from operator import methodcaller
+from itertools import repeat
+from operator import is_, methodcaller
 from typing import Any
 
 import numpy as np
@@ -101,10 +102,19 @@ def _read_partitions(fab: Any, ga: GraphArrays) -> list[np.ndarray]:
 
 
 def _labels(values: list[Hashable]) -> np.ndarray:
-    """A group id per node from its attribute value; nodes without one are alone."""
-    ids: dict[Hashable, int] = {}
-    return np.array([ids.setdefault(("value", x) if x is not None else ("alone", i), len(ids))
-                     for i, x in enumerate(values)], dtype=np.int64).reshape(len(values))
+    """A group id per node from its attribute value; nodes without one are alone.
+
+    >>> _labels([3, None, 3, "a", None]).tolist()
+    [0, 3, 0, 2, 4]
+    """
+    # Coded by C-level maps over a dict of the distinct values (a loop building a key per
+    # node took a sixth of a second per row on a 24,576-GPU cluster).
+    code = {x: i for i, x in enumerate(dict.fromkeys(values))}
+    label = np.fromiter(map(code.__getitem__, values), dtype=np.int64, count=len(values))
+    alone = np.flatnonzero(np.fromiter(map(is_, values, repeat(None)), dtype=bool,
+                                       count=len(values)))
+    label[alone] = len(code) + np.arange(len(alone))
+    return label
 
 
 def _first_of(label: np.ndarray) -> np.ndarray:
