@@ -28,6 +28,18 @@ def certified(fab, result, traffic=None, exact=True):
     return result
 
 
+def feasible_below_lp(fab, traffic, model, point):
+    """Assert ``point`` (flows then theta) is a feasible point of ``model``'s LP, the
+    certificate of a lower bound (flow conservation, capacities, nothing negative), and
+    never above the LP's optimum."""
+    lp = model.lp
+    assert np.abs(lp.A_eq @ point - lp.b_eq).max() <= 1e-9 * max(1.0, np.abs(lp.b_eq).max())
+    assert (lp.A_ub @ point - lp.b_ub).max() <= 1e-9 * max(1.0, lp.b_ub.max())
+    assert point.min() >= 0.0
+    exact = fo.max_concurrent_flow(fab, traffic, method="lp", bounds_first=False).theta
+    assert point[-1] <= exact * (1 + 1e-9)
+
+
 def failed_share(fab, rng, share):
     """``fab`` without a ``share`` of its switch-to-switch links (at least one), chosen by
     ``rng``."""

@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 import pytest
-from flow_helpers import certified, failed_share, random_traffic
+from flow_helpers import certified, failed_share, feasible_below_lp, random_traffic
 
 import fabricopt as fo
 from fabricopt.flow.api import is_scale_up_arc
@@ -55,13 +55,7 @@ def test_the_relayed_routing_is_a_feasible_point_below_the_lp(seed):
         # keeps the other routings. Only failures leave a server without one.
         assert "(edited)" in fab.name
         return
-    lp = model.lp
-    # The certificate of a lower bound: flow conservation, capacities, nothing negative.
-    assert np.abs(lp.A_eq @ point - lp.b_eq).max() <= 1e-9 * max(1.0, np.abs(lp.b_eq).max())
-    assert (lp.A_ub @ point - lp.b_ub).max() <= 1e-9 * max(1.0, lp.b_ub.max())
-    assert point.min() >= 0.0
-    exact = fo.max_concurrent_flow(fab, traffic, method="lp", bounds_first=False).theta
-    assert point[-1] <= exact * (1 + 1e-9)
+    feasible_below_lp(fab, traffic, model, point)
 
 
 def test_a_failed_leaf_uplink_is_carried_by_the_other_rails():

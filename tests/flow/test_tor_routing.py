@@ -5,7 +5,7 @@ never below fixed WCMP shares, and it closes failed fabrics that WCMP leaves ope
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from flow_helpers import certified, random_fabric, random_traffic
+from flow_helpers import certified, feasible_below_lp, random_fabric, random_traffic
 from scipy.sparse.csgraph import connected_components
 
 import fabricopt as fo
@@ -41,13 +41,7 @@ def test_attach_routing_is_a_feasible_point_between_wcmp_and_the_lp(seed):
         # an intact fabric's scale-out network short:
         assert "(edited)" in fab.name
         return
-    lp = model.lp
-    # The certificate of a lower bound: flow conservation, capacities, nothing negative.
-    assert np.abs(lp.A_eq @ routed - lp.b_eq).max() <= 1e-9 * max(1.0, np.abs(lp.b_eq).max())
-    assert (lp.A_ub @ routed - lp.b_ub).max() <= 1e-9 * max(1.0, lp.b_ub.max())
-    assert routed.min() >= 0.0
-    exact = fo.max_concurrent_flow(fab, traffic, method="lp", bounds_first=False).theta
-    assert routed[-1] <= exact * (1 + 1e-9)
+    feasible_below_lp(fab, traffic, model, routed)
     # WCMP's switch part is one routing between the same attach switches: the LP's is best.
     assert routed[-1] >= wcmp[-1] * (1 - 1e-9)
 
