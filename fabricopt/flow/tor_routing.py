@@ -40,10 +40,12 @@ if TYPE_CHECKING:
 #: where its fewest-hop arcs give the same optimum in 0.2 s), so above this each leaf keeps
 #: its fewest-hop arcs only.
 ATTACH_LP_MAX_ENTRIES = 2_000
-#: Largest number of (leaf, fewest-hop arc) variables for which the restricted LP is solved:
-#: 6,700 on a 2,048-GPU rail-optimized cluster take 1 s; fat_tree(16) minus 5 % of its
-#: switch links (128 leaves, 231,000 variables) closed exactly but took about 55 s.
-ATTACH_LP_MAX_COLUMNS = 30_000
+#: Largest number of (root, fewest-hop arc) variables for which the restricted LP is solved:
+#: 6,700 on a 2,048-GPU rail-optimized cluster take 0.1 s; its failed versions, routed
+#: between 22 to 28 classes of servers, 24,000 to 31,000 in 1.6 to 3 s (without presolve);
+#: fat_tree(16) minus 5 % of its switch links (128 leaves, 231,000 variables) closed exactly
+#: but took about 55 s (with presolve).
+ATTACH_LP_MAX_COLUMNS = 60_000
 #: Largest commodities x leaves x destination leaves kept to spread the LP's flow back.
 ATTACH_SHARE_MAX_ENTRIES = 20_000_000
 
