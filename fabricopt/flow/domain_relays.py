@@ -203,7 +203,7 @@ class _ServerArcs:
     """Each scale-up domain's nodes and arcs, and fewest-hop WCMP flows inside one."""
 
     def __init__(self, g: _CoreGraph, up: np.ndarray, domain: np.ndarray) -> None:
-        self.g, self.domain = g, domain
+        self.g = g
         inside = np.flatnonzero(up & (domain[g.tail] == domain[g.head]))
         self.arcs_of = {d: inside[rows] for d, rows in _groups(domain[g.tail[inside]])}
         self.nodes_of = dict(_groups(domain))
