@@ -36,6 +36,14 @@ from scipy.sparse.csgraph import shortest_path
 from ..fabric import Fabric
 from ..symmetry.search import FoundSymmetry, search_symmetry
 
+#: Hop counts in a pattern's invariant are coded below ``HOP_CODES``: ``UNREACHABLE`` for no
+#: path, ``NO_END`` where a part has no second end (a switch).
+HOP_CODES = 64
+UNREACHABLE = HOP_CODES - 2
+NO_END = HOP_CODES - 1
+#: Orbit labels numbered in one invariant (with four hop codes, a pair packs into 56 bits).
+LABEL_CODES = 1 << 16
+
 #: Search nodes the search for generators may visit before a sweep falls back to exact
 #: duplicates for multi-failure patterns (single failures use the arc orbits and need no
 #: generators): a work limit, so a sweep keys its patterns alike on a busy machine; the same
@@ -109,6 +117,7 @@ class FailureSymmetry:
         self.symmetry_note = "symmetry not used"
         self._groups: dict[Hashable, list[list[Any]]] = {}
         self._hop_matrix: sp.csr_matrix | None = None
+        self._label_ids: dict[Hashable, int] = {}  # the parts' orbit labels, numbered
 
     # -- orbits of single failures --------------------------------------------------------
     def arc_orbit(self) -> Mapping[tuple[Hashable, Hashable], int] | None:
@@ -218,10 +227,12 @@ class FailureSymmetry:
         (The descent may stop short: the rotation of pattern 0 by one step keeps its own key
         below, and is solved again.)
 
-        Patterns are grouped first by a cheap invariant (the orbits of what failed and the
-        hop distances between the failed parts); the descent of :meth:`key` runs only inside
-        a group of two or more. On ``fat_tree(16)`` with 20 failed links every pattern is
-        alone in its group, and the descent (about 0.1 s a pattern) never runs.
+        Patterns are grouped first by the orbits of what failed; inside a group of two or
+        more, by an invariant (those orbits with the hop distances between the failed
+        parts); the descent of :meth:`key` runs only where invariants agree. On
+        ``fat_tree(16)`` with 20 failed links every pattern is alone in its group, and the
+        descent (about 0.1 s a pattern) never runs; on ``superpod(16)`` with 1% of its
+        links failed (800 parts, the distances a second each) neither does the invariant.
 
         >>> import fabricopt as fo
         >>> fs = FailureSymmetry(fo.ring(6))
@@ -232,36 +243,69 @@ class FailureSymmetry:
         >>> [fs.first_equivalent(two(i), i) for i in (0, 4, 1)]  # 4 is 0 rotated
         [None, 0, None]
         """
-        group = self._groups.setdefault(self._invariant(pattern), [])
-        full = self.key(pattern) if group else None
+        parts = self._parts(pattern)
+        coarse = (self.key(pattern) if parts is None
+                  else frozenset(Counter(label for label, _ in parts).items()))
+        group = self._groups.setdefault(coarse, [])
+        # Each member: [pattern, its parts, invariant, key, index], the last three found
+        # when first needed.
+        mine = [pattern, parts, None, None, index]
         for member in group:
-            if member[1] is None:
-                member[1] = self.key(member[0])
-            if member[1] == full:
-                return int(member[2])
-        group.append([pattern, full, index])
+            for m in (mine, member):
+                if m[2] is None:
+                    m[2] = self._invariant(m[0], m[1])
+            if member[2] != mine[2]:
+                continue
+            for m in (mine, member):
+                if m[3] is None:
+                    m[3] = self.key(m[0])
+            if member[3] == mine[3]:
+                return int(member[4])
+        group.append(mine)
         return None
 
-    def _invariant(self, pattern: Pattern) -> Hashable:
+    def _parts(self, pattern: Pattern) -> list[tuple[Hashable, tuple[Hashable, ...]]] | None:
+        """What failed, each as its orbit label and its nodes; None when symmetry is off or
+        one part failed (then :meth:`key` is cheap and exact)."""
+        links = {b: n for b, n in pattern.links.items() if not (b & pattern.switches)}
+        if not self.use_symmetry or len(pattern.switches) + len(links) <= 1:
+            return None
+        return ([(("switch", self.node_orbit(w)), (w,)) for w in pattern.switches]
+                + [(("bundle", self.bundle_orbit(b), n), tuple(b)) for b, n in links.items()])
+
+    def _invariant(self, pattern: Pattern, parts: list[Any] | None) -> Hashable:
         """The same for patterns the group maps onto each other: the multiset of the failed
         parts' orbits (with the links failed in each bundle), and of every two parts' orbits
         with the hop distances between their nodes (automorphisms keep both)."""
-        links = {b: n for b, n in pattern.links.items() if not (b & pattern.switches)}
-        if not self.use_symmetry or len(pattern.switches) + len(links) <= 1:
+        if parts is None:
             return self.key(pattern)
-        parts = ([(("switch", self.node_orbit(w)), (w,)) for w in pattern.switches]
-                 + [(("bundle", self.bundle_orbit(b), n), tuple(b)) for b, n in links.items()])
         nodes = sorted({self.node_index[v] for _, ends in parts for v in ends})
         where = {v: i for i, v in enumerate(nodes)}
         hops = shortest_path(self._hops(), unweighted=True, indices=nodes)[:, nodes]
-        ends = [[where[self.node_index[v]] for v in e] for _, e in parts]
-        pairs: Counter[Hashable] = Counter()
-        for i in range(len(parts)):
-            for j in range(i + 1, len(parts)):
-                d = tuple(sorted(float(hops[a, b]) for a in ends[i] for b in ends[j]))
-                pairs[(frozenset((parts[i][0], parts[j][0])), d)] += 1
-        return ("orbits", frozenset(Counter(label for label, _ in parts).items()),
-                frozenset(pairs.items()))
+        # Hop counts as small integers; a switch's missing second end reads NO_END.
+        finite = np.isfinite(hops)
+        if hops[finite].max(initial=0) >= UNREACHABLE:
+            return self.key(pattern)
+        hops = np.where(finite, hops, UNREACHABLE)
+        hops = np.pad(hops.astype(np.int64), ((0, 1), (0, 1)), constant_values=NO_END)
+        ends = np.full((len(parts), 2), len(nodes), dtype=np.int64)
+        for i, (_, e) in enumerate(parts):
+            ends[i, :len(e)] = [where[self.node_index[v]] for v in e]
+        label = np.array([self._label_ids.setdefault(lab, len(self._label_ids))
+                          for lab, _ in parts], dtype=np.int64)
+        # Every two parts: their labels (unordered) and the sorted hops between their ends,
+        # packed into one integer per pair so the multiset is one np.unique.
+        i, j = np.triu_indices(len(parts), 1)
+        d = np.sort(np.stack([hops[ends[i, a], ends[j, b]] for a in (0, 1) for b in (0, 1)],
+                             axis=1), axis=1)
+        if len(self._label_ids) > LABEL_CODES:
+            return self.key(pattern)
+        packed = np.minimum(label[i], label[j]) * LABEL_CODES + np.maximum(label[i], label[j])
+        for k in range(4):
+            packed = packed * HOP_CODES + d[:, k]
+        pairs, counts = np.unique(packed, return_counts=True)
+        return ("orbits", frozenset(Counter(label.tolist()).items()),
+                frozenset(zip(pairs.tolist(), counts.tolist(), strict=True)))
 
     def _hops(self) -> sp.csr_matrix:
         """The fabric's links as an undirected graph in node order (built once)."""

@@ -23,6 +23,7 @@ import math
 import numbers
 import os
 import statistics
+import time
 from collections.abc import Hashable, Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field, replace
@@ -55,12 +56,14 @@ from ..flow.api import (
     traffic_invariant,
     useful_endpoint_orbits,
 )
+from ..flow.bounds import ECMP_MAX_ENTRIES
 from ..flow.result import FlowResult
 from ..flow.warm import lengths_only
 from ..graph_arrays import GraphArrays
 from ..symmetry.search import SymmetrySearch, search_symmetry, with_symmetry
 from ..traffic import Traffic, all_to_all, traffic_named
 from .failure_orbits import FailureSymmetry, Pattern
+from .failure_reroute import IntactFlow, rerouted_answer
 
 KINDS = ("links", "switches", "groups")
 
@@ -496,6 +499,18 @@ def intact_solve(fab: Fabric, traffic: Traffic, method: str, warm_start: bool,
     return intact, warm
 
 
+def reroutable(fab: Fabric, intact: FlowResult, traffic: Traffic, method: str,
+               warm_start: bool) -> IntactFlow | None:
+    """The intact flow every trial may send around its failures (:func:`solve_failed`):
+    with warm starts, for the methods that may answer from bounds, on a large fabric (a
+    small one's exact solve is quicker than proving the intact flow)."""
+    if not warm_start or method not in ("auto", "approx"):
+        return None
+    if lp_size_estimate(fab, traffic) <= FIND_SYMMETRY_NONZEROS:
+        return None
+    return IntactFlow.of(fab, intact, traffic)
+
+
 #: Solve options under which :func:`solve_failed` may answer from the bounds alone: the
 #: bracket's tolerance and the view of the endpoint links (a backend, a time or work limit
 #: asks for that solver's run, which is then done as asked).
@@ -540,7 +555,8 @@ def exact_shortcut(failed: Fabric, traffic: Traffic, method: str, options: dict[
 
 
 def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[str, Any],
-                 warm_start: FlowResult | None = None) -> FlowResult:
+                 warm_start: FlowResult | None = None,
+                 intact: IntactFlow | None = None) -> FlowResult:
     """One failed fabric's certified bracket, from the intact one's lengths.
 
     First :func:`exact_shortcut`. Then a failed fabric large enough that ``method="auto"``
@@ -551,14 +567,38 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
     method's own stopping rule) it is the answer, status ``"inexact"`` unless the bounds
     meet; otherwise ``method`` solves it as before. On ``fat_tree(16)`` with 20 failed
     switch links (50 draws, seed 1) the bounds meet in 49 and are within 0.01% in the last.
+
+    With ``intact`` (the intact fabric's flow, re-proven once), the first try is that flow
+    sent around what failed (:mod:`~fabricopt.analysis.failure_reroute`) under the
+    hierarchy cut: it closes a failed 4,096-GPU SuperPOD in about two seconds, where the
+    failed fabric's own routing would not fit in memory. A bracket it leaves wider than
+    ``gap`` is kept as the answer (status ``"inexact"``, the message says why) when the
+    failed fabric is too large for the routed bounds, whose place it takes.
     """
+    start = time.perf_counter()
     ga = GraphArrays.from_fabric(failed)
     short = exact_shortcut(failed, traffic, method, options, warm_start, ga)
     if short is not None:
         return short
     size = lp_size_estimate(failed, traffic, ga)
-    if (method in ("auto", "approx") and set(options) <= BOUNDS_ANSWER_OPTIONS
-            and size > FIND_SYMMETRY_NONZEROS):
+    bounds_only = method in ("auto", "approx") and set(options) <= BOUNDS_ANSWER_OPTIONS
+    if intact is not None and bounds_only and options.get("include_endpoint_links", True):
+        around = rerouted_answer(failed, traffic, intact)
+        if around is not None:
+            around.seconds = time.perf_counter() - start
+            gap = options.get("gap", 0.01)
+            if around.exact:
+                return around
+            if around.upper - around.lower <= gap * around.upper:
+                around.message += f"; within gap {gap:.3%}"
+                return around
+            if method == "auto" and size // 3 > ECMP_MAX_ENTRIES:
+                around.message += (
+                    f"; not within gap {gap:.3%}, and the failed fabric is too large for "
+                    f"the routed bounds ({size // 3:,} flow entries); method='approx' "
+                    "would continue from here")
+                return around
+    if bounds_only and size > FIND_SYMMETRY_NONZEROS:
         gap = options.get("gap", 0.01)
         first = max_concurrent_flow(failed, traffic, method="approx", bounds_first=True,
                                     work_limit=1, warm_start=warm_start, **options)
@@ -598,11 +638,12 @@ def found_symmetry(failed: Fabric, traffic: Traffic) -> SymmetrySearch | None:
 
 
 def _solve_trial(failed: Fabric, traffic: Traffic, method: str, options: dict[str, Any],
-                 warm_start: FlowResult | None = None) -> dict[str, Any]:
-    """Solve one failed fabric from the intact one's lengths; only plain numbers travel back
-    (executors pickle them)."""
+                 warm_start: FlowResult | None = None,
+                 intact: IntactFlow | None = None) -> dict[str, Any]:
+    """Solve one failed fabric from the intact one's lengths and flow; only plain numbers
+    travel back (executors pickle them)."""
 
-    r = solve_failed(failed, traffic, method, options, warm_start)
+    r = solve_failed(failed, traffic, method, options, warm_start, intact)
     return {"theta": r.theta, "lower": r.lower, "upper": r.upper, "status": r.status,
             "method": r.method, "binding_tier": r.binding_tier, "seconds": r.seconds}
 
@@ -715,6 +756,7 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
     # The intact fabric, solved once: its arc lengths bound every failed fabric's theta and
     # seed its approximate solve (only the lengths travel to executors).
     intact, warm = intact_solve(fab, traffic, method, warm_start, solve_options)
+    around = reroutable(fab, intact, traffic, method, warm_start)
     keys = FailureSymmetry(fab, use_symmetry=symmetry and default_traffic)
     jobs: list[tuple[float, int, Removed, int | None]] = []
     outcomes: dict[int, Any] = {}
@@ -727,7 +769,8 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
             if same_as is None:
                 report("failure sweep", detail=f"fraction {fraction:g}, trial {j + 1:,} of "
                        f"{trials:,}")
-                args = (apply_removed(fab, removed), traffic, method, solve_options, warm)
+                args = (apply_removed(fab, removed), traffic, method, solve_options, warm,
+                        around)
                 outcomes[len(jobs) - 1] = (executor.submit(_solve_trial, *args)
                                            if executor is not None else _solve_trial(*args))
     sweep = FailureSweep(fab.name, kind, tuple(sorted(tier_set)) if tier_set else None,

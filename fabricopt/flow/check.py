@@ -36,8 +36,9 @@ from .brackets import hose_theta
 from .certificate import certified_lower
 from .distance_sums import demand_distance
 from .formulation import build_flow_lp
-from .model import ThroughputModel
+from .model import LiftedFlow, ThroughputModel
 from .result import FlowResult
+from .reroute import ProvenFlow, Rerouted, ReroutedFlow, rerouted
 from .symmetric import build_symmetric_lp
 from .units import in_units
 from .valiant import (
@@ -117,6 +118,92 @@ def _with_proven_symmetry(fab: Fabric, found: Symmetry | None) -> Fabric | None:
     return with_symmetry(fab, found)
 
 
+def _same_graph(fab: Fabric, arcs_of: GraphArrays) -> GraphArrays:
+    """``fab``'s arrays, once they are the graph a result was computed on."""
+    ga = GraphArrays.from_fabric(fab)
+    for part in ("arcs", "nodes"):  # a stray node leaves the arcs alone, not the symmetry
+        if getattr(arcs_of, part) != getattr(ga, part):
+            raise InvalidParameterError(f"check_certificate(): the result was computed on a "
+                                        f"different graph ({part} differ)")
+    return ga
+
+
+def _lifted(fab: Fabric, result: FlowResult, traffic: Traffic, ga: GraphArrays
+            ) -> tuple[LiftedFlow, ThroughputModel] | None:
+    """The result's stored flow lifted onto every arc of ``fab`` (``traffic`` and ``ga`` in
+    the solve's units) and the model that lifted it; None when it stores none, or its
+    symmetry cannot be re-proven."""
+    cert = result.certificate
+    # The flow is one root flow per endpoint orbit for the symmetric method, and for any
+    # result that carries the symmetry it was found with (the bounds stage's orbit roots).
+    root_flows = result.method == "symmetric" or cert.symmetry is not None
+    symmetric_fab = _with_proven_symmetry(fab, cert.symmetry) if root_flows else fab
+    if cert.flow is None or cert.theta is None or symmetric_fab is None:
+        return None
+    # Rebuild the model without reductions beyond the one the flow lives in, and lift.
+    model: ThroughputModel
+    if root_flows:
+        gbps = traffic.uniform_gbps or next(iter(traffic.pairs.values()))
+        # The claim was just checked against the graph (or the found group re-verified):
+        # hand it over rather than check it again (4 s on 128,000 GPUs).
+        model = build_symmetric_lp(symmetric_fab, gbps, reduce=False,
+                                   include_endpoint_links=cert.include_endpoint_links,
+                                   ga=ga, symmetry=symmetric_fab._symmetry,
+                                   assemble=False)
+        point = np.append(cert.flow, cert.theta)
+    else:
+        model = build_flow_lp(fab, traffic, cert.include_endpoint_links, ga=ga)
+        point = cert.flow
+    return model.lift(point), model
+
+
+def proven_flow(fab: Fabric, result: FlowResult, traffic: Traffic) -> ProvenFlow | None:
+    """The flow ``result``'s certificate stores, re-proven on ``fab`` for ``traffic``: the
+    theta it carries with every commodity conserved (what does not conserve is taken off,
+    as for the lower bound) and its load on every arc, in Gb/s. None when the result stores
+    no flow, or its graph is not ``fab``'s."""
+    cert = result.certificate
+    if cert is None or cert.flow is None:
+        return None
+    scale, unit = cert.traffic_scale, cert.capacity_unit
+    solved = traffic.scaled(scale / unit) if scale != unit else traffic
+    try:
+        ga = _same_graph(fab, cert.ga)
+    except InvalidParameterError:
+        return None
+    lifted = _lifted(fab, result, solved, in_units(ga, unit))
+    if lifted is None:
+        return None
+    flow, model = lifted
+    kept = flow.theta - flow.residual_l1 / model.min_demand
+    # Arcs the model leaves unconstrained carry no commodity's flow but the endpoint rows'.
+    return ProvenFlow(ga, max(kept, 0.0) * scale, flow.load * unit)
+
+
+def _rerouted_lower(fab: Fabric, proof: ReroutedFlow, traffic: Traffic,
+                    include_endpoint_links: bool) -> Rerouted | None:
+    """What ``proof`` proves on ``fab``: its intact flow re-proven on its own fabric, then
+    sent around the lost arcs (:mod:`fabricopt.flow.reroute`)."""
+    if not include_endpoint_links or not isinstance(proof.result, FlowResult) \
+            or not isinstance(proof.intact, Fabric):
+        return None
+    if any(e not in proof.intact.graph for e in traffic.endpoints):
+        return None
+    base = proven_flow(proof.intact, proof.result, traffic)
+    if base is None:
+        return None
+    return rerouted(base, proof.lost, proof.detours, GraphArrays.from_fabric(fab),
+                    smallest_demand(traffic))
+
+
+def smallest_demand(traffic: Traffic) -> float:
+    """The smallest positive demand of ``traffic`` (Gb/s per unit theta)."""
+    if traffic.uniform_gbps:
+        return float(traffic.uniform_gbps)
+    positive = [d for d in traffic.pairs.values() if d > 0]
+    return float(min(positive)) if positive else np.inf
+
+
 def check_certificate(fab: Fabric, result: FlowResult | ValiantBound,
                       traffic: Traffic | None = None) -> CertificateCheck:
     """Re-prove ``result.lower`` and ``result.upper`` on ``fab`` for ``traffic``.
@@ -165,36 +252,15 @@ def check_certificate(fab: Fabric, result: FlowResult | ValiantBound,
     scale, unit = cert.traffic_scale, cert.capacity_unit
     if scale != unit:
         traffic = traffic.scaled(scale / unit)
-    ga = GraphArrays.from_fabric(fab)
-    for part in ("arcs", "nodes"):  # a stray node leaves the arcs alone, not the symmetry
-        if getattr(cert.ga, part) != getattr(ga, part):
-            raise InvalidParameterError(f"check_certificate(): the result was computed on a "
-                                        f"different graph ({part} differ)")
+    ga = _same_graph(fab, cert.ga)
     ga = in_units(ga, unit)
     lower, overload, residual = 0.0, 0.0, 0.0
-    # The flow is one root flow per endpoint orbit for the symmetric method, and for any
-    # result that carries the symmetry it was found with (the bounds stage's orbit roots).
-    root_flows = result.method == "symmetric" or cert.symmetry is not None
-    symmetric_fab = _with_proven_symmetry(fab, cert.symmetry) if root_flows else fab
-    if cert.flow is not None and cert.theta is not None and symmetric_fab is not None:
-        # Rebuild the model without reductions beyond the one the flow lives in, and lift.
-        model: ThroughputModel
-        if root_flows:
-            gbps = traffic.uniform_gbps or next(iter(traffic.pairs.values()))
-            # The claim was just checked against the graph (or the found group re-verified):
-            # hand it over rather than check it again (4 s on 128,000 GPUs).
-            model = build_symmetric_lp(symmetric_fab, gbps, reduce=False,
-                                       include_endpoint_links=cert.include_endpoint_links,
-                                       ga=ga, symmetry=symmetric_fab._symmetry,
-                                       assemble=False)
-            point = np.append(cert.flow, cert.theta)
-        else:
-            model = build_flow_lp(fab, traffic, cert.include_endpoint_links, ga=ga)
-            point = cert.flow
-        lifted = model.lift(point)
+    lifted = _lifted(fab, result, traffic, ga)
+    if lifted is not None:
+        flow, model = lifted
         cons = model.constrained
-        residual = lifted.residual_l1
-        lower, overload = certified_lower(lifted.theta, lifted.load[cons], ga.capacity[cons],
+        residual = flow.residual_l1
+        lower, overload = certified_lower(flow.theta, flow.load[cons], ga.capacity[cons],
                                           residual, model.min_demand)
     upper = np.inf
     if cert.lengths is not None:
@@ -204,6 +270,10 @@ def check_certificate(fab: Fabric, result: FlowResult | ValiantBound,
     if cert.include_endpoint_links:
         upper = min(upper, endpoint_cut_bound(fab, traffic, ga))
     lower, upper = max(lower * scale, _hose_floor(fab, cert.hose, asked)), upper * scale
+    if cert.reroute is not None:
+        around = _rerouted_lower(fab, cert.reroute, asked, cert.include_endpoint_links)
+        if around is not None and around.lower > lower:
+            lower, overload, residual = around.lower, around.overload, around.residual
     tol = 1e-9
     # An infinite upper bound proves nothing: a result that claims none, or whose lengths
     # give none, fails the check.

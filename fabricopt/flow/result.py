@@ -77,6 +77,10 @@ class FlowCertificate:
         In place of ``flow``: a two-phase rate whose hose holds the traffic at ``lower``
         (:func:`~fabricopt.flow.brackets.with_hose_floor`), re-proven by the checker from
         the flows it carries.
+    reroute : ReroutedFlow or None
+        In place of ``flow``: the flow of a fabric that contains this one (an intact fabric
+        and its result) and a detour around each arc this one lacks
+        (:mod:`fabricopt.flow.reroute`), re-proven by the checker on both fabrics.
     """
 
     ga: GraphArrays
@@ -90,6 +94,7 @@ class FlowCertificate:
     symmetry: Symmetry | None = None
     capacity_unit: float = 1.0
     hose: Any = None
+    reroute: Any = None
 
 
 @dataclass

@@ -1,0 +1,282 @@
+r"""A failed fabric's flow from its intact fabric's: each lost arc's load sent around it.
+
+Let :math:`f` be a flow proven on the intact fabric: every commodity conserved, carrying
+:math:`\theta_0` times the traffic, with :math:`L_e` Gb/s on arc :math:`e`. Take away some arcs.
+For each lost arc :math:`a = (u, v)` with load, pick a *detour*: a unit flow :math:`g_a` from
+:math:`u` to :math:`v` on the arcs that remain. In every commodity, replace what it sent over
+:math:`a` by that much of :math:`g_a`: the commodity still conserves at every node (what
+entered :math:`u` for :math:`a` leaves :math:`u` along the detour and arrives at :math:`v`),
+and it now avoids every lost arc. Its load on a remaining arc :math:`e` is at most
+
+.. math:: T_e = L_e + \sum_a L_a\, g_a(e),
+
+so the failed fabric carries :math:`\theta_0 / \max(1, \max_e T_e / c_e)` times the traffic.
+The proof needs only the intact flow (re-proven on the intact fabric) and one detour per lost
+arc, however many commodities there are: on a 4,096-GPU SuperPOD the per-commodity flow of
+the failed fabric would have 400 million entries; its detours have a few thousand.
+
+The detours are chosen by a small LP: each lost arc's detour runs on the arcs of its shortest
+detours (in hops) and the LP minimises the largest :math:`T_e / c_e`. Where a failure's cost
+is local (a server that lost NICs, a leaf that lost uplinks) this meets the failed fabric's
+cut: on ``superpod(16)`` with 1% of its links failed, the server that lost three of its eight
+NICs sends its traffic over the other five, and :math:`\theta` is 5/8 of the intact one, as
+the cut around that server says. Where the failed fabric's optimum routes the whole fabric
+differently, the bound is below it and the caller's other methods close the gap.
+
+Changed capacities need no detour (the overload accounts for them); a lost node is not
+handled (its arcs' loads are not arc-to-arc: the proof is then declined).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
+from scipy.sparse.csgraph import shortest_path
+
+from ..graph_arrays import GraphArrays
+
+#: Loads below this fraction of the largest are not sent around (a detour of nothing).
+ZERO_LOAD_RTOL = 1e-12
+
+#: The detour LP's columns (arcs of every lost arc's shortest detours) above which the proof
+#: is declined: about a second of HiGHS at this size.
+MAX_DETOUR_COLUMNS = 400_000
+
+
+@dataclass(frozen=True)
+class ProvenFlow:
+    """A flow re-proven on its fabric: it carries ``theta`` times the traffic (in the
+    traffic's own units) with every commodity conserved, and puts at most ``load`` Gb/s on
+    each arc of ``ga``."""
+
+    ga: GraphArrays
+    theta: float
+    load: np.ndarray
+
+
+@dataclass(frozen=True)
+class ReroutedFlow:
+    """The proof of a failed fabric's lower bound by :mod:`fabricopt.flow.reroute`.
+
+    Attributes
+    ----------
+    intact : Fabric
+        The fabric the flow was proven on (it contains the failed one's nodes).
+    result : FlowResult
+        Its answer, whose certificate proves the flow (re-checked by
+        :func:`~fabricopt.check_certificate`).
+    lost : ndarray of int
+        The arcs of ``intact`` (indices into its arcs) whose load is sent around.
+    detours : scipy.sparse.csr_matrix
+        Row ``i``: a unit flow from the tail of ``lost[i]`` to its head, on the failed
+        fabric's arcs.
+    """
+
+    intact: object
+    result: object
+    lost: np.ndarray
+    detours: sp.csr_matrix
+
+
+@dataclass(frozen=True)
+class Rerouted:
+    """What a :class:`ReroutedFlow` proves on the failed fabric: theta ``lower`` (traffic
+    units), the load ``load`` (Gb/s per arc) at the intact flow's theta, its worst
+    ``overload`` and the detours' conservation ``residual`` (Gb/s)."""
+
+    lower: float
+    load: np.ndarray
+    overload: float
+    residual: float
+
+
+def arc_map(base: GraphArrays, ga: GraphArrays) -> np.ndarray:
+    """Index in ``ga`` of each arc of ``base`` (-1 where ``ga`` lacks it)."""
+    position = {arc: a for a, arc in enumerate(ga.arcs)}
+    return np.fromiter((position.get(arc, -1) for arc in base.arcs), dtype=np.int64,
+                       count=base.n_arcs)
+
+
+def rerouted(base: ProvenFlow, lost: np.ndarray, detours: sp.csr_matrix, ga: GraphArrays,
+             min_demand: float) -> Rerouted | None:
+    """Theta the failed fabric ``ga`` carries with ``base``'s flow and these detours, every
+    figure recomputed (None when an arc of ``ga`` the flow uses is missing from the proof, a
+    lost arc's end is not a node of ``ga``, or a detour has a negative entry).
+
+    ``min_demand`` is the traffic's smallest positive demand (Gb/s per unit theta): a detour
+    that does not quite conserve (solver rounding) charges its residual, as a flow's does.
+    """
+    where = arc_map(base.ga, ga)
+    tiny = ZERO_LOAD_RTOL * max(float(base.load.max(initial=0.0)), 1e-300)
+    need = np.flatnonzero((where < 0) & (base.load > tiny))
+    lost = np.asarray(lost, dtype=np.int64)
+    if (detours.shape != (len(lost), ga.n_arcs) or not np.array_equal(np.sort(lost), need)
+            or (detours.data < 0).any()):
+        return None
+    tails = [base.ga.nodes[i] for i in base.ga.tail[lost]]
+    heads = [base.ga.nodes[i] for i in base.ga.head[lost]]
+    if any(v not in ga.index for v in (*tails, *heads)):
+        return None
+    moved = base.load[lost]
+    kept = where >= 0
+    load = np.zeros(ga.n_arcs)
+    np.add.at(load, where[kept], base.load[kept])
+    load += detours.T @ moved
+    # Each detour must leave its tail once and reach its head once, nothing else.
+    k, rows = len(lost), np.arange(len(lost))
+    ends = np.concatenate([np.fromiter((ga.index[v] for v in tails), np.int64, k),
+                           np.fromiter((ga.index[v] for v in heads), np.int64, k)])
+    want = sp.csr_matrix((np.concatenate([np.ones(k), -np.ones(k)]),
+                          (np.concatenate([rows, rows]), ends)), shape=(k, ga.n_nodes))
+    net = (ga.incidence() @ detours.T).T.tocsr() - want
+    off = np.asarray(abs(net).sum(axis=1)).ravel()
+    residual = float(off @ moved)
+    overload = float(np.max(load / ga.capacity)) if ga.n_arcs else 0.0
+    kept_theta = max(base.theta - residual / min_demand, 0.0) if min_demand > 0 else 0.0
+    return Rerouted(kept_theta / max(1.0, overload), load, overload, residual)
+
+
+def detour_flows(base: ProvenFlow, ga: GraphArrays, enough: float = 1.0
+                 ) -> tuple[np.ndarray, sp.csr_matrix] | None:
+    """The lost arcs of ``base`` on ``ga`` and a detour for each (see the module docstring),
+    chosen to keep the largest load over capacity low; None when a lost arc's end is gone,
+    a detour does not exist, or the LP is too large or fails.
+
+    Each detour first spreads evenly over its shortest paths; when that leaves some arc
+    above ``enough`` times its capacity (the overload at which the caller's bound is met),
+    the detour LP chooses them instead."""
+    where = arc_map(base.ga, ga)
+    tiny = ZERO_LOAD_RTOL * max(float(base.load.max(initial=0.0)), 1e-300)
+    lost = np.flatnonzero((where < 0) & (base.load > tiny))
+    if len(lost) == 0:
+        return lost, sp.csr_matrix((0, ga.n_arcs))
+    try:
+        u = np.array([ga.index[base.ga.nodes[i]] for i in base.ga.tail[lost]], np.int64)
+        v = np.array([ga.index[base.ga.nodes[i]] for i in base.ga.head[lost]], np.int64)
+    except KeyError:
+        return None
+    columns = _shortest_detour_arcs(ga, u, v)
+    if columns is None or sum(len(c) for c in columns) > MAX_DETOUR_COLUMNS:
+        return None
+    kept = where >= 0
+    background = np.zeros(ga.n_arcs)
+    np.add.at(background, where[kept], base.load[kept])
+    moved = base.load[lost]
+    rows = np.repeat(np.arange(len(lost)), [len(c) for c in columns])
+    arcs = np.concatenate(columns)
+    x = np.concatenate([_even_over_paths(ga, u[i], v[i], c) for i, c in enumerate(columns)])
+    loads = background + np.bincount(arcs, weights=x * moved[rows], minlength=ga.n_arcs)
+    over = loads > enough * ga.capacity
+    if over.any():
+        # Only the detours that cross an arc above ``enough`` are chosen again, over the
+        # rest's load: a fraction of the LP over all of them.
+        free = np.flatnonzero(np.bincount(rows, weights=over[arcs], minlength=len(lost)))
+        mine = np.isin(rows, free)
+        fixed = background + np.bincount(arcs[~mine], weights=(x * moved[rows])[~mine],
+                                         minlength=ga.n_arcs)
+        chosen = _least_overload(ga, u[free], v[free], [columns[i] for i in free],
+                                 moved[free], fixed)
+        if chosen is None:
+            return None
+        x[mine] = chosen
+    detours = sp.csr_matrix((np.clip(x, 0.0, None), (rows, arcs)),
+                            shape=(len(lost), ga.n_arcs))
+    detours.eliminate_zeros()
+    return lost, detours
+
+
+def _even_over_paths(ga: GraphArrays, u: int, v: int, arcs: np.ndarray) -> np.ndarray:
+    """A unit flow from ``u`` to ``v`` spread evenly over the paths ``arcs`` make (the
+    arcs of every shortest path from ``u`` to ``v``): on arc ``(x, y)``, the paths from
+    ``u`` to ``x`` times those from ``y`` to ``v``, over all paths."""
+    nodes, local = np.unique(np.concatenate([ga.tail[arcs], ga.head[arcs]]),
+                             return_inverse=True)
+    t, h = local[:len(arcs)], local[len(arcs):]
+    step = sp.csr_matrix((np.ones(len(arcs)), (t, h)), shape=(len(nodes), len(nodes)))
+    start, end = np.searchsorted(nodes, u), np.searchsorted(nodes, v)
+    into = _path_counts(step.T.tocsr(), start, len(nodes))   # paths u -> each node
+    out_of = _path_counts(step, end, len(nodes))             # paths each node -> v
+    return into[t] * out_of[h] / into[end]
+
+
+def _path_counts(step: sp.csr_matrix, origin: int, n: int) -> np.ndarray:
+    """Paths from ``origin`` along ``step``'s transpose (an acyclic graph), to each node."""
+    front = np.zeros(n)
+    front[origin] = 1.0
+    total = front.copy()
+    for _ in range(n):
+        front = step @ front
+        if not front.any():
+            break
+        total += front
+    return total
+
+
+def _shortest_detour_arcs(ga: GraphArrays, u: np.ndarray, v: np.ndarray
+                          ) -> list[np.ndarray] | None:
+    """For each pair ``u[i] -> v[i]``, the arcs on its shortest paths in hops (None when a
+    pair is disconnected)."""
+    adjacency = sp.csr_matrix((np.ones(ga.n_arcs), (ga.tail, ga.head)),
+                              shape=(ga.n_nodes, ga.n_nodes))
+    us, u_row = np.unique(u, return_inverse=True)
+    vs, v_row = np.unique(v, return_inverse=True)
+    from_u = shortest_path(adjacency, indices=us, unweighted=True)
+    to_v = shortest_path(adjacency.T.tocsr(), indices=vs, unweighted=True)
+    columns = []
+    for i in range(len(u)):
+        du, dv = from_u[u_row[i]], to_v[v_row[i]]
+        length = du[v[i]]
+        if not np.isfinite(length):
+            return None
+        columns.append(np.flatnonzero(du[ga.tail] + 1 + dv[ga.head] == length))
+    return columns
+
+
+def _least_overload(ga: GraphArrays, u: np.ndarray, v: np.ndarray,
+                    columns: list[np.ndarray], moved: np.ndarray, background: np.ndarray
+                    ) -> np.ndarray | None:
+    r"""The detours' flows (one block of ``columns`` per lost arc) minimising :math:`\mu`
+    subject to :math:`T_e \le \mu c_e` on every arc a detour may use, with :math:`\mu` no
+    less than the largest background load over capacity elsewhere."""
+    k = len(columns)
+    sizes = np.array([len(c) for c in columns])
+    arcs = np.concatenate(columns)
+    n_x = len(arcs)
+    block = np.repeat(np.arange(k), sizes)
+    # Conservation: one row per (detour, node it touches).
+    tails, heads = ga.tail[arcs], ga.head[arcs]
+    keys = np.concatenate([block * ga.n_nodes + tails, block * ga.n_nodes + heads])
+    node_rows, inverse = np.unique(keys, return_inverse=True)
+    col = np.arange(n_x)
+    a_eq = sp.csr_matrix((np.concatenate([np.ones(n_x), -np.ones(n_x)]),
+                          (inverse, np.concatenate([col, col]))),
+                         shape=(len(node_rows), n_x + 1))
+    b_eq = np.zeros(len(node_rows))
+    b_eq[np.searchsorted(node_rows, np.arange(k) * ga.n_nodes + u)] = 1.0
+    b_eq[np.searchsorted(node_rows, np.arange(k) * ga.n_nodes + v)] = -1.0
+    # Capacity: sum_i moved_i x_ie - c_e mu <= -background_e, one row per arc used; in units
+    # of the largest capacity so the LP sees numbers near one.
+    unit = float(ga.capacity.max())
+    used, arc_row = np.unique(arcs, return_inverse=True)
+    a_ub = sp.csr_matrix((np.concatenate([moved[block] / unit, -ga.capacity[used] / unit]),
+                          (np.concatenate([arc_row, np.arange(len(used))]),
+                           np.concatenate([col, np.full(len(used), n_x)]))),
+                         shape=(len(used), n_x + 1))
+    b_ub = -background[used] / unit
+    floor = float(np.max(background / ga.capacity))
+    cost = np.zeros(n_x + 1)
+    cost[-1] = 1.0
+    bounds = np.zeros((n_x + 1, 2))
+    bounds[:, 1] = 1.0
+    bounds[-1] = (floor, None)
+    out = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=bounds,
+                  method="highs")
+    if out.status != 0 or out.x is None:
+        return None
+    return out.x[:-1]
+
+
+__all__ = ["ProvenFlow", "Rerouted", "ReroutedFlow", "arc_map", "detour_flows", "rerouted"]
