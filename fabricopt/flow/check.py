@@ -140,6 +140,9 @@ def _lifted(fab: Fabric, result: FlowResult, traffic: Traffic, ga: GraphArrays
     symmetric_fab = _with_proven_symmetry(fab, cert.symmetry) if root_flows else fab
     if cert.flow is None or cert.theta is None or symmetric_fab is None:
         return None
+    if root_flows and not (traffic.is_uniform
+                           and set(traffic.endpoints) == set(symmetric_fab.endpoints)):
+        return None  # root flows carry all-to-all over every endpoint, nothing else
     # Rebuild the model without reductions beyond the one the flow lives in, and lift.
     model: ThroughputModel
     if root_flows:

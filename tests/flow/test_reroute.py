@@ -1,0 +1,173 @@
+"""The intact fabric's flow sent around each lost arc: a feasible flow of the failed fabric
+(re-proven by check_certificate from the intact certificate and the detours), never above the
+failed fabric's own LP, and equal to its cut where a failure's cost is local."""
+
+import random
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import fabricopt as fo
+from fabricopt.analysis.failure_reroute import IntactFlow, rerouted_answer
+from fabricopt.analysis.failures import solve_failed
+from fabricopt.flow.reroute import arc_map, detour_flows, rerouted
+from fabricopt.graph_arrays import GraphArrays
+
+
+def _intact(fab, traffic=None):
+    traffic = traffic or fo.all_to_all(fab)
+    return IntactFlow.of(fab, fo.max_concurrent_flow(fab, traffic), traffic), traffic
+
+
+def _random_failed(seed):
+    """A small fabric and the same fabric with a few links failed (every endpoint still
+    reached)."""
+    rng = random.Random(seed)
+    fab = rng.choice([
+        lambda: fo.fat_tree(4),
+        lambda: fo.leaf_spine(4, 3, 3),
+        lambda: fo.cluster(fo.nvswitch_domain(4, 2, 4, 400.0), nodes=rng.randint(3, 6),
+                           scale_out="rail_optimized", oversubscription=2, leaf_radix=8),
+        lambda: fo.cluster(fo.nvswitch_domain(2, 1, 2, 200.0), nodes=rng.randint(3, 6),
+                           scale_out="clos", radix=8),
+        lambda: fo.torus((3, 3)),
+    ])()
+    for attempt in range(20):
+        failed = fo.fail_random(fab, rng.choice([0.03, 0.06, 0.1]), seed=seed * 100 + attempt)
+        r = fo.max_concurrent_flow(failed, method="lp")
+        if r.exact and r.theta > 0 and failed.graph.number_of_edges() < fab.graph.number_of_edges():
+            return fab, failed, r
+    pytest.skip("no connected draw")
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_rerouted_flow_is_feasible_and_below_the_lp(seed):
+    fab, failed, lp = _random_failed(seed)
+    intact, traffic = _intact(fab)
+    r = rerouted_answer(failed, traffic, intact)
+    assert r is not None
+    # The certificate: the intact flow re-proven on the intact fabric, detours conserved,
+    # capacities of the failed fabric; and the cut above.
+    check = fo.check_certificate(failed, r, traffic)
+    assert check.ok, (check, r.lower, r.upper)
+    assert 0 < r.lower <= lp.theta * (1 + 1e-7)
+    assert r.upper >= lp.theta * (1 - 1e-7)
+    # The load it reports is the intact load plus the detours', within the failed capacities
+    # once scaled to its lower bound.
+    ga = r.certificate.ga
+    assert np.all(r.certificate.load / ga.capacity <= r.max_overload * (1 + 1e-9))
+    assert r.lower == pytest.approx(intact.base.theta / max(1.0, r.max_overload), rel=1e-6)
+
+
+def test_a_ring_missing_a_link_is_its_path():
+    # ring(6): theta = 8/36 (8 / n^2); the path left has its middle link carry 3 x 3 pairs
+    # each way: theta = 1/9, which the ring's flow with the lost link's load sent the long way
+    # round (over 5 links, each at 2/9 + 2/9 x ... below 1 after scaling) proves.
+    ring = fo.ring(6)
+    intact, traffic = _intact(ring)
+    path = ring.without_links([("n0", "n1")])
+    r = rerouted_answer(path, traffic, intact)
+    assert r.lower == pytest.approx(1 / 9, rel=1e-9)
+    assert fo.check_certificate(path, r, traffic).lower_ok
+
+
+def test_a_server_that_lost_nics_closes_at_its_cut():
+    # superpod(1): 32 DGX H100 (8 GPUs, 8 NICs of 400 Gb/s), rail-optimized. Intact: each
+    # NIC carries its GPU's 255 - 7 = 248 outside targets: theta = 400 / 248. A server that
+    # lost 3 NICs sends 8 x 248 over 5: theta = 5 x 400 / (8 x 248), 5/8 of the intact one.
+    fab = fo.superpod(1)
+    intact, traffic = _intact(fab)
+    assert intact.base.theta == pytest.approx(400 / 248, rel=1e-7)
+    failed = fab.without_links([(f"n3.gpu{i}", f"r{i}.l0") for i in range(3)])
+    r = rerouted_answer(failed, traffic, intact)
+    assert r.exact and r.method == "bounds"
+    assert r.theta == pytest.approx(5 * 400 / (8 * 248), rel=1e-6)
+    assert fo.check_certificate(failed, r, traffic).ok
+
+
+def _tampered(failed, r, **change):
+    from dataclasses import replace
+    proof = replace(r.certificate.reroute, **change)
+    return replace(r, certificate=replace(r.certificate, reroute=proof))
+
+
+def test_the_checker_rejects_tampered_detours():
+    fab = fo.superpod(1)
+    intact, traffic = _intact(fab)
+    failed = fab.without_links([("n3.gpu0", "r0.l0"), ("r2.l0", "s1")])
+    r = rerouted_answer(failed, traffic, intact)
+    assert fo.check_certificate(failed, r, traffic).ok
+    detours = r.certificate.reroute.detours
+    # Half of every detour: half of each lost arc's flow vanishes, a residual the checker
+    # charges (what is lost is more than the smallest demand: the bound falls to nothing).
+    halved = _tampered(failed, r, detours=detours * 0.5)
+    assert not fo.check_certificate(failed, halved, traffic).lower_ok
+    # A detour dropped: its lost arc's load is not sent anywhere.
+    dropped = _tampered(failed, r, lost=r.certificate.reroute.lost[1:],
+                        detours=detours[1:])
+    assert not fo.check_certificate(failed, dropped, traffic).lower_ok
+    # A negative entry is no flow.
+    negative = detours.copy()
+    negative.data[0] = -negative.data[0]
+    assert not fo.check_certificate(failed, _tampered(failed, r, detours=negative),
+                                    traffic).lower_ok
+    # Another traffic: the intact flow (all-to-all at 1 Gb/s a pair) does not carry 1,000
+    # Gb/s between two GPUs.
+    other = fo.Traffic({(fab.endpoints[0], fab.endpoints[9]): 1000.0})
+    assert not fo.check_certificate(failed, r, other).lower_ok
+
+
+def test_detours_only_where_arcs_were_lost():
+    fab = fo.leaf_spine(4, 3, 3)
+    intact, traffic = _intact(fab)
+    failed = fab.without_links([("leaf0", "spine0")])
+    ga = GraphArrays.from_fabric(failed)
+    lost, detours = detour_flows(intact.base, ga)
+    where = arc_map(intact.base.ga, ga)
+    assert set(lost.tolist()) == set(np.flatnonzero(where < 0).tolist())  # both directions
+    # Each detour leaves its tail once and reaches its head once.
+    net = (ga.incidence() @ detours.T).T.toarray()
+    for i, a in enumerate(lost):
+        u, v = intact.base.ga.arcs[a]
+        assert net[i, ga.index[u]] == pytest.approx(1) and net[i, ga.index[v]] == pytest.approx(-1)
+        assert np.abs(net[i]).sum() == pytest.approx(2)
+    # A lost node is declined: its arcs' loads are not arc-to-arc.
+    gone = fab.without(switches=["spine0"])
+    assert detour_flows(intact.base, GraphArrays.from_fabric(gone)) is None
+    # Nothing lost: the intact flow itself, no detours.
+    same = rerouted(intact.base, np.zeros(0, np.int64),
+                    sp.csr_matrix((0, intact.base.ga.n_arcs)), intact.base.ga, 1.0)
+    assert same.lower == pytest.approx(intact.base.theta)
+
+
+@pytest.mark.parametrize("k", [-6, 3, 9])
+def test_the_same_answer_in_any_unit(k):
+    # Capacities times 10^k: the same proof, theta times 10^k, re-checked in those units.
+    def scaled(fab):
+        g = fab.graph.copy()
+        for _, _, d in g.edges(data=True):
+            d["capacity"] *= 10.0 ** k
+        return fo.from_networkx(g, endpoints=fab.endpoints, name=f"{fab.name} x1e{k}")
+
+    base = fo.leaf_spine(4, 3, 3)
+    lost = [("leaf0", "spine0"), ("leaf1", "spine2")]
+    intact, traffic = _intact(base)
+    reference = rerouted_answer(base.without_links(lost), traffic, intact)
+    fab = scaled(base)
+    intact, traffic = _intact(fab)
+    failed = fab.without_links(lost)
+    r = rerouted_answer(failed, traffic, intact)
+    assert r.lower == pytest.approx(reference.lower * 10.0 ** k, rel=1e-7)
+    assert r.upper == pytest.approx(reference.upper * 10.0 ** k, rel=1e-7)
+    assert fo.check_certificate(failed, r, traffic).ok
+
+
+def test_solve_failed_answers_from_the_intact_flow():
+    fab = fo.superpod(1)
+    intact, traffic = _intact(fab)
+    failed = fab.without_links([(f"n5.gpu{i}", f"r{i}.l0") for i in range(2)])
+    r = solve_failed(failed, traffic, "auto", {}, None, intact)
+    # 6 of 8 NICs: theta = 6 x 400 / (8 x 248).
+    assert r.method == "bounds" and r.exact
+    assert r.theta == pytest.approx(6 * 400 / (8 * 248), rel=1e-6)
