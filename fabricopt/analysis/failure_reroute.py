@@ -98,19 +98,20 @@ def rerouted_answer(failed: Fabric, traffic: Traffic, intact: IntactFlow
     found = detour_flows(intact.base, ga, enough)
     if found is None:
         return None
-    lost, detours = found
-    got = rerouted(intact.base, lost, detours, ga, smallest_demand(traffic))
+    lost, share, detours = found
+    got = rerouted(intact.base, lost, share, detours, ga, smallest_demand(traffic))
     if got is None:
         return None
     lower = min(got.lower, upper)
     closed = np.isfinite(upper) and upper - lower <= EXACT_RTOL * upper
     mean_out = _mean_out(traffic)
-    proof = ReroutedFlow(intact.fab, intact.result, lost, detours)
+    proof = ReroutedFlow(intact.fab, intact.result, lost, share, detours)
     certificate = FlowCertificate(ga, arc_tiers(failed, ga), load=got.load,
                                   lengths=lengths if np.isfinite(cut) else None,
                                   include_endpoint_links=True, reroute=proof)
     status = "optimal" if closed else "inexact"
-    message = (f"the intact fabric's flow with {len(lost):,} lost arcs sent around "
+    message = (f"the intact fabric's flow with the load of {len(lost):,} lost or shrunk arcs "
+               f"sent around "
                f"(worst load {got.overload:.4g} x capacity), hierarchy cut above")
     return FlowResult(
         theta=lower if closed else None, lower=lower, upper=upper, status=status,

@@ -195,7 +195,7 @@ def _rerouted_lower(fab: Fabric, proof: ReroutedFlow, traffic: Traffic,
     base = proven_flow(proof.intact, proof.result, traffic)
     if base is None:
         return None
-    return rerouted(base, proof.lost, proof.detours, GraphArrays.from_fabric(fab),
+    return rerouted(base, proof.lost, proof.share, proof.detours, GraphArrays.from_fabric(fab),
                     smallest_demand(traffic))
 
 

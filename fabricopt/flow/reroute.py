@@ -11,6 +11,10 @@ and it now avoids every lost arc. Its load on a remaining arc :math:`e` is at mo
 .. math:: T_e = L_e + \sum_a L_a\, g_a(e),
 
 so the failed fabric carries :math:`\theta_0 / \max(1, \max_e T_e / c_e)` times the traffic.
+An arc that lost some of its parallel links keeps a share of its load: the same argument with
+a fraction :math:`\rho_a` of every commodity's flow on it sent around, so that
+:math:`T_e = (1 - \rho_e) L_e + \sum_a \rho_a L_a\, g_a(e)`; it keeps the share of its
+load its capacity kept (a bundle of 2 links down to 1 sends half around).
 The proof needs only the intact flow (re-proven on the intact fabric) and one detour per lost
 arc, however many commodities there are: on a 4,096-GPU SuperPOD the per-commodity flow of
 the failed fabric would have 400 million entries; its detours have a few thousand.
@@ -23,8 +27,7 @@ NICs sends its traffic over the other five, and :math:`\theta` is 5/8 of the int
 the cut around that server says. Where the failed fabric's optimum routes the whole fabric
 differently, the bound is below it and the caller's other methods close the gap.
 
-Changed capacities need no detour (the overload accounts for them); a lost node is not
-handled (its arcs' loads are not arc-to-arc: the proof is then declined).
+A lost node is not handled (its arcs' loads are not arc-to-arc: the proof is then declined).
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ from ..graph_arrays import GraphArrays
 
 #: Loads below this fraction of the largest are not sent around (a detour of nothing).
 ZERO_LOAD_RTOL = 1e-12
+
+#: Relative slack when comparing capacities (a file's figures may differ in the last digit).
+CAPACITY_RTOL = 1e-9
 
 #: The detour LP's columns (arcs of every lost arc's shortest detours) above which the proof
 #: is declined: about a second of HiGHS at this size.
@@ -69,7 +75,10 @@ class ReroutedFlow:
         Its answer, whose certificate proves the flow (re-checked by
         :func:`~fabricopt.check_certificate`).
     lost : ndarray of int
-        The arcs of ``intact`` (indices into its arcs) whose load is sent around.
+        The arcs of ``intact`` (indices into its arcs) whose load is sent around, in part or
+        whole.
+    share : ndarray of float
+        The part of each one's load sent around: 1 for an arc the failed fabric lacks.
     detours : scipy.sparse.csr_matrix
         Row ``i``: a unit flow from the tail of ``lost[i]`` to its head, on the failed
         fabric's arcs.
@@ -78,6 +87,7 @@ class ReroutedFlow:
     intact: object
     result: object
     lost: np.ndarray
+    share: np.ndarray
     detours: sp.csr_matrix
 
 
@@ -100,30 +110,37 @@ def arc_map(base: GraphArrays, ga: GraphArrays) -> np.ndarray:
                        count=base.n_arcs)
 
 
-def rerouted(base: ProvenFlow, lost: np.ndarray, detours: sp.csr_matrix, ga: GraphArrays,
-             min_demand: float) -> Rerouted | None:
-    """Theta the failed fabric ``ga`` carries with ``base``'s flow and these detours, every
-    figure recomputed (None when an arc of ``ga`` the flow uses is missing from the proof, a
-    lost arc's end is not a node of ``ga``, or a detour has a negative entry).
+def rerouted(base: ProvenFlow, lost: np.ndarray, share: np.ndarray, detours: sp.csr_matrix,
+             ga: GraphArrays, min_demand: float) -> Rerouted | None:
+    """Theta the failed fabric ``ga`` carries with ``base``'s flow, ``share`` of each
+    ``lost`` arc's load sent along its detour, every figure recomputed (None when an arc the
+    flow uses is missing from ``ga`` and not wholly sent around, a lost arc's end is not a
+    node of ``ga``, a share is outside [0, 1], or a detour has a negative entry).
 
     ``min_demand`` is the traffic's smallest positive demand (Gb/s per unit theta): a detour
     that does not quite conserve (solver rounding) charges its residual, as a flow's does.
     """
     where = arc_map(base.ga, ga)
     tiny = ZERO_LOAD_RTOL * max(float(base.load.max(initial=0.0)), 1e-300)
-    need = np.flatnonzero((where < 0) & (base.load > tiny))
     lost = np.asarray(lost, dtype=np.int64)
-    if (detours.shape != (len(lost), ga.n_arcs) or not np.array_equal(np.sort(lost), need)
-            or (detours.data < 0).any()):
+    share = np.asarray(share, dtype=float)
+    if (detours.shape != (len(lost), ga.n_arcs) or share.shape != lost.shape
+            or len(np.unique(lost)) != len(lost) or (detours.data < 0).any()
+            or not np.all((share >= 0) & (share <= 1))
+            or (len(lost) and not 0 <= lost.min() <= lost.max() < base.ga.n_arcs)):
         return None
+    sent = np.zeros(base.ga.n_arcs)
+    sent[lost] = share
+    if np.any((where < 0) & (base.load > tiny) & (sent < 1)):
+        return None  # a lost arc's flow left where it was
     tails = [base.ga.nodes[i] for i in base.ga.tail[lost]]
     heads = [base.ga.nodes[i] for i in base.ga.head[lost]]
     if any(v not in ga.index for v in (*tails, *heads)):
         return None
-    moved = base.load[lost]
+    moved = base.load[lost] * share
     kept = where >= 0
     load = np.zeros(ga.n_arcs)
-    np.add.at(load, where[kept], base.load[kept])
+    np.add.at(load, where[kept], (base.load * (1 - sent))[kept])
     load += detours.T @ moved
     # Each detour must leave its tail once and reach its head once, nothing else.
     k, rows = len(lost), np.arange(len(lost))
@@ -140,8 +157,9 @@ def rerouted(base: ProvenFlow, lost: np.ndarray, detours: sp.csr_matrix, ga: Gra
 
 
 def detour_flows(base: ProvenFlow, ga: GraphArrays, enough: float = 1.0
-                 ) -> tuple[np.ndarray, sp.csr_matrix] | None:
-    """The lost arcs of ``base`` on ``ga`` and a detour for each (see the module docstring),
+                 ) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix] | None:
+    """The arcs of ``base`` lost or shrunk on ``ga``, the share of each one's load to send
+    around, and a detour for each (see the module docstring),
     chosen to keep the largest load over capacity low; None when a lost arc's end is gone,
     a detour does not exist, or the LP is too large or fails.
 
@@ -150,21 +168,34 @@ def detour_flows(base: ProvenFlow, ga: GraphArrays, enough: float = 1.0
     the detour LP chooses them instead."""
     where = arc_map(base.ga, ga)
     tiny = ZERO_LOAD_RTOL * max(float(base.load.max(initial=0.0)), 1e-300)
-    lost = np.flatnonzero((where < 0) & (base.load > tiny))
+    left = np.zeros(base.ga.n_arcs)  # the capacity each arc kept
+    left[where >= 0] = ga.capacity[where[where >= 0]]
+    # A lost arc sends all of its load around; a shrunk one what would not fit at ``enough``
+    # times its capacity (an NVLink bundle one link short seldom sends anything).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        over = np.where(base.load > tiny, 1.0 - max(enough, 1.0) * left / base.load, 0.0)
+    shrunk = left < base.ga.capacity * (1 - CAPACITY_RTOL)
+    lost = np.flatnonzero(shrunk & (base.load > tiny) & (over > CAPACITY_RTOL))
+    share = np.where(left[lost] > 0, np.clip(over[lost], 0.0, 1.0), 1.0)
     if len(lost) == 0:
-        return lost, sp.csr_matrix((0, ga.n_arcs))
+        return lost, share, sp.csr_matrix((0, ga.n_arcs))
     try:
         u = np.array([ga.index[base.ga.nodes[i]] for i in base.ga.tail[lost]], np.int64)
         v = np.array([ga.index[base.ga.nodes[i]] for i in base.ga.head[lost]], np.int64)
     except KeyError:
         return None
-    columns = _shortest_detour_arcs(ga, u, v)
+    # A shrunk arc sends its share around, not back over itself: detours avoid those arcs.
+    usable = np.ones(ga.n_arcs, dtype=bool)
+    usable[where[lost][where[lost] >= 0]] = False
+    columns = _shortest_detour_arcs(ga, u, v, usable)
     if columns is None or sum(len(c) for c in columns) > MAX_DETOUR_COLUMNS:
         return None
     kept = where >= 0
+    sent = np.zeros(base.ga.n_arcs)
+    sent[lost] = share
     background = np.zeros(ga.n_arcs)
-    np.add.at(background, where[kept], base.load[kept])
-    moved = base.load[lost]
+    np.add.at(background, where[kept], (base.load * (1 - sent))[kept])
+    moved = base.load[lost] * share
     rows = np.repeat(np.arange(len(lost)), [len(c) for c in columns])
     arcs = np.concatenate(columns)
     x = np.concatenate([_even_over_paths(ga, u[i], v[i], c) for i, c in enumerate(columns)])
@@ -185,7 +216,7 @@ def detour_flows(base: ProvenFlow, ga: GraphArrays, enough: float = 1.0
     detours = sp.csr_matrix((np.clip(x, 0.0, None), (rows, arcs)),
                             shape=(len(lost), ga.n_arcs))
     detours.eliminate_zeros()
-    return lost, detours
+    return lost, share, detours
 
 
 def _even_over_paths(ga: GraphArrays, u: int, v: int, arcs: np.ndarray) -> np.ndarray:
@@ -215,11 +246,11 @@ def _path_counts(step: sp.csr_matrix, origin: int, n: int) -> np.ndarray:
     return total
 
 
-def _shortest_detour_arcs(ga: GraphArrays, u: np.ndarray, v: np.ndarray
+def _shortest_detour_arcs(ga: GraphArrays, u: np.ndarray, v: np.ndarray, usable: np.ndarray
                           ) -> list[np.ndarray] | None:
-    """For each pair ``u[i] -> v[i]``, the arcs on its shortest paths in hops (None when a
-    pair is disconnected)."""
-    adjacency = sp.csr_matrix((np.ones(ga.n_arcs), (ga.tail, ga.head)),
+    """For each pair ``u[i] -> v[i]``, the ``usable`` arcs on its shortest paths over them,
+    in hops (None when a pair is disconnected)."""
+    adjacency = sp.csr_matrix((np.ones(int(usable.sum())), (ga.tail[usable], ga.head[usable])),
                               shape=(ga.n_nodes, ga.n_nodes))
     us, u_row = np.unique(u, return_inverse=True)
     vs, v_row = np.unique(v, return_inverse=True)
@@ -231,7 +262,7 @@ def _shortest_detour_arcs(ga: GraphArrays, u: np.ndarray, v: np.ndarray
         length = du[v[i]]
         if not np.isfinite(length):
             return None
-        columns.append(np.flatnonzero(du[ga.tail] + 1 + dv[ga.head] == length))
+        columns.append(np.flatnonzero(usable & (du[ga.tail] + 1 + dv[ga.head] == length)))
     return columns
 
 

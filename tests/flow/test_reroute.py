@@ -104,9 +104,13 @@ def test_the_checker_rejects_tampered_detours():
     halved = _tampered(failed, r, detours=detours * 0.5)
     assert not fo.check_certificate(failed, halved, traffic).lower_ok
     # A detour dropped: its lost arc's load is not sent anywhere.
-    dropped = _tampered(failed, r, lost=r.certificate.reroute.lost[1:],
+    proof = r.certificate.reroute
+    dropped = _tampered(failed, r, lost=proof.lost[1:], share=proof.share[1:],
                         detours=detours[1:])
     assert not fo.check_certificate(failed, dropped, traffic).lower_ok
+    # A lost arc's load only half sent around: the rest stays on an arc that is gone.
+    half = _tampered(failed, r, share=proof.share * 0.5)
+    assert not fo.check_certificate(failed, half, traffic).lower_ok
     # A negative entry is no flow.
     negative = detours.copy()
     negative.data[0] = -negative.data[0]
@@ -123,7 +127,8 @@ def test_detours_only_where_arcs_were_lost():
     intact, traffic = _intact(fab)
     failed = fab.without_links([("leaf0", "spine0")])
     ga = GraphArrays.from_fabric(failed)
-    lost, detours = detour_flows(intact.base, ga)
+    lost, share, detours = detour_flows(intact.base, ga)
+    assert np.all(share == 1)  # whole links lost: all of their load goes round
     where = arc_map(intact.base.ga, ga)
     assert set(lost.tolist()) == set(np.flatnonzero(where < 0).tolist())  # both directions
     # Each detour leaves its tail once and reaches its head once.
@@ -136,7 +141,7 @@ def test_detours_only_where_arcs_were_lost():
     gone = fab.without(switches=["spine0"])
     assert detour_flows(intact.base, GraphArrays.from_fabric(gone)) is None
     # Nothing lost: the intact flow itself, no detours.
-    same = rerouted(intact.base, np.zeros(0, np.int64),
+    same = rerouted(intact.base, np.zeros(0, np.int64), np.zeros(0),
                     sp.csr_matrix((0, intact.base.ga.n_arcs)), intact.base.ga, 1.0)
     assert same.lower == pytest.approx(intact.base.theta)
 
@@ -161,6 +166,31 @@ def test_the_same_answer_in_any_unit(k):
     assert r.lower == pytest.approx(reference.lower * 10.0 ** k, rel=1e-7)
     assert r.upper == pytest.approx(reference.upper * 10.0 ** k, rel=1e-7)
     assert fo.check_certificate(failed, r, traffic).ok
+
+
+def test_a_bundle_that_lost_one_of_its_links_sends_what_does_not_fit_around():
+    # superpod(4): leaves reach each of 16 spines over 2 links (800 Gb/s). With one of them
+    # down the arc keeps 400 Gb/s and sends around the part of its load above that.
+    fab = fo.superpod(4)
+    intact, traffic = _intact(fab)
+    (u, v, d), = [(u, v, d) for u, v, d in fab.graph.edges(data=True)
+                  if d.get("tier") == "leaf-spine" and d.get("links", 1) == 2][:1]
+    g = fab.graph.copy()
+    for a, b in ((u, v), (v, u)):
+        g[a][b]["capacity"] /= 2
+        g[a][b]["links"] = 1
+    failed = fo.from_networkx(g, endpoints=fab.endpoints, name="superpod(4), one link down")
+    ga = GraphArrays.from_fabric(failed)
+    lost, share, detours = detour_flows(intact.base, ga)
+    load = intact.base.load[lost]
+    assert len(lost) == 2 and np.allclose(share, 1 - 400 / load)
+    # A detour avoids the arc whose load it carries.
+    where = arc_map(intact.base.ga, ga)
+    assert detours[0, where[lost[0]]] == 0 and detours[1, where[lost[1]]] == 0
+    r = rerouted_answer(failed, traffic, intact)
+    assert fo.check_certificate(failed, r, traffic).ok
+    # The leaf's 15 other uplink arcs had about 3% to spare: the bracket is within 0.5%.
+    assert r.upper - r.lower <= 5e-3 * r.upper
 
 
 def test_solve_failed_answers_from_the_intact_flow():
