@@ -36,7 +36,7 @@ from ..traffic import all_to_all
 from .bisection import bisection_bandwidth
 from .failure_models import Draw, FailureModel
 from .failure_orbits import FailureSymmetry
-from .failures import intact_solve, solve_failed
+from .failures import intact_solve, reroutable, solve_failed
 
 Metric = Callable[[Fabric, Sequence[Hashable]], float]
 #: Built-in metrics besides the certified all-to-all ("throughput", always computed).
@@ -286,6 +286,7 @@ def distribution(func: str, fab: Fabric, model: FailureModel, *, trials: int | N
         root_entropy = int(root.entropy)  # type: ignore[arg-type]
 
     intact, warm = intact_solve(fab, all_to_all(fab), method, warm_start, solve_options)
+    around = reroutable(fab, intact, all_to_all(fab), method, warm_start)
     keys = FailureSymmetry(fab, use_symmetry=symmetry)
     out = FailureDistribution(fab.name, model.name, root_entropy, trials is None,
                               intact.per_endpoint_gbps, "")
@@ -294,7 +295,7 @@ def distribution(func: str, fab: Fabric, model: FailureModel, *, trials: int | N
         k = keys.first_equivalent(d.key_pattern(), i)
         if k is None:
             report("failure distribution", detail=f"pattern {i + 1:,} of {len(draws):,}")
-        out.outcomes.append(_outcome(fab, d, method, warm, solve_options, chosen)
+        out.outcomes.append(_outcome(fab, d, method, warm, solve_options, chosen, around)
                             if k is None else _shared(out.outcomes[k], d, k))
     out.solves = sum(o.same_as is None for o in out.outcomes)
     keys.arc_orbit()  # settles which symmetry the keys used, for the report
@@ -304,13 +305,13 @@ def distribution(func: str, fab: Fabric, model: FailureModel, *, trials: int | N
 
 
 def _outcome(fab: Fabric, d: Draw, method: str, warm: Any, options: dict[str, Any],
-             metrics: dict[str, Metric | None]) -> FailureOutcome:
+             metrics: dict[str, Metric | None], around: Any = None) -> FailureOutcome:
     failed = d.apply(fab)
     up = [e for e in fab.endpoints if e not in d.down]
     if len(up) < 2:
         return FailureOutcome(d.label, d.weight, len(up), 0.0, 0.0, 0.0, 0.0, 0.0, "optimal",
                               {m: 0.0 for m in metrics}, None, 0.0)
-    r = solve_failed(failed, all_to_all(failed), method, options, warm)
+    r = solve_failed(failed, all_to_all(failed), method, options, warm, around)
     mean_out = r.mean_out_gbps if r.mean_out_gbps is not None else math.nan
     values = {m: _metric_value(m, fn, failed, up) for m, fn in metrics.items()}
     return FailureOutcome(d.label, d.weight, len(up), r.theta, r.lower, r.upper,

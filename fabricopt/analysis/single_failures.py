@@ -32,8 +32,10 @@ from .failures import (
     checked_traffic,
     exact_shortcut,
     intact_solve,
+    reroutable,
     risk_groups,
 )
+from .failure_reroute import IntactFlow, rerouted_answer
 
 #: Relative slack for comparing two certified bounds computed in floating point (a ring's
 #: 1/9 against half of its 8/36 differ in the last bits).
@@ -230,6 +232,7 @@ def solve_orbits(fab: Fabric, kind: str, tiers: Any, *, traffic: Traffic | None,
         raise fail(func, "intact", f"None or the FlowResult of fabric {fab.name!r} with "
                    f"traffic {traffic.name!r}", getattr(intact, "fabric_name", intact))
     intact, warm = intact_solve(fab, traffic, method, warm_start, solve_options, intact)
+    around = reroutable(fab, intact, traffic, method, warm_start) if not solve_options else None
     keys = FailureSymmetry(fab, use_symmetry=symmetry and default_traffic)
 
     orbits: dict[Hashable, dict[str, Any]] = {}
@@ -254,6 +257,7 @@ def solve_orbits(fab: Fabric, kind: str, tiers: Any, *, traffic: Traffic | None,
         links, switches = _as_removal(o["pattern"], fab)
         failed = fab.without(links=links, switches=switches)
         r = (exact_shortcut(failed, traffic, method, solve_options, warm)
+             or _closed_by_reroute(failed, traffic, around)
              or max_concurrent_flow(failed, traffic, method=method, warm_start=warm,
                                     **solve_options))
         tier = _tier_of(fab, o["pattern"])
@@ -267,6 +271,15 @@ def solve_orbits(fab: Fabric, kind: str, tiers: Any, *, traffic: Traffic | None,
         table.rows.sort(key=lambda r: (-r.lost, r.representative))
     table.seconds = time.perf_counter() - start
     return table
+
+
+def _closed_by_reroute(failed: Fabric, traffic: Traffic, around: IntactFlow | None
+                       ) -> FlowResult | None:
+    """``failed``'s exact answer from the intact flow sent around what failed, or None."""
+    if around is None:
+        return None
+    r = rerouted_answer(failed, traffic, around)
+    return r if r is not None and r.exact else None
 
 
 def _lost(failed: float, intact: float) -> float:
