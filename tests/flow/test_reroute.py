@@ -201,3 +201,19 @@ def test_solve_failed_answers_from_the_intact_flow():
     # 6 of 8 NICs: theta = 6 x 400 / (8 x 248).
     assert r.method == "bounds" and r.exact
     assert r.theta == pytest.approx(6 * 400 / (8 * 248), rel=1e-6)
+
+
+def test_a_sweep_from_the_intact_flow_agrees_with_one_without_it():
+    # superpod(1) with 2% of its links failed, 3 draws: each trial answered from the intact
+    # flow sent around its failures (warm start on) has the theta of the same trial solved
+    # without the intact fabric's help (each exact on its own proof).
+    from fabricopt.analysis.failures import reroutable
+
+    fab = fo.superpod(1)
+    traffic = fo.all_to_all(fab)
+    assert reroutable(fab, fo.max_concurrent_flow(fab, traffic), traffic, "auto", True)
+    warm = fo.failure_sweep(fab, [0.02], trials=3, seed=1)
+    cold = fo.failure_sweep(fab, [0.02], trials=3, seed=1, warm_start=False)
+    for a, b in zip(warm.trials, cold.trials, strict=True):
+        assert a.status == b.status == "optimal"
+        assert a.theta == pytest.approx(b.theta, rel=1e-6)
