@@ -30,7 +30,7 @@ from .._checks import (
 )
 from .._stages import stage_report
 from ..fabric import Fabric
-from ..flow.api import METHODS
+from ..flow.arguments import METHODS
 from ..routing import routed_flow
 from ..traffic import all_to_all
 from .bisection import bisection_bandwidth

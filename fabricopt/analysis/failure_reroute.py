@@ -19,19 +19,27 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..fabric import Fabric
-from ..graph_arrays import GraphArrays
-from ..traffic import Traffic
-from ..flow.api import arc_tiers
-from ..flow.certificate import EXACT_RTOL
+from ..flow.api import (
+    FIND_SYMMETRY_NONZEROS,
+    arc_tiers,
+    lp_size_estimate,
+    max_concurrent_flow,
+    symmetric_applicable,
+)
 from ..flow.bounds import structural_cut_lengths
+from ..flow.certificate import EXACT_RTOL
 from ..flow.check import (
     endpoint_cut_bound,
     explicit_distance_bound,
     proven_flow,
     smallest_demand,
 )
+from ..flow.from_intact import ANSWERERS
 from ..flow.reroute import ProvenFlow, ReroutedFlow, detour_flows, rerouted
 from ..flow.result import FlowCertificate, FlowResult
+from ..generators.recipe import try_replay
+from ..graph_arrays import GraphArrays
+from ..traffic import Traffic
 
 
 @dataclass(frozen=True)
@@ -123,10 +131,31 @@ def rerouted_answer(failed: Fabric, traffic: Traffic, intact: IntactFlow
         max_residual=got.residual, mean_out_gbps=mean_out, certificate=certificate)
 
 
+def from_recipe(failed: Fabric, traffic: Traffic) -> FlowResult | None:
+    """``failed``'s bracket from the intact fabric its recipe rebuilds (a fabric made by
+    ``without`` or ``fail_random`` keeps the generator call of the fabric it came from),
+    when that fabric's claim solves it at once and ``failed`` is large enough for the
+    detour to beat a solve of its own; None otherwise. Registered with
+    :mod:`fabricopt.flow.from_intact`, so :func:`~fabricopt.max_concurrent_flow` asks it."""
+    if lp_size_estimate(failed, traffic) <= FIND_SYMMETRY_NONZEROS:
+        return None
+    intact = try_replay(failed.recipe)
+    if intact is None or not symmetric_applicable(intact, traffic)[0]:
+        return None
+    flow = IntactFlow.of(intact, max_concurrent_flow(intact, traffic), traffic)
+    answer = None if flow is None else rerouted_answer(failed, traffic, flow)
+    if answer is not None:
+        answer.message += f", from the intact {intact.name!r} its recipe rebuilds"
+    return answer
+
+
+ANSWERERS.append(from_recipe)
+
+
 def _mean_out(traffic: Traffic) -> float:
     """Demand per sending endpoint (Gb/s per unit theta)."""
     out = [d for d in traffic.out_gbps().values() if d > 0]
     return float(sum(out) / len(out)) if out else 0.0
 
 
-__all__ = ["IntactFlow", "rerouted_answer"]
+__all__ = ["IntactFlow", "from_recipe", "rerouted_answer"]

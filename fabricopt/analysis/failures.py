@@ -50,12 +50,12 @@ from ..flow import max_concurrent_flow
 from ..flow.api import (
     FIND_SYMMETRY_NODES,
     FIND_SYMMETRY_NONZEROS,
-    METHODS,
     cheap_bracket,
     lp_size_estimate,
     traffic_invariant,
     useful_endpoint_orbits,
 )
+from ..flow.arguments import METHODS
 from ..flow.bounds import ECMP_MAX_ENTRIES
 from ..flow.result import FlowResult
 from ..flow.warm import lengths_only

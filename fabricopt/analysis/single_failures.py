@@ -19,10 +19,11 @@ from typing import Any
 from .._checks import check_bool, check_choice, check_int, fail
 from ..fabric import Fabric
 from ..flow import max_concurrent_flow
-from ..flow.api import METHODS
+from ..flow.arguments import METHODS
 from ..flow.result import FlowResult
 from ..traffic import Traffic
 from .failure_orbits import FailureSymmetry, Pattern
+from .failure_reroute import IntactFlow, rerouted_answer
 from .failures import (
     KINDS,
     RiskGroup,
@@ -35,7 +36,6 @@ from .failures import (
     reroutable,
     risk_groups,
 )
-from .failure_reroute import IntactFlow, rerouted_answer
 
 #: Relative slack for comparing two certified bounds computed in floating point (a ring's
 #: 1/9 against half of its 8/36 differ in the last bits).

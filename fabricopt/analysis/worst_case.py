@@ -40,7 +40,7 @@ import numpy as np
 from .._checks import MAX_SOLVES, check_choice, check_demand_gbps, check_int
 from ..fabric import check_endpoint_group
 from ..flow import FlowResult, max_concurrent_flow, valiant_rate
-from ..flow.api import METHODS
+from ..flow.arguments import METHODS
 from ..flow.backends import check_solve_args
 from ..flow.check import explicit_distance_bound
 from ..graph_arrays import GraphArrays

@@ -15,17 +15,17 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_bool, check_choice, check_int, check_positive
 from .._progress import progress_bar
 from .._stages import SILENT, stage_report
 from ..errors import InvalidParameterError
-from ..fabric import Fabric, check_fabric
+from ..fabric import Fabric
 from ..graph_arrays import GraphArrays
 from ..symmetry.search import FoundSymmetry, search_symmetry, with_symmetry
 from ..tiers import is_scale_up_arc, tier_of
-from ..traffic import Traffic, checked_traffic
-from .approx import DEFAULT_MAX_ROUNDS, check_gap, solve_approx
-from .backends import BACKENDS, check_solve_args, solve_lp
+from ..traffic import Traffic
+from .approx import DEFAULT_MAX_ROUNDS, solve_approx
+from .arguments import check_stage_and_work, checked_arguments
+from .backends import check_solve_args, solve_lp
 from .bounds import (
     ECMP_MAX_ENTRIES,
     ecmp_point,
@@ -36,6 +36,7 @@ from .brackets import closed, hose_floor, tighter_bracket, with_hose_floor
 from .budget import approx_fits, now, search_budget, seconds_left, stage_fits
 from .certificate import EXACT_RTOL, certify
 from .formulation import Collapse, CollapsedDemand, FlowModel, build_flow_lp
+from .from_intact import answer_from_intact
 from .lp import LPSolution
 from .model import ThroughputModel
 from .result import FlowCertificate, FlowResult
@@ -44,7 +45,6 @@ from .tier_routing import TIER_MAX_ENTRIES, node_layers, symmetric_tier_point, t
 from .units import check_capacity_spread, in_units, solve_units
 from .warm import ball_cut_lengths, warm_lengths
 
-METHODS = ("auto", "lp", "symmetric", "approx")
 #: What the stage line (:mod:`fabricopt._stages`) calls each method's solve.
 _STAGE_NAMES = {"lp": "LP", "symmetric": "symmetric LP", "approx": "approximate rounds"}
 
@@ -222,9 +222,9 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     (0.125, 'symmetric', True)
     """
     start, report = now(), stage_report()
-    traffic, include_endpoint_links, gap, progress = _checked_arguments(
+    traffic, include_endpoint_links, gap, progress = checked_arguments(
         fab, traffic, method, backend, time_limit, include_endpoint_links, gap, progress)
-    bounds_first, work_limit, backend_options = _check_stage_and_work(
+    bounds_first, work_limit, backend_options = check_stage_and_work(
         backend, bounds_first, work_limit, backend_options)
     check_solve_args("max_concurrent_flow", backend, time_limit, backend_options)
     ga = GraphArrays.from_fabric(fab)  # the symmetry found below shares fab's graph
@@ -240,8 +240,12 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     scale, unit, scaled, ga_solve = solve_units(fab, traffic, ga)
     early = None
     if stage_on and method == "auto" and warm is None:
-        # Bounds before the symmetry search: where they close, no group is looked for (a
-        # failure trial, warm from the intact fabric, looks for its group first).
+        # A failed fabric from the intact one it was made from, else bounds before the
+        # symmetry search: where they close, no group is looked for.
+        too_large = lp_size_estimate(fab, traffic, ga) // 3 > ECMP_MAX_ENTRIES
+        first = answer_from_intact(fab, traffic, gap, too_large)
+        if first is not None:
+            return _finished(first, traffic, work_limit, start, report)
         early = _bounds_stage_first(fab, scaled, ga_solve, warm, report,
                                     include_endpoint_links=include_endpoint_links,
                                     traffic_scale=scale, capacity_unit=unit,
@@ -360,24 +364,6 @@ def _search_if_useful(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: st
         else:
             why = f"{why}, and {found.message}"
     return fab, ok, why, found
-
-
-def _checked_arguments(fab: Any, traffic: Any, method: Any, backend: Any, time_limit: Any,
-                       include_endpoint_links: Any, gap: Any, progress: Any
-                       ) -> tuple[Traffic, bool, float, bool | None]:
-    """The arguments of :func:`max_concurrent_flow`, checked before any work."""
-    func = "max_concurrent_flow"
-    check_fabric(func, fab)
-    check_choice(func, "method", method, METHODS)
-    check_choice(func, "backend", backend, BACKENDS)
-    include_endpoint_links = check_bool(func, "include_endpoint_links", include_endpoint_links)
-    if time_limit is not None:
-        check_positive(func, "time_limit", time_limit)
-    gap = check_gap(func, gap)
-    if progress is not None:
-        progress = check_bool(func, "progress", progress)
-    traffic = checked_traffic(func, fab, traffic)
-    return traffic, include_endpoint_links, gap, progress
 
 
 def _finished(result: FlowResult, traffic: Traffic, work_limit: int | None,
@@ -636,32 +622,6 @@ def _solve_approx(model: FlowModel, warm_candidates: list[np.ndarray], *, gap: f
     finally:
         if bar is not None:
             bar.close()
-
-
-def _check_stage_and_work(backend: str, bounds_first: Any, work_limit: Any,
-                          backend_options: dict[str, Any]
-                          ) -> tuple[bool | None, int | None, dict[str, Any]]:
-    """``bounds_first`` and ``work_limit`` checked, and the backend options with the
-    iteration limit ``work_limit`` sets (the caller's own options win)."""
-    if bounds_first is not None:
-        bounds_first = check_bool("max_concurrent_flow", "bounds_first", bounds_first)
-    if work_limit is not None:
-        # HiGHS keeps iteration limits in a 32-bit int.
-        work_limit = check_int("max_concurrent_flow", "work_limit", work_limit, minimum=1,
-                               maximum=2**31 - 1)
-        backend_options = {**work_limit_options("max_concurrent_flow", backend, work_limit),
-                           **backend_options}
-    return bounds_first, work_limit, backend_options
-
-
-def work_limit_options(func: str, backend: str, work_limit: int) -> dict[str, Any]:
-    """The backend options that cap an LP solve at ``work_limit`` iterations."""
-    if backend == "highs":
-        return {"maxiter": work_limit}
-    if backend == "highspy":
-        return {"simplex_iteration_limit": work_limit, "ipm_iteration_limit": work_limit}
-    raise InvalidParameterError(f"{func}(): work_limit needs backend 'highs' or 'highspy', "
-                                f"got backend={backend!r}")
 
 
 def _bracket_reporter(bar: Any, scale: float, stages: Any = SILENT) -> Any:

@@ -37,8 +37,8 @@ from .certificate import certified_lower
 from .distance_sums import demand_distance
 from .formulation import build_flow_lp
 from .model import LiftedFlow, ThroughputModel
-from .result import FlowResult
 from .reroute import ProvenFlow, Rerouted, ReroutedFlow, rerouted
+from .result import FlowResult
 from .symmetric import build_symmetric_lp
 from .units import in_units
 from .valiant import (

@@ -189,14 +189,16 @@ def test_invariant_is_the_same_across_each_generator():
         for perm, bmap in fs.generators():
             image = Pattern({fs.bundles[bmap[i]]: 1 for i in picks},
                             frozenset([fs.nodes[perm[w]]]))
-            assert fs._invariant(image, fs._parts(image)) == fs._invariant(pattern, fs._parts(pattern))
+            assert (fs._invariant(image, fs._parts(image))
+                    == fs._invariant(pattern, fs._parts(pattern)))
     # And it tells apart what the group does not relate: two failed links on one leaf, and
     # on two leaves of different pods.
     one_leaf = Pattern({frozenset(("leaf0", "spine0.0")): 1,
                         frozenset(("leaf0", "spine0.1")): 1}, frozenset())
     two_pods = Pattern({frozenset(("leaf0", "spine0.0")): 1,
                         frozenset(("leaf2", "spine1.0")): 1}, frozenset())
-    assert fs._invariant(one_leaf, fs._parts(one_leaf)) != fs._invariant(two_pods, fs._parts(two_pods))
+    assert (fs._invariant(one_leaf, fs._parts(one_leaf))
+            != fs._invariant(two_pods, fs._parts(two_pods)))
 
 
 def test_table_prints_the_intact_bracket_when_not_proven():

@@ -217,3 +217,18 @@ def test_a_sweep_from_the_intact_flow_agrees_with_one_without_it():
     for a, b in zip(warm.trials, cold.trials, strict=True):
         assert a.status == b.status == "optimal"
         assert a.theta == pytest.approx(b.theta, rel=1e-6)
+
+
+def test_max_concurrent_flow_answers_a_failed_fabric_from_its_recipe():
+    # A fabric made by without() keeps its generator's recipe: max_concurrent_flow rebuilds
+    # the intact superpod(1), solves it by its claim and sends its flow around the 3 lost
+    # NICs of one server: theta = 5 x 400 / (8 x 248), as in the test above.
+    failed = fo.superpod(1).without_links([(f"n3.gpu{i}", f"r{i}.l0") for i in range(3)])
+    r = fo.max_concurrent_flow(failed)
+    assert r.method == "bounds" and r.exact and "recipe rebuilds" in r.message
+    assert r.theta == pytest.approx(5 * 400 / (8 * 248), rel=1e-6)
+    assert fo.check_certificate(failed, r).ok
+    # The same graph without a recipe has no intact fabric to start from: its own bounds.
+    bare = fo.from_networkx(failed.graph.copy(), endpoints=failed.endpoints, name="bare")
+    r = fo.max_concurrent_flow(bare)
+    assert "recipe" not in r.message and r.theta == pytest.approx(5 * 400 / (8 * 248), rel=1e-6)
