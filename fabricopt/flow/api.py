@@ -205,7 +205,11 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         1e-6), that is the answer, with method ``"bounds"``; otherwise the result is never a
         wider bracket than the bounds alone (the cut's lengths join the solver's). Default:
         with ``method="auto"`` on a fabric whose own symmetry claim does not already make it
-        exact and fast (a named method is solved as named).
+        exact and fast (a named method is solved as named). A large fabric made by
+        ``without`` or ``fail_random`` (which keep the generator's recipe) is first answered
+        from the intact fabric the recipe rebuilds, its flow sent around what failed
+        (:mod:`fabricopt.flow.from_intact`; ``docs/failures.md``): exact or within ``gap``,
+        that is the answer; on a fabric too large for the routed bounds, so is its bracket.
 
     Returns
     -------
