@@ -242,7 +242,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     # digits) are absolute, so a theta of 0.02 would lose relative precision in the
     # certificate, and duals of capacities in bit/s would drown in the tolerance.
     scale, unit, scaled, ga_solve = solve_units(fab, traffic, ga)
-    early = None
+    early, too_large = None, False
     if stage_on and method == "auto" and warm is None:
         # A failed fabric from the intact one it was made from, else bounds before the
         # symmetry search: where they close, no group is looked for.
@@ -257,10 +257,12 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         if early is not None and early[2] is not None and early[2].exact:
             return _finished(early[2], traffic, work_limit, start, report)
     hose = None
-    if time_limit is not None and stage_on and method == "auto" and warm is None:
+    if (time_limit is not None or too_large) and stage_on and method == "auto" and warm is None:
         # Anytime: the two-phase rate puts a floor under whatever the limit leaves
-        # (fabricopt.flow.brackets), from at most a quarter of what is left.
-        hose = hose_floor(fab, traffic, max(seconds_left(time_limit, start) / 4, 1e-3))
+        # (fabricopt.flow.brackets), from at most a quarter of what is left; and under a
+        # fabric too large for the routed bounds, whose approximate rounds take minutes.
+        hose = hose_floor(fab, traffic, None if time_limit is None
+                          else max(seconds_left(time_limit, start) / 4, 1e-3))
     # No claim: find the symmetry when the full LP would be slow (or "symmetric" is asked).
     fab, ok, why, found = _search_if_useful(fab, traffic, ga, method,
                                             search_budget(time_limit, start), ok, why,
@@ -287,11 +289,15 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         bounds_first=stage_now, traffic_scale=scale, capacity_unit=unit, early=early,
         report=report, out_of_time=lambda: seconds_left(time_limit, start) == 0,
         time_left=lambda: seconds_left(time_limit, start))
+    if first is not None and too_large:
+        first = with_hose_floor(first, hose, traffic)
     if first is not None and (first.exact or (
             method == "approx" and first.upper - first.lower <= gap * first.upper)):
         # Closed, or already as close as the approximate method was asked to get: only a
         # gap left open goes to a solver.
         if not first.exact:
+            if first.status == "not_solved" and first.upper > 0:
+                first.status = "inexact"  # a proven bracket, within the gap asked
             first.message = (f"bounds first: certified bracket [{first.lower:.9g}, "
                              f"{first.upper:.9g}], within the asked gap {gap:.3%}: no "
                              "approximate rounds")

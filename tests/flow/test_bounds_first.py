@@ -150,3 +150,23 @@ def test_a_stage_longer_than_the_limit_is_not_begun(monkeypatch):
     assert "hierarchy cuts only" in quick.message
     assert fo.check_certificate(fab, quick).ok
     assert full.lower >= quick.lower * (1 - 1e-9) and full.upper <= quick.upper * (1 + 1e-9)
+
+
+def test_too_large_for_the_routed_bounds_the_hose_floor_may_close_it(monkeypatch):
+    # Pretend superpod(1) minus one NIC link (a bare graph: no recipe, no claim) is too
+    # large for the routed bounds and for the LP. Above: the cut around the server that lost
+    # the NIC, 7 x 400 / (8 x 248) = 1.41129. Below: the two-phase rate, 350 Gb/s per GPU
+    # into 255 peers = 1.37255, 2.8% under: within a 5% gap no approximate round runs.
+    import fabricopt.flow.api as api
+
+    monkeypatch.setattr(api, "ECMP_MAX_ENTRIES", 10)
+    monkeypatch.setattr(api, "MAX_AUTO_NONZEROS", 10)
+    monkeypatch.setattr(api, "FIND_SYMMETRY_NONZEROS", 10**12)
+    failed = fo.superpod(1).without_links([("n3.gpu0", "r0.l0")])
+    bare = fo.from_networkx(failed.graph.copy(), endpoints=failed.endpoints, name="bare")
+    r = fo.max_concurrent_flow(bare, gap=0.05)
+    hose = fo.valiant_rate(bare).rate_gbps / 255
+    assert r.status == "inexact" and "no approximate rounds" in r.message
+    assert r.upper == pytest.approx(7 * 400 / (8 * 248), rel=1e-9)
+    assert r.lower == pytest.approx(hose, rel=1e-9) and r.lower == pytest.approx(350 / 255)
+    assert fo.check_certificate(bare, r).ok
