@@ -242,7 +242,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     # digits) are absolute, so a theta of 0.02 would lose relative precision in the
     # certificate, and duals of capacities in bit/s would drown in the tolerance.
     scale, unit, scaled, ga_solve = solve_units(fab, traffic, ga)
-    early, too_large = None, False
+    early, too_large, hose = None, False, None
     if stage_on and method == "auto" and warm is None:
         # A failed fabric from the intact one it was made from, else bounds before the
         # symmetry search: where they close, no group is looked for.
@@ -256,13 +256,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                                     time_left=seconds_left(time_limit, start))
         if early is not None and early[2] is not None and early[2].exact:
             return _finished(early[2], traffic, work_limit, start, report)
-    hose = None
-    if (time_limit is not None or too_large) and stage_on and method == "auto" and warm is None:
-        # Anytime: the two-phase rate puts a floor under whatever the limit leaves
-        # (fabricopt.flow.brackets), from at most a quarter of what is left; and under a
-        # fabric too large for the routed bounds, whose approximate rounds take minutes.
-        hose = hose_floor(fab, traffic, None if time_limit is None
-                          else max(seconds_left(time_limit, start) / 4, 1e-3))
+        hose = _floor_under(fab, traffic, time_limit, start, too_large)
     # No claim: find the symmetry when the full LP would be slow (or "symmetric" is asked).
     fab, ok, why, found = _search_if_useful(fab, traffic, ga, method,
                                             search_budget(time_limit, start), ok, why,
@@ -339,6 +333,17 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         result.message = "; ".join(m for m in (found.message, result.message) if m)
         result.certificate = replace(result.certificate, symmetry=found.symmetry)
     return _finished(result, traffic, work_limit, start, report, hose)
+
+
+def _floor_under(fab: Fabric, traffic: Traffic, time_limit: float | None, start: float,
+                 too_large: bool) -> Any:
+    """The two-phase rate as a floor (:mod:`fabricopt.flow.brackets`): anytime, under what a
+    ``time_limit`` leaves (from at most a quarter of it); and under a fabric too large for
+    the routed bounds, whose approximate rounds take minutes. None when neither."""
+    if time_limit is None and not too_large:
+        return None
+    return hose_floor(fab, traffic, None if time_limit is None
+                      else max(seconds_left(time_limit, start) / 4, 1e-3))
 
 
 def _search_if_useful(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: str,
