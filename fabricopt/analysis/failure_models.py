@@ -232,7 +232,21 @@ class Independent(FailureModel):
                 p = 0.0 if afr is None else 1.0 - math.exp(-float(afr) * self.hours
                                                            / HOURS_PER_YEAR)
             out.append((label, d, p))
+        if self.probability is None and out and not any(p > 0 for _, _, p in out) \
+                and not self._any_rate(fab):
+            # Nothing to draw from: every draw would fail nothing, a silent "no loss".
+            raise InvalidParameterError(
+                f"Independent(): no {self.kind[:-1]} of fabric {fab.name!r} has an "
+                f"{self.attribute!r} attribute (failures per year) to draw from; give "
+                "probability= (on the command line, --probability)")
         return out
+
+    def _any_rate(self, fab: Fabric) -> bool:
+        """Whether any link (or switch) of ``fab`` carries the rate attribute."""
+        g = fab.graph
+        if self.kind == "links":
+            return any(self.attribute in d for _, _, d in g.edges(data=True))
+        return any(self.attribute in d for _, d in g.nodes(data=True))
 
     def draw(self, fab: Fabric, rng: np.random.Generator) -> Draw:
         check_model_call("Independent.draw", fab, rng)

@@ -73,6 +73,10 @@ def test_independent_probabilities_and_annual_failure_rates():
     assert probs["link n2-n3"] == 0.0
     with pytest.raises(fo.InvalidParameterError, match="probability"):
         fo.Independent("links", probability=1.5)
+    # No probability and no rate on any link: every draw would fail nothing, a silent
+    # "no loss"; it is an error naming what to give.
+    with pytest.raises(fo.InvalidParameterError, match="no link .* has an 'afr' attribute"):
+        fo.Independent("links").draw(fab, rng)
 
 
 def test_seeds_reproduce_draws():
