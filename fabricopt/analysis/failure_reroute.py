@@ -120,9 +120,9 @@ def rerouted_answer(failed: Fabric, traffic: Traffic, intact: IntactFlow
                                   lengths=lengths if np.isfinite(cut) else None,
                                   include_endpoint_links=True, reroute=proof)
     status = "optimal" if closed else "inexact"
-    message = (f"the intact fabric's flow with the load of {len(lost):,} lost or shrunk arcs "
-               f"sent around "
-               f"(worst load {got.overload:.4g} x capacity), hierarchy cut above")
+    message = (f"below: the intact fabric's flow, the load of its {len(lost):,} failed or "
+               f"shrunk arcs sent around them (busiest arc {got.overload:.4g} x its capacity "
+               "before scaling); above: the hierarchy cut")
     return FlowResult(
         theta=lower if closed else None, lower=lower, upper=upper, status=status,
         method="bounds", backend="none", seconds=time.perf_counter() - start,
@@ -145,7 +145,7 @@ def from_recipe(failed: Fabric, traffic: Traffic) -> FlowResult | None:
     flow = IntactFlow.of(intact, max_concurrent_flow(intact, traffic), traffic)
     answer = None if flow is None else rerouted_answer(failed, traffic, flow)
     if answer is not None:
-        answer.message += f", from the intact {intact.name!r} its recipe rebuilds"
+        answer.message += f" (intact fabric {intact.name!r}, rebuilt from the recipe)"
     return answer
 
 

@@ -225,7 +225,7 @@ def test_max_concurrent_flow_answers_a_failed_fabric_from_its_recipe():
     # NICs of one server: theta = 5 x 400 / (8 x 248), as in the test above.
     failed = fo.superpod(1).without_links([(f"n3.gpu{i}", f"r{i}.l0") for i in range(3)])
     r = fo.max_concurrent_flow(failed)
-    assert r.method == "bounds" and r.exact and "recipe rebuilds" in r.message
+    assert r.method == "bounds" and r.exact and "rebuilt from the recipe" in r.message
     assert r.theta == pytest.approx(5 * 400 / (8 * 248), rel=1e-6)
     assert fo.check_certificate(failed, r).ok
     # The same graph without a recipe has no intact fabric to start from: its own bounds.
