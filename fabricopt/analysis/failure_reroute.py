@@ -30,7 +30,6 @@ from ..flow.bounds import structural_cut_lengths
 from ..flow.certificate import EXACT_RTOL
 from ..flow.check import (
     endpoint_cut_bound,
-    explicit_distance_bound,
     proven_flow,
     smallest_demand,
 )
@@ -99,9 +98,10 @@ def rerouted_answer(failed: Fabric, traffic: Traffic, intact: IntactFlow
         return None
     start = time.perf_counter()
     ga = GraphArrays.from_fabric(failed)
+    # The cut's value is its own proof (its lengths' distance bound is never above it; the
+    # checker recomputes that bound), so no shortest paths are needed here.
     cut, lengths = structural_cut_lengths(failed, traffic, ga, True)
-    upper = explicit_distance_bound(failed, traffic, lengths, ga) if np.isfinite(cut) else np.inf
-    upper = min(upper, endpoint_cut_bound(failed, traffic, ga))
+    upper = min(cut, endpoint_cut_bound(failed, traffic, ga))
     # The overload at which the flow meets the cut: an even spread that stays below it
     # needs no LP.
     enough = intact.base.theta / (upper * (1 - EXACT_RTOL / 2)) if upper > 0 else 1.0
@@ -114,7 +114,7 @@ def rerouted_answer(failed: Fabric, traffic: Traffic, intact: IntactFlow
         return None
     lower = min(got.lower, upper)
     closed = np.isfinite(upper) and upper - lower <= EXACT_RTOL * upper
-    mean_out = _mean_out(traffic)
+    mean_out = traffic.mean_out_gbps()
     proof = ReroutedFlow(intact.fab, intact.result, lost, share, detours)
     certificate = FlowCertificate(ga, arc_tiers(failed, ga), load=got.load,
                                   lengths=lengths if np.isfinite(cut) else None,
@@ -150,12 +150,6 @@ def from_recipe(failed: Fabric, traffic: Traffic) -> FlowResult | None:
 
 
 ANSWERERS.append(from_recipe)
-
-
-def _mean_out(traffic: Traffic) -> float:
-    """Demand per sending endpoint (Gb/s per unit theta)."""
-    out = [d for d in traffic.out_gbps().values() if d > 0]
-    return float(sum(out) / len(out)) if out else 0.0
 
 
 __all__ = ["IntactFlow", "from_recipe", "rerouted_answer"]

@@ -57,6 +57,7 @@ from ..flow.api import (
 )
 from ..flow.arguments import METHODS
 from ..flow.bounds import ECMP_MAX_ENTRIES
+from ..flow.from_intact import acceptable
 from ..flow.result import FlowResult
 from ..flow.warm import lengths_only
 from ..graph_arrays import GraphArrays
@@ -586,17 +587,9 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
         around = rerouted_answer(failed, traffic, intact)
         if around is not None:
             around.seconds = time.perf_counter() - start  # the shortcut's look included
-            gap = options.get("gap", 0.01)
-            if around.exact:
-                return around
-            if around.upper - around.lower <= gap * around.upper:
-                around.message += f"; within gap {gap:.3%}"
-                return around
-            if method == "auto" and size // 3 > ECMP_MAX_ENTRIES:
-                around.message += (
-                    f"; not within gap {gap:.3%}, and the failed fabric is too large for "
-                    f"the routed bounds ({size // 3:,} flow entries); method='approx' "
-                    "would continue from here")
+            too_large = method == "auto" and size // 3 > ECMP_MAX_ENTRIES
+            if acceptable(around, options.get("gap", 0.01), too_large,
+                          f" ({size // 3:,} flow entries)"):
                 return around
     if bounds_only and size > FIND_SYMMETRY_NONZEROS:
         gap = options.get("gap", 0.01)

@@ -146,7 +146,7 @@ def _lifted(fab: Fabric, result: FlowResult, traffic: Traffic, ga: GraphArrays
     # Rebuild the model without reductions beyond the one the flow lives in, and lift.
     model: ThroughputModel
     if root_flows:
-        gbps = traffic.uniform_gbps or next(iter(traffic.pairs.values()))
+        gbps = traffic.uniform_gbps
         # The claim was just checked against the graph (or the found group re-verified):
         # hand it over rather than check it again (4 s on 128,000 GPUs).
         model = build_symmetric_lp(symmetric_fab, gbps, reduce=False,

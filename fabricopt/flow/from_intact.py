@@ -19,28 +19,32 @@ from .result import FlowResult
 ANSWERERS: list[Callable[[Fabric, Traffic], FlowResult | None]] = []
 
 
+def acceptable(r: FlowResult, gap: float, too_large: bool, size: str = "") -> bool:
+    """Whether ``r`` is the answer: exact, within ``gap``, or, when ``too_large`` (too large
+    for the routed bounds, whose approximate rounds would take minutes for a worse bracket),
+    its bracket as it is, the message saying so (``size`` says how large)."""
+    if r.exact:
+        return True
+    if r.upper - r.lower <= gap * r.upper:
+        r.message += f"; within gap {gap:.3%}"
+        return True
+    if too_large:
+        r.message += (f"; not within gap {gap:.3%}, and the fabric is too large for the "
+                      f"routed bounds{size}: method='approx' would continue from here")
+    return too_large
+
+
 def answer_from_intact(fab: Fabric, traffic: Traffic, gap: float, too_large: bool
                        ) -> FlowResult | None:
-    """The first registered answer for ``fab`` that is exact, or within ``gap``; or, when
-    ``too_large`` (the fabric is too large for the routed bounds, and its approximate rounds
-    would take minutes for a worse bracket), the best bracket, its message saying so. None
-    otherwise, and for a fabric that is not an edited one with a recipe."""
+    """The first registered answer for ``fab`` that is :func:`acceptable`; None otherwise,
+    and for a fabric that is not an edited one with a recipe."""
     if not fab.params.get("edited") or fab.recipe is None:
         return None
-    best = None
     for answer in ANSWERERS:
         r = answer(fab, traffic)
-        if r is None:
-            continue
-        if r.exact or r.upper - r.lower <= gap * r.upper:
+        if r is not None and acceptable(r, gap, too_large):
             return r
-        if best is None or r.upper - r.lower < best.upper - best.lower:
-            best = r
-    if best is not None and too_large:
-        best.message += (f"; not within gap {gap:.3%}, and the fabric is too large for the "
-                         "routed bounds: method='approx' would continue from here")
-        return best
     return None
 
 
-__all__ = ["ANSWERERS", "answer_from_intact"]
+__all__ = ["ANSWERERS", "acceptable", "answer_from_intact"]

@@ -11,16 +11,18 @@ and it now avoids every lost arc. Its load on a remaining arc :math:`e` is at mo
 .. math:: T_e = L_e + \sum_a L_a\, g_a(e),
 
 so the failed fabric carries :math:`\theta_0 / \max(1, \max_e T_e / c_e)` times the traffic.
-An arc that lost some of its parallel links keeps a share of its load: the same argument with
+An arc that lost some of its parallel links keeps part of its load: the same argument with
 a fraction :math:`\rho_a` of every commodity's flow on it sent around, so that
-:math:`T_e = (1 - \rho_e) L_e + \sum_a \rho_a L_a\, g_a(e)`; it keeps the share of its
-load its capacity kept (a bundle of 2 links down to 1 sends half around).
+:math:`T_e = (1 - \rho_e) L_e + \sum_a \rho_a L_a\, g_a(e)`; it sends around what would
+not fit at the overload the caller aims for (an NVLink bundle one link short seldom sends
+anything).
 The proof needs only the intact flow (re-proven on the intact fabric) and one detour per lost
 arc, however many commodities there are: on a 4,096-GPU SuperPOD the per-commodity flow of
 the failed fabric would have 400 million entries; its detours have a few thousand.
 
-The detours are chosen by a small LP: each lost arc's detour runs on the arcs of its shortest
-detours (in hops) and the LP minimises the largest :math:`T_e / c_e`. Where a failure's cost
+Each lost arc's detour runs on the arcs of its shortest detours (in hops), first spread evenly
+over those paths; where that leaves an arc above the aimed overload, a small LP chooses again
+the detours that cross such an arc, minimising the largest :math:`T_e / c_e`. Where a failure's cost
 is local (a server that lost NICs, a leaf that lost uplinks) this meets the failed fabric's
 cut: on ``superpod(16)`` with 1% of its links failed, the server that lost three of its eight
 NICs sends its traffic over the other five, and :math:`\theta` is 5/8 of the intact one, as
