@@ -49,9 +49,9 @@ ZERO_LOAD_RTOL = 1e-12
 #: Relative slack when comparing capacities (a file's figures may differ in the last digit).
 CAPACITY_RTOL = 1e-9
 
-#: The detour LP's columns (arcs of every lost arc's shortest detours) above which the proof
-#: is declined: about a second of HiGHS at this size.
-MAX_DETOUR_COLUMNS = 400_000
+#: The most columns (a detour's arcs) the detour LP takes: a few seconds of HiGHS's interior
+#: point method. Detours beyond it keep their even spread over their shortest paths.
+MAX_DETOUR_COLUMNS = 100_000
 
 
 @dataclass(frozen=True)
@@ -190,7 +190,7 @@ def detour_flows(base: ProvenFlow, ga: GraphArrays, enough: float = 1.0
     usable = np.ones(ga.n_arcs, dtype=bool)
     usable[where[lost][where[lost] >= 0]] = False
     columns = _shortest_detour_arcs(ga, u, v, usable)
-    if columns is None or sum(len(c) for c in columns) > MAX_DETOUR_COLUMNS:
+    if columns is None:
         return None
     kept = where >= 0
     sent = np.zeros(base.ga.n_arcs)
@@ -203,22 +203,49 @@ def detour_flows(base: ProvenFlow, ga: GraphArrays, enough: float = 1.0
     x = np.concatenate([_even_over_paths(ga, u[i], v[i], c) for i, c in enumerate(columns)])
     loads = background + np.bincount(arcs, weights=x * moved[rows], minlength=ga.n_arcs)
     over = loads > enough * ga.capacity
-    if over.any():
-        # Only the detours that cross an arc above ``enough`` are chosen again, over the
-        # rest's load: a fraction of the LP over all of them.
-        free = np.flatnonzero(np.bincount(rows, weights=over[arcs], minlength=len(lost)))
+    wider = _wider_detours(ga, u, v, columns, usable, moved,
+                           np.maximum(enough * ga.capacity - background, 0.0))
+    # Only the detours that cross an arc above ``enough`` (and those widened around a
+    # crowded end) are chosen again, over the rest's load: a fraction of the LP over all.
+    free = _detours_to_choose(ga, rows, arcs, loads, enough, columns, wider)
+    if over.any() and len(free):
         mine = np.isin(rows, free)
         fixed = background + np.bincount(arcs[~mine], weights=(x * moved[rows])[~mine],
                                          minlength=ga.n_arcs)
-        chosen = _least_overload(ga, u[free], v[free], [columns[i] for i in free],
+        chosen = _least_overload(ga, u[free], v[free], [wider[i] for i in free],
                                  moved[free], fixed)
-        if chosen is None:
-            return None
-        x[mine] = chosen
-    detours = sp.csr_matrix((np.clip(x, 0.0, None), (rows, arcs)),
-                            shape=(len(lost), ga.n_arcs))
+        if chosen is None:  # the even spread stands (a weaker bound, as sound)
+            return lost, share, _as_matrix(x, rows, arcs, len(lost), ga.n_arcs)
+        rows = np.concatenate([rows[~mine], np.repeat(free, [len(wider[i]) for i in free])])
+        arcs = np.concatenate([arcs[~mine], *(wider[i] for i in free)])
+        x = np.concatenate([x[~mine], chosen])
+    return lost, share, _as_matrix(x, rows, arcs, len(lost), ga.n_arcs)
+
+
+def _as_matrix(x: np.ndarray, rows: np.ndarray, arcs: np.ndarray, k: int, n_arcs: int
+               ) -> sp.csr_matrix:
+    """The detours as a (lost arc x arc) matrix of nonnegative flows."""
+    detours = sp.csr_matrix((np.clip(x, 0.0, None), (rows, arcs)), shape=(k, n_arcs))
     detours.eliminate_zeros()
-    return lost, share, detours
+    return detours
+
+
+def _detours_to_choose(ga: GraphArrays, rows: np.ndarray, arcs: np.ndarray, loads: np.ndarray,
+                       enough: float, columns: list[np.ndarray], wider: list[np.ndarray]
+                       ) -> np.ndarray:
+    """The detours the LP chooses again: those that cross an arc above ``enough`` times its
+    capacity under the even spread, and those :func:`_wider_detours` widened; the ones
+    crossing the most loaded arcs first, up to ``MAX_DETOUR_COLUMNS`` columns (the rest keep
+    the even spread)."""
+    ratio = loads / ga.capacity
+    worst = np.zeros(len(columns))
+    np.maximum.at(worst, rows, np.where(ratio[arcs] > enough, ratio[arcs], 0.0))
+    widened = np.array([len(w) > len(c) for w, c in zip(wider, columns)])
+    worst[widened] = np.inf
+    candidates = np.flatnonzero(worst > 0)
+    candidates = candidates[np.argsort(-worst[candidates], kind="stable")]
+    sizes = np.array([len(wider[i]) for i in candidates], dtype=np.int64)
+    return np.sort(candidates[np.cumsum(sizes) <= MAX_DETOUR_COLUMNS])
 
 
 def _even_over_paths(ga: GraphArrays, u: int, v: int, arcs: np.ndarray) -> np.ndarray:
@@ -248,10 +275,10 @@ def _path_counts(step: sp.csr_matrix, origin: int, n: int) -> np.ndarray:
     return total
 
 
-def _shortest_detour_arcs(ga: GraphArrays, u: np.ndarray, v: np.ndarray, usable: np.ndarray
-                          ) -> list[np.ndarray] | None:
+def _shortest_detour_arcs(ga: GraphArrays, u: np.ndarray, v: np.ndarray, usable: np.ndarray,
+                          missing_ok: bool = False) -> list[np.ndarray] | None:
     """For each pair ``u[i] -> v[i]``, the ``usable`` arcs on its shortest paths over them,
-    in hops (None when a pair is disconnected)."""
+    in hops (None when a pair is disconnected; with ``missing_ok``, no arcs for it)."""
     adjacency = sp.csr_matrix((np.ones(int(usable.sum())), (ga.tail[usable], ga.head[usable])),
                               shape=(ga.n_nodes, ga.n_nodes))
     us, u_row = np.unique(u, return_inverse=True)
@@ -263,9 +290,38 @@ def _shortest_detour_arcs(ga: GraphArrays, u: np.ndarray, v: np.ndarray, usable:
         du, dv = from_u[u_row[i]], to_v[v_row[i]]
         length = du[v[i]]
         if not np.isfinite(length):
-            return None
+            if not missing_ok:
+                return None
+            columns.append(np.zeros(0, dtype=np.int64))
+            continue
         columns.append(np.flatnonzero(usable & (du[ga.tail] + 1 + dv[ga.head] == length)))
     return columns
+
+
+def _wider_detours(ga: GraphArrays, u: np.ndarray, v: np.ndarray, columns: list[np.ndarray],
+                   usable: np.ndarray, moved: np.ndarray, room: np.ndarray
+                   ) -> list[np.ndarray]:
+    """``columns``, with the detours that leave (or reach) a crowded node given a second
+    way: the shortest detours that avoid the arcs their shortest ones leave (reach) it by.
+
+    A node is crowded when the load its detours must send out of it (into it) exceeds
+    ``room`` on those first (last) arcs: a leaf that lost uplinks cannot send their load
+    over its other uplinks, but can down to its servers, across their scale-up links and
+    out through their other NICs' leaves."""
+    wider = list(columns)
+    for end, ends in (("out", u), ("in", v)):
+        hop = [c[(ga.tail if end == "out" else ga.head)[c] == e] for c, e in zip(columns, ends)]
+        for w in np.unique(ends):
+            mine = np.flatnonzero(ends == w)
+            first = np.unique(np.concatenate([hop[i] for i in mine]))
+            if moved[mine].sum() <= room[first].sum() * (1 + CAPACITY_RTOL):
+                continue
+            avoid = usable.copy()
+            avoid[first] = False
+            around = _shortest_detour_arcs(ga, u[mine], v[mine], avoid, missing_ok=True)
+            for i, extra in zip(mine, around):
+                wider[i] = np.union1d(wider[i], extra)
+    return wider
 
 
 def _least_overload(ga: GraphArrays, u: np.ndarray, v: np.ndarray,
@@ -305,8 +361,10 @@ def _least_overload(ga: GraphArrays, u: np.ndarray, v: np.ndarray,
     bounds = np.zeros((n_x + 1, 2))
     bounds[:, 1] = 1.0
     bounds[-1] = (floor, None)
+    # Interior point: several times faster than simplex on these min-max LPs once they have
+    # tens of thousands of columns (crossover still returns a vertex).
     out = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=bounds,
-                  method="highs")
+                  method="highs-ipm")
     if out.status != 0 or out.x is None:
         return None
     return out.x[:-1]

@@ -193,6 +193,61 @@ def test_a_bundle_that_lost_one_of_its_links_sends_what_does_not_fit_around():
     assert r.upper - r.lower <= 5e-3 * r.upper
 
 
+def _eight_servers():
+    # 8 servers of 4 GPUs (NVLink inside, one 400 Gb/s NIC each), rail-optimized: a rail's
+    # leaf has 4 servers below and 4 single uplinks. All-to-all at 1 Gb/s a pair: each GPU
+    # sends 28 Gb/s out of its server, all through NICs: theta = 400 / 28 (the NIC cut).
+    return fo.cluster(fo.nvswitch_domain(4, 2, 4, 400.0), nodes=8,
+                      scale_out="rail_optimized", leaf_radix=8)
+
+
+def test_a_leaf_that_lost_uplinks_sends_their_load_down_and_across():
+    # Leaf r0.l0 loses server n0's NIC link and one of its 4 uplinks. Server n0 sends over 3
+    # NICs: theta <= 3/4 x 400 / 28 (its cut), and the fabric's LP meets it. The leaf's
+    # other 3 uplinks cannot take a fourth's load at 4/3 of their capacity and their own
+    # (4/3 x 3 < 4): the detours also go down to the leaf's servers, across their NVLink and
+    # up through their other rails' leaves. Over shortest detours alone the bound falls short.
+    fab = _eight_servers()
+    intact, traffic = _intact(fab)
+    assert intact.base.theta == pytest.approx(400 / 28, rel=1e-9)
+    uplinks = sorted(n for n in fab.graph.neighbors("r0.l0") if n.startswith("s"))
+    failed = fab.without_links([("n0.gpu0", "r0.l0"), ("r0.l0", uplinks[0])])
+    r = rerouted_answer(failed, traffic, intact)
+    assert r.exact and r.theta == pytest.approx(0.75 * 400 / 28, rel=1e-6)
+    assert fo.check_certificate(failed, r, traffic).ok
+    assert fo.max_concurrent_flow(failed, traffic, method="lp").theta == pytest.approx(
+        r.theta, rel=1e-6)
+
+
+def test_without_wider_detours_that_leaf_falls_short(monkeypatch):
+    # The same failure with the detours kept to their shortest paths: the bound is below
+    # 3/4 (the test above can fail).
+    import fabricopt.flow.reroute as reroute
+
+    monkeypatch.setattr(reroute, "_wider_detours", lambda ga, u, v, columns, *rest: columns)
+    fab = _eight_servers()
+    intact, traffic = _intact(fab)
+    uplinks = sorted(n for n in fab.graph.neighbors("r0.l0") if n.startswith("s"))
+    failed = fab.without_links([("n0.gpu0", "r0.l0"), ("r0.l0", uplinks[0])])
+    r = rerouted_answer(failed, traffic, intact)
+    assert r.lower < 0.74 * 400 / 28 and fo.check_certificate(failed, r, traffic).ok
+
+
+def test_a_detour_lp_over_budget_keeps_the_even_spread(monkeypatch):
+    # No column allowed to the LP: every detour keeps its even spread over its shortest
+    # paths, a weaker bound that the checker still proves.
+    import fabricopt.flow.reroute as reroute
+
+    monkeypatch.setattr(reroute, "MAX_DETOUR_COLUMNS", 0)
+    fab = _eight_servers()
+    intact, traffic = _intact(fab)
+    uplinks = sorted(n for n in fab.graph.neighbors("r0.l0") if n.startswith("s"))
+    failed = fab.without_links([("n0.gpu0", "r0.l0"), ("r0.l0", uplinks[0])])
+    r = rerouted_answer(failed, traffic, intact)
+    assert 0 < r.lower < 0.75 * 400 / 28 and not r.exact
+    assert fo.check_certificate(failed, r, traffic).ok
+
+
 def test_solve_failed_answers_from_the_intact_flow():
     fab = fo.superpod(1)
     intact, traffic = _intact(fab)
