@@ -53,6 +53,13 @@ CAPACITY_RTOL = 1e-9
 #: point method. Detours beyond it keep their even spread over their shortest paths.
 MAX_DETOUR_COLUMNS = 100_000
 
+#: How much longer than a detour's shortest paths its second way round a crowded node may be
+#: (down to a server, across its scale-up switch and up another rail is two hops more).
+WIDER_EXTRA_HOPS = 2
+
+#: Detour LPs with more columns than this use HiGHS's interior point method.
+IPM_COLUMNS = 30_000
+
 
 @dataclass(frozen=True)
 class ProvenFlow:
@@ -189,40 +196,45 @@ def detour_flows(base: ProvenFlow, ga: GraphArrays, enough: float = 1.0
     # A shrunk arc sends its share around, not back over itself: detours avoid those arcs.
     usable = np.ones(ga.n_arcs, dtype=bool)
     usable[where[lost][where[lost] >= 0]] = False
-    columns = _shortest_detour_arcs(ga, u, v, usable)
-    if columns is None:
+    found = _shortest_detour_arcs(ga, u, v, usable)
+    if found is None:
         return None
+    columns, hops = found
     kept = where >= 0
     sent = np.zeros(base.ga.n_arcs)
     sent[lost] = share
     background = np.zeros(ga.n_arcs)
     np.add.at(background, where[kept], (base.load * (1 - sent))[kept])
     moved = base.load[lost] * share
+
+    def carried(rows, arcs, x):  # each arc's load, detour ``rows`` carrying ``x`` on ``arcs``
+        return background + np.bincount(arcs, weights=x * moved[rows], minlength=ga.n_arcs)
+
     rows = np.repeat(np.arange(len(lost)), [len(c) for c in columns])
     arcs = np.concatenate(columns)
     x = np.concatenate([_even_over_paths(ga, u[i], v[i], c) for i, c in enumerate(columns)])
-    loads = background + np.bincount(arcs, weights=x * moved[rows], minlength=ga.n_arcs)
-    over = loads > enough * ga.capacity
-    wider = _wider_detours(ga, u, v, columns, usable, moved,
-                           np.maximum(enough * ga.capacity - background, 0.0))
-    # Only the detours that cross an arc above ``enough`` (and those widened around a
-    # crowded end) are chosen again, over the rest's load: a fraction of the LP over all.
-    free = _detours_to_choose(ga, rows, arcs, loads, enough, columns, wider)
-    if over.any() and len(free):
-        mine = np.isin(rows, free)
-        fixed = background + np.bincount(arcs[~mine], weights=(x * moved[rows])[~mine],
-                                         minlength=ga.n_arcs)
-        chosen = _least_overload(ga, u[free], v[free], [wider[i] for i in free],
-                                 moved[free], fixed)
-        if chosen is None:  # the even spread stands (a weaker bound, as sound)
-            return lost, share, _as_matrix(x, rows, arcs, len(lost), ga.n_arcs)
-        rows = np.concatenate([rows[~mine], np.repeat(free, [len(wider[i]) for i in free])])
-        arcs = np.concatenate([arcs[~mine], *(wider[i] for i in free)])
-        x = np.concatenate([x[~mine], chosen])
-    return lost, share, _as_matrix(x, rows, arcs, len(lost), ga.n_arcs)
+    loads = carried(rows, arcs, x)
+    if np.all(loads <= enough * ga.capacity):
+        return lost, share, _as_matrix(rows, arcs, x, len(lost), ga.n_arcs)
+    # Some arc is above ``enough``: an LP chooses again the detours that cross one, and those
+    # given a second way round a crowded node, over the rest's load (a fraction of the LP
+    # over all of them).
+    ways = _wider_detours(ga, u, v, columns, hops, usable, moved,
+                          np.maximum(enough * ga.capacity - background, 0.0))
+    free = _detours_to_choose(ga, rows, arcs, loads, enough, columns, ways)
+    mine = np.isin(rows, free)
+    fixed = carried(rows[~mine], arcs[~mine], x[~mine])
+    chosen = _least_overload(ga, u[free], v[free], [ways[i] for i in free], moved[free],
+                             fixed) if len(free) else None
+    if chosen is None:  # the even spread stands: a weaker bound, as sound
+        return lost, share, _as_matrix(rows, arcs, x, len(lost), ga.n_arcs)
+    rows = np.concatenate([rows[~mine], np.repeat(free, [len(ways[i]) for i in free])])
+    arcs = np.concatenate([arcs[~mine], *(ways[i] for i in free)])
+    x = np.concatenate([x[~mine], chosen])
+    return lost, share, _as_matrix(rows, arcs, x, len(lost), ga.n_arcs)
 
 
-def _as_matrix(x: np.ndarray, rows: np.ndarray, arcs: np.ndarray, k: int, n_arcs: int
+def _as_matrix(rows: np.ndarray, arcs: np.ndarray, x: np.ndarray, k: int, n_arcs: int
                ) -> sp.csr_matrix:
     """The detours as a (lost arc x arc) matrix of nonnegative flows."""
     detours = sp.csr_matrix((np.clip(x, 0.0, None), (rows, arcs)), shape=(k, n_arcs))
@@ -240,7 +252,7 @@ def _detours_to_choose(ga: GraphArrays, rows: np.ndarray, arcs: np.ndarray, load
     ratio = loads / ga.capacity
     worst = np.zeros(len(columns))
     np.maximum.at(worst, rows, np.where(ratio[arcs] > enough, ratio[arcs], 0.0))
-    widened = np.array([len(w) > len(c) for w, c in zip(wider, columns)])
+    widened = np.array([len(w) > len(c) for w, c in zip(wider, columns, strict=True)])
     worst[widened] = np.inf
     candidates = np.flatnonzero(worst > 0)
     candidates = candidates[np.argsort(-worst[candidates], kind="stable")]
@@ -276,41 +288,46 @@ def _path_counts(step: sp.csr_matrix, origin: int, n: int) -> np.ndarray:
 
 
 def _shortest_detour_arcs(ga: GraphArrays, u: np.ndarray, v: np.ndarray, usable: np.ndarray,
-                          missing_ok: bool = False) -> list[np.ndarray] | None:
-    """For each pair ``u[i] -> v[i]``, the ``usable`` arcs on its shortest paths over them,
-    in hops (None when a pair is disconnected; with ``missing_ok``, no arcs for it)."""
+                          longest: np.ndarray | None = None
+                          ) -> tuple[list[np.ndarray], np.ndarray] | None:
+    """For each pair ``u[i] -> v[i]``, the ``usable`` arcs on its shortest paths over them
+    (in hops), and their length (None when a pair is disconnected; given ``longest``, no
+    arcs for a pair whose shortest path is longer than ``longest[i]`` or missing)."""
     adjacency = sp.csr_matrix((np.ones(int(usable.sum())), (ga.tail[usable], ga.head[usable])),
                               shape=(ga.n_nodes, ga.n_nodes))
     us, u_row = np.unique(u, return_inverse=True)
     vs, v_row = np.unique(v, return_inverse=True)
     from_u = shortest_path(adjacency, indices=us, unweighted=True)
     to_v = shortest_path(adjacency.T.tocsr(), indices=vs, unweighted=True)
-    columns = []
+    columns, lengths = [], np.zeros(len(u))
     for i in range(len(u)):
         du, dv = from_u[u_row[i]], to_v[v_row[i]]
-        length = du[v[i]]
-        if not np.isfinite(length):
-            if not missing_ok:
-                return None
+        length = lengths[i] = du[v[i]]
+        if longest is not None and not length <= longest[i]:
             columns.append(np.zeros(0, dtype=np.int64))
             continue
+        if not np.isfinite(length):
+            return None
         columns.append(np.flatnonzero(usable & (du[ga.tail] + 1 + dv[ga.head] == length)))
-    return columns
+    return columns, lengths
 
 
 def _wider_detours(ga: GraphArrays, u: np.ndarray, v: np.ndarray, columns: list[np.ndarray],
-                   usable: np.ndarray, moved: np.ndarray, room: np.ndarray
+                   hops: np.ndarray, usable: np.ndarray, moved: np.ndarray, room: np.ndarray
                    ) -> list[np.ndarray]:
-    """``columns``, with the detours that leave (or reach) a crowded node given a second
-    way: the shortest detours that avoid the arcs their shortest ones leave (reach) it by.
+    """``columns`` (the arcs of shortest detours, ``hops`` long), with the detours that leave
+    (or reach) a crowded node given a second way: the shortest detours that avoid the arcs
+    their shortest ones leave (reach) it by.
 
     A node is crowded when the load its detours must send out of it (into it) exceeds
     ``room`` on those first (last) arcs: a leaf that lost uplinks cannot send their load
     over its other uplinks, but can down to its servers, across their scale-up links and
-    out through their other NICs' leaves."""
+    out through their other NICs' leaves. The second way is at most ``WIDER_EXTRA_HOPS``
+    longer than the first (a fat tree's leaf has no such way; a long one through other pods
+    only makes the LP larger)."""
     wider = list(columns)
-    for end, ends in (("out", u), ("in", v)):
-        hop = [c[(ga.tail if end == "out" else ga.head)[c] == e] for c, e in zip(columns, ends)]
+    for side, ends in ((ga.tail, u), (ga.head, v)):
+        hop = [c[side[c] == e] for c, e in zip(columns, ends, strict=True)]
         for w in np.unique(ends):
             mine = np.flatnonzero(ends == w)
             first = np.unique(np.concatenate([hop[i] for i in mine]))
@@ -318,8 +335,9 @@ def _wider_detours(ga: GraphArrays, u: np.ndarray, v: np.ndarray, columns: list[
                 continue
             avoid = usable.copy()
             avoid[first] = False
-            around = _shortest_detour_arcs(ga, u[mine], v[mine], avoid, missing_ok=True)
-            for i, extra in zip(mine, around):
+            around, _ = _shortest_detour_arcs(ga, u[mine], v[mine], avoid,
+                                              longest=hops[mine] + WIDER_EXTRA_HOPS)
+            for i, extra in zip(mine, around, strict=True):
                 wider[i] = np.union1d(wider[i], extra)
     return wider
 
@@ -361,10 +379,11 @@ def _least_overload(ga: GraphArrays, u: np.ndarray, v: np.ndarray,
     bounds = np.zeros((n_x + 1, 2))
     bounds[:, 1] = 1.0
     bounds[-1] = (floor, None)
-    # Interior point: several times faster than simplex on these min-max LPs once they have
-    # tens of thousands of columns (crossover still returns a vertex).
+    # Interior point is several times faster than simplex on these min-max LPs once they
+    # have tens of thousands of columns (crossover still returns a vertex); below, simplex.
+    method = "highs-ipm" if n_x > IPM_COLUMNS else "highs"
     out = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=bounds,
-                  method="highs-ipm")
+                  method=method)
     if out.status != 0 or out.x is None:
         return None
     return out.x[:-1]
