@@ -22,9 +22,12 @@ the failed fabric would have 400 million entries; its detours have a few thousan
 
 Each lost arc's detour runs on the arcs of its shortest detours (in hops), first spread evenly
 over those paths; where that leaves an arc above the aimed overload, a small LP chooses again
-the detours that cross such an arc, minimising the largest :math:`T_e / c_e`. Where a failure's cost
-is local (a server that lost NICs, a leaf that lost uplinks) this meets the failed fabric's
-cut: on ``superpod(16)`` with 1% of its links failed, the server that lost three of its eight
+the detours that cross such an arc, minimising the largest :math:`T_e / c_e`. A detour that
+leaves (or reaches) a crowded node, one whose first (last) arcs have too little room for what
+its detours carry, may also take the shortest way that avoids those arcs, if at most two hops
+longer: a leaf that lost uplinks sends their load down to its servers, across their NVLink and
+up through their other rails' leaves. Where a failure's cost is local (a server that lost
+NICs, a leaf that lost some uplinks) this meets the failed fabric's cut: on ``superpod(16)`` with 1% of its links failed, the server that lost three of its eight
 NICs sends its traffic over the other five, and :math:`\theta` is 5/8 of the intact one, as
 the cut around that server says. Where the failed fabric's optimum routes the whole fabric
 differently, the bound is below it and the caller's other methods close the gap.
