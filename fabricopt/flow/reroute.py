@@ -27,9 +27,10 @@ leaves (or reaches) a crowded node, one whose first (last) arcs have too little 
 its detours carry, may also take the shortest way that avoids those arcs, if at most two hops
 longer: a leaf that lost uplinks sends their load down to its servers, across their NVLink and
 up through their other rails' leaves. Where a failure's cost is local (a server that lost
-NICs, a leaf that lost some uplinks) this meets the failed fabric's cut: on ``superpod(16)`` with 1% of its links failed, the server that lost three of its eight
-NICs sends its traffic over the other five, and :math:`\theta` is 5/8 of the intact one, as
-the cut around that server says. Where the failed fabric's optimum routes the whole fabric
+NICs, a leaf that lost some uplinks) this meets the failed fabric's cut: on ``superpod(16)``
+with 1% of its links failed, the server that lost three of its eight NICs sends its traffic
+over the other five, and :math:`\theta` is 5/8 of the intact one, as the cut around that
+server says. Where the failed fabric's optimum routes the whole fabric
 differently, the bound is below it and the caller's other methods close the gap.
 
 A lost node is not handled (its arcs' loads are not arc-to-arc: the proof is then declined).
@@ -304,9 +305,8 @@ def _shortest_detour_arcs(ga: GraphArrays, u: np.ndarray, v: np.ndarray, usable:
                               shape=(ga.n_nodes, ga.n_nodes))
     us, u_row = np.unique(u, return_inverse=True)
     vs, v_row = np.unique(v, return_inverse=True)
-    # Detours are short: searches stop at NEAR_HOPS, which a thousand of them on a
-    # 24,576-GPU fabric needs (whole searches took 10 s there); a pair not found so near is
-    # searched again without the limit.
+    # Detours are short: searches stop at NEAR_HOPS (a thousand whole searches took 5 s on
+    # a 24,576-GPU fabric); a pair not found so near is searched again without the limit.
     reverse = adjacency.T.tocsr()
     from_u = dijkstra(adjacency, indices=us, unweighted=True, limit=NEAR_HOPS)
     to_v = dijkstra(reverse, indices=vs, unweighted=True, limit=NEAR_HOPS)
