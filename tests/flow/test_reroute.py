@@ -63,7 +63,8 @@ def test_rerouted_flow_is_feasible_and_below_the_lp(seed):
 def test_a_ring_missing_a_link_is_its_path():
     # ring(6): theta = 8/36 (8 / n^2); the path left has its middle link carry 3 x 3 pairs
     # each way: theta = 1/9, which the ring's flow with the lost link's load sent the long way
-    # round (over 5 links, each at 2/9 + 2/9 x ... below 1 after scaling) proves.
+    # round (over 5 links, each at 2/9 + 2/9 x ... below 1 after scaling) proves. (A
+    # detour of 5 hops: found by the search again without its first limit of 4.)
     ring = fo.ring(6)
     intact, traffic = _intact(ring)
     path = ring.without_links([("n0", "n1")])
