@@ -26,7 +26,7 @@ from ..flow.api import (
     max_concurrent_flow,
     symmetric_applicable,
 )
-from ..flow.bounds import structural_cut_lengths
+from ..flow.bounds import ECMP_MAX_ENTRIES, structural_cut_lengths
 from ..flow.certificate import EXACT_RTOL
 from ..flow.check import (
     endpoint_cut_bound,
@@ -39,6 +39,11 @@ from ..flow.result import FlowCertificate, FlowResult
 from ..generators.recipe import try_replay
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
+
+
+#: The time an intact fabric without a symmetry claim gets to be solved exactly, when its
+#: failed copy is too large for the routed bounds.
+INTACT_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -134,15 +139,29 @@ def rerouted_answer(failed: Fabric, traffic: Traffic, intact: IntactFlow
 def from_recipe(failed: Fabric, traffic: Traffic) -> FlowResult | None:
     """``failed``'s bracket from the intact fabric its recipe rebuilds (a fabric made by
     ``without`` or ``fail_random`` keeps the generator call of the fabric it came from),
-    when that fabric's claim solves it at once and ``failed`` is large enough for the
-    detour to beat a solve of its own; None otherwise. Registered with
-    :mod:`fabricopt.flow.from_intact`, so :func:`~fabricopt.max_concurrent_flow` asks it."""
-    if lp_size_estimate(failed, traffic) <= FIND_SYMMETRY_NONZEROS:
+    when ``failed`` is large enough for the detour to beat a solve of its own and the intact
+    fabric is solved exactly at once (by its claim) or, where ``failed`` is too large for
+    the routed bounds (whose approximate rounds take minutes), within ``INTACT_SECONDS``;
+    None otherwise. Registered with :mod:`fabricopt.flow.from_intact`, so
+    :func:`~fabricopt.max_concurrent_flow` asks it."""
+    size = lp_size_estimate(failed, traffic)
+    if size <= FIND_SYMMETRY_NONZEROS:
         return None
     intact = try_replay(failed.recipe)
-    if intact is None or not symmetric_applicable(intact, traffic)[0]:
+    if intact is None:
         return None
-    flow = IntactFlow.of(intact, max_concurrent_flow(intact, traffic), traffic)
+    if symmetric_applicable(intact, traffic)[0]:
+        solved = max_concurrent_flow(intact, traffic)
+    elif size // 3 > ECMP_MAX_ENTRIES:
+        # A 4,096-GPU 3-tier 2:1 Clos has no claim but is solved exactly in about 9 s (its
+        # symmetry found, one root per orbit routed); its failed copies would otherwise go
+        # to approximate rounds for minutes.
+        solved = max_concurrent_flow(intact, traffic, time_limit=INTACT_SECONDS)
+        if not solved.exact:
+            return None
+    else:
+        return None
+    flow = IntactFlow.of(intact, solved, traffic)
     answer = None if flow is None else rerouted_answer(failed, traffic, flow)
     if answer is not None:
         answer.message += f" (intact fabric {intact.name!r}, rebuilt from the recipe)"

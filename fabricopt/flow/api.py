@@ -249,6 +249,9 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         too_large = lp_size_estimate(fab, traffic, ga) // 3 > ECMP_MAX_ENTRIES
         first = answer_from_intact(fab, traffic, gap, too_large)
         if first is not None:
+            if not first.exact:  # a bracket, the fabric too large: the floor may lift it
+                first = with_hose_floor(first, _floor_under(fab, traffic, time_limit, start,
+                                                            too_large), traffic)
             return _finished(first, traffic, work_limit, start, report)
         early = _bounds_stage_first(fab, scaled, ga_solve, warm, report,
                                     include_endpoint_links=include_endpoint_links,

@@ -288,3 +288,28 @@ def test_max_concurrent_flow_answers_a_failed_fabric_from_its_recipe():
     bare = fo.from_networkx(failed.graph.copy(), endpoints=failed.endpoints, name="bare")
     r = fo.max_concurrent_flow(bare)
     assert "recipe" not in r.message and r.theta == pytest.approx(5 * 400 / (8 * 248), rel=1e-6)
+
+
+def test_an_intact_fabric_without_a_claim_is_solved_when_the_failed_one_is_too_large(
+        monkeypatch):
+    # 16 DGX H100 on a 2:1 Clos carry no symmetry claim. Pretend the copy that lost one NIC
+    # link is too large for the routed bounds: max_concurrent_flow rebuilds the intact
+    # fabric from the recipe, solves it (its symmetry found) and sends its flow around the
+    # lost link. The bracket it returns holds the failed fabric's LP optimum; the lower end
+    # meets it (the NIC's load crosses NVLink to the server's 7 other NICs, which have room
+    # under the 2:1 uplinks that bind), the cut above is looser.
+    import fabricopt.analysis.failure_reroute as failure_reroute
+    import fabricopt.flow.api as api
+
+    fab = fo.cluster(fo.dgx_h100(), nodes=16, scale_out="clos", tiers=2, oversubscription=2,
+                     radix=16)
+    assert not api.symmetric_applicable(fab, fo.all_to_all(fab))[0]
+    failed = fab.without_links([("n3.gpu0", "leaf2")])
+    lp = fo.max_concurrent_flow(failed, method="lp")
+    for module in (api, failure_reroute):
+        monkeypatch.setattr(module, "ECMP_MAX_ENTRIES", 10)
+    monkeypatch.setattr(failure_reroute, "FIND_SYMMETRY_NONZEROS", 10)
+    r = fo.max_concurrent_flow(failed)
+    assert r.method == "bounds" and "rebuilt from the recipe" in r.message
+    assert r.lower == pytest.approx(lp.theta, rel=1e-6) and r.upper >= lp.theta
+    assert fo.check_certificate(failed, r).ok
