@@ -40,7 +40,6 @@ from ..generators.recipe import try_replay
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
 
-
 #: The time an intact fabric without a symmetry claim gets to be solved exactly, when its
 #: failed copy is too large for the routed bounds.
 INTACT_SECONDS = 30.0
