@@ -247,11 +247,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         # A failed fabric from the intact one it was made from, else bounds before the
         # symmetry search: where they close, no group is looked for.
         too_large = lp_size_estimate(fab, traffic, ga) // 3 > ECMP_MAX_ENTRIES
-        first = answer_from_intact(fab, traffic, gap, too_large)
+        first = _answer_from_intact(fab, traffic, gap, too_large, time_limit, start)
         if first is not None:
-            if not first.exact:  # a bracket, the fabric too large: the floor may lift it
-                first = with_hose_floor(first, _floor_under(fab, traffic, time_limit, start,
-                                                            too_large), traffic)
             return _finished(first, traffic, work_limit, start, report)
         early = _bounds_stage_first(fab, scaled, ga_solve, warm, report,
                                     include_endpoint_links=include_endpoint_links,
@@ -336,6 +333,17 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         result.message = "; ".join(m for m in (found.message, result.message) if m)
         result.certificate = replace(result.certificate, symmetry=found.symmetry)
     return _finished(result, traffic, work_limit, start, report, hose)
+
+
+def _answer_from_intact(fab: Fabric, traffic: Traffic, gap: float, too_large: bool,
+                        time_limit: float | None, start: float) -> FlowResult | None:
+    """:func:`~fabricopt.flow.from_intact.answer_from_intact`, a bracket it returns (the
+    fabric too large) lifted by the two-phase floor where that is higher."""
+    first = answer_from_intact(fab, traffic, gap, too_large)
+    if first is None or first.exact:
+        return first
+    return with_hose_floor(first, _floor_under(fab, traffic, time_limit, start, too_large),
+                           traffic)
 
 
 def _floor_under(fab: Fabric, traffic: Traffic, time_limit: float | None, start: float,
