@@ -23,7 +23,7 @@ from ..graph_arrays import GraphArrays
 from ..symmetry.search import FoundSymmetry, search_symmetry, with_symmetry
 from ..tiers import is_scale_up_arc, tier_of
 from ..traffic import Traffic
-from .approx import DEFAULT_MAX_ROUNDS, solve_approx
+from .approx import default_max_rounds, solve_approx
 from .arguments import check_stage_and_work, checked_arguments
 from .backends import check_solve_args, solve_lp
 from .bounds import (
@@ -197,7 +197,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         the approximate method. On expiry the status is ``"iteration_limit"`` with the bracket
         proven; the result records the limit (``result.work_limit``). The approximate method
         without either limit stops after
-        :data:`~fabricopt.flow.approx.DEFAULT_MAX_ROUNDS` rounds, recorded the same way.
+        :func:`~fabricopt.flow.approx.default_max_rounds` rounds (10,000 on small models,
+        fewer on large ones), recorded the same way.
     bounds_first : bool, optional
         Before any solve, prove the bounds of :mod:`fabricopt.flow.bounds` (hierarchy cuts
         above, ECMP fluid routing below; while the full LP has at most
@@ -309,7 +310,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     report(_STAGE_NAMES[method], detail=f"{_lp_size(model).get('nonzeros', 0):,} nonzeros")
     if method == "approx":
         if work_limit is None and time_limit is None:
-            work_limit = DEFAULT_MAX_ROUNDS  # its net, in rounds: recorded like a caller's
+            # Its net, in rounds (fewer on a larger model): recorded like a caller's.
+            work_limit = default_max_rounds(_lp_size(model).get("nonzeros", 0))
         sol = _solve_approx(model, warm_candidates, gap=gap, time_limit=left,  # type: ignore
                             progress=progress, scale=scale, work_limit=work_limit,
                             report=report,

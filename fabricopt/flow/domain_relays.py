@@ -38,8 +38,10 @@ from .colgen import ecmp_columns
 from .tor_routing import attach_points, route_by_attach_lp
 
 #: Most server classes routed (each is a root and a sink of the LP): a failed NIC makes its
-#: server a class of its own, and the LP grows with the classes times the switch arcs.
-MAX_CLASSES = 64
+#: server a class of its own, and the LP grows with the classes times the switch arcs (whose
+#: own limit, ``ATTACH_LP_MAX_COLUMNS``, binds first: a 2,048-GPU rail cluster with 5 % of
+#: its links failed has 58 to 67 classes and 75,000 to 89,000 columns).
+MAX_CLASSES = 128
 
 
 def route_between_domains(g: _CoreGraph, up: np.ndarray, domain: np.ndarray,

@@ -65,8 +65,27 @@ NEAR_HOPS = 4
 #: (down to a server, across its scale-up switch and up another rail is two hops more).
 WIDER_EXTRA_HOPS = 2
 
+#: Arcs within this fraction of the detour LP's overload count as binding when it sheds.
+SHED_RTOL = 1e-7
+
+#: Shares of a binding arc's load below this are not sent round.
+SHED_MIN_SHARE = 1e-9
+
 #: Detour LPs with more columns than this use HiGHS's interior point method.
 IPM_COLUMNS = 30_000
+
+#: Rounds that steer the detours' spread off the busiest arcs, and how sharply a round's
+#: weights avoid them (a path through an arc at the largest load over capacity weighs
+#: exp(-SPREAD_SHARPNESS) of one through idle arcs).
+SPREAD_ROUNDS = 30
+SPREAD_SHARPNESS = 20.0
+
+#: Rounds in which the arcs the detour LP finds binding send part of their own load around.
+SHED_ROUNDS = 4
+
+#: The longest way round an arc that sheds load: down from a leaf to a server, across its
+#: scale-up switch, up another leaf and on to the arc's head is five hops.
+SHED_HOPS = 5
 
 
 @dataclass(frozen=True)
@@ -224,22 +243,112 @@ def detour_flows(base: ProvenFlow, ga: GraphArrays, enough: float = 1.0
     loads = carried(rows, arcs, x)
     if np.all(loads <= enough * ga.capacity):
         return lost, share, _as_matrix(rows, arcs, x, len(lost), ga.n_arcs)
-    # Some arc is above ``enough``: an LP chooses again the detours that cross one, and those
-    # given a second way round a crowded node, over the rest's load (a fraction of the LP
-    # over all of them).
+    # Some arc is above ``enough``: every detour's spread is first steered off the loaded
+    # arcs (no budget: a few sparse products a round), then an LP chooses again the detours
+    # that cross one, and those given a second way round a crowded node, over the rest's
+    # load (a fraction of the LP over all of them).
+    x = _rebalanced_spread(ga, u, v, columns, int(hops.max()), moved, background, x, enough)
+    loads = carried(rows, arcs, x)
+    if np.all(loads <= enough * ga.capacity):
+        return lost, share, _as_matrix(rows, arcs, x, len(lost), ga.n_arcs)
     ways = _wider_detours(ga, u, v, columns, hops, usable, moved,
                           np.maximum(enough * ga.capacity - background, 0.0))
     free = _detours_to_choose(ga, rows, arcs, loads, enough, columns, ways)
     mine = np.isin(rows, free)
     fixed = carried(rows[~mine], arcs[~mine], x[~mine])
-    chosen = _least_overload(ga, u[free], v[free], [ways[i] for i in free], moved[free],
-                             fixed) if len(free) else None
-    if chosen is None:  # the even spread stands: a weaker bound, as sound
+    lp = _least_overload(ga, u[free], v[free], [ways[i] for i in free], moved[free],
+                         fixed) if len(free) else None
+    if lp is None:  # the spread stands: a weaker bound, as sound
         return lost, share, _as_matrix(rows, arcs, x, len(lost), ga.n_arcs)
-    rows = np.concatenate([rows[~mine], np.repeat(free, [len(ways[i]) for i in free])])
-    arcs = np.concatenate([arcs[~mine], *(ways[i] for i in free)])
-    x = np.concatenate([x[~mine], chosen])
+    keep, blocks = ~mine, [ways[i] for i in free]
+    rows = np.concatenate([rows[keep], np.repeat(free, [len(c) for c in blocks])])
+    arcs = np.concatenate([arcs[keep], *blocks])
+    if lp.overload > enough * (1 + CAPACITY_RTOL) and len(lp.binding):
+        shed = _shed_binding_arcs(base, ga, where, usable, u[free], v[free], blocks,
+                                  moved[free], fixed, enough, lp)
+        if shed is not None:
+            lp, by, columns_shed = shed
+            # Arcs that shed join the lost ones, each with the share of its load it sends.
+            use = lp.share > SHED_MIN_SHARE
+            block = np.repeat(np.arange(len(by)), [len(c) for c in columns_shed])
+            on = use[block]
+            n_free = len(arcs) - int(keep.sum())
+            rows = np.concatenate([rows, len(lost) + (np.cumsum(use) - 1)[block[on]]])
+            arcs = np.concatenate([arcs, np.concatenate(columns_shed)[on]])
+            x = np.concatenate([x[keep], lp.flow[:n_free],
+                                lp.flow[n_free:][on] / lp.share[block[on]]])  # unit flows
+            lost = np.concatenate([lost, _base_arcs(where, by[use], ga.n_arcs)])
+            share = np.concatenate([share, lp.share[use]])
+            return lost, share, _as_matrix(rows, arcs, x, len(lost), ga.n_arcs)
+    x = np.concatenate([x[keep], lp.flow])
     return lost, share, _as_matrix(rows, arcs, x, len(lost), ga.n_arcs)
+
+
+def _base_arcs(where: np.ndarray, arcs: np.ndarray, n_arcs: int) -> np.ndarray:
+    """The intact fabric's index of each of the failed fabric's ``arcs`` (of ``n_arcs``)."""
+    base_of = np.full(n_arcs, -1, dtype=np.int64)
+    base_of[where[where >= 0]] = np.flatnonzero(where >= 0)
+    return base_of[arcs]
+
+
+def _shed_binding_arcs(base: ProvenFlow, ga: GraphArrays, where: np.ndarray,
+                       usable: np.ndarray, u: np.ndarray, v: np.ndarray,
+                       blocks: list[np.ndarray], moved: np.ndarray, fixed: np.ndarray,
+                       enough: float, lp: _Overload
+                       ) -> tuple[_Overload, np.ndarray, list[np.ndarray]] | None:
+    r"""The detour LP again, with the arcs it found binding also sending a share of their
+    own load around (None when that lowers nothing).
+
+    A detour must end at the head of the arc it replaces, so a leaf that lost uplinks sends
+    their load over its other uplinks, or down to a server spanning another leaf: when
+    those bind, the leaf is crowded, while the fabric's optimum sends less up through it from
+    the start. Any arc with load may hand a share :math:`\rho_e` of it to a detour of its
+    own, exactly as a shrunk bundle does (same proof, same checker): an uplink of the
+    crowded leaf goes down to a server that spans a second leaf, across its scale-up switch
+    and up that leaf's link to the same spine, so the leaf's load moves to its neighbour's.
+    Where those bind in turn, they shed to theirs in the next round. Such a way round avoids
+    every arc that binds (at most ``SHED_HOPS`` long); the LP is linear in the detour flows
+    :math:`h_e = \rho_e L_e g_e` and the shares."""
+    tiny = ZERO_LOAD_RTOL * max(float(base.load.max(initial=0.0)), 1e-300)
+    base_of = _base_arcs(where, np.arange(ga.n_arcs), ga.n_arcs)
+    own_load = np.where(base_of >= 0, base.load[np.maximum(base_of, 0)], 0.0)
+    shed = np.zeros(0, dtype=np.int64)
+    columns: list[np.ndarray] = []
+    best, latest = None, lp
+    crowded = ~usable.copy()
+    size = sum(len(c) for c in blocks)
+    for _ in range(SHED_ROUNDS):
+        # The LP's duals name one set that holds the overload where it is; arcs as loaded
+        # elsewhere (another crowded leaf) hold it just as well, so they shed too.
+        load = latest.loads(ga, fixed, blocks + columns, np.r_[moved, own_load[shed]], shed)
+        binding = np.union1d(latest.binding, np.flatnonzero(
+            load >= latest.overload * ga.capacity * (1 - SHED_RTOL)))
+        new = binding[usable[binding] & (own_load[binding] > tiny)
+                      & ~np.isin(binding, shed)]
+        if len(new) == 0:
+            break
+        crowded[binding] = True
+        found, _ = _shortest_detour_arcs(ga, ga.tail[new], ga.head[new], ~crowded,
+                                         longest=np.full(len(new), SHED_HOPS))
+        sizes = np.array([len(c) for c in found], dtype=np.int64)
+        fits = (sizes > 0) & (size + np.cumsum(sizes) <= MAX_DETOUR_COLUMNS)
+        if not fits.any():
+            break
+        shed = np.concatenate([shed, new[fits]])
+        columns += [c for c, f in zip(found, fits, strict=True) if f]
+        size += int(sizes[fits].sum())
+        again = _least_overload(ga, np.r_[u, ga.tail[shed]], np.r_[v, ga.head[shed]],
+                                blocks + columns, np.r_[moved, own_load[shed]], fixed,
+                                own=shed)
+        if again is None:
+            break
+        latest = again
+        if again.overload >= (lp if best is None else best[0]).overload * (1 - 1e-9):
+            break  # what binds has no way round that helps
+        best = (again, shed.copy(), list(columns))
+        if again.overload <= enough * (1 + CAPACITY_RTOL):
+            break
+    return best
 
 
 def _as_matrix(rows: np.ndarray, arcs: np.ndarray, x: np.ndarray, k: int, n_arcs: int
@@ -280,6 +389,66 @@ def _even_over_paths(ga: GraphArrays, u: int, v: int, arcs: np.ndarray) -> np.nd
     into = _path_counts(step.T.tocsr(), start, len(nodes))   # paths u -> each node
     out_of = _path_counts(step, end, len(nodes))             # paths each node -> v
     return into[t] * out_of[h] / into[end]
+
+
+def _rebalanced_spread(ga: GraphArrays, u: np.ndarray, v: np.ndarray,
+                       columns: list[np.ndarray], longest: int, moved: np.ndarray,
+                       background: np.ndarray, x: np.ndarray, enough: float) -> np.ndarray:
+    """The detours' flows (``x``: each over its shortest paths ``columns``, in their
+    order) steered off the arcs that carry the most, the largest load over capacity as low
+    as these rounds get it; stops at ``enough``.
+
+    Each round weighs every arc by ``exp(-SPREAD_SHARPNESS x its load over capacity / the
+    largest)`` and spreads each detour over its paths in proportion to the product of their
+    arcs' weights (a path through the busiest arcs weighs almost nothing); the detours move
+    a step towards that spread (steps 2 / (round + 3), as Frank and Wolfe's method takes
+    them). Every round's flow is a unit flow from each tail to its head, so the best one is
+    a sound choice. All detours are one block-diagonal graph, so a round is a few sparse
+    products whatever their number."""
+    k = len(columns)
+    block = np.repeat(np.arange(k), [len(c) for c in columns])
+    arcs = np.concatenate(columns)
+    # One state per (detour, node): the detours' graphs side by side.
+    keys = np.concatenate([block * ga.n_nodes + ga.tail[arcs], block * ga.n_nodes + ga.head[arcs]])
+    states, inverse = np.unique(keys, return_inverse=True)
+    t, h = inverse[:len(arcs)], inverse[len(arcs):]
+    start = np.searchsorted(states, np.arange(k) * ga.n_nodes + u)
+    end = np.searchsorted(states, np.arange(k) * ga.n_nodes + v)
+    forward = sp.csr_matrix((np.arange(1.0, len(arcs) + 1), (h, t)), shape=(len(states),) * 2)
+    backward = sp.csr_matrix((np.arange(1.0, len(arcs) + 1), (t, h)), shape=(len(states),) * 2)
+    order_f, order_b = forward.data.astype(np.int64) - 1, backward.data.astype(np.int64) - 1
+
+    def sums(step: sp.csr_matrix, origins: np.ndarray) -> np.ndarray:
+        front = np.zeros(len(states))
+        front[origins] = 1.0
+        total = front.copy()
+        for _ in range(longest):
+            front = step @ front
+            total += front
+        return total
+
+    def spread(weight: np.ndarray) -> np.ndarray:
+        forward.data, backward.data = weight[order_f], weight[order_b]
+        into, out_of = sums(forward, start), sums(backward, end)
+        return into[t] * weight * out_of[h] / into[end][block]
+
+    def overload(flow: np.ndarray) -> tuple[float, np.ndarray]:
+        ratio = (background + np.bincount(arcs, weights=flow * moved[block],
+                                          minlength=ga.n_arcs)) / ga.capacity
+        return float(ratio.max()), ratio
+
+    best, ratio = overload(x)
+    best_x, current = x, x
+    for step in range(SPREAD_ROUNDS):
+        peak = float(ratio.max())
+        toward = spread(np.exp(-SPREAD_SHARPNESS * ratio[arcs] / peak))
+        current = current + 2.0 / (step + 3) * (toward - current)
+        peak, ratio = overload(current)
+        if peak < best:
+            best, best_x = peak, current
+        if best <= enough:
+            break
+    return best_x
 
 
 def _path_counts(step: sp.csr_matrix, origin: int, n: int) -> np.ndarray:
@@ -368,43 +537,84 @@ def _wider_detours(ga: GraphArrays, u: np.ndarray, v: np.ndarray, columns: list[
     return wider
 
 
+@dataclass(frozen=True)
+class _Overload:
+    """The detour LP's answer: each column's ``flow`` (in units of its detour's load), the
+    ``share`` each shedding arc sends round, the least largest load over capacity
+    ``overload``, and the arcs whose capacity ``binding`` holds it there (a positive dual)."""
+
+    flow: np.ndarray
+    share: np.ndarray
+    overload: float
+    binding: np.ndarray
+
+    def loads(self, ga: GraphArrays, background: np.ndarray, columns: list[np.ndarray],
+              moved: np.ndarray, own: np.ndarray) -> np.ndarray:
+        """Each arc's load under this answer, over ``background``."""
+        block = np.repeat(np.arange(len(columns)), [len(c) for c in columns])
+        load = background + np.bincount(np.concatenate(columns) if columns else
+                                        np.zeros(0, np.int64),
+                                        weights=self.flow * moved[block], minlength=ga.n_arcs)
+        load[own] -= self.share * moved[len(columns) - len(own):]
+        return load
+
+
 def _least_overload(ga: GraphArrays, u: np.ndarray, v: np.ndarray,
-                    columns: list[np.ndarray], moved: np.ndarray, background: np.ndarray
-                    ) -> np.ndarray | None:
-    r"""The detours' flows (one block of ``columns`` per lost arc) minimising :math:`\mu`
+                    columns: list[np.ndarray], moved: np.ndarray, background: np.ndarray,
+                    own: np.ndarray | None = None) -> _Overload | None:
+    r"""The detours' flows (one block of ``columns`` per detour) minimising :math:`\mu`
     subject to :math:`T_e \le \mu c_e` on every arc a detour may use, with :math:`\mu` no
-    less than the largest background load over capacity elsewhere."""
-    k = len(columns)
+    less than the largest background load over capacity elsewhere.
+
+    The last ``len(own)`` blocks belong to arcs ``own`` that keep their load but may send a
+    share :math:`\rho` of it (``moved``) round: their block is a flow of value
+    :math:`\rho` and their own arc's load drops by :math:`\rho` times it."""
+    own = np.zeros(0, dtype=np.int64) if own is None else np.asarray(own, dtype=np.int64)
+    k, n_own = len(columns), len(own)
     sizes = np.array([len(c) for c in columns])
     arcs = np.concatenate(columns)
     n_x = len(arcs)
     block = np.repeat(np.arange(k), sizes)
-    # Conservation: one row per (detour, node it touches).
+    # Conservation: one row per (detour, node it touches); a shedding arc's share rho is a
+    # column: net out of its tail minus rho is zero, and at its head plus rho.
     tails, heads = ga.tail[arcs], ga.head[arcs]
     keys = np.concatenate([block * ga.n_nodes + tails, block * ga.n_nodes + heads])
     node_rows, inverse = np.unique(keys, return_inverse=True)
     col = np.arange(n_x)
-    a_eq = sp.csr_matrix((np.concatenate([np.ones(n_x), -np.ones(n_x)]),
-                          (inverse, np.concatenate([col, col]))),
-                         shape=(len(node_rows), n_x + 1))
+    shedding = np.arange(k - n_own, k)
+    tail_rows = np.searchsorted(node_rows, np.arange(k) * ga.n_nodes + u)
+    head_rows = np.searchsorted(node_rows, np.arange(k) * ga.n_nodes + v)
+    rho = n_x + 1 + np.arange(n_own)
+    a_eq = sp.csr_matrix((np.concatenate([np.ones(n_x), -np.ones(n_x), -np.ones(n_own),
+                                          np.ones(n_own)]),
+                          (np.concatenate([inverse, tail_rows[shedding],
+                                           head_rows[shedding]]),
+                           np.concatenate([col, col, rho, rho]))),
+                         shape=(len(node_rows), n_x + 1 + n_own))
     b_eq = np.zeros(len(node_rows))
-    b_eq[np.searchsorted(node_rows, np.arange(k) * ga.n_nodes + u)] = 1.0
-    b_eq[np.searchsorted(node_rows, np.arange(k) * ga.n_nodes + v)] = -1.0
-    # Capacity: sum_i moved_i x_ie - c_e mu <= -background_e, one row per arc used; in units
-    # of the largest capacity so the LP sees numbers near one.
+    b_eq[tail_rows[:k - n_own]] = 1.0
+    b_eq[head_rows[:k - n_own]] = -1.0
+    # Capacity: sum_i moved_i x_ie - c_e mu - (own load shed) <= -background_e, one row per
+    # arc used or shedding; in units of the largest capacity so the LP sees numbers near one.
     unit = float(ga.capacity.max())
-    used, arc_row = np.unique(arcs, return_inverse=True)
-    a_ub = sp.csr_matrix((np.concatenate([moved[block] / unit, -ga.capacity[used] / unit]),
-                          (np.concatenate([arc_row, np.arange(len(used))]),
-                           np.concatenate([col, np.full(len(used), n_x)]))),
-                         shape=(len(used), n_x + 1))
+    used, position = np.unique(np.concatenate([arcs, own]), return_inverse=True)
+    arc_row, own_row = position[:n_x], position[n_x:]
+    a_ub = sp.csr_matrix((np.concatenate([moved[block] / unit, -ga.capacity[used] / unit,
+                                          -moved[shedding] / unit]),
+                          (np.concatenate([arc_row, np.arange(len(used)), own_row]),
+                           np.concatenate([col, np.full(len(used), n_x), rho]))),
+                         shape=(len(used), n_x + 1 + n_own))
     b_ub = -background[used] / unit
     floor = float(np.max(background / ga.capacity))
-    cost = np.zeros(n_x + 1)
-    cost[-1] = 1.0
-    bounds = np.zeros((n_x + 1, 2))
+    if n_own:  # the shedding arcs' own load may drop below the background's worst
+        rest = np.ones(ga.n_arcs, dtype=bool)
+        rest[own] = False
+        floor = float(np.max(background[rest] / ga.capacity[rest], initial=0.0))
+    cost = np.zeros(n_x + 1 + n_own)
+    cost[n_x] = 1.0
+    bounds = np.zeros((n_x + 1 + n_own, 2))
     bounds[:, 1] = 1.0
-    bounds[-1] = (floor, None)
+    bounds[n_x] = (floor, None)
     # Interior point is several times faster than simplex on these min-max LPs once they
     # have tens of thousands of columns (crossover still returns a vertex); below, simplex.
     method = "highs-ipm" if n_x > IPM_COLUMNS else "highs"
@@ -412,7 +622,10 @@ def _least_overload(ga: GraphArrays, u: np.ndarray, v: np.ndarray,
                   method=method)
     if out.status != 0 or out.x is None:
         return None
-    return out.x[:-1]
+    duals = getattr(out.ineqlin, "marginals", None)
+    binding = (used[np.asarray(duals) < -1e-9] if duals is not None
+               else np.zeros(0, dtype=np.int64))
+    return _Overload(out.x[:n_x], out.x[n_x + 1:], float(out.x[n_x]), binding)
 
 
 __all__ = ["ProvenFlow", "Rerouted", "ReroutedFlow", "arc_map", "detour_flows", "rerouted"]

@@ -378,17 +378,36 @@ def test_a_capped_master_hands_over_to_frank_wolfe(monkeypatch):
 def test_without_limits_the_approximate_method_stops_after_its_default_rounds(monkeypatch):
     # No time_limit and no work_limit: the net is DEFAULT_MAX_ROUNDS rounds (here 3, so a gap
     # of 1e-9 is out of reach), status iteration_limit, and the result records the rounds.
-    import fabricopt.flow.api as api
     import fabricopt.flow.approx as approx
 
     monkeypatch.setattr(approx, "DEFAULT_MAX_ROUNDS", 3)
-    monkeypatch.setattr(api, "DEFAULT_MAX_ROUNDS", 3)
     model = fo.build_flow_lp(JELLY, fo.all_to_all(JELLY))
     sol = solve_approx(model, gap=1e-9, strategy="frank_wolfe")
     assert sol.status == "iteration_limit" and sol.info["iterations"] == 3
     r = fo.max_concurrent_flow(JELLY, method="approx", gap=1e-9)
     assert r.status == "iteration_limit" and r.work_limit == 3
     assert fo.check_certificate(JELLY, r).ok
+
+
+def test_the_default_rounds_shrink_with_the_model(monkeypatch):
+    # The net is DEFAULT_WORK nonzeros x rounds: the jellyfish (30,560 nonzeros) keeps 10,000
+    # rounds; with the work cut to 5 x its nonzeros, it gets 5 rounds, and at least
+    # DEFAULT_MIN_ROUNDS of them when the work would allow fewer.
+    import fabricopt.flow.approx as approx
+
+    model = fo.build_flow_lp(JELLY, fo.all_to_all(JELLY))
+    nonzeros = model.lp_size["nonzeros"]
+    assert approx.default_max_rounds(nonzeros) == 10_000
+    monkeypatch.setattr(approx, "DEFAULT_MIN_ROUNDS", 2)
+    monkeypatch.setattr(approx, "DEFAULT_WORK", 5 * nonzeros)
+    assert approx.default_max_rounds(nonzeros) == 5
+    sol = solve_approx(model, gap=1e-9, strategy="frank_wolfe")
+    assert sol.status == "iteration_limit" and sol.info["iterations"] == 5
+    r = fo.max_concurrent_flow(JELLY, method="approx", gap=1e-9)
+    assert r.status == "iteration_limit" and r.work_limit == 5
+    assert fo.check_certificate(JELLY, r).ok
+    monkeypatch.setattr(approx, "DEFAULT_WORK", 1)
+    assert approx.default_max_rounds(nonzeros) == 2
 
 
 @pytest.mark.parametrize("strategy", ["frank_wolfe", "column_generation"])
