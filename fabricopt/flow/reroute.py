@@ -21,17 +21,25 @@ arc, however many commodities there are: on a 4,096-GPU SuperPOD the per-commodi
 the failed fabric would have 400 million entries; its detours have a few thousand.
 
 Each lost arc's detour runs on the arcs of its shortest detours (in hops), first spread evenly
-over those paths; where that leaves an arc above the aimed overload, a small LP chooses again
-the detours that cross such an arc, minimising the largest :math:`T_e / c_e`. A detour that
-leaves (or reaches) a crowded node, one whose first (last) arcs have too little room for what
-its detours carry, may also take the shortest way that avoids those arcs, if at most two hops
-longer: a leaf that lost uplinks sends their load down to its servers, across their NVLink and
-up through their other rails' leaves. Where a failure's cost is local (a server that lost
-NICs, a leaf that lost some uplinks) this meets the failed fabric's cut: on ``superpod(16)``
-with 1% of its links failed, the server that lost three of its eight NICs sends its traffic
-over the other five, and :math:`\theta` is 5/8 of the intact one, as the cut around that
-server says. Where the failed fabric's optimum routes the whole fabric
-differently, the bound is below it and the caller's other methods close the gap.
+over those paths. Where that leaves an arc above the aimed overload, every detour's spread is
+steered off the busiest arcs (each path weighed by how loaded its arcs are: a few rounds of
+sparse products for all detours at once), then a small LP chooses again the detours that
+cross such an arc, minimising the largest :math:`T_e / c_e`. A detour that leaves (or
+reaches) a crowded node, one whose first (last) arcs have too little room for what its
+detours carry, may also take the shortest way that avoids those arcs, if at most two hops
+longer: a leaf that lost uplinks sends their load down to its servers, across their NVLink
+and up through their other rails' leaves. Where the LP's answer is held by arcs that carry
+the intact flow (a crowded leaf's other uplinks), those arcs may send a share of their own
+load round too (the proof treats them as shrunk bundles): through a server that spans a
+neighbouring leaf and up that leaf's link to the same spine.
+
+Where a failure's cost is local (a server that lost NICs, a leaf that lost some uplinks) this
+meets the failed fabric's cut: on ``superpod(16)`` with 1% of its links failed, the server
+that lost three of its eight NICs sends its traffic over the other five, and :math:`\theta`
+is 5/8 of the intact one, as the cut around that server says. Every detour keeps the
+waypoints of the flow it moves (what crossed a node still crosses it), so where the failed
+fabric's optimum sends less through a switch from the start (a plane whose links are all
+full), the bound is below it and the caller's other methods close the gap.
 
 A lost node is not handled (its arcs' loads are not arc-to-arc: the proof is then declined).
 """
