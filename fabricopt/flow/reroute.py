@@ -255,48 +255,53 @@ def detour_flows(base: ProvenFlow, ga: GraphArrays, enough: float = 1.0
     loads = carried(rows, arcs, x)
     if np.all(loads <= enough * ga.capacity):
         return lost, share, _as_matrix(rows, arcs, x, len(lost), ga.n_arcs)
-    # Some arc is above ``enough``: every detour's spread is first steered off the loaded
-    # arcs (no budget: a few sparse products a round), then an LP chooses again the detours
-    # that cross one, and those given a second way round a crowded node, over the rest's
-    # load (a fraction of the LP over all of them).
-    x = _rebalanced_spread(ga, u, v, columns, int(hops.max()), moved, background, x, enough)
-    loads = carried(rows, arcs, x)
-    if np.all(loads <= enough * ga.capacity):
-        return lost, share, _as_matrix(rows, arcs, x, len(lost), ga.n_arcs)
+    # Some arc is above ``enough``. Two ways lower it, and the better is kept: every
+    # detour's spread steered off the loaded arcs (no budget: a few sparse products a
+    # round), and an LP that chooses again the detours crossing such an arc, and those
+    # given a second way round a crowded node, over the even spread of the rest (a fraction
+    # of the LP over all of them).
+    steered = _rebalanced_spread(ga, u, v, columns, int(hops.max()), moved, background, x,
+                                 enough)
+    peak = float(np.max(carried(rows, arcs, steered) / ga.capacity))
+    spread = (lost, share, _as_matrix(rows, arcs, steered, len(lost), ga.n_arcs))
+    if peak <= enough:
+        return spread
     ways = _wider_detours(ga, u, v, columns, hops, usable, moved,
                           np.maximum(enough * ga.capacity - background, 0.0))
     free = _detours_to_choose(ga, rows, arcs, loads, enough, columns, ways)
     mine = np.isin(rows, free)
     fixed = carried(rows[~mine], arcs[~mine], x[~mine])
-    # The detours the LP leaves out may already hold the spread's overload on their own (on
-    # the failed Meta 24K design only 9 of 1,200 fit its columns): it could lower nothing.
-    lowest = float(np.max(fixed / ga.capacity)) >= float(np.max(loads / ga.capacity)) * (
-        1 - CAPACITY_RTOL)
-    lp = _least_overload(ga, u[free], v[free], [ways[i] for i in free], moved[free],
-                         fixed) if len(free) and not lowest else None
+    # The detours the LP leaves out may hold as much on their own as the steered spread
+    # (on the failed Meta 24K design only 9 of 1,200 fit its columns): it would gain nothing.
+    if not len(free) or float(np.max(fixed / ga.capacity)) >= peak * (1 - CAPACITY_RTOL):
+        return spread
+    lp = _least_overload(ga, u[free], v[free], [ways[i] for i in free], moved[free], fixed)
     if lp is None:  # the spread stands: a weaker bound, as sound
-        return lost, share, _as_matrix(rows, arcs, x, len(lost), ga.n_arcs)
+        return spread
     keep, blocks = ~mine, [ways[i] for i in free]
     rows = np.concatenate([rows[keep], np.repeat(free, [len(c) for c in blocks])])
     arcs = np.concatenate([arcs[keep], *blocks])
+    shed = None
     if lp.overload > enough * (1 + CAPACITY_RTOL) and len(lp.binding):
         shed = _shed_binding_arcs(base, ga, where, usable, u[free], v[free], blocks,
                                   moved[free], fixed, enough, lp)
-        if shed is not None:
-            lp, by, columns_shed = shed
-            # Arcs that shed join the lost ones, each with the share of its load it sends.
-            use = lp.share > SHED_MIN_SHARE
-            block = np.repeat(np.arange(len(by)), [len(c) for c in columns_shed])
-            on = use[block]
-            n_free = len(arcs) - int(keep.sum())
-            rows = np.concatenate([rows, len(lost) + (np.cumsum(use) - 1)[block[on]]])
-            arcs = np.concatenate([arcs, np.concatenate(columns_shed)[on]])
-            x = np.concatenate([x[keep], lp.flow[:n_free],
-                                lp.flow[n_free:][on] / lp.share[block[on]]])  # unit flows
-            lost = np.concatenate([lost, _base_arcs(where, by[use], ga.n_arcs)])
-            share = np.concatenate([share, lp.share[use]])
-            return lost, share, _as_matrix(rows, arcs, x, len(lost), ga.n_arcs)
-    x = np.concatenate([x[keep], lp.flow])
+    if min(lp.overload, np.inf if shed is None else shed[0].overload) >= peak:
+        return spread
+    if shed is None:
+        x = np.concatenate([x[keep], lp.flow])
+        return lost, share, _as_matrix(rows, arcs, x, len(lost), ga.n_arcs)
+    lp, by, columns_shed = shed
+    # Arcs that shed join the lost ones, each with the share of its load it sends round.
+    use = lp.share > SHED_MIN_SHARE
+    block = np.repeat(np.arange(len(by)), [len(c) for c in columns_shed])
+    on = use[block]
+    n_free = len(arcs) - int(keep.sum())
+    rows = np.concatenate([rows, len(lost) + (np.cumsum(use) - 1)[block[on]]])
+    arcs = np.concatenate([arcs, np.concatenate(columns_shed)[on]])
+    x = np.concatenate([x[keep], lp.flow[:n_free],
+                        lp.flow[n_free:][on] / lp.share[block[on]]])  # unit flows
+    lost = np.concatenate([lost, _base_arcs(where, by[use], ga.n_arcs)])
+    share = np.concatenate([share, lp.share[use]])
     return lost, share, _as_matrix(rows, arcs, x, len(lost), ga.n_arcs)
 
 
@@ -422,10 +427,11 @@ def _rebalanced_spread(ga: GraphArrays, u: np.ndarray, v: np.ndarray,
     Each round weighs every arc by ``exp(-SPREAD_SHARPNESS x its load over capacity / the
     largest)`` and spreads each detour over its paths in proportion to the product of their
     arcs' weights (a path through the busiest arcs weighs almost nothing); the detours move
-    a step towards that spread (steps 2 / (round + 3), as Frank and Wolfe's method takes
-    them). Every round's flow is a unit flow from each tail to its head, so the best one is
-    a sound choice. All detours are one block-diagonal graph, so a round is a few sparse
-    products whatever their number."""
+    towards that spread by the step that lowers the largest load over capacity most (a
+    line search, as in Frank and Wolfe's method), and stop when no step does. Every round's
+    flow is a mix of unit flows from each tail to its head, so each is a sound choice, and
+    none is worse than the last. All detours are one block-diagonal graph, so a round is a
+    few sparse products whatever their number."""
     k = len(columns)
     block = np.repeat(np.arange(k), [len(c) for c in columns])
     arcs = np.concatenate(columns)
@@ -453,23 +459,32 @@ def _rebalanced_spread(ga: GraphArrays, u: np.ndarray, v: np.ndarray,
         into, out_of = sums(forward, start), sums(backward, end)
         return into[t] * weight * out_of[h] / into[end][block]
 
-    def overload(flow: np.ndarray) -> tuple[float, np.ndarray]:
-        ratio = (background + np.bincount(arcs, weights=flow * moved[block],
-                                          minlength=ga.n_arcs)) / ga.capacity
-        return float(ratio.max()), ratio
+    def ratio_of(flow: np.ndarray) -> np.ndarray:
+        return (background + np.bincount(arcs, weights=flow * moved[block],
+                                         minlength=ga.n_arcs)) / ga.capacity
 
-    best, ratio = overload(x)
-    best_x, current = x, x
-    for step in range(SPREAD_ROUNDS):
+    current, ratio = x, ratio_of(x)
+    for _ in range(SPREAD_ROUNDS):
         peak = float(ratio.max())
-        toward = spread(np.exp(-SPREAD_SHARPNESS * ratio[arcs] / peak))
-        current = current + 2.0 / (step + 3) * (toward - current)
-        peak, ratio = overload(current)
-        if peak < best:
-            best, best_x = peak, current
-        if best <= enough:
+        if peak <= enough:
             break
-    return best_x
+        toward = spread(np.exp(-SPREAD_SHARPNESS * ratio[arcs] / peak))
+        target = ratio_of(toward)
+        # The step that lowers the largest ratio most: a convex function of the step,
+        # piecewise linear, so a ternary search finds it.
+        low, high = 0.0, 1.0
+        for _ in range(40):
+            a, b = low + (high - low) / 3, high - (high - low) / 3
+            if np.max(ratio + a * (target - ratio)) <= np.max(ratio + b * (target - ratio)):
+                high = b
+            else:
+                low = a
+        step = (low + high) / 2
+        if np.max(ratio + step * (target - ratio)) >= peak * (1 - 1e-12):
+            break  # no step along this spread lowers it
+        current = current + step * (toward - current)
+        ratio = ratio_of(current)
+    return current
 
 
 def _path_counts(step: sp.csr_matrix, origin: int, n: int) -> np.ndarray:

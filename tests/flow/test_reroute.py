@@ -337,3 +337,32 @@ def test_an_intact_fabric_without_a_claim_is_solved_when_the_failed_one_is_too_l
     assert r.method == "bounds" and "rebuilt from the recipe" in r.message
     assert r.lower == pytest.approx(lp.theta, rel=1e-6) and r.upper >= lp.theta
     assert fo.check_certificate(failed, r).ok
+
+
+def test_the_spread_is_steered_off_a_busy_path():
+    # A square u-a-v, u-b-v of unit arcs. The lost arc u -> v carried 1 and has two shortest
+    # detours, through a and through b; a -> v already carries 0.9. Spread evenly, a -> v
+    # holds 0.9 + 0.5 = 1.4. With x through a and 1 - x through b the busiest arc holds
+    # max(0.9 + x, 1 - x), least at x = 0.05: 0.95 on both. The steered spread finds it (its
+    # line search on a piecewise-linear maximum), and it is still a unit flow from u to v.
+    import networkx as nx
+
+    from fabricopt.flow import reroute
+
+    g = nx.DiGraph()
+    for s, t in (("u", "a"), ("a", "v"), ("u", "b"), ("b", "v")):
+        g.add_edge(s, t, capacity=1.0)
+    ga = GraphArrays.from_fabric(fo.from_networkx(g, endpoints=["u", "v"]))
+    u, v = np.array([ga.index["u"]]), np.array([ga.index["v"]])
+    columns, hops = reroute._shortest_detour_arcs(ga, u, v, np.ones(ga.n_arcs, dtype=bool))
+    background = np.zeros(ga.n_arcs)
+    background[ga.arcs.index(("a", "v"))] = 0.9
+    even = reroute._even_over_paths(ga, u[0], v[0], columns[0])
+    x = reroute._rebalanced_spread(ga, u, v, columns, int(hops.max()), np.ones(1), background,
+                                   even, enough=0.0)
+    load = background + np.bincount(columns[0], weights=x, minlength=ga.n_arcs)
+    assert load.max() == pytest.approx(0.95, rel=1e-6)
+    # A unit flow from u to v: out of u 1, into v 1, nothing kept at a or b.
+    net = np.bincount(ga.tail[columns[0]], weights=x, minlength=ga.n_nodes) - np.bincount(
+        ga.head[columns[0]], weights=x, minlength=ga.n_nodes)
+    assert np.allclose(net[[ga.index[n] for n in "uvab"]], [1, -1, 0, 0])
