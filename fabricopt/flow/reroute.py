@@ -21,10 +21,11 @@ arc, however many commodities there are: on a 4,096-GPU SuperPOD the per-commodi
 the failed fabric would have 400 million entries; its detours have a few thousand.
 
 Each lost arc's detour runs on the arcs of its shortest detours (in hops), first spread evenly
-over those paths. Where that leaves an arc above the aimed overload, every detour's spread is
-steered off the busiest arcs (each path weighed by how loaded its arcs are: a few rounds of
-sparse products for all detours at once), then a small LP chooses again the detours that
-cross such an arc, minimising the largest :math:`T_e / c_e`. A detour that leaves (or
+over those paths. Where that leaves an arc above the aimed overload, two ways lower it and
+the better is kept: every detour's spread steered off the busiest arcs (each path weighed by
+how loaded its arcs are: a few rounds of sparse products for all detours at once), and a
+small LP that chooses again the detours crossing such an arc, minimising the largest
+:math:`T_e / c_e` over the even spread of the others. A detour that leaves (or
 reaches) a crowded node, one whose first (last) arcs have too little room for what its
 detours carry, may also take the shortest way that avoids those arcs, if at most two hops
 longer: a leaf that lost uplinks sends their load down to its servers, across their NVLink
