@@ -92,7 +92,7 @@ DEFAULT_MAX_ROUNDS = 10_000
 #: The net shrinks with the model: at most this many nonzeros times rounds, and never fewer
 #: than ``DEFAULT_MIN_ROUNDS``. A round costs about its model's nonzeros; on a 2,048-GPU rail
 #: cluster with 5 % of its links failed (140 million nonzeros) one takes 20 to 30 s, so
-#: 10,000 of them would run for days, and 15 take a few minutes. The jellyfish above (30,560
+#: 10,000 of them would run for days, and 14 take a few minutes. The jellyfish above (30,560
 #: nonzeros) keeps its 10,000.
 DEFAULT_WORK = 2_000_000_000
 DEFAULT_MIN_ROUNDS = 10
