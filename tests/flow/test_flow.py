@@ -453,3 +453,17 @@ def test_large_lps_skip_the_crossover_and_stay_certified(monkeypatch):
     assert r.lower <= 8 / 8**2 * (1 + 1e-9) and r.upper >= 8 / 8**2 * (1 - 1e-9)
     assert r.upper - r.lower <= 1e-6 * r.upper
     assert fo.check_certificate(fab, r).ok
+
+
+def test_an_lp_stopped_early_is_capped_by_the_hierarchy_cut():
+    # 8 servers of 4 GPUs, one 400 Gb/s NIC each, rail-optimized: each GPU sends 28 Gb/s out
+    # of its server through its NIC, so theta = 400 / 28, the NIC cut. The full LP stopped
+    # after one simplex iteration proves nothing below, and above its hop lengths give 3 x
+    # that (42.86); the hierarchy's cut, offered to the certificate as the approximate
+    # method's is, caps it at 400 / 28.
+    fab = fo.cluster(fo.nvswitch_domain(4, 2, 4, 400.0), nodes=8, scale_out="rail_optimized",
+                     leaf_radix=8)
+    r = fo.max_concurrent_flow(fab, method="lp", work_limit=1)
+    assert r.status == "iteration_limit" and r.theta is None
+    assert r.upper == pytest.approx(400 / 28, rel=1e-9)
+    certified(fab, r, exact=False)
