@@ -214,7 +214,8 @@ def detour_flows(base: ProvenFlow, ga: GraphArrays, enough: float = 1.0
 
     Each detour first spreads evenly over its shortest paths; when that leaves some arc
     above ``enough`` times its capacity (the overload at which the caller's bound is met),
-    the detour LP chooses them instead."""
+    the spread steered off the busiest arcs or the detour LP's choice (with the arcs that
+    bind shedding), whichever loads its busiest arc less."""
     where = arc_map(base.ga, ga)
     tiny = ZERO_LOAD_RTOL * max(float(base.load.max(initial=0.0)), 1e-300)
     left = np.zeros(base.ga.n_arcs)  # the capacity each arc kept
