@@ -338,7 +338,7 @@ def _shed_binding_arcs(base: ProvenFlow, ga: GraphArrays, where: np.ndarray,
     shed = np.zeros(0, dtype=np.int64)
     columns: list[np.ndarray] = []
     best, latest = None, lp
-    crowded = ~usable.copy()
+    crowded = ~usable
     size = sum(len(c) for c in blocks)
     for _ in range(SHED_ROUNDS):
         # The LP's duals name one set that holds the overload where it is; arcs as loaded

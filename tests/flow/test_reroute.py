@@ -202,17 +202,24 @@ def _eight_servers():
                       scale_out="rail_optimized", leaf_radix=8)
 
 
+def _leaf_lost_a_nic_and_an_uplink():
+    """The eight servers, the leaf r0.l0 without server n0's NIC link and one of its 4
+    uplinks, and the intact flow."""
+    fab = _eight_servers()
+    intact, traffic = _intact(fab)
+    uplinks = sorted(n for n in fab.graph.neighbors("r0.l0") if n.startswith("s"))
+    return fab, fab.without_links([("n0.gpu0", "r0.l0"), ("r0.l0", uplinks[0])]), intact, \
+        traffic
+
+
 def test_a_leaf_that_lost_uplinks_sends_their_load_down_and_across():
     # Leaf r0.l0 loses server n0's NIC link and one of its 4 uplinks. Server n0 sends over 3
     # NICs: theta <= 3/4 x 400 / 28 (its cut), and the fabric's LP meets it. The leaf's
     # other 3 uplinks cannot take a fourth's load at 4/3 of their capacity and their own
     # (4/3 x 3 < 4): the detours also go down to the leaf's servers, across their NVLink and
     # up through their other rails' leaves. Over shortest detours alone the bound falls short.
-    fab = _eight_servers()
-    intact, traffic = _intact(fab)
+    fab, failed, intact, traffic = _leaf_lost_a_nic_and_an_uplink()
     assert intact.base.theta == pytest.approx(400 / 28, rel=1e-9)
-    uplinks = sorted(n for n in fab.graph.neighbors("r0.l0") if n.startswith("s"))
-    failed = fab.without_links([("n0.gpu0", "r0.l0"), ("r0.l0", uplinks[0])])
     r = rerouted_answer(failed, traffic, intact)
     assert r.exact and r.theta == pytest.approx(0.75 * 400 / 28, rel=1e-6)
     assert fo.check_certificate(failed, r, traffic).ok
@@ -228,10 +235,7 @@ def test_without_wider_detours_the_leaf_sheds_its_uplinks_load(monkeypatch):
     import fabricopt.flow.reroute as reroute
 
     monkeypatch.setattr(reroute, "_wider_detours", lambda ga, u, v, columns, *rest: columns)
-    fab = _eight_servers()
-    intact, traffic = _intact(fab)
-    uplinks = sorted(n for n in fab.graph.neighbors("r0.l0") if n.startswith("s"))
-    failed = fab.without_links([("n0.gpu0", "r0.l0"), ("r0.l0", uplinks[0])])
+    fab, failed, intact, traffic = _leaf_lost_a_nic_and_an_uplink()
     r = rerouted_answer(failed, traffic, intact)
     assert r.exact and r.theta == pytest.approx(0.75 * 400 / 28, rel=1e-6)
     assert fo.check_certificate(failed, r, traffic).ok
@@ -250,10 +254,7 @@ def test_without_wider_detours_nor_shedding_that_leaf_falls_short(monkeypatch):
 
     monkeypatch.setattr(reroute, "_wider_detours", lambda ga, u, v, columns, *rest: columns)
     monkeypatch.setattr(reroute, "SHED_ROUNDS", 0)
-    fab = _eight_servers()
-    intact, traffic = _intact(fab)
-    uplinks = sorted(n for n in fab.graph.neighbors("r0.l0") if n.startswith("s"))
-    failed = fab.without_links([("n0.gpu0", "r0.l0"), ("r0.l0", uplinks[0])])
+    fab, failed, intact, traffic = _leaf_lost_a_nic_and_an_uplink()
     r = rerouted_answer(failed, traffic, intact)
     assert r.lower < 0.74 * 400 / 28 and fo.check_certificate(failed, r, traffic).ok
 
@@ -264,10 +265,7 @@ def test_a_detour_lp_over_budget_keeps_the_spread(monkeypatch):
     import fabricopt.flow.reroute as reroute
 
     monkeypatch.setattr(reroute, "MAX_DETOUR_COLUMNS", 0)
-    fab = _eight_servers()
-    intact, traffic = _intact(fab)
-    uplinks = sorted(n for n in fab.graph.neighbors("r0.l0") if n.startswith("s"))
-    failed = fab.without_links([("n0.gpu0", "r0.l0"), ("r0.l0", uplinks[0])])
+    fab, failed, intact, traffic = _leaf_lost_a_nic_and_an_uplink()
     r = rerouted_answer(failed, traffic, intact)
     assert 0 < r.lower < 0.75 * 400 / 28 and not r.exact
     assert fo.check_certificate(failed, r, traffic).ok
