@@ -38,3 +38,15 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if any(item.nodeid.endswith(case) for case in SLOW_CASES):
             item.add_marker(pytest.mark.slow)
+
+
+def _forget_solved_intact():
+    """Each test starts with no intact fabric kept solved (a test that patches the intact
+    solve must not get an earlier test's answer)."""
+    from fabricopt.analysis import failure_reroute
+
+    failure_reroute._SOLVED_INTACT.clear()
+
+
+def pytest_runtest_setup(item):
+    _forget_solved_intact()

@@ -13,6 +13,7 @@ intact flow on the intact fabric first).
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 
@@ -43,6 +44,14 @@ from ..traffic import Traffic
 #: The time an intact fabric without a symmetry claim gets to be solved exactly, when its
 #: failed copy is too large for the routed bounds.
 INTACT_SECONDS = 30.0
+
+#: How many intact fabrics (by recipe) stay solved for later failed copies: a loop over
+#: failure draws of one design solves its intact fabric once (about 9 s each time for a
+#: 4,096-GPU 3-tier Clos), and each kept one holds a fabric and its flow in memory.
+SOLVED_INTACT_KEPT = 2
+
+#: recipe (as JSON) -> the intact fabric's flow, oldest first.
+_SOLVED_INTACT: dict[str, IntactFlow] = {}
 
 
 @dataclass(frozen=True)
@@ -142,10 +151,29 @@ def from_recipe(failed: Fabric, traffic: Traffic) -> FlowResult | None:
     fabric is solved exactly at once (by its claim) or, where ``failed`` is too large for
     the routed bounds (whose approximate rounds take minutes), within ``INTACT_SECONDS``;
     None otherwise. Registered with :mod:`fabricopt.flow.from_intact`, so
-    :func:`~fabricopt.max_concurrent_flow` asks it."""
+    :func:`~fabricopt.max_concurrent_flow` asks it. The last ``SOLVED_INTACT_KEPT`` intact
+    fabrics solved stay solved: the next failed copy of the same design reuses its flow."""
     size = lp_size_estimate(failed, traffic)
     if size <= FIND_SYMMETRY_NONZEROS:
         return None
+    key = json.dumps(failed.recipe, sort_keys=True)
+    flow = _SOLVED_INTACT.get(key)
+    if flow is None or not flow.serves(traffic):
+        flow = _solved_intact(failed, traffic, size)
+        if flow is not None:  # kept for the next failed copy of the same design
+            _SOLVED_INTACT.pop(key, None)
+            _SOLVED_INTACT[key] = flow
+            while len(_SOLVED_INTACT) > SOLVED_INTACT_KEPT:
+                _SOLVED_INTACT.pop(next(iter(_SOLVED_INTACT)))
+    answer = None if flow is None else rerouted_answer(failed, traffic, flow)
+    if answer is not None:
+        answer.message += f" (intact fabric {flow.fab.name!r}, rebuilt from the recipe)"
+    return answer
+
+
+def _solved_intact(failed: Fabric, traffic: Traffic, size: int) -> IntactFlow | None:
+    """The intact fabric ``failed``'s recipe rebuilds, solved exactly, with its flow
+    re-proven; None when it cannot be rebuilt or is not solved exactly in time."""
     intact = try_replay(failed.recipe)
     if intact is None:
         return None
@@ -160,11 +188,7 @@ def from_recipe(failed: Fabric, traffic: Traffic) -> FlowResult | None:
             return None
     else:
         return None
-    flow = IntactFlow.of(intact, solved, traffic)
-    answer = None if flow is None else rerouted_answer(failed, traffic, flow)
-    if answer is not None:
-        answer.message += f" (intact fabric {intact.name!r}, rebuilt from the recipe)"
-    return answer
+    return IntactFlow.of(intact, solved, traffic)
 
 
 ANSWERERS.append(from_recipe)

@@ -312,6 +312,33 @@ def test_max_concurrent_flow_answers_a_failed_fabric_from_its_recipe():
     assert "recipe" not in r.message and r.theta == pytest.approx(5 * 400 / (8 * 248), rel=1e-6)
 
 
+def test_the_next_failed_copy_of_a_design_reuses_its_solved_intact_fabric(monkeypatch):
+    # Two copies of superpod(1), each with one server short of NIC links: the first rebuilds
+    # and solves the intact fabric, the second reuses that flow (no rebuild). Each closes at
+    # its own server's cut: 5 x 400 / (8 x 248) with three NICs lost, 6 x 400 / (8 x 248)
+    # with two (the NIC cut of the test above, scaled by the NICs left).
+    import fabricopt.analysis.failure_reroute as failure_reroute
+
+    first = fo.superpod(1).without_links([(f"n3.gpu{i}", f"r{i}.l0") for i in range(3)])
+    r = fo.max_concurrent_flow(first)
+    assert r.exact and "rebuilt from the recipe" in r.message
+
+    def no_rebuild(recipe):
+        raise AssertionError("the intact fabric was rebuilt")
+
+    monkeypatch.setattr(failure_reroute, "try_replay", no_rebuild)
+    second = fo.superpod(1).without_links([(f"n5.gpu{i}", f"r{i}.l0") for i in range(2)])
+    r = fo.max_concurrent_flow(second)
+    assert r.method == "bounds" and r.exact
+    assert r.theta == pytest.approx(6 * 400 / (8 * 248), rel=1e-6)
+    assert fo.check_certificate(second, r).ok
+    # Another traffic is not the one the kept flow was proven for: it is solved anew.
+    monkeypatch.undo()
+    permutation = fo.permutation(second, seed=1)
+    assert not failure_reroute._SOLVED_INTACT[
+        next(iter(failure_reroute._SOLVED_INTACT))].serves(permutation)
+
+
 def test_an_intact_fabric_without_a_claim_is_solved_when_the_failed_one_is_too_large(
         monkeypatch):
     # 16 DGX H100 on a 2:1 Clos carry no symmetry claim. Pretend the copy that lost one NIC
