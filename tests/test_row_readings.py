@@ -57,7 +57,9 @@ def test_frozen_gc_nests_and_leaves_a_callers_freeze_alone():
         mine = gc.get_freeze_count()
         with frozen_gc():
             pass
-        assert gc.get_freeze_count() == mine
+        # Neither frozen again (more) nor given back (0). A frozen object that a thread left
+        # by an earlier test drops meanwhile leaves the count: it may only fall a little.
+        assert 0.99 * mine <= gc.get_freeze_count() <= mine
     finally:
         gc.unfreeze()
 
