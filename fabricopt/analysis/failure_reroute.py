@@ -133,9 +133,12 @@ def rerouted_answer(failed: Fabric, traffic: Traffic, intact: IntactFlow
                                   lengths=lengths if np.isfinite(cut) else None,
                                   include_endpoint_links=True, reroute=proof)
     status = "optimal" if closed else "inexact"
-    message = (f"below: the intact fabric's flow, the load of its {len(lost):,} failed or "
-               f"shrunk arcs sent around them (busiest arc {got.overload:.4g} x its capacity "
-               "before scaling); above: the hierarchy cut")
+    # ``lost`` holds only the arcs whose intact load no longer fits (a lost link the flow
+    # never used needs no detour), so the message says so.
+    moved = (f"the load that no longer fits on {len(lost):,} failed or shrunk arcs sent "
+             f"around them (busiest arc {got.overload:.4g} x its capacity before scaling)"
+             if len(lost) else "every failed or shrunk arc still holds its intact load")
+    message = f"below: the intact fabric's flow, {moved}; above: the hierarchy cut"
     return FlowResult(
         theta=lower if closed else None, lower=lower, upper=upper, status=status,
         method="bounds", backend="none", seconds=time.perf_counter() - start,
