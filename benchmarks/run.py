@@ -519,29 +519,6 @@ def case_bounds_first(make: str, method: str, bounds_first: bool | None,
     return {"seconds": seconds, "value": value, "gap": gap, "exact": r.exact}
 
 
-def case_lp_scale(make: str, nvlink_counted: bool) -> dict:
-    """``method="lp"`` all-to-all with theta scaled by each endpoint's scale-out links (now)
-    or by all of its links, NVLink included (``nvlink_counted``, as before): the status,
-    the certified bracket in Gb/s per GPU and the scale."""
-    import numpy as np
-
-    import fabricopt as fo
-    import fabricopt.flow.units as units
-
-    if nvlink_counted:
-        units._scale_up_by_tier = lambda ga: np.zeros(ga.n_arcs, dtype=bool)
-    fab = eval(make, {"fo": fo})  # noqa: S307 - the cases are this file's own literals
-    start = time.perf_counter()
-    r = fo.max_concurrent_flow(fab, method="lp")
-    seconds = time.perf_counter() - start
-    gap = (r.upper - r.lower) / r.upper if r.upper > 0 else 1.0
-    low, high = r.per_endpoint_gbps_bracket or (r.lower, r.upper)
-    scale = r.certificate.traffic_scale if r.certificate is not None else float("nan")
-    value = (f"status {r.status}, [{low:.8g}, {high:.8g}] Gb/s per GPU, gap {gap:.3%}, "
-             f"theta scaled by {scale:g}")
-    return {"seconds": seconds, "value": value, "gap": gap, "exact": r.exact}
-
-
 def case_check_certificate(make: str) -> dict:
     """``check_certificate`` on the all-to-all result of the fabric ``make`` builds: the
     check's own seconds, and its peak memory above what the solve left (the row's peak is the
@@ -663,14 +640,6 @@ def bounds_first_rows(rows: list, quick: bool) -> None:
                      "not met"))
         before = run_case("case_bounds_first", clos, "auto", True, 2.0, False)
         rows.append(("  before (no two-phase floor, time_limit=2)", before, "", ""))
-    if not quick:
-        # The full LP, asked by name, of a SuperPOD scalable unit: with NVLink counted in the
-        # scale, HiGHS's interior point ended "Unknown" on an LP whose theta was near 1/16.
-        now = run_case("case_lp_scale", "fo.superpod(1)", False)
-        rows.append(("method='lp', superpod(1) (256 GPUs), theta scaled by the NICs", now,
-                     "status optimal, exact", "met" if now.get("exact") else "not met"))
-        before = run_case("case_lp_scale", "fo.superpod(1)", True)
-        rows.append(("  before (NVLink counted in the scale)", before, "", ""))
     two_phase_rows(rows, quick)
     if not quick:
         # Every design of topologies/ in one process: rows no longer limited by seconds.

@@ -25,7 +25,6 @@ import numpy as np
 from ..errors import InvalidFabricError
 from ..fabric import PLAUSIBLE_GBPS
 from ..graph_arrays import GraphArrays
-from ..tiers import is_scale_up
 from ..traffic import Traffic
 
 #: Capacities whose median lies in this range (Gb/s) are solved as given: the range covers
@@ -70,41 +69,15 @@ def in_units(ga: GraphArrays, unit: float) -> GraphArrays:
 
 def theta_scale(fab: Any, traffic: Traffic, ga: GraphArrays | None = None) -> float:
     """A power of two near the injection bound on theta (each endpoint's capacity over what
-    it sends), used to solve for a theta of order one.
-
-    An endpoint with scale-out links counts those alone: a DGX GPU's NVLink carries nine
-    times its NIC, and all but a few of its pairs leave the server through the NICs, so
-    counting NVLink put theta near 1/16 of one on ``superpod(1)`` (there HiGHS's interior
-    point ended "Unknown" where the same LP scaled to a theta near one is optimal).
-
-    >>> import fabricopt as fo
-    >>> fab = fo.superpod(1)                       # 256 GPUs: NIC 400 Gb/s, NVLink 3,600
-    >>> theta_scale(fab, fo.all_to_all(fab))       # 400 / 255 is near 2, 4,000 / 255 near 16
-    2.0
-    """
+    it sends), used to solve for a theta of order one."""
     ga = ga or GraphArrays.from_fabric(fab)
-    # Scale-up arcs by tier name only: a scaling guess, not a proof, so it skips the second
-    # pass over the graph that reading techs takes (1.8 s on fat_tree(80)); an arc marked
-    # scale-up by its tech alone counts as before, which is only less well scaled.
-    scale_up = _scale_up_by_tier(ga)
-    whole = np.bincount(ga.tail, weights=ga.capacity, minlength=ga.n_nodes)
-    scale_out = np.bincount(ga.tail, weights=np.where(scale_up, 0.0, ga.capacity),
-                            minlength=ga.n_nodes)
-    injection = np.where(scale_out > 0, scale_out, whole)  # an endpoint's NICs, if any
+    injection = np.bincount(ga.tail, weights=ga.capacity, minlength=ga.n_nodes)
     out = traffic.out_gbps()
     ratios = [injection[ga.index[e]] / d for e, d in out.items() if d > 0]
     est = min(ratios) if ratios else 1.0
     if not (est > 0 and math.isfinite(est)):
         return 1.0
     return float(2.0 ** round(math.log2(est)))
-
-
-def _scale_up_by_tier(ga: GraphArrays) -> np.ndarray:
-    """Mask of the arcs whose ``tier`` names a scale-up link (all False without tiers)."""
-    if len(ga.tiers) != ga.n_arcs or not ga.n_arcs:
-        return np.zeros(ga.n_arcs, dtype=bool)
-    scale_up = {tier: is_scale_up(tier) for tier in set(ga.tiers)}
-    return np.fromiter(map(scale_up.__getitem__, ga.tiers), dtype=bool, count=ga.n_arcs)
 
 
 def solve_units(fab: Any, traffic: Traffic, ga: GraphArrays
