@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..flow.api import (
     FIND_SYMMETRY_NONZEROS,
@@ -40,10 +41,6 @@ from ..flow.result import FlowCertificate, FlowResult
 from ..generators.recipe import try_replay
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
-
-#: The time an intact fabric without a symmetry claim gets to be solved exactly, when its
-#: failed copy is too large for the routed bounds.
-INTACT_SECONDS = 30.0
 
 #: How many intact fabrics (by recipe) stay solved for later failed copies: a loop over
 #: failure draws of one design solves its intact fabric once (about 9 s each time for a
@@ -152,7 +149,7 @@ def from_recipe(failed: Fabric, traffic: Traffic) -> FlowResult | None:
     ``without`` or ``fail_random`` keeps the generator call of the fabric it came from),
     when ``failed`` is large enough for the detour to beat a solve of its own and the intact
     fabric is solved exactly at once (by its claim) or, where ``failed`` is too large for
-    the routed bounds (whose approximate rounds take minutes), within ``INTACT_SECONDS``;
+    the routed bounds (whose approximate rounds take minutes), by the symmetry found in it;
     None otherwise. Registered with :mod:`fabricopt.flow.from_intact`, so
     :func:`~fabricopt.max_concurrent_flow` asks it. The last ``SOLVED_INTACT_KEPT`` intact
     fabrics solved stay solved: the next failed copy of the same design reuses its flow."""
@@ -176,17 +173,25 @@ def from_recipe(failed: Fabric, traffic: Traffic) -> FlowResult | None:
 
 def _solved_intact(failed: Fabric, traffic: Traffic, size: int) -> IntactFlow | None:
     """The intact fabric ``failed``'s recipe rebuilds, solved exactly, with its flow
-    re-proven; None when it cannot be rebuilt or is not solved exactly in time."""
+    re-proven; None when it cannot be rebuilt or is not solved exactly.
+
+    No wall clock decides it (a busy machine gets the same answer as an idle one): a fabric
+    without a claim is solved only by the symmetry found in it, or not at all."""
     intact = try_replay(failed.recipe)
     if intact is None:
         return None
     if symmetric_applicable(intact, traffic)[0]:
         solved = max_concurrent_flow(intact, traffic)
     elif size // 3 > ECMP_MAX_ENTRIES:
-        # A 4,096-GPU 3-tier 2:1 Clos has no claim but is solved exactly in about 9 s (its
+        # A 4,096-GPU 3-tier 2:1 Clos has no claim but is solved exactly in about 10 s (its
         # symmetry found, one root per orbit routed); its failed copies would otherwise go
-        # to approximate rounds for minutes.
-        solved = max_concurrent_flow(intact, traffic, time_limit=INTACT_SECONDS)
+        # to approximate rounds for minutes. Without a symmetry its own LP would take as
+        # long: then the intact fabric is not used.
+        try:
+            solved = max_concurrent_flow(intact, traffic, method="symmetric",
+                                         bounds_first=True)
+        except InvalidParameterError:
+            return None
         if not solved.exact:
             return None
     else:

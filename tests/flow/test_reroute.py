@@ -375,11 +375,44 @@ def test_an_intact_fabric_without_a_claim_is_solved_when_the_failed_one_is_too_l
         return real_floor(of, *args)
 
     monkeypatch.setattr(api, "hose_floor", floor)
+    # The intact solve is shaped by work, not seconds: no time limit, its symmetry or nothing.
+    asked, real_solve = [], failure_reroute.max_concurrent_flow
+
+    def solve(of, traffic, **options):
+        asked.append(options)
+        return real_solve(of, traffic, **options)
+
+    monkeypatch.setattr(failure_reroute, "max_concurrent_flow", solve)
     r = fo.max_concurrent_flow(failed)
     assert r.method == "bounds" and "rebuilt from the recipe" in r.message
     assert r.lower == pytest.approx(intact.theta, rel=1e-6) and r.upper > r.lower
     assert fo.check_certificate(failed, r).ok
     assert True not in floors
+    assert asked == [{"method": "symmetric", "bounds_first": True}]
+
+
+def test_an_intact_fabric_without_a_symmetry_found_is_not_used(monkeypatch):
+    # As above, but no symmetry is found in the intact fabric: its own LP would take as long
+    # as the failed one's, so the failed fabric is answered without it (no recipe in the
+    # message), whatever the machine's load.
+    import fabricopt.analysis.failure_reroute as failure_reroute
+    import fabricopt.flow.api as api
+    from fabricopt.errors import InvalidParameterError
+
+    fab = fo.cluster(fo.dgx_h100(), nodes=16, scale_out="clos", tiers=2, oversubscription=2,
+                     radix=16)
+    failed = fab.without_links([("n3.gpu0", "leaf2")])
+    for module in (api, failure_reroute):
+        monkeypatch.setattr(module, "ECMP_MAX_ENTRIES", 10)
+    monkeypatch.setattr(failure_reroute, "FIND_SYMMETRY_NONZEROS", 10)
+
+    def no_symmetry(of, traffic, **options):
+        raise InvalidParameterError("max_concurrent_flow(): method='symmetric' is not exact "
+                                    "here: no symmetry found")
+
+    monkeypatch.setattr(failure_reroute, "max_concurrent_flow", no_symmetry)
+    assert failure_reroute.from_recipe(failed, fo.all_to_all(failed)) is None
+    assert not failure_reroute._SOLVED_INTACT
 
 
 def test_the_spread_is_steered_off_a_busy_path():
