@@ -51,3 +51,31 @@ def test_a_point_off_its_constraints_is_polished_and_stays_a_proof(monkeypatch):
     c = certify(model, sol)
     assert calls == [1]
     assert c.lower <= 80 / 3 * (1 + 1e-9) <= c.upper * (1 + 1e-9)
+
+
+def test_a_solve_the_clock_stopped_is_not_polished(monkeypatch):
+    # The point of the test above (off its constraints by 1e-4, which opens the bracket) as
+    # the solver's answer when its time limit stopped it: polishing would only run the
+    # clock on (1 s of LSQR past a 5 s limit on a failed superpod(1)), so it is skipped.
+    # The answer is still a proof: lower <= 80/3 <= upper, status "time_limit".
+    import fabricopt.flow.api as api
+
+    _, sol = _solve(fo.fat_tree(4))
+    sol.x = sol.x * (1 + 1e-4 * np.sin(np.arange(len(sol.x))))
+
+    def stopped(lp, backend, time_limit, **options):
+        sol.status = "time_limit"
+        return sol
+
+    monkeypatch.setattr(api, "solve_lp", stopped)
+    calls = _counting(monkeypatch)
+    fab = fo.fat_tree(4)
+    r = fo.max_concurrent_flow(fab, method="lp", time_limit=60)
+    assert r.status == "time_limit" and calls == []
+    assert r.lower <= 80 / 3 * (1 + 1e-9) <= r.upper * (1 + 1e-9)
+    assert fo.check_certificate(fab, r).ok
+    # Stopped by a work limit instead (no clock), the same point is polished.
+    sol.status = "iteration_limit"
+    monkeypatch.setattr(api, "solve_lp", lambda lp, backend, time_limit, **o: sol)
+    fo.max_concurrent_flow(fab, method="lp", work_limit=10, backend="highspy")
+    assert calls == [1]
