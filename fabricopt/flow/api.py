@@ -165,7 +165,8 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         the status says so and the bracket is what was proven. ``backend="highspy"``
         enforces it with a wall-clock interrupt as well; with the default backend, HiGHS's
         interior-point solver (used above 20,000 nonzeros) can overrun a limit shorter than
-        HiGHS's presolve, and then returns a proven answer late.
+        HiGHS's presolve, and then returns a proven answer late. A point the limit stopped
+        is certified as it stands, not polished (that took a second more).
     include_endpoint_links : bool
         True (default): the links of endpoints that hang off one switch (NIC links) are
         capacity constraints and pairs under one switch count. False: the fabric-only view
