@@ -719,8 +719,16 @@ def certified_result(model: ThroughputModel | CollapsedDemand, sol: LPSolution, 
     cert = certify(model, sol, polish, extra_lengths)  # type: ignore[arg-type]
     bound = cert.bound
     status, message = sol.status, sol.message
-    theta = cert.lifted.theta if (cert.lifted is not None and sol.status == "optimal") else None
     lower, upper = cert.lower, min(cert.upper, upper_cap)
+    if (status == "error" and cert.lifted is not None and 0 < lower <= upper < np.inf
+            and (bound is None or not bound.failure)):
+        # The solver ended without a status it names (HiGHS's interior point without
+        # crossover on superpod(1): "Unknown" after 160 s), but its point and duals prove a
+        # bracket: that proof is the answer, judged like an optimal claim below.
+        status = "optimal"
+        message = (f"the solver ended with status {sol.message!r}, but its point and duals "
+                   "prove the optimum")
+    theta = cert.lifted.theta if (cert.lifted is not None and status == "optimal") else None
     if bound is not None and bound.failure:
         status, theta, message = "error", None, bound.failure
     if bound is not None and bound.unreachable is not None and theta is not None:
@@ -737,7 +745,7 @@ def certified_result(model: ThroughputModel | CollapsedDemand, sol: LPSolution, 
             # (first-order and interior-point solvers stop early): keep only the bracket.
             bracket = (f"[{lower * traffic_scale:.9g}, {upper * traffic_scale:.9g}]")
             message = (f"{sol.message}: certified bracket {bracket}, not closed"
-                       if method == "bounds" else
+                       if method == "bounds" or sol.status == "error" else
                        f"solver reported optimal, but the certified bracket {bracket} is "
                        f"wider than {EXACT_RTOL:g} relative")
             status, theta = "inexact", None

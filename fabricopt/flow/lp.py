@@ -31,8 +31,8 @@ ROUTING_STATUSES = ("exact", "disconnected")
 #: means for the bracket of a throughput result.
 STATUS_MEANINGS = {
     "optimal": "solved and proven: the bracket is closed (an LP) or the gap is 0 (a MILP)",
-    "inexact": "the solver reports optimal, but its point and duals prove only a wider "
-               "bracket",
+    "inexact": "the solver reports optimal (or ends with a status it does not name), but "
+               "its point and duals prove only a wider bracket",
     "time_limit": "the solver stopped at its time limit; what it found is kept, unproven (a "
                   "bracket, or a MILP's plan with its gap)",
     "iteration_limit": "the solver stopped at its iteration limit (or a work_limit); as "
@@ -46,7 +46,8 @@ STATUS_MEANINGS = {
                        "other",
     "not_solved": "nothing was solved (the problem was too large to try, or the solver "
                   "stopped without a point)",
-    "error": "an unknown solver status, or a symmetry claim that failed its spot check",
+    "error": "an unknown solver status with no point that proves a lower bound, or a "
+             "symmetry claim that failed its spot check",
     "exact": "a routing evaluated as deployed: theta is its loads' exact value (no solver)",
     "disconnected": "a routing with a demand pair that has no path: theta is 0",
 }

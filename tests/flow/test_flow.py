@@ -467,3 +467,40 @@ def test_an_lp_stopped_early_is_capped_by_the_hierarchy_cut():
     assert r.status == "iteration_limit" and r.theta is None
     assert r.upper == pytest.approx(400 / 28, rel=1e-9)
     certified(fab, r, exact=False)
+
+
+def test_a_solver_status_it_does_not_name_is_judged_by_the_proofs(monkeypatch):
+    # HiGHS's interior point may end "Unknown" (on superpod(1), after 160 s) with a point and
+    # duals that prove a bracket. fat_tree(4) all-to-all: 16 hosts on 400G links,
+    # non-blocking, so theta = 400 / 15 = 80/3 per pair.
+    pytest.importorskip("highspy")
+    import fabricopt.flow.api as api
+    from fabricopt.flow.backends import solve_lp as real_solve
+
+    fab = fo.fat_tree(4)
+    state = {"wobble": 0.0, "point": True}
+
+    def unknown(lp, backend, time_limit, **options):
+        sol = real_solve(lp, "highspy")
+        if state["wobble"]:  # off its constraints: the proofs no longer meet
+            sol.x = sol.x * (1 + state["wobble"] * np.sin(np.arange(len(sol.x))))
+        if not state["point"]:
+            sol.x = sol.dual_ub = sol.dual_eq = None
+        sol.status, sol.message = "error", "Unknown"
+        return sol
+
+    monkeypatch.setattr(api, "solve_lp", unknown)
+    # The proofs meet: the optimum, whatever the solver called it.
+    r = fo.max_concurrent_flow(fab, method="lp")
+    assert r.status == "optimal" and r.theta == pytest.approx(80 / 3, rel=1e-6)
+    assert "Unknown" in r.message and fo.check_certificate(fab, r).ok
+    # They do not meet: the bracket they prove, "inexact".
+    state["wobble"] = 1e-2
+    r = fo.max_concurrent_flow(fab, method="lp")
+    assert r.status == "inexact" and r.theta is None and "Unknown" in r.message
+    assert r.lower <= 80 / 3 * (1 + 1e-9) <= r.upper * (1 + 1e-9)
+    assert r.upper - r.lower > 1e-6 * r.upper and fo.check_certificate(fab, r).ok
+    # No point at all: nothing proven below, the status stays "error".
+    state["point"] = False
+    r = fo.max_concurrent_flow(fab, method="lp")
+    assert r.status == "error" and r.theta is None and r.lower == 0
