@@ -6,7 +6,6 @@ See :func:`max_concurrent_flow` for the front end; :func:`build_flow_lp`,
 
 from .api import (
     MAX_AUTO_NONZEROS,
-    certified_result,
     cheap_bracket,
     max_concurrent_flow,
     solve_flow_model,
@@ -14,6 +13,7 @@ from .api import (
 )
 from .backends import BACKENDS, export_mps, solve_lp
 from .certificate import Certified, certify
+from .certified import certified_result
 from .check import CertificateCheck, check_certificate
 from .formulation import CollapsedDemand, FlowModel, build_flow_lp
 from .lp import (

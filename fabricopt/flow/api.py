@@ -34,13 +34,13 @@ from .bounds import (
 )
 from .brackets import closed, hose_floor, tighter_bracket, with_hose_floor
 from .budget import approx_fits, now, search_budget, seconds_left, stage_fits
-from .certificate import EXACT_RTOL, certify
+from .certified import certified_result, lp_size_of
 from .formulation import Collapse, CollapsedDemand, FlowModel, build_flow_lp
 from .from_intact import answer_from_intact
 from .lp import LPSolution
 from .model import ThroughputModel
 from .result import FlowCertificate, FlowResult
-from .symmetric import SymmetricModel, build_symmetric_lp
+from .symmetric import build_symmetric_lp
 from .tier_routing import TIER_MAX_ENTRIES, node_layers, symmetric_tier_point, tier_point
 from .units import check_capacity_spread, in_units, solve_units
 from .warm import ball_cut_lengths, warm_lengths
@@ -301,18 +301,18 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     left = seconds_left(time_limit, start)
     if first is not None and method == "approx" and left is not None and model is not None:
         # Its first round cannot stop halfway: one that would not end in time is not begun.
-        left = left if approx_fits(_lp_size(model).get("nonzeros", 0), left) else 0.0
+        left = left if approx_fits(lp_size_of(model).get("nonzeros", 0), left) else 0.0
     if first is not None and (model is None or left == 0):
         # The budget went on the bounds: their bracket is the answer, said to be stopped.
         first.status = "time_limit"
         first.message = f"{first.message}; time limit reached before the solver started"
         return _finished(first, traffic, work_limit, start, report, hose)
     left = None if left is None else max(left, 1e-3)
-    report(_STAGE_NAMES[method], detail=f"{_lp_size(model).get('nonzeros', 0):,} nonzeros")
+    report(_STAGE_NAMES[method], detail=f"{lp_size_of(model).get('nonzeros', 0):,} nonzeros")
     if method == "approx":
         if work_limit is None and time_limit is None:
             # Its net, in rounds (fewer on a larger model): recorded like a caller's.
-            work_limit = default_max_rounds(_lp_size(model).get("nonzeros", 0))
+            work_limit = default_max_rounds(lp_size_of(model).get("nonzeros", 0))
         sol = _solve_approx(model, warm_candidates, gap=gap, time_limit=left,  # type: ignore
                             progress=progress, scale=scale, work_limit=work_limit,
                             report=report,
@@ -693,85 +693,6 @@ def arc_tiers(fab: Fabric, ga: GraphArrays) -> tuple[str, ...]:
     return tuple(tier_of(fab.graph[u][v]) for u, v in ga.arcs)
 
 
-def _lp_size(model: ThroughputModel) -> dict[str, int]:
-    if isinstance(model, FlowModel):
-        return model.lp_size  # counted without assembling the matrices
-    size = {"columns": model.lp.n_cols, "rows": model.lp.n_rows, "nonzeros": model.lp.nnz}
-    if isinstance(model, SymmetricModel):
-        size["reduced"] = int(model.reduced)
-    return size
-
-
-def certified_result(model: ThroughputModel | CollapsedDemand, sol: LPSolution, *,
-                     method: str, backend: str, fabric_name: str = "",
-                     tiers: tuple[str, ...] = (), traffic_scale: float = 1.0,
-                     capacity_unit: float = 1.0, upper_cap: float = np.inf, polish: bool = True,
-                     extra_lengths: Sequence[np.ndarray] = ()) -> FlowResult:
-    """The :class:`FlowResult` of a solver's answer: both proofs by
-    :func:`~fabricopt.flow.certificate.certify`, reconciled with the solver's claim, in the
-    caller's units (the solve ran on the traffic times ``traffic_scale / capacity_unit`` and
-    the capacities divided by ``capacity_unit``, see :mod:`fabricopt.flow.units`).
-
-    ``upper_cap`` is a further proven upper bound (in solve units) the caller already has;
-    ``polish`` and ``extra_lengths`` (further candidates for the upper bound, each one length
-    per fabric arc) go to :func:`~fabricopt.flow.certificate.certify`.
-    """
-    cert = certify(model, sol, polish, extra_lengths)  # type: ignore[arg-type]
-    bound = cert.bound
-    status, message = sol.status, sol.message
-    lower, upper = cert.lower, min(cert.upper, upper_cap)
-    if (status == "error" and cert.lifted is not None and 0 < lower <= upper < np.inf
-            and (bound is None or not bound.failure)):
-        # The solver ended without a status it names (HiGHS's interior point without
-        # crossover on superpod(1): "Unknown" after 160 s), but its point and duals prove a
-        # bracket: that proof is the answer, judged like an optimal claim below.
-        status = "optimal"
-        message = (f"the solver ended with status {sol.message!r}, but its point and duals "
-                   "prove the optimum")
-    theta = cert.lifted.theta if (cert.lifted is not None and status == "optimal") else None
-    if bound is not None and bound.failure:
-        status, theta, message = "error", None, bound.failure
-    if bound is not None and bound.unreachable is not None and theta is not None:
-        theta = 0.0
-    if lower > upper * (1 + 1e-7) + 1e-12:
-        # The two proofs contradict each other beyond rounding: trust neither.
-        message = (f"certificates disagree (lower {lower!r} > upper {upper!r}): numerical "
-                   "trouble in the solver")
-        status, theta, lower = "numerical_error", None, 0.0
-    upper = max(upper, lower)
-    if theta is not None and (bound is None or bound.unreachable is None):
-        if not np.isfinite(upper) or upper - lower > EXACT_RTOL * upper:
-            # The solver says optimal but its point does not prove it to our tolerance
-            # (first-order and interior-point solvers stop early): keep only the bracket.
-            bracket = (f"[{lower * traffic_scale:.9g}, {upper * traffic_scale:.9g}]")
-            message = (f"{sol.message}: certified bracket {bracket}, not closed"
-                       if method == "bounds" or sol.status == "error" else
-                       f"solver reported optimal, but the certified bracket {bracket} is "
-                       f"wider than {EXACT_RTOL:g} relative")
-            status, theta = "inexact", None
-        else:
-            theta = min(max(theta, lower), upper)
-    best = theta if theta is not None else lower
-    lifted = cert.lifted
-    unit = capacity_unit
-    certificate = FlowCertificate(
-        in_units(model.ga, 1.0 / unit), tiers, lifted.load * unit if lifted else None,
-        cert.lengths, lifted.flow if lifted else None, lifted.theta if lifted else None,
-        traffic_scale, model.include_endpoint_links, capacity_unit=unit)
-    mean_out = model.mean_out_gbps * unit  # so best * mean_out is in Gb/s
-    return FlowResult(
-        theta=None if theta is None else theta * traffic_scale, lower=lower * traffic_scale,
-        upper=upper * traffic_scale, status=status, method=method, backend=backend,
-        seconds=sol.seconds, per_endpoint_gbps=float(best * mean_out),
-        mean_out_gbps=float(mean_out / traffic_scale),
-        message=message, fabric_name=fabric_name,
-        cut=bound.cut if bound is not None else None,
-        unreachable=bound.unreachable if bound is not None else None,
-        max_overload=cert.max_overload, max_residual=cert.max_residual,
-        lp_size=_lp_size(model) if not isinstance(model, CollapsedDemand) else {},
-        certificate=certificate)
-
-
 def solve_flow_model(model: FlowModel, backend: str = "highs", time_limit: float | None = None,
                      fabric_name: str = "", tiers: tuple[str, ...] = (),
                      **backend_options: Any) -> FlowResult:
@@ -807,5 +728,5 @@ def cheap_bracket(fab: Fabric, traffic: Traffic, backend: str = "none",
     return result
 
 
-__all__ = ["bounds_stage", "certified_result", "cheap_bracket", "max_concurrent_flow",
+__all__ = ["bounds_stage", "cheap_bracket", "max_concurrent_flow",
            "solve_flow_model", "tighter_bracket"]
