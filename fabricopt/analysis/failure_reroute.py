@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..flow.api import (
     FIND_SYMMETRY_NONZEROS,
@@ -27,6 +26,7 @@ from ..flow.api import (
     lp_size_estimate,
     max_concurrent_flow,
     symmetric_applicable,
+    useful_symmetry,
 )
 from ..flow.bounds import ECMP_MAX_ENTRIES, structural_cut_lengths
 from ..flow.certificate import EXACT_RTOL
@@ -40,6 +40,7 @@ from ..flow.reroute import ProvenFlow, ReroutedFlow, detour_flows, rerouted
 from ..flow.result import FlowCertificate, FlowResult
 from ..generators.recipe import try_replay
 from ..graph_arrays import GraphArrays
+from ..symmetry.search import with_symmetry
 from ..traffic import Traffic
 
 #: How many intact fabrics (by recipe) stay solved for later failed copies: a loop over
@@ -187,11 +188,14 @@ def _solved_intact(failed: Fabric, traffic: Traffic, size: int) -> IntactFlow | 
         # symmetry found, one root per orbit routed); its failed copies would otherwise go
         # to approximate rounds for minutes. Without a symmetry its own LP would take as
         # long: then the intact fabric is not used.
-        try:
-            solved = max_concurrent_flow(intact, traffic, method="symmetric",
-                                         bounds_first=True)
-        except InvalidParameterError:
+        # The search has method="auto"'s node budget, not a clock.
+        found = useful_symmetry(intact, traffic)
+        if found is None:
             return None
+        intact = with_symmetry(intact, found.symmetry)
+        if not symmetric_applicable(intact, traffic)[0]:
+            return None
+        solved = max_concurrent_flow(intact, traffic, method="symmetric", bounds_first=True)
         if not solved.exact:
             return None
     else:

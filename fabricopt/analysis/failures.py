@@ -48,12 +48,10 @@ from ..errors import DesignFileError, InvalidParameterError
 from ..fabric import Fabric, Removed, check_fabric
 from ..flow import max_concurrent_flow
 from ..flow.api import (
-    FIND_SYMMETRY_NODES,
     FIND_SYMMETRY_NONZEROS,
     cheap_bracket,
     lp_size_estimate,
-    traffic_invariant,
-    useful_endpoint_orbits,
+    useful_symmetry,
 )
 from ..flow.arguments import METHODS
 from ..flow.bounds import ECMP_MAX_ENTRIES
@@ -61,7 +59,7 @@ from ..flow.from_intact import acceptable
 from ..flow.result import FlowResult
 from ..flow.warm import lengths_only
 from ..graph_arrays import GraphArrays
-from ..symmetry.search import SymmetrySearch, search_symmetry, with_symmetry
+from ..symmetry.search import with_symmetry
 from ..traffic import Traffic, all_to_all, traffic_named
 from .failure_orbits import FailureSymmetry, Pattern
 from .failure_reroute import IntactFlow, rerouted_answer
@@ -544,7 +542,7 @@ def exact_shortcut(failed: Fabric, traffic: Traffic, method: str, options: dict[
                                    f"{bracket.unreachable[1]}: theta = 0")
     if (method == "auto" and warm_start is not None
             and lp_size_estimate(failed, traffic, ga) <= FIND_SYMMETRY_NONZEROS):
-        found = found_symmetry(failed, traffic)
+        found = useful_symmetry(failed, traffic)
         if found is not None:
             r = max_concurrent_flow(with_symmetry(failed, found.symmetry), traffic,
                                     method="symmetric", **options)
@@ -615,19 +613,6 @@ def _one_component(ga: GraphArrays, traffic: Traffic) -> bool:
     arcs = sp.csr_matrix((np.ones(ga.n_arcs), (ga.tail, ga.head)), shape=(n, n))
     label = connected_components(arcs, directed=True, connection="strong")[1]
     return len({int(label[ga.index[e]]) for e in traffic.endpoints}) <= 1
-
-
-def found_symmetry(failed: Fabric, traffic: Traffic) -> SymmetrySearch | None:
-    """The search's proven symmetry of ``failed`` when the symmetric method is exact with
-    it (all-to-all traffic) and its LP beats the full one
-    (:func:`~fabricopt.flow.api.useful_endpoint_orbits`); None otherwise."""
-    if failed.symmetry is not None or not traffic_invariant(failed, traffic)[0]:
-        return None
-    useful = useful_endpoint_orbits(failed, traffic)
-    found = search_symmetry(failed, max_endpoint_orbits=useful, max_nodes=FIND_SYMMETRY_NODES)
-    if found.symmetry is None or found.symmetry.n_endpoint_orbits > useful:
-        return None
-    return found
 
 
 def _solve_trial(failed: Fabric, traffic: Traffic, method: str, options: dict[str, Any],

@@ -20,7 +20,7 @@ from .._stages import SILENT, stage_report
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..graph_arrays import GraphArrays
-from ..symmetry.search import FoundSymmetry, search_symmetry, with_symmetry
+from ..symmetry.search import FoundSymmetry, SymmetrySearch, search_symmetry, with_symmetry
 from ..tiers import is_scale_up_arc, tier_of
 from ..traffic import Traffic
 from .approx import default_max_rounds, solve_approx
@@ -108,6 +108,20 @@ def useful_endpoint_orbits(fab: Fabric, traffic: Traffic, ga: GraphArrays | None
     by the symmetric method (see :data:`SYMMETRIC_SIZE_ADVANTAGE`); at least 1."""
     per_root = 3 * max(fab.graph.number_of_edges(), 1)
     return max(1, lp_size_estimate(fab, traffic, ga) // (SYMMETRIC_SIZE_ADVANTAGE * per_root))
+
+
+def useful_symmetry(fab: Fabric, traffic: Traffic) -> SymmetrySearch | None:
+    """The search's proven symmetry of ``fab`` when the symmetric method is exact with it
+    and its LP beats the full one (:func:`useful_endpoint_orbits`), within the search
+    budget of ``method="auto"`` (:data:`FIND_SYMMETRY_NODES` nodes, no clock); None
+    otherwise (a claim already made, traffic it does not keep, or nothing useful found)."""
+    if fab.symmetry is not None or not traffic_invariant(fab, traffic)[0]:
+        return None
+    useful = useful_endpoint_orbits(fab, traffic)
+    found = search_symmetry(fab, max_endpoint_orbits=useful, max_nodes=FIND_SYMMETRY_NODES)
+    if found.symmetry is None or found.symmetry.n_endpoint_orbits > useful:
+        return None
+    return found
 
 
 def lp_size_estimate(fab: Fabric, traffic: Traffic, ga: GraphArrays | None = None) -> int:

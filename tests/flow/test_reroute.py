@@ -392,12 +392,11 @@ def test_an_intact_fabric_without_a_claim_is_solved_when_the_failed_one_is_too_l
 
 
 def test_an_intact_fabric_without_a_symmetry_found_is_not_used(monkeypatch):
-    # As above, but no symmetry is found in the intact fabric: its own LP would take as long
-    # as the failed one's, so the failed fabric is answered without it (no recipe in the
-    # message), whatever the machine's load.
+    # As above, but no useful symmetry is found in the intact fabric (within the node budget
+    # of method="auto"'s search, no clock): its own LP would take as long as the failed
+    # one's, so the intact fabric is not solved and not used, whatever the machine's load.
     import fabricopt.analysis.failure_reroute as failure_reroute
     import fabricopt.flow.api as api
-    from fabricopt.errors import InvalidParameterError
 
     fab = fo.cluster(fo.dgx_h100(), nodes=16, scale_out="clos", tiers=2, oversubscription=2,
                      radix=16)
@@ -406,11 +405,11 @@ def test_an_intact_fabric_without_a_symmetry_found_is_not_used(monkeypatch):
         monkeypatch.setattr(module, "ECMP_MAX_ENTRIES", 10)
     monkeypatch.setattr(failure_reroute, "FIND_SYMMETRY_NONZEROS", 10)
 
-    def no_symmetry(of, traffic, **options):
-        raise InvalidParameterError("max_concurrent_flow(): method='symmetric' is not exact "
-                                    "here: no symmetry found")
+    def never(of, traffic, **options):
+        raise AssertionError("the intact fabric was solved without a symmetry")
 
-    monkeypatch.setattr(failure_reroute, "max_concurrent_flow", no_symmetry)
+    monkeypatch.setattr(failure_reroute, "useful_symmetry", lambda of, traffic: None)
+    monkeypatch.setattr(failure_reroute, "max_concurrent_flow", never)
     assert failure_reroute.from_recipe(failed, fo.all_to_all(failed)) is None
     assert not failure_reroute._SOLVED_INTACT
 
