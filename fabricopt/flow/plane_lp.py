@@ -1,0 +1,720 @@
+r"""The LP that routes all-to-all traffic through the planes of a Clos of servers.
+
+Every pair of GPUs in two different groups of leaves (:mod:`fabricopt.flow.planes`) climbs to
+one of the planes and comes down from it. The share of plane :math:`p` for a pair whose GPUs
+live on leaves :math:`a` and :math:`b`, in zones :math:`y` and :math:`z`, is
+
+.. math:: s(a, b, p) = \alpha_{a p} + \beta_{b p} + \gamma_{y z p},
+
+a zone pair's split over the planes (:math:`\gamma \ge 0`, summing to one) moved by the
+source leaf (:math:`\alpha`) and the target leaf (:math:`\beta`), each summing to zero over
+the planes. A leaf that lost an uplink sends less on that plane and more on the others; a
+leaf with room takes more. Every share stays at least 0 because the smallest
+:math:`\alpha` of each zone, the smallest :math:`\beta` of each zone and :math:`\gamma` add up
+to at least 0. A pair in one group (leaves tied by servers that span them) either climbs
+(a share per plane and pair of leaves) or is relayed across those servers; a pair on one
+leaf turns there; a pair in one server stays on its NVSwitches.
+
+What a pair sends on a plane leaves its server over one of a few *routes* to the plane's
+switch in its zone (its own leaf's uplink; a spanning server's NICs to the next leaf's; or,
+where its leaf lost the uplink, up another plane and down a neighbour leaf), in shares the
+LP picks for the server's class (servers hung from the same leaves alike), and between zones
+it crosses the plane's hubs in shares the LP picks too. Every load is linear in these
+choices, so one LP minimises the most loaded link. Its solution is a routing;
+:mod:`fabricopt.flow.plane_routing` turns it into flows and proves them.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, replace
+
+import numpy as np
+import scipy.sparse as sp
+
+from .backends import highspy_available, solve_lp
+from .lp import LinearProgram
+from .planes import Planes
+
+#: How many neighbour leaves a bounce (up another plane and down a neighbour leaf, for a
+#: leaf that lost its uplink to a plane) spreads over, per plane it goes up.
+BOUNCE_LEAVES = 4
+
+
+@dataclass(frozen=True)
+class Classes:
+    """Servers hung from the same leaves with the same NIC capacities and homes."""
+
+    of_server: np.ndarray  # class of each server
+    size: np.ndarray  # servers per class
+    leaves: tuple[np.ndarray, ...]  # NIC leaves of each class
+    cap_up: tuple[np.ndarray, ...]  # per server, NIC capacity to each of those leaves
+    cap_down: tuple[np.ndarray, ...]
+    homes: tuple[dict[int, int], ...]  # per server: home leaf -> endpoints homed there
+
+
+def server_classes(pl: Planes) -> Classes:
+    """The classes of :class:`Classes`, numbered in order of their first server."""
+    ga = pl.ga
+    n_srv = pl.n_servers
+    up = [defaultdict(float) for _ in range(n_srv)]
+    down = [defaultdict(float) for _ in range(n_srv)]
+    homes = [defaultdict(int) for _ in range(n_srv)]
+    cap = ga.capacity
+    for e in range(len(pl.endpoints)):
+        s = int(pl.server[e])
+        arcs, leaves, backs = pl.nics(e)
+        for a, leaf, b in zip(arcs.tolist(), leaves.tolist(), backs.tolist(), strict=True):
+            up[s][leaf] += cap[a]
+            down[s][leaf] += cap[b]
+        homes[s][int(pl.home[e])] += 1
+    keys: dict[tuple, int] = {}
+    of_server = np.empty(n_srv, dtype=np.int64)
+    for s in range(n_srv):
+        leaves = sorted(up[s])
+        key = (tuple((leaf, up[s][leaf], down[s][leaf]) for leaf in leaves),
+               tuple(sorted(homes[s].items())))
+        of_server[s] = keys.setdefault(key, len(keys))
+    first = np.unique(of_server, return_index=True)[1]
+    reps = [int(s) for s in np.arange(n_srv)[first][np.argsort(of_server[first])]]
+    size = np.bincount(of_server, minlength=len(keys))
+    leaves = tuple(np.array(sorted(up[s]), dtype=np.int64) for s in reps)
+    return Classes(of_server, size, leaves,
+                   tuple(np.array([up[s][x] for x in sorted(up[s])]) for s in reps),
+                   tuple(np.array([down[s][x] for x in sorted(up[s])]) for s in reps),
+                   tuple(dict(homes[s]) for s in reps))
+
+
+@dataclass(frozen=True)
+class Route:
+    """One way from a server of class ``k`` to its zone's port of a plane.
+
+    ``kind`` is ``"direct"`` (its NICs on ``leaf``, then ``leaf``'s uplink), ``"relay"`` (to
+    ``leaf``, down to a server of class ``via`` and up its NICs on ``next``, then ``next``'s
+    uplink) or ``"bounce"`` (to ``leaf``, up each other plane and down to a few leaves with
+    the uplink, evenly)."""
+
+    kind: str
+    leaf: int
+    via: int = -1
+    next: int = -1
+
+
+@dataclass(frozen=True)
+class PlaneRoutes:
+    """Every route of every (class, zone, plane), in a fixed order."""
+
+    keys: tuple[tuple[int, int, int], ...]  # (class, zone, plane) per entry
+    routes: tuple[tuple[Route, ...], ...]
+
+
+def plane_routes(pl: Planes, cl: Classes, relay_leaves: np.ndarray) -> PlaneRoutes:
+    """The routes of every class to every plane in the zones of its homes: direct from each
+    of its leaves with the uplink; relayed across a spanning server from its leaves in
+    ``relay_leaves`` (a mask over leaves); bounced where its leaf lacks the uplink."""
+    neighbours = leaf_neighbours(cl)
+    keys, routes = [], []
+    for k, leaves in enumerate(cl.leaves):
+        zones = sorted({int(pl.leaf_zone[h]) for h in cl.homes[k]})
+        for z in zones:
+            for p in range(pl.n_planes):
+                if pl.port[z, p] < 0:
+                    continue
+                out = []
+                own = set(leaves.tolist())
+                for leaf in leaves.tolist():
+                    if pl.leaf_zone[leaf] != z:
+                        continue
+                    if pl.up[leaf, p] >= 0 and pl.down[leaf, p] >= 0:
+                        out.append(Route("direct", leaf))
+                    elif bounce_ways(pl, leaf, p):
+                        out.append(Route("bounce", leaf))
+                for leaf in leaves.tolist():
+                    if not relay_leaves[leaf]:
+                        continue
+                    for nxt in sorted(neighbours[leaf]):
+                        if ( pl.leaf_zone[nxt] == z and nxt not in own
+                                and pl.up[nxt, p] >= 0 and pl.down[nxt, p] >= 0):
+                            out.append(Route("relay", leaf, next=nxt))
+                keys.append((k, z, p))
+                routes.append(tuple(out))
+    return PlaneRoutes(tuple(keys), tuple(routes))
+
+
+def bounce_ways(pl: Planes, leaf: int, p: int) -> list[tuple[int, list[int]]]:
+    """The ways of a bounce from ``leaf`` to plane ``p``'s port in its zone, taken evenly:
+    up each other plane ``q`` it has both links to, down to one of up to
+    :data:`BOUNCE_LEAVES` other leaves of the zone with both ``q`` and ``p`` links (evenly),
+    up their ``p`` uplink; as ``(q, leaves)`` pairs, empty when there is no such way. The
+    way back down is each link's reverse."""
+    z = pl.leaf_zone[leaf]
+    zone_leaves = np.flatnonzero(pl.leaf_zone == z)
+    ways = []
+    for q in range(pl.n_planes):
+        if q == p or pl.up[leaf, q] < 0 or pl.down[leaf, q] < 0:
+            continue
+        ok = [m for m in zone_leaves.tolist() if m != leaf and pl.down[m, q] >= 0
+              and pl.up[m, q] >= 0 and pl.up[m, p] >= 0 and pl.down[m, p] >= 0]
+        if ok:
+            ways.append((q, ok[:BOUNCE_LEAVES]))
+    return ways
+
+
+def bounce_arcs(pl: Planes, leaf: int, p: int, entry: bool = False
+                ) -> list[tuple[int, float]]:
+    """The arcs of :func:`bounce_ways` up from ``leaf`` (``entry``: down to it) with the
+    share of the route each carries."""
+    ways = bounce_ways(pl, leaf, p)
+    out: dict[int, float] = defaultdict(float)
+    for q, ms in ways:
+        w = 1.0 / len(ways)
+        out[int(pl.down[leaf, q] if entry else pl.up[leaf, q])] += w
+        for m in ms:
+            out[int(pl.up[m, q] if entry else pl.down[m, q])] += w / len(ms)
+            out[int(pl.down[m, p] if entry else pl.up[m, p])] += w / len(ms)
+    return sorted(out.items())
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Endpoint counts the shares are weighed with."""
+
+    n: int  # endpoints
+    home: np.ndarray  # per leaf: endpoints homed there
+    server_home: dict[tuple[int, int], int]  # (server, leaf) -> endpoints
+    group: np.ndarray  # per group: endpoints
+    zone_group: dict[tuple[int, int], int]  # (zone, group) -> endpoints
+    zone: np.ndarray  # per zone
+    pairs: np.ndarray  # (k, 2) ordered pairs of distinct leaves of one group with demand
+    pair_demand: np.ndarray  # per pair: endpoint pairs between them, not in one server
+
+    def outside_zone(self, z: int, g: int) -> int:
+        """Endpoints of zone ``z`` outside group ``g``."""
+        return int(self.zone[z]) - self.zone_group.get((z, g), 0)
+
+
+def counts(pl: Planes) -> Counts:
+    """:class:`Counts` of ``pl``."""
+    nl = pl.n_leaves
+    home = np.bincount(pl.home, minlength=nl)
+    server_home: dict[tuple[int, int], int] = defaultdict(int)
+    for s, h in zip(pl.server.tolist(), pl.home.tolist(), strict=True):
+        server_home[(s, h)] += 1
+    n_groups = int(pl.leaf_group.max()) + 1
+    group = np.bincount(pl.leaf_group, weights=home, minlength=n_groups).astype(np.int64)
+    zone = np.bincount(pl.leaf_zone, weights=home, minlength=pl.n_zones).astype(np.int64)
+    zone_group: dict[tuple[int, int], int] = defaultdict(int)
+    for leaf in range(nl):
+        zone_group[(int(pl.leaf_zone[leaf]), int(pl.leaf_group[leaf]))] += int(home[leaf])
+    # Same-server corrections between two leaves of a group.
+    shared: dict[tuple[int, int], int] = defaultdict(int)
+    by_server: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for (s, h), c in server_home.items():
+        by_server[s].append((h, c))
+    for parts in by_server.values():
+        for a, ca in parts:
+            for b, cb in parts:
+                if a != b:
+                    shared[(a, b)] += ca * cb
+    pairs, demand = [], []
+    for g in range(n_groups):
+        leaves = [int(x) for x in np.flatnonzero(pl.leaf_group == g) if home[x] > 0]
+        for a in leaves:
+            for b in leaves:
+                if a != b:
+                    d = int(home[a]) * int(home[b]) - shared.get((a, b), 0)
+                    if d > 0:
+                        pairs.append((a, b))
+                        demand.append(d)
+    return Counts(len(pl.endpoints), home, dict(server_home), group, dict(zone_group), zone,
+                  np.array(pairs, dtype=np.int64).reshape(-1, 2),
+                  np.array(demand, dtype=float))
+
+
+@dataclass(frozen=True)
+class PlaneSolution:
+    """The routing the LP chose (see the module docstring); ``theta`` its throughput as a
+    fraction of one unit of demand per endpoint pair, in Gb/s of capacity."""
+
+    status: str
+    message: str
+    alpha: np.ndarray  # (leaves, planes)
+    beta: np.ndarray
+    gamma: np.ndarray  # (zones, zones, planes)
+    climb: np.ndarray  # (intra-group pairs, planes)
+    relay: np.ndarray  # (intra-group pairs,)
+    exits: tuple[np.ndarray, ...]  # per PlaneRoutes entry: share of each route
+    entries: tuple[np.ndarray, ...]
+    hubs: dict[tuple[int, int, int], np.ndarray]  # (zone, zone, plane) -> share per hub
+    relay_leaves: np.ndarray
+    lp_size: dict[str, int]
+    #: What the LP's optimum promises per endpoint (Gb/s out, before the flows are proven).
+    lp_gbps: float = 0.0
+
+
+class _Builder:
+    """Rows and columns of the LP, added by name."""
+
+    def __init__(self) -> None:
+        self.n_cols = 0
+        self.free: list[int] = []
+        self.ub_rows: dict[tuple, int] = {}
+        self.ub_entries: list[tuple[int, int, float]] = []
+        self.ub_const: dict[int, float] = defaultdict(float)
+        self.ub_cap: dict[int, float] = {}
+        self.eq_entries: list[tuple[int, int, float]] = []
+        self.eq_rhs: list[float] = []
+        self.le_entries: list[tuple[int, int, float]] = []  # rows <= 0, apart from loads
+        self.n_le = 0
+
+    def col(self, free: bool = False) -> int:
+        self.n_cols += 1
+        if free:
+            self.free.append(self.n_cols - 1)
+        return self.n_cols - 1
+
+    def cols(self, n: int, free: bool = False) -> np.ndarray:
+        out = np.arange(self.n_cols, self.n_cols + n)
+        self.n_cols += n
+        if free:
+            self.free.extend(out.tolist())
+        return out
+
+    def load_row(self, key: tuple, capacity: float) -> int:
+        row = self.ub_rows.get(key)
+        if row is None:
+            row = self.ub_rows[key] = len(self.ub_rows)
+            self.ub_cap[row] = capacity
+        return row
+
+    def load(self, key: tuple, capacity: float, terms: list[tuple[int, float]],
+             scale: float) -> None:
+        row = self.load_row(key, capacity)
+        self.ub_entries.extend((row, c, v * scale) for c, v in terms)
+
+    def const_load(self, key: tuple, capacity: float, value: float) -> None:
+        self.ub_const[self.load_row(key, capacity)] += value
+
+    def eq(self, terms: list[tuple[int, float]], rhs: float = 0.0) -> None:
+        row = len(self.eq_rhs)
+        self.eq_rhs.append(rhs)
+        self.eq_entries.extend((row, c, v) for c, v in terms)
+
+    def le(self, terms: list[tuple[int, float]]) -> None:
+        self.le_entries.extend((self.n_le, c, v) for c, v in terms)
+        self.n_le += 1
+
+
+def solve_planes(pl: Planes, relay_leaves: np.ndarray | None = None,
+                 time_limit: float | None = None) -> tuple[PlaneSolution | None, PlaneRoutes,
+                                                           Classes, Counts]:
+    """Build and solve the LP of the module docstring. ``relay_leaves`` (a mask over the
+    leaves; default: those that lost an uplink) get relayed routes."""
+    cl = server_classes(pl)
+    ct = counts(pl)
+    if relay_leaves is None:
+        relay_leaves = ((pl.up < 0) | (pl.down < 0)).any(axis=1)
+    routes = plane_routes(pl, cl, relay_leaves)
+    lp, cols, unit = _plane_lp(pl, cl, ct, routes)
+    # Interior point without crossover: 2-3x faster here than with it or than dual simplex
+    # (13 s against 32 s on a failed 4,096-GPU 2:1 Clos); the proof needs no basis.
+    sol = (solve_lp(lp, "highspy", time_limit, solver="ipm", run_crossover="off")
+           if highspy_available() else solve_lp(lp, "highs", time_limit))
+    size = {"rows": lp.n_rows, "columns": lp.n_cols, "nonzeros": lp.nnz}
+    if sol.x is None or sol.status not in ("optimal", "inexact"):
+        return None, routes, cl, ct
+    out = _solution(pl, ct, routes, cols, sol.x, sol.status, sol.message, relay_leaves, size)
+    return replace(out, lp_gbps=unit / sol.x[cols.lam]), routes, cl, ct
+
+
+@dataclass(frozen=True)
+class _Columns:
+    alpha: np.ndarray
+    beta: np.ndarray
+    gamma: dict[tuple[int, int], np.ndarray]
+    climb: tuple[np.ndarray, np.ndarray]
+    relay: np.ndarray
+    exits: list[np.ndarray]
+    entries: list[np.ndarray]
+    hubs: dict[tuple[int, int, int], np.ndarray]
+    lam: int
+    a_zone: np.ndarray
+    b_zone: np.ndarray
+
+
+def _plane_lp(pl: Planes, cl: Classes, ct: Counts, routes: PlaneRoutes
+              ) -> tuple[LinearProgram, _Columns, float]:
+    """The LP, its columns, and the capacity unit (every capacity is divided by it and each
+    endpoint pair asks ``1 / n``, so that the optimum is near one)."""
+    b = _Builder()
+    nl, nz, npl = pl.n_leaves, pl.n_zones, pl.n_planes
+    ga = pl.ga
+    n = ct.n
+    d0 = 1.0 / max(n - 1, 1)
+    nic_caps = np.concatenate([c for c in cl.cap_up] + [c for c in cl.cap_down])
+    unit = float(np.max(nic_caps)) if len(nic_caps) else 1.0
+    cap = ga.capacity / unit
+    cl = replace(cl, cap_up=tuple(c / unit for c in cl.cap_up),
+                 cap_down=tuple(c / unit for c in cl.cap_down))
+    home, group_of, zone_of = ct.home, pl.leaf_group, pl.leaf_zone
+    # Leaves alike share their shifts (columns): see leaf_kinds.
+    kind, n_kinds = leaf_kinds(pl)
+    alpha = b.cols(n_kinds * npl).reshape(n_kinds, npl)[kind]
+    beta = b.cols(n_kinds * npl).reshape(n_kinds, npl)[kind]
+    a_sum = b.cols(npl)
+    b_sum = b.cols(npl)
+    a_zone = b.cols(nz)
+    b_zone = b.cols(nz)
+    # Zone pairs with demand between different groups.
+    dz = np.zeros((nz, nz))
+    for leaf in range(nl):
+        for z2 in range(nz):
+            dz[zone_of[leaf], z2] += home[leaf] * ct.outside_zone(z2, int(group_of[leaf]))
+    gamma: dict[tuple[int, int], np.ndarray] = {}
+    for z1 in range(nz):
+        for z2 in range(nz):
+            if dz[z1, z2] > 0:
+                gamma[(z1, z2)] = b.cols(npl)
+                b.eq([(int(c), 1.0) for c in gamma[(z1, z2)]]
+                     + [(int(a_zone[z1]), 1.0), (int(b_zone[z2]), 1.0)], 1.0)
+    for leaf in np.unique(kind, return_index=True)[1].tolist():
+        z = int(zone_of[leaf])
+        b.eq([(int(c), 1.0) for c in alpha[leaf]] + [(int(a_zone[z]), -1.0)])
+        b.eq([(int(c), 1.0) for c in beta[leaf]] + [(int(b_zone[z]), -1.0)])
+    for p in range(npl):
+        b.eq([(int(a_sum[p]), 1.0)] + [(int(alpha[x, p]), -float(home[x])) for x in range(nl)])
+        b.eq([(int(b_sum[p]), 1.0)] + [(int(beta[x, p]), -float(home[x])) for x in range(nl)])
+    # Pairs of leaves in one group: a pair (a, c) climbs plane p with share
+    # climb_out[a, p] + climb_in[c, p] and is relayed with what is left.
+    n_pairs = len(ct.pairs)
+    climb = (b.cols(nl * npl).reshape(nl, npl), b.cols(nl * npl).reshape(nl, npl))
+    relay = b.cols(n_pairs)
+    pair_index = {(int(a), int(c)): i for i, (a, c) in enumerate(ct.pairs)}
+    for i, (a, c) in enumerate(ct.pairs.tolist()):
+        b.eq([(int(x), 1.0) for x in climb[0][a]] + [(int(x), 1.0) for x in climb[1][c]]
+             + [(int(relay[i]), 1.0)], 1.0)
+    group_leaves = defaultdict(list)
+    for leaf in range(nl):
+        group_leaves[int(group_of[leaf])].append(leaf)
+    lam = b.col()
+
+    # What one endpoint homed on leaf h sends up (receives down) plane p, named once as a
+    # column so that the routes below refer to it rather than repeat it.
+    per_endpoint = (np.full((nl, npl), -1), np.full((nl, npl), -1))
+    named: dict[tuple, int] = {}
+    for h in np.flatnonzero(home > 0).tolist():
+        g, z = int(group_of[h]), int(zone_of[h])
+        for p in range(npl):
+            if pl.port[z, p] < 0:
+                continue
+            for entry in (False, True):
+                own, other, total = (beta, alpha, a_sum) if entry else (alpha, beta, b_sum)
+                terms = [(int(own[h, p]), float(n - ct.group[g])), (int(total[p]), 1.0)]
+                terms += [(int(other[x, p]), -float(home[x])) for x in group_leaves[g]]
+                for z2 in range(nz):
+                    key = (z2, z) if entry else (z, z2)
+                    if key in gamma:
+                        terms.append((int(gamma[key][p]), float(ct.outside_zone(z2, g))))
+                for x in group_leaves[g]:
+                    if ((x, h) if entry else (h, x)) in pair_index:
+                        terms += _climb_terms(climb, x, h, p, float(home[x])) if entry \
+                            else _climb_terms(climb, h, x, p, float(home[x]))
+                # Leaves alike (same kinds and counts around them) share the column.
+                merged: dict[int, float] = defaultdict(float)
+                for c, v in terms:
+                    merged[c] += v * d0
+                key = tuple(sorted(merged.items()))
+                col = named.get(key)
+                if col is None:
+                    col = named[key] = b.col(free=True)
+                    b.eq([(col, -1.0)] + list(key))
+                per_endpoint[entry][h, p] = col
+
+    def volume(s_rep: int, k: int, z: int, p: int, entry: bool) -> list[tuple[int, float]]:
+        """A server of class ``k``'s volume on plane ``p`` for its homes in zone ``z``:
+        its endpoints' (less what they send each other inside the server)."""
+        terms: list[tuple[int, float]] = []
+        for h, m in cl.homes[k].items():
+            if zone_of[h] != z:
+                continue
+            terms.append((int(per_endpoint[entry][h, p]), float(m)))
+            for x in group_leaves[int(group_of[h])]:
+                inside = ct.server_home.get((s_rep, x), 0)
+                if inside and ((x, h) if entry else (h, x)) in pair_index:
+                    terms += _climb_terms(climb, x, h, p, -m * inside * d0) if entry \
+                        else _climb_terms(climb, h, x, p, -m * inside * d0)
+        return terms
+
+    reps = _class_representatives(cl)
+    exits, entries = [], []
+    for (k, z, p), rts in zip(routes.keys, routes.routes, strict=True):
+        for entry in (False, True):
+            terms = volume(reps[k], k, z, p, entry)
+            if len(rts) == 1:
+                cols_r = np.array([-1])
+                _route_loads(b, pl, cl, k, p, rts[0], entry, terms, 1.0, cap)
+            else:
+                cols_r = b.cols(len(rts))
+                b.eq([(int(c), 1.0) for c in cols_r] + [(c, -v) for c, v in terms])
+                for c, rt in zip(cols_r, rts, strict=True):
+                    _route_loads(b, pl, cl, k, p, rt, entry, [(int(c), 1.0)], 1.0, cap)
+                if not rts:
+                    pass  # the volume must be zero: the row above says so
+            (entries if entry else exits).append(cols_r)
+    # A server's traffic that turns at a leaf (same leaf) or is relayed to another leaf of
+    # its group leaves and enters over its own NICs there.
+    for k in range(len(cl.size)):
+        s_rep = reps[k]
+        for h, m in cl.homes[k].items():
+            same = m * (home[h] - ct.server_home.get((s_rep, h), 0)) * d0
+            row_cap = _nic_cap(cl, k, h)
+            for entry in (False, True):
+                key = ("nic", k, h, "down" if entry else "up")
+                b.const_load(key, row_cap[1 if entry else 0], same)
+                terms = []
+                for x in group_leaves[int(group_of[h])]:
+                    i = pair_index.get((x, h) if entry else (h, x))
+                    if i is not None:
+                        partners = home[x] - ct.server_home.get((s_rep, x), 0)
+                        terms.append((int(relay[i]), m * partners * d0))
+                if terms:
+                    b.load(key, row_cap[1 if entry else 0], terms, 1.0)
+    # The relay between two leaves of a group: across the spanning servers, leaf to leaf.
+    adj = leaf_neighbours(cl)
+    for i, (a, c) in enumerate(ct.pairs.tolist()):
+        for (x, y), classes, shares in relay_hops(cl, leaf_path(adj, a, c)):
+            for kx, w in zip(classes, shares, strict=True):
+                capd, capu = _nic_cap(cl, kx, x)[1], _nic_cap(cl, kx, y)[0]
+                per_server = ct.pair_demand[i] * d0 * w / cl.size[kx]
+                b.load(("nic", kx, x, "down"), capd, [(int(relay[i]), per_server)], 1.0)
+                b.load(("nic", kx, y, "up"), capu, [(int(relay[i]), per_server)], 1.0)
+    # Between zones, each plane's hubs.
+    hubs: dict[tuple[int, int, int], np.ndarray] = {}
+    for z1 in range(nz):
+        for z2 in range(nz):
+            if z1 == z2:
+                continue
+            for p in range(npl):
+                terms = _middle_volume(pl, ct, alpha, beta, gamma, climb, z1, z2, p, d0)
+                if not terms:
+                    continue
+                ways = [(h, fr[z1], to[z2]) for h, fr, to in pl.hubs[p]
+                        if fr[z1] >= 0 and to[z2] >= 0]
+                cols_h = b.cols(len(ways))
+                hubs[(z1, z2, p)] = cols_h
+                b.eq([(int(c), 1.0) for c in cols_h] + [(c, -v) for c, v in terms])
+                for c, (_, a1, a2) in zip(cols_h, ways, strict=True):
+                    for arc in (a1, a2):
+                        b.load(("arc", int(arc)), cap[arc], [(int(c), 1.0)], 1.0)
+    lp = _assemble(b, lam)
+    return lp, _Columns(alpha, beta, gamma, climb, relay, exits, entries, hubs, lam, a_zone,
+                       b_zone), unit
+
+
+def leaf_kinds(pl: Planes) -> tuple[np.ndarray, int]:
+    """Leaves whose shifts (the LP's alpha and beta) are one: every leaf of a group that
+    lost a link to a plane is its own kind; the other leaves of a zone are one kind (by
+    symmetry they would choose alike were they filled alike). Returns the kind of each leaf
+    and how many kinds there are.
+    """
+    damaged = ((pl.up < 0) | (pl.down < 0)).any(axis=1)
+    hit_group = np.zeros(int(pl.leaf_group.max()) + 1, dtype=bool)
+    hit_group[pl.leaf_group[damaged]] = True
+    own = hit_group[pl.leaf_group]
+    key = np.where(own, pl.n_zones + np.arange(pl.n_leaves), pl.leaf_zone)
+    _, kind = np.unique(key, return_inverse=True)
+    return kind.astype(np.int64), int(kind.max()) + 1
+
+
+def _class_representatives(cl: Classes) -> list[int]:
+    first = np.unique(cl.of_server, return_index=True)[1]
+    order = np.argsort(cl.of_server[first])
+    return [int(s) for s in first[order]]
+
+
+def _nic_cap(cl: Classes, k: int, leaf: int) -> tuple[float, float]:
+    """A server of class ``k``'s NIC capacity (up, down) on ``leaf`` (0 when none)."""
+    i = np.searchsorted(cl.leaves[k], leaf)
+    if i < len(cl.leaves[k]) and cl.leaves[k][i] == leaf:
+        return float(cl.cap_up[k][i]), float(cl.cap_down[k][i])
+    return 0.0, 0.0
+
+
+def _route_loads(b: _Builder, pl: Planes, cl: Classes, k: int, p: int, rt: Route,
+                 entry: bool, terms: list[tuple[int, float]], scale: float,
+                 cap: np.ndarray) -> None:
+    """Add the loads of route ``rt`` (per server of class ``k``: ``terms``) to the rows."""
+    size = float(cl.size[k])
+    own = ("nic", k, rt.leaf, "down" if entry else "up")
+    b.load(own, _nic_cap(cl, k, rt.leaf)[1 if entry else 0], terms, scale)
+    if rt.kind == "direct":
+        arc = pl.down[rt.leaf, p] if entry else pl.up[rt.leaf, p]
+        b.load(("arc", int(arc)), cap[arc], terms, scale * size)
+    elif rt.kind == "relay":
+        for (x, y), classes, shares in relay_hops(cl, [rt.leaf, rt.next]):
+            for kx, w in zip(classes, shares, strict=True):
+                per_server = scale * size * w / float(cl.size[kx])
+                down_x, up_y = _nic_cap(cl, kx, x)[1], _nic_cap(cl, kx, y)[0]
+                if entry:  # from y down to the server and up to x
+                    b.load(("nic", kx, y, "down"), _nic_cap(cl, kx, y)[1], terms, per_server)
+                    b.load(("nic", kx, x, "up"), _nic_cap(cl, kx, x)[0], terms, per_server)
+                else:
+                    b.load(("nic", kx, x, "down"), down_x, terms, per_server)
+                    b.load(("nic", kx, y, "up"), up_y, terms, per_server)
+        arc = pl.down[rt.next, p] if entry else pl.up[rt.next, p]
+        b.load(("arc", int(arc)), cap[arc], terms, scale * size)
+    else:
+        arcs = bounce_arcs(pl, rt.leaf, p, entry)
+        for arc, w in arcs:
+            b.load(("arc", int(arc)), cap[arc], terms, scale * size * w)
+
+
+def relay_hops(cl: Classes, path: list[int]
+                ) -> list[tuple[tuple[int, int], list[int], np.ndarray]]:
+    """The hops of a relay along ``path`` (leaves, each joined to the next by spanning
+    servers), each hop ``(x, y)`` split over the classes that span ``x`` and ``y`` in
+    proportion to their NIC capacity (down on ``x``, up on ``y``, the smaller), per class in
+    total over its servers."""
+    hops = []
+    for x, y in zip(path[:-1], path[1:], strict=True):
+        classes, weights = [], []
+        for k, leaves in enumerate(cl.leaves):
+            if x in leaves and y in leaves:
+                capd = _nic_cap(cl, k, x)[1]
+                capu = _nic_cap(cl, k, y)[0]
+                classes.append(k)
+                weights.append(min(capd, capu) * cl.size[k])
+        w = np.array(weights, dtype=float)
+        hops.append(((x, y), classes, w / w.sum()))
+    return hops
+
+
+def leaf_neighbours(cl: Classes) -> dict[int, set[int]]:
+    """Per leaf, the leaves a spanning server joins it to."""
+    adj: dict[int, set[int]] = defaultdict(set)
+    for leaves in cl.leaves:
+        for x in leaves.tolist():
+            adj[x].update(y for y in leaves.tolist() if y != x)
+    return adj
+
+
+def leaf_path(adj: dict[int, set[int]], a: int, c: int) -> list[int]:
+    """A shortest path from leaf ``a`` to leaf ``c`` over the leaves' neighbours ``adj``
+    (breadth first, neighbours in order)."""
+    prev = {a: a}
+    frontier = [a]
+    while frontier and c not in prev:
+        nxt = []
+        for x in frontier:
+            for y in sorted(adj[x]):
+                if y not in prev:
+                    prev[y] = x
+                    nxt.append(y)
+        frontier = nxt
+    path = [c]
+    while path[-1] != a:
+        path.append(prev[path[-1]])
+    return path[::-1]
+
+
+def _climb_terms(climb, a: int, c: int, p: int, w: float) -> list[tuple[int, float]]:
+    """LP terms of ``w`` times the share of plane ``p`` climbed by the pair ``(a, c)``."""
+    return [(int(climb[0][a, p]), w), (int(climb[1][c, p]), w)]
+
+
+def _middle_volume(pl: Planes, ct: Counts, alpha, beta, gamma, climb, z1: int, z2: int,
+                   p: int, d0: float) -> list[tuple[int, float]]:
+    """The volume from zone ``z1`` to zone ``z2`` on plane ``p``, as LP terms."""
+    terms: list[tuple[int, float]] = []
+    key = (z1, z2)
+    if key in gamma:
+        dz = 0.0
+        for leaf in np.flatnonzero(pl.leaf_zone == z1).tolist():
+            g = int(pl.leaf_group[leaf])
+            w = ct.home[leaf] * ct.outside_zone(z2, g)
+            dz += w
+            if w:
+                terms.append((int(alpha[leaf, p]), w * d0))
+        for leaf in np.flatnonzero(pl.leaf_zone == z2).tolist():
+            g = int(pl.leaf_group[leaf])
+            w = ct.home[leaf] * ct.outside_zone(z1, g)
+            if w:
+                terms.append((int(beta[leaf, p]), w * d0))
+        terms.append((int(gamma[key][p]), dz * d0))
+    for i, (a, c) in enumerate(ct.pairs.tolist()):
+        if pl.leaf_zone[a] == z1 and pl.leaf_zone[c] == z2:
+            terms.extend(_climb_terms(climb, a, c, p, ct.pair_demand[i] * d0))
+    return terms
+
+
+def _assemble(b: _Builder, lam: int) -> LinearProgram:
+    n_cols = b.n_cols
+    n_load = len(b.ub_rows)
+    rows = [r for r, _, _ in b.ub_entries] + list(range(n_load))
+    cols = [c for _, c, _ in b.ub_entries] + [lam] * n_load
+    vals = [v for _, _, v in b.ub_entries] + [-b.ub_cap[r] for r in range(n_load)]
+    loads = sp.csr_matrix((vals, (rows, cols)), shape=(n_load, n_cols))
+    const = np.array([b.ub_const.get(r, 0.0) for r in range(n_load)])
+    le = sp.csr_matrix(([v for _, _, v in b.le_entries],
+                        ([r for r, _, _ in b.le_entries], [c for _, c, _ in b.le_entries])),
+                       shape=(b.n_le, n_cols))
+    a_ub = sp.vstack([loads, le]).tocsr()
+    b_ub = np.concatenate([-const, np.zeros(b.n_le)])
+    a_eq = sp.csr_matrix(([v for _, _, v in b.eq_entries],
+                          ([r for r, _, _ in b.eq_entries], [c for _, c, _ in b.eq_entries])),
+                         shape=(len(b.eq_rhs), n_cols))
+    c = np.zeros(n_cols)
+    c[lam] = 1.0
+    lb = np.zeros(n_cols)
+    lb[b.free] = -np.inf
+    return LinearProgram(c, a_ub, b_ub, a_eq, np.array(b.eq_rhs), lb, np.full(n_cols, np.inf))
+
+
+def _solution(pl: Planes, ct: Counts, routes: PlaneRoutes, cols: _Columns, x: np.ndarray,
+              status: str, message: str, relay_leaves: np.ndarray,
+              size: dict[str, int]) -> PlaneSolution:
+    """The LP's point as shares: clipped at 0 (an interior point's tolerances), each pair's
+    shares scaled to sum to one, route and hub shares normalised."""
+    npl = pl.n_planes
+    alpha = np.clip(x[cols.alpha], 0.0, None)
+    beta = np.clip(x[cols.beta], 0.0, None)
+    gamma = np.zeros((pl.n_zones, pl.n_zones, npl))
+    # Each pair's shares sum to one: every leaf's alpha (beta) to its zone's total, then
+    # each zone pair's gamma to what is left.
+    a_zone = np.clip(x[cols.a_zone], 0.0, None)
+    b_zone = np.clip(x[cols.b_zone], 0.0, None)
+    for m, zone_total in ((alpha, a_zone), (beta, b_zone)):
+        want = zone_total[pl.leaf_zone]
+        have = m.sum(axis=1)
+        m *= np.where(have > 0, want / np.where(have > 0, have, 1.0), 0.0)[:, None]
+    for (z1, z2), c in cols.gamma.items():
+        g = np.clip(x[c], 0.0, None)
+        left = max(1.0 - a_zone[z1] - b_zone[z2], 0.0)
+        gamma[z1, z2] = g * (left / g.sum()) if g.sum() > 0 else left / npl
+    out_in = [np.clip(x[c], 0.0, None) for c in cols.climb]
+    a, c = ct.pairs[:, 0], ct.pairs[:, 1]
+    climb = out_in[0][a] + out_in[1][c]
+    relay = np.clip(x[cols.relay], 0.0, None)
+    total = climb.sum(axis=1) + relay
+    climb = climb / total[:, None]
+    relay = relay / total
+
+    def shares(c: np.ndarray) -> np.ndarray:
+        if len(c) == 1 and c[0] < 0:
+            return np.ones(1)
+        if len(c) == 0:
+            return np.zeros(0)
+        v = np.clip(x[c], 0.0, None)
+        s = v.sum()
+        return v / s if s > 0 else np.eye(1, len(c)).ravel()
+
+    exits = tuple(shares(c) for c in cols.exits)
+    entries = tuple(shares(c) for c in cols.entries)
+    hubs = {key: shares(c) for key, c in cols.hubs.items()}
+    return PlaneSolution(status, message, alpha, beta, gamma, climb, relay, exits, entries,
+                         hubs, relay_leaves, size)
+
+
+__all__ = ["BOUNCE_LEAVES", "Classes", "Counts", "PlaneRoutes", "PlaneSolution", "Route",
+           "bounce_arcs", "bounce_ways", "counts", "leaf_kinds", "leaf_neighbours", "leaf_path",
+           "plane_routes", "relay_hops", "server_classes", "solve_planes"]

@@ -1,0 +1,442 @@
+r"""A routing through the planes of a Clos of servers, and its proof.
+
+:mod:`fabricopt.flow.plane_lp` chooses how all-to-all traffic crosses the planes
+(:mod:`fabricopt.flow.planes`); :class:`PlaneProof` keeps those choices and
+:func:`proven_plane_rate` turns them back into a flow on the fabric and proves what it
+carries, from the fabric alone:
+
+* every pair of endpoints is sent whole: its shares (of each plane, or climbed, relayed,
+  turned at a leaf, kept in a server) add up to at least :math:`t` of its demand, none below
+  zero;
+* every piece of it runs along a path of the fabric: GPU to a NIC's GPU over the server's
+  NVSwitches, NIC link, one of the routes of :func:`~fabricopt.flow.plane_lp.plane_routes`
+  up to the plane's switch in its zone, over one of the plane's hubs to the target's zone,
+  and the same way down (each route's, hub's and NIC's share of what crosses it summing to
+  one), so every commodity is conserved at every node;
+* the loads those paths put on each arc, summed here in a way of their own (per endpoint and
+  per server, not per class as the LP does), are within :math:`\mu` times its capacity.
+
+Then the fabric carries :math:`t / \mu` of the traffic. No per-commodity flow is stored:
+on a failed 4,096-GPU Clos it would have 16 million commodities; the shares have a few
+thousand entries per plane.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..graph_arrays import GraphArrays
+from ..traffic import Traffic
+from .plane_lp import (
+    PlaneSolution,
+    bounce_arcs,
+    counts,
+    leaf_neighbours,
+    leaf_path,
+    plane_routes,
+    relay_hops,
+    server_classes,
+)
+from .planes import Planes, plane_structure
+
+#: A share below this is taken for rounding (an interior point's tolerance), not a flow.
+NEGATIVE_SHARE_TOL = 1e-12
+
+
+@dataclass(frozen=True)
+class PlaneProof:
+    """The shares of a routing through the planes (the names of
+    :class:`~fabricopt.flow.plane_lp.PlaneSolution`), enough to rebuild its flow."""
+
+    relay_leaves: np.ndarray
+    alpha: np.ndarray
+    beta: np.ndarray
+    gamma: np.ndarray
+    climb: np.ndarray
+    relay: np.ndarray
+    exits: tuple[np.ndarray, ...]
+    entries: tuple[np.ndarray, ...]
+    hubs: dict[tuple[int, int, int], np.ndarray]
+
+    @classmethod
+    def of(cls, sol: PlaneSolution) -> PlaneProof:
+        return cls(sol.relay_leaves, sol.alpha, sol.beta, sol.gamma, sol.climb, sol.relay,
+                   sol.exits, sol.entries, sol.hubs)
+
+
+@dataclass(frozen=True)
+class PlaneRate:
+    """What a :class:`PlaneProof` proves: ``theta`` of the traffic (0 when it proves
+    nothing, ``why`` saying so), the smallest share of a pair ``sent`` and the busiest arc's
+    load over its capacity ``overload``, with the flow's Gb/s per arc ``load`` (at theta
+    one)."""
+
+    theta: float
+    sent: float
+    overload: float
+    load: np.ndarray | None
+    why: str = ""
+
+
+def proven_plane_rate(fab, traffic: Traffic, proof: PlaneProof,
+                      ga: GraphArrays | None = None) -> PlaneRate:
+    """Re-prove ``proof`` on ``fab`` for ``traffic`` (see the module docstring).
+
+    Only uniform all-to-all traffic over the fabric's endpoints is routed this way; any
+    other proves nothing (theta 0).
+    """
+    ga = GraphArrays.from_fabric(fab) if ga is None else ga
+    if not traffic.is_uniform or traffic.uniform_gbps is None or traffic.uniform_gbps <= 0:
+        return PlaneRate(0.0, 0.0, 0.0, None, "the traffic is not uniform all-to-all")
+    pl, why = plane_structure(fab, ga)
+    if pl is None:
+        return PlaneRate(0.0, 0.0, 0.0, None, why)
+    if set(traffic.endpoints) != set(fab.endpoints):
+        return PlaneRate(0.0, 0.0, 0.0, None, "the traffic is not over every endpoint")
+    try:
+        unit = _PlaneFlow(pl, proof).load()
+    except _NoProof as exc:
+        return PlaneRate(0.0, 0.0, 0.0, None, str(exc))
+    load, sent = unit
+    gbps = float(traffic.uniform_gbps)
+    load = load * gbps
+    used = load > 0
+    if (ga.capacity[used] <= 0).any():
+        return PlaneRate(0.0, sent, np.inf, load, "a flow crosses an arc of no capacity")
+    overload = float((load[used] / ga.capacity[used]).max()) if used.any() else 0.0
+    theta = sent / overload if overload > 0 else 0.0
+    return PlaneRate(theta, sent, overload, load)
+
+
+class _NoProof(Exception):
+    """The shares do not describe a flow of this fabric."""
+
+
+class _PlaneFlow:
+    """The flow of a :class:`PlaneProof` on the planes ``pl``, summed per arc."""
+
+    def __init__(self, pl: Planes, proof: PlaneProof) -> None:
+        self.pl, self.proof = pl, proof
+        self.cl = server_classes(pl)
+        self.ct = counts(pl)
+        self.routes = plane_routes(pl, self.cl, np.asarray(proof.relay_leaves, dtype=bool))
+        self.arc = np.zeros(pl.ga.n_arcs)
+        n = len(pl.endpoints)
+        # What each endpoint sends up (receives down) through each leaf, and what each
+        # server carries across from one of its leaves to another (relays).
+        self.up: dict[tuple[int, int], float] = defaultdict(float)
+        self.down: dict[tuple[int, int], float] = defaultdict(float)
+        self.transit: dict[tuple[int, int, int], float] = defaultdict(float)
+        self.n = n
+
+    # -- checks -------------------------------------------------------------------------
+    def _shapes(self) -> None:
+        pl, pr, ct = self.pl, self.proof, self.ct
+        want = {"alpha": (pl.n_leaves, pl.n_planes), "beta": (pl.n_leaves, pl.n_planes),
+                "gamma": (pl.n_zones, pl.n_zones, pl.n_planes),
+                "climb": (len(ct.pairs), pl.n_planes), "relay": (len(ct.pairs),),
+                "relay_leaves": (pl.n_leaves,)}
+        for name, shape in want.items():
+            if np.shape(getattr(pr, name)) != shape:
+                raise _NoProof(f"{name} has shape {np.shape(getattr(pr, name))}, the fabric's "
+                               f"planes want {shape}")
+        for name in ("exits", "entries"):
+            got = getattr(pr, name)
+            if len(got) != len(self.routes.keys) or any(
+                    len(s) != len(r) for s, r in zip(got, self.routes.routes, strict=True)):
+                raise _NoProof(f"{name} do not match the routes of the fabric's planes")
+        for name in ("alpha", "beta", "gamma", "climb", "relay"):
+            v = np.asarray(getattr(pr, name), dtype=float)
+            if not np.isfinite(v).all() or (v < -NEGATIVE_SHARE_TOL).any():
+                raise _NoProof(f"{name} has a negative or non-finite share")
+
+    def sent(self) -> float:
+        """The smallest share any pair of endpoints is sent with."""
+        pl, pr, ct = self.pl, self.proof, self.ct
+        home = ct.home
+        has = home > 0
+        a_tot = np.clip(pr.alpha, 0, None).sum(axis=1)[has]
+        b_tot = np.clip(pr.beta, 0, None).sum(axis=1)[has]
+        g_tot = np.clip(pr.gamma, 0, None).sum(axis=2)
+        zone, group = pl.leaf_zone[has], pl.leaf_group[has]
+        total = a_tot[:, None] + b_tot[None, :] + g_tot[zone][:, zone]
+        apart = group[:, None] != group[None, :]
+        low = float(total[apart].min()) if apart.any() else np.inf
+        if len(ct.pairs):
+            inside = np.clip(pr.climb, 0, None).sum(axis=1) + np.clip(pr.relay, 0, None)
+            low = min(low, float(inside.min()))
+        # Pairs on one leaf turn there and pairs in one server stay in it: whole.
+        return min(low, 1.0) if np.isfinite(low) else 1.0
+
+    # -- the flow -----------------------------------------------------------------------
+    def load(self) -> tuple[np.ndarray, float]:
+        """Per arc, the load of the flow at one unit per pair; and its smallest share."""
+        self._shapes()
+        sent = self.sent()
+        out_v, in_v, middle = self._volumes()
+        self._routes(out_v, in_v)
+        self._middle(middle)
+        self._inside_groups()
+        self._servers()
+        return self.arc, sent
+
+    def _volumes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per endpoint and plane, what it sends up and receives down through the planes;
+        per zone pair and plane, what crosses the hubs."""
+        pl, pr, ct = self.pl, self.proof, self.ct
+        nl, nz, npl = pl.n_leaves, pl.n_zones, pl.n_planes
+        alpha, beta = np.clip(pr.alpha, 0, None), np.clip(pr.beta, 0, None)
+        gamma = np.clip(pr.gamma, 0, None)
+        home = ct.home.astype(float)
+        apart = pl.leaf_group[:, None] != pl.leaf_group[None, :]
+        zone = pl.leaf_zone
+        per_leaf_out = np.zeros((nl, npl))
+        per_leaf_in = np.zeros((nl, npl))
+        middle = np.zeros((nz, nz, npl))
+        zone_mat = np.zeros((nl, nz))
+        zone_mat[np.arange(nl), zone] = home
+        for p in range(npl):
+            share = alpha[:, p][:, None] + beta[:, p][None, :] + gamma[:, :, p][zone][:, zone]
+            share = share * apart
+            per_leaf_out[:, p] = share @ home
+            per_leaf_in[:, p] = share.T @ home
+            middle[:, :, p] = zone_mat.T @ share @ zone_mat
+        idx = np.arange(nz)
+        middle[idx, idx, :] = 0.0  # within a zone the plane's switch turns it
+        out_v = per_leaf_out[pl.home].copy()
+        in_v = per_leaf_in[pl.home].copy()
+        # Pairs in one group on two leaves that climb.
+        climb = np.clip(pr.climb, 0, None)
+        on_leaf = self._server_home_counts()
+        for i, (a, c) in enumerate(ct.pairs.tolist()):
+            for e in np.flatnonzero(pl.home == a).tolist():
+                partners = home[c] - on_leaf.get((int(pl.server[e]), c), 0)
+                out_v[e] += partners * climb[i]
+            for f in np.flatnonzero(pl.home == c).tolist():
+                partners = home[a] - on_leaf.get((int(pl.server[f]), a), 0)
+                in_v[f] += partners * climb[i]
+            if zone[a] != zone[c]:
+                middle[zone[a], zone[c]] += ct.pair_demand[i] * climb[i]
+        return out_v, in_v, middle
+
+    def _server_home_counts(self) -> dict[tuple[int, int], int]:
+        out: dict[tuple[int, int], int] = defaultdict(int)
+        for s, h in zip(self.pl.server.tolist(), self.pl.home.tolist(), strict=True):
+            out[(s, h)] += 1
+        return out
+
+    def _routes(self, out_v: np.ndarray, in_v: np.ndarray) -> None:
+        """Each server's volume on each plane along its routes to the plane's switch."""
+        pl, cl, pr = self.pl, self.cl, self.proof
+        zone_of_ep = pl.leaf_zone[pl.home]
+        class_of_ep = cl.of_server[pl.server]
+        members: dict[tuple[int, int], np.ndarray] = {}
+        order = np.lexsort((zone_of_ep, class_of_ep))
+        keys = class_of_ep[order] * pl.n_zones + zone_of_ep[order]
+        cuts = np.flatnonzero(np.diff(keys)) + 1
+        for chunk in np.split(order, cuts):
+            if len(chunk):
+                e = int(chunk[0])
+                members[(int(class_of_ep[e]), int(zone_of_ep[e]))] = chunk
+        covered = set()
+        for (k, z, p), rts, x_out, x_in in zip(self.routes.keys, self.routes.routes,
+                                               pr.exits, pr.entries, strict=True):
+            covered.add((k, z, p))
+            eps = members.get((k, z))
+            if eps is None:
+                continue
+            for vol, shares, entry in ((out_v[eps, p], x_out, False),
+                                       (in_v[eps, p], x_in, True)):
+                total = float(vol.sum())
+                if total <= 0:
+                    continue
+                shares = np.clip(np.asarray(shares, dtype=float), 0, None)
+                if not len(rts) or shares.sum() <= 0:
+                    raise _NoProof(f"a server sends on plane {p} with no route to it")
+                shares = shares / shares.sum()
+                for rt, x in zip(rts, shares.tolist(), strict=True):
+                    if x > 0:
+                        self._route(rt, p, eps, vol * x, entry)
+        # A volume on a plane no route reaches (its zone has no switch of the plane).
+        for (k, z), eps in members.items():
+            for p in range(pl.n_planes):
+                if (k, z, p) not in covered and (out_v[eps, p].sum() > 0
+                                                 or in_v[eps, p].sum() > 0):
+                    raise _NoProof(f"plane {p} carries traffic of zone {z}, which it does "
+                                   "not reach")
+
+    def _route(self, rt, p: int, eps: np.ndarray, vol: np.ndarray, entry: bool) -> None:
+        """``vol`` (per endpoint ``eps``) along route ``rt`` of plane ``p``."""
+        pl = self.pl
+        side = self.down if entry else self.up
+        for e, v in zip(eps.tolist(), vol.tolist(), strict=True):
+            side[(e, rt.leaf)] += v
+        total = float(vol.sum())
+        if rt.kind == "direct":
+            self.arc[pl.down[rt.leaf, p] if entry else pl.up[rt.leaf, p]] += total
+        elif rt.kind == "relay":
+            self._relay([rt.next, rt.leaf] if entry else [rt.leaf, rt.next], total)
+            self.arc[pl.down[rt.next, p] if entry else pl.up[rt.next, p]] += total
+        else:
+            for a, w in bounce_arcs(pl, rt.leaf, p, entry):
+                self.arc[a] += total * w
+
+    def _relay(self, path: list[int], total: float) -> None:
+        """``total`` from leaf ``path[0]`` to ``path[-1]`` across spanning servers: down to
+        each server of a hop's classes (their shares of it, evenly over their servers),
+        across it, up to the next leaf."""
+        cl = self.cl
+        for (x, y), classes, shares in relay_hops(cl, path):
+            if abs(float(np.sum(shares)) - 1.0) > 1e-9:
+                raise _NoProof(f"a relay from leaf {x} to leaf {y} is not split whole")
+            for k, w in zip(classes, shares.tolist(), strict=True):
+                if x not in cl.leaves[k] or y not in cl.leaves[k]:
+                    raise _NoProof(f"a relay crosses a server not on leaves {x} and {y}")
+                servers = np.flatnonzero(cl.of_server == k)
+                for s in servers.tolist():
+                    self.transit[(s, x, y)] += total * w / len(servers)
+
+    def _middle(self, middle: np.ndarray) -> None:
+        """Between zones, each plane's share over its hubs."""
+        pl, pr = self.pl, self.proof
+        for z1, z2, p in zip(*np.nonzero(middle > 0), strict=True):
+            z1, z2, p = int(z1), int(z2), int(p)
+            ways = [(fr[z1], to[z2]) for _, fr, to in pl.hubs[p] if fr[z1] >= 0 and to[z2] >= 0]
+            shares = pr.hubs.get((z1, z2, p))
+            if shares is None or len(shares) != len(ways):
+                raise _NoProof(f"zones {z1} and {z2} meet on plane {p} with no hub shares")
+            shares = np.clip(np.asarray(shares, dtype=float), 0, None)
+            if shares.sum() <= 0:
+                raise _NoProof(f"zones {z1} and {z2} meet on plane {p} over no hub")
+            shares = shares / shares.sum()
+            for (a1, a2), y in zip(ways, shares.tolist(), strict=True):
+                self.arc[a1] += middle[z1, z2, p] * y
+                self.arc[a2] += middle[z1, z2, p] * y
+
+    def _inside_groups(self) -> None:
+        """Pairs on one leaf turn at it; pairs of one group on two leaves that are relayed
+        cross the spanning servers between them."""
+        pl, pr, ct = self.pl, self.proof, self.ct
+        on_leaf = self._server_home_counts()
+        home = ct.home
+        for e in range(self.n):
+            h, s = int(pl.home[e]), int(pl.server[e])
+            others = home[h] - on_leaf[(s, h)]
+            if others:
+                self.up[(e, h)] += others
+                self.down[(e, h)] += others
+        relay = np.clip(pr.relay, 0, None)
+        adj = leaf_neighbours(self.cl)
+        for i, (a, c) in enumerate(ct.pairs.tolist()):
+            if relay[i] <= 0:
+                continue
+            for e in np.flatnonzero(pl.home == a).tolist():
+                self.up[(e, a)] += relay[i] * (home[c] - on_leaf.get((int(pl.server[e]), c), 0))
+            for f in np.flatnonzero(pl.home == c).tolist():
+                self.down[(f, c)] += relay[i] * (home[a]
+                                                 - on_leaf.get((int(pl.server[f]), a), 0))
+            path = leaf_path(adj, a, c)
+            if path[0] != a or path[-1] != c:
+                raise _NoProof(f"leaves {a} and {c} share a group but no spanning servers")
+            self._relay(path, ct.pair_demand[i] * relay[i])
+
+    def _servers(self) -> None:
+        """Inside each server: what goes up and down its NICs (spread over a leaf's NICs by
+        capacity) and what crosses its NVSwitches (from a GPU to the NIC's GPU, between two
+        GPUs of the server, between two NICs of a relay)."""
+        pl, ga = self.pl, self.pl.ga
+        cap = ga.capacity
+        by_server: dict[int, list[int]] = defaultdict(list)
+        for e, s in enumerate(pl.server.tolist()):
+            by_server[s].append(e)
+        ups: dict[int, list[tuple[int, int, float]]] = defaultdict(list)
+        for (e, leaf), v in self.up.items():
+            ups[int(pl.server[e])].append((e, leaf, v))
+        downs: dict[int, list[tuple[int, int, float]]] = defaultdict(list)
+        for (e, leaf), v in self.down.items():
+            downs[int(pl.server[e])].append((e, leaf, v))
+        transits: dict[int, list[tuple[int, int, float]]] = defaultdict(list)
+        for (s, x, y), v in self.transit.items():
+            transits[s].append((x, y, v))
+        arc_of = {(int(t), int(h)): a
+                  for a, (t, h) in enumerate(zip(ga.tail, ga.head, strict=True))}
+        for s, eps in by_server.items():
+            local = {e: i for i, e in enumerate(eps)}
+            m = len(eps)
+            # NICs of the server per leaf: (local GPU, arc up, arc down).
+            nics: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+            for e in eps:
+                arcs, leaves, backs = pl.nics(e)
+                for a, leaf, b in zip(arcs.tolist(), leaves.tolist(), backs.tolist(), strict=True):
+                    nics[leaf].append((local[e], a, b))
+            through = np.ones((m, m)) - np.eye(m)  # GPU to GPU, one unit per pair inside
+            up_at: dict[int, float] = defaultdict(float)
+            down_at: dict[int, float] = defaultdict(float)
+
+            def spread(leaf: int, upward: bool, nics=nics
+                       ) -> tuple[list[tuple[int, int]], np.ndarray]:
+                """A leaf's NICs of the server (GPU, arc) and each one's share."""
+                links = nics.get(leaf, [])
+                w = np.array([cap[a if upward else b] for _, a, b in links], dtype=float)
+                if not len(links) or w.sum() <= 0:
+                    raise _NoProof(f"a server sends through leaf {leaf} with no NIC on it")
+                return [(g, a if upward else b) for g, a, b in links], w / w.sum()
+
+            for e, leaf, v in ups.get(s, ()):
+                up_at[leaf] += v
+                links, w = spread(leaf, True)
+                for (g, _), share in zip(links, w.tolist(), strict=True):
+                    if g != local[e]:
+                        through[local[e], g] += v * share
+            for f, leaf, v in downs.get(s, ()):
+                down_at[leaf] += v
+                links, w = spread(leaf, False)
+                for (g, _), share in zip(links, w.tolist(), strict=True):
+                    if g != local[f]:
+                        through[g, local[f]] += v * share
+            for x, y, v in transits.get(s, ()):
+                down_at[x] += v
+                up_at[y] += v
+                ins, w_in = spread(x, False)
+                outs, w_out = spread(y, True)
+                for (g1, _), s1 in zip(ins, w_in.tolist(), strict=True):
+                    for (g2, _), s2 in zip(outs, w_out.tolist(), strict=True):
+                        if g1 != g2:
+                            through[g1, g2] += v * s1 * s2
+            for leaf, v in up_at.items():
+                links, w = spread(leaf, True)
+                for (_, a), share in zip(links, w.tolist(), strict=True):
+                    self.arc[a] += v * share
+            for leaf, v in down_at.items():
+                links, w = spread(leaf, False)
+                for (_, b), share in zip(links, w.tolist(), strict=True):
+                    self.arc[b] += v * share
+            self._nvswitches(eps, pl.server_switches[s], through, arc_of)
+
+    def _nvswitches(self, eps: list[int], switches: np.ndarray, through: np.ndarray,
+                    arc_of: dict[tuple[int, int], int]) -> None:
+        """``through[i, j]`` from GPU ``eps[i]`` to GPU ``eps[j]`` over the switches, split
+        in proportion to the GPU's links to each (among those that reach the other GPU)."""
+        ga = self.pl.ga
+        nodes = self.pl.endpoints[eps]
+        sw = [int(x) for x in switches]
+        to_sw = np.array([[arc_of.get((int(u), x), -1) for x in sw] for u in nodes])
+        from_sw = np.array([[arc_of.get((x, int(u)), -1) for x in sw] for u in nodes])
+        cap_to = np.where(to_sw >= 0, ga.capacity[to_sw], 0.0)
+        for i, j in zip(*np.nonzero(through > 0), strict=True):
+            ok = (to_sw[i] >= 0) & (from_sw[j] >= 0) & (cap_to[i] > 0)
+            if not ok.any():
+                raise _NoProof(f"GPUs {ga.nodes[nodes[i]]!r} and {ga.nodes[nodes[j]]!r} share "
+                               "no NVSwitch")
+            w = np.where(ok, cap_to[i], 0.0)
+            w = w / w.sum()
+            v = through[i, j]
+            for k in np.flatnonzero(ok).tolist():
+                self.arc[to_sw[i, k]] += v * w[k]
+                self.arc[from_sw[j, k]] += v * w[k]
+
+
+__all__ = ["PlaneProof", "PlaneRate", "proven_plane_rate"]
