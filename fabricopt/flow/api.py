@@ -36,9 +36,10 @@ from .brackets import closed, hose_floor, tighter_bracket, with_hose_floor
 from .budget import approx_fits, now, search_budget, seconds_left, stage_fits
 from .certified import certified_result, lp_size_of
 from .formulation import Collapse, CollapsedDemand, FlowModel, build_flow_lp
-from .from_intact import answer_from_intact
+from .from_intact import acceptable, answer_from_intact
 from .lp import LPSolution
 from .model import ThroughputModel
+from .plane_bracket import narrowed, plane_bracket
 from .result import FlowCertificate, FlowResult
 from .symmetric import build_symmetric_lp
 from .tier_routing import TIER_MAX_ENTRIES, node_layers, symmetric_tier_point, tier_point
@@ -264,6 +265,14 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         # symmetry search: where they close, no group is looked for.
         too_large = lp_size_estimate(fab, traffic, ga) // 3 > ECMP_MAX_ENTRIES
         first = _answer_from_intact(fab, traffic, gap, too_large, time_limit, start)
+        if first is None or first.upper - first.lower > gap * first.upper:
+            # A failed Clos of servers: its planes narrow what the intact flow left open.
+            planes = _through_planes(fab, traffic, ga, time_limit, start)
+            if planes is not None and first is not None:
+                first = narrowed(first, planes)
+                acceptable(first, gap, too_large)  # says how the gap now stands
+            elif planes is not None and acceptable(planes, gap, too_large):
+                first = planes
         if first is not None:
             return _finished(first, traffic, work_limit, start, report)
         early = _bounds_stage_first(fab, scaled, ga_solve, warm, report,
@@ -372,6 +381,16 @@ def _answer_from_intact(fab: Fabric, traffic: Traffic, gap: float, too_large: bo
         return first
     return with_hose_floor(first, _floor_under(fab, traffic, time_limit, start, too_large),
                            traffic)
+
+
+def _through_planes(fab: Fabric, traffic: Traffic, ga: GraphArrays,
+                    time_limit: float | None, start: float) -> FlowResult | None:
+    """The bracket through the planes (:mod:`fabricopt.flow.plane_bracket`) of a failed
+    (edited) fabric too large for a quick LP of its own; None for any other."""
+    if not fab.params.get("edited") or lp_size_estimate(fab, traffic, ga) <= \
+            FIND_SYMMETRY_NONZEROS:
+        return None
+    return plane_bracket(fab, traffic, seconds_left(time_limit, start))
 
 
 def _floor_under(fab: Fabric, traffic: Traffic, time_limit: float | None, start: float,

@@ -37,6 +37,7 @@ from .certificate import certified_lower
 from .distance_sums import demand_distance
 from .formulation import build_flow_lp
 from .model import LiftedFlow, ThroughputModel
+from .plane_routing import proven_plane_rate
 from .reroute import ProvenFlow, Rerouted, ReroutedFlow, rerouted
 from .result import FlowResult
 from .symmetric import build_symmetric_lp
@@ -277,6 +278,10 @@ def check_certificate(fab: Fabric, result: FlowResult | ValiantBound,
         around = _rerouted_lower(fab, cert.reroute, asked, cert.include_endpoint_links)
         if around is not None and around.lower > lower:
             lower, overload, residual = around.lower, around.overload, around.residual
+    if cert.plane is not None and cert.include_endpoint_links:
+        planes = proven_plane_rate(fab, asked, cert.plane)
+        if planes.theta > lower:
+            lower, overload, residual = planes.theta, planes.overload, 0.0
     tol = 1e-9
     # An infinite upper bound proves nothing: a result that claims none, or whose lengths
     # give none, fails the check.

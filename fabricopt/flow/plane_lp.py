@@ -147,16 +147,17 @@ def bounce_ways(pl: Planes, leaf: int, p: int) -> list[tuple[int, list[int]]]:
     :data:`BOUNCE_LEAVES` other leaves of the zone with both ``q`` and ``p`` links (evenly),
     up their ``p`` uplink; as ``(q, leaves)`` pairs, empty when there is no such way. The
     way back down is each link's reverse."""
-    z = pl.leaf_zone[leaf]
-    zone_leaves = np.flatnonzero(pl.leaf_zone == z)
+    zone_leaves = np.flatnonzero(pl.leaf_zone == pl.leaf_zone[leaf])
+    zone_leaves = zone_leaves[zone_leaves != leaf]
+    both = (pl.up[zone_leaves] >= 0) & (pl.down[zone_leaves] >= 0)
+    both &= both[:, [p]]  # each candidate needs the p links too
     ways = []
     for q in range(pl.n_planes):
         if q == p or pl.up[leaf, q] < 0 or pl.down[leaf, q] < 0:
             continue
-        ok = [m for m in zone_leaves.tolist() if m != leaf and pl.down[m, q] >= 0
-              and pl.up[m, q] >= 0 and pl.up[m, p] >= 0 and pl.down[m, p] >= 0]
+        ok = zone_leaves[both[:, q]][:BOUNCE_LEAVES].tolist()
         if ok:
-            ways.append((q, ok[:BOUNCE_LEAVES]))
+            ways.append((q, ok))
     return ways
 
 
@@ -426,7 +427,7 @@ def _plane_lp(pl: Planes, cl: Classes, ct: Counts, routes: PlaneRoutes
                 key = tuple(sorted(merged.items()))
                 col = named.get(key)
                 if col is None:
-                    col = named[key] = b.col(free=True)
+                    col = named[key] = b.col()  # a sum of shares: never below 0
                     b.eq([(col, -1.0)] + list(key))
                 per_endpoint[entry][h, p] = col
 

@@ -426,17 +426,19 @@ class _PlaneFlow:
         to_sw = np.array([[arc_of.get((int(u), x), -1) for x in sw] for u in nodes])
         from_sw = np.array([[arc_of.get((x, int(u)), -1) for x in sw] for u in nodes])
         cap_to = np.where(to_sw >= 0, ga.capacity[to_sw], 0.0)
-        for i, j in zip(*np.nonzero(through > 0), strict=True):
-            ok = (to_sw[i] >= 0) & (from_sw[j] >= 0) & (cap_to[i] > 0)
-            if not ok.any():
-                raise _NoProof(f"GPUs {ga.nodes[nodes[i]]!r} and {ga.nodes[nodes[j]]!r} share "
-                               "no NVSwitch")
-            w = np.where(ok, cap_to[i], 0.0)
-            w = w / w.sum()
-            v = through[i, j]
-            for k in np.flatnonzero(ok).tolist():
-                self.arc[to_sw[i, k]] += v * w[k]
-                self.arc[from_sw[j, k]] += v * w[k]
+        # ok[i, j, k]: GPU i reaches switch k, which reaches GPU j.
+        ok = ((to_sw >= 0) & (cap_to > 0))[:, None, :] & (from_sw >= 0)[None, :, :]
+        need = through > 0
+        if (need & ~ok.any(axis=2)).any():
+            i, j = np.argwhere(need & ~ok.any(axis=2))[0]
+            raise _NoProof(f"GPUs {ga.nodes[nodes[i]]!r} and {ga.nodes[nodes[j]]!r} share "
+                           "no NVSwitch")
+        w = np.where(ok, cap_to[:, None, :], 0.0)
+        w /= np.where(w.sum(axis=2, keepdims=True) > 0, w.sum(axis=2, keepdims=True), 1.0)
+        flow = through[:, :, None] * w  # (from GPU, to GPU, switch)
+        into, out_of = flow.sum(axis=1), flow.sum(axis=0)
+        np.add.at(self.arc, to_sw[into > 0], into[into > 0])
+        np.add.at(self.arc, from_sw[out_of > 0], out_of[out_of > 0])
 
 
 __all__ = ["PlaneProof", "PlaneRate", "proven_plane_rate"]

@@ -81,6 +81,10 @@ class FlowCertificate:
         In place of ``flow``: the flow of a fabric that contains this one (an intact fabric
         and its result) and a detour around each arc this one lacks
         (:mod:`fabricopt.flow.reroute`), re-proven by the checker on both fabrics.
+    plane : PlaneProof or None
+        Beside the rest: the shares of a routing of all-to-all traffic through the planes
+        of a Clos of servers (:mod:`fabricopt.flow.plane_routing`), whose flow the checker
+        rebuilds and proves.
     """
 
     ga: GraphArrays
@@ -95,6 +99,7 @@ class FlowCertificate:
     capacity_unit: float = 1.0
     hose: Any = None
     reroute: Any = None
+    plane: Any = None
 
 
 @dataclass

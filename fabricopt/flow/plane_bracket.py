@@ -1,0 +1,121 @@
+"""A failed Clos of servers bracketed through its planes, before any solve of its own.
+
+A failed cluster on a multi-tier Clos is too large for its own LP, and its intact fabric's
+flow sent around what failed (:mod:`fabricopt.flow.reroute`) keeps each flow's switches,
+which leaves its bracket a few percent open. Where the fabric has planes
+(:mod:`fabricopt.flow.planes`), :func:`plane_bracket` brackets it at once: below, the
+routing through them that the LP of :mod:`fabricopt.flow.plane_lp` chooses, re-proven by
+:mod:`fabricopt.flow.plane_routing`; above, the best of the hierarchy cuts, the cuts around
+runs of leaves (:mod:`fabricopt.flow.leaf_run_cuts`) and the endpoints' own links.
+:func:`narrowed` merges such a bracket into another.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from ..fabric import Fabric
+from ..graph_arrays import GraphArrays
+from ..tiers import tier_of
+from ..traffic import Traffic
+from .bounds import structural_cut_lengths
+from .certificate import EXACT_RTOL
+from .check import endpoint_cut_bound
+from .leaf_run_cuts import leaf_run_cut
+from .plane_lp import solve_planes
+from .plane_routing import PlaneProof, proven_plane_rate
+from .planes import plane_structure
+from .result import FlowCertificate, FlowResult
+
+
+def plane_bracket(fab: Fabric, traffic: Traffic, time_limit: float | None = None
+                  ) -> FlowResult | None:
+    """``fab``'s certified bracket for ``traffic`` through its planes (method
+    ``"bounds"``; status ``"optimal"`` when the two ends meet, else ``"inexact"``); None
+    when the traffic is not uniform all-to-all over every endpoint, the fabric has no
+    planes, or the LP does not finish within ``time_limit`` seconds.
+
+    Examples
+    --------
+    >>> import fabricopt as fo
+    >>> fab = fo.cluster(fo.dgx_h100(), nodes=16, scale_out="clos", tiers=3,
+    ...                  oversubscription=2, radix=16)
+    >>> r = plane_bracket(fab, fo.all_to_all(fab))
+    >>> r.status, round(r.lower * 127, 3)   # Gb/s per GPU: 2:1 below 400 Gb/s NICs
+    ('optimal', 200.0)
+    >>> fo.check_certificate(fab, r).ok
+    True
+    """
+    if (not traffic.is_uniform or not traffic.uniform_gbps
+            or set(traffic.endpoints) != set(fab.endpoints)):
+        return None
+    start = time.perf_counter()
+    ga = GraphArrays.from_fabric(fab)
+    pl, _ = plane_structure(fab, ga)
+    if pl is None:
+        return None
+    cut, lengths = structural_cut_lengths(fab, traffic, ga, True)
+    run, run_lengths = leaf_run_cut(pl, float(traffic.uniform_gbps))
+    if run < cut:
+        cut, lengths = run, run_lengths
+    upper = min(cut, endpoint_cut_bound(fab, traffic, ga))
+    sol, *_ = solve_planes(pl, time_limit=time_limit)
+    if sol is None:
+        return None
+    proof = PlaneProof.of(sol)
+    rate = proven_plane_rate(fab, traffic, proof, ga)
+    lower = min(rate.theta, upper)
+    closed = bool(np.isfinite(upper)) and upper - lower <= EXACT_RTOL * upper
+    mean_out = traffic.mean_out_gbps()
+    tiers = ga.tiers or tuple(tier_of(fab.graph[u][v]) for u, v in ga.arcs)
+    load = rate.load / rate.overload if rate.load is not None and rate.overload > 0 else None
+    certificate = FlowCertificate(ga, tiers, load=load,
+                                  lengths=lengths if np.isfinite(cut) else None,
+                                  include_endpoint_links=True, plane=proof)
+    message = (f"below: all-to-all routed through the fabric's {pl.n_planes} planes (an LP "
+               f"of {sol.lp_size['columns']:,} columns chose each pair's planes, busiest arc "
+               f"{rate.overload:.4g} x its capacity before scaling); above: "
+               + ("a cut around leaves of one group and their servers" if run <= cut
+                  else "the hierarchy cut"))
+    return FlowResult(
+        theta=lower if closed else None, lower=lower, upper=upper,
+        status="optimal" if closed else "inexact", method="bounds", backend="none",
+        seconds=time.perf_counter() - start, per_endpoint_gbps=float(lower * mean_out),
+        message=message, fabric_name=fab.name, traffic_name=traffic.name,
+        max_overload=rate.overload, max_residual=0.0, mean_out_gbps=mean_out,
+        certificate=certificate)
+
+
+def narrowed(result: FlowResult, planes: FlowResult) -> FlowResult:
+    """``result`` with each end of its bracket taken from ``planes`` (a
+    :func:`plane_bracket` of the same fabric and traffic) where that is tighter, the proof
+    of that end with it."""
+    cert, other = result.certificate, planes.certificate
+    if result.exact or cert is None or other is None or (
+            (cert.traffic_scale, cert.capacity_unit) != (1.0, 1.0)):
+        return result
+    lower, upper, notes = result.lower, result.upper, []
+    overload = result.max_overload
+    if planes.lower > lower:
+        lower, overload = planes.lower, planes.max_overload
+        cert = replace(cert, plane=other.plane, load=other.load)
+        notes.append("below: routed through the planes")
+    if planes.upper < upper:
+        upper = planes.upper
+        cert = replace(cert, lengths=other.lengths)
+        notes.append("above: " + planes.message.rsplit("above: ", 1)[-1])
+    if not notes:
+        return result
+    closed = bool(np.isfinite(upper)) and upper - lower <= EXACT_RTOL * upper
+    return replace(result, theta=lower if closed else None, lower=lower, upper=upper,
+                   status="optimal" if closed else result.status, max_overload=overload,
+                   per_endpoint_gbps=float(lower * (result.mean_out_gbps or 0.0)),
+                   message="; ".join(notes) + f" (before: [{result.lower:.9g}, "
+                                              f"{result.upper:.9g}], {result.method})",
+                   certificate=cert, seconds=result.seconds + planes.seconds)
+
+
+__all__ = ["narrowed", "plane_bracket"]
