@@ -1,0 +1,169 @@
+"""Routing all-to-all through the planes of a Clos of servers: the structure read off the
+graph, the LP's routing re-proven from the fabric alone (two independent load sums that must
+agree), its bracket never on the wrong side of the exact LP, and a proof that fails when
+tampered with."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import fabricopt as fo
+from fabricopt.flow.check import explicit_distance_bound
+from fabricopt.flow.leaf_run_cuts import leaf_run_cut
+from fabricopt.flow.plane_bracket import narrowed, plane_bracket
+from fabricopt.flow.plane_lp import solve_planes
+from fabricopt.flow.plane_routing import PlaneProof, proven_plane_rate
+from fabricopt.flow.planes import plane_structure
+from fabricopt.graph_arrays import GraphArrays
+
+
+def _clos(nodes=12, gpus=4):
+    """A 3-tier 2:1 Clos of small NVSwitch servers: radix-8 switches give several pods
+    (zones) and planes, and servers that span two leaves."""
+    return fo.cluster(fo.nvswitch_domain(gpus, 2, gpus, 400.0), nodes=nodes, scale_out="clos",
+                      tiers=3, oversubscription=2, radix=8)
+
+
+def test_structure_is_read_off_the_graph():
+    fab = _clos()
+    pl, why = plane_structure(fab)
+    assert why == ""
+    ga = pl.ga
+    # 12 servers of 4 GPUs on radix-8 leaves (4 down, 2:1): 10 leaves in 3 pods of 3
+    # planes (one spine per pod and plane).
+    assert (pl.n_leaves, pl.n_zones, pl.n_planes, pl.n_servers) == (10, 3, 3, 12)
+    for leaf in range(pl.n_leaves):
+        for p in range(pl.n_planes):
+            port = pl.port[pl.leaf_zone[leaf], p]
+            if pl.up[leaf, p] >= 0:
+                assert (ga.tail[pl.up[leaf, p]], ga.head[pl.up[leaf, p]]) == (
+                    pl.leaf_node[leaf], port)
+    for e in range(len(pl.endpoints)):
+        _, leaves, _ = pl.nics(e)
+        assert pl.home[e] in leaves  # every GPU here has its own NIC
+    # A group holds every leaf any of its servers reaches.
+    for s in range(pl.n_servers):
+        leaves = {int(pl.nic_leaf[i]) for e in np.flatnonzero(pl.server == s)
+                  for i in range(pl.nic_ptr[e], pl.nic_ptr[e + 1])}
+        assert len({int(pl.leaf_group[x]) for x in leaves}) == 1
+
+
+@pytest.mark.parametrize("fab, why", [
+    (fo.ring(6), "no scale-up domain with a switch"),
+    (fo.fat_tree(4), "no scale-up domain with a switch"),
+])
+def test_structure_declines_fabrics_without_servers(fab, why):
+    pl, reason = plane_structure(fab)
+    assert pl is None and reason.startswith(why)
+    assert plane_bracket(fab, fo.all_to_all(fab)) is None
+
+
+@pytest.mark.parametrize("nodes, fraction, seed", [
+    (12, 0.0, 0), (12, 0.05, 1), (12, 0.05, 2), (16, 0.05, 1), (16, 0.1, 3)])
+def test_bracket_holds_the_exact_lp(nodes, fraction, seed):
+    base = _clos(nodes)
+    fab = fo.fail_random(base, fraction, seed=seed) if fraction else base
+    traffic = fo.all_to_all(fab)
+    r = plane_bracket(fab, traffic)
+    exact = fo.max_concurrent_flow(fab, traffic, method="lp")
+    assert exact.exact
+    assert r.lower <= exact.theta * (1 + 1e-7) and r.upper >= exact.theta * (1 - 1e-7)
+    check = fo.check_certificate(fab, r, traffic)
+    assert check.ok, (check, r.lower, r.upper)
+    # The flow the checker rebuilt fits once scaled to its lower bound.
+    ga = r.certificate.ga
+    assert np.all(r.certificate.load <= ga.capacity * (1 + 1e-9))
+
+
+def test_meets_the_cut_where_a_failure_is_local():
+    # Seed 2 of 5 % on the 12-server Clos: the cut (a group's uplinks over the demand
+    # that must leave it) is 4.545455 per pair, which the exact LP reaches too; so does
+    # the routing through the planes, and the result says it is exact.
+    fab = fo.fail_random(_clos(12), 0.05, seed=2)
+    r = plane_bracket(fab, fo.all_to_all(fab))
+    exact = fo.max_concurrent_flow(fab, method="lp")
+    assert r.status == "optimal" and r.exact
+    assert r.theta == pytest.approx(exact.theta, rel=1e-7)
+
+
+@pytest.mark.parametrize("nodes, seed", [(12, 1), (16, 3)])
+def test_two_load_sums_agree(nodes, seed):
+    """The LP sums loads per server class and the checker per endpoint and server: at the
+    LP's point both must find the same busiest arc (NVLink is ample here, which the LP
+    leaves out)."""
+    fab = fo.fail_random(_clos(nodes), 0.05, seed=seed)
+    pl, _ = plane_structure(fab)
+    sol, *_ = solve_planes(pl)
+    rate = proven_plane_rate(fab, fo.all_to_all(fab), PlaneProof.of(sol))
+    n = len(fab.endpoints)
+    # lp_gbps is Gb/s per endpoint out: theta (per pair at 1 Gb/s) times its n - 1 targets.
+    assert rate.theta * (n - 1) == pytest.approx(sol.lp_gbps, rel=1e-6)
+    assert rate.sent == pytest.approx(1.0, rel=1e-9)
+
+
+def _proof_and_result():
+    fab = fo.fail_random(_clos(12), 0.05, seed=1)
+    r = plane_bracket(fab, fo.all_to_all(fab))
+    return fab, r, r.certificate.plane
+
+
+def test_tampered_proofs_prove_less():
+    fab, r, proof = _proof_and_result()
+    traffic = fo.all_to_all(fab)
+    assert fo.check_certificate(fab, r).ok
+    # A claim above what the flow proves.
+    assert not fo.check_certificate(fab, replace(r, lower=r.lower * 1.01)).ok
+    # A negative share is no flow.
+    alpha = proof.alpha.copy()
+    alpha[0, 0] = -0.1
+    assert proven_plane_rate(fab, traffic, replace(proof, alpha=alpha)).theta == 0.0
+    # A pair sent with less than its demand: every share halved sends half, at half the
+    # load; the proof is then worth the same (t / mu), never more.
+    halved = replace(proof, alpha=proof.alpha / 2, beta=proof.beta / 2,
+                     gamma=proof.gamma / 2, climb=proof.climb / 2, relay=proof.relay / 2)
+    got = proven_plane_rate(fab, traffic, halved)
+    assert got.sent == pytest.approx(0.5) and got.theta <= r.lower * (1 + 1e-9)
+    # Shares of another fabric's planes.
+    other = plane_bracket(fo.fail_random(_clos(16), 0.05, seed=1),
+                          fo.all_to_all(fo.fail_random(_clos(16), 0.05, seed=1)))
+    wrong = proven_plane_rate(fab, traffic, other.certificate.plane)
+    assert wrong.theta == 0.0 and "shape" in wrong.why
+    # The same shares on a fabric with an uplink fewer: its flow would cross the missing
+    # link (the checker refuses the result itself: another graph).
+    pl, _ = plane_structure(fab)
+    leaf, p = map(int, np.argwhere(pl.up >= 0)[0])
+    ga = pl.ga
+    cut = fab.without_links([(ga.nodes[ga.tail[pl.up[leaf, p]]],
+                              ga.nodes[ga.head[pl.up[leaf, p]]])])
+    assert proven_plane_rate(cut, traffic, proof).theta < r.lower * (1 - 1e-6)
+    with pytest.raises(fo.InvalidParameterError, match="different graph"):
+        fo.check_certificate(cut, r)
+
+
+def test_other_traffic_is_not_routed_through_the_planes():
+    fab, r, proof = _proof_and_result()
+    perm = fo.permutation(fab, seed=1)
+    assert proven_plane_rate(fab, perm, proof).theta == 0.0
+    assert plane_bracket(fab, perm) is None
+
+
+def test_leaf_run_cut_is_a_cut():
+    fab = fo.fail_random(_clos(16), 0.1, seed=3)
+    pl, _ = plane_structure(fab)
+    traffic = fo.all_to_all(fab)
+    bound, lengths = leaf_run_cut(pl, 1.0)
+    # Its lengths re-prove it through the distance bound, and it holds the exact LP.
+    again = explicit_distance_bound(fab, traffic, lengths, GraphArrays.from_fabric(fab))
+    assert again <= bound * (1 + 1e-9)
+    assert bound >= fo.max_concurrent_flow(fab, traffic, method="lp").theta * (1 - 1e-7)
+
+
+def test_narrowed_keeps_each_side_with_its_proof():
+    fab, planes, _ = _proof_and_result()
+    wide = replace(planes, lower=planes.lower / 2, upper=planes.upper * 2, theta=None,
+                   status="inexact",
+                   certificate=replace(planes.certificate, plane=None, lengths=None))
+    got = narrowed(wide, planes)
+    assert (got.lower, got.upper) == (planes.lower, planes.upper)
+    assert fo.check_certificate(fab, got).ok
