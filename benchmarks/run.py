@@ -492,15 +492,19 @@ def case_routed(make: str, traffic: str, routing: str, trials: int) -> dict:
 
 def case_bounds_first(make: str, method: str, bounds_first: bool | None,
                       time_limit: float | None = None, hose_floor: bool = True,
-                      both_ends: bool = True) -> dict:
+                      both_ends: bool = True, planes: bool = True) -> dict:
     """All-to-all by ``max_concurrent_flow`` with the bounds stage on or off (off is the
     method as it ran before the stage existed), Gb/s per GPU and the certified gap.
     ``hose_floor=False``: without the two-phase floor under a time-limited bracket (as
     before it existed). ``both_ends=False``: servers relay by PXN only, as before the
-    relays at both ends (``fabricopt.flow.domain_relays``)."""
+    relays at both ends (``fabricopt.flow.domain_relays``). ``planes=False``: a failed
+    Clos of servers is not narrowed through its planes (``fabricopt.flow.plane_bracket``),
+    as before."""
     import fabricopt as fo
     import fabricopt.flow.api as api
 
+    if not planes:
+        api._through_planes = lambda *args, **kwargs: None
     if not hose_floor:
         api.hose_floor = lambda *args, **kwargs: None
     if not both_ends:
@@ -641,6 +645,7 @@ def bounds_first_rows(rows: list, quick: bool) -> None:
         before = run_case("case_bounds_first", clos, "auto", True, 2.0, False)
         rows.append(("  before (no two-phase floor, time_limit=2)", before, "", ""))
     two_phase_rows(rows, quick)
+    failed_plane_rows(rows, quick)
     if not quick:
         # Every design of topologies/ in one process: rows no longer limited by seconds.
         topologies = Path(__file__).resolve().parent.parent / "topologies"
@@ -662,6 +667,27 @@ def bounds_first_rows(rows: list, quick: bool) -> None:
                          "met" if out.get("ok") and out.get("peak_mb", 1e9) < 8192 else
                          "not met"))
     netgraph_rows(rows, quick)
+
+
+def failed_plane_rows(rows: list, quick: bool) -> None:
+    """Failed Clos clusters of servers, narrowed through their planes, beside the bracket
+    their intact flow alone gave before (same run, a fresh process each)."""
+    nodes = 64 if quick else 512
+    cases = [(f"3-tier 2:1 Clos ({nodes * 8:,} GPUs) minus 1% of links",
+              f'fo.fail_random(fo.cluster(fo.dgx_h100(), nodes={nodes}, scale_out="clos", '
+              'tiers=3, oversubscription=2), 0.01, seed=1)')]
+    if not quick:
+        topologies = Path(__file__).resolve().parent.parent / "topologies"
+        cases.append(("Meta 24K RoCE (24,576 GPUs) minus 1% of links",
+                      f'fo.fail_random(fo.load_design(r"{topologies / "meta-24k-roce.toml"}"), '
+                      '0.01, seed=1)'))
+    for label, make in cases:
+        now = run_case("case_bounds_first", make, "auto", None)
+        met = now["seconds"] < 30 and now.get("gap", 1.0) <= 0.01
+        rows.append((f"through the planes, {label}", now, "< 30 s, within 1%",
+                     "met" if met else "not met"))
+        before = run_case("case_bounds_first", make, "auto", None, None, True, True, False)
+        rows.append(("  before (the intact flow sent around, hierarchy cuts)", before, "", ""))
 
 
 def case_netgraph(make: str) -> dict:

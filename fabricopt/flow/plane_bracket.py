@@ -113,9 +113,14 @@ def narrowed(result: FlowResult, planes: FlowResult) -> FlowResult:
     return replace(result, theta=lower if closed else None, lower=lower, upper=upper,
                    status="optimal" if closed else result.status, max_overload=overload,
                    per_endpoint_gbps=float(lower * (result.mean_out_gbps or 0.0)),
-                   message="; ".join(notes) + f" (before: [{result.lower:.9g}, "
-                                              f"{result.upper:.9g}], {result.method})",
+                   message="; ".join([*notes, f"before: [{result.lower:.9g}, "
+                                      f"{result.upper:.9g}], {_without_gap(result.message)}"]),
                    certificate=cert, seconds=result.seconds + planes.seconds)
+
+
+def _without_gap(message: str) -> str:
+    """``message`` without what it said of the asked gap (no longer so once narrowed)."""
+    return message.split("; not within gap")[0].split("; within gap")[0]
 
 
 __all__ = ["narrowed", "plane_bracket"]

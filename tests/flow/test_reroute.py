@@ -354,8 +354,10 @@ def test_an_intact_fabric_without_a_claim_is_solved_when_the_failed_one_is_too_l
     # lost link. The NIC's load crosses NVLink to the server's 7 other NICs, which have room
     # under the 2:1 uplinks that bind: the lower end is the intact theta, and a fabric that
     # lost a link carries no more than the intact one, so that is the failed optimum (the
-    # full LP agrees: 2.2135417, 60 s on 2 cores). The cut above is looser. The bracket's
-    # lower end is over half its upper one: no two-phase floor is computed under it.
+    # full LP agrees: 2.2135417, 60 s on 2 cores). The hierarchy cut above is looser
+    # (2.2727273); the cut around the leaf's run and its servers (leaf_run_cuts) meets the
+    # lower end, so the planes' stage closes the bracket without its LP. The bracket's lower
+    # end is over half its upper one: no two-phase floor is computed under it.
     import fabricopt.analysis.failure_reroute as failure_reroute
     import fabricopt.flow.api as api
 
@@ -385,7 +387,8 @@ def test_an_intact_fabric_without_a_claim_is_solved_when_the_failed_one_is_too_l
     monkeypatch.setattr(failure_reroute, "max_concurrent_flow", solve)
     r = fo.max_concurrent_flow(failed)
     assert r.method == "bounds" and "rebuilt from the recipe" in r.message
-    assert r.lower == pytest.approx(intact.theta, rel=1e-6) and r.upper > r.lower
+    assert r.lower == pytest.approx(intact.theta, rel=1e-6) and r.exact
+    assert "a cut around leaves of one group" in r.message
     assert fo.check_certificate(failed, r).ok
     assert True not in floors
     assert asked == [{"method": "symmetric", "bounds_first": True}]
