@@ -264,15 +264,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         # A failed fabric from the intact one it was made from, else bounds before the
         # symmetry search: where they close, no group is looked for.
         too_large = lp_size_estimate(fab, traffic, ga) // 3 > ECMP_MAX_ENTRIES
-        first = _answer_from_intact(fab, traffic, gap, too_large, time_limit, start)
-        if first is None or first.upper - first.lower > gap * first.upper:
-            # A failed Clos of servers: its planes narrow what the intact flow left open.
-            planes = _through_planes(fab, traffic, ga, time_limit, start)
-            if planes is not None and first is not None:
-                first = narrowed(first, planes)
-                acceptable(first, gap, too_large)  # says how the gap now stands
-            elif planes is not None and acceptable(planes, gap, too_large):
-                first = planes
+        first = _answer_from_intact(fab, traffic, ga, gap, too_large, time_limit, start)
         if first is not None:
             return _finished(first, traffic, work_limit, start, report)
         early = _bounds_stage_first(fab, scaled, ga_solve, warm, report,
@@ -370,11 +362,21 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
 HOSE_FLOOR_REACH = 0.5
 
 
-def _answer_from_intact(fab: Fabric, traffic: Traffic, gap: float, too_large: bool,
-                        time_limit: float | None, start: float) -> FlowResult | None:
-    """:func:`~fabricopt.flow.from_intact.answer_from_intact`, a bracket it returns (the
-    fabric too large) lifted by the two-phase floor where that is higher."""
+def _answer_from_intact(fab: Fabric, traffic: Traffic, ga: GraphArrays, gap: float,
+                        too_large: bool, time_limit: float | None, start: float
+                        ) -> FlowResult | None:
+    """:func:`~fabricopt.flow.from_intact.answer_from_intact`, what it leaves open narrowed
+    through the fabric's planes (:mod:`fabricopt.flow.plane_bracket`), a bracket still
+    returned (the fabric too large) lifted by the two-phase floor where that is higher."""
     first = answer_from_intact(fab, traffic, gap, too_large)
+    if first is None or first.upper - first.lower > gap * first.upper:
+        # A failed Clos of servers: its planes narrow what the intact flow left open.
+        planes = _through_planes(fab, traffic, ga, time_limit, start)
+        if planes is not None and first is not None:
+            first = narrowed(first, planes)
+            acceptable(first, gap, too_large)  # says how the gap now stands
+        elif planes is not None and acceptable(planes, gap, too_large):
+            first = planes
     if first is None or first.exact or first.lower >= HOSE_FLOOR_REACH * first.upper:
         # Two-phase routing crosses the fabric twice: its floor seldom reaches half the cut,
         # and on a failed 24,576-GPU fabric with no claim its symmetry search took minutes.

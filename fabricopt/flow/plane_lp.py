@@ -51,6 +51,8 @@ class Classes:
     cap_up: tuple[np.ndarray, ...]  # per server, NIC capacity to each of those leaves
     cap_down: tuple[np.ndarray, ...]
     homes: tuple[dict[int, int], ...]  # per server: home leaf -> endpoints homed there
+    #: (leaf, leaf) -> the classes spanning both and each one's share of a relay between them
+    hops: dict[tuple[int, int], tuple[list[int], np.ndarray]]
 
 
 def server_classes(pl: Planes) -> Classes:
@@ -79,10 +81,11 @@ def server_classes(pl: Planes) -> Classes:
     reps = [int(s) for s in np.arange(n_srv)[first][np.argsort(of_server[first])]]
     size = np.bincount(of_server, minlength=len(keys))
     leaves = tuple(np.array(sorted(up[s]), dtype=np.int64) for s in reps)
-    return Classes(of_server, size, leaves,
-                   tuple(np.array([up[s][x] for x in sorted(up[s])]) for s in reps),
-                   tuple(np.array([down[s][x] for x in sorted(up[s])]) for s in reps),
-                   tuple(dict(homes[s]) for s in reps))
+    cap_up = tuple(np.array([up[s][x] for x in sorted(up[s])]) for s in reps)
+    cap_down = tuple(np.array([down[s][x] for x in sorted(up[s])]) for s in reps)
+    return Classes(of_server, size, leaves, cap_up, cap_down,
+                   tuple(dict(homes[s]) for s in reps),
+                   _hop_splits(leaves, cap_up, cap_down, size))
 
 
 @dataclass(frozen=True)
@@ -347,169 +350,210 @@ def _plane_lp(pl: Planes, cl: Classes, ct: Counts, routes: PlaneRoutes
               ) -> tuple[LinearProgram, _Columns, float]:
     """The LP, its columns, and the capacity unit (every capacity is divided by it and each
     endpoint pair asks ``1 / n``, so that the optimum is near one)."""
-    b = _Builder()
-    nl, nz, npl = pl.n_leaves, pl.n_zones, pl.n_planes
-    ga = pl.ga
-    n = ct.n
-    d0 = 1.0 / max(n - 1, 1)
-    nic_caps = np.concatenate([c for c in cl.cap_up] + [c for c in cl.cap_down])
-    unit = float(np.max(nic_caps)) if len(nic_caps) else 1.0
-    cap = ga.capacity / unit
-    cl = replace(cl, cap_up=tuple(c / unit for c in cl.cap_up),
-                 cap_down=tuple(c / unit for c in cl.cap_down))
-    home, group_of, zone_of = ct.home, pl.leaf_group, pl.leaf_zone
-    # Leaves alike share their shifts (columns): see leaf_kinds.
-    kind, n_kinds = leaf_kinds(pl)
-    alpha = b.cols(n_kinds * npl).reshape(n_kinds, npl)[kind]
-    beta = b.cols(n_kinds * npl).reshape(n_kinds, npl)[kind]
-    a_sum = b.cols(npl)
-    b_sum = b.cols(npl)
-    a_zone = b.cols(nz)
-    b_zone = b.cols(nz)
-    # Zone pairs with demand between different groups.
-    dz = np.zeros((nz, nz))
-    for leaf in range(nl):
-        for z2 in range(nz):
-            dz[zone_of[leaf], z2] += home[leaf] * ct.outside_zone(z2, int(group_of[leaf]))
-    gamma: dict[tuple[int, int], np.ndarray] = {}
-    for z1 in range(nz):
-        for z2 in range(nz):
-            if dz[z1, z2] > 0:
-                gamma[(z1, z2)] = b.cols(npl)
-                b.eq([(int(c), 1.0) for c in gamma[(z1, z2)]]
-                     + [(int(a_zone[z1]), 1.0), (int(b_zone[z2]), 1.0)], 1.0)
-    for leaf in np.unique(kind, return_index=True)[1].tolist():
-        z = int(zone_of[leaf])
-        b.eq([(int(c), 1.0) for c in alpha[leaf]] + [(int(a_zone[z]), -1.0)])
-        b.eq([(int(c), 1.0) for c in beta[leaf]] + [(int(b_zone[z]), -1.0)])
-    for p in range(npl):
-        b.eq([(int(a_sum[p]), 1.0)] + [(int(alpha[x, p]), -float(home[x])) for x in range(nl)])
-        b.eq([(int(b_sum[p]), 1.0)] + [(int(beta[x, p]), -float(home[x])) for x in range(nl)])
-    # Pairs of leaves in one group: a pair (a, c) climbs plane p with share
-    # climb_out[a, p] + climb_in[c, p] and is relayed with what is left.
-    n_pairs = len(ct.pairs)
-    climb = (b.cols(nl * npl).reshape(nl, npl), b.cols(nl * npl).reshape(nl, npl))
-    relay = b.cols(n_pairs)
-    pair_index = {(int(a), int(c)): i for i, (a, c) in enumerate(ct.pairs)}
-    for i, (a, c) in enumerate(ct.pairs.tolist()):
-        b.eq([(int(x), 1.0) for x in climb[0][a]] + [(int(x), 1.0) for x in climb[1][c]]
-             + [(int(relay[i]), 1.0)], 1.0)
-    group_leaves = defaultdict(list)
-    for leaf in range(nl):
-        group_leaves[int(group_of[leaf])].append(leaf)
-    lam = b.col()
+    lp = _PlaneLP(pl, cl, ct)
+    lp.shares()
+    lp.per_endpoint_volumes()
+    exits, entries = lp.routes(routes)
+    lp.inside_groups()
+    hubs = lp.hubs()
+    c = lp.c
+    return (_assemble(lp.b, c["lam"]),
+            _Columns(c["alpha"], c["beta"], c["gamma"], c["climb"], c["relay"], exits, entries,
+                     hubs, c["lam"], c["a_zone"], c["b_zone"]), lp.unit)
 
-    # What one endpoint homed on leaf h sends up (receives down) plane p, named once as a
-    # column so that the routes below refer to it rather than repeat it.
-    per_endpoint = (np.full((nl, npl), -1), np.full((nl, npl), -1))
-    named: dict[tuple, int] = {}
-    for h in np.flatnonzero(home > 0).tolist():
-        g, z = int(group_of[h]), int(zone_of[h])
+
+class _PlaneLP:
+    """The rows and columns of :func:`_plane_lp`, added part by part; ``c`` names the
+    columns."""
+
+    def __init__(self, pl: Planes, cl: Classes, ct: Counts) -> None:
+        self.b = _Builder()
+        self.pl, self.ct = pl, ct
+        self.d0 = 1.0 / max(ct.n - 1, 1)
+        nic_caps = np.concatenate([c for c in cl.cap_up] + [c for c in cl.cap_down])
+        self.unit = float(np.max(nic_caps)) if len(nic_caps) else 1.0
+        self.cap = pl.ga.capacity / self.unit
+        self.cl = replace(cl, cap_up=tuple(c / self.unit for c in cl.cap_up),
+                          cap_down=tuple(c / self.unit for c in cl.cap_down))
+        self.group_leaves: dict[int, list[int]] = defaultdict(list)
+        for leaf in range(pl.n_leaves):
+            self.group_leaves[int(pl.leaf_group[leaf])].append(leaf)
+        self.pair_index = {(int(a), int(c)): i for i, (a, c) in enumerate(ct.pairs)}
+        self.reps = _class_representatives(cl)
+        self.c: dict = {}
+
+    def shares(self) -> None:
+        """The shares of the module docstring and what ties them: each pair's sum to one."""
+        b, pl, ct, c = self.b, self.pl, self.ct, self.c
+        nl, nz, npl = pl.n_leaves, pl.n_zones, pl.n_planes
+        home, zone_of = ct.home, pl.leaf_zone
+        # Leaves alike share their shifts (columns): see leaf_kinds.
+        kind, n_kinds = leaf_kinds(pl)
+        alpha = c["alpha"] = b.cols(n_kinds * npl).reshape(n_kinds, npl)[kind]
+        beta = c["beta"] = b.cols(n_kinds * npl).reshape(n_kinds, npl)[kind]
+        a_sum, b_sum = c["a_sum"], c["b_sum"] = b.cols(npl), b.cols(npl)
+        a_zone, b_zone = c["a_zone"], c["b_zone"] = b.cols(nz), b.cols(nz)
+        # Zone pairs with demand between different groups.
+        dz = np.zeros((nz, nz))
+        for leaf in range(nl):
+            for z2 in range(nz):
+                dz[zone_of[leaf], z2] += home[leaf] * ct.outside_zone(
+                    z2, int(pl.leaf_group[leaf]))
+        gamma = c["gamma"] = {}
+        for z1, z2 in zip(*np.nonzero(dz > 0), strict=True):
+            gamma[(int(z1), int(z2))] = cols = b.cols(npl)
+            b.eq([(int(x), 1.0) for x in cols]
+                 + [(int(a_zone[z1]), 1.0), (int(b_zone[z2]), 1.0)], 1.0)
+        for leaf in np.unique(kind, return_index=True)[1].tolist():
+            z = int(zone_of[leaf])
+            b.eq([(int(x), 1.0) for x in alpha[leaf]] + [(int(a_zone[z]), -1.0)])
+            b.eq([(int(x), 1.0) for x in beta[leaf]] + [(int(b_zone[z]), -1.0)])
         for p in range(npl):
-            if pl.port[z, p] < 0:
-                continue
-            for entry in (False, True):
-                own, other, total = (beta, alpha, a_sum) if entry else (alpha, beta, b_sum)
-                terms = [(int(own[h, p]), float(n - ct.group[g])), (int(total[p]), 1.0)]
-                terms += [(int(other[x, p]), -float(home[x])) for x in group_leaves[g]]
-                for z2 in range(nz):
-                    key = (z2, z) if entry else (z, z2)
-                    if key in gamma:
-                        terms.append((int(gamma[key][p]), float(ct.outside_zone(z2, g))))
-                for x in group_leaves[g]:
-                    if ((x, h) if entry else (h, x)) in pair_index:
-                        terms += _climb_terms(climb, x, h, p, float(home[x])) if entry \
-                            else _climb_terms(climb, h, x, p, float(home[x]))
-                # Leaves alike (same kinds and counts around them) share the column.
-                merged: dict[int, float] = defaultdict(float)
-                for c, v in terms:
-                    merged[c] += v * d0
-                key = tuple(sorted(merged.items()))
-                col = named.get(key)
-                if col is None:
-                    col = named[key] = b.col()  # a sum of shares: never below 0
-                    b.eq([(col, -1.0)] + list(key))
-                per_endpoint[entry][h, p] = col
+            b.eq([(int(a_sum[p]), 1.0)] + [(int(alpha[x, p]), -float(home[x]))
+                                           for x in range(nl)])
+            b.eq([(int(b_sum[p]), 1.0)] + [(int(beta[x, p]), -float(home[x]))
+                                           for x in range(nl)])
+        # Pairs of leaves in one group: a pair (a, c) climbs plane p with share
+        # climb_out[a, p] + climb_in[c, p] and is relayed with what is left.
+        climb = c["climb"] = (b.cols(nl * npl).reshape(nl, npl),
+                              b.cols(nl * npl).reshape(nl, npl))
+        relay = c["relay"] = b.cols(len(ct.pairs))
+        for i, (a, z) in enumerate(ct.pairs.tolist()):
+            b.eq([(int(x), 1.0) for x in climb[0][a]] + [(int(x), 1.0) for x in climb[1][z]]
+                 + [(int(relay[i]), 1.0)], 1.0)
+        c["lam"] = b.col()
 
-    def volume(s_rep: int, k: int, z: int, p: int, entry: bool) -> list[tuple[int, float]]:
+    def per_endpoint_volumes(self) -> None:
+        """What one endpoint homed on leaf h sends up (receives down) plane p, named once
+        as a column so that the routes refer to it rather than repeat it."""
+        b, pl, ct, c = self.b, self.pl, self.ct, self.c
+        nl, npl, n, home = pl.n_leaves, pl.n_planes, ct.n, ct.home
+        per_endpoint = c["per_endpoint"] = (np.full((nl, npl), -1), np.full((nl, npl), -1))
+        named: dict[tuple, int] = {}
+        for h in np.flatnonzero(home > 0).tolist():
+            g, z = int(pl.leaf_group[h]), int(pl.leaf_zone[h])
+            for p in range(npl):
+                if pl.port[z, p] < 0:
+                    continue
+                for entry in (False, True):
+                    own, other, total = ((c["beta"], c["alpha"], c["a_sum"]) if entry
+                                         else (c["alpha"], c["beta"], c["b_sum"]))
+                    terms = [(int(own[h, p]), float(n - ct.group[g])), (int(total[p]), 1.0)]
+                    terms += [(int(other[x, p]), -float(home[x]))
+                              for x in self.group_leaves[g]]
+                    for z2 in range(pl.n_zones):
+                        key = (z2, z) if entry else (z, z2)
+                        if key in c["gamma"]:
+                            terms.append((int(c["gamma"][key][p]),
+                                          float(ct.outside_zone(z2, g))))
+                    for x in self.group_leaves[g]:
+                        terms += self._climb(x, h, p, float(home[x]), entry)
+                    # Leaves alike (same kinds and counts around them) share the column.
+                    merged: dict[int, float] = defaultdict(float)
+                    for col, v in terms:
+                        merged[col] += v * self.d0
+                    key = tuple(sorted(merged.items()))
+                    col = named.get(key)
+                    if col is None:
+                        col = named[key] = b.col()  # a sum of shares: never below 0
+                        b.eq([(col, -1.0)] + list(key))
+                    per_endpoint[entry][h, p] = col
+
+    def _climb(self, x: int, h: int, p: int, w: float, entry: bool
+               ) -> list[tuple[int, float]]:
+        """``w`` times the share of plane ``p`` climbed from ``h`` to ``x`` (``entry``:
+        from ``x`` to ``h``); nothing when the two are no pair of one group."""
+        a, c = (x, h) if entry else (h, x)
+        if (a, c) not in self.pair_index:
+            return []
+        return _climb_terms(self.c["climb"], a, c, p, w)
+
+    def _volume(self, k: int, z: int, p: int, entry: bool) -> list[tuple[int, float]]:
         """A server of class ``k``'s volume on plane ``p`` for its homes in zone ``z``:
         its endpoints' (less what they send each other inside the server)."""
+        pl, ct = self.pl, self.ct
         terms: list[tuple[int, float]] = []
-        for h, m in cl.homes[k].items():
-            if zone_of[h] != z:
+        for h, m in self.cl.homes[k].items():
+            if pl.leaf_zone[h] != z:
                 continue
-            terms.append((int(per_endpoint[entry][h, p]), float(m)))
-            for x in group_leaves[int(group_of[h])]:
-                inside = ct.server_home.get((s_rep, x), 0)
-                if inside and ((x, h) if entry else (h, x)) in pair_index:
-                    terms += _climb_terms(climb, x, h, p, -m * inside * d0) if entry \
-                        else _climb_terms(climb, h, x, p, -m * inside * d0)
+            terms.append((int(self.c["per_endpoint"][entry][h, p]), float(m)))
+            for x in self.group_leaves[int(pl.leaf_group[h])]:
+                inside = ct.server_home.get((self.reps[k], x), 0)
+                if inside:
+                    terms += self._climb(x, h, p, -m * inside * self.d0, entry)
         return terms
 
-    reps = _class_representatives(cl)
-    exits, entries = [], []
-    for (k, z, p), rts in zip(routes.keys, routes.routes, strict=True):
-        for entry in (False, True):
-            terms = volume(reps[k], k, z, p, entry)
-            if len(rts) == 1:
-                cols_r = np.array([-1])
-                _route_loads(b, pl, cl, k, p, rts[0], entry, terms, 1.0, cap)
-            else:
-                cols_r = b.cols(len(rts))
-                b.eq([(int(c), 1.0) for c in cols_r] + [(c, -v) for c, v in terms])
-                for c, rt in zip(cols_r, rts, strict=True):
-                    _route_loads(b, pl, cl, k, p, rt, entry, [(int(c), 1.0)], 1.0, cap)
-                if not rts:
-                    pass  # the volume must be zero: the row above says so
-            (entries if entry else exits).append(cols_r)
-    # A server's traffic that turns at a leaf (same leaf) or is relayed to another leaf of
-    # its group leaves and enters over its own NICs there.
-    for k in range(len(cl.size)):
-        s_rep = reps[k]
-        for h, m in cl.homes[k].items():
-            same = m * (home[h] - ct.server_home.get((s_rep, h), 0)) * d0
-            row_cap = _nic_cap(cl, k, h)
+    def routes(self, routes: PlaneRoutes) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Each class's volume on each plane over its routes (one route: no column)."""
+        b, pl, cl = self.b, self.pl, self.cl
+        exits, entries = [], []
+        for (k, z, p), rts in zip(routes.keys, routes.routes, strict=True):
             for entry in (False, True):
-                key = ("nic", k, h, "down" if entry else "up")
-                b.const_load(key, row_cap[1 if entry else 0], same)
-                terms = []
-                for x in group_leaves[int(group_of[h])]:
-                    i = pair_index.get((x, h) if entry else (h, x))
-                    if i is not None:
-                        partners = home[x] - ct.server_home.get((s_rep, x), 0)
-                        terms.append((int(relay[i]), m * partners * d0))
-                if terms:
-                    b.load(key, row_cap[1 if entry else 0], terms, 1.0)
-    # The relay between two leaves of a group: across the spanning servers, leaf to leaf.
-    adj = leaf_neighbours(cl)
-    for i, (a, c) in enumerate(ct.pairs.tolist()):
-        for (x, y), classes, shares in relay_hops(cl, leaf_path(adj, a, c)):
-            for kx, w in zip(classes, shares, strict=True):
-                capd, capu = _nic_cap(cl, kx, x)[1], _nic_cap(cl, kx, y)[0]
-                per_server = ct.pair_demand[i] * d0 * w / cl.size[kx]
-                b.load(("nic", kx, x, "down"), capd, [(int(relay[i]), per_server)], 1.0)
-                b.load(("nic", kx, y, "up"), capu, [(int(relay[i]), per_server)], 1.0)
-    # Between zones, each plane's hubs.
-    hubs: dict[tuple[int, int, int], np.ndarray] = {}
-    for z1 in range(nz):
-        for z2 in range(nz):
-            if z1 == z2:
-                continue
-            for p in range(npl):
-                terms = _middle_volume(pl, ct, alpha, beta, gamma, climb, z1, z2, p, d0)
-                if not terms:
+                terms = self._volume(k, z, p, entry)
+                if len(rts) == 1:
+                    cols_r = np.array([-1])
+                    _route_loads(b, pl, cl, k, p, rts[0], entry, terms, 1.0, self.cap)
+                else:  # no route at all: the row says the volume is zero
+                    cols_r = b.cols(len(rts))
+                    b.eq([(int(c), 1.0) for c in cols_r] + [(c, -v) for c, v in terms])
+                    for c, rt in zip(cols_r, rts, strict=True):
+                        _route_loads(b, pl, cl, k, p, rt, entry, [(int(c), 1.0)], 1.0,
+                                     self.cap)
+                (entries if entry else exits).append(cols_r)
+        return exits, entries
+
+    def inside_groups(self) -> None:
+        """A server's traffic that turns at a leaf (same leaf) or is relayed to another leaf
+        of its group leaves and enters over its own NICs there; a relay between two leaves
+        crosses the spanning servers, leaf to leaf."""
+        b, pl, cl, ct, d0 = self.b, self.pl, self.cl, self.ct, self.d0
+        home, relay = ct.home, self.c["relay"]
+        for k in range(len(cl.size)):
+            s_rep = self.reps[k]
+            for h, m in cl.homes[k].items():
+                same = m * (home[h] - ct.server_home.get((s_rep, h), 0)) * d0
+                row_cap = _nic_cap(cl, k, h)
+                for entry in (False, True):
+                    key = ("nic", k, h, "down" if entry else "up")
+                    b.const_load(key, row_cap[1 if entry else 0], same)
+                    terms = []
+                    for x in self.group_leaves[int(pl.leaf_group[h])]:
+                        i = self.pair_index.get((x, h) if entry else (h, x))
+                        if i is not None:
+                            partners = home[x] - ct.server_home.get((s_rep, x), 0)
+                            terms.append((int(relay[i]), m * partners * d0))
+                    if terms:
+                        b.load(key, row_cap[1 if entry else 0], terms, 1.0)
+        adj = leaf_neighbours(cl)
+        for i, (a, c) in enumerate(ct.pairs.tolist()):
+            for (x, y), classes, shares in relay_hops(cl, leaf_path(adj, a, c)):
+                for kx, w in zip(classes, shares, strict=True):
+                    capd, capu = _nic_cap(cl, kx, x)[1], _nic_cap(cl, kx, y)[0]
+                    per_server = ct.pair_demand[i] * d0 * w / cl.size[kx]
+                    b.load(("nic", kx, x, "down"), capd, [(int(relay[i]), per_server)], 1.0)
+                    b.load(("nic", kx, y, "up"), capu, [(int(relay[i]), per_server)], 1.0)
+
+    def hubs(self) -> dict[tuple[int, int, int], np.ndarray]:
+        """Between zones, each plane's volume over its hubs."""
+        b, pl, c = self.b, self.pl, self.c
+        hubs: dict[tuple[int, int, int], np.ndarray] = {}
+        for z1 in range(pl.n_zones):
+            for z2 in range(pl.n_zones):
+                if z1 == z2:
                     continue
-                ways = [(h, fr[z1], to[z2]) for h, fr, to in pl.hubs[p]
-                        if fr[z1] >= 0 and to[z2] >= 0]
-                cols_h = b.cols(len(ways))
-                hubs[(z1, z2, p)] = cols_h
-                b.eq([(int(c), 1.0) for c in cols_h] + [(c, -v) for c, v in terms])
-                for c, (_, a1, a2) in zip(cols_h, ways, strict=True):
-                    for arc in (a1, a2):
-                        b.load(("arc", int(arc)), cap[arc], [(int(c), 1.0)], 1.0)
-    lp = _assemble(b, lam)
-    return lp, _Columns(alpha, beta, gamma, climb, relay, exits, entries, hubs, lam, a_zone,
-                       b_zone), unit
+                for p in range(pl.n_planes):
+                    terms = _middle_volume(pl, self.ct, c["alpha"], c["beta"], c["gamma"],
+                                           c["climb"], z1, z2, p, self.d0)
+                    if not terms:
+                        continue
+                    ways = [(h, fr[z1], to[z2]) for h, fr, to in pl.hubs[p]
+                            if fr[z1] >= 0 and to[z2] >= 0]
+                    cols_h = hubs[(z1, z2, p)] = b.cols(len(ways))
+                    b.eq([(int(x), 1.0) for x in cols_h] + [(x, -v) for x, v in terms])
+                    for x, (_, a1, a2) in zip(cols_h, ways, strict=True):
+                        for arc in (a1, a2):
+                            b.load(("arc", int(arc)), self.cap[arc], [(int(x), 1.0)], 1.0)
+        return hubs
 
 
 def leaf_kinds(pl: Planes) -> tuple[np.ndarray, int]:
@@ -571,23 +615,28 @@ def _route_loads(b: _Builder, pl: Planes, cl: Classes, k: int, p: int, rt: Route
 
 
 def relay_hops(cl: Classes, path: list[int]
-                ) -> list[tuple[tuple[int, int], list[int], np.ndarray]]:
+               ) -> list[tuple[tuple[int, int], list[int], np.ndarray]]:
     """The hops of a relay along ``path`` (leaves, each joined to the next by spanning
     servers), each hop ``(x, y)`` split over the classes that span ``x`` and ``y`` in
     proportion to their NIC capacity (down on ``x``, up on ``y``, the smaller), per class in
     total over its servers."""
-    hops = []
-    for x, y in zip(path[:-1], path[1:], strict=True):
-        classes, weights = [], []
-        for k, leaves in enumerate(cl.leaves):
-            if x in leaves and y in leaves:
-                capd = _nic_cap(cl, k, x)[1]
-                capu = _nic_cap(cl, k, y)[0]
-                classes.append(k)
-                weights.append(min(capd, capu) * cl.size[k])
-        w = np.array(weights, dtype=float)
-        hops.append(((x, y), classes, w / w.sum()))
-    return hops
+    return [((x, y), *cl.hops[(x, y)]) for x, y in zip(path[:-1], path[1:], strict=True)]
+
+
+def _hop_splits(leaves: tuple[np.ndarray, ...], cap_up: tuple[np.ndarray, ...],
+                cap_down: tuple[np.ndarray, ...], size: np.ndarray
+                ) -> dict[tuple[int, int], tuple[list[int], np.ndarray]]:
+    """:func:`relay_hops`'s split of every hop between two leaves a class spans."""
+    found: dict[tuple[int, int], tuple[list[int], list[float]]] = {}
+    for k, ls in enumerate(leaves):
+        for i, x in enumerate(ls.tolist()):
+            for j, y in enumerate(ls.tolist()):
+                if x != y:
+                    classes, weights = found.setdefault((x, y), ([], []))
+                    classes.append(k)
+                    weights.append(min(cap_down[k][i], cap_up[k][j]) * size[k])
+    return {hop: (classes, np.array(w, dtype=float) / np.sum(w))
+            for hop, (classes, w) in found.items()}
 
 
 def leaf_neighbours(cl: Classes) -> dict[int, set[int]]:

@@ -111,27 +111,11 @@ def plane_structure(fab, ga: GraphArrays | None = None) -> tuple[Planes | None, 
     is_ep = np.zeros(n, dtype=bool)
     is_ep[eps] = True
     su = arc_labels(fab).scale_up
-    # Servers: components of the scale-up links (each endpoint with its NVSwitches).
+    found = _servers(ga, su, eps, is_ep)
+    if isinstance(found, str):
+        return None, found
+    in_domain, server, switches = found
     tail, head = ga.tail, ga.head
-    joined = sp.csr_matrix((np.ones(int(su.sum())), (tail[su], head[su])), shape=(n, n))
-    _, comp = connected_components(joined, directed=False)
-    in_domain = np.zeros(n, dtype=bool)
-    in_domain[tail[su]] = True
-    in_domain[head[su]] = True
-    switch_in_domain = in_domain & ~is_ep
-    if not switch_in_domain.any():
-        return None, ("no scale-up domain with a switch: the endpoints are not in servers of "
-                      "NVSwitches")
-    server_ids, server = np.unique(comp[eps], return_inverse=True)
-    server_of_comp = np.full(n, -1, dtype=np.int64)
-    server_of_comp[server_ids] = np.arange(len(server_ids))
-    node_server = np.where(in_domain | is_ep, server_of_comp[comp], -1)
-    switches = tuple(np.flatnonzero(switch_in_domain & (node_server == s))
-                     for s in range(len(server_ids)))
-    if any(len(s) == 0 for s in switches):
-        return None, "a server has no NVSwitch"
-    if (switch_in_domain & (node_server < 0)).any():
-        return None, "an NVSwitch serves no endpoint"
     # NIC links: scale-out arcs from an endpoint; their heads are the leaves.
     nic = ~su & is_ep[tail]
     if (~su & is_ep[head] & ~is_ep[tail] & in_domain[tail]).any() or (
@@ -213,10 +197,38 @@ def plane_structure(fab, ga: GraphArrays | None = None) -> tuple[Planes | None, 
     # Groups: leaves joined by a server that has NICs on both.
     ep_nic = np.repeat(np.arange(len(eps)), counts)
     links = sp.csr_matrix((np.ones(len(nic_arcs)), (server[ep_nic], nic_leaf)),
-                          shape=(len(server_ids), nl))
+                          shape=(len(switches), nl))
     _, leaf_group = connected_components(links.T @ links, directed=False)
     return Planes(ga, eps, server, home, leaf_nodes, leaf_zone, leaf_group, port, up, down,
                   hubs, switches, nic_ptr, nic_arcs, nic_leaf, back), ""
+
+
+def _servers(ga: GraphArrays, su: np.ndarray, eps: np.ndarray, is_ep: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]] | str:
+    """The servers: components of the scale-up links (each endpoint with its NVSwitches).
+    Returns the nodes in a scale-up domain, each endpoint's server and each server's
+    switches; or why there are none."""
+    n, tail, head = ga.n_nodes, ga.tail, ga.head
+    joined = sp.csr_matrix((np.ones(int(su.sum())), (tail[su], head[su])), shape=(n, n))
+    _, comp = connected_components(joined, directed=False)
+    in_domain = np.zeros(n, dtype=bool)
+    in_domain[tail[su]] = True
+    in_domain[head[su]] = True
+    switch_in_domain = in_domain & ~is_ep
+    if not switch_in_domain.any():
+        return ("no scale-up domain with a switch: the endpoints are not in servers of "
+                "NVSwitches")
+    server_ids, server = np.unique(comp[eps], return_inverse=True)
+    server_of_comp = np.full(n, -1, dtype=np.int64)
+    server_of_comp[server_ids] = np.arange(len(server_ids))
+    node_server = np.where(in_domain | is_ep, server_of_comp[comp], -1)
+    switches = tuple(np.flatnonzero(switch_in_domain & (node_server == s))
+                     for s in range(len(server_ids)))
+    if any(len(s) == 0 for s in switches):
+        return "a server has no NVSwitch"
+    if (switch_in_domain & (node_server < 0)).any():
+        return "an NVSwitch serves no endpoint"
+    return in_domain, server, switches
 
 
 def _reverse_arcs(ga: GraphArrays, arcs: np.ndarray) -> np.ndarray:
