@@ -419,7 +419,8 @@ class _PlaneFlow:
     def _nvswitches(self, eps: list[int], switches: np.ndarray, through: np.ndarray,
                     arc_of: dict[tuple[int, int], int]) -> None:
         """``through[i, j]`` from GPU ``eps[i]`` to GPU ``eps[j]`` over the switches, split
-        in proportion to the GPU's links to each (among those that reach the other GPU)."""
+        in proportion to the GPU's links to each (among those that reach the other GPU); by
+        way of a third GPU where no switch reaches both."""
         ga = self.pl.ga
         nodes = self.pl.endpoints[eps]
         sw = [int(x) for x in switches]
@@ -428,11 +429,19 @@ class _PlaneFlow:
         cap_to = np.where(to_sw >= 0, ga.capacity[to_sw], 0.0)
         # ok[i, j, k]: GPU i reaches switch k, which reaches GPU j.
         ok = ((to_sw >= 0) & (cap_to > 0))[:, None, :] & (from_sw >= 0)[None, :, :]
-        need = through > 0
-        if (need & ~ok.any(axis=2)).any():
-            i, j = np.argwhere(need & ~ok.any(axis=2))[0]
-            raise _NoProof(f"GPUs {ga.nodes[nodes[i]]!r} and {ga.nodes[nodes[j]]!r} share "
-                           "no NVSwitch")
+        # Two GPUs that share no switch (failed NVLink) go through a GPU that shares one with
+        # each, evenly over such GPUs.
+        joined = ok.any(axis=2)
+        np.fill_diagonal(joined, False)
+        through = through.copy()
+        for i, j in np.argwhere((through > 0) & ~joined):
+            via = np.flatnonzero(joined[i] & joined[:, j])
+            if not len(via):
+                raise _NoProof(f"GPUs {ga.nodes[nodes[i]]!r} and {ga.nodes[nodes[j]]!r} are "
+                               "joined by no NVSwitch or GPU between")
+            v, through[i, j] = through[i, j], 0.0
+            through[i, via] += v / len(via)
+            through[via, j] += v / len(via)
         w = np.where(ok, cap_to[:, None, :], 0.0)
         w /= np.where(w.sum(axis=2, keepdims=True) > 0, w.sum(axis=2, keepdims=True), 1.0)
         flow = through[:, :, None] * w  # (from GPU, to GPU, switch)
