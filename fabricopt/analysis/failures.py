@@ -56,6 +56,7 @@ from ..flow.api import (
 from ..flow.arguments import METHODS
 from ..flow.bounds import ECMP_MAX_ENTRIES
 from ..flow.from_intact import acceptable
+from ..flow.plane_bracket import narrowed, plane_bracket
 from ..flow.result import FlowResult
 from ..flow.warm import lengths_only
 from ..graph_arrays import GraphArrays
@@ -571,8 +572,10 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
     sent around what failed (:mod:`~fabricopt.analysis.failure_reroute`) under the
     hierarchy cut: it closes a failed 4,096-GPU SuperPOD in about two seconds, where the
     failed fabric's own routing would not fit in memory. A bracket it leaves wider than
-    ``gap`` is kept as the answer (status ``"inexact"``, the message says why) when the
-    failed fabric is too large for the routed bounds, whose place it takes.
+    ``gap`` is first narrowed through the fabric's planes where it has them
+    (:mod:`~fabricopt.flow.plane_bracket`), then kept as the answer (status ``"inexact"``, the
+    message says why) when within ``gap`` or the failed fabric is too large for the routed
+    bounds, whose place it takes.
     """
     start = time.perf_counter()
     ga = GraphArrays.from_fabric(failed)
@@ -586,8 +589,13 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
         if around is not None:
             around.seconds = time.perf_counter() - start  # the shortcut's look included
             too_large = method == "auto" and size // 3 > ECMP_MAX_ENTRIES
-            if acceptable(around, options.get("gap", 0.01), too_large,
-                          f" ({size // 3:,} flow entries)"):
+            gap = options.get("gap", 0.01)
+            if around.upper - around.lower > gap * around.upper:
+                # A failed Clos of servers: its planes narrow what the detours left open.
+                planes = plane_bracket(failed, traffic, options.get("time_limit"))
+                if planes is not None:
+                    around = narrowed(around, planes)
+            if acceptable(around, gap, too_large, f" ({size // 3:,} flow entries)"):
                 return around
     if bounds_only and size > FIND_SYMMETRY_NONZEROS:
         gap = options.get("gap", 0.01)
