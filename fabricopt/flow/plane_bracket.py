@@ -19,7 +19,6 @@ import numpy as np
 
 from ..fabric import Fabric
 from ..graph_arrays import GraphArrays
-from ..tiers import tier_of
 from ..traffic import Traffic
 from .bounds import structural_cut_lengths
 from .certificate import EXACT_RTOL
@@ -67,13 +66,12 @@ def plane_bracket(fab: Fabric, traffic: Traffic, time_limit: float | None = None
     if sol is None:
         return None
     proof = PlaneProof.of(sol)
-    rate = proven_plane_rate(fab, traffic, proof, ga)
+    rate = proven_plane_rate(fab, traffic, proof, ga, pl)
     lower = min(rate.theta, upper)
     closed = bool(np.isfinite(upper)) and upper - lower <= EXACT_RTOL * upper
     mean_out = traffic.mean_out_gbps()
-    tiers = ga.tiers or tuple(tier_of(fab.graph[u][v]) for u, v in ga.arcs)
     load = rate.load / rate.overload if rate.load is not None and rate.overload > 0 else None
-    certificate = FlowCertificate(ga, tiers, load=load,
+    certificate = FlowCertificate(ga, ga.tiers, load=load,
                                   lengths=lengths if np.isfinite(cut) else None,
                                   include_endpoint_links=True, plane=proof)
     message = (f"below: all-to-all routed through the fabric's {pl.n_planes} planes (an LP "

@@ -96,13 +96,12 @@ class Route:
     """One way from a server of class ``k`` to its zone's port of a plane.
 
     ``kind`` is ``"direct"`` (its NICs on ``leaf``, then ``leaf``'s uplink), ``"relay"`` (to
-    ``leaf``, down to a server of class ``via`` and up its NICs on ``next``, then ``next``'s
-    uplink) or ``"bounce"`` (to ``leaf``, up each other plane and down to a few leaves with
-    the uplink, evenly)."""
+    ``leaf``, down to the servers that span it and ``next`` and up their NICs on ``next``, as
+    :func:`relay_hops` splits it, then ``next``'s uplink) or ``"bounce"`` (to ``leaf``, up
+    each other plane and down to a few leaves with the uplink, evenly)."""
 
     kind: str
     leaf: int
-    via: int = -1
     next: int = -1
 
 

@@ -82,16 +82,19 @@ class PlaneRate:
 
 
 def proven_plane_rate(fab, traffic: Traffic, proof: PlaneProof,
-                      ga: GraphArrays | None = None) -> PlaneRate:
+                      ga: GraphArrays | None = None, planes: Planes | None = None
+                      ) -> PlaneRate:
     """Re-prove ``proof`` on ``fab`` for ``traffic`` (see the module docstring).
 
     Only uniform all-to-all traffic over the fabric's endpoints is routed this way; any
-    other proves nothing (theta 0).
+    other proves nothing (theta 0). ``planes``: the fabric's planes read already, by a caller
+    that just read them from ``fab`` (:func:`~fabricopt.check_certificate` reads them
+    again).
     """
     ga = GraphArrays.from_fabric(fab) if ga is None else ga
     if not traffic.is_uniform or traffic.uniform_gbps is None or traffic.uniform_gbps <= 0:
         return PlaneRate(0.0, 0.0, 0.0, None, "the traffic is not uniform all-to-all")
-    pl, why = plane_structure(fab, ga)
+    pl, why = (planes, "") if planes is not None else plane_structure(fab, ga)
     if pl is None:
         return PlaneRate(0.0, 0.0, 0.0, None, why)
     if set(traffic.endpoints) != set(fab.endpoints):

@@ -30,9 +30,12 @@ def test_structure_is_read_off_the_graph():
     pl, why = plane_structure(fab)
     assert why == ""
     ga = pl.ga
-    # 12 servers of 4 GPUs on radix-8 leaves (4 down, 2:1): 10 leaves in 3 pods of 3
-    # planes (one spine per pod and plane).
+    # 12 servers of 4 GPUs, 48 NICs, on radix-8 leaves of 5 NICs and 3 uplinks (5:3, the
+    # split nearest 2:1): 10 leaves. Radix-8 spines take 4 leaves each: 3 pods (4, 4, 2
+    # leaves). One spine per pod and uplink: 3 planes.
     assert (pl.n_leaves, pl.n_zones, pl.n_planes, pl.n_servers) == (10, 3, 3, 12)
+    assert np.bincount(pl.leaf_zone).tolist() == [4, 4, 2]
+    assert ((pl.up >= 0).sum(axis=1) == 3).all()
     for leaf in range(pl.n_leaves):
         for p in range(pl.n_planes):
             port = pl.port[pl.leaf_zone[leaf], p]
