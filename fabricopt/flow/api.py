@@ -388,11 +388,13 @@ def _answer_from_intact(fab: Fabric, traffic: Traffic, ga: GraphArrays, gap: flo
 def _through_planes(fab: Fabric, traffic: Traffic, ga: GraphArrays,
                     time_limit: float | None, start: float) -> FlowResult | None:
     """The bracket through the planes (:mod:`fabricopt.flow.plane_bracket`) of a failed
-    (edited) fabric too large for a quick LP of its own; None for any other."""
-    if not fab.params.get("edited") or lp_size_estimate(fab, traffic, ga) <= \
+    (edited) fabric too large for a quick LP of its own; None for any other, and when
+    ``time_limit`` is spent."""
+    left = seconds_left(time_limit, start)
+    if not fab.params.get("edited") or left == 0 or lp_size_estimate(fab, traffic, ga) <= \
             FIND_SYMMETRY_NONZEROS:
-        return None
-    return plane_bracket(fab, traffic, seconds_left(time_limit, start))
+        return None  # (a spent time limit begins no LP)
+    return plane_bracket(fab, traffic, left)
 
 
 def _floor_under(fab: Fabric, traffic: Traffic, time_limit: float | None, start: float,

@@ -35,11 +35,13 @@ def plane_bracket(fab: Fabric, traffic: Traffic, time_limit: float | None = None
     """``fab``'s certified bracket for ``traffic`` through its planes (method
     ``"bounds"``; status ``"optimal"`` when the two ends meet, else ``"inexact"``); None
     when the traffic is not uniform all-to-all over every endpoint, the fabric has no
-    planes, or the LP does not finish within ``time_limit`` seconds.
+    planes (:func:`~fabricopt.flow.planes.plane_structure` says why), ``time_limit`` is
+    spent (0) or the LP stops with no point within it.
 
     Examples
     --------
     >>> import fabricopt as fo
+    >>> from fabricopt.flow.plane_bracket import plane_bracket
     >>> base = fo.cluster(fo.nvswitch_domain(4, 2, 4, 400.0), nodes=12, scale_out="clos",
     ...                   tiers=3, oversubscription=2, radix=8)
     >>> fab = fo.fail_random(base, 0.05, seed=2)
@@ -49,7 +51,7 @@ def plane_bracket(fab: Fabric, traffic: Traffic, time_limit: float | None = None
     >>> fo.check_certificate(fab, r).ok
     True
     """
-    if (not traffic.is_uniform or not traffic.uniform_gbps
+    if (not traffic.is_uniform or not traffic.uniform_gbps or time_limit == 0
             or set(traffic.endpoints) != set(fab.endpoints)):
         return None
     start = time.perf_counter()

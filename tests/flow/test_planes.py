@@ -233,3 +233,19 @@ def test_a_failure_trial_left_open_by_the_detours_is_closed_through_the_planes()
     assert r.exact and r.theta == pytest.approx(exact.theta, rel=1e-6)
     assert "routed through the planes" in r.message and "a cut around leaves" in r.message
     assert fo.check_certificate(failed, r, traffic).ok
+
+
+def test_a_spent_time_limit_begins_no_plane_lp(monkeypatch):
+    # The stages before may spend a time limit: the planes are then not tried (a solver
+    # asked for 0 s would refuse), and with time left they are.
+    import time
+
+    import fabricopt.flow.api as api
+
+    fab = fo.fail_random(_clos(12), 0.05, seed=2)
+    traffic = fo.all_to_all(fab)
+    monkeypatch.setattr(api, "FIND_SYMMETRY_NONZEROS", 0)
+    ga = GraphArrays.from_fabric(fab)
+    assert plane_bracket(fab, traffic, time_limit=0.0) is None
+    assert api._through_planes(fab, traffic, ga, 1.0, time.perf_counter() - 5) is None
+    assert api._through_planes(fab, traffic, ga, 60.0, time.perf_counter()).exact
