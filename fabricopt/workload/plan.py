@@ -26,8 +26,12 @@ from .._checks import (
 from ..errors import InvalidParameterError
 from .models import ModelConfig, model
 
-PRECISIONS = ("bf16", "fp8")
+PRECISIONS = ("bf16", "fp8", "fp4")
 RECOMPUTE = ("none", "selective", "full")
+#: What communication a schedule hides under compute (``docs/workload.md#overlap``).
+OVERLAP = ("none", "default", "full")
+#: Precision of the gradients kept and reduced over data parallelism.
+GRAD_PRECISIONS = ("fp32", "bf16")
 #: Dimensions in rank order, fastest first: neighbouring ranks share tensor-parallel groups.
 DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
 
@@ -50,14 +54,37 @@ class TrainingJob:
         ``micro_batch x dp x ep``.
     seq_len : int
         Tokens per sequence.
-    precision : {"bf16", "fp8"}
-        Matrix-multiply precision: sets the peak rate; weights and activations move in BF16.
+    precision : {"bf16", "fp8", "fp4"}
+        Matrix-multiply precision: sets the peak rate and the GPU's efficiency at it (the
+        catalog's ``<precision>_efficiency``); weights and activations move in BF16.
     zero : {0, 1, 2, 3}
         ZeRO stage: shard optimizer state (1), gradients too (2), weights too (3, FSDP).
     virtual_stages : int
         Model chunks per pipeline rank (interleaved 1F1B when > 1).
+    first_stage_layers, last_stage_layers : int, optional
+        Layers of the first and of the last pipeline rank (Megatron-Core's
+        ``--decoder-first-pipeline-num-layers`` and ``--decoder-last-pipeline-num-layers``);
+        the other ranks share the rest as evenly as it goes. Default: every rank as even as
+        it goes (the first ones take one more when ``pp`` does not divide the layers).
     recompute : {"none", "selective", "full"}
-        Activation recomputation.
+        Activation recomputation (Megatron-Core's): ``"selective"`` recomputes the core
+        attention (nothing more to save with FlashAttention), ``"full"`` keeps only each
+        layer's input and runs its forward pass again.
+    recompute_layers : int, optional
+        With ``recompute="full"``: layers of each pipeline rank recomputed (Megatron-Core's
+        ``--recompute-num-layers`` with the block method); the others keep their
+        activations. Default every layer.
+    flash_attention : bool
+        Attention by a fused kernel (FlashAttention) that keeps no ``s x s`` matrix.
+    overlap : {"none", "default", "full"}
+        Communication hidden under compute: ``"none"``; ``"default"`` as Megatron-Core does
+        by default (data-parallel reduce-scatter under the backward pass and all-gather
+        under the forward, asynchronous pipeline sends); ``"full"`` also tensor-parallel
+        communication pipelined with its GEMMs, expert dispatch and combine hidden as
+        DualPipe does and the context-parallel ring under attention.
+    grad_precision : {"fp32", "bf16"}
+        Gradients accumulated and reduced in FP32 (Megatron-Core's default with BF16
+        training) or in BF16.
     sequence_parallel : bool
         Megatron-LM sequence parallelism (reduce-scatter/all-gather instead of all-reduce).
     compute_efficiency : float, optional
@@ -89,6 +116,12 @@ class TrainingJob:
     sequence_parallel: bool = True
     compute_efficiency: float | None = None
     gpu: str | None = None
+    overlap: str = "default"
+    first_stage_layers: int | None = None
+    last_stage_layers: int | None = None
+    recompute_layers: int | None = None
+    flash_attention: bool = True
+    grad_precision: str = "fp32"
 
     def __post_init__(self) -> None:
         func = "TrainingJob"
@@ -104,8 +137,18 @@ class TrainingJob:
             check_int(func, "dp", self.dp, minimum=1)
         check_choice(func, "precision", self.precision, PRECISIONS)
         check_choice(func, "recompute", self.recompute, RECOMPUTE)
+        check_choice(func, "overlap", self.overlap, OVERLAP)
+        check_choice(func, "grad_precision", self.grad_precision, GRAD_PRECISIONS)
         check_int(func, "zero", self.zero, minimum=0, maximum=3)
         check_bool(func, "sequence_parallel", self.sequence_parallel)
+        check_bool(func, "flash_attention", self.flash_attention)
+        for key in ("first_stage_layers", "last_stage_layers", "recompute_layers"):
+            if getattr(self, key) is not None:
+                check_int(func, key, getattr(self, key), minimum=0 if key ==
+                          "recompute_layers" else 1)
+        if self.recompute_layers is not None and self.recompute != "full":
+            raise InvalidParameterError(f"{func}(): recompute_layers needs recompute='full', "
+                                        f"got recompute={self.recompute!r}")
         check_label(func, "gpu", self.gpu)
         if self.compute_efficiency is not None:
             eff = check_positive(func, "compute_efficiency", self.compute_efficiency)
@@ -120,6 +163,7 @@ class TrainingJob:
             raise InvalidParameterError(
                 f"{func}(): pp x virtual_stages = {self.pp * self.virtual_stages} must be at "
                 f"most the {m.layers} layers of {m.name}")
+        self._check_stage_layers(func)
         if self.virtual_stages > 1 and self.pp == 1:
             raise InvalidParameterError(f"{func}(): virtual_stages > 1 needs pp > 1")
         if self.ep > 1 and (not m.is_moe or m.experts % self.ep):
@@ -132,6 +176,30 @@ class TrainingJob:
                 f"{2 * self.cp} (ring attention splits it in 2 cp chunks)")
         if self.dp is not None:
             self.check_batch()
+
+    def _check_stage_layers(self, func: str) -> None:
+        m, ends = self.model, (self.first_stage_layers, self.last_stage_layers)
+        if ends == (None, None):
+            return
+        if self.pp == 1:
+            raise InvalidParameterError(f"{func}(): first_stage_layers and last_stage_layers "
+                                        "need pp > 1")
+        given = sum(x for x in ends if x is not None)
+        if self.pp == 2 and None not in ends and given != m.layers:
+            raise InvalidParameterError(
+                f"{func}(): with pp=2, first_stage_layers + last_stage_layers must be the "
+                f"{m.layers} layers of {m.name}, got {given}")
+        rest = m.layers - given
+        others = self.pp - sum(x is not None for x in ends)
+        if others and rest < others:
+            raise InvalidParameterError(
+                f"{func}(): first_stage_layers and last_stage_layers leave {rest} layers of "
+                f"{m.name}'s {m.layers} for the other {others} pipeline ranks; each needs one")
+        for key, x in zip(("first_stage_layers", "last_stage_layers"), ends, strict=True):
+            if x is not None and x < self.virtual_stages:
+                raise InvalidParameterError(
+                    f"{func}(): {key}={x} must be at least virtual_stages="
+                    f"{self.virtual_stages} (a layer per model chunk)")
 
     def check_batch(self) -> None:
         """Raise unless ``global_batch`` is a multiple of ``micro_batch x dp x ep``."""
@@ -171,11 +239,29 @@ class TrainingJob:
         return self.global_batch * self.seq_len
 
     @property
+    def stage_layers(self) -> tuple[int, ...]:
+        """Layers of each pipeline rank, first to last: ``first_stage_layers`` and
+        ``last_stage_layers`` where given, the rest shared as evenly as it goes.
+
+        >>> TrainingJob("llama3-405b", pp=16, first_stage_layers=7,
+        ...             last_stage_layers=7).stage_layers[:3]
+        (7, 8, 8)
+        """
+        first, last, p = self.first_stage_layers, self.last_stage_layers, self.pp
+        if p == 1:
+            return (self.model.layers,)
+        fixed = {i: x for i, x in ((0, first), (p - 1, last)) if x is not None}
+        free = [i for i in range(p) if i not in fixed]
+        rest = self.model.layers - sum(fixed.values())
+        out = dict(fixed)
+        for k, i in enumerate(free):
+            out[i] = rest // len(free) + (1 if k < rest % len(free) else 0)
+        return tuple(out[i] for i in range(p))
+
+    @property
     def layers_per_stage(self) -> int:
-        """Layers of the fullest pipeline rank (``ceil(L / (p v)) v``; Llama 3 405B's 126
-        layers on 16 stages leave some stages a layer short)."""
-        chunks = self.pp * self.virtual_stages
-        return -(-self.model.layers // chunks) * self.virtual_stages
+        """Layers of the fullest pipeline rank (it sets the pace of the pipeline)."""
+        return max(self.stage_layers)
 
     @property
     def bubble_fraction(self) -> float:
@@ -221,9 +307,12 @@ class TrainingJob:
         dp = "auto" if self.dp is None else self.dp
         zero = f", ZeRO-{self.zero}" if self.zero else ""
         v = f" (v={self.virtual_stages})" if self.virtual_stages > 1 else ""
+        rec = self.recompute if self.recompute_layers is None else \
+            f"full x {self.recompute_layers} layers"
         return (f"{self.model.name}: TP {self.tp}, PP {self.pp}{v}, DP {dp}, EP {self.ep}, "
                 f"CP {self.cp}{zero}; micro-batch {self.micro_batch}, global batch "
-                f"{self.global_batch}, sequence {self.seq_len}, {self.precision}")
+                f"{self.global_batch}, sequence {self.seq_len}, {self.precision}, recompute "
+                f"{rec}, overlap {self.overlap}")
 
 
 def job_from_mapping(table: Mapping[str, Any], where: str = "[job]") -> TrainingJob:
@@ -243,4 +332,4 @@ def job_from_mapping(table: Mapping[str, Any], where: str = "[job]") -> Training
     return TrainingJob(**dict(table))
 
 
-__all__ = ["DIMENSIONS", "PRECISIONS", "RECOMPUTE", "TrainingJob", "job_from_mapping"]
+__all__ = ["DIMENSIONS", "GRAD_PRECISIONS", "OVERLAP", "PRECISIONS", "RECOMPUTE", "TrainingJob", "job_from_mapping"]
