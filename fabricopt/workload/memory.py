@@ -1,20 +1,29 @@
-r"""Memory per GPU of a training job, against the GPU's HBM.
+r"""Memory per GPU of a training job, stage by stage, against the GPU's HBM.
 
-Per GPU of the first pipeline stage, the fullest (``docs/workload.md#memory``):
+Every pipeline rank is counted and the fullest one reported (``docs/workload.md#memory``):
 
-* weights ``P`` = the stage's layers' weights / ``tp`` (routed experts also / ``ep``) plus the
-  input embedding / ``tp`` (and the output head when ``pp = 1``);
-* mixed-precision Adam keeps 2 bytes of BF16 weights, 2 of BF16 gradients and 12 of FP32
-  master weights, momentum and variance per weight ("ZeRO: Memory Optimizations Toward
-  Training Trillion Parameter Models", Rajbhandari et al., section 3.1); ZeRO stage 1 shards
-  the 12 over the data-parallel ranks, stage 2 also the gradients, stage 3 also the weights;
-* activations per layer and micro-batch, ``s`` the tokens per context-parallel rank
-  ("Reducing Activation Recomputation in Large Transformer Models", Korthikanti et al., with
-  tensor and sequence parallelism): ``s b h (34 + 5 a s / h) / t`` bytes without
-  recomputation, ``34 s b h / t`` with selective recomputation, ``2 s b h / t`` with full
-  recomputation (plus one layer's ``34 s b h / t`` while it is recomputed); 1F1B keeps ``p``
-  micro-batches of the stage's layers in flight on the first stage, interleaving
-  ``p (1 + (p - 1) / (p v))``.
+* **weights**: the rank's own layers (dense-MLP and mixture-of-experts layers counted as they
+  fall), the input embedding on the first rank and the output head on the last (both on a
+  rank of its own when ``pp = 1``; a tied head is a copy there), over ``tp``; routed experts
+  also over ``ep``;
+* **training state**, mixed-precision Adam ("ZeRO: Memory Optimizations Toward Training
+  Trillion Parameter Models", Rajbhandari et al., section 3.1): 2 bytes of BF16 weights, 2 or
+  4 bytes of gradients (``grad_precision``; Megatron-Core keeps FP32 gradients by default)
+  and 12 of FP32 master weights, momentum and variance per weight. ZeRO stage 1 (the
+  distributed optimizer) shards the 12 over the ranks holding the same weights, stage 2 the
+  gradients too, stage 3 the weights too;
+* **activations** (:mod:`.activations`) of the micro-batches in flight: 1F1B keeps
+  ``min(p - i, m)`` micro-batches on rank ``i``; the interleaved schedule keeps
+  ``min(2 (p - i - 1) + (v - 1) N + 1, v m)`` model chunks of ``L_i / v`` layers, ``N`` the
+  micro-batch group (``p`` unless ``microbatch_group`` says; its warm-up, as Megatron-Core
+  schedules it); one micro-batch when ``pp = 1``. Full recomputation keeps only each
+  recomputed layer's input, and one layer's activations while it is recomputed; selective
+  recomputation drops what its modules rebuild (the score matrix by default: nothing more
+  with FlashAttention). The last rank also holds one micro-batch's logits (BF16, and FP32 for the
+  loss) over the vocabulary split ``tp`` ways.
+
+Not counted: the CUDA context, communication buffers, allocator fragmentation and FP8 weight
+copies (a few GB in practice).
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import InvalidParameterError
+from .activations import layer_activations, layer_input_bytes
 from .plan import TrainingJob
 
 GB = 1e9
@@ -29,13 +39,16 @@ GB = 1e9
 
 @dataclass(frozen=True)
 class MemoryEstimate:
-    """Bytes per GPU by kind, in GB, and the HBM they must fit in."""
+    """Bytes per GPU by kind, in GB, on the fullest pipeline rank (``stage``), and the HBM
+    they must fit in; ``in_flight`` is the micro-batches of that rank's layers held at once."""
 
     weights_gb: float
     gradients_gb: float
     optimizer_gb: float
     activations_gb: float
     hbm_gb: float
+    stage: int = 0
+    in_flight: float = 1.0
 
     @property
     def total_gb(self) -> float:
@@ -46,58 +59,116 @@ class MemoryEstimate:
         return self.total_gb <= self.hbm_gb
 
     def describe(self) -> str:
-        return (f"{self.total_gb:,.1f} GB per GPU (weights {self.weights_gb:,.1f}, gradients "
-                f"{self.gradients_gb:,.1f}, optimizer {self.optimizer_gb:,.1f}, activations "
-                f"{self.activations_gb:,.1f}) of {self.hbm_gb:,.0f} GB HBM")
+        where = f" on pipeline rank {self.stage}" if self.stage else ""
+        return (f"{self.total_gb:,.1f} GB per GPU{where} (weights {self.weights_gb:,.1f}, "
+                f"gradients {self.gradients_gb:,.1f}, optimizer {self.optimizer_gb:,.1f}, "
+                f"activations {self.activations_gb:,.1f}) of {self.hbm_gb:,.0f} GB HBM")
 
 
-def stage_params(job: TrainingJob) -> tuple[float, float]:
-    """Weights per GPU of the first stage: (replicated over expert ranks, routed experts)."""
+def _layer_ranges(job: TrainingJob) -> list[range]:
+    out, start = [], 0
+    for n in job.stage_layers:
+        out.append(range(start, start + n))
+        start += n
+    return out
+
+
+def stage_params(job: TrainingJob, stage: int | None = None) -> tuple[float, float]:
+    """Weights per GPU of pipeline rank ``stage`` (default: the rank holding the most):
+    (replicated over expert ranks, routed experts)."""
+    if stage is None:
+        return max((stage_params(job, i) for i in range(job.pp)), key=sum)
     m = job.model
-    per_layer_dense = m.dense_params - m.embedding_params
-    per_layer_dense /= m.layers
-    per_layer_expert = m.expert_params / m.layers
-    lps = job.layers_per_stage
-    embeddings = m.embedding_params if job.pp == 1 else m.vocab * m.hidden  # one stage: both
-    dense = (per_layer_dense * lps + embeddings) / job.tp
-    expert = per_layer_expert * lps / (job.tp * job.ep)
-    return dense, expert
+    layers = _layer_ranges(job)[stage]
+    moe = sum(1 for i in layers if m.is_moe and i >= m.dense_layers)
+    dense_mlp = len(layers) - moe
+    moe_rest = m.shared_experts * m.expert_params_each + m.hidden * m.experts
+    dense = len(layers) * m.attention_params + dense_mlp * m.dense_mlp_params + moe * moe_rest
+    head = m.vocab * m.hidden
+    if stage == 0:
+        dense += head                                     # input embedding
+    if stage == job.pp - 1 and (job.pp > 1 or not m.tied_embeddings):
+        dense += head                                     # output head (a copy when tied)
+    expert = moe * m.experts * m.expert_params_each
+    return dense / job.tp, expert / (job.tp * job.ep)
 
 
-def activation_bytes_per_layer(job: TrainingJob) -> float:
-    """Bytes of one layer's activations for one micro-batch on one GPU."""
+def in_flight_chunks(job: TrainingJob, stage: int) -> tuple[float, float]:
+    """(model chunks held at once, layers per chunk) on pipeline rank ``stage``."""
+    p, v, m = job.pp, job.virtual_stages, job.micro_batches
+    layers = job.stage_layers[stage]
+    if p == 1:
+        return 1.0, float(layers)
+    if v == 1:
+        return float(min(p - stage, m)), float(layers)
+    group = job.microbatch_group or p
+    warmup = 2 * (p - stage - 1) + (v - 1) * group
+    return float(min(warmup + 1, v * m)), layers / v
+
+
+def _activation_bytes(job: TrainingJob, stage: int) -> float:
     m = job.model
-    sbh = job.seq_len / job.cp * job.micro_batch * m.hidden
+    chunks, per_chunk = in_flight_chunks(job, stage)
+    shape = {"tp": job.tp, "seq_len": job.seq_len, "cp": job.cp,
+             "micro_batch": job.micro_batch}
+    selective = job.recomputed if job.recompute == "selective" else frozenset()
+    layers = list(_layer_ranges(job)[stage])
+    if not layers:
+        per_layer = 0.0
+        worst = 0.0
+    else:
+        sizes = [layer_activations(m, sequence_parallel=job.sequence_parallel,
+                                   flash_attention=job.flash_attention, recompute=selective,
+                                   moe=m.is_moe and i >= m.dense_layers, **shape).total
+                 for i in layers]
+        per_layer = sum(sizes) / len(sizes)
+        worst = max(sizes)
+    kept = per_layer
+    rematerialised = 0.0
     if job.recompute == "full":
-        return 2 * sbh / job.tp
-    if job.recompute == "selective":
-        return 34 * sbh / job.tp
-    return sbh * (34 + 5 * m.heads * job.seq_len / job.cp / m.hidden) / job.tp
+        stage_layers = max(len(layers), 1)
+        recomputed = stage_layers if job.recompute_layers is None else \
+            min(job.recompute_layers, stage_layers)
+        share = recomputed / stage_layers
+        x = layer_input_bytes(m, sequence_parallel=job.sequence_parallel, **shape)
+        kept = share * x + (1 - share) * per_layer
+        if recomputed:
+            rematerialised = worst                 # one layer rebuilt during its backward
+    total = chunks * per_chunk * kept + rematerialised
+    if stage == job.pp - 1:
+        tokens = job.micro_batch * job.seq_len / job.cp
+        total += tokens * m.vocab / job.tp * (2.0 + 4.0)   # BF16 logits, FP32 for the loss
+    return total
 
 
 def memory_per_gpu(job: TrainingJob, hbm_gb: float) -> MemoryEstimate:
-    """The memory of ``job`` (``dp`` set) on one GPU of its first stage.
+    """The memory of ``job`` (``dp`` set) on one GPU of its fullest pipeline rank.
 
     >>> from fabricopt.workload.plan import TrainingJob
     >>> job = TrainingJob("llama3-8b", tp=1, dp=8, global_batch=64, seq_len=4096)
     >>> round(memory_per_gpu(job, 80).weights_gb, 2)     # 8.03e9 weights x 2 bytes
     16.06
     """
-    dense, expert = stage_params(job)
+    grad_bytes = 4.0 if job.grad_precision == "fp32" else 2.0
     dense_shards = job.dp_set * job.cp * job.ep  # ranks holding the same replicated weights
     expert_shards = job.dp_set * job.cp
-    params = dense + expert
-    sharded = dense / dense_shards + expert / expert_shards
+    best: MemoryEstimate | None = None
+    for stage in range(job.pp):
+        dense, expert = stage_params(job, stage)
+        params = dense + expert
+        sharded = dense / dense_shards + expert / expert_shards
 
-    def by_stage(bytes_per: float, from_stage: int) -> float:
-        return bytes_per * (sharded if job.zero >= from_stage else params) / GB
+        def by_stage(bytes_per: float, from_stage: int, params=params, sharded=sharded
+                     ) -> float:
+            return bytes_per * (sharded if job.zero >= from_stage else params) / GB
 
-    v, p = job.virtual_stages, job.pp
-    in_flight = min(p * (1 + (p - 1) / (p * v)) if v > 1 else p, job.micro_batches * v)
-    acts = activation_bytes_per_layer(job) * job.layers_per_stage * in_flight
-    if job.recompute == "full":
-        acts += 34 * job.seq_len / job.cp * job.micro_batch * job.model.hidden / job.tp
-    return MemoryEstimate(by_stage(2, 3), by_stage(2, 2), by_stage(12, 1), acts / GB, hbm_gb)
+        acts = _activation_bytes(job, stage) / GB
+        est = MemoryEstimate(by_stage(2, 3), by_stage(grad_bytes, 2), by_stage(12, 1), acts,
+                             hbm_gb, stage, in_flight_chunks(job, stage)[0])
+        if best is None or est.total_gb > best.total_gb:
+            best = est
+    assert best is not None
+    return best
 
 
 def check_fits(job: TrainingJob, estimate: MemoryEstimate) -> None:
@@ -108,8 +179,9 @@ def check_fits(job: TrainingJob, estimate: MemoryEstimate) -> None:
     raise InvalidParameterError(
         f"training_step(): {job.describe()} needs {estimate.describe()}: {over:,.1f} GB "
         f"({estimate.total_gb / estimate.hbm_gb:.3g}x) too much; raise tp or pp, shard with "
-        "zero=1..3 over more data-parallel ranks, or recompute='full'")
+        "zero=1..3 over more data-parallel ranks, recompute='full' (or more "
+        "recompute_layers), or fewer micro-batches in flight")
 
 
-__all__ = ["MemoryEstimate", "activation_bytes_per_layer", "check_fits", "memory_per_gpu",
+__all__ = ["MemoryEstimate", "check_fits", "in_flight_chunks", "memory_per_gpu",
            "stage_params"]

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._checks import check_int, check_positive, did_you_mean
+from .._checks import check_bool, check_int, check_positive, did_you_mean
 from .._toml import read_toml
 from ..errors import InvalidParameterError
 
@@ -55,6 +55,9 @@ class ModelConfig:
         Multi-head latent attention (``kv_lora_rank > 0``): ranks ``r_q``, ``r_kv``, the
         rotary part ``d_r`` of a query/key head (``head_dim`` is then its other part
         ``d_n``) and the value head ``d_v``.
+    dropout : bool
+        Dropout after attention and the MLP (and on the attention scores): its masks are
+        activations (GPT-3 as Megatron-LM trains it has it; Llama, Mixtral and DeepSeek not).
     source : str
         Where the numbers come from.
 
@@ -85,6 +88,7 @@ class ModelConfig:
     kv_lora_rank: int = 0
     rope_head_dim: int = 0
     v_head_dim: int = 0
+    dropout: bool = False
     source: str = ""
 
     def __post_init__(self) -> None:
@@ -98,6 +102,8 @@ class ModelConfig:
                     "dense_layers", "q_lora_rank", "kv_lora_rank", "rope_head_dim",
                     "v_head_dim"):
             check_int(func, key, getattr(self, key), minimum=0)
+        for key in ("gated_mlp", "tied_embeddings", "dropout"):
+            check_bool(func, key, getattr(self, key))
         if not self.kv_heads:
             object.__setattr__(self, "kv_heads", self.heads)
         if not self.head_dim:
@@ -205,7 +211,7 @@ class ModelConfig:
 #: The catalogue: name -> configuration, each from its paper or model card.
 MODELS: dict[str, ModelConfig] = {m.name: m for m in (
     ModelConfig("gpt3-175b", layers=96, hidden=12288, ffn=49152, heads=96, vocab=50257,
-                gated_mlp=False, tied_embeddings=True,
+                gated_mlp=False, tied_embeddings=True, dropout=True,
                 source="Language Models are Few-Shot Learners (Brown et al., 2020), Table 2.1"),
     ModelConfig("llama3-8b", layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8,
                 vocab=128256,

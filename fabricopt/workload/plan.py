@@ -11,7 +11,7 @@ job takes are ``tp x cp x ep x dp x pp``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -32,6 +32,10 @@ RECOMPUTE = ("none", "selective", "full")
 OVERLAP = ("none", "default", "full")
 #: Precision of the gradients kept and reduced over data parallelism.
 GRAD_PRECISIONS = ("fp32", "bf16")
+#: What selective recomputation may recompute (Megatron-Core's ``--recompute-modules``):
+#: the attention score matrix, the norms' outputs, the MLP's activation function, the whole
+#: MLP.
+RECOMPUTE_MODULES = ("core_attn", "layernorm", "activation", "mlp")
 #: Dimensions in rank order, fastest first: neighbouring ranks share tensor-parallel groups.
 DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
 
@@ -70,12 +74,19 @@ class TrainingJob:
         Activation recomputation (Megatron-Core's): ``"selective"`` recomputes the core
         attention (nothing more to save with FlashAttention), ``"full"`` keeps only each
         layer's input and runs its forward pass again.
+    recompute_modules : sequence of str, optional
+        With ``recompute="selective"``: what is recomputed, of :data:`RECOMPUTE_MODULES`
+        (default ``("core_attn",)``, Megatron-Core's).
     recompute_layers : int, optional
         With ``recompute="full"``: layers of each pipeline rank recomputed (Megatron-Core's
         ``--recompute-num-layers`` with the block method); the others keep their
         activations. Default every layer.
     flash_attention : bool
         Attention by a fused kernel (FlashAttention) that keeps no ``s x s`` matrix.
+    microbatch_group : int, optional
+        Interleaved schedule: micro-batches run back to back on one model chunk before the
+        next (Megatron-Core's ``--microbatch-group-size-per-virtual-pipeline-stage``; the
+        ``N`` of Llama 3's schedule). Fewer keep fewer activations in flight. Default ``pp``.
     overlap : {"none", "default", "full"}
         Communication hidden under compute: ``"none"``; ``"default"`` as Megatron-Core does
         by default (data-parallel reduce-scatter under the backward pass and all-gather
@@ -120,6 +131,8 @@ class TrainingJob:
     first_stage_layers: int | None = None
     last_stage_layers: int | None = None
     recompute_layers: int | None = None
+    recompute_modules: tuple[str, ...] | None = None
+    microbatch_group: int | None = None
     flash_attention: bool = True
     grad_precision: str = "fp32"
 
@@ -146,6 +159,22 @@ class TrainingJob:
             if getattr(self, key) is not None:
                 check_int(func, key, getattr(self, key), minimum=0 if key ==
                           "recompute_layers" else 1)
+        if self.recompute_modules is not None:
+            mods = self.recompute_modules
+            if isinstance(mods, str) or not isinstance(mods, Sequence):
+                raise InvalidParameterError(f"{func}(): recompute_modules must be a sequence of "
+                                            f"{', '.join(RECOMPUTE_MODULES)}, got {mods!r}")
+            for mod in mods:
+                check_choice(func, "recompute_modules", mod, RECOMPUTE_MODULES)
+            object.__setattr__(self, "recompute_modules", tuple(mods))
+            if self.recompute != "selective":
+                raise InvalidParameterError(f"{func}(): recompute_modules needs "
+                                            f"recompute='selective', got {self.recompute!r}")
+        if self.microbatch_group is not None:
+            check_int(func, "microbatch_group", self.microbatch_group, minimum=1)
+            if self.virtual_stages == 1:
+                raise InvalidParameterError(f"{func}(): microbatch_group needs virtual_stages "
+                                            "> 1 (the interleaved schedule)")
         if self.recompute_layers is not None and self.recompute != "full":
             raise InvalidParameterError(f"{func}(): recompute_layers needs recompute='full', "
                                         f"got recompute={self.recompute!r}")
@@ -159,11 +188,15 @@ class TrainingJob:
             raise InvalidParameterError(
                 f"{func}(): tp={self.tp} must divide the {m.heads} attention heads of "
                 f"{m.name} (and divide or be a multiple of its {m.kv_heads} KV heads)")
-        if m.layers < self.pp * self.virtual_stages:
+        if m.layers < self.pp:
             raise InvalidParameterError(
-                f"{func}(): pp x virtual_stages = {self.pp * self.virtual_stages} must be at "
-                f"most the {m.layers} layers of {m.name}")
+                f"{func}(): pp = {self.pp} must be at most the {m.layers} layers of {m.name}")
         self._check_stage_layers(func)
+        if self.virtual_stages > self.layers_per_stage:
+            raise InvalidParameterError(
+                f"{func}(): virtual_stages = {self.virtual_stages} must be at most the "
+                f"{self.layers_per_stage} layers of the fullest pipeline rank (a layer per "
+                "model chunk)")
         if self.virtual_stages > 1 and self.pp == 1:
             raise InvalidParameterError(f"{func}(): virtual_stages > 1 needs pp > 1")
         if self.ep > 1 and (not m.is_moe or m.experts % self.ep):
@@ -195,11 +228,6 @@ class TrainingJob:
             raise InvalidParameterError(
                 f"{func}(): first_stage_layers and last_stage_layers leave {rest} layers of "
                 f"{m.name}'s {m.layers} for the other {others} pipeline ranks; each needs one")
-        for key, x in zip(("first_stage_layers", "last_stage_layers"), ends, strict=True):
-            if x is not None and x < self.virtual_stages:
-                raise InvalidParameterError(
-                    f"{func}(): {key}={x} must be at least virtual_stages="
-                    f"{self.virtual_stages} (a layer per model chunk)")
 
     def check_batch(self) -> None:
         """Raise unless ``global_batch`` is a multiple of ``micro_batch x dp x ep``."""
@@ -257,6 +285,16 @@ class TrainingJob:
         for k, i in enumerate(free):
             out[i] = rest // len(free) + (1 if k < rest % len(free) else 0)
         return tuple(out[i] for i in range(p))
+
+    @property
+    def recomputed(self) -> frozenset[str]:
+        """What is recomputed per layer: every module under full recomputation, the chosen
+        ones under selective, nothing under none."""
+        if self.recompute == "full":
+            return frozenset(RECOMPUTE_MODULES) | {"layer"}
+        if self.recompute == "selective":
+            return frozenset(self.recompute_modules or ("core_attn",))
+        return frozenset()
 
     @property
     def layers_per_stage(self) -> int:
@@ -332,4 +370,5 @@ def job_from_mapping(table: Mapping[str, Any], where: str = "[job]") -> Training
     return TrainingJob(**dict(table))
 
 
-__all__ = ["DIMENSIONS", "GRAD_PRECISIONS", "OVERLAP", "PRECISIONS", "RECOMPUTE", "TrainingJob", "job_from_mapping"]
+__all__ = ["DIMENSIONS", "GRAD_PRECISIONS", "OVERLAP", "PRECISIONS", "RECOMPUTE",
+           "RECOMPUTE_MODULES", "TrainingJob", "job_from_mapping"]
