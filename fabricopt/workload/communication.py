@@ -1,9 +1,9 @@
 r"""Messages a training step sends, per parallel dimension (``docs/workload.md#communication``).
 
 Notation: ``b`` micro-batch, ``s`` sequence, ``h`` hidden, ``t`` tp, ``c`` cp, ``m``
-micro-batches per step, ``L_s`` layers per pipeline stage, ``v`` virtual stages, 2 bytes per
-BF16 value; a layer runs ``r`` passes (forward, backward, and the forward again under full
-recomputation: ``r = 2`` or ``3``). Message sizes follow nccl-tests (``S`` is the gathered size
+micro-batches per step, ``L_s`` layers of the fullest pipeline rank, ``v`` virtual stages, 2
+bytes per BF16 value; a layer runs ``r`` passes (forward, backward, and the forward again for
+the layers full recomputation covers: ``r`` from 2 to 3). Message sizes follow nccl-tests (``S`` is the gathered size
 of an all-gather, the input of a reduce-scatter, the buffer of an all-reduce, what each GPU
 sends in an all-to-all):
 
@@ -12,14 +12,17 @@ sends in an all-to-all):
 * **context** (ring attention): per layer the keys and values of the sequence are gathered in
   the forward pass and in the backward pass (all-gathers of ``S = b s e x 2``, ``e`` the
   key-value width per tensor rank), their gradients reduce-scattered once;
-* **expert**: per MoE layer and pass, dispatch and combine all-to-alls of ``S = k b s h x 2 /
-  (c t)`` (each token to its ``k`` experts);
+* **expert**: per MoE layer (of the pipeline rank holding the most) and pass, dispatch and
+  combine all-to-alls of ``S = k b s h x 2 / (c t)`` (each token to its ``k`` experts);
 * **pipeline**: per micro-batch and model chunk one send forward and one backward of ``b (s/c)
   h x 2 / t`` (the scatter/gather optimisation of Megatron-LM splits it over tensor ranks);
-* **data**: the gradients of a GPU's weights (2 bytes each) reduce-scattered and the weights
-  all-gathered once per step (ZeRO 0: one all-reduce; ZeRO 3: weights gathered in the forward
-  and backward pass and gradients reduce-scattered every micro-batch), over the ranks that
-  hold the same weights: ``cp x ep x dp`` for dense weights, ``cp x dp`` for routed experts.
+* **data**: the gradients of a GPU's weights (4 bytes each in FP32, 2 in BF16:
+  ``grad_precision``) reduce-scattered and the weights (2 bytes) all-gathered once per step
+  (ZeRO 0: one all-reduce of the gradients; ZeRO 2: the gradients reduce-scattered every
+  micro-batch, since they are kept sharded; ZeRO 3: weights gathered in the forward and
+  backward pass and gradients reduce-scattered every micro-batch), over the ranks that hold
+  the same weights: ``cp x ep x dp`` for dense weights, ``cp x dp`` for routed experts.
+  Weights are those of the pipeline rank holding the most.
 """
 
 from __future__ import annotations
@@ -53,8 +56,22 @@ class Transfer:
         return self.count * factor * self.message_bytes
 
 
-def _passes(job: TrainingJob) -> int:
-    return 3 if job.recompute == "full" else 2
+def _passes(job: TrainingJob) -> float:
+    """Passes over a layer per micro-batch: forward and backward, and the forward again for
+    the share of layers full recomputation covers."""
+    if job.recompute != "full":
+        return 2.0
+    n = job.layers_per_stage
+    return 2.0 + (1.0 if job.recompute_layers is None else min(job.recompute_layers, n) / n)
+
+
+def _moe_layers_per_stage(job: TrainingJob) -> int:
+    """Mixture-of-experts layers of the pipeline rank holding the most."""
+    m, start, most = job.model, 0, 0
+    for n in job.stage_layers:
+        most = max(most, sum(1 for i in range(start, start + n) if i >= m.dense_layers))
+        start += n
+    return most if m.is_moe else 0
 
 
 def _tensor(job: TrainingJob) -> list[Transfer]:
@@ -62,7 +79,7 @@ def _tensor(job: TrainingJob) -> list[Transfer]:
         return []
     m = job.model
     size = job.micro_batch * job.seq_len / job.cp * m.hidden * BF16
-    per_step = job.micro_batches * job.layers_per_stage * _passes(job) * 2
+    per_step = round(job.micro_batches * job.layers_per_stage * _passes(job) * 2)
     if job.sequence_parallel:
         return [Transfer("tp", c, size, per_step, ("tp",), job.tp)
                 for c in ("all_gather", "reduce_scatter")]
@@ -78,7 +95,7 @@ def _context(job: TrainingJob) -> list[Transfer]:
         per_token /= min(job.tp, m.kv_heads)  # key-value heads split over tensor ranks
     size = job.micro_batch * job.seq_len * per_token
     layers = job.micro_batches * job.layers_per_stage
-    return [Transfer("cp", "all_gather", size, layers * (_passes(job)), ("cp",), job.cp),
+    return [Transfer("cp", "all_gather", size, round(layers * _passes(job)), ("cp",), job.cp),
             Transfer("cp", "reduce_scatter", size, layers, ("cp",), job.cp)]
 
 
@@ -87,8 +104,7 @@ def _expert(job: TrainingJob) -> list[Transfer]:
         return []
     m = job.model
     size = m.top_k * job.micro_batch * job.seq_len * m.hidden * BF16 / (job.cp * job.tp)
-    moe_per_stage = m.moe_layers / job.pp
-    count = round(job.micro_batches * moe_per_stage * _passes(job) * 2)
+    count = round(job.micro_batches * _moe_layers_per_stage(job) * _passes(job) * 2)
     return [Transfer("ep", "all_to_all", size, count, ("ep",), job.ep)]
 
 
@@ -110,15 +126,20 @@ def _data(job: TrainingJob) -> list[Transfer]:
             n *= getattr(job, d)
         if n == 1 or params == 0:
             continue
-        size = params * BF16
+        weights = params * BF16
+        grads = params * (4.0 if job.grad_precision == "fp32" else BF16)
+        mb = job.micro_batches
         if job.zero == 0:
-            out.append(Transfer(name, "all_reduce", size, 1, dims, n))
-        elif job.zero in (1, 2):
-            out += [Transfer(name, c, size, 1, dims, n) for c in ("reduce_scatter", "all_gather")]
+            out.append(Transfer(name, "all_reduce", grads, 1, dims, n))
+        elif job.zero == 1:
+            out += [Transfer(name, "reduce_scatter", grads, 1, dims, n),
+                    Transfer(name, "all_gather", weights, 1, dims, n)]
+        elif job.zero == 2:
+            out += [Transfer(name, "reduce_scatter", grads, mb, dims, n),
+                    Transfer(name, "all_gather", weights, 1, dims, n)]
         else:
-            mb = job.micro_batches
-            out += [Transfer(name, "all_gather", size, 2 * mb, dims, n),
-                    Transfer(name, "reduce_scatter", size, mb, dims, n)]
+            out += [Transfer(name, "all_gather", weights, 2 * mb, dims, n),
+                    Transfer(name, "reduce_scatter", grads, mb, dims, n)]
     return out
 
 

@@ -222,6 +222,31 @@ MODELS: dict[str, ModelConfig] = {m.name: m for m in (
     ModelConfig("llama3-405b", layers=126, hidden=16384, ffn=53248, heads=128, kv_heads=8,
                 vocab=128256,
                 source="The Llama 3 Herd of Models (Llama Team, 2024), Table 3"),
+    ModelConfig("nemotron4-340b", layers=96, hidden=18432, ffn=73728, heads=96, kv_heads=8,
+                vocab=256000, gated_mlp=False,
+                source="Nemotron-4 340B Technical Report (NVIDIA, 2024), section 2 (squared-ReLU "
+                       "MLP, grouped-query attention, untied embeddings)"),
+    ModelConfig("megatron-145b", layers=80, hidden=12288, ffn=49152, heads=96, vocab=51200,
+                gated_mlp=False, tied_embeddings=True, dropout=True,
+                source="Efficient Large-Scale Language Model Training on GPU Clusters Using "
+                       "Megatron-LM (Narayanan et al., 2021), Table 1"),
+    ModelConfig("megatron-310b", layers=96, hidden=16384, ffn=65536, heads=128, vocab=51200,
+                gated_mlp=False, tied_embeddings=True, dropout=True,
+                source="Efficient Large-Scale Language Model Training on GPU Clusters Using "
+                       "Megatron-LM (Narayanan et al., 2021), Table 1"),
+    ModelConfig("megatron-530b", layers=105, hidden=20480, ffn=81920, heads=128, vocab=51200,
+                gated_mlp=False, tied_embeddings=True, dropout=True,
+                source="Efficient Large-Scale Language Model Training on GPU Clusters Using "
+                       "Megatron-LM (Narayanan et al., 2021), Table 1; the shape of MT-NLG 530B "
+                       "(Using DeepSpeed and Megatron to Train Megatron-Turing NLG 530B)"),
+    ModelConfig("megatron-1t", layers=128, hidden=25600, ffn=102400, heads=160, vocab=51200,
+                gated_mlp=False, tied_embeddings=True, dropout=True,
+                source="Efficient Large-Scale Language Model Training on GPU Clusters Using "
+                       "Megatron-LM (Narayanan et al., 2021), Table 1"),
+    ModelConfig("bloom-176b", layers=70, hidden=14336, ffn=57344, heads=112, vocab=250880,
+                gated_mlp=False, tied_embeddings=True,
+                source="BLOOM: A 176B-Parameter Open-Access Multilingual Language Model "
+                       "(BigScience, 2022), Table 3"),
     ModelConfig("mixtral-8x7b", layers=32, hidden=4096, ffn=14336, heads=32, kv_heads=8,
                 vocab=32000, experts=8, top_k=2, expert_ffn=14336,
                 source="Mixtral of Experts (Jiang et al., 2024), Table 1"),

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..collectives import collective_bounds
+from ..collectives.efficiency import EFFICIENCY_PROFILES
 from ..collectives.parts import Partition, partition
 from ..fabric import Fabric
 from ..flow import max_concurrent_flow
@@ -72,6 +73,8 @@ class FabricLevels:
     #: reduce-scatter's bounds are the all-gather's (ForestColl reverses the arcs for it).
     reversible: bool = False
     alone: dict = field(default_factory=dict)  # (collective, group) -> (s per byte, tier)
+    #: Scale-up bandwidth out of each node, Gb/s (what a GPU's NVLink links carry).
+    scale_up_gbps: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @classmethod
     def of(cls, fab: Fabric, ga: GraphArrays) -> FabricLevels:
@@ -90,14 +93,18 @@ class FabricLevels:
             levels.append(partition(ga, gpu, inside[ga.tail] & inside[ga.head],
                                     f"switch layers <= {top}"))
         techs = {str(d.get("tech", "")).lower() for d in arcs}
-        profile = "nvlink5" if any(t.startswith("nvlink5") for t in techs) else "nvlink4"
+        profile = next((g for g in ("nvlink5", "nvlink3") if g in EFFICIENCY_PROFILES
+                        and any(t.startswith(g) for t in techs)), "nvlink4")
         order = np.lexsort((ga.head, ga.tail))
         back = np.lexsort((ga.tail, ga.head))
         reversible = bool(np.array_equal(ga.tail[order], ga.head[back])
                           and np.array_equal(ga.head[order], ga.tail[back])
                           and np.array_equal(ga.capacity[order], ga.capacity[back]))
+        up = np.bincount(ga.tail[scale_up], weights=ga.capacity[scale_up],
+                         minlength=ga.n_nodes)
         return cls(fab, ga, tiers, frozenset(t for t, s in zip(tiers, scale_up, strict=True)
-                                             if s), levels, profile, reversible)
+                                             if s), levels, profile, reversible,
+                   scale_up_gbps=up)
 
     def part_tier(self, part: Partition, q: int) -> str:
         """The tier carrying most capacity out of part ``q``."""

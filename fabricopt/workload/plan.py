@@ -123,7 +123,7 @@ class TrainingJob:
     precision: str = "bf16"
     zero: int = 1
     virtual_stages: int = 1
-    recompute: str = "selective"
+    recompute: str = "none"
     sequence_parallel: bool = True
     compute_efficiency: float | None = None
     gpu: str | None = None

@@ -1,44 +1,47 @@
 r"""Step time of a training job on a fabric: compute, communication per dimension, overlap.
 
-Per step (``docs/workload.md#overlap-model``), with ``C`` the compute time, ``B`` the pipeline
-bubble ``(p-1)/(v m)`` and per-dimension times from :mod:`.phase_bounds`:
+The pipeline's slowest rank sets the compute (:mod:`.compute`); each dimension's messages
+are phases of concurrent groups on the shared fabric with a certified lower bound
+(:mod:`.phase_bounds`) and an expected time at their real size; the job's ``overlap`` says
+what of them hides under compute (:mod:`.overlap`, ``docs/workload.md``).
 
-``step = (C + T_tp + T_cp + T_ep)(1 + B) + T_pp + max(T_dp / k, T_dp - W)``
-
-Tensor, context and expert traffic sits on the critical path of every layer (exposed); the
-pipeline's sends are on it once per micro-batch and chunk, ``2 (v m + p - 1)`` of them; data
-parallelism overlaps the window ``W`` (one micro-batch's compute; ZeRO-3 prefetches under all
-of it) except its last bucket (``k`` buckets of 40 MB). ``step_s`` uses expected times (each
-bound over the calibrated efficiency of the links that bind, and compute at the GPU's compute
-efficiency); ``step_s_lower`` uses the certified bounds and the peak rate: no schedule of this
-shape is faster.
+Expected time of one message: NCCL's Simple-protocol latency (a base and a per-step cost over
+NVLink or the network, ``passes x (n - 1)`` steps) plus its bytes at the calibrated
+efficiency of the links it runs on. A group inside one scale-up domain runs on that domain's
+links only (its GPUs' NVLink bandwidth at the ring efficiency of their NVLink generation),
+as NCCL runs it; other groups take the certified bound over the efficiency of the side that
+binds. Never below the bound. ``step_s_lower`` uses the bounds and peak compute: no schedule
+of this shape is faster.
 """
 
 from __future__ import annotations
 
-import math
 import weakref
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..catalog import Catalog
 from ..collectives.efficiency import EFFICIENCY_PROFILES
+from ..collectives.nccl import RING_BASE_US, RING_NET_US, RING_NVLINK_US
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_fabric
 from ..graph_arrays import GraphArrays
 from .communication import Transfer, step_transfers
+from .compute import compute_times
 from .hardware import GpuFigures, gpu_figures
 from .memory import MemoryEstimate, check_fits, memory_per_gpu
+from .overlap import schedule
 from .phase_bounds import FabricLevels, PhaseBound, phase_bound
 from .placement import Placement, place_ranks
 from .plan import TrainingJob
 
-BUCKET_BYTES = 40e6
+#: Ring passes per collective (an all-reduce is a reduce-scatter and an all-gather).
+PASSES = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1, "all_to_all": 1, "p2p": 1}
 #: The arrays, levels and one-group bounds of recently used fabrics, kept while the fabric
 #: lives and its links are unchanged (a job after another on one fabric reuses them).
 _LEVELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-EXPOSED = ("tp", "cp", "ep")
 
 
 @dataclass
@@ -76,6 +79,18 @@ class TrainingStep:
     memory: MemoryEstimate
     phases: dict[str, PhaseTime]
     notes: list[str]
+    hardware_flops: float = 0.0  # per step, all GPUs, recomputation included
+
+    @property
+    def hardware_tflops_per_gpu(self) -> float:
+        """FLOPs run per second per GPU, recomputation included (what Megatron-LM's and
+        BLOOM's published TFLOP/s count)."""
+        return self.hardware_flops / self.job.gpus / self.step_s / 1e12
+
+    @property
+    def model_tflops_per_gpu(self) -> float:
+        """Model FLOPs per second per GPU (what MFU divides by the peak)."""
+        return self.mfu * self.gpu.peak_tflops
 
     @property
     def memory_gb_per_gpu(self) -> float:
@@ -109,10 +124,38 @@ def _efficiency(levels: FabricLevels, tier: str) -> float:
     return EFFICIENCY_PROFILES[levels.profile][side]
 
 
+def _bus_factor(collective: str, n: int) -> float:
+    """Bytes each GPU sends per byte of message: ``(n-1)/n``, ``2(n-1)/n`` for an
+    all-reduce, 1 for a send."""
+    if collective == "p2p":
+        return 1.0
+    return (n - 1) / n * (2 if collective == "all_reduce" else 1)
+
+
+def _expected_message(levels: FabricLevels, place: Placement, groups: np.ndarray,
+                      t: Transfer, bound: PhaseBound) -> float:
+    """Expected seconds of one message of ``t`` (see the module docstring)."""
+    lower = t.message_bytes * bound.seconds_per_byte
+    n = t.group_size if t.collective != "p2p" else 2
+    steps = PASSES[t.collective] * (n - 1)
+    inside = bool(np.all(place.domain[groups] == place.domain[groups[:, :1]]))
+    if inside:
+        gpus = np.array([levels.ga.index[g] for g in np.asarray(place.gpus)[groups.ravel()]])
+        up = float(levels.scale_up_gbps[gpus].min()) * 1e9 / 8  # bytes/s per GPU
+        eff = EFFICIENCY_PROFILES[levels.profile]["scale_up"]
+        latency = (RING_BASE_US + steps * RING_NVLINK_US) * 1e-6
+        busy = t.message_bytes * _bus_factor(t.collective, n) / (up * eff) if up > 0 else \
+            lower / _efficiency(levels, bound.binding_tier)
+    else:
+        latency = (RING_BASE_US + steps * RING_NET_US) * 1e-6
+        busy = lower / _efficiency(levels, bound.binding_tier)
+    return max(lower, latency + busy)
+
+
 def _solve_phases(levels: FabricLevels, place: Placement, transfers: list[Transfer],
                   ) -> dict[str, PhaseTime]:
     rank_nodes = np.array([levels.ga.index[g] for g in place.gpus])
-    cache: dict[tuple, PhaseBound] = {}
+    cache: dict[tuple, tuple[PhaseBound, np.ndarray]] = {}
     phases: dict[str, PhaseTime] = {}
     for t in transfers:
         key = (t.collective, t.dims)
@@ -124,15 +167,16 @@ def _solve_phases(levels: FabricLevels, place: Placement, transfers: list[Transf
                                          for i in range(stages.shape[1] - 1)])
             else:
                 groups = place.groups(list(t.dims))
-            cache[key] = phase_bound(levels, place.gpus, rank_nodes, groups, t.collective)
-        b = cache[key]
+            cache[key] = (phase_bound(levels, place.gpus, rank_nodes, groups, t.collective),
+                          groups)
+        b, groups = cache[key]
         if not np.isfinite(b.seconds_per_byte):
             raise InvalidParameterError(
                 f"training_step(): the {t.dimension} traffic ({t.collective}) has no path "
                 f"between some of its GPUs on {levels.fab.name} (a rail-only network without "
                 "scale-up links joining the rails?); place that dimension differently")
         lower = t.count * t.message_bytes * b.seconds_per_byte
-        expected = lower / _efficiency(levels, b.binding_tier)
+        expected = t.count * _expected_message(levels, place, groups, t, b)
         p = phases.setdefault(t.dimension, PhaseTime(t.dimension, 0.0, 0.0, 0.0))
         p.notes += [n for n in b.notes if n not in p.notes]
         p.bytes_per_gpu += t.bytes_per_gpu
@@ -146,39 +190,19 @@ def _solve_phases(levels: FabricLevels, place: Placement, transfers: list[Transf
     return phases
 
 
-def _overlap(job: TrainingJob, phases: dict[str, PhaseTime], compute: float,
-             expected: bool) -> tuple[float, float]:
-    """(step time, bubble time) under the overlap model; fills each phase's exposed time."""
-    def time(p: PhaseTime) -> float:
-        return p.expected_s if expected else p.lower_s
-
-    def expose(p: PhaseTime, t: float) -> None:
+def _schedule(job: TrainingJob, phases: dict[str, PhaseTime], compute: float,
+              attention: float, expected: bool) -> tuple[float, float]:
+    """(step, bubble) under the job's overlap; fills each phase's exposed time."""
+    key = "expected_s" if expected else "lower_s"
+    comm = {d: getattr(p, key) for d, p in phases.items()}
+    messages = {d: [{**m, "seconds": m[key]} for m in p.messages] for d, p in phases.items()}
+    e = schedule(job, compute, attention, comm, messages)
+    for d, p in phases.items():
         if expected:
-            p.exposed_s = t
+            p.exposed_s = e.exposed.get(d, 0.0)
         else:
-            p.exposed_lower_s = t
-
-    per_layer = compute
-    for d in EXPOSED:
-        if d in phases:
-            per_layer += time(phases[d])
-            expose(phases[d], time(phases[d]) * (1 + job.bubble_fraction))
-    bubble = per_layer * job.bubble_fraction
-    step = per_layer + bubble
-    if "pp" in phases:
-        p = phases["pp"]
-        sends = p.messages[0]["count"]  # 2 m v per step
-        on_path = 2 * (job.micro_batches * job.virtual_stages + job.pp - 1)
-        expose(p, time(p) * on_path / sends)
-        step += time(p) * on_path / sends
-    if "dp" in phases:
-        p = phases["dp"]
-        window = compute if job.zero == 3 else compute / job.micro_batches
-        buckets = max(1, math.ceil(p.messages[0]["message_bytes"] / BUCKET_BYTES))
-        exposed = max(time(p) / buckets, time(p) - window)
-        expose(p, exposed)
-        step += exposed
-    return step, bubble
+            p.exposed_lower_s = e.exposed.get(d, 0.0)
+    return e.step, e.bubble
 
 
 def _levels(fab: Fabric) -> FabricLevels:
@@ -196,7 +220,8 @@ def _levels(fab: Fabric) -> FabricLevels:
 
 
 def training_step(fab: Fabric, job: TrainingJob,
-                  placement: Sequence[Hashable] | None = None) -> TrainingStep:
+                  placement: Sequence[Hashable] | None = None, *,
+                  catalog: Catalog | None = None) -> TrainingStep:
     """Step time, tokens per second, MFU and communication per dimension of ``job`` on ``fab``.
 
     Parameters
@@ -207,6 +232,8 @@ def training_step(fab: Fabric, job: TrainingJob,
     placement : sequence of GPU names, optional
         The GPU of each rank (rank order: tp fastest, then cp, ep, dp, pp); default the
         fabric's GPUs in order.
+    catalog : Catalog, optional
+        Where the GPU's figures come from (default the shipped catalog).
 
     Returns
     -------
@@ -231,29 +258,31 @@ def training_step(fab: Fabric, job: TrainingJob,
     if not isinstance(job, TrainingJob):
         raise InvalidParameterError(f"training_step(): job must be a TrainingJob, got "
                                     f"{type(job).__name__}")
+    if catalog is not None and not isinstance(catalog, Catalog):
+        raise InvalidParameterError(f"training_step(): catalog must be None or a Catalog, "
+                                    f"got {catalog!r}")
     job = job.with_gpus(len(fab.endpoints), "training_step")
     job.check_batch()
-    gpu = gpu_figures(fab, job.gpu, job.precision, func="training_step")
+    gpu = gpu_figures(fab, job.gpu, job.precision, catalog, func="training_step")
     memory = memory_per_gpu(job, gpu.hbm_gb)
     check_fits(job, memory)
     levels = _levels(fab)
-    ga = levels.ga
-    place = place_ranks(fab, job, placement, ga, levels.levels[1].label)
+    place = place_ranks(fab, job, placement, levels.ga, levels.levels[1].label)
     phases = _solve_phases(levels, place, step_transfers(job))
-    m = job.model
-    model_flops = m.flops_per_token(job.seq_len) * job.tokens_per_step
-    hardware = model_flops * (4 / 3 if job.recompute == "full" else 1.0)
-    peak = gpu.peak_tflops * 1e12
-    eff = job.compute_efficiency or gpu.compute_efficiency
-    compute = hardware / job.gpus / (peak * eff)
-    step, bubble = _overlap(job, phases, compute, expected=True)
-    step_lower, _ = _overlap(job, phases, hardware / job.gpus / peak, expected=False)
+    times = compute_times(job, gpu)
+    mb = job.micro_batches
+    compute = times.expected * mb
+    step, bubble = _schedule(job, phases, compute, times.attention * mb, expected=True)
+    step_lower, _ = _schedule(job, phases, times.lower * mb, times.lower * mb *
+                              times.attention / max(times.expected, 1e-300), expected=False)
     exposed = sum(p.exposed_s for p in phases.values())
     notes = list(place.notes) + [f"{p.dimension}: {n}" for p in phases.values()
                                  for n in p.notes]
+    model_flops = job.model.flops_per_token(job.seq_len) * job.tokens_per_step
+    peak = gpu.peak_tflops * 1e12
     return TrainingStep(job, fab.name, gpu, step, step_lower, compute, bubble, exposed,
                         job.tokens_per_step / step, model_flops / (job.gpus * peak * step),
-                        memory, phases, notes)
+                        memory, phases, notes, times.hardware_flops)
 
 
 __all__ = ["PhaseTime", "TrainingStep", "training_step"]
