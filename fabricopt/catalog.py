@@ -72,8 +72,20 @@ FIELDS: dict[str, dict[str, FieldSpec]] = {
         "hbm_tbps": FieldSpec("positive", False, "TB/s", "HBM bandwidth"),
         "bf16_tflops": FieldSpec("positive", False, "TFLOP/s", "peak dense BF16 tensor rate"),
         "fp8_tflops": FieldSpec("positive", False, "TFLOP/s", "peak dense FP8 tensor rate"),
-        "compute_efficiency": FieldSpec("positive", False, "", "fraction of peak a training "
-                                        "step's matrix multiplies reach (an estimate)"),
+        "fp4_tflops": FieldSpec("positive", False, "TFLOP/s", "peak dense FP4 tensor rate"),
+        "bf16_efficiency": FieldSpec("positive", False, "", "fraction of the dense BF16 peak "
+                                     "a large transformer's training compute reaches end to "
+                                     "end (a calibrated estimate)"),
+        "fp8_efficiency": FieldSpec("positive", False, "", "the same for FP8, of the dense "
+                                    "FP8 peak"),
+        "fp4_efficiency": FieldSpec("positive", False, "", "the same for FP4, of the dense "
+                                    "FP4 peak"),
+        "attention_efficiency": FieldSpec("positive", False, "", "fraction of the dense BF16 "
+                                          "peak reached on attention's model FLOPs (the full "
+                                          "s x s matrix, as PaLM counts them)"),
+        "compute_efficiency": FieldSpec("positive", False, "", "the older single efficiency, "
+                                        "read as bf16_efficiency (and for a precision whose "
+                                        "own key the entry lacks)"),
     },
     "system": {
         "name": FieldSpec("str", False, "", "display name"),

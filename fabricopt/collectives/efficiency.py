@@ -26,6 +26,10 @@ from .schemes import Ask, Outcome
 #: * ``"nvls"``: NVLink SHARP, against its schedule as NCCL runs it (``S + S/g`` per GPU);
 #: * ``"network"``: the scale-out phase over the NICs.
 #:
+#: nvlink3 (8 x A100, 300 GB/s per GPU): ring about 230 GB/s at 8 GB (NVIDIA/nccl-tests
+#: issue 149, an NCCL maintainer: 12 links of 25 GB/s carry about 20 GB/s each with 128-byte
+#: payloads, 240 GB/s, other limits on the GPU leave about 230); NVSwitch gen 2 does no NVLink
+#: SHARP, so its ``nvls`` (nvlink4's, kept for the profile's shape) never applies.
 #: nvlink4 (8 x H100, 450 GB/s per GPU): ring about 370 GB/s and NVLS about 480 GB/s
 #: (NVIDIA/nccl-tests issue 212, an NCCL maintainer; NVIDIA/nccl issue 1455 measures 365-370
 #: and 480). nvlink5 (8 x B300, 900 GB/s per GPU; no B200 figure was found and a DGX B200 has
@@ -36,6 +40,7 @@ from .schemes import Ask, Outcome
 #: all-reduce over NDR InfiniBand, 46-48 GB/s per 400 Gb/s NIC (50 GB/s); multi-node
 #: measurements check it (``tests/collectives/test_collectives_fidelity.py``).
 EFFICIENCY_PROFILES: dict[str, dict[str, float]] = {
+    "nvlink3": {"scale_up": 230.0 / 300.0, "nvls": 480.0 / 700.0, "network": 0.94},
     "nvlink4": {"scale_up": 370.0 / 450.0, "nvls": 480.0 / 700.0, "network": 0.94},
     "nvlink5": {"scale_up": 695.0 / 900.0, "nvls": 845.0 / 1400.0, "network": 0.94},
     "nvlink5-rack": {"scale_up": 695.0 / 900.0,
@@ -48,14 +53,17 @@ DEFAULT_EFFICIENCY = EFFICIENCY_PROFILES["nvlink4"]
 
 
 def profile_for(p: Problem, fab: Fabric) -> tuple[str, dict[str, float]]:
-    """The calibrated profile for the participants' scale-up links: by NVLink generation, and
-    the rack-scale one when a reducing domain holds more than 8 of them."""
+    """The calibrated profile for the participants' scale-up links: by NVLink generation
+    (``nvlink3`` when all of them are NVLink 3, ``nvlink4`` by default), and the rack-scale
+    one when a reducing domain holds more than 8 of them."""
     labels = arc_labels(fab)  # in the order of p's arcs (collective_problem)
     techs = {str(labels.labels[c][1]).lower() for c in np.unique(labels.code[p.scale_up_arc])}
     if any(t.startswith("nvlink5") for t in techs):
         domains, _ = reduce_domains(p, reducing_switches(p, False)[0])
         big = any(len(d) > 8 for d in domains)
         name = "nvlink5-rack" if big else "nvlink5"
+    elif techs and all(t.startswith("nvlink3") for t in techs):
+        name = "nvlink3"
     else:
         name = "nvlink4"
     return name, dict(EFFICIENCY_PROFILES[name])

@@ -20,9 +20,12 @@ from .cluster import cluster, superpod
 from .rail import rail_optimized
 from .recipe import recording
 from .scaleup import (
+    dgx_a100,
     dgx_b200,
     dgx_h100,
+    dgx_h200,
     gb200_nvl72,
+    hgx_h800,
     nvl576,
     nvlink_switch_system,
     nvswitch_domain,
@@ -41,7 +44,10 @@ GENERATORS: dict[str, Callable[..., Fabric]] = {
     "leaf_spine": leaf_spine,
     "rail_optimized": rail_optimized,
     "nvswitch_domain": nvswitch_domain,
+    "dgx_a100": dgx_a100,
     "dgx_h100": dgx_h100,
+    "hgx_h800": hgx_h800,
+    "dgx_h200": dgx_h200,
     "dgx_b200": dgx_b200,
     "gb200_nvl72": gb200_nvl72,
     "nvlink_switch_system": nvlink_switch_system,
@@ -110,7 +116,7 @@ def make(family: str, arguments: Mapping[str, Any] | None = None, *, caller: str
 
 # The package's public generators (``fo.*``); ``make``, ``check_call`` and
 # ``keyword_parameters`` are the registry's door, imported by name from here.
-__all__ = ["GENERATORS", "clos", "cluster", "complete", "dgx_b200", "dgx_h100", "dragonfly",
-           "fat_tree", "gb200_nvl72", "hypercube", "jellyfish", "leaf_spine", "nvl576",
-           "nvlink_switch_system", "nvswitch_domain", "rail_optimized", "ring", "superpod",
-           "torus", "ualink_pod"]
+__all__ = ["GENERATORS", "clos", "cluster", "complete", "dgx_a100", "dgx_b200", "dgx_h100",
+           "dgx_h200", "dragonfly", "fat_tree", "gb200_nvl72", "hgx_h800", "hypercube",
+           "jellyfish", "leaf_spine", "nvl576", "nvlink_switch_system", "nvswitch_domain",
+           "rail_optimized", "ring", "superpod", "torus", "ualink_pod"]

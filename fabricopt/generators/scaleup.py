@@ -104,7 +104,8 @@ def _one_level(func: str, gpus: int, split: tuple[int, ...], link_gbps: float, t
 def nvswitch_domain(gpus: int, switches: int, links_per_gpu: int, link_gbps: float,
                     link_split: Sequence[int] | None = None, in_network_reduction: bool = True,
                     name: str | None = None, switch_radix: int | None = None,
-                    switch_model: str | None = None, tech: str | None = None) -> Fabric:
+                    switch_model: str | None = None, tech: str | None = None,
+                    gpu_model: str | None = None) -> Fabric:
     """GPUs joined by NVSwitch chips: each GPU sends a bundle of NVLinks to every chip.
 
     Parameters
@@ -135,6 +136,9 @@ def nvswitch_domain(gpus: int, switches: int, links_per_gpu: int, link_gbps: flo
     tech : str, optional
         Link technology label. By default ``"nvlink4"`` for 200 Gb/s, ``"nvlink5"`` for
         400 Gb/s, else ``"{rate}g"``.
+    gpu_model : str, optional
+        Catalog key of the GPUs (e.g. ``"h100_sxm"``), set as their ``gpu_model`` attribute:
+        a training job on the fabric then takes that GPU's figures.
 
     Returns
     -------
@@ -145,9 +149,10 @@ def nvswitch_domain(gpus: int, switches: int, links_per_gpu: int, link_gbps: flo
     Notes
     -----
     GPUs are ``"gpu0" .. "gpu{gpus-1}"`` (role ``gpu``, layer 0, ``node=0``, ``rail=i`` so a
-    cluster can rail-align them); switches are ``"nvsw0" ..`` (role ``switch``, layer 1,
-    ``radix``, ``model``, ``reduce``). A GPU-switch pair is one bundle: arc ``capacity`` is
-    ``link_split[j] * link_gbps``, ``links`` is ``link_split[j]``.
+    cluster can rail-align them, and ``gpu_model`` when given); switches are ``"nvsw0" ..``
+    (role ``switch``, layer 1, ``radix``, ``model``, ``reduce``). A GPU-switch pair is one
+    bundle: arc ``capacity`` is ``link_split[j] * link_gbps``, ``links`` is
+    ``link_split[j]``.
 
     Symmetry: any permutation of the GPUs, together with any permutation of switches that
     carry the same link count, is an automorphism; it acts transitively on the GPUs. Its arc
@@ -173,16 +178,20 @@ def nvswitch_domain(gpus: int, switches: int, links_per_gpu: int, link_gbps: flo
         switch_radix = check_int(func, "switch_radix", switch_radix, minimum=1)
     tech = check_label(func, "tech", tech)
     switch_model = check_label(func, "switch_model", switch_model)
+    gpu_model = check_label(func, "gpu_model", gpu_model)
     name = check_label(func, "name", name)
     params = {"gpus": gpus, "switches": switches, "links_per_gpu": links_per_gpu,
               "link_gbps": link_gbps, "link_split": list(split),
               "in_network_reduction": in_network_reduction, "switch_radix": switch_radix,
               "switch_model": switch_model}
+    if gpu_model is not None:
+        params["gpu_model"] = gpu_model
+    named = {} if gpu_model is None else {"gpu_model": gpu_model}
     return _one_level(
         func, gpus, split, link_gbps, "gpu-nvswitch", tech or _nvlink_tech(link_gbps),
         name or f"nvswitch_domain({gpus} GPUs, {switches} switches)", params, switch_radix,
         switch_model, in_network_reduction, "gpu", "nvsw",
-        gpu_attrs=lambda i: {"node": 0, "rail": i})
+        gpu_attrs=lambda i: {"node": 0, "rail": i, **named})
 
 
 def dgx_h100(in_network_reduction: bool = True, name: str | None = None) -> Fabric:
@@ -199,6 +208,9 @@ def dgx_h100(in_network_reduction: bool = True, name: str | None = None) -> Fabr
 
     Not modelled: the 72 off-node NVLink ports (20/16/16/20 per chip) that feed the NVLink
     Switch System; :func:`nvlink_switch_system` joins nodes through them.
+
+    The GPUs carry ``gpu_model="h100_sxm"`` (the catalog's H100 SXM), so a training job on
+    the node, or on a cluster of them, takes the H100's figures.
 
     Parameters
     ----------
@@ -225,7 +237,138 @@ def dgx_h100(in_network_reduction: bool = True, name: str | None = None) -> Fabr
     return nvswitch_domain(gpus=8, switches=4, links_per_gpu=18, link_gbps=200.0,
                            link_split=(5, 4, 4, 5), in_network_reduction=in_network_reduction,
                            name=name or "DGX H100", switch_radix=64, switch_model="nvswitch3",
-                           tech="nvlink4")
+                           tech="nvlink4", gpu_model="h100_sxm")
+
+
+#: The A100 variants a DGX A100 / HGX A100 carries (catalog keys).
+A100_MODELS = ("a100_sxm_80gb", "a100_sxm_40gb")
+
+
+def dgx_a100(gpu: str = "a100_sxm_80gb", name: str | None = None) -> Fabric:
+    """One DGX A100 / HGX A100 8-GPU node: 8 A100 GPUs on 6 second-generation NVSwitch chips.
+
+    Each A100 has 12 third-generation NVLinks of 25 GB/s = 200 Gb/s per direction (V: NVIDIA
+    A100 Tensor Core GPU architecture white paper; an NCCL maintainer in NVIDIA/nccl-tests
+    issue 149), 300 GB/s = 2400 Gb/s per direction per GPU (V: A100 datasheet, "600 GB/s"
+    bidirectional). The node has 6 NVSwitch gen 2 chips (V: DGX A100 system architecture white
+    paper) and every GPU sends 2 links to each (V: the DGX A100 topology NCCL reads, 6 NVLink
+    targets of count 2 per GPU, in NVIDIA/nccl issue 1505), 600 GB/s between any two GPUs.
+    The NVSwitch gen 2 chip has 36 NVLink 3 ports (V2): catalog model ``"nvswitch2"``, radix
+    36, of which the GPUs use 16. It does no in-network reduction (NVLink SHARP came with the
+    third generation, V: NVIDIA third-generation NVSwitch blog), so ``reduce=False``.
+
+    Links are tech ``"nvlink3"``: the collective bounds' expected figure then takes the
+    NVLink 3 efficiency profile (about 230 GB/s all-reduce busbw on 8 A100, V: NCCL maintainer,
+    nccl-tests issue 149). The GPUs carry ``gpu_model=gpu``.
+
+    Parameters
+    ----------
+    gpu : {"a100_sxm_80gb", "a100_sxm_40gb"}
+        The A100 variant (catalog key), set as the GPUs' ``gpu_model``: the DGX A100 640 GB
+        (80 GB GPUs) by default, or the 320 GB system.
+    name : str, optional
+        Name of the fabric, default ``"DGX A100"``.
+
+    Returns
+    -------
+    Fabric
+        See :func:`nvswitch_domain` for nodes, attributes and the symmetry claim (one
+        GPU-switch orbit each way: every chip takes 2 links from every GPU).
+
+    Examples
+    --------
+    >>> import fabricopt as fo
+    >>> fab = fo.dgx_a100()
+    >>> len(fab.endpoints), len(fab.switches), fab.injection_gbps("gpu0")
+    (8, 6, 2400.0)
+    >>> fab.graph.nodes["gpu0"]["gpu_model"], fab.graph["gpu0"]["nvsw0"]["tech"]
+    ('a100_sxm_80gb', 'nvlink3')
+    """
+    func = "dgx_a100"
+    gpu = check_choice(func, "gpu", gpu, A100_MODELS)
+    name = check_label(func, "name", name)
+    return nvswitch_domain(gpus=8, switches=6, links_per_gpu=12, link_gbps=200.0,
+                           link_split=(2,) * 6, in_network_reduction=False,
+                           name=name or "DGX A100", switch_radix=36, switch_model="nvswitch2",
+                           tech="nvlink3", gpu_model=gpu)
+
+
+def hgx_h800(in_network_reduction: bool = True, name: str | None = None) -> Fabric:
+    """One HGX H800 8-GPU node: 8 H800 GPUs on 4 third-generation NVSwitch chips.
+
+    The H800 is the H100 SXM with its NVLink cut to 400 GB/s bidirectional (V2: DeepSeek,
+    "Insights into DeepSeek-V3: Scaling Challenges and Reflections on Hardware for AI
+    Architectures", and trade-press coverage of the launch), 200 GB/s = 1600 Gb/s per
+    direction: 8 NVLink 4 links of 25 GB/s = 200 Gb/s per direction (D: 400 / 2 / 25). The
+    baseboard is the HGX H100's, 4 NVSwitch gen 3 chips of 64 ports (catalog ``"nvswitch3"``);
+    every GPU sends 2 links to each chip (R: 8 links spread evenly over 4 chips, not read in a
+    source). NVLink SHARP runs on it (V2: an 8 x H800 all-reduce busbw of 215 GB/s, above the
+    200 GB/s per direction a ring can reach, in NVIDIA/nccl issue 1374). The GPUs carry
+    ``gpu_model="h800_sxm"``.
+
+    Parameters
+    ----------
+    in_network_reduction : bool
+        Sets the switches' ``reduce`` (NVLink SHARP).
+    name : str, optional
+        Name of the fabric, default ``"HGX H800"``.
+
+    Returns
+    -------
+    Fabric
+        See :func:`nvswitch_domain` (one GPU-switch orbit each way).
+
+    Examples
+    --------
+    >>> import fabricopt as fo
+    >>> fab = fo.hgx_h800()
+    >>> len(fab.endpoints), len(fab.switches), fab.injection_gbps("gpu0")
+    (8, 4, 1600.0)
+    """
+    func = "hgx_h800"
+    in_network_reduction = check_bool(func, "in_network_reduction", in_network_reduction)
+    name = check_label(func, "name", name)
+    return nvswitch_domain(gpus=8, switches=4, links_per_gpu=8, link_gbps=200.0,
+                           link_split=(2, 2, 2, 2), in_network_reduction=in_network_reduction,
+                           name=name or "HGX H800", switch_radix=64, switch_model="nvswitch3",
+                           tech="nvlink4", gpu_model="h800_sxm")
+
+
+def dgx_h200(in_network_reduction: bool = True, name: str | None = None) -> Fabric:
+    """One DGX H200 / HGX H200 node: 8 H200 GPUs on 4 third-generation NVSwitch chips.
+
+    The NVLink side is the DGX H100's (:func:`dgx_h100`): 18 NVLink 4 links per GPU, 900 GB/s
+    bidirectional (V: NVIDIA H200 Tensor Core GPU datasheet), split 5/4/4/5 over 4 NVSwitch
+    gen 3 chips (V2: the HGX H100 baseboard, which the H200 shares), 3600 Gb/s per direction
+    per GPU. What changes is the GPU: 141 GB HBM3e at 4.8 TB/s (V: same datasheet), so the
+    GPUs carry ``gpu_model="h200_sxm"``.
+
+    Parameters
+    ----------
+    in_network_reduction : bool
+        Sets the switches' ``reduce`` (NVLink SHARP).
+    name : str, optional
+        Name of the fabric, default ``"DGX H200"``.
+
+    Returns
+    -------
+    Fabric
+        See :func:`nvswitch_domain`.
+
+    Examples
+    --------
+    >>> import fabricopt as fo
+    >>> fab = fo.dgx_h200()
+    >>> len(fab.endpoints), fab.injection_gbps("gpu0"), fab.graph.nodes["gpu0"]["gpu_model"]
+    (8, 3600.0, 'h200_sxm')
+    """
+    func = "dgx_h200"
+    in_network_reduction = check_bool(func, "in_network_reduction", in_network_reduction)
+    name = check_label(func, "name", name)
+    return nvswitch_domain(gpus=8, switches=4, links_per_gpu=18, link_gbps=200.0,
+                           link_split=(5, 4, 4, 5), in_network_reduction=in_network_reduction,
+                           name=name or "DGX H200", switch_radix=64, switch_model="nvswitch3",
+                           tech="nvlink4", gpu_model="h200_sxm")
 
 
 def dgx_b200(in_network_reduction: bool = True, name: str | None = None) -> Fabric:
@@ -237,7 +380,8 @@ def dgx_b200(in_network_reduction: bool = True, name: str | None = None) -> Fabr
     (V2: MLCommons inference v6.0 system description). Two switch chips with 9 links from every
     GPU to each (R: chip count and split not checked against a source). The NVLink 5 switch chip
     has 72 ports (D / R: 144 ports per NVLink Switch tray over 2 chips): catalog model
-    ``"nvswitch4"``, radix 72, of which the GPUs use 72.
+    ``"nvswitch4"``, radix 72, of which the GPUs use 72. The GPUs carry
+    ``gpu_model="b200"``.
 
     Parameters
     ----------
@@ -263,7 +407,7 @@ def dgx_b200(in_network_reduction: bool = True, name: str | None = None) -> Fabr
     return nvswitch_domain(gpus=8, switches=2, links_per_gpu=18, link_gbps=400.0,
                            link_split=(9, 9), in_network_reduction=in_network_reduction,
                            name=name or "DGX B200", switch_radix=72, switch_model="nvswitch4",
-                           tech="nvlink5")
+                           tech="nvlink5", gpu_model="b200")
 
 
 def gb200_nvl72(in_network_reduction: bool = True, name: str | None = None) -> Fabric:
@@ -288,9 +432,10 @@ def gb200_nvl72(in_network_reduction: bool = True, name: str | None = None) -> F
     -------
     Fabric
         As :func:`nvswitch_domain`, with these attributes instead of ``node=0, rail=i``: GPU
-        ``"gpu{i}"`` has ``node = i // 4`` (compute tray) and ``rail = i % 4`` (GPU in its
-        tray); switch ``"nvsw{j}"`` has ``tray = j // 2`` (switch tray). All GPU-switch arcs
-        form two orbits (up and down): GPUs and chips can each be permuted freely.
+        ``"gpu{i}"`` has ``node = i // 4`` (compute tray), ``rail = i % 4`` (GPU in its
+        tray) and ``gpu_model="gb200"`` (the catalog's GB200 GPU); switch ``"nvsw{j}"``
+        has ``tray = j // 2`` (switch tray). All GPU-switch arcs form two orbits (up and
+        down): GPUs and chips can each be permuted freely.
 
     Examples
     --------
@@ -308,7 +453,8 @@ def gb200_nvl72(in_network_reduction: bool = True, name: str | None = None) -> F
               "switch_radix": 72, "switch_model": "nvswitch4"}
     return _one_level(func, 72, split, 400.0, "gpu-nvswitch", "nvlink5",
                       name or "GB200 NVL72", params, 72, "nvswitch4", in_network_reduction,
-                      "gpu", "nvsw", gpu_attrs=lambda i: {"node": i // 4, "rail": i % 4},
+                      "gpu", "nvsw", gpu_attrs=lambda i: {"node": i // 4, "rail": i % 4,
+                                                          "gpu_model": "gb200"},
                       switch_attrs=lambda j: {"tray": j // 2})
 
 
@@ -616,5 +762,6 @@ def ualink_pod(accelerators: int, switches: int, ports_per_accelerator: int,
                       gpu_attrs=lambda i: {"node": 0, "rail": i})
 
 
-__all__ = ["dgx_b200", "dgx_h100", "even_split", "gb200_nvl72", "nvl576",
-                           "nvlink_switch_system", "nvswitch_domain", "ualink_pod"]
+__all__ = ["A100_MODELS", "dgx_a100", "dgx_b200", "dgx_h100", "dgx_h200", "even_split",
+           "gb200_nvl72", "hgx_h800", "nvl576", "nvlink_switch_system", "nvswitch_domain",
+           "ualink_pod"]

@@ -18,8 +18,10 @@ from ..cost.systems import server_system
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_fabric
 
-#: The server a GPU comes in, for its price and power.
-SYSTEM_BY_GPU = {"h100_sxm": "dgx_h100", "b200": "dgx_b200"}
+#: The server (or rack) a GPU comes in, for its price and power.
+SYSTEM_BY_GPU = {"a100_sxm_40gb": "dgx_a100", "a100_sxm_80gb": "dgx_a100",
+                 "h100_sxm": "dgx_h100", "h800_sxm": "hgx_h800", "h200_sxm": "dgx_h200",
+                 "b200": "dgx_b200", "gb200": "gb200_nvl72"}
 SECONDS_PER_YEAR = 365.25 * 86400
 
 
