@@ -53,9 +53,11 @@ class LayerActivations:
         return self.norms + self.attention + self.mlp
 
 
-def _attention_per_token(m: ModelConfig, t: int, seq: int, flash: bool,
+def _attention_per_token(m: ModelConfig, t: int, seq: int, flash: str,
                          ) -> tuple[float, float]:
-    """(bytes split over tensor ranks, bytes only sequence parallelism splits) per token."""
+    """(bytes split over tensor ranks, bytes only sequence parallelism splits) per token;
+    ``flash``: ``"kernel"`` (FlashAttention), ``"recomputed"`` (the scores rebuilt in the
+    backward pass) or ``"eager"`` (the score matrix kept)."""
     a, d = m.heads, m.head_dim
     heads = a / t
     sharded = 0.0
@@ -70,9 +72,9 @@ def _attention_per_token(m: ModelConfig, t: int, seq: int, flash: bool,
         kv_heads = max(m.kv_heads / t, 1.0)  # each tensor rank keeps at least one KV head
         sharded += BF16 * (heads * d + 2 * kv_heads * d + heads * d)  # q, k, v, output
         sp_only = BF16 * m.hidden                                     # projections' input
-    if flash:
+    if flash == "kernel":
         sharded += FP32 * heads                                       # softmax statistics
-    else:
+    elif flash != "recomputed":
         scores = heads * seq  # each query token's row of the score matrix
         # softmax output; with dropout also its mask and the dropped-out product
         sharded += scores * (BF16 + (MASK + BF16 if m.dropout else 0.0))
@@ -116,7 +118,8 @@ def layer_activations(m: ModelConfig, *, tp: int, seq_len: int, cp: int, micro_b
     seq_local = seq_len / cp
     tokens = micro_batch * seq_local
     sp = t if sequence_parallel else 1
-    flash = flash_attention or "core_attn" in recompute
+    flash = ("kernel" if flash_attention else "recomputed" if "core_attn" in recompute
+             else "eager")
     attn_sharded, attn_sp = _attention_per_token(m, t, seq_len, flash)
     norm_out = 0.0 if "layernorm" in recompute else BF16 * m.hidden  # a projection's input
     norms = 2 * BF16 * m.hidden / sp

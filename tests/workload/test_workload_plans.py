@@ -58,8 +58,12 @@ def test_interleaving_shrinks_the_bubble_and_fp8_the_compute():
     s_fp8 = fo.training_step(fab, fo.TrainingJob("llama3-70b", tp=8, pp=4, dp=8,
                                                  global_batch=64, seq_len=4096,
                                                  precision="fp8"))
-    # H100: 1,979 dense FP8 TFLOP/s against 989 BF16 (the datasheet).
-    assert s_fp8.compute_s == pytest.approx(s_bf16.compute_s * 989 / 1979)
+    # FP8 runs the matrix multiplies at 1,979 dense TFLOP/s against 989 (the datasheet) but
+    # at the catalog's FP8 efficiency, and attention stays in BF16: the step's compute is
+    # 1.3-1.6x faster (published end-to-end FP8 speedups on H100), not 2x.
+    gpu = s_fp8.gpu
+    assert gpu.peak_tflops == 1979 and gpu.bf16_tflops == 989
+    assert 1.3 <= s_bf16.compute_s / s_fp8.compute_s <= 1.6
     assert fo.training_step(fab, inter).bubble_s < s_bf16.bubble_s
 
 
