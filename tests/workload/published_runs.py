@@ -1,0 +1,233 @@
+"""Published training runs, with their plans and figures: the tests of the job layer.
+
+Each row is a run someone published with enough of its plan to rebuild it: the fabric it ran
+on (as near as fabricopt's generators come), the plan, the published figure, its source, and
+what the source leaves out and was assumed. ``docs/validation.md`` is this table, its
+figures recomputed by ``benchmarks/validation.py``; ``test_validation.py`` keeps each row
+within 10 % of its published figure and its certified lower bound below the measured step.
+
+:data:`CALIBRATES` names the rows that set the catalog's efficiencies (their geometric-mean
+ratio is 1 at the catalog's figures); every other row checks a model the fit never saw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import fabricopt as fo
+
+LLAMA3 = "The Llama 3 Herd of Models (Llama Team, 2024), Table 4 and section 3.3.2"
+NEMO = ("NVIDIA DGX Cloud benchmarking recipes, release 25.02 (H100 SXM, NeMo / Megatron-Core; "
+        "the same plan in BF16 and FP8)")
+NARAYANAN = ("Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM "
+             "(Narayanan et al., SC'21)")
+NEMOTRON = "Nemotron-4 340B Technical Report (NVIDIA, 2024), Table 2"
+
+#: Llama 3's plan as assumed here: the paper gives TP, CP, PP, DP, the sequence and batch, no
+#: activation recomputation, FSDP sharding gradients and optimizer state (ZeRO-2 here), one
+#: layer less on the first and last pipeline rank; it does not give the micro-batch (1
+#: here), the virtual stages (4 here) or the micro-batch group N of its schedule (8 here).
+LLAMA3_PLAN = {"model": "llama3-405b", "tp": 8, "pp": 16, "micro_batch": 1,
+               "first_stage_layers": 7, "last_stage_layers": 7, "virtual_stages": 4,
+               "microbatch_group": 8, "zero": 2, "recompute": "none"}
+#: NVIDIA's recipes: distributed optimizer (ZeRO-1), every overlap Transformer Engine and
+#: Megatron-Core offer, BF16 gradients, micro-batch 1.
+NEMO_PLAN = {"micro_batch": 1, "zero": 1, "overlap": "full", "grad_precision": "bf16",
+             "recompute": "none"}
+#: Megatron-LM's published runs (2021): full recomputation, no distributed optimizer, no
+#: FlashAttention yet, FP16 at the same 312 TFLOP/s peak as BF16 (its scripts say ``--fp16``).
+MEGATRON_PLAN = {"recompute": "full", "zero": 0, "overlap": "default",
+                 "flash_attention": False}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One published run: ``fabric`` names a fabric of :func:`fabric`, ``metric`` is
+    ``"mfu"`` (model FLOPs over the peak), ``"step_s"`` or ``"hardware_tflops"``
+    (per GPU, recomputation counted)."""
+
+    name: str
+    source: str
+    fabric: str
+    job: dict[str, Any]
+    metric: str
+    published: float
+    assumed: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+FABRICS = {
+    "superpod(8)": lambda: fo.superpod(8),
+    "superpod(9)": lambda: fo.superpod(9),
+    "superpod(24)": lambda: fo.superpod(24),
+    "superpod(32)": lambda: fo.superpod(32),
+    "superpod(64)": lambda: fo.superpod(64),
+    "192 x DGX A100": lambda: fo.cluster(fo.dgx_a100(), nodes=192, nic_gbps=200),
+    "240 x DGX A100": lambda: fo.cluster(fo.dgx_a100(), nodes=240, nic_gbps=200),
+    "315 x DGX A100": lambda: fo.cluster(fo.dgx_a100(), nodes=315, nic_gbps=200),
+    "384 x DGX A100": lambda: fo.cluster(fo.dgx_a100(), nodes=384, nic_gbps=200),
+    "48 x DGX A100": lambda: fo.cluster(fo.dgx_a100(), nodes=48, nic_gbps=200),
+    "96 x DGX A100": lambda: fo.cluster(fo.dgx_a100(), nodes=96, nic_gbps=200),
+}
+
+
+@cache
+def fabric(name: str) -> fo.Fabric:
+    """The fabric a row runs on (built once per test session)."""
+    return FABRICS[name]()
+
+
+RUNS: list[Run] = [
+    # -- Llama 3 405B on 16K H100 (BF16) ------------------------------------------------------
+    Run("Llama 3 405B, 8,192 H100, TP 8 PP 16 DP 64, seq 8K", LLAMA3, "superpod(32)",
+        {**LLAMA3_PLAN, "global_batch": 2048, "seq_len": 8192}, "mfu", 0.43,
+        assumed="micro-batch 1, v 4, N 8, ZeRO-2"),
+    Run("Llama 3 405B, 16,384 H100, TP 8 PP 16 DP 128, seq 8K", LLAMA3, "superpod(64)",
+        {**LLAMA3_PLAN, "global_batch": 2048, "seq_len": 8192}, "mfu", 0.41,
+        assumed="micro-batch 1, v 4, N 8, ZeRO-2; sets H100 "
+        "bf16_efficiency"),
+    Run("Llama 3 405B, 16,384 H100, TP 8 CP 16 PP 16 DP 8, seq 131K", LLAMA3, "superpod(64)",
+        {**LLAMA3_PLAN, "cp": 16, "global_batch": 128, "seq_len": 131072}, "mfu", 0.38,
+        assumed="as above; sets H100 attention_efficiency"),
+    # -- NVIDIA's recipes on 2K H100, BF16 and FP8 ----------------------------------------------
+    Run("GPT-3 175B, 2,048 H100, TP 4 PP 8 VP 12, BF16", NEMO, "superpod(8)",
+        {**NEMO_PLAN, "model": "gpt3-175b", "tp": 4, "pp": 8, "virtual_stages": 12,
+         "global_batch": 4096, "seq_len": 2048}, "step_s", 8.49),
+    Run("GPT-3 175B, 2,048 H100, TP 4 PP 8 VP 12, FP8", NEMO, "superpod(8)",
+        {**NEMO_PLAN, "model": "gpt3-175b", "tp": 4, "pp": 8, "virtual_stages": 12,
+         "global_batch": 4096, "seq_len": 2048, "precision": "fp8"}, "step_s", 5.96,
+        assumed="sets H100 fp8_efficiency"),
+    Run("Llama 3 70B, 2,048 H100, TP 4 PP 4 CP 2 VP 5, BF16", NEMO, "superpod(8)",
+        {**NEMO_PLAN, "model": "llama3-70b", "tp": 4, "pp": 4, "cp": 2, "virtual_stages": 5,
+         "global_batch": 4096, "seq_len": 8192}, "step_s", 14.84),
+    Run("Llama 3 70B, 2,048 H100, TP 4 PP 4 CP 2 VP 5, FP8", NEMO, "superpod(8)",
+        {**NEMO_PLAN, "model": "llama3-70b", "tp": 4, "pp": 4, "cp": 2, "virtual_stages": 5,
+         "global_batch": 4096, "seq_len": 8192, "precision": "fp8"}, "step_s", 10.99),
+    Run("Llama 3.1 405B, 2,304 H100, TP 8 PP 9 CP 2 VP 7, BF16", NEMO, "superpod(9)",
+        {**NEMO_PLAN, "model": "llama3-405b", "tp": 8, "pp": 9, "cp": 2, "virtual_stages": 7,
+         "global_batch": 1008, "seq_len": 8192}, "step_s", 17.70),
+    Run("Llama 3.1 405B, 2,304 H100, TP 8 PP 9 CP 2 VP 7, FP8", NEMO, "superpod(9)",
+        {**NEMO_PLAN, "model": "llama3-405b", "tp": 8, "pp": 9, "cp": 2, "virtual_stages": 7,
+         "global_batch": 1008, "seq_len": 8192, "precision": "fp8"}, "step_s", 11.20),
+    Run("Nemotron-4 340B, 2,048 H100, TP 8 PP 8 VP 12, BF16", NEMO, "superpod(8)",
+        {**NEMO_PLAN, "model": "nemotron4-340b", "tp": 8, "pp": 8, "virtual_stages": 12,
+         "global_batch": 512, "seq_len": 4096}, "step_s", 4.84),
+    Run("Nemotron-4 340B, 2,048 H100, TP 8 PP 8 VP 12, FP8", NEMO, "superpod(8)",
+        {**NEMO_PLAN, "model": "nemotron4-340b", "tp": 8, "pp": 8, "virtual_stages": 12,
+         "global_batch": 512, "seq_len": 4096, "precision": "fp8"}, "step_s", 3.49),
+    Run("Nemotron-4 340B, 6,144 H100, TP 8 PP 12 DP 64, batch 2,304", NEMOTRON, "superpod(24)",
+        {"model": "nemotron4-340b", "tp": 8, "pp": 12, "virtual_stages": 4, "micro_batch": 1,
+         "global_batch": 2304, "seq_len": 4096, "zero": 1, "grad_precision": "bf16",
+         "overlap": "full"}, "step_s", 8.0,
+        assumed="v 4, micro-batch 1, every overlap of NVIDIA's recipes"),
+    # -- Megatron-LM on DGX A100 (TFLOP/s per GPU count recomputation) ---------------------------
+    Run("145.6B, 1,536 A100, TP 8 PP 8 DP 24, v 2, micro-batch 2", NARAYANAN + ", Table 1",
+        "192 x DGX A100",
+        {**MEGATRON_PLAN, "model": "megatron-145b", "tp": 8, "pp": 8, "virtual_stages": 2,
+         "micro_batch": 2, "global_batch": 2304, "seq_len": 2048}, "hardware_tflops", 148,
+        assumed="sets A100 bf16_efficiency"),
+    Run("310.1B, 1,920 A100, TP 8 PP 16 DP 15, v 2", NARAYANAN + ", Table 1", "240 x DGX A100",
+        {**MEGATRON_PLAN, "model": "megatron-310b", "tp": 8, "pp": 16, "virtual_stages": 2,
+         "micro_batch": 1, "global_batch": 2160, "seq_len": 2048}, "hardware_tflops", 155),
+    Run("529.6B, 2,520 A100, TP 8 PP 35 DP 9, v 3", NARAYANAN + ", Table 1", "315 x DGX A100",
+        {**MEGATRON_PLAN, "model": "megatron-530b", "tp": 8, "pp": 35, "virtual_stages": 3,
+         "micro_batch": 1, "global_batch": 2520, "seq_len": 2048}, "hardware_tflops", 163),
+    Run("1T, 3,072 A100, TP 8 PP 64 DP 6", NARAYANAN + ", Table 1", "384 x DGX A100",
+        {**MEGATRON_PLAN, "model": "megatron-1t", "tp": 8, "pp": 64, "micro_batch": 1,
+         "global_batch": 3072, "seq_len": 2048}, "hardware_tflops", 163),
+    Run("GPT-3 175B, 384 A100, TP 8 PP 12 DP 4", NARAYANAN + ", Table 2", "48 x DGX A100",
+        {**MEGATRON_PLAN, "model": "gpt3-175b", "tp": 8, "pp": 12, "micro_batch": 1,
+         "global_batch": 1536, "seq_len": 2048}, "hardware_tflops", 153,
+        assumed="TP 8 x PP 12 (the paper gives model-parallel size 96), no interleaving"),
+    Run("GPT-3 175B, 768 A100, TP 8 PP 12 DP 8", NARAYANAN + ", Table 2", "96 x DGX A100",
+        {**MEGATRON_PLAN, "model": "gpt3-175b", "tp": 8, "pp": 12, "micro_batch": 1,
+         "global_batch": 1536, "seq_len": 2048}, "hardware_tflops", 149,
+        assumed="as above"),
+    Run("GPT-3 175B, 1,536 A100, TP 8 PP 12 DP 16", NARAYANAN + ", Table 2", "192 x DGX A100",
+        {**MEGATRON_PLAN, "model": "gpt3-175b", "tp": 8, "pp": 12, "micro_batch": 1,
+         "global_batch": 1536, "seq_len": 2048}, "hardware_tflops", 141,
+        assumed="as above"),
+]
+
+
+#: Which rows set which efficiency: (GPU key, catalog field) -> row names.
+CALIBRATES = {
+    ("h100_sxm", "bf16_efficiency"): ["Llama 3 405B, 16,384 H100, TP 8 PP 16 DP 128, seq 8K",
+                                      "GPT-3 175B, 2,048 H100, TP 4 PP 8 VP 12, BF16"],
+    ("h100_sxm", "attention_efficiency"): [
+        "Llama 3 405B, 16,384 H100, TP 8 CP 16 PP 16 DP 8, seq 131K"],
+    ("h100_sxm", "fp8_efficiency"): ["GPT-3 175B, 2,048 H100, TP 4 PP 8 VP 12, FP8",
+                                     "Llama 3.1 405B, 2,304 H100, TP 8 PP 9 CP 2 VP 7, FP8"],
+    ("a100_sxm_80gb", "bf16_efficiency"): [
+        "145.6B, 1,536 A100, TP 8 PP 8 DP 24, v 2, micro-batch 2",
+        "1T, 3,072 A100, TP 8 PP 64 DP 6"],
+    # Megatron-LM's 2021 runs computed attention's whole score matrix as matrix multiplies.
+    ("a100_sxm_80gb", "attention_efficiency"): [
+        "145.6B, 1,536 A100, TP 8 PP 8 DP 24, v 2, micro-batch 2",
+        "1T, 3,072 A100, TP 8 PP 64 DP 6"],
+}
+
+
+def role(run: Run) -> str:
+    """"calibration" for a row that sets an efficiency, else "check"."""
+    calibration = {n for names in CALIBRATES.values() for n in names}
+    return "calibration" if run.name in calibration else "check"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """fabricopt's figure for a row, the ratio to the published one, and the step the
+    published figure implies beside fabricopt's certified lower bound."""
+
+    run: Run
+    figure: float
+    ratio: float
+    step_s: float
+    step_s_lower: float
+    published_step_s: float
+    memory_gb: float
+
+
+def evaluate(run: Run, catalog: fo.Catalog | None = None) -> Outcome:
+    """Rebuild ``run`` (its GPU's figures from ``catalog``) and compare."""
+    s = fo.training_step(fabric(run.fabric), fo.TrainingJob(**run.job), catalog=catalog)
+    if run.metric == "mfu":
+        figure = s.mfu
+        published_step = s.step_s * s.mfu / run.published
+    elif run.metric == "hardware_tflops":
+        figure = s.hardware_tflops_per_gpu
+        published_step = s.step_s * figure / run.published
+    else:
+        figure = s.step_s
+        published_step = run.published
+    # ratio: published over fabricopt's figure for rates, fabricopt's over published for
+    # times, so > 1 always means fabricopt is slower than the run was.
+    ratio = run.published / figure if run.metric != "step_s" else figure / run.published
+    return Outcome(run, figure, ratio, s.step_s, s.step_s_lower, published_step,
+                   s.memory.total_gb)
+
+
+#: Rail-only: A Low-Cost High-Performance Network for Training LLMs with Trillion Parameters
+#: (Wang et al.): a rail-only network trains dense models in the same iteration time as a
+#: full-bisection one, with 38-77 % less network cost and 37-75 % less network power.
+RAIL_ONLY = {"source": "Rail-only: A Low-Cost High-Performance Network for Training LLMs with "
+                       "Trillion Parameters (Wang et al., 2023)",
+             "step_ratio": 1.0, "cost_saving": (0.38, 0.77), "power_saving": (0.37, 0.75),
+             "job": {"model": "llama3-70b", "tp": 8, "pp": 4, "virtual_stages": 5,
+                     "global_batch": 512, "seq_len": 8192}}
+
+
+def rail_only() -> dict[str, float]:
+    """The rail-only comparison on two scalable units of DGX H100 (512 GPUs), the largest
+    a rail-only design of one switch per rail holds: step-time ratio and network capex and
+    power saved."""
+    full = fo.superpod(2)
+    rail = fo.superpod(2, spine=False)
+    job = fo.TrainingJob(**RAIL_ONLY["job"])
+    a, b = fo.training_step(full, job), fo.training_step(rail, job)
+    ca, cb = fo.estimate_cost(full), fo.estimate_cost(rail)
+    return {"step_ratio": b.step_s / a.step_s, "step_s": a.step_s,
+            "cost_saving": 1 - cb.capex_usd / ca.capex_usd,
+            "power_saving": 1 - cb.power_w / ca.power_w}
