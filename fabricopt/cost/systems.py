@@ -14,12 +14,16 @@ from ..errors import InvalidFabricError
 from ..fabric import Fabric
 from ..graph_arrays import GraphArrays
 
-__all__ = ["SYSTEMS_BY_SCALE_UP", "server_system"]
+__all__ = ["SYSTEMS_BY_GPU_MODEL", "SYSTEMS_BY_SCALE_UP", "server_system"]
 
 
 #: Catalog systems by the scale-up switch chip and the GPUs one scale-up domain holds.
-SYSTEMS_BY_SCALE_UP = {("nvswitch3", 8): "dgx_h100", ("nvswitch4", 8): "dgx_b200",
-                       ("nvswitch4", 72): "gb200_nvl72"}
+SYSTEMS_BY_SCALE_UP = {("nvswitch2", 8): "dgx_a100", ("nvswitch3", 8): "dgx_h100",
+                       ("nvswitch4", 8): "dgx_b200", ("nvswitch4", 72): "gb200_nvl72"}
+#: The system a GPU model comes in where its chips alone do not say (an H800 or an H200
+#: server has the NVSwitch chips of a DGX H100).
+SYSTEMS_BY_GPU_MODEL = {"a100_sxm_40gb": "dgx_a100", "a100_sxm_80gb": "dgx_a100",
+                        "h800_sxm": "hgx_h800", "h200_sxm": "dgx_h200"}
 
 
 def server_system(fab: Fabric) -> str | None:
@@ -29,7 +33,19 @@ def server_system(fab: Fabric) -> str | None:
     >>> import fabricopt as fo
     >>> server_system(fo.superpod(scalable_units=1)), server_system(fo.ring(4))
     ('dgx_h100', None)
+    >>> server_system(fo.cluster(fo.hgx_h800(), nodes=2))   # the GPUs name their model
+    'hgx_h800'
     """
+    system = _system_by_chips(fab)
+    if system is None:
+        return None
+    gpu_models = {fab.graph.nodes[e].get("gpu_model") for e in fab.endpoints}
+    if len(gpu_models) == 1:
+        return SYSTEMS_BY_GPU_MODEL.get(gpu_models.pop(), system)
+    return system
+
+
+def _system_by_chips(fab: Fabric) -> str | None:
     g = fab.graph
     models = [m for _, m in g.nodes(data="model", default="")]
     is_chip = np.array([str(m).startswith("nvswitch") for m in models], dtype=bool)

@@ -3,7 +3,7 @@ r"""Activation memory of one transformer layer, from the tensors its backward pa
 Counted the way "Reducing Activation Recomputation in Large Transformer Models" (Korthikanti
 et al.) derives its ``34 s b h + 5 a s^2 b`` for GPT: every tensor a layer's backward pass
 needs, in bytes per token held on one GPU (2 per BF16 value, 1 per dropout-mask element),
-but for each architecture's own tensors (``docs/workload.md#activations``):
+but for each architecture's own tensors (``docs/workload.md#memory``):
 
 * each norm keeps its input (``2 h``);
 * attention keeps the projections' input (``2 h``), the queries (``2 a d``), keys and values
