@@ -109,6 +109,9 @@ FIELDS: dict[str, dict[str, FieldSpec]] = {
                            "chip as its own switch (radix counts the whole unit); default 1"),
         "cages": FieldSpec("int", False, "", "pluggable module cages of the unit (a twin-port "
                            "OSFP cage holds one module for two ports); no cage check without"),
+        "tech": FieldSpec("str", False, "", "the link generation the switch speaks (an NVSwitch "
+                          "chip's NVLink generation); a switch of unnamed model is only priced "
+                          "as one whose tech its links have"),
     },
     "nic": {
         "name": FieldSpec("str", False, "", "display name"),

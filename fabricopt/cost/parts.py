@@ -245,7 +245,10 @@ class DeviceChooser:
         needed = int(node.get("radix") or use.used)
         key = (family, needed, use.rate_gbps)
         if key not in self._switches:
-            found = _pick([_per_chip(e) for e in cat.switches.values() if e["family"] == family],
+            # Same family, and the same link generation where the entry names one (an NVLink 4
+            # switch is not priced as an NVLink 3 chip of the same port rate).
+            found = _pick([_per_chip(e) for e in cat.switches.values() if e["family"] == family
+                           and e.values.get("tech", next(iter(use.techs), "")) in use.techs],
                           needed, use.rate_gbps, pol.objective, "switch")
             if found is None:
                 raise fail(func, "catalog", f"a catalog with a {family} switch of >= "

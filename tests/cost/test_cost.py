@@ -928,3 +928,16 @@ def test_design_file_layout_and_catalog_tables_reach_the_estimate(tmp_path):
     placed = fo.estimate_cost(fo.fat_tree(4, tech="ndr"), layout={"leaf_placement": "end_of_row"})
     assert set(est.by_medium) == set(placed.by_medium) != set(default.by_medium)
 
+
+
+def test_an_unnamed_switch_is_priced_as_one_of_its_link_generation():
+    # An NVLink 4 domain whose switches name no model, needing 16 ports of 200 Gb/s each: the
+    # NVSwitch gen 2 (36 ports, cheaper) has the port count and rate but speaks NVLink 3, so
+    # the gen 3 chip is chosen; a DGX A100's own chips are gen 2.
+    fab = fo.nvswitch_domain(gpus=8, switches=4, links_per_gpu=8, link_gbps=200)
+    for v in fab.switches:
+        fab.graph.nodes[v].pop("model", None)
+    chips = [r.component for r in fo.estimate_cost(fab).bom if r.kind == "switch"]
+    assert chips == ["nvswitch3"]
+    a100 = [r.component for r in fo.estimate_cost(fo.dgx_a100()).bom if r.kind == "switch"]
+    assert a100 == ["nvswitch2"]
