@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._unchanged import unchanged
 from ..catalog import Catalog
 from ..collectives.efficiency import EFFICIENCY_PROFILES
 from ..collectives.nccl import RING_BASE_US, RING_NET_US, RING_NVLINK_US
@@ -266,9 +267,11 @@ def training_step(fab: Fabric, job: TrainingJob,
     gpu = gpu_figures(fab, job.gpu, job.precision, catalog, func="training_step")
     memory = memory_per_gpu(job, gpu.hbm_gb)
     check_fits(job, memory)
-    levels = _levels(fab)
-    place = place_ranks(fab, job, placement, levels.ga, levels.levels[1].label)
-    phases = _solve_phases(levels, place, step_transfers(job))
+    # Nothing edits the fabric during a step: its arrays are read once for every bound.
+    with unchanged(fab):
+        levels = _levels(fab)
+        place = place_ranks(fab, job, placement, levels.ga, levels.levels[1].label)
+        phases = _solve_phases(levels, place, step_transfers(job))
     times = compute_times(job, gpu)
     mb = job.micro_batches
     compute = times.expected * mb
