@@ -84,6 +84,9 @@ def _valid_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
         "complete": (fo.complete, {"n": 3}),
         "dgx_b200": (fo.dgx_b200, {}),
         "dgx_h100": (fo.dgx_h100, {}),
+        "dgx_a100": (fo.dgx_a100, {}),
+        "hgx_h800": (fo.hgx_h800, {}),
+        "dgx_h200": (fo.dgx_h200, {}),
         "dragonfly": (fo.dragonfly, {"a": 2, "h": 1, "p": 1}),
         "fat_tree": (fo.fat_tree, {"k": 2}),
         "gb200_nvl72": (fo.gb200_nvl72, {}),
@@ -262,7 +265,8 @@ def _fuzz_one(label: str, func: Callable, kwargs: dict[str, Any],
     return problems
 
 
-FUZZED = ["clos", "complete", "dgx_b200", "dgx_h100", "dragonfly", "fat_tree", "gb200_nvl72",
+FUZZED = ["clos", "complete", "dgx_b200", "dgx_h100", "dgx_a100", "hgx_h800", "dgx_h200",
+          "dragonfly", "fat_tree", "gb200_nvl72",
           "hypercube", "jellyfish", "leaf_spine", "nvl576", "nvlink_switch_system",
           "nvswitch_domain", "rail_optimized", "ring", "superpod", "torus", "ualink_pod",
           "cluster", "all_to_all", "permutation", "longest_matching", "select_endpoints",

@@ -99,13 +99,15 @@ def test_hopper_figures_per_precision():
     assert (bf16.peak_tflops, fp8.peak_tflops) == (989.0, 1979.0)
     assert fp8.bf16_tflops == 989.0 and fp8.precision == "fp8"
     assert fp8.precisions == ("bf16", "fp8")
-    # Starting estimates: BF16 0.55, FP8 0.37, attention 0.55 of the BF16 peak.
-    assert (bf16.compute_efficiency, fp8.compute_efficiency) == (0.55, 0.37)
-    assert fp8.attention_efficiency == 0.55
-    # FP8 end to end: 1979 x 0.37 / (989 x 0.55) = 1.35x BF16, in the published 1.3-1.5x.
+    # Calibrated on published runs (docs/validation.md): BF16 0.582, FP8 0.463, attention
+    # 0.463 of the BF16 peak.
+    assert (bf16.compute_efficiency, fp8.compute_efficiency) == (0.582, 0.463)
+    assert fp8.attention_efficiency == 0.463
+    # FP8 matrix multiplies: 1979 x 0.463 / (989 x 0.582) = 1.59x BF16's; attention stays in
+    # BF16, so a step gains less (1.35-1.6x in NVIDIA's published recipes), never 2x.
     speedup = fp8.peak_tflops * fp8.compute_efficiency / (bf16.peak_tflops
                                                           * bf16.compute_efficiency)
-    assert 1.3 <= speedup <= 1.5 and speedup == pytest.approx(1.346, abs=1e-3)
+    assert 1.3 <= speedup < 2 and speedup == pytest.approx(1.592, abs=1e-3)
 
 
 def test_blackwell_figures():
@@ -150,8 +152,8 @@ def test_a_user_catalog_s_compute_efficiency_is_the_bf16_efficiency():
     cat = fo.Catalog.default().merged({"gpu": {"h100_sxm": {
         "compute_efficiency": 0.5, "source": "our runs", "confidence": "vendor"}}})
     assert gpu_figures(None, "h100_sxm", "bf16", catalog=cat).compute_efficiency == 0.5
-    # FP8 keeps its own key.
-    assert gpu_figures(None, "h100_sxm", "fp8", catalog=cat).compute_efficiency == 0.37
+    # FP8 keeps its own key (0.463, calibrated).
+    assert gpu_figures(None, "h100_sxm", "fp8", catalog=cat).compute_efficiency == 0.463
 
 
 def test_an_old_style_gpu_reads_as_before():
