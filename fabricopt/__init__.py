@@ -104,12 +104,15 @@ from .traffic import (
     select_endpoints,
 )
 from .workload import (
+    BestPlan,
     ModelConfig,
     PhaseTime,
+    PlanSearch,
     ServingEstimate,
     TokenCost,
     TrainingJob,
     TrainingStep,
+    best_plan,
     model,
     models,
     serving_estimate,
@@ -224,4 +227,7 @@ __all__ = _generator_names + [
     "serving_estimate",
     "token_cost",
     "training_metrics",
+    "BestPlan",
+    "PlanSearch",
+    "best_plan",
 ]

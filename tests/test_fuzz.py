@@ -173,6 +173,8 @@ def _valid_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
                                          "seq_len": 1024}),
         "training_step": (fo.training_step, {"fab": dgx, "job": job}),
         "training_metrics": (fo.training_metrics, {"fab": dgx, "job": job}),
+        "best_plan": (fo.best_plan, {"fab": dgx, "model": "llama3-8b", "global_batch": 8,
+                                     "seq_len": 1024}),
         "serving_estimate": (fo.serving_estimate, {"fab": dgx, "model_name": "llama3-8b",
                                                    "tp": 8, "batch": 4, "prompt_len": 128,
                                                    "output_len": 16}),
@@ -280,7 +282,8 @@ FUZZED = ["clos", "complete", "dgx_b200", "dgx_h100", "dgx_a100", "hgx_h800", "d
           "pareto_front", "plot_pareto", "plot_metric_bars", "draw", "compare",
           "Catalog.load", "export_mps", "solve_flow_model", "plot_routing_distribution",
           "RiskGroup", "find_symmetry", "search_symmetry", "plan_capacity", "optimize",
-          "model", "TrainingJob", "training_step", "training_metrics", "serving_estimate",
+          "model", "TrainingJob", "training_step", "training_metrics", "best_plan",
+          "serving_estimate",
           "token_cost", "criticality", "single_failures", "cutting_set", "failure_distribution",
           "failure_metrics", "survives_single_failure", "groups_by", "nest_groups",
           "plot_criticality", "plot_failure_distribution", "all_reduce_metric"]
