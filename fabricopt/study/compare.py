@@ -38,7 +38,8 @@ from .._unchanged import unchanged
 from ..errors import FabricOptError
 from ..fabric import Fabric
 from ..io.design_files import design_points, load_design
-from ..workload.plan import TrainingJob, job_from_mapping
+from ..workload.plan import TrainingJob
+from ..workload.plan_search import PlanSearch, job_or_search
 from .execution import Progress, check_executor, check_progress, limit_threads, run
 from .metrics import DEFAULT_METRICS, METRICS, MetricContext, compute_metrics
 from .table import CSV_FILE, ROWS_FILE, Comparison, RowStore
@@ -317,9 +318,11 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
         Draws of per-flow hashing behind the ``routing`` metric's hashed columns.
     routing_seed : int
         Seed of those draws (fixed, so a table is reproducible and a rerun skips its rows).
-    job : TrainingJob or mapping, optional
+    job : TrainingJob, PlanSearch or mapping, optional
         The training job of the ``"training"`` metric, for every design (a design file's
-        ``[job]`` table serves when none is given).
+        ``[job]`` table serves when none is given). A :class:`~fabricopt.PlanSearch` (or a
+        table with ``plan = "best"``) runs :func:`~fabricopt.best_plan` on each design, so
+        each is judged by its own best plan (``training_plan`` names it).
 
     Returns
     -------
@@ -370,10 +373,11 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
         if os.path.exists(out_dir) and not os.path.isdir(out_dir):
             raise fail(func, "out_dir", "a directory (it exists as a file)", os.fspath(out_dir))
 
-    if job is not None and not isinstance(job, TrainingJob):
+    if job is not None and not isinstance(job, TrainingJob | PlanSearch):
         if not isinstance(job, Mapping):
-            raise fail(func, "job", "a TrainingJob, a table of its keys, or None", job)
-        job = job_from_mapping(job, "compare(): job")
+            raise fail(func, "job", "a TrainingJob, a PlanSearch, a table of a job's keys "
+                       "(with plan = 'best' for a search), or None", job)
+        job = job_or_search(job, "compare(): job")
 
     jobs: dict[str, _Job] = {}
     routing = (routing_trials, routing_seed) if "routing" in chosen else None

@@ -68,7 +68,9 @@ calibrated efficiencies: estimates, neither end of a bracket); ``training_step_s
 the certified lower bound on the step of the modelled schedule, and
 ``training_tokens_per_s_upper`` the throughput it caps; ``training_mfu``,
 ``training_usd_per_million_tokens``, ``training_binding_dimension`` and
-``training_binding_tier`` follow the expected step.
+``training_binding_tier`` follow the expected step; ``training_plan`` names the plan. A
+:class:`~fabricopt.PlanSearch` as the job (or a table with ``plan = "best"``) judges each
+fabric by its own best plan (:func:`~fabricopt.best_plan`): the columns are that plan's.
 
 The ``routing`` metric (asked for by name) adds ``routing_<policy>_theta`` and
 ``routing_<policy>_efficiency`` for ECMP, WCMP and static tables, and the median and 5th
@@ -99,7 +101,7 @@ from ..routing import routed_flow
 from ..tiers import IN_SYSTEM_TIERS, SCALE_UP_TIERS, tier_of
 from ..traffic import all_to_all
 from ..workload.metrics import training_metrics
-from ..workload.plan import TrainingJob, job_from_mapping
+from ..workload.plan_search import PlanSearch, job_or_search, plan_label, search_metrics
 
 __all__ = ["CONSTRAINTS", "DEFAULT_METRICS", "METRICS", "Metric", "MetricContext",
            "compute_metrics", "delivered_cost", "ecmp_bracket", "plain", "server_system"]
@@ -125,7 +127,8 @@ class MetricContext:
     ``all_to_all_method`` is ``"flow"`` (the certified max-concurrent-flow, stopping at
     ``gap``) or ``"ecmp bracket"`` (no LP: :func:`ecmp_bracket`, for fabrics too large for
     one). ``policy`` is the optics policy the ``cost`` metric prices with; ``job`` the
-    :class:`~fabricopt.TrainingJob` (or a table of its keys) of the ``training`` metric.
+    :class:`~fabricopt.TrainingJob` (or a table of its keys) of the ``training`` metric, or a
+    :class:`~fabricopt.PlanSearch` (a table with ``plan = "best"``) that finds each fabric's.
     """
 
     message_bytes: float = 2.0**30
@@ -320,17 +323,22 @@ def _training(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
     if job is None:
         raise InvalidParameterError(
             f"the training metric needs a job for {fab.name}: a [job] table in its design "
-            "file, or MetricContext(job=fo.TrainingJob(...))")
-    if not isinstance(job, TrainingJob):
-        job = job_from_mapping(job, "[job]")
-    row = training_metrics(fab, job)
+            "file, or MetricContext(job=fo.TrainingJob(...)) or a fo.PlanSearch(...)")
+    job = job_or_search(job, "[job]")
+    if isinstance(job, PlanSearch):  # each fabric judged by its own best plan
+        row = search_metrics(fab, job)
+        job = row["job"]
+    else:
+        row = training_metrics(fab, job)
+        row["plan"] = plan_label(job.with_gpus(len(fab.endpoints), "training_metrics"))
     return {"training_step_s": row["step_s"], "training_step_s_lower": row["step_s_lower"],
             "training_tokens_per_s": row["tokens_per_s"],
             "training_tokens_per_s_upper": job.tokens_per_step / row["step_s_lower"],
             "training_mfu": row["mfu"],
             "training_usd_per_million_tokens": row["usd_per_million_tokens"],
             "training_binding_dimension": row["binding_dimension"],
-            "training_binding_tier": row["binding_tier"]}
+            "training_binding_tier": row["binding_tier"],
+            "training_plan": row["plan"]}
 
 
 def _failures(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:

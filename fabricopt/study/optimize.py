@@ -52,7 +52,8 @@ from typing import Any
 from .._checks import check_bool, check_choice, check_int, check_path, check_positive, fail
 from .._toml import dumps_toml
 from ..errors import DesignFileError
-from ..workload.plan import TrainingJob, job_from_mapping
+from ..workload.plan import TrainingJob
+from ..workload.plan_search import PlanSearch, job_or_search
 from .candidates import DEFAULT_SPACE, Candidate
 from .execution import check_executor, check_progress
 from .metrics import CONSTRAINTS
@@ -282,10 +283,12 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
         Seconds for each flow solve.
     prune : bool
         False evaluates every candidate that can be built (to check what pruning keeps).
-    job : TrainingJob or mapping, optional
+    job : TrainingJob, PlanSearch or mapping, optional
         A training job (:class:`~fabricopt.TrainingJob`, or a table of its keys) run on every
         evaluated candidate: its ``training_*`` figures join the rows, and may be constrained
-        or minimised.
+        or minimised. A :class:`~fabricopt.PlanSearch` (or a table with ``plan = "best"``)
+        finds each candidate's own best plan (:func:`~fabricopt.best_plan`) and reads its
+        figures; ``training_plan`` names it.
     full_front : bool
         With the capex objective, the front is reported up to the best design's capex by
         default, and a candidate whose capex bound exceeds a feasible design's capex is not
@@ -341,14 +344,15 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
         if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
             raise fail(func, f"constraints[{key!r}]", "a number >= 0", value)
 
-    if job is not None and not isinstance(job, TrainingJob):
+    if job is not None and not isinstance(job, TrainingJob | PlanSearch):
         if not isinstance(job, Mapping):
-            raise fail(func, "job", "a TrainingJob, a table of its keys, or None", job)
-        job = job_from_mapping(job, "optimize(): job")
+            raise fail(func, "job", "a TrainingJob, a PlanSearch, a table of a job's keys "
+                       "(with plan = 'best' for a search), or None", job)
+        job = job_or_search(job, "optimize(): job")
     if job is None and (objective in NEEDS_JOB or any(k in NEEDS_JOB for k in constraints)):
         raise fail(func, "job", "a TrainingJob (the objective or a constraint is a training "
                    "figure)", None)
-    if job is not None:
+    if isinstance(job, TrainingJob):
         job.with_gpus(gpus, func)  # the plan must divide the GPUs: refused before the search
     search = DesignSearch(gpus, space or {}, constraints, objective, executor, progress,
                           time_limit, prune, full_front, job)
