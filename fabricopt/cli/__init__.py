@@ -34,6 +34,7 @@ from ..study.table import RowStore
 from ..workload.cost import token_cost
 from ..workload.models import models as MODEL_NAMES
 from ..workload.plan import job_from_mapping
+from ..workload.plan_search import OBJECTIVES, PlanSearch, plan_label
 from ..workload.step import training_step
 from .failures import add_failures_parser
 from .solve import add_solve_parser
@@ -320,10 +321,11 @@ TRAIN_FLAGS = {
     "micro-batch": ("micro_batch", int, "sequences per micro-batch"),
     "global-batch": ("global_batch", int, "sequences per step"),
     "seq-len": ("seq_len", int, "tokens per sequence"),
-    "precision": ("precision", str, "bf16 or fp8"),
+    "precision": ("precision", str, "bf16, fp8 or fp4"),
     "zero": ("zero", int, "ZeRO stage 0-3"),
     "virtual-stages": ("virtual_stages", int, "model chunks per pipeline rank (interleaved)"),
     "recompute": ("recompute", str, "none, selective or full"),
+    "overlap": ("overlap", str, "communication hidden under compute: none, default or full"),
     "gpu": ("gpu", str, "catalog GPU key (default from the fabric's NVLink)"),
     "compute-efficiency": ("compute_efficiency", float, "fraction of peak the matrix "
                            "multiplies reach (default: the catalog's)"),
@@ -345,18 +347,48 @@ def _cmd_train(args: argparse.Namespace) -> int:
                                  "[job] table with model = ...")
         where = f"{fab.design['file']}: [job]" if fab.design and fab.design.get("job") else \
             "train"
+        if args.plan == "best" or table.get("plan") is not None:
+            _train_best(fab, table, where, args)
+            continue
         step = training_step(fab, job_from_mapping(table, where))
-        cost = token_cost(fab, step.tokens_per_s, step.gpu.key, years=args.years,
-                          usd_per_kwh=args.usd_per_kwh)
         print(step)
-        print(f"  cost           ${cost.usd_per_million_tokens:.4g} per million tokens "
-              f"(capex over {cost.years:g} years: network ${cost.network_capex_usd:,.0f}, "
-              f"servers ${cost.servers_capex_usd:,.0f}; {cost.power_w / 1e3:,.0f} kW at "
-              f"${args.usd_per_kwh:g}/kWh)")
-        for note in cost.notes:
-            print(f"  note: {note}")
+        _print_token_cost(fab, step, args)
         print()
     return 0
+
+
+def _print_token_cost(fab: Fabric, step: Any, args: argparse.Namespace) -> None:
+    cost = token_cost(fab, step.tokens_per_s, step.gpu.key, years=args.years,
+                      usd_per_kwh=args.usd_per_kwh)
+    print(f"  cost           ${cost.usd_per_million_tokens:.4g} per million tokens "
+          f"(capex over {cost.years:g} years: network ${cost.network_capex_usd:,.0f}, "
+          f"servers ${cost.servers_capex_usd:,.0f}; {cost.power_w / 1e3:,.0f} kW at "
+          f"${args.usd_per_kwh:g}/kWh)")
+    for note in cost.notes:
+        print(f"  note: {note}")
+
+
+def _train_best(fab: Fabric, table: dict[str, Any], where: str,
+                args: argparse.Namespace) -> None:
+    """``train --plan best``: the plan flags given (and the design file's plan keys) become
+    constraints of :func:`~fabricopt.best_plan`, beside ``--constraint`` ones."""
+    constraints = dict(table.pop("constraints", None) or {})
+    constraints.update(parse_assignments(args.constraint or []))
+    table.update(plan="best", constraints=constraints, years=args.years,
+                 usd_per_kwh=args.usd_per_kwh)
+    if args.objective is not None:
+        table["objective"] = args.objective
+    found = PlanSearch.from_mapping(table, where).run(fab)
+    print(f"best plan      {plan_label(found.job)}")
+    print(found.step)
+    _print_token_cost(fab, found.step, args)
+    counts = ", ".join(f"{n:,} {s}" for s, n in found.counts.items())
+    print(f"  plans          {len(found.table):,} in {found.seconds:.1f} s: {counts}")
+    for note in found.notes:
+        print(f"  note: {note}")
+    print()
+    print(found.to_table(args.top))
+    print()
 
 
 def _train_parser(sub: Any) -> None:
@@ -366,7 +398,9 @@ def _train_parser(sub: Any) -> None:
                            "communication per parallel dimension (certified lower bound and "
                            "expected time, binding tier), tokens per second, MFU, memory per "
                            "GPU and cost per million tokens. The job is the design file's "
-                           "[job] table, with these flags replacing its keys.",
+                           "[job] table, with these flags replacing its keys. With --plan "
+                           "best, the plans the fabric allows are searched for the best and "
+                           "the plan flags given fix those dimensions.",
                            epilog=EXIT_CODES)
     train.add_argument("target", metavar="TARGET",
                        help="generator name, design file (.toml) or saved fabric")
@@ -375,6 +409,17 @@ def _train_parser(sub: Any) -> None:
         train.add_argument(f"--{flag}", type=kind, default=None, help=text)
     train.add_argument("--no-sequence-parallel", action="store_true",
                        help="all-reduce tensor traffic instead of reduce-scatter/all-gather")
+    train.add_argument("--plan", choices=["best"], default=None,
+                       help="best: search the plans the fabric allows for the fastest (see "
+                       "fabricopt.best_plan); the plan flags given become constraints")
+    train.add_argument("--constraint", action="append", metavar="KEY=VALUE",
+                       help="with --plan best, a constraint such as max_tp=16, "
+                       "'pp=[8,16]' or min_mfu=0.4 (repeat for more)")
+    train.add_argument("--objective", choices=list(OBJECTIVES), default=None,
+                       help="with --plan best, what the best plan maximises or minimises "
+                       "(default tokens_per_s)")
+    train.add_argument("--top", type=int, default=10,
+                       help="with --plan best, rows of the plan table to print (default 10)")
     train.add_argument("--years", type=float, default=4.0,
                        help="years the capex is amortised over (default 4)")
     train.add_argument("--usd-per-kwh", type=float, default=0.08,
