@@ -1182,12 +1182,58 @@ def workload_rows(rows: list, quick: bool) -> None:
                  "met" if out["seconds"] < 120 else "not met"))
 
 
+#: Meta's plan for Llama 3 405B on 16,384 H100 (The Llama 3 Herd of Models, Table 4 and
+#: section 3.3.2: TP 8, PP 16, DP 128, no recomputation, one layer less on the first and last
+#: pipeline rank), with what the paper leaves out as tests/workload/published_runs.py assumes
+#: it (micro-batch 1, 4 virtual stages, micro-batch groups of 8, ZeRO-2).
+META_405B = {"model": "llama3-405b", "tp": 8, "pp": 16, "dp": 128, "micro_batch": 1,
+             "first_stage_layers": 7, "last_stage_layers": 7, "virtual_stages": 4,
+             "microbatch_group": 8, "zero": 2, "recompute": "none", "global_batch": 2048,
+             "seq_len": 8192}
+
+
+def case_best_plan(make: str, question: dict, published: dict) -> dict:
+    """best_plan of ``question`` on ``make`` (build not counted), then the ``published`` plan's
+    step on the same fabric for comparison."""
+    import fabricopt as fo
+
+    fab = eval(make, {"fo": fo})  # noqa: S307
+    start = time.perf_counter()
+    p = fo.best_plan(fab, **question)
+    seconds = time.perf_counter() - start
+    theirs = fo.training_step(fab, fo.TrainingJob(**published))
+    counts = p.counts
+    solved = counts.get("best", 0) + counts.get("slower", 0) + counts.get("rejected", 0)
+    return {"seconds": seconds, "ratio": p.step.tokens_per_s / theirs.tokens_per_s,
+            "value": f"{fo.workload.plan_search.plan_label(p.job)}: "
+                     f"{p.step.tokens_per_s:,.0f} tokens/s, MFU {p.step.mfu:.1%}; "
+                     f"{solved} of {len(p.table):,} plans solved; published plan "
+                     f"{theirs.tokens_per_s:,.0f} tokens/s, MFU {theirs.mfu:.1%}"}
+
+
+def plan_search_rows(rows: list, quick: bool) -> None:
+    """The best plan for Llama 3 405B on 16,384 H100 against Meta's (issue: plan search)."""
+    su = 8 if quick else 64
+    published = dict(META_405B, dp=128 * su // 64)
+    question = {"model": "llama3-405b", "global_batch": 2048, "seq_len": 8192}
+    out = run_case("case_training_step", f"fo.superpod({su})", f"fo.TrainingJob(**{published!r})")
+    rows.append((f"training_step, llama3-405b on superpod({su}) (Meta's plan, first step on the "
+                 "fabric)", out, "<= 5 s", "met" if out["seconds"] <= 5 else "not met"))
+    out = run_case("case_best_plan", f"fo.superpod({su})", question, published)
+    met = out["seconds"] <= 60 and out.get("ratio", 0) >= 1
+    rows.append((f"best_plan, llama3-405b on superpod({su})", out,
+                 f"<= 60 s, at least Meta's tokens/s ({out.get('ratio', 0):.2f}x)",
+                 "met" if met else "not met"))
+
+
 #: The blocks of cases ``--only`` can run alone (the full table runs them all, last).
 BLOCKS = {
     "bounds-first": (bounds_first_rows, "the bounds stage beside the method before it, and "
                      "NetGraph's MaximumSupportedDemand"),
     "failures": (_failure_rows, "the failure analysis beside NetGraph"),
     "workload": (workload_rows, "training jobs: one step, a comparison, a search"),
+    "plan-search": (plan_search_rows, "the best plan for Llama 3 405B on 16K H100 against "
+                    "Meta's"),
 }
 
 
