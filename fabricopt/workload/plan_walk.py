@@ -431,6 +431,9 @@ class PlanWalk:
             return
         self.notes.append(f"a solved step ({step_s:.4g} s) fell below its bound by "
                           f"{RULES[was]}; pruning now by {RULES[self.rule]}")
+        for x in self._all:  # a row's bound is one the search still trusts
+            if "compute" in x.bounds and self.rule != "none":
+                x.row["bound_s"] = self._value(x)
         back = [x for x in self._all if x.row["status"] == "pruned: bound"]
         for x in back:
             x.row.update(status="", reason="")
