@@ -13,8 +13,8 @@ the few that can win. Before its step is solved a plan is dropped
 3. when its bound is at or above the best step found (``"pruned: bound"``): the step can
    never be faster than the model's FLOPs (more under recomputation) over the job's GPUs at
    the rates the step model runs them, stretched by the pipeline bubble ``(1 + B)``, nor
-   than its schedule with every message at the least time its GPU's links allow
-   (:mod:`~fabricopt.workload.plan_walk` derives both).
+   than its schedule with every message at the least time the links of one GPU and of one
+   scale-up domain allow (:mod:`~fabricopt.workload.plan_walk` derives both).
 
 Plans are solved in increasing order of bound, so good plans come first and the rest are
 soon pruned; each row says why it lost, with its figures. Every solved step is checked

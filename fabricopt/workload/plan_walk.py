@@ -9,11 +9,12 @@ Two bounds of a plan's step are known before its step is solved:
   by the pipeline bubble ``(1 + B)``: the slowest pipeline rank runs at least the average
   work, and every other term of the step only adds;
 * ``schedule``: the step model's own compute of the slowest rank and its schedule
-  (:func:`~fabricopt.workload.overlap.schedule`) with each message at the least time the
-  links of one GPU allow (cut around a GPU: a GPU receives ``(n-1)/n S`` of an all-gather,
-  sends as much of a reduce-scatter and of an all-to-all, ``S`` each way of an all-reduce
-  even with in-network reduction, ``S`` of a send) — never more than the phase's certified
-  bound, and an expected time is never below it.
+  (:func:`~fabricopt.workload.overlap.schedule`) with each message at the least time two
+  cuts allow (:class:`LinkCuts`): around one GPU (it receives ``(n-1)/n S`` of an
+  all-gather, sends as much of a reduce-scatter and of an all-to-all, ``S`` each way of an
+  all-reduce even with in-network reduction, ``S`` of a send), and around the scale-up
+  domain of the first GPU, every group with ranks in it at once. The step model's certified
+  bound of a phase takes these cuts among others, and an expected time is never below it.
 
 Plans wait in a queue ordered by bound: a plan reached with its ``compute`` bound is checked
 for memory and given its ``schedule`` bound, then waits again; a plan reached with its
@@ -38,14 +39,15 @@ from typing import Any
 from ..errors import FabricOptError, InvalidParameterError
 from ..fabric import Fabric
 from ..graph_arrays import GraphArrays
-from .communication import step_transfers
+from ..tiers import is_scale_up_arc
+from .communication import Transfer, step_transfers
 from .compute import compute_times
 from .hardware import GpuFigures, gpu_figures
 from .memory import memory_per_gpu
 from .models import ModelConfig
 from .overlap import schedule
 from .placement import scale_up_domains
-from .plan import RECOMPUTE, TrainingJob
+from .plan import DIMENSIONS, RECOMPUTE, TrainingJob
 from .step import TrainingStep, training_step
 
 #: The plan's dimensions a search varies, in the order a row shows them.
@@ -100,19 +102,88 @@ def domain_size(fab: Fabric) -> int:
     return math.gcd(*Counter(labels.tolist()).values())
 
 
-def gpu_link_bytes_per_s(fab: Fabric) -> float:
-    """The least of every GPU's link capacity out and in, in bytes per second: no GPU sends
-    or receives faster.
+@dataclass(frozen=True)
+class LinkCuts:
+    """The least a GPU's links and a scale-up domain's links allow, in bytes per second: the
+    least capacity any GPU has out or in (``gpu_bps``), and the domain of the fabric's first
+    GPU: the positions of its GPUs among the fabric's (``domain_ranks``) and what leaves and
+    enters it (``domain_out_bps``, ``domain_in_bps``).
 
     >>> import fabricopt as fo
-    >>> gpu_link_bytes_per_s(fo.dgx_h100()) / 1e9      # 18 NVLink 4 links of 25 GB/s
-    450.0
+    >>> cuts = LinkCuts.of(fo.superpod(1))
+    >>> cuts.gpu_bps / 1e9, cuts.domain_ranks, cuts.domain_out_bps / 1e9  # 8 x 400 Gb/s NICs
+    (500.0, (0, 1, 2, 3, 4, 5, 6, 7), 400.0)
     """
-    g = fab.graph
-    least = min(min(sum(d["capacity"] for _, _, d in g.out_edges(v, data=True)),
-                    sum(d["capacity"] for _, _, d in g.in_edges(v, data=True)))
-                for v in fab.endpoints)
-    return least * 1e9 / 8
+
+    gpu_bps: float
+    domain_ranks: tuple[int, ...]
+    domain_out_bps: float
+    domain_in_bps: float
+
+    @classmethod
+    def of(cls, fab: Fabric) -> LinkCuts:
+        g = fab.graph
+        least = min(min(sum(d["capacity"] for _, _, d in g.out_edges(v, data=True)),
+                        sum(d["capacity"] for _, _, d in g.in_edges(v, data=True)))
+                    for v in fab.endpoints)
+        domain, todo = {fab.endpoints[0]}, [fab.endpoints[0]]
+        while todo:  # the first GPU's scale-up domain: GPUs and switches joined by NVLink
+            u = todo.pop()
+            for a, b, d in (*g.out_edges(u, data=True), *g.in_edges(u, data=True)):
+                w = b if a == u else a
+                if w not in domain and is_scale_up_arc(d):
+                    domain.add(w)
+                    todo.append(w)
+        out = sum(d["capacity"] for u in domain for _, w, d in g.out_edges(u, data=True)
+                  if w not in domain)
+        into = sum(d["capacity"] for u in domain for w, _, d in g.in_edges(u, data=True)
+                   if w not in domain)
+        ranks = tuple(r for r, v in enumerate(fab.endpoints) if v in domain)
+        return cls(least * 1e9 / 8, ranks, out * 1e9 / 8, into * 1e9 / 8)
+
+    def seconds(self, job: TrainingJob, t: Transfer) -> float:
+        """The least time of transfer ``t``'s messages: through one GPU's links, and through
+        the links of the first domain, all of the groups it holds ranks of at once
+        (``docs/workload.md#time-from-the-fabric``: a group with ``h`` of its ``n`` ranks
+        inside sends ``h S/n`` out of an all-gather and takes ``(n-h) S/n`` in, the reverse
+        for a reduce-scatter, ``S`` each way of an all-reduce, ``h (n-h) S/n`` each way of an
+        all-to-all, and a send ``S`` when its ends are apart)."""
+        n, size = t.group_size, t.message_bytes
+        gpu = size if t.collective in ("all_reduce", "p2p") else (n - 1) / n * size
+        seconds = gpu / self.gpu_bps if self.gpu_bps > 0 else 0.0
+        out, into = self._leaving(job, t)
+        for moved, cap in ((out, self.domain_out_bps), (into, self.domain_in_bps)):
+            if moved > 0 and cap > 0:
+                seconds = max(seconds, moved / cap)
+        return t.count * seconds
+
+    def _leaving(self, job: TrainingJob, t: Transfer) -> tuple[float, float]:
+        """Bytes of one of ``t``'s messages per group that leave and enter the domain."""
+        sizes = [job.tp, job.cp, job.ep, job.dp_set, job.pp]
+        ranks = [r for r in self.domain_ranks if r < job.gpus]
+        inside = set(ranks)
+        size = t.message_bytes
+        if t.collective == "p2p":  # each rank sends to the next pipeline rank and back
+            step = math.prod(sizes[:-1])
+            ahead = sum(1 for r in ranks if r // step < job.pp - 1 and r + step not in inside)
+            behind = sum(1 for r in ranks if r // step > 0 and r - step not in inside)
+            return size * ahead, size * behind
+        varied = [DIMENSIONS.index(d) for d in t.dims]
+        groups: Counter = Counter()
+        for r in ranks:
+            coords, rest = [], r
+            for k in sizes:
+                coords.append(rest % k)
+                rest //= k
+            groups[tuple(c for i, c in enumerate(coords) if i not in varied)] += 1
+        n, out, into = t.group_size, 0.0, 0.0
+        for h in groups.values():
+            if h >= n:
+                continue
+            o, i = {"all_gather": (h / n, (n - h) / n), "reduce_scatter": ((n - h) / n, h / n),
+                    "all_reduce": (1.0, 1.0)}.get(t.collective, (h * (n - h) / n,) * 2)
+            out, into = out + o * size, into + i * size
+        return out, into
 
 
 def flops_per_token(job: TrainingJob) -> tuple[float, float, float]:
@@ -172,7 +243,7 @@ class PlanWalk:
         self.rule = "schedule" if prune else "none"
         gpu = constraints.get("gpu")
         self.gpu = gpu_figures(fab, None if listed("gpu", gpu) else gpu, precision, func=func)
-        self.link_bps = gpu_link_bytes_per_s(fab)
+        self.cuts = LinkCuts.of(fab)
 
     # -- the space ---------------------------------------------------------------------------
     def _values(self, key: str, default: Sequence[Any]) -> list[Any]:
@@ -316,13 +387,11 @@ class PlanWalk:
         comm: dict[str, float] = {}
         messages: dict[str, list[dict]] = {}
         for t in step_transfers(job):
-            n, size = t.group_size, t.message_bytes
-            least = size if t.collective in ("all_reduce", "p2p") else (n - 1) / n * size
-            seconds = t.count * least / self.link_bps
+            seconds = self.cuts.seconds(job, t)
             comm[t.dimension] = comm.get(t.dimension, 0.0) + seconds
             messages.setdefault(t.dimension, []).append(
-                {"collective": t.collective, "count": t.count, "message_bytes": size,
-                 "group_size": n, "seconds": seconds})
+                {"collective": t.collective, "count": t.count, "message_bytes": t.message_bytes,
+                 "group_size": t.group_size, "seconds": seconds})
         step = schedule(job, times.expected * m, times.attention * m, comm, messages).step
         return max(step, c.bounds["compute"])
 
@@ -472,5 +541,5 @@ def _invalid(row: dict[str, Any], exc: Exception) -> Candidate:
 
 
 __all__ = ["ARGUMENTS", "CP_MIN_TOKENS", "FIELD_KEYS", "FIGURES", "PLAN_KEYS", "RULES",
-           "SEQUENCE_FIELDS", "STATUSES", "Candidate", "PlanWalk", "WalkResult", "domain_size",
-           "flops_per_token", "gpu_link_bytes_per_s", "listed"]
+           "SEQUENCE_FIELDS", "STATUSES", "Candidate", "LinkCuts", "PlanWalk", "WalkResult",
+           "domain_size", "flops_per_token", "listed"]
