@@ -326,7 +326,14 @@ TRAIN_FLAGS = {
     "virtual-stages": ("virtual_stages", int, "model chunks per pipeline rank (interleaved)"),
     "recompute": ("recompute", str, "none, selective or full"),
     "overlap": ("overlap", str, "communication hidden under compute: none, default or full"),
-    "gpu": ("gpu", str, "catalog GPU key (default from the fabric's NVLink)"),
+    "first-stage-layers": ("first_stage_layers", int, "layers of the first pipeline rank"),
+    "last-stage-layers": ("last_stage_layers", int, "layers of the last pipeline rank"),
+    "recompute-layers": ("recompute_layers", int, "with --recompute full: layers of each "
+                         "rank recomputed"),
+    "microbatch-group": ("microbatch_group", int, "interleaved schedule: micro-batches run "
+                         "back to back per chunk (default pp)"),
+    "grad-precision": ("grad_precision", str, "gradients kept and reduced in fp32 or bf16"),
+    "gpu": ("gpu", str, "catalog GPU key (default: the fabric's GPUs, else its NVLink)"),
     "compute-efficiency": ("compute_efficiency", float, "fraction of peak the matrix "
                            "multiplies reach (default: the catalog's)"),
 }

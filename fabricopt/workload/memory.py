@@ -22,8 +22,10 @@ Every pipeline rank is counted and the fullest one reported (``docs/workload.md#
   with FlashAttention). The last rank also holds one micro-batch's logits (BF16, and FP32 for the
   loss) over the vocabulary split ``tp`` ways.
 
-Not counted: the CUDA context, communication buffers, allocator fragmentation and FP8 weight
-copies (a few GB in practice).
+and a flat :data:`RUNTIME_GB` for what the framework itself holds: the CUDA context, cuBLAS
+workspaces, NCCL's buffers and what the caching allocator cannot reuse (an estimate: about a
+GB for the context and workspaces and one or two for the communicators; fragmentation more
+where activations churn). Not counted: FP8 weight copies.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from .activations import layer_activations, layer_input_bytes
 from .plan import TrainingJob
 
 GB = 1e9
+#: Memory the runtime holds whatever the plan (see the module docstring), GB.
+RUNTIME_GB = 3.0
 
 
 @dataclass(frozen=True)
@@ -49,10 +53,12 @@ class MemoryEstimate:
     hbm_gb: float
     stage: int = 0
     in_flight: float = 1.0
+    runtime_gb: float = RUNTIME_GB
 
     @property
     def total_gb(self) -> float:
-        return self.weights_gb + self.gradients_gb + self.optimizer_gb + self.activations_gb
+        return (self.weights_gb + self.gradients_gb + self.optimizer_gb + self.activations_gb
+                + self.runtime_gb)
 
     @property
     def fits(self) -> bool:
@@ -62,7 +68,8 @@ class MemoryEstimate:
         where = f" on pipeline rank {self.stage}" if self.stage else ""
         return (f"{self.total_gb:,.1f} GB per GPU{where} (weights {self.weights_gb:,.1f}, "
                 f"gradients {self.gradients_gb:,.1f}, optimizer {self.optimizer_gb:,.1f}, "
-                f"activations {self.activations_gb:,.1f}) of {self.hbm_gb:,.0f} GB HBM")
+                f"activations {self.activations_gb:,.1f}, runtime {self.runtime_gb:,.1f}) of "
+                f"{self.hbm_gb:,.0f} GB HBM")
 
 
 def _layer_ranges(job: TrainingJob) -> list[range]:
@@ -183,5 +190,5 @@ def check_fits(job: TrainingJob, estimate: MemoryEstimate) -> None:
         "recompute_layers), or fewer micro-batches in flight")
 
 
-__all__ = ["MemoryEstimate", "check_fits", "in_flight_chunks", "memory_per_gpu",
+__all__ = ["RUNTIME_GB", "MemoryEstimate", "check_fits", "in_flight_chunks", "memory_per_gpu",
            "stage_params"]
