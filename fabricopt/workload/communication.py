@@ -3,9 +3,9 @@ r"""Messages a training step sends, per parallel dimension (``docs/workload.md#c
 Notation: ``b`` micro-batch, ``s`` sequence, ``h`` hidden, ``t`` tp, ``c`` cp, ``m``
 micro-batches per step, ``L_s`` layers of the fullest pipeline rank, ``v`` virtual stages, 2
 bytes per BF16 value; a layer runs ``r`` passes (forward, backward, and the forward again for
-the layers full recomputation covers: ``r`` from 2 to 3). Message sizes follow nccl-tests (``S`` is the gathered size
-of an all-gather, the input of a reduce-scatter, the buffer of an all-reduce, what each GPU
-sends in an all-to-all):
+the layers full recomputation covers: ``r`` from 2 to 3). Message sizes follow nccl-tests
+(``S`` is the gathered size of an all-gather, the input of a reduce-scatter, the buffer of an
+all-reduce, what each GPU sends in an all-to-all):
 
 * **tensor** (Megatron-LM with sequence parallelism): per layer and pass 2 all-gathers and 2
   reduce-scatters of ``S = b (s/c) h x 2``; without sequence parallelism 2 all-reduces;

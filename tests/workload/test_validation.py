@@ -9,7 +9,6 @@ fitted.
 from pathlib import Path
 
 import pytest
-
 from published_runs import CALIBRATES, RAIL_ONLY, RUNS, evaluate, rail_only, role
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "validation.md"
