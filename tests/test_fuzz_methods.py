@@ -61,7 +61,17 @@ def _valid_method_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
                  for name, m in models.items()}
     llama = fo.model("llama3-8b")
     job = fo.TrainingJob(llama, tp=2)
+    plans = fo.PlanSearch("llama3-8b", global_batch=8, seq_len=1024,
+                          constraints={"tp": 8, "pp": 1})
+    dgx = fo.dgx_h100()
+    best = plans.run(dgx)
     return {
+        "PlanSearch.run": (plans.run, {"fab": dgx}),
+        "PlanSearch.from_mapping": (fo.PlanSearch.from_mapping,
+                                    {"table": {"model": "llama3-8b", "plan": "best",
+                                               "global_batch": 8, "seq_len": 1024, "tp": 8,
+                                               "pp": 1}, "where": "[job]"}),
+        "BestPlan.to_table": (best.to_table, {"rows": 3}),
         "Fabric.injection_gbps": (fab.injection_gbps, {"endpoint": "n0"}),
         "Fabric.scale_out_injection_gbps": (fab.scale_out_injection_gbps,
                                             {"endpoint": "n0"}),
@@ -113,7 +123,8 @@ FUZZED_METHODS = [
     "ModelConfig.kv_bytes_per_token", "FailureDistribution.mean",
     "FailureDistribution.percentile", "EverySingle.enumerate", "EverySingle.draw",
     "GroupFailures.enumerate", "GroupFailures.draw", "Independent.probabilities",
-    "Independent.draw", "Mixture.enumerate", "Mixture.draw"]
+    "Independent.draw", "Mixture.enumerate", "Mixture.draw", "PlanSearch.run",
+    "PlanSearch.from_mapping", "BestPlan.to_table"]
 
 
 def _public_methods_with_arguments() -> set[str]:

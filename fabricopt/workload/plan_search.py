@@ -270,7 +270,7 @@ def best_plan(fab: Fabric, model: Any, *, global_batch: int, seq_len: int,
     BestPlan
         ``job`` (the best :class:`~fabricopt.TrainingJob`), ``step`` (its
         :class:`~fabricopt.TrainingStep`), ``table`` (every plan tried, each with its
-        status and the reason in words), ``to_table()``, ``to_frame()``.
+        verdict and the reason in words), ``to_table()``, ``to_frame()``.
 
     Raises
     ------
@@ -284,9 +284,9 @@ def best_plan(fab: Fabric, model: Any, *, global_batch: int, seq_len: int,
     --------
     >>> import fabricopt as fo
     >>> p = fo.best_plan(fo.dgx_h100(), "llama3-8b", global_batch=16, seq_len=2048)
-    >>> p.job.tp * p.job.pp * p.job.dp, p.table[0]["status"], p.step.step_s > 0
+    >>> p.job.tp * p.job.pp * p.job.dp, p.table[0]["verdict"], p.step.step_s > 0
     (8, 'best', True)
-    >>> sorted({row["status"] for row in p.table})[:2]
+    >>> sorted({row["verdict"] for row in p.table})[:2]
     ['best', 'pruned: bound']
     """
     func = "best_plan"
@@ -359,7 +359,7 @@ class BestPlan:
     ``table`` holds one row per plan tried, best first: the plan's fields (``tp``, ``cp``,
     ``ep``, ``pp``, ``virtual_stages``, ``dp``, ``micro_batch``, ``zero``, ``recompute``,
     ``overlap``, and any other field a constraint listed), ``gpus`` and ``idle_gpus``,
-    ``status`` (``"best"``, ``"slower"``, ``"rejected"``, ``"pruned: bound"``,
+    ``verdict`` (``"best"``, ``"slower"``, ``"rejected"``, ``"pruned: bound"``,
     ``"pruned: memory"``, ``"invalid"``, ``"error"``), ``reason`` in words, ``bound_s`` and
     ``bound_s_lower`` (where computed), ``memory_gb`` (where checked) and, for solved plans,
     ``step_s``, ``step_s_lower``, ``tokens_per_s``, ``mfu``, ``usd_per_million_tokens``.
@@ -376,8 +376,8 @@ class BestPlan:
 
     @property
     def counts(self) -> dict[str, int]:
-        """Plans by status."""
-        c = Counter(r["status"] for r in self.table)
+        """Plans by verdict."""
+        c = Counter(r["verdict"] for r in self.table)
         return {s: c[s] for s in STATUSES if c[s]}
 
     def to_frame(self) -> Any:
@@ -392,11 +392,11 @@ class BestPlan:
     def to_table(self, rows: int = 10) -> str:
         """The first ``rows`` rows of the table as aligned text."""
         keys = [k for k in self.table[0] if k in PLAN_KEYS or k not in FIGURES]
-        keys = [k for k in keys if k not in ("status", "reason", "gpus", "idle_gpus")]
+        keys = [k for k in keys if k not in ("verdict", "reason", "gpus", "idle_gpus")]
         short = {"virtual_stages": "v", "micro_batch": "mb"}
-        head = ["status", *(short.get(k, k) for k in keys), "step s", "tokens/s", "MFU",
+        head = ["verdict", *(short.get(k, k) for k in keys), "step s", "tokens/s", "MFU",
                 "$/Mtok", "mem GB", "reason"]
-        body = [[r["status"], *("" if r.get(k) is None else str(r[k]) for k in keys),
+        body = [[r["verdict"], *("" if r.get(k) is None else str(r[k]) for k in keys),
                  _fmt(r.get("step_s"), "{:.4g}"), _fmt(r.get("tokens_per_s"), "{:,.0f}"),
                  _fmt(r.get("mfu"), "{:.1%}"), _fmt(r.get("usd_per_million_tokens"), "{:.3g}"),
                  _fmt(r.get("memory_gb"), "{:.1f}"), r["reason"]] for r in self.table[:rows]]
@@ -433,7 +433,7 @@ def _fmt(value: Any, pattern: str) -> str:
 
 
 def _answer(q: PlanSearch, fab: Fabric, found: WalkResult, seconds: float) -> BestPlan:
-    """The walk's rows as the table (statuses and reasons of solved plans, best first) and
+    """The walk's rows as the table (verdicts and reasons of solved plans, best first) and
     the figures of the best plan."""
     win, step, notes = found.best, found.step, list(found.notes)
     usd_per_s = None
@@ -450,10 +450,10 @@ def _answer(q: PlanSearch, fab: Fabric, found: WalkResult, seconds: float) -> Be
             r["usd_per_million_tokens"] = (None if usd_per_s is None
                                            else 1e6 * usd_per_s / r["tokens_per_s"])
         if c is win:
-            r["status"] = "best"
-        elif r["status"] == "" and "step_s" in r:
+            r["verdict"] = "best"
+        elif r["verdict"] == "" and "step_s" in r:
             ratio = r["step_s"] / win.row["step_s"] - 1
-            r["status"] = "slower"
+            r["verdict"] = "slower"
             r["reason"] = (f"{ratio:.1%} slower than the best" if ratio >= 1e-3 else
                            "within 0.1% of the best")
     win.row["reason"] = f"fastest of {solved:,} solved"
@@ -461,7 +461,7 @@ def _answer(q: PlanSearch, fab: Fabric, found: WalkResult, seconds: float) -> Be
     figure = {"best": "step_s", "slower": "step_s", "rejected": "step_s",
               "pruned: bound": "bound_s", "pruned: memory": "memory_gb"}
     rows = sorted((c.row for c in found.candidates), key=lambda r: (
-        rank[r["status"]], r.get(figure.get(r["status"], ""), 0.0) or 0.0))
+        rank[r["verdict"]], r.get(figure.get(r["verdict"], ""), 0.0) or 0.0))
     rows = [{**{k: r[k] for k in r if k not in FIGURES}, **{k: r.get(k) for k in FIGURES}}
             for r in rows]
     if win.row["idle_gpus"]:

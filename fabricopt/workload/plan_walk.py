@@ -62,10 +62,10 @@ FIELD_KEYS = tuple(f for f in TrainingJob.__dataclass_fields__ if f not in ARGUM
 SEQUENCE_FIELDS = ("recompute_modules",)
 #: Context parallelism is tried while each rank keeps at least this many tokens.
 CP_MIN_TOKENS = 4096
-#: Order of the table: the status, then the figure within it.
+#: Order of the table: the verdict, then the figure within it.
 STATUSES = ("best", "slower", "rejected", "pruned: bound", "pruned: memory", "invalid", "error")
 #: The figures of a row, after the plan's fields.
-FIGURES = ("gpus", "idle_gpus", "status", "reason", "bound_s", "bound_s_lower", "memory_gb",
+FIGURES = ("gpus", "idle_gpus", "verdict", "reason", "bound_s", "bound_s_lower", "memory_gb",
            "step_s", "step_s_lower", "tokens_per_s", "mfu", "usd_per_million_tokens")
 #: How far a solved step may fall below its bound (rounding) before the bound is dropped.
 TOL = 1e-9
@@ -312,7 +312,7 @@ class PlanWalk:
     def _row(self, plan: dict[str, Any]) -> dict[str, Any]:
         row = {k: plan.get(k) for k in (*PLAN_KEYS, *self.extra)}
         gpus = math.prod(plan[k] for k in ("tp", "cp", "ep", "pp", "dp"))
-        row.update(gpus=gpus, idle_gpus=self.n - gpus, status="", reason="")
+        row.update(gpus=gpus, idle_gpus=self.n - gpus, verdict="", reason="")
         return row
 
     def _candidates(self, space: dict[str, list[Any]], idle: bool) -> list[Candidate]:
@@ -442,7 +442,7 @@ class PlanWalk:
         if mem <= limit:
             return True
         allowed = " allowed (max_memory_gb)" if limit < self.gpu.hbm_gb else ""
-        c.row.update(status="pruned: memory", reason=f"needs {mem:,.1f} GB of {limit:,.4g}"
+        c.row.update(verdict="pruned: memory", reason=f"needs {mem:,.1f} GB of {limit:,.4g}"
                      f"{allowed}")
         if self.closest is None or mem < self.closest[0]:
             self.closest = (mem, c)
@@ -452,14 +452,14 @@ class PlanWalk:
         """Whether ``c``'s bound already shows it cannot win (or cannot reach ``min_mfu``)."""
         bound = self._value(c)
         if self.best is not None and bound >= self.best[0]:
-            c.row.update(status="pruned: bound", reason=f"bound {bound:.4g} s already above "
+            c.row.update(verdict="pruned: bound", reason=f"bound {bound:.4g} s already above "
                          f"the best {self.best[0]:.4g} s")
             return True
         min_mfu = self.con.get("min_mfu")
         if min_mfu is not None and bound > 0:
             cap = self._mfu_cap(c)
             if cap < min_mfu:
-                c.row.update(status="pruned: bound", reason=f"bound {bound:.4g} s caps MFU at "
+                c.row.update(verdict="pruned: bound", reason=f"bound {bound:.4g} s caps MFU at "
                              f"{cap:.1%}, below min_mfu {min_mfu:.1%}")
                 return True
         return False
@@ -475,16 +475,16 @@ class PlanWalk:
         try:
             s = training_step(self.fab, c.job)
         except InvalidParameterError as exc:
-            c.row.update(status="invalid", reason=str(exc).removeprefix("training_step(): "))
+            c.row.update(verdict="invalid", reason=str(exc).removeprefix("training_step(): "))
             return
         except Exception as exc:  # noqa: BLE001 - one plan's failure is its row, not the search's
-            c.row.update(status="error", reason=f"{type(exc).__name__}: {exc}")
+            c.row.update(verdict="error", reason=f"{type(exc).__name__}: {exc}")
             return
         c.row.update(step_s=s.step_s, step_s_lower=s.step_s_lower, tokens_per_s=s.tokens_per_s,
                      mfu=s.mfu, memory_gb=s.memory.total_gb)
         min_mfu = self.con.get("min_mfu")
         if min_mfu is not None and s.mfu < min_mfu:
-            c.row.update(status="rejected", reason=f"MFU {s.mfu:.1%} below min_mfu "
+            c.row.update(verdict="rejected", reason=f"MFU {s.mfu:.1%} below min_mfu "
                          f"{min_mfu:.1%}")
         elif self.best is None or s.step_s < self.best[0]:
             self.best = (s.step_s, c, s)
@@ -503,9 +503,9 @@ class PlanWalk:
         for x in self._all:  # a row's bound is one the search still trusts
             if "compute" in x.bounds and self.rule != "none":
                 x.row["bound_s"] = self._value(x)
-        back = [x for x in self._all if x.row["status"] == "pruned: bound"]
+        back = [x for x in self._all if x.row["verdict"] == "pruned: bound"]
         for x in back:
-            x.row.update(status="", reason="")
+            x.row.update(verdict="", reason="")
         rest = [x for *_, x in self.heap] + back
         self.heap = []
         for x in rest:
@@ -513,10 +513,10 @@ class PlanWalk:
 
     def _nothing_won(self, valid: list[Candidate], limit: float) -> None:
         """Raise: nothing solved won (every plan too big, below ``min_mfu``, or failing)."""
-        rows = [c for c in valid if c.row["status"] in ("rejected", "invalid", "error")]
-        reach = [(c.row["mfu"], "reaches", c) for c in rows if c.row["status"] == "rejected"]
+        rows = [c for c in valid if c.row["verdict"] in ("rejected", "invalid", "error")]
+        reach = [(c.row["mfu"], "reaches", c) for c in rows if c.row["verdict"] == "rejected"]
         reach += [(self._mfu_cap(c), "can reach at most", c) for c in valid
-                  if c.row["status"] == "pruned: bound"]
+                  if c.row["verdict"] == "pruned: bound"]
         if reach:
             mfu, verb, c = max(reach, key=lambda x: x[0])
             raise InvalidParameterError(
@@ -536,7 +536,7 @@ class PlanWalk:
 
 
 def _invalid(row: dict[str, Any], exc: Exception) -> Candidate:
-    row.update(status="invalid", reason=str(exc).removeprefix("TrainingJob(): "))
+    row.update(verdict="invalid", reason=str(exc).removeprefix("TrainingJob(): "))
     return Candidate(row)
 
 

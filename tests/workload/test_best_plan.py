@@ -41,19 +41,19 @@ def solved(rows):
 
 def test_the_best_is_first_and_no_solved_plan_beats_it(small):
     best = small.table[0]
-    assert best["status"] == "best" and small.job.tp == best["tp"]
+    assert best["verdict"] == "best" and small.job.tp == best["tp"]
     assert small.step.step_s == best["step_s"]
     assert all(small.step.step_s <= r["step_s"] for r in solved(small.table))
     # The whole fabric: tp x cp x ep x pp x dp = 8 GPUs of the DGX, none idle.
     assert small.job.gpus == 8 and best["idle_gpus"] == 0
-    # Every plan tried has one status; counts add up to the table.
+    # Every plan tried has one verdict; counts add up to the table.
     assert sum(small.counts.values()) == len(small.table)
     assert set(small.counts) <= set(plan_walk.STATUSES)
 
 
 def test_pruned_plans_are_proven_unable_to_win(dgx, small):
     best = small.step.step_s
-    pruned = [r for r in small.table if r["status"] == "pruned: bound"]
+    pruned = [r for r in small.table if r["verdict"] == "pruned: bound"]
     assert pruned
     for r in pruned:  # the certificate: its bound is at or above the best step
         assert r["bound_s"] >= best and r["bound_s_lower"] <= r["bound_s"]
@@ -78,14 +78,14 @@ def test_bounds_hold_where_experts_cross_servers():
         "pp": 1, "cp": 1, "micro_batch": 1, "recompute": "none", "min_ep": 2})
     assert {(r["tp"], r["ep"]) for r in p.table} >= {(2, 8), (1, 8)}
     for r in p.table:
-        if r["status"] in ("pruned: bound", "slower", "best"):
+        if r["verdict"] in ("pruned: bound", "slower", "best"):
             s = fo.training_step(pod, job_of(r, **question))
             assert s.step_s >= r["bound_s"] * (1 - 1e-9)
             assert s.step_s_lower >= r["bound_s_lower"] * (1 - 1e-9)
 
 
 def test_memory_pruned_plans_do_not_fit(dgx, small):
-    rows = [r for r in small.table if r["status"] == "pruned: memory"]
+    rows = [r for r in small.table if r["verdict"] == "pruned: memory"]
     assert rows
     for r in rows:
         # 80 GB of HBM per H100 SXM (the catalog's figure).
@@ -125,7 +125,7 @@ def test_brute_force_over_a_small_space_finds_the_same_best(dgx):
 def test_constraints_are_respected(dgx):
     p = fo.best_plan(dgx, **SMALL, constraints={"tp": 2, "pp": [1, 2], "recompute": "full",
                                                 "overlap": "full"})
-    tried = [r for r in p.table if r["status"] != "invalid"]
+    tried = [r for r in p.table if r["verdict"] != "invalid"]
     assert {r["tp"] for r in tried} == {2} and {r["pp"] for r in tried} <= {1, 2}
     assert {r["recompute"] for r in tried} == {"full"}
     assert {r["overlap"] for r in tried} == {"full"} and p.job.overlap == "full"
@@ -159,7 +159,7 @@ def test_min_mfu_rejects_and_prunes(dgx, small):
     p = fo.best_plan(dgx, **SMALL, constraints={"min_mfu": floor})
     assert p.step.mfu >= floor and p.job == small.job
     for r in p.table:
-        if r["status"] == "rejected":
+        if r["verdict"] == "rejected":
             assert r["mfu"] < floor
     with pytest.raises(InvalidParameterError, match="no plan reaches min_mfu"):
         fo.best_plan(dgx, **SMALL, constraints={"min_mfu": 0.99, "tp": 8})
@@ -240,7 +240,7 @@ def test_a_step_below_its_bound_drops_the_bound_and_the_search_stays_exact(dgx, 
     assert p.step.step_s == pytest.approx(every.step.step_s, rel=1e-12)
     # What is still pruned is pruned by a bound the faster steps respect.
     steps = {tuple(r[k] for k in PLAN): r["step_s"] for r in solved(every.table)}
-    pruned = [r for r in p.table if r["status"] == "pruned: bound"]
+    pruned = [r for r in p.table if r["verdict"] == "pruned: bound"]
     assert pruned
     for r in pruned:
         assert steps.get(tuple(r[k] for k in PLAN), r["bound_s"]) >= r["bound_s"] >= \
@@ -251,7 +251,7 @@ def test_the_table_prints_and_becomes_a_frame(small):
     text = str(small)
     assert text.startswith("best plan on DGX H100 (tokens_per_s): llama3-8b: TP ")
     table = small.to_table(3).splitlines()
-    assert table[0].split()[:3] == ["status", "tp", "cp"]
+    assert table[0].split()[:3] == ["verdict", "tp", "cp"]
     assert table[1].startswith("best") and table[-1].startswith("... ")
     pd = pytest.importorskip("pandas")
     frame = small.to_frame()
@@ -300,7 +300,7 @@ def test_cli_train_plan_best(capsys):
     assert "best plan      TP 2, PP 1, DP 4" in out
     assert "tokens/s" in out and "plans " in out
     lines = out.splitlines()
-    head = next(i for i, line in enumerate(lines) if line.startswith("status"))
+    head = next(i for i, line in enumerate(lines) if line.startswith("verdict"))
     assert lines[head + 1].startswith("best")
     assert main(["train", "dgx_h100", "--model", "llama3-8b", "--plan", "best",
                  "--constraint", "max_tpp=2"]) == 2
