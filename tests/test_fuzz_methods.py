@@ -70,7 +70,7 @@ def _valid_method_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
         "PlanSearch.from_mapping": (fo.PlanSearch.from_mapping,
                                     {"table": {"model": "llama3-8b", "plan": "best",
                                                "global_batch": 8, "seq_len": 1024, "tp": 8,
-                                               "pp": 1}, "where": "[job]"}),
+                                               "pp": 1}}),
         "BestPlan.to_table": (best.to_table, {"rows": 3}),
         "Fabric.injection_gbps": (fab.injection_gbps, {"endpoint": "n0"}),
         "Fabric.scale_out_injection_gbps": (fab.scale_out_injection_gbps,

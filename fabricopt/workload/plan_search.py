@@ -199,10 +199,15 @@ class PlanSearch:
         return dict(self.constraints)
 
     @classmethod
-    def from_mapping(cls, table: Mapping[str, Any], where: str = "[job]") -> PlanSearch:
+    def from_mapping(cls, table: Mapping[str, Any],
+                     where: str = "PlanSearch.from_mapping()") -> PlanSearch:
         """A search from a table with ``plan = "best"`` (a design file's ``[job]``, a job
         mapping of ``compare`` or ``optimize``): its plan fields become constraints, beside a
-        ``constraints`` table; ``objective``, ``years``, ``usd_per_kwh``, ``pue`` are read."""
+        ``constraints`` table; ``objective``, ``years``, ``usd_per_kwh``, ``pue`` are read.
+        ``where`` opens every error message (a design file passes its name and table)."""
+        if not isinstance(table, Mapping):
+            raise InvalidParameterError(f"{where}: table must be a mapping of a job's keys "
+                                        f"with plan = 'best', got {table!r}")
         table = dict(table)
         if table.pop("plan", "best") != "best":
             raise InvalidParameterError(f"{where}: plan must be 'best' (or leave it out and "
@@ -228,7 +233,7 @@ class PlanSearch:
     def run(self, fab: Fabric) -> BestPlan:
         """The best plan of this search on ``fab`` (see :func:`best_plan`)."""
         check_fabric("PlanSearch.run", fab)
-        return _run(self, fab, "best_plan")
+        return _run(self, fab, "PlanSearch.run")
 
 
 def best_plan(fab: Fabric, model: Any, *, global_batch: int, seq_len: int,
@@ -391,6 +396,7 @@ class BestPlan:
 
     def to_table(self, rows: int = 10) -> str:
         """The first ``rows`` rows of the table as aligned text."""
+        rows = check_int("BestPlan.to_table", "rows", rows, minimum=1)
         keys = [k for k in self.table[0] if k in PLAN_KEYS or k not in FIGURES]
         keys = [k for k in keys if k not in ("verdict", "reason", "gpus", "idle_gpus")]
         short = {"virtual_stages": "v", "micro_batch": "mb"}
