@@ -7,6 +7,13 @@ The GPU is picked in this order (``docs/hardware.md#gpus-and-systems``):
    generators of real systems set it: ``fo.dgx_a100()``, ``fo.hgx_h800()``, ``fo.dgx_h200()``,
    ``fo.dgx_h100()``, ``fo.dgx_b200()``, ``fo.gb200_nvl72()``, and the clusters built from
    them keep it), which must be one key for all of them;
+
+A job's ``gpu`` that names another GPU than the fabric's ``gpu_model`` is refused (on a
+fabric of several models, one of them may be named): a DGX
+H100 cluster runs H100s, and a job priced or timed as B200s on it would be neither (the
+fabric's servers, power and NVLink are those of its own GPUs). Name the GPU of a fabric whose
+GPUs carry no model (a ring, a hand-made scale-up domain), or build the fabric of the GPU
+meant (``fo.cluster(fo.dgx_b200(), ...)``).
 3. the NVLink generation of the fabric's links (:data:`GPU_BY_NVLINK`);
 4. :data:`DEFAULT_GPU`.
 
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 from .._checks import check_choice, did_you_mean
 from ..catalog import Catalog, Entry
@@ -62,6 +70,13 @@ class GpuFigures:
     precisions: tuple[str, ...] = ()
 
 
+def _gpu_models(fab: Fabric) -> set[Any]:
+    """The ``gpu_model`` keys the fabric's GPUs carry (empty when none carries one)."""
+    nodes = fab.graph.nodes
+    return {nodes[v].get(GPU_MODEL_ATTRIBUTE) for v in fab.endpoints
+            if nodes[v].get("role") == "gpu"} - {None}
+
+
 def fabric_gpu_model(fab: Fabric, func: str = "gpu_figures") -> str | None:
     """The catalog key the fabric's GPUs carry (``gpu_model``), None when none carries one.
 
@@ -101,12 +116,24 @@ def pick_gpu(fab: Fabric | None, gpu: str | None, catalog: Catalog,
 
     >>> import fabricopt as fo
     >>> cat = Catalog.default()
-    >>> pick_gpu(fo.hgx_h800(), None, cat), pick_gpu(fo.dgx_h100(), "h200_sxm", cat)
+    >>> pick_gpu(fo.hgx_h800(), None, cat), pick_gpu(fo.ring(4), "h200_sxm", cat)
     ('h800_sxm', 'h200_sxm')
+    >>> pick_gpu(fo.dgx_h100(), "b200", cat)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    fabricopt.errors.InvalidParameterError: gpu_figures(): gpu must be the GPU the fabric's ...
     """
     keys = tuple(catalog.gpus)
     if gpu is not None:
-        return check_choice(func, "gpu", gpu, keys)
+        gpu = check_choice(func, "gpu", gpu, keys)
+        carried = set() if fab is None else _gpu_models(fab)
+        if carried and gpu not in carried:
+            shown = " or ".join(repr(k) for k in sorted(carried, key=str))
+            raise InvalidParameterError(
+                f"{func}(): gpu must be the GPU the fabric's nodes carry, {shown} (their "
+                f"'{GPU_MODEL_ATTRIBUTE}' attribute), got {gpu!r}: {fab.name} is not built of "
+                f"{gpu} GPUs; drop gpu=, or build the fabric of {gpu} (a generator of its "
+                "system, or nvswitch_domain(..., gpu_model=...))")
+        return gpu
     if fab is not None:
         carried = fabric_gpu_model(fab, func)
         if carried is not None:
@@ -147,7 +174,7 @@ def gpu_figures(fab: Fabric | None, gpu: str | None, precision: str,
         ``gpu`` is None.
     gpu : str or None
         A catalog GPU key (``"h100_sxm"``, ``"a100_sxm_80gb"``, ...); checked, with a
-        suggestion when misspelt.
+        suggestion when misspelt, and refused when the fabric's GPUs carry another model.
     precision : str
         ``"bf16"``, ``"fp8"`` or ``"fp4"``; one the GPU lacks a peak for (FP8 on A100) is
         refused, naming the GPU and the precisions it has.
@@ -164,7 +191,8 @@ def gpu_figures(fab: Fabric | None, gpu: str | None, precision: str,
     ------
     InvalidParameterError
         An unknown GPU or precision, a precision the GPU lacks, GPUs of different models in
-        the fabric, or an entry without the figures a job needs.
+        the fabric, a ``gpu`` other than the one the fabric's GPUs carry, or an entry
+        without the figures a job needs.
 
     Examples
     --------

@@ -33,10 +33,15 @@ def test_picked_by_the_gpu_model_through_a_cluster():
 
 
 def test_the_job_s_name_comes_first():
-    # The job's gpu wins over the GPUs' own model: H200 figures on a DGX H100 fabric.
-    g = gpu_figures(fo.dgx_h100(), "h200_sxm", "bf16")
+    # The job's gpu wins over the NVLink generation: H200 figures on NVLink 4 GPUs that name
+    # no model (the generation alone would say H100).
+    fab = fo.nvswitch_domain(gpus=4, switches=2, links_per_gpu=4, link_gbps=200, tech="nvlink4")
+    g = gpu_figures(fab, "h200_sxm", "bf16")
     # H200: 141 GB HBM3e at 4.8 TB/s (H200 datasheet), the H100's 989 dense BF16.
     assert (g.key, g.hbm_gb, g.hbm_tbps, g.peak_tflops) == ("h200_sxm", 141.0, 4.8, 989.0)
+    # On GPUs that name their model, another is refused (tests/workload/test_hardening.py).
+    with pytest.raises(InvalidParameterError, match="gpu must be the GPU the fabric's nodes"):
+        gpu_figures(fo.dgx_h100(), "h200_sxm", "bf16")
 
 
 @pytest.mark.parametrize("tech, key", [("nvlink3", "a100_sxm_80gb"), ("nvlink4", "h100_sxm"),

@@ -294,7 +294,7 @@ def test_dp_from_the_fabric_that_does_not_split_the_batch_says_what_to_give():
 def test_a_gb200_rack_is_priced_as_one_rack_not_nine_dgx_b200():
     from fabricopt.workload.cost import token_cost
 
-    c = token_cost(fo.gb200_nvl72(), 1e5, "b200")
+    c = token_cost(fo.gb200_nvl72(), 1e5)  # its GPUs' own model: gb200
     # One NVL72 rack of 72 GPUs is the catalog's gb200_nvl72 system: its power (120 kW, the
     # rack's own figure), where nine DGX B200 (72 / 8) would draw 9 x 14.3 kW = 128.7 kW.
     rack = fo.Catalog.default().systems["gb200_nvl72"].values["power_w"]
