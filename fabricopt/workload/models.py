@@ -39,22 +39,26 @@ class ModelConfig:
     layers, hidden, ffn, heads, vocab : int
         ``L``, ``h``, the dense MLP width ``f``, attention heads ``a``, vocabulary ``V``.
     kv_heads : int, optional
-        Key-value heads (grouped-query attention); default ``heads``.
+        Key-value heads (grouped-query attention); 0 (the default) means ``heads``.
     head_dim : int, optional
-        Default ``hidden // heads``.
+        Width of an attention head; 0 (the default, as TOML has no None) means ``hidden /
+        heads``, which ``heads`` must then divide (give ``head_dim`` for a model whose heads
+        are not ``hidden / heads`` wide, as DeepSeek-V3's).
     gated_mlp : bool
         SwiGLU-style MLP with three matrices (Llama, Mixtral, DeepSeek) or two (GPT-3).
     tied_embeddings : bool
         The output head reuses the input embedding (GPT-3).
     experts, top_k, shared_experts, expert_ffn : int
         Mixture of experts: routed experts ``E`` per MoE layer, ``k`` of them per token,
-        always-on shared experts ``E_s``, each of width ``f_e``. ``experts=0``: dense.
+        always-on shared experts ``E_s``, each of width ``f_e``. ``experts=0``: dense, and
+        then the other three (and ``dense_layers``) must be 0: a dense model given
+        ``top_k`` is refused rather than read as dense.
     dense_layers : int
         Leading layers with a dense MLP in an MoE model (3 in DeepSeek-V3).
     q_lora_rank, kv_lora_rank, rope_head_dim, v_head_dim : int
         Multi-head latent attention (``kv_lora_rank > 0``): ranks ``r_q``, ``r_kv``, the
         rotary part ``d_r`` of a query/key head (``head_dim`` is then its other part
-        ``d_n``) and the value head ``d_v``.
+        ``d_n``) and the value head ``d_v``. The other three need ``kv_lora_rank > 0``.
     dropout : bool
         Dropout after attention and the MLP (and on the attention scores): its masks are
         activations (GPT-3 as Megatron-LM trains it has it; Llama, Mixtral and DeepSeek not).
@@ -107,10 +111,29 @@ class ModelConfig:
         if not self.kv_heads:
             object.__setattr__(self, "kv_heads", self.heads)
         if not self.head_dim:
+            if self.hidden % self.heads:
+                raise InvalidParameterError(
+                    f"{func}(): head_dim must be given (> 0) when heads ({self.heads}) does "
+                    f"not divide hidden ({self.hidden}): head_dim=0 means hidden / heads")
             object.__setattr__(self, "head_dim", self.hidden // self.heads)
         if self.heads % self.kv_heads:
             raise InvalidParameterError(f"{func}(): heads ({self.heads}) must be a multiple of "
                                         f"kv_heads ({self.kv_heads})")
+        if not self.experts:
+            moe = [k for k in ("top_k", "shared_experts", "expert_ffn", "dense_layers")
+                   if getattr(self, k)]
+            if moe:
+                raise InvalidParameterError(
+                    f"{func}(): {moe[0]}={getattr(self, moe[0])} is for a mixture of experts, "
+                    f"but experts=0 makes {self.name!r} dense; give experts (the routed "
+                    f"experts per layer) or leave {', '.join(moe)} out")
+        if not self.kv_lora_rank:
+            mla = [k for k in ("q_lora_rank", "rope_head_dim", "v_head_dim") if getattr(self, k)]
+            if mla:
+                raise InvalidParameterError(
+                    f"{func}(): {mla[0]}={getattr(self, mla[0])} is for multi-head latent "
+                    f"attention, which kv_lora_rank > 0 turns on; give kv_lora_rank or leave "
+                    f"{', '.join(mla)} out")
         if self.experts:
             if not 1 <= self.top_k <= self.experts or not self.expert_ffn:
                 raise InvalidParameterError(
@@ -307,7 +330,11 @@ def _from_mapping(data: dict[str, Any], where: str) -> ModelConfig:
     missing = [k for k in ("name", "layers", "hidden", "ffn", "heads", "vocab") if k not in data]
     if missing:
         raise InvalidParameterError(f"{where}: a model needs {', '.join(missing)}")
-    return ModelConfig(**data)
+    try:
+        return ModelConfig(**data)
+    except InvalidParameterError as exc:  # named by the function called, not the class
+        raise InvalidParameterError(f"{where}: {exc}".replace(": ModelConfig(): ", ": ", 1)
+                                    ) from None
 
 
 __all__ = ["MODELS", "ModelConfig", "model", "models"]

@@ -38,6 +38,10 @@ GRAD_PRECISIONS = ("fp32", "bf16")
 RECOMPUTE_MODULES = ("core_attn", "layernorm", "activation", "mlp")
 #: Dimensions in rank order, fastest first: neighbouring ranks share tensor-parallel groups.
 DIMENSIONS = ("tp", "cp", "ep", "dp", "pp")
+#: Least ``compute_efficiency`` a job may give: a thousandth of the peak. Below it no GPU runs
+#: a transformer's matrix multiplies, and a step's time runs out of floating point (1e-320
+#: made the step infinite and its tokens per second not a number).
+MIN_COMPUTE_EFFICIENCY = 1e-3
 
 
 @dataclass(frozen=True)
@@ -97,11 +101,16 @@ class TrainingJob:
         Gradients accumulated and reduced in FP32 (Megatron-Core's default with BF16
         training) or in BF16.
     sequence_parallel : bool
-        Megatron-LM sequence parallelism (reduce-scatter/all-gather instead of all-reduce).
+        Megatron-LM sequence parallelism (reduce-scatter/all-gather instead of all-reduce);
+        each tensor rank then holds ``1/tp`` of a sequence, so ``seq_len / cp`` must be a
+        multiple of ``tp``.
     compute_efficiency : float, optional
-        Fraction of the GPU's peak its matrix multiplies reach; default the catalog's figure.
+        Fraction of the GPU's peak its matrix multiplies reach, from
+        :data:`MIN_COMPUTE_EFFICIENCY` to 1; default the catalog's figure.
     gpu : str, optional
-        Catalog key of the GPU (``"h100_sxm"``, ``"b200"``); default from the fabric's NVLink.
+        Catalog key of the GPU (``"h100_sxm"``, ``"b200"``); default the GPU the fabric's
+        nodes carry (``gpu_model``), else by its NVLink generation. A GPU other than the one
+        the fabric's nodes carry is refused when the job is run on it.
 
     Examples
     --------
@@ -181,9 +190,10 @@ class TrainingJob:
         check_label(func, "gpu", self.gpu)
         if self.compute_efficiency is not None:
             eff = check_positive(func, "compute_efficiency", self.compute_efficiency)
-            if eff > 1:
-                raise InvalidParameterError(f"{func}(): compute_efficiency must be in (0, 1], "
-                                            f"got {eff!r}")
+            if not MIN_COMPUTE_EFFICIENCY <= eff <= 1:
+                raise InvalidParameterError(
+                    f"{func}(): compute_efficiency must be a fraction of the GPU's peak from "
+                    f"{MIN_COMPUTE_EFFICIENCY:g} to 1, got {eff!r}")
         if m.heads % self.tp or m.kv_heads % self.tp and self.tp % m.kv_heads:
             raise InvalidParameterError(
                 f"{func}(): tp={self.tp} must divide the {m.heads} attention heads of "
@@ -207,6 +217,12 @@ class TrainingJob:
             raise InvalidParameterError(
                 f"{func}(): seq_len={self.seq_len} must be a multiple of 2 x cp = "
                 f"{2 * self.cp} (ring attention splits it in 2 cp chunks)")
+        if self.sequence_parallel and self.tp > 1 and (self.seq_len // self.cp) % self.tp:
+            raise InvalidParameterError(
+                f"{func}(): seq_len={self.seq_len} must split over tp={self.tp} under sequence "
+                f"parallelism (each tensor rank holds 1/tp of the {self.seq_len // self.cp} "
+                f"tokens of a context rank): a multiple of cp x tp = {self.cp * self.tp}; "
+                "or sequence_parallel=False")
         if self.dp is not None:
             self.check_batch()
 
@@ -370,5 +386,5 @@ def job_from_mapping(table: Mapping[str, Any], where: str = "[job]") -> Training
     return TrainingJob(**dict(table))
 
 
-__all__ = ["DIMENSIONS", "GRAD_PRECISIONS", "OVERLAP", "PRECISIONS", "RECOMPUTE",
-           "RECOMPUTE_MODULES", "TrainingJob", "job_from_mapping"]
+__all__ = ["DIMENSIONS", "GRAD_PRECISIONS", "MIN_COMPUTE_EFFICIENCY", "OVERLAP", "PRECISIONS",
+           "RECOMPUTE", "RECOMPUTE_MODULES", "TrainingJob", "job_from_mapping"]

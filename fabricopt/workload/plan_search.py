@@ -39,7 +39,15 @@ from ..errors import FabricOptError, InvalidParameterError
 from ..fabric import Fabric, check_fabric
 from .cost import token_cost
 from .models import model
-from .plan import GRAD_PRECISIONS, OVERLAP, PRECISIONS, RECOMPUTE, TrainingJob, job_from_mapping
+from .plan import (
+    GRAD_PRECISIONS,
+    MIN_COMPUTE_EFFICIENCY,
+    OVERLAP,
+    PRECISIONS,
+    RECOMPUTE,
+    TrainingJob,
+    job_from_mapping,
+)
 from .plan_walk import (
     ARGUMENTS,
     FIELD_KEYS,
@@ -79,8 +87,10 @@ def _check_value(func: str, key: str, value: Any) -> Any:
         return value
     if key in ("compute_efficiency", "min_mfu"):
         x = check_positive(func, name, value)
-        if x > 1:
-            raise fail(func, name, "a fraction in (0, 1]", value)
+        low = MIN_COMPUTE_EFFICIENCY if key == "compute_efficiency" else 0.0
+        if not low <= x <= 1:
+            raise fail(func, name, f"a fraction from {low:g} to 1" if low else
+                       "a fraction in (0, 1]", value)
         return x
     if key == "max_memory_gb":
         return check_positive(func, name, value)
@@ -191,7 +201,9 @@ class PlanSearch:
                            tuple(sorted(check_constraints(func, given or None).items())))
         check_positive(func, "years", self.years)
         check_positive(func, "usd_per_kwh", self.usd_per_kwh, allow_zero=True)
-        check_positive(func, "pue", self.pue)
+        if check_positive(func, "pue", self.pue) < 1:
+            raise fail(func, "pue", "a power usage effectiveness >= 1 (a facility draws at "
+                       "least its IT load)", self.pue)
         check_bool(func, "prune", self.prune)
 
     @property

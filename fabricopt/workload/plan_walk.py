@@ -524,10 +524,14 @@ class PlanWalk:
                 f"{self.fab.name}; the best, {c.job.describe()}, {verb} {mfu:.1%}")
         if not rows and self.closest is not None:
             mem, c = self.closest
+            room = (f"constraints['max_memory_gb'] = {limit:,.4g} GB per GPU (of the GPU's "
+                    f"{self.gpu.hbm_gb:,.4g})" if limit < self.gpu.hbm_gb else
+                    f"{limit:,.4g} GB per GPU")
+            ratio = f" ({mem / limit:.3g}x)" if mem / limit < 1e6 else ""
             raise InvalidParameterError(
-                f"{self.func}(): no plan of {self.m.name} fits in {limit:,.4g} GB per GPU on "
+                f"{self.func}(): no plan of {self.m.name} fits in {room} on "
                 f"{self.fab.name}; the closest, {c.job.describe()}, needs {mem:,.1f} GB: "
-                f"{mem - limit:,.1f} GB ({mem / limit:.3g}x) too much; more GPUs, a smaller "
+                f"{mem - limit:,.1f} GB{ratio} too much; more GPUs, a smaller "
                 "global_batch or seq_len, or constraints that allow more tp, pp or zero")
         reasons = Counter(c.row["reason"] for c in rows).most_common(2)
         raise FabricOptError(f"{self.func}(): no plan could be solved on {self.fab.name} "
