@@ -23,6 +23,7 @@ from typing import Any
 
 from .._checks import check_positive, fail
 from ..catalog import TRANSCEIVER_TYPES
+from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from .bom import CostEstimate, estimate_cost
 
@@ -126,6 +127,12 @@ def estimate_tco(fab: Fabric, years: float = 5, usd_per_kwh: float = 0.1, pue: f
     -------
     TcoEstimate
 
+    Raises
+    ------
+    InvalidParameterError
+        On a bad argument (a ``pue`` below 1 among them), or years, prices and rates whose
+        total overflows a float (an infinite TCO is refused, naming them).
+
     Examples
     --------
     >>> import fabricopt as fo
@@ -175,6 +182,14 @@ def estimate_tco(fab: Fabric, years: float = 5, usd_per_kwh: float = 0.1, pue: f
     energy = kwh_year * years * pue * usd_per_kwh
     maint = maintenance * est.capex_usd * years
     total = est.capex_usd + energy + maint + replacement_usd
+    if not math.isfinite(total):
+        parts = {"energy": energy, "maintenance": maint, "replacements": replacement_usd}
+        grown = ", ".join(k for k, v in parts.items() if not math.isfinite(v)) or "the sum"
+        raise InvalidParameterError(
+            f"{func}(): the total cost overflows a float ({grown} at years={years!r}, "
+            f"usd_per_kwh={usd_per_kwh!r}, pue={pue!r}, maintenance={maintenance!r}, on "
+            f"${est.capex_usd:,.0f} of capex and {est.power_w:,.0f} W): give the years, "
+            "prices and rates of a real facility")
     n = est.n_endpoints
     return TcoEstimate(est.fabric, years, pue, usd_per_kwh, maintenance, mttr_hours,
                        est.capex_usd, energy, maint, replacement_usd, total,

@@ -154,7 +154,9 @@ def cut_bound(levels: FabricLevels, rank_nodes: np.ndarray, groups: np.ndarray,
     nodes = rank_nodes[groups]
     for part in levels.levels:
         out, inn = _volumes(part.label, nodes, collective, part.n_parts)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        # A capacity near zero (a link of 1e-320 Gb/s) overflows to an infinite time, which
+        # the step refuses by name: no warning on the way.
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             t = np.maximum(np.where(out > 0, out / (part.egress_gbps * BYTES_PER_GBPS), 0.0),
                            np.where(inn > 0, inn / (part.ingress_gbps * BYTES_PER_GBPS), 0.0))
         q = int(np.argmax(t))

@@ -16,6 +16,7 @@ of this shape is faster.
 
 from __future__ import annotations
 
+import math
 import weakref
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from ..catalog import Catalog
 from ..collectives.efficiency import EFFICIENCY_PROFILES
 from ..collectives.nccl import RING_BASE_US, RING_NET_US, RING_NVLINK_US
 from ..errors import InvalidParameterError
-from ..fabric import Fabric, check_fabric
+from ..fabric import PLAUSIBLE_GBPS, Fabric, check_fabric
 from ..graph_arrays import GraphArrays
 from .communication import Transfer, step_transfers
 from .compute import compute_times
@@ -172,10 +173,13 @@ def _solve_phases(levels: FabricLevels, place: Placement, transfers: list[Transf
                           groups)
         b, groups = cache[key]
         if not np.isfinite(b.seconds_per_byte):
+            least = float(levels.ga.capacity.min()) if levels.ga.capacity.size else 0.0
+            slow = (f", or links too slow to carry a byte in a time a float holds (down to "
+                    f"{least:.3g} Gb/s)" if least < PLAUSIBLE_GBPS[0] else "")
             raise InvalidParameterError(
                 f"training_step(): the {t.dimension} traffic ({t.collective}) has no path "
                 f"between some of its GPUs on {levels.fab.name} (a rail-only network without "
-                "scale-up links joining the rails?); place that dimension differently")
+                f"scale-up links joining the rails?){slow}; place that dimension differently")
         lower = t.count * t.message_bytes * b.seconds_per_byte
         expected = t.count * _expected_message(levels, place, groups, t, b)
         p = phases.setdefault(t.dimension, PhaseTime(t.dimension, 0.0, 0.0, 0.0))
@@ -278,6 +282,14 @@ def training_step(fab: Fabric, job: TrainingJob,
     step, bubble = _schedule(job, phases, compute, times.attention * mb, expected=True)
     step_lower, _ = _schedule(job, phases, times.lower * mb, times.lower * mb *
                               times.attention / max(times.expected, 1e-300), expected=False)
+    if not (math.isfinite(step) and math.isfinite(step_lower) and job.tokens_per_step / step > 0):
+        slowest = max(phases.values(), key=lambda p: p.expected_s, default=None)
+        raise InvalidParameterError(
+            f"training_step(): the step of {job.model.name} on {fab.name} takes {step:.4g} s, "
+            f"too long for a float to count tokens per second (compute {compute:.4g} s"
+            + (f", {slowest.dimension} communication {slowest.expected_s:.4g} s"
+               if slowest is not None else "")
+            + "): links of a real capacity and a real compute_efficiency give a finite step")
     exposed = sum(p.exposed_s for p in phases.values())
     notes = list(place.notes) + [f"{p.dimension}: {n}" for p in phases.values()
                                  for n in p.notes]
