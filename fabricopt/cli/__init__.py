@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -41,6 +42,7 @@ from .solve import add_solve_parser
 from .words import (
     EXIT_CODES,
     FORMATS,
+    check_finite,
     check_seconds,
     check_targets,
     generator_help,
@@ -108,6 +110,10 @@ def _cmd_tco(args: argparse.Namespace) -> int:
     for fab in load_targets(args.targets):
         t = estimate_tco(fab, years=args.years, usd_per_kwh=args.usd_per_kwh, pue=args.pue,
                          maintenance=args.maintenance, policy=args.policy)
+        check_finite(fab, {"capex_usd": t.capex_usd, "tco_usd": t.total_usd,
+                           "tco_per_gpu_year_usd": t.per_gpu_per_year_usd},
+                     f"--years {args.years:g}, --usd-per-kwh {args.usd_per_kwh:g}, --pue "
+                     f"{args.pue:g}, --maintenance {args.maintenance:g}")
         if args.format == "table":
             print(t)
             print()
@@ -127,8 +133,12 @@ def _cmd_bom(args: argparse.Namespace) -> int:
 
     catalog = Catalog.load(args.catalog) if args.catalog else None
     layout = Layout(leaf_placement=args.leaf_placement) if args.leaf_placement else None
-    estimates = [estimate_cost(fab, catalog=catalog, layout=layout, policy=args.policy)
-                 for fab in load_targets(args.targets)]
+    estimates = []
+    for fab in load_targets(args.targets):
+        est = estimate_cost(fab, catalog=catalog, layout=layout, policy=args.policy)
+        check_finite(fab, {"capex_usd": est.capex_usd, "power_w": est.power_w},
+                     "the catalog's prices and powers")
+        estimates.append(est)
     if args.format == "csv":
         # One table for every fabric, its first column naming the fabric of each row.
         import csv
@@ -339,7 +349,19 @@ TRAIN_FLAGS = {
 }
 
 
+def _check_cost_flags(args: argparse.Namespace) -> None:
+    """``--years``, ``--usd-per-kwh`` and ``--pue`` of ``train``, before any work (the cost
+    per token is computed after the step)."""
+    for flag, value, low, strict in (("--years", args.years, 0.0, True),
+                                     ("--usd-per-kwh", args.usd_per_kwh, 0.0, False),
+                                     ("--pue", args.pue, 1.0, False)):
+        if not math.isfinite(value) or value < low or (strict and value == low):
+            rule = f"{'>' if strict else '>='} {low:g}"
+            raise FabricOptError(f"{flag}: must be a finite number {rule}, got {value:g}")
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
+    _check_cost_flags(args)
     fabrics = load_fabric(args.target, args.params)
     for fab in fabrics:
         table = dict((fab.design or {}).get("job", {}))
@@ -358,15 +380,32 @@ def _cmd_train(args: argparse.Namespace) -> int:
             _train_best(fab, table, where, args)
             continue
         step = training_step(fab, job_from_mapping(table, where))
+        check_finite(fab, _step_figures(step), "the job's flags")
+        cost = _token_cost(fab, step, args)  # refused before anything of the step prints
         print(step)
-        _print_token_cost(fab, step, args)
+        _print_token_cost(cost, args)
         print()
     return 0
 
 
-def _print_token_cost(fab: Fabric, step: Any, args: argparse.Namespace) -> None:
+def _step_figures(step: Any) -> dict[str, float]:
+    """The figures ``train`` prints of a step, by name (each must be finite)."""
+    return {"step_s": step.step_s, "step_s_lower": step.step_s_lower,
+            "compute_s": step.compute_s, "tokens_per_s": step.tokens_per_s, "mfu": step.mfu,
+            "memory_gb_per_gpu": step.memory_gb_per_gpu}
+
+
+def _token_cost(fab: Fabric, step: Any, args: argparse.Namespace) -> Any:
+    """The cost per token of ``step`` on ``fab`` at the cost flags, its figure finite."""
     cost = token_cost(fab, step.tokens_per_s, step.gpu.key, years=args.years,
-                      usd_per_kwh=args.usd_per_kwh)
+                      usd_per_kwh=args.usd_per_kwh, pue=args.pue)
+    check_finite(fab, {"usd_per_million_tokens": cost.usd_per_million_tokens},
+                 f"--years {args.years:g}, --usd-per-kwh {args.usd_per_kwh:g}, --pue "
+                 f"{args.pue:g}")
+    return cost
+
+
+def _print_token_cost(cost: Any, args: argparse.Namespace) -> None:
     print(f"  cost           ${cost.usd_per_million_tokens:.4g} per million tokens "
           f"(capex over {cost.years:g} years: network ${cost.network_capex_usd:,.0f}, "
           f"servers ${cost.servers_capex_usd:,.0f}; {cost.power_w / 1e3:,.0f} kW at "
@@ -382,13 +421,15 @@ def _train_best(fab: Fabric, table: dict[str, Any], where: str,
     constraints = dict(table.pop("constraints", None) or {})
     constraints.update(parse_assignments(args.constraint or []))
     table.update(plan="best", constraints=constraints, years=args.years,
-                 usd_per_kwh=args.usd_per_kwh)
+                 usd_per_kwh=args.usd_per_kwh, pue=args.pue)
     if args.objective is not None:
         table["objective"] = args.objective
     found = PlanSearch.from_mapping(table, where).run(fab)
+    check_finite(fab, _step_figures(found.step), "the job's flags")
+    cost = _token_cost(fab, found.step, args)
     print(f"best plan      {plan_label(found.job)}")
     print(found.step)
-    _print_token_cost(fab, found.step, args)
+    _print_token_cost(cost, args)
     counts = ", ".join(f"{n:,} {s}" for s, n in found.counts.items())
     print(f"  plans          {len(found.table):,} in {found.seconds:.1f} s: {counts}")
     for note in found.notes:
@@ -431,6 +472,8 @@ def _train_parser(sub: Any) -> None:
                        help="years the capex is amortised over (default 4)")
     train.add_argument("--usd-per-kwh", type=float, default=0.08,
                        help="energy price (default 0.08)")
+    train.add_argument("--pue", type=float, default=1.2,
+                       help="facility power usage effectiveness, >= 1 (default 1.2)")
     train.set_defaults(func=_cmd_train)
 
 

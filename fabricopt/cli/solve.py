@@ -16,6 +16,7 @@ from ..routing import routed_flow
 from .words import (
     EXIT_CODES,
     FORMATS,
+    check_finite,
     load_targets,
     make_traffic,
     parse_collectives,
@@ -99,6 +100,9 @@ def _cmd_solve(args: argparse.Namespace) -> int:
                 bisection = bisection_bandwidth(fab, time_limit=args.time_limit)
                 bounds = [collective_bounds(fab, c, message_bytes=args.message_bytes,
                                             expected=True) for c in collectives]
+        # A figure that would print as inf (links of 1e300 Gb/s) is refused, with the reason.
+        check_finite(fab, _figures(result, bisection, bounds),
+                     f"--message-bytes {args.message_bytes:g}")
         if args.format == "table":
             print(result)
             if routed is not None:
@@ -116,6 +120,21 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     if rows:
         print_rows(rows, args.format)
     return worst
+
+
+def _figures(result: Any, bisection: Any, bounds: list[Any]) -> dict[str, Any]:
+    """The proven figures ``solve`` prints, by name: each must be finite (an upper end not
+    proven is infinite on purpose and is left out)."""
+    figures: dict[str, Any] = {"theta": result.theta, "theta_lower": result.lower}
+    if result.theta is not None:
+        figures["per_endpoint_gbps"] = result.per_endpoint_gbps
+    if bisection is not None:
+        figures |= {"bisection_gbps": bisection.lower_gbps,
+                    "bisection_gbps_upper": bisection.upper_gbps}
+    for b in bounds:
+        figures |= {f"{b.collective} {k}": getattr(b, k) for k in (
+            "lower_time_s", "achievable_time_s", "algbw_GBps", "busbw_GBps")}
+    return figures
 
 
 def solve_row(fab: Fabric, result: Any, bisection: Any, collectives: list[Any],

@@ -13,21 +13,22 @@ import inspect
 import math
 import os
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._checks import did_you_mean, parse_bytes
 from .._numpydoc import parameter_docs
 from ..collectives import COLLECTIVES
 from ..errors import FabricOptError, InvalidParameterError
-from ..fabric import Fabric
+from ..fabric import PLAUSIBLE_GBPS, Fabric
 from ..generators import GENERATORS, check_call, make
 from ..io.design_files import load_design
 from ..io.graph_files import read_graphml, read_json
 from ..study.compare import Comparison
 from ..traffic import traffic_named
 
-__all__ = ["EXIT_CODES", "FORMATS", "check_seconds", "check_targets", "generator_help",
+__all__ = ["EXIT_CODES", "FORMATS", "check_finite", "check_seconds", "check_targets",
+           "generator_help",
            "load_fabric", "load_targets", "make_traffic", "names_arg", "parse_assignments",
            "parse_collectives", "parse_value", "print_rows", "progress_arg", "seconds_arg",
            "size_arg", "split_targets", "targets_arg"]
@@ -254,6 +255,35 @@ def check_seconds(args: argparse.Namespace) -> None:
     if value is not None and not (math.isfinite(value) and value > 0):
         raise FabricOptError(f"--time-limit: must be a number of seconds > 0 (e.g. 60 or "
                              f"0.5); got {value:g}")
+
+
+def check_finite(fab: Fabric, figures: Mapping[str, Any], given: str = "") -> None:
+    """Refuse to print a figure of ``fab`` that is infinite or not a number: the first such
+    of ``figures`` (name -> value; None is skipped) is named with the reason, which is the
+    fabric's link capacities when they lie outside :data:`~fabricopt.fabric.PLAUSIBLE_GBPS`,
+    else the numbers ``given`` (the options that feed the figure).
+
+    >>> import fabricopt as fo
+    >>> check_finite(fo.ring(4), {"theta": 0.5})
+    >>> check_finite(fo.ring(4), {"busbw_GBps": math.inf}, "--message-bytes 1e300")
+    Traceback (most recent call last):
+    fabricopt.errors.FabricOptError: ring(4): busbw_GBps is inf, no figure to print: it ...
+    """
+    bad = [(k, v) for k, v in figures.items() if isinstance(v, int | float)
+           and not isinstance(v, bool) and not math.isfinite(v)]
+    if not bad:
+        return
+    name, value = bad[0]
+    caps = [d.get("capacity") for _, _, d in fab.graph.edges(data=True)]
+    caps = [float(c) for c in caps if isinstance(c, int | float)]
+    low, high = PLAUSIBLE_GBPS
+    if caps and (min(caps) < low or max(caps) > high):
+        why = (f"the fabric's links carry {min(caps):.3g} to {max(caps):.3g} Gb/s, outside "
+               f"the plausible {low:g} to {high:g} Gb/s (capacities are in Gb/s per "
+               "direction: bit/s given by mistake?)")
+    else:
+        why = "it overflows a float from the numbers given" + (f" ({given})" if given else "")
+    raise FabricOptError(f"{fab.name}: {name} is {value}, no figure to print: {why}")
 
 
 # -- what several subcommands share ----------------------------------------------------------
