@@ -43,6 +43,7 @@ the expected figure in :mod:`fabricopt.collectives.efficiency`.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
@@ -57,8 +58,13 @@ from ..routing.schedules import ORDERS, RoutedCollective, routed_collective
 from .efficiency import efficiency_profile, expected_figure
 from .latency import LatencyModel
 from .parts import part_cut_s
-from .problem import check_reduce_attributes, collective_problem, describe_cut
-from .results import COLLECTIVES, CollectiveBounds, bus_factor
+from .problem import (
+    check_reduce_attributes,
+    collective_problem,
+    describe_cut,
+    unreachable_pair,
+)
+from .results import COLLECTIVES, Bound, CollectiveBounds, bus_factor
 from .schemes import BY_COLLECTIVE, Ask, Outcome, partitions, volume_bound
 
 
@@ -237,6 +243,9 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
     Returns
     -------
     CollectiveBounds
+        When some participant cannot reach another (the fabric splits them), no schedule
+        exists: ``unreachable`` names the pair, ``busbw_GBps`` is 0 and ``lower_time_s``
+        infinite, with a note saying what to do (pass ``endpoints=`` a connected group).
 
     Examples
     --------
@@ -257,6 +266,14 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
     >>> c = fo.collective_bounds(fab, "all_reduce", message_bytes=2**30, routing="ecmp")
     >>> round(c.routed_busbw_GBps, 6)
     450.0
+
+    Two such stars side by side are two islands: no all-reduce over all 16 GPUs can finish.
+
+    >>> two = fo.from_networkx(nx.disjoint_union(nx.star_graph(8), nx.star_graph(8)),
+    ...                        endpoints=[*range(1, 9), *range(10, 18)], default_capacity=3600.0)
+    >>> c = fo.collective_bounds(two, "all_reduce", message_bytes=2**30)
+    >>> c.busbw_GBps, c.lower_time_s, c.unreachable
+    (0.0, inf, (1, 10))
     """
     func = "collective_bounds"
     ask = checked_ask(func, fab, collective, message_bytes, endpoints, in_network_reduction,
@@ -266,12 +283,16 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
     groups = _checked_groups(func, fab, concurrent, endpoints)
     routed = _routed_ring(func, ask, routing, order, trials, seed, flows_per_pair, groups)
     stage_report()(f"{collective} bounds", detail=f"{ask.n:,} GPUs")  # a terminal's status
+    asks = [ask] if groups is None else [
+        dataclasses.replace(ask, p=collective_problem(fab, g, ask.p.ga), notes=ask.notes,
+                            _balanced=None) for g in groups]
+    for one in asks:
+        split = unreachable_pair(one.p, root_only=collective == "broadcast")
+        if split is not None:
+            return disconnected_result(one, split, profile, routed, len(asks))
     if groups is None:
         out = BY_COLLECTIVE[collective](ask)
     else:
-        ga = ask.p.ga
-        asks = [dataclasses.replace(ask, p=collective_problem(fab, g, ga), notes=ask.notes,
-                                    _balanced=None) for g in groups]
         out = _concurrent(asks, [BY_COLLECTIVE[collective](a) for a in asks])
         ask = asks[0]
     n, size = ask.n, ask.size
@@ -292,6 +313,32 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
         result.expected = expected_figure(ask, out, profile, alpha_low)
     result.routed = routed
     return result
+
+
+def disconnected_result(ask: Ask, split: tuple[Hashable, Hashable, np.ndarray],
+                        profile: Any, routed: RoutedCollective | None = None,
+                        groups: int = 1) -> CollectiveBounds:
+    """The answer for participants the fabric splits (``split`` from
+    :func:`~fabricopt.collectives.problem.unreachable_pair`): no schedule exists, so the time
+    is infinite and every rate 0, never a figure computed over a group that cannot meet."""
+    a, b, side = split
+    cut = describe_cut(ask.p, side, "leaving")
+    where = f" (one of {groups} concurrent groups)" if groups > 1 else ""
+    why = (f"{a!r} cannot reach {b!r}{where}: no arc leaves the {len(cut.nodes):,} nodes "
+           f"{a!r} reaches")
+    bound = Bound("disconnected", math.inf, 0.0, 0.0, "lower", why, cut)
+    ask.notes.append(f"{why}; no schedule exists. Pass endpoints= a group that is "
+                     f"connected (the {cut.endpoints_inside:,} participants {a!r} reaches, "
+                     "for one), or join the parts")
+    expected = None
+    if profile is not None:
+        expected = {"busbw_GBps": 0.0, "time_s": math.inf, "profile": None, "algorithm": None,
+                    "algorithm_times_s": {}, "efficiency": {},
+                    "label": "expected 0 (the participants are not all connected: nothing "
+                             "NCCL runs can finish)"}
+    return CollectiveBounds(ask.collective, ask.n, ask.size, math.inf, None, 0.0, 0.0,
+                            "disconnected", cut, [bound], False, 0.0, expected, ask.notes,
+                            routed, unreachable=(a, b))
 
 
 def _routed_ring(func: str, ask: Ask, routing: Any, order: Any, trials: Any, seed: Any,

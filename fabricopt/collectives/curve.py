@@ -3,6 +3,7 @@ all-reduce model."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -13,6 +14,7 @@ from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from .bounds import checked_ask, checked_latency
 from .latency import LatencyModel
+from .problem import unreachable_pair
 from .results import GBPS_TO_BYTES, bus_factor
 from .schemes import BY_COLLECTIVE
 
@@ -23,6 +25,9 @@ class CollectiveCurve:
 
     ``busbw_limit_GBps`` is the bandwidth bound (S -> infinity); :meth:`size_for_fraction`
     gives the message size at which the busbw bound reaches a fraction of it.
+    ``unreachable`` is ``(a, b)`` when participant ``a`` cannot reach participant ``b``: then
+    every time is infinite and every busbw 0 (see
+    :attr:`~fabricopt.collectives.results.CollectiveBounds.unreachable`).
     """
 
     collective: str
@@ -33,6 +38,7 @@ class CollectiveCurve:
     lower_time_s: np.ndarray
     busbw_GBps: np.ndarray
     busbw_limit_GBps: float
+    unreachable: tuple[Hashable, Hashable] | None = None
 
     def size_for_fraction(self, fraction: float) -> float:
         """Bytes at which busbw reaches ``fraction`` of its limit: ``f alpha / (beta (1-f))``.
@@ -45,6 +51,12 @@ class CollectiveCurve:
         if not 0 < fraction < 1:
             raise InvalidParameterError(f"size_for_fraction(): fraction must be in (0, 1), "
                                         f"got {fraction!r}")
+        if self.unreachable is not None:
+            a, b = self.unreachable
+            raise InvalidParameterError(
+                f"size_for_fraction(): the curve's participants are not all connected "
+                f"({a!r} cannot reach {b!r}), so busbw is 0 at every size; build the curve "
+                "with endpoints= a group that is connected")
         return fraction * self.alpha_s / (self.beta_s_per_byte * (1 - fraction))
 
 
@@ -77,6 +89,10 @@ def collective_curve(fab: Fabric, collective: str, sizes: Sequence[float] | None
                                     f"sizes >= 1 byte, got {sizes!r}")
     ref = 2.0**30  # any size: the bandwidth bound is linear in it
     ask = checked_ask(func, fab, collective, ref, endpoints, in_network_reduction)
+    split = unreachable_pair(ask.p, root_only=collective == "broadcast")
+    if split is not None:  # no schedule: every time infinite, every busbw 0
+        return CollectiveCurve(collective, ask.n, 0.0, math.inf, s, np.full(len(s), math.inf),
+                               np.zeros(len(s)), 0.0, unreachable=split[:2])
     beta = BY_COLLECTIVE[collective](ask).lower.time_s / ref
     alpha = latency.alphas(fab, ask.p)[0]
     t = alpha + beta * s

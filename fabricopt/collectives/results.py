@@ -71,6 +71,12 @@ class CollectiveBounds:
     schedule routed as deployed (:func:`~fabricopt.routed_collective`), what a ring gets with
     that routing's collisions; ``routed_busbw_GBps`` and ``routed_busbw_distribution`` read
     it. No routing lets the ring beat ``busbw_GBps``.
+
+    ``unreachable`` is ``(a, b)`` when participant ``a`` cannot reach participant ``b`` (the
+    fabric splits the group): no schedule exists, so ``lower_time_s`` is infinite,
+    ``algbw_GBps`` and ``busbw_GBps`` are 0, ``achievable_time_s`` is None, ``binding`` is
+    ``"disconnected"`` and ``binding_cut`` holds the nodes ``a`` reaches (nothing leaves
+    them). ``disconnected`` says so; pass ``endpoints=`` a group that is connected.
     """
 
     collective: str
@@ -88,6 +94,12 @@ class CollectiveBounds:
     expected: dict[str, float] | None = None
     notes: list[str] = field(default_factory=list)
     routed: RoutedCollective | None = None
+    unreachable: tuple[Hashable, Hashable] | None = None
+
+    @property
+    def disconnected(self) -> bool:
+        """True when some participant cannot reach another (see ``unreachable``)."""
+        return self.unreachable is not None
 
     @property
     def routed_busbw_GBps(self) -> float | None:
@@ -130,6 +142,13 @@ class CollectiveBounds:
             f"{size:,.0f} bytes")
         lines = [f"{self.collective} of {shown} on {self.n_endpoints:,} GPUs"
                  + (" (in-network reduction)" if self.in_network_reduction else "")]
+        if self.unreachable is not None:
+            a, b = self.unreachable
+            lines.append(f"  disconnected   {a!r} cannot reach {b!r}: no schedule exists, "
+                         "busbw 0 GB/s")
+            lines.append("  what to do     pass endpoints= a group that is connected, or "
+                         "join the parts")
+            return "\n".join(lines)
         lines.append(f"  best possible  {self.lower_time_s * 1e3:.6g} ms, algbw "
                      f"{self.algbw_GBps:.6g} GB/s, busbw {self.busbw_GBps:.6g} GB/s "
                      f"(binding: {self.binding})")
