@@ -61,6 +61,7 @@ from .wiring import (
     RailPlan,
     add_clos,
     add_rail_scale_out,
+    check_rail_islands,
     check_tiers,
     clos_plan,
     clos_reach,
@@ -308,8 +309,11 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
     Raises
     ------
     InvalidParameterError
-        On a bad argument or option (before building), or when the network does not reach
-        the size (the message gives the largest size it does).
+        On a bad argument or option (before building), when the network does not reach
+        the size (the message gives the largest size it does), or when a rail-only network
+        (``spine=False``) would leave islands: a rail needs several leaves and no domain holds
+        servers under two of them (the message names two GPUs that could not meet and what to
+        pass instead; :func:`~fabricopt.generators.wiring.check_rail_islands`).
 
     Notes
     -----
@@ -338,7 +342,13 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
     >>> round(fo.max_concurrent_flow(fab).per_endpoint_gbps, 1)  # 7 of 31 peers over NVLink
     516.7
     """
-    func = "cluster"
+    return build_cluster("cluster", scale_up, nodes, scale_out, nic_gbps, name, fabric_options)
+
+
+def build_cluster(func: str, scale_up: Fabric | str | dict, nodes: int, scale_out: str | None,
+                  nic_gbps: float, name: str | None, fabric_options: dict[str, Any]) -> Fabric:
+    """:func:`cluster` for a caller named ``func`` (every message names it): the stand-alone
+    :func:`~fabricopt.rail_optimized` given a ``scale_up`` builds its cluster here."""
     dom = read_domain(func, scale_up)
     scale_up = dom.fab
     nodes = check_int(func, "nodes", nodes, minimum=1)
@@ -353,6 +363,9 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
     if scale_out == "rail_optimized":
         rail_p = rail_plan(func, servers, dom.rails, opts["leaf_radix"], opts["spine"],
                            opts["oversubscription"], opts["planes"], opts["tiers"])
+        per = len(dom.servers)  # servers per domain; a DGX is one
+        check_rail_islands(func, rail_p, lambda s: f"n{s // per}.{dom.servers[s % per][0]}",
+                           per)
         opts["tech"] = opts["tech"] or default_tech(nic_gbps / opts["planes"])
     elif scale_out is not None:
         endpoints = nodes * len(dom.gpus)
@@ -430,8 +443,11 @@ def superpod_plan(func: str, scalable_units: int, rails: int, leaf_radix: int, s
     n, nodes = nodes_per_su, scalable_units * nodes_per_su
     if not spine:
         if nodes > leaf_radix:
+            # More leaves per rail would be islands: nothing joins them without a spine.
             raise fail(func, "scalable_units", f"at most {leaf_radix // n} without a spine "
-                       f"(one radix-{leaf_radix} leaf per rail holds every node)",
+                       f"(one radix-{leaf_radix} leaf per rail holds every node; a second "
+                       f"leaf would be an island no GPU of the first can reach): pass "
+                       f"spine=True or a leaf_radix of at least {nodes} for more",
                        scalable_units)
         return rail_plan(func, nodes, rails, leaf_radix, False, 1.0)
     if scalable_units * rails <= leaf_radix:

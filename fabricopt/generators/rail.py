@@ -28,8 +28,8 @@ from .._checks import (
 )
 from ..fabric import Fabric
 from ._builder import FabricBuilder, default_tech
-from .cluster import check_domain_size, cluster, read_domain
-from .wiring import add_rail_scale_out, rail_plan
+from .cluster import build_cluster, check_domain_size, read_domain
+from .wiring import add_rail_scale_out, check_rail_islands, rail_plan
 
 
 def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spine: bool = True,
@@ -78,8 +78,11 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
     Raises
     ------
     InvalidParameterError
-        On a bad argument, a ``scale_up`` whose GPU count is not ``gpus_per_node``, or when
-        the size does not fit the tiers (the message gives the largest node count that does).
+        On a bad argument, a ``scale_up`` whose GPU count is not ``gpus_per_node``, when
+        the size does not fit the tiers (the message gives the largest node count that does),
+        or when without a spine a rail needs more than one leaf and nothing would join them
+        (:func:`~fabricopt.generators.wiring.check_rail_islands`: the message names two GPUs
+        of different islands and what to pass instead).
 
     Notes
     -----
@@ -87,9 +90,11 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
     :func:`~fabricopt.generators.wiring.add_rail_scale_out`. Tiers ``"gpu-leaf"`` and
     ``"leaf-spine"`` (and ``"spine-core"`` in three tiers). ``params["oversubscription_built"]``
     is the leaf ratio built (the fullest leaf's servers over its uplinks). The GPUs of a
-    server are not linked to each other here, so without a
-    spine there is no path between rails (nor between leaves of one rail): that is the
-    rail-only fabric alone, to be joined by scale-up domains in a cluster. The fabric claims
+    server are not linked to each other here, so without a spine there is no path between
+    rails: that is the rail-only fabric alone, to be joined by scale-up domains in a cluster
+    (``scale_up``); collectives over GPUs of several rails report it (``busbw_GBps`` 0 with
+    the pair that cannot meet). A rail without a spine is one leaf: more nodes than
+    ``leaf_radix`` would split it into islands, and are refused. The fabric claims
     symmetry (rail, leaf, spine, plane and GPU permutations; one arc orbit per tier and
     direction) when all leaves are alike: servers are spread evenly over each rail's
     ``ceil(nodes / down)`` leaves, so this holds whenever that count divides ``nodes``.
@@ -123,11 +128,12 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
     check_size(func, nodes * gpus_per_node + planes, nodes * gpus_per_node * planes)
     if scale_up is not None:
         check_domain_size(func, read_domain(func, scale_up), gpus_per_node)
-        return cluster(scale_up, nodes, "rail_optimized", nic_gbps, leaf_radix=leaf_radix,
-                       spine=spine, oversubscription=oversubscription, planes=planes,
-                       tiers=tiers, tech=tech, switch_model=switch_model)
+        return build_cluster(func, scale_up, nodes, "rail_optimized", nic_gbps, None, {
+            "leaf_radix": leaf_radix, "spine": spine, "oversubscription": oversubscription,
+            "planes": planes, "tiers": tiers, "tech": tech, "switch_model": switch_model})
     plan = rail_plan(func, nodes, gpus_per_node, leaf_radix, spine, oversubscription, planes,
                      tiers)
+    check_rail_islands(func, plan, lambda s: f"n{s}.g0")
 
     params = {"nodes": nodes, "gpus_per_node": gpus_per_node, "leaf_radix": leaf_radix,
               "spine": spine, "oversubscription": oversubscription, "planes": planes,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -643,6 +643,69 @@ def rail_plan(func: str, nodes: int, rails: int, leaf_radix: int, spine: bool,
                      and _nested_pair(rails, upper.leaves_per_pod))
     return RailPlan(nodes, rails, planes, leaf_radix, down, per_rail, upper, fullest / up,
                     symmetric)
+
+
+def rail_islands(plan: RailPlan, servers_per_domain: int = 1) -> list[int]:
+    """Where a rail-only plan (no spine) falls apart: the first server of every leaf (after
+    the first) that no scale-up domain joins to the leaf before it.
+
+    Without a spine the leaves of a rail meet nowhere in the network. Servers come in
+    domains of ``servers_per_domain`` consecutive servers, each domain joined inside (its
+    NVLink); leaf ``i`` of every rail holds the servers ``plan.leaf_nodes(i)``. Leaves ``i -
+    1`` and ``i`` are joined when some domain holds servers of both, that is unless leaf
+    ``i``'s first server starts a domain. Servers whose GPUs are not linked at all (the
+    stand-alone :func:`~fabricopt.rail_optimized`) are domains of one: every leaf after the
+    first starts an island. A plan with a spine, or one leaf per rail, never splits.
+
+    >>> rail_islands(rail_plan("demo", 128, 8, 64, False, 1.0))         # DGX: 2 leaves
+    [64]
+    >>> rail_islands(rail_plan("demo", 144, 4, 64, False, 1.0), 18)     # NVL72 trays: joined
+    []
+    >>> rail_islands(rail_plan("demo", 144, 4, 64, True, 1.0))
+    []
+    """
+    if plan.tiers > 1 or plan.leaves_per_rail == 1:
+        return []
+    starts = (plan.leaf_nodes(i).start for i in range(1, plan.leaves_per_rail))
+    return [b for b in starts if b % servers_per_domain == 0]
+
+
+def check_rail_islands(func: str, plan: RailPlan, gpu_of: Callable[[int], Hashable],
+                       servers_per_domain: int | None = None) -> None:
+    """Refuse a rail-only plan that would fall apart (:func:`rail_islands`), before building.
+
+    ``gpu_of(server)`` names the rail-0 GPU of a server (for the message).
+    ``servers_per_domain`` is None when the servers' GPUs are not linked (the stand-alone
+    fabric, whose node is a server), else the servers of each scale-up domain (a cluster's
+    node). The message says what to pass instead: a spine, a leaf radix that holds every
+    server, or fewer nodes.
+
+    >>> check_rail_islands("demo", rail_plan("demo", 6, 2, 4, False, 1.0), lambda s: f"n{s}.g0")
+    Traceback (most recent call last):
+    ...
+    fabricopt.errors.InvalidParameterError: demo(): spine=False with 6 servers on ...
+    """
+    per = servers_per_domain or 1
+    splits = rail_islands(plan, per)
+    if not splits:
+        return
+    radix, servers = plan.radix, plan.nodes
+    most = radix // per  # nodes whose servers fit one leaf per rail
+    if servers_per_domain is None:
+        joined = "and nothing joins them (the GPUs of a server are not linked here)"
+        what = "each rail"
+    else:
+        i = next(k for k in range(1, plan.leaves_per_rail)
+                 if plan.leaf_nodes(k).start == splits[0])
+        joined = ("which meet only inside scale-up domains, and no domain holds servers "
+                  f"under both leaf {i - 1} and leaf {i} of a rail")
+        what = "the fabric"
+    fewer = f", or nodes <= {most}" if most >= 1 else ""
+    raise InvalidParameterError(
+        f"{func}(): spine=False with {servers:,} servers on leaf_radix={radix} needs "
+        f"{plan.leaves_per_rail} leaves per rail, {joined}: {what} would fall apart into "
+        f"{len(splits) + 1} islands ({gpu_of(0)!r} could not reach {gpu_of(splits[0])!r}); "
+        f"pass spine=True, a leaf_radix of at least {servers:,} (one leaf per rail){fewer}")
 
 
 def _nested_pair(a: int, b: int) -> bool:

@@ -31,7 +31,7 @@ SMALL = [
     lambda: fo.leaf_spine(leaves=3, spines=2, endpoints_per_leaf=2, links_per_pair=2),
     lambda: fo.rail_optimized(nodes=5, gpus_per_node=2, leaf_radix=6),
     lambda: fo.rail_optimized(nodes=4, gpus_per_node=2, leaf_radix=4, planes=2),
-    lambda: fo.rail_optimized(nodes=6, gpus_per_node=2, leaf_radix=4, spine=False),
+    lambda: fo.rail_optimized(nodes=4, gpus_per_node=2, leaf_radix=4, spine=False),
 ]
 
 
@@ -350,13 +350,14 @@ def test_rail_optimized_two_planes():
 
 
 def test_rail_only_leaves_rails_apart():
-    fab = fo.rail_optimized(nodes=6, gpus_per_node=2, leaf_radix=4, spine=False,
+    fab = fo.rail_optimized(nodes=4, gpus_per_node=2, leaf_radix=4, spine=False,
                             oversubscription=3.0)  # ignored without a spine
-    # All 4 leaf ports face GPUs: ceil(6 / 4) = 2 leaves per rail, 4 stars, no path between.
-    assert layer_counts(fab) == {0: 12, 1: 4}
-    assert nx.number_weakly_connected_components(fab.graph) == 4
-    # The 6 servers are spread 3 + 3 over a rail's 2 leaves, so all leaves are alike.
-    assert sorted(d for v, d in fab.graph.out_degree() if v.startswith("r")) == [3, 3, 3, 3]
+    # All 4 leaf ports face GPUs: one leaf per rail, 2 stars of 4 GPUs, no path between.
+    # (More servers than a leaf holds would split each rail into islands: refused, see
+    # test_rail_islands.py.)
+    assert layer_counts(fab) == {0: 8, 1: 2}
+    assert nx.number_weakly_connected_components(fab.graph) == 2
+    assert sorted(d for v, d in fab.graph.out_degree() if v.startswith("r")) == [4, 4]
     fo.verify_symmetry(fab)
 
 
@@ -368,8 +369,9 @@ def test_rail_leaves_share_servers_evenly_and_claim_symmetry_only_when_equal():
     downs = {sum(1 for u in g.predecessors(v) if g.nodes[u]["role"] == "gpu")
              for v, d in g.nodes(data=True) if d["layer"] == 1}
     assert downs == {32} and fab.symmetry is not None
-    # 7 servers on 4-port leaves without spine: 2 leaves of 3 and 4, so no claim.
-    assert fo.rail_optimized(nodes=7, gpus_per_node=2, leaf_radix=4, spine=False).symmetry is None
+    # 7 servers on 6-port leaves at 1:1: down = 3, ceil(7 / 3) = 3 leaves of 2, 2 and 3
+    # servers per rail, so no claim.
+    assert fo.rail_optimized(nodes=7, gpus_per_node=2, leaf_radix=6).symmetry is None
     small = fo.rail_optimized(nodes=6, gpus_per_node=2, leaf_radix=5, oversubscription=4.0)
     # down = floor(5 x 4 / 5) = 4, up = 1: ceil(6 / 4) = 2 leaves of 3 servers per rail.
     fo.verify_symmetry(small)
