@@ -28,6 +28,7 @@ from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_fabric
 from ..graph_arrays import GraphArrays
 from .hardware import gpu_figures
+from .memory import RUNTIME_GB
 from .models import ModelConfig, model
 from .phase_bounds import FabricLevels, phase_bound
 
@@ -60,10 +61,16 @@ def serving_estimate(fab: Fabric, model_name: str | ModelConfig, *, tp: int = 8,
                      latency: LatencyModel | None = None) -> ServingEstimate:
     """Time to first token, time per output token and throughput of ``model`` on ``fab``.
 
+    A replica that does not fit in its GPUs' HBM (weights, the batch's KV cache of prompt and
+    output, and the framework's 3 GB) is refused before any work, with the figures.
+
     >>> import fabricopt as fo
     >>> e = serving_estimate(fo.dgx_h100(), "llama3-70b", tp=8, batch=16)
     >>> e.decode_memory_s > e.decode_compute_s   # decode reads weights: memory bound
     True
+    >>> serving_estimate(fo.dgx_h100(), "llama3-70b", tp=1)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    fabricopt.errors.InvalidParameterError: serving_estimate(): llama3-70b at tp=1, ep=1 does ...
     """
     func = "serving_estimate"
     check_fabric(func, fab)
@@ -94,6 +101,16 @@ def serving_estimate(fab: Fabric, model_name: str | ModelConfig, *, tp: int = 8,
     peak = g.peak_tflops * 1e12 * g.compute_efficiency
     weights = (m.dense_params / tp + m.expert_params / width) * 2
     kv = batch * (prompt_len + output_len / 2) * m.kv_bytes_per_token() / tp
+    # What a decode GPU holds at the end of the batch: its weights, every request's KV cache
+    # of prompt and output, and the framework's own (as a training rank counts it).
+    held = weights + batch * (prompt_len + output_len) * m.kv_bytes_per_token() / tp
+    if held / 1e9 + RUNTIME_GB > g.hbm_gb:
+        raise InvalidParameterError(
+            f"{func}(): {m.name} at tp={tp}, ep={ep} does not fit in the {g.hbm_gb:g} GB of "
+            f"a {g.key} GPU: weights {weights / 1e9:,.1f} GB + KV cache "
+            f"{(held - weights) / 1e9:,.4g} GB (batch={batch} x (prompt_len={prompt_len} + "
+            f"output_len={output_len}) tokens, over tp) + runtime {RUNTIME_GB:g} GB; a "
+            "smaller batch, shorter sequences or more tp")
     compute = 2 * m.active_params * batch / width / peak
     memory = (weights + kv) / (g.hbm_tbps * 1e12)
     tp_comm = 2 * m.layers * _comm(fab, decode[:tp], "all_reduce", batch * m.hidden * 2,

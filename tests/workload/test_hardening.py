@@ -214,3 +214,20 @@ def test_links_too_slow_for_a_float_are_named():
     with pytest.raises(InvalidParameterError, match=r"or links too slow to carry a byte in "
                                                     r"a time a float holds \(down to 1e-320"):
         fo.training_step(fo.ring(8, link_gbps=1e-320), _job())
+
+
+# -- serving: what does not fit in HBM ---------------------------------------------------------
+
+def test_a_serving_replica_that_does_not_fit_in_hbm_is_refused():
+    # Llama 3 70B on one H100: 70.6e9 weights x 2 bytes = 141.1 GB of an 80 GB GPU; the
+    # estimate came back as if the weights fit.
+    with pytest.raises(InvalidParameterError,
+                       match=r"serving_estimate\(\): llama3-70b at tp=1, ep=1 does not fit in "
+                             r"the 80 GB of a h100_sxm GPU: weights 141.1 GB"):
+        fo.serving_estimate(fo.dgx_h100(), "llama3-70b", tp=1)
+    # A batch whose KV cache outgrows the HBM: 10**12 requests of 2,304 tokens at 327,680
+    # bytes a token (80 layers x 2 x 8 KV heads x 128 x 2 bytes) over 8 GPUs.
+    with pytest.raises(InvalidParameterError, match=r"KV cache 9.437e\+10 GB \(batch="):
+        fo.serving_estimate(fo.dgx_h100(), "llama3-70b", tp=8, batch=10**12)
+    # Over 8 GPUs it fits: 17.6 GB of weights + 16 x 2,304 x 327,680 / 8 = 1.5 GB of KV.
+    assert fo.serving_estimate(fo.dgx_h100(), "llama3-70b", tp=8, batch=16).tokens_per_s > 0
