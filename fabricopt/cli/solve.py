@@ -132,6 +132,8 @@ def _figures(result: Any, bisection: Any, bounds: list[Any]) -> dict[str, Any]:
         figures |= {"bisection_gbps": bisection.lower_gbps,
                     "bisection_gbps_upper": bisection.upper_gbps}
     for b in bounds:
+        if getattr(b, "disconnected", False):
+            continue  # infinite on purpose: the report says which GPUs cannot meet
         figures |= {f"{b.collective} {k}": getattr(b, k) for k in (
             "lower_time_s", "achievable_time_s", "algbw_GBps", "busbw_GBps")}
     return figures
