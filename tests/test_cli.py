@@ -306,3 +306,13 @@ def test_tco_prints_each_fabric_and_rows(capsys):
     tco = fo.estimate_tco(fo.ring(4))
     assert header.startswith("fabric,capex_usd") and "tco_usd" in header
     assert float(row.split(",")[5]) == pytest.approx(tco.total_usd, rel=1e-5)
+
+
+def test_solve_on_rails_that_never_meet_says_disconnected(capsys):
+    # Two rails, no scale-up links: GPU 0 and GPU 1 of a server share no path, so all-to-all
+    # is 0 and every collective over all GPUs is disconnected (busbw 0), never an overflow.
+    assert main(["solve", "rail_optimized", "nodes=4", "gpus_per_node=2", "leaf_radix=4",
+                 "spine=false"]) == 0
+    out = capsys.readouterr().out
+    assert "theta            0" in out and "cannot reach" in out
+    assert "no schedule exists, busbw 0 GB/s" in out
