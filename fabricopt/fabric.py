@@ -50,6 +50,68 @@ ROLES = ("gpu", "switch", "nic")
 #: Capacities (Gb/s per arc) a real link can have, from a 1 Mb/s management port to a
 #: petabit trunk; :meth:`Fabric.validate` warns outside it (bit/s given where Gb/s is meant).
 PLAUSIBLE_GBPS = (1e-3, 1e6)
+#: Most Gb/s one physical link may carry per direction: 1 Pb/s. The fastest ports shipped
+#: carry 1.6 Tb/s (1.6 Tb Ethernet) and an NVLink 5 link 400 Gb/s; a petabit per second is
+#: what laboratory records have pushed through one whole multi-core fibre, over 600 times the
+#: fastest port. A rate in bit/s is at least a thousand times above it (a 1 Gb/s link given
+#: as 1e9), so a capacity above it is refused as a unit mistake (a rate in Mb/s, 400,000 for
+#: 400 Gb/s, stays below it and is not caught). Bundles may exceed it: the bound is on the
+#: capacity over the bundle's ``links``.
+MAX_LINK_GBPS = PLAUSIBLE_GBPS[1]
+#: Units :func:`from_networkx` converts capacities from (their size in Gb/s): bits or bytes
+#: (``B``, 8 bits) per second, decimal prefixes; ``bps`` spellings are bits.
+CAPACITY_UNITS = {"bit/s": 1e-9, "kb/s": 1e-6, "Mb/s": 1e-3, "Gb/s": 1.0, "Tb/s": 1e3,
+                  "MB/s": 8e-3, "GB/s": 8.0, "TB/s": 8e3,
+                  "bps": 1e-9, "kbps": 1e-6, "Mbps": 1e-3, "Gbps": 1.0, "Tbps": 1e3}
+
+
+def check_capacity_unit(func: str, value: Any) -> float:
+    """The size in Gb/s of the unit ``value`` names (a key of :data:`CAPACITY_UNITS`), else
+    the error naming the units; case matters (``Gb/s`` is bits, ``GB/s`` bytes), and a
+    spelling that differs only in case is pointed at the bits.
+
+    >>> check_capacity_unit("from_networkx", "bit/s")
+    1e-09
+    >>> check_capacity_unit("from_networkx", "gb/s")
+    Traceback (most recent call last):
+    ...
+    fabricopt.errors.InvalidParameterError: from_networkx(): capacity_unit must be one of \
+'bit/s', 'kb/s', 'Mb/s', 'Gb/s', 'Tb/s', 'MB/s', 'GB/s', 'TB/s' (or bps, kbps, Mbps, Gbps, \
+Tbps), got 'gb/s' (did you mean 'Gb/s'?)
+    """
+    if isinstance(value, str) and value in CAPACITY_UNITS:
+        return CAPACITY_UNITS[value]
+    names = [u for u in CAPACITY_UNITS if "/" in u]
+    same = [u for u in CAPACITY_UNITS if isinstance(value, str) and u.lower() == value.lower()]
+    near = f" (did you mean {same[0]!r}?)" if same else (
+        did_you_mean(value, names) if isinstance(value, str) else "")
+    raise InvalidParameterError(
+        f"{func}(): capacity_unit must be one of {', '.join(map(repr, names))} (or "
+        f"{', '.join(u for u in CAPACITY_UNITS if '/' not in u)}), got {value!r}{near}")
+
+
+def exact_text(x: float) -> str:
+    """``x`` as ``:g`` writes it when that is exact, else all its digits (so a number just
+    above a bound never reads as the bound).
+
+    >>> exact_text(4e11), exact_text(1.000001e6)
+    ('4e+11', '1000001.0')
+    """
+    short = f"{x:g}"
+    return short if float(short) == x else repr(float(x))
+
+
+def too_fast(where: str, gbps: float, what: str) -> str:
+    """The end of the message for a link rate above :data:`MAX_LINK_GBPS`: what is wrong
+    and what the number would be if it was in bit/s.
+
+    >>> too_fast("ring(4)", 4e11, "link_gbps=4e+11")
+    'ring(4): link_gbps=4e+11 is above 1e+06 Gb/s (1 Pb/s) per link, faster than any link; \
+rates are in Gb/s per direction (4e+11 bit/s would be 400 Gb/s)'
+    """
+    return (f"{where}: {what} is above {MAX_LINK_GBPS:g} Gb/s (1 Pb/s) per link, faster than "
+            f"any link; rates are in Gb/s per direction ({gbps:g} bit/s would be "
+            f"{gbps / 1e9:g} Gb/s)")
 
 
 class Fabric:
@@ -337,7 +399,10 @@ class Fabric:
         Rules: every arc has a finite capacity > 0 and its reverse arc, joins two different
         nodes, and its ``links`` (when set) is a whole number >= 1; every endpoint has role
         ``"gpu"``; every node has a known role; no switch uses more ports than its ``radix``.
-        A capacity outside :data:`PLAUSIBLE_GBPS` is allowed but warned about. Returns the
+        A capacity above :data:`MAX_LINK_GBPS` per physical link (1 Pb/s, capacities in
+        bit/s given as Gb/s) is refused, unless the fabric was built with an explicit unit
+        (``from_networkx(..., capacity_unit=...)``, recorded in ``params``); any other
+        capacity outside :data:`PLAUSIBLE_GBPS` is allowed but warned about. Returns the
         fabric so calls can chain.
 
         >>> import fabricopt as fo
@@ -352,21 +417,50 @@ class Fabric:
             more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
             raise InvalidFabricError(f"fabric {self.name!r} is invalid: "
                                      + "; ".join(problems[:10]) + more)
-        self._warn_implausible_capacity(capacities)
+        self._check_capacity_magnitude(capacities)
         return self
 
-    def _warn_implausible_capacity(self, capacities: np.ndarray | None = None) -> None:
-        """Warn (``UserWarning``) when a capacity lies outside :data:`PLAUSIBLE_GBPS`:
-        results scale with the unit, but a fabric in bit/s reads 1e9 times too fast."""
+    def _refuse_too_fast(self) -> None:
+        """Raise :class:`InvalidFabricError` when a physical link carries more than
+        :data:`MAX_LINK_GBPS` (its arc's capacity over its ``links``), unless the fabric
+        records an explicit unit: results scale with the unit, so a fabric in bit/s would
+        read 1e9 times too fast, exit 0 and all."""
+        if self.params.get("capacity_unit") is not None:
+            return
+        fast = []
+        for u, v, d in self.graph.edges(data=True):
+            n = d.get("links", 1)
+            per_link = d["capacity"] / (n if _is_link_count(n) else 1)
+            if per_link > MAX_LINK_GBPS:
+                fast.append((u, v, per_link))
+        if fast:
+            u, v, gbps = fast[0]
+            raise InvalidFabricError(
+                too_fast(f"fabric {self.name!r}", gbps,
+                         f"arc {u!r}->{v!r} at {exact_text(gbps)} Gb/s")
+                + f" ({len(fast)} such arc(s)); give capacities in Gb/s, or build the fabric "
+                "with fo.from_networkx(G, capacity_unit='bit/s') (or the unit they are in)")
+
+    def _check_capacity_magnitude(self, capacities: np.ndarray | None = None) -> None:
+        """Refuse a capacity above :data:`MAX_LINK_GBPS` per link (:meth:`_refuse_too_fast`);
+        warn (``UserWarning``) when a physical link's lies below :data:`PLAUSIBLE_GBPS`,
+        unless the fabric was built with an explicit unit."""
         low, high = PLAUSIBLE_GBPS
         if capacities is not None and np.all((capacities >= low) & (capacities <= high)):
             return
-        odd = [(u, v, d["capacity"]) for u, v, d in self.graph.edges(data=True)
-               if not low <= d["capacity"] <= high]
+        self._refuse_too_fast()
+        if self.params.get("capacity_unit") is not None:
+            return  # the unit was given: the numbers are as meant
+        odd = []
+        for u, v, d in self.graph.edges(data=True):
+            n = d.get("links", 1)
+            per_link = d["capacity"] / (n if _is_link_count(n) else 1)
+            if not low <= per_link <= high:
+                odd.append((u, v, per_link))
         if odd:
             u, v, cap = odd[0]
             warnings.warn(f"fabric {self.name!r}: {len(odd)} arc(s) have a capacity outside "
-                          f"{low:g} to {high:g} Gb/s, e.g. {u!r}->{v!r} at {cap:g}; "
+                          f"{low:g} to {high:g} Gb/s per link, e.g. {u!r}->{v!r} at {cap:g}; "
                           "capacities are in Gb/s per direction (bit/s given by mistake?)",
                           UserWarning, stacklevel=3)
 
@@ -581,7 +675,8 @@ def format_gbps(gbps: float) -> str:
 
 def from_networkx(G: nx.Graph, endpoints: Iterable[Hashable] | None = None,
                   capacity: str | Callable[[Hashable, Hashable, dict], float] = "capacity",
-                  default_capacity: float = 1.0, name: str | None = None) -> Fabric:
+                  default_capacity: float = 1.0, name: str | None = None, *,
+                  capacity_unit: str | None = None) -> Fabric:
     """Wrap any networkx graph as a Fabric.
 
     Parameters
@@ -594,11 +689,19 @@ def from_networkx(G: nx.Graph, endpoints: Iterable[Hashable] | None = None,
         The traffic endpoints. By default the nodes whose ``role`` is ``"gpu"``, or every
         node when no node has a role (a direct network: every node forwards).
     capacity : str or callable
-        Edge attribute holding Gb/s per direction, or ``f(u, v, data) -> Gb/s``.
+        Edge attribute holding Gb/s per direction, or ``f(u, v, data) -> Gb/s`` (in
+        ``capacity_unit`` when it is given).
     default_capacity : float
         Capacity of an edge that lacks the attribute.
     name : str, optional
         Name of the fabric (default: the graph's name or ``"networkx"``).
+    capacity_unit : str, optional
+        The unit the capacities (and ``default_capacity``) are in, one of ``"bit/s"``,
+        ``"kb/s"``, ``"Mb/s"``, ``"Gb/s"``, ``"Tb/s"``, ``"MB/s"``, ``"GB/s"``, ``"TB/s"``
+        (bytes are 8 bits): they are converted to Gb/s, and the unit is kept in
+        ``fab.params["capacity_unit"]``. Left out, capacities are in Gb/s, and one above
+        :data:`MAX_LINK_GBPS` (1 Pb/s) per physical link is refused as bit/s given by
+        mistake; given (even ``"Gb/s"``), the numbers are taken as stated.
 
     Returns
     -------
@@ -614,8 +717,21 @@ def from_networkx(G: nx.Graph, endpoints: Iterable[Hashable] | None = None,
     >>> fab = fo.from_networkx(nx.star_graph(3), endpoints=[1, 2, 3])
     >>> fab.graph.nodes[0]["role"], fab.graph.number_of_edges()
     ('switch', 6)
+
+    Capacities in bit/s (400e9 is 400 Gb/s) with their unit:
+
+    >>> fab = fo.from_networkx(nx.star_graph(3), default_capacity=400e9, capacity_unit="bit/s")
+    >>> fab.graph[0][1]["capacity"], fab.params["capacity_unit"]
+    (400.0, 'bit/s')
     """
     func = "from_networkx"
+    scale = 1.0 if capacity_unit is None else check_capacity_unit(func, capacity_unit)
+    if capacity_unit is None and isinstance(default_capacity, int | float) \
+            and default_capacity > MAX_LINK_GBPS:
+        raise InvalidParameterError(
+            too_fast(f"{func}()", float(default_capacity), "default_capacity="
+                     + exact_text(default_capacity)) + "; give capacity_unit= (e.g. 'bit/s') when "
+            "capacities are in another unit")
     if not isinstance(G, nx.Graph):
         raise InvalidParameterError(f"{func}(): G must be a networkx graph, got {type(G)!r}")
     name = check_label(func, "name", name)
@@ -663,7 +779,13 @@ def from_networkx(G: nx.Graph, endpoints: Iterable[Hashable] | None = None,
             raise InvalidParameterError(
                 f"{func}(): capacity of edge {u!r}-{v!r} must be a finite number > 0, "
                 f"got {value!r}")
-        return float(value)
+        gbps = float(value) * scale
+        if capacity_unit is None and gbps / _link_count(d) > MAX_LINK_GBPS:
+            raise InvalidParameterError(
+                too_fast(f"{func}()", gbps / _link_count(d), f"edge {u!r}-{v!r} at "
+                         f"{exact_text(gbps / _link_count(d))} Gb/s") + "; give capacity_unit= "
+                "(e.g. 'bit/s') when capacities are in another unit")
+        return gbps
 
     edges = G.edges(keys=True, data=True) if G.is_multigraph() else (
         (u, v, 0, d) for u, v, d in G.edges(data=True))
@@ -686,7 +808,8 @@ def from_networkx(G: nx.Graph, endpoints: Iterable[Hashable] | None = None,
                 attrs["links"] = _link_count(d)
                 attrs.setdefault("tier", "link")
                 D.add_edge(a, b, **attrs)
-    return Fabric(D, endpoints, name or G.graph.get("name") or "networkx", {})
+    return Fabric(D, endpoints, name or G.graph.get("name") or "networkx",
+                  {} if capacity_unit is None else {"capacity_unit": capacity_unit})
 
 
 def _check_capacity_attribute(func: str, G: nx.Graph, capacity: str) -> None:

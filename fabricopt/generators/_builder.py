@@ -12,7 +12,8 @@ from typing import Any
 
 import networkx as nx
 
-from ..fabric import Fabric
+from ..errors import InvalidParameterError
+from ..fabric import MAX_LINK_GBPS, Fabric, exact_text, too_fast
 from ..symmetry_claim import Symmetry
 
 #: InfiniBand generation by link rate (Gb/s per direction): the scale-out of NVIDIA's
@@ -116,7 +117,17 @@ class FabricBuilder:
 
         Repeated calls for the same pair add to one bundle. ``orbit`` is a label for the link
         or a pair of labels for the arcs ``u->v`` and ``v->u``.
+
+        A generator asked for a rate above :data:`~fabricopt.fabric.MAX_LINK_GBPS` (1 Pb/s: a
+        rate in bit/s given as Gb/s) refuses it here, naming itself and the argument that
+        gave it, before the rest is built. A builder driven directly (a test's fabric, a
+        near-infinite link standing for an ideal one) builds what it is told;
+        :meth:`~fabricopt.Fabric.validate` refuses such a fabric where fabrics are validated.
         """
+        if gbps > MAX_LINK_GBPS:
+            func, arguments = _called_generator()
+            if func:
+                raise InvalidParameterError(self._too_fast(gbps, tier, func, arguments))
         if isinstance(orbit, tuple):
             fwd, rev = orbit
         else:
@@ -136,6 +147,23 @@ class FabricBuilder:
             else:
                 arc["capacity"] += gbps * links
                 arc["links"] += links
+
+    def _too_fast(self, gbps: float, tier: str, func: str,
+                  arguments: Mapping[str, Any]) -> str:
+        """The message for a link of ``gbps`` above the bound, naming the generator ``func``
+        and its ``*_gbps`` argument above the bound (else the link's rate and tier).
+
+        >>> FabricBuilder("ring(4)", {})._too_fast(4e11, "ring", "ring", {"link_gbps": 4e11})
+        'ring(): link_gbps=4e+11 is above 1e+06 Gb/s (1 Pb/s) per link, faster than any link; \
+rates are in Gb/s per direction (4e+11 bit/s would be 400 Gb/s)'
+        """
+        for given in (arguments, self.params):
+            for key, value in given.items():
+                if (isinstance(key, str) and key.endswith("gbps")
+                        and isinstance(value, int | float) and not isinstance(value, bool)
+                        and value > MAX_LINK_GBPS):
+                    return too_fast(f"{func}()", float(value), f"{key}={exact_text(value)}")
+        return too_fast(f"{func}()", gbps, f"a {tier} link of {exact_text(gbps)} Gb/s")
 
     def build(self, symmetric: bool = False, group: str = "") -> Fabric:
         """The finished Fabric, with a symmetry claim when ``symmetric`` is True."""
@@ -161,3 +189,30 @@ class FabricBuilder:
                                 group, g.number_of_nodes(), g.number_of_edges(),
                                 frozenset(eps), tuple(names))
         return Fabric(g, eps, self.name, self.params, symmetry)
+
+
+#: Modules of the generators' package that hold no generator: this one, and the recorder
+#: whose wrapper (``generator``) calls each.
+_NOT_GENERATORS = frozenset({__name__, "fabricopt.generators.recipe"})
+
+
+def _called_generator() -> tuple[str, dict[str, Any]]:
+    """The generator the caller called, and its arguments: the outermost public function of
+    a generator module on the stack (``superpod`` rather than the ``cluster`` it calls), so
+    an error raised while its links are made names what the caller typed. ``("", {})`` when
+    no generator is on the stack (a builder driven directly). Read only when a rate is above
+    the bound, so never on the way to a fabric."""
+    import sys
+
+    found: tuple[str, dict[str, Any]] = ("", {})
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        name = frame.f_code.co_name
+        if (module.startswith("fabricopt.generators.") and module not in _NOT_GENERATORS
+                and not name.startswith("_") and not name.startswith("<")):
+            code = frame.f_code
+            count = code.co_argcount + code.co_kwonlyargcount
+            found = (name, {k: frame.f_locals.get(k) for k in code.co_varnames[:count]})
+        frame = frame.f_back
+    return found
