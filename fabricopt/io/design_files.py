@@ -191,9 +191,29 @@ class _DesignPlan:
         return fab
 
 
+def folder_message(where: str, kind: str, reads: str) -> str:
+    """What to say when a folder is given where one ``kind`` of file is read: how many
+    design files it holds, and that ``compare`` is what takes a folder of them.
+
+    >>> import tempfile
+    >>> folder_message(tempfile.mkdtemp(), "design file", "load_design reads one")[-79:]
+    'fo.compare(folder) and `fabricopt compare FOLDER` take a folder of design files'
+    """
+    try:
+        count = sum(name.endswith(".toml") for name in os.listdir(where))
+    except OSError:
+        count = 0
+    held = f" (it holds {count} .toml file{'s' if count != 1 else ''})" if count else ""
+    return (f"{where}: is a folder{held}, not a {kind}: {reads} file, such as "
+            f"{os.path.join(where, 'NAME.toml')}; fo.compare(folder) and "
+            "`fabricopt compare FOLDER` take a folder of design files")
+
+
 def _read_design(path: str | os.PathLike[str], overrides: dict[str, Any]) -> _DesignPlan:
     """Read and check a design file (every rule of the module docstring)."""
     where = os.fspath(check_path("load_design", "path", path))
+    if os.path.isdir(where):
+        raise DesignFileError(folder_message(where, "design file", "load_design reads one"))
     data = read_toml(where, DesignFileError, "design file")
 
     allowed = ", ".join(ALLOWED_KEYS)

@@ -40,6 +40,9 @@ def load_search(path: str | os.PathLike[str]) -> dict[str, Any]:
     {'capex_usd': 1000000.0}
     """
     where = os.fspath(path)
+    if os.path.isdir(where):
+        raise DesignFileError(f"{where}: is a folder, not a search file; optimize reads one "
+                              f"search file, such as {os.path.join(where, 'NAME.toml')}")
     data = read_toml(where, DesignFileError, "search file")
     for key in data:
         if key not in _SPEC_KEYS:
