@@ -16,11 +16,16 @@ from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
 from .._checks import check_bool, check_choice, check_int, fail
+from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..flow import max_concurrent_flow
 from ..flow.arguments import METHODS
 from ..flow.result import FlowResult
+from ..flow.warm import CAPACITY_RTOL
+from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
 from .failure_orbits import FailureSymmetry, Pattern
 from .failure_reroute import IntactFlow, rerouted_answer
@@ -226,11 +231,8 @@ def solve_orbits(fab: Fabric, kind: str, tiers: Any, *, traffic: Traffic | None,
     tier_set = _check_tiers(func, fab, tiers)
     traffic, default_traffic = checked_traffic(func, fab, traffic)
     pool = _Pool.of(fab, kind, tier_set)
-    if intact is not None and (not isinstance(intact, FlowResult)
-                               or intact.fabric_name != fab.name
-                               or intact.traffic_name != traffic.name):
-        raise fail(func, "intact", f"None or the FlowResult of fabric {fab.name!r} with "
-                   f"traffic {traffic.name!r}", getattr(intact, "fabric_name", intact))
+    if intact is not None:
+        check_intact(func, fab, traffic, intact)
     intact, warm = intact_solve(fab, traffic, method, warm_start, solve_options, intact)
     around = reroutable(fab, intact, traffic, method, warm_start) if not solve_options else None
     keys = FailureSymmetry(fab, use_symmetry=symmetry and default_traffic)
@@ -271,6 +273,76 @@ def solve_orbits(fab: Fabric, kind: str, tiers: Any, *, traffic: Traffic | None,
         table.rows.sort(key=lambda r: (-r.lost, r.representative))
     table.seconds = time.perf_counter() - start
     return table
+
+
+def graph_difference(ga: GraphArrays, other: GraphArrays) -> str | None:
+    """How the graph of ``other`` differs from that of ``ga`` (nodes, arcs, capacities), in
+    words, or None when they are the same graph.
+
+    The graph's fingerprint is the arrays themselves: node names, each arc's tail and head,
+    and its capacity, compared whole (numpy's comparisons, a few milliseconds for a million
+    arcs) rather than hashed, so a difference is named, never missed by a collision.
+    Capacities agree to :data:`~fabricopt.flow.warm.CAPACITY_RTOL` (a file read back may
+    differ in the last digit); node and arc order may differ.
+
+    >>> import fabricopt as fo
+    >>> a = GraphArrays.from_fabric(fo.ring(4))
+    >>> graph_difference(a, GraphArrays.from_fabric(fo.ring(4))) is None
+    True
+    >>> graph_difference(a, GraphArrays.from_fabric(fo.ring(4, link_gbps=2)))
+    "arc 'n0'->'n1' has 2 Gb/s there and 1 Gb/s here"
+    """
+    if other is ga:
+        return None
+    if other.n_nodes != ga.n_nodes or other.n_arcs != ga.n_arcs:
+        return (f"it has {other.n_nodes:,} nodes and {other.n_arcs:,} arcs, this fabric "
+                f"{ga.n_nodes:,} and {ga.n_arcs:,}")
+    if other.nodes == ga.nodes and np.array_equal(other.tail, ga.tail) \
+            and np.array_equal(other.head, ga.head):
+        where = np.arange(ga.n_arcs)
+    else:  # the same graph in another order, or another graph
+        missing = next((v for v in other.nodes if v not in ga.index), None)
+        if missing is not None:
+            return f"its node {missing!r} is not in this fabric"
+        position = {arc: a for a, arc in enumerate(other.arcs)}
+        where = np.fromiter((position.get(arc, -1) for arc in ga.arcs), dtype=np.int64,
+                            count=ga.n_arcs)
+        absent = np.flatnonzero(where < 0)
+        if len(absent):
+            u, v = ga.arcs[absent[0]]
+            return f"this fabric's arc {u!r}->{v!r} is not in it"
+    theirs = other.capacity[where]
+    off = np.flatnonzero(~np.isclose(theirs, ga.capacity, rtol=CAPACITY_RTOL, atol=0.0))
+    if len(off):
+        a = int(off[0])
+        u, v = ga.arcs[a]
+        return (f"arc {u!r}->{v!r} has {theirs[a]:g} Gb/s there and {ga.capacity[a]:g} Gb/s "
+                "here")
+    return None
+
+
+def check_intact(func: str, fab: Fabric, traffic: Traffic, intact: Any) -> None:
+    """Raise unless ``intact`` is a :class:`FlowResult` of ``fab``'s graph with ``traffic``.
+
+    The fabric is recognised by its graph (:func:`graph_difference` against the arrays the
+    result's certificate was proven on), not by its name: two fabrics of one generator with
+    other rates share a name, and a result of the other one would make every loss wrong.
+    """
+    rule = f"{func}(): intact must be None or the FlowResult of this fabric ({fab.name!r})"
+    if not isinstance(intact, FlowResult):
+        raise fail(func, "intact", f"None or the FlowResult of this fabric ({fab.name!r})",
+                   type(intact).__name__)
+    if intact.certificate is None:
+        raise InvalidParameterError(f"{rule}, with the certificate that names the graph it "
+                                    f"was solved on; the one given (of "
+                                    f"{intact.fabric_name!r}) has none")
+    why = graph_difference(GraphArrays.from_fabric(fab), intact.certificate.ga)
+    if why is not None:
+        raise InvalidParameterError(f"{rule}; the one given (of {intact.fabric_name!r}) was "
+                                    f"solved on another graph: {why}")
+    if intact.traffic_name != traffic.name:
+        raise InvalidParameterError(f"{rule} with traffic {traffic.name!r}; the one given was "
+                                    f"solved with traffic {intact.traffic_name!r}")
 
 
 def _closed_by_reroute(failed: Fabric, traffic: Traffic, around: IntactFlow | None
