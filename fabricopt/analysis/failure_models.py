@@ -31,7 +31,14 @@ from .._checks import check_choice, check_int, did_you_mean, fail
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_fabric
 from .failure_orbits import Pattern
-from .failures import RiskGroup, _bundles, _check_tiers, risk_groups
+from .failures import (
+    RiskGroup,
+    _bundles,
+    _check_tiers,
+    check_group_names,
+    check_groups,
+    risk_groups,
+)
 
 HOURS_PER_YEAR = 8766.0  # 365.25 days
 
@@ -149,6 +156,9 @@ class EverySingle(FailureModel):
 
     def __post_init__(self) -> None:
         check_choice("EverySingle", "kind", self.kind, ("links", "switches", "groups"))
+        if self.groups is not None:
+            object.__setattr__(self, "groups",
+                               check_group_names("EverySingle", "groups", self.groups))
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -156,6 +166,8 @@ class EverySingle(FailureModel):
 
     def _every_unit(self, method: str, fab: Fabric) -> list[tuple[str, Draw]]:
         check_model_call(method, fab)
+        if self.kind == "groups" and self.groups is not None:
+            check_groups("EverySingle", fab, self.groups)
         units = _units(fab, self.kind, _check_tiers("EverySingle", fab, self.tiers),
                        self.groups)
         if not units:
@@ -180,16 +192,28 @@ class EverySingle(FailureModel):
 
 @dataclass(frozen=True)
 class Independent(FailureModel):
-    """Each unit fails on its own: with ``probability`` (a number, or a mapping from unit
-    label to number, e.g. ``{"switch leaf0": 0.01}``, default 0), else from the attribute
+    """Each unit fails on its own: with ``probability`` (a number for every unit, or a
+    mapping from a unit's label or a tier to a number, default 0), else from the attribute
     ``afr`` (annual failure rate, failures per year) of the link or switch over ``hours``:
     ``p = 1 - exp(-afr * hours / 8766)``.
+
+    A mapping's keys are checked against the fabric the model is applied to, before
+    anything is drawn: a unit's label (``"link leaf0-spine0"``, ``"switch leaf0"``) gives that
+    unit its probability; a tier (``"leaf-spine"``) gives it to every link of the tier, or to
+    every switch with a link of the tier (as ``tiers=`` chooses them). A unit's own label
+    wins over its tiers; a switch whose tiers are given different numbers must be given its
+    own. A key that names nothing of the fabric is an error (with the closest name), never a
+    probability of 0.
 
     >>> import fabricopt as fo
     >>> fab = fo.ring(4)
     >>> d = Independent("links", probability=1.0).draw(fab, np.random.default_rng(0))
     >>> len(d.pattern.links)   # every link fails
     4
+    >>> fab = fo.leaf_spine(leaves=2, spines=1, endpoints_per_leaf=1)
+    >>> d = Independent(probability={"leaf-spine": 1.0}).draw(fab, np.random.default_rng(0))
+    >>> sorted(sorted(pair) for pair in d.pattern.links)   # both leaf-spine links, no GPU link
+    [['leaf0', 'spine0'], ['leaf1', 'spine0']]
     """
 
     kind: str = "links"
@@ -201,6 +225,15 @@ class Independent(FailureModel):
     def __post_init__(self) -> None:
         check_choice("Independent", "kind", self.kind, ("links", "switches"))
         p = self.probability
+        if isinstance(p, Mapping):
+            if not p:
+                raise fail("Independent", "probability", "a number from 0 to 1, or a "
+                           "non-empty mapping from unit labels or tiers to such numbers", p)
+            bad = [k for k in p if not isinstance(k, str) or not k]
+            if bad:
+                raise fail("Independent", "probability", "a mapping whose keys are unit "
+                           "labels ('link leaf0-spine0', 'switch leaf0') or tiers "
+                           f"('leaf-spine'), strings; not {bad[0]!r}", p)
         values = [] if p is None else (list(p.values()) if isinstance(p, Mapping) else [p])
         if any(isinstance(x, bool) or not isinstance(x, int | float) or not 0 <= x <= 1
                for x in values):
@@ -216,11 +249,12 @@ class Independent(FailureModel):
         """Every unit with its probability of failing in one draw."""
         check_model_call("Independent.probabilities", fab)
         g = fab.graph
+        units = _units(fab, self.kind, _check_tiers("Independent", fab, self.tiers), None)
+        given = self._given(fab, units) if isinstance(self.probability, Mapping) else None
         out = []
-        for label, d in _units(fab, self.kind, _check_tiers("Independent", fab, self.tiers),
-                               None):
-            if isinstance(self.probability, Mapping):
-                p = float(self.probability.get(label, 0.0))
+        for label, d in units:
+            if given is not None:
+                p = given[label]
             elif self.probability is not None:
                 p = float(self.probability)
             else:
@@ -239,6 +273,47 @@ class Independent(FailureModel):
                 f"Independent(): no {self.kind[:-1]} of fabric {fab.name!r} has an "
                 f"{self.attribute!r} attribute (failures per year) to draw from; give "
                 "probability= (on the command line, --probability)")
+        return out
+
+    def _given(self, fab: Fabric, units: list[tuple[str, Draw]]) -> dict[str, float]:
+        """Each unit's probability from the mapping: its label's, else its tiers' (0 when
+        neither is given); an error for a key that names no unit or tier of ``fab``, or a
+        switch whose tiers are given different numbers."""
+        mapping: Mapping[str, float] = self.probability  # type: ignore[assignment]
+        g = fab.graph
+        tiers_of: dict[str, frozenset[str]] = {}
+        for label, d in units:
+            if self.kind == "links":
+                u, v = tuple(next(iter(d.pattern.links)))
+                tiers_of[label] = frozenset([str(g[u][v].get("tier", "link"))])
+            else:
+                w = next(iter(d.pattern.switches))
+                tiers_of[label] = frozenset(str(t) for _, _, t in
+                                            g.out_edges(w, data="tier", default="link"))
+        tiers = sorted(set().union(*tiers_of.values())) if tiers_of else []
+        unknown = [k for k in mapping if k not in tiers_of and k not in tiers]
+        if unknown:
+            key = unknown[0]
+            near = did_you_mean(key, tiers) or did_you_mean(key, tiers_of)
+            example = next(iter(tiers_of), None)
+            where = "" if self.tiers is None else " (of the tiers chosen by tiers=)"
+            unit = "link" if self.kind == "links" else "switch"
+            raise InvalidParameterError(
+                f"Independent(): probability keys must be {unit} labels{where} such as "
+                f"{example!r}, or tiers of fabric {fab.name!r} ({', '.join(tiers) or 'none'})"
+                f", got {key!r}{near}")
+        out = {}
+        for label, unit_tiers in tiers_of.items():
+            if label in mapping:
+                out[label] = float(mapping[label])
+                continue
+            values = {t: float(mapping[t]) for t in sorted(unit_tiers) if t in mapping}
+            if len(set(values.values())) > 1:
+                raise InvalidParameterError(
+                    f"Independent(): probability gives {label!r} more than one number "
+                    f"through its tiers ({', '.join(f'{t}: {p:g}' for t, p in values.items())})"
+                    f"; give it its own ({label!r}: p)")
+            out[label] = next(iter(values.values()), 0.0)
         return out
 
     def _any_rate(self, fab: Fabric) -> bool:
@@ -278,6 +353,12 @@ class GroupFailures(FailureModel):
 
     def __post_init__(self) -> None:
         check_int("GroupFailures", "count", self.count, minimum=1)
+        if self.groups is not None:
+            groups = check_group_names("GroupFailures", "groups", self.groups)
+            if len(groups) < self.count:
+                raise fail("GroupFailures", "groups", f"at least count={self.count} "
+                           "group(s)", len(groups))
+            object.__setattr__(self, "groups", groups)
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -285,6 +366,8 @@ class GroupFailures(FailureModel):
                 f"{self.count} risk groups at once")
 
     def _groups(self, fab: Fabric) -> Sequence[RiskGroup]:
+        if self.groups is not None:
+            check_groups("GroupFailures", fab, self.groups)
         groups = self.groups if self.groups is not None else risk_groups(fab)
         if len(groups) < self.count:
             raise InvalidParameterError(f"GroupFailures(): {self.count} groups asked for, "
@@ -394,18 +477,30 @@ def groups_by(fab: Fabric, key: str | Mapping[Hashable, Hashable], *,
         unknown = [v for v in key if not isinstance(v, Hashable) or v not in g]
         if unknown:
             raise fail(func, "key", f"a mapping from nodes of {fab.name!r} to labels "
-                       f"(not nodes: {unknown[:3]!r})", key)
+                       f"(not nodes: {unknown[:3]!r}"
+                       + did_you_mean(str(unknown[0]), map(str, g)) + ")", key)
         bad = [x for x in key.values() if not isinstance(x, Hashable)]
         if bad:
             raise fail(func, "key", "a mapping from node to a label (str or number)", key)
-        values = dict(key)
+        values = {v: label for v, label in key.items() if label is not None}
+        if not values:
+            raise fail(func, "key", "a mapping that puts at least one node in a group (a "
+                       "node mapped to None is in none)", key)
         head = "" if prefix is None else prefix
     else:
         raise fail(func, "key", "a node attribute name or a mapping node -> label", key)
     members: dict[Hashable, list[Hashable]] = {}
     for v, label in values.items():
         members.setdefault(label, []).append(v)
-    return [_group(fab, f"{head}{label}", nodes) for label, nodes in members.items()]
+    named: dict[str, Hashable] = {}
+    for label in members:
+        name = f"{head}{label}"
+        if name in named:  # 1 and "1": two groups one name, so one report line for both
+            raise InvalidParameterError(
+                f"{func}(): labels {named[name]!r} and {label!r} both make the group name "
+                f"{name!r}; give labels that differ as text")
+        named[name] = label
+    return [_group(fab, name, members[label]) for name, label in named.items()]
 
 
 def _group(fab: Fabric, name: str, nodes: Iterable[Hashable]) -> RiskGroup:
@@ -431,26 +526,32 @@ def nest_groups(fab: Fabric, groups: Sequence[RiskGroup], parent: Mapping[str, s
     """
     func = "nest_groups"
     check_fabric(func, fab)
-    if isinstance(groups, str | Mapping) or not isinstance(groups, Iterable) \
-            or not all(isinstance(grp, RiskGroup) for grp in groups):
-        raise fail(func, "groups", "a list of RiskGroup (from groups_by or risk_groups)",
-                   groups)
+    groups = check_group_names(func, "groups", groups)
+    check_groups(func, fab, groups)
     names = {grp.name: grp for grp in groups}
-    members = set(fab.graph)
-    for grp in names.values():
-        nodes = set(grp.switches) | set(grp.gpus) | set().union(*grp.links)
-        if not nodes <= members:
-            raise fail(func, "groups", f"groups of fab ({fab.name!r}): group {grp.name!r} has "
-                       f"nodes not in it ({sorted(map(str, nodes - members))[:3]})",
-                       grp.name)
-    if not isinstance(parent, Mapping) or not all(isinstance(c, str) and isinstance(t, str)
-                                                  for c, t in parent.items()):
-        raise fail(func, "parent", "a mapping child group name -> parent group name",
-                   parent)
+    if not isinstance(parent, Mapping) or not parent or not all(
+            isinstance(c, str) and isinstance(t, str) and t for c, t in parent.items()):
+        raise fail(func, "parent", "a non-empty mapping child group name -> parent group "
+                   "name (non-empty strings)", parent)
     unknown = [c for c in parent if c not in names]
     if unknown:
         raise fail(func, "parent", "keys naming groups, one of " + ", ".join(list(names)[:8])
                    + did_you_mean(unknown[0], names), unknown[0])
+    for child, top in parent.items():
+        if top == child:
+            raise InvalidParameterError(f"{func}(): parent puts group {child!r} in itself; a "
+                                        "parent needs a name of its own")
+        if top in parent:
+            shape = "a cycle" if parent[top] == child else "a chain"
+            raise InvalidParameterError(
+                f"{func}(): parent makes {child!r} -> {top!r} -> {parent[top]!r} {shape}; a "
+                "parent's name must not be a child's: nest one level per call (racks into "
+                "rows, then rows into halls)")
+        if top in names:
+            raise InvalidParameterError(
+                f"{func}(): parent names {top!r} as the parent of {child!r}, but {top!r} is "
+                "already a group's name (two groups one name); give the parent a name of its "
+                "own")
     children: dict[str, list[RiskGroup]] = {}
     for child, top in parent.items():
         children.setdefault(top, []).append(names[child])
