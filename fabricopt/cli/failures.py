@@ -22,6 +22,25 @@ from .words import progress_arg, seconds_arg
 
 FAILURE_MODES = ("n-1", "criticality", "cut", "sweep", "random", "groups")
 
+#: The flags each ``--mode`` reads, besides ``--time-limit`` and ``--progress`` (every mode
+#: takes those); another flag is refused rather than ignored. ``--plot`` draws a ranking or a
+#: distribution, which a cutting set and a sweep are not.
+MODE_FLAGS = {
+    "n-1": ("--kind", "--tiers", "--plot"),
+    "criticality": ("--kind", "--tiers", "--plot"),
+    "cut": ("--kind", "--tiers", "--cut"),
+    "sweep": ("--kind", "--tiers", "--fraction", "--trials", "--seed"),
+    "random": ("--kind", "--tiers", "--probability", "--hours", "--trials", "--seed",
+               "--metrics", "--plot"),
+    "groups": ("--groups", "--metrics", "--plot"),
+}
+#: Every mode's flags: ``--time-limit`` bounds each solve, ``--progress`` shows its stage.
+EVERY_MODE_FLAGS = ("--time-limit", "--progress")
+#: The value a flag has when it is not given (the parser's default is None, so that a flag
+#: given is told from one left out).
+FLAG_DEFAULTS = {"kind": "links", "fraction": "0.01", "cut": 0.5, "hours": 24.0,
+                 "groups": "racks", "trials": 100, "seed": 1, "metrics": ""}
+
 
 def add_failures_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[Fabric]],
                         epilog: str) -> None:
@@ -39,33 +58,36 @@ def add_failures_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[F
     fl.add_argument("targets", nargs="+", metavar="TARGET [key=value ...]",
                     help="a generator name, design file or saved fabric, then parameters")
     fl.add_argument("--mode", choices=FAILURE_MODES, default="n-1")
-    fl.add_argument("--kind", choices=("links", "switches", "groups"), default="links",
+    fl.add_argument("--kind", choices=("links", "switches", "groups"), default=None,
                     help="what fails: one physical link, one switch with its links, or one "
-                    "shared-risk group (default links)")
+                    "shared-risk group (default links; --mode random: links or switches)")
     fl.add_argument("--tiers", default=None, metavar="T1,T2",
-                    help="only units of these tiers (comma-separated)")
-    fl.add_argument("--fraction", default="0.01", metavar="F1,F2",
+                    help="only units of these tiers (comma-separated; every mode but "
+                    "groups)")
+    fl.add_argument("--fraction", default=None, metavar="F1,F2",
                     help="--mode sweep: fractions failed, comma-separated (default 0.01)")
-    fl.add_argument("--cut", type=float, default=0.5, metavar="FRACTION",
+    fl.add_argument("--cut", type=float, default=None, metavar="FRACTION",
                     help="--mode cut: the share of throughput to cut (default 0.5)")
     fl.add_argument("--probability", type=float, default=None,
                     help="--mode random: each unit's failure probability (default: from its "
                     "'afr' attribute, failures per year, over --hours)")
-    fl.add_argument("--hours", type=float, default=24.0,
+    fl.add_argument("--hours", type=float, default=None,
                     help="--mode random: the window the annual failure rates apply over")
-    fl.add_argument("--groups", default="racks", metavar="racks|rows|ATTRIBUTE",
+    fl.add_argument("--groups", default=None, metavar="racks|rows|ATTRIBUTE",
                     help="--mode groups: racks or rows of the cost layout's placement, or a "
                     "node attribute such as su or plane (default racks)")
-    fl.add_argument("--trials", type=int, default=100, help="random draws (default 100)")
-    fl.add_argument("--seed", type=int, default=1, help="seed of the draws (default 1)")
+    fl.add_argument("--trials", type=int, default=None,
+                    help="--mode sweep, random: draws (default 100)")
+    fl.add_argument("--seed", type=int, default=None,
+                    help="--mode sweep, random: seed of the draws (default 1)")
     fl.add_argument("--time-limit", type=seconds_arg, default=None,
                     help="seconds per solve (a solve stopped by it keeps its certified "
                     "bracket, and the command exits 1)")
-    fl.add_argument("--metrics", default="", metavar="routed,bisection",
+    fl.add_argument("--metrics", default=None, metavar="routed,bisection",
                     help="--mode random/groups: also ECMP-routed throughput and bisection")
     fl.add_argument("--plot", default=None, metavar="FILE",
-                    help="write the distribution (random, groups) or the ranking "
-                    "(n-1, criticality) as an image")
+                    help="--mode n-1, criticality, random, groups: write the ranking "
+                    "(n-1, criticality) or the distribution (random, groups) as an image")
     progress_arg(fl, "the pattern or trial being solved and its stage")
     fl.set_defaults(func=lambda args: _cmd_failures(args, load_targets))
 
@@ -95,8 +117,28 @@ def _failure_groups(fab: Fabric, how: str) -> list[Any]:
     return groups_by(fab, how)
 
 
+def _check_mode_flags(args: argparse.Namespace) -> None:
+    """Refuse a flag ``--mode`` does not read (it would be ignored), naming the flags it
+    takes; then give every flag left out its default."""
+    takes = MODE_FLAGS[args.mode]
+    for flag in ("--kind", "--tiers", "--fraction", "--cut", "--probability", "--hours",
+                 "--groups", "--trials", "--seed", "--metrics", "--plot"):
+        if getattr(args, flag[2:]) is not None and flag not in takes:
+            mode = "n-1 (the default)" if args.mode == "n-1" else args.mode
+            raise FabricOptError(f"{flag} does not apply to --mode {mode}, which takes "
+                                 + ", ".join(takes + EVERY_MODE_FLAGS))
+    if args.mode == "random" and args.kind == "groups":
+        raise FabricOptError("--kind groups does not apply to --mode random (each link or "
+                             "switch fails on its own): give --kind links or switches, or "
+                             "--mode groups for shared-risk groups")
+    for name, default in FLAG_DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, default)
+
+
 def _cmd_failures(args: argparse.Namespace,
                   load_targets: Callable[[Sequence[str]], list[Fabric]]) -> int:
+    _check_mode_flags(args)
     tiers = [t.strip() for t in args.tiers.split(",")] if args.tiers else None
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     code = 0
@@ -167,4 +209,4 @@ def _plot_failures(shown: Any, path: str) -> None:
     print(f"plot written to {path}")
 
 
-__all__ = ["FAILURE_MODES", "add_failures_parser"]
+__all__ = ["FAILURE_MODES", "MODE_FLAGS", "add_failures_parser"]
