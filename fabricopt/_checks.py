@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -52,6 +53,122 @@ def check_int(func: str, name: str, value: Any, minimum: int | None = None,
     if even and value % 2:
         raise fail(func, name, rule, value)
     return value
+
+
+#: Most Gb/s one physical link may carry per direction: 1 Pb/s. The fastest ports shipped
+#: carry 1.6 Tb/s (1.6 Tb Ethernet) and an NVLink 5 link 400 Gb/s; a petabit per second is
+#: what laboratory records have pushed through one whole multi-core fibre, over 600 times the
+#: fastest port. A rate in bit/s is at least a thousand times above it (a 1 Gb/s link given
+#: as 1e9), so a capacity above it is refused as a unit mistake (a rate in Mb/s, 400,000 for
+#: 400 Gb/s, stays below it and is not caught). Bundles may exceed it: the bound is on the
+#: capacity over the bundle's ``links``.
+MAX_LINK_GBPS = 1e6
+#: Units :func:`~fabricopt.from_networkx` converts capacities from (their size in Gb/s):
+#: bits or bytes (``B``, 8 bits) per second, decimal prefixes; ``bps`` spellings are bits.
+CAPACITY_UNITS = {"bit/s": 1e-9, "kb/s": 1e-6, "Mb/s": 1e-3, "Gb/s": 1.0, "Tb/s": 1e3,
+                  "MB/s": 8e-3, "GB/s": 8.0, "TB/s": 8e3,
+                  "bps": 1e-9, "kbps": 1e-6, "Mbps": 1e-3, "Gbps": 1.0, "Tbps": 1e3}
+
+
+def check_capacity_unit(func: str, value: Any) -> float:
+    """The size in Gb/s of the unit ``value`` names (a key of :data:`CAPACITY_UNITS`), else
+    the error naming the units; case matters (``Gb/s`` is bits, ``GB/s`` bytes), and a
+    spelling that differs only in case is pointed at the bits.
+
+    >>> check_capacity_unit("from_networkx", "bit/s")
+    1e-09
+    >>> check_capacity_unit("from_networkx", "gb/s")
+    Traceback (most recent call last):
+    ...
+    fabricopt.errors.InvalidParameterError: from_networkx(): capacity_unit must be one of \
+'bit/s', 'kb/s', 'Mb/s', 'Gb/s', 'Tb/s', 'MB/s', 'GB/s', 'TB/s' (or bps, kbps, Mbps, Gbps, \
+Tbps), got 'gb/s' (did you mean 'Gb/s'?)
+    """
+    if isinstance(value, str) and value in CAPACITY_UNITS:
+        return CAPACITY_UNITS[value]
+    names = [u for u in CAPACITY_UNITS if "/" in u]
+    same = [u for u in CAPACITY_UNITS if isinstance(value, str) and u.lower() == value.lower()]
+    near = f" (did you mean {same[0]!r}?)" if same else (
+        did_you_mean(value, names) if isinstance(value, str) else "")
+    raise InvalidParameterError(
+        f"{func}(): capacity_unit must be one of {', '.join(map(repr, names))} (or "
+        f"{', '.join(u for u in CAPACITY_UNITS if '/' not in u)}), got {value!r}{near}")
+
+
+def exact_text(x: float) -> str:
+    """``x`` as ``:g`` writes it when that is exact, else all its digits (so a number just
+    above a bound never reads as the bound).
+
+    >>> exact_text(4e11), exact_text(1.000001e6)
+    ('4e+11', '1000001.0')
+    """
+    short = f"{x:g}"
+    return short if float(short) == x else repr(float(x))
+
+
+def too_fast(where: str, gbps: float, what: str) -> str:
+    """The end of the message for a link rate above :data:`MAX_LINK_GBPS`: what is wrong
+    and what the number would be if it was in bit/s.
+
+    >>> too_fast("ring(4)", 4e11, "link_gbps=4e+11")
+    'ring(4): link_gbps=4e+11 is above 1e+06 Gb/s (1 Pb/s) per link, faster than any link; \
+rates are in Gb/s per direction (4e+11 bit/s would be 400 Gb/s)'
+    """
+    return (f"{where}: {what} is above {MAX_LINK_GBPS:g} Gb/s (1 Pb/s) per link, faster than "
+            f"any link; rates are in Gb/s per direction ({gbps:g} bit/s would be "
+            f"{gbps / 1e9:g} Gb/s)")
+
+
+def unit_mistake(func: str, gbps: float, before: str, after: str = "") -> str:
+    """:func:`too_fast` for an argument of ``func`` that takes a unit: ``before`` and
+    ``after`` the rate name it, and the message ends on how to give the unit.
+
+    >>> unit_mistake("from_networkx", 4e11, "default_capacity=")[-77:]
+    "Gb/s); give capacity_unit= (e.g. 'bit/s') when capacities are in another unit"
+    """
+    return (too_fast(f"{func}()", gbps, f"{before}{exact_text(gbps)}{after}")
+            + "; give capacity_unit= (e.g. 'bit/s') when capacities are in another unit")
+
+
+def fastest_links(edges: Iterable[tuple[Any, Any, Mapping[str, Any]]]
+                  ) -> list[tuple[Any, Any, float]]:
+    """The arcs ``(u, v, data)`` whose physical links carry more than :data:`MAX_LINK_GBPS`
+    (``capacity`` over ``links``, 1 when that is not a whole number >= 1), with that rate.
+
+    >>> fastest_links([("a", "b", {"capacity": 1.6e6, "links": 1000}),
+    ...                ("b", "c", {"capacity": 4e11})])
+    [('b', 'c', 400000000000.0)]
+    """
+    out = []
+    for u, v, d in edges:
+        n = d.get("links", 1)
+        whole = isinstance(n, numbers.Integral) and not isinstance(n, bool) and n >= 1
+        per_link = d["capacity"] / (n if whole else 1)
+        if per_link > MAX_LINK_GBPS:
+            out.append((u, v, per_link))
+    return out
+
+
+def check_capacity_attribute(func: str, G: Any, capacity: str) -> None:
+    """Refuse an attribute name no edge has (a typo would give every edge
+    ``default_capacity``); warn when only some edges lack it. The default name may be absent
+    everywhere: a plain graph takes ``default_capacity`` on purpose."""
+    keys: set[Any] = set()
+    lacking = 0
+    for _, _, d in G.edges(data=True):
+        keys.update(d)
+        lacking += capacity not in d
+    edges = G.number_of_edges()
+    if lacking == edges and edges and capacity != "capacity":
+        names = sorted(map(str, keys))
+        raise InvalidParameterError(
+            f"{func}(): capacity must name an edge attribute of G, got {capacity!r}, which no "
+            f"edge has{did_you_mean(capacity, names)}; edge attributes: "
+            f"{', '.join(names) or 'none'} (leave capacity out to give every edge "
+            "default_capacity)")
+    if 0 < lacking < edges:
+        warnings.warn(f"{func}(): {lacking} of {edges} edges lack the attribute {capacity!r} "
+                      "and get default_capacity", stacklevel=3)
 
 
 #: Largest fabric a generator builds: networkx keeps about half a kilobyte per arc, so this

@@ -38,7 +38,17 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from ._checks import check_label, check_node_names, did_you_mean
+from ._checks import MAX_LINK_GBPS as MAX_LINK_GBPS  # where generators and tests read it
+from ._checks import (
+    check_capacity_attribute,
+    check_capacity_unit,
+    check_label,
+    check_node_names,
+    exact_text,
+    fastest_links,
+    too_fast,
+    unit_mistake,
+)
 from ._unchanged import once
 from .errors import InvalidFabricError, InvalidParameterError
 from .graph_arrays import GraphArrays, _first_seen, looks_valid
@@ -48,70 +58,9 @@ from .tiers import is_scale_up_arc, tier_of
 
 ROLES = ("gpu", "switch", "nic")
 #: Capacities (Gb/s per arc) a real link can have, from a 1 Mb/s management port to a
-#: petabit trunk; :meth:`Fabric.validate` warns outside it (bit/s given where Gb/s is meant).
-PLAUSIBLE_GBPS = (1e-3, 1e6)
-#: Most Gb/s one physical link may carry per direction: 1 Pb/s. The fastest ports shipped
-#: carry 1.6 Tb/s (1.6 Tb Ethernet) and an NVLink 5 link 400 Gb/s; a petabit per second is
-#: what laboratory records have pushed through one whole multi-core fibre, over 600 times the
-#: fastest port. A rate in bit/s is at least a thousand times above it (a 1 Gb/s link given
-#: as 1e9), so a capacity above it is refused as a unit mistake (a rate in Mb/s, 400,000 for
-#: 400 Gb/s, stays below it and is not caught). Bundles may exceed it: the bound is on the
-#: capacity over the bundle's ``links``.
-MAX_LINK_GBPS = PLAUSIBLE_GBPS[1]
-#: Units :func:`from_networkx` converts capacities from (their size in Gb/s): bits or bytes
-#: (``B``, 8 bits) per second, decimal prefixes; ``bps`` spellings are bits.
-CAPACITY_UNITS = {"bit/s": 1e-9, "kb/s": 1e-6, "Mb/s": 1e-3, "Gb/s": 1.0, "Tb/s": 1e3,
-                  "MB/s": 8e-3, "GB/s": 8.0, "TB/s": 8e3,
-                  "bps": 1e-9, "kbps": 1e-6, "Mbps": 1e-3, "Gbps": 1.0, "Tbps": 1e3}
-
-
-def check_capacity_unit(func: str, value: Any) -> float:
-    """The size in Gb/s of the unit ``value`` names (a key of :data:`CAPACITY_UNITS`), else
-    the error naming the units; case matters (``Gb/s`` is bits, ``GB/s`` bytes), and a
-    spelling that differs only in case is pointed at the bits.
-
-    >>> check_capacity_unit("from_networkx", "bit/s")
-    1e-09
-    >>> check_capacity_unit("from_networkx", "gb/s")
-    Traceback (most recent call last):
-    ...
-    fabricopt.errors.InvalidParameterError: from_networkx(): capacity_unit must be one of \
-'bit/s', 'kb/s', 'Mb/s', 'Gb/s', 'Tb/s', 'MB/s', 'GB/s', 'TB/s' (or bps, kbps, Mbps, Gbps, \
-Tbps), got 'gb/s' (did you mean 'Gb/s'?)
-    """
-    if isinstance(value, str) and value in CAPACITY_UNITS:
-        return CAPACITY_UNITS[value]
-    names = [u for u in CAPACITY_UNITS if "/" in u]
-    same = [u for u in CAPACITY_UNITS if isinstance(value, str) and u.lower() == value.lower()]
-    near = f" (did you mean {same[0]!r}?)" if same else (
-        did_you_mean(value, names) if isinstance(value, str) else "")
-    raise InvalidParameterError(
-        f"{func}(): capacity_unit must be one of {', '.join(map(repr, names))} (or "
-        f"{', '.join(u for u in CAPACITY_UNITS if '/' not in u)}), got {value!r}{near}")
-
-
-def exact_text(x: float) -> str:
-    """``x`` as ``:g`` writes it when that is exact, else all its digits (so a number just
-    above a bound never reads as the bound).
-
-    >>> exact_text(4e11), exact_text(1.000001e6)
-    ('4e+11', '1000001.0')
-    """
-    short = f"{x:g}"
-    return short if float(short) == x else repr(float(x))
-
-
-def too_fast(where: str, gbps: float, what: str) -> str:
-    """The end of the message for a link rate above :data:`MAX_LINK_GBPS`: what is wrong
-    and what the number would be if it was in bit/s.
-
-    >>> too_fast("ring(4)", 4e11, "link_gbps=4e+11")
-    'ring(4): link_gbps=4e+11 is above 1e+06 Gb/s (1 Pb/s) per link, faster than any link; \
-rates are in Gb/s per direction (4e+11 bit/s would be 400 Gb/s)'
-    """
-    return (f"{where}: {what} is above {MAX_LINK_GBPS:g} Gb/s (1 Pb/s) per link, faster than "
-            f"any link; rates are in Gb/s per direction ({gbps:g} bit/s would be "
-            f"{gbps / 1e9:g} Gb/s)")
+#: petabit trunk (:data:`~fabricopt._checks.MAX_LINK_GBPS`); :meth:`Fabric.validate` refuses a
+#: link above it, and warns below it (bit/s given where Gb/s is meant).
+PLAUSIBLE_GBPS = (1e-3, MAX_LINK_GBPS)
 
 
 class Fabric:
@@ -399,11 +348,9 @@ class Fabric:
         Rules: every arc has a finite capacity > 0 and its reverse arc, joins two different
         nodes, and its ``links`` (when set) is a whole number >= 1; every endpoint has role
         ``"gpu"``; every node has a known role; no switch uses more ports than its ``radix``.
-        A capacity above :data:`MAX_LINK_GBPS` per physical link (1 Pb/s, capacities in
-        bit/s given as Gb/s) is refused, unless the fabric was built with an explicit unit
-        (``from_networkx(..., capacity_unit=...)``, recorded in ``params``); any other
-        capacity outside :data:`PLAUSIBLE_GBPS` is allowed but warned about. Returns the
-        fabric so calls can chain.
+        A link above :data:`MAX_LINK_GBPS` (1 Pb/s: bit/s given as Gb/s) is refused and a
+        capacity below :data:`PLAUSIBLE_GBPS` warned about, unless the fabric was built with
+        an explicit unit (``from_networkx(..., capacity_unit=...)``). Returns the fabric.
 
         >>> import fabricopt as fo
         >>> fo.ring(4).validate().name
@@ -420,48 +367,28 @@ class Fabric:
         self._check_capacity_magnitude(capacities)
         return self
 
-    def _refuse_too_fast(self) -> None:
-        """Raise :class:`InvalidFabricError` when a physical link carries more than
-        :data:`MAX_LINK_GBPS` (its arc's capacity over its ``links``), unless the fabric
-        records an explicit unit: results scale with the unit, so a fabric in bit/s would
-        read 1e9 times too fast, exit 0 and all."""
-        if self.params.get("capacity_unit") is not None:
+    def _check_capacity_magnitude(self, capacities: np.ndarray | None = None) -> None:
+        """Refuse a physical link above :data:`MAX_LINK_GBPS` (bit/s given as Gb/s would read
+        1e9 times too fast, exit 0 and all) and warn (``UserWarning``) on an arc below
+        :data:`PLAUSIBLE_GBPS`, unless the fabric records an explicit unit."""
+        low, high = PLAUSIBLE_GBPS
+        if (capacities is not None and np.all((capacities >= low) & (capacities <= high))) \
+                or self.params.get("capacity_unit") is not None:
             return
-        fast = []
-        for u, v, d in self.graph.edges(data=True):
-            n = d.get("links", 1)
-            per_link = d["capacity"] / (n if _is_link_count(n) else 1)
-            if per_link > MAX_LINK_GBPS:
-                fast.append((u, v, per_link))
+        fast = fastest_links(self.graph.edges(data=True))
         if fast:
             u, v, gbps = fast[0]
             raise InvalidFabricError(
-                too_fast(f"fabric {self.name!r}", gbps,
-                         f"arc {u!r}->{v!r} at {exact_text(gbps)} Gb/s")
-                + f" ({len(fast)} such arc(s)); give capacities in Gb/s, or build the fabric "
-                "with fo.from_networkx(G, capacity_unit='bit/s') (or the unit they are in)")
-
-    def _check_capacity_magnitude(self, capacities: np.ndarray | None = None) -> None:
-        """Refuse a capacity above :data:`MAX_LINK_GBPS` per link (:meth:`_refuse_too_fast`);
-        warn (``UserWarning``) when a physical link's lies below :data:`PLAUSIBLE_GBPS`,
-        unless the fabric was built with an explicit unit."""
-        low, high = PLAUSIBLE_GBPS
-        if capacities is not None and np.all((capacities >= low) & (capacities <= high)):
-            return
-        self._refuse_too_fast()
-        if self.params.get("capacity_unit") is not None:
-            return  # the unit was given: the numbers are as meant
-        odd = []
-        for u, v, d in self.graph.edges(data=True):
-            n = d.get("links", 1)
-            per_link = d["capacity"] / (n if _is_link_count(n) else 1)
-            if not low <= per_link <= high:
-                odd.append((u, v, per_link))
+                too_fast(f"fabric {self.name!r}", gbps, f"arc {u!r}->{v!r} at "
+                         f"{exact_text(gbps)} Gb/s") + f" ({len(fast)} such arc(s)); give "
+                "capacities in Gb/s, or build the fabric with fo.from_networkx(G, "
+                "capacity_unit='bit/s') (or the unit they are in)")
+        odd = [(u, v, c) for u, v, c in self.graph.edges(data="capacity") if c < low]
         if odd:
             u, v, cap = odd[0]
-            warnings.warn(f"fabric {self.name!r}: {len(odd)} arc(s) have a capacity outside "
-                          f"{low:g} to {high:g} Gb/s per link, e.g. {u!r}->{v!r} at {cap:g}; "
-                          "capacities are in Gb/s per direction (bit/s given by mistake?)",
+            warnings.warn(f"fabric {self.name!r}: {len(odd)} arc(s) have a capacity below "
+                          f"{low:g} Gb/s, e.g. {u!r}->{v!r} at {cap:g}; capacities are in "
+                          "Gb/s per direction (bit/s given by mistake?)",
                           UserWarning, stacklevel=3)
 
     def summary(self) -> FabricSummary:
@@ -726,12 +653,6 @@ def from_networkx(G: nx.Graph, endpoints: Iterable[Hashable] | None = None,
     """
     func = "from_networkx"
     scale = 1.0 if capacity_unit is None else check_capacity_unit(func, capacity_unit)
-    if capacity_unit is None and isinstance(default_capacity, int | float) \
-            and default_capacity > MAX_LINK_GBPS:
-        raise InvalidParameterError(
-            too_fast(f"{func}()", float(default_capacity), "default_capacity="
-                     + exact_text(default_capacity)) + "; give capacity_unit= (e.g. 'bit/s') when "
-            "capacities are in another unit")
     if not isinstance(G, nx.Graph):
         raise InvalidParameterError(f"{func}(): G must be a networkx graph, got {type(G)!r}")
     name = check_label(func, "name", name)
@@ -739,6 +660,8 @@ def from_networkx(G: nx.Graph, endpoints: Iterable[Hashable] | None = None,
             or not math.isfinite(default_capacity) or default_capacity <= 0):
         raise InvalidParameterError(
             f"{func}(): default_capacity must be a finite number > 0, got {default_capacity!r}")
+    if capacity_unit is None and default_capacity > MAX_LINK_GBPS:
+        raise InvalidParameterError(unit_mistake(func, default_capacity, "default_capacity="))
     if not callable(capacity) and (not isinstance(capacity, str) or not capacity):
         # A number here is a mistake for default_capacity: refuse it rather than ignore it.
         raise InvalidParameterError(
@@ -750,7 +673,7 @@ def from_networkx(G: nx.Graph, endpoints: Iterable[Hashable] | None = None,
         raise InvalidParameterError(f"{func}(): endpoints must be None or an iterable of "
                                     f"nodes of G, got {endpoints!r}")
     if isinstance(capacity, str):
-        _check_capacity_attribute(func, G, capacity)
+        check_capacity_attribute(func, G, capacity)
     if endpoints is None:
         roles = [d.get("role") for _, d in G.nodes(data=True)]
         if any(r is not None for r in roles):
@@ -781,10 +704,8 @@ def from_networkx(G: nx.Graph, endpoints: Iterable[Hashable] | None = None,
                 f"got {value!r}")
         gbps = float(value) * scale
         if capacity_unit is None and gbps / _link_count(d) > MAX_LINK_GBPS:
-            raise InvalidParameterError(
-                too_fast(f"{func}()", gbps / _link_count(d), f"edge {u!r}-{v!r} at "
-                         f"{exact_text(gbps / _link_count(d))} Gb/s") + "; give capacity_unit= "
-                "(e.g. 'bit/s') when capacities are in another unit")
+            raise InvalidParameterError(unit_mistake(func, gbps / _link_count(d),
+                                                     f"edge {u!r}-{v!r} at ", " Gb/s"))
         return gbps
 
     edges = G.edges(keys=True, data=True) if G.is_multigraph() else (
@@ -810,28 +731,6 @@ def from_networkx(G: nx.Graph, endpoints: Iterable[Hashable] | None = None,
                 D.add_edge(a, b, **attrs)
     return Fabric(D, endpoints, name or G.graph.get("name") or "networkx",
                   {} if capacity_unit is None else {"capacity_unit": capacity_unit})
-
-
-def _check_capacity_attribute(func: str, G: nx.Graph, capacity: str) -> None:
-    """Refuse an attribute name no edge has (a typo would give every edge
-    ``default_capacity``); warn when only some edges lack it. The default name may be absent
-    everywhere: a plain graph takes ``default_capacity`` on purpose."""
-    keys: set[Any] = set()
-    lacking = 0
-    for _, _, d in G.edges(data=True):
-        keys.update(d)
-        lacking += capacity not in d
-    edges = G.number_of_edges()
-    if lacking == edges and edges and capacity != "capacity":
-        names = sorted(map(str, keys))
-        raise InvalidParameterError(
-            f"{func}(): capacity must name an edge attribute of G, got {capacity!r}, which no "
-            f"edge has{did_you_mean(capacity, names)}; edge attributes: "
-            f"{', '.join(names) or 'none'} (leave capacity out to give every edge "
-            "default_capacity)")
-    if 0 < lacking < edges:
-        warnings.warn(f"{func}(): {lacking} of {edges} edges lack the attribute {capacity!r} "
-                      "and get default_capacity", stacklevel=3)
 
 
 def check_fabric(func: str, fab: Any, name: str = "fab") -> Any:

@@ -31,10 +31,10 @@ from .._checks import check_choice, check_int, did_you_mean, fail
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_fabric
 from .failure_orbits import Pattern
-from .failures import (
+from .failures import _check_tiers
+from .risk_groups import (
     RiskGroup,
     _bundles,
-    _check_tiers,
     check_group_names,
     check_groups,
     risk_groups,

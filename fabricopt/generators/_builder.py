@@ -12,8 +12,9 @@ from typing import Any
 
 import networkx as nx
 
+from .._checks import MAX_LINK_GBPS, exact_text, too_fast
 from ..errors import InvalidParameterError
-from ..fabric import MAX_LINK_GBPS, Fabric, exact_text, too_fast
+from ..fabric import Fabric
 from ..symmetry_claim import Symmetry
 
 #: InfiniBand generation by link rate (Gb/s per direction): the scale-out of NVIDIA's
@@ -118,7 +119,7 @@ class FabricBuilder:
         Repeated calls for the same pair add to one bundle. ``orbit`` is a label for the link
         or a pair of labels for the arcs ``u->v`` and ``v->u``.
 
-        A generator asked for a rate above :data:`~fabricopt.fabric.MAX_LINK_GBPS` (1 Pb/s: a
+        A generator asked for a rate above :data:`~fabricopt._checks.MAX_LINK_GBPS` (1 Pb/s: a
         rate in bit/s given as Gb/s) refuses it here, naming itself and the argument that
         gave it, before the rest is built. A builder driven directly (a test's fabric, a
         near-infinite link standing for an ideal one) builds what it is told;
