@@ -1,7 +1,7 @@
-"""A notebook whose kernel dies before it answers is run on a new kernel (``conftest.py``).
+"""A notebook whose kernel dies before it answers is run on a new kernel
+(``patient_kernel.py``, installed by the checkout's root ``conftest.py``).
 
-The client is read from nbmake, where ``conftest.py`` put it (``import conftest`` could find
-the tests' own conftest: pytest loads each as a module of that name).
+The client is read from nbmake, where it was put.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """The notebooks run as tests (``--nbmake``): a kernel that starts late, or dies before it
-answers, is waited for longer and started again, instead of failing the notebook.
+answers, is waited for longer and started again, instead of failing the notebook. The
+checkout's root ``conftest.py`` installs it (a second ``conftest.py`` among the test paths
+would clash with the tests' own under ``--doctest-modules``, which imports each by its name).
 
 Why. A notebook's kernel is a new Python process. nbclient waits 60 s for it to answer
 (``NotebookClient.startup_timeout``), and jupyter_client chooses the kernel's five TCP ports
@@ -68,6 +70,3 @@ class PatientClient(NotebookClient):
 def use_patient_client() -> None:
     """Make nbmake run every notebook with :class:`PatientClient`."""
     nbmake.nb_run.NotebookClient = PatientClient
-
-
-use_patient_client()
