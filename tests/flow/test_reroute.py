@@ -154,7 +154,8 @@ def test_the_same_answer_in_any_unit(k):
         g = fab.graph.copy()
         for _, _, d in g.edges(data=True):
             d["capacity"] *= 10.0 ** k
-        return fo.from_networkx(g, endpoints=fab.endpoints, name=f"{fab.name} x1e{k}")
+        return fo.from_networkx(g, endpoints=fab.endpoints, name=f"{fab.name} x1e{k}",
+                                capacity_unit="Gb/s")
 
     base = fo.leaf_spine(4, 3, 3)
     lost = [("leaf0", "spine0"), ("leaf1", "spine2")]

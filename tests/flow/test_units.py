@@ -17,7 +17,9 @@ def scaled_fabric(fab, factor):
     g = fab.graph.copy()
     for _, _, d in g.edges(data=True):
         d["capacity"] = d["capacity"] * factor
-    return fo.from_networkx(g, endpoints=fab.endpoints, name=f"{fab.name} x{factor:g}")
+    # The unit is stated, so rates past 1 Pb/s per link are taken as meant (not as bit/s).
+    return fo.from_networkx(g, endpoints=fab.endpoints, name=f"{fab.name} x{factor:g}",
+                            capacity_unit="Gb/s")
 
 
 @pytest.mark.parametrize("k", range(-6, 13))
@@ -38,7 +40,9 @@ def test_theta_scales_with_capacity(k, method):
 def test_ring_in_bit_per_second(gbps):
     # ring(4) with unit arcs has theta 8 / 4^2 = 0.5, so gbps per arc gives 0.5 * gbps: in
     # bit/s (4e11 = 400 Gb/s) the answer is 1e9 times the Gb/s one, by every method.
-    fab = fo.ring(4, link_gbps=gbps)
+    fab = fo.ring(4)
+    for _, _, d in fab.graph.edges(data=True):  # the generators refuse 4e11 Gb/s links
+        d["capacity"] = gbps
     for method in ("lp", "symmetric", "approx"):
         r = certified(fab, fo.max_concurrent_flow(fab, method=method))
         assert r.theta == pytest.approx(0.5 * gbps, rel=1e-6), method
@@ -50,7 +54,7 @@ def test_petersen_at_400e9():
     # bound is 12,000 / (10 x 15) = 80 and the graph is edge-transitive, so theta = 80. At
     # 400e9 (bit/s) it is 80e9.
     for c, want in ((400.0, 80.0), (400e9, 80e9)):
-        fab = fo.from_networkx(nx.petersen_graph(), default_capacity=c)
+        fab = fo.from_networkx(nx.petersen_graph(), default_capacity=c, capacity_unit="Gb/s")
         r = certified(fab, fo.max_concurrent_flow(fab, method="auto"))
         assert r.theta == pytest.approx(want, rel=1e-6)
 
@@ -82,6 +86,7 @@ def test_infinite_upper_bound_is_no_proof():
     assert not fo.check_certificate(fab, replace(r, certificate=None)).ok
 
 
-def test_validate_warns_on_bit_per_second():
-    with pytest.warns(UserWarning, match="bit/s given by mistake"):
-        fo.ring(4, link_gbps=4e11).validate()
+def test_a_rate_in_bit_per_second_is_refused():
+    # 4e11 "Gb/s" per link is 400 Pb/s: bit/s given where Gb/s are meant.
+    with pytest.raises(fo.InvalidParameterError, match="link_gbps"):
+        fo.ring(4, link_gbps=4e11)
