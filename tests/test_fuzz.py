@@ -329,11 +329,7 @@ NOT_BUILT = {
 
 #: Defects the fuzz finds in code this file does not own, until they are fixed there: the
 #: test is expected to fail (strictly: once fixed it passes, and the entry must go).
-KNOWN_DEFECTS = {
-    "Mixture": "parts is not checked to be a sequence of (weight, model) pairs: a number "
-               "raises a raw TypeError, a string or a list of one a raw ValueError "
-               "(fabricopt/analysis/failure_models.py)",
-}
+KNOWN_DEFECTS: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("label", [

@@ -417,11 +417,16 @@ class Mixture(FailureModel):
     parts: Sequence[tuple[float, FailureModel]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if not self.parts or any(
-                not isinstance(w, int | float) or w < 0 or not isinstance(m, FailureModel)
-                for w, m in self.parts) or sum(w for w, _ in self.parts) <= 0:
+        def pair(x: object) -> bool:
+            return (isinstance(x, Sequence) and not isinstance(x, str) and len(x) == 2
+                    and isinstance(x[0], int | float) and not isinstance(x[0], bool)
+                    and math.isfinite(x[0]) and x[0] >= 0 and isinstance(x[1], FailureModel))
+
+        parts = self.parts
+        if (isinstance(parts, str) or not isinstance(parts, Sequence) or not parts
+                or not all(pair(x) for x in parts) or sum(w for w, _ in parts) <= 0):
             raise fail("Mixture", "parts", "(weight >= 0, FailureModel) pairs with a "
-                       "positive total weight", self.parts)
+                       "positive total weight", parts)
 
     @property
     def name(self) -> str:  # type: ignore[override]
