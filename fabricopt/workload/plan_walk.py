@@ -36,7 +36,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import FabricOptError, InvalidParameterError
+from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..graph_arrays import GraphArrays
 from ..tiers import is_scale_up_arc
@@ -534,9 +534,12 @@ class PlanWalk:
                 f"{mem - limit:,.1f} GB{ratio} too much; more GPUs, a smaller "
                 "global_batch or seq_len, or constraints that allow more tp, pp or zero")
         reasons = Counter(c.row["reason"] for c in rows).most_common(2)
-        raise FabricOptError(f"{self.func}(): no plan could be solved on {self.fab.name} "
-                             f"({len(rows):,} failed); for example: "
-                             + "; ".join(r for r, _ in reasons))
+        # Every plan refused by the question's own limits (min_mfu, constraints) or by the
+        # job's checks: bad input, said as such.
+        raise InvalidParameterError(f"{self.func}(): no plan could be solved on "
+                                    f"{self.fab.name} "
+                                    f"({len(rows):,} failed); for example: "
+                                    + "; ".join(r for r, _ in reasons))
 
 
 def _invalid(row: dict[str, Any], exc: Exception) -> Candidate:
