@@ -32,12 +32,14 @@ from .bounds import (
     rail_labels,
     structural_cut_lengths,
 )
-from .brackets import closed, hose_floor, tighter_bracket, with_hose_floor
-from .budget import approx_fits, now, search_budget, seconds_left, stage_fits
+from .brackets import closed, hose_floor, tighter_bracket, unsolved, with_hose_floor
+from .budget import approx_fits, check_lp_memory, now, search_budget, seconds_left, stage_fits
+from .certificate import EXACT_RTOL
 from .certified import certified_result, lp_size_of
-from .formulation import Collapse, CollapsedDemand, FlowModel, build_flow_lp
+from .formulation import Collapse, CollapsedDemand, FlowModel, build_flow_lp, flow_lp_size
 from .from_intact import acceptable, answer_from_intact
 from .lp import LPSolution
+from .memory import gb, shortfall
 from .model import ThroughputModel
 from .plane_bracket import narrowed, plane_bracket
 from .result import FlowCertificate, FlowResult
@@ -250,6 +252,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
     check_solve_args("max_concurrent_flow", backend, time_limit, backend_options)
     ga = GraphArrays.from_fabric(fab)  # the symmetry found below shares fab's graph
     check_capacity_spread("max_concurrent_flow", ga, fab.name)
+    check_lp_memory("max_concurrent_flow", fab, traffic, include_endpoint_links, ga, method)
     warm = (None if warm_start is None
             else warm_lengths("max_concurrent_flow", ga, warm_start))
     ok, why = symmetric_applicable(fab, traffic)
@@ -282,12 +285,12 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
         raise InvalidParameterError(f"max_concurrent_flow(): method='symmetric' is not exact "
                                     f"here: {why}")
     if method == "auto":
-        if ok:
-            method = "symmetric"
-        elif lp_size_estimate(fab, traffic, ga) > MAX_AUTO_NONZEROS:
-            method = "approx"
-        else:
-            method = "lp"
+        method = "symmetric" if ok else "approx" if lp_size_estimate(
+            fab, traffic, ga) > MAX_AUTO_NONZEROS else "lp"
+        short = None if method != "approx" else _approx_out_of_memory(
+            fab, traffic, scaled, ga, ga_solve, early, include_endpoint_links, scale, unit)
+        if short is not None:
+            return _finished(short, traffic, work_limit, start, report, hose)
     ga = ga_solve
     # A warm start (a larger fabric's lengths: a failure trial) already bounds an exact
     # solve from above, and that solve (symmetric, or an LP small enough for one) is exact
@@ -344,10 +347,7 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                               polish=method != "approx" and sol.status != "time_limit",
                               extra_lengths=warm_candidates)
     if method == "approx" and result.unreachable is None and result.upper > 0:
-        wide = (result.upper - result.lower) / result.upper
-        result.message = (f"approximate: certified bracket [{result.lower:.9g}, "
-                          f"{result.upper:.9g}] (gap {wide:.3%}, asked {gap:.3%}); "
-                          f"{sol.message}")
+        result.message = _approx_message(result, sol, gap)
     if first is not None:
         result = tighter_bracket(result, first)
     if (found is not None and found.symmetry is not None and method == "symmetric"
@@ -441,6 +441,33 @@ def _search_if_useful(fab: Fabric, traffic: Traffic, ga: GraphArrays, method: st
         else:
             why = f"{why}, and {found.message}"
     return fab, ok, why, found
+
+
+def _approx_message(result: FlowResult, sol: LPSolution, gap: float) -> str:
+    """An approximate result's bracket, gap and rounds, and whether the proofs met."""
+    wide = (result.upper - result.lower) / result.upper
+    text = (f"approximate: certified bracket [{result.lower:.9g}, {result.upper:.9g}] "
+            f"(gap {wide:.3%}, asked {gap:.3%}); {sol.message}")
+    if result.status == "optimal" and sol.status != "optimal":  # stopped, yet closed
+        text += f"; closed to {EXACT_RTOL:g} relative, so theta is proven"
+    return text
+
+
+def _approx_out_of_memory(fab: Fabric, traffic: Traffic, scaled: Traffic, ga: GraphArrays,
+                          ga_solve: GraphArrays, early: Any, include_endpoint_links: bool,
+                          traffic_scale: float, capacity_unit: float) -> FlowResult | None:
+    """``method="auto"``'s answer when the approximate method's flows do not fit in memory:
+    the bracket proven without them (``early``'s stage, the cuts; solve units); else None."""
+    need = flow_lp_size(fab, traffic, include_endpoint_links, ga).approx_bytes
+    memory = shortfall(need)
+    if memory is None:
+        return None
+    cut = cut_bracket(fab, scaled, ga_solve, include_endpoint_links=include_endpoint_links,
+                      traffic_scale=traffic_scale, capacity_unit=capacity_unit)
+    return unsolved([None if early is None else early[2], cut], lambda: cheap_bracket(
+        fab, traffic, include_endpoint_links=include_endpoint_links),
+        f"the approximate method would need about {gb(need)}, more than the {memory} "
+        "available")
 
 
 def _finished(result: FlowResult, traffic: Traffic, work_limit: int | None,
@@ -745,6 +772,7 @@ def solve_flow_model(model: FlowModel, backend: str = "highs", time_limit: float
         raise InvalidParameterError(f"solve_flow_model(): model must be a FlowModel (from "
                                     f"build_flow_lp), got {type(model).__name__}")
     time_limit = check_solve_args("solve_flow_model", backend, time_limit)
+    check_lp_memory("solve_flow_model", model)
     sol = solve_lp(model.lp, backend, time_limit, **backend_options)
     result = certified_result(model, sol, method="lp", backend=backend, fabric_name=fabric_name,
                               tiers=tiers)

@@ -21,6 +21,7 @@ re-proves it from the two-phase rate it carries.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -114,6 +115,22 @@ def tighter_bracket(result: FlowResult, bounds: FlowResult) -> FlowResult:
                            f"[{lower:.9g}, {upper:.9g}]")
 
 
+def unsolved(candidates: Sequence[FlowResult | None], fallback: Callable[[], FlowResult],
+             why: str) -> FlowResult:
+    """The answer when nothing more can be solved (``why``: the approximate method's flows
+    do not fit in memory): the tightest of the proven ``candidates`` (brackets in the same
+    solve units), else ``fallback()``; status ``"not_solved"`` unless it is exact."""
+    found = [c for c in candidates if c is not None]
+    best = fallback() if not found else found[0]
+    for other in found[1:]:
+        best = tighter_bracket(best, other)
+    if best.exact:
+        return best
+    return replace(best, status="not_solved", theta=None,
+                   message=f"{why}: the bracket proven without it "
+                           f"[{best.lower:.9g}, {best.upper:.9g}]")
+
+
 def closed(result: FlowResult) -> FlowResult:
     """``result`` marked optimal, theta its lower end, when its proven bracket has closed
     (to :data:`~fabricopt.flow.certificate.EXACT_RTOL`); itself otherwise."""
@@ -125,4 +142,5 @@ def closed(result: FlowResult) -> FlowResult:
     return replace(result, status="optimal", theta=lower, lower=lower)
 
 
-__all__ = ["closed", "hose_floor", "hose_theta", "tighter_bracket", "with_hose_floor"]
+__all__ = ["closed", "hose_floor", "hose_theta", "tighter_bracket", "unsolved",
+           "with_hose_floor"]

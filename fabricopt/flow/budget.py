@@ -1,5 +1,6 @@
-"""What a time limit lets an evaluation begin: the seconds left of it, and whether a step
-expected to take so long (from its size) fits.
+"""What a time limit and the memory let an evaluation begin: the seconds left of it, whether a
+step expected to take so long (from its size) fits, and whether the full LP or the
+approximate method's flows fit in the memory at hand (:mod:`fabricopt.flow.memory`).
 
 No step is interrupted once begun, so a step that would outlast the limit is not begun: the
 bracket proven before it is the answer (``docs/bounds-first.md``, anytime brackets).
@@ -13,8 +14,15 @@ from __future__ import annotations
 
 import time
 
+from ..fabric import Fabric
+from ..graph_arrays import GraphArrays
+from ..traffic import Traffic
+from .formulation import FlowModel, flow_lp_size
+from .memory import LPSize, check_fits, gb
+
 __all__ = ["APPROX_SECONDS_PER_NONZERO", "ECMP_SECONDS_PER_ENTRY", "STAGE_ALWAYS_SECONDS",
-           "approx_fits", "clock", "now", "search_budget", "seconds_left", "stage_fits"]
+           "approx_fits", "check_lp_memory", "clock", "now", "search_budget", "seconds_left",
+           "stage_fits"]
 
 #: The clock a time limit is counted on, from the start of the call (a name of its own so a
 #: test can advance it without waiting).
@@ -62,3 +70,42 @@ def approx_fits(nonzeros: int, left: float | None) -> bool:
     """True when the approximate method's first round over an LP of ``nonzeros`` is expected
     to end within ``left`` seconds (always without a limit)."""
     return left is None or nonzeros * APPROX_SECONDS_PER_NONZERO <= left
+
+
+def check_lp_memory(func: str, fab: Fabric | FlowModel, traffic: Traffic | None = None,
+                    include_endpoint_links: bool = True, ga: GraphArrays | None = None,
+                    method: str = "lp") -> None:
+    """Refuse ``method="lp"`` (or ``"approx"``) before anything is built when its LP
+    (:func:`~fabricopt.flow.formulation.flow_lp_size`), or the approximate method's flows
+    over it, would not fit in the memory available
+    (:func:`~fabricopt.flow.memory.available_memory`), naming both and what to do instead.
+    ``fab`` may be a built :class:`~fabricopt.flow.formulation.FlowModel` (whose LP is not
+    assembled yet) instead of a fabric and its traffic.
+
+    >>> import fabricopt as fo
+    >>> check_lp_memory("max_concurrent_flow", fo.ring(4), fo.all_to_all(fo.ring(4)))
+    >>> check_lp_memory("solve_flow_model", fo.build_flow_lp(fo.ring(4),
+    ...                                                      fo.all_to_all(fo.ring(4))))
+    """
+    if isinstance(fab, FlowModel):
+        counted = fab.lp_size
+        size = LPSize(counted["rows"], counted["columns"], counted["nonzeros"])
+        check_fits(func, "the model's LP", size.bytes, f"an LP of {size}",
+                   "Use max_concurrent_flow(method='auto') or method='approx', which never "
+                   "assemble it.")
+        return
+    if method not in ("lp", "approx"):
+        return  # "auto" and "symmetric" choose what fits; the symmetric LP is small
+    size = flow_lp_size(fab, traffic, include_endpoint_links, ga)  # type: ignore[arg-type]
+    if method == "approx":
+        variables = size.columns - 1
+        check_fits(func, "method='approx'", size.approx_bytes,
+                   f"one flow per commodity and core arc, {variables:,} variables, about "
+                   f"{gb(size.approx_bytes)}",
+                   "Use method='auto', which solves the symmetric LP when the fabric has a "
+                   "symmetry (claimed or found) and otherwise returns the bracket that fits.")
+        return
+    check_fits(func, "method='lp'", size.bytes, f"an LP of {size}",
+               "Use method='auto', which solves the symmetric LP when the fabric has a "
+               "symmetry (claimed or found) and otherwise the approximate method, which "
+               "never assembles the LP (or method='approx', if its flows fit).")

@@ -42,6 +42,7 @@ from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
 from .certificate import DistanceBound, distance_bound
 from .lp import LinearProgram
+from .memory import LPSize, check_fits
 from .model import LiftedFlow, max_theta_lp
 
 
@@ -218,6 +219,52 @@ class CollapsedDemand:
         return float(np.min(self.ga.capacity[self.ep_rows_arc] / self.ep_rows_gbps))
 
 
+def flow_lp_size(fab: Any, traffic: Traffic, include_endpoint_links: bool = True,
+                 ga: GraphArrays | None = None) -> LPSize:
+    """The size of :func:`~fabricopt.flow.build_flow_lp`'s LP, counted without building it.
+
+    With ``K`` commodities (switches or endpoints that send across the core), ``m`` core
+    arcs, ``n`` nodes, ``E`` endpoint rows and ``P`` aggregated pairs of distinct core
+    nodes: ``K m + 1`` columns (flows, then theta); ``m + E + K n`` rows (capacities,
+    endpoint links, conservation); ``K m`` nonzeros in the capacity rows, ``2 K m`` in the
+    conservation rows, ``E + P + K`` in the theta column.
+
+    >>> import fabricopt as fo
+    >>> fab = fo.ring(4)
+    >>> size = flow_lp_size(fab, fo.all_to_all(fab))
+    >>> lp = fo.build_flow_lp(fab, fo.all_to_all(fab)).lp
+    >>> (size.rows, size.columns, size.nonzeros) == (lp.n_rows, lp.n_cols, lp.nnz)
+    True
+    """
+    ga = ga or GraphArrays.from_fabric(fab)
+    eps = traffic.endpoints
+    collapse = Collapse.of(ga, fab, eps)
+    collapsed = collapse.out_arc >= 0
+    if traffic.is_uniform:
+        K = len(np.unique(collapse.attach))
+        K = K if len(eps) > 1 and K > 1 else 0
+        pairs = K * (K - 1)
+        sends = receives = collapsed if len(eps) > 1 else np.zeros_like(collapsed)
+    else:
+        position = {e: i for i, e in enumerate(eps)}
+        src = np.fromiter((position[s] for s, _ in traffic.pairs), dtype=np.int64,
+                          count=len(traffic.pairs))
+        dst = np.fromiter((position[t] for _, t in traffic.pairs), dtype=np.int64,
+                          count=len(traffic.pairs))
+        gbps = np.fromiter(traffic.pairs.values(), dtype=float, count=len(traffic.pairs))
+        a_s, a_t = collapse.attach[src], collapse.attach[dst]
+        cross = a_s != a_t
+        K = len(np.unique(a_s[cross]))
+        pairs = len(np.unique(a_s[cross] * (int(collapse.attach.max()) + 1) + a_t[cross]))
+        out = np.bincount(src, weights=gbps, minlength=len(eps)) > 0
+        into = np.bincount(dst, weights=gbps, minlength=len(eps)) > 0
+        sends, receives = collapsed & out, collapsed & into
+    E = int(sends.sum() + receives.sum()) if include_endpoint_links else 0
+    m, n = int(collapse.core_arc.sum()), ga.n_nodes
+    return LPSize(rows=m + E + K * n, columns=K * m + 1,
+                  nonzeros=3 * K * m + E + pairs + K)
+
+
 #: Commodities per block when checking conservation (bounds the temporary memory).
 RESIDUAL_BLOCK = 256
 
@@ -269,7 +316,13 @@ class FlowModel:
 
     @cached_property
     def lp(self) -> LinearProgram:
-        """The LP itself (see the class docstring for its layout)."""
+        """The LP itself (see the class docstring for its layout); refused before it is
+        assembled when it would not fit in memory (:mod:`fabricopt.flow.memory`)."""
+        size = self.lp_size
+        need = LPSize(size["rows"], size["columns"], size["nonzeros"])
+        check_fits("FlowModel.lp", "the LP", need.bytes, f"an LP of {need}",
+                   "Solve it with max_concurrent_flow(method='auto') or method='approx', "
+                   "which never assemble it.")
         K, m, n = self.n_commodities, len(self.core_arcs), self.ga.n_nodes
         # Conservation: kron(I_K, incidence of core arcs); capacity: the flows add up.
         return max_theta_lp(sp.kron(sp.identity(K, format="csr"), self.inc_core, format="csr"),
