@@ -300,6 +300,8 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
             raise fail("solve_approx", "seed_lengths",
                        f"None or rows of {rows} finite lengths >= 0 (core arcs, then "
                        "endpoint rows)", f"an array of shape {seed_lengths.shape}")
+    if model.n_commodities == 0:
+        return _endpoint_rows_only(model)
     auto = strategy == "auto"
     if auto:
         strategy = choose_strategy(model)
@@ -329,6 +331,26 @@ def solve_approx(model: FlowModel, *, gap: float = 0.01, time_limit: float | Non
     fw = _FrankWolfe(model, gap, time_limit, progress, seed_lengths)
     fw.max_rounds, fw.known_lower = max_rounds, known_lower
     return fw.run()
+
+
+def _endpoint_rows_only(model: FlowModel) -> LPSolution:
+    """The answer when no pair crosses the core (every pair under one switch, such as two
+    GPUs of one leaf): only the endpoint rows bind, ``theta = min capacity / demand``, and
+    the length 1 on that row alone proves it from above (its distance bound is the same
+    ratio), so the bracket is closed without a round."""
+    start = time.perf_counter()
+    # Every pair has both ends collapsed onto one switch (distinct endpoints that are not
+    # collapsed enter the core apart), so each endpoint with demand has its row.
+    cap, gbps = model.ga.capacity[model.ep_rows_arc], model.ep_rows_gbps
+    m = len(model.core_arcs)
+    lengths = np.zeros(m + len(cap))
+    ratio = cap / gbps
+    row = int(np.argmin(ratio))
+    theta = float(ratio[row])
+    lengths[m + row] = 1.0
+    return LPSolution("optimal", "no pair leaves its switch: the endpoint links alone bind",
+                      np.array([theta]), -theta, -lengths, None, time.perf_counter() - start,
+                      info={"lower": theta, "upper": theta, "iterations": 0})
 
 
 def _better_of(first: LPSolution, second: LPSolution, gap: float) -> LPSolution:

@@ -19,6 +19,11 @@ from .result import FlowCertificate, FlowResult
 from .symmetric import SymmetricModel
 from .units import in_units
 
+#: Statuses of a solve stopped short of what it was asked (a stalled approximate run, a
+#: limit): when their proofs meet all the same, the answer is an optimum
+#: (:func:`certified_result`).
+STOPPED_SHORT = ("stalled", "iteration_limit", "time_limit")
+
 
 def lp_size_of(model: ThroughputModel) -> dict[str, int]:
     """The columns, rows and nonzeros of ``model``'s LP (and how much a symmetric one
@@ -57,6 +62,15 @@ def certified_result(model: ThroughputModel | CollapsedDemand, sol: LPSolution, 
         status = "optimal"
         message = (f"the solver ended with status {sol.message!r}, but its point and duals "
                    "prove the optimum")
+    if (status in STOPPED_SHORT and cert.lifted is not None and 0 < lower <= upper < np.inf
+            and upper - lower <= EXACT_RTOL * upper
+            and (bound is None or (not bound.failure and bound.unreachable is None))):
+        # The solver stopped short of what it was asked (an approximate run whose gap is
+        # out of reach stalls; a limit ran out), but its proofs meet: theta is proven, and
+        # a closed bracket is an optimum whatever stopped the run.
+        message = (f"{sol.message}; the certified bracket closed to {EXACT_RTOL:g} "
+                   "relative all the same")
+        status = "optimal"
     theta = cert.lifted.theta if (cert.lifted is not None and status == "optimal") else None
     if bound is not None and bound.failure:
         status, theta, message = "error", None, bound.failure

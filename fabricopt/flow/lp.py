@@ -38,14 +38,15 @@ STATUS_MEANINGS = {
     "iteration_limit": "the solver stopped at its iteration limit (or a work_limit); as "
                        "time_limit",
     "stalled": "the approximate method stopped because its certified bracket no longer "
-               "narrowed; the best bracket is kept",
+               "narrowed, still open; the best bracket is kept (one that closed is "
+               "optimal)",
     "infeasible": "the solver proved there is no solution (for a MILP: no plan within the "
                   "bounds meets the target)",
     "unbounded": "the solver reports the problem unbounded",
     "numerical_error": "the solver failed numerically, or the two proofs contradict each "
                        "other",
-    "not_solved": "nothing was solved (the problem was too large to try, or the solver "
-                  "stopped without a point)",
+    "not_solved": "nothing was solved (the problem was too large to try, or for the "
+                  "memory at hand, or the solver stopped without a point)",
     "error": "an unknown solver status with no point that proves a lower bound, or a "
              "symmetry claim that failed its spot check",
     "exact": "a routing evaluated as deployed: theta is its loads' exact value (no solver)",
