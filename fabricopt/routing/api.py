@@ -13,11 +13,12 @@ from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_fabric
 from ..flow import max_concurrent_flow
 from ..flow.backends import BACKENDS
+from ..flow.memory import check_fits, gb, shortfall
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic, checked_traffic
 from .fluid import FluidRouting, destination_rank
-from .hashing import hashed_loads
-from .planes import PLANE_NAMES, Planes
+from .hashing import HashedWalk, walk_bytes
+from .planes import PLANE_NAMES, Plane, Planes
 from .result import RoutedFlowResult
 from .uniform import add_uniform
 
@@ -29,24 +30,53 @@ PAIR_BLOCK = 2_000_000
 _SPLIT = {"ecmp": "equal", "wcmp": "capacity", "static": "static", "hash": "equal"}
 
 
-#: Most entries (8 bytes each) a routing array may hold: 2 GB, what a laptop spares.
+#: Most flows (demand pairs times ``flows_per_pair``) hashed in one trial: each is walked
+#: hop by hop in every trial, and 250 million of them take hours. Memory does not grow with
+#: them (:mod:`fabricopt.routing.hashing` walks a block at a time).
 MAX_ROUTING_ENTRIES = 250_000_000
+#: Bytes of the loads kept per arc and trial: what each arc carries and its port-equivalent
+#: load, per member link while hashing, and their per-arc reductions (five 8-byte arrays).
+LOAD_BYTES_PER_ARC = 40
+
 
 def check_routing_size(func: str, trials: int, flows_per_pair: int, arcs: int,
                        pairs: int) -> None:
-    """Refuse before allocating what cannot fit in memory: routing keeps one load per arc per
-    trial and one path choice per flow.
+    """Refuse before any work what cannot fit in memory, one load per arc per trial
+    (:data:`LOAD_BYTES_PER_ARC` bytes each, against
+    :func:`~fabricopt.flow.memory.available_memory`), or more flows per trial than
+    :data:`MAX_ROUTING_ENTRIES`.
 
     >>> check_routing_size("routed_flow", 100, 1, 64, 56)
     """
-    if trials * arcs > MAX_ROUTING_ENTRIES:
+    need = LOAD_BYTES_PER_ARC * trials * arcs
+    memory = shortfall(need)
+    if memory is not None:
         raise InvalidParameterError(
-            f"{func}(): trials must keep trials x arcs <= {MAX_ROUTING_ENTRIES:,} (one load per "
-            f"arc per trial), got trials={trials} with {arcs} arcs")
+            f"{func}(): trials must keep trials x arcs within the memory available, {memory} "
+            f"(one load per arc per trial, {LOAD_BYTES_PER_ARC} bytes each), got "
+            f"trials={trials:,} with {arcs:,} arcs: about {gb(need)}. Ask for fewer trials.")
     if flows_per_pair * pairs > MAX_ROUTING_ENTRIES:
         raise InvalidParameterError(
             f"{func}(): flows_per_pair must keep flows_per_pair x pairs <= "
-            f"{MAX_ROUTING_ENTRIES:,}, got flows_per_pair={flows_per_pair} with {pairs} pairs")
+            f"{MAX_ROUTING_ENTRIES:,} (flows hashed in each trial), got "
+            f"flows_per_pair={flows_per_pair} with {pairs:,} pairs")
+
+
+def check_walk_memory(func: str, planes: list[Plane], classes: list[int], pairs: list[int],
+                      links: np.ndarray, trials: int, flows_per_pair: int) -> None:
+    """Refuse hashing on ``planes`` (towards ``classes`` destination classes and with
+    ``pairs`` pairs on each) when its hop tables, loads and walk
+    (:func:`~fabricopt.routing.hashing.walk_bytes`) would not fit in memory, before any is
+    allocated."""
+    need = sum(walk_bytes(plane.n_nodes, c, int(links[plane.arc].sum()), trials,
+                          min(n, PAIR_BLOCK), flows_per_pair,
+                          int(np.diff(plane.indptr).max(initial=1)))
+               for plane, c, n in zip(planes, classes, pairs, strict=True))
+    tables = " and ".join(f"{plane.n_nodes:,} nodes x {c:,} destination classes"
+                          for plane, c in zip(planes, classes, strict=True))
+    check_fits(func, "routing='hash'", need,
+               f"about {gb(need)}: hop tables of {tables}, loads of {trials:,} trials",
+               "Ask for fewer trials, or routing='ecmp' (hashing's many-flow limit).")
 
 
 def routed_flow(fab: Fabric, traffic: Traffic | None = None, *, routing: str = "ecmp",
@@ -214,10 +244,16 @@ def demand_chunks(traffic: Traffic, position: dict[Hashable, int],
 
 def route_loads(planes: Planes, fab: Fabric, traffic: Traffic, routing: str,
                 flows_per_pair: int, trials: int, rng: np.random.Generator | None,
+                func: str = "routed_flow",
                 ) -> tuple[np.ndarray, np.ndarray, list[int], tuple[Hashable, Hashable] | None]:
     """Arc loads (Gb/s at the traffic as given) per trial, carried and port-equivalent
     (:mod:`fabricopt.routing.hashing`), pairs per plane, and an unreachable pair if there is
-    one."""
+    one.
+
+    The demands come a block at a time (:func:`demand_chunks`). A first pass assigns each
+    pair its plane and adds the fluid policies' loads; hashing notes the destinations it
+    will route, checks that its tables fit (refused by ``func`` otherwise) and walks the
+    blocks again, so no list of every flow is ever held."""
     ga = planes.ga
     position = {e: i for i, e in enumerate(fab.endpoints)}
     hashed = routing == "hash"
@@ -225,7 +261,6 @@ def route_loads(planes: Planes, fab: Fabric, traffic: Traffic, routing: str,
     for p, plane in enumerate(planes.planes):
         per_target = routing == "static" and p > 0
         fluid.append(FluidRouting(plane, per_target) if plane is not None else None)
-    flows: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {1: [], 2: []}
     counts = [0, 0, 0]
     counted = None
     if traffic.is_uniform and routing in ("ecmp", "wcmp"):
@@ -233,6 +268,10 @@ def route_loads(planes: Planes, fab: Fabric, traffic: Traffic, routing: str,
         counted = add_uniform(planes, fluid, eps, float(traffic.uniform_gbps))  # type: ignore[arg-type]
     if counted is not None:
         counts = counted
+    # Which destinations hashing routes on each of the network planes, and each block's
+    # plane assignment (one byte a pair) for the second pass.
+    bound_for = {p: np.zeros(len(position), dtype=bool) for p in (1, 2)}
+    assigned: list[np.ndarray] = []
     for src, dst, gbps in (() if counted is not None else demand_chunks(traffic, position)):
         plane_of = planes.assign(src, dst)
         if np.any(plane_of < 0):
@@ -245,9 +284,11 @@ def route_loads(planes: Planes, fab: Fabric, traffic: Traffic, routing: str,
                 continue
             counts[p] += int(sel.sum())
             if hashed and p > 0:
-                flows[p].append((src[sel], dst[sel], gbps[sel]))
+                bound_for[p][dst[sel]] = True
             else:
                 fluid[p].add(src[sel], dst[sel], gbps[sel])  # type: ignore[union-attr]
+        if hashed:
+            assigned.append(plane_of.astype(np.int8))
     # Member links per arc: hashing and static tables pick one of them per flow or destination.
     links = np.array([int(fab.graph[u][v].get("links", 1)) for u, v in ga.arcs], dtype=np.int64)
     base, base_port = np.zeros(ga.n_arcs), np.zeros(ga.n_arcs)
@@ -262,15 +303,24 @@ def route_loads(planes: Planes, fab: Fabric, traffic: Traffic, routing: str,
         base_port[acc.plane.arc] += port
     load = np.repeat(base[None, :], trials, axis=0)
     port_load = np.repeat(base_port[None, :], trials, axis=0)
-    for p, parts in flows.items():
-        if not parts:
-            continue
-        plane = planes.planes[p]
-        src = np.repeat(np.concatenate([s for s, _, _ in parts]), flows_per_pair)
-        dst = np.repeat(np.concatenate([t for _, t, _ in parts]), flows_per_pair)
-        gbps = np.repeat(np.concatenate([g for _, _, g in parts]), flows_per_pair)
-        carried, port = hashed_loads(plane, src, dst, gbps / flows_per_pair, trials,
-                                     rng, links[plane.arc])  # type: ignore[arg-type]
-        load[:, plane.arc] += carried
-        port_load[:, plane.arc] += port
+    used = [p for p in (1, 2) if hashed and counts[p]]
+    if not used:
+        return load, port_load, counts, None
+    hashing_planes = [planes.planes[p] for p in used]
+    classes = [np.unique(plane.klass[np.flatnonzero(bound_for[p])])  # type: ignore[union-attr]
+               for p, plane in zip(used, hashing_planes, strict=True)]
+    check_walk_memory(func, hashing_planes, [len(c) for c in classes],  # type: ignore[arg-type]
+                      [counts[p] for p in used], links, trials, flows_per_pair)
+    walks = {p: HashedWalk(plane, c, trials, links[plane.arc])  # type: ignore[union-attr]
+             for p, plane, c in zip(used, hashing_planes, classes, strict=True)}
+    for (src, dst, gbps), plane_of in zip(demand_chunks(traffic, position), assigned,
+                                          strict=True):
+        for p, walk in walks.items():
+            sel = plane_of == p
+            if sel.any():
+                walk.add(src[sel], dst[sel], gbps[sel], rng, flows_per_pair)  # type: ignore[arg-type]
+    for walk in walks.values():
+        carried, port = walk.loads()
+        load[:, walk.plane.arc] += carried
+        port_load[:, walk.plane.arc] += port
     return load, port_load, counts, None
