@@ -14,6 +14,7 @@ import math
 import os
 import textwrap
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from .._checks import did_you_mean, parse_bytes
@@ -111,6 +112,12 @@ def load_fabric(target: str, assignments: Sequence[str]) -> list[Fabric]:
             raise FabricOptError(f"{target}: a saved fabric takes no key=value parameters, "
                                  f"got {' '.join(assignments)}")
         return [read_json(target) if target.endswith(".json") else read_graphml(target)]
+    if Path(target).is_dir():  # a folder is a batch: compare reads those, one at a time here
+        files = sorted(f.name for f in Path(target).glob("*.toml"))
+        example = f" (e.g. {Path(target) / files[0]})" if files else ""
+        raise FabricOptError(f"{target!r} is a folder: this command reads one fabric; give "
+                             f"one of its design files{example}, or run fabricopt compare "
+                             f"{target} for them all")
     raise FabricOptError(f"unknown generator or fabric file {target!r}"
                          f"{did_you_mean(target, GENERATORS)}: give a generator ("
                          + ", ".join(sorted(GENERATORS)) + "), a .toml design file, or a "

@@ -250,14 +250,25 @@ TEXT_COLUMNS = ("gpus", "all_to_all_gbps_per_gpu", "all_reduce_busbw_GBps",
                 "error")
 
 
+#: From this magnitude on, :func:`human` writes a number with its exponent.
+HUMAN_EXPONENT_FROM = 1e15
+
+
 def human(value: Any) -> str:
     """A number as a reader takes it in: thousands separators, four significant digits
-    below 1,000, no exponent; other values as in CSV.
+    below 1,000, no exponent; other values as in CSV. A magnitude of 10^15 or more (only a
+    fabric given in absurd units reaches it) keeps four significant digits with its exponent,
+    not a row of digits no reader counts.
 
     >>> human(6378750.0), human(3.2768e6), human(423.33333), human(0.00012), human(12)
     ('6,378,750', '3,276,800', '423.3', '0.00012', '12')
+    >>> human(1.5e300), human(10**20)
+    ('1.5e+300', '1e+20')
     """
-    if isinstance(value, float) and math.isfinite(value) and not isinstance(value, bool):
+    if isinstance(value, int | float) and not isinstance(value, bool) \
+            and math.isfinite(value) and abs(value) >= HUMAN_EXPONENT_FROM:
+        return f"{float(value):.4g}"
+    if isinstance(value, float) and math.isfinite(value):
         if abs(value) >= 1000:
             return f"{value:,.0f}"
         return f"{value:.4g}"
