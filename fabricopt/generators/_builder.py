@@ -7,6 +7,7 @@ of automorphisms transitive on the endpoints, records the arc orbits of that gro
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
@@ -31,6 +32,79 @@ def default_tech(link_gbps: float) -> str:
     ('ndr', 'xdr', '1g')
     """
     return INFINIBAND_BY_GBPS.get(float(link_gbps), f"{link_gbps:g}g")
+
+
+def defaults_of(func: Callable[..., Any]) -> dict[str, Any]:
+    """The keyword defaults of a generator, by parameter name.
+
+    >>> from fabricopt.generators.classic import ring
+    >>> defaults_of(ring)
+    {'link_gbps': 1.0, 'tech': 'generic'}
+    """
+    return {k: p.default for k, p in inspect.signature(func).parameters.items()
+            if p.default is not inspect.Parameter.empty}
+
+
+def options_shown(given: Mapping[str, Any], defaults: Mapping[str, Any]) -> list[str]:
+    """``"key=value"`` for every option in ``given`` whose value differs from its default, in
+    the order given: a generator's name carries them, so that fabrics built with different
+    options never share a name (a comparison would show identical rows).
+
+    >>> options_shown({"link_gbps": 400, "tech": "generic"}, {"link_gbps": 1.0,
+    ...               "tech": "generic"})
+    ['link_gbps=400']
+    >>> options_shown({"radix": [32, 64]}, {"radix": 64})
+    ['radix=[32, 64]']
+    """
+    out = []
+    for key, value in given.items():
+        default = defaults.get(key, inspect.Parameter.empty)
+        if _same(value, default):
+            continue
+        out.append(f"{key}={_option_text(value)}")
+    return out
+
+
+def with_options(base: str, given: Mapping[str, Any], defaults: Mapping[str, Any]) -> str:
+    """``base`` with :func:`options_shown` inside its closing parenthesis, or after it in
+    parentheses when it has none.
+
+    >>> with_options("ring(4)", {"link_gbps": 400}, {"link_gbps": 1.0})
+    'ring(4, link_gbps=400)'
+    >>> with_options("DGX H100", {"in_network_reduction": False}, {"in_network_reduction": True})
+    'DGX H100 (in_network_reduction=False)'
+    >>> with_options("ring(4)", {"link_gbps": 1.0}, {"link_gbps": 1.0})
+    'ring(4)'
+    """
+    shown = options_shown(given, defaults)
+    if not shown:
+        return base
+    if base.endswith(")"):
+        return base[:-1] + ", " + ", ".join(shown) + ")"
+    return f"{base} ({', '.join(shown)})"
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, bool) or isinstance(b, bool) or a is None or b is None:
+        return a is b
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+def _option_text(value: Any) -> str:
+    if isinstance(value, Fabric):
+        return value.name
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_option_text(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return str(value.get("family", value))
+    return str(value)
 
 
 class FabricBuilder:

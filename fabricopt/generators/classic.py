@@ -28,7 +28,7 @@ from .._checks import (
 )
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
-from ._builder import FabricBuilder, default_tech
+from ._builder import FabricBuilder, default_tech, defaults_of, with_options
 
 
 def _torus_name(coords: Sequence[int]) -> str:
@@ -78,8 +78,9 @@ def torus(dims: Sequence[int], link_gbps: float = 1.0, tech: str = "generic") ->
     check_size(func, nodes, nodes * len(dims))
     link_gbps = check_positive(func, "link_gbps", link_gbps)
     tech = check_label(func, "tech", tech, optional=False)
-    b = FabricBuilder(f"torus({', '.join(map(str, dims))})" if len(dims) > 1
-                      else f"ring({dims[0]})",
+    b = FabricBuilder(with_options(f"torus({', '.join(map(str, dims))})" if len(dims) > 1
+                                   else f"ring({dims[0]})", {"link_gbps": link_gbps,
+                                   "tech": tech}, defaults_of(torus)),
                       {"dims": list(dims), "link_gbps": link_gbps})
     for coords in itertools.product(*(range(k) for k in dims)):
         b.gpu(_torus_name(coords), coords=list(coords))
@@ -132,7 +133,8 @@ def hypercube(d: int, link_gbps: float = 1.0, tech: str = "generic") -> Fabric:
     check_size("hypercube", 2**d, d * 2 ** max(d - 1, 0))
     link_gbps = check_positive("hypercube", "link_gbps", link_gbps)
     tech = check_label("hypercube", "tech", tech, optional=False)
-    b = FabricBuilder(f"hypercube({d})", {"d": d, "link_gbps": link_gbps})
+    b = FabricBuilder(with_options(f"hypercube({d})", {"link_gbps": link_gbps,
+                      "tech": tech}, defaults_of(hypercube)), {"d": d, "link_gbps": link_gbps})
     for i in range(2**d):
         b.gpu(f"n{i}")
     for i in range(2**d):
@@ -158,7 +160,8 @@ def complete(n: int, link_gbps: float = 1.0, tech: str = "generic") -> Fabric:
     check_size("complete", n, n * (n - 1) // 2)
     link_gbps = check_positive("complete", "link_gbps", link_gbps)
     tech = check_label("complete", "tech", tech, optional=False)
-    b = FabricBuilder(f"complete({n})", {"n": n, "link_gbps": link_gbps})
+    b = FabricBuilder(with_options(f"complete({n})", {"link_gbps": link_gbps,
+                      "tech": tech}, defaults_of(complete)), {"n": n, "link_gbps": link_gbps})
     for i in range(n):
         b.gpu(f"n{i}")
     for i, j in itertools.combinations(range(n), 2):
@@ -245,6 +248,7 @@ def dragonfly(a: int, h: int, p: int, link_gbps: float = 400.0, global_gbps: flo
     routers = a * (a * h + 1)
     check_size(func, routers * (p + 1), routers * (p + h) + routers * (a - 1) // 2)
     link_gbps = check_positive(func, "link_gbps", link_gbps)
+    given_global = global_gbps
     global_gbps = (link_gbps if global_gbps is None
                    else check_positive(func, "global_gbps", global_gbps))
     tech = check_label(func, "tech", tech)
@@ -253,7 +257,9 @@ def dragonfly(a: int, h: int, p: int, link_gbps: float = 400.0, global_gbps: flo
     g = a * h + 1
     local_tech = tech or default_tech(link_gbps)
     global_tech = tech or default_tech(global_gbps)
-    b = FabricBuilder(f"dragonfly(a={a}, h={h}, p={p})",
+    b = FabricBuilder(with_options(f"dragonfly(a={a}, h={h}, p={p})", {
+                      "link_gbps": link_gbps, "global_gbps": given_global, "tech": tech,
+                      "switch_model": switch_model}, defaults_of(dragonfly)),
                       {"a": a, "h": h, "p": p, "link_gbps": link_gbps,
                        "global_gbps": global_gbps, "tech": tech, "switch_model": switch_model})
     for i in range(g):
@@ -373,7 +379,11 @@ def jellyfish(switches: int, network_ports: int, endpoints_per_switch: int, seed
             f"{_JELLYFISH_DRAWS} random draws; use network_ports >= 3")
 
     link_tech = tech or default_tech(link_gbps)
-    b = FabricBuilder(f"jellyfish({switches}, {network_ports}, {endpoints_per_switch})",
+    b = FabricBuilder(with_options(
+        f"jellyfish({switches}, {network_ports}, {endpoints_per_switch})", {
+            "seed": seed if seed is None or isinstance(seed, int) else "generator",
+            "link_gbps": link_gbps, "tech": tech, "switch_model": switch_model},
+        defaults_of(jellyfish)),
                       {"switches": switches, "network_ports": network_ports,
                        "endpoints_per_switch": endpoints_per_switch,
                        "seed": seed if seed is None or isinstance(seed, int) else repr(seed),

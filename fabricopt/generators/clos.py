@@ -24,7 +24,7 @@ from typing import Any
 
 from .._checks import check_choice, check_int, check_label, check_positive, check_size
 from ..fabric import Fabric
-from ._builder import FabricBuilder, default_tech
+from ._builder import FabricBuilder, default_tech, defaults_of, with_options
 from .wiring import add_clos, check_tiers, clos_plan, wire_complete_bipartite
 
 
@@ -138,7 +138,10 @@ def clos(endpoints: int, radix: int | Sequence[int], tiers: int = 2,
     ratio = ("/".join(f"{x:g}:1" for x in oversubscription)
              if isinstance(oversubscription, tuple) else f"{oversubscription:g}:1")
     shown = "/".join(map(str, radix)) if isinstance(radix, tuple) else radix
-    b = FabricBuilder(f"clos({endpoints}, radix={shown}, tiers={tiers}, {ratio})", params)
+    b = FabricBuilder(with_options(
+        f"clos({endpoints}, radix={shown}, tiers={tiers}, {ratio})",
+        {"link_gbps": link_gbps, "tech": tech, "switch_model": switch_model},
+        {**defaults_of(clos), "tech": _tech(func, None, link_gbps)}), params)
     gpus = [b.gpu(f"g{n}") for n in range(endpoints)]
     add_clos(b, gpus, plan, link_gbps, tech, switch_model)
     return b.build(symmetric=plan.symmetric,
@@ -192,8 +195,10 @@ def fat_tree(k: int, link_gbps: float = 400, tech: str | None = None,
     switch_model = check_label(func, "switch_model", switch_model)
     endpoints = k**3 // 4
     plan = clos_plan(func, endpoints, k, 3, 1.0)
-    b = FabricBuilder(f"fat_tree(k={k})", {"k": k, "link_gbps": link_gbps, "tech": tech,
-                                           "switch_model": switch_model})
+    b = FabricBuilder(with_options(
+        f"fat_tree(k={k})", {"link_gbps": link_gbps, "tech": tech, "switch_model": switch_model},
+        {**defaults_of(fat_tree), "tech": _tech(func, None, link_gbps)}),
+        {"k": k, "link_gbps": link_gbps, "tech": tech, "switch_model": switch_model})
     gpus = [b.gpu(f"g{n}") for n in range(endpoints)]
     add_clos(b, gpus, plan, link_gbps, tech, switch_model)
     return b.build(symmetric=True,

@@ -54,7 +54,7 @@ from .._checks import (
 )
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
-from ._builder import FabricBuilder, default_tech
+from ._builder import FabricBuilder, default_tech, defaults_of, with_options
 from .scaleup import dgx_h100
 from .wiring import (
     ClosPlan,
@@ -258,7 +258,7 @@ def check_options(func: str, kind: str | None, options: dict[str, Any]) -> dict[
     return out
 
 
-def _ratio_shown(oversubscription: Any) -> str:
+def ratio_shown(oversubscription: Any) -> str:
     """``", 2:1"`` (``", 1:1/4:1"`` per tier) for a default name, ``""`` when non-blocking:
     clusters that differ only in oversubscription must not share a name (compare rows)."""
     ratios = oversubscription if isinstance(oversubscription, tuple | list) else [
@@ -384,8 +384,15 @@ def build_cluster(func: str, scale_up: Fabric | str | dict, nodes: int, scale_ou
         params["oversubscription_built"] = built.ratio_built
     if built is not None and opts.get("tiers") not in (None, built.tiers):
         params["tiers_built"] = built.tiers  # a tier above a single switch is not built
-    b = FabricBuilder(name or f"cluster({nodes} x {scale_up.name}, {scale_out}"
-                      f"{_ratio_shown(opts.get('oversubscription', 1.0))})", params)
+    defaults = {"nic_gbps": 400, **(_RAIL_OPTIONS if scale_out == "rail_optimized" else
+                                    _CLOS_OPTIONS),
+                "tech": default_tech(nic_gbps / opts.get("planes", 1))}
+    # The options the caller gave (their checked values): the tiers filled in are not news.
+    shown = {"nic_gbps": nic_gbps, **{k: opts[k] for k in fabric_options
+                                      if k != "oversubscription"}}
+    ratio = ratio_shown(opts.get("oversubscription", 1.0)) if opts.get("spine", True) else ""
+    b = FabricBuilder(name or with_options(f"cluster({nodes} x {scale_up.name}, {scale_out}"
+                                           f"{ratio})", shown, defaults), params)
     maps = copy_domains(b, dom, nodes)
     symmetric = dom.labels is not None
     if rail_p is not None:
@@ -582,7 +589,12 @@ def superpod(scalable_units: int, node: Fabric | str | dict | None = None,
     if spine and built is not None and built.tiers > 1:
         params["oversubscription_built"] = built.ratio_built
     kind = "SuperPOD" if spine else "rail-only SuperPOD"
-    b = FabricBuilder(name or f"{kind}({scalable_units} SU x {n} x {node.name})", params)
+    b = FabricBuilder(name or with_options(
+        f"{kind}({scalable_units} SU x {n} x {node.name}"
+        f"{ratio_shown(oversubscription) if spine else ''})",
+        {"leaf_radix": leaf_radix, "nic_gbps": nic_gbps, "tech": tech,
+         "switch_model": switch_model},
+        {**defaults_of(superpod), "tech": default_tech(nic_gbps)}), params)
     maps = copy_domains(b, dom, nodes, lambda i: {"su": i // n})
     gpu_of = [[m[v] for v in dom.servers[0]] for m in maps]
     symmetric = dom.labels is not None

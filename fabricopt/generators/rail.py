@@ -27,8 +27,8 @@ from .._checks import (
     check_size,
 )
 from ..fabric import Fabric
-from ._builder import FabricBuilder, default_tech
-from .cluster import build_cluster, check_domain_size, read_domain
+from ._builder import FabricBuilder, default_tech, defaults_of, with_options
+from .cluster import build_cluster, check_domain_size, ratio_shown, read_domain
 from .wiring import add_rail_scale_out, check_rail_islands, rail_plan
 
 
@@ -144,8 +144,12 @@ def rail_optimized(nodes: int, gpus_per_node: int = 8, leaf_radix: int = 64, spi
     if tiers is not None and plan.tiers != tiers:  # a tier above one switch is not built
         params["tiers_built"] = plan.tiers
     kind = "rail_optimized" if spine else "rail_only"
-    b = FabricBuilder(f"{kind}({nodes}x{gpus_per_node}"
-                      + (f", {planes} planes)" if planes > 1 else ")"), params)
+    name = (f"{kind}({nodes}x{gpus_per_node}" + (f", {planes} planes" if planes > 1 else "")
+            + (ratio_shown(oversubscription) if spine else "") + ")")
+    b = FabricBuilder(with_options(name, {
+        "leaf_radix": leaf_radix, "nic_gbps": nic_gbps, "tiers": tiers, "tech": tech,
+        "switch_model": switch_model}, {**defaults_of(rail_optimized),
+                                        "tech": default_tech(nic_gbps / planes)}), params)
     attach = [[b.gpu(f"n{n}.g{r}", node=n, rail=r) for r in range(gpus_per_node)]
               for n in range(nodes)]
     add_rail_scale_out(b, attach, plan, nic_gbps, tech, switch_model)

@@ -28,7 +28,7 @@ from .._checks import (
     fail,
 )
 from ..fabric import Fabric
-from ._builder import FabricBuilder
+from ._builder import FabricBuilder, defaults_of, with_options
 
 #: UALink 200G 1.0: most accelerators in one pod (10-bit routing identifiers).
 UALINK_MAX_ACCELERATORS = 1024
@@ -189,7 +189,11 @@ def nvswitch_domain(gpus: int, switches: int, links_per_gpu: int, link_gbps: flo
     named = {} if gpu_model is None else {"gpu_model": gpu_model}
     return _one_level(
         func, gpus, split, link_gbps, "gpu-nvswitch", tech or _nvlink_tech(link_gbps),
-        name or f"nvswitch_domain({gpus} GPUs, {switches} switches)", params, switch_radix,
+        name or with_options(f"nvswitch_domain({gpus} GPUs, {switches} switches)", {
+            "links_per_gpu": links_per_gpu, "link_gbps": link_gbps, "link_split": link_split,
+            "in_network_reduction": in_network_reduction, "switch_radix": switch_radix,
+            "switch_model": switch_model, "tech": tech, "gpu_model": gpu_model},
+            defaults_of(nvswitch_domain)), params, switch_radix,
         switch_model, in_network_reduction, "gpu", "nvsw",
         gpu_attrs=lambda i: {"node": 0, "rail": i, **named})
 
@@ -236,7 +240,9 @@ def dgx_h100(in_network_reduction: bool = True, name: str | None = None) -> Fabr
     in_network_reduction = check_bool("dgx_h100", "in_network_reduction", in_network_reduction)
     return nvswitch_domain(gpus=8, switches=4, links_per_gpu=18, link_gbps=200.0,
                            link_split=(5, 4, 4, 5), in_network_reduction=in_network_reduction,
-                           name=name or "DGX H100", switch_radix=64, switch_model="nvswitch3",
+                           name=name or with_options("DGX H100", {
+                               "in_network_reduction": in_network_reduction},
+                               defaults_of(dgx_h100)), switch_radix=64, switch_model="nvswitch3",
                            tech="nvlink4", gpu_model="h100_sxm")
 
 
@@ -289,7 +295,9 @@ def dgx_a100(gpu: str = "a100_sxm_80gb", name: str | None = None) -> Fabric:
     name = check_label(func, "name", name)
     return nvswitch_domain(gpus=8, switches=6, links_per_gpu=12, link_gbps=200.0,
                            link_split=(2,) * 6, in_network_reduction=False,
-                           name=name or "DGX A100", switch_radix=36, switch_model="nvswitch2",
+                           name=name or with_options("DGX A100", {"gpu": gpu},
+                                                     defaults_of(dgx_a100)),
+                           switch_radix=36, switch_model="nvswitch2",
                            tech="nvlink3", gpu_model=gpu)
 
 
@@ -330,7 +338,9 @@ def hgx_h800(in_network_reduction: bool = True, name: str | None = None) -> Fabr
     name = check_label(func, "name", name)
     return nvswitch_domain(gpus=8, switches=4, links_per_gpu=8, link_gbps=200.0,
                            link_split=(2, 2, 2, 2), in_network_reduction=in_network_reduction,
-                           name=name or "HGX H800", switch_radix=64, switch_model="nvswitch3",
+                           name=name or with_options("HGX H800", {
+                               "in_network_reduction": in_network_reduction},
+                               defaults_of(hgx_h800)), switch_radix=64, switch_model="nvswitch3",
                            tech="nvlink4", gpu_model="h800_sxm")
 
 
@@ -367,7 +377,9 @@ def dgx_h200(in_network_reduction: bool = True, name: str | None = None) -> Fabr
     name = check_label(func, "name", name)
     return nvswitch_domain(gpus=8, switches=4, links_per_gpu=18, link_gbps=200.0,
                            link_split=(5, 4, 4, 5), in_network_reduction=in_network_reduction,
-                           name=name or "DGX H200", switch_radix=64, switch_model="nvswitch3",
+                           name=name or with_options("DGX H200", {
+                               "in_network_reduction": in_network_reduction},
+                               defaults_of(dgx_h200)), switch_radix=64, switch_model="nvswitch3",
                            tech="nvlink4", gpu_model="h200_sxm")
 
 
@@ -406,7 +418,9 @@ def dgx_b200(in_network_reduction: bool = True, name: str | None = None) -> Fabr
     in_network_reduction = check_bool("dgx_b200", "in_network_reduction", in_network_reduction)
     return nvswitch_domain(gpus=8, switches=2, links_per_gpu=18, link_gbps=400.0,
                            link_split=(9, 9), in_network_reduction=in_network_reduction,
-                           name=name or "DGX B200", switch_radix=72, switch_model="nvswitch4",
+                           name=name or with_options("DGX B200", {
+                               "in_network_reduction": in_network_reduction},
+                               defaults_of(dgx_b200)), switch_radix=72, switch_model="nvswitch4",
                            tech="nvlink5", gpu_model="b200")
 
 
@@ -452,7 +466,9 @@ def gb200_nvl72(in_network_reduction: bool = True, name: str | None = None) -> F
               "link_split": list(split), "in_network_reduction": in_network_reduction,
               "switch_radix": 72, "switch_model": "nvswitch4"}
     return _one_level(func, 72, split, 400.0, "gpu-nvswitch", "nvlink5",
-                      name or "GB200 NVL72", params, 72, "nvswitch4", in_network_reduction,
+                      name or with_options("GB200 NVL72", {
+                          "in_network_reduction": in_network_reduction},
+                          defaults_of(gb200_nvl72)), params, 72, "nvswitch4", in_network_reduction,
                       "gpu", "nvsw", gpu_attrs=lambda i: {"node": i // 4, "rail": i % 4,
                                                           "gpu_model": "gb200"},
                       switch_attrs=lambda j: {"tray": j // 2})
@@ -560,7 +576,9 @@ def nvlink_switch_system(nodes: int = 32, l2_chips: int = 36, l2_radix: int = 64
     classes = {sig: i for i, sig in enumerate(dict.fromkeys(signature.values()))}
     params = {"nodes": nodes, "l2_chips": l2_chips, "l2_radix": l2_radix,
               "in_network_reduction": in_network_reduction}
-    b = FabricBuilder(name or f"NVLink Switch System ({nodes} x DGX H100)", params)
+    b = FabricBuilder(name or with_options(f"NVLink Switch System ({nodes} x DGX H100)", {
+        "l2_chips": l2_chips, "l2_radix": l2_radix, "in_network_reduction": in_network_reduction},
+        defaults_of(nvlink_switch_system)), params)
     # Each second-level chip is half of a 1U NVLink Switch box (catalog "nvlink4_switch").
     l2 = [b.switch(f"l2.{c}", layer=2, radix=l2_radix, model="nvlink4_switch",
                    reduce=in_network_reduction, box=c // 2) for c in range(l2_chips)]
@@ -667,7 +685,10 @@ def nvl576(racks: int = 8, uplinks_per_switch: int | None = None, l2_radix: int 
     params = {"racks": racks, "uplinks_per_switch": uplinks, "l2_radix": l2_radix,
               "gpus_per_rack": gpus_per_rack, "switches_per_rack": switches_per_rack,
               "l2_per_plane": per_plane, "in_network_reduction": in_network_reduction}
-    b = FabricBuilder(name or f"NVL576 model ({racks} x NVL72, announced)", params)
+    b = FabricBuilder(name or with_options(f"NVL576 model ({racks} x NVL72, announced)", {
+        "uplinks_per_switch": uplinks_per_switch, "l2_radix": l2_radix,
+        "gpus_per_rack": gpus_per_rack, "switches_per_rack": switches_per_rack,
+        "in_network_reduction": in_network_reduction}, defaults_of(nvl576)), params)
     l2 = [[b.switch(f"l2.p{j}.{c}", layer=2, radix=l2_radix, model="nvswitch4",
                     reduce=in_network_reduction, plane=j) for c in range(per_plane)]
           for j in range(switches_per_rack)]
@@ -757,7 +778,12 @@ def ualink_pod(accelerators: int, switches: int, ports_per_accelerator: int,
               "ports_per_accelerator": ports, "lanes_per_port": lanes, "lane_gbps": lane_gbps,
               "switch_radix": switch_radix, "port_split": list(split)}
     return _one_level(func, accelerators, split, port_gbps, "gpu-ualink-switch", "ualink",
-                      name or f"ualink_pod({accelerators} accelerators, {switches} switches)",
+                      name or with_options(
+                          f"ualink_pod({accelerators} accelerators, {switches} switches, "
+                          f"{ports} ports each)", {"lanes_per_port": lanes,
+                                                   "lane_gbps": lane_gbps,
+                                                   "switch_radix": switch_radix},
+                          defaults_of(ualink_pod)),
                       params, switch_radix, None, False, "acc", "uls",
                       gpu_attrs=lambda i: {"node": 0, "rail": i})
 

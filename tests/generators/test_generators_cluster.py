@@ -375,7 +375,7 @@ def test_default_names_tell_oversubscribed_clusters_apart():
     assert fo.cluster(dom, nodes=4, oversubscription=2).name == \
         "cluster(4 x DGX H100, rail_optimized, 2:1)"
     assert fo.cluster(dom, nodes=4, scale_out="clos", radix=8, oversubscription=[1, 4]).name \
-        == "cluster(4 x DGX H100, clos, 1:1/4:1)"
+        == "cluster(4 x DGX H100, clos, 1:1/4:1, radix=8)"  # radix away from its 64 shown
     assert fo.cluster(dom, nodes=4, oversubscription=2, name="mine").name == "mine"
 
 

@@ -68,8 +68,9 @@ tech = ["a"]
     assert len(fabs) == 6
     assert [(f.params["gpus"], f.params["links_per_gpu"]) for f in fabs] == \
         [(2, 2), (2, 4), (2, 6), (4, 2), (4, 4), (4, 6)]
-    assert fabs[0].name == "nvswitch_domain(2 GPUs, 2 switches) [gpus=2, links_per_gpu=2, " \
-        "tech='a']"
+    # (The generator's own name carries its options away from their defaults.)
+    assert fabs[0].name == "nvswitch_domain(2 GPUs, 2 switches, links_per_gpu=2, " \
+        "link_gbps=200, tech=a) [gpus=2, links_per_gpu=2, tech='a']"
 
 
 def test_layout_and_catalog_pass_through(tmp_path):

@@ -421,8 +421,9 @@ def test_rows_of_one_generator_carry_their_overrides_in_name_and_columns():
     table = fo.compare(designs, metrics=["summary"])
     names = table.column("name")
     assert len(set(names)) == 3, names
-    # The generator's own name shows a ratio (", 2:1"), so no override is added for it.
-    assert names[1].endswith(", 2:1)") and names[2].endswith("tiers=3")
+    # The generator's own name shows a ratio (", 2:1") and every other option away from its
+    # default ("tiers=3"), so no override is added for them.
+    assert names[1].endswith(", 2:1)") and names[2].endswith(", tiers=3)")
     assert table.column("oversubscription") == [None, 2, None]
     assert table.column("tiers") == [None, None, 3]
     assert "nodes=" not in names[0]  # 4 x DGX H100 shows the node count already
