@@ -3,20 +3,35 @@
 A fabric wraps a :class:`networkx.DiGraph`. A physical bidirectional link, or a bundle of
 parallel links between the same two devices, is two arcs. Units and attributes:
 
-========  ==========================  =====================================================
-where     attribute                   meaning
-========  ==========================  =====================================================
-arc       ``capacity``                Gb/s (10^9 bit/s) per direction, whole bundle
-arc       ``links``                   number of physical links in the bundle
-arc       ``tech``                    link technology, e.g. ``"nvlink4"``, ``"ndr"``, ``"800gbe"``
-arc       ``tier``                    e.g. ``"gpu-leaf"``, ``"leaf-spine"``, ``"spine-core"``
-node      ``role``                    ``"gpu"``, ``"switch"`` or ``"nic"``
-node      ``layer``                   0 for GPUs, rising towards the core
-node      ``node, pod, rail, plane``  position, where it means something (optional)
-switch    ``model``                   catalog key of the switch
-switch    ``radix``                   ports at the rate of the links attached
-switch    ``reduce``                  True where the switch reduces in-network (SHARP)
-========  ==========================  =====================================================
+==========  ===============  ==========================================================
+where       attribute        meaning (who reads it)
+==========  ===============  ==========================================================
+arc         ``capacity``     Gb/s (10^9 bit/s) per direction, whole bundle (every solver)
+arc         ``links``        physical links in the bundle (failures, cost, radix check)
+arc         ``tech``         link technology, e.g. ``"nvlink4"``, ``"ndr"``, ``"800gbe"``
+                             (scale-up or network: :mod:`fabricopt.tiers`; media, cost)
+arc         ``tier``         e.g. ``"gpu-leaf"``, ``"leaf-spine"``, ``"spine-core"``
+                             (scale-up or network, per-tier tables, cost)
+arc, node   ``risk_group``   label(s) of a shared-risk group (``risk_groups``)
+node        ``role``         ``"gpu"``, ``"switch"`` or ``"nic"``
+node        ``layer``        0 for GPUs, rising towards the core (cuts, plots, layout)
+node        ``node``         the server a GPU, NIC or in-server switch belongs to
+node        ``rail``         the rail (the GPU's position in its server, its leaf's)
+node        ``su, pod``      scalable unit, pod (hierarchy cuts, layout, plots)
+node        ``plane``        the network plane of a multi-plane scale-out
+node        ``group, dc``    a dragonfly group, a data centre (hierarchy cuts)
+node        ``zone, tray``   a zone of a fabric, a tray of a rack-scale domain (cuts)
+node        ``coords``       a torus node's coordinates (bisection cuts)
+gpu         ``gpu_model``    catalog key of the GPU (training and serving)
+switch      ``model``        catalog key of the switch (cost, power)
+switch      ``radix``        ports at the rate of the links attached
+switch      ``reduce``       True where the switch reduces in-network (SHARP)
+==========  ===============  ==========================================================
+
+Optional attributes mean something where present. Which GPUs share a scale-up domain or
+a server, which switches are leaves, each node's rail and layer, and the hierarchy's
+partitions are read once, as :class:`~fabricopt.graph_arrays.FabricShape`; a fabric's
+provenance (the generator call and what was removed since) is :attr:`Fabric.origin`.
 
 ``capacity`` is the networkx flow convention, so ``networkx.maximum_flow(fab.graph, s, t)``
 works as is.
@@ -152,6 +167,26 @@ class Fabric:
                 lambda: claim.matches(self.graph, self.endpoints)):
             self._symmetry = None
         return self._symmetry
+
+    # -- provenance -----------------------------------------------------------------------
+    @property
+    def origin(self) -> Origin:
+        """Where the fabric came from: the generator call that built it (its
+        :attr:`recipe`, None for a fabric built by hand) and what was removed from it since
+        (:attr:`removed`, by :meth:`without`).
+
+        The code that treats a failed fabric apart (answered from the intact fabric its recipe
+        rebuilds, its symmetry claim dropped, its recipe not replayed as its own) reads this,
+        not ``params["edited"]``, which :meth:`without` still writes for a release (and a
+        saved file keeps).
+
+        >>> import fabricopt as fo
+        >>> fab = fo.leaf_spine(leaves=2, spines=1, endpoints_per_leaf=2)
+        >>> fab.origin.edited, fab.without(switches=["spine0"]).origin.from_recipe
+        (False, True)
+        """
+        return Origin(self.recipe, self.removed,
+                      bool(self.params.get("edited")) or bool(self.removed))
 
     # -- views ----------------------------------------------------------------------------
     @property
@@ -439,6 +474,32 @@ class Removed:
     def physical_links(self) -> int:
         """Physical links removed by name (not counting those of removed switches)."""
         return sum(n for _, _, n in self.links)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a fabric came from (:attr:`Fabric.origin`).
+
+    ``recipe`` is the generator call that built the intact fabric (None for a fabric built
+    by hand or read without one), ``removed`` what :meth:`Fabric.without` took away since,
+    and ``edited`` whether the fabric was changed after the generator built it (the recipe
+    then rebuilds the intact fabric, not this one).
+    """
+
+    recipe: Mapping[str, Any] | None
+    removed: Removed
+    edited: bool
+
+    @property
+    def from_recipe(self) -> bool:
+        """A changed fabric whose intact original its recipe rebuilds: a failed fabric
+        that can be answered from that fabric."""
+        return self.edited and self.recipe is not None
+
+    @property
+    def replayable(self) -> bool:
+        """The recipe rebuilds this very fabric (a generator's, unchanged since)."""
+        return self.recipe is not None and not self.edited
 
 
 LinkTotals = tuple[dict[str, int], dict[str, float], dict[str, set[str]],

@@ -1,16 +1,20 @@
-"""A fabric's graph as flat numpy arrays, the form every solver works on."""
+"""A fabric's graph as flat numpy arrays, the form every solver works on, and its shape
+(:class:`FabricShape`: scale-up domains, servers, leaves, rails, layers, the hierarchy's
+partitions) read off those arrays once."""
 
 from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import chain, count, repeat
-from operator import methodcaller
+from operator import is_, methodcaller
 from typing import Any
 
 import networkx as nx
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from ._gc import paused_gc
 from ._unchanged import once
@@ -196,6 +200,171 @@ def _first_seen(values: list[Any] | tuple[Any, ...]) -> tuple[np.ndarray, list[A
     return np.searchsorted(np.fromiter(seen.values(), dtype=np.int64, count=len(seen)),
                            first), list(seen)
 
+
+
+#: Node attributes that name a level of a fabric's hierarchy, lowest first (set by the
+#: generators; :mod:`fabricopt.fabric`'s schema table says what each means).
+HIERARCHY_KEYS = ("node", "rail", "su", "pod", "plane", "group", "dc")
+
+
+class FabricShape:
+    """One reading of a fabric's shape, on the nodes and arcs of its :class:`GraphArrays`.
+
+    Which GPUs share a scale-up domain or a server, which switches are leaves, which rail a
+    node is on, each node's layer, and the partitions of the hierarchy the structural cuts
+    try: read here once, not found again by each solver, estimator and plot. Each part is
+    read when first asked for; within ``with unchanged(fab):``
+    (:func:`fabricopt._unchanged.unchanged`) every caller shares one shape.
+
+    Attributes (lazy, read-only arrays indexed like ``arrays.nodes`` or ``arrays.arcs``):
+
+    ``scale_up``
+        per arc: an NVLink or UALink link (:func:`fabricopt.tiers.is_scale_up`)
+    ``layer``
+        per node: its ``layer`` attribute, -1 where it has none
+    ``domain``
+        per node: its scale-up domain, the component through scale-up arcs (a node without
+        scale-up links is a domain of its own)
+    ``server``
+        per node: its server (the ``node`` attribute; nodes without one alone), or None when
+        no node names one
+    ``rail``
+        per node: its ``rail`` as a code (-1 for none), or None when no node names one
+    ``leaves``
+        per node: a switch an endpoint reaches by a scale-out link, directly or through its
+        NIC
+    ``hierarchy``
+        the partitions (a group per node) the structural cuts try: every node alone, one per
+        attribute of :data:`HIERARCHY_KEYS` present, one per switch layer closed upward
+
+    Examples
+    --------
+    >>> import fabricopt as fo
+    >>> shape = FabricShape.of(fo.superpod(1))
+    >>> len(set(shape.domain[shape.endpoint_index].tolist()))   # 32 DGX H100, 8 GPUs each
+    32
+    >>> int(shape.leaves.sum()), int(shape.rail.max()) + 1       # one leaf per rail per SU
+    (8, 8)
+    """
+
+    def __init__(self, fab: Any) -> None:
+        self.fab = fab
+        self.arrays = GraphArrays.from_fabric(fab)
+
+    @classmethod
+    def of(cls, fab: Any) -> FabricShape:
+        """The shape of ``fab`` (one per fabric inside an ``unchanged(fab)`` block)."""
+        return once(fab, "fabric_shape", lambda: cls(fab))
+
+    def attribute(self, key: str, default: Any = None) -> list[Any]:
+        """The node attribute ``key`` of every node, in the arrays' order."""
+        # ga.nodes is list(g.nodes), the order of g._node: one C-level map per key over the
+        # attribute dicts (a view's generator took a fifth of a second per row on a
+        # 24,576-GPU cluster).
+        return list(map(methodcaller("get", key, default), self.fab.graph._node.values()))
+
+    @cached_property
+    def endpoint_index(self) -> np.ndarray:
+        """Node index of each endpoint, in ``fab.endpoints`` order."""
+        index = self.arrays.index
+        return _frozen(np.fromiter(map(index.__getitem__, self.fab.endpoints), dtype=np.int64,
+                                   count=len(self.fab.endpoints)))
+
+    @cached_property
+    def scale_up(self) -> np.ndarray:
+        return _frozen(arc_labels(self.fab).scale_up)
+
+    @cached_property
+    def layer(self) -> np.ndarray:
+        return _frozen(np.array([-1 if x is None else x for x in self.attribute("layer")],
+                                dtype=np.int64).reshape(self.arrays.n_nodes))
+
+    @cached_property
+    def domain(self) -> np.ndarray:
+        ga, up = self.arrays, self.scale_up
+        joined = sp.csr_matrix((np.ones(int(up.sum())), (ga.tail[up], ga.head[up])),
+                               shape=(ga.n_nodes, ga.n_nodes))
+        return _frozen(connected_components(joined, directed=False)[1].astype(np.int64))
+
+    @cached_property
+    def server(self) -> np.ndarray | None:
+        values = self.attribute("node")
+        return None if all(x is None for x in values) else _frozen(group_labels(values))
+
+    @cached_property
+    def rail(self) -> np.ndarray | None:
+        values = self.attribute("rail")
+        if all(x is None for x in values):
+            return None
+        ids: dict[Hashable, int] = {}
+        return _frozen(np.array([-1 if x is None else ids.setdefault(x, len(ids))
+                                 for x in values], dtype=np.int64))
+
+    @cached_property
+    def leaves(self) -> np.ndarray:
+        ga = self.arrays
+        near = np.zeros(ga.n_nodes, dtype=bool)
+        near[self.endpoint_index] = True
+        nic = np.array([r == "nic" for r in self.attribute("role")], dtype=bool)
+        # A NIC hangs off its GPU: the switch beyond it is the GPU's leaf.
+        near |= nic
+        out = ~self.scale_up & near[ga.tail] & ~near[ga.head]
+        mask = np.zeros(ga.n_nodes, dtype=bool)
+        mask[ga.head[out]] = True
+        return _frozen(mask)
+
+    @cached_property
+    def hierarchy(self) -> tuple[np.ndarray, ...]:
+        ga = self.arrays
+        n = ga.n_nodes
+        out: list[np.ndarray] = [np.arange(n)]  # every node alone: an endpoint's own links
+        nodes_of = self.attribute("node")
+        for key in HIERARCHY_KEYS:
+            values = nodes_of if key == "node" else self.attribute(key)
+            if any(x is not None for x in values):
+                out.append(self.server if key == "node" else group_labels(values))
+        layer = np.array([x or 0 for x in self.attribute("layer", 0)], dtype=float)
+        # The server is the first group; network switches (no ``node``) join layer by layer.
+        server = self.server
+        rows = [np.arange(n)]
+        cols = [np.arange(n) if server is None else _first_of(server)]
+        network = np.array([x is None for x in nodes_of], dtype=bool)
+        for level in np.unique(layer[network & (layer > 0)]):
+            down = network[ga.tail] & (layer[ga.tail] == level) & (layer[ga.head] < level)
+            rows.append(ga.tail[down])
+            cols.append(ga.head[down])
+            joined = sp.csr_matrix((np.ones(sum(len(r) for r in rows)),
+                                    (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
+            out.append(connected_components(joined, directed=False)[1])
+        return tuple(map(_frozen, out))
+
+
+def group_labels(values: list[Hashable]) -> np.ndarray:
+    """A group id per node from its attribute value; nodes without one are alone.
+
+    >>> group_labels([3, None, 3, "a", None]).tolist()
+    [0, 3, 0, 2, 4]
+    """
+    # Coded by C-level maps over a dict of the distinct values (a loop building a key per
+    # node took a sixth of a second per row on a 24,576-GPU cluster).
+    code = {x: i for i, x in enumerate(dict.fromkeys(values))}
+    label = np.fromiter(map(code.__getitem__, values), dtype=np.int64, count=len(values))
+    alone = np.flatnonzero(np.fromiter(map(is_, values, repeat(None)), dtype=bool,
+                                       count=len(values)))
+    label[alone] = len(code) + np.arange(len(alone))
+    return label
+
+
+def _first_of(label: np.ndarray) -> np.ndarray:
+    """For each node, the first node with the same label (joins a group to one node)."""
+    _, first, inverse = np.unique(label, return_index=True, return_inverse=True)
+    return first[inverse]
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    """``array``, read-only: one shape may serve several callers."""
+    array.flags.writeable = False
+    return array
 
 # -- a first look at Fabric.validate's rules ------------------------------------------------
 # Fabric.problems names every problem in readable sentences, one arc at a time (1.3 s of a

@@ -32,7 +32,7 @@ class _NotReplayable(Exception):
 
 def _portable(value: Any) -> Any:
     if isinstance(value, Fabric):
-        if value.recipe is None or value.params.get("edited"):
+        if not value.origin.replayable:
             raise _NotReplayable
         return {FABRIC_KEY: value.recipe}
     try:

@@ -318,7 +318,7 @@ def _reverified_claim(fab: Fabric, claimed: Any, same: Callable[[Fabric], bool],
                       rename: Callable[[Hashable], Hashable]) -> Symmetry | None:
     """The recorded generator's symmetry claim, renamed to the file's node names, when the
     recipe rebuilds exactly the file's graph and endpoints; None otherwise."""
-    if not claimed or fab.recipe is None or fab.params.get("edited"):
+    if not claimed or not fab.origin.replayable:
         return None
 
     rebuilt = try_replay(fab.recipe)

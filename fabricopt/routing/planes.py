@@ -30,8 +30,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, shortest_path
 
-from ..fabric import SCALE_UP_TIERS, Fabric
-from ..graph_arrays import GraphArrays
+from ..fabric import Fabric
+from ..graph_arrays import FabricShape, GraphArrays
 
 #: The parts of a fabric a pair can be routed on, in the order they are tried.
 PLANE_NAMES = ("scale-up", "scale-out", "whole fabric")
@@ -267,10 +267,9 @@ class Planes:
         """Build the scale-up, scale-out and whole-fabric planes of ``fab``."""
         ga = ga or GraphArrays.from_fabric(fab)
         eps = np.array([ga.index[e] for e in fab.endpoints], dtype=np.int64)
-        layer = np.array([int(fab.graph.nodes[v].get("layer", 0) or 0) for v in ga.nodes],
-                         dtype=np.int64)
-        up = np.array([fab.graph[u][v].get("tier") in SCALE_UP_TIERS for u, v in ga.arcs],
-                      dtype=bool)
+        shape = FabricShape.of(fab)
+        layer = np.maximum(shape.layer, 0)  # a node without a layer sits with the GPUs
+        up = shape.scale_up
         planes: list[Plane | None] = [
             build_plane(PLANE_NAMES[0], ga, fab, up, eps, True, layer) if up.any() else None,
             build_plane(PLANE_NAMES[1], ga, fab, ~up, eps, True, layer) if (~up).any() else None,

@@ -29,8 +29,8 @@ from ..collectives.efficiency import EFFICIENCY_PROFILES
 from ..collectives.parts import Partition, partition
 from ..fabric import Fabric
 from ..flow import max_concurrent_flow
-from ..graph_arrays import GraphArrays
-from ..tiers import is_scale_up_arc, tier_of
+from ..graph_arrays import FabricShape, GraphArrays
+from ..tiers import tier_of
 from ..traffic import Traffic
 
 #: Largest fabric whose send and all-to-all phases also get a flow LP (above it the LP of
@@ -80,10 +80,11 @@ class FabricLevels:
     def of(cls, fab: Fabric, ga: GraphArrays) -> FabricLevels:
         arcs = [fab.graph[u][v] for u, v in ga.arcs]
         tiers = [tier_of(d) for d in arcs]
-        scale_up = np.array([is_scale_up_arc(d) for d in arcs], dtype=bool)
+        shape = FabricShape.of(fab)
+        scale_up = shape.scale_up
         gpu = np.zeros(ga.n_nodes, dtype=bool)
-        gpu[[ga.index[e] for e in fab.endpoints]] = True
-        layer = np.array([fab.graph.nodes[v].get("layer", -1) for v in ga.nodes])
+        gpu[shape.endpoint_index] = True
+        layer = shape.layer
         # levels[1] is the scale-up partition: placement reads its domains from it.
         levels = [partition(ga, gpu, np.zeros(ga.n_arcs, dtype=bool), "GPUs"),
                   partition(ga, gpu, scale_up, "scale-up domains")]

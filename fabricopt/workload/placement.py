@@ -13,11 +13,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._checks import check_node_names
-from ..collectives.parts import partition
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
-from ..graph_arrays import GraphArrays
-from ..tiers import is_scale_up_arc
+from ..graph_arrays import FabricShape, GraphArrays
 from .plan import DIMENSIONS, TrainingJob
 
 
@@ -52,12 +50,11 @@ class Placement:
 
 def scale_up_domains(fab: Fabric, ga: GraphArrays, gpus: Sequence[Hashable]) -> np.ndarray:
     """The scale-up domain (an integer label) of each of ``gpus``: GPUs joined by NVLink or
-    UALink links, through their switches."""
-    mask = np.zeros(ga.n_nodes, dtype=bool)
-    idx = np.array([ga.index[g] for g in gpus])
-    mask[idx] = True
-    scale_up = np.array([is_scale_up_arc(fab.graph[u][v]) for u, v in ga.arcs], dtype=bool)
-    return partition(ga, mask, scale_up, "scale-up domains").label[idx]
+    UALink links, through their switches (:attr:`FabricShape.domain
+    <fabricopt.graph_arrays.FabricShape>`)."""
+    shape = FabricShape.of(fab)  # ``ga`` is read off the same graph: its node order
+    index = shape.arrays.index
+    return shape.domain[np.array([index[g] for g in gpus], dtype=np.int64)]
 
 
 def place_ranks(fab: Fabric, job: TrainingJob, placement: Sequence[Hashable] | None = None,
