@@ -258,7 +258,11 @@ def leaf_spine(leaves: int, spines: int, endpoints_per_leaf: int, link_gbps: flo
     params = {"leaves": leaves, "spines": spines, "endpoints_per_leaf": per_leaf,
               "link_gbps": link_gbps, "links_per_pair": links_per_pair, "tech": tech,
               "switch_model": switch_model}
-    b = FabricBuilder(f"leaf_spine({leaves}x{spines}, {per_leaf} per leaf)", params)
+    b = FabricBuilder(with_options(
+        f"leaf_spine({leaves}x{spines}, {per_leaf} per leaf)",
+        {"link_gbps": link_gbps, "links_per_pair": links_per_pair, "tech": tech,
+         "switch_model": switch_model},
+        {**defaults_of(leaf_spine), "tech": _tech(func, None, link_gbps)}), params)
     gpus = [b.gpu(f"g{n}") for n in range(leaves * per_leaf)]
     leaf_radix = per_leaf + spines * links_per_pair
     leaf_nodes = []
