@@ -76,6 +76,11 @@ ROLES = ("gpu", "switch", "nic")
 #: petabit trunk (:data:`~fabricopt._checks.MAX_LINK_GBPS`); :meth:`Fabric.validate` refuses a
 #: link above it, and warns below it (bit/s given where Gb/s is meant).
 PLAUSIBLE_GBPS = (1e-3, MAX_LINK_GBPS)
+#: Capacities (Gb/s per arc) any fabric may hold, whatever unit it was given in: 1 bit/s to
+#: 1 Eb/s. No link of any unit has a capacity outside them, and beyond them the engine's
+#: scalings overflow (1e300 Gb/s made collective figures inf, a bracket's lower end pass its
+#: upper): :meth:`Fabric.validate` refuses them even when the fabric records its unit.
+REPRESENTABLE_GBPS = (1e-9, 1e9)
 
 
 class Fabric:
@@ -407,8 +412,10 @@ class Fabric:
         1e9 times too fast, exit 0 and all) and warn (``UserWarning``) on an arc below
         :data:`PLAUSIBLE_GBPS`, unless the fabric records an explicit unit."""
         low, high = PLAUSIBLE_GBPS
-        if (capacities is not None and np.all((capacities >= low) & (capacities <= high))) \
-                or self.params.get("capacity_unit") is not None:
+        if capacities is not None and np.all((capacities >= low) & (capacities <= high)):
+            return
+        if self.params.get("capacity_unit") is not None:
+            self._check_representable(capacities)
             return
         fast = fastest_links(self.graph.edges(data=True))
         if fast:
@@ -418,6 +425,7 @@ class Fabric:
                          f"{exact_text(gbps)} Gb/s") + f" ({len(fast)} such arc(s)); give "
                 "capacities in Gb/s, or build the fabric with fo.from_networkx(G, "
                 "capacity_unit='bit/s') (or the unit they are in)")
+        self._check_representable(capacities)
         odd = [(u, v, c) for u, v, c in self.graph.edges(data="capacity") if c < low]
         if odd:
             u, v, cap = odd[0]
@@ -425,6 +433,22 @@ class Fabric:
                           f"{low:g} Gb/s, e.g. {u!r}->{v!r} at {cap:g}; capacities are in "
                           "Gb/s per direction (bit/s given by mistake?)",
                           UserWarning, stacklevel=3)
+
+    def _check_representable(self, capacities: np.ndarray | None) -> None:
+        """Refuse an arc outside :data:`REPRESENTABLE_GBPS`, whatever the fabric's unit."""
+        low, high = REPRESENTABLE_GBPS
+        if capacities is None:
+            capacities = np.array([c for _, _, c in self.graph.edges(data="capacity")],
+                                  dtype=float)
+        outside = np.flatnonzero((capacities < low) | (capacities > high))
+        if len(outside):
+            u, v, cap = next(edge for k, edge in enumerate(self.graph.edges(data="capacity"))
+                             if k == outside[0])
+            raise InvalidFabricError(
+                f"fabric {self.name!r}: arc {u!r}->{v!r} has capacity {exact_text(cap)} Gb/s "
+                f"({len(outside)} such arc(s)), outside the {low:g} to {high:g} Gb/s (1 bit/s "
+                "to 1 Eb/s) any link has, whatever its unit; give capacities in Gb/s, or in "
+                "the unit they are in with fo.from_networkx(G, capacity_unit=...)")
 
     def summary(self) -> FabricSummary:
         """Counts and capacities at a glance (see :class:`FabricSummary`).

@@ -147,3 +147,21 @@ def test_json_round_trip_keeps_tuple_nodes(tmp_path):
     back = fo.read_json(path)
     assert back.endpoints == fab.endpoints  # tuples come back as tuples
     assert dict(back.graph.edges) == dict(fab.graph.edges)
+
+
+@pytest.mark.parametrize("gbps", [1e300, 1e-300, 4e11, 1e-12])
+def test_capacities_no_link_has_are_refused_whatever_the_unit(gbps):
+    # fabric.REPRESENTABLE_GBPS is 1 bit/s (1e-9 Gb/s) to 1 Eb/s (1e9 Gb/s); past them the
+    # engine's scalings overflow (1e300 * MAX_CAPACITY_SPREAD is inf) even with a unit given.
+    fab = fo.from_networkx(nx.cycle_graph(4), default_capacity=gbps, capacity_unit="Gb/s")
+    with pytest.raises(fo.InvalidFabricError, match=r"fabric 'networkx': arc 0->1 has capacity "
+                       r".* Gb/s \(8 such arc\(s\)\), outside the 1e-09 to 1e\+09 Gb/s"):
+        fab.validate()
+
+
+def test_capacities_a_unit_makes_plausible_are_kept():
+    # 1e8 Gb/s (100 Pb/s) is above MAX_LINK_GBPS, taken as stated when the unit is given;
+    # both ends of REPRESENTABLE_GBPS are allowed.
+    for gbps in (1e8, 1e-9, 1e9):
+        fab = fo.from_networkx(nx.cycle_graph(4), default_capacity=gbps, capacity_unit="Gb/s")
+        assert fab.validate() is fab

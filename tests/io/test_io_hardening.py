@@ -104,14 +104,14 @@ def test_from_networkx_refuses_bit_per_second_unless_the_unit_is_given():
 
 
 def test_an_explicit_unit_keeps_large_numbers_as_stated():
-    # "Gb/s" said outright: 4e11 Gb/s is meant (the flow engine solves in any unit), and
-    # validate takes it without a warning.
-    fab = fo.from_networkx(nx.cycle_graph(4), default_capacity=4e11, capacity_unit="Gb/s")
+    # "Gb/s" said outright: 4e8 Gb/s is meant (the flow engine solves in any unit), and
+    # validate takes it without a warning (up to fabric.REPRESENTABLE_GBPS, 1 Eb/s).
+    fab = fo.from_networkx(nx.cycle_graph(4), default_capacity=4e8, capacity_unit="Gb/s")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert fab.validate() is fab
     # the same graph wrapped by hand, with no unit: refused where it is validated
-    with pytest.raises(fo.InvalidFabricError, match=r"fabric 'fabric': arc 0->1 at 4e\+11 Gb/s "
+    with pytest.raises(fo.InvalidFabricError, match=r"fabric 'fabric': arc 0->1 at 4e\+08 Gb/s "
                        r"is above .*\(8 such arc\(s\)\); give capacities in Gb/s, or build the "
                        r"fabric with fo.from_networkx\(G, capacity_unit='bit/s'\)"):
         fo.Fabric(fab.graph).validate()
