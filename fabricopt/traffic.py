@@ -53,7 +53,7 @@ class Traffic:
     def __init__(self, demands: Mapping[Pair, float] | None = None, *,
                  _uniform: tuple[tuple[Hashable, ...], float] | None = None,
                  name: str = "traffic") -> None:
-        self.name = name
+        self.name = check_label("Traffic", "name", name, optional=False)
         self._uniform = _uniform
         self._pairs: dict[Pair, float] | None = None
         if _uniform is not None:

@@ -176,7 +176,8 @@ def routed_flow(fab: Fabric, traffic: Traffic | None = None, *, routing: str = "
             f"{func}(): flows_per_pair and trials must be 1 unless routing='hash' "
             f"(routing={routing!r} is deterministic), got flows_per_pair={flows_per_pair}, "
             f"trials={trials}")
-    rng = as_rng(seed, func) if routing == "hash" else None
+    rng = as_rng(seed, func)  # checked whatever the routing: a bad seed is never ignored
+    rng = rng if routing == "hash" else None
     traffic = checked_traffic(func, fab, traffic)
 
     ga = GraphArrays.from_fabric(fab)

@@ -67,8 +67,9 @@ def rank_order(fab: Fabric, endpoints: Iterable[Hashable] | None = None, order: 
     """
     check_choice(func, "order", order, ORDERS)
     eps = check_endpoint_group(func, fab, endpoints)
+    rng = as_rng(seed, func)  # checked whatever the order: a bad seed is never ignored
     if order == "random":
-        return tuple(eps[i] for i in as_rng(seed).permutation(len(eps)))
+        return tuple(eps[i] for i in rng.permutation(len(eps)))
     if order == "given":
         return eps
     g = fab.graph

@@ -108,6 +108,9 @@ class ModelConfig:
             check_int(func, key, getattr(self, key), minimum=0)
         for key in ("gated_mlp", "tied_embeddings", "dropout"):
             check_bool(func, key, getattr(self, key))
+        if not isinstance(self.source, str):  # empty is allowed: a user's own model
+            raise InvalidParameterError(f"{func}(): source must be a string (where the "
+                                        f"figures come from), got {self.source!r}")
         if not self.kv_heads:
             object.__setattr__(self, "kv_heads", self.heads)
         if not self.head_dim:
