@@ -4,16 +4,21 @@ Every module belongs to a floor: the root's data model and private utilities at 
 folder per floor above it, the command line on top. A floor imports only from the floors it is
 allowed to (an allow-list, not a deny-list), lazy imports inside functions included; no two
 modules import each other at load time; and no private name (``_x``) is imported from another
-floor. ``docs/architecture.md`` draws the same floors.
+floor. ``docs/architecture.md`` draws the same floors: its floor table is the allow-list
+below, and its map names every module.
 """
 
 import ast
 import pathlib
+import re
 
 import networkx as nx
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "fabricopt"
+ARCHITECTURE = ROOT.parent / "docs" / "architecture.md"
+#: The most modules the package root may hold: the data model and private utilities.
+ROOT_MODULES_AT_MOST = 15
 
 #: The modules above every floor: the command line (its folder) and the package face.
 TOP = {"fabricopt", "fabricopt.cli", "fabricopt.cli.words", "fabricopt.cli.failures",
@@ -45,7 +50,7 @@ def module_name(path: pathlib.Path) -> str:
 
 
 def floor_of(mod: str) -> str:
-    if mod in TOP:
+    if mod in TOP or mod.startswith("fabricopt.cli."):
         return "top"
     parts = mod.split(".")
     if len(parts) == 2 and not (ROOT / parts[1]).is_dir():
@@ -54,8 +59,10 @@ def floor_of(mod: str) -> str:
 
 
 def package_of(mod: str) -> str:
-    """The folder a module lives in (``fabricopt`` for the root)."""
-    return mod if (ROOT.parent / mod.replace(".", "/")).is_dir() else mod.rsplit(".", 1)[0]
+    """The floor's folder a module lives in (``fabricopt`` for the root): a floor's
+    sub-folders (``flow/approx/``) are its own package."""
+    folder = mod if (ROOT.parent / mod.replace(".", "/")).is_dir() else mod.rsplit(".", 1)[0]
+    return ".".join(folder.split(".")[:2])
 
 
 def imports(path: pathlib.Path, top_level_only: bool) -> set[tuple[str, tuple[str, ...]]]:
@@ -79,7 +86,8 @@ MODULES = sorted(ROOT.rglob("*.py"))
 
 
 def test_every_folder_is_a_known_floor():
-    folders = {p.parent.name for p in MODULES if p.parent != ROOT} - {"cli"}  # top, above all
+    # A floor is the first folder under the package; its sub-folders belong to it.
+    folders = {p.relative_to(ROOT).parts[0] for p in MODULES if p.parent != ROOT} - {"cli"}
     assert folders <= set(ALLOWED), f"floors without a rule: {sorted(folders - set(ALLOWED))}"
 
 
@@ -119,6 +127,9 @@ def test_a_floor_above_is_caught():
     # The rule must be able to fail: the flow engine may not import the batch layer.
     assert "study" not in ALLOWED["flow"] and floor_of("fabricopt.study.compare") == "study"
     assert floor_of("fabricopt.fabric") == "root" and floor_of("fabricopt.cli") == "top"
+    # A sub-folder stays its floor, and shares its floor's private names.
+    assert floor_of("fabricopt.flow.approx.colgen") == "flow"
+    assert package_of("fabricopt.flow.approx.colgen") == package_of("fabricopt.flow.api")
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
@@ -139,3 +150,70 @@ def test_lazy_imports_only_where_a_cycle_demands_one(path):
                 unexplained.append(f"line {node.lineno}: from {'.' * node.level}"
                                    f"{node.module or ''}")
     assert unexplained == [], f"{module_name(path)}: lazy imports without a cycle: {unexplained}"
+
+
+def test_the_root_is_the_data_model_and_private_utilities():
+    root = sorted(p.name for p in ROOT.glob("*.py"))
+    assert len(root) <= ROOT_MODULES_AT_MOST, \
+        f"{len(root)} root modules (at most {ROOT_MODULES_AT_MOST}): {root}"
+
+
+def _map_rows() -> list[tuple[str, str]]:
+    """(section folder, first cell) of every row of the maintainer's map: the tables under
+    each ``###`` heading, whose heading names the folder (``Root`` for the package root)."""
+    text = ARCHITECTURE.read_text()
+    body = text.split("## A maintainer's map", 1)[1].split("\n## ", 1)[0]
+    rows, folder = [], None
+    for line in body.splitlines():
+        if line.startswith("### "):
+            named = re.search(r"`([\w/]+/)`", line)
+            folder = named.group(1) if named else ""
+        elif line.startswith("| `") and folder is not None:
+            rows.append((folder, line.split("|")[1]))
+    return rows
+
+
+def mapped_modules() -> set[str]:
+    """The module paths (relative to the package) the map names: ``a.py`` in a section's
+    folder, and ``sub/`` (``a.py``, ``b.py``) for the modules of a sub-folder."""
+    out = set()
+    for folder, cell in _map_rows():
+        for sub, inner in re.findall(r"`([\w]+/)`\s*\(([^)]*)\)", cell):
+            out.update(folder + sub + name for name in re.findall(r"`([\w.]+\.py)`", inner))
+        cell = re.sub(r"`[\w]+/`\s*\([^)]*\)", "", cell)
+        out.update(folder + name for name in re.findall(r"`([\w.]+\.py)`", cell))
+    return out
+
+
+def test_every_module_is_in_the_map():
+    # A folder's __init__.py gathers its floor's public names: the folder's row says that.
+    modules = {str(p.relative_to(ROOT)) for p in MODULES if p.name != "__init__.py"}
+    mapped = mapped_modules()
+    assert sorted(modules - mapped) == [], "modules missing from docs/architecture.md's map"
+    assert sorted(mapped - modules) == [], "docs/architecture.md's map names no such module"
+
+
+def floor_table() -> dict[str, set[str]]:
+    """The floor table of ``docs/architecture.md``: floor -> the floors it may import."""
+    text = ARCHITECTURE.read_text()
+    table = text.split("| floor | folder |", 1)[1].split("\n\n", 1)[0]
+    out = {}
+    for line in table.splitlines()[2:]:
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        folder, may = cells[1], cells[3]
+        name = ("root" if folder.startswith("root") else "top" if folder.startswith("`cli/`")
+                else re.match(r"`(\w+)/`", folder).group(1))
+        out[name] = (set() if may == "nothing" else set(ALLOWED) | {"top"}
+                     if may == "everything" else {w.strip() for w in may.split(",")})
+    return out
+
+
+def test_the_floor_table_is_the_allow_list():
+    assert floor_table() == ALLOWED
+
+
+def test_the_documentation_checks_can_fail():
+    # A module the map does not name, and a floor table that differs, must be caught.
+    assert "no_such_module.py" not in mapped_modules()
+    assert "fabric.py" in mapped_modules() and "cli/words.py" in mapped_modules()
+    assert floor_table()["flow"] != ALLOWED["study"]

@@ -11,7 +11,7 @@
   like any LP's duals. (Every node alone is tried too: an endpoint's own links.)
 * **Lower: WCMP fluid routing, as deployed.** Every source's demand split over all its
   fewest-hop paths in shares proportional to arc capacity
-  (:func:`fabricopt.flow.colgen.ecmp_columns`), pairs inside a scale-up domain on its links
+  (:func:`fabricopt.flow.approx.colgen.ecmp_columns`), pairs inside a scale-up domain on its links
   and the others on the scale-out network, scaled to fit the most loaded arc, is a feasible
   flow in the LP's own column layout.
 
@@ -34,8 +34,7 @@ from scipy.sparse.csgraph import connected_components
 from .._unchanged import once
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
-from .approx import _CoreGraph
-from .colgen import ecmp_columns
+from .approx import CoreGraph, ecmp_columns
 from .domain_relays import route_between_domains, route_inside_domains
 from .formulation import FlowModel
 from .rebalance import rebalanced_flows
@@ -197,7 +196,7 @@ def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None,
     K, m = model.n_commodities, len(model.core_arcs)
     if K * m > ECMP_MAX_ENTRIES or K == 0:
         return None
-    g = _CoreGraph.of(model)
+    g = CoreGraph.of(model)
     up = (np.zeros(m, dtype=bool) if scale_up is None
           else np.asarray(scale_up, dtype=bool)[model.core_arcs])
     domain = np.arange(g.n)
@@ -250,7 +249,7 @@ def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None,
     return point
 
 
-def _route_pxn(g: _CoreGraph, up: np.ndarray, domain: np.ndarray, rails: np.ndarray | None,
+def _route_pxn(g: CoreGraph, up: np.ndarray, domain: np.ndarray, rails: np.ndarray | None,
                arcs_in: np.ndarray, demand: np.ndarray, scale_up_demand: np.ndarray | None,
                flows: np.ndarray) -> bool:
     """Add to ``flows`` the scale-out ``demand`` routed by the attach-switch LP, entering at
@@ -272,7 +271,7 @@ def _route_pxn(g: _CoreGraph, up: np.ndarray, domain: np.ndarray, rails: np.ndar
     return not demand.any() or route_by_attach_lp(g, arcs_in, demand, flows, entries=entries)
 
 
-def rail_relays(g: _CoreGraph, domain: np.ndarray, rail: np.ndarray) -> np.ndarray:
+def rail_relays(g: CoreGraph, domain: np.ndarray, rail: np.ndarray) -> np.ndarray:
     """``relay[k, t]``: the member of commodity ``k``'s source domain on target ``t``'s
     rail (the source itself when the target has no rail or the domain no member on it)."""
     src = g.sources
@@ -285,7 +284,7 @@ def rail_relays(g: _CoreGraph, domain: np.ndarray, rail: np.ndarray) -> np.ndarr
     return np.where(relay >= 0, relay, src[:, None])
 
 
-def pxn_entries(g: _CoreGraph, domain: np.ndarray, rail: np.ndarray, live: np.ndarray,
+def pxn_entries(g: CoreGraph, domain: np.ndarray, rail: np.ndarray, live: np.ndarray,
                 demand: np.ndarray) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
     """The scale-out ``demand`` (K x n) entry by entry as PXN sends it, around failed links.
 
@@ -349,7 +348,7 @@ def rail_labels(fab: Any, ga: GraphArrays) -> np.ndarray | None:
                     dtype=np.int64)
 
 
-def _add_last_hops(g: _CoreGraph, up: np.ndarray, flows: np.ndarray,
+def _add_last_hops(g: CoreGraph, up: np.ndarray, flows: np.ndarray,
                    hops: tuple[np.ndarray, ...]) -> bool:
     """Add to ``flows`` each hop ``(k, stand_in, t, amount)`` of :func:`pxn_entries`, routed
     over the scale-up arcs ``up`` (one unit flow per stand-in and target, scaled per
@@ -370,7 +369,7 @@ def _add_last_hops(g: _CoreGraph, up: np.ndarray, flows: np.ndarray,
     return True
 
 
-def _route_part(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
+def _route_part(g: CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
                 flows: np.ndarray) -> bool:
     """Add to ``flows`` (K x core arcs) every commodity's ``demand`` routed by fewest-hop
     WCMP on the arcs ``arcs_in`` only; False (``flows`` untouched) when a target of positive

@@ -23,9 +23,8 @@ r"""Certificates: the two proofs behind every throughput bracket.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -33,26 +32,11 @@ from scipy.sparse.csgraph import dijkstra
 
 from ..graph_arrays import GraphArrays
 from .lp import LPSolution
+from .model import DistanceBound, LiftedFlow, ThroughputModel
 from .polish import polish, polish_duals, residual
-
-if TYPE_CHECKING:  # the protocol's module imports DistanceBound from here
-    from .model import LiftedFlow, ThroughputModel
 
 #: Relative width of the certified bracket up to which a solve counts as exact.
 EXACT_RTOL = 1e-6
-
-
-@dataclass(frozen=True)
-class DistanceBound:
-    """An upper bound on theta from arc lengths, and the pair that proves theta = 0 if any."""
-
-    upper: float
-    numerator: float
-    denominator: float
-    unreachable: tuple[Hashable, Hashable] | None = None
-    cut: frozenset[Hashable] | None = None
-    #: Non-empty when the bound could not be evaluated soundly (then ``upper`` is inf).
-    failure: str = ""
 
 
 def distance_bound(ga: GraphArrays, lengths: np.ndarray, core_arc: np.ndarray,

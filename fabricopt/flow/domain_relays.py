@@ -33,8 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
-from .approx import _CoreGraph
-from .colgen import ecmp_columns
+from .approx import CoreGraph, ecmp_columns
 from .tor_routing import attach_points, route_by_attach_lp
 
 #: Most server classes routed (each is a root and a sink of the LP): a failed NIC makes its
@@ -44,7 +43,7 @@ from .tor_routing import attach_points, route_by_attach_lp
 MAX_CLASSES = 128
 
 
-def route_between_domains(g: _CoreGraph, up: np.ndarray, domain: np.ndarray,
+def route_between_domains(g: CoreGraph, up: np.ndarray, domain: np.ndarray,
                           demand: np.ndarray, flows: np.ndarray
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Add to ``flows`` (K x core arcs) the scale-out ``demand`` (K x n, pairs in two
@@ -94,7 +93,7 @@ class _Servers:
     """The servers (scale-up domains with traffic) of a core graph, their GPUs' NICs, and
     the classes they fall in (the same switches with the same NIC capacities)."""
 
-    def __init__(self, g: _CoreGraph, node_domain: np.ndarray, member: np.ndarray,
+    def __init__(self, g: CoreGraph, node_domain: np.ndarray, member: np.ndarray,
                  switch_of: np.ndarray, up_arc: np.ndarray, down_arc: np.ndarray,
                  domain_class: np.ndarray) -> None:
         n = g.n
@@ -121,7 +120,7 @@ class _Servers:
         self.arc_down = np.bincount(self.member_arc, weights=cap_down)
 
     @classmethod
-    def of(cls, g: _CoreGraph, up: np.ndarray, domain: np.ndarray, demand: np.ndarray
+    def of(cls, g: CoreGraph, up: np.ndarray, domain: np.ndarray, demand: np.ndarray
            ) -> _Servers | None:
         n = g.n
         in_server = np.zeros(n, dtype=bool)
@@ -156,7 +155,7 @@ class _Servers:
         return cls(g, node_domain, member, switch_of, up_arc[member], down_arc[member],
                    domain_class)
 
-    def enter(self, g: _CoreGraph, into: np.ndarray, flows: np.ndarray
+    def enter(self, g: CoreGraph, into: np.ndarray, flows: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Each commodity's flow ``into`` its class's switches (K x class arcs) put on its
         server's NICs in ``flows``; returns the hops ``(k, GPU, amount)`` from each source to
@@ -167,7 +166,7 @@ class _Servers:
         away = (self.member[row] != g.sources[k_of]) & (amount > 0)
         return k_of[away], self.member[row][away], amount[away]
 
-    def leave(self, g: _CoreGraph, up: np.ndarray, domain: np.ndarray, out_of: np.ndarray,
+    def leave(self, g: CoreGraph, up: np.ndarray, domain: np.ndarray, out_of: np.ndarray,
               to_class: np.ndarray, demand: np.ndarray, flows: np.ndarray) -> bool:
         """Each commodity's flow ``out_of`` the switches into the sink classes (K x class
         arcs) put on the target servers' NICs and then over their scale-up arcs to each
@@ -204,7 +203,7 @@ class _Servers:
 class _ServerArcs:
     """Each scale-up domain's nodes and arcs, and fewest-hop WCMP flows inside one."""
 
-    def __init__(self, g: _CoreGraph, up: np.ndarray, domain: np.ndarray) -> None:
+    def __init__(self, g: CoreGraph, up: np.ndarray, domain: np.ndarray) -> None:
         self.g = g
         inside = np.flatnonzero(up & (domain[g.tail] == domain[g.head]))
         self.arcs_of = {d: inside[rows] for d, rows in _groups(domain[g.tail[inside]])}
@@ -258,7 +257,7 @@ def wcmp_unit_flows(n: int, tail: np.ndarray, head: np.ndarray, capacity: np.nda
                     sources: np.ndarray, targets: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray] | None:
     """Fewest-hop WCMP from every source to every target of a small graph of ``n`` nodes,
-    as :func:`~fabricopt.flow.colgen.ecmp_columns` builds it, in factored form: ``(share,
+    as :func:`~fabricopt.flow.approx.colgen.ecmp_columns` builds it, in factored form: ``(share,
     reach)``, where source ``i``'s unit flow to ``targets[j]`` puts
     ``share[i, a] * reach[i, head[a], j]`` on arc ``a``; None when a target cannot be
     reached.
@@ -295,7 +294,7 @@ def wcmp_unit_flows(n: int, tail: np.ndarray, head: np.ndarray, capacity: np.nda
     return share, reach
 
 
-def route_inside_domains(g: _CoreGraph, up: np.ndarray, domain: np.ndarray,
+def route_inside_domains(g: CoreGraph, up: np.ndarray, domain: np.ndarray,
                          demand: np.ndarray, flows: np.ndarray) -> bool:
     """Add to ``flows`` (K x core arcs) every commodity's ``demand`` routed by fewest-hop
     WCMP over the scale-up arcs ``up`` of its source's domain, one domain at a time (a

@@ -40,10 +40,10 @@ from ..errors import TrafficError
 from ..fabric import check_fabric
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
-from .certificate import DistanceBound, distance_bound
+from .certificate import distance_bound
 from .lp import LinearProgram
 from .memory import LPSize, check_fits
-from .model import LiftedFlow, max_theta_lp
+from .model import DistanceBound, LiftedFlow, max_theta_lp
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ with :math:`\theta` the last column.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -31,8 +32,21 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..graph_arrays import GraphArrays
-from .certificate import DistanceBound
 from .lp import LinearProgram
+
+
+@dataclass(frozen=True)
+class DistanceBound:
+    """An upper bound on theta from arc lengths (what a model's ``length_bound`` proves),
+    and the pair that proves theta = 0 if any."""
+
+    upper: float
+    numerator: float
+    denominator: float
+    unreachable: tuple[Hashable, Hashable] | None = None
+    cut: frozenset[Hashable] | None = None
+    #: Non-empty when the bound could not be evaluated soundly (then ``upper`` is inf).
+    failure: str = ""
 
 
 @dataclass(frozen=True)

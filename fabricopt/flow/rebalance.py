@@ -1,6 +1,7 @@
 r"""A certified lower bound from WCMP rebalanced: fewest-hop routing with its splits tuned.
 
-Fixed WCMP shares (proportional to each arc's capacity, :func:`fabricopt.flow.colgen.ecmp_columns`)
+Fixed WCMP shares (proportional to each arc's capacity,
+:func:`fabricopt.flow.approx.colgen.ecmp_columns`)
 do not see load: on a fat tree missing one spine-to-core link, the spine above the failure
 still takes an eighth of its pod's outbound traffic over seven uplinks, and theta falls 1 to
 10% below the cut that binds. Keeping the same fewest-hop routes and moving traffic between
@@ -34,7 +35,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
 if TYPE_CHECKING:
-    from .approx import _CoreGraph
+    from .approx import CoreGraph
 
 #: Largest commodities x arcs rebalanced at once (the DAG's arrays are a few of this size).
 REBALANCE_MAX_ENTRIES = 4_000_000
@@ -52,7 +53,7 @@ SOFTMAX_SHARPNESS = 100.0
 FIRST_STEP = 0.05
 
 
-def rebalanced_flows(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
+def rebalanced_flows(g: CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
                      background: np.ndarray, fixed_util: float = 0.0,
                      target: float = np.inf) -> np.ndarray | None:
     """Every commodity's ``demand`` (K x local nodes, per unit theta) routed on the fewest-hop
@@ -68,11 +69,11 @@ def rebalanced_flows(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
     optimum (theta 25 at 1 Gb/s per pair), rebalanced splits 99.5%.
 
     >>> import fabricopt as fo
-    >>> from fabricopt.flow.approx import _CoreGraph
+    >>> from fabricopt.flow.approx import CoreGraph
     >>> from fabricopt.flow.bounds import ecmp_point
     >>> fab = fo.fat_tree(4).without(links={("core0.0", "spine0.0"): 1})
     >>> model = fo.build_flow_lp(fab, fo.all_to_all(fab))
-    >>> g = _CoreGraph.of(model)
+    >>> g = CoreGraph.of(model)
     >>> m = len(g.tail)
     >>> flows = rebalanced_flows(g, np.ones(m, dtype=bool), g.demand, np.zeros(m))
     >>> util = flows.sum(axis=0) / g.capacity

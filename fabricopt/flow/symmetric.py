@@ -39,10 +39,9 @@ from scipy.sparse.csgraph import dijkstra
 
 from .._unchanged import once
 from ..graph_arrays import GraphArrays
-from .certificate import DistanceBound
 from .formulation import Collapse
 from .lp import LinearProgram
-from .model import LiftedFlow, max_theta_lp
+from .model import DistanceBound, LiftedFlow, max_theta_lp
 
 _RNG_SEED = 20_14  # fixed: refinement must be reproducible
 

@@ -6,7 +6,7 @@ leaves, two in one pod over the pod's spines. Here each pair is given the lowest
 which it is joined: its scale-up domain, else the first network layer ``L`` such that the
 subgraph of nodes at layer ``L`` or below (GPUs, NVSwitches and leaves at level 1; spines too
 at level 2; ...) connects the two. The pair is then routed by fewest-hop WCMP (shares
-proportional to capacity, :func:`fabricopt.flow.colgen.ecmp_columns`) on that subgraph, or
+proportional to capacity, :func:`fabricopt.flow.approx.colgen.ecmp_columns`) on that subgraph, or
 on the scale-out network alone, in shares a small LP picks per pair of leaves.
 
 This is the routing that meets a leaf group's uplink cut where servers straddle leaves: the
@@ -32,10 +32,9 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from ..graph_arrays import GraphArrays
-from .approx import _CoreGraph
+from .approx import CoreGraph, ecmp_columns
 from .backends import solve_lp
 from .bounds import ECMP_CHUNK_ENTRIES
-from .colgen import ecmp_columns
 from .model import max_theta_lp
 
 #: Largest commodities x core arcs for which :func:`tier_point` routes the full LP's layout:
@@ -56,7 +55,7 @@ def _components(n: int, tail: np.ndarray, head: np.ndarray) -> np.ndarray:
     return connected_components(joined, directed=False)[1]
 
 
-def tier_levels(g: _CoreGraph, layer: np.ndarray, scale_up: np.ndarray) -> list[np.ndarray]:
+def tier_levels(g: CoreGraph, layer: np.ndarray, scale_up: np.ndarray) -> list[np.ndarray]:
     """The arcs of each level, lowest first: the scale-up links (when any), then every arc
     among nodes at each layer or below (a server's NVLink included, so a level joins the
     leaves a server spans), then every arc. ``layer`` is the layer of each local node of
@@ -71,7 +70,7 @@ def tier_levels(g: _CoreGraph, layer: np.ndarray, scale_up: np.ndarray) -> list[
     return levels
 
 
-def tier_parts(g: _CoreGraph, levels: list[np.ndarray]
+def tier_parts(g: CoreGraph, levels: list[np.ndarray]
                ) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """Each commodity's demand split by the lowest level whose arcs join the pair:
     ``(level, demand, group)`` per level that joins some pair, ``group`` the component of
@@ -90,7 +89,7 @@ def tier_parts(g: _CoreGraph, levels: list[np.ndarray]
     return parts
 
 
-def tier_flows(g: _CoreGraph, layer: np.ndarray, scale_up: np.ndarray,
+def tier_flows(g: CoreGraph, layer: np.ndarray, scale_up: np.ndarray,
                row_loads: Any = None, capacity: np.ndarray | None = None
                ) -> np.ndarray | None:
     """Every commodity's flow (K x core arcs, at theta = 1): each part of
@@ -151,7 +150,7 @@ def tier_flows(g: _CoreGraph, layer: np.ndarray, scale_up: np.ndarray,
     return total
 
 
-def _route_sparse(g: _CoreGraph, arcs_in: np.ndarray) -> sp.csr_matrix | None:
+def _route_sparse(g: CoreGraph, arcs_in: np.ndarray) -> sp.csr_matrix | None:
     """Every commodity's demand routed by fewest-hop WCMP on the arcs ``arcs_in`` only, as
     a sparse matrix (commodities x core arcs); None when a target of positive demand cannot
     be reached on them. Each component of those arcs is routed on its own nodes and arcs
@@ -231,7 +230,7 @@ def tier_point(model: Any, layer: np.ndarray, scale_up: np.ndarray) -> np.ndarra
     """
     if model.n_commodities * len(model.core_arcs) > TIER_MAX_ENTRIES or not model.n_commodities:
         return None
-    g = _CoreGraph.of(model)
+    g = CoreGraph.of(model)
     flows = tier_flows(g, layer[g.nodes], scale_up[model.core_arcs])
     if flows is None:
         return None
@@ -244,13 +243,13 @@ def tier_point(model: Any, layer: np.ndarray, scale_up: np.ndarray) -> np.ndarra
 
 
 def root_graph(ga: GraphArrays, roots: np.ndarray, dest: np.ndarray, gbps: float
-               ) -> _CoreGraph:
+               ) -> CoreGraph:
     """The whole fabric as a core graph whose commodities are the given root endpoints
     (node indices), root ``i`` sending ``gbps`` to each node where ``dest[i]`` is True."""
     n = ga.n_nodes
     key = ga.tail * n + ga.head
     order = np.argsort(key, kind="stable")
-    return _CoreGraph(np.arange(n), ga.tail, ga.head, ga.capacity, key[order], order,
+    return CoreGraph(np.arange(n), ga.tail, ga.head, ga.capacity, key[order], order,
                       np.asarray(roots, dtype=np.int64), np.where(dest, gbps, 0.0), None)
 
 

@@ -32,7 +32,7 @@ from .backends import solve_lp
 from .model import max_theta_lp
 
 if TYPE_CHECKING:
-    from .approx import _CoreGraph
+    from .approx import CoreGraph
 
 #: Largest attach switches x switch arcs for which the attach-switch LP may use every switch
 #: arc: its node-arc form is slow for HiGHS (56 leaves x 1,904 switch arcs took 30 to 80 s on
@@ -51,7 +51,7 @@ ATTACH_LP_MAX_COLUMNS = 100_000
 ATTACH_SHARE_MAX_ENTRIES = 20_000_000
 
 
-def attach_points(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
+def attach_points(g: CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
                   relays: np.ndarray | None = None
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(attach, up_arc, down_arc)`` per local node: the node an endpoint with a single
@@ -60,10 +60,10 @@ def attach_points(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
     point: switches, multi-homed or transit nodes).
 
     >>> import fabricopt as fo
-    >>> from fabricopt.flow.approx import _CoreGraph
+    >>> from fabricopt.flow.approx import CoreGraph
     >>> fab = fo.cluster(fo.nvswitch_domain(4, 2, 2, 100.0), nodes=2)   # GPUs with one NIC
     >>> model = fo.build_flow_lp(fab, fo.all_to_all(fab))
-    >>> g = _CoreGraph.of(model)
+    >>> g = CoreGraph.of(model)
     >>> from fabricopt.flow.api import is_scale_up_arc
     >>> out = np.array([not is_scale_up_arc(fab.graph[u][v]) for u, v in model.ga.arcs])
     >>> attach, up, down = attach_points(g, out[model.core_arcs], g.demand)
@@ -94,7 +94,7 @@ def attach_points(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
     return attach, np.where(single, up_arc, -1), np.where(single, down_arc, -1)
 
 
-def route_by_attach_lp(g: _CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
+def route_by_attach_lp(g: CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
                        flows: np.ndarray, relay: np.ndarray | None = None,
                        entries: tuple[np.ndarray, ...] | None = None) -> bool:
     """Add to ``flows`` (K x core arcs) every commodity's ``demand`` routed on the arcs
@@ -171,7 +171,7 @@ def _positions(values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return distinct, where[values]
 
 
-def _forward_arcs(g: _CoreGraph, arcs: np.ndarray, roots: np.ndarray, T: np.ndarray
+def _forward_arcs(g: CoreGraph, arcs: np.ndarray, roots: np.ndarray, T: np.ndarray
                   ) -> tuple[np.ndarray, np.ndarray]:
     """``(root, arc)`` positions of the arcs each root may use: fewest-hop arcs (one hop
     farther from the root) that lead on to one of its sinks. Flow on them is acyclic."""
@@ -192,7 +192,7 @@ def _forward_arcs(g: _CoreGraph, arcs: np.ndarray, roots: np.ndarray, T: np.ndar
     return np.concatenate(cols_root), np.concatenate(cols_arc)
 
 
-def _attach_lp_flow(g: _CoreGraph, arcs: np.ndarray, roots: np.ndarray, T: np.ndarray
+def _attach_lp_flow(g: CoreGraph, arcs: np.ndarray, roots: np.ndarray, T: np.ndarray
                     ) -> np.ndarray | None:
     """The attach-switch LP's optimal flow per unit theta (roots x switch arcs) on each
     root's fewest-hop arcs: root ``r`` sends ``T[r, v]`` to every node ``v``; None without
@@ -237,7 +237,7 @@ def _attach_lp_flow(g: _CoreGraph, arcs: np.ndarray, roots: np.ndarray, T: np.nd
     return flow
 
 
-def _per_sink(g: _CoreGraph, arcs: np.ndarray, G: np.ndarray, demand: np.ndarray,
+def _per_sink(g: CoreGraph, arcs: np.ndarray, G: np.ndarray, demand: np.ndarray,
               sinks: np.ndarray) -> np.ndarray | None:
     """One root's flow ``G`` on the switch arcs split per sink: ``H[j, a]`` what it sends to
     ``sinks[j]`` on ``arcs[a]``. What reaches a node leaves it in the proportions it ends at

@@ -52,9 +52,9 @@ from ..graph_arrays import GraphArrays, arc_labels
 from ..symmetry.search import search_symmetry, with_symmetry
 from .backends import check_solve_args, solve_lp
 from .bounds import hierarchy_partitions
-from .certificate import DistanceBound, certify
+from .certificate import certify
 from .lp import LinearProgram
-from .model import LiftedFlow, max_theta_lp
+from .model import DistanceBound, LiftedFlow, max_theta_lp
 from .symmetric import (
     OrbitClasses,
     class_conservation_rows,

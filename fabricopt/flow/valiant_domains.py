@@ -50,9 +50,8 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, dijkstra
 
 from ..graph_arrays import GraphArrays
-from .certificate import DistanceBound
 from .lp import LinearProgram
-from .model import LiftedFlow, max_theta_lp
+from .model import DistanceBound, LiftedFlow, max_theta_lp
 from .valiant_bounds import hops_to_hubs, phase_one_flows
 
 #: Largest merged LP built, in columns (commodities x arcs it may use).

@@ -142,7 +142,7 @@ def test_a_bounds_bracket_within_the_gap_needs_no_rounds(monkeypatch):
     assert ran
 
 
-# -- column generation over routing trees and paths (fabricopt.flow.colgen) ----------------
+# -- column generation over routing trees and paths (fabricopt.flow.approx.colgen) ----------------
 @pytest.mark.parametrize("name,fab,make", CASES, ids=[c[0] for c in CASES])
 def test_column_generation_bracket_contains_exact_lp(name, fab, make):
     traffic = make(fab)
@@ -241,7 +241,7 @@ def test_fewest_hop_phase_keeps_the_bracket_whether_or_not_hops_are_optimal(fab,
     # Enter the fewest-hop phase at the first chance: on the jellyfish it may close the gap,
     # on the thin ring it must stall or see the bound move and hand back to free routing;
     # either way the bracket is certified and contains the exact LP value.
-    import fabricopt.flow.approx as approx
+    import fabricopt.flow.approx.frank_wolfe as approx
 
     monkeypatch.setattr(approx, "FREE_STALL", (1, 1.0))
     traffic = fo.all_to_all(fab)
@@ -263,14 +263,14 @@ def test_column_generation_on_a_failed_superpod_with_nearly_free_nvlink():
     # the uncongested GPU-NVSwitch links about 1e-10 of the longest, below the tie tolerance,
     # and ECMP columns once spread flow around GPU-NVSwitch cycles that did not conserve
     # (the certificate caught it: lower 0). Every column must conserve, so the bracket closes.
-    from fabricopt.flow.approx import _CoreGraph
-    from fabricopt.flow.colgen import ColumnGeneration
+    from fabricopt.flow.approx import CoreGraph
+    from fabricopt.flow.approx.colgen import ColumnGeneration
 
     fab = fo.fail_random(fo.superpod(2), 0.05, seed=1)
     model = fo.build_flow_lp(fab, fo.all_to_all(fab))
     run = ColumnGeneration(model, 0.01, 120)
     sol = run.run()
-    g = _CoreGraph.of(model)
+    g = CoreGraph.of(model)
     for k, arcs, loads in zip(run.col_k, run.col_arcs, run.col_load, strict=True):
         net = (np.bincount(g.tail[arcs], weights=loads, minlength=g.n)
                - np.bincount(g.head[arcs], weights=loads, minlength=g.n))
@@ -286,7 +286,7 @@ def test_a_stalled_master_hands_over_to_frank_wolfe(monkeypatch):
     # Column generation's master may stall (dense columns); with strategy="auto" the run
     # goes on by Frank-Wolfe and keeps the better proof of each side. Force the stall with
     # a master that never finishes within its round limit.
-    import fabricopt.flow.colgen as colgen
+    import fabricopt.flow.approx.colgen as colgen
 
     def stalls(self):
         self.stalled = True
@@ -351,7 +351,7 @@ def test_a_master_solve_is_capped_in_simplex_iterations():
     # master (the first one's columns plus the new ones; it needs more than one iteration to
     # be optimal) stops, the run has stalled (the same round on any machine), and what it
     # proved so far still holds.
-    from fabricopt.flow.colgen import ColumnGeneration
+    from fabricopt.flow.approx.colgen import ColumnGeneration
 
     fab = JELLY
     model = fo.build_flow_lp(fab, fo.all_to_all(fab))
@@ -367,9 +367,9 @@ def test_a_master_solve_is_capped_in_simplex_iterations():
 def test_a_capped_master_hands_over_to_frank_wolfe(monkeypatch):
     # With strategy="auto", a master solve past MASTER_ROUND_ITERATIONS hands over to
     # Frank-Wolfe, which closes the gap: the same answer twice (counted in work).
-    import fabricopt.flow.colgen as colgen
+    import fabricopt.flow.approx.solve as front  # where solve_approx reads the cap
 
-    monkeypatch.setattr(colgen, "MASTER_ROUND_ITERATIONS", 1)
+    monkeypatch.setattr(front, "MASTER_ROUND_ITERATIONS", 1)
     # A permutation: auto takes column generation, whose second master needs more than one
     # simplex iteration.
     model = fo.build_flow_lp(JELLY, fo.permutation(JELLY, seed=1))
@@ -382,7 +382,7 @@ def test_a_capped_master_hands_over_to_frank_wolfe(monkeypatch):
 def test_without_limits_the_approximate_method_stops_after_its_default_rounds(monkeypatch):
     # No time_limit and no work_limit: the net is DEFAULT_MAX_ROUNDS rounds (here 3, so a gap
     # of 1e-9 is out of reach), status iteration_limit, and the result records the rounds.
-    import fabricopt.flow.approx as approx
+    import fabricopt.flow.approx.core as approx
 
     monkeypatch.setattr(approx, "DEFAULT_MAX_ROUNDS", 3)
     model = fo.build_flow_lp(JELLY, fo.all_to_all(JELLY))
@@ -397,7 +397,7 @@ def test_the_default_rounds_shrink_with_the_model(monkeypatch):
     # The net is DEFAULT_WORK nonzeros x rounds: the jellyfish (30,560 nonzeros) keeps 10,000
     # rounds; with the work cut to 5 x its nonzeros, it gets 5 rounds, and at least
     # DEFAULT_MIN_ROUNDS of them when the work would allow fewer.
-    import fabricopt.flow.approx as approx
+    import fabricopt.flow.approx.core as approx
 
     model = fo.build_flow_lp(JELLY, fo.all_to_all(JELLY))
     nonzeros = model.lp_size["nonzeros"]

@@ -10,7 +10,7 @@ from flow_helpers import certified, failed_share, feasible_below_lp, random_traf
 
 import fabricopt as fo
 from fabricopt.flow.api import is_scale_up_arc
-from fabricopt.flow.approx import _CoreGraph
+from fabricopt.flow.approx import CoreGraph
 from fabricopt.flow.bounds import _route_part, ecmp_point, rail_labels
 from fabricopt.flow.domain_relays import route_inside_domains
 
@@ -113,7 +113,7 @@ def test_routing_inside_servers_one_at_a_time_is_routing_over_the_whole_graph(se
     # own server's arcs or on every scale-up arc at once.
     fab = _random_cluster(seed)
     model = fo.build_flow_lp(fab, fo.all_to_all(fab))
-    g = _CoreGraph.of(model)
+    g = CoreGraph.of(model)
     up = _scale_up(fab, model)[model.core_arcs]
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
@@ -135,13 +135,13 @@ def test_unit_flows_by_one_solve_per_source_are_fewest_hop_wcmp(seed):
     # have many fewest-hop paths of several hops.
     from dataclasses import replace
 
-    from fabricopt.flow.colgen import ecmp_columns
+    from fabricopt.flow.approx.colgen import ecmp_columns
     from fabricopt.flow.domain_relays import wcmp_unit_flows
 
     rng = np.random.default_rng(seed)
     fab = fo.nvswitch_domain(6, 3, 4, 100.0) if seed % 2 else fo.torus((3, 4))
     model = fo.build_flow_lp(fab, fo.all_to_all(fab))
-    g = _CoreGraph.of(model)
+    g = CoreGraph.of(model)
     capacity = g.capacity * rng.choice([0.5, 1.0, 1.5], size=len(g.capacity))
     sources, targets = g.sources[:4], g.sources[2:]
     share, reach = wcmp_unit_flows(g.n, g.tail, g.head, capacity, sources, targets)

@@ -7,7 +7,7 @@ import pytest
 from flow_helpers import certified
 
 import fabricopt as fo
-from fabricopt.flow.approx import _CoreGraph
+from fabricopt.flow.approx import CoreGraph
 from fabricopt.flow.bounds import ecmp_point
 from fabricopt.flow.rebalance import rebalanced_flows
 
@@ -52,7 +52,7 @@ def test_an_unreachable_target_declines():
     # Two components: no routing exists, so the rebalancing returns nothing to certify.
     fab = fo.leaf_spine(2, 1, 1).without_links([("leaf0", "spine0")])
     model = fo.build_flow_lp(fab, fo.all_to_all(fab))
-    g = _CoreGraph.of(model)
+    g = CoreGraph.of(model)
     m = len(g.tail)
     assert rebalanced_flows(g, np.ones(m, dtype=bool), g.demand, np.zeros(m)) is None
 

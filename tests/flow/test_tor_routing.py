@@ -10,7 +10,7 @@ from scipy.sparse.csgraph import connected_components
 
 import fabricopt as fo
 from fabricopt.flow.api import is_scale_up_arc
-from fabricopt.flow.approx import _CoreGraph
+from fabricopt.flow.approx import CoreGraph
 from fabricopt.flow.bounds import (
     ecmp_point,
     pxn_entries,
@@ -86,7 +86,7 @@ def test_a_rail_optimized_2_to_1_cluster_closes_with_pxn_relays():
 def test_the_relay_is_the_source_servers_gpu_on_the_targets_rail():
     fab = fo.cluster(fo.dgx_h100(), nodes=2, scale_out="rail_optimized")
     model = fo.build_flow_lp(fab, fo.all_to_all(fab))
-    g = _CoreGraph.of(model)
+    g = CoreGraph.of(model)
     up = _scale_up(fab, model)[model.core_arcs]
     joined = sp.csr_matrix((np.ones(int(up.sum())), (g.tail[up], g.head[up])), shape=(g.n, g.n))
     domain = connected_components(joined, directed=False)[1]
@@ -103,7 +103,7 @@ def test_the_relay_is_the_source_servers_gpu_on_the_targets_rail():
 
 def _pxn_entries_of(fab):
     model = fo.build_flow_lp(fab, fo.all_to_all(fab))
-    g = _CoreGraph.of(model)
+    g = CoreGraph.of(model)
     up = _scale_up(fab, model)[model.core_arcs]
     joined = sp.csr_matrix((np.ones(int(up.sum())), (g.tail[up], g.head[up])), shape=(g.n, g.n))
     domain = connected_components(joined, directed=False)[1]

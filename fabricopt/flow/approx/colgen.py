@@ -37,10 +37,10 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
-from .approx import HOP_TIE_BREAK, ApproxRun, _CoreGraph
-from .backends import _stdout_silenced, highspy_available
-from .formulation import FlowModel
-from .lp import LPSolution
+from ..backends import _stdout_silenced, highspy_available
+from ..formulation import FlowModel
+from ..lp import LPSolution
+from .core import HOP_TIE_BREAK, ApproxRun, CoreGraph
 
 #: Sharpness of the soft maximum of utilisation relative to the gap asked.
 SOFT_SHARPNESS = 0.05
@@ -71,7 +71,7 @@ TIE_TOL = 1e-9
 ECMP_MAX_ENTRIES = 40_000_000
 
 
-def ecmp_columns(g: _CoreGraph, lengths: np.ndarray, weights: np.ndarray | None = None
+def ecmp_columns(g: CoreGraph, lengths: np.ndarray, weights: np.ndarray | None = None
                  ) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
     """Every commodity's demand split over *all* its shortest paths at ``lengths`` (> 0).
 
