@@ -5,7 +5,6 @@
 8
 """
 
-from ._version import __version__
 from .analysis import (
     BisectionResult,
     CapacityPlan,
@@ -25,7 +24,6 @@ from .analysis import (
     RiskGroup,
     WorstCasePermutation,
     bisection_bandwidth,
-    criticality,
     cutting_set,
     fail_random,
     failure_distribution,
@@ -35,7 +33,6 @@ from .analysis import (
     nest_groups,
     plan_capacity,
     risk_groups,
-    single_failures,
     survives_single_failure,
     tub_upper_bound,
     worst_case_permutation,
@@ -105,6 +102,10 @@ from .traffic import (
 )
 from .workload import (
     BestPlan,
+    FailureRates,
+    Goodput,
+    JobFailureOrbit,
+    JobFailureTable,
     ModelConfig,
     PhaseTime,
     PlanSearch,
@@ -113,13 +114,21 @@ from .workload import (
     TrainingJob,
     TrainingStep,
     best_plan,
+    criticality,
+    job_failures,
     model,
     models,
     serving_estimate,
+    single_failures,
     token_cost,
+    training_goodput,
     training_metrics,
     training_step,
+    young_daly_interval,
 )
+
+#: The package's version (``pyproject.toml`` reads it from here).
+__version__ = "0.1.0"
 
 __all__ = _generator_names + [
     "BisectionResult",
@@ -222,6 +231,13 @@ __all__ = _generator_names + [
     "model",
     "models",
     "training_step",
+    "FailureRates",
+    "Goodput",
+    "JobFailureOrbit",
+    "JobFailureTable",
+    "job_failures",
+    "training_goodput",
+    "young_daly_interval",
     "ServingEstimate",
     "TokenCost",
     "serving_estimate",

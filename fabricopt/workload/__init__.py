@@ -2,13 +2,25 @@
 token from certified communication bounds (``docs/workload.md``)."""
 
 from .cost import TokenCost, token_cost
+from .goodput import Goodput, training_goodput, young_daly_interval
+from .job_failures import (
+    JobFailureOrbit,
+    JobFailureTable,
+    criticality,
+    job_failures,
+    single_failures,
+)
 from .metrics import training_metrics
 from .models import MODELS, ModelConfig, model, models
 from .plan import TrainingJob
 from .plan_search import BestPlan, PlanSearch, best_plan
+from .reliability import FailureRates
 from .serving import ServingEstimate, serving_estimate
 from .step import PhaseTime, TrainingStep, training_step
 
-__all__ = ["MODELS", "BestPlan", "ModelConfig", "PhaseTime", "PlanSearch", "ServingEstimate",
-           "TokenCost", "TrainingJob", "TrainingStep", "best_plan", "model", "models",
-           "serving_estimate", "token_cost", "training_metrics", "training_step"]
+__all__ = ["MODELS", "BestPlan", "FailureRates", "Goodput", "JobFailureOrbit",
+           "JobFailureTable", "ModelConfig", "PhaseTime", "PlanSearch", "ServingEstimate",
+           "TokenCost", "TrainingJob", "TrainingStep", "best_plan", "criticality",
+           "job_failures", "model", "models", "serving_estimate", "single_failures",
+           "token_cost", "training_goodput", "training_metrics", "training_step",
+           "young_daly_interval"]
