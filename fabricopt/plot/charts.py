@@ -7,7 +7,7 @@ Every function takes ``ax=`` and returns the Axes; without ``ax`` it makes a new
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._checks import fail
@@ -17,7 +17,7 @@ from .diagram import check_axes, new_axes
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["plot_metric_bars", "plot_pareto"]
+__all__ = ["LABEL_GID", "plot_metric_bars", "plot_pareto"]
 
 _UNIT_SUFFIXES = {"_gbps_per_gpu": "Gb/s per GPU", "_per_gpu_usd": "USD per GPU",
                   "_per_gpu_w": "W per GPU", "_usd": "USD", "_gbps": "Gb/s", "_GBps": "GB/s",
@@ -59,38 +59,107 @@ def _label_of(r: Mapping[str, Any], label: str, i: int) -> str:
     return str(value) if value not in (None, "") else f"#{i + 1}"
 
 
+def _renderer(fig: Any) -> Any:
+    """A renderer that measures text as the figure will draw it (the figure's own canvas
+    when it has one that renders, else an Agg renderer at the figure's size and dpi)."""
+    get = getattr(fig.canvas, "get_renderer", None)
+    if get is not None:
+        return get()
+    from matplotlib.backends.backend_agg import RendererAgg
+
+    width, height = fig.get_size_inches() * fig.dpi
+    return RendererAgg(int(width), int(height), fig.dpi)
+
+
+#: Where a label may go, nearest first: eight directions at growing distances (points).
+_LABEL_OFFSETS = [(dx * r, dy * r) for r in (4, 9, 15, 23, 33, 45, 60, 80, 105)
+                  for dx, dy in ((1, 1), (1, -1), (-1, 1), (-1, -1), (0, 1.4), (0, -1.4),
+                                 (1.4, 0), (-1.4, 0), (1, 0.5), (-1, 0.5), (1, -0.5),
+                                 (-1, -0.5))]
+#: ``gid`` of each label of :func:`plot_pareto`: this prefix and the label's text, so an
+#: SVG of the chart names every label (a page can check that none overlaps another).
+LABEL_GID = "fabricopt-label-"
+
+
 def _place_labels(ax: Axes, points: list[tuple[float, float, str]]) -> None:
-    """Write each label beside its point where it overlaps no label placed before (tried in
-    eight directions, then further out), so crowded points stay legible."""
-    ax.autoscale_view()  # fixes the limits the placement reads
+    """Write each label beside its point where its box, measured as it will be drawn, meets
+    no label placed before and no marker: tried in twelve directions at growing distances,
+    inside the axes first, then anywhere on the figure; a label set away from its point
+    gets a thin line to it.
+
+    The figure's layout is fixed first (labels are placed in display units, so the axes must
+    not move afterwards): its layout engine runs once and is then switched off.
+    """
+    fig = ax.figure
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        fig.draw_without_rendering()  # lays out titles, ticks and the legend
+        fig.set_layout_engine("none")
+    ax.autoscale_view()
+    renderer = _renderer(fig)
     to_px = ax.transData.transform
+    frame = ax.get_window_extent(renderer)
+    figure_box = fig.bbox
+    radius = 4.5 * fig.dpi / 72  # markers of s=36 are 6 pt across, with a little room
     # The markers are obstacles too: a label must not hide another design's point.
-    placed: list[tuple[float, float, float, float]] = [
-        (cx - 4.5, cy - 4.5, cx + 4.5, cy + 4.5)
-        for cx, cy in (to_px((px, py)) for px, py, _ in points)]
-    offsets = [(dx * r, dy * r) for r in (4, 12, 22) for dx, dy in
-               ((1, 1), (1, -1), (-1, 1), (-1, -1), (0, 1.4), (0, -1.4), (1.4, 0), (-1.4, 0))]
+    placed = [(cx - radius, cy - radius, cx + radius, cy + radius)
+              for cx, cy in (to_px((px, py)) for px, py, _ in points)]
+    gap = 1.5 * fig.dpi / 72
+
+    def free(box: Any, within: Any) -> bool:
+        if not (box.x0 >= within.x0 and box.x1 <= within.x1 and box.y0 >= within.y0
+                and box.y1 <= within.y1):
+            return False
+        return not any(box.x0 - gap < b[2] and b[0] < box.x1 + gap and box.y0 - gap < b[3]
+                       and b[1] < box.y1 + gap for b in placed)
+
+    from matplotlib.text import Text
+    from matplotlib.transforms import Bbox
+
+    probe = ax.annotate("", (0, 0), xytext=(0, 0), textcoords="offset points", fontsize=7,
+                        annotation_clip=False)
+    points_px = fig.dpi / 72
     for px, py, text in points:
+        probe.set_text(text)
+        probe.xy = (px, py)
+        probe.set_ha("left")
+        probe.set_va("bottom")
+        measured = Text.get_window_extent(probe, renderer)
+        width, height = measured.width, measured.height  # the same wherever it is put
         cx, cy = to_px((px, py))
-        # 7 pt text at the figure's dpi, roughly, with a gap so that two numbers never touch
-        width, height = 5.5 * len(text) + 7, 11.0
-        choice = offsets[0]
-        for dx, dy in offsets:
-            x0 = cx + dx * 1.4 - (width if dx < 0 else width / 2 if dx == 0 else 0)
-            y0 = cy + dy * 1.4 - (height if dy < 0 else 0)
-            box = (x0, y0, x0 + width, y0 + height)
-            if not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3]
-                       for b in placed):
-                choice = (dx, dy)
-                placed.append(box)
+        chosen = None
+        for within in (frame, figure_box):
+            for dx, dy in _LABEL_OFFSETS:
+                x0 = cx + dx * points_px - {"left": 0, "center": width / 2,
+                                            "right": width}[_ha(dx)]
+                y0 = cy + dy * points_px - {"bottom": 0, "center": height / 2,
+                                            "top": height}[_va(dy)]
+                box = Bbox.from_bounds(x0, y0, width, height)
+                if free(box, within):
+                    chosen = (dx, dy, box)
+                    break
+            if chosen:
                 break
-        dx, dy = choice
-        # A label set further out gets a thin line to its point.
-        leader = {"arrowstyle": "-", "lw": 0.4, "color": "0.45"} if max(abs(dx), abs(dy)) > 6 \
-            else None
+        if chosen is None:  # nowhere free on the figure: the nearest place
+            dx, dy = _LABEL_OFFSETS[0]
+            chosen = (dx, dy, Bbox.from_bounds(cx + dx * points_px, cy + dy * points_px,
+                                               width, height))
+        dx, dy, box = chosen
+        placed.append((box.x0, box.y0, box.x1, box.y1))
+        leader = ({"arrowstyle": "-", "lw": 0.4, "color": "0.45", "shrinkA": 0, "shrinkB": 3}
+                  if max(abs(dx), abs(dy)) > 10 else None)
         ax.annotate(text, (px, py), xytext=(dx, dy), textcoords="offset points", fontsize=7,
-                    ha="right" if dx < 0 else "center" if dx == 0 else "left",
-                    va="top" if dy < 0 else "bottom", zorder=4, arrowprops=leader)
+                    ha=_ha(dx), va=_va(dy), zorder=4, arrowprops=leader,
+                    annotation_clip=False, gid=LABEL_GID + text)
+    probe.remove()
+
+
+def _ha(dx: float) -> str:
+    return "right" if dx < 0 else "center" if dx == 0 else "left"
+
+
+def _va(dy: float) -> str:
+    return "top" if dy < 0 else "bottom" if dy > 0 else "center"
 
 
 def _round(value: Any) -> float | None:
@@ -110,9 +179,9 @@ def _log_or_plain(ax: Axes, axis: Any, values: list[float]) -> bool:
     return False
 
 
-def plot_pareto(rows: Any, x: str = "capex_usd", y: str = "all_to_all_gbps_per_gpu", *,
-                label: str = "name", off_front: str | None = "in_system_only",
-                ax: Axes | None = None) -> Axes:
+def plot_pareto(rows: Any, x: str = "capex_per_gpu_usd", y: str = "all_to_all_gbps_per_gpu",
+                *, label: str = "name", off_front: str | None = "in_system_only",
+                among: Iterable[int] | None = None, ax: Axes | None = None) -> Axes:
     """Cost against delivered bandwidth: one labelled point per design, the Pareto front as
     a step line (lowest ``x``, highest ``y``).
 
@@ -130,6 +199,10 @@ def plot_pareto(rows: Any, x: str = "capex_usd", y: str = "all_to_all_gbps_per_g
         Column marking rows drawn apart (hollow diamonds) and kept off the front: by
         default ``in_system_only``, designs with no network at all (one DGX, one NVL72),
         whose zero network capex would make them the whole front.
+    among : iterable of int, optional
+        Indices of the rows to draw (default: all); the others are left out silently and
+        numbered points keep their place in ``rows`` (a report draws its clusters and its
+        single systems on two charts, numbered as its table).
     ax : matplotlib Axes, optional
 
     Returns
@@ -139,11 +212,17 @@ def plot_pareto(rows: Any, x: str = "capex_usd", y: str = "all_to_all_gbps_per_g
         and which. An axis whose positive values span more than a factor 50 is
         logarithmic; a point at zero on it is drawn at the axis' low edge.
 
+    Notes
+    -----
+    Labels are placed where their box, measured as drawn, meets no other label and no
+    marker; each carries the ``gid`` :data:`LABEL_GID` followed by its text, so an SVG of
+    the chart names them. The figure's layout is fixed when the labels are placed.
+
     Examples
     --------
-    >>> rows = [{"name": "a", "capex_usd": 1e6, "all_to_all_gbps_per_gpu": 100},
-    ...         {"name": "b", "capex_usd": 2e6, "all_to_all_gbps_per_gpu": 300},
-    ...         {"name": "c", "capex_usd": 3e6, "all_to_all_gbps_per_gpu": None}]
+    >>> rows = [{"name": "a", "capex_per_gpu_usd": 1000, "all_to_all_gbps_per_gpu": 100},
+    ...         {"name": "b", "capex_per_gpu_usd": 2000, "all_to_all_gbps_per_gpu": 300},
+    ...         {"name": "c", "capex_per_gpu_usd": 3000, "all_to_all_gbps_per_gpu": None}]
     >>> ax = plot_pareto(rows)
     >>> len(ax.collections[0].get_offsets())   # c has no bandwidth: skipped
     2
@@ -156,22 +235,32 @@ def plot_pareto(rows: Any, x: str = "capex_usd", y: str = "all_to_all_gbps_per_g
         raise fail(func, "label", "a column name (str)", label)
     if off_front is not None and not isinstance(off_front, str):
         raise fail(func, "off_front", "a column name (str) or None", off_front)
+    if among is not None:
+        if isinstance(among, str | bytes) or not isinstance(among, Iterable):
+            raise fail(func, "among", "None or row indices", among)
+        shown = set()
+        for i in among:
+            if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(records):
+                raise fail(func, "among", f"row indices from 0 to {len(records) - 1}", i)
+            shown.add(i)
+    else:
+        shown = set(range(len(records)))
     if check_axes(func, ax) is None:
         ax = new_axes(7.5, 5.0)
     kept, skipped = [], []
     for i, r in enumerate(records):
+        if i not in shown:
+            continue
         px, py = finite_number(r.get(x)), finite_number(r.get(y))
         (kept if px is not None and py is not None else skipped).append((i, px, py))
     apart = {i for i, _, _ in kept if off_front and records[i].get(off_front)}
     # Values equal to 9 digits are one value: a certified lower end may differ from its
     # twin's in the last bits, and a dearer design must not join the front by such noise.
-    rounded = [{} if j in apart else {x: _round(r.get(x)), y: _round(r.get(y))}
-               for j, r in enumerate(records)]
-    front = pareto_front(rounded, x, y) if len(apart) < len(records) else []
+    rounded = [{} if j in apart or j not in shown else
+               {x: _round(r.get(x)), y: _round(r.get(y))} for j, r in enumerate(records)]
+    front = pareto_front(rounded, x, y) if any(rounded) else []
     drawn = _draw_points(ax, records, kept, apart, front, x, y)
     numbered = len(kept) > NAMED_POINTS
-    _place_labels(ax, [(px, py, str(i + 1) if numbered else _label_of(records[i], label, i))
-                       for i, px, py in drawn])
     ax.set_xlabel(_axis_label(x))
     ax.set_ylabel(_axis_label(y))
     ax.grid(True, alpha=0.3, which="both" if ax.get_xscale() == "log" else "major")
@@ -190,8 +279,12 @@ def plot_pareto(rows: Any, x: str = "capex_usd", y: str = "all_to_all_gbps_per_g
             handles.append(Line2D([], [], ls=""))
             labels.append(f"{i + 1}  {_label_of(records[i], label, i)}")
     if handles:
+        wide = ax.figure.get_size_inches()[0] >= 10
         ax.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13),
-                  ncol=2, frameon=False, handlelength=1.2)
+                  ncol=3 if wide else 2, frameon=False, handlelength=1.2)
+    # Last: the labels are placed around everything else the figure shows.
+    _place_labels(ax, [(px, py, str(i + 1) if numbered else _label_of(records[i], label, i))
+                       for i, px, py in drawn])
     return ax
 
 

@@ -34,6 +34,9 @@ __all__ = ["AUTO_LEVELS", "AUTO_MAX_NODES", "check_axes", "draw", "new_axes"]
 #: ``aggregate="auto"`` draws every device up to this many drawn nodes (and twice as many
 #: lines), else groups them.
 AUTO_MAX_NODES = 300
+#: ``aggregate="auto"`` draws a fabric with rails by rail (not by device or server) when a
+#: finer drawing would cross more lines than this between servers and rail leaves.
+AUTO_MAX_CROSSING_LINES = 160
 #: Attributes that order devices in a row, outermost first (see the Fabric attribute schema).
 ORDER_ATTRS = ("pod", "su", "node", "rail", "plane")
 #: Grouping levels from fine to coarse: a device without the level's attribute falls back
@@ -156,15 +159,30 @@ def _groups(fab: Fabric, row_of: Mapping[Hashable, tuple[int, int]],
     return {v: ("dev", v) if sizes[k] == 1 else k for v, k in key.items()}
 
 
-def _fits(fab: Fabric, key: Mapping[Hashable, Hashable], max_nodes: int) -> bool:
-    """True when a grouping draws at most ``max_nodes`` nodes and ``2 * max_nodes`` lines."""
-    if len(set(key.values())) > max_nodes:
-        return False
+def _line_count(fab: Fabric, key: Mapping[Hashable, Hashable]) -> int:
+    """Lines a grouping draws (a pair of drawn nodes joined by any link)."""
     pairs = set()
     for u, nbrs in fab.graph.adjacency():
         ku = key[u]
         pairs.update((ku, kv) for kv in {key[v] for v in nbrs} if kv != ku)
-    return len(pairs) <= 4 * max_nodes  # each line seen from both ends
+    return len(pairs) // 2  # each line seen from both ends
+
+
+def _fits(fab: Fabric, key: Mapping[Hashable, Hashable], max_nodes: int) -> bool:
+    """True when a grouping draws at most ``max_nodes`` nodes and ``2 * max_nodes`` lines."""
+    if len(set(key.values())) > max_nodes:
+        return False
+    return _line_count(fab, key) <= 2 * max_nodes
+
+
+def _tangled(fab: Fabric, key: Mapping[Hashable, Hashable], level: tuple[str, ...] | None,
+             varied: set[str]) -> bool:
+    """Whether a drawing that does not group by rail crosses its rails into a tangle: the
+    fabric has rails, and every server's GPUs reach every rail's leaf (more than
+    :data:`AUTO_MAX_CROSSING_LINES` lines). Drawn by rail instead, each rail is a bundle."""
+    if "rail" not in varied or (level is not None and "rail" in level):
+        return False
+    return _line_count(fab, key) > AUTO_MAX_CROSSING_LINES
 
 
 def _build(fab: Fabric, row_of: Mapping[Hashable, tuple[int, int]],
@@ -322,7 +340,7 @@ def _choose_level(fab: Fabric, row_of: Mapping[Hashable, tuple[int, int]],
     candidates += [lv for lv in AUTO_LEVELS if lv == ("layer",) or set(lv) <= varied]
     for level in candidates:
         key = _groups(fab, row_of, level)
-        if _fits(fab, key, max_nodes):
+        if _fits(fab, key, max_nodes) and not _tangled(fab, key, level, varied):
             return level, key
     return ("layer",), key
 

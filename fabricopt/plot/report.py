@@ -1,12 +1,20 @@
-"""A comparison written out: tables, plots, one diagram per design, and one HTML page.
+"""A comparison written out: a verdict, tables, plots, one diagram per design, one HTML page.
 
 :func:`write_report` turns a :class:`~fabricopt.study.compare.Comparison` into files a colleague can
-open without Python: ``results.csv``, ``results.md``, ``results.json``, ``pareto.png`` and
-``pareto-power.png`` (network capex and power per GPU against the all-to-all bandwidth each GPU
-delivers, the Pareto front marked), ``bars.png`` (a few metrics per design), ``diagrams/*.png``
-and ``index.html``, a single self-contained page: every image is embedded as a ``data:`` URI
-and the table sorts by a click on its headings through an inline script, so the page can be
-mailed or attached alone and needs no server.
+open without Python: ``results.csv``, ``results.md``, ``results.json``; the Pareto charts as
+SVG, per GPU, clusters apart from single systems (``pareto.svg``: network capex per GPU against
+the all-to-all bandwidth each GPU delivers; ``pareto-systems.svg``: the same for single
+scale-up systems; ``pareto-power.svg``: network power per GPU; ``training.svg`` with a job:
+cost per million tokens against tokens per second per GPU); ``bars.png`` (a few metrics per
+design), ``diagrams/*.png`` and ``index.html``, a single self-contained page.
+
+The page opens with the verdict (:func:`~fabricopt.study.verdict.verdict`: the cheapest
+cluster per delivered Gb/s per GPU, what binds it, the runner-up and the margin; the single
+systems apart; with a job, the cheapest per token), then the charts at the page's full width
+(inline SVG, each label placed clear of every other), a training section when the table has a
+job's columns (and a serving one where serving columns exist), and the table of every design.
+Every image is inline or a ``data:`` URI and the tables sort by a click on their headings
+through an inline script, so the page can be mailed or attached alone and needs no server.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..study.compare import Comparison
+from ..study.verdict import is_single_system, verdict
 from .charts import NAMED_POINTS, plot_metric_bars, plot_pareto
 from .diagram import draw
 
@@ -210,47 +219,169 @@ STYLE = ("body{font-family:sans-serif;margin:2em;max-width:1400px}"
          "th[aria-sort=descending]::after{content:' \\25BC'}"
          ".error{color:#a00;text-align:left}img{max-width:100%}figure{margin:1em 0}"
          "figcaption{font-size:13px;color:#333;max-width:900px}.notes{font-size:13px;"
-         "max-width:1000px}.scroll{overflow-x:auto}")
+         "max-width:1000px}.scroll{overflow-x:auto}figure.chart{margin:1em 0;width:100%}"
+         "#verdict{font-size:16px;line-height:1.45;border-left:4px solid #c00000;"
+         "padding:0.2em 1em;background:#fafafa}#verdict p{margin:0.4em 0}")
 
 
-def _charts(table: Comparison, out: Path) -> list[tuple[str, str, bytes]]:
-    """The Pareto plots (capex and power per GPU against delivered bandwidth per GPU) and
-    the bars per metric, as (heading, caption, png)."""
+def _svg(fig: Any, path: Path) -> str:
+    """The figure as SVG, written to ``path`` and returned as markup to inline in the page
+    (full width: the root's fixed size gives way to the page's, its view box kept)."""
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", bbox_inches="tight")
+    text = buffer.getvalue()
+    path.write_text(text, encoding="utf-8")
+    root = text[text.index("<svg"):]
+    head, rest = root.split(">", 1)
+    head = re.sub(r'\s(width|height)="[^"]*"', "", head)
+    return head + ' style="width:100%;height:auto">' + rest
+
+
+def _split(table: Comparison) -> tuple[list[int], list[int]]:
+    """Row indices of the clusters and of the single systems (ranked apart)."""
+    systems = [i for i, r in enumerate(table.rows) if is_single_system(r)]
+    apart = set(systems)
+    return [i for i in range(len(table.rows)) if i not in apart], systems
+
+
+#: The report's Pareto charts: (file, rows drawn, x column, heading, caption).
+def _pareto_specs(table: Comparison) -> list[tuple[str, list[int], str, str, str]]:
+    clusters, systems = _split(table)
+    front = ("Red: the Pareto front (no other design delivers more for less); the cheapest "
+             "per delivered Gb/s lies on it. Numbers are the table's # column.")
+    specs = [("pareto.svg", clusters, "capex_per_gpu_usd",
+              "Clusters: network capex per GPU against delivered bandwidth per GPU",
+              "Each cluster's network capex per GPU against the all-to-all bandwidth each GPU "
+              "is proven to deliver. " + front),
+             ("pareto-systems.svg", systems, "capex_per_gpu_usd",
+              "Single systems: network capex per GPU against delivered bandwidth per GPU",
+              "One scale-up system each (a DGX, an NVL72, a UALink pod: every link scale-up, "
+              "no network between boxes), ranked apart from the clusters, which they would "
+              "otherwise all beat. Hollow diamonds: switches inside the server price (no "
+              "network capex), kept off the front. " + front),
+             ("pareto-power.svg", clusters, "power_per_gpu_w",
+              "Clusters: network power per GPU against delivered bandwidth per GPU",
+              "Each cluster's network power per GPU against its delivered all-to-all per "
+              "GPU. " + front)]
+    return [spec for spec in specs if spec[1]]
+
+
+def _numbered(table: Comparison) -> list[dict[str, Any]]:
+    """The rows as the plots read them: a failed row draws nothing but keeps its number,
+    and tokens per second per GPU beside the training columns."""
+    out = []
+    for r in table.rows:
+        row = dict(r)
+        if row.get("error"):
+            row["all_to_all_gbps_per_gpu"] = None
+            row["training_usd_per_million_tokens"] = None
+        tokens, gpus = row.get("training_tokens_per_s"), row.get("gpus")
+        row["training_tokens_per_s_per_gpu"] = (
+            tokens / gpus if isinstance(tokens, int | float) and isinstance(gpus, int)
+            and gpus > 0 else None)
+        out.append(row)
+    return out
+
+
+def _charts(table: Comparison, out: Path) -> list[tuple[str, str, str]]:
+    """The Pareto charts (clusters and single systems apart, per GPU) as (heading, caption,
+    inline SVG)."""
     Figure = _figure()
-    images: list[tuple[str, str, bytes]] = []
-    ok_rows = [r for r in table.rows if not r.get("error")]
-    # Numbers in the plots are the table's # column: the row's place among all rows.
-    numbered = [{**r, "all_to_all_gbps_per_gpu": None} if r.get("error") else r
-                for r in table.rows]
-    key_rows = max(0, len(ok_rows) - NAMED_POINTS) // 2 + 1
-    for x, file, what in (("capex_per_gpu_usd", "pareto.png", "capex"),
-                          ("power_per_gpu_w", "pareto-power.png", "power")):
-        if not any(r.get(x) is not None for r in ok_rows):
+    rows = _numbered(table)
+    charts: list[tuple[str, str, str]] = []
+    for file, among, x, heading, caption in _pareto_specs(table):
+        drawable = [i for i in among if rows[i].get(x) is not None
+                    and rows[i].get("all_to_all_gbps_per_gpu") is not None]
+        if not drawable:
             continue
-        fig = Figure(figsize=(8, 5.5 + 0.14 * key_rows))
-        ax = plot_pareto(numbered, x, "all_to_all_gbps_per_gpu", ax=fig.add_subplot())
-        ax.set_title(f"Delivered all-to-all bandwidth against network {what}, per GPU",
-                     fontsize=10)
-        images.append((f"Network {what} per GPU against delivered bandwidth",
-                       f"Network {what} per GPU against the all-to-all bandwidth each GPU is "
-                       "proven to deliver. Red: the Pareto front (no other design delivers "
-                       f"more for less {what}); the cheapest per delivered Gb/s lies on it. "
-                       "Hollow diamonds: a single server or rack with no network to buy, "
-                       "kept off the front. Numbered points are the table's # column.",
-                       _png(fig, out / file)))
+        key_rows = math.ceil(len(drawable) / 3) if len(drawable) > NAMED_POINTS else 0
+        fig = Figure(figsize=(13, 6.5 + 0.16 * key_rows))
+        ax = plot_pareto(rows, x, "all_to_all_gbps_per_gpu", among=among,
+                         ax=fig.add_subplot())
+        ax.set_title("")  # the page's heading says it
+        charts.append((heading, caption, _svg(fig, out / file)))
+    if any(r.get("training_usd_per_million_tokens") for r in rows):
+        fig = Figure(figsize=(13, 6.5))
+        ax = plot_pareto(rows, "training_usd_per_million_tokens",
+                         "training_tokens_per_s_per_gpu", off_front=None,
+                         ax=fig.add_subplot())
+        heading = "Training: cost per million tokens against tokens per second per GPU"
+        ax.set_title("")
+        charts.append((heading, "The job's expected cost per million tokens (servers, "
+                       "network and energy) against the tokens each GPU trains per second. "
+                       "Red: the Pareto front.", _svg(fig, out / "training.svg")))
+    return charts
+
+
+def _bars(table: Comparison, out: Path) -> list[tuple[str, str, bytes]]:
+    """The bars per metric, as (heading, caption, png)."""
+    Figure = _figure()
+    ok_rows = [r for r in table.rows if not r.get("error")]
     metrics = [m for m in BAR_METRICS if any(r.get(m) is not None for r in ok_rows)]
-    if metrics:
-        height = max(3.0, 0.32 * len(ok_rows) + 1.2)
-        fig = Figure(figsize=(13, height * math.ceil(len(metrics) / 2)))
-        for i, metric in enumerate(metrics):
-            plot_metric_bars(ok_rows, metric, ax=fig.add_subplot(math.ceil(len(metrics) / 2),
-                                                                 2, i + 1))
-        fig.tight_layout()
-        images.append(("Metrics per design", "Each design's certified all-to-all bandwidth "
-                       "per GPU, network capex and power per GPU, and capex per GPU per "
-                       "delivered Gb/s (lower is cheaper for what it carries); n/a where a "
-                       "figure was not computed or not proven.", _png(fig, out / "bars.png")))
-    return images
+    if not metrics:
+        return []
+    height = max(3.0, 0.32 * len(ok_rows) + 1.2)
+    fig = Figure(figsize=(13, height * math.ceil(len(metrics) / 2)))
+    for i, metric in enumerate(metrics):
+        plot_metric_bars(ok_rows, metric, ax=fig.add_subplot(math.ceil(len(metrics) / 2),
+                                                             2, i + 1))
+    fig.tight_layout()
+    return [("Metrics per design", "Each design's certified all-to-all bandwidth "
+             "per GPU, network capex and power per GPU, and capex per GPU per "
+             "delivered Gb/s (lower is cheaper for what it carries); n/a where a "
+             "figure was not computed or not proven.", _png(fig, out / "bars.png"))]
+
+
+#: The training section's columns, with their headings.
+TRAINING_COLUMNS = (
+    ("name", "design"), ("gpus", "GPUs"), ("training_plan", "plan"),
+    ("training_tokens_per_s", "tokens/s (expected)"),
+    ("training_tokens_per_s_upper", "tokens/s (bound)"),
+    ("training_step_s", "step (s)"), ("training_mfu", "MFU"),
+    ("training_usd_per_million_tokens", "USD per million tokens"),
+    ("training_binding_dimension", "binding dimension"),
+    ("training_binding_tier", "binding tier"))
+
+
+def _section_table(table: Comparison, columns: list[tuple[str, str]], sort: str) -> str:
+    """A sortable table of some columns, rows with a value of ``sort`` first, cheapest first
+    (the # column is the main table's)."""
+    order = sorted(range(len(table.rows)), key=lambda i: (
+        not isinstance(table.rows[i].get(sort), int | float), table.rows[i].get(sort) or 0))
+    head = "<th>#</th>" + "".join(f"<th>{html.escape(h)}</th>" for _, h in columns)
+    body = []
+    for i in order:
+        row = table.rows[i]
+        cells = [f"<td data-v='{i + 1}'>{i + 1}</td>"]
+        for c, _ in columns:
+            value = row.get(c)
+            sort_v = (f" data-v='{value!r}'" if isinstance(value, int | float)
+                      and not isinstance(value, bool) else "")
+            cells.append(f"<td{sort_v}>{html.escape(_number(value))}</td>")
+        body.append(f"<tr>{''.join(cells)}</tr>")
+    return (f"<div class='scroll'><table class='sortable'><thead><tr>{head}</tr></thead>"
+            f"<tbody>{''.join(body)}</tbody></table></div>")
+
+
+def _job_sections(table: Comparison) -> list[str]:
+    """The training section (and a serving one, where serving columns exist)."""
+    parts = []
+    if "training_usd_per_million_tokens" in table.columns:
+        cols = [(c, h) for c, h in TRAINING_COLUMNS if c in table.columns]
+        parts.append("<h2 id='training'>Training</h2><p>The job run on each design: "
+                     "expected tokens per second (a bound over calibrated efficiencies) "
+                     "and the bound no schedule beats, MFU, the cost per million tokens of "
+                     "servers, network and energy, and the parallel dimension whose "
+                     "communication binds the step. Cheapest per token first.</p>"
+                     + _section_table(table, cols, "training_usd_per_million_tokens"))
+    serving = [c for c in table.columns if c.startswith("serving_")]
+    if serving:
+        cols = [("name", "design"), *((c, c[len("serving_"):].replace("_", " "))
+                                      for c in serving)]
+        sort = next((c for c in serving if "usd" in c), serving[0])
+        parts.append("<h2 id='serving'>Serving</h2>"
+                     + _section_table(table, cols, sort))
+    return parts
 
 
 def write_report(table: Comparison, out_dir: str | os.PathLike[str], *,
@@ -289,7 +420,8 @@ def write_report(table: Comparison, out_dir: str | os.PathLike[str], *,
     (out / "results.md").write_text(table.to_markdown() + "\n", encoding="utf-8")
     table.to_json(out / "results.json")
 
-    images = _charts(table, out)
+    charts = _charts(table, out)
+    images = _bars(table, out)
     drawings: list[tuple[str, bytes]] = []
     if diagrams:
         folder = out / "diagrams"
@@ -303,15 +435,24 @@ def write_report(table: Comparison, out_dir: str | os.PathLike[str], *,
             drawings.append((fab.name, _png(ax.figure, folder / name, dpi=90)))
             ax.figure.clf()
 
+    sentences = verdict(table)
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
              f"</title><style>{STYLE}</style></head><body>",
-             f"<h1>{html.escape(title)}</h1>",
-             f"<p>{len(table)} designs, {len(table.failed)} failed. Bandwidths are Gb/s per "
-             "direction per GPU; collective busbw in GB/s as nccl-tests reports it; "
-             "a range (a to b) is a certified bracket the solver did not close. Click a "
-             "heading to sort; # numbers the designs as the plots do. Every column is in "
-             "results.csv beside this page.</p>",
-             f"<div class='scroll'>{_table_html(table)}</div>", _notes_html(table)]
+             f"<h1>{html.escape(title)}</h1>"]
+    if sentences:
+        parts.append("<section id='verdict'><h2>Verdict</h2>" + "".join(
+            f"<p>{html.escape(s)}</p>" for s in sentences) + "</section>")
+    for heading, caption, svg in charts:
+        parts.append(f"<h2>{html.escape(heading)}</h2><figure class='chart'>{svg}"
+                     f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    parts += _job_sections(table)
+    parts += [f"<h2>Every design</h2><p>{len(table)} designs, {len(table.failed)} failed. "
+              "Bandwidths are Gb/s per "
+              "direction per GPU; collective busbw in GB/s as nccl-tests reports it; "
+              "a range (a to b) is a certified bracket the solver did not close. Click a "
+              "heading to sort; # numbers the designs as the plots do. Every column is in "
+              "results.csv beside this page.</p>",
+              f"<div class='scroll'>{_table_html(table)}</div>", _notes_html(table)]
     for heading, caption, png in images:
         parts.append(f"<h2>{html.escape(heading)}</h2><figure><img alt='{html.escape(heading)}'"
                      f" src='{_data_uri(png)}'><figcaption>{html.escape(caption)}</figcaption>"

@@ -20,6 +20,7 @@ from typing import Any
 from .._checks import check_int, check_path, did_you_mean, fail
 from ..errors import DesignFileError, FabricOptError
 from ..fabric import Fabric
+from .verdict import verdict
 
 __all__ = ["CSV_FILE", "ROWS_FILE", "TEXT_COLUMNS", "Comparison", "RowStore", "human"]
 
@@ -142,6 +143,16 @@ class Comparison:
             raise FabricOptError(f"Comparison.fabric(): row {index} has no design to rebuild "
                                  "(the table was not made by compare())")
         return self._build(task)
+
+    def verdict(self) -> list[str]:
+        """The sentences a report opens with: which design wins and why
+        (:func:`~fabricopt.study.verdict.verdict`).
+
+        >>> import fabricopt as fo
+        >>> fo.compare([fo.ring(4)], metrics=["summary"]).verdict()
+        []
+        """
+        return verdict(self.rows)
 
     def to_records(self) -> list[dict[str, Any]]:
         """The rows as a list of dicts (copies)."""

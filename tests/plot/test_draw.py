@@ -113,6 +113,22 @@ def test_auto_keeps_rails_and_planes_of_a_dual_plane_cluster():
     assert "16 groups" in " ".join(texts(ax))  # leaves: 8 rails x 2 planes
 
 
+def test_small_rail_clusters_are_drawn_by_rail_not_server_by_server():
+    # One SU: 32 DGX H100 on 8 rail leaves and 4 spines. By server it fits the node budget
+    # (32 GPU groups + 32 NVSwitch groups + 12 switches = 76 nodes) but every server's GPU
+    # group reaches all 8 rail leaves: 32 x 8 + 32 + 8 x 4 = 320 crossing lines. By rail:
+    # 8 GPU groups of 32, one leaf each (8 lines), one NVSwitch group (8 lines), and each
+    # leaf to every spine (32 lines): 48 lines, none crossing the rails.
+    fab = fo.superpod(1)
+    ax = draw(fab)
+    assert "grouped by rail" in ax.get_title()
+    assert drawn_nodes(ax)["gpu"] == 8
+    assert len(drawn_lines(ax)) == 8 + 8 + 32
+    # Forced, or with few lines, the server-by-server drawing is still there.
+    assert drawn_nodes(draw(fab, aggregate="node"))["gpu"] == 32
+    assert drawn_nodes(draw(fo.dgx_h100()))["gpu"] == 8  # 32 lines: drawn by device
+
+
 def test_forced_levels_and_their_errors():
     fab = fo.superpod(2)
     # su: 2 GPU groups, 2 NVSwitch groups, 2 leaf groups; the 8 spines (no su) alone.
@@ -209,7 +225,7 @@ def test_pareto_front_by_hand():
 
 
 def test_plot_pareto_marks_front_and_skipped(tmp_path):
-    ax = plot_pareto(ROWS)
+    ax = plot_pareto(ROWS, "capex_usd")
     # Four designs with both values are drawn and labelled; e and f are named as skipped.
     assert len(ax.collections[0].get_offsets()) == 4
     assert {"a", "b", "c", "d"} <= set(texts(ax))
@@ -248,7 +264,7 @@ def test_plot_pareto_keeps_servers_off_the_front_and_labels_apart():
             # c equals b's bandwidth up to the last bits of a certified lower end, and costs
             # more: not on the front.
             {"name": "c", "capex_usd": 3e6, "all_to_all_gbps_per_gpu": 300 * (1 + 1e-12)}]
-    ax = plot_pareto(rows)
+    ax = plot_pareto(rows, "capex_usd")
     (step,) = [ln for ln in ax.get_lines() if ln.get_label().startswith("Pareto front")]
     assert step.get_label() == "Pareto front (2 designs)"
     # The line ends at b: drawn on to c it would put a dearer design of equal bandwidth on it.
@@ -265,7 +281,7 @@ def test_plot_pareto_numbers_many_points_with_a_key():
     # the legend names each number; the numbers do not overlap.
     rows = [{"name": f"design {i}", "capex_usd": 1e6 * (1 + i % 2),
              "all_to_all_gbps_per_gpu": 100.0 * (1 + i % 2)} for i in range(12)]
-    ax = plot_pareto(rows)
+    ax = plot_pareto(rows, "capex_usd")
     assert sorted(texts(ax), key=int) == [str(i) for i in range(1, 13)]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert "12  design 11" in legend
@@ -278,9 +294,9 @@ def test_plot_pareto_takes_records_objects_and_pandas():
         def to_records(self):
             return ROWS[:4]
 
-    assert len(plot_pareto(Table()).collections[0].get_offsets()) == 4
+    assert len(plot_pareto(Table(), "capex_usd").collections[0].get_offsets()) == 4
     pd = pytest.importorskip("pandas")
-    ax = plot_pareto(pd.DataFrame(ROWS))
+    ax = plot_pareto(pd.DataFrame(ROWS), "capex_usd")
     assert len(ax.collections[0].get_offsets()) == 4
     with pytest.raises(fo.InvalidParameterError, match="rows"):
         plot_pareto({"name": "a"})

@@ -334,8 +334,8 @@ def test_compare_command_writes_the_report_end_to_end(tmp_path, capsys):
                  "in_network_reduction=false", "ring", "n=6", "-o", str(out)])
     assert code == 0
     assert "6 designs (0 failed)" in capsys.readouterr().out
-    for name in ("results.csv", "results.md", "results.json", "results.jsonl", "pareto.png",
-                 "pareto-power.png", "bars.png", "index.html"):
+    for name in ("results.csv", "results.md", "results.json", "results.jsonl", "pareto.svg",
+                 "pareto-systems.svg", "pareto-power.svg", "bars.png", "index.html"):
         assert (out / name).stat().st_size > 0, name
     # One diagram per design: the 4 sweep points, the DGX H100 variant and the ring.
     assert len(list((out / "diagrams").glob("*.png"))) == 6
@@ -358,8 +358,9 @@ def test_compare_command_writes_the_report_end_to_end(tmp_path, capsys):
     page.feed((out / "index.html").read_text())
     text = " ".join(page.text)
     assert all(img["src"].startswith("data:image/png;base64,") for img in page.images)
-    # The two Pareto plots, the bars and one diagram per design, every one embedded.
-    assert len(page.images) == 3 + 6
+    # The bars and one diagram per design, every one embedded (the Pareto charts are inline
+    # SVG: the ring alone is a cluster; the UALink pods and the DGX are single systems).
+    assert len(page.images) == 1 + 6
     for name in names:
         assert name in text
     # The three all-reduce figures side by side, each explained; the pricing policy; the
@@ -373,14 +374,18 @@ def test_compare_command_writes_the_report_end_to_end(tmp_path, capsys):
                   "in the server or rack and in its price"):
         assert words in text, words
     html_text = (out / "index.html").read_text()
-    assert html_text.count("<figcaption>") == 3 and "<figcaption></figcaption>" not in html_text
+    # Captions on the three Pareto charts (clusters, single systems, power) and the bars.
+    assert html_text.count("<figcaption>") == 4 and "<figcaption></figcaption>" not in html_text
+    assert html_text.index("id='verdict'") < html_text.index("<table")
     assert "table.sortable th" in html_text and "<script src" not in html_text
     assert "DGX H100 [in_network_reduction=False] \u2020" in text
     # The embedded pictures are the files written beside the page.
     import base64
 
-    pareto = base64.b64decode(page.images[0]["src"].split(",", 1)[1])
-    assert pareto == (out / "pareto.png").read_bytes()
+    bars = base64.b64decode(page.images[0]["src"].split(",", 1)[1])
+    assert bars == (out / "bars.png").read_bytes()
+    svg = (out / "pareto-systems.svg").read_text()
+    assert svg[svg.index("<svg"):].split(">", 1)[1][:2000] in html_text
 
 
 def test_compare_command_prints_a_table_and_fails_with_a_failed_design(tmp_path, capsys):

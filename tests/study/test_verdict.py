@@ -1,0 +1,83 @@
+"""The verdict: sentences computed from a comparison table, checked against rows built by hand."""
+
+import pytest
+
+from fabricopt.errors import InvalidParameterError
+from fabricopt.study.verdict import is_single_system, rank, verdict
+
+
+def _row(name, usd_per_gbps, gbps, tier="gpu-leaf", gpus=512, **extra):
+    return {"name": name, "gpus": gpus, "all_to_all_gbps_per_gpu": gbps,
+            "capex_per_gpu_usd": usd_per_gbps * gbps, "usd_per_delivered_gbps": usd_per_gbps,
+            "binding_tier": tier, "links_gpu-nvswitch": 8, "links_gpu-leaf": 8, **extra}
+
+
+def test_cheapest_cluster_its_binding_tier_and_the_runner_up_with_the_margin():
+    rows = [_row("tapered", 8.0, 300.0, tier="leaf-spine"),
+            _row("full", 10.0, 400.0),
+            _row("rail-only", 6.0, 400.0, all_to_all_exact=False),
+            _row("broken", 1.0, 900.0, error="ValueError: no")]
+    sentences = verdict(rows)
+    # rail-only: $6.00 per GPU per Gb/s for 400 Gb/s is $2,400 per GPU; its bracket stayed
+    # open, so it delivers "at least" its lower end. tapered is next: 8 / 6 - 1 = 33% dearer.
+    assert sentences[0] == ("Cheapest cluster per delivered Gb/s: rail-only, $6.00 per GPU per "
+                            "Gb/s of network capex ($2,400 per GPU for at least 400 Gb/s of "
+                            "all-to-all per GPU, 512 GPUs); what binds it: each GPU's own NIC "
+                            "link to its leaf (gpu-leaf).")
+    assert sentences[1] == "Runner-up: tapered at $8.00 per GPU per Gb/s, 33% dearer."
+    # The failed row, cheapest on paper, is not ranked; it is named.
+    assert sentences[-1] == "1 design failed and is not ranked: broken."
+    assert len(sentences) == 3
+
+
+def test_single_systems_are_ranked_apart_and_in_server_switches_named():
+    pod = {"name": "pod", "gpus": 128, "all_to_all_gbps_per_gpu": 3200.0,
+           "capex_per_gpu_usd": 2750.0, "usd_per_delivered_gbps": 2750 / 3200,
+           "binding_tier": "gpu-ualink-switch", "links_gpu-ualink-switch": 512}
+    dgx = {"name": "DGX", "gpus": 8, "all_to_all_gbps_per_gpu": 3600.0, "capex_usd": 0.0,
+           "capex_per_gpu_usd": 0.0, "usd_per_delivered_gbps": 0.0, "in_system_only": True,
+           "binding_tier": "gpu-nvswitch"}
+    rows = [_row("cluster", 7.0, 400.0), pod, dgx]
+    assert [is_single_system(r) for r in rows] == [False, True, True]
+    sentences = verdict(rows)
+    # The pod costs $0.86 per Gb/s, far under the cluster's $7: it would win one ranking.
+    assert sentences[0].startswith("Cheapest cluster per delivered Gb/s: cluster, $7.00")
+    assert sentences[1] == "Runner-up: none; it is the only cluster with this figure."
+    assert sentences[2].startswith("Among single systems (one scale-up domain, no network "
+                                   "between boxes; ranked apart): pod costs least per "
+                                   "delivered Gb/s, $0.86 per GPU per Gb/s")
+    assert sentences[3] == ("DGX has its switches inside the server price (no network "
+                            "capex), so it is not ranked by it.")
+
+
+def test_cost_per_token_when_a_job_ran():
+    rows = [_row("a", 7.0, 400.0, training_usd_per_million_tokens=1.25,
+                 training_tokens_per_s=1.5e6, training_plan="tp8 pp4 dp16",
+                 training_binding_dimension="dp", training_binding_tier="gpu-leaf"),
+            _row("b", 8.0, 400.0, training_usd_per_million_tokens=1.0,
+                 training_tokens_per_s=1.2e6, training_plan="tp8 pp8 dp8",
+                 training_binding_dimension="pp", training_binding_tier="leaf-spine")]
+    sentences = verdict(rows)
+    # b is dearer per Gb/s but cheaper per token: 1.25 / 1.0 - 1 = 25% for the runner-up a.
+    assert sentences[2] == ("Cheapest per token for the job: b, $1.00 per million tokens at "
+                            "1,200,000 tokens/s, plan tp8 pp8 dp8; its step is bound by "
+                            "pipeline-parallel communication over the leaf-to-spine uplinks "
+                            "(leaf-spine).")
+    assert sentences[3] == "Runner-up: a at $1.25 per million tokens, 25% dearer."
+
+
+def test_sizes_far_apart_are_said_and_ties_are_level():
+    rows = [_row("small", 5.0, 400.0, gpus=256), _row("twin", 5.0, 400.0, gpus=256),
+            _row("big", 9.0, 400.0, gpus=16384)]
+    sentences = verdict(rows)
+    assert sentences[1] == "Runner-up: twin at $5.00 per GPU per Gb/s, level with it (within 0.5%)."
+    assert sentences[2].startswith("The clusters range from 256 to 16,384 GPUs")
+
+
+def test_rank_and_bad_rows():
+    # Rows without a positive value are left out; ties keep the rows' order.
+    r = rank([{"c": 2.0}, {"c": 0.0}, {"c": None}, {"c": 1.0}, {"c": 1.0}], "c")
+    assert r.order == (3, 4, 0) and r.margin == 0.0
+    assert verdict([]) == []
+    with pytest.raises(InvalidParameterError, match=r"verdict\(\): rows"):
+        verdict({"name": "a"})
