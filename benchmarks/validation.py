@@ -20,11 +20,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "workload"))
 
-from published_runs import CALIBRATES, RAIL_ONLY, RUNS, evaluate, rail_only, role  # noqa: E402
+from published_runs import (  # noqa: E402
+    CALIBRATES,
+    RAIL_ONLY,
+    RELIABILITY,
+    RUNS,
+    evaluate,
+    rail_only,
+    reliability,
+    role,
+)
 
 import fabricopt as fo  # noqa: E402
 
 BEGIN, END = "<!-- runs: benchmarks/validation.py -->", "<!-- /runs -->"
+RELIABILITY_BEGIN = "<!-- reliability: benchmarks/validation.py -->"
+RELIABILITY_END = "<!-- /reliability -->"
 
 def calibrate(rounds: int = 4) -> dict[tuple[str, str], float]:
     """The efficiencies at which each calibration set's geometric-mean ratio is 1."""
@@ -78,12 +89,34 @@ def rail_table() -> str:
         f"| network power saved | {plo:.0%}-{phi:.0%} | {r['power_saving']:.0%} |"])
 
 
+def reliability_figure(key: str, x: float) -> str:
+    """A reliability figure as the doc prints it (and the test reads it back)."""
+    return f"{x:.1%}" if key in ("ettr", "network_share") else f"{x:.3g}"
+
+
+def reliability_table() -> str:
+    """The reliability rows: published, the spread the source allows, fabricopt's figure."""
+    got = reliability()
+    lines = ["| figure | source | published | allowed | fabricopt | assumed |",
+             "|---|---|---|---|---|---|"]
+    for r in RELIABILITY:
+        lines.append(f"| {r.name} | {r.source} | {r.published} | "
+                     f"{reliability_figure(r.key, r.low)} to {reliability_figure(r.key, r.high)}"
+                     f" | {reliability_figure(r.key, got[r.key])} | {r.assumed} |")
+    return "\n".join(lines)
+
+
 def write(path: Path, catalog: fo.Catalog | None = None) -> None:
     """Replace the tables between the markers of ``path``."""
     text = path.read_text()
     a, b = text.index(BEGIN) + len(BEGIN), text.index(END)
     body = "\n\n" + table(catalog) + "\n\n" + rail_table() + "\n\n"
-    path.write_text(text[:a] + body + text[b:])
+    text = text[:a] + body + text[b:]
+    if RELIABILITY_BEGIN in text:
+        a = text.index(RELIABILITY_BEGIN) + len(RELIABILITY_BEGIN)
+        b = text.index(RELIABILITY_END)
+        text = text[:a] + "\n\n" + reliability_table() + "\n\n" + text[b:]
+    path.write_text(text)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         print(table(catalog))
         print()
         print(rail_table())
+        print()
+        print(reliability_table())
     print(f"\n{len(RUNS)} runs in {time.perf_counter() - t0:.1f} s")
     return 0
 

@@ -120,3 +120,22 @@ def test_bad_input():
         fo.training_goodput(pod(1), JOB, checkpoint_s=-5)
     with pytest.raises(fo.InvalidParameterError, match="failures must be"):
         fo.training_goodput(pod(1), JOB, failures=goodput(2).failures)
+
+
+@pytest.mark.slow
+def test_published_reliability_figures_and_the_doc():
+    # Each figure within the spread its source allows (docs/validation.md#reliability; the
+    # rows, their spreads and sources are in published_runs.py), and the doc shows them.
+    from pathlib import Path
+
+    from published_runs import RELIABILITY, reliability
+
+    got = reliability()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "validation.md").read_text()
+    for row in RELIABILITY:
+        assert row.low <= got[row.key] <= row.high, (row.name, got[row.key])
+        shown = f"{got[row.key]:.1%}" if row.key in ("ettr", "network_share") \
+            else f"{got[row.key]:.3g}"
+        assert f"| {shown} |" in doc, (row.name, shown)
+    # Llama 3: more than 90 % effective training time (section 3.3.4).
+    assert got["ettr"] > 0.90
