@@ -16,8 +16,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from .. import __version__
 from .._checks import did_you_mean
-from .._version import __version__
 from ..analysis.worst_case import worst_case_permutation
 from ..cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost, estimate_tco
 from ..errors import FabricOptError
@@ -28,14 +28,22 @@ from ..io.search_files import load_search
 from ..plot.diagram import draw
 from ..plot.image_files import checked_dpi, image_path
 from ..plot.report import write_report
-from ..study.compare import DEFAULT_METRICS, METRICS, ROWS_FILE, compare
+from .._toml import read_toml
+from ..study.compare import (
+    DEFAULT_METRICS,
+    METRICS,
+    ROWS_FILE,
+    compare,
+    design_tasks,
+    tasks_without_job,
+)
 from ..study.local_pool import process_pool
-from ..study.optimize import optimize
+from ..study.optimize import objective_text, optimize
 from ..study.table import RowStore
 from ..workload.cost import token_cost
 from ..workload.models import models as MODEL_NAMES
 from ..workload.plan import job_from_mapping
-from ..workload.plan_search import OBJECTIVES, PlanSearch, plan_label
+from ..workload.plan_search import OBJECTIVES, PlanSearch, job_or_search, plan_label
 from ..workload.step import training_step
 from .failures import add_failures_parser
 from .solve import add_solve_parser
@@ -215,6 +223,17 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             rows = len(designs) if all(isinstance(d, Fabric) for d in designs) else None
             executor = stack.enter_context(process_pool(args.jobs, rows))
         metrics = names_arg("--metrics", args.metrics, METRICS) if args.metrics else None
+        job = _job_of_flags(args)
+        if job is not None and "training" not in (metrics or ()):
+            metrics = [*(metrics or DEFAULT_METRICS), "training"]
+        if job is None and "training" in (metrics or ()):
+            missing = tasks_without_job(design_tasks(designs))
+            if missing:  # every row would fail alike: said once, in the command's words
+                raise FabricOptError(
+                    "--metrics training runs a job on every design: give --job FILE, or "
+                    "--model NAME (with --tp, --pp...), or --plan best; or a [job] table in "
+                    "each design file (none in: " + ", ".join(missing[:5])
+                    + (" ..." if len(missing) > 5 else "") + ")")
         if args.routing:  # beside the all-to-all optimum it is the efficiency of
             chosen = list(metrics or DEFAULT_METRICS)
             at = chosen.index("all_to_all") + 1 if "all_to_all" in chosen else len(chosen)
@@ -223,7 +242,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             table = compare(designs, metrics=metrics, executor=executor,
                             progress=args.progress, out_dir=args.output,
                             message_bytes=args.message_bytes, routing_trials=args.trials,
-                            routing_seed=args.seed)
+                            routing_seed=args.seed, job=job[0] if job else None)
         except KeyboardInterrupt:
             if isinstance(executor, concurrent.futures.ProcessPoolExecutor):
                 # Leaving the pool would wait for every running design: start none, wait none.
@@ -236,6 +255,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         index = write_report(table, args.output, diagrams=not args.no_diagrams)
         again = f", {table.reused} reused from an earlier run" if table.reused else ""
         print(f"{len(table)} designs ({len(table.failed)} failed{again}): {index}")
+        for sentence in table.verdict():
+            print(f"  {sentence}")
         for row in table.failed:
             print(f"fabricopt compare: {row['name']}: {row['error']}", file=sys.stderr)
         return 1 if table.failed else 0
@@ -248,6 +269,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                                      f"{did_you_mean(c, table.columns)}")
     if args.format == "table":
         print(table.to_text(columns, limit=len(table)))
+        for sentence in table.verdict():
+            print(sentence)
     else:
         keep = columns or table.columns
         print_rows([{c: r[c] for c in keep} for r in table.rows], args.format)
@@ -544,7 +567,64 @@ def _add_compare(sub: Any) -> None:
     progress_arg(cmp_, "progress bar")
     cmp_.add_argument("--no-diagrams", action="store_true",
                       help="skip the diagram of each design in the report")
+    _add_job_flags(cmp_)
     cmp_.set_defaults(func=_cmd_compare)
+
+
+def _add_job_flags(parser: Any) -> None:
+    """The flags that give ``compare`` a training job (``compare(job=...)``): a job file,
+    the plan flags of ``train``, or a plan search."""
+    group = parser.add_argument_group(
+        "training job", "Run a job on every design (the training metric, added to --metrics): "
+        "a job file, or --model with the plan flags (they replace the file's keys); --plan "
+        "best judges each design by its own best plan. The report gets a training section "
+        "and its verdict names the cheapest design per token.")
+    group.add_argument("--job", metavar="FILE", default=None,
+                       help="TOML file with a [job] table (or a job's keys at its top), as a "
+                       "design file's [job]")
+    for flag, (_, kind, text) in TRAIN_FLAGS.items():
+        group.add_argument(f"--{flag}", type=kind, default=None, help=text)
+    group.add_argument("--no-sequence-parallel", action="store_true",
+                       help="all-reduce tensor traffic instead of reduce-scatter/all-gather")
+    group.add_argument("--plan", choices=["best"], default=None,
+                       help="best: search each design's plans for the best (see "
+                       "fabricopt.best_plan); the plan flags given fix those dimensions")
+    group.add_argument("--constraint", action="append", metavar="KEY=VALUE",
+                       help="with --plan best, a constraint such as max_tp=16 (repeat)")
+    group.add_argument("--objective", choices=list(OBJECTIVES), default=None,
+                       help="with --plan best, what the best plan maximises or minimises")
+
+
+def _job_of_flags(args: argparse.Namespace) -> tuple[Any, str] | None:
+    """The job the flags of :func:`_add_job_flags` give, checked before any work (errors name
+    the flag or the job file and its key), and where it came from; None without one."""
+    table: dict[str, Any] = {}
+    where = "--model/--tp flags"
+    if args.job:
+        data = read_toml(args.job, FabricOptError, "job file")
+        table = dict(data["job"]) if isinstance(data.get("job"), dict) else dict(data)
+        where = f"--job {args.job}: [job]" if "job" in data else f"--job {args.job}"
+    for flag, (key, _, _) in TRAIN_FLAGS.items():
+        value = getattr(args, flag.replace("-", "_"))
+        if value is not None:
+            table[key] = value
+    if args.no_sequence_parallel:
+        table["sequence_parallel"] = False
+    searching = args.plan == "best" or "plan" in table
+    if not searching and (args.constraint or args.objective):
+        raise FabricOptError("--constraint and --objective choose among plans: add --plan best")
+    if not table:
+        return None
+    if "model" not in table:
+        raise FabricOptError(f"{where}: name a model with --model (or model = ... in the job "
+                             "file); models: " + ", ".join(MODEL_NAMES))
+    if searching:
+        constraints = dict(table.pop("constraints", None) or {})
+        constraints.update(parse_assignments(args.constraint or []))
+        table.update(plan="best", constraints=constraints)
+        if args.objective is not None:
+            table["objective"] = args.objective
+    return job_or_search(table, where), where
 
 
 def _add_draw(sub: Any) -> None:
@@ -617,15 +697,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _evaluated_figures(row: dict[str, Any]) -> str:
-    """What an evaluated candidate of ``optimize --all`` delivered and whether it meets the
-    constraints (the reason it is not the best, when it is not)."""
+def _evaluated_figures(row: dict[str, Any], res: Any) -> str:
+    """What an evaluated candidate of ``optimize --all`` delivered (the objective minimised
+    first, when it is not capex) and whether it meets the constraints (the reason it is not
+    the best, when it is not)."""
     short = row.get("shortfall") or {}
     verdict = ("meets every constraint" if row.get("meets") else
                "; ".join(f"{k} misses by {v:.1%}" for k, v in short.items())
                or "constraints not decided")
-    return (f"{row['capex_usd']:,.0f} USD, all-to-all {row['all_to_all_gbps_per_gpu']:,.1f} "
-            f"Gb/s per GPU; {verdict}")
+    minimised = ("" if res.objective == "capex_usd" else
+                 objective_text(row, res.objective, res.gpus) + "; ")
+    return (f"{minimised}{row['capex_usd']:,.0f} USD, all-to-all "
+            f"{row['all_to_all_gbps_per_gpu']:,.1f} Gb/s per GPU; {verdict}")
 
 
 def _cmd_optimize(args: argparse.Namespace) -> int:
@@ -648,7 +731,7 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
             print("")
             for r in res.rows:
                 print(f"{r['name']}: {r['outcome']}"
-                      + (f" ({r['reason'] or _evaluated_figures(r)})"
+                      + (f" ({r['reason'] or _evaluated_figures(r, res)})"
                          if r["reason"] or r["outcome"] == "evaluated" else ""))
         if res.best is None:
             code = 1
@@ -703,7 +786,21 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
         sub.exit(2, f"{sub.prog}: error: unrecognized argument {word!r}"
                  + (did_you_mean(word, flags) if word.startswith("-") else "")
                  + f"; see: fabricopt {args.command} --help\n")
+    _refuse_empty_words(commands[args.command], args)
     return args
+
+
+def _refuse_empty_words(sub: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """An option given the empty word (``--solver ''``, ``--metrics ''``) is refused in one
+    line: no flag takes it, and read as "not given" it would be accepted without a word."""
+    for action in sub._actions:
+        value = getattr(args, action.dest, None)
+        if not action.option_strings or value is action.default or value == action.default:
+            continue
+        words = value if isinstance(value, list | tuple) else [value]
+        if any(isinstance(w, str) and not w.strip() for w in words):
+            sub.exit(2, f"{sub.prog}: error: {action.option_strings[-1]}: an empty word is not "
+                     f"a value; see: fabricopt {args.command} --help\n")
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
