@@ -36,10 +36,13 @@ ALLOWED = {
     "cost": _BASE,
     "routing": _ENGINE,
     "analysis": _ENGINE | {"routing"},
-    "collectives": _ENGINE | {"routing", "analysis"},
-    "workload": _ENGINE | {"routing", "analysis", "collectives", "cost"},
-    "study": _ENGINE | {"io", "routing", "analysis", "collectives", "workload", "cost"},
-    "plot": _ENGINE | {"io", "routing", "analysis", "collectives", "workload", "cost", "study"},
+    "failures": _ENGINE | {"routing", "analysis"},
+    "collectives": _ENGINE | {"routing", "analysis", "failures"},
+    "workload": _ENGINE | {"routing", "analysis", "failures", "collectives", "cost"},
+    "study": _ENGINE | {"io", "routing", "analysis", "failures", "collectives", "workload",
+                        "cost"},
+    "plot": _ENGINE | {"io", "routing", "analysis", "failures", "collectives", "workload",
+                       "cost", "study"},
 }
 ALLOWED["top"] = set(ALLOWED) | {"top"}
 
@@ -186,11 +189,13 @@ def mapped_modules() -> set[str]:
 
 
 def test_every_module_is_in_the_map():
-    # A folder's __init__.py gathers its floor's public names: the folder's row says that.
-    modules = {str(p.relative_to(ROOT)) for p in MODULES if p.name != "__init__.py"}
+    # A folder's __init__.py gathers its floor's public names (named in the map where it
+    # does more).
+    every = {str(p.relative_to(ROOT)) for p in MODULES}
     mapped = mapped_modules()
-    assert sorted(modules - mapped) == [], "modules missing from docs/architecture.md's map"
-    assert sorted(mapped - modules) == [], "docs/architecture.md's map names no such module"
+    missing = {m for m in every - mapped if not m.endswith("__init__.py")}
+    assert sorted(missing) == [], "modules missing from docs/architecture.md's map"
+    assert sorted(mapped - every) == [], "docs/architecture.md's map names no such module"
 
 
 def floor_table() -> dict[str, set[str]]:

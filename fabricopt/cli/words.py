@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from .._checks import did_you_mean, parse_bytes
-from .._numpydoc import parameter_docs
 from ..collectives import COLLECTIVES
 from ..errors import FabricOptError, InvalidParameterError
 from ..fabric import PLAUSIBLE_GBPS, Fabric
@@ -27,6 +26,7 @@ from ..io.design_files import load_design
 from ..io.graph_files import read_graphml, read_json
 from ..study.compare import Comparison
 from ..traffic import traffic_named
+from .docstrings import parameter_docs
 
 __all__ = ["EXIT_CODES", "FORMATS", "check_finite", "check_seconds", "check_targets",
            "generator_help",
