@@ -18,6 +18,7 @@ from typing import Any
 
 from .. import __version__
 from .._checks import did_you_mean
+from .._toml import read_toml
 from ..analysis.worst_case import worst_case_permutation
 from ..cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost, estimate_tco
 from ..errors import FabricOptError
@@ -28,7 +29,6 @@ from ..io.search_files import load_search
 from ..plot.diagram import draw
 from ..plot.image_files import checked_dpi, image_path
 from ..plot.report import write_report
-from .._toml import read_toml
 from ..study.compare import (
     DEFAULT_METRICS,
     METRICS,

@@ -34,8 +34,9 @@ from typing import Any
 
 from .._checks import check_int, check_path, did_you_mean, fail, parse_bytes
 from .._gc import frozen_gc, paused_gc
+from .._toml import read_toml
 from .._unchanged import unchanged
-from ..errors import FabricOptError
+from ..errors import DesignFileError, FabricOptError
 from ..fabric import Fabric
 from ..io.design_files import design_points, load_design
 from ..workload.plan import TrainingJob
@@ -45,7 +46,7 @@ from .metrics import DEFAULT_METRICS, METRICS, MetricContext, compute_metrics
 from .table import CSV_FILE, ROWS_FILE, Comparison, RowStore
 
 __all__ = ["CSV_FILE", "DEFAULT_METRICS", "METRICS", "ROWS_FILE", "Comparison", "DesignTask",
-           "compare", "design_tasks", "row_name"]
+           "compare", "design_tasks", "row_name", "tasks_without_job"]
 
 #: A metric: a name of :data:`~fabricopt.study.metrics.METRICS`, or a function
 #: ``f(fab) -> mapping of column: value`` (module-level, so it pickles for process pools and
@@ -255,6 +256,31 @@ def design_tasks(designs: Any) -> list[DesignTask]:
     return tasks
 
 
+def tasks_without_job(tasks: Sequence[DesignTask]) -> list[str]:
+    """The labels of tasks whose design carries no ``[job]`` table (a design file's, or a
+    Fabric's ``design``), read without building any fabric; a task that could not be read
+    is left to fail as its own row.
+
+    >>> import fabricopt as fo
+    >>> tasks_without_job(design_tasks([fo.ring(4)]))
+    ['ring(4)']
+    """
+    missing = []
+    for task in tasks:
+        if task.error:
+            continue
+        if task.fabric is not None:
+            has = bool((task.fabric.design or {}).get("job"))
+        else:
+            try:
+                has = bool(read_toml(task.path, DesignFileError, "design file").get("job"))
+            except DesignFileError:
+                continue
+        if not has:
+            missing.append(task.label if task.fabric is not None else str(task.path))
+    return list(dict.fromkeys(missing))
+
+
 def _metric_id(metric: Metric) -> str:
     if isinstance(metric, str):
         return metric
@@ -379,9 +405,18 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
                        "(with plan = 'best' for a search), or None", job)
         job = job_or_search(job, "compare(): job")
 
+    tasks = design_tasks(designs)
+    if "training" in chosen and job is None:
+        missing = tasks_without_job(tasks)
+        if missing:  # every row would fail the same way: said once, before any work
+            raise fail(func, "job", "a TrainingJob, a PlanSearch or a table of a job's keys "
+                       "(the training metric runs a job on every design; on the command "
+                       "line: --job FILE, or --model NAME with --tp, --pp...), unless every "
+                       "design file has a [job] table; these designs have none: "
+                       + ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""), None)
     jobs: dict[str, _Job] = {}
     routing = (routing_trials, routing_seed) if "routing" in chosen else None
-    for task in design_tasks(designs):
+    for task in tasks:
         key = _task_key(task, chosen, message_bytes, routing,
                         job if "training" in chosen else None)
         jobs.setdefault(key, _Job(task, chosen, message_bytes, key, executor is not None,

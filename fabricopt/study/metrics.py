@@ -323,7 +323,8 @@ def _training(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
     if job is None:
         raise InvalidParameterError(
             f"the training metric needs a job for {fab.name}: a [job] table in its design "
-            "file, or MetricContext(job=fo.TrainingJob(...)) or a fo.PlanSearch(...)")
+            "file, or compare(job=...) (on the command line: --job FILE, or --model NAME "
+            "with --tp, --pp...)")
     job = job_or_search(job, "[job]")
     if isinstance(job, PlanSearch):  # each fabric judged by its own best plan
         row = search_metrics(fab, job)

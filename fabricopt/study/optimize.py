@@ -59,7 +59,7 @@ from .execution import check_executor, check_progress
 from .metrics import CONSTRAINTS
 from .search import FAILURE_KEYS, DesignSearch
 
-__all__ = ["ALL_CONSTRAINTS", "DEFAULT_SPACE", "OptimizeResult", "optimize"]
+__all__ = ["ALL_CONSTRAINTS", "DEFAULT_SPACE", "OptimizeResult", "objective_text", "optimize"]
 
 #: Every constraint key: the registry's (:data:`~fabricopt.study.metrics.CONSTRAINTS`) and the
 #: failure trial's.
@@ -68,6 +68,29 @@ ALL_CONSTRAINTS = (*CONSTRAINTS, *FAILURE_KEYS)
 OBJECTIVES = ("capex_usd", "power_w", "training_usd_per_million_tokens")
 #: The figures that need a training job.
 NEEDS_JOB = ("training_tokens_per_s", "training_usd_per_million_tokens")
+
+
+def objective_text(row: Mapping[str, Any], objective: str, gpus: int) -> str:
+    """The figure ``objective`` names, as a reader takes it in, for one evaluated row.
+
+    >>> objective_text({"training_usd_per_million_tokens": 0.41,
+    ...                 "training_tokens_per_s": 2.5e6}, "training_usd_per_million_tokens", 256)
+    '$0.41 per million tokens (2,500,000 tokens/s)'
+    >>> objective_text({"power_w": 18350.0}, "power_w", 256)
+    'network power 18,350 W (71.7 W per GPU)'
+    """
+    value = row.get(objective)
+    if value is None:
+        return f"{objective} not computed"
+    if objective == "training_usd_per_million_tokens":
+        tokens = row.get("training_tokens_per_s")
+        plan = row.get("training_plan")
+        extra = ", ".join(t for t in (f"{tokens:,.0f} tokens/s" if tokens else "",
+                                      f"plan {plan}" if plan else "") if t)
+        return f"${value:.4g} per million tokens" + (f" ({extra})" if extra else "")
+    if objective == "power_w":
+        return f"network power {value:,.0f} W ({value / gpus:,.1f} W per GPU)"
+    return f"{value:,.0f} USD ({value / gpus:,.0f} per GPU)"
 
 
 @dataclass
@@ -133,6 +156,9 @@ class OptimizeResult:
                   ""]
         if self.best is not None:
             b = self.best
+            if self.objective != "capex_usd":  # the figure minimised first, then the network
+                lines.append(f"best by {self.objective}: {b['name']}, "
+                             + objective_text(b, self.objective, self.gpus))
             lines.append(f"best: {b['name']}, {b['capex_usd']:,.0f} USD "
                          f"({b['capex_usd'] / self.gpus:,.0f} per GPU), "
                          f"{b['all_to_all_gbps_per_gpu']:,.1f} Gb/s all-to-all per GPU"
@@ -173,6 +199,9 @@ class OptimizeResult:
         """The front (or the given rows) as a Markdown table."""
         rows = self.front if rows is None else _checked_rows("OptimizeResult.to_markdown", rows)
         head = ["name", "capex USD/GPU", "a2a Gb/s/GPU", "power W/GPU", "meets"]
+        by_token = self.objective == "training_usd_per_million_tokens"
+        if by_token:  # the figure minimised, beside the network's
+            head.insert(4, "USD per M tokens")
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 
         def per_gpu(value: Any, form: str) -> str:  # "-" where a pruned row has no figure
@@ -183,8 +212,11 @@ class OptimizeResult:
             a2a = ("-" if r.get("all_to_all_gbps_per_gpu") is None else
                    f"{r['all_to_all_gbps_per_gpu']:,.1f}"
                    + (" (ECMP, at least)" if r.get("all_to_all_method") == "ecmp bound" else ""))
+            token = r.get("training_usd_per_million_tokens")
+            tokens = ("" if not by_token else
+                      f"| {'-' if token is None else format(token, '.4g')} ")
             lines.append(f"| {r['name']} | {per_gpu(r.get('capex_usd'), ',.0f')} | "
-                         f"{a2a} | {per_gpu(r.get('power_w'), ',.1f')} "
+                         f"{a2a} | {per_gpu(r.get('power_w'), ',.1f')} {tokens}"
                          f"| {'yes' if r.get('meets') else 'no'} |")
         return "\n".join(lines)
 
@@ -212,7 +244,10 @@ class OptimizeResult:
         if candidate.policy is not None:  # priced with this optics policy: so is the file
             design["policy"] = (candidate.policy if isinstance(candidate.policy, str)
                                 else dict(candidate.policy))
-        text = (f"# Found by fabricopt optimize for {self.gpus} GPUs: capex "
+        minimised = ("" if self.objective == "capex_usd" else
+                     f"# Minimised {self.objective}: "
+                     f"{objective_text(row, self.objective, self.gpus)}.\n")
+        text = (minimised + f"# Found by fabricopt optimize for {self.gpus} GPUs: capex "
                 f"{row['capex_usd']:,.0f} USD, all-to-all {row['all_to_all_gbps_per_gpu']:.1f}"
                 f" Gb/s per GPU ("
                 + ("certified lower bound: ECMP routing" if row.get("all_to_all_method") ==

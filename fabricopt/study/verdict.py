@@ -97,7 +97,11 @@ def rank(rows: Any, column: str, among: Sequence[int] | None = None) -> Ranking:
 
 
 def _money(value: float) -> str:
-    return f"${value:,.0f}" if value >= 100 else f"${value:,.2f}"
+    """Dollars as a reader compares them: whole above $100, cents above $1, else three
+    significant digits ($0.0428 per million tokens)."""
+    if value >= 100:
+        return f"${value:,.0f}"
+    return f"${value:,.2f}" if value >= 1 else f"${value:.3g}"
 
 
 def _gbps(row: Mapping[str, Any]) -> str:
