@@ -40,12 +40,13 @@ def test_single_systems_are_ranked_apart_and_in_server_switches_named():
     rows = [_row("cluster", 7.0, 400.0), pod, dgx]
     assert [is_single_system(r) for r in rows] == [False, True, True]
     sentences = verdict(rows)
-    # The pod costs $0.86 per Gb/s, far under the cluster's $7: it would win one ranking.
+    # The pod costs 2,750 / 3,200 = $0.859 per Gb/s, far under the cluster's $7: it would
+    # win one ranking (three significant digits below $1).
     assert sentences[0].startswith("Cheapest cluster per delivered Gb/s: cluster, $7.00")
     assert sentences[1] == "Runner-up: none; it is the only cluster with this figure."
     assert sentences[2].startswith("Among single systems (one scale-up domain, no network "
                                    "between boxes; ranked apart): pod costs least per "
-                                   "delivered Gb/s, $0.86 per GPU per Gb/s")
+                                   "delivered Gb/s, $0.859 per GPU per Gb/s")
     assert sentences[3] == ("DGX has its switches inside the server price (no network "
                             "capex), so it is not ranked by it.")
 
