@@ -171,32 +171,99 @@ def check_capacity_attribute(func: str, G: Any, capacity: str) -> None:
                       "and get default_capacity", stacklevel=3)
 
 
-#: Largest fabric a generator builds: networkx keeps about half a kilobyte per arc, so this
-#: many physical links (two arcs each) is a few gigabytes, the most a 24 GB laptop holds with
-#: room to solve. 100,000 GPUs with their NVLink bundles and three switch tiers fit well below.
+#: Bytes a generator's fabric takes at the peak of its build, per node and per arc (two per
+#: link): networkx's attribute and adjacency dictionaries and the builder's own copies while
+#: it works; and per arc, the arrays a solve reads from the graph. Measured as the peak
+#: resident memory of the build over the process before it: a 65,536-GPU fat tree (70,656
+#: nodes, 393,216 arcs) 257 MB, a 300,000-node ring 628 MB (the two solved for a node and an
+#: arc figure: about 1,230 and 430 bytes); its symmetric all-to-all 200 to 245 bytes per arc
+#: over the built graph (fat trees, a 4,096-GPU SuperPOD). Each is rounded down, so a
+#: refusal is never the estimate's fault.
+BUILD_BYTES_PER_NODE = 1_000
+BUILD_BYTES_PER_ARC = 400
+SOLVE_BYTES_PER_ARC = 200
+
+#: Largest fabric a generator builds when the memory at hand cannot be read (no psutil and
+#: no POSIX page counts): what a 24 GB machine holds with room to solve.
 MAX_NODES = 2_000_000
 MAX_LINKS = 4_000_000
-#: Most nodes plus arcs (two per link) a generator builds: networkx adds each one in about 5 to
-#: 15 microseconds (an idle to a busy laptop), so this many is under a minute. A ring of the
-#: largest size memory allows (2,000,000 nodes, 4,000,000 arcs) took two minutes.
-MAX_BUILD = 3_000_000
+
+
+def build_bytes(nodes: int, links: int) -> int:
+    """Peak bytes to build a fabric of ``nodes`` nodes and ``links`` links (two arcs each)
+    and read it for a solve (:data:`BUILD_BYTES_PER_NODE`, :data:`BUILD_BYTES_PER_ARC`,
+    :data:`SOLVE_BYTES_PER_ARC`).
+
+    >>> build_bytes(544_768, 1_572_864) / 1e9    # fat_tree(128): 524,288 GPUs
+    2.432204...
+    """
+    return nodes * BUILD_BYTES_PER_NODE + 2 * links * (BUILD_BYTES_PER_ARC
+                                                       + SOLVE_BYTES_PER_ARC)
+
+
+def memory_at_hand() -> tuple[int, str] | None:
+    """Bytes this process may still allocate and what says so: the smaller of the physical
+    memory available (``psutil.virtual_memory().available`` with psutil, else the free pages)
+    and, under an address-space limit (``RLIMIT_AS``, as ``ulimit -v`` sets), that limit less
+    what the process maps; None when neither can be read.
+
+    >>> at_hand = memory_at_hand()
+    >>> at_hand is None or at_hand[0] >= 0
+    True
+    """
+    import os
+    import resource
+
+    figures: list[tuple[int, str]] = []
+    mapped: int | None = None
+    try:
+        import psutil  # optional
+
+        figures.append((int(psutil.virtual_memory().available), "physical memory available"))
+        mapped = int(psutil.Process().memory_info().vms)
+    except ImportError:
+        try:
+            figures.append((os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"),
+                            "physical memory free"))
+            with open("/proc/self/statm") as f:
+                mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError, IndexError):  # a system that does not say
+            pass
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY and mapped is not None:
+        figures.append((max(0, soft - mapped), f"the address-space limit of "
+                        f"{soft / 1e9:.3g} GB less the {mapped / 1e9:.3g} GB this process maps"))
+    return min(figures) if figures else None
 
 
 def check_size(func: str, nodes: int, links: int) -> None:
-    """Raise before building when a fabric would hold more than :data:`MAX_NODES` nodes or
-    :data:`MAX_LINKS` links (bundles count once), or more than :data:`MAX_BUILD` nodes plus
-    arcs, saying how much memory and time it would take.
+    """Raise before building when a fabric of ``nodes`` nodes and ``links`` links (bundles
+    count once) would not fit, with a solve, in the memory at hand (:func:`build_bytes`
+    against :func:`memory_at_hand`); where that memory cannot be read, when it would hold
+    more than :data:`MAX_NODES` nodes or :data:`MAX_LINKS` links.
 
     >>> check_size("ring", 8, 8)
+    >>> check_size("torus", 10**10, 2 * 10**10)
+    Traceback (most recent call last):
+    ...
+    fabricopt.errors.InvalidParameterError: torus(): the fabric would have 10,000,000,000 \
+nodes and 20,000,000,000 links, about 3.4e+04 GB to build and solve...
     """
-    if nodes > MAX_NODES or links > MAX_LINKS or nodes + 2 * links > MAX_BUILD:
-        gigabytes = 2 * links * 500 / 1e9
-        minutes = (nodes + 2 * links) * 15e-6 / 60
-        raise InvalidParameterError(
-            f"{func}(): the fabric would have {nodes:,} nodes and {links:,} links (about "
-            f"{gigabytes:,.3g} GB in memory and up to {minutes:,.3g} minutes to build); the "
-            f"limit is {MAX_NODES:,} nodes, {MAX_LINKS:,} links and {MAX_BUILD:,} nodes plus "
-            "arcs (two per link)")
+    need = build_bytes(nodes, links)
+    at_hand = memory_at_hand()
+    if at_hand is not None:
+        if need <= at_hand[0]:
+            return
+        limit = f"the memory at hand is {at_hand[0] / 1e9:.3g} GB ({at_hand[1]})"
+    elif nodes <= MAX_NODES and links <= MAX_LINKS:
+        return
+    else:
+        limit = (f"the memory at hand cannot be read, and the limit is then {MAX_NODES:,} "
+                 f"nodes and {MAX_LINKS:,} links")
+    raise InvalidParameterError(
+        f"{func}(): the fabric would have {nodes:,} nodes and {links:,} links, about "
+        f"{need / 1e9:.3g} GB to build and solve (networkx keeps each node and arc as "
+        f"dictionaries); {limit}")
 
 
 #: Most flow solves one call may ask for (failure trials x fractions): each is an LP, and
