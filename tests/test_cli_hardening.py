@@ -22,3 +22,27 @@ def test_human_switches_to_an_exponent_at_ten_to_the_fifteen():
     # Just below the threshold: thousands separators; at it: four significant digits.
     assert human(999_999_999_999_999.0) == "999,999,999,999,999"
     assert human(1e15) == "1e+15" and human(-2.5e20) == "-2.5e+20"
+
+
+@pytest.mark.parametrize("argv", [
+    ["solve", "ring", "n=3", "--solver", ""], ["bom", "ring", "n=3", "--catalog", ""],
+    ["compare", "ring", "n=3", "--metrics", ""], ["compare", "ring", "n=3", "--columns", " "],
+    ["compare", "ring", "n=3", "--scheduler", ""], ["failures", "ring", "n=4", "--tiers", ""],
+])
+def test_an_empty_word_for_a_flag_is_refused_not_read_as_left_out(argv, capsys):
+    # Each of these ran with exit 0 as if the flag had not been given.
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"fabricopt {argv[0]}: error: {argv[-2]}: an empty word")
+
+
+def test_failures_plot_needs_an_image_name_before_any_solve(tmp_path, monkeypatch, capsys):
+    # A bare name was written as NAME.png while the command said "plot written to NAME".
+    monkeypatch.chdir(tmp_path)
+    assert main(["failures", "ring", "n=4", "--plot", "ranking"]) == 2
+    assert "--plot must be an image file name" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    assert main(["failures", "ring", "n=4", "--plot", "ranking.svg"]) == 0
+    assert (tmp_path / "ranking.svg").exists()

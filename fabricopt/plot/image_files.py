@@ -19,9 +19,9 @@ __all__ = ["MAX_PIXELS", "checked_dpi", "image_path"]
 MAX_PIXELS = 10**8
 
 
-def image_path(text: str) -> Path:
-    """``text`` as the path of an image file, or an error for an empty name or an extension
-    matplotlib does not write.
+def image_path(text: str, flag: str = "-o/--output") -> Path:
+    """``text`` as the path of an image file, or an error naming ``flag`` for an empty name or
+    an extension matplotlib does not write (it would add ``.png`` to a bare name unasked).
 
     >>> image_path("fig.svg").suffix
     '.svg'
@@ -31,7 +31,7 @@ def image_path(text: str) -> Path:
     out = Path(text)
     types = sorted(FigureCanvasBase.get_supported_filetypes())
     if not text or not out.stem or out.suffix.lower().lstrip(".") not in types:
-        raise FabricOptError("-o/--output must be an image file name ending in ."
+        raise FabricOptError(f"{flag} must be an image file name ending in ."
                              + ", .".join(types) + f" (e.g. fig.png), got {text!r}")
     return out
 
