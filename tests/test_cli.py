@@ -316,3 +316,73 @@ def test_solve_on_rails_that_never_meet_says_disconnected(capsys):
     out = capsys.readouterr().out
     assert "theta            0" in out and "cannot reach" in out
     assert "no schedule exists, busbw 0 GB/s" in out
+
+
+RAIL_ONLY = "topologies/dgx-h100-superpod-rail-only.toml"
+
+
+def test_compare_runs_a_job_from_flags_or_a_file_and_says_who_wins_per_token(tmp_path,
+                                                                            capsys):
+    # A 512-GPU rail-only cluster and a ring of 8: the job's flags add the training metric
+    # to every row.
+    argv = ["compare", RAIL_ONLY, "ring", "n=8", "--model", "llama3-8b", "--tp", "8",
+            "--global-batch", "512", "--seq-len", "4096", "--format", "json"]
+    assert main(argv) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["training_plan"][:4] for r in rows] == ["TP 8", "TP 8"]
+    # The ring's 1 Gb/s links make its tensor-parallel traffic the step: dearer per token.
+    assert rows[1]["training_binding_tier"] == "ring"
+    assert 0 < rows[0]["training_usd_per_million_tokens"] < rows[1][
+        "training_usd_per_million_tokens"]
+    job = tmp_path / "job.toml"
+    job.write_text('[job]\nmodel = "llama3-8b"\ntp = 8\nglobal_batch = 512\nseq_len = 4096\n')
+    assert main(["compare", RAIL_ONLY, "--job", str(job), "--columns",
+                 "name,training_usd_per_million_tokens"]) == 0
+    out = capsys.readouterr().out
+    assert "Cheapest per token for the job: DGX H100 SuperPOD, rail-only (2 SU)" in out
+    # The same job from the file and from the flags: the same figure.
+    usd = rows[0]["training_usd_per_million_tokens"]
+    assert f"${usd:.3g} per million tokens" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["compare", "ring", "n=4", "--metrics", "training"],
+     "--metrics training runs a job on every design: give --job FILE, or --model NAME"),
+    (["compare", "ring", "n=4", "--tp", "8"], "--model/--tp flags: name a model with --model"),
+    (["compare", "ring", "n=4", "--model", "llama3-8b", "--constraint", "max_tp=8"],
+     "--constraint and --objective choose among plans: add --plan best"),
+])
+def test_compare_job_errors_speak_of_flags(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "MetricContext" not in err
+
+
+def test_compare_job_file_errors_name_the_file_and_key(tmp_path, capsys):
+    job = tmp_path / "job.toml"
+    job.write_text('[job]\nmodel = "llama3-8b"\ntensor = 8\n')
+    assert main(["compare", "ring", "n=4", "--job", str(job)]) == 2
+    err = capsys.readouterr().err
+    assert f"--job {job}: [job]: unknown key 'tensor'" in err
+    assert main(["compare", "ring", "n=4", "--job", str(tmp_path / "none.toml")]) == 2
+    assert "no such job file" in capsys.readouterr().err
+
+
+def test_optimize_prints_and_writes_the_objective_it_minimised(tmp_path, capsys):
+    search = tmp_path / "search.toml"
+    search.write_text('gpus = 256\nobjective = "training_usd_per_million_tokens"\n'
+                      '[space]\nfamily = ["superpod"]\nscale_up = ["dgx_h100"]\n'
+                      'leaf_radix = [64]\noversubscription = [1.0, 2.0]\n'
+                      '[job]\nmodel = "llama3-8b"\ntp = 8\nglobal_batch = 512\n'
+                      'seq_len = 4096\n')
+    best = tmp_path / "best.toml"
+    assert main(["optimize", str(search), "-o", str(best)]) == 0
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("best by "))
+    assert line.startswith("best by training_usd_per_million_tokens: superpod")
+    assert "per million tokens" in line and "tokens/s" in line
+    assert "| USD per M tokens |" in out
+    head = best.read_text().splitlines()[0]
+    assert head.startswith("# Minimised training_usd_per_million_tokens: $")
+    # The figure written is the one printed.
+    assert head.split(": ", 1)[1].rstrip(".") == line.split(", ", 1)[1]
