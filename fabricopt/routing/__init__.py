@@ -1,6 +1,6 @@
 """Routing as deployed: ECMP, WCMP, per-flow hashing and static tables beside the optimum.
 
-:func:`routed_flow` is the front end; :mod:`~fabricopt.routing.planes` decides which part of
+:func:`routed_flow` is the front end; :mod:`~fabricopt.routing.networks` decides which part of
 the fabric carries a pair, :mod:`~fabricopt.routing.fluid` routes destination-based splits,
 :mod:`~fabricopt.routing.hashing` pins flows to paths, and
 :mod:`~fabricopt.routing.schedules` turns collective schedules into traffic.

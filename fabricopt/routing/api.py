@@ -18,7 +18,7 @@ from ..graph_arrays import GraphArrays
 from ..traffic import Traffic, checked_traffic
 from .fluid import FluidRouting, destination_rank
 from .hashing import HashedWalk, walk_bytes
-from .planes import PLANE_NAMES, Plane, Planes
+from .networks import NETWORK_NAMES, Network, Networks
 from .result import RoutedFlowResult
 from .uniform import add_uniform
 
@@ -62,18 +62,18 @@ def check_routing_size(func: str, trials: int, flows_per_pair: int, arcs: int,
             f"flows_per_pair={flows_per_pair} with {pairs:,} pairs")
 
 
-def check_walk_memory(func: str, planes: list[Plane], classes: list[int], pairs: list[int],
+def check_walk_memory(func: str, networks: list[Network], classes: list[int], pairs: list[int],
                       links: np.ndarray, trials: int, flows_per_pair: int) -> None:
-    """Refuse hashing on ``planes`` (towards ``classes`` destination classes and with
+    """Refuse hashing on ``networks`` (towards ``classes`` destination classes and with
     ``pairs`` pairs on each) when its hop tables, loads and walk
     (:func:`~fabricopt.routing.hashing.walk_bytes`) would not fit in memory, before any is
     allocated."""
-    need = sum(walk_bytes(plane.n_nodes, c, int(links[plane.arc].sum()), trials,
+    need = sum(walk_bytes(network.n_nodes, c, int(links[network.arc].sum()), trials,
                           min(n, PAIR_BLOCK), flows_per_pair,
-                          int(np.diff(plane.indptr).max(initial=1)))
-               for plane, c, n in zip(planes, classes, pairs, strict=True))
-    tables = " and ".join(f"{plane.n_nodes:,} nodes x {c:,} destination classes"
-                          for plane, c in zip(planes, classes, strict=True))
+                          int(np.diff(network.indptr).max(initial=1)))
+               for network, c, n in zip(networks, classes, pairs, strict=True))
+    tables = " and ".join(f"{network.n_nodes:,} nodes x {c:,} destination classes"
+                          for network, c in zip(networks, classes, strict=True))
     check_fits(func, "routing='hash'", need,
                f"about {gb(need)}: hop tables of {tables}, loads of {trials:,} trials",
                "Ask for fewer trials, or routing='ecmp' (hashing's many-flow limit).")
@@ -87,7 +87,7 @@ def routed_flow(fab: Fabric, traffic: Traffic | None = None, *, routing: str = "
 
     A fixed routing puts load :math:`L_a` on each arc per unit of traffic; theta is then
     :math:`\\min_a c_a / L_a`, computed exactly from the loads (no LP). Routes follow the
-    fabric's parts (see :mod:`fabricopt.routing.planes`): pairs in one NVLink domain use its
+    fabric's parts (see :mod:`fabricopt.routing.networks`): pairs in one NVLink domain use its
     links, pairs in different domains go out of the source GPU's own NIC and in at the
     destination's, and only pairs neither part connects (rail-only fabrics, direct networks)
     use the whole graph.
@@ -185,15 +185,15 @@ def routed_flow(fab: Fabric, traffic: Traffic | None = None, *, routing: str = "
     # block at a time, so a uniform traffic of any size fits.
     check_routing_size(func, trials, flows_per_pair, ga.n_arcs,
                        len(traffic) if routing == "hash" else 0)
-    planes = Planes.of(fab, ga)
-    trial_load, port_load, counts, unreachable = route_loads(planes, fab, traffic, routing,
+    networks = Networks.of(fab, ga)
+    trial_load, port_load, counts, unreachable = route_loads(networks, fab, traffic, routing,
                                                              flows_per_pair, trials, rng)
     tiers = [str(fab.graph[u][v].get("tier", "link")) for u, v in ga.arcs]
     result = RoutedFlowResult(
         theta=0.0, status="exact", method=routing, seconds=0.0, per_endpoint_gbps=0.0,
         fabric_name=fab.name, traffic_name=traffic.name, flows_per_pair=flows_per_pair,
         trials=trials, seed=seed,
-        pairs_by_plane={PLANE_NAMES[p]: int(c) for p, c in enumerate(counts) if c},
+        pairs_by_network={NETWORK_NAMES[p]: int(c) for p, c in enumerate(counts) if c},
         _ga=ga, _tiers=tiers)
     if unreachable is not None:
         result.status, result.unreachable = "disconnected", unreachable
@@ -243,44 +243,44 @@ def demand_chunks(traffic: Traffic, position: dict[Hashable, int],
     yield src, dst, np.fromiter(pairs.values(), dtype=float, count=len(pairs))
 
 
-def route_loads(planes: Planes, fab: Fabric, traffic: Traffic, routing: str,
+def route_loads(networks: Networks, fab: Fabric, traffic: Traffic, routing: str,
                 flows_per_pair: int, trials: int, rng: np.random.Generator | None,
                 func: str = "routed_flow",
                 ) -> tuple[np.ndarray, np.ndarray, list[int], tuple[Hashable, Hashable] | None]:
     """Arc loads (Gb/s at the traffic as given) per trial, carried and port-equivalent
-    (:mod:`fabricopt.routing.hashing`), pairs per plane, and an unreachable pair if there is
+    (:mod:`fabricopt.routing.hashing`), pairs per network, and an unreachable pair if there is
     one.
 
     The demands come a block at a time (:func:`demand_chunks`). A first pass assigns each
-    pair its plane and adds the fluid policies' loads; hashing notes the destinations it
+    pair its network and adds the fluid policies' loads; hashing notes the destinations it
     will route, checks that its tables fit (refused by ``func`` otherwise) and walks the
     blocks again, so no list of every flow is ever held."""
-    ga = planes.ga
+    ga = networks.ga
     position = {e: i for i, e in enumerate(fab.endpoints)}
     hashed = routing == "hash"
     fluid: list[FluidRouting | None] = []
-    for p, plane in enumerate(planes.planes):
+    for p, network in enumerate(networks.networks):
         per_target = routing == "static" and p > 0
-        fluid.append(FluidRouting(plane, per_target) if plane is not None else None)
+        fluid.append(FluidRouting(network, per_target) if network is not None else None)
     counts = [0, 0, 0]
     counted = None
     if traffic.is_uniform and routing in ("ecmp", "wcmp"):
         eps = np.array([position[e] for e in traffic.endpoints], dtype=np.int64)
-        counted = add_uniform(planes, fluid, eps, float(traffic.uniform_gbps))  # type: ignore[arg-type]
+        counted = add_uniform(networks, fluid, eps, float(traffic.uniform_gbps))  # type: ignore[arg-type]
     if counted is not None:
         counts = counted
-    # Which destinations hashing routes on each of the network planes, and each block's
-    # plane assignment (one byte a pair) for the second pass.
+    # Which destinations hashing routes on each of the networks, and each block's
+    # network assignment (one byte a pair) for the second pass.
     bound_for = {p: np.zeros(len(position), dtype=bool) for p in (1, 2)}
     assigned: list[np.ndarray] = []
     for src, dst, gbps in (() if counted is not None else demand_chunks(traffic, position)):
-        plane_of = planes.assign(src, dst)
-        if np.any(plane_of < 0):
-            j = int(np.flatnonzero(plane_of < 0)[0])
+        network_of = networks.assign(src, dst)
+        if np.any(network_of < 0):
+            j = int(np.flatnonzero(network_of < 0)[0])
             none = np.zeros((trials, ga.n_arcs))
             return none, none, counts, (fab.endpoints[src[j]], fab.endpoints[dst[j]])
         for p in range(3):
-            sel = plane_of == p
+            sel = network_of == p
             if not sel.any():
                 continue
             counts[p] += int(sel.sum())
@@ -289,7 +289,7 @@ def route_loads(planes: Planes, fab: Fabric, traffic: Traffic, routing: str,
             else:
                 fluid[p].add(src[sel], dst[sel], gbps[sel])  # type: ignore[union-attr]
         if hashed:
-            assigned.append(plane_of.astype(np.int8))
+            assigned.append(network_of.astype(np.int8))
     # Member links per arc: hashing and static tables pick one of them per flow or destination.
     links = np.array([int(fab.graph[u][v].get("links", 1)) for u, v in ga.arcs], dtype=np.int64)
     base, base_port = np.zeros(ga.n_arcs), np.zeros(ga.n_arcs)
@@ -298,30 +298,30 @@ def route_loads(planes: Planes, fab: Fabric, traffic: Traffic, routing: str,
             continue
         # NVLink and UALink stripe over all of a GPU's links: capacity-weighted, always.
         split = "capacity" if p == 0 else _SPLIT[routing]
-        rank = destination_rank(acc.plane) if split == "static" else None
-        carried, port = acc.loads(split, rank, links[acc.plane.arc])
-        base[acc.plane.arc] += carried
-        base_port[acc.plane.arc] += port
+        rank = destination_rank(acc.network) if split == "static" else None
+        carried, port = acc.loads(split, rank, links[acc.network.arc])
+        base[acc.network.arc] += carried
+        base_port[acc.network.arc] += port
     load = np.repeat(base[None, :], trials, axis=0)
     port_load = np.repeat(base_port[None, :], trials, axis=0)
     used = [p for p in (1, 2) if hashed and counts[p]]
     if not used:
         return load, port_load, counts, None
-    hashing_planes = [planes.planes[p] for p in used]
-    classes = [np.unique(plane.klass[np.flatnonzero(bound_for[p])])  # type: ignore[union-attr]
-               for p, plane in zip(used, hashing_planes, strict=True)]
-    check_walk_memory(func, hashing_planes, [len(c) for c in classes],  # type: ignore[arg-type]
+    hashing_networks = [networks.networks[p] for p in used]
+    classes = [np.unique(network.klass[np.flatnonzero(bound_for[p])])  # type: ignore[union-attr]
+               for p, network in zip(used, hashing_networks, strict=True)]
+    check_walk_memory(func, hashing_networks, [len(c) for c in classes],  # type: ignore[arg-type]
                       [counts[p] for p in used], links, trials, flows_per_pair)
-    walks = {p: HashedWalk(plane, c, trials, links[plane.arc])  # type: ignore[union-attr]
-             for p, plane, c in zip(used, hashing_planes, classes, strict=True)}
-    for (src, dst, gbps), plane_of in zip(demand_chunks(traffic, position), assigned,
+    walks = {p: HashedWalk(network, c, trials, links[network.arc])  # type: ignore[union-attr]
+             for p, network, c in zip(used, hashing_networks, classes, strict=True)}
+    for (src, dst, gbps), network_of in zip(demand_chunks(traffic, position), assigned,
                                           strict=True):
         for p, walk in walks.items():
-            sel = plane_of == p
+            sel = network_of == p
             if sel.any():
                 walk.add(src[sel], dst[sel], gbps[sel], rng, flows_per_pair)  # type: ignore[arg-type]
     for walk in walks.values():
         carried, port = walk.loads()
-        load[:, walk.plane.arc] += carried
-        port_load[:, walk.plane.arc] += port
+        load[:, walk.network.arc] += carried
+        port_load[:, walk.network.arc] += port
     return load, port_load, counts, None

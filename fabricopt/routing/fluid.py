@@ -36,7 +36,7 @@ A GPU behind one NIC has one arc out of its sending copy and none in: every rout
 takes that arc. Its demand is pushed onto the arc's head before the sweep, and the sweep and
 the distance searches run on the graph without such senders (and without receiving copies,
 which only end routes): at 16,384 GPUs a few thousand switch nodes instead of some 40,000.
-Uniform traffic under ECMP or WCMP reaches the planes already summed by destination class
+Uniform traffic under ECMP or WCMP reaches the networks already summed by destination class
 (:mod:`fabricopt.routing.uniform`), not as 268 million pairs.
 """
 
@@ -49,7 +49,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
 from .hashing import port_equivalent
-from .planes import Plane
+from .networks import Network
 
 SPLITS = ("equal", "capacity", "static")
 
@@ -62,31 +62,31 @@ DENSE_DEMAND = 8_000_000
 
 
 class FluidRouting:
-    """Demand of one plane, gathered chunk by chunk, then routed by :meth:`loads`.
+    """Demand of one network, gathered chunk by chunk, then routed by :meth:`loads`.
 
     Parameters
     ----------
-    plane : Plane
+    network : Network
     per_target : bool
         One column per destination endpoint (static tables, which tell destinations under
         one leaf apart); otherwise one column per destination class (ECMP and WCMP, whose
         splits only depend on distances, the same for every destination of a class).
     """
 
-    def __init__(self, plane: Plane, per_target: bool) -> None:
-        self.plane = plane
+    def __init__(self, network: Network, per_target: bool) -> None:
+        self.network = network
         self.per_target = per_target
-        T = len(plane.target)
+        T = len(network.target)
         if per_target:
             self.n_cols = T
-            self.col_node = plane.target
+            self.col_node = network.target
         else:
-            classes, self.col_of_endpoint = np.unique(plane.klass, return_inverse=True)
+            classes, self.col_of_endpoint = np.unique(network.klass, return_inverse=True)
             self.n_cols = len(classes)
             self.col_node = classes
         # Dense sums while the (node x column) table is small, else coordinate lists.
-        self._dense = plane.n_nodes * self.n_cols <= DENSE_DEMAND
-        self._sum = np.zeros(plane.n_nodes * self.n_cols if self._dense else 0)
+        self._dense = network.n_nodes * self.n_cols <= DENSE_DEMAND
+        self._sum = np.zeros(network.n_nodes * self.n_cols if self._dense else 0)
         self._parts: list[tuple[np.ndarray, np.ndarray]] = []
         self.in_gbps = np.zeros(T)
         self.pairs = 0
@@ -96,7 +96,7 @@ class FluidRouting:
         if not len(src):
             return
         cols = dst if self.per_target else self.col_of_endpoint[dst]
-        key = self.plane.source[src] * self.n_cols + cols
+        key = self.network.source[src] * self.n_cols + cols
         if self._dense:
             self._sum += np.bincount(key, weights=gbps, minlength=len(self._sum))
         else:
@@ -118,9 +118,9 @@ class FluidRouting:
         """Add demands already summed by column: ``gbps[j, c]`` from endpoint position
         ``src[j]`` to column ``c``; ``in_gbps`` is what each endpoint receives, ``pairs``
         how many pairs that makes (not for ``per_target``)."""
-        rows = self.plane.source[src]
+        rows = self.network.source[src]
         if self._dense:
-            np.add.at(self._sum.reshape(self.plane.n_nodes, self.n_cols), rows, gbps)
+            np.add.at(self._sum.reshape(self.network.n_nodes, self.n_cols), rows, gbps)
         else:
             r, c = np.nonzero(gbps)
             self._parts.append((rows[r] * self.n_cols + c, gbps[r, c]))
@@ -128,8 +128,8 @@ class FluidRouting:
         self.pairs += pairs
 
     def supply(self) -> sp.csr_matrix:
-        """Gb/s each plane node sources for each column."""
-        shape = (self.plane.n_nodes, self.n_cols)
+        """Gb/s each network node sources for each column."""
+        shape = (self.network.n_nodes, self.n_cols)
         if self._dense:
             return sp.csr_matrix(self._sum.reshape(shape))
         key = np.concatenate([k for k, _ in self._parts]) if self._parts else np.zeros(0, int)
@@ -138,14 +138,14 @@ class FluidRouting:
 
     def loads(self, split: str, rank: np.ndarray | None = None,
               links: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Gb/s on every plane arc when the demands are routed with ``split``: carried, and
+        """Gb/s on every network arc when the demands are routed with ``split``: carried, and
         port-equivalent (the same but for ``"static"``, whose tables pick one of an arc's
         ``links`` member links; see :func:`~fabricopt.routing.hashing.port_equivalent`)."""
-        plane = self.plane
-        load = np.zeros(plane.n_arcs)
+        network = self.network
+        load = np.zeros(network.n_arcs)
         if self.pairs == 0:
             return load, load
-        links = np.ones(plane.n_arcs, dtype=np.int64) if links is None else links
+        links = np.ones(network.n_arcs, dtype=np.int64) if links is None else links
         members = None
         if split == "static":
             first_member = np.cumsum(links) - links
@@ -153,18 +153,18 @@ class FluidRouting:
         X = self.supply().tocsc()
         cols = np.flatnonzero(np.diff(X.indptr) > 0)
         if not self.per_target and split != "static":
-            # The last hop of a collapsed destination carries all it receives in this plane.
-            hit = plane.collapsed & (self.in_gbps > 0)
-            np.add.at(load, plane.last_arc[hit], self.in_gbps[hit])
+            # The last hop of a collapsed destination carries all it receives in this network.
+            hit = network.collapsed & (self.in_gbps > 0)
+            np.add.at(load, network.last_arc[hit], self.in_gbps[hit])
         # Neighbouring destinations share the nodes their routes visit: keep them in one block.
-        cols = cols[np.lexsort((self.col_node[cols], plane.component[self.col_node[cols]]))]
-        div = up_port_divisors(plane, links) if split == "static" else None
+        cols = cols[np.lexsort((self.col_node[cols], network.component[self.col_node[cols]]))]
+        div = up_port_divisors(network, links) if split == "static" else None
         senders = self._pure_senders(X) if split != "static" else np.zeros(0, dtype=np.int64)
         if len(senders):
             self._loads_pushed(load, X, cols, split, senders)
             return load, load
-        width = max(1, DIST_BLOCK // max(plane.n_nodes, 1))
-        rows = np.arange(plane.n_nodes)
+        width = max(1, DIST_BLOCK // max(network.n_nodes, 1))
+        rows = np.arange(network.n_nodes)
         for start in range(0, len(cols), width):
             block = cols[start:start + width]
             dist = self._distances(block)
@@ -175,32 +175,32 @@ class FluidRouting:
         return carried, load + port_equivalent(members.load, members.links, members.first)
 
     def _pure_senders(self, X: sp.csc_matrix) -> np.ndarray:
-        """Plane nodes that source demand, have one arc out and none in, and are no column's
+        """Network nodes that source demand, have one arc out and none in, and are no column's
         node (a GPU's sending copy behind its one NIC): no route passes through them and all
         their demand takes their arc, so it is pushed one hop before the sweep, and the sweep
         and the distances skip them. (Senders with several arcs stay in the sweep: splitting
         them per destination first cost more than it saved.)"""
-        plane = self.plane
-        has_supply = np.zeros(plane.n_nodes, dtype=bool)
+        network = self.network
+        has_supply = np.zeros(network.n_nodes, dtype=bool)
         has_supply[np.unique(X.tocoo().row)] = True
-        in_degree = np.bincount(plane.head, minlength=plane.n_nodes)
-        out_degree = np.diff(plane.indptr)
+        in_degree = np.bincount(network.head, minlength=network.n_nodes)
+        out_degree = np.diff(network.indptr)
         pure = has_supply & (in_degree == 0) & (out_degree == 1)
         pure[self.col_node] = False
         # The arc's head must stay in the sweep: not itself a sender, and able to forward.
-        head = plane.head[plane.indptr[:-1][pure]]
+        head = network.head[network.indptr[:-1][pure]]
         fine = (~pure[head]) & (out_degree[head] > 0)
         nodes = np.flatnonzero(pure)[fine]
         # Worth it when they are a good share of the graph (endpoints at scale).
-        return nodes if len(nodes) * 4 >= plane.n_nodes else np.zeros(0, dtype=np.int64)
+        return nodes if len(nodes) * 4 >= network.n_nodes else np.zeros(0, dtype=np.int64)
 
     def _loads_pushed(self, load: np.ndarray, X: sp.csc_matrix, cols: np.ndarray, split: str,
                       senders: np.ndarray) -> None:
         """:meth:`loads` with the demand of ``senders`` pushed over their own arcs first, then
         swept on the graph without them (and without receiving copies no column needs)."""
-        plane = self.plane
-        out_degree = np.diff(plane.indptr)
-        keep = np.ones(plane.n_nodes, dtype=bool)
+        network = self.network
+        out_degree = np.diff(network.indptr)
+        keep = np.ones(network.n_nodes, dtype=bool)
         keep[senders] = False
         # A node with no arc out (a receiving copy) that is no column's node is only ever a
         # last hop, handled apart: dropped.
@@ -208,17 +208,17 @@ class FluidRouting:
         keep[self.col_node] = True
         rows = np.flatnonzero(keep)
         n_rows = len(rows)
-        local = np.full(plane.n_nodes, -1, dtype=np.int64)
+        local = np.full(network.n_nodes, -1, dtype=np.int64)
         local[rows] = np.arange(n_rows)
-        inner = keep[plane.tail] & keep[plane.head]
-        reverse = sp.csr_matrix((np.ones(int(inner.sum())), (local[plane.head[inner]],
-                                                             local[plane.tail[inner]])),
+        inner = keep[network.tail] & keep[network.head]
+        reverse = sp.csr_matrix((np.ones(int(inner.sum())), (local[network.head[inner]],
+                                                             local[network.tail[inner]])),
                                 shape=(n_rows, n_rows))
         Xr = X.tocsr()
-        arcs = plane.indptr[senders]
+        arcs = network.indptr[senders]
         demand = Xr[senders]
         load[arcs] += np.asarray(demand.sum(axis=1)).ravel()
-        onto = sp.csr_matrix((np.ones(len(senders)), (local[plane.head[arcs]],
+        onto = sp.csr_matrix((np.ones(len(senders)), (local[network.head[arcs]],
                                                       np.arange(len(senders)))),
                              shape=(n_rows, len(senders)))
         base = (Xr[rows] + onto @ demand).tocsc()
@@ -231,31 +231,31 @@ class FluidRouting:
             self._sweep(load, rows, dist, base[:, block].toarray(), split, block, None, None)
 
     def _distances(self, cols: np.ndarray) -> np.ndarray:
-        plane = self.plane
+        network = self.network
         if not self.per_target:
-            return plane.distances_to(self.col_node[cols])
+            return network.distances_to(self.col_node[cols])
         # Routes to a destination are routes to its class node plus the last arc.
-        classes, inverse = np.unique(plane.klass[cols], return_inverse=True)
-        dist = plane.distances_to(classes)[:, inverse]
-        dist += plane.collapsed[cols][None, :]
-        dist[plane.target[cols], np.arange(len(cols))] = 0.0
+        classes, inverse = np.unique(network.klass[cols], return_inverse=True)
+        dist = network.distances_to(classes)[:, inverse]
+        dist += network.collapsed[cols][None, :]
+        dist[network.target[cols], np.arange(len(cols))] = 0.0
         return dist
 
     def _sweep(self, load: np.ndarray, rows: np.ndarray, dist: np.ndarray, supply: np.ndarray,
                split: str, cols: np.ndarray, rank: np.ndarray | None,
                div: np.ndarray | None, members: _Members | None = None) -> None:
-        """Route ``supply`` (rows: the plane nodes ``rows``; columns: ``cols``) down the
+        """Route ``supply`` (rows: the network nodes ``rows``; columns: ``cols``) down the
         distance levels ``dist`` (same shape), adding what each arc carries to ``load`` (to
         ``members``, per member link, for static tables)."""
-        plane = self.plane
+        network = self.network
         finite = np.isfinite(dist)
         reached = np.flatnonzero(finite.any(axis=1))
         nodes = rows[reached]
-        local = np.full(plane.n_nodes, -1, dtype=np.int64)
+        local = np.full(network.n_nodes, -1, dtype=np.int64)
         local[nodes] = np.arange(len(nodes))
-        keep = (local[plane.tail] >= 0) & (local[plane.head] >= 0)
+        keep = (local[network.tail] >= 0) & (local[network.head] >= 0)
         arcs = np.flatnonzero(keep)  # still sorted by tail
-        tail, head = local[plane.tail[arcs]], local[plane.head[arcs]]
+        tail, head = local[network.tail[arcs]], local[network.head[arcs]]
         n = len(nodes)
         tail_inc = sp.csr_matrix((np.ones(len(arcs)), (tail, np.arange(len(arcs)))),
                                  shape=(n, len(arcs)))
@@ -264,7 +264,7 @@ class FluidRouting:
         d_all = dist[reached]
         supply_all = supply[reached]
         if np.any(supply_all[~np.isfinite(d_all)] > 0):
-            raise RuntimeError("routing: a demand has no path in its plane")
+            raise RuntimeError("routing: a demand has no path in its network")
         width = max(1, SWEEP_BLOCK // max(len(arcs), 1))
         for start in range(0, len(cols), width):
             sl = slice(start, start + width)
@@ -272,16 +272,16 @@ class FluidRouting:
             d_tail, d_head = d[tail], d[head]
             dag = np.isfinite(d_head) & (d_tail == d_head + 1)
             if split == "capacity":
-                weight = dag * plane.capacity[arcs][:, None]
+                weight = dag * network.capacity[arcs][:, None]
             else:
                 weight = dag.astype(float)
             out_weight = tail_inc @ weight
             member = None
             if split == "static":
                 ports = dag * members.links[arcs][:, None]  # type: ignore[union-attr]
-                up = plane.layer[plane.head[arcs]] > plane.layer[plane.tail[arcs]]
+                up = network.layer[network.head[arcs]] > network.layer[network.tail[arcs]]
                 weight, member = _static_choice(ports, tail, tail_inc @ ports, rank[cols[sl]],
-                                                np.where(up, div[plane.tail[arcs]], 1))
+                                                np.where(up, div[network.tail[arcs]], 1))
                 out_weight = np.ones_like(out_weight)
             with np.errstate(invalid="ignore", divide="ignore"):
                 frac = np.where(dag, weight / out_weight[tail], 0.0)
@@ -303,7 +303,7 @@ class FluidRouting:
 
 @dataclass
 class _Members:
-    """Load per member link of the plane's arcs: ``first[a]`` is arc ``a``'s first member in
+    """Load per member link of the network's arcs: ``first[a]`` is arc ``a``'s first member in
     ``load``, ``links[a]`` its count."""
 
     links: np.ndarray
@@ -334,29 +334,29 @@ def _static_choice(ports: np.ndarray, tail: np.ndarray, out_count: np.ndarray,
     return chosen.astype(float), np.where(chosen, j - low, 0).astype(np.int64)
 
 
-def up_port_divisors(plane: Plane, links: np.ndarray | None = None) -> np.ndarray:
-    """``q(u)`` of the static split, per plane node: the product of the up-port counts of the
+def up_port_divisors(network: Network, links: np.ndarray | None = None) -> np.ndarray:
+    """``q(u)`` of the static split, per network node: the product of the up-port counts of the
     layers below ``u``'s (a layer's up-port count is the most member links any of its nodes
     has to a higher layer)."""
-    up = plane.layer[plane.head] > plane.layer[plane.tail]
+    up = network.layer[network.head] > network.layer[network.tail]
     weights = None if links is None else links[up]
-    per_node = np.bincount(plane.tail[up], weights=weights, minlength=plane.n_nodes)
-    layers = np.unique(plane.layer)
-    ports = {int(L): max(1, int(per_node[plane.layer == L].max(initial=0))) for L in layers}
+    per_node = np.bincount(network.tail[up], weights=weights, minlength=network.n_nodes)
+    layers = np.unique(network.layer)
+    ports = {int(L): max(1, int(per_node[network.layer == L].max(initial=0))) for L in layers}
     prod, divisor = 1, {}
     for L in sorted(ports):
         divisor[L] = prod
         prod *= ports[L]
-    return np.array([divisor[int(L)] for L in plane.layer], dtype=np.int64)
+    return np.array([divisor[int(L)] for L in network.layer], dtype=np.int64)
 
 
-def destination_rank(plane: Plane) -> np.ndarray:
+def destination_rank(network: Network) -> np.ndarray:
     """Rank of each destination endpoint in the static tables: endpoints numbered leaf by
     leaf (by their upstream neighbour, then by position), as a subnet manager numbers hosts
     in cabling order."""
-    first_up = np.full(plane.n_nodes, np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(first_up, plane.head, plane.tail)
-    key = first_up[plane.target]
+    first_up = np.full(network.n_nodes, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first_up, network.head, network.tail)
+    key = first_up[network.target]
     order = np.lexsort((np.arange(len(key)), key))
     rank = np.empty(len(key), dtype=np.int64)
     rank[order] = np.arange(len(key))

@@ -20,8 +20,8 @@ several whole trials when they are few (:data:`WALK_BLOCK`), else at most
 At each step the flows are grouped by (node, destination class): the DAG's ports out of a
 node towards a class are listed once per group, not once per flow, and each flow draws its
 port among its group's (a flow one hop from its destination's receiving copy takes the one
-arc into it). The hop table (every plane node's distance to every destination class) is
-built once per plane, a block of classes at a time. What stays is one load per member link
+arc into it). The hop table (every network node's distance to every destination class) is
+built once per network, a block of classes at a time. What stays is one load per member link
 per trial. :func:`walk_bytes` estimates it all before anything is allocated.
 """
 
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .planes import Plane
+from .networks import Network
 
 #: Flow-steps (flows x out-arcs of the busiest node) of whole trials walked at once; a trial
 #: of more flows than :data:`FLOW_BLOCK` is walked in blocks of that many instead.
@@ -71,7 +71,7 @@ def block_flows(flows: int, trials: int, max_deg: int) -> int:
 def walk_bytes(n_nodes: int, n_classes: int, members: int, trials: int, pairs: int,
                flows_per_pair: int = 1, max_deg: int = 1) -> int:
     """Peak bytes of hashing ``pairs`` pairs (``flows_per_pair`` flows each, at most
-    ``pairs`` of them held at once) on a plane of ``n_nodes`` nodes, out-degree at most
+    ``pairs`` of them held at once) on a network of ``n_nodes`` nodes, out-degree at most
     ``max_deg``, towards ``n_classes`` destination classes, with ``members`` member links
     and ``trials`` trials: the hop table (4 bytes per node and class, and a block of classes
     searched in floats), one load per member link per trial (and the two per-arc reductions
@@ -87,23 +87,23 @@ def walk_bytes(n_nodes: int, n_classes: int, members: int, trials: int, pairs: i
 
 
 class HashedWalk:
-    """Hashed flows on one plane, added a block of pairs at a time, their loads kept per
+    """Hashed flows on one network, added a block of pairs at a time, their loads kept per
     member link and trial.
 
-    ``classes`` are the plane nodes the flows' destinations are routed towards (sorted; every
-    destination's class must be among them), ``links`` each plane arc's member links.
+    ``classes`` are the network nodes the flows' destinations are routed towards (sorted; every
+    destination's class must be among them), ``links`` each network arc's member links.
     """
 
-    def __init__(self, plane: Plane, classes: np.ndarray, trials: int,
+    def __init__(self, network: Network, classes: np.ndarray, trials: int,
                  links: np.ndarray | None = None) -> None:
-        self.plane, self.trials = plane, trials
-        self.links = (np.ones(plane.n_arcs, dtype=np.int64) if links is None
+        self.network, self.trials = network, trials
+        self.links = (np.ones(network.n_arcs, dtype=np.int64) if links is None
                       else links.astype(np.int64))
         self.first_member = np.cumsum(self.links) - self.links
         self.load = np.zeros((trials, int(self.links.sum())))
         self.classes = np.asarray(classes, dtype=np.int64)
-        self.hops = _hop_table(plane, self.classes)
-        self.max_deg = int(np.diff(plane.indptr).max(initial=1))
+        self.hops = _hop_table(network, self.classes)
+        self.max_deg = int(np.diff(network.indptr).max(initial=1))
 
     def add(self, src: np.ndarray, dst: np.ndarray, gbps: np.ndarray,
             rng: np.random.Generator, flows_per_pair: int = 1) -> None:
@@ -112,12 +112,12 @@ class HashedWalk:
         consecutive, and each trial draws every flow's path anew."""
         if not len(src):
             return
-        plane = self.plane
+        network = self.network
         self._src, self._fpp = np.asarray(src), flows_per_pair
         self._gbps = np.asarray(gbps, dtype=float) / flows_per_pair
-        self._col = np.searchsorted(self.classes, plane.klass[dst])
-        self._offset = plane.collapsed[dst].astype(np.int64)
-        self._last = plane.last_arc[dst]
+        self._col = np.searchsorted(self.classes, network.klass[dst])
+        self._offset = network.collapsed[dst].astype(np.int64)
+        self._last = network.last_arc[dst]
         n_flows = len(src) * flows_per_pair
         if n_flows <= FLOW_BLOCK:
             # Whole trials at once, as many as WALK_BLOCK flow-steps allow (block_flows).
@@ -133,11 +133,11 @@ class HashedWalk:
                 self._walk(flows, np.full(len(flows), trial), trial, rng)
 
     def loads(self) -> tuple[np.ndarray, np.ndarray]:
-        """Gb/s on every plane arc in each trial, carried and port-equivalent: two arrays of
-        shape (trials, plane arcs)."""
+        """Gb/s on every network arc in each trial, carried and port-equivalent: two arrays of
+        shape (trials, network arcs)."""
         if not self.load.shape[1]:
-            return (np.zeros((self.trials, self.plane.n_arcs)),
-                    np.zeros((self.trials, self.plane.n_arcs)))
+            return (np.zeros((self.trials, self.network.n_arcs)),
+                    np.zeros((self.trials, self.network.n_arcs)))
         return (np.add.reduceat(self.load, self.first_member, axis=-1),
                 port_equivalent(self.load, self.links, self.first_member))
 
@@ -146,14 +146,14 @@ class HashedWalk:
         """Walk ``flows`` (indices: pair ``flow // flows_per_pair``) of trials ``trial``
         (the lowest ``first_trial``) from their sources to their destinations, adding their
         loads."""
-        plane, hops, links = self.plane, self.hops, self.links
+        network, hops, links = self.network, self.hops, self.links
         pair = flows // self._fpp
         col, last = self._col[pair], self._last[pair]
         final_arc_ok = last >= 0
-        node = plane.source[self._src[pair]]
+        node = network.source[self._src[pair]]
         remaining = hops[node, col].astype(np.int64) + self._offset[pair]
         if np.any(remaining >= NO_PATH // 2):
-            raise RuntimeError("routing: a flow has no path in its plane")
+            raise RuntimeError("routing: a flow has no path in its network")
         m = self.load.shape[1]
         trials_here = int(trial.max()) - first_trial + 1
         weight = self._gbps[pair]
@@ -177,30 +177,30 @@ class HashedWalk:
                 taken[final], member[final] = arc, self.first_member[arc] + pick
             inner = ~final
             if inner.any():
-                arc, offset = _ports(plane, hops, links, node[inner], col[inner],
+                arc, offset = _ports(network, hops, links, node[inner], col[inner],
                                      draw[inner], n_classes)
                 taken[inner], member[inner] = arc, self.first_member[arc] + offset
             self.load[first_trial:first_trial + trials_here] += np.bincount(
                 (trial - first_trial) * m + member, weights=weight,
                 minlength=trials_here * m).reshape(trials_here, m)
-            node = plane.head[taken]
+            node = network.head[taken]
             remaining = remaining - 1
 
 
-def _ports(plane: Plane, hops: np.ndarray, links: np.ndarray, node: np.ndarray,
+def _ports(network: Network, hops: np.ndarray, links: np.ndarray, node: np.ndarray,
            col: np.ndarray, draw: np.ndarray, n_classes: int) -> tuple[np.ndarray, np.ndarray]:
     """For flows at ``node`` bound for class column ``col``: the arc each takes and the member
     link within it, drawn uniformly (``draw`` in [0, 1)) among the member links of the arcs
     one hop closer to the class. Arcs are listed once per (node, class) group."""
     key = node * n_classes + col
-    groups, which = _groups(key, plane.n_nodes * n_classes)
+    groups, which = _groups(key, network.n_nodes * n_classes)
     g_node, g_col = groups // n_classes, groups % n_classes
-    start = plane.indptr[g_node]
-    deg = plane.indptr[g_node + 1] - start
+    start = network.indptr[g_node]
+    deg = network.indptr[g_node + 1] - start
     owner = np.repeat(np.arange(len(groups)), deg)
     seg_start = np.cumsum(deg) - deg
     arc = start[owner] + np.arange(len(owner)) - seg_start[owner]
-    closer = hops[plane.head[arc], g_col[owner]] == hops[g_node, g_col][owner] - 1
+    closer = hops[network.head[arc], g_col[owner]] == hops[g_node, g_col][owner] - 1
     ports = np.where(closer, links[arc], 0)
     choices = np.bincount(owner, weights=ports, minlength=len(groups)).astype(np.int64)
     if np.any(choices[which] == 0):
@@ -231,39 +231,39 @@ def _groups(key: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
     return groups, which.ravel()
 
 
-def _hop_table(plane: Plane, classes: np.ndarray) -> np.ndarray:
-    """Hop count from every plane node to each class node (32-bit; :data:`NO_PATH` where
+def _hop_table(network: Network, classes: np.ndarray) -> np.ndarray:
+    """Hop count from every network node to each class node (32-bit; :data:`NO_PATH` where
     there is none), searched a block of classes at a time."""
-    table = np.empty((plane.n_nodes, len(classes)), dtype=np.int32)
+    table = np.empty((network.n_nodes, len(classes)), dtype=np.int32)
     for first in range(0, len(classes), CLASS_BLOCK):
-        dist = plane.distances_to(classes[first:first + CLASS_BLOCK])
+        dist = network.distances_to(classes[first:first + CLASS_BLOCK])
         table[:, first:first + CLASS_BLOCK] = np.where(np.isfinite(dist), dist, NO_PATH)
     return table
 
 
-def hashed_loads(plane: Plane, src: np.ndarray, dst: np.ndarray, gbps: np.ndarray,
+def hashed_loads(network: Network, src: np.ndarray, dst: np.ndarray, gbps: np.ndarray,
                  trials: int, rng: np.random.Generator, links: np.ndarray | None = None,
                  flows_per_pair: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """Gb/s on every plane arc in each trial, carried and port-equivalent: two arrays of shape
-    (trials, plane arcs).
+    """Gb/s on every network arc in each trial, carried and port-equivalent: two arrays of shape
+    (trials, network arcs).
 
     ``src``, ``dst`` (endpoint positions) and ``gbps`` list the pairs, each hashed as
     ``flows_per_pair`` flows sharing its demand; each trial draws every flow's path anew.
-    ``links`` gives each plane arc's member links (default one each).
+    ``links`` gives each network arc's member links (default one each).
 
     >>> import numpy as np
     >>> import fabricopt as fo
-    >>> from fabricopt.routing.planes import Planes
+    >>> from fabricopt.routing.networks import Networks
     >>> fab = fo.leaf_spine(leaves=2, spines=1, endpoints_per_leaf=1)
-    >>> plane = Planes.of(fab).planes[1]   # scale-out: one path, g0 -> leaf -> spine -> leaf
-    >>> carried, _ = hashed_loads(plane, np.array([0]), np.array([1]), np.array([2.0]), 1,
+    >>> network = Networks.of(fab).networks[1]   # scale-out: one path, g0 -> leaf -> spine -> leaf
+    >>> carried, _ = hashed_loads(network, np.array([0]), np.array([1]), np.array([2.0]), 1,
     ...                           np.random.default_rng(0))
     >>> carried[0][carried[0] > 0].tolist()   # g0's link up, leaf-spine up, down, g1's link
     [2.0, 2.0, 2.0, 2.0]
     """
     if not len(src):
-        return np.zeros((trials, plane.n_arcs)), np.zeros((trials, plane.n_arcs))
-    walk = HashedWalk(plane, np.unique(plane.klass[dst]), trials, links)
+        return np.zeros((trials, network.n_arcs)), np.zeros((trials, network.n_arcs))
+    walk = HashedWalk(network, np.unique(network.klass[dst]), trials, links)
     walk.add(src, dst, gbps, rng, flows_per_pair)
     return walk.loads()
 

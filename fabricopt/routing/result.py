@@ -49,9 +49,9 @@ class RoutedFlowResult:
     optimum : FlowResult or None
         The max-concurrent-flow optimum, when asked for (``optimum=True``): ideal multipath
         routing, what adaptive routing or packet spraying achieve at best.
-    pairs_by_plane : dict
+    pairs_by_network : dict
         Demand pairs routed on the scale-up links, in the scale-out network, and over the
-        whole fabric (see :mod:`fabricopt.routing.planes`).
+        whole fabric (see :mod:`fabricopt.routing.networks`).
     unreachable : tuple or None
         A pair with no path, when ``status == "disconnected"``.
     """
@@ -68,7 +68,7 @@ class RoutedFlowResult:
     trials: int = 1
     seed: Any = None
     optimum: FlowResult | None = None
-    pairs_by_plane: dict[str, int] = field(default_factory=dict)
+    pairs_by_network: dict[str, int] = field(default_factory=dict)
     unreachable: Arc | None = None
     _ga: GraphArrays | None = field(default=None, repr=False)
     _load: np.ndarray | None = field(default=None, repr=False)
@@ -76,6 +76,11 @@ class RoutedFlowResult:
     #: Port-equivalent loads (:mod:`fabricopt.routing.hashing`): the bundle's links times its
     #: busiest member's load; None when it equals ``_load``.
     _port_load: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def pairs_by_plane(self) -> dict[str, int]:
+        """:attr:`pairs_by_network`, its name of a release ago."""
+        return self.pairs_by_network
 
     @property
     def routing(self) -> str:

@@ -2,18 +2,18 @@
 
 All-to-all over 16,384 GPUs is 268 million ordered pairs; what a destination-based routing
 needs of them is far less: for every source, how many destinations of each destination class
-each plane carries (see :mod:`fabricopt.routing.fluid`), and how many sources each
-destination hears from. Those numbers follow from the planes' reachability groups
-(:meth:`~fabricopt.routing.planes.Plane.reach_groups`):
+each network carries (see :mod:`fabricopt.routing.fluid`), and how many sources each
+destination hears from. Those numbers follow from the networks' reachability groups
+(:meth:`~fabricopt.routing.networks.Network.reach_groups`):
 
-* the **scale-up** plane's pairs (GPUs of one NVLink domain) are few: they are listed;
-* the **scale-out** plane takes every other pair it reaches. With :math:`N[g, c]` the
+* the **scale-up** network's pairs (GPUs of one NVLink domain) are few: they are listed;
+* the **scale-out** network takes every other pair it reaches. With :math:`N[g, c]` the
   destinations of reach group :math:`g` and class :math:`c`, a source of send group
   :math:`h` reaches :math:`\\sum_g M[h, g]\\, N[g, c]` destinations of class :math:`c`
   (:math:`M` says which groups meet), a sparse product over groups; the listed scale-up
   pairs and the source itself are then taken back out, one by one.
 
-When the two planes leave a pair to the whole-fabric plane, or a plane keeps no group table,
+When the two networks leave a pair to the whole-fabric network, or a network keeps no group table,
 the caller lists the pairs as before (:func:`add_uniform` returns None and adds nothing).
 """
 
@@ -23,11 +23,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from .fluid import FluidRouting
-from .planes import Planes
+from .networks import Networks
 
 #: Most scale-up pairs listed one by one.
 MAX_LISTED_PAIRS = 20_000_000
-#: Largest (source x destination class) table of the scale-out plane built at once.
+#: Largest (source x destination class) table of the scale-out network built at once.
 MAX_COUNT_TABLE = 64_000_000
 
 
@@ -58,15 +58,15 @@ def _group_pairs(send: np.ndarray, recv: np.ndarray, meets: sp.csr_matrix,
     return s[keep], t[keep]
 
 
-def add_uniform(planes: Planes, fluid: list[FluidRouting | None], eps: np.ndarray,
+def add_uniform(networks: Networks, fluid: list[FluidRouting | None], eps: np.ndarray,
                 gbps: float) -> list[int] | None:
     """Add all-to-all at ``gbps`` per ordered pair of the endpoint positions ``eps`` to the
-    planes' accumulators, counted (see the module docstring); the pairs per plane, or None
+    networks' accumulators, counted (see the module docstring); the pairs per network, or None
     (nothing added) when the pairs must be listed instead."""
-    up, out = planes.planes[0], planes.planes[1]
-    T = len(planes.endpoint_index)
+    up, out = networks.networks[0], networks.networks[1]
+    T = len(networks.endpoint_index)
     n = len(eps)
-    # The scale-up plane: its pairs, listed.
+    # The scale-up network: its pairs, listed.
     if up is not None:
         groups = up.reach_groups()
         if groups is None:
@@ -91,7 +91,7 @@ def add_uniform(planes: Planes, fluid: list[FluidRouting | None], eps: np.ndarra
         if len(s0):
             fluid[0].add(s0, t0, np.full(len(s0), gbps))  # type: ignore[union-attr]
         return [len(s0), 0, 0]
-    # The scale-out plane: every pair it reaches, counted by groups, less the listed pairs
+    # The scale-out network: every pair it reaches, counted by groups, less the listed pairs
     # and the sources themselves.
     groups = out.reach_groups()
     acc = fluid[1]
@@ -117,7 +117,7 @@ def add_uniform(planes: Planes, fluid: list[FluidRouting | None], eps: np.ndarra
     np.subtract.at(heard, zt[both], 1.0)
     pairs_out = int(round(table.sum()))
     if len(s0) + pairs_out != n * (n - 1):
-        return None  # some pairs need the whole-fabric plane
+        return None  # some pairs need the whole-fabric network
     if len(s0):
         fluid[0].add(s0, t0, np.full(len(s0), gbps))  # type: ignore[union-attr]
     acc.add_table(eps, table * gbps, heard * gbps, pairs_out)

@@ -63,7 +63,7 @@ def _short(monkeypatch, nbytes):
 
 
 def test_hashing_refuses_tables_that_do_not_fit(monkeypatch):
-    # cluster(2 x DGX H100): its scale-out plane routes towards the leaves of its 8 rails.
+    # cluster(2 x DGX H100): its scale-out network routes towards the leaves of its 8 rails.
     # Memory just enough for the trials' loads (40 bytes per arc and trial, checked first)
     # is short of the walk (at least a block of 2 x 128 flows at 240 bytes each: 61,440).
     fab = fo.cluster(fo.dgx_h100(), nodes=2)
@@ -112,7 +112,7 @@ def test_512_gpus_hash_within_half_a_gigabyte_more():
         limit = mapped + 500 * 2**20
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         r = fo.routed_flow(fab, routing="hash", trials=2, seed=1)
-        print(r.status, len(r.thetas), r.pairs_by_plane["scale-out"])
+        print(r.status, len(r.thetas), r.pairs_by_network["scale-out"])
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})

@@ -190,7 +190,7 @@ def test_scale_out_uses_the_source_nic_not_nvlink():
     tm = fo.Traffic({("n0.gpu0", "n1.gpu3"): 1.0})
     for routing in ROUTINGS:
         r = fo.routed_flow(fab, tm, routing=routing, seed=0)
-        assert r.pairs_by_plane == {"scale-out": 1}
+        assert r.pairs_by_network == {"scale-out": 1}
         load = r.link_load
         nvlink = [a for a in load if fab.graph.edges[a]["tier"] == "gpu-nvswitch"]
         assert all(load[a] == 0 for a in nvlink)
@@ -207,7 +207,7 @@ def test_same_server_pairs_stay_on_nvlink_striped_by_link_count():
     tm = fo.Traffic({("n0.gpu0", "n0.gpu1"): 1.0})
     for routing in ROUTINGS:
         r = fo.routed_flow(fab, tm, routing=routing, seed=0)
-        assert r.pairs_by_plane == {"scale-up": 1}
+        assert r.pairs_by_network == {"scale-up": 1}
         assert r.theta == pytest.approx(3600.0)
         assert r.link_load[("n0.gpu0", "r0.l0")] == 0
 
@@ -219,7 +219,7 @@ def test_rail_only_crosses_rails_over_nvlink():
     fab = fo.cluster(fo.dgx_h100(), nodes=2, scale_out="rail_optimized", spine=False)
     src, dst = fab.endpoints[0], fab.endpoints[8 + 3]
     r = fo.routed_flow(fab, fo.Traffic({(src, dst): 1.0}))
-    assert r.pairs_by_plane == {"whole fabric": 1}
+    assert r.pairs_by_network == {"whole fabric": 1}
     nvlink = sum(g for a, g in r.link_load.items()
                  if fab.graph.edges[a]["tier"] == "gpu-nvswitch")
     assert nvlink > 0

@@ -5,7 +5,7 @@ import pytest
 
 import fabricopt as fo
 import fabricopt.routing.api as routing_api
-from fabricopt.routing.planes import Planes
+from fabricopt.routing.networks import Networks
 from fabricopt.routing.uniform import add_uniform
 
 FABRICS = {
@@ -34,35 +34,35 @@ def test_counted_equals_listed(name, routing, monkeypatch):
     fab = FABRICS[name]()
     counted = fo.routed_flow(fab, routing=routing)
     listed = _listed(fab, routing, monkeypatch)
-    # The same arc loads, so the same theta, and the same pairs in each plane.
+    # The same arc loads, so the same theta, and the same pairs in each network.
     np.testing.assert_allclose(counted._load, listed._load, rtol=1e-9, atol=1e-9)
     assert counted.theta == pytest.approx(listed.theta, rel=1e-12)
-    assert counted.pairs_by_plane == listed.pairs_by_plane
+    assert counted.pairs_by_network == listed.pairs_by_network
     n = len(fab.endpoints)
-    assert sum(counted.pairs_by_plane.values()) == n * (n - 1)
+    assert sum(counted.pairs_by_network.values()) == n * (n - 1)
 
 
 def test_counting_declines_when_the_whole_fabric_is_needed():
-    # A ring has no scale-up plane and its endpoints forward: pairs beyond a neighbour go
+    # A ring has no scale-up network and its endpoints forward: pairs beyond a neighbour go
     # over the whole fabric, which is listed, so the counting adds nothing and says so.
     fab = fo.ring(6)
-    planes = Planes.of(fab)
+    networks = Networks.of(fab)
     from fabricopt.routing.fluid import FluidRouting
 
-    fluid = [FluidRouting(p, False) if p is not None else None for p in planes.planes]
-    assert add_uniform(planes, fluid, np.arange(6), 1.0) is None
+    fluid = [FluidRouting(p, False) if p is not None else None for p in networks.networks]
+    assert add_uniform(networks, fluid, np.arange(6), 1.0) is None
     assert all(f is None or f.pairs == 0 for f in fluid)
 
 
-def test_counted_superpod_pairs_by_plane():
+def test_counted_superpod_pairs_by_network():
     # superpod(1): 32 DGX H100 of 8 GPUs. Scale-up pairs: 32 x 8 x 7 = 1,792; every other
     # ordered pair of the 256 GPUs goes over the scale-out network: 256 x 255 - 1,792.
     fab = fo.superpod(1)
-    planes = Planes.of(fab)
+    networks = Networks.of(fab)
     from fabricopt.routing.fluid import FluidRouting
 
-    fluid = [FluidRouting(p, False) if p is not None else None for p in planes.planes]
-    counts = add_uniform(planes, fluid, np.arange(256), 1.0)
+    fluid = [FluidRouting(p, False) if p is not None else None for p in networks.networks]
+    counts = add_uniform(networks, fluid, np.arange(256), 1.0)
     assert counts == [1792, 256 * 255 - 1792, 0]
     # What each GPU receives over the network: from the 248 GPUs outside its DGX, 1 Gb/s each.
     assert np.allclose(fluid[1].in_gbps, 248.0)
@@ -79,7 +79,7 @@ def test_counted_equals_listed_on_a_group_of_endpoints(pick, monkeypatch):
         m.setattr(routing_api, "add_uniform", lambda *args: None)
         listed = fo.routed_flow(fab, tm, routing="ecmp")
     np.testing.assert_allclose(counted._load, listed._load, rtol=1e-9, atol=1e-9)
-    assert counted.pairs_by_plane == listed.pairs_by_plane
+    assert counted.pairs_by_network == listed.pairs_by_network
 
 
 @pytest.mark.parametrize("routing", ["ecmp", "wcmp"])

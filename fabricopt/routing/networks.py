@@ -1,4 +1,4 @@
-"""Which part of a fabric carries a pair's traffic, and the graphs routes are drawn on.
+"""Which network of a fabric carries a pair's traffic, and the graphs routes are drawn on.
 
 A GPU cluster routes a pair by where its ends sit, not by the whole graph's shortest paths:
 
@@ -7,14 +7,15 @@ A GPU cluster routes a pair by where its ends sit, not by the whole graph's shor
   traffic enters the network on its own rail (its ``"gpu-leaf"`` link) and leaves it at the
   destination's NIC. No GPU forwards in the network, and the NVLink domain is not a transit
   hop: NCCL's default is to send from the GPU that owns the data through its own NIC;
-* **whole fabric**: only a pair that neither part connects (a rail-only fabric, whose rails
+* **whole fabric**: only a pair that neither network connects (a rail-only fabric, whose rails
   meet nowhere in the network; a direct network such as a ring or torus, where every node
   forwards) is routed over every arc, GPUs forwarding. On a rail-only cluster that is the
   "PXN" route: over NVLink to the GPU on the destination's rail, then out of its NIC.
 
-Each part is a :class:`Plane`: a graph in which every endpoint is split into a sending copy
+Each is a :class:`Network` (called a plane before; a plane is now only one of a scale-out
+network's parallel copies): a graph in which every endpoint is split into a sending copy
 (its own node index, arcs out of it) and a receiving copy (arcs into it), so no route can pass
-through a GPU. The whole-fabric plane keeps GPUs whole.
+through a GPU. The whole-fabric network keeps GPUs whole.
 
 Destinations are routed by a *class* node: when a destination's receiving copy has a single
 arc into it (a NIC under one leaf), every route to it ends with that arc, so all destinations
@@ -33,44 +34,44 @@ from scipy.sparse.csgraph import connected_components, shortest_path
 from ..fabric import Fabric
 from ..graph_arrays import FabricShape, GraphArrays
 
-#: The parts of a fabric a pair can be routed on, in the order they are tried.
-PLANE_NAMES = ("scale-up", "scale-out", "whole fabric")
-#: Largest table of (sending set x receiving set) a plane keeps to tell which pairs it
+#: The networks of a fabric a pair can be routed on, in the order they are tried.
+NETWORK_NAMES = ("scale-up", "scale-out", "whole fabric")
+#: Largest table of (sending set x receiving set) a network keeps to tell which pairs it
 #: connects (booleans: 16 MB).
 DISTINCT_TABLE = 16_000_000
 
 
 @dataclass
-class Plane:
-    """One part of the fabric as a routing graph (see the module docstring).
+class Network:
+    """One network of the fabric, as the graph routes are drawn on (see the module docstring).
 
-    Plane nodes ``0 .. n_ga - 1`` are the fabric's nodes; in a split plane, node
+    Network nodes ``0 .. n_ga - 1`` are the fabric's nodes; in a split network, node
     ``n_ga + i`` is the receiving copy of endpoint ``i``.
 
     Attributes
     ----------
     name : str
-        One of :data:`PLANE_NAMES`.
+        One of :data:`NETWORK_NAMES`.
     arc : ndarray
-        For each plane arc (sorted by tail), the fabric arc index it stands for.
+        For each network arc (sorted by tail), the fabric arc index it stands for.
     tail, head : ndarray
-        Plane node indices of each plane arc.
+        Network node indices of each network arc.
     indptr : ndarray
-        ``arc[indptr[u]:indptr[u + 1]]`` are the arcs leaving plane node ``u``.
+        ``arc[indptr[u]:indptr[u + 1]]`` are the arcs leaving network node ``u``.
     source, target : ndarray
-        For endpoint ``i``: the plane node it sends from and the one it receives at.
+        For endpoint ``i``: the network node it sends from and the one it receives at.
     klass : ndarray
-        For endpoint ``i``: the plane node its routes are drawn towards (its only upstream
+        For endpoint ``i``: the network node its routes are drawn towards (its only upstream
         neighbour, or ``target[i]`` itself).
     last_arc : ndarray
-        For endpoint ``i``: the plane arc ``klass -> target`` when the two differ, else -1.
+        For endpoint ``i``: the network arc ``klass -> target`` when the two differ, else -1.
     component : ndarray
-        Weak component of each plane node (two endpoints can talk in this plane when their
+        Weak component of each network node (two endpoints can talk in this network when their
         source and target lie in one component).
     layer : ndarray
-        The ``layer`` attribute of each plane node.
+        The ``layer`` attribute of each network node.
     capacity : ndarray
-        Gb/s of each plane arc.
+        Gb/s of each network arc.
     """
 
     name: str
@@ -100,7 +101,7 @@ class Plane:
     def __post_init__(self) -> None:
         # Reachability through forwarding nodes: an endpoint reaches another when one of the
         # nodes it sends into shares a component of the forwarding nodes with one that feeds
-        # the other, or by a direct arc. Weak components of the whole plane would be wrong:
+        # the other, or by a direct arc. Weak components of the whole network would be wrong:
         # two senders feeding one receiving copy are weakly joined but cannot reach each other.
         forwards = np.ones(self.n_nodes, dtype=bool)
         forwards[self.target] = False
@@ -149,7 +150,7 @@ class Plane:
             self._recv_label[rows] = self._recv.indices
 
     def reaches(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        """Whether endpoint ``src[j]`` can send to endpoint ``dst[j]`` in this plane."""
+        """Whether endpoint ``src[j]`` can send to endpoint ``dst[j]`` in this network."""
         if self._single:
             ok = self._send_label[src] == self._recv_label[dst]
         elif self._table is not None:
@@ -163,7 +164,7 @@ class Plane:
     def reach_groups(self) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix] | None:
         """Reachability by groups: ``(send_group, recv_group, meets)`` with endpoint ``s``
         reaching endpoint ``t`` (besides :meth:`direct_pairs`) exactly when
-        ``meets[send_group[s], recv_group[t]]``. None when the plane keeps no such table
+        ``meets[send_group[s], recv_group[t]]``. None when the network keeps no such table
         (too many distinct sets of components)."""
         if self._single:
             labels = np.unique(np.concatenate([self._send_label, self._recv_label]))
@@ -191,7 +192,7 @@ class Plane:
         return sp.csr_matrix((np.ones(self.n_arcs), (self.head, self.tail)), shape=(n, n))
 
     def distances_to(self, nodes: np.ndarray) -> np.ndarray:
-        """Hop distances from every plane node to each of ``nodes``: shape (n_nodes, len)."""
+        """Hop distances from every network node to each of ``nodes``: shape (n_nodes, len)."""
         if len(nodes) == 0:
             return np.zeros((self.n_nodes, 0))
         dist = shortest_path(self.reverse_matrix(), directed=True, unweighted=True,
@@ -215,9 +216,9 @@ def _distinct_rows(matrix: sp.csr_matrix) -> tuple[sp.csr_matrix, np.ndarray]:
     return matrix[np.array(firsts, dtype=np.int64)].astype(float), which
 
 
-def build_plane(name: str, ga: GraphArrays, fab: Fabric, arc_mask: np.ndarray,
-                endpoint_index: np.ndarray, split: bool, layer: np.ndarray) -> Plane:
-    """The plane over the fabric arcs in ``arc_mask`` (see :class:`Plane`)."""
+def build_network(name: str, ga: GraphArrays, fab: Fabric, arc_mask: np.ndarray,
+                endpoint_index: np.ndarray, split: bool, layer: np.ndarray) -> Network:
+    """The network over the fabric arcs in ``arc_mask`` (see :class:`Network`)."""
     n, T = ga.n_nodes, len(endpoint_index)
     arcs = np.flatnonzero(arc_mask)
     tail = ga.tail[arcs].copy()
@@ -237,11 +238,11 @@ def build_plane(name: str, ga: GraphArrays, fab: Fabric, arc_mask: np.ndarray,
     np.cumsum(np.bincount(tail, minlength=n_nodes), out=indptr[1:])
     # An endpoint reached by one arc only is reached through that arc's tail.
     in_count = np.bincount(head, minlength=n_nodes)
-    plane_arc = np.arange(len(arcs))
+    network_arc = np.arange(len(arcs))
     single_in = in_count[target] == 1
     last_arc = np.full(T, -1, dtype=np.int64)
     first_in = np.full(n_nodes, -1, dtype=np.int64)
-    first_in[head[::-1]] = plane_arc[::-1]
+    first_in[head[::-1]] = network_arc[::-1]
     last_arc[single_in] = first_in[target[single_in]]
     klass = target.copy()
     klass[single_in] = tail[last_arc[single_in]]
@@ -249,45 +250,50 @@ def build_plane(name: str, ga: GraphArrays, fab: Fabric, arc_mask: np.ndarray,
     _, component = connected_components(matrix, directed=True, connection="weak")
     out_degree = np.bincount(tail, minlength=n_nodes)
     has_arcs = (out_degree[endpoint_index] > 0) & (in_count[target] > 0)
-    plane_layer = np.concatenate([layer, layer[endpoint_index]]) if split else layer
-    return Plane(name, n_nodes, arcs, tail, head, indptr, endpoint_index.copy(), target, klass,
-                 last_arc, component, plane_layer, ga.capacity[arcs], has_arcs)
+    network_layer = np.concatenate([layer, layer[endpoint_index]]) if split else layer
+    return Network(name, n_nodes, arcs, tail, head, indptr, endpoint_index.copy(), target, klass,
+                 last_arc, component, network_layer, ga.capacity[arcs], has_arcs)
 
 
 @dataclass
-class Planes:
-    """The planes of a fabric and which endpoints can use each."""
+class Networks:
+    """The networks of a fabric and which endpoints can use each."""
 
     ga: GraphArrays
     endpoint_index: np.ndarray
-    planes: list[Plane | None]
+    networks: list[Network | None]
 
     @classmethod
-    def of(cls, fab: Fabric, ga: GraphArrays | None = None) -> Planes:
-        """Build the scale-up, scale-out and whole-fabric planes of ``fab``."""
+    def of(cls, fab: Fabric, ga: GraphArrays | None = None) -> Networks:
+        """Build the scale-up, scale-out and whole-fabric networks of ``fab``."""
         ga = ga or GraphArrays.from_fabric(fab)
         eps = np.array([ga.index[e] for e in fab.endpoints], dtype=np.int64)
         shape = FabricShape.of(fab)
         layer = np.maximum(shape.layer, 0)  # a node without a layer sits with the GPUs
         up = shape.scale_up
-        planes: list[Plane | None] = [
-            build_plane(PLANE_NAMES[0], ga, fab, up, eps, True, layer) if up.any() else None,
-            build_plane(PLANE_NAMES[1], ga, fab, ~up, eps, True, layer) if (~up).any() else None,
-            build_plane(PLANE_NAMES[2], ga, fab, np.ones(ga.n_arcs, dtype=bool), eps, False,
+        networks: list[Network | None] = [
+            build_network(NETWORK_NAMES[0], ga, fab, up, eps, True, layer) if up.any() else None,
+            build_network(NETWORK_NAMES[1], ga, fab, ~up, eps, True, layer) if (~up).any()
+            else None,
+            build_network(NETWORK_NAMES[2], ga, fab, np.ones(ga.n_arcs, dtype=bool), eps, False,
                         layer),
         ]
-        return cls(ga, eps, planes)
+        return cls(ga, eps, networks)
 
     def assign(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        """The plane number (index into :data:`PLANE_NAMES`) of each pair of endpoint
-        positions, or -1 when no plane connects it."""
+        """The network number (index into :data:`NETWORK_NAMES`) of each pair of endpoint
+        positions, or -1 when no network connects it."""
         out = np.full(len(src), -1, dtype=np.int64)
-        for p, plane in enumerate(self.planes):
-            if plane is None:
+        for p, network in enumerate(self.networks):
+            if network is None:
                 continue
             todo = out < 0
             if not todo.any():
                 break
             idx = np.flatnonzero(todo)
-            out[idx[plane.reaches(src[idx], dst[idx])]] = p
+            out[idx[network.reaches(src[idx], dst[idx])]] = p
         return out
+
+
+#: Their names of a release ago, kept for a release.
+Plane, Planes, PLANE_NAMES = Network, Networks, NETWORK_NAMES
