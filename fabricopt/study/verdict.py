@@ -107,7 +107,8 @@ def _money(value: float) -> str:
 def _gbps(row: Mapping[str, Any]) -> str:
     value = finite_number(row.get("all_to_all_gbps_per_gpu")) or 0.0
     open_ = row.get("all_to_all_exact") is False
-    return f"{'at least ' if open_ else ''}{value:,.0f} Gb/s"
+    figure = f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+    return f"{'at least ' if open_ else ''}{figure} Gb/s"
 
 
 def _binds(row: Mapping[str, Any]) -> str:
