@@ -38,7 +38,11 @@ from .failure_models import Draw, FailureModel
 from .failure_orbits import FailureSymmetry
 from .failures import intact_solve, reroutable, solve_failed
 
-Metric = Callable[[Fabric, Sequence[Hashable]], float]
+#: A trial measure: ``f(failed_fabric, gpus_up) -> Gb/s per GPU``, applied to every failed
+#: fabric of a distribution (its ``metrics=`` argument); not a comparison row's metric.
+TrialMeasure = Callable[[Fabric, Sequence[Hashable]], float]
+#: Its name of a release ago, kept for a release.
+Metric = TrialMeasure
 #: Built-in metrics besides the certified all-to-all ("throughput", always computed).
 BUILTIN_METRICS = ("routed", "bisection")
 #: Percentiles :meth:`FailureDistribution.__str__` prints.
@@ -170,7 +174,7 @@ class FailureDistribution:
         return min(self.outcomes, key=lambda o: (o.gbps_upper, o.gbps_lower), default=None)
 
 
-def _metric_value(name: str, fn: Metric | None, failed: Fabric, up: Sequence[Hashable],
+def _metric_value(name: str, fn: TrialMeasure | None, failed: Fabric, up: Sequence[Hashable],
                   ) -> float:
     if fn is not None:
         return float(fn(failed, up))
@@ -179,7 +183,7 @@ def _metric_value(name: str, fn: Metric | None, failed: Fabric, up: Sequence[Has
     return float(bisection_bandwidth(failed).per_endpoint_gbps)
 
 
-def _check_metrics(func: str, metrics: Any) -> dict[str, Metric | None]:
+def _check_metrics(func: str, metrics: Any) -> dict[str, TrialMeasure | None]:
     if metrics is None:
         return {}
     if isinstance(metrics, str):
@@ -187,7 +191,7 @@ def _check_metrics(func: str, metrics: Any) -> dict[str, Metric | None]:
     if not isinstance(metrics, Mapping | Sequence | set | frozenset):
         raise fail(func, "metrics", "None, a list of " + ", ".join(map(repr, BUILTIN_METRICS))
                    + ", or a mapping name -> function (fabric, GPUs up) -> Gb/s", metrics)
-    out: dict[str, Metric | None] = {}
+    out: dict[str, TrialMeasure | None] = {}
     items = metrics.items() if isinstance(metrics, Mapping) else ((m, None) for m in metrics)
     for name, fn in items:
         if fn is None:
@@ -305,7 +309,7 @@ def distribution(func: str, fab: Fabric, model: FailureModel, *, trials: int | N
 
 
 def _outcome(fab: Fabric, d: Draw, method: str, warm: Any, options: dict[str, Any],
-             metrics: dict[str, Metric | None], around: Any = None) -> FailureOutcome:
+             metrics: dict[str, TrialMeasure | None], around: Any = None) -> FailureOutcome:
     failed = d.apply(fab)
     up = [e for e in fab.endpoints if e not in d.down]
     if len(up) < 2:

@@ -161,10 +161,15 @@ class Sketch:
     ok: bool
     reason: str = ""
     switches: int = 0
-    capex_lower_usd: float = 0.0
+    capex_usd_bound: float = 0.0  # no build of the plan costs less
     a2a_upper_gbps: float = math.inf
     tiers: int = 0
     symmetric: bool = True
+
+    @property
+    def capex_lower_usd(self) -> float:
+        """:attr:`capex_usd_bound`, its name of a release ago."""
+        return self.capex_usd_bound
 
 
 def _cheapest_link_usd(cat: Any, rate_gbps: float) -> float:

@@ -48,10 +48,12 @@ from .table import CSV_FILE, ROWS_FILE, Comparison, RowStore
 __all__ = ["CSV_FILE", "DEFAULT_METRICS", "METRICS", "ROWS_FILE", "Comparison", "DesignTask",
            "compare", "design_tasks", "row_name", "tasks_without_job"]
 
-#: A metric: a name of :data:`~fabricopt.study.metrics.METRICS`, or a function
-#: ``f(fab) -> mapping of column: value`` (module-level, so it pickles for process pools and
-#: clusters).
-Metric = str | Callable[[Fabric], Mapping[str, Any]]
+#: How a metric is asked for: a name of :data:`~fabricopt.study.metrics.METRICS`, or a
+#: function ``f(fab) -> mapping of column: value`` (module-level, so it pickles for process
+#: pools and clusters).
+MetricSpec = str | Callable[[Fabric], Mapping[str, Any]]
+#: Its name of a release ago, kept for a release (a registry entry is a ``metrics.Metric``).
+Metric = MetricSpec
 
 
 # -- what a worker runs ------------------------------------------------------------------------
@@ -75,7 +77,7 @@ class DesignTask:
 @dataclass(frozen=True)
 class _Job:
     task: DesignTask
-    metrics: tuple[Metric, ...]
+    metrics: tuple[MetricSpec, ...]
     message_bytes: float
     key: str
     cap_threads: bool
@@ -281,13 +283,13 @@ def tasks_without_job(tasks: Sequence[DesignTask]) -> list[str]:
     return list(dict.fromkeys(missing))
 
 
-def _metric_id(metric: Metric) -> str:
+def _metric_id(metric: MetricSpec) -> str:
     if isinstance(metric, str):
         return metric
     return f"{getattr(metric, '__module__', '')}.{getattr(metric, '__qualname__', repr(metric))}"
 
 
-def _task_key(task: DesignTask, metrics: Sequence[Metric], message_bytes: float,
+def _task_key(task: DesignTask, metrics: Sequence[MetricSpec], message_bytes: float,
               routing: tuple[int, int] | None = None, job: Any = None) -> str:
     """A stable id: the same design, point and metrics (and, with the ``routing`` metric, its
     trials and seed; with a training job, the job) give the same key in every run."""
@@ -304,7 +306,7 @@ def _task_key(task: DesignTask, metrics: Sequence[Metric], message_bytes: float,
 
 
 # -- the entry point ---------------------------------------------------------------------------
-def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
+def compare(designs: Any, *, metrics: Sequence[MetricSpec] | None = None,
             executor: cf.Executor | None = None, progress: bool | None = None,
             out_dir: str | os.PathLike[str] | None = None,
             message_bytes: float | str = 2**30, routing_trials: int = 20,
@@ -385,7 +387,7 @@ def compare(designs: Any, *, metrics: Sequence[Metric] | None = None,
     if isinstance(metrics, str | Mapping) or (metrics is not None
                                               and not isinstance(metrics, Iterable)):
         raise fail(func, "metrics", "a sequence of metric names or functions", metrics)
-    chosen: tuple[Metric, ...] = DEFAULT_METRICS if metrics is None else tuple(metrics)
+    chosen: tuple[MetricSpec, ...] = DEFAULT_METRICS if metrics is None else tuple(metrics)
     for m in chosen:
         if isinstance(m, str) and m not in METRICS:
             raise fail(func, "metrics", "names of " + ", ".join(METRICS) + " or functions"

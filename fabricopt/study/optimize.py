@@ -104,8 +104,9 @@ class OptimizeResult:
         ``"unsolved"``: no throughput proven, with the solver's ``all_to_all_status``, or an
         ``"ecmp bound"`` bracket holding the all-to-all target), ``reason``
         (why pruned or unsolved), ``topology`` (the first candidate of the same fabric,
-        whose build and solve it shares), the plan's bounds (``capex_lower_usd``,
-        ``all_to_all_gbps_per_gpu_bound``) and, when evaluated, the figures of the metric
+        whose build and solve it shares), the plan's bounds (``capex_usd_bound``,
+        ``all_to_all_gbps_per_gpu_bound``; ``capex_lower_usd``, the first's name of a release
+        ago, for a release) and, when evaluated, the figures of the metric
         registry under the names :func:`~fabricopt.compare` uses, and
         ``meets`` (every constraint met) with ``shortfall`` (relative, per missed constraint).
     front : list of dict

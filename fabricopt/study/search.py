@@ -189,7 +189,8 @@ class DesignSearch:
         for c in self.candidates:
             sk = sketch(c, self.gpus)
             row = {"name": c.name, "family": c.family, "outcome": "pruned", "reason": sk.reason,
-                   "capex_lower_usd": sk.capex_lower_usd,
+                   "capex_usd_bound": sk.capex_usd_bound,
+                   "capex_lower_usd": sk.capex_usd_bound,  # its name of a release ago
                    "all_to_all_gbps_per_gpu_bound": sk.a2a_upper_gbps}
             self.rows.append(row)
             if not sk.ok:
@@ -205,7 +206,7 @@ class DesignSearch:
                 continue
             # What the bounds prove the candidate misses, at least.
             row["shortfall"] = shortfalls({"all_to_all_gbps_per_gpu": sk.a2a_upper_gbps,
-                                           "capex_usd": sk.capex_lower_usd}, self.constraints)
+                                           "capex_usd": sk.capex_usd_bound}, self.constraints)
             why = self._pruned_by_bounds(sk)
             if why:
                 row["reason"] = why
@@ -223,8 +224,8 @@ class DesignSearch:
         if target is not None and sk.a2a_upper_gbps < target * (1 - TOL):
             return f"all-to-all bound {sk.a2a_upper_gbps:,.1f} < {target:g} Gb/s per GPU"
         budget = self.constraints.get("capex_usd")
-        if budget is not None and sk.capex_lower_usd > budget * (1 + TOL):
-            return f"capex bound {sk.capex_lower_usd:,.0f} > {budget:,.0f} USD"
+        if budget is not None and sk.capex_usd_bound > budget * (1 + TOL):
+            return f"capex bound {sk.capex_usd_bound:,.0f} > {budget:,.0f} USD"
         return ""
 
     # -- step 2: evaluation, pruning as results come in -----------------------------------
@@ -233,7 +234,7 @@ class DesignSearch:
         most); with an executor, one group per worker in flight, each finished group pruning
         the ones not yet sent."""
         order = sorted(self.groups.items(),
-                       key=lambda g: min(t[0].capex_lower_usd for t in g[1]))
+                       key=lambda g: min(t[0].capex_usd_bound for t in g[1]))
         self.shown = Progress(self.progress, "optimize", total=sum(len(g) for _, g in order),
                               unit="candidate")
         window = worker_count(self.executor) if self.executor is not None else None
@@ -278,16 +279,16 @@ class DesignSearch:
         it could be). Only designs proven to meet every constraint count as feasible."""
         if self.objective != "capex_usd":
             return ""  # power is not bounded before a build: any candidate could be the best
-        cheaper = [f for f in self.feasible if f["capex_usd"] <= sk.capex_lower_usd * (1 + TOL)]
+        cheaper = [f for f in self.feasible if f["capex_usd"] <= sk.capex_usd_bound * (1 + TOL)]
         if not cheaper:
             return ""
         cheapest = min(cheaper, key=lambda f: f["capex_usd"])
-        if not self.full_front and cheapest["capex_usd"] < sk.capex_lower_usd * (1 - TOL):
+        if not self.full_front and cheapest["capex_usd"] < sk.capex_usd_bound * (1 - TOL):
             # The front stops at the best design, which costs no more than this feasible one.
             return (f"costs more than {cheapest['name']} (capex bound "
-                    f"{sk.capex_lower_usd:,.0f} > {cheapest['capex_usd']:,.0f} USD)")
+                    f"{sk.capex_usd_bound:,.0f} > {cheapest['capex_usd']:,.0f} USD)")
         for e in self.evaluated:  # off the front too: a design as cheap delivers as much
-            if (e["capex_usd"] <= sk.capex_lower_usd * (1 + TOL)
+            if (e["capex_usd"] <= sk.capex_usd_bound * (1 + TOL)
                     and e["all_to_all_gbps_per_gpu"] >= sk.a2a_upper_gbps * (1 - TOL)):
                 return f"dominated by {e['name']}"
         return ""
