@@ -80,6 +80,8 @@ FIELDS: dict[str, dict[str, FieldSpec]] = {
                                     "FP8 peak"),
         "fp4_efficiency": FieldSpec("positive", False, "", "the same for FP4, of the dense "
                                     "FP4 peak"),
+        "hbm_efficiency": FieldSpec("positive", False, "", "fraction of the HBM bandwidth "
+                                    "serving's decode kernels reach (a calibrated estimate)"),
         "attention_efficiency": FieldSpec("positive", False, "", "fraction of the dense BF16 "
                                           "peak reached on attention's model FLOPs (the full "
                                           "s x s matrix, as PaLM counts them)"),

@@ -182,6 +182,14 @@ def _valid_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
                                                    "tp": 8, "batch": 4, "prompt_len": 128,
                                                    "output_len": 16}),
         "token_cost": (fo.token_cost, {"fab": dgx, "tokens_per_s": 1e5}),
+        "ServingPlan": (fo.ServingPlan, {"tp": 8, "batch": 4}),
+        "simulate_serving": (fo.simulate_serving, {
+            "fab": dgx, "model_name": "llama3-8b", "plan": fo.ServingPlan(tp=8, batch=4),
+            "rate": 5.0, "requests": 100, "prompt_len": 128, "output_len": 4}),
+        "serving_capacity": (fo.serving_capacity, {
+            "fab": dgx, "model_name": "llama3-8b", "ttft_s": 0.5, "tpot_s": 0.05,
+            "prompt_len": 128, "output_len": 4, "requests": 100,
+            "plan": fo.ServingPlan(tp=8, batch=4)}),
         # failure analysis beyond the sweep: every single failure, a cutting set, a
         # distribution under a failure model, risk groups by attribute
         "criticality": (fo.criticality, {"fab": fab}),
@@ -297,7 +305,7 @@ FUZZED = ["clos", "complete", "dgx_b200", "dgx_h100", "dgx_a100", "hgx_h800", "d
           "Catalog.load", "export_mps", "solve_flow_model", "plot_routing_distribution",
           "RiskGroup", "find_symmetry", "search_symmetry", "plan_capacity", "optimize",
           "model", "TrainingJob", "training_step", "training_metrics", "best_plan",
-          "serving_estimate",
+          "serving_estimate", "serving_capacity", "simulate_serving", "ServingPlan",
           "token_cost", "criticality", "single_failures", "cutting_set", "failure_distribution",
           "failure_metrics", "survives_single_failure", "groups_by", "nest_groups",
           "plot_criticality", "plot_failure_distribution", "all_reduce_metric",
@@ -307,7 +315,7 @@ FUZZED = ["clos", "complete", "dgx_b200", "dgx_h100", "dgx_a100", "hgx_h800", "d
 #: Public classes a caller builds, fuzzed as constructors above.
 CONSTRUCTORS = {"Fabric", "Traffic", "LatencyModel", "Layout", "Policy", "RiskGroup",
                 "TrainingJob", "ModelConfig", "PlanSearch", "EverySingle", "GroupFailures",
-                "Independent", "Mixture"}
+                "Independent", "Mixture", "ServingPlan"}
 
 #: Public classes callers do not build: what the library returns, and where it comes from.
 NOT_BUILT = {
@@ -324,6 +332,7 @@ NOT_BUILT = {
     "FailureModel": "abstract: its models are built", "RoutedFlowResult": "routed_flow",
     "PhaseTime": "training_step", "TrainingStep": "training_step",
     "ServingEstimate": "serving_estimate", "TokenCost": "token_cost", "BestPlan": "best_plan",
+    "ServingCapacity": "serving_capacity", "ServingLoad": "simulate_serving",
     "Catalog": "Catalog.load, Catalog.default, Catalog.merged (Catalog.load is fuzzed)",
 }
 

@@ -16,10 +16,14 @@ from .plan import TrainingJob
 from .plan_search import BestPlan, PlanSearch, best_plan
 from .reliability import FailureRates
 from .serving import ServingEstimate, serving_estimate
+from .serving_capacity import ServingCapacity, ServingLoad, serving_capacity, simulate_serving
+from .serving_replica import ServingPlan
 from .step import PhaseTime, TrainingStep, training_step
 
 __all__ = ["MODELS", "BestPlan", "FailureRates", "Goodput", "JobFailureOrbit",
-           "JobFailureTable", "ModelConfig", "PhaseTime", "PlanSearch", "ServingEstimate",
+           "JobFailureTable", "ModelConfig", "PhaseTime", "PlanSearch", "ServingCapacity",
+           "ServingEstimate", "ServingLoad", "ServingPlan", "serving_capacity",
+           "simulate_serving",
            "TokenCost", "TrainingJob", "TrainingStep", "best_plan", "criticality",
            "job_failures", "model", "models", "serving_estimate", "single_failures",
            "token_cost", "training_goodput", "training_metrics", "training_step",

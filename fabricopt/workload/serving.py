@@ -1,41 +1,40 @@
-r"""Serving a model on a fabric: prefill, decode, KV-cache transfer (``docs/workload.md#serving``).
+r"""Serving a model on a fabric at one batch: prefill, decode, KV-cache transfer
+(``docs/serving.md``).
 
-One replica runs on ``tp x ep`` GPUs (twice that when prefill and decode are disaggregated).
-Per decode step of a batch of ``B`` requests, with ``N`` active weights:
-
-* compute ``2 N B / (tp ep)`` FLOPs over the peak times the compute efficiency;
-* memory: every GPU reads its weights (2 bytes each) and the batch's KV cache once:
-  ``(2 P_gpu + B (prompt + output/2) kv / tp) / HBM bandwidth``;
-* tensor traffic: 2 all-reduces of ``B h x 2`` bytes per layer, expert traffic 2
-  all-to-alls of ``k B h x 2 / ep`` per MoE layer, each at its lower bound with the
-  :class:`~fabricopt.LatencyModel`'s alpha term (small messages: latency rules);
-
-time per output token ``max(compute, memory) + tensor + expert``. Prefill of one prompt is
-compute bound (a third of the training FLOPs per token). Disaggregated, the prompt's KV cache
-(``prompt x kv`` bytes) moves from each prefill GPU to its decode GPU, timed by the phase
-bound of :mod:`.phase_bounds`.
+:func:`serving_estimate` answers the single-batch question: a replica as deployed
+(:mod:`.serving_replica`: precision, HBM checked, tensor, pipeline and expert parallelism,
+the fabric's phases with every replica at once), its time to first token (one prompt,
+chunked, unloaded; plus the KV cache's move when disaggregated), its time per output token
+at the full batch, and the output tokens per second of the fabric in the analytic steady
+state of continuous batching (:func:`~fabricopt.workload.serving_capacity.throughput`).
+Latency targets and load are :func:`~fabricopt.serving_capacity`'s.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .._checks import check_bool, check_int
-from ..collectives import LatencyModel, collective_bounds
+from ..catalog import Catalog
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_fabric
-from ..graph_arrays import GraphArrays
-from .hardware import gpu_figures
-from .memory import RUNTIME_GB
 from .models import ModelConfig, model
-from .phase_bounds import FabricLevels, phase_bound
+from .serving_capacity import _check_fits, _prefill_seconds, throughput
+from .serving_replica import LAYER_OVERHEAD_US, CommPhase, ServingPlan, replica
 
 
 @dataclass(frozen=True)
 class ServingEstimate:
-    """Latency and throughput of serving (seconds, tokens per second)."""
+    """Latency and throughput of serving at one batch (seconds, tokens per second).
+
+    ``tpot_s`` is a decode step at the full batch (with its share of prefill when
+    colocated), ``ttft_s`` one prompt alone; ``*_lower`` the same at peak compute and HBM
+    with the certified communication bounds. ``tokens_per_s``: output tokens of the whole
+    fabric in the steady state. ``phases``: the fabric's communication per kind (``tp``,
+    ``ep``, ``pp``, ``kv``), each with its certified seconds per byte and binding tier.
+    """
 
     model: str
     ttft_s: float
@@ -46,24 +45,76 @@ class ServingEstimate:
     decode_comm_s: float
     tokens_per_s: float
     replicas: int
+    plan: ServingPlan | None = None
+    gpu: str = ""
+    ttft_s_lower: float = 0.0
+    tpot_s_lower: float = 0.0
+    memory_gb_per_gpu: float = 0.0
+    max_batch: int = 0
+    prefill_replicas: int = 0
+    decode_replicas: int = 0
+    phases: dict[str, CommPhase] = field(default_factory=dict)
+    kv_transfer_s_lower: float = 0.0
 
-
-def _comm(fab: Fabric, group: list, collective: str, size: float, latency: LatencyModel) -> float:
-    if len(group) < 2:
-        return 0.0
-    return collective_bounds(fab, collective, message_bytes=size, endpoints=group,
-                             latency=latency).lower_time_s
+    def __str__(self) -> str:
+        p = self.plan
+        head = f"{self.model} on {self.gpu}, {p.describe() if p else ''}"
+        split = (f" ({self.prefill_replicas} prefill : {self.decode_replicas} decode)"
+                 if p is not None and p.disaggregated else "")
+        lines = [head,
+                 f"  TTFT    {self.ttft_s * 1e3:,.4g} ms (>= {self.ttft_s_lower * 1e3:,.4g}),"
+                 f" KV transfer {self.kv_transfer_s * 1e3:,.3g} ms",
+                 f"  TPOT    {self.tpot_s * 1e3:,.4g} ms (>= {self.tpot_s_lower * 1e3:,.4g}):"
+                 f" compute {self.decode_compute_s * 1e3:,.3g}, memory "
+                 f"{self.decode_memory_s * 1e3:,.3g}, comm {self.decode_comm_s * 1e3:,.3g} ms",
+                 f"  output  {self.tokens_per_s:,.0f} tokens/s, {self.replicas} replicas{split}",
+                 f"  memory  {self.memory_gb_per_gpu:,.1f} GB per GPU; largest batch "
+                 f"{self.max_batch}"]
+        for ph in self.phases.values():
+            lines.append(f"  {ph.name:<3} {ph.collective:<10} x{ph.count:<4} binding "
+                         f"{ph.binding_tier} ({ph.method})")
+        return "\n".join(lines)
 
 
 def serving_estimate(fab: Fabric, model_name: str | ModelConfig, *, tp: int = 8, ep: int = 1,
-                     batch: int = 32, prompt_len: int = 2048, output_len: int = 256,
+                     pp: int = 1, batch: int = 32, prompt_len: int = 2048,
+                     output_len: int = 256, precision: str = "bf16",
+                     kv_precision: str | None = None, chunk: int = 2048,
                      disaggregated: bool = False, gpu: str | None = None,
-                     latency: LatencyModel | None = None) -> ServingEstimate:
-    """Time to first token, time per output token and throughput of ``model`` on ``fab``.
+                     catalog: Catalog | None = None) -> ServingEstimate:
+    """Time to first token, time per output token and throughput of a model on ``fab``.
 
-    A replica that does not fit in its GPUs' HBM (weights, the batch's KV cache of prompt and
-    output, and the framework's 3 GB) is refused before any work, with the figures.
+    Parameters
+    ----------
+    fab : Fabric
+        Its GPUs hold as many replicas as fit (``tp x ep x pp`` GPUs each).
+    model_name : str or ModelConfig
+    tp, ep, pp : int
+        Tensor, expert and pipeline parallelism of a replica (within or across servers).
+    batch : int
+        Requests a replica decodes at once.
+    prompt_len, output_len : int
+        Tokens per request.
+    precision : str
+        ``"bf16"``, ``"fp8"`` or ``"fp4"`` (a GPU without that peak is refused: FP4 on
+        Blackwell only) for weights and activations; ``kv_precision`` for the KV cache
+        (default the same).
+    chunk : int
+        Token budget of a step (chunked prefill).
+    disaggregated : bool
+        Prefill and decode on separate replicas, split in the ratio that balances them.
+    gpu, catalog
+        The GPU's catalog key (default the fabric's) and the catalog.
 
+    Raises
+    ------
+    InvalidParameterError
+        A replica whose weights, KV cache at ``batch x (prompt_len + output_len)`` tokens,
+        activations and runtime exceed its GPUs' HBM (the message names the largest batch
+        that fits), and any bad argument.
+
+    Examples
+    --------
     >>> import fabricopt as fo
     >>> e = serving_estimate(fo.dgx_h100(), "llama3-70b", tp=8, batch=16)
     >>> e.decode_memory_s > e.decode_compute_s   # decode reads weights: memory bound
@@ -78,68 +129,44 @@ def serving_estimate(fab: Fabric, model_name: str | ModelConfig, *, tp: int = 8,
         m = model(model_name)
     except InvalidParameterError as exc:
         raise InvalidParameterError(f"{func}(): model_name: {exc}") from None
-    if latency is not None and not isinstance(latency, LatencyModel):
-        raise InvalidParameterError(f"{func}(): latency must be None or a LatencyModel, got "
-                                    f"{latency!r}")
-    for key, value in (("tp", tp), ("ep", ep), ("batch", batch), ("prompt_len", prompt_len),
-                       ("output_len", output_len)):
+    for key, value in (("tp", tp), ("ep", ep), ("pp", pp), ("batch", batch),
+                       ("prompt_len", prompt_len), ("output_len", output_len),
+                       ("chunk", chunk)):
         check_int(func, key, value, minimum=1)
     check_bool(func, "disaggregated", disaggregated)
-    if ep > 1 and (not m.is_moe or m.experts % ep):
-        raise InvalidParameterError(f"{func}(): ep={ep} needs a mixture of experts whose "
-                                    f"expert count it divides; {m.name} has {m.experts}")
-    width = tp * ep
-    replica = width * (2 if disaggregated else 1)
-    if replica > len(fab.endpoints):
-        raise InvalidParameterError(f"{func}(): a replica takes tp x ep"
-                                    f"{' x 2 (disaggregated)' if disaggregated else ''} = "
-                                    f"{replica} GPUs, fab has {len(fab.endpoints)}")
-    g = gpu_figures(fab, gpu, "bf16", func=func)
-    latency = latency or LatencyModel()
-    eps = list(fab.endpoints)
-    decode = eps[:width]
-    peak = g.peak_tflops * 1e12 * g.compute_efficiency
-    weights = (m.dense_params / tp + m.expert_params / width) * 2
-    kv = batch * (prompt_len + output_len / 2) * m.kv_bytes_per_token() / tp
-    # What a decode GPU holds at the end of the batch: its weights, every request's KV cache
-    # of prompt and output, and the framework's own (as a training rank counts it).
-    held = weights + batch * (prompt_len + output_len) * m.kv_bytes_per_token() / tp
-    if held / 1e9 + RUNTIME_GB > g.hbm_gb:
-        raise InvalidParameterError(
-            f"{func}(): {m.name} at tp={tp}, ep={ep} does not fit in the {g.hbm_gb:g} GB of "
-            f"a {g.key} GPU: weights {weights / 1e9:,.1f} GB + KV cache "
-            f"{(held - weights) / 1e9:,.4g} GB (batch={batch} x (prompt_len={prompt_len} + "
-            f"output_len={output_len}) tokens, over tp) + runtime {RUNTIME_GB:g} GB; a "
-            "smaller batch, shorter sequences or more tp")
-    compute = 2 * m.active_params * batch / width / peak
-    memory = (weights + kv) / (g.hbm_tbps * 1e12)
-    tp_comm = 2 * m.layers * _comm(fab, decode[:tp], "all_reduce", batch * m.hidden * 2,
-                                   latency)
-    ep_comm = 2 * m.moe_layers * _comm(fab, decode[::tp][:ep], "all_to_all",
-                                       m.top_k * batch * m.hidden * 2 / ep, latency)
-    tpot = max(compute, memory) + tp_comm + ep_comm
-    prefill_flops = m.flops_per_token(prompt_len) / 3 * prompt_len
-    prefill_comm = 2 * m.layers * _comm(fab, decode[:tp], "all_reduce",
-                                        prompt_len * m.hidden * 2, latency)
-    ttft = prefill_flops / width / peak + prefill_comm
-    transfer = 0.0
-    if disaggregated:
-        ga = GraphArrays.from_fabric(fab)
-        levels = FabricLevels.of(fab, ga)
-        names = tuple(eps[:2 * width])
-        pairs = np.array([[width + i, i] for i in range(width)])
-        bound = phase_bound(levels, names, np.array([ga.index[e] for e in names]), pairs,
-                            "p2p")
-        transfer = prompt_len * m.kv_bytes_per_token() / width * bound.seconds_per_byte
-        ttft += transfer
-    replicas = len(fab.endpoints) // replica
-    if disaggregated:
-        per_replica = batch / tpot
-    else:  # prefill of the batch's prompts interrupts decoding
-        per_replica = batch * output_len / (batch * (ttft - prefill_comm) + prefill_comm
-                                            + output_len * tpot)
-    return ServingEstimate(m.name, ttft, tpot, transfer, compute, memory, tp_comm + ep_comm,
-                           replicas * per_replica, replicas)
+    try:
+        plan = ServingPlan(tp=tp, pp=pp, ep=ep, batch=batch, chunk=chunk,
+                           disaggregated=disaggregated, precision=precision,
+                           kv_precision=kv_precision)
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(f"{func}(): {str(exc).split(': ', 1)[-1]}") from None
+    r = replica(fab, m, plan, gpu=gpu, catalog=catalog, func=func)
+    context = prompt_len + output_len
+    _check_fits(func, r, context)
+    th = throughput(r, prompt_len, output_len)
+    d = th.decode_batch
+    c = 0.0 if disaggregated or output_len < 2 else d * prompt_len / (output_len - 1)
+    kv = d * (prompt_len + output_len / 2)
+    args = [np.array(x, float) for x in (d / pp, c / pp, kv / pp, c * prompt_len / 2 / pp)]
+    # The decode step's parts, at the full batch: one stage's compute, memory, communication.
+    g, value = r.gpu, r.weight_bytes
+    m_active = (m.active_params - m.vocab * m.hidden) / pp
+    compute = pp * 2.0 * m_active * (args[0] + args[1]) / plan.width / (
+        g.peak_tflops * 1e12 * r.compute_efficiency)
+    memory = pp * (value + kv / pp / ep * r.kv_bytes_per_token) / (
+        g.hbm_tbps * 1e12 * r.hbm_efficiency)
+    coef = r._coefficients(False)
+    comm = pp * (coef[5] - (m.layers / pp) * LAYER_OVERHEAD_US * 1e-6
+                 + coef[6] * float(args[0] + args[1]))
+    tpot_lower = float(r.step_seconds(d, c, kv, c * prompt_len / 2, lower=True))
+    transfer = r.kv_transfer_seconds(prompt_len)
+    transfer_lower = r.kv_transfer_seconds(prompt_len, lower=True)
+    ttft_lower = _prefill_seconds(r, prompt_len, chunk, lower=True) + transfer_lower
+    return ServingEstimate(
+        m.name, th.ttft_s, th.tpot_s, transfer, float(compute), float(memory), comm,
+        th.rate * output_len, r.replicas, plan, g.key, ttft_lower, tpot_lower,
+        r.memory_bytes(batch, context) / 1e9, min(r.max_batch(context), 10**9),
+        th.prefill_replicas, th.decode_replicas, r.phases, transfer_lower)
 
 
 __all__ = ["ServingEstimate", "serving_estimate"]

@@ -229,9 +229,12 @@ def test_serving_decode_is_memory_bound_and_disaggregation_moves_the_kv_cache():
     d = fo.serving_estimate(fo.superpod(1), "llama3-70b", tp=8, batch=16, prompt_len=2048,
                             disaggregated=True)
     # KV cache: 2048 tokens x 80 layers x 2 x 8 KV heads x 128 x 2 bytes = 671 MB, 1/8 per
-    # GPU pair, each over one 400G NIC (50 GB/s): 1.68 ms.
-    assert d.kv_transfer_s == pytest.approx(2048 * 80 * 2 * 8 * 128 * 2 / 8 / 50e9)
-    assert d.replicas == e.replicas // 2
+    # GPU pair, each over one 400G NIC (50 GB/s): 1.68 ms certified; the expected move adds
+    # a message's latency and runs the NIC at its calibrated efficiency.
+    assert d.kv_transfer_s_lower == pytest.approx(2048 * 80 * 2 * 8 * 128 * 2 / 8 / 50e9)
+    assert d.kv_transfer_s > d.kv_transfer_s_lower
+    # Disaggregated, the 32 replicas of 8 GPUs split into prefill and decode ones.
+    assert d.prefill_replicas + d.decode_replicas == e.replicas == 32
 
 
 def test_token_cost_adds_amortised_capex_and_energy():
