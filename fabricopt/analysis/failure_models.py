@@ -31,7 +31,7 @@ from .._checks import check_choice, check_int, did_you_mean, fail
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_fabric
 from .failure_orbits import Pattern
-from .failures import _check_tiers
+from .failures import _check_tiers, check_tier_names
 from .risk_groups import (
     RiskGroup,
     _bundles,
@@ -156,6 +156,7 @@ class EverySingle(FailureModel):
 
     def __post_init__(self) -> None:
         check_choice("EverySingle", "kind", self.kind, ("links", "switches", "groups"))
+        check_tier_names("EverySingle", self.tiers)
         if self.groups is not None:
             object.__setattr__(self, "groups",
                                check_group_names("EverySingle", "groups", self.groups))
@@ -238,8 +239,13 @@ class Independent(FailureModel):
         if any(isinstance(x, bool) or not isinstance(x, int | float) or not 0 <= x <= 1
                for x in values):
             raise fail("Independent", "probability", "numbers from 0 to 1", p)
-        if not (isinstance(self.hours, int | float) and self.hours > 0):
-            raise fail("Independent", "hours", "a number > 0", self.hours)
+        if isinstance(self.hours, bool) or not isinstance(self.hours, int | float) \
+                or not 0 < self.hours < math.inf:
+            raise fail("Independent", "hours", "a finite number > 0", self.hours)
+        if not isinstance(self.attribute, str) or not self.attribute:
+            raise fail("Independent", "attribute", "the name of a link or switch attribute "
+                       "holding an annual failure rate (a non-empty string)", self.attribute)
+        check_tier_names("Independent", self.tiers)
 
     @property
     def name(self) -> str:  # type: ignore[override]

@@ -24,7 +24,7 @@ import numbers
 import os
 import statistics
 import time
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -75,13 +75,32 @@ def _check_fraction(func: str, fraction: Any, name: str = "fraction") -> float:
     return float(fraction)
 
 
-def _check_tiers(func: str, fab: Fabric, tiers: Any) -> frozenset[str] | None:
+def check_tier_names(func: str, tiers: Any) -> list[str] | None:
+    """``tiers`` as a list of names (None stays None), checked for its form alone: a tier
+    name or an iterable of them (a number, NaN or an object is refused where it is given,
+    before any fabric is read).
+
+    >>> check_tier_names("EverySingle", "leaf-spine")
+    ['leaf-spine']
+    >>> check_tier_names("EverySingle", float("nan"))
+    Traceback (most recent call last):
+    ...
+    fabricopt.errors.InvalidParameterError: EverySingle(): tiers must be a tier name or a \
+list of them, got nan
+    """
     if tiers is None:
         return None
     names = [tiers] if isinstance(tiers, str) else tiers
-    if not isinstance(names, Iterable) or not all(isinstance(t, str) for t in names):
+    if isinstance(names, Mapping) or not isinstance(names, Iterable) \
+            or not all(isinstance(t, str) for t in names):
         raise fail(func, "tiers", "a tier name or a list of them", tiers)
-    names = list(names)
+    return list(names)
+
+
+def _check_tiers(func: str, fab: Fabric, tiers: Any) -> frozenset[str] | None:
+    names = check_tier_names(func, tiers)
+    if names is None:
+        return None
     present = sorted({str(t) for _, _, t in fab.graph.edges(data="tier", default="link")})
     if not names:
         raise fail(func, "tiers", "a non-empty list of tiers (None for all), one of "
@@ -619,6 +638,7 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
     _check_fabric(func, fab)
     check_choice(func, "method", method, METHODS)
     warm_start = check_bool(func, "warm_start", warm_start)
+    symmetry = check_bool(func, "symmetry", symmetry)
     if isinstance(fractions, str | bytes) or not isinstance(fractions, Sequence | np.ndarray):
         raise fail(func, "fractions", "a sequence of numbers from 0 to 1", fractions)
     if len(fractions) == 0:

@@ -152,3 +152,23 @@ def test_distribution_names_its_worst_pattern():
     assert d.worst is by_label["spines"]
     assert ("worst            spines: 0 Gb/s per GPU (4 GPUs up, not all connected); 1 of 2 "
             "patterns") in str(d)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: fo.failure_sweep(fo.ring(4), [0.1], symmetry=float("nan")),
+     r"failure_sweep\(\): symmetry must be True or False, got nan"),
+    (lambda: fo.failure_sweep(fo.ring(4), [0.1], symmetry=object()),
+     r"failure_sweep\(\): symmetry must be True or False"),
+    (lambda: fo.EverySingle(tiers=float("nan")),
+     r"EverySingle\(\): tiers must be a tier name or a list of them, got nan"),
+    (lambda: fo.Independent(tiers=float("nan")),
+     r"Independent\(\): tiers must be a tier name or a list of them, got nan"),
+    (lambda: fo.Independent(attribute=float("nan")),
+     r"Independent\(\): attribute must be the name of a link or switch attribute"),
+    (lambda: fo.Independent(hours=math.inf),
+     r"Independent\(\): hours must be a finite number > 0, got inf"),
+])
+def test_odd_arguments_are_refused_where_given(make, match):
+    # NaN, inf and objects were taken silently (a NaN tier list chose nothing to fail).
+    with pytest.raises(fo.InvalidParameterError, match=match):
+        make()
