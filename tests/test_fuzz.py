@@ -461,7 +461,8 @@ BAD_TARGETS = [["nosuch"], ["ring"], ["ring", "n=x"], ["ring", "n=-1"], ["ring",
                ["ring", "n=3", "tech=x", "nosuch", "n=2"], ["fat_tree", "k=3"]]
 #: What a command needs after its target, for the bad word under test to be the only one.
 TARGET_COMMANDS = {"show": [], "solve": [], "bom": [], "tco": [], "compare": [],
-                   "train": ["--model", "llama3-8b"], "failures": [], "worst-case": []}
+                   "train": ["--model", "llama3-8b"], "failures": [], "worst-case": [],
+                   "serve": ["--model", "llama3-8b"]}
 BAD_OPTIONS = {
     "tco": [["--years", "1e308"], ["--usd-per-kwh", "1e308"], ["--maintenance", "1e308"],
             ["--pue", "0.5"]],
@@ -476,6 +477,10 @@ BAD_OPTIONS = {
     "draw": [["--aggregate", "nope"], ["--dpi", "-1"], ["--time-limit", "-1",
                                                           "--utilization"]],
     "compare": [["--jobs", "0"]],
+    "serve": [["--ttft", "1", "--tpot", "1", "--pue", "0.5"], ["--ttft", "-1", "--tpot", "1"],
+              ["--ttft", "1"], ["--gpu", "b201"], ["--batch", "0"], ["--rate", "nan"],
+              ["--trace", "missing.csv"], ["--ttft", "1", "--tpot", "1", "--percentile", "2"],
+              ["--model", "nosuch"], ["--prompt-len", "10000000000"]],
 }
 
 
@@ -486,7 +491,7 @@ def _cli_cases() -> list[list[str]]:
     cases += [["draw", *target, "-o", "x.png"] for target in BAD_TARGETS]
     for command, options in BAD_OPTIONS.items():
         for option in options:
-            words = ["ring", "n=8" if command == "train" else "n=3"]
+            words = ["ring", "n=8" if command in ("train", "serve") else "n=3"]
             words += TARGET_COMMANDS.get(command, [])
             cases.append([command, *words, *option] + (["-o", "x.png"] if command == "draw"
                                                         else []))

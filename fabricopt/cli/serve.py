@@ -1,0 +1,163 @@
+"""The ``fabricopt serve`` subcommand: serving a model on a fabric, at one batch, under a load,
+or at the highest rate within latency targets (``docs/serving.md``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..errors import FabricOptError
+from ..fabric import Fabric
+from ..workload.hardware import PRECISIONS
+from ..workload.models import models as MODEL_NAMES
+from ..workload.serving import serving_estimate
+from ..workload.serving_capacity import serving_capacity, simulate_serving
+from ..workload.serving_load import LENGTHS
+from ..workload.serving_replica import ServingPlan
+
+#: Plan flags: flag -> (ServingPlan key, type, help). Any of them fixes the plan.
+PLAN_FLAGS = {
+    "tp": ("tp", int, "tensor-parallel degree of a replica"),
+    "pp": ("pp", int, "pipeline stages of a replica"),
+    "ep": ("ep", int, "expert-parallel degree of a replica (wide across servers)"),
+    "batch": ("batch", int, "requests a replica decodes at once"),
+    "chunk": ("chunk", int, "token budget of a step (chunked prefill)"),
+    "kv-precision": ("kv_precision", str, "precision of the KV cache (default --precision)"),
+    "prefill-share": ("prefill_share", float, "with --disaggregated, the share of replicas "
+                      "prefilling (default: the share that balances prefill and decode)"),
+}
+
+
+def add_serve_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[Fabric]],
+                     epilog: str) -> None:
+    """Add ``serve`` to the command's subparsers; ``load_targets`` reads its TARGETs."""
+    sv = sub.add_parser(
+        "serve", help="serving a model: capacity within latency targets, a load, one batch",
+        description="Serve a model on each fabric. With --ttft and --tpot: the highest request "
+        "rate whose percentile of time to first token and of time per output token meet "
+        "them, the plan that reaches it (replica shape, expert parallelism, colocated or "
+        "disaggregated, batch, chunk; fixed by the plan flags given), the latencies there "
+        "and the cost per million output tokens. With --rate or --trace: that load on the "
+        "plan, its percentiles and goodput. Otherwise: one batch of the plan (TTFT, TPOT, "
+        "tokens per second, memory, the fabric's phases).", epilog=epilog)
+    sv.add_argument("targets", nargs="+", metavar="TARGET [key=value ...]",
+                    help="generator names, design files (.toml) or saved fabrics, each "
+                    "followed by its parameters as key=value")
+    sv.add_argument("--model", required=True,
+                    help="catalogue name (" + ", ".join(MODEL_NAMES) + ") or a .toml model")
+    sv.add_argument("--ttft", type=float, default=None, help="time-to-first-token target, s")
+    sv.add_argument("--tpot", type=float, default=None, help="time-per-output-token target, s")
+    sv.add_argument("--percentile", type=float, default=0.99,
+                    help="the share of requests that must meet the targets (default 0.99)")
+    sv.add_argument("--prompt-len", type=int, default=2048, help="prompt tokens (mean)")
+    sv.add_argument("--output-len", type=int, default=256, help="output tokens (mean)")
+    sv.add_argument("--lengths", choices=LENGTHS, default="fixed",
+                    help="how lengths spread around their means (default fixed)")
+    sv.add_argument("--precision", choices=PRECISIONS, default="bf16",
+                    help="weights, activations and KV cache (fp4: Blackwell only)")
+    for flag, (_, kind, text) in PLAN_FLAGS.items():
+        sv.add_argument(f"--{flag}", type=kind, default=None, help=text)
+    sv.add_argument("--disaggregated", action="store_true",
+                    help="prefill and decode on separate replicas")
+    sv.add_argument("--rate", type=float, default=None,
+                    help="simulate this many requests per second (Poisson) on the plan")
+    sv.add_argument("--trace", default=None, metavar="CSV",
+                    help="simulate a trace: arrival_s, prompt_tokens, output_tokens columns")
+    sv.add_argument("--requests", type=int, default=None,
+                    help="requests per simulation (default 2000; 1500 per capacity search)")
+    sv.add_argument("--seed", type=int, default=0, help="seed of the arrivals (default 0)")
+    sv.add_argument("--gpu", default=None, help="catalog GPU key (default: the fabric's)")
+    sv.add_argument("--years", type=float, default=4.0,
+                    help="years the capex is amortised over (default 4)")
+    sv.add_argument("--usd-per-kwh", type=float, default=0.08,
+                    help="energy price (default 0.08)")
+    sv.add_argument("--pue", type=float, default=1.2, help="facility PUE, >= 1 (default 1.2)")
+    sv.add_argument("--format", choices=("table", "json"), default="table",
+                    help="readable block (default) or one JSON object per fabric")
+    sv.set_defaults(func=lambda args: _cmd_serve(args, load_targets))
+
+
+def _plan(args: argparse.Namespace) -> ServingPlan | None:
+    given = {key: getattr(args, flag.replace("-", "_"))
+             for flag, (key, _, _) in PLAN_FLAGS.items()}
+    given = {k: v for k, v in given.items() if v is not None}
+    if not given and not args.disaggregated:
+        return None
+    return ServingPlan(**given, disaggregated=args.disaggregated, precision=args.precision)
+
+
+def _cmd_serve(args: argparse.Namespace,
+               load_targets: Callable[[Sequence[str]], list[Fabric]]) -> int:
+    if (args.ttft is None) != (args.tpot is None):
+        raise FabricOptError("serve: give both --ttft and --tpot (targets), or neither")
+    if args.rate is not None and args.trace is not None:
+        raise FabricOptError("serve: give --rate or --trace, not both")
+    plan = _plan(args)
+    fabrics = load_targets(args.targets)
+    for fab in fabrics:
+        if args.ttft is not None and args.rate is None and args.trace is None:
+            c = serving_capacity(fab, args.model, ttft_s=args.ttft, tpot_s=args.tpot,
+                                 percentile=args.percentile, prompt_len=args.prompt_len,
+                                 output_len=args.output_len, precision=args.precision,
+                                 plan=plan, lengths=args.lengths,
+                                 requests=args.requests or 1500, seed=args.seed, gpu=args.gpu,
+                                 years=args.years, usd_per_kwh=args.usd_per_kwh, pue=args.pue)
+            if args.format == "json":
+                print(json.dumps(_capacity_json(c)))
+            else:
+                print(c)
+        elif args.rate is not None or args.trace is not None:
+            s = simulate_serving(fab, args.model, plan or ServingPlan(precision=args.precision),
+                                 rate=args.rate, trace=args.trace,
+                                 requests=args.requests or 2000, prompt_len=args.prompt_len,
+                                 output_len=args.output_len, lengths=args.lengths,
+                                 ttft_s=args.ttft if args.ttft is not None else math.inf,
+                                 tpot_s=args.tpot if args.tpot is not None else math.inf,
+                                 seed=args.seed, gpu=args.gpu)
+            row = {"fabric": fab.name, "rate": s.rate, "requests": s.requests,
+                   **{f"ttft_p{q}_s": v for q, v in s.ttft_s.items()},
+                   **{f"tpot_p{q}_s": v for q, v in s.tpot_s.items()},
+                   "goodput": s.goodput, "attainment": s.attainment,
+                   "tokens_per_s": s.tokens_per_s}
+            if args.format == "json":
+                print(json.dumps(row))
+            else:
+                print(f"{args.model} on {fab.name}: {s.requests:,} requests at "
+                      f"{s.rate:,.4g}/s")
+                print("  TTFT     " + ", ".join(f"p{q} {v:.3g} s" for q, v in s.ttft_s.items()))
+                print("  TPOT     " + ", ".join(f"p{q} {v * 1e3:.3g} ms"
+                                                for q, v in s.tpot_s.items()))
+                print(f"  goodput  {s.goodput:,.4g} requests/s within the targets "
+                      f"({s.attainment:.1%}); {s.tokens_per_s:,.0f} output tokens/s")
+        else:
+            p = plan or ServingPlan(precision=args.precision)
+            e = serving_estimate(fab, args.model, tp=p.tp, ep=p.ep, pp=p.pp, batch=p.batch,
+                                 prompt_len=args.prompt_len, output_len=args.output_len,
+                                 precision=p.precision, kv_precision=p.kv_precision,
+                                 chunk=p.chunk, disaggregated=p.disaggregated, gpu=args.gpu)
+            if args.format == "json":
+                print(json.dumps({"fabric": fab.name, "ttft_s": e.ttft_s, "tpot_s": e.tpot_s,
+                                  "tokens_per_s": e.tokens_per_s,
+                                  "memory_gb_per_gpu": e.memory_gb_per_gpu,
+                                  "max_batch": e.max_batch}))
+            else:
+                print(e)
+        if args.format == "table":
+            print()
+    return 0
+
+
+def _capacity_json(c: Any) -> dict[str, Any]:
+    return {"fabric": c.fabric, "model": c.model, "rate": c.rate,
+            "plan": c.plan.describe() if c.plan else None,
+            "ttft_p50_s": c.ttft_p50_s, "ttft_p90_s": c.ttft_p90_s, "ttft_p99_s": c.ttft_p99_s,
+            "tpot_p50_s": c.tpot_p50_s, "tpot_p90_s": c.tpot_p90_s, "tpot_p99_s": c.tpot_p99_s,
+            "tokens_per_s": c.tokens_per_s,
+            "usd_per_million_tokens": c.usd_per_million_tokens,
+            "prefill_replicas": c.prefill_replicas, "decode_replicas": c.decode_replicas}
+
+
+__all__ = ["PLAN_FLAGS", "add_serve_parser"]
