@@ -85,6 +85,7 @@ from .plot import (
     plot_pareto,
     plot_routing_distribution,
 )
+from .plot.failures import plot_job_failures
 from .routing import (
     RoutedFlowResult,
     ring_traffic,
@@ -243,6 +244,7 @@ __all__ = _generator_names + [
     "job_failures",
     "training_goodput",
     "young_daly_interval",
+    "plot_job_failures",
     "ServingEstimate",
     "ServingCapacity",
     "ServingLoad",

@@ -41,9 +41,11 @@ from ..study.local_pool import process_pool
 from ..study.optimize import objective_text, optimize
 from ..study.table import RowStore
 from ..workload.cost import token_cost
+from ..workload.goodput import training_goodput
 from ..workload.models import models as MODEL_NAMES
 from ..workload.plan import job_from_mapping
 from ..workload.plan_search import OBJECTIVES, PlanSearch, job_or_search, plan_label
+from ..workload.reliability import FailureRates
 from ..workload.step import training_step
 from .failures import add_failures_parser
 from .serve import add_serve_parser
@@ -403,11 +405,14 @@ def _cmd_train(args: argparse.Namespace) -> int:
         if args.plan == "best" or table.get("plan") is not None:
             _train_best(fab, table, where, args)
             continue
-        step = training_step(fab, job_from_mapping(table, where))
+        job = job_from_mapping(table, where)
+        step = training_step(fab, job)
         check_finite(fab, _step_figures(step), "the job's flags")
         cost = _token_cost(fab, step, args)  # refused before anything of the step prints
         print(step)
         _print_token_cost(cost, args)
+        if args.goodput:
+            _print_goodput(fab, job, cost, args)
         print()
     return 0
 
@@ -436,6 +441,16 @@ def _print_token_cost(cost: Any, args: argparse.Namespace) -> None:
           f"${args.usd_per_kwh:g}/kWh)")
     for note in cost.notes:
         print(f"  note: {note}")
+
+
+def _print_goodput(fab: Fabric, job: Any, cost: Any, args: argparse.Namespace) -> None:
+    """``train --goodput``: the job under the failure rates (``--reliability`` over the
+    shipped ones), and the cost per million tokens with the expected downtime."""
+    rates = FailureRates.load(args.reliability) if args.reliability else None
+    g = training_goodput(fab, job, failure_model=rates, spares=args.spares)
+    print(g)
+    print(f"  with downtime  ${cost.usd_per_million_tokens / g.goodput:.4g} per million tokens "
+          f"(goodput {100 * g.goodput:.1f} %)")
 
 
 def _train_best(fab: Fabric, table: dict[str, Any], where: str,
@@ -492,6 +507,16 @@ def _train_parser(sub: Any) -> None:
                        "(default tokens_per_s)")
     train.add_argument("--top", type=int, default=10,
                        help="with --plan best, rows of the plan table to print (default 10)")
+    train.add_argument("--goodput", action="store_true",
+                       help="also the job under failures: interruptions per day, checkpoint "
+                       "interval, effective training time ratio, tokens per day and the cost "
+                       "per million tokens with the downtime (docs/goodput.md)")
+    train.add_argument("--reliability", metavar="FILE", default=None,
+                       help="with --goodput, [reliability.KIND] failure rates merged over the "
+                       "shipped ones")
+    train.add_argument("--spares", type=int, default=None,
+                       help="with --goodput, spare servers a restart can take (default: the "
+                       "servers the job leaves idle)")
     train.add_argument("--years", type=float, default=4.0,
                        help="years the capex is amortised over (default 4)")
     train.add_argument("--usd-per-kwh", type=float, default=0.08,

@@ -17,8 +17,10 @@ from ..analysis.single_failures import FailureTable, criticality, cutting_set, s
 from ..cost.layout import place
 from ..errors import FabricOptError
 from ..fabric import Fabric
-from ..plot.failures import plot_criticality, plot_failure_distribution
-from .words import progress_arg, seconds_arg
+from ..plot.failures import plot_criticality, plot_failure_distribution, plot_job_failures
+from ..workload.job_failures import ALL_KINDS, JOB_KINDS, JobFailureTable, job_failures
+from ..workload.plan import job_from_mapping
+from .words import parse_assignments, progress_arg, seconds_arg
 
 FAILURE_MODES = ("n-1", "criticality", "cut", "sweep", "random", "groups")
 
@@ -26,8 +28,8 @@ FAILURE_MODES = ("n-1", "criticality", "cut", "sweep", "random", "groups")
 #: takes those); another flag is refused rather than ignored. ``--plot`` draws a ranking or a
 #: distribution, which a cutting set and a sweep are not.
 MODE_FLAGS = {
-    "n-1": ("--kind", "--tiers", "--plot"),
-    "criticality": ("--kind", "--tiers", "--plot"),
+    "n-1": ("--kind", "--tiers", "--plot", "--job", "--spares"),
+    "criticality": ("--kind", "--tiers", "--plot", "--job", "--spares"),
     "cut": ("--kind", "--tiers", "--cut"),
     "sweep": ("--kind", "--tiers", "--fraction", "--trials", "--seed"),
     "random": ("--kind", "--tiers", "--probability", "--hours", "--trials", "--seed",
@@ -58,7 +60,16 @@ def add_failures_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[F
     fl.add_argument("targets", nargs="+", metavar="TARGET [key=value ...]",
                     help="a generator name, design file or saved fabric, then parameters")
     fl.add_argument("--mode", choices=FAILURE_MODES, default="n-1")
-    fl.add_argument("--kind", choices=("links", "switches", "groups"), default=None,
+    fl.add_argument("--job", default=None, metavar="KEY=VALUE,...",
+                    help="n-1 and criticality as a training job sees them: per failure orbit "
+                    "its step, tokens/s and action (run degraded, swap in a spare, drop a "
+                    "replica, stop), e.g. model=llama3-8b,tp=8,global_batch=256,seq_len=8192 "
+                    "(TrainingJob's keys); --kind then also takes nvlinks, nvswitches, nics, "
+                    "gpus, servers or all (docs/goodput.md)")
+    fl.add_argument("--spares", type=int, default=None,
+                    help="with --job, spare servers a restart can take (default: the servers "
+                    "the job leaves idle)")
+    fl.add_argument("--kind", choices=JOB_KINDS + ("all",), default=None,
                     help="what fails: one physical link, one switch with its links, or one "
                     "shared-risk group (default links; --mode random: links or switches)")
     fl.add_argument("--tiers", default=None, metavar="T1,T2",
@@ -122,7 +133,7 @@ def _check_mode_flags(args: argparse.Namespace) -> None:
     takes; then give every flag left out its default."""
     takes = MODE_FLAGS[args.mode]
     for flag in ("--kind", "--tiers", "--fraction", "--cut", "--probability", "--hours",
-                 "--groups", "--trials", "--seed", "--metrics", "--plot"):
+                 "--groups", "--trials", "--seed", "--metrics", "--plot", "--job", "--spares"):
         if getattr(args, flag[2:]) is not None and flag not in takes:
             mode = "n-1 (the default)" if args.mode == "n-1" else args.mode
             raise FabricOptError(f"{flag} does not apply to --mode {mode}, which takes "
@@ -131,6 +142,12 @@ def _check_mode_flags(args: argparse.Namespace) -> None:
         raise FabricOptError("--kind groups does not apply to --mode random (each link or "
                              "switch fails on its own): give --kind links or switches, or "
                              "--mode groups for shared-risk groups")
+    if args.spares is not None and args.job is None:
+        raise FabricOptError("--spares applies with --job (the spare servers of a job's "
+                             "restart)")
+    if args.job is None and args.kind not in (None, "links", "switches", "groups"):
+        raise FabricOptError(f"--kind {args.kind} is a failure kind of a job: give --job "
+                             "(without one: links, switches or groups)")
     for name, default in FLAG_DEFAULTS.items():
         if getattr(args, name) is None:
             setattr(args, name, default)
@@ -148,7 +165,9 @@ def _cmd_failures(args: argparse.Namespace,
         fab.validate()
         with stage_line(args.progress):  # the stage so far, on a terminal, until it prints
             shown = _analyse(fab, args, tiers, metrics, fractions, options)
-        if args.mode in ("n-1", "criticality"):
+        if isinstance(shown, JobFailureTable):
+            print(shown)
+        elif args.mode in ("n-1", "criticality"):
             worst = shown.worst_gbps()
             print(shown)
             if worst is not None:
@@ -173,6 +192,12 @@ def _analyse(fab: Fabric, args: argparse.Namespace, tiers: list[str] | None,
              metrics: list[str], fractions: list[float], options: dict[str, Any]) -> Any:
     """What ``--mode`` computes for ``fab``: a table, a cutting set, a sweep or a
     distribution."""
+    if args.job is not None:
+        job = job_from_mapping(parse_assignments([w for w in args.job.split(",") if w]),
+                               "--job")
+        kind = ALL_KINDS if args.kind == "all" else args.kind
+        return job_failures(fab, job, kind, tiers, spares=args.spares,
+                            order="lost" if args.mode == "criticality" else "fabric")
     if args.mode in ("n-1", "criticality"):
         run = single_failures if args.mode == "n-1" else criticality
         return run(fab, kind=args.kind, tiers=tiers, **options)
@@ -192,6 +217,8 @@ def _analyse(fab: Fabric, args: argparse.Namespace, tiers: list[str] | None,
 
 def _all_proven(shown: Any) -> bool:
     """True when every number in ``shown`` (a table, sweep or distribution) was proven."""
+    if isinstance(shown, JobFailureTable):
+        return True  # steps from certified bounds; nothing left open
     rows = getattr(shown, "rows", None) or getattr(shown, "trials", None) or getattr(
         shown, "outcomes", None) or []
     return all(r.theta is not None for r in rows)
@@ -202,6 +229,8 @@ def _plot_failures(shown: Any, path: str) -> None:
         ax = plot_failure_distribution(shown)
     elif isinstance(shown, FailureTable):
         ax = plot_criticality(shown)
+    elif isinstance(shown, JobFailureTable):
+        ax = plot_job_failures(shown)
     else:
         raise ValueError("--plot draws the distribution (--mode random or groups) or the "
                          "ranking (--mode n-1 or criticality)")

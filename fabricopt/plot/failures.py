@@ -14,12 +14,13 @@ import numpy as np
 from .._checks import fail
 from ..analysis.failure_distribution import FailureDistribution
 from ..analysis.single_failures import FailureTable
+from ..workload.job_failures import ACTIONS, UNIT_NAMES, JobFailureTable
 from .diagram import check_axes, new_axes
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["plot_criticality", "plot_failure_distribution"]
+__all__ = ["plot_criticality", "plot_failure_distribution", "plot_job_failures"]
 
 #: Rows of a criticality ranking drawn at most (the rest are summarised in the title).
 MAX_BARS = 30
@@ -92,4 +93,49 @@ def plot_criticality(table: FailureTable, *, ax: Axes | None = None) -> Axes:
     more = len(table.rows) - len(rows)
     ax.set_title(f"{table.fabric_name}: single {table.kind}"
                  + (f" ({more} more orbits not shown)" if more > 0 else ""), fontsize=9)
+    return ax
+
+
+#: One colour per job action, mildest to worst.
+ACTION_COLORS = {"unaffected": "tab:gray", "run degraded": "tab:olive",
+                 "swap in a spare": "tab:blue", "drop replica": "tab:orange", "stop": "tab:red"}
+
+
+def plot_job_failures(table: JobFailureTable, *, ax: Axes | None = None) -> Axes:
+    """Job impact by failure kind: for each kind, the share of its single failures that leave
+    the job unaffected, running degraded, restarting on a spare, restarting without a
+    replica, or stopped (stacked bars), and the mean share of throughput kept with the
+    failure in place (in the label).
+
+    Examples
+    --------
+    >>> import fabricopt as fo
+    >>> job = fo.TrainingJob("llama3-8b", tp=8, global_batch=8, seq_len=8192)
+    >>> t = fo.single_failures(fo.dgx_h100(), kind=["nvswitches", "gpus"], job=job)
+    >>> ax = plot_job_failures(t)
+    >>> [label.get_text() for label in ax.get_yticklabels()]
+    ['NVSwitch chip (4 units, 92% kept)', 'GPU (8 units, 0% kept)']
+    """
+    if not isinstance(table, JobFailureTable):
+        raise fail("plot_job_failures", "table", "a JobFailureTable (from single_failures or "
+                   "criticality with job=...)", type(table).__name__)
+    summary = table.by_kind()
+    kinds = [k for k in table.kinds if summary[k]["units"]]
+    ax = check_axes("plot_job_failures", ax) or new_axes(6.4, 1.2 + 0.4 * max(len(kinds), 1))
+    y = np.arange(len(kinds))[::-1]
+    left = np.zeros(len(kinds))
+    for action in ACTIONS:
+        share = np.array([sum(r.multiplicity for r in table.rows
+                              if r.kind == k and r.action == action) / summary[k]["units"]
+                          for k in kinds])
+        if share.any():
+            ax.barh(y, 100 * share, left=100 * left, color=ACTION_COLORS[action], label=action)
+        left += share
+    ax.set_yticks(y, [f"{UNIT_NAMES[k]} ({int(summary[k]['units']):,} units, "
+                      f"{100 * summary[k]['kept']:.0f}% kept)" for k in kinds], fontsize=8)
+    ax.set_xlabel("single failures of the kind (%)")
+    ax.set_xlim(0, 100)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3)
+    ax.set_title(f"{table.job.model.name} on {table.fabric_name}\nwhat each single failure "
+                 "does to the job", fontsize=8)
     return ax

@@ -72,6 +72,13 @@ the certified lower bound on the step of the modelled schedule, and
 :class:`~fabricopt.PlanSearch` as the job (or a table with ``plan = "best"``) judges each
 fabric by its own best plan (:func:`~fabricopt.best_plan`): the columns are that plan's.
 
+The ``goodput`` metric (asked for by name) puts the same job under failures
+(:func:`~fabricopt.training_goodput` with the shipped failure rates, ``docs/goodput.md``):
+``goodput`` (expected tokens per day over the intact job's), ``goodput_ettr``,
+``goodput_interruptions_per_day``, ``goodput_tokens_per_day`` (and ``_upper``, from the
+step's certified lower bound) and ``usd_per_million_tokens_with_downtime``, the training
+cost per million tokens over the goodput.
+
 The ``routing`` metric (asked for by name) adds ``routing_<policy>_theta`` and
 ``routing_<policy>_efficiency`` for ECMP, WCMP and static tables, and the median and 5th
 percentile of ``routing_trials`` draws of per-flow hashing.
@@ -100,7 +107,9 @@ from ..flow.valiant import valiant_rate
 from ..routing import routed_flow
 from ..tiers import IN_SYSTEM_TIERS, SCALE_UP_TIERS, tier_of
 from ..traffic import all_to_all
+from ..workload.goodput import training_goodput
 from ..workload.metrics import training_metrics
+from ..workload.plan import TrainingJob
 from ..workload.plan_search import PlanSearch, job_or_search, plan_label, search_metrics
 
 __all__ = ["CONSTRAINTS", "DEFAULT_METRICS", "METRICS", "Metric", "MetricContext",
@@ -342,6 +351,23 @@ def _training(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
             "training_plan": row["plan"]}
 
 
+def _goodput(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
+    job = ctx.job if ctx.job is not None else (fab.design or {}).get("job") or None
+    job = None if job is None else job_or_search(job, "[job]")
+    if not isinstance(job, TrainingJob):
+        raise InvalidParameterError(
+            f"the goodput metric needs a job for {fab.name} (a TrainingJob, not a plan "
+            "search): a [job] table in its design file, or compare(job=...)")
+    g = training_goodput(fab, job)
+    usd = training_metrics(fab, job)["usd_per_million_tokens"]
+    return {"goodput": g.goodput, "goodput_ettr": g.ettr,
+            "goodput_interruptions_per_day": g.interruptions_per_day,
+            "goodput_tokens_per_day": g.tokens_per_day,
+            "goodput_tokens_per_day_upper": g.tokens_per_day_upper,
+            "usd_per_million_tokens_with_downtime":
+                usd / g.goodput if usd is not None and g.goodput > 0 else None}
+
+
 def _failures(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
     columns = ("n1_switch_worst_gbps_per_gpu", "n1_switch_worst_gbps_per_gpu_upper",
                "failure_p5_gbps_per_gpu", "failure_mean_gbps_per_gpu")
@@ -381,6 +407,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("failures", _failures, "all-to-all with any single switch failed (N-1), certified"),
     Metric("tco", _tco, "total cost of ownership: energy, upkeep, optics replacements"),
     Metric("training", _training, "a training job: step time, tokens/s, MFU, cost per token"),
+    Metric("goodput", _goodput, "a training job under failures: ETTR, tokens per day, cost "
+           "per token with the downtime"),
 )}
 
 #: What :func:`~fabricopt.compare` computes when no metrics are given (``routing`` is asked
@@ -400,6 +428,8 @@ CONSTRAINTS: dict[str, tuple[str, str, str]] = {
     # lower bound): the constraint reads the expected figure, never the cap.
     "training_tokens_per_s": ("training", "training_tokens_per_s", "at least"),
     "n1_switch_worst_gbps_per_gpu": ("failures", "n1_switch_worst_gbps_per_gpu", "at least"),
+    # Expected, like the training throughput: a floor on the share of a day's training kept.
+    "goodput": ("goodput", "goodput", "at least"),
 }
 
 

@@ -65,9 +65,11 @@ __all__ = ["ALL_CONSTRAINTS", "DEFAULT_SPACE", "OptimizeResult", "objective_text
 #: failure trial's.
 ALL_CONSTRAINTS = (*CONSTRAINTS, *FAILURE_KEYS)
 #: What the best design may minimise.
-OBJECTIVES = ("capex_usd", "power_w", "training_usd_per_million_tokens")
+OBJECTIVES = ("capex_usd", "power_w", "training_usd_per_million_tokens",
+              "usd_per_million_tokens_with_downtime")
 #: The figures that need a training job.
-NEEDS_JOB = ("training_tokens_per_s", "training_usd_per_million_tokens")
+NEEDS_JOB = ("training_tokens_per_s", "training_usd_per_million_tokens", "goodput",
+             "usd_per_million_tokens_with_downtime")
 
 
 def objective_text(row: Mapping[str, Any], objective: str, gpus: int) -> str:
@@ -88,6 +90,9 @@ def objective_text(row: Mapping[str, Any], objective: str, gpus: int) -> str:
         extra = ", ".join(t for t in (f"{tokens:,.0f} tokens/s" if tokens else "",
                                       f"plan {plan}" if plan else "") if t)
         return f"${value:.4g} per million tokens" + (f" ({extra})" if extra else "")
+    if objective == "usd_per_million_tokens_with_downtime":
+        return (f"${value:.4g} per million tokens with the expected downtime (goodput "
+                f"{row.get('goodput') or 0:.1%})")
     if objective == "power_w":
         return f"network power {value:,.0f} W ({value / gpus:,.1f} W per GPU)"
     return f"{value:,.0f} USD ({value / gpus:,.0f} per GPU)"
@@ -303,8 +308,11 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
         an upper bound. ``training_tokens_per_s`` (at least, with a ``job``) reads the
         expected tokens per second of the job on each candidate: a training step has no
         certified floor, and its cap is never used.
-    objective : {"capex_usd", "power_w", "training_usd_per_million_tokens"}
-        What the best design minimises (the last needs a ``job``).
+    objective : {"capex_usd", "power_w", "training_usd_per_million_tokens", \
+"usd_per_million_tokens_with_downtime"}
+        What the best design minimises (the last two need a ``job``; the last is the cost per
+        million tokens over the goodput under failures, ``docs/goodput.md``, and adds the
+        ``goodput`` metric's columns, as a ``goodput`` floor of 0 would).
     executor : concurrent.futures.Executor, optional
         Evaluates candidates in parallel, as :func:`~fabricopt.compare` does: a process
         pool, or a Dask cluster through ``distributed.Client(...).get_executor()``. One topology
@@ -385,6 +393,8 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
             raise fail(func, "job", "a TrainingJob, a PlanSearch, a table of a job's keys "
                        "(with plan = 'best' for a search), or None", job)
         job = job_or_search(job, "optimize(): job")
+    if objective == "usd_per_million_tokens_with_downtime":
+        constraints.setdefault("goodput", 0.0)  # the goodput metric computes its column
     if job is None and (objective in NEEDS_JOB or any(k in NEEDS_JOB for k in constraints)):
         raise fail(func, "job", "a TrainingJob (the objective or a constraint is a training "
                    "figure)", None)

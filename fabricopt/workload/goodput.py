@@ -37,7 +37,7 @@ from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_fabric
 from .job_failures import JobFailureTable, job_failures
 from .plan import TrainingJob
-from .reliability import FailureRates
+from .reliability import FailureRates, unit_counts
 
 #: Which job failure kind one failed unit of each component kind is (software stops the job
 #: wherever it runs, and takes no unit out of service).
@@ -242,6 +242,7 @@ def training_goodput(fab: Fabric, job: TrainingJob, *, failure_model: FailureRat
     degraded_loss_upper = 0.0
     components = []
     ceiling = failures.job.tokens_per_step / failures.intact_step_s_lower
+    counts = unit_counts(fab)  # units of the kinds the table was not asked about (rate 0)
     for r in rates:
         kind = FAILURE_KIND[r.kind]
         per_unit = r.per_second
@@ -253,7 +254,8 @@ def training_goodput(fab: Fabric, job: TrainingJob, *, failure_model: FailureRat
         else:
             rows = [row for row in failures.rows if row.kind == kind]
             scale = 2 if r.kind == "transceiver" else 1  # one module at each end of a link
-            units = scale * sum(row.multiplicity for row in rows)
+            units = scale * (sum(row.multiplicity for row in rows) if rows else
+                             counts["network link" if scale == 2 else r.per])
             i_rate = d_rate = 0.0
             for row in rows:
                 mu = scale * row.multiplicity * per_unit

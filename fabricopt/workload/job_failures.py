@@ -221,8 +221,9 @@ class _Attachment:
         for w in pattern.switches:
             touched |= self.near.get(w, set())
         for pair in pattern.links:
-            for w in pair:
-                touched |= self.near.get(w, set())
+            # A link is a port or scale-up link only of the GPUs both of its ends serve.
+            u, v = tuple(pair)
+            touched |= self.near.get(u, set()) & self.near.get(v, set())
 
         def gone(pair: frozenset, far: Hashable) -> bool:
             if pair & pattern.switches or far in pattern.switches:

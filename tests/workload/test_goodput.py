@@ -139,3 +139,45 @@ def test_published_reliability_figures_and_the_doc():
         assert f"| {shown} |" in doc, (row.name, shown)
     # Llama 3: more than 90 % effective training time (section 3.3.4).
     assert got["ettr"] > 0.90
+
+
+def test_goodput_metric_in_compare_ranks_dual_plane_above_single():
+    rows = fo.compare([pod(1), pod(2)], metrics=["summary", "cost", "goodput"], job=JOB).rows
+    single, dual = rows
+    assert dual["goodput"] > single["goodput"]
+    assert dual["goodput_ettr"] == pytest.approx(goodput(2).ettr)
+    # The cost per token with downtime is the training cost over the goodput.
+    for r in rows:
+        assert r["usd_per_million_tokens_with_downtime"] > 0
+        assert r["goodput_tokens_per_day"] <= r["goodput_tokens_per_day_upper"]
+
+
+def test_optimize_with_a_goodput_floor_and_the_downtime_objective():
+    job = fo.TrainingJob("llama3-8b", tp=8, global_batch=16, seq_len=8192)
+    res = fo.optimize(gpus=16, objective="usd_per_million_tokens_with_downtime", job=job,
+                      constraints={"goodput": 0.9})
+    met = [r for r in res.rows if r.get("meets")]
+    assert res.best is not None and met
+    assert res.best["goodput"] >= 0.9
+    best = min(r["usd_per_million_tokens_with_downtime"] for r in met)
+    assert res.best["usd_per_million_tokens_with_downtime"] == pytest.approx(best)
+    with pytest.raises(fo.InvalidParameterError, match="job"):
+        fo.optimize(gpus=16, objective="usd_per_million_tokens_with_downtime")
+
+
+def test_command_line_train_goodput_and_failures_job(capsys, tmp_path):
+    from fabricopt.cli import main
+
+    assert main(["train", "dgx_h100", "--model", "llama3-8b", "--tp", "8", "--global-batch",
+                 "8", "--seq-len", "8192", "--goodput"]) == 0
+    out = capsys.readouterr().out
+    assert "ETTR" in out and "with downtime" in out
+    plot = tmp_path / "jobs.png"
+    assert main(["failures", "dgx_h100", "--job",
+                 "model=llama3-8b,tp=8,global_batch=8,seq_len=8192", "--kind", "all",
+                 "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert "job failures" in out and "stop" in out and plot.stat().st_size > 0
+    # A job's failure kind without a job, and --spares without one, are refused.
+    assert main(["failures", "dgx_h100", "--kind", "gpus"]) == 2
+    assert main(["failures", "dgx_h100", "--spares", "1"]) == 2
