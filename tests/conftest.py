@@ -45,7 +45,7 @@ def _forget_solved_intact():
     solve must not get an earlier test's answer)."""
     from fabricopt.analysis import failure_reroute
 
-    failure_reroute._SOLVED_INTACT.clear()
+    failure_reroute.FROM_INTACT.solves.clear()
 
 
 def pytest_runtest_setup(item):

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from .._checks import check_int
 from ..fabric import Fabric
 from ..flow.api import (
     FIND_SYMMETRY_NONZEROS,
@@ -43,13 +46,11 @@ from ..graph_arrays import GraphArrays
 from ..symmetry.search import with_symmetry
 from ..traffic import Traffic
 
-#: How many intact fabrics (by recipe) stay solved for later failed copies: a loop over
-#: failure draws of one design solves its intact fabric once (about 9 s each time for a
-#: 4,096-GPU 3-tier Clos), and each kept one holds a fabric and its flow in memory.
+#: How many intact fabrics (by recipe) an :class:`IntactSolves` keeps solved for later
+#: failed copies by default: a loop over failure draws of one design solves its intact
+#: fabric once (about 9 s each time for a 4,096-GPU 3-tier Clos), and each kept one holds a
+#: fabric and its flow in memory.
 SOLVED_INTACT_KEPT = 2
-
-#: recipe (as JSON) -> the intact fabric's flow, oldest first.
-_SOLVED_INTACT: dict[str, IntactFlow] = {}
 
 
 @dataclass(frozen=True)
@@ -145,31 +146,104 @@ def rerouted_answer(failed: Fabric, traffic: Traffic, intact: IntactFlow
         max_residual=got.residual, mean_out_gbps=mean_out, certificate=certificate)
 
 
-def from_recipe(failed: Fabric, traffic: Traffic) -> FlowResult | None:
+class IntactSolves:
+    """Intact fabrics solved for their failed copies, by recipe: the last ``kept`` stay
+    solved, so the next failed copy of the same design reuses its flow. Its owner decides
+    how long they live (a sweep, a script, the package face's :data:`FROM_INTACT`).
+
+    >>> solves = IntactSolves(kept=1)
+    >>> len(solves), solves.kept
+    (0, 1)
+    """
+
+    def __init__(self, kept: int = SOLVED_INTACT_KEPT) -> None:
+        self.kept = check_int("IntactSolves", "kept", kept, minimum=1)
+        self._flows: dict[str, IntactFlow] = {}  # recipe (as JSON) -> flow, oldest first
+
+    def __len__(self) -> int:
+        return len(self._flows)
+
+    def __iter__(self) -> Iterator[IntactFlow]:
+        """The intact flows kept, oldest first."""
+        return iter(list(self._flows.values()))
+
+    def clear(self) -> None:
+        """Forget every intact fabric solved (their memory goes with them)."""
+        self._flows.clear()
+
+    def flow(self, failed: Fabric, traffic: Traffic, size: int) -> IntactFlow | None:
+        """The intact flow of ``failed``'s design for ``traffic``: kept, or solved now
+        (:func:`_solved_intact`) and kept; None when it cannot be solved exactly."""
+        key = json.dumps(failed.recipe, sort_keys=True)
+        flow = self._flows.get(key)
+        if flow is not None and flow.serves(traffic):
+            return flow
+        flow = _solved_intact(failed, traffic, size)
+        if flow is not None:
+            self._flows.pop(key, None)
+            self._flows[key] = flow
+            while len(self._flows) > self.kept:
+                self._flows.pop(next(iter(self._flows)))
+        return flow
+
+
+def from_recipe(failed: Fabric, traffic: Traffic, solves: IntactSolves | None = None
+                ) -> FlowResult | None:
     """``failed``'s bracket from the intact fabric its recipe rebuilds (a fabric made by
-    ``without`` or ``fail_random`` keeps the generator call of the fabric it came from),
-    when ``failed`` is large enough for the detour to beat a solve of its own and the intact
-    fabric is solved exactly at once (by its claim) or, where ``failed`` is too large for
-    the routed bounds (whose approximate rounds take minutes), by the symmetry found in it;
-    None otherwise. Registered with :mod:`fabricopt.flow.from_intact`, so
-    :func:`~fabricopt.max_concurrent_flow` asks it. The last ``SOLVED_INTACT_KEPT`` intact
-    fabrics solved stay solved: the next failed copy of the same design reuses its flow."""
+    ``without`` or ``fail_random`` keeps the generator call of the fabric it came from:
+    :attr:`Fabric.origin <fabricopt.Fabric.origin>`), when ``failed`` is large enough for the
+    detour to beat a solve of its own and the intact fabric is solved exactly at once (by
+    its claim) or, where ``failed`` is too large for the routed bounds (whose approximate
+    rounds take minutes), by the symmetry found in it; None otherwise. ``solves`` keeps the
+    intact fabrics solved (default: one kept for this call alone)."""
+    if not failed.origin.from_recipe:
+        return None
     size = lp_size_estimate(failed, traffic)
     if size <= FIND_SYMMETRY_NONZEROS:
         return None
-    key = json.dumps(failed.recipe, sort_keys=True)
-    flow = _SOLVED_INTACT.get(key)
-    if flow is None or not flow.serves(traffic):
-        flow = _solved_intact(failed, traffic, size)
-        if flow is not None:  # kept for the next failed copy of the same design
-            _SOLVED_INTACT.pop(key, None)
-            _SOLVED_INTACT[key] = flow
-            while len(_SOLVED_INTACT) > SOLVED_INTACT_KEPT:
-                _SOLVED_INTACT.pop(next(iter(_SOLVED_INTACT)))
+    flow = (solves if solves is not None else IntactSolves()).flow(failed, traffic, size)
     answer = None if flow is None else rerouted_answer(failed, traffic, flow)
     if answer is not None:
         answer.message += f" (intact fabric {flow.fab.name!r}, rebuilt from the recipe)"
     return answer
+
+
+class RerouteFromIntact:
+    """The engine stage that answers a failed fabric from the intact fabric its recipe
+    rebuilds (:func:`from_recipe`): handed to :func:`~fabricopt.max_concurrent_flow` by its
+    caller, with the :class:`IntactSolves` that keeps the intact fabrics solved.
+
+    >>> stage = RerouteFromIntact()
+    >>> stage.name, stage.solves.kept
+    ('intact flow rerouted', 2)
+    """
+
+    name = "intact flow rerouted"
+
+    def __init__(self, solves: IntactSolves | None = None) -> None:
+        self.solves = IntactSolves() if solves is None else solves
+
+    def applies(self, problem: Any) -> tuple[bool, str]:
+        """Whether ``problem``'s fabric is a failed copy of a generated design, large
+        enough for the detours to beat a solve of its own."""
+        if not problem.fab.origin.from_recipe:
+            return False, "not a failed copy of a generated fabric (made by without)"
+        if lp_size_estimate(problem.fab, problem.traffic) <= FIND_SYMMETRY_NONZEROS:
+            return False, (f"its own LP is small (at most {FIND_SYMMETRY_NONZEROS:,} "
+                           "nonzeros)")
+        return True, ""
+
+    def cost(self, problem: Any) -> str:
+        kept = "kept" if len(self.solves) else "none kept yet"
+        return (f"the intact fabric solved exactly once ({kept}), then one detour per lost "
+                "arc")
+
+    def run(self, problem: Any, bracket: Any = None) -> FlowResult | None:
+        return self.answer(problem.fab, problem.traffic)
+
+    def answer(self, failed: Fabric, traffic: Traffic) -> FlowResult | None:
+        """:func:`from_recipe` with this stage's intact solves."""
+        return from_recipe(failed, traffic, self.solves)
 
 
 def _solved_intact(failed: Fabric, traffic: Traffic, size: int) -> IntactFlow | None:
@@ -203,7 +277,11 @@ def _solved_intact(failed: Fabric, traffic: Traffic, size: int) -> IntactFlow | 
     return IntactFlow.of(intact, solved, traffic)
 
 
-ANSWERERS.append(from_recipe)
+#: The stage the package's public face hands the engine, its intact solves kept for the
+#: process (until the engine takes handed stages only, it is also asked as an answerer).
+FROM_INTACT = RerouteFromIntact()
+ANSWERERS.append(FROM_INTACT.answer)
 
 
-__all__ = ["IntactFlow", "from_recipe", "rerouted_answer"]
+__all__ = ["FROM_INTACT", "IntactFlow", "IntactSolves", "RerouteFromIntact", "from_recipe",
+           "rerouted_answer"]

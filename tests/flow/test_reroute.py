@@ -343,8 +343,7 @@ def test_the_next_failed_copy_of_a_design_reuses_its_solved_intact_fabric(monkey
     # Another traffic is not the one the kept flow was proven for: it is solved anew.
     monkeypatch.undo()
     permutation = fo.permutation(second, seed=1)
-    assert not failure_reroute._SOLVED_INTACT[
-        next(iter(failure_reroute._SOLVED_INTACT))].serves(permutation)
+    assert not next(iter(failure_reroute.FROM_INTACT.solves)).serves(permutation)
 
 
 def test_an_intact_fabric_without_a_claim_is_solved_when_the_failed_one_is_too_large(
@@ -415,7 +414,7 @@ def test_an_intact_fabric_without_a_symmetry_found_is_not_used(monkeypatch):
     monkeypatch.setattr(failure_reroute, "useful_symmetry", lambda of, traffic: None)
     monkeypatch.setattr(failure_reroute, "max_concurrent_flow", never)
     assert failure_reroute.from_recipe(failed, fo.all_to_all(failed)) is None
-    assert not failure_reroute._SOLVED_INTACT
+    assert not failure_reroute.FROM_INTACT.solves  # nothing solved, nothing kept
 
 
 def test_the_spread_is_steered_off_a_busy_path():
