@@ -103,7 +103,9 @@ from ..cost.tco import tco_metrics
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..flow.api import cheap_bracket, max_concurrent_flow
+from ..flow.bounds import structural_cut_lengths
 from ..flow.valiant import valiant_rate
+from ..graph_arrays import GraphArrays
 from ..routing import routed_flow
 from ..tiers import IN_SYSTEM_TIERS, SCALE_UP_TIERS, tier_of
 from ..traffic import all_to_all
@@ -180,9 +182,13 @@ def _summary(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
 def ecmp_bracket(fab: Fabric) -> tuple[float, float]:
     """Certified bracket ``(lower, upper)`` of the all-to-all Gb/s per GPU of ``fab`` without
     an LP: ``lower`` is what ECMP routing carries (:func:`~fabricopt.routed_flow`, exact for
-    that routing and a feasible flow, so below the optimum), ``upper`` the hop-length
-    distance bound and endpoint-link bound of :func:`~fabricopt.flow.api.cheap_bracket`
-    (infinite above :data:`CHEAP_BRACKET_PAIRS` pairs).
+    that routing and a feasible flow, so below the optimum), ``upper`` the least of the
+    hop-length distance bound and endpoint-link bound of
+    :func:`~fabricopt.flow.api.cheap_bracket` (infinite above :data:`CHEAP_BRACKET_PAIRS`
+    pairs) and the fabric's hierarchy cuts
+    (:func:`~fabricopt.flow.bounds.structural_cut_lengths`: a leaf with the servers under it,
+    a pod, a rail group; what a group sends out crosses its own links), which close a 3:1
+    Clos of 16,384 GPUs at its leaf uplinks.
 
     >>> import fabricopt as fo
     >>> [round(x, 6) for x in ecmp_bracket(fo.leaf_spine(leaves=2, spines=2,
@@ -194,6 +200,8 @@ def ecmp_bracket(fab: Fabric) -> tuple[float, float]:
     routed = routed_flow(fab, traffic, routing="ecmp")
     upper = (cheap_bracket(fab, traffic).upper * (n - 1) if n * (n - 1) <= CHEAP_BRACKET_PAIRS
              else math.inf)
+    cut, _ = structural_cut_lengths(fab, traffic, GraphArrays.from_fabric(fab))
+    upper = min(upper, cut * (n - 1))
     lower = routed.theta * (n - 1) if routed.status == "exact" else 0.0
     return lower, max(upper, lower)
 

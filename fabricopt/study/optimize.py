@@ -32,8 +32,9 @@ A candidate whose plan has no symmetry (unequal leaves or bundles) with more GPU
 flow LP handles (:data:`~fabricopt.study.search.ASYMMETRIC_GPUS_LIMIT`) is decided by a
 certified bracket of its all-to-all rate, without an LP
 (:func:`~fabricopt.study.metrics.ecmp_bracket`): ECMP routing's exact throughput is a
-feasible flow, so a lower bound, and the least of the plan's bound, the distance bound and
-the endpoint-link bound is an upper one. Its row says ``all_to_all_method = "ecmp bound"`` and
+feasible flow, so a lower bound, and the least of the plan's bound, the distance bound,
+the endpoint-link bound and the fabric's hierarchy cuts (a leaf with its servers, a pod) is
+an upper one. Its row says ``all_to_all_method = "ecmp bound"`` and
 holds both ends; ``all_to_all_gbps_per_gpu >= X`` is met when the lower end reaches ``X``,
 missed when the upper end is below it, and undecided otherwise. On the front a bracketed
 candidate counts its certified lower end.

@@ -347,7 +347,8 @@ class DesignSearch:
         if target is None or lower >= target * (1 - TOL) or upper < target * (1 - TOL):
             return ""
         return (f"undecided: the all-to-all bracket [{lower:,.1f}, {upper:,.1f}] Gb/s per GPU "
-                f"(ECMP lower bound, distance bound) holds the target {target:g}; the flow LP "
+                f"(ECMP lower bound; distance and hierarchy-cut bounds) holds the target "
+                f"{target:g}; the flow LP "
                 "is too large to close it (no symmetry in the plan)")
 
     def _try_failure(self, topology: str, c: Candidate, row: dict[str, Any]
