@@ -12,7 +12,7 @@ from scipy.sparse.csgraph import connected_components
 
 from ..errors import InvalidFabricError
 from ..fabric import Fabric
-from ..graph_arrays import GraphArrays
+from ..graph_arrays import FabricShape
 
 __all__ = ["SYSTEMS_BY_GPU_MODEL", "SYSTEMS_BY_SCALE_UP", "server_system"]
 
@@ -52,11 +52,11 @@ def _system_by_chips(fab: Fabric) -> str | None:
     if not is_chip.any():
         return None
     try:
-        ga = GraphArrays.from_fabric(fab)  # shared with the row's other metrics
+        shape = FabricShape.of(fab)  # shared with the row's other metrics
     except InvalidFabricError:  # (a self-loop, say): the walk below does without the arrays
-        ga = None
-    if ga is not None:
-        return _system_on_arrays(fab, ga, is_chip, models)
+        shape = None
+    if shape is not None:
+        return _system_on_arrays(shape, is_chip, models)
     chips = [v for v, chip in zip(g.nodes, is_chip, strict=True) if chip]
     endpoints = set(fab.endpoints)
     # Scale-up domains: components of the chips and the endpoints wired to them (arcs read
@@ -79,18 +79,14 @@ def _system_by_chips(fab: Fabric) -> str | None:
     return SYSTEMS_BY_SCALE_UP.get((chip_models.pop(), sizes.pop()))
 
 
-def _system_on_arrays(fab: Fabric, ga: GraphArrays, is_chip: np.ndarray,
-                      models: list[Any]) -> str | None:
-    """:func:`server_system` on the fabric's arrays: the same domains (components of the
-    arcs between a chip and a chip or an endpoint), found without a walk per chip."""
-    is_ep = np.zeros(ga.n_nodes, dtype=bool)
-    is_ep[[ga.index[e] for e in fab.endpoints]] = True
-    near = is_chip | is_ep
-    arcs = (is_chip[ga.tail] & near[ga.head]) | (is_chip[ga.head] & near[ga.tail])
-    n = ga.n_nodes
-    adjacency = sp.coo_matrix((np.ones(int(arcs.sum())), (ga.tail[arcs], ga.head[arcs])),
-                              shape=(n, n))
-    _, label = connected_components(adjacency, directed=True, connection="weak")
+def _system_on_arrays(shape: FabricShape, is_chip: np.ndarray, models: list[Any]
+                      ) -> str | None:
+    """:func:`server_system` on the fabric's arrays: the scale-up domains that hold a chip
+    (:class:`~fabricopt.graph_arrays.FabricShape`), found without a walk per chip."""
+    n = shape.arrays.n_nodes
+    is_ep = np.zeros(n, dtype=bool)
+    is_ep[shape.endpoint_index] = True
+    label = shape.domain
     with_chip = np.unique(label[is_chip])
     sizes = set(np.bincount(label, weights=is_ep, minlength=n)[with_chip].astype(int).tolist())
     chip_models = {m for m, chip in zip(models, is_chip, strict=True) if chip}

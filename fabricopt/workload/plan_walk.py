@@ -36,17 +36,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
-from ..graph_arrays import GraphArrays
-from ..tiers import is_scale_up_arc
+from ..graph_arrays import FabricShape
 from .communication import Transfer, step_transfers
 from .compute import compute_times
 from .hardware import GpuFigures, gpu_figures
 from .memory import memory_per_gpu
 from .models import ModelConfig
 from .overlap import schedule
-from .placement import scale_up_domains
 from .plan import DIMENSIONS, RECOMPUTE, TrainingJob
 from .step import TrainingStep, training_step
 
@@ -98,7 +98,8 @@ def domain_size(fab: Fabric) -> int:
     >>> domain_size(fo.superpod(1)), domain_size(fo.fat_tree(4))
     (8, 1)
     """
-    labels = scale_up_domains(fab, GraphArrays.from_fabric(fab), fab.endpoints)
+    shape = FabricShape.of(fab)
+    labels = shape.domain[shape.endpoint_index]
     return math.gcd(*Counter(labels.tolist()).values())
 
 
@@ -122,24 +123,16 @@ class LinkCuts:
 
     @classmethod
     def of(cls, fab: Fabric) -> LinkCuts:
-        g = fab.graph
-        least = min(min(sum(d["capacity"] for _, _, d in g.out_edges(v, data=True)),
-                        sum(d["capacity"] for _, _, d in g.in_edges(v, data=True)))
-                    for v in fab.endpoints)
-        domain, todo = {fab.endpoints[0]}, [fab.endpoints[0]]
-        while todo:  # the first GPU's scale-up domain: GPUs and switches joined by NVLink
-            u = todo.pop()
-            for a, b, d in (*g.out_edges(u, data=True), *g.in_edges(u, data=True)):
-                w = b if a == u else a
-                if w not in domain and is_scale_up_arc(d):
-                    domain.add(w)
-                    todo.append(w)
-        out = sum(d["capacity"] for u in domain for _, w, d in g.out_edges(u, data=True)
-                  if w not in domain)
-        into = sum(d["capacity"] for u in domain for w, _, d in g.in_edges(u, data=True)
-                   if w not in domain)
-        ranks = tuple(r for r, v in enumerate(fab.endpoints) if v in domain)
-        return cls(least * 1e9 / 8, ranks, out * 1e9 / 8, into * 1e9 / 8)
+        shape = FabricShape.of(fab)
+        ga, eps = shape.arrays, shape.endpoint_index
+        least = min(np.bincount(ga.tail, ga.capacity, ga.n_nodes)[eps].min(),
+                    np.bincount(ga.head, ga.capacity, ga.n_nodes)[eps].min())
+        # The first GPU's scale-up domain: GPUs and switches joined by NVLink.
+        inside = shape.domain == shape.domain[eps[0]]
+        out = ga.capacity[inside[ga.tail] & ~inside[ga.head]].sum()
+        into = ga.capacity[~inside[ga.tail] & inside[ga.head]].sum()
+        ranks = tuple(np.flatnonzero(inside[eps]).tolist())
+        return cls(float(least) * 1e9 / 8, ranks, float(out) * 1e9 / 8, float(into) * 1e9 / 8)
 
     def seconds(self, job: TrainingJob, t: Transfer) -> float:
         """The least time of transfer ``t``'s messages: through one GPU's links, and through
