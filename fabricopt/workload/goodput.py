@@ -89,8 +89,10 @@ class Goodput:
     ``goodput`` the expected tokens per day over what the intact job would train in a day
     (degraded stretches counted); ``tokens_per_day_upper`` the same figures with the step's
     certified lower bound in place of the expected step: no faster under these failures.
-    ``components`` holds one row per component kind: units, failures, interruptions and
-    hours degraded per day, and the figure's source.
+    ``degraded_h_per_day`` adds up the hours each failure that leaves the job running keeps
+    it degraded (or short of replicas) until its repair: stretches that overlap count apart,
+    so it can pass 24 on a large job. ``components`` holds one row per component kind: units,
+    failures, interruptions and such hours per day, and the figure's source.
     """
 
     fabric: str
@@ -126,8 +128,9 @@ class Goodput:
                  f"  per interruption  {self.lost_per_interruption_s:.0f} s lost on average "
                  f"(detection {self.detection_s:.0f}, restart {self.restart_s:.0f}, lost work "
                  f"{self.lost_work_s:.0f}, and waits for repairs)",
-                 f"  degraded       {self.degraded_h_per_day:.3g} h per day, "
-                 f"{100 * self.degraded_share:.2f} % of throughput lost to it",
+                 f"  degraded       {self.degraded_h_per_day:.3g} failure-hours per day "
+                 f"(overlapping stretches counted apart), {100 * self.degraded_share:.2f} % of "
+                 "throughput lost to them",
                  f"  ETTR           {100 * self.ettr:.1f} %",
                  f"  tokens/day     {self.tokens_per_day:.4g} expected (goodput "
                  f"{100 * self.goodput:.1f} %), <= {self.tokens_per_day_upper:.4g} certified "
