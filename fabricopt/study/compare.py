@@ -41,6 +41,7 @@ from ..fabric import Fabric
 from ..io.design_files import design_points, load_design
 from ..workload.plan import TrainingJob
 from ..workload.plan_search import PlanSearch, job_or_search
+from ..workload.serving_capacity import serving_workload
 from .execution import Progress, check_executor, check_progress, limit_threads, run
 from .metrics import DEFAULT_METRICS, METRICS, MetricContext, compute_metrics
 from .table import CSV_FILE, ROWS_FILE, Comparison, RowStore
@@ -84,6 +85,7 @@ class _Job:
     routing_trials: int = 20
     routing_seed: int = 0
     training_job: Any = None
+    serving: Any = None
 
 
 def build_design(task: DesignTask) -> Fabric:
@@ -130,7 +132,8 @@ def _evaluate(job: _Job) -> dict[str, Any]:
                 row["family"] = fab.design.get("family", "")
                 ctx = MetricContext(message_bytes=job.message_bytes,
                                     routing_trials=job.routing_trials,
-                                    routing_seed=job.routing_seed, job=job.training_job)
+                                    routing_seed=job.routing_seed, job=job.training_job,
+                                    serving=job.serving)
                 compute_metrics(fab, job.metrics, ctx, row)
             row["error"] = ""
         except Exception as exc:  # noqa: BLE001 - a failing design is a row, the batch goes on
@@ -310,7 +313,7 @@ def compare(designs: Any, *, metrics: Sequence[MetricSpec] | None = None,
             executor: cf.Executor | None = None, progress: bool | None = None,
             out_dir: str | os.PathLike[str] | None = None,
             message_bytes: float | str = 2**30, routing_trials: int = 20,
-            routing_seed: int = 0, job: Any = None) -> Comparison:
+            routing_seed: int = 0, job: Any = None, serving: Any = None) -> Comparison:
     """Evaluate designs side by side: one row of metrics per fabric.
 
     Parameters
@@ -351,6 +354,9 @@ def compare(designs: Any, *, metrics: Sequence[MetricSpec] | None = None,
         ``[job]`` table serves when none is given). A :class:`~fabricopt.PlanSearch` (or a
         table with ``plan = "best"``) runs :func:`~fabricopt.best_plan` on each design, so
         each is judged by its own best plan (``training_plan`` names it).
+    serving : mapping, optional
+        The workload of the ``"serving"`` metric, for every design: ``model``, ``ttft_s``,
+        ``tpot_s`` and any other keyword of :func:`~fabricopt.serving_capacity`.
 
     Returns
     -------
@@ -416,13 +422,18 @@ def compare(designs: Any, *, metrics: Sequence[MetricSpec] | None = None,
                        "line: --job FILE, or --model NAME with --tp, --pp...), unless every "
                        "design file has a [job] table; these designs have none: "
                        + ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else ""), None)
+    if serving is not None:  # checked before any work; the metric reads it on each design
+        serving_workload(serving, f"{func}(): serving")
+        serving = dict(serving)
     jobs: dict[str, _Job] = {}
     routing = (routing_trials, routing_seed) if "routing" in chosen else None
     for task in tasks:
         key = _task_key(task, chosen, message_bytes, routing,
                         job if "training" in chosen else None)
+        if serving is not None and "serving" in chosen:
+            key += "-" + hashlib.sha1(repr(sorted(serving.items())).encode()).hexdigest()[:8]
         jobs.setdefault(key, _Job(task, chosen, message_bytes, key, executor is not None,
-                                  routing_trials, routing_seed, job))
+                                  routing_trials, routing_seed, job, serving))
     swept = [k for job in jobs.values() for k in job.task.point]
     store = RowStore(out_dir, swept) if out_dir is not None else None
     results: dict[str, dict[str, Any]] = {}

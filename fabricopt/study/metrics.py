@@ -79,6 +79,15 @@ The ``goodput`` metric (asked for by name) puts the same job under failures
 step's certified lower bound) and ``usd_per_million_tokens_with_downtime``, the training
 cost per million tokens over the goodput.
 
+The ``serving`` metric (asked for by name) serves a model on the fabric within latency
+targets (:func:`~fabricopt.serving_capacity`, ``docs/serving.md``): the context's ``serving``
+workload (``compare(serving=...)``: ``model``, ``ttft_s``, ``tpot_s``, optionally
+``percentile``, ``prompt_len``, ``output_len``, ``precision``, ``plan``...).
+``serving_rate`` is the highest request rate within the targets (simulated, an estimate),
+``serving_ttft_p99_s`` and ``serving_tpot_p99_s`` the latencies there (at the workload's
+percentile), ``serving_tokens_per_s`` the output tokens, ``serving_usd_per_million_tokens``
+their cost, ``serving_plan`` the plan.
+
 The ``routing`` metric (asked for by name) adds ``routing_<policy>_theta`` and
 ``routing_<policy>_efficiency`` for ECMP, WCMP and static tables, and the median and 5th
 percentile of ``routing_trials`` draws of per-flow hashing.
@@ -113,6 +122,7 @@ from ..workload.goodput import training_goodput
 from ..workload.metrics import training_metrics
 from ..workload.plan import TrainingJob
 from ..workload.plan_search import PlanSearch, job_or_search, plan_label, search_metrics
+from ..workload.serving_capacity import serving_capacity, serving_workload
 
 __all__ = ["CONSTRAINTS", "DEFAULT_METRICS", "METRICS", "Metric", "MetricContext",
            "compute_metrics", "delivered_cost", "ecmp_bracket", "plain", "server_system"]
@@ -151,6 +161,7 @@ class MetricContext:
     all_to_all_method: str = "flow"
     policy: Any = None
     job: Any = None
+    serving: Any = None
     shared: dict[str, Any] = field(default_factory=dict)
 
     def flow(self, fab: Fabric) -> Any:
@@ -376,6 +387,19 @@ def _goodput(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
                 usd / g.goodput if usd is not None and g.goodput > 0 else None}
 
 
+def _serving(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
+    if ctx.serving is None:
+        raise InvalidParameterError(
+            f"the serving metric needs a workload for {fab.name}: compare(serving={{'model': "
+            "..., 'ttft_s': ..., 'tpot_s': ...}) (or optimize(serving=...))")
+    c = serving_capacity(fab, **serving_workload(ctx.serving, "serving"))
+    return {"serving_rate": c.rate, "serving_ttft_p99_s": c.ttft_p99_s,
+            "serving_tpot_p99_s": c.tpot_p99_s, "serving_tokens_per_s": c.tokens_per_s,
+            "serving_usd_per_million_tokens":
+                c.usd_per_million_tokens if c.rate > 0 else None,
+            "serving_plan": c.plan.describe() if c.plan is not None else ""}
+
+
 def _failures(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
     columns = ("n1_switch_worst_gbps_per_gpu", "n1_switch_worst_gbps_per_gpu_upper",
                "failure_p5_gbps_per_gpu", "failure_mean_gbps_per_gpu")
@@ -415,6 +439,8 @@ METRICS: dict[str, Metric] = {m.name: m for m in (
     Metric("failures", _failures, "all-to-all with any single switch failed (N-1), certified"),
     Metric("tco", _tco, "total cost of ownership: energy, upkeep, optics replacements"),
     Metric("training", _training, "a training job: step time, tokens/s, MFU, cost per token"),
+    Metric("serving", _serving, "a model served within latency targets: requests/s, p99 "
+           "latencies, plan, cost per token"),
     Metric("goodput", _goodput, "a training job under failures: ETTR, tokens per day, cost "
            "per token with the downtime"),
 )}
@@ -436,6 +462,11 @@ CONSTRAINTS: dict[str, tuple[str, str, str]] = {
     # lower bound): the constraint reads the expected figure, never the cap.
     "training_tokens_per_s": ("training", "training_tokens_per_s", "at least"),
     "n1_switch_worst_gbps_per_gpu": ("failures", "n1_switch_worst_gbps_per_gpu", "at least"),
+    # Simulated, like the training figures expected: the rate within the latency targets,
+    # and the targets themselves (the percentile of TTFT and TPOT where the rate is found).
+    "serving_rate": ("serving", "serving_rate", "at least"),
+    "serving_ttft_s": ("serving", "serving_ttft_p99_s", "at most"),
+    "serving_tpot_s": ("serving", "serving_tpot_p99_s", "at most"),
     # Expected, like the training throughput: a floor on the share of a day's training kept.
     "goodput": ("goodput", "goodput", "at least"),
 }

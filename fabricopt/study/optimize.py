@@ -55,6 +55,7 @@ from .._toml import dumps_toml
 from ..errors import DesignFileError
 from ..workload.plan import TrainingJob
 from ..workload.plan_search import PlanSearch, job_or_search
+from ..workload.serving_capacity import serving_workload
 from .candidates import DEFAULT_SPACE, Candidate
 from .execution import check_executor, check_progress
 from .metrics import CONSTRAINTS
@@ -66,7 +67,8 @@ __all__ = ["ALL_CONSTRAINTS", "DEFAULT_SPACE", "OptimizeResult", "objective_text
 #: failure trial's.
 ALL_CONSTRAINTS = (*CONSTRAINTS, *FAILURE_KEYS)
 #: What the best design may minimise.
-OBJECTIVES = ("capex_usd", "power_w", "training_usd_per_million_tokens",
+OBJECTIVES = ("capex_usd", "power_w", "serving_usd_per_million_tokens",
+              "training_usd_per_million_tokens",
               "usd_per_million_tokens_with_downtime")
 #: The figures that need a training job.
 NEEDS_JOB = ("training_tokens_per_s", "training_usd_per_million_tokens", "goodput",
@@ -91,6 +93,9 @@ def objective_text(row: Mapping[str, Any], objective: str, gpus: int) -> str:
         extra = ", ".join(t for t in (f"{tokens:,.0f} tokens/s" if tokens else "",
                                       f"plan {plan}" if plan else "") if t)
         return f"${value:.4g} per million tokens" + (f" ({extra})" if extra else "")
+    if objective == "serving_usd_per_million_tokens":
+        return (f"${value:.4g} per million output tokens ({row.get('serving_rate') or 0:,.4g} "
+                f"requests/s within the targets, plan {row.get('serving_plan')})")
     if objective == "usd_per_million_tokens_with_downtime":
         return (f"${value:.4g} per million tokens with the expected downtime (goodput "
                 f"{row.get('goodput') or 0:.1%})")
@@ -280,11 +285,36 @@ def _checked_rows(func: str, rows: Any) -> list[Mapping[str, Any]]:
     return rows
 
 
+def _serving_spec(func: str, serving: Any, objective: str,
+                  constraints: dict[str, float]) -> dict[str, Any] | None:
+    """The serving workload the candidates are served (latency targets from the
+    constraints), checked before the search; None without one."""
+    wants = objective == "serving_usd_per_million_tokens" or any(
+        k.startswith("serving_") for k in constraints)
+    if serving is None:
+        if wants:
+            raise fail(func, "serving", "a serving workload (model, prompt_len, output_len, "
+                       "...): the objective or a constraint is a serving figure", None)
+        return None
+    if not isinstance(serving, Mapping):
+        raise fail(func, "serving", "a mapping of serving_capacity's keywords", serving)
+    missing = [k for k in ("serving_ttft_s", "serving_tpot_s") if k not in constraints]
+    if missing:
+        raise fail(func, "constraints", "serving_ttft_s and serving_tpot_s (the latency "
+                   f"targets, seconds) with a serving workload; missing {', '.join(missing)}",
+                   constraints)
+    spec = {**serving, "ttft_s": constraints["serving_ttft_s"],
+            "tpot_s": constraints["serving_tpot_s"]}
+    serving_workload(spec, f"{func}(): serving")
+    return spec
+
+
 def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
              constraints: Mapping[str, float] | None = None, objective: str = "capex_usd",
              executor: Any = None, progress: bool | Callable[[int, int], Any] | None = None,
              time_limit: float | None = None, prune: bool = True,
-             full_front: bool = False, job: Any = None) -> OptimizeResult:
+             full_front: bool = False, job: Any = None,
+             serving: Mapping[str, Any] | None = None) -> OptimizeResult:
     """Search a design space for the best cluster meeting the constraints.
 
     Parameters
@@ -334,6 +364,13 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
         or minimised. A :class:`~fabricopt.PlanSearch` (or a table with ``plan = "best"``)
         finds each candidate's own best plan (:func:`~fabricopt.best_plan`) and reads its
         figures; ``training_plan`` names it.
+    serving : mapping, optional
+        A serving workload (``model``, and any of ``prompt_len``, ``output_len``,
+        ``precision``, ``percentile``, ``plan``... of :func:`~fabricopt.serving_capacity`)
+        served on every evaluated candidate at the latency targets of the constraints
+        ``serving_ttft_s`` and ``serving_tpot_s`` (seconds, both needed): its ``serving_*``
+        figures join the rows; ``serving_rate`` may be constrained (at least) and
+        ``serving_usd_per_million_tokens`` minimised.
     full_front : bool
         With the capex objective, the front is reported up to the best design's capex by
         default, and a candidate whose capex bound exceeds a feasible design's capex is not
@@ -401,8 +438,9 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
                    "figure)", None)
     if isinstance(job, TrainingJob):
         job.with_gpus(gpus, func)  # the plan must divide the GPUs: refused before the search
+    serving = _serving_spec(func, serving, objective, constraints)
     search = DesignSearch(gpus, space or {}, constraints, objective, executor, progress,
-                          time_limit, prune, full_front, job)
+                          time_limit, prune, full_front, job, serving)
     search.enumerate()
     if not search.candidates:
         raise fail(func, "space", f"a space with candidates for {gpus} GPUs (whole scale-up "

@@ -57,6 +57,7 @@ class GroupTask:
     ecmp_bound: bool = False
     capex_ceiling: float | None = None
     job: Any = None
+    serving: Any = None
 
 
 def evaluate_group(task: GroupTask) -> list[dict[str, Any]]:
@@ -80,7 +81,7 @@ def evaluate_group(task: GroupTask) -> list[dict[str, Any]]:
                 and min(r["capex_usd"] for r in rows) > task.capex_ceiling * (1 + TOL)):
             shared = {"priced_out": True}
         else:
-            ctx = MetricContext(time_limit=task.time_limit, job=task.job,
+            ctx = MetricContext(time_limit=task.time_limit, job=task.job, serving=task.serving,
                                 all_to_all_method="ecmp bracket" if task.ecmp_bound else "flow")
             names = ["all_to_all"] + sorted({CONSTRAINTS[k][0] for k, _ in task.constraints
                                              if k in CONSTRAINTS} - {"all_to_all", "cost"})
@@ -152,11 +153,11 @@ class DesignSearch:
                  objective: str, executor: cf.Executor | None,
                  progress: bool | Callable[[int, int], Any] | None,
                  time_limit: float | None, prune: bool, full_front: bool,
-                 job: Any = None) -> None:
+                 job: Any = None, serving: Any = None) -> None:
         self.gpus, self.space, self.constraints = gpus, space, constraints
         self.objective, self.executor, self.progress = objective, executor, progress
         self.time_limit, self.prune, self.full_front = time_limit, prune, full_front
-        self.job = job
+        self.job, self.serving = job, serving
         self.start = time.perf_counter()
         self.candidates: list[Candidate] = []
         self.rows: list[dict[str, Any]] = []
@@ -247,7 +248,8 @@ class DesignSearch:
                 return None
             task = GroupTask(tuple(c for _, c, _ in keep), tuple(self.constraints.items()),
                              self.time_limit, self.executor is not None,
-                             topology in self.bracketed, self._ceiling(), self.job)
+                             topology in self.bracketed, self._ceiling(), self.job,
+                             self.serving)
             kept[id(task)] = (topology, keep)
             return task
 

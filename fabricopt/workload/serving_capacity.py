@@ -1,5 +1,5 @@
 r"""How many requests per second a fabric serves within latency targets, on which plan, at
-what cost per token (``docs/serving.md#capacity``).
+what cost per token (``docs/serving.md#capacity-within-targets``).
 
 Three layers, the first analytic, the second simulated:
 
@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
-from .._checks import as_rng, check_choice, check_int, check_positive
+from .._checks import as_rng, check_choice, check_int, check_positive, did_you_mean
 from ..catalog import Catalog
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_fabric
@@ -652,5 +654,40 @@ def serving_capacity(fab: Fabric, model_name: str | ModelConfig, *, ttft_s: floa
                            notes + list(cost.notes))
 
 
-__all__ = ["PERCENTILES", "ServingCapacity", "ServingLoad", "Throughput", "balance",
-           "serving_capacity", "simulate_serving", "throughput"]
+#: What a serving workload (a design file's ``[serving]`` table, ``compare(serving=...)``,
+#: ``optimize(serving=...)``) may give: :func:`serving_capacity`'s keywords.
+WORKLOAD_KEYS = ("model", "ttft_s", "tpot_s", "percentile", "prompt_len", "output_len",
+                 "precision", "lengths", "requests", "seed", "gpu", "plan")
+
+
+def serving_workload(value: Any, where: str) -> dict[str, Any]:
+    """The keywords of :func:`serving_capacity` a serving workload table gives (``model``,
+    ``ttft_s`` and ``tpot_s`` required; ``plan`` a table of :class:`ServingPlan` keys),
+    checked by name; ``where`` says where the table came from in messages.
+
+    >>> serving_workload({"model": "llama3-70b", "ttft_s": 0.5, "tpot_s": 0.05}, "[serving]")
+    {'model_name': 'llama3-70b', 'ttft_s': 0.5, 'tpot_s': 0.05}
+    """
+    if not isinstance(value, Mapping):
+        raise InvalidParameterError(f"{where}: a serving workload is a table of "
+                                    f"{', '.join(WORKLOAD_KEYS)}, got {value!r}")
+    unknown = [k for k in value if k not in WORKLOAD_KEYS]
+    if unknown:
+        raise InvalidParameterError(f"{where}: unknown key {unknown[0]!r}"
+                                    f"{did_you_mean(str(unknown[0]), WORKLOAD_KEYS)}; keys: "
+                                    f"{', '.join(WORKLOAD_KEYS)}")
+    missing = [k for k in ("model", "ttft_s", "tpot_s") if k not in value]
+    if missing:
+        raise InvalidParameterError(f"{where}: a serving workload needs {', '.join(missing)} "
+                                    "(the model and the latency targets, seconds)")
+    out = {("model_name" if k == "model" else k): v for k, v in value.items()}
+    if isinstance(out.get("plan"), Mapping):
+        try:
+            out["plan"] = ServingPlan(**out["plan"])
+        except TypeError as exc:
+            raise InvalidParameterError(f"{where}: plan: {exc}") from None
+    return out
+
+
+__all__ = ["PERCENTILES", "WORKLOAD_KEYS", "ServingCapacity", "ServingLoad", "Throughput",
+           "balance", "serving_capacity", "serving_workload", "simulate_serving", "throughput"]

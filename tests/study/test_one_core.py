@@ -29,7 +29,10 @@ def test_compare_and_optimize_give_the_same_figures_under_the_same_names():
 
 def test_every_constraint_reads_a_column_its_metric_computes():
     fab = fo.dgx_h100()
-    ctx = MetricContext(job=fo.TrainingJob("llama3-8b", tp=8, global_batch=8, seq_len=4096))
+    ctx = MetricContext(job=fo.TrainingJob("llama3-8b", tp=8, global_batch=8, seq_len=4096),
+                        serving={"model": "llama3-8b", "ttft_s": 0.5, "tpot_s": 0.05,
+                                 "prompt_len": 128, "output_len": 8, "requests": 100,
+                                 "plan": {"tp": 8, "batch": 8}})
     for key, (metric, column, sense) in CONSTRAINTS.items():
         assert metric in METRICS and sense in ("at least", "at most")
         assert column in compute_metrics(fab, [metric], ctx), key

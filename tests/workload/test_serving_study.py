@@ -1,0 +1,54 @@
+"""Serving in the studies: the ``serving`` metric of compare and the optimizer's serving
+objective with latency targets as constraints."""
+
+from __future__ import annotations
+
+import pytest
+
+import fabricopt as fo
+from fabricopt.errors import InvalidParameterError
+
+#: A small workload: Llama 3 8B in FP8 on one fixed plan, short requests (a few seconds).
+WORKLOAD = {"model": "llama3-8b", "ttft_s": 0.5, "tpot_s": 0.05, "prompt_len": 256,
+            "output_len": 16, "precision": "fp8", "requests": 200,
+            "plan": {"tp": 8, "batch": 16, "precision": "fp8"}}
+
+
+def test_compare_serves_the_workload_on_every_design():
+    row = fo.compare([fo.dgx_h100()], metrics=["serving"], serving=WORKLOAD).to_records()[0]
+    assert row["serving_rate"] > 0
+    assert row["serving_ttft_p99_s"] <= 0.5 and row["serving_tpot_p99_s"] <= 0.05
+    assert row["serving_plan"].startswith("tp=8, batch=16")
+    # Without a workload the metric's row says what it needs (the batch goes on).
+    bare = fo.compare([fo.dgx_h100()], metrics=["serving"]).to_records()[0]
+    assert "needs a workload" in bare["error"]
+
+
+def test_a_serving_workload_is_checked_before_any_work():
+    with pytest.raises(InvalidParameterError, match=r"compare\(\): serving: .*needs tpot_s"):
+        fo.compare([fo.dgx_h100()], metrics=["serving"],
+                   serving={"model": "llama3-8b", "ttft_s": 0.5})
+    with pytest.raises(InvalidParameterError, match=r"unknown key 'ttft' \(did you mean"):
+        fo.compare([fo.dgx_h100()], metrics=["serving"],
+                   serving={**WORKLOAD, "ttft": 1.0})
+    with pytest.raises(InvalidParameterError, match=r"optimize\(\): constraints .*serving_tpot_s"):
+        fo.optimize(16, objective="serving_usd_per_million_tokens",
+                    constraints={"serving_ttft_s": 0.5}, serving=WORKLOAD)
+    with pytest.raises(InvalidParameterError, match=r"optimize\(\): serving"):
+        fo.optimize(16, objective="serving_usd_per_million_tokens",
+                    constraints={"serving_ttft_s": 0.5, "serving_tpot_s": 0.05})
+
+
+@pytest.mark.slow
+def test_optimize_minimises_the_cost_per_token_within_the_latency_targets():
+    workload = {k: v for k, v in WORKLOAD.items() if k not in ("ttft_s", "tpot_s")}
+    res = fo.optimize(16, space={"family": ["rail_optimized"], "scale_up": ["dgx_h100"],
+                                 "leaf_radix": [16], "oversubscription": [1.0, 2.0]},
+                      constraints={"serving_ttft_s": 0.5, "serving_tpot_s": 0.05},
+                      objective="serving_usd_per_million_tokens", serving=workload)
+    evaluated = [r for r in res.rows if r.get("serving_usd_per_million_tokens")]
+    assert res.best is not None and len(evaluated) == 2
+    # the best is the cheapest per token of those meeting the targets
+    assert res.best["serving_usd_per_million_tokens"] == min(
+        r["serving_usd_per_million_tokens"] for r in evaluated if r["meets"])
+    assert res.best["serving_tpot_p99_s"] <= 0.05
