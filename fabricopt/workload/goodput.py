@@ -37,7 +37,7 @@ from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_fabric
 from .job_failures import JobFailureTable, job_failures
 from .plan import TrainingJob
-from .reliability import FailureRates, unit_counts
+from .reliability import FailureRates
 
 #: Which job failure kind one failed unit of each component kind is (software stops the job
 #: wherever it runs, and takes no unit out of service).
@@ -91,8 +91,9 @@ class Goodput:
     certified lower bound in place of the expected step: no faster under these failures.
     ``degraded_h_per_day`` adds up the hours each failure that leaves the job running keeps
     it degraded (or short of replicas) until its repair: stretches that overlap count apart,
-    so it can pass 24 on a large job. ``components`` holds one row per component kind: units,
-    failures, interruptions and such hours per day, and the figure's source.
+    so it can pass 24 on a large job. ``components`` holds one row per component kind: units
+    (None for a kind at rate 0, not asked about), failures, interruptions and such hours per
+    day, and the figure's source.
     """
 
     fabric: str
@@ -138,7 +139,8 @@ class Goodput:
                  f"  {'component':<14}{'units':>9}{'fail/day':>10}{'interrupt/day':>15}"
                  f"{'degraded h/day':>16}"]
         for c in self.components:
-            lines.append(f"  {c['component']:<14}{c['units']:>9,}{c['failures_per_day']:>10.3g}"
+            units = "-" if c["units"] is None else f"{c['units']:,}"
+            lines.append(f"  {c['component']:<14}{units:>9}{c['failures_per_day']:>10.3g}"
                          f"{c['interruptions_per_day']:>15.3g}{c['degraded_h_per_day']:>16.3g}")
         return "\n".join(lines)
 
@@ -245,7 +247,6 @@ def training_goodput(fab: Fabric, job: TrainingJob, *, failure_model: FailureRat
     degraded_loss_upper = 0.0
     components = []
     ceiling = failures.job.tokens_per_step / failures.intact_step_s_lower
-    counts = unit_counts(fab)  # units of the kinds the table was not asked about (rate 0)
     for r in rates:
         kind = FAILURE_KIND[r.kind]
         per_unit = r.per_second
@@ -257,8 +258,8 @@ def training_goodput(fab: Fabric, job: TrainingJob, *, failure_model: FailureRat
         else:
             rows = [row for row in failures.rows if row.kind == kind]
             scale = 2 if r.kind == "transceiver" else 1  # one module at each end of a link
-            units = scale * (sum(row.multiplicity for row in rows) if rows else
-                             counts["network link" if scale == 2 else r.per])
+            # A kind at rate 0 was not asked about: its units are not counted (None).
+            units = scale * sum(row.multiplicity for row in rows) if rows else None
             i_rate = d_rate = 0.0
             for row in rows:
                 mu = scale * row.multiplicity * per_unit
@@ -273,7 +274,7 @@ def training_goodput(fab: Fabric, job: TrainingJob, *, failure_model: FailureRat
                     degraded_loss_upper += mu * repair * (1 - row.tokens_per_s_upper / ceiling)
             interrupt_rate += i_rate
         components.append({"component": r.kind, "per": r.per, "units": units,
-                           "failures_per_day": units * per_unit * DAY_S,
+                           "failures_per_day": (units or 0) * per_unit * DAY_S,
                            "interruptions_per_day": i_rate * DAY_S,
                            "degraded_h_per_day": d_rate * repair * DAY_S / 3600.0,
                            "failures_per_year": r.failures_per_year, "repair_h": r.repair_h,

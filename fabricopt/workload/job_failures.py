@@ -35,7 +35,7 @@ from ..analysis.single_failures import single_failures as _fabric_single_failure
 from ..catalog import Catalog
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_fabric
-from ..tiers import is_scale_up_arc
+from ..tiers import is_scale_up
 from .placement import place_ranks
 from .plan import TrainingJob
 from .reliability import server_of
@@ -174,6 +174,19 @@ class JobFailureTable:
         return "\n".join(lines)
 
 
+_SCALE_UP: dict[tuple[Any, Any], bool] = {}
+
+
+def _up(arc: dict[str, Any]) -> bool:
+    """Whether an arc is scale-up, asked once per (tier, tech) pair (a 16K fabric has half
+    a million arcs and a handful of pairs)."""
+    key = (arc.get("tier"), arc.get("tech"))
+    found = _SCALE_UP.get(key)
+    if found is None:
+        found = _SCALE_UP[key] = is_scale_up(*key)
+    return found
+
+
 @dataclass(frozen=True)
 class _Unit:
     """One single failure: its label, member, weight, the pattern it removes from the fabric
@@ -198,7 +211,7 @@ class _Attachment:
             net, up = [], []
             for w in g.successors(e):
                 d = g[e][w]
-                if is_scale_up_arc(d):
+                if _up(d):
                     up.append((frozenset((e, w)), w))
                 elif g.nodes[w].get("role") == "nic":
                     # A NIC node: the GPU's ports are the NIC's links into the network.
@@ -247,7 +260,7 @@ def _bundles(fab: Fabric, scale_up: bool, tiers: frozenset[str] | None
     g = fab.graph
     out = []
     for u, v, d in g.edges(data=True):
-        if (repr(u) > repr(v) and g.has_edge(v, u)) or is_scale_up_arc(d) != scale_up:
+        if (repr(u) > repr(v) and g.has_edge(v, u)) or _up(d) != scale_up:
             continue
         tier = str(d.get("tier", "link"))
         if tiers is None or tier in tiers:
@@ -269,7 +282,7 @@ def _units(fab: Fabric, kind: str, tiers: frozenset[str] | None,
             if role != "switch":
                 continue
             arcs = list(g.out_edges(w, data=True))
-            up = any(is_scale_up_arc(d) for _, _, d in arcs)
+            up = any(_up(d) for _, _, d in arcs)
             if up != (kind == "nvswitches"):
                 continue
             if tiers is not None and not any(str(d.get("tier", "link")) in tiers
@@ -320,6 +333,22 @@ def _tier(fab: Fabric, pattern: Pattern | None) -> str | None:
     tiers |= {str(d.get("tier", "link")) for w in pattern.switches
               for _, _, d in g.out_edges(w, data=True)}
     return ", ".join(sorted(tiers)) or None
+
+
+class _LazyKeys:
+    """:class:`FailureSymmetry` made when a failure that leaves the job running asks for a
+    key (a table of GPUs, NICs and servers solves nothing and needs none)."""
+
+    def __init__(self, fab: Fabric, use_symmetry: bool) -> None:
+        self.fab, self.use_symmetry, self._keys = fab, use_symmetry, None
+        self.symmetry_note = "not needed: no failure leaves the job running"
+
+    def key(self, pattern: Pattern) -> Hashable:
+        if self._keys is None:
+            self._keys = FailureSymmetry(self.fab, use_symmetry=self.use_symmetry)
+        key = self._keys.key(pattern)
+        self.symmetry_note = self._keys.symmetry_note
+        return key
 
 
 class _JobView:
@@ -458,7 +487,7 @@ def job_failures(fab: Fabric, job: TrainingJob, kind: str | Sequence[str] = "all
     intact = training_step(fab, job, placement, catalog=catalog)
     view = _JobView(fab, job, placement, spares, intact)
     fills = placement is None and len(view.gpus) == len(fab.endpoints)
-    keys = FailureSymmetry(fab, use_symmetry=symmetry and fills)
+    keys = _LazyKeys(fab, symmetry and fills)
     attach = _Attachment(fab)
     table = JobFailureTable(fab.name, intact.job, kinds, intact.step_s, intact.step_s_lower,
                             intact.tokens_per_s, view.spares, "", order)
@@ -468,14 +497,16 @@ def job_failures(fab: Fabric, job: TrainingJob, kind: str | Sequence[str] = "all
             lost = unit.gpus | (attach.cut_off(unit.pattern) if unit.pattern else frozenset())
             outcome = view.outcome(lost)
             running = outcome[0] == "unaffected" and unit.pattern is not None
-            key = ((keys.key(unit.pattern) if running else None), outcome[:4])
+            # Unsolved (solve=False), every failure that leaves the job running keeps the
+            # intact step: one row per kind and outcome says it, no orbit keys needed.
+            key = ((keys.key(unit.pattern) if running and solve else None), outcome[:4])
             o = orbits.setdefault(key, {"unit": unit, "members": [], "count": 0,
                                         "outcome": outcome, "solve": running})
             o["members"].append(unit.member)
             o["count"] += unit.weight
         for o in orbits.values():
             table.rows.append(_row(fab, k, o, view, catalog, solve))
-    table.symmetry = (keys.symmetry_note if keys.use_symmetry else
+    table.symmetry = (keys.symmetry_note if keys.use_symmetry or keys._keys is None else
                       "not used (the job leaves GPUs idle, a placement was given, or "
                       "symmetry=False): equal failures only")
     if order == "lost":
