@@ -37,6 +37,10 @@ from .analysis import (
     tub_upper_bound,
     worst_case_permutation,
 )
+from .analysis.failure_models import Selected
+from .analysis.group_flow import GroupFlow, group_max_flow
+from .analysis.paths import k_shortest_paths
+from .analysis.selection import select_links, select_nodes
 from .collectives import (
     CollectiveBounds,
     LatencyModel,
@@ -198,6 +202,12 @@ __all__ = _generator_names + [
     "WorstCasePermutation",
     "tub_upper_bound",
     "worst_case_permutation",
+    "GroupFlow",
+    "Selected",
+    "group_max_flow",
+    "k_shortest_paths",
+    "select_links",
+    "select_nodes",
     "FailureSweep",
     "FailureTrial",
     "FractionSummary",

@@ -386,3 +386,34 @@ def test_optimize_prints_and_writes_the_objective_it_minimised(tmp_path, capsys)
     assert head.startswith("# Minimised training_usd_per_million_tokens: $")
     # The figure written is the one printed.
     assert head.split(": ", 1)[1].rstrip(".") == line.split(", ", 1)[1]
+
+
+def test_maxflow_paths_and_selected_failures_on_the_command_line(capsys):
+    # leaf 0 to leaf 1 of 2 x 2 x 2 at 400 Gb/s: their two GPUs' links, 800 Gb/s, proven.
+    fabric = ["leaf_spine", "leaves=2", "spines=2", "endpoints_per_leaf=2", "link_gbps=400"]
+    assert main(["maxflow", *fabric, "--from", "leaf=0", "--to", "name=g2|g3"]) == 2
+    assert "--from must be conditions on node attributes" in capsys.readouterr().err
+    assert main(["maxflow", *fabric, "--from", "name=g0|g1", "--to", "name=g2|g3",
+                 "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["max_flow_gbps"], out["cut_gbps"], out["proven"]) == (800.0, 800.0, True)
+    assert [c["loss_one_link_gbps"] for c in out["cut"]] == [400.0, 400.0]
+    assert main(["maxflow", *fabric, "--from", "g0", "--to", "g3"]) == 0
+    assert "cut = flow: proven" in capsys.readouterr().out
+    # One 4-hop path through each spine.
+    assert main(["paths", *fabric, "g0", "g2", "-k", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "2 shortest path(s) from g0 to g2" in out
+    assert "1. g0 -> leaf0 -> spine0 -> leaf1 -> g2  (4 hops, bottleneck 400 Gb/s)" in out
+    assert main(["paths", *fabric, "g0", "g9"]) == 2
+    assert "TARGET_NODE must be a node" in capsys.readouterr().err
+    # Either spine, as likely: each leaves half the uplinks.
+    assert main(["failures", *fabric, "--mode", "select", "--select",
+                 "role=switch,tier=spine"]) == 0
+    out = capsys.readouterr().out
+    assert "1 switch of role=switch,tier=spine" in out and "2 (every pattern, weighted)" in out
+    assert main(["failures", *fabric, "--mode", "select", "--kind", "links", "--select",
+                 "role=gpu"]) == 2
+    assert "--select must be conditions on link attributes" in capsys.readouterr().err
+    assert main(["failures", *fabric, "--mode", "random", "--select", "s*"]) == 2
+    assert "--select does not apply to --mode random" in capsys.readouterr().err

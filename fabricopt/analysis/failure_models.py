@@ -39,6 +39,7 @@ from .risk_groups import (
     check_groups,
     risk_groups,
 )
+from .selection import describe, select_links, select_nodes
 
 HOURS_PER_YEAR = 8766.0  # 365.25 days
 
@@ -395,6 +396,152 @@ class GroupFailures(FailureModel):
         return union_draw([group_draw(groups[i]) for i in picks])
 
 
+@dataclass(frozen=True)
+class Selected(FailureModel):
+    """``count`` distinct units chosen among those a selector picks, by weighted choice.
+
+    ``select`` picks the units (:mod:`fabricopt.analysis.selection`): for ``kind="switches"``,
+    switches by name pattern or node conditions (``"role=switch,tier=spine"``, ``"s*"``);
+    for ``kind="links"``, links by their attributes (``"tier=leaf-spine"``, ``"end=r0.*"``),
+    each physical link of a bundle a unit. ``weight`` makes some likelier than others: None,
+    all alike; the name of a numeric attribute of the unit (``"afr"``: the link's or switch's
+    annual failure rate), a unit without it an error; or a mapping from selectors to weights
+    (``{"tier=spine": 3, "tier=core": 1}``), a unit taking the weight of the first selector
+    it meets and 0 when it meets none. With ``count=1`` every unit is enumerable, each
+    pattern with its probability (weight over the total).
+
+    >>> import fabricopt as fo
+    >>> fab = fo.leaf_spine(leaves=2, spines=2, endpoints_per_leaf=2)
+    >>> m = Selected("role=switch,tier=spine")
+    >>> [(d.label, d.weight) for d in m.enumerate(fab)]
+    [('switch spine0', 0.5), ('switch spine1', 0.5)]
+    >>> m = Selected("tier=leaf-spine", kind="links", weight={"end=spine0": 3, "end=*": 1})
+    >>> [round(d.weight, 3) for d in m.enumerate(fab)]   # 3, 1, 3, 1 over 8
+    [0.375, 0.125, 0.375, 0.125]
+    """
+
+    select: Any = None
+    kind: str = "switches"
+    weight: str | Mapping[str, float] | None = None
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        check_choice("Selected", "kind", self.kind, ("links", "switches"))
+        check_int("Selected", "count", self.count, minimum=1)
+        if self.select is None:
+            raise fail("Selected", "select", "a name pattern or conditions key=value "
+                       "(role=switch,tier=spine; tier=leaf-spine for links)", None)
+        w = self.weight
+        if isinstance(w, Mapping):
+            if not w or any(isinstance(x, bool) or not isinstance(x, int | float)
+                            or not 0 <= x < math.inf for x in w.values()):
+                raise fail("Selected", "weight", "a mapping from selectors to finite "
+                           "weights >= 0", w)
+        elif w is not None and (not isinstance(w, str) or not w):
+            raise fail("Selected", "weight", "None, an attribute name or a mapping from "
+                       "selectors to weights", w)
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        what = f"{self.count} {self.kind if self.count > 1 else self.kind[:-1]}"
+        if what.endswith("switche"):
+            what = what[:-1]
+        w = self.weight
+        by = "" if w is None else f", weighted by {describe(w) if isinstance(w, Mapping) else w}"
+        return f"{what} of {describe(self.select)}{by}"
+
+    def units(self, fab: Fabric) -> list[tuple[Draw, float]]:
+        """Every unit the selector picks, with its weight (bundles of ``n`` links: ``n``
+        units)."""
+        func = "Selected"
+        g = fab.graph
+        if self.kind == "switches":
+            picked = [v for v in select_nodes(fab, self.select, func=func, name="select")
+                      if g.nodes[v].get("role") == "switch"]
+            if not picked:
+                raise fail(func, "select", f"a selector that picks switches of {fab.name!r}",
+                           describe(self.select))
+            units = [(Draw(Pattern({}, frozenset([w])), label=f"switch {w}"),
+                      g.nodes[w], {"name": w}) for w in picked]
+        else:
+            units = []
+            for u, v in select_links(fab, self.select, func=func, name="select"):
+                draw = Draw(Pattern({frozenset((u, v)): 1}, frozenset()),
+                            label=f"link {u}-{v}")
+                units += [(draw, g[u][v], {"end": (u, v)})] * int(g[u][v].get("links", 1))
+        matched: list[tuple[set, float]] = []
+        if isinstance(self.weight, Mapping):  # each selector's units, found once
+            for selector, factor in self.weight.items():
+                if self.kind == "switches":
+                    hits: set = set(select_nodes_or_none(fab, selector))
+                else:
+                    hits = {frozenset(a) for a in select_links_or_none(fab, selector)}
+                matched.append((hits, float(factor)))
+        out = [(draw, self._weight_of(draw, data, where, matched))
+               for draw, data, where in units]
+        if sum(1 for _, w in out if w > 0) < self.count:
+            raise fail(func, "weight" if self.weight is not None else "count",
+                       f"at least count={self.count} unit(s) of positive weight "
+                       f"({sum(1 for _, w in out if w > 0)} among the {len(out)} selected)",
+                       self.weight if self.weight is not None else self.count)
+        return out
+
+    def _weight_of(self, draw: Draw, data: Mapping[str, Any], where: Mapping[str, Any],
+                   matched: list[tuple[set, float]]) -> float:
+        w = self.weight
+        if w is None:
+            return 1.0
+        if isinstance(w, str):
+            value = data.get(w)
+            if isinstance(value, bool) or not isinstance(value, int | float) \
+                    or not 0 <= value < math.inf:
+                raise fail("Selected", "weight", f"an attribute every selected unit holds as "
+                           f"a number >= 0 ({draw.label} has {value!r})", w)
+            return float(value)
+        key = where["name"] if self.kind == "switches" else frozenset(where["end"])
+        return next((factor for hits, factor in matched if key in hits), 0.0)
+
+    def enumerate(self, fab: Fabric) -> list[Draw] | None:
+        check_model_call("Selected.enumerate", fab)
+        if self.count != 1:
+            return None
+        units = self.units(fab)
+        total = sum(w for _, w in units)
+        merged: dict[str, Draw] = {}
+        for d, w in units:  # a bundle's links: one pattern, their weights summed
+            if w > 0:
+                before = merged[d.label].weight if d.label in merged else 0.0
+                merged[d.label] = Draw(d.pattern, d.down, d.label, before + w)
+        return [Draw(d.pattern, d.down, d.label, d.weight / total) for d in merged.values()]
+
+    def draw(self, fab: Fabric, rng: np.random.Generator) -> Draw:
+        check_model_call("Selected.draw", fab, rng)
+        units = self.units(fab)
+        p = np.array([w for _, w in units], dtype=float)
+        picks = np.sort(rng.choice(len(units), size=self.count, replace=False, p=p / p.sum()))
+        return union_draw([units[i][0] for i in picks])
+
+
+def select_nodes_or_none(fab: Fabric, selector: Any) -> list[Hashable]:
+    """The nodes a weight's selector picks, or none (a weight may match nothing)."""
+    try:
+        return select_nodes(fab, selector, func="Selected", name="weight")
+    except InvalidParameterError as exc:
+        if "picks some node" in str(exc):
+            return []
+        raise
+
+
+def select_links_or_none(fab: Fabric, selector: Any) -> list[tuple[Hashable, Hashable]]:
+    """The links a weight's selector picks, or none."""
+    try:
+        return select_links(fab, selector, func="Selected", name="weight")
+    except InvalidParameterError as exc:
+        if "some link" in str(exc):
+            return []
+        raise
+
+
 def union_draw(draws: Iterable[Draw]) -> Draw:
     """Several failures at once (links counted once per bundle, whole when any is whole)."""
     links: dict[frozenset, int] = {}
@@ -576,5 +723,6 @@ def nest_groups(fab: Fabric, groups: Sequence[RiskGroup], parent: Mapping[str, s
 
 
 __all__ = ["Draw", "EverySingle", "FailureModel", "GroupFailures", "Independent", "Mixture",
+           "Selected",
            "check_model_call",
            "group_draw", "groups_by", "nest_groups", "union_draw"]

@@ -48,6 +48,7 @@ from ..workload.plan_search import OBJECTIVES, PlanSearch, job_or_search, plan_l
 from ..workload.reliability import FailureRates
 from ..workload.step import training_step
 from .failures import add_failures_parser
+from .graph_queries import add_graph_query_parsers
 from .serve import add_serve_parser
 from .solve import add_solve_parser
 from .words import (
@@ -706,13 +707,18 @@ def _add_failures(sub: Any) -> None:
     add_failures_parser(sub, load_targets, EXIT_CODES)
 
 
+def _add_graph_queries(sub: Any) -> None:
+    add_graph_query_parsers(sub, load_targets, EXIT_CODES)
+
+
 def _add_serve(sub: Any) -> None:
     add_serve_parser(sub, load_targets, EXIT_CODES)
 
 
 #: Each subcommand's parser, in the order ``--help`` lists them.
 SUBCOMMANDS = (_add_show, add_solve_parser, _add_bom, _add_tco_parser, _add_compare, _add_draw,
-               _add_optimize, _train_parser, _add_worst_case, _add_failures, _add_serve)
+               _add_optimize, _train_parser, _add_worst_case, _add_failures, _add_serve,
+               _add_graph_queries)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,18 +11,18 @@ from typing import Any
 from .._checks import did_you_mean
 from .._progress import stage_line
 from ..analysis.failure_distribution import FailureDistribution, failure_distribution
-from ..analysis.failure_models import GroupFailures, Independent, groups_by
+from ..analysis.failure_models import GroupFailures, Independent, Selected, groups_by
 from ..analysis.failures import failure_sweep
 from ..analysis.single_failures import FailureTable, criticality, cutting_set, single_failures
 from ..cost.layout import place
-from ..errors import FabricOptError
+from ..errors import FabricOptError, InvalidParameterError
 from ..fabric import Fabric
 from ..plot.failures import plot_criticality, plot_failure_distribution, plot_job_failures
 from ..workload.job_failures import ALL_KINDS, JOB_KINDS, JobFailureTable, job_failures
 from ..workload.plan import job_from_mapping
 from .words import parse_assignments, progress_arg, seconds_arg
 
-FAILURE_MODES = ("n-1", "criticality", "cut", "sweep", "random", "groups")
+FAILURE_MODES = ("n-1", "criticality", "cut", "sweep", "random", "groups", "select")
 
 #: The flags each ``--mode`` reads, besides ``--time-limit`` and ``--progress`` (every mode
 #: takes those); another flag is refused rather than ignored. ``--plot`` draws a ranking or a
@@ -35,13 +35,15 @@ MODE_FLAGS = {
     "random": ("--kind", "--tiers", "--probability", "--hours", "--trials", "--seed",
                "--metrics", "--plot"),
     "groups": ("--groups", "--metrics", "--plot"),
+    "select": ("--kind", "--select", "--weight", "--count", "--trials", "--seed", "--metrics",
+               "--plot"),
 }
 #: Every mode's flags: ``--time-limit`` bounds each solve, ``--progress`` shows its stage.
 EVERY_MODE_FLAGS = ("--time-limit", "--progress")
 #: The value a flag has when it is not given (the parser's default is None, so that a flag
 #: given is told from one left out).
 FLAG_DEFAULTS = {"kind": "links", "fraction": "0.01", "cut": 0.5, "hours": 24.0,
-                 "groups": "racks", "trials": 100, "seed": 1, "metrics": ""}
+                 "groups": "racks", "trials": 100, "seed": 1, "metrics": "", "count": 1}
 
 
 def add_failures_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[Fabric]],
@@ -56,7 +58,9 @@ def add_failures_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[F
         "that cut throughput by --cut; sweep: --trials random failures at each --fraction; "
         "random: each unit fails with --probability (or its 'afr' attribute over --hours); "
         "groups: every shared-risk group (--groups racks, rows, or a node attribute) failing "
-        "alone, its GPUs out of the job.", epilog=epilog)
+        "alone, its GPUs out of the job; select: --count units chosen among those --select "
+        "picks (by name pattern or conditions such as role=switch,tier=spine), weighted by "
+        "--weight (every one listed with its probability when --count is 1).", epilog=epilog)
     fl.add_argument("targets", nargs="+", metavar="TARGET [key=value ...]",
                     help="a generator name, design file or saved fabric, then parameters")
     fl.add_argument("--mode", choices=FAILURE_MODES, default="n-1")
@@ -99,8 +103,34 @@ def add_failures_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[F
     fl.add_argument("--plot", default=None, metavar="FILE",
                     help="--mode n-1, criticality, random, groups: write the ranking "
                     "(n-1, criticality) or the distribution (random, groups) as an image")
+    fl.add_argument("--select", default=None, metavar="SELECTOR",
+                    help="--mode select: the units that may fail: switches by name pattern "
+                    "('s*') or conditions ('role=switch,tier=spine'); links (--kind links) "
+                    "by conditions ('tier=leaf-spine', 'end=r0.*')")
+    fl.add_argument("--weight", default=None, metavar="ATTRIBUTE|SEL:W;SEL:W",
+                    help="--mode select: how likely each unit is: a numeric attribute "
+                    "('afr'), or selectors with weights ('tier=spine:3;tier=leaf:1', a unit "
+                    "taking the first it meets, 0 if none); default all alike")
+    fl.add_argument("--count", type=int, default=None,
+                    help="--mode select: units failing together in a draw (default 1: each "
+                    "one listed with its probability)")
     progress_arg(fl, "the pattern or trial being solved and its stage")
     fl.set_defaults(func=lambda args: _cmd_failures(args, load_targets))
+
+
+def _weights(text: str | None) -> Any:
+    """``--weight``: an attribute name, or ``SELECTOR:WEIGHT`` entries separated by ``;``."""
+    if text is None or ":" not in text:
+        return text
+    weights = {}
+    for entry in (e.strip() for e in text.split(";") if e.strip()):
+        selector, _, number = entry.rpartition(":")
+        try:
+            weights[selector.strip()] = float(number)
+        except ValueError:
+            raise FabricOptError(f"--weight entries are SELECTOR:WEIGHT separated by ';' "
+                                 f"(tier=spine:3;tier=leaf:1), got {entry!r}") from None
+    return weights
 
 
 def _fractions(text: str) -> list[float]:
@@ -133,11 +163,18 @@ def _check_mode_flags(args: argparse.Namespace) -> None:
     takes; then give every flag left out its default."""
     takes = MODE_FLAGS[args.mode]
     for flag in ("--kind", "--tiers", "--fraction", "--cut", "--probability", "--hours",
-                 "--groups", "--trials", "--seed", "--metrics", "--plot", "--job", "--spares"):
+                 "--groups", "--trials", "--seed", "--metrics", "--plot", "--job", "--spares",
+                 "--select", "--weight", "--count"):
         if getattr(args, flag[2:]) is not None and flag not in takes:
             mode = "n-1 (the default)" if args.mode == "n-1" else args.mode
             raise FabricOptError(f"{flag} does not apply to --mode {mode}, which takes "
                                  + ", ".join(takes + EVERY_MODE_FLAGS))
+    if args.mode == "select" and args.kind is None:
+        args.kind = "switches"  # what a selector of nodes picks
+    if args.mode == "select" and (args.select is None or args.kind == "groups"):
+        raise FabricOptError("--mode select chooses among --select SELECTOR (switches by "
+                             "name or conditions such as role=switch,tier=spine; with --kind "
+                             "links, links such as tier=leaf-spine)")
     if args.mode == "random" and args.kind == "groups":
         raise FabricOptError("--kind groups does not apply to --mode random (each link or "
                              "switch fails on its own): give --kind links or switches, or "
@@ -211,6 +248,18 @@ def _analyse(fab: Fabric, args: argparse.Namespace, tiers: list[str] | None,
                                  probability=args.probability, hours=args.hours, tiers=tiers)
         return failure_distribution(fab, model, trials=args.trials, seed=args.seed,
                                     metrics=metrics, **options)
+    if args.mode == "select":
+        try:  # the model's words for its arguments are the command's flags
+            chosen = Selected(args.select, kind="links" if args.kind == "links" else
+                              "switches", weight=_weights(args.weight), count=args.count)
+            return failure_distribution(fab, chosen, trials=None if args.count == 1 else
+                                        args.trials, seed=args.seed, metrics=metrics,
+                                        **options)
+        except InvalidParameterError as exc:
+            text = str(exc)
+            for name in ("select", "weight", "count"):
+                text = text.replace(f"Selected(): {name}", f"--{name}")
+            raise FabricOptError(text) from None
     return failure_distribution(fab, GroupFailures(_failure_groups(fab, args.groups)),
                                 trials=None, metrics=metrics, **options)
 
