@@ -221,24 +221,44 @@ def _network(fab: Fabric, sources: list[Hashable], sinks: list[Hashable],
     return net
 
 
-def _residual_gain(net: nx.DiGraph, flows: dict, arc: tuple[Hashable, Hashable],
-                   extra: float) -> float:
-    """How much more can flow when ``arc`` gets ``extra`` capacity: the maximum flow of the
-    residual network with that much more on the arc."""
+def _residual(net: nx.DiGraph, flows: dict) -> nx.DiGraph:
+    """The residual network of a maximum flow (arcs with room left; super arcs unbounded)."""
     residual = nx.DiGraph()
+    tol = TOLERANCE
     for u, v, d in net.edges(data=True):
         if u == _SOURCE or v == _SINK:
-            residual.add_edge(u, v)  # unbounded
+            residual.add_edge(u, v)
             continue
-        cap = d["capacity"] - flows[u][v] + flows.get(v, {}).get(u, 0.0) * net.has_edge(v, u)
-        if (u, v) == arc:
-            cap += extra
-        if cap > TOLERANCE:
-            residual.add_edge(u, v, capacity=cap)
-    if _SOURCE not in residual or _SINK not in residual:
-        return 0.0
-    return float(nx.maximum_flow_value(residual, _SOURCE, _SINK,
-                                       flow_func=nx.algorithms.flow.preflow_push))
+        back = flows.get(v, {}).get(u, 0.0) if net.has_edge(v, u) else 0.0
+        room = d["capacity"] - flows[u][v] + back
+        if room > tol:
+            residual.add_edge(u, v, capacity=room)
+    return residual
+
+
+def _gains(net: nx.DiGraph, flows: dict, arcs: list[tuple[Hashable, Hashable]]
+           ) -> list[float]:
+    """How much more can flow when each arc's capacity doubles: the maximum flow of the
+    residual network with that much more on the arc. Every new path must use the arc (the
+    residual network has none from the sources to the sinks), so an arc whose head no longer
+    reaches the sinks in the residual network gains nothing, without a flow."""
+    residual = _residual(net, flows)
+    reach = set(nx.ancestors(residual, _SINK)) | {_SINK} if _SINK in residual else set()
+    out = []
+    for u, v in arcs:
+        if v not in reach:
+            out.append(0.0)
+            continue
+        extra = net[u][v]["capacity"]
+        had = residual.get_edge_data(u, v)
+        residual.add_edge(u, v, capacity=(had["capacity"] if had else 0.0) + extra)
+        out.append(float(nx.maximum_flow_value(residual, _SOURCE, _SINK,
+                                               flow_func=nx.algorithms.flow.preflow_push)))
+        if had:
+            residual[u][v]["capacity"] = had["capacity"]
+        else:
+            residual.remove_edge(u, v)
+    return out
 
 
 def group_max_flow(fab: Fabric, sources: Any, sinks: Any, *, transit_gpus: bool = True,
@@ -310,14 +330,14 @@ def group_max_flow(fab: Fabric, sources: Any, sinks: Any, *, transit_gpus: bool 
     arcs = sorted(((u, v) for u in side if u != _SOURCE for v in net[u]
                    if v not in side and v != _SINK),
                   key=lambda a: (-net[a[0]][a[1]]["capacity"], str(a[0]), str(a[1])))
+    gains = _gains(net, flows, arcs[:gain_limit])
     cut = []
     for i, (u, v) in enumerate(arcs):
         d = g[u][v]
         cap = float(d.get("capacity", 0.0))
         links = int(d.get("links", 1))
-        gain = _residual_gain(net, flows, (u, v), cap) if i < gain_limit else None
         cut.append(CutLink(u, v, str(d.get("tier", "link")), cap, links, cap / links, cap,
-                           gain))
+                           gains[i] if i < gain_limit else None))
     carried = {(u, v): f for u, nbrs in flows.items() if u != _SOURCE
                for v, f in nbrs.items() if v != _SINK and f > 0}
     return GroupFlow(fab.name, tuple(src), tuple(snk), describe(sources), describe(sinks),
