@@ -10,6 +10,7 @@ from .job_failures import (
     job_failures,
     single_failures,
 )
+from .job_sweep import JobFailureSweep, failure_sweep, job_failure_sweep
 from .metrics import training_metrics
 from .models import MODELS, ModelConfig, model, models
 from .plan import TrainingJob
@@ -21,10 +22,12 @@ from .serving_replica import ServingPlan
 from .step import PhaseTime, TrainingStep, training_step
 
 __all__ = ["MODELS", "BestPlan", "FailureRates", "Goodput", "JobFailureOrbit",
+           "JobFailureSweep",
            "JobFailureTable", "ModelConfig", "PhaseTime", "PlanSearch", "ServingCapacity",
            "ServingEstimate", "ServingLoad", "ServingPlan", "serving_capacity",
            "simulate_serving",
            "TokenCost", "TrainingJob", "TrainingStep", "best_plan", "criticality",
+           "failure_sweep", "job_failure_sweep",
            "job_failures", "model", "models", "serving_estimate", "single_failures",
            "token_cost", "training_goodput", "training_metrics", "training_step",
            "young_daly_interval"]

@@ -141,3 +141,24 @@ def test_bad_input_is_refused_before_work():
         fo.job_failures(pod(1), "llama3-8b")
     with pytest.raises(fo.InvalidParameterError, match="tiers"):
         fo.single_failures(pod(1), kind="links", tiers="leaf-core", job=JOB)
+
+
+def test_failure_sweep_with_a_job():
+    # 10 % of the network switches of each pod (1 of 10, 2 of 20), the same draws by seed.
+    single = fo.failure_sweep(pod(1), [0.1], trials=4, seed=3, job=JOB, kind="switches",
+                              tiers=["gpu-leaf", "leaf-spine"])
+    again = fo.failure_sweep(pod(1), [0.1], trials=4, seed=3, job=JOB, kind="switches",
+                             tiers=["gpu-leaf", "leaf-spine"])
+    assert single.to_records() == again.to_records()
+    dual = fo.failure_sweep(pod(2), [0.1], trials=4, seed=3, job=JOB, kind="switches",
+                            tiers=["gpu-leaf", "leaf-spine"])
+    # Two planes keep at least as much on average: a GPU is cut off only when the leaves of
+    # both its planes fail, where one plane loses it with its one leaf.
+    assert single.summary()[0]["mean_share"] <= dual.summary()[0]["mean_share"]
+    for t in single.trials + dual.trials:
+        assert t.step_s_lower <= t.step_s and 0 <= t.share <= 1
+    with pytest.raises(fo.InvalidParameterError, match="not read with a job"):
+        fo.failure_sweep(pod(1), [0.1], job=JOB, method="lp")
+    with pytest.raises(fo.InvalidParameterError, match="kind"):
+        fo.failure_sweep(pod(1), [0.1], job=JOB, kind="groups")
+    assert isinstance(fo.failure_sweep(fo.ring(6), [0.2], trials=1, seed=1), fo.FailureSweep)
