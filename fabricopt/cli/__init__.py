@@ -389,6 +389,7 @@ def _check_cost_flags(args: argparse.Namespace) -> None:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     _check_cost_flags(args)
+    rates = _goodput_rates(args)  # a bad file is refused before any step is run
     fabrics = load_fabric(args.target, args.params)
     for fab in fabrics:
         table = dict((fab.design or {}).get("job", {}))
@@ -413,7 +414,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         print(step)
         _print_token_cost(cost, args)
         if args.goodput:
-            _print_goodput(fab, job, cost, args)
+            _print_goodput(fab, job, cost, rates, args)
         print()
     return 0
 
@@ -444,10 +445,23 @@ def _print_token_cost(cost: Any, args: argparse.Namespace) -> None:
         print(f"  note: {note}")
 
 
-def _print_goodput(fab: Fabric, job: Any, cost: Any, args: argparse.Namespace) -> None:
+def _goodput_rates(args: argparse.Namespace) -> FailureRates | None:
+    """``--reliability`` read (None: the shipped rates); ``--reliability`` and ``--spares``
+    refused without ``--goodput``, which alone reads them."""
+    if not args.goodput:
+        for flag, value in (("--reliability", args.reliability), ("--spares", args.spares)):
+            if value is not None:
+                raise FabricOptError(f"train: {flag} applies with --goodput")
+        return None
+    if args.spares is not None and args.spares < 0:
+        raise FabricOptError(f"train: --spares must be a whole number >= 0, got {args.spares}")
+    return FailureRates.load(args.reliability) if args.reliability else None
+
+
+def _print_goodput(fab: Fabric, job: Any, cost: Any, rates: FailureRates | None,
+                   args: argparse.Namespace) -> None:
     """``train --goodput``: the job under the failure rates (``--reliability`` over the
     shipped ones), and the cost per million tokens with the expected downtime."""
-    rates = FailureRates.load(args.reliability) if args.reliability else None
     g = training_goodput(fab, job, failure_model=rates, spares=args.spares)
     print(g)
     print(f"  with downtime  ${cost.usd_per_million_tokens / g.goodput:.4g} per million tokens "

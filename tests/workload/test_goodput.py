@@ -172,6 +172,15 @@ def test_command_line_train_goodput_and_failures_job(capsys, tmp_path):
                  "8", "--seq-len", "8192", "--goodput"]) == 0
     out = capsys.readouterr().out
     assert "ETTR" in out and "with downtime" in out
+    # A bad reliability file is refused before the step prints; --spares needs --goodput.
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[reliability.gpu]\nfailures_per_year = "x"\nsource = "a"\n'
+                   'confidence = "vendor"\n')
+    assert main(["train", "dgx_h100", "--model", "llama3-8b", "--tp", "8", "--global-batch",
+                 "8", "--goodput", "--reliability", str(bad)]) == 2
+    assert "step" not in capsys.readouterr().out
+    assert main(["train", "dgx_h100", "--model", "llama3-8b", "--tp", "8", "--global-batch",
+                 "8", "--spares", "1"]) == 2
     plot = tmp_path / "jobs.png"
     assert main(["failures", "dgx_h100", "--job",
                  "model=llama3-8b,tp=8,global_batch=8,seq_len=8192", "--kind", "all",
