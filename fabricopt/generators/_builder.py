@@ -127,7 +127,7 @@ class FabricBuilder:
         self.endpoints: list[Hashable] = []
         # Per fabric copied: the fabric (so its id is not reused), its orbit map, its nodes
         # and labelled arcs (FabricBuilder.copy).
-        self._templates: dict[tuple[int, int], tuple[Any, Any, list, list]] = {}
+        self._templates: dict[tuple[int, int], tuple[Any, Any, tuple]] = {}
         # The two arc labels of a link, by its label and the sign of the layer difference
         # (made once: a 524,288-GPU fat tree adds 1.5 million links, and building two label
         # strings per link was a large part of its build).
@@ -234,32 +234,38 @@ class FabricBuilder:
         >>> names[1]["n2"], b.nodes["c1.n2"]["copy"], len(b.endpoints), len(b.arcs)
         ('c1.n2', 1, 6, 12)
         """
-        nodes, arcs = self._template(fab, orbit)
-        name = {v: rename(v) for v, _ in nodes}
-        for v, d in nodes:
-            self.nodes[name[v]] = {**d, **attrs}
-        self.endpoints.extend(map(name.__getitem__, fab.endpoints))
-        for u, v, d, label in arcs:
-            arc = (name[u], name[v])
-            self.arcs[arc] = dict(d)
-            self.orbit[arc] = label
+        names, datas, tails, heads, dicts, labels = self._template(fab, orbit)
+        name = dict(zip(names, map(rename, names), strict=True))
+        get = name.__getitem__
+        if attrs:
+            datas = [{**d, **attrs} for d in datas]
+        self.nodes.update(zip(map(get, names), map(dict.copy, datas), strict=True))
+        self.endpoints.extend(map(get, fab.endpoints))
+        keys = list(zip(map(get, tails), map(get, heads), strict=True))
+        self.arcs.update(zip(keys, map(dict.copy, dicts), strict=True))
+        self.orbit.update(zip(keys, labels, strict=True))
         return name
 
     def _template(self, fab: Fabric, orbit: Mapping[tuple[Hashable, Hashable], str] | None
-                  ) -> tuple[list[tuple[Hashable, dict[str, Any]]],
-                             list[tuple[Hashable, Hashable, dict[str, Any], str]]]:
-        """``fab``'s nodes and arcs with their orbit labels, read once for all its copies
-        (3,072 servers of a 24,576-GPU cluster read one graph; networkx's views cost
-        microseconds per arc each time)."""
+                  ) -> tuple[list[Hashable], list[dict[str, Any]], list[Hashable],
+                             list[Hashable], list[dict[str, Any]], list[str]]:
+        """``fab``'s nodes and their attributes, and its arcs (tails, heads, attributes and
+        orbit labels), in columns read once for all its copies (3,072 servers of a
+        24,576-GPU cluster read one graph; networkx's views cost microseconds per arc each
+        time, and the columns let each copy be made by C-level maps)."""
         key = (id(fab), id(orbit))
         held = self._templates.get(key)
         if held is None or held[0] is not fab or held[1] is not orbit:
             g = fab.graph
-            arcs = [(u, v, d, orbit[(u, v)] if orbit else str(d.get("tier", "link")))
-                    for u, v, d in g.edges(data=True)]
-            held = (fab, orbit, list(g.nodes(data=True)), arcs)
+            arcs = list(g.edges(data=True))
+            columns = (list(g.nodes), [d for _, d in g.nodes(data=True)],
+                       [u for u, _, _ in arcs], [v for _, v, _ in arcs],
+                       [d for _, _, d in arcs],
+                       [orbit[(u, v)] if orbit else str(d.get("tier", "link"))
+                        for u, v, d in arcs])
+            held = (fab, orbit, columns)
             self._templates[key] = held
-        return held[2], held[3]
+        return held[2]
 
     def link(self, u: Hashable, v: Hashable, gbps: float, tier: str, tech: str,
              links: int = 1, orbit: str | tuple[str, str] | None = None) -> None:

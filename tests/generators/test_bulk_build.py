@@ -80,3 +80,19 @@ def test_size_is_checked_against_the_memory_at_hand(monkeypatch):
     checks.check_size("fat_tree", nodes, links)
     with pytest.raises(fo.InvalidParameterError, match="cannot be read"):
         checks.check_size("torus", checks.MAX_NODES + 1, checks.MAX_NODES + 1)
+
+
+def test_copies_are_independent_and_labelled():
+    # Two copies of a 3-ring: 6 endpoints, 12 arcs, each arc's dict its own (a change to one
+    # copy's capacity leaves the other and the original alone), labels by tier.
+    ring = fo.ring(3)
+    b = FabricBuilder("two rings", {})
+    names = [b.copy(ring, lambda v, i=i: f"c{i}.{v}", copy=i) for i in range(2)]
+    assert names[1] == {"n0": "c1.n0", "n1": "c1.n1", "n2": "c1.n2"}
+    assert b.endpoints == ["c0.n0", "c0.n1", "c0.n2", "c1.n0", "c1.n1", "c1.n2"]
+    assert b.nodes["c1.n2"] == {**ring.graph.nodes["n2"], "copy": 1}
+    b.arcs[("c0.n0", "c0.n1")]["capacity"] = 99.0
+    assert b.arcs[("c1.n0", "c1.n1")]["capacity"] == ring.graph["n0"]["n1"]["capacity"]
+    assert ring.graph["n0"]["n1"]["capacity"] != 99.0
+    tier = ring.graph["n0"]["n1"]["tier"]
+    assert {b.orbit[a] for a in b.arcs} == {tier}
