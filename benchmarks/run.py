@@ -139,7 +139,7 @@ def case_failure_sweep(make: str, fractions: list[float], trials: int, seed: int
     whole sweep timed. ``planes=False``: trials are not narrowed through a Clos's planes
     (as before)."""
     import fabricopt as fo
-    import fabricopt.analysis.failures as failures
+    import fabricopt.failures.sweep as failures
 
     if not planes:
         failures.plane_bracket = lambda *args, **kwargs: None

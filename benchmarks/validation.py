@@ -25,7 +25,9 @@ from published_runs import (  # noqa: E402
     RAIL_ONLY,
     RELIABILITY,
     RUNS,
+    SERVING_RUNS,
     evaluate,
+    evaluate_serving,
     rail_only,
     reliability,
     role,
@@ -36,6 +38,10 @@ import fabricopt as fo  # noqa: E402
 BEGIN, END = "<!-- runs: benchmarks/validation.py -->", "<!-- /runs -->"
 RELIABILITY_BEGIN = "<!-- reliability: benchmarks/validation.py -->"
 RELIABILITY_END = "<!-- /reliability -->"
+SERVING_BEGIN, SERVING_END = "<!-- serving: benchmarks/validation.py -->", "<!-- /serving -->"
+#: How each serving metric is shown.
+SERVING_UNITS = {"offline_tokens_per_s": "tokens/s", "server_tokens_per_s": "tokens/s",
+                 "tokens_per_s_per_user": "tokens/s per user", "kv_gbps": "Gb/s"}
 
 def calibrate(rounds: int = 4) -> dict[tuple[str, str], float]:
     """The efficiencies at which each calibration set's geometric-mean ratio is 1."""
@@ -106,6 +112,23 @@ def reliability_table() -> str:
     return "\n".join(lines)
 
 
+def serving_figure(x: float) -> str:
+    """A serving figure as the doc prints it (and the test reads it back)."""
+    return f"{x:,.0f}" if x >= 1000 else f"{x:.4g}"
+
+
+def serving_table() -> str:
+    """The serving rows: published figure, fabricopt's, the ratio and what it ran."""
+    lines = ["| run | fabric | published | fabricopt | ratio | what fabricopt ran | assumed |",
+             "|---|---|---|---|---|---|---|"]
+    for r in SERVING_RUNS:
+        o = evaluate_serving(r.name)
+        unit = SERVING_UNITS[r.metric]
+        lines.append(f"| {r.name} | `{r.fabric}` | {serving_figure(r.published)} {unit} | "
+                     f"{serving_figure(o.figure)} | {o.ratio:.3f} | {o.detail} | {r.assumed} |")
+    return "\n".join(lines)
+
+
 def write(path: Path, catalog: fo.Catalog | None = None) -> None:
     """Replace the tables between the markers of ``path``."""
     text = path.read_text()
@@ -116,6 +139,9 @@ def write(path: Path, catalog: fo.Catalog | None = None) -> None:
         a = text.index(RELIABILITY_BEGIN) + len(RELIABILITY_BEGIN)
         b = text.index(RELIABILITY_END)
         text = text[:a] + "\n\n" + reliability_table() + "\n\n" + text[b:]
+    if SERVING_BEGIN in text:
+        a, b = text.index(SERVING_BEGIN) + len(SERVING_BEGIN), text.index(SERVING_END)
+        text = text[:a] + "\n\n" + serving_table() + "\n\n" + text[b:]
     path.write_text(text)
 
 
@@ -140,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         print(rail_table())
         print()
         print(reliability_table())
+        print()
+        print(serving_table())
     print(f"\n{len(RUNS)} runs in {time.perf_counter() - t0:.1f} s")
     return 0
 

@@ -43,7 +43,7 @@ def pytest_collection_modifyitems(config, items):
 def _forget_solved_intact():
     """Each test starts with no intact fabric kept solved (a test that patches the intact
     solve must not get an earlier test's answer)."""
-    from fabricopt.analysis import failure_reroute
+    from fabricopt.failures import intact_flow as failure_reroute
 
     failure_reroute.FROM_INTACT.solves.clear()
 

@@ -54,7 +54,7 @@ def test_bad_flag_values_name_the_flag_and_what_is_allowed(argv, words, capsys):
 
 def test_a_result_not_proven_exits_1(monkeypatch, capsys):
     import fabricopt.cli.failures as cli_failures
-    from fabricopt.analysis.single_failures import single_failures
+    from fabricopt.failures.single import single_failures
 
     # An approximate solve to a 50% gap leaves fat_tree(4)'s leaf-spine orbit a bracket
     # (not proven): the table prints it, and the exit code says a result was not proven.

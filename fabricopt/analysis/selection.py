@@ -2,7 +2,7 @@
 
 One way to say "these devices" for every question that names a group: the two ends of a
 group max-flow (:func:`~fabricopt.analysis.group_flow.group_max_flow`), the units a failure
-model draws from (:class:`~fabricopt.analysis.failure_models.Selected`), the command line's
+model draws from (:class:`~fabricopt.failures.models.Selected`), the command line's
 ``--from``, ``--to`` and ``--select``.
 
 A **selector** is one of:

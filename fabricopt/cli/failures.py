@@ -10,13 +10,13 @@ from typing import Any
 
 from .._checks import did_you_mean
 from .._progress import stage_line
-from ..analysis.failure_distribution import FailureDistribution, failure_distribution
-from ..analysis.failure_models import GroupFailures, Independent, Selected, groups_by
-from ..analysis.failures import failure_sweep
-from ..analysis.single_failures import FailureTable, criticality, cutting_set, single_failures
 from ..cost.layout import place
 from ..errors import FabricOptError, InvalidParameterError
 from ..fabric import Fabric
+from ..failures.distribution import FailureDistribution, failure_distribution
+from ..failures.models import GroupFailures, Independent, Selected, groups_by
+from ..failures.single import FailureTable, criticality, cutting_set, single_failures
+from ..failures.sweep import failure_sweep
 from ..plot.failures import plot_criticality, plot_failure_distribution, plot_job_failures
 from ..workload.job_failures import ALL_KINDS, JOB_KINDS, JobFailureTable, job_failures
 from ..workload.plan import job_from_mapping

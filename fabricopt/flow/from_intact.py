@@ -2,7 +2,7 @@
 
 A fabric made by ``without`` or ``fail_random`` keeps the recipe of the generator call that
 built the intact one. The failure layer, which can rebuild and solve that fabric and send its
-flow around what failed (:mod:`fabricopt.analysis.failure_reroute`), registers an answerer
+flow around what failed (:mod:`fabricopt.failures.intact_flow`), registers an answerer
 here; :func:`~fabricopt.max_concurrent_flow`, one floor below it, asks before any routing of
 its own. Each answerer returns a certified result or None.
 """

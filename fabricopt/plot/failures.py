@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._checks import fail
-from ..analysis.failure_distribution import FailureDistribution
-from ..analysis.single_failures import FailureTable
+from ..failures.distribution import FailureDistribution
+from ..failures.single import FailureTable
 from ..workload.job_failures import ACTIONS, UNIT_NAMES, JobFailureTable
 from .diagram import check_axes, new_axes
 

@@ -103,14 +103,14 @@ from typing import Any
 from .._gc import frozen_gc
 from .._unchanged import forget, unchanged
 from ..analysis.bisection import bisection_bandwidth
-from ..analysis.failure_study import failure_metrics
-from ..analysis.failures import failure_sweep
 from ..collectives import collective_bounds
 from ..cost import Catalog, estimate_cost
 from ..cost.systems import server_system
 from ..cost.tco import tco_metrics
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
+from ..failures.study import failure_metrics
+from ..failures.sweep import failure_sweep
 from ..flow.api import cheap_bracket, max_concurrent_flow
 from ..flow.bounds import structural_cut_lengths
 from ..flow.valiant import valiant_rate

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..analysis.failures import fail_random
+from ..failures.sweep import fail_random
 from .candidates import Candidate, Sketch, candidates, sketch
 from .execution import Progress, limit_threads, run, worker_count
 from .metrics import CONSTRAINTS, MetricContext, compute_metrics, delivered_cost, ecmp_bracket

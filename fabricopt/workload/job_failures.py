@@ -1,7 +1,7 @@
 """Single failures seen by a training job: per failure orbit, the job's step and tokens per
 second with the failure in place, and what the job must do.
 
-The fabric-level N-1 table (:func:`fabricopt.analysis.single_failures`) speaks of uniform
+The fabric-level N-1 table (:func:`fabricopt.failures.single`) speaks of uniform
 all-to-all; a running job sees a failure otherwise. A failure that takes one of its GPUs, or
 leaves one without any network port or without any scale-up link, stops the job at its next
 collective (NCCL does not move a rank's connections to another port): the job restarts from
@@ -12,7 +12,7 @@ one NVLink) leaves it running degraded, at the step :func:`~fabricopt.training_s
 the failed fabric (certified lower bound and expected). ``docs/goodput.md`` states every rule.
 
 One solve per orbit, as in the fabric-level table: failures the fabric's symmetry maps onto
-each other share a key (:class:`~fabricopt.analysis.failure_orbits.FailureSymmetry`), refined
+each other share a key (:class:`~fabricopt.failures.orbits.FailureSymmetry`), refined
 by what each failure does to the job (GPUs cut off, servers and replicas lost), which is
 found exactly for every member without a solve.
 """
@@ -28,13 +28,13 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_bool, check_choice, check_int, fail
-from ..analysis.failure_orbits import FailureSymmetry, Pattern
-from ..analysis.risk_groups import risk_groups
-from ..analysis.single_failures import criticality as _fabric_criticality
-from ..analysis.single_failures import single_failures as _fabric_single_failures
 from ..catalog import Catalog
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_fabric
+from ..failures.orbits import FailureSymmetry, Pattern
+from ..failures.risk_groups import risk_groups
+from ..failures.single import criticality as _fabric_criticality
+from ..failures.single import single_failures as _fabric_single_failures
 from ..tiers import is_scale_up
 from .placement import place_ranks
 from .plan import TrainingJob
@@ -567,7 +567,7 @@ def single_failures(fab: Fabric, kind: str | Sequence[str] = "links",
     """The N-1 table: every single failure of a kind, one solve per orbit.
 
     Without ``job``: uniform all-to-all throughput per failure orbit
-    (:func:`fabricopt.analysis.single_failures`, whose options ``traffic``, ``method``,
+    (:func:`fabricopt.failures.single`, whose options ``traffic``, ``method``,
     ``warm_start``, ``symmetry``, ``intact`` it takes). With ``job``: per failure orbit the
     job's step and tokens per second with the failure in place and what the job does
     (:func:`job_failures`, whose options ``symmetry``, ``catalog``, ``order`` and ``solve``
@@ -603,7 +603,7 @@ def criticality(fab: Fabric, kind: str | Sequence[str] = "links",
                 spares: int | None = None, placement: Sequence[Hashable] | None = None,
                 **options: Any) -> Any:
     """Orbits of single failures, costliest first: by all-to-all throughput lost
-    (:func:`fabricopt.analysis.criticality`), or with ``job`` by the job's tokens per
+    (:func:`fabricopt.failures.criticality`), or with ``job`` by the job's tokens per
     second lost (:func:`job_failures` with ``order="lost"``).
 
     Examples

@@ -49,10 +49,10 @@ WARMUP = 0.1
 #: (:data:`CEILING` times the analytic rate): the rate is then found within about 2 %.
 SEARCH_ROUNDS = 5
 FLOOR = 0.3
-#: The rate search's ceiling over the analytic rate: the analytic steady state is the most a
-#: plan sustains (above it a queue grows without end, whatever the percentiles of a finite
-#: run), give or take the spread of lengths.
-CEILING = 1.05
+#: The rate search's ceiling over the analytic rate: the analytic steady state (at full load,
+#: the mean lengths) is the most a plan sustains; above it a queue grows without end, whatever
+#: the percentiles of a finite run.
+CEILING = 1.0
 #: Plans simulated after the analytic ranking.
 SIMULATED_PLANS = 2
 #: Largest continuous batch tried (engines cap their batch near this).
@@ -429,6 +429,8 @@ def _tune(r: Replica, prompt: int, output: int, ttft_s: float, tpot_s: float,
             if not r.plan.disaggregated and chunk <= b:
                 continue
             rr = _with(r, r.plan.with_(batch=b, chunk=chunk))
+            if rr.memory_bytes(b, context) > rr.gpu.hbm_gb * 1e9:
+                continue  # a larger chunk's activations leave no room for this batch
             th = throughput(rr, prompt, output)
             if th.tpot_s > 0.9 * tpot_s or th.ttft_s > 0.9 * ttft_s:
                 continue

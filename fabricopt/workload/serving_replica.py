@@ -167,26 +167,31 @@ class Replica:
 
     @property
     def activation_bytes(self) -> float:
-        """Bytes of activations per GPU at a full step: the step's working set and the
-        FP32 logits of its batch."""
+        """Bytes of activations per GPU at a full step of the plan's batch."""
+        return self._activations(self.plan.batch)
+
+    def _activations(self, batch: float) -> float:
+        """The step's working set and the FP32 logits of ``batch`` requests."""
         m, p = self.model, self.plan
         return (p.chunk * m.hidden * ACTIVATION_VALUES_PER_HIDDEN * 2.0 / p.tp
-                + p.batch * m.vocab * 4.0 / p.tp)
+                + batch * m.vocab * 4.0 / p.tp)
 
     # -- memory --------------------------------------------------------------------------
     def memory_bytes(self, batch: int, context: int) -> float:
         """Bytes a GPU holds with ``batch`` requests of ``context`` tokens each."""
         per_group = batch / self.plan.ep  # requests are spread over the attention groups
         return (self.weight_bytes + per_group * context * self.kv_bytes_per_token
-                + self.activation_bytes + RUNTIME_GB * 1e9)
+                + self._activations(batch) + RUNTIME_GB * 1e9)
 
     def max_batch(self, context: int) -> int:
-        """The most requests of ``context`` tokens whose KV cache fits beside the weights
-        (0 when the weights alone do not)."""
+        """The most requests of ``context`` tokens whose KV cache (and logits) fit beside
+        the weights (0 when the weights alone do not)."""
         free = self.gpu.hbm_gb * 1e9 - self.memory_bytes(0, context)
         if free <= 0:
             return 0
-        return int(free // (context * self.kv_bytes_per_token / self.plan.ep))
+        per_request = (context * self.kv_bytes_per_token / self.plan.ep
+                       + self.model.vocab * 4.0 / self.plan.tp)
+        return int(free // per_request)
 
     # -- time ----------------------------------------------------------------------------
     def _coefficients(self, lower: bool) -> tuple[float, ...]:

@@ -74,7 +74,7 @@ def test_intact_without_a_certificate_or_with_other_traffic_is_refused():
 def test_a_misspelt_tier_is_an_error_before_any_solve(monkeypatch):
     import importlib
 
-    distribution = importlib.import_module("fabricopt.analysis.failure_distribution")
+    distribution = importlib.import_module("fabricopt.failures.distribution")
     def no_solve(*args, **kwargs):
         raise AssertionError("the intact fabric was solved before the model was checked")
 

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 import fabricopt as fo
-from fabricopt.analysis.failure_distribution import failure_distribution
-from fabricopt.analysis.failure_models import Selected
 from fabricopt.analysis.selection import select_links, select_nodes, switch_tier
+from fabricopt.failures.distribution import failure_distribution
+from fabricopt.failures.models import Selected
 
 
 def test_nodes_by_pattern_conditions_and_tier():

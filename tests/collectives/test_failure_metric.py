@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import fabricopt as fo
-from fabricopt.analysis.failure_models import group_draw
+from fabricopt.failures.models import group_draw
 
 
 def test_all_reduce_metric_is_the_collective_bound_of_each_failed_fabric():

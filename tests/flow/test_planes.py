@@ -219,8 +219,8 @@ def test_a_failure_trial_left_open_by_the_detours_is_closed_through_the_planes()
     # The 16-server Clos with 5% of its links failed (seed 2): the intact flow sent around
     # the failures proves 2.5 per pair under a hierarchy cut of 4.545; the planes prove the
     # exact LP's optimum from both sides, 3.333 (the routing below, a run's cut above).
-    from fabricopt.analysis.failure_reroute import IntactFlow, rerouted_answer
-    from fabricopt.analysis.failures import solve_failed
+    from fabricopt.failures.intact_flow import IntactFlow, rerouted_answer
+    from fabricopt.failures.sweep import solve_failed
 
     base = _clos(16)
     traffic = fo.all_to_all(base)

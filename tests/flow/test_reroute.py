@@ -9,8 +9,8 @@ import pytest
 import scipy.sparse as sp
 
 import fabricopt as fo
-from fabricopt.analysis.failure_reroute import IntactFlow, rerouted_answer
-from fabricopt.analysis.failures import solve_failed
+from fabricopt.failures.intact_flow import IntactFlow, rerouted_answer
+from fabricopt.failures.sweep import solve_failed
 from fabricopt.flow.reroute import arc_map, detour_flows, rerouted
 from fabricopt.graph_arrays import GraphArrays
 
@@ -293,7 +293,7 @@ def test_a_sweep_from_the_intact_flow_agrees_with_one_without_it():
     # superpod(1) with 2% of its links failed, 3 draws: each trial answered from the intact
     # flow sent around its failures (warm start on) has the theta of the same trial solved
     # without the intact fabric's help (each exact on its own proof).
-    from fabricopt.analysis.failures import reroutable
+    from fabricopt.failures.sweep import reroutable
 
     fab = fo.superpod(1)
     traffic = fo.all_to_all(fab)
@@ -325,7 +325,7 @@ def test_the_next_failed_copy_of_a_design_reuses_its_solved_intact_fabric(monkey
     # and solves the intact fabric, the second reuses that flow (no rebuild). Each closes at
     # its own server's cut: 5 x 400 / (8 x 248) with three NICs lost, 6 x 400 / (8 x 248)
     # with two (the NIC cut of the test above, scaled by the NICs left).
-    import fabricopt.analysis.failure_reroute as failure_reroute
+    import fabricopt.failures.intact_flow as failure_reroute
 
     first = fo.superpod(1).without_links([(f"n3.gpu{i}", f"r{i}.l0") for i in range(3)])
     r = fo.max_concurrent_flow(first)
@@ -358,7 +358,7 @@ def test_an_intact_fabric_without_a_claim_is_solved_when_the_failed_one_is_too_l
     # (2.2727273); the cut around the leaf's run and its servers (leaf_run_cuts) meets the
     # lower end, so the planes' stage closes the bracket without its LP. The bracket's lower
     # end is over half its upper one: no two-phase floor is computed under it.
-    import fabricopt.analysis.failure_reroute as failure_reroute
+    import fabricopt.failures.intact_flow as failure_reroute
     import fabricopt.flow.api as api
 
     fab = fo.cluster(fo.dgx_h100(), nodes=16, scale_out="clos", tiers=2, oversubscription=2,
@@ -398,7 +398,7 @@ def test_an_intact_fabric_without_a_symmetry_found_is_not_used(monkeypatch):
     # As above, but no useful symmetry is found in the intact fabric (within the node budget
     # of method="auto"'s search, no clock): its own LP would take as long as the failed
     # one's, so the intact fabric is not solved and not used, whatever the machine's load.
-    import fabricopt.analysis.failure_reroute as failure_reroute
+    import fabricopt.failures.intact_flow as failure_reroute
     import fabricopt.flow.api as api
 
     fab = fo.cluster(fo.dgx_h100(), nodes=16, scale_out="clos", tiers=2, oversubscription=2,

@@ -302,3 +302,130 @@ def reliability() -> dict[str, float]:
     meta = fo.training_goodput(fab, job, failure_model=rates, failures=g.failures)
     return {"interruptions_per_day": unexpected, "network_share": network / unexpected,
             "ettr": g.ettr, "mttf_16k_h": meta.mtbi_h}
+
+
+# -- serving ------------------------------------------------------------------------------------
+MLPERF = ("MLPerf Inference v4.1, Data Center, closed division: NVIDIA DGX H100 (8 x H100 SXM "
+          "80 GB), TensorRT-LLM, FP8, llama2-70b-99.9")
+#: Llama 2 70B (Llama 2: Open Foundation and Fine-Tuned Chat Models, Table 1 and section 2.2:
+#: 80 layers, hidden 8,192, 64 heads, 8 KV heads, SwiGLU 28,672, vocabulary 32,000).
+LLAMA2_70B = {"name": "llama2-70b", "layers": 80, "hidden": 8192, "ffn": 28672, "heads": 64,
+              "kv_heads": 8, "vocab": 32000}
+#: OPT-66B (OPT: Open Pre-trained Transformer Language Models, Table 1: 64 layers, hidden
+#: 9,216, 72 heads, multi-head attention, ReLU MLP of 4 x hidden, vocabulary 50,272).
+OPT_66B = {"name": "opt-66b", "layers": 64, "hidden": 9216, "ffn": 36864, "heads": 72,
+           "vocab": 50272, "gated_mlp": False, "tied_embeddings": True}
+#: The benchmark's requests: output tokens per request are the published tokens per second
+#: over samples per second (24,525 / 84.2 = 291); the prompts are taken as long (assumed).
+MLPERF_PROMPT, MLPERF_OUTPUT = 295, 291
+
+
+@dataclass(frozen=True)
+class ServingRun:
+    """One published serving figure: ``metric`` is ``"offline_tokens_per_s"`` (the best plan's
+    steady state, no latency target), ``"server_tokens_per_s"`` (:func:`fabricopt.
+    serving_capacity` at the benchmark's p99 targets), ``"tokens_per_s_per_user"`` (one
+    request alone: 1 / TPOT) or ``"kv_gbps"`` (the KV-cache traffic of disaggregated
+    serving at a request rate)."""
+
+    name: str
+    source: str
+    fabric: str
+    model: dict[str, Any] | str
+    metric: str
+    published: float
+    settings: dict[str, Any] = field(default_factory=dict)
+    assumed: str = ""
+
+
+SERVING_RUNS: list[ServingRun] = [
+    ServingRun("Llama 2 70B, DGX H100, FP8, MLPerf Offline", MLPERF, "dgx_h100", LLAMA2_70B,
+               "offline_tokens_per_s", 24525,
+               {"prompt_len": MLPERF_PROMPT, "output_len": MLPERF_OUTPUT, "precision": "fp8"},
+               assumed="prompts of 295 tokens; the best plan of tp 1-8, batch and chunk"),
+    ServingRun("Llama 2 70B, DGX H100, FP8, MLPerf Server (TTFT p99 2 s, TPOT p99 200 ms)",
+               MLPERF + "; the Server scenario's figure as NVIDIA published it for the "
+               "round (its v4.0 submission repeats in v4.1)", "dgx_h100", LLAMA2_70B,
+               "server_tokens_per_s", 21806,
+               {"prompt_len": MLPERF_PROMPT, "output_len": MLPERF_OUTPUT, "precision": "fp8",
+                "ttft_s": 2.0, "tpot_s": 0.2},
+               assumed="Poisson arrivals, fixed lengths, the Offline row's plan"),
+    ServingRun("Llama 3.1 70B, HGX H200, FP8, TP 8, one request", "NVIDIA technical blog, "
+               "'Low Latency Inference Chapter 1: Up to 1.9x Higher Llama 3.1 Performance "
+               "with Medusa on NVIDIA HGX H200 with NVLink Switch' (2024): 268 tokens/s per "
+               "user with Medusa, over 1.5x the same without", "dgx_h200", "llama3-70b",
+               "tokens_per_s_per_user", 268 / 1.5,
+               {"prompt_len": 128, "output_len": 128, "precision": "fp8", "tp": 8},
+               assumed="the published figure is 268 / 1.5 = 179 tokens/s (the speed-up is "
+               "'over 1.5x'); a 128-token prompt"),
+    ServingRun("OPT-66B, 512-token requests at 10 per second: KV-cache traffic", "DistServe: "
+               "Disaggregating Prefill and Decoding for Goodput-optimized Large Language Model "
+               "Serving (Zhong et al., OSDI 2024), section 4: 1.13 GB per request, 90 Gbps",
+               "superpod(1)", OPT_66B, "kv_gbps", 90,
+               {"prompt_len": 512, "rate": 10.0, "precision": "bf16"},
+               assumed="FP16 cache (2 bytes), the paper's GB read as 2^30 bytes"),
+]
+
+
+@dataclass
+class ServingOutcome:
+    figure: float
+    ratio: float
+    detail: str
+
+
+def serving_model(run: ServingRun) -> fo.ModelConfig:
+    """The run's model: a catalogue name or the config above."""
+    return fo.model(run.model if isinstance(run.model, str) else dict(run.model))
+
+
+FABRICS["dgx_h100"] = fo.dgx_h100
+FABRICS["dgx_h200"] = fo.dgx_h200
+FABRICS["superpod(1)"] = lambda: fo.superpod(1)
+
+
+def _offline(fab: fo.Fabric, m: fo.ModelConfig, s: dict[str, Any]) -> tuple[float, Any]:
+    """The best plan's steady state without latency targets (MLPerf Offline): its output
+    tokens per second and plan."""
+    import math
+
+    from fabricopt.workload.serving_capacity import _tune
+    from fabricopt.workload.serving_replica import ServingPlan, replica
+
+    best = None
+    context = s["prompt_len"] + s["output_len"]
+    for tp in (1, 2, 4, 8):
+        r = replica(fab, m, ServingPlan(tp=tp, precision=s["precision"]))
+        got = _tune(r, s["prompt_len"], s["output_len"], math.inf, math.inf, context)
+        if got is not None and (best is None or got[1].rate > best[1].rate):
+            best = got
+    assert best is not None
+    return best[1].rate * s["output_len"], best[0]
+
+
+@cache
+def evaluate_serving(name: str) -> ServingOutcome:
+    """fabricopt's figure for the serving run ``name`` (cached: the Server row is a search)."""
+    run = next(r for r in SERVING_RUNS if r.name == name)
+    fab, m, s = fabric(run.fabric), serving_model(run), run.settings
+    if run.metric == "offline_tokens_per_s":
+        x, plan = _offline(fab, m, s)
+        detail = plan.describe()
+    elif run.metric == "server_tokens_per_s":
+        _, plan = _offline(fab, m, s)
+        c = fo.serving_capacity(fab, m, ttft_s=s["ttft_s"], tpot_s=s["tpot_s"],
+                                prompt_len=s["prompt_len"], output_len=s["output_len"],
+                                precision=s["precision"], plan=plan, requests=1000)
+        x = c.tokens_per_s
+        detail = (f"{plan.describe()}; p99 TTFT {c.ttft_p99_s:.3g} s, TPOT "
+                  f"{c.tpot_p99_s * 1e3:.3g} ms")
+    elif run.metric == "tokens_per_s_per_user":
+        e = fo.serving_estimate(fab, m, tp=s["tp"], batch=1, prompt_len=s["prompt_len"],
+                                output_len=s["output_len"], precision=s["precision"])
+        x = 1 / e.tpot_s
+        detail = f"TPOT {e.tpot_s * 1e3:.3g} ms (>= {e.tpot_s_lower * 1e3:.3g})"
+    else:  # kv_gbps: bytes of a request's cache x rate, in Gb/s
+        kv = m.kv_bytes_per_token(2.0) * s["prompt_len"]
+        x = kv * s["rate"] * 8 / 1e9
+        detail = f"{kv / 2**30:.3g} GiB per request"
+    return ServingOutcome(x, x / run.published, detail)

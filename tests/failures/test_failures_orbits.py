@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fabricopt as fo
-from fabricopt.analysis.failure_orbits import FailureSymmetry, Pattern
+from fabricopt.failures.orbits import FailureSymmetry, Pattern
 
 SMALL = [
     pytest.param(lambda: fo.fat_tree(4), id="fat_tree4"),

@@ -62,8 +62,8 @@ from ..flow.warm import lengths_only
 from ..graph_arrays import GraphArrays
 from ..symmetry.search import with_symmetry
 from ..traffic import Traffic, all_to_all, traffic_named
-from .failure_orbits import FailureSymmetry, Pattern
-from .failure_reroute import IntactFlow, rerouted_answer
+from .intact_flow import IntactFlow, rerouted_answer
+from .orbits import FailureSymmetry, Pattern
 from .risk_groups import RiskGroup, _bundles, risk_groups
 
 KINDS = ("links", "switches", "groups")
@@ -492,7 +492,7 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
     switch links (50 draws, seed 1) the bounds meet in 49 and are within 0.01% in the last.
 
     With ``intact`` (the intact fabric's flow, re-proven once), the first try is that flow
-    sent around what failed (:mod:`~fabricopt.analysis.failure_reroute`) under the
+    sent around what failed (:mod:`~fabricopt.failures.intact_flow`) under the
     hierarchy cut: it closes a failed 4,096-GPU SuperPOD in about two seconds, where the
     failed fabric's own routing would not fit in memory. A bracket it leaves wider than
     ``gap`` is first narrowed through the fabric's planes where it has them
@@ -591,7 +591,7 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
     symmetry : bool
         True (default): trials whose failures the fabric's symmetry maps onto each other
         (claimed by its generator, or found) are solved once, with all-to-all traffic
-        (:mod:`~fabricopt.analysis.failure_orbits`); exact duplicates are solved once always.
+        (:mod:`~fabricopt.failures.orbits`); exact duplicates are solved once always.
 
     Returns
     -------

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import fabricopt as fo
-from fabricopt.analysis.failure_models import group_draw, union_draw
+from fabricopt.failures.models import group_draw, union_draw
 
 
 def test_a_risk_group_fails_exactly_its_members():

@@ -14,10 +14,10 @@ from typing import Any
 
 from .._checks import check_choice, check_positive, fail
 from ..fabric import Fabric, check_fabric
-from .failure_distribution import check_distribution_arguments, distribution
-from .failure_models import EverySingle, FailureModel
-from .failures import KINDS
-from .single_failures import FailureTable, solve_orbits
+from .distribution import check_distribution_arguments, distribution
+from .models import EverySingle, FailureModel
+from .single import FailureTable, solve_orbits
+from .sweep import KINDS
 
 
 def _n1_table(func: str, fab: Fabric, kind: str, tiers: Any,

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import fabricopt as fo
-import fabricopt.analysis.failures as failures_module
-from fabricopt.analysis.failures import failure_count
+import fabricopt.failures.sweep as failures_module
+from fabricopt.failures.sweep import failure_count
 
 
 def _theta(fab):

@@ -1,8 +1,8 @@
 """What a fabric carries under a failure model: the distribution, in Gb/s per GPU.
 
-:func:`failure_distribution` draws patterns from a :class:`~fabricopt.analysis.failure_models.
+:func:`failure_distribution` draws patterns from a :class:`~fabricopt.failures.models.
 FailureModel` (or lists them all, with their probabilities, when the model can), solves each
-distinct pattern once up to the fabric's symmetry (:mod:`~fabricopt.analysis.failure_orbits`),
+distinct pattern once up to the fabric's symmetry (:mod:`~fabricopt.failures.orbits`),
 warm-started from the intact solve, and reports per pattern the certified all-to-all bracket
 among the GPUs still up, plus any other metric asked for (ECMP-routed throughput, bisection,
 or a function of the failed fabric), and weighted percentiles of each.
@@ -29,14 +29,14 @@ from .._checks import (
     fail,
 )
 from .._stages import stage_report
+from ..analysis.bisection import bisection_bandwidth
 from ..fabric import Fabric
 from ..flow.arguments import METHODS
 from ..routing import routed_flow
 from ..traffic import all_to_all
-from .bisection import bisection_bandwidth
-from .failure_models import Draw, FailureModel
-from .failure_orbits import FailureSymmetry
-from .failures import intact_solve, reroutable, solve_failed
+from .models import Draw, FailureModel
+from .orbits import FailureSymmetry
+from .sweep import intact_solve, reroutable, solve_failed
 
 #: A trial measure: ``f(failed_fabric, gpus_up) -> Gb/s per GPU``, applied to every failed
 #: fabric of a distribution (its ``metrics=`` argument); not a comparison row's metric.
@@ -240,7 +240,7 @@ def failure_distribution(fab: Fabric, model: FailureModel, *, trials: int | None
     node): any one failed link leaves a path carrying 1/9 per pair, 5/9 per node.
 
     >>> import fabricopt as fo
-    >>> from fabricopt.analysis.failure_models import EverySingle
+    >>> from fabricopt.failures.models import EverySingle
     >>> d = failure_distribution(fo.ring(6), EverySingle("links"), trials=None)
     >>> d.solves, [round(x, 4) for x in d.percentile(5)]
     (1, [0.5556, 0.5556])

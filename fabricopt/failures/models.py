@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 
 from .._checks import check_choice, check_int, did_you_mean, fail
+from ..analysis.selection import describe, select_links, select_nodes
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_fabric
-from .failure_orbits import Pattern
-from .failures import _check_tiers, check_tier_names
+from .orbits import Pattern
 from .risk_groups import (
     RiskGroup,
     _bundles,
@@ -39,7 +39,7 @@ from .risk_groups import (
     check_groups,
     risk_groups,
 )
-from .selection import describe, select_links, select_nodes
+from .sweep import _check_tiers, check_tier_names
 
 HOURS_PER_YEAR = 8766.0  # 365.25 days
 

@@ -29,7 +29,7 @@ class RiskGroup:
 
     ``links`` are bundles (unordered node pairs, every parallel link of each); ``switches`` are
     nodes that go with all their links; ``gpus`` are GPUs that go down with the group (a
-    rack, a server): the failure models of :mod:`~fabricopt.analysis.failure_models` take them
+    rack, a server): the failure models of :mod:`~fabricopt.failures.models` take them
     out of the traffic and fail their links.
     """
 

@@ -2,7 +2,7 @@
 
 :func:`single_failures` fails each eligible unit alone (one physical link, one switch, or one
 shared-risk group), groups the units the fabric's symmetry maps onto each other
-(:mod:`~fabricopt.analysis.failure_orbits`), solves one representative per orbit from the
+(:mod:`~fabricopt.failures.orbits`), solves one representative per orbit from the
 intact solve's warm start, and reports each orbit's multiplicity and certified theta bracket.
 :func:`criticality` orders the same orbits by the throughput their failure costs, solving them
 in the order the intact solve's arc lengths (the LP duals) predict.
@@ -27,9 +27,9 @@ from ..flow.result import FlowResult
 from ..flow.warm import CAPACITY_RTOL
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
-from .failure_orbits import FailureSymmetry, Pattern
-from .failure_reroute import IntactFlow, rerouted_answer
-from .failures import (
+from .intact_flow import IntactFlow, rerouted_answer
+from .orbits import FailureSymmetry, Pattern
+from .sweep import (
     KINDS,
     RiskGroup,
     _check_fabric,
