@@ -1281,6 +1281,92 @@ def plan_search_rows(rows: list, quick: bool) -> None:
 
 
 #: The blocks of cases ``--only`` can run alone (the full table runs them all, last).
+def case_group_flow(su: int, gain_limit: int) -> dict:
+    """fo.group_max_flow from SU 0's GPUs to the last SU's on superpod(su): flow, minimum
+    cut, each cut link's loss and ``gain_limit`` gains, and the certificate checked; build
+    not counted."""
+    import fabricopt as fo
+
+    fab = fo.superpod(su)
+    start = time.perf_counter()
+    r = fo.group_max_flow(fab, "su=0,role=gpu", f"su={su - 1},role=gpu",
+                          gain_limit=gain_limit)
+    proven = not r.check(fab)
+    return {"seconds": time.perf_counter() - start,
+            "value": f"{r.value_gbps:,.0f} Gb/s, cut of {len(r.cut)} links, "
+                     + ("proven (cut = flow)" if proven else "NOT proven")}
+
+
+def _netgraph_groups(su: int) -> tuple:
+    """NetGraph's analysis context of superpod(su) and the two groups as its regexes."""
+    import re as re_module
+
+    from netgraph_side import scenario_yaml
+    from ngraph.analysis import analyze
+    from ngraph.scenario import Scenario
+
+    import fabricopt as fo
+
+    fab = fo.superpod(su)
+    g = fab.graph
+
+    def group(s: int) -> str:
+        names = [re_module.sub(r"[^A-Za-z0-9_]", "_", str(v)) for v, d in g.nodes(data=True)
+                 if d.get("role") == "gpu" and d.get("su") == s]
+        return "^(" + "|".join(names) + ")$"
+
+    ctx = analyze(Scenario.from_yaml(scenario_yaml(fab)).network)
+    return ctx, group(0), group(su - 1)
+
+
+def case_netgraph_group_flow(su: int, sensitivity: bool) -> dict:
+    """NetGraph's max flow between the same groups (``sensitivity``: and its per-link
+    sensitivity); the scenario's build not counted."""
+    ctx, src, dst = _netgraph_groups(su)
+    start = time.perf_counter()
+    flow = ctx.max_flow(src, dst)
+    if sensitivity:
+        ctx.sensitivity(src, dst)
+    return {"seconds": time.perf_counter() - start,
+            "value": f"{next(iter(flow.values())):,.0f} Gb/s"}
+
+
+def case_paths(su: int, k: int) -> dict:
+    """fo.k_shortest_paths between GPUs of the first and last SU of superpod(su)."""
+    import fabricopt as fo
+
+    fab = fo.superpod(su)
+    start = time.perf_counter()
+    paths = fo.k_shortest_paths(fab, "n0.gpu0", f"n{32 * su - 1}.gpu3", k=k)
+    return {"seconds": time.perf_counter() - start,
+            "value": f"{len(paths)} paths of {paths[0].hops} to {paths[-1].hops} hops"}
+
+
+def group_rows(rows: list, quick: bool) -> None:
+    """Group max flow with its cut and sensitivities, and k shortest paths, beside NetGraph
+    (when installed: the ``bench`` extra)."""
+    su = 2 if quick else 16
+    gpus = f"superpod({su}), SU 0 to SU {su - 1} ({256 * su:,} GPUs)"
+    flow_only = run_case("case_group_flow", su, 0)
+    rows.append((f"group_max_flow, {gpus}, flow + cut + losses", flow_only, "", ""))
+    gains = run_case("case_group_flow", su, 32)
+    rows.append(("  the same with 32 gains from doubling", gains, "", ""))
+    paths = run_case("case_paths", su, 8)
+    rows.append((f"k_shortest_paths, k=8, {gpus}", paths, "", ""))
+    try:
+        import ngraph  # noqa: F401
+    except ImportError:
+        return
+    theirs = run_case("case_netgraph_group_flow", su, False)
+    ratio = flow_only["seconds"] / theirs["seconds"]
+    rows.append(("  NetGraph max_flow, same groups (no certificate)", theirs,
+                 f"fabricopt {ratio:.1f}x NetGraph's time, with its cut proven", ""))
+    theirs = run_case("case_netgraph_group_flow", su, True)
+    ratio = gains["seconds"] / theirs["seconds"]
+    rows.append(("  NetGraph max_flow + sensitivity", theirs,
+                 f"fabricopt with 32 gains {ratio:.1f}x NetGraph's time", ""))
+
+
 BLOCKS = {
     "bounds-first": (bounds_first_rows, "the bounds stage beside the method before it, and "
                      "NetGraph's MaximumSupportedDemand"),
@@ -1289,6 +1375,8 @@ BLOCKS = {
     "plan-search": (plan_search_rows, "the best plan for Llama 3 405B on 16K H100 against "
                     "Meta's"),
     "goodput": (goodput_rows, "a 16K-GPU job under every single failure, and its goodput"),
+    "groups": (group_rows, "group max flow with its cut and sensitivities, k shortest paths, "
+               "beside NetGraph"),
 }
 
 
