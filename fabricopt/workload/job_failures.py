@@ -1,7 +1,7 @@
 """Single failures seen by a training job: per failure orbit, the job's step and tokens per
 second with the failure in place, and what the job must do.
 
-The fabric-level N-1 table (:func:`fabricopt.failures.single`) speaks of uniform
+The fabric-level N-1 table (:func:`fabricopt.failures.single_failures`) speaks of uniform
 all-to-all; a running job sees a failure otherwise. A failure that takes one of its GPUs, or
 leaves one without any network port or without any scale-up link, stops the job at its next
 collective (NCCL does not move a rank's connections to another port): the job restarts from
@@ -567,7 +567,7 @@ def single_failures(fab: Fabric, kind: str | Sequence[str] = "links",
     """The N-1 table: every single failure of a kind, one solve per orbit.
 
     Without ``job``: uniform all-to-all throughput per failure orbit
-    (:func:`fabricopt.failures.single`, whose options ``traffic``, ``method``,
+    (:func:`fabricopt.failures.single_failures`, whose options ``traffic``, ``method``,
     ``warm_start``, ``symmetry``, ``intact`` it takes). With ``job``: per failure orbit the
     job's step and tokens per second with the failure in place and what the job does
     (:func:`job_failures`, whose options ``symmetry``, ``catalog``, ``order`` and ``solve``
