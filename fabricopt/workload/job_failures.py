@@ -36,7 +36,6 @@ from ..failures.risk_groups import risk_groups
 from ..failures.single import criticality as _fabric_criticality
 from ..failures.single import single_failures as _fabric_single_failures
 from ..tiers import is_scale_up
-from .placement import place_ranks
 from .plan import TrainingJob
 from .reliability import server_of
 from .step import TrainingStep, training_step
@@ -204,32 +203,44 @@ class _Attachment:
 
     def __init__(self, fab: Fabric) -> None:
         g = fab.graph
+        adj, nodes = g.adj, g.nodes
         self.fab = fab
         self.net: dict[Hashable, list[tuple[frozenset, Hashable]]] = {}
         self.up: dict[Hashable, list[tuple[frozenset, Hashable]]] = {}
+        # Physical links of each GPU's network ports and scale-up links (without NIC nodes,
+        # a single failed link cuts a GPU off exactly when it holds all of one of them).
+        self.links: dict[Hashable, tuple[int, int]] = {}
+        self.nic_nodes = False
         for e in fab.endpoints:
             net, up = [], []
-            for w in g.successors(e):
-                d = g[e][w]
+            net_links = up_links = 0
+            for w, d in adj[e].items():
                 if _up(d):
                     up.append((frozenset((e, w)), w))
-                elif g.nodes[w].get("role") == "nic":
+                    up_links += int(d.get("links", 1))
+                elif nodes[w].get("role") == "nic":
                     # A NIC node: the GPU's ports are the NIC's links into the network.
-                    net += [(frozenset((w, x)), x) for x in g.successors(w) if x != e]
+                    net += [(frozenset((w, x)), x) for x in adj[w] if x != e]
                     net.append((frozenset((e, w)), w))
+                    self.nic_nodes = True
                 else:
                     net.append((frozenset((e, w)), w))
+                    net_links += int(d.get("links", 1))
             self.net[e], self.up[e] = net, up
+            self.links[e] = (net_links, up_links)
         self.near: dict[Hashable, set[Hashable]] = {}
         for e in fab.endpoints:
             for pair, far in self.net[e] + self.up[e]:
                 for w in pair | {far}:
                     self.near.setdefault(w, set()).add(e)
+        self.bundles = _all_bundles(fab)
 
     def cut_off(self, pattern: Pattern) -> frozenset:
         """GPUs ``pattern`` leaves without any network port or without any scale-up link
         (of those that had some)."""
         g = self.fab.graph
+        if not pattern.switches and len(pattern.links) == 1 and not self.nic_nodes:
+            return self._one_link(pattern)
         touched: set[Hashable] = set()
         for w in pattern.switches:
             touched |= self.near.get(w, set())
@@ -255,17 +266,43 @@ class _Attachment:
         return frozenset(out)
 
 
-def _bundles(fab: Fabric, scale_up: bool, tiers: frozenset[str] | None
-             ) -> list[tuple[Hashable, Hashable, int, str]]:
-    g = fab.graph
+    def _one_link(self, pattern: Pattern) -> frozenset:
+        """:meth:`cut_off` of one failed bundle (some of its links): a GPU at one end loses
+        that side when the links failed are all the links of its ports, or of its scale-up
+        links, and the bundle is one of them."""
+        ((pair, n),) = pattern.links.items()
+        u, v = tuple(pair)
+        lost = n or int(self.fab.graph[u][v].get("links", 1))
+        out = set()
+        for e in (u, v):
+            if e not in self.links:
+                continue
+            far = v if e == u else u
+            net_links, up_links = self.links[e]
+            side = (up_links if any(w == far for _, w in self.up[e]) else net_links)
+            if lost >= side:
+                out.add(e)
+        return frozenset(out)
+
+
+def _all_bundles(fab: Fabric) -> list[tuple[Hashable, Hashable, int, str, bool]]:
+    """Every bundle once: its ends, physical links, tier and whether it is scale-up."""
+    seen: set[frozenset] = set()
     out = []
-    for u, v, d in g.edges(data=True):
-        if (repr(u) > repr(v) and g.has_edge(v, u)) or _up(d) != scale_up:
-            continue
-        tier = str(d.get("tier", "link"))
-        if tiers is None or tier in tiers:
-            out.append((u, v, int(d.get("links", 1)), tier))
+    for u, nbrs in fab.graph.adj.items():
+        for v, d in nbrs.items():
+            key = frozenset((u, v))
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append((u, v, int(d.get("links", 1)), str(d.get("tier", "link")), _up(d)))
     return out
+
+
+def _bundles(attach: _Attachment, scale_up: bool, tiers: frozenset[str] | None
+             ) -> list[tuple[Hashable, Hashable, int, str]]:
+    return [(u, v, n, tier) for u, v, n, tier, up in attach.bundles
+            if up == scale_up and (tiers is None or tier in tiers)]
 
 
 def _units(fab: Fabric, kind: str, tiers: frozenset[str] | None,
@@ -275,7 +312,7 @@ def _units(fab: Fabric, kind: str, tiers: frozenset[str] | None,
     if kind in ("links", "nvlinks"):
         return [_Unit(f"{'link' if kind == 'links' else 'NVLink'} {u}-{v}", (u, v), n,
                       Pattern({frozenset((u, v)): 1}, frozenset()))
-                for u, v, n, _ in _bundles(fab, kind == "nvlinks", tiers)]
+                for u, v, n, _ in _bundles(attach, kind == "nvlinks", tiers)]
     if kind in ("switches", "nvswitches"):
         out = []
         for w, role in g.nodes(data="role"):
@@ -356,13 +393,13 @@ class _JobView:
 
     def __init__(self, fab: Fabric, job: TrainingJob, placement: Sequence[Hashable] | None,
                  spares: int | None, intact: TrainingStep) -> None:
-        self.job = intact.job
-        place = place_ranks(fab, self.job, placement)
-        self.gpus = place.gpus
-        rank_of = {gpu: r for r, gpu in enumerate(place.gpus)}
-        # The grid's axes are (pp, dp, ep, cp, tp): a rank's replica is its dp coordinate.
-        dp_of_rank = np.indices(place.grid.shape)[1].ravel()[np.argsort(place.grid.ravel())]
-        self.replica = {gpu: int(dp_of_rank[r]) for gpu, r in rank_of.items()}
+        job = self.job = intact.job
+        # Ranks in placement order (checked by training_step), tp fastest: the grid's axes
+        # are (pp, dp, ep, cp, tp), so a rank's replica is its dp coordinate.
+        self.gpus = tuple(fab.endpoints[:job.gpus] if placement is None else placement)
+        shape = (job.pp, job.dp_set, job.ep, job.cp, job.tp)
+        dp_of_rank = np.unravel_index(np.arange(job.gpus), shape)[1]
+        self.replica = {gpu: int(dp_of_rank[r]) for r, gpu in enumerate(self.gpus)}
         self.server = {e: server_of(fab, e) for e in fab.endpoints}
         self.server_gpus: dict[Hashable, list[Hashable]] = {}
         for e, s in self.server.items():
