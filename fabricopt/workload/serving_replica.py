@@ -338,6 +338,10 @@ def replica(fab: Fabric, m: ModelConfig, plan: ServingPlan, *, gpu: str | None =
     if plan.ep > 1 and (not m.is_moe or m.experts % plan.ep):
         raise InvalidParameterError(f"{func}(): ep={plan.ep} needs a mixture of experts whose "
                                     f"expert count it divides; {m.name} has {m.experts}")
+    if m.heads % plan.tp:
+        raise InvalidParameterError(f"{func}(): tp={plan.tp} must divide {m.name}'s "
+                                    f"{m.heads} attention heads (each GPU computes whole "
+                                    "heads)")
     if m.layers < plan.pp:
         raise InvalidParameterError(f"{func}(): pp={plan.pp} is more stages than {m.name}'s "
                                     f"{m.layers} layers")

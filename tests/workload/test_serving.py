@@ -56,6 +56,15 @@ def test_what_does_not_fit_is_refused_with_the_largest_batch_or_the_weights():
         fo.serving_estimate(fo.dgx_h100(), "llama3-70b", tp=8, batch=4096)
 
 
+def test_a_plan_the_model_cannot_take_is_refused():
+    with pytest.raises(InvalidParameterError, match=r"tp=3 must divide llama3-70b's 64"):
+        fo.serving_estimate(fo.superpod(1), "llama3-70b", tp=3)
+    with pytest.raises(InvalidParameterError, match=r"ep=3 needs a mixture of experts whose"):
+        fo.serving_estimate(fo.superpod(1), "deepseek-v3", tp=1, ep=3, precision="fp8")
+    with pytest.raises(InvalidParameterError, match=r"ep=2 needs a mixture of experts"):
+        fo.serving_estimate(fo.superpod(1), "llama3-70b", ep=2)
+
+
 def test_fp4_only_where_the_gpu_has_it():
     with pytest.raises(InvalidParameterError, match=r"has no FP4 peak .*supports bf16, fp8"):
         fo.serving_estimate(fo.dgx_h100(), "llama3-70b", precision="fp4")
