@@ -184,7 +184,7 @@ def server_of(fab: Fabric, gpu: Any) -> Any:
 
 def unit_counts(fab: Fabric) -> dict[str, int]:
     """How many units of each kind (:data:`UNITS`) the fabric holds; transceivers are
-    counted apart (:func:`transceiver_count`) and reported 0 here.
+    reported 0 (the goodput counts two per network link when a transceiver rate is given).
 
     >>> import fabricopt as fo
     >>> unit_counts(fo.superpod(1))["network link"], unit_counts(fo.superpod(1))["server"]
