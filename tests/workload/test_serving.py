@@ -213,3 +213,26 @@ def test_capacity_reports_no_plan_when_targets_are_out_of_reach():
                             prompt_len=512, output_len=32, precision="fp8", requests=200)
     assert c.rate == 0 and c.plan is None
     assert all(row["lost"] for row in c.table)
+
+
+# -- the command line -------------------------------------------------------------------------
+def test_serve_on_the_command_line_answers_each_question(capsys):
+    import json
+
+    from fabricopt.cli import main
+
+    common = ["serve", "dgx_h100", "--model", "llama3-8b", "--tp", "8", "--batch", "16",
+              "--prompt-len", "256", "--output-len", "8", "--precision", "fp8",
+              "--format", "json"]
+    assert main(common) == 0                                  # one batch
+    one = json.loads(capsys.readouterr().out)
+    e = fo.serving_estimate(fo.dgx_h100(), "llama3-8b", tp=8, batch=16, prompt_len=256,
+                            output_len=8, precision="fp8")
+    assert one["tpot_s"] == pytest.approx(e.tpot_s)
+    assert main([*common, "--rate", "20", "--requests", "200"]) == 0       # a load
+    load = json.loads(capsys.readouterr().out)
+    assert load["requests"] == 200 and load["ttft_p99_s"] >= load["ttft_p50_s"] > 0
+    assert main([*common, "--ttft", "0.3", "--tpot", "0.02", "--requests", "200"]) == 0
+    cap = json.loads(capsys.readouterr().out)                 # the capacity within targets
+    assert cap["rate"] > 0 and cap["ttft_p99_s"] <= 0.3 and cap["tpot_p99_s"] <= 0.02
+    assert cap["plan"].startswith("tp=8, batch=16")
