@@ -219,6 +219,12 @@ def _valid_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
         "GroupFailures": (fo.GroupFailures, {"groups": layers}),
         "Independent": (fo.Independent, {"kind": "links", "probability": 0.5}),
         "Mixture": (fo.Mixture, {"parts": [(1.0, fo.EverySingle("links"))]}),
+        "Selected": (fo.Selected, {"select": "n*", "kind": "switches"}),
+        "group_max_flow": (fo.group_max_flow, {"fab": fab, "sources": "n0", "sinks": "n1"}),
+        "k_shortest_paths": (fo.k_shortest_paths, {"fab": fab, "source": "n0",
+                                                   "target": "n1"}),
+        "select_nodes": (fo.select_nodes, {"fab": fab, "selector": "n*"}),
+        "select_links": (fo.select_links, {"fab": fab, "selector": "tier=ring"}),
     }
     return calls
 
@@ -310,12 +316,13 @@ FUZZED = ["clos", "complete", "dgx_b200", "dgx_h100", "dgx_a100", "hgx_h800", "d
           "failure_metrics", "survives_single_failure", "groups_by", "nest_groups",
           "plot_criticality", "plot_failure_distribution", "all_reduce_metric",
           "ModelConfig", "PlanSearch", "EverySingle", "GroupFailures", "Independent",
-          "Mixture"]
+          "Mixture", "Selected", "group_max_flow", "k_shortest_paths", "select_nodes",
+          "select_links"]
 
 #: Public classes a caller builds, fuzzed as constructors above.
 CONSTRUCTORS = {"Fabric", "Traffic", "LatencyModel", "Layout", "Policy", "RiskGroup",
                 "TrainingJob", "ModelConfig", "PlanSearch", "EverySingle", "GroupFailures",
-                "Independent", "Mixture", "ServingPlan"}
+                "Independent", "Mixture", "ServingPlan", "Selected"}
 
 #: Public classes callers do not build: what the library returns, and where it comes from.
 NOT_BUILT = {
@@ -334,6 +341,7 @@ NOT_BUILT = {
     "ServingEstimate": "serving_estimate", "TokenCost": "token_cost", "BestPlan": "best_plan",
     "ServingCapacity": "serving_capacity", "ServingLoad": "simulate_serving",
     "Catalog": "Catalog.load, Catalog.default, Catalog.merged (Catalog.load is fuzzed)",
+    "GroupFlow": "group_max_flow",
 }
 
 #: Defects the fuzz finds in code this file does not own, until they are fixed there: the
@@ -462,7 +470,8 @@ BAD_TARGETS = [["nosuch"], ["ring"], ["ring", "n=x"], ["ring", "n=-1"], ["ring",
 #: What a command needs after its target, for the bad word under test to be the only one.
 TARGET_COMMANDS = {"show": [], "solve": [], "bom": [], "tco": [], "compare": [],
                    "train": ["--model", "llama3-8b"], "failures": [], "worst-case": [],
-                   "serve": ["--model", "llama3-8b"]}
+                   "serve": ["--model", "llama3-8b"], "maxflow": ["--from", "n0", "--to", "n1"],
+                   "paths": ["n0", "n1"]}
 BAD_OPTIONS = {
     "tco": [["--years", "1e308"], ["--usd-per-kwh", "1e308"], ["--maintenance", "1e308"],
             ["--pue", "0.5"]],

@@ -29,7 +29,7 @@ from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
 from .._checks import did_you_mean, fail
-from ..fabric import Fabric
+from ..fabric import Fabric, check_fabric
 
 __all__ = ["describe", "parse_conditions", "select_links", "select_nodes", "switch_tier"]
 
@@ -133,6 +133,7 @@ def select_nodes(fab: Fabric, selector: Any, *, func: str = "select_nodes",
     >>> len(select_nodes(fab, "g*")), select_nodes(fab, {"role": "gpu"})[:2]
     (4, ['g0', 'g1'])
     """
+    check_fabric(func, fab)
     g = fab.graph
     conds = _conditions(func, name, selector)
     if conds is not None:
@@ -185,6 +186,7 @@ def select_links(fab: Fabric, selector: Any, *, func: str = "select_links",
     >>> len(select_links(fab, "tier=leaf-spine")), select_links(fab, "end=spine1")[0]
     (4, ('leaf0', 'spine1'))
     """
+    check_fabric(func, fab)
     conds = _conditions(func, name, selector)
     if conds is None:
         raise fail(func, name, "link conditions key=value (tier=leaf-spine, end=l*)", selector)
