@@ -53,8 +53,9 @@ FLOOR = 0.3
 #: the mean lengths) is the most a plan sustains; above it a queue grows without end, whatever
 #: the percentiles of a finite run.
 CEILING = 1.0
-#: Plans simulated after the analytic ranking.
-SIMULATED_PLANS = 2
+#: Plans simulated after the analytic ranking, best first; one whose analytic rate (the
+#: search's ceiling) is below a rate already found is not.
+SIMULATED_PLANS = 3
 #: Largest continuous batch tried (engines cap their batch near this).
 MAX_BATCH = 1024
 CHUNKS = (512, 1024, 2048, 4096, 8192)
@@ -621,6 +622,8 @@ def serving_capacity(fab: Fabric, model_name: str | ModelConfig, *, ttft_s: floa
     ranked.sort(key=lambda x: -x[0].rate)
     best: tuple[float, ServingLoad, Replica] | None = None
     for th, r in ranked[:SIMULATED_PLANS]:
+        if best is not None and CEILING * th.rate <= best[0]:
+            break  # its search could not pass the rate already found
         rate, load = _search(r, prompt_len, output_len, lengths, percentile, ttft_s, tpot_s,
                              CEILING * th.rate, requests, rng)
         for row in table:
