@@ -73,7 +73,7 @@ def test_size_is_checked_against_the_memory_at_hand(monkeypatch):
     monkeypatch.setattr(checks, "memory_at_hand", lambda: (2 * 10**9, "a test's figure"))
     with pytest.raises(fo.InvalidParameterError,
                        match=r"fat_tree\(\): the fabric would have 544,768 nodes and 1,572,864 "
-                             r"links, about 2.43 GB .* the memory at hand is 2 GB"):
+                             r"links, about 2.43 GB .* the limit is the memory at hand, 2 GB"):
         fo.fat_tree(128)
     # Memory that cannot be read: the fixed limits of a 24 GB machine.
     monkeypatch.setattr(checks, "memory_at_hand", lambda: None)
