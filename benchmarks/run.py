@@ -1414,6 +1414,138 @@ def group_rows(rows: list, quick: bool) -> None:
                  f"fabricopt with 32 gains {ratio:.1f}x NetGraph's time", ""))
 
 
+#: The commit before issue 45's speed work ("every realistic design in seconds"): its
+#: package is extracted beside this run and its "before" rows import it instead.
+BEFORE_SPEED = "f51e2ee"
+
+
+def _package_at(commit: str) -> str:
+    """A directory holding the package as it was at ``commit`` (git archive), for the
+    before rows of :func:`speed_rows`; empty string when git cannot give it."""
+    import subprocess
+    import tarfile
+    import tempfile
+
+    root = Path(__file__).resolve().parent.parent
+    out = tempfile.mkdtemp(prefix="fabricopt-before-")
+    try:
+        tar = subprocess.run(["git", "-C", str(root), "archive", commit, "fabricopt"],
+                             capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    import io
+
+    with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
+        archive.extractall(out, filter="data")
+    return out
+
+
+def case_before(tree: str, fn_name: str, *args) -> dict:
+    """``fn_name(*args)`` with the package imported from ``tree`` (an older commit's)."""
+    sys.path.insert(0, tree)
+    out = globals()[fn_name](*args)
+    import fabricopt
+
+    assert fabricopt.__file__.startswith(tree), fabricopt.__file__
+    return out
+
+
+def case_big_fat_tree(k: int, bisection: bool) -> dict:
+    """fat_tree(k) built and its all-to-all solved (or its bisection), the build timed in;
+    a fixed work limit (the package before) is lifted so that the time can be measured."""
+    import fabricopt as fo
+    import fabricopt._checks as checks
+
+    if hasattr(checks, "MAX_BUILD"):
+        checks.MAX_BUILD = 10**12
+    start, cpu = time.perf_counter(), time.process_time()
+    fab = fo.fat_tree(k)
+    built, built_cpu = time.perf_counter() - start, time.process_time() - cpu
+    if bisection:
+        b = fo.bisection_bandwidth(fab)
+        value = (f"{b.lower_gbps:.7g} <= B <= {b.upper_gbps:.7g} Gb/s "
+                 f"({'exact' if b.exact else 'bracket'})")
+        exact = b.exact
+    else:
+        r = fo.max_concurrent_flow(fab)
+        value = f"theta={r.theta:.9g} {r.method} {r.status}"
+        exact = r.exact
+    seconds = time.perf_counter() - start
+    # CPU seconds beside wall seconds: on a machine others load, the wall clock is theirs.
+    return {"seconds": seconds, "build": built, "exact": exact,
+            "value": f"built in {built:.1f} s ({built_cpu:.1f} s CPU), {value}; "
+                     f"{time.process_time() - cpu:.1f} s CPU in all"}
+
+
+def case_refused(make: str) -> dict:
+    """Whether the generator call ``make`` is refused before it builds, and its message."""
+    import fabricopt as fo
+
+    start = time.perf_counter()
+    try:
+        eval(make, {"fo": fo})  # noqa: S307
+        value = "built"
+    except fo.InvalidParameterError as exc:
+        value = f"refused: {str(exc)[:120]}"
+    return {"seconds": time.perf_counter() - start, "value": value}
+
+
+def speed_rows(rows: list, quick: bool) -> None:
+    """Issue 45's table, each row beside the package before that work (same run)."""
+    tree = _package_at(BEFORE_SPEED)
+
+    def pair(label: str, target: str, met: object, fn: str, *args: object) -> None:
+        now = run_case(fn, *args)
+        rows.append((label, now, target, ("met" if met(now) else "not met") if target else ""))
+        if tree:
+            before = run_case("case_before", tree, fn, *args)
+            rows.append((f"  before ({BEFORE_SPEED})", before, "", ""))
+
+    # Half a million GPUs: built by the memory at hand, answered with the build.
+    k = 64 if quick else 128
+    rows.append((f"fat_tree({k}) as the generator sees it", run_case(
+        "case_refused", f"fo.fat_tree({k})"), "", ""))
+    pair(f"fat_tree({k}) ({k**3 // 4:,} GPUs): build + all-to-all", "<= 20 s, <= 4 GB",
+         lambda o: o["seconds"] <= 20 and o["peak_mb"] <= 4096 and o.get("exact"),
+         "case_big_fat_tree", k, False)
+    pair(f"fat_tree({k}): build + bisection", "<= 30 s, exact",
+         lambda o: o["seconds"] <= 30 and o.get("exact"), "case_big_fat_tree", k, True)
+    # The main job: every shipped design, one process.
+    topologies = str(Path(__file__).resolve().parent.parent / "topologies")
+    pair("compare topologies/, one process", "<= 10 s, every row <= 2 s",
+         lambda o: o["seconds"] <= 10 and o.get("slowest", 99) <= 2, "case_compare",
+         [topologies], 1)
+    # optimize at 16K GPUs: every candidate a cut can decide is decided.
+    gpus = 1024 if quick else 16384
+    pair(f"optimize, {gpus:,} GPUs", "<= 20 s, none unsolved",
+         lambda o: o["seconds"] <= 20 and " 0 unsolved" in o["value"], "case_optimize",
+         gpus, quick)
+    # Rail bisection, failed and oversubscribed.
+    nodes = 32 if quick else 256
+    rail = (f'fo.fail_random(fo.cluster(fo.dgx_h100(), nodes={nodes}, '
+            'scale_out="rail_optimized", oversubscription=2), 0.01, seed=1)')
+    pair(f"bisection, rail 2:1 ({nodes * 8:,} GPUs) minus 1% of links", "<= 10 s, gap <= 1%",
+         lambda o: o["seconds"] <= 10 and o.get("gap", 1) <= 0.01, "case_bisection", rail)
+    for make in ["fo.fat_tree(8)"] + ([] if quick else ["fo.fat_tree(16)"]):
+        pair(f"bisection, {make[3:]} minus 5% of links, 5 seeds", "widest <= 1%",
+             lambda o: o.get("widest", 1) <= 0.01, "case_failed_bisections", make, 0.05, 5)
+    # Hashed routing at 2,048 GPUs (all-to-all, 4.2 million flows per trial).
+    su = 1 if quick else 8
+    for trials in (10, 20):
+        pair(f"hashed routing, superpod({su}) all-to-all, {trials} trials", "<= 30 s, <= 2 GB",
+             lambda o: o["seconds"] <= 30 and o["peak_mb"] <= 2048, "case_routed",
+             f"fo.superpod({su})", "fo.all_to_all(fab)", "hash", trials)
+    # Engine work after the stage redesign, measured here as it stands.
+    if not quick:
+        failed = ("fo.fail_random(fo.superpod(64), 0.01, seed=1, kind='links', "
+                  "tiers=['leaf-spine'])")
+        out = run_case("case_failed_fabric", failed, False, 60.0)
+        rows.append(("superpod(64) minus 1% of leaf-spine links, time_limit=60", out,
+                     "<= 60 s (72 s with 20%), gap <= 1%",
+                     "met" if out["seconds"] <= 72 and out.get("gap", 1) <= 0.01
+                     else "not met"))
+
+
 BLOCKS = {
     "bounds-first": (bounds_first_rows, "the bounds stage beside the method before it, and "
                      "NetGraph's MaximumSupportedDemand"),
@@ -1426,6 +1558,8 @@ BLOCKS = {
                 "capacity search within p99 latency targets"),
     "groups": (group_rows, "group max flow with its cut and sensitivities, k shortest paths, "
                "beside NetGraph"),
+    "speed": (speed_rows, "issue 45's targets (half a million GPUs, the main job, optimize, "
+              "failed bisections, hashed routing) beside the package before that work"),
 }
 
 
