@@ -260,10 +260,11 @@ class Fabric:
         Returns
         -------
         Fabric
-            A new fabric, named after this one, with ``params["edited"] = True``, no symmetry
-            claim (a failure breaks it), the design record and recipe kept, and
-            :attr:`removed` extended with what this call took away (physical link counts, and
-            the switches).
+            A new fabric, named after this one, with no symmetry claim (a failure breaks
+            it), the design record and recipe kept, and :attr:`removed` extended with what
+            this call took away (physical link counts, and the switches): its :attr:`origin`
+            says it was changed after building (``params["edited"] = True`` says so too, for
+            a release).
 
         Raises
         ------
