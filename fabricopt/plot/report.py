@@ -217,7 +217,7 @@ STYLE = ("body{font-family:sans-serif;margin:2em;max-width:1400px}"
          "padding:3px 6px;text-align:right}td:nth-child(2),th:nth-child(2){text-align:left}"
          "th{cursor:pointer;background:#f3f3f3}th[aria-sort=ascending]::after{content:' \\25B2'}"
          "th[aria-sort=descending]::after{content:' \\25BC'}"
-         ".error{color:#a00;text-align:left}img{max-width:100%}figure{margin:1em 0}"
+         ".error{color:#a00;text-align:left;min-width:28em}img{max-width:100%}figure{margin:1em 0}"
          "figcaption{font-size:13px;color:#333;max-width:900px}.notes{font-size:13px;"
          "max-width:1000px}.scroll{overflow-x:auto}figure.chart{margin:1em 0;width:100%}"
          "#verdict{font-size:16px;line-height:1.45;border-left:4px solid #c00000;"
@@ -358,6 +358,10 @@ def _section_table(table: Comparison, columns: list[tuple[str, str]], sort: str)
             sort_v = (f" data-v='{value!r}'" if isinstance(value, int | float)
                       and not isinstance(value, bool) else "")
             cells.append(f"<td{sort_v}>{html.escape(_number(value))}</td>")
+        if row.get(sort) is None and row.get("error"):
+            # What stopped it, in the section's own row (the main table has it too).
+            cells[2:] = [cells[2], f"<td class='error' colspan='{len(columns) - 1}'>"
+                         f"{html.escape(str(row['error']))}</td>"]
         body.append(f"<tr>{''.join(cells)}</tr>")
     return (f"<div class='scroll'><table class='sortable'><thead><tr>{head}</tr></thead>"
             f"<tbody>{''.join(body)}</tbody></table></div>")

@@ -488,16 +488,18 @@ def compute_metrics(fab: Fabric, names: Mapping[str, Any] | tuple | list,
     row = {} if row is None else row
     # The named metrics leave the fabric as it is: one reading of it; and the collector's
     # full passes skip the fabric's objects, alive through the row (fabricopt._gc).
-    with unchanged(fab), frozen_gc():
-        for metric in names:
-            if isinstance(metric, str):
-                values = METRICS[metric].compute(fab, ctx)
-            else:  # a caller's function may edit the fabric: what was read is read again
-                values = dict(metric(fab))
-                forget(fab)
-            row.update({str(k): plain(v) for k, v in values.items()})
-    if "capex_per_gpu_usd" in row and "all_to_all_gbps_per_gpu" in row:
-        delivered_cost(row)
+    try:
+        with unchanged(fab), frozen_gc():
+            for metric in names:
+                if isinstance(metric, str):
+                    values = METRICS[metric].compute(fab, ctx)
+                else:  # a caller's function may edit the fabric: what was read is read again
+                    values = dict(metric(fab))
+                    forget(fab)
+                row.update({str(k): plain(v) for k, v in values.items()})
+    finally:  # a metric that raises (a job that does not fit) leaves the cost per Gb/s too
+        if "capex_per_gpu_usd" in row and "all_to_all_gbps_per_gpu" in row:
+            delivered_cost(row)
     return row
 
 

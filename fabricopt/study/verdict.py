@@ -90,9 +90,10 @@ def rank(rows: Any, column: str, among: Sequence[int] | None = None) -> Ranking:
     """
     records = records_of("rank", rows)
     pick = range(len(records)) if among is None else among
+    # A row that stopped on an error keeps the figures computed before it (a job that did
+    # not fit leaves the network's figures as they were): those are ranked.
     scored = sorted((v, i) for i in pick
-                    if not records[i].get("error")
-                    and (v := finite_number(records[i].get(column))) is not None and v > 0)
+                    if (v := finite_number(records[i].get(column))) is not None and v > 0)
     return Ranking(column, tuple(i for _, i in scored), tuple(v for v, _ in scored))
 
 
@@ -160,8 +161,7 @@ def _system_sentences(records: list[dict[str, Any]], systems: list[int]) -> list
         return []
     ranking = rank(records, "usd_per_delivered_gbps", systems)
     in_price = [records[i]["name"] for i in systems
-                if not records[i].get("error") and not records[i].get("capex_usd")
-                and records[i].get("capex_usd") is not None]
+                if not records[i].get("capex_usd") and records[i].get("capex_usd") is not None]
     out: list[str] = []
     if ranking.order:
         best = records[ranking.order[0]]
@@ -210,8 +210,9 @@ def verdict(rows: Any) -> list[str]:
     list of str
         The cheapest cluster per delivered Gb/s per GPU, what binds it and the runner-up
         with the margin; the single systems ranked apart; with training columns, the
-        cheapest per million tokens and what binds its step; and a count of failed
-        designs. Empty when nothing could be ranked.
+        cheapest per million tokens and what binds its step; and the designs that stopped
+        on an error (ranked by the figures computed before it only). Empty when nothing
+        could be ranked.
 
     Examples
     --------
@@ -235,8 +236,8 @@ def verdict(rows: Any) -> list[str]:
     out += _training_sentences(records)
     failed = [r["name"] for r in records if r.get("error")]
     if failed:
-        out.append(f"{len(failed)} design{'s' if len(failed) > 1 else ''} failed and "
-                   f"{'are' if len(failed) > 1 else 'is'} not ranked: "
+        out.append(f"{len(failed)} design{'s' if len(failed) > 1 else ''} stopped on an error "
+                   "(the table says which), ranked only by the figures computed before it: "
                    + ", ".join(str(n) for n in failed[:4])
                    + (" ..." if len(failed) > 4 else "") + ".")
     return out

@@ -16,7 +16,8 @@ def test_cheapest_cluster_its_binding_tier_and_the_runner_up_with_the_margin():
     rows = [_row("tapered", 8.0, 300.0, tier="leaf-spine"),
             _row("full", 10.0, 400.0),
             _row("rail-only", 6.0, 400.0, all_to_all_exact=False),
-            _row("broken", 1.0, 900.0, error="ValueError: no")]
+            # Its job failed after the network's figures: they stand, the per-token one not.
+            _row("broken", 9.0, 900.0, error="InvalidParameterError: training_metrics()")]
     sentences = verdict(rows)
     # rail-only: $6.00 per GPU per Gb/s for 400 Gb/s is $2,400 per GPU; its bracket stayed
     # open, so it delivers "at least" its lower end. tapered is next: 8 / 6 - 1 = 33% dearer.
@@ -25,8 +26,9 @@ def test_cheapest_cluster_its_binding_tier_and_the_runner_up_with_the_margin():
                             "all-to-all per GPU, 512 GPUs); what binds it: each GPU's own NIC "
                             "link to its leaf (gpu-leaf).")
     assert sentences[1] == "Runner-up: tapered at $8.00 per GPU per Gb/s, 33% dearer."
-    # The failed row, cheapest on paper, is not ranked; it is named.
-    assert sentences[-1] == "1 design failed and is not ranked: broken."
+    # The row that stopped on an error is ranked by what it has, and named.
+    assert sentences[-1] == ("1 design stopped on an error (the table says which), ranked "
+                             "only by the figures computed before it: broken.")
     assert len(sentences) == 3
 
 
