@@ -19,6 +19,7 @@ from ..failures.single import FailureTable, criticality, cutting_set, single_fai
 from ..failures.sweep import failure_sweep
 from ..plot.failures import plot_criticality, plot_failure_distribution, plot_job_failures
 from ..workload.job_failures import ALL_KINDS, JOB_KINDS, JobFailureTable, job_failures
+from ..workload.job_sweep import JobFailureSweep, job_failure_sweep
 from ..workload.plan import job_from_mapping
 from .words import parse_assignments, progress_arg, seconds_arg
 
@@ -31,7 +32,7 @@ MODE_FLAGS = {
     "n-1": ("--kind", "--tiers", "--plot", "--job", "--spares"),
     "criticality": ("--kind", "--tiers", "--plot", "--job", "--spares"),
     "cut": ("--kind", "--tiers", "--cut"),
-    "sweep": ("--kind", "--tiers", "--fraction", "--trials", "--seed"),
+    "sweep": ("--kind", "--tiers", "--fraction", "--trials", "--seed", "--job", "--spares"),
     "random": ("--kind", "--tiers", "--probability", "--hours", "--trials", "--seed",
                "--metrics", "--plot"),
     "groups": ("--groups", "--metrics", "--plot"),
@@ -65,9 +66,10 @@ def add_failures_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[F
                     help="a generator name, design file or saved fabric, then parameters")
     fl.add_argument("--mode", choices=FAILURE_MODES, default="n-1")
     fl.add_argument("--job", default=None, metavar="KEY=VALUE,...",
-                    help="n-1 and criticality as a training job sees them: per failure orbit "
-                    "its step, tokens/s and action (run degraded, swap in a spare, drop a "
-                    "replica, stop), e.g. model=llama3-8b,tp=8,global_batch=256,seq_len=8192 "
+                    help="n-1, criticality and sweep as a training job sees them: per failure "
+                    "orbit (or random draw) its step, tokens/s and action (run degraded, swap "
+                    "in a spare, drop a replica, stop), e.g. "
+                    "model=llama3-8b,tp=8,global_batch=256,seq_len=8192 "
                     "(TrainingJob's keys); --kind then also takes nvlinks, nvswitches, nics, "
                     "gpus, servers or all (docs/goodput.md)")
     fl.add_argument("--spares", type=int, default=None,
@@ -185,6 +187,10 @@ def _check_mode_flags(args: argparse.Namespace) -> None:
     if args.job is None and args.kind not in (None, "links", "switches", "groups"):
         raise FabricOptError(f"--kind {args.kind} is a failure kind of a job: give --job "
                              "(without one: links, switches or groups)")
+    if args.job is not None and args.mode == "sweep" and args.kind not in (None, "links",
+                                                                           "switches"):
+        raise FabricOptError(f"--kind {args.kind} does not apply to --mode sweep --job, which "
+                             "fails links or switches at random: give --kind links or switches")
     for name, default in FLAG_DEFAULTS.items():
         if getattr(args, name) is None:
             setattr(args, name, default)
@@ -232,6 +238,9 @@ def _analyse(fab: Fabric, args: argparse.Namespace, tiers: list[str] | None,
     if args.job is not None:
         job = job_from_mapping(parse_assignments([w for w in args.job.split(",") if w]),
                                "--job")
+        if args.mode == "sweep":
+            return job_failure_sweep(fab, job, fractions, trials=args.trials, seed=args.seed,
+                                     kind=args.kind, tiers=tiers, spares=args.spares)
         kind = ALL_KINDS if args.kind == "all" else args.kind
         return job_failures(fab, job, kind, tiers, spares=args.spares,
                             order="lost" if args.mode == "criticality" else "fabric")
@@ -266,7 +275,7 @@ def _analyse(fab: Fabric, args: argparse.Namespace, tiers: list[str] | None,
 
 def _all_proven(shown: Any) -> bool:
     """True when every number in ``shown`` (a table, sweep or distribution) was proven."""
-    if isinstance(shown, JobFailureTable):
+    if isinstance(shown, JobFailureTable | JobFailureSweep):
         return True  # steps from certified bounds; nothing left open
     rows = getattr(shown, "rows", None) or getattr(shown, "trials", None) or getattr(
         shown, "outcomes", None) or []

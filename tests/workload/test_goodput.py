@@ -187,6 +187,9 @@ def test_command_line_train_goodput_and_failures_job(capsys, tmp_path):
                  "--plot", str(plot)]) == 0
     out = capsys.readouterr().out
     assert "job failures" in out and "stop" in out and plot.stat().st_size > 0
+    assert main(["failures", "dgx_h100", "--mode", "sweep", "--fraction", "0.03", "--trials",
+                 "2", "--job", "model=llama3-8b,tp=8,global_batch=8,seq_len=8192"]) == 0
+    assert "job failure sweep" in capsys.readouterr().out
     # A job's failure kind without a job, and --spares without one, are refused.
     assert main(["failures", "dgx_h100", "--kind", "gpus"]) == 2
     assert main(["failures", "dgx_h100", "--spares", "1"]) == 2
