@@ -69,3 +69,19 @@ def test_failed_fat_tree8_closes(seed):
     b = fo.bisection_bandwidth(fo.fail_random(fo.fat_tree(8), 0.01, seed=seed))
     assert b.exact
     assert b.upper_gbps in (24_000, 24_400)
+
+
+@pytest.mark.slow
+def test_failed_rail_cluster_bound_by_flows_inside_its_units():
+    # 256 DGX H100 on rail-optimized 2:1 leaves minus 1 % of all links (seed 1): the hose
+    # rate proves 204,200 Gb/s; each scalable unit's own two-phase rate on its failed links,
+    # joined by a top-tier flow per split profile, proves more. The cut found above bounds it.
+    rail = fo.cluster(fo.dgx_h100(), nodes=256, scale_out="rail_optimized", oversubscription=2)
+    bad = fo.fail_random(rail, 0.01, seed=1)
+    b = fo.bisection_bandwidth(bad)
+    assert "flows inside 7 units" in b.lower_from
+    assert 204_200 < b.lower_gbps <= b.upper_gbps
+    # The upper end is the capacity of the cut it names, read back from the graph.
+    crossing = sum(bad.graph[u][v]["capacity"] for u, v in b.cut.links)
+    assert crossing == pytest.approx(b.upper_gbps)
+    assert len(b.cut.endpoints_a) == len(b.cut.endpoints_b) == 1024
