@@ -188,6 +188,7 @@ def run_engines(arrival: np.ndarray, prompt: np.ndarray, context: np.ndarray,
     slot_last = np.full((engines, batch), -1, dtype=np.int64)
     slot_ctx = np.zeros((engines, batch))
     admitted = np.zeros(engines, dtype=np.int64)
+    finished = np.zeros(engines, dtype=np.int64)
     done_pf = np.zeros(engines, dtype=np.int64)
     cursor = np.zeros(engines, dtype=np.int64)
     steps = np.zeros(engines, dtype=np.int64)
@@ -200,12 +201,11 @@ def run_engines(arrival: np.ndarray, prompt: np.ndarray, context: np.ndarray,
         # 1. admit arrived requests into free slots, in order
         clock_ns = np.minimum(np.rint(clock * _NS).astype(np.int64), _ROW - 2)
         arrived = np.searchsorted(flat_arr, clock_ns + rows * _ROW, "right") - rows * width
-        free = slot_req < 0
-        take = np.minimum(free.sum(1), np.maximum(arrived - admitted, 0))
-        rank = np.cumsum(free, 1) - 1
-        put = free & (rank < take[:, None])
-        if put.any():
-            r, j = np.nonzero(put)
+        take = np.minimum(batch - (admitted - finished), np.maximum(arrived - admitted, 0))
+        if take.any():
+            free = slot_req < 0
+            rank = np.cumsum(free, 1) - 1
+            r, j = np.nonzero(free & (rank < take[:, None]))
             new = ids[r, admitted[r] + rank[r, j]]
             slot_req[r, j] = new
             where_slot[new] = r * batch + j
@@ -217,8 +217,7 @@ def run_engines(arrival: np.ndarray, prompt: np.ndarray, context: np.ndarray,
         # 2. the step: decode one token for each decoding request, prefill with the rest
         dec = (slot_first < steps[:, None]) & (steps[:, None] <= slot_last)
         d = dec.sum(1)
-        age = np.where(dec, steps[:, None] - slot_first, 0)
-        kv = np.where(dec, slot_ctx + age, 0.0).sum(1)
+        kv = np.where(dec, slot_ctx + (steps[:, None] - slot_first), 0.0).sum(1)
         queued_end = np.where(admitted > 0, cum[rows, np.maximum(admitted - 1, 0)], 0)
         c = np.minimum(np.maximum(queued_end - cursor, 0), np.maximum(chunk - d, 0))
         # (query, key) pairs of the chunk's causal attention: the tokens of the prompt under
@@ -230,7 +229,7 @@ def run_engines(arrival: np.ndarray, prompt: np.ndarray, context: np.ndarray,
         if idle.any():  # jump to the next arrival
             nxt = arr_ns[rows, np.minimum(admitted, width - 1)] / _NS
             clock = np.where(idle & (admitted < per), np.maximum(clock, nxt), clock)
-            live = live & ~(idle & (admitted >= per) & (slot_req < 0).all(1))
+            live = live & ~(idle & (admitted >= per) & (admitted == finished))
         if not busy.any():
             continue
         t = np.where(busy, step(d, c, kv, pairs), 0.0)
@@ -250,15 +249,18 @@ def run_engines(arrival: np.ndarray, prompt: np.ndarray, context: np.ndarray,
             slot_first.ravel()[s] = steps[rr]
             slot_last.ravel()[s] = steps[rr] + decode_steps[got]
         done_pf = now_done
-        over = (slot_req >= 0) & (slot_last == steps[:, None]) & busy[:, None]
-        if over.any():
+        # a slot's last step (only busy replicas hold slots: an idle one has none)
+        over = slot_last == steps[:, None]
+        out = over.sum(1)
+        if out.any():
+            finished += out
             r, j = np.nonzero(over)
             last[slot_req[r, j]] = clock[r]
             slot_req[r, j] = -1
             slot_first[r, j] = np.iinfo(np.int64).max // 2
             slot_last[r, j] = -1
         steps = steps + busy
-        live = live & ~((admitted >= per) & (slot_req < 0).all(1))
+        live = live & ~((admitted >= per) & (admitted == finished))
     return first, last
 
 
