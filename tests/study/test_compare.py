@@ -446,10 +446,11 @@ def test_cost_columns_name_the_server_and_the_network_share():
     assert one["network_share"] == 0.0
     fab = fo.superpod(scalable_units=1)
     row = compute_metrics(fab, ["cost"], MetricContext())
-    # 32 DGX H100 at the catalog's $199,000: share = network / (network + servers).
+    # 32 DGX H100 at the catalog's price: share = network / (network + servers).
+    price = fo.Catalog.default().systems["dgx_h100"]["price_usd"]
     assert row["in_system_only"] is False
     assert row["network_share"] == pytest.approx(row["capex_usd"]
-                                                 / (row["capex_usd"] + 32 * 199000.0))
+                                                 / (row["capex_usd"] + 32 * price))
     # One DGX B200 (catalog price ~$515k, an estimate): no network, so both shares are 0.
     b200 = compute_metrics(fo.load_design(TOPOLOGIES / "dgx-b200.toml"), ["cost"],
                            MetricContext())

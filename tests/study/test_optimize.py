@@ -251,7 +251,7 @@ def test_cli_optimize_all_says_what_each_evaluated_design_delivered(tmp_path, ca
     res = fo.optimize(16, space=space, constraints={"all_to_all_gbps_per_gpu": 500},
                       prune=False)
     [row] = [r for r in res.rows if r["outcome"] == "evaluated"]
-    assert _evaluated_figures(row).endswith(
+    assert _evaluated_figures(row, res).endswith(
         "USD, all-to-all 375.0 Gb/s per GPU; all_to_all_gbps_per_gpu misses by 25.0%")
 
 
