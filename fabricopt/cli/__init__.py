@@ -46,6 +46,7 @@ from ..workload.models import models as MODEL_NAMES
 from ..workload.plan import job_from_mapping
 from ..workload.plan_search import OBJECTIVES, PlanSearch, job_or_search, plan_label
 from ..workload.reliability import FailureRates
+from ..workload.serving_capacity import serving_workload
 from ..workload.step import training_step
 from .failures import add_failures_parser
 from .graph_queries import add_graph_query_parsers
@@ -238,6 +239,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                     "--model NAME (with --tp, --pp...), or --plan best; or a [job] table in "
                     "each design file (none in: " + ", ".join(missing[:5])
                     + (" ..." if len(missing) > 5 else "") + ")")
+        serving = parse_assignments(args.serving) if args.serving else None
+        if serving is not None:
+            try:
+                serving_workload(serving, "--serving")
+            except FabricOptError as exc:
+                raise FabricOptError(str(exc)) from None
+            if "serving" not in (metrics or ()):
+                metrics = [*(metrics or DEFAULT_METRICS), "serving"]
         if args.routing:  # beside the all-to-all optimum it is the efficiency of
             chosen = list(metrics or DEFAULT_METRICS)
             at = chosen.index("all_to_all") + 1 if "all_to_all" in chosen else len(chosen)
@@ -246,7 +255,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             table = compare(designs, metrics=metrics, executor=executor,
                             progress=args.progress, out_dir=args.output,
                             message_bytes=args.message_bytes, routing_trials=args.trials,
-                            routing_seed=args.seed, job=job[0] if job else None)
+                            routing_seed=args.seed, job=job[0] if job else None,
+                            serving=serving)
         except KeyboardInterrupt:
             if isinstance(executor, concurrent.futures.ProcessPoolExecutor):
                 # Leaving the pool would wait for every running design: start none, wait none.
@@ -608,6 +618,11 @@ def _add_compare(sub: Any) -> None:
     progress_arg(cmp_, "progress bar")
     cmp_.add_argument("--no-diagrams", action="store_true",
                       help="skip the diagram of each design in the report")
+    cmp_.add_argument("--serving", action="append", metavar="KEY=VALUE",
+                      help="a serving workload served on every design (the serving metric, "
+                      "added to --metrics): model=NAME, ttft_s=, tpot_s= and any other "
+                      "keyword of fabricopt.serving_capacity, such as prompt_len=2048, "
+                      "precision=fp8 (repeat the flag)")
     _add_job_flags(cmp_)
     cmp_.set_defaults(func=_cmd_compare)
 

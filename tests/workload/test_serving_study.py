@@ -52,3 +52,17 @@ def test_optimize_minimises_the_cost_per_token_within_the_latency_targets():
     assert res.best["serving_usd_per_million_tokens"] == min(
         r["serving_usd_per_million_tokens"] for r in evaluated if r["meets"])
     assert res.best["serving_tpot_p99_s"] <= 0.05
+
+
+def test_compare_on_the_command_line_takes_a_serving_workload(capsys):
+    from fabricopt.cli import main
+
+    words = [f"--serving={k}={v}" for k, v in WORKLOAD.items() if k != "plan"]
+    assert main(["compare", "dgx_h100", "--metrics", "summary", *words,
+                 "--serving=plan={'tp': 8, 'batch': 16, 'precision': 'fp8'}",
+                 "--columns", "name,serving_rate,serving_plan"]) == 0
+    out = capsys.readouterr().out
+    assert "tp=8, batch=16" in out
+    assert main(["compare", "dgx_h100", "--serving", "model=llama3-8b",
+                 "--serving", "ttft=1"]) == 2
+    assert "--serving: unknown key 'ttft'" in capsys.readouterr().err
