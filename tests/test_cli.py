@@ -351,11 +351,17 @@ def test_compare_runs_a_job_from_flags_or_a_file_and_says_who_wins_per_token(tmp
     (["compare", "ring", "n=4", "--tp", "8"], "--model/--tp flags: name a model with --model"),
     (["compare", "ring", "n=4", "--model", "llama3-8b", "--constraint", "max_tp=8"],
      "--constraint and --objective choose among plans: add --plan best"),
+    (["compare", "ring", "n=4", "--model", "nosuch"], "--model must be one of the catalogue"),
+    (["compare", "ring", "n=4", "--model", "llama3-8b", "--tp", "0"],
+     "--tp must be an integer >= 1, got 0"),
+    (["compare", "ring", "n=4", "--model", "llama3-8b", "--plan", "best", "--constraint",
+      "max_tpp=8"], "--constraint: key 'max_tpp' is not known (did you mean 'max_tp'?)"),
 ])
 def test_compare_job_errors_speak_of_flags(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert message in err and "MetricContext" not in err
+    assert message in err
+    assert not any(word in err for word in ("MetricContext", "TrainingJob", "PlanSearch"))
 
 
 def test_compare_job_file_errors_name_the_file_and_key(tmp_path, capsys):
@@ -366,6 +372,9 @@ def test_compare_job_file_errors_name_the_file_and_key(tmp_path, capsys):
     assert f"--job {job}: [job]: unknown key 'tensor'" in err
     assert main(["compare", "ring", "n=4", "--job", str(tmp_path / "none.toml")]) == 2
     assert "no such job file" in capsys.readouterr().err
+    job.write_text('[job]\nmodel = "llama3-8b"\ntp = 0\n')
+    assert main(["compare", "ring", "n=4", "--job", str(job)]) == 2
+    assert f"--job {job}: [job]: tp must be an integer >= 1" in capsys.readouterr().err
 
 
 def test_optimize_prints_and_writes_the_objective_it_minimised(tmp_path, capsys):

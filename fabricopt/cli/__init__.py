@@ -12,6 +12,7 @@ import concurrent.futures
 import contextlib
 import math
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -21,7 +22,7 @@ from .._checks import did_you_mean
 from .._toml import read_toml
 from ..analysis.worst_case import worst_case_permutation
 from ..cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost, estimate_tco
-from ..errors import FabricOptError
+from ..errors import FabricOptError, InvalidParameterError
 from ..fabric import Fabric
 from ..flow import max_concurrent_flow
 from ..generators import GENERATORS
@@ -680,7 +681,26 @@ def _job_of_flags(args: argparse.Namespace) -> tuple[Any, str] | None:
         table.update(plan="best", constraints=constraints)
         if args.objective is not None:
             table["objective"] = args.objective
-    return job_or_search(table, where), where
+    try:
+        return job_or_search(table, where), where
+    except InvalidParameterError as exc:  # the job's words for its fields, the command's
+        raise FabricOptError(_in_flag_words(str(exc), args, where)) from None
+
+
+def _in_flag_words(message: str, args: argparse.Namespace, where: str) -> str:
+    """A job's error about one of its fields, said of the flag that gave it (``--tp``,
+    ``--constraint``) or of the job file's key."""
+    found = re.match(r"(TrainingJob|PlanSearch)\(\): (\w+)(?:: model\(\): name)? (.*)",
+                     message, re.S)
+    if not found:
+        return message
+    key, rest = found.group(2), found.group(3)
+    flags = {k: f for f, (k, _, _) in TRAIN_FLAGS.items()}
+    if key == "constraints" and args.constraint:
+        return f"--constraint: {rest}"
+    if key in flags and getattr(args, flags[key].replace("-", "_")) is not None:
+        return f"--{flags[key]} {rest}"
+    return f"{where}: {key} {rest}"
 
 
 def _add_draw(sub: Any) -> None:
