@@ -506,15 +506,17 @@ def case_bounds_first(make: str, method: str, bounds_first: bool | None,
     Clos of servers is not narrowed through its planes (``fabricopt.flow.plane_bracket``),
     as before."""
     import fabricopt as fo
-    import fabricopt.flow.api as api
+    import fabricopt.flow.bounds_first.brackets as brackets
+    import fabricopt.flow.plan as plan
 
     if not planes:
-        api._through_planes = lambda *args, **kwargs: None
+        plan._through_planes = lambda *args, **kwargs: None
     if not hose_floor:
-        api.hose_floor = lambda *args, **kwargs: None
+        plan.hose_floor = lambda *args, **kwargs: None
     if not both_ends:
-        routed = api.ecmp_point
-        api.ecmp_point = lambda *args, **kwargs: routed(*args, **{**kwargs, "both_ends": False})
+        routed = brackets.ecmp_point
+        brackets.ecmp_point = lambda *args, **kwargs: routed(
+            *args, **{**kwargs, "both_ends": False})
 
     fab = eval(make, {"fo": fo, "_failed_fat_tree": _failed_fat_tree})  # noqa: S307
     start = time.perf_counter()

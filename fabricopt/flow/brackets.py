@@ -72,6 +72,7 @@ def with_hose_floor(result: FlowResult, hose: ValiantBound | None, traffic: Traf
                    hose=hose)
     return closed(replace(
         result, lower=floor, certificate=cert, max_overload=hose.max_overload,
+        stages={**result.stages, "lower": "two-phase floor"},
         max_residual=hose.max_residual,
         per_endpoint_gbps=floor * (result.mean_out_gbps or 0.0),
         message=f"{result.message}; lower end raised to the hose rate "
@@ -93,6 +94,7 @@ def tighter_bracket(result: FlowResult, bounds: FlowResult) -> FlowResult:
     cert = result.certificate
     lower, upper = result.lower, result.upper
     method = result.method
+    stages = dict(result.stages)
     if bounds.lower > lower and bounds.certificate.flow is not None:
         # The flow travels with its model's layout: a symmetric result that takes the
         # stage's flow is re-proven as the stage's (the lengths are checked on the whole
@@ -102,15 +104,17 @@ def tighter_bracket(result: FlowResult, bounds: FlowResult) -> FlowResult:
                        hose=None)
         method = "bounds" if method == "symmetric" else method
         lower = bounds.lower
+        stages["lower"] = bounds.stages.get("lower", bounds.method)
         result.max_overload, result.max_residual = bounds.max_overload, bounds.max_residual
     if bounds.upper < upper:
         cert = replace(cert, lengths=bounds.certificate.lengths)
         upper = bounds.upper
+        stages["upper"] = bounds.stages.get("upper", bounds.method)
     if (lower, upper) == (result.lower, result.upper):
         return result
     mean = result.mean_out_gbps or 0.0
     return replace(result, lower=lower, upper=upper, certificate=cert, method=method,
-                   per_endpoint_gbps=lower * mean,
+                   per_endpoint_gbps=lower * mean, stages=stages,
                    message=f"{result.message}; bracket tightened by the bounds stage to "
                            f"[{lower:.9g}, {upper:.9g}]")
 

@@ -9,7 +9,7 @@ its own. Each answerer returns a certified result or None.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from ..fabric import Fabric
 from ..traffic import Traffic
@@ -34,13 +34,15 @@ def acceptable(r: FlowResult, gap: float, too_large: bool, size: str = "") -> bo
     return too_large
 
 
-def answer_from_intact(fab: Fabric, traffic: Traffic, gap: float, too_large: bool
-                       ) -> FlowResult | None:
-    """The first registered answer for ``fab`` that is :func:`acceptable`; None otherwise,
-    and for a fabric that is not an edited one with a recipe."""
+def answer_from_intact(fab: Fabric, traffic: Traffic, gap: float, too_large: bool,
+                       answerers: Sequence[Callable[[Fabric, Traffic], FlowResult | None]]
+                       | None = None) -> FlowResult | None:
+    """The first answer of ``answerers`` (default: the registered :data:`ANSWERERS`) for
+    ``fab`` that is :func:`acceptable`; None otherwise, and for a fabric that is not an
+    edited one with a recipe."""
     if not fab.params.get("edited") or fab.recipe is None:
         return None
-    for answer in ANSWERERS:
+    for answer in ANSWERERS if answerers is None else answerers:
         r = answer(fab, traffic)
         if r is not None and acceptable(r, gap, too_large):
             return r

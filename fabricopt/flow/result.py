@@ -133,6 +133,11 @@ class FlowResult:
     work_limit : int or None
         The cap on the solver's work the result was computed under (iterations or rounds),
         None when there was none.
+    stages : dict
+        Which stage proved each end: ``{"lower": ..., "upper": ...}`` (names of
+        :mod:`fabricopt.flow.plan`'s stages: ``"routed bounds"``, ``"hierarchy cut"``,
+        ``"two-phase floor"``, ``"full LP"``...); every result of
+        :func:`~fabricopt.max_concurrent_flow` names both.
     """
 
     theta: float | None
@@ -154,6 +159,7 @@ class FlowResult:
     mean_out_gbps: float | None = None
     certificate: FlowCertificate | None = field(default=None, repr=False)
     work_limit: int | None = None
+    stages: dict[str, str] = field(default_factory=dict)
 
     @property
     def _ga(self) -> GraphArrays | None:

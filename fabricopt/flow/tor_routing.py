@@ -64,7 +64,7 @@ def attach_points(g: CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
     >>> fab = fo.cluster(fo.nvswitch_domain(4, 2, 2, 100.0), nodes=2)   # GPUs with one NIC
     >>> model = fo.build_flow_lp(fab, fo.all_to_all(fab))
     >>> g = CoreGraph.of(model)
-    >>> from fabricopt.flow.api import is_scale_up_arc
+    >>> from fabricopt.tiers import is_scale_up_arc
     >>> out = np.array([not is_scale_up_arc(fab.graph[u][v]) for u, v in model.ga.arcs])
     >>> attach, up, down = attach_points(g, out[model.core_arcs], g.demand)
     >>> sorted({model.ga.nodes[i] for i in g.nodes[attach[g.sources]]})   # rails' leaves

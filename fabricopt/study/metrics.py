@@ -17,6 +17,8 @@ column                                 meaning
 ``all_to_all_gbps_per_gpu``, ``_upper``  Gb/s each GPU delivers in all-to-all, certified
                                        lower end and upper end
 ``all_to_all_exact``                   whether the two ends meet
+``all_to_all_proven_by``               the stage that proved each end (``result.stages``):
+                                       one name, or ``"lower / upper"``
 ``binding_tier``                       the tier whose links limit the all-to-all
 ``any_traffic_gbps_per_gpu``           certified rate at which *every* traffic is carried
                                        (two-phase routing, :func:`~fabricopt.valiant_rate`):
@@ -235,7 +237,17 @@ def _all_to_all(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
             "all_to_all_gbps_per_gpu": r.lower * per_gpu,
             "all_to_all_gbps_per_gpu_upper": r.upper * per_gpu,
             "all_to_all_exact": r.status == "optimal", "binding_tier": r.binding_tier,
-            "all_to_all_work_limit": r.work_limit}
+            "all_to_all_work_limit": r.work_limit,
+            "all_to_all_proven_by": _proven_by(r.stages)}
+
+
+def _proven_by(stages: dict[str, str]) -> str | None:
+    """Which stage proved each end of the all-to-all bracket, as one cell: the stage's name
+    when one proved both ends, else ``"lower / upper"``."""
+    if not stages:
+        return None
+    lower, upper = stages.get("lower", ""), stages.get("upper", "")
+    return lower if lower == upper else f"{lower} / {upper}"
 
 
 def _any_traffic(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:

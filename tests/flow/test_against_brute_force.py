@@ -415,6 +415,7 @@ def test_allreduce_on_a_switch_with_less_ingress_than_egress_claims_nothing_belo
 
 def test_cheap_bracket_is_silent_for_an_endpoint_that_only_receives(monkeypatch):
     import fabricopt.flow.api as api
+    import fabricopt.flow.plan as plan
 
     fab = fo.leaf_spine(2, 1, 2)
     a, b = fab.endpoints[0], fab.endpoints[-1]
@@ -422,7 +423,7 @@ def test_cheap_bracket_is_silent_for_an_endpoint_that_only_receives(monkeypatch)
         warnings.simplefilter("error", RuntimeWarning)
         r = api.cheap_bracket(fab, fo.Traffic({(a, b): 1.0}))
         # method="auto" on a fabric too large for the LP takes the approximate method.
-        monkeypatch.setattr(api, "MAX_AUTO_NONZEROS", 0)
+        monkeypatch.setattr(plan, "MAX_AUTO_NONZEROS", 0)
         auto = fo.max_concurrent_flow(fab, fo.Traffic({(a, b): 1.0}), bounds_first=False)
         # The bounds stage closes it first (the path's links are the cut), silently too.
         first = fo.max_concurrent_flow(fab, fo.Traffic({(a, b): 1.0}))

@@ -114,7 +114,7 @@ def test_disconnected_pair_gives_zero():
 
 
 def test_auto_picks_approx_when_the_lp_is_too_large(monkeypatch):
-    import fabricopt.flow.api as api
+    import fabricopt.flow.plan as api
 
     monkeypatch.setattr(api, "MAX_AUTO_NONZEROS", 10)
     fab = JELLY
@@ -126,7 +126,7 @@ def test_a_bounds_bracket_within_the_gap_needs_no_rounds(monkeypatch):
     # Too large for the LP (by the monkeypatched limit), so the approximate method would
     # run; the bounds stage's bracket on this jellyfish is already within a 50% gap, so it
     # is the answer, certified, and no round runs. At a gap of 1e-9 the rounds do run.
-    import fabricopt.flow.api as api
+    import fabricopt.flow.plan as api
 
     monkeypatch.setattr(api, "MAX_AUTO_NONZEROS", 10)
     monkeypatch.setattr(api, "solve_approx", lambda *a, **k: pytest.fail("rounds ran"))

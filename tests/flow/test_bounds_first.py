@@ -157,11 +157,12 @@ def test_too_large_for_the_routed_bounds_the_hose_floor_may_close_it(monkeypatch
     # large for the routed bounds and for the LP. Above: the cut around the server that lost
     # the NIC, 7 x 400 / (8 x 248) = 1.41129. Below: the two-phase rate, 350 Gb/s per GPU
     # into 255 peers = 1.37255, 2.8% under: within a 5% gap no approximate round runs.
-    import fabricopt.flow.api as api
+    import fabricopt.flow.plan as plan
+    import fabricopt.flow.problem as problem
 
-    monkeypatch.setattr(api, "ECMP_MAX_ENTRIES", 10)
-    monkeypatch.setattr(api, "MAX_AUTO_NONZEROS", 10)
-    monkeypatch.setattr(api, "FIND_SYMMETRY_NONZEROS", 10**12)
+    monkeypatch.setattr(problem, "ECMP_MAX_ENTRIES", 10)
+    monkeypatch.setattr(plan, "MAX_AUTO_NONZEROS", 10)
+    monkeypatch.setattr(plan, "FIND_SYMMETRY_NONZEROS", 10**12)
     failed = fo.superpod(1).without_links([("n3.gpu0", "r0.l0")])
     bare = fo.from_networkx(failed.graph.copy(), endpoints=failed.endpoints, name="bare")
     r = fo.max_concurrent_flow(bare, gap=0.05)
@@ -181,13 +182,15 @@ def test_a_time_limit_counts_the_symmetric_methods_own_work(monkeypatch):
     (before, the limit gave the cut and the hose floor, status "time_limit")."""
     import fabricopt.flow.api as api
     import fabricopt.flow.budget as budget
+    import fabricopt.flow.plan as plan
+    import fabricopt.flow.problem as problem
 
     fab = fo.cluster(fo.dgx_h100(), nodes=16, scale_out="clos", tiers=2, oversubscription=2,
                      radix=16)
     bare = fo.from_networkx(fab.graph.copy(), endpoints=fab.endpoints, name="bare")
     unlimited = fo.max_concurrent_flow(bare)
-    monkeypatch.setattr(api, "ECMP_MAX_ENTRIES", 10)  # too large for the routed stage
-    monkeypatch.setattr(api, "FIND_SYMMETRY_NONZEROS", 10)  # look for the symmetry
+    monkeypatch.setattr(problem, "ECMP_MAX_ENTRIES", 10)  # too large for the routed stage
+    monkeypatch.setattr(plan, "FIND_SYMMETRY_NONZEROS", 10)  # look for the symmetry
     full = api.lp_size_estimate(bare, fo.all_to_all(bare)) // 3
     assert full == 180_480 and bare.graph.number_of_edges() == 1_410
     monkeypatch.setattr(budget, "ECMP_SECONDS_PER_ENTRY", 5.0 / full)

@@ -58,7 +58,7 @@ def test_a_solve_the_clock_stopped_is_not_polished(monkeypatch):
     # the solver's answer when its time limit stopped it: polishing would only run the
     # clock on (1 s of LSQR past a 5 s limit on a failed superpod(1)), so it is skipped.
     # The answer is still a proof: lower <= 80/3 <= upper, status "time_limit".
-    import fabricopt.flow.api as api
+    import fabricopt.flow.plan as api
 
     _, sol = _solve(fo.fat_tree(4))
     sol.x = sol.x * (1 + 1e-4 * np.sin(np.arange(len(sol.x))))

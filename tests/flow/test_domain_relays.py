@@ -9,10 +9,10 @@ import pytest
 from flow_helpers import certified, failed_share, feasible_below_lp, random_traffic
 
 import fabricopt as fo
-from fabricopt.flow.api import is_scale_up_arc
 from fabricopt.flow.approx import CoreGraph
 from fabricopt.flow.bounds import _route_part, ecmp_point, rail_labels
 from fabricopt.flow.domain_relays import route_inside_domains
+from fabricopt.tiers import is_scale_up_arc
 
 
 def _scale_up(fab, model):

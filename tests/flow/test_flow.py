@@ -9,7 +9,7 @@ import pytest
 from flow_helpers import certified
 
 import fabricopt as fo
-from fabricopt.flow import api
+from fabricopt.flow import plan as api
 
 BACKENDS = [("highs", {}), ("highspy", {"solver": "simplex"}), ("highspy", {"solver": "ipm"}),
             ("pulp", {})]
@@ -421,7 +421,8 @@ def test_inexact_message_quotes_the_bracket_in_the_callers_units(monkeypatch):
     # A point that is 1% short of optimal, reported "optimal": the result keeps the bracket
     # only, and its message quotes the same numbers as r.lower and r.upper (the solve itself
     # runs on traffic scaled near theta = 1; 400 Gb/s links make that scale differ from 1).
-    from fabricopt.flow import api, certificate
+    from fabricopt.flow import certificate
+    from fabricopt.flow import plan as api
 
     real = api.solve_lp
 
@@ -474,7 +475,6 @@ def test_a_solver_status_it_does_not_name_is_judged_by_the_proofs(monkeypatch):
     # duals that prove a bracket. fat_tree(4) all-to-all: 16 hosts on 400G links,
     # non-blocking, so theta = 400 / 15 = 80/3 per pair.
     pytest.importorskip("highspy")
-    import fabricopt.flow.api as api
     from fabricopt.flow.backends import solve_lp as real_solve
 
     fab = fo.fat_tree(4)

@@ -14,8 +14,9 @@ import textwrap
 import pytest
 
 import fabricopt as fo
-import fabricopt.flow.api as api
+import fabricopt.flow.bounds_first.brackets as brackets
 import fabricopt.flow.memory as memory
+import fabricopt.flow.plan as api
 from fabricopt.flow.formulation import flow_lp_size
 from fabricopt.flow.memory import APPROX_BYTES_PER_VARIABLE, LP_BYTES_PER_NONZERO, Memory
 
@@ -29,7 +30,7 @@ def _short(monkeypatch, nbytes):
     def never(*args, **kwargs):
         raise AssertionError("the LP was built before the refusal")
 
-    monkeypatch.setattr(api, "build_flow_lp", never)
+    monkeypatch.setattr(brackets, "build_flow_lp", never)
 
 
 @pytest.mark.parametrize("fab,traffic", [

@@ -240,12 +240,15 @@ def test_a_spent_time_limit_begins_no_plane_lp(monkeypatch):
     # asked for 0 s would refuse), and with time left they are.
     import time
 
-    import fabricopt.flow.api as api
+    import fabricopt.flow.plan as plan
+    from fabricopt.flow.problem import Budget, FlowProblem
 
     fab = fo.fail_random(_clos(12), 0.05, seed=2)
     traffic = fo.all_to_all(fab)
-    monkeypatch.setattr(api, "FIND_SYMMETRY_NONZEROS", 0)
+    monkeypatch.setattr(plan, "FIND_SYMMETRY_NONZEROS", 0)
     ga = GraphArrays.from_fabric(fab)
     assert plane_bracket(fab, traffic, time_limit=0.0) is None
-    assert api._through_planes(fab, traffic, ga, 1.0, time.perf_counter() - 5) is None
-    assert api._through_planes(fab, traffic, ga, 60.0, time.perf_counter()).exact
+    spent = FlowProblem(fab, traffic, budget=Budget(1.0, time.perf_counter() - 5), ga=ga)
+    assert plan._through_planes(spent) is None
+    left = FlowProblem(fab, traffic, budget=Budget(60.0, time.perf_counter()), ga=ga)
+    assert plan._through_planes(left).exact

@@ -360,6 +360,8 @@ def test_an_intact_fabric_without_a_claim_is_solved_when_the_failed_one_is_too_l
     # end is over half its upper one: no two-phase floor is computed under it.
     import fabricopt.failures.intact_flow as failure_reroute
     import fabricopt.flow.api as api
+    import fabricopt.flow.plan as plan
+    import fabricopt.flow.problem as problem
 
     fab = fo.cluster(fo.dgx_h100(), nodes=16, scale_out="clos", tiers=2, oversubscription=2,
                      radix=16)
@@ -367,16 +369,16 @@ def test_an_intact_fabric_without_a_claim_is_solved_when_the_failed_one_is_too_l
     intact = fo.max_concurrent_flow(fab)
     assert intact.exact
     failed = fab.without_links([("n3.gpu0", "leaf2")])
-    for module in (api, failure_reroute):
+    for module in (problem, failure_reroute):
         monkeypatch.setattr(module, "ECMP_MAX_ENTRIES", 10)
     monkeypatch.setattr(failure_reroute, "FIND_SYMMETRY_NONZEROS", 10)
-    floors, real_floor = [], api.hose_floor
+    floors, real_floor = [], plan.hose_floor
 
     def floor(of, *args):  # the intact solve, under its time limit, may use one
         floors.append(of is failed)
         return real_floor(of, *args)
 
-    monkeypatch.setattr(api, "hose_floor", floor)
+    monkeypatch.setattr(plan, "hose_floor", floor)
     # The intact solve is shaped by work, not seconds: no time limit, its symmetry or nothing.
     asked, real_solve = [], failure_reroute.max_concurrent_flow
 
@@ -399,12 +401,12 @@ def test_an_intact_fabric_without_a_symmetry_found_is_not_used(monkeypatch):
     # of method="auto"'s search, no clock): its own LP would take as long as the failed
     # one's, so the intact fabric is not solved and not used, whatever the machine's load.
     import fabricopt.failures.intact_flow as failure_reroute
-    import fabricopt.flow.api as api
+    import fabricopt.flow.problem as problem
 
     fab = fo.cluster(fo.dgx_h100(), nodes=16, scale_out="clos", tiers=2, oversubscription=2,
                      radix=16)
     failed = fab.without_links([("n3.gpu0", "leaf2")])
-    for module in (api, failure_reroute):
+    for module in (problem, failure_reroute):
         monkeypatch.setattr(module, "ECMP_MAX_ENTRIES", 10)
     monkeypatch.setattr(failure_reroute, "FIND_SYMMETRY_NONZEROS", 10)
 

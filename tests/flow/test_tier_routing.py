@@ -8,8 +8,10 @@ import pytest
 from flow_helpers import certified
 
 import fabricopt as fo
-import fabricopt.flow.api as api
+import fabricopt.flow.bounds_first.brackets as brackets
 import fabricopt.flow.budget as budget
+import fabricopt.flow.plan as api
+import fabricopt.flow.problem as problem
 from fabricopt.flow.bounds import structural_cut_lengths
 from fabricopt.flow.tier_routing import node_layers, tier_point
 from fabricopt.graph_arrays import GraphArrays
@@ -69,7 +71,7 @@ def no_full_point(monkeypatch):
     """As on a fabric too large for a point of the full LP (the 4,096-GPU 3-tier Clos has 186
     million flow variables): the stage cannot route in that layout, and ``method="auto"``
     looks for a symmetry however small the LP."""
-    monkeypatch.setattr(api, "ECMP_MAX_ENTRIES", 0)
+    monkeypatch.setattr(problem, "ECMP_MAX_ENTRIES", 0)
     monkeypatch.setattr(api, "FIND_SYMMETRY_NONZEROS", 0)
 
 
@@ -90,7 +92,7 @@ def test_orbit_roots_after_a_full_stage_that_falls_short(monkeypatch):
     import fabricopt.flow.tier_routing as tier_routing
 
     monkeypatch.setattr(tier_routing, "TIER_MAX_ENTRIES", 0)
-    monkeypatch.setattr(api, "TIER_MAX_ENTRIES", 0)
+    monkeypatch.setattr(brackets, "TIER_MAX_ENTRIES", 0)
     monkeypatch.setattr(api, "FIND_SYMMETRY_NONZEROS", 0)
     fab = _cluster(SMALL, 7, 3, 8, 3)
     lp = fo.max_concurrent_flow(fab, method="lp", bounds_first=False).theta
@@ -190,9 +192,9 @@ def test_a_spent_limit_keeps_the_hose_floor(monkeypatch):
 
     fab = fo.from_networkx(fo.leaf_spine(4, 2, 4).graph)
     monkeypatch.setattr(budget, "clock", _Clock(200.0))
-    monkeypatch.setattr(api, "ECMP_MAX_ENTRIES", 0)
+    monkeypatch.setattr(problem, "ECMP_MAX_ENTRIES", 0)
     # Out of time before the full model is built: it is not (92 s at 16,384 GPUs).
-    monkeypatch.setattr(api, "build_flow_lp", lambda *a, **k: pytest.fail("model built"))
+    monkeypatch.setattr(brackets, "build_flow_lp", lambda *a, **k: pytest.fail("model built"))
     r = certified(fab, fo.max_concurrent_flow(fab, time_limit=100), exact=False)
     assert r.status == "time_limit"
     assert r.lower == pytest.approx(200 / 15, rel=1e-9)

@@ -9,7 +9,6 @@ from flow_helpers import certified, feasible_below_lp, random_fabric, random_tra
 from scipy.sparse.csgraph import connected_components
 
 import fabricopt as fo
-from fabricopt.flow.api import is_scale_up_arc
 from fabricopt.flow.approx import CoreGraph
 from fabricopt.flow.bounds import (
     ecmp_point,
@@ -18,6 +17,7 @@ from fabricopt.flow.bounds import (
     rail_relays,
     structural_cut_lengths,
 )
+from fabricopt.tiers import is_scale_up_arc
 
 
 def _scale_up(fab, model):

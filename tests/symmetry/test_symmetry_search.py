@@ -8,7 +8,7 @@ import pytest
 from flow_helpers import certified
 
 import fabricopt as fo
-from fabricopt.flow import api
+from fabricopt.flow import plan as api
 from fabricopt.symmetry.search import (
     FoundSymmetry,
     find_symmetry,

@@ -1,0 +1,122 @@
+"""What a stage of the engine is, the bracket the stages share, and a plan of them.
+
+A **stage** proves something about theta for a :class:`~fabricopt.flow.problem.FlowProblem`:
+it says whether it applies (and why not), what it would cost, and runs. A stage of the
+engine's own writes its proofs into the shared :class:`Bracket`; a stage handed in by a
+caller (``max_concurrent_flow(..., stages=...)``: the failure layer's answer from the intact
+fabric) returns a certified :class:`~fabricopt.flow.result.FlowResult` or None, and the
+engine takes it when it is exact, within the gap asked, or the fabric is too large for
+anything better (:func:`~fabricopt.flow.from_intact.acceptable`).
+
+A **plan** is the order in which stages are tried, then the solvers, the first that
+applies being the one run; ``print(plan)`` shows what each would do and why
+(:func:`~fabricopt.flow.plan.plan`, ``docs/throughput.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from .result import FlowResult
+
+if TYPE_CHECKING:  # types only: the record imports no stage
+    from .problem import FlowProblem
+
+__all__ = ["Bracket", "Plan", "Stage"]
+
+
+@runtime_checkable
+class Stage(Protocol):
+    """One step of the engine (see the module notes)."""
+
+    #: A short name, as the plan prints it and ``result.stages`` reports it.
+    name: str
+
+    def applies(self, problem: FlowProblem) -> tuple[bool, str]:
+        """Whether the stage runs on ``problem``, and why not."""
+        ...
+
+    def cost(self, problem: FlowProblem) -> str:
+        """What running it would cost, in words a plan prints (sizes, measured seconds)."""
+        ...
+
+    def run(self, problem: FlowProblem, bracket: Bracket) -> FlowResult | None:
+        """Run: a certified result, or None (an engine stage writes ``bracket`` instead)."""
+        ...
+
+
+@dataclass
+class Bracket:
+    """What the stages have proven so far, and the answer once one is reached.
+
+    ``bounds`` is the bounds stage's certified bracket (solve units), which never lets a
+    solver's answer be wider (:func:`~fabricopt.flow.brackets.tighter_bracket`); ``hose``
+    the two-phase rate that floors the answer's lower end
+    (:func:`~fabricopt.flow.brackets.with_hose_floor`); ``model`` and ``lengths`` what the
+    bounds were proven on (the model the solver then solves, the arc lengths offered to its
+    certificate); ``routed`` the routed stage's ``(model, lengths, bracket)``, reused by
+    the solver's own bounds; ``found`` the symmetry search that ran.
+    """
+
+    bounds: FlowResult | None = None
+    hose: Any = None
+    model: Any = None
+    lengths: list[np.ndarray] = field(default_factory=list)
+    routed: Any = None
+    found: Any = None
+    answer: FlowResult | None = None
+
+    @property
+    def done(self) -> bool:
+        """True once a stage has answered."""
+        return self.answer is not None
+
+    @staticmethod
+    def good_enough(result: FlowResult, gap: float, approximate: bool) -> bool:
+        """Whether ``result`` answers: closed, or (for the approximate method, which was
+        asked for a gap) as close as ``gap``.
+
+        >>> r = FlowResult(None, 0.995, 1.0, "inexact", "bounds", "none", 0.0, 0.0)
+        >>> Bracket.good_enough(r, 0.01, True), Bracket.good_enough(r, 0.01, False)
+        (True, False)
+        """
+        return result.exact or (approximate and result.upper - result.lower
+                                <= gap * result.upper)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The stages tried in order, then the solvers (the first that applies runs), for one
+    problem; ``str(plan)`` says what each would do on it, and why not."""
+
+    method: str
+    stages: tuple[Any, ...]
+    solvers: tuple[Any, ...]
+    problem: Any = field(default=None, repr=False, compare=False)
+
+    def lines(self) -> list[str]:
+        """One line per stage and solver: applies or not (why), and its cost."""
+        out = [f"plan for method={self.method!r}:"]
+        for i, stage in enumerate(self.stages, 1):
+            out.append(f"  {i}. {_said(stage, self.problem)}")
+        if self.solvers:
+            out.append("  then the first solver that applies:")
+            for solver in self.solvers:
+                out.append(f"     - {_said(solver, self.problem)}")
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+
+def _said(stage: Any, problem: Any) -> str:
+    """``stage``'s line in a printed plan."""
+    if problem is None:
+        return stage.name
+    ok, why = stage.applies(problem)
+    if ok:
+        return f"{stage.name}: runs ({stage.cost(problem)})"
+    return f"{stage.name}: skipped ({why})"
