@@ -158,20 +158,21 @@ class ArcLabels:
         return per_label[self.code] if len(self.code) else np.zeros(0, dtype=bool)
 
 
-def arc_labels(fab: Any) -> ArcLabels:
+def arc_labels(fab: Any, arrays: GraphArrays | None = None) -> ArcLabels:
     """The ``(tier, tech)`` of every arc of ``fab`` (one pass over the graph, made once in a
-    study row: :func:`fabricopt._unchanged.once`).
+    study row: :func:`fabricopt._unchanged.once`), on ``arrays`` when the caller has read
+    them off ``fab`` already.
 
     >>> import fabricopt as fo
     >>> labels = arc_labels(fo.dgx_h100())
     >>> int(labels.scale_up.sum()), sorted({t for t, _ in labels.labels})
     (64, ['gpu-nvswitch'])
     """
-    return once(fab, "arc_labels", lambda: _read_labels(fab))
+    return once(fab, "arc_labels", lambda: _read_labels(fab, arrays))
 
 
-def _read_labels(fab: Any) -> ArcLabels:
-    ga = GraphArrays.from_fabric(fab)
+def _read_labels(fab: Any, arrays: GraphArrays | None = None) -> ArcLabels:
+    ga = GraphArrays.from_fabric(fab) if arrays is None else arrays
     # The tiers are read already (``str`` of the attribute, ``"link"`` when absent: the
     # same answer from is_scale_up, which reads neither as a scale-up tier); the techs in
     # one C-level pass over the attribute dicts, in the arrays' order (g.edges walks the same
@@ -247,14 +248,15 @@ class FabricShape:
     (8, 8)
     """
 
-    def __init__(self, fab: Any) -> None:
+    def __init__(self, fab: Any, arrays: GraphArrays | None = None) -> None:
         self.fab = fab
-        self.arrays = GraphArrays.from_fabric(fab)
+        self.arrays = GraphArrays.from_fabric(fab) if arrays is None else arrays
 
     @classmethod
-    def of(cls, fab: Any) -> FabricShape:
-        """The shape of ``fab`` (one per fabric inside an ``unchanged(fab)`` block)."""
-        return once(fab, "fabric_shape", lambda: cls(fab))
+    def of(cls, fab: Any, arrays: GraphArrays | None = None) -> FabricShape:
+        """The shape of ``fab`` (one per fabric inside an ``unchanged(fab)`` block), on
+        ``arrays`` when the caller has read them off ``fab`` already."""
+        return once(fab, "fabric_shape", lambda: cls(fab, arrays))
 
     def attribute(self, key: str, default: Any = None) -> list[Any]:
         """The node attribute ``key`` of every node, in the arrays' order."""
@@ -272,7 +274,7 @@ class FabricShape:
 
     @cached_property
     def scale_up(self) -> np.ndarray:
-        return _frozen(arc_labels(self.fab).scale_up)
+        return _frozen(arc_labels(self.fab, self.arrays).scale_up)
 
     @cached_property
     def layer(self) -> np.ndarray:

@@ -268,7 +268,7 @@ class Networks:
         """Build the scale-up, scale-out and whole-fabric networks of ``fab``."""
         ga = ga or GraphArrays.from_fabric(fab)
         eps = np.array([ga.index[e] for e in fab.endpoints], dtype=np.int64)
-        shape = FabricShape.of(fab)
+        shape = FabricShape.of(fab, ga)
         layer = np.maximum(shape.layer, 0)  # a node without a layer sits with the GPUs
         up = shape.scale_up
         networks: list[Network | None] = [

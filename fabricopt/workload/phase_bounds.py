@@ -80,7 +80,7 @@ class FabricLevels:
     def of(cls, fab: Fabric, ga: GraphArrays) -> FabricLevels:
         arcs = [fab.graph[u][v] for u, v in ga.arcs]
         tiers = [tier_of(d) for d in arcs]
-        shape = FabricShape.of(fab)
+        shape = FabricShape.of(fab, ga)
         scale_up = shape.scale_up
         gpu = np.zeros(ga.n_nodes, dtype=bool)
         gpu[shape.endpoint_index] = True

@@ -52,7 +52,7 @@ def scale_up_domains(fab: Fabric, ga: GraphArrays, gpus: Sequence[Hashable]) -> 
     """The scale-up domain (an integer label) of each of ``gpus``: GPUs joined by NVLink or
     UALink links, through their switches (:attr:`FabricShape.domain
     <fabricopt.graph_arrays.FabricShape>`)."""
-    shape = FabricShape.of(fab)  # ``ga`` is read off the same graph: its node order
+    shape = FabricShape.of(fab, ga)
     index = shape.arrays.index
     return shape.domain[np.array([index[g] for g in gpus], dtype=np.int64)]
 

@@ -90,15 +90,17 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def domain_size(fab: Fabric) -> int:
+def domain_size(fab: Fabric, shape: FabricShape | None = None) -> int:
     """GPUs per scale-up domain (the greatest common divisor of the domains' sizes; 1 on a
     fabric without scale-up links): the largest tensor-parallel degree kept inside one.
+    ``shape``, the fabric's :class:`~fabricopt.graph_arrays.FabricShape` when the caller has
+    it, saves reading it again.
 
     >>> import fabricopt as fo
     >>> domain_size(fo.superpod(1)), domain_size(fo.fat_tree(4))
     (8, 1)
     """
-    shape = FabricShape.of(fab)
+    shape = FabricShape.of(fab) if shape is None else shape
     labels = shape.domain[shape.endpoint_index]
     return math.gcd(*Counter(labels.tolist()).values())
 
@@ -122,8 +124,8 @@ class LinkCuts:
     domain_in_bps: float
 
     @classmethod
-    def of(cls, fab: Fabric) -> LinkCuts:
-        shape = FabricShape.of(fab)
+    def of(cls, fab: Fabric, shape: FabricShape | None = None) -> LinkCuts:
+        shape = FabricShape.of(fab) if shape is None else shape
         ga, eps = shape.arrays, shape.endpoint_index
         least = min(np.bincount(ga.tail, ga.capacity, ga.n_nodes)[eps].min(),
                     np.bincount(ga.head, ga.capacity, ga.n_nodes)[eps].min())
@@ -236,7 +238,8 @@ class PlanWalk:
         self.rule = "schedule" if prune else "none"
         gpu = constraints.get("gpu")
         self.gpu = gpu_figures(fab, None if listed("gpu", gpu) else gpu, precision, func=func)
-        self.cuts = LinkCuts.of(fab)
+        self.shape = FabricShape.of(fab)  # read once for the cuts and the domains
+        self.cuts = LinkCuts.of(fab, self.shape)
 
     # -- the space ---------------------------------------------------------------------------
     def _values(self, key: str, default: Sequence[Any]) -> list[Any]:
@@ -247,7 +250,7 @@ class PlanWalk:
         return [v for v in values if (lo is None or v >= lo) and (hi is None or v <= hi)]
 
     def _space(self) -> dict[str, list[Any]]:
-        m, d, n = self.m, domain_size(self.fab), self.n
+        m, d, n = self.m, domain_size(self.fab, self.shape), self.n
         tp = _divisors(d)
         wide = self.con.get("max_tp")
         if wide is not None and wide > d:  # a constraint lets tensor groups span domains
