@@ -403,13 +403,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     rates = _goodput_rates(args)  # a bad file is refused before any step is run
     fabrics = load_fabric(args.target, args.params)
     for fab in fabrics:
-        table = dict((fab.design or {}).get("job", {}))
-        for flag, (key, _, _) in TRAIN_FLAGS.items():
-            value = getattr(args, flag.replace("-", "_"))
-            if value is not None:
-                table[key] = value
-        if args.no_sequence_parallel:
-            table["sequence_parallel"] = False
+        table = _plan_table(dict((fab.design or {}).get("job", {})), args)
         if "model" not in table:
             raise FabricOptError("train: name a model with --model, or give the design file a "
                                  "[job] table with model = ...")
@@ -518,16 +512,7 @@ def _train_parser(sub: Any) -> None:
     train.add_argument("target", metavar="TARGET",
                        help="generator name, design file (.toml) or saved fabric")
     train.add_argument("params", nargs="*", metavar="key=value", help="generator parameters")
-    for flag, (_, kind, text) in TRAIN_FLAGS.items():
-        train.add_argument(f"--{flag}", type=kind, default=None, help=text)
-    train.add_argument("--no-sequence-parallel", action="store_true",
-                       help="all-reduce tensor traffic instead of reduce-scatter/all-gather")
-    train.add_argument("--plan", choices=["best"], default=None,
-                       help="best: search the plans the fabric allows for the fastest (see "
-                       "fabricopt.best_plan); the plan flags given become constraints")
-    train.add_argument("--constraint", action="append", metavar="KEY=VALUE",
-                       help="with --plan best, a constraint such as max_tp=16, "
-                       "'pp=[8,16]' or min_mfu=0.4 (repeat for more)")
+    _add_plan_flags(train)
     train.add_argument("--objective", choices=list(OBJECTIVES), default=None,
                        help="with --plan best, what the best plan maximises or minimises "
                        "(default tokens_per_s)")
@@ -628,6 +613,32 @@ def _add_compare(sub: Any) -> None:
     cmp_.set_defaults(func=_cmd_compare)
 
 
+def _add_plan_flags(parser: Any) -> None:
+    """The flags of a training plan (``train`` and ``compare``): each plan field, sequence
+    parallelism, and the plan search with its constraints."""
+    for flag, (_, kind, text) in TRAIN_FLAGS.items():
+        parser.add_argument(f"--{flag}", type=kind, default=None, help=text)
+    parser.add_argument("--no-sequence-parallel", action="store_true",
+                        help="all-reduce tensor traffic instead of reduce-scatter/all-gather")
+    parser.add_argument("--plan", choices=["best"], default=None,
+                        help="best: search the plans each fabric allows for the best (see "
+                        "fabricopt.best_plan); the plan flags given become constraints")
+    parser.add_argument("--constraint", action="append", metavar="KEY=VALUE",
+                        help="with --plan best, a constraint such as max_tp=16, "
+                        "'pp=[8,16]' or min_mfu=0.4 (repeat for more)")
+
+
+def _plan_table(table: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """``table`` (a job's keys) with the plan flags given written over it."""
+    for flag, (key, _, _) in TRAIN_FLAGS.items():
+        value = getattr(args, flag.replace("-", "_"))
+        if value is not None:
+            table[key] = value
+    if args.no_sequence_parallel:
+        table["sequence_parallel"] = False
+    return table
+
+
 def _add_job_flags(parser: Any) -> None:
     """The flags that give ``compare`` a training job (``compare(job=...)``): a job file,
     the plan flags of ``train``, or a plan search."""
@@ -639,15 +650,7 @@ def _add_job_flags(parser: Any) -> None:
     group.add_argument("--job", metavar="FILE", default=None,
                        help="TOML file with a [job] table (or a job's keys at its top), as a "
                        "design file's [job]")
-    for flag, (_, kind, text) in TRAIN_FLAGS.items():
-        group.add_argument(f"--{flag}", type=kind, default=None, help=text)
-    group.add_argument("--no-sequence-parallel", action="store_true",
-                       help="all-reduce tensor traffic instead of reduce-scatter/all-gather")
-    group.add_argument("--plan", choices=["best"], default=None,
-                       help="best: search each design's plans for the best (see "
-                       "fabricopt.best_plan); the plan flags given fix those dimensions")
-    group.add_argument("--constraint", action="append", metavar="KEY=VALUE",
-                       help="with --plan best, a constraint such as max_tp=16 (repeat)")
+    _add_plan_flags(group)
     group.add_argument("--objective", choices=list(OBJECTIVES), default=None,
                        help="with --plan best, what the best plan maximises or minimises")
 
@@ -661,12 +664,7 @@ def _job_of_flags(args: argparse.Namespace) -> tuple[Any, str] | None:
         data = read_toml(args.job, FabricOptError, "job file")
         table = dict(data["job"]) if isinstance(data.get("job"), dict) else dict(data)
         where = f"--job {args.job}: [job]" if "job" in data else f"--job {args.job}"
-    for flag, (key, _, _) in TRAIN_FLAGS.items():
-        value = getattr(args, flag.replace("-", "_"))
-        if value is not None:
-            table[key] = value
-    if args.no_sequence_parallel:
-        table["sequence_parallel"] = False
+    table = _plan_table(table, args)
     searching = args.plan == "best" or "plan" in table
     if not searching and (args.constraint or args.objective):
         raise FabricOptError("--constraint and --objective choose among plans: add --plan best")
