@@ -119,12 +119,13 @@ def _check_keys(func: str, name: str, fab: Fabric, conds: Mapping[str, Any],
 
 
 def select_nodes(fab: Fabric, selector: Any, *, func: str = "select_nodes",
-                 name: str = "selector") -> list[Hashable]:
+                 name: str = "selector", empty_ok: bool = False) -> list[Hashable]:
     """The nodes a selector picks, in the fabric's order (see the module docstring).
 
     Raises :class:`~fabricopt.InvalidParameterError` naming ``func`` and ``name`` when a
     condition names no attribute of the fabric, a listed node is not in it, or nothing is
-    picked (with a few names of the fabric to show what names look like).
+    picked (with a few names of the fabric to show what names look like), unless
+    ``empty_ok``.
 
     >>> import fabricopt as fo
     >>> fab = fo.leaf_spine(leaves=2, spines=2, endpoints_per_leaf=2)
@@ -168,7 +169,7 @@ def select_nodes(fab: Fabric, selector: Any, *, func: str = "select_nodes",
     else:
         raise fail(func, name, "a name pattern, conditions key=value, a mapping of "
                    "conditions or a list of nodes", selector)
-    if not picked:
+    if not picked and not empty_ok:
         sample = ", ".join(str(v) for v in list(g)[:4])
         raise fail(func, name, f"a selector that picks some node of {fab.name!r} "
                    f"(names look like {sample})", selector)
@@ -176,10 +177,11 @@ def select_nodes(fab: Fabric, selector: Any, *, func: str = "select_nodes",
 
 
 def select_links(fab: Fabric, selector: Any, *, func: str = "select_links",
-                 name: str = "selector") -> list[tuple[Hashable, Hashable]]:
+                 name: str = "selector", empty_ok: bool = False
+                 ) -> list[tuple[Hashable, Hashable]]:
     """The physical links (each once, as the arc ``(u, v)`` with ``u`` first in the fabric's
     order) whose attributes meet the conditions; ``end=pattern`` holds when either end's
-    name matches.
+    name matches. None meeting them is an error unless ``empty_ok``.
 
     >>> import fabricopt as fo
     >>> fab = fo.leaf_spine(leaves=2, spines=2, endpoints_per_leaf=2)
@@ -201,7 +203,7 @@ def select_links(fab: Fabric, selector: Any, *, func: str = "select_links",
                  for key, w in conds.items())
         if ok:
             picked.append((u, v))
-    if not picked:
+    if not picked and not empty_ok:
         raise fail(func, name, f"conditions some link of {fab.name!r} meets", selector)
     return picked
 

@@ -473,9 +473,11 @@ class Selected(FailureModel):
         if isinstance(self.weight, Mapping):  # each selector's units, found once
             for selector, factor in self.weight.items():
                 if self.kind == "switches":
-                    hits: set = set(select_nodes_or_none(fab, selector))
+                    hits: set = set(select_nodes(fab, selector, func="Selected",
+                                                 name="weight", empty_ok=True))
                 else:
-                    hits = {frozenset(a) for a in select_links_or_none(fab, selector)}
+                    hits = {frozenset(a) for a in select_links(
+                        fab, selector, func="Selected", name="weight", empty_ok=True)}
                 matched.append((hits, float(factor)))
         out = [(draw, self._weight_of(draw, data, where, matched))
                for draw, data, where in units]
@@ -520,26 +522,6 @@ class Selected(FailureModel):
         p = np.array([w for _, w in units], dtype=float)
         picks = np.sort(rng.choice(len(units), size=self.count, replace=False, p=p / p.sum()))
         return union_draw([units[i][0] for i in picks])
-
-
-def select_nodes_or_none(fab: Fabric, selector: Any) -> list[Hashable]:
-    """The nodes a weight's selector picks, or none (a weight may match nothing)."""
-    try:
-        return select_nodes(fab, selector, func="Selected", name="weight")
-    except InvalidParameterError as exc:
-        if "picks some node" in str(exc):
-            return []
-        raise
-
-
-def select_links_or_none(fab: Fabric, selector: Any) -> list[tuple[Hashable, Hashable]]:
-    """The links a weight's selector picks, or none."""
-    try:
-        return select_links(fab, selector, func="Selected", name="weight")
-    except InvalidParameterError as exc:
-        if "some link" in str(exc):
-            return []
-        raise
 
 
 def union_draw(draws: Iterable[Draw]) -> Draw:
