@@ -70,11 +70,12 @@ def add_serve_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[Fabr
                     help="requests per simulation (default 2000; 1500 per capacity search)")
     sv.add_argument("--seed", type=int, default=0, help="seed of the arrivals (default 0)")
     sv.add_argument("--gpu", default=None, help="catalog GPU key (default: the fabric's)")
-    sv.add_argument("--years", type=float, default=4.0,
-                    help="years the capex is amortised over (default 4)")
-    sv.add_argument("--usd-per-kwh", type=float, default=0.08,
-                    help="energy price (default 0.08)")
-    sv.add_argument("--pue", type=float, default=1.2, help="facility PUE, >= 1 (default 1.2)")
+    sv.add_argument("--years", type=float, default=None,
+                    help="years the capex is amortised over (default: token_cost's)")
+    sv.add_argument("--usd-per-kwh", type=float, default=None,
+                    help="energy price (default: token_cost's)")
+    sv.add_argument("--pue", type=float, default=None,
+                    help="facility PUE, >= 1 (default: token_cost's)")
     sv.add_argument("--format", choices=("table", "json"), default="table",
                     help="readable block (default) or one JSON object per fabric")
     sv.set_defaults(func=lambda args: _cmd_serve(args, load_targets))

@@ -520,8 +520,9 @@ def serving_capacity(fab: Fabric, model_name: str | ModelConfig, *, ttft_s: floa
                      plan: ServingPlan | None = None, lengths: str = "fixed",
                      requests: int = 1500, seed: int | np.random.Generator | None = 0,
                      gpu: str | None = None,
-                     catalog: Catalog | None = None, years: float = 4.0,
-                     usd_per_kwh: float = 0.08, pue: float = 1.2) -> ServingCapacity:
+                     catalog: Catalog | None = None, years: float | None = None,
+                     usd_per_kwh: float | None = None,
+                     pue: float | None = None) -> ServingCapacity:
     """The highest request rate ``fab`` serves with the ``percentile`` of time to first
     token within ``ttft_s`` and of time per output token within ``tpot_s``, the plan that
     reaches it, and the cost per million output tokens there.
@@ -551,8 +552,8 @@ def serving_capacity(fab: Fabric, model_name: str | ModelConfig, *, ttft_s: floa
         Requests per simulation and its seed.
     gpu, catalog
         As :func:`~fabricopt.serving_estimate`.
-    years, usd_per_kwh, pue : float
-        The cost model of :func:`~fabricopt.token_cost`.
+    years, usd_per_kwh, pue : float, optional
+        The cost model of :func:`~fabricopt.token_cost` (None: its defaults).
 
     Returns
     -------
@@ -585,12 +586,16 @@ def serving_capacity(fab: Fabric, model_name: str | ModelConfig, *, ttft_s: floa
         raise InvalidParameterError(f"{func}(): plan must be None or a ServingPlan, got "
                                     f"{plan!r}")
     catalog = catalog or Catalog.default()
-    years = check_positive(func, "years", years)
-    usd_per_kwh = check_positive(func, "usd_per_kwh", usd_per_kwh, allow_zero=True)
-    pue = check_positive(func, "pue", pue)
-    if pue < 1:
+    if years is not None:
+        check_positive(func, "years", years)
+    if usd_per_kwh is not None:
+        check_positive(func, "usd_per_kwh", usd_per_kwh, allow_zero=True)
+    if pue is not None and check_positive(func, "pue", pue) < 1:
         raise InvalidParameterError(f"{func}(): pue must be >= 1 (a facility draws at least "
                                     f"its IT load), got {pue!r}")
+    # The facility figures given; token_cost's own defaults for the rest.
+    facility = {k: v for k, v in (("years", years), ("usd_per_kwh", usd_per_kwh),
+                                  ("pue", pue)) if v is not None}
     pick_gpu(fab, gpu, catalog, func)
     context = prompt_len + output_len
     table: list[dict] = []
@@ -647,8 +652,7 @@ def serving_capacity(fab: Fabric, model_name: str | ModelConfig, *, ttft_s: floa
             for x in (50, 90, q)]
     tokens = rate * output_len
     try:
-        cost = token_cost(fab, tokens, gpu, years=years, usd_per_kwh=usd_per_kwh, pue=pue,
-                          catalog=catalog)
+        cost = token_cost(fab, tokens, gpu, catalog=catalog, **facility)
     except InvalidParameterError as exc:
         raise InvalidParameterError(f"{func}(): {str(exc).split(': ', 1)[-1]}") from None
     engines = _engines(r, prompt_len, output_len)
