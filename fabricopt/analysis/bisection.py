@@ -160,7 +160,10 @@ def _split_by_keys(keys: list[Any], half: int) -> np.ndarray | None:
     """Mask of the first ``half`` endpoints after sorting by key (whole groups first)."""
     if len(set(keys)) < 2:
         return None
-    order = sorted(range(len(keys)), key=lambda i: (repr(type(keys[i])), keys[i], i))
+    if len(set(map(type, keys))) == 1:  # one kind of key: sorted by it, ties in index order
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+    else:
+        order = sorted(range(len(keys)), key=lambda i: (repr(type(keys[i])), keys[i], i))
     mask = np.zeros(len(keys), dtype=bool)
     mask[order[:half]] = True
     return mask
@@ -660,6 +663,10 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     degraded = _degraded_lower(fab, eps, time_limit)
     # A cut down to what is proven below already (on the capacity grid) cannot be beaten.
     proven = _on_capacity_grid(ga, degraded[0])[0] if degraded else 0.0
+    if hose is not None:
+        # The caller's two-phase rate proves its matching bound before any cut: the splits
+        # are tried until one is down to it (a comparison row's Alibaba pod: one split of six).
+        proven = max(proven, _on_capacity_grid(ga, hose.rate_gbps * half)[0])
     candidates, best = _best_candidate(ga, ep_idx, _candidate_splits(
         fab, ga, eps, ep_idx, seed, degraded[2] if degraded else None), proven)
     assert best is not None

@@ -299,3 +299,23 @@ def test_a_gpu_without_its_nic_adds_no_injection():
     assert b.full_bisection_ratio == pytest.approx(12_400 / (32 * 393.75))
     assert "intact fabric" in b.lower_from and not b.hose_tried
     assert "not sought here" in str(b)
+
+
+def test_a_given_hose_rate_stops_the_splits_at_the_cut_it_proves():
+    # superpod(4): 1,024 GPUs, non-blocking; the two-phase rate 400 Gb/s proves
+    # 400 x 512 = 204,800 Gb/s, the first split's cut meets it: one split is enough.
+    fab = fo.superpod(4)
+    alone = fo.bisection_bandwidth(fab)
+    given = fo.bisection_bandwidth(fab, hose=fo.valiant_rate(fab))
+    assert given.exact and alone.exact
+    assert given.lower_gbps == alone.lower_gbps == given.upper_gbps == 204_800
+    assert len(given.candidates) == 1 <= len(alone.candidates)
+
+
+def test_split_by_keys_sorts_one_kind_of_key_as_mixed_keys_are_sorted():
+    from fabricopt.analysis.bisection import _split_by_keys
+
+    keys = [3, 1, 2, 1, 3, 2]
+    # Ties keep index order: 1 (index 1), 1 (index 3), 2 (index 2) take the first half.
+    assert _split_by_keys(keys, 3).tolist() == [False, True, True, True, False, False]
+    assert _split_by_keys(["b", 1, "a", 1], 2).tolist() == [False, True, False, True]
