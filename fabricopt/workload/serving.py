@@ -22,7 +22,7 @@ from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_fabric
 from .models import ModelConfig, model
 from .serving_capacity import _check_fits, _prefill_seconds, throughput
-from .serving_replica import LAYER_OVERHEAD_US, CommPhase, ServingPlan, replica
+from .serving_replica import CommPhase, ServingPlan, replica
 
 
 @dataclass(frozen=True)
@@ -147,17 +147,10 @@ def serving_estimate(fab: Fabric, model_name: str | ModelConfig, *, tp: int = 8,
     d = th.decode_batch
     c = 0.0 if disaggregated or output_len < 2 else d * prompt_len / (output_len - 1)
     kv = d * (prompt_len + output_len / 2)
-    args = [np.array(x, float) for x in (d / pp, c / pp, kv / pp, c * prompt_len / 2 / pp)]
-    # The decode step's parts, at the full batch: one stage's compute, memory, communication.
-    g, value = r.gpu, r.weight_bytes
-    m_active = (m.active_params - m.vocab * m.hidden) / pp
-    compute = pp * 2.0 * m_active * (args[0] + args[1]) / plan.width / (
-        g.peak_tflops * 1e12 * r.compute_efficiency)
-    memory = pp * (value + kv / pp / ep * r.kv_bytes_per_token) / (
-        g.hbm_tbps * 1e12 * r.hbm_efficiency)
-    coef = r._coefficients(False)
-    comm = pp * (coef[5] - (m.layers / pp) * LAYER_OVERHEAD_US * 1e-6
-                 + coef[6] * float(args[0] + args[1]))
+    # The decode step's parts at the full batch: every stage's compute, memory, communication.
+    parts = r.stage_parts(*(np.array(x / pp, float) for x in (d, c, kv, c * prompt_len / 2)))
+    compute, memory, comm = (pp * float(x) for x in parts)
+    g = r.gpu
     tpot_lower = float(r.step_seconds(d, c, kv, c * prompt_len / 2, lower=True))
     transfer = r.kv_transfer_seconds(prompt_len)
     transfer_lower = r.kv_transfer_seconds(prompt_len, lower=True)

@@ -227,15 +227,11 @@ class Replica:
                               comm_token)
         return self._cache[lower]
 
-    def stage_seconds(self, decode: np.ndarray, prefill: np.ndarray, kv_tokens: np.ndarray,
-                      prefill_pairs: np.ndarray, *, lower: bool = False) -> np.ndarray:
-        """Seconds of one pipeline stage for a step of ``decode`` requests reading
-        ``kv_tokens`` cached tokens in all and ``prefill`` prompt tokens whose attention
-        spans ``prefill_pairs`` (query, key) pairs; arrays, one entry per step.
-
-        ``lower``: peak compute and HBM, no per-layer cost, the certified communication
-        bounds (no schedule of this shape is faster).
-        """
+    def stage_parts(self, decode: np.ndarray, prefill: np.ndarray, kv_tokens: np.ndarray,
+                    prefill_pairs: np.ndarray, *, lower: bool = False,
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(compute, memory, communication) seconds of one pipeline stage's step, the parts
+        :meth:`stage_seconds` adds up (communication with the fixed cost per layer left out)."""
         matmul, attention, dense, experts, kv, fixed, comm = self._coefficients(lower)
         m = self.model
         tokens = decode + prefill
@@ -247,8 +243,23 @@ class Replica:
             read = read + experts * (1.0 - np.power(1.0 - m.top_k / m.experts, tokens))
         else:
             read = read + experts
-        busy = np.maximum(compute, read) + fixed + comm * tokens
-        return np.where(tokens > 0, busy, 0.0)
+        per_layer = 0.0 if lower else m.layers / self.plan.pp * LAYER_OVERHEAD_US * 1e-6
+        return compute, read, fixed - per_layer + comm * tokens
+
+    def stage_seconds(self, decode: np.ndarray, prefill: np.ndarray, kv_tokens: np.ndarray,
+                      prefill_pairs: np.ndarray, *, lower: bool = False) -> np.ndarray:
+        """Seconds of one pipeline stage for a step of ``decode`` requests reading
+        ``kv_tokens`` cached tokens in all and ``prefill`` prompt tokens whose attention
+        spans ``prefill_pairs`` (query, key) pairs; arrays, one entry per step.
+
+        ``lower``: peak compute and HBM, no per-layer cost, the certified communication
+        bounds (no schedule of this shape is faster).
+        """
+        compute, read, comm = self.stage_parts(decode, prefill, kv_tokens, prefill_pairs,
+                                               lower=lower)
+        per_layer = 0.0 if lower else self.model.layers / self.plan.pp * LAYER_OVERHEAD_US * 1e-6
+        busy = np.maximum(compute, read) + per_layer + comm
+        return np.where(decode + prefill > 0, busy, 0.0)
 
     def step_seconds(self, decode: np.ndarray, prefill: np.ndarray, kv_tokens: np.ndarray,
                      prefill_pairs: np.ndarray, *, lower: bool = False) -> np.ndarray:
