@@ -11,7 +11,7 @@ def _all_lengths(graph, source, target, weight=None):
     """Every simple path's length, by brute force (small graphs only)."""
     def length(path):
         return sum(1 if weight is None else graph[u][v].get(weight, 1)
-                   for u, v in zip(path, path[1:]))
+                   for u, v in zip(path, path[1:], strict=False))
     return sorted(length(p) for p in nx.all_simple_paths(graph, source, target))
 
 
