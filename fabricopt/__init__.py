@@ -68,6 +68,7 @@ from .failures import (
     risk_groups,
     survives_single_failure,
 )
+from .failures.engine import max_concurrent_flow
 from .failures.models import Selected
 from .flow import (
     FlowResult,
@@ -75,7 +76,6 @@ from .flow import (
     build_flow_lp,
     check_certificate,
     export_mps,
-    max_concurrent_flow,
     solve_flow_model,
     valiant_rate,
 )

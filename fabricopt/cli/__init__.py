@@ -24,7 +24,7 @@ from ..analysis.worst_case import worst_case_permutation
 from ..cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost, estimate_tco
 from ..errors import FabricOptError, InvalidParameterError
 from ..fabric import Fabric
-from ..flow import max_concurrent_flow
+from ..failures.engine import max_concurrent_flow
 from ..generators import GENERATORS
 from ..io.search_files import load_search
 from ..plot.diagram import draw

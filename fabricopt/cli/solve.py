@@ -11,7 +11,7 @@ from .._progress import stage_line
 from ..analysis.bisection import bisection_bandwidth
 from ..collectives import COLLECTIVES, collective_bounds
 from ..fabric import Fabric
-from ..flow import max_concurrent_flow
+from ..failures.engine import max_concurrent_flow
 from ..routing import routed_flow
 from .words import (
     EXIT_CODES,

@@ -38,7 +38,6 @@ from ..flow.check import (
     proven_flow,
     smallest_demand,
 )
-from ..flow.from_intact import ANSWERERS
 from ..flow.reroute import ProvenFlow, ReroutedFlow, detour_flows, rerouted
 from ..flow.result import FlowCertificate, FlowResult
 from ..generators.recipe import try_replay
@@ -277,10 +276,9 @@ def _solved_intact(failed: Fabric, traffic: Traffic, size: int) -> IntactFlow | 
     return IntactFlow.of(intact, solved, traffic)
 
 
-#: The stage the package's public face hands the engine, its intact solves kept for the
-#: process (until the engine takes handed stages only, it is also asked as an answerer).
+#: The stage the package hands the engine (:mod:`fabricopt.failures.engine`), its intact
+#: solves kept for the process.
 FROM_INTACT = RerouteFromIntact()
-ANSWERERS.append(FROM_INTACT.answer)
 
 
 __all__ = ["FROM_INTACT", "IntactFlow", "IntactSolves", "RerouteFromIntact", "from_recipe",

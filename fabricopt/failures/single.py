@@ -21,12 +21,12 @@ import numpy as np
 from .._checks import check_bool, check_choice, check_int, fail
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
-from ..flow import max_concurrent_flow
 from ..flow.arguments import METHODS
 from ..flow.result import FlowResult
 from ..flow.warm import CAPACITY_RTOL
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
+from .engine import max_concurrent_flow
 from .intact_flow import IntactFlow, rerouted_answer
 from .orbits import FailureSymmetry, Pattern
 from .sweep import (

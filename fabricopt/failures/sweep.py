@@ -46,7 +46,6 @@ from .._checks import (
 from .._stages import stage_report
 from ..errors import DesignFileError, InvalidParameterError
 from ..fabric import Fabric, Removed
-from ..flow import max_concurrent_flow
 from ..flow.api import (
     FIND_SYMMETRY_NONZEROS,
     cheap_bracket,
@@ -62,6 +61,7 @@ from ..flow.warm import lengths_only
 from ..graph_arrays import GraphArrays
 from ..symmetry.search import with_symmetry
 from ..traffic import Traffic, all_to_all, traffic_named
+from .engine import max_concurrent_flow
 from .intact_flow import IntactFlow, rerouted_answer
 from .orbits import FailureSymmetry, Pattern
 from .risk_groups import RiskGroup, _bundles, risk_groups

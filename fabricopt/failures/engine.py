@@ -1,0 +1,40 @@
+"""The flow engine as the package offers it: handed the failure floor's stages.
+
+:func:`fabricopt.flow.max_concurrent_flow` knows nothing of failures: it runs the stages its
+caller hands in (``stages=``) and fills no registry. The failure floor sits above it, so this
+is where a failed fabric's answer from its intact fabric
+(:class:`~fabricopt.failures.intact_flow.RerouteFromIntact`) is handed in:
+``fo.max_concurrent_flow`` is :func:`max_concurrent_flow` below, and so is every solve of a
+failed fabric inside the package (the sweeps, the N-1 table, the command line).
+
+>>> import fabricopt as fo
+>>> fo.max_concurrent_flow is max_concurrent_flow
+True
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from ..flow import max_concurrent_flow as engine_max_concurrent_flow
+from ..flow.result import FlowResult
+from .intact_flow import FROM_INTACT
+
+#: The stages the failure floor hands the engine, after the caller's own.
+FAILURE_STAGES = (FROM_INTACT,)
+
+
+@functools.wraps(engine_max_concurrent_flow)
+def max_concurrent_flow(*args: Any, stages: Any = (), **options: Any) -> FlowResult:
+    if isinstance(stages, str | bytes):  # not stages: the engine names what it takes
+        handed = stages
+    else:
+        try:
+            handed = (*stages, *FAILURE_STAGES)
+        except TypeError:  # not a sequence either
+            handed = stages
+    return engine_max_concurrent_flow(*args, stages=handed, **options)
+
+
+__all__ = ["FAILURE_STAGES", "max_concurrent_flow"]
