@@ -167,8 +167,8 @@ def case_failed_fabric(make: str, bare: bool, time_limit: float | None,
     import fabricopt as fo
 
     if small_relay_lp:
-        import fabricopt.flow.domain_relays as domain_relays
-        import fabricopt.flow.tor_routing as tor_routing
+        import fabricopt.flow.bounds_first.domain_relays as domain_relays
+        import fabricopt.flow.bounds_first.tor_routing as tor_routing
 
         domain_relays.MAX_CLASSES, tor_routing.ATTACH_LP_MAX_COLUMNS = 64, 60_000
     fab = eval(make, {"fo": fo})  # noqa: S307
@@ -502,7 +502,7 @@ def case_bounds_first(make: str, method: str, bounds_first: bool | None,
     method as it ran before the stage existed), Gb/s per GPU and the certified gap.
     ``hose_floor=False``: without the two-phase floor under a time-limited bracket (as
     before it existed). ``both_ends=False``: servers relay by PXN only, as before the
-    relays at both ends (``fabricopt.flow.domain_relays``). ``planes=False``: a failed
+    relays at both ends (``fabricopt.flow.bounds_first.domain_relays``). ``planes=False``: a failed
     Clos of servers is not narrowed through its planes (``fabricopt.flow.plane_bracket``),
     as before."""
     import fabricopt as fo

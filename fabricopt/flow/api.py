@@ -21,7 +21,7 @@ from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
 from .arguments import check_stage_and_work, checked_arguments
 from .backends import check_solve_args, solve_lp
-from .bounds_first import arc_tiers, bounds_stage, cut_bracket, root_routing_bracket
+from .bounds_first.brackets import arc_tiers, bounds_stage, cut_bracket, root_routing_bracket
 from .brackets import tighter_bracket
 from .budget import check_lp_memory, now
 from .certified import certified_result

@@ -35,10 +35,10 @@ from .._unchanged import once
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
 from .approx import CoreGraph, ecmp_columns
-from .domain_relays import route_between_domains, route_inside_domains
+from .bounds_first.domain_relays import route_between_domains, route_inside_domains
+from .bounds_first.rebalance import rebalanced_flows
+from .bounds_first.tor_routing import route_by_attach_lp
 from .formulation import FlowModel
-from .rebalance import rebalanced_flows
-from .tor_routing import route_by_attach_lp
 
 #: Node attributes that name a level of a fabric's hierarchy (set by the generators).
 HIERARCHY_KEYS = ("node", "rail", "su", "pod", "plane", "group", "dc")
@@ -183,15 +183,16 @@ def ecmp_point(model: FlowModel, scale_up: np.ndarray | None = None,
     (out of the source's own NIC), so each commodity is routed twice, once per part, and the
     two flows add up. Pairs the scale-out network does not join use every arc.
     ``scale_out_lp`` routes the scale-out part by the attach-switch LP of
-    :mod:`fabricopt.flow.tor_routing` instead (its optimum over the switches the endpoints
-    hang from; None where that LP is too large or has no optimum). With ``rails`` (a rail
-    label per node of ``model.ga``, -1 for none) a pair in two domains first crosses the
-    source's domain to its member on the target's rail, as NCCL's PXN does, so traffic
-    between rails never crosses the spines. ``rebalance_to`` (a theta to stop at, in the
-    model's units) routes the last part by WCMP with its splits rebalanced against the load
-    (:mod:`fabricopt.flow.rebalance`; plain WCMP where that declines). ``both_ends`` (with
-    ``scale_out_lp``) lets the LP choose where a pair enters and leaves the network, over
-    its servers' scale-up links at both ends (:mod:`fabricopt.flow.domain_relays`).
+    :mod:`fabricopt.flow.bounds_first.tor_routing` instead (its optimum over the switches
+    the endpoints hang from; None where that LP is too large or has no optimum). With
+    ``rails`` (a rail label per node of ``model.ga``, -1 for none) a pair in two domains
+    first crosses the source's domain to its member on the target's rail, as NCCL's PXN
+    does, so traffic between rails never crosses the spines. ``rebalance_to`` (a theta to
+    stop at, in the model's units) routes the last part by WCMP with its splits rebalanced
+    against the load (:mod:`fabricopt.flow.bounds_first.rebalance`; plain WCMP where that
+    declines). ``both_ends`` (with ``scale_out_lp``) lets the LP choose where a pair enters
+    and leaves the network, over its servers' scale-up links at both ends
+    (:mod:`fabricopt.flow.bounds_first.domain_relays`).
     """
     K, m = model.n_commodities, len(model.core_arcs)
     if K * m > ECMP_MAX_ENTRIES or K == 0:
@@ -289,7 +290,7 @@ def pxn_entries(g: CoreGraph, domain: np.ndarray, rail: np.ndarray, live: np.nda
     """The scale-out ``demand`` (K x n) entry by entry as PXN sends it, around failed links.
 
     Returns ``(k, t, relay, amount)`` for
-    :func:`~fabricopt.flow.tor_routing.route_by_attach_lp` and the last hops
+    :func:`~fabricopt.flow.bounds_first.tor_routing.route_by_attach_lp` and the last hops
     ``(k, stand_in, t, amount)`` still to go over the scale-up links. A pair enters the
     scale-out network at the member of its source's domain on the target's
     rail (:func:`rail_relays`). Where that member or the target lost its scale-out link

@@ -49,8 +49,7 @@ from ..symmetry.search import SymmetrySearch, search_symmetry, with_symmetry
 from ..traffic import Traffic
 from .approx import default_max_rounds, solve_approx
 from .backends import solve_lp
-from .bounds_first import build_and_bound, cut_bracket
-from .bounds_first.brackets import arc_tiers
+from .bounds_first.brackets import arc_tiers, build_and_bound, cut_bracket
 from .brackets import hose_floor, tighter_bracket, unsolved, with_hose_floor
 from .budget import (
     APPROX_SECONDS_PER_NONZERO,

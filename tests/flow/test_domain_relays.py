@@ -11,7 +11,7 @@ from flow_helpers import certified, failed_share, feasible_below_lp, random_traf
 import fabricopt as fo
 from fabricopt.flow.approx import CoreGraph
 from fabricopt.flow.bounds import _route_part, ecmp_point, rail_labels
-from fabricopt.flow.domain_relays import route_inside_domains
+from fabricopt.flow.bounds_first.domain_relays import route_inside_domains
 from fabricopt.tiers import is_scale_up_arc
 
 
@@ -136,7 +136,7 @@ def test_unit_flows_by_one_solve_per_source_are_fewest_hop_wcmp(seed):
     from dataclasses import replace
 
     from fabricopt.flow.approx.colgen import ecmp_columns
-    from fabricopt.flow.domain_relays import wcmp_unit_flows
+    from fabricopt.flow.bounds_first.domain_relays import wcmp_unit_flows
 
     rng = np.random.default_rng(seed)
     fab = fo.nvswitch_domain(6, 3, 4, 100.0) if seed % 2 else fo.torus((3, 4))

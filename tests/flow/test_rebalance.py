@@ -9,7 +9,7 @@ from flow_helpers import certified
 import fabricopt as fo
 from fabricopt.flow.approx import CoreGraph
 from fabricopt.flow.bounds import ecmp_point
-from fabricopt.flow.rebalance import rebalanced_flows
+from fabricopt.flow.bounds_first.rebalance import rebalanced_flows
 
 FAILED = [
     fo.fat_tree(4).without(links={("core0.0", "spine0.0"): 1}),
@@ -62,7 +62,7 @@ def test_bounds_stage_closes_by_rebalancing_where_the_attach_lp_declines(monkeyp
     # here it is made to decline on fat_tree(6) minus a spine-to-core link, WCMP stops at 79%
     # of the cut (see above), and the rebalanced routing meets it: the stage's answer is
     # exact, method "bounds", and re-checks.
-    import fabricopt.flow.tor_routing as tor_routing
+    import fabricopt.flow.bounds_first.tor_routing as tor_routing
 
     monkeypatch.setattr(tor_routing, "ATTACH_LP_MAX_COLUMNS", 0)
     fab = fo.fat_tree(6).without(links={("core0.0", "spine0.0"): 1})

@@ -1,4 +1,5 @@
-"""Routing that keeps each pair below the lowest tier joining it (``flow/tier_routing.py``):
+"""Routing that keeps each pair below the lowest tier joining it
+(``flow/bounds_first/tier_routing.py``):
 a certified lower bound on oversubscribed multi-tier Clos clusters, in the full LP's layout
 and, for fabrics too large for that, as root flows of the symmetric method; and a
 ``time_limit`` counted from the start of the call."""
@@ -13,7 +14,7 @@ import fabricopt.flow.budget as budget
 import fabricopt.flow.plan as api
 import fabricopt.flow.problem as problem
 from fabricopt.flow.bounds import structural_cut_lengths
-from fabricopt.flow.tier_routing import node_layers, tier_point
+from fabricopt.flow.bounds_first.tier_routing import node_layers, tier_point
 from fabricopt.graph_arrays import GraphArrays
 from fabricopt.tiers import is_scale_up_arc
 
@@ -89,7 +90,7 @@ def test_orbit_roots_close_without_a_full_point(no_full_point, case):
 def test_orbit_roots_after_a_full_stage_that_falls_short(monkeypatch):
     # A full point fits but the tier routing's layout does not (as on a 2,048-GPU cluster):
     # the stage's WCMP falls 25 % short of the cut, and the orbit roots close it.
-    import fabricopt.flow.tier_routing as tier_routing
+    import fabricopt.flow.bounds_first.tier_routing as tier_routing
 
     monkeypatch.setattr(tier_routing, "TIER_MAX_ENTRIES", 0)
     monkeypatch.setattr(brackets, "TIER_MAX_ENTRIES", 0)

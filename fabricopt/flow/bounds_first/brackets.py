@@ -32,9 +32,9 @@ from ..model import ThroughputModel
 from ..problem import full_lp_entries
 from ..result import FlowCertificate, FlowResult
 from ..symmetric import build_symmetric_lp
-from ..tier_routing import TIER_MAX_ENTRIES, node_layers, symmetric_tier_point, tier_point
 from ..units import in_units
 from ..warm import ball_cut_lengths
+from .tier_routing import TIER_MAX_ENTRIES, node_layers, symmetric_tier_point, tier_point
 
 __all__ = ["arc_tiers", "bounds_stage", "build_and_bound",
            "cut_bracket", "root_routing_bracket", "uniform_gbps", "with_root_routing"]
@@ -83,7 +83,7 @@ def bounds_stage(fab: Fabric, model: FlowModel, traffic: Traffic, *, tiers: tupl
     """The bounds of :mod:`fabricopt.flow.bounds` for a built ``model`` (in its units), as a
     result with method ``"bounds"`` (None when ECMP cannot route), and the best hierarchy
     cut's lengths (for the solver's certificate). ``tiered=False`` leaves out the tier
-    routing of :mod:`fabricopt.flow.tier_routing`."""
+    routing of :mod:`fabricopt.flow.bounds_first.tier_routing`."""
     ga = model.ga
     bound, lengths = structural_cut_lengths(fab, traffic, ga, model.include_endpoint_links)
     cut_lengths = [lengths] if np.isfinite(bound) else []
@@ -125,7 +125,8 @@ def bounds_stage(fab: Fabric, model: FlowModel, traffic: Traffic, *, tiers: tupl
 def root_routing_bracket(fab: Fabric, traffic: Traffic, ga: GraphArrays, *,
                          include_endpoint_links: bool, traffic_scale: float,
                          capacity_unit: float) -> FlowResult | None:
-    """The level-by-level routing of :mod:`fabricopt.flow.tier_routing` from one root per
+    """The level-by-level routing of :mod:`fabricopt.flow.bounds_first.tier_routing` from
+    one root per
     endpoint orbit of ``fab``'s symmetry (found, so the certificate carries it), proven as a
     point of the unreduced symmetric LP: a lower bound with the hop-length upper bound
     (``traffic`` and ``ga`` in solve units). None when it cannot route, or the fabric has

@@ -28,11 +28,11 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 from scipy.sparse.linalg import spsolve
 
-from .backends import solve_lp
-from .model import max_theta_lp
+from ..backends import solve_lp
+from ..model import max_theta_lp
 
 if TYPE_CHECKING:
-    from .approx import CoreGraph
+    from ..approx import CoreGraph
 
 #: Largest attach switches x switch arcs for which the attach-switch LP may use every switch
 #: arc: its node-arc form is slow for HiGHS (56 leaves x 1,904 switch arcs took 30 to 80 s on

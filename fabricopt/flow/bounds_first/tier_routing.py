@@ -31,11 +31,11 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from ..graph_arrays import GraphArrays
-from .approx import CoreGraph, ecmp_columns
-from .backends import solve_lp
-from .bounds import ECMP_CHUNK_ENTRIES
-from .model import max_theta_lp
+from ...graph_arrays import GraphArrays
+from ..approx import CoreGraph, ecmp_columns
+from ..backends import solve_lp
+from ..bounds import ECMP_CHUNK_ENTRIES
+from ..model import max_theta_lp
 
 #: Largest commodities x core arcs for which :func:`tier_point` routes the full LP's layout:
 #: its parts are routed once per option and per group of targets, so the work is several

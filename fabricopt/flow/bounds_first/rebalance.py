@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
 if TYPE_CHECKING:
-    from .approx import CoreGraph
+    from ..approx import CoreGraph
 
 #: Largest commodities x arcs rebalanced at once (the DAG's arrays are a few of this size).
 REBALANCE_MAX_ENTRIES = 4_000_000

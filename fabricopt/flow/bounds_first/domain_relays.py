@@ -11,7 +11,8 @@ as a whole could still carry.
 Here an LP chooses where a pair enters and leaves, on the server's side of both ends.
 Servers that hang from the same switches with the same NIC capacities form a *class*: every
 healthy server of a scalable unit, or a server that lost a NIC on its own. Each class is one
-root and one sink of the attach-switch LP of :mod:`fabricopt.flow.tor_routing`, which routes
+root and one sink of the attach-switch LP of
+:mod:`fabricopt.flow.bounds_first.tor_routing`, which routes
 between them over the switch arcs. A virtual arc runs from a root to each of its switches
 (the class's NIC capacity there) and from each switch to a sink.
 
@@ -33,7 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
-from .approx import CoreGraph, ecmp_columns
+from ..approx import CoreGraph, ecmp_columns
 from .tor_routing import attach_points, route_by_attach_lp
 
 #: Most server classes routed (each is a root and a sink of the LP): a failed NIC makes its
