@@ -225,6 +225,15 @@ def _valid_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
                                                    "target": "n1"}),
         "select_nodes": (fo.select_nodes, {"fab": fab, "selector": "n*"}),
         "select_links": (fo.select_links, {"fab": fab, "selector": "tier=ring"}),
+        # a job under failures on one DGX: GPUs lost, a share of its NVLinks, its goodput
+        "job_failures": (fo.job_failures, {"fab": dgx, "job": job, "kind": "gpus"}),
+        "job_failure_sweep": (fo.job_failure_sweep, {"fab": dgx, "job": job,
+                                                     "fractions": [0.1], "trials": 1}),
+        "plot_job_failures": (fo.plot_job_failures, {
+            "table": fo.job_failures(dgx, job, kind="gpus")}),
+        "training_goodput": (fo.training_goodput, {"fab": dgx, "job": job, "solve": False}),
+        "young_daly_interval": (fo.young_daly_interval, {"checkpoint_write_s": 60.0,
+                                                         "mtbi_s": 3600.0}),
     }
     return calls
 
@@ -312,7 +321,9 @@ FUZZED = ["clos", "complete", "dgx_b200", "dgx_h100", "dgx_a100", "hgx_h800", "d
           "RiskGroup", "find_symmetry", "search_symmetry", "plan_capacity", "optimize",
           "model", "TrainingJob", "training_step", "training_metrics", "best_plan",
           "serving_estimate", "serving_capacity", "simulate_serving", "ServingPlan",
-          "token_cost", "criticality", "single_failures", "cutting_set", "failure_distribution",
+          "token_cost", "job_failures", "job_failure_sweep", "plot_job_failures",
+          "training_goodput", "young_daly_interval", "criticality", "single_failures",
+          "cutting_set", "failure_distribution",
           "failure_metrics", "survives_single_failure", "groups_by", "nest_groups",
           "plot_criticality", "plot_failure_distribution", "all_reduce_metric",
           "ModelConfig", "PlanSearch", "EverySingle", "GroupFailures", "Independent",
@@ -338,6 +349,9 @@ NOT_BUILT = {
     "FailureDistribution": "failure_distribution", "FailureOutcome": "failure_distribution",
     "FailureModel": "abstract: its models are built", "RoutedFlowResult": "routed_flow",
     "PhaseTime": "training_step", "TrainingStep": "training_step",
+    "Goodput": "training_goodput", "JobFailureTable": "job_failures, single_failures(job=)",
+    "JobFailureOrbit": "job_failures", "JobFailureSweep": "job_failure_sweep",
+    "FailureRates": "FailureRates.default, FailureRates.load (a TOML file of rates)",
     "ServingEstimate": "serving_estimate", "TokenCost": "token_cost", "BestPlan": "best_plan",
     "ServingCapacity": "serving_capacity", "ServingLoad": "simulate_serving",
     "Catalog": "Catalog.load, Catalog.default, Catalog.merged (Catalog.load is fuzzed)",

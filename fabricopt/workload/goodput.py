@@ -232,7 +232,7 @@ def training_goodput(fab: Fabric, job: TrainingJob, *, failure_model: FailureRat
                                     f"stands for (kinds: {', '.join(FAILURE_KIND)})")
     if failures is None:
         failures = job_failures(fab, job, kinds or "gpus", placement=placement, spares=spares,
-                                catalog=catalog, solve=solve)
+                                catalog=catalog, solve=solve, _func=func)
     elif not isinstance(failures, JobFailureTable) or failures.fabric_name != fab.name \
             or not set(kinds) <= set(failures.kinds):
         raise InvalidParameterError(

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._checks import check_bool, check_choice, check_int, fail
 from ..catalog import Catalog
-from ..errors import InvalidParameterError
+from ..errors import FabricOptError, InvalidParameterError
 from ..fabric import Fabric, check_fabric
 from ..failures.orbits import FailureSymmetry, Pattern
 from ..failures.risk_groups import risk_groups
@@ -443,7 +443,13 @@ def _check_kinds(func: str, kind: Any) -> tuple[str, ...]:
 def _check_tier_filter(func: str, fab: Fabric, tiers: Any) -> frozenset[str] | None:
     if tiers is None:
         return None
-    names = [tiers] if isinstance(tiers, str) else list(tiers)
+    if isinstance(tiers, str):
+        names = [tiers]
+    elif isinstance(tiers, list | tuple | set | frozenset) and tiers \
+            and all(isinstance(t, str) for t in tiers):
+        names = list(tiers)
+    else:
+        raise fail(func, "tiers", "None, a tier name or a non-empty list of tier names", tiers)
     known = {str(d.get("tier", "link")) for _, _, d in fab.graph.edges(data=True)}
     for t in names:
         if t not in known:
@@ -456,7 +462,8 @@ def job_failures(fab: Fabric, job: TrainingJob, kind: str | Sequence[str] = "all
                  tiers: str | Sequence[str] | None = None, *,
                  placement: Sequence[Hashable] | None = None, spares: int | None = None,
                  symmetry: bool = True, catalog: Catalog | None = None,
-                 order: str = "fabric", solve: bool = True) -> JobFailureTable:
+                 order: str = "fabric", solve: bool = True,
+                 _func: str = "job_failures") -> JobFailureTable:
     """Every single failure of the given kinds, as the training job sees it.
 
     Parameters
@@ -509,7 +516,7 @@ def job_failures(fab: Fabric, job: TrainingJob, kind: str | Sequence[str] = "all
     >>> round(t.share(r), 4)  # 31 / 32 replicas
     0.9688
     """
-    func = "single_failures"
+    func = _func  # the public function the caller called, for its errors
     start = time.perf_counter()
     check_fabric(func, fab)
     if not isinstance(job, TrainingJob):
@@ -521,7 +528,10 @@ def job_failures(fab: Fabric, job: TrainingJob, kind: str | Sequence[str] = "all
     symmetry = check_bool(func, "symmetry", symmetry)
     solve = check_bool(func, "solve", solve)
     check_choice(func, "order", order, ("fabric", "lost"))
-    intact = training_step(fab, job, placement, catalog=catalog)
+    try:
+        intact = training_step(fab, job, placement, catalog=catalog)
+    except FabricOptError as exc:  # the job's own checks, said as the function called
+        raise type(exc)(str(exc).replace("training_step(): ", f"{func}(): ", 1)) from None
     view = _JobView(fab, job, placement, spares, intact)
     fills = placement is None and len(view.gpus) == len(fab.endpoints)
     keys = _LazyKeys(fab, symmetry and fills)
@@ -626,12 +636,13 @@ def single_failures(fab: Fabric, kind: str | Sequence[str] = "links",
             raise InvalidParameterError("single_failures(): spares and placement are read only "
                                         "with a job (job=TrainingJob(...))")
         return _fabric_single_failures(fab, kind, tiers, **options)
-    allowed = {"symmetry", "catalog", "order", "solve"}
+    allowed = {"symmetry", "catalog", "order", "solve", "_func"}
     wrong = sorted(set(options) - allowed)
     if wrong:
         raise InvalidParameterError(f"single_failures(): {wrong[0]!r} is not read with a job "
                                     f"(with job=..., options: spares, placement, "
                                     f"{', '.join(sorted(allowed))})")
+    options.setdefault("_func", "single_failures")
     return job_failures(fab, job, kind, tiers, spares=spares, placement=placement, **options)
 
 
@@ -657,6 +668,7 @@ def criticality(fab: Fabric, kind: str | Sequence[str] = "links",
                                         "with a job (job=TrainingJob(...))")
         return _fabric_criticality(fab, kind, tiers, **options)
     options.setdefault("order", "lost")
+    options.setdefault("_func", "criticality")
     return single_failures(fab, kind, tiers, job=job, spares=spares, placement=placement,
                            **options)
 

@@ -18,14 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import check_int, fail
+from .._checks import MAX_SOLVES, check_int, fail
 from ..catalog import Catalog
-from ..errors import InvalidParameterError
+from ..errors import FabricOptError, InvalidParameterError
 from ..fabric import Fabric, check_fabric
 from ..failures.orbits import Pattern
 from ..failures.sweep import fail_random
 from ..failures.sweep import failure_sweep as _fabric_failure_sweep
-from .job_failures import _Attachment, _JobView
+from .job_failures import _Attachment, _check_tier_filter, _JobView
 from .plan import TrainingJob
 from .step import training_step
 
@@ -93,7 +93,8 @@ def job_failure_sweep(fab: Fabric, job: TrainingJob, fractions: Sequence[float],
                       trials: int = 10, seed: Any = None, kind: str = "links",
                       tiers: str | Sequence[str] | None = None, spares: int | None = None,
                       placement: Sequence[Hashable] | None = None,
-                      catalog: Catalog | None = None) -> JobFailureSweep:
+                      catalog: Catalog | None = None,
+                      _func: str = "job_failure_sweep") -> JobFailureSweep:
     """``trials`` random failures at each fraction, as the training job sees them.
 
     Parameters
@@ -130,7 +131,7 @@ def job_failure_sweep(fab: Fabric, job: TrainingJob, fractions: Sequence[float],
     >>> row["interrupted"], 0.8 < row["least_share"] < 1.0
     (0.0, True)
     """
-    func = "failure_sweep"
+    func = _func  # the public function the caller called, for its errors
     start = time.perf_counter()
     check_fabric(func, fab)
     if not isinstance(job, TrainingJob):
@@ -142,13 +143,23 @@ def job_failure_sweep(fab: Fabric, job: TrainingJob, fractions: Sequence[float],
         if isinstance(f, bool) or not isinstance(f, int | float) or not 0 <= f <= 1:
             raise fail(func, "fractions", "numbers from 0 to 1", f)
     check_int(func, "trials", trials, minimum=1)
+    if trials * len(fractions) > MAX_SOLVES:  # a training step per trial and fraction
+        raise fail(func, "trials", f"at most {MAX_SOLVES:,} trials in all (trials x "
+                   f"{len(fractions)} fraction(s))", trials)
     if kind not in ("links", "switches"):
         raise fail(func, "kind", "links or switches (with a job)", kind)
     if spares is not None:
         check_int(func, "spares", spares, minimum=0)
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | np.integer)
+                             or seed < 0):
+        raise fail(func, "seed", "None or an integer >= 0", seed)
+    _check_tier_filter(func, fab, tiers)
     root = np.random.SeedSequence(seed)
     children = root.spawn(len(fractions) * trials)
-    intact = training_step(fab, job, placement, catalog=catalog)
+    try:
+        intact = training_step(fab, job, placement, catalog=catalog)
+    except FabricOptError as exc:  # the job's own checks, said as the function called
+        raise type(exc)(str(exc).replace("training_step(): ", f"{func}(): ", 1)) from None
     view = _JobView(fab, job, placement, spares, intact)
     attach = _Attachment(fab)
     sweep = JobFailureSweep(fab.name, intact.job, kind, root.entropy, intact.step_s,
@@ -212,7 +223,7 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, job: TrainingJob |
                                     f"(with job=..., options: spares, placement, "
                                     f"{', '.join(sorted(allowed))})")
     return job_failure_sweep(fab, job, fractions, spares=spares, placement=placement,
-                             **options)
+                             _func="failure_sweep", **options)
 
 
 __all__ = ["JobFailureSweep", "JobFailureTrial", "failure_sweep", "job_failure_sweep"]
