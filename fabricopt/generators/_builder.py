@@ -296,20 +296,14 @@ class FabricBuilder:
             fwd, rev = labels
         arcs, labels_of = self.arcs, self.orbit
         capacity = gbps * links
-        arc = arcs.get((u, v))
-        if arc is None:
-            arcs[(u, v)] = {"capacity": capacity, "links": links, "tech": tech, "tier": tier}
-            labels_of[(u, v)] = fwd
-        else:
-            arc["capacity"] += capacity
-            arc["links"] += links
-        arc = arcs.get((v, u))
-        if arc is None:
-            arcs[(v, u)] = {"capacity": capacity, "links": links, "tech": tech, "tier": tier}
-            labels_of[(v, u)] = rev
-        else:
-            arc["capacity"] += capacity
-            arc["links"] += links
+        for key, label in (((u, v), fwd), ((v, u), rev)):
+            arc = arcs.get(key)
+            if arc is None:
+                arcs[key] = {"capacity": capacity, "links": links, "tech": tech, "tier": tier}
+                labels_of[key] = label
+            else:
+                arc["capacity"] += capacity
+                arc["links"] += links
 
     def _too_fast(self, gbps: float, tier: str, func: str,
                   arguments: Mapping[str, Any]) -> str:
