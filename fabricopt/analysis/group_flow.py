@@ -302,8 +302,8 @@ def group_max_flow(fab: Fabric, sources: Any, sinks: Any, *, transit_gpus: bool 
     check_fabric(func, fab)
     transit_gpus = check_bool(func, "transit_gpus", transit_gpus)
     gain_limit = check_int(func, "gain_limit", gain_limit, minimum=0)
-    src = select_nodes(fab, sources, func=func, name="sources")
-    snk = select_nodes(fab, sinks, func=func, name="sinks")
+    src = select_nodes(fab, sources, _func=func, _name="sources")
+    snk = select_nodes(fab, sinks, _func=func, _name="sinks")
     both = set(src) & set(snk)
     if both:
         raise fail(func, "sinks", "a group sharing no node with the sources (both hold "

@@ -28,7 +28,7 @@ import fnmatch
 from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
-from .._checks import did_you_mean, fail
+from .._checks import check_bool, did_you_mean, fail
 from ..fabric import Fabric, check_fabric
 
 __all__ = ["describe", "parse_conditions", "select_links", "select_nodes", "switch_tier"]
@@ -118,11 +118,12 @@ def _check_keys(func: str, name: str, fab: Fabric, conds: Mapping[str, Any],
                        f"({', '.join(known)}){did_you_mean(key, known)}", key)
 
 
-def select_nodes(fab: Fabric, selector: Any, *, func: str = "select_nodes",
-                 name: str = "selector", empty_ok: bool = False) -> list[Hashable]:
+def select_nodes(fab: Fabric, selector: Any, *, empty_ok: bool = False,
+                 _func: str = "select_nodes", _name: str = "selector") -> list[Hashable]:
     """The nodes a selector picks, in the fabric's order (see the module docstring).
 
-    Raises :class:`~fabricopt.InvalidParameterError` naming ``func`` and ``name`` when a
+    Raises :class:`~fabricopt.InvalidParameterError` naming the function and argument the
+    caller was given (``_func``, ``_name``: select_nodes's own by default) when a
     condition names no attribute of the fabric, a listed node is not in it, or nothing is
     picked (with a few names of the fabric to show what names look like), unless
     ``empty_ok``.
@@ -134,6 +135,8 @@ def select_nodes(fab: Fabric, selector: Any, *, func: str = "select_nodes",
     >>> len(select_nodes(fab, "g*")), select_nodes(fab, {"role": "gpu"})[:2]
     (4, ['g0', 'g1'])
     """
+    func, name = _func, _name
+    check_bool(func, "empty_ok", empty_ok)
     check_fabric(func, fab)
     g = fab.graph
     conds = _conditions(func, name, selector)
@@ -176,8 +179,8 @@ def select_nodes(fab: Fabric, selector: Any, *, func: str = "select_nodes",
     return picked
 
 
-def select_links(fab: Fabric, selector: Any, *, func: str = "select_links",
-                 name: str = "selector", empty_ok: bool = False
+def select_links(fab: Fabric, selector: Any, *, empty_ok: bool = False,
+                 _func: str = "select_links", _name: str = "selector"
                  ) -> list[tuple[Hashable, Hashable]]:
     """The physical links (each once, as the arc ``(u, v)`` with ``u`` first in the fabric's
     order) whose attributes meet the conditions; ``end=pattern`` holds when either end's
@@ -188,6 +191,8 @@ def select_links(fab: Fabric, selector: Any, *, func: str = "select_links",
     >>> len(select_links(fab, "tier=leaf-spine")), select_links(fab, "end=spine1")[0]
     (4, ('leaf0', 'spine1'))
     """
+    func, name = _func, _name
+    check_bool(func, "empty_ok", empty_ok)
     check_fabric(func, fab)
     conds = _conditions(func, name, selector)
     if conds is None:

@@ -428,9 +428,11 @@ class Selected(FailureModel):
     def __post_init__(self) -> None:
         check_choice("Selected", "kind", self.kind, ("links", "switches"))
         check_int("Selected", "count", self.count, minimum=1)
-        if self.select is None:
-            raise fail("Selected", "select", "a name pattern or conditions key=value "
-                       "(role=switch,tier=spine; tier=leaf-spine for links)", None)
+        if not isinstance(self.select, str | Mapping | list | tuple) or not self.select \
+                or (isinstance(self.select, str) and not self.select.strip()):
+            raise fail("Selected", "select", "a name pattern, conditions key=value "
+                       "(role=switch,tier=spine; tier=leaf-spine for links) or a list of "
+                       "names", self.select)
         w = self.weight
         if isinstance(w, Mapping):
             if not w or any(isinstance(x, bool) or not isinstance(x, int | float)
@@ -456,7 +458,7 @@ class Selected(FailureModel):
         func = "Selected"
         g = fab.graph
         if self.kind == "switches":
-            picked = [v for v in select_nodes(fab, self.select, func=func, name="select")
+            picked = [v for v in select_nodes(fab, self.select, _func=func, _name="select")
                       if g.nodes[v].get("role") == "switch"]
             if not picked:
                 raise fail(func, "select", f"a selector that picks switches of {fab.name!r}",
@@ -465,7 +467,7 @@ class Selected(FailureModel):
                       g.nodes[w], {"name": w}) for w in picked]
         else:
             units = []
-            for u, v in select_links(fab, self.select, func=func, name="select"):
+            for u, v in select_links(fab, self.select, _func=func, _name="select"):
                 draw = Draw(Pattern({frozenset((u, v)): 1}, frozenset()),
                             label=f"link {u}-{v}")
                 units += [(draw, g[u][v], {"end": (u, v)})] * int(g[u][v].get("links", 1))
@@ -473,11 +475,11 @@ class Selected(FailureModel):
         if isinstance(self.weight, Mapping):  # each selector's units, found once
             for selector, factor in self.weight.items():
                 if self.kind == "switches":
-                    hits: set = set(select_nodes(fab, selector, func="Selected",
-                                                 name="weight", empty_ok=True))
+                    hits: set = set(select_nodes(fab, selector, _func="Selected",
+                                                 _name="weight", empty_ok=True))
                 else:
                     hits = {frozenset(a) for a in select_links(
-                        fab, selector, func="Selected", name="weight", empty_ok=True)}
+                        fab, selector, _func="Selected", _name="weight", empty_ok=True)}
                 matched.append((hits, float(factor)))
         out = [(draw, self._weight_of(draw, data, where, matched))
                for draw, data, where in units]

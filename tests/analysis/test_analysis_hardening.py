@@ -21,7 +21,9 @@ def two_leaves(gbps=400.0):
 
 
 def test_intact_of_a_fabric_with_the_same_name_and_faster_links_is_refused():
-    fab, twin = two_leaves(), two_leaves(800.0)
+    fab, faster = two_leaves(), two_leaves(800.0)
+    # The generator's name now carries the rate; a user's own twin may still share the name.
+    twin = fo.Fabric(faster.graph, faster.endpoints, fab.name)
     assert fab.name == twin.name  # the name says nothing of the rates
     # Before: accepted, and every loss was taken against the twin's 800 Gb/s per GPU: an
     # uplink's 300 Gb/s left read as 1 - 300/800 = 62.5% lost (the truth is 25%).
@@ -252,7 +254,10 @@ def test_nest_groups_refuses_two_children_of_one_name_and_groups_of_another_fabr
 #: A valid value of every flag a mode may take (those that take one).
 FLAG_VALUES = {"--kind": "links", "--tiers": "ring", "--fraction": "0.25", "--cut": "0.5",
                "--probability": "0.5", "--hours": "24", "--groups": "racks", "--trials": "2",
-               "--seed": "1", "--metrics": "routed", "--plot": "x.png"}
+               "--seed": "1", "--metrics": "routed", "--plot": "x.png",
+               # a job over the ring's 4 GPUs (one TP group), and what --mode select reads
+               "--job": "model=llama3-8b,tp=4,global_batch=4,seq_len=1024", "--spares": "0",
+               "--select": "tier=ring", "--weight": "capacity", "--count": "1"}
 
 
 def mode_flag_pairs():
