@@ -18,6 +18,7 @@ from ..failures.models import GroupFailures, Independent, Selected, groups_by
 from ..failures.single import FailureTable, criticality, cutting_set, single_failures
 from ..failures.sweep import failure_sweep
 from ..plot.failures import plot_criticality, plot_failure_distribution, plot_job_failures
+from ..plot.image_files import image_path
 from ..workload.job_failures import ALL_KINDS, JOB_KINDS, JobFailureTable, job_failures
 from ..workload.job_sweep import JobFailureSweep, job_failure_sweep
 from ..workload.plan import job_from_mapping
@@ -191,6 +192,8 @@ def _check_mode_flags(args: argparse.Namespace) -> None:
                                                                            "switches"):
         raise FabricOptError(f"--kind {args.kind} does not apply to --mode sweep --job, which "
                              "fails links or switches at random: give --kind links or switches")
+    if args.plot is not None:  # before any solve: a bare name would be written as NAME.png
+        image_path(args.plot, "--plot")
     for name, default in FLAG_DEFAULTS.items():
         if getattr(args, name) is None:
             setattr(args, name, default)
