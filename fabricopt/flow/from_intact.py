@@ -2,9 +2,10 @@
 
 A fabric made by ``without`` or ``fail_random`` keeps the recipe of the generator call that
 built the intact one. The failure layer, which can rebuild and solve that fabric and send its
-flow around what failed (:mod:`fabricopt.failures.intact_flow`), registers an answerer
-here; :func:`~fabricopt.max_concurrent_flow`, one floor below it, asks before any routing of
-its own. Each answerer returns a certified result or None.
+flow around what failed (:mod:`fabricopt.failures.intact_flow`), hands its stage to the
+engine (``max_concurrent_flow(..., stages=...)``; nothing is registered here): the
+:class:`~fabricopt.flow.plan.FromIntact` stage asks each such answerer before any routing of
+its own, and takes the first :func:`acceptable` answer.
 """
 
 from __future__ import annotations
@@ -14,9 +15,6 @@ from collections.abc import Callable, Sequence
 from ..fabric import Fabric
 from ..traffic import Traffic
 from .result import FlowResult
-
-#: The registered answerers, asked in turn.
-ANSWERERS: list[Callable[[Fabric, Traffic], FlowResult | None]] = []
 
 
 def acceptable(r: FlowResult, gap: float, too_large: bool, size: str = "") -> bool:
@@ -36,17 +34,16 @@ def acceptable(r: FlowResult, gap: float, too_large: bool, size: str = "") -> bo
 
 def answer_from_intact(fab: Fabric, traffic: Traffic, gap: float, too_large: bool,
                        answerers: Sequence[Callable[[Fabric, Traffic], FlowResult | None]]
-                       | None = None) -> FlowResult | None:
-    """The first answer of ``answerers`` (default: the registered :data:`ANSWERERS`) for
-    ``fab`` that is :func:`acceptable`; None otherwise, and for a fabric that is not an
-    edited one with a recipe."""
+                       ) -> FlowResult | None:
+    """The first answer of ``answerers`` for ``fab`` that is :func:`acceptable`; None
+    otherwise, and for a fabric that is not an edited one with a recipe."""
     if not fab.params.get("edited") or fab.recipe is None:
         return None
-    for answer in ANSWERERS if answerers is None else answerers:
+    for answer in answerers:
         r = answer(fab, traffic)
         if r is not None and acceptable(r, gap, too_large):
             return r
     return None
 
 
-__all__ = ["ANSWERERS", "acceptable", "answer_from_intact"]
+__all__ = ["acceptable", "answer_from_intact"]

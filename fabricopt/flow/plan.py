@@ -4,9 +4,9 @@
 ``docs/throughput.md`` ("What auto does") says the same in words:
 
 1. :class:`FromIntact` — a failed fabric (made by ``without`` or ``fail_random``) answered
-   from the intact fabric it was made from (the stages the caller hands in, then the
-   failure layer's answerers), what that leaves open narrowed through its planes, lifted by
-   the two-phase floor.
+   from the intact fabric it was made from (by the stages the caller hands in: the failure
+   floor's), what that leaves open narrowed through its planes, lifted by the two-phase
+   floor.
 2. :class:`RoutedBounds` — the hierarchy's cuts above, routed flows below, on the full
    model; a closed bracket is the answer.
 3. :class:`TwoPhaseFloor` — the two-phase rate as a floor, under a time limit or on a
@@ -61,7 +61,7 @@ from .budget import (
 from .certificate import EXACT_RTOL
 from .certified import certified_result, lp_size_of
 from .formulation import CollapsedDemand, FlowModel, flow_lp_size
-from .from_intact import ANSWERERS, acceptable, answer_from_intact
+from .from_intact import acceptable, answer_from_intact
 from .lp import LPSolution
 from .memory import gb, shortfall
 from .plane_bracket import narrowed, plane_bracket
@@ -155,9 +155,9 @@ def _early(p: FlowProblem) -> tuple[bool, str]:
 
 class FromIntact:
     """A failed fabric answered from the intact fabric it was made from: the ``handed``
-    stages (the caller's, e.g. the failure layer's), then the answerers the failure layer
-    registered (:mod:`fabricopt.flow.from_intact`), the first exact, within the gap, or (on
-    a fabric too large for the routed bounds) any bracket; what is left open narrowed
+    stages (the caller's, e.g. the failure layer's), the first answer exact, within the
+    gap, or (on a fabric too large for the routed bounds) any bracket
+    (:func:`~fabricopt.flow.from_intact.acceptable`); what is left open narrowed
     through the fabric's planes (:mod:`fabricopt.flow.plane_bracket`) and lifted by the
     two-phase floor below :data:`HOSE_FLOOR_REACH`."""
 
@@ -180,10 +180,7 @@ class FromIntact:
     def run(self, p: FlowProblem, bracket: Bracket) -> None:
         handed = [(lambda fab, traffic, s=s: _named(s.run(p, bracket), s.name)
                    if s.applies(p)[0] else None) for s in self.handed]
-        registered = [(lambda fab, traffic, a=a: _named(a(fab, traffic), "intact fabric"))
-                      for a in ANSWERERS]
-        first = answer_from_intact(p.fab, p.traffic, p.gap, p.too_large,
-                                   answerers=[*handed, *registered])
+        first = answer_from_intact(p.fab, p.traffic, p.gap, p.too_large, handed)
         if first is None or first.upper - first.lower > p.gap * first.upper:
             # A failed Clos of servers: its planes narrow what the intact flow left open.
             planes = _through_planes(p)
