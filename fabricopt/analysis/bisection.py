@@ -390,7 +390,7 @@ def _degraded_lower(fab: Fabric, eps: tuple, time_limit: float | None,
     best cut, less the failed links crossing it, is a candidate for the failed fabric's).
     None when there is no such fabric to compare with (not generated, not edited, or not a
     sub-fabric of it)."""
-    if fab.recipe is None or not fab.params.get("edited"):
+    if not fab.origin.from_recipe:
         return None
     key = (json.dumps(fab.recipe, sort_keys=True, default=repr), eps, time_limit)
     ref = _INTACT_BISECTIONS.get(key)
