@@ -112,7 +112,7 @@ def test_server_system_on_arrays_is_the_walks(fab, expected, monkeypatch):
     def refuse(fab):
         raise InvalidFabricError("arrays refused")  # as for a self-loop: the walk answers
 
-    monkeypatch.setattr(systems.GraphArrays, "from_fabric", refuse)
+    monkeypatch.setattr(systems.FabricShape, "of", refuse)
     assert on_arrays == systems.server_system(fab) == expected
 
 
