@@ -35,6 +35,7 @@ from .cost import (
     estimate_cost,
     estimate_tco,
 )
+from .cost.assumptions import CostAssumptions, cost_assumptions, set_cost_assumptions
 from .errors import (
     BackendUnavailableError,
     DesignFileError,
@@ -190,6 +191,9 @@ __all__ = _generator_names + [
     "draw",
     "estimate_cost",
     "estimate_tco",
+    "CostAssumptions",
+    "cost_assumptions",
+    "set_cost_assumptions",
     "from_networkx",
     "load_design",
     "CapacityPlan",

@@ -251,7 +251,8 @@ def test_bom_several_fabrics_in_one_csv_and_json_totals(capsys):
     assert main(["bom", "ring", "n=4", "link_gbps=400", "ring", "n=6", "link_gbps=400",
                  "--format", "csv"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
-    assert {r["fabric"] for r in rows} == {"ring(4)", "ring(6)"}
+    # Each name carries the rate given away from ring's default (1 Gb/s).
+    assert {r["fabric"] for r in rows} == {"ring(4, link_gbps=400)", "ring(6, link_gbps=400)"}
     assert main(["bom", "ring", "n=4", "link_gbps=400", "--format", "json"]) == 0
     [est] = json.loads(capsys.readouterr().out)
     cost = fo.estimate_cost(fo.ring(4, link_gbps=400))

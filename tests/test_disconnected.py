@@ -207,16 +207,17 @@ def test_a_training_job_runs_only_inside_connected_parts(case):
 
 def test_the_issue_case_in_the_small():
     # 16 domains of 8 GPUs (128 GPUs, NVSwitches that reduce) on 8-port rail leaves without
-    # a spine, wired directly (the generator refuses this): 2 leaves per rail, servers 0-7
-    # and 8-15, two islands of 64 GPUs. The fabric claims its symmetry, so cut searches look
+    # a spine, wired directly from a plan of two unjoined leaves per rail (the generator
+    # makes each rail a Clos instead): servers 0-7 and 8-15, two islands of 64 GPUs. The fabric claims its symmetry, so cut searches look
     # at one GPU's neighbours only; the all-reduce with in-network reduction was reported
     # finite here. It is 0 now, naming a pair across the islands.
     from fabricopt.generators._builder import FabricBuilder
     from fabricopt.generators.cluster import copy_domains, read_domain
-    from fabricopt.generators.wiring import add_rail_scale_out, rail_plan
+    from fabricopt.generators.wiring import RailPlan, UpperTiers, add_rail_scale_out
 
     dom = read_domain("test", nvswitch_like(8, split=(1,)))
-    plan = rail_plan("test", 16, 8, 8, False, 1.0)
+    # 16 servers, 8 rails, 1 plane, radix 8, 8 down, 2 leaves per rail, nothing above them.
+    plan = RailPlan(16, 8, 1, 8, 8, 2, UpperTiers(1, 0, 16, 1, 0), 0.0, True)
     b = FabricBuilder("islands", {})
     maps = copy_domains(b, dom, 16)
     add_rail_scale_out(b, [[m[v] for v in dom.servers[0]] for m in maps], plan, 400.0, "400g")

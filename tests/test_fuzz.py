@@ -60,6 +60,19 @@ BAD_VALUES: list[tuple[str, Callable[[], Any]]] = [
 ]
 
 
+def _set_cost_assumptions_and_restore(**changes: Any) -> Any:
+    """fo.set_cost_assumptions, the assumptions in force put back after (a fuzzed value that
+    is valid must not change the other tests' defaults)."""
+    before = fo.cost_assumptions()
+    try:
+        return fo.set_cost_assumptions(**changes)
+    finally:
+        fo.set_cost_assumptions(before)
+
+
+_set_cost_assumptions_and_restore.__name__ = "set_cost_assumptions"
+
+
 def _valid_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
     """One small valid call of every fuzzed function: name -> (callable, keyword arguments)."""
     fab = _tiny()
@@ -182,6 +195,10 @@ def _valid_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
                                                    "tp": 8, "batch": 4, "prompt_len": 128,
                                                    "output_len": 16}),
         "token_cost": (fo.token_cost, {"fab": dgx, "tokens_per_s": 1e5}),
+        "cost_assumptions": (fo.cost_assumptions, {}),
+        "CostAssumptions": (fo.CostAssumptions, {"years": 5.0, "usd_per_kwh": 0.08,
+                                                 "pue": 1.3, "maintenance": 0.1}),
+        "set_cost_assumptions": (_set_cost_assumptions_and_restore, {"usd_per_kwh": 0.08}),
         "ServingPlan": (fo.ServingPlan, {"tp": 8, "batch": 4}),
         "simulate_serving": (fo.simulate_serving, {
             "fab": dgx, "model_name": "llama3-8b", "plan": fo.ServingPlan(tp=8, batch=4),
@@ -328,12 +345,12 @@ FUZZED = ["clos", "complete", "dgx_b200", "dgx_h100", "dgx_a100", "hgx_h800", "d
           "plot_criticality", "plot_failure_distribution", "all_reduce_metric",
           "ModelConfig", "PlanSearch", "EverySingle", "GroupFailures", "Independent",
           "Mixture", "Selected", "group_max_flow", "k_shortest_paths", "select_nodes",
-          "select_links"]
+          "select_links", "cost_assumptions", "set_cost_assumptions", "CostAssumptions"]
 
 #: Public classes a caller builds, fuzzed as constructors above.
 CONSTRUCTORS = {"Fabric", "Traffic", "LatencyModel", "Layout", "Policy", "RiskGroup",
                 "TrainingJob", "ModelConfig", "PlanSearch", "EverySingle", "GroupFailures",
-                "Independent", "Mixture", "ServingPlan", "Selected"}
+                "Independent", "Mixture", "ServingPlan", "Selected", "CostAssumptions"}
 
 #: Public classes callers do not build: what the library returns, and where it comes from.
 NOT_BUILT = {

@@ -22,6 +22,7 @@ from .._checks import did_you_mean
 from .._toml import read_toml
 from ..analysis.worst_case import worst_case_permutation
 from ..cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost, estimate_tco
+from ..cost.assumptions import cost_assumptions
 from ..errors import FabricOptError, InvalidParameterError
 from ..fabric import Fabric
 from ..failures.engine import max_concurrent_flow
@@ -104,18 +105,28 @@ def _add_tco_parser(sub: Any) -> None:
                          description="Capex, energy at PUE, maintenance and optics "
                          "replacements over the years, per GPU per year.", epilog=EXIT_CODES)
     targets_arg(tco)
-    tco.add_argument("--years", type=float, default=5.0, help="service life (default 5)")
-    tco.add_argument("--usd-per-kwh", type=float, default=0.1,
-                     help="electricity price (default 0.1)")
-    tco.add_argument("--pue", type=float, default=1.3, help="facility PUE (default 1.3)")
-    tco.add_argument("--maintenance", type=float, default=0.1,
-                     help="support and spares a year, a fraction of capex (default 0.1)")
+    _add_cost_flags(tco, "service life")
+    tco.add_argument("--maintenance", type=float, default=cost_assumptions().maintenance,
+                     help="support and spares a year, a fraction of capex (default "
+                     f"{cost_assumptions().maintenance:g}, fo.cost_assumptions())")
     tco.add_argument("--policy", choices=tuple(POLICY_PRESETS), default=None,
                      help="media policy (default: the reference build of the design family)")
     tco.add_argument("--format", choices=FORMATS, default="table",
                      help="table (readable blocks, default), or one row per fabric as csv, "
                      "markdown or json")
     tco.set_defaults(func=_cmd_tco)
+
+
+def _add_cost_flags(parser: Any, years_help: str) -> None:
+    """``--years``, ``--usd-per-kwh`` and ``--pue``, their defaults the cost model's one set
+    of assumptions (``fo.cost_assumptions()``, docs/cost.md#assumptions), as in the API."""
+    a = cost_assumptions()
+    parser.add_argument("--years", type=float, default=a.years,
+                        help=f"{years_help} (default {a.years:g}, fo.cost_assumptions())")
+    parser.add_argument("--usd-per-kwh", type=float, default=a.usd_per_kwh,
+                        help=f"electricity price (default {a.usd_per_kwh:g})")
+    parser.add_argument("--pue", type=float, default=a.pue,
+                        help=f"facility power usage effectiveness, >= 1 (default {a.pue:g})")
 
 
 def _cmd_tco(args: argparse.Namespace) -> int:
@@ -137,7 +148,10 @@ def _cmd_tco(args: argparse.Namespace) -> int:
                      "replacement_usd": t.replacement_usd, "tco_usd": t.total_usd,
                      "tco_per_gpu_year_usd": t.per_gpu_per_year_usd,
                      "expected_failed_links": t.expected_failed_links,
-                     "priced": t.policy_name})
+                     "system": t.system, "servers": t.servers,
+                     "cluster_tco_usd": t.cluster_total_usd,
+                     "cluster_tco_per_gpu_year_usd": t.cluster_per_gpu_per_year_usd,
+                     "network_share": t.network_share, "priced": t.policy_name})
     if rows:
         print_rows(rows, args.format)
     return 0
@@ -528,12 +542,7 @@ def _train_parser(sub: Any) -> None:
     train.add_argument("--spares", type=int, default=None,
                        help="with --goodput, spare servers a restart can take (default: the "
                        "servers the job leaves idle)")
-    train.add_argument("--years", type=float, default=4.0,
-                       help="years the capex is amortised over (default 4)")
-    train.add_argument("--usd-per-kwh", type=float, default=0.08,
-                       help="energy price (default 0.08)")
-    train.add_argument("--pue", type=float, default=1.2,
-                       help="facility power usage effectiveness, >= 1 (default 1.2)")
+    _add_cost_flags(train, "years the cluster's cost is spread over")
     train.set_defaults(func=_cmd_train)
 
 

@@ -24,7 +24,10 @@ What is counted, per device and link of the fabric:
   NVLink/UALink) to a switch or another GPU, and no NIC node, gets NICs at its end: the NIC model
   and count that cost least for its link count at its link rate, so two 400G planes per GPU use
   one dual-port NIC where the catalog has one (one NIC per GPU, one port per link). GPU-to-NIC
-  links are PCIe inside the server and cost nothing here.
+  links are PCIe inside the server and cost nothing here. NICs are priced once: those of a GPU
+  inside a system (a DGX's eight ConnectX-7, a GB200 NVL72's; the GPUs its in-server switches
+  reach) come with the system's price, in section ``"in_server"`` like its NVSwitch chips,
+  never again as network.
 * **UALink** links are scale-up (no NIC); their switches are of the catalog's ``ualink``
   family.
 * **Links**, by medium (see :mod:`fabricopt.cost.media`) and length (:mod:`.layout`): per
@@ -147,10 +150,10 @@ class CostEstimate:
     links : list of dict
         The cable plan: tier, medium, length bucket (m) and physical link count.
     scale_up_in_server_usd, scale_up_in_server_w : float
-        Scale-up silicon in the system price (NVSwitch chips on DGX/HGX baseboards, NVLink
-        Switch trays of a GB200 NVL72 rack; rows of section ``"in_server"``): out of
-        ``capex_usd`` and ``power_w`` unless ``include_in_server``, the same way in every
-        design. External NVLink switches are network.
+        Parts in the system price (NVSwitch chips on DGX/HGX baseboards, NVLink Switch trays
+        of a GB200 NVL72 rack, and the NICs of the systems' GPUs; rows of section
+        ``"in_server"``): out of ``capex_usd`` and ``power_w`` unless ``include_in_server``,
+        the same way in every design. External NVLink switches are network.
     include_in_server : bool
         Whether ``capex_usd`` and ``power_w`` include the in-server silicon.
     cages : dict
@@ -255,9 +258,9 @@ class CostEstimate:
         """The network's share of network plus systems, in capex or power.
 
         The fabric's GPUs are counted as ``n_endpoints / system gpus`` catalog systems (a DGX H100
-        holds 8). A system's list price already includes its NVSwitch chips, which the estimate
-        keeps out of the network by default, and its NICs, which it counts as network, so the
-        share is slightly overstated.
+        holds 8). A system's price already includes its NVSwitch chips and the NICs of its
+        GPUs, which the estimate keeps out of the network by default (section ``"in_server"``),
+        so nothing is counted twice.
 
         Parameters
         ----------
@@ -311,7 +314,8 @@ class CostEstimate:
         if self.scale_up_in_server_usd or self.scale_up_in_server_w:
             where = "included above" if self.include_in_server else \
                 "in the server price, not in capex or power above"
-            lines.append(f"in-server scale-up silicon {self.scale_up_in_server_usd:,.0f} USD, "
+            lines.append(f"in the system price (scale-up silicon, NICs) "
+                         f"{self.scale_up_in_server_usd:,.0f} USD, "
                          f"{self.scale_up_in_server_w:,.0f} W ({where})")
         over = self.over_cages()
         if over:

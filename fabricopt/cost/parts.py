@@ -347,18 +347,21 @@ def idle_port_counts(groups: list[SwitchGroup], include_in_server: bool) -> dict
 def nic_parts(reading: FabricReading, chooser: DeviceChooser) -> list[Part]:
     """Every NIC: NIC nodes, and the NICs of GPUs with scale-out links and no NIC node (whose
     GPU-NIC links are PCIe and whose scale-up links are built in: see the reading's
-    ``nic_port_use``)."""
+    ``nic_port_use``). The NICs of a GPU inside a system (a DGX's ConnectX-7 adapters, see
+    the reading's ``nic_in_system``) are part of the system's price: section
+    ``"in_server"``, priced once, with the system, never again as network."""
     alike: dict[tuple[Any, ...], list[Part]] = {}
     parts: list[Part] = []
     for i, use in enumerate(reading.nic_port_use):
         if use is None:
             continue
         node = reading.node_data[i]
-        key = (reading.roles[i], repr(node.get("model")), id(use))
+        section = "in_server" if reading.nic_in_system[i] else "network"
+        key = (reading.roles[i], repr(node.get("model")), id(use), section)
         found = alike.get(key)
         if found is None:
             entry, count = chooser.nic(reading.nodes[i], node, use)
-            found = alike[key] = _device_parts("nic", entry, count, use)
+            found = alike[key] = _device_parts("nic", entry, count, use, section)
         parts += found
     return parts
 

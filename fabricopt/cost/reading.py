@@ -129,6 +129,9 @@ class FabricReading:
     ``port_use[i]`` is the port use of node ``i`` over all its arcs and ``nic_port_use[i]``
     over the arcs a NIC serves (None for nodes that are neither GPU nor NIC, and for GPUs with
     no scale-out link: they get no NIC). Equal port uses are one shared object.
+    ``nic_in_system[i]`` is True for a GPU (or a NIC node on its PCIe) inside a system whose
+    price holds its NICs: a GPU that a switch of ``in_server`` reaches over an in-system link
+    (a DGX's GPUs and their ConnectX adapters, a GB200 NVL72's).
     """
 
     nodes: list[Hashable]
@@ -140,6 +143,7 @@ class FabricReading:
     placement: Placement
     in_server: frozenset[Hashable]
     bundles: Bundles
+    nic_in_system: np.ndarray
 
 
 _CACHE: weakref.WeakKeyDictionary[Fabric, tuple[_Content, list[tuple[Layout,
@@ -275,11 +279,18 @@ def _read(fab: Fabric, layout: Layout, content: _Content) -> FabricReading:
                  in_system[tier_code] if m else np.zeros(0, bool), arc_scale_up)
     placement = _place(fab, layout, arcs)
     in_server = _in_server(arcs, layout) | _rack_trays(arcs)
+    # GPUs of a system (reached by its in-server switches over in-system links), and NIC
+    # nodes on their PCIe: the system's price holds their NICs.
+    in_system_switch = np.zeros(n, dtype=bool)
+    in_system_switch[[index[v] for v in in_server]] = True
+    nic_in_system = np.zeros(n, dtype=bool)
+    nic_in_system[head[in_system_switch[tail] & (role_code[head] == 0) & arcs.in_system]] = True
+    nic_in_system[head[pcie & nic_in_system[tail]]] = True
     return FabricReading(
         content.nodes, node_data, roles,
         [i for i, r in enumerate(roles) if r == "switch"], port_use, nic_port_use, placement,
         in_server, _bundles(content, placement, layout, in_server, index, tail, head, pcie,
-                            links, rate, tier_code, tiers, tech_code, techs))
+                            links, rate, tier_code, tiers, tech_code, techs), nic_in_system)
 
 
 def _rack_trays(arcs: _Arcs) -> frozenset[Hashable]:

@@ -61,7 +61,6 @@ from .wiring import (
     RailPlan,
     add_clos,
     add_rail_scale_out,
-    check_rail_islands,
     check_tiers,
     clos_plan,
     clos_reach,
@@ -309,11 +308,10 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
     Raises
     ------
     InvalidParameterError
-        On a bad argument or option (before building), when the network does not reach
-        the size (the message gives the largest size it does), or when a rail-only network
-        (``spine=False``) would leave islands: a rail needs several leaves and no domain holds
-        servers under two of them (the message names two GPUs that could not meet and what to
-        pass instead; :func:`~fabricopt.generators.wiring.check_rail_islands`).
+        On a bad argument or option (before building), or when the network does not reach
+        the size (the message gives the largest size it does). A rail-only network
+        (``spine=False``) whose rails need several leaves makes each rail a folded Clos of its
+        own (:func:`~fabricopt.rail_optimized`).
 
     Notes
     -----
@@ -363,9 +361,6 @@ def build_cluster(func: str, scale_up: Fabric | str | dict, nodes: int, scale_ou
     if scale_out == "rail_optimized":
         rail_p = rail_plan(func, servers, dom.rails, opts["leaf_radix"], opts["spine"],
                            opts["oversubscription"], opts["planes"], opts["tiers"])
-        per = len(dom.servers)  # servers per domain; a DGX is one
-        check_rail_islands(func, rail_p, lambda s: f"n{s // per}.{dom.servers[s % per][0]}",
-                           per)
         opts["tech"] = opts["tech"] or default_tech(nic_gbps / opts["planes"])
     elif scale_out is not None:
         endpoints = nodes * len(dom.gpus)
@@ -399,7 +394,10 @@ def build_cluster(func: str, scale_up: Fabric | str | dict, nodes: int, scale_ou
         attach = [[m[v] for v in server] for m in maps for server in dom.servers]
         add_rail_scale_out(b, attach, rail_p, nic_gbps, opts["tech"], opts["switch_model"])
         block = len(rail_p.leaf_nodes(0))
-        symmetric = symmetric and rail_p.symmetric and nested([len(dom.servers), block])
+        sizes = [len(dom.servers), block]
+        if rail_p.per_rail and rail_p.tiers == 3:  # a rail-only rail's pods hold servers too
+            sizes.append(block * rail_p.leaves_per_pod)
+        symmetric = symmetric and rail_p.symmetric and nested(sizes)
         # Unequal bundles are symmetric under leaf rotations only: domains may not straddle.
         symmetric = symmetric and (rail_p.equal_bundles or block % len(dom.servers) == 0)
         group = "domain, rail, leaf, spine and plane permutations with the domain's own"
@@ -439,24 +437,25 @@ def superpod_plan(func: str, scalable_units: int, rails: int, leaf_radix: int, s
     """The SuperPOD sizing rule: how :func:`superpod` wires ``scalable_units`` SUs of
     ``nodes_per_su`` servers with ``rails`` GPUs each. Arguments are assumed checked.
 
-    Without a spine, one rail leaf holds every node; up to ``leaf_radix / rails`` SUs, each
-    rail leaf holds exactly one SU (``nodes_per_su`` ports down) under one spine tier; beyond,
-    a three-tier Clos of the rail leaves, still one SU per leaf.
+    Without a spine, one rail leaf holds every node while they fit its ports; beyond, each
+    rail is a folded Clos of its own whose leaves hold one SU each (rail-only, as "How to
+    Build Low-cost Networks for Large Language Models (without Sacrificing Performance)"
+    builds it). With a spine, up to ``leaf_radix / rails`` SUs, each rail leaf holds exactly
+    one SU (``nodes_per_su`` ports down) under one spine tier; beyond, a three-tier Clos of
+    the rail leaves, still one SU per leaf.
 
     >>> superpod_plan("superpod", 4, 8, 64, True, 1.0).leaves, superpod_plan(
     ...     "superpod", 16, 8, 64, True, 1.0).tiers
     (32, 3)
+    >>> p = superpod_plan("superpod", 64, 8, 64, False, 1.0)   # rail-only, 16,384 GPUs
+    >>> p.per_rail, p.leaves_per_rail, p.spines, p.tiers
+    (True, 64, 32, 2)
     """
     n, nodes = nodes_per_su, scalable_units * nodes_per_su
     if not spine:
-        if nodes > leaf_radix:
-            # More leaves per rail would be islands: nothing joins them without a spine.
-            raise fail(func, "scalable_units", f"at most {leaf_radix // n} without a spine "
-                       f"(one radix-{leaf_radix} leaf per rail holds every node; a second "
-                       f"leaf would be an island no GPU of the first can reach): pass "
-                       f"spine=True or a leaf_radix of at least {nodes} for more",
-                       scalable_units)
-        return rail_plan(func, nodes, rails, leaf_radix, False, 1.0)
+        if nodes <= leaf_radix:  # one leaf per rail holds every node
+            return rail_plan(func, nodes, rails, leaf_radix, False, 1.0)
+        return rail_plan(func, nodes, rails, leaf_radix, False, oversubscription, down=n)
     if scalable_units * rails <= leaf_radix:
         # Exactly one SU's nodes on each rail leaf: n ports down.
         return rail_plan(func, nodes, rails, leaf_radix, True, oversubscription, down=n)
@@ -489,15 +488,18 @@ def superpod(scalable_units: int, node: Fabric | str | dict | None = None,
     oversubscription : float
         Leaf down:up ratio ``s`` > 0: every rail leaf keeps ``nodes_per_su`` ports down and
         takes ``ceil(nodes_per_su / s)`` uplinks (16 for 2:1 at 32 nodes), its other ports
-        idle; spines are 1:1. Ignored without a spine.
+        idle; spines are 1:1. Ignored for a rail-only SuperPOD whose rails are one leaf.
     leaf_radix : int
         Ports of every leaf, spine and core switch: 64 for the QM9700 (64 x NDR 400G,
         ``docs/hardware.md#infiniband-switches-and-nics``, V).
     nic_gbps : float
         NIC rate per GPU per direction (Gb/s): 400 for ConnectX-7 NDR.
     spine : bool
-        False builds the rail-only variant (Wang, Ghobadi et al., arXiv:2307.12169): one leaf
-        per rail with all ports towards GPUs, at most ``leaf_radix`` nodes in all.
+        False builds the rail-only variant (Wang, Ghobadi et al., "How to Build Low-cost
+        Networks for Large Language Models (without Sacrificing Performance)"): rails meet
+        only inside the nodes; a rail is one leaf with every port towards GPUs up to
+        ``leaf_radix`` nodes, and beyond a folded Clos of its own, one SU per leaf (at the
+        defaults 64 SU, 16,384 GPUs: 64 leaves and 32 spines per rail).
     tech : str, optional
         Link technology label (default ``"ndr"`` at 400 Gb/s, ``"xdr"`` at 800 Gb/s,
         else ``"{rate}g"``).
@@ -591,7 +593,7 @@ def superpod(scalable_units: int, node: Fabric | str | dict | None = None,
     kind = "SuperPOD" if spine else "rail-only SuperPOD"
     b = FabricBuilder(name or with_options(
         f"{kind}({scalable_units} SU x {n} x {node.name}"
-        f"{ratio_shown(oversubscription) if spine else ''})",
+        f"{ratio_shown(oversubscription) if built.tiers > 1 else ''})",
         {"leaf_radix": leaf_radix, "nic_gbps": nic_gbps, "tech": tech,
          "switch_model": switch_model},
         {**defaults_of(superpod), "tech": default_tech(nic_gbps)}), params)
@@ -600,8 +602,8 @@ def superpod(scalable_units: int, node: Fabric | str | dict | None = None,
     symmetric = dom.labels is not None
     if rail_p is not None:
         leaves = add_rail_scale_out(b, gpu_of, rail_p, nic_gbps, tech, switch_model)
-        if spine:
-            # A rail's leaves hold one SU each (n down ports); rail-only leaves hold them all.
+        if spine or rail_p.per_rail:
+            # A rail's leaves hold one SU each (n down ports); one rail-only leaf holds all.
             for rail_leaves in leaves[0]:
                 for i, leaf in enumerate(rail_leaves):
                     b.set_attrs(leaf, su=rail_p.leaf_nodes(i).start // n)

@@ -2,7 +2,8 @@
 
 Two plans: a folded Clos (:class:`ClosPlan`, sized by :func:`clos_plan` from the switch radix,
 wired by :func:`add_clos`) and a rail-optimized fabric (:class:`RailPlan`, :func:`rail_plan`,
-:func:`add_rail_scale_out`). The wiring functions hang the switches above attachment points
+:func:`add_rail_scale_out`), whose rail-only form (no spine) makes each rail a Clos of its own
+when a rail needs several leaves. The wiring functions hang the switches above attachment points
 already in a builder, so the stand-alone generators (:func:`~fabricopt.clos`,
 :func:`~fabricopt.rail_optimized`) and the cluster generators (:func:`~fabricopt.cluster`,
 :func:`~fabricopt.superpod`), whose GPUs sit in scale-up domains, build the same network.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -549,7 +550,14 @@ class RailPlan(_ReadsUpperTiers):
     symmetric : bool
         True when all leaves are alike (the servers divide evenly among a rail's leaves),
         bundles are equal, and in three tiers pods are full and hold whole groups of rails or
-        whole rails of groups (``nested([rails, leaves_per_pod])``).
+        whole rails of groups (``nested([rails, leaves_per_pod])``); for a rail-only plan of
+        several leaves per rail, when each rail's Clos is (:attr:`ClosPlan.symmetric`).
+    per_rail : bool
+        True for rail-only (no spine joining the rails) with more servers than a leaf holds:
+        ``upper`` then describes the tiers above the leaves of *one* rail, and every rail
+        gets its own copy, a folded Clos of its own (as "How to Build Low-cost Networks for
+        Large Language Models (without Sacrificing Performance)" builds it), so rails still
+        meet only inside servers.
     """
 
     nodes: int
@@ -561,6 +569,7 @@ class RailPlan(_ReadsUpperTiers):
     upper: UpperTiers
     ratio_built: float
     symmetric: bool
+    per_rail: bool = False
 
 
     @property
@@ -598,6 +607,11 @@ def rail_plan(func: str, nodes: int, rails: int, leaf_radix: int, spine: bool,
               down: int | None = None) -> RailPlan:
     """Size a rail-optimized fabric; arguments are assumed checked.
 
+    Without a spine (rail-only), a rail whose servers fit one leaf (``nodes <= down``, ``down
+    = r`` unless given) is that leaf, every port towards GPUs; with more servers each rail is
+    a folded Clos of its own, sized by :func:`clos_plan` for ``nodes`` endpoints at ratio
+    ``s`` (``tiers`` None: the fewest that reach), and rails meet only inside servers.
+
     Leaf ports: with a spine ``down = floor(r * s / (1 + s))`` (see :func:`split_ports`, or
     ``down`` as given); without, ``down = r``. Each rail has ``ceil(nodes / down)`` leaves,
     the servers spread evenly over them; every leaf takes ``up = ceil(fullest / s)``
@@ -613,13 +627,16 @@ def rail_plan(func: str, nodes: int, rails: int, leaf_radix: int, spine: bool,
     (8, 1, 4.0)
     >>> rail_plan("rail_optimized", 512, 8, 64, True, 1.0).tiers
     3
+    >>> p = rail_plan("rail_only", 2048, 8, 64, False, 1.0)   # 16,384 GPUs, rail-only
+    >>> p.per_rail, p.tiers, p.leaves_per_rail, p.spines     # per rail: 64 leaves, 32 spines
+    (True, 2, 64, 32)
     """
     if not spine:
-        down = down or leaf_radix
-        per_rail = -(-nodes // down)
-        return RailPlan(nodes, rails, planes, leaf_radix, down, per_rail,
-                        UpperTiers(1, 0, rails * per_rail, 1, 0), 0.0,
-                        nodes % per_rail == 0)
+        if nodes <= (down or leaf_radix):  # one leaf per rail, every port towards GPUs
+            return RailPlan(nodes, rails, planes, leaf_radix, down or leaf_radix, 1,
+                            UpperTiers(1, 0, rails, 1, 0), 0.0, True)
+        return _rail_only_plan(func, nodes, rails, leaf_radix, oversubscription, planes,
+                               tiers, down)
     if down is None:
         down, _ = split_ports(func, leaf_radix, oversubscription)
     if tiers is None:
@@ -645,67 +662,26 @@ def rail_plan(func: str, nodes: int, rails: int, leaf_radix: int, spine: bool,
                     symmetric)
 
 
-def rail_islands(plan: RailPlan, servers_per_domain: int = 1) -> list[int]:
-    """Where a rail-only plan (no spine) falls apart: the first server of every leaf (after
-    the first) that no scale-up domain joins to the leaf before it.
-
-    Without a spine the leaves of a rail meet nowhere in the network. Servers come in
-    domains of ``servers_per_domain`` consecutive servers, each domain joined inside (its
-    NVLink); leaf ``i`` of every rail holds the servers ``plan.leaf_nodes(i)``. Leaves ``i -
-    1`` and ``i`` are joined when some domain holds servers of both, that is unless leaf
-    ``i``'s first server starts a domain. Servers whose GPUs are not linked at all (the
-    stand-alone :func:`~fabricopt.rail_optimized`) are domains of one: every leaf after the
-    first starts an island. A plan with a spine, or one leaf per rail, never splits.
-
-    >>> rail_islands(rail_plan("demo", 128, 8, 64, False, 1.0))         # DGX: 2 leaves
-    [64]
-    >>> rail_islands(rail_plan("demo", 144, 4, 64, False, 1.0), 18)     # NVL72 trays: joined
-    []
-    >>> rail_islands(rail_plan("demo", 144, 4, 64, True, 1.0))
-    []
-    """
-    if plan.tiers > 1 or plan.leaves_per_rail == 1:
-        return []
-    starts = (plan.leaf_nodes(i).start for i in range(1, plan.leaves_per_rail))
-    return [b for b in starts if b % servers_per_domain == 0]
-
-
-def check_rail_islands(func: str, plan: RailPlan, gpu_of: Callable[[int], Hashable],
-                       servers_per_domain: int | None = None) -> None:
-    """Refuse a rail-only plan that would fall apart (:func:`rail_islands`), before building.
-
-    ``gpu_of(server)`` names the rail-0 GPU of a server (for the message).
-    ``servers_per_domain`` is None when the servers' GPUs are not linked (the stand-alone
-    fabric, whose node is a server), else the servers of each scale-up domain (a cluster's
-    node). The message says what to pass instead: a spine, a leaf radix that holds every
-    server, or fewer nodes.
-
-    >>> check_rail_islands("demo", rail_plan("demo", 6, 2, 4, False, 1.0), lambda s: f"n{s}.g0")
-    Traceback (most recent call last):
-    ...
-    fabricopt.errors.InvalidParameterError: demo(): spine=False with 6 servers on ...
-    """
-    per = servers_per_domain or 1
-    splits = rail_islands(plan, per)
-    if not splits:
-        return
-    radix, servers = plan.radix, plan.nodes
-    most = radix // per  # nodes whose servers fit one leaf per rail
-    if servers_per_domain is None:
-        joined = "and nothing joins them (the GPUs of a server are not linked here)"
-        what = "each rail"
-    else:
-        i = next(k for k in range(1, plan.leaves_per_rail)
-                 if plan.leaf_nodes(k).start == splits[0])
-        joined = ("which meet only inside scale-up domains, and no domain holds servers "
-                  f"under both leaf {i - 1} and leaf {i} of a rail")
-        what = "the fabric"
-    fewer = f", or nodes <= {most}" if most >= 1 else ""
-    raise InvalidParameterError(
-        f"{func}(): spine=False with {servers:,} servers on leaf_radix={radix} needs "
-        f"{plan.leaves_per_rail} leaves per rail, {joined}: {what} would fall apart into "
-        f"{len(splits) + 1} islands ({gpu_of(0)!r} could not reach {gpu_of(splits[0])!r}); "
-        f"pass spine=True, a leaf_radix of at least {servers:,} (one leaf per rail){fewer}")
+def _rail_only_plan(func: str, nodes: int, rails: int, leaf_radix: int,
+                    oversubscription: float, planes: int, tiers: int | None,
+                    down: int | None) -> RailPlan:
+    """A rail-only plan whose rails are folded Clos networks of ``nodes`` endpoints each."""
+    if down is None:
+        down, _ = split_ports(func, leaf_radix, oversubscription)
+    if tiers is None:
+        tiers = 2 if nodes <= clos_reach(func, leaf_radix, 2, oversubscription, down) else 3
+    reach = clos_reach(func, leaf_radix, tiers, oversubscription, down)
+    if nodes > reach:
+        hint = (f"; three tiers (tiers=3) reach "
+                f"{clos_reach(func, leaf_radix, 3, oversubscription, down):,}"
+                if tiers == 2 else "")
+        raise InvalidParameterError(
+            f"{func}(): rail-only (spine=False) builds each rail as a folded Clos of "
+            f"radix-{leaf_radix} switches; {tiers} tiers reach at most {reach:,} nodes at "
+            f"oversubscription {oversubscription!r}{hint}, got nodes={nodes:,}")
+    c = clos_plan(func, nodes, leaf_radix, tiers, oversubscription, down=down)
+    return RailPlan(nodes, rails, planes, leaf_radix, c.down, c.leaves, c.upper,
+                    c.ratio_built, c.symmetric, per_rail=True)
 
 
 def _nested_pair(a: int, b: int) -> bool:
@@ -742,9 +718,12 @@ def add_rail_scale_out(b: FabricBuilder, attach: Sequence[Sequence[Hashable]], p
     -----
     Leaves ``"r{rail}.l{i}"``, spines ``"s{j}"`` (two tiers) or ``"s{p}.{j}"`` (pod ``p``,
     three tiers) and cores ``"c{j}.{m}"`` (group ``j``, joined to spine ``j`` of every pod),
-    preceded by ``"p{plane}."`` when there are several planes. Leaves carry ``rail`` and
-    ``plane``, spines and cores ``plane``, and in three tiers leaves and spines ``pod``;
-    leaves sit one layer above the highest attachment point, spines one above the leaves.
+    preceded by ``"p{plane}."`` when there are several planes. A rail-only plan of several
+    leaves per rail (``plan.per_rail``) gives each rail its own spines and cores, named
+    ``"r{rail}.s{j}"``, ``"r{rail}.s{p}.{j}"``, ``"r{rail}.c{j}.{m}"`` and carrying
+    ``rail``. Leaves carry ``rail`` and ``plane``, spines and cores ``plane``, and in three
+    tiers leaves and spines ``pod``; leaves sit one layer above the highest attachment
+    point, spines one above the leaves.
 
     Examples
     --------
@@ -773,6 +752,14 @@ def add_rail_scale_out(b: FabricBuilder, attach: Sequence[Sequence[Hashable]], p
                 for node in plan.leaf_nodes(i):
                     b.link(attach[node][rail], leaf, gbps, "gpu-leaf", tech)
             leaves.append(rail_leaves)
+        if plan.per_rail:  # rail-only: each rail a Clos of its own, rails never meet
+            for rail, rail_leaves in enumerate(leaves):
+                at = f"{name}r{rail}."
+                wire_upper_tiers(b, rail_leaves, plan.upper, base + 2, gbps, tech,
+                                 switch_model, (at + "s{j}", at + "s{p}.{j}", at + "c{j}.{m}"),
+                                 plane=plane, rail=rail)
+            out.append(leaves)
+            continue
         # Two tiers: rail-major order; three: server group first, so pods hold whole groups.
         order = ([leaf for row in leaves for leaf in row] if plan.tiers == 2 else
                  [leaves[r][i] for i in range(plan.leaves_per_rail) for r in range(plan.rails)])

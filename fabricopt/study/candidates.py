@@ -27,20 +27,24 @@ from ..cost import Catalog
 from ..errors import FabricOptError
 from ..generators import make
 from ..generators.cluster import NODES_PER_SU, read_domain, superpod_plan
-from ..generators.wiring import clos_plan, clos_reach, rail_plan
+from ..generators.wiring import RailPlan, clos_plan, clos_reach, rail_plan
 
 __all__ = ["DEFAULT_SPACE", "FAMILIES", "Candidate", "Sketch", "candidates", "sketch"]
 
 #: The space searched when none is given: a rail-optimized or Clos cluster of DGX H100 on
 #: 64-port 400G switches, from non-blocking to 4:1, priced as its design family's reference
 #: build (policy None, as :func:`~fabricopt.estimate_cost` and :func:`~fabricopt.compare`
-#: price it).
+#: price it). ``spine`` [True, False] adds the rail-only designs of the SuperPOD and
+#: rail-optimized families ("How to Build Low-cost Networks for Large Language Models
+#: (without Sacrificing Performance)": rails meet only inside the nodes, each rail a leaf or
+#: a Clos of its own); a Clos has no rails and is searched with a spine only.
 DEFAULT_SPACE: dict[str, list[Any]] = {
     "family": ["superpod", "rail_optimized", "clos"],
     "scale_up": ["dgx_h100"],
     "leaf_radix": [64],
     "oversubscription": [1.0, 2.0, 3.0, 4.0],
     "tiers": [None],
+    "spine": [True],
     "planes": [1],
     "nic_gbps": [400],
     "switch_model": [None],
@@ -104,6 +108,13 @@ def candidates(gpus: int, space: Mapping[str, Any]) -> list[Candidate]:
         nodes = gpus // per
         s = float(point["oversubscription"])
         common = {"nic_gbps": point["nic_gbps"], "switch_model": point["switch_model"]}
+        spine = point["spine"]
+        if not spine and (point["family"] == "clos"
+                          or (nodes * len(dom.servers) <= point["leaf_radix"]
+                              and s != float(grid["oversubscription"][0]))):
+            continue  # no rails to keep apart; one leaf per rail has no ratio to vary
+        if not spine:
+            common["spine"] = False
         if point["family"] == "superpod":
             if point["planes"] != 1 or nodes % NODES_PER_SU or len(dom.servers) != 1:
                 continue  # SuperPODs are built of whole SUs, one plane, one server a node
@@ -124,6 +135,7 @@ def candidates(gpus: int, space: Mapping[str, Any]) -> list[Candidate]:
         shown = (su if isinstance(su, str) else su.get("family", "domain")
                  if isinstance(su, Mapping) else getattr(su, "name", "domain"))
         name = (f"{point['family']} {shown} r{point['leaf_radix']} {s:g}:1"
+                + ("" if spine else " rail-only")
                 + (f" {point['planes']}pl" if point["planes"] != 1 else "")
                 + (f" t{point['tiers']}" if point["tiers"] else "")
                 + (f" {point['switch_model']}" if point["switch_model"] else "")
@@ -143,6 +155,8 @@ def _check_space_value(func: str, name: str, key: str, value: Any) -> None:
         check_int(func, name, value, minimum=1)
     elif key == "tiers" and value is not None:
         check_int(func, name, value, minimum=2, maximum=3)
+    elif key == "spine" and not isinstance(value, bool):
+        raise fail(func, name, "True or False", value)
     elif key == "switch_model":
         check_label(func, name, value)
 
@@ -239,16 +253,17 @@ def sketch(c: Candidate, gpus: int) -> Sketch:
         else:
             servers = gpus // d_gpus * len(dom.servers)
             radix = k["leaf_radix"]
+            spine = k.get("spine", True)
             if c.family == "superpod":
                 n = NODES_PER_SU
-                plan = superpod_plan("optimize", k["scalable_units"], dom.rails, radix, True,
+                plan = superpod_plan("optimize", k["scalable_units"], dom.rails, radix, spine,
                                      k["oversubscription"], n)
                 planes = 1
             else:
-                plan = rail_plan("optimize", servers, dom.rails, radix, True,
+                plan = rail_plan("optimize", servers, dom.rails, radix, spine,
                                  k["oversubscription"], k["planes"], k["tiers"])
                 planes = k["planes"]
-            per_leaf = n if c.family == "superpod" else len(plan.leaf_nodes(0))
+            per_leaf = len(plan.leaf_nodes(0)) if isinstance(plan, RailPlan) else n
             group = per_leaf * dom.rails
             group_up = dom.rails * plan.up * nic
             whole = (per_leaf % len(dom.servers) == 0) if c.family != "superpod" else True
@@ -260,17 +275,25 @@ def sketch(c: Candidate, gpus: int) -> Sketch:
     if upper is None or upper.tiers == 1:
         spines = cores = 0
         up_links = core_links = 0
-    elif upper.tiers == 2:
-        spines, cores = upper.spines, 0
-        up_links, core_links = leaves * upper.up, 0
     else:
-        spines, cores = upper.spines * upper.pods, upper.spines * upper.cores_per_group
-        up_links, core_links = leaves * upper.up, spines * upper.spine_up
+        # A rail-only plan's tiers above the leaves are one rail's: every rail has its own.
+        copies = dom.rails if getattr(plan, "per_rail", False) else 1
+        if upper.tiers == 2:
+            spines, cores = copies * upper.spines, 0
+            up_links, core_links = leaves * upper.up, 0
+        else:
+            spines = copies * upper.spines * upper.pods
+            cores = copies * upper.spines * upper.cores_per_group
+            up_links, core_links = leaves * upper.up, spines * upper.spine_up
     switches = planes * (leaves + spines + cores)
     cat = Catalog.default()
     per_port = nic / planes
     nic_usd = min(e["price_usd"] for e in cat.nics.values()
                   if any(g >= per_port for _, g in e["modes"]))
+    if dom.fab.switches:
+        # GPUs in a system (its scale-up switches reach them) come with their NICs in its
+        # price, not the network's (fabricopt.cost.bom): none to bound from below.
+        nic_usd = 0.0
     # Every leaf uses its endpoints' ports and its uplinks at once, so one switch chip must
     # hold them all; spines and cores use at least one port each, so any chip at the rate.
     model = k.get("switch_model")

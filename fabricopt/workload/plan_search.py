@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._checks import check_bool, check_choice, check_int, check_positive, did_you_mean, fail
+from ..cost.assumptions import assumptions_for
 from ..errors import FabricOptError, InvalidParameterError
 from ..fabric import Fabric, check_fabric
 from .cost import token_cost
@@ -176,9 +177,9 @@ class PlanSearch:
     precision: str = "bf16"
     objective: str = "tokens_per_s"
     constraints: Any = ()
-    years: float = 4.0
-    usd_per_kwh: float = 0.08
-    pue: float = 1.2
+    years: float | None = None  # None: the cost model's assumptions (fo.cost_assumptions)
+    usd_per_kwh: float | None = None
+    pue: float | None = None
     prune: bool = True
 
     def __post_init__(self) -> None:
@@ -199,11 +200,9 @@ class PlanSearch:
             given = dict(given)
         object.__setattr__(self, "constraints",
                            tuple(sorted(check_constraints(func, given or None).items())))
-        check_positive(func, "years", self.years)
-        check_positive(func, "usd_per_kwh", self.usd_per_kwh, allow_zero=True)
-        if check_positive(func, "pue", self.pue) < 1:
-            raise fail(func, "pue", "a power usage effectiveness >= 1 (a facility draws at "
-                       "least its IT load)", self.pue)
+        a = assumptions_for(func, self.years, self.usd_per_kwh, self.pue)
+        for key in ("years", "usd_per_kwh", "pue"):
+            object.__setattr__(self, key, getattr(a, key))
         check_bool(func, "prune", self.prune)
 
     @property
@@ -250,8 +249,9 @@ class PlanSearch:
 
 def best_plan(fab: Fabric, model: Any, *, global_batch: int, seq_len: int,
               precision: str = "bf16", objective: str = "tokens_per_s",
-              constraints: Mapping[str, Any] | None = None, years: float = 4.0,
-              usd_per_kwh: float = 0.08, pue: float = 1.2, prune: bool = True) -> BestPlan:
+              constraints: Mapping[str, Any] | None = None, years: float | None = None,
+              usd_per_kwh: float | None = None, pue: float | None = None,
+              prune: bool = True) -> BestPlan:
     """The parallel plan that trains ``model`` fastest (or cheapest per token) on ``fab``.
 
     Parameters
@@ -277,8 +277,9 @@ def best_plan(fab: Fabric, model: Any, *, global_batch: int, seq_len: int,
         ``dp`` the GPUs left (all of them, or a few idle only when no plan splits the batch
         over all), micro-batches 1, 2, 4, ... dividing the batch, ZeRO 1, every
         recomputation, overlap ``"default"``.
-    years, usd_per_kwh, pue : float
-        Cost options of :func:`~fabricopt.token_cost`.
+    years, usd_per_kwh, pue : float, optional
+        Cost options of :func:`~fabricopt.token_cost` (default the cost model's assumptions,
+        :func:`~fabricopt.cost_assumptions`).
     prune : bool
         False solves every plan that fits in memory (to check what pruning keeps).
 

@@ -320,7 +320,7 @@ def test_scale_up_nvlink_uses_copper_without_transceivers():
     # costs nothing and the chips are reported apart.
     assert est.capex_usd == 0 and est.power_w == 0
     assert (est.scale_up_in_server_usd, est.scale_up_in_server_w) == (4 * 7000, 4 * 120)
-    assert "in-server scale-up silicon 28,000 USD, 480 W" in est.to_table()
+    assert "in the system price (scale-up silicon, NICs) 28,000 USD, 480 W" in est.to_table()
     whole = fo.estimate_cost(dgx_like(), include_in_server=True)
     assert (whole.capex_usd, whole.power_w) == (4 * 7000, 4 * 120)
     assert sum(t.usd for t in whole.by_tier.values()) == 4 * 7000
@@ -756,9 +756,10 @@ def test_per_delivered_gbps_and_network_share():
         est.per_delivered_gbps(SimpleNamespace(per_endpoint_gbps=0.0))
     with pytest.raises(fo.InvalidParameterError, match="an object with per_endpoint_gbps"):
         est.per_delivered_gbps(3.0)
-    # 4 GPUs = half a DGX H100 at $199k (V2): share = capex / (capex + 99,500).
+    # 4 GPUs = half a DGX H100 at the catalog's $270k (the public estimate of its price):
+    # share = capex / (capex + 135,000).
     assert est.network_share("dgx_h100") == pytest.approx(
-        est.capex_usd / (est.capex_usd + 0.5 * 199000))
+        est.capex_usd / (est.capex_usd + 0.5 * 270000))
     with pytest.raises(fo.InvalidParameterError, match="system must be a catalog system "
                        "with price_usd"):
         est.network_share("dgx_b300")  # the catalog has its power, not its price
@@ -893,7 +894,8 @@ def test_cli_bom(capsys, tmp_path):
     out = capsys.readouterr().out
     # One CSV for every fabric named, its first column naming each row's fabric.
     assert out.splitlines()[0].startswith("fabric,component,kind,detail,count")
-    assert all(line.startswith("ring(4),") for line in out.splitlines()[1:])
+    # The name carries the rate given away from ring's default of 1 Gb/s (CSV-quoted).
+    assert all(line.startswith('"ring(4, link_gbps=400)",') for line in out.splitlines()[1:])
     assert main(["bom", "ring", "n=4", "link_gbps=400", "--policy", "all_optics"]) == 0
     # GPU ends cannot share a twin-port module, so each takes a whole one: a 400G SR module
     # ($700) beats a whole 800G SR module; 4 links x 2 ends = 8 transceivers.

@@ -40,7 +40,7 @@ def test_every_estimated_price_and_power_has_a_range():
     from fabricopt.catalog import PRICED_FIELDS
 
     cat = fo.Catalog.default()
-    missing = [(e.key, f) for book in (cat.switches, cat.nics, cat.media)
+    missing = [(e.key, f) for book in (cat.switches, cat.nics, cat.media, cat.systems)
                for e in book.values() for f in PRICED_FIELDS
                if e.get(f) and e.confidence_of(f) == "estimate" and f not in e.range_by_field]
     assert missing == []

@@ -286,7 +286,11 @@ def test_cluster_bad_arguments(kw, match):
     ({"node": nvswitch_like(4, split=(2,), rails=[0, 1, 0, 1])},
      r"node must be a server with one GPU per rail"),
     ({"nodes_per_su": 4}, r"nodes_per_su must be an integer >= 1 <= 3"),
-    ({"spine": False, "scalable_units": 3}, r"scalable_units must be at most 2 without a spine"),
+    # Rail-only past one leaf per rail is a Clos per rail, one SU (2 nodes) per radix-4 leaf:
+    # three tiers reach 4 cores x 2 spine ports down x 2 = 16 nodes, 8 SU; 9 SU are 18.
+    ({"spine": False, "scalable_units": 9}, r"rail-only \(spine=False\) builds each rail "
+                                            r"as a folded Clos .*3 tiers reach at most 16 "
+                                            r"nodes .*got nodes=18"),
     ({"scalable_units": 5}, r"scalable_units must be at most 4 \(three tiers"),
     ({"spine": "yes"}, r"spine must be True or False"),
     ({"switch_model": ""}, r"switch_model must be None or a non-empty string"),

@@ -351,10 +351,9 @@ def test_rail_optimized_two_planes():
 
 def test_rail_only_leaves_rails_apart():
     fab = fo.rail_optimized(nodes=4, gpus_per_node=2, leaf_radix=4, spine=False,
-                            oversubscription=3.0)  # ignored without a spine
+                            oversubscription=3.0)  # ignored with one leaf per rail
     # All 4 leaf ports face GPUs: one leaf per rail, 2 stars of 4 GPUs, no path between.
-    # (More servers than a leaf holds would split each rail into islands: refused, see
-    # test_rail_islands.py.)
+    # (More servers than a leaf holds make each rail a Clos of its own: test_rail_only.py.)
     assert layer_counts(fab) == {0: 8, 1: 2}
     assert nx.number_weakly_connected_components(fab.graph) == 2
     assert sorted(d for v, d in fab.graph.out_degree() if v.startswith("r")) == [4, 4]

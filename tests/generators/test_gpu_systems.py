@@ -201,8 +201,12 @@ def test_estimate_cost_on_a_cluster_of_dgx_a100():
     # 4 nodes x 8 GPUs x 12 NVLink 3 links on the baseboard's copper (medium.nvlink3_copper),
     # never an Ethernet cable.
     assert cost.count("nvlink3_copper", "cable") == 4 * 8 * 12
+    # The DGX's own adapters are in its price too: 32 GPUs' NICs (the cheapest catalog NIC
+    # for one 200G port, cx7), priced once, with the server, not as network.
+    cat = fo.Catalog.default()
+    assert cost.count("cx7", "nic") == 32
     assert cost.scale_up_in_server_usd == pytest.approx(
-        24 * fo.Catalog.default().switches["nvswitch2"]["price_usd"])
+        24 * cat.switches["nvswitch2"]["price_usd"] + 32 * cat.nics["cx7"]["price_usd"])
 
 
 def test_nvlink3_expected_all_reduce_profile():

@@ -67,13 +67,13 @@ def test_the_gpu_the_fabric_carries_is_the_default_and_may_be_named():
 
 def test_on_gpus_that_name_no_model_the_price_follows_the_gpu_used():
     fab = _unnamed_dgx_h100()
-    # Its chips say DGX H100 ($199,000); run as H200 it is a DGX H200 ($250,000 in the
-    # catalog), not a DGX H100 holding H200s (was priced $199,000).
+    # Its chips say DGX H100 ($270,000 in the catalog); run as H200 it is a DGX H200
+    # ($340,000), not a DGX H100 holding H200s (was priced as one).
     h200 = fo.token_cost(fab, 1e6, gpu="h200_sxm")
-    assert h200.servers_capex_usd == pytest.approx(250_000)
+    assert h200.servers_capex_usd == pytest.approx(340_000)
     assert any("servers priced as dgx_h200" in n for n in h200.notes)
     # Its own GPUs by the chips: H100, priced as the DGX H100 it is.
-    assert fo.token_cost(fab, 1e6).servers_capex_usd == pytest.approx(199_000)
+    assert fo.token_cost(fab, 1e6).servers_capex_usd == pytest.approx(270_000)
     # A job may name the GPU of a fabric whose GPUs name none.
     assert fo.training_step(fab, _job(gpu="h200_sxm")).gpu.key == "h200_sxm"
 

@@ -237,15 +237,22 @@ def test_serving_decode_is_memory_bound_and_disaggregation_moves_the_kv_cache():
     assert d.prefill_replicas + d.decode_replicas == e.replicas == 32
 
 
-def test_token_cost_adds_amortised_capex_and_energy():
+def test_token_cost_spreads_the_clusters_tco_over_its_years():
     fab = fo.superpod(1)
     c = fo.token_cost(fab, 1e6, years=4, usd_per_kwh=0.1, pue=1.0)
     net = fo.estimate_cost(fab)
-    # 32 DGX H100 at the catalog's $199k and 10.2 kW; the network from estimate_cost.
-    capex = net.capex_usd + 32 * 199000.0
+    tco = fo.estimate_tco(fab, years=4, usd_per_kwh=0.1, pue=1.0)
+    # The one cost model: the cluster's TCO (network: capex, energy, 10% a year upkeep,
+    # optics replaced; 32 DGX H100 at the catalog's $270k and 10.2 kW, 10% a year upkeep)
+    # over 4 years of seconds.
+    servers = 32 * 270000.0
     watts = net.power_w + 32 * 10200.0
-    per_s = capex / (4 * 365.25 * 86400) + watts * 0.1 / 3.6e6
-    assert c.usd_per_million_tokens == pytest.approx(per_s * 1e6 / 1e6)
+    by_hand = (net.capex_usd + servers) * (1 + 0.1 * 4) + tco.replacement_usd \
+        + watts * 8766 * 4 * 0.1 / 1000
+    assert tco.cluster_total_usd == pytest.approx(by_hand)
+    assert c.usd_per_s == pytest.approx(by_hand / (4 * 365.25 * 86400))
+    assert c.usd_per_million_tokens == pytest.approx(c.usd_per_s * 1e6 / 1e6)
+    assert (c.servers_capex_usd, c.power_w) == (pytest.approx(servers), pytest.approx(watts))
     assert fo.token_cost(fab, 2e6).usd_per_million_tokens == pytest.approx(
         fo.token_cost(fab, 1e6).usd_per_million_tokens / 2)
 
