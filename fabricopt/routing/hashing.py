@@ -213,7 +213,9 @@ def _ports(network: Network, hops: np.ndarray, links: np.ndarray, node: np.ndarr
     before[has] = cum[seg_start[has]] - ports[seg_start[has]]
     pick = np.floor(draw * choices[which]).astype(np.int64)
     at = before[which] + pick
-    entry = np.searchsorted(cum, at, side="right")
+    # The arc holding each port, by port number: a gather where a search of the running
+    # counts per flow took most of a trial (the first count above ``at``, as a search finds).
+    entry = np.repeat(np.arange(len(ports)), ports)[at]
     return arc[entry], at - (cum[entry] - ports[entry])
 
 
