@@ -301,6 +301,11 @@ def collective_bounds(fab: Fabric, collective: str, *, message_bytes: float,
     steps = 2 * (n - 1) if collective == "all_reduce" else n - 1
     lower_time = out.lower.time_s + alpha_low
     ach_time = None if out.achievable_s is None else out.achievable_s + steps * alpha_step
+    if ach_time is not None and ach_time < lower_time:
+        # Equal in exact arithmetic where the bounds meet (the 16,384-GPU rail-only cluster's
+        # T_RS* + T_AG* came out one unit in the last place below its volume bound): no
+        # schedule beats a lower bound, so the rounding goes the bound's way.
+        ach_time = lower_time
     algbw = size / lower_time / 1e9
     result = CollectiveBounds(
         collective, n, size, lower_time, ach_time, algbw, algbw * bus_factor(collective, n),
