@@ -1416,6 +1416,18 @@ def group_rows(rows: list, quick: bool) -> None:
                  f"fabricopt with 32 gains {ratio:.1f}x NetGraph's time", ""))
 
 
+def rail_only_rows(rows: list, quick: bool) -> None:
+    """All-to-all on the rail-only cluster (each rail a Clos of its own) beside the
+    rail-optimized SuperPOD of the same GPUs, build and solve, both by their symmetry claims."""
+    su = 8 if quick else 64
+    opt = run_case("case_flow", f"fo.superpod({su})")
+    rows.append((f"superpod({su}), {256 * su:,} GPUs, all-to-all (build + solve)", opt, "", ""))
+    only = run_case("case_flow", f"fo.superpod({su}, spine=False)")
+    ratio = only["seconds"] / opt["seconds"]
+    rows.append((f"superpod({su}, spine=False), rail-only, the same", only,
+                 f"{ratio:.2f}x the rail-optimized one's time", ""))
+
+
 #: The commit before issue 45's speed work ("every realistic design in seconds"): its
 #: package is extracted beside this run and its "before" rows import it instead.
 BEFORE_SPEED = "f51e2ee"
@@ -1560,6 +1572,8 @@ BLOCKS = {
                 "capacity search within p99 latency targets"),
     "groups": (group_rows, "group max flow with its cut and sensitivities, k shortest paths, "
                "beside NetGraph"),
+    "rail-only": (rail_only_rows, "all-to-all on the 16,384-GPU rail-only cluster beside the "
+                  "rail-optimized SuperPOD"),
     "speed": (speed_rows, "issue 45's targets (half a million GPUs, the main job, optimize, "
               "failed bisections, hashed routing) beside the package before that work"),
 }
