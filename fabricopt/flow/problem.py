@@ -22,10 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import check_choice
 from .._stages import SILENT
-from ..fabric import Fabric
+from ..fabric import Fabric, check_fabric
 from ..graph_arrays import GraphArrays
-from ..traffic import Traffic, all_to_all
+from ..traffic import Traffic, checked_traffic
+from .arguments import METHODS
 from .bounds import ECMP_MAX_ENTRIES
 from .budget import clock, search_budget, seconds_left
 from .formulation import Collapse
@@ -136,12 +138,24 @@ class FlowProblem:
         self.own_claim = self.claim[0]
 
     @classmethod
-    def of(cls, fab: Fabric, traffic: Traffic | None = None, **asked: Any) -> FlowProblem:
-        """The record of ``fab`` and ``traffic`` (None: all-to-all at 1 Gb/s), arguments
-        as :func:`~fabricopt.max_concurrent_flow` takes them, unchecked."""
-        if traffic is None:
-            traffic = all_to_all(fab)
-        return cls(fab, traffic, **asked)
+    def of(cls, fab: Fabric, traffic: Traffic | str | None = None, **asked: Any
+           ) -> FlowProblem:
+        """The record of ``fab`` and ``traffic`` (None: all-to-all at 1 Gb/s; a name such as
+        ``"permutation:1"`` stands for its pattern), the other arguments as
+        :func:`~fabricopt.max_concurrent_flow` takes them; the fabric, traffic and method
+        are checked, the rest is not (``max_concurrent_flow`` checks them all).
+
+        >>> import fabricopt as fo
+        >>> FlowProblem.of(fo.ring(4), "permutation:1").traffic.name
+        'permutation'
+        >>> FlowProblem.of(fo.ring(4), method="exact")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        fabricopt.errors.InvalidParameterError: FlowProblem.of(): method must be one of ...
+        """
+        check_fabric("FlowProblem.of", fab)
+        check_choice("FlowProblem.of", "method", asked.get("method", "auto"), METHODS)
+        return cls(fab, checked_traffic("FlowProblem.of", fab, traffic), **asked)
 
     @cached_property
     def entries(self) -> int:
