@@ -20,6 +20,8 @@ import math
 import weakref
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import methodcaller
 
 import numpy as np
 
@@ -214,8 +216,11 @@ def _levels(fab: Fabric) -> FabricLevels:
     """The fabric's levels, from the cache when its nodes, links and capacities are those
     it had when they were found."""
     g = fab.graph
+    # Read through networkx's adjacency dicts by C-level maps, as GraphArrays reads them:
+    # the edge view's generator took 0.7 s of a 16,384-GPU step. Only compared with itself.
+    data = chain.from_iterable(map(dict.values, g._adj.values()))
     stamp = (g.number_of_nodes(), g.number_of_edges(),
-             sum(d.get("capacity", 0.0) for _, _, d in g.edges(data=True)))
+             sum(map(methodcaller("get", "capacity", 0.0), data)))
     hit = _LEVELS.get(fab)
     if hit is not None and hit[0] == stamp:
         return hit[1]
