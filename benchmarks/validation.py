@@ -31,6 +31,7 @@ from published_runs import (  # noqa: E402
     rail_only,
     reliability,
     role,
+    serving_role,
 )
 
 import fabricopt as fo  # noqa: E402
@@ -119,13 +120,14 @@ def serving_figure(x: float) -> str:
 
 def serving_table() -> str:
     """The serving rows: published figure, fabricopt's, the ratio and what it ran."""
-    lines = ["| run | fabric | published | fabricopt | ratio | what fabricopt ran | assumed |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| run | fabric | published | fabricopt | ratio | what fabricopt ran | assumed "
+             "| role |", "|---|---|---|---|---|---|---|---|"]
     for r in SERVING_RUNS:
         o = evaluate_serving(r.name)
-        unit = SERVING_UNITS[r.metric]
+        unit = SERVING_UNITS[r.metric] + (" per GPU" if r.settings.get("per_gpu") else "")
         lines.append(f"| {r.name} | `{r.fabric}` | {serving_figure(r.published)} {unit} | "
-                     f"{serving_figure(o.figure)} | {o.ratio:.3f} | {o.detail} | {r.assumed} |")
+                     f"{serving_figure(o.figure)} | {o.ratio:.3f} | {o.detail} | {r.assumed} "
+                     f"| {serving_role(r)} |")
     return "\n".join(lines)
 
 

@@ -318,6 +318,13 @@ OPT_66B = {"name": "opt-66b", "layers": 64, "hidden": 9216, "ffn": 36864, "heads
 #: The benchmark's requests: output tokens per request are the published tokens per second
 #: over samples per second (24,525 / 84.2 = 291); the prompts are taken as long (assumed).
 MLPERF_PROMPT, MLPERF_OUTPUT = 295, 291
+#: The first Blackwell figures: NVIDIA's preview-category submission to MLPerf Inference v4.1,
+#: one B200 (180 GB), TensorRT-LLM, FP4.
+MLPERF_B200 = ("Tom's Hardware, 'Nvidia publishes first Blackwell B200 MLPerf results: Up to 4X "
+               "faster than its H100 predecessor, when using FP4' (2024), its table of NVIDIA's "
+               "MLPerf Inference v4.1 Llama 2 70B submissions: one B200 180 GB, FP4, 11,264 "
+               "tokens/s Offline and 10,755 Server")
+B200_OFFLINE = "Llama 2 70B, one B200, FP4, MLPerf Offline"
 
 
 @dataclass(frozen=True)
@@ -364,7 +371,29 @@ SERVING_RUNS: list[ServingRun] = [
                "superpod(1)", OPT_66B, "kv_gbps", 90,
                {"prompt_len": 512, "rate": 10.0, "precision": "bf16"},
                assumed="FP16 cache (2 bytes), the paper's GB read as 2^30 bytes"),
+    ServingRun(B200_OFFLINE, MLPERF_B200, "dgx_b200", LLAMA2_70B, "offline_tokens_per_s", 11264,
+               {"prompt_len": MLPERF_PROMPT, "output_len": MLPERF_OUTPUT, "precision": "fp4",
+                "per_gpu": True},
+               assumed="one GPU's figure against a DGX B200's over its 8 GPUs (one replica per "
+               "GPU, as the best plan is tp 1); prompts of 295 tokens"),
+    ServingRun("Llama 2 70B, one B200, FP4, MLPerf Server (TTFT p99 2 s, TPOT p99 200 ms)",
+               MLPERF_B200, "dgx_b200", LLAMA2_70B, "server_tokens_per_s", 10755,
+               {"prompt_len": MLPERF_PROMPT, "output_len": MLPERF_OUTPUT, "precision": "fp4",
+                "ttft_s": 2.0, "tpot_s": 0.2, "per_gpu": True},
+               assumed="as the Offline row, Poisson arrivals over 8 replicas; the same "
+               "submission as the calibration row, so a check of the latency model, not of "
+               "the FP4 rate"),
 ]
+
+#: Which serving rows set which efficiency: (GPU key, catalog field) -> row names. FP4 had
+#: no published run to calibrate on; the B200 Offline figure sets it (GB200 takes B200's).
+SERVING_CALIBRATES = {("b200", "fp4_efficiency"): [B200_OFFLINE]}
+
+
+def serving_role(run: ServingRun) -> str:
+    """"calibration" for a serving row that sets an efficiency, else "check"."""
+    calibration = {n for names in SERVING_CALIBRATES.values() for n in names}
+    return "calibration" if run.name in calibration else "check"
 
 
 @dataclass
@@ -381,6 +410,7 @@ def serving_model(run: ServingRun) -> fo.ModelConfig:
 
 FABRICS["dgx_h100"] = fo.dgx_h100
 FABRICS["dgx_h200"] = fo.dgx_h200
+FABRICS["dgx_b200"] = fo.dgx_b200
 FABRICS["superpod(1)"] = lambda: fo.superpod(1)
 
 
@@ -428,4 +458,7 @@ def evaluate_serving(name: str) -> ServingOutcome:
         kv = m.kv_bytes_per_token(2.0) * s["prompt_len"]
         x = kv * s["rate"] * 8 / 1e9
         detail = f"{kv / 2**30:.3g} GiB per request"
+    if s.get("per_gpu"):  # a one-GPU figure against the fabric's, shared over its GPUs
+        x /= len(fab.gpus)
+        detail += f"; per GPU of {len(fab.gpus)}"
     return ServingOutcome(x, x / run.published, detail)

@@ -6,7 +6,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from published_runs import SERVING_RUNS, evaluate_serving
+from published_runs import SERVING_CALIBRATES, SERVING_RUNS, evaluate_serving
+
+import fabricopt as fo
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "validation.md"
 
@@ -25,6 +27,21 @@ def test_server_is_at_most_offline_and_meets_its_targets():
     server = evaluate_serving(SERVING_RUNS[1].name)
     assert server.figure <= offline * (1 + 1e-9)
     assert SERVING_RUNS[1].metric == "server_tokens_per_s"
+
+
+def test_the_calibration_row_is_at_its_published_figure_and_the_b200_server_below_it():
+    # SERVING_CALIBRATES: the catalog's B200 fp4_efficiency (0.358) was set so that the B200
+    # Offline row comes out at its published 11,264 tokens/s per GPU (ratio 1 to the rounding
+    # of the efficiency to 3 digits, 0.1 %); a catalog edit that drifts from it fails here.
+    for (gpu, field), names in SERVING_CALIBRATES.items():
+        assert fo.Catalog.default().gpus[gpu].values[field] == 0.358
+        for name in names:
+            assert evaluate_serving(name).ratio == pytest.approx(1.0, abs=0.002)
+    offline = next(r for r in SERVING_RUNS if r.name in SERVING_CALIBRATES[("b200",
+                                                                            "fp4_efficiency")])
+    server = next(r for r in SERVING_RUNS
+                  if r.fabric == "dgx_b200" and r.metric == "server_tokens_per_s")
+    assert evaluate_serving(server.name).figure <= evaluate_serving(offline.name).figure
 
 
 def test_doc_shows_the_serving_rows():
