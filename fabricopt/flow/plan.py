@@ -349,7 +349,7 @@ class SymmetricLP:
         if p.claim[0]:
             return True, ""
         if p.method == "auto" and FindSymmetry().applies(p)[0]:
-            return False, f"{p.claim[1]} (unless the symmetry search finds one)"
+            return False, f"{p.claim[1]}; unless the symmetry search finds one"
         return False, p.claim[1]
 
     def cost(self, p: FlowProblem) -> str:
