@@ -89,12 +89,15 @@ def test_meta_roce_cluster_is_ethernet_only():
 
 
 def test_scale_up_silicon_is_apart_in_servers_and_racks_alike():
-    # DGX H100 SuperPOD (4 SU): 128 DGX x 4 NVSwitch gen 3 on the baseboards, in the server
-    # price: reported apart, out of capex. The network is 48 QM9700 + 1,024 cx7 + links.
+    # DGX H100 SuperPOD (4 SU): 128 DGX x 4 NVSwitch gen 3 on the baseboards and the DGX's
+    # own 1,024 ConnectX-7, in the server price: reported apart, out of capex. The network is
+    # 48 QM9700 + links.
     est = estimates(TOPOLOGIES / "dgx-h100-superpod-4su.toml")[0]
-    rows = {(r.component, r.section): r.count for r in est.bom if r.kind == "switch"}
-    assert rows == {("qm9700", "network"): 48, ("nvswitch3", "in_server"): 512}
-    assert est.scale_up_in_server_usd == pytest.approx(512 * 7000)  # $7k a chip (estimate)
+    rows = {(r.component, r.section): r.count for r in est.bom if r.kind in ("switch", "nic")}
+    assert rows == {("qm9700", "network"): 48, ("nvswitch3", "in_server"): 512,
+                    ("cx7", "in_server"): 1024}
+    # $7k a chip (estimate) and $1,599 an adapter (the catalog's cx7).
+    assert est.scale_up_in_server_usd == pytest.approx(512 * 7000 + 1024 * 1599)
     assert est.capex_usd == pytest.approx(sum(r.total_usd for r in est.bom
                                               if r.section == "network"))
     assert est.capex_usd + est.scale_up_in_server_usd == pytest.approx(
