@@ -130,7 +130,10 @@ def _add_cost_flags(parser: Any, years_help: str) -> None:
 
 
 def _cmd_tco(args: argparse.Namespace) -> int:
-
+    _check_cost_flags(args)  # the flags named, before any fabric is built
+    if not math.isfinite(args.maintenance) or args.maintenance < 0:
+        raise FabricOptError(f"--maintenance: must be a finite number >= 0, got "
+                             f"{args.maintenance:g}")
     rows = []
     for fab in load_targets(args.targets):
         t = estimate_tco(fab, years=args.years, usd_per_kwh=args.usd_per_kwh, pue=args.pue,
@@ -402,8 +405,8 @@ TRAIN_FLAGS = {
 
 
 def _check_cost_flags(args: argparse.Namespace) -> None:
-    """``--years``, ``--usd-per-kwh`` and ``--pue`` of ``train``, before any work (the cost
-    per token is computed after the step)."""
+    """``--years``, ``--usd-per-kwh`` and ``--pue`` of ``train`` and ``tco``, before any work
+    (the cost per token is computed after the step)."""
     for flag, value, low, strict in (("--years", args.years, 0.0, True),
                                      ("--usd-per-kwh", args.usd_per_kwh, 0.0, False),
                                      ("--pue", args.pue, 1.0, False)):

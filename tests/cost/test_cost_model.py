@@ -117,3 +117,17 @@ def test_a_taper_and_rail_only_cost_less():
     rail_only = fo.estimate_cost(fo.superpod(16, spine=False))
     assert rail_only.capex_usd < 0.7 * three_tier.capex_usd
     assert rail_only.power_w < 0.7 * three_tier.power_w
+
+
+def test_tco_command_names_its_flags(capsys):
+    # A PUE below 1 or negative upkeep is refused by flag, before any fabric is built.
+    assert main(["tco", "ring", "n=4", "link_gbps=400", "--pue", "0.9"]) == 2
+    assert "--pue: must be a finite number >= 1, got 0.9" in capsys.readouterr().err
+    assert main(["tco", "ring", "n=4", "link_gbps=400", "--maintenance", "-1"]) == 2
+    assert "--maintenance: must be a finite number >= 0" in capsys.readouterr().err
+    # The json row carries the whole cluster's columns (None for a ring in no system).
+    assert main(["tco", "superpod", "scalable_units=1", "--format", "json"]) == 0
+    import json
+
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["system"] == "dgx_h100" and 0 < row["network_share"] < 1
