@@ -200,6 +200,9 @@ def _valid_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
                                                  "pue": 1.3, "maintenance": 0.1}),
         "set_cost_assumptions": (_set_cost_assumptions_and_restore, {"usd_per_kwh": 0.08}),
         "ServingPlan": (fo.ServingPlan, {"tp": 8, "batch": 4}),
+        "ServingJob": (fo.ServingJob, {"model": "llama3-8b",
+                                       "plan": fo.ServingPlan(tp=8, batch=4),
+                                       "prompt_len": 128, "output_len": 16}),
         "simulate_serving": (fo.simulate_serving, {
             "fab": dgx, "model_name": "llama3-8b", "plan": fo.ServingPlan(tp=8, batch=4),
             "rate": 5.0, "requests": 100, "prompt_len": 128, "output_len": 4}),
@@ -340,6 +343,7 @@ FUZZED = ["clos", "complete", "dgx_b200", "dgx_h100", "dgx_a100", "hgx_h800", "d
           "serving_estimate", "serving_capacity", "simulate_serving", "ServingPlan",
           "token_cost", "job_failures", "job_failure_sweep", "plot_job_failures",
           "training_goodput", "young_daly_interval", "criticality", "single_failures",
+          "ServingJob",
           "cutting_set", "failure_distribution",
           "failure_metrics", "survives_single_failure", "groups_by", "nest_groups",
           "plot_criticality", "plot_failure_distribution", "all_reduce_metric",
@@ -350,7 +354,8 @@ FUZZED = ["clos", "complete", "dgx_b200", "dgx_h100", "dgx_a100", "hgx_h800", "d
 #: Public classes a caller builds, fuzzed as constructors above.
 CONSTRUCTORS = {"Fabric", "Traffic", "LatencyModel", "Layout", "Policy", "RiskGroup",
                 "TrainingJob", "ModelConfig", "PlanSearch", "EverySingle", "GroupFailures",
-                "Independent", "Mixture", "ServingPlan", "Selected", "CostAssumptions"}
+                "Independent", "Mixture", "ServingPlan", "Selected", "CostAssumptions",
+                "ServingJob"}
 
 #: Public classes callers do not build: what the library returns, and where it comes from.
 NOT_BUILT = {
@@ -373,6 +378,8 @@ NOT_BUILT = {
     "ServingCapacity": "serving_capacity", "ServingLoad": "simulate_serving",
     "Catalog": "Catalog.load, Catalog.default, Catalog.merged (Catalog.load is fuzzed)",
     "GroupFlow": "group_max_flow",
+    "ServingFailureTable": "single_failures(job=ServingJob(...)), criticality",
+    "ServingFailureOrbit": "single_failures(job=ServingJob(...))",
 }
 
 #: Defects the fuzz finds in code this file does not own, until they are fixed there: the

@@ -18,6 +18,7 @@ from .plan_search import BestPlan, PlanSearch, best_plan
 from .reliability import FailureRates
 from .serving import ServingEstimate, serving_estimate
 from .serving_capacity import ServingCapacity, ServingLoad, serving_capacity, simulate_serving
+from .serving_failures import ServingFailureOrbit, ServingFailureTable, ServingJob
 from .serving_replica import ServingPlan
 from .step import PhaseTime, TrainingStep, training_step
 
@@ -25,6 +26,7 @@ __all__ = ["MODELS", "BestPlan", "FailureRates", "Goodput", "JobFailureOrbit",
            "JobFailureSweep",
            "JobFailureTable", "ModelConfig", "PhaseTime", "PlanSearch", "ServingCapacity",
            "ServingEstimate", "ServingLoad", "ServingPlan", "serving_capacity",
+           "ServingFailureOrbit", "ServingFailureTable", "ServingJob",
            "simulate_serving",
            "TokenCost", "TrainingJob", "TrainingStep", "best_plan", "criticality",
            "failure_sweep", "job_failure_sweep",

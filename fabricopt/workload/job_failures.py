@@ -23,7 +23,7 @@ import math
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,6 +39,9 @@ from ..tiers import is_scale_up
 from .plan import TrainingJob
 from .reliability import server_of
 from .step import TrainingStep, training_step
+
+if TYPE_CHECKING:
+    from .serving_failures import ServingJob
 
 #: Failure kinds a job can be asked about: one physical network link, one network switch,
 #: one scale-up (NVLink) link, one scale-up switch chip, one GPU's NIC (every network port
@@ -608,7 +611,8 @@ def _row(fab: Fabric, kind: str, orbit: dict[str, Any], view: _JobView,
 
 
 def single_failures(fab: Fabric, kind: str | Sequence[str] = "links",
-                    tiers: str | Sequence[str] | None = None, *, job: TrainingJob | None = None,
+                    tiers: str | Sequence[str] | None = None, *,
+                    job: TrainingJob | ServingJob | None = None,
                     spares: int | None = None, placement: Sequence[Hashable] | None = None,
                     **options: Any) -> Any:
     """The N-1 table: every single failure of a kind, one solve per orbit.
@@ -619,7 +623,11 @@ def single_failures(fab: Fabric, kind: str | Sequence[str] = "links",
     job's step and tokens per second with the failure in place and what the job does
     (:func:`job_failures`, whose options ``symmetry``, ``catalog``, ``order`` and ``solve``
     it takes;
-    ``kind`` may then be any of :data:`JOB_KINDS` or ``"all"``).
+    ``kind`` may then be any of :data:`JOB_KINDS` or ``"all"``). With a serving deployment
+    (``job=ServingJob(model, plan)``): per failure orbit the replicas it takes out and the
+    output tokens per second the rest serve
+    (:func:`~fabricopt.workload.serving_failures.serving_failures`, the same options but
+    ``placement``).
 
     Examples
     --------
@@ -637,6 +645,20 @@ def single_failures(fab: Fabric, kind: str | Sequence[str] = "links",
                                         "with a job (job=TrainingJob(...))")
         return _fabric_single_failures(fab, kind, tiers, **options)
     allowed = {"symmetry", "catalog", "order", "solve", "_func"}
+    if not isinstance(job, TrainingJob):
+        # cycle: serving_failures builds on this module's failure units
+        from .serving_failures import ServingJob, serving_failures
+        if not isinstance(job, ServingJob):
+            raise fail(options.get("_func", "single_failures"), "job",
+                       "a TrainingJob or a ServingJob", type(job).__name__)
+        if placement is not None:
+            raise InvalidParameterError("single_failures(): placement is not read with a "
+                                        "ServingJob (its replicas tile the fabric in order)")
+        wrong = sorted(set(options) - allowed)
+        if wrong:
+            raise InvalidParameterError(f"single_failures(): {wrong[0]!r} is not read with a "
+                                        f"job (options: spares, {', '.join(sorted(allowed))})")
+        return serving_failures(fab, job, kind, tiers, spares=spares, **options)
     wrong = sorted(set(options) - allowed)
     if wrong:
         raise InvalidParameterError(f"single_failures(): {wrong[0]!r} is not read with a job "
@@ -647,12 +669,14 @@ def single_failures(fab: Fabric, kind: str | Sequence[str] = "links",
 
 
 def criticality(fab: Fabric, kind: str | Sequence[str] = "links",
-                tiers: str | Sequence[str] | None = None, *, job: TrainingJob | None = None,
+                tiers: str | Sequence[str] | None = None, *,
+                job: TrainingJob | ServingJob | None = None,
                 spares: int | None = None, placement: Sequence[Hashable] | None = None,
                 **options: Any) -> Any:
     """Orbits of single failures, costliest first: by all-to-all throughput lost
-    (:func:`fabricopt.failures.criticality`), or with ``job`` by the job's tokens per
-    second lost (:func:`job_failures` with ``order="lost"``).
+    (:func:`fabricopt.failures.criticality`), or with ``job`` (a training job or a serving
+    deployment) by the job's tokens per second lost (:func:`single_failures` with
+    ``order="lost"``).
 
     Examples
     --------
