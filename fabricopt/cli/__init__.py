@@ -819,7 +819,8 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
             print("")
         res = optimize(spec["gpus"], space=spec["space"], constraints=spec["constraints"],
                        objective=spec["objective"], time_limit=args.time_limit,
-                       full_front=args.full_front, job=spec["job"])
+                       full_front=args.full_front, job=spec["job"],
+                       serving=spec["serving"])
         print(f"{spec['name']}")
         print(res)
         if args.all:

@@ -12,7 +12,8 @@ from ..errors import DesignFileError
 
 __all__ = ["load_search"]
 
-_SPEC_KEYS = ("name", "description", "gpus", "objective", "space", "constraints", "job")
+_SPEC_KEYS = ("name", "description", "gpus", "objective", "space", "constraints", "job",
+              "serving")
 
 
 def load_search(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -31,6 +32,10 @@ def load_search(path: str | os.PathLike[str]) -> dict[str, Any]:
         [job]                       # optional: a training job run on every candidate
         model = "llama3-70b"
         tp = 8
+        [serving]                   # optional: a serving workload served on every candidate
+        model = "llama3-70b"        #   (keys of optimize's serving=; the latency targets are
+        prompt_len = 2048           #   the constraints serving_ttft_s and serving_tpot_s,
+        output_len = 256            #   the objective may be serving_usd_per_million_tokens)
 
     >>> import os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "s.toml")
@@ -51,7 +56,7 @@ def load_search(path: str | os.PathLike[str]) -> dict[str, Any]:
                                   + ", ".join(_SPEC_KEYS))
     if "gpus" not in data:
         raise DesignFileError(f"{where}: key 'gpus' is missing: the GPU count to design for")
-    for key in ("space", "constraints", "job"):
+    for key in ("space", "constraints", "job", "serving"):
         if not isinstance(data.get(key, {}), dict):
             raise DesignFileError(f"{where}: key {key!r} must be a table ([{key}])")
     for key, values in data.get("space", {}).items():
@@ -61,4 +66,4 @@ def load_search(path: str | os.PathLike[str]) -> dict[str, Any]:
     return {"gpus": data["gpus"], "space": data.get("space", {}),
             "constraints": data.get("constraints", {}),
             "objective": data.get("objective", "capex_usd"), "name": data.get("name", where),
-            "job": data.get("job")}
+            "job": data.get("job"), "serving": data.get("serving")}

@@ -66,3 +66,50 @@ def test_compare_on_the_command_line_takes_a_serving_workload(capsys):
     assert main(["compare", "dgx_h100", "--serving", "model=llama3-8b",
                  "--serving", "ttft=1"]) == 2
     assert "--serving: unknown key 'ttft'" in capsys.readouterr().err
+
+
+SEARCH_FILE = """name = "16 GPUs serving Llama 3 8B"
+gpus = 16
+objective = "serving_usd_per_million_tokens"
+[space]
+family = ["rail_optimized"]
+scale_up = ["dgx_h100"]
+leaf_radix = [16]
+oversubscription = [1.0]
+[constraints]
+serving_ttft_s = 0.5
+serving_tpot_s = 0.05
+[serving]
+model = "llama3-8b"
+prompt_len = 256
+output_len = 16
+precision = "fp8"
+requests = 200
+plan = {tp = 8, batch = 16, precision = "fp8"}
+"""
+
+
+def test_a_search_file_carries_the_serving_workload(tmp_path, capsys, monkeypatch):
+    from fabricopt.cli import main
+    from fabricopt.io import load_search
+
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "serve.toml"
+    path.write_text(SEARCH_FILE)
+    spec = load_search(path)
+    assert spec["serving"]["model"] == "llama3-8b" and spec["serving"]["plan"]["batch"] == 16
+    # fabricopt optimize FILE minimises the cost per million output tokens within the
+    # targets: the one candidate meets them on the file's plan, and its best design is written.
+    assert main(["optimize", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "best by serving_usd_per_million_tokens" in out and "plan tp=8, batch=16" in out
+    assert (tmp_path / "serve-best.toml").exists()
+    # A [serving] that is not a table is refused naming the file and key; a misspelt key of
+    # the workload is refused before any candidate is built.
+    bad = tmp_path / "bad.toml"
+    bad.write_text("gpus = 16\nserving = 3\n")
+    assert main(["optimize", str(bad)]) == 2
+    assert "bad.toml: key 'serving' must be a table ([serving])" in capsys.readouterr().err
+    bad.write_text(SEARCH_FILE.replace('model = "llama3-8b"', 'modle = "llama3-8b"'))
+    assert main(["optimize", str(bad)]) == 2
+    assert "unknown key 'modle' (did you mean 'model'?)" in capsys.readouterr().err
