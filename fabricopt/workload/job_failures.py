@@ -587,7 +587,8 @@ def _row(fab: Fabric, kind: str, orbit: dict[str, Any], view: _JobView,
                 "certified bound still holds, a failure only removes capacity")
     elif orbit["solve"]:
         links, switches = _removal(fab, unit.pattern)
-        failed = fab.without(links=links, switches=switches)
+        with paused_gc():  # a copy of the graph: millions of objects, no garbage
+            failed = fab.without(links=links, switches=switches)
         try:
             s = training_step(failed, view.job, view.gpus, catalog=catalog)
         except InvalidParameterError as exc:

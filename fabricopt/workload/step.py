@@ -16,6 +16,7 @@ of this shape is faster.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import weakref
 from collections.abc import Hashable, Sequence
@@ -223,9 +224,11 @@ def _levels(fab: Fabric) -> FabricLevels:
              sum(map(methodcaller("get", "capacity", 0.0), data)))
     hit = _LEVELS.get(fab)
     if hit is not None and hit[0] == stamp:
-        return hit[1]
+        return dataclasses.replace(hit[1], fab=fab)
     levels = FabricLevels.of(fab, GraphArrays.from_fabric(fab))
-    _LEVELS[fab] = (stamp, levels)
+    # Kept without the fabric: a value that held its key would keep every fabric ever
+    # stepped alive (a failure sweep's failed copies, an optimize run's designs).
+    _LEVELS[fab] = (stamp, dataclasses.replace(levels, fab=None))
     return levels
 
 
