@@ -760,6 +760,25 @@ def case_job_failures(make: str, job: str) -> dict:
                      f"interrupting: {stops}"}
 
 
+def case_failed_step(make: str, job: str, min_cut_per_gpu: bool) -> dict:
+    """training_step on ``make`` without its first leaf-spine link (one orbit of a job's N-1;
+    build and copy not counted). ``min_cut_per_gpu``: ForestColl's one-group cut search
+    builds its graph anew for every GPU, as before the shared graph."""
+    import fabricopt as fo
+    from fabricopt.collectives import problem
+
+    fab = eval(make, {"fo": fo})  # noqa: S307
+    pair = next((u, v) for u, v, d in fab.graph.edges(data=True)
+                if d.get("tier") == "leaf-spine")
+    failed = fab.without(links={pair: 1})
+    if min_cut_per_gpu:
+        problem._CutsToOneGpu = lambda *args: None  # this child process only
+    start = time.perf_counter()
+    s = fo.training_step(failed, eval(job, {"fo": fo}))  # noqa: S307
+    return {"seconds": time.perf_counter() - start,
+            "value": f"step {s.step_s:.6g} s (>= {s.step_s_lower:.6g})"}
+
+
 def case_goodput(make: str, job: str, solve: bool) -> dict:
     """fo.training_goodput with the shipped failure rates; build not counted."""
     import fabricopt as fo
@@ -780,6 +799,14 @@ def goodput_rows(rows: list, quick: bool) -> None:
         'fo.TrainingJob("llama3-70b", tp=8, pp=4, global_batch=512, seq_len=8192)'
     step = run_case("case_training_step", make, job)
     rows.append((f"training_step, superpod({su}) ({su * 256:,} GPUs)", step, "baseline", ""))
+    failed = run_case("case_failed_step", make, job, False)
+    rows.append(("  the same without one leaf-spine link", failed,
+                 f"{failed['seconds'] / step['seconds']:.2f}x one step", ""))
+    before = run_case("case_failed_step", make, job, True)
+    same = "same step" if before.get("value") == failed.get("value") else "DIFFERENT step"
+    rows.append(("    ForestColl's cuts by min_cut per GPU (before)", before,
+                 f"{before['seconds'] / failed['seconds']:.2f}x the shared graph's; {same}",
+                 ""))
     n1 = run_case("case_job_failures", make, job)
     rows.append(("  job N-1 over every failure kind, same", n1,
                  f"<= 60 s ({n1['seconds'] / step['seconds']:.1f}x one step)",
