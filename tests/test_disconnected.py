@@ -208,9 +208,10 @@ def test_a_training_job_runs_only_inside_connected_parts(case):
 def test_the_issue_case_in_the_small():
     # 16 domains of 8 GPUs (128 GPUs, NVSwitches that reduce) on 8-port rail leaves without
     # a spine, wired directly from a plan of two unjoined leaves per rail (the generator
-    # makes each rail a Clos instead): servers 0-7 and 8-15, two islands of 64 GPUs. The fabric claims its symmetry, so cut searches look
-    # at one GPU's neighbours only; the all-reduce with in-network reduction was reported
-    # finite here. It is 0 now, naming a pair across the islands.
+    # makes each rail a Clos instead): servers 0-7 and 8-15, two islands of 64 GPUs. The
+    # fabric claims its symmetry, so cut searches look at one GPU's neighbours only; the
+    # all-reduce with in-network reduction was reported finite here. It is 0 now, naming a
+    # pair across the islands.
     from fabricopt.generators._builder import FabricBuilder
     from fabricopt.generators.cluster import copy_domains, read_domain
     from fabricopt.generators.wiring import RailPlan, UpperTiers, add_rail_scale_out
