@@ -14,7 +14,12 @@ from ..fabric import Fabric
 from ..workload.hardware import PRECISIONS
 from ..workload.models import models as MODEL_NAMES
 from ..workload.serving import serving_estimate
-from ..workload.serving_capacity import serving_capacity, simulate_serving
+from ..workload.serving_capacity import (
+    WORKLOAD_KEYS,
+    serving_capacity,
+    serving_workload,
+    simulate_serving,
+)
 from ..workload.serving_load import LENGTHS
 from ..workload.serving_replica import ServingPlan
 
@@ -46,18 +51,22 @@ def add_serve_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[Fabr
     sv.add_argument("targets", nargs="+", metavar="TARGET [key=value ...]",
                     help="generator names, design files (.toml) or saved fabrics, each "
                     "followed by its parameters as key=value")
-    sv.add_argument("--model", required=True,
-                    help="catalogue name (" + ", ".join(MODEL_NAMES) + ") or a .toml model")
+    sv.add_argument("--model", default=None,
+                    help="catalogue name (" + ", ".join(MODEL_NAMES) + ") or a .toml model "
+                    "(default: the design file's [serving] table)")
     sv.add_argument("--ttft", type=float, default=None, help="time-to-first-token target, s")
     sv.add_argument("--tpot", type=float, default=None, help="time-per-output-token target, s")
-    sv.add_argument("--percentile", type=float, default=0.99,
+    sv.add_argument("--percentile", type=float, default=None,
                     help="the share of requests that must meet the targets (default 0.99)")
-    sv.add_argument("--prompt-len", type=int, default=2048, help="prompt tokens (mean)")
-    sv.add_argument("--output-len", type=int, default=256, help="output tokens (mean)")
-    sv.add_argument("--lengths", choices=LENGTHS, default="fixed",
+    sv.add_argument("--prompt-len", type=int, default=None,
+                    help="prompt tokens (mean; default 2048)")
+    sv.add_argument("--output-len", type=int, default=None,
+                    help="output tokens (mean; default 256)")
+    sv.add_argument("--lengths", choices=LENGTHS, default=None,
                     help="how lengths spread around their means (default fixed)")
-    sv.add_argument("--precision", choices=PRECISIONS, default="bf16",
-                    help="weights, activations and KV cache (fp4: Blackwell only)")
+    sv.add_argument("--precision", choices=PRECISIONS, default=None,
+                    help="weights, activations and KV cache (fp4: Blackwell only; default "
+                    "bf16)")
     for flag, (_, kind, text) in PLAN_FLAGS.items():
         sv.add_argument(f"--{flag}", type=kind, default=None, help=text)
     sv.add_argument("--disaggregated", action="store_true",
@@ -68,7 +77,7 @@ def add_serve_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[Fabr
                     help="simulate a trace: arrival_s, prompt_tokens, output_tokens columns")
     sv.add_argument("--requests", type=int, default=None,
                     help="requests per simulation (default 2000; 1500 per capacity search)")
-    sv.add_argument("--seed", type=int, default=0, help="seed of the arrivals (default 0)")
+    sv.add_argument("--seed", type=int, default=None, help="seed of the arrivals (default 0)")
     sv.add_argument("--gpu", default=None, help="catalog GPU key (default: the fabric's)")
     sv.add_argument("--years", type=float, default=None,
                     help="years the capex is amortised over (default: token_cost's)")
@@ -81,64 +90,101 @@ def add_serve_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[Fabr
     sv.set_defaults(func=lambda args: _cmd_serve(args, load_targets))
 
 
-def _plan(args: argparse.Namespace) -> ServingPlan | None:
+#: What ``serve`` uses for a setting neither a flag nor the design's [serving] table gives.
+SERVE_DEFAULTS = {"model": None, "ttft_s": None, "tpot_s": None, "percentile": 0.99,
+                  "prompt_len": 2048, "output_len": 256, "lengths": "fixed",
+                  "precision": "bf16", "requests": None, "seed": 0, "gpu": None, "plan": None}
+
+
+def _settings(args: argparse.Namespace, fab: Fabric) -> argparse.Namespace:
+    """The fabric's serving settings: the flags given, over its design file's [serving]
+    table (a design file's serving workload), over :data:`SERVE_DEFAULTS`."""
+    design = fab.design or {}
+    table = dict(design.get("serving") or {})
+    if table:  # the workload's own check, names the file; the targets may be left out
+        where = f"{design.get('file', 'design')}: [serving]"
+        checked = serving_workload({"model": None, "ttft_s": 1.0, "tpot_s": 1.0, **table},
+                                   where)
+        if "plan" in table:
+            table["plan"] = checked["plan"]
+    flags = {"model": args.model, "ttft_s": args.ttft, "tpot_s": args.tpot,
+             "percentile": args.percentile, "prompt_len": args.prompt_len,
+             "output_len": args.output_len, "lengths": args.lengths,
+             "precision": args.precision, "requests": args.requests, "seed": args.seed,
+             "gpu": args.gpu}
+    s = {**SERVE_DEFAULTS, **{k: v for k, v in table.items() if k in WORKLOAD_KEYS},
+         **{k: v for k, v in flags.items() if v is not None}}
+    if s["model"] is None:
+        raise FabricOptError("serve: name a model with --model, or give the design file a "
+                             "[serving] table with model = ...")
+    if (s["ttft_s"] is None) != (s["tpot_s"] is None):
+        raise FabricOptError("serve: give both --ttft and --tpot (targets), or neither")
+    plan = _plan(args, s["precision"])
+    if plan is not None or s["plan"] is None:
+        s["plan"] = plan
+    return argparse.Namespace(**s)
+
+
+def _plan(args: argparse.Namespace, precision: str) -> ServingPlan | None:
     given = {key: getattr(args, flag.replace("-", "_"))
              for flag, (key, _, _) in PLAN_FLAGS.items()}
     given = {k: v for k, v in given.items() if v is not None}
     if not given and not args.disaggregated:
         return None
-    return ServingPlan(**given, disaggregated=args.disaggregated, precision=args.precision)
+    return ServingPlan(**given, disaggregated=args.disaggregated, precision=precision)
 
 
 def _cmd_serve(args: argparse.Namespace,
                load_targets: Callable[[Sequence[str]], list[Fabric]]) -> int:
-    if (args.ttft is None) != (args.tpot is None):
-        raise FabricOptError("serve: give both --ttft and --tpot (targets), or neither")
     if args.rate is not None and args.trace is not None:
         raise FabricOptError("serve: give --rate or --trace, not both")
-    plan = _plan(args)
+    if args.model is None and not any(str(t).endswith(".toml") for t in args.targets):
+        raise FabricOptError("serve: name a model with --model, or give the design file a "
+                             "[serving] table with model = ...")
     fabrics = load_targets(args.targets)
     for fab in fabrics:
-        if args.ttft is not None and args.rate is None and args.trace is None:
-            c = serving_capacity(fab, args.model, ttft_s=args.ttft, tpot_s=args.tpot,
-                                 percentile=args.percentile, prompt_len=args.prompt_len,
-                                 output_len=args.output_len, precision=args.precision,
-                                 plan=plan, lengths=args.lengths,
-                                 requests=args.requests or 1500, seed=args.seed, gpu=args.gpu,
+        s = _settings(args, fab)
+        plan = s.plan
+        if s.ttft_s is not None and args.rate is None and args.trace is None:
+            c = serving_capacity(fab, s.model, ttft_s=s.ttft_s, tpot_s=s.tpot_s,
+                                 percentile=s.percentile, prompt_len=s.prompt_len,
+                                 output_len=s.output_len, precision=s.precision,
+                                 plan=plan, lengths=s.lengths,
+                                 requests=s.requests or 1500, seed=s.seed, gpu=s.gpu,
                                  years=args.years, usd_per_kwh=args.usd_per_kwh, pue=args.pue)
             if args.format == "json":
                 print(json.dumps(_capacity_json(c)))
             else:
                 print(c)
         elif args.rate is not None or args.trace is not None:
-            s = simulate_serving(fab, args.model, plan or ServingPlan(precision=args.precision),
-                                 rate=args.rate, trace=args.trace,
-                                 requests=args.requests or 2000, prompt_len=args.prompt_len,
-                                 output_len=args.output_len, lengths=args.lengths,
-                                 ttft_s=args.ttft if args.ttft is not None else math.inf,
-                                 tpot_s=args.tpot if args.tpot is not None else math.inf,
-                                 seed=args.seed, gpu=args.gpu)
-            row = {"fabric": fab.name, "rate": s.rate, "requests": s.requests,
-                   **{f"ttft_p{q}_s": v for q, v in s.ttft_s.items()},
-                   **{f"tpot_p{q}_s": v for q, v in s.tpot_s.items()},
-                   "goodput": s.goodput, "attainment": s.attainment,
-                   "tokens_per_s": s.tokens_per_s}
+            load = simulate_serving(
+                fab, s.model, plan or ServingPlan(precision=s.precision), rate=args.rate,
+                trace=args.trace, requests=s.requests or 2000, prompt_len=s.prompt_len,
+                output_len=s.output_len, lengths=s.lengths,
+                ttft_s=s.ttft_s if s.ttft_s is not None else math.inf,
+                tpot_s=s.tpot_s if s.tpot_s is not None else math.inf, seed=s.seed, gpu=s.gpu)
+            row = {"fabric": fab.name, "rate": load.rate, "requests": load.requests,
+                   **{f"ttft_p{q}_s": v for q, v in load.ttft_s.items()},
+                   **{f"tpot_p{q}_s": v for q, v in load.tpot_s.items()},
+                   "goodput": load.goodput, "attainment": load.attainment,
+                   "tokens_per_s": load.tokens_per_s}
             if args.format == "json":
                 print(json.dumps(row))
             else:
-                print(f"{args.model} on {fab.name}: {s.requests:,} requests at "
-                      f"{s.rate:,.4g}/s")
-                print("  TTFT     " + ", ".join(f"p{q} {v:.3g} s" for q, v in s.ttft_s.items()))
+                print(f"{s.model} on {fab.name}: {load.requests:,} requests at "
+                      f"{load.rate:,.4g}/s")
+                print("  TTFT     " + ", ".join(f"p{q} {v:.3g} s"
+                                                for q, v in load.ttft_s.items()))
                 print("  TPOT     " + ", ".join(f"p{q} {v * 1e3:.3g} ms"
-                                                for q, v in s.tpot_s.items()))
-                print(f"  goodput  {s.goodput:,.4g} requests/s within the targets "
-                      f"({s.attainment:.1%}); {s.tokens_per_s:,.0f} output tokens/s")
+                                                for q, v in load.tpot_s.items()))
+                print(f"  goodput  {load.goodput:,.4g} requests/s within the targets "
+                      f"({load.attainment:.1%}); {load.tokens_per_s:,.0f} output tokens/s")
         else:
-            p = plan or ServingPlan(precision=args.precision)
-            e = serving_estimate(fab, args.model, tp=p.tp, ep=p.ep, pp=p.pp, batch=p.batch,
-                                 prompt_len=args.prompt_len, output_len=args.output_len,
+            p = plan or ServingPlan(precision=s.precision)
+            e = serving_estimate(fab, s.model, tp=p.tp, ep=p.ep, pp=p.pp, batch=p.batch,
+                                 prompt_len=s.prompt_len, output_len=s.output_len,
                                  precision=p.precision, kv_precision=p.kv_precision,
-                                 chunk=p.chunk, disaggregated=p.disaggregated, gpu=args.gpu)
+                                 chunk=p.chunk, disaggregated=p.disaggregated, gpu=s.gpu)
             if args.format == "json":
                 print(json.dumps({"fabric": fab.name, "ttft_s": e.ttft_s, "tpot_s": e.tpot_s,
                                   "tokens_per_s": e.tokens_per_s,

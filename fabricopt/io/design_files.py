@@ -26,11 +26,16 @@ Format::
     [job]                         # optional, kept on the fabric: a training job to run on it
     model = "llama3-405b"         #   (keys of fabricopt.TrainingJob; ``fabricopt train``)
     tp = 8
+    [serving]                     # optional, kept on the fabric: a serving workload
+    model = "llama3-70b"          #   (keys of fabricopt.serving_capacity's workload;
+    ttft_s = 0.5                  #   ``fabricopt serve``)
+    tpot_s = 0.05
 
 Rules:
 
 - Top-level keys are exactly ``name``, ``family``, ``description``, ``source``,
-  ``departures``, ``params``, ``sweep``, ``layout``, ``catalog``, ``policy`` and ``job``;
+  ``departures``, ``params``, ``sweep``, ``layout``, ``catalog``, ``policy``, ``job`` and
+  ``serving``;
   ``family`` is required.
   ``source`` names the published design (paper, reference architecture) the file follows and
   ``departures`` says where the file departs from it; the shipped files give both.
@@ -43,10 +48,11 @@ Rules:
 - ``layout`` and ``catalog`` are tables, passed through untouched; ``policy`` is a preset name
   of :class:`~fabricopt.Policy` or a table of its fields, checked when the file is read;
   ``job`` is a table passed through untouched (its keys are checked by
-  :func:`fabricopt.workload.plan.job_from_mapping` when a job is built from it).
+  :func:`fabricopt.workload.plan.job_from_mapping` when a job is built from it), and so is
+  ``serving`` (checked by ``fabricopt serve`` when it serves the workload).
 
 Each fabric records where it came from in :attr:`Fabric.design`: ``{"file", "family",
-"description", "source", "departures", "layout", "catalog", "policy", "job"}``.
+"description", "source", "departures", "layout", "catalog", "policy", "job", "serving"}``.
 """
 
 from __future__ import annotations
@@ -66,7 +72,7 @@ from ..fabric import Fabric
 from ..generators import GENERATORS, keyword_parameters, make
 
 ALLOWED_KEYS = ("name", "family", "description", "source", "departures", "params", "sweep",
-                "layout", "catalog", "policy", "job")
+                "layout", "catalog", "policy", "job", "serving")
 
 
 def _format_value(value: Any) -> str:
@@ -89,7 +95,7 @@ def load_design(path: str | os.PathLike[str], **overrides: Any) -> Fabric | list
     Fabric or list of Fabric
         One fabric, or one per combination when the file has a ``[sweep]`` table. Each carries
         ``design = {"file", "family", "description", "source", "departures", "layout",
-        "catalog", "policy", "job"}``.
+        "catalog", "policy", "job", "serving"}``.
 
     Raises
     ------
@@ -233,7 +239,7 @@ def _read_design(path: str | os.PathLike[str], overrides: dict[str, Any]) -> _De
     for key in ("name", "description", "source", "departures"):
         if key in data and not isinstance(data[key], str):
             raise DesignFileError(f"{where}: key {key!r} must be a string, got {data[key]!r}")
-    for key in ("params", "sweep", "layout", "catalog", "job"):
+    for key in ("params", "sweep", "layout", "catalog", "job", "serving"):
         if key in data and not isinstance(data[key], dict):
             raise DesignFileError(f"{where}: key {key!r} must be a table ([{key}]), got "
                                   f"{data[key]!r}")
@@ -287,7 +293,8 @@ def _read_design(path: str | os.PathLike[str], overrides: dict[str, Any]) -> _De
     design = {"file": where, "family": family, "description": data.get("description", ""),
               "source": data.get("source", ""), "departures": data.get("departures", ""),
               "layout": data.get("layout", {}), "catalog": data.get("catalog", {}),
-              "policy": data.get("policy"), "job": data.get("job", {})}
+              "policy": data.get("policy"), "job": data.get("job", {}),
+              "serving": data.get("serving", {})}
     base_name = data.get("name")
 
     sweep_keys = None if "sweep" not in data else list(sweep)

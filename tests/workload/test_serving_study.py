@@ -113,3 +113,28 @@ def test_a_search_file_carries_the_serving_workload(tmp_path, capsys, monkeypatc
     bad.write_text(SEARCH_FILE.replace('model = "llama3-8b"', 'modle = "llama3-8b"'))
     assert main(["optimize", str(bad)]) == 2
     assert "unknown key 'modle' (did you mean 'model'?)" in capsys.readouterr().err
+
+
+def test_a_design_file_carries_a_serving_workload_for_serve(tmp_path, capsys):
+    from fabricopt.cli import main
+
+    path = tmp_path / "dgx.toml"
+    table = SEARCH_FILE[SEARCH_FILE.index("[serving]"):]
+    path.write_text('family = "dgx_h100"\n' + table + "ttft_s = 0.5\ntpot_s = 0.05\n")
+    assert fo.load_design(path).design["serving"]["model"] == "llama3-8b"
+    # fabricopt serve FILE serves the file's workload at its targets, on its plan; a flag
+    # replaces one of its keys (here the TTFT target, the TPOT target still the file's).
+    assert main(["serve", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "llama3-8b on DGX H100" in out and "TTFT p99 <= 0.5 s and TPOT p99 <= 0.05 s" in out
+    assert "tp=8, batch=16" in out
+    assert main(["serve", str(path), "--ttft", "1"]) == 0
+    assert "TTFT p99 <= 1 s and TPOT p99 <= 0.05 s" in capsys.readouterr().out
+    # A misspelt key is named with the file; no model anywhere is said before any work.
+    path.write_text('family = "dgx_h100"\n[serving]\nmodel = "llama3-8b"\nttft = 1\n')
+    assert main(["serve", str(path)]) == 2
+    assert "dgx.toml: [serving]: unknown key 'ttft' (did you mean 'ttft_s'?)" in \
+        capsys.readouterr().err
+    assert main(["serve", "dgx_h100"]) == 2
+    assert "name a model with --model, or give the design file a [serving] table" in \
+        capsys.readouterr().err
