@@ -44,7 +44,7 @@ from .errors import (
     InvalidParameterError,
     TrafficError,
 )
-from .fabric import Fabric, FabricSummary, from_networkx
+from .fabric import Fabric, FabricSummary
 from .failures import (
     CuttingSet,
     EverySingle,
@@ -83,6 +83,7 @@ from .flow import (
 from .generators import *  # noqa: F403  (every generator; the list lives there)
 from .generators import __all__ as _generator_names
 from .io import load_design, read_graphml, read_json, write_graphml, write_json
+from .io.networkx_graphs import from_networkx
 from .plot import (
     draw,
     plot_criticality,

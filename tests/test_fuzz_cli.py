@@ -37,7 +37,12 @@ BASE = {"show": ["ring", "n=3"], "solve": ["ring", "n=3"], "bom": ["ring", "n=3"
         "tco": ["ring", "n=3"],
         "compare": ["ring", "n=3"], "draw": ["ring", "n=3", "-o", "x.png"],
         "optimize": ["search.toml"], "train": ["ring", "n=8", "--model", "llama3-8b"],
-        "failures": ["ring", "n=4"], "worst-case": ["ring", "n=4"]}
+        "failures": ["ring", "n=4"], "worst-case": ["ring", "n=4"],
+        # one batch of a fixed plan: the quickest serving question (about a second)
+        "serve": ["dgx_h100", "--model", "llama3-8b", "--tp", "8", "--batch", "4",
+                  "--prompt-len", "128", "--output-len", "4"],
+        "maxflow": ["ring", "n=4", "--from", "n0", "--to", "n1"],
+        "paths": ["ring", "n=4", "n0", "n1"]}
 
 #: Bad words by the kind of value a flag takes: numbers out of range, non-finite or not
 #: numbers at all; text that names nothing; an empty word.
@@ -141,7 +146,10 @@ def test_every_flag_with_bad_words_is_accepted_or_one_line_exit_2(argv, workdir,
 def test_a_repeated_key_is_one_line_exit_2(command, workdir, capsys):
     # the last value silently won: ring n=4 n=5 drew a ring of 5
     argv = [command, "ring", "n=4", "n=5"] + {"draw": ["-o", "x.png"],
-                                              "train": ["--model", "llama3-8b"]}.get(command, [])
+                                              "train": ["--model", "llama3-8b"],
+                                              "serve": ["--model", "llama3-8b"],
+                                              "maxflow": ["--from", "n0", "--to", "n1"],
+                                              "paths": ["n0", "n1"]}.get(command, [])
     code, err = _run(argv, capsys)
     assert code == 2 and len(err) == 1 and "'n' is given twice" in err[0], err
 
@@ -195,7 +203,7 @@ def test_unreachable_scheduler_is_one_line_exit_2(workdir, capsys, monkeypatch):
 @pytest.mark.parametrize(("argv", "expected"), [
     (["solve", "ring", "n=3", "--traffic", "all-to-all:3"], "takes no ':' suffix"),
     (["solve", "ring", "n=3", "--traffic", "longest-matching:x"], "takes no ':' suffix"),
-    (["draw", "ring", "n=3", "-o", ""], "must be an image file name"),  # wrote '.png'
+    (["draw", "ring", "n=3", "-o", ""], "an empty word is not a value"),  # wrote '.png'
     (["draw", "ring", "n=3", "-o", "fig"], "must be an image file name"),
     (["draw", "ring", "n=3", "-o", "x.png", "--dpi", "nan"], "--dpi must be a finite"),
     # 7 x 3.6 in at 100,000 dpi is 2.5e11 pixels: MemoryError before
@@ -269,8 +277,8 @@ _LLAMA_ON_DGX = ["train", "dgx_h100", "--model", "llama3-8b", "--tp", "8", "--gl
     # printed energy, maintenance and total as "inf USD", exit 0
     (["tco", "ring", "n=4", "link_gbps=400", "--years", "1e308"], "total cost overflows"),
     (["tco", "ring", "n=4", "link_gbps=400", "--usd-per-kwh", "1e308"], "usd_per_kwh=1e+308"),
-    (["tco", "ring", "n=4", "link_gbps=400", "--pue", "0.5"], "pue must be a power usage "
-                                                              "effectiveness >= 1"),
+    (["tco", "ring", "n=4", "link_gbps=400", "--pue", "0.5"], "--pue: must be a finite "
+                                                              "number >= 1"),
 ])
 def test_cli_rows_of_the_third_pass(argv, expected, workdir, capsys):
     code = main(argv)

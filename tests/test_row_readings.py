@@ -13,7 +13,7 @@ import pytest
 import fabricopt as fo
 from fabricopt._gc import frozen_gc
 from fabricopt._unchanged import unchanged
-from fabricopt.fabric import _is_capacity, _is_link_count
+from fabricopt.fabric import _is_capacity, is_link_count
 from fabricopt.flow.bounds import _read_partitions, hierarchy_partitions
 from fabricopt.generators._builder import FabricBuilder
 from fabricopt.graph_arrays import GraphArrays
@@ -41,7 +41,7 @@ def test_capacity_and_link_checks_answer_as_the_abc_checks(value):
         return math.isfinite(x) and x >= 1 and float(x).is_integer()
 
     assert _outcome(_is_capacity, value) == _outcome(capacity, value)
-    assert _outcome(_is_link_count, value) == _outcome(link_count, value)
+    assert _outcome(is_link_count, value) == _outcome(link_count, value)
 
 
 def test_frozen_gc_nests_and_leaves_a_callers_freeze_alone():

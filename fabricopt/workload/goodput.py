@@ -158,6 +158,18 @@ def _check_rates(func: str, failure_model: Any) -> FailureRates:
                "(FailureRates.load(path) reads yours)", type(failure_model).__name__)
 
 
+def _checkpoint_interval(given: float | None, write: float, interrupt_rate: float,
+                         mtbi: float) -> tuple[float, str]:
+    """The checkpoint interval (s) and where it comes from: the one given, else Young/Daly's
+    for the mean time between unplanned interruptions, else never (no cost or no failure)."""
+    if given is not None:
+        return given, "given"
+    if write > 0 and math.isfinite(mtbi):
+        return young_daly_interval(write, 1.0 / interrupt_rate if interrupt_rate
+                                   else mtbi), "Young/Daly"
+    return math.inf, "never: no checkpoint cost or no failure"
+
+
 def training_goodput(fab: Fabric, job: TrainingJob, *, failure_model: FailureRates | None = None,
                      checkpoint_s: float | None = None,
                      checkpoint_write_s: float = CHECKPOINT_WRITE_S,
@@ -282,14 +294,7 @@ def training_goodput(fab: Fabric, job: TrainingJob, *, failure_model: FailureRat
     planned_rate = planned / DAY_S
     total_rate = interrupt_rate + planned_rate
     mtbi = math.inf if total_rate == 0 else 1.0 / total_rate
-    if checkpoint_s is None:
-        if write > 0 and math.isfinite(mtbi):
-            tau, origin = young_daly_interval(write, 1.0 / interrupt_rate if interrupt_rate
-                                              else mtbi), "Young/Daly"
-        else:
-            tau, origin = math.inf, "never: no checkpoint cost or no failure"
-    else:
-        tau, origin = checkpoint_s, "given"
+    tau, origin = _checkpoint_interval(checkpoint_s, write, interrupt_rate, mtbi)
     lost_work = (tau + write) / 2 if math.isfinite(tau) else 0.0
     if interrupt_rate > 0 and not math.isfinite(tau):
         lost_work = 1.0 / interrupt_rate  # never a checkpoint: on average all since the start
