@@ -32,6 +32,8 @@ EXEMPT = {
     "FailureModel.draw": "abstract: each model's own draw is fuzzed",
     "FailureModel.enumerate": "the base returns None (nothing to list); each model's own is "
                               "fuzzed",
+    "ServingPlan.with_": "its keywords are ServingPlan's own fields, each checked by "
+                         "ServingPlan (fuzzed in test_fuzz.py)",
 }
 
 
@@ -65,7 +67,27 @@ def _valid_method_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
                           constraints={"tp": 8, "pp": 1})
     dgx = fo.dgx_h100()
     best = plans.run(dgx)
+    saved_rates = tmp_path / "rates.toml"
+    saved_rates.write_text("")
+    rates = fo.FailureRates.default()
+    group = fo.group_max_flow(fab, "n0", "n1")
+    job8 = fo.TrainingJob("llama3-8b", tp=8, global_batch=8, seq_len=1024)
+    on_job = fo.job_failures(dgx, job8, kind="gpus")
+    serving = fo.ServingJob("llama3-8b", fo.ServingPlan(tp=8, batch=4))
+    on_serving = fo.single_failures(dgx, kind="gpus", job=serving)
+    load = fo.simulate_serving(dgx, "llama3-8b", fo.ServingPlan(tp=8, batch=4), rate=5.0,
+                               requests=100, prompt_len=128, output_len=4)
+    picked = fo.Selected("tier=ring", kind="links")
     return {
+        "FailureRates.load": (fo.FailureRates.load, {"path": saved_rates, "merge": True}),
+        "FailureRates.merged": (rates.merged, {"data": {}, "origin": "test"}),
+        "GroupFlow.check": (group.check, {"fab": fab}),
+        "JobFailureTable.share": (on_job.share, {"row": on_job.rows[0]}),
+        "ServingFailureTable.share": (on_serving.share, {"row": on_serving.rows[0]}),
+        "ServingLoad.percentile": (load.percentile, {"q": 99.0}),
+        "Selected.units": (picked.units, {"fab": fab}),
+        "Selected.enumerate": (picked.enumerate, {"fab": fab}),
+        "Selected.draw": (picked.draw, {"fab": fab, "rng": np.random.default_rng(0)}),
         "PlanSearch.run": (plans.run, {"fab": dgx}),
         "PlanSearch.from_mapping": (fo.PlanSearch.from_mapping,
                                     {"table": {"model": "llama3-8b", "plan": "best",
@@ -113,6 +135,9 @@ def _valid_method_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
 MESSAGE_LABELS = {"func"}
 
 FUZZED_METHODS = [
+    "FailureRates.load", "FailureRates.merged", "GroupFlow.check", "JobFailureTable.share",
+    "ServingFailureTable.share", "ServingLoad.percentile", "Selected.units",
+    "Selected.enumerate", "Selected.draw",
     "Fabric.injection_gbps", "Fabric.scale_out_injection_gbps", "Fabric.without_links",
     "Fabric.without", "Traffic.uniform", "Traffic.restrict", "Traffic.scaled",
     "Traffic.check_endpoints", "Catalog.load", "Catalog.merged", "CostEstimate.count",

@@ -122,6 +122,7 @@ class GroupFlow:
         ...                                     link_gbps=100))[0]
         ([], 'flow 400 on g0->leaf0 outside [0, 100]')
         """
+        check_fabric("GroupFlow.check", fab)
         g = fab.graph
         problems = []
         tol = TOLERANCE * max(1.0, self.value_gbps)

@@ -456,6 +456,7 @@ class Selected(FailureModel):
         """Every unit the selector picks, with its weight (bundles of ``n`` links: ``n``
         units)."""
         func = "Selected"
+        check_fabric("Selected.units", fab)
         g = fab.graph
         if self.kind == "switches":
             picked = [v for v in select_nodes(fab, self.select, _func=func, _name="select")

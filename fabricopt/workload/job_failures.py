@@ -127,6 +127,8 @@ class JobFailureTable:
 
     def share(self, row: JobFailureOrbit) -> float:
         """The row's tokens per second over the intact job's."""
+        if not isinstance(row, JobFailureOrbit):
+            raise fail("JobFailureTable.share", "row", "a JobFailureOrbit (one of .rows)", row)
         return row.tokens_per_s / self.intact_tokens_per_s
 
     @property

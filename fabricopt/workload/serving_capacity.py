@@ -156,7 +156,10 @@ class ServingLoad:
     tpot_all_s: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))
 
     def percentile(self, q: float) -> tuple[float, float]:
-        """(TTFT, TPOT) at percentile ``q`` (of the requests after the warm-up)."""
+        """(TTFT, TPOT) at percentile ``q`` (0 to 100) of the requests after the warm-up."""
+        if isinstance(q, bool) or not isinstance(q, int | float) or not 0 <= q <= 100:
+            raise InvalidParameterError(f"ServingLoad.percentile(): q must be a percentile "
+                                        f"from 0 to 100 (99 for p99), got {q!r}")
         return (float(np.percentile(self.ttft_all_s, q)),
                 float(np.percentile(self.tpot_all_s, q)) if self.tpot_all_s.size else 0.0)
 

@@ -155,6 +155,9 @@ class ServingFailureTable:
 
     def share(self, row: ServingFailureOrbit) -> float:
         """The row's tokens per second over the intact deployment's."""
+        if not isinstance(row, ServingFailureOrbit):
+            raise fail("ServingFailureTable.share", "row", "a ServingFailureOrbit (one of "
+                       ".rows)", row)
         return row.tokens_per_s / self.intact_tokens_per_s
 
     @property
