@@ -275,6 +275,13 @@ def _on_alarm(signum, frame):
     raise _Hang
 
 
+#: Values no argument takes: a call that returns with one of them accepted it silently.
+NEVER_VALID = {"nan", "object()"}
+#: ... except where one is a documented meaning: (function, argument, value shown). None now
+#: (``inf`` is not in NEVER_VALID: for a latency target or a time limit it means "none").
+MEANT: set[tuple[str, str, str]] = set()
+
+
 def _fuzz_one(label: str, func: Callable, kwargs: dict[str, Any],
               skip: Collection[str] = ()) -> list[str]:
     """Call ``func`` with each bad value in place of each argument (but those in ``skip``);
@@ -298,6 +305,8 @@ def _fuzz_one(label: str, func: Callable, kwargs: dict[str, Any],
             signal.alarm(HANG_S)
             try:
                 func(**args)
+                if shown in NEVER_VALID and (short, p.name, shown) not in MEANT:
+                    problems.append(f"{where}: accepted without a word")
             except _Hang:
                 problems.append(f"{where}: still running after {HANG_S} s")
             except fo.FabricOptError as exc:

@@ -132,7 +132,7 @@ def _valid_method_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
 
 #: Parameters that only label a message (the public function calling the method passes its
 #: own name), not an input a caller gets wrong.
-MESSAGE_LABELS = {"func"}
+MESSAGE_LABELS = {"func", "where"}
 
 FUZZED_METHODS = [
     "FailureRates.load", "FailureRates.merged", "GroupFlow.check", "JobFailureTable.share",

@@ -207,6 +207,15 @@ def solve_flow_model(model: FlowModel, backend: str = "highs", time_limit: float
         raise InvalidParameterError(f"solve_flow_model(): model must be a FlowModel (from "
                                     f"build_flow_lp), got {type(model).__name__}")
     time_limit = check_solve_args("solve_flow_model", backend, time_limit)
+    if not isinstance(fabric_name, str):
+        raise InvalidParameterError(f"solve_flow_model(): fabric_name must be a string (the "
+                                    f"name the result carries), got {fabric_name!r}")
+    if (not isinstance(tiers, tuple | list) or not all(isinstance(t, str) for t in tiers)
+            or len(tiers) not in (0, model.ga.n_arcs)):
+        raise InvalidParameterError(f"solve_flow_model(): tiers must be empty or one tier "
+                                    f"name per arc of the model ({model.ga.n_arcs}), got "
+                                    f"{tiers!r}"[:200])
+    tiers = tuple(tiers)
     check_lp_memory("solve_flow_model", model)
     sol = solve_lp(model.lp, backend, time_limit, **backend_options)
     result = certified_result(model, sol, method="lp", backend=backend, fabric_name=fabric_name,
