@@ -46,3 +46,18 @@ def test_failures_plot_needs_an_image_name_before_any_solve(tmp_path, monkeypatc
     assert list(tmp_path.iterdir()) == []
     assert main(["failures", "ring", "n=4", "--plot", "ranking.svg"]) == 0
     assert (tmp_path / "ranking.svg").exists()
+
+
+def test_a_cut_off_gpu_is_disconnected_exactly_and_solve_exits_0(tmp_path, capsys):
+    # ring(4) without both links of n0: n0 reaches nobody, so all-to-all theta is 0, proven
+    # (a pair with no path). The status says so; it is an exact answer, not a failed solve.
+    import fabricopt as fo
+
+    fab = fo.ring(4).without(links=[("n0", "n1"), ("n0", "n3")])
+    r = fo.max_concurrent_flow(fab)
+    assert (r.status, r.exact, r.lower, r.upper) == ("disconnected", True, 0.0, 0.0)
+    assert "n0" in r.unreachable and fo.check_certificate(fab, r).ok
+    path = tmp_path / "cut.json"
+    fo.write_json(fab, path)
+    assert main(["solve", str(path)]) == 0
+    assert "cannot reach" in capsys.readouterr().out

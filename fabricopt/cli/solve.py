@@ -115,7 +115,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
             print()
         else:
             rows.append(solve_row(fab, result, bisection, bounds, routed))
-        if result.status not in ("optimal", "inexact"):
+        if result.status not in ("optimal", "inexact", "disconnected"):
             worst = 1
     if rows:
         print_rows(rows, args.format)

@@ -12,6 +12,7 @@ and inspect or export the LP::
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from .._stages import stage_report
@@ -176,7 +177,15 @@ def max_concurrent_flow(fab: Fabric, traffic: Traffic | None = None, *, method: 
                           include_endpoint_links=include_endpoint_links, progress=progress,
                           bounds_first=bounds_first, budget=Budget(time_limit, start, work_limit),
                           warm=warm, backend_options=backend_options, report=report, ga=ga)
-    return run(plan(problem, stages), problem)
+    return disconnected(run(plan(problem, stages), problem))
+
+
+def disconnected(result: FlowResult) -> FlowResult:
+    """``result`` with status ``"disconnected"`` when a demand pair has no path at all
+    (``result.unreachable`` names it): theta is 0, exactly, whichever method proved it."""
+    if result.unreachable and result.status == "optimal" and result.upper == 0:
+        return replace(result, status="disconnected")
+    return result
 
 
 def _checked_stages(stages: Any) -> tuple[Stage, ...]:

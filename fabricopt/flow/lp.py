@@ -50,7 +50,8 @@ STATUS_MEANINGS = {
     "error": "an unknown solver status with no point that proves a lower bound, or a "
              "symmetry claim that failed its spot check",
     "exact": "a routing evaluated as deployed: theta is its loads' exact value (no solver)",
-    "disconnected": "a routing with a demand pair that has no path: theta is 0",
+    "disconnected": "a demand pair has no path at all (a routing's, or a throughput "
+                    "result's, named by its unreachable): theta is 0, exactly",
 }
 
 #: pulp's problem status (``LpProblem.status``) in :data:`STATUSES`.

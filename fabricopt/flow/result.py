@@ -176,8 +176,8 @@ class FlowResult:
     @property
     def exact(self) -> bool:
         """True when the bracket closes: both bounds finite and
-        ``upper - lower <= 1e-6 * upper``."""
-        return (self.status == "optimal" and math.isfinite(self.upper)
+        ``upper - lower <= 1e-6 * upper`` (``"disconnected"``: both 0, a pair has no path)."""
+        return (self.status in ("optimal", "disconnected") and math.isfinite(self.upper)
                 and self.upper - self.lower <= 1e-6 * max(self.upper, 1e-300))
 
     @property

@@ -236,7 +236,7 @@ def _all_to_all(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
             "all_to_all_theta": r.lower, "all_to_all_theta_upper": r.upper,
             "all_to_all_gbps_per_gpu": r.lower * per_gpu,
             "all_to_all_gbps_per_gpu_upper": r.upper * per_gpu,
-            "all_to_all_exact": r.status == "optimal", "binding_tier": r.binding_tier,
+            "all_to_all_exact": r.exact, "binding_tier": r.binding_tier,
             "all_to_all_work_limit": r.work_limit,
             "all_to_all_proven_by": _proven_by(r.stages)}
 

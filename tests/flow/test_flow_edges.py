@@ -67,7 +67,8 @@ def test_a_gpu_cut_off_in_bit_per_second_is_zero_with_the_pair_named(method):
     for _, _, d in fab.graph.edges(data=True):
         d["capacity"] = 4e11
     r = fo.max_concurrent_flow(fab, method=method)
-    assert r.status == "optimal" and r.exact, r.message
+    # Before: "optimal" with the pair in unreachable; now the status itself says it.
+    assert r.status == "disconnected" and r.exact, r.message
     assert (r.theta, r.lower, r.upper) == (0.0, 0.0, 0.0)
     assert "n0" in r.unreachable
     assert "disconnected" in str(r) and "cannot reach" in str(r)
