@@ -14,9 +14,9 @@ import fabricopt as fo
 from fabricopt._gc import frozen_gc
 from fabricopt._unchanged import unchanged
 from fabricopt.fabric import _is_capacity, is_link_count
-from fabricopt.flow.bounds import _read_partitions, hierarchy_partitions
+from fabricopt.flow.bounds import hierarchy_partitions
 from fabricopt.generators._builder import FabricBuilder
-from fabricopt.graph_arrays import GraphArrays
+from fabricopt.graph_arrays import FabricShape, GraphArrays
 
 ODD_NUMBERS = [1, 0, -1, 2, 2.5, 1.0, 0.0, -0.0, math.inf, -math.inf, math.nan, True, False,
                "1", None, np.float64(3), np.int64(0), np.int64(2), np.float32(math.nan)]
@@ -91,7 +91,7 @@ def test_hierarchy_partitions_read_once_per_arrays_in_a_row():
         first, again = hierarchy_partitions(fab, ga), hierarchy_partitions(fab, ga)
         assert all(a is b for a, b in zip(first, again, strict=True))
         assert not any(p.flags.writeable for p in first)
-    fresh = _read_partitions(fab, GraphArrays.from_fabric(fab))
+    fresh = FabricShape(fab, GraphArrays.from_fabric(fab)).hierarchy  # read anew
     assert len(fresh) == len(first)
     assert all(np.array_equal(a, b) for a, b in zip(first, fresh, strict=True))
     # The first partition leaves every node alone (an endpoint's own links).

@@ -21,10 +21,7 @@ no LP is needed (``docs/bounds-first.md`` lists the families that close this way
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from dataclasses import replace
-from itertools import repeat
-from operator import is_, methodcaller
 from typing import Any
 
 import numpy as np
@@ -32,7 +29,8 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from .._unchanged import once
-from ..graph_arrays import GraphArrays
+from ..graph_arrays import HIERARCHY_KEYS as HIERARCHY_KEYS  # its home now: the shape
+from ..graph_arrays import FabricShape, GraphArrays
 from ..traffic import Traffic
 from .approx import CoreGraph, ecmp_columns
 from .bounds_first.domain_relays import route_between_domains, route_inside_domains
@@ -40,8 +38,6 @@ from .bounds_first.rebalance import rebalanced_flows
 from .bounds_first.tor_routing import route_by_attach_lp
 from .formulation import FlowModel
 
-#: Node attributes that name a level of a fabric's hierarchy (set by the generators).
-HIERARCHY_KEYS = ("node", "rail", "su", "pod", "plane", "group", "dc")
 #: Largest commodities x core arcs for which the ECMP lower bound is built (it keeps one
 #: flow per commodity and arc: 8 bytes each, 400 MB at this size).
 ECMP_MAX_ENTRIES = 50_000_000
@@ -59,67 +55,14 @@ def hierarchy_partitions(fab: Any, ga: GraphArrays) -> list[np.ndarray]:
     bisection each ask), and read-only."""
     # Keyed by the arrays' identity, which the reading holds so the id cannot be reused.
     held, parts = once(fab, f"hierarchy_partitions {id(ga)}",
-                       lambda: (ga, _read_partitions(fab, ga)))
-    return list(parts) if held is ga else _read_partitions(fab, ga)
+                       lambda: (ga, FabricShape(fab, ga).hierarchy))
+    return list(parts) if held is ga else list(FabricShape(fab, ga).hierarchy)
 
 
-def _read_partitions(fab: Any, ga: GraphArrays) -> list[np.ndarray]:
-    g = fab.graph
-    n = ga.n_nodes
-    out: list[np.ndarray] = [np.arange(n)]  # every node alone: an endpoint's own links
-    server = None
-
-    def attribute(key: str, default: Any = None) -> list[Any]:
-        # In the arrays' node order (ga.nodes is list(g.nodes), the order of g._node), one
-        # C-level map per key over the attribute dicts (the view's generator took a fifth of
-        # a second per row on a 24,576-GPU cluster).
-        return list(map(methodcaller("get", key, default), g._node.values()))
-
-    nodes_of = attribute("node")
-    for key in HIERARCHY_KEYS:
-        values = nodes_of if key == "node" else attribute(key)
-        if all(x is None for x in values):
-            continue
-        label = _labels(values)
-        out.append(label)
-        if key == "node":
-            server = label
-    layer = np.array([x or 0 for x in attribute("layer", 0)], dtype=float)
-    # The server is the first group; network switches (no ``node``) join layer by layer.
-    rows, cols = [np.arange(n)], [np.arange(n) if server is None else _first_of(server)]
-    network = np.array([x is None for x in nodes_of], dtype=bool)
-    for level in np.unique(layer[network & (layer > 0)]):
-        down = network[ga.tail] & (layer[ga.tail] == level) & (layer[ga.head] < level)
-        rows.append(ga.tail[down])
-        cols.append(ga.head[down])
-        joined = sp.csr_matrix((np.ones(sum(len(r) for r in rows)),
-                                (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
-        out.append(connected_components(joined, directed=False)[1])
-    for label in out:
-        label.flags.writeable = False
-    return out
-
-
-def _labels(values: list[Hashable]) -> np.ndarray:
-    """A group id per node from its attribute value; nodes without one are alone.
-
-    >>> _labels([3, None, 3, "a", None]).tolist()
-    [0, 3, 0, 2, 4]
-    """
-    # Coded by C-level maps over a dict of the distinct values (a loop building a key per
-    # node took a sixth of a second per row on a 24,576-GPU cluster).
-    code = {x: i for i, x in enumerate(dict.fromkeys(values))}
-    label = np.fromiter(map(code.__getitem__, values), dtype=np.int64, count=len(values))
-    alone = np.flatnonzero(np.fromiter(map(is_, values, repeat(None)), dtype=bool,
-                                       count=len(values)))
-    label[alone] = len(code) + np.arange(len(alone))
-    return label
-
-
-def _first_of(label: np.ndarray) -> np.ndarray:
-    """For each node, the first node with the same label (joins a group to one node)."""
-    _, first, inverse = np.unique(label, return_index=True, return_inverse=True)
-    return first[inverse]
+def rail_labels(fab: Any, ga: GraphArrays) -> np.ndarray | None:
+    """The ``rail`` attribute of each node of ``ga`` as an integer label (-1 for none);
+    None when no node has one (:attr:`~fabricopt.graph_arrays.FabricShape.rail`)."""
+    return FabricShape(fab, ga).rail
 
 
 def structural_cut_lengths(fab: Any, traffic: Traffic, ga: GraphArrays,
@@ -336,17 +279,6 @@ def pxn_entries(g: CoreGraph, domain: np.ndarray, rail: np.ndarray, live: np.nda
     last = (np.array(hops).T if hops else np.zeros((4, 0)))
     return entries, (last[0].astype(np.int64), last[1].astype(np.int64),
                      last[2].astype(np.int64), last[3])
-
-
-def rail_labels(fab: Any, ga: GraphArrays) -> np.ndarray | None:
-    """The ``rail`` attribute of each node of ``ga`` as an integer label (-1 for none);
-    None when no node has one."""
-    values = [fab.graph.nodes[v].get("rail") for v in ga.nodes]
-    if all(x is None for x in values):
-        return None
-    ids: dict[Hashable, int] = {}
-    return np.array([-1 if x is None else ids.setdefault(x, len(ids)) for x in values],
-                    dtype=np.int64)
 
 
 def _add_last_hops(g: CoreGraph, up: np.ndarray, flows: np.ndarray,
