@@ -61,6 +61,19 @@ class Pattern:
     links: Mapping[frozenset, int]
     switches: frozenset[Hashable]
 
+    def removal(self, fab: Any) -> tuple[dict[tuple, int], list[Hashable]]:
+        """What :meth:`~fabricopt.Fabric.without` takes to apply the pattern to ``fab``:
+        physical links per arc (a bundle given as 0 fails whole; those of a failed switch go
+        with it) and the switches."""
+        g = fab.graph
+        links = {}
+        for pair, n in self.links.items():
+            if pair & self.switches:
+                continue
+            u, v = tuple(pair)
+            links[(u, v)] = n if n else int(g[u][v].get("links", 1))
+        return links, list(self.switches)
+
 
 def _union_labels(n: int, pairs: np.ndarray) -> np.ndarray:
     """Connected-component labels of ``n`` items joined by the rows of ``pairs``."""

@@ -206,17 +206,6 @@ def _screen(intact: FlowResult, fab: Fabric, pattern: Pattern) -> float:
     return lost / total
 
 
-def _as_removal(pattern: Pattern, fab: Fabric) -> tuple[dict[tuple, int], list[Hashable]]:
-    g = fab.graph
-    links = {}
-    for pair, n in pattern.links.items():
-        if pair & pattern.switches:
-            continue
-        u, v = tuple(pair)
-        links[(u, v)] = n if n else int(g[u][v].get("links", 1))
-    return links, list(pattern.switches)
-
-
 def solve_orbits(fab: Fabric, kind: str, tiers: Any, *, traffic: Traffic | None,
                  method: str, warm_start: bool, symmetry: bool, order: str, func: str,
                  solve_options: dict[str, Any], intact: FlowResult | None = None,
@@ -256,7 +245,7 @@ def solve_orbits(fab: Fabric, kind: str, tiers: Any, *, traffic: Traffic | None,
                          order)
     out = intact.mean_out_gbps
     for o in work:
-        links, switches = _as_removal(o["pattern"], fab)
+        links, switches = o["pattern"].removal(fab)
         failed = fab.without(links=links, switches=switches)
         r = (exact_shortcut(failed, traffic, method, solve_options, warm)
              or _closed_by_reroute(failed, traffic, around)
@@ -549,7 +538,7 @@ def _fail_representative(fab: Fabric, kind: str, row: FailureOrbit) -> Fabric:
     if kind == "switches":
         return fab.without(switches=[member])
     grp = next(g for g in risk_groups(fab) if g.name == member)
-    links, switches = _as_removal(Pattern({p: 0 for p in grp.links}, grp.switches), fab)
+    links, switches = Pattern({p: 0 for p in grp.links}, grp.switches).removal(fab)
     return fab.without(links=links, switches=switches)
 
 

@@ -358,17 +358,6 @@ def _units(fab: Fabric, kind: str, tiers: frozenset[str] | None,
             for grp in risk_groups(fab)]
 
 
-def _removal(fab: Fabric, pattern: Pattern) -> tuple[dict[tuple, int], list[Hashable]]:
-    g = fab.graph
-    links = {}
-    for pair, n in pattern.links.items():
-        if pair & pattern.switches:
-            continue
-        u, v = tuple(pair)
-        links[(u, v)] = n if n else int(g[u][v].get("links", 1))
-    return links, list(pattern.switches)
-
-
 def _tier(fab: Fabric, pattern: Pattern | None) -> str | None:
     if pattern is None:
         return None
@@ -588,7 +577,7 @@ def _row(fab: Fabric, kind: str, orbit: dict[str, Any], view: _JobView,
         note = ("not solved (solve=False): the intact step, an optimistic figure; its "
                 "certified bound still holds, a failure only removes capacity")
     elif orbit["solve"]:
-        links, switches = _removal(fab, unit.pattern)
+        links, switches = unit.pattern.removal(fab)
         with paused_gc():  # a copy of the graph: millions of objects, no garbage
             failed = fab.without(links=links, switches=switches)
         try:

@@ -44,7 +44,6 @@ from .job_failures import (
     _check_kinds,
     _check_tier_filter,
     _LazyKeys,
-    _removal,
     _tier,
     _units,
 )
@@ -344,7 +343,7 @@ def _row(fab: Fabric, kind: str, orbit: dict[str, Any], job: ServingJob, r: Repl
     action, cut, servers, lost = orbit["outcome"]
     left, now, note = r.replicas, intact, ""
     if orbit["solve"]:
-        links, switches = _removal(fab, unit.pattern)
+        links, switches = unit.pattern.removal(fab)
         try:
             failed = replica(fab.without(links=links, switches=switches), job.config,
                              job.plan, gpu=job.gpu, catalog=catalog, func=func)
