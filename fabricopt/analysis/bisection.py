@@ -44,7 +44,7 @@ from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_endpoint_group
 from ..flow import max_concurrent_flow
 from ..flow.bounds import hierarchy_partitions, structural_cut_lengths
-from ..flow.valiant import ValiantBound, best_hub_level
+from ..flow.two_phase.rate import ValiantBound, best_hub_level
 from ..generators.recipe import try_replay
 from ..graph_arrays import GraphArrays, arc_labels
 from ..traffic import all_to_all

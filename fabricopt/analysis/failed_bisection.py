@@ -9,7 +9,7 @@ This bound weighs each failed link by the flow a split really sends over it.
 
 * **A flow for every split.** In the intact fabric, two-phase routing at a certified rate
   :math:`r` (fewest-hop WCMP phase-1 flows to the hubs, phase 2 their reverse,
-  :mod:`fabricopt.flow.valiant_bounds`) carries, for any split of the :math:`N` endpoints
+  :mod:`fabricopt.flow.two_phase.bounds`) carries, for any split of the :math:`N` endpoints
   into halves :math:`A, B` of :math:`N/2`, a flow :math:`f^A` from :math:`A` to :math:`B` of
   value :math:`v = r N/2`: each endpoint of :math:`A` sends :math:`r` to the hubs, the hubs
   pass it on to :math:`B`. It is linear in :math:`A`:
@@ -40,8 +40,8 @@ from collections.abc import Hashable
 import numpy as np
 
 from ..fabric import Fabric
-from ..flow.valiant import hub_levels, hub_shares
-from ..flow.valiant_bounds import hops_to_hubs, wcmp_phase_one
+from ..flow.two_phase.bounds import hops_to_hubs, wcmp_phase_one
+from ..flow.two_phase.rate import hub_levels, hub_shares
 from ..graph_arrays import GraphArrays
 
 #: Most failed links weighed together (every side of the nodes they touch is tried).
@@ -113,7 +113,7 @@ def _reverse(ga: GraphArrays) -> np.ndarray | None:
 def _phase_one_shares(ga: GraphArrays, hub_idx: np.ndarray, share: np.ndarray,
                       ep_idx: np.ndarray, arcs: np.ndarray) -> np.ndarray:
     """Share of each endpoint's unit phase-1 flow on each of ``arcs`` (endpoints x arcs),
-    as :func:`~fabricopt.flow.valiant_bounds.phase_one_flows` routes it: what reaches a node
+    as :func:`~fabricopt.flow.two_phase.bounds.phase_one_flows` routes it: what reaches a node
     bound for a hub leaves on its arcs one hop closer, in proportion to their capacity. Read
     backwards from each hub: the share of a node's flow that takes an arc is the sum, over
     the node's next hops, of the split times (that arc, or the share from the next node).

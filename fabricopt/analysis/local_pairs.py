@@ -33,7 +33,7 @@ import numpy as np
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..flow.bounds import hierarchy_partitions
-from ..flow.valiant import ValiantBound, valiant_rate
+from ..flow.two_phase.rate import ValiantBound, valiant_rate
 from ..graph_arrays import GraphArrays
 
 #: Partitions with more units than this are not tried (one two-phase rate per unit).

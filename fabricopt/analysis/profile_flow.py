@@ -2,7 +2,7 @@ r"""A bisection lower bound that depends on how a split shares out the units: ea
 endpoints meet below its boundary by the unit's own two-phase routing, and only what a unit
 sends out more than it takes in crosses the top tier, routed there for that split.
 
-The hose bound (:mod:`fabricopt.flow.valiant`) proves one rate for every traffic; on an
+The hose bound (:mod:`fabricopt.flow.two_phase.rate`) proves one rate for every traffic; on an
 oversubscribed fabric whose top-tier bundles are uneven that rate sits below what the
 cheapest split's whole units can send over their own uplinks. Here the top tier's flow is
 chosen per split.
@@ -54,8 +54,8 @@ from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..flow.backends import quiet_highs
 from ..flow.bounds import hierarchy_partitions
-from ..flow.valiant import hub_shares, valiant_rate
-from ..flow.valiant_bounds import best_cut
+from ..flow.two_phase.bounds import best_cut
+from ..flow.two_phase.rate import hub_shares, valiant_rate
 from ..graph_arrays import GraphArrays
 
 #: Partitions with more units than this are not tried (one two-phase rate per unit).

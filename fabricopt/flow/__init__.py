@@ -27,7 +27,7 @@ from .lp import (
 from .model import LiftedFlow, ThroughputModel, max_theta_lp
 from .result import FlowCertificate, FlowResult, TierUtilization
 from .symmetric import build_symmetric_lp
-from .valiant import ValiantBound, best_hub_level, hub_levels, hub_nodes, valiant_rate
+from .two_phase.rate import ValiantBound, best_hub_level, hub_levels, hub_nodes, valiant_rate
 
 __all__ = [
     "BACKENDS", "CertificateCheck", "Certified", "CollapsedDemand", "MAX_AUTO_NONZEROS",

@@ -31,7 +31,7 @@ from ..fabric import Fabric
 from ..traffic import Traffic
 from .certificate import EXACT_RTOL
 from .result import FlowResult
-from .valiant import ValiantBound, valiant_rate
+from .two_phase.rate import ValiantBound, valiant_rate
 
 
 def hose_theta(rate_gbps: float, traffic: Traffic) -> float:

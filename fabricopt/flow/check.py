@@ -41,8 +41,9 @@ from .plane_routing import proven_plane_rate
 from .reroute import ProvenFlow, Rerouted, ReroutedFlow, rerouted
 from .result import FlowResult
 from .symmetric import build_symmetric_lp
-from .units import in_units
-from .valiant import (
+from .two_phase.bounds import cut_of, wcmp_phase_one
+from .two_phase.domains import DomainPhaseOne
+from .two_phase.rate import (
     ValiantBound,
     _Arrays,
     _FullPhaseOne,
@@ -50,8 +51,7 @@ from .valiant import (
     hub_shares,
     rate_scale,
 )
-from .valiant_bounds import cut_of, wcmp_phase_one
-from .valiant_domains import DomainPhaseOne
+from .units import in_units
 
 
 @dataclass(frozen=True)

@@ -115,7 +115,7 @@ from ..failures.study import failure_metrics
 from ..failures.sweep import failure_sweep
 from ..flow.api import cheap_bracket, max_concurrent_flow
 from ..flow.bounds import structural_cut_lengths
-from ..flow.valiant import valiant_rate
+from ..flow.two_phase.rate import valiant_rate
 from ..graph_arrays import GraphArrays
 from ..routing import routed_flow
 from ..tiers import IN_SYSTEM_TIERS, SCALE_UP_TIERS, tier_of

@@ -7,7 +7,8 @@ import pytest
 from flow_helpers import certified
 
 import fabricopt as fo
-from fabricopt.flow import certificate, valiant
+from fabricopt.flow import certificate
+from fabricopt.flow.two_phase import rate as valiant
 
 
 def _loads_fit(fab, bound):

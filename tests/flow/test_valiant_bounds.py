@@ -13,13 +13,13 @@ from scipy.sparse.csgraph import dijkstra
 
 import fabricopt as fo
 from fabricopt.flow.symmetric import arc_orbits
-from fabricopt.flow.valiant import _reverse_arcs, hub_levels, hub_shares
-from fabricopt.flow.valiant_bounds import (
+from fabricopt.flow.two_phase.bounds import (
     hops_to_hubs,
     hub_orbit_representatives,
     phase_one_flows,
     wcmp_phase_one,
 )
+from fabricopt.flow.two_phase.rate import _reverse_arcs, hub_levels, hub_shares
 from fabricopt.graph_arrays import GraphArrays
 
 
@@ -181,8 +181,8 @@ def test_the_merged_lp_lifts_to_conserving_flows_per_endpoint():
     # flow), rebuilt here endpoint by endpoint: each conserves (one unit out, p to each hub)
     # and together they are the lifted load.
     from fabricopt.flow.backends import solve_lp
-    from fabricopt.flow.valiant import _Arrays
-    from fabricopt.flow.valiant_domains import DomainPhaseOne, _SubArrays
+    from fabricopt.flow.two_phase.domains import DomainPhaseOne, _SubArrays
+    from fabricopt.flow.two_phase.rate import _Arrays
 
     fab = fo.cluster(fo.nvswitch_domain(4, 2, 2, 100.0), nodes=3)
     arrays = _Arrays.of(fab)
@@ -240,7 +240,7 @@ def test_a_spent_budget_returns_the_stage_bracket(monkeypatch):
     # exact rate and whose lower end re-proves on the fabric.
     fab = random_fabric(19)
     exact = fo.valiant_rate(fab, hubs=1, bounds_first=False)
-    import fabricopt.flow.valiant as valiant
+    import fabricopt.flow.two_phase.rate as valiant
 
     ticks = iter(range(0, 10**6, 10))
     monkeypatch.setattr(valiant.time, "perf_counter", lambda: float(next(ticks)))

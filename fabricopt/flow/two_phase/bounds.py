@@ -1,7 +1,7 @@
 r"""Bounds first for the two-phase rate: a cut of the hierarchy above, routed phase-1 flows
 below, and the LP only when they do not meet.
 
-Two-phase routing with hub shares :math:`p` (:mod:`fabricopt.flow.valiant`) has a rate
+Two-phase routing with hub shares :math:`p` (:mod:`fabricopt.flow.two_phase.rate`) has a rate
 :math:`r^*`, the optimum of an LP with one phase-1 flow per endpoint. Both bounds here need
 no LP:
 
@@ -38,8 +38,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import shortest_path
 
-from ..graph_arrays import GraphArrays
-from .certificate import EXACT_RTOL, certified_lower
+from ...graph_arrays import GraphArrays
+from ..certificate import EXACT_RTOL, certified_lower
 
 #: Largest hubs x nodes for which the routed lower bound is built (hop distances to every
 #: hub, 8 bytes each).
@@ -316,7 +316,7 @@ def wcmp_phase_one(ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray, hub_idx
     endpoint's reach.
 
     >>> import fabricopt as fo
-    >>> from fabricopt.flow.valiant import _reverse_arcs
+    >>> from fabricopt.flow.two_phase.rate import _reverse_arcs
     >>> ga = GraphArrays.from_fabric(fo.leaf_spine(2, 1, 2, link_gbps=100))
     >>> ep = np.array([ga.index[e] for e in ("g0", "g1", "g2", "g3")])
     >>> routed = wcmp_phase_one(ga, _reverse_arcs(ga), ep, np.array([ga.index["spine0"]]),

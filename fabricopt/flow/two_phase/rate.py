@@ -28,8 +28,8 @@ re-proved from the lifted flows by :func:`~fabricopt.flow.certificate.certify`, 
 throughput answer is: conservation residual charged, then scaled by the worst overload (the
 load checked against each arc's capacity being :math:`L(a) + L(\bar a)`).
 
-Before either LP, ``method="auto"`` runs a bounds stage (:mod:`fabricopt.flow.valiant_bounds`,
-:mod:`fabricopt.flow.valiant_domains`): a cut of the hierarchy above, WCMP phase-1 flows or
+Before either LP, ``method="auto"`` runs a bounds stage (:mod:`fabricopt.flow.two_phase.bounds`,
+:mod:`fabricopt.flow.two_phase.domains`): a cut of the hierarchy above, WCMP phase-1 flows or
 the LP with alike scale-up domains merged below. Where they meet, that is the answer (method
 ``"bounds"``) and no LP over every endpoint is built.
 """
@@ -45,17 +45,17 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, shortest_path
 
-from .._checks import check_bool
-from ..errors import InvalidParameterError
-from ..fabric import check_endpoint_group
-from ..graph_arrays import GraphArrays, arc_labels
-from ..symmetry.search import search_symmetry, with_symmetry
-from .backends import check_solve_args, solve_lp
-from .bounds import hierarchy_partitions
-from .certificate import certify
-from .lp import LinearProgram
-from .model import DistanceBound, LiftedFlow, max_theta_lp
-from .symmetric import (
+from ..._checks import check_bool
+from ...errors import InvalidParameterError
+from ...fabric import check_endpoint_group
+from ...graph_arrays import GraphArrays, arc_labels
+from ...symmetry.search import search_symmetry, with_symmetry
+from ..backends import check_solve_args, solve_lp
+from ..bounds import hierarchy_partitions
+from ..certificate import certify
+from ..lp import LinearProgram
+from ..model import DistanceBound, LiftedFlow, max_theta_lp
+from ..symmetric import (
     OrbitClasses,
     class_conservation_rows,
     conservation_residual,
@@ -63,8 +63,8 @@ from .symmetric import (
     fabric_arc_orbits,
     invariant_loads,
 )
-from .valiant_bounds import HoseProof, best_cut, closes, wcmp_phase_one
-from .valiant_domains import DomainPhaseOne
+from .bounds import HoseProof, best_cut, closes, wcmp_phase_one
+from .domains import DomainPhaseOne
 
 #: Largest full (per-source) LP built, in nonzeros; above it only the symmetric LP is tried.
 MAX_FULL_NONZEROS = 1_000_000
@@ -249,7 +249,7 @@ def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
         As for :func:`~fabricopt.max_concurrent_flow`.
     bounds_first : bool, optional
         Before any LP, bound the rate by cuts of the fabric's hierarchy and prove one by
-        WCMP phase-1 flows (:mod:`fabricopt.flow.valiant_bounds`); when they meet (to 1e-6)
+        WCMP phase-1 flows (:mod:`fabricopt.flow.two_phase.bounds`); when they meet (to 1e-6)
         that is the answer, with method ``"bounds"`` and no LP. Default: with
         ``method="auto"`` only.
 
@@ -712,8 +712,8 @@ class _Stage:
 def _bounds_stage(fab: Any, arrays: _Arrays, ep_idx: np.ndarray, hub_idx: np.ndarray,
                   share: np.ndarray, beat: float | None = None,
                   time_limit: float | None = None) -> _Stage | None:
-    """The cut above and WCMP phase-1 flows below (:mod:`fabricopt.flow.valiant_bounds`),
-    then, when they do not meet, the merged LP of :mod:`fabricopt.flow.valiant_domains`;
+    """The cut above and WCMP phase-1 flows below (:mod:`fabricopt.flow.two_phase.bounds`),
+    then, when they do not meet, the merged LP of :mod:`fabricopt.flow.two_phase.domains`;
     None, before any routing, when the cut is no more than ``beat``. The merged LP gets
     ``time_limit`` (a stopped solve still proves what its point and duals prove)."""
     ga, rev = arrays.ga, arrays.rev

@@ -8,12 +8,12 @@ each *group* of domains attached alike (the same number of endpoints, the same l
 same network switches: the servers of a rail-optimized scalable unit, the hosts of a leaf)
 into one node that sends for all its endpoints: one commodity per group, over the network's
 arcs and the group's own links out, with the rows :math:`L(a) + L(\bar a) \le c(a)`
-(:mod:`fabricopt.flow.valiant`). On the 2,048-GPU rail-optimized 2:1 cluster that is 7
+(:mod:`fabricopt.flow.two_phase.rate`). On the 2,048-GPU rail-optimized 2:1 cluster that is 7
 commodities and 13,700 columns, against 46 million in the per-endpoint LP.
 
 * **Lower bound (its point, lifted).** Each endpoint of a group takes ``1/E`` of the group's
   network flow; inside its domain it sends, over the scale-up links by fewest-hop WCMP
-  (:func:`~fabricopt.flow.valiant_bounds.phase_one_flows`), what each of the domain's
+  (:func:`~fabricopt.flow.two_phase.bounds.phase_one_flows`), what each of the domain's
   network links carries for it: the group's flow on those links in proportion to their
   capacity. Every endpoint's flow conserves, and the loads of all of them are checked against
   every arc of the fabric, NVLink included, by :func:`~fabricopt.flow.certificate.certify`.
@@ -49,10 +49,10 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components, dijkstra
 
-from ..graph_arrays import GraphArrays
-from .lp import LinearProgram
-from .model import DistanceBound, LiftedFlow, max_theta_lp
-from .valiant_bounds import hops_to_hubs, phase_one_flows
+from ...graph_arrays import GraphArrays
+from ..lp import LinearProgram
+from ..model import DistanceBound, LiftedFlow, max_theta_lp
+from .bounds import hops_to_hubs, phase_one_flows
 
 #: Largest merged LP built, in columns (commodities x arcs it may use).
 MAX_DOMAIN_COLUMNS = 400_000
@@ -289,7 +289,7 @@ class DomainPhaseOne:
 
 @dataclass(frozen=True)
 class _SubArrays:
-    """The arrays :func:`~fabricopt.flow.valiant_bounds.phase_one_flows` reads, for the
+    """The arrays :func:`~fabricopt.flow.two_phase.bounds.phase_one_flows` reads, for the
     links inside one domain."""
 
     tail: np.ndarray
