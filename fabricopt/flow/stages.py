@@ -67,12 +67,48 @@ class Bracket:
     lengths: list[np.ndarray] = field(default_factory=list)
     routed: Any = None
     found: Any = None
-    answer: FlowResult | None = None
+    answer: Any = None
+    #: A number's ends, for stages that prove one value each (the two-phase rate's,
+    #: :mod:`fabricopt.flow.two_phase.plan`): the best proven so far, the stage that proved
+    #: it (None: nothing yet) and its proof.
+    lower: float = 0.0
+    upper: float = np.inf
+    lower_by: str | None = None
+    upper_by: str | None = None
+    lower_proof: Any = None
+    upper_proof: Any = None
 
     @property
     def done(self) -> bool:
         """True once a stage has answered."""
         return self.answer is not None
+
+    def prove_lower(self, value: float, by: str, proof: Any = None) -> bool:
+        """Keep ``value`` as the lower end, proven by stage ``by`` with ``proof``, when it
+        is higher than the one kept, or nothing was proven yet; True when kept.
+
+        >>> b = Bracket()
+        >>> b.prove_lower(2.0, "flows"), b.prove_lower(1.0, "LP"), b.lower, b.lower_by
+        (True, False, 2.0, 'flows')
+        """
+        if self.lower_by is not None and not value > self.lower:
+            return False
+        self.lower, self.lower_by, self.lower_proof = value, by, proof
+        return True
+
+    def prove_upper(self, value: float, by: str, proof: Any = None) -> bool:
+        """Keep ``value`` as the upper end (see :meth:`prove_lower`): when lower than the
+        one kept, or nothing was proven yet; True when kept."""
+        if self.upper_by is not None and not value < self.upper:
+            return False
+        self.upper, self.upper_by, self.upper_proof = value, by, proof
+        return True
+
+    @property
+    def stages(self) -> dict[str, str]:
+        """The stage that proved each end (``"none"`` for an end nothing proved), as a
+        result's ``stages`` reports it."""
+        return {"lower": self.lower_by or "none", "upper": self.upper_by or "none"}
 
     @staticmethod
     def good_enough(result: FlowResult, gap: float, approximate: bool) -> bool:

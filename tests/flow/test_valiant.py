@@ -8,7 +8,8 @@ from flow_helpers import certified
 
 import fabricopt as fo
 from fabricopt.flow import certificate
-from fabricopt.flow.two_phase import rate as valiant
+from fabricopt.flow.two_phase import lp as rate_lp
+from fabricopt.flow.two_phase import plan as rate_plan
 
 
 def _loads_fit(fab, bound):
@@ -168,7 +169,7 @@ def test_residual_is_charged(monkeypatch):
     # point before certifying, so it is switched off here.
     fab = fo.leaf_spine(leaves=4, spines=1, endpoints_per_leaf=4, link_gbps=100)
     clean = fo.valiant_rate(fab, method="lp").rate_gbps  # 25, see test_closed_forms
-    real = valiant.solve_lp
+    real = rate_lp.solve_lp
     monkeypatch.setattr(certificate, "polish", lambda lp, x, tol=1e-6: x)
 
     def perturbed(lp, *args, **kwargs):
@@ -178,7 +179,7 @@ def test_residual_is_charged(monkeypatch):
         sol.x[j] *= 0.9
         return sol
 
-    monkeypatch.setattr(valiant, "solve_lp", perturbed)
+    monkeypatch.setattr(rate_lp, "solve_lp", perturbed)
     b = fo.valiant_rate(fab, method="lp")
     assert b.max_residual > 0 and 0 < b.rate_gbps < clean
     monkeypatch.undo()
@@ -187,7 +188,7 @@ def test_residual_is_charged(monkeypatch):
 
 
 def test_too_large_without_symmetry_says_so(monkeypatch):
-    monkeypatch.setattr(valiant, "MAX_FULL_NONZEROS", 10)
+    monkeypatch.setattr(rate_plan, "MAX_RATE_LP_NONZEROS", 10)
     fab = fo.jellyfish(switches=8, network_ports=3, endpoints_per_switch=1, seed=2)
     b = fo.valiant_rate(fab, bounds_first=False)
     assert b.status == "not_solved" and b.rate_gbps == 0.0 and "too large" in b.message
@@ -235,7 +236,7 @@ def test_a_fabric_too_large_for_the_per_endpoint_lp_uses_its_found_group(monkeyp
     fab = fo.fat_tree(4).without_links([("leaf0", "spine0.0")])
     assert fab.symmetry is None
     plain = fo.valiant_rate(fab, hubs=1, method="lp")
-    monkeypatch.setattr(valiant, "MAX_FULL_NONZEROS", 0)
+    monkeypatch.setattr(rate_plan, "MAX_RATE_LP_NONZEROS", 0)
     found = fo.valiant_rate(fab, hubs=1, bounds_first=False)
     assert found.method == "symmetric"
     assert found.rate_gbps == pytest.approx(plain.rate_gbps, rel=1e-6)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fabricopt as fo
-from fabricopt.flow.two_phase.rate import _dead_ends, _reverse_arcs
+from fabricopt.flow.two_phase.arrays import _dead_ends, _reverse_arcs
 from fabricopt.graph_arrays import GraphArrays
 
 

@@ -13,13 +13,13 @@ from scipy.sparse.csgraph import dijkstra
 
 import fabricopt as fo
 from fabricopt.flow.symmetric import arc_orbits
+from fabricopt.flow.two_phase.arrays import _reverse_arcs, hub_levels, hub_shares
 from fabricopt.flow.two_phase.bounds import (
     hops_to_hubs,
     hub_orbit_representatives,
     phase_one_flows,
     wcmp_phase_one,
 )
-from fabricopt.flow.two_phase.rate import _reverse_arcs, hub_levels, hub_shares
 from fabricopt.graph_arrays import GraphArrays
 
 
@@ -240,11 +240,13 @@ def test_a_spent_budget_returns_the_stage_bracket(monkeypatch):
     # exact rate and whose lower end re-proves on the fabric.
     fab = random_fabric(19)
     exact = fo.valiant_rate(fab, hubs=1, bounds_first=False)
-    import fabricopt.flow.two_phase.rate as valiant
+    from fabricopt.flow import budget
+    from fabricopt.flow.two_phase import lp, plan
 
     ticks = iter(range(0, 10**6, 10))
-    monkeypatch.setattr(valiant.time, "perf_counter", lambda: float(next(ticks)))
-    monkeypatch.setattr(valiant, "solve_lp", lambda *a, **k: pytest.fail("an LP was solved"))
+    monkeypatch.setattr(budget, "clock", lambda: float(next(ticks)))
+    for module in (lp, plan):
+        monkeypatch.setattr(module, "solve_lp", lambda *a, **k: pytest.fail("an LP was solved"))
     stopped = fo.valiant_rate(fab, hubs=1, time_limit=1.0)
     assert stopped.status == "time_limit" and stopped.method == "bounds"
     assert 0 < stopped.rate_gbps <= exact.rate_gbps * (1 + 1e-9)

@@ -316,7 +316,7 @@ def wcmp_phase_one(ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray, hub_idx
     endpoint's reach.
 
     >>> import fabricopt as fo
-    >>> from fabricopt.flow.two_phase.rate import _reverse_arcs
+    >>> from fabricopt.flow.two_phase.arrays import _reverse_arcs
     >>> ga = GraphArrays.from_fabric(fo.leaf_spine(2, 1, 2, link_gbps=100))
     >>> ep = np.array([ga.index[e] for e in ("g0", "g1", "g2", "g3")])
     >>> routed = wcmp_phase_one(ga, _reverse_arcs(ga), ep, np.array([ga.index["spine0"]]),
