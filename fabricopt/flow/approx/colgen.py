@@ -66,9 +66,13 @@ PRICE_TOL = 1e-9
 #: Relative slack under which an arc counts as on a shortest path (for ECMP columns).
 TIE_TOL = 1e-9
 
-#: Largest commodities x core arcs for which ECMP columns are built (they use a few such
-#: arrays); above it pricing returns one shortest-path tree per commodity.
-ECMP_MAX_ENTRIES = 40_000_000
+#: Largest commodities x core arcs for which ECMP columns are built; above it pricing returns
+#: one shortest-path tree per commodity. Below the bounds stage's
+#: :data:`~fabricopt.flow.bounds.ECMP_MAX_ENTRIES` (50 million), which limits something else:
+#: that ECMP point keeps one flow per entry and routes commodities in chunks, where these
+#: columns hold two dense distance arrays of every entry at once (640 MB at this size), and
+#: again at every pricing round.
+ECMP_COLUMNS_MAX_ENTRIES = 40_000_000
 
 
 def ecmp_columns(g: CoreGraph, lengths: np.ndarray, weights: np.ndarray | None = None
@@ -252,7 +256,7 @@ class ColumnGeneration(ApproxRun):
         columns with ``spread`` (when small enough), else shortest-path trees."""
         scale = float(core.mean()) if self.m and core.max() > 0 else 1.0
         core = core + HOP_TIE_BREAK * 1e-3 * scale
-        if spread and self.K * self.m <= ECMP_MAX_ENTRIES:
+        if spread and self.K * self.m <= ECMP_COLUMNS_MAX_ENTRIES:
             arc, load, cost = ecmp_columns(self.g, core)
         else:
             tree_arc, tree_load, cost = self.g.trees(core)
