@@ -520,7 +520,9 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
             end_values.append(end)
         end_code[g.members] = end_values.index(end)
     kinds, kind_of, kind_links = link_kinds(reading, end_code, end_values)
-    selector = MediaSelector(cat, pol)
+    # The shipped catalog's choices are kept across estimates (MediaSelector.shipped).
+    shipped = catalog is None and not (getattr(fab, "design", None) or {}).get("catalog")
+    selector = MediaSelector.shipped(pol) if shipped else MediaSelector(cat, pol)
     media = [selector.choose(k.rate_gbps, k.length_m, k.tech, k.tier, k.switch_ends, k.in_row)
              for k in kinds]
     runs: list[CableRun] = []

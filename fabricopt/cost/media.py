@@ -258,8 +258,33 @@ def _cost(entry: Entry, rate: float, length: float, ends: tuple[EndKind, EndKind
                       2.0 * s * entry["power_w_per_end"])
 
 
+#: Selectors over the shipped catalog, one per policy (by its ``repr``), kept across estimates:
+#: an optimizer prices a dozen fabrics under the same few policies, and each fabric has
+#: about 180 kinds of link (a millisecond or two each to choose), mostly the same kinds.
+_SHIPPED_SELECTORS: dict[str, MediaSelector] = {}
+#: Most policies kept there (a search names a handful; past this the store starts over).
+SHIPPED_SELECTORS_KEPT = 64
+
+
 class MediaSelector:
     """Choose media for links under a policy, caching by (rate, length, tech, tier, ends)."""
+
+    @classmethod
+    def shipped(cls, policy: Policy) -> MediaSelector:
+        """The selector of ``policy`` over the shipped catalog (:meth:`Catalog.default`),
+        shared by every estimate that prices with that catalog, so a kind of link is chosen
+        once per process. The choice depends only on the catalog, the policy and the key.
+
+        >>> MediaSelector.shipped(Policy()) is MediaSelector.shipped(Policy())
+        True
+        """
+        key = repr(policy)
+        selector = _SHIPPED_SELECTORS.get(key)
+        if selector is None:
+            if len(_SHIPPED_SELECTORS) >= SHIPPED_SELECTORS_KEPT:
+                _SHIPPED_SELECTORS.clear()
+            selector = _SHIPPED_SELECTORS[key] = cls(Catalog.default(), policy)
+        return selector
 
     def __init__(self, catalog: Catalog, policy: Policy) -> None:
         self.catalog = catalog

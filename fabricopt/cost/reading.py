@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .._unchanged import once
 from ..fabric import Fabric
 from ..tiers import DEFAULT_TIER, IN_SYSTEM_TIERS, is_scale_up
 from .layout import Layout, Placement, _Arcs, _in_server, _place
@@ -168,6 +169,19 @@ def read_fabric(fab: Fabric, layout: Layout) -> FabricReading:
     >>> read_fabric(fab, fo.Layout()) is r
     False
     """
+    # Inside ``with unchanged(fab):`` (a study row, an optimizer's topology priced under
+    # each policy) the fabric cannot change: its readings are kept with the block's, and the
+    # content is read once, not compared again for every policy.
+    held = once(fab, "cost_readings", list)
+    if held is once(fab, "cost_readings", list):  # the same list: inside such a block
+        for lay, reading in held:
+            if lay == layout:
+                return reading
+        content = once(fab, "cost_content", lambda: _Content.of(fab))
+        fab.validate()  # its rules on arrays, read once in the block
+        reading = _read(fab, layout, content)
+        held.append((layout, reading))
+        return reading
     content = _Content.of(fab)
     cached = _CACHE.get(fab)
     if cached is None or cached[0] != content:
@@ -237,7 +251,15 @@ def _port_uses(n: int, tail: np.ndarray, mask: np.ndarray, tier_code: np.ndarray
     rows[:, -1] = fastest
     if not n:
         return []
-    _, rep, group = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    # Equal rows by one sort of the rows (np.unique over rows sorts them as raw bytes, ten
+    # times slower); stable, so each group's first row is its first node, as unique's is.
+    order = np.lexsort(rows.T[::-1])
+    ranked = rows[order]
+    new = np.ones(n, dtype=bool)
+    new[1:] = (ranked[1:] != ranked[:-1]).any(axis=1)
+    group = np.empty(n, dtype=np.int64)
+    group[order] = np.cumsum(new) - 1
+    rep = order[new]
     shared = []
     for r in rep.tolist():
         row = rows[r]

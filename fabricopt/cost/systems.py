@@ -10,6 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from .._unchanged import once
 from ..errors import InvalidFabricError
 from ..fabric import Fabric
 from ..graph_arrays import FabricShape
@@ -36,6 +37,11 @@ def server_system(fab: Fabric) -> str | None:
     >>> server_system(fo.cluster(fo.hgx_h800(), nodes=2))   # the GPUs name their model
     'hgx_h800'
     """
+    # Read once in a study row (an optimizer prices one fabric under several policies).
+    return once(fab, "server_system", lambda: _server_system(fab))
+
+
+def _server_system(fab: Fabric) -> str | None:
     system = _system_by_chips(fab)
     if system is None:
         return None

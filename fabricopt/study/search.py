@@ -19,6 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._gc import frozen_gc, paused_gc
+from .._unchanged import unchanged
 from ..failures.sweep import fail_random
 from .candidates import Candidate, Sketch, candidates, sketch
 from .execution import Progress, limit_threads, run, worker_count
@@ -69,9 +71,15 @@ def evaluate_group(task: GroupTask) -> list[dict[str, Any]]:
     metric of every other constraint are computed once and shared.
     """
     guard = limit_threads(1) if task.cap_threads else contextlib.nullcontext()
-    with guard:
+    with guard, contextlib.ExitStack() as held:
         start = time.perf_counter()
-        fab = task.candidates[0].build()
+        with paused_gc():
+            fab = task.candidates[0].build()
+            # Frozen before the collector wakes, as a compare row is (its passes would walk
+            # the graph just built); nothing edits the fabric from here on, so its arrays,
+            # shape and pricing reading are read once for every policy and metric below.
+            held.enter_context(frozen_gc())
+        held.enter_context(unchanged(fab))
         # Priced first: pricing takes a second where a flow solve of 16,384 GPUs can take a
         # minute, and a topology dearer than a feasible design under every policy cannot win.
         rows = [compute_metrics(fab, ["cost"], MetricContext(policy=c.policy))
@@ -187,8 +195,9 @@ class DesignSearch:
         self.candidates = candidates(self.gpus, self.space)
         self.order = {c.name: i for i, c in enumerate(self.candidates)}
         seen: dict[str, str] = {}
+        shared: dict[Any, Any] = {}  # the catalog and scale-up domains, read once
         for c in self.candidates:
-            sk = sketch(c, self.gpus)
+            sk = sketch(c, self.gpus, shared)
             row = {"name": c.name, "family": c.family, "outcome": "pruned", "reason": sk.reason,
                    "capex_usd_bound": sk.capex_usd_bound,
                    "capex_lower_usd": sk.capex_usd_bound,  # its name of a release ago
