@@ -33,11 +33,8 @@ from ..flow.api import (
 )
 from ..flow.bounds import ECMP_MAX_ENTRIES, structural_cut_lengths
 from ..flow.certificate import EXACT_RTOL
-from ..flow.check import (
-    endpoint_cut_bound,
-    proven_flow,
-    smallest_demand,
-)
+from ..flow.check import endpoint_cut_bound, smallest_demand
+from ..flow.lp_proof import proven_flow
 from ..flow.reroute import ProvenFlow, ReroutedFlow, detour_flows, rerouted
 from ..flow.result import FlowCertificate, FlowResult
 from ..generators.recipe import try_replay

@@ -31,19 +31,8 @@ from ..fabric import Fabric
 from ..traffic import Traffic
 from .certificate import EXACT_RTOL
 from .result import FlowResult
+from .two_phase.check import HoseFloor, hose_theta
 from .two_phase.rate import ValiantBound, valiant_rate
-
-
-def hose_theta(rate_gbps: float, traffic: Traffic) -> float:
-    """The theta a hose rate proves for ``traffic`` (see the module notes).
-
-    >>> import fabricopt as fo
-    >>> hose_theta(400.0, fo.all_to_all(fo.ring(5), gbps=10.0))   # each sends 4 x 10
-    10.0
-    """
-    out, into = traffic.out_gbps(), traffic.in_gbps()
-    most = max(max(out.values(), default=0.0), max(into.values(), default=0.0))
-    return rate_gbps / most if most > 0 else math.inf
 
 
 def hose_floor(fab: Fabric, traffic: Traffic, time_limit: float | None) -> ValiantBound | None:
@@ -68,8 +57,7 @@ def with_hose_floor(result: FlowResult, hose: ValiantBound | None, traffic: Traf
         return result
     ga = result.certificate.ga
     load = np.array([hose.load_gbps.get(a, 0.0) for a in ga.arcs])
-    cert = replace(result.certificate, flow=None, theta=None, symmetry=None, load=load,
-                   hose=hose)
+    cert = replace(result.certificate, load=load, lower_proof=HoseFloor(hose))
     return closed(replace(
         result, lower=floor, certificate=cert, max_overload=hose.max_overload,
         stages={**result.stages, "lower": "two-phase floor"},
@@ -99,15 +87,14 @@ def tighter_bracket(result: FlowResult, bounds: FlowResult) -> FlowResult:
         # The flow travels with its model's layout: a symmetric result that takes the
         # stage's flow is re-proven as the stage's (the lengths are checked on the whole
         # graph whatever produced them).
-        cert = replace(cert, load=bounds.certificate.load, flow=bounds.certificate.flow,
-                       theta=bounds.certificate.theta, symmetry=bounds.certificate.symmetry,
-                       hose=None)
+        cert = replace(cert, load=bounds.certificate.load,
+                       lower_proof=bounds.certificate.lower_proof)
         method = "bounds" if method == "symmetric" else method
         lower = bounds.lower
         stages["lower"] = bounds.stages.get("lower", bounds.method)
         result.max_overload, result.max_residual = bounds.max_overload, bounds.max_residual
     if bounds.upper < upper:
-        cert = replace(cert, lengths=bounds.certificate.lengths)
+        cert = replace(cert, upper_proof=bounds.certificate.upper_proof)
         upper = bounds.upper
         stages["upper"] = bounds.stages.get("upper", bounds.method)
     if (lower, upper) == (result.lower, result.upper):

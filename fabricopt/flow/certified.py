@@ -14,7 +14,9 @@ import numpy as np
 from .certificate import EXACT_RTOL, certify
 from .formulation import CollapsedDemand, FlowModel
 from .lp import LPSolution
+from .lp_proof import FlowProof, RootFlowProof
 from .model import ThroughputModel
+from .proof import ArcLengths
 from .result import FlowCertificate, FlowResult
 from .symmetric import SymmetricModel
 from .units import in_units
@@ -97,10 +99,17 @@ def certified_result(model: ThroughputModel | CollapsedDemand, sol: LPSolution, 
     best = theta if theta is not None else lower
     lifted = cert.lifted
     unit = capacity_unit
+    ga = in_units(model.ga, 1.0 / unit)
+    iel = model.include_endpoint_links
+    # A symmetric model's point is one flow per orbit root; any other's, the full LP's.
+    point = RootFlowProof if isinstance(model, SymmetricModel) else FlowProof
     certificate = FlowCertificate(
-        in_units(model.ga, 1.0 / unit), tiers, lifted.load * unit if lifted else None,
-        cert.lengths, lifted.flow if lifted else None, lifted.theta if lifted else None,
-        traffic_scale, model.include_endpoint_links, capacity_unit=unit)
+        ga, tiers, lifted.load * unit if lifted else None,
+        lower_proof=None if lifted is None else point(
+            ga, lifted.flow, lifted.theta, traffic_scale, unit, iel),
+        # Without lengths, a pair with no path is proven at 0 by hop counts.
+        upper_proof=ArcLengths(ga, cert.lengths, traffic_scale, unit, iel, hops=(
+            cert.lengths is None and bound is not None and bound.unreachable is not None)))
     mean_out = model.mean_out_gbps * unit  # so best * mean_out is in Gb/s
     return FlowResult(
         theta=None if theta is None else theta * traffic_scale, lower=lower * traffic_scale,

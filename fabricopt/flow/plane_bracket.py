@@ -22,11 +22,11 @@ from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
 from .bounds import structural_cut_lengths
 from .certificate import EXACT_RTOL
-from .check import endpoint_cut_bound
 from .leaf_run_cuts import leaf_run_cut
 from .plane_lp import solve_planes
 from .plane_routing import PlaneProof, proven_plane_rate
 from .planes import plane_structure
+from .proof import ArcLengths, endpoint_cut_bound
 from .result import FlowCertificate, FlowResult
 
 
@@ -73,9 +73,9 @@ def plane_bracket(fab: Fabric, traffic: Traffic, time_limit: float | None = None
     closed = bool(np.isfinite(upper)) and upper - lower <= EXACT_RTOL * upper
     mean_out = traffic.mean_out_gbps()
     load = rate.load / rate.overload if rate.load is not None and rate.overload > 0 else None
-    certificate = FlowCertificate(ga, ga.tiers, load=load,
-                                  lengths=lengths if np.isfinite(cut) else None,
-                                  include_endpoint_links=True, plane=proof)
+    certificate = FlowCertificate(ga, ga.tiers, load=load, lower_proof=proof,
+                                  upper_proof=ArcLengths(ga, lengths if np.isfinite(cut)
+                                                         else None))
     message = (f"below: all-to-all routed through the fabric's {pl.n_planes} planes (an LP "
                f"of {sol.lp_size['columns']:,} columns chose each pair's planes, busiest arc "
                f"{rate.overload:.4g} x its capacity before scaling); above: "
@@ -99,14 +99,17 @@ def narrowed(result: FlowResult, planes: FlowResult) -> FlowResult:
             (cert.traffic_scale, cert.capacity_unit) != (1.0, 1.0)):
         return result
     lower, upper, notes = result.lower, result.upper, []
+    stages = dict(result.stages)
     overload = result.max_overload
     if planes.lower > lower:
         lower, overload = planes.lower, planes.max_overload
-        cert = replace(cert, plane=other.plane, load=other.load)
+        cert = replace(cert, lower_proof=other.lower_proof, load=other.load)
+        stages["lower"] = "planes"
         notes.append("below: routed through the planes")
     if planes.upper < upper:
         upper = planes.upper
-        cert = replace(cert, lengths=other.lengths)
+        cert = replace(cert, upper_proof=other.upper_proof)
+        stages["upper"] = "planes"
         notes.append("above: " + planes.message.rsplit("above: ", 1)[-1])
     if not notes:
         return result
@@ -116,7 +119,7 @@ def narrowed(result: FlowResult, planes: FlowResult) -> FlowResult:
                    per_endpoint_gbps=float(lower * (result.mean_out_gbps or 0.0)),
                    message="; ".join([*notes, f"before: [{result.lower:.9g}, "
                                       f"{result.upper:.9g}], {_without_gap(result.message)}"]),
-                   certificate=cert, seconds=result.seconds + planes.seconds)
+                   certificate=cert, seconds=result.seconds + planes.seconds, stages=stages)
 
 
 def _without_gap(message: str) -> str:

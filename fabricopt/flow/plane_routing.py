@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -41,6 +42,7 @@ from .plane_lp import (
     server_classes,
 )
 from .planes import Planes, plane_structure
+from .proof import ProofCheck
 
 #: A share below this is taken for rounding (an interior point's tolerance), not a flow.
 NEGATIVE_SHARE_TOL = 1e-12
@@ -61,10 +63,20 @@ class PlaneProof:
     entries: tuple[np.ndarray, ...]
     hubs: dict[tuple[int, int, int], np.ndarray]
 
+    #: The stage that routes through the planes (:mod:`fabricopt.flow.plane_bracket`).
+    STAGES: ClassVar[tuple[str, ...]] = ("planes",)
+
     @classmethod
     def of(cls, sol: PlaneSolution) -> PlaneProof:
         return cls(sol.relay_leaves, sol.alpha, sol.beta, sol.gamma, sol.climb, sol.relay,
                    sol.exits, sol.entries, sol.hubs)
+
+    def check(self, fab: Any, traffic: Traffic) -> ProofCheck:
+        """The theta the routing proves for ``traffic`` on ``fab``
+        (:func:`proven_plane_rate`: 0 for a traffic other than uniform all-to-all over every
+        endpoint, or a fabric without these planes)."""
+        rate = proven_plane_rate(fab, traffic, self)
+        return ProofCheck(rate.theta, rate.overload)
 
 
 @dataclass(frozen=True)

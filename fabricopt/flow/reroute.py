@@ -48,6 +48,7 @@ A lost node is not handled (its arcs' loads are not arc-to-arc: the proof is the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -55,6 +56,7 @@ from scipy.optimize import linprog
 from scipy.sparse.csgraph import dijkstra
 
 from ..graph_arrays import GraphArrays
+from .proof import ProofCheck, smallest_demand
 
 #: Loads below this fraction of the largest are not sent around (a detour of nothing).
 ZERO_LOAD_RTOL = 1e-12
@@ -138,6 +140,26 @@ class ReroutedFlow:
     lost: np.ndarray
     share: np.ndarray
     detours: sp.csr_matrix
+
+    #: The failure floor hands this stage in (it names it ``"intact flow rerouted"``).
+    STAGES: ClassVar[tuple[str, ...]] = ("intact flow rerouted",)
+
+    def check(self, fab: Any, traffic: Any) -> ProofCheck:
+        """The theta this proves for ``traffic`` on the failed fabric ``fab``: the intact
+        flow re-proven on its own fabric (by its own lower proof), then sent around the lost
+        arcs; 0 when that flow proves nothing or an endpoint is not in the intact fabric."""
+        proof = getattr(getattr(self.result, "certificate", None), "lower_proof", None)
+        graph = getattr(self.intact, "graph", None)
+        if not hasattr(proof, "proven") or graph is None or any(
+                e not in graph for e in traffic.endpoints):
+            return ProofCheck(0.0)
+        base = proof.proven(self.intact, traffic)
+        if base is None:
+            return ProofCheck(0.0)
+        got = rerouted(base, self.lost, self.share, self.detours,
+                       GraphArrays.from_fabric(fab), smallest_demand(traffic))
+        return ProofCheck(0.0) if got is None else ProofCheck(got.lower, got.overload,
+                                                               got.residual)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..graph_arrays import GraphArrays
 from ..symmetry_claim import Symmetry
+from .legacy_proofs import proofs_from
 
 Arc = tuple[Hashable, Hashable]
 
@@ -37,7 +38,13 @@ def tier_utilization(util: np.ndarray, tiers: np.ndarray, binding: np.ndarray,
     return out
 
 
-@dataclass(frozen=True)
+#: The keywords a certificate was built with before its proofs were typed, in their old
+#: positional order after ``ga, tiers, load``; still taken, and read back as properties.
+LEGACY_FIELDS = ("lengths", "flow", "theta", "traffic_scale", "include_endpoint_links",
+                 "symmetry", "capacity_unit", "hose", "reroute", "plane")
+
+
+@dataclass(frozen=True, init=False)
 class FlowCertificate:
     """What proves a :class:`FlowResult`'s bracket, kept so that
     :func:`~fabricopt.check_certificate` can re-prove it from the fabric alone.
@@ -50,56 +57,105 @@ class FlowCertificate:
         The ``tier`` of each arc.
     load : ndarray or None
         Gb/s per arc of the flow that proves ``lower`` (at the solver's theta).
-    lengths : ndarray or None
-        Arc lengths that prove ``upper`` through the distance bound (LP duals, or hop
-        counts when the solver gave none).
-    flow : ndarray or None
-        The flow to re-prove: the point of the full LP (``method`` "lp" or "approx") or, for
-        ``"symmetric"`` and for any result that carries a found ``symmetry`` (the bounds
-        stage's orbit roots), the flow of each root (one per orbit of the group on the
-        endpoints, in order of the orbits' first endpoints) on every arc, root after root.
-    theta : float or None
-        The solver's theta at that point, in the scaled units of the solve.
-    traffic_scale : float
-        The traffic was solved multiplied by this (theta near one keeps solver tolerances
-        relative); every theta of the solve is divided back.
-    include_endpoint_links : bool
-        Whether collapsed endpoint links were constraints.
-    capacity_unit : float
-        The solve divided every capacity and demand by this (a power of two; see
-        :mod:`fabricopt.flow.units`), so ``flow`` is in Gb/s divided by it; ``ga`` and
-        ``load`` are in Gb/s.
-    symmetry : Symmetry or None
-        For results whose flow is one per orbit root on a fabric without a symmetry claim:
-        the symmetry :func:`~fabricopt.find_symmetry` found, whose generators the checker
-        re-verifies.
-    hose : ValiantBound or None
-        In place of ``flow``: a two-phase rate whose hose holds the traffic at ``lower``
-        (:func:`~fabricopt.flow.brackets.with_hose_floor`), re-proven by the checker from
-        the flows it carries.
-    reroute : ReroutedFlow or None
-        In place of ``flow``: the flow of a fabric that contains this one (an intact fabric
-        and its result) and a detour around each arc this one lacks
-        (:mod:`fabricopt.flow.reroute`), re-proven by the checker on both fabrics.
-    plane : PlaneProof or None
-        Beside the rest: the shares of a routing of all-to-all traffic through the planes
-        of a Clos of servers (:mod:`fabricopt.flow.plane_routing`), whose flow the checker
-        rebuilds and proves.
+    lower_proof : LowerProof or None
+        What proves the lower end (the better proof, as the engine's bracket keeps it): a
+        :class:`~fabricopt.flow.lp_proof.FlowProof`, a
+        :class:`~fabricopt.flow.lp_proof.RootFlowProof`, a
+        :class:`~fabricopt.flow.two_phase.check.HoseFloor`, a
+        :class:`~fabricopt.flow.reroute.ReroutedFlow`, a
+        :class:`~fabricopt.flow.plane_routing.PlaneProof` (:mod:`fabricopt.flow.proof`);
+        None when nothing does (lower 0).
+    upper_proof : UpperProof or None
+        What proves the upper end: :class:`~fabricopt.flow.proof.ArcLengths` (an LP's
+        duals, a cut's lengths, the cut around each endpoint); None when nothing does.
+
+    The old attributes are read from the proofs: ``lengths`` (the upper proof's arc lengths),
+    ``flow`` and ``theta`` (a stored LP point and its theta, solve units), ``traffic_scale``
+    and ``capacity_unit`` (the solve's units, :mod:`fabricopt.flow.units`),
+    ``include_endpoint_links``, ``symmetry`` (a found symmetry the root flows use), ``hose``
+    (the two-phase rate of a hose floor), ``reroute`` (a rerouted intact flow) and ``plane``
+    (a routing through the planes). Built with those keywords (the old way, positional
+    after ``load`` in that order), the certificate makes the proofs from them.
     """
 
     ga: GraphArrays
     tiers: tuple[str, ...]
     load: np.ndarray | None = None
-    lengths: np.ndarray | None = None
-    flow: np.ndarray | None = None
-    theta: float | None = None
-    traffic_scale: float = 1.0
-    include_endpoint_links: bool = True
-    symmetry: Symmetry | None = None
-    capacity_unit: float = 1.0
-    hose: Any = None
-    reroute: Any = None
-    plane: Any = None
+    lower_proof: Any = None
+    upper_proof: Any = None
+
+    def __init__(self, ga: GraphArrays, tiers: tuple[str, ...], load: np.ndarray | None = None,
+                 *legacy: Any, lower_proof: Any = None, upper_proof: Any = None,
+                 **legacy_named: Any) -> None:
+        object.__setattr__(self, "ga", ga)
+        object.__setattr__(self, "tiers", tiers)
+        object.__setattr__(self, "load", load)
+        if len(legacy) > len(LEGACY_FIELDS) or set(legacy_named) - set(LEGACY_FIELDS):
+            wrong = sorted(set(legacy_named) - set(LEGACY_FIELDS)) or ["too many arguments"]
+            raise TypeError(f"FlowCertificate() got unexpected {', '.join(wrong)}")
+        given = {**dict(zip(LEGACY_FIELDS, legacy, strict=False)), **legacy_named}
+        if given:
+            # The old keywords: proofs made from them over what the proofs given say.
+            lower_proof, upper_proof = proofs_from(ga, lower_proof, upper_proof, given)
+        object.__setattr__(self, "lower_proof", lower_proof)
+        object.__setattr__(self, "upper_proof", upper_proof)
+
+    @property
+    def proofs(self) -> dict[str, str]:
+        """The class of each end's proof, by name (``""`` when none proves it)."""
+        return {end: "" if p is None else type(p).__name__
+                for end, p in (("lower", self.lower_proof), ("upper", self.upper_proof))}
+
+    @property
+    def lengths(self) -> np.ndarray | None:
+        return getattr(self.upper_proof, "lengths", None)
+
+    @property
+    def flow(self) -> np.ndarray | None:
+        return getattr(self.lower_proof, "flow", None)
+
+    @property
+    def theta(self) -> float | None:
+        return getattr(self.lower_proof, "theta", None)
+
+    @property
+    def symmetry(self) -> Symmetry | None:
+        return getattr(self.lower_proof, "symmetry", None)
+
+    @property
+    def traffic_scale(self) -> float:
+        return self._unit("traffic_scale")
+
+    @property
+    def capacity_unit(self) -> float:
+        return self._unit("capacity_unit")
+
+    def _unit(self, name: str) -> float:
+        """The solve unit ``name`` of whichever proof was made in solve units (1 else)."""
+        for proof in (self.lower_proof, self.upper_proof):
+            if hasattr(proof, name):
+                return getattr(proof, name)
+        return 1.0
+
+    @property
+    def include_endpoint_links(self) -> bool:
+        for proof, name in ((self.lower_proof, "include_endpoint_links"),
+                            (self.upper_proof, "endpoint_cut")):
+            if hasattr(proof, name):
+                return getattr(proof, name)
+        return True
+
+    @property
+    def hose(self) -> Any:
+        return getattr(self.lower_proof, "hose", None)
+
+    @property
+    def reroute(self) -> Any:
+        return self.lower_proof if hasattr(self.lower_proof, "detours") else None
+
+    @property
+    def plane(self) -> Any:
+        return self.lower_proof if hasattr(self.lower_proof, "relay_leaves") else None
 
 
 @dataclass

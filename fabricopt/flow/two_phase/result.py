@@ -56,6 +56,14 @@ class ValiantBound:
     #: end nothing proved): the plan's names (:func:`~fabricopt.flow.two_phase.plan.plan`).
     stages: dict[str, str] = field(default_factory=lambda: {"lower": "none", "upper": "none"})
 
+    def recheck(self, fab: Any) -> Any:
+        """This rate re-proven from ``fab``
+        (:func:`~fabricopt.flow.two_phase.check.check_hose_certificate`)."""
+        # Lazy: the check imports this module (an import cycle otherwise).
+        from .check import check_hose_certificate
+
+        return check_hose_certificate(fab, self)
+
     def __str__(self) -> str:
         return (f"hose rate        {self.rate_gbps:.6g} Gb/s per endpoint, any traffic "
                 f"(two-phase via {len(self.hubs)} hubs; {self.method}, {self.status})")

@@ -1,0 +1,236 @@
+"""Typed proofs that check themselves: each proof class re-proves its end of a real result
+from the fabric alone, and proves less (so the check fails) once tampered with; the checker
+only asks them, importing no stage; ``result.stages`` names a stage that yields the proof's
+class, and the plan table in ``docs/throughput.md`` names the classes."""
+
+import ast
+import pathlib
+import re
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import fabricopt as fo
+from fabricopt.failures.intact_flow import IntactFlow, rerouted_answer
+from fabricopt.flow.legacy_proofs import proofs_from
+from fabricopt.flow.lp_proof import FlowProof, RootFlowProof
+from fabricopt.flow.plane_bracket import plane_bracket
+from fabricopt.flow.plane_routing import PlaneProof
+from fabricopt.flow.proof import ArcLengths, LowerProof, ProofCheck, Strongest, UpperProof
+from fabricopt.flow.reroute import ReroutedFlow
+from fabricopt.flow.result import FlowCertificate
+from fabricopt.flow.two_phase.check import HoseFloor, hose_theta
+
+FLOW = pathlib.Path(fo.__file__).parent / "flow"
+DOCS = pathlib.Path(fo.__file__).parent.parent / "docs"
+PROOFS = {c.__name__: c for c in (FlowProof, RootFlowProof, HoseFloor, ReroutedFlow, PlaneProof,
+                                  ArcLengths)}
+
+
+def _flow_imports(path: pathlib.Path) -> set[str]:
+    """The package modules ``path`` (a module of ``fabricopt/flow``) imports, lazily too."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = ["fabricopt", "flow"][: 3 - node.level]
+            out.add(".".join(base + ([node.module] if node.module else [])))
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("fabricopt"):
+            out.add(node.module)
+    return out
+
+
+#: What the checker may import: the data model, the proofs' protocol and the result record.
+CHECKER_MAY_IMPORT = {"fabricopt.errors", "fabricopt.fabric", "fabricopt.traffic",
+                      "fabricopt.graph_arrays", "fabricopt.flow.proof", "fabricopt.flow.result"}
+
+
+def test_the_checker_imports_no_stage():
+    assert _flow_imports(FLOW / "check.py") <= CHECKER_MAY_IMPORT
+    # The protocol module is as bare: the distance sums and solve units are helpers.
+    assert _flow_imports(FLOW / "proof.py") <= CHECKER_MAY_IMPORT | {
+        "fabricopt.flow.distance_sums", "fabricopt.flow.units"}
+    # The rule can fail: the plan imports the stages' modules.
+    assert "fabricopt.flow.plane_bracket" in _flow_imports(FLOW / "plan.py") - CHECKER_MAY_IMPORT
+
+
+def _proves(proof, fab, traffic, end, claim):
+    check = proof.check(fab, traffic)
+    assert isinstance(check, ProofCheck)
+    return check.proves_lower(claim) if end == "lower" else check.proves_upper(claim)
+
+
+def test_the_full_lps_flow_and_lengths():
+    # ring(6) at 1 Gb/s: theta = 12 arcs / 54 unit-hops of demand = 2/9, below the cut
+    # around one node (2 Gb/s out over 5 sent: 0.4), so the lengths, not that cut, bind.
+    fab = fo.ring(6)
+    traffic = fo.all_to_all(fab)
+    r = fo.max_concurrent_flow(fab, traffic, method="lp")
+    cert = r.certificate
+    assert isinstance(cert.lower_proof, FlowProof) and isinstance(cert.upper_proof, ArcLengths)
+    assert isinstance(cert.lower_proof, LowerProof) and isinstance(cert.upper_proof, UpperProof)
+    assert r.lower == pytest.approx(2 / 9, rel=1e-9)
+    assert _proves(cert.lower_proof, fab, traffic, "lower", r.lower)
+    assert _proves(cert.upper_proof, fab, traffic, "upper", r.upper)
+    # A scaled flow (point and theta halved) carries half: it no longer proves the end.
+    halved = replace(cert.lower_proof, flow=cert.lower_proof.flow * 0.5)
+    assert halved.check(fab, traffic).value == pytest.approx(r.lower / 2, rel=1e-9)
+    assert not fo.check_certificate(fab, replace(r, certificate=replace(
+        cert, lower_proof=halved))).lower_ok
+    # Twice the traffic: the flow carries none of it conserved.
+    assert not _proves(cert.lower_proof, fab, traffic.scaled(2.0), "lower", r.lower)
+    # Shortened lengths: half the arcs at length 0 bound theta by 0.4 (the endpoint cut),
+    # one arc at 0 by 3/11; neither proves 2/9.
+    lengths = cert.upper_proof.lengths.copy()
+    lengths[:6] = 0.0
+    assert not _proves(replace(cert.upper_proof, lengths=lengths), fab, traffic, "upper",
+                       r.upper)
+    lengths = cert.upper_proof.lengths.copy()
+    lengths[0] = 0.0
+    assert not _proves(replace(cert.upper_proof, lengths=lengths), fab, traffic, "upper",
+                       r.upper)
+    # Another graph (a link fewer): neither proof says anything there, and the checker
+    # refuses the result outright.
+    other = fab.without_links([("n0", "n1")])
+    assert cert.lower_proof.check(other, fo.all_to_all(other)).value == 0.0
+    assert cert.upper_proof.check(other, fo.all_to_all(other)).value == np.inf
+    with pytest.raises(fo.InvalidParameterError, match="different graph"):
+        fo.check_certificate(other, r)
+
+
+def test_the_symmetric_root_flows():
+    fab = fo.fat_tree(4)
+    traffic = fo.all_to_all(fab)
+    r = fo.max_concurrent_flow(fab, traffic, method="symmetric")
+    proof = r.certificate.lower_proof
+    assert type(proof) is RootFlowProof
+    # fat_tree(4): 16 hosts on 400 Gb/s links, non-blocking: theta = 400 / 15.
+    assert r.lower == pytest.approx(400 / 15, rel=1e-9)
+    assert _proves(proof, fab, traffic, "lower", r.lower)
+    assert not _proves(replace(proof, flow=proof.flow * 0.5), fab, traffic, "lower", r.lower)
+    # On a failed copy the generator's claim is gone: the root flows prove nothing.
+    failed = fab.without_links([next(iter(fab.graph.edges()))])
+    assert proof.check(failed, fo.all_to_all(failed)).value == 0.0
+    # Not all-to-all over every endpoint: root flows carry nothing else.
+    half = fo.all_to_all(fab, endpoints=fab.endpoints[:8])
+    assert proof.check(fab, half).value == 0.0
+
+
+def test_the_two_phase_floor():
+    fab = fo.fat_tree(4)
+    traffic = fo.all_to_all(fab)
+    hose = fo.valiant_rate(fab)
+    floor = HoseFloor(hose)
+    # 400 Gb/s per endpoint over the 15 Gb/s each sends: theta >= 400 / 15.
+    assert hose_theta(hose.rate_gbps, traffic) == pytest.approx(400 / 15, rel=1e-12)
+    assert _proves(floor, fab, traffic, "lower", 400 / 15)
+    # Re-proven from its flows, not from the rate it claims: a doubled claim proves nothing
+    # more, so twice the floor fails.
+    raised = HoseFloor(replace(hose, rate_gbps=hose.rate_gbps * 2))
+    assert not _proves(raised, fab, traffic, "lower", 2 * 400 / 15)
+    # Another graph (a link fewer): the hose's flows are not that fabric's.
+    failed = fab.without_links([next(iter(fab.graph.edges()))])
+    assert not _proves(floor, failed, fo.all_to_all(failed), "lower", 400 / 15)
+
+
+def test_the_intact_flow_rerouted():
+    # The ring(6) whose link n0-n1 fails is a path: its middle link carries 3 x 3 pairs each
+    # way, theta = 1/9, which the ring's flow with that link's load sent round proves.
+    ring = fo.ring(6)
+    traffic = fo.all_to_all(ring)
+    intact = IntactFlow.of(ring, fo.max_concurrent_flow(ring, traffic), traffic)
+    path = ring.without_links([("n0", "n1")])
+    r = rerouted_answer(path, traffic, intact)
+    proof = r.certificate.lower_proof
+    assert isinstance(proof, ReroutedFlow) and r.lower == pytest.approx(1 / 9, rel=1e-9)
+    assert _proves(proof, path, traffic, "lower", r.lower)
+    assert _proves(r.certificate.upper_proof, path, traffic, "upper", r.upper)
+    # Half of every detour: half of the lost arc's load vanishes.
+    assert not _proves(replace(proof, detours=proof.detours * 0.5), path, traffic, "lower",
+                       r.lower)
+    # The intact flow scaled: it no longer conserves, and proves nothing to send round.
+    base = proof.result.certificate.lower_proof
+    scaled = replace(proof.result, certificate=replace(
+        proof.result.certificate, lower_proof=replace(base, flow=base.flow * 0.5)))
+    assert not _proves(replace(proof, result=scaled), path, traffic, "lower", r.lower)
+    # Another failed graph: the detours are not its arcs.
+    other = ring.without_links([("n2", "n3")])
+    assert proof.check(other, traffic).value == 0.0
+
+
+def _clos(nodes=12, gpus=4):
+    """A 3-tier 2:1 Clos of small NVSwitch servers (as tests/flow/test_planes.py)."""
+    return fo.cluster(fo.nvswitch_domain(gpus, 2, gpus, 400.0), nodes=nodes, scale_out="clos",
+                      tiers=3, oversubscription=2, radix=8)
+
+
+def test_the_routing_through_the_planes():
+    fab = fo.fail_random(_clos(12), 0.05, seed=1)
+    traffic = fo.all_to_all(fab)
+    r = plane_bracket(fab, traffic)
+    proof = r.certificate.lower_proof
+    assert isinstance(proof, PlaneProof) and r.certificate.plane is proof
+    assert _proves(proof, fab, traffic, "lower", r.lower)
+    assert _proves(r.certificate.upper_proof, fab, traffic, "upper", r.upper)
+    # Shares scaled down: each pair is sent less than its demand, so the rate falls.
+    assert not _proves(replace(proof, alpha=proof.alpha * 0.5, beta=proof.beta * 0.5,
+                               gamma=proof.gamma * 0.5), fab, traffic, "lower", r.lower)
+    # A traffic other than all-to-all over every endpoint, or the wrong graph: nothing.
+    assert proof.check(fab, fo.all_to_all(fab, endpoints=fab.endpoints[:8])).value == 0.0
+    other = fo.fail_random(_clos(12), 0.05, seed=2)
+    assert not _proves(proof, other, fo.all_to_all(other), "lower", r.lower)
+
+
+def test_old_keywords_make_the_same_proofs():
+    fab = fo.ring(6)
+    r = fo.max_concurrent_flow(fab, method="lp")
+    cert, lower = r.certificate, r.certificate.lower_proof
+    # The old attributes read back from the proofs.
+    assert cert.flow is lower.flow and cert.theta == lower.theta and cert.hose is None
+    assert cert.lengths is cert.upper_proof.lengths and cert.include_endpoint_links
+    assert (cert.traffic_scale, cert.capacity_unit) == (lower.traffic_scale,
+                                                       lower.capacity_unit)
+    # Built the old way (positional after load), the certificate makes the same proofs.
+    old = FlowCertificate(cert.ga, cert.tiers, cert.load, cert.lengths, cert.flow, cert.theta,
+                          cert.traffic_scale, True, None, cert.capacity_unit)
+    assert type(old.lower_proof) is FlowProof and old.lower_proof.flow is lower.flow
+    assert fo.check_certificate(fab, replace(r, certificate=old)).ok
+    # An old attribute replaced changes only its end's proof.
+    zero = replace(cert, lengths=np.zeros_like(cert.lengths))
+    assert zero.lower_proof is lower and not fo.check_certificate(
+        fab, replace(r, certificate=zero)).upper_ok
+    # Several lower proofs side by side (as the old certificate allowed): the strongest.
+    both = proofs_from(cert.ga, lower, cert.upper_proof, {"hose": fo.valiant_rate(fab)})[0]
+    assert isinstance(both, Strongest) and len(both.proofs) == 2
+    with pytest.raises(TypeError, match="unexpected"):
+        FlowCertificate(cert.ga, cert.tiers, lenghts=None)
+
+
+def _stages_agree(r):
+    """Each end of ``r`` is named after a stage that yields its proof's class."""
+    for end in ("lower", "upper"):
+        proof = getattr(r.certificate, f"{end}_proof")
+        assert proof is not None and r.stages[end] in type(proof).STAGES, (end, r.stages)
+
+
+def test_result_stages_name_a_stage_of_each_proof():
+    fab = fo.fat_tree(4)
+    _stages_agree(fo.max_concurrent_flow(fab, method="lp"))
+    _stages_agree(fo.max_concurrent_flow(fab, method="symmetric"))
+    # A bare graph (no claim): the routed bounds prove both ends.
+    bare = fo.from_networkx(fab.graph.copy(), endpoints=fab.endpoints)
+    routed = fo.max_concurrent_flow(bare)
+    assert routed.stages["lower"] == "routed bounds"
+    _stages_agree(routed)
+
+
+def test_the_plan_table_names_each_stages_proof():
+    text = (DOCS / "throughput.md").read_text().split("## What auto does", 1)[1]
+    header = next(line for line in text.splitlines() if line.startswith("| # | stage"))
+    column = next(i for i, c in enumerate(header.split("|")) if c.strip().startswith("proof"))
+    table = text.split(header, 1)[1].split("\n\n", 1)[0]   # this table only
+    rows = [line.split("|") for line in table.splitlines()[1:]]
+    named = {name for row in rows for name in re.findall(r"`([A-Z]\w+)`", row[column])}
+    assert named and named <= set(PROOFS), sorted(named - set(PROOFS))
+    # Every proof class the engine makes is in the table.
+    assert set(PROOFS) <= named
