@@ -23,7 +23,7 @@ import math
 import time
 from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -39,10 +39,8 @@ from ..failures.single import single_failures as _fabric_single_failures
 from ..tiers import is_scale_up
 from .plan import TrainingJob
 from .reliability import server_of
+from .serving_replica import ServingJob
 from .step import TrainingStep, training_step
-
-if TYPE_CHECKING:
-    from .serving_failures import ServingJob
 
 #: Failure kinds a job can be asked about: one physical network link, one network switch,
 #: one scale-up (NVLink) link, one scale-up switch chip, one GPU's NIC (every network port
@@ -647,7 +645,7 @@ def single_failures(fab: Fabric, kind: str | Sequence[str] = "links",
     allowed = {"symmetry", "catalog", "order", "solve", "_func"}
     if not isinstance(job, TrainingJob):
         # cycle: serving_failures builds on this module's failure units
-        from .serving_failures import ServingJob, serving_failures
+        from .serving_failures import serving_failures
         if not isinstance(job, ServingJob):
             raise fail(options.get("_func", "single_failures"), "job",
                        "a TrainingJob or a ServingJob", type(job).__name__)

@@ -47,49 +47,9 @@ from .job_failures import (
     _tier,
     _units,
 )
-from .models import ModelConfig, model
 from .reliability import server_of
 from .serving_capacity import Throughput, _check_fits, throughput
-from .serving_replica import Replica, ServingPlan, replica
-
-
-@dataclass(frozen=True)
-class ServingJob:
-    """A serving deployment, for the failure analyses (``single_failures(..., job=)``):
-    ``model`` served on ``plan`` over the whole fabric, requests of ``prompt_len`` prompt and
-    ``output_len`` output tokens, on the fabric's GPU or ``gpu``.
-
-    >>> ServingJob("llama3-70b", ServingPlan(tp=8, precision="fp8")).describe()
-    'llama3-70b, tp=8, batch=32, chunk=2048, fp8, colocated, 2048 + 256 tokens'
-    """
-
-    model: str | ModelConfig
-    plan: ServingPlan = field(default_factory=ServingPlan)
-    prompt_len: int = 2048
-    output_len: int = 256
-    gpu: str | None = None
-
-    def __post_init__(self) -> None:
-        func = "ServingJob"
-        try:
-            model(self.model)
-        except InvalidParameterError as exc:
-            raise InvalidParameterError(f"{func}(): model: {exc}") from None
-        if not isinstance(self.plan, ServingPlan):
-            raise fail(func, "plan", "a ServingPlan", type(self.plan).__name__)
-        check_int(func, "prompt_len", self.prompt_len, minimum=1)
-        check_int(func, "output_len", self.output_len, minimum=1)
-        if self.gpu is not None and not isinstance(self.gpu, str):
-            raise fail(func, "gpu", "None or a catalog GPU name", self.gpu)
-
-    @property
-    def config(self) -> ModelConfig:
-        """The model's configuration."""
-        return model(self.model)
-
-    def describe(self) -> str:
-        return (f"{self.config.name}, {self.plan.describe()}, {self.prompt_len} + "
-                f"{self.output_len} tokens")
+from .serving_replica import Replica, ServingJob, replica
 
 
 @dataclass(frozen=True)
@@ -280,7 +240,7 @@ def serving_failures(fab: Fabric, job: ServingJob, kind: str | Sequence[str] = "
     >>> import fabricopt as fo
     >>> pod = fo.cluster(scale_up=fo.dgx_h100(), nodes=4, scale_out="rail_optimized",
     ...                  nic_gbps=400, leaf_radix=16)
-    >>> job = ServingJob("llama3-70b", ServingPlan(tp=8, batch=64, precision="fp8"))
+    >>> job = ServingJob("llama3-70b", fo.ServingPlan(tp=8, batch=64, precision="fp8"))
     >>> t = fo.single_failures(pod, kind="servers", job=job)
     >>> [(r.action, r.replicas_left) for r in t.rows]
     [('drop replica', 3)]

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .._checks import check_bool, check_choice, check_int
+from .._checks import check_bool, check_choice, check_int, fail
 from ..catalog import Catalog
 from ..collectives.efficiency import EFFICIENCY_PROFILES
 from ..collectives.nccl import RING_BASE_US, RING_NET_US, RING_NVLINK_US
@@ -45,7 +45,7 @@ from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from .hardware import PRECISIONS, GpuFigures, gpu_figures
 from .memory import RUNTIME_GB
-from .models import ModelConfig
+from .models import ModelConfig, model
 from .phase_bounds import FabricLevels, phase_bound
 from .step import _levels
 
@@ -389,5 +389,44 @@ def replica(fab: Fabric, m: ModelConfig, plan: ServingPlan, *, gpu: str | None =
     return Replica(m, plan, g, hbm, g.compute_efficiency, replicas, weights, kv, phases)
 
 
-__all__ = ["BYTES_PER_VALUE", "LAYER_OVERHEAD_US", "CommPhase", "Replica", "ServingPlan",
-           "replica"]
+@dataclass(frozen=True)
+class ServingJob:
+    """A serving deployment, for the failure analyses (``single_failures(..., job=)``):
+    ``model`` served on ``plan`` over the whole fabric, requests of ``prompt_len`` prompt and
+    ``output_len`` output tokens, on the fabric's GPU or ``gpu``.
+
+    >>> ServingJob("llama3-70b", ServingPlan(tp=8, precision="fp8")).describe()
+    'llama3-70b, tp=8, batch=32, chunk=2048, fp8, colocated, 2048 + 256 tokens'
+    """
+
+    model: str | ModelConfig
+    plan: ServingPlan = field(default_factory=ServingPlan)
+    prompt_len: int = 2048
+    output_len: int = 256
+    gpu: str | None = None
+
+    def __post_init__(self) -> None:
+        func = "ServingJob"
+        try:
+            model(self.model)
+        except InvalidParameterError as exc:
+            raise InvalidParameterError(f"{func}(): model: {exc}") from None
+        if not isinstance(self.plan, ServingPlan):
+            raise fail(func, "plan", "a ServingPlan", type(self.plan).__name__)
+        check_int(func, "prompt_len", self.prompt_len, minimum=1)
+        check_int(func, "output_len", self.output_len, minimum=1)
+        if self.gpu is not None and not isinstance(self.gpu, str):
+            raise fail(func, "gpu", "None or a catalog GPU name", self.gpu)
+
+    @property
+    def config(self) -> ModelConfig:
+        """The model's configuration."""
+        return model(self.model)
+
+    def describe(self) -> str:
+        return (f"{self.config.name}, {self.plan.describe()}, {self.prompt_len} + "
+                f"{self.output_len} tokens")
+
+
+__all__ = ["BYTES_PER_VALUE", "LAYER_OVERHEAD_US", "CommPhase", "Replica", "ServingJob",
+           "ServingPlan", "replica"]
