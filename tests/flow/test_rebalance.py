@@ -70,3 +70,25 @@ def test_bounds_stage_closes_by_rebalancing_where_the_attach_lp_declines(monkeyp
     assert r.method == "bounds" and r.exact
     exact = fo.max_concurrent_flow(fab, method="lp", bounds_first=False).theta
     assert r.theta == pytest.approx(exact, rel=1e-6)
+
+
+@pytest.mark.parametrize("links", [[("core0.0", "spine0.0")],
+                                   [("core0.0", "spine0.0"), ("spine1.1", "leaf5")]])
+def test_bounds_stage_rebalances_before_the_attach_lp_on_a_failed_fat_tree(monkeypatch, links):
+    # Without servers the stage tries WCMP rebalanced first; fat_tree(8) minus one
+    # spine-to-core link needs 86 rounds to meet its cut (REBALANCE_ROUNDS), so the
+    # attach-switch LP (1.4 s there, against 0.1 s) is never built. The answer is the full
+    # LP's optimum, exact and re-checked from the fabric.
+    import fabricopt.flow.bounds_first.tor_routing as tor_routing
+
+    def refused(*args, **kwargs):
+        raise AssertionError("the attach-switch LP ran although rebalancing met the cut")
+
+    monkeypatch.setattr(tor_routing, "_attach_lp_flow", refused)
+    fab = fo.fat_tree(8).without_links(links)
+    r = certified(fab, fo.max_concurrent_flow(fab))
+    assert r.method == "bounds" and r.exact
+    monkeypatch.undo()
+    exact = fo.max_concurrent_flow(fab, method="lp", bounds_first=False).theta
+    assert r.lower <= exact * (1 + 1e-9) and r.upper >= exact * (1 - 1e-9)
+    assert r.theta == pytest.approx(exact, rel=1e-6)
