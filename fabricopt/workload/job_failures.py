@@ -57,6 +57,8 @@ UNIT_NAMES = {"links": "network link", "switches": "network switch", "nvlinks": 
               "servers": "server", "groups": "risk group"}
 #: Relative difference under which a failed fabric's step counts as the intact one.
 SAME_STEP = 1e-9
+#: Unaffected orbits printed one per line up to this many; more are one summary line.
+SHOWN_UNAFFECTED = 5
 
 
 @dataclass(frozen=True)
@@ -170,10 +172,20 @@ class JobFailureTable:
                  f"; {self.spares} spare servers",
                  f"symmetry         {self.symmetry}",
                  f"{'orbit':<36}{'count':>7}  {'action':<16}{'step s':>10}  {'tokens/s':>8}"]
-        for r in self.rows:
+        # Failures the job does not feel (often most of them: links of idle servers) are one
+        # line once there are more than a few; the rows keep every orbit.
+        calm = [r for r in self.rows if r.action == "unaffected"]
+        shown = self.rows if len(calm) <= SHOWN_UNAFFECTED else [
+            r for r in self.rows if r.action != "unaffected"]
+        for r in shown:
             step = "-" if not math.isfinite(r.step_s) else f"{r.step_s:.4g}"
             lines.append(f"{r.representative[:35]:<36}{r.multiplicity:>7}  {r.action:<16}"
                          f"{step:>10}  {100 * self.share(r):>7.1f}%")
+        if shown is not self.rows:
+            step = max(r.step_s for r in calm)
+            kept = min(self.share(r) for r in calm)
+            lines.append(f"{f'({len(calm)} orbits)':<36}{sum(r.multiplicity for r in calm):>7}"
+                         f"  {'unaffected':<16}{step:>10.4g}  {100 * kept:>7.1f}%")
         return "\n".join(lines)
 
 

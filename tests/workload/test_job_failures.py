@@ -162,3 +162,18 @@ def test_failure_sweep_with_a_job():
     with pytest.raises(fo.InvalidParameterError, match="kind"):
         fo.failure_sweep(pod(1), [0.1], job=JOB, kind="groups")
     assert isinstance(fo.failure_sweep(fo.ring(6), [0.2], trials=1, seed=1), fo.FailureSweep)
+
+
+def test_the_printed_table_folds_many_unaffected_orbits_into_one_line():
+    # table(2, symmetry=False) solves every failure on its own: the dual-plane pod rides out
+    # every link, so most rows are "unaffected". Printed, they are one line whose count is
+    # the sum of theirs; the rows themselves keep every orbit.
+    t = table(2, symmetry=False)
+    calm = [r for r in t.rows if r.action == "unaffected"]
+    assert len(calm) > 5  # more than SHOWN_UNAFFECTED, so they fold
+    text = str(t).splitlines()
+    folded = [line for line in text if line.startswith(f"({len(calm)} orbits)")]
+    assert len(folded) == 1
+    assert int(folded[0].split()[2]) == sum(r.multiplicity for r in calm)
+    assert not any("unaffected" in line.split() for line in text[4:] if line[0] != "(")
+    assert len(text) == 4 + len(t.rows) - len(calm) + 1
