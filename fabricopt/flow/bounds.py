@@ -28,7 +28,6 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from .._unchanged import once
 from ..graph_arrays import HIERARCHY_KEYS as HIERARCHY_KEYS  # its home now: the shape
 from ..graph_arrays import FabricShape, GraphArrays
 from ..traffic import Traffic
@@ -51,12 +50,10 @@ def hierarchy_partitions(fab: Any, ga: GraphArrays) -> list[np.ndarray]:
     closed upward (every network switch of that layer joined with the groups of its
     neighbours below).
 
-    Read once per arrays in a study row (the all-to-all, the two-phase rate and the
-    bisection each ask), and read-only."""
-    # Keyed by the arrays' identity, which the reading holds so the id cannot be reused.
-    held, parts = once(fab, f"hierarchy_partitions {id(ga)}",
-                       lambda: (ga, FabricShape(fab, ga).hierarchy))
-    return list(parts) if held is ga else list(FabricShape(fab, ga).hierarchy)
+    The fabric's shape's (:attr:`~fabricopt.graph_arrays.FabricShape.hierarchy`): read once
+    in a study row (the all-to-all, the two-phase rate and the bisection each ask), and
+    read-only."""
+    return list(FabricShape.of(fab, ga).hierarchy)
 
 
 def rail_labels(fab: Any, ga: GraphArrays) -> np.ndarray | None:

@@ -37,7 +37,7 @@ def answer_from_intact(fab: Fabric, traffic: Traffic, gap: float, too_large: boo
                        ) -> FlowResult | None:
     """The first answer of ``answerers`` for ``fab`` that is :func:`acceptable`; None
     otherwise, and for a fabric that is not an edited one with a recipe."""
-    if not fab.params.get("edited") or fab.recipe is None:
+    if not fab.origin.from_recipe:
         return None
     for answer in answerers:
         r = answer(fab, traffic)

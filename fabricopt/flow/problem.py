@@ -83,7 +83,7 @@ def symmetric_applicable(fab: Fabric, traffic: Traffic) -> tuple[bool, str]:
     """Whether the symmetric method is exact for this fabric and traffic, and why not."""
     if fab.symmetry is None:
         why = ("the fabric carries no symmetry claim" if fab._symmetry is None and
-               not fab.params.get("edited") else
+               not fab.origin.edited else
                "the fabric was changed after it was generated (or has no symmetry claim)")
         return False, why
     return traffic_invariant(fab, traffic)
@@ -196,7 +196,7 @@ class FlowProblem:
     @property
     def edited(self) -> bool:
         """Made by ``without`` or ``fail_random`` (a failed fabric)."""
-        return bool(self.fab.params.get("edited"))
+        return self.fab.origin.edited
 
     @cached_property
     def invariant(self) -> bool:

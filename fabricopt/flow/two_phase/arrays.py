@@ -17,21 +17,14 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components, shortest_path
+from scipy.sparse.csgraph import shortest_path
 
 from ...errors import InvalidParameterError
 from ...fabric import check_endpoint_group
-from ...graph_arrays import GraphArrays, arc_labels
-from ..bounds import hierarchy_partitions
+from ...graph_arrays import FabricShape, GraphArrays
 from ..symmetric import fabric_arc_orbits
 
-__all__ = ["hub_levels", "hub_nodes", "hub_shares", "rate_scale", "scale_up_arcs"]
-
-
-def scale_up_arcs(fab: Any, ga: GraphArrays) -> np.ndarray:
-    """Mask of the scale-up arcs of ``ga`` (:func:`fabricopt.tiers.is_scale_up_arc`)."""
-    return arc_labels(fab).scale_up
-
+__all__ = ["hub_levels", "hub_nodes", "hub_shares", "rate_scale"]
 
 
 def hub_levels(fab: Any, endpoints: Iterable[Hashable] | None = None,
@@ -77,14 +70,15 @@ def _check_level(levels: dict[int, tuple[Hashable, ...]], level: int | None) -> 
 
 
 def _levels(fab: Any, ga: GraphArrays, eps: tuple[Hashable, ...],
-            scale_up: np.ndarray | None = None, dead: np.ndarray | None = None,
+            dead: np.ndarray | None = None, shape: FabricShape | None = None,
             ) -> dict[int, tuple[Hashable, ...]]:
-    """:func:`hub_levels` on arrays already read (and their scale-up arcs and
-    :func:`_dead_ends`, if known)."""
+    """:func:`hub_levels` on arrays already read (and :func:`_dead_ends` and the fabric's
+    shape on them, if known)."""
+    shape = shape if shape is not None else FabricShape.of(fab, ga)
     ep_idx = np.array([ga.index[e] for e in eps])
     others = np.setdiff1d(np.arange(ga.n_nodes), np.array([ga.index[e] for e in fab.endpoints]))
     network = np.zeros(ga.n_nodes, dtype=bool)
-    scale_out = ~(scale_up if scale_up is not None else scale_up_arcs(fab, ga))
+    scale_out = ~shape.scale_up
     network[ga.tail[scale_out]] = True
     network[ga.head[scale_out]] = True
     if network[others].any():
@@ -92,9 +86,7 @@ def _levels(fab: Any, ga: GraphArrays, eps: tuple[Hashable, ...],
         # the network's switches are the hubs. Endpoints all in one scale-up domain (one
         # server with its rail leaves) are better served by its own NVSwitches.
         up = ~scale_out
-        domain = connected_components(sp.csr_matrix(
-            (np.ones(int(up.sum())), (ga.tail[up], ga.head[up])), shape=(ga.n_nodes,) * 2),
-            directed=False)[1]
+        domain = shape.domain  # components of the scale-up arcs
         one = len(np.unique(domain[ep_idx])) == 1 and up.any()
         kept = others[~network[others] & (domain[others] == domain[ep_idx[0]])] if one else []
         others = kept if len(kept) else others[network[others]]
@@ -185,6 +177,8 @@ class _Arrays:
     partitions: list[np.ndarray] | None = None
     dead: tuple[bytes, np.ndarray] | None = None
     orbits: tuple[np.ndarray | None] | None = None
+    #: The fabric's shape on ``ga``: its scale-up arcs, domains and hierarchy, read once.
+    shape: FabricShape | None = None
 
     def claim_orbits(self, fab: Any, ep_idx: np.ndarray) -> np.ndarray | None:
         """Arc orbits of the fabric's symmetry claim (read once), when ``ep_idx`` are all
@@ -200,7 +194,8 @@ class _Arrays:
     def hierarchy(self, fab: Any) -> list[np.ndarray]:
         """The partitions of the fabric's hierarchy the cuts try (read once)."""
         if self.partitions is None:
-            self.partitions = hierarchy_partitions(fab, self.ga)
+            shape = self.shape if self.shape is not None else FabricShape.of(fab, self.ga)
+            self.partitions = list(shape.hierarchy)
         return self.partitions
 
     def dead_ends(self, ep_idx: np.ndarray) -> np.ndarray:
@@ -218,7 +213,8 @@ class _Arrays:
             raise InvalidParameterError("valiant_rate(): every link needs both directions "
                                         "(phase 2 runs phase 1 backwards); see "
                                         "Fabric.validate()")
-        return cls(ga, rev, scale_up_arcs(fab, ga))
+        shape = FabricShape.of(fab, ga)
+        return cls(ga, rev, shape.scale_up, shape=shape)
 
     def scale_out_injection(self, eps: tuple[Hashable, ...]) -> float:
         """The least :meth:`~fabricopt.Fabric.scale_out_injection_gbps` of ``eps``, for

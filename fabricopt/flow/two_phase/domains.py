@@ -70,13 +70,16 @@ class _Domains:
     group_domains: np.ndarray
 
     @classmethod
-    def of(cls, ga: GraphArrays, ep_idx: np.ndarray, up: np.ndarray) -> _Domains | None:
-        """The domains of the scale-up arcs ``up``; None when an endpoint repeats or links
-        join two domains directly."""
+    def of(cls, ga: GraphArrays, ep_idx: np.ndarray, up: np.ndarray,
+           comp: np.ndarray | None = None) -> _Domains | None:
+        """The domains of the scale-up arcs ``up`` (``comp``, their components per node, when
+        the fabric's shape read them: :attr:`~fabricopt.graph_arrays.FabricShape.domain`);
+        None when an endpoint repeats or links join two domains directly."""
         n = ga.n_nodes
-        joined = sp.csr_matrix((np.ones(int(up.sum())), (ga.tail[up], ga.head[up])),
-                               shape=(n, n))
-        comp = connected_components(joined, directed=False)[1]
+        if comp is None:
+            joined = sp.csr_matrix((np.ones(int(up.sum())), (ga.tail[up], ga.head[up])),
+                                   shape=(n, n))
+            comp = connected_components(joined, directed=False)[1]
         has_ep = np.zeros(int(comp.max()) + 1, dtype=bool)
         has_ep[comp[ep_idx]] = True
         ids = np.full(len(has_ep), -1)
@@ -129,10 +132,11 @@ class DomainPhaseOne:
     @classmethod
     def build(cls, ga: GraphArrays, rev: np.ndarray, ep_idx: np.ndarray,
               hub_idx: np.ndarray, share: np.ndarray, scale_up: np.ndarray,
-              ) -> DomainPhaseOne | None:
+              components: np.ndarray | None = None) -> DomainPhaseOne | None:
         """The merged LP, or None when it does not apply (a hub inside a domain, links
-        between domains, no merging to gain) or exceeds :data:`MAX_DOMAIN_COLUMNS`."""
-        dom = _Domains.of(ga, ep_idx, scale_up)
+        between domains, no merging to gain) or exceeds :data:`MAX_DOMAIN_COLUMNS`.
+        ``components``: the scale-up arcs' components per node, when read already."""
+        dom = _Domains.of(ga, ep_idx, scale_up, components)
         if dom is None or np.any(dom.domain[hub_idx] >= 0):
             return None
         n_groups = len(dom.group_endpoints)

@@ -211,8 +211,9 @@ class MergedLP:
 
     def run(self, p: TwoPhaseProblem, bracket: Bracket) -> None:
         ga, scale_up = p.ga, p.arrays.scale_up
+        shape = p.arrays.shape
         merged = DomainPhaseOne.build(ga, p.arrays.rev, p.ep_idx, p.hub_idx, p.share,
-                                      scale_up)
+                                      scale_up, None if shape is None else shape.domain)
         if merged is None:
             return
         left = p.budget.left()

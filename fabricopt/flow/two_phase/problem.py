@@ -121,7 +121,7 @@ class TwoPhaseProblem:
         eps = check_endpoint_group(func, fab, endpoints)
         arrays = _Arrays.of(fab)
         if hubs is None:
-            hubs = max(_levels(fab, arrays.ga, eps, arrays.scale_up))
+            hubs = max(_levels(fab, arrays.ga, eps, shape=arrays.shape))
         hub_list, level = resolved_hubs(fab, eps, hubs, arrays.ga)
         return cls(fab, eps, hub_list, level, budget=Budget(time_limit), arrays=arrays,
                    **{**asked, "bounds_first": bounds_first})

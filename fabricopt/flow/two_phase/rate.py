@@ -143,7 +143,7 @@ def best_hub_level(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
     # Reading the arrays checks every arc first.
     prepared = _Arrays.of(fab, arrays)
     ep_idx = np.array([prepared.ga.index[e] for e in eps])
-    levels = _levels(fab, prepared.ga, eps, prepared.scale_up, prepared.dead_ends(ep_idx))
+    levels = _levels(fab, prepared.ga, eps, prepared.dead_ends(ep_idx), prepared.shape)
     ceiling = prepared.scale_out_injection(eps)
     if enough_gbps is not None:
         ceiling = min(ceiling, enough_gbps)
