@@ -33,7 +33,6 @@ import math
 from collections import Counter
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from operator import methodcaller
 from typing import Any
 
 import numpy as np
@@ -293,25 +292,25 @@ def _in_server(arcs: _Arcs, layout: Layout) -> frozenset[Hashable]:
     t, h = arcs.tail[reach], arcs.head[reach]
     gpus = np.bincount(t, minlength=n)
     # The server of each GPU reached, coded; and whether it names no node.
-    # (C-level maps over the GPUs' attribute dicts: a loop per GPU was a tenth of a
-    # 24,576-GPU estimate.) Servers coded in order of first appearance by node index.
-    reached = np.unique(h)
-    data = list(map(arcs.node_data.__getitem__, reached.tolist()))
-    keys = list(zip(map(methodcaller("get", "su"), data), map(methodcaller("get", "pod"), data),
-                    map(methodcaller("get", "node"), data), strict=True))
-    servers = {k: c for c, k in enumerate(dict.fromkeys(keys))}
+    servers: dict[tuple[Any, Any, Any], int] = {}
     server = np.zeros(n, dtype=np.int64)
     unnamed = np.zeros(n, dtype=bool)
-    server[reached] = np.fromiter(map(servers.__getitem__, keys), dtype=np.int64,
-                                  count=len(keys))
-    unnamed[reached] = np.fromiter((k[2] is None for k in keys), dtype=bool, count=len(keys))
+    for i in np.unique(h).tolist():
+        d = arcs.node_data[i]
+        key = (d.get("su"), d.get("pod"), d.get("node"))
+        server[i] = servers.setdefault(key, len(servers))
+        unnamed[i] = key[2] is None
     any_unnamed = np.zeros(n, dtype=bool)
     any_unnamed[t[unnamed[h]]] = True
     width = max(len(servers), 1)
     distinct = np.bincount(np.unique(t * width + server[h]) // width, minlength=n)
-    one_server = np.where(any_unnamed, gpus <= layout.gpus_per_server, distinct == 1)
-    return frozenset(arcs.nodes[i] for i in np.flatnonzero((gpus > 0) & one_server).tolist()
-                     if arcs.node_data[i].get("tray") is None)
+    out = set()
+    for i in np.flatnonzero(gpus).tolist():
+        if arcs.node_data[i].get("tray") is not None:
+            continue
+        if (gpus[i] <= layout.gpus_per_server) if any_unnamed[i] else distinct[i] == 1:
+            out.add(arcs.nodes[i])
+    return frozenset(out)
 
 
 def place(fab: Fabric, layout: Layout | None = None) -> Placement:

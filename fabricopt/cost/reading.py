@@ -17,6 +17,11 @@ pricing reads (roles, models, radices, positions; capacities, link counts, techs
 node and arc order and the endpoints. A fabric changed in any of these after it was priced (an
 attribute edited in place included) is read and validated afresh; reading the key is one pass
 over the arcs, far cheaper than the analysis it guards.
+
+Inside ``with unchanged(fab):`` (:mod:`fabricopt._unchanged`: a comparison row, an optimizer's
+topology priced under each policy) the fabric is promised not to change, so no key is read:
+the reading is kept with the block's other readings and made on the fabric's arrays
+(:class:`~fabricopt.graph_arrays.GraphArrays`, read once for every metric of the row).
 """
 
 from __future__ import annotations
@@ -27,10 +32,12 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import networkx as nx
 import numpy as np
 
 from .._unchanged import once
 from ..fabric import Fabric
+from ..graph_arrays import GraphArrays
 from ..tiers import DEFAULT_TIER, IN_SYSTEM_TIERS, is_scale_up
 from .layout import Layout, Placement, _Arcs, _in_server, _place
 
@@ -177,9 +184,9 @@ def read_fabric(fab: Fabric, layout: Layout) -> FabricReading:
         for lay, reading in held:
             if lay == layout:
                 return reading
-        content = once(fab, "cost_content", lambda: _Content.of(fab))
         fab.validate()  # its rules on arrays, read once in the block
-        reading = _read(fab, layout, content)
+        columns = once(fab, "cost_columns", lambda: _Columns.of_fabric(fab))
+        reading = _read(fab, layout, columns)
         held.append((layout, reading))
         return reading
     content = _Content.of(fab)
@@ -191,7 +198,7 @@ def read_fabric(fab: Fabric, layout: Layout) -> FabricReading:
     for lay, reading in cached[1]:
         if lay == layout:
             return reading
-    reading = _read(fab, layout, content)
+    reading = _read(fab, layout, _Columns.of_content(content))
     cached[1].append((layout, reading))
     return reading
 
@@ -206,11 +213,51 @@ def _arc_index(content: _Content) -> tuple[dict[Hashable, int], np.ndarray, np.n
     return index, tail, head
 
 
-def _link_counts(content: _Content) -> np.ndarray:
-    links = content.links
-    if object in set(content.links_types):
+def _link_counts(links: list[Any], types: list[type] | set[type]) -> np.ndarray:
+    if object in set(types):
         links = [1 if x is _ABSENT else x for x in links]
     return np.asarray(links, dtype=np.int64).reshape(len(links))
+
+
+@dataclass(frozen=True)
+class _Columns:
+    """What :func:`_read` reads: nodes in graph order, arcs in graph order as index arrays,
+    each arc's physical links, capacity, tier and tech (``str``), each node's role."""
+
+    nodes: list[Hashable]
+    index: dict[Hashable, int]
+    tail: np.ndarray
+    head: np.ndarray
+    roles: list[Any]
+    links: np.ndarray
+    capacity: np.ndarray
+    tier: list[str] | tuple[str, ...]
+    tech: list[str]
+
+    @classmethod
+    def of_content(cls, content: _Content) -> _Columns:
+        index, tail, head = _arc_index(content)
+        return cls(content.nodes, index, tail, head, content.node_fields[0],
+                   _link_counts(content.links, content.links_types),
+                   np.asarray(content.capacity, dtype=float).reshape(len(content.heads)),
+                   content.tier, content.tech)
+
+    @classmethod
+    def of_fabric(cls, fab: Fabric) -> _Columns:
+        """The columns on the fabric's arrays (read once in a study row: nodes, arcs,
+        capacities and tiers, in the same graph order), the rest by C-level maps; a graph
+        the arrays do not read as is (not a plain DiGraph) by its content."""
+        if type(fab.graph) is not nx.DiGraph:
+            return cls.of_content(_Content.of(fab))
+        ga = GraphArrays.from_fabric(fab)
+        arcs = list(itertools.chain.from_iterable(map(dict.values, fab.graph._succ.values())))
+        links = _column(arcs, "links", _ABSENT)
+        tech = _column(arcs, "tech", "")
+        if not set(map(type, tech)) <= {str}:
+            tech = list(map(str, tech))
+        roles = _column(list(fab.graph._node.values()), "role", None)
+        return cls(ga.nodes, ga.index, ga.tail, ga.head, roles,
+                   _link_counts(links, set(map(type, links))), ga.capacity, ga.tiers, tech)
 
 
 # -- the reading --------------------------------------------------------------------------------
@@ -270,15 +317,15 @@ def _port_uses(n: int, tail: np.ndarray, mask: np.ndarray, tier_code: np.ndarray
     return [shared[g] for g in group.reshape(-1).tolist()]
 
 
-def _read(fab: Fabric, layout: Layout, content: _Content) -> FabricReading:
-    index, tail, head = _arc_index(content)
-    n, m = len(content.nodes), len(content.heads)
-    roles = content.node_fields[0]
+def _read(fab: Fabric, layout: Layout, columns: _Columns) -> FabricReading:
+    index, tail, head, nodes = columns.index, columns.tail, columns.head, columns.nodes
+    n, m = len(nodes), len(tail)
+    roles = columns.roles
     role_code = np.array([{"gpu": 0, "nic": 1}.get(r, 2) for r in roles], dtype=np.int64)
-    links = _link_counts(content)
-    rate = np.asarray(content.capacity, dtype=float).reshape(m) / links
-    tier_code, tiers = _codes(content.tier)
-    tech_code, techs = _codes(content.tech)
+    links = columns.links
+    rate = columns.capacity / links
+    tier_code, tiers = _codes(columns.tier)
+    tech_code, techs = _codes(columns.tech)
     everything = np.ones(m, dtype=bool)
     port_use = _port_uses(n, tail, everything, tier_code, tiers, tech_code, techs, links, rate)
     # A NIC's ports: not its PCIe links to GPUs; a GPU's: not those either, nor its scale-up
@@ -295,9 +342,9 @@ def _read(fab: Fabric, layout: Layout, content: _Content) -> FabricReading:
         use if (r == "nic" or (r == "gpu" and use.used)) else None
         for r, use in zip(roles, nic_use, strict=True)]
 
-    node_data = [fab.graph._node[v] for v in content.nodes]
+    node_data = [fab.graph._node[v] for v in nodes]
     in_system = np.array([t in IN_SYSTEM_TIERS for t in tiers], dtype=bool)
-    arcs = _Arcs(content.nodes, index, node_data, roles, tail, head,
+    arcs = _Arcs(nodes, index, node_data, roles, tail, head,
                  in_system[tier_code] if m else np.zeros(0, bool), arc_scale_up)
     placement = _place(fab, layout, arcs)
     in_server = _in_server(arcs, layout) | _rack_trays(arcs)
@@ -309,9 +356,9 @@ def _read(fab: Fabric, layout: Layout, content: _Content) -> FabricReading:
     nic_in_system[head[in_system_switch[tail] & (role_code[head] == 0) & arcs.in_system]] = True
     nic_in_system[head[pcie & nic_in_system[tail]]] = True
     return FabricReading(
-        content.nodes, node_data, roles,
+        nodes, node_data, roles,
         [i for i, r in enumerate(roles) if r == "switch"], port_use, nic_port_use, placement,
-        in_server, _bundles(content, placement, layout, in_server, index, tail, head, pcie,
+        in_server, _bundles(placement, layout, in_server, index, tail, head, pcie,
                             links, rate, tier_code, tiers, tech_code, techs), nic_in_system)
 
 
@@ -324,14 +371,14 @@ def _rack_trays(arcs: _Arcs) -> frozenset[Hashable]:
                      if arcs.node_data[i].get("tray") is not None)
 
 
-def _bundles(content: _Content, placement: Placement, layout: Layout,
+def _bundles(placement: Placement, layout: Layout,
              in_server: frozenset[Hashable], index: Mapping[Hashable, int], tail: np.ndarray,
              head: np.ndarray, pcie: np.ndarray, links: np.ndarray, rate: np.ndarray,
              tier_code: np.ndarray, tiers: list[str], tech_code: np.ndarray,
              techs: list[str]) -> Bundles:
     """Every bundle once: by the first of its two arcs in arc order (the validated fabric has
     both), PCIe links between a GPU and its NIC left out."""
-    n, m = len(content.nodes), len(content.heads)
+    n, m = len(index), len(tail)
     pos = np.arange(m)
     code = tail * n + head
     order = np.argsort(code, kind="stable")

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import fabricopt as fo
+from fabricopt._unchanged import unchanged
 from fabricopt.cost import MediaSelector, parts, place
 from fabricopt.cost.layout import in_server_switches
 from fabricopt.cost.reading import read_fabric
@@ -312,6 +313,23 @@ def test_cached_estimates_equal_fresh_ones(name):
     for policy in POLICIES:
         same_estimate(fo.estimate_cost(fab, policy=policy),
                       fo.estimate_cost(fab.copy(), policy=policy))
+
+
+@pytest.mark.parametrize("name", list(fabrics()))
+def test_estimates_in_a_study_row_equal_fresh_ones(name):
+    # Inside unchanged(fab) (a comparison row, an optimizer's topology) the reading is made on
+    # the fabric's arrays, kept with the block and not keyed by content; each estimate, every
+    # layout and the shipped catalog's selector shared across estimates included, equals a
+    # fresh estimate of an uncached copy, and the reading is one per layout in the block.
+    fab = fabrics()[name]
+    with unchanged(fab):
+        first = read_fabric(fab, fo.Layout())
+        assert read_fabric(fab, fo.Layout()) is first
+        for policy in POLICIES:
+            for layout in LAYOUTS:
+                same_estimate(fo.estimate_cost(fab, policy=policy, layout=layout),
+                              fo.estimate_cost(fab.copy(), policy=policy, layout=layout))
+    assert read_fabric(fab, fo.Layout()) is not first  # the block's reading went with it
 
 
 def test_reading_is_kept_per_content_and_layout():
