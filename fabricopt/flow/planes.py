@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from ..graph_arrays import GraphArrays, arc_labels
+from ..graph_arrays import FabricShape, GraphArrays
 
 
 @dataclass(frozen=True)
@@ -110,8 +110,9 @@ def plane_structure(fab, ga: GraphArrays | None = None) -> tuple[Planes | None, 
     eps = np.array([ga.index[e] for e in fab.endpoints], dtype=np.int64)
     is_ep = np.zeros(n, dtype=bool)
     is_ep[eps] = True
-    su = arc_labels(fab).scale_up
-    found = _servers(ga, su, eps, is_ep)
+    shape = FabricShape.of(fab, ga)  # its scale-up arcs and their components, read once
+    su = shape.scale_up
+    found = _servers(ga, su, eps, is_ep, shape.domain)
     if isinstance(found, str):
         return None, found
     in_domain, server, switches = found
@@ -203,14 +204,13 @@ def plane_structure(fab, ga: GraphArrays | None = None) -> tuple[Planes | None, 
                   hubs, switches, nic_ptr, nic_arcs, nic_leaf, back), ""
 
 
-def _servers(ga: GraphArrays, su: np.ndarray, eps: np.ndarray, is_ep: np.ndarray
-             ) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]] | str:
-    """The servers: components of the scale-up links (each endpoint with its NVSwitches).
-    Returns the nodes in a scale-up domain, each endpoint's server and each server's
-    switches; or why there are none."""
+def _servers(ga: GraphArrays, su: np.ndarray, eps: np.ndarray, is_ep: np.ndarray,
+             comp: np.ndarray) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]] | str:
+    """The servers: components ``comp`` of the scale-up links ``su`` (each endpoint with its
+    NVSwitches; :attr:`~fabricopt.graph_arrays.FabricShape.domain`). Returns the nodes in a
+    scale-up domain, each endpoint's server and each server's switches; or why there are
+    none."""
     n, tail, head = ga.n_nodes, ga.tail, ga.head
-    joined = sp.csr_matrix((np.ones(int(su.sum())), (tail[su], head[su])), shape=(n, n))
-    _, comp = connected_components(joined, directed=False)
     in_domain = np.zeros(n, dtype=bool)
     in_domain[tail[su]] = True
     in_domain[head[su]] = True

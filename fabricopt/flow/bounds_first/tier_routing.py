@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from ...graph_arrays import GraphArrays
+from ...graph_arrays import FabricShape, GraphArrays
 from ..approx import CoreGraph, ecmp_columns
 from ..backends import solve_lp
 from ..bounds import ECMP_CHUNK_ENTRIES
@@ -46,8 +46,9 @@ TIER_MAX_ENTRIES = 5_000_000
 
 
 def node_layers(fab: Any, ga: GraphArrays) -> np.ndarray:
-    """The ``layer`` of every node of ``ga`` (0 where a node has none)."""
-    return np.array([fab.graph.nodes[v].get("layer", 0) or 0 for v in ga.nodes], dtype=float)
+    """The ``layer`` of every node of ``ga`` (0 where a node has none), as the fabric's shape
+    reads it (:attr:`~fabricopt.graph_arrays.FabricShape.layer`, -1 there)."""
+    return np.maximum(FabricShape.of(fab, ga).layer, 0).astype(float)
 
 
 def _components(n: int, tail: np.ndarray, head: np.ndarray) -> np.ndarray:
