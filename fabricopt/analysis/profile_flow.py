@@ -40,6 +40,20 @@ On the 2,048-GPU rail 2:1 cluster the units are the 7 scalable units with their 
 leaves as hubs; inside a unit the NVLink and NIC links carry 400 Gb/s per GPU, and the top
 carries what three whole units send over their 456 uplinks, so the least vertex is the
 cut itself, 236,800 Gb/s.
+
+* **A failed fabric, its failed links given back.** One failed NIC holds its whole unit's
+  two-phase rate down (8 GPUs on 7 NICs: 350 Gb/s per GPU, for every GPU of the unit), and
+  the top's flows at fixed hub shares pay for a failed uplink at every hub of its unit. For
+  a fabric ``intact`` with capacity taken away, :func:`restored_profile_lower` proves the
+  bound on the fabric with its failed scale-out links given back: every cut of the failed
+  fabric is that fabric's cut less the restored capacity crossing it, and since a flow's
+  value is at most what crosses the cut, the failed cut is at least the value less the
+  flow over restored arcs leaving the cut. Restored links inside units are charged in full
+  (each at its larger direction: a cut crosses a link one way); restored capacity on the
+  top is a column of its own in the top's program, each Gb/s on it paid one for one, so
+  the charge stays affine in the profile and the least over splits still sits at a vertex.
+  Failed scale-up links (NVLink) stay failed: they rarely hold a unit's rate, and given
+  back each would be charged its whole capacity.
 """
 
 from __future__ import annotations
@@ -56,7 +70,7 @@ from ..flow.backends import quiet_highs
 from ..flow.bounds import hierarchy_partitions
 from ..flow.two_phase.bounds import best_cut
 from ..flow.two_phase.rate import hub_shares, valiant_rate
-from ..graph_arrays import GraphArrays
+from ..graph_arrays import GraphArrays, arc_labels
 
 #: Partitions with more units than this are not tried (one two-phase rate per unit).
 MAX_UNITS = 16
@@ -69,11 +83,13 @@ MAX_WORK = 400_000
 
 def profile_flow_lower(fab: Fabric, ga: GraphArrays, eps: tuple[Hashable, ...],
                        beat: float = 0.0, time_limit: float | None = None,
+                       restored: np.ndarray | None = None,
                        ) -> tuple[float, str] | None:
     """The bisection bound of the module docstring, best over the partitions of the
     hierarchy into 2 to :data:`MAX_UNITS` units with at most :data:`MAX_VERTICES` vertices;
     None when none proves more than ``beat`` (a partition stops at its first vertex at or
-    below it).
+    below it). ``restored`` (Gb/s per arc of ``ga``, see :func:`restored_profile_lower`) is
+    capacity the fabric bounded does not have: charged where it is used.
 
     >>> import fabricopt as fo
     >>> fab = fo.leaf_spine(3, 1, 4, link_gbps=100.0)   # 3 leaves of 4 hosts, 1 uplink each
@@ -102,10 +118,51 @@ def profile_flow_lower(fab: Fabric, ga: GraphArrays, eps: tuple[Hashable, ...],
             continue   # a cut of some vertex's profile is no better: no rate needed
         found = _partition_bound(fab, ga, eps, label, units, unit_of_ep, sizes,
                                  [vertices[i] for i in np.argsort(ceiling, kind="stable")],
-                                 floor, time_limit)
+                                 floor, time_limit, restored)
         if found is not None and (best is None or found[0] > best[0]):
             best = found
     return best
+
+
+def restored_profile_lower(fab: Fabric, intact: Fabric, eps: tuple[Hashable, ...],
+                           beat: float = 0.0, time_limit: float | None = None,
+                           ) -> tuple[float, str] | None:
+    """The bound of :func:`profile_flow_lower` for ``fab``, ``intact`` with capacity taken
+    away, proven on ``fab`` with its failed scale-out links given back (a failed NIC no
+    longer holds its whole unit's two-phase rate down): every cut of ``fab`` is the same
+    cut of that fabric less the restored capacity crossing it, so the bound is less the
+    restored links inside units (each fully) and the flow the top tier sends over restored
+    capacity (the top's program pays for it). Failed scale-up links (NVLink) stay failed:
+    they rarely hold a unit's rate, and restoring them would cost their whole capacity.
+    None when ``fab`` is not such a fabric, nothing is restored, or nothing beats ``beat``.
+
+    >>> import fabricopt as fo
+    >>> intact = fo.leaf_spine(3, 1, 4, link_gbps=100.0)   # bisection 300 (profile_flow)
+    >>> failed = intact.without(links=[("g0", "leaf0")])
+    >>> restored_profile_lower(failed, intact, failed.endpoints)[0]   # 300 less g0's link
+    200.0
+    """
+    gi, gd = intact.graph, fab.graph
+    if set(gi) != set(gd) or set(intact.endpoints) != set(eps):
+        return None
+    graph = gd.copy()
+    ga_intact = GraphArrays.from_fabric(intact)
+    up = arc_labels(intact).scale_up
+    for (u, v), c, is_up in zip(ga_intact.arcs, ga_intact.capacity.tolist(), up.tolist(),
+                                strict=True):
+        kept = gd[u][v]["capacity"] if gd.has_edge(u, v) else 0.0
+        if kept > c * (1 + 1e-12):
+            return None   # more capacity than the intact fabric: not a failed copy
+        if not is_up and kept < c:
+            graph.add_edge(u, v, **gi[u][v])
+    plus = Fabric(graph, list(fab.endpoints), name=fab.name)
+    ga = GraphArrays.from_fabric(plus)
+    restored = ga.capacity - np.array([gd[u][v]["capacity"] if gd.has_edge(u, v) else 0.0
+                                       for u, v in ga.arcs])
+    if not np.any(restored > 0):
+        return None
+    return profile_flow_lower(plus, ga, eps, beat=beat, time_limit=time_limit,
+                              restored=restored)
 
 
 def _ceilings(ga: GraphArrays, ep_idx: np.ndarray, label: np.ndarray, units: np.ndarray,
@@ -172,10 +229,16 @@ def _vertices(sizes: np.ndarray, size: int, limit: int = MAX_VERTICES,
 def _partition_bound(fab: Fabric, ga: GraphArrays, eps: tuple[Hashable, ...],
                      label: np.ndarray, units: np.ndarray, unit_of_ep: np.ndarray,
                      sizes: np.ndarray, vertices: list[np.ndarray], beat: float,
-                     time_limit: float | None) -> tuple[float, str] | None:
+                     time_limit: float | None, restored: np.ndarray | None = None,
+                     ) -> tuple[float, str] | None:
     """Least of :math:`\\Phi` over ``vertices`` for one partition, or None when some vertex
-    is at or below ``beat``."""
+    is at or below ``beat``. With ``restored``: less the restored links inside units (each
+    at its larger direction) and the flow the top puts on restored capacity."""
     inside = np.isin(label, units)[ga.tail] & (label[ga.tail] == label[ga.head])
+    charge = 0.0
+    if restored is not None:
+        charge = _inside_charge(ga, restored, inside)
+        beat += charge
     top = np.flatnonzero(~inside)
     on_top = np.zeros(ga.n_nodes, dtype=bool)
     on_top[ga.tail[top]] = on_top[ga.head[top]] = True
@@ -188,10 +251,14 @@ def _partition_bound(fab: Fabric, ga: GraphArrays, eps: tuple[Hashable, ...],
     rates = np.array([_unit_rate(p[0], time_limit) for p in parts])
     if _least_sent(rates, sizes, vertices) <= beat * (1 + 1e-9):
         return None
-    # Variables: the flow on each top arc, then F^A and F^B per unit. One conservation row
-    # per node: out - in - sum_j p_jk (F^A_j - F^B_j) = 0.
-    m, n_top = len(units), len(top)
-    rows = np.concatenate([ga.tail[top], ga.head[top]])
+    # Variables: the flow on each top arc (and on the capacity restored to it, charged one
+    # for one), then F^A and F^B per unit. One conservation row per node:
+    # out - in - sum_j p_jk (F^A_j - F^B_j) = 0.
+    extra = np.zeros(len(top)) if restored is None else restored[top]
+    arcs = np.concatenate([top, top[extra > 0]])
+    arc_cap = np.concatenate([ga.capacity[top] - extra, extra[extra > 0]])
+    m, n_top = len(units), len(arcs)
+    rows = np.concatenate([ga.tail[arcs], ga.head[arcs]])
     cols = np.concatenate([np.arange(n_top), np.arange(n_top)])
     vals = np.concatenate([np.ones(n_top), -np.ones(n_top)])
     hub_rows, hub_units = np.nonzero(share.T)
@@ -201,17 +268,38 @@ def _partition_bound(fab: Fabric, ga: GraphArrays, eps: tuple[Hashable, ...],
                            np.concatenate([cols, n_top + hub_units, n_top + m + hub_units]))),
                          shape=(ga.n_nodes, n_top + 2 * m))
     A_eq = A_eq[np.flatnonzero(A_eq.getnnz(axis=1))]   # one row per node the top touches
-    cost = np.concatenate([np.zeros(n_top), -np.ones(m), np.zeros(m)])
-    solve = _top_program(cost, A_eq, ga.capacity[top])
+    charged = np.zeros(n_top + 2 * m)
+    charged[len(top):n_top] = 1.0
+    cost = np.concatenate([np.zeros(n_top), -np.ones(m), np.zeros(m)]) + charged
+    solve = _top_program(cost, A_eq, arc_cap)
     least = np.inf
     for a in vertices:   # least cut first, so a partition that cannot beat `beat` stops early
-        upper = np.concatenate([ga.capacity[top], rates * a, rates * (sizes - a)])
+        upper = np.concatenate([arc_cap, rates * a, rates * (sizes - a)])
         x = solve(upper)
-        least = min(least, _certified_value(x, A_eq, upper, n_top, m) if x is not None else 0.0)
+        least = min(least, _certified_value(x, A_eq, upper, n_top, m, charged)
+                    if x is not None else 0.0)
         if least <= beat * (1 + 1e-9):
             return None
-    return float(least), (f"flows inside {m} units at {float(rates.min()):.6g} Gb/s per "
-                          f"endpoint or more, joined by a top-tier flow chosen per split")
+    if restored is None:
+        return float(least), (f"flows inside {m} units at {float(rates.min()):.6g} Gb/s per "
+                              f"endpoint or more, joined by a top-tier flow chosen per split")
+    return float(least - charge), (
+        f"flows inside {m} units at {float(rates.min()):.6g} Gb/s per endpoint or more with "
+        f"the failed links between hosts and switches restored, joined by a top-tier flow "
+        f"chosen per split; less {charge:.6g} Gb/s restored inside units and what the top "
+        f"sends over restored links")
+
+
+def _inside_charge(ga: GraphArrays, restored: np.ndarray, inside: np.ndarray) -> float:
+    """Restored capacity inside units, per link the larger of its two directions (a cut
+    crosses a link one way): what the restored links can add to any cut there."""
+    arcs = np.flatnonzero(inside & (restored > 0))
+    lo = np.minimum(ga.tail[arcs], ga.head[arcs])
+    hi = np.maximum(ga.tail[arcs], ga.head[arcs])
+    per_link: dict[tuple[int, int], float] = {}
+    for u, v, x in zip(lo.tolist(), hi.tolist(), restored[arcs].tolist(), strict=True):
+        per_link[(u, v)] = max(per_link.get((u, v), 0.0), x)
+    return float(sum(per_link.values()))
 
 
 def _top_program(cost: np.ndarray, A_eq: sp.csr_matrix, arc_cap: np.ndarray,
@@ -252,12 +340,14 @@ def _top_program(cost: np.ndarray, A_eq: sp.csr_matrix, arc_cap: np.ndarray,
 
 
 def _certified_value(x: np.ndarray, A_eq: sp.csr_matrix, upper: np.ndarray, n_top: int,
-                     m: int) -> float:
+                     m: int, charged: np.ndarray | None = None) -> float:
     """:math:`\\sum_j F^A_j` of the program's point, held to its bounds, less every node's
-    conservation imbalance (module docstring, solver tolerance)."""
+    conservation imbalance (module docstring, solver tolerance) and the flow on ``charged``
+    columns (restored capacity)."""
     held = np.clip(x, 0.0, upper)
     imbalance = np.abs(A_eq @ held).sum()
-    return max(0.0, float(held[n_top:n_top + m].sum() - imbalance))
+    spent = 0.0 if charged is None else float(charged @ held)
+    return max(0.0, float(held[n_top:n_top + m].sum() - imbalance - spent))
 
 
 def _least_sent(rates: np.ndarray, sizes: np.ndarray, vertices: list[np.ndarray]) -> float:
@@ -303,4 +393,4 @@ def _unit_rate(part: tuple[Fabric, tuple[Hashable, ...]] | None,
         return 0.0
 
 
-__all__ = ["MAX_UNITS", "MAX_VERTICES", "profile_flow_lower"]
+__all__ = ["MAX_UNITS", "MAX_VERTICES", "profile_flow_lower", "restored_profile_lower"]

@@ -7,7 +7,13 @@ import scipy.sparse as sp
 from flow_helpers import least_bisection_cut, random_fabric
 
 import fabricopt as fo
-from fabricopt.analysis.profile_flow import _certified_value, _vertices, profile_flow_lower
+from fabricopt.analysis.bisection import _milp
+from fabricopt.analysis.profile_flow import (
+    _certified_value,
+    _vertices,
+    profile_flow_lower,
+    restored_profile_lower,
+)
 from fabricopt.graph_arrays import GraphArrays
 
 
@@ -95,3 +101,60 @@ def test_rail_cluster_of_2048_gpus_closes():
     b = fo.bisection_bandwidth(fab, time_limit=None)
     assert b.exact and b.upper_gbps == pytest.approx(236_800.0)
     assert b.lower_from.startswith("flows inside 7 units")
+
+
+# -- failed links given back and charged --------------------------------------------------------
+
+def test_a_restored_host_link_is_charged_in_full():
+    # leaf_spine(3, 1, 4) at 100 Gb/s (bisection 300, above) minus g0's link: with it given
+    # back the bound is 300, less its 100 (a link inside a unit, charged whatever the split):
+    # 200, the exact bisection (g0, cut off, costs nothing in A beside leaf1 whole, 100 up,
+    # and one more host, 100).
+    intact = fo.leaf_spine(3, 1, 4, link_gbps=100.0)
+    failed = intact.without(links=[("g0", "leaf0")])
+    bound, how = restored_profile_lower(failed, intact, failed.endpoints)
+    assert bound == pytest.approx(200.0) == least_bisection_cut(failed)
+    assert "less 100 Gb/s restored inside units" in how
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_restored_bound_never_above_the_exact_bisection(seed):
+    # fat_tree(4) (16 hosts, 48 links of 400 Gb/s) minus 15 % of its links (7), host links
+    # among them: the MILP solves the bisection exactly; the bound may not pass it.
+    intact = fo.fat_tree(4)
+    fab = fo.fail_random(intact, 0.15, seed=seed)
+    ga = GraphArrays.from_fabric(fab)
+    exact, _ = _milp(fab, ga, np.array([ga.index[e] for e in fab.endpoints]), None)
+    found = restored_profile_lower(fab, intact, fab.endpoints)
+    assert found is not None and found[0] <= exact * (1 + 1e-9)
+
+
+def test_restored_bound_does_not_apply():
+    # Not a failed copy of the intact fabric (a switch gone, more capacity, other
+    # endpoints), or nothing to give back.
+    intact = fo.fat_tree(4)
+    assert restored_profile_lower(intact.without(switches=["core0.0"]), intact,
+                                  intact.endpoints) is None
+    assert restored_profile_lower(intact, intact, intact.endpoints) is None
+    assert restored_profile_lower(intact, intact.without(links=[("g0", "leaf0")]),
+                                  intact.endpoints) is None
+    assert restored_profile_lower(intact.without(links=[("g0", "leaf0")]), intact,
+                                  intact.endpoints[:-2]) is None
+
+
+@pytest.mark.slow
+def test_failed_rail_cluster_of_2048_gpus_with_its_nics_given_back():
+    # 256 DGX H100 at 2:1 minus 1 % of all links (seed 1: 371 NVLink, 18 NIC, 11 leaf-spine
+    # links). Given back, the 18 NICs no longer hold their units' two-phase rate to 340-350
+    # Gb/s per GPU (7 NICs for 8 GPUs): at 400, the flow per split profile proves 233,600 on
+    # the 200 Gb/s grid, the 11 leaf-spine links paid by the flow over them, less 18 x 400 =
+    # 7,200 for the NICs: 226,400. Below the best cut found, whose capacity is read back.
+    rail = fo.cluster(fo.dgx_h100(), nodes=256, scale_out="rail_optimized", oversubscription=2)
+    bad = fo.fail_random(rail, 0.01, seed=1)
+    bound, how = restored_profile_lower(bad, rail, bad.endpoints)
+    assert bound == pytest.approx(226_400.0, abs=200.0)
+    assert "less 7200 Gb/s restored inside units" in how
+    b = fo.bisection_bandwidth(bad)
+    assert bound <= b.lower_gbps + 1e-6 <= b.upper_gbps + 1e-6
+    assert sum(bad.graph[u][v]["capacity"] for u, v in b.cut.links) == pytest.approx(
+        b.upper_gbps)
