@@ -183,7 +183,8 @@ class WcmpFlows:
         return _bounds_off(p)
 
     def cost(self, p: TwoPhaseProblem) -> str:
-        return f"one flow per endpoint orbit over {p.ga.n_arcs:,} arcs"
+        return (f"one phase-1 flow per endpoint (per endpoint orbit with a claim) over "
+                f"{p.ga.n_arcs:,} arcs")
 
     def run(self, p: TwoPhaseProblem, bracket: Bracket) -> None:
         routed = wcmp_phase_one(p.ga, p.arrays.rev, p.ep_idx, p.hub_idx, p.share,
