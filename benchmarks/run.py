@@ -1670,6 +1670,68 @@ def big_rows(rows: list, quick: bool) -> None:
                      "met" if ratio >= 10 and now.get("certified") else "not met"))
 
 
+#: The commit before issue 42's typed proofs (check_certificate then knew every stage).
+BEFORE_PROOFS = "0fc9643"
+
+#: What ``case_check`` re-checks: a label and the code that makes ``(fab, result)``.
+CHECK_SUBJECTS = {
+    "full LP, fat_tree(6)": "fab = fo.fat_tree(6); r = fo.max_concurrent_flow(fab, method='lp')",
+    "symmetric LP, fat_tree(16)": "fab = fo.fat_tree(16); r = fo.max_concurrent_flow(fab)",
+    "routed bounds, fat_tree(8) as a bare graph":
+        "fab = fo.from_networkx(fo.fat_tree(8).graph.copy(), endpoints=fo.fat_tree(8).endpoints)"
+        "; r = fo.max_concurrent_flow(fab)",
+    "approximate rounds, fat_tree(16) minus 5% of switch links":
+        "fab = _failed_fat_tree(16, 0.05, 1); r = fo.max_concurrent_flow(fab)",
+    "two-phase floor, 3-tier 2:1 Clos (4,096 GPUs), time_limit=2":
+        "fab = fo.cluster(fo.dgx_h100(), nodes=512, scale_out='clos', tiers=3, "
+        "oversubscription=2); r = fo.max_concurrent_flow(fab, time_limit=2)",
+    "intact flow rerouted, superpod(16) minus 1% of links (seed 1)":
+        "fab = fo.fail_random(fo.superpod(16), 0.01, seed=1); r = fo.max_concurrent_flow(fab)",
+    "planes, 3-tier Clos of 12 small servers minus 5% (seed 1)":
+        "fab = fo.fail_random(fo.cluster(fo.nvswitch_domain(4, 2, 4, 400.0), nodes=12, "
+        "scale_out='clos', tiers=3, oversubscription=2, radix=8), 0.05, seed=1); "
+        "r = plane_bracket(fab, fo.all_to_all(fab))",
+    "two-phase rate, fat_tree(16)": "fab = fo.fat_tree(16); r = fo.valiant_rate(fab)",
+}
+
+
+def case_check(label: str) -> dict:
+    """``check_certificate`` on one result (:data:`CHECK_SUBJECTS`; the solve not timed),
+    the faster of two checks; the value is what it re-proved."""
+    import fabricopt as fo
+    from fabricopt.flow.plane_bracket import plane_bracket
+
+    scope = {"fo": fo, "_failed_fat_tree": _failed_fat_tree, "plane_bracket": plane_bracket}
+    exec(CHECK_SUBJECTS[label], scope)  # noqa: S102
+    fab, r = scope["fab"], scope["r"]
+    best = float("inf")
+    for _ in range(2):
+        start = time.perf_counter()
+        check = fo.check_certificate(fab, r)
+        best = min(best, time.perf_counter() - start)
+    proof = getattr(getattr(r, "certificate", None), "lower_proof", None)
+    return {"seconds": best, "value": f"lower {check.lower:.12g}, upper {check.upper:.12g}, "
+            f"ok {check.ok}" + (f" ({type(proof).__name__})" if proof is not None else "")}
+
+
+def proof_rows(rows: list, quick: bool) -> None:
+    """``check_certificate`` on a result of every proof class, beside the package before the
+    proofs were typed (:data:`BEFORE_PROOFS`), in one run; the before row says whether it
+    re-proved the same bracket."""
+    tree = _package_at(BEFORE_PROOFS)
+    labels = list(CHECK_SUBJECTS)
+    if quick:
+        labels = [label for label in labels if "4,096" not in label and "superpod" not in label]
+    for label in labels:
+        now = run_case("case_check", label)
+        rows.append((f"check_certificate, {label}", now, "", ""))
+        if tree:
+            before = run_case("case_before", tree, "case_check", label)
+            same = before["value"] == now["value"].split(" (")[0]
+            rows.append((f"  before ({BEFORE_PROOFS})", before, "same bracket" if same
+                         else "NOT the same", ""))
+
+
 BLOCKS = {
     "bounds-first": (bounds_first_rows, "the bounds stage beside the method before it, and "
                      "NetGraph's MaximumSupportedDemand"),
@@ -1686,6 +1748,8 @@ BLOCKS = {
                   "rail-optimized SuperPOD"),
     "speed": (speed_rows, "issue 45's targets (half a million GPUs, the main job, optimize, "
               "failed bisections, hashed routing) beside the package before that work"),
+    "proofs": (proof_rows, "check_certificate on a result of every proof class beside the "
+               "package before the proofs were typed"),
     "big": (big_rows, "issue 45 points 2 and 5: fat_tree(128) built and answered, failed "
             "fat_tree(8) beside NetGraph, each beside the package before (0fc9643)"),
 }

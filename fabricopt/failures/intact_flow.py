@@ -31,10 +31,11 @@ from ..flow.api import (
     symmetric_applicable,
     useful_symmetry,
 )
-from ..flow.bounds import ECMP_MAX_ENTRIES, structural_cut_lengths
+from ..flow.bounds import ECMP_MAX_ENTRIES, HierarchyCut, structural_cut_lengths
 from ..flow.certificate import EXACT_RTOL
 from ..flow.check import endpoint_cut_bound, smallest_demand
 from ..flow.lp_proof import proven_flow
+from ..flow.proof import ArcLengths
 from ..flow.reroute import ProvenFlow, ReroutedFlow, detour_flows, rerouted
 from ..flow.result import FlowCertificate, FlowResult
 from ..generators.recipe import try_replay
@@ -124,9 +125,9 @@ def rerouted_answer(failed: Fabric, traffic: Traffic, intact: IntactFlow
     closed = np.isfinite(upper) and upper - lower <= EXACT_RTOL * upper
     mean_out = traffic.mean_out_gbps()
     proof = ReroutedFlow(intact.fab, intact.result, lost, share, detours)
+    above = HierarchyCut(ga, lengths) if np.isfinite(cut) else ArcLengths(ga, None)
     certificate = FlowCertificate(ga, arc_tiers(failed, ga), load=got.load,
-                                  lengths=lengths if np.isfinite(cut) else None,
-                                  include_endpoint_links=True, reroute=proof)
+                                  lower_proof=proof, upper_proof=above)
     status = "optimal" if closed else "inexact"
     # ``lost`` holds only the arcs whose intact load no longer fits (a lost link the flow
     # never used needs no detour), so the message says so.

@@ -21,8 +21,8 @@ no LP is needed (``docs/bounds-first.md`` lists the families that close this way
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -36,6 +36,7 @@ from .bounds_first.domain_relays import route_between_domains, route_inside_doma
 from .bounds_first.rebalance import rebalanced_flows
 from .bounds_first.tor_routing import route_by_attach_lp
 from .formulation import FlowModel
+from .proof import ArcLengths
 
 #: Largest commodities x core arcs for which the ECMP lower bound is built (it keeps one
 #: flow per commodity and arc: 8 bytes each, 400 MB at this size).
@@ -320,6 +321,25 @@ def _route_part(g: CoreGraph, arcs_in: np.ndarray, demand: np.ndarray,
     return True
 
 
-__all__ = ["ECMP_MAX_ENTRIES", "HIERARCHY_KEYS", "ecmp_point", "hierarchy_partitions",
+@dataclass(frozen=True)
+class HierarchyCut(ArcLengths):
+    """The upper proof of the best hierarchy cut (:func:`structural_cut_lengths`): its arcs
+    as lengths, 1 on each arc that crosses it, re-checked as every
+    :class:`~fabricopt.flow.proof.ArcLengths` is (their distance bound is never above the
+    cut's value: every pair the cut separates is at least 1 apart).
+
+    >>> import fabricopt as fo
+    >>> fab = fo.leaf_spine(4, 2, 4, link_gbps=1.0)   # a leaf: 2 uplinks over 4 x 12 sent
+    >>> ga = GraphArrays.from_fabric(fab)
+    >>> bound, lengths = structural_cut_lengths(fab, fo.all_to_all(fab), ga)
+    >>> round(HierarchyCut(ga, lengths).check(fab, fo.all_to_all(fab)).value, 6)
+    0.041667
+    """
+
+    STAGES: ClassVar[tuple[str, ...]] = ("hierarchy cut", "intact flow rerouted", "planes")
+
+
+__all__ = ["ECMP_MAX_ENTRIES", "HIERARCHY_KEYS", "HierarchyCut", "ecmp_point",
+           "hierarchy_partitions",
            "pxn_entries", "rail_labels", "rail_relays",
            "structural_cut_lengths"]

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .._unchanged import unchanged
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_fabric
 from ..traffic import Traffic, all_to_all
@@ -81,12 +82,13 @@ def check_certificate(fab: Fabric, result: Any,
     cert = result.certificate
     if cert is None:  # nothing proves any bound: an infinite upper bound is no proof either
         return CertificateCheck(0.0, np.inf, 0.0, 0.0, result.lower <= 0.0, False)
-    same_graph(fab, cert.ga)
-    # Each end by its own proof, in the traffic's units (a proof made in a solve's units
-    # converts itself); no proof proves 0 below and nothing above.
-    lower = ProofCheck(0.0) if cert.lower_proof is None else cert.lower_proof.check(
-        fab, traffic)
-    upper = ProofCheck(np.inf) if cert.upper_proof is None else cert.upper_proof.check(
-        fab, traffic)
+    with unchanged(fab):  # the fabric's arrays read once, for the checker and both proofs
+        same_graph(fab, cert.ga)
+        # Each end by its own proof, in the traffic's units (a proof made in a solve's units
+        # converts itself); no proof proves 0 below and nothing above.
+        lower = ProofCheck(0.0) if cert.lower_proof is None else cert.lower_proof.check(
+            fab, traffic)
+        upper = ProofCheck(np.inf) if cert.upper_proof is None else cert.upper_proof.check(
+            fab, traffic)
     return CertificateCheck(lower.value, upper.value, lower.overload, lower.residual,
                             lower.proves_lower(result.lower), upper.proves_upper(result.upper))

@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from .planes import Planes
+from .proof import ArcLengths
 
 #: Servers spanning a run's edge are tried on both sides in every combination up to this
 #: many; above it, all inside or all outside.
@@ -102,4 +105,13 @@ def leaf_run_cut(pl: Planes, gbps: float) -> tuple[float, np.ndarray]:
     return float(best), lengths
 
 
-__all__ = ["BORDER_COMBINATIONS", "leaf_run_cut"]
+@dataclass(frozen=True)
+class LeafRunCut(ArcLengths):
+    """The upper proof of a cut around a run of leaves of one group and their servers
+    (:func:`leaf_run_cut`): its arcs as lengths, 1 on each arc that crosses it, re-checked
+    as every :class:`~fabricopt.flow.proof.ArcLengths` is."""
+
+    STAGES: ClassVar[tuple[str, ...]] = ("planes",)
+
+
+__all__ = ["BORDER_COMBINATIONS", "LeafRunCut", "leaf_run_cut"]

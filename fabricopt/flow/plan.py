@@ -63,6 +63,7 @@ from .certified import certified_result, lp_size_of
 from .formulation import CollapsedDemand, FlowModel, flow_lp_size
 from .from_intact import acceptable, answer_from_intact
 from .lp import LPSolution
+from .lp_proof import RootFlowProof
 from .memory import gb, shortfall
 from .plane_bracket import narrowed, plane_bracket
 from .problem import FlowProblem, full_lp_entries, symmetric_applicable, traffic_invariant
@@ -484,6 +485,7 @@ def cheap_bracket(fab: Any, traffic: Traffic, backend: str = "none",
                               tiers=arc_tiers(fab, demand.ga),
                               upper_cap=demand.endpoint_limit())
     result.traffic_name = traffic.name
+    result.stages = {"lower": "none", "upper": "hop lengths"}
     return result
 
 
@@ -569,7 +571,10 @@ def _solve(p: FlowProblem, bracket: Bracket, method: str) -> None:
     if (found is not None and found.symmetry is not None and method == "symmetric"
             and result.certificate is not None):
         result.message = "; ".join(m for m in (found.message, result.message) if m)
-        result.certificate = replace(result.certificate, symmetry=found.symmetry)
+        proof = result.certificate.lower_proof
+        if isinstance(proof, RootFlowProof):  # the LP's root flows (not a routed full flow)
+            result.certificate = replace(result.certificate,
+                                         lower_proof=replace(proof, symmetry=found.symmetry))
     bracket.answer = result
 
 

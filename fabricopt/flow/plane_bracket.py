@@ -20,9 +20,9 @@ import numpy as np
 from ..fabric import Fabric
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
-from .bounds import structural_cut_lengths
+from .bounds import HierarchyCut, structural_cut_lengths
 from .certificate import EXACT_RTOL
-from .leaf_run_cuts import leaf_run_cut
+from .leaf_run_cuts import LeafRunCut, leaf_run_cut
 from .plane_lp import solve_planes
 from .plane_routing import PlaneProof, proven_plane_rate
 from .planes import plane_structure
@@ -73,9 +73,9 @@ def plane_bracket(fab: Fabric, traffic: Traffic, time_limit: float | None = None
     closed = bool(np.isfinite(upper)) and upper - lower <= EXACT_RTOL * upper
     mean_out = traffic.mean_out_gbps()
     load = rate.load / rate.overload if rate.load is not None and rate.overload > 0 else None
+    above = ArcLengths if not np.isfinite(cut) else LeafRunCut if run <= cut else HierarchyCut
     certificate = FlowCertificate(ga, ga.tiers, load=load, lower_proof=proof,
-                                  upper_proof=ArcLengths(ga, lengths if np.isfinite(cut)
-                                                         else None))
+                                  upper_proof=above(ga, lengths if np.isfinite(cut) else None))
     message = (f"below: all-to-all routed through the fabric's {pl.n_planes} planes (an LP "
                f"of {sol.lp_size['columns']:,} columns chose each pair's planes, busiest arc "
                f"{rate.overload:.4g} x its capacity before scaling); above: "

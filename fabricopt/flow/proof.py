@@ -20,12 +20,17 @@ proof                  what it re-proves                             module
 ``ReroutedFlow``       an intact fabric's flow sent around the       ``flow/reroute.py``
                        failed arcs
 ``PlaneProof``         all-to-all routed through the planes          ``flow/plane_routing.py``
-``ArcLengths``         the distance bound of arc lengths (duals,     here
-                       cut lengths) and the cut around each endpoint
+``ArcLengths``         the distance bound of arc lengths (an LP's    here
+                       duals, hop counts) and the cut around each
+                       endpoint
+``HierarchyCut``       the best hierarchy cut, as its arcs' lengths  ``flow/bounds.py``
+``LeafRunCut``         a cut around a run of leaves and their        ``flow/leaf_run_cuts.py``
+                       servers, as its arcs' lengths
 =====================  ============================================  ======================
 
-This module holds the protocols, the check record, the one upper proof every stage shares
-(:class:`ArcLengths`), and the re-check helpers the proofs share. It imports no stage.
+This module holds the protocols, the check record, the upper proof every stage can give
+(:class:`ArcLengths`; the cuts are its subclasses, named after their stages), and the
+re-check helpers the proofs share. It imports no stage.
 """
 
 from __future__ import annotations
@@ -231,7 +236,7 @@ class ArcLengths:
 
     STAGES: ClassVar[tuple[str, ...]] = (
         "full LP", "symmetric LP", "approximate rounds", "routed bounds", "orbit roots routed",
-        "hierarchy cut", "planes", "intact flow rerouted")
+        "hierarchy cut", "hop lengths", "planes", "intact flow rerouted")
 
     def check(self, fab: Any, traffic: Traffic) -> ProofCheck:
         """The upper bound the lengths (and endpoint cuts) prove for ``traffic`` on

@@ -13,6 +13,8 @@ import pytest
 
 import fabricopt as fo
 from fabricopt.failures.intact_flow import IntactFlow, rerouted_answer
+from fabricopt.flow.bounds import HierarchyCut
+from fabricopt.flow.leaf_run_cuts import LeafRunCut
 from fabricopt.flow.legacy_proofs import proofs_from
 from fabricopt.flow.lp_proof import FlowProof, RootFlowProof
 from fabricopt.flow.plane_bracket import plane_bracket
@@ -25,7 +27,7 @@ from fabricopt.flow.two_phase.check import HoseFloor, hose_theta
 FLOW = pathlib.Path(fo.__file__).parent / "flow"
 DOCS = pathlib.Path(fo.__file__).parent.parent / "docs"
 PROOFS = {c.__name__: c for c in (FlowProof, RootFlowProof, HoseFloor, ReroutedFlow, PlaneProof,
-                                  ArcLengths)}
+                                  ArcLengths, HierarchyCut, LeafRunCut)}
 
 
 def _flow_imports(path: pathlib.Path) -> set[str]:
@@ -40,9 +42,11 @@ def _flow_imports(path: pathlib.Path) -> set[str]:
     return out
 
 
-#: What the checker may import: the data model, the proofs' protocol and the result record.
-CHECKER_MAY_IMPORT = {"fabricopt.errors", "fabricopt.fabric", "fabricopt.traffic",
-                      "fabricopt.graph_arrays", "fabricopt.flow.proof", "fabricopt.flow.result"}
+#: What the checker may import: the data model (and its read-once cache), the proofs'
+#: protocol and the result record.
+CHECKER_MAY_IMPORT = {"fabricopt._unchanged", "fabricopt.errors", "fabricopt.fabric",
+                      "fabricopt.traffic", "fabricopt.graph_arrays", "fabricopt.flow.proof",
+                      "fabricopt.flow.result"}
 
 
 def test_the_checker_imports_no_stage():
@@ -170,6 +174,7 @@ def test_the_routing_through_the_planes():
     r = plane_bracket(fab, traffic)
     proof = r.certificate.lower_proof
     assert isinstance(proof, PlaneProof) and r.certificate.plane is proof
+    assert type(r.certificate.upper_proof) in (HierarchyCut, LeafRunCut)
     assert _proves(proof, fab, traffic, "lower", r.lower)
     assert _proves(r.certificate.upper_proof, fab, traffic, "upper", r.upper)
     # Shares scaled down: each pair is sent less than its demand, so the rate falls.
@@ -206,9 +211,9 @@ def test_old_keywords_make_the_same_proofs():
         FlowCertificate(cert.ga, cert.tiers, lenghts=None)
 
 
-def _stages_agree(r):
+def _stages_agree(r, ends=("lower", "upper")):
     """Each end of ``r`` is named after a stage that yields its proof's class."""
-    for end in ("lower", "upper"):
+    for end in ends:
         proof = getattr(r.certificate, f"{end}_proof")
         assert proof is not None and r.stages[end] in type(proof).STAGES, (end, r.stages)
 
@@ -234,3 +239,64 @@ def test_the_plan_table_names_each_stages_proof():
     assert named and named <= set(PROOFS), sorted(named - set(PROOFS))
     # Every proof class the engine makes is in the table.
     assert set(PROOFS) <= named
+
+
+def test_a_merged_end_keeps_its_own_proof_and_name():
+    # The two-phase floor under an open bracket: fat_tree(4)'s exact LP result with its lower
+    # end taken away is floored at 400 / 15 by the two-phase rate (as time_limit=2 would be).
+    from fabricopt.flow.brackets import with_hose_floor
+
+    fab = fo.fat_tree(4)
+    traffic = fo.all_to_all(fab)
+    exact = fo.max_concurrent_flow(fab, traffic, method="lp")
+    opened = replace(exact, lower=0.0, theta=None, status="time_limit")
+    floored = with_hose_floor(opened, fo.valiant_rate(fab), traffic)
+    assert isinstance(floored.certificate.lower_proof, HoseFloor)
+    assert floored.certificate.upper_proof is exact.certificate.upper_proof
+    assert floored.lower == pytest.approx(400 / 15, rel=1e-12)
+    assert fo.check_certificate(fab, floored).ok
+    _stages_agree(floored)
+
+
+def test_the_planes_narrow_an_end_with_their_proof():
+    # A failed Clos answered first by its intact flow rerouted (its lower end halved here, so
+    # that the planes' routing proves more): narrowed takes the planes' proof and names them.
+    from fabricopt.flow.plane_bracket import narrowed
+
+    clos = _clos(12)
+    traffic = fo.all_to_all(clos)
+    failed = fo.fail_random(clos, 0.05, seed=1)
+    intact = IntactFlow.of(clos, fo.max_concurrent_flow(clos, traffic), traffic)
+    first = rerouted_answer(failed, traffic, intact)
+    first.stages = {"lower": "intact flow rerouted", "upper": "intact flow rerouted"}
+    weaker = replace(first, lower=first.lower * 0.5, theta=None, status="inexact")
+    planes = plane_bracket(failed, traffic)
+    assert planes.lower > weaker.lower
+    both = narrowed(weaker, planes)
+    assert both.certificate.lower_proof is planes.certificate.lower_proof
+    assert both.stages["lower"] == "planes"
+    assert fo.check_certificate(failed, both).ok
+    _stages_agree(both)
+
+
+def test_the_hierarchy_cut():
+    # leaf_spine(4, 2, 4) at 1 Gb/s: a leaf's 2 uplinks carry its 4 hosts' 4 x 12 Gb/s to
+    # the other leaves, theta <= 2 / 48; the cut bracket proves that above, nothing below.
+    from fabricopt.flow.bounds_first.brackets import cut_bracket
+    from fabricopt.graph_arrays import GraphArrays
+
+    fab = fo.leaf_spine(4, 2, 4, link_gbps=1.0)
+    traffic = fo.all_to_all(fab)
+    r = cut_bracket(fab, traffic, GraphArrays.from_fabric(fab), include_endpoint_links=True,
+                    traffic_scale=1.0, capacity_unit=1.0)
+    proof = r.certificate.upper_proof
+    assert type(proof) is HierarchyCut and r.certificate.lower_proof is None
+    assert r.upper == pytest.approx(2 / 48, rel=1e-12) and r.stages["upper"] == "hierarchy cut"
+    assert _proves(proof, fab, traffic, "upper", r.upper)
+    assert fo.check_certificate(fab, r).upper_ok
+    _stages_agree(r, ends=("upper",))
+    # The cut moved off its arcs (every length shifted by one arc): no longer that cut.
+    assert not _proves(replace(proof, lengths=np.roll(proof.lengths, 1)), fab, traffic,
+                       "upper", r.upper)
+    other = fab.without_links([next(iter(fab.graph.edges()))])
+    assert proof.check(other, fo.all_to_all(other)).value == np.inf

@@ -22,7 +22,13 @@ from ...graph_arrays import GraphArrays
 from ...symmetry.search import FoundSymmetry
 from ...tiers import is_scale_up_arc, tier_of
 from ...traffic import Traffic
-from ..bounds import ECMP_MAX_ENTRIES, ecmp_point, rail_labels, structural_cut_lengths
+from ..bounds import (
+    ECMP_MAX_ENTRIES,
+    HierarchyCut,
+    ecmp_point,
+    rail_labels,
+    structural_cut_lengths,
+)
 from ..brackets import closed, tighter_bracket
 from ..budget import stage_fits
 from ..certified import certified_result
@@ -66,9 +72,9 @@ def cut_bracket(fab: Fabric, traffic: Traffic, ga: GraphArrays, *,
     sent = [d for d in traffic.out_gbps().values() if d > 0]
     mean_out = float(sum(sent)) / max(len(sent), 1) * capacity_unit
     unit = capacity_unit
-    certificate = FlowCertificate(in_units(ga, 1.0 / unit), arc_tiers(fab, ga), None, lengths,
-                                  None, None, traffic_scale, include_endpoint_links,
-                                  capacity_unit=unit)
+    gbps = in_units(ga, 1.0 / unit)
+    certificate = FlowCertificate(gbps, arc_tiers(fab, ga), upper_proof=HierarchyCut(
+        gbps, lengths, traffic_scale, unit, include_endpoint_links))
     return FlowResult(theta=None, lower=0.0, upper=bound * traffic_scale, status="not_solved",
                       method="bounds", backend="none", seconds=0.0, per_endpoint_gbps=0.0,
                       mean_out_gbps=mean_out / traffic_scale, message="hierarchy cuts only",
