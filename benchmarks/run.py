@@ -1732,6 +1732,78 @@ def proof_rows(rows: list, quick: bool) -> None:
                          else "NOT the same", ""))
 
 
+#: The commit before the bisection work of issue 45 point 4 (rail bisection closed, failed
+#: fat trees): its package is extracted beside this run for the bisection block's before rows.
+BEFORE_BISECTION = "0fc9643"
+
+
+def case_bisection_timed(make: str) -> dict:
+    """bisection_bandwidth of ``make`` (built first, not timed), wall and CPU seconds: on a
+    machine others load, the CPU seconds are this case's own."""
+    import fabricopt as fo
+
+    fab = eval(make, {"fo": fo})  # noqa: S307
+    start, cpu = time.perf_counter(), time.process_time()
+    b = fo.bisection_bandwidth(fab)
+    gap = (b.upper_gbps - b.lower_gbps) / b.upper_gbps if b.upper_gbps > 0 else 0.0
+    cpu = time.process_time() - cpu
+    return {"seconds": time.perf_counter() - start, "cpu": cpu, "gap": gap,
+            "value": f"{b.lower_gbps:,.0f} <= B <= {b.upper_gbps:,.0f} Gb/s "
+                     f"({'exact' if b.exact else f'gap {gap:.2%}'}), {cpu:.1f} s CPU"}
+
+
+def case_failed_bisection_seeds(make: str, fraction: float, seeds: int) -> dict:
+    """bisection_bandwidth of ``make`` minus ``fraction`` of its links (fail_random, all
+    tiers, seeds 0 to ``seeds`` - 1): the widest bracket and how many are exact."""
+    import fabricopt as fo
+
+    start, cpu = time.perf_counter(), time.process_time()
+    results = [fo.bisection_bandwidth(fo.fail_random(eval(make, {"fo": fo}),  # noqa: S307
+                                                     fraction, seed=s)) for s in range(seeds)]
+    widest = max((b.upper_gbps - b.lower_gbps) / b.upper_gbps for b in results)
+    cpu = time.process_time() - cpu
+    return {"seconds": time.perf_counter() - start, "cpu": cpu, "widest": widest,
+            "value": f"{sum(b.exact for b in results)} of {seeds} exact, widest bracket "
+                     f"{widest:.2%}, {cpu:.1f} s CPU"}
+
+
+def case_load_average() -> dict:
+    """The machine's load average (1, 5, 15 minutes) when the row is taken."""
+    import os
+
+    one, five, fifteen = os.getloadavg()
+    return {"seconds": 0.0, "value": f"load average {one:.1f}, {five:.1f}, {fifteen:.1f} "
+                                     f"on {os.cpu_count()} cores"}
+
+
+def bisection_rows(rows: list, quick: bool) -> None:
+    """Issue 45 point 4: rail and failed fat-tree bisections, each beside the package at
+    :data:`BEFORE_BISECTION` (same run)."""
+    tree = _package_at(BEFORE_BISECTION)
+    rows.append(("load average at the start", run_case("case_load_average"), "", ""))
+
+    def pair(label: str, target: str, met: object, fn: str, *args: object) -> None:
+        now = run_case(fn, *args)
+        rows.append((label, now, target, ("met" if met(now) else "not met") if target else ""))
+        if tree:
+            before = run_case("case_before", tree, fn, *args)
+            rows.append((f"  before ({BEFORE_BISECTION})", before, "", ""))
+
+    nodes = 32 if quick else 256
+    rail = (f"fo.cluster(fo.dgx_h100(), nodes={nodes}, scale_out='rail_optimized', "
+            "oversubscription=2)")
+    pair(f"rail 2:1 ({nodes * 8:,} GPUs) minus 1% of links", "<= 10 s, gap <= 1%",
+         lambda o: o["seconds"] <= 10 and o.get("gap", 1) <= 0.01, "case_bisection_timed",
+         f"fo.fail_random({rail}, 0.01, seed=1)")
+    pair(f"rail 2:1 ({nodes * 8:,} GPUs), intact", "exact",
+         lambda o: o.get("gap", 1) <= 1e-9, "case_bisection_timed", rail)
+    for make in ["fo.fat_tree(8)"] + ([] if quick else ["fo.fat_tree(16)"]):
+        pair(f"{make[3:]} minus 5% of links, seeds 0-4", "widest <= 1%",
+             lambda o: o.get("widest", 1) <= 0.01, "case_failed_bisection_seeds", make,
+             0.05, 5)
+    rows.append(("load average at the end", run_case("case_load_average"), "", ""))
+
+
 BLOCKS = {
     "bounds-first": (bounds_first_rows, "the bounds stage beside the method before it, and "
                      "NetGraph's MaximumSupportedDemand"),
@@ -1748,6 +1820,8 @@ BLOCKS = {
                   "rail-optimized SuperPOD"),
     "speed": (speed_rows, "issue 45's targets (half a million GPUs, the main job, optimize, "
               "failed bisections, hashed routing) beside the package before that work"),
+    "bisection": (bisection_rows, "issue 45 point 4: the rail 2:1 cluster's bisection "
+                  "failed and intact, failed fat trees, beside the package before"),
     "proofs": (proof_rows, "check_certificate on a result of every proof class beside the "
                "package before the proofs were typed"),
     "big": (big_rows, "issue 45 points 2 and 5: fat_tree(128) built and answered, failed "

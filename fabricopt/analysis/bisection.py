@@ -22,7 +22,10 @@ bound.
   units (:mod:`~fabricopt.analysis.local_pairs`), a flow whose top-tier part is chosen per
   split profile (:mod:`~fabricopt.analysis.profile_flow`), and on a failed fabric the
   intact fabric's flows less what the failed links stop
-  (:mod:`~fabricopt.analysis.failed_bisection`).
+  (:mod:`~fabricopt.analysis.failed_bisection`), and the flow per profile and the hose
+  bound proven with the failed scale-out links given back, less what those can carry.
+  Above: the best cut with whole groups of the hierarchy swapped across it
+  (:mod:`~fabricopt.analysis.split_search`).
   ``exact`` is True only when the lower and upper bounds meet.
 """
 
@@ -48,8 +51,8 @@ from ..flow.two_phase.rate import ValiantBound, best_hub_level
 from ..generators.recipe import try_replay
 from ..graph_arrays import GraphArrays, arc_labels
 from ..traffic import all_to_all
-from .cuts import Cut, min_cut, to_integers
-from .failed_bisection import failed_links_lower
+from .cuts import Cut, hose_ceiling, min_cut, to_integers
+from .failed_bisection import failed_links_lower, restored_hose_lower
 from .local_pairs import local_pairs_lower
 from .profile_flow import profile_flow_lower, restored_profile_lower
 from .split_search import swap_groups
@@ -445,33 +448,6 @@ def _on_capacity_grid(ga: GraphArrays, lower: float) -> tuple[float, float]:
     return max(lower, unit * math.ceil(lower / unit - 1e-6)), unit
 
 
-def hose_ceiling(fab: Fabric, ga: GraphArrays, ep_idx: np.ndarray) -> float:
-    """No hose rate exceeds this (Gb/s per endpoint): a group ``X`` of the fabric's
-    hierarchy (a server, a leaf with its endpoints, a pod) holding ``k`` of the ``N``
-    endpoints can be asked to send ``r`` from each of them to endpoints outside it, which
-    receive at most ``r`` each, so ``r min(k, N - k)`` must cross the capacity leaving
-    ``X`` (and the same entering it).
-
-    >>> import fabricopt as fo
-    >>> fab = fo.leaf_spine(4, 2, 4, link_gbps=1.0)   # 4 hosts per leaf, 2 uplinks
-    >>> ga = GraphArrays.from_fabric(fab)
-    >>> hose_ceiling(fab, ga, np.array([ga.index[e] for e in fab.endpoints]))
-    0.5
-    """
-    n = len(ep_idx)
-    best = np.inf
-    for label in hierarchy_partitions(fab, ga):
-        groups = int(label.max()) + 1
-        crossing = label[ga.tail] != label[ga.head]
-        k = np.bincount(label[ep_idx], minlength=groups)
-        share = np.minimum(k, n - k).astype(float)
-        for side in (ga.tail, ga.head):
-            cap = np.bincount(label[side], weights=ga.capacity * crossing, minlength=groups)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                best = min(best, float(np.min(np.where(share > 0, cap / share, np.inf))))
-    return best
-
-
 def _hose_rate(fab: Fabric, eps: tuple, enough_gbps: float, time_limit: float | None,
                ga: GraphArrays, bounds_first: bool | None) -> Any:
     """The certified two-phase hose rate (best hub level, stopping once it proves
@@ -700,6 +676,12 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
         # split on the failed links alone 214,400).
         restored = restored_profile_lower(fab, degraded[3], eps, beat=lower,
                                           time_limit=time_limit)
+        if restored is not None and restored[0] > lower * (1 + 1e-9):
+            lower, lower_from = restored
+        # The hose bound too, on the fabric given back (a rail cluster of one unit: one
+        # failed NIC holds every GPU's rate to 350, given back 400 less its link).
+        restored = restored_hose_lower(fab, degraded[3], eps, beat=lower,
+                                       time_limit=time_limit, bounds_first=bounds_first)
         if restored is not None and restored[0] > lower * (1 + 1e-9):
             lower, lower_from = restored
     _step(report, "two-phase rate", lower, upper)

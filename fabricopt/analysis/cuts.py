@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
+from ..flow.bounds import hierarchy_partitions
 from ..graph_arrays import GraphArrays
 
 #: Integer standing for the largest cut the search can return (scipy works in 32-bit
@@ -140,6 +142,33 @@ def min_cut(ga: GraphArrays, sources: np.ndarray, sinks: np.ndarray,
     if sink_caps is not None:
         value += float(np.asarray(sink_caps)[node_side[sinks]].sum())
     return Cut(node_side, value, arcs, exact)
+
+
+def hose_ceiling(fab: Any, ga: GraphArrays, ep_idx: np.ndarray) -> float:
+    """No hose rate exceeds this (Gb/s per endpoint): a group ``X`` of the fabric's
+    hierarchy (a server, a leaf with its endpoints, a pod) holding ``k`` of the ``N``
+    endpoints can be asked to send ``r`` from each of them to endpoints outside it, which
+    receive at most ``r`` each, so ``r min(k, N - k)`` must cross the capacity leaving
+    ``X`` (and the same entering it).
+
+    >>> import fabricopt as fo
+    >>> fab = fo.leaf_spine(4, 2, 4, link_gbps=1.0)   # 4 hosts per leaf, 2 uplinks
+    >>> ga = GraphArrays.from_fabric(fab)
+    >>> hose_ceiling(fab, ga, np.array([ga.index[e] for e in fab.endpoints]))
+    0.5
+    """
+    n = len(ep_idx)
+    best = np.inf
+    for label in hierarchy_partitions(fab, ga):
+        groups = int(label.max()) + 1
+        crossing = label[ga.tail] != label[ga.head]
+        k = np.bincount(label[ep_idx], minlength=groups)
+        share = np.minimum(k, n - k).astype(float)
+        for side in (ga.tail, ga.head):
+            cap = np.bincount(label[side], weights=ga.capacity * crossing, minlength=groups)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                best = min(best, float(np.min(np.where(share > 0, cap / share, np.inf))))
+    return best
 
 
 class PairCuts:

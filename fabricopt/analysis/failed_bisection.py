@@ -39,10 +39,12 @@ from collections.abc import Hashable
 
 import numpy as np
 
+from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..flow.two_phase.bounds import hops_to_hubs, wcmp_phase_one
-from ..flow.two_phase.rate import hub_levels, hub_shares
-from ..graph_arrays import GraphArrays
+from ..flow.two_phase.rate import best_hub_level, hub_levels, hub_shares
+from ..graph_arrays import GraphArrays, arc_labels
+from .cuts import hose_ceiling
 
 #: Most failed links weighed together (every side of the nodes they touch is tried).
 MAX_FAILED_LINKS = 8
@@ -180,4 +182,103 @@ def _worst_split_loss(ga: GraphArrays, ep_idx: np.ndarray, arcs: np.ndarray,
     return max(worst, 0.0)
 
 
-__all__ = ["MAX_FAILED_LINKS", "failed_links_lower"]
+def given_back(fab: Fabric, intact: Fabric, eps: tuple[Hashable, ...],
+               ) -> tuple[Fabric, GraphArrays, np.ndarray] | None:
+    """``fab`` with its failed scale-out links given back from ``intact`` (failed NVLink
+    stays failed), that fabric's arrays, and the capacity given back per arc; None when
+    ``fab`` is not ``intact`` with capacity taken away (a node gone, more capacity, other
+    endpoints) or nothing is given back. Every cut of ``fab`` is the same cut of the given-back
+    fabric less the restored capacity crossing it.
+
+    >>> import fabricopt as fo
+    >>> ft = fo.fat_tree(4)
+    >>> plus, ga, restored = given_back(ft.without(links=[("g0", "leaf0")]), ft, ft.endpoints)
+    >>> plus.graph.number_of_edges() == ft.graph.number_of_edges(), float(restored.sum())
+    (True, 800.0)
+    """
+    gi, gd = intact.graph, fab.graph
+    if set(gi) != set(gd) or set(intact.endpoints) != set(eps):
+        return None
+    graph = gd.copy()
+    ga_intact = GraphArrays.from_fabric(intact)
+    up = arc_labels(intact).scale_up
+    for (u, v), c, is_up in zip(ga_intact.arcs, ga_intact.capacity.tolist(), up.tolist(),
+                                strict=True):
+        kept = gd[u][v]["capacity"] if gd.has_edge(u, v) else 0.0
+        if kept > c * (1 + 1e-12):
+            return None   # more capacity than the intact fabric: not a failed copy
+        if not is_up and kept < c:
+            graph.add_edge(u, v, **gi[u][v])
+    plus = Fabric(graph, list(fab.endpoints), name=fab.name)
+    ga = GraphArrays.from_fabric(plus)
+    restored = ga.capacity - np.array([gd[u][v]["capacity"] if gd.has_edge(u, v) else 0.0
+                                       for u, v in ga.arcs])
+    if not np.any(restored > 0):
+        return None
+    return plus, ga, restored
+
+
+def restored_charge(ga: GraphArrays, restored: np.ndarray, arcs: np.ndarray | None = None,
+                    load: np.ndarray | None = None) -> float:
+    """What the restored capacity of ``arcs`` (default: all) can add to any cut, or, given
+    the ``load`` a flow puts on each arc, what of that flow it can carry across: per link
+    the larger of its two directions (a cut crosses a link one way), summed.
+
+    >>> import fabricopt as fo
+    >>> ga = GraphArrays.from_fabric(fo.ring(4))
+    >>> restored_charge(ga, np.where(np.arange(ga.n_arcs) < 2, 1.0, 0.0))
+    2.0
+    """
+    arcs = np.flatnonzero(restored > 0) if arcs is None else arcs[restored[arcs] > 0]
+    lo = np.minimum(ga.tail[arcs], ga.head[arcs])
+    hi = np.maximum(ga.tail[arcs], ga.head[arcs])
+    per_link: dict[tuple[int, int], float] = {}
+    held = restored[arcs] if load is None else np.minimum(restored[arcs], load[arcs])
+    for u, v, x in zip(lo.tolist(), hi.tolist(), held.tolist(), strict=True):
+        per_link[(u, v)] = max(per_link.get((u, v), 0.0), x)
+    return float(sum(per_link.values()))
+
+
+def restored_hose_lower(fab: Fabric, intact: Fabric, eps: tuple[Hashable, ...],
+                        beat: float = 0.0, time_limit: float | None = None,
+                        bounds_first: bool | None = None) -> tuple[float, str] | None:
+    """The hose bound (a matching of ``N/2`` pairs at the certified two-phase rate crosses
+    any split) proven on ``fab`` with its failed scale-out links given back
+    (:func:`given_back`), less the capacity given back (:func:`restored_charge`): one failed
+    NIC holds the two-phase rate of every endpoint down, given back it holds nothing. None
+    when it does not apply or cannot beat ``beat`` (the rate is not sought when a cut of
+    the hierarchy caps it below that).
+
+    >>> import fabricopt as fo
+    >>> ft = fo.fat_tree(4)                    # 16 hosts at 400: bisection 8 x 400 = 3,200
+    >>> restored_hose_lower(ft.without(links=[("g0", "leaf0")]), ft, ft.endpoints)[0]
+    2800.0
+    """
+    found = given_back(fab, intact, eps) if len(eps) >= 2 else None
+    if found is None:
+        return None
+    plus, ga, restored = found
+    half = len(eps) // 2
+    ep_idx = np.array([ga.index[e] for e in eps])
+    # Without the rate's loads, every restored link may carry its whole capacity across.
+    if hose_ceiling(plus, ga, ep_idx) * half - restored_charge(ga, restored) <= beat:
+        return None
+    try:
+        hose = best_hub_level(plus, eps, time_limit=time_limit, arrays=ga,
+                              bounds_first=bounds_first)
+    except InvalidParameterError:   # one-way links or hubs nothing enters
+        return None
+    # The matching's flow puts at most the rate's certified load on an arc (any hose
+    # traffic's), so a restored link carries no more than that of it across a cut.
+    load = np.array([hose.load_gbps.get(arc, np.inf) for arc in ga.arcs])  # none: all
+    charge = restored_charge(ga, restored, load=load)
+    bound = hose.rate_gbps * half - charge
+    if bound <= beat * (1 + 1e-9):
+        return None
+    return bound, (f"two-phase hose rate with the failed links between hosts and switches "
+                   f"restored, {hose.rate_gbps:.6g} Gb/s (hubs {hose.level} hops out), less "
+                   f"{charge:.6g} Gb/s restored")
+
+
+__all__ = ["MAX_FAILED_LINKS", "failed_links_lower", "given_back", "restored_charge",
+           "restored_hose_lower"]

@@ -70,7 +70,8 @@ from ..flow.backends import quiet_highs
 from ..flow.bounds import hierarchy_partitions
 from ..flow.two_phase.bounds import best_cut
 from ..flow.two_phase.rate import hub_shares, valiant_rate
-from ..graph_arrays import GraphArrays, arc_labels
+from ..graph_arrays import GraphArrays
+from .failed_bisection import given_back, restored_charge
 
 #: Partitions with more units than this are not tried (one two-phase rate per unit).
 MAX_UNITS = 16
@@ -142,25 +143,10 @@ def restored_profile_lower(fab: Fabric, intact: Fabric, eps: tuple[Hashable, ...
     >>> restored_profile_lower(failed, intact, failed.endpoints)[0]   # 300 less g0's link
     200.0
     """
-    gi, gd = intact.graph, fab.graph
-    if set(gi) != set(gd) or set(intact.endpoints) != set(eps):
+    found = given_back(fab, intact, eps)
+    if found is None:
         return None
-    graph = gd.copy()
-    ga_intact = GraphArrays.from_fabric(intact)
-    up = arc_labels(intact).scale_up
-    for (u, v), c, is_up in zip(ga_intact.arcs, ga_intact.capacity.tolist(), up.tolist(),
-                                strict=True):
-        kept = gd[u][v]["capacity"] if gd.has_edge(u, v) else 0.0
-        if kept > c * (1 + 1e-12):
-            return None   # more capacity than the intact fabric: not a failed copy
-        if not is_up and kept < c:
-            graph.add_edge(u, v, **gi[u][v])
-    plus = Fabric(graph, list(fab.endpoints), name=fab.name)
-    ga = GraphArrays.from_fabric(plus)
-    restored = ga.capacity - np.array([gd[u][v]["capacity"] if gd.has_edge(u, v) else 0.0
-                                       for u, v in ga.arcs])
-    if not np.any(restored > 0):
-        return None
+    plus, ga, restored = found
     return profile_flow_lower(plus, ga, eps, beat=beat, time_limit=time_limit,
                               restored=restored)
 
@@ -237,7 +223,7 @@ def _partition_bound(fab: Fabric, ga: GraphArrays, eps: tuple[Hashable, ...],
     inside = np.isin(label, units)[ga.tail] & (label[ga.tail] == label[ga.head])
     charge = 0.0
     if restored is not None:
-        charge = _inside_charge(ga, restored, inside)
+        charge = restored_charge(ga, restored, np.flatnonzero(inside))
         beat += charge
     top = np.flatnonzero(~inside)
     on_top = np.zeros(ga.n_nodes, dtype=bool)
@@ -288,18 +274,6 @@ def _partition_bound(fab: Fabric, ga: GraphArrays, eps: tuple[Hashable, ...],
         f"the failed links between hosts and switches restored, joined by a top-tier flow "
         f"chosen per split; less {charge:.6g} Gb/s restored inside units and what the top "
         f"sends over restored links")
-
-
-def _inside_charge(ga: GraphArrays, restored: np.ndarray, inside: np.ndarray) -> float:
-    """Restored capacity inside units, per link the larger of its two directions (a cut
-    crosses a link one way): what the restored links can add to any cut there."""
-    arcs = np.flatnonzero(inside & (restored > 0))
-    lo = np.minimum(ga.tail[arcs], ga.head[arcs])
-    hi = np.maximum(ga.tail[arcs], ga.head[arcs])
-    per_link: dict[tuple[int, int], float] = {}
-    for u, v, x in zip(lo.tolist(), hi.tolist(), restored[arcs].tolist(), strict=True):
-        per_link[(u, v)] = max(per_link.get((u, v), 0.0), x)
-    return float(sum(per_link.values()))
 
 
 def _top_program(cost: np.ndarray, A_eq: sp.csr_matrix, arc_cap: np.ndarray,

@@ -8,7 +8,11 @@ import pytest
 
 import fabricopt as fo
 from fabricopt.analysis.bisection import _milp
-from fabricopt.analysis.failed_bisection import MAX_FAILED_LINKS, failed_links_lower
+from fabricopt.analysis.failed_bisection import (
+    MAX_FAILED_LINKS,
+    failed_links_lower,
+    restored_hose_lower,
+)
 from fabricopt.graph_arrays import GraphArrays
 
 
@@ -85,3 +89,34 @@ def test_failed_rail_cluster_bound_by_flows_inside_its_units():
     crossing = sum(bad.graph[u][v]["capacity"] for u, v in b.cut.links)
     assert crossing == pytest.approx(b.upper_gbps)
     assert len(b.cut.endpoints_a) == len(b.cut.endpoints_b) == 1024
+
+
+# -- the hose bound with the failed links given back ---------------------------------------------
+
+@pytest.mark.parametrize("seed", range(6))
+def test_restored_hose_bound_never_above_the_exact_bisection(seed):
+    # fat_tree(4) minus 15 % of its links (7 of 48, host links among them): the MILP solves
+    # the bisection exactly; the hose bound on the fabric given back, less what the given
+    # back links can carry across a cut, may not pass it.
+    ft = fo.fat_tree(4)
+    fab = fo.fail_random(ft, 0.15, seed=seed)
+    found = restored_hose_lower(fab, ft, fab.endpoints)
+    assert found is None or found[0] <= _exact_bisection(fab) * (1 + 1e-9)
+
+
+def test_one_failed_nic_no_longer_holds_every_gpu_down():
+    # 32 DGX H100 on rail-optimized 2:1 leaves, one unit of 32 servers (n27.gpu2's NIC and
+    # the uplink r1.l0-s1 failed, fail_random 1 % seed 1): on the failed links the
+    # two-phase rate is 350 per GPU (n27's 8 GPUs on 7 NICs), 128 x 350 = 44,800. Given
+    # back, 400 through the rail leaves: 51,200 less the NIC's 400 (the uplink carries
+    # nothing of the rate's flows, hubs one hop out): 50,800, the cut of the 127 NIC links
+    # of half the servers (n27 among them).
+    intact = fo.cluster(fo.dgx_h100(), nodes=32, scale_out="rail_optimized", oversubscription=2)
+    fab = fo.fail_random(intact, 0.01, seed=1)
+    assert ("n27.gpu2", "r2.l0", 1) in fab.origin.removed.links
+    bound, how = restored_hose_lower(fab, intact, fab.endpoints)
+    assert bound == pytest.approx(50_800.0)
+    assert "less 400 Gb/s restored" in how
+    b = fo.bisection_bandwidth(fab)
+    assert b.exact and b.upper_gbps == pytest.approx(50_800.0)
+    assert sum(fab.graph[u][v]["capacity"] for u, v in b.cut.links) == pytest.approx(50_800.0)
