@@ -145,7 +145,11 @@ class Fabric:
             raise InvalidParameterError(f"Fabric(): removed must be None or a Removed record, "
                                         f"got {removed!r}")
         self.endpoints: tuple[Hashable, ...] = tuple(endpoints)
-        missing = [e for e in self.endpoints if e not in graph]
+        try:  # C-level lookups (networkx's __contains__ per name: a second at 524,288 GPUs)
+            known = all(map(graph._node.__contains__, self.endpoints))
+        except TypeError:  # an unhashable name: the loop below names it
+            known = False
+        missing = [] if known else [e for e in self.endpoints if e not in graph]
         if missing:
             raise InvalidParameterError(
                 f"Fabric(): endpoints must be nodes of the graph, got unknown {missing[:5]!r}")

@@ -222,7 +222,12 @@ class OrbitClasses:
 
 
 def arc_orbits(ga: GraphArrays, symmetry: Any) -> np.ndarray:
-    """Dense orbit ids (0..k-1) of the arcs of ``ga`` under a symmetry claim."""
+    """Dense orbit ids (0..k-1) of the arcs of ``ga`` under a symmetry claim: the codes its
+    builder aligned with the graph (:class:`~fabricopt.symmetry_claim.ClaimOrder`) when
+    ``ga`` has exactly those arcs in that order, else one lookup per arc."""
+    order = getattr(symmetry, "__dict__", {}).get("_order")
+    if order is not None and order.fits(ga.nodes, ga.tail, ga.head):
+        return order.codes.copy()
     return _relabel(np.fromiter(map(symmetry.arc_orbit.__getitem__, ga.arcs), dtype=np.int64,
                                 count=ga.n_arcs))
 

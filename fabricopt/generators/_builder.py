@@ -14,11 +14,12 @@ from operator import itemgetter
 from typing import Any
 
 import networkx as nx
+import numpy as np
 
 from .._checks import MAX_LINK_GBPS, exact_text, too_fast
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
-from ..symmetry_claim import Symmetry
+from ..symmetry_claim import ClaimOrder, Symmetry
 
 #: InfiniBand generation by link rate (Gb/s per direction): the scale-out of NVIDIA's
 #: reference designs, and so the default technology of a generated network link.
@@ -345,10 +346,15 @@ rates are in Gb/s per direction (4e+11 bit/s would be 400 Gb/s)'
         if symmetric:
             names = sorted(set(self.orbit.values()))
             index = {name: i for i, name in enumerate(names)}
-            symmetry = Symmetry(dict(zip(self.orbit, map(index.__getitem__,
-                                                          self.orbit.values()), strict=True)),
+            codes = list(map(index.__getitem__, self.orbit.values()))
+            symmetry = Symmetry(dict(zip(self.orbit, codes, strict=True)),
                                 group, len(g._node), sum(map(len, succ.values())),
                                 frozenset(eps), tuple(names))
+            # The orbits in the graph's order, for the checks that read the claim per arc
+            # (symmetry_claim.ClaimOrder); the claim is frozen, so set past its __init__.
+            order = ClaimOrder.of(g, list(self.orbit), np.array(codes, dtype=np.int64))
+            if order is not None:
+                object.__setattr__(symmetry, "_order", order)
         return Fabric(g, eps, self.name, self.params, symmetry)
 
 
