@@ -43,6 +43,7 @@ import numpy as np
 
 from .._checks import check_bool, check_int, check_positive
 from .._stages import stage_report
+from .._unchanged import unchanged
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_endpoint_group
 from ..flow import max_concurrent_flow
@@ -637,6 +638,15 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     >>> b.lower_gbps, b.upper_gbps, b.exact
     (2.0, 2.0, True)
     """
+    # The graph cannot change during the call: its arrays, hierarchy and arc labels are
+    # read once for every step (each read them again: a third of fat_tree(64)'s call).
+    with unchanged(fab):
+        return _bisection(fab, endpoints, milp_max_nodes, time_limit, seed, bounds_first, hose)
+
+
+def _bisection(fab: Any, endpoints: Any, milp_max_nodes: Any, time_limit: Any, seed: Any,
+               bounds_first: Any, hose: Any) -> BisectionResult:
+    """:func:`bisection_bandwidth`'s work, its fabric taken as unchanged."""
     start = time.perf_counter()
     milp_max_nodes, time_limit, seed, bounds_first, eps, ga = _checked_arguments(
         fab, endpoints, milp_max_nodes, time_limit, seed, bounds_first, hose)
