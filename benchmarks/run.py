@@ -590,6 +590,50 @@ def two_phase_rows(rows: list, quick: bool) -> None:
                  ""))
 
 
+#: The commit before issue 42's two-phase work (its modules moved to flow/two_phase/, then
+#: put on the engine's stage types): its package is extracted beside this run.
+BEFORE_TWO_PHASE = "0fc9643"
+
+
+def two_phase_plan_rows(rows: list, quick: bool) -> None:
+    """The two-phase rate as a plan of named stages beside the package before that work
+    (``BEFORE_TWO_PHASE``), same run: each case now and before in turns, three times, the
+    fastest of each kept (the machine is shared); the before row says whether the values
+    are the same."""
+    tree = _package_at(BEFORE_TWO_PHASE)
+    nodes = 32 if quick else 256
+    rail = (f'fo.cluster(fo.dgx_h100(), nodes={nodes}, scale_out="rail_optimized", '
+            'oversubscription=2)')
+    cases = [
+        (f"two-phase plan, valiant_rate, rail-optimized 2:1 cluster ({nodes * 8:,} GPUs)",
+         "case_valiant", rail, None),
+        ("two-phase plan, valiant_rate, superpod(4)", "case_valiant", "fo.superpod(4)", None),
+        ("two-phase plan, valiant_rate, superpod(4), bounds off (the symmetric LP)",
+         "case_valiant", "fo.superpod(4)", False),
+        ("two-phase plan, valiant_rate, fat_tree(16) minus 1% of switch links",
+         "case_valiant", "fo.fail_random(fo.fat_tree(16), 0.01, seed=1, kind='links', "
+         "tiers=['leaf-spine', 'spine-core'])", None),
+        ("two-phase plan, valiant_rate, jellyfish of 32 switches, bounds off (the "
+         "per-endpoint LP)", "case_valiant",
+         "fo.jellyfish(switches=32, network_ports=6, endpoints_per_switch=4, seed=1)", False),
+        (f"two-phase plan, bisection_bandwidth, rail-optimized 2:1 cluster ({nodes * 8:,} "
+         "GPUs)", "case_bisection", rail, None, None),
+    ]
+    for label, fn, *args in cases:
+        runs = []
+        for _ in range(3):
+            runs.append((run_case(fn, *args),
+                         run_case("case_before", tree, fn, *args) if tree else None))
+        now = min((r[0] for r in runs), key=lambda o: o.get("seconds", float("inf")))
+        rows.append((label, now, "no slower than before", ""))
+        if tree:
+            before = min((r[1] for r in runs), key=lambda o: o.get("seconds", float("inf")))
+            same = all(r[0].get("value") == r[1].get("value") for r in runs)
+            ratio = now["seconds"] / before["seconds"] if before["seconds"] else float("nan")
+            rows.append((f"  before ({BEFORE_TWO_PHASE})", before, f"now/before {ratio:.2f}",
+                         "same values" if same else "VALUES DIFFER"))
+
+
 def bounds_first_rows(rows: list, quick: bool) -> None:
     """Bounds first beside the method as it ran before, in the same run. The method before
     is given a time limit (``BEFORE_SECONDS``) so the table completes; where it stops, its
@@ -652,6 +696,7 @@ def bounds_first_rows(rows: list, quick: bool) -> None:
         before = run_case("case_bounds_first", clos, "auto", True, 2.0, False)
         rows.append(("  before (no two-phase floor, time_limit=2)", before, "", ""))
     two_phase_rows(rows, quick)
+    two_phase_plan_rows(rows, quick)
     failed_plane_rows(rows, quick)
     if not quick:
         # Every design of topologies/ in one process: rows no longer limited by seconds.
@@ -1807,6 +1852,8 @@ def bisection_rows(rows: list, quick: bool) -> None:
 BLOCKS = {
     "bounds-first": (bounds_first_rows, "the bounds stage beside the method before it, and "
                      "NetGraph's MaximumSupportedDemand"),
+    "two-phase": (two_phase_plan_rows, "the two-phase rate on the engine's stage types beside "
+                  "the package before that work (also in bounds-first)"),
     "failures": (_failure_rows, "the failure analysis beside NetGraph"),
     "workload": (workload_rows, "training jobs: one step, a comparison, a search"),
     "plan-search": (plan_search_rows, "the best plan for Llama 3 405B on 16K H100 against "
