@@ -18,9 +18,9 @@ import numpy as np
 
 from ..._stages import SILENT
 from ...fabric import Fabric
-from ...graph_arrays import GraphArrays
+from ...graph_arrays import FabricShape, GraphArrays
 from ...symmetry.search import FoundSymmetry
-from ...tiers import is_scale_up_arc, tier_of
+from ...tiers import tier_of
 from ...traffic import Traffic
 from ..bounds import (
     ECMP_MAX_ENTRIES,
@@ -93,7 +93,7 @@ def bounds_stage(fab: Fabric, model: FlowModel, traffic: Traffic, *, tiers: tupl
     ga = model.ga
     bound, lengths = structural_cut_lengths(fab, traffic, ga, model.include_endpoint_links)
     cut_lengths = [lengths] if np.isfinite(bound) else []
-    scale_up = np.array([is_scale_up_arc(fab.graph[u][v]) for u, v in ga.arcs], dtype=bool)
+    scale_up = FabricShape.of(fab, ga).scale_up  # read once, not an attribute lookup per arc
     # The best routing between the switches the endpoints attach to first, where servers
     # relay at both ends as the LP chooses; PXN relays (the fabric's rails) where that
     # declines or falls short, and fixed WCMP shares only after both.
@@ -147,7 +147,7 @@ def root_routing_bracket(fab: Fabric, traffic: Traffic, ga: GraphArrays, *,
     (``traffic`` and ``ga`` in solve units). None when it cannot route, or the fabric has
     no scale-up links (no servers to relay over)."""
     symmetry = fab._symmetry  # checked by the caller (symmetric_applicable)
-    scale_up = np.array([is_scale_up_arc(fab.graph[u][v]) for u, v in ga.arcs], dtype=bool)
+    scale_up = FabricShape.of(fab, ga).scale_up  # read once, not an attribute lookup per arc
     if not scale_up.any():
         return None  # no servers to relay over: fewest-hop WCMP is already this routing
     model = build_symmetric_lp(fab, uniform_gbps(traffic), reduce=False,
