@@ -1849,6 +1849,69 @@ def bisection_rows(rows: list, quick: bool) -> None:
     rows.append(("load average at the end", run_case("case_load_average"), "", ""))
 
 
+#: The commit before issue 45's failed-SuperPOD work: its package is extracted beside this
+#: run and the before rows of :func:`failed_superpod_rows` import it.
+BEFORE_FAILED_SUPERPOD = "0fc9643"
+
+#: Seconds a before row of :func:`failed_superpod_rows` may run: without a time limit the
+#: package before took more than 15 minutes on a failed 16,384-GPU SuperPOD.
+FAILED_SUPERPOD_BEFORE_S = 300.0
+
+
+def case_failed_superpod(su: int, time_limit: float | None) -> dict:
+    """max_concurrent_flow on superpod(su) without 1% of its leaf-spine links (seed 1),
+    default otherwise; build not counted. Wall and CPU seconds, the load average beside
+    them (the machine is shared), the bracket and its gap."""
+    import os
+
+    import fabricopt as fo
+
+    fab = fo.fail_random(fo.superpod(su), 0.01, seed=1, tiers=["leaf-spine"])
+    start, cpu = time.perf_counter(), time.process_time()
+    r = fo.max_concurrent_flow(fab, time_limit=time_limit)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    gbps = r.per_endpoint_gbps_bracket or (float("nan"), float("nan"))
+    gap = (r.upper - r.lower) / r.upper if r.upper > 0 else 0.0
+    stages = getattr(r, "stages", None) or {}
+    by = f", lower by {stages['lower']}" if "lower" in stages else ""
+    return {"seconds": seconds, "gap": gap,
+            "value": f"[{gbps[0]:.1f}, {gbps[1]:.1f}] Gb/s per GPU, gap {gap:.2%}, "
+                     f"{r.status}{by}; {cpu:.1f} s CPU, load {os.getloadavg()[0]:.1f}"}
+
+
+def _run_case_within(seconds: float, fn_name: str, *args) -> dict:
+    """:func:`run_case` stopped after ``seconds`` (a before row that would run for long)."""
+    global CASE_TIMEOUT_S
+    kept, CASE_TIMEOUT_S = CASE_TIMEOUT_S, min(seconds, CASE_TIMEOUT_S)
+    try:
+        return run_case(fn_name, *args)
+    finally:
+        CASE_TIMEOUT_S = kept
+
+
+def failed_superpod_rows(rows: list, quick: bool) -> None:
+    """Failed SuperPODs (1% of the leaf-spine links, seed 1) by default and under time
+    limits, each beside the package before that work (``BEFORE_FAILED_SUPERPOD``, stopped
+    after ``FAILED_SUPERPOD_BEFORE_S``), same run."""
+    tree = _package_at(BEFORE_FAILED_SUPERPOD)
+    su, big = (4, 8) if quick else (64, 128)
+    cases = [(su, None, "<= 60 s, gap <= 1%"), (su, 20.0, "<= 24 s (20 s + 20%)"),
+             (su, 60.0, "<= 72 s (60 s + 20%), gap <= 1%"), (big, None, "not much slower")]
+    for n, limit, target in cases:
+        now = run_case("case_failed_superpod", n, limit)
+        if limit is None:
+            met = now["seconds"] <= 60 and now.get("gap", 1) <= 0.01
+        else:
+            met = now["seconds"] <= 1.2 * limit and (limit < 60 or now.get("gap", 1) <= 0.01)
+        label = (f"superpod({n}) ({n * 256:,} GPUs) minus 1% of leaf-spine links, "
+                 + ("default" if limit is None else f"time_limit={limit:g}"))
+        rows.append((label, now, target, "" if n == big else ("met" if met else "not met")))
+        if tree:
+            before = _run_case_within(FAILED_SUPERPOD_BEFORE_S, "case_before", tree,
+                                      "case_failed_superpod", n, limit)
+            rows.append((f"  before ({BEFORE_FAILED_SUPERPOD})", before, "", ""))
+
+
 BLOCKS = {
     "bounds-first": (bounds_first_rows, "the bounds stage beside the method before it, and "
                      "NetGraph's MaximumSupportedDemand"),
@@ -1867,6 +1930,8 @@ BLOCKS = {
                   "rail-optimized SuperPOD"),
     "speed": (speed_rows, "issue 45's targets (half a million GPUs, the main job, optimize, "
               "failed bisections, hashed routing) beside the package before that work"),
+    "failed-superpod": (failed_superpod_rows, "failed 16K and 32K-GPU SuperPODs, by default "
+                        "and under time limits, beside the package before that work"),
     "bisection": (bisection_rows, "issue 45 point 4: the rail 2:1 cluster's bisection "
                   "failed and intact, failed fat trees, beside the package before"),
     "proofs": (proof_rows, "check_certificate on a result of every proof class beside the "

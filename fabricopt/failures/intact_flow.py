@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,7 @@ from ..flow.api import (
     useful_symmetry,
 )
 from ..flow.bounds import ECMP_MAX_ENTRIES, HierarchyCut, structural_cut_lengths
+from ..flow.budget import now
 from ..flow.certificate import EXACT_RTOL
 from ..flow.check import endpoint_cut_bound, smallest_demand
 from ..flow.lp_proof import proven_flow
@@ -48,6 +49,26 @@ from ..traffic import Traffic
 #: fabric once (about 9 s each time for a 4,096-GPU 3-tier Clos), and each kept one holds a
 #: fabric and its flow in memory.
 SOLVED_INTACT_KEPT = 2
+
+#: Under a time limit, the most of what is left the detours' search may take: the rest is
+#: for what the engine does next with the bracket (the planes' LP, the two-phase floor).
+REROUTE_SHARE = 0.5
+
+
+def _share_of(budget: Any, share: float) -> Callable[[], float | None]:
+    """A callable saying how many seconds are left of ``share`` of what ``budget`` (an
+    engine :class:`~fabricopt.flow.problem.Budget`, or None) has left now: None without a
+    time limit, 0 once spent.
+
+    >>> _share_of(None, 0.5)() is None
+    True
+    """
+    left = None if budget is None else budget.left()
+    if left is None:
+        return lambda: None
+    stop = now() + share * left
+    return lambda: max(stop - now(), 0.0)
+
 
 
 @dataclass(frozen=True)
@@ -80,12 +101,14 @@ class IntactFlow:
         return traffic.pairs == mine.pairs
 
 
-def rerouted_answer(failed: Fabric, traffic: Traffic, intact: IntactFlow
-                    ) -> FlowResult | None:
+def rerouted_answer(failed: Fabric, traffic: Traffic, intact: IntactFlow,
+                    budget: Any = None) -> FlowResult | None:
     """``failed``'s bracket from ``intact``'s flow sent around what failed (method
     ``"bounds"``; status ``"optimal"`` when it meets the hierarchy cut, else
     ``"inexact"``), or None when the detours cannot be built (a lost node, a lost arc with
-    no way around it, too large an LP).
+    no way around it, too large an LP). ``budget`` (the engine's
+    :class:`~fabricopt.flow.problem.Budget`, None: no limit): the detours' search takes at
+    most :data:`REROUTE_SHARE` of what it has left, and keeps the best detours found by then.
 
     Examples
     --------
@@ -114,7 +137,7 @@ def rerouted_answer(failed: Fabric, traffic: Traffic, intact: IntactFlow
     # The overload at which the flow meets the cut: an even spread that stays below it
     # needs no LP.
     enough = intact.base.theta / (upper * (1 - EXACT_RTOL / 2)) if upper > 0 else 1.0
-    found = detour_flows(intact.base, ga, enough)
+    found = detour_flows(intact.base, ga, enough, _share_of(budget, REROUTE_SHARE))
     if found is None:
         return None
     lost, share, detours = found
@@ -168,14 +191,16 @@ class IntactSolves:
         """Forget every intact fabric solved (their memory goes with them)."""
         self._flows.clear()
 
-    def flow(self, failed: Fabric, traffic: Traffic, size: int) -> IntactFlow | None:
+    def flow(self, failed: Fabric, traffic: Traffic, size: int, budget: Any = None
+             ) -> IntactFlow | None:
         """The intact flow of ``failed``'s design for ``traffic``: kept, or solved now
-        (:func:`_solved_intact`) and kept; None when it cannot be solved exactly."""
+        (:func:`_solved_intact`, within what ``budget`` has left) and kept; None when it
+        cannot be solved exactly."""
         key = json.dumps(failed.recipe, sort_keys=True)
         flow = self._flows.get(key)
         if flow is not None and flow.serves(traffic):
             return flow
-        flow = _solved_intact(failed, traffic, size)
+        flow = _solved_intact(failed, traffic, size, None if budget is None else budget.left())
         if flow is not None:
             self._flows.pop(key, None)
             self._flows[key] = flow
@@ -184,22 +209,27 @@ class IntactSolves:
         return flow
 
 
-def from_recipe(failed: Fabric, traffic: Traffic, solves: IntactSolves | None = None
-                ) -> FlowResult | None:
+def from_recipe(failed: Fabric, traffic: Traffic, solves: IntactSolves | None = None,
+                budget: Any = None) -> FlowResult | None:
     """``failed``'s bracket from the intact fabric its recipe rebuilds (a fabric made by
     ``without`` or ``fail_random`` keeps the generator call of the fabric it came from:
     :attr:`Fabric.origin <fabricopt.Fabric.origin>`), when ``failed`` is large enough for the
     detour to beat a solve of its own and the intact fabric is solved exactly at once (by
     its claim) or, where ``failed`` is too large for the routed bounds (whose approximate
     rounds take minutes), by the symmetry found in it; None otherwise. ``solves`` keeps the
-    intact fabrics solved (default: one kept for this call alone)."""
-    if not failed.origin.from_recipe:
+    intact fabrics solved (default: one kept for this call alone). ``budget``: the engine's
+    :class:`~fabricopt.flow.problem.Budget` (None: no limit); nothing is begun once it is
+    spent, and the detours take at most :data:`REROUTE_SHARE` of what is left."""
+    if not failed.origin.from_recipe or (budget is not None and budget.spent()):
         return None
     size = lp_size_estimate(failed, traffic)
     if size <= FIND_SYMMETRY_NONZEROS:
         return None
-    flow = (solves if solves is not None else IntactSolves()).flow(failed, traffic, size)
-    answer = None if flow is None else rerouted_answer(failed, traffic, flow)
+    flow = (solves if solves is not None else IntactSolves()).flow(failed, traffic, size,
+                                                                    budget)
+    if flow is None or (budget is not None and budget.spent()):
+        return None
+    answer = rerouted_answer(failed, traffic, flow, budget)
     if answer is not None:
         answer.message += f" (intact fabric {flow.fab.name!r}, rebuilt from the recipe)"
     return answer
@@ -236,24 +266,31 @@ class RerouteFromIntact:
                 "arc")
 
     def run(self, problem: Any, bracket: Any = None) -> FlowResult | None:
-        return self.answer(problem.fab, problem.traffic)
+        return self.answer(problem.fab, problem.traffic, getattr(problem, "budget", None))
 
-    def answer(self, failed: Fabric, traffic: Traffic) -> FlowResult | None:
-        """:func:`from_recipe` with this stage's intact solves."""
-        return from_recipe(failed, traffic, self.solves)
+    def answer(self, failed: Fabric, traffic: Traffic, budget: Any = None
+               ) -> FlowResult | None:
+        """:func:`from_recipe` with this stage's intact solves, within ``budget``."""
+        return from_recipe(failed, traffic, self.solves, budget)
 
 
-def _solved_intact(failed: Fabric, traffic: Traffic, size: int) -> IntactFlow | None:
+def _solved_intact(failed: Fabric, traffic: Traffic, size: int,
+                   time_limit: float | None = None) -> IntactFlow | None:
     """The intact fabric ``failed``'s recipe rebuilds, solved exactly, with its flow
-    re-proven; None when it cannot be rebuilt or is not solved exactly.
+    re-proven; None when it cannot be rebuilt or is not solved exactly (``time_limit``, the
+    seconds the caller has left, bounds the solve).
 
-    No wall clock decides it (a busy machine gets the same answer as an idle one): a fabric
-    without a claim is solved only by the symmetry found in it, or not at all."""
+    No wall clock decides it without a time limit (a busy machine gets the same answer as
+    an idle one): a fabric without a claim is solved only by the symmetry found in it, or
+    not at all."""
     intact = try_replay(failed.recipe)
     if intact is None:
         return None
+    limit = {} if time_limit is None else {"time_limit": time_limit}
     if symmetric_applicable(intact, traffic)[0]:
-        solved = max_concurrent_flow(intact, traffic)
+        solved = max_concurrent_flow(intact, traffic, **limit)
+        if not solved.exact:
+            return None
     elif size // 3 > ECMP_MAX_ENTRIES:
         # A 4,096-GPU 3-tier 2:1 Clos has no claim but is solved exactly in about 10 s (its
         # symmetry found, one root per orbit routed); its failed copies would otherwise go
@@ -266,7 +303,8 @@ def _solved_intact(failed: Fabric, traffic: Traffic, size: int) -> IntactFlow | 
         intact = with_symmetry(intact, found.symmetry)
         if not symmetric_applicable(intact, traffic)[0]:
             return None
-        solved = max_concurrent_flow(intact, traffic, method="symmetric", bounds_first=True)
+        solved = max_concurrent_flow(intact, traffic, method="symmetric", bounds_first=True,
+                                     **limit)
         if not solved.exact:
             return None
     else:
@@ -279,5 +317,5 @@ def _solved_intact(failed: Fabric, traffic: Traffic, size: int) -> IntactFlow | 
 FROM_INTACT = RerouteFromIntact()
 
 
-__all__ = ["FROM_INTACT", "IntactFlow", "IntactSolves", "RerouteFromIntact", "from_recipe",
-           "rerouted_answer"]
+__all__ = ["FROM_INTACT", "REROUTE_SHARE", "IntactFlow", "IntactSolves", "RerouteFromIntact",
+           "from_recipe", "rerouted_answer"]

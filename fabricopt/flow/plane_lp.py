@@ -33,11 +33,23 @@ import numpy as np
 import scipy.sparse as sp
 
 from .backends import highspy_available, solve_lp
+from .budget import now
 from .lp import LinearProgram
 from .planes import Planes
 
 #: The interior point's relative optimality tolerance (see :func:`solve_planes`).
 IPM_TOLERANCE = 1e-4
+
+#: CPU seconds the interior point takes per nonzero of the LP, measured on 2 cores: 34 s for
+#: the 360,000 nonzeros of superpod(16) minus 1% of its leaf-spine links; superpod(64)'s
+#: 2.4 million did not finish in 20 minutes under load. It decides only whether an LP is
+#: begun in the time a limit leaves, never a number.
+IPM_SECONDS_PER_NONZERO = 1e-4
+
+#: Without a time limit, the most nonzeros the LP is begun with: its minutes would buy a
+#: bracket the caller did not ask to wait for (the intact flow's stands; a ``time_limit``
+#: lets a larger LP run in the time it gives).
+UNTIMED_MAX_NONZEROS = 1_000_000
 
 #: How many neighbour leaves a bounce (up another plane and down a neighbour leaf, for a
 #: leaf that lost its uplink to a plane) spreads over, per plane it goes up.
@@ -312,16 +324,31 @@ class _Builder:
 
 
 def solve_planes(pl: Planes, relay_leaves: np.ndarray | None = None,
-                 time_limit: float | None = None) -> tuple[PlaneSolution | None, PlaneRoutes,
-                                                           Classes, Counts]:
+                 time_limit: float | None = None, reserve: float = 0.0
+                 ) -> tuple[PlaneSolution | None, PlaneRoutes, Classes, Counts]:
     """Build and solve the LP of the module docstring. ``relay_leaves`` (a mask over the
-    leaves; default: those that lost an uplink) get relayed routes."""
+    leaves; default: those that lost an uplink) get relayed routes.
+
+    ``time_limit`` (seconds, None: none) is for the build and the solve together, less
+    ``reserve`` times what the build took (what the caller needs after it: the proof of
+    the routing costs about as much as its build); the LP is not begun (no solution, None)
+    when what is left is less than it is expected to take
+    (:data:`IPM_SECONDS_PER_NONZERO`), nor, without a limit, above
+    :data:`UNTIMED_MAX_NONZEROS` nonzeros."""
+    start = now()
     cl = server_classes(pl)
     ct = counts(pl)
     if relay_leaves is None:
         relay_leaves = ((pl.up < 0) | (pl.down < 0)).any(axis=1)
     routes = plane_routes(pl, cl, relay_leaves)
     lp, cols, unit = _plane_lp(pl, cl, ct, routes)
+    if time_limit is None and lp.nnz > UNTIMED_MAX_NONZEROS:
+        return None, routes, cl, ct
+    if time_limit is not None:
+        built = now() - start
+        time_limit -= built * (1.0 + reserve)
+        if time_limit <= 0 or lp.nnz * IPM_SECONDS_PER_NONZERO > time_limit:
+            return None, routes, cl, ct
     # Interior point without crossover, stopped at a relative gap of 1e-4: its point is
     # proven by the flow it describes, not by its optimality (on a failed 4,096-GPU 2:1
     # Clos: 7.9 s against 32 s by scipy's HiGHS, 13 s at the default tolerance, the
@@ -543,14 +570,22 @@ class _PlaneLP:
         """Between zones, each plane's volume over its hubs."""
         b, pl, c = self.b, self.pl, self.c
         hubs: dict[tuple[int, int, int], np.ndarray] = {}
+        # The pairs of one group's leaves, by the zones of their ends: read once (looking
+        # through every pair for each zone pair and plane took 96 s on a failed
+        # 16,384-GPU SuperPOD).
+        by_zones: dict[tuple[int, int], list[int]] = defaultdict(list)
+        ends = pl.leaf_zone[self.ct.pairs] if len(self.ct.pairs) else np.zeros((0, 2), int)
+        for i, (y, z) in enumerate(ends.tolist()):
+            by_zones[(y, z)].append(i)
         for z1 in range(pl.n_zones):
             for z2 in range(pl.n_zones):
                 if z1 == z2:
                     continue
                 weights = _middle_weights(pl, self.ct, z1, z2)
+                pairs = by_zones.get((z1, z2), [])
                 for p in range(pl.n_planes):
                     terms = _middle_volume(pl, self.ct, c["alpha"], c["beta"], c["gamma"],
-                                           c["climb"], z1, z2, p, self.d0, weights)
+                                           c["climb"], z1, z2, p, self.d0, weights, pairs)
                     if not terms:
                         continue
                     ways = [(h, fr[z1], to[z2]) for h, fr, to in pl.hubs[p]
@@ -694,9 +729,11 @@ def _middle_weights(pl: Planes, ct: Counts, z1: int, z2: int
 
 
 def _middle_volume(pl: Planes, ct: Counts, alpha, beta, gamma, climb, z1: int, z2: int,
-                   p: int, d0: float, weights: tuple) -> list[tuple[int, float]]:
+                   p: int, d0: float, weights: tuple, pairs: list[int] | None = None
+                   ) -> list[tuple[int, float]]:
     """The volume from zone ``z1`` to zone ``z2`` on plane ``p``, as LP terms
-    (``weights``: :func:`_middle_weights` of the two zones)."""
+    (``weights``: :func:`_middle_weights` of the two zones; ``pairs``: the rows of
+    ``ct.pairs`` from a leaf of ``z1`` to one of ``z2``, when the caller has them)."""
     terms: list[tuple[int, float]] = []
     key = (z1, z2)
     if key in gamma:
@@ -704,9 +741,12 @@ def _middle_volume(pl: Planes, ct: Counts, alpha, beta, gamma, climb, z1: int, z
         terms += zip(alpha[src, p].tolist(), (w_src * d0).tolist(), strict=True)
         terms += zip(beta[dst, p].tolist(), (w_dst * d0).tolist(), strict=True)
         terms.append((int(gamma[key][p]), total * d0))
-    for i, (a, c) in enumerate(ct.pairs.tolist()):
-        if pl.leaf_zone[a] == z1 and pl.leaf_zone[c] == z2:
-            terms.extend(_climb_terms(climb, a, c, p, ct.pair_demand[i] * d0))
+    if pairs is None:
+        pairs = [i for i, (a, c) in enumerate(ct.pairs.tolist())
+                 if pl.leaf_zone[a] == z1 and pl.leaf_zone[c] == z2]
+    for i in pairs:
+        a, c = int(ct.pairs[i, 0]), int(ct.pairs[i, 1])
+        terms.extend(_climb_terms(climb, a, c, p, ct.pair_demand[i] * d0))
     return terms
 
 
@@ -778,6 +818,7 @@ def _solution(pl: Planes, ct: Counts, routes: PlaneRoutes, cols: _Columns, x: np
                          hubs, relay_leaves, size)
 
 
-__all__ = ["BOUNCE_LEAVES", "Classes", "Counts", "PlaneRoutes", "PlaneSolution", "Route",
+__all__ = ["BOUNCE_LEAVES", "IPM_SECONDS_PER_NONZERO", "UNTIMED_MAX_NONZEROS", "Classes",
+           "Counts", "PlaneRoutes", "PlaneSolution", "Route",
            "bounce_arcs", "bounce_ways", "counts", "leaf_kinds", "leaf_neighbours", "leaf_path",
            "plane_routes", "relay_hops", "server_classes", "solve_planes"]

@@ -47,6 +47,7 @@ A lost node is not handled (its arcs' loads are not arc-to-arc: the proof is the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -227,7 +228,17 @@ def rerouted(base: ProvenFlow, lost: np.ndarray, share: np.ndarray, detours: sp.
     return Rerouted(kept_theta / max(1.0, overload), load, overload, residual)
 
 
-def detour_flows(base: ProvenFlow, ga: GraphArrays, enough: float = 1.0
+#: What :func:`detour_flows` is told of the time left: seconds (0 when spent), None
+#: without a limit.
+SecondsLeft = Callable[[], "float | None"]
+
+
+def _no_limit() -> float | None:
+    return None
+
+
+def detour_flows(base: ProvenFlow, ga: GraphArrays, enough: float = 1.0,
+                 seconds_left: SecondsLeft = _no_limit
                  ) -> tuple[np.ndarray, np.ndarray, sp.csr_matrix] | None:
     """The arcs of ``base`` lost or shrunk on ``ga``, the share of each one's load to send
     around, and a detour for each (see the module docstring),
@@ -237,7 +248,11 @@ def detour_flows(base: ProvenFlow, ga: GraphArrays, enough: float = 1.0
     Each detour first spreads evenly over its shortest paths; when that leaves some arc
     above ``enough`` times its capacity (the overload at which the caller's bound is met),
     the spread steered off the busiest arcs or the detour LP's choice (with the arcs that
-    bind shedding), whichever loads its busiest arc less."""
+    bind shedding), whichever loads its busiest arc less.
+
+    ``seconds_left`` (a callable: seconds, 0 when spent, None without a limit) stops the
+    search early: no step is begun once it says 0, each LP gets what is left, and the best
+    detours found so far are returned (every one a sound proof, only a weaker bound)."""
     where = arc_map(base.ga, ga)
     tiny = ZERO_LOAD_RTOL * max(float(base.load.max(initial=0.0)), 1e-300)
     left = np.zeros(base.ga.n_arcs)  # the capacity each arc kept
@@ -285,30 +300,32 @@ def detour_flows(base: ProvenFlow, ga: GraphArrays, enough: float = 1.0
     # given a second way round a crowded node, over the even spread of the rest (a fraction
     # of the LP over all of them).
     steered = _rebalanced_spread(ga, u, v, columns, int(hops.max()), moved, background, x,
-                                 enough)
+                                 enough, seconds_left)
     peak = float(np.max(carried(rows, arcs, steered) / ga.capacity))
     spread = (lost, share, _as_matrix(rows, arcs, steered, len(lost), ga.n_arcs))
-    if peak <= enough:
+    if peak <= enough or seconds_left() == 0:
         return spread
     ways = _wider_detours(ga, u, v, columns, hops, usable, moved,
-                          np.maximum(enough * ga.capacity - background, 0.0))
+                          np.maximum(enough * ga.capacity - background, 0.0), seconds_left)
     free = _detours_to_choose(ga, rows, arcs, loads, enough, columns, ways)
     mine = np.isin(rows, free)
     fixed = carried(rows[~mine], arcs[~mine], x[~mine])
     # The detours the LP leaves out may hold as much on their own as the steered spread
     # (on the failed Meta 24K design only 9 of 1,200 fit its columns): it would gain nothing.
-    if not len(free) or float(np.max(fixed / ga.capacity)) >= peak * (1 - CAPACITY_RTOL):
+    if (not len(free) or float(np.max(fixed / ga.capacity)) >= peak * (1 - CAPACITY_RTOL)
+            or seconds_left() == 0):
         return spread
-    lp = _least_overload(ga, u[free], v[free], [ways[i] for i in free], moved[free], fixed)
+    lp = _least_overload(ga, u[free], v[free], [ways[i] for i in free], moved[free], fixed,
+                         time_limit=seconds_left())
     if lp is None:  # the spread stands: a weaker bound, as sound
         return spread
     keep, blocks = ~mine, [ways[i] for i in free]
     rows = np.concatenate([rows[keep], np.repeat(free, [len(c) for c in blocks])])
     arcs = np.concatenate([arcs[keep], *blocks])
     shed = None
-    if lp.overload > enough * (1 + CAPACITY_RTOL) and len(lp.binding):
+    if lp.overload > enough * (1 + CAPACITY_RTOL) and len(lp.binding) and seconds_left() != 0:
         shed = _shed_binding_arcs(base, ga, where, usable, u[free], v[free], blocks,
-                                  moved[free], fixed, enough, lp)
+                                  moved[free], fixed, enough, lp, seconds_left)
     if min(lp.overload, np.inf if shed is None else shed[0].overload) >= peak:
         return spread
     if shed is None:
@@ -339,7 +356,7 @@ def _base_arcs(where: np.ndarray, arcs: np.ndarray, n_arcs: int) -> np.ndarray:
 def _shed_binding_arcs(base: ProvenFlow, ga: GraphArrays, where: np.ndarray,
                        usable: np.ndarray, u: np.ndarray, v: np.ndarray,
                        blocks: list[np.ndarray], moved: np.ndarray, fixed: np.ndarray,
-                       enough: float, lp: _Overload
+                       enough: float, lp: _Overload, seconds_left: SecondsLeft = _no_limit
                        ) -> tuple[_Overload, np.ndarray, list[np.ndarray]] | None:
     r"""The detour LP again, with the arcs it found binding also sending a share of their
     own load around (None when that lowers nothing).
@@ -363,6 +380,8 @@ def _shed_binding_arcs(base: ProvenFlow, ga: GraphArrays, where: np.ndarray,
     crowded = ~usable
     size = sum(len(c) for c in blocks)
     for _ in range(SHED_ROUNDS):
+        if seconds_left() == 0:
+            break
         # The LP's duals name one set that holds the overload where it is; arcs as loaded
         # elsewhere (another crowded leaf) may hold it just as well, so they shed too.
         load = latest.loads(ga, fixed, blocks + columns, np.r_[moved, own_load[shed]], shed)
@@ -389,7 +408,7 @@ def _shed_binding_arcs(base: ProvenFlow, ga: GraphArrays, where: np.ndarray,
         size += int(sizes[fits].sum())
         again = _least_overload(ga, np.r_[u, ga.tail[shed]], np.r_[v, ga.head[shed]],
                                 blocks + columns, np.r_[moved, own_load[shed]], fixed,
-                                own=shed)
+                                own=shed, time_limit=seconds_left())
         if again is None:
             break
         latest = again
@@ -443,7 +462,8 @@ def _even_over_paths(ga: GraphArrays, u: int, v: int, arcs: np.ndarray) -> np.nd
 
 def _rebalanced_spread(ga: GraphArrays, u: np.ndarray, v: np.ndarray,
                        columns: list[np.ndarray], longest: int, moved: np.ndarray,
-                       background: np.ndarray, x: np.ndarray, enough: float) -> np.ndarray:
+                       background: np.ndarray, x: np.ndarray, enough: float,
+                       seconds_left: SecondsLeft = _no_limit) -> np.ndarray:
     """The detours' flows (``x``: each over its shortest paths ``columns``, in their
     order) steered off the arcs that carry the most, the largest load over capacity as low
     as these rounds get it; stops at ``enough``.
@@ -455,7 +475,8 @@ def _rebalanced_spread(ga: GraphArrays, u: np.ndarray, v: np.ndarray,
     line search, as in Frank and Wolfe's method), and stop when no step does. Every round's
     flow is a mix of unit flows from each tail to its head, so each is a sound choice, and
     none is worse than the last. All detours are one block-diagonal graph, so a round is a
-    few sparse products whatever their number."""
+    few sparse products whatever their number. No round is begun once ``seconds_left``
+    says 0 (the flow so far stands)."""
     k = len(columns)
     block = np.repeat(np.arange(k), [len(c) for c in columns])
     arcs = np.concatenate(columns)
@@ -490,7 +511,7 @@ def _rebalanced_spread(ga: GraphArrays, u: np.ndarray, v: np.ndarray,
     current, ratio = x, ratio_of(x)
     for _ in range(SPREAD_ROUNDS):
         peak = float(ratio.max())
-        if peak <= enough:
+        if peak <= enough or seconds_left() == 0:
             break
         toward = spread(np.exp(-SPREAD_SHARPNESS * ratio[arcs] / peak))
         target = ratio_of(toward)
@@ -524,14 +545,40 @@ def _path_counts(step: sp.csr_matrix, origin: int, n: int) -> np.ndarray:
     return total
 
 
+@dataclass(frozen=True)
+class _ByTail:
+    """The arcs of a fabric sorted by tail (``order``), where each node's start
+    (``start``): read once for the many searches of one call (an argsort of 400,000 arcs
+    for each of 569 crowded nodes took 11 s on a failed 16,384-GPU SuperPOD)."""
+
+    order: np.ndarray
+    start: np.ndarray
+
+    @classmethod
+    def of(cls, ga: GraphArrays) -> _ByTail:
+        order = np.argsort(ga.tail, kind="stable")
+        return cls(order, np.searchsorted(ga.tail[order], np.arange(ga.n_nodes + 1)))
+
+    def adjacency(self, ga: GraphArrays, usable: np.ndarray) -> sp.csr_matrix:
+        """The graph of the ``usable`` arcs (node x node)."""
+        keep = usable[self.order]
+        counts = np.bincount(ga.tail[self.order][keep], minlength=ga.n_nodes)
+        indptr = np.concatenate([[0], np.cumsum(counts)])
+        graph = sp.csr_matrix((np.ones(int(keep.sum())), ga.head[self.order][keep], indptr),
+                              shape=(ga.n_nodes, ga.n_nodes))
+        graph.sum_duplicates()  # parallel arcs are one edge, as the searches read them
+        return graph
+
+
 def _shortest_detour_arcs(ga: GraphArrays, u: np.ndarray, v: np.ndarray, usable: np.ndarray,
-                          longest: np.ndarray | None = None
+                          longest: np.ndarray | None = None, by: _ByTail | None = None
                           ) -> tuple[list[np.ndarray], np.ndarray] | None:
     """For each pair ``u[i] -> v[i]``, the ``usable`` arcs on its shortest paths over them
     (in hops), and their length (None when a pair is disconnected; given ``longest``, no
-    arcs for a pair whose shortest path is longer than ``longest[i]`` or missing)."""
-    adjacency = sp.csr_matrix((np.ones(int(usable.sum())), (ga.tail[usable], ga.head[usable])),
-                              shape=(ga.n_nodes, ga.n_nodes))
+    arcs for a pair whose shortest path is longer than ``longest[i]`` or missing). ``by``:
+    the arcs by tail, when the caller searches many times."""
+    by = _ByTail.of(ga) if by is None else by
+    adjacency = by.adjacency(ga, usable)
     us, u_row = np.unique(u, return_inverse=True)
     vs, v_row = np.unique(v, return_inverse=True)
     # Detours are short: searches stop at NEAR_HOPS (a thousand whole searches took 5 s on
@@ -547,8 +594,7 @@ def _shortest_detour_arcs(ga: GraphArrays, u: np.ndarray, v: np.ndarray, usable:
             found[again] = dijkstra(graph, indices=ends[again], unweighted=True)
     # Arcs by tail, so that each pair looks only at the arcs out of the nodes on its
     # shortest paths (not at every arc: 1,200 lost arcs of a 24,576-GPU fabric took 10 s so).
-    by_tail = np.argsort(ga.tail, kind="stable")
-    start = np.searchsorted(ga.tail[by_tail], np.arange(ga.n_nodes + 1))
+    by_tail, start = by.order, by.start
     columns, lengths = [], np.zeros(len(u))
     for i in range(len(u)):
         du, dv = from_u[u_row[i]], to_v[v_row[i]]
@@ -568,8 +614,8 @@ def _shortest_detour_arcs(ga: GraphArrays, u: np.ndarray, v: np.ndarray, usable:
 
 
 def _wider_detours(ga: GraphArrays, u: np.ndarray, v: np.ndarray, columns: list[np.ndarray],
-                   hops: np.ndarray, usable: np.ndarray, moved: np.ndarray, room: np.ndarray
-                   ) -> list[np.ndarray]:
+                   hops: np.ndarray, usable: np.ndarray, moved: np.ndarray, room: np.ndarray,
+                   seconds_left: SecondsLeft = _no_limit) -> list[np.ndarray]:
     """``columns`` (the arcs of shortest detours, ``hops`` long), with the detours that leave
     (or reach) a crowded node given a second way: the shortest detours that avoid the arcs
     their shortest ones leave (reach) it by.
@@ -579,11 +625,15 @@ def _wider_detours(ga: GraphArrays, u: np.ndarray, v: np.ndarray, columns: list[
     over its other uplinks, but can down to its servers, across their scale-up links and
     out through their other NICs' leaves. The second way is at most ``WIDER_EXTRA_HOPS``
     longer than the first (a fat tree's leaf has no such way; a long one through other pods
-    only makes the LP larger)."""
+    only makes the LP larger). Once ``seconds_left`` says 0, the rest keep their first
+    way."""
     wider = list(columns)
+    by = _ByTail.of(ga)
     for side, ends in ((ga.tail, u), (ga.head, v)):
         hop = [c[side[c] == e] for c, e in zip(columns, ends, strict=True)]
         for w in np.unique(ends):
+            if seconds_left() == 0:
+                return wider
             mine = np.flatnonzero(ends == w)
             first = np.unique(np.concatenate([hop[i] for i in mine]))
             if moved[mine].sum() <= room[first].sum() * (1 + CAPACITY_RTOL):
@@ -591,7 +641,7 @@ def _wider_detours(ga: GraphArrays, u: np.ndarray, v: np.ndarray, columns: list[
             avoid = usable.copy()
             avoid[first] = False
             around, _ = _shortest_detour_arcs(ga, u[mine], v[mine], avoid,
-                                              longest=hops[mine] + WIDER_EXTRA_HOPS)
+                                              longest=hops[mine] + WIDER_EXTRA_HOPS, by=by)
             for i, extra in zip(mine, around, strict=True):
                 wider[i] = np.union1d(wider[i], extra)
     return wider
@@ -621,14 +671,17 @@ class _Overload:
 
 def _least_overload(ga: GraphArrays, u: np.ndarray, v: np.ndarray,
                     columns: list[np.ndarray], moved: np.ndarray, background: np.ndarray,
-                    own: np.ndarray | None = None) -> _Overload | None:
+                    own: np.ndarray | None = None, time_limit: float | None = None
+                    ) -> _Overload | None:
     r"""The detours' flows (one block of ``columns`` per detour) minimising :math:`\mu`
     subject to :math:`T_e \le \mu c_e` on every arc a detour may use, with :math:`\mu` no
     less than the largest background load over capacity elsewhere.
 
     The last ``len(own)`` blocks belong to arcs ``own`` that keep their load but may send a
     share :math:`\rho` of it (``moved``) round: their block is a flow of value
-    :math:`\rho` and their own arc's load drops by :math:`\rho` times it."""
+    :math:`\rho` and their own arc's load drops by :math:`\rho` times it. ``time_limit``
+    (seconds) stops HiGHS: a stopped LP gives no answer (None), so the caller's detours
+    stand."""
     own = np.zeros(0, dtype=np.int64) if own is None else np.asarray(own, dtype=np.int64)
     k, n_own = len(columns), len(own)
     sizes = np.array([len(c) for c in columns])
@@ -678,8 +731,9 @@ def _least_overload(ga: GraphArrays, u: np.ndarray, v: np.ndarray,
     # Interior point is several times faster than simplex on these min-max LPs once they
     # have tens of thousands of columns (crossover still returns a vertex); below, simplex.
     method = "highs-ipm" if n_x > IPM_COLUMNS else "highs"
+    options = {} if time_limit is None else {"time_limit": max(float(time_limit), 1e-3)}
     out = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=bounds,
-                  method=method)
+                  method=method, options=options)
     if out.status != 0 or out.x is None:
         return None
     duals = getattr(out.ineqlin, "marginals", None)
