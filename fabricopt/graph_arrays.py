@@ -89,9 +89,16 @@ class GraphArrays:
             tails, heads, data = map(list, zip(*edges, strict=True)) if edges else ([], [], [])
         m = len(data)
         arcs = list(zip(tails, heads, strict=True))
-        if tail is None:
-            tail = np.fromiter(map(index.__getitem__, tails), dtype=np.int64, count=m)
-        head = np.fromiter(map(index.__getitem__, heads), dtype=np.int64, count=m)
+        order = getattr(getattr(fab, "_symmetry", None), "__dict__", {}).get("_order")
+        if (tail is not None and order is not None and nodes == order.nodes
+                and degrees == order.degrees and heads == order.heads):
+            # The arcs its builder aligned the claim with (symmetry_claim.ClaimOrder), in the
+            # same order: their ends as node indices already, no lookup per head.
+            tail, head = order.tail, order.head
+        else:
+            if tail is None:
+                tail = np.fromiter(map(index.__getitem__, tails), dtype=np.int64, count=m)
+            head = np.fromiter(map(index.__getitem__, heads), dtype=np.int64, count=m)
         raw = list(map(methodcaller("get", "capacity"), data))
         tiers = tuple(map(str, map(methodcaller("get", "tier", DEFAULT_TIER), data)))
         if set(map(type, raw)) <= _PLAIN_NUMBERS:

@@ -208,23 +208,27 @@ class ClaimOrder:
         index = dict(zip(nodes, range(len(nodes)), strict=True))
         m = len(arcs)
         degrees = list(map(len, succ.values()))
-        try:
+        try:  # read in the order added: one sequential pass each, then sorted as arrays
             tail = np.fromiter(map(index.__getitem__, map(operator.itemgetter(0), arcs)),
+                               dtype=np.int64, count=m)
+            head = np.fromiter(map(index.__getitem__, map(operator.itemgetter(1), arcs)),
                                dtype=np.int64, count=m)
         except (KeyError, ValueError):  # an arc that is not the graph's, or too few
             return None
-        by_tail = np.argsort(tail, kind="stable")
-        heads = list(chain.from_iterable(succ.values()))
-        position = by_tail.tolist()
-        if (sum(degrees) != m or not np.array_equal(np.bincount(tail, minlength=len(nodes)),
-                                                     degrees)
-                or list(map(operator.itemgetter(1), map(arcs.__getitem__, position))) != heads):
+        # Each node's successors were set in the order added, so the arcs sorted stably by
+        # tail are the graph's walk; out- and in-degrees must agree (an arc never set would
+        # not).
+        if (sum(degrees) != m
+                or not np.array_equal(np.bincount(tail, minlength=len(nodes)), degrees)
+                or not np.array_equal(np.bincount(head, minlength=len(nodes)),
+                                      list(map(len, graph._pred.values())))):
             return None
-        head = np.fromiter(map(index.__getitem__, heads), dtype=np.int64, count=m)
+        by_tail = np.argsort(tail, kind="stable")
+        tail, head = tail[by_tail], head[by_tail]
+        heads = list(chain.from_iterable(succ.values()))
         codes = np.asarray(codes, dtype=np.int64)[by_tail]
         if m and not np.all(np.bincount(codes) > 0):  # gaps: dense, as arc_orbits numbers
             codes = np.unique(codes, return_inverse=True)[1].reshape(m)
-        tail = tail[by_tail]
         for array in (tail, head, codes):
             array.flags.writeable = False
         return cls(nodes, degrees, heads, tail, head, codes)

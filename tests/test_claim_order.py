@@ -66,6 +66,8 @@ def test_a_failed_fabric_drops_the_claim_and_its_arrays_read_as_before():
     assert not claim._order.same_arcs(failed.graph)
     assert failed.symmetry is None
     ga = GraphArrays.from_fabric(failed)
+    index = {v: i for i, v in enumerate(failed.graph.nodes)}
+    assert ga.head.tolist() == [index[v] for _, v in failed.graph.edges]
     # Arrays of another graph do not take the aligned codes: lookups, as before.
     assert not claim._order.fits(ga.nodes, ga.tail, ga.head)
 
@@ -79,6 +81,8 @@ def test_a_rewired_graph_of_the_same_size_is_not_taken_for_the_built_one():
     g.add_edge("leaf0", "spine1.0", **d)  # a parallel arc: same counts, another graph
     assert not claim._order.same_arcs(g)
     assert claim.matches(g, fab.endpoints) is _bare(claim).matches(g, fab.endpoints)
+    ga = GraphArrays.from_fabric(fo.Fabric(g, fab.endpoints, symmetry=claim))
+    assert ga.head is not claim._order.head and ga.arcs == list(g.edges)
 
 
 @pytest.mark.parametrize("name", list(MAKES))
@@ -86,6 +90,7 @@ def test_arrays_are_those_of_the_edge_view(name):
     # The tails taken as runs of each node's successors are g.edges' tails, by index.
     fab = MAKES[name]()
     ga = GraphArrays.from_fabric(fab)
+    assert ga.head is fab._symmetry._order.head  # read off the claim's order, no lookups
     edges = list(fab.graph.edges(data=True))
     index = {v: i for i, v in enumerate(fab.graph.nodes)}
     assert ga.arcs == [(u, v) for u, v, _ in edges]
