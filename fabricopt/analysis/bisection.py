@@ -53,7 +53,7 @@ from ..generators.recipe import try_replay
 from ..graph_arrays import GraphArrays, arc_labels
 from ..traffic import all_to_all
 from .cuts import Cut, hose_ceiling, min_cut, to_integers
-from .failed_bisection import failed_links_lower, restored_hose_lower
+from .failed_bisection import failed_links_lower, given_back, restored_hose_lower
 from .local_pairs import local_pairs_lower
 from .profile_flow import profile_flow_lower, restored_profile_lower
 from .split_search import swap_groups
@@ -684,14 +684,16 @@ def _bisection(fab: Any, endpoints: Any, milp_max_nodes: Any, time_limit: Any, s
         # as the hose rate and the pairs inside units then rarely beat it (the 2,048-GPU rail
         # 2:1 cluster minus 1 %: 226,400 Gb/s, where they proved 204,200 and the flow per
         # split on the failed links alone 214,400).
+        back = given_back(fab, degraded[3], eps)
         restored = restored_profile_lower(fab, degraded[3], eps, beat=lower,
-                                          time_limit=time_limit)
+                                          time_limit=time_limit, back=back) if back else None
         if restored is not None and restored[0] > lower * (1 + 1e-9):
             lower, lower_from = restored
         # The hose bound too, on the fabric given back (a rail cluster of one unit: one
         # failed NIC holds every GPU's rate to 350, given back 400 less its link).
-        restored = restored_hose_lower(fab, degraded[3], eps, beat=lower,
-                                       time_limit=time_limit, bounds_first=bounds_first)
+        restored = restored_hose_lower(fab, degraded[3], eps, beat=lower, back=back,
+                                       time_limit=time_limit, bounds_first=bounds_first) \
+            if back else None
         if restored is not None and restored[0] > lower * (1 + 1e-9):
             lower, lower_from = restored
     _step(report, "two-phase rate", lower, upper)
@@ -715,14 +717,6 @@ def _bisection(fab: Any, endpoints: Any, milp_max_nodes: Any, time_limit: Any, s
         candidates.update(more)
         if better is not None and better[0] < upper:
             upper, found_by, cut = better
-    _step(report, "groups swapped", lower, upper)
-    if lower < upper * (1 - 1e-9):
-        # Still open: the best cut with whole groups exchanged across it (a failed fat
-        # tree's leaves and cut-off hosts: 20,800 -> 20,000 Gb/s on fat_tree(8) minus 5 %).
-        swapped = swap_groups(ga, ep_idx, cut, hierarchy_partitions(fab, ga),
-                              lambda mask: _best_cut(ga, ep_idx, mask)[0])
-        if swapped.capacity < upper:
-            upper, found_by, cut = swapped.capacity, f"{found_by}, groups swapped", swapped
     _step(report, "pairs inside units", lower, upper)
     if hose is not None and lower < upper * (1 - 1e-9):
         # Where the hose rate is held by a unit's uplinks and the cheapest split cuts
@@ -740,6 +734,15 @@ def _bisection(fab: Any, endpoints: Any, milp_max_nodes: Any, time_limit: Any, s
         profile = profile_flow_lower(fab, ga, eps, beat=lower, time_limit=time_limit)
         if profile is not None and profile[0] > lower * (1 + 1e-9):
             lower, lower_from = profile
+    _step(report, "groups swapped", lower, upper)
+    if lower < upper * (1 - 1e-9):
+        # Still open: the best cut with whole groups exchanged across it (a failed fat
+        # tree's leaves and cut-off hosts: 20,800 -> 20,400 Gb/s on fat_tree(8) minus 5 %,
+        # seed 0).
+        swapped = swap_groups(ga, ep_idx, cut, hierarchy_partitions(fab, ga),
+                              lambda mask: _best_cut(ga, ep_idx, mask)[0])
+        if swapped.capacity < upper:
+            upper, found_by, cut = swapped.capacity, f"{found_by}, groups swapped", swapped
     _step(report, "all-to-all", lower, upper)
     traffic = all_to_all(fab, endpoints=eps)
     if lower < upper * (1 - 1e-9) and (bounds_first is False or _all_to_all_may_help(

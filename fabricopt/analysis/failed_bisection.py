@@ -241,20 +241,23 @@ def restored_charge(ga: GraphArrays, restored: np.ndarray, arcs: np.ndarray | No
 
 def restored_hose_lower(fab: Fabric, intact: Fabric, eps: tuple[Hashable, ...],
                         beat: float = 0.0, time_limit: float | None = None,
-                        bounds_first: bool | None = None) -> tuple[float, str] | None:
+                        bounds_first: bool | None = None,
+                        back: tuple[Fabric, GraphArrays, np.ndarray] | None = None,
+                        ) -> tuple[float, str] | None:
     """The hose bound (a matching of ``N/2`` pairs at the certified two-phase rate crosses
     any split) proven on ``fab`` with its failed scale-out links given back
     (:func:`given_back`), less the capacity given back (:func:`restored_charge`): one failed
     NIC holds the two-phase rate of every endpoint down, given back it holds nothing. None
     when it does not apply or cannot beat ``beat`` (the rate is not sought when a cut of
-    the hierarchy caps it below that).
+    the hierarchy caps it below that). ``back`` is :func:`given_back`'s answer when the
+    caller has it.
 
     >>> import fabricopt as fo
     >>> ft = fo.fat_tree(4)                    # 16 hosts at 400: bisection 8 x 400 = 3,200
     >>> restored_hose_lower(ft.without(links=[("g0", "leaf0")]), ft, ft.endpoints)[0]
     2800.0
     """
-    found = given_back(fab, intact, eps) if len(eps) >= 2 else None
+    found = back or (given_back(fab, intact, eps) if len(eps) >= 2 else None)
     if found is None:
         return None
     plus, ga, restored = found

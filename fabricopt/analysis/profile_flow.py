@@ -127,6 +127,7 @@ def profile_flow_lower(fab: Fabric, ga: GraphArrays, eps: tuple[Hashable, ...],
 
 def restored_profile_lower(fab: Fabric, intact: Fabric, eps: tuple[Hashable, ...],
                            beat: float = 0.0, time_limit: float | None = None,
+                           back: tuple[Fabric, GraphArrays, np.ndarray] | None = None,
                            ) -> tuple[float, str] | None:
     """The bound of :func:`profile_flow_lower` for ``fab``, ``intact`` with capacity taken
     away, proven on ``fab`` with its failed scale-out links given back (a failed NIC no
@@ -136,6 +137,8 @@ def restored_profile_lower(fab: Fabric, intact: Fabric, eps: tuple[Hashable, ...
     capacity (the top's program pays for it). Failed scale-up links (NVLink) stay failed:
     they rarely hold a unit's rate, and restoring them would cost their whole capacity.
     None when ``fab`` is not such a fabric, nothing is restored, or nothing beats ``beat``.
+    ``back`` is :func:`~fabricopt.analysis.failed_bisection.given_back`'s answer when the
+    caller has it.
 
     >>> import fabricopt as fo
     >>> intact = fo.leaf_spine(3, 1, 4, link_gbps=100.0)   # bisection 300 (profile_flow)
@@ -143,7 +146,7 @@ def restored_profile_lower(fab: Fabric, intact: Fabric, eps: tuple[Hashable, ...
     >>> restored_profile_lower(failed, intact, failed.endpoints)[0]   # 300 less g0's link
     200.0
     """
-    found = given_back(fab, intact, eps)
+    found = back or given_back(fab, intact, eps)
     if found is None:
         return None
     plus, ga, restored = found
