@@ -46,6 +46,12 @@ from .memory import LPSize, check_fits
 from .model import DistanceBound, LiftedFlow, max_theta_lp
 
 
+def _positions(ga: GraphArrays, nodes: tuple[Hashable, ...]) -> np.ndarray:
+    """Node indices of ``nodes`` in ``ga`` (C-level lookups: a list comprehension over the
+    endpoints was a tenth of a second per pass on a 524,288-GPU fat tree)."""
+    return np.fromiter(map(ga.index.__getitem__, nodes), dtype=np.int64, count=len(nodes))
+
+
 @dataclass(frozen=True)
 class Collapse:
     """Which endpoints hang off one switch by one link, and where their traffic enters.
@@ -68,13 +74,13 @@ class Collapse:
         out_deg = np.bincount(ga.tail, minlength=n)
         in_deg = np.bincount(ga.head, minlength=n)
         is_endpoint = np.zeros(n, dtype=bool)
-        is_endpoint[[ga.index[e] for e in fab.endpoints]] = True
+        is_endpoint[_positions(ga, fab.endpoints)] = True
         # The single out-arc of each node with out-degree 1 (and in-arc likewise).
         first_out = np.full(n, -1)
         first_out[ga.tail[::-1]] = np.arange(ga.n_arcs)[::-1]
         first_in = np.full(n, -1)
         first_in[ga.head[::-1]] = np.arange(ga.n_arcs)[::-1]
-        idx = np.array([ga.index[e] for e in endpoints], dtype=np.int64)
+        idx = _positions(ga, endpoints)
         if not ga.n_arcs:  # nothing to collapse, and the arc lookups below need an arc
             none = np.full(len(idx), -1)
             return cls(endpoints, idx, none, none.copy(), np.ones(0, dtype=bool))

@@ -455,7 +455,8 @@ def build_symmetric_lp(fab: Any, gbps: float, reduce: bool = True,
     ga = ga or GraphArrays.from_fabric(fab)
     sym = symmetry or fab.symmetry
     T = len(fab.endpoints)
-    ep_idx = np.array([ga.index[e] for e in fab.endpoints], dtype=np.int64)
+    ep_idx = np.fromiter(map(ga.index.__getitem__, fab.endpoints), dtype=np.int64,
+                         count=len(fab.endpoints))
     collapse = Collapse.of(ga, fab, tuple(fab.endpoints))
     orbit = fabric_arc_orbits(fab, ga, sym)
     orbit_size = np.bincount(orbit).astype(float)

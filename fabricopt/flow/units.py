@@ -94,10 +94,13 @@ def theta_scale(fab: Any, traffic: Traffic, ga: GraphArrays | None = None) -> fl
     # and would leave the demands unscaled, which beside capacities in another unit (bit/s,
     # 1/2**39 of a Gb/s once divided) falls under the solver's smallest coefficient, so it
     # drops them and calls the LP unbounded. The distance bound proves theta = 0 there.
-    ratios = [injection[ga.index[e]] / d for e, d in out.items()
-              if d > 0 and injection[ga.index[e]] > 0]
-    if ratios:
-        est = min(ratios)
+    # On arrays (a ratio per endpoint in Python was half a second at 524,288 GPUs): the same
+    # float divisions, so the same minimum.
+    sent = np.fromiter(out.values(), dtype=float, count=len(out))
+    can = injection[np.fromiter(map(ga.index.__getitem__, out), dtype=np.int64, count=len(out))]
+    keep = (sent > 0) & (can > 0)
+    if keep.any():
+        est = float(np.min(can[keep] / sent[keep]))
     else:  # nothing can be sent: demands of order one in solve units all the same
         est = capacity_unit(ga.capacity) / max([d for d in out.values() if d > 0], default=1.0)
     if not (est > 0 and math.isfinite(est)):
