@@ -1,12 +1,14 @@
 """What a stage of the engine is, the bracket the stages share, and a plan of them.
 
-A **stage** proves something about theta for a :class:`~fabricopt.flow.problem.FlowProblem`:
-it says whether it applies (and why not), what it would cost, and runs. A stage of the
-engine's own writes its proofs into the shared :class:`Bracket`; a stage handed in by a
-caller (``max_concurrent_flow(..., stages=...)``: the failure layer's answer from the intact
-fabric) returns a certified :class:`~fabricopt.flow.result.FlowResult` or None, and the
-engine takes it when it is exact, within the gap asked, or the fabric is too large for
-anything better (:func:`~fabricopt.flow.from_intact.acceptable`).
+A **stage** proves something about one problem record — a
+:class:`~fabricopt.flow.problem.FlowProblem` (theta, ``max_concurrent_flow``) or a
+:class:`~fabricopt.flow.two_phase.problem.TwoPhaseProblem` (a two-phase rate,
+``valiant_rate``): it says whether it applies (and why not), what it would cost, and runs.
+A stage of the engine's own writes its proofs into the shared :class:`Bracket`; a stage
+handed in by a caller (``max_concurrent_flow(..., stages=...)``: the failure layer's answer
+from the intact fabric) returns a certified :class:`~fabricopt.flow.result.FlowResult` or
+None, and the engine takes it when it is exact, within the gap asked, or the fabric is too
+large for anything better (:func:`~fabricopt.flow.from_intact.acceptable`).
 
 A **plan** is the order in which stages are tried, then the solvers, the first that
 applies being the one run; ``print(plan)`` shows what each would do and why
@@ -16,34 +18,35 @@ applies being the one run; ``print(plan)`` shows what each would do and why
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 from .result import FlowResult
 
-if TYPE_CHECKING:  # types only: the record imports no stage
-    from .problem import FlowProblem
-
 __all__ = ["Bracket", "Plan", "Stage"]
+
+#: The problem record a stage reads (``FlowProblem``, ``TwoPhaseProblem``).
+P = TypeVar("P", contravariant=True)
 
 
 @runtime_checkable
-class Stage(Protocol):
-    """One step of the engine (see the module notes)."""
+class Stage(Protocol[P]):
+    """One step of the engine (see the module notes); ``Stage[FlowProblem]`` for
+    ``max_concurrent_flow``'s, ``Stage[TwoPhaseProblem]`` for the two-phase rate's."""
 
     #: A short name, as the plan prints it and ``result.stages`` reports it.
     name: str
 
-    def applies(self, problem: FlowProblem) -> tuple[bool, str]:
+    def applies(self, problem: P) -> tuple[bool, str]:
         """Whether the stage runs on ``problem``, and why not."""
         ...
 
-    def cost(self, problem: FlowProblem) -> str:
+    def cost(self, problem: P) -> str:
         """What running it would cost, in words a plan prints (sizes, measured seconds)."""
         ...
 
-    def run(self, problem: FlowProblem, bracket: Bracket) -> FlowResult | None:
+    def run(self, problem: P, bracket: Bracket) -> FlowResult | None:
         """Run: a certified result, or None (an engine stage writes ``bracket`` instead)."""
         ...
 
