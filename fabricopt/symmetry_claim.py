@@ -208,13 +208,12 @@ class ClaimOrder:
         index = dict(zip(nodes, range(len(nodes)), strict=True))
         m = len(arcs)
         degrees = list(map(len, succ.values()))
-        try:  # read in the order added: one sequential pass each, then sorted as arrays
-            tail = np.fromiter(map(index.__getitem__, map(operator.itemgetter(0), arcs)),
-                               dtype=np.int64, count=m)
-            head = np.fromiter(map(index.__getitem__, map(operator.itemgetter(1), arcs)),
-                               dtype=np.int64, count=m)
+        try:  # read in the order added, in one sequential pass, then sorted as arrays
+            ends = np.fromiter(map(index.__getitem__, chain.from_iterable(arcs)),
+                               dtype=np.int64, count=2 * m).reshape(m, 2)
         except (KeyError, ValueError):  # an arc that is not the graph's, or too few
             return None
+        tail, head = ends[:, 0], ends[:, 1]
         # Each node's successors were set in the order added, so the arcs sorted stably by
         # tail are the graph's walk; out- and in-degrees must agree (an arc never set would
         # not).
