@@ -23,7 +23,7 @@ from .bounds import HierarchyCut, structural_cut_lengths
 from .budget import now
 from .certificate import EXACT_RTOL
 from .leaf_run_cuts import LeafRunCut, leaf_run_cut
-from .plane_lp import solve_planes
+from .plane_lp import IPM_SECONDS_PER_NONZERO, solve_planes
 from .plane_routing import PlaneProof, proven_plane_rate
 from .planes import plane_structure
 from .proof import ArcLengths, endpoint_cut_bound
@@ -33,6 +33,13 @@ from .result import FlowCertificate, FlowResult
 #: 1.8x on a failed 16,384-GPU SuperPOD (45 s against 25 s under load), 2.3x on a failed
 #: 4,096-GPU one; the LP is given what a time limit leaves after both.
 PROOF_PER_BUILD = 2.5
+
+#: CPU seconds the LP's assembly takes per arc of the fabric (6 s for the 410,000 arcs of a
+#: failed 16,384-GPU SuperPOD, 1 s for a 4,096-GPU one's 100,000), and the fewest nonzeros
+#: its LP has per arc (3.6 and 5.9 on those): under a time limit, nothing of the planes is
+#: read when even these lower estimates of the assembly, the proof and the LP do not fit.
+BUILD_SECONDS_PER_ARC = 1e-5
+LP_NONZEROS_PER_ARC = 3.5
 
 
 def plane_bracket(fab: Fabric, traffic: Traffic, time_limit: float | None = None
@@ -45,7 +52,9 @@ def plane_bracket(fab: Fabric, traffic: Traffic, time_limit: float | None = None
 
     ``time_limit`` (seconds) is for the whole bracket: the LP gets what is left once it is
     built, less what the proof of its routing is expected to take
-    (:data:`PROOF_PER_BUILD` times the build), and is not begun when that leaves nothing.
+    (:data:`PROOF_PER_BUILD` times the build), and is not begun when that leaves less than
+    it is expected to take; nothing is read when the fabric's arcs alone say so
+    (:data:`BUILD_SECONDS_PER_ARC`, :data:`LP_NONZEROS_PER_ARC`).
 
     Examples
     --------
@@ -65,6 +74,10 @@ def plane_bracket(fab: Fabric, traffic: Traffic, time_limit: float | None = None
         return None
     start = now()
     ga = GraphArrays.from_fabric(fab)
+    least = ga.n_arcs * (BUILD_SECONDS_PER_ARC * (1 + PROOF_PER_BUILD)
+                         + LP_NONZEROS_PER_ARC * IPM_SECONDS_PER_NONZERO)
+    if time_limit is not None and least > time_limit - (now() - start):
+        return None
     pl, _ = plane_structure(fab, ga)
     if pl is None:
         return None
@@ -139,4 +152,5 @@ def _without_gap(message: str) -> str:
     return message.split("; not within gap")[0].split("; within gap")[0]
 
 
-__all__ = ["PROOF_PER_BUILD", "narrowed", "plane_bracket"]
+__all__ = ["BUILD_SECONDS_PER_ARC", "LP_NONZEROS_PER_ARC", "PROOF_PER_BUILD", "narrowed",
+           "plane_bracket"]

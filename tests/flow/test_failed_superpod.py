@@ -136,6 +136,23 @@ def test_an_lp_that_would_not_end_in_time_is_not_begun(monkeypatch):
     assert solves == []
 
 
+def test_the_planes_are_not_read_when_the_arcs_say_they_cannot_fit(monkeypatch):
+    # Under a limit below the least the planes could take (assembly, proof and LP, each
+    # estimated low from the fabric's arcs), not even the planes' structure is read.
+    import fabricopt.flow.plane_bracket as plane_bracket
+    from fabricopt.graph_arrays import GraphArrays
+
+    fab = _failed_superpod(4)
+    traffic = fo.all_to_all(fab)
+    arcs = GraphArrays.from_fabric(fab).n_arcs
+    least = arcs * (plane_bracket.BUILD_SECONDS_PER_ARC * (1 + plane_bracket.PROOF_PER_BUILD)
+                    + plane_bracket.LP_NONZEROS_PER_ARC * plane_lp.IPM_SECONDS_PER_NONZERO)
+    monkeypatch.setattr(budget, "clock", lambda: 0.0)  # no time passes while it decides
+    read = _begun(monkeypatch, plane_bracket, "plane_structure")
+    assert plane_bracket.plane_bracket(fab, traffic, time_limit=0.9 * least) is None
+    assert read == []
+
+
 def test_the_detours_stop_where_the_time_does():
     # detour_flows told that no time is left returns the steered spread, no LP: a weaker
     # bound than the unlimited search's, proven all the same by ``rerouted``.
