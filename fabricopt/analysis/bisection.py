@@ -46,17 +46,12 @@ from .._stages import stage_report
 from .._unchanged import unchanged
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_endpoint_group
-from ..flow import max_concurrent_flow
 from ..flow.bounds import hierarchy_partitions, structural_cut_lengths
 from ..flow.two_phase.rate import ValiantBound, best_hub_level
 from ..generators.recipe import try_replay
 from ..graph_arrays import GraphArrays, arc_labels
-from ..traffic import all_to_all
-from .cuts import Cut, hose_ceiling, min_cut, to_integers
-from .failed_bisection import failed_links_lower, given_back, restored_hose_lower
-from .local_pairs import local_pairs_lower
-from .profile_flow import profile_flow_lower, restored_profile_lower
-from .split_search import swap_groups
+from .cuts import Cut, min_cut, to_integers
+from .failed_bisection import failed_links_lower
 
 #: Node attributes whose values group endpoints into natural halves, most telling first.
 STRUCTURE_ATTRIBUTES = ("pod", "su", "zone", "plane", "group", "tray", "node", "rail")
@@ -101,6 +96,9 @@ class BisectionResult:
     #: Whether the two-phase rate was sought (False when the bound below came from
     #: elsewhere, such as the intact fabric's, and ``hose_rate_gbps`` is 0 for that reason).
     hose_tried: bool = True
+    #: The stage that proved each end, ``{"lower": ..., "upper": ...}`` (the names of
+    #: :mod:`~fabricopt.analysis.bisection_plan`'s stages; ``"none"`` for nothing proven).
+    stages: dict[str, str] = field(default_factory=dict)
 
     @property
     def per_endpoint_gbps(self) -> float:
@@ -552,13 +550,6 @@ def _mean_injection(fab: Fabric, ga: GraphArrays, ep_idx: np.ndarray) -> float:
     return float(np.mean(_scale_out_injection(fab, ga)[ep_idx]))
 
 
-def _step(report: Any, name: str, lower: float, upper: float) -> None:
-    """Announce a step of the bisection with its bracket, while the bracket is open (the
-    steps after it closes are passed over, not run)."""
-    if lower < upper * (1 - 1e-9):
-        report(f"bisection: {name}", lower, upper)
-
-
 def _checked_arguments(fab: Any, endpoints: Any, milp_max_nodes: Any, time_limit: Any,
                        seed: Any, bounds_first: Any, hose: Any,
                        ) -> tuple[int, float | None, int, bool | None, tuple[Hashable, ...],
@@ -646,121 +637,24 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
 
 def _bisection(fab: Any, endpoints: Any, milp_max_nodes: Any, time_limit: Any, seed: Any,
                bounds_first: Any, hose: Any) -> BisectionResult:
-    """:func:`bisection_bandwidth`'s work, its fabric taken as unchanged."""
+    """:func:`bisection_bandwidth`'s work, its fabric taken as unchanged: the plan of
+    :mod:`~fabricopt.analysis.bisection_plan` run on one bracket."""
+    # cycle: the stages are built from this module's helpers
+    from .bisection_plan import BisectionProblem, plan, run
+
     start = time.perf_counter()
-    milp_max_nodes, time_limit, seed, bounds_first, eps, ga = _checked_arguments(
-        fab, endpoints, milp_max_nodes, time_limit, seed, bounds_first, hose)
-    ep_idx = np.array([ga.index[e] for e in eps])
-    n = len(eps)
-    half = n // 2
-
-    # Each step and the bracket so far, for a terminal's status line (free when unseen).
-    report = stage_report("bisection Gb/s")
-    report("bisection: cuts", detail=f"{n:,} endpoints")
-    # What the intact fabric proves, less every failed link, bounds the bisection below; its
-    # best cut, its failed links now gone, is a candidate above.
-    degraded = _degraded_lower(fab, eps, time_limit)
-    # A cut down to what is proven below already (on the capacity grid) cannot be beaten.
-    proven = _on_capacity_grid(ga, degraded[0])[0] if degraded else 0.0
-    if hose is not None:
-        # The caller's two-phase rate proves its matching bound before any cut: the splits
-        # are tried until one is down to it (a comparison row's Alibaba pod: one split of six).
-        proven = max(proven, _on_capacity_grid(ga, hose.rate_gbps * half)[0])
-    candidates, best = _best_candidate(ga, ep_idx, _candidate_splits(
-        fab, ga, eps, ep_idx, seed, degraded[2] if degraded else None), proven)
-    assert best is not None
-    upper, found_by, cut = best
-
-    # Lower bounds: what the intact fabric proves less what was removed (cheap where it
-    # applies), the certified two-phase hose rate (a matching of `half` pairs crosses every
-    # split), then the certified all-to-all throughput among the endpoints.
-    lower, lower_from = 0.0, "nothing proven"
-    hose_tried = hose is not None
-    if degraded is not None and degraded[0] > lower:
-        lower, lower_from = degraded[0], degraded[1]
-    if degraded is not None and lower < upper * (1 - 1e-9):
-        # A flow per split profile on the failed fabric with its failed scale-out links given
-        # back and charged (a failed NIC no longer holds its whole unit's rate down): first,
-        # as the hose rate and the pairs inside units then rarely beat it (the 2,048-GPU rail
-        # 2:1 cluster minus 1 %: 226,400 Gb/s, where they proved 204,200 and the flow per
-        # split on the failed links alone 214,400).
-        back = given_back(fab, degraded[3], eps)
-        restored = restored_profile_lower(fab, degraded[3], eps, beat=lower,
-                                          time_limit=time_limit, back=back) if back else None
-        if restored is not None and restored[0] > lower * (1 + 1e-9):
-            lower, lower_from = restored
-        # The hose bound too, on the fabric given back (a rail cluster of one unit: one
-        # failed NIC holds every GPU's rate to 350, given back 400 less its link).
-        restored = restored_hose_lower(fab, degraded[3], eps, beat=lower, back=back,
-                                       time_limit=time_limit, bounds_first=bounds_first) \
-            if back else None
-        if restored is not None and restored[0] > lower * (1 + 1e-9):
-            lower, lower_from = restored
-    _step(report, "two-phase rate", lower, upper)
-    if (hose is None and lower < upper * (1 - 1e-9)
-            and (bounds_first is False or hose_ceiling(fab, ga, ep_idx) * half > lower)):
-        # Skipped where a group's own links already hold any hose rate to a bisection
-        # bound below the intact one's less the failed links: on fat_tree(8) minus four
-        # switch links, two LPs of 13 s each that could not tighten the bracket.
-        hose, hose_tried = _hose_rate(fab, eps, upper / max(half, 1), time_limit, ga,
-                                      bounds_first), True
-    if hose is not None and hose.rate_gbps * half > lower:
-        lower = hose.rate_gbps * half
-        lower_from = (f"two-phase hose rate, hubs {hose.level} hops out ({hose.method}, "
-                      f"{hose.status})")
-    _step(report, "whole groups", lower, upper)
-    if degraded is None and lower < upper * (1 - 1e-9):
-        # Still open: whole groups of the hierarchy in every combination (tried first on a
-        # failed fabric, whose bound below is known before any cut).
-        more, better = _best_candidate(ga, ep_idx, _whole_group_splits(fab, ga, ep_idx, half),
-                                       _on_capacity_grid(ga, lower)[0])
-        candidates.update(more)
-        if better is not None and better[0] < upper:
-            upper, found_by, cut = better
-    _step(report, "pairs inside units", lower, upper)
-    if hose is not None and lower < upper * (1 - 1e-9):
-        # Where the hose rate is held by a unit's uplinks and the cheapest split cuts
-        # through a unit, the pairs it leaves inside units add what they carry below them.
-        local = local_pairs_lower(fab, ga, eps, hose, beat=lower)
-        if local is not None and local[0] > lower * (1 + 1e-9):
-            lower, lower_from = local
-    _step(report, "a flow per split", lower, upper)
-    if lower < upper * (1 - 1e-9):
-        # Where the top tier's bundles are uneven the hose rate sits below what a split's
-        # whole units send over their own uplinks: the top's flow chosen per split. On a
-        # failed fabric too: each unit's own two-phase rate and the top's flows are those of
-        # the failed links (a 2,048-GPU rail 2:1 cluster minus 1 % of its links: 214,296 Gb/s
-        # where the intact bound less the failed links and the hose rate proved 204,200).
-        profile = profile_flow_lower(fab, ga, eps, beat=lower, time_limit=time_limit)
-        if profile is not None and profile[0] > lower * (1 + 1e-9):
-            lower, lower_from = profile
-    _step(report, "groups swapped", lower, upper)
-    if lower < upper * (1 - 1e-9):
-        # Still open: the best cut with whole groups exchanged across it (a failed fat
-        # tree's leaves and cut-off hosts: 20,800 -> 20,400 Gb/s on fat_tree(8) minus 5 %,
-        # seed 0).
-        swapped = swap_groups(ga, ep_idx, cut, hierarchy_partitions(fab, ga),
-                              lambda mask: _best_cut(ga, ep_idx, mask)[0])
-        if swapped.capacity < upper:
-            upper, found_by, cut = swapped.capacity, f"{found_by}, groups swapped", swapped
-    _step(report, "all-to-all", lower, upper)
-    traffic = all_to_all(fab, endpoints=eps)
-    if lower < upper * (1 - 1e-9) and (bounds_first is False or _all_to_all_may_help(
-            fab, traffic, ga, lower, half, n)):
-        flow = max_concurrent_flow(fab, traffic, time_limit=time_limit)
-        if flow.lower * half * (n - half) > lower:
-            lower = flow.lower * half * (n - half)
-            lower_from = f"all-to-all throughput ({flow.method}, {flow.status})"
-    if ga.n_nodes <= milp_max_nodes and lower < upper * (1 - 1e-9):
-        _step(report, "exact MILP", lower, upper)
-        solved = _milp(fab, ga, ep_idx, time_limit)
-        if solved is not None:
-            value, side = solved
-            lower = max(lower, value)
-            lower_from = "exact MILP"
-            if value < upper:
-                upper, found_by = value, "exact MILP"
-                cut = Cut(side, value, np.flatnonzero(side[ga.tail] & ~side[ga.head]))
+    problem = BisectionProblem.of(fab, endpoints, milp_max_nodes=milp_max_nodes,
+                                  time_limit=time_limit, seed=seed, bounds_first=bounds_first,
+                                  hose=hose)
+    # Each stage and the bracket so far, for a terminal's status line (free when unseen).
+    problem.report = stage_report("bisection Gb/s")
+    problem.report("bisection: cuts", detail=f"{problem.n:,} endpoints")
+    bracket = run(plan(problem), problem)
+    ga, ep_idx, eps, cut = problem.ga, problem.ep_idx, problem.eps, problem.cut
+    assert cut is not None
+    upper = bracket.upper
+    lower, lower_from = ((bracket.lower, str(bracket.lower_proof)) if bracket.lower_by
+                         else (0.0, "nothing proven"))
     on_grid = _on_capacity_grid(ga, lower)
     if on_grid[0] > lower * (1 + 1e-9):
         lower, lower_from = on_grid[0], f"{lower_from}, up to a multiple of {on_grid[1]:g} Gb/s"
@@ -772,10 +666,11 @@ def _bisection(fab: Any, endpoints: Any, milp_max_nodes: Any, time_limit: Any, s
     b_eps = tuple(e for e, m in zip(eps, side[ep_idx], strict=True) if not m)
     crossing = tuple(ga.arcs[a] for a in cut.arcs)
     bcut = BisectionCut(frozenset(map(ga.nodes.__getitem__, np.flatnonzero(side).tolist())),
-                        a_eps, b_eps,
-                        crossing, float(upper), found_by,
+                        a_eps, b_eps, crossing, float(upper), problem.found_by,
                         _physical_links(fab, crossing))
-    injection = _mean_injection(fab, ga, ep_idx)
-    return BisectionResult(float(lower), float(upper), bool(exact), bcut, n, injection,
-                           lower_from, time.perf_counter() - start, candidates,
-                           hose.rate_gbps if hose is not None else 0.0, hose_tried)
+    hose = problem.hose
+    return BisectionResult(float(lower), float(upper), bool(exact), bcut, problem.n,
+                           _mean_injection(fab, ga, ep_idx), lower_from,
+                           time.perf_counter() - start, problem.candidates,
+                           hose.rate_gbps if hose is not None else 0.0, problem.hose_tried,
+                           bracket.stages)

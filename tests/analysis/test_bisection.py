@@ -209,7 +209,7 @@ def test_failed_fat_tree4_bracket_holds_the_exact_bisection(links):
 
 
 def test_hose_ceiling_is_above_the_certified_hose_rate():
-    from fabricopt.analysis.bisection import hose_ceiling
+    from fabricopt.analysis.cuts import hose_ceiling
     from fabricopt.graph_arrays import GraphArrays
 
     for fab in (fo.fat_tree(4), fo.fat_tree(4).without(links=[("leaf0", "spine0.0")]),

@@ -1,0 +1,346 @@
+"""The bisection as a plan of named stages on the engine's types: the
+:class:`~fabricopt.flow.stages.Stage` protocol, the :class:`~fabricopt.flow.stages.Bracket`
+that keeps the better proof of each end, the printable :class:`~fabricopt.flow.stages.Plan`
+and the call's :class:`~fabricopt.flow.problem.Budget`. ``docs/bisection.md`` ("What
+bisection_bandwidth does") says the same in words. Every stage runs while the bracket is
+open and passes once it closes; ``result.stages`` names the stage that proved each end.
+
+1. :class:`IntactLessLost` (lower) — a failed copy of a generated fabric: the intact
+   fabric's bound less what its failed links can stop (before any cut: it stops them).
+2. :class:`CandidateCuts` (upper) — structural, spectral, Kernighan–Lin and (failed) whole
+   group splits, each placed by a minimum cut.
+3. :class:`GivenBackProfile`, 4. :class:`GivenBackHose` (lower) — a failed copy: the flow
+   per split profile and the hose bound with the failed scale-out links given back.
+5. :class:`HoseRate` (lower) — the certified two-phase rate's matching.
+6. :class:`WholeGroups` (upper) — whole groups in every combination (an intact fabric).
+7. :class:`PairsInsideUnits`, 8. :class:`ProfileFlow` (lower).
+9. :class:`GroupSwaps` (upper) — the best cut with whole groups swapped across it.
+10. :class:`AllToAll` (lower), 11. :class:`ExactMILP` (both).
+
+>>> import fabricopt as fo
+>>> print(plan(BisectionProblem.of(fo.ring(8), milp_max_nodes=0)))  # doctest: +ELLIPSIS
+plan for method='auto':
+  1. intact fabric less lost: skipped (not a failed copy of a generated fabric)
+  2. candidate cuts: runs (8 endpoints, 16 arcs)
+  ...
+  11. exact MILP: skipped (8 nodes > milp_max_nodes=0)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..flow import max_concurrent_flow
+from ..flow.bounds import hierarchy_partitions
+from ..flow.budget import now
+from ..flow.problem import Budget
+from ..flow.stages import Bracket, Plan
+from ..graph_arrays import GraphArrays
+from ..traffic import all_to_all
+from . import bisection as _helpers  # _hose_rate read at call time (tests stand in for it)
+from .bisection import (
+    _all_to_all_may_help,
+    _best_candidate,
+    _best_cut,
+    _candidate_splits,
+    _checked_arguments,
+    _degraded_lower,
+    _milp,
+    _on_capacity_grid,
+    _whole_group_splits,
+)
+from .cuts import Cut, hose_ceiling
+from .failed_bisection import given_back, restored_hose_lower
+from .local_pairs import local_pairs_lower
+from .profile_flow import profile_flow_lower, restored_profile_lower
+from .split_search import swap_groups
+
+__all__ = ["BisectionProblem", "plan", "run"]
+
+
+@dataclass
+class BisectionProblem:
+    """One bisection asked: the fabric read once (arrays, endpoints), the options, the
+    budget, and what the stages hand on (the intact fabric's proof, the fabric given back,
+    the two-phase rate, the best cut and every candidate's capacity)."""
+
+    fab: Any
+    eps: tuple[Hashable, ...]
+    ga: GraphArrays
+    milp_max_nodes: int = 60
+    time_limit: float | None = 30.0
+    seed: int = 0
+    bounds_first: bool | None = None
+    hose: Any = None
+    budget: Budget = field(default_factory=lambda: Budget(None))
+    report: Callable[..., Any] = field(default=lambda *a, **k: None, repr=False)
+    hose_tried: bool = False
+    degraded: tuple | None = None
+    back: tuple | None = None
+    candidates: dict[str, float] = field(default_factory=dict)
+    cut: Cut | None = None
+    found_by: str = ""
+
+    def __post_init__(self) -> None:
+        self.ep_idx = np.array([self.ga.index[e] for e in self.eps])
+        self.n, self.half = len(self.eps), len(self.eps) // 2
+        self.hose_tried = self.hose is not None
+
+    @classmethod
+    def of(cls, fab: Any, endpoints: Any = None, *, milp_max_nodes: int = 60,
+           time_limit: float | None = 30.0, seed: int = 0, bounds_first: bool | None = None,
+           hose: Any = None) -> BisectionProblem:
+        """The problem :func:`~fabricopt.bisection_bandwidth` would solve, its arguments
+        checked as it checks them."""
+        milp_max_nodes, time_limit, seed, bounds_first, eps, ga = _checked_arguments(
+            fab, endpoints, milp_max_nodes, time_limit, seed, bounds_first, hose)
+        return cls(fab, eps, ga, milp_max_nodes, time_limit, seed, bounds_first, hose,
+                   Budget(time_limit, now()))
+
+    @property
+    def failed_copy(self) -> bool:
+        """Whether the fabric is a generated one with something removed (its intact fabric
+        can be built again)."""
+        return bool(self.fab.origin.from_recipe)
+
+
+def _open(bracket: Bracket) -> bool:
+    return bracket.lower < bracket.upper * (1 - 1e-9)
+
+
+def _raise(bracket: Bracket, found: tuple[float, str] | None, by: str) -> None:
+    """Keep a lower bound that beats the bracket's by more than rounding."""
+    if found is not None and found[0] > bracket.lower * (1 + 1e-9):
+        bracket.prove_lower(found[0], by, found[1])
+
+
+def _lower_cut(problem: BisectionProblem, bracket: Bracket,
+               found: tuple[float, str, Cut] | None, by: str) -> None:
+    """Keep a cut below the bracket's upper end as its proof."""
+    if found is not None and found[0] < bracket.upper:
+        problem.cut, problem.found_by = found[2], found[1]
+        bracket.prove_upper(found[0], by, found[2])
+
+
+class _Stage:
+    """A stage that runs on every problem while the bracket is open."""
+
+    name = ""
+
+    def applies(self, problem: BisectionProblem) -> tuple[bool, str]:
+        return True, ""
+
+    def cost(self, problem: BisectionProblem) -> str:
+        return f"{problem.n:,} endpoints, {problem.ga.n_arcs:,} arcs"
+
+
+class _OnFailedCopy(_Stage):
+    """A stage for a failed copy of a generated fabric only."""
+
+    def applies(self, problem: BisectionProblem) -> tuple[bool, str]:
+        return (True, "") if problem.failed_copy else (
+            False, "not a failed copy of a generated fabric")
+
+
+class IntactLessLost(_OnFailedCopy):
+    name = "intact fabric less lost"
+
+    def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
+        problem.degraded = _degraded_lower(problem.fab, problem.eps, problem.time_limit)
+        if problem.degraded is not None and problem.degraded[0] > 0:
+            bracket.prove_lower(problem.degraded[0], self.name, problem.degraded[1])
+
+
+class CandidateCuts(_Stage):
+    name = "candidate cuts"
+
+    def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
+        p, ga = problem, problem.ga
+        # A cut down to what is proven below already (on the capacity grid) cannot be
+        # beaten; so is the caller's two-phase rate's matching bound (a comparison row's
+        # Alibaba pod: one split of six).
+        proven = _on_capacity_grid(ga, p.degraded[0])[0] if p.degraded else 0.0
+        if p.hose is not None:
+            proven = max(proven, _on_capacity_grid(ga, p.hose.rate_gbps * p.half)[0])
+        p.candidates, best = _best_candidate(ga, p.ep_idx, _candidate_splits(
+            p.fab, ga, p.eps, p.ep_idx, p.seed, p.degraded[2] if p.degraded else None),
+            proven)
+        assert best is not None
+        p.cut, p.found_by = best[2], best[1]
+        bracket.prove_upper(best[0], self.name, best[2])
+
+
+class GivenBackProfile(_OnFailedCopy):
+    name = "flow per profile, failed links given back"
+
+    def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
+        # First, as the hose rate and the pairs inside units then rarely beat it (the
+        # 2,048-GPU rail 2:1 cluster minus 1 %: 226,400 Gb/s, where they proved 204,200 and
+        # the flow per split on the failed links alone 214,400).
+        p = problem
+        if p.degraded is None or not _open(bracket):
+            return
+        p.back = given_back(p.fab, p.degraded[3], p.eps)
+        if p.back is not None:
+            _raise(bracket, restored_profile_lower(
+                p.fab, p.degraded[3], p.eps, beat=bracket.lower, time_limit=p.time_limit,
+                back=p.back), self.name)
+
+
+class GivenBackHose(_OnFailedCopy):
+    name = "hose rate, failed links given back"
+
+    def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
+        # A rail cluster of one unit: one failed NIC holds every GPU's rate to 350, given
+        # back 400 less its link.
+        p = problem
+        if p.back is not None and _open(bracket):
+            _raise(bracket, restored_hose_lower(
+                p.fab, p.degraded[3], p.eps, beat=bracket.lower, back=p.back,
+                time_limit=p.time_limit, bounds_first=p.bounds_first), self.name)
+
+
+class HoseRate(_Stage):
+    name = "two-phase hose rate"
+
+    def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
+        p = problem
+        if (p.hose is None and _open(bracket) and (p.bounds_first is False or hose_ceiling(
+                p.fab, p.ga, p.ep_idx) * p.half > bracket.lower)):
+            # Skipped where a group's own links already hold any hose rate to a bisection
+            # bound below the intact one's less the failed links: on fat_tree(8) minus four
+            # switch links, two LPs of 13 s each that could not tighten the bracket.
+            p.hose, p.hose_tried = _helpers._hose_rate(
+                p.fab, p.eps, bracket.upper / max(p.half, 1), p.time_limit, p.ga,
+                p.bounds_first), True
+        if p.hose is not None and p.hose.rate_gbps * p.half > bracket.lower:
+            bracket.prove_lower(p.hose.rate_gbps * p.half, self.name, (
+                f"two-phase hose rate, hubs {p.hose.level} hops out ({p.hose.method}, "
+                f"{p.hose.status})"))
+
+
+class WholeGroups(_Stage):
+    name = "whole groups"
+
+    def applies(self, problem: BisectionProblem) -> tuple[bool, str]:
+        # A failed fabric's are among the candidate cuts (its bound below is known first).
+        return (False, "tried with the candidate cuts") if problem.failed_copy else (True, "")
+
+    def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
+        p = problem
+        if p.degraded is not None or not _open(bracket):
+            return
+        more, better = _best_candidate(
+            p.ga, p.ep_idx, _whole_group_splits(p.fab, p.ga, p.ep_idx, p.half),
+            _on_capacity_grid(p.ga, bracket.lower)[0])
+        p.candidates.update(more)
+        _lower_cut(p, bracket, better, self.name)
+
+
+class PairsInsideUnits(_Stage):
+    name = "pairs inside units"
+
+    def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
+        # Where the hose rate is held by a unit's uplinks and the cheapest split cuts
+        # through a unit, the pairs it leaves inside units add what they carry below them.
+        p = problem
+        if p.hose is not None and _open(bracket):
+            _raise(bracket, local_pairs_lower(p.fab, p.ga, p.eps, p.hose, beat=bracket.lower),
+                   self.name)
+
+
+class ProfileFlow(_Stage):
+    name = "flow per split profile"
+
+    def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
+        # Where the top tier's bundles are uneven the hose rate sits below what a split's
+        # whole units send over their own uplinks: the top's flow chosen per split.
+        p = problem
+        if _open(bracket):
+            _raise(bracket, profile_flow_lower(p.fab, p.ga, p.eps, beat=bracket.lower,
+                                               time_limit=p.time_limit), self.name)
+
+
+class GroupSwaps(_Stage):
+    name = "groups swapped"
+
+    def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
+        # The best cut with whole groups exchanged across it (a failed fat tree's leaves
+        # and cut-off hosts: 20,800 -> 20,400 Gb/s on fat_tree(8) minus 5 %, seed 0).
+        p = problem
+        if not _open(bracket) or p.cut is None:
+            return
+        swapped = swap_groups(p.ga, p.ep_idx, p.cut, hierarchy_partitions(p.fab, p.ga),
+                              lambda mask: _best_cut(p.ga, p.ep_idx, mask)[0])
+        _lower_cut(p, bracket, (swapped.capacity, f"{p.found_by}, groups swapped", swapped),
+                   self.name)
+
+
+class AllToAll(_Stage):
+    name = "all-to-all throughput"
+
+    def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
+        p = problem
+        if not _open(bracket):
+            return
+        traffic = all_to_all(p.fab, endpoints=p.eps)
+        if p.bounds_first is not False and not _all_to_all_may_help(
+                p.fab, traffic, p.ga, bracket.lower, p.half, p.n):
+            return
+        flow = max_concurrent_flow(p.fab, traffic, time_limit=p.time_limit)
+        pairs = p.half * (p.n - p.half)
+        if flow.lower * pairs > bracket.lower:
+            bracket.prove_lower(flow.lower * pairs, self.name,
+                                f"all-to-all throughput ({flow.method}, {flow.status})")
+
+
+class ExactMILP(_Stage):
+    name = "exact MILP"
+
+    def applies(self, problem: BisectionProblem) -> tuple[bool, str]:
+        n, most = problem.ga.n_nodes, problem.milp_max_nodes
+        return (True, "") if n <= most else (False, f"{n:,} nodes > milp_max_nodes={most}")
+
+    def cost(self, problem: BisectionProblem) -> str:
+        return f"{problem.ga.n_nodes:,} binary sides, {problem.ga.n_arcs:,} arcs"
+
+    def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
+        p = problem
+        if not _open(bracket):
+            return
+        solved = _milp(p.fab, p.ga, p.ep_idx, p.time_limit)
+        if solved is None:
+            return
+        value, side = solved
+        # The solve's optimum is both ends: kept below even when equal to what is proven.
+        bracket.lower_by = None
+        bracket.prove_lower(max(bracket.lower, value), self.name, "exact MILP")
+        cut = Cut(side, value, np.flatnonzero(side[p.ga.tail] & ~side[p.ga.head]))
+        _lower_cut(p, bracket, (value, "exact MILP", cut), self.name)
+
+
+STAGES = (IntactLessLost(), CandidateCuts(), GivenBackProfile(), GivenBackHose(), HoseRate(),
+          WholeGroups(), PairsInsideUnits(), ProfileFlow(), GroupSwaps(), AllToAll(),
+          ExactMILP())
+
+
+def plan(problem: BisectionProblem) -> Plan:
+    """The stages :func:`~fabricopt.bisection_bandwidth` tries on ``problem``, in order
+    (printable: what each would do, or why it is passed over)."""
+    return Plan("auto", STAGES, (), problem)
+
+
+def run(plan: Plan, problem: BisectionProblem) -> Bracket:
+    """Every stage of ``plan`` that applies, in order, on one bracket (each passes once the
+    bracket is closed); the bracket with the proof of each end."""
+    bracket = Bracket()
+    for stage in plan.stages:
+        if stage.applies(problem)[0]:
+            if _open(bracket) or bracket.upper_by is None:
+                problem.report(f"bisection: {stage.name}", bracket.lower, bracket.upper)
+            stage.run(problem, bracket)
+    return bracket
