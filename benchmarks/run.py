@@ -1725,7 +1725,7 @@ CHECK_SUBJECTS = {
     "routed bounds, fat_tree(8) as a bare graph":
         "fab = fo.from_networkx(fo.fat_tree(8).graph.copy(), endpoints=fo.fat_tree(8).endpoints)"
         "; r = fo.max_concurrent_flow(fab)",
-    "approximate rounds, fat_tree(16) minus 5% of switch links":
+    "fat_tree(16) minus 5% of switch links (the intact flow rerouted)":
         "fab = _failed_fat_tree(16, 0.05, 1); r = fo.max_concurrent_flow(fab)",
     "two-phase floor, 3-tier 2:1 Clos (4,096 GPUs), time_limit=2":
         "fab = fo.cluster(fo.dgx_h100(), nodes=512, scale_out='clos', tiers=3, "

@@ -193,7 +193,9 @@ class FlowResult:
         Which stage proved each end: ``{"lower": ..., "upper": ...}`` (names of
         :mod:`fabricopt.flow.plan`'s stages: ``"routed bounds"``, ``"hierarchy cut"``,
         ``"two-phase floor"``, ``"full LP"``...); every result of
-        :func:`~fabricopt.max_concurrent_flow` names both.
+        :func:`~fabricopt.max_concurrent_flow` names both, each a stage its proof's class
+        lists in ``STAGES`` (``certificate.lower_proof``, ``certificate.upper_proof``;
+        a stage handed in names both ends after itself).
     """
 
     theta: float | None
