@@ -1642,6 +1642,131 @@ def speed_rows(rows: list, quick: bool) -> None:
                      else "not met"))
 
 
+#: The commit before issue 42's typed proofs (check_certificate then knew every stage).
+BEFORE_PROOFS = "0fc9643"
+
+#: What ``case_check`` re-checks: a label and the code that makes ``(fab, result)``.
+CHECK_SUBJECTS = {
+    "full LP, fat_tree(6)": "fab = fo.fat_tree(6); r = fo.max_concurrent_flow(fab, method='lp')",
+    "symmetric LP, fat_tree(16)": "fab = fo.fat_tree(16); r = fo.max_concurrent_flow(fab)",
+    "routed bounds, fat_tree(8) as a bare graph":
+        "fab = fo.from_networkx(fo.fat_tree(8).graph.copy(), endpoints=fo.fat_tree(8).endpoints)"
+        "; r = fo.max_concurrent_flow(fab)",
+    "fat_tree(16) minus 5% of switch links (the intact flow rerouted)":
+        "fab = _failed_fat_tree(16, 0.05, 1); r = fo.max_concurrent_flow(fab)",
+    "two-phase floor, 3-tier 2:1 Clos (4,096 GPUs), time_limit=2":
+        "fab = fo.cluster(fo.dgx_h100(), nodes=512, scale_out='clos', tiers=3, "
+        "oversubscription=2); r = fo.max_concurrent_flow(fab, time_limit=2)",
+    "intact flow rerouted, superpod(16) minus 1% of links (seed 1)":
+        "fab = fo.fail_random(fo.superpod(16), 0.01, seed=1); r = fo.max_concurrent_flow(fab)",
+    "planes, 3-tier Clos of 12 small servers minus 5% (seed 1)":
+        "fab = fo.fail_random(fo.cluster(fo.nvswitch_domain(4, 2, 4, 400.0), nodes=12, "
+        "scale_out='clos', tiers=3, oversubscription=2, radix=8), 0.05, seed=1); "
+        "r = plane_bracket(fab, fo.all_to_all(fab))",
+    "two-phase rate, fat_tree(16)": "fab = fo.fat_tree(16); r = fo.valiant_rate(fab)",
+}
+
+
+def case_check(label: str) -> dict:
+    """``check_certificate`` on one result (:data:`CHECK_SUBJECTS`; the solve not timed),
+    the faster of two checks; the value is what it re-proved."""
+    import fabricopt as fo
+    from fabricopt.flow.plane_bracket import plane_bracket
+
+    scope = {"fo": fo, "_failed_fat_tree": _failed_fat_tree, "plane_bracket": plane_bracket}
+    exec(CHECK_SUBJECTS[label], scope)  # noqa: S102
+    fab, r = scope["fab"], scope["r"]
+    best = float("inf")
+    for _ in range(2):
+        start = time.perf_counter()
+        check = fo.check_certificate(fab, r)
+        best = min(best, time.perf_counter() - start)
+    proof = getattr(getattr(r, "certificate", None), "lower_proof", None)
+    return {"seconds": best, "value": f"lower {check.lower:.12g}, upper {check.upper:.12g}, "
+            f"ok {check.ok}" + (f" ({type(proof).__name__})" if proof is not None else "")}
+
+
+def proof_rows(rows: list, quick: bool) -> None:
+    """``check_certificate`` on a result of every proof class, beside the package before the
+    proofs were typed (:data:`BEFORE_PROOFS`), in one run; the before row says whether it
+    re-proved the same bracket."""
+    tree = _package_at(BEFORE_PROOFS)
+    labels = list(CHECK_SUBJECTS)
+    if quick:
+        labels = [label for label in labels if "4,096" not in label and "superpod" not in label]
+    for label in labels:
+        now = run_case("case_check", label)
+        rows.append((f"check_certificate, {label}", now, "", ""))
+        if tree:
+            before = run_case("case_before", tree, "case_check", label)
+            same = before["value"] == now["value"].split(" (")[0]
+            rows.append((f"  before ({BEFORE_PROOFS})", before, "same bracket" if same
+                         else "NOT the same", ""))
+
+
+#: The commit before issue 45's failed-SuperPOD work: its package is extracted beside this
+#: run and the before rows of :func:`failed_superpod_rows` import it.
+BEFORE_FAILED_SUPERPOD = "0fc9643"
+
+#: Seconds a before row of :func:`failed_superpod_rows` may run: without a time limit the
+#: package before took more than 15 minutes on a failed 16,384-GPU SuperPOD.
+FAILED_SUPERPOD_BEFORE_S = 300.0
+
+
+def case_failed_superpod(su: int, time_limit: float | None) -> dict:
+    """max_concurrent_flow on superpod(su) without 1% of its leaf-spine links (seed 1),
+    default otherwise; build not counted. Wall and CPU seconds, the load average beside
+    them (the machine is shared), the bracket and its gap."""
+    import os
+
+    import fabricopt as fo
+
+    fab = fo.fail_random(fo.superpod(su), 0.01, seed=1, tiers=["leaf-spine"])
+    start, cpu = time.perf_counter(), time.process_time()
+    r = fo.max_concurrent_flow(fab, time_limit=time_limit)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    gbps = r.per_endpoint_gbps_bracket or (float("nan"), float("nan"))
+    gap = (r.upper - r.lower) / r.upper if r.upper > 0 else 0.0
+    stages = getattr(r, "stages", None) or {}
+    by = f", lower by {stages['lower']}" if "lower" in stages else ""
+    return {"seconds": seconds, "gap": gap,
+            "value": f"[{gbps[0]:.1f}, {gbps[1]:.1f}] Gb/s per GPU, gap {gap:.2%}, "
+                     f"{r.status}{by}; {cpu:.1f} s CPU, load {os.getloadavg()[0]:.1f}"}
+
+
+def _run_case_within(seconds: float, fn_name: str, *args) -> dict:
+    """:func:`run_case` stopped after ``seconds`` (a before row that would run for long)."""
+    global CASE_TIMEOUT_S
+    kept, CASE_TIMEOUT_S = CASE_TIMEOUT_S, min(seconds, CASE_TIMEOUT_S)
+    try:
+        return run_case(fn_name, *args)
+    finally:
+        CASE_TIMEOUT_S = kept
+
+
+def failed_superpod_rows(rows: list, quick: bool) -> None:
+    """Failed SuperPODs (1% of the leaf-spine links, seed 1) by default and under time
+    limits, each beside the package before that work (``BEFORE_FAILED_SUPERPOD``, stopped
+    after ``FAILED_SUPERPOD_BEFORE_S``), same run."""
+    tree = _package_at(BEFORE_FAILED_SUPERPOD)
+    su, big = (4, 8) if quick else (64, 128)
+    cases = [(su, None, "<= 60 s, gap <= 1%"), (su, 20.0, "<= 24 s (20 s + 20%)"),
+             (su, 60.0, "<= 72 s (60 s + 20%), gap <= 1%"), (big, None, "not much slower")]
+    for n, limit, target in cases:
+        now = run_case("case_failed_superpod", n, limit)
+        if limit is None:
+            met = now["seconds"] <= 60 and now.get("gap", 1) <= 0.01
+        else:
+            met = now["seconds"] <= 1.2 * limit and (limit < 60 or now.get("gap", 1) <= 0.01)
+        label = (f"superpod({n}) ({n * 256:,} GPUs) minus 1% of leaf-spine links, "
+                 + ("default" if limit is None else f"time_limit={limit:g}"))
+        rows.append((label, now, target, "" if n == big else ("met" if met else "not met")))
+        if tree:
+            before = _run_case_within(FAILED_SUPERPOD_BEFORE_S, "case_before", tree,
+                                      "case_failed_superpod", n, limit)
+            rows.append((f"  before ({BEFORE_FAILED_SUPERPOD})", before, "", ""))
+
+
 #: The commit before this session's issue-45 work on half a million GPUs and on failed fat
 #: trees beside NetGraph: its package is extracted beside this run for :func:`big_rows`.
 BEFORE_BIG = "0fc9643"
@@ -1715,66 +1840,132 @@ def big_rows(rows: list, quick: bool) -> None:
                      "met" if ratio >= 10 and now.get("certified") else "not met"))
 
 
-#: The commit before issue 42's typed proofs (check_certificate then knew every stage).
-BEFORE_PROOFS = "0fc9643"
-
-#: What ``case_check`` re-checks: a label and the code that makes ``(fab, result)``.
-CHECK_SUBJECTS = {
-    "full LP, fat_tree(6)": "fab = fo.fat_tree(6); r = fo.max_concurrent_flow(fab, method='lp')",
-    "symmetric LP, fat_tree(16)": "fab = fo.fat_tree(16); r = fo.max_concurrent_flow(fab)",
-    "routed bounds, fat_tree(8) as a bare graph":
-        "fab = fo.from_networkx(fo.fat_tree(8).graph.copy(), endpoints=fo.fat_tree(8).endpoints)"
-        "; r = fo.max_concurrent_flow(fab)",
-    "fat_tree(16) minus 5% of switch links (the intact flow rerouted)":
-        "fab = _failed_fat_tree(16, 0.05, 1); r = fo.max_concurrent_flow(fab)",
-    "two-phase floor, 3-tier 2:1 Clos (4,096 GPUs), time_limit=2":
-        "fab = fo.cluster(fo.dgx_h100(), nodes=512, scale_out='clos', tiers=3, "
-        "oversubscription=2); r = fo.max_concurrent_flow(fab, time_limit=2)",
-    "intact flow rerouted, superpod(16) minus 1% of links (seed 1)":
-        "fab = fo.fail_random(fo.superpod(16), 0.01, seed=1); r = fo.max_concurrent_flow(fab)",
-    "planes, 3-tier Clos of 12 small servers minus 5% (seed 1)":
-        "fab = fo.fail_random(fo.cluster(fo.nvswitch_domain(4, 2, 4, 400.0), nodes=12, "
-        "scale_out='clos', tiers=3, oversubscription=2, radix=8), 0.05, seed=1); "
-        "r = plane_bracket(fab, fo.all_to_all(fab))",
-    "two-phase rate, fat_tree(16)": "fab = fo.fat_tree(16); r = fo.valiant_rate(fab)",
-}
+#: The commit before issue 45's main-job work (compare, optimize, Dask, hashed routing): its
+#: package is extracted beside this run and the "before" rows of :func:`main_job_rows`
+#: import it instead.
+BEFORE_MAIN_JOB = "0fc9643"
 
 
-def case_check(label: str) -> dict:
-    """``check_certificate`` on one result (:data:`CHECK_SUBJECTS`; the solve not timed),
-    the faster of two checks; the value is what it re-proved."""
+def _load() -> str:
+    """The machine's 1-minute load average, said with each row (others share the cores)."""
+    import os
+
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+def case_main_job_compare(designs: list[str]) -> dict:
+    """compare of ``designs`` in this process: wall and CPU seconds, the slowest row by the
+    rows' own ``seconds`` column, and a digest of every row's values (seconds left out), so
+    the rows before and after can be seen to be the same."""
+    import hashlib
+    import json
+
     import fabricopt as fo
-    from fabricopt.flow.plane_bracket import plane_bracket
 
-    scope = {"fo": fo, "_failed_fat_tree": _failed_fat_tree, "plane_bracket": plane_bracket}
-    exec(CHECK_SUBJECTS[label], scope)  # noqa: S102
-    fab, r = scope["fab"], scope["r"]
-    best = float("inf")
-    for _ in range(2):
+    start, cpu = time.perf_counter(), time.process_time()
+    table = fo.compare(designs, progress=False)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    slowest = max(table, key=lambda r: r["seconds"] or 0)
+    values = json.dumps([{k: v for k, v in r.items() if k != "seconds"} for r in table],
+                        sort_keys=True, default=str)
+    return {"seconds": seconds, "slowest": slowest["seconds"] or 0.0,
+            "value": f"{len(table)} rows, {len(table.failed)} failed, {cpu:.1f} s CPU; slowest "
+                     f"{slowest['name']} {slowest['seconds']:.2f} s; rows "
+                     f"{hashlib.sha1(values.encode()).hexdigest()[:10]}; {_load()}"}
+
+
+def case_main_job_optimize(gpus: int, workers: int = 0) -> dict:
+    """optimize over :data:`OPTIMIZE_SPACE` at ``gpus`` GPUs, in this process or on a Dask
+    LocalCluster of ``workers`` one-thread workers; wall seconds, the CPU seconds of this
+    process and of each worker, and the longest topology (build, pricing and solve of one
+    group: the least any split of the work can take)."""
+    import os
+
+    import fabricopt as fo
+
+    constraints = {"all_to_all_gbps_per_gpu": 150}
+    cpu = time.process_time()
+    if workers:
+        from distributed import Client, LocalCluster
+
+        # The workers import the package this process imported (a "before" tree included).
+        os.environ["PYTHONPATH"] = str(Path(fo.__file__).resolve().parent.parent)
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                          dashboard_address=":0") as cluster, Client(cluster) as client:
+            where = client.run(lambda: __import__("fabricopt").__file__)
+            assert all(w == fo.__file__ for w in where.values()), (where, fo.__file__)
+            before = client.run(time.process_time)
+            start = time.perf_counter()
+            res = fo.optimize(gpus, space=OPTIMIZE_SPACE, constraints=constraints,
+                              executor=client.get_executor())
+            seconds = time.perf_counter() - start
+            after = client.run(time.process_time)
+        worker_cpu = sorted(after[w] - before[w] for w in after)
+    else:
         start = time.perf_counter()
-        check = fo.check_certificate(fab, r)
-        best = min(best, time.perf_counter() - start)
-    proof = getattr(getattr(r, "certificate", None), "lower_proof", None)
-    return {"seconds": best, "value": f"lower {check.lower:.12g}, upper {check.upper:.12g}, "
-            f"ok {check.ok}" + (f" ({type(proof).__name__})" if proof is not None else "")}
+        res = fo.optimize(gpus, space=OPTIMIZE_SPACE, constraints=constraints)
+        seconds = time.perf_counter() - start
+        worker_cpu = []
+    cpu = time.process_time() - cpu
+    unsolved = sum(r["outcome"] == "unsolved" for r in res.rows)
+    groups: dict[str, float] = {}
+    for r in res.rows:  # a group's rows share its time in equal parts
+        if r.get("topology") or r.get("seconds"):
+            key = r.get("topology") or r["name"]
+            groups[key] = groups.get(key, 0.0) + float(r.get("seconds") or 0.0)
+    longest = max(groups.values(), default=0.0)
+    best = res.best["name"] if res.best else None
+    per_worker = ", ".join(f"{c:.1f}" for c in worker_cpu)
+    return {"seconds": seconds, "unsolved": unsolved,
+            "value": f"{len(res.rows)} candidates, {len(groups)} topologies built, {unsolved} "
+                     f"unsolved, best {best}; {cpu:.1f} s CPU here"
+                     + (f", workers {per_worker} s CPU" if workers else "")
+                     + f"; longest topology {longest:.1f} s; {_load()}"}
 
 
-def proof_rows(rows: list, quick: bool) -> None:
-    """``check_certificate`` on a result of every proof class, beside the package before the
-    proofs were typed (:data:`BEFORE_PROOFS`), in one run; the before row says whether it
-    re-proved the same bracket."""
-    tree = _package_at(BEFORE_PROOFS)
-    labels = list(CHECK_SUBJECTS)
-    if quick:
-        labels = [label for label in labels if "4,096" not in label and "superpod" not in label]
-    for label in labels:
-        now = run_case("case_check", label)
-        rows.append((f"check_certificate, {label}", now, "", ""))
+def case_main_job_hashed(su: int, trials: int) -> dict:
+    """Hashed routing of superpod(su)'s all-to-all, ``trials`` draws (seed 1)."""
+    out = case_routed(f"fo.superpod({su})", "fo.all_to_all(fab)", "hash", trials)
+    out["value"] += f"; {_load()}"
+    return out
+
+
+def main_job_rows(rows: list, quick: bool) -> None:
+    """Issue 45 point 3 (the main job, optimize, Dask, hashed routing), each row beside the
+    package of :data:`BEFORE_MAIN_JOB` in the same run."""
+    tree = _package_at(BEFORE_MAIN_JOB)
+
+    def pair(label: str, target: str, met: object, fn: str, *args: object) -> dict:
+        now = run_case(fn, *args)
+        rows.append((label, now, target, ("met" if met(now) else "not met") if target else ""))
         if tree:
-            before = run_case("case_before", tree, "case_check", label)
-            same = before["value"] == now["value"].split(" (")[0]
-            rows.append((f"  before ({BEFORE_PROOFS})", before, "same bracket" if same
-                         else "NOT the same", ""))
+            rows.append((f"  before ({BEFORE_MAIN_JOB})", run_case("case_before", tree, fn, *args),
+                         "", ""))
+        return now
+
+    topologies = str(Path(__file__).resolve().parent.parent / "topologies")
+    pair("compare topologies/, one process", "<= 10 s, every row <= 2 s",
+         lambda o: o["seconds"] <= 10 and o.get("slowest", 99) <= 2, "case_main_job_compare",
+         [topologies])
+    gpus = 1024 if quick else 16384
+    pair(f"optimize, {gpus:,} GPUs, 210 candidates", "<= 20 s, none unsolved",
+         lambda o: o["seconds"] <= 20 and o.get("unsolved") == 0, "case_main_job_optimize",
+         gpus)
+    one = pair(f"optimize, {gpus:,} GPUs, Dask, 1 worker", "", None, "case_main_job_optimize",
+               gpus, 1)
+    two = run_case("case_main_job_optimize", gpus, 2)
+    ratio = one["seconds"] / two["seconds"]
+    rows.append((f"optimize, {gpus:,} GPUs, Dask, 2 workers", two,
+                 f">= 1.6x one worker's wall ({ratio:.2f}x)",
+                 "met" if ratio >= 1.6 else "not met"))
+    if tree:
+        rows.append((f"  before ({BEFORE_MAIN_JOB})",
+                     run_case("case_before", tree, "case_main_job_optimize", gpus, 2), "", ""))
+    su = 1 if quick else 8
+    for trials in (10, 20):
+        pair(f"hashed routing, superpod({su}) all-to-all, {trials} trials", "<= 30 s, <= 2 GB",
+             lambda o: o["seconds"] <= 30 and o["peak_mb"] <= 2048, "case_main_job_hashed",
+             su, trials)
 
 
 #: The commit before the bisection work of issue 45 point 4 (rail bisection closed, failed
@@ -1849,69 +2040,6 @@ def bisection_rows(rows: list, quick: bool) -> None:
     rows.append(("load average at the end", run_case("case_load_average"), "", ""))
 
 
-#: The commit before issue 45's failed-SuperPOD work: its package is extracted beside this
-#: run and the before rows of :func:`failed_superpod_rows` import it.
-BEFORE_FAILED_SUPERPOD = "0fc9643"
-
-#: Seconds a before row of :func:`failed_superpod_rows` may run: without a time limit the
-#: package before took more than 15 minutes on a failed 16,384-GPU SuperPOD.
-FAILED_SUPERPOD_BEFORE_S = 300.0
-
-
-def case_failed_superpod(su: int, time_limit: float | None) -> dict:
-    """max_concurrent_flow on superpod(su) without 1% of its leaf-spine links (seed 1),
-    default otherwise; build not counted. Wall and CPU seconds, the load average beside
-    them (the machine is shared), the bracket and its gap."""
-    import os
-
-    import fabricopt as fo
-
-    fab = fo.fail_random(fo.superpod(su), 0.01, seed=1, tiers=["leaf-spine"])
-    start, cpu = time.perf_counter(), time.process_time()
-    r = fo.max_concurrent_flow(fab, time_limit=time_limit)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    gbps = r.per_endpoint_gbps_bracket or (float("nan"), float("nan"))
-    gap = (r.upper - r.lower) / r.upper if r.upper > 0 else 0.0
-    stages = getattr(r, "stages", None) or {}
-    by = f", lower by {stages['lower']}" if "lower" in stages else ""
-    return {"seconds": seconds, "gap": gap,
-            "value": f"[{gbps[0]:.1f}, {gbps[1]:.1f}] Gb/s per GPU, gap {gap:.2%}, "
-                     f"{r.status}{by}; {cpu:.1f} s CPU, load {os.getloadavg()[0]:.1f}"}
-
-
-def _run_case_within(seconds: float, fn_name: str, *args) -> dict:
-    """:func:`run_case` stopped after ``seconds`` (a before row that would run for long)."""
-    global CASE_TIMEOUT_S
-    kept, CASE_TIMEOUT_S = CASE_TIMEOUT_S, min(seconds, CASE_TIMEOUT_S)
-    try:
-        return run_case(fn_name, *args)
-    finally:
-        CASE_TIMEOUT_S = kept
-
-
-def failed_superpod_rows(rows: list, quick: bool) -> None:
-    """Failed SuperPODs (1% of the leaf-spine links, seed 1) by default and under time
-    limits, each beside the package before that work (``BEFORE_FAILED_SUPERPOD``, stopped
-    after ``FAILED_SUPERPOD_BEFORE_S``), same run."""
-    tree = _package_at(BEFORE_FAILED_SUPERPOD)
-    su, big = (4, 8) if quick else (64, 128)
-    cases = [(su, None, "<= 60 s, gap <= 1%"), (su, 20.0, "<= 24 s (20 s + 20%)"),
-             (su, 60.0, "<= 72 s (60 s + 20%), gap <= 1%"), (big, None, "not much slower")]
-    for n, limit, target in cases:
-        now = run_case("case_failed_superpod", n, limit)
-        if limit is None:
-            met = now["seconds"] <= 60 and now.get("gap", 1) <= 0.01
-        else:
-            met = now["seconds"] <= 1.2 * limit and (limit < 60 or now.get("gap", 1) <= 0.01)
-        label = (f"superpod({n}) ({n * 256:,} GPUs) minus 1% of leaf-spine links, "
-                 + ("default" if limit is None else f"time_limit={limit:g}"))
-        rows.append((label, now, target, "" if n == big else ("met" if met else "not met")))
-        if tree:
-            before = _run_case_within(FAILED_SUPERPOD_BEFORE_S, "case_before", tree,
-                                      "case_failed_superpod", n, limit)
-            rows.append((f"  before ({BEFORE_FAILED_SUPERPOD})", before, "", ""))
-
-
 BLOCKS = {
     "bounds-first": (bounds_first_rows, "the bounds stage beside the method before it, and "
                      "NetGraph's MaximumSupportedDemand"),
@@ -1930,14 +2058,16 @@ BLOCKS = {
                   "rail-optimized SuperPOD"),
     "speed": (speed_rows, "issue 45's targets (half a million GPUs, the main job, optimize, "
               "failed bisections, hashed routing) beside the package before that work"),
-    "failed-superpod": (failed_superpod_rows, "failed 16K and 32K-GPU SuperPODs, by default "
-                        "and under time limits, beside the package before that work"),
     "bisection": (bisection_rows, "issue 45 point 4: the rail 2:1 cluster's bisection "
                   "failed and intact, failed fat trees, beside the package before"),
-    "proofs": (proof_rows, "check_certificate on a result of every proof class beside the "
-               "package before the proofs were typed"),
+    "main-job": (main_job_rows, "issue 45 point 3: compare topologies/, optimize 16K, Dask 1 "
+                 "vs 2 workers, hashed routing 10/20 trials, beside the package before"),
     "big": (big_rows, "issue 45 points 2 and 5: fat_tree(128) built and answered, failed "
             "fat_tree(8) beside NetGraph, each beside the package before (0fc9643)"),
+    "failed-superpod": (failed_superpod_rows, "failed 16K and 32K-GPU SuperPODs, by default "
+                        "and under time limits, beside the package before that work"),
+    "proofs": (proof_rows, "check_certificate on a result of every proof class beside the "
+               "package before the proofs were typed"),
 }
 
 

@@ -60,6 +60,9 @@ class GroupTask:
     capex_ceiling: float | None = None
     job: Any = None
     serving: Any = None
+    #: ``"both"`` (price, then solve unless priced out), ``"price"`` (the rows' cost
+    #: columns only) or ``"solve"`` (the shared metrics only, in a one-row list).
+    stage: str = "both"
 
 
 def evaluate_group(task: GroupTask) -> list[dict[str, Any]]:
@@ -68,7 +71,9 @@ def evaluate_group(task: GroupTask) -> list[dict[str, Any]]:
     The fabric is priced first under every candidate's policy: when every capex exceeds
     ``capex_ceiling`` (a feasible design's), nothing is solved and the rows carry
     ``priced_out``. Otherwise the all-to-all (or its ECMP bracket, ``ecmp_bound``) and the
-    metric of every other constraint are computed once and shared.
+    metric of every other constraint are computed once and shared. ``task.stage`` asks for
+    the pricing alone or the solve alone (a search on several workers prices every topology
+    side by side before it knows which it must solve).
     """
     guard = limit_threads(1) if task.cap_threads else contextlib.nullcontext()
     with guard, contextlib.ExitStack() as held:
@@ -83,9 +88,13 @@ def evaluate_group(task: GroupTask) -> list[dict[str, Any]]:
         # Priced first: pricing takes a second where a flow solve of 16,384 GPUs can take a
         # minute, and a topology dearer than a feasible design under every policy cannot win.
         rows = [compute_metrics(fab, ["cost"], MetricContext(policy=c.policy))
-                for c in task.candidates]
+                for c in task.candidates] if task.stage != "solve" else [{}]
+        if task.stage == "price":
+            for row in rows:
+                row["seconds"] = (time.perf_counter() - start) / len(rows)
+            return rows
         shared: dict[str, Any]
-        if (task.capex_ceiling is not None
+        if (task.stage == "both" and task.capex_ceiling is not None
                 and min(r["capex_usd"] for r in rows) > task.capex_ceiling * (1 + TOL)):
             shared = {"priced_out": True}
         else:
@@ -98,12 +107,32 @@ def evaluate_group(task: GroupTask) -> list[dict[str, Any]]:
             shared = compute_metrics(fab, names, ctx)
             shared["oversubscription_built"] = fab.params.get("oversubscription_built")
         seconds = time.perf_counter() - start
+        if task.stage == "solve":
+            return [{**shared, "seconds": seconds}]
         for row in rows:
             row.update(shared)
             if "priced_out" not in row:
                 delivered_cost(row)
             row["seconds"] = seconds / len(rows)
         return rows
+
+
+def _cheapest(rows: list[dict[str, Any]]) -> float:
+    return min(r["capex_usd"] for r in rows)
+
+
+def _solved(rows: list[dict[str, Any]], shared: dict[str, Any]) -> list[dict[str, Any]]:
+    """A group's priced rows completed by its solve, as :func:`evaluate_group` completes
+    them in one task (the seconds of both tasks shared out)."""
+    seconds = sum(r.get("seconds", 0.0) for r in rows) + shared.get("seconds", 0.0)
+    out = []
+    for row in rows:
+        row = {k: v for k, v in row.items() if k != "seconds"}
+        row.update({k: v for k, v in shared.items() if k != "seconds"})
+        delivered_cost(row)
+        row["seconds"] = seconds / len(rows)
+        out.append(row)
+    return out
 
 
 def after_failure(c: Candidate, fraction: float, time_limit: float | None = None,
@@ -241,13 +270,13 @@ class DesignSearch:
     # -- step 2: evaluation, pruning as results come in -----------------------------------
     def evaluate(self) -> None:
         """Evaluate the groups cheapest bound first (so the first feasible designs prune the
-        most); with an executor, one group per worker in flight, each finished group pruning
-        the ones not yet sent."""
+        most), each priced, then solved unless priced out; with an executor, pricing and
+        solving are tasks of their own, one per worker in flight, each result pruning what
+        is not yet sent (:meth:`_evaluate_split`)."""
         order = sorted(self.groups.items(),
                        key=lambda g: min(t[0].capex_usd_bound for t in g[1]))
         self.shown = Progress(self.progress, "optimize", total=sum(len(g) for _, g in order),
                               unit="candidate")
-        window = worker_count(self.executor) if self.executor is not None else None
         kept: dict[int, tuple[str, list[Entry]]] = {}
 
         def admit(item: tuple[str, list[Entry]]) -> GroupTask | None:
@@ -255,10 +284,7 @@ class DesignSearch:
             keep = self._needed(group)
             if not keep:
                 return None
-            task = GroupTask(tuple(c for _, c, _ in keep), tuple(self.constraints.items()),
-                             self.time_limit, self.executor is not None,
-                             topology in self.bracketed, self._ceiling(), self.job,
-                             self.serving)
+            task = self._task(topology, keep, "both")
             kept[id(task)] = (topology, keep)
             return task
 
@@ -267,12 +293,102 @@ class DesignSearch:
             self._judge(topology, keep, results)
 
         try:
-            # Stages are shown for groups evaluated here; a worker process has no listener.
-            work = evaluate_group if self.executor is not None else self.shown.watched(
-                evaluate_group)
-            run(order, work, finish, executor=self.executor, window=window, admit=admit)
+            if self.executor is not None:
+                self._evaluate_split(order)
+            else:  # Stages are shown for groups evaluated here, one after another.
+                run(order, self.shown.watched(evaluate_group), finish, admit=admit)
         finally:
             self.shown.close()
+
+    def _task(self, topology: str, keep: list[Entry], stage: str) -> GroupTask:
+        return GroupTask(tuple(c for _, c, _ in keep), tuple(self.constraints.items()),
+                         self.time_limit, self.executor is not None, topology in self.bracketed,
+                         self._ceiling(), self.job, self.serving, stage)
+
+    def _evaluate_split(self, order: list[tuple[str, list[Entry]]]) -> None:
+        """:meth:`evaluate` on workers, pricing and solving as tasks of their own.
+
+        One task per topology that prices and then solves puts a solve (an ECMP bracket of
+        16,384 GPUs: seconds) on the critical path of every topology after it. Here the
+        topologies are decided in the order one process decides them, each against the
+        feasible designs of those before it (so the rows are the rows one process gives),
+        while free workers work ahead: the solve of a priced topology the ceiling leaves,
+        else the pricing of the next topology its bound leaves. A task a decision has made
+        needless is not waited for (its result is dropped)."""
+        assert self.executor is not None
+        window = worker_count(self.executor)
+        price: dict[int, list[dict[str, Any]]] = {}  # by position in order: priced rows
+        solve: dict[int, dict[str, Any]] = {}        # ... and solved metrics
+        pending: dict[cf.Future, tuple[int, str]] = {}
+        flying: set[tuple[int, str]] = set()
+        at = 0  # the first topology not yet decided
+
+        def alive(i: int) -> list[Entry]:
+            return [e for e in order[i][1] if not self.prune or not self._cannot_win(e[0])]
+
+        def wanted(i: int, stage: str) -> bool:
+            if i < at or not alive(i):
+                return False
+            ceiling = self._ceiling()
+            return stage == "price" or i not in price or ceiling is None or \
+                _cheapest(price[i]) <= ceiling * (1 + TOL)
+
+        def next_job() -> tuple[int, str] | None:
+            # The first undecided topology's own work first, then solves, then pricing.
+            ahead = range(at, len(order))
+            jobs = [(at, "solve" if at in price else "price")] + \
+                [(i, "solve") for i in ahead if i in price and i not in solve] + \
+                [(i, "price") for i in ahead if i not in price]
+            return next((j for j in jobs if j not in flying and wanted(*j)), None)
+
+        try:
+            while at < len(order):
+                at = self._decide(order, at, price, solve)
+                while len(pending) < window and at < len(order) and (job := next_job()):
+                    i, stage = job
+                    task = self._task(order[i][0], order[i][1], stage)
+                    pending[self.executor.submit(evaluate_group, task)] = job
+                    flying.add(job)
+                for future in [f for f, job in pending.items() if not wanted(*job)]:
+                    future.cancel()  # needless now: not waited for
+                    flying.discard(pending.pop(future))
+                if not pending:
+                    continue
+                done, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
+                for future in done:
+                    i, stage = job = pending.pop(future)
+                    flying.discard(job)
+                    if stage == "price":
+                        price[i] = future.result()
+                    else:
+                        solve[i] = future.result()[0]
+        finally:
+            for future in pending:
+                future.cancel()
+
+    def _decide(self, order: list[tuple[str, list[Entry]]], at: int,
+                price: dict[int, list[dict[str, Any]]], solve: dict[int, dict[str, Any]]
+                ) -> int:
+        """Decide the topologies from position ``at`` on, in order, as far as their priced
+        rows and solves allow (one process's rules: pruned by the bound, priced out above
+        the ceiling, else judged on its solve); the first position still waiting."""
+        while at < len(order):
+            topology, group = order[at]
+            keep = self._needed(group)
+            if keep and at not in price:
+                return at
+            kept = {id(row) for _, _, row in keep}
+            rows = [r for (_, _, row), r in zip(group, price.get(at, []), strict=False)
+                    if id(row) in kept]
+            ceiling = self._ceiling()
+            if keep and ceiling is not None and _cheapest(rows) > ceiling * (1 + TOL):
+                self._judge(topology, keep, [{**r, "priced_out": True} for r in rows])
+            elif keep and at not in solve:
+                return at
+            elif keep:
+                self._judge(topology, keep, _solved(rows, solve[at]))
+            at += 1
+        return at
 
     def _needed(self, group: list[Entry]) -> list[Entry]:
         """The group's candidates that could still win, the others marked pruned."""

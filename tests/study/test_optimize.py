@@ -389,6 +389,49 @@ def test_finishing_order_does_not_change_the_answer(monkeypatch):
     assert [r["name"] for r in shared.front] == [r["name"] for r in alone.front]
 
 
+@pytest.mark.parametrize("last_first", [False, True])
+def test_workers_give_the_rows_one_process_gives(monkeypatch, last_first):
+    # On workers, pricing and solving are tasks of their own and free workers work ahead
+    # (search.DesignSearch._evaluate_split); the topologies are still decided in one
+    # process's order against the designs before them, so every row (priced out, pruned by
+    # its bound, evaluated; reasons naming the same design) is the row one process gives,
+    # whichever task finishes first: here the last one sent, or the first.
+    import concurrent.futures as cf
+    import importlib
+
+    execution = importlib.import_module("fabricopt.study.execution")
+    sent = []
+
+    class Immediate(cf.Executor):
+        _max_workers = 2
+
+        def submit(self, fn, /, *args, **kwargs):
+            future = cf.Future()
+            future.set_result(fn(*args, **kwargs))
+            sent.append(future)
+            return future
+
+    def wait(fs, return_when=None):
+        fs = sorted(fs, key=sent.index)
+        done = fs[-1] if last_first else fs[0]
+        return [done], set(fs) - {done}
+
+    def rows(res):
+        return [{k: v for k, v in r.items() if k != "seconds"} for r in res.rows]
+
+    for constraints in ({"all_to_all_gbps_per_gpu": 300}, {"all_to_all_gbps_per_gpu": 100}):
+        alone = fo.optimize(16, space=SPACE, constraints=constraints)
+        # Both searches price some topologies out and prune others by their bound.
+        reasons = [r["reason"] for r in alone.rows]
+        assert any(x.endswith("priced, not solved)") for x in reasons)
+        assert any(x.startswith("costs more than") and "priced" not in x for x in reasons)
+        with monkeypatch.context() as m:
+            m.setattr(execution.cf, "wait", wait)
+            shared = fo.optimize(16, space=SPACE, constraints=constraints,
+                                 executor=Immediate())
+        assert rows(shared) == rows(alone)
+
+
 def test_bracketed_failure_trial_is_a_lower_bound(monkeypatch):
     import importlib
 
