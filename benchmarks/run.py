@@ -1642,131 +1642,6 @@ def speed_rows(rows: list, quick: bool) -> None:
                      else "not met"))
 
 
-#: The commit before issue 42's typed proofs (check_certificate then knew every stage).
-BEFORE_PROOFS = "0fc9643"
-
-#: What ``case_check`` re-checks: a label and the code that makes ``(fab, result)``.
-CHECK_SUBJECTS = {
-    "full LP, fat_tree(6)": "fab = fo.fat_tree(6); r = fo.max_concurrent_flow(fab, method='lp')",
-    "symmetric LP, fat_tree(16)": "fab = fo.fat_tree(16); r = fo.max_concurrent_flow(fab)",
-    "routed bounds, fat_tree(8) as a bare graph":
-        "fab = fo.from_networkx(fo.fat_tree(8).graph.copy(), endpoints=fo.fat_tree(8).endpoints)"
-        "; r = fo.max_concurrent_flow(fab)",
-    "fat_tree(16) minus 5% of switch links (the intact flow rerouted)":
-        "fab = _failed_fat_tree(16, 0.05, 1); r = fo.max_concurrent_flow(fab)",
-    "two-phase floor, 3-tier 2:1 Clos (4,096 GPUs), time_limit=2":
-        "fab = fo.cluster(fo.dgx_h100(), nodes=512, scale_out='clos', tiers=3, "
-        "oversubscription=2); r = fo.max_concurrent_flow(fab, time_limit=2)",
-    "intact flow rerouted, superpod(16) minus 1% of links (seed 1)":
-        "fab = fo.fail_random(fo.superpod(16), 0.01, seed=1); r = fo.max_concurrent_flow(fab)",
-    "planes, 3-tier Clos of 12 small servers minus 5% (seed 1)":
-        "fab = fo.fail_random(fo.cluster(fo.nvswitch_domain(4, 2, 4, 400.0), nodes=12, "
-        "scale_out='clos', tiers=3, oversubscription=2, radix=8), 0.05, seed=1); "
-        "r = plane_bracket(fab, fo.all_to_all(fab))",
-    "two-phase rate, fat_tree(16)": "fab = fo.fat_tree(16); r = fo.valiant_rate(fab)",
-}
-
-
-def case_check(label: str) -> dict:
-    """``check_certificate`` on one result (:data:`CHECK_SUBJECTS`; the solve not timed),
-    the faster of two checks; the value is what it re-proved."""
-    import fabricopt as fo
-    from fabricopt.flow.plane_bracket import plane_bracket
-
-    scope = {"fo": fo, "_failed_fat_tree": _failed_fat_tree, "plane_bracket": plane_bracket}
-    exec(CHECK_SUBJECTS[label], scope)  # noqa: S102
-    fab, r = scope["fab"], scope["r"]
-    best = float("inf")
-    for _ in range(2):
-        start = time.perf_counter()
-        check = fo.check_certificate(fab, r)
-        best = min(best, time.perf_counter() - start)
-    proof = getattr(getattr(r, "certificate", None), "lower_proof", None)
-    return {"seconds": best, "value": f"lower {check.lower:.12g}, upper {check.upper:.12g}, "
-            f"ok {check.ok}" + (f" ({type(proof).__name__})" if proof is not None else "")}
-
-
-def proof_rows(rows: list, quick: bool) -> None:
-    """``check_certificate`` on a result of every proof class, beside the package before the
-    proofs were typed (:data:`BEFORE_PROOFS`), in one run; the before row says whether it
-    re-proved the same bracket."""
-    tree = _package_at(BEFORE_PROOFS)
-    labels = list(CHECK_SUBJECTS)
-    if quick:
-        labels = [label for label in labels if "4,096" not in label and "superpod" not in label]
-    for label in labels:
-        now = run_case("case_check", label)
-        rows.append((f"check_certificate, {label}", now, "", ""))
-        if tree:
-            before = run_case("case_before", tree, "case_check", label)
-            same = before["value"] == now["value"].split(" (")[0]
-            rows.append((f"  before ({BEFORE_PROOFS})", before, "same bracket" if same
-                         else "NOT the same", ""))
-
-
-#: The commit before issue 45's failed-SuperPOD work: its package is extracted beside this
-#: run and the before rows of :func:`failed_superpod_rows` import it.
-BEFORE_FAILED_SUPERPOD = "0fc9643"
-
-#: Seconds a before row of :func:`failed_superpod_rows` may run: without a time limit the
-#: package before took more than 15 minutes on a failed 16,384-GPU SuperPOD.
-FAILED_SUPERPOD_BEFORE_S = 300.0
-
-
-def case_failed_superpod(su: int, time_limit: float | None) -> dict:
-    """max_concurrent_flow on superpod(su) without 1% of its leaf-spine links (seed 1),
-    default otherwise; build not counted. Wall and CPU seconds, the load average beside
-    them (the machine is shared), the bracket and its gap."""
-    import os
-
-    import fabricopt as fo
-
-    fab = fo.fail_random(fo.superpod(su), 0.01, seed=1, tiers=["leaf-spine"])
-    start, cpu = time.perf_counter(), time.process_time()
-    r = fo.max_concurrent_flow(fab, time_limit=time_limit)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    gbps = r.per_endpoint_gbps_bracket or (float("nan"), float("nan"))
-    gap = (r.upper - r.lower) / r.upper if r.upper > 0 else 0.0
-    stages = getattr(r, "stages", None) or {}
-    by = f", lower by {stages['lower']}" if "lower" in stages else ""
-    return {"seconds": seconds, "gap": gap,
-            "value": f"[{gbps[0]:.1f}, {gbps[1]:.1f}] Gb/s per GPU, gap {gap:.2%}, "
-                     f"{r.status}{by}; {cpu:.1f} s CPU, load {os.getloadavg()[0]:.1f}"}
-
-
-def _run_case_within(seconds: float, fn_name: str, *args) -> dict:
-    """:func:`run_case` stopped after ``seconds`` (a before row that would run for long)."""
-    global CASE_TIMEOUT_S
-    kept, CASE_TIMEOUT_S = CASE_TIMEOUT_S, min(seconds, CASE_TIMEOUT_S)
-    try:
-        return run_case(fn_name, *args)
-    finally:
-        CASE_TIMEOUT_S = kept
-
-
-def failed_superpod_rows(rows: list, quick: bool) -> None:
-    """Failed SuperPODs (1% of the leaf-spine links, seed 1) by default and under time
-    limits, each beside the package before that work (``BEFORE_FAILED_SUPERPOD``, stopped
-    after ``FAILED_SUPERPOD_BEFORE_S``), same run."""
-    tree = _package_at(BEFORE_FAILED_SUPERPOD)
-    su, big = (4, 8) if quick else (64, 128)
-    cases = [(su, None, "<= 60 s, gap <= 1%"), (su, 20.0, "<= 24 s (20 s + 20%)"),
-             (su, 60.0, "<= 72 s (60 s + 20%), gap <= 1%"), (big, None, "not much slower")]
-    for n, limit, target in cases:
-        now = run_case("case_failed_superpod", n, limit)
-        if limit is None:
-            met = now["seconds"] <= 60 and now.get("gap", 1) <= 0.01
-        else:
-            met = now["seconds"] <= 1.2 * limit and (limit < 60 or now.get("gap", 1) <= 0.01)
-        label = (f"superpod({n}) ({n * 256:,} GPUs) minus 1% of leaf-spine links, "
-                 + ("default" if limit is None else f"time_limit={limit:g}"))
-        rows.append((label, now, target, "" if n == big else ("met" if met else "not met")))
-        if tree:
-            before = _run_case_within(FAILED_SUPERPOD_BEFORE_S, "case_before", tree,
-                                      "case_failed_superpod", n, limit)
-            rows.append((f"  before ({BEFORE_FAILED_SUPERPOD})", before, "", ""))
-
-
 #: The commit before this session's issue-45 work on half a million GPUs and on failed fat
 #: trees beside NetGraph: its package is extracted beside this run for :func:`big_rows`.
 BEFORE_BIG = "0fc9643"
@@ -1838,6 +1713,203 @@ def big_rows(rows: list, quick: bool) -> None:
         rows.append(("  NetGraph MaximumSupportedDemand, same fabric", theirs,
                      f"fabricopt {ratio:.1f}x faster{was}, certified (target >= 10x)",
                      "met" if ratio >= 10 and now.get("certified") else "not met"))
+
+
+#: The commit before issue 42's typed proofs (check_certificate then knew every stage).
+BEFORE_PROOFS = "0fc9643"
+
+#: What ``case_check`` re-checks: a label and the code that makes ``(fab, result)``.
+CHECK_SUBJECTS = {
+    "full LP, fat_tree(6)": "fab = fo.fat_tree(6); r = fo.max_concurrent_flow(fab, method='lp')",
+    "symmetric LP, fat_tree(16)": "fab = fo.fat_tree(16); r = fo.max_concurrent_flow(fab)",
+    "routed bounds, fat_tree(8) as a bare graph":
+        "fab = fo.from_networkx(fo.fat_tree(8).graph.copy(), endpoints=fo.fat_tree(8).endpoints)"
+        "; r = fo.max_concurrent_flow(fab)",
+    "fat_tree(16) minus 5% of switch links (the intact flow rerouted)":
+        "fab = _failed_fat_tree(16, 0.05, 1); r = fo.max_concurrent_flow(fab)",
+    "two-phase floor, 3-tier 2:1 Clos (4,096 GPUs), time_limit=2":
+        "fab = fo.cluster(fo.dgx_h100(), nodes=512, scale_out='clos', tiers=3, "
+        "oversubscription=2); r = fo.max_concurrent_flow(fab, time_limit=2)",
+    "intact flow rerouted, superpod(16) minus 1% of links (seed 1)":
+        "fab = fo.fail_random(fo.superpod(16), 0.01, seed=1); r = fo.max_concurrent_flow(fab)",
+    "planes, 3-tier Clos of 12 small servers minus 5% (seed 1)":
+        "fab = fo.fail_random(fo.cluster(fo.nvswitch_domain(4, 2, 4, 400.0), nodes=12, "
+        "scale_out='clos', tiers=3, oversubscription=2, radix=8), 0.05, seed=1); "
+        "r = plane_bracket(fab, fo.all_to_all(fab))",
+    "two-phase rate, fat_tree(16)": "fab = fo.fat_tree(16); r = fo.valiant_rate(fab)",
+}
+
+
+def case_check(label: str) -> dict:
+    """``check_certificate`` on one result (:data:`CHECK_SUBJECTS`; the solve not timed),
+    the faster of two checks; the value is what it re-proved."""
+    import fabricopt as fo
+    from fabricopt.flow.plane_bracket import plane_bracket
+
+    scope = {"fo": fo, "_failed_fat_tree": _failed_fat_tree, "plane_bracket": plane_bracket}
+    exec(CHECK_SUBJECTS[label], scope)  # noqa: S102
+    fab, r = scope["fab"], scope["r"]
+    best = float("inf")
+    for _ in range(2):
+        start = time.perf_counter()
+        check = fo.check_certificate(fab, r)
+        best = min(best, time.perf_counter() - start)
+    proof = getattr(getattr(r, "certificate", None), "lower_proof", None)
+    return {"seconds": best, "value": f"lower {check.lower:.12g}, upper {check.upper:.12g}, "
+            f"ok {check.ok}" + (f" ({type(proof).__name__})" if proof is not None else "")}
+
+
+def proof_rows(rows: list, quick: bool) -> None:
+    """``check_certificate`` on a result of every proof class, beside the package before the
+    proofs were typed (:data:`BEFORE_PROOFS`), in one run; the before row says whether it
+    re-proved the same bracket."""
+    tree = _package_at(BEFORE_PROOFS)
+    labels = list(CHECK_SUBJECTS)
+    if quick:
+        labels = [label for label in labels if "4,096" not in label and "superpod" not in label]
+    for label in labels:
+        now = run_case("case_check", label)
+        rows.append((f"check_certificate, {label}", now, "", ""))
+        if tree:
+            before = run_case("case_before", tree, "case_check", label)
+            same = before["value"] == now["value"].split(" (")[0]
+            rows.append((f"  before ({BEFORE_PROOFS})", before, "same bracket" if same
+                         else "NOT the same", ""))
+
+
+#: The commit before the bisection work of issue 45 point 4 (rail bisection closed, failed
+#: fat trees): its package is extracted beside this run for the bisection block's before rows.
+BEFORE_BISECTION = "0fc9643"
+
+
+def case_bisection_timed(make: str) -> dict:
+    """bisection_bandwidth of ``make`` (built first, not timed), wall and CPU seconds: on a
+    machine others load, the CPU seconds are this case's own."""
+    import fabricopt as fo
+
+    fab = eval(make, {"fo": fo})  # noqa: S307
+    start, cpu = time.perf_counter(), time.process_time()
+    b = fo.bisection_bandwidth(fab)
+    gap = (b.upper_gbps - b.lower_gbps) / b.upper_gbps if b.upper_gbps > 0 else 0.0
+    cpu = time.process_time() - cpu
+    return {"seconds": time.perf_counter() - start, "cpu": cpu, "gap": gap,
+            "value": f"{b.lower_gbps:,.0f} <= B <= {b.upper_gbps:,.0f} Gb/s "
+                     f"({'exact' if b.exact else f'gap {gap:.2%}'}), {cpu:.1f} s CPU"}
+
+
+def case_failed_bisection_seeds(make: str, fraction: float, seeds: int) -> dict:
+    """bisection_bandwidth of ``make`` minus ``fraction`` of its links (fail_random, all
+    tiers, seeds 0 to ``seeds`` - 1): the widest bracket and how many are exact."""
+    import fabricopt as fo
+
+    start, cpu = time.perf_counter(), time.process_time()
+    results = [fo.bisection_bandwidth(fo.fail_random(eval(make, {"fo": fo}),  # noqa: S307
+                                                     fraction, seed=s)) for s in range(seeds)]
+    widest = max((b.upper_gbps - b.lower_gbps) / b.upper_gbps for b in results)
+    cpu = time.process_time() - cpu
+    return {"seconds": time.perf_counter() - start, "cpu": cpu, "widest": widest,
+            "value": f"{sum(b.exact for b in results)} of {seeds} exact, widest bracket "
+                     f"{widest:.2%}, {cpu:.1f} s CPU"}
+
+
+def case_load_average() -> dict:
+    """The machine's load average (1, 5, 15 minutes) when the row is taken."""
+    import os
+
+    one, five, fifteen = os.getloadavg()
+    return {"seconds": 0.0, "value": f"load average {one:.1f}, {five:.1f}, {fifteen:.1f} "
+                                     f"on {os.cpu_count()} cores"}
+
+
+def bisection_rows(rows: list, quick: bool) -> None:
+    """Issue 45 point 4: rail and failed fat-tree bisections, each beside the package at
+    :data:`BEFORE_BISECTION` (same run)."""
+    tree = _package_at(BEFORE_BISECTION)
+    rows.append(("load average at the start", run_case("case_load_average"), "", ""))
+
+    def pair(label: str, target: str, met: object, fn: str, *args: object) -> None:
+        now = run_case(fn, *args)
+        rows.append((label, now, target, ("met" if met(now) else "not met") if target else ""))
+        if tree:
+            before = run_case("case_before", tree, fn, *args)
+            rows.append((f"  before ({BEFORE_BISECTION})", before, "", ""))
+
+    nodes = 32 if quick else 256
+    rail = (f"fo.cluster(fo.dgx_h100(), nodes={nodes}, scale_out='rail_optimized', "
+            "oversubscription=2)")
+    pair(f"rail 2:1 ({nodes * 8:,} GPUs) minus 1% of links", "<= 10 s, gap <= 1%",
+         lambda o: o["seconds"] <= 10 and o.get("gap", 1) <= 0.01, "case_bisection_timed",
+         f"fo.fail_random({rail}, 0.01, seed=1)")
+    pair(f"rail 2:1 ({nodes * 8:,} GPUs), intact", "exact",
+         lambda o: o.get("gap", 1) <= 1e-9, "case_bisection_timed", rail)
+    for make in ["fo.fat_tree(8)"] + ([] if quick else ["fo.fat_tree(16)"]):
+        pair(f"{make[3:]} minus 5% of links, seeds 0-4", "widest <= 1%",
+             lambda o: o.get("widest", 1) <= 0.01, "case_failed_bisection_seeds", make,
+             0.05, 5)
+    rows.append(("load average at the end", run_case("case_load_average"), "", ""))
+
+
+#: The commit before issue 45's failed-SuperPOD work: its package is extracted beside this
+#: run and the before rows of :func:`failed_superpod_rows` import it.
+BEFORE_FAILED_SUPERPOD = "0fc9643"
+
+#: Seconds a before row of :func:`failed_superpod_rows` may run: without a time limit the
+#: package before took more than 15 minutes on a failed 16,384-GPU SuperPOD.
+FAILED_SUPERPOD_BEFORE_S = 300.0
+
+
+def case_failed_superpod(su: int, time_limit: float | None) -> dict:
+    """max_concurrent_flow on superpod(su) without 1% of its leaf-spine links (seed 1),
+    default otherwise; build not counted. Wall and CPU seconds, the load average beside
+    them (the machine is shared), the bracket and its gap."""
+    import os
+
+    import fabricopt as fo
+
+    fab = fo.fail_random(fo.superpod(su), 0.01, seed=1, tiers=["leaf-spine"])
+    start, cpu = time.perf_counter(), time.process_time()
+    r = fo.max_concurrent_flow(fab, time_limit=time_limit)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    gbps = r.per_endpoint_gbps_bracket or (float("nan"), float("nan"))
+    gap = (r.upper - r.lower) / r.upper if r.upper > 0 else 0.0
+    stages = getattr(r, "stages", None) or {}
+    by = f", lower by {stages['lower']}" if "lower" in stages else ""
+    return {"seconds": seconds, "gap": gap,
+            "value": f"[{gbps[0]:.1f}, {gbps[1]:.1f}] Gb/s per GPU, gap {gap:.2%}, "
+                     f"{r.status}{by}; {cpu:.1f} s CPU, load {os.getloadavg()[0]:.1f}"}
+
+
+def _run_case_within(seconds: float, fn_name: str, *args) -> dict:
+    """:func:`run_case` stopped after ``seconds`` (a before row that would run for long)."""
+    global CASE_TIMEOUT_S
+    kept, CASE_TIMEOUT_S = CASE_TIMEOUT_S, min(seconds, CASE_TIMEOUT_S)
+    try:
+        return run_case(fn_name, *args)
+    finally:
+        CASE_TIMEOUT_S = kept
+
+
+def failed_superpod_rows(rows: list, quick: bool) -> None:
+    """Failed SuperPODs (1% of the leaf-spine links, seed 1) by default and under time
+    limits, each beside the package before that work (``BEFORE_FAILED_SUPERPOD``, stopped
+    after ``FAILED_SUPERPOD_BEFORE_S``), same run."""
+    tree = _package_at(BEFORE_FAILED_SUPERPOD)
+    su, big = (4, 8) if quick else (64, 128)
+    cases = [(su, None, "<= 60 s, gap <= 1%"), (su, 20.0, "<= 24 s (20 s + 20%)"),
+             (su, 60.0, "<= 72 s (60 s + 20%), gap <= 1%"), (big, None, "not much slower")]
+    for n, limit, target in cases:
+        now = run_case("case_failed_superpod", n, limit)
+        if limit is None:
+            met = now["seconds"] <= 60 and now.get("gap", 1) <= 0.01
+        else:
+            met = now["seconds"] <= 1.2 * limit and (limit < 60 or now.get("gap", 1) <= 0.01)
+        label = (f"superpod({n}) ({n * 256:,} GPUs) minus 1% of leaf-spine links, "
+                 + ("default" if limit is None else f"time_limit={limit:g}"))
+        rows.append((label, now, target, "" if n == big else ("met" if met else "not met")))
+        if tree:
+            before = _run_case_within(FAILED_SUPERPOD_BEFORE_S, "case_before", tree,
+                                      "case_failed_superpod", n, limit)
+            rows.append((f"  before ({BEFORE_FAILED_SUPERPOD})", before, "", ""))
 
 
 #: The commit before issue 45's main-job work (compare, optimize, Dask, hashed routing): its
@@ -1967,79 +2039,6 @@ def main_job_rows(rows: list, quick: bool) -> None:
              lambda o: o["seconds"] <= 30 and o["peak_mb"] <= 2048, "case_main_job_hashed",
              su, trials)
 
-
-#: The commit before the bisection work of issue 45 point 4 (rail bisection closed, failed
-#: fat trees): its package is extracted beside this run for the bisection block's before rows.
-BEFORE_BISECTION = "0fc9643"
-
-
-def case_bisection_timed(make: str) -> dict:
-    """bisection_bandwidth of ``make`` (built first, not timed), wall and CPU seconds: on a
-    machine others load, the CPU seconds are this case's own."""
-    import fabricopt as fo
-
-    fab = eval(make, {"fo": fo})  # noqa: S307
-    start, cpu = time.perf_counter(), time.process_time()
-    b = fo.bisection_bandwidth(fab)
-    gap = (b.upper_gbps - b.lower_gbps) / b.upper_gbps if b.upper_gbps > 0 else 0.0
-    cpu = time.process_time() - cpu
-    return {"seconds": time.perf_counter() - start, "cpu": cpu, "gap": gap,
-            "value": f"{b.lower_gbps:,.0f} <= B <= {b.upper_gbps:,.0f} Gb/s "
-                     f"({'exact' if b.exact else f'gap {gap:.2%}'}), {cpu:.1f} s CPU"}
-
-
-def case_failed_bisection_seeds(make: str, fraction: float, seeds: int) -> dict:
-    """bisection_bandwidth of ``make`` minus ``fraction`` of its links (fail_random, all
-    tiers, seeds 0 to ``seeds`` - 1): the widest bracket and how many are exact."""
-    import fabricopt as fo
-
-    start, cpu = time.perf_counter(), time.process_time()
-    results = [fo.bisection_bandwidth(fo.fail_random(eval(make, {"fo": fo}),  # noqa: S307
-                                                     fraction, seed=s)) for s in range(seeds)]
-    widest = max((b.upper_gbps - b.lower_gbps) / b.upper_gbps for b in results)
-    cpu = time.process_time() - cpu
-    return {"seconds": time.perf_counter() - start, "cpu": cpu, "widest": widest,
-            "value": f"{sum(b.exact for b in results)} of {seeds} exact, widest bracket "
-                     f"{widest:.2%}, {cpu:.1f} s CPU"}
-
-
-def case_load_average() -> dict:
-    """The machine's load average (1, 5, 15 minutes) when the row is taken."""
-    import os
-
-    one, five, fifteen = os.getloadavg()
-    return {"seconds": 0.0, "value": f"load average {one:.1f}, {five:.1f}, {fifteen:.1f} "
-                                     f"on {os.cpu_count()} cores"}
-
-
-def bisection_rows(rows: list, quick: bool) -> None:
-    """Issue 45 point 4: rail and failed fat-tree bisections, each beside the package at
-    :data:`BEFORE_BISECTION` (same run)."""
-    tree = _package_at(BEFORE_BISECTION)
-    rows.append(("load average at the start", run_case("case_load_average"), "", ""))
-
-    def pair(label: str, target: str, met: object, fn: str, *args: object) -> None:
-        now = run_case(fn, *args)
-        rows.append((label, now, target, ("met" if met(now) else "not met") if target else ""))
-        if tree:
-            before = run_case("case_before", tree, fn, *args)
-            rows.append((f"  before ({BEFORE_BISECTION})", before, "", ""))
-
-    nodes = 32 if quick else 256
-    rail = (f"fo.cluster(fo.dgx_h100(), nodes={nodes}, scale_out='rail_optimized', "
-            "oversubscription=2)")
-    pair(f"rail 2:1 ({nodes * 8:,} GPUs) minus 1% of links", "<= 10 s, gap <= 1%",
-         lambda o: o["seconds"] <= 10 and o.get("gap", 1) <= 0.01, "case_bisection_timed",
-         f"fo.fail_random({rail}, 0.01, seed=1)")
-    pair(f"rail 2:1 ({nodes * 8:,} GPUs), intact", "exact",
-         lambda o: o.get("gap", 1) <= 1e-9, "case_bisection_timed", rail)
-    for make in ["fo.fat_tree(8)"] + ([] if quick else ["fo.fat_tree(16)"]):
-        pair(f"{make[3:]} minus 5% of links, seeds 0-4", "widest <= 1%",
-             lambda o: o.get("widest", 1) <= 0.01, "case_failed_bisection_seeds", make,
-             0.05, 5)
-    rows.append(("load average at the end", run_case("case_load_average"), "", ""))
-
-
 BLOCKS = {
     "bounds-first": (bounds_first_rows, "the bounds stage beside the method before it, and "
                      "NetGraph's MaximumSupportedDemand"),
@@ -2058,16 +2057,16 @@ BLOCKS = {
                   "rail-optimized SuperPOD"),
     "speed": (speed_rows, "issue 45's targets (half a million GPUs, the main job, optimize, "
               "failed bisections, hashed routing) beside the package before that work"),
-    "bisection": (bisection_rows, "issue 45 point 4: the rail 2:1 cluster's bisection "
-                  "failed and intact, failed fat trees, beside the package before"),
-    "main-job": (main_job_rows, "issue 45 point 3: compare topologies/, optimize 16K, Dask 1 "
-                 "vs 2 workers, hashed routing 10/20 trials, beside the package before"),
-    "big": (big_rows, "issue 45 points 2 and 5: fat_tree(128) built and answered, failed "
-            "fat_tree(8) beside NetGraph, each beside the package before (0fc9643)"),
     "failed-superpod": (failed_superpod_rows, "failed 16K and 32K-GPU SuperPODs, by default "
                         "and under time limits, beside the package before that work"),
+    "bisection": (bisection_rows, "issue 45 point 4: the rail 2:1 cluster's bisection "
+                  "failed and intact, failed fat trees, beside the package before"),
     "proofs": (proof_rows, "check_certificate on a result of every proof class beside the "
                "package before the proofs were typed"),
+    "big": (big_rows, "issue 45 points 2 and 5: fat_tree(128) built and answered, failed "
+            "fat_tree(8) beside NetGraph, each beside the package before (0fc9643)"),
+    "main-job": (main_job_rows, "issue 45 point 3: compare topologies/, optimize 16K, Dask 1 "
+                 "vs 2 workers, hashed routing 10/20 trials, beside the package before"),
 }
 
 
