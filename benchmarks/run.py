@@ -1981,9 +1981,9 @@ def case_main_job_optimize(gpus: int, workers: int = 0) -> dict:
     cpu = time.process_time() - cpu
     unsolved = sum(r["outcome"] == "unsolved" for r in res.rows)
     groups: dict[str, float] = {}
-    for r in res.rows:  # a group's rows share its time in equal parts
-        if r.get("topology") or r.get("seconds"):
-            key = r.get("topology") or r["name"]
+    for r in res.rows:  # priced rows of one fabric (names differ by the policy, last word)
+        if r.get("capex_usd") is not None:
+            key = r["name"].rsplit(" ", 1)[0]
             groups[key] = groups.get(key, 0.0) + float(r.get("seconds") or 0.0)
     longest = max(groups.values(), default=0.0)
     best = res.best["name"] if res.best else None
