@@ -545,29 +545,41 @@ def _path_counts(step: sp.csr_matrix, origin: int, n: int) -> np.ndarray:
     return total
 
 
+#: The length the searches give an arc a detour may not use: longer than any search goes.
+AVOIDED = 1e9
+
+
 @dataclass(frozen=True)
 class _ByTail:
     """The arcs of a fabric sorted by tail (``order``), where each node's start
-    (``start``): read once for the many searches of one call (an argsort of 400,000 arcs
-    for each of 569 crowded nodes took 11 s on a failed 16,384-GPU SuperPOD)."""
+    (``start``), and the same by head (``by_head``, ``head_start``): read once for the many
+    searches of one call (an argsort of 400,000 arcs for each of 569 crowded nodes took 11 s
+    on a failed 16,384-GPU SuperPOD, and a graph rebuilt without the arcs to avoid for each
+    of 1,153 took 33 s on a 32,768-GPU one)."""
 
     order: np.ndarray
     start: np.ndarray
+    by_head: np.ndarray
+    head_start: np.ndarray
 
     @classmethod
     def of(cls, ga: GraphArrays) -> _ByTail:
         order = np.argsort(ga.tail, kind="stable")
-        return cls(order, np.searchsorted(ga.tail[order], np.arange(ga.n_nodes + 1)))
+        by_head = np.argsort(ga.head, kind="stable")
+        nodes = np.arange(ga.n_nodes + 1)
+        return cls(order, np.searchsorted(ga.tail[order], nodes),
+                   by_head, np.searchsorted(ga.head[by_head], nodes))
 
-    def adjacency(self, ga: GraphArrays, usable: np.ndarray) -> sp.csr_matrix:
-        """The graph of the ``usable`` arcs (node x node)."""
-        keep = usable[self.order]
-        counts = np.bincount(ga.tail[self.order][keep], minlength=ga.n_nodes)
-        indptr = np.concatenate([[0], np.cumsum(counts)])
-        graph = sp.csr_matrix((np.ones(int(keep.sum())), ga.head[self.order][keep], indptr),
-                              shape=(ga.n_nodes, ga.n_nodes))
-        graph.sum_duplicates()  # parallel arcs are one edge, as the searches read them
-        return graph
+    def graphs(self, ga: GraphArrays, usable: np.ndarray
+               ) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+        """The fabric's graph and its reverse (node x node), every arc one hop long but
+        those not ``usable``, :data:`AVOIDED` long (no search within a limit takes them)."""
+        shape = (ga.n_nodes, ga.n_nodes)
+        forward = sp.csr_matrix((np.where(usable[self.order], 1.0, AVOIDED),
+                                 ga.head[self.order], self.start), shape=shape)
+        reverse = sp.csr_matrix((np.where(usable[self.by_head], 1.0, AVOIDED),
+                                 ga.tail[self.by_head], self.head_start), shape=shape)
+        return forward, reverse
 
 
 def _shortest_detour_arcs(ga: GraphArrays, u: np.ndarray, v: np.ndarray, usable: np.ndarray,
@@ -578,20 +590,20 @@ def _shortest_detour_arcs(ga: GraphArrays, u: np.ndarray, v: np.ndarray, usable:
     arcs for a pair whose shortest path is longer than ``longest[i]`` or missing). ``by``:
     the arcs by tail, when the caller searches many times."""
     by = _ByTail.of(ga) if by is None else by
-    adjacency = by.adjacency(ga, usable)
+    adjacency, reverse = by.graphs(ga, usable)
     us, u_row = np.unique(u, return_inverse=True)
     vs, v_row = np.unique(v, return_inverse=True)
     # Detours are short: searches stop at NEAR_HOPS (a thousand whole searches took 5 s on
-    # a 24,576-GPU fabric); a pair not found so near is searched again without the limit.
-    reverse = adjacency.T.tocsr()
-    from_u = dijkstra(adjacency, indices=us, unweighted=True, limit=NEAR_HOPS)
-    to_v = dijkstra(reverse, indices=vs, unweighted=True, limit=NEAR_HOPS)
+    # a 24,576-GPU fabric); a pair not found so near is searched again, as far as it takes
+    # without an arc to avoid.
+    from_u = dijkstra(adjacency, indices=us, limit=NEAR_HOPS)
+    to_v = dijkstra(reverse, indices=vs, limit=NEAR_HOPS)
     far = ~np.isfinite(from_u[u_row, v])
     if far.any():
         for rows, ends, graph, found in ((u_row, us, adjacency, from_u),
                                          (v_row, vs, reverse, to_v)):
             again = np.unique(rows[far])
-            found[again] = dijkstra(graph, indices=ends[again], unweighted=True)
+            found[again] = dijkstra(graph, indices=ends[again], limit=AVOIDED / 2)
     # Arcs by tail, so that each pair looks only at the arcs out of the nodes on its
     # shortest paths (not at every arc: 1,200 lost arcs of a 24,576-GPU fabric took 10 s so).
     by_tail, start = by.order, by.start
