@@ -41,8 +41,9 @@ import numpy as np
 
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
+from ..flow.two_phase.arrays import hub_levels, hub_shares
 from ..flow.two_phase.bounds import hops_to_hubs, wcmp_phase_one
-from ..flow.two_phase.rate import best_hub_level, hub_levels, hub_shares
+from ..flow.two_phase.rate import best_hub_level
 from ..graph_arrays import GraphArrays, arc_labels
 from .cuts import hose_ceiling
 

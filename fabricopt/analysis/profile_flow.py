@@ -68,8 +68,9 @@ from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..flow.backends import quiet_highs
 from ..flow.bounds import hierarchy_partitions
+from ..flow.two_phase.arrays import hub_shares
 from ..flow.two_phase.bounds import best_cut
-from ..flow.two_phase.rate import hub_shares, valiant_rate
+from ..flow.two_phase.rate import valiant_rate
 from ..graph_arrays import GraphArrays
 from .failed_bisection import given_back, restored_charge
 

@@ -181,8 +181,8 @@ def test_the_merged_lp_lifts_to_conserving_flows_per_endpoint():
     # flow), rebuilt here endpoint by endpoint: each conserves (one unit out, p to each hub)
     # and together they are the lifted load.
     from fabricopt.flow.backends import solve_lp
+    from fabricopt.flow.two_phase.arrays import _Arrays
     from fabricopt.flow.two_phase.domains import DomainPhaseOne, _SubArrays
-    from fabricopt.flow.two_phase.rate import _Arrays
 
     fab = fo.cluster(fo.nvswitch_domain(4, 2, 2, 100.0), nodes=3)
     arrays = _Arrays.of(fab)

@@ -48,16 +48,12 @@ from ...fabric import check_endpoint_group
 from ...graph_arrays import GraphArrays
 from ..budget import now
 from ..problem import Budget
-from .arrays import _Arrays, _levels, hub_levels, hub_nodes, hub_shares, rate_scale
-from .lp import _FullPhaseOne, _SymmetricPhaseOne  # noqa: F401 - importable here a while
+from .arrays import _Arrays, _levels, hub_levels, hub_nodes
 from .plan import plan, run
 from .problem import TwoPhaseProblem, checked_options, resolved_hubs
 from .result import ValiantBound
 
-#: hub_shares and rate_scale (arrays.py) and the LP models (lp.py) stay importable here
-#: for the modules that read them from this one before the split.
-__all__ = ["ValiantBound", "best_hub_level", "hub_levels", "hub_nodes", "hub_shares",
-           "rate_scale", "valiant_rate"]
+__all__ = ["ValiantBound", "best_hub_level", "hub_levels", "hub_nodes", "valiant_rate"]
 
 
 def valiant_rate(fab: Any, endpoints: Iterable[Hashable] | None = None, *,
