@@ -5,7 +5,8 @@
 another in this process when no executor is given, else on a
 :class:`concurrent.futures.Executor` (a process pool, or a Dask cluster through
 ``distributed.Client(...).get_executor()``), where every task caps its BLAS/OpenMP pools at one
-thread (:func:`limit_threads`) so tasks side by side do not oversubscribe the cores.
+thread (:func:`limit_threads`) so tasks side by side do not oversubscribe the cores, and a Dask
+worker gets back the heap glibc would have given it (:func:`roomy_heap`).
 
 ``progress`` means the same everywhere: None shows a bar when stderr is a terminal, True
 always, False never, and a function is called as ``progress(done, total)`` after each task.
@@ -26,12 +27,52 @@ from .._progress import progress_bar, stage_status
 from .._stages import listening
 
 __all__ = ["THREAD_ENV", "Progress", "check_executor", "check_progress", "limit_threads",
-           "run", "worker_count"]
+           "roomy_heap", "run", "worker_count"]
 
 #: Environment variables that cap the threads of BLAS and OpenMP pools in a worker, so tasks
 #: running side by side do not each start one thread per core.
 THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
               "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+#: glibc's own ceiling for its sliding mmap threshold on 64-bit machines
+#: (``DEFAULT_MMAP_THRESHOLD_MAX``, 4 MiB x sizeof(long)): blocks below it come from the heap.
+MMAP_THRESHOLD = 32 * 2**20
+#: The trim threshold glibc pairs with a raised mmap threshold (twice it): the top of the heap
+#: is given back only above this.
+TRIM_THRESHOLD = 2 * MMAP_THRESHOLD
+_heap_set: list[bool] = []
+
+
+def _glibc() -> Any:
+    import ctypes
+
+    return ctypes.CDLL("libc.so.6")
+
+
+def roomy_heap() -> bool:
+    """Let this process's heap serve blocks up to :data:`MMAP_THRESHOLD` again, once, where
+    ``MALLOC_TRIM_THRESHOLD_`` is set (True when it did).
+
+    A Dask nanny starts its workers with ``MALLOC_TRIM_THRESHOLD_=65536`` (to give memory
+    back to the system). Setting any glibc threshold freezes its sliding mmap threshold at
+    128 KiB, so every array above 128 KiB is mapped, faulted in page by page and unmapped
+    afresh: a 16,384-GPU candidate's ECMP bracket took 9.7 s of CPU so, 4.8-5.1 s in a
+    plain process. This sets the two thresholds glibc's own sliding rule reaches (``mallopt``
+    on glibc; nothing elsewhere, or without that variable).
+
+    >>> isinstance(roomy_heap(), bool)
+    True
+    """
+    if _heap_set or "MALLOC_TRIM_THRESHOLD_" not in os.environ:
+        return bool(_heap_set)
+    _heap_set.append(True)  # tried once, whatever comes of it
+    try:
+        libc = _glibc()
+        m_trim_threshold, m_mmap_threshold = -1, -3  # malloc.h
+        return bool(libc.mallopt(m_mmap_threshold, MMAP_THRESHOLD)
+                    and libc.mallopt(m_trim_threshold, TRIM_THRESHOLD))
+    except (OSError, AttributeError):  # not glibc: its allocator is not the one frozen
+        return False
 
 
 @contextlib.contextmanager
@@ -39,7 +80,9 @@ def limit_threads(threads: int = 1) -> Iterator[None]:
     """Cap BLAS/OpenMP pools (and HiGHS, through them) at ``threads`` while the block runs.
 
     Sets :data:`THREAD_ENV` for libraries loaded inside the block, and resizes the pools
-    already loaded (``threadpoolctl``). The environment is restored afterwards.
+    already loaded (``threadpoolctl``). The environment is restored afterwards. Every task
+    on an executor runs inside it, so it also gives a Dask worker its heap back
+    (:func:`roomy_heap`).
 
     >>> import os
     >>> with limit_threads(1):
@@ -48,6 +91,7 @@ def limit_threads(threads: int = 1) -> Iterator[None]:
     """
     from threadpoolctl import threadpool_limits
 
+    roomy_heap()
     saved = {name: os.environ.get(name) for name in THREAD_ENV}
     os.environ.update({name: str(threads) for name in THREAD_ENV})
     try:
