@@ -23,7 +23,7 @@ from .bounds import HierarchyCut, structural_cut_lengths
 from .budget import now
 from .certificate import EXACT_RTOL
 from .leaf_run_cuts import LeafRunCut, leaf_run_cut
-from .plane_lp import IPM_SECONDS_PER_NONZERO, solve_planes
+from .plane_lp import IPM_SECONDS_PER_NONZERO, UNTIMED_MAX_NONZEROS, solve_planes
 from .plane_routing import PlaneProof, proven_plane_rate
 from .planes import plane_structure
 from .proof import ArcLengths, endpoint_cut_bound
@@ -36,10 +36,11 @@ PROOF_PER_BUILD = 2.5
 
 #: CPU seconds the LP's assembly takes per arc of the fabric (6 s for the 410,000 arcs of a
 #: failed 16,384-GPU SuperPOD, 1 s for a 4,096-GPU one's 100,000), and the fewest nonzeros
-#: its LP has per arc (3.6 and 5.9 on those): under a time limit, nothing of the planes is
-#: read when even these lower estimates of the assembly, the proof and the LP do not fit.
+#: its LP has per arc (1.5 on the failed Meta 24K design, 3.6 and 5.9 on those SuperPODs, 5.5
+#: on a failed 4,096-GPU 3-tier Clos): nothing of the planes is read when even these low
+#: estimates of the assembly, the proof and the LP do not fit.
 BUILD_SECONDS_PER_ARC = 1e-5
-LP_NONZEROS_PER_ARC = 3.5
+LP_NONZEROS_PER_ARC = 1.5
 
 
 def plane_bracket(fab: Fabric, traffic: Traffic, time_limit: float | None = None
@@ -54,7 +55,9 @@ def plane_bracket(fab: Fabric, traffic: Traffic, time_limit: float | None = None
     built, less what the proof of its routing is expected to take
     (:data:`PROOF_PER_BUILD` times the build), and is not begun when that leaves less than
     it is expected to take; nothing is read when the fabric's arcs alone say so
-    (:data:`BUILD_SECONDS_PER_ARC`, :data:`LP_NONZEROS_PER_ARC`).
+    (:data:`BUILD_SECONDS_PER_ARC`, :data:`LP_NONZEROS_PER_ARC`), nor, without a time limit,
+    when they say its LP has more than
+    :data:`~fabricopt.flow.plane_lp.UNTIMED_MAX_NONZEROS` nonzeros.
 
     Examples
     --------
@@ -78,6 +81,8 @@ def plane_bracket(fab: Fabric, traffic: Traffic, time_limit: float | None = None
                          + LP_NONZEROS_PER_ARC * IPM_SECONDS_PER_NONZERO)
     if time_limit is not None and least > time_limit - (now() - start):
         return None
+    if time_limit is None and ga.n_arcs * LP_NONZEROS_PER_ARC > UNTIMED_MAX_NONZEROS:
+        return None  # its LP would not be begun: no assembly either
     pl, _ = plane_structure(fab, ga)
     if pl is None:
         return None

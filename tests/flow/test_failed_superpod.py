@@ -151,6 +151,12 @@ def test_the_planes_are_not_read_when_the_arcs_say_they_cannot_fit(monkeypatch):
     read = _begun(monkeypatch, plane_bracket, "plane_structure")
     assert plane_bracket.plane_bracket(fab, traffic, time_limit=0.9 * least) is None
     assert read == []
+    # Without a limit, an LP the arcs say is larger than UNTIMED_MAX_NONZEROS is not
+    # assembled either (its LP would not be begun).
+    monkeypatch.setattr(plane_bracket, "UNTIMED_MAX_NONZEROS",
+                        arcs * plane_bracket.LP_NONZEROS_PER_ARC - 1)
+    assert plane_bracket.plane_bracket(fab, traffic) is None
+    assert read == []
 
 
 def test_the_detours_stop_where_the_time_does():
