@@ -42,7 +42,7 @@ from ..fabric import check_endpoint_group
 from ..flow import FlowResult, max_concurrent_flow, valiant_rate
 from ..flow.arguments import METHODS
 from ..flow.backends import check_solve_args
-from ..flow.check import explicit_distance_bound
+from ..flow.proof import explicit_distance_bound
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic, farthest_matching
 from .bisection import bisection_bandwidth

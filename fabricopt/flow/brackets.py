@@ -133,5 +133,4 @@ def closed(result: FlowResult) -> FlowResult:
     return replace(result, status="optimal", theta=lower, lower=lower)
 
 
-__all__ = ["closed", "hose_floor", "hose_theta", "tighter_bracket", "unsolved",
-           "with_hose_floor"]
+__all__ = ["closed", "hose_floor", "tighter_bracket", "unsolved", "with_hose_floor"]
