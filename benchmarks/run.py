@@ -2039,6 +2039,100 @@ def main_job_rows(rows: list, quick: bool) -> None:
              lambda o: o["seconds"] <= 30 and o["peak_mb"] <= 2048, "case_main_job_hashed",
              su, trials)
 
+def case_dask_optimize(gpus: int, workers: int) -> dict:
+    """optimize over :data:`OPTIMIZE_SPACE` on a Dask LocalCluster of ``workers`` one-thread
+    worker processes, each task (a topology's pricing, its solve, or both in the package
+    before) timed on its worker: wall seconds, the tasks' CPU seconds, the critical path of
+    the task graph (the longest chain: one topology's pricing then its solve; the other
+    topologies' tasks depend on nothing but the decision order) and the most tasks at once."""
+    import json
+    import os
+    import tempfile
+
+    import fabricopt as fo
+    from fabricopt.study import search
+
+    log = tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False).name
+
+    def timed(task):  # nested: shipped by value, the worker's own evaluate_group inside
+        import json
+        import os
+        import time
+
+        from fabricopt.study import search as on_worker
+
+        start, cpu = time.time(), time.process_time()
+        out = on_worker.evaluate_group(task)
+        rec = {"topology": task.candidates[0].name.rsplit(" ", 1)[0],
+               "stage": getattr(task, "stage", "both"), "start": start, "end": time.time(),
+               "cpu": time.process_time() - cpu, "pid": os.getpid()}
+        with open(log, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+        return out
+
+    from distributed import Client, LocalCluster
+
+    # The workers import the package this process imported (a "before" tree included).
+    os.environ["PYTHONPATH"] = str(Path(fo.__file__).resolve().parent.parent)
+    search.evaluate_group = timed  # what optimize sends to the executor
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                      dashboard_address=":0") as cluster, Client(cluster) as client:
+        where = client.run(lambda: __import__("fabricopt").__file__)
+        assert all(w == fo.__file__ for w in where.values()), (where, fo.__file__)
+        start = time.perf_counter()
+        res = fo.optimize(gpus, space=OPTIMIZE_SPACE, constraints={"all_to_all_gbps_per_gpu": 150},
+                          executor=client.get_executor(), progress=False)
+        seconds = time.perf_counter() - start
+    with open(log) as f:
+        tasks = [json.loads(line) for line in f]
+    os.unlink(log)
+    chains: dict[str, float] = {}
+    for t in tasks:
+        chains[t["topology"]] = chains.get(t["topology"], 0.0) + t["cpu"]
+    work, path = sum(chains.values()), max(chains.values(), default=0.0)
+    ends = sorted([(t["start"], 1) for t in tasks] + [(t["end"], -1) for t in tasks])
+    running = most = 0
+    for _, step in ends:
+        running += step
+        most = max(most, running)
+    best = res.best["name"] if res.best else None
+    rows = json.dumps([{k: v for k, v in r.items() if k != "seconds"} for r in res.rows],
+                      sort_keys=True, default=str)
+    import hashlib
+
+    return {"seconds": seconds, "work": work, "path": path, "best": best,
+            "rows": hashlib.sha1(rows.encode()).hexdigest()[:10],
+            "value": f"{len(tasks)} tasks, {work:.1f} s task CPU, critical path {path:.1f} s "
+                     f"(total / path {work / max(path, 1e-9):.2f}), at most {most} at once; "
+                     f"best {best}; rows {hashlib.sha1(rows.encode()).hexdigest()[:10]}; "
+                     f"{_load()}"}
+
+
+def dask_rows(rows: list, quick: bool) -> None:
+    """Issue 45's Dask target: optimize on 1 and 2 Dask workers side by side, now and with the
+    package of :data:`BEFORE_MAIN_JOB`; each pair's wall ratio, and the speed-up the task graph
+    allows two workers (its CPU work over the larger of half the work and the critical path),
+    which a 2-core machine shared with other work cannot show in wall time."""
+    tree = _package_at(BEFORE_MAIN_JOB)
+    gpus = 1024 if quick else 16384
+    cases = [("now", "case_dask_optimize", (gpus,))]
+    if tree:
+        cases.append((f"before ({BEFORE_MAIN_JOB})", "case_before",
+                      (tree, "case_dask_optimize", gpus)))
+    for label, fn, args in cases:
+        one = run_case(fn, *args, 1)
+        rows.append((f"optimize {gpus:,} GPUs on Dask, 1 worker, {label}", one, "", ""))
+        two = run_case(fn, *args, 2)
+        ratio = one["seconds"] / two["seconds"]
+        work = two.get("work", float("nan"))
+        ideal = work / max(work / 2, two.get("path", float("nan")), 1e-9)
+        same = one.get("rows") == two.get("rows")
+        rows.append((f"optimize {gpus:,} GPUs on Dask, 2 workers, {label}", two,
+                     f">= 1.6x: wall {ratio:.2f}x, task graph {ideal:.2f}x, same rows {same}",
+                     "met" if ideal >= 1.6 and same and ratio >= 1.6 else
+                     ("graph met, wall not" if ideal >= 1.6 and same else "not met")))
+
+
 BLOCKS = {
     "bounds-first": (bounds_first_rows, "the bounds stage beside the method before it, and "
                      "NetGraph's MaximumSupportedDemand"),
@@ -2067,6 +2161,8 @@ BLOCKS = {
             "fat_tree(8) beside NetGraph, each beside the package before (0fc9643)"),
     "main-job": (main_job_rows, "issue 45 point 3: compare topologies/, optimize 16K, Dask 1 "
                  "vs 2 workers, hashed routing 10/20 trials, beside the package before"),
+    "dask": (dask_rows, "issue 45's Dask target: optimize on 1 and 2 workers, task CPU, "
+             "critical path and wall ratio, beside the package before"),
 }
 
 
