@@ -21,7 +21,7 @@ open and passes once it closes; ``result.stages`` names the stage that proved ea
 >>> print(plan(BisectionProblem.of(fo.ring(8), milp_max_nodes=0)))  # doctest: +ELLIPSIS
 plan for method='auto':
   1. intact fabric less lost: skipped (not a failed copy of a generated fabric)
-  2. candidate cuts: runs (8 endpoints, 16 arcs)
+  2. candidate cuts: runs (a minimum cut per candidate split (structural, ...) on 16 arcs)
   ...
   11. exact MILP: skipped (8 nodes > milp_max_nodes=0)
 """
@@ -127,15 +127,13 @@ def _lower_cut(problem: BisectionProblem, bracket: Bracket,
 
 
 class _Stage:
-    """A stage that runs on every problem while the bracket is open."""
+    """A stage that runs on every problem while the bracket is open; each says its own
+    cost."""
 
     name = ""
 
     def applies(self, problem: BisectionProblem) -> tuple[bool, str]:
         return True, ""
-
-    def cost(self, problem: BisectionProblem) -> str:
-        return f"{problem.n:,} endpoints, {problem.ga.n_arcs:,} arcs"
 
 
 class _OnFailedCopy(_Stage):
@@ -149,6 +147,10 @@ class _OnFailedCopy(_Stage):
 class IntactLessLost(_OnFailedCopy):
     name = "intact fabric less lost"
 
+    def cost(self, problem: BisectionProblem) -> str:
+        return ("the intact fabric's bisection (kept for the next failed copy), then one "
+                "two-phase rate per hub level less what the failed links stop")
+
     def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
         problem.degraded = _degraded_lower(problem.fab, problem.eps, problem.time_limit)
         if problem.degraded is not None and problem.degraded[0] > 0:
@@ -157,6 +159,10 @@ class IntactLessLost(_OnFailedCopy):
 
 class CandidateCuts(_Stage):
     name = "candidate cuts"
+
+    def cost(self, problem: BisectionProblem) -> str:
+        return (f"a minimum cut per candidate split (structural, spectral, Kernighan-Lin) "
+                f"on {problem.ga.n_arcs:,} arcs")
 
     def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
         p, ga = problem, problem.ga
@@ -177,6 +183,10 @@ class CandidateCuts(_Stage):
 class GivenBackProfile(_OnFailedCopy):
     name = "flow per profile, failed links given back"
 
+    def cost(self, problem: BisectionProblem) -> str:
+        return ("the fabric with its failed links given back: a two-phase rate per unit, "
+                "then one LP over the split profiles of the top tier")
+
     def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
         # First, as the hose rate and the pairs inside units then rarely beat it (the
         # 2,048-GPU rail 2:1 cluster minus 1 %: 226,400 Gb/s, where they proved 204,200 and
@@ -194,6 +204,9 @@ class GivenBackProfile(_OnFailedCopy):
 class GivenBackHose(_OnFailedCopy):
     name = "hose rate, failed links given back"
 
+    def cost(self, problem: BisectionProblem) -> str:
+        return "one two-phase rate on the fabric with its failed links given back"
+
     def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
         # A rail cluster of one unit: one failed NIC holds every GPU's rate to 350, given
         # back 400 less its link.
@@ -206,6 +219,10 @@ class GivenBackHose(_OnFailedCopy):
 
 class HoseRate(_Stage):
     name = "two-phase hose rate"
+
+    def cost(self, problem: BisectionProblem) -> str:
+        return ("one two-phase rate per hub level tried (none when a hierarchy cut caps it "
+                "at the bound in hand)")
 
     def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
         p = problem
@@ -226,6 +243,9 @@ class HoseRate(_Stage):
 class WholeGroups(_Stage):
     name = "whole groups"
 
+    def cost(self, problem: BisectionProblem) -> str:
+        return "a minimum cut per balanced split of whole groups of the hierarchy"
+
     def applies(self, problem: BisectionProblem) -> tuple[bool, str]:
         # A failed fabric's are among the candidate cuts (its bound below is known first).
         return (False, "tried with the candidate cuts") if problem.failed_copy else (True, "")
@@ -244,6 +264,10 @@ class WholeGroups(_Stage):
 class PairsInsideUnits(_Stage):
     name = "pairs inside units"
 
+    def cost(self, problem: BisectionProblem) -> str:
+        return ("a two-phase rate per unit on what the hose load leaves, then a subset sum "
+                "over the units")
+
     def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
         # Where the hose rate is held by a unit's uplinks and the cheapest split cuts
         # through a unit, the pairs it leaves inside units add what they carry below them.
@@ -256,6 +280,9 @@ class PairsInsideUnits(_Stage):
 class ProfileFlow(_Stage):
     name = "flow per split profile"
 
+    def cost(self, problem: BisectionProblem) -> str:
+        return "a two-phase rate per unit, then one LP over the split profiles of the top tier"
+
     def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
         # Where the top tier's bundles are uneven the hose rate sits below what a split's
         # whole units send over their own uplinks: the top's flow chosen per split.
@@ -267,6 +294,9 @@ class ProfileFlow(_Stage):
 
 class GroupSwaps(_Stage):
     name = "groups swapped"
+
+    def cost(self, problem: BisectionProblem) -> str:
+        return "a minimum cut per group of the hierarchy swapped across the best cut"
 
     def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
         # The best cut with whole groups exchanged across it (a failed fat tree's leaves
@@ -282,6 +312,10 @@ class GroupSwaps(_Stage):
 
 class AllToAll(_Stage):
     name = "all-to-all throughput"
+
+    def cost(self, problem: BisectionProblem) -> str:
+        return (f"max_concurrent_flow on {problem.n:,} endpoints (its own plan), unless a "
+                "hierarchy cut shows it cannot raise the bound")
 
     def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
         p = problem

@@ -25,6 +25,16 @@ def test_a_failed_copy_tries_its_whole_groups_with_the_candidate_cuts():
     assert "6. whole groups: skipped (tried with the candidate cuts)" in said
 
 
+def test_each_stage_says_its_own_cost():
+    # A failed fat_tree(4) runs every stage but whole groups and the MILP's size check aside:
+    # each says what it would do, not one line shared by all (the plan is read to know
+    # what a bisection will cost before it runs).
+    problem = BisectionProblem.of(fo.fail_random(fo.fat_tree(4), 0.1, seed=0))
+    costs = [stage.cost(problem) for stage in STAGES]
+    assert len(set(costs)) == len(STAGES)
+    assert "minimum cut" in costs[1] and "given back" in costs[3]
+
+
 @pytest.mark.parametrize("fab, lower, upper", [
     # A ring of 8 unit links: the hose rate 1/2 proves 4 x 1/2 = 2, the first cut found.
     (fo.ring(8), "two-phase hose rate", "candidate cuts"),
