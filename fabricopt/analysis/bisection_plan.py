@@ -202,7 +202,7 @@ class GivenBackProfile(_OnFailedCopy):
 
 
 class GivenBackHose(_OnFailedCopy):
-    name = "hose rate, failed links given back"
+    name = "two-phase rate, failed links given back"
 
     def cost(self, problem: BisectionProblem) -> str:
         return "one two-phase rate on the fabric with its failed links given back"
@@ -218,7 +218,7 @@ class GivenBackHose(_OnFailedCopy):
 
 
 class HoseRate(_Stage):
-    name = "two-phase hose rate"
+    name = "two-phase rate"
 
     def cost(self, problem: BisectionProblem) -> str:
         return ("one two-phase rate per hub level tried (none when a hierarchy cut caps it "

@@ -37,12 +37,12 @@ def test_each_stage_says_its_own_cost():
 
 @pytest.mark.parametrize("fab, lower, upper", [
     # A ring of 8 unit links: the hose rate 1/2 proves 4 x 1/2 = 2, the first cut found.
-    (fo.ring(8), "two-phase hose rate", "candidate cuts"),
+    (fo.ring(8), "two-phase rate", "candidate cuts"),
     # 32 DGX H100 on rails minus 1 % (seed 1: a NIC among the failed links): the hose
     # rate with the NIC given back, 51,200 less its 400, meets the cut (test_failed_bisection).
     (fo.fail_random(fo.cluster(fo.dgx_h100(), nodes=32, scale_out="rail_optimized",
                                oversubscription=2), 0.01, seed=1),
-     "hose rate, failed links given back", "candidate cuts"),
+     "two-phase rate, failed links given back", "candidate cuts"),
     # fat_tree(8) minus 5 % (seed 0): the intact fabric less every failed link below,
     # the swapped cut above (test_split_search).
     (fo.fail_random(fo.fat_tree(8), 0.05, seed=0), "intact fabric less lost",
