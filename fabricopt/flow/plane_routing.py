@@ -9,7 +9,7 @@ carries, from the fabric alone:
   turned at a leaf, kept in a server) add up to at least :math:`t` of its demand, none below
   zero;
 * every piece of it runs along a path of the fabric: GPU to a NIC's GPU over the server's
-  NVSwitches, NIC link, one of the routes of :func:`~fabricopt.flow.plane_lp.plane_routes`
+  NVSwitches, NIC link, one of the routes of :func:`~fabricopt.flow.plane_routes.plane_routes`
   up to the plane's switch in its zone, over one of the plane's hubs to the target's zone,
   and the same way down (each route's, hub's and NIC's share of what crosses it summing to
   one), so every commodity is conserved at every node;
@@ -31,10 +31,9 @@ import numpy as np
 
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
-from .plane_lp import (
-    PlaneSolution,
+from .plane_lp import PlaneSolution, counts
+from .plane_routes import (
     bounce_arcs,
-    counts,
     leaf_neighbours,
     leaf_path,
     plane_routes,

@@ -16,6 +16,7 @@ import fabricopt as fo
 import fabricopt.failures.intact_flow as intact_flow
 import fabricopt.flow.budget as budget
 import fabricopt.flow.plane_lp as plane_lp
+import fabricopt.flow.plane_routes as plane_routes
 import fabricopt.flow.reroute as reroute
 from fabricopt.flow.planes import plane_structure
 
@@ -185,7 +186,7 @@ def test_middle_volumes_read_by_zone_pair_are_the_same_terms():
     # those the search through every pair gives.
     fab = fo.fail_random(fo.superpod(4), 0.02, seed=3, tiers=["leaf-spine"])
     pl, _ = plane_structure(fab)
-    cl, ct = plane_lp.server_classes(pl), plane_lp.counts(pl)
+    cl, ct = plane_routes.server_classes(pl), plane_lp.counts(pl)
     lp = plane_lp._PlaneLP(pl, cl, ct)
     lp.shares()
     c = lp.c
