@@ -24,6 +24,9 @@ bound.
   intact fabric's flows less what the failed links stop
   (:mod:`~fabricopt.analysis.failed_bisection`), and the flow per profile and the hose
   bound proven with the failed scale-out links given back, less what those can carry.
+  On a layered fabric (a Clos or fat tree, failed links and all) every choice of the top
+  tier's sides is tried where they are few (exact), else its planes' exact bisections are
+  summed (:mod:`~fabricopt.analysis.layered_bisection`).
   Above: the best cut with whole groups of the hierarchy swapped across it
   (:mod:`~fabricopt.analysis.split_search`).
   ``exact`` is True only when the lower and upper bounds meet.

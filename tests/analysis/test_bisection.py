@@ -180,9 +180,12 @@ def test_failed_fat_tree_bracket_without_hose_lps(monkeypatch):
     # links' own sides tried, analysis/failed_bisection.py): 24,200, and every cut is a
     # multiple of 400, so 24,400. The cut found crosses three failed links: 25,600 - 1,200.
     # Leaf13 keeps 3 uplinks for its 4 GPUs, so no hose rate passes 300 Gb/s (3 x 400 / 4)
-    # and the failed fabric's hose LPs are not run at all.
+    # and the failed fabric's hose LPs are not run at all. (The enumeration of the top
+    # tier's sides, which would close it too, is kept out: test_layered_bisection.py.)
     import fabricopt.analysis.bisection as bisection_module
+    import fabricopt.analysis.bisection_plan as bisection_plan
 
+    monkeypatch.setattr(bisection_plan, "LAYERED_MAX_ARCS", 0)
     fab = fo.fail_random(fo.fat_tree(8), 0.01, seed=1)
     calls = []
     real = bisection_module._hose_rate

@@ -13,16 +13,16 @@ def test_the_plan_passes_over_the_failed_copy_stages_on_an_intact_fabric():
     assert len(lines) == 1 + len(STAGES)
     assert lines[1] == ("  1. intact fabric less lost: skipped (not a failed copy of a "
                         "generated fabric)")
-    assert lines[6].startswith("  6. whole groups: runs")
+    assert lines[8].startswith("  8. whole groups: runs")
     # fat_tree(4): 36 nodes, at most milp_max_nodes=60, so the MILP would run.
-    assert lines[11].startswith("  11. exact MILP: runs (36 binary sides")
+    assert lines[13].startswith("  13. exact MILP: runs (36 binary sides")
 
 
 def test_a_failed_copy_tries_its_whole_groups_with_the_candidate_cuts():
     failed = fo.fail_random(fo.fat_tree(4), 0.1, seed=0)
     said = str(plan(BisectionProblem.of(failed)))
     assert "1. intact fabric less lost: runs" in said
-    assert "6. whole groups: skipped (tried with the candidate cuts)" in said
+    assert "8. whole groups: skipped (tried with the candidate cuts)" in said
 
 
 def test_each_stage_says_its_own_cost():
@@ -43,11 +43,15 @@ def test_each_stage_says_its_own_cost():
     (fo.fail_random(fo.cluster(fo.dgx_h100(), nodes=32, scale_out="rail_optimized",
                                oversubscription=2), 0.01, seed=1),
      "two-phase rate, failed links given back", "candidate cuts"),
-    # fat_tree(8) minus 5 % (seed 0): the intact fabric less every failed link below,
-    # the swapped cut above (test_split_search).
-    (fo.fail_random(fo.fat_tree(8), 0.05, seed=0), "intact fabric less lost",
+    # fat_tree(8) minus 5 % (seed 0): its top tier's sides enumerated, both ends
+    # (test_layered_bisection).
+    (fo.fail_random(fo.fat_tree(8), 0.05, seed=0), "top tier's sides enumerated",
+     "top tier's sides enumerated"),
+    # fat_tree(16) minus 5 % (seed 0): too many choices of its cores' sides; its planes
+    # below, the swapped cut above.
+    (fo.fail_random(fo.fat_tree(16), 0.05, seed=0), "planes' exact bisections",
      "groups swapped"),
-], ids=["ring", "rail-failed-nic", "fat-tree-failed"])
+], ids=["ring", "rail-failed-nic", "fat-tree-failed", "fat-tree-16-failed"])
 def test_a_result_names_the_stage_of_each_end(fab, lower, upper):
     b = fo.bisection_bandwidth(fab)
     assert b.stages == {"lower": lower, "upper": upper}
