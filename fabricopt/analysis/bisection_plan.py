@@ -19,7 +19,9 @@ open and passes once it closes; ``result.stages`` names the stage that proved ea
 8. :class:`WholeGroups` (upper) — whole groups in every combination (an intact fabric).
 9. :class:`PairsInsideUnits`, 10. :class:`ProfileFlow` (lower).
 11. :class:`GroupSwaps` (upper) — the best cut with whole groups swapped across it.
-12. :class:`AllToAll` (lower), 13. :class:`ExactMILP` (both).
+12. :class:`TopDescent` (upper) — a layered fabric: from the best cut, the top tier's sides
+    changed a class at a time, every pod placed exactly below them.
+13. :class:`AllToAll` (lower), 14. :class:`ExactMILP` (both).
 
 >>> import fabricopt as fo
 >>> print(plan(BisectionProblem.of(fo.ring(8), milp_max_nodes=0)))  # doctest: +ELLIPSIS
@@ -27,7 +29,7 @@ plan for method='auto':
   1. intact fabric less lost: skipped (not a failed copy of a generated fabric)
   2. candidate cuts: runs (a minimum cut per candidate split (structural, ...) on 16 arcs)
   ...
-  13. exact MILP: skipped (8 nodes > milp_max_nodes=0)
+  14. exact MILP: skipped (8 nodes > milp_max_nodes=0)
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ from .bisection import (
 )
 from .cuts import Cut, hose_ceiling
 from .failed_bisection import given_back, restored_hose_lower
-from .layered_bisection import exact_layered, plane_lower, read_layers
+from .layered_bisection import descend_top, exact_layered, plane_lower, read_layers
 from .local_pairs import local_pairs_lower
 from .profile_flow import profile_flow_lower, restored_profile_lower
 from .split_search import swap_groups
@@ -391,6 +393,26 @@ class GroupSwaps(_Stage):
                        self.name)
 
 
+class TopDescent(_OnLayered):
+    name = "top tier's sides descended"
+
+    def cost(self, problem: BisectionProblem) -> str:
+        return ("a layered fabric: rounds of every one-class change of the top tier's sides "
+                "from the best cut, every pod placed exactly below each")
+
+    def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
+        # fat_tree(16) minus 5 %, seed 0: 169,600 -> 166,400 Gb/s from the swapped cut.
+        p = problem
+        if not _open(bracket) or p.cut is None:
+            return
+        found = descend_top(p.ga, p.ep_idx, p.cut.side)
+        if found is not None:
+            value, side = found
+            cut = Cut(side, value, np.flatnonzero(side[p.ga.tail] & ~side[p.ga.head]))
+            _lower_cut(p, bracket, (value, f"{p.found_by}, top tier's sides descended", cut),
+                       self.name)
+
+
 class AllToAll(_Stage):
     name = "all-to-all throughput"
 
@@ -440,7 +462,7 @@ class ExactMILP(_Stage):
 
 STAGES = (IntactLessLost(), CandidateCuts(), GivenBackProfile(), GivenBackHose(), HoseRate(),
           TopSides(), PlaneBisections(), WholeGroups(), PairsInsideUnits(), ProfileFlow(),
-          GroupSwaps(), AllToAll(), ExactMILP())
+          GroupSwaps(), TopDescent(), AllToAll(), ExactMILP())
 
 
 def plan(problem: BisectionProblem) -> Plan:

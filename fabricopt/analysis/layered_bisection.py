@@ -52,6 +52,8 @@ MAX_CONFIGS = 1 << 17
 MAX_COMPONENT_MIDS = 10
 #: Most entries of one configurations-by-endpoints table held at once.
 MAX_TABLE = 40_000_000
+#: Most rounds of the descent over the top tier's sides.
+DESCENT_ROUNDS = 30
 
 _INF = np.inf
 
@@ -429,3 +431,61 @@ def _planes(ga: GraphArrays, layers: Layers) -> list[np.ndarray]:
         plane[ep_link] = cap[ep_link] * share[ep_leaf[ep_link]]
         planes.append(plane)
     return planes
+
+
+def descend_top(ga: GraphArrays, ep_idx: np.ndarray, side: np.ndarray,
+                rounds: int = DESCENT_ROUNDS) -> tuple[float, np.ndarray] | None:
+    """A cut at or below the split ``side`` (True on the sending side): the top tier's
+    sides read off it, then, round by round, every change of one class's count tried at
+    once (each with every pod placed exactly below that top) and the best taken, until none
+    helps. The split returned has its cut's capacity summed from the arcs; None when the
+    fabric is not layered.
+
+    >>> import fabricopt as fo
+    >>> ft = fo.fat_tree(4)
+    >>> ga = GraphArrays.from_fabric(ft)
+    >>> ep = np.array([ga.index[e] for e in ft.endpoints])
+    >>> bad = np.zeros(ga.n_nodes, dtype=bool)
+    >>> bad[ep[::2]] = True                    # every other host: 8 host links, 3,200
+    >>> value, side = descend_top(ga, ep, bad)
+    >>> value                                  # pods placed whole below the top: 8 x 400
+    3200.0
+    """
+    layers = read_layers(ga, ep_idx, max_configs=np.inf)
+    if layers is None:
+        return None
+    sizes = np.array([len(c) for c in layers.top_classes])
+    now = np.array([[side[c].sum() for c in layers.top_classes]], dtype=float)
+    value, sending = _least_below(ga, ep_idx, layers, now)
+    value, sending = float(value[0]), int(sending[0])
+    for _ in range(rounds):
+        moves = [np.where(np.arange(len(sizes)) == k, x, now[0])
+                 for k, n in enumerate(sizes) for x in range(n + 1) if x != now[0, k]]
+        if not moves:
+            break
+        tried, at = _least_below(ga, ep_idx, layers, np.array(moves, dtype=float))
+        best = int(np.argmin(tried))
+        if not tried[best] < value * (1 - 1e-12):
+            break
+        value, sending, now = float(tried[best]), int(at[best]), np.array([moves[best]])
+    n = len(ep_idx)
+    built = _split(ga, ga.capacity, layers, now[0], sending, n // 2)
+    capacity, _ = cut_capacity(ga, built)
+    if abs(capacity - value) > 1e-9 * max(1.0, value):
+        return None
+    return value, built
+
+
+def _least_below(ga: GraphArrays, ep_idx: np.ndarray, layers: Layers, counts: np.ndarray,
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """For each row of the top's counts: the least cut with every pod placed exactly below
+    it, and how many endpoints linked to leaves then send."""
+    n = len(ep_idx)
+    lo, hi, live = n // 2, n - n // 2, n - len(layers.free)
+    least = np.zeros((len(counts), 1))
+    for comp in layers.components:
+        table, _ = _component_table(ga, ga.capacity, comp, layers, counts)
+        least, _ = _convolve(least, table)
+    first = max(0, lo - len(layers.free))
+    window = least[:, first:min(live, hi) + 1]
+    return window.min(axis=1), window.argmin(axis=1) + first

@@ -162,3 +162,20 @@ def test_bisection_bandwidth_narrows_failed_fat_tree_16():
     assert b.stages["lower"] == "planes' exact bisections"
     assert sum(fab.graph[u][v]["capacity"] for u, v in b.cut.links) == pytest.approx(
         b.upper_gbps)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_descent_from_a_poor_split_is_a_cut_never_below_the_exact(seed):
+    # fat_tree(8) minus 5 %: from every other host sending (64 host links crossing, 25,600
+    # less the failed ones), the descent ends on a split whose cut, re-summed from the
+    # fabric's links, is at least the exact bisection and no more than where it started.
+    from fabricopt.analysis.layered_bisection import descend_top
+
+    fab = fo.fail_random(fo.fat_tree(8), 0.05, seed=seed)
+    ga, ep = _arrays(fab)
+    start = np.zeros(ga.n_nodes, dtype=bool)
+    start[ep[::2]] = True
+    value, side = descend_top(ga, ep, start)
+    _check_split(fab, ga, ep, value, side)
+    assert exact_layered(ga, ep)[0] <= value + 1e-9
+    assert value <= _crossing(fab, start, ga) + 1e-9
