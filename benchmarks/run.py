@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+from suite_time import case_suite, suite_rows  # noqa: F401  (run_case finds case_suite)
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 
@@ -2133,6 +2135,12 @@ def dask_rows(rows: list, quick: bool) -> None:
                      ("graph met, wall not" if ideal >= 1.6 and same else "not met")))
 
 
+
+def _suite_rows(rows: list, quick: bool) -> None:
+    """The test suite as configured beside the suite in one process (suite_time.py)."""
+    suite_rows(rows, quick, run_case)
+
+
 BLOCKS = {
     "bounds-first": (bounds_first_rows, "the bounds stage beside the method before it, and "
                      "NetGraph's MaximumSupportedDemand"),
@@ -2161,6 +2169,8 @@ BLOCKS = {
             "fat_tree(8) beside NetGraph, each beside the package before (0fc9643)"),
     "main-job": (main_job_rows, "issue 45 point 3: compare topologies/, optimize 16K, Dask 1 "
                  "vs 2 workers, hashed routing 10/20 trials, beside the package before"),
+    "suite": (_suite_rows, "issue 45's suite target: the tests as configured (one process "
+                           "per core) beside one process, on a clone of HEAD"),
     "dask": (dask_rows, "issue 45's Dask target: optimize on 1 and 2 workers, task CPU, "
              "critical path and wall ratio, beside the package before"),
 }
