@@ -34,9 +34,8 @@ from ..flow.api import (
 from ..flow.bounds import ECMP_MAX_ENTRIES, HierarchyCut, structural_cut_lengths
 from ..flow.budget import now
 from ..flow.certificate import EXACT_RTOL
-from ..flow.check import endpoint_cut_bound, smallest_demand
 from ..flow.lp_proof import proven_flow
-from ..flow.proof import ArcLengths
+from ..flow.proof import ArcLengths, endpoint_cut_bound, smallest_demand
 from ..flow.reroute import ProvenFlow, ReroutedFlow, detour_flows, rerouted
 from ..flow.result import FlowCertificate, FlowResult
 from ..generators.recipe import try_replay

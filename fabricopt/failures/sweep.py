@@ -55,6 +55,7 @@ from ..flow.api import (
 from ..flow.arguments import METHODS
 from ..flow.bounds import ECMP_MAX_ENTRIES
 from ..flow.from_intact import acceptable
+from ..flow.lp_proof import roots_carrying
 from ..flow.plane_bracket import narrowed, plane_bracket
 from ..flow.result import FlowResult
 from ..flow.warm import lengths_only
@@ -471,7 +472,7 @@ def exact_shortcut(failed: Fabric, traffic: Traffic, method: str, options: dict[
             r = max_concurrent_flow(with_symmetry(failed, found.symmetry), traffic,
                                     method="symmetric", **options)
             if r.certificate is not None:  # the group travels with the proof, as in auto
-                r.certificate = replace(r.certificate, symmetry=found.symmetry)
+                r.certificate = roots_carrying(r.certificate, found.symmetry)
                 r.message = "; ".join(m for m in (found.message, r.message) if m)
             return r
     return None

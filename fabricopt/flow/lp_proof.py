@@ -14,7 +14,7 @@ automorphisms of the fabric and its orbits recomputed from them first.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -31,7 +31,8 @@ from .proof import ProofCheck, graph_of, solve_units
 from .reroute import ProvenFlow
 from .symmetric import build_symmetric_lp
 
-__all__ = ["FlowProof", "RootFlowProof", "proven_flow", "with_proven_symmetry"]
+__all__ = ["FlowProof", "RootFlowProof", "proven_flow", "roots_carrying",
+           "with_proven_symmetry"]
 
 
 @dataclass(frozen=True)
@@ -168,6 +169,25 @@ def with_proven_symmetry(fab: Any, found: Symmetry | None) -> Any:
     except InvalidFabricError:
         return None
     return with_symmetry(fab, found)
+
+
+def roots_carrying(certificate: Any, symmetry: Symmetry | None) -> Any:
+    """``certificate`` with its root flows carrying ``symmetry`` (the group
+    :func:`~fabricopt.find_symmetry` found, which their check re-verifies), so that a
+    symmetric solve of a fabric given a found group is re-proven on the fabric without it.
+    A lower end proven by anything but root flows is left as it is (a full flow is no
+    root flow, whatever group the fabric has).
+
+    >>> import fabricopt as fo
+    >>> fab = fo.fat_tree(4)
+    >>> cert = fo.max_concurrent_flow(fab, method="symmetric").certificate
+    >>> roots_carrying(cert, None) == cert
+    True
+    """
+    proof = getattr(certificate, "lower_proof", None)
+    if not isinstance(proof, RootFlowProof):
+        return certificate
+    return replace(certificate, lower_proof=replace(proof, symmetry=symmetry))
 
 
 def proven_flow(fab: Any, result: Any, traffic: Traffic) -> ProvenFlow | None:

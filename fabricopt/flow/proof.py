@@ -50,8 +50,8 @@ from .units import in_units
 CHECK_RTOL = 1e-9
 
 __all__ = ["CHECK_RTOL", "ArcLengths", "CertificateCheck", "LowerProof", "ProofCheck",
-           "Strongest", "UpperProof", "endpoint_cut_bound", "explicit_distance_bound",
-           "graph_of", "same_graph", "smallest_demand", "solve_units"]
+           "UpperProof", "endpoint_cut_bound", "explicit_distance_bound", "graph_of",
+           "same_graph", "smallest_demand", "solve_units"]
 
 
 @dataclass(frozen=True)
@@ -253,18 +253,3 @@ class ArcLengths:
         if self.endpoint_cut:
             upper = min(upper, endpoint_cut_bound(fab, traffic, ga))
         return ProofCheck(upper * self.traffic_scale)
-
-
-@dataclass(frozen=True)
-class Strongest:
-    """Several lower proofs of one end, the strongest counting: what a certificate built
-    the old way (several proofs side by side) proves."""
-
-    proofs: tuple[Any, ...]
-
-    STAGES: ClassVar[tuple[str, ...]] = ()
-
-    def check(self, fab: Any, traffic: Traffic) -> ProofCheck:
-        """The best of the proofs' checks (0 when none proves anything)."""
-        checks = [p.check(fab, traffic) for p in self.proofs]
-        return max(checks, key=lambda c: c.value, default=ProofCheck(0.0))

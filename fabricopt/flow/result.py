@@ -11,7 +11,6 @@ import numpy as np
 
 from ..graph_arrays import GraphArrays
 from ..symmetry_claim import Symmetry
-from .legacy_proofs import proofs_from
 
 Arc = tuple[Hashable, Hashable]
 
@@ -38,13 +37,7 @@ def tier_utilization(util: np.ndarray, tiers: np.ndarray, binding: np.ndarray,
     return out
 
 
-#: The keywords a certificate was built with before its proofs were typed, in their old
-#: positional order after ``ga, tiers, load``; still taken, and read back as properties.
-LEGACY_FIELDS = ("lengths", "flow", "theta", "traffic_scale", "include_endpoint_links",
-                 "symmetry", "capacity_unit", "hose", "reroute", "plane")
-
-
-@dataclass(frozen=True, init=False)
+@dataclass(frozen=True)
 class FlowCertificate:
     """What proves a :class:`FlowResult`'s bracket, kept so that
     :func:`~fabricopt.check_certificate` can re-prove it from the fabric alone.
@@ -69,13 +62,21 @@ class FlowCertificate:
         What proves the upper end: :class:`~fabricopt.flow.proof.ArcLengths` (an LP's
         duals, a cut's lengths, the cut around each endpoint); None when nothing does.
 
-    The old attributes are read from the proofs: ``lengths`` (the upper proof's arc lengths),
-    ``flow`` and ``theta`` (a stored LP point and its theta, solve units), ``traffic_scale``
-    and ``capacity_unit`` (the solve's units, :mod:`fabricopt.flow.units`),
-    ``include_endpoint_links``, ``symmetry`` (a found symmetry the root flows use), ``hose``
-    (the two-phase rate of a hose floor), ``reroute`` (a rerouted intact flow) and ``plane``
-    (a routing through the planes). Built with those keywords (the old way, positional
-    after ``load`` in that order), the certificate makes the proofs from them.
+    The attributes of the certificate before its proofs were typed are read from the proofs
+    (read-only): ``lengths`` (the upper proof's arc lengths), ``flow`` and ``theta`` (a
+    stored LP point and its theta, solve units), ``traffic_scale`` and ``capacity_unit`` (the
+    solve's units, :mod:`fabricopt.flow.units`), ``include_endpoint_links``, ``symmetry`` (a
+    found symmetry the root flows use), ``hose`` (the two-phase rate of a hose floor),
+    ``reroute`` (a rerouted intact flow) and ``plane`` (a routing through the planes). A
+    certificate is made one way: each stage makes the proof of the end it proves, beside it,
+    and hands it as ``lower_proof`` / ``upper_proof``.
+
+    Examples
+    --------
+    >>> import fabricopt as fo
+    >>> cert = fo.max_concurrent_flow(fo.ring(6), method="lp").certificate
+    >>> cert.proofs
+    {'lower': 'FlowProof', 'upper': 'ArcLengths'}
     """
 
     ga: GraphArrays
@@ -83,22 +84,6 @@ class FlowCertificate:
     load: np.ndarray | None = None
     lower_proof: Any = None
     upper_proof: Any = None
-
-    def __init__(self, ga: GraphArrays, tiers: tuple[str, ...], load: np.ndarray | None = None,
-                 *legacy: Any, lower_proof: Any = None, upper_proof: Any = None,
-                 **legacy_named: Any) -> None:
-        object.__setattr__(self, "ga", ga)
-        object.__setattr__(self, "tiers", tiers)
-        object.__setattr__(self, "load", load)
-        if len(legacy) > len(LEGACY_FIELDS) or set(legacy_named) - set(LEGACY_FIELDS):
-            wrong = sorted(set(legacy_named) - set(LEGACY_FIELDS)) or ["too many arguments"]
-            raise TypeError(f"FlowCertificate() got unexpected {', '.join(wrong)}")
-        given = {**dict(zip(LEGACY_FIELDS, legacy, strict=False)), **legacy_named}
-        if given:
-            # The old keywords: proofs made from them over what the proofs given say.
-            lower_proof, upper_proof = proofs_from(ga, lower_proof, upper_proof, given)
-        object.__setattr__(self, "lower_proof", lower_proof)
-        object.__setattr__(self, "upper_proof", upper_proof)
 
     @property
     def proofs(self) -> dict[str, str]:

@@ -71,10 +71,12 @@ def warm_lengths(func: str, ga: GraphArrays, warm_start: Any) -> np.ndarray:
 
 
 def lengths_only(result: FlowResult) -> FlowResult:
-    """``result`` without its flow and loads: all a warm start needs, small to pickle."""
+    """``result`` without its flow and loads (its lower end's proof dropped): the lengths
+    are all a warm start needs, small to pickle."""
     if result.certificate is None:
         return result
-    return replace(result, certificate=replace(result.certificate, load=None, flow=None))
+    slim = replace(result.certificate, load=None, lower_proof=None)
+    return replace(result, certificate=slim)
 
 
 

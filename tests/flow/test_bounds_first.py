@@ -46,7 +46,7 @@ def test_stage_bounds_contain_the_lp(seed):
     cut, lengths = structural_cut_lengths(fab, traffic, ga)
     assert cut >= exact * (1 - 1e-9)
     if np.isfinite(cut):  # the cut's arcs as lengths re-prove it on the whole graph
-        from fabricopt.flow.check import explicit_distance_bound
+        from fabricopt.flow.proof import explicit_distance_bound
 
         assert explicit_distance_bound(fab, traffic, lengths, ga) <= cut * (1 + 1e-9)
     point = ecmp_point(fo.build_flow_lp(fab, traffic))
@@ -123,7 +123,7 @@ def test_a_stopped_symmetric_solve_takes_the_stage_flow():
     traffic = fo.all_to_all(fab)
     solved = fo.max_concurrent_flow(fab, method="symmetric")
     stopped = replace(solved, theta=None, lower=0.0, status="time_limit",
-                      certificate=replace(solved.certificate, flow=None, load=None, theta=None))
+                      certificate=replace(solved.certificate, lower_proof=None, load=None))
     ga = GraphArrays.from_fabric(fab)
     scale = solved.certificate.traffic_scale  # the stage proves in the same solve units
     scaled = traffic.scaled(scale)

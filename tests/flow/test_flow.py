@@ -133,7 +133,7 @@ def test_jellyfish_exact_within_cut_and_distance_bounds():
                        link_gbps=1.0)
     r = certified(fab, fo.max_concurrent_flow(fab))
     # docs/throughput.md: random graphs are tested by inequalities only. Hop-distance bound (l = 1):
-    hop = fo.flow.check.explicit_distance_bound(fab, fo.all_to_all(fab),
+    hop = fo.flow.proof.explicit_distance_bound(fab, fo.all_to_all(fab),
                                                 np.ones(fab.graph.number_of_edges()))
     assert r.theta <= hop * (1 + 1e-9)
     # Cut bound of each single endpoint: it sends 19 Gb/s through a 1 Gb/s link.

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 import fabricopt as fo
-from fabricopt.flow.check import explicit_distance_bound
 from fabricopt.flow.leaf_run_cuts import leaf_run_cut
 from fabricopt.flow.plane_bracket import narrowed, plane_bracket
 from fabricopt.flow.plane_lp import solve_planes
 from fabricopt.flow.plane_routing import PlaneProof, proven_plane_rate
 from fabricopt.flow.planes import plane_structure
+from fabricopt.flow.proof import explicit_distance_bound
 from fabricopt.graph_arrays import GraphArrays
 
 
@@ -166,7 +166,7 @@ def test_narrowed_keeps_each_side_with_its_proof():
     fab, planes, _ = _proof_and_result()
     wide = replace(planes, lower=planes.lower / 2, upper=planes.upper * 2, theta=None,
                    status="inexact",
-                   certificate=replace(planes.certificate, plane=None, lengths=None))
+                   certificate=replace(planes.certificate, lower_proof=None, upper_proof=None))
     got = narrowed(wide, planes)
     assert (got.lower, got.upper) == (planes.lower, planes.upper)
     assert fo.check_certificate(fab, got).ok

@@ -15,11 +15,10 @@ import fabricopt as fo
 from fabricopt.failures.intact_flow import IntactFlow, rerouted_answer
 from fabricopt.flow.bounds import HierarchyCut
 from fabricopt.flow.leaf_run_cuts import LeafRunCut
-from fabricopt.flow.legacy_proofs import proofs_from
 from fabricopt.flow.lp_proof import FlowProof, RootFlowProof
 from fabricopt.flow.plane_bracket import plane_bracket
 from fabricopt.flow.plane_routing import PlaneProof
-from fabricopt.flow.proof import ArcLengths, LowerProof, ProofCheck, Strongest, UpperProof
+from fabricopt.flow.proof import ArcLengths, LowerProof, ProofCheck, UpperProof
 from fabricopt.flow.reroute import ReroutedFlow
 from fabricopt.flow.result import FlowCertificate
 from fabricopt.flow.two_phase.check import HoseFloor, hose_theta
@@ -186,29 +185,43 @@ def test_the_routing_through_the_planes():
     assert not _proves(proof, other, fo.all_to_all(other), "lower", r.lower)
 
 
-def test_old_keywords_make_the_same_proofs():
+def test_old_attributes_are_read_from_the_proofs_and_made_one_way():
     fab = fo.ring(6)
     r = fo.max_concurrent_flow(fab, method="lp")
     cert, lower = r.certificate, r.certificate.lower_proof
-    # The old attributes read back from the proofs.
+    # The certificate's attributes from before its proofs were typed read back from them.
     assert cert.flow is lower.flow and cert.theta == lower.theta and cert.hose is None
     assert cert.lengths is cert.upper_proof.lengths and cert.include_endpoint_links
     assert (cert.traffic_scale, cert.capacity_unit) == (lower.traffic_scale,
                                                        lower.capacity_unit)
-    # Built the old way (positional after load), the certificate makes the same proofs.
-    old = FlowCertificate(cert.ga, cert.tiers, cert.load, cert.lengths, cert.flow, cert.theta,
-                          cert.traffic_scale, True, None, cert.capacity_unit)
-    assert type(old.lower_proof) is FlowProof and old.lower_proof.flow is lower.flow
-    assert fo.check_certificate(fab, replace(r, certificate=old)).ok
-    # An old attribute replaced changes only its end's proof.
-    zero = replace(cert, lengths=np.zeros_like(cert.lengths))
-    assert zero.lower_proof is lower and not fo.check_certificate(
-        fab, replace(r, certificate=zero)).upper_ok
-    # Several lower proofs side by side (as the old certificate allowed): the strongest.
-    both = proofs_from(cert.ga, lower, cert.upper_proof, {"hose": fo.valiant_rate(fab)})[0]
-    assert isinstance(both, Strongest) and len(both.proofs) == 2
-    with pytest.raises(TypeError, match="unexpected"):
-        FlowCertificate(cert.ga, cert.tiers, lenghts=None)
+    assert cert.reroute is None and cert.plane is None and cert.symmetry is None
+    # One way to make a certificate: the proofs, each made by its stage. The old keywords
+    # (positional after ``load`` too) are no fields of it.
+    same = FlowCertificate(cert.ga, cert.tiers, cert.load, lower, cert.upper_proof)
+    assert fo.check_certificate(fab, replace(r, certificate=same)).ok
+    for old in ({"lengths": None}, {"flow": None}, {"symmetry": None}, {"hose": None}):
+        with pytest.raises(TypeError, match=next(iter(old))):
+            FlowCertificate(cert.ga, cert.tiers, **old)
+        with pytest.raises(TypeError, match=next(iter(old))):
+            replace(cert, **old)
+    with pytest.raises(TypeError):
+        FlowCertificate(cert.ga, cert.tiers, cert.load, lower, cert.upper_proof, None)
+
+
+def test_roots_carrying_puts_a_found_group_on_root_flows_only():
+    from fabricopt.flow.lp_proof import roots_carrying
+
+    fab = fo.fat_tree(4)
+    found = fo.find_symmetry(fab)
+    roots = fo.max_concurrent_flow(fab, method="symmetric").certificate
+    carried = roots_carrying(roots, found)
+    assert carried.lower_proof.symmetry is found
+    assert carried.lower_proof.flow is roots.lower_proof.flow and carried.upper_proof is \
+        roots.upper_proof
+    # A full LP's flow is no root flow: left as it is.
+    full = fo.max_concurrent_flow(fab, method="lp").certificate
+    assert type(full.lower_proof) is FlowProof
+    assert roots_carrying(full, found) is full
 
 
 def _stages_agree(r, ends=("lower", "upper")):

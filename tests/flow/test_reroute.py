@@ -90,7 +90,7 @@ def test_a_server_that_lost_nics_closes_at_its_cut():
 def _tampered(failed, r, **change):
     from dataclasses import replace
     proof = replace(r.certificate.reroute, **change)
-    return replace(r, certificate=replace(r.certificate, reroute=proof))
+    return replace(r, certificate=replace(r.certificate, lower_proof=proof))
 
 
 def test_the_checker_rejects_tampered_detours():

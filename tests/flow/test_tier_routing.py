@@ -204,8 +204,10 @@ def test_a_spent_limit_keeps_the_hose_floor(monkeypatch):
     # The floor is re-proven from the two-phase rate's flows, not from the rate it claims:
     # a higher claimed hose rate changes nothing, a higher theta fails.
     hose = r.certificate.hose
-    raised = dataclasses.replace(r, certificate=dataclasses.replace(
-        r.certificate, hose=dataclasses.replace(hose, rate_gbps=hose.rate_gbps * 1.01)))
+    floor = dataclasses.replace(r.certificate.lower_proof, hose=dataclasses.replace(
+        hose, rate_gbps=hose.rate_gbps * 1.01))
+    raised = dataclasses.replace(r, certificate=dataclasses.replace(r.certificate,
+                                                                    lower_proof=floor))
     assert fo.check_certificate(fab, raised).lower_ok
     louder = dataclasses.replace(r, lower=r.lower * 1.01)
     assert not fo.check_certificate(fab, louder).lower_ok

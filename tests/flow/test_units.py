@@ -78,8 +78,8 @@ def test_infinite_upper_bound_is_no_proof():
     fab = fo.ring(4)
     r = fo.max_concurrent_flow(fab, method="lp")
     # Zero lengths give sum c l = 0 over sum D dist = 0: no bound at all (inf).
-    hollow = replace(r, upper=np.inf, certificate=replace(
-        r.certificate, lengths=np.zeros_like(r.certificate.lengths)))
+    zero = replace(r.certificate.upper_proof, lengths=np.zeros_like(r.certificate.lengths))
+    hollow = replace(r, upper=np.inf, certificate=replace(r.certificate, upper_proof=zero))
     assert not hollow.exact
     check = fo.check_certificate(fab, hollow)
     assert check.lower_ok and not check.upper_ok and not check.ok

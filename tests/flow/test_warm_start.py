@@ -8,7 +8,7 @@ import pytest
 
 import fabricopt as fo
 from fabricopt.flow.approx import solve_approx
-from fabricopt.flow.check import explicit_distance_bound
+from fabricopt.flow.proof import explicit_distance_bound
 from fabricopt.flow.warm import lengths_only, warm_lengths
 from fabricopt.graph_arrays import GraphArrays
 

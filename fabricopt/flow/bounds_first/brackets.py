@@ -11,7 +11,6 @@ decide which run.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -34,6 +33,7 @@ from ..budget import stage_fits
 from ..certified import certified_result
 from ..formulation import FlowModel, build_flow_lp
 from ..lp import LPSolution
+from ..lp_proof import roots_carrying
 from ..model import ThroughputModel
 from ..problem import full_lp_entries
 from ..result import FlowCertificate, FlowResult
@@ -163,7 +163,7 @@ def root_routing_bracket(fab: Fabric, traffic: Traffic, ga: GraphArrays, *,
                               traffic_scale=traffic_scale, capacity_unit=capacity_unit,
                               polish=False)
     if result.certificate is not None:
-        result.certificate = replace(result.certificate, symmetry=symmetry)
+        result.certificate = roots_carrying(result.certificate, symmetry)
     result.stages = {"lower": "orbit roots routed", "upper": "orbit roots routed"}
     return result
 
