@@ -37,7 +37,6 @@ plan for method='auto':
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -63,7 +62,7 @@ from .certified import certified_result, lp_size_of
 from .formulation import CollapsedDemand, FlowModel, flow_lp_size
 from .from_intact import acceptable, answer_from_intact
 from .lp import LPSolution
-from .lp_proof import RootFlowProof
+from .lp_proof import roots_carrying
 from .memory import gb, shortfall
 from .plane_bracket import narrowed, plane_bracket
 from .problem import FlowProblem, full_lp_entries, symmetric_applicable, traffic_invariant
@@ -339,6 +338,17 @@ class FindSymmetry:
 
 # -- the solvers -----------------------------------------------------------------------------
 
+def _own_bounds(p: FlowProblem, method: str) -> str:
+    """What a solver's line adds when it proves bounds of its own before solving (a named
+    method with ``bounds_first=True``, or the approximate method after a warm start), which
+    the stages above do not show; "" when they do, or none run."""
+    own = p.stage_on and not (p.warm is not None and method in ("symmetric", "lp"))
+    if not own or p.bounds_before_search:
+        return ""
+    return ("; first its own bounds: the routed bounds, or the hierarchy's cut alone when "
+            "they do not fit")
+
+
 class SymmetricLP:
     """The exact root-flow LP, one root per endpoint orbit (:mod:`fabricopt.flow.symmetric`),
     for a fabric with a claim (its generator's, or the search's) and uniform all-to-all."""
@@ -356,7 +366,7 @@ class SymmetricLP:
     def cost(self, p: FlowProblem) -> str:
         orbits = getattr(p.fab._symmetry, "n_endpoint_orbits", 1)
         return (f"one root flow per endpoint orbit: {orbits} orbit(s) x "
-                f"{p.ga.n_arcs:,} arcs")
+                f"{p.ga.n_arcs:,} arcs{_own_bounds(p, self.method)}")
 
     def run(self, p: FlowProblem, bracket: Bracket) -> None:
         _solve(p, bracket, self.method)
@@ -381,7 +391,7 @@ class FullLP:
         return True, ""
 
     def cost(self, p: FlowProblem) -> str:
-        return f"{p.nonzeros:,} nonzeros"
+        return f"{p.nonzeros:,} nonzeros{_own_bounds(p, self.method)}"
 
     def run(self, p: FlowProblem, bracket: Bracket) -> None:
         _solve(p, bracket, self.method)
@@ -417,7 +427,8 @@ class Approx:
 
     def cost(self, p: FlowProblem) -> str:
         return (f"{p.nonzeros:,} nonzeros, about {gb(self.bytes(p))}, a first round of "
-                f"about {p.nonzeros * APPROX_SECONDS_PER_NONZERO:.2g} s")
+                f"about {p.nonzeros * APPROX_SECONDS_PER_NONZERO:.2g} s"
+                f"{_own_bounds(p, self.method)}")
 
     def run(self, p: FlowProblem, bracket: Bracket) -> None:
         _solve(p, bracket, self.method)
@@ -571,10 +582,8 @@ def _solve(p: FlowProblem, bracket: Bracket, method: str) -> None:
     if (found is not None and found.symmetry is not None and method == "symmetric"
             and result.certificate is not None):
         result.message = "; ".join(m for m in (found.message, result.message) if m)
-        proof = result.certificate.lower_proof
-        if isinstance(proof, RootFlowProof):  # the LP's root flows (not a routed full flow)
-            result.certificate = replace(result.certificate,
-                                         lower_proof=replace(proof, symmetry=found.symmetry))
+        # The LP's root flows carry the group (a routed full flow taken instead does not).
+        result.certificate = roots_carrying(result.certificate, found.symmetry)
     bracket.answer = result
 
 

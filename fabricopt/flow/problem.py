@@ -142,12 +142,15 @@ class FlowProblem:
            ) -> FlowProblem:
         """The record of ``fab`` and ``traffic`` (None: all-to-all at 1 Gb/s; a name such as
         ``"permutation:1"`` stands for its pattern), the other arguments as
-        :func:`~fabricopt.max_concurrent_flow` takes them; the fabric, traffic and method
-        are checked, the rest is not (``max_concurrent_flow`` checks them all).
+        :func:`~fabricopt.max_concurrent_flow` takes them (``time_limit`` and ``work_limit``
+        make the ``budget``, counted from now); the fabric, traffic and method are checked,
+        the rest is not (``max_concurrent_flow`` checks them all).
 
         >>> import fabricopt as fo
         >>> FlowProblem.of(fo.ring(4), "permutation:1").traffic.name
         'permutation'
+        >>> FlowProblem.of(fo.ring(4), time_limit=5).budget.time_limit
+        5
         >>> FlowProblem.of(fo.ring(4), method="exact")  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
@@ -155,6 +158,9 @@ class FlowProblem:
         """
         check_fabric("FlowProblem.of", fab)
         check_choice("FlowProblem.of", "method", asked.get("method", "auto"), METHODS)
+        if "time_limit" in asked or "work_limit" in asked:
+            asked["budget"] = Budget(asked.pop("time_limit", None),
+                                     work_limit=asked.pop("work_limit", None))
         return cls(fab, checked_traffic("FlowProblem.of", fab, traffic), **asked)
 
     @cached_property

@@ -1,6 +1,8 @@
 """``method="auto"`` as a printable plan of stages over one problem record, the stages a
 caller hands in, and the stage that proved each end of a result (``result.stages``)."""
 
+import pathlib
+
 import pytest
 from flow_helpers import certified
 
@@ -123,3 +125,93 @@ def test_the_row_names_the_proofs():
     assert _proven_by({"lower": "two-phase floor", "upper": "hierarchy cut"}) == \
         "two-phase floor / hierarchy cut"
     assert _proven_by({}) is None
+
+
+DOCS = pathlib.Path(fo.__file__).parent.parent / "docs"
+
+
+def _table_stages(page: str, section: str) -> list[str]:
+    """The stage column, in order, of the table under ``section`` of ``docs/<page>`` (the
+    row "none of ..." is what happens when no solver applies, not a stage)."""
+    text = (DOCS / page).read_text().split(section, 1)[1]
+    table = text[text.index("| # | stage"):].split("\n\n", 1)[0]
+    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in table.splitlines()[2:]]
+    return [row[1] for row in rows if row[0] != "—"]
+
+
+def _names(steps) -> list[str]:
+    return [s.name for s in (*steps.stages, *steps.solvers)]
+
+
+def test_each_plan_is_the_table_its_page_shows():
+    # One table per plan, row for row in the plan's order: a stage added to a plan and not
+    # to its page's table (or the other way round) fails here.
+    from fabricopt.analysis.bisection_plan import BisectionProblem
+    from fabricopt.analysis.bisection_plan import plan as bisection_plan
+    from fabricopt.flow.two_phase.plan import plan as two_phase_plan
+    from fabricopt.flow.two_phase.problem import TwoPhaseProblem
+
+    fab = fo.fat_tree(4)
+    assert _table_stages("throughput.md", "## What auto does") == _names(
+        plan(FlowProblem.of(fab)))
+    assert _table_stages("throughput.md", "### What the two-phase rate does") == _names(
+        two_phase_plan(TwoPhaseProblem.of(fab)))
+    assert _table_stages("bisection.md", "## What bisection_bandwidth does") == _names(
+        bisection_plan(BisectionProblem.of(fab)))
+
+
+def test_the_plan_printed_in_the_docs_is_what_plan_prints():
+    text = (DOCS / "throughput.md").read_text().split("## What auto does", 1)[1]
+    shown = text.split("```text\n", 1)[1].split("```", 1)[0].splitlines()
+    fab = fo.fail_random(fo.superpod(1), 0.01, seed=1)  # the page's example
+    printed = str(plan(FlowProblem.of(fab))).splitlines()
+    assert len(shown) == len(printed)
+    for line, said in zip(shown, printed, strict=True):
+        # The page shortens long reasons with " ...)": the rest is word for word.
+        assert said.startswith(line.split(" ...")[0]), (line, said)
+
+
+def _bare(k: int):
+    """fat_tree(k) as a bare graph: no claim."""
+    return fo.from_networkx(fo.fat_tree(k).graph.copy(), endpoints=fo.fat_tree(k).endpoints)
+
+
+@pytest.mark.parametrize(("make", "asked", "runs"), [
+    # A generator's claim (row 5a): the bounds stage is off, the symmetric LP answers.
+    (lambda: fo.ring(8), {}, ["symmetric LP"]),
+    # No claim, 1,536 nonzeros: routed bounds (2), no search (at most 50,000), full LP (5b).
+    (lambda: _bare(4), {}, ["routed bounds", "full LP"]),
+    # A time limit adds the two-phase floor (3).
+    (lambda: _bare(4), {"time_limit": 600}, ["routed bounds", "two-phase floor", "full LP"]),
+    # A permutation is not invariant: no search (4) whatever the size.
+    (lambda: _bare(4), {"traffic": "permutation:1"}, ["routed bounds", "full LP"]),
+    # No claim, 1,572,864 nonzeros: the search (4), and above 500,000 the approximate
+    # rounds (5c) unless it finds a group.
+    (lambda: _bare(16), {}, ["routed bounds", "symmetry search", "approximate rounds"]),
+    # A failed copy (1): the intact fabric first.
+    (lambda: fo.fail_random(fo.superpod(1), 0.01, seed=1), {},
+     ["intact fabric", "routed bounds", "symmetry search", "approximate rounds"]),
+    # The named methods are fixed plans.
+    (lambda: fo.ring(6), {"method": "lp"}, ["full LP"]),
+    (lambda: fo.ring(6), {"method": "approx"}, ["approximate rounds"]),
+    (lambda: fo.ring(6), {"method": "symmetric"}, ["symmetric LP"]),
+    (lambda: fo.from_networkx(fo.ring(6).graph.copy()), {"method": "symmetric"},
+     ["symmetry search"]),
+])
+def test_what_runs_is_what_the_table_says(make, asked, runs):
+    asked = dict(asked)
+    steps = plan(FlowProblem.of(make(), asked.pop("traffic", None), **asked))
+    ran = [s.name for s in steps.stages if s.applies(steps.problem)[0]]
+    first = [s.name for s in steps.solvers if s.applies(steps.problem)[0]][:1]
+    assert ran + first == runs, str(steps)
+
+
+def test_a_named_method_says_it_bounds_first_when_asked():
+    # With bounds_first=True a named method proves its own bounds before solving, which no
+    # stage line shows: its solver's line says so.
+    asked = str(plan(FlowProblem.of(fo.fat_tree(4), method="lp", bounds_first=True)))
+    assert "full LP: runs (1,536 nonzeros; first its own bounds: the routed bounds" in asked
+    assert "first its own bounds" not in str(plan(FlowProblem.of(fo.fat_tree(4),
+                                                                 method="lp")))
+    # auto runs them as a stage of their own (row 2), so its solver's line does not repeat it.
+    assert "first its own bounds" not in str(plan(FlowProblem.of(_bare(4))))
