@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
@@ -61,6 +62,10 @@ class PlaneProof:
     exits: tuple[np.ndarray, ...]
     entries: tuple[np.ndarray, ...]
     hubs: dict[tuple[int, int, int], np.ndarray]
+    #: Pairs of one group on two leaves turned at a leaf of the group (a sparse matrix,
+    #: pairs x leaves: each pair's share turned at each leaf, over the sending server's NIC
+    #: on it and the receiving server's); None: no turns.
+    turn: Any = None
 
     #: The stage that routes through the planes (:mod:`fabricopt.flow.plane_bracket`).
     STAGES: ClassVar[tuple[str, ...]] = ("planes",)
@@ -169,6 +174,13 @@ class _PlaneFlow:
             v = np.asarray(getattr(pr, name), dtype=float)
             if not np.isfinite(v).all() or (v < -NEGATIVE_SHARE_TOL).any():
                 raise _NoProof(f"{name} has a negative or non-finite share")
+        if pr.turn is not None:
+            if not sp.issparse(pr.turn) or pr.turn.shape != (len(ct.pairs), pl.n_leaves):
+                raise _NoProof(f"turn is not a sparse matrix of shape "
+                               f"{(len(ct.pairs), pl.n_leaves)}")
+            data = np.asarray(pr.turn.data, dtype=float)
+            if not np.isfinite(data).all() or (data < -NEGATIVE_SHARE_TOL).any():
+                raise _NoProof("turn has a negative or non-finite share")
 
     def sent(self) -> float:
         """The smallest share any pair of endpoints is sent with."""
@@ -184,6 +196,8 @@ class _PlaneFlow:
         low = float(total[apart].min()) if apart.any() else np.inf
         if len(ct.pairs):
             inside = np.clip(pr.climb, 0, None).sum(axis=1) + np.clip(pr.relay, 0, None)
+            if pr.turn is not None:
+                inside = inside + np.asarray(_turn_matrix(pr.turn).sum(axis=1)).ravel()
             low = min(low, float(inside.min()))
         # Pairs on one leaf turn there and pairs in one server stay in it: whole.
         return min(low, 1.0) if np.isfinite(low) else 1.0
@@ -383,6 +397,33 @@ class _PlaneFlow:
             if path[0] != a or path[-1] != c:
                 raise _NoProof(f"leaves {a} and {c} share a group but no spanning servers")
             self._relay(path, ct.pair_demand[i] * relay[i])
+        if pr.turn is not None:
+            self._turns(_turn_matrix(pr.turn), homed, on_leaf)
+
+    def _turns(self, turn: sp.csr_matrix, homed: list[list[int]],
+               on_leaf: dict[tuple[int, int], int]) -> None:
+        """Pair ``i`` of one group on leaves ``(a, c)`` turned at leaf ``x`` with share
+        ``turn[i, x]``: each endpoint on ``a`` sends that share of what it sends to the
+        endpoints on ``c`` (in other servers) up its server's NIC on ``x``, and each on
+        ``c`` receives it down its server's NIC on ``x`` (:meth:`_servers` carries both
+        across the NVSwitches and finds no NIC there a broken proof)."""
+        pl, home = self.pl, self.ct.home
+        server = pl.server
+        for i, (a, c) in enumerate(self.ct.pairs.tolist()):
+            lo, hi = turn.indptr[i], turn.indptr[i + 1]
+            leaves, shares = turn.indices[lo:hi], turn.data[lo:hi]
+            keep = shares > 0
+            if not keep.any():
+                continue
+            sends = [(e, home[c] - on_leaf.get((int(server[e]), c), 0)) for e in homed[a]]
+            gets = [(f, home[a] - on_leaf.get((int(server[f]), a), 0)) for f in homed[c]]
+            for x, t in zip(leaves[keep].tolist(), shares[keep].tolist(), strict=True):
+                for e, partners in sends:
+                    if partners:
+                        self.up[(e, x)] += t * partners
+                for f, partners in gets:
+                    if partners:
+                        self.down[(f, x)] += t * partners
 
     def _servers(self) -> None:
         """Inside each server: what goes up and down its NICs (spread over a leaf's NICs by
@@ -497,6 +538,14 @@ class _PlaneFlow:
         into, out_of = flow.sum(axis=1), flow.sum(axis=0)
         np.add.at(self.arc, to_sw[into > 0], into[into > 0])
         np.add.at(self.arc, from_sw[out_of > 0], out_of[out_of > 0])
+
+
+def _turn_matrix(turn: Any) -> sp.csr_matrix:
+    """``turn`` as a CSR matrix with its entries clipped at 0 (rounding)."""
+    m = sp.csr_matrix(turn, dtype=float, copy=True)
+    m.data = np.clip(m.data, 0.0, None)
+    m.sort_indices()
+    return m
 
 
 __all__ = ["PlaneProof", "PlaneRate", "proven_plane_rate"]

@@ -15,9 +15,12 @@ import pytest
 import fabricopt as fo
 import fabricopt.failures.intact_flow as intact_flow
 import fabricopt.flow.budget as budget
+import fabricopt.flow.plane_bracket as plane_bracket
+import fabricopt.flow.plane_groups_lp as plane_groups_lp
 import fabricopt.flow.plane_lp as plane_lp
 import fabricopt.flow.plane_routes as plane_routes
 import fabricopt.flow.reroute as reroute
+from fabricopt.flow.plane_routing import proven_plane_rate
 from fabricopt.flow.planes import plane_structure
 
 
@@ -62,6 +65,12 @@ def _begun(monkeypatch, module, name):
     return calls
 
 
+def _general_lp(monkeypatch):
+    """Route through the general planes' LP: a SuperPOD's whole groups would take the
+    small LP of their own (:mod:`fabricopt.flow.plane_groups_lp`)."""
+    monkeypatch.setattr(plane_bracket, "whole_groups", lambda pl: "declined by the test")
+
+
 def _certified(fab, r):
     check = fo.check_certificate(fab, r)
     assert check.ok, check
@@ -79,6 +88,7 @@ def test_a_limit_spent_during_the_detours_begins_no_lp(monkeypatch):
     _spent_on_entry(monkeypatch, intact_flow, "detour_flows", clock)
     lps = _begun(monkeypatch, reroute, "_least_overload")
     lps += _begun(monkeypatch, plane_lp, "solve_lp")
+    lps += _begun(monkeypatch, plane_groups_lp, "solve_lp")
     r = _certified(fab, fo.max_concurrent_flow(fab, time_limit=600))
     assert lps == []
     assert r.stages["lower"] in ("intact flow rerouted", "two-phase floor")
@@ -90,6 +100,7 @@ def test_a_limit_spent_while_the_planes_lp_is_built_does_not_begin_it(monkeypatc
     # nothing would stop with no point), the intact flow's bracket stands. (500 of the
     # 600 s go as the detours begin: more than their share, so they begin no LP either.)
     fab = _failed_superpod(4)
+    _general_lp(monkeypatch)
     clock = _Clock()
     monkeypatch.setattr(budget, "clock", clock)
     _spent_on_entry(monkeypatch, intact_flow, "detour_flows", clock, ahead=500.0)
@@ -137,27 +148,27 @@ def test_an_lp_that_would_not_end_in_time_is_not_begun(monkeypatch):
     assert solves == []
 
 
-def test_the_planes_are_not_read_when_the_arcs_say_they_cannot_fit(monkeypatch):
-    # Under a limit below the least the planes could take (assembly, proof and LP, each
-    # estimated low from the fabric's arcs), not even the planes' structure is read.
-    import fabricopt.flow.plane_bracket as plane_bracket
+def test_the_general_lp_is_not_built_when_the_arcs_say_it_cannot_fit(monkeypatch):
+    # Under a limit below the least the general planes' LP could take (assembly, proof and
+    # LP, each estimated low from the fabric's arcs), it is not assembled.
     from fabricopt.graph_arrays import GraphArrays
 
     fab = _failed_superpod(4)
+    _general_lp(monkeypatch)
     traffic = fo.all_to_all(fab)
     arcs = GraphArrays.from_fabric(fab).n_arcs
     least = arcs * (plane_bracket.BUILD_SECONDS_PER_ARC * (1 + plane_bracket.PROOF_PER_BUILD)
                     + plane_bracket.LP_NONZEROS_PER_ARC * plane_lp.IPM_SECONDS_PER_NONZERO)
     monkeypatch.setattr(budget, "clock", lambda: 0.0)  # no time passes while it decides
-    read = _begun(monkeypatch, plane_bracket, "plane_structure")
+    built = _begun(monkeypatch, plane_lp, "_plane_lp")
     assert plane_bracket.plane_bracket(fab, traffic, time_limit=0.9 * least) is None
-    assert read == []
+    assert built == []
     # Without a limit, an LP the arcs say is larger than UNTIMED_MAX_NONZEROS is not
     # assembled either (its LP would not be begun).
     monkeypatch.setattr(plane_bracket, "UNTIMED_MAX_NONZEROS",
                         arcs * plane_bracket.LP_NONZEROS_PER_ARC - 1)
     assert plane_bracket.plane_bracket(fab, traffic) is None
-    assert read == []
+    assert built == []
 
 
 def test_the_detours_stop_where_the_time_does():
@@ -212,3 +223,96 @@ def test_a_failed_superpod_is_bracketed_within_the_gap_and_certified():
     r = _certified(fab, fo.max_concurrent_flow(fab))
     assert r.upper - r.lower <= 0.01 * r.upper
     assert r.stages["lower"] == "planes"
+
+
+# -- whole groups: a SuperPOD's units through the small LP of their own -------------------
+
+def _group_bracket(su=4):
+    fab = _failed_superpod(su)
+    traffic = fo.all_to_all(fab)
+    return fab, traffic, plane_bracket.plane_bracket(fab, traffic)
+
+
+def test_whole_groups_carry_a_failed_superpod_at_its_nic_bound():
+    # superpod(4) without 10 of its 1,024 leaf-spine links still carries what its NICs
+    # allow: each GPU sends to the 1,016 GPUs outside its server over one 400 Gb/s NIC,
+    # so theta = 400 / 1,016 Gb/s per pair, 400 x 1,023 / 1,016 = 402.756 Gb/s per GPU
+    # over its 1,023 targets (the exact LP by the failed fabric's endpoint orbits says the
+    # same). The units' LP routes it, its pairs on two rails turned at the leaves it picks.
+    fab, traffic, r = _group_bracket()
+    assert r.lower == pytest.approx(400 / 1016, rel=1e-6)
+    assert r.upper >= r.lower  # the cut is above the flow
+    proof = r.certificate.lower_proof
+    assert proof.turn is not None and proof.turn.nnz > 0
+    _certified(fab, r)
+    # The flow the checker rebuilt (scaled to the lower bound) fits every arc, and every
+    # pair is sent whole (its shares sum to one).
+    rate = proven_plane_rate(fab, traffic, proof)
+    assert rate.sent == pytest.approx(1.0, rel=1e-9)
+    ga = r.certificate.ga
+    assert np.all(rate.load * rate.theta / rate.sent <= ga.capacity * (1 + 1e-9))
+
+
+def test_turns_are_part_of_the_proof():
+    # Without its turns the pairs of a unit on two rails are not sent at all: the proof
+    # proves nothing. Turned instead at the sender's own leaf (a flow all the same: the
+    # receiving server has a NIC there too) it proves no more than the LP's choice.
+    from dataclasses import replace
+
+    import scipy.sparse as sp
+
+    fab, traffic, r = _group_bracket()
+    proof = r.certificate.lower_proof
+    assert proven_plane_rate(fab, traffic, replace(proof, turn=None)).theta == 0.0
+    pl, _ = plane_structure(fab)
+    pairs = plane_lp.counts(pl).pairs
+    own = sp.csr_matrix((np.ones(len(pairs)), (np.arange(len(pairs)), pairs[:, 0])),
+                        shape=proof.turn.shape)
+    at_own = proven_plane_rate(fab, traffic, replace(proof, turn=own))
+    assert 0 < at_own.theta <= r.lower * (1 + 1e-9)
+    # A turn at a leaf of another unit crosses a NIC the servers do not have: no proof.
+    other = np.array([np.flatnonzero(pl.leaf_group != pl.leaf_group[a])[0]
+                      for a in pairs[:, 0]])
+    elsewhere = sp.csr_matrix((np.ones(len(pairs)), (np.arange(len(pairs)), other)),
+                              shape=proof.turn.shape)
+    got = proven_plane_rate(fab, traffic, replace(proof, turn=elsewhere))
+    assert got.theta == 0.0 and "no NIC" in got.why
+    # A negative share is no flow.
+    negative = proof.turn.copy()
+    negative.data[0] = -0.5
+    assert proven_plane_rate(fab, traffic, replace(proof, turn=negative)).theta == 0.0
+
+
+def test_groups_that_are_not_whole_take_the_general_lp():
+    # A GPU that lost its NIC link makes its server unlike the others of its unit: the
+    # small LP declines (its turns would cross that missing NIC), the general one answers.
+    from fabricopt.flow.plane_groups_lp import whole_groups
+
+    fab = fo.superpod(2).without_links([("n0.gpu0", "r0.l0")])
+    pl, _ = plane_structure(fab)
+    assert whole_groups(pl) == "a group has servers of two kinds"
+    assert whole_groups(plane_structure(_failed_superpod(4))[0]) == ""
+
+
+def test_the_group_lp_is_not_begun_without_time(monkeypatch):
+    # Begun only when what a limit leaves covers nonzeros x GROUP_IPM_SECONDS_PER_NONZERO;
+    # at a second a nonzero, 1,000 s cover none of its thousands.
+    pl, _ = plane_structure(_failed_superpod(4))
+    solves = _begun(monkeypatch, plane_groups_lp, "solve_lp")
+    monkeypatch.setattr(plane_groups_lp, "GROUP_IPM_SECONDS_PER_NONZERO", 1.0)
+    found = plane_groups_lp.solve_group_planes(pl, time_limit=1000.0)
+    assert found.proof is None and "not begun" in found.why and solves == []
+    monkeypatch.setattr(plane_groups_lp, "GROUP_IPM_SECONDS_PER_NONZERO", 0.0)
+    assert plane_groups_lp.solve_group_planes(pl, time_limit=1000.0).proof is not None
+    assert solves == ["solve_lp"]
+
+
+@pytest.mark.slow
+def test_a_failed_4096_gpu_superpod_meets_its_nic_bound():
+    # superpod(16) without 1% of its 4,096 leaf-spine links: 400 x 4,095 / 4,088 =
+    # 400.685 Gb/s per GPU, its NIC bound (the exact LP by its 49 endpoint orbits: the
+    # same); the default answer reaches it to 1e-5 through the units' LP, certified.
+    fab = _failed_superpod(16)
+    r = _certified(fab, fo.max_concurrent_flow(fab))
+    assert r.stages["lower"] == "planes"
+    assert r.per_endpoint_gbps == pytest.approx(400 * 4095 / 4088, rel=1e-5)
