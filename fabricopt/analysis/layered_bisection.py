@@ -52,6 +52,8 @@ MAX_CONFIGS = 1 << 17
 MAX_COMPONENT_MIDS = 10
 #: Most entries of one configurations-by-endpoints table held at once.
 MAX_TABLE = 40_000_000
+#: Most entries laid out at once by one small convolution (one numpy pass, not a loop).
+SMALL_CONVOLUTION = 1 << 16
 #: Most rounds of the descent over the top tier's sides.
 DESCENT_ROUNDS = 30
 
@@ -217,6 +219,12 @@ def _convolve(a: np.ndarray, b: np.ndarray, take: bool = False,
     """Min-plus convolution of two tables along their last axis (rows paired): ``out[r, m]``
     is the least ``a[r, i] + b[r, m - i]``; with ``take``, also the ``m - i`` chosen."""
     width = a.shape[1] + b.shape[1] - 1
+    if not take and a.shape[0] * b.shape[1] * width <= SMALL_CONVOLUTION:
+        # A leaf's few endpoints: every shifted sum laid out at once, the least kept.
+        shifted = np.full((a.shape[0], b.shape[1], width), _INF)
+        at = np.arange(b.shape[1])[:, None] + np.arange(a.shape[1])[None, :]
+        shifted[:, np.arange(b.shape[1])[:, None], at] = a[:, None, :] + b[:, :, None]
+        return shifted.min(axis=1), None
     out = np.full((a.shape[0], width), _INF)
     chosen = np.zeros((a.shape[0], width), dtype=np.int64) if take else None
     for j in range(b.shape[1]):
