@@ -1,11 +1,11 @@
 r"""Certified brackets put together: the tighter side of two, a bracket that has closed, and
-the floor any hose rate puts under a traffic's throughput.
+the floor any two-phase rate puts under a traffic's throughput.
 
 Both ends of a :class:`~fabricopt.flow.result.FlowResult` are proofs about the same theta,
 so the larger lower end and the smaller upper end of two results bound it too, each with its
 own proof (:func:`tighter_bracket`).
 
-**The hose floor.** A two-phase rate :math:`r` (:func:`~fabricopt.valiant_rate`) carries at
+**The two-phase floor.** A two-phase rate :math:`r` (:func:`~fabricopt.valiant_rate`) carries at
 once every traffic in which no endpoint sends or receives more than :math:`r`. A traffic
 :math:`D` scaled by :math:`\theta` is such a traffic when
 :math:`\theta \max(\max_s \sum_t D_{st}, \max_t \sum_s D_{st}) \le r`, so
@@ -47,7 +47,7 @@ def hose_floor(fab: Fabric, traffic: Traffic, time_limit: float | None) -> Valia
 
 def with_hose_floor(result: FlowResult, hose: ValiantBound | None, traffic: Traffic
                     ) -> FlowResult:
-    """``result`` with its lower end raised to the hose floor where that is higher; the
+    """``result`` with its lower end raised to the two-phase floor where that is higher; the
     certificate then carries the two-phase rate in place of a flow, and the load is the
     two-phase load at that rate (at least this traffic's)."""
     if hose is None or result.exact or result.certificate is None:
@@ -63,7 +63,7 @@ def with_hose_floor(result: FlowResult, hose: ValiantBound | None, traffic: Traf
         stages={**result.stages, "lower": "two-phase floor"},
         max_residual=hose.max_residual,
         per_endpoint_gbps=floor * (result.mean_out_gbps or 0.0),
-        message=f"{result.message}; lower end raised to the hose rate "
+        message=f"{result.message}; lower end raised to the two-phase rate "
                 f"{hose.rate_gbps:.6g} Gb/s per endpoint, which carries any traffic "
                 f"within it: theta >= {floor:.9g}".lstrip("; ")))
 

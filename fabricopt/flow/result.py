@@ -66,7 +66,7 @@ class FlowCertificate:
     (read-only): ``lengths`` (the upper proof's arc lengths), ``flow`` and ``theta`` (a
     stored LP point and its theta, solve units), ``traffic_scale`` and ``capacity_unit`` (the
     solve's units, :mod:`fabricopt.flow.units`), ``include_endpoint_links``, ``symmetry`` (a
-    found symmetry the root flows use), ``hose`` (the two-phase rate of a hose floor),
+    found symmetry the root flows use), ``hose`` (the two-phase rate of a two-phase floor),
     ``reroute`` (a rerouted intact flow) and ``plane`` (a routing through the planes). A
     certificate is made one way: each stage makes the proof of the end it proves, beside it,
     and hands it as ``lower_proof`` / ``upper_proof``.

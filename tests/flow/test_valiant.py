@@ -200,7 +200,7 @@ def test_too_large_without_symmetry_says_so(monkeypatch):
 
 
 def test_str():
-    assert "hose rate" in str(fo.valiant_rate(fo.ring(6)))
+    assert "two-phase rate" in str(fo.valiant_rate(fo.ring(6)))
 
 
 def test_bad_arguments():

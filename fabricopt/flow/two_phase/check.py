@@ -2,7 +2,7 @@ r"""A two-phase rate re-proven from the fabric, and the floor it puts under any 
 
 :func:`check_hose_certificate` re-proves a :class:`~fabricopt.flow.two_phase.rate.ValiantBound`
 (what :func:`~fabricopt.check_certificate` does with one). :class:`HoseFloor` is the lower
-proof of a throughput result whose lower end is the hose floor
+proof of a throughput result whose lower end is the two-phase floor
 (:func:`~fabricopt.flow.brackets.with_hose_floor`): a two-phase rate :math:`r` carries at
 once every traffic in which no endpoint sends or receives more than :math:`r`, so
 
@@ -34,7 +34,7 @@ __all__ = ["HoseFloor", "check_hose_certificate", "hose_theta"]
 
 
 def hose_theta(rate_gbps: float, traffic: Traffic) -> float:
-    """The theta a hose rate proves for ``traffic`` (see the module notes).
+    """The theta a two-phase rate proves for ``traffic`` (see the module notes).
 
     >>> import fabricopt as fo
     >>> hose_theta(400.0, fo.all_to_all(fo.ring(5), gbps=10.0))   # each sends 4 x 10

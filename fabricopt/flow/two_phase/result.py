@@ -65,8 +65,8 @@ class ValiantBound:
         return check_hose_certificate(fab, self)
 
     def __str__(self) -> str:
-        return (f"hose rate        {self.rate_gbps:.6g} Gb/s per endpoint, any traffic "
-                f"(two-phase via {len(self.hubs)} hubs; {self.method}, {self.status})")
+        return (f"two-phase rate   {self.rate_gbps:.6g} Gb/s per endpoint, any traffic "
+                f"of its hose (via {len(self.hubs)} hubs; {self.method}, {self.status})")
 
 
 def per_arc(ga: GraphArrays, values: Any) -> dict[tuple[Hashable, Hashable], float]:
