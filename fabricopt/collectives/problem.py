@@ -187,18 +187,26 @@ class _CutsToOneGpu:
     :func:`min_cut` rescales the capacities and builds a new sparse graph for every search;
     on a 16,384-GPU fabric that was two thirds of each of ForestColl's cuts. Here the
     graph's layout (the arcs, an arc from the super-source to every participant, one from
-    every participant to the super-sink) is built once; a search sets ``w``'s two arcs and
+    every participant to the super-sink) is built once per search, whatever its ``lam``; a
+    cut sets ``w``'s two arcs and
     reuses the integer capacities of every ``w`` whose known cut (the scale
     :func:`to_integers` is given) is the same. The side returned is the one :func:`min_cut`
     finds: the nodes the super-source reaches in the residual graph of a maximum flow are
     the same for every maximum flow, and an arc of capacity 0 joins no residual graph.
     """
 
-    def __init__(self, ga: GraphArrays, gpus: np.ndarray, lam: float) -> None:
-        self.ga, self.gpus = ga, gpus
-        n, m, k = ga.n_nodes, ga.n_arcs, len(gpus)
+    def __init__(self, ga: GraphArrays, gpus: np.ndarray, lam: float,
+                 layout: _CutsToOneGpu | None = None) -> None:
+        k = len(gpus)
         self.source_caps = np.full(k - 1, 1.0 / lam)  # as min_cut is given them
         self.finite = np.concatenate([ga.capacity, self.source_caps])
+        self.by_limit: dict[float, tuple[np.ndarray, int, bool]] = {}
+        if layout is not None:  # the arcs' layout is the same at every lam: read it once
+            for name in self._LAYOUT:
+                setattr(self, name, getattr(layout, name))
+            return
+        self.ga, self.gpus = ga, gpus
+        n, m = ga.n_nodes, ga.n_arcs
         tails = np.concatenate([ga.tail, np.full(k, n), gpus])
         heads = np.concatenate([ga.head, gpus, np.full(k, n + 1)])
         order = np.lexsort((heads, tails))  # the layout of a CSR matrix with sorted indices
@@ -208,7 +216,6 @@ class _CutsToOneGpu:
         pos[order] = np.arange(len(order))
         self.arc_pos, self.src_pos, self.snk_pos = pos[:m], pos[m:m + k], pos[m + k:]
         self.slot = {int(g): i for i, g in enumerate(gpus)}
-        self.by_limit: dict[float, tuple[np.ndarray, int, bool]] = {}
         # The arcs out of participants, and into each (in arc order, as cut_capacity lists
         # them): the two cuts min_cut knows before it searches, read without a pass over
         # every arc.
@@ -219,6 +226,10 @@ class _CutsToOneGpu:
         starts = np.searchsorted(ga.head[by_head], gpus)
         ends = np.searchsorted(ga.head[by_head], gpus, side="right")
         self.into = [by_head[a:b] for a, b in zip(starts, ends, strict=True)]
+
+    #: What does not depend on ``lam`` (a later step of the search shares it).
+    _LAYOUT = ("ga", "gpus", "indices", "indptr", "arc_pos", "src_pos", "snk_pos", "slot",
+               "is_gpu", "out_of_gpus", "into")
 
     def _limit(self, w: int) -> float:
         """The known cut :func:`min_cut` scales by: the least of the participants but ``w``
@@ -295,9 +306,10 @@ def forestcoll_ratio(p: Problem, max_iter: int = 50,
     targets = gpus if p.orbit_reps is None else p.orbit_reps
     cuts, limit = 0, FORESTCOLL_MAX_CUTS if max_cuts is None else max_cuts
     unique = len(np.unique(gpus)) == n
+    searches: _CutsToOneGpu | None = None
     for _ in range(max_iter):
         improved = False
-        searches = _CutsToOneGpu(ga, gpus, lam) if unique and n > 1 else None
+        searches = _CutsToOneGpu(ga, gpus, lam, searches) if unique and n > 1 else None
         for w in targets:
             if cuts >= limit:
                 return lam, best_side, None

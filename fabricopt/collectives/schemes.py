@@ -142,11 +142,12 @@ def partitions(p: Problem, combining: np.ndarray) -> list[Partition]:
 
 
 def volume_bound(ask: Ask, groups: Sequence[np.ndarray], combining: np.ndarray,
-                  reducing: bool) -> Bound:
+                  reducing: bool, parts: list[Partition] | None = None) -> Bound:
     """The all-reduce volume bound over parts (``docs/collectives.md#volume-over-parts``):
-    the larger over the finest and the scale-up partition."""
+    the larger over the finest and the scale-up partition (``parts``: the two
+    :func:`partitions` of ``combining``, when the caller has them)."""
     best_t, best = 0.0, None
-    for part in partitions(ask.p, combining):
+    for part in partitions(ask.p, combining) if parts is None else parts:
         t = all_reduce_volume_s(part, groups, ask.size)
         if t > best_t:
             best_t, best = t, part
@@ -202,14 +203,15 @@ def _all_reduce(ask: Ask) -> Outcome:
     participants = np.zeros(p.ga.n_nodes, dtype=bool)
     participants[p.gpus] = True
     combining = participants | ((red_up | red_out) if use_inr else False)
-    b_vol = volume_bound(ask, [p.gpus], combining, use_inr)
+    parts = partitions(p, combining)
+    b_vol = volume_bound(ask, [p.gpus], combining, use_inr, parts)
     # The boundary of each scale-up domain is a cut too (one a pair search may not meet).
-    part_t, part_q = part_cut_s(partitions(p, combining)[1], [p.gpus], size, "all_reduce")
+    part_t, part_q = part_cut_s(parts[1], [p.gpus], size, "all_reduce")
     t_cut = transfer_time(size, cut_min)
     cut_why = "every GPU-separating cut carries the buffer both ways"
     cut_info = describe_cut(p, cut_side, "leaving") if cut_side is not None else None
     if part_t > t_cut:
-        side = partitions(p, combining)[1].label == part_q
+        side = parts[1].label == part_q
         t_cut, cut_info = part_t, describe_cut(p, side, "leaving")
     b_cut = ask.bound("any-scheme cut", t_cut, "lower", cut_why, cut_info)
     bounds = [b_rs, b_ag] + ([b_vol] if b_vol.time_s > 0 else []) + [b_cut] + (

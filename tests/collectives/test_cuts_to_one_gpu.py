@@ -1,6 +1,6 @@
-"""ForestColl's cut search builds its graph once per ratio (collectives/problem.py,
-_CutsToOneGpu): every cut it returns must be the one min_cut returns, which builds the graph
-anew for every GPU.
+"""ForestColl's cut search builds its graph once per search, every ratio on one layout
+(collectives/problem.py, _CutsToOneGpu): every cut it returns must be the one min_cut
+returns, which builds the graph anew for every GPU.
 
 Why they agree: both searches run a maximum flow on the same integer capacities (the same
 known cut sets the same scale), and the nodes the super-source reaches in the residual
@@ -37,9 +37,11 @@ CASES = [(fo.ring(6), slice(None)), (fo.fat_tree(4), slice(None, None, 3)),
 def test_every_cut_is_min_cuts(fab, pick):
     ga = GraphArrays.from_fabric(fab)
     gpus = np.array([ga.index[e] for e in fab.endpoints[pick]])
-    # Two ratios: the least-egress GPU's (where the search starts) and a larger one.
+    # Two ratios: the least-egress GPU's (where the search starts) and a larger one, the
+    # second on the first's layout (as the search's later steps take it).
+    shared = None
     for lam in (1.0 / 400, 0.0371846):
-        shared = P._CutsToOneGpu(ga, gpus, lam)
+        shared = P._CutsToOneGpu(ga, gpus, lam, shared)
         for w in gpus:
             others = gpus[gpus != w]
             want = min_cut(ga, others, np.array([w]),
