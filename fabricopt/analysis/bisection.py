@@ -82,8 +82,9 @@ class BisectionResult:
     half the injection bandwidth per endpoint, so ``full_bisection_ratio`` is 1 for a
     non-blocking fabric. In clusters the injection counted is the scale-out one (NIC links,
     not NVLink): a bisection that keeps scale-up domains whole never crosses NVLink.
-    ``hose_rate_gbps`` is the certified rate at which any traffic is carried (see
-    :func:`~fabricopt.valiant_rate`).
+    ``two_phase_rate_gbps`` is the certified rate at which any traffic is carried (see
+    :func:`~fabricopt.valiant_rate`; ``hose_rate_gbps`` is its older name, kept for a
+    release).
     """
 
     lower_gbps: float
@@ -95,9 +96,10 @@ class BisectionResult:
     lower_from: str
     seconds: float = 0.0
     candidates: dict[str, float] = field(default_factory=dict)
-    hose_rate_gbps: float = 0.0
+    two_phase_rate_gbps: float = 0.0
     #: Whether the two-phase rate was sought (False when the bound below came from
-    #: elsewhere, such as the intact fabric's, and ``hose_rate_gbps`` is 0 for that reason).
+    #: elsewhere, such as the intact fabric's, and ``two_phase_rate_gbps`` is 0 for that
+    #: reason).
     hose_tried: bool = True
     #: The stage that proved each end, ``{"lower": ..., "upper": ...}`` (the names of
     #: :mod:`~fabricopt.analysis.bisection_plan`'s stages; ``"none"`` for nothing proven).
@@ -106,6 +108,11 @@ class BisectionResult:
     @property
     def per_endpoint_gbps(self) -> float:
         return self.upper_gbps / self.n_endpoints
+
+    @property
+    def hose_rate_gbps(self) -> float:
+        """The older name of :attr:`two_phase_rate_gbps` (read-only, kept for a release)."""
+        return self.two_phase_rate_gbps
 
     @property
     def full_bisection_ratio(self) -> float:
@@ -122,8 +129,8 @@ class BisectionResult:
             f"cut              {self.cut.physical_links} links in {len(self.cut.links)} "
             f"bundles, from "
             f"{len(self.cut.endpoints_a)} to {len(self.cut.endpoints_b)} endpoints",
-            (f"any traffic      {_gbps(self.hose_rate_gbps)} Gb/s per GPU in and out is carried "
-             f"(two-phase routing, certified)" if self.hose_rate_gbps > 0 else
+            (f"any traffic      {_gbps(self.two_phase_rate_gbps)} Gb/s per GPU in and out is "
+             f"carried (two-phase routing, certified)" if self.two_phase_rate_gbps > 0 else
              "any traffic      no rate proven (two-phase routing)" if self.hose_tried else
              "any traffic      not sought here (the bound below came from elsewhere); "
              "valiant_rate gives it"),

@@ -54,8 +54,9 @@ class WorstCasePermutation:
 
     ``lower <= min over permutations of theta <= upper``, both certified. ``pattern`` is the
     hardest permutation found and ``pattern_result`` its own certified throughput;
-    ``tub_upper`` the TUB bound, ``hose_rate_gbps`` the rate behind ``lower``. ``tried`` lists
-    the bracket of each pattern solved, in order.
+    ``tub_upper`` the TUB bound, ``two_phase_rate_gbps`` the two-phase rate behind ``lower``
+    (``hose_rate_gbps``, its older name, is kept for a release). ``tried`` lists the bracket
+    of each pattern solved, in order.
     """
 
     lower: float
@@ -64,7 +65,7 @@ class WorstCasePermutation:
     pattern: Traffic
     pattern_result: FlowResult
     tub_upper: float
-    hose_rate_gbps: float
+    two_phase_rate_gbps: float
     n_endpoints: int
     seconds: float = 0.0
     tried: list[tuple[float, float]] = field(default_factory=list)
@@ -79,13 +80,18 @@ class WorstCasePermutation:
         """Gb/s every endpoint is guaranteed under any permutation: ``lower`` times ``gbps``."""
         return self.lower * self.gbps
 
+    @property
+    def hose_rate_gbps(self) -> float:
+        """The older name of :attr:`two_phase_rate_gbps` (read-only, kept for a release)."""
+        return self.two_phase_rate_gbps
+
     def __str__(self) -> str:
         state = "exact" if self.exact else "bracket"
         return "\n".join([
             f"worst permutation {self.lower:.6g} <= theta <= {self.upper:.6g} ({state}; "
             f"{len(self.tried)} pattern(s) solved, {self.seconds:.2f} s)",
             f"guaranteed        {self.per_endpoint_gbps:.6g} Gb/s per endpoint under any "
-            f"permutation (hose rate {self.hose_rate_gbps:.6g} Gb/s)",
+            f"permutation (two-phase rate {self.two_phase_rate_gbps:.6g} Gb/s)",
             f"TUB upper bound   {self.tub_upper:.6g}",
         ])
 

@@ -326,7 +326,7 @@ def _cmd_worst_case(args: argparse.Namespace) -> int:
 
             print(json.dumps({"name": fab.name, "gpus": len(fab.endpoints),
                               "theta_lower": res.lower, "theta_upper": res.upper,
-                              "guaranteed_gbps_per_gpu": res.hose_rate_gbps,
+                              "guaranteed_gbps_per_gpu": res.two_phase_rate_gbps,
                               "tub_upper": res.tub_upper, "exact": res.exact,
                               "patterns_solved": len(res.tried)}))
         else:
