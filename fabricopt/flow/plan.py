@@ -145,7 +145,7 @@ def _early(p: FlowProblem) -> tuple[bool, str]:
         return True, ""
     if p.method != "auto":
         return False, f"method={p.method!r} is solved as named"
-    if p.warm is not None:
+    if p.warm_skips_routing:
         return False, ("a warm start bounds the exact solve already (a failure trial's "
                        "solve is faster than the routing)")
     if p.bounds_first is False:
@@ -342,7 +342,7 @@ def _own_bounds(p: FlowProblem, method: str) -> str:
     """What a solver's line adds when it proves bounds of its own before solving (a named
     method with ``bounds_first=True``, or the approximate method after a warm start), which
     the stages above do not show; "" when they do, or none run."""
-    own = p.stage_on and not (p.warm is not None and method in ("symmetric", "lp"))
+    own = p.stage_on and not (p.warm_skips_routing and method in ("symmetric", "lp"))
     if not own or p.bounds_before_search:
         return ""
     return ("; first its own bounds: the routed bounds, or the hierarchy's cut alone when "
@@ -522,7 +522,7 @@ def _solve(p: FlowProblem, bracket: Bracket, method: str) -> None:
     # in about a second: the stage, which routes the whole fabric, would cost several (7 s
     # against 1.3 s on a failed 16-SU SuperPOD, 2.5-5.8 s against 1.4 s on a failed
     # fat_tree(8)). It stays for the approximate method, whose start its cut lengths speed.
-    stage_now = p.stage_on and not (p.warm is not None and method in ("symmetric", "lp"))
+    stage_now = p.stage_on and not (p.warm_skips_routing and method in ("symmetric", "lp"))
     model, candidates, first = build_and_bound(
         fab, p.scaled, ga, method, p.warm, include_endpoint_links=p.include_endpoint_links,
         bounds_first=stage_now, early=bracket.routed, report=p.report,

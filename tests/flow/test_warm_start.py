@@ -183,3 +183,31 @@ def test_ball_cut_of_the_intact_lengths_proves_the_failed_server_bound_at_once()
     assert warm.upper == pytest.approx(43.75, rel=1e-12)
     assert warm.upper <= cold.upper * (1 + 1e-12)
     assert fo.check_certificate(failed, warm).ok
+
+
+def test_a_warm_start_keeps_the_cheap_routing_on_fabrics_without_scale_up():
+    # fat_tree(8) minus 5 switch links (random.Random(0)): with no scale-up links the bounds
+    # stage is WCMP rebalanced (hundredths of a second), so a failure trial's warm start no
+    # longer sends it to the full LP (4 s): the same certified bracket, from the bounds,
+    # with or without it. A SuperPOD (NVLink: scale-up links) still lets the warm start
+    # stand in for its routing.
+    import random
+
+    from fabricopt.flow.problem import FlowProblem
+    from fabricopt.flow.warm import warm_lengths
+
+    ft = fo.fat_tree(8)
+    eps = set(ft.endpoints)
+    links = sorted({tuple(sorted(e)) for e in ft.graph.edges() if not set(e) & eps})
+    failed = ft.without(links=random.Random(0).sample(links, 5))
+    warm = fo.max_concurrent_flow(failed, warm_start=fo.max_concurrent_flow(ft))
+    cold = fo.max_concurrent_flow(failed)
+    assert warm.method == cold.method == "bounds"
+    assert (warm.lower, warm.upper) == pytest.approx((cold.lower, cold.upper))
+    assert fo.check_certificate(failed, warm).ok
+    sp = fo.superpod(1)
+    failed_sp = fo.fail_random(sp, 0.01, seed=1)
+    ga = GraphArrays.from_fabric(failed_sp)
+    lengths = warm_lengths("max_concurrent_flow", ga, fo.max_concurrent_flow(sp))
+    problem = FlowProblem(failed_sp, fo.all_to_all(failed_sp), warm=lengths, ga=ga)
+    assert problem.warm_skips_routing and not problem.bounds_before_search
