@@ -2141,6 +2141,178 @@ def _suite_rows(rows: list, quick: bool) -> None:
     suite_rows(rows, quick, run_case)
 
 
+#: The commit before issue 42's work on the engine (its first commit is 55acade): the
+#: ``engine`` block runs every case on that package and on HEAD's, in turns.
+BEFORE_ENGINE = "645277d"
+
+_RAIL = 'fo.cluster(fo.dgx_h100(), nodes={}, scale_out="rail_optimized", oversubscription=2)'
+_CLOS = 'fo.cluster(fo.dgx_h100(), nodes={}, scale_out="clos", tiers=3, oversubscription=2)'
+
+#: Issue 42's engine rows (the blocks bounds-first, two-phase, proofs, failures and speed at
+#: their quick sizes, a few at full size): a label, the code that builds what the call needs
+#: (not timed), the call (binds ``r``; public names only, so that both packages run the same
+#: code) and whether ``--quick`` leaves it out.
+ENGINE_CASES = [
+    ("all-to-all, superpod(1), full LP bounds first", "fab = fo.superpod(1)",
+     "r = fo.max_concurrent_flow(fab, method='lp', bounds_first=True)", False),
+    ("all-to-all, fat_tree(16) minus 5% of switch links", "fab = _failed_fat_tree(16, 0.05, 1)",
+     "r = fo.max_concurrent_flow(fab)", False),
+    ("all-to-all, rail-optimized 2:1 (256 GPUs)", f"fab = {_RAIL.format(32)}",
+     "r = fo.max_concurrent_flow(fab)", False),
+    ("all-to-all, rail-optimized 2:1 (512 GPUs) minus 1% of links",
+     f"fab = fo.fail_random({_RAIL.format(64)}, 0.01, seed=1)",
+     "r = fo.max_concurrent_flow(fab)", False),
+    ("all-to-all, 3-tier 2:1 Clos (512 GPUs) minus 1% of links (planes)",
+     f"fab = fo.fail_random({_CLOS.format(64)}, 0.01, seed=1)",
+     "r = fo.max_concurrent_flow(fab)", False),
+    ("all-to-all, rail-optimized 2:1 (2,048 GPUs) minus 1% of links",
+     f"fab = fo.fail_random({_RAIL.format(256)}, 0.01, seed=1)",
+     "r = fo.max_concurrent_flow(fab)", True),
+    ("all-to-all, fat_tree(64) (65,536 GPUs), symmetric", "fab = fo.fat_tree(64)",
+     "r = fo.max_concurrent_flow(fab)", False),
+    ("valiant_rate, rail-optimized 2:1 (2,048 GPUs)", f"fab = {_RAIL.format(256)}",
+     "r = fo.valiant_rate(fab)", False),
+    ("valiant_rate, superpod(4)", "fab = fo.superpod(4)", "r = fo.valiant_rate(fab)", False),
+    ("valiant_rate, superpod(4), bounds off (symmetric LP)", "fab = fo.superpod(4)",
+     "r = fo.valiant_rate(fab, bounds_first=False)", False),
+    ("valiant_rate, fat_tree(16) minus 1% of switch links",
+     "fab = fo.fail_random(fo.fat_tree(16), 0.01, seed=1, kind='links', "
+     "tiers=['leaf-spine', 'spine-core'])", "r = fo.valiant_rate(fab)", False),
+    ("valiant_rate, jellyfish of 32 switches, bounds off (per-endpoint LP)",
+     "fab = fo.jellyfish(switches=32, network_ports=6, endpoints_per_switch=4, seed=1)",
+     "r = fo.valiant_rate(fab, bounds_first=False)", False),
+    ("bisection_bandwidth, rail-optimized 2:1 (2,048 GPUs)", f"fab = {_RAIL.format(256)}",
+     "r = fo.bisection_bandwidth(fab, time_limit=None)", False),
+    ("bisection_bandwidth, rail-optimized 2:1 (256 GPUs) minus 1% of links",
+     f"fab = fo.fail_random({_RAIL.format(32)}, 0.01, seed=1)",
+     "r = fo.bisection_bandwidth(fab)", False),
+    ("bisection_bandwidth, fat_tree(64)", "fab = fo.fat_tree(64)",
+     "r = fo.bisection_bandwidth(fab)", False),
+    ("bisection_bandwidth, fat_tree(8) minus 5% of links, seeds 0-4", "fab = fo.fat_tree(8)",
+     "r = [fo.bisection_bandwidth(fo.fail_random(fab, 0.05, seed=s)) for s in range(5)]",
+     False),
+    ("check_certificate, full LP, fat_tree(6)",
+     "fab = fo.fat_tree(6); res = fo.max_concurrent_flow(fab, method='lp')",
+     "r = fo.check_certificate(fab, res)", False),
+    ("check_certificate, symmetric LP, fat_tree(16)",
+     "fab = fo.fat_tree(16); res = fo.max_concurrent_flow(fab)",
+     "r = fo.check_certificate(fab, res)", False),
+    ("check_certificate, routed bounds, fat_tree(8) as a bare graph",
+     "fab = fo.from_networkx(fo.fat_tree(8).graph.copy(), endpoints=fo.fat_tree(8).endpoints)"
+     "; res = fo.max_concurrent_flow(fab)", "r = fo.check_certificate(fab, res)", False),
+    ("check_certificate, fat_tree(16) minus 5% of switch links",
+     "fab = _failed_fat_tree(16, 0.05, 1); res = fo.max_concurrent_flow(fab)",
+     "r = fo.check_certificate(fab, res)", False),
+    ("check_certificate, superpod(16) minus 1% of links",
+     "fab = fo.fail_random(fo.superpod(16), 0.01, seed=1); res = fo.max_concurrent_flow(fab)",
+     "r = fo.check_certificate(fab, res)", True),
+    ("check_certificate, two-phase rate, fat_tree(16)",
+     "fab = fo.fat_tree(16); res = fo.valiant_rate(fab)", "r = fo.check_certificate(fab, res)",
+     False),
+    ("failure_sweep, fat_tree(8), 200 single-link trials", "fab = fo.fat_tree(8)",
+     "r = fo.failure_sweep(fab, [1 / 384], trials=200, seed=1)", False),
+    ("failure_sweep, superpod(4), 1%, 10 trials", "fab = fo.superpod(4)",
+     "r = fo.failure_sweep(fab, [0.01], trials=10, seed=1)", False),
+    ("failure_sweep, 3-tier 2:1 Clos (512 GPUs), 1%, 2 trials", f"fab = {_CLOS.format(64)}",
+     "r = fo.failure_sweep(fab, [0.01], trials=2, seed=1)", False),
+    ("failure_sweep, fat_tree(8) minus 5 switch links, 10 trials", "fab = fo.fat_tree(8)",
+     "r = fo.failure_sweep(fab, [5 / 256], trials=10, seed=1, tiers=['leaf-spine', "
+     "'spine-core'])", False),
+    ("max_concurrent_flow, superpod(16) minus 1% of links (seed 1)",
+     "fab = fo.fail_random(fo.superpod(16), 0.01, seed=1)", "r = fo.max_concurrent_flow(fab)",
+     False),
+    ("max_concurrent_flow, superpod(4) minus 5% of links (seed 3)",
+     "fab = fo.fail_random(fo.superpod(4), 0.05, seed=3)", "r = fo.max_concurrent_flow(fab)",
+     False),
+    ("single_failures, superpod(4), links and switches",
+     "fab = fo.superpod(4); intact = fo.max_concurrent_flow(fab)",
+     "r = [fo.single_failures(fab, kind=k, intact=intact) for k in ('links', 'switches')]",
+     False),
+    ("bisection_bandwidth per failure, fat_tree(8) minus 1%, seeds 0-7", "fab = fo.fat_tree(8)",
+     "r = [fo.bisection_bandwidth(fo.fail_random(fab, 0.01, seed=s)) for s in range(8)]",
+     False),
+]
+
+
+def _answer(r: object) -> str:
+    """What a result of :data:`ENGINE_CASES` answered, in words both packages give alike."""
+    if isinstance(r, list):
+        return "; ".join(_answer(x) for x in r)
+    if hasattr(r, "trials"):  # a failure sweep
+        return "sweep: " + ", ".join(f"[{t.lower:.9g}, {t.upper:.9g}]" for t in r.trials)
+    if hasattr(r, "worst_gbps"):  # an N-1 table
+        return f"{r.units} {r.kind} in {r.solves} orbits, worst {r.worst_gbps()[0]:.9g}"
+    if hasattr(r, "rate_gbps"):  # a two-phase rate
+        return f"rate [{r.rate_gbps:.9g}, {r.upper_gbps:.9g}] {r.status}"
+    if hasattr(r, "lower_gbps"):  # a bisection
+        return f"B [{r.lower_gbps:.9g}, {r.upper_gbps:.9g}]"
+    if hasattr(r, "lower_ok"):  # a certificate check
+        return f"check [{r.lower:.9g}, {r.upper:.9g}] ok {r.ok}"
+    return f"theta [{r.lower:.9g}, {r.upper:.9g}] {r.status}"
+
+
+def case_engine(tree: str, setup: str, call: str) -> dict:
+    """``call`` after ``setup`` (:data:`ENGINE_CASES`) with the package imported from ``tree``:
+    the CPU seconds of this process during the call (what others run on the machine does not
+    count), its wall seconds, and what it answered."""
+    sys.path.insert(0, tree)
+    import fabricopt as fo
+
+    assert fo.__file__.startswith(tree), fo.__file__
+    scope = {"fo": fo, "_failed_fat_tree": _failed_fat_tree}
+    exec(setup, scope)  # noqa: S102 - the cases are this file's own literals
+    import gc
+
+    gc.collect()  # the setup's garbage is not the call's: its collection is not timed
+    wall, cpu = time.perf_counter(), time.process_time()
+    exec(call, scope)  # noqa: S102
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    answer = _answer(scope["r"])
+    return {"seconds": cpu, "wall": wall, "answer": answer,
+            "value": f"{answer[:70]}{'...' if len(answer) > 70 else ''} (wall {wall:.2f} s)"}
+
+
+#: How many times each side of the engine block runs (in turns); the fastest is kept.
+ENGINE_RUNS = 2
+
+
+def engine_rows(rows: list, quick: bool) -> None:
+    """Issue 42's "no row slower": each engine case on HEAD's package and on the package
+    before issue 42 (:data:`BEFORE_ENGINE`), both extracted from git, in turns, each
+    ``ENGINE_RUNS`` times, the fewest CPU seconds kept (the seconds column is CPU seconds:
+    the machine is shared); the before row gives now/before and whether every run answered
+    the same."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    after, before = _package_at("HEAD"), _package_at(BEFORE_ENGINE)
+    if not (after and before):
+        rows.append(("engine rows", {"seconds": float("nan"), "peak_mb": float("nan"),
+                                     "value": "not run: git archive failed"}, "", ""))
+        return
+    runs = ENGINE_RUNS
+    for label, setup, call, heavy in ENGINE_CASES:
+        if quick and heavy:
+            continue
+        pairs = [(run_case("case_engine", after, setup, call),
+                  run_case("case_engine", before, setup, call)) for _ in range(runs)]
+        now, old = (min((p[i] for p in pairs), key=lambda o: o.get("seconds", math.inf))
+                    for i in (0, 1))
+        same = len({o.get("answer") for p in pairs for o in p}) == 1
+        rows.append((f"{label} (CPU s, HEAD {head})", now, "", ""))
+        ratio = now["seconds"] / old["seconds"] if old.get("seconds") else math.nan
+        rows.append((f"  before ({BEFORE_ENGINE})", old, f"now/before {ratio:.2f}",
+                     "same answers" if same else "ANSWERS DIFFER"))
+
+
+
+def _suite_rows(rows: list, quick: bool) -> None:
+    """The test suite as configured beside the suite in one process (suite_time.py)."""
+    suite_rows(rows, quick, run_case)
+
+
 BLOCKS = {
     "bounds-first": (bounds_first_rows, "the bounds stage beside the method before it, and "
                      "NetGraph's MaximumSupportedDemand"),
@@ -2173,6 +2345,8 @@ BLOCKS = {
                            "per core) beside one process, on a clone of HEAD"),
     "dask": (dask_rows, "issue 45's Dask target: optimize on 1 and 2 workers, task CPU, "
              "critical path and wall ratio, beside the package before"),
+    "engine": (engine_rows, "issue 42's engine rows (bounds first, two-phase, proofs, failures, "
+               "speed's sizes) in CPU seconds, HEAD beside the package before issue 42"),
 }
 
 
