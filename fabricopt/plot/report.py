@@ -28,6 +28,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .._gc import frozen_gc
 from ..study.compare import Comparison
 from ..study.verdict import is_single_system, verdict
 from .charts import NAMED_POINTS, plot_metric_bars, plot_pareto
@@ -434,10 +435,14 @@ def write_report(table: Comparison, out_dir: str | os.PathLike[str], *,
             if row.get("error") or row.get("key") not in table.tasks:
                 continue
             fab = table.fabric(index)
-            ax = draw(fab)  # its title says the counts and the grouping drawn
-            name = f"{_slug(fab.name)}-{str(row['key'])[:6]}.png"
-            drawings.append((fab.name, _png(ax.figure, folder / name, dpi=90)))
-            ax.figure.clf()
+            # The collector's passes would walk every fabric alive (this one, and those the
+            # table still keeps for the rows after it) while the drawing makes its objects.
+            with frozen_gc():
+                ax = draw(fab)  # its title says the counts and the grouping drawn
+                name = f"{_slug(fab.name)}-{str(row['key'])[:6]}.png"
+                drawings.append((fab.name, _png(ax.figure, folder / name, dpi=90)))
+                ax.figure.clf()
+            del fab, ax  # dropped before the next is drawn
 
     sentences = verdict(table)
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}"

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -106,8 +107,9 @@ def _describe(exc: BaseException) -> str:
     return text
 
 
-def _evaluate(job: _Job) -> dict[str, Any]:
-    """Build the task's fabric and compute every metric: one row. Runs in the worker."""
+def _evaluate(job: _Job, keep: dict[str, Fabric] | None = None) -> dict[str, Any]:
+    """Build the task's fabric and compute every metric: one row. Runs in the worker.
+    ``keep`` (in this process) receives the fabric of a row that succeeded, by its key."""
     task = job.task
     row: dict[str, Any] = {"name": task.label, "file": task.path or "", "family": "",
                            **task.point}
@@ -136,11 +138,44 @@ def _evaluate(job: _Job) -> dict[str, Any]:
                                     serving=job.serving)
                 compute_metrics(fab, job.metrics, ctx, row)
             row["error"] = ""
+            if keep is not None and all(isinstance(m, str) for m in job.metrics):
+                keep[job.key] = fab  # named metrics leave it as built (a function may not)
         except Exception as exc:  # noqa: BLE001 - a failing design is a row, the batch goes on
             row["error"] = _describe(exc)
     row["key"] = job.key
     row["seconds"] = round(time.perf_counter() - start, 3)
     return row
+
+
+#: Most arcs (all rows together) of the fabrics a comparison run in this process keeps for
+#: :meth:`Comparison.fabric <fabricopt.study.table.Comparison.fabric>` to hand back, so a
+#: report draws them without building them again (about 450 bytes an arc: 0.45 GB; the
+#: shipped topologies/ hold 850,000 arcs, the 24,576-GPU cluster 301,344).
+KEPT_ARCS = 1_000_000
+
+
+class _Kept:
+    """The fabrics of rows computed in this process, up to :data:`KEPT_ARCS` arcs in all;
+    called with a row's task it hands its fabric back once (then drops it), or builds it
+    again."""
+
+    def __init__(self, keys: Mapping[int, str]) -> None:
+        self.keys = keys  # a row's key by id(task)
+        self.fabrics: dict[str, Fabric] = {}
+        self.arcs = 0
+
+    def __setitem__(self, key: str, fab: Fabric) -> None:
+        arcs = sum(map(len, fab.graph._succ.values()))  # C-level: no view over the arcs
+        if self.arcs + arcs <= KEPT_ARCS:
+            self.fabrics[key] = fab
+            self.arcs += arcs
+
+    def __call__(self, task: DesignTask) -> Fabric:
+        fab = self.fabrics.pop(self.keys.get(id(task), ""), None)
+        if fab is None:
+            with paused_gc():  # the collector's passes would walk the graph being built
+                fab = build_design(task)
+        return fab
 
 
 def row_name(name: str, point: Mapping[str, Any]) -> str:
@@ -454,15 +489,18 @@ def compare(designs: Any, *, metrics: Sequence[MetricSpec] | None = None,
         return {"name": job.task.label, "file": job.task.path or "", **job.task.point,
                 "error": _describe(exc), "key": job.key}
 
+    # Run here, each row's fabric is kept for the table to hand back (a report's diagrams).
+    kept = _Kept({id(job.task): k for k, job in jobs.items()})
     try:
         # Stages are shown for designs evaluated here; a worker process has no listener.
-        run(todo, _evaluate if executor is not None else shown.watched(_evaluate), finish,
+        run(todo, _evaluate if executor is not None else
+            shown.watched(functools.partial(_evaluate, keep=kept)), finish,
             executor=executor, lost=lost)
         if store is not None:
             store.compact()
     finally:
         shown.close()
     table = Comparison((results[k] for k in jobs), swept,
-                       {k: j.task for k, j in jobs.items()}, build_design)
+                       {k: j.task for k, j in jobs.items()}, kept)
     table.reused = reused
     return table

@@ -130,7 +130,10 @@ class Comparison:
         return [r[name] for r in self.rows]
 
     def fabric(self, index: int) -> Fabric:
-        """Build the fabric of row ``index`` again (from its design file, or the Fabric given).
+        """The fabric of row ``index``: the one its row was computed on, when :func:`compare`
+        ran the row in this process and kept it (handed back once; see
+        :data:`~fabricopt.study.compare.KEPT_ARCS`), else built again from its design file
+        (or the Fabric given).
 
         >>> import fabricopt as fo
         >>> fo.compare(fo.ring(4), metrics=["summary"]).fabric(0).name

@@ -2,6 +2,7 @@
 
 import concurrent.futures as cf
 import csv
+import importlib
 import io
 import json
 import os
@@ -472,3 +473,33 @@ def test_a_rows_limits_are_work_not_seconds():
     assert full["all_to_all_work_limit"] is None and full["all_to_all_exact"]
     assert row["all_to_all_theta"] <= full["all_to_all_theta"] * (1 + 1e-9)
     assert row["all_to_all_theta_upper"] >= full["all_to_all_theta"] * (1 - 1e-9)
+
+
+def _arcs(fab):
+    return sorted((repr(u), repr(v), sorted(d.items())) for u, v, d in fab.graph.edges(data=True))
+
+
+def test_a_row_run_here_hands_its_fabric_back_once_then_it_is_built_again(tmp_path, monkeypatch):
+    """Run in this process, a row's fabric is kept for Comparison.fabric (a report draws it
+    without building it again): handed back once, then built anew from the design file, the
+    same graph arc for arc. Not kept past KEPT_ARCS, nor when a metric is a function (it may
+    edit the fabric)."""
+    C = importlib.import_module("fabricopt.study.compare")  # the module, not the function
+
+    design = tmp_path / "pod.toml"
+    design.write_text('name = "pod"\nfamily = "superpod"\n[params]\nscalable_units = 1\n')
+    table = fo.compare(str(design), metrics=["summary"])
+    (kept,) = table._build.fabrics.values()
+    assert table.fabric(0) is kept
+    again = table.fabric(0)
+    assert again is not kept and _arcs(again) == _arcs(kept)
+    assert table.fabric(0) is not again  # built each time after the first
+    # superpod(1): 2,624 arcs (fo.superpod(1)'s successor dicts); a limit below keeps none.
+    monkeypatch.setattr(C, "KEPT_ARCS", 2_623)
+    assert not fo.compare(str(design), metrics=["summary"])._build.fabrics
+    monkeypatch.undo()
+    assert not fo.compare(str(design), metrics=[_links_of])._build.fabrics
+
+
+def _links_of(fab):
+    return {"links_seen": fab.graph.number_of_edges()}
