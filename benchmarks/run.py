@@ -1610,6 +1610,13 @@ def speed_rows(rows: list, quick: bool) -> None:
          lambda o: o["seconds"] <= 30 and o.get("exact"), "case_big_fat_tree", k, True)
     # The main job: every shipped design, one process.
     topologies = str(Path(__file__).resolve().parent.parent / "topologies")
+    pair("fabricopt compare topologies/ -o OUT (rows and report)", "<= 10 s, every row <= 2 s",
+         lambda o: o["seconds"] <= 10 and o.get("slowest", 99) <= 2, "case_main_job_command",
+         topologies)
+    session = _package_at(BEFORE_MAIN_JOB_2)
+    if session:
+        rows.append((f"  before ({BEFORE_MAIN_JOB_2}, this session's start)",
+                     run_case("case_main_job_command", topologies, session), "", ""))
     pair("compare topologies/, one process", "<= 10 s, every row <= 2 s",
          lambda o: o["seconds"] <= 10 and o.get("slowest", 99) <= 2, "case_compare",
          [topologies], 1)
@@ -2002,6 +2009,49 @@ def case_main_job_hashed(su: int, trials: int) -> dict:
     out = case_routed(f"fo.superpod({su})", "fo.all_to_all(fab)", "hash", trials)
     out["value"] += f"; {_load()}"
     return out
+
+
+#: The commit before this session's main-job work (the report's rebuild and drawing, the
+#: all-reduce bounds' cut search): the command's row is also shown beside its package.
+BEFORE_MAIN_JOB_2 = "52f10bf"
+
+
+def case_main_job_command(designs: str, tree: str = "") -> dict:
+    """``fabricopt compare DESIGNS -o OUT`` (the main job: the rows, then the report with its
+    diagrams) as a command in a process of its own, its package the one this process
+    imported or ``tree``'s: wall and CPU seconds of the whole command (import included),
+    its peak memory, the slowest row by the rows' own ``seconds`` and a digest of the rows
+    (``seconds`` left out)."""
+    import hashlib
+    import json
+    import os
+    import shutil
+    import subprocess
+    import tempfile
+
+    import fabricopt as fo
+
+    out = tempfile.mkdtemp(prefix="fabricopt-main-job-")
+    env = dict(os.environ, PYTHONPATH=tree or str(Path(fo.__file__).resolve().parent.parent))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "fabricopt", "compare", designs, "-o", out],
+                          env=env, capture_output=True, text=True, check=False)
+    seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    with open(Path(out) / "results.jsonl") as f:
+        table = [json.loads(line) for line in f]
+    diagrams = len(list((Path(out) / "diagrams").glob("*.png")))
+    shutil.rmtree(out, ignore_errors=True)
+    slowest = max(table, key=lambda r: r.get("seconds") or 0.0)
+    values = json.dumps([{k: v for k, v in r.items() if k != "seconds"} for r in table],
+                        sort_keys=True, default=str)
+    return {"seconds": seconds, "slowest": slowest.get("seconds") or 0.0,
+            "value": f"exit {done.returncode}, {len(table)} rows, {diagrams} diagrams, {cpu:.1f} s "
+                     f"CPU, {after.ru_maxrss / 1024:,.0f} MB peak; slowest {slowest['name']} "
+                     f"{slowest.get('seconds') or 0.0:.2f} s; rows "
+                     f"{hashlib.sha1(values.encode()).hexdigest()[:10]}; {_load()}"}
 
 
 def main_job_rows(rows: list, quick: bool) -> None:
