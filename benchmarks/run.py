@@ -220,35 +220,7 @@ def case_failed_bisections(make: str, fraction: float, seeds: int) -> dict:
 def case_netgraph_single_links(k: int, trials: int, seed: int) -> dict:
     """NetGraph (``ngraph``): its failure Monte Carlo placing all-to-all ECMP demands on
     fat_tree(k), one random link failed per iteration, on one prepared graph."""
-    from ngraph.analysis.failure_manager import FailureManager
-    from ngraph.model.failure.policy import FailureMode, FailurePolicy, FailureRule
-    from ngraph.model.failure.policy_set import FailurePolicySet
-    from ngraph.model.network import Link, Network, Node
-
-    import fabricopt as fo
-
-    start = time.perf_counter()
-    fab = fo.fat_tree(k)
-    net = Network()
-    for v in fab.graph.nodes:
-        net.add_node(Node(str(v)))
-    seen: set[frozenset] = set()
-    for u, v, c in fab.graph.edges(data="capacity"):  # one link per bundle: NetGraph adds
-        if frozenset((u, v)) not in seen:             # the reverse direction itself
-            seen.add(frozenset((u, v)))
-            net.add_link(Link(str(u), str(v), capacity=float(c)))
-    policies = FailurePolicySet()
-    policies.add("one link", FailurePolicy(modes=[FailureMode(1.0, [
-        FailureRule("link", mode="choice", count=1)])]))
-    gpus = "|".join(str(e) for e in fab.endpoints)
-    n = len(fab.endpoints)
-    demands = [{"source": f"^({gpus})$", "target": f"^({gpus})$", "volume": float(n * (n - 1)),
-                "mode": "pairwise"}]
-    out = FailureManager(net, policies, "one link").run_demand_placement_monte_carlo(
-        demands, iterations=trials, seed=seed)
-    seconds = time.perf_counter() - start
-    return {"seconds": seconds, "value": f"{trials} iterations, "
-            f"{out['metadata']['unique_patterns']} distinct patterns placed (ECMP)"}
+    return case_netgraph_failures(f"fo.fat_tree({k})", 0.0, trials, seed)
 
 
 def case_single_failures(make: str, kinds: list[str]) -> dict:
@@ -753,14 +725,15 @@ def failed_plane_rows(rows: list, quick: bool) -> None:
     rows.append(("  before (the detours and hierarchy cuts alone)", before, "", ""))
 
 
-def case_netgraph(make: str) -> dict:
-    """NetGraph's MaximumSupportedDemand on the fabric ``make`` builds."""
+def case_netgraph(make: str, limit: float | None = None) -> dict:
+    """NetGraph's MaximumSupportedDemand on the fabric ``make`` builds (stopped after
+    ``limit`` seconds of its own run)."""
     from netgraph_side import netgraph_msd
 
     import fabricopt as fo
 
     fab = eval(make, {"fo": fo, "_failed_fat_tree": _failed_fat_tree})  # noqa: S307
-    alpha, seconds = netgraph_msd(fab)
+    alpha, seconds = netgraph_msd(fab, limit)
     return {"seconds": seconds, "value": f"alpha_star={alpha:.6g} Gb/s per pair"}
 
 
@@ -1211,6 +1184,100 @@ def main(argv: list[str] | None = None) -> int:
     return _print(rows)
 
 
+#: Longest a NetGraph row of the failures block may run: it is stopped at 10x fabricopt's
+#: time on the same question (the target is then met without waiting longer) or at this.
+NETGRAPH_CAP_S = 600.0
+#: Address space a NetGraph row may take (pairwise demands over thousands of GPUs grow
+#: past what a shared machine has): beyond it the row reports NetGraph out of memory.
+NETGRAPH_MEMORY_BYTES = 8 * 2**30
+
+
+def case_netgraph_bounded(limit: float, fn_name: str, *args) -> dict:
+    """``fn_name(*args, limit=limit)`` within :data:`NETGRAPH_MEMORY_BYTES` of address space,
+    stopped after ``limit`` seconds of NetGraph's own run (its import, the fabric's build and
+    its translation not counted)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (NETGRAPH_MEMORY_BYTES, NETGRAPH_MEMORY_BYTES))
+    try:
+        return globals()[fn_name](*args, limit=limit)
+    except MemoryError:
+        return {"seconds": float("nan"),
+                "value": f"out of memory ({NETGRAPH_MEMORY_BYTES / 2**30:g} GiB given)"}
+    except TimeoutError:
+        return {"seconds": float("nan"),
+                "value": f"STOPPED after {limit:.3g} s of its own run (not finished)"}
+
+
+def case_netgraph_failures(make: str, fraction: float, trials: int, seed: int,
+                           switch_links: bool = False, iterations: int | None = None,
+                           limit: float | None = None) -> dict:
+    """NetGraph's failure Monte Carlo placing all-to-all ECMP demands on the fabric ``make``
+    builds: each iteration fails as many links as ``fo.fail_random(fab, fraction)`` does
+    (among switch-to-switch links only with ``switch_links``; ``fraction=0``: one link),
+    ``iterations`` draws (default ``trials``; 0: as many as there are links); the network is
+    built inside the clock, the fabric before it."""
+    from ngraph.analysis.failure_manager import FailureManager
+    from ngraph.model.failure.policy import FailureMode, FailurePolicy, FailureRule
+    from ngraph.model.failure.policy_set import FailurePolicySet
+    from ngraph.model.network import Link, Network, Node
+    from ngraph.model.selectors import Condition
+
+    import fabricopt as fo
+
+    fab = eval(make, {"fo": fo})  # noqa: S307
+    eps = set(fab.endpoints)
+    pairs = {frozenset((u, v)) for u, v in fab.graph.edges()}
+    pool = [p for p in pairs if not switch_links or not (p & eps)]
+    count = max(1, round(fraction * len(pool)))
+    iterations = len(pool) if iterations == 0 else iterations or trials
+    from netgraph_side import stop_after
+
+    start = time.perf_counter()
+    stop_after(limit)
+    net = Network()
+    for v in fab.graph.nodes:
+        net.add_node(Node(str(v)))
+    for pair in pairs:
+        u, v = sorted(pair, key=str)
+        net.add_link(Link(str(u), str(v), capacity=float(fab.graph[u][v]["capacity"]),
+                          attrs={"switches": "yes" if not (pair & eps) else "no"}))
+    conditions = [Condition("switches", "==", "yes")] if switch_links else []
+    policies = FailurePolicySet()
+    policies.add("links", FailurePolicy(modes=[FailureMode(1.0, [
+        FailureRule("link", conditions=conditions, mode="choice", count=count)])]))
+    gpus = "|".join(str(e) for e in fab.endpoints)
+    n = len(fab.endpoints)
+    demands = [{"source": f"^({gpus})$", "target": f"^({gpus})$", "volume": float(n * (n - 1)),
+                "mode": "pairwise"}]
+    out = FailureManager(net, policies, "links").run_demand_placement_monte_carlo(
+        demands, iterations=iterations, seed=seed)
+    return {"seconds": time.perf_counter() - start,
+            "value": f"{iterations} iterations of {count} links failed, "
+                     f"{out['metadata']['unique_patterns']} distinct patterns placed (ECMP)"}
+
+
+def _netgraph_beside(rows: _Rows, ours: dict, label: str, fn_name: str, *args) -> None:
+    """NetGraph on the question of the row before (``ours``), stopped after 10x its time or
+    :data:`NETGRAPH_CAP_S` of its own run: a ratio when it answers, a least ratio when it is
+    stopped."""
+    mine = ours.get("seconds", float("nan"))
+    limit = NETGRAPH_CAP_S if math.isnan(mine) else min(10 * mine, NETGRAPH_CAP_S)
+    # The process's own limit leaves room for the imports and the fabric's build.
+    theirs = _run_case_within(limit + 300, "case_netgraph_bounded", limit, fn_name, *args)
+    if not math.isnan(theirs["seconds"]):
+        ratio = theirs["seconds"] / mine
+        said, met = f"fabricopt {ratio:.1f}x faster", ratio >= 10
+    elif "STOPPED" in theirs["value"]:
+        said = f"NetGraph had no answer after {limit:.0f} s: fabricopt more than " \
+               f"{limit / mine:.1f}x faster"
+        met = limit >= 10 * mine * (1 - 1e-9)
+    else:
+        said, met = f"NetGraph gave no answer ({theirs['value']})", True
+    rows.append((f"  NetGraph {label}", theirs, f"{said}, certified (target >= 10x)",
+                 "met" if met else "not met"))
+
+
 def _failure_rows(rows: _Rows, quick: bool) -> None:
     """Failure analysis beside NetGraph (``pip install fabricopt[bench]``), same run."""
     k, trials = (4, 50) if quick else (8, 200)
@@ -1238,11 +1305,14 @@ def _failure_rows(rows: _Rows, quick: bool) -> None:
     rows.append((f"failure_sweep(superpod({su}), [1%], 10 trials)", out,
                  "< 60 s, every trial within 1%",
                  "met" if out["seconds"] < 60 and out.get("widest", 1.0) <= 0.01 else "not met"))
+    _netgraph_beside(rows, out, "ECMP placement Monte Carlo, 1% of links, 10 iterations",
+                     "case_netgraph_failures", f"fo.superpod({su})", 0.01, 10, 1)
     failed = f"fo.fail_random(fo.superpod({su}), 0.01, seed=1)"
     out = run_case("case_failed_fabric", failed, False, None)
     rows.append((f"max_concurrent_flow, superpod({su}) minus 1% of links (seed 1)", out,
                  "within 1% in seconds",
                  "met" if out["seconds"] < 10 and out.get("gap", 1) <= 0.01 else "not met"))
+    _netgraph_beside(rows, out, "MaximumSupportedDemand, same fabric", "case_netgraph", failed)
     before = run_case("case_failed_fabric", failed, True, 60.0)
     rows.append(("  before (the same graph without its recipe, 60 s limit)", before, "", ""))
     # Draws the detours once closed only to a few percent: a leaf that lost 5 of its 32
@@ -1253,6 +1323,8 @@ def _failure_rows(rows: _Rows, quick: bool) -> None:
         rows.append((f"max_concurrent_flow, superpod({su}) minus {fraction:.0%} of links "
                      f"(seed {seed})", out, "within 1% in seconds",
                      "met" if out["seconds"] < 10 and out.get("gap", 1) <= 0.01 else "not met"))
+        _netgraph_beside(rows, out, "MaximumSupportedDemand, same fabric", "case_netgraph",
+                         f"fo.fail_random(fo.superpod({su}), {fraction}, seed={seed})")
     # 5% of every link of the 2,048-GPU rail 2:1 cluster: 58 classes of servers, whose LP
     # has 75,000 columns; before, the routed stage declined it and approximate rounds ran.
     if not quick:
@@ -1262,6 +1334,7 @@ def _failure_rows(rows: _Rows, quick: bool) -> None:
         rows.append(("max_concurrent_flow, rail-optimized 2:1 cluster (2,048 GPUs) minus 5% "
                      "(seed 1)", out, "within 1% in seconds",
                      "met" if out["seconds"] < 30 and out.get("gap", 1) <= 0.01 else "not met"))
+        _netgraph_beside(rows, out, "MaximumSupportedDemand, same fabric", "case_netgraph", rail)
         before = run_case("case_failed_fabric", rail, False, 120.0, True)
         ratio = (f"{before['seconds'] / out['seconds']:.1f}x faster" if out.get("seconds")
                  else "")
@@ -1276,6 +1349,8 @@ def _failure_rows(rows: _Rows, quick: bool) -> None:
         rows.append(("max_concurrent_flow, Meta 24K RoCE minus 1% (seed 1)", out,
                      "within 1% in seconds",
                      "met" if out["seconds"] < 30 and out.get("gap", 1) <= 0.01 else "not met"))
+        _netgraph_beside(rows, out, "MaximumSupportedDemand, same fabric", "case_netgraph",
+                         f"fo.fail_random(fo.load_design({str(meta)!r}), 0.01, seed=1)")
     # A failed fabric whose intact one has no claim: 4,096 GPUs, 3-tier 2:1 Clos.
     nodes = 64 if quick else 512
     clos = (f"fo.cluster(fo.dgx_h100(), nodes={nodes}, scale_out='clos', tiers=3, "
@@ -1284,17 +1359,27 @@ def _failure_rows(rows: _Rows, quick: bool) -> None:
     rows.append((f"max_concurrent_flow, 3-tier 2:1 Clos ({nodes * 8:,} GPUs) minus 1% (seed 1)",
                  out, "within 1% in seconds",
                  "met" if out["seconds"] < 10 and out.get("gap", 1) <= 0.01 else "not met"))
+    _netgraph_beside(rows, out, "MaximumSupportedDemand, same fabric", "case_netgraph",
+                     f"fo.fail_random({clos}, 0.01, seed=1)")
     before = run_case("case_failed_fabric", f"fo.fail_random({clos}, 0.01, seed=1)", True, 60.0)
     rows.append(("  before (the same graph without its recipe, 60 s limit)", before, "", ""))
     out = run_case("case_single_failures", f"fo.superpod({su})", ["links", "switches"])
     rows.append((f"N-1 tables, every link and every switch of superpod({su})", out, "< 60 s",
                  "met" if out["seconds"] < 60 else "not met"))
+    # NetGraph samples failures, it does not list them: as many one-link draws as the
+    # table has links (it places each distinct one); its switches are not drawn here.
+    _netgraph_beside(rows, out, "ECMP placement Monte Carlo, one link per draw, as many draws "
+                     "as links", "case_netgraph_failures", f"fo.superpod({su})", 0.0, 1, 1,
+                     False, 0)
     k, count = (8, 5) if quick else (16, 20)
     links = k**3 // 2  # leaf-spine and spine-core bundles
     out = run_case("case_failure_sweep_tiers", f"fo.fat_tree({k})", count / links, 50, 1)
     rows.append((f"failure_sweep, fat_tree({k}) minus {count} switch links, 50 trials", out,
                  "< 30 s, every trial within 1%",
                  "met" if out["seconds"] < 30 and out.get("widest", 1) <= 0.01 else "not met"))
+    _netgraph_beside(rows, out, f"ECMP placement Monte Carlo, {count} switch links, 50 "
+                     "iterations", "case_netgraph_failures", f"fo.fat_tree({k})", count / links,
+                     50, 1, True)
     out = run_case("case_failed_bisections", "fo.fat_tree(8)", 0.01, 8)
     rows.append(("bisection per failure, fat_tree(8) minus 1%, seeds 0-7", out,
                  "every bracket closed", "met" if out.get("widest", 1) <= 1e-9 else "not met"))
@@ -1703,6 +1788,14 @@ def big_rows(rows: list, quick: bool) -> None:
         if tree:
             before = run_case("case_before", tree, "case_big_fat_tree", k, bisection)
             rows.append((f"  before ({BEFORE_BIG})", before, "", ""))
+    failed_fat_tree_rows(rows, quick, tree)
+
+
+def failed_fat_tree_rows(rows: list, quick: bool, tree: str = "") -> None:
+    """Failed fat_tree(8) answered and certified beside NetGraph's MaximumSupportedDemand
+    search (``big_rows``' second half; ``tree``: the package before, for before rows). Each
+    in a process that imported its library first; then the same from a fresh process, every
+    import and the build counted on both sides."""
     try:
         import ngraph  # noqa: F401
     except ImportError:
@@ -1722,6 +1815,46 @@ def big_rows(rows: list, quick: bool) -> None:
         rows.append(("  NetGraph MaximumSupportedDemand, same fabric", theirs,
                      f"fabricopt {ratio:.1f}x faster{was}, certified (target >= 10x)",
                      "met" if ratio >= 10 and now.get("certified") else "not met"))
+    if ngraph is None:
+        return
+    make = FAILED_FAT_TREES["fat_tree(8) minus 5% of switch links"]
+    ours = run_case("case_fresh_fabricopt", make)
+    rows.append(("fat_tree(8) minus 5%, a fresh process: import, build, solve", ours, "", ""))
+    theirs = run_case("case_fresh_netgraph", make)
+    rows.append(("  NetGraph, a fresh process: import, read the scenario, search", theirs,
+                 f"fabricopt {theirs['seconds'] / ours['seconds']:.1f}x faster with every "
+                 "import counted (information: the rows above time the calls)", ""))
+
+
+def case_fresh_fabricopt(make: str) -> dict:
+    """max_concurrent_flow of ``make`` from a fresh process: the interpreter, ``import
+    fabricopt``, the build and the solve, in wall seconds."""
+    import inspect
+
+    from netgraph_side import fresh_seconds
+
+    code = (f"import fabricopt as fo\n{inspect.getsource(_failed_fat_tree)}\n"
+            f"fab = {make}\nprint(fo.max_concurrent_flow(fab).theta)\n")
+    seconds, out = fresh_seconds(code)
+    return {"seconds": seconds, "value": f"theta={float(out):.10g}"}
+
+
+def case_fresh_netgraph(make: str) -> dict:
+    """NetGraph's MaximumSupportedDemand on ``make``'s scenario file from a fresh process:
+    the interpreter, ``import ngraph``, reading the scenario and the search (the file is
+    written before the clock starts)."""
+    import tempfile
+
+    from netgraph_side import NETGRAPH_FRESH, fresh_seconds, scenario_yaml
+
+    import fabricopt as fo
+
+    fab = eval(make, {"fo": fo, "_failed_fat_tree": _failed_fat_tree})  # noqa: S307
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        f.write(scenario_yaml(fab))
+    seconds, out = fresh_seconds(NETGRAPH_FRESH, f.name)
+    Path(f.name).unlink()
+    return {"seconds": seconds, "value": f"alpha_star={float(out):.6g} Gb/s per pair"}
 
 
 #: The commit before issue 42's typed proofs (check_certificate then knew every stage).
@@ -1830,18 +1963,24 @@ def case_load_average() -> dict:
                                      f"on {os.cpu_count()} cores"}
 
 
+#: The commit before the second session's bisection work (layered fabrics: the top tier's
+#: sides enumerated, the planes' bound): the bisection block's rows are beside it too.
+BEFORE_LAYERED = "ccb1f2b"
+
+
 def bisection_rows(rows: list, quick: bool) -> None:
-    """Issue 45 point 4: rail and failed fat-tree bisections, each beside the package at
-    :data:`BEFORE_BISECTION` (same run)."""
-    tree = _package_at(BEFORE_BISECTION)
+    """Issue 45 point 4: rail and failed fat-tree bisections, each beside the packages at
+    :data:`BEFORE_LAYERED` and :data:`BEFORE_BISECTION` (same run)."""
+    trees = [(commit, _package_at(commit)) for commit in (BEFORE_LAYERED, BEFORE_BISECTION)]
     rows.append(("load average at the start", run_case("case_load_average"), "", ""))
 
     def pair(label: str, target: str, met: object, fn: str, *args: object) -> None:
         now = run_case(fn, *args)
         rows.append((label, now, target, ("met" if met(now) else "not met") if target else ""))
-        if tree:
-            before = run_case("case_before", tree, fn, *args)
-            rows.append((f"  before ({BEFORE_BISECTION})", before, "", ""))
+        for commit, tree in trees:
+            if tree:
+                before = run_case("case_before", tree, fn, *args)
+                rows.append((f"  before ({commit})", before, "", ""))
 
     nodes = 32 if quick else 256
     rail = (f"fo.cluster(fo.dgx_h100(), nodes={nodes}, scale_out='rail_optimized', "
