@@ -64,7 +64,7 @@ from .from_intact import acceptable, answer_from_intact
 from .lp import LPSolution
 from .lp_proof import roots_carrying
 from .memory import gb, shortfall
-from .plane_bracket import narrowed, plane_bracket
+from .plane_bracket import _without_gap, narrowed, plane_bracket_why
 from .problem import FlowProblem, full_lp_entries, symmetric_applicable, traffic_invariant
 from .result import FlowResult
 from .stages import Bracket, Plan, Stage
@@ -183,12 +183,15 @@ class FromIntact:
         first = answer_from_intact(p.fab, p.traffic, p.gap, p.too_large, handed)
         if first is None or first.upper - first.lower > p.gap * first.upper:
             # A failed Clos of servers: its planes narrow what the intact flow left open.
-            planes = _through_planes(p)
+            planes, why = _through_planes(p)
             if planes is not None and first is not None:
                 first = narrowed(first, planes)
                 acceptable(first, p.gap, p.too_large)  # says how the gap now stands
             elif planes is not None and acceptable(planes, p.gap, p.too_large):
                 first = _named(planes, "planes")
+            elif first is not None and why:  # what was not begun, not approx's minutes
+                first.message = (f"{_without_gap(first.message)}; not within gap "
+                                 f"{p.gap:.3%}: {why}")
         if first is None or first.exact or first.lower >= HOSE_FLOOR_REACH * first.upper:
             # Two-phase routing crosses the fabric twice: its floor seldom reaches half the
             # cut, and on a failed 24,576-GPU fabric with no claim its search took minutes.
@@ -206,13 +209,16 @@ def _named(result: FlowResult | None, name: str) -> FlowResult | None:
     return result
 
 
-def _through_planes(p: FlowProblem) -> FlowResult | None:
+def _through_planes(p: FlowProblem) -> tuple[FlowResult | None, str]:
     """The bracket through the planes of a failed fabric too large for a quick LP of its
-    own; None for any other, and when the time limit is spent (it begins no LP)."""
+    own; None for any other, and when the time limit is spent (it begins no LP); with
+    why there is none (:func:`~fabricopt.flow.plane_bracket.plane_bracket_why`)."""
     left = p.budget.left()
-    if not p.edited or left == 0 or p.nonzeros <= FIND_SYMMETRY_NONZEROS:
-        return None
-    return plane_bracket(p.fab, p.traffic, left)
+    if not p.edited or p.nonzeros <= FIND_SYMMETRY_NONZEROS:
+        return None, ""
+    if left == 0:
+        return None, "the planes' LP was not begun: the time limit was spent before it"
+    return plane_bracket_why(p.fab, p.traffic, left)
 
 
 def _floor_under(p: FlowProblem) -> Any:

@@ -43,19 +43,32 @@ PROOF_PER_BUILD = 2.5
 BUILD_SECONDS_PER_ARC = 1e-5
 
 #: What the proof of a routing of whole groups (:mod:`fabricopt.flow.plane_groups_lp`)
-#: takes per endpoint: 7.7 s CPU for a failed 16,384-GPU SuperPOD, 1.7 s for a 4,096-GPU
-#: one; its LP is begun only when a time limit leaves this much after it.
-GROUP_PROOF_SECONDS_PER_ENDPOINT = 5e-4
+#: takes per endpoint: 4.3 s CPU for a failed 16,384-GPU SuperPOD; its LP is begun only
+#: when a time limit leaves this much after it.
+GROUP_PROOF_SECONDS_PER_ENDPOINT = 3e-4
 LP_NONZEROS_PER_ARC = 1.5
 
 
 def plane_bracket(fab: Fabric, traffic: Traffic, time_limit: float | None = None
                   ) -> FlowResult | None:
+    """``fab``'s certified bracket for ``traffic`` through its planes, or None
+    (:func:`plane_bracket_why` says why).
+
+    >>> import fabricopt as fo
+    >>> plane_bracket(fo.ring(6), fo.all_to_all(fo.ring(6))) is None
+    True
+    """
+    return plane_bracket_why(fab, traffic, time_limit)[0]
+
+
+def plane_bracket_why(fab: Fabric, traffic: Traffic, time_limit: float | None = None
+                      ) -> tuple[FlowResult | None, str]:
     """``fab``'s certified bracket for ``traffic`` through its planes (method
     ``"bounds"``; status ``"optimal"`` when the two ends meet, else ``"inexact"``); None
     when the traffic is not uniform all-to-all over every endpoint, the fabric has no
     planes (:func:`~fabricopt.flow.planes.plane_structure` says why), ``time_limit`` is
-    spent (0) or the LP stops with no point within it.
+    spent (0) or the LP stops with no point within it; with the bracket, "" or why there
+    is none (what was not begun for lack of time, and about how long it would take).
 
     ``time_limit`` (seconds) is for the whole bracket: the LP gets what is left once it is
     built, less what the proof of its routing is expected to take
@@ -68,34 +81,39 @@ def plane_bracket(fab: Fabric, traffic: Traffic, time_limit: float | None = None
     Examples
     --------
     >>> import fabricopt as fo
-    >>> from fabricopt.flow.plane_bracket import plane_bracket
     >>> base = fo.cluster(fo.nvswitch_domain(4, 2, 4, 400.0), nodes=12, scale_out="clos",
     ...                   tiers=3, oversubscription=2, radix=8)
     >>> fab = fo.fail_random(base, 0.05, seed=2)
-    >>> r = plane_bracket(fab, fo.all_to_all(fab))
-    >>> r.status, round(r.per_endpoint_gbps, 2)   # the full LP's optimum, 50/11 x 47 GPUs
-    ('optimal', 213.64)
+    >>> r, why = plane_bracket_why(fab, fo.all_to_all(fab))
+    >>> why, r.status, round(r.per_endpoint_gbps, 2)   # the full LP's optimum, 50/11 x 47 GPUs
+    ('', 'optimal', 213.64)
     >>> fo.check_certificate(fab, r).ok
     True
     """
-    if (not traffic.is_uniform or not traffic.uniform_gbps or time_limit == 0
-            or set(traffic.endpoints) != set(fab.endpoints)):
-        return None
+    if not traffic.is_uniform or not traffic.uniform_gbps or set(
+            traffic.endpoints) != set(fab.endpoints):
+        return None, "the traffic is not uniform all-to-all over every endpoint"
+    if time_limit == 0:
+        return None, "the planes were not read: the time limit was spent"
     start = now()
     ga = GraphArrays.from_fabric(fab)
-    pl, _ = plane_structure(fab, ga)
+    pl, why = plane_structure(fab, ga)
     if pl is None:
-        return None
+        return None, why
     # Whole groups (a SuperPOD's units) have a small LP of their own; any other Clos of
     # servers the general one, whose size the arcs say before it is read.
     grouped = not whole_groups(pl)
     least = ga.n_arcs * (BUILD_SECONDS_PER_ARC * (1 + PROOF_PER_BUILD)
                          + LP_NONZEROS_PER_ARC * IPM_SECONDS_PER_NONZERO)
     if not grouped and time_limit is not None and least > time_limit - (now() - start):
-        return None
+        return None, (f"the planes' LP was not begun: with its assembly and proof it would "
+                      f"take at least about {least:.0f} s, {_left(time_limit, start)} left")
     if (not grouped and time_limit is None
             and ga.n_arcs * LP_NONZEROS_PER_ARC > UNTIMED_MAX_NONZEROS):
-        return None  # its LP would not be begun: no assembly either
+        # Its LP would not be begun: no assembly either.
+        return None, (f"the planes' LP (above {UNTIMED_MAX_NONZEROS:,} nonzeros) was not "
+                      f"begun: at least about {least:.0f} s; give a time_limit above that "
+                      "to run it")
     cut, lengths = structural_cut_lengths(fab, traffic, ga, True)
     run, run_lengths = leaf_run_cut(pl, float(traffic.uniform_gbps))
     if run < cut:
@@ -103,18 +121,21 @@ def plane_bracket(fab: Fabric, traffic: Traffic, time_limit: float | None = None
     upper = min(cut, endpoint_cut_bound(fab, traffic, ga))
     left = None if time_limit is None else time_limit - (now() - start)
     if left is not None and left <= 0:
-        return None
+        return None, "the planes' LP was not begun: the time limit was spent on its cuts"
     if grouped:
-        found = solve_group_planes(pl, left, GROUP_PROOF_SECONDS_PER_ENDPOINT
-                                   * len(pl.endpoints))
+        proof_s = GROUP_PROOF_SECONDS_PER_ENDPOINT * len(pl.endpoints)
+        found = solve_group_planes(pl, left, proof_s)
         if found.proof is None:
-            return None
+            return None, (f"the planes' LP of whole groups: {found.why} (its proof about "
+                          f"{proof_s:.0f} s more, {_left(time_limit, start)} left)")
         proof, columns, how = found.proof, found.lp_size["columns"], (
             "each unit's pairs on two rails turned at leaves the LP picks, ")
     else:
         sol, *_ = solve_planes(pl, time_limit=left, reserve=PROOF_PER_BUILD)
         if sol is None:
-            return None
+            return None, (f"the planes' LP was not begun or stopped without a point (with "
+                          f"its assembly and proof at least about {least:.0f} s, "
+                          f"{_left(time_limit, start)} left)")
         proof, columns, how = PlaneProof.of(sol), sol.lp_size["columns"], ""
     rate = proven_plane_rate(fab, traffic, proof, ga, pl)
     lower = min(rate.theta, upper)
@@ -135,7 +156,18 @@ def plane_bracket(fab: Fabric, traffic: Traffic, time_limit: float | None = None
         seconds=now() - start, per_endpoint_gbps=float(lower * mean_out),
         message=message, fabric_name=fab.name, traffic_name=traffic.name,
         max_overload=rate.overload, max_residual=0.0, mean_out_gbps=mean_out,
-        certificate=certificate)
+        certificate=certificate), ""
+
+
+def _left(time_limit: float | None, start: float) -> str:
+    """What a time limit begun at ``start`` has left, in words.
+
+    >>> _left(None, 0.0)
+    'no time limit'
+    """
+    if time_limit is None:
+        return "no time limit"
+    return f"{max(time_limit - (now() - start), 0.0):.1f} s of the time limit"
 
 
 def narrowed(result: FlowResult, planes: FlowResult) -> FlowResult:
@@ -176,4 +208,4 @@ def _without_gap(message: str) -> str:
 
 
 __all__ = ["BUILD_SECONDS_PER_ARC", "GROUP_PROOF_SECONDS_PER_ENDPOINT", "LP_NONZEROS_PER_ARC",
-           "PROOF_PER_BUILD", "narrowed", "plane_bracket"]
+           "PROOF_PER_BUILD", "narrowed", "plane_bracket", "plane_bracket_why"]

@@ -316,3 +316,27 @@ def test_a_failed_4096_gpu_superpod_meets_its_nic_bound():
     r = _certified(fab, fo.max_concurrent_flow(fab))
     assert r.stages["lower"] == "planes"
     assert r.per_endpoint_gbps == pytest.approx(400 * 4095 / 4088, rel=1e-5)
+
+
+def test_the_answer_says_what_was_not_begun_for_lack_of_time(monkeypatch):
+    # superpod(16) minus 1%: when the units' LP does not fit in what the limit leaves (at a
+    # second a nonzero, 600 s cover none of its tens of thousands), the intact flow's
+    # bracket is the answer, and its message says which LP was not begun and about how
+    # long it and its proof would take, not that the approximate rounds would continue.
+    monkeypatch.setattr(plane_groups_lp, "GROUP_IPM_SECONDS_PER_NONZERO", 1.0)
+    fab = _failed_superpod(16)
+    r = _certified(fab, fo.max_concurrent_flow(fab, time_limit=600))
+    assert r.stages["lower"] == "intact flow rerouted"
+    assert "planes' LP of whole groups" in r.message and "was not begun" in r.message
+    assert "nonzeros, about" in r.message and "its proof about" in r.message
+    assert "method='approx'" not in r.message
+
+
+def test_the_detours_give_their_spread_only_where_the_units_lp_follows(monkeypatch):
+    # A failed SuperPOD's units are whole groups: the intact flow's detours begin no search
+    # (no wider ways round crowded leaves, no LP), and the planes close the bracket.
+    fab = _failed_superpod(16)
+    searches = _begun(monkeypatch, reroute, "_wider_detours")
+    searches += _begun(monkeypatch, reroute, "_least_overload")
+    r = _certified(fab, fo.max_concurrent_flow(fab))
+    assert searches == [] and r.stages["lower"] == "planes"

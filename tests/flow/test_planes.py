@@ -249,6 +249,7 @@ def test_a_spent_time_limit_begins_no_plane_lp(monkeypatch):
     ga = GraphArrays.from_fabric(fab)
     assert plane_bracket(fab, traffic, time_limit=0.0) is None
     spent = FlowProblem(fab, traffic, budget=Budget(1.0, time.perf_counter() - 5), ga=ga)
-    assert plan._through_planes(spent) is None
+    none, why = plan._through_planes(spent)
+    assert none is None and "not begun" in why
     left = FlowProblem(fab, traffic, budget=Budget(60.0, time.perf_counter()), ga=ga)
-    assert plan._through_planes(left).exact
+    assert plan._through_planes(left)[0].exact
