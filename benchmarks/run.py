@@ -1997,9 +1997,11 @@ def bisection_rows(rows: list, quick: bool) -> None:
     rows.append(("load average at the end", run_case("case_load_average"), "", ""))
 
 
-#: The commit before issue 45's failed-SuperPOD work: its package is extracted beside this
-#: run and the before rows of :func:`failed_superpod_rows` import it.
-BEFORE_FAILED_SUPERPOD = "0fc9643"
+#: The commit before the failed-SuperPOD work of issue 45's second session (the small LP of
+#: whole groups; the first session's was measured against 0fc9643, which gave no answer in
+#: 300 s): its package is extracted beside this run and the before rows of
+#: :func:`failed_superpod_rows` import it.
+BEFORE_FAILED_SUPERPOD = "ccb1f2b"
 
 #: Seconds a before row of :func:`failed_superpod_rows` may run: without a time limit the
 #: package before took more than 15 minutes on a failed 16,384-GPU SuperPOD.
