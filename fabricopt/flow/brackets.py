@@ -106,6 +106,48 @@ def tighter_bracket(result: FlowResult, bounds: FlowResult) -> FlowResult:
                            f"[{lower:.9g}, {upper:.9g}]")
 
 
+def with_stage_ends(result: FlowResult, proven: FlowResult) -> FlowResult:
+    """``result`` with each end of its bracket taken from ``proven`` (a stage's certified
+    bracket of the same problem, :class:`~fabricopt.flow.stages.Bracket`'s ``proven``)
+    where that is tighter, the proof of that end and the stage's name with it; closed when
+    the ends then meet. Any proof class mixes: each re-proves itself in its own units.
+
+    >>> import fabricopt as fo
+    >>> from dataclasses import replace
+    >>> exact = fo.max_concurrent_flow(fo.ring(6), method="lp")
+    >>> below = replace(exact, upper=float("inf"), theta=None, status="inexact",
+    ...                 stages={"lower": "a stage", "upper": "none"})
+    >>> open_ = replace(exact, lower=0.0, theta=None, status="time_limit")
+    >>> got = with_stage_ends(open_, below)
+    >>> got.exact, got.stages["lower"]
+    (True, 'a stage')
+    """
+    cert, other = result.certificate, proven.certificate
+    if result.exact or cert is None or other is None:
+        return result
+    lower, upper = result.lower, result.upper
+    stages = dict(result.stages)
+    overload, residual = result.max_overload, result.max_residual
+    taken = []
+    if proven.lower > lower and other.lower_proof is not None:
+        cert = replace(cert, load=other.load, lower_proof=other.lower_proof)
+        lower, stages["lower"] = proven.lower, proven.stages.get("lower", proven.method)
+        overload, residual = proven.max_overload, proven.max_residual
+        taken.append(f"below by {stages['lower']}")
+    if proven.upper < upper and other.upper_proof is not None:
+        cert = replace(cert, upper_proof=other.upper_proof)
+        upper, stages["upper"] = proven.upper, proven.stages.get("upper", proven.method)
+        taken.append(f"above by {stages['upper']}")
+    if not taken:
+        return result
+    return closed(replace(
+        result, lower=lower, upper=upper, certificate=cert, stages=stages,
+        max_overload=overload, max_residual=residual,
+        per_endpoint_gbps=lower * (result.mean_out_gbps or 0.0),
+        message=f"{result.message}; bracket tightened to [{lower:.9g}, {upper:.9g}] "
+                f"({', '.join(taken)})".lstrip("; ")))
+
+
 def unsolved(candidates: Sequence[FlowResult | None], fallback: Callable[[], FlowResult],
              why: str) -> FlowResult:
     """The answer when nothing more can be solved (``why``: the approximate method's flows
@@ -133,4 +175,5 @@ def closed(result: FlowResult) -> FlowResult:
     return replace(result, status="optimal", theta=lower, lower=lower)
 
 
-__all__ = ["closed", "hose_floor", "tighter_bracket", "unsolved", "with_hose_floor"]
+__all__ = ["closed", "hose_floor", "tighter_bracket", "unsolved", "with_hose_floor",
+           "with_stage_ends"]

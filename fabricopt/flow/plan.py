@@ -49,7 +49,7 @@ from ..traffic import Traffic
 from .approx import default_max_rounds, solve_approx
 from .backends import solve_lp
 from .bounds_first.brackets import arc_tiers, build_and_bound, cut_bracket
-from .brackets import hose_floor, tighter_bracket, unsolved, with_hose_floor
+from .brackets import hose_floor, tighter_bracket, unsolved, with_hose_floor, with_stage_ends
 from .budget import (
     APPROX_SECONDS_PER_NONZERO,
     ECMP_SECONDS_PER_ENTRY,
@@ -466,7 +466,7 @@ def run(steps: Plan, p: FlowProblem) -> FlowResult:
     bracket = Bracket()
     for stage in steps.stages:
         if stage.applies(p)[0]:
-            stage.run(p, bracket)
+            _kept(bracket, stage.run(p, bracket), stage.name)
         if bracket.done:
             return _finished(p, bracket, bracket.answer)  # type: ignore[arg-type]
     reasons = []
@@ -506,9 +506,24 @@ def cheap_bracket(fab: Any, traffic: Traffic, backend: str = "none",
     return result
 
 
+def _kept(bracket: Bracket, found: FlowResult | None, name: str) -> None:
+    """What a stage ``name`` returned: closed, the answer; else kept for the answer's ends
+    (its ends named after the stage where it names none)."""
+    if found is None:
+        return
+    found.stages = {end: found.stages.get(end, name) for end in ("lower", "upper")}
+    if found.exact:
+        bracket.answer = found
+    else:
+        bracket.proven.append(found)
+
+
 def _finished(p: FlowProblem, bracket: Bracket, result: FlowResult) -> FlowResult:
-    """``result`` as the answer, over the two-phase floor when one was proven: its traffic,
+    """``result`` as the answer, each end tightened by what stages proved on the way
+    (:attr:`Bracket.proven`), over the two-phase floor when one was proven: its traffic,
     work limit and time, and the last stage reported."""
+    for proven in bracket.proven:
+        result = with_stage_ends(result, proven)
     result = with_hose_floor(result, bracket.hose, p.traffic)
     result.traffic_name, result.work_limit = p.traffic.name, p.budget.work_limit
     named = _PROVEN_BY.get(result.method, result.method)

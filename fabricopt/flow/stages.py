@@ -4,9 +4,12 @@ A **stage** proves something about one problem record — a
 :class:`~fabricopt.flow.problem.FlowProblem` (theta, ``max_concurrent_flow``) or a
 :class:`~fabricopt.flow.two_phase.problem.TwoPhaseProblem` (a two-phase rate,
 ``valiant_rate``): it says whether it applies (and why not), what it would cost, and runs.
-A stage of the engine's own writes its proofs into the shared :class:`Bracket`; a stage
-handed in by a caller (``max_concurrent_flow(..., stages=...)``: the failure layer's answer
-from the intact fabric) returns a certified :class:`~fabricopt.flow.result.FlowResult` or
+A stage of the engine's own writes its proofs into the shared :class:`Bracket`, or returns
+a certified :class:`~fabricopt.flow.result.FlowResult` (the answer when it is closed; else
+kept, and each end of the answer taken from it where tighter, with its proof), so a new
+stage needs no other code to count; a stage handed in by a caller
+(``max_concurrent_flow(..., stages=...)``: the failure layer's answer from the intact
+fabric) returns a certified :class:`~fabricopt.flow.result.FlowResult` or
 None, and the engine takes it when it is exact, within the gap asked, or the fabric is too
 large for anything better (:func:`~fabricopt.flow.from_intact.acceptable`).
 
@@ -47,7 +50,8 @@ class Stage(Protocol[P]):
         ...
 
     def run(self, problem: P, bracket: Bracket) -> FlowResult | None:
-        """Run: a certified result, or None (an engine stage writes ``bracket`` instead)."""
+        """Run: a certified result (the answer when it is closed; else each of its ends
+        proves the answer's where tighter), or None (the stage wrote ``bracket`` itself)."""
         ...
 
 
@@ -71,6 +75,10 @@ class Bracket:
     routed: Any = None
     found: Any = None
     answer: Any = None
+    #: Certified brackets stages returned that did not answer alone (caller's units): each
+    #: end of the answer is taken from them where tighter, with its proof
+    #: (:func:`~fabricopt.flow.brackets.with_stage_ends`).
+    proven: list[FlowResult] = field(default_factory=list)
     #: A number's ends, for stages that prove one value each (the two-phase rate's,
     #: :mod:`fabricopt.flow.two_phase.plan`): the best proven so far, the stage that proved
     #: it (None: nothing yet) and its proof.

@@ -215,3 +215,63 @@ def test_a_named_method_says_it_bounds_first_when_asked():
                                                                  method="lp")))
     # auto runs them as a stage of their own (row 2), so its solver's line does not repeat it.
     assert "first its own bounds" not in str(plan(FlowProblem.of(_bare(4))))
+
+
+class _ProvesBelow:
+    """A new stage, written as the architecture says (one class, nothing registered): it
+    proves only the lower end, by the exact LP's flow with its upper proof taken away."""
+
+    name = "a new stage"
+
+    def applies(self, problem):
+        return True, ""
+
+    def cost(self, problem):
+        return "one exact LP"
+
+    def run(self, problem, bracket):
+        from dataclasses import replace
+
+        exact = fo.max_concurrent_flow(problem.fab, problem.traffic, method="lp")
+        return replace(exact, upper=float("inf"), theta=None, status="inexact", stages={},
+                       certificate=replace(exact.certificate, upper_proof=None))
+
+
+class _HopLengths:
+    """A solver that proves only the hop-length bound above (lower end 0)."""
+
+    name = "hop lengths"
+
+    def applies(self, problem):
+        return True, ""
+
+    def cost(self, problem):
+        return "nothing"
+
+    def run(self, problem, bracket):
+        from fabricopt.flow.plan import cheap_bracket
+
+        bracket.answer = cheap_bracket(problem.fab, problem.traffic)
+
+
+def test_a_new_stage_proves_an_end_of_the_answer_without_more_code():
+    # A bare ring(8) (no claim): 16 arcs of 1 Gb/s, all-to-all at 1 Gb/s crosses 16 hops
+    # per source (1+1+2+2+3+3+4), 128 in all: theta = 16 / 128 = 1/8, which hop lengths
+    # prove above. The solver here proves nothing below; the new stage's flow proves 1/8,
+    # and the answer takes that end with its proof and the stage's name: closed.
+    from fabricopt.flow.plan import run
+    from fabricopt.flow.stages import Plan
+
+    bare = fo.from_networkx(fo.ring(8).graph.copy())
+    p = FlowProblem.of(bare)
+    alone = run(Plan("auto", (), (_HopLengths(),), p), p)
+    assert alone.lower == 0 and alone.upper == pytest.approx(1 / 8, rel=1e-9)
+    got = certified(bare, run(Plan("auto", (_ProvesBelow(),), (_HopLengths(),), p), p))
+    assert got.lower == pytest.approx(1 / 8, rel=1e-9) and got.theta is not None
+    assert got.stages == {"lower": "a new stage", "upper": "hop lengths"}
+    assert type(got.certificate.lower_proof).__name__ == "FlowProof"
+    # Closed, a stage's result is the answer itself (the solver is not asked).
+    closed_stage = _ProvesBelow()
+    closed_stage.run = lambda problem, bracket: fo.max_concurrent_flow(bare, method="lp")
+    answer = run(Plan("auto", (closed_stage,), (_HopLengths(),), p), p)
+    assert answer.exact and answer.stages == {"lower": "full LP", "upper": "full LP"}
