@@ -39,8 +39,7 @@ import scipy.sparse as sp
 
 from .backends import highspy_available, solve_lp
 from .budget import now
-from .lp import LinearProgram
-from .plane_lp import IPM_TOLERANCE, _Builder, _nic_cap, _PlaneLP, _route_loads, counts
+from .plane_lp import IPM_TOLERANCE, _assemble, _nic_cap, _PlaneLP, _route_loads, counts
 from .plane_routes import plane_routes, server_classes
 from .plane_routing import PlaneProof
 from .planes import Planes
@@ -115,7 +114,7 @@ def solve_group_planes(pl: Planes, time_limit: float | None = None, reserve: flo
     if why:
         return GroupPlanes(None, why, {})
     lp = _GroupLP(pl)
-    program = _assembled(lp.b, lp.rate)
+    program = _assemble(lp.b, lp.rate, rate=True)
     size = {"rows": program.n_rows, "columns": program.n_cols, "nonzeros": program.nnz}
     if time_limit is not None:
         time_limit -= (now() - start) + reserve
@@ -297,25 +296,6 @@ class _GroupLP:
                           np.broadcast_to(gamma, (nz, nz, npl)).copy(),
                           np.zeros((len(ct.pairs), npl)), np.zeros(len(ct.pairs)),
                           tuple(exits), tuple(entries), hubs, turn=turn)
-
-
-def _assembled(b: _Builder, rate: int) -> LinearProgram:
-    """The LP of ``b``'s rows: maximise ``rate`` with every load within its capacity
-    (the builder's loads are homogeneous: no constants)."""
-    n_cols = b.n_cols
-    rows = np.array([r for r, _, _ in b.ub_entries], dtype=np.int64)
-    cols = np.array([c for _, c, _ in b.ub_entries], dtype=np.int64)
-    vals = np.array([v for _, _, v in b.ub_entries], dtype=float)
-    a_ub = sp.csr_matrix((vals, (rows, cols)), shape=(len(b.ub_rows), n_cols))
-    b_ub = np.array([b.ub_cap[r] for r in range(len(b.ub_rows))], dtype=float)
-    a_eq = sp.csr_matrix(([v for _, _, v in b.eq_entries],
-                          ([r for r, _, _ in b.eq_entries], [c for _, c, _ in b.eq_entries])),
-                         shape=(len(b.eq_rhs), n_cols))
-    c = np.zeros(n_cols)
-    c[rate] = -1.0
-    lb = np.zeros(n_cols)
-    lb[b.free] = -np.inf
-    return LinearProgram(c, a_ub, b_ub, a_eq, np.array(b.eq_rhs), lb, np.full(n_cols, np.inf))
 
 
 def _rows_to(m: np.ndarray, total: float) -> np.ndarray:

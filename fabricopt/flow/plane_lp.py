@@ -567,24 +567,29 @@ def _middle_volume(pl: Planes, ct: Counts, alpha, beta, gamma, climb, z1: int, z
     return terms
 
 
-def _assemble(b: _Builder, lam: int) -> LinearProgram:
+def _assemble(b: _Builder, lam: int, rate: bool = False) -> LinearProgram:
+    """The LP of ``b``'s rows: minimise ``lam`` with every load within ``lam`` times its
+    capacity; ``rate``: maximise ``lam`` (the rate every pair is sent at, which ``b``'s own
+    rows hold) with every load within its capacity, so that no column meets every load row
+    (:mod:`fabricopt.flow.plane_groups_lp`)."""
     n_cols = b.n_cols
     n_load = len(b.ub_rows)
-    rows = [r for r, _, _ in b.ub_entries] + list(range(n_load))
-    cols = [c for _, c, _ in b.ub_entries] + [lam] * n_load
-    vals = [v for _, _, v in b.ub_entries] + [-b.ub_cap[r] for r in range(n_load)]
+    cap = [b.ub_cap[r] for r in range(n_load)]
+    rows = [r for r, _, _ in b.ub_entries] + ([] if rate else list(range(n_load)))
+    cols = [c for _, c, _ in b.ub_entries] + ([] if rate else [lam] * n_load)
+    vals = [v for _, _, v in b.ub_entries] + ([] if rate else [-c for c in cap])
     loads = sp.csr_matrix((vals, (rows, cols)), shape=(n_load, n_cols))
     const = np.array([b.ub_const.get(r, 0.0) for r in range(n_load)])
     le = sp.csr_matrix(([v for _, _, v in b.le_entries],
                         ([r for r, _, _ in b.le_entries], [c for _, c, _ in b.le_entries])),
                        shape=(b.n_le, n_cols))
     a_ub = sp.vstack([loads, le]).tocsr()
-    b_ub = np.concatenate([-const, np.zeros(b.n_le)])
+    b_ub = np.concatenate([(np.array(cap) if rate else 0.0) - const, np.zeros(b.n_le)])
     a_eq = sp.csr_matrix(([v for _, _, v in b.eq_entries],
                           ([r for r, _, _ in b.eq_entries], [c for _, c, _ in b.eq_entries])),
                          shape=(len(b.eq_rhs), n_cols))
     c = np.zeros(n_cols)
-    c[lam] = 1.0
+    c[lam] = -1.0 if rate else 1.0
     lb = np.zeros(n_cols)
     lb[b.free] = -np.inf
     return LinearProgram(c, a_ub, b_ub, a_eq, np.array(b.eq_rhs), lb, np.full(n_cols, np.inf))
