@@ -12,6 +12,7 @@ runs of leaves (:mod:`fabricopt.flow.leaf_run_cuts`) and the endpoints' own link
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -95,7 +96,7 @@ def plane_bracket_why(fab: Fabric, traffic: Traffic, time_limit: float | None = 
         return None, "the traffic is not uniform all-to-all over every endpoint"
     if time_limit == 0:
         return None, "the planes were not read: the time limit was spent"
-    start = now()
+    start, cpu = now(), time.process_time()
     ga = GraphArrays.from_fabric(fab)
     pl, why = plane_structure(fab, ga)
     if pl is None:
@@ -123,8 +124,12 @@ def plane_bracket_why(fab: Fabric, traffic: Traffic, time_limit: float | None = 
     if left is not None and left <= 0:
         return None, "the planes' LP was not begun: the time limit was spent on its cuts"
     if grouped:
-        proof_s = GROUP_PROOF_SECONDS_PER_ENDPOINT * len(pl.endpoints)
-        found = solve_group_planes(pl, left, proof_s)
+        # Under a limit the estimates (CPU seconds) are scaled by the wall seconds this
+        # call has taken per CPU second so far: on a busy machine the proof, which cannot
+        # stop half-way, takes several times its CPU (a 20 s limit ended at 25 s so).
+        pace = 1.0 if time_limit is None else _pace(start, cpu)
+        proof_s = GROUP_PROOF_SECONDS_PER_ENDPOINT * len(pl.endpoints) * pace
+        found = solve_group_planes(pl, left, proof_s, pace)
         if found.proof is None:
             return None, (f"the planes' LP of whole groups: {found.why} (its proof about "
                           f"{proof_s:.0f} s more, {_left(time_limit, start)} left)")
@@ -157,6 +162,13 @@ def plane_bracket_why(fab: Fabric, traffic: Traffic, time_limit: float | None = 
         message=message, fabric_name=fab.name, traffic_name=traffic.name,
         max_overload=rate.overload, max_residual=0.0, mean_out_gbps=mean_out,
         certificate=certificate), ""
+
+
+def _pace(start: float, cpu: float) -> float:
+    """Wall seconds per CPU second since ``start`` (the engine's clock) and ``cpu``
+    (:func:`time.process_time`), at least 1; 1 after too little work to tell."""
+    used = time.process_time() - cpu
+    return max(1.0, (now() - start) / used) if used > 0.05 else 1.0
 
 
 def _left(time_limit: float | None, start: float) -> str:

@@ -88,13 +88,14 @@ def whole_groups(pl: Planes) -> str:
     return ""
 
 
-def solve_group_planes(pl: Planes, time_limit: float | None = None, reserve: float = 0.0
-                       ) -> GroupPlanes:
+def solve_group_planes(pl: Planes, time_limit: float | None = None, reserve: float = 0.0,
+                       pace: float = 1.0) -> GroupPlanes:
     """The LP of the module docstring, solved, its point as a
     :class:`~fabricopt.flow.plane_routing.PlaneProof`. ``time_limit`` (seconds, None: none)
     is for the build and the solve, less ``reserve`` seconds (the caller's, after it: the
     proof); the LP is not begun when what is left is less than it is expected to take
-    (:data:`GROUP_IPM_SECONDS_PER_NONZERO`), and is stopped at what is left.
+    (:data:`GROUP_IPM_SECONDS_PER_NONZERO` times ``pace``, the wall seconds a CPU second
+    takes on the machine now), and is stopped at what is left.
 
     Examples
     --------
@@ -118,7 +119,7 @@ def solve_group_planes(pl: Planes, time_limit: float | None = None, reserve: flo
     size = {"rows": program.n_rows, "columns": program.n_cols, "nonzeros": program.nnz}
     if time_limit is not None:
         time_limit -= (now() - start) + reserve
-        need = program.nnz * GROUP_IPM_SECONDS_PER_NONZERO
+        need = program.nnz * GROUP_IPM_SECONDS_PER_NONZERO * pace
         if time_limit <= 0 or need > time_limit:
             return GroupPlanes(None, f"its LP ({program.nnz:,} nonzeros, about {need:.0f} s) "
                                "was not begun: too little time left", size)

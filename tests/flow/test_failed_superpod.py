@@ -340,3 +340,20 @@ def test_the_detours_give_their_spread_only_where_the_units_lp_follows(monkeypat
     searches += _begun(monkeypatch, reroute, "_least_overload")
     r = _certified(fab, fo.max_concurrent_flow(fab))
     assert searches == [] and r.stages["lower"] == "planes"
+
+
+def test_a_busy_machine_scales_the_estimates(monkeypatch):
+    # Under a limit the units' LP and its proof are estimated in CPU seconds times the
+    # call's pace (wall seconds per CPU second so far): a clock running 4 x the CPU gives 4.
+    cpu0 = time.process_time()
+    monkeypatch.setattr(plane_bracket, "now", lambda: 4.0 * (time.process_time() - cpu0))
+    start, cpu = plane_bracket.now(), time.process_time()
+    while time.process_time() - cpu < 0.2:  # some CPU work: the pace needs 0.05 s of it
+        sum(range(10_000))
+    assert plane_bracket._pace(start, cpu) == pytest.approx(4.0, rel=0.05)
+    # superpod(4)'s units' LP has about 5,000 nonzeros: 0.1 s at 2e-5 s each fits in
+    # 10 s at pace 1, not at pace 1,000 (100 s).
+    pl, _ = plane_structure(_failed_superpod(4))
+    assert plane_groups_lp.solve_group_planes(pl, 10.0, pace=1.0).proof is not None
+    slow = plane_groups_lp.solve_group_planes(pl, 10.0, pace=1000.0)
+    assert slow.proof is None and "not begun" in slow.why
