@@ -52,6 +52,9 @@ MAX_CONFIGS = 1 << 17
 MAX_COMPONENT_MIDS = 10
 #: Most entries of one configurations-by-endpoints table held at once.
 MAX_TABLE = 40_000_000
+#: Most table entries one exact solve computes (:func:`work`; a failed fat_tree(8) about
+#: 0.7e9, under a second): above it the fabric is declined rather than searched for long.
+MAX_WORK = 1e9
 #: Most entries laid out at once by one small convolution (one numpy pass, not a loop).
 SMALL_CONVOLUTION = 1 << 16
 #: Most rounds of the descent over the top tier's sides.
@@ -184,7 +187,7 @@ def exact_layered(ga: GraphArrays, ep_idx: np.ndarray, capacity: np.ndarray | No
         return None
     n = len(ep_idx)
     live = n - len(layers.free)
-    if layers.configs * (live + 1) > MAX_TABLE:
+    if layers.configs * (live + 1) > MAX_TABLE or work(layers, live) > MAX_WORK:
         return None
     counts = _configs(layers.top_classes)
     lo, hi = n // 2, n - n // 2
@@ -204,6 +207,17 @@ def exact_layered(ga: GraphArrays, ep_idx: np.ndarray, capacity: np.ndarray | No
     if abs(built - value) > 1e-9 * max(1.0, value):
         return None  # the split built is not the least found: claim nothing
     return value, side
+
+
+def work(layers: Layers, live: int) -> float:
+    """Table entries :func:`exact_layered` would compute: per component, each side of its
+    middles by each count of its endpoints (its leaves' convolutions, about the square of
+    that count) for every choice of the top, then the running convolution over components."""
+    total = 0.0
+    for comp in layers.components:
+        width = sum(len(h) for h in comp.hosts) + 1
+        total += (1 << len(comp.mids)) * width * width + (live + 1) * width
+    return layers.configs * total
 
 
 def _configs(classes: tuple[np.ndarray, ...]) -> np.ndarray:

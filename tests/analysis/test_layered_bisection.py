@@ -179,3 +179,17 @@ def test_descent_from_a_poor_split_is_a_cut_never_below_the_exact(seed):
     _check_split(fab, ga, ep, value, side)
     assert exact_layered(ga, ep)[0] <= value + 1e-9
     assert value <= _crossing(fab, start, ga) + 1e-9
+
+
+def test_too_much_work_is_declined(monkeypatch):
+    # The work estimate stands between a fabric and a long search: fat_tree(8) minus 5 %
+    # (seed 4: 12,288 choices of its cores' sides) is about 6e8 table entries, so a limit
+    # of 1e8 declines it before any table is built.
+    import fabricopt.analysis.layered_bisection as layered
+
+    fab = fo.fail_random(fo.fat_tree(8), 0.05, seed=4)
+    ga, ep = _arrays(fab)
+    layers = read_layers(ga, ep)
+    assert 1e8 < layered.work(layers, len(ep) - len(layers.free)) <= layered.MAX_WORK
+    monkeypatch.setattr(layered, "MAX_WORK", 1e8)
+    assert exact_layered(ga, ep, layers=layers) is None
