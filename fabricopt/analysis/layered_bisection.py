@@ -52,8 +52,8 @@ MAX_CONFIGS = 1 << 17
 MAX_COMPONENT_MIDS = 10
 #: Most entries of one configurations-by-endpoints table held at once.
 MAX_TABLE = 40_000_000
-#: Most table entries one exact solve computes (:func:`work`; a failed fat_tree(8) about
-#: 0.7e9, under a second): above it the fabric is declined rather than searched for long.
+#: Most table entries one exact solve computes (:func:`work`; a failed fat_tree(8) up to
+#: 2.3e8, under a second): above it the fabric is declined rather than searched for long.
 MAX_WORK = 1e9
 #: Most entries laid out at once by one small convolution (one numpy pass, not a loop).
 SMALL_CONVOLUTION = 1 << 16
@@ -209,15 +209,17 @@ def exact_layered(ga: GraphArrays, ep_idx: np.ndarray, capacity: np.ndarray | No
     return value, side
 
 
-def work(layers: Layers, live: int) -> float:
-    """Table entries :func:`exact_layered` would compute: per component, each side of its
-    middles by each count of its endpoints (its leaves' convolutions, about the square of
-    that count) for every choice of the top, then the running convolution over components."""
-    total = 0.0
+def work(layers: Layers, live: int, choices: float | None = None) -> float:
+    """Table entries :func:`exact_layered` would compute: per component, its leaves'
+    convolutions for each side of its middles (about the square of its endpoint count, once),
+    then for every choice of the top (``choices``, default all) its table and the running
+    convolution over components."""
+    once, each = 0.0, 0.0
     for comp in layers.components:
         width = sum(len(h) for h in comp.hosts) + 1
-        total += (1 << len(comp.mids)) * width * width + (live + 1) * width
-    return layers.configs * total
+        once += (1 << len(comp.mids)) * width * width
+        each += ((1 << len(comp.mids)) + live + 1) * width
+    return once + (layers.configs if choices is None else choices) * each
 
 
 def _configs(classes: tuple[np.ndarray, ...]) -> np.ndarray:
@@ -461,7 +463,7 @@ def descend_top(ga: GraphArrays, ep_idx: np.ndarray, side: np.ndarray,
     sides read off it, then, round by round, every change of one class's count tried at
     once (each with every pod placed exactly below that top) and the best taken, until none
     helps. The split returned has its cut's capacity summed from the arcs; None when the
-    fabric is not layered.
+    fabric is not layered or a round would be more than ``MAX_WORK``.
 
     >>> import fabricopt as fo
     >>> ft = fo.fat_tree(4)
@@ -475,6 +477,10 @@ def descend_top(ga: GraphArrays, ep_idx: np.ndarray, side: np.ndarray,
     """
     layers = read_layers(ga, ep_idx, max_configs=np.inf)
     if layers is None:
+        return None
+    # Each round tries one choice per move: held to MAX_WORK like the exact search.
+    moves = 1 + sum(len(c) for c in layers.top_classes)
+    if work(layers, len(ep_idx) - len(layers.free), moves) > MAX_WORK:
         return None
     sizes = np.array([len(c) for c in layers.top_classes])
     now = np.array([[side[c].sum() for c in layers.top_classes]], dtype=float)

@@ -183,8 +183,9 @@ def test_descent_from_a_poor_split_is_a_cut_never_below_the_exact(seed):
 
 def test_too_much_work_is_declined(monkeypatch):
     # The work estimate stands between a fabric and a long search: fat_tree(8) minus 5 %
-    # (seed 4: 12,288 choices of its cores' sides) is about 6e8 table entries, so a limit
-    # of 1e8 declines it before any table is built.
+    # (seed 4: 12,288 choices of its cores' sides, 8 pods of 16 sides and about 16 hosts:
+    # 12,288 x 8 x (16 + 123) x 17 entries, about 2.3e8), so a limit of 1e8 declines it
+    # before any table is built.
     import fabricopt.analysis.layered_bisection as layered
 
     fab = fo.fail_random(fo.fat_tree(8), 0.05, seed=4)
