@@ -40,7 +40,7 @@ def _failed_fat_tree4(seed):
     return ft.without(links=rng.sample(links, rng.randint(1, 8)))
 
 
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", range(5))
 def test_equals_the_milp_on_failed_fat_trees(seed):
     # fat_tree(4) (36 nodes, 16 hosts, 400 Gb/s) minus 1-8 random links, host links included
     # (a host cut off fills either half free): the MILP solves each exactly on its own.
@@ -66,7 +66,7 @@ def test_equals_the_brute_force_on_two_tiers(fab):
     _check_split(fab, ga, ep, value, side)
 
 
-@pytest.mark.parametrize("seed", [s for s in range(40) if s % 5 in (0, 1, 3)][:9])
+@pytest.mark.parametrize("seed", [s for s in range(40) if s % 5 in (0, 1, 3)][:6])
 def test_random_layered_fabrics(seed):
     # Clos, leaf-spine and fat-tree draws (failed or not) with at most a dozen endpoints
     # where the brute force can try every split; larger ones against the MILP.
