@@ -253,3 +253,29 @@ def test_a_spent_time_limit_begins_no_plane_lp(monkeypatch):
     assert none is None and "not begun" in why
     left = FlowProblem(fab, traffic, budget=Budget(60.0, time.perf_counter()), ga=ga)
     assert plan._through_planes(left)[0].exact
+
+
+@pytest.mark.parametrize("nodes, seed", [(12, 1), (16, 3)])
+def test_volumes_between_groups_are_the_pairs_sums(nodes, seed):
+    # The proof sums what leaves of two groups send each other by group and zone; summed
+    # pair of leaves by pair of leaves, with random shares, it is the same (to rounding).
+    from fabricopt.flow.plane_lp import counts
+    from fabricopt.flow.plane_routing import _apart_volumes
+
+    pl, _ = plane_structure(fo.fail_random(_clos(nodes), 0.05, seed=seed))
+    home = counts(pl).home.astype(float)
+    rng = np.random.default_rng(seed)
+    nl, nz, npl = pl.n_leaves, pl.n_zones, pl.n_planes
+    alpha, beta = rng.random((nl, npl)), rng.random((nl, npl))
+    gamma = rng.random((nz, nz, npl))
+    out, into, middle = _apart_volumes(pl, home, alpha, beta, gamma)
+    zone, group = pl.leaf_zone, pl.leaf_group
+    for a in range(nl):
+        for b in range(nl):
+            if group[a] != group[b]:
+                share = alpha[a] + beta[b] + gamma[zone[a], zone[b]]
+                out[a] -= home[b] * share
+                into[b] -= home[a] * share
+                middle[zone[a], zone[b]] -= home[a] * home[b] * share
+    assert np.allclose(out, 0, atol=1e-9) and np.allclose(into, 0, atol=1e-9)
+    assert np.allclose(middle, 0, atol=1e-9)
