@@ -34,8 +34,10 @@ plan for method='auto':
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -113,6 +115,22 @@ class BisectionProblem:
             fab, endpoints, milp_max_nodes, time_limit, seed, bounds_first, hose)
         return cls(fab, eps, ga, milp_max_nodes, time_limit, seed, bounds_first, hose,
                    Budget(time_limit, now()))
+
+    @cached_property
+    def grid_unit(self) -> float:
+        """The unit every arc's capacity is a whole multiple of (so every cut is one too), 0
+        when there is none: read once, every stage's bracket is tested against it."""
+        return _on_capacity_grid(self.ga, 1.0)[1]
+
+    def closed(self, bracket: Bracket) -> bool:
+        """Whether ``bracket`` is closed once its lower end is raised to the capacities' grid
+        (no cut lies between two multiples of the unit)."""
+        if bracket.upper_by is None:
+            return False
+        lower, unit = bracket.lower, self.grid_unit
+        if unit > 0 and lower > 0:
+            lower = max(lower, unit * math.ceil(lower / unit - 1e-6))
+        return lower >= bracket.upper * (1 - 1e-9)
 
     @property
     def failed_copy(self) -> bool:
@@ -476,6 +494,10 @@ def run(plan: Plan, problem: BisectionProblem) -> Bracket:
     bracket is closed); the bracket with the proof of each end."""
     bracket = Bracket()
     for stage in plan.stages:
+        # Closed on the capacities' grid (fat_tree(8) minus 1 %: 24,200 proven below, a cut
+        # of 24,400 above, every cut a multiple of 400): nothing later can move either end.
+        if problem.closed(bracket):
+            break
         if stage.applies(problem)[0]:
             if _open(bracket) or bracket.upper_by is None:
                 problem.report(f"bisection: {stage.name}", bracket.lower, bracket.upper)
