@@ -295,12 +295,19 @@ def _leaf_profile(down: np.ndarray, up: np.ndarray, up_a: np.ndarray, up_b: np.n
 
 
 def _component_table(ga: GraphArrays, cap: np.ndarray, comp: _Component, layers: Layers,
-                     counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                     counts: np.ndarray, inners: dict | None = None,
+                     ) -> tuple[np.ndarray, np.ndarray]:
     """What the component costs with ``m`` of its endpoints sending (columns), for each
     choice of the top's counts (rows), its links to the top included; and the side of its
-    middles that costs that (a row of :func:`_sides`)."""
+    middles that costs that (a row of :func:`_sides`). ``inners`` keeps each component's own
+    cost (it does not depend on the top) across calls."""
     on_a = _sides(len(comp.mids))
-    inner = _inner(ga, cap, comp, on_a)
+    if inners is None:
+        inner = _inner(ga, cap, comp, on_a)
+    else:
+        inner = inners.get(id(comp))
+        if inner is None:
+            inner = inners[id(comp)] = _inner(ga, cap, comp, on_a)
     pos = {int(v): j for j, v in enumerate(comp.mids)}
     sending, staying = np.zeros((len(layers.top_links), len(on_a))), np.zeros(
         (len(layers.top_links), len(on_a)))
@@ -484,14 +491,15 @@ def descend_top(ga: GraphArrays, ep_idx: np.ndarray, side: np.ndarray,
         return None
     sizes = np.array([len(c) for c in layers.top_classes])
     now = np.array([[side[c].sum() for c in layers.top_classes]], dtype=float)
-    value, sending = _least_below(ga, ep_idx, layers, now)
+    inners: dict = {}  # each pod's own costs, the same in every round
+    value, sending = _least_below(ga, ep_idx, layers, now, inners)
     value, sending = float(value[0]), int(sending[0])
     for _ in range(rounds):
         moves = [np.where(np.arange(len(sizes)) == k, x, now[0])
                  for k, n in enumerate(sizes) for x in range(n + 1) if x != now[0, k]]
         if not moves:
             break
-        tried, at = _least_below(ga, ep_idx, layers, np.array(moves, dtype=float))
+        tried, at = _least_below(ga, ep_idx, layers, np.array(moves, dtype=float), inners)
         best = int(np.argmin(tried))
         if not tried[best] < value * (1 - 1e-12):
             break
@@ -505,14 +513,14 @@ def descend_top(ga: GraphArrays, ep_idx: np.ndarray, side: np.ndarray,
 
 
 def _least_below(ga: GraphArrays, ep_idx: np.ndarray, layers: Layers, counts: np.ndarray,
-                 ) -> tuple[np.ndarray, np.ndarray]:
+                 inners: dict) -> tuple[np.ndarray, np.ndarray]:
     """For each row of the top's counts: the least cut with every pod placed exactly below
     it, and how many endpoints linked to leaves then send."""
     n = len(ep_idx)
     lo, hi, live = n // 2, n - n // 2, n - len(layers.free)
     least = np.zeros((len(counts), 1))
     for comp in layers.components:
-        table, _ = _component_table(ga, ga.capacity, comp, layers, counts)
+        table, _ = _component_table(ga, ga.capacity, comp, layers, counts, inners)
         least, _ = _convolve(least, table)
     first = max(0, lo - len(layers.free))
     window = least[:, first:min(live, hi) + 1]
