@@ -63,7 +63,7 @@ from ..graph_arrays import GraphArrays
 from ..symmetry.search import with_symmetry
 from ..traffic import Traffic, all_to_all, traffic_named
 from .engine import max_concurrent_flow
-from .intact_flow import IntactFlow, rerouted_answer
+from .intact_flow import IntactFlow, _whole_groups, rerouted_answer
 from .orbits import FailureSymmetry, Pattern
 from .risk_groups import RiskGroup, _bundles, risk_groups
 
@@ -509,7 +509,9 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
     size = lp_size_estimate(failed, traffic, ga)
     bounds_only = method in ("auto", "approx") and set(options) <= BOUNDS_ANSWER_OPTIONS
     if intact is not None and bounds_only and options.get("include_endpoint_links", True):
-        around = rerouted_answer(failed, traffic, intact)
+        # Whole groups (a SuperPOD's units): the planes' small LP closes what the detours'
+        # search would not (see intact_flow.from_recipe), so only their even spread.
+        around = rerouted_answer(failed, traffic, intact, search=not _whole_groups(failed))
         if around is not None:
             around.seconds = time.perf_counter() - start  # the shortcut's look included
             too_large = method == "auto" and size // 3 > ECMP_MAX_ENTRIES
