@@ -339,6 +339,13 @@ def _choose_level(fab: Fabric, row_of: Mapping[Hashable, tuple[int, int]],
     candidates: list[tuple[str, ...] | None] = [] if aggregate is True else [None]
     candidates += [lv for lv in AUTO_LEVELS if lv == ("layer",) or set(lv) <= varied]
     for level in candidates:
+        # Devices with different values of one of the level's attributes are drawn apart (so
+        # are all devices at level None): more such values than max_nodes cannot fit, and
+        # need not be grouped to see it (a 24,576-GPU cluster's 3,072 servers by node).
+        at_least = (fab.graph.number_of_nodes() if level is None
+                    else max(len(values.get(a, ())) for a in level))
+        if level != ("layer",) and at_least > max_nodes:
+            continue
         key = _groups(fab, row_of, level)
         if _fits(fab, key, max_nodes) and not _tangled(fab, key, level, varied):
             return level, key

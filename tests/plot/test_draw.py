@@ -328,3 +328,22 @@ def test_cli_draw_writes_the_picture(tmp_path, capsys):
     assert (tmp_path / "s.svg").read_text().lstrip().startswith("<?xml")
     assert main(["draw", "ring", "n=4", "-o", str(out), "--aggregate", "bogus"]) == 2
     assert "aggregate" in capsys.readouterr().err
+
+
+def test_levels_ruled_out_by_a_count_are_the_ones_that_would_not_fit():
+    """_choose_level skips a level when one of its attributes has more values than the node
+    budget (devices with different values are drawn apart): the level and grouping chosen
+    are the ones trying every level gives. superpod(16): 16 SUs x 32 servers = 512 > 300,
+    so by node is skipped without grouping; by (su, rail) fits and is taken."""
+    from fabricopt.plot import diagram as D
+
+    fab = fo.superpod(16)
+    row_of = D._rows_of(fab)
+    level, key = D._choose_level(fab, row_of, "auto", D.AUTO_MAX_NODES)
+    varied = {a for a in D.ORDER_ATTRS
+              if len({d.get(a) for _, d in fab.graph.nodes(data=True)} - {None}) > 1}
+    for every in [None, *[lv for lv in D.AUTO_LEVELS if lv == ("layer",) or set(lv) <= varied]]:
+        full = D._groups(fab, row_of, every)
+        if D._fits(fab, full, D.AUTO_MAX_NODES) and not D._tangled(fab, full, every, varied):
+            break
+    assert (level, key) == (every, full) and level == ("su", "rail")
