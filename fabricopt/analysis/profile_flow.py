@@ -62,7 +62,6 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
 
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
@@ -288,6 +287,9 @@ def _top_program(cost: np.ndarray, A_eq: sp.csr_matrix, arc_cap: np.ndarray,
     the time of a fresh solve); else a fresh scipy solve each time."""
     h = quiet_highs()
     if h is None:
+        # Imported here: scipy.optimize is a fifth of ``import fabricopt``'s time.
+        from scipy.optimize import linprog
+
         def fresh(upper: np.ndarray) -> np.ndarray | None:
             sol = linprog(cost, A_eq=A_eq, b_eq=np.zeros(A_eq.shape[0]),
                           bounds=np.stack([np.zeros(len(upper)), upper], axis=1),

@@ -53,7 +53,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import linprog
 from scipy.sparse.csgraph import dijkstra
 
 from ..graph_arrays import GraphArrays
@@ -694,6 +693,10 @@ def _least_overload(ga: GraphArrays, u: np.ndarray, v: np.ndarray,
     :math:`\rho` and their own arc's load drops by :math:`\rho` times it. ``time_limit``
     (seconds) stops HiGHS: a stopped LP gives no answer (None), so the caller's detours
     stand."""
+    # Imported here: scipy.optimize is a fifth of ``import fabricopt``'s time, and few
+    # reroutes reach this LP.
+    from scipy.optimize import linprog
+
     own = np.zeros(0, dtype=np.int64) if own is None else np.asarray(own, dtype=np.int64)
     k, n_own = len(columns), len(own)
     sizes = np.array([len(c) for c in columns])
