@@ -357,3 +357,22 @@ def test_a_busy_machine_scales_the_estimates(monkeypatch):
     assert plane_groups_lp.solve_group_planes(pl, 10.0, pace=1.0).proof is not None
     slow = plane_groups_lp.solve_group_planes(pl, 10.0, pace=1000.0)
     assert slow.proof is None and "not begun" in slow.why
+
+
+@pytest.mark.parametrize("make, fraction", [
+    ("fo.superpod(4, oversubscription=2)", 0.05), ("fo.superpod(4)", 0.2)])
+def test_the_units_lp_meets_the_exact_optimum(make, fraction):
+    # The failed fabric's own exact LP, one root flow per endpoint orbit of the symmetry
+    # the search proves (seconds here), is the reference: the units' routing is never above
+    # it, the cut never below, and on these SuperPODs the routing reaches it (to 1e-6).
+    from fabricopt.symmetry.search import with_symmetry
+
+    fab = fo.fail_random(eval(make, {"fo": fo}), fraction, seed=2, tiers=["leaf-spine"])
+    traffic = fo.all_to_all(fab)
+    r = plane_bracket.plane_bracket(fab, traffic)
+    exact = fo.max_concurrent_flow(with_symmetry(fab, fo.search_symmetry(fab).symmetry),
+                                   traffic, method="symmetric")
+    assert exact.exact and r.certificate.lower_proof.turn is not None
+    assert r.lower <= exact.theta * (1 + 1e-7) and r.upper >= exact.theta * (1 - 1e-7)
+    assert r.lower == pytest.approx(exact.theta, rel=1e-6)
+    _certified(fab, r)
