@@ -335,7 +335,7 @@ def test_the_answer_says_what_was_not_begun_for_lack_of_time(monkeypatch):
 def test_the_detours_give_their_spread_only_where_the_units_lp_follows(monkeypatch):
     # A failed SuperPOD's units are whole groups: the intact flow's detours begin no search
     # (no wider ways round crowded leaves, no LP), and the planes close the bracket.
-    fab = _failed_superpod(16)
+    fab = _failed_superpod(4)
     searches = _begun(monkeypatch, reroute, "_wider_detours")
     searches += _begun(monkeypatch, reroute, "_least_overload")
     r = _certified(fab, fo.max_concurrent_flow(fab))
@@ -359,8 +359,7 @@ def test_a_busy_machine_scales_the_estimates(monkeypatch):
     assert slow.proof is None and "not begun" in slow.why
 
 
-@pytest.mark.parametrize("make, fraction", [
-    ("fo.superpod(4, oversubscription=2)", 0.05), ("fo.superpod(4)", 0.2)])
+@pytest.mark.parametrize("make, fraction", [("fo.superpod(4, oversubscription=2)", 0.05)])
 def test_the_units_lp_meets_the_exact_optimum(make, fraction):
     # The failed fabric's own exact LP, one root flow per endpoint orbit of the symmetry
     # the search proves (seconds here), is the reference: the units' routing is never above
