@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from import_time import case_import, import_rows  # noqa: F401  (run_case finds case_import)
 from suite_time import case_suite, suite_rows  # noqa: F401  (run_case finds case_suite)
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -2504,6 +2505,12 @@ def _suite_rows(rows: list, quick: bool) -> None:
     suite_rows(rows, quick, run_case)
 
 
+def _import_rows(rows: list, quick: bool) -> None:
+    """``import fabricopt`` and ``--help`` in fresh processes, beside the package before
+    (import_time.py)."""
+    import_rows(rows, quick, run_case, _package_at)
+
+
 BLOCKS = {
     "bounds-first": (bounds_first_rows, "the bounds stage beside the method before it, and "
                      "NetGraph's MaximumSupportedDemand"),
@@ -2536,6 +2543,8 @@ BLOCKS = {
                            "per core) beside one process, on a clone of HEAD"),
     "dask": (dask_rows, "issue 45's Dask target: optimize on 1 and 2 workers, task CPU, "
              "critical path and wall ratio, beside the package before"),
+    "import": (_import_rows, "issue 45 point 3: import fabricopt and fabricopt --help in fresh "
+               "processes, compiled and with bytecode cached, beside the package before"),
     "engine": (engine_rows, "issue 42's engine rows (bounds first, two-phase, proofs, failures, "
                "speed's sizes) in CPU seconds, HEAD beside the package before issue 42"),
 }
