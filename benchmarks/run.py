@@ -478,14 +478,18 @@ def case_bounds_first(make: str, method: str, bounds_first: bool | None,
     ``hose_floor=False``: without the two-phase floor under a time-limited bracket (as
     before it existed). ``both_ends=False``: servers relay by PXN only, as before the
     relays at both ends (``fabricopt.flow.bounds_first.domain_relays``). ``planes=False``: a failed
-    Clos of servers is not narrowed through its planes (``fabricopt.flow.plane_bracket``),
-    as before."""
+    Clos of servers is not narrowed through its planes (the failure floor's stage in
+    ``fabricopt.failures.plane_bracket``; ``fabricopt.flow.plane_bracket`` before), as
+    before."""
     import fabricopt as fo
     import fabricopt.flow.bounds_first.brackets as brackets
     import fabricopt.flow.plan as plan
 
-    if not planes:
+    if not planes and hasattr(plan, "_through_planes"):  # the package before the move
         plan._through_planes = lambda *args, **kwargs: None
+    elif not planes:
+        import fabricopt.failures.engine as engine
+        engine.FAILURE_STAGES = tuple(s for s in engine.FAILURE_STAGES if s.name != "planes")
     if not hose_floor:
         plan.hose_floor = lambda *args, **kwargs: None
     if not both_ends:
@@ -1880,7 +1884,10 @@ def case_check(label: str) -> dict:
     """``check_certificate`` on one result (:data:`CHECK_SUBJECTS`; the solve not timed),
     the faster of two checks; the value is what it re-proved."""
     import fabricopt as fo
-    from fabricopt.flow.plane_bracket import plane_bracket
+    try:
+        from fabricopt.failures.plane_bracket import plane_bracket
+    except ImportError:  # the package before the planes moved to the failure floor
+        from fabricopt.flow.plane_bracket import plane_bracket
 
     scope = {"fo": fo, "_failed_fat_tree": _failed_fat_tree, "plane_bracket": plane_bracket}
     exec(CHECK_SUBJECTS[label], scope)  # noqa: S102

@@ -3,7 +3,8 @@
 :func:`fabricopt.flow.max_concurrent_flow` knows nothing of failures: it runs the stages its
 caller hands in (``stages=``) and fills no registry. The failure floor sits above it, so this
 is where a failed fabric's answer from its intact fabric
-(:class:`~fabricopt.failures.intact_flow.RerouteFromIntact`) is handed in:
+(:class:`~fabricopt.failures.intact_flow.RerouteFromIntact`) and what narrows it through the
+fabric's planes (:class:`~fabricopt.failures.plane_bracket.ThroughPlanes`) are handed in:
 ``fo.max_concurrent_flow`` is :func:`max_concurrent_flow` below, and so is every solve of a
 failed fabric inside the package (the sweeps, the N-1 table, the command line).
 
@@ -20,9 +21,11 @@ from typing import Any
 from ..flow import max_concurrent_flow as engine_max_concurrent_flow
 from ..flow.result import FlowResult
 from .intact_flow import FROM_INTACT
+from .plane_bracket import THROUGH_PLANES
 
-#: The stages the failure floor hands the engine, after the caller's own.
-FAILURE_STAGES = (FROM_INTACT,)
+#: The stages the failure floor hands the engine, after the caller's own: the intact flow
+#: rerouted answers first, then the planes narrow what it left open.
+FAILURE_STAGES = (FROM_INTACT, THROUGH_PLANES)
 
 
 @functools.wraps(engine_max_concurrent_flow)

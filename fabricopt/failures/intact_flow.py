@@ -1,7 +1,7 @@
 """A failure trial answered from the intact fabric's flow: rerouted below, a cut above.
 
 The intact fabric is solved once per study; its flow, re-proven there, is sent around each
-failed fabric's lost arcs (:mod:`fabricopt.flow.reroute`) for a lower bound, and the failed
+failed fabric's lost arcs (:mod:`fabricopt.failures.reroute`) for a lower bound, and the failed
 fabric's hierarchy cuts (:func:`~fabricopt.flow.bounds.structural_cut_lengths`) give the upper
 one. Failures whose cost is local close here: on ``superpod(16)`` with 1% of its links failed
 the bound is the cut around the server that lost the most NICs, met exactly, in a second where
@@ -34,16 +34,16 @@ from ..flow.api import (
 from ..flow.bounds import ECMP_MAX_ENTRIES, HierarchyCut, structural_cut_lengths
 from ..flow.budget import now
 from ..flow.certificate import EXACT_RTOL
-from ..flow.lp_proof import proven_flow
-from ..flow.plane_groups_lp import whole_groups
-from ..flow.planes import plane_structure
+from ..flow.lp_proof import ProvenFlow, proven_flow
 from ..flow.proof import ArcLengths, endpoint_cut_bound, smallest_demand
-from ..flow.reroute import ProvenFlow, ReroutedFlow, detour_flows, rerouted
 from ..flow.result import FlowCertificate, FlowResult
 from ..generators.recipe import try_replay
 from ..graph_arrays import GraphArrays
 from ..symmetry.search import with_symmetry
 from ..traffic import Traffic
+from .plane_groups_lp import whole_groups
+from .planes import plane_structure
+from .reroute import ReroutedFlow, detour_flows, rerouted
 
 #: How many intact fabrics (by recipe) an :class:`IntactSolves` keeps solved for later
 #: failed copies by default: a loop over failure draws of one design solves its intact
@@ -244,7 +244,7 @@ def from_recipe(failed: Fabric, traffic: Traffic, solves: IntactSolves | None = 
 
 def _whole_groups(fab: Fabric) -> bool:
     """Whether ``fab`` is a Clos of whole groups of servers
-    (:func:`~fabricopt.flow.plane_groups_lp.whole_groups`), which the engine's planes
+    (:func:`~fabricopt.failures.plane_groups_lp.whole_groups`), which the engine's planes
     stage closes through a small LP of its own."""
     pl, _ = plane_structure(fab)
     return pl is not None and not whole_groups(pl)

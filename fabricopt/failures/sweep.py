@@ -56,7 +56,6 @@ from ..flow.arguments import METHODS
 from ..flow.bounds import ECMP_MAX_ENTRIES
 from ..flow.from_intact import acceptable
 from ..flow.lp_proof import roots_carrying
-from ..flow.plane_bracket import narrowed, plane_bracket
 from ..flow.result import FlowResult
 from ..flow.warm import lengths_only
 from ..graph_arrays import GraphArrays
@@ -65,6 +64,7 @@ from ..traffic import Traffic, all_to_all, traffic_named
 from .engine import max_concurrent_flow
 from .intact_flow import IntactFlow, _whole_groups, rerouted_answer
 from .orbits import FailureSymmetry, Pattern
+from .plane_bracket import narrowed, plane_bracket
 from .risk_groups import RiskGroup, _bundles, risk_groups
 
 KINDS = ("links", "switches", "groups")
@@ -497,7 +497,7 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
     hierarchy cut: it closes a failed 4,096-GPU SuperPOD in about two seconds, where the
     failed fabric's own routing would not fit in memory. A bracket it leaves wider than
     ``gap`` is first narrowed through the fabric's planes where it has them
-    (:mod:`~fabricopt.flow.plane_bracket`), then kept as the answer (status ``"inexact"``, the
+    (:mod:`~fabricopt.failures.plane_bracket`), then kept as the answer (status ``"inexact"``, the
     message says why) when within ``gap`` or the failed fabric is too large for the routed
     bounds, whose place it takes.
     """

@@ -28,11 +28,21 @@ from .certificate import certified_lower
 from .formulation import build_flow_lp
 from .model import LiftedFlow, ThroughputModel
 from .proof import ProofCheck, graph_of, solve_units
-from .reroute import ProvenFlow
 from .symmetric import build_symmetric_lp
 
-__all__ = ["FlowProof", "RootFlowProof", "proven_flow", "roots_carrying",
+__all__ = ["FlowProof", "ProvenFlow", "RootFlowProof", "proven_flow", "roots_carrying",
            "with_proven_symmetry"]
+
+
+@dataclass(frozen=True)
+class ProvenFlow:
+    """A flow re-proven on its fabric: it carries ``theta`` times the traffic (in the
+    traffic's own units) with every commodity conserved, and puts at most ``load`` Gb/s on
+    each arc of ``ga``."""
+
+    ga: GraphArrays
+    theta: float
+    load: np.ndarray
 
 
 @dataclass(frozen=True)

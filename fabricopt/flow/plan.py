@@ -5,8 +5,8 @@
 
 1. :class:`FromIntact` — a failed fabric (made by ``without`` or ``fail_random``) answered
    from the intact fabric it was made from (by the stages the caller hands in: the failure
-   floor's), what that leaves open narrowed through its planes, lifted by the two-phase
-   floor.
+   floor's), what that leaves open narrowed through its planes (also handed in by that
+   floor), lifted by the two-phase floor.
 2. :class:`RoutedBounds` — the hierarchy's cuts above, routed flows below, on the full
    model; a closed bracket is the answer.
 3. :class:`TwoPhaseFloor` — the two-phase rate as a floor, under a time limit or on a
@@ -60,11 +60,10 @@ from .budget import (
 from .certificate import EXACT_RTOL
 from .certified import certified_result, lp_size_of
 from .formulation import CollapsedDemand, FlowModel, flow_lp_size
-from .from_intact import acceptable, answer_from_intact
+from .from_intact import answer_from_intact
 from .lp import LPSolution
 from .lp_proof import roots_carrying
 from .memory import gb, shortfall
-from .plane_bracket import _without_gap, narrowed, plane_bracket_why
 from .problem import FlowProblem, full_lp_entries, symmetric_applicable, traffic_invariant
 from .result import FlowResult
 from .stages import Bracket, Plan, Stage
@@ -157,9 +156,10 @@ class FromIntact:
     """A failed fabric answered from the intact fabric it was made from: the ``handed``
     stages (the caller's, e.g. the failure layer's), the first answer exact, within the
     gap, or (on a fabric too large for the routed bounds) any bracket
-    (:func:`~fabricopt.flow.from_intact.acceptable`); what is left open narrowed
-    through the fabric's planes (:mod:`fabricopt.flow.plane_bracket`) and lifted by the
-    two-phase floor below :data:`HOSE_FLOOR_REACH`."""
+    (:func:`~fabricopt.flow.from_intact.acceptable`); what is left open narrowed by the
+    handed stages that narrow (a ``narrow(problem, answer)`` method: the failure layer's
+    planes, :class:`~fabricopt.failures.plane_bracket.ThroughPlanes`), in order, and lifted
+    by the two-phase floor below :data:`HOSE_FLOOR_REACH`."""
 
     name = "intact fabric"
 
@@ -179,19 +179,14 @@ class FromIntact:
 
     def run(self, p: FlowProblem, bracket: Bracket) -> None:
         handed = [(lambda fab, traffic, s=s: _named(s.run(p, bracket), s.name)
-                   if s.applies(p)[0] else None) for s in self.handed]
+                   if s.applies(p)[0] else None) for s in self.handed
+                  if not hasattr(s, "narrow")]
         first = answer_from_intact(p.fab, p.traffic, p.gap, p.too_large, handed)
-        if first is None or first.upper - first.lower > p.gap * first.upper:
-            # A failed Clos of servers: its planes narrow what the intact flow left open.
-            planes, why = _through_planes(p)
-            if planes is not None and first is not None:
-                first = narrowed(first, planes)
-                acceptable(first, p.gap, p.too_large)  # says how the gap now stands
-            elif planes is not None and acceptable(planes, p.gap, p.too_large):
-                first = _named(planes, "planes")
-            elif first is not None and why:  # what was not begun, not approx's minutes
-                first.message = (f"{_without_gap(first.message)}; not within gap "
-                                 f"{p.gap:.3%}: {why}")
+        for narrowing in (s for s in self.handed if hasattr(s, "narrow")):
+            # E.g. a failed Clos of servers: its planes narrow what the intact flow left open.
+            if ((first is None or first.upper - first.lower > p.gap * first.upper)
+                    and narrowing.applies(p)[0]):
+                first = narrowing.narrow(p, first)
         if first is None or first.exact or first.lower >= HOSE_FLOOR_REACH * first.upper:
             # Two-phase routing crosses the fabric twice: its floor seldom reaches half the
             # cut, and on a failed 24,576-GPU fabric with no claim its search took minutes.
@@ -207,18 +202,6 @@ def _named(result: FlowResult | None, name: str) -> FlowResult | None:
     if result is not None:
         result.stages = {"lower": name, "upper": name}
     return result
-
-
-def _through_planes(p: FlowProblem) -> tuple[FlowResult | None, str]:
-    """The bracket through the planes of a failed fabric too large for a quick LP of its
-    own; None for any other, and when the time limit is spent (it begins no LP); with
-    why there is none (:func:`~fabricopt.flow.plane_bracket.plane_bracket_why`)."""
-    left = p.budget.left()
-    if not p.edited or p.nonzeros <= FIND_SYMMETRY_NONZEROS:
-        return None, ""
-    if left == 0:
-        return None, "the planes' LP was not begun: the time limit was spent before it"
-    return plane_bracket_why(p.fab, p.traffic, left)
 
 
 def _floor_under(p: FlowProblem) -> Any:

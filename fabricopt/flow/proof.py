@@ -10,23 +10,23 @@ fabric alone with ``check(fab, traffic)``, returning a :class:`ProofCheck` in th
 units. :func:`~fabricopt.check_certificate` calls that and nothing else, so it knows no
 stage: a proof class lives beside the stage that makes it.
 
-=====================  ============================================  ======================
+=====================  ============================================  =============================
 proof                  what it re-proves                             module
-=====================  ============================================  ======================
+=====================  ============================================  =============================
 ``FlowProof``          the full LP's point, lifted and re-conserved  ``flow/lp_proof.py``
 ``RootFlowProof``      one flow per endpoint orbit, spread by the    ``flow/lp_proof.py``
                        (re-verified) group
 ``HoseFloor``          a two-phase rate's hose holds the traffic     ``flow/two_phase/check.py``
-``ReroutedFlow``       an intact fabric's flow sent around the       ``flow/reroute.py``
+``ReroutedFlow``       an intact fabric's flow sent around the       ``failures/reroute.py``
                        failed arcs
-``PlaneProof``         all-to-all routed through the planes          ``flow/plane_routing.py``
+``PlaneProof``         all-to-all routed through the planes          ``failures/plane_routing.py``
 ``ArcLengths``         the distance bound of arc lengths (an LP's    here
                        duals, hop counts) and the cut around each
                        endpoint
 ``HierarchyCut``       the best hierarchy cut, as its arcs' lengths  ``flow/bounds.py``
-``LeafRunCut``         a cut around a run of leaves and their        ``flow/leaf_run_cuts.py``
+``LeafRunCut``         a cut around a run of leaves and their        ``failures/leaf_run_cuts.py``
                        servers, as its arcs' lengths
-=====================  ============================================  ======================
+=====================  ============================================  =============================
 
 This module holds the protocols, the check record, the upper proof every stage can give
 (:class:`ArcLengths`; the cuts are its subclasses, named after their stages), and the

@@ -55,8 +55,8 @@ class FlowCertificate:
         :class:`~fabricopt.flow.lp_proof.FlowProof`, a
         :class:`~fabricopt.flow.lp_proof.RootFlowProof`, a
         :class:`~fabricopt.flow.two_phase.check.HoseFloor`, a
-        :class:`~fabricopt.flow.reroute.ReroutedFlow`, a
-        :class:`~fabricopt.flow.plane_routing.PlaneProof` (:mod:`fabricopt.flow.proof`);
+        :class:`~fabricopt.failures.reroute.ReroutedFlow`, a
+        :class:`~fabricopt.failures.plane_routing.PlaneProof` (:mod:`fabricopt.flow.proof`);
         None when nothing does (lower 0).
     upper_proof : UpperProof or None
         What proves the upper end: :class:`~fabricopt.flow.proof.ArcLengths` (an LP's

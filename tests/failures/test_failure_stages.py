@@ -1,6 +1,7 @@
-"""The engine handed the failure floor's stage: fo.max_concurrent_flow answers a failed copy of
-a generated fabric from its intact fabric, the bare engine does not, and the intact solves
-live in the IntactSolves their owner holds (nothing registered on import)."""
+"""The engine handed the failure floor's stages: fo.max_concurrent_flow answers a failed copy
+of a generated fabric from its intact fabric and narrows it through its planes, the bare engine
+does not, and the intact solves live in the IntactSolves their owner holds (nothing registered
+on import)."""
 
 import pytest
 
@@ -8,6 +9,7 @@ import fabricopt as fo
 from fabricopt.failures import IntactSolves, RerouteFromIntact
 from fabricopt.failures.engine import FAILURE_STAGES
 from fabricopt.failures.intact_flow import FROM_INTACT
+from fabricopt.failures.plane_bracket import THROUGH_PLANES, ThroughPlanes
 from fabricopt.flow import max_concurrent_flow as bare_engine
 
 
@@ -19,7 +21,7 @@ def _failed():
 
 def test_the_face_hands_the_failure_stage_and_registers_nothing():
     assert fo.max_concurrent_flow is not bare_engine
-    assert FAILURE_STAGES == (FROM_INTACT,)
+    assert FAILURE_STAGES == (FROM_INTACT, THROUGH_PLANES)
     failed = _failed()
     r = fo.max_concurrent_flow(failed)
     assert r.stages == {"lower": "intact flow rerouted", "upper": "intact flow rerouted"}
@@ -56,3 +58,19 @@ def test_the_stage_says_when_it_does_not_apply():
     assert stage.applies(Problem(_failed()))[0]
     with pytest.raises(fo.InvalidParameterError, match=r"IntactSolves\(\): kept"):
         IntactSolves(kept=0)
+
+
+def test_the_planes_are_a_handed_stage_that_narrows():
+    # superpod(4) minus 1% of its leaf-spine links (seed 1): the intact flow's detours leave
+    # it open (a SuperPOD's units: their even spread only), the planes' small LP of whole
+    # groups closes it at the hierarchy cut (both ends re-proven by check_certificate). The
+    # engine does not import the planes: the failure floor hands them in, after the intact
+    # flow, as a stage that narrows.
+    assert isinstance(THROUGH_PLANES, ThroughPlanes) and hasattr(THROUGH_PLANES, "narrow")
+    assert FAILURE_STAGES.index(THROUGH_PLANES) > FAILURE_STAGES.index(FROM_INTACT)
+    failed = fo.fail_random(fo.superpod(4), 0.01, seed=1, tiers=["leaf-spine"])
+    r = fo.max_concurrent_flow(failed)
+    assert r.stages == {"lower": "planes", "upper": "planes"} and r.exact
+    assert fo.check_certificate(failed, r).ok
+    ok, why = THROUGH_PLANES.applies(type("P", (), {"edited": False})())
+    assert not ok and why == "not a failed fabric (made by without or fail_random)"

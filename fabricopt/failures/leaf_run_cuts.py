@@ -1,6 +1,6 @@
 """Cuts around a few leaves of a group and their servers: upper bounds a hierarchy misses.
 
-In a Clos of servers (:mod:`fabricopt.flow.planes`) a failure's cost is often local: the
+In a Clos of servers (:mod:`fabricopt.failures.planes`) a failure's cost is often local: the
 leaves of one group (tied by servers that span them) lost some uplinks, and the traffic
 of their servers must leave through the rest. The hierarchy cuts of
 :mod:`fabricopt.flow.bounds` cut whole groups; here every run of consecutive leaves of a
@@ -25,8 +25,8 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..flow.proof import ArcLengths
 from .planes import Planes
-from .proof import ArcLengths
 
 #: Servers spanning a run's edge are tried on both sides in every combination up to this
 #: many; above it, all inside or all outside.

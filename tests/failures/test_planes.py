@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import fabricopt as fo
-from fabricopt.flow.leaf_run_cuts import leaf_run_cut
-from fabricopt.flow.plane_bracket import narrowed, plane_bracket
-from fabricopt.flow.plane_lp import solve_planes
-from fabricopt.flow.plane_routing import PlaneProof, proven_plane_rate
-from fabricopt.flow.planes import plane_structure
+from fabricopt.failures.leaf_run_cuts import leaf_run_cut
+from fabricopt.failures.plane_bracket import narrowed, plane_bracket
+from fabricopt.failures.plane_lp import solve_planes
+from fabricopt.failures.plane_routing import PlaneProof, proven_plane_rate
+from fabricopt.failures.planes import plane_structure
 from fabricopt.flow.proof import explicit_distance_bound
 from fabricopt.graph_arrays import GraphArrays
 
@@ -237,30 +237,34 @@ def test_a_failure_trial_left_open_by_the_detours_is_closed_through_the_planes()
 
 def test_a_spent_time_limit_begins_no_plane_lp(monkeypatch):
     # The stages before may spend a time limit: the planes are then not tried (a solver
-    # asked for 0 s would refuse), and with time left they are.
+    # asked for 0 s would refuse), the answer saying so, and with time left they are.
     import time
+    from dataclasses import replace
 
-    import fabricopt.flow.plan as plan
+    import fabricopt.failures.plane_bracket as planes_stage
     from fabricopt.flow.problem import Budget, FlowProblem
 
     fab = fo.fail_random(_clos(12), 0.05, seed=2)
     traffic = fo.all_to_all(fab)
-    monkeypatch.setattr(plan, "FIND_SYMMETRY_NONZEROS", 0)
+    monkeypatch.setattr(planes_stage, "FIND_SYMMETRY_NONZEROS", 0)
+    stage = planes_stage.THROUGH_PLANES
     ga = GraphArrays.from_fabric(fab)
     assert plane_bracket(fab, traffic, time_limit=0.0) is None
     spent = FlowProblem(fab, traffic, budget=Budget(1.0, time.perf_counter() - 5), ga=ga)
-    none, why = plan._through_planes(spent)
-    assert none is None and "not begun" in why
+    assert stage.applies(spent)[0] and stage.narrow(spent, None) is None
+    before = replace(plane_bracket(fab, traffic), status="inexact", theta=None)
+    assert "the planes' LP was not begun" in stage.narrow(spent, before).message
     left = FlowProblem(fab, traffic, budget=Budget(60.0, time.perf_counter()), ga=ga)
-    assert plan._through_planes(left)[0].exact
+    got = stage.narrow(left, None)
+    assert got.exact and got.stages == {"lower": "planes", "upper": "planes"}
 
 
 @pytest.mark.parametrize("nodes, seed", [(12, 1), (16, 3)])
 def test_volumes_between_groups_are_the_pairs_sums(nodes, seed):
     # The proof sums what leaves of two groups send each other by group and zone; summed
     # pair of leaves by pair of leaves, with random shares, it is the same (to rounding).
-    from fabricopt.flow.plane_lp import counts
-    from fabricopt.flow.plane_routing import _apart_volumes
+    from fabricopt.failures.plane_lp import counts
+    from fabricopt.failures.plane_routing import _apart_volumes
 
     pl, _ = plane_structure(fo.fail_random(_clos(nodes), 0.05, seed=seed))
     home = counts(pl).home.astype(float)

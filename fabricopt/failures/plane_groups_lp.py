@@ -1,8 +1,8 @@
 r"""A small LP through the planes for a Clos of servers whose groups are whole units.
 
 In a DGX SuperPOD every server of a scalable unit has one NIC on each of the unit's rail
-leaves, so a *group* (:mod:`fabricopt.flow.planes`) is one class of servers spanning all of
-its leaves. There the planes' LP (:mod:`fabricopt.flow.plane_lp`) can be much smaller and
+leaves, so a *group* (:mod:`fabricopt.failures.planes`) is one class of servers spanning all of
+its leaves. There the planes' LP (:mod:`fabricopt.failures.plane_lp`) can be much smaller and
 also better:
 
 * the share of plane :math:`p` for a pair of GPUs in groups :math:`g \ne h` is
@@ -25,7 +25,7 @@ load row (a busiest-load column in every row made HiGHS's interior point take 80
 16,384-GPU SuperPOD; without it a few seconds), and each zone's volume on a plane is one
 column its hub links read. About 170,000 nonzeros for 16,384 GPUs, where the general
 planes' LP has 2.8 million. Its point is written as a
-:class:`~fabricopt.flow.plane_routing.PlaneProof` (turns included), whose check rebuilds the
+:class:`~fabricopt.failures.plane_routing.PlaneProof` (turns included), whose check rebuilds the
 flow from the fabric and proves it; nothing of the LP is trusted.
 """
 
@@ -37,8 +37,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .backends import highspy_available, solve_lp
-from .budget import now
+from ..flow.backends import highspy_available, solve_lp
+from ..flow.budget import now
 from .plane_lp import IPM_TOLERANCE, _assemble, _nic_cap, _PlaneLP, _route_loads, counts
 from .plane_routes import plane_routes, server_classes
 from .plane_routing import PlaneProof
@@ -67,7 +67,7 @@ def whole_groups(pl: Planes) -> str:
     plane, and every hub of a plane joined to every zone.
 
     >>> import fabricopt as fo
-    >>> from fabricopt.flow.planes import plane_structure
+    >>> from fabricopt.failures.planes import plane_structure
     >>> whole_groups(plane_structure(fo.superpod(16))[0])
     ''
     """
@@ -91,7 +91,7 @@ def whole_groups(pl: Planes) -> str:
 def solve_group_planes(pl: Planes, time_limit: float | None = None, reserve: float = 0.0,
                        pace: float = 1.0) -> GroupPlanes:
     """The LP of the module docstring, solved, its point as a
-    :class:`~fabricopt.flow.plane_routing.PlaneProof`. ``time_limit`` (seconds, None: none)
+    :class:`~fabricopt.failures.plane_routing.PlaneProof`. ``time_limit`` (seconds, None: none)
     is for the build and the solve, less ``reserve`` seconds (the caller's, after it: the
     proof); the LP is not begun when what is left is less than it is expected to take
     (:data:`GROUP_IPM_SECONDS_PER_NONZERO` times ``pace``, the wall seconds a CPU second
@@ -104,7 +104,7 @@ def solve_group_planes(pl: Planes, time_limit: float | None = None, reserve: flo
     its endpoint orbits says the same).
 
     >>> import fabricopt as fo
-    >>> from fabricopt.flow.planes import plane_structure
+    >>> from fabricopt.failures.planes import plane_structure
     >>> fab = fo.fail_random(fo.superpod(4), 0.01, seed=1, tiers=["leaf-spine"])
     >>> found = solve_group_planes(plane_structure(fab)[0])
     >>> found.why, round(found.lp_gbps, 2)
@@ -133,7 +133,7 @@ def solve_group_planes(pl: Planes, time_limit: float | None = None, reserve: flo
 
 class _GroupLP:
     """The rows and columns of the LP (see the module docstring), in the units of
-    :class:`~fabricopt.flow.plane_lp._PlaneLP` (capacities over the largest NIC's, each
+    :class:`~fabricopt.failures.plane_lp._PlaneLP` (capacities over the largest NIC's, each
     endpoint pair asking ``1 / (n - 1)``)."""
 
     def __init__(self, pl: Planes) -> None:

@@ -1,12 +1,12 @@
 """A failed Clos of servers bracketed through its planes, before any solve of its own.
 
 A failed cluster on a multi-tier Clos is too large for its own LP, and its intact fabric's
-flow sent around what failed (:mod:`fabricopt.flow.reroute`) keeps each flow's switches,
+flow sent around what failed (:mod:`fabricopt.failures.reroute`) keeps each flow's switches,
 which leaves its bracket a few percent open. Where the fabric has planes
-(:mod:`fabricopt.flow.planes`), :func:`plane_bracket` brackets it at once: below, the
-routing through them that the LP of :mod:`fabricopt.flow.plane_lp` chooses, re-proven by
-:mod:`fabricopt.flow.plane_routing`; above, the best of the hierarchy cuts, the cuts around
-runs of leaves (:mod:`fabricopt.flow.leaf_run_cuts`) and the endpoints' own links.
+(:mod:`fabricopt.failures.planes`), :func:`plane_bracket` brackets it at once: below, the
+routing through them that the LP of :mod:`fabricopt.failures.plane_lp` chooses, re-proven by
+:mod:`fabricopt.failures.plane_routing`; above, the best of the hierarchy cuts, the cuts around
+runs of leaves (:mod:`fabricopt.failures.leaf_run_cuts`) and the endpoints' own links.
 :func:`narrowed` merges such a bracket into another.
 """
 
@@ -14,22 +14,25 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
 from ..fabric import Fabric
+from ..flow.api import FIND_SYMMETRY_NONZEROS
+from ..flow.bounds import HierarchyCut, structural_cut_lengths
+from ..flow.budget import now
+from ..flow.certificate import EXACT_RTOL
+from ..flow.from_intact import acceptable
+from ..flow.proof import ArcLengths, endpoint_cut_bound
+from ..flow.result import FlowCertificate, FlowResult
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
-from .bounds import HierarchyCut, structural_cut_lengths
-from .budget import now
-from .certificate import EXACT_RTOL
 from .leaf_run_cuts import LeafRunCut, leaf_run_cut
 from .plane_groups_lp import solve_group_planes, whole_groups
 from .plane_lp import IPM_SECONDS_PER_NONZERO, UNTIMED_MAX_NONZEROS, solve_planes
 from .plane_routing import PlaneProof, proven_plane_rate
 from .planes import plane_structure
-from .proof import ArcLengths, endpoint_cut_bound
-from .result import FlowCertificate, FlowResult
 
 #: What the proof of a routing through the planes takes, as a multiple of its LP's build:
 #: 1.8x on a failed 16,384-GPU SuperPOD (45 s against 25 s under load), 2.3x on a failed
@@ -43,7 +46,7 @@ PROOF_PER_BUILD = 2.5
 #: estimates of the assembly, the proof and the LP do not fit.
 BUILD_SECONDS_PER_ARC = 1e-5
 
-#: What the proof of a routing of whole groups (:mod:`fabricopt.flow.plane_groups_lp`)
+#: What the proof of a routing of whole groups (:mod:`fabricopt.failures.plane_groups_lp`)
 #: takes per endpoint: 4.3 s CPU for a failed 16,384-GPU SuperPOD; its LP is begun only
 #: when a time limit leaves this much after it.
 GROUP_PROOF_SECONDS_PER_ENDPOINT = 3e-4
@@ -67,7 +70,7 @@ def plane_bracket_why(fab: Fabric, traffic: Traffic, time_limit: float | None = 
     """``fab``'s certified bracket for ``traffic`` through its planes (method
     ``"bounds"``; status ``"optimal"`` when the two ends meet, else ``"inexact"``); None
     when the traffic is not uniform all-to-all over every endpoint, the fabric has no
-    planes (:func:`~fabricopt.flow.planes.plane_structure` says why), ``time_limit`` is
+    planes (:func:`~fabricopt.failures.planes.plane_structure` says why), ``time_limit`` is
     spent (0) or the LP stops with no point within it; with the bracket, "" or why there
     is none (what was not begun for lack of time, and about how long it would take).
 
@@ -77,7 +80,7 @@ def plane_bracket_why(fab: Fabric, traffic: Traffic, time_limit: float | None = 
     it is expected to take; nothing is read when the fabric's arcs alone say so
     (:data:`BUILD_SECONDS_PER_ARC`, :data:`LP_NONZEROS_PER_ARC`), nor, without a time limit,
     when they say its LP has more than
-    :data:`~fabricopt.flow.plane_lp.UNTIMED_MAX_NONZEROS` nonzeros.
+    :data:`~fabricopt.failures.plane_lp.UNTIMED_MAX_NONZEROS` nonzeros.
 
     Examples
     --------
@@ -219,5 +222,65 @@ def _without_gap(message: str) -> str:
     return message.split("; not within gap")[0].split("; within gap")[0]
 
 
+class ThroughPlanes:
+    """The engine stage that narrows a failed fabric's answer through its planes: handed
+    to :func:`~fabricopt.max_concurrent_flow` by the failure floor
+    (:data:`~fabricopt.failures.engine.FAILURE_STAGES`), after the intact flow rerouted;
+    the engine's :class:`~fabricopt.flow.plan.FromIntact` calls :meth:`narrow` with what
+    the stages before it left open (or None).
+
+    >>> stage = ThroughPlanes()
+    >>> stage.name
+    'planes'
+    """
+
+    name = "planes"
+
+    def applies(self, problem: Any) -> tuple[bool, str]:
+        """Whether ``problem``'s fabric is a failed one too large for a quick LP of its
+        own (where its planes could pay)."""
+        if not problem.edited:
+            return False, "not a failed fabric (made by without or fail_random)"
+        if problem.nonzeros <= FIND_SYMMETRY_NONZEROS:
+            return False, (f"its own LP is small (at most {FIND_SYMMETRY_NONZEROS:,} "
+                           "nonzeros)")
+        return True, ""
+
+    def cost(self, problem: Any) -> str:
+        return ("the planes read off the graph, an LP choosing each pair's planes, its "
+                "routing re-proven")
+
+    def run(self, problem: Any, bracket: Any = None) -> FlowResult | None:
+        """The bracket through the planes alone (None when there is none)."""
+        return self.narrow(problem, None)
+
+    def narrow(self, problem: Any, answer: FlowResult | None) -> FlowResult | None:
+        """``answer`` (None: none yet) narrowed by the bracket through the planes within
+        what the time limit leaves (none begun once it is spent): each end taken where
+        tighter (:func:`narrowed`); without an answer, that bracket when it is
+        :func:`~fabricopt.flow.from_intact.acceptable`; with no bracket, the answer's
+        message says why."""
+        p, left = problem, problem.budget.left()
+        if left == 0:
+            planes, why = None, "the planes' LP was not begun: the time limit was spent before it"
+        else:
+            planes, why = plane_bracket_why(p.fab, p.traffic, left)
+        if planes is not None and answer is not None:
+            answer = narrowed(answer, planes)
+            acceptable(answer, p.gap, p.too_large)  # says how the gap now stands
+        elif planes is not None and acceptable(planes, p.gap, p.too_large):
+            planes.stages = {"lower": self.name, "upper": self.name}
+            answer = planes
+        elif answer is not None and why:  # what was not begun, not approx's minutes
+            answer.message = (f"{_without_gap(answer.message)}; not within gap "
+                              f"{p.gap:.3%}: {why}")
+        return answer
+
+
+#: The stage the failure floor hands the engine (:mod:`fabricopt.failures.engine`).
+THROUGH_PLANES = ThroughPlanes()
+
+
 __all__ = ["BUILD_SECONDS_PER_ARC", "GROUP_PROOF_SECONDS_PER_ENDPOINT", "LP_NONZEROS_PER_ARC",
-           "PROOF_PER_BUILD", "narrowed", "plane_bracket", "plane_bracket_why"]
+           "PROOF_PER_BUILD", "THROUGH_PLANES", "ThroughPlanes", "narrowed", "plane_bracket",
+           "plane_bracket_why"]

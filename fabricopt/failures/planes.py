@@ -13,7 +13,7 @@ A cluster of NVSwitch servers on a multi-tier Clos (``cluster(..., scale_out="cl
 * **ports**: the one switch of each plane in each zone (spine ``i`` of the pod).
 
 Above the leaves, traffic between zones crosses a plane's *hubs* (its switches above the
-ports). :mod:`fabricopt.flow.plane_routing` routes every pair through these: the share of
+ports). :mod:`fabricopt.failures.plane_routing` routes every pair through these: the share of
 each plane per pair is an LP's choice. The structure is declined (None, with the reason)
 where the fabric has no such shape: a switch joined to a leaf that is not above it, a zone
 with two switches of one plane, a server without a NIC, a GPU cut off from its server's

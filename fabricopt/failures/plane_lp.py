@@ -1,6 +1,6 @@
 r"""The LP that routes all-to-all traffic through the planes of a Clos of servers.
 
-Every pair of GPUs in two different groups of leaves (:mod:`fabricopt.flow.planes`) climbs to
+Every pair of GPUs in two different groups of leaves (:mod:`fabricopt.failures.planes`) climbs to
 one of the planes and comes down from it. The share of plane :math:`p` for a pair whose GPUs
 live on leaves :math:`a` and :math:`b`, in zones :math:`y` and :math:`z`, is
 
@@ -21,7 +21,7 @@ where its leaf lost the uplink, up another plane and down a neighbour leaf), in 
 LP picks for the server's class (servers hung from the same leaves alike), and between zones
 it crosses the plane's hubs in shares the LP picks too. Every load is linear in these
 choices, so one LP minimises the most loaded link. Its solution is a routing;
-:mod:`fabricopt.flow.plane_routing` turns it into flows and proves them.
+:mod:`fabricopt.failures.plane_routing` turns it into flows and proves them.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import scipy.sparse as sp
 
-from .backends import highspy_available, solve_lp
-from .budget import now
-from .lp import LinearProgram
+from ..flow.backends import highspy_available, solve_lp
+from ..flow.budget import now
+from ..flow.lp import LinearProgram
 from .plane_routes import (
     Classes,
     PlaneRoutes,
@@ -571,7 +571,7 @@ def _assemble(b: _Builder, lam: int, rate: bool = False) -> LinearProgram:
     """The LP of ``b``'s rows: minimise ``lam`` with every load within ``lam`` times its
     capacity; ``rate``: maximise ``lam`` (the rate every pair is sent at, which ``b``'s own
     rows hold) with every load within its capacity, so that no column meets every load row
-    (:mod:`fabricopt.flow.plane_groups_lp`)."""
+    (:mod:`fabricopt.failures.plane_groups_lp`)."""
     n_cols = b.n_cols
     n_load = len(b.ub_rows)
     cap = [b.ub_cap[r] for r in range(n_load)]

@@ -1,13 +1,13 @@
 """The ways a server's traffic reaches a plane of a Clos of servers.
 
 Servers hung from the same leaves with the same NIC capacities are one *class*
-(:func:`server_classes`); the LP of :mod:`fabricopt.flow.plane_lp` picks one set of shares per
+(:func:`server_classes`); the LP of :mod:`fabricopt.failures.plane_lp` picks one set of shares per
 class, not per server. Each class reaches a plane's switch in its zone over a few *routes*
 (:func:`plane_routes`): its own leaf's uplink; a spanning server's NICs to a neighbour leaf's
 uplink (a relay, split over the classes that span each hop by :func:`relay_hops`); or, where
 its leaf lost the uplink, up another plane and down a neighbour leaf (a bounce,
 :func:`bounce_ways`). Both the LP and the routing that rebuilds its flow
-(:mod:`fabricopt.flow.plane_routing`) read the routes from here, so they cannot disagree.
+(:mod:`fabricopt.failures.plane_routing`) read the routes from here, so they cannot disagree.
 """
 
 from __future__ import annotations

@@ -55,8 +55,9 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import dijkstra
 
+from ..flow.lp_proof import ProvenFlow
+from ..flow.proof import ProofCheck, smallest_demand
 from ..graph_arrays import GraphArrays
-from .proof import ProofCheck, smallest_demand
 
 #: Loads below this fraction of the largest are not sent around (a detour of nothing).
 ZERO_LOAD_RTOL = 1e-12
@@ -104,19 +105,8 @@ SHED_HOPS = 5
 
 
 @dataclass(frozen=True)
-class ProvenFlow:
-    """A flow re-proven on its fabric: it carries ``theta`` times the traffic (in the
-    traffic's own units) with every commodity conserved, and puts at most ``load`` Gb/s on
-    each arc of ``ga``."""
-
-    ga: GraphArrays
-    theta: float
-    load: np.ndarray
-
-
-@dataclass(frozen=True)
 class ReroutedFlow:
-    """The proof of a failed fabric's lower bound by :mod:`fabricopt.flow.reroute`.
+    """The proof of a failed fabric's lower bound by :mod:`fabricopt.failures.reroute`.
 
     Attributes
     ----------

@@ -1,7 +1,7 @@
 r"""A routing through the planes of a Clos of servers, and its proof.
 
-:mod:`fabricopt.flow.plane_lp` chooses how all-to-all traffic crosses the planes
-(:mod:`fabricopt.flow.planes`); :class:`PlaneProof` keeps those choices and
+:mod:`fabricopt.failures.plane_lp` chooses how all-to-all traffic crosses the planes
+(:mod:`fabricopt.failures.planes`); :class:`PlaneProof` keeps those choices and
 :func:`proven_plane_rate` turns them back into a flow on the fabric and proves what it
 carries, from the fabric alone:
 
@@ -9,7 +9,7 @@ carries, from the fabric alone:
   turned at a leaf, kept in a server) add up to at least :math:`t` of its demand, none below
   zero;
 * every piece of it runs along a path of the fabric: GPU to a NIC's GPU over the server's
-  NVSwitches, NIC link, one of the routes of :func:`~fabricopt.flow.plane_routes.plane_routes`
+  NVSwitches, NIC link, one of the routes of :func:`~fabricopt.failures.plane_routes.plane_routes`
   up to the plane's switch in its zone, over one of the plane's hubs to the target's zone,
   and the same way down (each route's, hub's and NIC's share of what crosses it summing to
   one), so every commodity is conserved at every node;
@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
+from ..flow.proof import ProofCheck
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
 from .plane_lp import PlaneSolution, counts
@@ -42,7 +43,6 @@ from .plane_routes import (
     server_classes,
 )
 from .planes import Planes, plane_structure
-from .proof import ProofCheck
 
 #: A share below this is taken for rounding (an interior point's tolerance), not a flow.
 NEGATIVE_SHARE_TOL = 1e-12
@@ -51,7 +51,7 @@ NEGATIVE_SHARE_TOL = 1e-12
 @dataclass(frozen=True)
 class PlaneProof:
     """The shares of a routing through the planes (the names of
-    :class:`~fabricopt.flow.plane_lp.PlaneSolution`), enough to rebuild its flow."""
+    :class:`~fabricopt.failures.plane_lp.PlaneSolution`), enough to rebuild its flow."""
 
     relay_leaves: np.ndarray
     alpha: np.ndarray
@@ -67,7 +67,7 @@ class PlaneProof:
     #: on it and the receiving server's); None: no turns.
     turn: Any = None
 
-    #: The stage that routes through the planes (:mod:`fabricopt.flow.plane_bracket`).
+    #: The stage that routes through the planes (:mod:`fabricopt.failures.plane_bracket`).
     STAGES: ClassVar[tuple[str, ...]] = ("planes",)
 
     @classmethod

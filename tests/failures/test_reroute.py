@@ -10,8 +10,8 @@ import scipy.sparse as sp
 
 import fabricopt as fo
 from fabricopt.failures.intact_flow import IntactFlow, rerouted_answer
+from fabricopt.failures.reroute import arc_map, detour_flows, rerouted
 from fabricopt.failures.sweep import solve_failed
-from fabricopt.flow.reroute import arc_map, detour_flows, rerouted
 from fabricopt.graph_arrays import GraphArrays
 
 
@@ -240,7 +240,7 @@ def test_without_wider_detours_the_leaf_sheds_its_uplinks_load(monkeypatch):
     # crowds the leaf's other 3 (4/3 of their capacity each). Those binding uplinks then send
     # a share of their own load down to a server, across its NVLink and up another rail's
     # leaf to the same spine: the cut, 3/4 of the intact theta, is met again.
-    import fabricopt.flow.reroute as reroute
+    import fabricopt.failures.reroute as reroute
 
     monkeypatch.setattr(reroute, "_wider_detours", lambda ga, u, v, columns, *rest: columns)
     fab, failed, intact, traffic = _leaf_lost_a_nic_and_an_uplink()
@@ -258,7 +258,7 @@ def test_without_wider_detours_the_leaf_sheds_its_uplinks_load(monkeypatch):
 def test_without_wider_detours_nor_shedding_that_leaf_falls_short(monkeypatch):
     # Neither the second way round the leaf nor its uplinks' shedding: the bound is below
     # 3/4 (the two tests above can fail).
-    import fabricopt.flow.reroute as reroute
+    import fabricopt.failures.reroute as reroute
 
     monkeypatch.setattr(reroute, "_wider_detours", lambda ga, u, v, columns, *rest: columns)
     monkeypatch.setattr(reroute, "SHED_ROUNDS", 0)
@@ -270,7 +270,7 @@ def test_without_wider_detours_nor_shedding_that_leaf_falls_short(monkeypatch):
 def test_a_detour_lp_over_budget_keeps_the_spread(monkeypatch):
     # No column allowed to the LP: every detour keeps its spread over its shortest paths
     # (steered off the busiest arcs), a weaker bound that the checker still proves.
-    import fabricopt.flow.reroute as reroute
+    import fabricopt.failures.reroute as reroute
 
     monkeypatch.setattr(reroute, "MAX_DETOUR_COLUMNS", 0)
     fab, failed, intact, traffic = _leaf_lost_a_nic_and_an_uplink()
@@ -427,7 +427,7 @@ def test_the_spread_is_steered_off_a_busy_path():
     # line search on a piecewise-linear maximum), and it is still a unit flow from u to v.
     import networkx as nx
 
-    from fabricopt.flow import reroute
+    from fabricopt.failures import reroute
 
     g = nx.DiGraph()
     for s, t in (("u", "a"), ("a", "v"), ("u", "b"), ("b", "v")):

@@ -14,14 +14,14 @@ import pytest
 
 import fabricopt as fo
 import fabricopt.failures.intact_flow as intact_flow
+import fabricopt.failures.plane_bracket as plane_bracket
+import fabricopt.failures.plane_groups_lp as plane_groups_lp
+import fabricopt.failures.plane_lp as plane_lp
+import fabricopt.failures.plane_routes as plane_routes
+import fabricopt.failures.reroute as reroute
 import fabricopt.flow.budget as budget
-import fabricopt.flow.plane_bracket as plane_bracket
-import fabricopt.flow.plane_groups_lp as plane_groups_lp
-import fabricopt.flow.plane_lp as plane_lp
-import fabricopt.flow.plane_routes as plane_routes
-import fabricopt.flow.reroute as reroute
-from fabricopt.flow.plane_routing import proven_plane_rate
-from fabricopt.flow.planes import plane_structure
+from fabricopt.failures.plane_routing import proven_plane_rate
+from fabricopt.failures.planes import plane_structure
 
 
 class _Clock:
@@ -67,7 +67,7 @@ def _begun(monkeypatch, module, name):
 
 def _general_lp(monkeypatch):
     """Route through the general planes' LP: a SuperPOD's whole groups would take the
-    small LP of their own (:mod:`fabricopt.flow.plane_groups_lp`)."""
+    small LP of their own (:mod:`fabricopt.failures.plane_groups_lp`)."""
     monkeypatch.setattr(plane_bracket, "whole_groups", lambda pl: "declined by the test")
 
 
@@ -286,7 +286,7 @@ def test_turns_are_part_of_the_proof():
 def test_groups_that_are_not_whole_take_the_general_lp():
     # A GPU that lost its NIC link makes its server unlike the others of its unit: the
     # small LP declines (its turns would cross that missing NIC), the general one answers.
-    from fabricopt.flow.plane_groups_lp import whole_groups
+    from fabricopt.failures.plane_groups_lp import whole_groups
 
     fab = fo.superpod(2).without_links([("n0.gpu0", "r0.l0")])
     pl, _ = plane_structure(fab)
