@@ -12,7 +12,7 @@ import numpy as np
 
 from ..analysis.cuts import min_cut
 from ..fabric import Fabric
-from ..flow import max_concurrent_flow
+from ..failures.engine import max_concurrent_flow  # with the failure floor's stages
 from ..traffic import all_to_all
 from .parts import Partition, all_reduce_volume_s, part_cut_s, partition
 from .problem import (

@@ -111,9 +111,10 @@ from ..cost.systems import server_system
 from ..cost.tco import tco_metrics
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
+from ..failures.engine import max_concurrent_flow  # with the failure floor's stages
 from ..failures.study import failure_metrics
 from ..failures.sweep import failure_sweep
-from ..flow.api import cheap_bracket, max_concurrent_flow
+from ..flow.api import cheap_bracket
 from ..flow.bounds import structural_cut_lengths
 from ..flow.two_phase.rate import valiant_rate
 from ..graph_arrays import GraphArrays

@@ -30,7 +30,7 @@ from ..collectives import collective_bounds
 from ..collectives.efficiency import EFFICIENCY_PROFILES
 from ..collectives.parts import Partition, partition
 from ..fabric import Fabric
-from ..flow import max_concurrent_flow
+from ..failures.engine import max_concurrent_flow  # with the failure floor's stages
 from ..graph_arrays import FabricShape, GraphArrays
 from ..tiers import tier_of
 from ..traffic import Traffic
