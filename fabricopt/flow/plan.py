@@ -173,9 +173,11 @@ class FromIntact:
         return ok, why
 
     def cost(self, p: FlowProblem) -> str:
+        # The planes are a handed stage (the failure floor's): this stage names what it
+        # runs, not what its caller may hand it.
         return ("an exact solve of the intact fabric (by its claim or a found symmetry, "
-                "kept for the next failed copy), one detour per lost arc; the planes' LP "
-                f"beyond {FIND_SYMMETRY_NONZEROS:,} nonzeros")
+                "kept for the next failed copy), one detour per lost arc; then each handed "
+                "stage that narrows (the failure floor's planes)")
 
     def run(self, p: FlowProblem, bracket: Bracket) -> None:
         handed = [(lambda fab, traffic, s=s: _named(s.run(p, bracket), s.name)
