@@ -49,6 +49,11 @@ class GraphArrays:
     capacity: np.ndarray
     tiers: tuple[str, ...] = ()
 
+    def __repr__(self) -> str:
+        # The arrays ride along in every certificate and proof: their repr would list every
+        # node and arc (nearly a million characters for a 1,024-GPU SuperPOD's cut proof).
+        return f"GraphArrays({len(self.nodes):,} nodes, {len(self.tail):,} arcs)"
+
     @classmethod
     def from_fabric(cls, fab: Any) -> GraphArrays:
         """Read the arrays off ``fab.graph`` (one pass over nodes and arcs).

@@ -77,6 +77,8 @@ class FlowCertificate:
     >>> cert = fo.max_concurrent_flow(fo.ring(6), method="lp").certificate
     >>> cert.proofs
     {'lower': 'FlowProof', 'upper': 'ArcLengths'}
+    >>> cert
+    FlowCertificate(lower_proof=FlowProof, upper_proof=ArcLengths, GraphArrays(6 nodes, 12 arcs))
     """
 
     ga: GraphArrays
@@ -84,6 +86,12 @@ class FlowCertificate:
     load: np.ndarray | None = None
     lower_proof: Any = None
     upper_proof: Any = None
+
+    def __repr__(self) -> str:
+        # Its arrays (a tier per arc, a proof's shares per leaf) would print in the hundreds
+        # of thousands of characters in a notebook; the proofs' classes say what it holds.
+        return (f"FlowCertificate(lower_proof={self.proofs['lower'] or None}, "
+                f"upper_proof={self.proofs['upper'] or None}, {self.ga!r})")
 
     @property
     def proofs(self) -> dict[str, str]:
