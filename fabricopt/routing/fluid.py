@@ -55,6 +55,8 @@ SPLITS = ("equal", "capacity", "static")
 
 #: Entries of the (node x destination) distance block.
 DIST_BLOCK = 4_000_000
+#: Most (node x destination) entries of a block gathered from several small components.
+MERGED_BLOCK = 20_000
 #: Entries of the (arc x destination) arrays of one propagation sweep.
 SWEEP_BLOCK = 3_000_000
 #: Largest (node x column) demand table summed densely.
@@ -169,12 +171,11 @@ class FluidRouting:
         if len(senders):
             self._loads_pushed(load, X, cols, split, senders)
             return load, load
-        width = max(1, DIST_BLOCK // max(network.n_nodes, 1))
-        rows = np.arange(network.n_nodes)
-        for start in range(0, len(cols), width):
-            block = cols[start:start + width]
-            dist = self._distances(block)
-            self._sweep(load, rows, dist, X[:, block].toarray(), split, block, rank, div, members)
+        self._check_components(X)
+        for block, rows in self._blocks(cols):
+            dist = self._distances(block, rows)
+            self._sweep(load, rows, dist, X[:, block][rows].toarray(), split, block, rank, div,
+                        members)
         if members is None:
             return load, load
         carried = load + np.add.reduceat(members.load, members.first)
@@ -236,15 +237,62 @@ class FluidRouting:
             dist = np.atleast_2d(dist).T  # (kept nodes x block)
             self._sweep(load, rows, dist, base[:, block].toarray(), split, block, None, None)
 
-    def _distances(self, cols: np.ndarray) -> np.ndarray:
+    def _check_components(self, X: sp.csc_matrix) -> None:
+        """Raise when a demand's source lies in another component than its destination: the
+        blocks below search each destination's own component only."""
+        component = self.network.component
+        coo = X.tocoo()
+        if np.any(component[coo.row] != component[self.col_node[coo.col]]):
+            raise RuntimeError("routing: a demand has no path in its network")
+
+    def _blocks(self, cols: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Blocks of destination columns (in order) with the network nodes their routes can
+        use: the nodes of their components. A network of many small components (the NVLink
+        domains of 2,048 servers) is searched and swept domain by domain, a few hundred
+        (node x column) entries each, not as 40,000 nodes for every column; components are
+        merged up to :data:`MERGED_BLOCK` entries and a large one is split by columns."""
+        network = self.network
+        comp = network.component[self.col_node[cols]]
+        sizes = np.bincount(network.component)
+        by_comp = np.argsort(network.component, kind="stable")
+        first = np.r_[0, np.cumsum(sizes)]
+        bounds = np.r_[0, np.flatnonzero(np.diff(comp)) + 1, len(cols)]
+        blocks: list[tuple[np.ndarray, np.ndarray]] = []
+        lo, comps, n_rows = 0, [], 0  # the components gathered since column lo
+
+        def flush(hi: int) -> None:
+            if hi > lo:
+                rows = np.sort(np.concatenate([by_comp[first[c]:first[c + 1]] for c in comps]))
+                blocks.append((cols[lo:hi], rows))
+
+        for start, stop in zip(bounds[:-1], bounds[1:], strict=True):
+            c = int(comp[start])
+            size = int(sizes[c])
+            if comps and (n_rows + size) * (stop - lo) > MERGED_BLOCK:
+                flush(start)
+                lo, comps, n_rows = start, [], 0
+            if size * (stop - start) > MERGED_BLOCK:  # a large component: alone, by columns
+                rows = by_comp[first[c]:first[c + 1]]
+                width = max(1, DIST_BLOCK // size)
+                blocks += [(cols[s:min(s + width, stop)], rows)
+                           for s in range(start, stop, width)]
+                lo = stop
+                continue
+            comps.append(c)
+            n_rows += size
+        flush(len(cols))
+        return blocks
+
+    def _distances(self, cols: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Hop distances from the nodes ``rows`` to each column's destination."""
         network = self.network
         if not self.per_target:
-            return network.distances_to(self.col_node[cols])
+            return network.distances_to(self.col_node[cols], rows)
         # Routes to a destination are routes to its class node plus the last arc.
         classes, inverse = np.unique(network.klass[cols], return_inverse=True)
-        dist = network.distances_to(classes)[:, inverse]
+        dist = network.distances_to(classes, rows)[:, inverse]
         dist += network.collapsed[cols][None, :]
-        dist[network.target[cols], np.arange(len(cols))] = 0.0
+        dist[np.searchsorted(rows, network.target[cols]), np.arange(len(cols))] = 0.0
         return dist
 
     def _sweep(self, load: np.ndarray, rows: np.ndarray, dist: np.ndarray, supply: np.ndarray,

@@ -187,16 +187,27 @@ class Network:
         return self._direct // T, self._direct % T
 
     def reverse_matrix(self) -> sp.csr_matrix:
-        """Head-to-tail adjacency: a search from a node on it finds who can reach that node."""
-        n = self.n_nodes
-        return sp.csr_matrix((np.ones(self.n_arcs), (self.head, self.tail)), shape=(n, n))
+        """Head-to-tail adjacency: a search from a node on it finds who can reach that node
+        (built once per network: every block of destinations searches on it)."""
+        if getattr(self, "_reverse", None) is None:
+            n = self.n_nodes
+            self._reverse = sp.csr_matrix((np.ones(self.n_arcs), (self.head, self.tail)),
+                                          shape=(n, n))
+        return self._reverse
 
-    def distances_to(self, nodes: np.ndarray) -> np.ndarray:
-        """Hop distances from every network node to each of ``nodes``: shape (n_nodes, len)."""
+    def distances_to(self, nodes: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """Hop distances from every network node (or from the nodes ``rows`` only, which must
+        hold every node that reaches ``nodes``: whole components) to each of ``nodes``:
+        shape (n_nodes or len(rows), len(nodes))."""
+        n_rows = self.n_nodes if rows is None else len(rows)
         if len(nodes) == 0:
-            return np.zeros((self.n_nodes, 0))
-        dist = shortest_path(self.reverse_matrix(), directed=True, unweighted=True,
-                             indices=np.asarray(nodes))
+            return np.zeros((n_rows, 0))
+        reverse, nodes = self.reverse_matrix(), np.asarray(nodes)
+        if rows is not None:
+            local = np.full(self.n_nodes, -1, dtype=np.int64)
+            local[rows] = np.arange(n_rows)
+            reverse, nodes = reverse[rows][:, rows], local[nodes]
+        dist = shortest_path(reverse, directed=True, unweighted=True, indices=nodes)
         return np.atleast_2d(dist).T
 
 

@@ -97,3 +97,45 @@ def test_pushing_senders_first_changes_no_load(name, routing, monkeypatch):
         swept = fo.routed_flow(fab, routing=routing)
     np.testing.assert_allclose(pushed._load, swept._load, rtol=1e-9, atol=1e-9)
     assert pushed.theta == pytest.approx(swept.theta, rel=1e-12)
+
+
+@pytest.mark.parametrize("routing", ["ecmp", "wcmp", "static"])
+@pytest.mark.parametrize("name", ["superpod(1)", "NVL72 clos", "failed superpod(1)"])
+def test_component_blocks_give_the_loads_of_one_block(name, routing, monkeypatch):
+    # The NVLink domains are separate components of the scale-up network: routed domain by
+    # domain (blocks of a few components) they must load every arc exactly as one search over
+    # the whole network does (MERGED_BLOCK and DIST_BLOCK so large that every column and
+    # node is one block, as before blocks by component).
+    import fabricopt.routing.fluid as fluid
+
+    fab = FABRICS[name]()
+    tm = fo.all_to_all(fab) if routing != "static" else fo.permutation(fab, seed=3)
+    blocked = fo.routed_flow(fab, tm, routing=routing)
+    with monkeypatch.context() as m:
+        m.setattr(fluid, "MERGED_BLOCK", 10**12)
+        m.setattr(fluid, "DIST_BLOCK", 10**12)
+        whole = fo.routed_flow(fab, tm, routing=routing)
+    for tiny in (1, 50):  # one component a block, and a few
+        with monkeypatch.context() as m:
+            m.setattr(fluid, "MERGED_BLOCK", tiny)
+            small = fo.routed_flow(fab, tm, routing=routing)
+        np.testing.assert_allclose(small._load, whole._load, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(blocked._load, whole._load, rtol=1e-12, atol=1e-9)
+    assert blocked.theta == pytest.approx(whole.theta, rel=1e-12)
+
+
+def test_a_demand_across_components_is_refused():
+    # Two NVLink domains are separate components of the scale-up network: a demand pushed
+    # into it from the other domain has no path there, and the routing says so rather than
+    # dropping it.
+    from fabricopt.routing.fluid import FluidRouting
+
+    fab = fo.superpod(1)
+    networks = Networks.of(fab)
+    up = networks.networks[0]
+    eps = list(fab.endpoints)
+    fluid = FluidRouting(up, per_target=True)
+    src, dst = eps.index("n0.gpu0"), eps.index("n1.gpu0")
+    fluid.add(np.array([src]), np.array([dst]), np.array([1.0]))
+    with pytest.raises(RuntimeError, match="no path"):
+        fluid.loads("equal")
