@@ -954,8 +954,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes only")
     parser.add_argument("--case-timeout", type=float, default=CASE_TIMEOUT_S,
                         help="seconds one case may run before it is stopped (default 900)")
-    parser.add_argument("--only", choices=sorted(BLOCKS),
-                        help="run one block of cases only: " + "; ".join(
+    parser.add_argument("--only", choices=sorted(BLOCKS), nargs="+",
+                        help="run these blocks of cases only, in this order: " + "; ".join(
                             f"{name}: {what}" for name, (_, what) in sorted(BLOCKS.items())))
     args = parser.parse_args(argv)
     CASE_TIMEOUT_S = args.case_timeout
@@ -963,7 +963,8 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = _Rows()
     if args.only:
-        BLOCKS[args.only][0](rows, args.quick)
+        for block in args.only:
+            BLOCKS[block][0](rows, args.quick)
         return _print(rows)
 
     # Issue: exact all-to-all vs a textbook per-pair pulp/CBC model, side by side.
