@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from itertools import chain, repeat
+from itertools import count as count_from
 from operator import itemgetter
 from typing import Any
 
@@ -169,11 +170,13 @@ class FabricBuilder:
             self.endpoints.extend(names)
 
     def add_links(self, lower: Sequence[Hashable], upper: Sequence[Hashable], gbps: float,
-                  tier: str, tech: str, links: int | Sequence[int] = 1) -> None:
+                  tier: str, tech: str, links: int | Sequence[int] = 1,
+                  orbit: Sequence[str | None] | None = None) -> None:
         """Add a link of ``links`` parallel links (or ``links[i]``) from ``lower[i]`` up to
         ``upper[i]`` for every ``i``, in order: the graph :meth:`link` builds called once per
-        pair, the arcs made in bulk when every pair is new and every lower node sits below its
-        upper one (else pair by pair through :meth:`link`).
+        pair (with ``orbit=orbit[i]`` when given), the arcs made in bulk when every pair is
+        new and every lower node sits below its upper one (else pair by pair through
+        :meth:`link`).
 
         >>> b = FabricBuilder("demo", {})
         >>> b.add_nodes(["g0", "g1"], {"role": "gpu", "layer": 0})
@@ -195,9 +198,10 @@ class FabricBuilder:
             bulk = (max(map(layer, map(nodes.__getitem__, set(lower))))
                     < min(map(layer, map(nodes.__getitem__, set(upper)))))
         counts = repeat(links, len(up)) if isinstance(links, int) else links
+        bases = repeat(None, len(up)) if orbit is None else orbit
         if not bulk:
-            for (u, v), n in zip(up, counts, strict=True):
-                self.link(u, v, gbps, tier, tech, links=n)
+            for (u, v), n, base in zip(up, counts, bases, strict=True):
+                self.link(u, v, gbps, tier, tech, links=n, orbit=base)
             return
         keys = list(chain.from_iterable(zip(up, down, strict=True)))
         if isinstance(links, int):
@@ -210,11 +214,19 @@ class FabricBuilder:
                 raise InvalidParameterError(f"add_links(): links holds {len(links)} counts "
                                             f"for {len(up)} pairs")
             arcs.update(zip(keys, made, strict=True))
-        key = (tier, -1)
-        labels = self._labels.get(key)
+        if orbit is None:
+            self.orbit.update(zip(keys, chain.from_iterable(repeat(self._up_labels(tier),
+                                                                   len(up))), strict=True))
+        else:
+            self.orbit.update(zip(keys, chain.from_iterable(
+                self._up_labels(base or tier) for base in orbit), strict=True))
+
+    def _up_labels(self, base: str) -> tuple[str, str]:
+        """The labels of the two arcs of a link labelled ``base`` from a lower layer up."""
+        labels = self._labels.get((base, -1))
         if labels is None:
-            labels = self._labels[key] = _arc_labels(*key)
-        self.orbit.update(zip(keys, chain.from_iterable(repeat(labels, len(up))), strict=True))
+            labels = self._labels[(base, -1)] = _arc_labels(base, -1)
+        return labels
 
     def set_attrs(self, name: Hashable, /, **attrs: Any) -> None:
         """Set attributes of a node already added (e.g. the pod a Clos puts it in)."""
@@ -246,6 +258,44 @@ class FabricBuilder:
         self.arcs.update(zip(keys, map(dict.copy, dicts), strict=True))
         self.orbit.update(zip(keys, labels, strict=True))
         return name
+
+    def copies(self, fab: Fabric, count: int, rename: Callable[[int, Hashable], Hashable],
+               orbit: Mapping[tuple[Hashable, Hashable], str] | None = None,
+               attrs: Callable[[int], Mapping[str, Any]] = lambda i: {}
+               ) -> list[dict[Hashable, Hashable]]:
+        """Add ``count`` copies of ``fab``; return each copy's name map: what
+        ``[copy(fab, lambda v: rename(i, v), orbit, **attrs(i)) for i in range(count)]``
+        adds, in the same order, made in one go (the 3,072 servers of a 24,576-GPU cluster
+        were 3,072 calls of a dozen dict updates each, a third of its build).
+
+        >>> import fabricopt as fo
+        >>> b = FabricBuilder("two rings", {})
+        >>> names = b.copies(fo.ring(3), 2, lambda i, v: f"c{i}.{v}", attrs=lambda i: {"copy": i})
+        >>> names[1]["n2"], b.nodes["c1.n2"]["copy"], len(b.endpoints), len(b.arcs)
+        ('c1.n2', 1, 6, 12)
+        """
+        names, datas, tails, heads, dicts, labels = self._template(fab, orbit)
+        k = len(names)
+        new = [rename(i, v) for i in range(count) for v in names]
+        made: list[dict[str, Any]] = []
+        for i in range(count):
+            extra = attrs(i)
+            made.extend([{**d, **extra} for d in datas] if extra else map(dict.copy, datas))
+        self.nodes.update(zip(new, made, strict=True))
+
+        def renamed(of: list[Hashable]) -> list[Hashable]:
+            # copy i's name of each node in ``of``: new[i * k + its place in the template]
+            place = dict(zip(names, count_from(0)))
+            at = np.fromiter(map(place.__getitem__, of), dtype=np.int64, count=len(of))
+            every = (np.arange(count, dtype=np.int64)[:, None] * k + at).reshape(-1)
+            return list(map(new.__getitem__, every.tolist()))
+
+        self.endpoints.extend(renamed(list(fab.endpoints)))
+        keys = list(zip(renamed(tails), renamed(heads), strict=True))
+        self.arcs.update(zip(keys, map(dict.copy, chain.from_iterable(repeat(dicts, count))),
+                             strict=True))
+        self.orbit.update(zip(keys, chain.from_iterable(repeat(labels, count)), strict=True))
+        return [dict(zip(names, new[i * k:(i + 1) * k], strict=True)) for i in range(count)]
 
     def _template(self, fab: Fabric, orbit: Mapping[tuple[Hashable, Hashable], str] | None
                   ) -> tuple[list[Hashable], list[dict[str, Any]], list[Hashable],

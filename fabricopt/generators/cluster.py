@@ -217,8 +217,8 @@ def copy_domains(b: FabricBuilder, dom: Domain, nodes: int,
     the attributes ``per_copy(i)``; arcs keep every attribute and the domain's orbit labels.
     The GPUs become endpoints, copy by copy in domain order.
     """
-    return [b.copy(dom.fab, lambda v, i=i: f"n{i}.{v}", dom.labels, node=i, **per_copy(i))
-            for i in range(nodes)]
+    return b.copies(dom.fab, nodes, lambda i, v: f"n{i}.{v}", dom.labels,
+                    lambda i: {"node": i, **per_copy(i)})
 
 
 def check_options(func: str, kind: str | None, options: dict[str, Any]) -> dict[str, Any]:

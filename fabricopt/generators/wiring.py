@@ -397,15 +397,18 @@ def wire_upper_tiers(b: FabricBuilder, leaves: Sequence[Hashable], upper: UpperT
     and the core (``{j}``, ``{m}``); spines sit at ``layer``, cores above; ``attrs`` go on
     every switch. In three tiers the leaves and spines get ``pod``.
     """
+    # Links go to the builder a tier at a time (FabricBuilder.add_links: one call per link
+    # was most of the wiring of a 24,576-GPU cluster), in the order of one call per link.
     if upper.tiers == 2:
         spines = [b.switch(names[0].format(j=j), layer, upper.spine_radix, switch_model,
                            **attrs) for j in range(upper.spines)]
-        for i, leaf in enumerate(leaves):
-            for j, spine in enumerate(spines):
-                n = upper.leaf_spine_links_of(i, j)
-                if n:
-                    b.link(leaf, spine, gbps, "leaf-spine", tech, links=n,
-                           orbit=upper.leaf_spine_orbit(i, j))
+        pairs = [(leaf, spine, n, upper.leaf_spine_orbit(i, j))
+                 for i, leaf in enumerate(leaves) for j, spine in enumerate(spines)
+                 if (n := upper.leaf_spine_links_of(i, j))]
+        if pairs:
+            lower, higher, counts, orbits = map(list, zip(*pairs, strict=True))
+            b.add_links(lower, higher, gbps, "leaf-spine", tech, links=counts,
+                        orbit=None if orbits.count(None) == len(orbits) else orbits)
         return
     if upper.tiers != 3:
         return
@@ -420,11 +423,11 @@ def wire_upper_tiers(b: FabricBuilder, leaves: Sequence[Hashable], upper: UpperT
         for leaf in pod_leaves:
             b.set_attrs(leaf, pod=p)
         wire_complete_bipartite(b, pod_leaves, spines, gbps, "leaf-spine", tech, 1)
-        for j, spine in enumerate(spines):
-            for m, core in enumerate(cores[j]):
-                n = upper.spine_core_links_of(p, m)
-                if n:
-                    b.link(spine, core, gbps, "spine-core", tech, links=n)
+        pairs = [(spine, core, n) for j, spine in enumerate(spines)
+                 for m, core in enumerate(cores[j]) if (n := upper.spine_core_links_of(p, m))]
+        if pairs:
+            lower, higher, counts = map(list, zip(*pairs, strict=True))
+            b.add_links(lower, higher, gbps, "spine-core", tech, links=counts)
 
 
 def add_clos(b: FabricBuilder, attach: Sequence[Hashable], plan: ClosPlan, link_gbps: float,
@@ -468,15 +471,15 @@ def add_clos(b: FabricBuilder, attach: Sequence[Hashable], plan: ClosPlan, link_
         raise InvalidParameterError(
             f"add_clos(): attach must hold {plan.endpoints} nodes, got {len(attach)}")
     base = max(b.nodes[a]["layer"] for a in attach)
-    three = plan.tiers == 3
-    leaves = []
-    for i in range(plan.leaves):
-        leaf = b.switch(f"leaf{i}", base + 1, plan.radix, switch_model)
-        leaves.append(leaf)
-        for a in (attach[j] for j in plan.leaf_endpoints(i)):
-            if three:
-                b.set_attrs(a, pod=i // plan.leaves_per_pod)
-            b.link(a, leaf, link_gbps, "gpu-leaf", tech)
+    leaves = [b.switch(f"leaf{i}", base + 1, plan.radix, switch_model)
+              for i in range(plan.leaves)]
+    leaf_of = [leaf for i, leaf in enumerate(leaves) for _ in plan.leaf_endpoints(i)]
+    if plan.tiers == 3:
+        for i in range(plan.leaves):
+            for j in plan.leaf_endpoints(i):
+                b.set_attrs(attach[j], pod=i // plan.leaves_per_pod)
+    b.add_links([attach[j] for i in range(plan.leaves) for j in plan.leaf_endpoints(i)],
+                leaf_of, link_gbps, "gpu-leaf", tech)
     wire_upper_tiers(b, leaves, plan.upper, base + 2, link_gbps, tech, switch_model,
                      ("spine{j}", "spine{p}.{j}", "core{j}.{m}"))
     return leaves
@@ -497,9 +500,8 @@ def wire_complete_bipartite(b: FabricBuilder, lower: Sequence[Hashable],
     >>> len(b.arcs), b.arcs[("a", "x")]["capacity"]
     (8, 800.0)
     """
-    for u in lower:
-        for v in upper:
-            b.link(u, v, gbps, tier, tech, links=links)
+    b.add_links([u for u in lower for _ in upper], [v for _ in lower for v in upper], gbps,
+                tier, tech, links)
 
 
 def check_tiers(func: str, radix: Any, tiers: int, oversubscription: Any
@@ -742,16 +744,13 @@ def add_rail_scale_out(b: FabricBuilder, attach: Sequence[Sequence[Hashable]], p
     out = []
     for plane in range(plan.planes):
         name = f"p{plane}." if plan.planes > 1 else ""
-        leaves = []
-        for rail in range(plan.rails):
-            rail_leaves = []
-            for i in range(plan.leaves_per_rail):
-                leaf = b.switch(f"{name}r{rail}.l{i}", base + 1, plan.radix, switch_model,
-                                rail=rail, plane=plane)
-                rail_leaves.append(leaf)
-                for node in plan.leaf_nodes(i):
-                    b.link(attach[node][rail], leaf, gbps, "gpu-leaf", tech)
-            leaves.append(rail_leaves)
+        leaves = [[b.switch(f"{name}r{rail}.l{i}", base + 1, plan.radix, switch_model,
+                            rail=rail, plane=plane) for i in range(plan.leaves_per_rail)]
+                  for rail in range(plan.rails)]
+        b.add_links([attach[node][rail] for rail in range(plan.rails)
+                     for i in range(plan.leaves_per_rail) for node in plan.leaf_nodes(i)],
+                    [leaf for rail_leaves in leaves for i, leaf in enumerate(rail_leaves)
+                     for _ in plan.leaf_nodes(i)], gbps, "gpu-leaf", tech)
         if plan.per_rail:  # rail-only: each rail a Clos of its own, rails never meet
             for rail, rail_leaves in enumerate(leaves):
                 at = f"{name}r{rail}."
