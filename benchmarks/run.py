@@ -1263,6 +1263,50 @@ def case_netgraph_failures(make: str, fraction: float, trials: int, seed: int,
                      f"{out['metadata']['unique_patterns']} distinct patterns placed (ECMP)"}
 
 
+def case_netgraph_racks(su: int, limit: float | None = None) -> dict:
+    """NetGraph's failure Monte Carlo placing all-to-all ECMP demands on superpod(su), one
+    rack failing per draw: every node of a rack (the cost layout's racks, as
+    :func:`case_rack_failures` reads them) in a risk group of its own, one group chosen per
+    draw, as many draws as racks (NetGraph samples patterns, it does not list them). Its
+    GPUs in the failed rack keep their demands, which then go unplaced; fabricopt takes them
+    out of the job. The network is built inside the clock, the fabric before it."""
+    from netgraph_side import stop_after
+    from ngraph.analysis.failure_manager import FailureManager
+    from ngraph.model.failure.policy import FailureMode, FailurePolicy, FailureRule
+    from ngraph.model.failure.policy_set import FailurePolicySet
+    from ngraph.model.network import Link, Network, Node, RiskGroup
+
+    import fabricopt as fo
+    from fabricopt.cost.layout import place
+
+    fab = fo.superpod(su)
+    where = place(fab)
+    rack_of = {v: f"rack{r}" for v, r in zip(where.nodes, where.rack, strict=True)}
+    start = time.perf_counter()
+    stop_after(limit)
+    net = Network()
+    for v in fab.graph.nodes:
+        net.add_node(Node(str(v), risk_groups={rack_of[v]} if v in rack_of else set()))
+    for name in sorted(set(rack_of.values())):
+        net.risk_groups[name] = RiskGroup(name)
+    for pair in {frozenset((u, v)) for u, v in fab.graph.edges()}:
+        u, v = sorted(pair, key=str)
+        net.add_link(Link(str(u), str(v), capacity=float(fab.graph[u][v]["capacity"])))
+    policies = FailurePolicySet()
+    policies.add("racks", FailurePolicy(modes=[FailureMode(1.0, [
+        FailureRule("risk_group", mode="choice", count=1)])]))
+    gpus = "|".join(str(e) for e in fab.endpoints)
+    n = len(fab.endpoints)
+    demands = [{"source": f"^({gpus})$", "target": f"^({gpus})$", "volume": float(n * (n - 1)),
+                "mode": "pairwise"}]
+    racks = len(net.risk_groups)
+    out = FailureManager(net, policies, "racks").run_demand_placement_monte_carlo(
+        demands, iterations=racks, seed=1)
+    return {"seconds": time.perf_counter() - start,
+            "value": f"{racks} draws of one rack, {out['metadata']['unique_patterns']} "
+                     "distinct racks placed (ECMP)"}
+
+
 def _netgraph_beside(rows: _Rows, ours: dict, label: str, fn_name: str, *args) -> None:
     """NetGraph on the question of the row before (``ours``), stopped after 10x its time or
     :data:`NETGRAPH_CAP_S` of its own run: a ratio when it answers, a least ratio when it is
@@ -1393,6 +1437,8 @@ def _failure_rows(rows: _Rows, quick: bool) -> None:
     out = run_case("case_rack_failures", su)
     rows.append((f"every single rack failing, superpod({su})", out, "< 30 s",
                  "met" if out["seconds"] < 30 else "not met"))
+    _netgraph_beside(rows, out, "ECMP placement Monte Carlo, one rack (a risk group) per "
+                     "draw, as many draws as racks", "case_netgraph_racks", su)
 
 
 def case_compare_training(designs: list[str], job: dict) -> dict:
