@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Hashable
 from dataclasses import dataclass, field
@@ -25,13 +26,21 @@ class TierUtilization:
     binding_arcs: int
 
 
-def tier_utilization(util: np.ndarray, tiers: np.ndarray, binding: np.ndarray,
+def tier_utilization(util: np.ndarray, tiers: Any, binding: np.ndarray,
                      ) -> dict[str, TierUtilization]:
     """Per tier, in order of first appearance: max and mean of ``util`` (load / capacity per
-    arc) and how many arcs ``binding`` marks."""
+    arc) and how many arcs ``binding`` marks. ``tiers`` is the tier of each arc (a sequence
+    of str)."""
+    # One code per arc by a dict pass, then an integer mask per tier: a numpy array of the
+    # names and a string comparison per tier took a tenth of a second on 300,000 arcs.
+    if isinstance(tiers, np.ndarray):
+        tiers = tiers.tolist()
+    seen: dict[str, int] = {}
+    code = np.fromiter(map(seen.setdefault, tiers, itertools.count()), dtype=np.int64,
+                       count=len(tiers))
     out = {}
-    for tier in dict.fromkeys(tiers.tolist()):
-        sel = tiers == tier
+    for tier, k in seen.items():
+        sel = code == k
         out[tier] = TierUtilization(tier, float(util[sel].max()), float(util[sel].mean()),
                                     int(binding[sel].sum()))
     return out
@@ -277,7 +286,7 @@ class FlowResult:
         if self._load is None or self._ga is None or self.certificate is None:
             return {}
         util = self._load / self._ga.capacity
-        names = np.asarray(self.certificate.tiers)
+        names = self.certificate.tiers
         binding = (self._lengths > 1e-9 * self._lengths.max()) if (
             self._lengths is not None and self._lengths.size and self._lengths.max() > 0) \
             else np.zeros(len(util), dtype=bool)
