@@ -381,10 +381,12 @@ def balanced_forwarders(p: Problem) -> bool:
     return bool(np.allclose(cap_in[forwarder], cap_out[forwarder], rtol=1e-9, atol=0))
 
 
-def pair_cut_min(p: Problem, root: int, limit: int = 64) -> tuple[float, np.ndarray | None]:
+def pair_cut_min(p: Problem, root: int, limit: int = 64, reversible: bool | None = None,
+                 ) -> tuple[float, np.ndarray | None]:
     """Smallest cut separating GPUs found: single GPUs (exact, all of them) and min cuts
     from ``root`` to up to ``limit`` other GPUs, in both directions. Any value returned is
-    the capacity of a real GPU-separating cut."""
+    the capacity of a real GPU-separating cut. ``reversible`` is
+    :func:`reversible_arcs` of ``p.ga`` when the caller has it."""
     ga, gpus = p.ga, p.gpus
     egress = np.bincount(ga.tail, weights=ga.capacity, minlength=ga.n_nodes)[gpus]
     ingress = np.bincount(ga.head, weights=ga.capacity, minlength=ga.n_nodes)[gpus]
@@ -400,7 +402,7 @@ def pair_cut_min(p: Problem, root: int, limit: int = 64) -> tuple[float, np.ndar
     # Where every arc's reverse has its capacity, a cut leaving a side has the capacity of
     # the one entering it, so the least cut from v to the root is the least from the root
     # to v: one direction is enough (half the flows on a 24,576-GPU cluster).
-    both = not _reversible(ga)
+    both = not (reversible_arcs(ga) if reversible is None else reversible)
     for v in others:
         for a, b in ((root, v), (v, root)) if both else ((root, v),):
             cut = cuts.cut(int(a), int(b), below=best)
@@ -409,8 +411,13 @@ def pair_cut_min(p: Problem, root: int, limit: int = 64) -> tuple[float, np.ndar
     return best, best_side
 
 
-def _reversible(ga: GraphArrays) -> bool:
-    """True when every arc has a reverse arc of the same capacity (parallel arcs summed)."""
+def reversible_arcs(ga: GraphArrays) -> bool:
+    """True when every arc has a reverse arc of the same capacity (parallel arcs summed).
+
+    >>> import fabricopt as fo
+    >>> reversible_arcs(GraphArrays.from_fabric(fo.ring(4)))
+    True
+    """
     n = ga.n_nodes
     forward = sp.csr_matrix((ga.capacity, (ga.tail, ga.head)), shape=(n, n))
     return bool(abs(forward - forward.T).max() <= 1e-12 * float(ga.capacity.max(initial=0.0)))

@@ -61,3 +61,44 @@ def test_forestcoll_ratio_as_with_min_cut(monkeypatch):
     slow = P.forestcoll_ratio(p)
     assert fast[0] == slow[0] and fast[2] == slow[2]
     assert np.array_equal(fast[1], slow[1])
+
+
+def _one_way(fab):
+    """``fab`` with one link's capacity doubled in one direction: no longer reversible."""
+    u, v = next((u, v) for u, v in fab.graph.edges() if fab.endpoints[0] in (u, v))
+    fab.graph[u][v]["capacity"] *= 2
+    return fab
+
+
+@pytest.mark.parametrize("make, reversible", [
+    (lambda: fo.superpod(1), True), (lambda: fo.fat_tree(4), True),
+    (lambda: _one_way(fo.fat_tree(4)), False)])
+def test_all_reduce_searches_the_reversed_graph_only_when_it_differs(monkeypatch, make,
+                                                                      reversible):
+    # A set of a reversible graph sends out what it takes in: the reversed graph's ForestColl
+    # ratio is the same, so all-reduce searches once and its reduce-scatter bound is the
+    # all-gather's (same time, same cut read entering). The reversed search, run here anyway,
+    # finds that ratio (each arc's reverse has its capacity); with one arc doubled one way
+    # the graph is not reversible and both searches run.
+    fab = make()
+    p = P.collective_problem(fab, list(fab.endpoints))
+    assert P.reversible_arcs(p.ga) is reversible
+    forward, backward = P.forestcoll_ratio(p), P.forestcoll_ratio(P.reversed_problem(p))
+    if reversible:
+        assert backward[0] == pytest.approx(forward[0], rel=1e-12)
+    searches = []
+    real = P.forestcoll_ratio
+
+    def counted(problem, *args, **kwargs):
+        searches.append(problem)
+        return real(problem, *args, **kwargs)
+
+    from fabricopt.collectives import schemes
+    monkeypatch.setattr(schemes, "forestcoll_ratio", counted)
+    c = fo.collective_bounds(fab, "all_reduce", message_bytes=2**30)
+    assert len(searches) == (1 if reversible else 2)
+    by_name = {b.name: b for b in c.bounds}
+    rs, ag = by_name["reduce-scatter optimum"], by_name["all-gather optimum"]
+    if reversible:
+        assert rs.time_s == ag.time_s and rs.cut.direction == "entering"
+        assert rs.cut.capacity_gbps == pytest.approx(ag.cut.capacity_gbps, rel=1e-12)
