@@ -63,7 +63,7 @@ from ._checks import (
 )
 from ._unchanged import once
 from .errors import InvalidFabricError, InvalidParameterError
-from .graph_arrays import GraphArrays, _first_seen, looks_valid
+from .graph_arrays import GraphArrays, _first_seen, arc_labels, link_counts, looks_valid
 from .symmetry_claim import Symmetry
 from .tiers import SCALE_UP_TIERS as SCALE_UP_TIERS  # its old home; tiers.py owns it now
 from .tiers import is_scale_up_arc, tier_of
@@ -461,8 +461,8 @@ class Fabric:
         (6, {'ring': 6})
         """
         g = self.graph
-        roles = Counter(d.get("role") for _, d in g.nodes(data=True))
-        layers = Counter(d.get("layer") for _, d in g.nodes(data=True))
+        roles = Counter(map(methodcaller("get", "role"), g._node.values()))
+        layers = Counter(map(methodcaller("get", "layer"), g._node.values()))
         totals = _link_totals_on_arrays(self)
         links, capacity, techs, out_gbps = totals if totals else _link_totals(self)
         inj = [out_gbps[e] for e in self.endpoints]
@@ -558,8 +558,8 @@ def _link_totals(fab: Fabric) -> LinkTotals:
 
 
 def _link_totals_on_arrays(fab: Fabric) -> LinkTotals | None:
-    """:func:`_link_totals` from the fabric's arrays (read once in a study row) and C-level
-    maps over the attribute dicts: the same numbers, summed in the same order, tiers in the
+    """:func:`_link_totals` from the fabric's arrays, its arcs' labels and link counts (each
+    read once in a study row): the same numbers, summed in the same order, tiers in the
     order the arc-by-arc count meets them. None for a graph the arrays refuse (a self-loop,
     a capacity that is not positive ...): the arc-by-arc count then reports it as before."""
     g = fab.graph
@@ -575,24 +575,64 @@ def _link_totals_on_arrays(fab: Fabric) -> LinkTotals | None:
     code = np.sort(ga.tail * n + ga.head)
     back = ga.head * n + ga.tail
     has_reverse = code[np.minimum(np.searchsorted(code, back), max(m - 1, 0))] == back
-    counted = np.flatnonzero(~(has_reverse & (rank[ga.tail] > rank[ga.head]))).tolist()
-    data = list(chain.from_iterable(map(dict.values, g._succ.values())))
-    chosen = list(map(data.__getitem__, counted))
-    tier_code, tiers = _first_seen(list(map(ga.tiers.__getitem__, counted)))
-    counts = np.fromiter(map(int, map(methodcaller("get", "links", 1), chosen)),
-                         dtype=np.int64, count=len(counted))
-    tech_code, techs_seen = _first_seen(list(map(str, map(methodcaller("get", "tech", ""),
-                                                          chosen))))
+    counted = np.flatnonzero(~(has_reverse & (rank[ga.tail] > rank[ga.head])))
+    per_tier = _per_tier_on_labels(fab, ga, counted) or _per_tier_read(fab, ga, counted)
+    tiers, tier_code, counts, techs = per_tier
     cap = np.bincount(tier_code, weights=ga.capacity[counted], minlength=len(tiers))
     links = np.zeros(len(tiers), dtype=np.int64)
     np.add.at(links, tier_code, counts)
-    techs: dict[str, set[str]] = {t: set() for t in tiers}
-    for t, x in set(zip(tier_code.tolist(), tech_code.tolist(), strict=True)):
-        techs[tiers[t]].add(techs_seen[x])
     out = np.bincount(ga.tail, weights=ga.capacity, minlength=ga.n_nodes)
     return (dict(zip(tiers, links.tolist(), strict=True)),
             dict(zip(tiers, cap.tolist(), strict=True)), techs,
             dict(zip(ga.nodes, out.tolist(), strict=True)))
+
+
+PerTier = tuple[list[str], np.ndarray, np.ndarray, dict[str, set[str]]]
+
+
+def _per_tier_on_labels(fab: Fabric, ga: GraphArrays, counted: np.ndarray) -> PerTier | None:
+    """The tiers in the order the ``counted`` arcs meet them, each counted arc's tier (as
+    its place in that list) and physical links, and the techs of each tier, from the arcs'
+    labels and link counts as every metric of a row shares them (no pass over the arcs of
+    its own). None where the labels cannot say ``str(tech)`` (a tech that is not a string,
+    or unset: the summary writes ``""`` for an unset one, ``"None"`` for one set to None)."""
+    counts = link_counts(fab)
+    labels = arc_labels(fab, ga)
+    if counts is None or not all(type(tech) is str for _, tech in labels.labels):
+        return None
+    label = labels.code[counted]
+    tier_names = list(dict.fromkeys(t for t, _ in labels.labels))
+    tier_of_label = np.array([tier_names.index(t) for t, _ in labels.labels], dtype=np.int64)
+    tier = tier_of_label[label] if len(label) else np.zeros(0, dtype=np.int64)
+    # Renumbered by first appearance among the counted arcs, as the arc-by-arc count meets
+    # them.
+    met, first = np.unique(tier, return_index=True)
+    met = met[np.argsort(first, kind="stable")]
+    place = np.empty(len(tier_names), dtype=np.int64)
+    place[met] = np.arange(len(met))
+    tiers = [tier_names[t] for t in met.tolist()]
+    techs: dict[str, set[str]] = {t: set() for t in tiers}
+    for k in np.unique(label).tolist():
+        tier_name, tech = labels.labels[k]
+        techs[tier_name].add(tech)
+    return tiers, place[tier], counts[counted], techs
+
+
+def _per_tier_read(fab: Fabric, ga: GraphArrays, counted: np.ndarray) -> PerTier:
+    """:func:`_per_tier_on_labels` read off the attribute dicts of the counted arcs (C-level
+    maps): ``int`` of every ``links``, ``str`` of every ``tech``."""
+    index = counted.tolist()
+    data = list(chain.from_iterable(map(dict.values, fab.graph._succ.values())))
+    chosen = list(map(data.__getitem__, index))
+    tier_code, tiers = _first_seen(list(map(ga.tiers.__getitem__, index)))
+    counts = np.fromiter(map(int, map(methodcaller("get", "links", 1), chosen)),
+                         dtype=np.int64, count=len(index))
+    tech_code, techs_seen = _first_seen(list(map(str, map(methodcaller("get", "tech", ""),
+                                                          chosen))))
+    techs: dict[str, set[str]] = {t: set() for t in tiers}
+    for t, x in set(zip(tier_code.tolist(), tech_code.tolist(), strict=True)):
+        techs[tiers[t]].add(techs_seen[x])
+    return tiers, tier_code, counts, techs
 
 
 def _arc_gbps(name: str, u: Hashable, v: Hashable, arc: Mapping[str, Any]) -> float:

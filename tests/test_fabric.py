@@ -3,9 +3,11 @@
 import math
 
 import networkx as nx
+import numpy as np
 import pytest
 
 import fabricopt as fo
+from fabricopt.graph_arrays import GraphArrays
 from fabricopt.symmetry_claim import Symmetry
 
 
@@ -165,3 +167,32 @@ def test_capacities_a_unit_makes_plausible_are_kept():
     for gbps in (1e8, 1e-9, 1e9):
         fab = fo.from_networkx(nx.cycle_graph(4), default_capacity=gbps, capacity_unit="Gb/s")
         assert fab.validate() is fab
+
+
+def _mixed_labels_fabric():
+    """Two techs in one tier, a link whose arcs differ in links and tech, a one-way arc."""
+    g = nx.DiGraph()
+    g.add_node("g0", role="gpu", layer=0)
+    g.add_node("g1", role="gpu", layer=0)
+    g.add_node("s", role="switch", layer=1)
+    g.add_edge("g0", "s", capacity=400.0, links=1, tech="ndr", tier="gpu-leaf")
+    g.add_edge("s", "g0", capacity=800.0, links=2, tech="xdr", tier="gpu-leaf")
+    g.add_edge("g1", "s", capacity=200.0, links=1, tech="hdr", tier="gpu-leaf")
+    g.add_edge("s", "g1", capacity=200.0, links=1, tech="hdr", tier="gpu-leaf")
+    g.add_edge("s", "g0x", capacity=100.0, links=3, tech="x", tier="odd")
+    return fo.Fabric(g, ["g0", "g1"], "mixed")
+
+
+@pytest.mark.parametrize("make", [_mixed_labels_fabric, lambda: fo.superpod(2),
+                                  lambda: fo.cluster(fo.gb200_nvl72(), nodes=2)])
+def test_summary_on_labels_is_the_arc_by_arc_count(make):
+    # The summary reads tiers, techs and link counts off the row's shared readings (arc
+    # labels, link counts); the arc-by-arc count is the reference, tiers in the same order.
+    from fabricopt.fabric import _link_totals, _link_totals_on_arrays, _per_tier_on_labels
+
+    fab = make()
+    assert _per_tier_on_labels(fab, GraphArrays.from_fabric(fab), np.arange(2)) is not None
+    slow, fast = _link_totals(fab), _link_totals_on_arrays(fab)
+    for a, b in zip(slow[:3], fast[:3], strict=True):
+        assert dict(a) == b and list(a) == list(b)
+    assert {v: slow[3][v] for v in fab.graph} == {v: fast[3][v] for v in fab.graph}
