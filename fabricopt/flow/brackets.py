@@ -24,8 +24,6 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-import numpy as np
-
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..traffic import Traffic
@@ -33,6 +31,7 @@ from .certificate import EXACT_RTOL
 from .result import FlowResult
 from .two_phase.check import HoseFloor, hose_theta
 from .two_phase.rate import ValiantBound, valiant_rate
+from .two_phase.result import arc_array
 
 
 def hose_floor(fab: Fabric, traffic: Traffic, time_limit: float | None) -> ValiantBound | None:
@@ -56,7 +55,7 @@ def with_hose_floor(result: FlowResult, hose: ValiantBound | None, traffic: Traf
     if not floor > result.lower:
         return result
     ga = result.certificate.ga
-    load = np.array([hose.load_gbps.get(a, 0.0) for a in ga.arcs])
+    load = arc_array(hose.load_gbps, ga).copy()
     cert = replace(result.certificate, load=load, lower_proof=HoseFloor(hose))
     return closed(replace(
         result, lower=floor, certificate=cert, max_overload=hose.max_overload,

@@ -64,3 +64,28 @@ def test_a_one_way_arc_has_no_reverse():
     g.add_edge("b", "c", capacity=1.0)
     ga = GraphArrays.from_fabric(fo.Fabric(g, ["a", "c"], "one way"))
     assert _reverse_arcs(ga) is None and _reverse_by_dict(ga) is None
+
+
+@pytest.mark.parametrize("make", [lambda: fo.fat_tree(4), lambda: fo.superpod(1)])
+def test_the_rate_loads_read_as_the_dict_of_every_arc(make):
+    # load_gbps is an ArcValues (arcs + one array, no dict until a lookup by key): it must
+    # read exactly as the dict of every arc it replaced, by key, in order and by value, and
+    # arc_array hands back the same numbers; every load within its arc's capacity (the
+    # certificate's capacity check).
+    from fabricopt.flow.two_phase.result import ArcValues, arc_array
+
+    fab = make()
+    h = fo.valiant_rate(fab)
+    ga = GraphArrays.from_fabric(fab)
+    loads = h.load_gbps
+    assert isinstance(loads, ArcValues) and len(loads) == ga.n_arcs
+    plain = dict(zip(ga.arcs, list(loads.values()), strict=True))
+    assert list(loads) == list(ga.arcs) and dict(loads.items()) == plain and loads == plain
+    assert all(loads[a] == plain[a] for a in ga.arcs[::7]) and ga.arcs[0] in loads
+    assert ("nowhere", "nothing") not in loads and loads.get(("nowhere", "x"), -1.0) == -1.0
+    array = arc_array(loads, ga)
+    assert array.tolist() == [plain[a] for a in ga.arcs] and not array.flags.writeable
+    assert arc_array(plain, ga).tolist() == array.tolist()
+    assert np.all(array <= ga.capacity * (1 + 1e-9))
+    with pytest.raises(ValueError, match="values for"):
+        ArcValues(ga.arcs, np.zeros(3))
