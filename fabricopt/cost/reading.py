@@ -30,6 +30,7 @@ import itertools
 import weakref
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
+from operator import methodcaller
 from typing import Any
 
 import networkx as nx
@@ -37,7 +38,7 @@ import numpy as np
 
 from .._unchanged import once
 from ..fabric import Fabric
-from ..graph_arrays import GraphArrays
+from ..graph_arrays import GraphArrays, arc_labels, link_counts
 from ..tiers import DEFAULT_TIER, IN_SYSTEM_TIERS, is_scale_up
 from .layout import Layout, Placement, _Arcs, _in_server, _place
 
@@ -232,7 +233,15 @@ class _Columns:
     links: np.ndarray
     capacity: np.ndarray
     tier: list[str] | tuple[str, ...]
-    tech: list[str]
+    tech: list[str] | None
+    #: The tiers and techs coded (:func:`_codes`) when read off the row's arc labels.
+    coded: tuple[tuple[np.ndarray, list[str]], tuple[np.ndarray, list[str]]] | None = None
+
+    def tier_codes(self) -> tuple[np.ndarray, list[str]]:
+        return self.coded[0] if self.coded else _codes(self.tier)
+
+    def tech_codes(self) -> tuple[np.ndarray, list[str]]:
+        return self.coded[1] if self.coded else _codes(self.tech or [])
 
     @classmethod
     def of_content(cls, content: _Content) -> _Columns:
@@ -250,14 +259,42 @@ class _Columns:
         if type(fab.graph) is not nx.DiGraph:
             return cls.of_content(_Content.of(fab))
         ga = GraphArrays.from_fabric(fab)
+        roles = list(map(methodcaller("get", "role"), fab.graph._node.values()))
+        counts, coded = link_counts(fab), _label_codes(fab, ga)
+        if counts is not None and coded is not None:  # the row's shared readings
+            return cls(ga.nodes, ga.index, ga.tail, ga.head, roles, counts, ga.capacity,
+                       ga.tiers, None, coded)
         arcs = list(itertools.chain.from_iterable(map(dict.values, fab.graph._succ.values())))
         links = _column(arcs, "links", _ABSENT)
         tech = _column(arcs, "tech", "")
         if not set(map(type, tech)) <= {str}:
             tech = list(map(str, tech))
-        roles = _column(list(fab.graph._node.values()), "role", None)
         return cls(ga.nodes, ga.index, ga.tail, ga.head, roles,
                    _link_counts(links, set(map(type, links))), ga.capacity, ga.tiers, tech)
+
+
+def _label_codes(fab: Fabric, ga: GraphArrays
+                 ) -> tuple[tuple[np.ndarray, list[str]], tuple[np.ndarray, list[str]]] | None:
+    """:func:`_codes` of every arc's tier and tech, from the arc labels a row reads once
+    (:func:`~fabricopt.graph_arrays.arc_labels`: a few distinct ``(tier, tech)`` pairs), so
+    no pass over the arcs here: each name coded in the order the arcs first meet it. None
+    where a tech is not a string (pricing reads ``str`` of it, ``""`` where unset)."""
+    labels = arc_labels(fab, ga)
+    if not all(type(tech) is str for _, tech in labels.labels):
+        return None
+    m, k = len(labels.code), len(labels.labels)
+    first = np.full(k, m, dtype=np.int64)  # the first arc of each label
+    np.minimum.at(first, labels.code, np.arange(m, dtype=np.int64))
+    out = []
+    for part in (0, 1):
+        seen: dict[str, int] = {}  # each name's first arc: the least over its labels
+        for label, at in zip(labels.labels, first.tolist(), strict=True):
+            seen[label[part]] = min(seen.get(label[part], m), at)
+        names = sorted(seen, key=seen.__getitem__)
+        of_label = np.array([names.index(label[part]) for label in labels.labels],
+                            dtype=np.int64).reshape(k)
+        out.append((of_label[labels.code] if m else np.zeros(0, dtype=np.int64), names))
+    return out[0], out[1]
 
 
 # -- the reading --------------------------------------------------------------------------------
@@ -321,11 +358,12 @@ def _read(fab: Fabric, layout: Layout, columns: _Columns) -> FabricReading:
     index, tail, head, nodes = columns.index, columns.tail, columns.head, columns.nodes
     n, m = len(nodes), len(tail)
     roles = columns.roles
-    role_code = np.array([{"gpu": 0, "nic": 1}.get(r, 2) for r in roles], dtype=np.int64)
+    role_code = np.fromiter(map({"gpu": 0, "nic": 1}.get, roles, itertools.repeat(2)),
+                            dtype=np.int64, count=n)  # roles validated: hashable
     links = columns.links
     rate = columns.capacity / links
-    tier_code, tiers = _codes(columns.tier)
-    tech_code, techs = _codes(columns.tech)
+    tier_code, tiers = columns.tier_codes()
+    tech_code, techs = columns.tech_codes()
     everything = np.ones(m, dtype=bool)
     port_use = _port_uses(n, tail, everything, tier_code, tiers, tech_code, techs, links, rate)
     # A NIC's ports: not its PCIe links to GPUs; a GPU's: not those either, nor its scale-up
@@ -342,7 +380,7 @@ def _read(fab: Fabric, layout: Layout, columns: _Columns) -> FabricReading:
         use if (r == "nic" or (r == "gpu" and use.used)) else None
         for r, use in zip(roles, nic_use, strict=True)]
 
-    node_data = [fab.graph._node[v] for v in nodes]
+    node_data = list(map(fab.graph._node.__getitem__, nodes))
     in_system = np.array([t in IN_SYSTEM_TIERS for t in tiers], dtype=bool)
     arcs = _Arcs(nodes, index, node_data, roles, tail, head,
                  in_system[tier_code] if m else np.zeros(0, bool), arc_scale_up)
