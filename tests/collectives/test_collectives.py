@@ -3,6 +3,7 @@
 import math
 
 import networkx as nx
+import numpy as np
 import pytest
 
 import fabricopt as fo
@@ -315,3 +316,17 @@ def test_a_cut_search_stopped_at_its_work_limit_is_a_lower_bound_only(monkeypatc
     assert stopped.lower_time_s <= full.lower_time_s * (1 + 1e-9)
     assert stopped.achievable_time_s is None
     assert any("work limit" in n for n in stopped.notes)
+
+
+@pytest.mark.parametrize("bad", ["no", 1, None, np.True_])
+def test_a_reduce_attribute_that_is_no_bool_is_refused_by_name(bad):
+    # The attributes are read in one pass; a value that is no bool (a string "no" would read
+    # as true) is still named with its node, before any work; None (absent) and numpy bools
+    # pass.
+    fab = star(4, 400.0)
+    fab.graph.nodes["sw"]["reduce"] = bad
+    if bad is None or bad is np.True_:
+        fo.collective_bounds(fab, "all_reduce", message_bytes=GiB)
+        return
+    with pytest.raises(fo.InvalidFabricError, match=r"node 'sw' has reduce="):
+        fo.collective_bounds(fab, "all_reduce", message_bytes=GiB)

@@ -331,3 +331,27 @@ def test_hubs_that_are_not_whole_orbits_route_one_by_one():
     assert hub_orbit_representatives(ga, spines[:1], np.array([1.0]), orbit) is None
     assert hub_orbit_representatives(ga, spines, np.array([0.4, 0.6]), orbit) is None
     assert hub_orbit_representatives(ga, spines, np.array([0.5, 0.5]), orbit)[1].tolist() == [2]
+
+
+@pytest.mark.parametrize("make", [lambda: fo.superpod(2), lambda: fo.fat_tree(4),
+                                  lambda: random_fabric(3)])
+def test_the_cut_of_each_level_reads_the_partitions_once(make):
+    # The hub levels share each partition's capacities out and in and its endpoints
+    # (_Arrays.hierarchy_capacities); with them read once, every level's best cut must be
+    # the one read afresh: same rate, same side.
+    from fabricopt.flow.two_phase.arrays import _Arrays
+    from fabricopt.flow.two_phase.bounds import best_cut
+
+    fab = make()
+    a = _Arrays.of(fab)
+    ep = np.array([a.ga.index[e] for e in fab.endpoints])
+    for level, hubs in hub_levels(fab).items():
+        hub_idx = np.array([a.ga.index[h] for h in hubs])
+        share = hub_shares(a.ga, hub_idx, ep)
+        fresh = best_cut(a.ga, a.hierarchy(fab), ep, hub_idx, share)
+        kept = best_cut(a.ga, a.hierarchy(fab), ep, hub_idx, share, None,
+                        a.hierarchy_capacities(fab, ep))
+        assert (fresh is None) == (kept is None), level
+        if fresh is not None:
+            assert kept.rate_gbps == fresh.rate_gbps and np.array_equal(kept.side, fresh.side)
+    assert a.hierarchy_capacities(fab, ep) is a.hierarchy_capacities(fab, ep)

@@ -23,6 +23,7 @@ from ...errors import InvalidParameterError
 from ...fabric import check_endpoint_group
 from ...graph_arrays import FabricShape, GraphArrays
 from ..symmetric import fabric_arc_orbits
+from .bounds import group_capacities
 
 __all__ = ["hub_levels", "hub_nodes", "hub_shares", "rate_scale"]
 
@@ -179,6 +180,8 @@ class _Arrays:
     orbits: tuple[np.ndarray | None] | None = None
     #: The fabric's shape on ``ga``: its scale-up arcs, domains and hierarchy, read once.
     shape: FabricShape | None = None
+    #: Each partition's capacities out and in and endpoints, for one set of endpoints.
+    capacities: tuple[bytes, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] | None = None
 
     def claim_orbits(self, fab: Any, ep_idx: np.ndarray) -> np.ndarray | None:
         """Arc orbits of the fabric's symmetry claim (read once), when ``ep_idx`` are all
@@ -197,6 +200,16 @@ class _Arrays:
             shape = self.shape if self.shape is not None else FabricShape.of(fab, self.ga)
             self.partitions = list(shape.hierarchy)
         return self.partitions
+
+    def hierarchy_capacities(self, fab: Any, ep_idx: np.ndarray,
+                             ) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """:func:`~fabricopt.flow.two_phase.bounds.group_capacities` of each partition of
+        :meth:`hierarchy` for the endpoints ``ep_idx``, read once for every hub level."""
+        key = ep_idx.tobytes()
+        if self.capacities is None or self.capacities[0] != key:
+            self.capacities = (key, [group_capacities(self.ga, label, ep_idx)
+                                     for label in self.hierarchy(fab)])
+        return self.capacities[1]
 
     def dead_ends(self, ep_idx: np.ndarray) -> np.ndarray:
         """:func:`_dead_ends` of ``ep_idx``, computed once per set of endpoints."""

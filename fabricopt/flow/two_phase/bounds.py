@@ -99,14 +99,29 @@ def cut_of(ga: GraphArrays, side: np.ndarray, ep_idx: np.ndarray, hub_share: np.
     return ValiantCut(side, min(out, into), inside * p_out + (len(ep_idx) - inside) * p_in)
 
 
+def group_capacities(ga: GraphArrays, label: np.ndarray, ep_idx: np.ndarray,
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per group of ``label``: the capacity leaving it, entering it, and its endpoints of
+    ``ep_idx`` (what :func:`best_cut` reads of a partition, whatever the hubs)."""
+    groups = int(label.max()) + 1
+    crossing = label[ga.tail] != label[ga.head]
+    cap_out = np.bincount(label[ga.tail], weights=ga.capacity * crossing, minlength=groups)
+    cap_in = np.bincount(label[ga.head], weights=ga.capacity * crossing, minlength=groups)
+    count = np.bincount(label[ep_idx], minlength=groups).astype(float)
+    return cap_out, cap_in, count
+
+
 def best_cut(ga: GraphArrays, partitions: list[np.ndarray], ep_idx: np.ndarray,
              hub_idx: np.ndarray, share: np.ndarray, enough: float | None = None,
+             capacities: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None,
              ) -> ValiantCut | None:
     """The least bound over the groups of ``partitions`` (a group label per node each, as
     :func:`~fabricopt.flow.bounds.hierarchy_partitions` gives), the best
     :data:`FLIP_STARTS` of them then improved by moving hubs across; None when no set
     bounds the rate. A group whose bound is at most ``enough`` (what a caller needs to
-    know) is returned as it is, without the moves, which only lower it.
+    know) is returned as it is, without the moves, which only lower it. ``capacities`` are
+    :func:`group_capacities` of each partition when the caller keeps them (one reading for
+    every hub level).
 
     >>> import fabricopt as fo
     >>> from fabricopt.flow.bounds import hierarchy_partitions
@@ -125,12 +140,10 @@ def best_cut(ga: GraphArrays, partitions: list[np.ndarray], ep_idx: np.ndarray,
     # anything below is the rounding of shares that sum to one.
     tiny = 0.5 * float(share[share > 0].min())
     starts: list[tuple[float, np.ndarray, int]] = []
-    for label in partitions:
-        groups = int(label.max()) + 1
-        crossing = label[ga.tail] != label[ga.head]
-        cap_out = np.bincount(label[ga.tail], weights=ga.capacity * crossing, minlength=groups)
-        cap_in = np.bincount(label[ga.head], weights=ga.capacity * crossing, minlength=groups)
-        count = np.bincount(label[ep_idx], minlength=groups).astype(float)
+    if capacities is None:
+        capacities = [group_capacities(ga, label, ep_idx) for label in partitions]
+    for label, (cap_out, cap_in, count) in zip(partitions, capacities, strict=True):
+        groups = len(count)
         p_in = np.bincount(label, weights=hub_share, minlength=groups)
         den = count * (1.0 - p_in) + (N - count) * p_in
         with np.errstate(divide="ignore", invalid="ignore"):

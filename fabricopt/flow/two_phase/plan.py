@@ -166,7 +166,8 @@ class HierarchyCut:
 
     def run(self, p: TwoPhaseProblem, bracket: Bracket) -> None:
         beat = None if p.beat is None else p.beat * (1 + _BEAT_RTOL)
-        cut = best_cut(p.ga, p.arrays.hierarchy(p.fab), p.ep_idx, p.hub_idx, p.share, beat)
+        cut = best_cut(p.ga, p.arrays.hierarchy(p.fab), p.ep_idx, p.hub_idx, p.share, beat,
+                       p.arrays.hierarchy_capacities(p.fab, p.ep_idx))
         if cut is not None:
             bracket.prove_upper(cut.rate_gbps, self.name, RateBound(side=cut.side))
         if beat is not None and bracket.upper <= beat:
