@@ -16,15 +16,21 @@ list grows. Save with ``ax.figure.savefig("fig.png")``.
 from __future__ import annotations
 
 import math
-import numbers
-import re
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._checks import check_bool, check_int, fail
-from ..fabric import SCALE_UP_TIERS, Fabric, format_gbps
+from ..fabric import Fabric, format_gbps
+from .diagram_graph import (
+    ORDER_ATTRS,
+    Drawing,
+    FabricReading,
+    Grouping,
+    build,
+    group_labels,
+    line_count,
+)
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -37,220 +43,29 @@ AUTO_MAX_NODES = 300
 #: ``aggregate="auto"`` draws a fabric with rails by rail (not by device or server) when a
 #: finer drawing would cross more lines than this between servers and rail leaves.
 AUTO_MAX_CROSSING_LINES = 160
-#: Attributes that order devices in a row, outermost first (see the Fabric attribute schema).
-ORDER_ATTRS = ("pod", "su", "node", "rail", "plane")
-#: Grouping levels from fine to coarse: a device without the level's attribute falls back
-#: to the next coarser one it has (a leaf has no ``node`` but has an ``su``).
-HIERARCHY = ("node", "su", "pod")
-#: A row whose devices lack the grouping attribute stays ungrouped up to this many devices.
-_KEEP_SMALL_ROW = 32
 _ROLE_STYLE = {"gpu": ("s", "#76b900", "GPU"), "switch": ("o", "#1f4e79", "switch"),
                "nic": ("D", "#c55a11", "NIC")}
 _UTIL_CMAP = "plasma_r"
 
 
-# -- the drawing graph: devices or groups of devices, and the lines between them ------------
-
-@dataclass
-class _Node:
-    row: int
-    role: str
-    members: int
-    sort_key: tuple
-    name: str
-    models: Counter = field(default_factory=Counter)
-    group_attr: str | None = None
-
-
-@dataclass
-class _Line:
-    a: int
-    b: int
-    tiers: Counter = field(default_factory=Counter)
-    links: int = 0
-    bundles: int = 0
-    capacity_gbps: float = 0.0
-    utilization: float | None = None
-
-    @property
-    def tier(self) -> str:
-        return self.tiers.most_common(1)[0][0]
-
-
-@dataclass
-class _Drawing:
-    nodes: list[_Node]
-    lines: list[_Line]
-    rows: list[tuple[int, int]]
-    level: tuple[str, ...] | None
-    tier_links: Counter
-    tier_capacity_gbps: dict[str, float]
-    tier_util: dict[str, float]
-
-
-def _sortable(value: Any) -> tuple:
-    if value is None:
-        return (2, 0.0)
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return (0, float(value))
-    return (1, str(value))
-
-
-def _natural(name: Hashable) -> tuple:
-    """Sort ``"n10"`` after ``"n9"``: digit runs compare as numbers."""
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p)
-                 for p in re.split(r"(\d+)", str(name)) if p)
-
-
-def _node_sort_key(v: Hashable, d: Mapping[str, Any]) -> tuple:
-    return tuple(_sortable(d.get(a)) for a in ORDER_ATTRS) + (_natural(v),)
-
-
-def _rows_of(fab: Fabric) -> dict[Hashable, tuple[int, int]]:
-    """Row key of every device: ``(layer, 0)`` for a switch whose links are all scale-up,
-    ``(layer, 1)`` otherwise, so NVSwitches get a row below the leaves of the same layer."""
-    g = fab.graph
-    out = {}
-    scale_up_tiers = frozenset(SCALE_UP_TIERS)
-    data = dict(g.nodes(data=True))
-    for v, nbrs in g.adjacency():   # plain dicts: far faster than the views on 10^5 arcs
-        d = data[v]
-        layer = d.get("layer")
-        role = d.get("role")
-        layer = int(layer) if isinstance(layer, numbers.Real) else (0 if role == "gpu" else 1)
-        scale_up = (role == "switch" and bool(nbrs)
-                    and all(a.get("tier") in scale_up_tiers for a in nbrs.values()))
-        out[v] = (layer, 0 if scale_up else 1)
-    return out
-
-
-def _groups(fab: Fabric, row_of: Mapping[Hashable, tuple[int, int]],
-            level: tuple[str, ...] | None) -> dict[Hashable, Hashable]:
-    """Drawn-node key of every device at a grouping level (None: every device alone).
-
-    A device is keyed by the values of the level's attributes it carries. One carrying none
-    stays alone when at most ``_KEEP_SMALL_ROW`` such devices share its row, else falls back
-    to the first coarser attribute of ``HIERARCHY`` it has, else joins one group per row.
-    Groups of one device are drawn as that device.
-    """
-    g = fab.graph
-    if level is None:
-        return {v: ("dev", v) for v in g}
-    finest = [HIERARCHY.index(a) for a in level if a in HIERARCHY]
-    fallback = HIERARCHY[min(finest) + 1:] if finest else ()
-    key: dict[Hashable, Hashable] = {}
-    loose: dict[tuple[int, int], list[Hashable]] = defaultdict(list)
-    for v, d in g.nodes(data=True):
-        values = tuple((a, d[a]) for a in level if d.get(a) is not None)
-        if values:
-            key[v] = ("grp", row_of[v], d.get("role"), values)
-        else:
-            loose[row_of[v]].append(v)
-    for row, devices in loose.items():
-        alone = len(devices) <= _KEEP_SMALL_ROW
-        for v in devices:
-            d = g.nodes[v]
-            if alone:
-                key[v] = ("dev", v)
-                continue
-            values = next((((a, d[a]),) for a in fallback if d.get(a) is not None), ())
-            key[v] = ("grp", row, d.get("role"), values)
-    sizes = Counter(key.values())
-    return {v: ("dev", v) if sizes[k] == 1 else k for v, k in key.items()}
-
-
-def _line_count(fab: Fabric, key: Mapping[Hashable, Hashable]) -> int:
-    """Lines a grouping draws (a pair of drawn nodes joined by any link)."""
-    pairs = set()
-    for u, nbrs in fab.graph.adjacency():
-        ku = key[u]
-        pairs.update((ku, kv) for kv in {key[v] for v in nbrs} if kv != ku)
-    return len(pairs) // 2  # each line seen from both ends
-
-
-def _fits(fab: Fabric, key: Mapping[Hashable, Hashable], max_nodes: int) -> bool:
+def _fits(reading: FabricReading, grouping: Grouping, max_nodes: int) -> bool:
     """True when a grouping draws at most ``max_nodes`` nodes and ``2 * max_nodes`` lines."""
-    if len(set(key.values())) > max_nodes:
+    if grouping.count > max_nodes:
         return False
-    return _line_count(fab, key) <= 2 * max_nodes
+    return line_count(reading, grouping) <= 2 * max_nodes
 
 
-def _tangled(fab: Fabric, key: Mapping[Hashable, Hashable], level: tuple[str, ...] | None,
+def _tangled(reading: FabricReading, grouping: Grouping, level: tuple[str, ...] | None,
              varied: set[str]) -> bool:
     """Whether a drawing that does not group by rail crosses its rails into a tangle: the
     fabric has rails, and every server's GPUs reach every rail's leaf (more than
     :data:`AUTO_MAX_CROSSING_LINES` lines). Drawn by rail instead, each rail is a bundle."""
     if "rail" not in varied or (level is not None and "rail" in level):
         return False
-    return _line_count(fab, key) > AUTO_MAX_CROSSING_LINES
+    return line_count(reading, grouping) > AUTO_MAX_CROSSING_LINES
 
 
-def _build(fab: Fabric, row_of: Mapping[Hashable, tuple[int, int]],
-           level: tuple[str, ...] | None, group: Mapping[Hashable, Hashable],
-           util: Mapping[tuple, float] | None) -> _Drawing:
-    g = fab.graph
-    rows = sorted(set(row_of.values()))
-    row_index = {r: i for i, r in enumerate(rows)}
-    index: dict[Hashable, int] = {}
-    nodes: list[_Node] = []
-    drawn_of: dict[Hashable, int] = {}
-    for v, d in g.nodes(data=True):
-        k = group[v]
-        i = index.get(k)
-        if i is None:
-            # A group sorts as its first device: the devices of a group share the values
-            # that place it (its su, its pod...).
-            i = index[k] = len(nodes)
-            attr = None
-            if k[0] == "grp":
-                attr = "+".join(a for a, _ in k[3]) or "layer"
-            nodes.append(_Node(row_index[row_of[v]], str(d.get("role")), 0,
-                               _node_sort_key(v, d), str(v), group_attr=attr))
-        n = nodes[i]
-        n.members += 1
-        if d.get("model"):
-            n.models[str(d["model"])] += 1
-        drawn_of[v] = i
-
-    order = {v: j for j, v in enumerate(g)}
-    lines: dict[tuple[int, int], _Line] = {}
-    tier_links: Counter = Counter()
-    tier_cap: dict[str, float] = defaultdict(float)
-    tier_util: dict[str, float] = {}
-    adj = dict(g.adjacency())   # plain dicts: far faster than the views on 10^5 arcs
-    for u, nbrs in adj.items():
-        a = drawn_of[u]
-        for v, d in nbrs.items():
-            b = drawn_of[v]
-            tier = str(d.get("tier", "link"))
-            nlinks = int(d.get("links", 1))
-            # Count a link once, by the arc whose ends come first in graph order, or by its
-            # only arc; utilization takes the larger of the two directions.
-            canonical = order[u] < order[v] or u not in adj[v]
-            load = util.get((u, v)) if util else None
-            if load is not None and load > tier_util.get(tier, -1.0):
-                tier_util[tier] = load
-            if canonical:
-                tier_links[tier] += nlinks
-                tier_cap[tier] += float(d.get("capacity", 0.0))
-            if a == b:
-                continue
-            pair = (a, b) if a < b else (b, a)
-            line = lines.get(pair)
-            if line is None:
-                line = lines[pair] = _Line(*pair)
-            if canonical:
-                line.tiers[tier] += nlinks
-                line.links += nlinks
-                line.bundles += 1
-                line.capacity_gbps += float(d.get("capacity", 0.0))
-            if load is not None and (line.utilization is None or load > line.utilization):
-                line.utilization = load
-    return _Drawing(nodes, [ln for ln in lines.values() if ln.tiers], rows, level, tier_links,
-                    dict(tier_cap), tier_util)
-
-
-def _layout(dr: _Drawing) -> list[float]:
+def _layout(dr: Drawing) -> list[float]:
     """x in [0, 1] of every drawn node: rows spread evenly, ordered by the barycentre rule."""
     below: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for ln in dr.lines:
@@ -322,18 +137,13 @@ def _check_level(func: str, fab: Fabric, aggregate: Any) -> tuple[str, ...] | bo
     return names
 
 
-def _choose_level(fab: Fabric, row_of: Mapping[Hashable, tuple[int, int]],
-                  aggregate: tuple[str, ...] | bool | str,
-                  max_nodes: int) -> tuple[tuple[str, ...] | None, dict[Hashable, Hashable]]:
-    """The grouping level to draw and the drawn-node key of every device at it."""
+def _choose_level(reading: FabricReading, aggregate: tuple[str, ...] | bool | str,
+                  max_nodes: int) -> tuple[tuple[str, ...] | None, Grouping]:
+    """The grouping level to draw and the drawn node of every device at it."""
     if aggregate is False or isinstance(aggregate, tuple):
         level = None if aggregate is False else aggregate
-        return level, _groups(fab, row_of, level)
-    values: dict[str, set] = defaultdict(set)
-    for _, d in fab.graph.nodes(data=True):
-        for k, val in d.items():
-            if val is not None and k in ORDER_ATTRS:
-                values[k].add(val)
+        return level, group_labels(reading, level)
+    values = {a: reading.values(a) for a in ORDER_ATTRS}
     # An attribute with one value separates nothing (the single plane of a SuperPOD).
     varied = {k for k, vals in values.items() if len(vals) > 1}
     candidates: list[tuple[str, ...] | None] = [] if aggregate is True else [None]
@@ -342,17 +152,18 @@ def _choose_level(fab: Fabric, row_of: Mapping[Hashable, tuple[int, int]],
         # Devices with different values of one of the level's attributes are drawn apart (so
         # are all devices at level None): more such values than max_nodes cannot fit, and
         # need not be grouped to see it (a 24,576-GPU cluster's 3,072 servers by node).
-        at_least = (fab.graph.number_of_nodes() if level is None
+        at_least = (len(reading.nodes) if level is None
                     else max(len(values.get(a, ())) for a in level))
         if level != ("layer",) and at_least > max_nodes:
             continue
-        key = _groups(fab, row_of, level)
-        if _fits(fab, key, max_nodes) and not _tangled(fab, key, level, varied):
-            return level, key
-    return ("layer",), key
+        grouping = group_labels(reading, level)
+        if _fits(reading, grouping, max_nodes) and not _tangled(reading, grouping, level,
+                                                                 varied):
+            return level, grouping
+    return ("layer",), grouping
 
 
-def _row_name(dr: _Drawing, r: int) -> str:
+def _row_name(dr: Drawing, r: int) -> str:
     """'GPU', or a switch row named by the tier below it (``gpu-leaf`` gives 'leaf')."""
     roles = Counter(n.role for n in dr.nodes if n.row == r)
     role = roles.most_common(1)[0][0]
@@ -377,7 +188,7 @@ def _row_name(dr: _Drawing, r: int) -> str:
     return name
 
 
-def _row_label(dr: _Drawing, r: int) -> str:
+def _row_label(dr: Drawing, r: int) -> str:
     members = [n for n in dr.nodes if n.row == r]
     total = sum(n.members for n in members)
     text = f"{_row_name(dr, r)}\n{total:,}"
@@ -392,7 +203,7 @@ def _row_label(dr: _Drawing, r: int) -> str:
     return text
 
 
-def _tier_label(dr: _Drawing, tier: str, media: Mapping[str, Counter] | None) -> str:
+def _tier_label(dr: Drawing, tier: str, media: Mapping[str, Counter] | None) -> str:
     links = dr.tier_links[tier]
     text = f"{tier}: {links:,} links, {format_gbps(dr.tier_capacity_gbps.get(tier, 0.0))}/dir"
     per_line = sorted({ln.links for ln in dr.lines if ln.tier == tier})
@@ -505,9 +316,9 @@ def draw(fab: Fabric, ax: Axes | None = None, *, result: Any = None,
         for row in cost.links:
             media[str(row["tier"])][str(row["medium"])] += int(row["links"])
 
-    row_of = _rows_of(fab)
-    level, group = _choose_level(fab, row_of, level_arg, max_nodes)
-    dr = _build(fab, row_of, level, group, util)
+    reading = FabricReading(fab)
+    level, grouping = _choose_level(reading, level_arg, max_nodes)
+    dr = build(reading, level, grouping, util)
     x = _layout(dr)
     return _render(fab, dr, x, ax, result=result, util=util, title=title, legend=legend,
                    media=media)
@@ -520,7 +331,7 @@ def new_axes(width: float, height: float) -> Axes:
     return fig.add_subplot()
 
 
-def _draw_lines(ax: Axes, dr: _Drawing, x: list[float], y: list[float],
+def _draw_lines(ax: Axes, dr: Drawing, x: list[float], y: list[float],
                 util: Mapping | None, tier_colour: Mapping[str, Any], cmap: Any,
                 norm: Any) -> None:
     """Lines: straight between rows, an arc over the row between devices of one row; link
@@ -574,7 +385,7 @@ def _draw_lines(ax: Axes, dr: _Drawing, x: list[float], y: list[float],
                           "alpha": 0.8})
 
 
-def _draw_nodes(ax: Axes, dr: _Drawing, x: list[float], y: list[float], widest: int,
+def _draw_nodes(ax: Axes, dr: Drawing, x: list[float], y: list[float], widest: int,
                 nrows: int) -> bool:
     """Nodes: one scatter per role, groups bigger than single devices, their counts or
     names, and each row's label. Returns whether any node is a group."""
@@ -612,7 +423,7 @@ def _draw_nodes(ax: Axes, dr: _Drawing, x: list[float], y: list[float], widest: 
     return grouped
 
 
-def _render(fab: Fabric, dr: _Drawing, x: list[float], ax: Axes | None, *, result: Any,
+def _render(fab: Fabric, dr: Drawing, x: list[float], ax: Axes | None, *, result: Any,
             util: Mapping | None, title: str | None, legend: bool,
             media: Mapping[str, Counter] | None) -> Axes:
     import matplotlib as mpl

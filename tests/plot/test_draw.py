@@ -338,12 +338,15 @@ def test_levels_ruled_out_by_a_count_are_the_ones_that_would_not_fit():
     from fabricopt.plot import diagram as D
 
     fab = fo.superpod(16)
-    row_of = D._rows_of(fab)
-    level, key = D._choose_level(fab, row_of, "auto", D.AUTO_MAX_NODES)
+    reading = D.FabricReading(fab)
+    level, grouping = D._choose_level(reading, "auto", D.AUTO_MAX_NODES)
     varied = {a for a in D.ORDER_ATTRS
               if len({d.get(a) for _, d in fab.graph.nodes(data=True)} - {None}) > 1}
     for every in [None, *[lv for lv in D.AUTO_LEVELS if lv == ("layer",) or set(lv) <= varied]]:
-        full = D._groups(fab, row_of, every)
-        if D._fits(fab, full, D.AUTO_MAX_NODES) and not D._tangled(fab, full, every, varied):
+        full = D.group_labels(reading, every)
+        if D._fits(reading, full, D.AUTO_MAX_NODES) and not D._tangled(reading, full, every,
+                                                                        varied):
             break
-    assert (level, key) == (every, full) and level == ("su", "rail")
+    assert level == every == ("su", "rail")
+    assert grouping.label.tolist() == full.label.tolist()
+    assert grouping.group_attr == full.group_attr
