@@ -328,10 +328,18 @@ def _kernighan_lin_split(fab: Fabric, eps: tuple, half: int, seed: int) -> np.nd
     return mask
 
 
-def _best_cut(ga: GraphArrays, ep_idx: np.ndarray, mask: np.ndarray) -> tuple[Cut, bool]:
-    """Least capacity crossing the endpoint split, either direction; True if A->B won."""
+def _best_cut(ga: GraphArrays, ep_idx: np.ndarray, mask: np.ndarray,
+              one_way: bool = False) -> tuple[Cut, bool]:
+    """Least capacity crossing the endpoint split, either direction; True if A->B won.
+    ``one_way``: the graph is :func:`_reversible_whole` (the caller checked), so an exact
+    A->B cut is the answer without the B->A search."""
     a, b = ep_idx[mask], ep_idx[~mask]
     ab = min_cut(ga, a, b)
+    if one_way and ab.exact_search:
+        # Every B->A cut is a set whose complement takes in from it what it sends out (each
+        # arc's reverse has its capacity): no less than the A->B minimum, and sums of whole
+        # Gb/s are exact, so a tie, which A->B wins below anyway.
+        return ab, True
     ba = min_cut(ga, b, a)
     return (ab, True) if ab.capacity <= ba.capacity else (ba, False)
 
@@ -512,6 +520,7 @@ def _best_candidate(ga: GraphArrays, ep_idx: np.ndarray, masks: dict[str, np.nda
     candidates: dict[str, float] = {}
     best: tuple[float, str, Cut] | None = None
     seen: set[bytes] = set()
+    one_way = _reversible_whole(ga)
     for name, mask in masks.items():
         if best is not None and best[0] <= proven * (1 + 1e-9):
             break
@@ -519,11 +528,27 @@ def _best_candidate(ga: GraphArrays, ep_idx: np.ndarray, masks: dict[str, np.nda
         if key in seen or key == np.packbits(~mask).tobytes():
             continue
         seen.add(key)
-        cut, _ = _best_cut(ga, ep_idx, mask)
+        cut, _ = _best_cut(ga, ep_idx, mask, one_way)
         candidates[name] = cut.capacity
         if best is None or cut.capacity < best[0]:
             best = (cut.capacity, name, cut)
     return candidates, best
+
+
+def _reversible_whole(ga: GraphArrays) -> bool:
+    """True when every arc has a reverse arc of its capacity and every capacity is a whole
+    number of Gb/s (below 2**52): a set then sends out exactly what it takes in."""
+    if ga.n_arcs == 0:
+        return False
+    cap = ga.capacity
+    if not np.all((cap == np.round(cap)) & (np.abs(cap) < 2.0**52)):
+        return False
+    n = np.int64(ga.n_nodes)
+    code = ga.tail * n + ga.head
+    order = np.argsort(code, kind="stable")
+    want = ga.head * n + ga.tail
+    rev = order[np.minimum(np.searchsorted(code[order], want), ga.n_arcs - 1)]
+    return bool(np.all(code[rev] == want) and np.all(cap[rev] == cap))
 
 
 def _hose_fits(fab: Fabric, ga: GraphArrays, hose: ValiantBound, n_endpoints: int) -> bool:

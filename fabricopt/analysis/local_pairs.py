@@ -34,6 +34,7 @@ from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..flow.bounds import hierarchy_partitions
 from ..flow.two_phase.rate import ValiantBound, valiant_rate
+from ..flow.two_phase.result import arc_array
 from ..graph_arrays import GraphArrays
 
 #: Partitions with more units than this are not tried (one two-phase rate per unit).
@@ -62,7 +63,7 @@ def local_pairs_lower(fab: Fabric, ga: GraphArrays, eps: tuple[Hashable, ...],
         return None
     n, half = len(eps), len(eps) // 2
     ep_idx = np.array([ga.index[e] for e in eps])
-    load = np.array([hose.load_gbps.get(arc, 0.0) for arc in ga.arcs])
+    load = arc_array(hose.load_gbps, ga)  # the rate's own array when read on these arcs
     residual = np.maximum(ga.capacity - load, 0.0)
     best: tuple[float, str] | None = None
     for label in hierarchy_partitions(fab, ga)[1:]:

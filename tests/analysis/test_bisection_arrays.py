@@ -45,3 +45,34 @@ def test_hose_loads_are_what_valiant_rate_lists():
     hose = fo.valiant_rate(fab)
     assert list(hose.load_gbps) == GraphArrays.from_fabric(fab).arcs  # the fast path's key
     assert np.isfinite(list(hose.load_gbps.values())).all()
+
+
+def _one_way_link(fab):
+    u, v = next(iter(fab.graph.edges()))
+    fab.graph[u][v]["capacity"] *= 3  # one direction only: no longer reversible
+    return fab
+
+
+@pytest.mark.parametrize("make, whole", [
+    (lambda: fo.superpod(1), True), (lambda: fo.fat_tree(4), True),
+    (lambda: fo.leaf_spine(3, 2, 5, link_gbps=100.5), False),   # not whole Gb/s
+    (lambda: _one_way_link(fo.fat_tree(4)), False)])
+def test_a_reversible_whole_graph_searches_one_direction(make, whole):
+    # On a graph whose every arc has a reverse of its capacity, in whole Gb/s, the B->A
+    # minimum cut has the A->B capacity exactly (a set's complement takes in what it sends
+    # out), so the one-way search returns what the two-way search does: the A->B cut.
+    from fabricopt.analysis.bisection import _best_cut, _reversible_whole
+
+    fab = make()
+    ga = GraphArrays.from_fabric(fab)
+    assert _reversible_whole(ga) is whole
+    ep = np.array([ga.index[e] for e in fab.endpoints])
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        mask = np.zeros(len(ep), dtype=bool)
+        mask[rng.permutation(len(ep))[: len(ep) // 2]] = True
+        two, won = _best_cut(ga, ep, mask)
+        one, _ = _best_cut(ga, ep, mask, one_way=whole)
+        if whole:
+            assert won and one.capacity == two.capacity
+            assert np.array_equal(one.side, two.side)
