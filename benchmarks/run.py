@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from import_time import case_import, import_rows  # noqa: F401  (run_case finds case_import)
+from rows_build import case_rows_build, rows_build_rows  # noqa: F401  (run_case finds it)
 from suite_time import case_suite, suite_rows  # noqa: F401  (run_case finds case_suite)
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -2570,6 +2571,12 @@ def _import_rows(rows: list, quick: bool) -> None:
     import_rows(rows, quick, run_case, _package_at)
 
 
+def _rows_build_rows(rows: list, quick: bool) -> None:
+    """A row's build, validation, summary and pricing, beside the package before
+    (rows_build.py)."""
+    rows_build_rows(rows, quick, run_case, _package_at)
+
+
 BLOCKS = {
     "bounds-first": (bounds_first_rows, "the bounds stage beside the method before it, and "
                      "NetGraph's MaximumSupportedDemand"),
@@ -2604,6 +2611,9 @@ BLOCKS = {
              "critical path and wall ratio, beside the package before"),
     "import": (_import_rows, "issue 45 point 3: import fabricopt and fabricopt --help in fresh "
                "processes, compiled and with bytecode cached, beside the package before"),
+    "rows-build": (_rows_build_rows, "issue 45 point 3: a comparison row's build, validate, "
+                   "summary and cost on the largest designs and optimize's 13 topologies, in "
+                   "CPU seconds, beside the package before"),
     "engine": (engine_rows, "issue 42's engine rows (bounds first, two-phase, proofs, failures, "
                "speed's sizes) in CPU seconds, HEAD beside the package before issue 42"),
 }

@@ -188,7 +188,8 @@ def _mixed_labels_fabric():
 def test_summary_on_labels_is_the_arc_by_arc_count(make):
     # The summary reads tiers, techs and link counts off the row's shared readings (arc
     # labels, link counts); the arc-by-arc count is the reference, tiers in the same order.
-    from fabricopt.fabric import _link_totals, _link_totals_on_arrays, _per_tier_on_labels
+    from fabricopt.fabric import _link_totals, _link_totals_on_arrays
+    from fabricopt.graph_arrays import _per_tier_on_labels
 
     fab = make()
     assert _per_tier_on_labels(fab, GraphArrays.from_fabric(fab), np.arange(2)) is not None
@@ -196,3 +197,31 @@ def test_summary_on_labels_is_the_arc_by_arc_count(make):
     for a, b in zip(slow[:3], fast[:3], strict=True):
         assert dict(a) == b and list(a) == list(b)
     assert {v: slow[3][v] for v in fab.graph} == {v: fast[3][v] for v in fab.graph}
+
+
+def _edited(how):
+    fab = fo.superpod(1)
+    if how == "capacity":
+        fab.graph["r0.l0"]["s0"]["capacity"] = 1.0   # one arc of its orbit unlike the others
+    elif how == "arc gone":
+        fab.graph.remove_edge("r0.l0", "s0")
+    elif how == "arc added":
+        fab.graph.add_edge("s0", "s1", capacity=400.0)
+    elif how == "endpoints":
+        return fo.Fabric(fab.graph, fab.endpoints[:-1], symmetry=fab._symmetry)
+    return fab
+
+
+@pytest.mark.parametrize("how", ["intact", "capacity", "arc gone", "arc added", "endpoints"])
+def test_claim_checked_on_a_rows_arrays_as_matches_checks_it(how):
+    # In a study row the claim is checked on the arrays every metric reads; the reference is
+    # Symmetry.matches on the graph. Each edit breaks the claim; the intact fabric keeps it.
+    from fabricopt._unchanged import unchanged
+
+    fab, ref = _edited(how), _edited(how)
+    expected = ref._symmetry.matches(ref.graph, ref.endpoints)
+    assert expected == (how == "intact")
+    if how in ("intact", "capacity"):  # the arcs as built: answered on the arrays alone
+        object.__setattr__(fab._symmetry, "matches", None)
+    with unchanged(fab):
+        assert (fab.symmetry is not None) == expected
