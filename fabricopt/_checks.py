@@ -18,11 +18,12 @@ from .errors import InvalidParameterError
 
 
 def fail(func: str, name: str, rule: str, value: Any, *, word: Any = None,
-         choices: Iterable[Any] = ()) -> InvalidParameterError:
+         choices: Iterable[Any] = (), hint: str = "") -> InvalidParameterError:
     """Build the standard error for argument ``name`` of ``func``; with ``word`` (a
-    misspelt name) and ``choices``, the closest of them is suggested."""
+    misspelt name) and ``choices``, the closest of them is suggested; ``hint`` (such a
+    suggestion made otherwise, e.g. by :func:`near_file`) is added as it is."""
     near = did_you_mean(word, [c for c in choices if isinstance(c, str)]) if (
-        isinstance(word, str)) else ""
+        isinstance(word, str)) else hint
     return InvalidParameterError(f"{func}(): {name} must be {rule}, got {value!r}{near}")
 
 
@@ -458,6 +459,30 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
     close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def near_file(path: Any) -> str:
+    """``" (did you mean 'folder/name'?)"`` for the entry of ``path``'s folder whose name is
+    closest to ``path``'s (a misspelt file name), or ``""`` when none is close or the folder
+    cannot be read.
+
+    >>> import os, fabricopt
+    >>> near_file(os.path.join(os.path.dirname(fabricopt.__file__), "_chekcs.py")).endswith(
+    ...     "_checks.py'?)")
+    True
+    >>> near_file("no/such/folder/file.toml")
+    ''
+    """
+    import difflib
+    import os
+
+    folder, name = os.path.split(os.fspath(path))
+    try:
+        names = sorted(os.listdir(folder or "."))
+    except OSError:
+        return ""
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return f" (did you mean {os.path.join(folder, close[0])!r}?)" if close else ""
 
 
 _BYTE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,

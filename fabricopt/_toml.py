@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from ._checks import near_file
+
 
 def read_toml(path: str | os.PathLike[str], error: type[Exception], kind: str) -> dict[str, Any]:
     """The parsed file, or ``error`` naming the file and what went wrong.
@@ -19,7 +21,7 @@ def read_toml(path: str | os.PathLike[str], error: type[Exception], kind: str) -
         with open(where, "rb") as f:
             return tomllib.load(f)
     except FileNotFoundError:
-        raise error(f"{where}: no such {kind}") from None
+        raise error(f"{where}: no such {kind}{near_file(where)}") from None
     except OSError as exc:
         raise error(f"{where}: cannot read the {kind}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:

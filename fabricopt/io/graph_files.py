@@ -40,7 +40,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from .._checks import check_path
+from .._checks import check_path, near_file
 from ..errors import DesignFileError, FabricOptError, InvalidParameterError
 from ..fabric import Fabric, Removed, check_fabric
 from ..generators.recipe import try_replay
@@ -163,7 +163,7 @@ def _check_path(path: Any, func: str) -> str:
     if os.path.isdir(where):
         raise DesignFileError(f"{where}: is a directory, not a fabric file")
     if not os.path.exists(where):
-        raise DesignFileError(f"{where}: no such file")
+        raise DesignFileError(f"{where}: no such file{near_file(where)}")
     return where
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._checks import check_int, check_path, did_you_mean, fail, parse_bytes
+from .._checks import check_int, check_path, did_you_mean, fail, near_file, parse_bytes
 from .._gc import frozen_gc, paused_gc
 from .._toml import read_toml
 from .._unchanged import unchanged
@@ -287,7 +287,8 @@ def design_tasks(designs: Any) -> list[DesignTask]:
                     raise fail(func, "designs", "design files ending in .toml", path)
                 tasks.extend(_tasks_of_file(path))
             else:
-                raise fail(func, "designs", "existing design files or folders", path)
+                raise fail(func, "designs", "existing design files or folders", path,
+                           hint=near_file(path))
         else:
             raise fail(func, "designs", "Fabrics, design files or folders",
                        type(item).__name__)

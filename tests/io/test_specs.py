@@ -1,5 +1,6 @@
 """Design files: shipped topologies load, sweeps expand, malformed files give clear errors."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -160,6 +161,25 @@ def test_missing_file_and_bad_override(tmp_path):
     with pytest.raises(fo.DesignFileError, match="override key 'k' is not a parameter of "
                        "dgx_h100; allowed: in_network_reduction, name"):
         fo.load_design(TOPOLOGIES / "dgx-h100.toml", k=8)
+
+
+def test_a_misspelt_file_name_gets_the_nearest_file_beside_it(tmp_path, capsys):
+    # The user typed dgx-h10.toml for the shipped dgx-h100.toml: each entry point names the
+    # file they most likely meant, from the same folder; a name near nothing gets no guess.
+    typo = str(TOPOLOGIES / "dgx-h10.toml")
+    meant = repr(str(TOPOLOGIES / "dgx-h100.toml"))
+    with pytest.raises(fo.DesignFileError, match=f"no such design file \\(did you mean "
+                       f"{re.escape(meant)}\\?\\)"):
+        fo.load_design(typo)
+    with pytest.raises(fo.InvalidParameterError, match=f"did you mean {re.escape(meant)}"):
+        fo.compare([typo])
+    assert main(["solve", typo]) != 0
+    assert f"did you mean {meant}" in capsys.readouterr().err
+    (tmp_path / "ring.json").write_text("{}")
+    with pytest.raises(fo.DesignFileError, match=r"rnig.json: no such file \(did you mean"):
+        fo.read_json(tmp_path / "rnig.json")
+    with pytest.raises(fo.DesignFileError, match=r"zzzz.toml: no such design file$"):
+        fo.load_design(tmp_path / "zzzz.toml")
 
 
 def test_cli_show_design_file(capsys):
