@@ -18,6 +18,7 @@ from pathlib import Path
 
 from import_time import case_import, import_rows  # noqa: F401  (run_case finds case_import)
 from rows_build import case_rows_build, rows_build_rows  # noqa: F401  (run_case finds it)
+from rows_solve import case_rows_solve, rows_solve_rows  # noqa: F401  (run_case finds it)
 from suite_time import case_suite, suite_rows  # noqa: F401  (run_case finds case_suite)
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -2577,6 +2578,12 @@ def _rows_build_rows(rows: list, quick: bool) -> None:
     rows_build_rows(rows, quick, run_case, _package_at)
 
 
+def _rows_solve_rows(rows: list, quick: bool) -> None:
+    """A row's flow metrics (all-to-all, two-phase rate, bisection, all-reduce), beside the
+    package before (rows_solve.py)."""
+    rows_solve_rows(rows, quick, run_case, _package_at)
+
+
 BLOCKS = {
     "bounds-first": (bounds_first_rows, "the bounds stage beside the method before it, and "
                      "NetGraph's MaximumSupportedDemand"),
@@ -2613,6 +2620,9 @@ BLOCKS = {
                "processes, compiled and with bytecode cached, beside the package before"),
     "rows-build": (_rows_build_rows, "issue 45 point 3: a comparison row's build, validate, "
                    "summary and cost on the largest designs and optimize's 13 topologies, in "
+                   "CPU seconds, beside the package before"),
+    "rows-solve": (_rows_solve_rows, "issue 45 point 3: a comparison row's flow metrics "
+                   "(all_to_all, any_traffic, bisection, all_reduce) on the slowest designs, in "
                    "CPU seconds, beside the package before"),
     "engine": (engine_rows, "issue 42's engine rows (bounds first, two-phase, proofs, failures, "
                "speed's sizes) in CPU seconds, HEAD beside the package before issue 42"),

@@ -1,0 +1,125 @@
+"""The flow metrics of a comparison row, one by one, beside the package before issue 45's
+rows-solve work: ``all_to_all`` (the certified max-concurrent-flow), ``any_traffic`` (the
+two-phase rate), ``bisection`` and ``all_reduce`` (the collective bounds), in CPU seconds,
+on the slowest designs of ``topologies/``, each computed as a row computes it (in the row's
+order, inside one ``unchanged`` block, so what one metric reads the next shares).
+
+``python benchmarks/run.py --only rows-solve`` runs each design in a fresh process, the
+package of this checkout then the one of :data:`BEFORE_ROWS_SOLVE` (``git archive``), and
+keeps the fewest CPU seconds of :data:`REPEATS` rows of each metric (each row on a fresh
+build: the machine is shared, and CPU seconds move with what runs beside them). Each case
+also reports a digest of the four metrics' columns as ``results.csv`` writes them (six
+significant digits), so that a row says whether the package before gave the same answers.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+#: The commit before this work (the tree the rows-solve engineer started from).
+BEFORE_ROWS_SOLVE = "8d80f81"
+
+#: Rows per design; the fewest CPU seconds of each metric are kept.
+REPEATS = 3
+
+#: The slowest rows of ``fabricopt compare topologies/`` (their ``seconds`` column): a file,
+#: and the point of a sweep (0 for a single design).
+DESIGNS = (("topologies/alibaba-hpn-dual-plane.toml", 0),
+           ("topologies/meta-24k-roce.toml", 0),
+           ("topologies/dgx-h100-superpod-rail-only-16k.toml", 0),
+           ("topologies/dgx-h100-superpod-16su.toml", 0),
+           ("topologies/rail-oversubscription-3su-sweep.toml", 0),
+           ("topologies/rail-oversubscription-3su-sweep.toml", 1))
+
+#: The metrics timed, in a row's order; ``summary`` runs first, untimed, as in a row.
+FLOW_METRICS = ("all_to_all", "any_traffic", "bisection", "all_reduce")
+
+#: Issue 45's target for each of them on such a row (CPU seconds).
+TARGET_S = 0.25
+
+
+def _cell(value) -> str:
+    """A value as ``results.csv`` writes it (study/table.py's ``_cell``)."""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return repr(value)
+
+
+def _row(build: Callable) -> tuple[dict[str, float], dict]:
+    """CPU seconds of each flow metric of one row, and the row's columns."""
+    from fabricopt._gc import frozen_gc, paused_gc
+    from fabricopt._unchanged import unchanged
+    from fabricopt.study import metrics
+
+    with paused_gc():
+        fab = build()
+    seconds: dict[str, float] = {}
+    row: dict = {}
+    with frozen_gc(), unchanged(fab):
+        fab.validate()
+        ctx = metrics.MetricContext()
+        row.update(metrics.METRICS["summary"].compute(fab, ctx))
+        for name in FLOW_METRICS:
+            start = time.process_time()
+            row.update(metrics.METRICS[name].compute(fab, ctx))
+            seconds[name] = time.process_time() - start
+    del fab
+    gc.collect()
+    return seconds, row
+
+
+def case_rows_solve(tree: str, path: str, point: int) -> dict:
+    """Per-metric CPU seconds of the row of ``path`` (its sweep point ``point``), the
+    package imported from ``tree`` (empty: this checkout's); the fewest of :data:`REPEATS`
+    rows of each metric."""
+    root = Path(__file__).resolve().parent.parent
+    sys.path.insert(0, tree or str(root))
+    import scipy.optimize  # noqa: F401  (both packages solve with it; loaded before the timer)
+
+    import fabricopt as fo
+    from fabricopt.io.design_files import load_design
+
+    assert fo.__file__.startswith(tree or str(root)), fo.__file__
+
+    def build():
+        got = load_design(str(root / path))
+        return got[point] if isinstance(got, list) else got
+
+    best: dict[str, float] = {}
+    row: dict = {}
+    for _ in range(REPEATS):
+        seconds, row = _row(build)
+        best = {m: min(best.get(m, float("inf")), s) for m, s in seconds.items()}
+    columns = sorted((k, _cell(v)) for k, v in row.items()
+                     if k.startswith(("all_to_all", "any_traffic", "bisection", "all_reduce",
+                                      "binding_tier", "full_bisection")))
+    digest = hashlib.sha256(repr(columns).encode()).hexdigest()[:10]
+    parts = ", ".join(f"{m} {s:.3f}" for m, s in best.items())
+    return {"seconds": sum(best.values()), "parts": best, "digest": digest,
+            "value": f"{parts} s CPU; columns {digest}; load {os.getloadavg()[0]:.1f}"}
+
+
+def rows_solve_rows(rows: list, quick: bool, run_case: Callable[..., dict],
+                    package_at: Callable[[str], str]) -> None:
+    """Each design beside the package of :data:`BEFORE_ROWS_SOLVE` (same run, fresh
+    processes, alternating)."""
+    before = package_at(BEFORE_ROWS_SOLVE)
+    for path, point in DESIGNS[:2] if quick else DESIGNS:
+        now = run_case("case_rows_solve", "", path, point)
+        name = Path(path).stem + (f" [point {point}]" if "sweep" in path else "")
+        missed = [f"{m} {s:.2f}" for m, s in now.get("parts", {}).items() if s > TARGET_S]
+        verdict = "met" if not missed else "not met (" + ", ".join(missed) + ")"
+        rows.append((name, now, f"each flow metric <= {TARGET_S:g} s CPU", verdict))
+        if before:
+            was = run_case("case_rows_solve", before, path, point)
+            same = ("same columns" if was.get("digest") == now.get("digest") else
+                    "DIFFERENT columns")
+            ratio = (f"now/before {now['seconds'] / was['seconds']:.2f}, {same}"
+                     if was.get("seconds") else same)
+            rows.append((f"  before ({BEFORE_ROWS_SOLVE})", was, ratio, ""))
