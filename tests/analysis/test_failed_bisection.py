@@ -13,6 +13,7 @@ from fabricopt.analysis.failed_bisection import (
     failed_links_lower,
     restored_hose_lower,
 )
+from fabricopt.analysis.profile_flow import profile_flow_lower
 from fabricopt.graph_arrays import GraphArrays
 
 
@@ -79,12 +80,17 @@ def test_failed_fat_tree8_closes(seed):
 def test_failed_rail_cluster_bound_by_flows_inside_its_units():
     # 256 DGX H100 on rail-optimized 2:1 leaves minus 1 % of all links (seed 1): the hose
     # rate proves 204,200 Gb/s; each scalable unit's own two-phase rate on its failed links,
-    # joined by a top-tier flow per split profile, proves more. The cut found above bounds it.
+    # joined by a top-tier flow per split profile, proves more, below the bisection. The
+    # bisection itself is exact: 230,400 (every count of each unit's sending rail leaves,
+    # test_blocked_bisection; docs/bisection.md gives the cut).
     rail = fo.cluster(fo.dgx_h100(), nodes=256, scale_out="rail_optimized", oversubscription=2)
     bad = fo.fail_random(rail, 0.01, seed=1)
     b = fo.bisection_bandwidth(bad)
-    assert "flows inside 7 units" in b.lower_from
-    assert 204_200 < b.lower_gbps <= b.upper_gbps
+    assert b.exact and b.lower_gbps == pytest.approx(230_400.0)
+    assert b.stages == {"lower": "units counted below the top",
+                        "upper": "units counted below the top"}
+    flows, how = profile_flow_lower(bad, GraphArrays.from_fabric(bad), bad.endpoints)
+    assert "flows inside 7 units" in how and 204_200 < flows <= b.lower_gbps
     # The upper end is the capacity of the cut it names, read back from the graph.
     crossing = sum(bad.graph[u][v]["capacity"] for u, v in b.cut.links)
     assert crossing == pytest.approx(b.upper_gbps)
