@@ -100,10 +100,10 @@ FIND_SYMMETRY_NODES = 1_000
 SYMMETRIC_SIZE_ADVANTAGE = 4
 #: Largest symmetric LP (nonzeros) solved without HiGHS's presolve on the default backend.
 #: Colour refinement leaves little for presolve to remove, and it cost more than it saved on
-#: every symmetric LP measured (2 cores, same optimum to 1e-15): the 15,360-GPU pod of
-#: topologies/ (23,214 nonzeros) 0.30 -> 0.12 s, a rail 3:1 cluster of 2,048 GPUs (85,248)
-#: 4.6 -> 2.9 s, a 2:1 Clos of 2,048 (124,852) 10.6 -> 6.9 s. Not the two-phase LPs: there
-#: presolve paid on three of four larger ones.
+#: every symmetric LP measured (2 cores, same optimum to 1e-15; the solver HiGHS picks as
+#: before, interior point above 20,000 nonzeros): the 15,360-GPU pod of topologies/ (23,214
+#: nonzeros) 0.27 -> 0.17 s, a rail 3:1 cluster of 2,048 GPUs (85,248) 4.6 -> 2.9 s. Not the
+#: two-phase LPs: there presolve paid on three of four larger ones.
 SYMMETRIC_NO_PRESOLVE_NONZEROS = 200_000
 #: A bracket from the intact flow whose lower end is at least this fraction of its upper one
 #: is not lifted by the two-phase floor (which would seldom reach it, at a cost).
