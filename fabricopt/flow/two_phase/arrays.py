@@ -22,7 +22,7 @@ from scipy.sparse.csgraph import shortest_path
 from ...errors import InvalidParameterError
 from ...fabric import check_endpoint_group
 from ...graph_arrays import FabricShape, GraphArrays
-from ..symmetric import fabric_arc_orbits
+from ..symmetric import fabric_arc_orbits, sorted_unique
 from .bounds import group_capacities
 
 __all__ = ["hub_levels", "hub_nodes", "hub_shares", "rate_scale"]
@@ -113,7 +113,7 @@ def _dead_ends(ga: GraphArrays, keep: np.ndarray) -> np.ndarray:
     # Each link once, as (smaller end, larger end): unique codes, not unique rows (a
     # structured sort, ten times slower on 300,000 arcs); the same pairs in the same order.
     n = np.int64(ga.n_nodes)
-    code = np.unique(a[a != b] * n + b[a != b])
+    code = sorted_unique(a[a != b] * n + b[a != b])
     pairs = np.stack([code // n, code % n], axis=1)
     alive = np.ones(ga.n_nodes, dtype=bool)
     kept = np.zeros(ga.n_nodes, dtype=bool)

@@ -40,6 +40,7 @@ from scipy.sparse.csgraph import shortest_path
 
 from ...graph_arrays import GraphArrays
 from ..certificate import EXACT_RTOL, certified_lower
+from ..symmetric import sorted_unique
 
 #: Largest hubs x nodes for which the routed lower bound is built (hop distances to every
 #: hub, 8 bytes each).
@@ -310,7 +311,7 @@ def hub_orbit_representatives(ga: GraphArrays, hub_idx: np.ndarray, share: np.nd
     label = least_head[orbit[first_in[hub_idx]]]
     labels, first, counts = np.unique(label, return_index=True, return_counts=True)
     # Each orbit must lie wholly among the hubs: as many hubs of a label as heads of its orbit.
-    pairs = np.unique(orbit.astype(np.int64) * ga.n_nodes + ga.head)
+    pairs = sorted_unique(orbit.astype(np.int64) * ga.n_nodes + ga.head)
     heads_per_orbit = np.bincount(pairs // ga.n_nodes, minlength=n_orbits)
     if np.any(heads_per_orbit[orbit[first_in[hub_idx[first]]]] != counts):
         return None
