@@ -207,3 +207,14 @@ def test_check_certificate_re_proves_every_root_flow():
                                                                         flow=flow)))
     check = fo.check_certificate(fab, tampered)
     assert check.upper_ok and not check.lower_ok
+
+
+@pytest.mark.parametrize("values", [np.zeros(0, dtype=np.int64), np.array([7]),
+                                    np.random.default_rng(1).integers(0, 10**12, 5000),
+                                    np.random.default_rng(2).integers(0, 3, 5000),
+                                    np.random.default_rng(3).normal(size=300).round(1)])
+def test_sorted_unique_is_numpys_unique(values):
+    from fabricopt.flow.symmetric import sorted_unique
+
+    got, want = sorted_unique(values), np.unique(values)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
