@@ -232,6 +232,22 @@ class FabricBuilder:
         """Set attributes of a node already added (e.g. the pod a Clos puts it in)."""
         self.nodes[name].update(attrs)
 
+    def set_each(self, names: Sequence[Hashable], key: str, values: Sequence[Any]) -> None:
+        """``set_attrs(names[i], key=values[i])`` for every ``i``, in order, at C speed (the
+        pods of a 24,576-GPU cluster's GPUs were a tenth of its wiring one call at a time).
+
+        >>> b = FabricBuilder("demo", {})
+        >>> b.add_nodes(["g0", "g1"], {"role": "gpu", "layer": 0})
+        >>> b.set_each(["g0", "g1"], "pod", [0, 1])
+        >>> b.nodes["g1"]
+        {'role': 'gpu', 'layer': 0, 'pod': 1}
+        """
+        if len(names) != len(values):
+            raise InvalidParameterError(f"set_each(): names and values differ in length "
+                                        f"({len(names)} and {len(values)})")
+        # dict.__setitem__ on each node's attribute dict: the builder made every one a dict.
+        list(map(dict.__setitem__, map(self.nodes.__getitem__, names), repeat(key), values))
+
     def copy(self, fab: Fabric, rename: Callable[[Hashable], Hashable],
              orbit: Mapping[tuple[Hashable, Hashable], str] | None = None,
              **attrs: Any) -> dict[Hashable, Hashable]:

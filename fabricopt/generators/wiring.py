@@ -420,8 +420,7 @@ def wire_upper_tiers(b: FabricBuilder, leaves: Sequence[Hashable], upper: UpperT
         spines = [b.switch(names[1].format(p=p, j=j), layer, upper.spine_radix, switch_model,
                            pod=p, **attrs) for j in range(upper.spines)]
         pod_leaves = leaves[p * per_pod:(p + 1) * per_pod]
-        for leaf in pod_leaves:
-            b.set_attrs(leaf, pod=p)
+        b.set_each(pod_leaves, "pod", [p] * len(pod_leaves))
         wire_complete_bipartite(b, pod_leaves, spines, gbps, "leaf-spine", tech, 1)
         pairs = [(spine, core, n) for j, spine in enumerate(spines)
                  for m, core in enumerate(cores[j]) if (n := upper.spine_core_links_of(p, m))]
@@ -474,12 +473,12 @@ def add_clos(b: FabricBuilder, attach: Sequence[Hashable], plan: ClosPlan, link_
     leaves = [b.switch(f"leaf{i}", base + 1, plan.radix, switch_model)
               for i in range(plan.leaves)]
     leaf_of = [leaf for i, leaf in enumerate(leaves) for _ in plan.leaf_endpoints(i)]
+    lower = [attach[j] for i in range(plan.leaves) for j in plan.leaf_endpoints(i)]
     if plan.tiers == 3:
-        for i in range(plan.leaves):
-            for j in plan.leaf_endpoints(i):
-                b.set_attrs(attach[j], pod=i // plan.leaves_per_pod)
-    b.add_links([attach[j] for i in range(plan.leaves) for j in plan.leaf_endpoints(i)],
-                leaf_of, link_gbps, "gpu-leaf", tech)
+        per_pod = plan.leaves_per_pod
+        b.set_each(lower, "pod", [i // per_pod for i in range(plan.leaves)
+                                  for _ in plan.leaf_endpoints(i)])
+    b.add_links(lower, leaf_of, link_gbps, "gpu-leaf", tech)
     wire_upper_tiers(b, leaves, plan.upper, base + 2, link_gbps, tech, switch_model,
                      ("spine{j}", "spine{p}.{j}", "core{j}.{m}"))
     return leaves
