@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import math
 import time
+import weakref
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from operator import methodcaller
@@ -537,7 +538,25 @@ def _best_candidate(ga: GraphArrays, ep_idx: np.ndarray, masks: dict[str, np.nda
 
 def _reversible_whole(ga: GraphArrays) -> bool:
     """True when every arc has a reverse arc of its capacity and every capacity is a whole
-    number of Gb/s (below 2**52): a set then sends out exactly what it takes in."""
+    number of Gb/s (below 2**52): a set then sends out exactly what it takes in. Read once
+    per arrays (the last ones asked about are remembered)."""
+    global _REVERSIBLE_WHOLE
+    ref, out = _REVERSIBLE_WHOLE  # one read of one tuple: threads never mix two answers
+    if ref() is not ga:
+        out = _read_reversible_whole(ga)
+        _REVERSIBLE_WHOLE = (weakref.ref(ga), out)
+    return out
+
+
+def _nothing() -> None:
+    return None
+
+
+#: The arrays :func:`_reversible_whole` read last (a weak reference) and its answer.
+_REVERSIBLE_WHOLE: tuple = (_nothing, False)
+
+
+def _read_reversible_whole(ga: GraphArrays) -> bool:
     if ga.n_arcs == 0:
         return False
     cap = ga.capacity
