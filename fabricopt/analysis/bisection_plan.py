@@ -9,11 +9,11 @@ open and passes once it closes; ``result.stages`` names the stage that proved ea
    fabric's bound less what its failed links can stop (before any cut: it stops them).
 2. :class:`CandidateCuts` (upper) — structural, spectral, Kernighan–Lin and (failed) whole
    group splits, each placed by a minimum cut.
-3. :class:`UnitsCounted` (both) — servers below rail leaves below spines: every count of
-   each unit's sending leaves, its servers tried every way.
-4. :class:`GivenBackProfile`, 5. :class:`GivenBackHose` (lower) — a failed copy: the flow
+3. :class:`GivenBackProfile`, 4. :class:`GivenBackHose` (lower) — a failed copy: the flow
    per split profile and the hose bound with the failed scale-out links given back.
-6. :class:`HoseRate` (lower) — the certified two-phase rate's matching.
+5. :class:`HoseRate` (lower) — the certified two-phase rate's matching.
+6. :class:`UnitsCounted` (both) — servers below rail leaves below spines: every count of
+   each unit's sending leaves, its servers tried every way.
 7. :class:`TopSides` (both) — a layered fabric (a Clos or fat tree, failed links and all):
    every side of its top tier's alike classes tried, exact.
 8. :class:`PlaneBisections` (lower; each plane's split above) — the sum of its planes'
@@ -508,8 +508,8 @@ class ExactMILP(_Stage):
         _lower_cut(p, bracket, (value, "exact MILP", cut), self.name)
 
 
-STAGES = (IntactLessLost(), CandidateCuts(), UnitsCounted(), GivenBackProfile(),
-          GivenBackHose(), HoseRate(), TopSides(), PlaneBisections(), WholeGroups(),
+STAGES = (IntactLessLost(), CandidateCuts(), GivenBackProfile(), GivenBackHose(), HoseRate(),
+          UnitsCounted(), TopSides(), PlaneBisections(), WholeGroups(),
           PairsInsideUnits(), ProfileFlow(), GroupSwaps(), TopDescent(), AllToAll(),
           ExactMILP())
 

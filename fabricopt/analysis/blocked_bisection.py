@@ -53,6 +53,9 @@ MAX_BLOCK_NODES = 14
 MAX_STATES = 6_000_000
 #: Most choices of every side of every unit's middles (then tried side by side: exact).
 MAX_SIDE_STATES = 100_000
+#: Most choices whose relaxation leaves them below the bound in hand, each then convolved
+#: exactly: past it the bound is not proven (None), rather than searched for long.
+MAX_CONVOLVED = 5_000
 #: Choices bounded at once (memory: each holds a row of top shares).
 CHUNK = 200_000
 
@@ -352,8 +355,9 @@ def blocked_lower(ga: GraphArrays, ep_idx: np.ndarray, beat: float = _INF,
     the least choice (True on the sending side; None when every choice reached ``beat``).
     The split's cut equals the bound when every unit's middles are on one side in that
     choice, and may exceed it otherwise: sum it from the arcs. None when the fabric does
-    not have that shape, the choices are too many, or the call's clock
-    (:func:`~fabricopt.flow.budget.now`) passes ``deadline``.
+    not have that shape, the choices are too many (or more than ``MAX_CONVOLVED`` stay
+    below ``beat`` relaxed), or the call's clock (:func:`~fabricopt.flow.budget.now`)
+    passes ``deadline``.
 
     >>> import fabricopt as fo
     >>> fab = fo.cluster(fo.dgx_h100(), nodes=4, scale_out="rail_optimized")
@@ -399,12 +403,17 @@ def blocked_lower(ga: GraphArrays, ep_idx: np.ndarray, beat: float = _INF,
     best, best_state = float(beat), None
     conv1: dict[int, np.ndarray] = {}
     conv2: dict[int, np.ndarray] = {}
+    convolved = 0
     for i in range(len(ks1)):
         if deadline is not None and now() > deadline:
             return None
         top = np.minimum(a1[i] + a2, b1[i] + b2).sum(axis=1)
         relaxed = top + (l1[i] + l2 + offset).max(axis=1)
-        for j in np.flatnonzero(relaxed < best * (1 + 1e-9)):
+        below = np.flatnonzero(relaxed < best * (1 + 1e-9))
+        convolved += len(below)
+        if convolved > MAX_CONVOLVED:
+            return None
+        for j in below:
             if i not in conv1:
                 conv1[i] = _convolved([counts[u].table[k] for u, k in zip(g1, ks1[i], strict=True)])
             if j not in conv2:
