@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from import_time import case_import, import_rows  # noqa: F401  (run_case finds case_import)
+from report_speed import case_report, report_rows  # noqa: F401  (run_case finds it)
 from rows_build import case_rows_build, rows_build_rows  # noqa: F401  (run_case finds it)
 from rows_solve import case_rows_solve, rows_solve_rows  # noqa: F401  (run_case finds it)
 from suite_time import case_suite, suite_rows  # noqa: F401  (run_case finds case_suite)
@@ -2578,6 +2579,12 @@ def _rows_build_rows(rows: list, quick: bool) -> None:
     rows_build_rows(rows, quick, run_case, _package_at)
 
 
+def _report_rows(rows: list, quick: bool) -> None:
+    """write_report on the comparison of topologies/, in CPU seconds, beside the package
+    before (report_speed.py)."""
+    report_rows(rows, quick, run_case, _package_at)
+
+
 def _rows_solve_rows(rows: list, quick: bool) -> None:
     """A row's flow metrics (all-to-all, two-phase rate, bisection, all-reduce), beside the
     package before (rows_solve.py)."""
@@ -2624,6 +2631,8 @@ BLOCKS = {
     "rows-solve": (_rows_solve_rows, "issue 45 point 3: a comparison row's flow metrics "
                    "(all_to_all, any_traffic, bisection, all_reduce) on the slowest designs, in "
                    "CPU seconds, beside the package before"),
+    "report": (_report_rows, "issue 45 point 3: write_report on the comparison of topologies/ "
+               "(charts, bars, diagrams) in CPU seconds, beside the package before"),
     "engine": (engine_rows, "issue 42's engine rows (bounds first, two-phase, proofs, failures, "
                "speed's sizes) in CPU seconds, HEAD beside the package before issue 42"),
 }
