@@ -106,3 +106,16 @@ def test_add_links_orbit_labels_match_link():
     arcs, orbit = made(True)
     assert (arcs, orbit) == made(False)
     assert dict(orbit)[("y", "a")] == "leaf-spine:down"  # no label given: the tier's
+
+
+def test_an_arc_copied_over_keeps_its_place_and_takes_the_new_label():
+    # The labels sit in a list beside the arcs: a key met again (a copy whose names fall on
+    # arcs already there) must be relabelled where it stands, as a dict of labels would be.
+    b = FabricBuilder("x", {})
+    b.add_nodes(["n0", "n1", "n2"], {"role": "gpu", "layer": 0})
+    b.link("n0", "n1", 100.0, "first", "t")
+    b.link("n1", "n2", 100.0, "first", "t")
+    ring = fo.ring(3)
+    b.copy(ring, lambda v: v, {arc: "again" for arc in ring.graph.edges})
+    assert list(b.orbit)[:4] == [("n0", "n1"), ("n1", "n0"), ("n1", "n2"), ("n2", "n1")]
+    assert set(b.orbit.values()) == {"again"} and len(b.orbit) == len(b.arcs) == 6
