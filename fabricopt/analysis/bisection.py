@@ -54,7 +54,7 @@ from ..flow.bounds import hierarchy_partitions, structural_cut_lengths
 from ..flow.two_phase.rate import ValiantBound, best_hub_level
 from ..generators.recipe import try_replay
 from ..graph_arrays import GraphArrays, arc_labels
-from .cuts import Cut, min_cut, to_integers
+from .cuts import Cut, SplitCuts, min_cut, to_integers
 from .failed_bisection import failed_links_lower
 
 #: Node attributes whose values group endpoints into natural halves, most telling first.
@@ -330,18 +330,20 @@ def _kernighan_lin_split(fab: Fabric, eps: tuple, half: int, seed: int) -> np.nd
 
 
 def _best_cut(ga: GraphArrays, ep_idx: np.ndarray, mask: np.ndarray,
-              one_way: bool = False) -> tuple[Cut, bool]:
+              one_way: bool = False, cuts: SplitCuts | None = None) -> tuple[Cut, bool]:
     """Least capacity crossing the endpoint split, either direction; True if A->B won.
     ``one_way``: the graph is :func:`_reversible_whole` (the caller checked), so an exact
-    A->B cut is the answer without the B->A search."""
+    A->B cut is the answer without the B->A search. ``cuts``: the graph's
+    :class:`~fabricopt.analysis.cuts.SplitCuts` on ``ep_idx`` (the same cuts, its layout
+    built once), when the caller keeps one."""
     a, b = ep_idx[mask], ep_idx[~mask]
-    ab = min_cut(ga, a, b)
+    ab = min_cut(ga, a, b) if cuts is None else cuts.cut(mask)
     if one_way and ab.exact_search:
         # Every B->A cut is a set whose complement takes in from it what it sends out (each
         # arc's reverse has its capacity): no less than the A->B minimum, and sums of whole
         # Gb/s are exact, so a tie, which A->B wins below anyway.
         return ab, True
-    ba = min_cut(ga, b, a)
+    ba = min_cut(ga, b, a) if cuts is None else cuts.cut(~mask)
     return (ab, True) if ab.capacity <= ba.capacity else (ba, False)
 
 
@@ -522,6 +524,7 @@ def _best_candidate(ga: GraphArrays, ep_idx: np.ndarray, masks: dict[str, np.nda
     best: tuple[float, str, Cut] | None = None
     seen: set[bytes] = set()
     one_way = _reversible_whole(ga)
+    cuts = SplitCuts(ga, ep_idx)
     for name, mask in masks.items():
         if best is not None and best[0] <= proven * (1 + 1e-9):
             break
@@ -529,7 +532,7 @@ def _best_candidate(ga: GraphArrays, ep_idx: np.ndarray, masks: dict[str, np.nda
         if key in seen or key == np.packbits(~mask).tobytes():
             continue
         seen.add(key)
-        cut, _ = _best_cut(ga, ep_idx, mask, one_way)
+        cut, _ = _best_cut(ga, ep_idx, mask, one_way, cuts)
         candidates[name] = cut.capacity
         if best is None or cut.capacity < best[0]:
             best = (cut.capacity, name, cut)

@@ -226,3 +226,69 @@ class PairCuts:
         side[order] = True
         value, arcs = cut_capacity(ga, side)
         return Cut(side, value, arcs, True)
+
+
+class SplitCuts:
+    """Minimum cuts between the two halves of endpoint splits of one graph:
+    ``cut(mask)`` is ``min_cut(ga, endpoints[mask], endpoints[~mask])``, the same cut.
+
+    :func:`min_cut` puts the capacities on a grid and builds a new sparse graph for every
+    search (two thirds of a bisection candidate's cut on a 15,360-GPU pod). Here the grid is
+    read once and the graph's layout (the arcs, an arc from the super-source to every
+    endpoint and one from every endpoint to the super-sink) built once; a split sets the
+    endpoints' arcs (the ones on the other side to 0) and the grid's cap. The side returned is
+    the one :func:`min_cut` finds: the nodes the super-source reaches in the residual graph of
+    a maximum flow are the same for every maximum flow, and an arc of capacity 0 joins no
+    residual graph. Capacities off a common grid (:func:`to_integers` not exact) fall back
+    to :func:`min_cut` for every split.
+
+    >>> import fabricopt as fo
+    >>> fab = fo.leaf_spine(2, 1, 2, link_gbps=100.0)   # two leaves of 2 hosts, one spine
+    >>> ga = GraphArrays.from_fabric(fab)
+    >>> ep = np.array([ga.index[e] for e in fab.endpoints])
+    >>> SplitCuts(ga, ep).cut(np.array([True, True, False, False])).capacity
+    100.0
+    """
+
+    def __init__(self, ga: GraphArrays, endpoints: np.ndarray) -> None:
+        self.ga, self.endpoints = ga, np.asarray(endpoints)
+        cap = ga.capacity
+        self.grid: np.ndarray | None = None
+        if len(cap) and float(cap.max()) > 0 and float(cap.max()) < 1e12:
+            grid = np.rint(cap * 1e6).astype(np.int64)  # to_integers' grid, read once
+            if np.allclose(grid / 1e6, cap, rtol=1e-12, atol=0) and np.any(grid > 0):
+                self.unit = int(np.gcd.reduce(grid[grid > 0]))
+                self.grid = grid // self.unit
+        n, m, k = ga.n_nodes, ga.n_arcs, len(self.endpoints)
+        tails = np.concatenate([ga.tail, np.full(k, n), self.endpoints])
+        heads = np.concatenate([ga.head, self.endpoints, np.full(k, n + 1)])
+        order = np.lexsort((heads, tails))  # the layout of a CSR matrix with sorted indices
+        self.indices = heads[order].astype(np.int32)
+        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(tails, minlength=n + 2))])
+        pos = np.empty(len(order), dtype=np.int64)
+        pos[order] = np.arange(len(order))
+        self.arc_pos, self.src_pos, self.snk_pos = pos[:m], pos[m:m + k], pos[m + k:]
+
+    def cut(self, mask: np.ndarray) -> Cut:
+        ga, n = self.ga, self.ga.n_nodes
+        sources, sinks = self.endpoints[mask], self.endpoints[~mask]
+        limit = float(_known_cut(ga, ga.capacity, sources, sinks, None, None))
+        top = None if self.grid is None or limit >= 1e12 else int(np.ceil(limit * 1e6 / self.unit))
+        if top is None or top > INT_BUDGET or len(np.unique(sources)) != len(sources) or (
+                len(np.unique(sinks)) != len(sinks)):
+            return min_cut(ga, sources, sinks)
+        big = top + 2
+        data = np.zeros(len(self.indices), dtype=np.int64)
+        data[self.arc_pos] = np.minimum(self.grid, top + 1)
+        data[self.src_pos[mask]] = big
+        data[self.snk_pos[~mask]] = big
+        graph = sp.csr_matrix((np.minimum(data, big).astype(np.int32), self.indices,
+                               self.indptr), shape=(n + 2, n + 2))
+        res = maximum_flow(graph, n, n + 1, method="dinic")
+        residual = (graph - res.flow).tocsr()
+        residual.data[residual.data < 0] = 0
+        residual.eliminate_zeros()
+        side = np.zeros(n + 2, dtype=bool)
+        side[breadth_first_order(residual, n, directed=True, return_predecessors=False)] = True
+        value, arcs = cut_capacity(ga, side[:n])
+        return Cut(side[:n], value, arcs, True)

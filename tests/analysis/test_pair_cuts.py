@@ -129,3 +129,37 @@ def test_an_uneven_link_is_cut_in_both_directions():
     value, side = pair_cut_min(p, p.ga.index["a0"])
     assert value == 1.0  # sb -> sa: the cut leaving b's side
     assert side is not None and side[p.ga.index["b0"]] and not side[p.ga.index["a0"]]
+
+
+def _off_grid(fab):
+    """Capacities off any common grid: min_cut rounds them, so SplitCuts hands every split
+    to it."""
+    for i, (_, _, d) in enumerate(fab.graph.edges(data=True)):
+        d["capacity"] = d["capacity"] * (1 + ((i * 7919) % 97) / 291)
+    return fab
+
+
+@pytest.mark.parametrize("make", [lambda: fo.fat_tree(4), lambda: fo.superpod(1),
+                                  lambda: fo.jellyfish(12, 4, 2, seed=1),
+                                  lambda: fo.leaf_spine(3, 2, 5, link_gbps=100.5),
+                                  lambda: _off_grid(fo.fat_tree(4))])
+def test_split_cuts_are_min_cuts(make):
+    # SplitCuts lays the graph out once for every split; each of its cuts must be the one
+    # min_cut returns (same side, capacity, arcs, exactness), both ways round: the source
+    # side of a maximum flow's residual graph is the same for every maximum flow, and the
+    # zero-capacity arcs of the layout join no residual graph.
+    from fabricopt.analysis.cuts import SplitCuts
+
+    fab = make()
+    ga = GraphArrays.from_fabric(fab)
+    ep = np.array([ga.index[e] for e in fab.endpoints])
+    cuts = SplitCuts(ga, ep)
+    rng = np.random.default_rng(5)
+    for size in (1, len(ep) // 2, len(ep) - 1):
+        mask = np.zeros(len(ep), dtype=bool)
+        mask[rng.permutation(len(ep))[:size]] = True
+        for m in (mask, ~mask):
+            want, got = min_cut(ga, ep[m], ep[~m]), cuts.cut(m)
+            assert np.array_equal(got.side, want.side) and got.capacity == want.capacity
+            assert np.array_equal(got.arcs, want.arcs)
+            assert got.exact_search == want.exact_search
