@@ -2019,10 +2019,17 @@ def case_load_average() -> dict:
 BEFORE_LAYERED = "ccb1f2b"
 
 
+#: The commit before the third session's bisection work (servers below rail leaves below
+#: spines: every count of each unit's sending leaves): the bisection block's rows beside it.
+BEFORE_UNITS_COUNTED = "8d80f81"
+
+
 def bisection_rows(rows: list, quick: bool) -> None:
     """Issue 45 point 4: rail and failed fat-tree bisections, each beside the packages at
-    :data:`BEFORE_LAYERED` and :data:`BEFORE_BISECTION` (same run)."""
-    trees = [(commit, _package_at(commit)) for commit in (BEFORE_LAYERED, BEFORE_BISECTION)]
+    :data:`BEFORE_UNITS_COUNTED`, :data:`BEFORE_LAYERED` and :data:`BEFORE_BISECTION` (same
+    run)."""
+    trees = [(commit, _package_at(commit))
+             for commit in (BEFORE_UNITS_COUNTED, BEFORE_LAYERED, BEFORE_BISECTION)]
     rows.append(("load average at the start", run_case("case_load_average"), "", ""))
 
     def pair(label: str, target: str, met: object, fn: str, *args: object) -> None:

@@ -135,6 +135,12 @@ class BisectionProblem:
             lower = max(lower, unit * math.ceil(lower / unit - 1e-6))
         return lower >= bracket.upper * (1 - 1e-9)
 
+    def left(self) -> float | None:
+        """Seconds of the call's time limit left (at least a millisecond; None without a
+        limit): what a stage hands the solver it calls, so the call ends near its limit."""
+        left = self.budget.left()
+        return None if left is None else max(left, 1e-3)
+
     @property
     def failed_copy(self) -> bool:
         """Whether the fabric is a generated one with something removed (its intact fabric
@@ -186,7 +192,10 @@ class IntactLessLost(_OnFailedCopy):
                 "two-phase rate per hub level less what the failed links stop")
 
     def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
-        problem.degraded = _degraded_lower(problem.fab, problem.eps, problem.time_limit)
+        # Half the call's limit for the intact fabric (the same for every failed copy of
+        # it, so its bisection is kept and read again), the rest for the failed one.
+        limit = None if problem.time_limit is None else problem.time_limit / 2
+        problem.degraded = _degraded_lower(problem.fab, problem.eps, limit)
         if problem.degraded is not None and problem.degraded[0] > 0:
             bracket.prove_lower(problem.degraded[0], self.name, problem.degraded[1])
 
@@ -324,7 +333,7 @@ class GivenBackProfile(_OnFailedCopy):
         p.back = given_back(p.fab, p.degraded[3], p.eps)
         if p.back is not None:
             _raise(bracket, restored_profile_lower(
-                p.fab, p.degraded[3], p.eps, beat=bracket.lower, time_limit=p.time_limit,
+                p.fab, p.degraded[3], p.eps, beat=bracket.lower, time_limit=p.left(),
                 back=p.back), self.name)
 
 
@@ -341,7 +350,7 @@ class GivenBackHose(_OnFailedCopy):
         if p.back is not None and _open(bracket):
             _raise(bracket, restored_hose_lower(
                 p.fab, p.degraded[3], p.eps, beat=bracket.lower, back=p.back,
-                time_limit=p.time_limit, bounds_first=p.bounds_first), self.name)
+                time_limit=p.left(), bounds_first=p.bounds_first), self.name)
 
 
 class HoseRate(_Stage):
@@ -359,7 +368,7 @@ class HoseRate(_Stage):
             # bound below the intact one's less the failed links: on fat_tree(8) minus four
             # switch links, two LPs of 13 s each that could not tighten the bracket.
             p.hose, p.hose_tried = _helpers._hose_rate(
-                p.fab, p.eps, bracket.upper / max(p.half, 1), p.time_limit, p.ga,
+                p.fab, p.eps, bracket.upper / max(p.half, 1), p.left(), p.ga,
                 p.bounds_first), True
         if p.hose is not None and p.hose.rate_gbps * p.half > bracket.lower:
             bracket.prove_lower(p.hose.rate_gbps * p.half, self.name, (
@@ -416,7 +425,7 @@ class ProfileFlow(_Stage):
         p = problem
         if _open(bracket):
             _raise(bracket, profile_flow_lower(p.fab, p.ga, p.eps, beat=bracket.lower,
-                                               time_limit=p.time_limit), self.name)
+                                               time_limit=p.left()), self.name)
 
 
 class GroupSwaps(_Stage):
@@ -476,7 +485,7 @@ class AllToAll(_Stage):
         if p.bounds_first is not False and not _all_to_all_may_help(
                 p.fab, traffic, p.ga, bracket.lower, p.half, p.n):
             return
-        flow = max_concurrent_flow(p.fab, traffic, time_limit=p.time_limit)
+        flow = max_concurrent_flow(p.fab, traffic, time_limit=p.left())
         pairs = p.half * (p.n - p.half)
         if flow.lower * pairs > bracket.lower:
             bracket.prove_lower(flow.lower * pairs, self.name,
@@ -497,7 +506,7 @@ class ExactMILP(_Stage):
         p = problem
         if not _open(bracket):
             return
-        solved = _milp(p.fab, p.ga, p.ep_idx, p.time_limit)
+        solved = _milp(p.fab, p.ga, p.ep_idx, p.left())
         if solved is None:
             return
         value, side = solved
@@ -528,6 +537,9 @@ def run(plan: Plan, problem: BisectionProblem) -> Bracket:
         # Closed on the capacities' grid (fat_tree(8) minus 1 %: 24,200 proven below, a cut
         # of 24,400 above, every cut a multiple of 400): nothing later can move either end.
         if problem.closed(bracket):
+            break
+        # Out of time once a cut is in hand: the best certified bracket so far.
+        if problem.budget.spent() and bracket.upper_by is not None:
             break
         if stage.applies(problem)[0]:
             if _open(bracket) or bracket.upper_by is None:

@@ -67,3 +67,15 @@ def test_run_gives_the_bracket_and_its_proofs():
     assert bracket.lower == pytest.approx(3_200.0) == bracket.upper
     assert bracket.upper_proof is problem.cut
     assert "two-phase hose rate" in bracket.lower_proof
+
+
+def test_a_spent_time_limit_keeps_the_best_certified_bracket():
+    # fat_tree(8) minus 5 % (seed 0) is exactly 20,000 Gb/s (test_layered_bisection). With
+    # no time at all the stages stop once the candidate cuts are in hand: a bracket that
+    # holds it, its upper end the cut it carries, read from the links.
+    fab = fo.fail_random(fo.fat_tree(8), 0.05, seed=0)
+    b = fo.bisection_bandwidth(fab, time_limit=1e-3)
+    assert b.lower_gbps <= 20_000 <= b.upper_gbps
+    assert b.stages["upper"] == "candidate cuts"
+    assert sum(fab.graph[u][v]["capacity"] for u, v in b.cut.links) == pytest.approx(
+        b.upper_gbps)
