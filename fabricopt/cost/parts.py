@@ -12,6 +12,7 @@ import math
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -298,20 +299,12 @@ def switch_groups(reading: FabricReading, chooser: DeviceChooser
     """The switches of the fabric in groups (in the order of their first member), and the
     group of every switch, in switch order. The model of a group is its first member's:
     a switch the catalog cannot serve is named as the first such in switch order."""
-    groups: list[SwitchGroup] = []
-    seen: dict[tuple[Any, ...], int] = {}
-    group_of = []
-    for i in reading.switches:
-        node, use = reading.node_data[i], reading.port_use[i]
-        section = "in_server" if reading.nodes[i] in reading.in_server else "network"
-        key = (repr(node.get("model")), repr(node.get("radix")), id(use), section)
-        if key not in seen:
-            seen[key] = len(groups)
-            groups.append(SwitchGroup(chooser.switch(reading.nodes[i], node, use), use,
-                                       section))
-        groups[seen[key]].members.append(i)
-        group_of.append(seen[key])
-    return groups, group_of
+    firsts, sections, class_of, members = reading.switch_classes  # read once per reading
+    groups = [SwitchGroup(chooser.switch(reading.nodes[i], reading.node_data[i],
+                                         reading.port_use[i]), reading.port_use[i], section,
+                          list(alike))
+              for i, section, alike in zip(firsts, sections, members, strict=True)]
+    return groups, list(class_of)
 
 
 def switch_parts(groups: list[SwitchGroup], group_of: list[int]) -> list[Part]:
@@ -350,20 +343,13 @@ def nic_parts(reading: FabricReading, chooser: DeviceChooser) -> list[Part]:
     ``nic_port_use``). The NICs of a GPU inside a system (a DGX's ConnectX-7 adapters, see
     the reading's ``nic_in_system``) are part of the system's price: section
     ``"in_server"``, priced once, with the system, never again as network."""
-    alike: dict[tuple[Any, ...], list[Part]] = {}
-    parts: list[Part] = []
-    for i, use in enumerate(reading.nic_port_use):
-        if use is None:
-            continue
-        node = reading.node_data[i]
-        section = "in_server" if reading.nic_in_system[i] else "network"
-        key = (reading.roles[i], repr(node.get("model")), id(use), section)
-        found = alike.get(key)
-        if found is None:
-            entry, count = chooser.nic(reading.nodes[i], node, use)
-            found = alike[key] = _device_parts("nic", entry, count, use, section)
-        parts += found
-    return parts
+    firsts, sections, sequence = reading.nic_classes  # read once per reading
+    alike = []
+    for i, section in zip(firsts, sections, strict=True):
+        use = reading.nic_port_use[i]
+        entry, count = chooser.nic(reading.nodes[i], reading.node_data[i], use)
+        alike.append(_device_parts("nic", entry, count, use, section))
+    return list(chain.from_iterable(map(alike.__getitem__, sequence)))
 
 
 

@@ -30,6 +30,7 @@ import itertools
 import weakref
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from operator import methodcaller
 from typing import Any
 
@@ -153,6 +154,54 @@ class FabricReading:
     in_server: frozenset[Hashable]
     bundles: Bundles
     nic_in_system: np.ndarray
+
+    # Devices alike for pricing whatever the policy (an optimizer prices one reading under
+    # several: each policy then chooses once per class, not once per device).
+    @cached_property
+    def switch_classes(self) -> tuple[list[int], list[str], list[int], list[list[int]]]:
+        """Switches priced alike: the same ``model`` and ``radix`` attributes, port use and
+        section. The first switch and the section of each class (classes in the order of
+        their first switch), the class of every switch (in switch order), and each class's
+        switches."""
+        seen: dict[tuple[Any, ...], int] = {}
+        firsts: list[int] = []
+        sections: list[str] = []
+        members: list[list[int]] = []
+        class_of = []
+        for i in self.switches:
+            node = self.node_data[i]
+            section = "in_server" if self.nodes[i] in self.in_server else "network"
+            key = (repr(node.get("model")), repr(node.get("radix")), id(self.port_use[i]),
+                   section)
+            k = seen.setdefault(key, len(firsts))
+            if k == len(firsts):
+                firsts.append(i)
+                sections.append(section)
+                members.append([])
+            members[k].append(i)
+            class_of.append(k)
+        return firsts, sections, class_of, members
+
+    @cached_property
+    def nic_classes(self) -> tuple[list[int], list[str], list[int]]:
+        """NICs priced alike (a NIC node, or a GPU's NIC: see ``nic_port_use``): the same
+        role, ``model`` attribute, port use and section. The first node and the section of
+        each class, and the class of every node with a NIC, in node order."""
+        seen: dict[tuple[Any, ...], int] = {}
+        firsts: list[int] = []
+        sections: list[str] = []
+        sequence = []
+        for i, use in enumerate(self.nic_port_use):
+            if use is None:
+                continue
+            section = "in_server" if self.nic_in_system[i] else "network"
+            key = (self.roles[i], repr(self.node_data[i].get("model")), id(use), section)
+            k = seen.setdefault(key, len(firsts))
+            if k == len(firsts):
+                firsts.append(i)
+                sections.append(section)
+            sequence.append(k)
+        return firsts, sections, sequence
 
 
 _CACHE: weakref.WeakKeyDictionary[Fabric, tuple[_Content, list[tuple[Layout,

@@ -48,3 +48,57 @@ def test_a_tech_that_is_not_text_is_read_arc_by_arc():
     del fab.graph["n0"]["n1"]["tech"]
     assert _label_codes(fab, GraphArrays.from_fabric(fab)) is None
     assert _Columns.of_fabric(fab).tech_codes()[1] == _codes(_Content.of(fab).tech)[1]
+
+
+def _groups_switch_by_switch(reading, chooser):
+    """The reference: switches grouped one at a time (model, radix, port use, section)."""
+    groups, seen, group_of = [], {}, []
+    for i in reading.switches:
+        node, use = reading.node_data[i], reading.port_use[i]
+        section = "in_server" if reading.nodes[i] in reading.in_server else "network"
+        key = (repr(node.get("model")), repr(node.get("radix")), id(use), section)
+        if key not in seen:
+            seen[key] = len(groups)
+            groups.append((chooser.switch(reading.nodes[i], node, use).key, use, section, []))
+        groups[seen[key]][3].append(i)
+        group_of.append(seen[key])
+    return groups, group_of
+
+
+def _nic_parts_node_by_node(reading, chooser):
+    """The reference: every NIC priced by its own key, node by node."""
+    from fabricopt.cost.parts import _device_parts
+
+    alike, parts = {}, []
+    for i, use in enumerate(reading.nic_port_use):
+        if use is None:
+            continue
+        section = "in_server" if reading.nic_in_system[i] else "network"
+        key = (reading.roles[i], repr(reading.node_data[i].get("model")), id(use), section)
+        if key not in alike:
+            entry, count = chooser.nic(reading.nodes[i], reading.node_data[i], use)
+            alike[key] = _device_parts("nic", entry, count, use, section)
+        parts += alike[key]
+    return parts
+
+
+@pytest.mark.parametrize("make", [lambda: fo.superpod(2), lambda: fo.cluster(
+    fo.gb200_nvl72(), nodes=2), lambda: fo.cluster(fo.dgx_h100(), nodes=4, planes=2)])
+@pytest.mark.parametrize("policy", ["cost", "all_optics", "lpo"])
+def test_device_classes_price_as_device_by_device(make, policy):
+    # Switches and NICs are classed once per reading; each policy chooses once per class.
+    # The reference groups and prices them one device at a time.
+    from fabricopt.cost.bom import _inputs
+    from fabricopt.cost.parts import DeviceChooser, nic_parts, switch_groups
+    from fabricopt.cost.reading import read_fabric
+
+    fab = make()
+    cat, _, pol = _inputs("test", fab, None, None, policy)
+    reading = read_fabric(fab, fo.Layout())
+    groups, group_of = switch_groups(reading, DeviceChooser(cat, pol, "test"))
+    ref_groups, ref_of = _groups_switch_by_switch(reading, DeviceChooser(cat, pol, "test"))
+    assert group_of == ref_of
+    assert [(g.entry.key, g.use, g.section, g.members) for g in groups] == ref_groups
+    fast = nic_parts(reading, DeviceChooser(cat, pol, "test"))
+    slow = _nic_parts_node_by_node(reading, DeviceChooser(cat, pol, "test"))
+    assert fast == slow and len(fast) > 0
