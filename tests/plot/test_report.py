@@ -37,3 +37,41 @@ def test_no_job_no_training_section(tmp_path):
     # Rings are clusters (no scale-up link): the verdict names the cheaper per Gb/s.
     best = min(table, key=lambda r: r["usd_per_delivered_gbps"])
     assert f"Cheapest cluster per delivered Gb/s: {best['name']}," in page
+
+
+def test_diagrams_drawn_once_keep_every_text_inside_the_picture(tmp_path):
+    """The report places a diagram's frame itself (report._fit) and saves without a tight
+    crop: every text must still be inside the picture, with the margin kept clear."""
+    import matplotlib.image
+    import numpy as np
+
+    from fabricopt.plot.diagram import draw
+    from fabricopt.plot.report import _fit, _png
+
+    for fab in (fo.dgx_h100(), fo.superpod(2), fo.fat_tree(4)):
+        ax = draw(fab)
+        fig = ax.figure
+        _png(fig, tmp_path / "d.png", dpi=90)
+        assert fig.get_layout_engine() is None  # laid out once, not again at each save
+        pixels = matplotlib.image.imread(tmp_path / "d.png")[..., :3]
+        # The picture is the figure (no crop), and its outer 2 px (of the 3-point margin,
+        # 3.75 px at 90 dpi) are white: no title, legend or row label runs off an edge.
+        width, height = fig.get_size_inches() * 90
+        assert pixels.shape[:2] == (round(height), round(width))
+        edge = np.concatenate([pixels[:2].reshape(-1, 3), pixels[-2:].reshape(-1, 3),
+                               pixels[:, :2].reshape(-1, 3), pixels[:, -2:].reshape(-1, 3)])
+        assert edge.min() > 0.98, fab.name
+        # Every text's box lies inside the figure, with the legend below the frame and the
+        # title above it.
+        renderer = fig.canvas.get_renderer()
+        figure_box = fig.bbox
+        for text in [ax.title, *ax.texts]:
+            box = text.get_window_extent(renderer)
+            assert figure_box.x0 <= box.x0 and box.x1 <= figure_box.x1, text.get_text()
+            assert figure_box.y0 <= box.y0 and box.y1 <= figure_box.y1, text.get_text()
+        frame, legend = ax.get_window_extent(renderer), ax.get_legend().get_window_extent(renderer)
+        assert legend.y1 <= frame.y0 + 1 and legend.y0 >= figure_box.y0
+        # Placing it again moves nothing: the fit has settled.
+        before = ax.get_position().bounds
+        _fit(ax, renderer)
+        assert ax.get_position().bounds == pytest.approx(before, abs=1e-3)
