@@ -7,7 +7,7 @@ import random
 
 import numpy as np
 import pytest
-from flow_helpers import least_bisection_cut
+from flow_helpers import least_bisection_cut, random_fabric
 
 import fabricopt as fo
 from fabricopt.analysis.bisection import _milp
@@ -67,6 +67,17 @@ def test_never_above_the_brute_force_on_small_failed_rails(seed):
     fab = _failed(_small_rail(2, [4, 6, 6][seed % 3], [4, 5, 6][seed % 3]), seed, 5)
     ga, ep = _arrays(fab)
     assert read_blocks(ga, ep) is not None
+    _check(fab, least_bisection_cut(fab))
+
+
+@pytest.mark.parametrize("seed", [2, 4, 15, 21, 42, 55])
+def test_never_above_the_brute_force_on_random_fabrics(seed):
+    # Draws the shape applies to (at most 12 endpoints): failed small servers on rails,
+    # a jellyfish (every switch a middle of one unit), Clos and leaf-spines, some with
+    # failed links; the brute force tries every balanced split.
+    fab = random_fabric(seed)
+    ga, ep = _arrays(fab)
+    assert blocked_lower(ga, ep) is not None
     _check(fab, least_bisection_cut(fab))
 
 
