@@ -93,7 +93,11 @@ def _place_labels(ax: Axes, points: list[tuple[float, float, str]]) -> None:
     fig = ax.figure
     engine = fig.get_layout_engine()
     if engine is not None:
-        fig.draw_without_rendering()  # lays out titles, ticks and the legend
+        if not hasattr(fig.canvas, "get_renderer"):  # a bare Figure: one Agg renderer measures
+            from matplotlib.backends.backend_agg import FigureCanvasAgg  # layout and labels
+
+            FigureCanvasAgg(fig)
+        engine.execute(fig)  # lays out titles, ticks and the legend (a draw would run it too)
         fig.set_layout_engine("none")
     ax.autoscale_view()
     renderer = _renderer(fig)

@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from itertools import chain, count
-from operator import methodcaller
+from operator import itemgetter, methodcaller
 from typing import Any
 
 import numpy as np
@@ -97,6 +97,15 @@ def _codes(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
     return code, distinct
 
 
+def _arc_values(arcs: list[dict[str, Any]], key: str, default: Any) -> list[Any]:
+    """Attribute ``key`` of every arc (``default`` where one has none): read by a C-level
+    getter, twice as fast as ``dict.get`` when every arc has it (a fabric's usually do)."""
+    try:
+        return list(map(itemgetter(key), arcs))
+    except KeyError:
+        return list(map(methodcaller("get", key, default), arcs))
+
+
 def _sortable(value: Any) -> tuple:
     if value is None:
         return (2, 0.0)
@@ -145,13 +154,11 @@ class FabricReading:
         arcs = list(chain.from_iterable(nbrs.values() for _, nbrs in adjacency))
         m = len(arcs)
         # Tiers coded on the attribute as it is (str() of the few distinct ones after).
-        raw, distinct = _codes(list(map(methodcaller("get", "tier", "link"), arcs)))
+        raw, distinct = _codes(_arc_values(arcs, "tier", "link"))
         as_text, self.tiers = _codes([str(t) for t in [None, *distinct]])  # None: tier=None
         self.tier = as_text[raw + 1]
-        self.links = np.fromiter(map(methodcaller("get", "links", 1), arcs), dtype=np.int64,
-                                 count=m)
-        self.capacity = np.fromiter(map(methodcaller("get", "capacity", 0.0), arcs),
-                                    dtype=float, count=m)
+        self.links = np.array(_arc_values(arcs, "links", 1), dtype=np.int64).reshape(m)
+        self.capacity = np.array(_arc_values(arcs, "capacity", 0.0), dtype=float).reshape(m)
         key = np.sort(self.tail * max(n, 1) + self.head)
         reverse = self.head * max(n, 1) + self.tail
         at = np.minimum(np.searchsorted(key, reverse), max(m - 1, 0))
@@ -161,16 +168,20 @@ class FabricReading:
         up = np.array([t in SCALE_UP_TIERS for t in distinct] + [False], dtype=bool)[raw]
         degree = np.bincount(self.tail, minlength=n)
         not_up = np.bincount(self.tail[~up], minlength=n)
-        only_up = ((degree > 0) & (not_up == 0)).tolist()
-        keys = []
-        for d, role, alone in zip(self.data, self.roles, only_up, strict=True):
-            layer = d.get("layer")
-            layer = int(layer) if isinstance(layer, numbers.Real) else (0 if role == "gpu"
-                                                                        else 1)
-            keys.append((layer, 0 if role == "switch" and alone else 1))
-        self.rows = sorted(set(keys))
-        at = {r: i for i, r in enumerate(self.rows)}
-        self.row = np.fromiter(map(at.__getitem__, keys), dtype=np.int64, count=n)
+        only_up = (degree > 0) & (not_up == 0)
+        switch = np.fromiter(map("switch".__eq__, self.roles), dtype=bool, count=n)
+        layers = list(map(methodcaller("get", "layer"), self.data))
+        if set(map(type, layers)) <= {int}:  # the generators' layers: plain ints
+            layer = np.array(layers, dtype=np.int64).reshape(n)
+        else:  # a number's int; GPUs 0 and the rest 1 where none is given
+            layer = np.array([int(x) if isinstance(x, numbers.Real) else (0 if r == "gpu"
+                                                                            else 1)
+                              for x, r in zip(layers, self.roles, strict=True)],
+                             dtype=np.int64).reshape(n)
+        key = 2 * layer + np.where(switch & only_up, 0, 1)  # sorts as (layer, 0 or 1)
+        codes, self.row = np.unique(key, return_inverse=True)
+        self.row = self.row.reshape(n)
+        self.rows = [(int(k) // 2, int(k) % 2) for k in codes.tolist()]
         self._attr: dict[str, tuple[np.ndarray, list[Any]]] = {}
 
     def attribute(self, name: str) -> tuple[np.ndarray, list[Any]]:
