@@ -63,9 +63,11 @@ def _fabric_digest(fab) -> str:
     return h.hexdigest()[:10]
 
 
-def _parts(build: Callable, policies: tuple) -> tuple[dict[str, float], str, str]:
-    """CPU seconds of each part of one row (build, validate, summary, cost under each of
-    ``policies``), as a comparison row runs them, and the digests of the fabric and rows."""
+def _parts(build: Callable, policies: tuple, summary: bool = True
+           ) -> tuple[dict[str, float], str, str]:
+    """CPU seconds of each part of one row (build, validate, the summary unless ``summary``
+    is False, cost under each of ``policies``), as a comparison row (or an optimizer's
+    topology, which has no summary) runs them, and the digests of the fabric and rows."""
     from fabricopt._gc import frozen_gc, paused_gc
     from fabricopt._unchanged import unchanged
     from fabricopt.study import metrics
@@ -79,9 +81,11 @@ def _parts(build: Callable, policies: tuple) -> tuple[dict[str, float], str, str
         start = cpu()
         fab.validate()
         seconds["validate"] = cpu() - start
-        start = cpu()
-        row = metrics._summary(fab, metrics.MetricContext())
-        seconds["summary"] = cpu() - start
+        row = {}
+        if summary:
+            start = cpu()
+            row = metrics._summary(fab, metrics.MetricContext())
+            seconds["summary"] = cpu() - start
         start = cpu()
         for policy in policies:
             row.update({f"{k} {policy}": v for k, v in
@@ -122,7 +126,7 @@ def case_rows_build(tree: str, what: str) -> dict:
         total: dict[str, float] = {}
         digests = []
         for build, policies in jobs:
-            seconds, fabric, rows = _parts(build, policies)
+            seconds, fabric, rows = _parts(build, policies, what != "optimize")
             for part, s in seconds.items():
                 total[part] = total.get(part, 0.0) + s
             digests.append(fabric + rows)
