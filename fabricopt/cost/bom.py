@@ -573,12 +573,7 @@ def _assemble(fab: Fabric, cat: Catalog, lay: Layout, pol: Policy, parts: list[P
     """Round the fractional parts to units and sum them into rows and totals."""
     # Parts alike (section, tier, kind, component, length) pool first: twin-port modules pair
     # within a tier, and a device's shares over several tiers add up to whole devices.
-    groups: dict[tuple[str, str, str, str, float], list[Any]] = {}
-    for p in parts:
-        key = (p.section, p.tier, p.kind, p.entry.key, p.bucket_m)
-        if key not in groups:
-            groups[key] = [0.0, p.unit_usd, p.unit_w, p.entry]
-        groups[key][0] += p.units
+    groups = _pooled(parts)
     counted = {"network", "in_server"} if include_in_server else {"network"}
     rows: dict[tuple[str, str, str, float], list[Any]] = {}
     tier_usd: dict[str, float] = defaultdict(float)
@@ -647,6 +642,37 @@ def _assemble(fab: Fabric, cat: Catalog, lay: Layout, pol: Policy, parts: list[P
     est.capex_usd_range = (sum(r.low_usd for r in network), sum(r.high_usd for r in network))
     est.power_w_range = (sum(r.low_w for r in network), sum(r.high_w for r in network))
     return est
+
+
+def _pooled(parts: list[Part]) -> dict[tuple[str, str, str, str, float], list[Any]]:
+    """Parts alike (section, tier, kind, component, length) pooled, keys in the order first
+    met: ``[units, unit price, unit power, entry]``, the units summed in the order given
+    (one float addition per part, as a loop adds them), the rest the first part's.
+
+    Devices priced alike share their list of parts (a class's, repeated per device: tens of
+    thousands of parts, a few dozen distinct ones), so each distinct part is read once and
+    the sums are made by ``np.bincount``, which adds in input order.
+    """
+    ids = list(map(id, parts))
+    distinct = dict(zip(ids, parts, strict=True))  # every part object once
+    code: dict[int, int] = {}  # part object -> its key's place
+    keys: dict[tuple[str, str, str, str, float], int] = {}
+    groups: dict[tuple[str, str, str, str, float], list[Any]] = {}
+    for i in dict.fromkeys(ids):  # in the order first met, so keys are too
+        p = distinct[i]
+        key = (p.section, p.tier, p.kind, p.entry.key, p.bucket_m)
+        if key not in keys:
+            keys[key] = len(keys)
+            groups[key] = [0.0, p.unit_usd, p.unit_w, p.entry]
+        code[i] = keys[key]
+    n = len(parts)
+    unit_of = {i: distinct[i].units for i in code}
+    sums = np.bincount(np.fromiter(map(code.__getitem__, ids), dtype=np.int64, count=n),
+                       weights=np.fromiter(map(unit_of.__getitem__, ids), dtype=float, count=n),
+                       minlength=len(keys))
+    for group, total in zip(groups.values(), sums.tolist(), strict=True):
+        group[0] = total
+    return groups
 
 
 #: The price and power figures of each kind of row.

@@ -102,3 +102,32 @@ def test_device_classes_price_as_device_by_device(make, policy):
     fast = nic_parts(reading, DeviceChooser(cat, pol, "test"))
     slow = _nic_parts_node_by_node(reading, DeviceChooser(cat, pol, "test"))
     assert fast == slow and len(fast) > 0
+
+
+def _pooled_part_by_part(parts):
+    """The reference: every part added to its key's units in turn."""
+    groups = {}
+    for p in parts:
+        key = (p.section, p.tier, p.kind, p.entry.key, p.bucket_m)
+        if key not in groups:
+            groups[key] = [0.0, p.unit_usd, p.unit_w, p.entry]
+        groups[key][0] += p.units
+    return groups
+
+
+def test_parts_pool_as_one_addition_per_part():
+    # The pooled units are float sums in the order of the parts (bincount adds in input
+    # order); thirds do not add exactly, so any other order could differ in the last bit.
+    from fabricopt.cost.bom import _pooled
+    from fabricopt.cost.parts import Part
+
+    cat = fo.Catalog.default()
+    entries = [cat.media["dr_800g"], cat.media["sr_800g"]]
+    made = [Part("leaf-spine", "transceiver", entries[k % 2], 0.0, units, 10.0, 1.0)
+            for k, units in enumerate([1 / 3, 0.1, 2 / 3, 0.7, 1e-3])]
+    parts = [made[k] for k in [0, 1, 2, 0, 0, 3, 4, 2, 1, 0] * 7]
+    fast, slow = _pooled(parts), _pooled_part_by_part(parts)
+    assert list(fast) == list(slow)
+    assert [g[0] for g in fast.values()] == [g[0] for g in slow.values()]
+    assert [g[1:] for g in fast.values()] == [g[1:] for g in slow.values()]
+    assert _pooled([]) == {}
