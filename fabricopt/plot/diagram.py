@@ -24,8 +24,8 @@ from .._checks import check_bool, check_int, fail
 from ..fabric import Fabric, format_gbps
 from .diagram_graph import (
     ORDER_ATTRS,
+    DiagramReading,
     Drawing,
-    FabricReading,
     Grouping,
     build,
     group_labels,
@@ -48,14 +48,14 @@ _ROLE_STYLE = {"gpu": ("s", "#76b900", "GPU"), "switch": ("o", "#1f4e79", "switc
 _UTIL_CMAP = "plasma_r"
 
 
-def _fits(reading: FabricReading, grouping: Grouping, max_nodes: int) -> bool:
+def _fits(reading: DiagramReading, grouping: Grouping, max_nodes: int) -> bool:
     """True when a grouping draws at most ``max_nodes`` nodes and ``2 * max_nodes`` lines."""
     if grouping.count > max_nodes:
         return False
     return line_count(reading, grouping) <= 2 * max_nodes
 
 
-def _tangled(reading: FabricReading, grouping: Grouping, level: tuple[str, ...] | None,
+def _tangled(reading: DiagramReading, grouping: Grouping, level: tuple[str, ...] | None,
              varied: set[str]) -> bool:
     """Whether a drawing that does not group by rail crosses its rails into a tangle: the
     fabric has rails, and every server's GPUs reach every rail's leaf (more than
@@ -137,7 +137,7 @@ def _check_level(func: str, fab: Fabric, aggregate: Any) -> tuple[str, ...] | bo
     return names
 
 
-def _choose_level(reading: FabricReading, aggregate: tuple[str, ...] | bool | str,
+def _choose_level(reading: DiagramReading, aggregate: tuple[str, ...] | bool | str,
                   max_nodes: int) -> tuple[tuple[str, ...] | None, Grouping]:
     """The grouping level to draw and the drawn node of every device at it."""
     if aggregate is False or isinstance(aggregate, tuple):
@@ -316,7 +316,7 @@ def draw(fab: Fabric, ax: Axes | None = None, *, result: Any = None,
         for row in cost.links:
             media[str(row["tier"])][str(row["medium"])] += int(row["links"])
 
-    reading = FabricReading(fab)
+    reading = DiagramReading(fab)
     level, grouping = _choose_level(reading, level_arg, max_nodes)
     dr = build(reading, level, grouping, util)
     x = _layout(dr)

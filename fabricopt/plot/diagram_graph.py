@@ -1,14 +1,14 @@
 """The graph a diagram draws: devices or groups of devices (drawn nodes), and the lines
 between them, read off a fabric as arrays.
 
-A fabric's nodes and arcs are read once (:class:`FabricReading`: a row, a role and the
+A fabric's nodes and arcs are read once (:class:`DiagramReading`: a row, a role and the
 ordering attributes per node; ends, tier, link count and capacity per arc), then each
 grouping the diagram tries is a label per node (:func:`group_labels`) and the drawing is
 counted with numpy (:func:`build`): a 24,576-GPU cluster's 300,000 arcs were walked in Python
 once per grouping level tried and once more to draw, a second of the report per large design.
 
 >>> import fabricopt as fo
->>> reading = FabricReading(fo.superpod(1))
+>>> reading = DiagramReading(fo.superpod(1))
 >>> grouping = group_labels(reading, ("rail",))
 >>> drawing = build(reading, ("rail",), grouping, None)
 >>> # 8 rails of 32 GPUs, the 128 NVSwitches as one group, 8 leaves and 4 spines alone
@@ -124,7 +124,7 @@ def node_sort_key(v: Hashable, d: Mapping[str, Any]) -> tuple:
     return tuple(_sortable(d.get(a)) for a in ORDER_ATTRS) + (_natural(v),)
 
 
-class FabricReading:
+class DiagramReading:
     """A fabric's nodes and arcs as arrays, in the graph's order (``nodes``; the arcs as
     each node's adjacency lists them), read once for every grouping a diagram tries.
 
@@ -222,7 +222,7 @@ class Grouping:
         return len(self.group_attr)
 
 
-def group_labels(reading: FabricReading, level: tuple[str, ...] | None) -> Grouping:
+def group_labels(reading: DiagramReading, level: tuple[str, ...] | None) -> Grouping:
     """The drawn node of every device at a grouping level (None: every device alone).
 
     A device is grouped by the values of the level's attributes it carries. One carrying
@@ -270,7 +270,7 @@ def group_labels(reading: FabricReading, level: tuple[str, ...] | None) -> Group
     return Grouping(label, attrs)
 
 
-def line_count(reading: FabricReading, grouping: Grouping) -> int:
+def line_count(reading: DiagramReading, grouping: Grouping) -> int:
     """Lines a grouping draws (a pair of drawn nodes joined by any link)."""
     a, b = grouping.label[reading.tail], grouping.label[reading.head]
     between = a != b
@@ -278,7 +278,7 @@ def line_count(reading: FabricReading, grouping: Grouping) -> int:
     return len(pairs) // 2  # each line seen from both ends
 
 
-def build(reading: FabricReading, level: tuple[str, ...] | None, grouping: Grouping,
+def build(reading: DiagramReading, level: tuple[str, ...] | None, grouping: Grouping,
           util: Mapping[tuple, float] | None) -> Drawing:
     """The drawn nodes and lines of a grouping, with each tier's links, capacity and (with
     ``util``, the load over capacity of some arcs) its largest utilization."""

@@ -9,7 +9,7 @@ import fabricopt as fo
 from fabricopt.plot.diagram_graph import (
     HIERARCHY,
     KEEP_SMALL_ROW,
-    FabricReading,
+    DiagramReading,
     build,
     group_labels,
     line_count,
@@ -48,7 +48,7 @@ def failed_superpod():
 @pytest.mark.parametrize("level", [None, ("node",), ("su", "rail"), ("rail",), ("layer",)])
 def test_groups_are_the_rule_device_by_device(level):
     fab = failed_superpod()
-    reading = FabricReading(fab)
+    reading = DiagramReading(fab)
     grouping = group_labels(reading, level)
     keys = (reference_groups(fab, reading, level) if level is not None
             else [("dev", v) for v in fab.graph])
@@ -61,7 +61,7 @@ def test_groups_are_the_rule_device_by_device(level):
 @pytest.mark.parametrize("level", [("su", "rail"), ("rail",), None])
 def test_every_link_counted_once_on_a_line_or_inside_a_group(level):
     fab = failed_superpod()
-    reading = FabricReading(fab)
+    reading = DiagramReading(fab)
     grouping = group_labels(reading, level)
     dr = build(reading, level, grouping, None)
     # The plain count: a link by its arc from the node first in graph order, or its only arc.
@@ -92,7 +92,7 @@ def test_every_link_counted_once_on_a_line_or_inside_a_group(level):
 def test_utilization_is_the_busiest_arc_of_each_line_and_tier():
     fab = fo.fat_tree(4)
     result = fo.max_concurrent_flow(fab)
-    reading = FabricReading(fab)
+    reading = DiagramReading(fab)
     grouping = group_labels(reading, ("pod",))
     dr = build(reading, ("pod",), grouping, dict(result.utilization))
     label = dict(zip(reading.nodes, grouping.label.tolist(), strict=True))

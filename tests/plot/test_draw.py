@@ -338,7 +338,7 @@ def test_levels_ruled_out_by_a_count_are_the_ones_that_would_not_fit():
     from fabricopt.plot import diagram as D
 
     fab = fo.superpod(16)
-    reading = D.FabricReading(fab)
+    reading = D.DiagramReading(fab)
     level, grouping = D._choose_level(reading, "auto", D.AUTO_MAX_NODES)
     varied = {a for a in D.ORDER_ATTRS
               if len({d.get(a) for _, d in fab.graph.nodes(data=True)} - {None}) > 1}
