@@ -228,6 +228,47 @@ class PairCuts:
         return Cut(side, value, arcs, True)
 
 
+@dataclass(frozen=True)
+class SuperLayout:
+    """The CSR layout of ``ga``'s arcs plus an arc from a super-source (node ``n``) to each
+    of ``nodes`` and one from each to a super-sink (``n + 1``), with sorted indices: a
+    search that only changes capacities builds its graph on it without sorting again.
+    ``arc_pos``, ``src_pos`` and ``snk_pos`` say where each arc, source arc and sink arc
+    sits in the matrix's data."""
+
+    indices: np.ndarray
+    indptr: np.ndarray
+    arc_pos: np.ndarray
+    src_pos: np.ndarray
+    snk_pos: np.ndarray
+
+    @classmethod
+    def of(cls, ga: GraphArrays, nodes: np.ndarray) -> SuperLayout:
+        n, m, k = ga.n_nodes, ga.n_arcs, len(nodes)
+        tails = np.concatenate([ga.tail, np.full(k, n), nodes])
+        heads = np.concatenate([ga.head, nodes, np.full(k, n + 1)])
+        order = np.lexsort((heads, tails))  # the layout of a CSR matrix with sorted indices
+        pos = np.empty(len(order), dtype=np.int64)
+        pos[order] = np.arange(len(order))
+        return cls(heads[order].astype(np.int32),
+                   np.concatenate([[0], np.cumsum(np.bincount(tails, minlength=n + 2))]),
+                   pos[:m], pos[m:m + k], pos[m + k:])
+
+    def source_side(self, data: np.ndarray) -> np.ndarray:
+        """The nodes of ``ga`` the super-source reaches in the residual graph of a maximum
+        flow with capacities ``data`` (int32, in the layout's order): the source side of the
+        minimum cut :func:`min_cut` finds (the same for every maximum flow)."""
+        n = len(self.indptr) - 3
+        graph = sp.csr_matrix((data, self.indices, self.indptr), shape=(n + 2, n + 2))
+        res = maximum_flow(graph, n, n + 1, method="dinic")
+        residual = (graph - res.flow).tocsr()
+        residual.data[residual.data < 0] = 0
+        residual.eliminate_zeros()
+        side = np.zeros(n + 2, dtype=bool)
+        side[breadth_first_order(residual, n, directed=True, return_predecessors=False)] = True
+        return side[:n]
+
+
 class SplitCuts:
     """Minimum cuts between the two halves of endpoint splits of one graph:
     ``cut(mask)`` is ``min_cut(ga, endpoints[mask], endpoints[~mask])``, the same cut.
@@ -259,18 +300,10 @@ class SplitCuts:
             if np.allclose(grid / 1e6, cap, rtol=1e-12, atol=0) and np.any(grid > 0):
                 self.unit = int(np.gcd.reduce(grid[grid > 0]))
                 self.grid = grid // self.unit
-        n, m, k = ga.n_nodes, ga.n_arcs, len(self.endpoints)
-        tails = np.concatenate([ga.tail, np.full(k, n), self.endpoints])
-        heads = np.concatenate([ga.head, self.endpoints, np.full(k, n + 1)])
-        order = np.lexsort((heads, tails))  # the layout of a CSR matrix with sorted indices
-        self.indices = heads[order].astype(np.int32)
-        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(tails, minlength=n + 2))])
-        pos = np.empty(len(order), dtype=np.int64)
-        pos[order] = np.arange(len(order))
-        self.arc_pos, self.src_pos, self.snk_pos = pos[:m], pos[m:m + k], pos[m + k:]
+        self.layout = SuperLayout.of(ga, self.endpoints)
 
     def cut(self, mask: np.ndarray) -> Cut:
-        ga, n = self.ga, self.ga.n_nodes
+        ga, lay = self.ga, self.layout
         sources, sinks = self.endpoints[mask], self.endpoints[~mask]
         limit = float(_known_cut(ga, ga.capacity, sources, sinks, None, None))
         top = None if self.grid is None or limit >= 1e12 else int(np.ceil(limit * 1e6 / self.unit))
@@ -278,17 +311,10 @@ class SplitCuts:
                 len(np.unique(sinks)) != len(sinks)):
             return min_cut(ga, sources, sinks)
         big = top + 2
-        data = np.zeros(len(self.indices), dtype=np.int64)
-        data[self.arc_pos] = np.minimum(self.grid, top + 1)
-        data[self.src_pos[mask]] = big
-        data[self.snk_pos[~mask]] = big
-        graph = sp.csr_matrix((np.minimum(data, big).astype(np.int32), self.indices,
-                               self.indptr), shape=(n + 2, n + 2))
-        res = maximum_flow(graph, n, n + 1, method="dinic")
-        residual = (graph - res.flow).tocsr()
-        residual.data[residual.data < 0] = 0
-        residual.eliminate_zeros()
-        side = np.zeros(n + 2, dtype=bool)
-        side[breadth_first_order(residual, n, directed=True, return_predecessors=False)] = True
-        value, arcs = cut_capacity(ga, side[:n])
-        return Cut(side[:n], value, arcs, True)
+        data = np.zeros(len(lay.indices), dtype=np.int64)
+        data[lay.arc_pos] = np.minimum(self.grid, top + 1)
+        data[lay.src_pos[mask]] = big
+        data[lay.snk_pos[~mask]] = big
+        side = lay.source_side(np.minimum(data, big).astype(np.int32))
+        value, arcs = cut_capacity(ga, side)
+        return Cut(side, value, arcs, True)

@@ -13,9 +13,17 @@ from operator import methodcaller
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import breadth_first_order, connected_components, maximum_flow
+from scipy.sparse.csgraph import breadth_first_order, connected_components
 
-from ..analysis.cuts import INT_BUDGET, Cut, PairCuts, cut_capacity, min_cut, to_integers
+from ..analysis.cuts import (
+    INT_BUDGET,
+    Cut,
+    PairCuts,
+    SuperLayout,
+    cut_capacity,
+    min_cut,
+    to_integers,
+)
 from ..errors import InvalidFabricError
 from ..fabric import Fabric
 from ..flow.symmetric import endpoint_orbits
@@ -214,15 +222,8 @@ class _CutsToOneGpu:
                 setattr(self, name, getattr(layout, name))
             return
         self.ga, self.gpus = ga, gpus
-        n, m = ga.n_nodes, ga.n_arcs
-        tails = np.concatenate([ga.tail, np.full(k, n), gpus])
-        heads = np.concatenate([ga.head, gpus, np.full(k, n + 1)])
-        order = np.lexsort((heads, tails))  # the layout of a CSR matrix with sorted indices
-        self.indices = heads[order].astype(np.int32)
-        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(tails, minlength=n + 2))])
-        pos = np.empty(len(order), dtype=np.int64)
-        pos[order] = np.arange(len(order))
-        self.arc_pos, self.src_pos, self.snk_pos = pos[:m], pos[m:m + k], pos[m + k:]
+        n = ga.n_nodes
+        self.layout = SuperLayout.of(ga, gpus)
         self.slot = {int(g): i for i, g in enumerate(gpus)}
         # The arcs out of participants, and into each (in arc order, as cut_capacity lists
         # them): the two cuts min_cut knows before it searches, read without a pass over
@@ -236,8 +237,7 @@ class _CutsToOneGpu:
         self.into = [by_head[a:b] for a, b in zip(starts, ends, strict=True)]
 
     #: What does not depend on ``lam`` (a later step of the search shares it).
-    _LAYOUT = ("ga", "gpus", "indices", "indptr", "arc_pos", "src_pos", "snk_pos", "slot",
-               "is_gpu", "out_of_gpus", "into")
+    _LAYOUT = ("ga", "gpus", "layout", "slot", "is_gpu", "out_of_gpus", "into")
 
     def _limit(self, w: int) -> float:
         """The known cut :func:`min_cut` scales by: the least of the participants but ``w``
@@ -254,29 +254,21 @@ class _CutsToOneGpu:
         return max(min(options), 1e-300)
 
     def cut(self, w: int) -> Cut:
-        ga, n = self.ga, self.ga.n_nodes
+        ga, lay = self.ga, self.layout
         others = self.gpus[self.gpus != w]
         limit = self._limit(w)
         if limit not in self.by_limit:
             ints, top, exact = to_integers(self.finite, limit, INT_BUDGET)
-            data = np.zeros(len(self.indices), dtype=np.int64)
-            data[self.arc_pos] = ints[:ga.n_arcs]
-            data[self.src_pos] = ints[ga.n_arcs]  # the source arcs share one capacity
+            data = np.zeros(len(lay.indices), dtype=np.int64)
+            data[lay.arc_pos] = ints[:ga.n_arcs]
+            data[lay.src_pos] = ints[ga.n_arcs]  # the source arcs share one capacity
             self.by_limit[limit] = (np.minimum(data, top + 2), top + 2, exact)
         data, big, exact = self.by_limit[limit]
         data = data.copy()
         i = self.slot[int(w)]
-        data[self.src_pos[i]] = 0     # w is no source
-        data[self.snk_pos[i]] = big   # but the sink
-        graph = sp.csr_matrix((data.astype(np.int32), self.indices, self.indptr),
-                              shape=(n + 2, n + 2))
-        res = maximum_flow(graph, n, n + 1, method="dinic")
-        residual = (graph - res.flow).tocsr()
-        residual.data[residual.data < 0] = 0
-        residual.eliminate_zeros()
-        side = np.zeros(n + 2, dtype=bool)
-        side[breadth_first_order(residual, n, directed=True, return_predecessors=False)] = True
-        node_side = side[:n]
+        data[lay.src_pos[i]] = 0     # w is no source
+        data[lay.snk_pos[i]] = big   # but the sink
+        node_side = lay.source_side(data.astype(np.int32))
         value, arcs = cut_capacity(ga, node_side)
         value += float(self.source_caps[~node_side[others]].sum())
         return Cut(node_side, value, arcs, exact)
