@@ -35,6 +35,8 @@ equals the bound, it is both ends.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,6 +58,9 @@ MAX_SIDE_STATES = 100_000
 #: Most choices whose relaxation leaves them below the bound in hand, each then convolved
 #: exactly: past it the bound is not proven (None), rather than searched for long.
 MAX_CONVOLVED = 5_000
+#: Most choices tried side by side when the least ones hold counts of several sides (a
+#: 768-GPU rail 1:1 cluster needs about 3,000 to close, 0.9 s: the flows close it sooner).
+MAX_REFINED = 300
 #: Choices bounded at once (memory: each holds a row of top shares).
 CHUNK = 200_000
 
@@ -400,7 +405,7 @@ def blocked_lower(ga: GraphArrays, ep_idx: np.ndarray, beat: float = _INF,
     _, l2 = _group_sums([counts[u] for u in g2], "lagrange", n_prices)
     # A choice is evaluated unless its relaxation passes `beat` by more than rounding, so
     # every choice left out is at least `beat`.
-    best, best_state = float(beat), None
+    best, found = float(beat), []
     conv1: dict[int, np.ndarray] = {}
     conv2: dict[int, np.ndarray] = {}
     convolved = 0
@@ -419,13 +424,53 @@ def blocked_lower(ga: GraphArrays, ep_idx: np.ndarray, beat: float = _INF,
             if j not in conv2:
                 conv2[j] = _convolved([counts[u].table[k] for u, k in zip(g2, ks2[j], strict=True)])
             value = top[j] + _least_at(conv1[i], conv2[j], lo, hi)
-            if value < best:
-                best, best_state = value, (i, j)
-    if best_state is None:
-        return best, None
-    k = np.zeros(len(blocked.units), dtype=int)
-    k[g1], k[g2] = ks1[best_state[0]], ks2[best_state[1]]
-    return float(best), _build(ga, blocked, counts, k, lo, hi)
+            if value < beat * (1 + 1e-9):
+                k = np.zeros(len(blocked.units), dtype=int)
+                k[g1], k[g2] = ks1[i], ks2[j]
+                found.append((value, k))
+            best = min(best, value)
+    bound, rows = _refine(blocked, counts, found, float(beat), lo, hi)
+    return bound, None if rows is None else _build(ga, blocked, rows, lo, hi)
+
+
+def _refine(blocked: Blocked, counts: list[_Counts], found: list[tuple[float, np.ndarray]],
+            beat: float, lo: int, hi: int) -> tuple[float, list[np.ndarray] | None]:
+    """The least of the choices ``found`` (each a state per unit, with its bound), best
+    first: a choice whose units each hold one side of their middles is exact (its bound is
+    a split's cut) and ends the search; one with a count of several sides is replaced by
+    each of its sides (its bound is below every one of theirs), at most ``MAX_REFINED`` in
+    all. Returns the bound and each unit's sides of the least choice (rows of ``_sides``;
+    one each when exact); ``beat`` and None when nothing was found below it."""
+    heap = [(value, n, [c.states[kk] for c, kk in zip(counts, k, strict=True)])
+            for n, (value, k) in enumerate(found)]
+    heapq.heapify(heap)
+    tried = len(heap)
+    shares = [(_dot(_sides(len(u.mids)).astype(float), u.up),
+               _dot(1 - _sides(len(u.mids)).astype(float), u.down)) for u in blocked.units]
+    while heap:
+        value, _, rows = heapq.heappop(heap)
+        mixed = [u for u, r in enumerate(rows) if len(r) > 1]
+        if not mixed:
+            return float(value), rows
+        tried += int(np.prod([len(rows[u]) for u in mixed]))
+        if tried > MAX_REFINED:
+            return float(value), rows   # every choice left is at least this
+        fixed = [u for u in range(len(rows)) if u not in mixed]
+        base = _convolved([blocked.units[u].inner[rows[u][0]] for u in fixed])
+        a = sum((shares[u][0][rows[u][0]] for u in fixed), np.zeros(len(blocked.tops)))
+        b = sum((shares[u][1][rows[u][0]] for u in fixed), np.zeros(len(blocked.tops)))
+        for pick in itertools.product(*(rows[u] for u in mixed)):
+            exact = list(rows)
+            top_a, top_b = a.copy(), b.copy()
+            for u, r in zip(mixed, pick, strict=True):
+                exact[u] = np.array([r])
+                top_a += shares[u][0][r]
+                top_b += shares[u][1][r]
+            own = _convolved([blocked.units[u].inner[r] for u, r in zip(mixed, pick,
+                                                                           strict=True)])
+            cost = float(np.minimum(top_a, top_b).sum()) + _least_at(base, own, lo, hi)
+            heapq.heappush(heap, (cost, tried + len(heap), exact))
+    return beat, None
 
 
 def _convolved(tables: list[np.ndarray]) -> np.ndarray:
@@ -445,39 +490,33 @@ def _least_at(c1: np.ndarray, c2: np.ndarray, lo: int, hi: int) -> float:
     return best
 
 
-def _build(ga: GraphArrays, blocked: Blocked, counts: list[_Counts], k: np.ndarray,
-           lo: int, hi: int) -> np.ndarray | None:
-    """The split a choice of counts stands for: each unit's sending endpoints as the least
-    convolution says, its middles on the side with that count sending that costs least
-    inside it, its blocks as their tables chose, and each top switch on its cheaper
-    side."""
+def _build(ga: GraphArrays, blocked: Blocked, rows: list[np.ndarray], lo: int, hi: int,
+           ) -> np.ndarray | None:
+    """The split a choice stands for: each unit's sending endpoints as the least
+    convolution of its tables (the least over its sides ``rows``) says, its middles on the
+    one of those sides that costs it least inside, its blocks as their tables chose, and
+    each top switch on its cheaper side."""
     least, takes = np.zeros((1, 1)), []
-    for c, kk in zip(counts, k, strict=True):
-        least, take = _convolve(least, c.table[kk][None, :], take=True)
+    for unit, r in zip(blocked.units, rows, strict=True):
+        least, take = _convolve(least, unit.inner[r].min(axis=0)[None, :], take=True)
         takes.append(take[0])
     window = least[0, lo:hi + 1]
     if not window.size or not np.isfinite(window.min()):
         return None
     m = lo + int(np.argmin(window))
     side = np.zeros(ga.n_nodes, dtype=bool)
-    sending_mids = []
-    for unit, c, kk, take in zip(reversed(blocked.units), reversed(counts), reversed(k),
-                                 reversed(takes), strict=True):
-        mine = int(take[m])
-        m -= mine
-        # The side of the middles in state `kk` that costs the unit least inside (the only
-        # one when the state is a side, or every middle or none sending).
-        sides = _sides(len(unit.mids))
-        rows = c.states[kk]
-        row = int(rows[np.argmin(unit.inner[rows, mine])])
-        side[unit.mids] = sides[row]
-        sending_mids.append(sides[row])
-        _place_blocks(unit, row, mine, side)
     a = np.zeros(len(blocked.tops))
     b = np.zeros(len(blocked.tops))
-    for unit, sends in zip(reversed(blocked.units), sending_mids, strict=True):
+    for unit, r, take in zip(reversed(blocked.units), reversed(rows), reversed(takes),
+                             strict=True):
+        mine = int(take[m])
+        m -= mine
+        row = int(r[np.argmin(unit.inner[r, mine])])
+        sends = _sides(len(unit.mids))[row]
+        side[unit.mids] = sends
         a += _dot(sends[None, :].astype(float), unit.up)[0]
         b += _dot((~sends)[None, :].astype(float), unit.down)[0]
+        _place_blocks(unit, row, mine, side)
     side[blocked.tops[b < a]] = True
     return side
 

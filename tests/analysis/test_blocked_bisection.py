@@ -10,6 +10,7 @@ import pytest
 from flow_helpers import least_bisection_cut, random_fabric
 
 import fabricopt as fo
+from fabricopt.analysis import blocked_bisection as blocked
 from fabricopt.analysis.bisection import _milp
 from fabricopt.analysis.bisection_plan import BisectionProblem, plan
 from fabricopt.analysis.blocked_bisection import blocked_lower, read_blocks
@@ -78,6 +79,16 @@ def test_never_above_the_brute_force_on_random_fabrics(seed):
     fab = random_fabric(seed)
     ga, ep = _arrays(fab)
     assert blocked_lower(ga, ep) is not None
+    _check(fab, least_bisection_cut(fab))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_counts_refined_side_by_side_stay_below_the_brute_force(seed, monkeypatch):
+    # The same small failed rails read by counts of sending leaves (as a large cluster is):
+    # the least counts, refined into their sides best first, never pass the brute force,
+    # and a split built from them is a real one.
+    monkeypatch.setattr(blocked, "MAX_SIDE_STATES", 0)
+    fab = _failed(_small_rail(2, [4, 6, 6][seed % 3], [4, 5, 6][seed % 3]), 10 + seed, 5)
     _check(fab, least_bisection_cut(fab))
 
 
