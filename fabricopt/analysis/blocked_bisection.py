@@ -59,8 +59,9 @@ MAX_SIDE_STATES = 100_000
 #: exactly: past it the bound is not proven (None), rather than searched for long.
 MAX_CONVOLVED = 5_000
 #: Most choices tried side by side when the least ones hold counts of several sides (a
-#: 768-GPU rail 1:1 cluster needs about 3,000 to close, 0.9 s: the flows close it sooner).
-MAX_REFINED = 300
+#: 768-GPU rail 1:1 cluster needs about 3,000 to close, 0.9 s: the flows close it sooner,
+#: so a few only: 0.1 s).
+MAX_REFINED = 100
 #: Choices bounded at once (memory: each holds a row of top shares).
 CHUNK = 200_000
 
