@@ -2215,12 +2215,12 @@ def case_main_job_hashed(su: int, trials: int) -> dict:
 BEFORE_MAIN_JOB_2 = "52f10bf"
 
 
-def case_main_job_command(designs: str, tree: str = "") -> dict:
+def case_main_job_command(designs: str, tree: str = "", jobs: str = "") -> dict:
     """``fabricopt compare DESIGNS -o OUT`` (the main job: the rows, then the report with its
     diagrams) as a command in a process of its own, its package the one this process
     imported or ``tree``'s: wall and CPU seconds of the whole command (import included),
     its peak memory, the slowest row by the rows' own ``seconds`` and a digest of the rows
-    (``seconds`` left out)."""
+    (``seconds`` left out). ``jobs``: its ``-j`` (default: the command's, a worker per core)."""
     import hashlib
     import json
     import os
@@ -2234,7 +2234,8 @@ def case_main_job_command(designs: str, tree: str = "") -> dict:
     env = dict(os.environ, PYTHONPATH=tree or str(Path(fo.__file__).resolve().parent.parent))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "fabricopt", "compare", designs, "-o", out],
+    done = subprocess.run([sys.executable, "-m", "fabricopt", "compare", designs, "-o", out,
+                           *(["-j", jobs] if jobs else [])],
                           env=env, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -2270,6 +2271,9 @@ def main_job_rows(rows: list, quick: bool) -> None:
     pair("fabricopt compare topologies/ -o OUT (rows and report)", "<= 10 s, every row <= 2 s",
          lambda o: o["seconds"] <= 10 and o.get("slowest", 99) <= 2, "case_main_job_command",
          topologies)
+    # The same command in one process (-j 1), just after the default's worker per core.
+    rows.append(("  -j 1 (one process)", run_case("case_main_job_command", topologies, "", "1"),
+                 "", ""))
     session = _package_at(BEFORE_MAIN_JOB_2)
     if session:
         rows.append((f"  before ({BEFORE_MAIN_JOB_2}, this session's start)",

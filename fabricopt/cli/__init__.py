@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
+import functools
 import math
 import os
 import sys
@@ -28,7 +29,7 @@ from ..generators import GENERATORS
 from ..io.search_files import load_search
 from ..plot.diagram import draw
 from ..plot.image_files import checked_dpi, image_path
-from ..plot.report import write_report
+from ..plot.report import write_diagram, write_report
 from ..study.compare import (
     DEFAULT_METRICS,
     METRICS,
@@ -191,9 +192,42 @@ def _cmd_bom(args: argparse.Namespace) -> int:
     return 0
 
 
+def _usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity; the machine's count where the
+    system cannot say)."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except (AttributeError, OSError):  # no affinity on this system
+        return os.cpu_count() or 1
+
+
+def _compare_executor(args: argparse.Namespace, designs: list[Any],
+                      stack: contextlib.ExitStack) -> Any:
+    """Where compare's rows run: a Dask cluster (--scheduler), a pool of -j workers, or
+    None (this process); the pool and the client close with ``stack``."""
+    if args.scheduler:
+        try:
+            from distributed import Client
+        except ImportError:
+            raise FabricOptError("--scheduler needs dask.distributed: "
+                                 "pip install 'fabricopt[dask]'") from None
+        try:
+            client = stack.enter_context(Client(args.scheduler))
+        except (OSError, TimeoutError, ValueError) as exc:  # not stdout's fault (74)
+            raise FabricOptError(f"--scheduler {args.scheduler}: cannot connect: "
+                                 f"{exc}") from None
+        return client.get_executor()
+    # Default: a worker per usable core, at most one per design (one runs here).
+    jobs = args.jobs or min(_usable_cores(), len(design_tasks(designs)))
+    if jobs < 2:
+        return None
+    rows = len(designs) if all(isinstance(d, Fabric) for d in designs) else None
+    return stack.enter_context(process_pool(jobs, rows))
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
 
-    if args.jobs < 1:
+    if args.jobs is not None and args.jobs < 1:
         raise FabricOptError(f"--jobs must be an integer >= 1, got {args.jobs}")
     designs: list[Any] = []
     groups = split_targets(args.targets)
@@ -209,24 +243,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             designs.append((target, parse_assignments(assignments)))
         else:
             designs.append(target)
-    executor: Any = None
-    client: Any = None
     with contextlib.ExitStack() as stack:
-        if args.scheduler:
-            try:
-                from distributed import Client
-            except ImportError:
-                raise FabricOptError("--scheduler needs dask.distributed: "
-                                     "pip install 'fabricopt[dask]'") from None
-            try:
-                client = stack.enter_context(Client(args.scheduler))
-            except (OSError, TimeoutError, ValueError) as exc:  # not stdout's fault (74)
-                raise FabricOptError(f"--scheduler {args.scheduler}: cannot connect: "
-                                     f"{exc}") from None
-            executor = client.get_executor()
-        elif args.jobs > 1:
-            rows = len(designs) if all(isinstance(d, Fabric) for d in designs) else None
-            executor = stack.enter_context(process_pool(args.jobs, rows))
+        executor = _compare_executor(args, designs, stack)
         metrics = names_arg("--metrics", args.metrics, METRICS) if args.metrics else None
         job = job_of_flags(args)
         if job is not None and "training" not in (metrics or ()):
@@ -251,12 +269,18 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             chosen = list(metrics or DEFAULT_METRICS)
             at = chosen.index("all_to_all") + 1 if "all_to_all" in chosen else len(chosen)
             metrics = [*chosen[:at], "routing", *chosen[at:]]
+        # Each design's diagram is drawn where its row ran, from the fabric the row built;
+        # a Dask worker may not reach OUT, so the report draws those here.
+        each_fabric = None
+        if args.output and not args.no_diagrams and not args.scheduler:
+            each_fabric = functools.partial(write_diagram,
+                                            folder=os.path.join(args.output, "diagrams"))
         try:
             table = compare(designs, metrics=metrics, executor=executor,
                             progress=args.progress, out_dir=args.output,
                             message_bytes=args.message_bytes, routing_trials=args.trials,
                             routing_seed=args.seed, job=job[0] if job else None,
-                            serving=serving)
+                            serving=serving, each_fabric=each_fabric)
         except KeyboardInterrupt:
             if isinstance(executor, concurrent.futures.ProcessPoolExecutor):
                 # Leaving the pool would wait for every running design: start none, wait none.
@@ -421,8 +445,10 @@ def _add_compare(sub: Any) -> None:
                       help="folder for the results and the report")
     cmp_.add_argument("--format", choices=FORMATS, default="table",
                       help="without -o: how to print the table (default: table)")
-    cmp_.add_argument("-j", "--jobs", type=int, default=1,
-                      help="worker processes, at most one per core (default 1: this process)")
+    cmp_.add_argument("-j", "--jobs", type=int, default=None,
+                      help="worker processes, each computing its designs' rows and drawing "
+                      "their diagrams, at most one per core (default: the cores this process "
+                      "may use, at most one per design; 1 runs everything in this process)")
     cmp_.add_argument("--scheduler", metavar="ADDRESS", default=None,
                       help="run on a Dask cluster, e.g. tcp://10.0.0.1:8786 (needs "
                       "fabricopt[dask])")

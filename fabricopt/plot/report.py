@@ -20,15 +20,19 @@ through an inline script, so the page can be mailed or attached alone and needs 
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import io
+import json
 import math
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .._gc import frozen_gc
+from ..fabric import Fabric
 from ..study.compare import Comparison
 from ..study.verdict import is_single_system, verdict
 from .charts import NAMED_POINTS, plot_metric_bars, plot_pareto
@@ -447,6 +451,66 @@ def _job_sections(table: Comparison) -> list[str]:
     return parts
 
 
+#: The diagrams drawn into a report's ``diagrams/`` folder, one JSON line each (the row's
+#: key, the fabric's name, the file): a rerun into the same folder draws only the others.
+DRAWN_FILE = "drawn.jsonl"
+
+
+def write_diagram(fab: Fabric, row: Mapping[str, Any], *, folder: str | os.PathLike[str]
+                  ) -> Path:
+    """Draw one row's fabric as the report shows it, into ``folder`` (created when missing):
+    ``<name>-<key>.png``, noted in :data:`DRAWN_FILE`. Written whole or not at all (a new
+    file renamed into place), so several processes may draw into one folder.
+
+    Parameters
+    ----------
+    fab : Fabric
+        The row's fabric.
+    row : mapping
+        Its row of :func:`fabricopt.study.compare` (its ``key`` names the file).
+    folder : path
+        The report's ``diagrams/`` folder.
+
+    Returns
+    -------
+    pathlib.Path
+        The PNG written.
+
+    Examples
+    --------
+    >>> import tempfile, fabricopt as fo
+    >>> path = write_diagram(fo.ring(4), {"key": "0123456789"}, folder=tempfile.mkdtemp())
+    >>> path.name, path.read_bytes()[:4] == b"\\x89PNG"
+    ('ring-4-012345.png', True)
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{_slug(fab.name)}-{str(row['key'])[:6]}.png"
+    part = path.with_name(f".{path.name}.{os.getpid()}")
+    # The collector's passes would walk every fabric alive (this one, and those a table
+    # still keeps for the rows after it) while the drawing makes its objects.
+    with frozen_gc():
+        ax = draw(fab)  # its title says the counts and the grouping drawn
+        _png(ax.figure, part, dpi=90)
+        ax.figure.clf()
+    os.replace(part, path)
+    line = json.dumps({"key": row["key"], "name": fab.name, "file": path.name})
+    with open(folder / DRAWN_FILE, "a", encoding="utf-8") as notes:
+        notes.write(line + "\n")  # one short write: lines of processes side by side stay whole
+    return path
+
+
+def _drawn(folder: Path) -> dict[str, tuple[str, Path]]:
+    """The diagrams already in ``folder``, by row key: (the fabric's name, its file)."""
+    found: dict[str, tuple[str, Path]] = {}
+    with contextlib.suppress(OSError):
+        for line in (folder / DRAWN_FILE).read_text(encoding="utf-8").splitlines():
+            with contextlib.suppress(ValueError, KeyError, TypeError):
+                note = json.loads(line)
+                found[str(note["key"])] = (str(note["name"]), folder / Path(note["file"]).name)
+    return found
+
+
 def write_report(table: Comparison, out_dir: str | os.PathLike[str], *,
                  diagrams: bool = True, title: str = "fabricopt comparison") -> Path:
     """Write the tables, plots, diagrams and ``index.html`` of ``table`` into ``out_dir``.
@@ -458,8 +522,12 @@ def write_report(table: Comparison, out_dir: str | os.PathLike[str], *,
     out_dir : path
         Folder to write into (created when missing).
     diagrams : bool
-        Draw each design that evaluated (its fabric is built again from its design file or
-        the Fabric given); large fabrics are drawn grouped.
+        Draw each design that evaluated; large fabrics are drawn grouped. A diagram already
+        in ``out_dir/diagrams`` for the row's key (drawn where its row ran, through
+        ``compare(..., each_fabric=functools.partial(write_diagram, folder=...))``, or by an
+        earlier report into the same folder) is read, not drawn again; the others are drawn
+        here from :meth:`Comparison.fabric <fabricopt.study.table.Comparison.fabric>` (the
+        fabric kept, or built again from its design file or the Fabric given).
     title : str
         Heading of the page.
 
@@ -489,18 +557,16 @@ def write_report(table: Comparison, out_dir: str | os.PathLike[str], *,
     if diagrams:
         folder = out / "diagrams"
         folder.mkdir(exist_ok=True)
+        drawn = _drawn(folder)
         for index, row in enumerate(table.rows):
             if row.get("error") or row.get("key") not in table.tasks:
                 continue
-            fab = table.fabric(index)
-            # The collector's passes would walk every fabric alive (this one, and those the
-            # table still keeps for the rows after it) while the drawing makes its objects.
-            with frozen_gc():
-                ax = draw(fab)  # its title says the counts and the grouping drawn
-                name = f"{_slug(fab.name)}-{str(row['key'])[:6]}.png"
-                drawings.append((fab.name, _png(ax.figure, folder / name, dpi=90)))
-                ax.figure.clf()
-            del fab, ax  # dropped before the next is drawn
+            name, path = drawn.get(row["key"], ("", None))
+            if path is None or not path.is_file():  # not drawn where its row ran: drawn here
+                fab = table.fabric(index)
+                name, path = fab.name, write_diagram(fab, row, folder=folder)
+                del fab  # dropped before the next is drawn
+            drawings.append((name, path.read_bytes()))
 
     sentences = verdict(table)
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}"

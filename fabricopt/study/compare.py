@@ -87,6 +87,7 @@ class _Job:
     routing_seed: int = 0
     training_job: Any = None
     serving: Any = None
+    each_fabric: Callable[[Fabric, dict[str, Any]], Any] | None = None
 
 
 def build_design(task: DesignTask) -> Fabric:
@@ -109,11 +110,13 @@ def _describe(exc: BaseException) -> str:
 
 def _evaluate(job: _Job, keep: dict[str, Fabric] | None = None) -> dict[str, Any]:
     """Build the task's fabric and compute every metric: one row. Runs in the worker.
-    ``keep`` (in this process) receives the fabric of a row that succeeded, by its key."""
+    A row that succeeded with named metrics hands its fabric to ``job.each_fabric`` (after
+    its ``seconds`` are taken), or else ``keep`` (in this process) receives it by its key."""
     task = job.task
     row: dict[str, Any] = {"name": task.label, "file": task.path or "", "family": "",
                            **task.point}
     start = time.perf_counter()
+    built: Fabric | None = None
     if task.error:
         row["error"] = task.error
     else:
@@ -138,12 +141,19 @@ def _evaluate(job: _Job, keep: dict[str, Fabric] | None = None) -> dict[str, Any
                                     serving=job.serving)
                 compute_metrics(fab, job.metrics, ctx, row)
             row["error"] = ""
-            if keep is not None and all(isinstance(m, str) for m in job.metrics):
-                keep[job.key] = fab  # named metrics leave it as built (a function may not)
+            # Named metrics leave the fabric as built (a function may not).
+            if all(isinstance(m, str) for m in job.metrics):
+                built = fab
         except Exception as exc:  # noqa: BLE001 - a failing design is a row, the batch goes on
             row["error"] = _describe(exc)
     row["key"] = job.key
-    row["seconds"] = round(time.perf_counter() - start, 3)
+    row["seconds"] = round(time.perf_counter() - start, 3)  # the row's metrics only
+    if built is not None and job.each_fabric is not None:
+        # Where the row ran, from the fabric it built: nothing is built twice or shipped.
+        with contextlib.suppress(Exception):  # the caller does it again if this failed
+            job.each_fabric(built, row)
+    elif built is not None and keep is not None:
+        keep[job.key] = built
     return row
 
 
@@ -349,7 +359,8 @@ def compare(designs: Any, *, metrics: Sequence[MetricSpec] | None = None,
             executor: cf.Executor | None = None, progress: bool | None = None,
             out_dir: str | os.PathLike[str] | None = None,
             message_bytes: float | str = 2**30, routing_trials: int = 20,
-            routing_seed: int = 0, job: Any = None, serving: Any = None) -> Comparison:
+            routing_seed: int = 0, job: Any = None, serving: Any = None,
+            each_fabric: Callable[[Fabric, dict[str, Any]], Any] | None = None) -> Comparison:
     """Evaluate designs side by side: one row of metrics per fabric.
 
     Parameters
@@ -393,6 +404,14 @@ def compare(designs: Any, *, metrics: Sequence[MetricSpec] | None = None,
     serving : mapping, optional
         The workload of the ``"serving"`` metric, for every design: ``model``, ``ttft_s``,
         ``tpot_s`` and any other keyword of :func:`~fabricopt.serving_capacity`.
+    each_fabric : callable, optional
+        Called as ``each_fabric(fab, row)`` where each row ran (this process or a worker),
+        right after a row that succeeded with named metrics only, from the fabric the row
+        built, outside the row's ``seconds``; module-level or a ``functools.partial`` of
+        one (it pickles). Its result is dropped and its errors are ignored (the caller does
+        the work again where it is missing). The command line draws each design's diagram
+        so (:func:`fabricopt.plot.report.write_diagram`). Those fabrics are not kept for
+        :meth:`Comparison.fabric <fabricopt.study.table.Comparison.fabric>`.
 
     Returns
     -------
@@ -438,6 +457,8 @@ def compare(designs: Any, *, metrics: Sequence[MetricSpec] | None = None,
             raise fail(func, "metrics", "names or functions", m)
     executor = check_executor(func, executor)
     progress = check_progress(func, progress)
+    if each_fabric is not None and not callable(each_fabric):
+        raise fail(func, "each_fabric", "a function f(fab, row), or None", each_fabric)
     if out_dir is not None:
         out_dir = check_path(func, "out_dir", out_dir)
         if os.path.exists(out_dir) and not os.path.isdir(out_dir):
@@ -469,7 +490,7 @@ def compare(designs: Any, *, metrics: Sequence[MetricSpec] | None = None,
         if serving is not None and "serving" in chosen:
             key += "-" + hashlib.sha1(repr(sorted(serving.items())).encode()).hexdigest()[:8]
         jobs.setdefault(key, _Job(task, chosen, message_bytes, key, executor is not None,
-                                  routing_trials, routing_seed, job, serving))
+                                  routing_trials, routing_seed, job, serving, each_fabric))
     swept = [k for job in jobs.values() for k in job.task.point]
     store = RowStore(out_dir, swept) if out_dir is not None else None
     results: dict[str, dict[str, Any]] = {}
@@ -498,6 +519,8 @@ def compare(designs: Any, *, metrics: Sequence[MetricSpec] | None = None,
             shown.watched(functools.partial(_evaluate, keep=kept)), finish,
             executor=executor, lost=lost)
         if store is not None:
+            # In design order, as one process writes it (workers finish in any order).
+            store.rows = {**{k: store.rows[k] for k in jobs if k in store.rows}, **store.rows}
             store.compact()
     finally:
         shown.close()

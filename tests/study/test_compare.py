@@ -1,6 +1,7 @@
 """Batch comparison: rows, sweeps, failures, executors, and a killed batch resumed."""
 
 import concurrent.futures as cf
+import contextlib
 import csv
 import importlib
 import io
@@ -503,3 +504,89 @@ def test_a_row_run_here_hands_its_fabric_back_once_then_it_is_built_again(tmp_pa
 
 def _links_of(fab):
     return {"links_seen": fab.graph.number_of_edges()}
+
+
+def _report_files(out):
+    """A report folder's files as comparable values: the rows without their ``seconds``
+    (timings), the pictures byte for byte, and the page with its inline SVGs' run ids and
+    dates taken out (matplotlib draws new ones in every run, -j 1 twice alike)."""
+    import re
+
+    rows = [{k: v for k, v in r.items() if k != "seconds"}
+            for r in json.loads((out / "results.json").read_text())]
+    lines = [{k: v for k, v in r.items() if k != "seconds"} for r in _rows_on_disk(out)]
+    with open(out / CSV_FILE) as f:
+        table = [{k: v for k, v in r.items() if k != "seconds"} for r in csv.DictReader(f)]
+    pictures = {p.name: p.read_bytes() for p in [out / "bars.png",
+                                                 *(out / "diagrams").glob("*.png")]}
+    page = re.sub(r"<svg.*?</svg>", "<svg/>", (out / "index.html").read_text(), flags=re.S)
+    return rows, lines, table, pictures, page
+
+
+def _no_fabric_built_for_the_report(self, index):
+    raise AssertionError("the report built a fabric its row had built already")
+
+
+def test_compare_command_on_two_workers_writes_what_one_process_writes(tmp_path, capsys,
+                                                                        monkeypatch):
+    """-j 2 (rows and diagrams in two worker processes) gives the files -j 1 gives; each
+    diagram is drawn where its row ran, so the report builds no fabric again (in either)."""
+    from fabricopt.cli import main
+
+    monkeypatch.setattr(Comparison, "fabric", _no_fabric_built_for_the_report)
+    bad = tmp_path / "bad.toml"
+    bad.write_text('family = "ring"\n[params]\nn = 1\n')
+    designs = [str(TOPOLOGIES / "dgx-h100.toml"), "ring", "n=4", "ring", "n=6", str(bad),
+               "fat_tree", "k=4"]
+    for jobs in ("1", "2"):  # the bad design: a row with its error, the others go on (exit 1)
+        assert main(["compare", *designs, "-o", str(tmp_path / jobs), "-j", jobs]) == 1
+    one, two = _report_files(tmp_path / "1"), _report_files(tmp_path / "2")
+    assert [r["name"] for r in one[0]] == ["DGX H100", "ring(4)", "ring(6)", "bad",
+                                           "fat_tree(k=4)"]
+    assert "n must be an integer >= 2" in one[0][3]["error"]
+    assert len(one[3]) == 1 + 4  # the bars and the four designs that evaluated
+    for mine, theirs in zip(one, two, strict=True):
+        assert mine == theirs
+    # A row's seconds stay its metrics' time (the diagram is drawn after they are taken).
+    assert all(isinstance(r["seconds"], float) for r in _rows_on_disk(tmp_path / "2"))
+
+
+RINGS = ["ring", "n=4", "ring", "n=6", "ring", "n=8"]
+
+
+def test_compare_command_on_one_usable_core_runs_in_this_process(tmp_path, capsys,
+                                                                monkeypatch):
+    from fabricopt import cli
+
+    asked = []
+    monkeypatch.setattr(cli, "process_pool", lambda jobs, rows: asked.append(jobs)
+                        or contextlib.nullcontext())  # no pool: runs here as with -j 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert cli.main(["compare", *RINGS, "--metrics", "summary"]) == 0
+    assert asked == []  # one core: -j 1, no pool
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    assert cli.main(["compare", *RINGS, "--metrics", "summary"]) == 0
+    assert asked == [3]  # four cores, three designs: a worker per design
+    assert cli.main(["compare", *RINGS, "--metrics", "summary", "-j", "1"]) == 0
+    assert asked == [3]
+
+
+def test_compare_command_on_two_workers_resumes_rows_and_diagrams(tmp_path, capsys):
+    """A rerun into the same folder skips the rows in results.jsonl and the diagrams already
+    drawn for them (noted in diagrams/drawn.jsonl); a diagram missing is drawn again."""
+    from fabricopt.cli import main
+
+    out = tmp_path / "out"
+    flags = ["-o", str(out), "-j", "2", "--metrics", "summary"]
+    assert main(["compare", *RINGS[:4], *flags]) == 0
+    drawn = {p.name: p.stat().st_mtime_ns for p in (out / "diagrams").glob("*.png")}
+    (ring4,) = [name for name in drawn if name.startswith("ring-4-")]
+    (out / "diagrams" / ring4).unlink()
+    capsys.readouterr()
+    assert main(["compare", *RINGS, *flags]) == 0
+    assert "3 designs (0 failed, 2 reused from an earlier run)" in capsys.readouterr().out
+    after = {p.name: p.stat().st_mtime_ns for p in (out / "diagrams").glob("*.png")}
+    assert len(after) == 3 and ring4 in after
+    (ring6,) = [name for name in drawn if name.startswith("ring-6-")]
+    assert after[ring6] == drawn[ring6]  # read back, not drawn again
+    assert len(_rows_on_disk(out)) == 3
