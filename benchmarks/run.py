@@ -2231,12 +2231,19 @@ def case_main_job_command(designs: str, tree: str = "", jobs: str = "") -> dict:
     import fabricopt as fo
 
     out = tempfile.mkdtemp(prefix="fabricopt-main-job-")
-    env = dict(os.environ, PYTHONPATH=tree or str(Path(fo.__file__).resolve().parent.parent))
+    root = tree or str(Path(fo.__file__).resolve().parent.parent)
+    env = dict(os.environ, PYTHONPATH=root)
+    # Run from a folder holding no package: "python -m" puts its working directory ahead of
+    # PYTHONPATH, so from a checkout it would run the checkout's package, not ``tree``'s.
+    where = tempfile.gettempdir()
+    ran = subprocess.run([sys.executable, "-c", "import fabricopt; print(fabricopt.__file__)"],
+                         env=env, cwd=where, capture_output=True, text=True, check=True).stdout
+    assert ran.startswith(root), (ran, root)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "fabricopt", "compare", designs, "-o", out,
                            *(["-j", jobs] if jobs else [])],
-                          env=env, capture_output=True, text=True, check=False)
+                          env=env, cwd=where, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
