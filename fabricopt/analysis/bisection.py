@@ -298,11 +298,19 @@ def _spectral_split(ga: GraphArrays, ep_idx: np.ndarray, half: int) -> np.ndarra
         return None
     W = sp.csr_matrix((ga.capacity, (ga.tail, ga.head)), shape=(n, n))
     L = laplacian((W + W.T).astype(float) / 2.0)
+    # A fixed start vector: ARPACK's own is random, and where the second eigenvalue is
+    # repeated (a jellyfish) the vector it returns, so the split, changed from run to run.
+    start = np.random.default_rng(0).random(n)
     try:
-        vals, vecs = eigsh(L, k=2, sigma=-1e-6 * float(ga.capacity.max()), which="LM")
+        vals, vecs = eigsh(L, k=2, sigma=-1e-6 * float(ga.capacity.max()), which="LM",
+                           v0=start)
     except Exception:  # noqa: BLE001 - a failed eigensolve just means no spectral candidate
         return None
     fiedler = vecs[:, int(np.argsort(vals)[1])]
+    # An eigenvector's sign is arbitrary: fixed by its largest entry, so a run never mirrors
+    # the split.
+    if fiedler[int(np.argmax(np.abs(fiedler)))] < 0:
+        fiedler = -fiedler
     order = np.argsort(fiedler[ep_idx], kind="stable")
     mask = np.zeros(len(ep_idx), dtype=bool)
     mask[order[:half]] = True
