@@ -41,6 +41,12 @@ candidate counts its certified lower end.
 
 A candidate with no certified throughput (a solve stopped or failed, or a bracket holding
 the all-to-all target) is ``"unsolved"``: never on the front, never the best.
+
+Every comparison of figures (floors, ceilings, pruning, dominance on the front, the best pick)
+holds within a relative :data:`~fabricopt.study.pareto.REL_TOL` (1e-9): solve paths differ in
+a certified rate's last bits (about 1e-13), which must not flip a decision. Ties within it go
+to the least objective, then the highest all-to-all, then the space's own order (the first
+listed value wins), never to the last bits or to the order results come back in.
 """
 
 from __future__ import annotations

@@ -2,17 +2,38 @@
 
 One front for the whole package: :func:`~fabricopt.compare` tables, the optimizer's search and
 the report's plot all read it from here.
+
+Figures are compared within a relative tolerance, :data:`REL_TOL`: two throughputs that differ
+only in the last bits a solver leaves (another LP path, a worker's BLAS threads) are equal, so
+the front does not depend on them.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .._checks import check_bool, fail
 
-__all__ = ["check_column", "finite_number", "pareto_front", "records_of"]
+__all__ = ["REL_TOL", "check_column", "finite_number", "pareto_front", "records_of", "within"]
+
+#: Relative tolerance of every comparison of figures in a front or a design search: the LP
+#: solver's certified ends agree to about 1e-13 relative between solve paths (presolve or not,
+#: one BLAS thread or several) and its feasibility tolerance is 1e-7 absolute on unit
+#: demands, so 1e-9 treats last-bit differences as equal and keeps every real difference.
+REL_TOL = 1e-9
+
+
+def within(a: float, b: float, rel_tol: float = REL_TOL) -> bool:
+    """True when ``a`` and ``b`` are equal within ``rel_tol`` of the larger magnitude.
+
+    >>> within(375.0, 374.9999999999944), within(375.0, 374.99)
+    (True, False)
+    """
+    return abs(a - b) <= rel_tol * max(abs(a), abs(b))
 
 def records_of(func: str, rows: Any) -> list[dict[str, Any]]:
     """Rows as a list of dicts: records, a result with ``to_records()``, or a DataFrame."""
@@ -58,8 +79,10 @@ def pareto_front(rows: Any, x: str, y: str, minimize_x: bool = True,
     """Indices of the rows no other row beats on both ``x`` and ``y``.
 
     Row ``j`` dominates row ``i`` when it is at least as good on both and better on one
-    (by default: lower ``x``, higher ``y``). Rows whose ``x`` or ``y`` is missing or NaN
-    are left out; equal points are all kept.
+    (by default: lower ``x``, higher ``y``), each comparison within the relative tolerance
+    :data:`REL_TOL` (better means better by more than it). Rows whose ``x`` or ``y`` is
+    missing or NaN are left out; equal points (within the tolerance) are all kept, so a
+    last-bit change of a figure never moves a row on or off the front.
 
     Parameters
     ----------
@@ -73,13 +96,16 @@ def pareto_front(rows: Any, x: str, y: str, minimize_x: bool = True,
     Returns
     -------
     list of int
-        Indices into ``rows``, ordered by ``x`` from best to worst.
+        Indices into ``rows``, ordered by ``x`` from best to worst (rows of the same ``x``
+        in the rows' order).
 
     Examples
     --------
     >>> rows = [{"c": 1, "b": 1}, {"c": 2, "b": 3}, {"c": 3, "b": 2}, {"c": 4, "b": 5}]
     >>> pareto_front(rows, "c", "b")     # (3, 2) costs more than (2, 3) and delivers less
     [0, 1, 3]
+    >>> pareto_front([{"c": 2, "b": 3 + 1e-13}, {"c": 2, "b": 3}], "c", "b")  # equal: both
+    [0, 1]
     """
     func = "pareto_front"
     records = records_of(func, rows)
@@ -93,13 +119,18 @@ def pareto_front(rows: Any, x: str, y: str, minimize_x: bool = True,
         if px is not None and py is not None:
             # Turn both into "smaller x is better, larger y is better".
             points.append((px if minimize_x else -px, py if maximize_y else -py, i))
-    points.sort(key=lambda p: (p[0], -p[1], p[2]))
-    front: list[int] = []
-    best_y = -math.inf
-    last: tuple[float, float] | None = None
+    points.sort()
+    xs = [p[0] for p in points]
+    # best[k]: the largest y among the k cheapest points (a prefix of the order by x).
+    best = list(itertools.accumulate((p[1] for p in points), max, initial=-math.inf))
+    front: list[tuple[float, int]] = []
     for px, py, i in points:
-        if py > best_y or (py == best_y and last == (px, py)):
-            front.append(i)
-            best_y = py
-            last = (px, py)
-    return front
+        slack_x, slack_y = REL_TOL * abs(px), REL_TOL * abs(py)
+        # Dominated: some point clearly cheaper at least as good (within the tolerance), or
+        # some point as cheap (within it) clearly better.
+        clearly_cheaper = bisect.bisect_left(xs, px - slack_x)
+        as_cheap = bisect.bisect_right(xs, px + slack_x)
+        if best[clearly_cheaper] >= py - slack_y or best[as_cheap] > py + slack_y:
+            continue
+        front.append((px, i))
+    return [i for _, i in sorted(front)]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import functools
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -25,12 +26,15 @@ from ..failures.sweep import fail_random
 from .candidates import Candidate, Sketch, candidates, sketch
 from .execution import Progress, limit_threads, run, worker_count
 from .metrics import CONSTRAINTS, MetricContext, compute_metrics, delivered_cost, ecmp_bracket
-from .pareto import pareto_front
+from .pareto import REL_TOL, pareto_front
 
 __all__ = ["ASYMMETRIC_GPUS_LIMIT", "FAILURE_SEEDS", "DesignSearch", "GroupTask",
            "after_failure", "evaluate_group", "shortfalls"]
 
-TOL = 1e-9
+#: Relative tolerance of every comparison of figures in the search (floors, ceilings, ties,
+#: the best pick): the front's (:data:`~fabricopt.study.pareto.REL_TOL`), so a faster or
+#: different solve path that changes a throughput's last bits changes no decision.
+TOL = REL_TOL
 #: Largest GPU count at which a candidate whose plan has no symmetry (unequal leaves or
 #: bundles) is solved: its flow has a commodity per source and every GPU pair's demand (268
 #: million pairs at 16,384 GPUs, more memory than a workstation has). Up to 1,024 GPUs the
@@ -174,6 +178,14 @@ def shortfalls(row: Mapping[str, Any], constraints: Mapping[str, float]) -> dict
     return out
 
 
+@functools.cmp_to_key
+def _by_total_shortfall(a: Mapping[str, Any], b: Mapping[str, Any]) -> int:
+    """Rows by how far they miss in all (relative), totals within :data:`TOL` of each other
+    as equal (a stable sort then keeps the rows' order)."""
+    x, y = sum(a["shortfall"].values()), sum(b["shortfall"].values())
+    return 0 if abs(x - y) <= TOL * max(abs(x), abs(y), 1.0) else (-1 if x < y else 1)
+
+
 def _decided(row: Mapping[str, Any]) -> Mapping[str, Any]:
     """The row as the constraints see it: a bracketed all-to-all that misses its target
     misses by at least its upper end (decided rows only: both ends meet it or both miss)."""
@@ -207,15 +219,21 @@ class DesignSearch:
         self.others = {k: v for k, v in constraints.items() if k not in FAILURE_KEYS}
         self.order: dict[str, int] = {}
 
-    def _rank(self, row: Mapping[str, Any]) -> tuple[float, float, int]:
-        """Which of two designs is better: the objective, then the higher all-to-all, then
+    def _pick(self, rows: list[dict[str, Any]]) -> dict[str, Any]:
+        """The better design of ``rows``: the least objective, then the highest all-to-all,
+        each within :data:`TOL` of the best (a solver's last bits are no difference), then
         the space's own order. Ties are real (two oversubscriptions that round to the same
-        uplink count build the same fabric), and breaking them by the order in which results
-        came back would make the answer depend on the executor."""
-        return (row[self.objective], -row["all_to_all_gbps_per_gpu"], self.order[row["name"]])
+        uplink count build the same fabric), and breaking them by the last bits of a solve
+        or by the order in which results came back would make the answer depend on the
+        solve path or the executor."""
+        pool = rows
+        for figure in (lambda r: r[self.objective], lambda r: -r["all_to_all_gbps_per_gpu"]):
+            least = min(figure(r) for r in pool)
+            pool = [r for r in pool if figure(r) <= least + TOL * abs(least)]
+        return min(pool, key=lambda r: self.order[r["name"]])
 
     def _best(self) -> dict[str, Any] | None:
-        return min(self.feasible, key=self._rank) if self.feasible else None
+        return self._pick(self.feasible) if self.feasible else None
 
     # -- step 1: candidates and their bounds ----------------------------------------------
     def enumerate(self) -> None:
@@ -483,7 +501,7 @@ class DesignSearch:
         """The failure trial of a row meeting every other constraint, when it could be the
         best (it costs less than the best so far); else marked untried (None)."""
         best = self._best()
-        if best is not None and self._rank(row) >= self._rank(best):
+        if best is not None and self._pick([best, row]) is best:
             row["all_to_all_after_failure_gbps"] = None
             row["reason"] = f"failure trial not run: {best['name']} passes it and is better"
             return None
@@ -518,7 +536,7 @@ class DesignSearch:
         if best is not None and not self.full_front and objective == "capex_usd":
             front = [r for r in front if r["capex_usd"] <= best["capex_usd"] * (1 + TOL)]
         missed = [r for r in self.rows if r.get("shortfall")]
-        nearest = [] if best else sorted(missed, key=lambda r: sum(r["shortfall"].values()))[:3]
+        nearest = [] if best else sorted(missed, key=_by_total_shortfall)[:3]
         return {"rows": self.rows, "front": front, "best": best, "nearest": nearest,
                 "seconds": time.perf_counter() - self.start,
                 "candidates": {c.name: c for c in self.candidates}}

@@ -50,11 +50,32 @@ def test_the_sketch_bounds_hold_against_the_built_fabric(spine):
 
 
 def test_optimize_finds_rail_only_where_it_is_cheapest():
-    res = fo.optimize(32, space={**SPACE, "family": ["rail_optimized"]},
+    # 32 servers on radix-8 rail leaves: the 16 leaves of both rails need three tiers to
+    # meet under one spine layer (sketch: 32 or 40 switches), each rail's 8 leaves only two
+    # on their own (20 or 24): the rail-only 2:1 design is the cheapest that carries
+    # 100 Gb/s per GPU, and all-to-all keeps its rate by forwarding over NVLink to the
+    # destination's rail first.
+    res = fo.optimize(64, space={**SPACE, "family": ["rail_optimized"]},
                       constraints={"all_to_all_gbps_per_gpu": 100})
-    # Rail-only needs no switch joining the rails: at the same ratio it is never dearer, and
-    # all-to-all keeps its rate by forwarding over NVLink to the destination's rail first.
     assert " rail-only " in res.best["name"]
+    assert all(r["outcome"] == "pruned" for r in res.rows if r is not res.best)
+
+
+@pytest.mark.parametrize("spine", [[True, False], [False, True]])
+def test_a_tie_goes_to_the_space_order(spine):
+    # 16 servers: two tiers and 10 switches at 2:1 with or without a spine shared by the
+    # rails (sketch), so both designs cost the same and carry the same all-to-all (the
+    # LP's two optima differ in their last bits only): a tie, which the space's
+    # first-listed value wins, not the last bits of a solve.
+    res = fo.optimize(32, space={**SPACE, "family": ["rail_optimized"], "spine": spine},
+                      constraints={"all_to_all_gbps_per_gpu": 100})
+    by = {r["name"]: r for r in res.rows}
+    pair = [by["rail_optimized nvswitch_domain r8 2:1 reference"],
+            by["rail_optimized nvswitch_domain r8 2:1 rail-only reference"]]
+    assert pair[0]["capex_usd"] == pair[1]["capex_usd"]
+    assert pair[0]["all_to_all_gbps_per_gpu"] == pytest.approx(
+        pair[1]["all_to_all_gbps_per_gpu"], rel=1e-9)
+    assert res.best is pair[0 if spine[0] else 1]
 
 
 def test_a_spine_value_must_be_a_bool():

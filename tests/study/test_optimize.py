@@ -39,11 +39,19 @@ def test_hand_worked_optimum():
     # Asking for 400 leaves only 1:1 designs.
     res = fo.optimize(16, space=SPACE, constraints={"all_to_all_gbps_per_gpu": 400})
     assert res.best["all_to_all_gbps_per_gpu"] == pytest.approx(400 * 15 / 14, rel=1e-6)
-    # The front runs from cheap and slow to dear and fast.
+    # The front runs from cheap and slow to dear and fast; the rail and Clos 1:1 designs
+    # are the same two-tier radix-8 fabric in price and rate (their LP optima differ in the
+    # last bits only), so both are on it.
     front = res.front
-    assert all(a["capex_usd"] < b["capex_usd"] for a, b in zip(front, front[1:], strict=False))
-    assert all(a["all_to_all_gbps_per_gpu"] < b["all_to_all_gbps_per_gpu"]
-               for a, b in zip(front, front[1:], strict=False))
+    for a, b in zip(front, front[1:], strict=False):
+        assert a["capex_usd"] <= b["capex_usd"]
+        if a["capex_usd"] == b["capex_usd"]:
+            assert a["all_to_all_gbps_per_gpu"] == pytest.approx(
+                b["all_to_all_gbps_per_gpu"], rel=1e-9)
+        else:
+            assert a["all_to_all_gbps_per_gpu"] < b["all_to_all_gbps_per_gpu"]
+    assert [r["name"] for r in front][-2:] == ["rail_optimized nvswitch_domain r8 1:1 reference",
+                                               "clos nvswitch_domain r8 1:1 reference"]
 
 
 def test_infeasible_constraints_report_the_shortfall():
@@ -475,3 +483,93 @@ def test_report_cautions_about_cheaper_undecided_candidates():
 def test_misspelled_space_key_gets_a_suggestion():
     with pytest.raises(fo.FabricOptError, match="did you mean 'oversubscription'"):
         fo.optimize(16, space={"oversubscripton": [1.0]})
+
+
+def _scaled_all_to_all(monkeypatch, factor):
+    """Every all-to-all figure the search computes (both ends of a bracket) times
+    ``factor(fabric name)``, as another solve path's last bits would move it."""
+    import importlib
+
+    search = importlib.import_module("fabricopt.study.search")
+    real = search.compute_metrics
+
+    def scaled(fab, names, ctx, row=None):
+        out = dict(real(fab, names, ctx, row))
+        for key in ("all_to_all_gbps_per_gpu", "all_to_all_gbps_per_gpu_upper"):
+            if out.get(key) is not None:
+                out[key] *= factor(fab.name)
+        return out
+
+    monkeypatch.setattr(search, "compute_metrics", scaled)
+
+
+def _decisions(res):
+    """What a search decided: every row's outcome, reason and verdict, the front, the best."""
+    return ([(r["name"], r["outcome"], r["reason"], r.get("meets"), sorted(r.get("shortfall")
+              or {})) for r in res.rows], [r["name"] for r in res.front],
+            (res.best or {}).get("name"), [r["name"] for r in res.nearest])
+
+
+def _sign(name):  # a fixed +1 or -1 per fabric, so designs move apart or together
+    import hashlib
+
+    return 1 if hashlib.sha1(name.encode()).digest()[0] % 2 else -1
+
+
+@pytest.mark.parametrize("constraints", [
+    {"all_to_all_gbps_per_gpu": 300},
+    # Floors exactly at candidates' rates: rail 2:1 delivers 1600 x 15 / 64 = 375, every
+    # 1:1 design the NIC bound 400 x 15 / 14 (test_hand_worked_optimum).
+    {"all_to_all_gbps_per_gpu": 375},
+    {"all_to_all_gbps_per_gpu": 400 * 15 / 14},
+    {"all_to_all_gbps_per_gpu": 500},
+    {"all_to_all_gbps_per_gpu": 100, "capex_usd": 300_000},
+])
+def test_last_bits_of_a_throughput_change_no_decision(monkeypatch, constraints):
+    # A faster or different LP path moves a certified rate by about 1e-13 relative
+    # (presolve or not, BLAS threads): 1e-12 up, down, or up for some fabrics and down for
+    # others must leave every row's outcome and reason, the front, the best and the nearest
+    # misses as they were. Ties are real here: rail and Clos 1:1 at radix 8 cost the same
+    # and both carry 428.57 (test_hand_worked_optimum), rail 2:1 and 3:1 are one fabric.
+    space = {**SPACE, "policy": ["cost", "all_optics"]}
+    for full_front in (False, True):
+        before = _decisions(fo.optimize(16, space=space, constraints=constraints,
+                                        full_front=full_front))
+        for factor in (lambda n: 1 + 1e-12, lambda n: 1 - 1e-12,
+                       lambda n: 1 + 1e-12 * _sign(n), lambda n: 1 - 1e-12 * _sign(n)):
+            with monkeypatch.context() as m:
+                _scaled_all_to_all(m, factor)
+                after = fo.optimize(16, space=space, constraints=constraints,
+                                    full_front=full_front)
+            assert _decisions(after) == before
+
+
+def test_a_difference_beyond_the_tolerance_still_decides(monkeypatch):
+    # The 1:1 rail and Clos designs tie (same capex, 428.57 Gb/s each): the rail, listed
+    # first in the space, is the best, and both are on the front. 1e-7 more for the Clos
+    # is a real difference (100x the relative tolerance 1e-9): the Clos wins and the rail
+    # leaves the front; 1e-10 more is none.
+    rail, clos = ("rail_optimized nvswitch_domain r8 1:1 reference",
+                  "clos nvswitch_domain r8 1:1 reference")
+    constraints = {"all_to_all_gbps_per_gpu": 400}
+    res = fo.optimize(16, space=SPACE, constraints=constraints)
+    assert res.best["name"] == rail and {rail, clos} <= {r["name"] for r in res.front}
+    for more, best, front in ((1e-10, rail, {rail, clos}), (1e-7, clos, {clos})):
+        with monkeypatch.context() as m:
+            _scaled_all_to_all(m, lambda n, more=more: 1 + more * ("clos" in n))
+            res = fo.optimize(16, space=SPACE, constraints=constraints)
+        assert res.best["name"] == best
+        assert {rail, clos} & {r["name"] for r in res.front} == front
+
+
+def test_floors_and_ceilings_hold_within_the_tolerance():
+    from fabricopt.study.search import shortfalls
+
+    floor, ceiling = {"all_to_all_gbps_per_gpu": 150.0}, {"capex_usd": 1e6}
+    # 1e-12 relative below a floor (above a ceiling) meets it; 1e-6 misses, by that much.
+    assert shortfalls({"all_to_all_gbps_per_gpu": 150 * (1 - 1e-12)}, floor) == {}
+    assert shortfalls({"capex_usd": 1e6 * (1 + 1e-12)}, ceiling) == {}
+    short = shortfalls({"all_to_all_gbps_per_gpu": 150 * (1 - 1e-6)}, floor)
+    assert short["all_to_all_gbps_per_gpu"] == pytest.approx(1e-6)
+    assert shortfalls({"capex_usd": 1e6 * (1 + 1e-6)}, ceiling)["capex_usd"] == pytest.approx(
+        1e-6)
