@@ -210,13 +210,102 @@ class PairCuts:
         None when its capacity is not below ``below`` (the flow's value, a whole number of
         units, shows it to within rounding of the unit, so the cut itself is not read
         off)."""
-        ga = self.ga
         if self.graph is None:
-            cut = min_cut(ga, np.array([source]), np.array([sink]))
+            cut = min_cut(self.ga, np.array([source]), np.array([sink]))
             return cut if cut.capacity < below else None
+        return self._flow(source, sink, below)[1]
+
+    def least(self, pairs: list[tuple[int, int]], below: float,
+              ) -> tuple[float, np.ndarray | None]:
+        """The least cut of the pairs below ``below``, as one search per pair in order finds
+        it: ``best = below``, and each pair's ``cut(a, b, below=best)`` that is below
+        ``best`` becomes the best (capacity and side). Returns ``(below, None)`` when none
+        is below it.
+
+        Most pairs need no search: a flow is a lower bound on a pair's cut, and one is
+        read off the graph for every pair, on the arc joining them and the paths through
+        one other node (:meth:`two_hop`). Cuts also chain: a cut holding ``a`` and not
+        ``c`` either holds ``b`` (it separates ``b`` from ``c``) or not (``a`` from
+        ``b``), so ``cut(a, c) >= min(cut(a, b), cut(b, c))``. The searches go to the
+        pairs with the least bound first; a pair whose bound reaches the least cut found
+        cannot be below it. The answer is then the first pair in order whose cut is the
+        least (a search settles a pair whose bound ties it), the same cut and side.
+        """
+        if self.graph is None or not pairs:
+            return self._least_one_by_one(pairs, below)
+        nodes, where = np.unique(np.asarray(pairs, dtype=np.int64), return_inverse=True)
+        where = where.reshape(-1, 2)
+        low = _bottleneck_closure(self.two_hop(nodes))
+        exact: dict[int, int] = {}
+        cuts: dict[int, Cut] = {}
+
+        def search(i: int) -> int:
+            units, cut = self._flow(*pairs[i], below)
+            exact[i] = units
+            if cut is not None:
+                cuts[i] = cut
+            return units
+
+        least: int | None = None
+        while True:
+            bound = low[where[:, 0], where[:, 1]]
+            open_ = [i for i in range(len(pairs)) if i not in exact
+                     and bound[i] * self.unit < below * (1 - 1e-12)
+                     and (least is None or bound[i] < least)]
+            if not open_:
+                break
+            i = min(open_, key=lambda j: (bound[j], j))
+            units = search(i)
+            least = units if least is None else min(least, units)
+            a, b = where[i]
+            low[a, b] = max(low[a, b], units)
+            low = _bottleneck_closure(low)
+        if least is None or least * self.unit >= below * (1 - 1e-12):
+            return below, None
+        for i in range(len(pairs)):  # the first pair whose cut is the least
+            if i not in exact and bound[i] > least:
+                continue
+            if (exact[i] if i in exact else search(i)) == least:
+                return cuts[i].capacity, cuts[i].side
+        raise AssertionError("a least cut was searched")  # pragma: no cover
+
+    def _least_one_by_one(self, pairs: list[tuple[int, int]], below: float,
+                          ) -> tuple[float, np.ndarray | None]:
+        best, side = below, None
+        for a, b in pairs:
+            cut = self.cut(a, b, below=best)
+            if cut is not None and cut.capacity < best:
+                best, side = cut.capacity, cut.side
+        return best, side
+
+    def two_hop(self, nodes: np.ndarray) -> np.ndarray:
+        """``T[i, j]``: the units ``nodes[i]`` can send ``nodes[j]`` at once on the arc
+        between them plus, through every other node ``s``, the least of the arcs
+        ``nodes[i] -> s`` and ``s -> nodes[j]``: those paths share no arc, so this is a flow,
+        and no more than the maximum flow (exact graphs only; the diagonal is 0)."""
+        graph = self.graph
+        assert graph is not None
+        k = len(nodes)
+        rows = _without_loops(graph[nodes], nodes)         # arcs out of each node
+        cols = _without_loops(graph[:, nodes].T, nodes)    # arcs into each node
+        out_s, in_s = rows.tocsc(), cols.tocsc()
+        hop = np.zeros((k, k), dtype=np.int64)
+        both = np.flatnonzero((np.diff(out_s.indptr) > 0) & (np.diff(in_s.indptr) > 0))
+        for s in both:  # every node with arcs from one of the nodes and to one of them
+            o = slice(out_s.indptr[s], out_s.indptr[s + 1])
+            i = slice(in_s.indptr[s], in_s.indptr[s + 1])
+            hop[np.ix_(out_s.indices[o], in_s.indices[i])] += np.minimum.outer(
+                out_s.data[o].astype(np.int64), in_s.data[i].astype(np.int64))
+        hop += rows[:, nodes].toarray()  # the arcs joining two of the nodes
+        np.fill_diagonal(hop, 0)
+        return hop
+
+    def _flow(self, source: int, sink: int, below: float) -> tuple[int, Cut | None]:
+        """The maximum flow's value in units, and the minimum cut if it is below ``below``."""
+        ga = self.ga
         res = maximum_flow(self.graph, source, sink, method="dinic")
         if res.flow_value * self.unit >= below * (1 - 1e-12):
-            return None
+            return int(res.flow_value), None
         residual = (self.graph - res.flow).tocsr()
         residual.data[residual.data < 0] = 0
         residual.eliminate_zeros()
@@ -225,7 +314,25 @@ class PairCuts:
         side = np.zeros(ga.n_nodes, dtype=bool)
         side[order] = True
         value, arcs = cut_capacity(ga, side)
-        return Cut(side, value, arcs, True)
+        return int(res.flow_value), Cut(side, value, arcs, True)
+
+
+def _without_loops(arcs: Any, nodes: np.ndarray) -> sp.csr_matrix:
+    """Row ``i`` of ``arcs`` (a row per node) without its entry at ``nodes[i]`` (a loop)."""
+    coo = sp.coo_matrix(arcs)
+    keep = coo.col != nodes[coo.row]
+    return sp.csr_matrix((coo.data[keep], (coo.row[keep], coo.col[keep])), shape=coo.shape)
+
+
+def _bottleneck_closure(low: np.ndarray) -> np.ndarray:
+    """Lower bounds on cuts between pairs of nodes raised along chains: ``low[a, c]`` is at
+    least ``min(low[a, b], low[b, c])`` for every ``b`` (the widest path's narrowest link,
+    Floyd-Warshall on max and min); a node's cut to itself counts as unbounded."""
+    low = low.copy()
+    np.fill_diagonal(low, np.iinfo(np.int64).max)
+    for b in range(len(low)):
+        np.maximum(low, np.minimum(low[:, b:b + 1], low[b:b + 1, :]), out=low)
+    return low
 
 
 @dataclass(frozen=True)

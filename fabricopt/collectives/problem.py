@@ -403,11 +403,10 @@ def pair_cut_min(p: Problem, root: int, limit: int = 64, reversible: bool | None
     # the one entering it, so the least cut from v to the root is the least from the root
     # to v: one direction is enough (half the flows on a 24,576-GPU cluster).
     both = not (reversible_arcs(ga) if reversible is None else reversible)
-    for v in others:
-        for a, b in ((root, v), (v, root)) if both else ((root, v),):
-            cut = cuts.cut(int(a), int(b), below=best)
-            if cut is not None and cut.capacity < best:
-                best, best_side = cut.capacity, cut.side
+    pairs = [(a, b) for v in others.tolist()
+             for a, b in (((root, v), (v, root)) if both else ((root, v),))]
+    if cuts is not None:  # the first least pair cut below the single GPUs', in this order
+        best, best_side = cuts.least(pairs, best)
     return best, best_side
 
 

@@ -163,3 +163,117 @@ def test_split_cuts_are_min_cuts(make):
             assert np.array_equal(got.side, want.side) and got.capacity == want.capacity
             assert np.array_equal(got.arcs, want.arcs)
             assert got.exact_search == want.exact_search
+
+
+def _least_by_searching_each(cuts, pairs, below):
+    """PairCuts.least as its docstring defines it: one search per pair, in order."""
+    best, side = below, None
+    for a, b in pairs:
+        cut = cuts.cut(a, b, below=best)
+        if cut is not None and cut.capacity < best:
+            best, side = cut.capacity, cut.side
+    return best, side
+
+
+def _uneven_servers():
+    """Three servers of two GPUs; server b's switch reaches the core at 3 Gb/s out and
+    1 back, server c's at 2 both ways: cuts differ by pair and by direction."""
+    import networkx as nx
+
+    g = nx.DiGraph()
+    for gpu, sw in (("a0", "sa"), ("a1", "sa"), ("b0", "sb"), ("b1", "sb"), ("c0", "sc"),
+                    ("c1", "sc")):
+        g.add_node(gpu, role="gpu")
+        g.add_node(sw, role="switch")
+        g.add_edge(gpu, sw, capacity=4.0)
+        g.add_edge(sw, gpu, capacity=4.0)
+    g.add_node("core", role="switch")
+    for sw, out, back in (("sa", 8.0, 8.0), ("sb", 3.0, 1.0), ("sc", 2.0, 2.0)):
+        g.add_edge(sw, "core", capacity=out)
+        g.add_edge("core", sw, capacity=back)
+    return fo.Fabric(g, ["a0", "a1", "b0", "b1", "c0", "c1"], name="uneven3")
+
+
+LEAST = [lambda: fo.cluster("dgx_h100", 3, "clos", radix=8), lambda: fo.superpod(1),
+         lambda: fo.fat_tree(4), lambda: fo.jellyfish(12, 4, 2, seed=1), _uneven_servers]
+
+
+@pytest.mark.parametrize("make", LEAST)
+def test_least_is_the_first_least_cut_of_one_search_per_pair(make):
+    # PairCuts.least skips the pairs a flow read off the graph (two_hop) or a chain of
+    # cuts bounds; its answer must be the pair-by-pair search's: the same capacity and the
+    # same side (the first pair in order with the least cut), in both directions, with the
+    # pairs in shuffled orders and below the least cut, at it and above every cut.
+    fab = make()
+    ga = GraphArrays.from_fabric(fab)
+    idx = [ga.index[e] for e in fab.endpoints]
+    egress = np.bincount(ga.tail, weights=ga.capacity, minlength=ga.n_nodes)
+    cuts = PairCuts(ga, float(egress.max()))
+    assert cuts.exact
+    rng = np.random.default_rng(3)
+    pairs = list(itertools.permutations(idx, 2))
+    for trial in range(4):
+        chosen = [pairs[i] for i in rng.permutation(len(pairs))[:40]]
+        if trial == 0:  # the pair_cut_min shape: one root, both directions
+            chosen = [p for v in idx[1:24] for p in ((idx[0], v), (v, idx[0]))]
+        least = min(cuts.cut(a, b).capacity for a, b in chosen)
+        for below in (float(egress[idx].min()), least, least * 1.5, np.inf):
+            want = _least_by_searching_each(cuts, chosen, below)
+            got = cuts.least(chosen, below)
+            assert got[0] == want[0]
+            assert (got[1] is None) == (want[1] is None)
+            if got[1] is not None:
+                assert np.array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("make", LEAST)
+def test_two_hop_is_a_flow_no_more_than_the_maximum(make):
+    # Certificate: T[i, j] is the value of paths of one or two arcs that share no arc, so
+    # no more than the max-flow (max-flow min-cut), and exactly it where a pair's least
+    # cut is one of those paths' arcs (checked by hand on the uneven servers below).
+    fab = make()
+    ga = GraphArrays.from_fabric(fab)
+    nodes = np.array(sorted(ga.index[e] for e in fab.endpoints)[:12])
+    cuts = PairCuts(ga, 1e6)
+    hop = cuts.two_hop(nodes)
+    assert (np.diag(hop) == 0).all()
+    for i, a in enumerate(nodes.tolist()):
+        for j, b in enumerate(nodes.tolist()):
+            if i != j:
+                assert 0 <= hop[i, j] <= maximum_flow(cuts.graph, a, b).flow_value
+
+
+def test_two_hop_on_uneven_servers():
+    fab = _uneven_servers()
+    ga = GraphArrays.from_fabric(fab)
+    cuts = PairCuts(ga, 1e6)
+    names = ["a0", "a1", "b0"]
+    hop = cuts.two_hop(np.array([ga.index[x] for x in names]))
+    # a0 -> sa -> a1: min(4, 4) = 4 Gb/s (unit 1 Gb/s); a0 and b0 share no neighbour: 0.
+    assert cuts.unit == 1.0
+    assert hop.tolist() == [[0, 4, 0], [4, 0, 0], [0, 0, 0]]
+
+
+def test_least_searches_an_earlier_pair_whose_bound_ties_the_least():
+    # r -> s1 (3) -> x (2), s1 -> s2 (3) -> y (2): both least cuts are 2 Gb/s, on different
+    # sides ({r, s1, s2, y} for x, {r, s1, s2, x} for y: what the residual graph reaches).
+    # y has no bound (no neighbour in common with r) and is searched first; x's path bound
+    # is 2, which ties the least and only a search settles. x comes first in order, so the
+    # answer is x's cut, as one search per pair finds it.
+    import networkx as nx
+
+    g = nx.DiGraph()
+    for name in ("r", "x", "y"):
+        g.add_node(name, role="gpu")
+    for name in ("s1", "s2"):
+        g.add_node(name, role="switch")
+    for u, v, c in (("r", "s1", 3.0), ("s1", "x", 2.0), ("s1", "s2", 3.0), ("s2", "y", 2.0)):
+        g.add_edge(u, v, capacity=c)
+    fab = fo.Fabric(g, ["r", "x", "y"], name="tie")
+    ga = GraphArrays.from_fabric(fab)
+    r, x, y = (ga.index[n] for n in ("r", "x", "y"))
+    cuts = PairCuts(ga, 10.0)
+    assert cuts.two_hop(np.array([r, x, y]))[0].tolist() == [0, 2, 0]
+    value, side = cuts.least([(r, x), (r, y)], np.inf)
+    assert value == 2.0 and side[y] and not side[x]
+    assert np.array_equal(side, _least_by_searching_each(cuts, [(r, x), (r, y)], np.inf)[1])
