@@ -289,8 +289,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 f"{RowStore.finished(args.output)} row(s) saved in "
                 f"{os.path.join(args.output, ROWS_FILE)}; rerun the same command to resume"
                 if args.output else "nothing was saved (-o OUT keeps finished rows)") from None
+        if args.output:
+            # The pool the rows ran on draws the charts and bars while this process writes
+            # the tables and gathers the diagrams (a Dask worker may not reach OUT).
+            pool = executor if isinstance(executor, concurrent.futures.ProcessPoolExecutor) \
+                else None
+            index = write_report(table, args.output, diagrams=not args.no_diagrams,
+                                 executor=pool)
     if args.output:
-        index = write_report(table, args.output, diagrams=not args.no_diagrams)
         again = f", {table.reused} reused from an earlier run" if table.reused else ""
         print(f"{len(table)} designs ({len(table.failed)} failed{again}): {index}")
         for sentence in table.verdict():

@@ -20,6 +20,7 @@ through an inline script, so the page can be mailed or attached alone and needs 
 from __future__ import annotations
 
 import base64
+import concurrent.futures as cf
 import contextlib
 import html
 import io
@@ -27,10 +28,11 @@ import json
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .._checks import fail
 from .._gc import frozen_gc
 from ..fabric import Fabric
 from ..study.compare import Comparison
@@ -395,6 +397,28 @@ def _bars(table: Comparison, out: Path) -> list[tuple[str, str, bytes]]:
              "figure was not computed or not proven.", _png(fig, out / "bars.png"))]
 
 
+def _plots(table: Comparison, out: Path, executor: cf.Executor | None
+           ) -> Callable[[], tuple[list[tuple[str, str, str]], list[tuple[str, str, bytes]]]]:
+    """The charts and the bars of ``table``, as a function that hands them over: drawn on
+    ``executor``'s workers from the rows alone (sent without the kept fabrics), each started
+    now; or drawn here when it is called. A plot whose worker failed is drawn here."""
+    if executor is None:
+        return lambda: (_charts(table, out), _bars(table, out))
+    rows = Comparison(table.rows, table.swept)
+    started = [(executor.submit(plot, rows, out), plot) for plot in (_charts, _bars)]
+
+    def gathered() -> tuple[Any, Any]:
+        done = []
+        for future, plot in started:
+            try:
+                done.append(future.result())
+            except Exception:  # noqa: BLE001 - a worker lost or refusing: drawn here instead
+                done.append(plot(table, out))
+        return done[0], done[1]
+
+    return gathered
+
+
 #: The training section's columns, with their headings.
 TRAINING_COLUMNS = (
     ("name", "design"), ("gpus", "GPUs"), ("training_plan", "plan"),
@@ -512,7 +536,8 @@ def _drawn(folder: Path) -> dict[str, tuple[str, Path]]:
 
 
 def write_report(table: Comparison, out_dir: str | os.PathLike[str], *,
-                 diagrams: bool = True, title: str = "fabricopt comparison") -> Path:
+                 diagrams: bool = True, title: str = "fabricopt comparison",
+                 executor: cf.Executor | None = None) -> Path:
     """Write the tables, plots, diagrams and ``index.html`` of ``table`` into ``out_dir``.
 
     Parameters
@@ -530,6 +555,11 @@ def write_report(table: Comparison, out_dir: str | os.PathLike[str], *,
         fabric kept, or built again from its design file or the Fabric given).
     title : str
         Heading of the page.
+    executor : concurrent.futures.Executor, optional
+        A process pool on this machine (its workers write into ``out_dir``): the Pareto
+        charts and the bars, which read only the rows, are drawn on it while this process
+        writes the tables and gathers the diagrams; the command line passes the pool its
+        rows ran on. None (default): all drawn here. The files are the same either way.
 
     Returns
     -------
@@ -545,14 +575,16 @@ def write_report(table: Comparison, out_dir: str | os.PathLike[str], *,
     ('index.html', True)
     """
 
+    if executor is not None and not isinstance(executor, cf.Executor):
+        raise fail("write_report", "executor", "a concurrent.futures.Executor or None",
+                   type(executor).__name__)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    plots = _plots(table, out, executor)  # started first: on a pool they draw meanwhile
     table.to_csv(out / "results.csv")
     (out / "results.md").write_text(table.to_markdown() + "\n", encoding="utf-8")
     table.to_json(out / "results.json")
 
-    charts = _charts(table, out)
-    images = _bars(table, out)
     drawings: list[tuple[str, bytes]] = []
     if diagrams:
         folder = out / "diagrams"
@@ -569,6 +601,7 @@ def write_report(table: Comparison, out_dir: str | os.PathLike[str], *,
             drawings.append((name, path.read_bytes()))
 
     sentences = verdict(table)
+    charts, images = plots()
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
              f"</title><style>{STYLE}</style></head><body>",
              f"<h1>{html.escape(title)}</h1>"]

@@ -23,6 +23,7 @@ import concurrent.futures as cf
 import contextlib
 import functools
 import hashlib
+import inspect
 import json
 import os
 import re
@@ -39,6 +40,7 @@ from .._toml import read_toml
 from .._unchanged import unchanged
 from ..errors import DesignFileError, FabricOptError
 from ..fabric import Fabric
+from ..generators import GENERATORS
 from ..io.design_files import design_points, load_design
 from ..workload.plan import TrainingJob
 from ..workload.plan_search import PlanSearch, job_or_search
@@ -214,6 +216,55 @@ def row_name(name: str, point: Mapping[str, Any]) -> str:
 
 
 # -- turning designs into tasks ----------------------------------------------------------------
+#: The parameters whose product sizes a design file's fabric, for the order its rows go to
+#: workers: counts of nodes, scalable units and their nodes, racks, accelerators, planes...
+SIZE_PARAMS = ("nodes", "scalable_units", "nodes_per_su", "racks", "accelerators", "gpus",
+               "endpoints", "planes", "n", "k")
+
+
+@functools.cache
+def _count_defaults(family: str) -> dict[str, Any]:
+    generator = GENERATORS.get(family)
+    if generator is None:
+        return {}
+    return {name: p.default for name, p in inspect.signature(generator).parameters.items()
+            if name in SIZE_PARAMS and p.default is not inspect.Parameter.empty}
+
+
+def _size_hint(task: DesignTask) -> int:
+    """A cheap guess of how much work a task is, read without building its fabric: a
+    Fabric's node count, or the product of a design file's counts (:data:`SIZE_PARAMS`, from
+    its ``[params]``, the task's point, else the generator's defaults); 0 where nothing
+    tells. :func:`compare` sends the largest first to an executor's workers; a wrong guess
+    costs only balance.
+
+    >>> import fabricopt as fo
+    >>> _size_hint(design_tasks(fo.ring(6))[0])
+    6
+    >>> import pathlib, tempfile
+    >>> pod = pathlib.Path(tempfile.mkdtemp()) / "pod.toml"
+    >>> _ = pod.write_text('family = "superpod"\\n[params]\\nscalable_units = 4\\n')
+    >>> _size_hint(design_tasks(str(pod))[0])  # 4 SU x 32 nodes, superpod's default
+    128
+    """
+    if task.error:
+        return 0
+    if task.fabric is not None:
+        return task.fabric.graph.number_of_nodes()
+    try:
+        data = read_toml(task.path, DesignFileError, "design file")
+        params = {**_count_defaults(str(data.get("family"))), **dict(data.get("params") or {}),
+                  **task.point}
+    except (DesignFileError, TypeError, ValueError):
+        return 0
+    size = 1
+    for key in SIZE_PARAMS:
+        value = params.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            size *= value
+    return size
+
+
 def _file_hash(path: str) -> str:
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
@@ -498,6 +549,10 @@ def compare(designs: Any, *, metrics: Sequence[MetricSpec] | None = None,
         results = {k: store.rows[k] for k in jobs if store.done(k)}
     reused = len(results)
     todo = [job for k, job in jobs.items() if k not in results]
+    if executor is not None:
+        # Largest first: the workers start on the long rows and finish on short ones, so
+        # they end together instead of one waiting on a long row sent last.
+        todo.sort(key=lambda job: -_size_hint(job.task))
     shown = Progress(progress, "compare", total=len(jobs), initial=len(results))
 
     def finish(job: _Job, row: dict[str, Any]) -> None:

@@ -1,6 +1,8 @@
 """The report's page as written (no browser): the verdict first, and a training section when
 the table ran a job."""
 
+import concurrent.futures as cf
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
@@ -75,3 +77,32 @@ def test_diagrams_drawn_once_keep_every_text_inside_the_picture(tmp_path):
         before = ax.get_position().bounds
         _fit(ax, renderer)
         assert ax.get_position().bounds == pytest.approx(before, abs=1e-3)
+
+
+class _LostWorkers(cf.Executor):
+    """Every task sent fails as if its worker had died."""
+
+    def __init__(self):
+        self.sent = 0
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.sent += 1
+        future = cf.Future()
+        future.set_exception(BrokenProcessPool("a worker died"))
+        return future
+
+
+def test_charts_and_bars_lost_on_a_pool_are_drawn_here(tmp_path):
+    """write_report(executor=...) sends the charts and the bars to the pool; where a worker
+    is lost they are drawn here, and the page is the one drawn without a pool."""
+    table = fo.compare([fo.ring(4), fo.ring(6)], metrics=["summary", "all_to_all", "cost"])
+    lost = _LostWorkers()
+    page = write_report(table, tmp_path / "pool", diagrams=False, executor=lost).read_text()
+    assert lost.sent == 2  # the charts, the bars
+    here = write_report(table, tmp_path / "here", diagrams=False).read_text()
+    assert page.count("<svg") == here.count("<svg") > 0
+    assert (tmp_path / "pool" / "bars.png").read_bytes() == (tmp_path / "here" /
+                                                             "bars.png").read_bytes()
+    with pytest.raises(fo.InvalidParameterError, match="executor"):
+        write_report(table, tmp_path / "bad", executor=2)
+    assert not (tmp_path / "bad").exists()  # refused before any file

@@ -295,6 +295,37 @@ def test_a_process_pool_gives_the_same_rows_as_this_process(tmp_path):
     assert len(_rows_on_disk(tmp_path)) == 5
 
 
+class _SentInOrder(cf.Executor):
+    """Runs each task as it is sent, noting the design's label: the order the rows go out."""
+
+    def __init__(self):
+        self.sent = []
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.sent.append(args[0].task.label)
+        future = cf.Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+def test_workers_get_the_largest_designs_first_and_the_rows_stay_in_design_order(tmp_path):
+    """On an executor the rows are sent largest first (by a size read without building:
+    a Fabric's nodes, a design file's counts), so the workers end on small rows together;
+    the table and results.jsonl keep the designs' order."""
+    pod = tmp_path / "pod.toml"  # superpod(2): 2 SU x 32 nodes (its default nodes_per_su)
+    pod.write_text('name = "pod"\nfamily = "superpod"\n[params]\nscalable_units = 2\n')
+    sent = _SentInOrder()
+    designs = [fo.ring(4), str(pod), fo.ring(12), fo.ring(8)]
+    table = fo.compare(designs, metrics=["summary"], executor=sent, out_dir=tmp_path / "out")
+    assert sent.sent == ["pod", "ring(12)", "ring(8)", "ring(4)"]  # 64 > 12 > 8 > 4
+    assert [r["name"] for r in table] == ["ring(4)", "pod", "ring(12)", "ring(8)"]
+    assert [r["name"] for r in _rows_on_disk(tmp_path / "out")] == [r["name"] for r in table]
+    # In this process (no executor) they run in the designs' order.
+    ran = []
+    fo.compare(designs, metrics=["summary"], each_fabric=lambda fab, row: ran.append(row["name"]))
+    assert ran == ["ring(4)", "pod", "ring(12)", "ring(8)"]
+
+
 def test_progress_bar_on_request_only(capsys):
     fo.compare(fo.ring(4), metrics=["summary"], progress=True)
     assert "compare" in capsys.readouterr().err
@@ -527,12 +558,31 @@ def _no_fabric_built_for_the_report(self, index):
     raise AssertionError("the report built a fabric its row had built already")
 
 
+#: The report's own chart and bar drawers, for the wrappers below that note where they ran.
+_PLOTTERS = {}
+
+
+def _charts_noting_where(table, out):
+    (out.parent / f"{out.name}-charts.pid").write_text(str(os.getpid()))
+    return _PLOTTERS["_charts"](table, out)
+
+
+def _bars_noting_where(table, out):
+    (out.parent / f"{out.name}-bars.pid").write_text(str(os.getpid()))
+    return _PLOTTERS["_bars"](table, out)
+
+
 def test_compare_command_on_two_workers_writes_what_one_process_writes(tmp_path, capsys,
                                                                         monkeypatch):
     """-j 2 (rows and diagrams in two worker processes) gives the files -j 1 gives; each
-    diagram is drawn where its row ran, so the report builds no fabric again (in either)."""
+    diagram is drawn where its row ran, so the report builds no fabric again (in either);
+    with -j 2 the pool's workers draw the charts and the bars, with -j 1 this process."""
     from fabricopt.cli import main
 
+    report = importlib.import_module("fabricopt.plot.report")
+    _PLOTTERS.update(_charts=report._charts, _bars=report._bars)
+    monkeypatch.setattr(report, "_charts", _charts_noting_where)
+    monkeypatch.setattr(report, "_bars", _bars_noting_where)
     monkeypatch.setattr(Comparison, "fabric", _no_fabric_built_for_the_report)
     bad = tmp_path / "bad.toml"
     bad.write_text('family = "ring"\n[params]\nn = 1\n')
@@ -547,6 +597,10 @@ def test_compare_command_on_two_workers_writes_what_one_process_writes(tmp_path,
     assert len(one[3]) == 1 + 4  # the bars and the four designs that evaluated
     for mine, theirs in zip(one, two, strict=True):
         assert mine == theirs
+    drew = {(jobs, kind): int((tmp_path / f"{jobs}-{kind}.pid").read_text())
+            for jobs in ("1", "2") for kind in ("charts", "bars")}
+    assert drew["1", "charts"] == drew["1", "bars"] == os.getpid()
+    assert os.getpid() not in (drew["2", "charts"], drew["2", "bars"])
     # A row's seconds stay its metrics' time (the diagram is drawn after they are taken).
     assert all(isinstance(r["seconds"], float) for r in _rows_on_disk(tmp_path / "2"))
 
