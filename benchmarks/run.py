@@ -2213,14 +2213,92 @@ def case_main_job_hashed(su: int, trials: int) -> dict:
 #: The commit before this session's main-job work (the report's rebuild and drawing, the
 #: all-reduce bounds' cut search): the command's row is also shown beside its package.
 BEFORE_MAIN_JOB_2 = "52f10bf"
+#: The commit before the work on the command's critical path around its rows (largest rows
+#: first, charts and bars drawn on the workers).
+BEFORE_MAIN_JOB_3 = "0538ff1"
+
+
+#: The command's driver for :func:`case_main_job_command`: ``fabricopt compare`` as
+#: ``python -m fabricopt`` runs it, with each row (and its diagram), each chart and bars drawing
+#: and the command's own start, end of rows and exit noted as (process, its CPU seconds) in
+#: the file named by ``MAIN_JOB_EVENTS``. Forked workers inherit the notes (they look these
+#: functions up by name), so it works on the package before as now.
+MAIN_JOB_DRIVER = """
+import os, sys, time
+events = open(os.environ["MAIN_JOB_EVENTS"], "a", buffering=1)
+def note(what):
+    events.write(f"{os.getpid()} {time.process_time():.4f} {what}\\n")
+import fabricopt.cli as cli
+compare_module = sys.modules["fabricopt.study.compare"]
+report = sys.modules["fabricopt.plot.report"]
+def noted(module, name, what):
+    inner = getattr(module, name)
+    def wrapper(*args, **kwargs):
+        note("start " + what)
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            note("end " + what)
+    wrapper.__module__, wrapper.__qualname__ = inner.__module__, inner.__qualname__
+    setattr(module, name, wrapper)
+    return wrapper
+noted(compare_module, "_evaluate", "row")
+noted(report, "_charts", "plot")
+noted(report, "_bars", "plot")
+cli.compare = noted(compare_module, "compare", "rows")
+try:
+    sys.exit(cli.main(sys.argv[1:]))
+finally:
+    note("exit")
+"""
+
+
+def _main_job_critical_cpu(lines: list[str]) -> tuple[float, str]:
+    """The least wall the command could take on 2 idle cores, from its CPU seconds alone
+    (load-independent, as the machine is shared): the command's CPU up to its first row,
+    the busiest worker's CPU to the end of its last row (its rows and their diagrams), then
+    the longest of the charts and bars drawn on workers (0 when none) plus the command's
+    own CPU after the rows. Also how that splits, as text."""
+    parent = int(next(line for line in lines if line.endswith(" exit")).split()[0])
+    head = after = whole = 0.0
+    rows_end: dict[int, float] = {}
+    plots: list[float] = []
+    opened: dict[int, float] = {}
+    for line in lines:
+        pid_text, cpu_text, what = line.split(" ", 2)
+        pid, cpu = int(pid_text), float(cpu_text)
+        if pid == parent:
+            if what == "start rows":
+                head = cpu
+            elif what == "end rows":
+                after = -cpu
+            elif what == "exit":
+                after, whole = after + cpu, cpu
+            continue
+        if what == "end row":
+            rows_end[pid] = cpu
+        elif what == "start plot":
+            opened[pid] = cpu
+        elif what == "end plot":
+            plots.append(cpu - opened.pop(pid, cpu))
+    busiest = max(rows_end.values(), default=0.0)
+    if not rows_end:  # -j 1: everything in the command's process
+        return whole, f"one process {whole:.1f}"
+    total = head + busiest + max(plots, default=0.0) + after
+    workers = " / ".join(f"{v:.1f}" for v in sorted(rows_end.values(), reverse=True))
+    return total, (f"import {head:.1f} + busiest worker {busiest:.1f} (workers {workers}) + "
+                   f"plots on workers {max(plots, default=0.0):.1f} + command after rows "
+                   f"{after:.1f}")
 
 
 def case_main_job_command(designs: str, tree: str = "", jobs: str = "") -> dict:
     """``fabricopt compare DESIGNS -o OUT`` (the main job: the rows, then the report with its
     diagrams) as a command in a process of its own, its package the one this process
     imported or ``tree``'s: wall and CPU seconds of the whole command (import included),
-    its peak memory, the slowest row by the rows' own ``seconds`` and a digest of the rows
-    (``seconds`` left out). ``jobs``: its ``-j`` (default: the command's, a worker per core)."""
+    its peak memory, the slowest row by the rows' own ``seconds``, a digest of the rows
+    (``seconds`` left out), and the least wall its CPU seconds allow on 2 idle cores
+    (:func:`_main_job_critical_cpu`, through :data:`MAIN_JOB_DRIVER`). ``jobs``: its ``-j``
+    (default: the command's, a worker per core)."""
     import hashlib
     import json
     import os
@@ -2232,16 +2310,18 @@ def case_main_job_command(designs: str, tree: str = "", jobs: str = "") -> dict:
 
     out = tempfile.mkdtemp(prefix="fabricopt-main-job-")
     root = tree or str(Path(fo.__file__).resolve().parent.parent)
-    env = dict(os.environ, PYTHONPATH=root)
-    # Run from a folder holding no package: "python -m" puts its working directory ahead of
+    # Run from a folder holding no package: a script's own folder comes ahead of
     # PYTHONPATH, so from a checkout it would run the checkout's package, not ``tree``'s.
-    where = tempfile.gettempdir()
+    where = tempfile.mkdtemp(prefix="fabricopt-main-job-driver-")
+    driver, events = Path(where) / "driver.py", Path(where) / "events.txt"
+    driver.write_text(MAIN_JOB_DRIVER)
+    env = dict(os.environ, PYTHONPATH=root, MAIN_JOB_EVENTS=str(events))
     ran = subprocess.run([sys.executable, "-c", "import fabricopt; print(fabricopt.__file__)"],
                          env=env, cwd=where, capture_output=True, text=True, check=True).stdout
     assert ran.startswith(root), (ran, root)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "fabricopt", "compare", designs, "-o", out,
+    done = subprocess.run([sys.executable, str(driver), "compare", designs, "-o", out,
                            *(["-j", jobs] if jobs else [])],
                           env=env, cwd=where, capture_output=True, text=True, check=False)
     seconds = time.perf_counter() - start
@@ -2250,14 +2330,17 @@ def case_main_job_command(designs: str, tree: str = "", jobs: str = "") -> dict:
     with open(Path(out) / "results.jsonl") as f:
         table = [json.loads(line) for line in f]
     diagrams = len(list((Path(out) / "diagrams").glob("*.png")))
+    least, split = _main_job_critical_cpu(events.read_text().splitlines())
     shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(where, ignore_errors=True)
     slowest = max(table, key=lambda r: r.get("seconds") or 0.0)
     values = json.dumps([{k: v for k, v in r.items() if k != "seconds"} for r in table],
                         sort_keys=True, default=str)
-    return {"seconds": seconds, "slowest": slowest.get("seconds") or 0.0,
+    return {"seconds": seconds, "slowest": slowest.get("seconds") or 0.0, "least": least,
             "value": f"exit {done.returncode}, {len(table)} rows, {diagrams} diagrams, {cpu:.1f} s "
                      f"CPU, {after.ru_maxrss / 1024:,.0f} MB peak; slowest {slowest['name']} "
-                     f"{slowest.get('seconds') or 0.0:.2f} s; rows "
+                     f"{slowest.get('seconds') or 0.0:.2f} s; least wall on 2 idle cores "
+                     f"{least:.1f} s ({split}); rows "
                      f"{hashlib.sha1(values.encode()).hexdigest()[:10]}; {_load()}"}
 
 
@@ -2285,6 +2368,13 @@ def main_job_rows(rows: list, quick: bool) -> None:
     if session:
         rows.append((f"  before ({BEFORE_MAIN_JOB_2}, this session's start)",
                      run_case("case_main_job_command", topologies, session), "", ""))
+    # The command's critical path (largest rows first, charts and bars on the workers)
+    # beside the package before that work, default -j and -j 1.
+    third = _package_at(BEFORE_MAIN_JOB_3)
+    if third:
+        for jobs, label in (("", "default -j"), ("1", "-j 1")):
+            rows.append((f"  before ({BEFORE_MAIN_JOB_3}), {label}",
+                         run_case("case_main_job_command", topologies, third, jobs), "", ""))
     pair("compare topologies/, one process", "<= 10 s, every row <= 2 s",
          lambda o: o["seconds"] <= 10 and o.get("slowest", 99) <= 2, "case_main_job_compare",
          [topologies])
