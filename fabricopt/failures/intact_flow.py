@@ -41,8 +41,7 @@ from ..generators.recipe import try_replay
 from ..graph_arrays import GraphArrays
 from ..symmetry.search import with_symmetry
 from ..traffic import Traffic
-from .plane_groups_lp import whole_groups
-from .planes import plane_structure
+from .plane_bracket import planes_follow
 from .reroute import ReroutedFlow, detour_flows, rerouted
 
 #: How many intact fabrics (by recipe) an :class:`IntactSolves` keeps solved for later
@@ -233,21 +232,17 @@ def from_recipe(failed: Fabric, traffic: Traffic, solves: IntactSolves | None = 
                                                                     budget)
     if flow is None or (budget is not None and budget.spent()):
         return None
-    # Where the planes' small LP of whole groups follows (a SuperPOD's units: it meets the
-    # cut where the detours, which keep every flow's switches, stay 9% below it), the
-    # detours give their even spread only: their search took 16 s of a 16,384-GPU one.
-    answer = rerouted_answer(failed, traffic, flow, budget, search=not _whole_groups(failed))
+    # Where the planes follow (their LP begun: a SuperPOD's units or any Clos of servers
+    # small enough), they lift the lower end past what the detours' search finds, which
+    # keeps every flow's switches (9 % below the cut on a failed 16,384-GPU SuperPOD): the
+    # detours give their even spread only (the search was 16 s of that SuperPOD's answer,
+    # 10 s CPU of a failed 4,096-GPU 3-tier Clos's).
+    left = None if budget is None else budget.left()
+    answer = rerouted_answer(failed, traffic, flow, budget,
+                             search=not planes_follow(failed, traffic, left))
     if answer is not None:
         answer.message += f" (intact fabric {flow.fab.name!r}, rebuilt from the recipe)"
     return answer
-
-
-def _whole_groups(fab: Fabric) -> bool:
-    """Whether ``fab`` is a Clos of whole groups of servers
-    (:func:`~fabricopt.failures.plane_groups_lp.whole_groups`), which the engine's planes
-    stage closes through a small LP of its own."""
-    pl, _ = plane_structure(fab)
-    return pl is not None and not whole_groups(pl)
 
 
 class RerouteFromIntact:

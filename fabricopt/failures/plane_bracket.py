@@ -107,17 +107,9 @@ def plane_bracket_why(fab: Fabric, traffic: Traffic, time_limit: float | None = 
     # Whole groups (a SuperPOD's units) have a small LP of their own; any other Clos of
     # servers the general one, whose size the arcs say before it is read.
     grouped = not whole_groups(pl)
-    least = ga.n_arcs * (BUILD_SECONDS_PER_ARC * (1 + PROOF_PER_BUILD)
-                         + LP_NONZEROS_PER_ARC * IPM_SECONDS_PER_NONZERO)
-    if not grouped and time_limit is not None and least > time_limit - (now() - start):
-        return None, (f"the planes' LP was not begun: with its assembly and proof it would "
-                      f"take at least about {least:.0f} s, {_left(time_limit, start)} left")
-    if (not grouped and time_limit is None
-            and ga.n_arcs * LP_NONZEROS_PER_ARC > UNTIMED_MAX_NONZEROS):
-        # Its LP would not be begun: no assembly either.
-        return None, (f"the planes' LP (above {UNTIMED_MAX_NONZEROS:,} nonzeros) was not "
-                      f"begun: at least about {least:.0f} s; give a time_limit above that "
-                      "to run it")
+    why = "" if grouped else _not_begun(ga.n_arcs, time_limit, start)
+    if why:
+        return None, why
     cut, lengths = structural_cut_lengths(fab, traffic, ga, True)
     run, run_lengths = leaf_run_cut(pl, float(traffic.uniform_gbps))
     if run < cut:
@@ -141,6 +133,7 @@ def plane_bracket_why(fab: Fabric, traffic: Traffic, time_limit: float | None = 
     else:
         sol, *_ = solve_planes(pl, time_limit=left, reserve=PROOF_PER_BUILD)
         if sol is None:
+            least = _least_seconds(ga.n_arcs)
             return None, (f"the planes' LP was not begun or stopped without a point (with "
                           f"its assembly and proof at least about {least:.0f} s, "
                           f"{_left(time_limit, start)} left)")
@@ -165,6 +158,54 @@ def plane_bracket_why(fab: Fabric, traffic: Traffic, time_limit: float | None = 
         message=message, fabric_name=fab.name, traffic_name=traffic.name,
         max_overload=rate.overload, max_residual=0.0, mean_out_gbps=mean_out,
         certificate=certificate), ""
+
+
+def planes_follow(fab: Fabric, traffic: Traffic, time_limit: float | None = None) -> bool:
+    """Whether :func:`plane_bracket` would read ``fab``'s planes and begin their LP within
+    ``time_limit`` (seconds, None: none): the traffic uniform all-to-all, the planes found,
+    and whole groups or an LP the arcs say is begun. A stage before it whose own search
+    only narrows what the planes close (the detours' search: 10 s CPU of a failed
+    4,096-GPU 3-tier Clos, whose planes then lift the lower end past it) skips that search.
+
+    >>> import fabricopt as fo
+    >>> base = fo.cluster(fo.nvswitch_domain(4, 2, 4, 400.0), nodes=12, scale_out="clos",
+    ...                   tiers=3, oversubscription=2, radix=8)
+    >>> fab = fo.fail_random(base, 0.05, seed=2)
+    >>> planes_follow(fab, fo.all_to_all(fab)), planes_follow(fab, fo.all_to_all(fab), 0)
+    (True, False)
+    >>> planes_follow(fo.ring(6), fo.all_to_all(fo.ring(6)))
+    False
+    """
+    if time_limit == 0 or not traffic.is_uniform or not traffic.uniform_gbps or set(
+            traffic.endpoints) != set(fab.endpoints):
+        return False
+    ga = GraphArrays.from_fabric(fab)
+    pl, _ = plane_structure(fab, ga)
+    if pl is None:
+        return False
+    return not whole_groups(pl) or not _not_begun(ga.n_arcs, time_limit, now())
+
+
+def _not_begun(n_arcs: int, time_limit: float | None, start: float) -> str:
+    """Why the general planes' LP of a fabric of ``n_arcs`` arcs is not begun under
+    ``time_limit`` (counted from ``start``), as the arcs alone say; "" when it is."""
+    least = _least_seconds(n_arcs)
+    if time_limit is not None and least > time_limit - (now() - start):
+        return (f"the planes' LP was not begun: with its assembly and proof it would "
+                f"take at least about {least:.0f} s, {_left(time_limit, start)} left")
+    if time_limit is None and n_arcs * LP_NONZEROS_PER_ARC > UNTIMED_MAX_NONZEROS:
+        # Its LP would not be begun: no assembly either.
+        return (f"the planes' LP (above {UNTIMED_MAX_NONZEROS:,} nonzeros) was not "
+                f"begun: at least about {least:.0f} s; give a time_limit above that "
+                "to run it")
+    return ""
+
+
+def _least_seconds(n_arcs: int) -> float:
+    """The fewest seconds the general planes' LP of ``n_arcs`` arcs takes with its
+    assembly and proof, as the arcs alone say."""
+    return n_arcs * (BUILD_SECONDS_PER_ARC * (1 + PROOF_PER_BUILD)
+                     + LP_NONZEROS_PER_ARC * IPM_SECONDS_PER_NONZERO)
 
 
 def _pace(start: float, cpu: float) -> float:
@@ -283,4 +324,4 @@ THROUGH_PLANES = ThroughPlanes()
 
 __all__ = ["BUILD_SECONDS_PER_ARC", "GROUP_PROOF_SECONDS_PER_ENDPOINT", "LP_NONZEROS_PER_ARC",
            "PROOF_PER_BUILD", "THROUGH_PLANES", "ThroughPlanes", "narrowed", "plane_bracket",
-           "plane_bracket_why"]
+           "plane_bracket_why", "planes_follow"]

@@ -62,9 +62,9 @@ from ..graph_arrays import GraphArrays
 from ..symmetry.search import with_symmetry
 from ..traffic import Traffic, all_to_all, traffic_named
 from .engine import max_concurrent_flow
-from .intact_flow import IntactFlow, _whole_groups, rerouted_answer
+from .intact_flow import IntactFlow, rerouted_answer
 from .orbits import FailureSymmetry, Pattern
-from .plane_bracket import narrowed, plane_bracket
+from .plane_bracket import narrowed, plane_bracket, planes_follow
 from .risk_groups import RiskGroup, _bundles, risk_groups
 
 KINDS = ("links", "switches", "groups")
@@ -509,9 +509,10 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
     size = lp_size_estimate(failed, traffic, ga)
     bounds_only = method in ("auto", "approx") and set(options) <= BOUNDS_ANSWER_OPTIONS
     if intact is not None and bounds_only and options.get("include_endpoint_links", True):
-        # Whole groups (a SuperPOD's units): the planes' small LP closes what the detours'
-        # search would not (see intact_flow.from_recipe), so only their even spread.
-        around = rerouted_answer(failed, traffic, intact, search=not _whole_groups(failed))
+        # Where the planes follow, they close what the detours' search would not (see
+        # intact_flow.from_recipe), so only the detours' even spread.
+        follow = planes_follow(failed, traffic, options.get("time_limit"))
+        around = rerouted_answer(failed, traffic, intact, search=not follow)
         if around is not None:
             around.seconds = time.perf_counter() - start  # the shortcut's look included
             too_large = method == "auto" and size // 3 > ECMP_MAX_ENTRIES

@@ -10,7 +10,7 @@ import pytest
 
 import fabricopt as fo
 from fabricopt.failures.leaf_run_cuts import leaf_run_cut
-from fabricopt.failures.plane_bracket import narrowed, plane_bracket
+from fabricopt.failures.plane_bracket import narrowed, plane_bracket, planes_follow
 from fabricopt.failures.plane_lp import solve_planes
 from fabricopt.failures.plane_routing import PlaneProof, proven_plane_rate
 from fabricopt.failures.planes import plane_structure
@@ -283,3 +283,50 @@ def test_volumes_between_groups_are_the_pairs_sums(nodes, seed):
                 middle[zone[a], zone[b]] -= home[a] * home[b] * share
     assert np.allclose(out, 0, atol=1e-9) and np.allclose(into, 0, atol=1e-9)
     assert np.allclose(middle, 0, atol=1e-9)
+
+
+def test_planes_follow_only_where_their_lp_is_begun():
+    # The planes' stage reads a Clos of servers and begins its LP with time enough; a ring
+    # has no planes, a spent limit begins nothing, and a permutation is not all-to-all.
+    fab = fo.fail_random(_clos(12), 0.05, seed=2)
+    traffic = fo.all_to_all(fab)
+    assert planes_follow(fab, traffic) and planes_follow(fab, traffic, 60.0)
+    assert not planes_follow(fab, traffic, 0.0)
+    assert not planes_follow(fo.ring(6), fo.all_to_all(fo.ring(6)))
+    assert not planes_follow(fab, fo.permutation(fab, seed=1))
+
+
+def test_where_the_planes_follow_the_detours_are_not_searched(monkeypatch):
+    # The 16-server Clos with 5% of its links failed (seed 2), answered from its intact
+    # fabric as a large one would be: the planes follow, and they
+    # prove the exact LP's optimum from both ends (3.333 per pair, as above), so the
+    # detours' search (10 s CPU of a failed 4,096-GPU Clos) would buy nothing. The detours
+    # give their even spread only; narrowed through the planes, the bracket is the one the
+    # searched detours give.
+    import fabricopt.failures.intact_flow as intact_flow
+
+    base = _clos(16)
+    failed = fo.fail_random(base, 0.05, seed=2)
+    traffic = fo.all_to_all(failed)
+    # The intact flow as a claim or a found symmetry would give it on a large Clos.
+    intact = intact_flow.IntactFlow.of(base, fo.max_concurrent_flow(base, traffic), traffic)
+    monkeypatch.setattr(intact_flow, "_solved_intact", lambda *args: intact)
+    searched = []
+    real = intact_flow.rerouted_answer
+
+    def spy(*args, search=True, **kwargs):
+        searched.append(search)
+        return real(*args, search=search, **kwargs)
+
+    monkeypatch.setattr(intact_flow, "rerouted_answer", spy)
+    plain = intact_flow.from_recipe(failed, traffic)
+    assert planes_follow(failed, traffic) and searched == [False]
+    monkeypatch.setattr(intact_flow, "rerouted_answer",
+                        lambda *a, search=True, **k: real(*a, search=True, **k))
+    forced = intact_flow.from_recipe(failed, traffic)
+    planes = plane_bracket(failed, traffic)
+    assert forced.lower >= plain.lower  # the search lifts the detours' own lower end ...
+    ends = [(r.lower, r.upper) for r in (narrowed(plain, planes), narrowed(forced, planes))]
+    assert ends[0] == ends[1] == (planes.lower, planes.upper)  # ... which the planes pass
+    exact = fo.max_concurrent_flow(failed, traffic, method="lp").theta
+    assert ends[0][0] == pytest.approx(exact, rel=1e-6)
