@@ -2400,10 +2400,12 @@ def main_job_rows(rows: list, quick: bool) -> None:
 
 def case_dask_optimize(gpus: int, workers: int) -> dict:
     """optimize over :data:`OPTIMIZE_SPACE` on a Dask LocalCluster of ``workers`` one-thread
-    worker processes, each task (a topology's pricing, its solve, or both in the package
-    before) timed on its worker: wall seconds, the tasks' CPU seconds, the critical path of
-    the task graph (the longest chain: one topology's pricing then its solve; the other
-    topologies' tasks depend on nothing but the decision order) and the most tasks at once."""
+    worker processes, each task (a topology's pricing, its solve, or both) timed on its
+    worker: wall seconds, the tasks' CPU seconds, each worker's share, the client's serial
+    CPU (enumeration before the first task, the front and best after the last), and the
+    most tasks at once. Load-independent: the longest worker's CPU plus the serial part is
+    the least wall two workers can take (a 2-core machine shared with other sessions cannot
+    show it: the kernel's autogroups give each session one share, whatever its processes)."""
     import json
     import os
     import tempfile
@@ -2429,6 +2431,20 @@ def case_dask_optimize(gpus: int, workers: int) -> dict:
             f.write(json.dumps(rec) + "\n")
         return out
 
+    serial = []  # the client's CPU before the first task and after the last
+
+    def counted(step):
+        def run(self, *args, **kwargs):
+            cpu = time.process_time()
+            try:
+                return step(self, *args, **kwargs)
+            finally:
+                serial.append(time.process_time() - cpu)
+        return run
+
+    for name in ("enumerate", "result"):
+        setattr(search.DesignSearch, name, counted(getattr(search.DesignSearch, name)))
+
     from distributed import Client, LocalCluster
 
     # The workers import the package this process imported (a "before" tree included).
@@ -2438,17 +2454,21 @@ def case_dask_optimize(gpus: int, workers: int) -> dict:
                       dashboard_address=":0") as cluster, Client(cluster) as client:
         where = client.run(lambda: __import__("fabricopt").__file__)
         assert all(w == fo.__file__ for w in where.values()), (where, fo.__file__)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         res = fo.optimize(gpus, space=OPTIMIZE_SPACE, constraints={"all_to_all_gbps_per_gpu": 150},
                           executor=client.get_executor(), progress=False)
-        seconds = time.perf_counter() - start
+        seconds, client_cpu = time.perf_counter() - start, time.process_time() - cpu
     with open(log) as f:
         tasks = [json.loads(line) for line in f]
     os.unlink(log)
     chains: dict[str, float] = {}
+    per_worker: dict[int, float] = {}
     for t in tasks:
         chains[t["topology"]] = chains.get(t["topology"], 0.0) + t["cpu"]
+        per_worker[t["pid"]] = per_worker.get(t["pid"], 0.0) + t["cpu"]
     work, path = sum(chains.values()), max(chains.values(), default=0.0)
+    longest, pre_post = max(per_worker.values(), default=0.0), sum(serial)
+    share = (longest + pre_post) / max(work + pre_post, 1e-9)
     ends = sorted([(t["start"], 1) for t in tasks] + [(t["end"], -1) for t in tasks])
     running = most = 0
     for _, step in ends:
@@ -2459,38 +2479,43 @@ def case_dask_optimize(gpus: int, workers: int) -> dict:
                       sort_keys=True, default=str)
     import hashlib
 
-    return {"seconds": seconds, "work": work, "path": path, "best": best,
+    workers_cpu = " + ".join(f"{v:.1f}" for v in sorted(per_worker.values(), reverse=True))
+    return {"seconds": seconds, "work": work, "path": path, "best": best, "longest": longest,
+            "serial": pre_post, "share": share,
             "rows": hashlib.sha1(rows.encode()).hexdigest()[:10],
-            "value": f"{len(tasks)} tasks, {work:.1f} s task CPU, critical path {path:.1f} s "
-                     f"(total / path {work / max(path, 1e-9):.2f}), at most {most} at once; "
-                     f"best {best}; rows {hashlib.sha1(rows.encode()).hexdigest()[:10]}; "
-                     f"{_load()}"}
+            "value": f"{len(tasks)} tasks, {work:.1f} s task CPU (workers {workers_cpu}; "
+                     f"longest {share:.0%} of it with the serial {pre_post:.2f} s), longest "
+                     f"topology chain {path:.1f} s, client {client_cpu:.1f} s CPU, at most "
+                     f"{most} at once; best {best}; rows "
+                     f"{hashlib.sha1(rows.encode()).hexdigest()[:10]}; {_load()}"}
 
 
 def dask_rows(rows: list, quick: bool) -> None:
     """Issue 45's Dask target: optimize on 1 and 2 Dask workers side by side, now and with the
-    package of :data:`BEFORE_MAIN_JOB`; each pair's wall ratio, and the speed-up the task graph
-    allows two workers (its CPU work over the larger of half the work and the critical path),
-    which a 2-core machine shared with other work cannot show in wall time."""
+    package of :data:`BEFORE_MAIN_JOB`; each pair's wall ratio, and the ratio of CPU seconds
+    that does not depend on the machine's load: one worker's task CPU plus the serial part
+    over the longest of two workers' plus the serial part (2 workers reach 1.6x only when
+    the longest one's share of the work is at most 62 %)."""
     tree = _package_at(BEFORE_MAIN_JOB)
     gpus = 1024 if quick else 16384
     cases = [("now", "case_dask_optimize", (gpus,))]
     if tree:
         cases.append((f"before ({BEFORE_MAIN_JOB})", "case_before",
                       (tree, "case_dask_optimize", gpus)))
+    nan = float("nan")
     for label, fn, args in cases:
         one = run_case(fn, *args, 1)
         rows.append((f"optimize {gpus:,} GPUs on Dask, 1 worker, {label}", one, "", ""))
         two = run_case(fn, *args, 2)
         ratio = one["seconds"] / two["seconds"]
-        work = two.get("work", float("nan"))
-        ideal = work / max(work / 2, two.get("path", float("nan")), 1e-9)
+        by_cpu = ((one.get("work", nan) + one.get("serial", 0.0))
+                  / max(two.get("longest", nan) + two.get("serial", 0.0), 1e-9))
         same = one.get("rows") == two.get("rows")
         rows.append((f"optimize {gpus:,} GPUs on Dask, 2 workers, {label}", two,
-                     f">= 1.6x: wall {ratio:.2f}x, task graph {ideal:.2f}x, same rows {same}",
-                     "met" if ideal >= 1.6 and same and ratio >= 1.6 else
-                     ("graph met, wall not" if ideal >= 1.6 and same else "not met")))
-
+                     f">= 1.6x: wall {ratio:.2f}x, CPU {by_cpu:.2f}x (longest worker "
+                     f"{two.get('share', nan):.0%}), same rows {same}",
+                     "met" if by_cpu >= 1.6 and same and ratio >= 1.6 else
+                     ("CPU met, wall not" if by_cpu >= 1.6 and same else "not met")))
 
 
 def _suite_rows(rows: list, quick: bool) -> None:

@@ -326,18 +326,23 @@ class DesignSearch:
     def _evaluate_split(self, order: list[tuple[str, list[Entry]]]) -> None:
         """:meth:`evaluate` on workers, pricing and solving as tasks of their own.
 
-        One task per topology that prices and then solves puts a solve (an ECMP bracket of
-        16,384 GPUs: seconds) on the critical path of every topology after it. Here the
-        topologies are decided in the order one process decides them, each against the
-        feasible designs of those before it (so the rows are the rows one process gives),
-        while free workers work ahead: the solve of a priced topology the ceiling leaves,
-        else the pricing of the next topology its bound leaves. A task a decision has made
-        needless is not waited for (its result is dropped)."""
+        The topologies are decided in the order one process decides them, each against the
+        feasible designs of those before it, so the rows are the rows one process gives.
+        The first undecided topology's own work goes first: priced and solved in one task
+        (one build; the ceiling it is priced against is final, since every topology before
+        it is decided), or its solve when a free worker priced it already. Free workers
+        work ahead: first the solve of a priced topology that no undecided one before it can
+        price out (each of those costs more under every policy), then the pricing of the
+        next topologies their bounds leave (a second each, and nearly always needed), and
+        only when nothing is left to price the other solves the ceiling leaves (seconds to
+        minutes each, and needless once a design before it proves feasible and cheaper). A
+        task a decision has made needless is not waited for (its result is dropped)."""
         assert self.executor is not None
         window = worker_count(self.executor)
         price: dict[int, list[dict[str, Any]]] = {}  # by position in order: priced rows
-        solve: dict[int, dict[str, Any]] = {}        # ... and solved metrics
-        pending: dict[cf.Future, tuple[int, str]] = {}
+        solve: dict[int, dict[str, Any]] = {}        # ... solved metrics
+        both: dict[int, tuple[list[str], list[dict[str, Any]]]] = {}  # ... or whole rows
+        pending: dict[cf.Future, tuple[int, str, list[str]]] = {}
         flying: set[tuple[int, str]] = set()
         at = 0  # the first topology not yet decided
 
@@ -348,51 +353,76 @@ class DesignSearch:
             if i < at or not alive(i):
                 return False
             ceiling = self._ceiling()
-            return stage == "price" or i not in price or ceiling is None or \
+            return stage != "solve" or i not in price or ceiling is None or \
                 _cheapest(price[i]) <= ceiling * (1 + TOL)
 
+        def certain(i: int) -> bool:
+            # Solved whatever the topologies before it turn out to be: no ceiling applies,
+            # or every undecided one before it costs more under each of its policies.
+            if not self.prune or self.full_front or self.objective != "capex_usd":
+                return True
+            return all(j in price and _cheapest(price[j]) > _cheapest(price[i]) * (1 + TOL)
+                       for j in range(at, i) if alive(j))
+
         def next_job() -> tuple[int, str] | None:
-            # The first undecided topology's own work first, then solves, then pricing.
-            ahead = range(at, len(order))
-            jobs = [(at, "solve" if at in price else "price")] + \
-                [(i, "solve") for i in ahead if i in price and i not in solve] + \
-                [(i, "price") for i in ahead if i not in price]
+            if at in price:
+                first = [(at, "solve")]
+            else:  # priced here unless a worker is pricing it already
+                first = [] if (at, "price") in flying else [(at, "both")]
+            solves = [i for i in range(at, len(order)) if i in price and i not in solve]
+            jobs = first + [(i, "solve") for i in solves if certain(i)] + \
+                [(i, "price") for i in range(at + 1, len(order)) if i not in price] + \
+                [(i, "solve") for i in solves]
             return next((j for j in jobs if j not in flying and wanted(*j)), None)
 
         try:
             while at < len(order):
-                at = self._decide(order, at, price, solve)
+                at = self._decide(order, at, price, solve, both)
                 while len(pending) < window and at < len(order) and (job := next_job()):
                     i, stage = job
-                    task = self._task(order[i][0], order[i][1], stage)
-                    pending[self.executor.submit(evaluate_group, task)] = job
+                    # The first undecided topology's task carries what one process sends:
+                    # the candidates that can still win.
+                    group = self._needed(order[i][1]) if stage == "both" else order[i][1]
+                    task = self._task(order[i][0], group, stage)
+                    names = [c.name for _, c, _ in group]
+                    pending[self.executor.submit(evaluate_group, task)] = (i, stage, names)
                     flying.add(job)
-                for future in [f for f, job in pending.items() if not wanted(*job)]:
+                for future in [f for f, (i, stage, _) in pending.items()
+                               if not wanted(i, stage)]:
                     future.cancel()  # needless now: not waited for
-                    flying.discard(pending.pop(future))
+                    flying.discard(pending.pop(future)[:2])
                 if not pending:
                     continue
                 done, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
                 for future in done:
-                    i, stage = job = pending.pop(future)
-                    flying.discard(job)
+                    i, stage, names = pending.pop(future)
+                    flying.discard((i, stage))
                     if stage == "price":
                         price[i] = future.result()
-                    else:
+                    elif stage == "solve":
                         solve[i] = future.result()[0]
+                    else:
+                        both[i] = (names, future.result())
         finally:
             for future in pending:
                 future.cancel()
 
     def _decide(self, order: list[tuple[str, list[Entry]]], at: int,
-                price: dict[int, list[dict[str, Any]]], solve: dict[int, dict[str, Any]]
-                ) -> int:
+                price: dict[int, list[dict[str, Any]]], solve: dict[int, dict[str, Any]],
+                both: dict[int, tuple[list[str], list[dict[str, Any]]]]) -> int:
         """Decide the topologies from position ``at`` on, in order, as far as their priced
         rows and solves allow (one process's rules: pruned by the bound, priced out above
         the ceiling, else judged on its solve); the first position still waiting."""
         while at < len(order):
             topology, group = order[at]
             keep = self._needed(group)
+            if at in both:  # priced and solved in one task, as one process does
+                names, rows = both[at]
+                # Sent when every topology before it was decided: the same candidates.
+                assert names == [c.name for _, c, _ in keep], (names, keep)
+                self._judge(topology, keep, rows)
+                at += 1
+                continue
             if keep and at not in price:
                 return at
             kept = {id(row) for _, _, row in keep}

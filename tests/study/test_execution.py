@@ -42,9 +42,10 @@ def test_a_dask_worker_gets_glibc_heap_back(monkeypatch):
 
 
 def test_optimize_sends_one_topology_and_one_step_per_task(monkeypatch):
-    # On an executor each task is the pricing or the solve of one topology (its candidates
-    # differ only in optics policy: one build), never two topologies' work; a topology is
-    # priced once and solved at most once; and the rows are one process's.
+    # On an executor each task is the pricing, the solve, or both of one topology (its
+    # candidates differ only in optics policy: one build), never two topologies' work; a
+    # topology is priced once (alone or with its solve) and solved at most once; and the
+    # rows are one process's.
     from fabricopt.study.search import GroupTask
 
     sent: list[GroupTask] = []
@@ -66,13 +67,18 @@ def test_optimize_sends_one_topology_and_one_step_per_task(monkeypatch):
         return [{k: v for k, v in r.items() if k != "seconds"} for r in res.rows]
 
     assert rows(shared) == rows(alone)
-    assert sent and all(t.stage in ("price", "solve") and t.cap_threads for t in sent)
+    assert sent and all(t.stage in ("both", "price", "solve") and t.cap_threads for t in sent)
+    # The first undecided topology is priced and solved in one task (one build), others
+    # priced ahead by the free worker (and solved on their own once needed).
+    assert {"both", "price"} <= {t.stage for t in sent}
     topologies = [{c.name.rsplit(" ", 1)[0] for c in t.candidates} for t in sent]
     assert all(len(names) == 1 for names in topologies)  # the name less its policy
     steps = [(t.candidates[0].name.rsplit(" ", 1)[0], t.stage) for t in sent]
     assert len(steps) == len(set(steps))
-    solved = {name for name, stage in steps if stage == "solve"}
-    assert solved <= {name for name, stage in steps if stage == "price"}
+    priced = [name for name, stage in steps if stage in ("price", "both")]
+    assert len(priced) == len(set(priced))
+    solved = {name for name, stage in steps if stage in ("solve", "both")}
+    assert {name for name, stage in steps if stage == "solve"} <= set(priced)
     # Two policies per topology: a priced task holds both, and the rows of a solved
     # topology are evaluated (the solve was needed), of a priced-only one not.
     assert all(len(t.candidates) == 2 for t in sent if t.stage == "price")

@@ -440,6 +440,44 @@ def test_workers_give_the_rows_one_process_gives(monkeypatch, last_first):
         assert rows(shared) == rows(alone)
 
 
+@pytest.mark.parametrize("options", [{"full_front": True}, {"prune": False},
+                                     {"objective": "power_w"}])
+def test_workers_solve_ahead_and_still_give_one_process_rows(monkeypatch, options):
+    # Where no ceiling prices a topology out (the whole front, no pruning, an objective
+    # other than capex), every solve is needed and free workers solve ahead of pricing;
+    # the rows are still one process's, whichever task finishes first.
+    import concurrent.futures as cf
+    import importlib
+
+    execution = importlib.import_module("fabricopt.study.execution")
+    sent, stages = [], []
+
+    class Immediate(cf.Executor):
+        _max_workers = 2
+
+        def submit(self, fn, /, *args, **kwargs):
+            future = cf.Future()
+            future.set_result(fn(*args, **kwargs))
+            sent.append(future)
+            stages.append(args[0].stage)
+            return future
+
+    def wait(fs, return_when=None):
+        done = max(fs, key=sent.index)  # the last one sent finishes first
+        return [done], set(fs) - {done}
+
+    def rows(res):
+        return [{k: v for k, v in r.items() if k != "seconds"} for r in res.rows]
+
+    constraints = {"all_to_all_gbps_per_gpu": 300}
+    alone = fo.optimize(16, space=SPACE, constraints=constraints, **options)
+    monkeypatch.setattr(execution.cf, "wait", wait)
+    shared = fo.optimize(16, space=SPACE, constraints=constraints, executor=Immediate(),
+                         **options)
+    assert rows(shared) == rows(alone)
+    assert {"both", "price", "solve"} <= set(stages)
+
+
 def test_bracketed_failure_trial_is_a_lower_bound(monkeypatch):
     import importlib
 
