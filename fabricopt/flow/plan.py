@@ -98,6 +98,13 @@ FIND_SYMMETRY_NODES = 1_000
 #: symmetry costs what colour refinement costs. A failed superpod(4) (13 orbits) solves in
 #: about a second this way, where its full LP has 35 million nonzeros.
 SYMMETRIC_SIZE_ADVANTAGE = 4
+#: Largest symmetric LP (nonzeros) solved without HiGHS's presolve on the default backend.
+#: Colour refinement leaves little for presolve to remove, and it cost more than it saved on
+#: every symmetric LP measured (2 cores, same optimum to 1e-15; the solver HiGHS picks as
+#: before, interior point above 20,000 nonzeros): the 15,360-GPU pod of topologies/ (23,214
+#: nonzeros) 0.27 -> 0.17 s, a rail 3:1 cluster of 2,048 GPUs (85,248) 4.6 -> 2.9 s. Not the
+#: two-phase LPs: there presolve paid on three of four larger ones.
+SYMMETRIC_NO_PRESOLVE_NONZEROS = 200_000
 #: A bracket from the intact flow whose lower end is at least this fraction of its upper one
 #: is not lifted by the two-phase floor (which would seldom reach it, at a cost).
 HOSE_FLOOR_REACH = 0.5
@@ -571,7 +578,7 @@ def _solve(p: FlowProblem, bracket: Bracket, method: str) -> None:
                             known_lower=0.0 if first is None else first.lower / p.traffic_scale)
         backend = "approx"
     else:
-        sol = solve_lp(model.lp, backend, left, **p.backend_options)
+        sol = solve_lp(model.lp, backend, left, **_options(p, method, model.lp))
     # A solve the clock stopped is not polished: that takes seconds more (an interior
     # point's on a failed superpod(1): 1 s of LSQR past a 5 s limit) and gains little so
     # far from the optimum. A work limit is no clock: its point is polished as always.
@@ -591,6 +598,15 @@ def _solve(p: FlowProblem, bracket: Bracket, method: str) -> None:
         # The LP's root flows carry the group (a routed full flow taken instead does not).
         result.certificate = roots_carrying(result.certificate, found.symmetry)
     bracket.answer = result
+
+
+def _options(p: FlowProblem, method: str, lp: Any) -> dict[str, Any]:
+    """The backend options of the solve: the caller's, else for a symmetric LP on the
+    default backend up to :data:`SYMMETRIC_NO_PRESOLVE_NONZEROS`, HiGHS without presolve."""
+    if (p.backend_options or p.backend != "highs" or method != "symmetric"
+            or lp.nnz > SYMMETRIC_NO_PRESOLVE_NONZEROS):
+        return p.backend_options
+    return {"presolve": False}
 
 
 def _approx_message(result: FlowResult, sol: LPSolution, gap: float) -> str:

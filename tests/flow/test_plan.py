@@ -275,3 +275,26 @@ def test_a_new_stage_proves_an_end_of_the_answer_without_more_code():
     closed_stage.run = lambda problem, bracket: fo.max_concurrent_flow(bare, method="lp")
     answer = run(Plan("auto", (closed_stage,), (_HopLengths(),), p), p)
     assert answer.exact and answer.stages == {"lower": "full LP", "upper": "full LP"}
+
+
+@pytest.mark.parametrize("given, want", [({}, {"presolve": False}),
+                                         ({"presolve": True}, {"presolve": True})])
+def test_a_symmetric_lp_is_solved_without_presolve_unless_asked(monkeypatch, given, want):
+    # Colour refinement leaves presolve little to remove (plan.SYMMETRIC_NO_PRESOLVE_NONZEROS):
+    # the default backend solves a symmetric LP without it; a caller's options are kept as
+    # given. Same certified answer: ring(8) of 1 Gb/s links, theta = 1/8 (the 56 pairs need
+    # 128 arc-hops, distances 1,1,2,2,3,3,4 from each of 8 nodes, over 16 arcs: 16 / 128).
+    import fabricopt.flow.plan as plan_module
+
+    seen = []
+    real = plan_module.solve_lp
+
+    def spy(lp, backend, time_limit, **options):
+        seen.append(options)
+        return real(lp, backend, time_limit, **options)
+
+    monkeypatch.setattr(plan_module, "solve_lp", spy)
+    fab = fo.ring(8)
+    r = certified(fab, fo.max_concurrent_flow(fab, **given))
+    assert r.method == "symmetric" and seen == [want]
+    assert r.exact and r.theta == pytest.approx(1 / 8, rel=1e-9)
