@@ -625,6 +625,24 @@ def test_compare_command_on_one_usable_core_runs_in_this_process(tmp_path, capsy
     assert asked == [3]
 
 
+def test_compare_command_loads_the_workers_modules_once_before_forking(tmp_path, capsys,
+                                                                      monkeypatch):
+    """Before a pool is forked the command loads the LP solver's module, and matplotlib when
+    the workers will draw diagrams, so each worker does not load them again; -j 1 does not."""
+    from fabricopt import cli
+
+    loaded = []
+    monkeypatch.setattr(cli, "_load_for_workers", lambda diagrams: loaded.append(diagrams))
+    assert cli.main(["compare", *RINGS[:4], "--metrics", "summary", "-j", "2"]) == 0
+    assert cli.main(["compare", *RINGS[:4], "--metrics", "summary", "-j", "2",
+                     "-o", str(tmp_path / "a")]) == 0
+    assert cli.main(["compare", *RINGS[:4], "--metrics", "summary", "-j", "2", "--no-diagrams",
+                     "-o", str(tmp_path / "b")]) == 0
+    assert cli.main(["compare", *RINGS[:4], "--metrics", "summary", "-j", "1",
+                     "-o", str(tmp_path / "c")]) == 0
+    assert loaded == [False, True, False]  # no -o: no diagrams; -j 1: no pool, nothing
+
+
 def test_compare_command_on_two_workers_resumes_rows_and_diagrams(tmp_path, capsys):
     """A rerun into the same folder skips the rows in results.jsonl and the diagrams already
     drawn for them (noted in diagrams/drawn.jsonl); a diagram missing is drawn again."""
