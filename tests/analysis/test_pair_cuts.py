@@ -277,3 +277,35 @@ def test_least_searches_an_earlier_pair_whose_bound_ties_the_least():
     value, side = cuts.least([(r, x), (r, y)], np.inf)
     assert value == 2.0 and side[y] and not side[x]
     assert np.array_equal(side, _least_by_searching_each(cuts, [(r, x), (r, y)], np.inf)[1])
+
+
+@pytest.mark.parametrize("make", LEAST)
+def test_near_flow_is_a_flow_no_more_than_the_maximum(make):
+    # Certificate: a maximum flow on the nodes near a pair is a flow of the whole graph,
+    # so at most its maximum flow (max-flow min-cut), and at least the two-hop flow, whose
+    # paths it holds from radius 1 on.
+    fab = make()
+    ga = GraphArrays.from_fabric(fab)
+    idx = sorted(ga.index[e] for e in fab.endpoints)[:10]
+    cuts = PairCuts(ga, 1e6)
+    hop = cuts.two_hop(np.array(idx))
+    for i, a in enumerate(idx):
+        for j, b in enumerate(idx):
+            if i == j:
+                continue
+            whole = maximum_flow(cuts.graph, a, b).flow_value
+            for radius in (1, 3):
+                near = cuts.near_flow(a, b, radius)
+                assert hop[i, j] <= near <= whole
+
+
+def test_two_servers_meet_within_three_arcs():
+    # GPU 0 of server 0 and of server 1 (DGX H100, NVLink switches, one rail leaf per GPU
+    # index): through the other GPUs of each server and their rail leaves, the 8 x 400 Gb/s
+    # NICs of a server carry 3,200 Gb/s, the pair's whole maximum flow, within 3 arcs.
+    fab = SMALL[2]
+    ga = GraphArrays.from_fabric(fab)
+    cuts = PairCuts(ga, 1e6)
+    a, b = ga.index[fab.endpoints[0]], ga.index[fab.endpoints[8]]
+    assert cuts.near_flow(a, b) * cuts.unit == 3200.0
+    assert maximum_flow(cuts.graph, a, b).flow_value * cuts.unit == 3200.0
