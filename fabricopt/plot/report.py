@@ -153,16 +153,18 @@ def _fit(ax: Any, renderer: Any, pad_points: float = 3.0) -> None:
     width, height = fig.bbox.width, fig.bbox.height
     pad = pad_points * fig.dpi / 72
     legend = ax.get_legend()
-    parts = [t for t in (ax.title, *ax.texts) if t.get_visible() and t.get_text()]
+    texts = _TextBoxes([t for t in (ax.title, *ax.texts) if t.get_visible() and t.get_text()],
+                       renderer)
     for _ in range(3):
         frame = ax.get_window_extent(renderer)
-        boxes = [t.get_window_extent(renderer) for t in parts]
+        boxes = texts.extents()
         if legend is not None:
-            boxes.append(legend.get_window_extent(renderer))
-        left = max([frame.x0 - b.x0 for b in boxes] + [0.0])
-        right = max([b.x1 - frame.x1 for b in boxes] + [0.0])
-        bottom = max([frame.y0 - b.y0 for b in boxes] + [0.0])
-        top = max([b.y1 - frame.y1 for b in boxes] + [0.0])
+            b = legend.get_window_extent(renderer)
+            boxes.append((b.x0, b.y0, b.x1, b.y1))
+        left = max([frame.x0 - x0 for x0, _, _, _ in boxes] + [0.0])
+        right = max([x1 - frame.x1 for _, _, x1, _ in boxes] + [0.0])
+        bottom = max([frame.y0 - y0 for _, y0, _, _ in boxes] + [0.0])
+        top = max([y1 - frame.y1 for _, _, _, y1 in boxes] + [0.0])
         box = ((left + pad) / width, (bottom + pad) / height,
                1 - (left + right + 2 * pad) / width, 1 - (bottom + top + 2 * pad) / height)
         if box[2] <= 0 or box[3] <= 0:  # more text than figure: as constrained layout would
@@ -171,6 +173,34 @@ def _fit(ax: Any, renderer: Any, pad_points: float = 3.0) -> None:
         ax.set_position(box)
         if moved * max(width, height) < 0.5:  # settled within half a pixel
             return
+
+
+class _TextBoxes:
+    """The window extents of some texts, laid out once: a text's box about its anchor does
+    not change when the frame moves, only where its anchor lands. The same numbers as
+    ``Text.get_window_extent`` (its layout box translated to the anchor's display point),
+    without laying each text out again at every step of :func:`_fit`; anchors that share a
+    transform are transformed together."""
+
+    def __init__(self, texts: list[Any], renderer: Any) -> None:
+        self.texts = texts
+        # Each layout box's corners, (x0, y0, x1, y1), about the anchor at (0, 0).
+        self.boxes = [tuple(t._get_layout(renderer)[0].get_points().ravel()) for t in texts]
+        groups: dict[int, tuple[Any, list[int]]] = {}
+        for i, t in enumerate(texts):
+            groups.setdefault(id(t.get_transform()), (t.get_transform(), []))[1].append(i)
+        self.groups = list(groups.values())
+        self.anchors = [t.get_unitless_position() for t in texts]
+
+    def extents(self) -> list[tuple[float, float, float, float]]:
+        """(x0, y0, x1, y1) of each text where its transform now puts it."""
+        out: list[tuple[float, float, float, float]] = [(0.0, 0.0, 0.0, 0.0)] * len(self.texts)
+        for transform, members in self.groups:
+            points = transform.transform([self.anchors[i] for i in members])
+            for i, (x, y) in zip(members, points.tolist(), strict=True):
+                x0, y0, x1, y1 = self.boxes[i]
+                out[i] = (x0 + x, y0 + y, x1 + x, y1 + y)
+        return out
 
 
 def _data_uri(png: bytes) -> str:

@@ -106,3 +106,23 @@ def test_charts_and_bars_lost_on_a_pool_are_drawn_here(tmp_path):
     with pytest.raises(fo.InvalidParameterError, match="executor"):
         write_report(table, tmp_path / "bad", executor=2)
     assert not (tmp_path / "bad").exists()  # refused before any file
+
+
+def test_a_diagrams_text_boxes_laid_out_once_are_matplotlibs_own_as_the_frame_moves():
+    """_fit lays each text out once and moves its box with its anchor: the numbers are
+    Text.get_window_extent's, bit for bit, wherever the frame goes."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from fabricopt.plot.diagram import draw
+    from fabricopt.plot.report import _TextBoxes
+
+    ax = draw(fo.superpod(1))
+    renderer = FigureCanvasAgg(ax.figure).get_renderer()
+    texts = [t for t in (ax.title, *ax.texts) if t.get_visible() and t.get_text()]
+    assert len(texts) > 10  # title, row labels, counts
+    boxes = _TextBoxes(texts, renderer)
+    for frame in (None, (0.1, 0.2, 0.7, 0.6), (0.02, 0.05, 0.95, 0.9)):
+        if frame is not None:
+            ax.set_position(frame)
+        theirs = [tuple(t.get_window_extent(renderer).get_points().ravel()) for t in texts]
+        assert boxes.extents() == theirs
