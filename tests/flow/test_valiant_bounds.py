@@ -355,3 +355,70 @@ def test_the_cut_of_each_level_reads_the_partitions_once(make):
         if fresh is not None:
             assert kept.rate_gbps == fresh.rate_gbps and np.array_equal(kept.side, fresh.side)
     assert a.hierarchy_capacities(fab, ep) is a.hierarchy_capacities(fab, ep)
+
+
+def _move_hubs_over_every_arc(ga, side, ep_idx, hub_idx, hub_share, tiny):
+    """_move_hubs as it was: every sum over all the arcs, the cut recomputed by cut_of."""
+    from fabricopt.flow.two_phase.bounds import cut_of
+
+    side = side.copy()
+    is_ep = np.zeros(ga.n_nodes)
+    is_ep[ep_idx] = 1.0
+    n, N = ga.n_nodes, len(ep_idx)
+    cap_out_all = np.bincount(ga.tail, weights=ga.capacity, minlength=n)[hub_idx]
+    cap_in_all = np.bincount(ga.head, weights=ga.capacity, minlength=n)[hub_idx]
+    cut = cut_of(ga, side, ep_idx, hub_share)
+    for _ in range(len(hub_idx)):
+        out = float(ga.capacity[side[ga.tail] & ~side[ga.head]].sum())
+        into = float(ga.capacity[~side[ga.tail] & side[ga.head]].sum())
+        to_side = np.bincount(ga.tail, weights=ga.capacity * side[ga.head], minlength=n)[hub_idx]
+        from_side = np.bincount(ga.head, weights=ga.capacity * side[ga.tail],
+                                minlength=n)[hub_idx]
+        inside = side[hub_idx]
+        new_out = np.where(inside, out - (cap_out_all - to_side) + from_side,
+                           out - from_side + (cap_out_all - to_side))
+        new_in = np.where(inside, into - (cap_in_all - from_side) + to_side,
+                          into - to_side + (cap_in_all - from_side))
+        sign = np.where(inside, -1.0, 1.0)
+        count = float(side[ep_idx].sum()) + sign * is_ep[hub_idx]
+        p_in = float(hub_share[side].sum()) + sign * hub_share[hub_idx]
+        den = count * (1.0 - p_in) + (N - count) * p_in
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rate = np.where(den > tiny, np.minimum(new_out, new_in) / np.where(
+                den > tiny, den, 1.0), np.inf)
+        k = int(np.argmin(rate))
+        if not rate[k] < cut.rate_gbps * (1 - 1e-12):
+            break
+        side[hub_idx[k]] = ~side[hub_idx[k]]
+        cut = cut_of(ga, side, ep_idx, hub_share)
+    return cut
+
+
+@pytest.mark.parametrize("make", [lambda: fo.superpod(2), lambda: fo.fat_tree(4),
+                                  lambda: random_fabric(3), lambda: random_fabric(7)])
+def test_moving_hubs_reads_only_the_hubs_arcs(make):
+    # _move_hubs sums a hub's arcs over the arcs out of and into hubs only (bincount adds
+    # a bin's weights in arc order, so the sums are the same floats): from random sides
+    # and from each partition's groups, the same moves, side, capacity and crossing, bit
+    # for bit, as the sums over every arc.
+    from fabricopt.flow.two_phase.arrays import _Arrays
+    from fabricopt.flow.two_phase.bounds import _move_hubs
+
+    fab = make()
+    a = _Arrays.of(fab)
+    ga = a.ga
+    ep = np.array([ga.index[e] for e in fab.endpoints])
+    rng = np.random.default_rng(11)
+    for hubs in hub_levels(fab).values():
+        hub_idx = np.array([ga.index[h] for h in hubs])
+        share = hub_shares(ga, hub_idx, ep)
+        hub_share = np.zeros(ga.n_nodes)
+        hub_share[hub_idx] = share
+        tiny = 0.5 * float(share[share > 0].min())
+        sides = [rng.random(ga.n_nodes) < q for q in (0.1, 0.5)]
+        sides += [label == k for label in a.hierarchy(fab) for k in range(min(3, label.max() + 1))]
+        for side in sides:
+            want = _move_hubs_over_every_arc(ga, side, ep, hub_idx, hub_share, tiny)
+            got = _move_hubs(ga, side, ep, hub_idx, hub_share, tiny)
+            assert np.array_equal(got.side, want.side)
+            assert got.capacity_gbps == want.capacity_gbps and got.crossing == want.crossing

@@ -92,8 +92,20 @@ def cut_of(ga: GraphArrays, side: np.ndarray, ep_idx: np.ndarray, hub_share: np.
     >>> cut_of(ga, side, ep, share).rate_gbps    # one 100 Gb/s uplink over 4 endpoints
     25.0
     """
+    return _cut_with(side, _crossing(ga, side), ep_idx, hub_share)
+
+
+def _crossing(ga: GraphArrays, side: np.ndarray) -> tuple[float, float]:
+    """The capacity leaving ``side`` and the capacity entering it."""
     out = float(ga.capacity[side[ga.tail] & ~side[ga.head]].sum())
     into = float(ga.capacity[~side[ga.tail] & side[ga.head]].sum())
+    return out, into
+
+
+def _cut_with(side: np.ndarray, crossing: tuple[float, float], ep_idx: np.ndarray,
+              hub_share: np.ndarray) -> ValiantCut:
+    """:func:`cut_of` given the capacities leaving and entering ``side``."""
+    out, into = crossing
     inside = float(side[ep_idx].sum())
     p_in = float(hub_share[side].sum())
     p_out = float(hub_share[~side].sum())
@@ -174,15 +186,21 @@ def _move_hubs(ga: GraphArrays, side: np.ndarray, ep_idx: np.ndarray, hub_idx: n
     is_ep = np.zeros(ga.n_nodes)
     is_ep[ep_idx] = 1.0
     n, N = ga.n_nodes, len(ep_idx)
-    cap_out_all = np.bincount(ga.tail, weights=ga.capacity, minlength=n)[hub_idx]
-    cap_in_all = np.bincount(ga.head, weights=ga.capacity, minlength=n)[hub_idx]
-    cut = cut_of(ga, side, ep_idx, hub_share)
+    # Only the arcs out of (into) a hub add to a hub's sums: bincount adds each bin's
+    # weights in arc order, so over those arcs alone the sums are the same, bit for bit.
+    is_hub = np.zeros(n, dtype=bool)
+    is_hub[hub_idx] = True
+    t_arcs, h_arcs = np.flatnonzero(is_hub[ga.tail]), np.flatnonzero(is_hub[ga.head])
+    t_tail, t_head, t_cap = ga.tail[t_arcs], ga.head[t_arcs], ga.capacity[t_arcs]
+    h_tail, h_head, h_cap = ga.tail[h_arcs], ga.head[h_arcs], ga.capacity[h_arcs]
+    cap_out_all = np.bincount(t_tail, weights=t_cap, minlength=n)[hub_idx]
+    cap_in_all = np.bincount(h_head, weights=h_cap, minlength=n)[hub_idx]
+    crossing = _crossing(ga, side)
+    cut = _cut_with(side, crossing, ep_idx, hub_share)
     for _ in range(len(hub_idx)):
-        out = float(ga.capacity[side[ga.tail] & ~side[ga.head]].sum())
-        into = float(ga.capacity[~side[ga.tail] & side[ga.head]].sum())
-        to_side = np.bincount(ga.tail, weights=ga.capacity * side[ga.head], minlength=n)[hub_idx]
-        from_side = np.bincount(ga.head, weights=ga.capacity * side[ga.tail],
-                                minlength=n)[hub_idx]
+        out, into = crossing
+        to_side = np.bincount(t_tail, weights=t_cap * side[t_head], minlength=n)[hub_idx]
+        from_side = np.bincount(h_head, weights=h_cap * side[h_tail], minlength=n)[hub_idx]
         inside = side[hub_idx]
         # A hub joining S: its arcs to S leave delta, its other arcs join it (and reverse).
         new_out = np.where(inside, out - (cap_out_all - to_side) + from_side,
@@ -200,7 +218,8 @@ def _move_hubs(ga: GraphArrays, side: np.ndarray, ep_idx: np.ndarray, hub_idx: n
         if not rate[k] < cut.rate_gbps * (1 - 1e-12):
             break
         side[hub_idx[k]] = ~side[hub_idx[k]]
-        cut = cut_of(ga, side, ep_idx, hub_share)  # recomputed exactly, not incrementally
+        crossing = _crossing(ga, side)  # recomputed exactly, not incrementally
+        cut = _cut_with(side, crossing, ep_idx, hub_share)
     return cut
 
 
