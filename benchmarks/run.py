@@ -2490,18 +2490,25 @@ def case_dask_optimize(gpus: int, workers: int) -> dict:
                      f"{hashlib.sha1(rows.encode()).hexdigest()[:10]}; {_load()}"}
 
 
+#: The commit before the work that prices ahead before it solves ahead on workers (and
+#: prices and solves the first undecided topology in one task): the dask block's middle rows.
+BEFORE_DASK_SPLIT = "0538ff1"
+
+
 def dask_rows(rows: list, quick: bool) -> None:
     """Issue 45's Dask target: optimize on 1 and 2 Dask workers side by side, now and with the
-    package of :data:`BEFORE_MAIN_JOB`; each pair's wall ratio, and the ratio of CPU seconds
-    that does not depend on the machine's load: one worker's task CPU plus the serial part
-    over the longest of two workers' plus the serial part (2 workers reach 1.6x only when
-    the longest one's share of the work is at most 62 %)."""
-    tree = _package_at(BEFORE_MAIN_JOB)
+    packages of :data:`BEFORE_DASK_SPLIT` and :data:`BEFORE_MAIN_JOB`; each pair's wall
+    ratio, and the ratio of CPU seconds that does not depend on the machine's load: one
+    worker's task CPU plus the serial part over the longest of two workers' plus the serial
+    part (2 workers reach 1.6x only when the longest one's share of the work is at most
+    62 %)."""
     gpus = 1024 if quick else 16384
     cases = [("now", "case_dask_optimize", (gpus,))]
-    if tree:
-        cases.append((f"before ({BEFORE_MAIN_JOB})", "case_before",
-                      (tree, "case_dask_optimize", gpus)))
+    for commit in (BEFORE_DASK_SPLIT, BEFORE_MAIN_JOB):
+        tree = _package_at(commit)
+        if tree:
+            cases.append((f"before ({commit})", "case_before",
+                          (tree, "case_dask_optimize", gpus)))
     nan = float("nan")
     for label, fn, args in cases:
         one = run_case(fn, *args, 1)
