@@ -298,9 +298,9 @@ class ThroughPlanes:
     def narrow(self, problem: Any, answer: FlowResult | None) -> FlowResult | None:
         """``answer`` (None: none yet) narrowed by the bracket through the planes within
         what the time limit leaves (none begun once it is spent): each end taken where
-        tighter (:func:`narrowed`); without an answer, that bracket when it is
-        :func:`~fabricopt.flow.from_intact.acceptable`; with no bracket, the answer's
-        message says why."""
+        tighter (:func:`narrowed`); without an answer, that bracket (the engine's answer
+        when :func:`~fabricopt.flow.from_intact.acceptable`, else a bracket whose ends the
+        stages after it may tighten); with no bracket, the answer's message says why."""
         p, left = problem, problem.budget.left()
         if left == 0:
             planes, why = None, "the planes' LP was not begun: the time limit was spent before it"
@@ -309,7 +309,8 @@ class ThroughPlanes:
         if planes is not None and answer is not None:
             answer = narrowed(answer, planes)
             acceptable(answer, p.gap, p.too_large)  # says how the gap now stands
-        elif planes is not None and acceptable(planes, p.gap, p.too_large):
+        elif planes is not None:  # the answer when acceptable, else a bracket to keep
+            acceptable(planes, p.gap, p.too_large)  # says how the gap stands
             planes.stages = {"lower": self.name, "upper": self.name}
             answer = planes
         elif answer is not None and why:  # what was not begun, not approx's minutes
