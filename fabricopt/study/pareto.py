@@ -18,22 +18,15 @@ from typing import Any
 
 from .._checks import check_bool, fail
 
-__all__ = ["REL_TOL", "check_column", "finite_number", "pareto_front", "records_of", "within"]
+__all__ = ["REL_TOL", "check_column", "finite_number", "pareto_front", "records_of"]
 
-#: Relative tolerance of every comparison of figures in a front or a design search: the LP
-#: solver's certified ends agree to about 1e-13 relative between solve paths (presolve or not,
-#: one BLAS thread or several) and its feasibility tolerance is 1e-7 absolute on unit
-#: demands, so 1e-9 treats last-bit differences as equal and keeps every real difference.
+#: Relative tolerance of every comparison of figures in a front or a design search. A
+#: certified rate's ends agree to about 1e-13 relative between solve paths (presolve or not,
+#: one BLAS thread or several), and the LP solver (HiGHS) works to feasibility tolerances of
+#: 1e-7: 1e-9 lies between, so last-bit differences are equal and every difference a
+#: designer would act on is kept.
 REL_TOL = 1e-9
 
-
-def within(a: float, b: float, rel_tol: float = REL_TOL) -> bool:
-    """True when ``a`` and ``b`` are equal within ``rel_tol`` of the larger magnitude.
-
-    >>> within(375.0, 374.9999999999944), within(375.0, 374.99)
-    (True, False)
-    """
-    return abs(a - b) <= rel_tol * max(abs(a), abs(b))
 
 def records_of(func: str, rows: Any) -> list[dict[str, Any]]:
     """Rows as a list of dicts: records, a result with ``to_records()``, or a DataFrame."""
