@@ -329,6 +329,12 @@ class FlowResult:
         if self.unreachable:
             lines.append(f"disconnected     {self.unreachable[0]!r} cannot reach "
                          f"{self.unreachable[1]!r}")
+        if self.stages:
+            # Which stage proved each end: what to read in the certificate, and where a
+            # bracket left open came from.
+            ends = [f"{end} by {self.stages[end]}" for end in ("lower", "upper")
+                    if end in self.stages]
+            lines.append(f"proven           {', '.join(ends)}")
         if self.message and self.status != "optimal":
             lines.append(f"solver says      {self.message}")
         return "\n".join(lines)

@@ -101,6 +101,9 @@ def test_result_fields_and_loads():
     assert len(r.bottlenecks) == 16  # all 8 links x 2 directions bind
     assert r.binding_tier == "ring" and r.tiers["ring"].max_utilization == pytest.approx(1.0)
     assert "theta" in str(r) and "binding tier" in str(r)
+    # Each end's stage is printed: the ring's claim makes it one symmetric LP.
+    assert r.stages == {"lower": "symmetric LP", "upper": "symmetric LP"}
+    assert "proven           lower by symmetric LP, upper by symmetric LP" in str(r)
 
 
 def test_auto_picks_symmetric_then_lp():
