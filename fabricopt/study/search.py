@@ -333,7 +333,8 @@ class DesignSearch:
         it is decided), or its solve when a free worker priced it already. Free workers
         work ahead: first the solve of a priced topology that no undecided one before it can
         price out (each of those costs more under every policy), then the pricing of the
-        next topologies their bounds leave (a second each, and nearly always needed), and
+        next topologies their bounds leave (a second each, and nearly always needed: in
+        bound order, the largest first once a feasible design is known), and
         only when nothing is left to price the other solves the ceiling leaves (seconds to
         minutes each, and needless once a design before it proves feasible and cheaper). A
         task a decision has made needless is not waited for (its result is dropped)."""
@@ -370,9 +371,14 @@ class DesignSearch:
             else:  # priced here unless a worker is pricing it already
                 first = [] if (at, "price") in flying else [(at, "both")]
             solves = [i for i in range(at, len(order)) if i in price and i not in solve]
+            prices = [i for i in range(at + 1, len(order)) if i not in price]
+            if self._ceiling() is not None:
+                # A feasible design is known, so the pricings its bound leaves are nearly
+                # all needed: the largest first, so that the last tasks are short ones and
+                # the workers finish together.
+                prices.sort(key=lambda i: -max(sk.switches for sk, _, _ in order[i][1]))
             jobs = first + [(i, "solve") for i in solves if certain(i)] + \
-                [(i, "price") for i in range(at + 1, len(order)) if i not in price] + \
-                [(i, "solve") for i in solves]
+                [(i, "price") for i in prices] + [(i, "solve") for i in solves]
             return next((j for j in jobs if j not in flying and wanted(*j)), None)
 
         try:
