@@ -23,7 +23,10 @@ open and passes once it closes; ``result.stages`` names the stage that proved ea
 12. :class:`GroupSwaps` (upper) — the best cut with whole groups swapped across it.
 13. :class:`TopDescent` (upper) — a layered fabric: from the best cut, the top tier's sides
     changed a class at a time, every pod placed exactly below them.
-14. :class:`AllToAll` (lower), 15. :class:`ExactMILP` (both).
+14. :class:`CountedPlanes` (lower; a split above when it reaches one) — a layered fabric:
+    its planes merged one by one, each plane's top counted on the sending side, searched
+    best first.
+15. :class:`AllToAll` (lower), 16. :class:`ExactMILP` (both).
 
 >>> import fabricopt as fo
 >>> print(plan(BisectionProblem.of(fo.ring(8), milp_max_nodes=0)))  # doctest: +ELLIPSIS
@@ -31,7 +34,7 @@ plan for method='auto':
   1. intact fabric less lost: skipped (not a failed copy of a generated fabric)
   2. candidate cuts: runs (a minimum cut per candidate split (structural, ...) on 16 arcs)
   ...
-  15. exact MILP: skipped (8 nodes > milp_max_nodes=0)
+  16. exact MILP: skipped (8 nodes > milp_max_nodes=0)
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ from .bisection import (
     _whole_group_splits,
 )
 from .blocked_bisection import blocked_lower
+from .counted_planes import counted_planes_lower
 from .cuts import Cut, cut_capacity, hose_ceiling
 from .failed_bisection import given_back, restored_hose_lower
 from .layered_bisection import descend_top, exact_layered, plane_lower, read_layers
@@ -470,6 +474,32 @@ class TopDescent(_OnLayered):
                        self.name)
 
 
+class CountedPlanes(_OnLayered):
+    name = "planes merged, tops counted"
+
+    def cost(self, problem: BisectionProblem) -> str:
+        return ("a layered fabric with two planes or more: the planes merged one by one, "
+                "each plane's top switches counted on the sending side, every pod exact, "
+                "best first until the best cut or the time limit")
+
+    def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
+        # Where the planes bisected apart choose different leaves (fat_tree(16) minus 5 %,
+        # seed 0: 155,200 from the planes, 166,400 the best cut): closed on the cut.
+        p = problem
+        if not _open(bracket) or p.cut is None:
+            return
+        found = counted_planes_lower(p.ga, p.ep_idx, bracket.upper, p.left())
+        if found is None:
+            return
+        _raise(bracket, (found.lower, (
+            f"{found.branches:,} choices of the planes' top counts bounded with the planes "
+            f"merged, {found.left_open:,} left open")), self.name)
+        if found.split is not None:
+            cut = Cut(found.split, found.split_gbps,
+                      np.flatnonzero(found.split[p.ga.tail] & ~found.split[p.ga.head]))
+            _lower_cut(p, bracket, (found.split_gbps, self.name, cut), self.name)
+
+
 class AllToAll(_Stage):
     name = "all-to-all throughput"
 
@@ -519,8 +549,8 @@ class ExactMILP(_Stage):
 
 STAGES = (IntactLessLost(), CandidateCuts(), GivenBackProfile(), GivenBackHose(), HoseRate(),
           UnitsCounted(), TopSides(), PlaneBisections(), WholeGroups(),
-          PairsInsideUnits(), ProfileFlow(), GroupSwaps(), TopDescent(), AllToAll(),
-          ExactMILP())
+          PairsInsideUnits(), ProfileFlow(), GroupSwaps(), TopDescent(), CountedPlanes(),
+          AllToAll(), ExactMILP())
 
 
 def plan(problem: BisectionProblem) -> Plan:
