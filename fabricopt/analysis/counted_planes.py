@@ -19,11 +19,13 @@ switches, whose sides make an exact search too large, are counted instead:
 * **Merged planes and planes apart.** The planes' capacities sum to at most the fabric's
   on every arc, so with the first ``d`` planes (in a fixed order) merged and the others
   apart, every split whose first ``d`` counts are ``k`` cuts at least
-  :math:`R_d(k) + \sum_{j > d} B_j`, ``B_j`` plane ``j``'s least :math:`R` over its counts.
-  Merging one more plane cannot lower it (the merged pods pay each plane's part for the same
-  endpoints), so a best-first search over the counts, plane after plane, raises the least
-  open bound as it goes: that least, or the best cut in hand when every branch is closed
-  by it, bounds the bisection below at every moment.
+  :math:`R_d(k) + \text{rest}_d`, the rest a bound on the later planes: at first
+  :math:`\sum_{j > d} B_j`, ``B_j`` plane ``j``'s least :math:`R` over its counts, then
+  the later planes merged and searched the same way, from the last plane back. A branch's
+  choices are some of its parent's, so it keeps the larger of its bound and its parent's.
+  A best-first search over the counts, plane after plane, raises the least open bound as
+  it goes: that least, or the best cut in hand when every branch is closed by it, bounds
+  the bisection below at every moment.
 * **The mirror.** With every link as large both ways, a split and its mirror (the halves
   swapped) cut the same, so the first plane's count is held to at most half its top.
 
@@ -224,21 +226,26 @@ class _Search:
 
     def _expand(self, whole: Callable | None) -> None:
         """The least open branches, up to ``BATCH`` rows of children, grouped by depth: one
-        pass of numpy per group (a child's bound is never below its parent's)."""
+        pass of numpy per group."""
         heap, planes = self.heap, len(self.sizes)
-        by_depth: dict[int, list[list[int]]] = {}
+        by_depth: dict[int, tuple[list[list[int]], list[float]]] = {}
         taken = 0
         while heap and taken < BATCH and heap[0][0] < self.threshold and len(
                 heap[0][2]) < planes:
-            _, _, counts = heapq.heappop(heap)
+            bound, _, counts = heapq.heappop(heap)
             depth = len(counts)
             top = self.sizes[depth] // 2 if depth == 0 and self.mirror else self.sizes[depth]
-            by_depth.setdefault(depth, []).extend(list(counts) + [k] for k in range(top + 1))
+            children, parents = by_depth.setdefault(depth, ([], []))
+            children.extend(list(counts) + [k] for k in range(top + 1))
+            parents.extend([bound] * (top + 1))
             taken += top + 1
-        for depth, children in by_depth.items():
+        for depth, (children, parents) in by_depth.items():
             rows = np.array(children, dtype=np.int64)
             tail = self.rest[depth + 1]
             found = _least(self.merged[depth], self.n, rows, self.threshold - tail) + tail
+            # A child's choices are some of its parent's: the parent's bound holds for it
+            # too (the rest of the parent, a suffix searched merged, may be the stronger).
+            found = np.maximum(found, parents)
             self.branches += len(rows)
             for row, value in zip(rows, found, strict=True):
                 if not value < self.threshold:
