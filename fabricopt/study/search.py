@@ -377,6 +377,9 @@ class DesignSearch:
                 # all needed: the largest first, so that the last tasks are short ones and
                 # the workers finish together.
                 prices.sort(key=lambda i: -max(sk.switches for sk, _, _ in order[i][1]))
+            # The next topology is priced ahead last: left alone, it is priced and solved
+            # in one task (one build) once it is the first undecided.
+            prices.sort(key=lambda i: i == at + 1)
             jobs = first + [(i, "solve") for i in solves if certain(i)] + \
                 [(i, "price") for i in prices] + [(i, "solve") for i in solves]
             return next((j for j in jobs if j not in flying and wanted(*j)), None)
