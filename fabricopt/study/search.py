@@ -334,7 +334,8 @@ class DesignSearch:
         work ahead: first the solve of a priced topology that no undecided one before it can
         price out (each of those costs more under every policy), then the pricing of the
         next topologies their bounds leave (a second each, and nearly always needed: in
-        bound order, the largest first once a feasible design is known), and
+        bound order, the largest first once a feasible design is known, the one right after
+        the first undecided last, as it is usually priced and solved in one task), and
         only when nothing is left to price the other solves the ceiling leaves (seconds to
         minutes each, and needless once a design before it proves feasible and cheaper). A
         task a decision has made needless is not waited for (its result is dropped)."""
