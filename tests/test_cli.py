@@ -132,7 +132,11 @@ def test_worst_case_command(capsys):
     assert row["exact"] and row["theta_lower"] == pytest.approx(400.0)
     assert row["guaranteed_gbps_per_gpu"] == pytest.approx(400.0)
     assert main(["worst-case", "ring", "n=6"]) == 0
-    assert "worst permutation" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # theta and TUB say their unit: a multiple of each pair's 1 Gb/s (ring of 6: the
+    # antipodal matching, 3 hops a pair, 12 unit arcs over 6 x 3 hops = 2/3).
+    assert "worst permutation" in out and "multiple of each pair's 1 Gb/s" in out
+    assert "TUB upper bound   theta <= 0.666667 (hop counts alone" in out
 
 
 def test_compare_metrics_and_columns_with_human_numbers(capsys):

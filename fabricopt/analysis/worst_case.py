@@ -89,10 +89,12 @@ class WorstCasePermutation:
         state = "exact" if self.exact else "bracket"
         return "\n".join([
             f"worst permutation {self.lower:.6g} <= theta <= {self.upper:.6g} ({state}; "
-            f"{len(self.tried)} pattern(s) solved, {self.seconds:.2f} s)",
+            f"{len(self.tried)} pattern(s) solved, {self.seconds:.2f} s; theta: the "
+            f"multiple of each pair's {self.gbps:.6g} Gb/s carried)",
             f"guaranteed        {self.per_endpoint_gbps:.6g} Gb/s per endpoint under any "
             f"permutation (two-phase rate {self.two_phase_rate_gbps:.6g} Gb/s)",
-            f"TUB upper bound   {self.tub_upper:.6g}",
+            f"TUB upper bound   theta <= {self.tub_upper:.6g} (hop counts alone: the links' "
+            "capacity over the farthest permutation's hops; never below the bracket)",
         ])
 
 
