@@ -492,8 +492,8 @@ class CountedPlanes(_OnLayered):
         if found is None:
             return
         _raise(bracket, (found.lower, (
-            f"{found.branches:,} choices of the planes' top counts bounded with the planes "
-            f"merged, {found.left_open:,} left open")), self.name)
+            f"the planes merged with their top switches counted: {found.branches:,} "
+            f"choices of counts bounded, {found.left_open:,} left open")), self.name)
         if found.split is not None:
             cut = Cut(found.split, found.split_gbps,
                       np.flatnonzero(found.split[p.ga.tail] & ~found.split[p.ga.head]))

@@ -76,6 +76,19 @@ def test_never_above_the_enumeration_on_failed_fat_tree_6(seed):
     assert found.lower >= 0.9 * truth
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_an_odd_group_of_endpoints(seed):
+    # 53 of a failed fat_tree(6)'s 54 hosts: halves of 26 and 27, either sending (the mirror
+    # of a split is a split then too); the enumeration of the top tier's sides is exact.
+    fab = fo.fail_random(fo.fat_tree(6), 0.08, seed=seed)
+    ga, ep = _arrays(fab)
+    truth, _ = exact_layered(ga, ep[1:])
+    found = counted_planes_lower(ga, ep[1:], upper=2 * truth)
+    assert found.lower == pytest.approx(truth, rel=1e-8) and found.closed
+    assert int(found.split[ep[1:]].sum()) in (26, 27)
+    assert _crossing(fab, found.split, ga) == pytest.approx(truth)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_closes_failed_fat_tree_8(seed):
     # fat_tree(8) minus 5 % (seeds 0-2): exact 20,000, 20,400 and 20,800 Gb/s by the top
