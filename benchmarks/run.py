@@ -2713,11 +2713,6 @@ def engine_rows(rows: list, quick: bool) -> None:
 
 
 
-def _suite_rows(rows: list, quick: bool) -> None:
-    """The test suite as configured beside the suite in one process (suite_time.py)."""
-    suite_rows(rows, quick, run_case)
-
-
 def _import_rows(rows: list, quick: bool) -> None:
     """``import fabricopt`` and ``--help`` in fresh processes, beside the package before
     (import_time.py)."""
