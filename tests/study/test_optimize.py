@@ -397,55 +397,10 @@ def test_finishing_order_does_not_change_the_answer(monkeypatch):
     assert [r["name"] for r in shared.front] == [r["name"] for r in alone.front]
 
 
-@pytest.mark.parametrize("last_first", [False, True])
-def test_workers_give_the_rows_one_process_gives(monkeypatch, last_first):
-    # On workers, pricing and solving are tasks of their own and free workers work ahead
-    # (search.DesignSearch._evaluate_split); the topologies are still decided in one
-    # process's order against the designs before them, so every row (priced out, pruned by
-    # its bound, evaluated; reasons naming the same design) is the row one process gives,
-    # whichever task finishes first: here the last one sent, or the first.
-    import concurrent.futures as cf
-    import importlib
-
-    execution = importlib.import_module("fabricopt.study.execution")
-    sent = []
-
-    class Immediate(cf.Executor):
-        _max_workers = 2
-
-        def submit(self, fn, /, *args, **kwargs):
-            future = cf.Future()
-            future.set_result(fn(*args, **kwargs))
-            sent.append(future)
-            return future
-
-    def wait(fs, return_when=None):
-        fs = sorted(fs, key=sent.index)
-        done = fs[-1] if last_first else fs[0]
-        return [done], set(fs) - {done}
-
-    def rows(res):
-        return [{k: v for k, v in r.items() if k != "seconds"} for r in res.rows]
-
-    for constraints in ({"all_to_all_gbps_per_gpu": 300}, {"all_to_all_gbps_per_gpu": 100}):
-        alone = fo.optimize(16, space=SPACE, constraints=constraints)
-        # Both searches price some topologies out and prune others by their bound.
-        reasons = [r["reason"] for r in alone.rows]
-        assert any(x.endswith("priced, not solved)") for x in reasons)
-        assert any(x.startswith("costs more than") and "priced" not in x for x in reasons)
-        with monkeypatch.context() as m:
-            m.setattr(execution.cf, "wait", wait)
-            shared = fo.optimize(16, space=SPACE, constraints=constraints,
-                                 executor=Immediate())
-        assert rows(shared) == rows(alone)
-
-
-@pytest.mark.parametrize("options", [{"full_front": True}, {"prune": False},
-                                     {"objective": "power_w"}])
-def test_workers_solve_ahead_and_still_give_one_process_rows(monkeypatch, options):
-    # Where no ceiling prices a topology out (the whole front, no pruning, an objective
-    # other than capex), every solve is needed and free workers solve ahead of pricing;
-    # the rows are still one process's, whichever task finishes first.
+def _on_immediate_workers(monkeypatch, last_first, **kwargs):
+    """``optimize(16, space=SPACE, **kwargs)`` on two "workers" that run each task as it is
+    sent and hand back the last one sent first (or the first): the result, and the stage of
+    every task sent."""
     import concurrent.futures as cf
     import importlib
 
@@ -455,26 +410,55 @@ def test_workers_solve_ahead_and_still_give_one_process_rows(monkeypatch, option
     class Immediate(cf.Executor):
         _max_workers = 2
 
-        def submit(self, fn, /, *args, **kwargs):
+        def submit(self, fn, /, *args, **kw):
             future = cf.Future()
-            future.set_result(fn(*args, **kwargs))
+            future.set_result(fn(*args, **kw))
             sent.append(future)
             stages.append(args[0].stage)
             return future
 
     def wait(fs, return_when=None):
-        done = max(fs, key=sent.index)  # the last one sent finishes first
+        fs = sorted(fs, key=sent.index)
+        done = fs[-1] if last_first else fs[0]
         return [done], set(fs) - {done}
 
-    def rows(res):
-        return [{k: v for k, v in r.items() if k != "seconds"} for r in res.rows]
+    with monkeypatch.context() as m:
+        m.setattr(execution.cf, "wait", wait)
+        return fo.optimize(16, space=SPACE, executor=Immediate(), **kwargs), stages
 
+
+def _rows(res):
+    return [{k: v for k, v in r.items() if k != "seconds"} for r in res.rows]
+
+
+@pytest.mark.parametrize("last_first", [False, True])
+def test_workers_give_the_rows_one_process_gives(monkeypatch, last_first):
+    # On workers, pricing and solving are tasks of their own and free workers work ahead
+    # (search.DesignSearch._evaluate_split); the topologies are still decided in one
+    # process's order against the designs before them, so every row (priced out, pruned by
+    # its bound, evaluated; reasons naming the same design) is the row one process gives,
+    # whichever task finishes first: here the last one sent, or the first.
+    for constraints in ({"all_to_all_gbps_per_gpu": 300}, {"all_to_all_gbps_per_gpu": 100}):
+        alone = fo.optimize(16, space=SPACE, constraints=constraints)
+        # Both searches price some topologies out and prune others by their bound.
+        reasons = [r["reason"] for r in alone.rows]
+        assert any(x.endswith("priced, not solved)") for x in reasons)
+        assert any(x.startswith("costs more than") and "priced" not in x for x in reasons)
+        shared, _ = _on_immediate_workers(monkeypatch, last_first, constraints=constraints)
+        assert _rows(shared) == _rows(alone)
+
+
+@pytest.mark.parametrize("options", [{"full_front": True}, {"prune": False},
+                                     {"objective": "power_w"}])
+def test_workers_solve_ahead_and_still_give_one_process_rows(monkeypatch, options):
+    # Where no ceiling prices a topology out (the whole front, no pruning, an objective
+    # other than capex), every solve is needed and free workers solve ahead of pricing;
+    # the rows are still one process's, whichever task finishes first.
     constraints = {"all_to_all_gbps_per_gpu": 300}
     alone = fo.optimize(16, space=SPACE, constraints=constraints, **options)
-    monkeypatch.setattr(execution.cf, "wait", wait)
-    shared = fo.optimize(16, space=SPACE, constraints=constraints, executor=Immediate(),
-                         **options)
-    assert rows(shared) == rows(alone)
+    shared, stages = _on_immediate_workers(monkeypatch, True, constraints=constraints,
+                                           **options)
+    assert _rows(shared) == _rows(alone)
     assert {"both", "price", "solve"} <= set(stages)
 
 
