@@ -29,10 +29,12 @@ switches, whose sides make an exact search too large, are counted instead:
 * **The mirror.** With every link as large both ways, a split and its mirror (the halves
   swapped) cut the same, so the first plane's count is held to at most half its top.
 
-A branch whose counts are all ``0`` or ``K`` is a split: when the search reaches it first it
-is built (every pod placed exactly below that top) and its cut summed from the arcs; it is
-then both ends. On ``fat_tree(16)`` minus 5 % of its links (seeds 0, 2, 3, 4) the search
-closes on the best cut; the search stops at the time limit with the least open bound.
+A branch whose counts are all ``0`` or ``K`` is a split: it is built (every pod placed
+exactly below that top) and its cut summed from the arcs; where it meets its bound it is
+both ends. Where the least open branch has a plane's count partial, that plane's top switches
+are chosen every way (at most ``CHOICES``), each a branch bounded with those switches exactly.
+On ``fat_tree(16)`` minus 5 % of its links (seeds 0–4) the search closes on the best cut;
+it stops at the time limit with the least open bound.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ import itertools
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -96,6 +98,7 @@ class _Pod:
     cost_a: np.ndarray
     cost_b: np.ndarray
     plane: np.ndarray
+    mids: np.ndarray
 
 
 def counted_planes_lower(ga: GraphArrays, ep_idx: np.ndarray, upper: float,
@@ -139,7 +142,7 @@ def counted_planes_lower(ga: GraphArrays, ep_idx: np.ndarray, upper: float,
         # 0 or all (one split), lowering the cut the other branches must beat. The least
         # open branch: R there is the least over every branch, so only a split at it can
         # close the bracket; the top switches its partial counts stand for are tried.
-        built = _built(ga, ep_idx, layers, tops, counts, inners, every=least)
+        built = _built(ga, ep_idx, layers, tops, counts, inners, search.chosen, every=least)
         if built is not None and built[1] < found["gbps"]:
             found["split"], found["gbps"] = built
         if found["gbps"] <= value * (1 + 1e-9) + 1e-9:
@@ -147,7 +150,7 @@ def counted_planes_lower(ga: GraphArrays, ep_idx: np.ndarray, upper: float,
         return None
 
     search = _Search(merged, rest, [len(t) for t in tops], mirror, n, threshold)
-    search.run(deadline, whole)
+    search.run(deadline, whole, (ga, tops))
     least = search.least()
     lower = min(least, search.threshold) * (1 - ROUNDING)
     return CountedPlanes(lower, least >= search.threshold, search.branches, len(search.heap),
@@ -198,6 +201,8 @@ class _Search:
     threshold: float
     heap: list = field(default_factory=list)
     branches: int = 0
+    #: The top switches a count beyond a plane's top stands for: ``(plane, count)`` -> nodes.
+    chosen: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.heap = [(float(self.rest[0]), 0, ())]
@@ -207,10 +212,12 @@ class _Search:
         return self.heap[0][0] if self.heap else np.inf
 
     def run(self, deadline: float | None,
-            whole: Callable[[tuple[int, ...], float, bool], float | None] | None) -> None:
+            whole: Callable[[tuple[int, ...], float, bool], float | None] | None,
+            ga_tops: tuple | None = None) -> None:
         """Until every branch is closed, ``deadline``, or the least open branch is a whole
         choice that ``whole`` does not close (it returns the new threshold when it does;
-        without it, the search stops there: that branch's bound is the least)."""
+        without it, the search stops there: that branch's bound is the least) and whose
+        partial counts cannot be refined (:meth:`_refine`, given ``ga_tops``)."""
         heap, planes = self.heap, len(self.sizes)
         while heap and len(heap) < MAX_OPEN and heap[0][0] < self.threshold:
             if deadline is not None and time.perf_counter() > deadline:
@@ -218,11 +225,54 @@ class _Search:
             if len(heap[0][2]) == planes:
                 closed = None if whole is None else whole(heap[0][2], heap[0][0], True)
                 if closed is None:
-                    return
+                    if whole is None or not self._refine(ga_tops, whole):
+                        return
+                    continue
                 self.threshold = min(self.threshold, closed)
                 heapq.heappop(heap)
                 continue
             self._expand(whole)
+
+    def _refine(self, ga_tops: tuple | None, whole: Callable) -> bool:
+        """The least open branch is a whole choice with a plane's count ``k`` partial: that
+        plane's top switches are chosen every way (at most ``CHOICES``), each a branch of its
+        own bounded with those switches exactly (a middle switch then pays its links to the
+        others, sending, or from them, not). False when there is no such plane."""
+        if ga_tops is None:
+            return False
+        ga, tops = ga_tops
+        bound, _, counts = self.heap[0]
+        partial = [j for j, k in enumerate(counts) if 0 < k < self.sizes[j]]
+        if not partial or math.comb(self.sizes[partial[0]], counts[partial[0]]) > CHOICES:
+            return False
+        j = partial[0]
+        heapq.heappop(self.heap)
+        sets = [np.array(c) for c in itertools.combinations(tops[j], counts[j])]
+        pods, free = self.merged[-1]
+        base = max(p.cost_a.shape[1] for p in pods)
+        grown = []
+        for pod in pods:
+            cost_a = np.zeros((len(pod.mids), base + len(sets)))
+            cost_b = np.zeros_like(cost_a)
+            cost_a[:, :pod.cost_a.shape[1]], cost_b[:, :pod.cost_b.shape[1]] = (
+                pod.cost_a, pod.cost_b)
+            for i in np.flatnonzero(pod.plane == j):
+                up, down = _mid_links(ga, ga.capacity, int(pod.mids[i]), tops[j])
+                for c, chosen in enumerate(sets):
+                    into = np.isin(tops[j], chosen)
+                    cost_a[i, base + c] = up[~into].sum()
+                    cost_b[i, base + c] = down[into].sum()
+            grown.append(replace(pod, cost_a=cost_a, cost_b=cost_b))
+        self.merged[-1] = (grown, free)
+        rows = np.array([counts] * len(sets), dtype=np.int64)
+        rows[:, j] = base + np.arange(len(sets))
+        for c, chosen in enumerate(sets):
+            self.chosen[(j, base + c)] = chosen
+        found = np.maximum(_least(self.merged[-1], self.n, rows), bound)
+        self.branches += len(rows)
+        for row, value in zip(rows, found, strict=True):
+            self._push(tuple(int(x) for x in row), float(value), whole)
+        return True
 
     def _expand(self, whole: Callable | None) -> None:
         """The least open branches, up to ``BATCH`` rows of children, grouped by depth: one
@@ -248,16 +298,20 @@ class _Search:
             found = np.maximum(found, parents)
             self.branches += len(rows)
             for row, value in zip(rows, found, strict=True):
-                if not value < self.threshold:
-                    continue
-                counts = tuple(int(x) for x in row)
-                if len(counts) == planes and whole is not None:
-                    closed = whole(counts, float(value), False)
-                    if closed is not None:
-                        self.threshold = min(self.threshold, closed)
-                        continue
-                self._count += 1
-                heapq.heappush(heap, (float(value), self._count, counts))
+                self._push(tuple(int(x) for x in row), float(value), whole)
+
+    def _push(self, counts: tuple[int, ...], value: float, whole: Callable | None) -> None:
+        """Keep a branch below the threshold open; a whole choice ``whole`` closes (a split
+        at its bound) lowers the threshold instead."""
+        if not value < self.threshold:
+            return
+        if len(counts) == len(self.sizes) and whole is not None:
+            closed = whole(counts, value, False)
+            if closed is not None:
+                self.threshold = min(self.threshold, closed)
+                return
+        self._count += 1
+        heapq.heappush(self.heap, (value, self._count, counts))
 
 
 def _plane_tops(ga: GraphArrays, layers: Layers, planes: list[np.ndarray],
@@ -274,10 +328,9 @@ def _plane_tops(ga: GraphArrays, layers: Layers, planes: list[np.ndarray],
     return out
 
 
-def _mid_costs(ga: GraphArrays, cap: np.ndarray, mid: int, top: np.ndarray,
+def _mid_links(ga: GraphArrays, cap: np.ndarray, mid: int, top: np.ndarray,
                ) -> tuple[np.ndarray, np.ndarray]:
-    """A middle switch's least cost per count ``k`` of its plane's top sending: sending, its
-    ``K - k`` smallest up-link capacities; not, its ``k`` smallest down-link capacities."""
+    """A middle switch's link capacity up to each of its plane's top switches, and down."""
     pos = np.full(ga.n_nodes, -1)
     pos[top] = np.arange(len(top))
     up, down = np.zeros(len(top)), np.zeros(len(top))
@@ -285,6 +338,14 @@ def _mid_costs(ga: GraphArrays, cap: np.ndarray, mid: int, top: np.ndarray,
     np.add.at(up, pos[ga.head[arcs]], cap[arcs])
     arcs = (ga.head == mid) & (pos[ga.tail] >= 0)
     np.add.at(down, pos[ga.tail[arcs]], cap[arcs])
+    return up, down
+
+
+def _mid_costs(ga: GraphArrays, cap: np.ndarray, mid: int, top: np.ndarray,
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """A middle switch's least cost per count ``k`` of its plane's top sending: sending, its
+    ``K - k`` smallest up-link capacities; not, its ``k`` smallest down-link capacities."""
+    up, down = _mid_links(ga, cap, mid, top)
     up_sums = np.concatenate([[0.0], np.cumsum(np.sort(up))])
     down_sums = np.concatenate([[0.0], np.cumsum(np.sort(down))])
     return up_sums[::-1].copy(), down_sums
@@ -313,7 +374,7 @@ def _merged_one(ga: GraphArrays, ep_idx: np.ndarray, cap: np.ndarray,
         for i, (a, b) in enumerate(costs):
             cost_a[i, :len(a)], cost_b[i, :len(b)] = a, b
         pods.append(_Pod(on_a.astype(float), _inner(ga, cap, comp, on_a), cost_a, cost_b,
-                         np.array(planes, dtype=np.int64)))
+                         np.array(planes, dtype=np.int64), comp.mids))
     return pods, len(layers.free)
 
 
@@ -421,16 +482,19 @@ def _mirrored(ga: GraphArrays) -> bool:
 
 
 def _built(ga: GraphArrays, ep_idx: np.ndarray, layers: Layers, tops: list[np.ndarray],
-           counts: tuple[int, ...], inners: dict, every: bool = False,
+           counts: tuple[int, ...], inners: dict, chosen: dict, every: bool = False,
            ) -> tuple[np.ndarray, float] | None:
     """A split with these counts of each plane's top sending, every pod placed exactly below
     it, and its cut summed from the arcs: where a count is 0 or the whole top the top is
     fixed; else (with ``every``) each way of choosing that many of the plane's top switches
     is tried when a plane has at most ``CHOICES`` ways and the product at most
     ``CHOICES``, or the ones with the least and the most link capacity. None where a count
-    is partial and not ``every``."""
+    is partial and not ``every``. A count beyond the top is the switches ``chosen`` says."""
     options = []
-    for top, k in zip(tops, counts, strict=True):
+    for j, (top, k) in enumerate(zip(tops, counts, strict=True)):
+        if k > len(top):
+            options.append([list(chosen[(j, k)])])
+            continue
         if 0 < k < len(top) and not every:
             return None
         ways = math.comb(len(top), k)

@@ -89,6 +89,26 @@ def test_an_odd_group_of_endpoints(seed):
     assert _crossing(fab, found.split, ga) == pytest.approx(truth)
 
 
+@pytest.mark.parametrize("fraction, seed, truth", [(0.1, 13, 6_400), (0.2, 4, 4_400)])
+def test_a_partial_count_is_refined_by_its_top_switches(monkeypatch, fraction, seed, truth):
+    # Failed fat_tree(6) draws whose least R has a plane's cores split (a partial count):
+    # the search then tries every choice of those cores, each bounded with them exactly,
+    # and ends on the least cut (the top tier's enumeration: 6,400 and 4,400 Gb/s).
+    from fabricopt.analysis import counted_planes as cp
+
+    refined = []
+    original = cp._Search._refine
+    monkeypatch.setattr(cp._Search, "_refine",
+                        lambda self, *a: refined.append(1) or original(self, *a))
+    fab = fo.fail_random(fo.fat_tree(6), fraction, seed=seed)
+    ga, ep = _arrays(fab)
+    assert exact_layered(ga, ep)[0] == truth
+    found = counted_planes_lower(ga, ep, upper=2 * truth)
+    assert refined and found.closed
+    assert found.lower == pytest.approx(truth, rel=1e-8)
+    _check(fab, found, truth)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_closes_failed_fat_tree_8(seed):
     # fat_tree(8) minus 5 % (seeds 0-2): exact 20,000, 20,400 and 20,800 Gb/s by the top
