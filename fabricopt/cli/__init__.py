@@ -303,9 +303,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                 if args.output else "nothing was saved (-o OUT keeps finished rows)") from None
         if args.output:
             # The pool the rows ran on draws the charts and bars while this process writes
-            # the tables and gathers the diagrams (a Dask worker may not reach OUT).
+            # the tables and gathers the diagrams (a Dask worker may not reach OUT); when
+            # every row was reused no worker was started, and none is started for them.
             pool = executor if isinstance(executor, concurrent.futures.ProcessPoolExecutor) \
-                else None
+                and table.reused < len(table) else None
             index = write_report(table, args.output, diagrams=not args.no_diagrams,
                                  executor=pool)
     if args.output:

@@ -643,7 +643,8 @@ def test_compare_command_loads_the_workers_modules_once_before_forking(tmp_path,
     assert loaded == [False, True, False]  # no -o: no diagrams; -j 1: no pool, nothing
 
 
-def test_compare_command_on_two_workers_resumes_rows_and_diagrams(tmp_path, capsys):
+def test_compare_command_on_two_workers_resumes_rows_and_diagrams(tmp_path, capsys,
+                                                                  monkeypatch):
     """A rerun into the same folder skips the rows in results.jsonl and the diagrams already
     drawn for them (noted in diagrams/drawn.jsonl); a diagram missing is drawn again."""
     from fabricopt.cli import main
@@ -662,3 +663,9 @@ def test_compare_command_on_two_workers_resumes_rows_and_diagrams(tmp_path, caps
     (ring6,) = [name for name in drawn if name.startswith("ring-6-")]
     assert after[ring6] == drawn[ring6]  # read back, not drawn again
     assert len(_rows_on_disk(out)) == 3
+    # Every row reused: no worker is started for the charts and bars, drawn here.
+    report = importlib.import_module("fabricopt.plot.report")
+    _PLOTTERS.update(_charts=report._charts, _bars=report._bars)
+    monkeypatch.setattr(report, "_charts", _charts_noting_where)
+    assert main(["compare", *RINGS, *flags]) == 0
+    assert int((tmp_path / "out-charts.pid").read_text()) == os.getpid()
