@@ -336,8 +336,9 @@ class DesignSearch:
         next topologies their bounds leave (a second each, and nearly always needed: in
         bound order, the largest first once a feasible design is known, the one right after
         the first undecided last, as it is usually priced and solved in one task), and
-        only when nothing is left to price the other solves the ceiling leaves (seconds to
-        minutes each, and needless once a design before it proves feasible and cheaper). A
+        only when nothing is left to price the other solves the ceiling leaves, cheapest
+        first (seconds to minutes each, and needless once a design before it proves feasible
+        and cheaper). A
         task a decision has made needless is not waited for (its result is dropped)."""
         assert self.executor is not None
         window = worker_count(self.executor)
@@ -381,8 +382,11 @@ class DesignSearch:
             # The next topology is priced ahead last: left alone, it is priced and solved
             # in one task (one build) once it is the first undecided.
             prices.sort(key=lambda i: i == at + 1)
+            # A solve ahead is needless once a cheaper design before it proves feasible:
+            # the cheapest first are the likeliest to be needed.
+            ahead = sorted(solves, key=lambda i: _cheapest(price[i]))
             jobs = first + [(i, "solve") for i in solves if certain(i)] + \
-                [(i, "price") for i in prices] + [(i, "solve") for i in solves]
+                [(i, "price") for i in prices] + [(i, "solve") for i in ahead]
             return next((j for j in jobs if j not in flying and wanted(*j)), None)
 
         try:
