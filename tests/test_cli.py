@@ -149,6 +149,37 @@ def test_compare_metrics_and_columns_with_human_numbers(capsys):
     assert out[2].split()[-1] == f"{capex:,.0f}" and "," in out[2].split()[-1]
 
 
+def test_compare_says_what_it_cannot_read_before_the_batch_runs(capsys, tmp_path):
+    # A folder of three rings: one good, one naming a parameter ring() lacks, one that is
+    # not TOML. Both bad files are said before any row runs (once each), their rows keep the
+    # error, the good one runs, and the command exits 1.
+    folder = tmp_path / "designs"
+    folder.mkdir()
+    (folder / "a.toml").write_text('name = "a"\nfamily = "ring"\n[params]\nn = 4\n')
+    (folder / "b.toml").write_text('name = "b"\nfamily = "ring"\n[params]\nnodes = 4\n')
+    (folder / "c.toml").write_text('name = "c"\nfamily = [oops\n')
+    out = tmp_path / "out"
+    assert main(["compare", str(folder), "-o", str(out), "-j", "1", "--metrics", "summary",
+                 "--no-diagrams"]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 2 and all(line.endswith("(skipped; the other designs run)")
+                                 for line in err)
+    assert "b: DesignFileError" in err[0] and "'nodes'" in err[0]
+    assert "c: DesignFileError" in err[1] and "not valid TOML" in err[1]
+    assert (out / "results.csv").read_text().count("\n") == 4  # header and three rows
+
+
+@pytest.mark.parametrize("flags, given", [(["--columns", "gpus"], "--columns"),
+                                          (["--format", "csv"], "--format csv")])
+def test_compare_refuses_printing_flags_with_an_output_folder(flags, given, capsys, tmp_path):
+    # --columns and --format choose what is printed; with -o nothing is printed but the
+    # verdict, so they are refused before any work instead of ignored after it.
+    assert main(["compare", "ring", "n=4", "-o", str(tmp_path / "out"), *flags]) == 2
+    err = capsys.readouterr().err
+    assert f"{given} chooses what is printed without -o" in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_compare_takes_a_saved_fabric_as_its_help_says(capsys, tmp_path):
     # A ring of 8 links of 1 Gb/s with one link cut is a path: its middle link carries
     # 4 x 4 pairs' traffic each way, so theta = 1/16 (0.0625) and each GPU sends 7/16

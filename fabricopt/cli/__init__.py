@@ -241,6 +241,13 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
     if args.jobs is not None and args.jobs < 1:
         raise FabricOptError(f"--jobs must be an integer >= 1, got {args.jobs}")
+    if args.output and (args.columns or args.format):
+        # Said before the batch runs, not ignored after it.
+        given = "--columns" if args.columns else f"--format {args.format}"
+        raise FabricOptError(
+            f"{given} chooses what is printed without -o; with -o {args.output} every "
+            "column goes to its results.csv, results.md and results.json and its index.html "
+            "(drop -o to print the table)")
     designs: list[Any] = []
     groups = split_targets(args.targets)
     check_targets(groups)
@@ -255,6 +262,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             designs.append((target, parse_assignments(assignments)))
         else:
             designs.append(target)
+    # A design file that cannot be read or names an unknown parameter is known now: said
+    # before any row runs (its row keeps the error; the other designs run).
+    unreadable = {t.label: t.error for t in design_tasks(designs) if t.error}
+    for label, error in unreadable.items():
+        print(f"fabricopt compare: {label}: {error} (skipped; the other designs run)",
+              file=sys.stderr)
     with contextlib.ExitStack() as stack:
         executor = _compare_executor(args, designs, stack)
         metrics = names_arg("--metrics", args.metrics, METRICS) if args.metrics else None
@@ -314,8 +327,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         print(f"{len(table)} designs ({len(table.failed)} failed{again}): {index}")
         for sentence in table.verdict():
             print(f"  {sentence}")
-        for row in table.failed:
-            print(f"fabricopt compare: {row['name']}: {row['error']}", file=sys.stderr)
+        _failed_rows(table, unreadable)
         return 1 if table.failed else 0
     columns = None
     if args.columns:
@@ -324,16 +336,22 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             if c not in table.columns:
                 raise FabricOptError(f"--columns: {c!r} is not a column of this table"
                                      f"{did_you_mean(c, table.columns)}")
-    if args.format == "table":
+    if (args.format or "table") == "table":
         print(table.to_text(columns, limit=len(table)))
         for sentence in table.verdict():
             print(sentence)
     else:
         keep = columns or table.columns
         print_rows([{c: r[c] for c in keep} for r in table.rows], args.format)
-    for row in table.failed:
-        print(f"fabricopt compare: {row['name']}: {row['error']}", file=sys.stderr)
+    _failed_rows(table, unreadable)
     return 1 if table.failed else 0
+
+
+def _failed_rows(table: Any, said: dict[str, str]) -> None:
+    """Each row that stopped on an error, on stderr, but those ``said`` before the run."""
+    for row in table.failed:
+        if said.get(row["name"]) != row["error"]:
+            print(f"fabricopt compare: {row['name']}: {row['error']}", file=sys.stderr)
 
 
 def _cmd_draw(args: argparse.Namespace) -> int:
@@ -462,7 +480,7 @@ def _add_compare(sub: Any) -> None:
     targets_arg(cmp_)
     cmp_.add_argument("-o", "--output", metavar="OUT", default=None,
                       help="folder for the results and the report")
-    cmp_.add_argument("--format", choices=FORMATS, default="table",
+    cmp_.add_argument("--format", choices=FORMATS, default=None,
                       help="without -o: how to print the table (default: table)")
     cmp_.add_argument("-j", "--jobs", type=int, default=None,
                       help="worker processes, each computing its designs' rows and drawing "
