@@ -149,6 +149,17 @@ def test_compare_metrics_and_columns_with_human_numbers(capsys):
     assert out[2].split()[-1] == f"{capex:,.0f}" and "," in out[2].split()[-1]
 
 
+def test_a_misspelt_extension_is_answered_with_the_file_meant(capsys, tmp_path):
+    # '.tml' for '.toml': not a generator, not a known extension, but beside a design file
+    # of that name; a generator's typo still gets the generator meant.
+    (tmp_path / "pod.toml").write_text('name = "pod"\nfamily = "ring"\n[params]\nn = 4\n')
+    assert main(["solve", str(tmp_path / "pod.tml")]) == 2
+    assert f"no such design or fabric file {str(tmp_path / 'pod.tml')!r} (did you mean " \
+        f"{str(tmp_path / 'pod.toml')!r}?)" in capsys.readouterr().err
+    assert main(["solve", "fat_tre"]) == 2
+    assert "(did you mean 'fat_tree'?)" in capsys.readouterr().err
+
+
 def test_compare_says_what_it_cannot_read_before_the_batch_runs(capsys, tmp_path):
     # A folder of three rings: one good, one naming a parameter ring() lacks, one that is
     # not TOML. Both bad files are said before any row runs (once each), their rows keep the

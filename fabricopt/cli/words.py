@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._checks import did_you_mean, parse_bytes
+from .._checks import did_you_mean, near_file, parse_bytes
 from ..collectives import COLLECTIVES
 from ..errors import FabricOptError, InvalidParameterError
 from ..fabric import PLAUSIBLE_GBPS, Fabric
@@ -118,6 +118,9 @@ def load_fabric(target: str, assignments: Sequence[str]) -> list[Fabric]:
         raise FabricOptError(f"{target!r} is a folder: this command reads one fabric; give "
                              f"one of its design files{example}, or run fabricopt compare "
                              f"{target} for them all")
+    nearby = near_file(target) if os.sep in target or "." in target else ""
+    if nearby:  # a file name with a typo, its extension's too (.tml for .toml)
+        raise FabricOptError(f"no such design or fabric file {target!r}{nearby}")
     raise FabricOptError(f"unknown generator or fabric file {target!r}"
                          f"{did_you_mean(target, GENERATORS)}: give a generator ("
                          + ", ".join(sorted(GENERATORS)) + "), a .toml design file, or a "
