@@ -18,6 +18,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from .._checks import did_you_mean
 from .._gc import paused_gc
 from ..errors import FabricOptError
 from ..fabric import Fabric
@@ -70,10 +71,24 @@ def recipe_of(name: str, func: Callable[..., Fabric], args: tuple, kwargs: dict,
 
 
 def recording(name: str, func: Callable[..., Fabric]) -> Callable[..., Fabric]:
-    """``func`` that also records its call as the returned fabric's recipe."""
+    """``func`` that also records its call as the returned fabric's recipe, and names the
+    keyword meant when one is misspelt (Python's own TypeError names only the wrong one).
+
+    >>> import fabricopt as fo
+    >>> fo.superpod(scalable_unit=4)
+    Traceback (most recent call last):
+    ...
+    TypeError: superpod() got an unexpected keyword argument 'scalable_unit' (did you mean 'scalable_units'?)
+    """
+    params = inspect.signature(func).parameters
+    names = None if any(p.kind is p.VAR_KEYWORD for p in params.values()) else set(params)
 
     @functools.wraps(func)
     def generator(*args: Any, **kwargs: Any) -> Fabric:
+        if names is not None and not names.issuperset(kwargs):
+            wrong = next(k for k in kwargs if k not in names)
+            raise TypeError(f"{name}() got an unexpected keyword argument {wrong!r}"
+                            f"{did_you_mean(wrong, sorted(names))}")
         with paused_gc():  # a large fabric is millions of small objects and no cycles
             fab = func(*args, **kwargs)
         fab.recipe = recipe_of(name, func, args, kwargs)
