@@ -75,10 +75,12 @@ def recording(name: str, func: Callable[..., Fabric]) -> Callable[..., Fabric]:
     keyword meant when one is misspelt (Python's own TypeError names only the wrong one).
 
     >>> import fabricopt as fo
-    >>> fo.superpod(scalable_unit=4)
-    Traceback (most recent call last):
-    ...
-    TypeError: superpod() got an unexpected keyword argument 'scalable_unit' (did you mean 'scalable_units'?)
+    >>> try:
+    ...     fo.superpod(scalable_unit=4)
+    ... except TypeError as exc:
+    ...     print(exc)
+    superpod() got an unexpected keyword argument 'scalable_unit' (did you mean \
+'scalable_units'?)
     """
     params = inspect.signature(func).parameters
     names = None if any(p.kind is p.VAR_KEYWORD for p in params.values()) else set(params)
