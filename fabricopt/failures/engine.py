@@ -20,12 +20,13 @@ from typing import Any
 
 from ..flow import max_concurrent_flow as engine_max_concurrent_flow
 from ..flow.result import FlowResult
-from .intact_flow import FROM_INTACT
+from .intact_flow import FROM_INTACT, SEARCHED_DETOURS
 from .plane_bracket import THROUGH_PLANES
 
 #: The stages the failure floor hands the engine, after the caller's own: the intact flow
-#: rerouted answers first, then the planes narrow what it left open.
-FAILURE_STAGES = (FROM_INTACT, THROUGH_PLANES)
+#: rerouted answers first (its detours unsearched where the planes follow), then the planes
+#: narrow what it left open, then the detours are searched if the planes did not close it.
+FAILURE_STAGES = (FROM_INTACT, THROUGH_PLANES, SEARCHED_DETOURS)
 
 
 @functools.wraps(engine_max_concurrent_flow)

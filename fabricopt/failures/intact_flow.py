@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -32,8 +32,10 @@ from ..flow.api import (
     useful_symmetry,
 )
 from ..flow.bounds import ECMP_MAX_ENTRIES, HierarchyCut, structural_cut_lengths
+from ..flow.brackets import with_stage_ends
 from ..flow.budget import now
 from ..flow.certificate import EXACT_RTOL
+from ..flow.from_intact import acceptable
 from ..flow.lp_proof import ProvenFlow, proven_flow
 from ..flow.proof import ArcLengths, endpoint_cut_bound, smallest_demand
 from ..flow.result import FlowCertificate, FlowResult
@@ -41,7 +43,7 @@ from ..generators.recipe import try_replay
 from ..graph_arrays import GraphArrays
 from ..symmetry.search import with_symmetry
 from ..traffic import Traffic
-from .plane_bracket import planes_follow
+from .plane_bracket import _without_gap, planes_follow
 from .reroute import ReroutedFlow, detour_flows, rerouted
 
 #: How many intact fabrics (by recipe) an :class:`IntactSolves` keeps solved for later
@@ -213,7 +215,7 @@ class IntactSolves:
 
 
 def from_recipe(failed: Fabric, traffic: Traffic, solves: IntactSolves | None = None,
-                budget: Any = None) -> FlowResult | None:
+                budget: Any = None, search: bool | None = None) -> FlowResult | None:
     """``failed``'s bracket from the intact fabric its recipe rebuilds (a fabric made by
     ``without`` or ``fail_random`` keeps the generator call of the fabric it came from:
     :attr:`Fabric.origin <fabricopt.Fabric.origin>`), when ``failed`` is large enough for the
@@ -222,7 +224,9 @@ def from_recipe(failed: Fabric, traffic: Traffic, solves: IntactSolves | None = 
     rounds take minutes), by the symmetry found in it; None otherwise. ``solves`` keeps the
     intact fabrics solved (default: one kept for this call alone). ``budget``: the engine's
     :class:`~fabricopt.flow.problem.Budget` (None: no limit); nothing is begun once it is
-    spent, and the detours take at most :data:`REROUTE_SHARE` of what is left."""
+    spent, and the detours take at most :data:`REROUTE_SHARE` of what is left. ``search``:
+    whether the detours search beyond their even spread (None: unless the planes follow,
+    :func:`~fabricopt.failures.plane_bracket.planes_follow`)."""
     if not failed.origin.from_recipe or (budget is not None and budget.spent()):
         return None
     size = lp_size_estimate(failed, traffic)
@@ -237,9 +241,9 @@ def from_recipe(failed: Fabric, traffic: Traffic, solves: IntactSolves | None = 
     # keeps every flow's switches (9 % below the cut on a failed 16,384-GPU SuperPOD): the
     # detours give their even spread only (the search was 16 s of that SuperPOD's answer,
     # 10 s CPU of a failed 4,096-GPU 3-tier Clos's).
-    left = None if budget is None else budget.left()
-    answer = rerouted_answer(failed, traffic, flow, budget,
-                             search=not planes_follow(failed, traffic, left))
+    if search is None:
+        search = not planes_follow(failed, traffic, None if budget is None else budget.left())
+    answer = rerouted_answer(failed, traffic, flow, budget, search=search)
     if answer is not None:
         answer.message += f" (intact fabric {flow.fab.name!r}, rebuilt from the recipe)"
     return answer
@@ -276,7 +280,12 @@ class RerouteFromIntact:
                 "arc")
 
     def run(self, problem: Any, bracket: Any = None) -> FlowResult | None:
-        return self.answer(problem.fab, problem.traffic, getattr(problem, "budget", None))
+        budget = getattr(problem, "budget", None)
+        search = not planes_follow(problem.fab, problem.traffic,
+                                   None if budget is None else budget.left())
+        if not search and hasattr(problem, "notes"):
+            problem.notes[UNSEARCHED] = True  # for SearchedDetours, should the planes fail
+        return from_recipe(problem.fab, problem.traffic, self.solves, budget, search)
 
     def answer(self, failed: Fabric, traffic: Traffic, budget: Any = None
                ) -> FlowResult | None:
@@ -322,10 +331,67 @@ def _solved_intact(failed: Fabric, traffic: Traffic, size: int,
     return IntactFlow.of(intact, solved, traffic)
 
 
-#: The stage the package hands the engine (:mod:`fabricopt.failures.engine`), its intact
-#: solves kept for the process.
+#: The note :class:`RerouteFromIntact` leaves on a problem whose detours it did not search
+#: (the planes were to follow).
+UNSEARCHED = "detours unsearched"
+
+
+class SearchedDetours:
+    """The engine stage that searches the detours :class:`RerouteFromIntact` left at their
+    even spread for the planes, when the planes did not close the bracket (their LP larger
+    than its estimate, or weaker than the search on a small Clos): the intact flow kept by
+    ``solves`` is sent around again with the search, and each end of the answer taken from
+    it where tighter. Handed to the engine after the planes
+    (:data:`~fabricopt.failures.engine.FAILURE_STAGES`).
+
+    >>> stage = SearchedDetours()
+    >>> stage.name
+    'detours searched'
+    """
+
+    name = "detours searched"
+
+    def __init__(self, solves: IntactSolves | None = None) -> None:
+        self.solves = IntactSolves() if solves is None else solves
+
+    def applies(self, problem: Any) -> tuple[bool, str]:
+        """Where :class:`RerouteFromIntact` applies."""
+        return RerouteFromIntact.applies(self, problem)  # type: ignore[arg-type]
+
+    def cost(self, problem: Any) -> str:
+        return "the detours searched, where they were left at their even spread for the planes"
+
+    def run(self, problem: Any, bracket: Any = None) -> FlowResult | None:
+        """Nothing alone: this stage only narrows (:meth:`narrow`)."""
+        return None
+
+    def narrow(self, problem: Any, answer: FlowResult | None) -> FlowResult | None:
+        """``answer`` (None: none yet, the unsearched detours' bracket not acceptable) with
+        each end taken from the searched detours where tighter, when the detours were left
+        unsearched for the planes; ``answer`` otherwise."""
+        if not problem.notes.pop(UNSEARCHED, False) or problem.budget.spent():
+            return answer
+        searched = from_recipe(problem.fab, problem.traffic, self.solves, problem.budget, True)
+        if searched is None:
+            return answer
+        searched.stages = {"lower": FROM_INTACT.name, "upper": FROM_INTACT.name}
+        if answer is None:
+            acceptable(searched, problem.gap, problem.too_large)  # says how the gap stands
+            return searched
+        merged = with_stage_ends(answer, searched)  # the answer's message says why it was open
+        if merged.upper - merged.lower <= problem.gap * merged.upper:
+            merged = with_stage_ends(replace(answer, message=_without_gap(answer.message)),
+                                     searched)
+            acceptable(merged, problem.gap, problem.too_large)  # "within gap"
+        return merged
+
+
+#: The stages the package hands the engine (:mod:`fabricopt.failures.engine`), sharing the
+#: intact solves kept for the process.
 FROM_INTACT = RerouteFromIntact()
+SEARCHED_DETOURS = SearchedDetours(FROM_INTACT.solves)
 
 
-__all__ = ["FROM_INTACT", "REROUTE_SHARE", "IntactFlow", "IntactSolves", "RerouteFromIntact",
-           "from_recipe", "rerouted_answer"]
+__all__ = ["FROM_INTACT", "REROUTE_SHARE", "SEARCHED_DETOURS", "UNSEARCHED", "IntactFlow",
+           "IntactSolves", "RerouteFromIntact", "SearchedDetours", "from_recipe",
+           "rerouted_answer"]

@@ -54,6 +54,7 @@ from ..flow.api import (
 )
 from ..flow.arguments import METHODS
 from ..flow.bounds import ECMP_MAX_ENTRIES
+from ..flow.brackets import with_stage_ends
 from ..flow.from_intact import acceptable
 from ..flow.lp_proof import roots_carrying
 from ..flow.result import FlowResult
@@ -510,7 +511,8 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
     bounds_only = method in ("auto", "approx") and set(options) <= BOUNDS_ANSWER_OPTIONS
     if intact is not None and bounds_only and options.get("include_endpoint_links", True):
         # Where the planes follow, they close what the detours' search would not (see
-        # intact_flow.from_recipe), so only the detours' even spread.
+        # intact_flow.from_recipe), so only the detours' even spread, searched after them
+        # when they do not close it.
         follow = planes_follow(failed, traffic, options.get("time_limit"))
         around = rerouted_answer(failed, traffic, intact, search=not follow)
         if around is not None:
@@ -522,6 +524,12 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
                 planes = plane_bracket(failed, traffic, options.get("time_limit"))
                 if planes is not None:
                     around = narrowed(around, planes)
+            if follow and around.upper - around.lower > gap * around.upper:
+                # The planes did not close what the detours' search was skipped for.
+                searched = rerouted_answer(failed, traffic, intact, search=True)
+                if searched is not None:
+                    around = with_stage_ends(around, searched)
+                around.seconds = time.perf_counter() - start
             if acceptable(around, gap, too_large, f" ({size // 3:,} flow entries)"):
                 return around
     if bounds_only and size > FIND_SYMMETRY_NONZEROS:

@@ -127,6 +127,9 @@ class FlowProblem:
     backend_options: dict[str, Any] = field(default_factory=dict)
     report: Any = SILENT
     ga: GraphArrays = field(default=None)  # type: ignore[assignment]
+    #: What a handed stage notes for those after it in the same call (the failure floor's
+    #: detours note that they skipped their search for the planes that follow).
+    notes: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.ga is None:

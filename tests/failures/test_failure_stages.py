@@ -8,7 +8,7 @@ import pytest
 import fabricopt as fo
 from fabricopt.failures import IntactSolves, RerouteFromIntact
 from fabricopt.failures.engine import FAILURE_STAGES
-from fabricopt.failures.intact_flow import FROM_INTACT
+from fabricopt.failures.intact_flow import FROM_INTACT, SEARCHED_DETOURS
 from fabricopt.failures.plane_bracket import THROUGH_PLANES, ThroughPlanes
 from fabricopt.flow import max_concurrent_flow as bare_engine
 
@@ -21,7 +21,8 @@ def _failed():
 
 def test_the_face_hands_the_failure_stage_and_registers_nothing():
     assert fo.max_concurrent_flow is not bare_engine
-    assert FAILURE_STAGES == (FROM_INTACT, THROUGH_PLANES)
+    assert FAILURE_STAGES == (FROM_INTACT, THROUGH_PLANES, SEARCHED_DETOURS)
+    assert SEARCHED_DETOURS.solves is FROM_INTACT.solves  # the intact flow solved once
     failed = _failed()
     r = fo.max_concurrent_flow(failed)
     assert r.stages == {"lower": "intact flow rerouted", "upper": "intact flow rerouted"}
