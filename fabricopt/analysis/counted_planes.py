@@ -146,7 +146,8 @@ def counted_planes_lower(ga: GraphArrays, ep_idx: np.ndarray, upper: float,
         if built is not None and built[1] < found["gbps"]:
             found["split"], found["gbps"] = built
         if found["gbps"] <= value * (1 + 1e-9) + 1e-9:
-            return found["gbps"] * (1 - 1e-9)
+            # Never above the branch's own bound: the closing test allows 1e-9 absolute.
+            return min(found["gbps"], value) * (1 - 1e-9)
         return None
 
     search = _Search(merged, rest, [len(t) for t in tops], mirror, n, threshold)

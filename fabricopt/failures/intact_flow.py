@@ -283,9 +283,12 @@ class RerouteFromIntact:
         budget = getattr(problem, "budget", None)
         search = not planes_follow(problem.fab, problem.traffic,
                                    None if budget is None else budget.left())
-        if not search and hasattr(problem, "notes"):
-            problem.notes[UNSEARCHED] = True  # for SearchedDetours, should the planes fail
-        return from_recipe(problem.fab, problem.traffic, self.solves, budget, search)
+        answer = from_recipe(problem.fab, problem.traffic, self.solves, budget, search)
+        if answer is not None and not search and hasattr(problem, "notes"):
+            # For SearchedDetours, should the planes not close it (no answer: no intact
+            # flow to search, none solved again).
+            problem.notes[UNSEARCHED] = True
+        return answer
 
     def answer(self, failed: Fabric, traffic: Traffic, budget: Any = None
                ) -> FlowResult | None:

@@ -165,10 +165,11 @@ class FromIntact:
     gap, or (on a fabric too large for the routed bounds) any bracket
     (:func:`~fabricopt.flow.from_intact.acceptable`); what is left open narrowed by the
     handed stages that narrow (a ``narrow(problem, answer)`` method: the failure layer's
-    planes, :class:`~fabricopt.failures.plane_bracket.ThroughPlanes`), in order, and lifted
-    by the two-phase floor below :data:`HOSE_FLOOR_REACH`. A narrowed bracket that is not
-    acceptable is kept (:attr:`Bracket.proven`): the stages after it answer, each end
-    taken from it where tighter."""
+    planes, :class:`~fabricopt.failures.plane_bracket.ThroughPlanes`), in order. An
+    acceptable answer that is still open is lifted by the two-phase floor below
+    :data:`HOSE_FLOOR_REACH`; a narrowed bracket that is not acceptable is kept
+    (:attr:`Bracket.proven`), and the stages after it answer, each end taken from it where
+    tighter."""
 
     name = "intact fabric"
 
