@@ -509,8 +509,8 @@ def _built(ga: GraphArrays, ep_idx: np.ndarray, layers: Layers, tops: list[np.nd
     rows = np.zeros((len(choices), len(layers.top_classes)))
     for r, choice in enumerate(choices):
         sending = np.zeros(ga.n_nodes, dtype=bool)
-        for chosen in choice:
-            sending[np.array(chosen, dtype=int)] = True
+        for switches in choice:
+            sending[np.array(switches, dtype=int)] = True
         rows[r] = [sending[c].sum() for c in layers.top_classes]
     values, at = _least_below(ga, ep_idx, layers, rows, inners)
     best = int(np.argmin(values))

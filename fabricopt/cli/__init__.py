@@ -264,8 +264,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             designs.append(target)
     # A design file that cannot be read or names an unknown parameter is known now: said
     # before any row runs (its row keeps the error; the other designs run).
-    unreadable = {t.label: t.error for t in design_tasks(designs) if t.error}
-    for label, error in unreadable.items():
+    unreadable = [(t.label, t.error) for t in design_tasks(designs) if t.error]
+    for label, error in unreadable:
         print(f"fabricopt compare: {label}: {error} (skipped; the other designs run)",
               file=sys.stderr)
     with contextlib.ExitStack() as stack:
@@ -347,10 +347,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 1 if table.failed else 0
 
 
-def _failed_rows(table: Any, said: dict[str, str]) -> None:
-    """Each row that stopped on an error, on stderr, but those ``said`` before the run."""
+def _failed_rows(table: Any, said: list[tuple[str, str]]) -> None:
+    """Each row that stopped on an error, on stderr, but those ``said`` (name, error) before
+    the run."""
     for row in table.failed:
-        if said.get(row["name"]) != row["error"]:
+        if (row["name"], row["error"]) not in said:
             print(f"fabricopt compare: {row['name']}: {row['error']}", file=sys.stderr)
 
 

@@ -249,6 +249,16 @@ def from_recipe(failed: Fabric, traffic: Traffic, solves: IntactSolves | None = 
     return answer
 
 
+def _detours_apply(problem: Any) -> tuple[bool, str]:
+    """Whether ``problem``'s fabric is a failed copy of a generated design, large enough
+    for the detours to beat a solve of its own, and why not."""
+    if not problem.fab.origin.from_recipe:
+        return False, "not a failed copy of a generated fabric (made by without)"
+    if lp_size_estimate(problem.fab, problem.traffic) <= FIND_SYMMETRY_NONZEROS:
+        return False, f"its own LP is small (at most {FIND_SYMMETRY_NONZEROS:,} nonzeros)"
+    return True, ""
+
+
 class RerouteFromIntact:
     """The engine stage that answers a failed fabric from the intact fabric its recipe
     rebuilds (:func:`from_recipe`): handed to :func:`~fabricopt.max_concurrent_flow` by its
@@ -267,12 +277,7 @@ class RerouteFromIntact:
     def applies(self, problem: Any) -> tuple[bool, str]:
         """Whether ``problem``'s fabric is a failed copy of a generated design, large
         enough for the detours to beat a solve of its own."""
-        if not problem.fab.origin.from_recipe:
-            return False, "not a failed copy of a generated fabric (made by without)"
-        if lp_size_estimate(problem.fab, problem.traffic) <= FIND_SYMMETRY_NONZEROS:
-            return False, (f"its own LP is small (at most {FIND_SYMMETRY_NONZEROS:,} "
-                           "nonzeros)")
-        return True, ""
+        return _detours_apply(problem)
 
     def cost(self, problem: Any) -> str:
         kept = "kept" if len(self.solves) else "none kept yet"
@@ -359,7 +364,7 @@ class SearchedDetours:
 
     def applies(self, problem: Any) -> tuple[bool, str]:
         """Where :class:`RerouteFromIntact` applies."""
-        return RerouteFromIntact.applies(self, problem)  # type: ignore[arg-type]
+        return _detours_apply(problem)
 
     def cost(self, problem: Any) -> str:
         return "the detours searched, where they were left at their even spread for the planes"

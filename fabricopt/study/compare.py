@@ -242,9 +242,10 @@ def _size_hint(task: DesignTask) -> int:
     >>> _size_hint(design_tasks(fo.ring(6))[0])
     6
     >>> import pathlib, tempfile
-    >>> pod = pathlib.Path(tempfile.mkdtemp()) / "pod.toml"
-    >>> _ = pod.write_text('family = "superpod"\\n[params]\\nscalable_units = 4\\n')
-    >>> _size_hint(design_tasks(str(pod))[0])  # 4 SU x 32 nodes, superpod's default
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     pod = pathlib.Path(folder) / "pod.toml"
+    ...     _ = pod.write_text('family = "superpod"\\n[params]\\nscalable_units = 4\\n')
+    ...     _size_hint(design_tasks(str(pod))[0])  # 4 SU x 32 nodes, superpod's default
     128
     """
     if task.error:

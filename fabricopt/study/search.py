@@ -433,7 +433,9 @@ class DesignSearch:
             if at in both:  # priced and solved in one task, as one process does
                 names, rows = both[at]
                 # Sent when every topology before it was decided: the same candidates.
-                assert names == [c.name for _, c, _ in keep], (names, keep)
+                if names != [c.name for _, c, _ in keep]:
+                    raise RuntimeError(f"optimize: a task priced {names} where the search "
+                                       f"keeps {[c.name for _, c, _ in keep]}")
                 self._judge(topology, keep, rows)
                 at += 1
                 continue
