@@ -801,7 +801,7 @@ def test_a_rerun_says_how_many_rows_it_reused(tmp_path, capsys):
     for _ in range(2):
         assert main(["compare", "ring", "n=4", "--no-diagrams", "-o", str(out)]) == 0
     # the second run computed nothing: its one row came from results.jsonl
-    assert "1 designs (0 failed, 1 reused from an earlier run)" in capsys.readouterr().out
+    assert "1 design (0 failed, 1 reused from an earlier run)" in capsys.readouterr().out
 
 
 # -- the third pass: a job's fields through a step, a search's constraints -------------------

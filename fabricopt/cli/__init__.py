@@ -324,7 +324,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                                  executor=pool)
     if args.output:
         again = f", {table.reused} reused from an earlier run" if table.reused else ""
-        print(f"{len(table)} designs ({len(table.failed)} failed{again}): {index}")
+        print(f"{len(table)} design{'' if len(table) == 1 else 's'} "
+              f"({len(table.failed)} failed{again}): {index}")
         for sentence in table.verdict():
             print(f"  {sentence}")
         _failed_rows(table, unreadable)
