@@ -489,6 +489,29 @@ _BYTE_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**1
                "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
 
 
+_SECOND_UNITS = {"": 1.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "\u00b5s": 1e-6, "min": 60.0}
+
+
+def parse_seconds(func: str, name: str, value: Any) -> float:
+    """A duration in seconds from a number or text with a unit: ``"2s"``, ``"500ms"``,
+    ``"0.05"``; it must be > 0.
+
+    >>> [parse_seconds("f", "t", text) for text in ("2s", "500ms", "0.05", 1, "250 us")]
+    [2.0, 0.5, 0.05, 1.0, 0.00025]
+    """
+    import re
+
+    if isinstance(value, str):
+        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z\u00b5]*)\s*",
+                             value)
+        unit = match.group(2).lower() if match else None
+        if match is None or unit not in _SECOND_UNITS:
+            raise fail(func, name, "a duration > 0: a number of seconds with an optional unit "
+                       "(s, ms, us, min), e.g. 2s or 500ms", value)
+        value = float(match.group(1)) * _SECOND_UNITS[unit]
+    return check_positive(func, name, value)
+
+
 def parse_bytes(func: str, name: str, value: Any) -> float:
     """A size in bytes from a number or text with a unit: ``"1GiB"``, ``"512MB"``, ``"1e9"``.
 

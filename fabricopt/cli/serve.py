@@ -9,7 +9,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import FabricOptError
+from .._checks import parse_seconds
+from ..errors import FabricOptError, InvalidParameterError
 from ..fabric import Fabric
 from ..workload.hardware import PRECISIONS
 from ..workload.models import models as MODEL_NAMES
@@ -54,8 +55,10 @@ def add_serve_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[Fabr
     sv.add_argument("--model", default=None,
                     help="catalogue name (" + ", ".join(MODEL_NAMES) + ") or a .toml model "
                     "(default: the design file's [serving] table)")
-    sv.add_argument("--ttft", type=float, default=None, help="time-to-first-token target, s")
-    sv.add_argument("--tpot", type=float, default=None, help="time-per-output-token target, s")
+    sv.add_argument("--ttft", default=None,
+                    help="time-to-first-token target, in seconds or with a unit (2s, 500ms)")
+    sv.add_argument("--tpot", default=None,
+                    help="time-per-output-token target, in seconds or with a unit (50ms)")
     sv.add_argument("--percentile", type=float, default=None,
                     help="the share of requests that must meet the targets (default 0.99)")
     sv.add_argument("--prompt-len", type=int, default=None,
@@ -107,7 +110,9 @@ def _settings(args: argparse.Namespace, fab: Fabric) -> argparse.Namespace:
                                    where)
         if "plan" in table:
             table["plan"] = checked["plan"]
-    flags = {"model": args.model, "ttft_s": args.ttft, "tpot_s": args.tpot,
+    ttft, tpot = (None if t is None else _seconds(flag, t)
+                  for flag, t in (("--ttft", args.ttft), ("--tpot", args.tpot)))
+    flags = {"model": args.model, "ttft_s": ttft, "tpot_s": tpot,
              "percentile": args.percentile, "prompt_len": args.prompt_len,
              "output_len": args.output_len, "lengths": args.lengths,
              "precision": args.precision, "requests": args.requests, "seed": args.seed,
@@ -205,6 +210,14 @@ def _capacity_json(c: Any) -> dict[str, Any]:
             "tokens_per_s": c.tokens_per_s,
             "usd_per_million_tokens": c.usd_per_million_tokens,
             "prefill_replicas": c.prefill_replicas, "decode_replicas": c.decode_replicas}
+
+
+def _seconds(flag: str, text: str) -> float:
+    """``text`` as seconds (a number, or with a unit: 2s, 500ms), or the flag's own error."""
+    try:
+        return parse_seconds("serve", flag, text)
+    except InvalidParameterError as exc:
+        raise FabricOptError(str(exc).replace("serve(): ", "serve: ", 1)) from None
 
 
 __all__ = ["PLAN_FLAGS", "add_serve_parser"]

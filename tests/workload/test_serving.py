@@ -236,3 +236,8 @@ def test_serve_on_the_command_line_answers_each_question(capsys):
     cap = json.loads(capsys.readouterr().out)                 # the capacity within targets
     assert cap["rate"] > 0 and cap["ttft_p99_s"] <= 0.3 and cap["tpot_p99_s"] <= 0.02
     assert cap["plan"].startswith("tp=8, batch=16")
+    # The targets take units: 300ms and 20ms are the same search, the same answer.
+    assert main([*common, "--ttft", "300ms", "--tpot", "20ms", "--requests", "200"]) == 0
+    assert json.loads(capsys.readouterr().out) == cap
+    assert main([*common, "--ttft", "2x", "--tpot", "20ms"]) == 2
+    assert "--ttft must be a duration > 0" in capsys.readouterr().err
