@@ -55,9 +55,9 @@ def add_serve_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[Fabr
     sv.add_argument("--model", default=None,
                     help="catalogue name (" + ", ".join(MODEL_NAMES) + ") or a .toml model "
                     "(default: the design file's [serving] table)")
-    sv.add_argument("--ttft", default=None,
+    sv.add_argument("--ttft", type=_seconds, default=None,
                     help="time-to-first-token target, in seconds or with a unit (2s, 500ms)")
-    sv.add_argument("--tpot", default=None,
+    sv.add_argument("--tpot", type=_seconds, default=None,
                     help="time-per-output-token target, in seconds or with a unit (50ms)")
     sv.add_argument("--percentile", type=float, default=None,
                     help="the share of requests that must meet the targets (default 0.99)")
@@ -110,9 +110,7 @@ def _settings(args: argparse.Namespace, fab: Fabric) -> argparse.Namespace:
                                    where)
         if "plan" in table:
             table["plan"] = checked["plan"]
-    ttft, tpot = (None if t is None else _seconds(flag, t)
-                  for flag, t in (("--ttft", args.ttft), ("--tpot", args.tpot)))
-    flags = {"model": args.model, "ttft_s": ttft, "tpot_s": tpot,
+    flags = {"model": args.model, "ttft_s": args.ttft, "tpot_s": args.tpot,
              "percentile": args.percentile, "prompt_len": args.prompt_len,
              "output_len": args.output_len, "lengths": args.lengths,
              "precision": args.precision, "requests": args.requests, "seed": args.seed,
@@ -212,12 +210,20 @@ def _capacity_json(c: Any) -> dict[str, Any]:
             "prefill_replicas": c.prefill_replicas, "decode_replicas": c.decode_replicas}
 
 
-def _seconds(flag: str, text: str) -> float:
-    """``text`` as seconds (a number, or with a unit: 2s, 500ms), or the flag's own error."""
+def _seconds(text: str) -> float:
+    """A flag's ``text`` as seconds (a number, or with a unit: 2s, 500ms); argparse names
+    the flag in its error. A plain number is passed on as given, to be checked with the
+    other targets (a negative or infinite one is refused there, naming the flag)."""
     try:
-        return parse_seconds("serve", flag, text)
-    except InvalidParameterError as exc:
-        raise FabricOptError(str(exc).replace("serve(): ", "serve: ", 1)) from None
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        return parse_seconds("serve", "time", text)
+    except InvalidParameterError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration > 0: give seconds, or a number with a unit (s, ms, "
+            "us, min), e.g. 2s or 500ms") from None
 
 
 __all__ = ["PLAN_FLAGS", "add_serve_parser"]
