@@ -499,17 +499,8 @@ def parse_seconds(func: str, name: str, value: Any) -> float:
     >>> [parse_seconds("f", "t", text) for text in ("2s", "500ms", "0.05", 1, "250 us")]
     [2.0, 0.5, 0.05, 1.0, 0.00025]
     """
-    import re
-
-    if isinstance(value, str):
-        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z\u00b5]*)\s*",
-                             value)
-        unit = match.group(2).lower() if match else None
-        if match is None or unit not in _SECOND_UNITS:
-            raise fail(func, name, "a duration > 0: a number of seconds with an optional unit "
-                       "(s, ms, us, min), e.g. 2s or 500ms", value)
-        value = float(match.group(1)) * _SECOND_UNITS[unit]
-    return check_positive(func, name, value)
+    return _with_unit(func, name, value, _SECOND_UNITS, "a duration > 0: a number of seconds "
+                      "with an optional unit (s, ms, us, min), e.g. 2s or 500ms")
 
 
 def parse_bytes(func: str, name: str, value: Any) -> float:
@@ -521,13 +512,21 @@ def parse_bytes(func: str, name: str, value: Any) -> float:
     >>> [parse_bytes("f", "size", text) for text in ("1GiB", "512MB", "1e9", 4096)]
     [1073741824.0, 512000000.0, 1000000000.0, 4096.0]
     """
+    return _with_unit(func, name, value, _BYTE_UNITS, "a size in bytes: a number with an "
+                      "optional unit (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB), e.g. 1GiB or 512MB")
+
+
+def _with_unit(func: str, name: str, value: Any, units: dict[str, float], allowed: str
+               ) -> float:
+    """``value`` (a number, or text: a number and one of ``units``, case ignored) as a
+    number > 0 in the base unit; ``allowed`` says what is in the error."""
     import re
 
     if isinstance(value, str):
-        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", value)
+        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z\u00b5]*)\s*",
+                             value)
         unit = match.group(2).lower() if match else None
-        if match is None or unit not in _BYTE_UNITS:
-            raise fail(func, name, "a size in bytes: a number with an optional unit (B, kB, MB, "
-                       "GB, TB, KiB, MiB, GiB, TiB), e.g. 1GiB or 512MB", value)
-        value = float(match.group(1)) * _BYTE_UNITS[unit]
+        if match is None or unit not in units:
+            raise fail(func, name, allowed, value)
+        value = float(match.group(1)) * units[unit]
     return check_positive(func, name, value)

@@ -275,14 +275,8 @@ def test_where_the_planes_fail_the_detours_are_searched_after_them(monkeypatch):
     monkeypatch.setattr(intact_flow, "_solved_intact", lambda *args: intact)
     monkeypatch.setattr(planes_stage, "plane_bracket_why",
                         lambda *args: (None, "declined by the test"))
-    searched = []
     real = intact_flow.rerouted_answer
-
-    def spy(*args, search=True, **kwargs):
-        searched.append(search)
-        return real(*args, search=search, **kwargs)
-
-    monkeypatch.setattr(intact_flow, "rerouted_answer", spy)
+    searched = _searches_noted(monkeypatch, intact_flow)
     got = fo.max_concurrent_flow(failed, traffic, gap=1e-6)
     assert searched == [False, True]
     alone = real(failed, traffic, intact, search=True)
@@ -357,6 +351,19 @@ def test_planes_follow_only_where_their_lp_is_begun():
     assert not planes_follow(fab, fo.permutation(fab, seed=1))
 
 
+def _searches_noted(monkeypatch, intact_flow) -> list[bool]:
+    """The ``search`` each call of the detours is given, in order, as they run."""
+    searched = []
+    real = intact_flow.rerouted_answer
+
+    def spy(*args, search=True, **kwargs):
+        searched.append(search)
+        return real(*args, search=search, **kwargs)
+
+    monkeypatch.setattr(intact_flow, "rerouted_answer", spy)
+    return searched
+
+
 def test_where_the_planes_follow_the_detours_are_not_searched(monkeypatch):
     # The 16-server Clos with 5% of its links failed (seed 2), answered from its intact
     # fabric as a large one would be: the planes follow, and they
@@ -372,14 +379,8 @@ def test_where_the_planes_follow_the_detours_are_not_searched(monkeypatch):
     # The intact flow as a claim or a found symmetry would give it on a large Clos.
     intact = intact_flow.IntactFlow.of(base, fo.max_concurrent_flow(base, traffic), traffic)
     monkeypatch.setattr(intact_flow, "_solved_intact", lambda *args: intact)
-    searched = []
     real = intact_flow.rerouted_answer
-
-    def spy(*args, search=True, **kwargs):
-        searched.append(search)
-        return real(*args, search=search, **kwargs)
-
-    monkeypatch.setattr(intact_flow, "rerouted_answer", spy)
+    searched = _searches_noted(monkeypatch, intact_flow)
     plain = intact_flow.from_recipe(failed, traffic)
     assert planes_follow(failed, traffic) and searched == [False]
     monkeypatch.setattr(intact_flow, "rerouted_answer",
