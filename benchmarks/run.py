@@ -962,16 +962,25 @@ def main(argv: list[str] | None = None) -> int:
                             f"{name}: {what}" for name, (_, what) in sorted(BLOCKS.items())))
     args = parser.parse_args(argv)
     CASE_TIMEOUT_S = args.case_timeout
-    import fabricopt as fo
-
     rows = _Rows()
     if args.only:
         for block in args.only:
             BLOCKS[block][0](rows, args.quick)
         return _print(rows)
 
+    for block, _ in BLOCKS.values():
+        block(rows, args.quick)
+    return _print(rows)
+
+
+def core_rows(rows: list, quick: bool) -> None:
+    """The first rows of the table: the exact all-to-all beside a textbook model, the
+    symmetric and orbit solves, symmetry search, bisection, collectives, drawing,
+    capacity planning, optimize, compare, routing, approximate and failure sweeps."""
+    import fabricopt as fo
+
     # Issue: exact all-to-all vs a textbook per-pair pulp/CBC model, side by side.
-    base_k = 4 if args.quick else 6
+    base_k = 4 if quick else 6
     textbook = run_case("case_textbook", base_k)
     rows.append((f"textbook per-pair LP (pulp+CBC), fat_tree({base_k})", textbook, "baseline",
                  ""))
@@ -981,7 +990,7 @@ def main(argv: list[str] | None = None) -> int:
     rows.append((f"fabricopt full LP, fat_tree({base_k}) (same fabric)", same,
                  f"{ratio:,.0f}x faster than the textbook model", "met" if ratio >= 100
                  else "not met (target 100x)"))
-    big_k = 6 if args.quick else 8
+    big_k = 6 if quick else 8
     for method, label in (("auto", "exact (auto: symmetric)"), ("lp", "full LP")):
         out = run_case("case_flow", f"fo.fat_tree({big_k}, link_gbps=1.0)", method, True,
                        "1 / (N - 1)")
@@ -989,23 +998,23 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((f"fabricopt {label}, fat_tree({big_k})", out,
                      f"{ratio:,.0f}x faster than textbook fat_tree({base_k})",
                      "met" if ratio >= 100 else "not met (target 100x)"))
-    for k in ([8] if args.quick else [48, 64]):
+    for k in ([8] if quick else [48, 64]):
         n = k**3 // 4
         out = run_case("case_flow", f"fo.fat_tree({k})", "symmetric", True, "400 / (N - 1)")
         met = out["seconds"] < 10 and out["peak_mb"] < 4096 and "equal" in out["value"]
         rows.append((f"symmetric all-to-all, fat_tree({k}) ({n:,} GPUs)", out, "< 10 s, < 4 GB",
                      "met" if met else "not met"))
-        if not args.quick:
+        if not quick:
             out = run_case("case_flow", f"fo.fat_tree({k})", "symmetric", False,
                            f"400 / (N - {k} / 2)")
             rows.append(("  same, fabric only (same-switch pairs dropped)", out, "", ""))
     if hasattr(fo, "superpod"):
-        for su in ([2] if args.quick else [16, 64]):
+        for su in ([2] if quick else [16, 64]):
             out = run_case("case_flow", f"fo.superpod({su})", "auto", True, "")
             met = out["seconds"] < 10 and out.get("exact", False)
             rows.append((f"all-to-all, superpod({su}) ({su * 256:,} GPUs)", out, "< 10 s exact",
                          "met" if met else "not met"))
-        su = 2 if args.quick else 4
+        su = 2 if quick else 4
         original = run_case("case_flow", f"fo.superpod({su})", "auto", True, "")
         rows.append((f"all-to-all, superpod({su}) as generated", original, "", ""))
         for suffix in (".json", ".graphml"):
@@ -1031,7 +1040,7 @@ def main(argv: list[str] | None = None) -> int:
                 how = "in shuffled order" if shuffle else "by hand (from_networkx)"
                 rows.append((f"  same, rebuilt {how}: symmetry found", out,
                              f"< {target} s exact, same theta", "met" if met else "not met"))
-        if not args.quick:
+        if not quick:
             make = ('fo.cluster(scale_up=fo.dgx_h100(), nodes=512, scale_out="clos", tiers=3, '
                     'oversubscription=2)')
             out = run_case("case_find_symmetry", make)
@@ -1040,9 +1049,9 @@ def main(argv: list[str] | None = None) -> int:
                          else "not met"))
         # Failed fabrics are not endpoint-transitive; the search proves their endpoint orbits.
         failed = [(f"fo.superpod({su})", fraction, '"leaf-spine"')
-                  for su, fraction in ([(2, 0.01)] if args.quick else
+                  for su, fraction in ([(2, 0.01)] if quick else
                                        [(4, 0.01), (2, 0.01), (2, 0.02), (2, 0.05)])]
-        if not args.quick:
+        if not quick:
             failed.append(("fo.fat_tree(16)", 0.05, '["leaf-spine", "spine-core"]'))
         for make, fraction, tiers in failed:
             out = run_case("case_find_symmetry", f"fo.fail_random({make}, {fraction}, seed=1, "
@@ -1051,7 +1060,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((f"find_symmetry, {make[3:]} minus {fraction:.0%} of its switch links",
                          out, "< 10 s, proven", "met" if met else "not met"))
         # The symmetric method with the proven group of a failed fabric: one root per orbit.
-        for make, fraction in ([("fo.superpod(2)", 0.01)] if args.quick else
+        for make, fraction in ([("fo.superpod(2)", 0.01)] if quick else
                                [("fo.superpod(4)", 0.01), ("fo.superpod(4)", 0.05)]):
             out = run_case("case_flow_found_orbits", f"fo.fail_random({make}, {fraction}, "
                            "seed=1, kind='links', tiers='leaf-spine')")
@@ -1063,7 +1072,7 @@ def main(argv: list[str] | None = None) -> int:
                    'oversubscription=2)')
         unclaimed = [("superpod(1) minus one leaf-spine link",
                       'fo.superpod(1).without_links([("r0.l0", "s0")])')]
-        if not args.quick:
+        if not quick:
             unclaimed += [("superpod(4) minus 1% of leaf-spine links (seed 1)",
                            "fo.fail_random(fo.superpod(4), 0.01, seed=1, kind='links', "
                            "tiers='leaf-spine')"),
@@ -1073,33 +1082,33 @@ def main(argv: list[str] | None = None) -> int:
             met = out["seconds"] < 60 and out.get("gap", 1.0) <= 0.01
             rows.append((f"all-to-all, {label}", out, "exact or gap <= 1%, < 60 s",
                          "met" if met else "not met"))
-        if not args.quick:
+        if not quick:
             # Each certified lower bound gets 120 s here (the default is 30 s).
             out = run_case("case_bisection", cluster, 120.0)
             rows.append(("bisection, cluster(512 x DGX H100, 3-tier 2:1 clos)", out,
                          "bracket within 1%", "met" if out.get("gap", 1.0) <= 0.01
                          else "not met"))
-        for su in ([2] if args.quick else [4, 16]):
+        for su in ([2] if quick else [4, 16]):
             out = run_case("case_collective", f"fo.superpod({su})")
             rows.append((f"all-reduce bounds, superpod({su})", out, "< 30 s",
                          "met" if out["seconds"] < 30 else "not met"))
     if hasattr(fo, "routed_flow"):
         # Routing as deployed, beside the LP optimum of the same fabric and traffic.
-        su = 2 if args.quick else 16
+        su = 2 if quick else 16
         out = run_case("case_routed", f"fo.superpod({su})", "fo.all_to_all(fab)", "ecmp", 1)
         rows.append((f"ECMP all-to-all, superpod({su}) ({su * 256:,} GPUs)", out, "< 10 s",
                      "met" if out["seconds"] < 10 else "not met"))
         out = run_case("case_flow", f"fo.superpod({su})", "auto", True, "")
         rows.append(("  LP optimum, same fabric and traffic", out, "", ""))
-        su, trials = (1, 10) if args.quick else (4, 100)
+        su, trials = (1, 10) if quick else (4, 100)
         perm = "fo.permutation(fab, seed=1)"
         out = run_case("case_routed", f"fo.superpod({su})", perm, "hash", trials)
         rows.append((f"{trials} hashed trials, permutation, superpod({su})", out, "< 30 s",
                      "met" if out["seconds"] < 30 else "not met"))
         out = run_case("case_routed", f"fo.superpod({su})", perm, "ecmp", 1)
         rows.append(("  ECMP, same permutation", out, "", ""))
-    bis = ["fo.fat_tree(8)"] if args.quick else ["fo.fat_tree(24)", "fo.fat_tree(48)"]
-    if hasattr(fo, "superpod") and not args.quick:
+    bis = ["fo.fat_tree(8)"] if quick else ["fo.fat_tree(24)", "fo.fat_tree(48)"]
+    if hasattr(fo, "superpod") and not quick:
         bis += ["fo.superpod(16)", "fo.superpod(64)"]
     for make in bis:
         out = run_case("case_bisection", make)
@@ -1111,7 +1120,7 @@ def main(argv: list[str] | None = None) -> int:
                  "met" if out["seconds"] < 2 and "exact" in out["value"] else "not met"))
 
     # The drawing, PNG included: a small fabric drawn whole and a 16,384-GPU one grouped.
-    for make in (["fo.fat_tree(8)", "fo.superpod(4)"] if args.quick
+    for make in (["fo.fat_tree(8)", "fo.superpod(4)"] if quick
                  else ["fo.fat_tree(8)", "fo.superpod(64)"]):
         out = run_case("case_draw", make)
         big = "superpod(64)" in make
@@ -1119,22 +1128,22 @@ def main(argv: list[str] | None = None) -> int:
                      ("met" if out["seconds"] < 10 else "not met") if big else ""))
 
     # Capacity planning and the design optimizer.
-    leaves = 16 if args.quick else 64
+    leaves = 16 if quick else 64
     out = run_case("case_plan", leaves)
     rows.append((f"plan_capacity, {leaves}-leaf leaf-spine at theta 0.5", out,
                  "< 30 s, proven gap 0", "met" if out["seconds"] < 30 and out.get("ok")
                  else "not met"))
-    gpus = 1024 if args.quick else 16384
-    out = run_case("case_optimize", gpus, args.quick)
+    gpus = 1024 if quick else 16384
+    out = run_case("case_optimize", gpus, quick)
     rows.append((f"optimize, {gpus:,} GPUs", out, ">= 200 candidates, < 60 s",
                  "met" if out["seconds"] < 60 and out.get("candidates", 0) >= 200
                  else "not met"))
     # The same call on a Dask LocalCluster, 1 worker then 2, side by side.
-    gpus, full = (1024, False) if args.quick else DASK_OPTIMIZE
-    one = run_case("case_optimize", gpus, args.quick, 1, full)
+    gpus, full = (1024, False) if quick else DASK_OPTIMIZE
+    one = run_case("case_optimize", gpus, quick, 1, full)
     what = f"optimize, {gpus:,} GPUs{', whole front' if full else ''}, Dask"
     rows.append((f"{what} 1 worker", one, "baseline", ""))
-    two = run_case("case_optimize", gpus, args.quick, 2, full)
+    two = run_case("case_optimize", gpus, quick, 2, full)
     ratio = one["seconds"] / two["seconds"]
     same = one.get("best") == two.get("best")
     rows.append((f"{what} 2 workers", two, f"{ratio:.2f}x 1 worker, same best: {same} "
@@ -1143,9 +1152,9 @@ def main(argv: list[str] | None = None) -> int:
     topologies = Path(__file__).resolve().parent.parent / "topologies"
     designs = ([str(topologies / f) for f in ("dgx-h100.toml", "ualink-pod-sweep.toml",
                                               "rail-oversubscription-sweep.toml")]
-               if args.quick else [str(topologies)])
+               if quick else [str(topologies)])
     alone = run_case("case_compare", designs, 1)
-    what = "small designs" if args.quick else "every shipped design"
+    what = "small designs" if quick else "every shipped design"
     rows.append((f"compare, {what}, in this process", alone, "baseline", ""))
     pool = run_case("case_compare", designs, 2)
     rows.append((f"compare, {what}, 2-process pool", pool,
@@ -1156,7 +1165,7 @@ def main(argv: list[str] | None = None) -> int:
     approx_cases = [
         ("jellyfish(512, 12 ports, 12 GPUs/switch), all-to-all",
          "fo.jellyfish(switches=512, network_ports=12, endpoints_per_switch=12, seed=1)",
-         "fo.all_to_all(fab)", 0.01, 60.0, not args.quick, "gap <= 1%, < 60 s, < 4 GB"),
+         "fo.all_to_all(fab)", 0.01, 60.0, not quick, "gap <= 1%, < 60 s, < 4 GB"),
         ("permutation(seed=1) on superpod(4)", "fo.superpod(4)",
          "fo.permutation(fab, seed=1)", 0.01, 60.0, False, "gap <= 1%, < 60 s"),
         ("fat_tree(16) minus 5% of switch links, all-to-all",
@@ -1166,9 +1175,9 @@ def main(argv: list[str] | None = None) -> int:
          "fo.jellyfish(switches=2048, network_ports=16, endpoints_per_switch=8, seed=1)",
          "fo.all_to_all(fab)", 0.05, 300.0, False, "gap <= 5%, < 5 min"),
     ]
-    for label, make, traffic, gap, limit, exact, target in (approx_cases[:1] if args.quick
+    for label, make, traffic, gap, limit, exact, target in (approx_cases[:1] if quick
                                                              else approx_cases):
-        if args.quick:
+        if quick:
             make = make.replace("switches=512", "switches=64")
         out = run_case("case_approx", make, traffic, gap, limit)
         met = out.get("met") and out["seconds"] < limit * 1.1 and out["peak_mb"] < 4096
@@ -1183,14 +1192,10 @@ def main(argv: list[str] | None = None) -> int:
                          + ("; the approximate bracket contains it" if inside else ""), ""))
 
     # A failure sweep of 512 GPUs: 3 fractions x 10 trials, each a certified solve.
-    if not args.quick:
+    if not quick:
         out = run_case("case_failure_sweep", "fo.superpod(2)", [0.01, 0.02, 0.05], 10, 1)
         rows.append(("failure_sweep(superpod(2), [1%, 2%, 5%], 10 trials)", out, "< 3 min",
                      "met" if out["seconds"] < 180 else "not met"))
-
-    for block, _ in BLOCKS.values():
-        block(rows, args.quick)
-    return _print(rows)
 
 
 #: Longest a NetGraph row of the failures block may run: it is stopped at 10x fabricopt's
@@ -2738,6 +2743,9 @@ def _rows_solve_rows(rows: list, quick: bool) -> None:
 
 
 BLOCKS = {
+    "core": (core_rows, "the exact all-to-all beside a textbook model, symmetric and orbit "
+             "solves, symmetry search, bisection, collectives, drawing, planning, optimize, "
+             "compare, routing, approximate solves and a failure sweep"),
     "bounds-first": (bounds_first_rows, "the bounds stage beside the method before it, and "
                      "NetGraph's MaximumSupportedDemand"),
     "two-phase": (two_phase_plan_rows, "the two-phase rate on the engine's stage types beside "
