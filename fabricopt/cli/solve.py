@@ -5,6 +5,7 @@ readable)."""
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from typing import Any
 
 from .._progress import stage_line
@@ -12,6 +13,7 @@ from ..analysis.bisection import bisection_bandwidth
 from ..collectives import COLLECTIVES, collective_bounds
 from ..fabric import Fabric
 from ..failures.engine import max_concurrent_flow
+from ..graph_arrays import FabricShape
 from ..routing import routed_flow
 from .words import (
     EXIT_CODES,
@@ -103,8 +105,9 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         # A figure that would print as inf (links of 1e300 Gb/s) is refused, with the reason.
         check_finite(fab, _figures(result, bisection, bounds),
                      f"--message-bytes {args.message_bytes:g}")
+        share = network_share(fab, traffic)
         if args.format == "table":
-            print(result)
+            print(with_network_line(str(result), network_line(result, share)))
             if routed is not None:
                 print()
                 print(routed)
@@ -114,7 +117,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
                 print(b)
             print()
         else:
-            rows.append(solve_row(fab, result, bisection, bounds, routed))
+            rows.append(solve_row(fab, result, bisection, bounds, routed, share))
         if result.status not in ("optimal", "inexact", "disconnected"):
             worst = 1
     if rows:
@@ -139,9 +142,73 @@ def _figures(result: Any, bisection: Any, bounds: list[Any]) -> dict[str, Any]:
     return figures
 
 
+def network_share(fab: Fabric, traffic: Any) -> float:
+    """The share of ``traffic``'s demand that must cross the network: between GPUs of
+    different scale-up domains (a domain: the GPUs NVLink or UALink links join, one server of
+    a DGX cluster). The rest stays on the scale-up links, so the per-GPU throughput counts it
+    but no NIC carries it: on 1,024 GPUs in DGX H100s, 1,016 of each GPU's 1,023 peers.
+
+    >>> import fabricopt as fo
+    >>> fab = fo.superpod(1)                    # 256 GPUs, 8 per DGX H100
+    >>> round(network_share(fab, fo.all_to_all(fab)) * 255)  # peers outside the server
+    248
+    >>> network_share(fo.dgx_h100(), fo.all_to_all(fo.dgx_h100()))  # one NVLink domain
+    0.0
+    """
+    shape = FabricShape.of(fab)
+    index = dict(zip(fab.endpoints, shape.domain[shape.endpoint_index].tolist(), strict=True))
+    if traffic.is_uniform:
+        # Every ordered pair of its endpoints at one demand: count the pairs by domain
+        # (a 16K-GPU all-to-all has 268 million pairs, never listed).
+        sizes = Counter(index[e] for e in traffic.endpoints)
+        n = len(traffic.endpoints)
+        inside = sum(k * (k - 1) for k in sizes.values())
+        return (n * (n - 1) - inside) / (n * (n - 1))
+    total = traffic.total_gbps
+    crossing = sum(d for (s, t), d in traffic.items() if index[s] != index[t])
+    return crossing / total
+
+
+def network_line(result: Any, share: float) -> str | None:
+    """The line under ``per endpoint`` that says how much of it crosses the network, so it
+    reads against a NIC's speed (None where every demand does: nothing to tell apart)."""
+    if share >= 1.0:
+        return None
+    if share <= 0.0:
+        return ("over network     none: every pair of GPUs shares a scale-up domain (the "
+                "figure above is NVLink/UALink only)")
+    rest = f"the rest, {1 - share:.1%} of the traffic, stays on NVLink/UALink in its domain"
+    if result.theta is not None:
+        return (f"over network     {result.per_endpoint_gbps * share:.6g} Gb/s per direction "
+                f"({rest})")
+    bracket = result.per_endpoint_gbps_bracket
+    if bracket is None:
+        return None
+    return (f"over network     unknown: {bracket[0] * share:.6g} to {bracket[1] * share:.6g} Gb/s "
+            f"per direction ({rest})")
+
+
+def with_network_line(text: str, line: str | None) -> str:
+    """``text`` (a result as printed) with ``line`` right under its ``per endpoint`` line.
+
+    >>> print(with_network_line("theta 1\\nper endpoint 411\\nbinding tier x", "over network 400"))
+    theta 1
+    per endpoint 411
+    over network 400
+    binding tier x
+    """
+    if line is None:
+        return text
+    lines = text.split("\n")
+    at = next((i + 1 for i, x in enumerate(lines) if x.startswith("per endpoint")), len(lines))
+    return "\n".join([*lines[:at], line, *lines[at:]])
+
+
 def solve_row(fab: Fabric, result: Any, bisection: Any, collectives: list[Any],
-               routed: Any = None) -> dict:
-    """One fabric's answers as a flat row (None where nothing was proven)."""
+              routed: Any = None, share: float | None = None) -> dict:
+    """One fabric's answers as a flat row (None where nothing was proven);
+    ``per_endpoint_network_gbps`` is the part of ``per_endpoint_gbps`` that crosses the
+    network (``share`` of it: :func:`network_share`)."""
     optimal = result.theta is not None
     bracket = result.per_endpoint_gbps_bracket or (None, None)
     row: dict[str, Any] = {
@@ -151,6 +218,14 @@ def solve_row(fab: Fabric, result: Any, bisection: Any, collectives: list[Any],
         "per_endpoint_gbps": result.per_endpoint_gbps if optimal else None,
         "per_endpoint_gbps_lower": bracket[0], "per_endpoint_gbps_upper": bracket[1],
         "binding_tier": result.binding_tier, "seconds": round(result.seconds, 3)}
+    if share is not None:
+        row.update({"network_share_of_traffic": share,
+                    "per_endpoint_network_gbps": result.per_endpoint_gbps * share
+                    if optimal else None,
+                    "per_endpoint_network_gbps_lower": None if bracket[0] is None
+                    else bracket[0] * share,
+                    "per_endpoint_network_gbps_upper": None if bracket[1] is None
+                    else bracket[1] * share})
     if bisection is not None:
         n = max(len(fab.endpoints), 1)
         row.update({"bisection_gbps": bisection.lower_gbps,

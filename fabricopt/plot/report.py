@@ -45,7 +45,8 @@ HEADLINE = (
     ("name", "design"),
     ("gpus", "GPUs"),
     ("switches", "switches"),
-    ("all_to_all_gbps_per_gpu", "all-to-all per GPU (Gb/s)"),
+    ("all_to_all_gbps_per_gpu", "all-to-all per GPU, incl. NVLink-local (Gb/s)"),
+    ("all_to_all_network_gbps_per_gpu", "of which over the network (Gb/s)"),
     ("any_traffic_gbps_per_gpu", "any traffic per GPU (Gb/s)"),
     ("bisection_gbps_per_gpu", "bisection per GPU (Gb/s)"),
     ("all_reduce_busbw_GBps", "all-reduce busbw achievable (GB/s)"),
@@ -65,7 +66,10 @@ BAR_METRICS = ("all_to_all_gbps_per_gpu", "capex_per_gpu_usd", "power_per_gpu_w"
 #: What each figure of the page says, one sentence a column.
 COLUMN_NOTES = (
     "<b>all-to-all per GPU</b>: what each GPU is proven to send when every GPU sends to every "
-    "other at once (a feasible flow; a range where the solver left a bracket open).",
+    "other at once (a feasible flow; a range where the solver left a bracket open). It "
+    "counts the traffic between GPUs of one scale-up domain, which stays on NVLink inside "
+    "the server, so on a cluster of DGX it reads a little above the NIC's speed (1,023 / "
+    "1,016 of it on 1,024 GPUs), and a small cluster gains more from it than a large one.",
     "<b>any traffic per GPU</b>: a rate proven for every traffic pattern at once (two-phase "
     "routing), so a floor under the worst-case permutation.",
     "<b>all-reduce busbw achievable</b>: the busbw of a schedule shown to exist on this "

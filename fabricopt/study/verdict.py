@@ -112,6 +112,20 @@ def _gbps(row: Mapping[str, Any]) -> str:
     return f"{'at least ' if open_ else ''}{figure} Gb/s"
 
 
+def _local_note(row: Mapping[str, Any]) -> str:
+    """What the all-to-all figure holds besides the network, said beside it: it counts the
+    traffic between GPUs of one scale-up domain (NVLink inside a server), so on a cluster of
+    DGX it reads above the NIC's speed (406 Gb/s on 400G NICs). The network's own part
+    (``all_to_all_network_gbps_per_gpu``) is given when the table has it."""
+    network = finite_number(row.get("all_to_all_network_gbps_per_gpu"))
+    if network is not None:
+        figure = f"{network:,.0f}" if network >= 100 else f"{network:.3g}"
+        return f" (incl. NVLink-local traffic; {figure} Gb/s over the network)"
+    local = any(k.startswith("links_") and k[len("links_"):] in SCALE_UP_TIERS
+                and finite_number(v) for k, v in row.items())
+    return " (incl. NVLink-local traffic)" if local else ""
+
+
 def _binds(row: Mapping[str, Any]) -> str:
     tier = row.get("binding_tier")
     if not tier:
@@ -140,7 +154,8 @@ def _cluster_sentences(records: list[dict[str, Any]], clusters: list[int]) -> li
     return [f"Cheapest cluster per delivered Gb/s: {best['name']}, "
             f"{_money(ranking.values[0])}{unit} of network capex "
             f"({_money(finite_number(best.get('capex_per_gpu_usd')) or 0.0)} per GPU for "
-            f"{_gbps(best)} of all-to-all per GPU, {best.get('gpus', '?'):,} GPUs); "
+            f"{_gbps(best)} of all-to-all per GPU{_local_note(best)}, "
+            f"{best.get('gpus', '?'):,} GPUs); "
             f"{_binds(best)}.",
             _runner_up(records, ranking, unit, "cluster"), *_sizes(records, clusters)]
 

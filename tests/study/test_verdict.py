@@ -23,13 +23,29 @@ def test_cheapest_cluster_its_binding_tier_and_the_runner_up_with_the_margin():
     # open, so it delivers "at least" its lower end. tapered is next: 8 / 6 - 1 = 33% dearer.
     assert sentences[0] == ("Cheapest cluster per delivered Gb/s: rail-only, $6.00 per GPU per "
                             "Gb/s of network capex ($2,400 per GPU for at least 400 Gb/s of "
-                            "all-to-all per GPU, 512 GPUs); what binds it: each GPU's own NIC "
+                            "all-to-all per GPU (incl. NVLink-local traffic), 512 GPUs); "
+                            "what binds it: each GPU's own NIC "
                             "link to its leaf (gpu-leaf).")
     assert sentences[1] == "Runner-up: tapered at $8.00 per GPU per Gb/s, 33% dearer."
     # The row that stopped on an error is ranked by what it has, and named.
     assert sentences[-1] == ("1 design stopped on an error (the table says which), ranked "
                              "only by the figures computed before it: broken.")
     assert len(sentences) == 3
+
+
+def test_the_headline_says_it_counts_nvlink_local_traffic_and_gives_the_network_part():
+    # 1,024 GPUs in DGX H100s: 400 Gb/s NICs carry 400 x 1,016 / 1,016 to the 1,016 peers
+    # outside the server, and the all-to-all per GPU adds the 7 peers on NVLink:
+    # 400 x 1,023 / 1,016 = 402.76, above the NIC's speed (a new user's finding).
+    pod = _row("pod", 5.0, 400 * 1023 / 1016, gpus=1024,
+               all_to_all_network_gbps_per_gpu=400.0)
+    assert "for 403 Gb/s of all-to-all per GPU (incl. NVLink-local traffic; 400 Gb/s over the " \
+        "network), 1,024 GPUs)" in verdict([pod])[0]
+    # Without the network column the wording alone says it, where the design has NVLink.
+    assert "per GPU (incl. NVLink-local traffic), 512 GPUs" in verdict([_row("a", 5.0, 400)])[0]
+    # A fat tree with no scale-up links: every Gb/s is the network's, nothing to add.
+    plain = {k: v for k, v in _row("tree", 5.0, 400.0).items() if k != "links_gpu-nvswitch"}
+    assert "of all-to-all per GPU, 512 GPUs" in verdict([plain])[0]
 
 
 def test_single_systems_are_ranked_apart_and_in_server_switches_named():
