@@ -90,7 +90,8 @@ def test_bad_input_exits_2_with_a_message(argv, message, capsys):
     # The rule, not "must be a size in bytes".
     (["solve", "ring", "n=4", "--message-bytes", "0"], "a size must be > 0"),
     # The flag, not the solver function the user never typed (max_concurrent_flow()).
-    (["failures", "ring", "n=4", "--time-limit", "soon"], "argument --time-limit: must be"),
+    (["failures", "ring", "n=4", "--time-limit", "soon"],
+     "argument --time-limit: 'soon' is not a duration > 0"),
 ])
 def test_usage_errors_name_the_rule_and_suggest(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_:

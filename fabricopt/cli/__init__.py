@@ -61,6 +61,7 @@ from .words import (
     print_rows,
     progress_arg,
     seconds_arg,
+    signed_values,
     size_arg,
     split_targets,
     targets_arg,
@@ -687,6 +688,8 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     if first is not None and first not in commands and argv and argv[0] == first:
         parser.error(f"unknown command {first!r}{did_you_mean(first, commands)}; commands: "
                      + ", ".join(commands))
+    if first in commands:  # a signed value is its flag's to refuse, not another flag
+        argv = signed_values(commands[first], argv)
     args, extra = parser.parse_known_args(argv)
     if extra:
         sub = commands[args.command]

@@ -9,8 +9,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._checks import parse_seconds
-from ..errors import FabricOptError, InvalidParameterError
+from ..errors import FabricOptError
 from ..fabric import Fabric
 from ..workload.hardware import PRECISIONS
 from ..workload.models import models as MODEL_NAMES
@@ -23,6 +22,7 @@ from ..workload.serving_capacity import (
 )
 from ..workload.serving_load import LENGTHS
 from ..workload.serving_replica import ServingPlan
+from .words import seconds_arg
 
 #: Plan flags: flag -> (ServingPlan key, type, help). Any of them fixes the plan.
 PLAN_FLAGS = {
@@ -55,9 +55,9 @@ def add_serve_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[Fabr
     sv.add_argument("--model", default=None,
                     help="catalogue name (" + ", ".join(MODEL_NAMES) + ") or a .toml model "
                     "(default: the design file's [serving] table)")
-    sv.add_argument("--ttft", type=_seconds, default=None,
+    sv.add_argument("--ttft", type=seconds_arg, default=None,
                     help="time-to-first-token target, in seconds or with a unit (2s, 500ms)")
-    sv.add_argument("--tpot", type=_seconds, default=None,
+    sv.add_argument("--tpot", type=seconds_arg, default=None,
                     help="time-per-output-token target, in seconds or with a unit (50ms)")
     sv.add_argument("--percentile", type=float, default=None,
                     help="the share of requests that must meet the targets (default 0.99)")
@@ -208,22 +208,6 @@ def _capacity_json(c: Any) -> dict[str, Any]:
             "tokens_per_s": c.tokens_per_s,
             "usd_per_million_tokens": c.usd_per_million_tokens,
             "prefill_replicas": c.prefill_replicas, "decode_replicas": c.decode_replicas}
-
-
-def _seconds(text: str) -> float:
-    """A flag's ``text`` as seconds (a number, or with a unit: 2s, 500ms); argparse names
-    the flag in its error. A plain number is passed on as given, to be checked with the
-    other targets (a negative or infinite one is refused there, naming the flag)."""
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        return parse_seconds("serve", "time", text)
-    except InvalidParameterError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a duration > 0: give seconds, or a number with a unit (s, ms, "
-            "us, min), e.g. 2s or 500ms") from None
 
 
 __all__ = ["PLAN_FLAGS", "add_serve_parser"]

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._checks import did_you_mean, near_file, parse_bytes
+from .._checks import did_you_mean, near_file, parse_bytes, parse_seconds
 from ..collectives import COLLECTIVES
 from ..errors import FabricOptError, InvalidParameterError
 from ..fabric import PLAUSIBLE_GBPS, Fabric
@@ -32,7 +32,7 @@ __all__ = ["EXIT_CODES", "FORMATS", "check_finite", "check_seconds", "check_targ
            "generator_help",
            "load_fabric", "load_targets", "make_traffic", "names_arg", "parse_assignments",
            "parse_collectives", "parse_value", "print_rows", "progress_arg", "seconds_arg",
-           "size_arg", "split_targets", "targets_arg"]
+           "signed_values", "size_arg", "split_targets", "targets_arg"]
 
 
 def parse_value(text: str) -> Any:
@@ -250,12 +250,55 @@ def size_arg(text: str) -> float:
 
 
 def seconds_arg(text: str) -> float:
-    """``--time-limit`` as a number; :func:`check_seconds` refuses one that is not > 0."""
+    """A duration flag (``--time-limit``, ``--ttft``): seconds, or a number with a unit
+    (``2min``, ``500ms``). A plain number is passed on as given, to be checked with the
+    others (:func:`check_seconds`: a negative or infinite one is refused, naming the flag).
+
+    >>> seconds_arg("60"), seconds_arg("2min"), seconds_arg("500ms")
+    (60.0, 120.0, 0.5)
+    """
     try:
         return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0 (e.g. 60 or 0.5); "
-                                         f"got {text!r}") from None
+        pass
+    try:
+        return parse_seconds("fabricopt", "time", text)
+    except InvalidParameterError:
+        if text.strip().startswith("-"):  # a number with a unit, but not > 0
+            raise argparse.ArgumentTypeError(
+                f"a duration must be > 0 (e.g. 60, 2s or 500ms); got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a duration > 0: give seconds, or a number with a unit (s, ms, "
+            "us, min), e.g. 60, 2s or 500ms") from None
+
+
+def signed_values(sub: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``argv`` with a signed value glued to its flag (``--message-bytes -1GiB`` becomes
+    ``--message-bytes=-1GiB``), so the flag's own check says what is wrong with it: argparse
+    reads a word that starts with ``-`` and is not a plain number as another flag, and said
+    only "expected one argument". Long flags that take one value, abbreviated or not.
+
+    >>> sub = argparse.ArgumentParser()
+    >>> _ = sub.add_argument("--message-bytes")
+    >>> signed_values(sub, ["x", "--message-bytes", "-1GiB", "--mess", "-.5MB", "--x", "-1s"])
+    ['x', '--message-bytes=-1GiB', '--mess=-.5MB', '--x', '-1s']
+    """
+    takes_one = [o for a in sub._actions if a.nargs is None and a.option_strings
+                 for o in a.option_strings if o.startswith("--")]
+    out: list[str] = []
+    words = iter(argv)
+    for word in words:
+        flags = [o for o in takes_one if o.startswith(word)] if word.startswith("--") else []
+        if word in takes_one or len(flags) == 1:
+            value = next(words, None)
+            if value is not None and len(value) > 1 and value[0] == "-" and \
+                    (value[1].isdigit() or value[1] == "."):
+                out.append(f"{word}={value}")
+                continue
+            out += [word] if value is None else [word, value]
+            continue
+        out.append(word)
+    return out
 
 
 def check_seconds(args: argparse.Namespace) -> None:
