@@ -227,26 +227,35 @@ def from_recipe(failed: Fabric, traffic: Traffic, solves: IntactSolves | None = 
     spent, and the detours take at most :data:`REROUTE_SHARE` of what is left. ``search``:
     whether the detours search beyond their even spread (None: unless the planes follow,
     :func:`~fabricopt.failures.plane_bracket.planes_follow`)."""
+    return _rerouted(failed, traffic, solves, budget, search)[0]
+
+
+def _rerouted(failed: Fabric, traffic: Traffic, solves: IntactSolves | None, budget: Any,
+              search: bool | None, ga: Any = None) -> tuple[FlowResult | None, bool]:
+    """:func:`from_recipe`'s answer, and whether its detours were searched (``ga``: the
+    failed fabric's arrays, when at hand): the planes are read only once the cheap checks
+    pass and the intact flow is at hand."""
     if not failed.origin.from_recipe or (budget is not None and budget.spent()):
-        return None
-    size = lp_size_estimate(failed, traffic)
+        return None, False
+    size = lp_size_estimate(failed, traffic, ga)
     if size <= FIND_SYMMETRY_NONZEROS:
-        return None
+        return None, False
     flow = (solves if solves is not None else IntactSolves()).flow(failed, traffic, size,
                                                                     budget)
     if flow is None or (budget is not None and budget.spent()):
-        return None
+        return None, False
     # Where the planes follow (their LP begun: a SuperPOD's units or any Clos of servers
     # small enough), they lift the lower end past what the detours' search finds, which
     # keeps every flow's switches (9 % below the cut on a failed 16,384-GPU SuperPOD): the
     # detours give their even spread only (the search was 16 s of that SuperPOD's answer,
     # 10 s CPU of a failed 4,096-GPU 3-tier Clos's).
     if search is None:
-        search = not planes_follow(failed, traffic, None if budget is None else budget.left())
+        search = not planes_follow(failed, traffic, None if budget is None else budget.left(),
+                                   ga)
     answer = rerouted_answer(failed, traffic, flow, budget, search=search)
     if answer is not None:
         answer.message += f" (intact fabric {flow.fab.name!r}, rebuilt from the recipe)"
-    return answer
+    return answer, search
 
 
 def _detours_apply(problem: Any) -> tuple[bool, str]:
@@ -254,7 +263,8 @@ def _detours_apply(problem: Any) -> tuple[bool, str]:
     for the detours to beat a solve of its own, and why not."""
     if not problem.fab.origin.from_recipe:
         return False, "not a failed copy of a generated fabric (made by without)"
-    if lp_size_estimate(problem.fab, problem.traffic) <= FIND_SYMMETRY_NONZEROS:
+    if lp_size_estimate(problem.fab, problem.traffic,
+                        getattr(problem, "ga", None)) <= FIND_SYMMETRY_NONZEROS:
         return False, f"its own LP is small (at most {FIND_SYMMETRY_NONZEROS:,} nonzeros)"
     return True, ""
 
@@ -285,11 +295,10 @@ class RerouteFromIntact:
                 "arc")
 
     def run(self, problem: Any, bracket: Any = None) -> FlowResult | None:
-        budget = getattr(problem, "budget", None)
-        search = not planes_follow(problem.fab, problem.traffic,
-                                   None if budget is None else budget.left())
-        answer = from_recipe(problem.fab, problem.traffic, self.solves, budget, search)
-        if answer is not None and not search and hasattr(problem, "notes"):
+        answer, searched = _rerouted(problem.fab, problem.traffic, self.solves,
+                                     getattr(problem, "budget", None), None,
+                                     getattr(problem, "ga", None))
+        if answer is not None and not searched and hasattr(problem, "notes"):
             # For SearchedDetours, should the planes not close it (no answer: no intact
             # flow to search, none solved again).
             problem.notes[UNSEARCHED] = True

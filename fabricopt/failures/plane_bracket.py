@@ -30,7 +30,14 @@ from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
 from .leaf_run_cuts import LeafRunCut, leaf_run_cut
 from .plane_groups_lp import solve_group_planes, whole_groups
-from .plane_lp import IPM_SECONDS_PER_NONZERO, UNTIMED_MAX_NONZEROS, solve_planes
+from .plane_lp import (
+    IPM_SECONDS_PER_NONZERO,
+    UNTIMED_MAX_NONZEROS,
+    refused,
+    route_nonzeros,
+    solve_planes,
+)
+from .plane_routes import plane_routes, server_classes
 from .plane_routing import PlaneProof, proven_plane_rate
 from .planes import plane_structure
 
@@ -53,20 +60,20 @@ GROUP_PROOF_SECONDS_PER_ENDPOINT = 3e-4
 LP_NONZEROS_PER_ARC = 1.5
 
 
-def plane_bracket(fab: Fabric, traffic: Traffic, time_limit: float | None = None
-                  ) -> FlowResult | None:
+def plane_bracket(fab: Fabric, traffic: Traffic, time_limit: float | None = None,
+                  ga: GraphArrays | None = None) -> FlowResult | None:
     """``fab``'s certified bracket for ``traffic`` through its planes, or None
-    (:func:`plane_bracket_why` says why).
+    (:func:`plane_bracket_why` says why; ``ga``: the fabric's arrays, when at hand).
 
     >>> import fabricopt as fo
     >>> plane_bracket(fo.ring(6), fo.all_to_all(fo.ring(6))) is None
     True
     """
-    return plane_bracket_why(fab, traffic, time_limit)[0]
+    return plane_bracket_why(fab, traffic, time_limit, ga)[0]
 
 
-def plane_bracket_why(fab: Fabric, traffic: Traffic, time_limit: float | None = None
-                      ) -> tuple[FlowResult | None, str]:
+def plane_bracket_why(fab: Fabric, traffic: Traffic, time_limit: float | None = None,
+                      ga: GraphArrays | None = None) -> tuple[FlowResult | None, str]:
     """``fab``'s certified bracket for ``traffic`` through its planes (method
     ``"bounds"``; status ``"optimal"`` when the two ends meet, else ``"inexact"``); None
     when the traffic is not uniform all-to-all over every endpoint, the fabric has no
@@ -80,7 +87,10 @@ def plane_bracket_why(fab: Fabric, traffic: Traffic, time_limit: float | None = 
     it is expected to take; nothing is read when the fabric's arcs alone say so
     (:data:`BUILD_SECONDS_PER_ARC`, :data:`LP_NONZEROS_PER_ARC`), nor, without a time limit,
     when they say its LP has more than
-    :data:`~fabricopt.failures.plane_lp.UNTIMED_MAX_NONZEROS` nonzeros.
+    :data:`~fabricopt.failures.plane_lp.UNTIMED_MAX_NONZEROS` nonzeros; nor is the LP
+    assembled when its routes' own nonzeros
+    (:func:`~fabricopt.failures.plane_lp.route_nonzeros`) already say it is not begun.
+    ``ga``: the fabric's arrays, when the caller has them.
 
     Examples
     --------
@@ -94,13 +104,11 @@ def plane_bracket_why(fab: Fabric, traffic: Traffic, time_limit: float | None = 
     >>> fo.check_certificate(fab, r).ok
     True
     """
-    if not traffic.is_uniform or not traffic.uniform_gbps or set(
-            traffic.endpoints) != set(fab.endpoints):
-        return None, "the traffic is not uniform all-to-all over every endpoint"
-    if time_limit == 0:
-        return None, "the planes were not read: the time limit was spent"
+    why = _not_asked(fab, traffic, time_limit)
+    if why:
+        return None, why
     start, cpu = now(), time.process_time()
-    ga = GraphArrays.from_fabric(fab)
+    ga = ga if ga is not None else GraphArrays.from_fabric(fab)
     pl, why = plane_structure(fab, ga)
     if pl is None:
         return None, why
@@ -160,12 +168,16 @@ def plane_bracket_why(fab: Fabric, traffic: Traffic, time_limit: float | None = 
         certificate=certificate), ""
 
 
-def planes_follow(fab: Fabric, traffic: Traffic, time_limit: float | None = None) -> bool:
+def planes_follow(fab: Fabric, traffic: Traffic, time_limit: float | None = None,
+                  ga: GraphArrays | None = None) -> bool:
     """Whether :func:`plane_bracket` would read ``fab``'s planes and begin their LP within
     ``time_limit`` (seconds, None: none): the traffic uniform all-to-all, the planes found,
-    and whole groups or an LP the arcs say is begun. A stage before it whose own search
-    only narrows what the planes close (the detours' search: 10 s CPU of a failed
-    4,096-GPU 3-tier Clos, whose planes then lift the lower end past it) skips that search.
+    and whole groups or an LP begun as far as the arcs and its routes' own nonzeros
+    (:func:`~fabricopt.failures.plane_lp.route_nonzeros`, read in well under a second
+    where the LP's assembly takes seconds) tell. A stage before it whose own search only
+    narrows what the planes close (the detours' search: 10 s CPU of a failed 4,096-GPU
+    3-tier Clos, whose planes then lift the lower end past it) skips that search. ``ga``:
+    the fabric's arrays, when the caller has them.
 
     >>> import fabricopt as fo
     >>> base = fo.cluster(fo.nvswitch_domain(4, 2, 4, 400.0), nodes=12, scale_out="clos",
@@ -176,14 +188,34 @@ def planes_follow(fab: Fabric, traffic: Traffic, time_limit: float | None = None
     >>> planes_follow(fo.ring(6), fo.all_to_all(fo.ring(6)))
     False
     """
-    if time_limit == 0 or not traffic.is_uniform or not traffic.uniform_gbps or set(
-            traffic.endpoints) != set(fab.endpoints):
+    if _not_asked(fab, traffic, time_limit):
         return False
-    ga = GraphArrays.from_fabric(fab)
+    start = now()
+    ga = ga if ga is not None else GraphArrays.from_fabric(fab)
     pl, _ = plane_structure(fab, ga)
     if pl is None:
         return False
-    return not whole_groups(pl) or not _not_begun(ga.n_arcs, time_limit, now())
+    if not whole_groups(pl):
+        return True
+    if _not_begun(ga.n_arcs, time_limit, start):
+        return False
+    # As solve_planes reads them: its routes' nonzeros refuse its LP before any row.
+    cl = server_classes(pl)
+    routes = plane_routes(pl, cl, ((pl.up < 0) | (pl.down < 0)).any(axis=1))
+    return not refused(route_nonzeros(pl, cl, routes), time_limit, now() - start,
+                       PROOF_PER_BUILD)
+
+
+def _not_asked(fab: Fabric, traffic: Traffic, time_limit: float | None) -> str:
+    """Why the planes are not read for ``traffic`` within ``time_limit`` at all (the
+    traffic not uniform all-to-all over every endpoint, or no time left); "" when they
+    are."""
+    if not traffic.is_uniform or not traffic.uniform_gbps or set(
+            traffic.endpoints) != set(fab.endpoints):
+        return "the traffic is not uniform all-to-all over every endpoint"
+    if time_limit == 0:
+        return "the planes were not read: the time limit was spent"
+    return ""
 
 
 def _not_begun(n_arcs: int, time_limit: float | None, start: float) -> str:
@@ -305,7 +337,7 @@ class ThroughPlanes:
         if left == 0:
             planes, why = None, "the planes' LP was not begun: the time limit was spent before it"
         else:
-            planes, why = plane_bracket_why(p.fab, p.traffic, left)
+            planes, why = plane_bracket_why(p.fab, p.traffic, left, p.ga)
         if planes is not None and answer is not None:
             answer = narrowed(answer, planes)
             acceptable(answer, p.gap, p.too_large)  # says how the gap now stands

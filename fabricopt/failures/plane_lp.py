@@ -211,14 +211,17 @@ def solve_planes(pl: Planes, relay_leaves: np.ndarray | None = None,
     if relay_leaves is None:
         relay_leaves = ((pl.up < 0) | (pl.down < 0)).any(axis=1)
     routes = plane_routes(pl, cl, relay_leaves)
+    # The routes' own nonzeros (a lower bound, read in milliseconds) refuse an LP too large
+    # before its assembly (8 s of a 1.8-million-nonzero LP on superpod(16) minus 5 %); the
+    # assembled LP's count decides the rest, as before.
+    if refused(route_nonzeros(pl, cl, routes), time_limit, now() - start, reserve):
+        return None, routes, cl, ct
     lp, cols, unit = _plane_lp(pl, cl, ct, routes)
-    if time_limit is None and lp.nnz > UNTIMED_MAX_NONZEROS:
+    built = now() - start
+    if refused(lp.nnz, time_limit, built, reserve):
         return None, routes, cl, ct
     if time_limit is not None:
-        built = now() - start
         time_limit -= built * (1.0 + reserve)
-        if time_limit <= 0 or lp.nnz * IPM_SECONDS_PER_NONZERO > time_limit:
-            return None, routes, cl, ct
     # Interior point without crossover, stopped at a relative gap of 1e-4: its point is
     # proven by the flow it describes, not by its optimality (on a failed 4,096-GPU 2:1
     # Clos: 7.9 s against 32 s by scipy's HiGHS, 13 s at the default tolerance, the
@@ -232,6 +235,55 @@ def solve_planes(pl: Planes, relay_leaves: np.ndarray | None = None,
         return None, routes, cl, ct
     out = _solution(pl, ct, routes, cols, sol.x, sol.status, sol.message, relay_leaves, size)
     return replace(out, lp_gbps=unit / sol.x[cols.lam]), routes, cl, ct
+
+
+def refused(nonzeros: int, time_limit: float | None, built: float, reserve: float = 0.0
+            ) -> bool:
+    """Whether :func:`solve_planes` does not begin an LP of ``nonzeros`` nonzeros: above
+    :data:`UNTIMED_MAX_NONZEROS` without a time limit; with one, when what is left of it
+    after ``built`` seconds and ``reserve`` times as many for the proof is less than the LP
+    is expected to take (:data:`IPM_SECONDS_PER_NONZERO`). A lower bound of the nonzeros
+    refuses only LPs the count itself would refuse (the limit left only shrinks with the
+    build).
+
+    >>> refused(2_000_000, None, 0.0), refused(1_000, None, 0.0), refused(1_000, 1.0, 0.5, 1.0)
+    (True, False, True)
+    """
+    if time_limit is None:
+        return nonzeros > UNTIMED_MAX_NONZEROS
+    left = time_limit - built * (1.0 + reserve)
+    return left <= 0 or nonzeros * IPM_SECONDS_PER_NONZERO > left
+
+
+def route_nonzeros(pl: Planes, cl: Classes, routes: PlaneRoutes) -> int:
+    """The nonzeros of the route columns of :func:`solve_planes`'s LP over ``routes``,
+    counted off the routes without building a row: a lower bound of the LP's nonzeros
+    (exact for those columns; the shares, volumes, hubs and loads of single routes are not
+    counted), which lets an LP too large be refused before its assembly (:func:`refused`).
+
+    Where a class has several routes to a plane, each route (out and in) is a column of its
+    own that meets its volume's equality row, its server's NIC row on its leaf, and: the
+    plane's arc (direct); the NIC rows of each class spanning the hop, down on one leaf and
+    up on the other, and the next leaf's arc (relay); each distinct arc of its bounce. Those
+    rows differ from one another, so none of these entries is summed with another.
+    """
+    bounces: dict[tuple[int, int], int] = {}
+    total = 0
+    for (_, _, p), rts in zip(routes.keys, routes.routes, strict=True):
+        if len(rts) < 2:
+            continue
+        for rt in rts:
+            if rt.kind == "direct":
+                rows = 1
+            elif rt.kind == "relay":
+                rows = 1 + 2 * len(cl.hops[(rt.leaf, rt.next)][0])
+            else:
+                key = (rt.leaf, p)
+                if key not in bounces:
+                    bounces[key] = len(bounce_arcs(pl, rt.leaf, p))
+                rows = bounces[key]
+            total += 2 * (2 + rows)  # out and in: the equality row, the own NIC, the rest
+    return total
 
 
 @dataclass(frozen=True)
@@ -641,4 +693,4 @@ def _solution(pl: Planes, ct: Counts, routes: PlaneRoutes, cols: _Columns, x: np
 
 
 __all__ = ["IPM_SECONDS_PER_NONZERO", "UNTIMED_MAX_NONZEROS", "Counts", "PlaneSolution",
-           "counts", "leaf_kinds", "solve_planes"]
+           "counts", "leaf_kinds", "refused", "route_nonzeros", "solve_planes"]

@@ -513,7 +513,7 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
         # Where the planes follow, they close what the detours' search would not (see
         # intact_flow.from_recipe), so only the detours' even spread, searched after them
         # when they do not close it.
-        follow = planes_follow(failed, traffic, options.get("time_limit"))
+        follow = planes_follow(failed, traffic, options.get("time_limit"), ga)
         around = rerouted_answer(failed, traffic, intact, search=not follow)
         if around is not None:
             around.seconds = time.perf_counter() - start  # the shortcut's look included
@@ -521,7 +521,7 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
             gap = options.get("gap", 0.01)
             if around.upper - around.lower > gap * around.upper:
                 # A failed Clos of servers: its planes narrow what the detours left open.
-                planes = plane_bracket(failed, traffic, options.get("time_limit"))
+                planes = plane_bracket(failed, traffic, options.get("time_limit"), ga)
                 if planes is not None:
                     around = narrowed(around, planes)
             if follow and around.upper - around.lower > gap * around.upper:

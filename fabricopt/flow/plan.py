@@ -165,11 +165,16 @@ class FromIntact:
     gap, or (on a fabric too large for the routed bounds) any bracket
     (:func:`~fabricopt.flow.from_intact.acceptable`); what is left open narrowed by the
     handed stages that narrow (a ``narrow(problem, answer)`` method: the failure layer's
-    planes, :class:`~fabricopt.failures.plane_bracket.ThroughPlanes`), in order. An
-    acceptable answer that is still open is lifted by the two-phase floor below
-    :data:`HOSE_FLOOR_REACH`; a narrowed bracket that is not acceptable is kept
-    (:attr:`Bracket.proven`), and the stages after it answer, each end taken from it where
-    tighter."""
+    planes, :class:`~fabricopt.failures.plane_bracket.ThroughPlanes`), in order.
+
+    What comes of it: an exact answer is the answer. A bracket still open that is not
+    acceptable (the fabric not too large for the routed bounds, and wider than the gap) is
+    kept (:attr:`Bracket.proven`), with or without a time limit, and the stages after it
+    (the routed bounds, the solvers) answer within what the limit leaves, each end taken
+    from it where tighter. An acceptable open answer whose lower end is below
+    :data:`HOSE_FLOOR_REACH` times its upper one (in practice one on a fabric too large for
+    the routed bounds: a gap wide enough is rarely asked) is lifted by the two-phase floor,
+    which is computed only under a time limit or on such a fabric (:func:`_floor_under`)."""
 
     name = "intact fabric"
 

@@ -392,3 +392,43 @@ def test_where_the_planes_follow_the_detours_are_not_searched(monkeypatch):
     assert ends[0] == ends[1] == (planes.lower, planes.upper)  # ... which the planes pass
     exact = fo.max_concurrent_flow(failed, traffic, method="lp").theta
     assert ends[0][0] == pytest.approx(exact, rel=1e-6)
+
+
+@pytest.mark.parametrize("nodes, fraction, seed", [(12, 0.05, 2), (16, 0.05, 3), (16, 0.1, 1)])
+def test_route_nonzeros_are_the_route_columns_of_the_assembled_lp(nodes, fraction, seed):
+    # The count that refuses a planes' LP before its assembly is exact for the route
+    # columns (each route column meets only its equality row, its own NIC row and the rows
+    # of its way up, all distinct), hence a lower bound of the LP's nonzeros: it refuses
+    # only LPs the assembled count would refuse too.
+    from fabricopt.failures.plane_lp import _plane_lp, counts, route_nonzeros
+    from fabricopt.failures.plane_routes import plane_routes, server_classes
+
+    pl, _ = plane_structure(fo.fail_random(_clos(nodes), fraction, seed=seed))
+    cl = server_classes(pl)
+    routes = plane_routes(pl, cl, ((pl.up < 0) | (pl.down < 0)).any(axis=1))
+    lp, cols, _ = _plane_lp(pl, cl, counts(pl), routes)
+    route_cols = np.concatenate([c for c in cols.exits + cols.entries if c[0] >= 0])
+    assert len(route_cols) > 0  # relays and bounces: several routes to some planes
+    assembled = lp.A_ub.tocsc()[:, route_cols].nnz + lp.A_eq.tocsc()[:, route_cols].nnz
+    assert route_nonzeros(pl, cl, routes) == assembled < lp.nnz
+
+
+def test_a_planes_lp_its_routes_refuse_is_neither_assembled_nor_followed(monkeypatch):
+    # With the untimed limit just below the routes' own nonzeros, the LP is refused before
+    # a row of it is built, and the detours' search is not skipped for it; at that count
+    # exactly, the planes still follow (the assembled LP, larger, then decides).
+    import fabricopt.failures.plane_lp as plane_lp
+    from fabricopt.failures.plane_routes import plane_routes, server_classes
+
+    fab = fo.fail_random(_clos(12), 0.05, seed=2)
+    traffic = fo.all_to_all(fab)
+    pl, _ = plane_structure(fab)
+    cl = server_classes(pl)
+    least = plane_lp.route_nonzeros(
+        pl, cl, plane_routes(pl, cl, ((pl.up < 0) | (pl.down < 0)).any(axis=1)))
+    monkeypatch.setattr(plane_lp, "UNTIMED_MAX_NONZEROS", least)
+    assert planes_follow(fab, traffic)
+    monkeypatch.setattr(plane_lp, "UNTIMED_MAX_NONZEROS", least - 1)
+    monkeypatch.setattr(plane_lp, "_plane_lp", lambda *args: pytest.fail("assembled"))
+    assert not planes_follow(fab, traffic)
+    assert solve_planes(pl)[0] is None and plane_bracket(fab, traffic) is None
