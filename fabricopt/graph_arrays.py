@@ -86,7 +86,7 @@ class GraphArrays:
             degrees = list(map(len, succ.values()))
             tails = list(chain.from_iterable(map(repeat, succ, degrees)))
             heads = list(chain.from_iterable(succ.values()))
-            data = list(chain.from_iterable(map(dict.values, succ.values())))
+            data = arc_dicts(fab)
             if list(succ) == nodes:  # as networkx keeps them: each node's arcs in a run
                 tail = np.repeat(np.arange(len(nodes), dtype=np.int64),
                                  np.array(degrees, dtype=np.int64))
@@ -105,9 +105,13 @@ class GraphArrays:
             if tail is None:
                 tail = np.fromiter(map(index.__getitem__, tails), dtype=np.int64, count=m)
             head = np.fromiter(map(index.__getitem__, heads), dtype=np.int64, count=m)
-        raw = _values(data, "capacity", None)
-        tiers = tuple(map(str, _values(data, "tier", DEFAULT_TIER)))
-        if set(map(type, raw)) <= _PLAIN_NUMBERS:
+        raw, kinds = (_capacity_column(fab) if type(g) is nx.DiGraph else
+                      _with_types(_values(data, "capacity", None)))
+        raw_tiers = _values(data, "tier", DEFAULT_TIER)
+        # str() of a str is itself: the call per arc only where some tier is not a str.
+        tiers = (tuple(raw_tiers) if set(map(type, raw_tiers)) <= {str}
+                 else tuple(map(str, raw_tiers)))
+        if kinds <= _PLAIN_NUMBERS:
             cap = np.array(raw, dtype=float).reshape(m)
         else:  # missing, bool or text capacities become NaN and are named below
             cap = np.fromiter(map(_as_gbps, raw), dtype=float, count=m)
@@ -152,6 +156,36 @@ class GraphArrays:
         return sp.csr_matrix((np.asarray(weights, dtype=float), (self.tail, self.head)),
                              shape=(n, n))
 
+    @cached_property
+    def tier_codes(self) -> tuple[np.ndarray, list[str]]:
+        """Codes 0..k-1 of :attr:`tiers` in order of first appearance, and the k tiers (read
+        once per arrays: the arc labels and each flow result's per-tier table share them).
+
+        >>> import fabricopt as fo
+        >>> codes, names = GraphArrays.from_fabric(fo.dgx_h100()).tier_codes
+        >>> names, int(codes.max())
+        (['gpu-nvswitch'], 0)
+        """
+        codes, names = _first_seen(self.tiers)
+        codes.flags.writeable = False
+        return codes, names
+
+    @cached_property
+    def has_reverse(self) -> np.ndarray:
+        """Per arc: True when the arc back, from its head to its tail, is in the arrays too
+        (found once per arrays: validation and the summary both ask).
+
+        >>> import fabricopt as fo
+        >>> bool(GraphArrays.from_fabric(fo.ring(3)).has_reverse.all())
+        True
+        """
+        n = np.int64(self.n_nodes)
+        code = np.sort(self.tail * n + self.head)
+        back = self.head * n + self.tail
+        found = code[np.minimum(np.searchsorted(code, back), max(len(code) - 1, 0))] == back
+        found.flags.writeable = False
+        return found
+
     def incidence(self) -> sp.csr_matrix:
         """Node-arc incidence: +1 where the arc leaves the node, -1 where it enters."""
         m = self.n_arcs
@@ -190,15 +224,39 @@ def arc_labels(fab: Any, arrays: GraphArrays | None = None) -> ArcLabels:
     return once(fab, "arc_labels", lambda: _read_labels(fab, arrays))
 
 
+def arc_dicts(fab: Any) -> list[dict[str, Any]]:
+    """The attribute dict of every arc of ``fab`` (a plain ``DiGraph``), in the order of
+    :class:`GraphArrays`: one C-level pass over the successor dicts, made once in a study
+    row (the arrays, the arc labels and the link counts each read a column of them).
+
+    >>> import fabricopt as fo
+    >>> [d["capacity"] for d in arc_dicts(fo.ring(3))]
+    [1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    """
+    return once(fab, "arc_dicts",
+                lambda: list(chain.from_iterable(map(dict.values, fab.graph._succ.values()))))
+
+
+def _capacity_column(fab: Any) -> tuple[list[Any], frozenset[type]]:
+    """The ``capacity`` of every arc of a plain ``DiGraph`` (None where unset), in the
+    arrays' order, and their types: read once in a study row (validation's first look and
+    the arrays both check them)."""
+    return once(fab, "capacity_column",
+                lambda: _with_types(_values(arc_dicts(fab), "capacity", None)))
+
+
+def _with_types(values: list[Any]) -> tuple[list[Any], frozenset[type]]:
+    return values, frozenset(map(type, values))
+
+
 def _read_labels(fab: Any, arrays: GraphArrays | None = None) -> ArcLabels:
     ga = GraphArrays.from_fabric(fab) if arrays is None else arrays
     # The tiers are read already (``str`` of the attribute, ``"link"`` when absent: the
     # same answer from is_scale_up, which reads neither as a scale-up tier); the techs in
     # one C-level pass over the attribute dicts, in the arrays' order (g.edges walks the same
     # dicts). Strings only, so no tuple per arc: with a large graph alive those were slow.
-    data = list(chain.from_iterable(map(dict.values, fab.graph._succ.values())))
-    techs = _values(data, "tech", None)
-    tier_code, tier_names = _first_seen(ga.tiers)
+    techs = _values(arc_dicts(fab), "tech", None)
+    tier_code, tier_names = ga.tier_codes
     try:
         tech_code, tech_names = _first_seen(techs)
     except TypeError:  # an unhashable label: is_scale_up reads its str() alone
@@ -228,8 +286,7 @@ def link_counts(fab: Any) -> np.ndarray | None:
 def _read_link_counts(fab: Any) -> np.ndarray | None:
     if type(fab.graph) is not nx.DiGraph:
         return None
-    data = list(chain.from_iterable(map(dict.values, fab.graph._succ.values())))
-    raw = _values(data, "links", 1)
+    raw = _values(arc_dicts(fab), "links", 1)
     if not set(map(type, raw)) <= {int}:
         return None
     try:
@@ -299,6 +356,7 @@ class FabricShape:
     def __init__(self, fab: Any, arrays: GraphArrays | None = None) -> None:
         self.fab = fab
         self.arrays = GraphArrays.from_fabric(fab) if arrays is None else arrays
+        self._attributes: dict[tuple[str, type, Any], list[Any]] = {}
 
     @classmethod
     def of(cls, fab: Any, arrays: GraphArrays | None = None) -> FabricShape:
@@ -307,11 +365,21 @@ class FabricShape:
         return once(fab, "fabric_shape", lambda: cls(fab, arrays))
 
     def attribute(self, key: str, default: Any = None) -> list[Any]:
-        """The node attribute ``key`` of every node, in the arrays' order."""
+        """The node attribute ``key`` of every node, in the arrays' order (a new list)."""
         # ga.nodes is list(g.nodes), the order of g._node: one C-level map per key over the
         # attribute dicts (a view's generator took a fifth of a second per row on a
-        # 24,576-GPU cluster).
-        return list(map(methodcaller("get", key, default), self.fab.graph._node.values()))
+        # 24,576-GPU cluster), kept per key: a row's metrics read "node", "rail", "layer"
+        # and "role" twice each. The shape is one reading of an unchanged fabric.
+        kept = (key, type(default), default)  # 0 and False are equal keys, not defaults
+        try:
+            read = self._attributes.get(kept)
+        except TypeError:  # an unhashable default: read, not kept
+            kept, read = None, None
+        if read is None:
+            read = list(map(methodcaller("get", key, default), self.fab.graph._node.values()))
+            if kept is not None:
+                self._attributes[kept] = read
+        return list(read)
 
     @cached_property
     def endpoint_index(self) -> np.ndarray:
@@ -446,13 +514,9 @@ def tier_totals(fab: Any) -> tuple[dict[str, int], dict[str, float], dict[str, s
         ga = GraphArrays.from_fabric(fab)
     except InvalidFabricError:
         return None
-    n, m = np.int64(ga.n_nodes), ga.n_arcs
     rank = np.unique(np.array([repr(v) for v in ga.nodes], dtype=object),
                      return_inverse=True)[1].reshape(-1)
-    code = np.sort(ga.tail * n + ga.head)
-    back = ga.head * n + ga.tail
-    has_reverse = code[np.minimum(np.searchsorted(code, back), max(m - 1, 0))] == back
-    counted = np.flatnonzero(~(has_reverse & (rank[ga.tail] > rank[ga.head])))
+    counted = np.flatnonzero(~(ga.has_reverse & (rank[ga.tail] > rank[ga.head])))
     per_tier = _per_tier_on_labels(fab, ga, counted) or _per_tier_read(fab, ga, counted)
     tiers, tier_code, counts, techs = per_tier
     cap = np.bincount(tier_code, weights=ga.capacity[counted], minlength=len(tiers))
@@ -499,8 +563,7 @@ def _per_tier_read(fab: Any, ga: GraphArrays, counted: np.ndarray) -> PerTier:
     """:func:`_per_tier_on_labels` read off the attribute dicts of the counted arcs (C-level
     maps): ``int`` of every ``links``, ``str`` of every ``tech``."""
     index = counted.tolist()
-    data = list(chain.from_iterable(map(dict.values, fab.graph._succ.values())))
-    chosen = list(map(data.__getitem__, index))
+    chosen = list(map(arc_dicts(fab).__getitem__, index))
     tier_code, tiers = _first_seen(list(map(ga.tiers.__getitem__, index)))
     counts = np.fromiter(map(int, map(methodcaller("get", "links", 1), chosen)),
                          dtype=np.int64, count=len(index))
@@ -548,9 +611,8 @@ def _look(fab: Any, roles: tuple[str, ...]) -> np.ndarray | None:
     g = fab.graph
     if type(g) is not nx.DiGraph:
         return None
-    succ, node_data = g._succ, g._node
-    data = list(chain.from_iterable(map(dict.values, succ.values())))
-    if not set(map(type, _values(data, "capacity", None))) <= _NUMBERS:
+    node_data = g._node
+    if not _capacity_column(fab)[1] <= _NUMBERS:  # read once in a study row, as below
         return None
     links = link_counts(fab)  # read once in a study row: the summary and pricing read them
     if links is None or (len(links) and links.min() < 1):
@@ -559,11 +621,8 @@ def _look(fab: Any, roles: tuple[str, ...]) -> np.ndarray | None:
         ga = GraphArrays.from_fabric(fab)  # read once in a study row, shared with its metrics
     except InvalidFabricError:
         return None
-    n, tail, head, index = ga.n_nodes, ga.tail, ga.head, ga.index
-    code = np.sort(tail * n + head)
-    back = head * n + tail
-    if len(code) and not np.all(code[np.minimum(np.searchsorted(code, back),
-                                                len(code) - 1)] == back):
+    n, tail, index = ga.n_nodes, ga.tail, ga.index
+    if not ga.has_reverse.all():
         return None  # an arc without its reverse
     # Roles, endpoints and radices as columns in the arrays' node order (ga.nodes is the
     # order of g._node): a loop per node was a third of this look on a 24,576-GPU cluster.

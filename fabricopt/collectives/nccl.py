@@ -81,10 +81,12 @@ def domains_of(p: Problem, red_up: np.ndarray, red_out: np.ndarray) -> Domains:
         gpu = np.zeros(ga.n_nodes, dtype=bool)
         gpu[p.gpus] = True
         label = partition(ga, gpu, p.scale_up_arc, "scale-up domains").label
-        by_label: dict[int, list[int]] = {}
-        for v in p.gpus:
-            by_label.setdefault(int(label[v]), []).append(int(v))
-        groups = list(by_label.values())
+        # The GPUs of each island, in the order of p.gpus (a stable sort by island, not a
+        # Python loop per GPU); only their count, sizes and NIC sums are read below.
+        gpus = np.asarray(p.gpus)
+        by_label = np.argsort(label[gpus], kind="stable")
+        starts = np.flatnonzero(np.diff(label[gpus][by_label])) + 1
+        groups = np.split(gpus[by_label], starts) if len(gpus) else []
     up = np.bincount(ga.tail[p.scale_up_arc], weights=ga.capacity[p.scale_up_arc],
                      minlength=ga.n_nodes)
     net = ~p.scale_up_arc

@@ -4,6 +4,7 @@ the cost per token and the network's share of cluster cost price the servers by 
 from __future__ import annotations
 
 import itertools
+from operator import methodcaller
 from typing import Any
 
 import numpy as np
@@ -45,7 +46,10 @@ def _server_system(fab: Fabric) -> str | None:
     system = _system_by_chips(fab)
     if system is None:
         return None
-    gpu_models = {fab.graph.nodes[e].get("gpu_model") for e in fab.endpoints}
+    # The attribute dicts themselves, by C-level maps (a view lookup per GPU was most of
+    # this reading on a 24,576-GPU cluster).
+    gpu_models = set(map(methodcaller("get", "gpu_model"),
+                         map(fab.graph._node.__getitem__, fab.endpoints)))
     if len(gpu_models) == 1:
         return SYSTEMS_BY_GPU_MODEL.get(gpu_models.pop(), system)
     return system
@@ -53,8 +57,12 @@ def _server_system(fab: Fabric) -> str | None:
 
 def _system_by_chips(fab: Fabric) -> str | None:
     g = fab.graph
-    models = [m for _, m in g.nodes(data="model", default="")]
-    is_chip = np.array([str(m).startswith("nvswitch") for m in models], dtype=bool)
+    models = list(map(methodcaller("get", "model", ""), g._node.values()))
+    try:  # each distinct model asked once (a few per fabric)
+        chip = {m: str(m).startswith("nvswitch") for m in set(models)}
+        is_chip = np.fromiter(map(chip.__getitem__, models), dtype=bool, count=len(models))
+    except TypeError:  # an unhashable model: asked node by node
+        is_chip = np.array([str(m).startswith("nvswitch") for m in models], dtype=bool)
     if not is_chip.any():
         return None
     try:
@@ -95,7 +103,7 @@ def _system_on_arrays(shape: FabricShape, is_chip: np.ndarray, models: list[Any]
     label = shape.domain
     with_chip = np.unique(label[is_chip])
     sizes = set(np.bincount(label, weights=is_ep, minlength=n)[with_chip].astype(int).tolist())
-    chip_models = {m for m, chip in zip(models, is_chip, strict=True) if chip}
+    chip_models = set(map(models.__getitem__, np.flatnonzero(is_chip).tolist()))
     if len(sizes) != 1 or len(chip_models) != 1:
         return None
     return SYSTEMS_BY_SCALE_UP.get((chip_models.pop(), sizes.pop()))

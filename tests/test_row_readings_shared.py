@@ -1,0 +1,130 @@
+"""Readings a study row now makes once and shares (issue 45, the rows' seconds): the arcs'
+attribute dicts and capacity column, the reverse-arc mask, the tiers' codes, a shape's node
+attributes, and NCCL's domains found without a loop per GPU. Each is checked against the
+plain reading it replaces, on fabrics where the short cut could go wrong."""
+
+import networkx as nx
+import numpy as np
+
+import fabricopt as fo
+from fabricopt._unchanged import unchanged
+from fabricopt.collectives.nccl import domains_of
+from fabricopt.collectives.problem import collective_problem
+from fabricopt.cost.systems import server_system
+from fabricopt.flow.result import tier_utilization
+from fabricopt.graph_arrays import FabricShape, GraphArrays, arc_dicts, looks_valid
+
+
+def _one_way():
+    """A ring with one arc whose reverse is gone (validation's first look must see it)."""
+    fab = fo.ring(5)
+    fab.graph.remove_edge("n1", "n0")
+    return fab
+
+
+def test_reverse_mask_is_the_arc_by_arc_answer():
+    for fab in (fo.ring(4), fo.superpod(1), _one_way(),
+                fo.from_networkx(nx.DiGraph([(0, 1), (1, 2), (2, 1)]), endpoints=[0, 2])):
+        ga = GraphArrays.from_fabric(fab)
+        arcs = set(ga.arcs)
+        want = [(v, u) in arcs for u, v in ga.arcs]
+        assert ga.has_reverse.tolist() == want
+    # The one-way ring breaks the rule: the first look hands it to the full check.
+    assert looks_valid(_one_way()) is None and looks_valid(fo.ring(5)) is not None
+
+
+def test_tier_codes_in_order_of_first_appearance():
+    fab = fo.superpod(1)
+    ga = GraphArrays.from_fabric(fab)
+    codes, names = ga.tier_codes
+    assert names == list(dict.fromkeys(ga.tiers))
+    assert [names[c] for c in codes.tolist()] == list(ga.tiers)
+    assert ga.tier_codes is ga.tier_codes  # read once per arrays
+
+
+def test_tier_table_from_codes_equals_the_table_from_names():
+    rng = np.random.default_rng(1)
+    tiers = ["b", "a", "b", "c", "a", "a"]
+    util, binding = rng.random(6), rng.random(6) > 0.5
+    seen: dict[str, int] = {}
+    code = np.array([seen.setdefault(t, len(seen)) for t in tiers])
+    table = tier_utilization(util, tiers, binding)
+    assert tier_utilization(util, tiers, binding, (code, list(seen))) == table
+    assert list(table) == ["b", "a", "c"]  # in order of first appearance
+    # Tier "a" is arcs 1, 4 and 5: its max and mean by hand.
+    assert table["a"].max_utilization == max(util[[1, 4, 5]])
+    assert table["a"].binding_arcs == int(binding[[1, 4, 5]].sum())
+
+
+def test_shared_arc_dicts_and_capacities_inside_a_row_only():
+    fab = fo.ring(4)
+    with unchanged(fab):
+        assert arc_dicts(fab) is arc_dicts(fab)
+        assert [d["capacity"] for d in arc_dicts(fab)] == GraphArrays.from_fabric(
+            fab).capacity.tolist()
+    assert arc_dicts(fab) is not arc_dicts(fab)  # outside a row: read each time
+    # A capacity that is text: the arrays name the arc, the first look defers to the full
+    # check (as before the column was shared).
+    bad = fo.ring(4)
+    bad.graph["n0"]["n1"]["capacity"] = "400"
+    with unchanged(bad):
+        assert looks_valid(bad) is None
+    try:
+        bad.validate()
+    except fo.InvalidFabricError as exc:
+        assert "n0" in str(exc) and "capacity" in str(exc)
+    else:
+        raise AssertionError("a text capacity passed validation")
+
+
+def test_shape_attributes_kept_per_key_and_default():
+    fab = fo.superpod(1)
+    shape = FabricShape(fab)
+    nodes = list(fab.graph.nodes(data=True))
+    for key, default in (("layer", None), ("layer", 0), ("layer", False), ("rail", None),
+                         ("role", None), ("absent", []), ("absent", 0)):
+        first = shape.attribute(key, default)
+        assert first == [d.get(key, default) for _, d in nodes]
+        first.append("edited")  # a caller's list is its own
+        again = shape.attribute(key, default)
+        assert again == [d.get(key, default) for _, d in nodes]
+        assert [type(x) for x in again] == [type(d.get(key, default)) for _, d in nodes]
+
+
+def _domains_by_loop(p, label):
+    """The islands as domains_of grouped them before: a loop per GPU."""
+    by_label: dict[int, list[int]] = {}
+    for v in p.gpus:
+        by_label.setdefault(int(label[v]), []).append(int(v))
+    return list(by_label.values())
+
+
+def test_domains_equal_the_loop_per_gpu():
+    from fabricopt.collectives.parts import partition
+
+    # A rail cluster of 8-GPU servers (NIC sums of 8) and a cluster of 2-GPU servers with
+    # uneven NIC capacities (sums whose order matters in floating point).
+    uneven = fo.cluster(fo.dgx_h100(), nodes=4)
+    for u, v, d in uneven.graph.edges(data=True):
+        if d["tier"] == "gpu-leaf":
+            d["capacity"] = 400.0 / 3 + hash((u, v)) % 7 / 10
+    for fab in (fo.superpod(1), uneven, fo.ring(6)):
+        p = collective_problem(fab, fab.endpoints)
+        ga = p.ga
+        no = np.zeros(ga.n_nodes, dtype=bool)
+        got = domains_of(p, no, no)
+        gpu = np.zeros(ga.n_nodes, dtype=bool)
+        gpu[p.gpus] = True
+        label = partition(ga, gpu, p.scale_up_arc, "scale-up domains").label
+        groups = _domains_by_loop(p, label)
+        net = ~p.scale_up_arc
+        nic = np.bincount(ga.tail[net], weights=ga.capacity[net], minlength=ga.n_nodes)
+        assert got.k == len(groups) and got.g == min(map(len, groups))
+        assert got.domain_net_GBps == min(float(nic[d].sum()) for d in groups) / 8
+
+
+def test_server_system_as_before():
+    # 'hgx_h800' names the GPUs' model; a ring has no NVSwitch chips.
+    assert server_system(fo.superpod(scalable_units=1)) == "dgx_h100"
+    assert server_system(fo.cluster(fo.hgx_h800(), nodes=2)) == "hgx_h800"
+    assert server_system(fo.ring(4)) is None
