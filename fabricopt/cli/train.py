@@ -13,7 +13,7 @@ from .._toml import read_toml
 from ..cost.assumptions import cost_assumptions
 from ..errors import FabricOptError, InvalidParameterError
 from ..fabric import Fabric
-from ..workload.cost import token_cost
+from ..workload.cost import SECONDS_PER_YEAR, token_cost
 from ..workload.goodput import training_goodput
 from ..workload.models import models as MODEL_NAMES
 from ..workload.plan import job_from_mapping
@@ -111,10 +111,31 @@ def _token_cost(fab: Fabric, step: Any, args: argparse.Namespace) -> Any:
 
 
 def _print_token_cost(cost: Any, args: argparse.Namespace) -> None:
-    print(f"  cost           ${cost.usd_per_million_tokens:.4g} per million tokens "
-          f"(capex over {cost.years:g} years: network ${cost.network_capex_usd:,.0f}, "
-          f"servers ${cost.servers_capex_usd:,.0f}; {cost.power_w / 1e3:,.0f} kW at "
-          f"${args.usd_per_kwh:g}/kWh)")
+    """The cost per million tokens and the total it spreads, in parts a reader can add up:
+    capex, energy (power x PUE x hours x price), maintenance (a share of capex a year) and
+    replacements, over the seconds of the years, at the step's tokens per second."""
+    t = cost.tco
+    seconds = cost.years * SECONDS_PER_YEAR
+    tokens_per_s = 1e6 * cost.usd_per_s / cost.usd_per_million_tokens
+    capex = cost.network_capex_usd + cost.servers_capex_usd
+    if t is None:  # no total of ownership to break down: the inputs as before
+        print(f"  cost           ${cost.usd_per_million_tokens:.4g} per million tokens "
+              f"(capex over {cost.years:g} years ${capex:,.0f}; {cost.power_w / 1e3:,.0f} kW "
+              f"at ${args.usd_per_kwh:g}/kWh)")
+    else:
+        servers = cost.servers_capex_usd > 0  # the servers' parts count only where priced
+        energy = t.energy_usd + ((t.servers_energy_usd or 0.0) if servers else 0.0)
+        upkeep = t.maintenance_usd + ((t.servers_maintenance_usd or 0.0) if servers else 0.0)
+        print(f"  cost           ${cost.usd_per_million_tokens:.4g} per million tokens: "
+              f"${cost.usd_per_s * seconds:,.0f} over {seconds:,.0f} s ({cost.years:g} "
+              f"years) at {tokens_per_s:,.0f} tokens/s, of which")
+        print(f"    capex        ${capex:,.0f} (network ${cost.network_capex_usd:,.0f}, "
+              f"servers ${cost.servers_capex_usd:,.0f})")
+        print(f"    energy       ${energy:,.0f} ({cost.power_w / 1e3:,.0f} kW x PUE {t.pue:g} "
+              f"x {cost.years * SECONDS_PER_YEAR / 3600:,.0f} h at ${t.usd_per_kwh:g}/kWh)")
+        print(f"    maintenance  ${upkeep:,.0f} ({t.maintenance:.0%} of capex a year)")
+        print(f"    replacements ${t.replacement_usd:,.0f} (the network's optics and cables at "
+              "their failure rates)")
     for note in cost.notes:
         print(f"  note: {note}")
 

@@ -42,6 +42,9 @@ from .phase_bounds import FabricLevels, PhaseBound, phase_bound
 from .placement import Placement, place_ranks
 from .plan import TrainingJob
 
+#: The dimensions whose communication runs inside a pipeline stage, on every micro-batch, so
+#: the bubble stretches it (``overlap.exposure`` multiplies their exposed time by 1 + B).
+IN_STAGE = ("tp", "cp", "ep")
 #: Ring passes per collective (an all-reduce is a reduce-scatter and an all-gather).
 PASSES = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1, "all_to_all": 1, "p2p": 1}
 #: The arrays, levels and one-group bounds of recently used fabrics, kept while the fabric
@@ -108,17 +111,25 @@ class TrainingStep:
         return None if best is None or best.exposed_s <= 0 else best.dimension
 
     def __str__(self) -> str:
+        # Tensor, context and expert communication runs on every micro-batch, so the
+        # pipeline bubble stretches it too: its exposed time includes its share of the bubble
+        # (x(1 + B)) and can exceed its expected time; the bubble counts that share as well.
+        stretch = 1.0 + self.job.bubble_fraction
+        in_bubble = sum(p.exposed_s for d, p in self.phases.items()
+                        if d in IN_STAGE) * (1.0 - 1.0 / stretch)
+        overlap = f" ({in_bubble:.4g} s of it in the bubble)" if in_bubble > 0 else ""
         lines = [f"{self.job.describe()} on {self.fabric} ({self.gpu.key})",
                  f"  step           {self.step_s:.4g} s expected, >= {self.step_s_lower:.4g} s "
                  "(certified bounds, peak compute)",
                  f"  compute        {self.compute_s:.4g} s, bubble {self.bubble_s:.4g} s, "
-                 f"exposed communication {self.exposed_comm_s:.4g} s",
+                 f"exposed communication {self.exposed_comm_s:.4g} s{overlap}",
                  f"  throughput     {self.tokens_per_s:,.0f} tokens/s, MFU {self.mfu:.1%}",
                  f"  memory         {self.memory.describe()}"]
-        for p in self.phases.values():
+        for d, p in self.phases.items():
+            bubble = f" incl. bubble x{stretch:.4g}" if d in IN_STAGE and stretch > 1 else ""
             lines.append(f"  {p.dimension:<4} {p.bytes_per_gpu / 1e9:10.4g} GB/GPU  "
                          f"lower {p.lower_s:.4g} s, expected {p.expected_s:.4g} s, exposed "
-                         f"{p.exposed_s:.4g} s  (binding {p.binding_tier}; {p.method})")
+                         f"{p.exposed_s:.4g} s{bubble}  (binding {p.binding_tier}; {p.method})")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
