@@ -156,9 +156,9 @@ def _cmd_serve(args: argparse.Namespace,
                                  requests=s.requests or 1500, seed=s.seed, gpu=s.gpu,
                                  years=args.years, usd_per_kwh=args.usd_per_kwh, pue=args.pue)
             if args.format == "json":
-                print(json.dumps(_capacity_json(c)))
+                print(json.dumps({**_capacity_json(c), **_request_json(s)}))
             else:
-                print(c)
+                print(_with_request(str(c), s, args))
         elif args.rate is not None or args.trace is not None:
             load = simulate_serving(
                 fab, s.model, plan or ServingPlan(precision=s.precision), rate=args.rate,
@@ -172,10 +172,10 @@ def _cmd_serve(args: argparse.Namespace,
                    "goodput": load.goodput, "attainment": load.attainment,
                    "tokens_per_s": load.tokens_per_s}
             if args.format == "json":
-                print(json.dumps(row))
+                print(json.dumps({**row, **({} if args.trace else _request_json(s))}))
             else:
-                print(f"{s.model} on {fab.name}: {load.requests:,} requests at "
-                      f"{load.rate:,.4g}/s")
+                print(_with_request(f"{s.model} on {fab.name}: {load.requests:,} requests at "
+                                    f"{load.rate:,.4g}/s", s, args))
                 print("  TTFT     " + ", ".join(f"p{q} {v:.3g} s"
                                                 for q, v in load.ttft_s.items()))
                 print("  TPOT     " + ", ".join(f"p{q} {v * 1e3:.3g} ms"
@@ -192,12 +192,33 @@ def _cmd_serve(args: argparse.Namespace,
                 print(json.dumps({"fabric": fab.name, "ttft_s": e.ttft_s, "tpot_s": e.tpot_s,
                                   "tokens_per_s": e.tokens_per_s,
                                   "memory_gb_per_gpu": e.memory_gb_per_gpu,
-                                  "max_batch": e.max_batch}))
+                                  "max_batch": e.max_batch, **_request_json(s)}))
             else:
-                print(e)
+                print(_with_request(str(e), s, args, batch=True))
         if args.format == "table":
             print()
     return 0
+
+
+def _with_request(text: str, s: argparse.Namespace, args: argparse.Namespace,
+                  batch: bool = False) -> str:
+    """``text`` (an answer as printed) with the request shape it assumed under its first
+    line: the prompt and output tokens (the defaults, 2,048 and 256, when none was given)
+    and how their lengths spread (``batch``: one batch, every request alike), or the trace
+    that gave them."""
+    given = args.prompt_len is not None or args.output_len is not None
+    how = ["every request of the batch alike" if batch else f"mean; {s.lengths} lengths"]
+    how += [] if given else ["the defaults; --prompt-len, --output-len set them"]
+    shape = (f"  request   as in the trace {args.trace} (its prompt and output tokens)"
+             if args.trace is not None else
+             f"  request   {s.prompt_len:,} prompt + {s.output_len:,} output tokens "
+             f"({'; '.join(how)})")
+    head, _, rest = text.partition("\n")
+    return "\n".join([head, shape, *([rest] if rest else [])])
+
+
+def _request_json(s: argparse.Namespace) -> dict[str, Any]:
+    return {"prompt_len": s.prompt_len, "output_len": s.output_len, "lengths": s.lengths}
 
 
 def _capacity_json(c: Any) -> dict[str, Any]:

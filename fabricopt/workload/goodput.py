@@ -49,6 +49,11 @@ FAILURE_KIND = {"gpu": "gpus", "hbm": "gpus", "nic": "nics", "host": "servers",
 #: firing and the scheduler told), restarting (servers swapped, the checkpoint read back,
 #: communicators built again at thousands of GPUs) and writing one checkpoint (the pause
 #: training takes to hand its state to an asynchronous writer).
+#: Where the shipped figures count a kind they give no rate of (its row says so, so a
+#: rate of 0 is not read as "never fails").
+COUNTED_IN = {"transceiver": "cable", "nvlink": "gpu"}
+#: What a unit of a kind is when the table's count could be read otherwise.
+UNIT_WORDS = {"transceiver": "one per link end (a twin-port module serves two)"}
 DETECTION_S = 120.0
 RESTART_S = 600.0
 CHECKPOINT_WRITE_S = 60.0
@@ -140,13 +145,35 @@ class Goodput:
                  f"{'degraded h/day':>16}"]
         for c in self.components:
             units = "-" if c["units"] is None else f"{c['units']:,}"
-            lines.append(f"  {c['component']:<14}{units:>9}{c['failures_per_day']:>10.3g}"
-                         f"{c['interruptions_per_day']:>15.3g}{c['degraded_h_per_day']:>16.3g}")
+            lines.append((f"  {c['component']:<14}{units:>9}{c['failures_per_day']:>10.3g}"
+                          f"{c['interruptions_per_day']:>15.3g}"
+                          f"{c['degraded_h_per_day']:>16.3g}  {_row_note(c)}").rstrip())
         return "\n".join(lines)
 
     def to_records(self) -> list[dict[str, Any]]:
         """The components table, one dict per component kind."""
         return [dict(c) for c in self.components]
+
+
+def _row_note(row: dict[str, Any]) -> str:
+    """What a reader needs beside a component's row: where a kind at rate 0 is counted, and
+    what its unit is when a bill of materials counts it otherwise.
+
+    >>> _row_note({"component": "transceiver", "failures_per_year": 0.0, "units": 4096})
+    'counted in cable; units: one per link end (a twin-port module serves two)'
+    >>> _row_note({"component": "nvlink", "failures_per_year": 0.0, "units": None})
+    'counted in gpu'
+    >>> _row_note({"component": "gpu", "failures_per_year": 0.08, "units": 8})
+    ''
+    """
+    kind = row["component"]
+    words = []
+    if row["failures_per_year"] == 0:
+        words.append(f"counted in {COUNTED_IN[kind]}" if kind in COUNTED_IN else
+                     "rate 0: not modelled")
+    if kind in UNIT_WORDS and row["units"] is not None:
+        words.append(f"units: {UNIT_WORDS[kind]}")
+    return "; ".join(words)
 
 
 def _check_rates(func: str, failure_model: Any) -> FailureRates:
