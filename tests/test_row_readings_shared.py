@@ -128,3 +128,25 @@ def test_server_system_as_before():
     assert server_system(fo.superpod(scalable_units=1)) == "dgx_h100"
     assert server_system(fo.cluster(fo.hgx_h800(), nodes=2)) == "hgx_h800"
     assert server_system(fo.ring(4)) is None
+
+
+def test_default_metrics_run_with_the_collector_paused(monkeypatch):
+    import gc
+
+    from fabricopt.study import metrics
+
+    seen = {}
+
+    def spy(name):
+        def compute(fab, ctx):
+            seen[name] = gc.isenabled()
+            return {}
+        return metrics.Metric(name, compute, "spy")
+
+    for name in ("summary", "routing"):
+        monkeypatch.setitem(metrics.METRICS, name, spy(name))
+    assert gc.isenabled()
+    metrics.compute_metrics(fo.ring(4), ["summary", "routing"], metrics.MetricContext())
+    # A default metric makes no reference cycles: paused; hashed routing's trials may.
+    assert seen == {"summary": False, "routing": True}
+    assert gc.isenabled()

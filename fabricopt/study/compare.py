@@ -134,7 +134,8 @@ def _evaluate(job: _Job, keep: dict[str, Fabric] | None = None) -> dict[str, Any
                 # Nothing edits the fabric from here to the row's end: the arrays validate
                 # reads serve every metric.
                 frozen.enter_context(unchanged(fab))
-                fab.validate()
+                with paused_gc():  # a reading of the arrays: no reference cycles
+                    fab.validate()
                 row["name"] = row_name(fab.name, task.point)
                 row["family"] = fab.design.get("family", "")
                 ctx = MetricContext(message_bytes=job.message_bytes,
