@@ -113,12 +113,17 @@ def _cmd_solve(args: argparse.Namespace) -> int:
                 print(routed)
             if bisection is not None:
                 print(bisection)
+                if (line := bisection_line(bisection, args.time_limit)) is not None:
+                    print(line)
             for b in bounds:
                 print(b)
             print()
         else:
-            rows.append(solve_row(fab, result, bisection, bounds, routed, share))
-        if result.status not in ("optimal", "inexact", "disconnected"):
+            rows.append(solve_row(fab, result, bisection, bounds, routed, share,
+                                  args.time_limit))
+        if result.status not in ("optimal", "inexact", "disconnected") or (
+                bisection is not None and
+                bisection_status(bisection, args.time_limit) == "time_limit"):
             worst = 1
     if rows:
         print_rows(rows, args.format)
@@ -204,8 +209,38 @@ def with_network_line(text: str, line: str | None) -> str:
     return "\n".join([*lines[:at], line, *lines[at:]])
 
 
+def bisection_status(bisection: Any, time_limit: float | None) -> str:
+    """``"exact"``; ``"bracket"``, a certified bracket left open with no time limit (every
+    stage ran: an answer, the bisection lies in it); or ``"time_limit"``, a bracket left open
+    under a time limit, which more time may narrow (a stage given what was left of the limit
+    may have stopped short: the result does not say, so any open bracket under a limit
+    counts).
+
+    >>> from types import SimpleNamespace as S
+    >>> [bisection_status(S(exact=e), limit) for e, limit in
+    ...  ((True, 5.0), (False, None), (False, 5.0))]
+    ['exact', 'bracket', 'time_limit']
+    """
+    if bisection.exact:
+        return "exact"
+    return "bracket" if time_limit is None else "time_limit"
+
+
+def bisection_line(bisection: Any, time_limit: float | None) -> str | None:
+    """What an open bisection bracket means, in a line (None when exact)."""
+    status = bisection_status(bisection, time_limit)
+    if status == "time_limit":
+        return (f"open bracket     left open under --time-limit {time_limit:g} s (exit code 1): "
+                "both ends are certified; more time may narrow it")
+    if status == "bracket":
+        return ("open bracket     every stage ran and left it open: both ends are certified, "
+                "and the bisection lies between them")
+    return None
+
+
 def solve_row(fab: Fabric, result: Any, bisection: Any, collectives: list[Any],
-              routed: Any = None, share: float | None = None) -> dict:
+              routed: Any = None, share: float | None = None,
+              time_limit: float | None = None) -> dict:
     """One fabric's answers as a flat row (None where nothing was proven);
     ``per_endpoint_network_gbps`` is the part of ``per_endpoint_gbps`` that crosses the
     network (``share`` of it: :func:`network_share`)."""
@@ -231,6 +266,7 @@ def solve_row(fab: Fabric, result: Any, bisection: Any, collectives: list[Any],
         row.update({"bisection_gbps": bisection.lower_gbps,
                     "bisection_gbps_upper": bisection.upper_gbps,
                     "bisection_exact": bisection.exact,
+                    "bisection_status": bisection_status(bisection, time_limit),
                     "bisection_gbps_per_gpu": bisection.lower_gbps / n,
                     "bisection_gbps_per_gpu_upper": bisection.upper_gbps / n})
     if routed is not None:

@@ -25,7 +25,7 @@ into 128 destination classes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -88,6 +88,9 @@ class Network:
     layer: np.ndarray
     capacity: np.ndarray
     has_arcs: np.ndarray
+    #: Head-to-tail adjacency, built on first use by :meth:`reverse_matrix`.
+    _reverse: sp.csr_matrix | None = field(init=False, repr=False, compare=False,
+                                           default=None)
 
     @property
     def n_arcs(self) -> int:
@@ -189,7 +192,7 @@ class Network:
     def reverse_matrix(self) -> sp.csr_matrix:
         """Head-to-tail adjacency: a search from a node on it finds who can reach that node
         (built once per network: every block of destinations searches on it)."""
-        if getattr(self, "_reverse", None) is None:
+        if self._reverse is None:
             n = self.n_nodes
             self._reverse = sp.csr_matrix((np.ones(self.n_arcs), (self.head, self.tail)),
                                           shape=(n, n))
