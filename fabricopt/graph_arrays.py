@@ -179,12 +179,35 @@ class GraphArrays:
         >>> bool(GraphArrays.from_fabric(fo.ring(3)).has_reverse.all())
         True
         """
-        n = np.int64(self.n_nodes)
-        code = np.sort(self.tail * n + self.head)
-        back = self.head * n + self.tail
-        found = code[np.minimum(np.searchsorted(code, back), max(len(code) - 1, 0))] == back
-        found.flags.writeable = False
-        return found
+        return self._reverse_search[1]
+
+    @cached_property
+    def reverse(self) -> np.ndarray | None:
+        """The index of each arc's reverse (read-only), None when some arc has none (found
+        once per arrays: the two-phase routing and its bounds ask).
+
+        >>> import fabricopt as fo
+        >>> ga = GraphArrays.from_fabric(fo.ring(3))
+        >>> [ga.arcs[r] for r in ga.reverse[:2].tolist()], ga.arcs[:2]
+        ([('n1', 'n0'), ('n2', 'n0')], [('n0', 'n1'), ('n0', 'n2')])
+        """
+        rev, found = self._reverse_search
+        return rev if found.all() else None
+
+    @cached_property
+    def _reverse_search(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per arc, where its reverse would be and whether it is (a graph has at most one arc
+        per ordered pair, so the code ``tail * n + head`` names an arc)."""
+        m, n = self.n_arcs, np.int64(self.n_nodes)
+        code = self.tail * n + self.head
+        order = np.argsort(code, kind="stable")
+        want = self.head * n + self.tail
+        rev = order[np.minimum(np.searchsorted(code[order], want), max(m - 1, 0))]
+        found = code[rev] == want if m else np.zeros(0, dtype=bool)
+        rev = rev.astype(np.int64)
+        for array in (rev, found):
+            array.flags.writeable = False
+        return rev, found
 
     def incidence(self) -> sp.csr_matrix:
         """Node-arc incidence: +1 where the arc leaves the node, -1 where it enters."""
@@ -437,7 +460,12 @@ class FabricShape:
         n = ga.n_nodes
         out: list[np.ndarray] = [np.arange(n)]  # every node alone: an endpoint's own links
         nodes_of = self.attribute("node")
+        # A key no node has is all None: skipped without a pass over the nodes (most of the
+        # seven are absent from any one design).
+        present = set().union(*map(dict.keys, self.fab.graph._node.values()))
         for key in HIERARCHY_KEYS:
+            if key not in present:
+                continue
             values = nodes_of if key == "node" else self.attribute(key)
             if not _all_none(values):
                 out.append(self.server if key == "node" else group_labels(values))

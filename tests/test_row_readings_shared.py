@@ -29,6 +29,10 @@ def test_reverse_mask_is_the_arc_by_arc_answer():
         arcs = set(ga.arcs)
         want = [(v, u) in arcs for u, v in ga.arcs]
         assert ga.has_reverse.tolist() == want
+        if all(want):
+            assert [ga.arcs[r] for r in ga.reverse.tolist()] == [(v, u) for u, v in ga.arcs]
+        else:
+            assert ga.reverse is None
     # The one-way ring breaks the rule: the first look hands it to the full check.
     assert looks_valid(_one_way()) is None and looks_valid(fo.ring(5)) is not None
 

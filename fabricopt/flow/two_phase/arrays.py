@@ -133,12 +133,7 @@ def _reverse_arcs(ga: GraphArrays) -> np.ndarray | None:
     arc per ordered pair, so an arc code ``tail * n + head`` names it)."""
     if ga.n_arcs == 0:
         return np.zeros(0, dtype=np.int64)
-    n = np.int64(ga.n_nodes)
-    code = ga.tail * n + ga.head
-    order = np.argsort(code, kind="stable")
-    want = ga.head * n + ga.tail
-    rev = order[np.minimum(np.searchsorted(code[order], want), ga.n_arcs - 1)]
-    return None if np.any(code[rev] != want) else rev.astype(np.int64)
+    return ga.reverse  # found once per arrays (GraphArrays.reverse), read-only
 
 
 
