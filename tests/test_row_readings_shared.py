@@ -154,3 +154,24 @@ def test_default_metrics_run_with_the_collector_paused(monkeypatch):
     # A default metric makes no reference cycles: paused; hashed routing's trials may.
     assert seen == {"summary": False, "routing": True}
     assert gc.isenabled()
+
+
+def test_leaf_spine_pairs_equal_the_pair_by_pair_plan():
+    from fabricopt.generators.wiring import UpperTiers
+
+    plans = [UpperTiers(tiers=2, up=up, leaves_per_pod=0, pods=0, spines=spines,
+                        spine_radix=64) for up, spines in ((4, 2), (3, 2), (7, 3), (5, 8))]
+    # Unequal bundles laid out by rotations (their orbits labelled per rotation).
+    plans += [p.with_rotations((2, 3)) for p in plans]
+    assert any(p.starts is not None for p in plans)
+    for plan in plans:
+        leaves = [f"leaf{i}" for i in range(6)]
+        spines = [f"spine{j}" for j in range(plan.spines)]
+        pairs = [(leaf, spine, n, plan.leaf_spine_orbit(i, j))
+                 for i, leaf in enumerate(leaves) for j, spine in enumerate(spines)
+                 if (n := plan.leaf_spine_links_of(i, j))]
+        lower, higher, counts, orbits = plan.leaf_spine_pairs(leaves, spines)
+        assert list(zip(lower, higher, counts, strict=True)) == [p[:3] for p in pairs]
+        assert all(type(n) is int for n in counts)
+        want = [p[3] for p in pairs]
+        assert orbits == (None if want.count(None) == len(want) else want)

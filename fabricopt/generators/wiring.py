@@ -17,6 +17,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from .._checks import check_int, check_int_sequence, check_positive, fail
 from ..errors import InvalidParameterError
 from ._builder import FabricBuilder
@@ -174,6 +176,36 @@ class UpperTiers:
         if self.tiers != 2 or self.equal_bundles or self.starts is None:
             return None
         return f"leaf-spine:{(j - self.starts[i]) % self.spines}"
+
+    def leaf_spine_pairs(self, leaves: Sequence[Hashable], spines: Sequence[Hashable]
+                         ) -> tuple[list[Hashable], list[Hashable], list[int], list[str] | None]:
+        """The bundles of a two-tier plan, leaf by leaf and spine by spine: each pair's
+        leaf, spine, :meth:`leaf_spine_links_of` and :meth:`leaf_spine_orbit` (None for all
+        when every pair's is None), pairs without links left out. As arrays: a method call
+        per pair was most of the wiring of a 15,360-GPU pod (7,200 pairs a plane).
+
+        >>> plan = UpperTiers(tiers=2, up=3, leaves_per_pod=0, pods=0, spines=2)
+        >>> plan.leaf_spine_pairs(["a", "b"], ["x", "y"])
+        (['a', 'a', 'b', 'b'], ['x', 'y', 'x', 'y'], [2, 1, 1, 2], None)
+        """
+        k = len(spines)
+        i = np.repeat(np.arange(len(leaves), dtype=np.int64), k)
+        j = np.tile(np.arange(k, dtype=np.int64), len(leaves))
+        if self.tiers != 2 or not len(i):
+            counts = np.ones(len(i), dtype=np.int64)
+        else:
+            base, extra = divmod(self.up, self.spines)
+            start = (i * extra if self.starts is None
+                     else np.asarray(self.starts, dtype=np.int64)[i])
+            counts = base + ((j - start) % self.spines < extra)
+        keep = np.flatnonzero(counts)
+        orbits = None
+        if self.tiers == 2 and not self.equal_bundles and self.starts is not None:
+            labels = [f"leaf-spine:{r}" for r in range(self.spines)]
+            rotation = (j - np.asarray(self.starts, dtype=np.int64)[i]) % self.spines
+            orbits = list(map(labels.__getitem__, rotation[keep].tolist()))
+        return (list(map(leaves.__getitem__, i[keep].tolist())),
+                list(map(spines.__getitem__, j[keep].tolist())), counts[keep].tolist(), orbits)
 
     def with_rotations(self, shape: Sequence[int]) -> UpperTiers:
         """This plan with unequal leaf-spine bundles laid out by :func:`rotation_starts` for
@@ -402,13 +434,9 @@ def wire_upper_tiers(b: FabricBuilder, leaves: Sequence[Hashable], upper: UpperT
     if upper.tiers == 2:
         spines = [b.switch(names[0].format(j=j), layer, upper.spine_radix, switch_model,
                            **attrs) for j in range(upper.spines)]
-        pairs = [(leaf, spine, n, upper.leaf_spine_orbit(i, j))
-                 for i, leaf in enumerate(leaves) for j, spine in enumerate(spines)
-                 if (n := upper.leaf_spine_links_of(i, j))]
-        if pairs:
-            lower, higher, counts, orbits = map(list, zip(*pairs, strict=True))
-            b.add_links(lower, higher, gbps, "leaf-spine", tech, links=counts,
-                        orbit=None if orbits.count(None) == len(orbits) else orbits)
+        lower, higher, counts, orbits = upper.leaf_spine_pairs(leaves, spines)
+        if lower:
+            b.add_links(lower, higher, gbps, "leaf-spine", tech, links=counts, orbit=orbits)
         return
     if upper.tiers != 3:
         return
