@@ -34,7 +34,8 @@ exactly below that top) and its cut summed from the arcs; where it meets its bou
 both ends. Where the least open branch has a plane's count partial, that plane's top switches
 are chosen every way (at most ``CHOICES``), each a branch bounded with those switches exactly.
 On ``fat_tree(16)`` minus 5 % of its links (seeds 0–4) the search closes on the best cut;
-it stops at the time limit with the least open bound.
+it stops at the time limit with the least open bound, and with no time limit after
+``MAX_BRANCHES`` branches (a minute or two at about 1 ms a branch).
 """
 
 from __future__ import annotations
@@ -63,6 +64,10 @@ from .layered_bisection import (
 
 #: Most branches kept open at once (a heap entry each).
 MAX_OPEN = 2_000_000
+#: Most branches bounded in one search without a time limit: about 1 ms each, so a search
+#: that does not close stops after a minute or two (fat_tree(16) minus 5 %, its hardest seed,
+#: closes after about 23,000), with the least open bound it reached.
+MAX_BRANCHES = 100_000
 #: Most children of the least open branches bounded in one pass.
 BATCH = 256
 #: Most ways of choosing the top switches a whole choice of counts stands for, tried.
@@ -104,8 +109,10 @@ class _Pod:
 def counted_planes_lower(ga: GraphArrays, ep_idx: np.ndarray, upper: float,
                          seconds: float | None = None) -> CountedPlanes | None:
     """A bound below on the bisection of a layered fabric with two planes or more (module
-    docstring), searched until every branch reaches ``upper`` (a cut in hand) or
-    ``seconds`` pass; None when the fabric is not layered, has one plane, or a merged pod
+    docstring), searched until every branch reaches ``upper`` (a cut in hand), ``seconds``
+    pass, or, with no ``seconds``, ``MAX_BRANCHES`` branches are bounded (each search: the
+    whole's and each suffix's); the least open bound then is the answer, certified, and
+    ``closed`` is False. None when the fabric is not layered, has one plane, or a merged pod
     has more than ``MAX_COMPONENT_MIDS`` middle switches.
 
     >>> import fabricopt as fo
@@ -188,6 +195,20 @@ def _suffix_bounds(ga: GraphArrays, ep_idx: np.ndarray, planes: list[np.ndarray]
     return rest
 
 
+def _refined_plane(counts: tuple[int, ...], sizes: list[int]) -> int | None:
+    """The first plane whose count is partial (some of its top switches sending, not all)
+    with at most ``CHOICES`` ways of choosing them: a later plane may have few enough where
+    the first has too many. None when there is none.
+
+    >>> _refined_plane((2, 1, 0), [16, 4, 4])   # C(16, 2) = 120 > 64 ways; C(4, 1) = 4
+    1
+    >>> _refined_plane((0, 4, 20), [4, 4, 4]), _refined_plane((8,), [16,])  # C(16, 8) > 64
+    (None, None)
+    """
+    return next((j for j, k in enumerate(counts)
+                 if 0 < k < sizes[j] and math.comb(sizes[j], k) <= CHOICES), None)
+
+
 @dataclass
 class _Search:
     """Best first over the counts of each plane's top sending, plane after plane: a branch's
@@ -223,6 +244,8 @@ class _Search:
         while heap and len(heap) < MAX_OPEN and heap[0][0] < self.threshold:
             if deadline is not None and time.perf_counter() > deadline:
                 return
+            if deadline is None and self.branches >= MAX_BRANCHES:
+                return  # no time limit: a cap on the work instead
             if len(heap[0][2]) == planes:
                 closed = None if whole is None else whole(heap[0][2], heap[0][0], True)
                 if closed is None:
@@ -238,15 +261,15 @@ class _Search:
         """The least open branch is a whole choice with a plane's count ``k`` partial: that
         plane's top switches are chosen every way (at most ``CHOICES``), each a branch of its
         own bounded with those switches exactly (a middle switch then pays its links to the
-        others, sending, or from them, not). False when there is no such plane."""
+        others, sending, or from them, not): the first such plane with at most ``CHOICES``
+        ways. False when there is none."""
         if ga_tops is None:
             return False
         ga, tops = ga_tops
         bound, _, counts = self.heap[0]
-        partial = [j for j, k in enumerate(counts) if 0 < k < self.sizes[j]]
-        if not partial or math.comb(self.sizes[partial[0]], counts[partial[0]]) > CHOICES:
+        j = _refined_plane(counts, self.sizes)
+        if j is None:
             return False
-        j = partial[0]
         heapq.heappop(self.heap)
         sets = [np.array(c) for c in itertools.combinations(tops[j], counts[j])]
         pods, free = self.merged[-1]
@@ -419,8 +442,10 @@ def _least(merged: tuple[list[_Pod], int] | None, n: int, rows: np.ndarray,
     first, last = max(0, lo - free), min(live, hi)
     if first > last:
         return np.full(len(rows), np.inf)
-    out = _priced(tables, first, last)
+    out = _priced(tables, first, last, len(rows))
     keep = out < beat
+    if not tables:  # no pod below the merged top: nothing is cut there
+        return out
     if not keep.any():
         return out
     tables = [t[keep] for t in tables]
@@ -428,15 +453,22 @@ def _least(merged: tuple[list[_Pod], int] | None, n: int, rows: np.ndarray,
     return out
 
 
-def _priced(tables: list[np.ndarray], first: int, last: int) -> np.ndarray:
+def _priced(tables: list[np.ndarray], first: int, last: int, n_rows: int) -> np.ndarray:
     """Lagrange's bound on the convolution read between ``first`` and ``last`` sending
-    endpoints, per row: for a price ``p`` per sending endpoint every pod takes its least
-    ``t[i] - p i`` alone, and ``p`` times the count (``first`` for a price of 0 or more,
-    ``last`` below) is added back; the best of prices across the tables' steepest slope."""
-    steep = max(float(np.nanmax(np.abs(np.where(np.isfinite(d), d, np.nan)), initial=0.0))
-                for d in (np.diff(t, axis=1) for t in tables) if d.size)
+    endpoints, per row (``n_rows`` of them): for a price ``p`` per sending endpoint every pod
+    takes its least ``t[i] - p i`` alone, and ``p`` times the count (``first`` for a price of
+    0 or more, ``last`` below) is added back; the best of prices across the tables' steepest
+    slope. No pods, or pods of one column each (no slope): price 0 alone.
+
+    >>> _priced([], 0, 0, 2)                                  # nothing to cut
+    array([0., 0.])
+    >>> _priced([np.array([[5.0]]), np.array([[2.0]])], 0, 0, 1)   # one column each: 5 + 2
+    array([7.])
+    """
+    steep = max((float(np.nanmax(np.abs(np.where(np.isfinite(d), d, np.nan)), initial=0.0))
+                 for d in (np.diff(t, axis=1) for t in tables) if d.size), default=0.0)
     prices = np.linspace(-steep, steep, 33)
-    total = np.zeros((tables[0].shape[0], len(prices)))
+    total = np.zeros((n_rows, len(prices)))
     for t in tables:
         i = np.arange(t.shape[1])
         total += (t[:, None, :] - prices[None, :, None] * i[None, None, :]).min(axis=2)

@@ -176,3 +176,36 @@ def test_bisection_bandwidth_closes_failed_fat_tree_16():
     assert b.stages == {"lower": "planes merged, tops counted",
                         "upper": "top tier's sides descended"}
     assert sum(fab.graph[u][v]["capacity"] for u, v in b.cut.links) == pytest.approx(166_400)
+
+
+def test_with_no_time_limit_the_work_is_capped_and_the_bound_stays_below(monkeypatch):
+    # A search with no time limit stops after MAX_BRANCHES branches (here 1: one pass of
+    # children), with the least open bound: still below the least cut, 20,000 Gb/s on
+    # fat_tree(8) minus 5 % (seed 0, by the top tier's sides, as above).
+    from fabricopt.analysis import counted_planes as cp
+
+    fab = fo.fail_random(fo.fat_tree(8), 0.05, seed=0)
+    ga, ep = _arrays(fab)
+    whole = counted_planes_lower(ga, ep, upper=20_400.0)
+    monkeypatch.setattr(cp, "MAX_BRANCHES", 1)
+    capped = counted_planes_lower(ga, ep, upper=20_400.0)
+    assert capped.branches < whole.branches and not capped.closed
+    assert 0 < capped.lower <= whole.lower <= 20_000 * (1 + 1e-12)
+
+
+def test_refinement_takes_the_first_plane_with_few_enough_choices():
+    from fabricopt.analysis.counted_planes import CHOICES, _refined_plane
+
+    # Plane 0: 8 of 16 cores sending, C(16, 8) = 12,870 ways, more than CHOICES (64); plane
+    # 1: 2 of 4, C(4, 2) = 6. The search refines plane 1 instead of stopping.
+    assert CHOICES == 64 and _refined_plane((8, 2), [16, 4]) == 1
+    # Counts of 0 or all, and counts past the top (switches already chosen), are not partial.
+    assert _refined_plane((0, 4, 9), [4, 4, 4]) is None
+
+
+def test_no_pod_below_the_merged_top_cuts_nothing():
+    # Every endpoint free of the merged planes' pods: R is 0 at every row, no convolution.
+    from fabricopt.analysis.counted_planes import _least
+
+    rows = np.zeros((3, 2), dtype=np.int64)
+    assert _least(([], 6), 6, rows).tolist() == [0.0, 0.0, 0.0]
