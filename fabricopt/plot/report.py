@@ -189,7 +189,7 @@ class _TextBoxes:
     def __init__(self, texts: list[Any], renderer: Any) -> None:
         self.texts = texts
         # Each layout box's corners, (x0, y0, x1, y1), about the anchor at (0, 0).
-        self.boxes = [tuple(t._get_layout(renderer)[0].get_points().ravel()) for t in texts]
+        self.boxes = [_box_about_anchor(t, renderer) for t in texts]
         groups: dict[int, tuple[Any, list[int]]] = {}
         for i, t in enumerate(texts):
             groups.setdefault(id(t.get_transform()), (t.get_transform(), []))[1].append(i)
@@ -205,6 +205,19 @@ class _TextBoxes:
                 x0, y0, x1, y1 = self.boxes[i]
                 out[i] = (x0 + x, y0 + y, x1 + x, y1 + y)
         return out
+
+
+def _box_about_anchor(text: Any, renderer: Any) -> tuple[float, float, float, float]:
+    """A text's layout box about its anchor, (x0, y0, x1, y1): matplotlib's private
+    ``Text._get_layout`` where it works (one layout), else the public window extent less the
+    anchor's display point, the same box by another road (a release that renames or changes
+    the private method slows the report down, and does not break it)."""
+    try:
+        return tuple(text._get_layout(renderer)[0].get_points().ravel())
+    except (AttributeError, TypeError, ValueError, IndexError):
+        x0, y0, x1, y1 = text.get_window_extent(renderer).get_points().ravel()
+        x, y = text.get_transform().transform(text.get_unitless_position())
+        return (x0 - x, y0 - y, x1 - x, y1 - y)
 
 
 def _data_uri(png: bytes) -> str:

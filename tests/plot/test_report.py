@@ -126,3 +126,45 @@ def test_a_diagrams_text_boxes_laid_out_once_are_matplotlibs_own_as_the_frame_mo
             ax.set_position(frame)
         theirs = [tuple(t.get_window_extent(renderer).get_points().ravel()) for t in texts]
         assert boxes.extents() == theirs
+
+
+
+class _Renamed:
+    """A text as a matplotlib release without ``Text._get_layout`` (or with a new signature
+    for it, ``error=TypeError``) shows it: everything else is the text's own."""
+
+    def __init__(self, text, error):
+        self._text, self._error = text, error
+
+    def __getattr__(self, name):
+        if name == "_get_layout":
+            def gone(*args, **kwargs):
+                raise self._error(name)
+            if self._error is AttributeError:
+                raise AttributeError(name)
+            return gone
+        return getattr(self._text, name)
+
+
+@pytest.mark.parametrize("error", [AttributeError, TypeError])
+def test_without_matplotlibs_private_layout_the_boxes_come_from_the_public_extent(error):
+    """With no usable Text._get_layout the boxes come from get_window_extent, the same to
+    rounding (the extent less its anchor, then the anchor added back: a few ulps); with it,
+    bit for bit (the test above), so today's PNGs are unchanged."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from fabricopt.plot.diagram import draw
+    from fabricopt.plot.report import _TextBoxes
+
+    ax = draw(fo.superpod(1))
+    renderer = FigureCanvasAgg(ax.figure).get_renderer()
+    texts = [t for t in (ax.title, *ax.texts) if t.get_visible() and t.get_text()]
+    private = _TextBoxes(texts, renderer).extents()
+    public = _TextBoxes([_Renamed(t, error) for t in texts], renderer).extents()
+    theirs = [tuple(t.get_window_extent(renderer).get_points().ravel()) for t in texts]
+    import numpy as np
+
+    np.testing.assert_allclose(np.array(public), np.array(private), rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(np.array(public), np.array(theirs), rtol=1e-12, atol=1e-9)
+    # And the boxes are real ones: text has width and height.
+    assert all(x1 > x0 and y1 > y0 for x0, y0, x1, y1 in public)
