@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
-import functools
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -178,12 +177,26 @@ def shortfalls(row: Mapping[str, Any], constraints: Mapping[str, float]) -> dict
     return out
 
 
-@functools.cmp_to_key
-def _by_total_shortfall(a: Mapping[str, Any], b: Mapping[str, Any]) -> int:
-    """Rows by how far they miss in all (relative), totals within :data:`TOL` of each other
-    as equal (a stable sort then keeps the rows' order)."""
-    x, y = sum(a["shortfall"].values()), sum(b["shortfall"].values())
-    return 0 if abs(x - y) <= TOL * max(abs(x), abs(y), 1.0) else (-1 if x < y else 1)
+def _by_total_shortfall(rows: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The rows by how far they miss in all (the sum of their relative shortfalls), nearest
+    first. Totals within :data:`TOL` of the least total of their group count as equal and
+    keep the rows' order; groups are formed from the least total up, so the order is one
+    key's, well defined (a comparator "equal within TOL" is not transitive: a chain of totals
+    each within TOL of the next would leave the sort's order to chance).
+
+    >>> rows = [{"n": n, "shortfall": {"gbps": s}} for n, s in
+    ...         (("c", 0.5 + 1.8e-9), ("b", 0.5 + 0.9e-9), ("d", 0.2), ("a", 0.5))]
+    >>> [r["n"] for r in _by_total_shortfall(rows)]   # b and a level: their order kept
+    ['d', 'b', 'a', 'c']
+    """
+    totals = [sum(r["shortfall"].values()) for r in rows]
+    key: dict[int, tuple[int, int]] = {}
+    group, least = -1, math.nan
+    for i in sorted(range(len(rows)), key=totals.__getitem__):
+        if not totals[i] - least <= TOL * max(abs(least), abs(totals[i]), 1.0):
+            group, least = group + 1, totals[i]  # (nan at first: a group of its own)
+        key[i] = (group, i)
+    return [rows[i] for i in sorted(range(len(rows)), key=key.__getitem__)]
 
 
 def _decided(row: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -582,7 +595,7 @@ class DesignSearch:
         if best is not None and not self.full_front and objective == "capex_usd":
             front = [r for r in front if r["capex_usd"] <= best["capex_usd"] * (1 + TOL)]
         missed = [r for r in self.rows if r.get("shortfall")]
-        nearest = [] if best else sorted(missed, key=_by_total_shortfall)[:3]
+        nearest = [] if best else _by_total_shortfall(missed)[:3]
         return {"rows": self.rows, "front": front, "best": best, "nearest": nearest,
                 "seconds": time.perf_counter() - self.start,
                 "candidates": {c.name: c for c in self.candidates}}

@@ -595,3 +595,21 @@ def test_floors_and_ceilings_hold_within_the_tolerance():
     assert short["all_to_all_gbps_per_gpu"] == pytest.approx(1e-6)
     assert shortfalls({"capex_usd": 1e6 * (1 + 1e-6)}, ceiling)["capex_usd"] == pytest.approx(
         1e-6)
+
+
+def test_nearest_misses_are_ordered_by_a_key_even_along_a_chain_of_near_totals():
+    from fabricopt.study.search import TOL, _by_total_shortfall
+
+    # Totals 1, 1 + 0.6 TOL, 1 + 1.2 TOL, 1 + 1.8 TOL: each within TOL of the next, so the
+    # old "equal within TOL" comparator was not transitive. Grouped from the least up: the
+    # first two are level (row order kept), the next two a group of their own (1.2 TOL from
+    # the least), level with each other.
+    totals = [1 + 1.8 * TOL, 1 + 1.2 * TOL, 1 + 0.6 * TOL, 1.0]
+    rows = [{"name": i, "shortfall": {"capex_usd": t}} for i, t in enumerate(totals)]
+    order = [r["name"] for r in _by_total_shortfall(rows)]
+    assert order == [2, 3, 0, 1]
+    # The same whatever order the rows come in, up to the row order kept within a group.
+    assert [r["name"] for r in _by_total_shortfall(rows[::-1])] == [3, 2, 1, 0]
+    # Clear gaps: plain ascending order.
+    far = [{"name": i, "shortfall": {"gbps": t}} for i, t in enumerate([0.3, 0.1, 0.2])]
+    assert [r["name"] for r in _by_total_shortfall(far)] == [1, 2, 0]
