@@ -175,3 +175,29 @@ def test_leaf_spine_pairs_equal_the_pair_by_pair_plan():
         assert all(type(n) is int for n in counts)
         want = [p[3] for p in pairs]
         assert orbits == (None if want.count(None) == len(want) else want)
+
+
+def test_claim_orbits_kept_lazily_answer_as_a_dict():
+    import pickle
+
+    from fabricopt.symmetry_claim import ArcOrbits, Symmetry
+
+    fab = fo.superpod(1)
+    claim = fab.symmetry
+    orbits = claim.arc_orbit
+    assert isinstance(orbits, ArcOrbits)
+    assert len(orbits) == claim.n_arcs and orbits._by_arc is None  # no dict for the count
+    n_orbits = claim.n_orbits
+    assert orbits._by_arc is None  # nor for the orbits' count
+    as_dict = dict(orbits)
+    assert n_orbits == len(set(as_dict.values()))
+    assert list(orbits) == list(as_dict) == list(fab.symmetry.arc_orbit.keys())
+    arc = next(iter(as_dict))
+    assert orbits[arc] == as_dict[arc] and arc in orbits and ("x", "y") not in orbits
+    plain = Symmetry(as_dict, claim.group, claim.n_nodes, claim.n_arcs, claim.endpoints,
+                     claim.orbit_names)
+    assert plain == Symmetry(orbits, claim.group, claim.n_nodes, claim.n_arcs,
+                             claim.endpoints, claim.orbit_names)
+    back = pickle.loads(pickle.dumps(fab))
+    assert dict(back.symmetry.arc_orbit) == as_dict and back.symmetry.matches(
+        back.graph, back.endpoints)

@@ -20,7 +20,7 @@ import numpy as np
 from .._checks import MAX_LINK_GBPS, exact_text, too_fast
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
-from ..symmetry_claim import ClaimOrder, Symmetry
+from ..symmetry_claim import ArcOrbits, ClaimOrder, Symmetry
 
 #: InfiniBand generation by link rate (Gb/s per direction): the scale-out of NVIDIA's
 #: reference designs, and so the default technology of a generated network link.
@@ -433,7 +433,7 @@ rates are in Gb/s per direction (4e+11 bit/s would be 400 Gb/s)'
             names = sorted(set(self._arc_orbits))
             index = {name: i for i, name in enumerate(names)}
             codes = list(map(index.__getitem__, self._arc_orbits))
-            symmetry = Symmetry(dict(zip(self.arcs, codes, strict=True)),
+            symmetry = Symmetry(ArcOrbits(list(self.arcs), codes),
                                 group, len(g._node), sum(map(len, succ.values())),
                                 frozenset(eps), tuple(names))
             # The orbits in the graph's order, for the checks that read the claim per arc
