@@ -42,6 +42,7 @@ def test_a_signed_value_with_a_unit_gets_the_flags_rule(command, flag, kind, cap
 def test_an_abbreviated_flag_and_other_signed_forms_too(capsys):
     for argv in (["solve", "ring", "n=4", "--message", "-1GiB"],      # argparse's abbreviation
                  ["solve", "ring", "n=4", "--message-bytes", "-.5MB"],
+                 ["solve", "ring", "n=4", "--message-bytes", "-inf"],
                  ["solve", "ring", "n=4", "--message-bytes=-1GiB"]):  # worked before, still
         with pytest.raises(SystemExit):
             main(argv)
@@ -50,6 +51,10 @@ def test_an_abbreviated_flag_and_other_signed_forms_too(capsys):
     with pytest.raises(SystemExit):
         main(["train", "ring", "n=4", "--years", "-5y"])
     assert "argument --years: invalid float value: '-5y'" in capsys.readouterr().err
+    # A flag left without its value still says so (the next word is a flag, not a number).
+    with pytest.raises(SystemExit):
+        main(["solve", "ring", "n=4", "--time-limit", "--progress"])
+    assert "argument --time-limit: expected one argument" in capsys.readouterr().err
 
 
 def test_a_plain_negative_number_is_still_refused_after_parsing_as_before(capsys):

@@ -282,6 +282,8 @@ def signed_values(sub: argparse.ArgumentParser, argv: list[str]) -> list[str]:
     >>> _ = sub.add_argument("--message-bytes")
     >>> signed_values(sub, ["x", "--message-bytes", "-1GiB", "--mess", "-.5MB", "--x", "-1s"])
     ['x', '--message-bytes=-1GiB', '--mess=-.5MB', '--x', '-1s']
+    >>> signed_values(sub, ["--message-bytes", "-inf", "--message-bytes", "--x"])
+    ['--message-bytes=-inf', '--message-bytes', '--x']
     """
     takes_one = [o for a in sub._actions if a.nargs is None and a.option_strings
                  for o in a.option_strings if o.startswith("--")]
@@ -291,8 +293,9 @@ def signed_values(sub: argparse.ArgumentParser, argv: list[str]) -> list[str]:
         flags = [o for o in takes_one if o.startswith(word)] if word.startswith("--") else []
         if word in takes_one or len(flags) == 1:
             value = next(words, None)
-            if value is not None and len(value) > 1 and value[0] == "-" and \
-                    (value[1].isdigit() or value[1] == "."):
+            if value is not None and len(value) > 1 and value[0] == "-" and (
+                    value[1].isdigit() or value[1] == "."
+                    or value[1:].lower().startswith(("inf", "nan"))):
                 out.append(f"{word}={value}")
                 continue
             out += [word] if value is None else [word, value]
