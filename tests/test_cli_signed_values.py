@@ -68,3 +68,11 @@ def test_a_time_limit_takes_a_unit_as_serves_targets_do(capsys):
     # theta = 8 / 4^2 = 0.5 (docs/throughput.md).
     assert main(["solve", "ring", "n=4", "--time-limit", "2min", "--throughput-only"]) == 0
     assert "theta            0.5\n" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("gap", ["-0.1", "0", "1", "nan"])
+def test_a_gap_outside_0_to_1_is_the_flags_error_before_any_work(gap, capsys):
+    # It was the solver's, naming max_concurrent_flow(), which the user never typed.
+    assert main(["solve", "ring", "n=4", "--gap", gap]) == 2
+    assert capsys.readouterr().err.startswith("fabricopt solve: error: --gap: must be a "
+                                              "number with 0 < gap < 1")

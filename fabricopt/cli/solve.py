@@ -11,6 +11,7 @@ from typing import Any
 from .._progress import stage_line
 from ..analysis.bisection import bisection_bandwidth
 from ..collectives import COLLECTIVES, collective_bounds
+from ..errors import FabricOptError
 from ..fabric import Fabric
 from ..failures.engine import max_concurrent_flow
 from ..graph_arrays import FabricShape
@@ -75,7 +76,9 @@ def add_solve_parser(sub: Any) -> None:
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
-
+    if not 0 < args.gap < 1:  # the flag named, before any work (nan fails this too)
+        raise FabricOptError(f"--gap: must be a number with 0 < gap < 1 (a relative gap, e.g. "
+                             f"0.01); got {args.gap:g}")
     options: dict[str, Any] = {}
     if args.solver:
         options["solver"] = args.solver
