@@ -542,7 +542,9 @@ def tier_totals(fab: Any) -> tuple[dict[str, int], dict[str, float], dict[str, s
         ga = GraphArrays.from_fabric(fab)
     except InvalidFabricError:
         return None
-    rank = np.unique(np.array([repr(v) for v in ga.nodes], dtype=object),
+    # Ranked as numpy text (code point order, as str compares; a repr holds no NUL to be
+    # stripped): half the time of sorting the Python strings.
+    rank = np.unique(np.array([repr(v) for v in ga.nodes], dtype=str),
                      return_inverse=True)[1].reshape(-1)
     counted = np.flatnonzero(~(ga.has_reverse & (rank[ga.tail] > rank[ga.head])))
     per_tier = _per_tier_on_labels(fab, ga, counted) or _per_tier_read(fab, ga, counted)

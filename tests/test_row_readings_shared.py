@@ -201,3 +201,24 @@ def test_claim_orbits_kept_lazily_answer_as_a_dict():
     back = pickle.loads(pickle.dumps(fab))
     assert dict(back.symmetry.arc_orbit) == as_dict and back.symmetry.matches(
         back.graph, back.endpoints)
+
+
+def test_link_totals_rank_odd_node_names_as_python_does():
+    from fabricopt.fabric import _link_totals
+    from fabricopt.graph_arrays import tier_totals
+
+    # Names whose reprs sort differently as bytes, code points or numbers: ints, tuples,
+    # text with accents and trailing spaces; each link counted once by the arc whose ends'
+    # reprs sort first.
+    names = [10, 9, (1, "a"), "é", "e ", "e", "Z", ("b",), -3]
+    g = nx.DiGraph()
+    for i, v in enumerate(names):
+        g.add_node(v, role="gpu" if i % 3 == 0 else "switch", layer=0 if i % 3 == 0 else 1)
+    for i, (u, v) in enumerate(zip(names, names[1:] + names[:1], strict=True)):
+        g.add_edge(u, v, capacity=100.0 + i, links=1 + i % 2, tier=f"t{i % 3}", tech="x")
+        # The reverse arc says another tier: which arc counts the link shows in the totals.
+        g.add_edge(v, u, capacity=100.0 + i, links=1 + i % 2, tier=f"r{i % 3}", tech="x")
+    fab = fo.Fabric(g, [v for i, v in enumerate(names) if i % 3 == 0], "odd names")
+    got = tier_totals(fab)
+    assert got == _link_totals(fab)
+    assert {t[0] for t in got[0]} == {"t", "r"}  # both directions counted somewhere
