@@ -222,3 +222,45 @@ def test_link_totals_rank_odd_node_names_as_python_does():
     got = tier_totals(fab)
     assert got == _link_totals(fab)
     assert {t[0] for t in got[0]} == {"t", "r"}  # both directions counted somewhere
+
+
+def _in_server_by_loop(arcs, layout):
+    """The server of each GPU coded one GPU at a time, as in_server_switches did before."""
+    n = len(arcs.nodes)
+    is_gpu = np.array([r in ("gpu",) for r in arcs.roles], dtype=bool)
+    is_switch = np.array([r in ("switch",) for r in arcs.roles], dtype=bool)
+    reach = is_switch[arcs.tail] & is_gpu[arcs.head] & arcs.in_system
+    t, h = arcs.tail[reach], arcs.head[reach]
+    gpus = np.bincount(t, minlength=n)
+    servers, server, unnamed = {}, np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)
+    for i in np.unique(h).tolist():
+        d = arcs.node_data[i]
+        key = (d.get("su"), d.get("pod"), d.get("node"))
+        server[i] = servers.setdefault(key, len(servers))
+        unnamed[i] = key[2] is None
+    any_unnamed = np.zeros(n, dtype=bool)
+    any_unnamed[t[unnamed[h]]] = True
+    width = max(len(servers), 1)
+    distinct = np.bincount(np.unique(t * width + server[h]) // width, minlength=n)
+    return frozenset(arcs.nodes[i] for i in np.flatnonzero(gpus).tolist()
+                     if arcs.node_data[i].get("tray") is None
+                     and ((gpus[i] <= layout.gpus_per_server) if any_unnamed[i]
+                          else distinct[i] == 1))
+
+
+def test_in_server_switches_and_roles_as_one_node_at_a_time():
+    from fabricopt.cost.layout import Layout, _Arcs, _in_server
+
+    # Servers named, unnamed (a DGX H100's GPUs without 'node'), a rack-scale system.
+    unnamed = fo.superpod(1)
+    for v in list(unnamed.graph.nodes)[:40]:
+        unnamed.graph.nodes[v].pop("node", None)
+    unnamed.graph.nodes[list(unnamed.graph.nodes)[41]]["role"] = None
+    for fab in (fo.superpod(1), fo.dgx_h100(), fo.gb200_nvl72(), unnamed,
+                fo.cluster(fo.hgx_h800(), nodes=3)):
+        arcs = _Arcs.of(fab)
+        for layout in (Layout(), Layout(gpus_per_server=4)):
+            assert _in_server(arcs, layout) == _in_server_by_loop(arcs, layout)
+        for roles in (("gpu",), ("switch", "nic"), ("nothing",), ()):
+            assert arcs.role_is(*roles).tolist() == [r in roles for r in arcs.roles]
+    assert len(_in_server(_Arcs.of(fo.superpod(1)), Layout())) == 32 * 4  # 4 NVSwitch chips

@@ -29,7 +29,9 @@ for a large hall; change the parameters to match a real floor plan.
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 from collections import Counter
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
@@ -208,6 +210,9 @@ class _Arcs:
     head: np.ndarray
     in_system: np.ndarray
     scale_up: np.ndarray
+    # Each role's nodes, read on the first role_is (False: a role that is no dict key).
+    _role_masks: dict[Any, np.ndarray] | bool | None = field(default=None, repr=False,
+                                                             compare=False)
 
     @classmethod
     def of(cls, fab: Fabric) -> _Arcs:
@@ -225,7 +230,30 @@ class _Arcs:
                    np.fromiter((is_scale_up_arc(d) for _, _, d in edges), dtype=bool, count=m))
 
     def role_is(self, *roles: str) -> np.ndarray:
-        return np.array([r in roles for r in self.roles], dtype=bool).reshape(len(self.roles))
+        """Mask of the nodes whose role is one of ``roles`` (a new array)."""
+        masks = self._role_masks
+        if masks is None:  # one pass over the roles for every question (asked six times)
+            masks = _role_masks(self.roles)
+            object.__setattr__(self, "_role_masks", masks)
+        out = np.zeros(len(self.roles), dtype=bool)
+        for role in roles:
+            if masks is False:  # a role that cannot be a key: asked node by node
+                out |= np.array([r == role for r in self.roles], dtype=bool).reshape(len(out))
+            elif role in masks:
+                out |= masks[role]
+        return out
+
+
+def _role_masks(roles: list[Any]) -> dict[Any, np.ndarray] | bool:
+    """A mask of the nodes of each distinct role (``==`` as ``in`` compares them), or False
+    when a role cannot be a dict key."""
+    try:
+        seen: dict[Any, int] = {}
+        code = np.fromiter(map(seen.setdefault, roles, itertools.count()), dtype=np.int64,
+                           count=len(roles))
+    except TypeError:
+        return False
+    return {role: code == first for role, first in seen.items()}
 
 
 def _units(arcs: _Arcs, layout: Layout, gpus: list[int]) -> list[int]:
@@ -292,14 +320,23 @@ def _in_server(arcs: _Arcs, layout: Layout) -> frozenset[Hashable]:
     t, h = arcs.tail[reach], arcs.head[reach]
     gpus = np.bincount(t, minlength=n)
     # The server of each GPU reached, coded; and whether it names no node.
+    # By C-level maps over the GPUs reached (a loop per GPU was a tenth of a 24,576-GPU
+    # cluster's pricing): each (su, pod, node) coded densely in order of first appearance.
+    reached = np.unique(h)
+    datas = list(map(arcs.node_data.__getitem__, reached.tolist()))
+    get = operator.methodcaller
+    names = list(map(get("get", "node"), datas))
+    keys = list(zip(map(get("get", "su"), datas), map(get("get", "pod"), datas), names,
+                    strict=True))
     servers: dict[tuple[Any, Any, Any], int] = {}
+    first = np.fromiter(map(servers.setdefault, keys, itertools.count()), dtype=np.int64,
+                        count=len(keys))
     server = np.zeros(n, dtype=np.int64)
+    server[reached] = np.searchsorted(np.fromiter(servers.values(), dtype=np.int64,
+                                                  count=len(servers)), first)
     unnamed = np.zeros(n, dtype=bool)
-    for i in np.unique(h).tolist():
-        d = arcs.node_data[i]
-        key = (d.get("su"), d.get("pod"), d.get("node"))
-        server[i] = servers.setdefault(key, len(servers))
-        unnamed[i] = key[2] is None
+    unnamed[reached] = np.fromiter(map(operator.is_, names, itertools.repeat(None)), dtype=bool,
+                                   count=len(names))
     any_unnamed = np.zeros(n, dtype=bool)
     any_unnamed[t[unnamed[h]]] = True
     width = max(len(servers), 1)
