@@ -264,3 +264,17 @@ def test_in_server_switches_and_roles_as_one_node_at_a_time():
         for roles in (("gpu",), ("switch", "nic"), ("nothing",), ()):
             assert arcs.role_is(*roles).tolist() == [r in roles for r in arcs.roles]
     assert len(_in_server(_Arcs.of(fo.superpod(1)), Layout())) == 32 * 4  # 4 NVSwitch chips
+
+
+def test_collective_problem_reads_as_arc_by_arc():
+    for fab in (fo.superpod(1), fo.gb200_nvl72(), fo.cluster(fo.hgx_h800(), nodes=3),
+                fo.ring(5)):
+        p = collective_problem(fab, fab.endpoints)
+        ga = GraphArrays.from_fabric(fab)
+        up = p.scale_up_arc
+        assert p.scale_up_tiers == frozenset(np.asarray(list(ga.tiers), dtype=object)[up])
+        nodes = [d for _, d in fab.graph.nodes(data=True)]
+        assert p.reduce_attr.tolist() == [d.get("reduce") is True for d in nodes]
+        assert p.is_switch.tolist() == [d.get("role") == "switch" for d in nodes]
+    assert collective_problem(fo.superpod(1), fo.superpod(1).endpoints).scale_up_tiers == {
+        "gpu-nvswitch"}

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from operator import methodcaller
 
 import numpy as np
@@ -64,17 +66,23 @@ def collective_problem(fab: Fabric, endpoints: Sequence[Hashable], ga: GraphArra
     g = fab.graph
     # The arrays' arcs and nodes come in the graph's order (GraphArrays.from_fabric): the
     # labels read in one pass line up with them.
-    up = arc_labels(fab).scale_up
-    tiers = list(ga.tiers) if len(ga.tiers) == ga.n_arcs else [tier_of(g[u][v])
-                                                               for u, v in ga.arcs]
-    up_tiers = frozenset(np.asarray(tiers, dtype=object)[up]) if ga.n_arcs else frozenset()
+    labels = arc_labels(fab)
+    up = labels.scale_up
+    if len(ga.tiers) == ga.n_arcs:
+        tiers = list(ga.tiers)
+        # The tiers of the scale-up arcs: those of their few distinct labels (whose tiers
+        # are the arrays' tiers), not an object array of every arc's.
+        up_tiers = frozenset(labels.labels[c][0] for c in np.unique(labels.code[up]).tolist())
+    else:
+        tiers = [tier_of(g[u][v]) for u, v in ga.arcs]
+        up_tiers = frozenset(np.asarray(tiers, dtype=object)[up]) if ga.n_arcs else frozenset()
     # The attributes in the arrays' node order, one C-level pass each (node views' generators
     # were a tenth of the bound on a 24,576-GPU cluster).
     shape = FabricShape.of(fab, ga)
-    reduce_attr = np.fromiter([r is True for r in shape.attribute("reduce")], dtype=bool,
-                              count=ga.n_nodes)
-    is_switch = np.fromiter([r == "switch" for r in shape.attribute("role")], dtype=bool,
-                            count=ga.n_nodes)
+    reduce_attr = np.fromiter(map(operator.is_, shape.attribute("reduce"), repeat(True)),
+                              dtype=bool, count=ga.n_nodes)
+    is_switch = np.fromiter(map(operator.eq, shape.attribute("role"), repeat("switch")),
+                            dtype=bool, count=ga.n_nodes)
     return Problem(ga, gpus, tuple(endpoints), tiers, up_tiers, orbit_reps, up, reduce_attr,
                    is_switch)
 
