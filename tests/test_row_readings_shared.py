@@ -278,3 +278,22 @@ def test_collective_problem_reads_as_arc_by_arc():
         assert p.is_switch.tolist() == [d.get("role") == "switch" for d in nodes]
     assert collective_problem(fo.superpod(1), fo.superpod(1).endpoints).scale_up_tiers == {
         "gpu-nvswitch"}
+
+
+def test_dense_ids_without_a_sort_equal_the_sorted_ones():
+    from fabricopt.flow.symmetric import _dense
+
+    def by_sort(values):  # the rank of each value among the distinct ones, by a sort
+        distinct = sorted(set(values.tolist()))
+        return [distinct.index(v) for v in values.tolist()]
+
+    rng = np.random.default_rng(3)
+    cases = [np.array([7, 3, 7, 5]), np.array([-100, 100, -100], dtype=np.int8),
+             rng.integers(-50, 50, 400), rng.integers(0, 2**40, 60),  # sparse: sorted
+             np.array([2**64 - 1, 2**64 - 3, 2**64 - 1], dtype=np.uint64),
+             rng.integers(0, 9, 200).astype(np.uint16), np.array([0.5, -1.5, 0.5]),
+             np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max, 0])]
+    for values in cases:
+        got = _dense(values)
+        assert got.dtype == np.int64 and got.tolist() == by_sort(values)
+    assert _dense(np.array([], dtype=np.int64)).tolist() == []

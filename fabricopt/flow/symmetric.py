@@ -74,6 +74,18 @@ def _dense(values: np.ndarray) -> np.ndarray:
     out = np.empty(len(values), dtype=np.int64)
     if not len(values):
         return out
+    if values.dtype.kind in "iu":
+        # Integers within a few times their count: mark the values present and number them
+        # by a running count (no sort; the same ids: the rank of each value among the
+        # distinct ones). The arcs' final classes of a 15,360-GPU pod took a third of its
+        # colour refinement sorted.
+        low, high = int(values.min()), int(values.max())
+        if high - low < 4 * len(values) + 4096:
+            shifted = (values.astype(np.int64) - low if values.dtype.kind == "i" else
+                       (values.astype(np.uint64) - np.uint64(low)).astype(np.int64))
+            present = np.zeros(high - low + 1, dtype=bool)
+            present[shifted] = True
+            return (np.cumsum(present, dtype=np.int64) - 1)[shifted]
     order = np.argsort(values)
     ordered = values[order]
     changed = np.empty(len(values), dtype=bool)
@@ -145,12 +157,15 @@ def color_refinement(ga: GraphArrays, node_color: np.ndarray, arc_color: np.ndar
     ac = _relabel(arc_color)
     n = ga.n_nodes
     key_arc = rng.integers(1, 2**63, size=int(ac.max()) + 1 if len(ac) else 1, dtype=np.uint64)
+    # Each arc's keys, the same every round (the arc colours do not change here).
+    arc_out = key_arc[ac]
+    arc_in = arc_out ^ np.uint64(0x9E3779B97F4A7C15)
     while True:
         key_node = rng.integers(1, 2**63, size=int(nc.max()) + 1, dtype=np.uint64)
+        key_node |= np.uint64(1)
         # A node-class key times an odd arc key spreads each (arc colour, class) pair.
-        w_out = key_arc[ac] * (key_node[nc[ga.head]] | np.uint64(1))
-        w_in = (key_arc[ac] ^ np.uint64(0x9E3779B97F4A7C15)) * (key_node[nc[ga.tail]]
-                                                               | np.uint64(1))
+        w_out = arc_out * key_node[nc[ga.head]]
+        w_in = arc_in * key_node[nc[ga.tail]]
         h_out = np.zeros(n, dtype=np.uint64)
         h_in = np.zeros(n, dtype=np.uint64)
         np.add.at(h_out, ga.tail, w_out)
