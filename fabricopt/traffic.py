@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections import Counter
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -25,7 +26,7 @@ from ._checks import (
 )
 from .errors import InvalidParameterError, TrafficError
 from .fabric import check_endpoint_group, check_fabric
-from .graph_arrays import GraphArrays
+from .graph_arrays import FabricShape, GraphArrays
 
 Pair = tuple[Hashable, Hashable]
 
@@ -172,6 +173,35 @@ class Traffic:
         """Mean demand sent per sending endpoint."""
         out = self.out_gbps()
         return sum(out.values()) / len(out)
+
+    def crossing_share(self, fab: Any) -> float:
+        """The share of this traffic's demand that must cross ``fab``'s network: between
+        endpoints of different scale-up domains (the GPUs NVLink or UALink links join, one
+        server of a DGX cluster). The rest stays on scale-up links, so a per-GPU throughput
+        counts it though no NIC carries it: to read an all-to-all per GPU against a NIC's
+        speed, multiply it by this share.
+
+        >>> import fabricopt as fo
+        >>> fab = fo.superpod(1)               # 256 GPUs, 8 per DGX H100
+        >>> round(fo.all_to_all(fab).crossing_share(fab) * 255)  # peers outside the server
+        248
+        >>> fo.all_to_all(fo.dgx_h100()).crossing_share(fo.dgx_h100())  # one NVLink domain
+        0.0
+        """
+        self.check_endpoints(fab, "Traffic.crossing_share")
+        shape = FabricShape.of(fab)
+        domain = dict(zip(fab.endpoints, shape.domain[shape.endpoint_index].tolist(),
+                          strict=True))
+        if self._uniform is not None:
+            # Every ordered pair of its endpoints at one demand: count the pairs by domain
+            # (a 16K-GPU all-to-all has 268 million pairs, never listed).
+            sizes = Counter(domain[e] for e in self._uniform[0])
+            n = len(self._uniform[0])
+            inside = sum(k * (k - 1) for k in sizes.values())
+            return (n * (n - 1) - inside) / (n * (n - 1))
+        total = self.total_gbps
+        crossing = sum(d for (s, t), d in self.items() if domain[s] != domain[t])
+        return crossing / total if total > 0 else 0.0
 
     # -- transformations --------------------------------------------------------------------
     def restrict(self, endpoints: Iterable[Hashable]) -> Traffic:

@@ -136,3 +136,36 @@ def test_a_name_stands_for_its_pattern_in_python_as_on_the_command_line():
 def test_a_misspelt_pattern_name_is_named(spec, says):
     with pytest.raises(fo.InvalidParameterError, match=says):
         fo.max_concurrent_flow(fo.ring(4), spec)
+
+
+def test_crossing_share_counts_pairs_between_scale_up_domains():
+    # superpod(1): 32 DGX H100 of 8 GPUs; of a GPU's 255 peers, 7 share its NVLink domain,
+    # so 248/255 of a uniform all-to-all crosses the network.
+    fab = fo.superpod(1)
+    assert fo.all_to_all(fab).crossing_share(fab) == pytest.approx(248 / 255, rel=1e-12)
+    # An explicit traffic: two pairs inside DGX n0 (its GPUs share one NVLink domain), one
+    # from n0 to n1 at 3x the demand: 3 / (1 + 1 + 3) of it crosses.
+    t = fo.Traffic({("n0.gpu0", "n0.gpu1"): 1.0, ("n0.gpu1", "n0.gpu0"): 1.0,
+                    ("n0.gpu0", "n1.gpu0"): 3.0})
+    assert t.crossing_share(fab) == pytest.approx(3 / 5, rel=1e-12)
+    # One NVLink domain: nothing crosses a network.
+    box = fo.dgx_h100()
+    assert fo.all_to_all(box).crossing_share(box) == 0.0
+
+
+def test_crossing_share_refuses_endpoints_not_in_the_fabric():
+    t = fo.Traffic({("x", "y"): 1.0})
+    with pytest.raises(Exception, match="crossing_share"):
+        t.crossing_share(fo.ring(4))
+
+
+def test_all_to_all_metric_over_the_network_reads_against_the_nic():
+    # Each GPU of superpod(1) has one 400 Gb/s NIC, and the intact rail-optimized pod is
+    # non-blocking: the part of the all-to-all that crosses the network is exactly the
+    # NIC's 400 Gb/s (411.29 x 248/255), both ends of the bracket.
+    from fabricopt.study.metrics import MetricContext, compute_metrics
+    row = compute_metrics(fo.superpod(1), ["all_to_all"], MetricContext())
+    assert row["all_to_all_network_gbps_per_gpu"] == pytest.approx(400.0, rel=1e-9)
+    assert row["all_to_all_network_gbps_per_gpu_upper"] == pytest.approx(400.0, rel=1e-9)
+    assert row["all_to_all_network_gbps_per_gpu"] == pytest.approx(
+        row["all_to_all_gbps_per_gpu"] * 248 / 255, rel=1e-12)

@@ -16,6 +16,9 @@ column                                 meaning
 ``all_to_all_theta``, ``_upper``       the certified bracket of theta
 ``all_to_all_gbps_per_gpu``, ``_upper``  Gb/s each GPU delivers in all-to-all, certified
                                        lower end and upper end
+``all_to_all_network_gbps_per_gpu``,   the part of it that crosses the network (between
+``_upper``                             scale-up domains), to read against a NIC's speed:
+                                       each end times :meth:`~fabricopt.Traffic.crossing_share`
 ``all_to_all_exact``                   whether the two ends meet
 ``all_to_all_proven_by``               the stage that proved each end (``result.stages``):
                                        one name, or ``"lower / upper"``
@@ -232,15 +235,26 @@ def _all_to_all(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
                 "all_to_all_method": "ecmp bound",
                 "all_to_all_theta": lower / per_gpu, "all_to_all_theta_upper": upper / per_gpu,
                 "all_to_all_gbps_per_gpu": lower, "all_to_all_gbps_per_gpu_upper": upper,
+                **_over_network(fab, lower, upper),
                 "all_to_all_exact": closed, "binding_tier": None}
     r = ctx.flow(fab)
     return {"all_to_all_status": r.status, "all_to_all_method": r.method,
             "all_to_all_theta": r.lower, "all_to_all_theta_upper": r.upper,
             "all_to_all_gbps_per_gpu": r.lower * per_gpu,
             "all_to_all_gbps_per_gpu_upper": r.upper * per_gpu,
+            **_over_network(fab, r.lower * per_gpu, r.upper * per_gpu),
             "all_to_all_exact": r.exact, "binding_tier": r.binding_tier,
             "all_to_all_work_limit": r.work_limit,
             "all_to_all_proven_by": _proven_by(r.stages)}
+
+
+def _over_network(fab: Fabric, lower: float | None, upper: float | None) -> dict[str, Any]:
+    """The part of a GPU's all-to-all bracket that crosses the network (between scale-up
+    domains): what its NICs carry, to read against their speed. Each end is its end of the
+    whole times the share of the demand that crosses (a fixed share of every pair's flow)."""
+    share = all_to_all(fab, gbps=1.0).crossing_share(fab) if len(fab.endpoints) > 1 else 0.0
+    return {"all_to_all_network_gbps_per_gpu": None if lower is None else lower * share,
+            "all_to_all_network_gbps_per_gpu_upper": None if upper is None else upper * share}
 
 
 def _proven_by(stages: dict[str, str]) -> str | None:
