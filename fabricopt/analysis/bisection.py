@@ -105,6 +105,10 @@ class BisectionResult:
     #: The stage that proved each end, ``{"lower": ..., "upper": ...}`` (the names of
     #: :mod:`~fabricopt.analysis.bisection_plan`'s stages; ``"none"`` for nothing proven).
     stages: dict[str, str] = field(default_factory=dict)
+    #: Why a bracket left open stopped short, where more time or work may narrow it: "time
+    #: limit" (the call's time limit ran out), "work cap" (a search stopped at its cap with
+    #: no time limit), or "" (exact, or every stage that applies ran to its end).
+    stopped_short: str = ""
 
     @property
     def per_endpoint_gbps(self) -> float:
@@ -738,4 +742,4 @@ def _bisection(fab: Any, endpoints: Any, milp_max_nodes: Any, time_limit: Any, s
                            _mean_injection(fab, ga, ep_idx), lower_from,
                            time.perf_counter() - start, problem.candidates,
                            hose.rate_gbps if hose is not None else 0.0, problem.hose_tried,
-                           bracket.stages)
+                           bracket.stages, "" if exact else problem.stopped_short)

@@ -106,6 +106,10 @@ class BisectionProblem:
     #: The best cut before a better one from another source replaced it: the group swaps
     #: start from both (each search stops at its own local best).
     runner_up: tuple[Cut, str] | None = None
+    #: Why the stages stopped short of their end, where more time or work may narrow the
+    #: bracket: "time limit" (the budget spent), "work cap" (a search at its cap with no
+    #: time limit), or "" (every stage that applies ran to its end).
+    stopped_short: str = ""
 
     def __post_init__(self) -> None:
         self.ep_idx = np.array([self.ga.index[e] for e in self.eps])
@@ -491,6 +495,8 @@ class CountedPlanes(_OnLayered):
         found = counted_planes_lower(p.ga, p.ep_idx, bracket.upper, p.left())
         if found is None:
             return
+        if found.capped:
+            p.stopped_short = p.stopped_short or "work cap"
         _raise(bracket, (found.lower, (
             f"the planes merged with their top switches counted: {found.branches:,} "
             f"choices of counts bounded, {found.left_open:,} left open")), self.name)
@@ -575,4 +581,6 @@ def run(plan: Plan, problem: BisectionProblem) -> Bracket:
             if _open(bracket) or bracket.upper_by is None:
                 problem.report(f"bisection: {stage.name}", bracket.lower, bracket.upper)
             stage.run(problem, bracket)
+    if problem.budget.spent():  # out of time: a stage skipped, or cut short at the limit
+        problem.stopped_short = "time limit"
     return bracket

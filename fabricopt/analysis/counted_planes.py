@@ -89,6 +89,8 @@ class CountedPlanes:
     left_open: int
     split: np.ndarray | None
     split_gbps: float
+    #: Whether a search stopped at ``MAX_BRANCHES`` (no time limit): more work may raise it.
+    capped: bool = False
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,7 @@ def counted_planes_lower(ga: GraphArrays, ep_idx: np.ndarray, upper: float,
     least = search.least()
     lower = min(least, search.threshold) * (1 - ROUNDING)
     return CountedPlanes(lower, least >= search.threshold, search.branches, len(search.heap),
-                         found["split"], float(found["gbps"]))
+                         found["split"], float(found["gbps"]), search.capped)
 
 
 def _suffix_bounds(ga: GraphArrays, ep_idx: np.ndarray, planes: list[np.ndarray],
@@ -229,6 +231,7 @@ class _Search:
     def __post_init__(self) -> None:
         self.heap = [(float(self.rest[0]), 0, ())]
         self._count = 0
+        self.capped = False  # stopped at MAX_BRANCHES
 
     def least(self) -> float:
         return self.heap[0][0] if self.heap else np.inf
@@ -245,7 +248,8 @@ class _Search:
             if deadline is not None and time.perf_counter() > deadline:
                 return
             if deadline is None and self.branches >= MAX_BRANCHES:
-                return  # no time limit: a cap on the work instead
+                self.capped = True  # no time limit: a cap on the work instead
+                return
             if len(heap[0][2]) == planes:
                 closed = None if whole is None else whole(heap[0][2], heap[0][0], True)
                 if closed is None:

@@ -122,11 +122,10 @@ def _cmd_solve(args: argparse.Namespace) -> int:
                 print(b)
             print()
         else:
-            rows.append(solve_row(fab, result, bisection, bounds, routed, share,
-                                  args.time_limit))
+            rows.append(solve_row(fab, result, bisection, bounds, routed, share))
         if result.status not in ("optimal", "inexact", "disconnected") or (
                 bisection is not None and
-                bisection_status(bisection, args.time_limit) == "time_limit"):
+                bisection_status(bisection) in ("time_limit", "capped")):
             worst = 1
     if rows:
         print_rows(rows, args.format)
@@ -212,29 +211,34 @@ def with_network_line(text: str, line: str | None) -> str:
     return "\n".join([*lines[:at], line, *lines[at:]])
 
 
-def bisection_status(bisection: Any, time_limit: float | None) -> str:
-    """``"exact"``; ``"bracket"``, a certified bracket left open with no time limit (every
-    stage ran: an answer, the bisection lies in it); or ``"time_limit"``, a bracket left open
-    under a time limit, which more time may narrow (a stage given what was left of the limit
-    may have stopped short: the result does not say, so any open bracket under a limit
-    counts).
+def bisection_status(bisection: Any) -> str:
+    """``"exact"``; ``"bracket"``, a certified bracket every stage that applies left open,
+    ran to its end (an answer: the bisection lies in it); ``"time_limit"``, open when the
+    time limit ran out (a stage skipped or cut short: more time may narrow it); or
+    ``"capped"``, open where a search stopped at its work cap with no time limit. Read from
+    what the bisection recorded (``BisectionResult.stopped_short``), not from the flags.
 
     >>> from types import SimpleNamespace as S
-    >>> [bisection_status(S(exact=e), limit) for e, limit in
-    ...  ((True, 5.0), (False, None), (False, 5.0))]
-    ['exact', 'bracket', 'time_limit']
+    >>> [bisection_status(S(exact=e, stopped_short=why)) for e, why in
+    ...  ((True, ""), (False, ""), (False, "time limit"), (False, "work cap"))]
+    ['exact', 'bracket', 'time_limit', 'capped']
     """
     if bisection.exact:
         return "exact"
-    return "bracket" if time_limit is None else "time_limit"
+    why = getattr(bisection, "stopped_short", "")
+    return {"time limit": "time_limit", "work cap": "capped"}.get(why, "bracket")
 
 
 def bisection_line(bisection: Any, time_limit: float | None) -> str | None:
     """What an open bisection bracket means, in a line (None when exact)."""
-    status = bisection_status(bisection, time_limit)
+    status = bisection_status(bisection)
     if status == "time_limit":
-        return (f"open bracket     left open under --time-limit {time_limit:g} s (exit code 1): "
+        limit = f" {time_limit:g} s" if time_limit is not None else ""
+        return (f"open bracket     left open when --time-limit{limit} ran out (exit code 1): "
                 "both ends are certified; more time may narrow it")
+    if status == "capped":
+        return ("open bracket     a search stopped at its work cap (exit code 1): both ends "
+                "are certified; --time-limit lets it search until the limit instead")
     if status == "bracket":
         return ("open bracket     every stage ran and left it open: both ends are certified, "
                 "and the bisection lies between them")
@@ -242,8 +246,7 @@ def bisection_line(bisection: Any, time_limit: float | None) -> str | None:
 
 
 def solve_row(fab: Fabric, result: Any, bisection: Any, collectives: list[Any],
-              routed: Any = None, share: float | None = None,
-              time_limit: float | None = None) -> dict:
+              routed: Any = None, share: float | None = None) -> dict:
     """One fabric's answers as a flat row (None where nothing was proven);
     ``per_endpoint_network_gbps`` is the part of ``per_endpoint_gbps`` that crosses the
     network (``share`` of it: :func:`network_share`)."""
@@ -269,7 +272,7 @@ def solve_row(fab: Fabric, result: Any, bisection: Any, collectives: list[Any],
         row.update({"bisection_gbps": bisection.lower_gbps,
                     "bisection_gbps_upper": bisection.upper_gbps,
                     "bisection_exact": bisection.exact,
-                    "bisection_status": bisection_status(bisection, time_limit),
+                    "bisection_status": bisection_status(bisection),
                     "bisection_gbps_per_gpu": bisection.lower_gbps / n,
                     "bisection_gbps_per_gpu_upper": bisection.upper_gbps / n})
     if routed is not None:

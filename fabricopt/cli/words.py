@@ -345,8 +345,8 @@ def check_finite(fab: Fabric, figures: Mapping[str, Any], given: str = "") -> No
 # -- what several subcommands share ----------------------------------------------------------
 FORMATS = ("table", "csv", "markdown", "json")
 EXIT_CODES = ("exit codes: 0 success (a certified bracket that every stage left open is "
-              "an answer); 1 a result was not proven, a bracket was left open under "
-              "--time-limit, or a design failed; "
+              "an answer); 1 a result was not proven, a bracket was left open when the time "
+              "limit or a search's work cap stopped it, or a design failed; "
               "2 bad input (usage); 74 standard output could not be written; 130 interrupted")
 
 
