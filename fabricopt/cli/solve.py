@@ -11,9 +11,10 @@ from typing import Any
 from .._progress import stage_line
 from ..analysis.bisection import bisection_bandwidth
 from ..collectives import COLLECTIVES, collective_bounds
-from ..errors import FabricOptError
+from ..errors import FabricOptError, InvalidParameterError
 from ..fabric import Fabric
 from ..failures.engine import max_concurrent_flow
+from ..flow.approx.core import check_gap
 from ..graph_arrays import FabricShape
 from ..routing import routed_flow
 from .words import (
@@ -76,9 +77,11 @@ def add_solve_parser(sub: Any) -> None:
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
-    if not 0 < args.gap < 1:  # the flag named, before any work (nan fails this too)
+    try:  # the flag named, before any work (nan fails the rule too)
+        check_gap("--gap", args.gap)
+    except InvalidParameterError:
         raise FabricOptError(f"--gap: must be a number with 0 < gap < 1 (a relative gap, e.g. "
-                             f"0.01); got {args.gap:g}")
+                             f"0.01); got {args.gap:g}") from None
     options: dict[str, Any] = {}
     if args.solver:
         options["solver"] = args.solver

@@ -59,6 +59,10 @@ class Exposure:
     exposed: dict[str, float]
 
 
+#: The dimensions whose communication runs inside a pipeline stage, on every micro-batch, so
+#: the bubble stretches it: :func:`schedule` multiplies their exposed time by 1 + B.
+IN_STAGE = ("tp", "cp", "ep")
+
 def schedule(job: TrainingJob, compute: float, attention: float,
              comm: dict[str, float], messages: dict[str, list[dict]]) -> Exposure:
     """Step time of ``job`` from its compute per step (``compute``, attention part
@@ -92,7 +96,7 @@ def schedule(job: TrainingJob, compute: float, attention: float,
     for key in [k for k, x in exposed.items() if x <= 0 and k not in comm]:
         del exposed[key]
     step = body + bubble + exposed.get("pp", 0.0) + exposed.get("dp", 0.0)
-    for d in ("tp", "cp", "ep"):
+    for d in IN_STAGE:
         if d in exposed:
             exposed[d] *= 1 + job.bubble_fraction   # on every micro-batch, bubble included
     return Exposure(step, body, bubble, exposed)
@@ -114,4 +118,4 @@ def _data(kinds: list[dict], compute: float, micro_batches: int) -> float:
     return exposed
 
 
-__all__ = ["BUCKET_BYTES", "Exposure", "schedule"]
+__all__ = ["BUCKET_BYTES", "IN_STAGE", "Exposure", "schedule"]

@@ -37,14 +37,11 @@ from .communication import Transfer, step_transfers
 from .compute import compute_times
 from .hardware import GpuFigures, gpu_figures
 from .memory import MemoryEstimate, check_fits, memory_per_gpu
-from .overlap import schedule
+from .overlap import IN_STAGE, schedule
 from .phase_bounds import FabricLevels, PhaseBound, phase_bound
 from .placement import Placement, place_ranks
 from .plan import TrainingJob
 
-#: The dimensions whose communication runs inside a pipeline stage, on every micro-batch, so
-#: the bubble stretches it (``overlap.exposure`` multiplies their exposed time by 1 + B).
-IN_STAGE = ("tp", "cp", "ep")
 #: Ring passes per collective (an all-reduce is a reduce-scatter and an all-gather).
 PASSES = {"all_reduce": 2, "all_gather": 1, "reduce_scatter": 1, "all_to_all": 1, "p2p": 1}
 #: The arrays, levels and one-group bounds of recently used fabrics, kept while the fabric
