@@ -70,3 +70,26 @@ def test_the_cost_per_million_tokens_is_rebuilt_from_what_is_printed(out):
     kw = _number(out, "energy       $" + f"{energy:,.0f}" + " (")
     assert "x PUE 1.3 x 43,830 h at $0.08/kWh" in out
     assert kw * 1.3 * 43830 * 0.08 == pytest.approx(energy, rel=0.5 / 343)
+
+
+def test_servers_the_total_leaves_out_are_not_in_its_parts(capsys):
+    # A job GPU with no catalog system: token_cost's total is the network's alone, while the
+    # TCO may still price the fabric's own servers. The printed parts must add up to the
+    # printed total: network capex 100 + energy 10 + maintenance 50 + replacements 1 = 161.
+    from types import SimpleNamespace
+
+    from fabricopt.cli.train import _print_token_cost
+    from fabricopt.workload.cost import SECONDS_PER_YEAR
+
+    tco = SimpleNamespace(energy_usd=10.0, maintenance_usd=50.0, replacement_usd=1.0,
+                          servers_energy_usd=7.0, servers_maintenance_usd=9.0,
+                          cluster_total_usd=161.0 + 1000 + 7 + 9, pue=1.3, usd_per_kwh=0.08,
+                          maintenance=0.1)
+    cost = SimpleNamespace(tco=tco, years=1.0, usd_per_s=161.0 / SECONDS_PER_YEAR,
+                           usd_per_million_tokens=1.0, network_capex_usd=100.0,
+                           servers_capex_usd=1000.0, power_w=1000.0, notes=())
+    _print_token_cost(cost, SimpleNamespace(usd_per_kwh=0.08), tokens_per_s=1.0)
+    out = capsys.readouterr().out
+    parts = [_number(out, f"    {p}") for p in ("capex", "energy", "maintenance", "replacements")]
+    assert sum(parts) == pytest.approx(_number(out, "per million tokens:")) == 161.0
+    assert "servers $0)" in out

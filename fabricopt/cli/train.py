@@ -86,7 +86,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         check_finite(fab, _step_figures(step), "the job's flags")
         cost = _token_cost(fab, step, args)  # refused before anything of the step prints
         print(step)
-        _print_token_cost(cost, args)
+        _print_token_cost(cost, args, step.tokens_per_s)
         if args.goodput:
             _print_goodput(fab, job, cost, rates, args)
         print()
@@ -110,27 +110,31 @@ def _token_cost(fab: Fabric, step: Any, args: argparse.Namespace) -> Any:
     return cost
 
 
-def _print_token_cost(cost: Any, args: argparse.Namespace) -> None:
+def _print_token_cost(cost: Any, args: argparse.Namespace, tokens_per_s: float) -> None:
     """The cost per million tokens and the total it spreads, in parts a reader can add up:
     capex, energy (power x PUE x hours x price), maintenance (a share of capex a year) and
     replacements, over the seconds of the years, at the step's tokens per second."""
     t = cost.tco
     seconds = cost.years * SECONDS_PER_YEAR
-    tokens_per_s = 1e6 * cost.usd_per_s / cost.usd_per_million_tokens
-    capex = cost.network_capex_usd + cost.servers_capex_usd
+    total = cost.usd_per_s * seconds
+    # The servers' parts count where the total holds them (a GPU with no catalog system
+    # leaves them out of it, though the TCO may price the fabric's own servers).
+    servers = t is not None and t.cluster_total_usd is not None and math.isclose(
+        total, t.cluster_total_usd, rel_tol=1e-9)
+    servers_usd = cost.servers_capex_usd if servers else 0.0
+    capex = cost.network_capex_usd + servers_usd
     if t is None:  # no total of ownership to break down: the inputs as before
         print(f"  cost           ${cost.usd_per_million_tokens:.4g} per million tokens "
               f"(capex over {cost.years:g} years ${capex:,.0f}; {cost.power_w / 1e3:,.0f} kW "
               f"at ${args.usd_per_kwh:g}/kWh)")
     else:
-        servers = cost.servers_capex_usd > 0  # the servers' parts count only where priced
         energy = t.energy_usd + ((t.servers_energy_usd or 0.0) if servers else 0.0)
         upkeep = t.maintenance_usd + ((t.servers_maintenance_usd or 0.0) if servers else 0.0)
         print(f"  cost           ${cost.usd_per_million_tokens:.4g} per million tokens: "
-              f"${cost.usd_per_s * seconds:,.0f} over {seconds:,.0f} s ({cost.years:g} "
+              f"${total:,.0f} over {seconds:,.0f} s ({cost.years:g} "
               f"years) at {tokens_per_s:,.0f} tokens/s, of which")
         print(f"    capex        ${capex:,.0f} (network ${cost.network_capex_usd:,.0f}, "
-              f"servers ${cost.servers_capex_usd:,.0f})")
+              f"servers ${servers_usd:,.0f})")
         print(f"    energy       ${energy:,.0f} ({cost.power_w / 1e3:,.0f} kW x PUE {t.pue:g} "
               f"x {cost.years * SECONDS_PER_YEAR / 3600:,.0f} h at ${t.usd_per_kwh:g}/kWh)")
         print(f"    maintenance  ${upkeep:,.0f} ({t.maintenance:.0%} of capex a year)")
@@ -178,7 +182,7 @@ def _train_best(fab: Fabric, table: dict[str, Any], where: str,
     cost = _token_cost(fab, found.step, args)
     print(f"best plan      {plan_label(found.job)}")
     print(found.step)
-    _print_token_cost(cost, args)
+    _print_token_cost(cost, args, found.step.tokens_per_s)
     counts = ", ".join(f"{n:,} {s}" for s, n in found.counts.items())
     print(f"  plans          {len(found.table):,} in {found.seconds:.1f} s: {counts}")
     for note in found.notes:
