@@ -40,9 +40,15 @@ TOL = REL_TOL
 #: engine closes such candidates in seconds (the found symmetry and the bounds stage: the
 #: shipped 1,024-GPU search decides its rail 3:1 and 4:1 designs in 6-9 s each); at 16,384 a
 #: symmetric solve of a 3-tier Clos ran past 400 s at 7.8 GB. Above the limit the candidate is
-#: decided by its ECMP bracket (:func:`~fabricopt.study.metrics.ecmp_bracket`), or reported
-#: unsolved when the bracket holds the target.
+#: decided by its ECMP bracket (:func:`~fabricopt.study.metrics.ecmp_bracket`); where that
+#: bracket holds the target, by the flow engine within :data:`CLOSING_SECONDS` (or the
+#: search's time limit), and reported unsolved only if the engine leaves it open too.
 ASYMMETRIC_GPUS_LIMIT = 1024
+#: Seconds the flow solve of an undecided candidate (its ECMP bracket holds the target) may
+#: take when the search has no time limit: the engine returns its certified bracket at the
+#: limit, so the search never waits without end (a 2,048-GPU rail 2:1 cluster closes in
+#: about 7 s).
+CLOSING_SECONDS = 60.0
 #: Seeds of the random link failures a candidate is tried under; the row keeps the worst.
 FAILURE_SEEDS = (1, 2, 3)
 #: The constraints that are not a column of the registry.
@@ -138,6 +144,17 @@ def _solved(rows: list[dict[str, Any]], shared: dict[str, Any]) -> list[dict[str
     return out
 
 
+def closed_all_to_all(c: Candidate, time_limit: float | None = None,
+                      cap_threads: bool = False) -> dict[str, Any]:
+    """The all-to-all columns of ``c`` by the flow engine (bounds, symmetry, LP as it
+    plans), within ``time_limit`` seconds: what closes a candidate its ECMP bracket left
+    undecided."""
+    guard = limit_threads(1) if cap_threads else contextlib.nullcontext()
+    with guard:
+        fab = c.build()
+        return compute_metrics(fab, ["all_to_all"], MetricContext(time_limit=time_limit))
+
+
 def after_failure(c: Candidate, fraction: float, time_limit: float | None = None,
                   cap_threads: bool = False, ecmp_bound: bool = False) -> float:
     """Certified all-to-all Gb/s per GPU of ``c`` after ``fraction`` of its links fail: the
@@ -228,6 +245,7 @@ class DesignSearch:
         self.feasible: list[dict[str, Any]] = []
         self.evaluated: list[dict[str, Any]] = []
         self.tried: dict[str, float] = {}
+        self.closed: dict[str, dict[str, Any]] = {}
         self.topology_names: dict[str, str] = {}
         self.others = {k: v for k, v in constraints.items() if k not in FAILURE_KEYS}
         self.order: dict[str, int] = {}
@@ -525,6 +543,9 @@ class DesignSearch:
                 upper = min(row["all_to_all_gbps_per_gpu_upper"], sk.a2a_upper_gbps)
                 row["all_to_all_gbps_per_gpu_upper"] = max(upper, row["all_to_all_gbps_per_gpu"])
                 undecided = self._undecided(row)
+                if undecided and self._could_win(row):
+                    self._close(topology, c, row)
+                    undecided = self._undecided(row)
             if undecided or (row["all_to_all_gbps_per_gpu"] <= 0
                              and row["all_to_all_status"] != "optimal"):
                 # No certified throughput (a time limit, a solver failure, a bracket holding
@@ -544,12 +565,41 @@ class DesignSearch:
             if row["meets"]:
                 self.feasible.append(row)
 
+    def _could_win(self, row: Mapping[str, Any]) -> bool:
+        """Whether ``row`` could still be better than the best feasible design so far."""
+        best = self._best()
+        return best is None or self._pick([best, dict(row, all_to_all_gbps_per_gpu=row[
+            "all_to_all_gbps_per_gpu_upper"])]) is not best
+
+    def _close(self, topology: str, c: Candidate, row: dict[str, Any]) -> None:
+        """Narrow an undecided row's ECMP bracket by the flow engine (once per topology,
+        within the search's time limit or :data:`CLOSING_SECONDS`). Each end is the better
+        of the two certified ones: the higher feasible flow, the lower bound."""
+        if topology not in self.closed:
+            limit = self.time_limit if self.time_limit is not None else CLOSING_SECONDS
+            if self.executor is None:
+                self.closed[topology] = closed_all_to_all(c, limit)
+            else:
+                self.closed[topology] = self.executor.submit(
+                    closed_all_to_all, c, limit, True).result()
+        flow = self.closed[topology]
+        if flow["all_to_all_gbps_per_gpu"] > row["all_to_all_gbps_per_gpu"]:
+            keep = row["all_to_all_gbps_per_gpu_upper"]
+            row.update(flow)
+            row["all_to_all_gbps_per_gpu_upper"] = max(
+                min(keep, flow["all_to_all_gbps_per_gpu_upper"]), flow["all_to_all_gbps_per_gpu"])
+        row["all_to_all_closing"] = "flow engine"
+
     def _undecided(self, row: Mapping[str, Any]) -> str:
         """Why a bracketed all-to-all cannot be decided against its target ("" if decided)."""
         target = self.constraints.get("all_to_all_gbps_per_gpu")
         lower, upper = row["all_to_all_gbps_per_gpu"], row["all_to_all_gbps_per_gpu_upper"]
         if target is None or lower >= target * (1 - TOL) or upper < target * (1 - TOL):
             return ""
+        if row.get("all_to_all_closing"):
+            return (f"undecided: the all-to-all bracket [{lower:,.1f}, {upper:,.1f}] Gb/s per "
+                    f"GPU holds the target {target:g}; the flow engine did not close it within "
+                    f"{self.time_limit if self.time_limit is not None else CLOSING_SECONDS:g} s")
         return (f"undecided: the all-to-all bracket [{lower:,.1f}, {upper:,.1f}] Gb/s per GPU "
                 f"(ECMP lower bound; distance and hierarchy-cut bounds) holds the target "
                 f"{target:g}; the flow LP "

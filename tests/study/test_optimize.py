@@ -332,20 +332,45 @@ def test_asymmetric_plans_beyond_the_limit_are_decided_by_the_ecmp_bracket(monke
     assert [(r["capex_usd"], r["all_to_all_gbps_per_gpu"]) for r in pruned.front] == key
 
 
-def test_undecided_candidates_stay_unsolved(monkeypatch):
+def test_undecided_candidates_are_closed_by_the_flow_engine(monkeypatch):
+    import importlib
+
+    opt = importlib.import_module("fabricopt.study.search")
+    # The candidate alone (nothing cheaper and feasible that would make its solve moot).
+    space = {**SPACE, "family": ["rail_optimized"], "leaf_radix": [4], "oversubscription": [3.0]}
+    name = "rail_optimized nvswitch_domain r4 3:1 reference"
+    exact = next(r for r in fo.optimize(16, space=space, prune=False).rows if r["name"] == name)
+    monkeypatch.setattr(opt, "ASYMMETRIC_GPUS_LIMIT", 8)
+    row = next(r for r in fo.optimize(16, space=space, prune=False).rows if r["name"] == name)
+    lower, upper = row["all_to_all_gbps_per_gpu"], row["all_to_all_gbps_per_gpu_upper"]
+    assert row["outcome"] == "evaluated" and lower < upper  # an open ECMP bracket
+    # A target strictly inside it: the flow engine solves the candidate and its certified
+    # optimum decides (the same figure as the candidate solved below the limit).
+    target = (lower + upper) / 2
+    res = fo.optimize(16, space=space, prune=False, constraints={"all_to_all_gbps_per_gpu": target})
+    row = next(r for r in res.rows if r["name"] == name)
+    assert row["outcome"] == "evaluated" and row["all_to_all_method"] != "ecmp bound"
+    assert row["all_to_all_gbps_per_gpu"] == pytest.approx(exact["all_to_all_gbps_per_gpu"],
+                                                           rel=1e-9)
+    assert row["meets"] == (exact["all_to_all_gbps_per_gpu"] >= target)
+
+
+def test_candidates_the_flow_engine_leaves_open_stay_unsolved(monkeypatch):
     import importlib
 
     opt = importlib.import_module("fabricopt.study.search")
     monkeypatch.setattr(opt, "ASYMMETRIC_GPUS_LIMIT", 8)
+    space = {**SPACE, "family": ["rail_optimized"], "leaf_radix": [4], "oversubscription": [3.0]}
     name = "rail_optimized nvswitch_domain r4 3:1 reference"
-    row = next(r for r in fo.optimize(16, space=SPACE, prune=False).rows if r["name"] == name)
+    row = next(r for r in fo.optimize(16, space=space, prune=False).rows if r["name"] == name)
     lower, upper = row["all_to_all_gbps_per_gpu"], row["all_to_all_gbps_per_gpu_upper"]
-    assert row["outcome"] == "evaluated" and lower < upper  # an open bracket
-    # A target strictly inside it decides nothing.
-    res = fo.optimize(16, space=SPACE, prune=False,
+    # A flow solve that ran out of time, leaving the same bracket: it decides nothing.
+    left_open = {k: v for k, v in row.items() if k.startswith("all_to_all")}
+    monkeypatch.setattr(opt, "closed_all_to_all", lambda c, limit, *a: left_open)
+    res = fo.optimize(16, space=space, prune=False,
                       constraints={"all_to_all_gbps_per_gpu": (lower + upper) / 2})
     row = next(r for r in res.rows if r["name"] == name)
-    assert row["outcome"] == "unsolved" and "undecided" in row["reason"]
+    assert row["outcome"] == "unsolved" and "the flow engine did not close it" in row["reason"]
     assert row is not res.best and row not in res.front
 
 
