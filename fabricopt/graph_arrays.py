@@ -522,6 +522,11 @@ def _frozen(array: np.ndarray) -> np.ndarray:
 
 # -- the summary's counts per tier ---------------------------------------------------------
 
+#: The longest node repr :func:`tier_totals` ranks as fixed-width numpy text (4 bytes per
+#: character for every node); beyond it the names are ranked as Python strings.
+MAX_TEXT_RANK_WIDTH = 64
+
+
 def tier_totals(fab: Any) -> tuple[dict[str, int], dict[str, float], dict[str, set[str]],
                                   dict[Hashable, float]] | None:
     """What :meth:`~fabricopt.Fabric.summary` counts arc by arc (links, capacity and techs
@@ -543,8 +548,12 @@ def tier_totals(fab: Any) -> tuple[dict[str, int], dict[str, float], dict[str, s
     except InvalidFabricError:
         return None
     # Ranked as numpy text (code point order, as str compares; a repr holds no NUL to be
-    # stripped): half the time of sorting the Python strings.
-    rank = np.unique(np.array([repr(v) for v in ga.nodes], dtype=str),
+    # stripped): half the time of sorting the Python strings. A fixed-width array takes the
+    # longest repr's width for every node, so long names (graphml ids, tuples) keep the
+    # object array, whose memory follows the names.
+    names = [repr(v) for v in ga.nodes]
+    wide = max(map(len, names), default=0) > MAX_TEXT_RANK_WIDTH
+    rank = np.unique(np.array(names, dtype=object if wide else str),
                      return_inverse=True)[1].reshape(-1)
     counted = np.flatnonzero(~(ga.has_reverse & (rank[ga.tail] > rank[ga.head])))
     per_tier = _per_tier_on_labels(fab, ga, counted) or _per_tier_read(fab, ga, counted)

@@ -109,9 +109,9 @@ def test_domains_equal_the_loop_per_gpu():
     # A rail cluster of 8-GPU servers (NIC sums of 8) and a cluster of 2-GPU servers with
     # uneven NIC capacities (sums whose order matters in floating point).
     uneven = fo.cluster(fo.dgx_h100(), nodes=4)
-    for u, v, d in uneven.graph.edges(data=True):
+    for i, (_, _, d) in enumerate(uneven.graph.edges(data=True)):
         if d["tier"] == "gpu-leaf":
-            d["capacity"] = 400.0 / 3 + hash((u, v)) % 7 / 10
+            d["capacity"] = 400.0 / 3 + i % 7 / 10
     for fab in (fo.superpod(1), uneven, fo.ring(6)):
         p = collective_problem(fab, fab.endpoints)
         ga = p.ga
@@ -222,6 +222,13 @@ def test_link_totals_rank_odd_node_names_as_python_does():
     got = tier_totals(fab)
     assert got == _link_totals(fab)
     assert {t[0] for t in got[0]} == {"t", "r"}  # both directions counted somewhere
+    # A name longer than MAX_TEXT_RANK_WIDTH is ranked as a Python string (no fixed-width
+    # text of every node at its width), with the same totals.
+    from fabricopt.graph_arrays import MAX_TEXT_RANK_WIDTH
+    relabel = {"Z": "Z" * (MAX_TEXT_RANK_WIDTH + 1)}
+    long = fo.Fabric(nx.relabel_nodes(g, relabel), [relabel.get(v, v) for v in fab.endpoints],
+                     "long names")
+    assert tier_totals(long) == _link_totals(long)
 
 
 def _in_server_by_loop(arcs, layout):
