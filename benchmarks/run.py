@@ -1392,9 +1392,10 @@ def _failure_rows(rows: _Rows, quick: bool) -> None:
         if seed == 3 and before_count:
             before = run_case("case_before", before_count, "case_failed_fabric", make, False,
                               None)
+            ratio = (f"now/before {out['cpu'] / before['cpu']:.2f} CPU"
+                     if out.get("cpu") and before.get("cpu") else "no ratio: a run failed")
             rows.append((f"  before ({BEFORE_ROUTE_COUNT}: the LP assembled to be refused)",
-                         before, f"now/before {out.get('cpu', 0) / before.get('cpu', 1):.2f} "
-                         "CPU", ""))
+                         before, ratio, ""))
         _netgraph_beside(rows, out, "MaximumSupportedDemand, same fabric", "case_netgraph",
                          make)
     # 5% of every link of the 2,048-GPU rail 2:1 cluster: 58 classes of servers, whose LP
