@@ -13,7 +13,11 @@ leaf with room takes more. Every share stays at least 0 because the smallest
 :math:`\alpha` of each zone, the smallest :math:`\beta` of each zone and :math:`\gamma` add up
 to at least 0. A pair in one group (leaves tied by servers that span them) either climbs
 (a share per plane and pair of leaves) or is relayed across those servers; a pair on one
-leaf turns there; a pair in one server stays on its NVSwitches.
+leaf turns there; a pair in one server stays on its NVSwitches. A spanning server's own relayed
+traffic may leave (arrive) by its NIC on the next leaf of the relay, over its NVSwitches,
+rather than cross that hop through the servers spanning it (:meth:`_PlaneLP.shortcuts`): on
+a failed 4,096-GPU Clos the one server spanning two leaves, 400 Gb/s of NIC on one and 2,800
+on the other, otherwise carried its own GPU's relays down and up its 400 Gb/s NIC.
 
 What a pair sends on a plane leaves its server over one of a few *routes* to the plane's
 switch in its zone (its own leaf's uplink; a spanning server's NICs to the next leaf's; or,
@@ -138,6 +142,10 @@ class PlaneSolution:
     lp_size: dict[str, int]
     #: What the LP's optimum promises per endpoint (Gb/s out, before the flows are proven).
     lp_gbps: float = 0.0
+    #: (class, pair, entry) -> the share of what the class's endpoints relay for that pair
+    #: that takes their server's own NIC on the far end of the hop instead
+    #: (:meth:`_PlaneLP.shortcuts`).
+    shortcut: dict[tuple[int, int, bool], float] | None = None
 
 
 class _Builder:
@@ -194,10 +202,12 @@ class _Builder:
 
 
 def solve_planes(pl: Planes, relay_leaves: np.ndarray | None = None,
-                 time_limit: float | None = None, reserve: float = 0.0
+                 time_limit: float | None = None, reserve: float = 0.0,
+                 tolerance: float = IPM_TOLERANCE
                  ) -> tuple[PlaneSolution | None, PlaneRoutes, Classes, Counts]:
     """Build and solve the LP of the module docstring. ``relay_leaves`` (a mask over the
-    leaves; default: those that lost an uplink) get relayed routes.
+    leaves; default: those that lost an uplink) get relayed routes; ``tolerance``: the
+    interior point's relative optimality tolerance.
 
     ``time_limit`` (seconds, None: none) is for the build and the solve together, less
     ``reserve`` times what the build took (what the caller needs after it: the proof of
@@ -228,12 +238,13 @@ def solve_planes(pl: Planes, relay_leaves: np.ndarray | None = None,
     # proven rate the same to 8 digits). HiGHS may then call its status unknown: the point
     # is kept whatever the status, as long as there is one.
     sol = (solve_lp(lp, "highspy", time_limit, solver="ipm", run_crossover="off",
-                    ipm_optimality_tolerance=IPM_TOLERANCE)
+                    ipm_optimality_tolerance=tolerance)
            if highspy_available() else solve_lp(lp, "highs", time_limit))
     size = {"rows": lp.n_rows, "columns": lp.n_cols, "nonzeros": lp.nnz}
     if sol.x is None or not np.isfinite(sol.x).all():
         return None, routes, cl, ct
-    out = _solution(pl, ct, routes, cols, sol.x, sol.status, sol.message, relay_leaves, size)
+    out = _solution(pl, ct, routes, cols, sol.x, sol.status, sol.message, relay_leaves, size,
+                    one_hop_pairs(cl, ct))
     return replace(out, lp_gbps=unit / sol.x[cols.lam]), routes, cl, ct
 
 
@@ -299,6 +310,8 @@ class _Columns:
     lam: int
     a_zone: np.ndarray
     b_zone: np.ndarray
+    #: (class, pair, entry) -> (column, its most per server at a relay share of one).
+    shortcut: dict[tuple[int, int, bool], tuple[int, float]]
 
 
 def _plane_lp(pl: Planes, cl: Classes, ct: Counts, routes: PlaneRoutes
@@ -310,11 +323,12 @@ def _plane_lp(pl: Planes, cl: Classes, ct: Counts, routes: PlaneRoutes
     lp.per_endpoint_volumes()
     exits, entries = lp.routes(routes)
     lp.inside_groups()
+    lp.shortcuts()
     hubs = lp.hubs()
     c = lp.c
     return (_assemble(lp.b, c["lam"]),
             _Columns(c["alpha"], c["beta"], c["gamma"], c["climb"], c["relay"], exits, entries,
-                     hubs, c["lam"], c["a_zone"], c["b_zone"]), lp.unit)
+                     hubs, c["lam"], c["a_zone"], c["b_zone"], c["shortcut"]), lp.unit)
 
 
 class _PlaneLP:
@@ -488,6 +502,63 @@ class _PlaneLP:
                     b.load(("nic", kx, x, "down"), capd, [(int(relay[i]), per_server)], 1.0)
                     b.load(("nic", kx, y, "up"), capu, [(int(relay[i]), per_server)], 1.0)
 
+    def shortcuts(self) -> None:
+        """A spanning server's relayed traffic that leaves (arrives) by its own NIC on the
+        relay's first (last) hop's far leaf, over its NVSwitches, rather than crossing that
+        hop through the servers that span it: one column per class and pair of one group
+        whose relay path starts (ends) on a leaf of the class, at most what the class's
+        endpoints there relay. It takes its load off the class's NIC on the near leaf and
+        off the hop's spanning servers and puts it on the class's NIC on the far leaf. On a
+        one-hop path a piece left out by its sender and taken in by its receiver would be
+        taken off the hop twice: there the two shares sum to at most the relay."""
+        b, cl, ct, d0 = self.b, self.cl, self.ct, self.d0
+        relay, home = self.c["relay"], ct.home
+        adj = leaf_neighbours(cl)
+        found: dict[tuple[int, int, bool], tuple[int, float]] = {}
+        self.c["shortcut"] = found
+        spanning: dict[int, list[int]] = defaultdict(list)  # leaf -> spanning classes homed
+        for k in range(len(cl.size)):
+            if len(cl.leaves[k]) > 1:
+                for h in cl.homes[k]:
+                    spanning[h].append(k)
+        if not spanning:
+            return
+        for i, (a, c) in enumerate(ct.pairs.tolist()):
+            if a not in spanning and c not in spanning:
+                continue
+            path = leaf_path(adj, a, c)
+            one_hop: dict[bool, list[tuple[int, float]]] = {False: [], True: []}
+            for entry in (False, True):
+                near, far, other = (c, path[-2], a) if entry else (a, path[1], c)
+                for k in spanning.get(near, ()):
+                    m = cl.homes[k][near]
+                    if far not in cl.leaves[k]:
+                        continue
+                    vol = m * (home[other] - ct.server_home.get((self.reps[k], other), 0)) * d0
+                    if vol <= 0:
+                        continue
+                    u = b.col()
+                    found[(k, i, entry)] = (u, vol)
+                    b.le([(u, 1.0), (int(relay[i]), -vol)])
+                    side = "down" if entry else "up"
+                    b.load(("nic", k, near, side), _nic_cap(cl, k, near)[entry], [(u, -1.0)],
+                           1.0)
+                    b.load(("nic", k, far, side), _nic_cap(cl, k, far)[entry], [(u, 1.0)],
+                           1.0)
+                    x, y = (far, near) if entry else (near, far)
+                    for _, classes, shares in relay_hops(cl, [x, y]):
+                        for kx, w in zip(classes, shares, strict=True):
+                            per_server = -float(cl.size[k]) * w / float(cl.size[kx])
+                            b.load(("nic", kx, x, "down"), _nic_cap(cl, kx, x)[1],
+                                   [(u, per_server)], 1.0)
+                            b.load(("nic", kx, y, "up"), _nic_cap(cl, kx, y)[0],
+                                   [(u, per_server)], 1.0)
+                    if len(path) == 2:  # one hop: see one_hop_pairs
+                        one_hop[entry].append((u, vol))
+            for u_out, v_out in one_hop[False]:
+                for u_in, v_in in one_hop[True]:
+                    b.le([(u_out, 1.0 / v_out), (u_in, 1.0 / v_in), (int(relay[i]), -1.0)])
+
     def hubs(self) -> dict[tuple[int, int, int], np.ndarray]:
         """Between zones, each plane's volume over its hubs."""
         b, pl, c = self.b, self.pl, self.c
@@ -649,7 +720,7 @@ def _assemble(b: _Builder, lam: int, rate: bool = False) -> LinearProgram:
 
 def _solution(pl: Planes, ct: Counts, routes: PlaneRoutes, cols: _Columns, x: np.ndarray,
               status: str, message: str, relay_leaves: np.ndarray,
-              size: dict[str, int]) -> PlaneSolution:
+              size: dict[str, int], one_hop: np.ndarray) -> PlaneSolution:
     """The LP's point as shares: clipped at 0 (an interior point's tolerances), each pair's
     shares scaled to sum to one, route and hub shares normalised."""
     npl = pl.n_planes
@@ -689,7 +760,36 @@ def _solution(pl: Planes, ct: Counts, routes: PlaneRoutes, cols: _Columns, x: np
     entries = tuple(shares(c) for c in cols.entries)
     hubs = {key: shares(c) for key, c in cols.hubs.items()}
     return PlaneSolution(status, message, alpha, beta, gamma, climb, relay, exits, entries,
-                         hubs, relay_leaves, size)
+                         hubs, relay_leaves, size,
+                         shortcut=_shortcut_shares(cols, x, one_hop))
+
+
+def one_hop_pairs(cl: Classes, ct: Counts) -> np.ndarray:
+    """Per pair of ``ct.pairs``, whether spanning servers join its two leaves directly
+    (its relay path is one hop)."""
+    return np.array([(a, c) in cl.hops for a, c in ct.pairs.tolist()], dtype=bool)
+
+
+def _shortcut_shares(cols: _Columns, x: np.ndarray, one_hop: np.ndarray
+                     ) -> dict[tuple[int, int, bool], float]:
+    """The LP's shortcuts as shares of what each class relays (clipped to [0, 1]); on a
+    one-hop pair the largest share out and the largest in are scaled to sum to at most one
+    (the LP's rows, up to its tolerance)."""
+    raw = np.clip(x[cols.relay], 0.0, None)
+    out: dict[tuple[int, int, bool], float] = {}
+    for (k, i, entry), (u, vol) in cols.shortcut.items():
+        f = float(x[u]) / (vol * raw[i]) if raw[i] > 0 else 0.0
+        out[(k, i, entry)] = min(max(f, 0.0), 1.0)
+    most: dict[tuple[int, bool], float] = defaultdict(float)
+    for (_, i, entry), f in out.items():
+        if one_hop[i]:
+            most[(i, entry)] = max(most[(i, entry)], f)
+    for key, f in out.items():
+        i = key[1]
+        both = most.get((i, False), 0.0) + most.get((i, True), 0.0)
+        if one_hop[i] and both > 1.0:
+            out[key] = f / both
+    return {key: f for key, f in out.items() if f > 0}
 
 
 __all__ = ["IPM_SECONDS_PER_NONZERO", "UNTIMED_MAX_NONZEROS", "Counts", "PlaneSolution",

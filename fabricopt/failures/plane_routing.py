@@ -12,7 +12,9 @@ carries, from the fabric alone:
   NVSwitches, NIC link, one of the routes of :func:`~fabricopt.failures.plane_routes.plane_routes`
   up to the plane's switch in its zone, over one of the plane's hubs to the target's zone,
   and the same way down (each route's, hub's and NIC's share of what crosses it summing to
-  one), so every commodity is conserved at every node;
+  one); a relay between two leaves of a group crosses spanning servers hop by hop, less
+  what a spanning sender (receiver) takes over its own NIC on the first hop's far leaf (the
+  last hop's near one), so every commodity is conserved at every node;
 * the loads those paths put on each arc, summed here in a way of their own (per endpoint and
   per server, not per class as the LP does), are within :math:`\mu` times its capacity.
 
@@ -33,7 +35,7 @@ import scipy.sparse as sp
 from ..flow.proof import ProofCheck
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
-from .plane_lp import PlaneSolution, counts
+from .plane_lp import PlaneSolution, counts, one_hop_pairs
 from .plane_routes import (
     bounce_arcs,
     leaf_neighbours,
@@ -66,6 +68,11 @@ class PlaneProof:
     #: pairs x leaves: each pair's share turned at each leaf, over the sending server's NIC
     #: on it and the receiving server's); None: no turns.
     turn: Any = None
+    #: (class, pair, entry) -> the share of what a server of that class relays for that pair
+    #: of one group's leaves (out of its leaf: entry False; into it: True) that leaves
+    #: (arrives) by its own NIC on the far leaf of the relay's first (last) hop, over its
+    #: NVSwitches, instead of crossing that hop; None: none.
+    shortcut: Any = None
 
     #: The stage that routes through the planes (:mod:`fabricopt.failures.plane_bracket`).
     STAGES: ClassVar[tuple[str, ...]] = ("planes",)
@@ -73,7 +80,7 @@ class PlaneProof:
     @classmethod
     def of(cls, sol: PlaneSolution) -> PlaneProof:
         return cls(sol.relay_leaves, sol.alpha, sol.beta, sol.gamma, sol.climb, sol.relay,
-                   sol.exits, sol.entries, sol.hubs)
+                   sol.exits, sol.entries, sol.hubs, shortcut=sol.shortcut or None)
 
     def check(self, fab: Any, traffic: Traffic) -> ProofCheck:
         """The theta the routing proves for ``traffic`` on ``fab``
@@ -181,6 +188,37 @@ class _PlaneFlow:
             data = np.asarray(pr.turn.data, dtype=float)
             if not np.isfinite(data).all() or (data < -NEGATIVE_SHARE_TOL).any():
                 raise _NoProof("turn has a negative or non-finite share")
+        if pr.shortcut is not None:
+            self._shortcut_shapes()
+
+    def _shortcut_shapes(self) -> None:
+        """Each shortcut names a class homed on its pair's near leaf with a NIC on the
+        far one, a share in [0, 1]; on a one-hop pair the largest out and in sum to at most
+        one (else a piece would be taken off the hop twice)."""
+        cl, ct, pr = self.cl, self.ct, self.proof
+        if not isinstance(pr.shortcut, dict):
+            raise _NoProof("shortcut is not a dict of (class, pair, entry) -> share")
+        one_hop = one_hop_pairs(cl, ct)
+        adj = leaf_neighbours(cl)
+        most: dict[tuple[int, bool], float] = defaultdict(float)
+        for key, f in pr.shortcut.items():
+            if (not isinstance(key, tuple) or len(key) != 3
+                    or not 0 <= key[0] < len(cl.size) or not 0 <= key[1] < len(ct.pairs)):
+                raise _NoProof(f"shortcut {key!r} names no class and pair of the fabric")
+            k, i, entry = int(key[0]), int(key[1]), bool(key[2])
+            if not np.isfinite(f) or not -NEGATIVE_SHARE_TOL <= f <= 1 + NEGATIVE_SHARE_TOL:
+                raise _NoProof(f"shortcut {key!r} has a share outside [0, 1]")
+            a, c = ct.pairs[i].tolist()
+            path = leaf_path(adj, a, c)
+            near, far = (c, path[-2]) if entry else (a, path[1])
+            if near not in cl.homes[k] or far not in cl.leaves[k].tolist():
+                raise _NoProof(f"shortcut {key!r}: the class has no endpoint on leaf {near} "
+                               f"or no NIC on leaf {far}")
+            if one_hop[i]:
+                most[(i, entry)] = max(most[(i, entry)], float(f))
+        for (i, entry), f in most.items():
+            if not entry and f + most.get((i, True), 0.0) > 1 + 1e-9:
+                raise _NoProof(f"pair {i}: its shortcuts out and in sum to more than one")
 
     def sent(self) -> float:
         """The smallest share any pair of endpoints is sent with."""
@@ -326,12 +364,21 @@ class _PlaneFlow:
             for a, w in bounce_arcs(pl, rt.leaf, p, entry):
                 self.arc[a] += total * w
 
-    def _relay(self, path: list[int], total: float) -> None:
+    def _relay(self, path: list[int], total: float, less_first: float = 0.0,
+               less_last: float = 0.0) -> None:
         """``total`` from leaf ``path[0]`` to ``path[-1]`` across spanning servers: down to
         each server of a hop's classes (their shares of it, evenly over their servers),
-        across it, up to the next leaf."""
+        across it, up to the next leaf; less ``less_first`` on the first hop and
+        ``less_last`` on the last (what their senders' and receivers' own NICs carry)."""
         cl = self.cl
-        for (x, y), classes, shares in relay_hops(cl, path):
+        hops = relay_hops(cl, path)
+        for j, ((x, y), classes, shares) in enumerate(hops):
+            here = total - (less_first if j == 0 else 0.0) - (
+                less_last if j == len(hops) - 1 else 0.0)
+            if here < -1e-9 * max(total, 1.0):
+                raise _NoProof(f"the shortcuts take more off the hop from leaf {x} to {y} "
+                               "than it carries")
+            here = max(here, 0.0)
             if abs(float(np.sum(shares)) - 1.0) > 1e-9:
                 raise _NoProof(f"a relay from leaf {x} to leaf {y} is not split whole")
             for k, w in zip(classes, shares.tolist(), strict=True):
@@ -339,7 +386,7 @@ class _PlaneFlow:
                     raise _NoProof(f"a relay crosses a server not on leaves {x} and {y}")
                 servers = np.flatnonzero(cl.of_server == k)
                 for s in servers.tolist():
-                    self.transit[(s, x, y)] += total * w / len(servers)
+                    self.transit[(s, x, y)] += here * w / len(servers)
 
     def _middle(self, middle: np.ndarray) -> None:
         """Between zones, each plane's share over its hubs."""
@@ -373,18 +420,28 @@ class _PlaneFlow:
         relay = np.clip(pr.relay, 0, None)
         adj = leaf_neighbours(self.cl)
         homed = self._homed()
+        cut = pr.shortcut or {}
+        of_class = self.cl.of_server[pl.server]
         for i, (a, c) in enumerate(ct.pairs.tolist()):
             if relay[i] <= 0:
                 continue
-            for e in homed[a]:
-                self.up[(e, a)] += relay[i] * (home[c] - on_leaf.get((int(pl.server[e]), c), 0))
-            for f in homed[c]:
-                self.down[(f, c)] += relay[i] * (home[a]
-                                                 - on_leaf.get((int(pl.server[f]), a), 0))
             path = leaf_path(adj, a, c)
             if path[0] != a or path[-1] != c:
                 raise _NoProof(f"leaves {a} and {c} share a group but no spanning servers")
-            self._relay(path, ct.pair_demand[i] * relay[i])
+            # What leaves by a server's own NIC on the first hop's far leaf (arrives by the
+            # last hop's near one) crosses no spanning server on that hop.
+            moved = {False: 0.0, True: 0.0}
+            for entry, eps, near, far, other, side in (
+                    (False, homed[a], a, path[1], c, self.up),
+                    (True, homed[c], c, path[-2], a, self.down)):
+                for e in eps:
+                    v = relay[i] * (home[other] - on_leaf.get((int(pl.server[e]), other), 0))
+                    f = float(cut.get((int(of_class[e]), i, entry), 0.0)) if cut else 0.0
+                    side[(e, near)] += v * (1.0 - f)
+                    if f > 0:
+                        side[(e, far)] += v * f
+                        moved[entry] += v * f
+            self._relay(path, ct.pair_demand[i] * relay[i], moved[False], moved[True])
         if pr.turn is not None:
             self._turns(_turn_matrix(pr.turn), homed, on_leaf)
 

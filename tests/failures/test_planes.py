@@ -82,7 +82,8 @@ def test_bracket_holds_the_exact_lp(nodes, fraction, seed):
 def test_meets_the_cut_where_a_failure_is_local():
     # Seed 2 of 5 % on the 12-server Clos: the cut (a group's uplinks over the demand
     # that must leave it) is 4.545455 per pair, which the exact LP reaches too; so does
-    # the routing through the planes, and the result says it is exact.
+    # the routing through the planes, and the result says it is exact (the interior point's
+    # first point stops 2e-6 under it; near the cut the LP is solved again, tighter).
     fab = fo.fail_random(_clos(12), 0.05, seed=2)
     r = plane_bracket(fab, fo.all_to_all(fab))
     exact = fo.max_concurrent_flow(fab, method="lp")
@@ -432,3 +433,84 @@ def test_a_planes_lp_its_routes_refuse_is_neither_assembled_nor_followed(monkeyp
     monkeypatch.setattr(plane_lp, "_plane_lp", lambda *args: pytest.fail("assembled"))
     assert not planes_follow(fab, traffic)
     assert solve_planes(pl)[0] is None and plane_bracket(fab, traffic) is None
+
+
+def _without_shortcuts(monkeypatch):
+    """The planes' LP as it was before a spanning server could send its relays over its
+    own NIC on the next leaf (no shortcut columns)."""
+    from fabricopt.failures.plane_lp import _PlaneLP
+
+    monkeypatch.setattr(_PlaneLP, "shortcuts", lambda self: self.c.__setitem__("shortcut", {}))
+
+
+@pytest.mark.parametrize("nodes, fraction, seed, rose", [
+    (12, 0.05, 1, True), (16, 0.1, 3, True), (16, 0.05, 3, False)])
+def test_spanning_servers_relay_over_their_own_nic(monkeypatch, nodes, fraction, seed, rose):
+    """Servers of 4 GPUs span two radix-8 leaves here (5 NICs a leaf). Their relayed
+    traffic may leave (arrive) by their own NIC on the next leaf over NVLink: the LP's
+    answer only rises (by the spanning servers' NICs: 220.31 -> 233.11 Gb/s per GPU on the
+    first fabric, 185.68 -> 188.50 on the second, measured; the third stays at 207.69), never
+    above the exact LP, and the flow the proof rebuilds from the fabric carries what the LP
+    promised, is balanced at every node and fits every capacity once scaled."""
+    fab = fo.fail_random(_clos(nodes), fraction, seed=seed)
+    traffic = fo.all_to_all(fab)
+    pl, _ = plane_structure(fab)
+    sol, *_ = solve_planes(pl)
+    assert any(f > 0 for f in sol.shortcut.values())  # the columns are used
+    with monkeypatch.context() as m:
+        _without_shortcuts(m)
+        before, *_ = solve_planes(pl)
+    # More columns, the same rows: the optimum cannot fall (the interior point stops at a
+    # relative gap of 1e-4).
+    assert sol.lp_gbps >= before.lp_gbps * (1 - 1e-4)
+    assert (sol.lp_gbps > before.lp_gbps * 1.01) == rose
+    rate = proven_plane_rate(fab, traffic, PlaneProof.of(sol))
+    n = len(fab.endpoints)
+    assert rate.theta * (n - 1) == pytest.approx(sol.lp_gbps, rel=1e-6)  # the two load sums
+    assert rate.sent == pytest.approx(1.0, rel=1e-9)
+    # A flow of paths: at every node (switch, NVSwitch, GPU) as much leaves as arrives
+    # (each GPU sends what it receives under uniform all-to-all).
+    ga = pl.ga
+    net = (np.bincount(ga.tail, weights=rate.load, minlength=ga.n_nodes)
+           - np.bincount(ga.head, weights=rate.load, minlength=ga.n_nodes))
+    assert np.abs(net).max() <= 1e-9 * rate.load.max()
+    exact = fo.max_concurrent_flow(fab, traffic, method="lp")
+    assert rate.theta <= exact.theta * (1 + 1e-7)
+    r = plane_bracket(fab, traffic)
+    assert r.lower == pytest.approx(min(rate.theta, r.upper), rel=1e-9)
+    assert fo.check_certificate(fab, r, traffic).ok
+    assert np.all(r.certificate.load <= ga.capacity * (1 + 1e-9))
+
+
+def test_tampered_shortcuts_prove_nothing_or_less():
+    fab = fo.fail_random(_clos(12), 0.05, seed=1)
+    traffic = fo.all_to_all(fab)
+    r = plane_bracket(fab, traffic)
+    proof = r.certificate.plane
+    assert proof.shortcut and fo.check_certificate(fab, r).ok
+    key = next(iter(proof.shortcut))
+    # A share above one would send more than the server relays.
+    bad = proven_plane_rate(fab, traffic, replace(proof, shortcut={**proof.shortcut, key: 1.5}))
+    assert bad.theta == 0.0 and "outside [0, 1]" in bad.why
+    # A class named on a pair whose near leaf holds none of its endpoints.
+    from fabricopt.failures.plane_lp import counts
+    from fabricopt.failures.plane_routes import server_classes
+
+    pl, _ = plane_structure(fab)
+    cl, ct = server_classes(pl), counts(pl)
+    k, i, entry = key
+    near = int(ct.pairs[i, 1 if entry else 0])
+    stranger = next(j for j in range(len(cl.size)) if near not in cl.homes[j])
+    bad = proven_plane_rate(fab, traffic, replace(proof, shortcut={(stranger, i, entry): 0.5}))
+    assert bad.theta == 0.0 and "no endpoint on leaf" in bad.why
+    # Out and in both whole on a pair one hop apart: a piece would leave the hop twice.
+    k1, i = next((k, i) for (k, i, e) in proof.shortcut
+                 if not e and tuple(ct.pairs[i].tolist()) in cl.hops)
+    a, c = ct.pairs[i].tolist()
+    k2 = next(k for k in range(len(cl.size)) if c in cl.homes[k] and a in cl.leaves[k])
+    both = {**proof.shortcut, (k1, i, False): 1.0, (k2, i, True): 1.0}
+    bad = proven_plane_rate(fab, traffic, replace(proof, shortcut=both))
+    assert bad.theta == 0.0 and "more than one" in bad.why
+    # Without its shortcuts the same shares are still a flow, worth less.
+    got = proven_plane_rate(fab, traffic, replace(proof, shortcut=None))
+    assert 0.0 < got.theta < r.lower
