@@ -9,7 +9,7 @@ import pytest
 
 import fabricopt as fo
 from fabricopt.cli import main
-from fabricopt.cli.solve import network_line, network_share
+from fabricopt.cli.solve import network_line
 
 
 def test_solve_prints_the_network_part_under_the_per_gpu_figure(capsys):
@@ -20,8 +20,8 @@ def test_solve_prints_the_network_part_under_the_per_gpu_figure(capsys):
     # 400 x 255 / 248 = 411.29 per GPU. The network's part is 248 / 255 of it = 400 exactly,
     # the NIC's speed; the rest is 7 / 255 = 2.7 %.
     assert ("per endpoint     411.29 Gb/s (51.4113 GB/s) per direction\n"
-            "over network     400 Gb/s per direction (the rest, 2.7% of the traffic, stays on "
-            "NVLink/UALink in its domain)\n") in out
+            "over network     400 Gb/s per direction, mean per GPU (the rest, 2.7% of the "
+            "traffic, stays on NVLink/UALink in its domain)\n") in out
     assert main(["solve", "superpod", "scalable_units=1", "--throughput-only",
                  "--format", "json"]) == 0
     [row] = json.loads(capsys.readouterr().out)
@@ -47,13 +47,13 @@ def test_network_share_of_explicit_traffic_counts_the_pairs_that_leave_their_ser
     # 2 of the 4 Gb/s cross the network.
     traffic = fo.Traffic({(gpus[0], gpus[1]): 1.0, (gpus[2], gpus[3]): 1.0,
                           (gpus[0], gpus[8]): 2.0})
-    assert network_share(fab, traffic) == pytest.approx(0.5)
+    assert traffic.crossing_share(fab) == pytest.approx(0.5)
 
 
 def test_an_open_bracket_gives_a_network_bracket_never_a_single_figure():
     open_ = SimpleNamespace(theta=None, per_endpoint_gbps_bracket=(300.0, 500.0))
     # Half the traffic crosses: 150 to 250 Gb/s, said "unknown" like the line above it.
     assert network_line(open_, 0.5) == ("over network     unknown: 150 to 250 Gb/s per "
-                                        "direction (the rest, 50.0% of the traffic, stays on "
-                                        "NVLink/UALink in its domain)")
+                                        "direction, mean per GPU (the rest, 50.0% of the "
+                                        "traffic, stays on NVLink/UALink in its domain)")
     assert network_line(SimpleNamespace(theta=None, per_endpoint_gbps_bracket=None), 0.5) is None

@@ -5,7 +5,6 @@ readable)."""
 from __future__ import annotations
 
 import argparse
-from collections import Counter
 from typing import Any
 
 from .._progress import stage_line
@@ -15,7 +14,6 @@ from ..errors import FabricOptError, InvalidParameterError
 from ..fabric import Fabric
 from ..failures.engine import max_concurrent_flow
 from ..flow.approx.core import check_gap
-from ..graph_arrays import FabricShape
 from ..routing import routed_flow
 from .words import (
     EXIT_CODES,
@@ -111,7 +109,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         # A figure that would print as inf (links of 1e300 Gb/s) is refused, with the reason.
         check_finite(fab, _figures(result, bisection, bounds),
                      f"--message-bytes {args.message_bytes:g}")
-        share = network_share(fab, traffic)
+        share = traffic.crossing_share(fab)
         if args.format == "table":
             print(with_network_line(str(result), network_line(result, share)))
             if routed is not None:
@@ -152,33 +150,6 @@ def _figures(result: Any, bisection: Any, bounds: list[Any]) -> dict[str, Any]:
     return figures
 
 
-def network_share(fab: Fabric, traffic: Any) -> float:
-    """The share of ``traffic``'s demand that must cross the network: between GPUs of
-    different scale-up domains (a domain: the GPUs NVLink or UALink links join, one server of
-    a DGX cluster). The rest stays on the scale-up links, so the per-GPU throughput counts it
-    but no NIC carries it: on 1,024 GPUs in DGX H100s, 1,016 of each GPU's 1,023 peers.
-
-    >>> import fabricopt as fo
-    >>> fab = fo.superpod(1)                    # 256 GPUs, 8 per DGX H100
-    >>> round(network_share(fab, fo.all_to_all(fab)) * 255)  # peers outside the server
-    248
-    >>> network_share(fo.dgx_h100(), fo.all_to_all(fo.dgx_h100()))  # one NVLink domain
-    0.0
-    """
-    shape = FabricShape.of(fab)
-    index = dict(zip(fab.endpoints, shape.domain[shape.endpoint_index].tolist(), strict=True))
-    if traffic.is_uniform:
-        # Every ordered pair of its endpoints at one demand: count the pairs by domain
-        # (a 16K-GPU all-to-all has 268 million pairs, never listed).
-        sizes = Counter(index[e] for e in traffic.endpoints)
-        n = len(traffic.endpoints)
-        inside = sum(k * (k - 1) for k in sizes.values())
-        return (n * (n - 1) - inside) / (n * (n - 1))
-    total = traffic.total_gbps
-    crossing = sum(d for (s, t), d in traffic.items() if index[s] != index[t])
-    return crossing / total
-
-
 def network_line(result: Any, share: float) -> str | None:
     """The line under ``per endpoint`` that says how much of it crosses the network, so it
     reads against a NIC's speed (None where every demand does: nothing to tell apart)."""
@@ -189,13 +160,13 @@ def network_line(result: Any, share: float) -> str | None:
                 "figure above is NVLink/UALink only)")
     rest = f"the rest, {1 - share:.1%} of the traffic, stays on NVLink/UALink in its domain"
     if result.theta is not None:
-        return (f"over network     {result.per_endpoint_gbps * share:.6g} Gb/s per direction "
-                f"({rest})")
+        return (f"over network     {result.per_endpoint_gbps * share:.6g} Gb/s per direction, "
+                f"mean per GPU ({rest})")
     bracket = result.per_endpoint_gbps_bracket
     if bracket is None:
         return None
     return (f"over network     unknown: {bracket[0] * share:.6g} to {bracket[1] * share:.6g} Gb/s "
-            f"per direction ({rest})")
+            f"per direction, mean per GPU ({rest})")
 
 
 def with_network_line(text: str, line: str | None) -> str:
@@ -252,7 +223,7 @@ def solve_row(fab: Fabric, result: Any, bisection: Any, collectives: list[Any],
               routed: Any = None, share: float | None = None) -> dict:
     """One fabric's answers as a flat row (None where nothing was proven);
     ``per_endpoint_network_gbps`` is the part of ``per_endpoint_gbps`` that crosses the
-    network (``share`` of it: :func:`network_share`)."""
+    network (``share`` of it: :meth:`~fabricopt.Traffic.crossing_share`)."""
     optimal = result.theta is not None
     bracket = result.per_endpoint_gbps_bracket or (None, None)
     row: dict[str, Any] = {
