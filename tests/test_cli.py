@@ -445,6 +445,23 @@ def test_optimize_prints_and_writes_the_objective_it_minimised(tmp_path, capsys)
     assert head.split(": ", 1)[1].rstrip(".") == line.split(", ", 1)[1]
 
 
+def test_optimize_takes_progress_and_no_progress_as_compare_does(tmp_path, capsys):
+    # Two candidates (1:1 and 2:1 rail leaves of 2-GPU domains): a bar over them on stderr
+    # with --progress, nothing there with --no-progress, the same answer either way.
+    search = tmp_path / "search.toml"
+    search.write_text('gpus = 16\n[space]\nfamily = ["rail_optimized"]\n'
+                      'scale_up = [{family = "nvswitch_domain", gpus = 2, switches = 1, '
+                      'links_per_gpu = 4, link_gbps = 200}]\nleaf_radix = [8]\n'
+                      'oversubscription = [1.0, 2.0]\n')
+    outs = []
+    for flag in ("--progress", "--no-progress"):
+        assert main(["optimize", str(search), "-o", str(tmp_path / "best.toml"), flag]) == 0
+        captured = capsys.readouterr()
+        outs.append(captured.out)
+        assert ("candidate" in captured.err) == (flag == "--progress")
+    assert outs[0].splitlines()[2:] == outs[1].splitlines()[2:]  # all but the timing line
+
+
 def test_maxflow_paths_and_selected_failures_on_the_command_line(capsys):
     # leaf 0 to leaf 1 of 2 x 2 x 2 at 400 Gb/s: their two GPUs' links, 800 Gb/s, proven.
     fabric = ["leaf_spine", "leaves=2", "spines=2", "endpoints_per_leaf=2", "link_gbps=400"]

@@ -575,6 +575,7 @@ def _add_optimize(sub: Any) -> None:
     opt.add_argument("--full-front", action="store_true",
                      help="evaluate and print the front past the best design (dearer, faster "
                      "designs) as well; by default it stops at the best")
+    progress_arg(opt, "progress bar over the candidates")
     opt.set_defaults(func=_cmd_optimize)
 
 
@@ -636,7 +637,7 @@ def _cmd_optimize(args: argparse.Namespace) -> int:
         res = optimize(spec["gpus"], space=spec["space"], constraints=spec["constraints"],
                        objective=spec["objective"], time_limit=args.time_limit,
                        full_front=args.full_front, job=spec["job"],
-                       serving=spec["serving"])
+                       serving=spec["serving"], progress=args.progress)
         print(f"{spec['name']}")
         print(res)
         if args.all:
