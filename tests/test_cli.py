@@ -491,3 +491,15 @@ def test_maxflow_paths_and_selected_failures_on_the_command_line(capsys):
     assert "--select must be conditions on link attributes" in capsys.readouterr().err
     assert main(["failures", *fabric, "--mode", "random", "--select", "s*"]) == 2
     assert "--select does not apply to --mode random" in capsys.readouterr().err
+
+
+def test_a_misspelt_key_beside_a_missing_required_one_is_named(capsys):
+    # cluster passes extra keywords on to its scale-up domain, so 'node' is not refused as
+    # unknown; the missing 'nodes' then names it (a new user's typo got no suggestion).
+    assert main(["solve", "cluster", "scale_up=dgx_h100", "node=4"]) == 2
+    err = capsys.readouterr().err
+    assert "missing required parameter(s) nodes of cluster" in err
+    assert "'node' is given: did you mean 'nodes'?" in err
+    # A key far from every missing one gets no guess.
+    assert main(["solve", "cluster", "scale_up=dgx_h100", "racks=4"]) == 2
+    assert "did you mean" not in capsys.readouterr().err

@@ -93,8 +93,13 @@ def check_call(family: Any, arguments: Mapping[str, Any], *, caller: str = "make
     missing = [n for n, p in named.items()
                if p.default is inspect.Parameter.empty and n not in arguments]
     if missing:
+        # A generator that passes extra keywords on (cluster's to its scale-up domain) takes
+        # a misspelt key without a word: name it where it is close to a missing one.
+        extra = [k for k in arguments if k not in named]
+        hints = [f"; {k!r} is given: did you mean {m!r}?" for m in missing for k in extra
+                 if did_you_mean(k, [m])]
         raise InvalidParameterError(f"{caller}(): missing required parameter(s) "
-                                    + ", ".join(missing) + f" of {family}")
+                                    + ", ".join(missing) + f" of {family}" + "".join(hints))
     return generator
 
 
