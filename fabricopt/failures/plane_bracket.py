@@ -39,8 +39,8 @@ from .plane_lp import (
     solve_planes,
 )
 from .plane_routes import plane_routes, server_classes
-from .plane_routing import PlaneProof, proven_plane_rate
-from .planes import plane_structure
+from .plane_routing import PlaneProof, PlaneRate, proven_plane_rate
+from .planes import Planes, plane_structure
 
 #: What the proof of a routing through the planes takes, as a multiple of its LP's build:
 #: 1.8x on a failed 16,384-GPU SuperPOD (45 s against 25 s under load), 2.3x on a failed
@@ -183,7 +183,9 @@ def _near(theta: float, upper: float) -> bool:
         EXACT_RTOL * upper < upper - theta <= 10 * IPM_TOLERANCE * upper)
 
 
-def _polished(fab, traffic, ga, pl, proof, rate, time_limit, start):
+def _polished(fab: Fabric, traffic: Traffic, ga: GraphArrays, pl: Planes, proof: PlaneProof,
+              rate: PlaneRate, time_limit: float | None, start: float
+              ) -> tuple[PlaneProof, PlaneRate]:
     """The planes' LP solved again at :data:`POLISH_TOLERANCE`, when the time a limit leaves
     allows as much again as the bracket has taken: its proof where it proves more (a failed
     small Clos whose LP meets the cut stopped 2e-6 under it at the usual tolerance)."""
