@@ -503,3 +503,20 @@ def test_a_misspelt_key_beside_a_missing_required_one_is_named(capsys):
     # A key far from every missing one gets no guess.
     assert main(["solve", "cluster", "scale_up=dgx_h100", "racks=4"]) == 2
     assert "did you mean" not in capsys.readouterr().err
+
+
+def test_a_latency_target_far_above_any_without_a_unit_asks_for_one(capsys):
+    # '--tpot 50' read as 50 s per output token returned a plan at 135 ms (a new user meant
+    # 50 ms): a plain number above 10 s (TPOT) or 600 s (TTFT) is refused, asking for a unit.
+    base = ["serve", "dgx_h100", "--model", "llama3-70b"]
+    with pytest.raises(SystemExit) as exit_:
+        main([*base, "--ttft", "2", "--tpot", "50"])
+    assert exit_.value.code == 2
+    assert "argument --tpot: 50 s is far above any such target" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*base, "--ttft", "900", "--tpot", "0.05"])
+    assert "give a unit: 900ms, or 900s if meant" in capsys.readouterr().err
+    # With its unit a large target is taken as written (the parser's own reading).
+    from fabricopt.cli import build_parser
+    args = build_parser().parse_args([*base, "--ttft", "900s", "--tpot", "50ms"])
+    assert (args.ttft, args.tpot) == (900.0, 0.05)

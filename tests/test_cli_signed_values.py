@@ -10,11 +10,14 @@ from fabricopt.cli.words import seconds_arg, size_arg
 # Every subcommand's flags that read a size or a duration, found from the parser itself, so a
 # flag added later is tried too.
 PARSER = build_parser()
-FLAGS = sorted({(sub.prog.split()[-1], action.option_strings[-1], action.type)
+# (A latency target's reader says it reads a duration: target_seconds_arg's ``reads``.)
+FLAGS = sorted({(sub.prog.split()[-1], action.option_strings[-1],
+                 getattr(action.type, "reads", action.type))
                 for group in PARSER._actions if hasattr(group, "choices") and group.choices
                 and isinstance(group.choices, dict)
                 for sub in group.choices.values() for action in sub._actions
-                if action.type in (size_arg, seconds_arg)}, key=lambda f: f[:2])
+                if getattr(action.type, "reads", action.type) in (size_arg, seconds_arg)},
+               key=lambda f: f[:2])
 RULE = {size_arg: "a size must be > 0", seconds_arg: "a duration must be > 0"}
 WORD = {size_arg: "-1GiB", seconds_arg: "-5s"}
 

@@ -22,7 +22,7 @@ from ..workload.serving_capacity import (
 )
 from ..workload.serving_load import LENGTHS
 from ..workload.serving_replica import ServingPlan
-from .words import seconds_arg
+from .words import target_seconds_arg
 
 #: Plan flags: flag -> (ServingPlan key, type, help). Any of them fixes the plan.
 PLAN_FLAGS = {
@@ -55,9 +55,9 @@ def add_serve_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[Fabr
     sv.add_argument("--model", default=None,
                     help="catalogue name (" + ", ".join(MODEL_NAMES) + ") or a .toml model "
                     "(default: the design file's [serving] table)")
-    sv.add_argument("--ttft", type=seconds_arg, default=None,
+    sv.add_argument("--ttft", type=target_seconds_arg(600, "seconds"), default=None,
                     help="time-to-first-token target, in seconds or with a unit (2s, 500ms)")
-    sv.add_argument("--tpot", type=seconds_arg, default=None,
+    sv.add_argument("--tpot", type=target_seconds_arg(10, "tens of ms"), default=None,
                     help="time-per-output-token target, in seconds or with a unit (50ms)")
     sv.add_argument("--percentile", type=float, default=None,
                     help="the share of requests that must meet the targets (default 0.99)")

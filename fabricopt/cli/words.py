@@ -13,7 +13,7 @@ import inspect
 import math
 import os
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -270,6 +270,30 @@ def seconds_arg(text: str) -> float:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a duration > 0: give seconds, or a number with a unit (s, ms, "
             "us, min), e.g. 60, 2s or 500ms") from None
+
+
+def target_seconds_arg(most_plain: float, typical: str) -> Callable[[str], float]:
+    """A latency target flag (``--tpot``, ``--ttft``): as :func:`seconds_arg`, but a plain
+    number above ``most_plain`` seconds is refused asking for a unit, since it is far above
+    any such target (``--tpot 50`` meant 50 ms; ``50s`` with its unit is taken as written).
+
+    >>> tpot = target_seconds_arg(10, "tens of ms")
+    >>> tpot("0.05"), tpot("50ms"), tpot("50s")
+    (0.05, 0.05, 50.0)
+    >>> tpot("50")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: 50 s is far above any such target (tens of ms); give a ...
+    """
+    def parse(text: str) -> float:
+        value = seconds_arg(text)
+        plain = text.strip().lstrip("+").replace(".", "", 1).isdigit()
+        if plain and value > most_plain:
+            raise argparse.ArgumentTypeError(
+                f"{text.strip()} s is far above any such target ({typical}); give a unit: "
+                f"{text.strip()}ms, or {text.strip()}s if meant")
+        return value
+    parse.reads = seconds_arg  # type: ignore[attr-defined]  # a duration, as the others
+    return parse
 
 
 def signed_values(sub: argparse.ArgumentParser, argv: list[str]) -> list[str]:
