@@ -205,15 +205,16 @@ def bisection_status(bisection: Any) -> str:
 
 def bisection_line(bisection: Any, time_limit: float | None) -> str | None:
     """What an open bisection bracket means, in a line (None when exact)."""
-    status = bisection_status(bisection)
-    if status == "time_limit":
+    # The bisection's own words (exact, bracket, time_limit, capped), not a solver status.
+    stop = bisection_status(bisection)
+    if stop == "time_limit":
         limit = f" {time_limit:g} s" if time_limit is not None else ""
         return (f"open bracket     left open when --time-limit{limit} ran out (exit code 1): "
                 "both ends are certified; more time may narrow it")
-    if status == "capped":
+    if stop == "capped":
         return ("open bracket     a search stopped at its work cap (exit code 1): both ends "
                 "are certified; --time-limit lets it search until the limit instead")
-    if status == "bracket":
+    if stop == "bracket":
         return ("open bracket     every stage ran and left it open: both ends are certified, "
                 "and the bisection lies between them")
     return None
