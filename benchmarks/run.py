@@ -994,18 +994,25 @@ def core_rows(rows: list, quick: bool) -> None:
                  ""))
     same = run_case("case_flow", f"fo.fat_tree({base_k}, link_gbps=1.0)", "lp", True,
                     "1 / (N - 1)")
-    ratio = textbook["seconds"] / same["seconds"]
+    # A textbook model stopped at the case limit ran at least that long: the ratio is then
+    # a lower bound ("at least"), not a missing figure.
+    stopped = math.isnan(textbook["seconds"])
+    textbook_s = CASE_TIMEOUT_S if stopped else textbook["seconds"]
+    at_least = "at least " if stopped else ""
+
+    def _versus(out: dict, what: str) -> tuple[str, str]:
+        ratio = textbook_s / out["seconds"]
+        return (f"{at_least}{ratio:,.0f}x faster than {what}",
+                "met" if ratio >= 100 else "not met (target 100x)")
+
     rows.append((f"fabricopt full LP, fat_tree({base_k}) (same fabric)", same,
-                 f"{ratio:,.0f}x faster than the textbook model", "met" if ratio >= 100
-                 else "not met (target 100x)"))
+                 *_versus(same, "the textbook model")))
     big_k = 6 if quick else 8
     for method, label in (("auto", "exact (auto: symmetric)"), ("lp", "full LP")):
         out = run_case("case_flow", f"fo.fat_tree({big_k}, link_gbps=1.0)", method, True,
                        "1 / (N - 1)")
-        ratio = textbook["seconds"] / out["seconds"]
         rows.append((f"fabricopt {label}, fat_tree({big_k})", out,
-                     f"{ratio:,.0f}x faster than textbook fat_tree({base_k})",
-                     "met" if ratio >= 100 else "not met (target 100x)"))
+                     *_versus(out, f"textbook fat_tree({base_k})")))
     for k in ([8] if quick else [48, 64]):
         n = k**3 // 4
         out = run_case("case_flow", f"fo.fat_tree({k})", "symmetric", True, "400 / (N - 1)")
