@@ -60,6 +60,12 @@ BUILD_SECONDS_PER_ARC = 1e-5
 GROUP_PROOF_SECONDS_PER_ENDPOINT = 3e-4
 LP_NONZEROS_PER_ARC = 1.5
 
+#: Seconds of the planes' LP (its routes' nonzeros times IPM_SECONDS_PER_NONZERO) up to
+#: which :func:`planes_follow` lets the detours' search be skipped: a failed 4,096-GPU
+#: 3-tier Clos's 63,000 route nonzeros (6 s) follow, a 1 %-failed SuperPOD of 16 SU's
+#: 138,000 (14 s; the LP itself ran past 90 s) are searched first.
+FOLLOW_SECONDS = 10.0
+
 #: The interior point's tolerance when the LP is solved again because its first point
 #: stopped just short of the cut (:func:`_polished`).
 POLISH_TOLERANCE = 1e-8
@@ -232,11 +238,15 @@ def planes_follow(fab: Fabric, traffic: Traffic, time_limit: float | None = None
         return True
     if _not_begun(ga.n_arcs, time_limit, start):
         return False
-    # As solve_planes reads them: its routes' nonzeros refuse its LP before any row.
+    # As solve_planes reads them: its routes' nonzeros refuse its LP before any row. The
+    # search is skipped only for an LP expected within FOLLOW_SECONDS: on a larger one it
+    # pays to search first (a 1 %-failed 4,096-GPU SuperPOD's search closes in about a
+    # second what its planes' LP of 138,000 route nonzeros took over 90 s to).
     cl = server_classes(pl)
     routes = plane_routes(pl, cl, ((pl.up < 0) | (pl.down < 0)).any(axis=1))
-    return not refused(route_nonzeros(pl, cl, routes), time_limit, now() - start,
-                       PROOF_PER_BUILD)
+    nonzeros = route_nonzeros(pl, cl, routes)
+    return (not refused(nonzeros, time_limit, now() - start, PROOF_PER_BUILD)
+            and nonzeros * IPM_SECONDS_PER_NONZERO <= FOLLOW_SECONDS)
 
 
 def _not_asked(fab: Fabric, traffic: Traffic, time_limit: float | None) -> str:

@@ -352,6 +352,19 @@ def test_planes_follow_only_where_their_lp_is_begun():
     assert not planes_follow(fab, fo.permutation(fab, seed=1))
 
 
+def test_planes_follow_only_where_their_lp_is_expected_quick(monkeypatch):
+    # The search is skipped only for a planes' LP expected within FOLLOW_SECONDS (its routes'
+    # nonzeros times IPM_SECONDS_PER_NONZERO): with no second allowed, even this small Clos's
+    # LP is searched first, and with the default it follows.
+    import fabricopt.failures.plane_bracket as pb
+
+    fab = fo.fail_random(_clos(12), 0.05, seed=2)
+    traffic = fo.all_to_all(fab)
+    assert planes_follow(fab, traffic)
+    monkeypatch.setattr(pb, "FOLLOW_SECONDS", 0.0)
+    assert not planes_follow(fab, traffic)
+
+
 def _searches_noted(monkeypatch, intact_flow) -> list[bool]:
     """The ``search`` each call of the detours is given, in order, as they run."""
     searched = []
