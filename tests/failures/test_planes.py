@@ -260,6 +260,18 @@ def test_a_spent_time_limit_begins_no_plane_lp(monkeypatch):
     assert got.exact and got.stages == {"lower": "planes", "upper": "planes"}
 
 
+def _failed_clos_from_intact(monkeypatch, intact_flow):
+    """The 16-server Clos with 5% of its links failed (seed 2) and its all-to-all, answered
+    from its intact fabric as a large one would be: the intact flow patched in as a claim
+    or a found symmetry would give it on a large Clos."""
+    base = _clos(16)
+    failed = fo.fail_random(base, 0.05, seed=2)
+    traffic = fo.all_to_all(failed)
+    intact = intact_flow.IntactFlow.of(base, fo.max_concurrent_flow(base, traffic), traffic)
+    monkeypatch.setattr(intact_flow, "_solved_intact", lambda *args: intact)
+    return failed, traffic, intact
+
+
 def test_where_the_planes_fail_the_detours_are_searched_after_them(monkeypatch):
     # The same failed Clos through the engine, its planes declining (as a failed SuperPOD's
     # do when their LP is larger than the arcs said: 1.8 million nonzeros for 5% of every
@@ -269,11 +281,7 @@ def test_where_the_planes_fail_the_detours_are_searched_after_them(monkeypatch):
     import fabricopt.failures.intact_flow as intact_flow
     import fabricopt.failures.plane_bracket as planes_stage
 
-    base = _clos(16)
-    failed = fo.fail_random(base, 0.05, seed=2)
-    traffic = fo.all_to_all(failed)
-    intact = intact_flow.IntactFlow.of(base, fo.max_concurrent_flow(base, traffic), traffic)
-    monkeypatch.setattr(intact_flow, "_solved_intact", lambda *args: intact)
+    failed, traffic, intact = _failed_clos_from_intact(monkeypatch, intact_flow)
     monkeypatch.setattr(planes_stage, "plane_bracket_why",
                         lambda *args: (None, "declined by the test"))
     real = intact_flow.rerouted_answer
@@ -387,12 +395,7 @@ def test_where_the_planes_follow_the_detours_are_not_searched(monkeypatch):
     # searched detours give.
     import fabricopt.failures.intact_flow as intact_flow
 
-    base = _clos(16)
-    failed = fo.fail_random(base, 0.05, seed=2)
-    traffic = fo.all_to_all(failed)
-    # The intact flow as a claim or a found symmetry would give it on a large Clos.
-    intact = intact_flow.IntactFlow.of(base, fo.max_concurrent_flow(base, traffic), traffic)
-    monkeypatch.setattr(intact_flow, "_solved_intact", lambda *args: intact)
+    failed, traffic, intact = _failed_clos_from_intact(monkeypatch, intact_flow)
     real = intact_flow.rerouted_answer
     searched = _searches_noted(monkeypatch, intact_flow)
     plain = intact_flow.from_recipe(failed, traffic)
