@@ -24,7 +24,7 @@ import numbers
 import os
 import statistics
 import time
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -43,6 +43,7 @@ from .._checks import (
     did_you_mean,
     fail,
 )
+from .._progress import progress_bar
 from .._stages import stage_report
 from ..errors import DesignFileError, InvalidParameterError
 from ..fabric import Fabric, Removed
@@ -573,6 +574,7 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
                   seed: Any = None, traffic: Traffic | None = None, kind: str = "links",
                   tiers: str | Sequence[str] | None = None, executor: Executor | None = None,
                   method: str = "auto", warm_start: bool = True, symmetry: bool = True,
+                  progress: bool | Callable[[int, int], Any] | None = None,
                   **solve_options: Any) -> FailureSweep:
     """Theta of ``trials`` random failures at each fraction: its spread and which tier binds.
 
@@ -604,6 +606,11 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
         True (default): trials whose failures the fabric's symmetry maps onto each other
         (claimed by its generator, or found) are solved once, with all-to-all traffic
         (:mod:`~fabricopt.failures.orbits`); exact duplicates are solved once always.
+    progress : None, bool or callable
+        As in :func:`~fabricopt.compare`: None shows a bar of the trials on stderr when it is
+        a terminal, True always, False never, and a function is called as
+        ``progress(done, total)`` after each trial (a trial sharing another's solve counts
+        when that solve is done). The sweep's own: it is not passed to the solves.
 
     Returns
     -------
@@ -667,6 +674,7 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
         raise fail(func, "seed", "None or an integer >= 0", seed)
     if executor is not None and not isinstance(executor, Executor):
         raise fail(func, "executor", "a concurrent.futures.Executor or None", executor)
+    tell = _TrialProgress(func, progress, len(checked) * trials)
     traffic, default_traffic = checked_traffic(func, fab, traffic)
     root = np.random.SeedSequence(None if seed is None else int(seed))
     children = root.spawn(len(checked) * trials)
@@ -683,18 +691,35 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
     jobs: list[tuple[float, int, Removed, int | None]] = []
     outcomes: dict[int, Any] = {}
     report = stage_report()  # a terminal's status line: which trial is being solved
-    for i, fraction in enumerate(checked):
-        for j in range(trials):
-            removed = pool.draw(fab, fraction, np.random.default_rng(children[i * trials + j]))
-            same_as = keys.first_equivalent(pattern_of(removed), len(jobs))
-            jobs.append((fraction, j, removed, same_as))
-            if same_as is None:
-                report("failure sweep", detail=f"fraction {fraction:g}, trial {j + 1:,} of "
-                       f"{trials:,}")
-                args = (apply_removed(fab, removed), traffic, method, solve_options, warm,
-                        around)
-                outcomes[len(jobs) - 1] = (executor.submit(_solve_trial, *args)
-                                           if executor is not None else _solve_trial(*args))
+    tell.start()
+    try:
+        for i, fraction in enumerate(checked):
+            for j in range(trials):
+                removed = pool.draw(fab, fraction,
+                                    np.random.default_rng(children[i * trials + j]))
+                same_as = keys.first_equivalent(pattern_of(removed), len(jobs))
+                jobs.append((fraction, j, removed, same_as))
+                if same_as is None:
+                    report("failure sweep", detail=f"fraction {fraction:g}, trial {j + 1:,} "
+                           f"of {trials:,}")
+                    args = (apply_removed(fab, removed), traffic, method, solve_options, warm,
+                            around)
+                    outcomes[len(jobs) - 1] = (executor.submit(_solve_trial, *args)
+                                               if executor is not None else
+                                               _solve_trial(*args))
+                if executor is None:  # solved in turn: this trial is done
+                    tell.advance()
+        return _collected(fab, pool, tier_set, root, intact, kind, jobs, outcomes, executor,
+                          tell)
+    finally:
+        tell.close()
+
+
+def _collected(fab: Fabric, pool: _Pool, tier_set: frozenset[str] | None,
+               root: np.random.SeedSequence, intact: FlowResult, kind: str,
+               jobs: list[tuple[float, int, Removed, int | None]], outcomes: dict[int, Any],
+               executor: Executor | None, tell: _TrialProgress) -> FailureSweep:
+    """The sweep's result: every trial with its (or its equivalent's) solve, in order."""
     sweep = FailureSweep(fab.name, kind, tuple(sorted(tier_set)) if tier_set else None,
                          pool.eligible, int(root.entropy),  # type: ignore[arg-type]
                          intact_theta=intact.theta, intact_lower=intact.lower,
@@ -706,7 +731,40 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
         sweep.trials.append(FailureTrial(
             fraction, j, removed.physical_links, len(removed.switches), _describe(removed),
             **solved, same_as=same_as))
+        if executor is not None:  # solved on the executor: done once its result is in
+            tell.advance()
     return sweep
+
+
+class _TrialProgress:
+    """The sweep's ``progress``: a bar of trials on stderr, a function told
+    ``(done, total)`` after each trial, or nothing (see :func:`failure_sweep`)."""
+
+    def __init__(self, func: str, progress: Any, total: int) -> None:
+        if progress is not None and not isinstance(progress, bool) and not callable(progress):
+            raise fail(func, "progress", "None, True, False or a function "
+                       "progress(done, total)", progress)
+        self.progress, self.total, self.done = progress, total, 0
+        self.callback = progress if callable(progress) else None
+        self.bar: Any = None
+
+    def start(self) -> None:
+        """Show the bar (when asked for), once the arguments are checked."""
+        if self.callback is None:
+            self.bar = progress_bar(self.progress, desc="failure sweep", unit="trial",
+                                    total=self.total)
+
+    def advance(self) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+        if self.callback is not None:
+            self.callback(self.done, self.total)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 __all__ = ["FailureSweep", "FailureTrial", "FractionSummary", "RiskGroup", "fail_random",

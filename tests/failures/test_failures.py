@@ -192,6 +192,29 @@ def test_failure_sweep_reproduces_and_summarises():
     assert "leaf-spine" in str(a)
 
 
+def test_failure_sweep_progress_is_the_sweeps_own():
+    # A function is told (done, total) after each trial, as compare's progress is, and is not
+    # handed on to the solves (max_concurrent_flow takes True or False only): 2 fractions x
+    # 3 trials = 6 trials, the ring's equivalent draws counted when their solve is done.
+    seen = []
+    told = fo.failure_sweep(fo.ring(6), [0.0, 1 / 6], trials=3, seed=1,
+                            progress=lambda done, total: seen.append((done, total)))
+    assert seen == [(done, 6) for done in range(1, 7)]
+    with ThreadPoolExecutor(2) as ex:
+        seen.clear()
+        fo.failure_sweep(fo.ring(6), [0.0, 1 / 6], trials=3, seed=1, executor=ex,
+                         progress=lambda done, total: seen.append((done, total)))
+        assert seen == [(done, 6) for done in range(1, 7)]
+    # True and False show a bar or not; the answers are the same either way.
+    for shown in (True, False):
+        again = fo.failure_sweep(fo.ring(6), [0.0, 1 / 6], trials=3, seed=1, progress=shown)
+        assert _comparable(again) == _comparable(told)
+    with pytest.raises(fo.InvalidParameterError,
+                       match=r"failure_sweep\(\): progress must be None, True, False or a "
+                       r"function progress\(done, total\), got 'yes'"):
+        fo.failure_sweep(fo.ring(6), [0.1], progress="yes")
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"fractions": []}, "non-empty"),
     ({"fractions": [0.1, 2.0]}, "fraction"),
