@@ -692,17 +692,41 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespa
     if first in commands:  # a signed value is its flag's to refuse, not another flag
         argv = signed_values(commands[first], argv)
     args, extra = parser.parse_known_args(argv)
+    if "--" in extra and isinstance(getattr(args, "targets", None), list):
+        # '--' ends the options: every word after it is a target or its key=value, also
+        # after the targets already read (argparse left them over, '--' first).
+        at = extra.index("--")
+        args.targets += extra[at + 1:]
+        extra = extra[:at]
     if extra:
         sub = commands[args.command]
         flags = [o for a in sub._actions for o in a.option_strings if o.startswith("--")]
         unknown = [w for w in extra if w.startswith("-")] or extra
         word = unknown[0].split("=", 1)[0]
+        placed = ("" if word.startswith("-") or "=" not in unknown[0] else
+                  f": a target's key=value parameters follow it, before its options "
+                  f"(fabricopt {args.command} TARGET {unknown[0]} --flag ...), or after '--'")
         # One line, as for every other bad word: the suggestion, not the usage block.
-        sub.exit(2, f"{sub.prog}: error: unrecognized argument {word!r}"
+        sub.exit(2, f"{sub.prog}: error: unrecognized argument "
+                 f"{unknown[0] if placed else word!r}{placed}"
                  + (did_you_mean(word, flags) if word.startswith("-") else "")
                  + f"; see: fabricopt {args.command} --help\n")
+    _refuse_flags_as_targets(commands[args.command], args)
     _refuse_empty_words(commands[args.command], args)
     return args
+
+
+def _refuse_flags_as_targets(sub: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """A flag of the command written after '--' (which ends the options, so argparse reads it
+    as a target) is refused in one line that says where it belongs: it was meant as a flag,
+    and as a target it would be read as a generator's name, or leave the flag unset."""
+    flags = {o for a in sub._actions for o in a.option_strings}
+    for word in getattr(args, "targets", None) or []:
+        name = str(word).split("=", 1)[0]
+        if name in flags:
+            sub.exit(2, f"{sub.prog}: error: {name} comes after '--', which ends the "
+                     "options (every word after it is a target or a key=value): put "
+                     f"{name} before '--'; see: fabricopt {args.command} --help\n")
 
 
 def _refuse_empty_words(sub: argparse.ArgumentParser, args: argparse.Namespace) -> None:
