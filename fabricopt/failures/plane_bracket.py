@@ -34,13 +34,16 @@ from .plane_lp import (
     IPM_SECONDS_PER_NONZERO,
     IPM_TOLERANCE,
     UNTIMED_MAX_NONZEROS,
+    BuiltPlaneLP,
+    PlaneSolution,
     refused,
     route_nonzeros,
     solve_planes,
+    vertex_solution,
 )
 from .plane_routes import plane_routes, server_classes
 from .plane_routing import PlaneProof, PlaneRate, proven_plane_rate
-from .planes import Planes, plane_structure
+from .planes import plane_structure
 
 #: What the proof of a routing through the planes takes, as a multiple of its LP's build:
 #: 1.8x on a failed 16,384-GPU SuperPOD (45 s against 25 s under load), 2.3x on a failed
@@ -65,10 +68,6 @@ LP_NONZEROS_PER_ARC = 1.5
 #: 3-tier Clos's 63,000 route nonzeros (6 s) follow, a 1 %-failed SuperPOD of 16 SU's
 #: 138,000 (14 s; the LP itself ran past 90 s) are searched first.
 FOLLOW_SECONDS = 10.0
-
-#: The interior point's tolerance when the LP is solved again because its first point
-#: stopped just short of the cut (:func:`_polished`).
-POLISH_TOLERANCE = 1e-8
 
 
 def plane_bracket(fab: Fabric, traffic: Traffic, time_limit: float | None = None,
@@ -150,8 +149,8 @@ def plane_bracket_why(fab: Fabric, traffic: Traffic, time_limit: float | None = 
         proof, columns, how = found.proof, found.lp_size["columns"], (
             "each unit's pairs on two rails turned at leaves the LP picks, ")
     else:
-        sol, *_ = solve_planes(pl, time_limit=left, reserve=PROOF_PER_BUILD)
-        if sol is None:
+        sol, built = solve_planes(pl, time_limit=left, reserve=PROOF_PER_BUILD)
+        if sol is None or built is None:
             least = _least_seconds(ga.n_arcs)
             return None, (f"the planes' LP was not begun or stopped without a point (with "
                           f"its assembly and proof at least about {least:.0f} s, "
@@ -159,7 +158,7 @@ def plane_bracket_why(fab: Fabric, traffic: Traffic, time_limit: float | None = 
         proof, columns, how = PlaneProof.of(sol), sol.lp_size["columns"], ""
     rate = proven_plane_rate(fab, traffic, proof, ga, pl)
     if not grouped and _near(rate.theta, upper):
-        proof, rate = _polished(fab, traffic, ga, pl, proof, rate, time_limit, start)
+        proof, rate = _polished(fab, traffic, ga, built, sol, proof, rate, time_limit, start)
     lower = min(rate.theta, upper)
     closed = bool(np.isfinite(upper)) and upper - lower <= EXACT_RTOL * upper
     mean_out = traffic.mean_out_gbps()
@@ -189,22 +188,24 @@ def _near(theta: float, upper: float) -> bool:
         EXACT_RTOL * upper < upper - theta <= 10 * IPM_TOLERANCE * upper)
 
 
-def _polished(fab: Fabric, traffic: Traffic, ga: GraphArrays, pl: Planes, proof: PlaneProof,
-              rate: PlaneRate, time_limit: float | None, start: float
-              ) -> tuple[PlaneProof, PlaneRate]:
-    """The planes' LP solved again at :data:`POLISH_TOLERANCE`, when the time a limit leaves
-    allows as much again as the bracket has taken: its proof where it proves more (a failed
-    small Clos whose LP meets the cut stopped 2e-6 under it at the usual tolerance)."""
+def _polished(fab: Fabric, traffic: Traffic, ga: GraphArrays, built: BuiltPlaneLP,
+              sol: PlaneSolution, proof: PlaneProof, rate: PlaneRate, time_limit: float | None,
+              start: float) -> tuple[PlaneProof, PlaneRate]:
+    """The vertex crossover reaches from the planes' LP point ``sol`` (the LP ``built`` kept,
+    neither built nor solved again), when the time a limit leaves allows as much again as
+    the bracket has taken: its proof where it proves more (a failed small Clos whose LP
+    meets the cut stopped 2e-6 under it at the usual tolerance; a failed 1,024-GPU SuperPOD
+    1.4e-6 under it, where solving the LP again at 1e-8 took 2.2 s CPU, its crossover
+    0.2 s)."""
     left = None if time_limit is None else time_limit - (now() - start)
     if left is not None and left < 2 * (now() - start):
         return proof, rate
-    sol, *_ = solve_planes(pl, time_limit=left, reserve=PROOF_PER_BUILD,
-                           tolerance=POLISH_TOLERANCE)
-    if sol is None:
+    again = vertex_solution(built, sol, left)
+    if again is None:
         return proof, rate
-    again = PlaneProof.of(sol)
-    better = proven_plane_rate(fab, traffic, again, ga, pl)
-    return (again, better) if better.theta > rate.theta else (proof, rate)
+    vertex = PlaneProof.of(again)
+    better = proven_plane_rate(fab, traffic, vertex, ga, built.pl)
+    return (vertex, better) if better.theta > rate.theta else (proof, rate)
 
 
 def planes_follow(fab: Fabric, traffic: Traffic, time_limit: float | None = None,

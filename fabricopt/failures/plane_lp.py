@@ -31,14 +31,14 @@ choices, so one LP minimises the most loaded link. Its solution is a routing;
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..flow.backends import highspy_available, solve_lp
 from ..flow.budget import now
-from ..flow.lp import LinearProgram
+from ..flow.lp import LinearProgram, LPSolution
 from .plane_routes import (
     Classes,
     PlaneRoutes,
@@ -50,6 +50,7 @@ from .plane_routes import (
     relay_hops,
     server_classes,
 )
+from .plane_vertex import crossed_over
 from .planes import Planes
 
 #: The interior point's relative optimality tolerance (see :func:`solve_planes`).
@@ -146,6 +147,8 @@ class PlaneSolution:
     #: that takes their server's own NIC on the far end of the hop instead
     #: (:meth:`_PlaneLP.shortcuts`).
     shortcut: dict[tuple[int, int, bool], float] | None = None
+    #: The LP's own point, duals with it (what :func:`vertex_solution` starts from).
+    point: LPSolution | None = field(default=None, repr=False, compare=False)
 
 
 class _Builder:
@@ -201,13 +204,39 @@ class _Builder:
         self.n_le += 1
 
 
+@dataclass(frozen=True)
+class BuiltPlaneLP:
+    """The planes' LP as :func:`solve_planes` built it, with what turns a point of it into
+    a :class:`PlaneSolution` (kept so that a point can be carried further without a second
+    build: :func:`vertex_solution`)."""
+
+    pl: Planes
+    lp: LinearProgram
+    cols: _Columns
+    unit: float
+    routes: PlaneRoutes
+    cl: Classes
+    ct: Counts
+    relay_leaves: np.ndarray
+
+    def solution(self, point: LPSolution) -> PlaneSolution:
+        """The routing ``point`` (a solve of :attr:`lp` with a point) describes."""
+        lp = self.lp
+        size = {"rows": lp.n_rows, "columns": lp.n_cols, "nonzeros": lp.nnz}
+        out = _solution(self.pl, self.ct, self.routes, self.cols, point.x, point.status,
+                        point.message, self.relay_leaves, size, one_hop_pairs(self.cl, self.ct))
+        return replace(out, lp_gbps=self.unit / point.x[self.cols.lam], point=point)
+
+
 def solve_planes(pl: Planes, relay_leaves: np.ndarray | None = None,
                  time_limit: float | None = None, reserve: float = 0.0,
                  tolerance: float = IPM_TOLERANCE
-                 ) -> tuple[PlaneSolution | None, PlaneRoutes, Classes, Counts]:
-    """Build and solve the LP of the module docstring. ``relay_leaves`` (a mask over the
-    leaves; default: those that lost an uplink) get relayed routes; ``tolerance``: the
-    interior point's relative optimality tolerance.
+                 ) -> tuple[PlaneSolution | None, BuiltPlaneLP | None]:
+    """Build and solve the LP of the module docstring: its routing (None when the LP was
+    not begun or stopped without a point) and the LP as built (None when it was refused
+    before its assembly). ``relay_leaves`` (a mask over the leaves; default: those that
+    lost an uplink) get relayed routes; ``tolerance``: the interior point's relative
+    optimality tolerance.
 
     ``time_limit`` (seconds, None: none) is for the build and the solve together, less
     ``reserve`` times what the build took (what the caller needs after it: the proof of
@@ -225,11 +254,12 @@ def solve_planes(pl: Planes, relay_leaves: np.ndarray | None = None,
     # before its assembly (8 s of a 1.8-million-nonzero LP on superpod(16) minus 5 %); the
     # assembled LP's count decides the rest, as before.
     if refused(route_nonzeros(pl, cl, routes), time_limit, now() - start, reserve):
-        return None, routes, cl, ct
+        return None, None
     lp, cols, unit = _plane_lp(pl, cl, ct, routes)
+    built_lp = BuiltPlaneLP(pl, lp, cols, unit, routes, cl, ct, relay_leaves)
     built = now() - start
     if refused(lp.nnz, time_limit, built, reserve):
-        return None, routes, cl, ct
+        return None, built_lp
     if time_limit is not None:
         time_limit -= built * (1.0 + reserve)
     # Interior point without crossover, stopped at a relative gap of 1e-4: its point is
@@ -240,12 +270,24 @@ def solve_planes(pl: Planes, relay_leaves: np.ndarray | None = None,
     sol = (solve_lp(lp, "highspy", time_limit, solver="ipm", run_crossover="off",
                     ipm_optimality_tolerance=tolerance)
            if highspy_available() else solve_lp(lp, "highs", time_limit))
-    size = {"rows": lp.n_rows, "columns": lp.n_cols, "nonzeros": lp.nnz}
     if sol.x is None or not np.isfinite(sol.x).all():
-        return None, routes, cl, ct
-    out = _solution(pl, ct, routes, cols, sol.x, sol.status, sol.message, relay_leaves, size,
-                    one_hop_pairs(cl, ct))
-    return replace(out, lp_gbps=unit / sol.x[cols.lam]), routes, cl, ct
+        return None, built_lp
+    return built_lp.solution(sol), built_lp
+
+
+def vertex_solution(built: BuiltPlaneLP, sol: PlaneSolution, time_limit: float | None = None
+                    ) -> PlaneSolution | None:
+    """The routing of the vertex crossover reaches from ``sol``'s interior point of
+    ``built`` (:func:`~fabricopt.failures.plane_vertex.crossed_over`), without building or
+    solving the LP again: where the point stopped just short of an optimum it is the
+    optimum itself. None when there is no vertex (no point, no highspy, ``time_limit``
+    spent)."""
+    if sol.point is None:
+        return None
+    x = crossed_over(built.lp, sol.point, time_limit)
+    if x is None:
+        return None
+    return built.solution(LPSolution("vertex", "crossover from the interior point", x))
 
 
 def refused(nonzeros: int, time_limit: float | None, built: float, reserve: float = 0.0
@@ -792,5 +834,6 @@ def _shortcut_shares(cols: _Columns, x: np.ndarray, one_hop: np.ndarray
     return {key: f for key, f in out.items() if f > 0}
 
 
-__all__ = ["IPM_SECONDS_PER_NONZERO", "UNTIMED_MAX_NONZEROS", "Counts", "PlaneSolution",
-           "counts", "leaf_kinds", "refused", "route_nonzeros", "solve_planes"]
+__all__ = ["IPM_SECONDS_PER_NONZERO", "UNTIMED_MAX_NONZEROS", "BuiltPlaneLP", "Counts",
+           "PlaneSolution", "counts", "leaf_kinds", "refused", "route_nonzeros", "solve_planes",
+           "vertex_solution"]

@@ -79,16 +79,26 @@ def test_bracket_holds_the_exact_lp(nodes, fraction, seed):
     assert np.all(r.certificate.load <= ga.capacity * (1 + 1e-9))
 
 
-def test_meets_the_cut_where_a_failure_is_local():
+def test_meets_the_cut_where_a_failure_is_local(monkeypatch):
     # Seed 2 of 5 % on the 12-server Clos: the cut (a group's uplinks over the demand
     # that must leave it) is 4.545455 per pair, which the exact LP reaches too; so does
     # the routing through the planes, and the result says it is exact (the interior point's
-    # first point stops 2e-6 under it; near the cut the LP is solved again, tighter).
+    # first point stops 2e-6 under it; near the cut crossover carries that point to the
+    # optimal vertex). The LP is built and solved once: the vertex comes from the kept LP.
+    import fabricopt.failures.plane_lp as plane_lp
+
+    calls = []
+    for name in ("_plane_lp", "solve_lp", "crossed_over"):
+        real = getattr(plane_lp, name)
+        monkeypatch.setattr(plane_lp, name, lambda *a, _real=real, _name=name, **k: (
+            calls.append(_name), _real(*a, **k))[1])
     fab = fo.fail_random(_clos(12), 0.05, seed=2)
     r = plane_bracket(fab, fo.all_to_all(fab))
     exact = fo.max_concurrent_flow(fab, method="lp")
     assert r.status == "optimal" and r.exact
     assert r.theta == pytest.approx(exact.theta, rel=1e-7)
+    assert fo.check_certificate(fab, r).ok
+    assert calls == ["_plane_lp", "solve_lp", "crossed_over"]
 
 
 @pytest.mark.parametrize("nodes, seed", [(12, 1), (16, 3)])
