@@ -45,7 +45,14 @@ from ..io.design_files import design_points, load_design
 from ..workload.plan import TrainingJob
 from ..workload.plan_search import PlanSearch, job_or_search
 from ..workload.serving_capacity import serving_workload
-from .execution import Progress, check_executor, check_progress, limit_threads, run
+from .execution import (
+    Progress,
+    check_executor,
+    check_progress,
+    limit_threads,
+    load_for_workers,
+    run,
+)
 from .metrics import DEFAULT_METRICS, METRICS, MetricContext, compute_metrics
 from .table import CSV_FILE, ROWS_FILE, Comparison, RowStore
 
@@ -552,6 +559,7 @@ def compare(designs: Any, *, metrics: Sequence[MetricSpec] | None = None,
     reused = len(results)
     todo = [job for k, job in jobs.items() if k not in results]
     if executor is not None:
+        load_for_workers(executor)  # before the pool forks: once, not once a worker
         # Largest first: the workers start on the long rows and finish on short ones, so
         # they end together instead of one waiting on a long row sent last.
         todo.sort(key=lambda job: -_size_hint(job.task))

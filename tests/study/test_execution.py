@@ -85,3 +85,42 @@ def test_optimize_sends_one_topology_and_one_step_per_task(monkeypatch):
     outcome = {r["name"].rsplit(" ", 1)[0]: r["outcome"] for r in shared.rows
                if r.get("capex_usd") is not None}
     assert {n for n, o in outcome.items() if o == "evaluated"} <= solved
+
+
+def test_workers_of_a_process_pool_find_what_a_row_loads_already_loaded():
+    # In a fresh interpreter (this one may have loaded them through other tests): a worker
+    # forked after load_for_workers has the bisection's stages, the LP solver's modules and
+    # the default catalog before its first row; one forked before it would not.
+    import subprocess
+    import sys
+
+    code = (
+        "import concurrent.futures as cf, multiprocessing as mp, sys\n"
+        "import fabricopt.study.compare\n"
+        "from fabricopt.study.execution import load_for_workers\n"
+        "def loaded():\n"
+        "    from fabricopt.catalog import _default_data\n"
+        "    return ('fabricopt.analysis.bisection_plan' in sys.modules,\n"
+        "            'scipy.optimize' in sys.modules, _default_data.cache_info().currsize)\n"
+        "if __name__ == '__main__':\n"
+        "    ctx = mp.get_context('fork')\n"
+        "    with cf.ProcessPoolExecutor(1, mp_context=ctx) as pool:\n"
+        "        before = pool.submit(loaded).result()\n"
+        "    with cf.ProcessPoolExecutor(1, mp_context=ctx) as pool:\n"
+        "        print(before, load_for_workers(pool), pool.submit(loaded).result())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "(False, False, 0) True (True, True, 1)"
+
+
+def test_compare_loads_for_a_process_pool_only(monkeypatch):
+    compare_module = importlib.import_module("fabricopt.study.compare")
+    seen = []
+    monkeypatch.setattr(compare_module, "load_for_workers",
+                        lambda executor: seen.append(executor))
+    with cf.ThreadPoolExecutor(1) as pool:
+        fo.compare([fo.ring(4)], metrics=["summary"], executor=pool, progress=False)
+    fo.compare([fo.ring(4)], metrics=["summary"], progress=False)  # in this process
+    assert seen == [pool]
+    assert execution.load_for_workers(pool) is False  # threads share this process already
+    assert execution.load_for_workers(None) is False
