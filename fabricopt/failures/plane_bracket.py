@@ -30,17 +30,8 @@ from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
 from .leaf_run_cuts import LeafRunCut, leaf_run_cut
 from .plane_groups_lp import solve_group_planes, whole_groups
-from .plane_lp import (
-    IPM_SECONDS_PER_NONZERO,
-    IPM_TOLERANCE,
-    UNTIMED_MAX_NONZEROS,
-    BuiltPlaneLP,
-    PlaneSolution,
-    refused,
-    route_nonzeros,
-    solve_planes,
-    vertex_solution,
-)
+from .plane_lp import IPM_TOLERANCE, BuiltPlaneLP, PlaneSolution, solve_planes, vertex_solution
+from .plane_lp_size import IPM_SECONDS_PER_NONZERO, UNTIMED_MAX_NONZEROS, refused, route_nonzeros
 from .plane_routes import plane_routes, server_classes
 from .plane_routing import PlaneProof, PlaneRate, proven_plane_rate
 from .planes import plane_structure
@@ -97,9 +88,9 @@ def plane_bracket_why(fab: Fabric, traffic: Traffic, time_limit: float | None = 
     it is expected to take; nothing is read when the fabric's arcs alone say so
     (:data:`BUILD_SECONDS_PER_ARC`, :data:`LP_NONZEROS_PER_ARC`), nor, without a time limit,
     when they say its LP has more than
-    :data:`~fabricopt.failures.plane_lp.UNTIMED_MAX_NONZEROS` nonzeros; nor is the LP
+    :data:`~fabricopt.failures.plane_lp_size.UNTIMED_MAX_NONZEROS` nonzeros; nor is the LP
     assembled when its routes' own nonzeros
-    (:func:`~fabricopt.failures.plane_lp.route_nonzeros`) already say it is not begun.
+    (:func:`~fabricopt.failures.plane_lp_size.route_nonzeros`) already say it is not begun.
     ``ga``: the fabric's arrays, when the caller has them.
 
     Examples
@@ -213,7 +204,7 @@ def planes_follow(fab: Fabric, traffic: Traffic, time_limit: float | None = None
     """Whether :func:`plane_bracket` would read ``fab``'s planes and begin their LP within
     ``time_limit`` (seconds, None: none): the traffic uniform all-to-all, the planes found,
     and whole groups or an LP begun as far as the arcs and its routes' own nonzeros
-    (:func:`~fabricopt.failures.plane_lp.route_nonzeros`, read in well under a second
+    (:func:`~fabricopt.failures.plane_lp_size.route_nonzeros`, read in well under a second
     where the LP's assembly takes seconds) tell. A stage before it whose own search only
     narrows what the planes close (the detours' search: 10 s CPU of a failed 4,096-GPU
     3-tier Clos, whose planes then lift the lower end past it) skips that search. ``ga``:

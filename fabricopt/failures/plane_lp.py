@@ -39,6 +39,7 @@ import scipy.sparse as sp
 from ..flow.backends import highspy_available, solve_lp
 from ..flow.budget import now
 from ..flow.lp import LinearProgram, LPSolution
+from .plane_lp_size import refused, route_nonzeros
 from .plane_routes import (
     Classes,
     PlaneRoutes,
@@ -56,16 +57,6 @@ from .planes import Planes
 #: The interior point's relative optimality tolerance (see :func:`solve_planes`).
 IPM_TOLERANCE = 1e-4
 
-#: CPU seconds the interior point takes per nonzero of the LP, measured on 2 cores: 34 s for
-#: the 360,000 nonzeros of superpod(16) minus 1% of its leaf-spine links; superpod(64)'s
-#: 2.4 million did not finish in 20 minutes under load. It decides only whether an LP is
-#: begun in the time a limit leaves, never a number.
-IPM_SECONDS_PER_NONZERO = 1e-4
-
-#: Without a time limit, the most nonzeros the LP is begun with: its minutes would buy a
-#: bracket the caller did not ask to wait for (the intact flow's stands; a ``time_limit``
-#: lets a larger LP run in the time it gives).
-UNTIMED_MAX_NONZEROS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -241,9 +232,9 @@ def solve_planes(pl: Planes, relay_leaves: np.ndarray | None = None,
     ``time_limit`` (seconds, None: none) is for the build and the solve together, less
     ``reserve`` times what the build took (what the caller needs after it: the proof of
     the routing costs about as much as its build); the LP is not begun (no solution, None)
-    when what is left is less than it is expected to take
-    (:data:`IPM_SECONDS_PER_NONZERO`), nor, without a limit, above
-    :data:`UNTIMED_MAX_NONZEROS` nonzeros."""
+    when what is left is less than it is expected to take, nor, without a limit, above
+    :data:`~fabricopt.failures.plane_lp_size.UNTIMED_MAX_NONZEROS` nonzeros
+    (:func:`~fabricopt.failures.plane_lp_size.refused`)."""
     start = now()
     cl = server_classes(pl)
     ct = counts(pl)
@@ -288,55 +279,6 @@ def vertex_solution(built: BuiltPlaneLP, sol: PlaneSolution, time_limit: float |
     if x is None:
         return None
     return built.solution(LPSolution("vertex", "crossover from the interior point", x))
-
-
-def refused(nonzeros: int, time_limit: float | None, built: float, reserve: float = 0.0
-            ) -> bool:
-    """Whether :func:`solve_planes` does not begin an LP of ``nonzeros`` nonzeros: above
-    :data:`UNTIMED_MAX_NONZEROS` without a time limit; with one, when what is left of it
-    after ``built`` seconds and ``reserve`` times as many for the proof is less than the LP
-    is expected to take (:data:`IPM_SECONDS_PER_NONZERO`). A lower bound of the nonzeros
-    refuses only LPs the count itself would refuse (the limit left only shrinks with the
-    build).
-
-    >>> refused(2_000_000, None, 0.0), refused(1_000, None, 0.0), refused(1_000, 1.0, 0.5, 1.0)
-    (True, False, True)
-    """
-    if time_limit is None:
-        return nonzeros > UNTIMED_MAX_NONZEROS
-    left = time_limit - built * (1.0 + reserve)
-    return left <= 0 or nonzeros * IPM_SECONDS_PER_NONZERO > left
-
-
-def route_nonzeros(pl: Planes, cl: Classes, routes: PlaneRoutes) -> int:
-    """The nonzeros of the route columns of :func:`solve_planes`'s LP over ``routes``,
-    counted off the routes without building a row: a lower bound of the LP's nonzeros
-    (exact for those columns; the shares, volumes, hubs and loads of single routes are not
-    counted), which lets an LP too large be refused before its assembly (:func:`refused`).
-
-    Where a class has several routes to a plane, each route (out and in) is a column of its
-    own that meets its volume's equality row, its server's NIC row on its leaf, and: the
-    plane's arc (direct); the NIC rows of each class spanning the hop, down on one leaf and
-    up on the other, and the next leaf's arc (relay); each distinct arc of its bounce. Those
-    rows differ from one another, so none of these entries is summed with another.
-    """
-    bounces: dict[tuple[int, int], int] = {}
-    total = 0
-    for (_, _, p), rts in zip(routes.keys, routes.routes, strict=True):
-        if len(rts) < 2:
-            continue
-        for rt in rts:
-            if rt.kind == "direct":
-                rows = 1
-            elif rt.kind == "relay":
-                rows = 1 + 2 * len(cl.hops[(rt.leaf, rt.next)][0])
-            else:
-                key = (rt.leaf, p)
-                if key not in bounces:
-                    bounces[key] = len(bounce_arcs(pl, rt.leaf, p))
-                rows = bounces[key]
-            total += 2 * (2 + rows)  # out and in: the equality row, the own NIC, the rest
-    return total
 
 
 @dataclass(frozen=True)
@@ -834,6 +776,5 @@ def _shortcut_shares(cols: _Columns, x: np.ndarray, one_hop: np.ndarray
     return {key: f for key, f in out.items() if f > 0}
 
 
-__all__ = ["IPM_SECONDS_PER_NONZERO", "UNTIMED_MAX_NONZEROS", "BuiltPlaneLP", "Counts",
-           "PlaneSolution", "counts", "leaf_kinds", "refused", "route_nonzeros", "solve_planes",
+__all__ = ["BuiltPlaneLP", "Counts", "PlaneSolution", "counts", "leaf_kinds", "solve_planes",
            "vertex_solution"]

@@ -17,6 +17,7 @@ import fabricopt.failures.intact_flow as intact_flow
 import fabricopt.failures.plane_bracket as plane_bracket
 import fabricopt.failures.plane_groups_lp as plane_groups_lp
 import fabricopt.failures.plane_lp as plane_lp
+import fabricopt.failures.plane_lp_size as plane_lp_size
 import fabricopt.failures.plane_routes as plane_routes
 import fabricopt.failures.reroute as reroute
 import fabricopt.flow.budget as budget
@@ -141,9 +142,9 @@ def test_an_lp_that_would_not_end_in_time_is_not_begun(monkeypatch):
     fab = _failed_superpod(4)
     pl, _ = plane_structure(fab)
     solves = _begun(monkeypatch, plane_lp, "solve_lp")
-    monkeypatch.setattr(plane_lp, "IPM_SECONDS_PER_NONZERO", 1.0)  # a nonzero a second
+    monkeypatch.setattr(plane_lp_size, "IPM_SECONDS_PER_NONZERO", 1.0)  # a nonzero a second
     assert plane_lp.solve_planes(pl, time_limit=1000.0)[0] is None
-    monkeypatch.setattr(plane_lp, "UNTIMED_MAX_NONZEROS", 0)
+    monkeypatch.setattr(plane_lp_size, "UNTIMED_MAX_NONZEROS", 0)
     assert plane_lp.solve_planes(pl)[0] is None
     assert solves == []
 
@@ -158,7 +159,7 @@ def test_the_general_lp_is_not_built_when_the_arcs_say_it_cannot_fit(monkeypatch
     traffic = fo.all_to_all(fab)
     arcs = GraphArrays.from_fabric(fab).n_arcs
     least = arcs * (plane_bracket.BUILD_SECONDS_PER_ARC * (1 + plane_bracket.PROOF_PER_BUILD)
-                    + plane_bracket.LP_NONZEROS_PER_ARC * plane_lp.IPM_SECONDS_PER_NONZERO)
+                    + plane_bracket.LP_NONZEROS_PER_ARC * plane_lp_size.IPM_SECONDS_PER_NONZERO)
     monkeypatch.setattr(budget, "clock", lambda: 0.0)  # no time passes while it decides
     built = _begun(monkeypatch, plane_lp, "_plane_lp")
     assert plane_bracket.plane_bracket(fab, traffic, time_limit=0.9 * least) is None

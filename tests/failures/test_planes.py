@@ -427,7 +427,8 @@ def test_route_nonzeros_are_the_route_columns_of_the_assembled_lp(nodes, fractio
     # columns (each route column meets only its equality row, its own NIC row and the rows
     # of its way up, all distinct), hence a lower bound of the LP's nonzeros: it refuses
     # only LPs the assembled count would refuse too.
-    from fabricopt.failures.plane_lp import _plane_lp, counts, route_nonzeros
+    from fabricopt.failures.plane_lp import _plane_lp, counts
+    from fabricopt.failures.plane_lp_size import route_nonzeros
     from fabricopt.failures.plane_routes import plane_routes, server_classes
 
     pl, _ = plane_structure(fo.fail_random(_clos(nodes), fraction, seed=seed))
@@ -445,17 +446,18 @@ def test_a_planes_lp_its_routes_refuse_is_neither_assembled_nor_followed(monkeyp
     # a row of it is built, and the detours' search is not skipped for it; at that count
     # exactly, the planes still follow (the assembled LP, larger, then decides).
     import fabricopt.failures.plane_lp as plane_lp
+    import fabricopt.failures.plane_lp_size as plane_lp_size
     from fabricopt.failures.plane_routes import plane_routes, server_classes
 
     fab = fo.fail_random(_clos(12), 0.05, seed=2)
     traffic = fo.all_to_all(fab)
     pl, _ = plane_structure(fab)
     cl = server_classes(pl)
-    least = plane_lp.route_nonzeros(
+    least = plane_lp_size.route_nonzeros(
         pl, cl, plane_routes(pl, cl, ((pl.up < 0) | (pl.down < 0)).any(axis=1)))
-    monkeypatch.setattr(plane_lp, "UNTIMED_MAX_NONZEROS", least)
+    monkeypatch.setattr(plane_lp_size, "UNTIMED_MAX_NONZEROS", least)
     assert planes_follow(fab, traffic)
-    monkeypatch.setattr(plane_lp, "UNTIMED_MAX_NONZEROS", least - 1)
+    monkeypatch.setattr(plane_lp_size, "UNTIMED_MAX_NONZEROS", least - 1)
     monkeypatch.setattr(plane_lp, "_plane_lp", lambda *args: pytest.fail("assembled"))
     assert not planes_follow(fab, traffic)
     assert solve_planes(pl)[0] is None and plane_bracket(fab, traffic) is None
