@@ -140,10 +140,13 @@ class Symmetry:
 
 
 class ArcOrbits(Mapping):
-    """A claim's orbit of each arc, kept as the arcs and their codes in the order its builder
-    made them; the dict keyed by arc is made on the first lookup by key. Its length, and
-    iterating its keys, values or items, need no dict: a study row asks only those (the dict
-    of a 24,576-GPU cluster's 301,344 arcs was a tenth of its claim's making).
+    """A claim's orbit of each arc as a read-only mapping ``(u, v) -> code``: two parallel
+    lists in the order its builder made the arcs, the arcs and their orbit codes (integers;
+    the generators' builder numbers them 0..k-1 by the claim's sorted ``orbit_names``). Its
+    length and iterating its arcs (``keys()``) read the lists; the dict keyed by arc is made
+    once, on the first call that needs it (a lookup, ``get``, ``in``, ``values()``,
+    ``items()``, ``repr``), and answers every call after it (the dict of a 24,576-GPU
+    cluster's 301,344 arcs was a tenth of its claim's making).
 
     >>> orbits = ArcOrbits([("a", "b"), ("b", "a")], [0, 1])
     >>> len(orbits), orbits[("b", "a")], dict(orbits)
