@@ -228,7 +228,10 @@ def _capacity_json(c: Any) -> dict[str, Any]:
             "tpot_p50_s": c.tpot_p50_s, "tpot_p90_s": c.tpot_p90_s, "tpot_p99_s": c.tpot_p99_s,
             "tokens_per_s": c.tokens_per_s,
             "usd_per_million_tokens": c.usd_per_million_tokens,
-            "prefill_replicas": c.prefill_replicas, "decode_replicas": c.decode_replicas}
+            "prefill_replicas": c.prefill_replicas, "decode_replicas": c.decode_replicas,
+            **({} if c.plan is not None else {  # none met the targets: what they may ask
+                "fastest_tpot_s": c.fastest.tpot_s, "fastest_tpot_plan": c.fastest.tpot_plan,
+                "fastest_ttft_s": c.fastest.ttft_s, "fastest_ttft_plan": c.fastest.ttft_plan})}
 
 
 __all__ = ["PLAN_FLAGS", "add_serve_parser"]

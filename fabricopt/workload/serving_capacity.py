@@ -38,6 +38,7 @@ from .hardware import PRECISIONS, pick_gpu
 from .models import ModelConfig, model
 from .serving_load import LENGTHS, Requests, poisson_requests, read_trace, run_engines
 from .serving_replica import Replica, ServingPlan, replica
+from .serving_targets import TARGET_SPARE, Fastest
 from .step import _levels
 
 #: Percentiles every load result reports.
@@ -348,6 +349,32 @@ def _check_fits(func: str, r: Replica, context: int,
         f"{held:,.1f} GB; {hint}")
 
 
+def _none_met(model_name: str, fabric: str, percentile: float, ttft_s: float, tpot_s: float,
+              table: list[dict], fastest: Fastest) -> ServingCapacity:
+    """The answer when no plan meets the targets: rate 0, no plan, and ``fastest``, what the
+    targets could ask for."""
+    return ServingCapacity(model_name, fabric, 0.0, None, *([math.inf] * 6), 0.0, math.inf,
+                           percentile, ttft_s, tpot_s, table=table,
+                           notes=["no plan meets the targets even at a light load"],
+                           fastest=fastest)
+
+
+def _fastest(replicas: list[Replica], prompt: int, output: int, context: int) -> Fastest:
+    """The lowest TPOT and TTFT of ``replicas`` over the batches and chunks the search
+    tries (:func:`_tune`), each with its plan; read only when no plan meets the targets."""
+    fastest = Fastest()
+    for r in replicas:
+        most = min(r.max_batch(context), MAX_BATCH)
+        for chunk in CHUNKS if most >= 1 else ():
+            for b in sorted({min(most, 2 ** k) for k in range(0, 11)}):
+                if not r.plan.disaggregated and chunk <= b:
+                    continue
+                rr = _with(r, r.plan.with_(batch=b, chunk=chunk))
+                if rr.memory_bytes(b, context) <= rr.gpu.hbm_gb * 1e9:
+                    fastest = fastest.seen(rr.plan, throughput(rr, prompt, output))
+    return fastest
+
+
 @dataclass
 class ServingCapacity:
     """What :func:`serving_capacity` returns: the highest request rate within the targets
@@ -374,12 +401,17 @@ class ServingCapacity:
     decode_replicas: int = 0
     table: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: The lowest TPOT and TTFT any plan tried reaches (analytic, s; inf when none fits),
+    #: each with its plan: what a target can ask for when none is met.
+    fastest: Fastest = field(default_factory=lambda: Fastest())
 
     def __str__(self) -> str:
         q = f"p{self.percentile * 100:g}"
         if self.plan is None:
-            return (f"{self.model} on {self.fabric}: no plan meets TTFT {q} <= "
-                    f"{self.ttft_target_s:g} s and TPOT {q} <= {self.tpot_target_s:g} s")
+            return "\n".join([
+                f"{self.model} on {self.fabric}: no plan meets TTFT {q} <= "
+                f"{self.ttft_target_s:g} s and TPOT {q} <= {self.tpot_target_s:g} s",
+                *self.fastest.lines(self.ttft_target_s, self.tpot_target_s)])
         split = (f", {self.prefill_replicas} prefill : {self.decode_replicas} decode replicas"
                  if self.plan.disaggregated else f", {self.decode_replicas} replicas")
         return "\n".join([
@@ -436,7 +468,7 @@ def _tune(r: Replica, prompt: int, output: int, ttft_s: float, tpot_s: float,
             if rr.memory_bytes(b, context) > rr.gpu.hbm_gb * 1e9:
                 continue  # a larger chunk's activations leave no room for this batch
             th = throughput(rr, prompt, output)
-            if th.tpot_s > 0.9 * tpot_s or th.ttft_s > 0.9 * ttft_s:
+            if th.tpot_s > TARGET_SPARE * tpot_s or th.ttft_s > TARGET_SPARE * ttft_s:
                 continue
             if best is None or th.rate > best[1].rate:
                 best = (rr.plan, th)
@@ -603,6 +635,7 @@ def serving_capacity(fab: Fabric, model_name: str | ModelConfig, *, ttft_s: floa
     context = prompt_len + output_len
     table: list[dict] = []
     ranked: list[tuple[Throughput, Replica]] = []
+    shapes: list[Replica] = []  # every replica shape that builds, for the fastest it reaches
     if plan is not None:
         r = replica(fab, m, plan, gpu=gpu, catalog=catalog, func=func)
         _check_fits(func, r, context)
@@ -619,6 +652,7 @@ def serving_capacity(fab: Fabric, model_name: str | ModelConfig, *, ttft_s: floa
             except InvalidParameterError as exc:
                 row["lost"] = str(exc).split(": ", 1)[-1]
                 continue
+            shapes.append(r)
             tuned = _tune(r, prompt_len, output_len, ttft_s, tpot_s, context)
             if tuned is None:
                 row["lost"] = ("does not fit in HBM" if r.max_batch(context) < 1 else
@@ -643,11 +677,9 @@ def serving_capacity(fab: Fabric, model_name: str | ModelConfig, *, ttft_s: floa
         if not row["lost"] and best is not None and row["plan"] != best[2].plan.describe():
             row["lost"] = ("a lower rate within the targets" if row["rate"] is not None else
                            "a lower analytic rate: not simulated")
-    if best is None:
-        nothing = ServingCapacity(m.name, fab.name, 0.0, None, *([math.inf] * 6), 0.0,
-                                  math.inf, percentile, ttft_s, tpot_s, table=table)
-        nothing.notes.append("no plan meets the targets even at a light load")
-        return nothing
+    if best is None:  # the fastest of every shape tried (the given plan's, when fixed)
+        fastest = _fastest(shapes or [r for _, r in ranked], prompt_len, output_len, context)
+        return _none_met(m.name, fab.name, percentile, ttft_s, tpot_s, table, fastest)
     rate, load, r = best
     q = percentile * 100
     ttft = [float(np.percentile(load.ttft_all_s, x)) for x in (50, 90, q)]

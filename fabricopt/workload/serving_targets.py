@@ -1,0 +1,75 @@
+"""What a latency target can ask for: the fastest time per output token and time to first
+token the serving plans reach, and the targets the capacity search can meet
+(:func:`~fabricopt.serving_capacity` says them when no plan meets the targets given)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+__all__ = ["TARGET_SPARE", "Fastest"]
+
+#: A plan is tried only when its analytic TPOT and TTFT are within this share of the
+#: targets (a tenth to spare).
+TARGET_SPARE = 0.9
+
+
+@dataclass(frozen=True)
+class Fastest:
+    """The lowest time per output token and time to first token any plan tried reaches,
+    each with its plan (described): analytic, a replica serving at that plan's batch, so a
+    light load's percentiles come near them. The rate search takes a plan only when it beats
+    a target by a tenth (:data:`TARGET_SPARE`), so a target from these over 0.9 is within
+    its reach, one at a time (the fastest TPOT and the fastest TTFT may be different plans).
+
+    >>> f = Fastest(0.0012, "tp=8, batch=1", 0.0064, "tp=8, batch=1")
+    >>> print("\\n".join(f.lines(ttft_target_s=2.0, tpot_target_s=0.0001)))  # doctest: +ELLIPSIS
+      fastest   TPOT 1.2 ms (tp=8, batch=1), TTFT 6.4 ms (tp=8, batch=1), analytic at the ...
+      reachable --tpot 1.34ms or more (the search keeps a tenth in hand); --ttft 2s is reachable
+    """
+
+    tpot_s: float = math.inf
+    tpot_plan: str | None = None
+    ttft_s: float = math.inf
+    ttft_plan: str | None = None
+
+    def seen(self, plan: Any, th: Any) -> Fastest:
+        """This record with ``plan``'s analytic steady state ``th`` (a ServingPlan and its
+        Throughput) taken in where it is faster."""
+        out = self
+        if th.tpot_s < out.tpot_s:
+            out = replace(out, tpot_s=th.tpot_s, tpot_plan=plan.describe())
+        if th.ttft_s < out.ttft_s:
+            out = replace(out, ttft_s=th.ttft_s, ttft_plan=plan.describe())
+        return out
+
+    def lines(self, ttft_target_s: float, tpot_target_s: float) -> list[str]:
+        """What the fastest plans reach, and which targets the search can meet."""
+        if self.tpot_plan is None or self.ttft_plan is None:
+            return ["  fastest   none: no plan fits in memory"]
+        asks = []
+        for flag, best, target in (("--tpot", self.tpot_s, tpot_target_s),
+                                   ("--ttft", self.ttft_s, ttft_target_s)):
+            least = best / TARGET_SPARE
+            asks.append(f"{flag} {_duration(target, typed=True)} is reachable"
+                        if target >= least else
+                        f"{flag} {_duration(least, typed=True, up=True)} or more (the search "
+                        "keeps a tenth in hand)")
+        return [f"  fastest   TPOT {_duration(self.tpot_s)} ({self.tpot_plan}), TTFT "
+                f"{_duration(self.ttft_s)} ({self.ttft_plan}), analytic at the batch shown",
+                f"  reachable {'; '.join(asks)}"]
+
+
+def _duration(seconds: float, typed: bool = False, up: bool = False) -> str:
+    """Seconds to three significant digits, in ms below a second; ``typed`` as a flag's
+    value is typed (no space), ``up`` rounded up so the figure asked for is within reach.
+
+    >>> _duration(0.0012), _duration(0.001333, typed=True, up=True), _duration(2.0, True)
+    ('1.2 ms', '1.34ms', '2s')
+    """
+    value, unit = (seconds, "s") if seconds >= 1 else (seconds * 1e3, "ms")
+    if up:
+        step = 10.0 ** (math.floor(math.log10(value)) - 2)
+        value = math.ceil(value / step - 1e-9) * step
+    return f"{value:.3g}{'' if typed else ' '}{unit}"

@@ -1,0 +1,59 @@
+"""An impossible serving target says what the plans reach: the fastest TPOT and TTFT, their
+plans, and the least target the capacity search can meet."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+import fabricopt as fo
+from fabricopt.cli import main
+from fabricopt.workload.serving_targets import TARGET_SPARE
+
+#: A short request shape and few simulated requests: the figures come from the analytic
+#: steady state; the simulation only confirms a plan at the boundary.
+SHAPE = {"prompt_len": 512, "output_len": 32, "requests": 200}
+
+
+@pytest.fixture(scope="module")
+def impossible():
+    # 0.1 ms per output token: a decode step of an 8B model in bf16 (16 GB of weights) at
+    # tp=8 still reads 2 GB per GPU at the H100's 3.35 TB/s, 0.6 ms: no plan comes near it.
+    return fo.serving_capacity(fo.dgx_h100(), "llama3-8b", ttft_s=2.0, tpot_s=1e-4, **SHAPE)
+
+
+def test_the_fastest_tpot_is_the_boundary_of_what_the_search_meets(impossible):
+    f = impossible.fastest
+    assert impossible.plan is None and impossible.rate == 0.0
+    assert math.isfinite(f.tpot_s) and f.tpot_plan and f.ttft_plan
+    # Its own check: a target just past the fastest TPOT over the search's spare (0.9) is
+    # met by a plan whose simulated p99 TPOT is within it; just short of it, by none.
+    reachable = f.tpot_s / TARGET_SPARE
+    met = fo.serving_capacity(fo.dgx_h100(), "llama3-8b", ttft_s=2.0,
+                              tpot_s=reachable * 1.001, **SHAPE)
+    assert met.plan is not None and met.rate > 0 and met.tpot_p99_s <= reachable * 1.001
+    short = fo.serving_capacity(fo.dgx_h100(), "llama3-8b", ttft_s=2.0,
+                                tpot_s=reachable * 0.999, **SHAPE)
+    assert short.plan is None and short.fastest == f  # the same plans tried, the same fastest
+
+
+def test_the_printout_names_the_fastest_plans_and_the_targets_to_ask(impossible):
+    text = str(impossible)
+    assert "no plan meets TTFT p99 <= 2 s and TPOT p99 <= 0.0001 s" in text
+    f = impossible.fastest
+    assert f"TPOT {f.tpot_s * 1e3:.3g} ms ({f.tpot_plan})" in text
+    assert f"TTFT {f.ttft_s * 1e3:.3g} ms ({f.ttft_plan})" in text
+    # --tpot: the least reachable target rounded up to 3 digits; --ttft 2 s is reachable.
+    least = math.ceil(f.tpot_s / TARGET_SPARE * 1e5 - 1e-9) / 100  # ms, 3 digits (x.yz ms)
+    assert f"--tpot {least:.3g}ms or more" in text and "--ttft 2s is reachable" in text
+
+
+def test_serve_json_carries_the_fastest(capsys):
+    code = main(["serve", "dgx_h100", "--model", "llama3-8b", "--ttft", "2s", "--tpot",
+                 "0.1ms", "--prompt-len", "512", "--output-len", "32", "--requests", "200",
+                 "--format", "json"])
+    row = json.loads(capsys.readouterr().out)
+    assert code == 0 and row["plan"] is None
+    assert row["fastest_tpot_s"] > 1e-4 and row["fastest_tpot_plan"].startswith("tp=")
