@@ -274,7 +274,12 @@ class FailureTrial:
 @dataclass(frozen=True)
 class FractionSummary:
     """Trials of one fraction: theta's min, median and max over the trials that proved it,
-    and the certified extremes ``lower_min <= theta <= upper_max`` over all of them."""
+    and the certified extremes ``lower_min <= theta <= upper_max`` over all of them.
+
+    ``proven`` trials are exact, the others bracketed; ``lower_median`` is the median over
+    all trials of what each proves carried (its theta, else its bracket's lower end), so no
+    more than half the trials carry less; ``widest_gap`` the widest bracket,
+    ``(upper - lower) / upper`` (0 when every trial is exact)."""
 
     fraction: float
     trials: int
@@ -285,6 +290,13 @@ class FractionSummary:
     lower_min: float
     upper_max: float
     binding_tiers: dict[str, int]
+    lower_median: float = 0.0
+    widest_gap: float = 0.0
+
+    @property
+    def bracketed(self) -> int:
+        """Trials left as a certified bracket (not exact)."""
+        return self.trials - self.proven
 
 
 @dataclass
@@ -329,8 +341,20 @@ class FailureSweep:
                 min(proven) if proven else None,
                 statistics.median(proven) if proven else None,
                 max(proven) if proven else None,
-                min(t.lower for t in rows), max(t.upper for t in rows), tiers))
+                min(t.lower for t in rows), max(t.upper for t in rows), tiers,
+                statistics.median(t.lower if t.theta is None else t.theta for t in rows),
+                max(_gap(t) for t in rows)))
         return out
+
+    def of_intact(self, theta: float) -> float | None:
+        """``theta`` as a share of the intact fabric's theta (of its certified upper end when
+        the intact one is a bracket, so a lower end stays a lower bound); None without one.
+
+        >>> FailureSweep("f", "links", None, 4, 1, intact_theta=2.0).of_intact(1.5)
+        0.75
+        """
+        intact = self.intact_theta if self.intact_theta is not None else self.intact_upper
+        return theta / intact if 0 < intact < math.inf else None
 
     def to_records(self) -> list[dict[str, Any]]:
         """Every trial as a dict (one row per trial)."""
@@ -367,20 +391,36 @@ class FailureSweep:
                      f" (certified range [{self.intact_lower:.4g}, {self.intact_upper:.4g}])"),
                  f"solves           {self.solves} for {len(self.trials)} trials (equal or "
                  "symmetric failures solved once)",
-                 f"{'fraction':>9}  {'trials':>6}  {'proven':>6}  {'theta min':>10}  "
-                 f"{'median':>10}  {'max':>10}  {'certified range':>22}  {'Gb/s per GPU':>14}"
-                 "  binding tier"]
+                 "share of intact: median and worst over the trials (each trial's theta, "
+                 "else its proven lower end)",
+                 f"{'fraction':>9}  {'trials':>6}  {'exact':>5}  {'bracketed':>9}  "
+                 f"{'median':>8}  {'worst':>8}  {'widest bracket':>14}  "
+                 f"{'worst Gb/s per GPU':>18}  binding tier"]
         per_gpu = self.mean_out_gbps
+
+        def share(theta: float, exact: bool) -> str:
+            ratio = self.of_intact(theta)
+            return "-" if ratio is None else f"{'' if exact else '>= '}{ratio:.1%}"
+
         for s in self.summary:
             tier = max(s.binding_tiers, key=s.binding_tiers.__getitem__) \
                 if s.binding_tiers else "-"
-            lines.append(f"{s.fraction:>9.4g}  {s.trials:>6}  {s.proven:>6}  "
-                         f"{fmt(s.theta_min):>10}  {fmt(s.theta_median):>10}  "
-                         f"{fmt(s.theta_max):>10}  "
-                         f"{f'[{s.lower_min:.4g}, {s.upper_max:.4g}]':>22}  "
-                         f"{'-' if per_gpu is None else f'>= {s.lower_min * per_gpu:.4g}':>14}"
-                         f"  {tier}")
+            exact = s.proven == s.trials and self.intact_theta is not None
+            worst = "-" if per_gpu is None else f"{'' if exact else '>= '}" \
+                f"{s.lower_min * per_gpu:.4g}"
+            lines.append(f"{s.fraction:>9.4g}  {s.trials:>6}  {s.proven:>5}  "
+                         f"{s.bracketed:>9}  {share(s.lower_median, exact):>8}  "
+                         f"{share(s.lower_min, exact):>8}  "
+                         f"{'-' if not s.bracketed else f'{s.widest_gap:.2%}':>14}  "
+                         f"{worst:>18}  {tier}")
         return "\n".join(lines)
+
+
+def _gap(trial: FailureTrial) -> float:
+    """A trial's bracket, relative to its upper end: 0 when exact."""
+    if trial.theta is not None or trial.upper <= trial.lower:
+        return 0.0
+    return 1.0 if not 0 < trial.upper < math.inf else (trial.upper - trial.lower) / trial.upper
 
 
 def pattern_of(removed: Removed) -> Pattern:

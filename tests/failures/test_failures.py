@@ -192,6 +192,42 @@ def test_failure_sweep_reproduces_and_summarises():
     assert "leaf-spine" in str(a)
 
 
+def test_failure_sweep_summary_reads_against_intact():
+    # ring(6): intact theta 8/36, one failed link leaves a path at 1/9 (failure_sweep's
+    # example): every trial exact, at half the intact throughput.
+    sweep = fo.failure_sweep(fo.ring(6), [0.0, 1 / 6], trials=3, seed=1)
+    intact, failed = sweep.summary
+    assert (failed.proven, failed.bracketed, failed.widest_gap) == (3, 0, 0.0)
+    assert sweep.of_intact(failed.lower_median) == pytest.approx(0.5)
+    assert sweep.of_intact(intact.lower_min) == pytest.approx(1.0)
+    row = str(sweep).splitlines()[-1].split()
+    assert row[1:7] == ["3", "3", "0", "50.0%", "50.0%", "-"]  # trials exact bracketed ...
+
+
+def test_failure_sweep_summary_of_bracketed_trials():
+    # Three trials at intact theta 4 (100 Gb/s per GPU at theta 1): one exact at 2, two
+    # bracketed, [1.5, 1.6] and [1, 1.02]. What each proves: 2, 1.5, 1: median 1.5 = 37.5% of
+    # intact, worst 1 = 25%, 100 Gb/s; widest bracket (1.6 - 1.5) / 1.6 = 6.25% (the other
+    # 0.02 / 1.02 = 1.96%).
+    def trial(j, theta, lower, upper):
+        return failures_module.FailureTrial(0.1, j, 1, 0, "a-b x1", theta, lower, upper,
+                                            "optimal" if theta else "inexact", "auto",
+                                            "leaf-spine", 0.1)
+
+    sweep = failures_module.FailureSweep(
+        "fab", "links", None, 10, 1, [trial(0, 2.0, 2.0, 2.0), trial(1, None, 1.5, 1.6),
+                                      trial(2, None, 1.0, 1.02)],
+        intact_theta=4.0, intact_lower=4.0, intact_upper=4.0, solves=3, mean_out_gbps=100.0)
+    (s,) = sweep.summary
+    assert (s.proven, s.bracketed, s.lower_median) == (1, 2, 1.5)
+    assert s.widest_gap == pytest.approx(0.0625)
+    header, row = str(sweep).splitlines()[-2:]
+    assert header.split()[:9] == ["fraction", "trials", "exact", "bracketed", "median", "worst",
+                                  "widest", "bracket", "worst"]
+    assert row.split() == ["0.1", "3", "1", "2", ">=", "37.5%", ">=", "25.0%", "6.25%", ">=",
+                           "100", "leaf-spine"]
+
+
 def test_failure_sweep_progress_is_the_sweeps_own():
     # A function is told (done, total) after each trial, as compare's progress is, and is not
     # handed on to the solves (max_concurrent_flow takes True or False only): 2 fractions x
