@@ -43,7 +43,6 @@ from .._checks import (
     did_you_mean,
     fail,
 )
-from .._progress import progress_bar
 from .._stages import stage_report
 from ..errors import DesignFileError, InvalidParameterError
 from ..fabric import Fabric, Removed
@@ -68,6 +67,7 @@ from .intact_flow import IntactFlow, rerouted_answer
 from .orbits import FailureSymmetry, Pattern
 from .plane_bracket import narrowed, plane_bracket, planes_follow
 from .risk_groups import RiskGroup, _bundles, risk_groups
+from .trial_progress import TrialProgress
 
 KINDS = ("links", "switches", "groups")
 
@@ -714,7 +714,7 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
         raise fail(func, "seed", "None or an integer >= 0", seed)
     if executor is not None and not isinstance(executor, Executor):
         raise fail(func, "executor", "a concurrent.futures.Executor or None", executor)
-    tell = _TrialProgress(func, progress, len(checked) * trials)
+    tell = TrialProgress(func, progress, len(checked) * trials)
     traffic, default_traffic = checked_traffic(func, fab, traffic)
     root = np.random.SeedSequence(None if seed is None else int(seed))
     children = root.spawn(len(checked) * trials)
@@ -758,7 +758,7 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
 def _collected(fab: Fabric, pool: _Pool, tier_set: frozenset[str] | None,
                root: np.random.SeedSequence, intact: FlowResult, kind: str,
                jobs: list[tuple[float, int, Removed, int | None]], outcomes: dict[int, Any],
-               executor: Executor | None, tell: _TrialProgress) -> FailureSweep:
+               executor: Executor | None, tell: TrialProgress) -> FailureSweep:
     """The sweep's result: every trial with its (or its equivalent's) solve, in order."""
     sweep = FailureSweep(fab.name, kind, tuple(sorted(tier_set)) if tier_set else None,
                          pool.eligible, int(root.entropy),  # type: ignore[arg-type]
@@ -774,37 +774,6 @@ def _collected(fab: Fabric, pool: _Pool, tier_set: frozenset[str] | None,
         if executor is not None:  # solved on the executor: done once its result is in
             tell.advance()
     return sweep
-
-
-class _TrialProgress:
-    """The sweep's ``progress``: a bar of trials on stderr, a function told
-    ``(done, total)`` after each trial, or nothing (see :func:`failure_sweep`)."""
-
-    def __init__(self, func: str, progress: Any, total: int) -> None:
-        if progress is not None and not isinstance(progress, bool) and not callable(progress):
-            raise fail(func, "progress", "None, True, False or a function "
-                       "progress(done, total)", progress)
-        self.progress, self.total, self.done = progress, total, 0
-        self.callback = progress if callable(progress) else None
-        self.bar: Any = None
-
-    def start(self) -> None:
-        """Show the bar (when asked for), once the arguments are checked."""
-        if self.callback is None:
-            self.bar = progress_bar(self.progress, desc="failure sweep", unit="trial",
-                                    total=self.total)
-
-    def advance(self) -> None:
-        self.done += 1
-        if self.bar is not None:
-            self.bar.update(1)
-        if self.callback is not None:
-            self.callback(self.done, self.total)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
 
 
 __all__ = ["FailureSweep", "FailureTrial", "FractionSummary", "RiskGroup", "fail_random",
