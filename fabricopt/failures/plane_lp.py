@@ -221,13 +221,16 @@ class BuiltPlaneLP:
 
 def solve_planes(pl: Planes, relay_leaves: np.ndarray | None = None,
                  time_limit: float | None = None, reserve: float = 0.0,
-                 tolerance: float = IPM_TOLERANCE
+                 tolerance: float = IPM_TOLERANCE,
+                 read: tuple[Classes, PlaneRoutes] | None = None
                  ) -> tuple[PlaneSolution | None, BuiltPlaneLP | None]:
     """Build and solve the LP of the module docstring: its routing (None when the LP was
     not begun or stopped without a point) and the LP as built (None when it was refused
     before its assembly). ``relay_leaves`` (a mask over the leaves; default: those that
     lost an uplink) get relayed routes; ``tolerance``: the interior point's relative
-    optimality tolerance.
+    optimality tolerance; ``read``: ``pl``'s server classes and their routes over
+    ``relay_leaves`` when the caller has them (:func:`server_classes`,
+    :func:`plane_routes`), so that they are not read again.
 
     ``time_limit`` (seconds, None: none) is for the build and the solve together, less
     ``reserve`` times what the build took (what the caller needs after it: the proof of
@@ -236,11 +239,13 @@ def solve_planes(pl: Planes, relay_leaves: np.ndarray | None = None,
     :data:`~fabricopt.failures.plane_lp_size.UNTIMED_MAX_NONZEROS` nonzeros
     (:func:`~fabricopt.failures.plane_lp_size.refused`)."""
     start = now()
-    cl = server_classes(pl)
-    ct = counts(pl)
     if relay_leaves is None:
         relay_leaves = ((pl.up < 0) | (pl.down < 0)).any(axis=1)
-    routes = plane_routes(pl, cl, relay_leaves)
+    if read is None:
+        cl = server_classes(pl)
+        read = cl, plane_routes(pl, cl, relay_leaves)
+    cl, routes = read
+    ct = counts(pl)
     # The routes' own nonzeros (a lower bound, read in milliseconds) refuse an LP too large
     # before its assembly (8 s of a 1.8-million-nonzero LP on superpod(16) minus 5 %); the
     # assembled LP's count decides the rest, as before.

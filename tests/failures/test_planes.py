@@ -441,6 +441,31 @@ def test_route_nonzeros_are_the_route_columns_of_the_assembled_lp(nodes, fractio
     assert route_nonzeros(pl, cl, routes) == assembled < lp.nnz
 
 
+def test_the_routes_planes_follow_read_are_not_read_again(monkeypatch):
+    # planes_follow reads the routes to count their nonzeros; plane_bracket of the very same
+    # fabric and arrays (as the engine and a failure sweep call them) takes them over, so
+    # they are read once, and its bracket is the one read afresh gives (fresh arrays).
+    import fabricopt.failures.plane_bracket as pb
+    import fabricopt.failures.plane_lp as plane_lp
+
+    fab = fo.fail_random(_clos(12), 0.05, seed=2)
+    traffic = fo.all_to_all(fab)
+    fresh = plane_bracket(fab, traffic)
+    reads = []
+    for module in (pb, plane_lp):
+        real = module.plane_routes
+        monkeypatch.setattr(module, "plane_routes", lambda *a, _real=real: (
+            reads.append(1), _real(*a))[1])
+    ga = GraphArrays.from_fabric(fab)
+    assert planes_follow(fab, traffic, ga=ga) and len(reads) == 1
+    r = plane_bracket(fab, traffic, ga=ga)
+    assert len(reads) == 1
+    assert (r.lower, r.upper, r.status) == (fresh.lower, fresh.upper, fresh.status)
+    assert fo.check_certificate(fab, r).ok
+    plane_bracket(fab, traffic)  # other arrays: read again
+    assert len(reads) == 2
+
+
 def test_a_planes_lp_its_routes_refuse_is_neither_assembled_nor_followed(monkeypatch):
     # With the untimed limit just below the routes' own nonzeros, the LP is refused before
     # a row of it is built, and the detours' search is not skipped for it; at that count
