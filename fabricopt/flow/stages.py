@@ -79,6 +79,10 @@ class Bracket:
     #: end of the answer is taken from them where tighter, with its proof
     #: (:func:`~fabricopt.flow.brackets.with_stage_ends`).
     proven: list[FlowResult] = field(default_factory=list)
+    #: An answer a stage reached that waits for the next stage, expected to be cheap, which
+    #: may close it (:class:`~fabricopt.flow.plan.FromIntact`'s, for the routed bounds): the
+    #: answer unless that stage does better.
+    held: FlowResult | None = None
     #: A number's ends, for stages that prove one value each (the two-phase rate's,
     #: :mod:`fabricopt.flow.two_phase.plan`): the best proven so far, the stage that proved
     #: it (None: nothing yet) and its proof.

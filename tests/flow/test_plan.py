@@ -298,3 +298,48 @@ def test_a_symmetric_lp_is_solved_without_presolve_unless_asked(monkeypatch, giv
     r = certified(fab, fo.max_concurrent_flow(fab, **given))
     assert r.method == "symmetric" and seen == [want]
     assert r.exact and r.theta == pytest.approx(1 / 8, rel=1e-9)
+
+
+class _OpenWithinGap:
+    """A caller's stage that answers a failed fabric with a certified bracket open by 0.5 %
+    (its own full LP's, the lower end lowered: the flow proves any value below its own)."""
+
+    name = "open within the gap"
+
+    def applies(self, problem):
+        return True, ""
+
+    def cost(self, problem):
+        return "one LP"
+
+    def run(self, problem, bracket):
+        from dataclasses import replace
+
+        r = fo.max_concurrent_flow(problem.fab, problem.traffic, method="lp")
+        return replace(r, lower=0.995 * r.upper, theta=None, status="inexact")
+
+
+def test_an_open_answer_within_the_gap_waits_for_cheap_routing(monkeypatch):
+    # A failed 64-GPU rail-optimized 2:1 cluster (2 % of its links, seed 1; 41,728 flow
+    # variables, routing expected in about 0.006 s): the handed stage's bracket is within
+    # the 1 % gap yet open, so it waits for the routed bounds, which close it at the failed
+    # fabric's own LP optimum; the certificate re-proves both ends.
+    import fabricopt.flow.plan as plan_module
+    from fabricopt.flow import max_concurrent_flow as engine
+
+    failed = fo.fail_random(fo.cluster(fo.dgx_h100(), nodes=8, scale_out="rail_optimized",
+                                       oversubscription=2), 0.02, seed=1)
+    p = FlowProblem.of(failed)
+    assert plan_module.waits_for_routing(p)
+    assert "waits for the routed bounds" in str(plan(p, [_OpenWithinGap()]))
+    lp = fo.max_concurrent_flow(failed, method="lp")
+    r = certified(failed, engine(failed, stages=[_OpenWithinGap()]))
+    assert r.exact and r.stages == {"lower": "routed bounds", "upper": "routed bounds"}
+    assert r.theta == pytest.approx(lp.theta, rel=1e-6)
+    # A fabric whose routing is expected to take longer (here: any, the threshold 0) does
+    # not wait: the open bracket is the answer, within the gap, and still certified.
+    monkeypatch.setattr(plan_module, "WAIT_FOR_ROUTING_SECONDS", 0.0)
+    assert not plan_module.waits_for_routing(FlowProblem.of(failed))
+    r = certified(failed, engine(failed, stages=[_OpenWithinGap()]), exact=False)
+    assert not r.exact and r.stages["lower"] == "open within the gap"
+    assert r.lower == pytest.approx(0.995 * lp.theta, rel=1e-6) and "within gap" in r.message
