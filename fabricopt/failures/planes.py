@@ -232,7 +232,12 @@ def _servers(ga: GraphArrays, su: np.ndarray, eps: np.ndarray, is_ep: np.ndarray
 
 
 def _reverse_arcs(ga: GraphArrays, arcs: np.ndarray) -> np.ndarray:
-    """The arc ``v -> u`` of each arc ``u -> v`` (-1 where there is none)."""
+    """The arc ``v -> u`` of each arc ``u -> v`` (-1 where there is none): the arrays' own
+    (:attr:`~fabricopt.graph_arrays.GraphArrays.reverse`, found once per arrays and shared
+    with the other readers of the same arrays) where every arc of the graph has one, else
+    searched here for ``arcs`` alone."""
+    if ga.reverse is not None:
+        return ga.reverse[arcs]
     key = ga.tail.astype(np.int64) * ga.n_nodes + ga.head
     order = np.argsort(key)
     want = ga.head[arcs].astype(np.int64) * ga.n_nodes + ga.tail[arcs]

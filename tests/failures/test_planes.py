@@ -25,6 +25,24 @@ def _clos(nodes=12, gpus=4):
                       tiers=3, oversubscription=2, radix=8)
 
 
+@pytest.mark.parametrize("one_way", [False, True])
+def test_each_nic_link_is_paired_with_its_way_back(one_way):
+    # The planes pair each NIC link u -> v with v -> u, from the arrays' own reverse search
+    # where every arc has a reverse, searched for the NIC links alone where some arc of the
+    # graph has none (here one spine-core arc left one way): the same pairs either way.
+    fab = fo.fail_random(_clos(12), 0.05, seed=2)
+    if one_way:  # the fabric is this test's own: its graph edited in place
+        u, v = next((u, v) for u, v in fab.graph.edges if "spine" in str(u)
+                    and "core" in str(v))
+        fab.graph.remove_edge(u, v)
+    ga = GraphArrays.from_fabric(fab)
+    assert (ga.reverse is None) == one_way
+    pl, why = plane_structure(fab, ga)
+    assert pl is not None, why
+    arcs = list(ga.arcs)
+    assert [arcs[b] for b in pl.nic_back] == [arcs[a][::-1] for a in pl.nic_arc]
+
+
 def test_structure_is_read_off_the_graph():
     fab = _clos()
     pl, why = plane_structure(fab)
