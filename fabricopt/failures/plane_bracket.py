@@ -267,9 +267,14 @@ class _Reading:
 
     @staticmethod
     def kept(fab: Fabric, ga: GraphArrays) -> _Reading | None:
-        """What was kept for ``fab`` and ``ga`` (these objects, not equal ones), or None."""
+        """What was kept for ``fab`` and ``ga`` (these objects, not equal ones), handed over
+        once (not held after it), or None."""
+        global _LAST_READING
         last = _LAST_READING
-        return last if last is not None and last.fab() is fab and last.ga() is ga else None
+        if last is None or last.fab() is not fab or last.ga() is not ga:
+            return None
+        _LAST_READING = None
+        return last
 
 
 #: The last :class:`_Reading` kept.
