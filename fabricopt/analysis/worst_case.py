@@ -69,6 +69,13 @@ class WorstCasePermutation:
     n_endpoints: int
     seconds: float = 0.0
     tried: list[tuple[float, float]] = field(default_factory=list)
+    #: The whole search's time limit (s; None: none), split across its solves.
+    time_limit: float | None = None
+    #: The solves the time limit cut short ("two-phase rate", "bisection", "pattern 2"...):
+    #: each kept its certified bracket, so the answer holds but may be wider.
+    cut_short: list[str] = field(default_factory=list)
+    #: Patterns the time limit left unsolved (the search stopped before ``iterations``).
+    skipped: int = 0
 
     @property
     def exact(self) -> bool:
@@ -95,7 +102,22 @@ class WorstCasePermutation:
             f"permutation (two-phase rate {self.two_phase_rate_gbps:.6g} Gb/s)",
             f"TUB upper bound   theta <= {self.tub_upper:.6g} (hop counts alone: the links' "
             "capacity over the farthest permutation's hops; never below the bracket)",
+            *([] if self.time_limit is None else [self.time_line()]),
         ])
+
+    def time_line(self) -> str:
+        """What the whole search's time limit cut short, in a line.
+
+        >>> w = WorstCasePermutation(0.5, 1.0, 1.0, None, None, 1.0, 0.5, 4, time_limit=10,
+        ...                          cut_short=["pattern 2"], skipped=2)
+        >>> w.time_line()
+        'time limit        10 s for the whole search: cut short: pattern 2; 2 pattern(s) not \
+solved'
+        """
+        parts = ([f"cut short: {', '.join(self.cut_short)}"] if self.cut_short else [])
+        parts += [f"{self.skipped} pattern(s) not solved"] if self.skipped else []
+        return (f"time limit        {self.time_limit:.3g} s for the whole search: "
+                + ("; ".join(parts) if parts else "every solve finished within it"))
 
 
 def tub_upper_bound(fab: Any, gbps: float = 1.0, endpoints: Iterable[Hashable] | None = None,
@@ -117,13 +139,19 @@ def tub_upper_bound(fab: Any, gbps: float = 1.0, endpoints: Iterable[Hashable] |
     return explicit_distance_bound(fab, tm, np.ones(ga.n_arcs), ga), tm
 
 
-def _crossing_pattern(fab: Any, eps: tuple[Hashable, ...], gbps: float) -> Traffic | None:
+def _crossing_pattern(fab: Any, eps: tuple[Hashable, ...], gbps: float,
+                      clock: _Clock) -> Traffic | None:
     """A permutation whose every pair crosses the best bisection cut found (endpoints of side
     A paired with side B, both ways): by the cut, theta <= 2 C / (N g). None when the group is
     not every endpoint or the sides are unequal."""
     if len(eps) != len(fab.endpoints) or len(eps) % 2:
+        clock.finished("bisection", False)
         return None
-    cut = bisection_bandwidth(fab).cut
+    share = clock.share()
+    found = bisection_bandwidth(fab) if share is None else bisection_bandwidth(
+        fab, time_limit=share)
+    clock.finished("bisection", found.stopped_short == "time limit")
+    cut = found.cut
     a, b = cut.endpoints_a, cut.endpoints_b
     if len(a) != len(b) or not a:
         return None
@@ -149,9 +177,14 @@ def worst_case_permutation(fab: Any, gbps: float = 1.0, *,
         The endpoints permuted (default: all).
     iterations : int
         Patterns solved at most (the longest matching, then one per improvement step).
-    method, backend, time_limit, **solve_options
-        Passed to :func:`~fabricopt.max_concurrent_flow` for each pattern (``time_limit`` per
-        solve).
+    method, backend, **solve_options
+        Passed to :func:`~fabricopt.max_concurrent_flow` for each pattern.
+    time_limit : float, optional
+        Seconds for the whole search, split across its solves (the two-phase rate, the
+        bisection cut, each pattern): each solve gets what is left over the solves still to
+        come, so time a quick solve leaves passes to the next. A solve it cuts short keeps its
+        certified bracket and is named in ``cut_short``; patterns it leaves unsolved are
+        counted in ``skipped``. The answer stays certified, only wider.
     max_endpoints : int
         Cap on the endpoint count (each step is an assignment, cubic in it).
 
@@ -180,17 +213,23 @@ def worst_case_permutation(fab: Any, gbps: float = 1.0, *,
                               minimum=2)
     eps = check_endpoint_group("worst_case_permutation", fab, endpoints)
     tub, pattern = tub_upper_bound(fab, gbps, eps, max_endpoints)
-    hose = valiant_rate(fab, eps, backend=backend, time_limit=time_limit)
+    clock = _Clock(start, time_limit, solves=iterations + 2)  # + the rate and the cut
+    hose = valiant_rate(fab, eps, backend=backend, time_limit=clock.share())
+    clock.finished("two-phase rate", hose.status == "time_limit")
     lower = hose.rate_gbps / gbps
     best_result: FlowResult | None = None
     best_pattern = pattern
     tried: list[tuple[float, float]] = []
     seen: set[frozenset[tuple[Hashable, Hashable]]] = set()
-    crossing = _crossing_pattern(fab, eps, gbps)
-    for _ in range(iterations):
+    crossing = _crossing_pattern(fab, eps, gbps, clock)
+    for i in range(iterations):
+        if tried and clock.out():
+            clock.skipped = iterations - i  # the first pattern is solved whatever is left
+            break
         seen.add(frozenset(pattern.pairs))
         result = max_concurrent_flow(fab, pattern, method=method, backend=backend,
-                                     time_limit=time_limit, **solve_options)
+                                     time_limit=clock.share(), **solve_options)
+        clock.finished(f"pattern {i + 1}", result.status == "time_limit")
         tried.append((result.lower, result.upper))
         if best_result is None or result.upper < best_result.upper:
             best_result, best_pattern = result, pattern
@@ -209,4 +248,34 @@ def worst_case_permutation(fab: Any, gbps: float = 1.0, *,
     assert best_result is not None
     upper = max(min(tub, best_result.upper), lower)
     return WorstCasePermutation(lower, upper, gbps, best_pattern, best_result, tub,
-                                hose.rate_gbps, len(eps), time.perf_counter() - start, tried)
+                                hose.rate_gbps, len(eps), time.perf_counter() - start, tried,
+                                time_limit, clock.cut_short, clock.skipped)
+
+
+class _Clock:
+    """A whole search's time limit split across its solves: each gets what is left over the
+    solves still to come (none when there is no limit)."""
+
+    #: The least a solve is given (s) once the limit has run out: enough to return the
+    #: certified bracket of its first stage rather than nothing.
+    FLOOR = 0.01
+
+    def __init__(self, start: float, limit: float | None, solves: int) -> None:
+        self.end = None if limit is None else start + limit
+        self.left_solves = solves
+        self.cut_short: list[str] = []
+        self.skipped = 0
+
+    def out(self) -> bool:
+        return self.end is not None and time.perf_counter() >= self.end
+
+    def share(self) -> float | None:
+        if self.end is None:
+            return None
+        left = self.end - time.perf_counter()
+        return max(left / max(self.left_solves, 1), self.FLOOR)
+
+    def finished(self, name: str, cut: bool) -> None:
+        self.left_solves -= 1
+        if cut:
+            self.cut_short.append(name)

@@ -19,7 +19,6 @@ from typing import Any
 
 from .. import __version__
 from .._checks import did_you_mean
-from ..analysis.worst_case import worst_case_permutation
 from ..cost import LEAF_PLACEMENTS, POLICY_PRESETS, Catalog, Layout, estimate_cost, estimate_tco
 from ..cost.assumptions import cost_assumptions
 from ..errors import FabricOptError
@@ -66,6 +65,7 @@ from .words import (
     split_targets,
     targets_arg,
 )
+from .worst_case import add_worst_case_parser
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
@@ -379,68 +379,6 @@ def _cmd_draw(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_worst_case(args: argparse.Namespace) -> int:
-    worst = 0
-    for fab in load_targets(args.targets):
-        fab.validate()
-        res = worst_case_permutation(fab, iterations=args.iterations, method=args.method,
-                                     time_limit=args.time_limit)
-        if args.format == "json":
-            import json
-
-            print(json.dumps({"name": fab.name, "gpus": len(fab.endpoints),
-                              "theta_lower": res.lower, "theta_upper": res.upper,
-                              "guaranteed_gbps_per_gpu": res.two_phase_rate_gbps,
-                              "tub_upper": res.tub_upper, "exact": res.exact,
-                              "patterns_solved": len(res.tried)}))
-        else:
-            print(fab.name)
-            print(res)
-            print()
-        if not res.exact:
-            worst = 1
-    return worst
-
-
-def _add_worst_case(sub: Any) -> None:
-    """The ``worst-case`` subcommand's parser."""
-    wc = sub.add_parser("worst-case", help="the worst permutation traffic a fabric can get",
-                        description="Bracket the throughput of the worst permutation (each "
-                        "GPU sends to one other) each fabric can be given: the rate it "
-                        "guarantees under any permutation (two-phase routing), the worst "
-                        "permutation found (a certified upper end) and the bound between.",
-                        epilog=EXIT_CODES)
-    targets_arg(wc)
-    wc.add_argument("--iterations", type=int, default=4,
-                    help="rounds of the worst-permutation search (default 4)")
-    wc.add_argument("--method", default="auto", choices=["auto", "lp", "symmetric", "approx"],
-                    help="how each permutation's flow is solved (default auto)")
-    wc.add_argument("--time-limit", type=seconds_arg, default=None, help="seconds per solve")
-    wc.add_argument("--format", choices=("table", "json"), default="table",
-                    help="readable block (default) or one JSON object per fabric")
-    wc.set_defaults(func=_cmd_worst_case)
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def _add_show(sub: Any) -> None:
     """The ``show`` subcommand's parser."""
     show = sub.add_parser("show", add_help=False, help="print a fabric's summary",
@@ -593,7 +531,7 @@ def _add_serve(sub: Any) -> None:
 
 #: Each subcommand's parser, in the order ``--help`` lists them.
 SUBCOMMANDS = (_add_show, add_solve_parser, _add_bom, _add_tco_parser, _add_compare, _add_draw,
-               _add_optimize, add_train_parser, _add_worst_case, _add_failures, _add_serve,
+               _add_optimize, add_train_parser, add_worst_case_parser, _add_failures, _add_serve,
                _add_graph_queries)
 
 

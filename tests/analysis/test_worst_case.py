@@ -94,3 +94,68 @@ def test_the_pattern_across_the_bisection_cut_is_tried():
     assert w.upper * 400 <= 2 * cut / 16 * (1 + 1e-9)
     assert w.exact and w.upper == pytest.approx(0.5)
     assert fo.check_certificate(fab, w.pattern_result, w.pattern).ok
+
+
+def _recorded(monkeypatch, cut=()):
+    """Record the time limit each solve of the search is given; patterns numbered in
+    ``cut`` report status time_limit (their certified bracket unchanged)."""
+    import dataclasses
+
+    import fabricopt.analysis.worst_case as wc
+
+    given = {"rate": [], "patterns": []}
+    solve, rate = wc.max_concurrent_flow, wc.valiant_rate
+
+    def counted_solve(*args, time_limit=None, **kwargs):
+        given["patterns"].append(time_limit)
+        r = solve(*args, time_limit=time_limit, **kwargs)
+        return dataclasses.replace(r, status="time_limit") if len(given["patterns"]) in cut \
+            else r
+
+    def counted_rate(*args, time_limit=None, **kwargs):
+        given["rate"].append(time_limit)
+        return rate(*args, time_limit=time_limit, **kwargs)
+
+    monkeypatch.setattr(wc, "max_concurrent_flow", counted_solve)
+    monkeypatch.setattr(wc, "valiant_rate", counted_rate)
+    return given
+
+
+def test_the_time_limit_is_the_whole_searchs_split_across_its_solves(monkeypatch):
+    # 60 s for the whole search of 4 patterns: 6 solves with the rate and the bisection, so
+    # the rate gets at most 60 / 6 = 10 s, never the whole 60 s each solve had before (the
+    # jellyfish of the test above takes 4 patterns).
+    given = _recorded(monkeypatch, cut={2})
+    fab = fo.jellyfish(switches=16, network_ports=4, endpoints_per_switch=2, seed=1,
+                       link_gbps=1.0)
+    w = fo.worst_case_permutation(fab, iterations=4, time_limit=60)
+    assert given["rate"][0] <= 60 / 6
+    # Pattern k (from 0) gets what is left over the 4 - k solves to come: at most 60 / (4 - k)
+    # (a quick solve hands what it did not use to the next).
+    assert all(0 < t <= 60 / (4 - k) for k, t in enumerate(given["patterns"]))
+    # Pattern 2 reported cut short: named, and the bracket still holds the upper bounds.
+    assert w.time_limit == 60 and "pattern 2" in w.cut_short and w.skipped == 0
+    assert "time limit        60 s for the whole search: cut short: pattern 2" in str(w)
+    assert w.lower <= w.upper <= min(u for _, u in w.tried) * (1 + 1e-9)
+
+
+def test_without_a_time_limit_no_solve_is_limited(monkeypatch):
+    given = _recorded(monkeypatch)
+    w = fo.worst_case_permutation(fo.ring(8))
+    assert given["rate"] == [None] and set(given["patterns"]) == {None}
+    assert w.time_limit is None and w.cut_short == [] and "time limit" not in str(w)
+
+
+def test_a_spent_time_limit_solves_one_pattern_and_counts_the_rest(monkeypatch):
+    # A limit spent before the patterns (the clock read as past it): the first pattern is
+    # still solved, at the floor of a hundredth of a second, and the other 3 are skipped.
+    import fabricopt.analysis.worst_case as wc
+
+    given = _recorded(monkeypatch)
+    monkeypatch.setattr(wc._Clock, "out", lambda self: True)
+    fab = fo.jellyfish(switches=16, network_ports=4, endpoints_per_switch=2, seed=1,
+                       link_gbps=1.0)
+    w = fo.worst_case_permutation(fab, iterations=4, time_limit=1e-3)
+    assert len(given["patterns"]) == 1 and given["patterns"][0] == wc._Clock.FLOOR
+    assert len(w.tried) == 1 and w.skipped == 3
+    assert "3 pattern(s) not solved" in w.time_line()
