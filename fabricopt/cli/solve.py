@@ -9,6 +9,7 @@ from typing import Any
 
 from .._progress import stage_line
 from ..analysis.bisection import bisection_bandwidth
+from ..analysis.port_use import port_use
 from ..collectives import COLLECTIVES, collective_bounds
 from ..errors import FabricOptError, InvalidParameterError
 from ..fabric import Fabric
@@ -112,6 +113,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         share = traffic.crossing_share(fab)
         if args.format == "table":
             print(with_network_line(str(result), network_line(result, share)))
+            if (unused := port_use(fab).line()) is not None:  # structure alone, no LP
+                print(unused)
             if routed is not None:
                 print()
                 print(routed)
