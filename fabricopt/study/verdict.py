@@ -15,7 +15,8 @@ verdict answers from the table alone (so it reads a saved ``results.jsonl`` as w
   are named, not ranked;
 - with a training job (the ``training`` metric), the lowest cost per million tokens
   (``training_usd_per_million_tokens``), the parallel dimension and tier that bind its step,
-  and its runner-up.
+  and its runner-up; when a smaller design wins it, why: less network capex per GPU (none
+  between boxes for a single system), which every token pays a share of.
 
 A figure read off a certified bracket is its lower end (what is proven delivered), so a
 design never wins on a bandwidth no flow reaches; a design whose bracket stayed open is said
@@ -208,7 +209,27 @@ def _training_sentences(records: list[dict[str, Any]]) -> list[str]:
             f"{_money(ranking.values[0])} per million tokens"
             + (f" at {tokens:,.0f} tokens/s" if tokens else "") + f"{plan}; its step is "
             f"bound by {binds}.",
-            _runner_up(records, ranking, " per million tokens")]
+            _runner_up(records, ranking, " per million tokens"),
+            *_why_smaller_wins(records, ranking)]
+
+
+def _why_smaller_wins(records: list[dict[str, Any]], ranking: Ranking) -> list[str]:
+    """One sentence when a smaller design wins per token and spends less on its network per
+    GPU than the largest ranked: a token carries its share of that capex."""
+    best = records[ranking.order[0]]
+    largest = max((records[i] for i in ranking.order),
+                  key=lambda r: r["gpus"] if isinstance(r.get("gpus"), int) else 0)
+    small, large = best.get("gpus"), largest.get("gpus")
+    own = finite_number(best.get("capex_per_gpu_usd"))
+    theirs = finite_number(largest.get("capex_per_gpu_usd"))
+    if not (isinstance(small, int) and isinstance(large, int) and small < large) \
+            or own is None or theirs is None or own >= theirs:
+        return []
+    need = ("need no network between boxes" if is_single_system(best) or not own else
+            f"carry {_money(own)} of network capex each")
+    return [f"{best['name']} wins per token as the smaller design: its {small:,} GPUs {need}, "
+            f"where {largest['name']}'s {large:,} carry {_money(theirs)} each for the network "
+            "that joins them, and every token pays its share of that capex."]
 
 
 def verdict(rows: Any) -> list[str]:

@@ -100,3 +100,23 @@ def test_rank_and_bad_rows():
     assert verdict([]) == []
     with pytest.raises(InvalidParameterError, match=r"verdict\(\): rows"):
         verdict({"name": "a"})
+
+
+def test_a_smaller_design_winning_per_token_is_explained():
+    # "box" (8 GPUs, one scale-up system: no network between boxes) is cheapest per token;
+    # "pod" (1,024 GPUs) carries $7.00 x 400 = $2,800 of network capex per GPU.
+    rows = [_row("pod", 7.0, 400.0, gpus=1024, training_usd_per_million_tokens=1.25),
+            {"name": "box", "gpus": 8, "capex_per_gpu_usd": 0.0, "in_system_only": True,
+             "training_usd_per_million_tokens": 1.0}]
+    sentences = verdict(rows)
+    assert sentences[-1] == ("box wins per token as the smaller design: its 8 GPUs need no "
+                             "network between boxes, where pod's 1,024 carry $2,800 each for "
+                             "the network that joins them, and every token pays its share of "
+                             "that capex.")
+    # A smaller cluster with a network of its own: its capex per GPU ($5 x 400 = $2,000).
+    rows[1] = _row("small", 5.0, 400.0, gpus=64, training_usd_per_million_tokens=1.0)
+    assert verdict(rows)[-1].startswith("small wins per token as the smaller design: its 64 "
+                                        "GPUs carry $2,000 of network capex each, where pod's")
+    # The larger design winning per token: nothing to explain.
+    rows[0]["training_usd_per_million_tokens"] = 0.5
+    assert not any("smaller design" in s for s in verdict(rows))
