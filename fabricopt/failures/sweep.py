@@ -614,7 +614,7 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
                   seed: Any = None, traffic: Traffic | None = None, kind: str = "links",
                   tiers: str | Sequence[str] | None = None, executor: Executor | None = None,
                   method: str = "auto", warm_start: bool = True, symmetry: bool = True,
-                  progress: bool | Callable[[int, int], Any] | None = None,
+                  progress: bool | Callable[[int, int], Any] | None = False,
                   **solve_options: Any) -> FailureSweep:
     """Theta of ``trials`` random failures at each fraction: its spread and which tier binds.
 
@@ -648,9 +648,10 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
         (:mod:`~fabricopt.failures.orbits`); exact duplicates are solved once always.
     progress : None, bool or callable
         As in :func:`~fabricopt.compare`: None shows a bar of the trials on stderr when it is
-        a terminal, True always, False never, and a function is called as
-        ``progress(done, total)`` after each trial (a trial sharing another's solve counts
-        when that solve is done). The sweep's own: it is not passed to the solves.
+        a terminal, True always, False (default: a sweep run inside another evaluation shows
+        nothing of its own) never, and a function is called as ``progress(done, total)``
+        after each trial (a trial sharing another's solve counts when that solve is done).
+        The sweep's own: it is not passed to the solves.
 
     Returns
     -------
