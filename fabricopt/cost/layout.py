@@ -43,6 +43,7 @@ from scipy.sparse.csgraph import connected_components
 
 from .._checks import check_choice, check_int, check_positive, dataclass_from_mapping, fail
 from ..fabric import Fabric
+from ..graph_arrays import small_unique
 from ..tiers import IN_SYSTEM_TIERS, check_tier_names, is_scale_up_arc, tier_of
 
 LEAF_PLACEMENTS = ("top_of_rack", "end_of_row", "central")
@@ -322,7 +323,7 @@ def _in_server(arcs: _Arcs, layout: Layout) -> frozenset[Hashable]:
     # The server of each GPU reached, coded; and whether it names no node.
     # By C-level maps over the GPUs reached (a loop per GPU was a tenth of a 24,576-GPU
     # cluster's pricing): each (su, pod, node) coded densely in order of first appearance.
-    reached = np.unique(h)
+    reached = small_unique(h, n)[0]
     datas = list(map(arcs.node_data.__getitem__, reached.tolist()))
     get = operator.methodcaller
     names = list(map(get("get", "node"), datas))

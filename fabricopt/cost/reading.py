@@ -39,7 +39,7 @@ import numpy as np
 
 from .._unchanged import once
 from ..fabric import Fabric
-from ..graph_arrays import GraphArrays, arc_labels, link_counts
+from ..graph_arrays import GraphArrays, arc_labels, link_counts, small_unique
 from ..tiers import DEFAULT_TIER, IN_SYSTEM_TIERS, is_scale_up
 from .layout import Layout, Placement, _Arcs, _in_server, _place
 
@@ -363,8 +363,8 @@ def _port_uses(n: int, tail: np.ndarray, mask: np.ndarray, tier_code: np.ndarray
     sel = np.flatnonzero(mask)
     t = tail[sel]
     n_tiers, n_techs = max(len(tiers), 1), max(len(techs), 1)
-    pair, first, inverse = np.unique(t * n_tiers + tier_code[sel], return_index=True,
-                                     return_inverse=True)
+    pair, first, inverse = small_unique(t * n_tiers + tier_code[sel], n * n_tiers,
+                                        return_index=True)
     ports = np.bincount(inverse.reshape(-1), weights=links[sel], minlength=len(pair))
     order = np.argsort(first, kind="stable")  # by node (arcs run node by node), then appearance
     node, tier, ports = pair[order] // n_tiers, pair[order] % n_tiers, ports[order]
@@ -377,7 +377,7 @@ def _port_uses(n: int, tail: np.ndarray, mask: np.ndarray, tier_code: np.ndarray
     rows[node, 2 * slot] = tier
     rows[node, 2 * slot + 1] = ports
     rows[:, 2 * width:-1] = 0.0
-    used = np.unique(t * n_techs + tech_code[sel])
+    used = small_unique(t * n_techs + tech_code[sel], n * n_techs)[0]
     rows[used // n_techs, 2 * width + used % n_techs] = 1.0
     fastest = np.zeros(n)
     np.maximum.at(fastest, t, rate[sel])
@@ -481,12 +481,12 @@ def _bundles(placement: Placement, layout: Layout,
     section = in_system[tier_code[keep]] & (server[u] | server[v])
     rate_values, rate_code = np.unique(rate[keep], return_inverse=True)
     length_values, length_code = np.unique(lengths, return_inverse=True)
-    key = tier_code[keep]
+    key, kinds = tier_code[keep], max(len(tiers), 1)
     for c, size in ((tech_code[keep], len(techs)), (rate_code.reshape(-1), len(rate_values)),
                     (length_code.reshape(-1), len(length_values)),
                     (in_row.astype(np.int64), 2), (section.astype(np.int64), 2)):
-        key = key * size + c
-    distinct, kind = np.unique(key, return_inverse=True)
+        key, kinds = key * size + c, kinds * size
+    distinct, kind = small_unique(key, kinds)
     classes = []
     for k in distinct.tolist():
         k, sec = divmod(k, 2)
