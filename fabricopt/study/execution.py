@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextlib
+import importlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 from .._checks import fail
 from .._progress import progress_bar, stage_status
 from .._stages import listening
+from ..catalog import Catalog
 
 __all__ = ["THREAD_ENV", "Progress", "check_executor", "check_progress", "limit_threads",
            "load_for_workers", "roomy_heap", "run", "worker_count"]
@@ -120,14 +122,13 @@ def load_for_workers(executor: Any) -> bool:
     """
     if not isinstance(executor, cf.ProcessPoolExecutor):
         return False
-    import scipy.optimize  # noqa: F401
-
-    from ..analysis import bisection_plan  # noqa: F401
-    from ..catalog import Catalog
-
+    # Loaded by name: a preload for the workers, not a use (the bisection's stages load
+    # lazily in the package, and `import fabricopt` should not pay for them).
+    for module in ("scipy.optimize", "fabricopt.analysis.bisection_plan"):
+        importlib.import_module(module)
     for optional in ("psutil", "highspy"):
         with contextlib.suppress(ImportError):
-            __import__(optional)
+            importlib.import_module(optional)
     Catalog.default()
     return True
 
