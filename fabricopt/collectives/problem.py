@@ -241,13 +241,19 @@ class _CutsToOneGpu:
         self.is_gpu = np.zeros(n, dtype=bool)
         self.is_gpu[gpus] = True
         self.out_of_gpus = np.flatnonzero(self.is_gpu[ga.tail])
-        by_head = np.argsort(ga.head, kind="stable")
-        starts = np.searchsorted(ga.head[by_head], gpus)
-        ends = np.searchsorted(ga.head[by_head], gpus, side="right")
-        self.into = [by_head[a:b] for a, b in zip(starts, ends, strict=True)]
+        # The arcs into each participant searched from, found when first asked: a search
+        # under a symmetry asks for a few (one per orbit), not for every participant.
+        self.into: dict[int, np.ndarray] = {}
 
     #: What does not depend on ``lam`` (a later step of the search shares it).
     _LAYOUT = ("ga", "gpus", "layout", "slot", "is_gpu", "out_of_gpus", "into")
+
+    def _into(self, w: int) -> np.ndarray:
+        """The arcs into ``w``, in arc order."""
+        into = self.into.get(w)
+        if into is None:
+            into = self.into[w] = np.flatnonzero(self.ga.head == w)
+        return into
 
     def _limit(self, w: int) -> float:
         """The known cut :func:`min_cut` scales by: the least of the participants but ``w``
@@ -258,7 +264,7 @@ class _CutsToOneGpu:
         a = self.out_of_gpus
         head = ga.head[a]
         leaving = a[(ga.tail[a] != w) & (~self.is_gpu[head] | (head == w))]
-        into = self.into[self.slot[w]]
+        into = self._into(w)
         options = [float(cap[leaving].sum()) + 0.0, float(cap[into].sum()) + 0.0,
                    float(np.sum(self.source_caps))]
         return max(min(options), 1e-300)

@@ -42,3 +42,20 @@ def test_reduce_domains_kept_only_for_the_same_problem_and_switches():
     assert (groups, bw) == pr._reduce_domains(half, red_up)
     assert [len(d) for d in groups] == [4, 4]  # every other GPU: 4 of each server's 8
     assert pr.reduce_domains(p, red_up) == fresh
+
+
+def test_arcs_into_a_participant_as_a_stable_sort_by_head_lists_them():
+    """The cut search reads the arcs into a GPU when first asked for it: the arcs a stable
+    sort of the arcs by head lists for it, in arc order (min_cut sums them in that order)."""
+    fab = fo.superpod(1)
+    ga = pr.GraphArrays.from_fabric(fab)
+    gpus = np.array([ga.index[e] for e in fab.endpoints])
+    search = pr._CutsToOneGpu(ga, gpus, 1.0 / 400)
+    by_head = np.argsort(ga.head, kind="stable")
+    for w in gpus[::37].tolist():
+        want = by_head[ga.head[by_head] == w]
+        assert np.array_equal(search._into(w), want)
+        assert search._into(w) is search._into(w)  # read once
+        # A DGX H100 GPU: one arc from each of its server's 4 NVSwitches (5+4+4+5 = 18
+        # NVLinks bundled) and one from its leaf.
+        assert len(want) == 5
