@@ -48,7 +48,9 @@ def add_serve_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[Fabr
         "disaggregated, batch, chunk; fixed by the plan flags given), the latencies there "
         "and the cost per million output tokens. With --rate or --trace: that load on the "
         "plan, its percentiles and goodput. Otherwise: one batch of the plan (TTFT, TPOT, "
-        "tokens per second, memory, the fabric's phases).", epilog=epilog)
+        "tokens per second, memory, the fabric's phases). With targets, the exit code is 1 "
+        "when no plan meets them on some fabric (what the plans reach is printed).",
+        epilog=epilog)
     sv.add_argument("targets", nargs="+", metavar="TARGET [key=value ...]",
                     help="generator names, design files (.toml) or saved fabrics, each "
                     "followed by its parameters as key=value")
@@ -145,6 +147,7 @@ def _cmd_serve(args: argparse.Namespace,
         raise FabricOptError("serve: name a model with --model, or give the design file a "
                              "[serving] table with model = ...")
     fabrics = load_targets(args.targets)
+    unmet = False  # a fabric on which no plan meets the targets: exit code 1, as solve's
     for fab in fabrics:
         s = _settings(args, fab)
         plan = s.plan
@@ -155,6 +158,7 @@ def _cmd_serve(args: argparse.Namespace,
                                  plan=plan, lengths=s.lengths,
                                  requests=s.requests or 1500, seed=s.seed, gpu=s.gpu,
                                  years=args.years, usd_per_kwh=args.usd_per_kwh, pue=args.pue)
+            unmet = unmet or c.plan is None
             if args.format == "json":
                 print(json.dumps({**_capacity_json(c), **_request_json(s)}))
             else:
@@ -197,7 +201,7 @@ def _cmd_serve(args: argparse.Namespace,
                 print(_with_request(str(e), s, args, batch=True))
         if args.format == "table":
             print()
-    return 0
+    return 1 if unmet else 0
 
 
 def _with_request(text: str, s: argparse.Namespace, args: argparse.Namespace,

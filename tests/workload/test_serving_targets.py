@@ -55,5 +55,16 @@ def test_serve_json_carries_the_fastest(capsys):
                  "0.1ms", "--prompt-len", "512", "--output-len", "32", "--requests", "200",
                  "--format", "json"])
     row = json.loads(capsys.readouterr().out)
-    assert code == 0 and row["plan"] is None
+    # No plan meets the targets: exit code 1 (the request cannot be met), as solve's.
+    assert code == 1 and row["plan"] is None
     assert row["fastest_tpot_s"] > 1e-4 and row["fastest_tpot_plan"].startswith("tp=")
+
+
+def test_serve_exits_0_when_a_plan_meets_the_targets(capsys):
+    # The doctest's plan of serving_capacity: tp=8, batch 64 meets TTFT 0.5 s and TPOT 50 ms
+    # (an 8B model decodes a step in about 2 ms on a DGX H100), so the answer has a plan.
+    code = main(["serve", "dgx_h100", "--model", "llama3-8b", "--ttft", "0.5s", "--tpot",
+                 "50ms", "--tp", "8", "--batch", "64", "--prompt-len", "512",
+                 "--output-len", "32", "--requests", "200", "--format", "json"])
+    row = json.loads(capsys.readouterr().out)
+    assert code == 0 and row["plan"] is not None and row["rate"] > 0
