@@ -190,11 +190,17 @@ class Traffic:
         """
         self.check_endpoints(fab, "Traffic.crossing_share")
         shape = FabricShape.of(fab)
-        domain = dict(zip(fab.endpoints, shape.domain[shape.endpoint_index].tolist(),
-                          strict=True))
-        if self._uniform is not None:
-            # Every ordered pair of its endpoints at one demand: count the pairs by domain
-            # (a 16K-GPU all-to-all has 268 million pairs, never listed).
+        codes = shape.domain[shape.endpoint_index]
+        if self._uniform is not None and list(self._uniform[0]) == list(fab.endpoints):
+            # Every ordered pair of the fabric's endpoints at one demand: the pairs inside
+            # each domain counted from its size (a 16K-GPU all-to-all has 268 million
+            # pairs, never listed), sizes by one count over the codes, not a dict per GPU.
+            sizes = np.bincount(codes).tolist()
+            n = len(codes)
+            inside = sum(k * (k - 1) for k in sizes)
+            return (n * (n - 1) - inside) / (n * (n - 1))
+        domain = dict(zip(fab.endpoints, codes.tolist(), strict=True))
+        if self._uniform is not None:  # some of the endpoints, or in another order
             sizes = Counter(domain[e] for e in self._uniform[0])
             n = len(self._uniform[0])
             inside = sum(k * (k - 1) for k in sizes.values())

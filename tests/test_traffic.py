@@ -153,6 +153,20 @@ def test_crossing_share_counts_pairs_between_scale_up_domains():
     assert fo.all_to_all(box).crossing_share(box) == 0.0
 
 
+def test_crossing_share_of_every_endpoint_as_counted_by_domain():
+    """A uniform traffic over the fabric's endpoints is counted by one count of the domains'
+    sizes; over the same endpoints in another order, or some of them, by a count per GPU:
+    the same share where the pairs are the same."""
+    fab = fo.superpod(1)  # 32 DGX H100 of 8 GPUs, each DGX one NVLink domain
+    eps = list(fab.endpoints)
+    everyone = fo.Traffic.uniform(eps).crossing_share(fab)
+    assert everyone == fo.Traffic.uniform(eps[::-1]).crossing_share(fab)  # the same pairs
+    assert everyone == 248 / 255  # 32 domains of 8: (256 * 255 - 32 * 8 * 7) / (256 * 255)
+    some = eps[4:]  # DGX n0 keeps 4 of its 8 GPUs: 252 GPUs
+    inside = 4 * 3 + 31 * 8 * 7
+    assert fo.Traffic.uniform(some).crossing_share(fab) == (252 * 251 - inside) / (252 * 251)
+
+
 def test_crossing_share_refuses_endpoints_not_in_the_fabric():
     t = fo.Traffic({("x", "y"): 1.0})
     with pytest.raises(Exception, match="crossing_share"):
