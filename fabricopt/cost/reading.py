@@ -285,6 +285,8 @@ class _Columns:
     tech: list[str] | None
     #: The tiers and techs coded (:func:`_codes`) when read off the row's arc labels.
     coded: tuple[tuple[np.ndarray, list[str]], tuple[np.ndarray, list[str]]] | None = None
+    #: Each arc's reverse (its index), when the arrays found it already (validation asks).
+    reverse: np.ndarray | None = None
 
     def tier_codes(self) -> tuple[np.ndarray, list[str]]:
         return self.coded[0] if self.coded else _codes(self.tier)
@@ -312,7 +314,7 @@ class _Columns:
         counts, coded = link_counts(fab), _label_codes(fab, ga)
         if counts is not None and coded is not None:  # the row's shared readings
             return cls(ga.nodes, ga.index, ga.tail, ga.head, roles, counts, ga.capacity,
-                       ga.tiers, None, coded)
+                       ga.tiers, None, coded, ga.reverse)
         arcs = list(itertools.chain.from_iterable(map(dict.values, fab.graph._succ.values())))
         links = _column(arcs, "links", _ABSENT)
         tech = _column(arcs, "tech", "")
@@ -446,7 +448,8 @@ def _read(fab: Fabric, layout: Layout, columns: _Columns) -> FabricReading:
         nodes, node_data, roles,
         [i for i, r in enumerate(roles) if r == "switch"], port_use, nic_port_use, placement,
         in_server, _bundles(placement, layout, in_server, index, tail, head, pcie,
-                            links, rate, tier_code, tiers, tech_code, techs), nic_in_system)
+                            links, rate, tier_code, tiers, tech_code, techs,
+                            columns.reverse), nic_in_system)
 
 
 def _rack_trays(arcs: _Arcs) -> frozenset[Hashable]:
@@ -462,14 +465,17 @@ def _bundles(placement: Placement, layout: Layout,
              in_server: frozenset[Hashable], index: Mapping[Hashable, int], tail: np.ndarray,
              head: np.ndarray, pcie: np.ndarray, links: np.ndarray, rate: np.ndarray,
              tier_code: np.ndarray, tiers: list[str], tech_code: np.ndarray,
-             techs: list[str]) -> Bundles:
+             techs: list[str], back: np.ndarray | None = None) -> Bundles:
     """Every bundle once: by the first of its two arcs in arc order (the validated fabric has
-    both), PCIe links between a GPU and its NIC left out."""
+    both), PCIe links between a GPU and its NIC left out. ``back`` is each arc's reverse
+    when the caller has it (the arrays' :attr:`~fabricopt.graph_arrays.GraphArrays.reverse`:
+    found here the same way)."""
     n, m = len(index), len(tail)
     pos = np.arange(m)
-    code = tail * n + head
-    order = np.argsort(code, kind="stable")
-    back = order[np.searchsorted(code[order], head * n + tail)] if m else pos
+    if back is None:
+        code = tail * n + head
+        order = np.argsort(code, kind="stable")
+        back = order[np.searchsorted(code[order], head * n + tail)] if m else pos
     keep = np.flatnonzero((back > pos) & ~pcie)
     u, v = tail[keep], head[keep]
     lengths = placement._lengths_m(u, v, tier_code[keep], tiers, layout)
