@@ -235,7 +235,8 @@ def _capacity_json(c: Any) -> dict[str, Any]:
             "prefill_replicas": c.prefill_replicas, "decode_replicas": c.decode_replicas,
             **({} if c.plan is not None else {  # none met the targets: what they may ask
                 "fastest_tpot_s": c.fastest.tpot_s, "fastest_tpot_plan": c.fastest.tpot_plan,
-                "fastest_ttft_s": c.fastest.ttft_s, "fastest_ttft_plan": c.fastest.ttft_plan})}
+                "fastest_ttft_s": c.fastest.ttft_s, "fastest_ttft_plan": c.fastest.ttft_plan,
+                "notes": c.notes})}
 
 
 __all__ = ["PLAN_FLAGS", "add_serve_parser"]

@@ -38,7 +38,7 @@ from .hardware import PRECISIONS, pick_gpu
 from .models import ModelConfig, model
 from .serving_load import LENGTHS, Requests, poisson_requests, read_trace, run_engines
 from .serving_replica import Replica, ServingPlan, replica
-from .serving_targets import TARGET_SPARE, Fastest
+from .serving_targets import TARGET_SPARE, Fastest, target_below_floor
 from .step import _levels
 
 #: Percentiles every load result reports.
@@ -350,13 +350,14 @@ def _check_fits(func: str, r: Replica, context: int,
 
 
 def _none_met(model_name: str, fabric: str, percentile: float, ttft_s: float, tpot_s: float,
-              table: list[dict], fastest: Fastest) -> ServingCapacity:
-    """The answer when no plan meets the targets: rate 0, no plan, and ``fastest``, what the
-    targets could ask for."""
+              table: list[dict], fastest: Fastest, missed: list[str]) -> ServingCapacity:
+    """The answer when no plan meets the targets: rate 0, no plan, ``fastest`` (what the
+    targets could ask for) and, in the notes, the plans not simulated and why."""
     return ServingCapacity(model_name, fabric, 0.0, None, *([math.inf] * 6), 0.0, math.inf,
                            percentile, ttft_s, tpot_s, table=table,
-                           notes=["no plan meets the targets even at a light load"],
+                           notes=["no plan meets the targets even at a light load", *missed],
                            fastest=fastest)
+
 
 
 def _fastest(replicas: list[Replica], prompt: int, output: int, context: int) -> Fastest:
@@ -411,7 +412,9 @@ class ServingCapacity:
             return "\n".join([
                 f"{self.model} on {self.fabric}: no plan meets TTFT {q} <= "
                 f"{self.ttft_target_s:g} s and TPOT {q} <= {self.tpot_target_s:g} s",
-                *self.fastest.lines(self.ttft_target_s, self.tpot_target_s)])
+                *self.fastest.lines(self.ttft_target_s, self.tpot_target_s),
+                # the first note repeats the headline; the rest name plans not simulated
+                *[f"  note: {n}" for n in self.notes[1:]]])
         split = (f", {self.prefill_replicas} prefill : {self.decode_replicas} decode replicas"
                  if self.plan.disaggregated else f", {self.decode_replicas} replicas")
         return "\n".join([
@@ -663,9 +666,17 @@ def serving_capacity(fab: Fabric, model_name: str | ModelConfig, *, ttft_s: floa
             ranked.append((tuned[1], _with(r, tuned[0])))
     ranked.sort(key=lambda x: -x[0].rate)
     best: tuple[float, ServingLoad, Replica] | None = None
+    missed: list[str] = []  # plans not simulated: a target below what any load reaches
     for th, r in ranked[:SIMULATED_PLANS]:
         if best is not None and CEILING * th.rate <= best[0]:
             break  # its search could not pass the rate already found
+        why = target_below_floor(r, prompt_len, output_len, lengths, ttft_s, tpot_s)
+        if why:
+            missed.append(f"{r.plan.describe()} not simulated: {why}")
+            for row in table:
+                if row["plan"] == r.plan.describe():
+                    row["lost"] = f"not simulated: {why}"
+            continue
         rate, load = _search(r, prompt_len, output_len, lengths, percentile, ttft_s, tpot_s,
                              CEILING * th.rate, requests, rng)
         for row in table:
@@ -679,7 +690,7 @@ def serving_capacity(fab: Fabric, model_name: str | ModelConfig, *, ttft_s: floa
                            "a lower analytic rate: not simulated")
     if best is None:  # the fastest of every shape tried (the given plan's, when fixed)
         fastest = _fastest(shapes or [r for _, r in ranked], prompt_len, output_len, context)
-        return _none_met(m.name, fab.name, percentile, ttft_s, tpot_s, table, fastest)
+        return _none_met(m.name, fab.name, percentile, ttft_s, tpot_s, table, fastest, missed)
     rate, load, r = best
     q = percentile * 100
     ttft = [float(np.percentile(load.ttft_all_s, x)) for x in (50, 90, q)]

@@ -8,11 +8,13 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-__all__ = ["TARGET_SPARE", "Fastest"]
+__all__ = ["TARGET_SPARE", "Fastest", "latency_floor", "target_below_floor"]
 
 #: A plan is tried only when its analytic TPOT and TTFT are within this share of the
 #: targets (a tenth to spare).
 TARGET_SPARE = 0.9
+#: The simulation's clock resolution (s): arrivals are read to the nanosecond.
+CLOCK_S = 1e-9
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,45 @@ class Fastest:
         return [f"  fastest   TPOT {_duration(self.tpot_s)} ({self.tpot_plan}), TTFT "
                 f"{_duration(self.ttft_s)} ({self.ttft_plan}), analytic at the batch shown",
                 f"  reachable {'; '.join(asks)}"]
+
+
+def latency_floor(r: Any, prompt_len: int, output_len: int, lengths: str,
+                  ) -> tuple[float, float]:
+    """(TTFT, TPOT) no request of a simulation of replica ``r`` goes below (s), whatever
+    the load: a floor under every percentile the rate search reads, so a target below it is
+    missed at any rate and needs no simulation.
+
+    A step's time (:meth:`~fabricopt.workload.serving_replica.Replica.step_seconds`) grows
+    with each of its arguments and is subadditive (a maximum of sums of linear terms with
+    non-negative constants, and the concave expert read that is 0 at 0 tokens). A prompt of
+    ``P`` tokens is prefilled in chunks whose steps carry at least its own tokens and its
+    own causal (query, key) pairs, ``P^2 / 2`` in all, so its TTFT is at least one step of
+    ``P`` tokens and ``P^2 / 2`` pairs; a decode step carries at least the request itself
+    (one token, at least ``P`` cached), so its TPOT is at least that step. ``P`` is the
+    prompt length when lengths are fixed, else 1 (the shortest drawn). TPOT is 0 for a mean of
+    one output token (no TPOT is measured when every request has one); a mean above 1 draws
+    requests with more. Both less a nanosecond: the simulation reads arrivals to the
+    nanosecond, so a request's TTFT may come that much under its steps.
+
+    The analytic figures of :func:`~fabricopt.workload.serving_capacity.throughput` are no
+    such floor (its TPOT is at full load, above a light load's; its TTFT chunks the prompt
+    one way among many).
+    """
+    prompt = float(prompt_len if lengths == "fixed" else 1)
+    ttft = float(r.step_seconds(0.0, prompt, 0.0, prompt * prompt / 2)) - CLOCK_S
+    tpot = 0.0 if output_len == 1 else float(r.step_seconds(1.0, 0.0, prompt, 0.0)) - CLOCK_S
+    return max(ttft, 0.0), max(tpot, 0.0)
+
+
+def target_below_floor(r: Any, prompt_len: int, output_len: int, lengths: str,
+                       ttft_s: float, tpot_s: float) -> str:
+    """Why no load of replica ``r`` meets the targets, read off :func:`latency_floor`, or
+    '' when only a simulation can say."""
+    ttft, tpot = latency_floor(r, prompt_len, output_len, lengths)
+    return "; ".join(
+        f"{name} is at least {_duration(value)} at any load (one request alone), above the "
+        f"{_duration(target)} target" for name, value, target in (
+            ("TTFT", ttft, ttft_s), ("TPOT", tpot, tpot_s)) if value > target)
 
 
 def _duration(seconds: float, typed: bool = False, up: bool = False) -> str:

@@ -68,3 +68,69 @@ def test_serve_exits_0_when_a_plan_meets_the_targets(capsys):
                  "--output-len", "32", "--requests", "200", "--format", "json"])
     row = json.loads(capsys.readouterr().out)
     assert code == 0 and row["plan"] is not None and row["rate"] > 0
+
+
+# -- the latency floor: a target below it is missed at any load, without a simulation --
+
+FIXED_PLAN = fo.ServingPlan(tp=8, batch=64)
+
+
+def _replica(plan=FIXED_PLAN):
+    from fabricopt.workload.models import model
+    from fabricopt.workload.serving_replica import replica
+    return replica(fo.dgx_h100(), model("llama3-8b"), plan)
+
+
+@pytest.mark.parametrize("lengths", ["fixed", "exponential"])
+@pytest.mark.parametrize("rate", [1.0, 400.0])  # about one request at a time; a queue
+def test_no_simulated_request_is_faster_than_the_floor(lengths, rate):
+    from fabricopt.workload.serving_targets import latency_floor
+    ttft, tpot = latency_floor(_replica(), 512, 32, lengths)
+    load = fo.simulate_serving(fo.dgx_h100(), "llama3-8b", FIXED_PLAN, rate=rate,
+                               requests=300, prompt_len=512, output_len=32, lengths=lengths)
+    # Every request, not only a percentile: the floor holds for each one.
+    assert 0 < ttft <= load.ttft_all_s.min() and 0 < tpot <= load.tpot_all_s.min()
+
+
+def test_the_analytic_full_load_figures_are_no_floor():
+    # Why the floor is its own figure: throughput()'s TPOT is at full load (batch 64), far
+    # above what a lone request sees, so a target between the two is met at a light load.
+    from fabricopt.workload.serving_capacity import throughput
+    from fabricopt.workload.serving_targets import latency_floor
+    th = throughput(_replica(), 512, 32)
+    assert latency_floor(_replica(), 512, 32, "fixed")[1] < th.tpot_s
+
+
+def test_a_target_the_floor_allows_is_simulated_and_met():
+    # Both verdicts agree where the target is met: the floor does not skip the plan
+    # (target_below_floor says nothing) and the simulation finds a rate within it.
+    from fabricopt.workload.serving_targets import latency_floor, target_below_floor
+    ttft, tpot = latency_floor(_replica(), 512, 32, "fixed")
+    assert target_below_floor(_replica(), 512, 32, "fixed", 0.5, 0.05) == ""
+    c = fo.serving_capacity(fo.dgx_h100(), "llama3-8b", ttft_s=0.5, tpot_s=0.05,
+                            plan=FIXED_PLAN, **SHAPE)
+    assert c.plan is not None and c.rate > 0
+    assert ttft <= c.ttft_p50_s <= c.ttft_p99_s <= 0.5
+    assert tpot <= c.tpot_p50_s <= c.tpot_p99_s <= 0.05
+
+
+def test_a_fixed_plan_below_its_floor_is_not_simulated(monkeypatch):
+    import importlib
+
+    from fabricopt.workload.serving_targets import latency_floor
+    sc = importlib.import_module("fabricopt.workload.serving_capacity")
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("simulated a plan whose floor misses the target")
+
+    monkeypatch.setattr(sc, "_search", no_search)
+    tpot = latency_floor(_replica(), 512, 32, "fixed")[1]
+    # 0.1 ms: a lone decode step reads the 8B model's 2 GB per GPU (bf16, tp=8), ~0.6 ms.
+    assert tpot > 1e-4
+    c = fo.serving_capacity(fo.dgx_h100(), "llama3-8b", ttft_s=2.0, tpot_s=1e-4,
+                            plan=FIXED_PLAN, **SHAPE)
+    assert c.plan is None and c.rate == 0.0
+    note = next(n for n in c.notes if "not simulated" in n)
+    assert note.startswith("tp=8, batch=64") and "TPOT is at least" in note
+    assert "TTFT" not in note  # 2 s is far above a 512-token prefill
+    assert "note: tp=8, batch=64" in str(c)
