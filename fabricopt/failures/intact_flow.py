@@ -196,16 +196,23 @@ class IntactSolves:
         """Forget every intact fabric solved (their memory goes with them)."""
         self._flows.clear()
 
-    def flow(self, failed: Fabric, traffic: Traffic, size: int, budget: Any = None
-             ) -> IntactFlow | None:
+    def kept_for(self, failed: Fabric, traffic: Traffic) -> bool:
+        """Whether the intact flow of ``failed``'s design for ``traffic`` is kept."""
+        flow = self._flows.get(json.dumps(failed.recipe, sort_keys=True))
+        return flow is not None and flow.serves(traffic)
+
+    def flow(self, failed: Fabric, traffic: Traffic, size: int, budget: Any = None,
+             intact: Fabric | None = None) -> IntactFlow | None:
         """The intact flow of ``failed``'s design for ``traffic``: kept, or solved now
-        (:func:`_solved_intact`, within what ``budget`` has left) and kept; None when it
-        cannot be solved exactly."""
+        (:func:`_solved_intact`, within what ``budget`` has left; ``intact``: the fabric
+        its recipe rebuilds, when already rebuilt) and kept; None when it cannot be
+        solved exactly."""
         key = json.dumps(failed.recipe, sort_keys=True)
         flow = self._flows.get(key)
         if flow is not None and flow.serves(traffic):
             return flow
-        flow = _solved_intact(failed, traffic, size, None if budget is None else budget.left())
+        flow = _solved_intact(failed, traffic, size, None if budget is None else budget.left(),
+                              intact)
         if flow is not None:
             self._flows.pop(key, None)
             self._flows[key] = flow
@@ -231,7 +238,8 @@ def from_recipe(failed: Fabric, traffic: Traffic, solves: IntactSolves | None = 
 
 
 def _rerouted(failed: Fabric, traffic: Traffic, solves: IntactSolves | None, budget: Any,
-              search: bool | None, ga: Any = None) -> tuple[FlowResult | None, bool]:
+              search: bool | None, ga: Any = None, intact: Fabric | None = None
+              ) -> tuple[FlowResult | None, bool]:
     """:func:`from_recipe`'s answer, and whether its detours were searched (``ga``: the
     failed fabric's arrays, when at hand): the planes are read only once the cheap checks
     pass and the intact flow is at hand."""
@@ -241,7 +249,7 @@ def _rerouted(failed: Fabric, traffic: Traffic, solves: IntactSolves | None, bud
     if size <= FIND_SYMMETRY_NONZEROS:
         return None, False
     flow = (solves if solves is not None else IntactSolves()).flow(failed, traffic, size,
-                                                                    budget)
+                                                                    budget, intact)
     if flow is None or (budget is not None and budget.spent()):
         return None, False
     # Where the planes follow (their LP begun: a SuperPOD's units or any Clos of servers
@@ -294,10 +302,41 @@ class RerouteFromIntact:
         return (f"the intact fabric solved exactly once ({kept}), then one detour per lost "
                 "arc")
 
+    def narrowers_first(self, problem: Any) -> bool:
+        """Whether the planes go first (the engine's
+        :class:`~fabricopt.flow.plan.FromIntact`): the intact flow is not kept, the
+        intact fabric carries no claim (its solve is a symmetry search and a routing: 8 s
+        CPU of a failed 4,096-GPU 3-tier Clos, whose planes then close it alone), and the
+        planes follow, on a failed fabric too large for the routed bounds (where such an
+        intact fabric is solved at all). The intact fabric rebuilt to tell is kept for this
+        call."""
+        notes = getattr(problem, "notes", None)
+        if notes is None or self.solves.kept_for(problem.fab, problem.traffic):
+            return False
+        ga = getattr(problem, "ga", None)
+        if lp_size_estimate(problem.fab, problem.traffic, ga) // 3 <= ECMP_MAX_ENTRIES:
+            return False  # an intact fabric without a claim is not solved (_solved_intact)
+        intact = notes[REBUILT] = try_replay(problem.fab.recipe)
+        if intact is None or symmetric_applicable(intact, problem.traffic)[0]:
+            return False
+        # Read after the intact fabric, as the detours would: the planes' reading of the
+        # fabric is kept for their LP until then (a failed superpod(64) read it twice).
+        budget = getattr(problem, "budget", None)
+        follow = notes[FOLLOW] = planes_follow(problem.fab, problem.traffic,
+                                               None if budget is None else budget.left(), ga)
+        notes[PLANES_FIRST] = follow
+        return follow
+
     def run(self, problem: Any, bracket: Any = None) -> FlowResult | None:
+        notes = getattr(problem, "notes", {})
+        # After the planes (they went first), the detours are searched: nothing follows;
+        # otherwise searched unless the planes follow (as read by narrowers_first).
+        follow = notes.pop(FOLLOW, None)
+        search = True if notes.pop(PLANES_FIRST, False) else (
+            None if follow is None else not follow)
         answer, searched = _rerouted(problem.fab, problem.traffic, self.solves,
-                                     getattr(problem, "budget", None), None,
-                                     getattr(problem, "ga", None))
+                                     getattr(problem, "budget", None), search,
+                                     getattr(problem, "ga", None), notes.pop(REBUILT, None))
         if answer is not None and not searched and hasattr(problem, "notes"):
             # For SearchedDetours, should the planes not close it (no answer: no intact
             # flow to search, none solved again).
@@ -311,15 +350,16 @@ class RerouteFromIntact:
 
 
 def _solved_intact(failed: Fabric, traffic: Traffic, size: int,
-                   time_limit: float | None = None) -> IntactFlow | None:
+                   time_limit: float | None = None, intact: Fabric | None = None
+                   ) -> IntactFlow | None:
     """The intact fabric ``failed``'s recipe rebuilds, solved exactly, with its flow
     re-proven; None when it cannot be rebuilt or is not solved exactly (``time_limit``, the
     seconds the caller has left, bounds the solve).
 
     No wall clock decides it without a time limit (a busy machine gets the same answer as
     an idle one): a fabric without a claim is solved only by the symmetry found in it, or
-    not at all."""
-    intact = try_replay(failed.recipe)
+    not at all. ``intact``: that fabric, when already rebuilt."""
+    intact = try_replay(failed.recipe) if intact is None else intact
     if intact is None:
         return None
     limit = {} if time_limit is None else {"time_limit": time_limit}
@@ -351,6 +391,11 @@ def _solved_intact(failed: Fabric, traffic: Traffic, size: int,
 #: The note :class:`RerouteFromIntact` leaves on a problem whose detours it did not search
 #: (the planes were to follow).
 UNSEARCHED = "detours unsearched"
+#: The notes :meth:`RerouteFromIntact.narrowers_first` leaves for its own run: the planes
+#: went first, the intact fabric it rebuilt, and whether the planes follow.
+PLANES_FIRST = "planes first"
+REBUILT = "intact fabric rebuilt"
+FOLLOW = "planes follow"
 
 
 class SearchedDetours:

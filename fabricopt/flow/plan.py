@@ -212,15 +212,38 @@ class FromIntact:
                    else ""))
 
     def run(self, p: FlowProblem, bracket: Bracket) -> None:
+        answering = [s for s in self.handed if not hasattr(s, "narrow")]
         handed = [(lambda fab, traffic, s=s: _named(s.run(p, bracket), s.name)
-                   if s.applies(p)[0] else None) for s in self.handed
-                  if not hasattr(s, "narrow")]
+                   if s.applies(p)[0] else None) for s in answering]
+        first = None
+        if any(getattr(s, "narrowers_first", None) is not None and s.applies(p)[0]
+               and s.narrowers_first(p) for s in answering):
+            # An answerer whose answer is costly here and seldom closes it alone (a failed
+            # 4,096-GPU Clos: its intact fabric's symmetry search and routing, 8 s CPU,
+            # where the planes close it alone) lets the stages that narrow go first; it
+            # answers only what they leave open.
+            for narrowing in (s for s in self.handed if hasattr(s, "narrow")):
+                if narrowing.applies(p)[0]:
+                    first = narrowing.narrow(p, first)
+            if first is None or not first.exact:
+                rest = answer_from_intact(p.fab, p.traffic, p.gap, p.too_large, handed)
+                first = rest if first is None or rest is None else with_stage_ends(first,
+                                                                                   rest)
+            self._settle(p, bracket, first)
+            return None
         first = answer_from_intact(p.fab, p.traffic, p.gap, p.too_large, handed)
         for narrowing in (s for s in self.handed if hasattr(s, "narrow")):
             # E.g. a failed Clos of servers: its planes narrow what the intact flow left open.
             if ((first is None or first.upper - first.lower > p.gap * first.upper)
                     and narrowing.applies(p)[0]):
                 first = narrowing.narrow(p, first)
+        self._settle(p, bracket, first)
+        return None
+
+    @staticmethod
+    def _settle(p: FlowProblem, bracket: Bracket, first: FlowResult | None) -> None:
+        """What the handed stages found: the answer, held for the routed bounds, or kept
+        for the stages after (see the class notes)."""
         if first is not None and not (first.exact or p.too_large
                                       or first.upper - first.lower <= p.gap * first.upper):
             # Not the answer, but proven: the stages after it (the routed bounds, the

@@ -356,8 +356,8 @@ def test_an_intact_fabric_without_a_claim_is_solved_when_the_failed_one_is_too_l
     # lost a link carries no more than the intact one, so that is the failed optimum (the
     # full LP agrees: 2.2135417, 60 s on 2 cores). The hierarchy cut above is looser
     # (2.2727273); the cut around the leaf's run and its servers (leaf_run_cuts) meets the
-    # lower end, so the planes' stage closes the bracket without its LP. The bracket's lower
-    # end is over half its upper one: no two-phase floor is computed under it.
+    # lower end. The bracket's lower end is over half its upper one: no two-phase floor is
+    # computed under it.
     import fabricopt.failures.intact_flow as failure_reroute
     import fabricopt.flow.api as api
     import fabricopt.flow.plan as plan
@@ -388,7 +388,10 @@ def test_an_intact_fabric_without_a_claim_is_solved_when_the_failed_one_is_too_l
 
     monkeypatch.setattr(failure_reroute, "max_concurrent_flow", solve)
     r = fo.max_concurrent_flow(failed)
-    assert r.method == "bounds" and "rebuilt from the recipe" in r.message
+    # Its intact fabric has no claim: the planes go first, their cut around the leaf's run
+    # above, then the detours' flow lifts the lower end to the intact theta.
+    assert r.method == "bounds" and r.stages == {"lower": "intact flow rerouted",
+                                                 "upper": "planes"}
     assert r.lower == pytest.approx(intact.theta, rel=1e-6) and r.exact
     assert "a cut around leaves of one group" in r.message
     assert fo.check_certificate(failed, r).ok
@@ -446,3 +449,34 @@ def test_the_spread_is_steered_off_a_busy_path():
     net = np.bincount(ga.tail[columns[0]], weights=x, minlength=ga.n_nodes) - np.bincount(
         ga.head[columns[0]], weights=x, minlength=ga.n_nodes)
     assert np.allclose(net[[ga.index[n] for n in "uvab"]], [1, -1, 0, 0])
+
+
+def test_where_the_planes_close_it_an_intact_fabric_without_a_claim_is_not_solved(
+        monkeypatch):
+    # A 3-tier 2:1 Clos of 16 small servers (no claim) with 5% of its links failed (seed
+    # 1), pretended too large for the routed bounds: its intact fabric would be solved by
+    # a symmetry search and a routing (8 s CPU on a 4,096-GPU Clos), so the planes go first;
+    # they close the bracket alone, and the intact fabric is never solved. The answer is
+    # the failed fabric's own LP optimum, and its certificate re-proves both ends.
+    import fabricopt.failures.intact_flow as failure_reroute
+    import fabricopt.flow.api as api
+    import fabricopt.flow.problem as problem
+
+    base = fo.cluster(fo.nvswitch_domain(4, 2, 4, 400.0), nodes=16, scale_out="clos",
+                      tiers=3, oversubscription=2, radix=8)
+    assert not api.symmetric_applicable(base, fo.all_to_all(base))[0]
+    failed = fo.fail_random(base, 0.05, seed=1)
+    lp = fo.max_concurrent_flow(failed, method="lp")
+    for module in (problem, failure_reroute):
+        monkeypatch.setattr(module, "ECMP_MAX_ENTRIES", 10)
+    monkeypatch.setattr(failure_reroute, "FIND_SYMMETRY_NONZEROS", 10)
+    failure_reroute.FROM_INTACT.solves.clear()
+
+    def never(*args):
+        raise AssertionError("the intact fabric was solved")
+
+    monkeypatch.setattr(failure_reroute, "_solved_intact", never)
+    r = fo.max_concurrent_flow(failed)
+    assert r.exact and r.stages == {"lower": "planes", "upper": "planes"}
+    assert r.theta == pytest.approx(lp.theta, rel=1e-6)
+    assert fo.check_certificate(failed, r).ok
