@@ -25,7 +25,9 @@ lengths of each solve: if lengths :math:`l` prove :math:`\theta(\pi) = \sum c l 
 \mathrm{dist}_l(\pi))`, the permutation :math:`\pi'` that maximises :math:`\sum
 \mathrm{dist}_l` has :math:`\theta(\pi') \le \sum c l / (g \sum \mathrm{dist}_l(\pi')) \le
 \theta(\pi)`; so each step's upper bound never rises. It stops when the assignment returns a
-pattern already tried, after ``iterations`` solves, or when the bracket closes.
+pattern already tried, after ``iterations`` solves, or when the bracket closes. A solve cut
+short with no lengths is passed over: the next pattern comes from the latest lengths not yet
+used, if any.
 """
 
 from __future__ import annotations
@@ -222,6 +224,10 @@ def worst_case_permutation(fab: Any, gbps: float = 1.0, *,
     tried: list[tuple[float, float]] = []
     seen: set[frozenset[tuple[Hashable, Hashable]]] = set()
     crossing = _crossing_pattern(fab, eps, gbps, clock)
+    # The latest dual lengths not yet improved from: a solve the time limit cuts short may
+    # return none, and the search then goes on from an earlier solve's (the first
+    # pattern's, when the crossing pattern came between) rather than stopping.
+    pending: np.ndarray | None = None
     for i in range(iterations):
         if tried and clock.out():
             clock.skipped = iterations - i  # the first pattern is solved whatever is left
@@ -229,20 +235,24 @@ def worst_case_permutation(fab: Any, gbps: float = 1.0, *,
         seen.add(frozenset(pattern.pairs))
         result = max_concurrent_flow(fab, pattern, method=method, backend=backend,
                                      time_limit=clock.share(), **solve_options)
-        clock.finished(f"pattern {i + 1}", result.status == "time_limit")
+        lengths = result.certificate.lengths if result.certificate else None
+        clock.finished(f"pattern {i + 1}" + ("" if lengths is not None else
+                                             " (no lengths to improve from)"),
+                       result.status == "time_limit")
         tried.append((result.lower, result.upper))
         if best_result is None or result.upper < best_result.upper:
             best_result, best_pattern = result, pattern
-        lengths = result.certificate.lengths if result.certificate else None
+        pending = lengths if lengths is not None else pending
         if min(tub, best_result.upper) <= lower * (1 + 1e-9):
             break
         if crossing is not None and frozenset(crossing.pairs) not in seen:
             pattern = crossing  # the pattern the bisection cut starves, tried once
             continue
-        if lengths is None:
+        if pending is None:
             break
-        pattern = farthest_matching("worst_case_permutation", fab, eps, gbps, lengths,
+        pattern = farthest_matching("worst_case_permutation", fab, eps, gbps, pending,
                                     max_endpoints)
+        pending = None
         if frozenset(pattern.pairs) in seen:
             break
     assert best_result is not None

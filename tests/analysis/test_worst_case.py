@@ -96,9 +96,10 @@ def test_the_pattern_across_the_bisection_cut_is_tried():
     assert fo.check_certificate(fab, w.pattern_result, w.pattern).ok
 
 
-def _recorded(monkeypatch, cut=()):
+def _recorded(monkeypatch, cut=(), bare=False):
     """Record the time limit each solve of the search is given; patterns numbered in
-    ``cut`` report status time_limit (their certified bracket unchanged)."""
+    ``cut`` report status time_limit (their certified bracket unchanged; ``bare``: without
+    a certificate, hence no dual lengths, as a solve stopped early may return)."""
     import dataclasses
 
     import fabricopt.analysis.worst_case as wc
@@ -108,9 +109,12 @@ def _recorded(monkeypatch, cut=()):
 
     def counted_solve(*args, time_limit=None, **kwargs):
         given["patterns"].append(time_limit)
+        given.setdefault("traffic", []).append(args[1])
         r = solve(*args, time_limit=time_limit, **kwargs)
-        return dataclasses.replace(r, status="time_limit") if len(given["patterns"]) in cut \
-            else r
+        if len(given["patterns"]) not in cut:
+            return r
+        return dataclasses.replace(r, status="time_limit",
+                                   **({"certificate": None} if bare else {}))
 
     def counted_rate(*args, time_limit=None, **kwargs):
         given["rate"].append(time_limit)
@@ -159,3 +163,25 @@ def test_a_spent_time_limit_solves_one_pattern_and_counts_the_rest(monkeypatch):
     assert len(given["patterns"]) == 1 and given["patterns"][0] == wc._Clock.FLOOR
     assert len(w.tried) == 1 and w.skipped == 3
     assert "3 pattern(s) not solved" in w.time_line()
+
+
+def test_a_pattern_cut_short_without_lengths_is_passed_over(monkeypatch):
+    # Pattern 2 (the one across the bisection cut) comes back cut short with no dual
+    # lengths. The search used to stop there with 58 s of its 60 left; it now improves from
+    # pattern 1's lengths, not yet used, so a third pattern is the farthest matching under
+    # them, and pattern 2 is named as cut short.
+    import fabricopt.analysis.worst_case as wc
+    from fabricopt.traffic import farthest_matching
+
+    solve = wc.max_concurrent_flow
+    given = _recorded(monkeypatch, cut={2}, bare=True)
+    fab = fo.jellyfish(switches=16, network_ports=4, endpoints_per_switch=2, seed=1,
+                       link_gbps=1.0)
+    w = fo.worst_case_permutation(fab, iterations=4, time_limit=60)
+    assert len(w.tried) >= 3 and w.skipped == 0
+    assert w.cut_short == ["pattern 2 (no lengths to improve from)"]
+    one = solve(fab, given["traffic"][0])  # pattern 1 again, for its lengths
+    third = farthest_matching("test", fab, fab.endpoints, 1.0, one.certificate.lengths, 4096)
+    assert set(given["traffic"][2].pairs) == set(third.pairs)
+    # Every pattern's bracket holds the worst case's upper end.
+    assert w.lower <= w.upper <= min(u for _, u in w.tried) * (1 + 1e-9)
