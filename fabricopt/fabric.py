@@ -686,11 +686,21 @@ def check_fabric(func: str, fab: Any, name: str = "fab") -> Any:
     if not isinstance(fab, Fabric):
         raise InvalidParameterError(f"{func}(): {name} must be a Fabric, got "
                                     f"{type(fab).__name__}")
-    if not all(map(fab.graph._node.__contains__, fab.endpoints)):  # C-level lookups
+    # C-level lookups, made once in a study row (every metric checks its fabric), again if
+    # the list of endpoints was replaced.
+    listed, present = once(fab, "endpoints_in_graph", lambda: _endpoints_in_graph(fab))
+    if listed is not fab.endpoints:
+        listed, present = _endpoints_in_graph(fab)
+    if not present:
         missing = [e for e in fab.endpoints if e not in fab.graph]
         raise InvalidFabricError(f"{func}(): {name} has endpoints that are not nodes of its "
                                  f"graph (removed after it was built?): {missing[:3]!r}")
     return fab
+
+
+def _endpoints_in_graph(fab: Any) -> tuple[Any, bool]:
+    """``fab``'s list of endpoints, and whether every one is a node of its graph."""
+    return fab.endpoints, all(map(fab.graph._node.__contains__, fab.endpoints))
 
 
 def _hashable(value: Any) -> bool:
@@ -703,6 +713,12 @@ def _hashable(value: Any) -> bool:
     return True
 
 
+def _own_endpoints(fab: Any) -> tuple[tuple[Hashable, ...], set[Hashable], Any]:
+    """``fab``'s endpoints as a tuple and as a set, and the list they were read from."""
+    eps = tuple(fab.endpoints)
+    return eps, set(eps), fab.endpoints
+
+
 def check_endpoint_group(func: str, fab: Any, endpoints: Iterable[Hashable] | None,
                          minimum: int = 2,
                          error: type[Exception] = InvalidParameterError,
@@ -710,23 +726,29 @@ def check_endpoint_group(func: str, fab: Any, endpoints: Iterable[Hashable] | No
     """The participating endpoints (default: all of ``fab``'s), checked: known, distinct,
     at least ``minimum`` of them. Raises ``error`` naming ``func`` and the argument ``name``."""
     check_fabric(func, fab)
-    if endpoints is None:
-        eps = tuple(fab.endpoints)
+    # The fabric's own endpoints as a tuple and a set, read once in a study row (its flow,
+    # bisection and collective metrics each check the group: two sets of 24,576 names a
+    # check); read again if the list was replaced.
+    own, known, listed = once(fab, "endpoint_group", lambda: _own_endpoints(fab))
+    if listed is not fab.endpoints:
+        own, known, listed = _own_endpoints(fab)
+    if endpoints is None or endpoints is fab.endpoints:
+        eps, given = own, known  # the fabric's own: known by definition
     elif isinstance(endpoints, Iterable) and not isinstance(endpoints, str | bytes | Mapping):
         eps = tuple(endpoints)
+        given = None
     else:
         raise error(f"{func}(): {name} must be None or an iterable of endpoints of fabric "
                     f"{fab.name!r}, got {endpoints!r}")
     # Set operations first (C speed on 24,576 endpoints); the lists naming a culprit only
     # when one of them fails.
     try:
-        given = set(eps)
+        given = set(eps) if given is None else given
     except TypeError:
         unhashable = next(e for e in eps if not _hashable(e))
         raise error(f"{func}(): {name} must be endpoints of fabric {fab.name!r} (node "
                     f"names), got {unhashable!r}") from None
-    known = set(fab.endpoints)
-    if not given <= known:
+    if given is not known and not given <= known:
         unknown = [e for e in eps if e not in known]
         raise error(f"{func}(): {name} must be endpoints of fabric {fab.name!r}, "
                     f"got unknown {unknown[:3]!r}")
