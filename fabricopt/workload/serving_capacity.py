@@ -552,6 +552,35 @@ def _search(r: Replica, prompt: int, output: int, lengths: str, q: float, ttft_s
     return lo, best
 
 
+def _simulate_best(ranked: list[tuple[Throughput, Replica]], table: list[dict],
+                   prompt: int, output: int, lengths: str, percentile: float, ttft_s: float,
+                   tpot_s: float, requests: int, rng: np.random.Generator,
+                   ) -> tuple[tuple[float, ServingLoad, Replica] | None, list[str]]:
+    """The rate search on the best :data:`SIMULATED_PLANS` of ``ranked`` (each row of
+    ``table`` given its simulated rate): the best (rate, load, replica) found, and the plans
+    not simulated since their latency floor misses a target, with why."""
+    best: tuple[float, ServingLoad, Replica] | None = None
+    missed: list[str] = []  # plans not simulated: a target below what any load reaches
+    for th, r in ranked[:SIMULATED_PLANS]:
+        if best is not None and CEILING * th.rate <= best[0]:
+            break  # its search could not pass the rate already found
+        why = target_below_floor(r, prompt, output, lengths, ttft_s, tpot_s)
+        if why:
+            missed.append(f"{r.plan.describe()} not simulated: {why}")
+            for row in table:
+                if row["plan"] == r.plan.describe():
+                    row["lost"] = f"not simulated: {why}"
+            continue
+        rate, load = _search(r, prompt, output, lengths, percentile, ttft_s, tpot_s,
+                             CEILING * th.rate, requests, rng)
+        for row in table:
+            if row["plan"] == r.plan.describe():
+                row["rate"] = rate
+        if load is not None and (best is None or rate > best[0]):
+            best = (rate, load, r)
+    return best, missed
+
+
 def serving_capacity(fab: Fabric, model_name: str | ModelConfig, *, ttft_s: float,
                      tpot_s: float, percentile: float = 0.99, prompt_len: int = 2048,
                      output_len: int = 256, precision: str = "bf16",
@@ -665,25 +694,8 @@ def serving_capacity(fab: Fabric, model_name: str | ModelConfig, *, ttft_s: floa
             row["analytic_rate"] = tuned[1].rate
             ranked.append((tuned[1], _with(r, tuned[0])))
     ranked.sort(key=lambda x: -x[0].rate)
-    best: tuple[float, ServingLoad, Replica] | None = None
-    missed: list[str] = []  # plans not simulated: a target below what any load reaches
-    for th, r in ranked[:SIMULATED_PLANS]:
-        if best is not None and CEILING * th.rate <= best[0]:
-            break  # its search could not pass the rate already found
-        why = target_below_floor(r, prompt_len, output_len, lengths, ttft_s, tpot_s)
-        if why:
-            missed.append(f"{r.plan.describe()} not simulated: {why}")
-            for row in table:
-                if row["plan"] == r.plan.describe():
-                    row["lost"] = f"not simulated: {why}"
-            continue
-        rate, load = _search(r, prompt_len, output_len, lengths, percentile, ttft_s, tpot_s,
-                             CEILING * th.rate, requests, rng)
-        for row in table:
-            if row["plan"] == r.plan.describe():
-                row["rate"] = rate
-        if load is not None and (best is None or rate > best[0]):
-            best = (rate, load, r)
+    best, missed = _simulate_best(ranked, table, prompt_len, output_len, lengths, percentile,
+                                  ttft_s, tpot_s, requests, rng)
     for row in table:
         if not row["lost"] and best is not None and row["plan"] != best[2].plan.describe():
             row["lost"] = ("a lower rate within the targets" if row["rate"] is not None else
