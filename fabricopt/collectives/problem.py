@@ -41,7 +41,7 @@ class Problem:
     ga: GraphArrays
     gpus: np.ndarray          # node indices of the participants
     gpu_names: tuple[Hashable, ...]
-    tiers: list[str]          # per arc
+    tiers: Sequence[str]      # per arc
     scale_up_tiers: frozenset[str]
     # One participant per GPU orbit under a claimed symmetry (every endpoint taking part),
     # else None: a search over the participants may stop at these.
@@ -59,7 +59,8 @@ class Problem:
 def collective_problem(fab: Fabric, endpoints: Sequence[Hashable], ga: GraphArrays | None = None,
              ) -> Problem:
     ga = GraphArrays.from_fabric(fab) if ga is None else ga
-    gpus = np.array([ga.index[e] for e in endpoints])
+    gpus = np.fromiter(map(ga.index.__getitem__, endpoints), dtype=np.int64,
+                       count=len(endpoints))
     orbit_reps = None
     sym = fab.symmetry
     if sym is not None and len(endpoints) == len(fab.endpoints):
@@ -70,8 +71,9 @@ def collective_problem(fab: Fabric, endpoints: Sequence[Hashable], ga: GraphArra
     # labels read in one pass line up with them.
     labels = arc_labels(fab)
     up = labels.scale_up
+    tiers: Sequence[str]
     if len(ga.tiers) == ga.n_arcs:
-        tiers = list(ga.tiers)
+        tiers = ga.tiers  # read-only: the arrays' own tuple, not a copy of 300,000 names
         # The tiers of the scale-up arcs: those of their few distinct labels (whose tiers
         # are the arrays' tiers), not an object array of every arc's.
         up_tiers = frozenset(labels.labels[c][0] for c in np.unique(labels.code[up]).tolist())

@@ -174,10 +174,17 @@ class MetricContext:
     def flow(self, fab: Fabric) -> Any:
         """The all-to-all max-concurrent-flow result, solved once per fabric."""
         if "flow" not in self.shared:
-            self.shared["flow"] = max_concurrent_flow(fab, all_to_all(fab, gbps=1.0),
+            self.shared["flow"] = max_concurrent_flow(fab, self.unit_all_to_all(fab),
                                                       time_limit=self.time_limit, gap=self.gap,
                                                       work_limit=self.work_limit)
         return self.shared["flow"]
+
+    def unit_all_to_all(self, fab: Fabric) -> Any:
+        """The all-to-all of 1 Gb/s per pair, made once per fabric: the flow solves it and
+        the network's share is read off it."""
+        if "all_to_all" not in self.shared:
+            self.shared["all_to_all"] = all_to_all(fab, gbps=1.0)
+        return self.shared["all_to_all"]
 
 
 @dataclass(frozen=True)
@@ -235,24 +242,25 @@ def _all_to_all(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
                 "all_to_all_method": "ecmp bound",
                 "all_to_all_theta": lower / per_gpu, "all_to_all_theta_upper": upper / per_gpu,
                 "all_to_all_gbps_per_gpu": lower, "all_to_all_gbps_per_gpu_upper": upper,
-                **_over_network(fab, lower, upper),
+                **_over_network(fab, lower, upper, ctx),
                 "all_to_all_exact": closed, "binding_tier": None}
     r = ctx.flow(fab)
     return {"all_to_all_status": r.status, "all_to_all_method": r.method,
             "all_to_all_theta": r.lower, "all_to_all_theta_upper": r.upper,
             "all_to_all_gbps_per_gpu": r.lower * per_gpu,
             "all_to_all_gbps_per_gpu_upper": r.upper * per_gpu,
-            **_over_network(fab, r.lower * per_gpu, r.upper * per_gpu),
+            **_over_network(fab, r.lower * per_gpu, r.upper * per_gpu, ctx),
             "all_to_all_exact": r.exact, "binding_tier": r.binding_tier,
             "all_to_all_work_limit": r.work_limit,
             "all_to_all_proven_by": _proven_by(r.stages)}
 
 
-def _over_network(fab: Fabric, lower: float | None, upper: float | None) -> dict[str, Any]:
+def _over_network(fab: Fabric, lower: float | None, upper: float | None,
+                  ctx: MetricContext) -> dict[str, Any]:
     """The part of a GPU's all-to-all bracket that crosses the network (between scale-up
     domains): what its NICs carry, to read against their speed. Each end is its end of the
     whole times the share of the demand that crosses (a fixed share of every pair's flow)."""
-    share = all_to_all(fab, gbps=1.0).crossing_share(fab) if len(fab.endpoints) > 1 else 0.0
+    share = ctx.unit_all_to_all(fab).crossing_share(fab) if len(fab.endpoints) > 1 else 0.0
     return {"all_to_all_network_gbps_per_gpu": None if lower is None else lower * share,
             "all_to_all_network_gbps_per_gpu_upper": None if upper is None else upper * share}
 
