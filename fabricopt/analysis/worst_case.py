@@ -45,6 +45,7 @@ from ..flow import FlowResult, max_concurrent_flow, valiant_rate
 from ..flow.arguments import METHODS
 from ..flow.backends import check_solve_args
 from ..flow.proof import explicit_distance_bound
+from ..flow.time_budget import TimeBudget
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic, farthest_matching
 from .bisection import bisection_bandwidth
@@ -142,7 +143,7 @@ def tub_upper_bound(fab: Any, gbps: float = 1.0, endpoints: Iterable[Hashable] |
 
 
 def _crossing_pattern(fab: Any, eps: tuple[Hashable, ...], gbps: float,
-                      clock: _Clock) -> Traffic | None:
+                      clock: TimeBudget) -> Traffic | None:
     """A permutation whose every pair crosses the best bisection cut found (endpoints of side
     A paired with side B, both ways): by the cut, theta <= 2 C / (N g). None when the group is
     not every endpoint or the sides are unequal."""
@@ -215,7 +216,7 @@ def worst_case_permutation(fab: Any, gbps: float = 1.0, *,
                               minimum=2)
     eps = check_endpoint_group("worst_case_permutation", fab, endpoints)
     tub, pattern = tub_upper_bound(fab, gbps, eps, max_endpoints)
-    clock = _Clock(start, time_limit, solves=iterations + 2)  # + the rate and the cut
+    clock = TimeBudget(time_limit, solves=iterations + 2, start=start)  # + the rate and the cut
     hose = valiant_rate(fab, eps, backend=backend, time_limit=clock.share())
     clock.finished("two-phase rate", hose.status == "time_limit")
     lower = hose.rate_gbps / gbps
@@ -260,32 +261,3 @@ def worst_case_permutation(fab: Any, gbps: float = 1.0, *,
     return WorstCasePermutation(lower, upper, gbps, best_pattern, best_result, tub,
                                 hose.rate_gbps, len(eps), time.perf_counter() - start, tried,
                                 time_limit, clock.cut_short, clock.skipped)
-
-
-class _Clock:
-    """A whole search's time limit split across its solves: each gets what is left over the
-    solves still to come (none when there is no limit)."""
-
-    #: The least a solve is given (s) once the limit has run out: enough to return the
-    #: certified bracket of its first stage rather than nothing.
-    FLOOR = 0.01
-
-    def __init__(self, start: float, limit: float | None, solves: int) -> None:
-        self.end = None if limit is None else start + limit
-        self.left_solves = solves
-        self.cut_short: list[str] = []
-        self.skipped = 0
-
-    def out(self) -> bool:
-        return self.end is not None and time.perf_counter() >= self.end
-
-    def share(self) -> float | None:
-        if self.end is None:
-            return None
-        left = self.end - time.perf_counter()
-        return max(left / max(self.left_solves, 1), self.FLOOR)
-
-    def finished(self, name: str, cut: bool) -> None:
-        self.left_solves -= 1
-        if cut:
-            self.cut_short.append(name)

@@ -5,6 +5,7 @@ parts matter most (a block of the command line, kept apart to keep the command's
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,6 +18,7 @@ from ..failures.distribution import FailureDistribution, failure_distribution
 from ..failures.models import GroupFailures, Independent, Selected, groups_by
 from ..failures.single import FailureTable, criticality, cutting_set, single_failures
 from ..failures.sweep import failure_sweep
+from ..flow.time_budget import TimeBudget, spending
 from ..plot.failures import plot_criticality, plot_failure_distribution, plot_job_failures
 from ..plot.image_files import image_path
 from ..workload.job_failures import ALL_KINDS, JOB_KINDS, JobFailureTable, job_failures
@@ -40,7 +42,8 @@ MODE_FLAGS = {
     "select": ("--kind", "--select", "--weight", "--count", "--trials", "--seed", "--metrics",
                "--plot"),
 }
-#: Every mode's flags: ``--time-limit`` bounds each solve, ``--progress`` shows its stage.
+#: Every mode's flags: ``--time-limit`` bounds the whole command, ``--progress`` shows its
+#: stage.
 EVERY_MODE_FLAGS = ("--time-limit", "--progress")
 #: The value a flag has when it is not given (the parser's default is None, so that a flag
 #: given is told from one left out).
@@ -99,8 +102,10 @@ def add_failures_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[F
     fl.add_argument("--seed", type=int, default=None,
                     help="--mode sweep, random: seed of the draws (default 1)")
     fl.add_argument("--time-limit", type=seconds_arg, default=None,
-                    help="seconds per solve (a solve stopped by it keeps its certified "
-                    "bracket, and the command exits 1)")
+                    help="seconds for the whole command, split across its fabrics and "
+                    "each one's solves (the intact fabric, each failure pattern or draw): a "
+                    "solve cut short keeps its certified bracket, is named ('time limit' "
+                    "line), and the command exits 1 when a result is left unproven")
     fl.add_argument("--metrics", default=None, metavar="routed,bisection",
                     help="--mode random/groups: also ECMP-routed throughput and bisection")
     fl.add_argument("--plot", default=None, metavar="FILE",
@@ -206,11 +211,17 @@ def _cmd_failures(args: argparse.Namespace,
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()]
     code = 0
     fractions = _fractions(args.fraction)
-    options = {} if args.time_limit is None else {"time_limit": args.time_limit}
-    for fab in load_targets(args.targets):
+    start = time.perf_counter()
+    fabrics = load_targets(args.targets)
+    # --time-limit is the whole command's: each fabric gets what is left over the fabrics
+    # still to come, split across its own solves (each told how many are to come).
+    command = TimeBudget(args.time_limit, solves=len(fabrics), start=start)
+    for fab in fabrics:
         fab.validate()
-        with stage_line(args.progress):  # the stage so far, on a terminal, until it prints
-            shown = _analyse(fab, args, tiers, metrics, fractions, options)
+        budget = TimeBudget(command.share(), solves=1)
+        with stage_line(args.progress), spending(budget):  # the stage so far, on a terminal
+            shown = _analyse(fab, args, tiers, metrics, fractions, {})
+        command.finished(fab.name, bool(budget.cut_short))
         if isinstance(shown, JobFailureTable):
             print(shown)
         elif args.mode in ("n-1", "criticality"):
@@ -228,6 +239,8 @@ def _cmd_failures(args: argparse.Namespace,
             print(shown)
         if args.mode != "cut" and not _all_proven(shown):
             code = 1  # a result not proven: its bracket is printed, the exit code says so
+        if args.time_limit is not None:
+            print(budget.line(whole=args.time_limit))
         if args.plot:
             _plot_failures(shown, args.plot)
         print()

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from ..analysis.worst_case import worst_case_permutation
+from ..flow.time_budget import TimeBudget
 from .words import EXIT_CODES, load_targets, seconds_arg, targets_arg
 
 __all__ = ["add_worst_case_parser"]
@@ -16,16 +17,16 @@ __all__ = ["add_worst_case_parser"]
 
 def _cmd_worst_case(args: argparse.Namespace) -> int:
     worst = 0
-    end = None if args.time_limit is None else time.perf_counter() + args.time_limit
+    start = time.perf_counter()
     fabrics = load_targets(args.targets)
-    for i, fab in enumerate(fabrics):
+    # --time-limit is the whole command's: each fabric gets what is left over the fabrics
+    # still to come, then splits it across its own solves.
+    budget = TimeBudget(args.time_limit, solves=len(fabrics), start=start)
+    for fab in fabrics:
         fab.validate()
-        # --time-limit is the whole command's: each fabric gets what is left over the fabrics
-        # still to come (at least a hundredth of a second, for its certified first stage).
-        limit = None if end is None else max((end - time.perf_counter()) / (len(fabrics) - i),
-                                             0.01)
         res = worst_case_permutation(fab, iterations=args.iterations, method=args.method,
-                                     time_limit=limit)
+                                     time_limit=budget.share())
+        budget.finished(fab.name, False)
         if args.format == "json":
             print(json.dumps({"name": fab.name, "gpus": len(fab.endpoints),
                               "theta_lower": res.lower, "theta_upper": res.upper,

@@ -32,6 +32,7 @@ from .._stages import stage_report
 from ..analysis.bisection import bisection_bandwidth
 from ..fabric import Fabric
 from ..flow.arguments import METHODS
+from ..flow.time_budget import expect_solves
 from ..routing import routed_flow
 from ..traffic import all_to_all
 from .models import Draw, FailureModel
@@ -289,6 +290,7 @@ def distribution(func: str, fab: Fabric, model: FailureModel, *, trials: int | N
                  for child in root.spawn(trials)]
         root_entropy = int(root.entropy)  # type: ignore[arg-type]
 
+    expect_solves(1 + len(draws))  # a command's time limit: the intact fabric and the draws
     intact, warm = intact_solve(fab, all_to_all(fab), method, warm_start, solve_options)
     around = reroutable(fab, intact, all_to_all(fab), method, warm_start)
     keys = FailureSymmetry(fab, use_symmetry=symmetry)

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..flow import max_concurrent_flow as engine_max_concurrent_flow
 from ..flow.result import FlowResult
+from ..flow.time_budget import active_budget
 from .intact_flow import FROM_INTACT, SEARCHED_DETOURS
 from .plane_bracket import THROUGH_PLANES
 
@@ -38,7 +39,14 @@ def max_concurrent_flow(*args: Any, stages: Any = (), **options: Any) -> FlowRes
             handed = (*stages, *FAILURE_STAGES)
         except TypeError:  # not a sequence either
             handed = stages
-    return engine_max_concurrent_flow(*args, stages=handed, **options)
+    budget = active_budget()
+    if budget is None:
+        return engine_max_concurrent_flow(*args, stages=handed, **options)
+    # A command's one limit (fabricopt failures --time-limit): this solve takes its share.
+    result = engine_max_concurrent_flow(*args, stages=handed,
+                                        **{**options, "time_limit": budget.share()})
+    budget.finished(f"solve {budget.solved + 1}", result.status == "time_limit")
+    return result
 
 
 __all__ = ["FAILURE_STAGES", "max_concurrent_flow"]

@@ -23,6 +23,7 @@ from ..errors import InvalidParameterError
 from ..fabric import Fabric
 from ..flow.arguments import METHODS
 from ..flow.result import FlowResult
+from ..flow.time_budget import expect_solves
 from ..flow.warm import CAPACITY_RTOL
 from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
@@ -222,6 +223,7 @@ def solve_orbits(fab: Fabric, kind: str, tiers: Any, *, traffic: Traffic | None,
     pool = _Pool.of(fab, kind, tier_set)
     if intact is not None:
         check_intact(func, fab, traffic, intact)
+    expect_solves(1 + pool.eligible)  # a command's time limit: at most, before the orbits
     intact, warm = intact_solve(fab, traffic, method, warm_start, solve_options, intact)
     around = reroutable(fab, intact, traffic, method, warm_start) if not solve_options else None
     keys = FailureSymmetry(fab, use_symmetry=symmetry and default_traffic)
@@ -234,6 +236,7 @@ def solve_orbits(fab: Fabric, kind: str, tiers: Any, *, traffic: Traffic | None,
         orbit["members"].append(member)
         orbit["count"] += int(weight)
     work = list(orbits.values())
+    expect_solves(len(work))
     for o in work:
         o["screen"] = _screen(intact, fab, o["pattern"])
     if order == "lost":

@@ -58,6 +58,7 @@ from ..flow.brackets import with_stage_ends
 from ..flow.from_intact import acceptable
 from ..flow.lp_proof import roots_carrying
 from ..flow.result import FlowResult
+from ..flow.time_budget import expect_solves
 from ..flow.warm import lengths_only
 from ..graph_arrays import GraphArrays
 from ..symmetry.search import with_symmetry
@@ -726,6 +727,7 @@ def failure_sweep(fab: Fabric, fractions: Sequence[float], *, trials: int = 10,
 
     # The intact fabric, solved once: its arc lengths bound every failed fabric's theta and
     # seed its approximate solve (only the lengths travel to executors).
+    expect_solves(1 + len(checked) * trials)  # a command's time limit: the intact + trials
     intact, warm = intact_solve(fab, traffic, method, warm_start, solve_options)
     around = reroutable(fab, intact, traffic, method, warm_start)
     keys = FailureSymmetry(fab, use_symmetry=symmetry and default_traffic)

@@ -156,11 +156,11 @@ def test_a_spent_time_limit_solves_one_pattern_and_counts_the_rest(monkeypatch):
     import fabricopt.analysis.worst_case as wc
 
     given = _recorded(monkeypatch)
-    monkeypatch.setattr(wc._Clock, "out", lambda self: True)
+    monkeypatch.setattr(wc.TimeBudget, "out", lambda self: True)
     fab = fo.jellyfish(switches=16, network_ports=4, endpoints_per_switch=2, seed=1,
                        link_gbps=1.0)
     w = fo.worst_case_permutation(fab, iterations=4, time_limit=1e-3)
-    assert len(given["patterns"]) == 1 and given["patterns"][0] == wc._Clock.FLOOR
+    assert len(given["patterns"]) == 1 and given["patterns"][0] == wc.TimeBudget.FLOOR
     assert len(w.tried) == 1 and w.skipped == 3
     assert "3 pattern(s) not solved" in w.time_line()
 

@@ -1,0 +1,99 @@
+"""One time limit for a whole command or search, split across its solves: each solve gets
+what is left over the solves still to come, so time a quick solve leaves passes to the next,
+and the solves it cut short are named.
+
+>>> budget = TimeBudget(10.0, solves=4)
+>>> 0 < budget.share() <= 2.5          # a quarter of what is left
+True
+>>> budget.finished("pattern 1", cut=True); budget.cut_short, budget.left_solves
+(['pattern 1'], 3)
+>>> TimeBudget(None, solves=4).share() is None   # no limit: no solve is limited
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import time
+from collections.abc import Iterator
+
+__all__ = ["TimeBudget", "active_budget", "expect_solves", "spending"]
+
+
+class TimeBudget:
+    """A limit of ``limit`` seconds from now (or from ``start``, a ``time.perf_counter()``
+    reading) over ``solves`` solves; None: no limit."""
+
+    #: The least a solve is given (s) once the limit has run out: enough to return the
+    #: certified bracket of its first stage rather than nothing.
+    FLOOR = 0.01
+
+    def __init__(self, limit: float | None, solves: int, start: float | None = None) -> None:
+        start = time.perf_counter() if start is None else start
+        self.limit = limit
+        self.end = None if limit is None else start + limit
+        self.left_solves = solves
+        self.cut_short: list[str] = []
+        self.skipped = 0
+        self.solved = 0
+
+    def out(self) -> bool:
+        """Whether the limit has run out."""
+        return self.end is not None and time.perf_counter() >= self.end
+
+    def share(self) -> float | None:
+        """The next solve's time limit: what is left over the solves still to come (at
+        least :attr:`FLOOR`); None without a limit."""
+        if self.end is None:
+            return None
+        left = self.end - time.perf_counter()
+        return max(left / max(self.left_solves, 1), self.FLOOR)
+
+    def line(self, whole: float | None = None) -> str:
+        """What the limit cut short, in a line (its solves named); ``whole``: the limit
+        this one is a share of.
+
+        >>> b = TimeBudget(2.5, solves=2); b.finished("solve 1", True); b.finished("solve 2", False)
+        >>> b.line(whole=5)
+        "time limit       2.5 s of the command's 5 s: cut short: solve 1 (of 2 solve(s))"
+        """
+        cut = (f"cut short: {', '.join(self.cut_short)} (of {self.solved} solve(s))"
+               if self.cut_short else f"each of its {self.solved} solve(s) finished within it")
+        of = "" if whole is None else f" of the command's {whole:.3g} s"
+        return f"time limit       {self.limit:.3g} s{of}: {cut}"
+
+    def finished(self, name: str, cut: bool) -> None:
+        """A solve is done; ``cut``: the limit cut it short (it is named)."""
+        self.left_solves -= 1
+        self.solved += 1
+        if cut:
+            self.cut_short.append(name)
+
+
+_ACTIVE: contextvars.ContextVar[TimeBudget | None] = contextvars.ContextVar(
+    "fabricopt_time_budget", default=None)
+
+
+def active_budget() -> TimeBudget | None:
+    """The budget of the command under way (:func:`spending`), or None."""
+    return _ACTIVE.get()
+
+
+@contextlib.contextmanager
+def spending(budget: TimeBudget) -> Iterator[TimeBudget]:
+    """Make ``budget`` the one the solves inside draw their time limits from."""
+    token = _ACTIVE.set(budget)
+    try:
+        yield budget
+    finally:
+        _ACTIVE.reset(token)
+
+
+def expect_solves(count: int) -> None:
+    """Tell the active budget (if any) how many solves are still to come: its share is split
+    over them. A caller that knows only a most (units before their orbits) says that
+    first, then the count once known."""
+    budget = _ACTIVE.get()
+    if budget is not None:
+        budget.left_solves = max(int(count), 1)
