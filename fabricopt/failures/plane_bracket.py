@@ -12,6 +12,7 @@ runs of leaves (:mod:`fabricopt.failures.leaf_run_cuts`) and the endpoints' own 
 
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from dataclasses import dataclass, replace
@@ -239,10 +240,12 @@ def planes_follow(fab: Fabric, traffic: Traffic, time_limit: float | None = None
     # second what its planes' LP of 138,000 route nonzeros took over 90 s to).
     cl = server_classes(pl)
     routes = plane_routes(pl, cl, ((pl.up < 0) | (pl.down < 0)).any(axis=1))
-    _Reading.keep(fab, ga, pl, cl, routes)
     nonzeros = route_nonzeros(pl, cl, routes)
-    return (not refused(nonzeros, time_limit, now() - start, PROOF_PER_BUILD)
-            and nonzeros * IPM_SECONDS_PER_NONZERO <= FOLLOW_SECONDS)
+    follows = (not refused(nonzeros, time_limit, now() - start, PROOF_PER_BUILD)
+               and nonzeros * IPM_SECONDS_PER_NONZERO <= FOLLOW_SECONDS)
+    if follows:   # kept only for the plane_bracket_why that follows, not held otherwise
+        _Reading.keep(fab, ga, pl, cl, routes)
+    return follows
 
 
 @dataclass(frozen=True)
@@ -251,7 +254,8 @@ class _Reading:
     :func:`planes_follow` read off a fabric's arrays, kept (the last one only, by weak
     reference to the fabric and its arrays) for :func:`plane_bracket_why` of the very same
     objects, which the engine and a failure sweep call right after it: the routes are
-    read once (0.1 s of a failed 4,096-GPU Clos)."""
+    read once (0.1 s of a failed 4,096-GPU Clos). Kept per thread (a failure sweep may run
+    its trials on threads), and only when the planes follow."""
 
     fab: weakref.ref
     ga: weakref.ref
@@ -262,23 +266,21 @@ class _Reading:
     @staticmethod
     def keep(fab: Fabric, ga: GraphArrays, pl: Planes, cl: Classes,
              routes: PlaneRoutes) -> None:
-        global _LAST_READING
-        _LAST_READING = _Reading(weakref.ref(fab), weakref.ref(ga), pl, cl, routes)
+        _LAST.reading = _Reading(weakref.ref(fab), weakref.ref(ga), pl, cl, routes)
 
     @staticmethod
     def kept(fab: Fabric, ga: GraphArrays) -> _Reading | None:
         """What was kept for ``fab`` and ``ga`` (these objects, not equal ones), handed over
         once (not held after it), or None."""
-        global _LAST_READING
-        last = _LAST_READING
+        last = getattr(_LAST, "reading", None)
         if last is None or last.fab() is not fab or last.ga() is not ga:
             return None
-        _LAST_READING = None
+        _LAST.reading = None
         return last
 
 
-#: The last :class:`_Reading` kept.
-_LAST_READING: _Reading | None = None
+#: The last :class:`_Reading` kept, on this thread (its ``reading`` attribute).
+_LAST = threading.local()
 
 
 def _not_asked(fab: Fabric, traffic: Traffic, time_limit: float | None) -> str:

@@ -484,6 +484,25 @@ def test_the_routes_planes_follow_read_are_not_read_again(monkeypatch):
     assert len(reads) == 2
 
 
+def test_the_routes_kept_are_for_this_thread_only():
+    # The reading planes_follow keeps is handed over on the thread that kept it: another
+    # thread (a failure sweep's trial on a thread pool) finds nothing for the same objects,
+    # and the keeping thread takes it over once.
+    import threading
+
+    import fabricopt.failures.plane_bracket as pb
+
+    fab = fo.fail_random(_clos(12), 0.05, seed=2)
+    ga = GraphArrays.from_fabric(fab)
+    assert planes_follow(fab, fo.all_to_all(fab), ga=ga)
+    elsewhere = []
+    other = threading.Thread(target=lambda: elsewhere.append(pb._Reading.kept(fab, ga)))
+    other.start()
+    other.join()
+    assert elsewhere == [None]
+    assert pb._Reading.kept(fab, ga) is not None and pb._Reading.kept(fab, ga) is None
+
+
 def test_a_planes_lp_its_routes_refuse_is_neither_assembled_nor_followed(monkeypatch):
     # With the untimed limit just below the routes' own nonzeros, the LP is refused before
     # a row of it is built, and the detours' search is not skipped for it; at that count
