@@ -216,7 +216,8 @@ class BuiltPlaneLP:
         size = {"rows": lp.n_rows, "columns": lp.n_cols, "nonzeros": lp.nnz}
         out = _solution(self.pl, self.ct, self.routes, self.cols, point.x, point.status,
                         point.message, self.relay_leaves, size, one_hop_pairs(self.cl, self.ct))
-        return replace(out, lp_gbps=self.unit / point.x[self.cols.lam], point=point)
+        lam = point.x[self.cols.lam]   # a vertex may hold 0: it promises nothing then
+        return replace(out, lp_gbps=self.unit / lam if lam > 0 else 0.0, point=point)
 
 
 def solve_planes(pl: Planes, relay_leaves: np.ndarray | None = None,
