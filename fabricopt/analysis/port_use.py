@@ -47,23 +47,25 @@ class PortUse:
         """One line for a printout, or None when nothing is unused.
 
         >>> print(PortUse([("leaf0", 1600.0, 3200.0)], ["spine0"]).line())
-        unused ports     1 leaf with more uplink than downlink (leaf0: 3,200 Gb/s up, 1,600 \
-down: its GPUs fill at most 1,600 of it); 1 switch no traffic can use (spine0)
+        spare ports      1 leaf with more uplink than downlink (leaf0: 3,200 Gb/s up, 1,600 \
+down: its GPUs send at most 1,600 up, the rest only relays, e.g. around a failed link); 1 \
+switch no traffic can use (spine0)
         """
         parts = []
         if self.undersubscribed:
             n = len(self.undersubscribed)
             leaf, down, up = self.undersubscribed[0]
             parts.append(f"{n:,} lea{'f' if n == 1 else 'ves'} with more uplink than downlink "
-                         f"({leaf}: {up:,.0f} Gb/s up, {down:,.0f} down: its GPUs fill at "
-                         f"most {down:,.0f} of it" + (f"; and {n - 1:,} more" if n > 1 else "")
+                         f"({leaf}: {up:,.0f} Gb/s up, {down:,.0f} down: its GPUs send at "
+                         f"most {down:,.0f} up, the rest only relays, e.g. around a failed "
+                         "link" + (f"; and {n - 1:,} more" if n > 1 else "")
                          + ")")
         if self.idle_switches:
             n = len(self.idle_switches)
             names = ", ".join(map(str, self.idle_switches[:NAMES_SHOWN]))
             parts.append(f"{n:,} switch{'' if n == 1 else 'es'} no traffic can use ({names}"
                          + (", ..." if n > NAMES_SHOWN else "") + ")")
-        return ("unused ports     " + "; ".join(parts)) if parts else None
+        return ("spare ports      " + "; ".join(parts)) if parts else None
 
 
 def port_use(fab: Any, arrays: GraphArrays | None = None) -> PortUse:

@@ -40,14 +40,14 @@ def test_undersubscribed_leaves_carry_no_more_than_their_gpus_inject():
                          ids=lambda f: f.name)
 def test_balanced_and_direct_fabrics_are_not_flagged(fab):
     # Non-blocking or oversubscribed leaves, and a dragonfly's routers (no layers: their
-    # links also carry transit), have no unused ports to report.
+    # links also carry transit), have no spare ports to report.
     assert port_use(fab).line() is None
 
 
 def test_solve_prints_the_line(capsys):
     assert main(["solve", "leaf_spine", "leaves=1", "spines=2", "endpoints_per_leaf=4",
                  "--throughput-only"]) == 0
-    assert "unused ports     2 switches no traffic can use (spine0, spine1)" in \
+    assert "spare ports      2 switches no traffic can use (spine0, spine1)" in \
         capsys.readouterr().out
     assert main(["solve", "fat_tree", "k=4", "--throughput-only"]) == 0
-    assert "unused ports" not in capsys.readouterr().out
+    assert "spare ports" not in capsys.readouterr().out
