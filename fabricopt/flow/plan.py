@@ -225,7 +225,9 @@ class FromIntact:
             for narrowing in (s for s in self.handed if hasattr(s, "narrow")):
                 if narrowing.applies(p)[0]:
                     first = narrowing.narrow(p, first)
-            if first is None or not first.exact:
+            if first is None or first.upper - first.lower > p.gap * first.upper:
+                # Open wider than the gap (exact or within it, the intact fabric is not
+                # solved: that is what going first saves).
                 rest = answer_from_intact(p.fab, p.traffic, p.gap, p.too_large, handed)
                 first = rest if first is None or rest is None else with_stage_ends(first,
                                                                                    rest)
@@ -268,10 +270,12 @@ class FromIntact:
 
 def waits_for_routing(p: FlowProblem) -> bool:
     """Whether an open answer from the intact fabric waits for the routed bounds: they
-    apply and are expected within :data:`WAIT_FOR_ROUTING_SECONDS` (by their size, so no
-    clock decides it)."""
-    return (RoutedBounds().applies(p)[0]
-            and p.entries * ECMP_SECONDS_PER_ENTRY <= WAIT_FOR_ROUTING_SECONDS)
+    apply and are expected (by their size) within :data:`WAIT_FOR_ROUTING_SECONDS` and
+    within what a time limit leaves."""
+    expected = p.entries * ECMP_SECONDS_PER_ENTRY
+    left = p.budget.left()
+    return (RoutedBounds().applies(p)[0] and expected <= WAIT_FOR_ROUTING_SECONDS
+            and (left is None or expected <= left))
 
 
 def _named(result: FlowResult | None, name: str) -> FlowResult | None:

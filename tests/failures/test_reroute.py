@@ -480,3 +480,10 @@ def test_where_the_planes_close_it_an_intact_fabric_without_a_claim_is_not_solve
     assert r.exact and r.stages == {"lower": "planes", "upper": "planes"}
     assert r.theta == pytest.approx(lp.theta, rel=1e-6)
     assert fo.check_certificate(failed, r).ok
+    # Seed 3: the planes leave 1.1 % open (measured), within a 5 % gap asked: that is the
+    # answer, and the intact fabric is not solved either.
+    other = fo.fail_random(base, 0.05, seed=3)
+    r = fo.max_concurrent_flow(other, gap=0.05)
+    assert not r.exact and r.upper - r.lower <= 0.05 * r.upper
+    assert r.stages == {"lower": "planes", "upper": "planes"}
+    assert fo.check_certificate(other, r).ok

@@ -331,6 +331,9 @@ def test_an_open_answer_within_the_gap_waits_for_cheap_routing(monkeypatch):
                                        oversubscription=2), 0.02, seed=1)
     p = FlowProblem.of(failed)
     assert plan_module.waits_for_routing(p)
+    # Not past a time limit: with none of it left, it does not wait.
+    assert not plan_module.waits_for_routing(FlowProblem.of(
+        failed, budget=Budget(1.0, start=-1e9)))
     assert "waits for the routed bounds" in str(plan(p, [_OpenWithinGap()]))
     lp = fo.max_concurrent_flow(failed, method="lp")
     r = certified(failed, engine(failed, stages=[_OpenWithinGap()]))
