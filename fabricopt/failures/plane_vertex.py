@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..flow.backends import quiet_highs
+from ..flow.backends import highs_model, quiet_highs
 from ..flow.lp import LinearProgram, LPSolution
 
 
@@ -41,21 +41,10 @@ def crossed_over(lp: LinearProgram, point: LPSolution, time_limit: float | None 
             or (time_limit is not None and time_limit <= 0)):
         return None
     import highspy
-    import scipy.sparse as sp
 
     if time_limit is not None:
         h.setOptionValue("time_limit", float(time_limit))
-    a = sp.vstack([lp.A_ub, lp.A_eq]).tocsc()
-    inf = highspy.kHighsInf
-    model = highspy.HighsLp()
-    model.num_col_, model.num_row_ = lp.n_cols, a.shape[0]
-    model.col_cost_, model.col_lower_ = lp.c, lp.lb
-    model.col_upper_ = np.where(np.isinf(lp.ub), inf, lp.ub)
-    model.row_lower_ = np.concatenate([np.full(lp.A_ub.shape[0], -inf), lp.b_eq])
-    model.row_upper_ = np.concatenate([lp.b_ub, lp.b_eq])
-    model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    model.a_matrix_.start_, model.a_matrix_.index_ = a.indptr, a.indices
-    model.a_matrix_.value_ = a.data
+    model, a = highs_model(lp)
     h.passModel(model)
     start = highspy.HighsSolution()
     # The primal point and its duals, every array sized to the model: HiGHS 1.16's

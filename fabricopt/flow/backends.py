@@ -202,6 +202,36 @@ def _stdout_silenced() -> Iterator[None]:
         os.close(saved)
 
 
+def highs_model(lp: LinearProgram) -> tuple[Any, Any]:
+    """``lp`` as a ``highspy.HighsLp`` (rows: ``A_ub`` then ``A_eq``; needs highspy), with
+    its stacked constraint matrix (CSC).
+
+    >>> import numpy as np, scipy.sparse as sp
+    >>> lp = LinearProgram(np.array([-1.0]), sp.csr_matrix([[1.0]]), np.array([2.0]),
+    ...                    sp.csr_matrix((0, 1)), np.zeros(0), np.zeros(1), np.full(1, np.inf))
+    >>> highs_model(lp)[0].num_row_ if highspy_available() else 1
+    1
+    """
+    import highspy
+    import scipy.sparse as sp
+
+    A = sp.vstack([lp.A_ub, lp.A_eq]).tocsc()
+    inf = highspy.kHighsInf
+    model = highspy.HighsLp()
+    model.num_col_ = lp.n_cols
+    model.num_row_ = A.shape[0]
+    model.col_cost_ = lp.c
+    model.col_lower_ = lp.lb
+    model.col_upper_ = np.where(np.isinf(lp.ub), inf, lp.ub)
+    model.row_lower_ = np.concatenate([np.full(lp.A_ub.shape[0], -inf), lp.b_eq])
+    model.row_upper_ = np.concatenate([lp.b_ub, lp.b_eq])
+    model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    model.a_matrix_.start_ = A.indptr
+    model.a_matrix_.index_ = A.indices
+    model.a_matrix_.value_ = A.data
+    return model, A
+
+
 def _solve_highspy(lp: LinearProgram, time_limit: float | None, solver: str = "simplex",
                    threads: int | None = None, **options: Any) -> LPSolution:
     try:
@@ -210,7 +240,6 @@ def _solve_highspy(lp: LinearProgram, time_limit: float | None, solver: str = "s
         raise BackendUnavailableError(
             "backend 'highspy' needs the highspy package: pip install 'fabricopt[highspy]'"
         ) from None
-    import scipy.sparse as sp
 
     if solver not in ("simplex", "ipm", "pdlp", "choose"):
         raise InvalidParameterError(f"highspy backend: solver must be 'simplex', 'ipm', "
@@ -219,23 +248,8 @@ def _solve_highspy(lp: LinearProgram, time_limit: float | None, solver: str = "s
                                 or threads < 1):
         raise InvalidParameterError(f"highspy backend: threads must be a whole number >= 1, "
                                     f"got {threads!r}")
-    A = sp.vstack([lp.A_ub, lp.A_eq]).tocsc()
+    model, _ = highs_model(lp)
     n_ub = lp.A_ub.shape[0]
-    inf = highspy.kHighsInf
-    row_lower = np.concatenate([np.full(n_ub, -inf), lp.b_eq])
-    row_upper = np.concatenate([lp.b_ub, lp.b_eq])
-    model = highspy.HighsLp()
-    model.num_col_ = lp.n_cols
-    model.num_row_ = A.shape[0]
-    model.col_cost_ = lp.c
-    model.col_lower_ = lp.lb
-    model.col_upper_ = np.where(np.isinf(lp.ub), inf, lp.ub)
-    model.row_lower_ = row_lower
-    model.row_upper_ = row_upper
-    model.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    model.a_matrix_.start_ = A.indptr
-    model.a_matrix_.index_ = A.indices
-    model.a_matrix_.value_ = A.data
     with _stdout_silenced():
         h = highspy.Highs()  # prints a banner from C++ before options can switch it off
     h.setOptionValue("output_flag", False)
