@@ -40,6 +40,7 @@ from .._checks import (
     check_choice,
     check_int,
     check_path,
+    check_positive,
     did_you_mean,
     fail,
 )
@@ -354,8 +355,9 @@ class FailureSweep:
         >>> FailureSweep("f", "links", None, 4, 1, intact_theta=2.0).of_intact(1.5)
         0.75
         """
+        theta = check_positive("FailureSweep.of_intact", "theta", theta, allow_zero=True)
         intact = self.intact_theta if self.intact_theta is not None else self.intact_upper
-        return theta / intact if 0 < intact < math.inf else None
+        return theta / intact if intact is not None and 0 < intact < math.inf else None
 
     def to_records(self) -> list[dict[str, Any]]:
         """Every trial as a dict (one row per trial)."""
