@@ -700,8 +700,9 @@ def serving_capacity(fab: Fabric, model_name: str | ModelConfig, *, ttft_s: floa
         if not row["lost"] and best is not None and row["plan"] != best[2].plan.describe():
             row["lost"] = ("a lower rate within the targets" if row["rate"] is not None else
                            "a lower analytic rate: not simulated")
-    if best is None:  # the fastest of every shape tried (the given plan's, when fixed)
-        fastest = _fastest(shapes or [r for _, r in ranked], prompt_len, output_len, context)
+    if best is None:  # the fastest of every shape tried, or the given plan's own floor
+        fastest = (_fastest(shapes, prompt_len, output_len, context) if plan is None else
+                   Fastest.given(ranked[0][1], prompt_len, output_len, lengths))
         return _none_met(m.name, fab.name, percentile, ttft_s, tpot_s, table, fastest, missed)
     rate, load, r = best
     q = percentile * 100

@@ -35,6 +35,17 @@ class Fastest:
     tpot_plan: str | None = None
     ttft_s: float = math.inf
     ttft_plan: str | None = None
+    #: True when the figures are one given plan's floor (:func:`latency_floor`): the caller
+    #: fixed the plan, so no other batch or shape is offered.
+    fixed: bool = False
+
+    @staticmethod
+    def given(r: Any, prompt_len: int, output_len: int, lengths: str) -> Fastest:
+        """The floor of replica ``r``'s plan as the caller fixed it: no load of it goes
+        below (:func:`latency_floor`)."""
+        ttft, tpot = latency_floor(r, prompt_len, output_len, lengths)
+        plan = r.plan.describe()
+        return Fastest(tpot, plan, ttft, plan, fixed=True)
 
     def seen(self, plan: Any, th: Any) -> Fastest:
         """This record with ``plan``'s analytic steady state ``th`` (a ServingPlan and its
@@ -50,6 +61,17 @@ class Fastest:
         """What the fastest plans reach, and which targets the search can meet."""
         if self.tpot_plan is None or self.ttft_plan is None:
             return ["  fastest   none: no plan fits in memory"]
+        if self.fixed:
+            below = [f"{flag} {_duration(best, typed=True, up=True)}" for flag, best, target in (
+                ("--tpot", self.tpot_s, tpot_target_s), ("--ttft", self.ttft_s, ttft_target_s))
+                if target <= best]
+            return [f"  floor     TPOT {_duration(self.tpot_s)}, TTFT {_duration(self.ttft_s)} "
+                    f"({self.tpot_plan}, as given: one request alone; no load goes below)",
+                    "  reachable " + (f"this plan needs {' and '.join(below)} or more (its "
+                                      "floor)" if below else
+                                      "the targets are above this plan's floor, yet its "
+                                      "lightest load tried misses them")
+                    + "; leave out the plan's flags to let the search choose batch and shape"]
         asks = []
         for flag, best, target in (("--tpot", self.tpot_s, tpot_target_s),
                                    ("--ttft", self.ttft_s, ttft_target_s)):

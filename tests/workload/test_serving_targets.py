@@ -134,3 +134,17 @@ def test_a_fixed_plan_below_its_floor_is_not_simulated(monkeypatch):
     assert note.startswith("tp=8, batch=64") and "TPOT is at least" in note
     assert "TTFT" not in note  # 2 s is far above a 512-token prefill
     assert "note: tp=8, batch=64" in str(c)
+    # What it could ask for is the given plan's own floor, not another batch or shape.
+    assert c.fastest.fixed and c.fastest.tpot_s == tpot
+    assert c.fastest.tpot_plan == FIXED_PLAN.describe() == c.fastest.ttft_plan
+    assert "batch=1" not in str(c) and "as given" in str(c)
+
+
+def test_a_fixed_plans_floor_names_what_it_cannot_meet():
+    # Below the floor: the flag and the least figure to ask (rounded up); above it, the
+    # floor is not blamed. 2.16 ms and 11.3 ms: the floor serve prints for llama3-8b, tp=8.
+    from fabricopt.workload.serving_targets import Fastest
+    f = Fastest(0.00216, "tp=8, batch=64", 0.0113, "tp=8, batch=64", fixed=True)
+    below, above = f.lines(2.0, 1e-4), f.lines(2.0, 0.003)
+    assert "as given" in below[0] and "this plan needs --tpot 2.16ms or more" in below[1]
+    assert "--ttft" not in below[1] and "above this plan's floor" in above[1]
