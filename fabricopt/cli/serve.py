@@ -184,7 +184,9 @@ def _cmd_serve(args: argparse.Namespace,
                                                 for q, v in load.ttft_s.items()))
                 print("  TPOT     " + ", ".join(f"p{q} {v * 1e3:.3g} ms"
                                                 for q, v in load.tpot_s.items()))
-                print(f"  goodput  {load.goodput:,.4g} requests/s within the targets "
+                within = ("within the targets" if s.ttft_s is not None or s.tpot_s is not None
+                          else "served (no --ttft or --tpot given: every request counts)")
+                print(f"  goodput  {load.goodput:,.4g} requests/s {within} "
                       f"({load.attainment:.1%}); {load.tokens_per_s:,.0f} output tokens/s")
         else:
             p = plan or ServingPlan(precision=s.precision)

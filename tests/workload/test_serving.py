@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import fabricopt as fo
+from fabricopt.cli import main
 from fabricopt.errors import InvalidParameterError
 from fabricopt.workload.serving_capacity import balance, throughput
 from fabricopt.workload.serving_load import Requests, poisson_requests, read_trace, run_engines
@@ -243,3 +244,17 @@ def test_serve_on_the_command_line_answers_each_question(capsys):
         main([*common, "--ttft", "2x", "--tpot", "20ms"])
     assert stop.value.code == 2
     assert "argument --ttft: '2x' is not a duration > 0" in capsys.readouterr().err
+
+
+def test_goodput_past_saturation_is_what_is_served_not_what_arrives(capsys):
+    # 1,000 requests/s offered to one DGX H100 serving llama3-70b in fp8, which serves
+    # about 9/s (2,168 output tokens/s over 256 tokens a request): with no targets every
+    # request counts, so goodput is the rate they are served at. The arrivals of the kept
+    # requests span 0.3 s; counting over that read 866/s.
+    load = fo.simulate_serving(fo.dgx_h100(), "llama3-70b", fo.ServingPlan(precision="fp8"),
+                               rate=1000, requests=300)
+    served = load.tokens_per_s / 256  # the whole run's rate, first arrival to last token
+    assert load.attainment == 1.0 and 0.8 * served <= load.goodput <= 1.2 * served
+    assert main(["serve", "dgx_h100", "--model", "llama3-70b", "--precision", "fp8",
+                 "--rate", "1000", "--requests", "300"]) == 0
+    assert "served (no --ttft or --tpot given" in capsys.readouterr().out
