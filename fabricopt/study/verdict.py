@@ -34,6 +34,8 @@ from .pareto import finite_number, records_of
 
 __all__ = ["Ranking", "is_single_system", "rank", "verdict"]
 
+#: The least MFU lead (a share: half a point) the per-token sentence names.
+MFU_POINT = 0.005
 #: What a binding tier means to a reader, by tier.
 TIER_WORDS = {
     "gpu-leaf": "each GPU's own NIC link to its leaf",
@@ -210,26 +212,31 @@ def _training_sentences(records: list[dict[str, Any]]) -> list[str]:
             + (f" at {tokens:,.0f} tokens/s" if tokens else "") + f"{plan}; its step is "
             f"bound by {binds}.",
             _runner_up(records, ranking, " per million tokens"),
-            *_why_smaller_wins(records, ranking)]
+            *_why_it_wins(records, ranking)]
 
 
-def _why_smaller_wins(records: list[dict[str, Any]], ranking: Ranking) -> list[str]:
-    """One sentence when a smaller design wins per token and spends less on its network per
-    GPU than the largest ranked: a token carries its share of that capex."""
-    best = records[ranking.order[0]]
-    largest = max((records[i] for i in ranking.order),
-                  key=lambda r: r["gpus"] if isinstance(r.get("gpus"), int) else 0)
-    small, large = best.get("gpus"), largest.get("gpus")
-    own = finite_number(best.get("capex_per_gpu_usd"))
-    theirs = finite_number(largest.get("capex_per_gpu_usd"))
-    if not (isinstance(small, int) and isinstance(large, int) and small < large) \
-            or own is None or theirs is None or own >= theirs:
+def _why_it_wins(records: list[dict[str, Any]], ranking: Ranking) -> list[str]:
+    """One sentence on what the cheapest per token has over its runner-up, from the columns
+    a token's cost is made of: network capex per GPU (a token carries its share) and MFU (the
+    share of the GPUs' time the step uses); nothing when it has neither over it."""
+    if len(ranking.order) < 2:
         return []
-    need = ("need no network between boxes" if is_single_system(best) or not own else
-            f"carry {_money(own)} of network capex each")
-    return [f"{best['name']} wins per token as the smaller design: its {small:,} GPUs {need}, "
-            f"where {largest['name']}'s {large:,} carry {_money(theirs)} each for the network "
-            "that joins them, and every token pays its share of that capex."]
+    best, runner = records[ranking.order[0]], records[ranking.order[1]]
+    parts = []
+    own = finite_number(best.get("capex_per_gpu_usd"))
+    theirs = finite_number(runner.get("capex_per_gpu_usd"))
+    if own is not None and theirs is not None and own < theirs:
+        parts.append(("its GPUs need no network between boxes" if is_single_system(best) else
+                      f"its GPUs carry {_money(own)} of network capex each")
+                     + f", where {runner['name']}'s carry {_money(theirs)}")
+    mfu, other = finite_number(best.get("training_mfu")), finite_number(runner.get("training_mfu"))
+    if mfu is not None and other is not None and mfu >= other + MFU_POINT:
+        parts.append(f"its step uses {mfu:.1%} of the GPUs' peak (MFU), {other:.1%} there "
+                     "(bubble, exposed communication)")
+    if not parts:
+        return []
+    return [f"{best['name']} wins per token over {runner['name']}: " + "; ".join(parts)
+            + ". Every token pays its share of the capex and of the GPUs' time."]
 
 
 def verdict(rows: Any) -> list[str]:
