@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -302,12 +303,16 @@ def check_positive(func: str, name: str, value: Any, allow_zero: bool = False) -
 
 def check_message_bytes(func: str, name: str, value: Any) -> float:
     """Return ``value`` as a size in bytes: a finite number >= 1 (below one byte the times of
-    a collective underflow to 0 s and its bandwidths divide by them).
+    a collective underflow to 0 s and its bandwidths divide by them), or text with a unit as
+    the command line takes it (:func:`parse_bytes`).
 
     >>> check_message_bytes("collective_bounds", "message_bytes", 2**20)
     1048576.0
+    >>> check_message_bytes("collective_bounds", "message_bytes", "1MiB")
+    1048576.0
     """
-    size = check_positive(func, name, value)
+    size = (parse_bytes(func, name, value) if isinstance(value, str) else
+            check_positive(func, name, value))
     if size < 1:
         raise fail(func, name, "a size of at least 1 byte", value)
     return size
@@ -509,9 +514,15 @@ def parse_bytes(func: str, name: str, value: Any) -> float:
     Decimal units (kB, MB, GB, TB) are powers of 1000, binary ones (KiB, MiB, GiB, TiB) powers
     of 1024, as in IEC 80000-13; case does not matter. The size must be > 0.
 
+    A unit ending in a small ``b`` (``Gb``, ``Gib``, ``kb``) is bits, not bytes: refused, so
+    a size is not read eight times too large.
+
     >>> [parse_bytes("f", "size", text) for text in ("1GiB", "512MB", "1e9", 4096)]
     [1073741824.0, 512000000.0, 1000000000.0, 4096.0]
     """
+    if isinstance(value, str) and re.fullmatch(r"\s*[0-9.eE+-]+\s*[A-Za-z]*b\s*", value):
+        raise fail(func, name, "a size in bytes: a capital B (GB, GiB, kB); a small b is "
+                   "bits", value)
     return _with_unit(func, name, value, _BYTE_UNITS, "a size in bytes: a number with an "
                       "optional unit (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB), e.g. 1GiB or 512MB")
 

@@ -4,8 +4,10 @@ the word as another flag and said only "expected one argument" (a new user's fin
 
 import pytest
 
+import fabricopt as fo
 from fabricopt.cli import build_parser, main
 from fabricopt.cli.words import seconds_arg, size_arg
+from fabricopt.errors import InvalidParameterError
 
 # Every subcommand's flags that read a size or a duration, found from the parser itself, so a
 # flag added later is tried too.
@@ -79,3 +81,13 @@ def test_a_gap_outside_0_to_1_is_the_flags_error_before_any_work(gap, capsys):
     assert main(["solve", "ring", "n=4", "--gap", gap]) == 2
     assert capsys.readouterr().err.startswith("fabricopt solve: error: --gap: must be a "
                                               "number with 0 < gap < 1")
+
+
+@pytest.mark.parametrize("size", ["1Gb", "1Gib", "64b", "512 Mb"])
+def test_a_size_in_bits_is_refused_not_read_as_bytes(size, capsys):
+    # A small b is bits (1Gb = 125 MB): read as bytes it was eight times too large.
+    with pytest.raises(SystemExit) as stop:
+        main(["solve", "ring", "n=4", "--message-bytes", size])
+    assert stop.value.code == 2 and "a small b is bits" in capsys.readouterr().err
+    with pytest.raises(InvalidParameterError, match="a small b is bits"):
+        fo.collective_bounds(fo.ring(4), "all_reduce", message_bytes=size)

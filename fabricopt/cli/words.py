@@ -244,6 +244,10 @@ def size_arg(text: str) -> float:
         if "> 0" in str(exc) or text.strip().startswith("-"):  # reads, but is not positive
             raise argparse.ArgumentTypeError(
                 f"a size must be > 0 (e.g. 1GiB, 512MB or 1e9); got {text!r}") from None
+        if "small b is bits" in str(exc):
+            raise argparse.ArgumentTypeError(
+                f"a size is in bytes: write a capital B (GB, GiB, kB); a small b is bits; got "
+                f"{text!r}") from None
         raise argparse.ArgumentTypeError(
             f"must be a size in bytes with an optional unit (B, kB, MB, GB, TB, KiB, MiB, "
             f"GiB, TiB), e.g. 1GiB, 512MB or 1e9; got {text!r}") from None
