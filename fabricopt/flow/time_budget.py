@@ -42,13 +42,19 @@ class TimeBudget:
         """Whether the limit has run out."""
         return self.end is not None and time.perf_counter() >= self.end
 
-    def share(self) -> float | None:
-        """The next solve's time limit: what is left over the solves still to come (at
-        least :attr:`FLOOR`); None without a limit."""
+    def share(self, part: float | None = None) -> float | None:
+        """The next solve's time limit: what is left over the solves still to come, or
+        ``part`` of what is left for a solve the rest depends on (at least :attr:`FLOOR`);
+        None without a limit.
+
+        >>> 4.0 < TimeBudget(10.0, solves=6).share(part=0.5) <= 5.0
+        True
+        """
         if self.end is None:
             return None
         left = self.end - time.perf_counter()
-        return max(left / max(self.left_solves, 1), self.FLOOR)
+        return max(left * part if part is not None else left / max(self.left_solves, 1),
+                   self.FLOOR)
 
     def line(self, whole: float | None = None) -> str:
         """What the limit cut short, in a line (its solves named); ``whole``: the limit
