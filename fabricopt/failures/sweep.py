@@ -59,7 +59,7 @@ from ..flow.brackets import with_stage_ends
 from ..flow.from_intact import acceptable
 from ..flow.lp_proof import roots_carrying
 from ..flow.result import FlowResult
-from ..flow.time_budget import expect_solves
+from ..flow.time_budget import active_budget, expect_solves
 from ..flow.warm import lengths_only
 from ..graph_arrays import GraphArrays
 from ..symmetry.search import with_symmetry
@@ -557,7 +557,11 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
         # Where the planes follow, they close what the detours' search would not (see
         # intact_flow.from_recipe), so only the detours' even spread, searched after them
         # when they do not close it.
-        follow = planes_follow(failed, traffic, options.get("time_limit"), ga)
+        # Under a command's one limit (fabricopt failures --time-limit) the options carry
+        # none: the planes take this solve's share of it, as the engine's solve would.
+        budget, limit = active_budget(), options.get("time_limit")
+        limit = budget.share() if limit is None and budget is not None else limit
+        follow = planes_follow(failed, traffic, limit, ga)
         around = rerouted_answer(failed, traffic, intact, search=not follow)
         if around is not None:
             around.seconds = time.perf_counter() - start  # the shortcut's look included
@@ -565,7 +569,7 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
             gap = options.get("gap", 0.01)
             if around.upper - around.lower > gap * around.upper:
                 # A failed Clos of servers: its planes narrow what the detours left open.
-                planes = plane_bracket(failed, traffic, options.get("time_limit"), ga)
+                planes = plane_bracket(failed, traffic, limit, ga)
                 if planes is not None:
                     around = narrowed(around, planes)
             if follow and around.upper - around.lower > gap * around.upper:
