@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -369,14 +369,8 @@ def _fastest(replicas: list[Replica], prompt: int, output: int, context: int) ->
     tries (:func:`_tune`), each with its plan; read only when no plan meets the targets."""
     fastest = Fastest()
     for r in replicas:
-        most = min(r.max_batch(context), MAX_BATCH)
-        for chunk in CHUNKS if most >= 1 else ():
-            for b in sorted({min(most, 2 ** k) for k in range(0, 11)}):
-                if not r.plan.disaggregated and chunk <= b:
-                    continue
-                rr = _with(r, r.plan.with_(batch=b, chunk=chunk))
-                if rr.memory_bytes(b, context) <= rr.gpu.hbm_gb * 1e9:
-                    fastest = fastest.seen(rr.plan, throughput(rr, prompt, output))
+        for plan, th in _tried(r, prompt, output, context):
+            fastest = fastest.seen(plan, th)
     return fastest
 
 
@@ -458,14 +452,13 @@ def _candidates(fab: Fabric, m: ModelConfig, precision: str, prompt: int, output
     return plans
 
 
-def _tune(r: Replica, prompt: int, output: int, ttft_s: float, tpot_s: float,
-          context: int) -> tuple[ServingPlan, Throughput] | None:
-    """The batch and chunk of ``r``'s shape with the highest analytic rate whose TPOT at
-    full load (with a tenth to spare) and unloaded TTFT meet the targets."""
+def _tried(r: Replica, prompt: int, output: int, context: int
+           ) -> Iterator[tuple[ServingPlan, Throughput]]:
+    """Each batch and chunk of ``r``'s shape that fits in HBM, with its analytic steady
+    state: what :func:`_tune` chooses from and :func:`_fastest` reads."""
     most = min(r.max_batch(context), MAX_BATCH)
     if most < 1:
-        return None
-    best = None
+        return
     batches = sorted({min(most, 2 ** k) for k in range(0, 11)})
     for chunk in CHUNKS:
         for b in batches:
@@ -474,11 +467,19 @@ def _tune(r: Replica, prompt: int, output: int, ttft_s: float, tpot_s: float,
             rr = _with(r, r.plan.with_(batch=b, chunk=chunk))
             if rr.memory_bytes(b, context) > rr.gpu.hbm_gb * 1e9:
                 continue  # a larger chunk's activations leave no room for this batch
-            th = throughput(rr, prompt, output)
-            if th.tpot_s > TARGET_SPARE * tpot_s or th.ttft_s > TARGET_SPARE * ttft_s:
-                continue
-            if best is None or th.rate > best[1].rate:
-                best = (rr.plan, th)
+            yield rr.plan, throughput(rr, prompt, output)
+
+
+def _tune(r: Replica, prompt: int, output: int, ttft_s: float, tpot_s: float,
+          context: int) -> tuple[ServingPlan, Throughput] | None:
+    """The batch and chunk of ``r``'s shape with the highest analytic rate whose TPOT at
+    full load (with a tenth to spare) and unloaded TTFT meet the targets."""
+    best = None
+    for plan, th in _tried(r, prompt, output, context):
+        if th.tpot_s > TARGET_SPARE * tpot_s or th.ttft_s > TARGET_SPARE * ttft_s:
+            continue
+        if best is None or th.rate > best[1].rate:
+            best = (plan, th)
     return best
 
 
