@@ -191,20 +191,21 @@ class Traffic:
         self.check_endpoints(fab, "Traffic.crossing_share")
         shape = FabricShape.of(fab)
         codes = shape.domain[shape.endpoint_index]
-        if self._uniform is not None and list(self._uniform[0]) == list(fab.endpoints):
-            # Every ordered pair of the fabric's endpoints at one demand: the pairs inside
-            # each domain counted from its size (a 16K-GPU all-to-all has 268 million
-            # pairs, never listed), sizes by one count over the codes, not a dict per GPU.
-            sizes = np.bincount(codes).tolist()
-            n = len(codes)
+        if self._uniform is not None:
+            # Every ordered pair of some endpoints at one demand: the pairs inside each
+            # domain counted from its size (a 16K-GPU all-to-all has 268 million pairs,
+            # never listed); over all of the fabric's, sizes by one count over the codes,
+            # not a dict per GPU.
+            group = self._uniform[0]
+            if list(group) == list(fab.endpoints):
+                sizes = np.bincount(codes).tolist()
+            else:
+                domain = dict(zip(fab.endpoints, codes.tolist(), strict=True))
+                sizes = list(Counter(domain[e] for e in group).values())
+            n = len(group)
             inside = sum(k * (k - 1) for k in sizes)
             return (n * (n - 1) - inside) / (n * (n - 1))
         domain = dict(zip(fab.endpoints, codes.tolist(), strict=True))
-        if self._uniform is not None:  # some of the endpoints, or in another order
-            sizes = Counter(domain[e] for e in self._uniform[0])
-            n = len(self._uniform[0])
-            inside = sum(k * (k - 1) for k in sizes.values())
-            return (n * (n - 1) - inside) / (n * (n - 1))
         total = self.total_gbps
         crossing = sum(d for (s, t), d in self.items() if domain[s] != domain[t])
         return crossing / total if total > 0 else 0.0
