@@ -326,10 +326,8 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
     its index in the domain. Rail-optimized: the ``t``-th GPU of each rail of a domain forms
     a server (a DGX is one server; an NVL72 rack with rails 0-3 is 18 servers, its trays), and
     GPU ``(server, rail r)`` attaches to a leaf of rail ``r``; servers are spread evenly over
-    a rail's leaves in order, domain by domain. Clos: whole domains are spread evenly over
-    the leaves in endpoint order (top-of-rack style) when a domain fits a leaf's down ports,
-    which are rounded down to whole domains (2:1 on 64 ports: 40 of 42, five DGXs, 20 up),
-    so a taper thins the uplinks and never splits a server; else GPUs are spread evenly.
+    a rail's leaves in order, domain by domain. Clos: GPUs are spread evenly over the leaves
+    in endpoint order (the GPUs of a domain are consecutive, top-of-rack style).
 
     Symmetry is claimed under the conditions of the module docstring.
 
@@ -369,10 +367,8 @@ def build_cluster(func: str, scale_up: Fabric | str | dict, nodes: int, scale_ou
         if opts["tiers"] is None:
             reach = clos_reach(func, opts["radix"], 2, opts["oversubscription"])
             opts["tiers"] = 2 if endpoints <= reach else 3
-        # A leaf holds whole domains (servers) when its ports allow: a server split over two
-        # leaves is no longer a top-of-rack build, and its GPUs' traffic crosses the spine.
         clos_p = clos_plan(func, endpoints, opts["radix"], opts["tiers"],
-                           opts["oversubscription"], unit=len(dom.gpus))
+                           opts["oversubscription"])
         opts["tech"] = opts["tech"] or default_tech(nic_gbps)
 
     params = {"scale_up": scale_up.name, "nodes": nodes, "scale_out": scale_out,
