@@ -2168,6 +2168,41 @@ def failed_superpod_rows(rows: list, quick: bool) -> None:
             before = _run_case_within(FAILED_SUPERPOD_BEFORE_S, "case_before", tree,
                                       "case_failed_superpod", n, limit)
             rows.append((f"  before ({BEFORE_FAILED_SUPERPOD})", before, "", ""))
+    # A failed fabric without a claim, under short limits: its intact solve (a symmetry
+    # search and a routing no clock stops) is begun only when expected within the limit.
+    nodes = 64 if quick else 512
+    tree = _package_at(BEFORE_INTACT_LIMIT)
+    for limit in (1.0, 3.0):
+        now = run_case("case_failed_clos", nodes, limit)
+        rows.append((f"3-tier 2:1 Clos ({nodes * 8:,} GPUs) minus 1% (seed 1), "
+                     f"time_limit={limit:g}", now, f"<= {1.2 * limit:g} s ({limit:g} s + 20%)",
+                     "met" if now["seconds"] <= 1.2 * limit else "not met"))
+        if tree:
+            before = run_case("case_before", tree, "case_failed_clos", nodes, limit)
+            rows.append((f"  before ({BEFORE_INTACT_LIMIT})", before, "", ""))
+
+
+#: The commit before a failed fabric's intact solve was held to its time limit.
+BEFORE_INTACT_LIMIT = "3e3e6de"
+
+
+def case_failed_clos(nodes: int, time_limit: float | None) -> dict:
+    """max_concurrent_flow on a 3-tier 2:1 Clos of ``nodes`` DGX H100 without 1% of its
+    links (seed 1), build not counted; as :func:`case_failed_superpod`."""
+    import os
+
+    import fabricopt as fo
+
+    fab = fo.fail_random(fo.cluster(fo.dgx_h100(), nodes=nodes, scale_out="clos", tiers=3,
+                                    oversubscription=2), 0.01, seed=1)
+    start, cpu = time.perf_counter(), time.process_time()
+    r = fo.max_concurrent_flow(fab, time_limit=time_limit)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    gbps = r.per_endpoint_gbps_bracket or (float("nan"), float("nan"))
+    gap = (r.upper - r.lower) / r.upper if r.upper > 0 else 0.0
+    return {"seconds": seconds, "gap": gap,
+            "value": f"[{gbps[0]:.1f}, {gbps[1]:.1f}] Gb/s per GPU, gap {gap:.2%}, "
+                     f"{r.status}; {cpu:.1f} s CPU, load {os.getloadavg()[0]:.1f}"}
 
 
 #: The commit before issue 45's main-job work (compare, optimize, Dask, hashed routing): its
@@ -2798,7 +2833,8 @@ BLOCKS = {
     "speed": (speed_rows, "issue 45's targets (half a million GPUs, the main job, optimize, "
               "failed bisections, hashed routing) beside the package before that work"),
     "failed-superpod": (failed_superpod_rows, "failed 16K and 32K-GPU SuperPODs, by default "
-                        "and under time limits, beside the package before that work"),
+                        "and under time limits, and a failed 4,096-GPU Clos under short "
+                        "ones, beside the package before that work"),
     "bisection": (bisection_rows, "issue 45 point 4: the rail 2:1 cluster's bisection "
                   "failed and intact, failed fat trees, beside the package before"),
     "proofs": (proof_rows, "check_certificate on a result of every proof class beside the "
