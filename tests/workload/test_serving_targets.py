@@ -148,3 +148,23 @@ def test_a_fixed_plans_floor_names_what_it_cannot_meet():
     below, above = f.lines(2.0, 1e-4), f.lines(2.0, 0.003)
     assert "as given" in below[0] and "this plan needs --tpot 2.16ms or more" in below[1]
     assert "--ttft" not in below[1] and "above this plan's floor" in above[1]
+
+
+@pytest.mark.parametrize(("name", "plan"), [
+    ("llama3-8b", fo.ServingPlan(tp=4, pp=2, batch=32)),        # a pipeline of two stages
+    ("mixtral-8x7b", fo.ServingPlan(tp=8, batch=16)),           # experts: the concave read
+    ("llama3-8b", fo.ServingPlan(tp=4, batch=32, disaggregated=True)),  # KV moved between
+])
+@pytest.mark.parametrize("rate", [1.0, 400.0])
+def test_the_floor_holds_beyond_one_dense_colocated_shape(name, plan, rate):
+    # The floor rests on a step's time growing with its work and being subadditive; a
+    # pipeline, experts and disaggregated prefill each add terms to the step, and no
+    # simulated request of theirs is faster than the floor either.
+    from fabricopt.workload.models import model
+    from fabricopt.workload.serving_replica import replica
+    from fabricopt.workload.serving_targets import latency_floor
+    ttft, tpot = latency_floor(replica(fo.dgx_h100(), model(name), plan), 512, 32,
+                               "exponential")
+    load = fo.simulate_serving(fo.dgx_h100(), name, plan, rate=rate, requests=300,
+                               prompt_len=512, output_len=32, lengths="exponential")
+    assert 0 < ttft <= load.ttft_all_s.min() and 0 < tpot <= load.tpot_all_s.min()
