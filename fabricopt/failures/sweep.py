@@ -70,6 +70,7 @@ from .orbits import FailureSymmetry, Pattern
 from .plane_bracket import narrowed, plane_bracket, planes_follow
 from .risk_groups import RiskGroup, _bundles, risk_groups
 from .trial_progress import TrialProgress
+from .trial_routed import routed_when_cheap
 
 KINDS = ("links", "switches", "groups")
 
@@ -579,7 +580,10 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
                     around = with_stage_ends(around, searched)
                 around.seconds = time.perf_counter() - start
             if acceptable(around, gap, too_large, f" ({size // 3:,} flow entries)"):
-                return around
+                # Open within the gap: closed by the routed bounds where they are cheap,
+                # as a single solve of this fabric closes it.
+                return routed_when_cheap(failed, traffic, around, options.get(
+                    "include_endpoint_links", True), limit, ga)
     if bounds_only and size > FIND_SYMMETRY_NONZEROS:
         gap = options.get("gap", 0.01)
         first = max_concurrent_flow(failed, traffic, method="approx", bounds_first=True,
