@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -291,7 +292,16 @@ def check_radix(func: str, name: str, value: Any) -> int:
 
 
 def check_positive(func: str, name: str, value: Any, allow_zero: bool = False) -> float:
-    """Return ``value`` as a float, or raise if it is not a finite number > 0 (or >= 0)."""
+    """Return ``value`` as a float, or raise if it is not a finite number > 0 (or >= 0).
+
+    A rate in Gb/s (an argument whose name ends in ``gbps``) may be text with a unit, as the
+    command line and design files write it (:func:`parse_gbps`).
+
+    >>> check_positive("fat_tree", "link_gbps", "400G"), check_positive("f", "x", 2)
+    (400.0, 2.0)
+    """
+    if isinstance(value, str) and name.endswith("gbps"):
+        return parse_gbps(func, name, value)
     rule = "a finite number >= 0" if allow_zero else "a finite number > 0"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise fail(func, name, rule, value)
@@ -459,11 +469,64 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     " (did you mean 'accelerators'?)"
     >>> did_you_mean("zzz", ["accelerators"])
     ''
+
+    A name the word heads is meant before a name one letter away; among names as close,
+    the one that begins as the word does (h200: h100_sxm, not b200):
+
+    >>> did_you_mean("h200", ["h200_sxm", "b200"]), did_you_mean("h200", ["h100_sxm", "b200"])
+    (" (did you mean 'h200_sxm'?)", " (did you mean 'h100_sxm'?)")
+    >>> did_you_mean("a100", ["a100_sxm_40gb", "a100_sxm_80gb", "b200"])
+    " (did you mean 'a100_sxm_40gb' or 'a100_sxm_80gb'?)"
     """
     import difflib
 
-    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    names = [str(c) for c in dict.fromkeys(str(c) for c in choices)]
+    word = str(word)
+    # A short form of a name (h200 of h200_sxm) is not a typo of another name (b200), unless
+    # the word is one letter from that name (microbatch: micro_batch, not microbatch_group).
+    started = [c for c in names if _starts_name(c, word)]
+    typo = difflib.get_close_matches(word, names, n=1, cutoff=0.85)
+    if typo:
+        return f" (did you mean {typo[0]!r}?)"
+    if started:
+        return " (did you mean " + " or ".join(repr(c) for c in started[:3]) + "?)"
+
+    def score(name: str) -> tuple[float, int]:
+        head = re.split(r"[_\-. ]", name, maxsplit=1)[0]
+        ratio = max(difflib.SequenceMatcher(None, word, n).ratio() for n in {name, head})
+        same = len(os.path.commonprefix([word.lower(), name.lower()]))
+        return round(ratio, 6), same
+
+    scored = [(score(c), c) for c in names]
+    best = max((s for s in scored if s[0][0] >= 0.6), default=None, key=lambda s: s[0])
+    return f" (did you mean {best[1]!r}?)" if best else ""
+
+
+def _starts_name(name: str, word: str) -> bool:
+    """``word`` is ``name``'s head up to a separator: ``h200`` of ``h200_sxm``, any case."""
+    name, word = name.lower(), word.lower()
+    return bool(word) and name != word and name.startswith(word) and name[len(word)] in "_-. "
+
+
+def short_name(word: Any, choices: Iterable[str]) -> Any:
+    """The one of ``choices`` that ``word`` names: itself, the same name in another case,
+    or the only name it is the head of (``h200`` for ``h200_sxm``); else ``word`` unchanged
+    (for the caller's check to refuse, naming the choices: ``a100`` heads two).
+
+    >>> keys = ("a100_sxm_40gb", "a100_sxm_80gb", "h200_sxm", "b200")
+    >>> short_name("h200", keys), short_name("B200", keys), short_name("a100", keys)
+    ('h200_sxm', 'b200', 'a100')
+    """
+    if not isinstance(word, str):
+        return word
+    names = [str(c) for c in choices]
+    if word in names:
+        return word
+    same = [c for c in names if c.lower() == word.lower()]
+    if len(same) == 1:
+        return same[0]
+    started = [c for c in names if _starts_name(c, word)]
+    return started[0] if len(started) == 1 else word
 
 
 def near_file(path: Any) -> str:
@@ -525,6 +588,94 @@ def parse_bytes(func: str, name: str, value: Any) -> float:
                    "bits", value)
     return _with_unit(func, name, value, _BYTE_UNITS, "a size in bytes: a number with an "
                       "optional unit (B, kB, MB, GB, TB, KiB, MiB, GiB, TiB), e.g. 1GiB or 512MB")
+
+
+#: Rates a ``*_gbps`` argument takes as text: a prefix (k, M, G, T; any case but a small
+#: m, which reads as milli) alone or with bits or bytes per second.
+_RATE_PREFIXES = {"": -9, "K": -6, "M": -3, "G": 0, "T": 3, "P": 6}  # powers of ten of Gb/s
+_RATE_BITS = ("", "b", "bit", "bits", "b/s", "bps", "bit/s", "bits/s")
+_RATE_BYTES = ("B/s", "Bps", "byte/s", "bytes/s")
+_RATE_ALLOWED = ("a rate in Gb/s: a number, or one with a unit: a prefix alone (400G, 1.6T, "
+                 "800M) or with bits or bytes per second (400Gb/s, 400Gbps, 50GB/s)")
+
+
+def parse_gbps(func: str, name: str, value: Any) -> float:
+    """A rate in Gb/s from a number or text with a unit: ``"400G"``, ``"400Gb/s"``,
+    ``"400Gbps"``, ``"1.6T"``, ``"50GB/s"`` (bytes: eight times), ``"400"`` (Gb/s).
+
+    A prefix alone, or with bits (``400Gb``), is a rate in bits per second, as link speeds
+    are sold (400G). Refused as ambiguous: a small ``m`` (milli or mega), a binary prefix
+    (``Gi``: link rates are decimal), and bytes without ``/s`` (``50GB``: bytes per second,
+    or a small b meant?).
+
+    >>> [parse_gbps("f", "link_gbps", t) for t in ("400G", "400Gb/s", "1.6 Tbps", "50GB/s")]
+    [400.0, 400.0, 1600.0, 400.0]
+    >>> parse_gbps("f", "link_gbps", "400GB")
+    Traceback (most recent call last):
+    ...
+    fabricopt.errors.InvalidParameterError: f(): link_gbps must be a rate in Gb/s: ... \
+got '400GB': bytes, not a rate; a rate is bits per second (400Gb/s) or bytes per second (400GB/s)
+    """
+    if not isinstance(value, str):
+        return check_positive(func, name, value)
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z/]*)\s*", value)
+    if match is None:
+        raise fail(func, name, _RATE_ALLOWED, value)
+    number, unit = float(match.group(1)), match.group(2)
+    prefix = unit[:1] if unit[:1].upper() in ("K", "M", "G", "T", "P") else ""
+    rest = unit[len(prefix):]
+    why = ""
+    if prefix == "m":
+        why = ": a small m is milli; write M for mega (800M) or G (0.8G)"
+    elif rest[:1] == "i":
+        why = ": link rates are decimal; write G, not Gi"
+    elif rest in ("B", "byte", "bytes"):
+        why = (f": bytes, not a rate; a rate is bits per second ({match.group(1)}{prefix}b/s) "
+               f"or bytes per second ({match.group(1)}{prefix}B/s)")
+    elif rest in _RATE_BITS or rest in _RATE_BYTES:
+        power = _RATE_PREFIXES[prefix.upper()]  # divided, not times 1e-9: 1e12 bit/s is 1000
+        gbps = (number * 10**power if power >= 0 else number / 10**-power) * (
+            8 if rest in _RATE_BYTES else 1)
+        if not unit:  # a plain number is in Gb/s, as the argument's name says
+            gbps = number
+        return check_positive(func, name, gbps)
+    raise fail(func, name, _RATE_ALLOWED, value, hint=why)
+
+
+def parse_count(func: str, name: str, value: Any) -> int:
+    """A whole count (of tokens) from a number or text with a binary unit: ``"8192"``,
+    ``"8Ki"`` (8 x 1,024), ``"1Mi"``. A decimal ``k`` or ``M`` is refused: a context of
+    ``8k`` tokens is said of 8,192 as often as of 8,000, and the two give different steps.
+
+    >>> parse_count("f", "seq_len", "8Ki"), parse_count("f", "seq_len", "4096")
+    (8192, 4096)
+    >>> parse_count("f", "seq_len", "8k")
+    Traceback (most recent call last):
+    ...
+    fabricopt.errors.InvalidParameterError: f(): seq_len must be a whole number >= 1, ... \
+got '8k': 8k may mean 8,000 or 8,192; write 8Ki or 8192 (or 8000)
+    """
+    allowed = ("a whole number >= 1, or one with a binary unit (8Ki = 8,192, "
+               "1Mi = 1,048,576)")
+    if not isinstance(value, str):
+        return check_int(func, name, value, minimum=1)
+    # digits only: no exponent (1e308 tokens is no count a step holds)
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", value)
+    unit = match.group(2) if match else ""
+    scale = {"": 1, "ki": 2**10, "mi": 2**20}.get(unit.lower())
+    if match is None or scale is None:
+        hint = ""
+        if match and unit.lower() in ("k", "m"):
+            n = float(match.group(1))
+            dec, binary = n * (1e3 if unit.lower() == "k" else 1e6), n * (
+                2**10 if unit.lower() == "k" else 2**20)
+            hint = (f": {value.strip()} may mean {dec:,.0f} or {binary:,.0f}; write "
+                    f"{match.group(1)}{unit.upper()[0]}i or {binary:.0f} (or {dec:.0f})")
+        raise fail(func, name, allowed, value, hint=hint)
+    count = float(match.group(1)) * scale
+    if not count.is_integer() or count < 1:
+        raise fail(func, name, allowed, value)
+    return int(count)
 
 
 def _with_unit(func: str, name: str, value: Any, units: dict[str, float], allowed: str

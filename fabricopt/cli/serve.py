@@ -22,7 +22,7 @@ from ..workload.serving_capacity import (
 )
 from ..workload.serving_load import LENGTHS
 from ..workload.serving_replica import ServingPlan
-from .words import target_seconds_arg
+from .words import target_seconds_arg, tokens_arg
 
 #: Plan flags: flag -> (ServingPlan key, type, help). Any of them fixes the plan.
 PLAN_FLAGS = {
@@ -30,8 +30,9 @@ PLAN_FLAGS = {
     "pp": ("pp", int, "pipeline stages of a replica"),
     "ep": ("ep", int, "expert-parallel degree of a replica (wide across servers)"),
     "batch": ("batch", int, "requests a replica decodes at once"),
-    "chunk": ("chunk", int, "token budget of a step (chunked prefill)"),
-    "kv-precision": ("kv_precision", str, "precision of the KV cache (default --precision)"),
+    "chunk": ("chunk", tokens_arg, "token budget of a step (chunked prefill; 2048 or 2Ki)"),
+    "kv-precision": ("kv_precision", str.lower, "precision of the KV cache (default "
+                     "--precision)"),
     "prefill-share": ("prefill_share", float, "with --disaggregated, the share of replicas "
                       "prefilling (default: the share that balances prefill and decode)"),
 }
@@ -63,15 +64,15 @@ def add_serve_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[Fabr
                     help="time-per-output-token target, in seconds or with a unit (50ms)")
     sv.add_argument("--percentile", type=float, default=None,
                     help="the share of requests that must meet the targets (default 0.99)")
-    sv.add_argument("--prompt-len", type=int, default=None,
-                    help="prompt tokens (mean; default 2048)")
-    sv.add_argument("--output-len", type=int, default=None,
+    sv.add_argument("--prompt-len", type=tokens_arg, default=None,
+                    help="prompt tokens (mean; default 2048; a binary unit too: 2Ki)")
+    sv.add_argument("--output-len", type=tokens_arg, default=None,
                     help="output tokens (mean; default 256)")
     sv.add_argument("--lengths", choices=LENGTHS, default=None,
                     help="how lengths spread around their means (default fixed)")
-    sv.add_argument("--precision", choices=PRECISIONS, default=None,
+    sv.add_argument("--precision", type=str.lower, choices=PRECISIONS, default=None,
                     help="weights, activations and KV cache (fp4: Blackwell only; default "
-                    "bf16)")
+                    "bf16; any case)")
     for flag, (_, kind, text) in PLAN_FLAGS.items():
         sv.add_argument(f"--{flag}", type=kind, default=None, help=text)
     sv.add_argument("--disaggregated", action="store_true",
@@ -83,7 +84,8 @@ def add_serve_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[Fabr
     sv.add_argument("--requests", type=int, default=None,
                     help="requests per simulation (default 2000; 1500 per capacity search)")
     sv.add_argument("--seed", type=int, default=None, help="seed of the arrivals (default 0)")
-    sv.add_argument("--gpu", default=None, help="catalog GPU key (default: the fabric's)")
+    sv.add_argument("--gpu", default=None, help="catalog GPU key, or its head (h200 for "
+                    "h200_sxm; default: the fabric's)")
     sv.add_argument("--years", type=float, default=None,
                     help="years the capex is amortised over (default: token_cost's)")
     sv.add_argument("--usd-per-kwh", type=float, default=None,

@@ -25,6 +25,7 @@ from .words import (
     check_finite,
     load_fabric,
     parse_assignments,
+    tokens_arg,
 )
 
 #: Plan flags of ``fabricopt train``: flag name -> (TrainingJob key, type, help).
@@ -37,20 +38,24 @@ TRAIN_FLAGS = {
     "cp": ("cp", int, "context-parallel degree"),
     "micro-batch": ("micro_batch", int, "sequences per micro-batch"),
     "global-batch": ("global_batch", int, "sequences per step"),
-    "seq-len": ("seq_len", int, "tokens per sequence"),
-    "precision": ("precision", str, "bf16, fp8 or fp4"),
+    "seq-len": ("seq_len", tokens_arg, "tokens per sequence: a whole number or with a "
+                "binary unit (8192, 8Ki)"),
+    "precision": ("precision", str.lower, "bf16, fp8 or fp4 (any case)"),
     "zero": ("zero", int, "ZeRO stage 0-3"),
     "virtual-stages": ("virtual_stages", int, "model chunks per pipeline rank (interleaved)"),
-    "recompute": ("recompute", str, "none, selective or full"),
-    "overlap": ("overlap", str, "communication hidden under compute: none, default or full"),
+    "recompute": ("recompute", str.lower, "none, selective or full"),
+    "overlap": ("overlap", str.lower, "communication hidden under compute: none, default or "
+                "full"),
     "first-stage-layers": ("first_stage_layers", int, "layers of the first pipeline rank"),
     "last-stage-layers": ("last_stage_layers", int, "layers of the last pipeline rank"),
     "recompute-layers": ("recompute_layers", int, "with --recompute full: layers of each "
                          "rank recomputed"),
     "microbatch-group": ("microbatch_group", int, "interleaved schedule: micro-batches run "
                          "back to back per chunk (default pp)"),
-    "grad-precision": ("grad_precision", str, "gradients kept and reduced in fp32 or bf16"),
-    "gpu": ("gpu", str, "catalog GPU key (default: the fabric's GPUs, else its NVLink)"),
+    "grad-precision": ("grad_precision", str.lower, "gradients kept and reduced in fp32 or "
+                       "bf16"),
+    "gpu": ("gpu", str, "catalog GPU key, or its head (h200 for h200_sxm; default: the "
+            "fabric's GPUs, else its NVLink)"),
     "compute-efficiency": ("compute_efficiency", float, "fraction of peak the matrix "
                            "multiplies reach (default: the catalog's)"),
 }

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._checks import did_you_mean, near_file, parse_bytes, parse_seconds
+from .._checks import did_you_mean, near_file, parse_bytes, parse_count, parse_seconds
 from ..collectives import COLLECTIVES
 from ..errors import FabricOptError, InvalidParameterError
 from ..fabric import PLAUSIBLE_GBPS, Fabric
@@ -251,6 +251,20 @@ def size_arg(text: str) -> float:
         raise argparse.ArgumentTypeError(
             f"must be a size in bytes with an optional unit (B, kB, MB, GB, TB, KiB, MiB, "
             f"GiB, TiB), e.g. 1GiB, 512MB or 1e9; got {text!r}") from None
+
+
+def tokens_arg(text: str) -> int:
+    """A token count flag (``--seq-len``, ``--prompt-len``): a whole number, or one with a
+    binary unit (``8Ki`` = 8,192); ``8k`` is refused as ambiguous (8,000 or 8,192), naming
+    both (:func:`~fabricopt._checks.parse_count`).
+
+    >>> tokens_arg("8192"), tokens_arg("8Ki"), tokens_arg("128Ki")
+    (8192, 8192, 131072)
+    """
+    try:
+        return parse_count("fabricopt", "tokens", text)
+    except InvalidParameterError as exc:
+        raise argparse.ArgumentTypeError(str(exc).split(" must be ", 1)[1]) from None
 
 
 def seconds_arg(text: str) -> float:

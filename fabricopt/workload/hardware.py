@@ -30,7 +30,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from .._checks import check_choice, did_you_mean
+from .._checks import check_choice, did_you_mean, short_name
 from ..catalog import Catalog, Entry
 from ..errors import InvalidParameterError
 from ..fabric import Fabric
@@ -124,7 +124,7 @@ def pick_gpu(fab: Fabric | None, gpu: str | None, catalog: Catalog,
     """
     keys = tuple(catalog.gpus)
     if gpu is not None:
-        gpu = check_choice(func, "gpu", gpu, keys)
+        gpu = check_choice(func, "gpu", short_name(gpu, keys), keys)  # h200: h200_sxm
         carried = set() if fab is None else _gpu_models(fab)
         if carried and gpu not in carried:
             shown = " or ".join(repr(k) for k in sorted(carried, key=str))

@@ -22,6 +22,8 @@ from .._checks import (
     check_label,
     check_positive,
     did_you_mean,
+    parse_count,
+    short_name,
 )
 from ..errors import InvalidParameterError
 from .models import ModelConfig, model
@@ -152,6 +154,12 @@ class TrainingJob:
         except InvalidParameterError as exc:
             raise InvalidParameterError(f"{func}(): model: {exc}") from None
         m: ModelConfig = self.model
+        if isinstance(self.seq_len, str):  # "8Ki", as the command line writes it
+            object.__setattr__(self, "seq_len", parse_count(func, "seq_len", self.seq_len))
+        for key, choices in (("precision", PRECISIONS), ("grad_precision", GRAD_PRECISIONS),
+                             ("recompute", RECOMPUTE), ("overlap", OVERLAP)):
+            # FP8 is fp8: the names are words, not case-sensitive keys
+            object.__setattr__(self, key, short_name(getattr(self, key), choices))
         for key in ("tp", "pp", "ep", "cp", "micro_batch", "global_batch", "seq_len",
                     "virtual_stages"):
             check_int(func, key, getattr(self, key), minimum=1)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .._checks import check_bool, check_choice, check_int, fail
+from .._checks import check_bool, check_choice, check_int, fail, short_name
 from ..catalog import Catalog
 from ..collectives.efficiency import EFFICIENCY_PROFILES
 from ..collectives.nccl import RING_BASE_US, RING_NET_US, RING_NVLINK_US
@@ -93,6 +93,8 @@ class ServingPlan:
         for key in ("tp", "pp", "ep", "batch", "chunk"):
             check_int(func, key, getattr(self, key), minimum=1)
         check_bool(func, "disaggregated", self.disaggregated)
+        for key in ("precision", "kv_precision"):  # FP8 is fp8
+            object.__setattr__(self, key, short_name(getattr(self, key), PRECISIONS))
         check_choice(func, "precision", self.precision, PRECISIONS)
         if self.kv_precision is not None:
             check_choice(func, "kv_precision", self.kv_precision, PRECISIONS)
