@@ -181,17 +181,6 @@ def test_compare_says_what_it_cannot_read_before_the_batch_runs(capsys, tmp_path
     assert (out / "results.csv").read_text().count("\n") == 4  # header and three rows
 
 
-@pytest.mark.parametrize("flags, given", [(["--columns", "gpus"], "--columns"),
-                                          (["--format", "csv"], "--format csv")])
-def test_compare_refuses_printing_flags_with_an_output_folder(flags, given, capsys, tmp_path):
-    # --columns and --format choose what is printed; with -o nothing is printed but the
-    # verdict, so they are refused before any work instead of ignored after it.
-    assert main(["compare", "ring", "n=4", "-o", str(tmp_path / "out"), *flags]) == 2
-    err = capsys.readouterr().err
-    assert f"{given} chooses what is printed without -o" in err
-    assert not (tmp_path / "out").exists()
-
-
 def test_compare_takes_a_saved_fabric_as_its_help_says(capsys, tmp_path):
     # A ring of 8 links of 1 Gb/s with one link cut is a path: its middle link carries
     # 4 x 4 pairs' traffic each way, so theta = 1/16 (0.0625) and each GPU sends 7/16

@@ -39,7 +39,8 @@ from ..study.compare import (
 )
 from ..study.local_pool import process_pool
 from ..study.optimize import objective_text, optimize
-from ..study.table import RowStore
+from ..study.saved import saved_output
+from ..study.table import CSV_FILE, Comparison, RowStore
 from ..workload.serving_capacity import serving_workload
 from .failures import add_failures_parser
 from .graph_queries import add_graph_query_parsers
@@ -242,13 +243,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
     if args.jobs is not None and args.jobs < 1:
         raise FabricOptError(f"--jobs must be an integer >= 1, got {args.jobs}")
-    if args.output and (args.columns or args.format):
-        # Said before the batch runs, not ignored after it.
-        given = "--columns" if args.columns else f"--format {args.format}"
-        raise FabricOptError(
-            f"{given} chooses what is printed without -o; with -o {args.output} every "
-            "column goes to its results.csv, results.md and results.json and its index.html "
-            "(drop -o to print the table)")
+    saved = saved_output(args.targets)
+    if saved is not None:  # a batch's output: its table read back, nothing solved again
+        return _compare_saved(saved, args)
     designs: list[Any] = []
     groups = split_targets(args.targets)
     check_targets(groups)
@@ -327,17 +324,30 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         again = f", {table.reused} reused from an earlier run" if table.reused else ""
         print(f"{len(table)} design{'' if len(table) == 1 else 's'} "
               f"({len(table.failed)} failed{again}): {index}")
-        for sentence in table.verdict():
-            print(f"  {sentence}")
-        _failed_rows(table, unreadable)
-        return 1 if table.failed else 0
+        _print_compared(table, args, written=args.output)
+    else:
+        _print_compared(table, args)
+    _failed_rows(table, unreadable)
+    return 1 if table.failed else 0
+
+
+def _print_compared(table: Any, args: argparse.Namespace, written: str | None = None) -> None:
+    """The table as ``--columns`` and ``--format`` ask, and its verdict. With ``written``
+    (the -o folder) and neither flag, only the verdict: the table is in the folder; with
+    one, the table printed is said to be those columns of what was written (every column)."""
     columns = None
     if args.columns:
         columns = [c.strip() for c in args.columns.split(",") if c.strip()]
         for c in columns:
             if c not in table.columns:
+                kept = (f"; the table is saved in {written}: print it again with fabricopt "
+                        f"compare {written} --columns ...") if written else ""
                 raise FabricOptError(f"--columns: {c!r} is not a column of this table"
-                                     f"{did_you_mean(c, table.columns)}")
+                                     f"{did_you_mean(c, table.columns)}{kept}")
+    if written is not None and not (args.columns or args.format):
+        for sentence in table.verdict():
+            print(f"  {sentence}")
+        return
     if (args.format or "table") == "table":
         print(table.to_text(columns, limit=len(table)))
         for sentence in table.verdict():
@@ -345,7 +355,32 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     else:
         keep = columns or table.columns
         print_rows([{c: r[c] for c in keep} for r in table.rows], args.format)
-    _failed_rows(table, unreadable)
+    if written is not None:  # on stderr: a csv or json on stdout stays one document
+        shown = f"{len(columns)} of its {len(table.columns)}" if columns else "all its"
+        print(f"fabricopt compare: printed {shown} columns; every column is written to "
+              f"{os.path.join(written, CSV_FILE)}, results.json, results.md and index.html",
+              file=sys.stderr)
+
+
+def _compare_saved(folder: str, args: argparse.Namespace) -> int:
+    """``fabricopt compare OUT``, OUT a batch's output: its table read back
+    (:meth:`Comparison.read <fabricopt.study.table.Comparison.read>`), printed as
+    ``--columns`` and ``--format`` ask, its report written again to ``-o`` (without
+    diagrams: the designs are not built); nothing is solved."""
+    computing = [f for f in ("metrics", "job", "model", "serving", "scheduler")
+                 if getattr(args, f, None)] + (["routing"] if args.routing else [])
+    if computing:
+        raise FabricOptError(
+            f"{folder} holds a saved comparison, read back as it is: --{computing[0]} would "
+            "compute again; run compare on the design files to compute")
+    table = Comparison.read(folder)
+    if args.output:
+        index = write_report(table, args.output, diagrams=False)
+        print(f"{len(table)} design{'' if len(table) == 1 else 's'} read from {folder} "
+              f"({len(table.failed)} failed; nothing solved again): {index}")
+        _print_compared(table, args, written=args.output)
+    else:
+        _print_compared(table, args)
     return 1 if table.failed else 0
 
 
@@ -422,7 +457,8 @@ def _add_compare(sub: Any) -> None:
     cmp_.add_argument("-o", "--output", metavar="OUT", default=None,
                       help="folder for the results and the report")
     cmp_.add_argument("--format", choices=FORMATS, default=None,
-                      help="without -o: how to print the table (default: table)")
+                      help="how to print the table (default: table; with -o the table is "
+                      "printed only when this or --columns is given)")
     cmp_.add_argument("-j", "--jobs", type=int, default=None,
                       help="worker processes, each computing its designs' rows and drawing "
                       "their diagrams, at most one per core (default: the cores this process "
@@ -443,8 +479,9 @@ def _add_compare(sub: Any) -> None:
                       help="metrics to compute, comma-separated: " + ", ".join(METRICS)
                       + " (default: all but routing)")
     cmp_.add_argument("--columns", metavar="NAMES", default=None,
-                      help="without -o: the columns to print, comma-separated (default: "
-                      "name, swept values, GPUs, bandwidth, busbw, capex and power per GPU)")
+                      help="the columns to print, comma-separated (default: name, swept "
+                      "values, GPUs, bandwidth, busbw, capex and power per GPU); with -o the "
+                      "table is printed with them and every column is still written")
     progress_arg(cmp_, "progress bar")
     cmp_.add_argument("--no-diagrams", action="store_true",
                       help="skip the diagram of each design in the report")

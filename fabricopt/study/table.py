@@ -108,6 +108,29 @@ class Comparison:
         #: Rows :func:`compare` took from ``out_dir``'s rows file instead of computing them.
         self.reused = 0
 
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> Comparison:
+        """The table a batch saved: ``path`` is the ``out_dir`` it wrote (``fabricopt
+        compare ... -o OUT``, ``compare(..., out_dir=OUT)``) or one of its results files
+        (:mod:`fabricopt.study.saved` says which is read). Its :meth:`verdict`,
+        :meth:`to_text` and :func:`~fabricopt.plot.write_report` work as on the table
+        :func:`compare` returned, with nothing solved again; :meth:`fabric` does not (the
+        designs are not rebuilt).
+
+        >>> import tempfile, fabricopt as fo
+        >>> out = tempfile.mkdtemp()
+        >>> _ = fo.compare(fo.ring(4), metrics=["summary"], out_dir=out)
+        >>> Comparison.read(out).column("gpus")
+        [4]
+        """
+        from .saved import read_rows  # the reading is its own module; the table needs none
+
+        rows, columns, swept = read_rows(path)
+        table = cls(rows, swept)
+        table.columns = [c for c in columns if c in table.columns] + [
+            c for c in table.columns if c not in columns]
+        return table
+
     def __len__(self) -> int:
         return len(self.rows)
 
