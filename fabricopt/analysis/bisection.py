@@ -51,11 +51,13 @@ from .._unchanged import unchanged
 from ..errors import InvalidParameterError
 from ..fabric import Fabric, check_endpoint_group
 from ..flow.bounds import hierarchy_partitions, structural_cut_lengths
+from ..flow.budget import now
+from ..flow.time_budget import TimeBudget, active_budget, spending
 from ..flow.two_phase.rate import ValiantBound, best_hub_level
 from ..generators.recipe import try_replay
 from ..graph_arrays import GraphArrays, arc_labels
 from .cuts import Cut, SplitCuts, min_cut, to_integers
-from .failed_bisection import failed_links_lower
+from .failed_bisection import capacity_lost, failed_links_lower
 
 #: Node attributes whose values group endpoints into natural halves, most telling first.
 STRUCTURE_ATTRIBUTES = ("pod", "su", "zone", "plane", "group", "tray", "node", "rail")
@@ -109,6 +111,22 @@ class BisectionResult:
     #: limit" (the call's time limit ran out), "work cap" (a search stopped at its cap with
     #: no time limit), or "" (exact, or every stage that applies ran to its end).
     stopped_short: str = ""
+    #: The stages the time limit left out, not begun as not expected to end within it
+    #: (names of :mod:`~fabricopt.analysis.bisection_plan`'s stages).
+    not_begun: tuple[str, ...] = ()
+
+    @property
+    def status(self) -> str:
+        """``"optimal"`` (the bounds meet), ``"time_limit"`` (the limit cut the stages short:
+        the bracket is the best certified by then), ``"work_limit"`` (a search at its cap)
+        or ``"bracket"`` (every stage that applies ran to its end, the bounds apart).
+
+        >>> import fabricopt as fo
+        >>> fo.bisection_bandwidth(fo.ring(8)).status
+        'optimal'
+        """
+        return "optimal" if self.exact else {"time limit": "time_limit", "work cap": (
+            "work_limit")}.get(self.stopped_short, "bracket")
 
     @property
     def per_endpoint_gbps(self) -> float:
@@ -139,6 +157,9 @@ class BisectionResult:
              "any traffic      no rate proven (two-phase routing)" if self.hose_tried else
              "any traffic      not sought here (the bound below came from elsewhere); "
              "valiant_rate gives it"),
+            *(["time limit       cut short: the bracket is the best certified by then"
+               + (f"; not begun: {', '.join(self.not_begun)}" if self.not_begun else "")]
+              if self.stopped_short == "time limit" else []),
         ])
 
     def _per_endpoint_line(self) -> str:
@@ -384,35 +405,6 @@ def _milp(fab: Fabric, ga: GraphArrays, ep_idx: np.ndarray, time_limit: float | 
     return float(pulp.value(prob.objective)), side
 
 
-def capacity_lost(intact: Fabric, degraded: Fabric) -> float | None:
-    """Gb/s that any cut can lose going from ``intact`` to ``degraded``: per physical link,
-    the larger of its two directions' lost capacity (a cut crosses a link one way), summed;
-    None unless ``degraded`` is ``intact`` with capacity taken away (same endpoints, every
-    node and arc present in ``intact`` with at least as much capacity).
-
-    A removed switch loses all its links: placing it on either side of a cut of the degraded
-    fabric gives a cut of the intact one that is larger by at most what its links carried
-    across, so the same per-link sum bounds it.
-
-    >>> import fabricopt as fo
-    >>> ring = fo.ring(6)
-    >>> capacity_lost(ring, ring.without(links=[("n0", "n1")]))
-    1.0
-    """
-    gi, gd = intact.graph, degraded.graph
-    if set(intact.endpoints) != set(degraded.endpoints) or any(v not in gi for v in gd):
-        return None
-    for u, v, c in gd.edges(data="capacity"):
-        if not gi.has_edge(u, v) or c > gi[u][v]["capacity"] * (1 + 1e-12):
-            return None
-    lost: dict[frozenset, float] = {}
-    for u, v, c in gi.edges(data="capacity"):
-        kept = gd[u][v]["capacity"] if gd.has_edge(u, v) else 0.0
-        key = frozenset((u, v))
-        lost[key] = max(lost.get(key, 0.0), float(c) - float(kept))
-    return float(sum(lost.values()))
-
-
 #: Intact bisections already proven, by recipe, endpoints and time limit: a failure study
 #: asks for the same intact fabric's bisection once per failed fabric.
 _INTACT_BISECTIONS: dict[tuple[str, tuple, float | None], BisectionResult] = {}
@@ -502,22 +494,38 @@ def _all_to_all_may_help(fab: Fabric, traffic: Any, ga: GraphArrays, lower: floa
     return bool(theta_cap * half * (n - half) > lower * (1 + 1e-9))
 
 
+#: Seconds per arc of the spectral split (3.7e-6 CPU on fat_tree(8) and a 40-switch Jellyfish)
+#: and of Kernighan-Lin (1.1e-5 on fat_tree(8)), with a third in hand: under a time limit
+#: each is begun only when expected to end within it.
+SPECTRAL_SECONDS_PER_ARC, KERNIGHAN_LIN_SECONDS_PER_ARC = 5e-6, 1.5e-5
+
+
+def _fits(seconds: float, deadline: float | None) -> bool:
+    """Whether a step expected to take ``seconds`` ends before ``deadline`` (a reading of
+    :func:`~fabricopt.flow.budget.now`; None: no limit)."""
+    return deadline is None or now() + seconds <= deadline
+
+
 def _candidate_splits(fab: Fabric, ga: GraphArrays, eps: tuple, ep_idx: np.ndarray, seed: int,
-                      intact: BisectionResult | None) -> dict[str, np.ndarray]:
+                      intact: BisectionResult | None, deadline: float | None = None,
+                      ) -> dict[str, np.ndarray]:
     """The endpoint splits whose best switch placement is tried for the upper bound: by
     endpoint order, by structure, cut-off endpoints first, spectral, Kernighan-Lin, and, for
     a failed fabric, whole groups in every combination and the endpoint split of the
-    ``intact`` fabric's best cut."""
+    ``intact`` fabric's best cut. ``deadline``: the spectral split and Kernighan-Lin are
+    begun only when expected to end before it (by the arcs)."""
     half = len(eps) // 2
     masks: dict[str, np.ndarray] = {"endpoint order": np.arange(len(eps)) < half}
     masks.update(_structural_splits(fab, eps, half))
     masks.update(_cut_off_first_splits(fab, ga, eps, half))
     if intact is not None:   # a failed fabric: its bound below is known before any cut
         masks.update(_whole_group_splits(fab, ga, ep_idx, half))
-    spectral = _spectral_split(ga, ep_idx, half)
+    spectral = (_spectral_split(ga, ep_idx, half)
+                if _fits(SPECTRAL_SECONDS_PER_ARC * ga.n_arcs, deadline) else None)
     if spectral is not None:
         masks["spectral"] = spectral
-    kl = _kernighan_lin_split(fab, eps, half, seed)
+    kl = (_kernighan_lin_split(fab, eps, half, seed)
+          if _fits(KERNIGHAN_LIN_SECONDS_PER_ARC * ga.n_arcs, deadline) else None)
     if kl is not None:
         masks["kernighan-lin"] = kl
     if intact is not None:
@@ -528,10 +536,11 @@ def _candidate_splits(fab: Fabric, ga: GraphArrays, eps: tuple, ep_idx: np.ndarr
 
 
 def _best_candidate(ga: GraphArrays, ep_idx: np.ndarray, masks: dict[str, np.ndarray],
-                    proven: float) -> tuple[dict[str, float],
-                                            tuple[float, str, Cut] | None]:
+                    proven: float, deadline: float | None = None,
+                    ) -> tuple[dict[str, float], tuple[float, str, Cut] | None]:
     """Every split's best cut (capacity by name) and the least (capacity, name, cut);
-    stops once a cut is down to ``proven``, a bound below."""
+    stops once a cut is down to ``proven``, a bound below, or once ``deadline`` (a reading
+    of :func:`~fabricopt.flow.budget.now`) has passed with a cut in hand."""
     candidates: dict[str, float] = {}
     best: tuple[float, str, Cut] | None = None
     seen: set[bytes] = set()
@@ -540,6 +549,8 @@ def _best_candidate(ga: GraphArrays, ep_idx: np.ndarray, masks: dict[str, np.nda
     for name, mask in masks.items():
         if best is not None and best[0] <= proven * (1 + 1e-9):
             break
+        if best is not None and deadline is not None and now() >= deadline:
+            break  # the time limit: the best cut so far (one at least) is the upper end
         key = np.packbits(mask).tobytes()
         if key in seen or key == np.packbits(~mask).tobytes():
             continue
@@ -698,6 +709,19 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     >>> b.lower_gbps, b.upper_gbps, b.exact
     (2.0, 2.0, True)
     """
+    budget = active_budget()
+    if budget is not None and budget.limit is not None:
+        # A command's one limit (fabricopt failures --time-limit): this call takes its share,
+        # and the calls inside it (the intact fabric's) take the call's own.
+        share = budget.share()
+        time_limit = share if time_limit is None else min(float(time_limit), share)
+        with spending(TimeBudget(None, solves=1)):
+            found = bisection_bandwidth(fab, endpoints=endpoints,
+                                        milp_max_nodes=milp_max_nodes,
+                                        time_limit=time_limit, seed=seed,
+                                        bounds_first=bounds_first, hose=hose)
+        budget.finished("bisection", found.stopped_short == "time limit")
+        return found
     # The graph cannot change during the call: its arrays, hierarchy and arc labels are
     # read once for every step (each read them again: a third of fat_tree(64)'s call).
     with unchanged(fab):
@@ -742,4 +766,5 @@ def _bisection(fab: Any, endpoints: Any, milp_max_nodes: Any, time_limit: Any, s
                            _mean_injection(fab, ga, ep_idx), lower_from,
                            time.perf_counter() - start, problem.candidates,
                            hose.rate_gbps if hose is not None else 0.0, problem.hose_tried,
-                           bracket.stages, "" if exact else problem.stopped_short)
+                           bracket.stages, "" if exact else problem.stopped_short,
+                           tuple(problem.not_begun))

@@ -50,7 +50,7 @@ import numpy as np
 from ..flow import max_concurrent_flow
 from ..flow.bounds import hierarchy_partitions
 from ..flow.budget import now
-from ..flow.problem import Budget
+from ..flow.problem import Budget, full_lp_entries, symmetric_applicable
 from ..flow.stages import Bracket, Plan
 from ..graph_arrays import GraphArrays
 from ..traffic import all_to_all
@@ -79,6 +79,43 @@ __all__ = ["BisectionProblem", "plan", "run"]
 
 #: Most arcs of a fabric read as layered (the two stages that enumerate its sides).
 LAYERED_MAX_ARCS = 200_000
+
+#: Under a time limit, a stage no clock stops is begun only when expected to end within what
+#: is left: its seconds per arc of the fabric, the most measured (CPU, 2 cores) on the
+#: fabrics named, with a third in hand. They decide only what is begun, never a number.
+SECONDS_PER_ARC = {
+    # The intact fabric rebuilt, its links compared and its first cuts (its own bisection
+    # then takes half the limit): 7.5e-6 on a SuperPOD of 16 units minus 1 %, 1e-5 on
+    # fat_tree(8) minus 5 %. Twice the candidate cuts' floor is added (the intact's and the
+    # failed fabric's own, still to come).
+    "intact fabric less lost": 1.3e-5,
+    # The stages below hand their solves what is left, but read the fabric first (units,
+    # profiles, the fabric with its failed links given back): a SuperPOD of 4 units minus
+    # 1 % (seeds 1, 2), 2.8e-5, 4.4e-5 and 1.4e-5.
+    "flow per profile, failed links given back": 3.7e-5,
+    "units counted below the top": 5.9e-5,
+    "flow per split profile": 1.9e-5,
+    # fat_tree(8) minus 5 %: 1.3e-4 (every side of a few classes).
+    "top tier's sides enumerated": 1.7e-4,
+    # fat_tree(16) minus 5 %: 1.4e-4 (16 planes, each bisected exactly).
+    "planes' exact bisections": 1.9e-4,
+    # A 4,096-GPU 3-tier 2:1 Clos: 1.5e-6.
+    "whole groups": 2e-6,
+    # A 4,096-GPU 3-tier 2:1 Clos: 3.2e-5 (a two-phase rate per unit).
+    "pairs inside units": 4.2e-5,
+    # fat_tree(16) minus 5 %: 2.1e-5.
+    "groups swapped": 2.9e-5,
+    # fat_tree(16) minus 5 %: 4.8e-5.
+    "top tier's sides descended": 6.4e-5,
+}
+#: Seconds of the candidate cuts that always run (one cut at least, so the answer has an
+#: upper end and its proof), per arc: a SuperPOD of 4 units minus 1 %, 1.0e-5 with its whole
+#: groups (1.4e-6 on 16 units intact), with a third in hand.
+CANDIDATE_SECONDS_PER_ARC = 1.4e-5
+#: Seconds the all-to-all throughput costs per flow variable of its full LP where no symmetry
+#: claim solves it (:func:`~fabricopt.flow.problem.full_lp_entries`): a 40-switch Jellyfish,
+#: 19,200 entries, 7.7 s CPU (4e-4), with a third in hand.
+ALL_TO_ALL_SECONDS_PER_ENTRY = 5.4e-4
 
 
 @dataclass
@@ -110,6 +147,8 @@ class BisectionProblem:
     #: bracket: "time limit" (the budget spent), "work cap" (a search at its cap with no
     #: time limit), or "" (every stage that applies ran to its end).
     stopped_short: str = ""
+    #: The stages the time limit left out: not begun, as not expected to end within it.
+    not_begun: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.ep_idx = np.array([self.ga.index[e] for e in self.eps])
@@ -142,6 +181,18 @@ class BisectionProblem:
         if unit > 0 and lower > 0:
             lower = max(lower, unit * math.ceil(lower / unit - 1e-6))
         return lower >= bracket.upper * (1 - 1e-9)
+
+    def deadline(self) -> float | None:
+        """The reading of :func:`~fabricopt.flow.budget.now` at which the time limit runs
+        out; None without one."""
+        left = self.budget.left()
+        return None if left is None else now() + left
+
+    def fits(self, stage: Any) -> bool:
+        """Whether ``stage`` is expected (:meth:`_Stage.seconds`) to end within the time
+        left; always without a limit."""
+        left = self.budget.left()
+        return left is None or stage.seconds(self) <= left
 
     def left(self) -> float | None:
         """Seconds of the call's time limit left (at least a millisecond; None without a
@@ -183,6 +234,11 @@ class _Stage:
     def applies(self, problem: BisectionProblem) -> tuple[bool, str]:
         return True, ""
 
+    def seconds(self, problem: BisectionProblem) -> float:
+        """Seconds the stage is expected to take (by the fabric's arcs, :data:`SECONDS_PER_ARC`);
+        0 for a stage that ends at the time limit by itself (it is handed what is left)."""
+        return SECONDS_PER_ARC.get(self.name, 0.0) * problem.ga.n_arcs
+
 
 class _OnFailedCopy(_Stage):
     """A stage for a failed copy of a generated fabric only."""
@@ -198,6 +254,9 @@ class IntactLessLost(_OnFailedCopy):
     def cost(self, problem: BisectionProblem) -> str:
         return ("the intact fabric's bisection (kept for the next failed copy), then one "
                 "two-phase rate per hub level less what the failed links stop")
+
+    def seconds(self, problem: BisectionProblem) -> float:
+        return (SECONDS_PER_ARC[self.name] + 2 * CANDIDATE_SECONDS_PER_ARC) * problem.ga.n_arcs
 
     def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
         # Half the call's limit for the intact fabric (the same for every failed copy of
@@ -223,9 +282,12 @@ class CandidateCuts(_Stage):
         proven = _on_capacity_grid(ga, p.degraded[0])[0] if p.degraded else 0.0
         if p.hose is not None:
             proven = max(proven, _on_capacity_grid(ga, p.hose.rate_gbps * p.half)[0])
+        # Under a time limit: the splits tried while it lasts (one at least), the spectral
+        # and Kernighan-Lin ones begun only when expected to end within it.
+        deadline = p.deadline()
         p.candidates, best = _best_candidate(ga, p.ep_idx, _candidate_splits(
-            p.fab, ga, p.eps, p.ep_idx, p.seed, p.degraded[2] if p.degraded else None),
-            proven)
+            p.fab, ga, p.eps, p.ep_idx, p.seed, p.degraded[2] if p.degraded else None,
+            deadline), proven, deadline)
         assert best is not None
         p.cut, p.found_by = best[2], best[1]
         bracket.prove_upper(best[0], self.name, best[2])
@@ -400,7 +462,7 @@ class WholeGroups(_Stage):
             return
         more, better = _best_candidate(
             p.ga, p.ep_idx, _whole_group_splits(p.fab, p.ga, p.ep_idx, p.half),
-            _on_capacity_grid(p.ga, bracket.lower)[0])
+            _on_capacity_grid(p.ga, bracket.lower)[0], p.deadline())
         p.candidates.update(more)
         _lower_cut(p, bracket, better, self.name)
 
@@ -513,6 +575,13 @@ class AllToAll(_Stage):
         return (f"max_concurrent_flow on {problem.n:,} endpoints (its own plan), unless a "
                 "hierarchy cut shows it cannot raise the bound")
 
+    def seconds(self, problem: BisectionProblem) -> float:
+        # A symmetry claim solves it on one orbit (milliseconds); else its full LP's size.
+        traffic = all_to_all(problem.fab, endpoints=problem.eps)
+        if symmetric_applicable(problem.fab, traffic)[0]:
+            return 0.0
+        return ALL_TO_ALL_SECONDS_PER_ENTRY * full_lp_entries(problem.fab, traffic, problem.ga)
+
     def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
         p = problem
         if not _open(bracket):
@@ -578,9 +647,16 @@ def run(plan: Plan, problem: BisectionProblem) -> Bracket:
         if problem.budget.spent() and bracket.upper_by is not None:
             break
         if stage.applies(problem)[0]:
+            # Under a time limit, a stage expected to outlast it is not begun once a cut is
+            # in hand (the candidate cuts always run: their first cut is the upper end).
+            if (bracket.upper_by is not None or stage.name == IntactLessLost.name) and (
+                    _open(bracket) and not problem.fits(stage)):
+                problem.not_begun.append(stage.name)
+                continue
             if _open(bracket) or bracket.upper_by is None:
                 problem.report(f"bisection: {stage.name}", bracket.lower, bracket.upper)
             stage.run(problem, bracket)
-    if problem.budget.spent():  # out of time: a stage skipped, or cut short at the limit
+    if problem.budget.spent() or problem.not_begun:
+        # Out of time: a stage not begun, skipped, or cut short at the limit.
         problem.stopped_short = "time limit"
     return bracket

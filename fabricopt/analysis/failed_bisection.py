@@ -53,6 +53,35 @@ MAX_FAILED_LINKS = 8
 MAX_CHOICE_ENTRIES = 20_000_000
 
 
+def capacity_lost(intact: Fabric, degraded: Fabric) -> float | None:
+    """Gb/s that any cut can lose going from ``intact`` to ``degraded``: per physical link,
+    the larger of its two directions' lost capacity (a cut crosses a link one way), summed;
+    None unless ``degraded`` is ``intact`` with capacity taken away (same endpoints, every
+    node and arc present in ``intact`` with at least as much capacity).
+
+    A removed switch loses all its links: placing it on either side of a cut of the degraded
+    fabric gives a cut of the intact one that is larger by at most what its links carried
+    across, so the same per-link sum bounds it.
+
+    >>> import fabricopt as fo
+    >>> ring = fo.ring(6)
+    >>> capacity_lost(ring, ring.without(links=[("n0", "n1")]))
+    1.0
+    """
+    gi, gd = intact.graph, degraded.graph
+    if set(intact.endpoints) != set(degraded.endpoints) or any(v not in gi for v in gd):
+        return None
+    for u, v, c in gd.edges(data="capacity"):
+        if not gi.has_edge(u, v) or c > gi[u][v]["capacity"] * (1 + 1e-12):
+            return None
+    lost: dict[frozenset, float] = {}
+    for u, v, c in gi.edges(data="capacity"):
+        kept = gd[u][v]["capacity"] if gd.has_edge(u, v) else 0.0
+        key = frozenset((u, v))
+        lost[key] = max(lost.get(key, 0.0), float(c) - float(kept))
+    return float(sum(lost.values()))
+
+
 def failed_links_lower(intact: Fabric, failed: Fabric, eps: tuple[Hashable, ...],
                        ) -> tuple[float, str] | None:
     """Lower bound on the bisection of ``failed`` (``intact`` with capacity taken away, the

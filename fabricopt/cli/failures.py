@@ -105,7 +105,9 @@ def add_failures_parser(sub: Any, load_targets: Callable[[Sequence[str]], list[F
                     help="seconds for the whole command, split across its fabrics and "
                     "each one's solves (the intact fabric, each failure pattern or draw): a "
                     "solve cut short keeps its certified bracket, is named ('time limit' "
-                    "line), and the command exits 1 when a result is left unproven")
+                    "line), and the command exits 1 when a result is left unproven; "
+                    "--metrics bisection takes its share too (its stages not expected to "
+                    "fit are not begun)")
     fl.add_argument("--metrics", default=None, metavar="routed,bisection",
                     help="--mode random/groups: also ECMP-routed throughput and bisection")
     fl.add_argument("--plot", default=None, metavar="FILE",

@@ -5,11 +5,12 @@ readable)."""
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any
 
 from .._progress import stage_line
 from ..analysis.bisection import bisection_bandwidth
-from ..analysis.port_use import port_use
+from ..analysis.port_use import port_use, port_use_fits
 from ..collectives import COLLECTIVES, collective_bounds
 from ..errors import FabricOptError, InvalidParameterError
 from ..fabric import Fabric
@@ -53,7 +54,11 @@ def add_solve_parser(sub: Any) -> None:
     solve.add_argument("--solver", default=None,
                        help="highs: choose, simplex or ipm; highspy: simplex, ipm or pdlp; "
                        "pulp: a pulp solver name")
-    solve.add_argument("--time-limit", type=seconds_arg, default=None, help="seconds per solve")
+    solve.add_argument("--time-limit", type=seconds_arg, default=None,
+                       help="seconds per solve (the throughput, then the bisection): each "
+                       "answers within 20 %% of it or 0.05 s, whichever is larger, with its "
+                       "certified bracket and a status; the spare ports line is read only "
+                       "when expected to fit in what the last solve left")
     solve.add_argument("--message-bytes", type=size_arg, default=2.0**30, metavar="SIZE",
                        help="buffer size of the collective bounds, with a unit: 1GiB "
                        "(default), 512MB, 1e9")
@@ -93,6 +98,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         traffic = make_traffic(fab, args.traffic)
         # The stage and bracket so far of every part, on a terminal, until the answers print.
         with stage_line(args.progress):
+            last = time.perf_counter()  # the throughput's start: its limit counts from here
             result = max_concurrent_flow(fab, traffic, method=args.method,
                                          backend=args.backend, time_limit=args.time_limit,
                                          gap=args.gap, progress=args.progress, **options)
@@ -104,16 +110,18 @@ def _cmd_solve(args: argparse.Namespace) -> int:
                                      seed=args.seed)
                 routed.optimum = result
             if not args.throughput_only:
+                last = time.perf_counter()  # the bisection, the last solve: its limit's start
                 bisection = bisection_bandwidth(fab, time_limit=args.time_limit)
                 bounds = [collective_bounds(fab, c, message_bytes=args.message_bytes,
                                             expected=True) for c in collectives]
+            unused = _spare_ports(fab, args.time_limit, last) if args.format == "table" else None
         # A figure that would print as inf (links of 1e300 Gb/s) is refused, with the reason.
         check_finite(fab, _figures(result, bisection, bounds),
                      f"--message-bytes {args.message_bytes:g}")
         share = traffic.crossing_share(fab)
         if args.format == "table":
             print(with_network_line(str(result), network_line(result, share)))
-            if (unused := port_use(fab).line()) is not None:  # structure alone, no LP
+            if unused is not None:
                 print(unused)
             if routed is not None:
                 print()
@@ -134,6 +142,17 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     if rows:
         print_rows(rows, args.format)
     return worst
+
+
+def _spare_ports(fab: Fabric, time_limit: float | None, start: float) -> str | None:
+    """The spare ports line (structure alone, no LP), or None when nothing is spare; under
+    ``time_limit``, read only when expected to end within what the last solve (begun at
+    ``start``) left of it, else a line that says it was not read."""
+    left = None if time_limit is None else time_limit - (time.perf_counter() - start)
+    if not port_use_fits(fab, left):
+        return ("spare ports      not read: --time-limit spent (run without it to read "
+                "them)")
+    return port_use(fab).line()
 
 
 def _figures(result: Any, bisection: Any, bounds: list[Any]) -> dict[str, Any]:

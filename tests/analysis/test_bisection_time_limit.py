@@ -1,0 +1,179 @@
+"""Bisection and the worst-case search under a time limit: a stage expected not to fit is not
+begun, the candidate cuts stop at the limit with one cut at least, and the bracket returned is
+certified (it holds the exact value, its cut's capacity is its upper end), with a status that
+says the limit cut it short. No timings: the clock is stood in for, or the estimates are."""
+
+import numpy as np
+import pytest
+
+import fabricopt as fo
+from fabricopt.analysis import bisection_plan, worst_case
+from fabricopt.analysis.bisection_plan import STAGES
+from fabricopt.flow import budget as flow_budget
+from fabricopt.flow.time_budget import TimeBudget, spending
+
+
+@pytest.fixture(scope="module")
+def failed():
+    """fat_tree(8) minus 5 % of its links (seed 0) and its exact bisection, no limit."""
+    fab = fo.fail_random(fo.fat_tree(8), 0.05, seed=0)
+    exact = fo.bisection_bandwidth(fab, time_limit=None)
+    # 20,000 Gb/s (docs/bisection.md: the failed fat_tree(8) every side of whose top tier is
+    # tried); both ends met, so this is the value any bracket must hold.
+    assert exact.exact and exact.lower_gbps == pytest.approx(20_000)
+    return fab, exact.upper_gbps
+
+
+def _cut_certified(fab, b):
+    """The cut's crossing capacity recomputed from the graph equals the upper end, and its
+    sides split the endpoints in halves."""
+    side = b.cut.side_a
+    crossing = sum(c for u, v, c in fab.graph.edges(data="capacity")
+                   if u in side and v not in side)
+    assert crossing == pytest.approx(b.upper_gbps)
+    assert sorted(map(len, (b.cut.endpoints_a, b.cut.endpoints_b))) == [
+        len(fab.endpoints) // 2, len(fab.endpoints) - len(fab.endpoints) // 2]
+
+
+def _a_day_each(monkeypatch):
+    """Every stage expected to take a day (its estimate stood in for)."""
+    for stage in STAGES:
+        monkeypatch.setattr(stage, "seconds", lambda problem: 86_400.0)
+
+
+class _Ticking:
+    """A clock that moves ``step`` seconds at each reading: a limit is spent in a few."""
+
+    def __init__(self, step):
+        self.t, self.step = 0.0, step
+
+    def __call__(self):
+        self.t += self.step
+        return self.t
+
+
+def test_a_stage_expected_not_to_fit_is_not_begun(monkeypatch, failed):
+    fab, exact = failed
+    # Every stage expected to take a day: under a 30 s limit none is begun but the candidate
+    # cuts (the floor: a cut is the answer's upper end).
+    _a_day_each(monkeypatch)
+    begun = []
+    for stage in STAGES:
+        if stage.name != "candidate cuts":
+            monkeypatch.setattr(stage, "run", lambda *a, _n=stage.name: begun.append(_n))
+    b = fo.bisection_bandwidth(fab, time_limit=30)
+    assert begun == []
+    assert "intact fabric less lost" in b.not_begun
+    assert "top tier's sides enumerated" in b.not_begun
+    assert b.status == "time_limit" and b.stopped_short == "time limit"
+    assert b.lower_gbps == 0.0 and b.lower_from == "nothing proven"
+    assert b.lower_gbps <= exact <= b.upper_gbps
+    _cut_certified(fab, b)
+    assert "not begun: intact fabric less lost" in str(b)
+
+
+def test_without_a_limit_every_stage_is_begun_whatever_its_estimate(monkeypatch, failed):
+    fab, exact = failed
+    _a_day_each(monkeypatch)
+    b = fo.bisection_bandwidth(fab, time_limit=None)
+    assert b.not_begun == () and b.status == "optimal"
+    assert b.upper_gbps == pytest.approx(exact)
+
+
+def test_each_estimate_grows_with_the_arcs(failed):
+    fab, _ = failed
+    small = bisection_plan.BisectionProblem.of(fab)
+    big = bisection_plan.BisectionProblem.of(fo.fat_tree(16))
+    for stage in STAGES:
+        if stage.name in bisection_plan.SECONDS_PER_ARC:
+            # seconds per arc x arcs: fat_tree(16) has 6,144 arcs, the failed fat_tree(8) 730.
+            assert stage.seconds(big) == pytest.approx(
+                stage.seconds(small) * big.ga.n_arcs / small.ga.n_arcs)
+
+
+def test_the_candidate_cuts_stop_at_the_limit_with_one_cut(monkeypatch, failed):
+    fab, exact = failed
+    full = fo.bisection_bandwidth(fab, time_limit=None)
+    assert len(full.candidates) > 1  # several splits tried when time allows
+    # Each clock reading a second on: a 0.5 s limit is spent before the second split.
+    monkeypatch.setattr(flow_budget, "clock", _Ticking(1.0))
+    b = fo.bisection_bandwidth(fab, time_limit=0.5)
+    assert len(b.candidates) == 1
+    assert b.status == "time_limit"
+    assert b.lower_gbps <= exact <= b.upper_gbps
+    _cut_certified(fab, b)
+
+
+def test_the_bracket_under_a_tiny_limit_holds_the_exact_value(failed):
+    # No stand-in: whatever the machine, a certified bracket with the exact value in it.
+    fab, exact = failed
+    b = fo.bisection_bandwidth(fab, time_limit=1e-3)
+    assert b.lower_gbps <= exact * (1 + 1e-9) and exact <= b.upper_gbps * (1 + 1e-9)
+    _cut_certified(fab, b)
+    assert b.status in ("optimal", "time_limit")
+    if b.status == "time_limit":
+        assert not b.exact and b.stopped_short == "time limit"
+
+
+def test_the_lower_end_is_certified_by_its_proof(failed):
+    # The lower end under a limit is one of the stages' proofs: the two-phase rate's matching
+    # bound (rate x N/2), checked against valiant_rate's own certificate.
+    fab, exact = failed
+    b = fo.bisection_bandwidth(fab, time_limit=5)
+    if b.lower_from.startswith("two-phase"):
+        rate = fo.valiant_rate(fab)
+        assert b.lower_gbps <= rate.rate_gbps * len(fab.endpoints) / 2 * (1 + 1e-9)
+    assert b.lower_gbps <= exact * (1 + 1e-9) <= b.upper_gbps * (1 + 1e-9)
+
+
+def test_a_command_budget_gives_the_bisection_its_share(failed):
+    fab, exact = failed
+    budget = TimeBudget(60.0, solves=2)
+    with spending(budget):
+        b = fo.bisection_bandwidth(fab)
+    assert budget.solved == 1 and budget.left_solves == 1
+    assert budget.cut_short == (["bisection"] if b.stopped_short == "time limit" else [])
+    assert b.lower_gbps <= exact * (1 + 1e-9) <= b.upper_gbps * (1 + 1e-9)
+
+
+def test_a_spent_command_budget_still_gives_a_certified_cut(monkeypatch, failed):
+    fab, exact = failed
+    _a_day_each(monkeypatch)
+    budget = TimeBudget(1e-9, solves=1)  # spent at once: the call gets the floor's share
+    with spending(budget):
+        b = fo.bisection_bandwidth(fab)
+    assert budget.cut_short == ["bisection"]
+    assert b.status == "time_limit"
+    _cut_certified(fab, b)
+    assert exact <= b.upper_gbps
+
+
+class _Spent(TimeBudget):
+    """A search budget already spent."""
+
+    def out(self):
+        return True
+
+
+def test_worst_case_begins_no_pattern_once_the_limit_is_spent(monkeypatch):
+    fab = fo.fat_tree(4)
+
+    def no_solve(*a, **k):
+        raise AssertionError("a pattern was solved after the limit")
+
+    monkeypatch.setattr(worst_case, "TimeBudget", _Spent)
+    monkeypatch.setattr(worst_case, "max_concurrent_flow", no_solve)
+    w = fo.worst_case_permutation(fab, gbps=400, time_limit=5, iterations=3)
+    assert w.tried == [] and w.pattern_result is None
+    assert w.skipped == 3 or w.exact
+    # TUB is the upper end: every permutation of a non-blocking fat tree is carried at full
+    # rate (Al-Fares et al., SIGCOMM 2008), so the exact worst case 1 lies in the bracket.
+    assert w.upper == pytest.approx(max(w.tub_upper, w.lower))
+    assert w.lower <= 1 + 1e-9 <= w.upper + 1e-9
+    assert w.status in ("optimal", "time_limit")
+
+
+def test_worst_case_status_without_a_limit_is_optimal_on_a_fat_tree():
+    w = fo.worst_case_permutation(fo.fat_tree(4), gbps=400)
+    assert w.status == "optimal" and w.pattern_result is not None
+    assert np.isclose(w.lower, 1.0) and np.isclose(w.upper, 1.0)
