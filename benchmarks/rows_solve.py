@@ -11,7 +11,10 @@ build: the machine is shared, and CPU seconds move with what runs beside them). 
 also reports a digest of the four metrics' columns as ``results.csv`` writes them (six
 significant digits), so that a row says whether the package before gave the same answers,
 and the whole row as ``fabricopt compare`` runs it (``study.compare._evaluate``: build,
-validation and the default metrics), its CPU seconds and its own ``seconds`` column.
+validation and the default metrics), its CPU seconds and its own ``seconds`` column; then
+the same row in a worker of the package's own process pool (``study.local_pool``, as
+``fabricopt compare -j 2`` runs it): its CPU seconds, the part spent in the kernel and the
+page faults it took.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import os
+import resource
 import sys
 import time
 from collections.abc import Callable
@@ -101,6 +105,31 @@ def _whole_row(path: str, point: int) -> tuple[float, float]:
     return cpu, row["seconds"]
 
 
+def _pooled_row(path: str, point: int) -> tuple[float, float, int, float]:
+    """In a pool worker: one whole row (as :func:`_whole_row`), its CPU seconds, system CPU
+    seconds, minor page faults and ``seconds`` column."""
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    start = time.process_time()
+    cpu, wall = _whole_row(path, point)
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    return (time.process_time() - start, after.ru_stime - before.ru_stime,
+            after.ru_minflt - before.ru_minflt, wall)
+
+
+def _pool_rows(path: str, point: int, plain: bool = False) -> tuple[float, float, int, float]:
+    """:data:`REPEATS` rows in one worker of the package's own process pool (the first
+    included, as a worker of ``compare -j`` meets it), or of a plain one (``plain``: glibc's
+    heap as it starts): the fewest CPU seconds, system seconds, page faults and ``seconds``
+    column of them."""
+    import concurrent.futures
+
+    from fabricopt.study.local_pool import process_pool
+
+    with (concurrent.futures.ProcessPoolExecutor(1) if plain else process_pool(1)) as pool:
+        got = [pool.submit(_pooled_row, path, point).result() for _ in range(REPEATS)]
+    return tuple(min(column) for column in zip(*got, strict=True))  # type: ignore[return-value]
+
+
 def case_rows_solve(tree: str, path: str, point: int) -> dict:
     """Per-metric CPU seconds of the row of ``path`` (its sweep point ``point``), the
     package imported from ``tree`` (empty: this checkout's); the fewest of :data:`REPEATS`
@@ -125,15 +154,21 @@ def case_rows_solve(tree: str, path: str, point: int) -> dict:
         best = {m: min(best.get(m, float("inf")), s) for m, s in seconds.items()}
     wholes = [_whole_row(str(root / path), point) for _ in range(REPEATS)]
     row_cpu, row_wall = min(c for c, _ in wholes), min(w for _, w in wholes)
+    pool_cpu, pool_sys, pool_faults, pool_wall = _pool_rows(str(root / path), point)
+    plain = _pool_rows(str(root / path), point, plain=True)
     columns = sorted((k, _cell(v)) for k, v in row.items()
                      if k.startswith(("all_to_all", "any_traffic", "bisection", "all_reduce",
                                       "binding_tier", "full_bisection")))
     digest = hashlib.sha256(repr(columns).encode()).hexdigest()[:10]
     parts = ", ".join(f"{m} {s:.3f}" for m, s in best.items())
     return {"seconds": sum(best.values()), "parts": best, "digest": digest,
-            "row_cpu": row_cpu, "row_wall": row_wall,
+            "row_cpu": row_cpu, "row_wall": row_wall, "pool_cpu": pool_cpu,
             "value": f"{parts} s CPU; whole row {row_cpu:.2f} s CPU, seconds column "
-                     f"{row_wall:.2f}; columns {digest}; load {os.getloadavg()[0]:.1f}"}
+                     f"{row_wall:.2f}; in a pool worker {pool_cpu:.2f} s CPU ({pool_sys:.2f} "
+                     f"system, {pool_faults:,} page faults), seconds column "
+                     f"{pool_wall:.2f}; in a plain pool's worker {plain[0]:.2f} s CPU "
+                     f"({plain[1]:.2f} system, {plain[2]:,} page faults), seconds column "
+                     f"{plain[3]:.2f}; columns {digest}; load {os.getloadavg()[0]:.1f}"}
 
 
 def rows_solve_rows(rows: list, quick: bool, run_case: Callable[..., dict],
@@ -154,7 +189,9 @@ def rows_solve_rows(rows: list, quick: bool, run_case: Callable[..., dict],
             was = run_case("case_rows_solve", before, path, point)
             same = ("same columns" if was.get("digest") == now.get("digest") else
                     "DIFFERENT columns")
+            pooled = (f", in a pool worker {now['pool_cpu'] / was['pool_cpu']:.2f}"
+                      if now.get("pool_cpu") and was.get("pool_cpu") else "")
             ratio = (f"now/before {now['seconds'] / was['seconds']:.2f} (whole row "
-                     f"{now['row_cpu'] / was['row_cpu']:.2f}), {same}"
+                     f"{now['row_cpu'] / was['row_cpu']:.2f}{pooled}), {same}"
                      if was.get("seconds") and was.get("row_cpu") else same)
             rows.append((f"  before ({BEFORE_ROWS_SOLVE})", was, ratio, ""))

@@ -51,21 +51,28 @@ def _glibc() -> Any:
     return ctypes.CDLL("libc.so.6")
 
 
-def roomy_heap() -> bool:
+def roomy_heap(always: bool = False) -> bool:
     """Let this process's heap serve blocks up to :data:`MMAP_THRESHOLD` again, once, where
-    ``MALLOC_TRIM_THRESHOLD_`` is set (True when it did).
+    ``MALLOC_TRIM_THRESHOLD_`` is set or ``always`` (True when it did, or had).
 
     A Dask nanny starts its workers with ``MALLOC_TRIM_THRESHOLD_=65536`` (to give memory
     back to the system). Setting any glibc threshold freezes its sliding mmap threshold at
     128 KiB, so every array above 128 KiB is mapped, faulted in page by page and unmapped
     afresh: a 16,384-GPU candidate's ECMP bracket took 9.7 s of CPU so, 4.8-5.1 s in a
     plain process. This sets the two thresholds glibc's own sliding rule reaches (``mallopt``
-    on glibc; nothing elsewhere, or without that variable).
+    on glibc; nothing elsewhere, or without that variable unless ``always``).
+
+    A worker of the command's own process pool (:func:`~fabricopt.study.local_pool.process_pool`)
+    sets them ``always`` as it starts: with glibc's sliding thresholds a row still gave pages
+    back at the heap's top and faulted them in again (the 24,576-GPU Meta row: 65,000-80,000
+    page faults and 0.14-0.2 s of system CPU a row; with the thresholds set from the start,
+    half the faults and half that system time). The process is the pool's, so the heap it
+    keeps (up to :data:`TRIM_THRESHOLD` free at its top) is nobody else's memory.
 
     >>> isinstance(roomy_heap(), bool)
     True
     """
-    if _heap_set or "MALLOC_TRIM_THRESHOLD_" not in os.environ:
+    if _heap_set or not (always or "MALLOC_TRIM_THRESHOLD_" in os.environ):
         return bool(_heap_set)
     _heap_set.append(True)  # tried once, whatever comes of it
     try:

@@ -1,5 +1,6 @@
-"""A process pool on this machine for a batch: no more workers than cores (or rows), and
-workers that end with the process that started them.
+"""A process pool on this machine for a batch: no more workers than cores (or rows),
+workers that end with the process that started them, and keep their heap between rows
+(:func:`~fabricopt.study.execution.roomy_heap`).
 
 ``compare -j 100000`` forked a thousand processes, and killing the command left them running:
 a worker of :class:`concurrent.futures.ProcessPoolExecutor` waits on its queue for ever once
@@ -12,6 +13,8 @@ import concurrent.futures
 import os
 import threading
 import time
+
+from .execution import roomy_heap
 
 __all__ = ["process_pool"]
 
@@ -28,6 +31,13 @@ def _end_with_parent(parent: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+def _start_worker(parent: int) -> None:
+    """Worker initializer: end with the parent (:func:`_end_with_parent`), and serve the
+    rows' arrays from a heap kept between them (the worker is the pool's own process)."""
+    _end_with_parent(parent)
+    roomy_heap(always=True)
+
+
 def process_pool(jobs: int, rows: int | None = None) -> concurrent.futures.ProcessPoolExecutor:
     """A pool of ``jobs`` workers, at most one per core (more only queue for them) and one
     per row when the number of rows is known.
@@ -38,4 +48,4 @@ def process_pool(jobs: int, rows: int | None = None) -> concurrent.futures.Proce
     """
     workers = max(1, min(jobs, os.cpu_count() or 1, rows or jobs))
     return concurrent.futures.ProcessPoolExecutor(
-        max_workers=workers, initializer=_end_with_parent, initargs=(os.getpid(),))
+        max_workers=workers, initializer=_start_worker, initargs=(os.getpid(),))
