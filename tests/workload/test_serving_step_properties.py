@@ -18,7 +18,8 @@ step(x) = pp * busy(x / pp).
   only with prefill tokens; a "load" of pairs without a token is a step of 0 s that merged
   into another costs time, the one place the property does not hold): C is linear; R and M
   are a nonnegative constant plus a part that is zero at 0 and concave (linear, or E s(t)
-  with s concave and s(0) = 0), so each is subadditive: f(x + y) <= f(x) + f(y). Then max(C, R)(x + y) <= max(C(x) + C(y), R(x) + R(y))
+  with s concave and s(0) = 0), so each is subadditive: f(x + y) <= f(x) + f(y). Then
+  max(C, R)(x + y) <= max(C(x) + C(y), R(x) + R(y))
   <= max(C, R)(x) + max(C, R)(y), and L is paid once, not twice. So one step of two loads is
   never slower than the two loads' steps back to back: what batching buys.
 * The certified lower step (peak rates, no per-layer cost, the bounds of the communication)
