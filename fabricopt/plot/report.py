@@ -44,7 +44,8 @@ from .diagram import draw
 HEADLINE = (
     ("name", "design"),
     ("gpus", "GPUs"),
-    ("switches", "switches"),
+    ("network_switches", "network switches"),
+    ("scale_up_switches", "scale-up switch chips"),
     ("all_to_all_gbps_per_gpu", "all-to-all per GPU, incl. NVLink-local (Gb/s)"),
     ("all_to_all_network_gbps_per_gpu", "of which over the network (Gb/s)"),
     ("any_traffic_gbps_per_gpu", "any traffic per GPU (Gb/s)"),

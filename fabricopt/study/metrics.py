@@ -10,7 +10,9 @@ figure no schedule reaches.
 =====================================  ======================================================
 column                                 meaning
 =====================================  ======================================================
-``gpus``, ``switches``                 endpoints and switch count (``summary``)
+``gpus``                               endpoints (``summary``)
+``network_switches``                   switches of the network between scale-up domains
+``scale_up_switches``                  switch chips with a scale-up link (NVSwitch, UALink)
 ``links``, ``links_<tier>``            physical links, in total and per tier
 ``all_to_all_status``, ``_method``     status and method of the all-to-all solve
 ``all_to_all_theta``, ``_upper``       the certified bracket of theta
@@ -123,7 +125,7 @@ from ..flow.bounds import structural_cut_lengths
 from ..flow.two_phase.rate import valiant_rate
 from ..graph_arrays import GraphArrays
 from ..routing import routed_flow
-from ..tiers import IN_SYSTEM_TIERS, SCALE_UP_TIERS, tier_of
+from ..tiers import IN_SYSTEM_TIERS, SCALE_UP_TIERS, is_scale_up_arc, tier_of
 from ..traffic import all_to_all
 from ..workload.goodput import training_goodput
 from ..workload.metrics import training_metrics
@@ -198,7 +200,14 @@ class Metric:
 
 def _summary(fab: Fabric, ctx: MetricContext) -> dict[str, Any]:
     s = fab.summary()
-    row: dict[str, Any] = {"gpus": s.endpoints, "switches": s.nodes_by_role.get("switch", 0),
+    g = fab.graph
+    # A switch with a scale-up link (NVLink, UALink) is a scale-up switch chip, counted apart
+    # from the network's switches: a DGX H100 SuperPOD's 560 are 48 + 512 NVSwitch chips.
+    scale_up = sum(1 for w, role in g.nodes(data="role") if role == "switch"
+                   and any(is_scale_up_arc(d) for _, _, d in g.out_edges(w, data=True)))
+    row: dict[str, Any] = {"gpus": s.endpoints,
+                           "network_switches": s.nodes_by_role.get("switch", 0) - scale_up,
+                           "scale_up_switches": scale_up,
                            "links": sum(s.links_by_tier.values())}
     row.update({f"links_{tier}": n for tier, n in s.links_by_tier.items()})
     return row

@@ -36,7 +36,7 @@ def test_rows_match_the_public_api_one_by_one():
     flow = fo.max_concurrent_flow(fab)
     cost = fo.estimate_cost(fab)
     # k=4 fat-tree: k^3/4 = 16 GPUs, 5k^2/4 = 20 switches; 16 GPU links + 2 x 16 switch links.
-    assert (row["gpus"], row["switches"], row["links"]) == (16, 20, 48)
+    assert (row["gpus"], row["network_switches"], row["links"]) == (16, 20, 48)
     assert row["links_gpu-leaf"] + row["links_leaf-spine"] + row["links_spine-core"] == 48
     assert row["all_to_all_status"] == "optimal" and row["error"] == ""
     # Theta at 1 Gb/s per ordered pair: a GPU's 100 Gb/s link carries its 15 peers' demand.

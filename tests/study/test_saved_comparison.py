@@ -115,7 +115,7 @@ def test_columns_with_output_print_those_columns_and_say_what_is_written(tmp_pat
     assert header and header[0].split() == ["name", "gpus", "links"]
     assert "printed 3 of its" in captured.err and "every column is written to" in captured.err
     written = fo.Comparison.read(out)
-    assert {"name", "gpus", "links", "switches"} <= set(written.columns)  # all, not the 3
+    assert {"name", "gpus", "links", "network_switches"} <= set(written.columns)  # all
     # --format csv with -o: stdout is one csv document of the chosen columns
     assert main(["compare", str(out), "--format", "csv", "--columns", "name,gpus"]) == 0
     assert capsys.readouterr().out.splitlines() == ["name,gpus", "ring(4),4"]
