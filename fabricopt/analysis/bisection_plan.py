@@ -515,7 +515,8 @@ class GroupSwaps(_Stage):
         partitions = hierarchy_partitions(p.fab, p.ga)
         for start, found_by in [(p.cut, p.found_by)] + ([p.runner_up] if p.runner_up else []):
             swapped = swap_groups(p.ga, p.ep_idx, start, partitions,
-                                  lambda mask: _best_cut(p.ga, p.ep_idx, mask)[0])
+                                  lambda mask: _best_cut(p.ga, p.ep_idx, mask)[0],
+                                  deadline=p.deadline())
             _lower_cut(p, bracket, (swapped.capacity, f"{found_by}, groups swapped", swapped),
                        self.name)
 
@@ -532,7 +533,7 @@ class TopDescent(_OnLayered):
         p = problem
         if not _open(bracket) or p.cut is None:
             return
-        found = descend_top(p.ga, p.ep_idx, p.cut.side)
+        found = descend_top(p.ga, p.ep_idx, p.cut.side, deadline=p.deadline())
         if found is not None:
             value, side = found
             cut = Cut(side, value, np.flatnonzero(side[p.ga.tail] & ~side[p.ga.head]))

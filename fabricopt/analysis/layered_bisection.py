@@ -43,6 +43,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from ..flow.budget import now as clock_now
 from ..graph_arrays import GraphArrays
 from .cuts import cut_capacity
 
@@ -465,12 +466,14 @@ def _planes(ga: GraphArrays, layers: Layers) -> list[np.ndarray]:
 
 
 def descend_top(ga: GraphArrays, ep_idx: np.ndarray, side: np.ndarray,
-                rounds: int = DESCENT_ROUNDS) -> tuple[float, np.ndarray] | None:
+                rounds: int = DESCENT_ROUNDS, deadline: float | None = None,
+                ) -> tuple[float, np.ndarray] | None:
     """A cut at or below the split ``side`` (True on the sending side): the top tier's
     sides read off it, then, round by round, every change of one class's count tried at
     once (each with every pod placed exactly below that top) and the best taken, until none
     helps. The split returned has its cut's capacity summed from the arcs; None when the
-    fabric is not layered or a round would be more than ``MAX_WORK``.
+    fabric is not layered or a round would be more than ``MAX_WORK``. ``deadline`` (a reading
+    of :func:`~fabricopt.flow.budget.now`): no round is begun once it has passed.
 
     >>> import fabricopt as fo
     >>> ft = fo.fat_tree(4)
@@ -495,6 +498,8 @@ def descend_top(ga: GraphArrays, ep_idx: np.ndarray, side: np.ndarray,
     value, sending = _least_below(ga, ep_idx, layers, now, inners)
     value, sending = float(value[0]), int(sending[0])
     for _ in range(rounds):
+        if deadline is not None and clock_now() >= deadline:
+            break  # the split so far is a cut like any other
         moves = [np.where(np.arange(len(sizes)) == k, x, now[0])
                  for k, n in enumerate(sizes) for x in range(n + 1) if x != now[0, k]]
         if not moves:

@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..flow.budget import now
 from ..graph_arrays import GraphArrays
 from .cuts import Cut, cut_capacity
 
@@ -37,10 +38,13 @@ ROUNDS = 40
 
 
 def swap_groups(ga: GraphArrays, ep_idx: np.ndarray, cut: Cut, partitions: list[np.ndarray],
-                place: Callable[[np.ndarray], Cut], rounds: int = ROUNDS) -> Cut:
+                place: Callable[[np.ndarray], Cut], rounds: int = ROUNDS,
+                deadline: float | None = None) -> Cut:
     """The least cut found from ``cut`` by swapping whole groups of ``partitions`` across it
     (module docstring); ``cut`` itself when no swap lowers it. ``place(mask)`` is the best
     cut of an endpoint split (``mask`` over ``ep_idx``: True on the sending side).
+    ``deadline`` (a reading of :func:`~fabricopt.flow.budget.now`): no round is begun once
+    it has passed (the best cut so far is returned, a cut like any other).
 
     >>> import fabricopt as fo
     >>> from fabricopt.analysis.cuts import min_cut
@@ -59,6 +63,8 @@ def swap_groups(ga: GraphArrays, ep_idx: np.ndarray, cut: Cut, partitions: list[
     is_ep[ep_idx] = True
     best = cut
     for _ in range(rounds):
+        if deadline is not None and now() >= deadline:
+            break
         side = best.side
         found: tuple[float, np.ndarray] | None = None
         for label in partitions:

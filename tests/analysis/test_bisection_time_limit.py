@@ -177,3 +177,52 @@ def test_worst_case_status_without_a_limit_is_optimal_on_a_fat_tree():
     w = fo.worst_case_permutation(fo.fat_tree(4), gbps=400)
     assert w.status == "optimal" and w.pattern_result is not None
     assert np.isclose(w.lower, 1.0) and np.isclose(w.upper, 1.0)
+
+
+def test_the_group_swaps_begin_no_round_past_their_deadline():
+    from fabricopt.analysis.cuts import min_cut
+    from fabricopt.analysis.split_search import swap_groups
+    from fabricopt.flow.bounds import hierarchy_partitions
+    from fabricopt.graph_arrays import GraphArrays
+
+    fab = fo.leaf_spine(4, 1, 2, link_gbps=1.0)  # 4 leaves of 2 hosts, 1 uplink each
+    ga = GraphArrays.from_fabric(fab)
+    ep = np.array([ga.index[e] for e in fab.endpoints])
+
+    def place(mask):
+        return min_cut(ga, ep[mask], ep[~mask])
+
+    bad = place(np.array([1, 0, 1, 0, 1, 0, 1, 0], dtype=bool))  # every leaf split: 4 links
+    parts = hierarchy_partitions(fab, ga)
+    # No deadline: 2 leaves' uplinks (split_search's own example); a deadline passed: the
+    # cut it started from, still a cut (its capacity summed from its arcs).
+    assert swap_groups(ga, ep, bad, parts, place).capacity == 2.0
+    kept = swap_groups(ga, ep, bad, parts, place, deadline=-np.inf)
+    assert kept.capacity == 4.0 == float(ga.capacity[kept.arcs].sum())
+
+
+def test_the_top_descent_begins_no_round_past_its_deadline(monkeypatch):
+    from fabricopt.analysis import layered_bisection
+    from fabricopt.analysis.layered_bisection import descend_top
+    from fabricopt.graph_arrays import GraphArrays
+
+    rounds, real = [], layered_bisection._least_below
+    monkeypatch.setattr(layered_bisection, "_least_below",
+                        lambda *a: rounds.append(1) or real(*a))
+
+    ft = fo.fat_tree(4)
+    ga = GraphArrays.from_fabric(ft)
+    ep = np.array([ga.index[e] for e in ft.endpoints])
+    bad = np.zeros(ga.n_nodes, dtype=bool)
+    bad[ep[::2]] = True  # every other host
+    full, _ = descend_top(ga, ep, bad)
+    # The split read off, then one round that finds nothing better: two evaluations.
+    assert len(rounds) == 2
+    rounds.clear()
+    stopped, side = descend_top(ga, ep, bad, deadline=-np.inf)
+    assert len(rounds) == 1  # the split read off only: no round begun
+    # Pods placed whole below the top: 8 x 400 = 3,200 (descend_top's example); stopped
+    # before any round, a cut no lower, and its value is its arcs' capacity.
+    assert full == 3200.0 and stopped >= full
+    crossing = ga.capacity[side[ga.tail] & ~side[ga.head]].sum()
+    assert stopped == pytest.approx(crossing)
