@@ -10,10 +10,12 @@ is cabled, and the name of that build, printed with every estimate.
 * **GB200 NVL72 SuperPOD** (racks whose NVLink Switch trays reach the GPUs): OSFP
   transceivers and fibre on every scale-out link; one single-port module per ConnectX-7 at
   the compute tray.
-* **Top-of-rack builds** (every GPU's first network switch in the GPU's own rack, as in Meta's
-  24K-GPU RoCE clusters): copper DAC from the GPUs to the rack switch and single-mode
-  pluggable optics above it (the paper's rack and cluster tiers); no multimode or active
-  cables.
+* **Top-of-rack builds** (every GPU's first network switch in the GPU's own rack, or every
+  server's GPUs on one first switch in the rack of some of its servers, as in Meta's
+  24K-GPU RoCE clusters, whatever the taper): copper DAC from the GPUs to the rack switch
+  and single-mode pluggable optics above it (the paper's rack and cluster tiers); no
+  multimode or active cables. A link that leaves its rack (the fifth server of a 2:1 leaf)
+  takes the medium its length needs.
 * Anything else has no reference build: each link takes the cheapest medium that reaches
   (``Policy()``), and the name says so.
 
@@ -69,8 +71,30 @@ def policy_name(policy: Any) -> str:
 
 
 def _top_of_rack(reading: FabricReading) -> bool:
-    """Whether every link from a GPU or NIC to its first switch stays in one rack."""
-    b, rack = reading.bundles, reading.placement.rack
+    """Whether every link from a GPU or NIC to its first switch stays in one rack, or every
+    server sends all its GPUs (or NICs) to one first switch, each such switch in the rack of
+    some of its servers.
+
+    The second keeps the build of a leaf above whole servers whatever its taper: a 1:1 leaf
+    of 64 ports holds four 8-GPU servers, one rack, and a 2:1 leaf five, one rack and a spill
+    into the next; a 2:1 taper is priced as the 1:1 fabric it thins (each link's medium still
+    follows its length). A leaf placed at the end of a row or centrally is in no server's
+    rack: that is not a top-of-rack build, whatever the servers.
+    """
+    b, rack, unit = reading.bundles, reading.placement.rack, reading.placement.unit
     first = [k for k, c in enumerate(b.classes) if c[0] in ("gpu-leaf", "nic-leaf")]
     sel = np.isin(b.kind, first)
-    return bool(sel.any()) and bool(np.all(rack[b.u[sel]] == rack[b.v[sel]]))
+    if not sel.any():
+        return False
+    u, v = b.u[sel], b.v[sel]
+    if np.all(rack[u] == rack[v]):
+        return True
+    below = unit[u] >= 0  # the GPU or NIC end carries its server (switches carry -1)
+    server, switch = np.where(below, unit[u], unit[v]), np.where(below, v, u)
+    if np.any(server < 0):
+        return False
+    pairs = np.unique(np.stack([server, switch]), axis=1)
+    if len(np.unique(pairs[0])) != pairs.shape[1]:  # a server on two first switches
+        return False
+    in_a_server_rack = np.unique(switch[rack[u] == rack[v]])
+    return bool(np.isin(pairs[1], in_a_server_rack).all())

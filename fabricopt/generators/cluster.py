@@ -72,7 +72,7 @@ SCALE_OUTS = ("rail_optimized", "fat_tree", "clos", None)
 _RAIL_OPTIONS = {"leaf_radix": 64, "spine": True, "oversubscription": 1.0, "planes": 1,
                  "tiers": None, "tech": None, "switch_model": None}
 _CLOS_OPTIONS = {"radix": 64, "tiers": None, "oversubscription": 1.0, "tech": None,
-                 "switch_model": None}
+                 "switch_model": None, "whole_servers": True}
 
 
 class Domain:
@@ -251,6 +251,7 @@ def check_options(func: str, kind: str | None, options: dict[str, Any]) -> dict[
             out["tiers"] = check_choice(func, "tiers", tiers, (2, 3))
         out["radix"], out["oversubscription"] = check_tiers(
             func, out["radix"], out["tiers"] or 2, out["oversubscription"])
+        out["whole_servers"] = check_bool(func, "whole_servers", out["whole_servers"])
     if kind is not None:
         out["tech"] = check_label(func, "tech", out["tech"])
         out["switch_model"] = check_label(func, "switch_model", out["switch_model"])
@@ -293,8 +294,10 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
         For ``"fat_tree"``/``"clos"``: ``radix`` (64),
         ``tiers`` (2 or 3; default the fewest that reach, or the length of per-tier values),
         ``oversubscription`` (1.0), ``tech``, ``switch_model``, as in :func:`~fabricopt.clos`
-        (``radix`` and ``oversubscription`` may be given per tier). Link rate is the NIC rate
-        (per plane).
+        (``radix`` and ``oversubscription`` may be given per tier), and ``whole_servers``
+        (True: a leaf holds whole domains when they fit; False fills every down port the
+        ratio allows, GPU by GPU, so a server may span two leaves). Link rate is the NIC
+        rate (per plane).
 
     Returns
     -------
@@ -326,8 +329,12 @@ def cluster(scale_up: Fabric | str | dict, nodes: int, scale_out: str | None = "
     its index in the domain. Rail-optimized: the ``t``-th GPU of each rail of a domain forms
     a server (a DGX is one server; an NVL72 rack with rails 0-3 is 18 servers, its trays), and
     GPU ``(server, rail r)`` attaches to a leaf of rail ``r``; servers are spread evenly over
-    a rail's leaves in order, domain by domain. Clos: GPUs are spread evenly over the leaves
-    in endpoint order (the GPUs of a domain are consecutive, top-of-rack style).
+    a rail's leaves in order, domain by domain. Clos: whole domains are spread evenly over
+    the leaves in endpoint order (top-of-rack style) when a domain fits a leaf's down ports,
+    which are rounded down to whole domains (2:1 on 64 ports: 40 of 42, five DGXs, 20 up),
+    so a taper thins the uplinks and never splits a server; else (a domain larger than the
+    down ports, whole domains needing another tier, or ``whole_servers=False``) GPUs are
+    spread evenly one by one.
 
     Symmetry is claimed under the conditions of the module docstring.
 
@@ -367,8 +374,11 @@ def build_cluster(func: str, scale_up: Fabric | str | dict, nodes: int, scale_ou
         if opts["tiers"] is None:
             reach = clos_reach(func, opts["radix"], 2, opts["oversubscription"])
             opts["tiers"] = 2 if endpoints <= reach else 3
+        # A leaf holds whole domains (servers) when its ports allow: a server split over two
+        # leaves is no longer a top-of-rack build, and its GPUs' traffic crosses the spine.
         clos_p = clos_plan(func, endpoints, opts["radix"], opts["tiers"],
-                           opts["oversubscription"])
+                           opts["oversubscription"],
+                           unit=len(dom.gpus) if opts["whole_servers"] else 1)
         opts["tech"] = opts["tech"] or default_tech(nic_gbps)
 
     params = {"scale_up": scale_up.name, "nodes": nodes, "scale_out": scale_out,

@@ -298,9 +298,9 @@ class ClosPlan(_ReadsUpperTiers):
     down : int
         Leaf ports the ratio allows towards endpoints (``floor(r * s / (1 + s))``, or the
         count given); the leaf count is ``ceil(endpoints / down)``.
-    leaves : int
-        Leaf ``i`` holds endpoints ``leaf_endpoints(i)``, the endpoints spread evenly, so a
-        leaf may use fewer than ``down`` ports.
+    leaves, unit : int
+        Leaf ``i`` holds endpoints ``leaf_endpoints(i)``, spread evenly in whole units of
+        ``unit`` (a server's; ``down`` a multiple of it), so a leaf may use fewer ports.
     upper : UpperTiers
         Uplinks per leaf (``ceil(fullest leaf / s)``), spines, pods and cores; its fields
         (``tiers``, ``up``, ``spines``, ``pods``, ...) read as the plan's own.
@@ -319,19 +319,18 @@ class ClosPlan(_ReadsUpperTiers):
     upper: UpperTiers
     ratio_built: float
     symmetric: bool
-
+    unit: int = 1
 
     def leaf_endpoints(self, i: int) -> range:
-        """The endpoints under leaf ``i``: spread evenly over the leaves (counts differ by at
-        most one), as a cabling plan balances them.
+        """The endpoints under leaf ``i``: units (of ``unit`` endpoints) spread evenly over
+        the leaves (counts differ by at most one), as a cabling plan balances them.
 
         >>> p = clos_plan("clos", 100, 64, 2, 2.0)  # 42 down: 3 leaves
         >>> [len(p.leaf_endpoints(i)) for i in range(p.leaves)]
         [33, 33, 34]
         """
-        n, k = self.endpoints, self.leaves
-        return range(i * n // k, (i + 1) * n // k)
-
+        n, k, u = self.endpoints // self.unit, self.leaves, self.unit
+        return range(i * n // k * u, (i + 1) * n // k * u)
 
 
 def per_tier(radix: int | Sequence[int], tiers: int, oversubscription: float | Sequence[float]
@@ -382,13 +381,14 @@ def clos_reach(func: str, radix: int | Sequence[int], tiers: int,
 
 
 def clos_plan(func: str, endpoints: int, radix: int | Sequence[int], tiers: int,
-              oversubscription: float | Sequence[float], down: int | None = None) -> ClosPlan:
+              oversubscription: float | Sequence[float], down: int | None = None,
+              unit: int = 1) -> ClosPlan:
     """Size the smallest folded Clos of radix-``radix`` switches for ``endpoints`` endpoints.
 
     Arguments are assumed checked; ``radix`` and ``oversubscription`` may be given per tier
     (see :func:`per_tier`); ``down``, when given, fixes the leaf's endpoint ports (a SuperPOD
     puts one scalable unit on a leaf); ``func`` names the caller in errors. See :func:`clos`
-    for the formulas.
+    for the formulas. ``unit`` endpoints in a row (a server) stay under one leaf when they can.
 
     >>> p = clos_plan("clos", 2048, 64, 2, 1.0)
     >>> p.leaves, p.spines, p.leaf_spine_links
@@ -399,8 +399,11 @@ def clos_plan(func: str, endpoints: int, radix: int | Sequence[int], tiers: int,
     """
     radices, overs = per_tier(radix, tiers, oversubscription)
     leaf_radix = radices[0]
-    if down is None:
-        down, _ = split_ports(func, leaf_radix, overs[0])
+    unit, down = (unit, split_ports(func, leaf_radix, overs[0])[0]) if down is None else (1, down)
+    whole = down - down % unit  # whole servers under a leaf: 40 of 42 ports at 2:1, radix 64
+    if endpoints % unit or not whole or endpoints > clos_reach(func, radices, tiers, overs, whole):
+        unit = 1  # a server cannot stay whole: endpoints spread one by one
+    down -= down % unit
     reach = clos_reach(func, radices, tiers, overs, down)
     if endpoints > reach:
         shown = radices[0] if len(set(radices)) == 1 else list(radices)
@@ -409,15 +412,15 @@ def clos_plan(func: str, endpoints: int, radix: int | Sequence[int], tiers: int,
             f"{func}(): {tiers} tiers of radix-{shown} switches reach at most {reach} endpoints "
             f"at oversubscription {ratio!r}, got endpoints={endpoints}")
     leaves = -(-endpoints // down)
-    fullest = -(-endpoints // leaves)
+    fullest = -(-(endpoints // unit) // leaves) * unit
     up = leaf_uplinks(func, leaf_radix, overs[0], fullest)
     upper = upper_tiers(func, leaves, up, tiers, radices[1],
                         radices[2] if tiers == 3 else 0, overs[1] if tiers == 3 else 1.0
                         ).with_rotations((leaves,))
     # Endpoints spread evenly make all leaves alike when the count divides; pods must be full.
-    symmetric = (endpoints % leaves == 0 and leaves % upper.leaves_per_pod == 0
+    symmetric = ((endpoints // unit) % leaves == 0 and leaves % upper.leaves_per_pod == 0
                  and upper.symmetric)
-    return ClosPlan(endpoints, leaf_radix, down, leaves, upper, fullest / up, symmetric)
+    return ClosPlan(endpoints, leaf_radix, down, leaves, upper, fullest / up, symmetric, unit)
 
 
 def wire_upper_tiers(b: FabricBuilder, leaves: Sequence[Hashable], upper: UpperTiers,

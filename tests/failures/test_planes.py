@@ -20,9 +20,10 @@ from fabricopt.graph_arrays import GraphArrays
 
 def _clos(nodes=12, gpus=4):
     """A 3-tier 2:1 Clos of small NVSwitch servers: radix-8 switches give several pods
-    (zones) and planes, and servers that span two leaves."""
+    (zones) and planes, and servers that span two leaves (``whole_servers=False``: every
+    leaf fills the 5 down ports the ratio allows, GPU by GPU; whole servers would take 4)."""
     return fo.cluster(fo.nvswitch_domain(gpus, 2, gpus, 400.0), nodes=nodes, scale_out="clos",
-                      tiers=3, oversubscription=2, radix=8)
+                      tiers=3, oversubscription=2, radix=8, whole_servers=False)
 
 
 @pytest.mark.parametrize("one_way", [False, True])
@@ -201,9 +202,10 @@ def test_narrowed_keeps_each_side_with_its_proof():
     assert fo.check_certificate(fab, got).ok
 
 
-def _random_cluster(seed):
+def _random_cluster(seed, whole_servers=False):
     """A small cluster of NVSwitch servers (rail-optimized, 2- or 3-tier Clos), failed at
-    0 to 10% (NVLink links too: a GPU may share no switch with another)."""
+    0 to 10% (NVLink links too: a GPU may share no switch with another). A Clos's leaves
+    fill their ports GPU by GPU (servers may span leaves) unless ``whole_servers``."""
     import random
 
     rng = random.Random(seed)
@@ -215,17 +217,18 @@ def _random_cluster(seed):
                           oversubscription=rng.choice([1, 2]), leaf_radix=8)
     elif kind == "clos2":
         base = fo.cluster(dom, nodes=nodes, scale_out="clos", radix=8,
-                          oversubscription=rng.choice([1, 2]))
+                          oversubscription=rng.choice([1, 2]), whole_servers=whole_servers)
     else:
         base = fo.cluster(dom, nodes=nodes, scale_out="clos", tiers=3, radix=8,
-                          oversubscription=2)
+                          oversubscription=2, whole_servers=whole_servers)
     f = rng.choice([0.0, 0.03, 0.06, 0.1])
     return fo.fail_random(base, f, seed=seed) if f else base
 
 
-@pytest.mark.parametrize("seed", range(30))
-def test_random_clusters_bracket_the_lp_and_recheck(seed):
-    fab = _random_cluster(seed)
+@pytest.mark.parametrize("seed, whole_servers", [(s, False) for s in range(30)]
+                         + [(s, True) for s in range(30, 40)])
+def test_random_clusters_bracket_the_lp_and_recheck(seed, whole_servers):
+    fab = _random_cluster(seed, whole_servers)
     traffic = fo.all_to_all(fab)
     r = plane_bracket(fab, traffic)
     if r is None:  # declined: no planes (every leaf one hop from every server, say)

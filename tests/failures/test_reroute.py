@@ -348,7 +348,9 @@ def test_the_next_failed_copy_of_a_design_reuses_its_solved_intact_fabric(monkey
 
 def test_an_intact_fabric_without_a_claim_is_solved_when_the_failed_one_is_too_large(
         monkeypatch):
-    # 16 DGX H100 on a 2:1 Clos carry no symmetry claim. Pretend the copy that lost one NIC
+    # 16 DGX H100 on a 2:1 Clos of radix 16 filled GPU by GPU (whole_servers=False: 13
+    # leaves of 10 or 9 GPUs, 5 uplinks, servers spanning leaves; GPU 24, n3.gpu0, is under
+    # leaf 2's GPUs 19-28) carry no symmetry claim. Pretend the copy that lost one NIC
     # link is too large for the routed bounds: max_concurrent_flow rebuilds the intact
     # fabric from the recipe, solves it (its symmetry found) and sends its flow around the
     # lost link. The NIC's load crosses NVLink to the server's 7 other NICs, which have room
@@ -364,7 +366,7 @@ def test_an_intact_fabric_without_a_claim_is_solved_when_the_failed_one_is_too_l
     import fabricopt.flow.problem as problem
 
     fab = fo.cluster(fo.dgx_h100(), nodes=16, scale_out="clos", tiers=2, oversubscription=2,
-                     radix=16)
+                     radix=16, whole_servers=False)
     assert not api.symmetric_applicable(fab, fo.all_to_all(fab))[0]
     intact = fo.max_concurrent_flow(fab)
     assert intact.exact
@@ -407,7 +409,7 @@ def test_an_intact_fabric_without_a_symmetry_found_is_not_used(monkeypatch):
     import fabricopt.flow.problem as problem
 
     fab = fo.cluster(fo.dgx_h100(), nodes=16, scale_out="clos", tiers=2, oversubscription=2,
-                     radix=16)
+                     radix=16, whole_servers=False)
     failed = fab.without_links([("n3.gpu0", "leaf2")])
     for module in (problem, failure_reroute):
         monkeypatch.setattr(module, "ECMP_MAX_ENTRIES", 10)
@@ -463,7 +465,7 @@ def test_where_the_planes_close_it_an_intact_fabric_without_a_claim_is_not_solve
     import fabricopt.flow.problem as problem
 
     base = fo.cluster(fo.nvswitch_domain(4, 2, 4, 400.0), nodes=16, scale_out="clos",
-                      tiers=3, oversubscription=2, radix=8)
+                      tiers=3, oversubscription=2, radix=8, whole_servers=False)
     assert not api.symmetric_applicable(base, fo.all_to_all(base))[0]
     failed = fo.fail_random(base, 0.05, seed=1)
     lp = fo.max_concurrent_flow(failed, method="lp")
