@@ -84,11 +84,10 @@ LAYERED_MAX_ARCS = 200_000
 #: is left: its seconds per arc of the fabric, the most measured (CPU, 2 cores) on the
 #: fabrics named, with a third in hand. They decide only what is begun, never a number.
 SECONDS_PER_ARC = {
-    # The intact fabric rebuilt, its links compared and its first cuts (its own bisection
-    # then takes half the limit): 7.5e-6 on a SuperPOD of 16 units minus 1 %, 1e-5 on
-    # fat_tree(8) minus 5 %. Twice the candidate cuts' floor is added (the intact's and the
-    # failed fabric's own, still to come).
-    "intact fabric less lost": 1.3e-5,
+    # The intact fabric rebuilt and its links compared (its own bisection then takes half the
+    # limit): 7.5e-6 on a SuperPOD of 16 units minus 1 %. Twice the candidate cuts' are
+    # added (the intact's and the failed fabric's own, still to come).
+    "intact fabric less lost": 1e-5,
     # The stages below hand their solves what is left, but read the fabric first (units,
     # profiles, the fabric with its failed links given back): a SuperPOD of 4 units minus
     # 1 % (seeds 1, 2), 2.8e-5, 4.4e-5 and 1.4e-5.
@@ -108,10 +107,11 @@ SECONDS_PER_ARC = {
     # fat_tree(16) minus 5 %: 4.8e-5.
     "top tier's sides descended": 6.4e-5,
 }
-#: Seconds of the candidate cuts that always run (one cut at least, so the answer has an
-#: upper end and its proof), per arc: a SuperPOD of 4 units minus 1 %, 1.0e-5 with its whole
-#: groups (1.4e-6 on 16 units intact), with a third in hand.
-CANDIDATE_SECONDS_PER_ARC = 1.4e-5
+#: Seconds of the candidate cuts, fixed and per arc (they always run, one cut at least, so the
+#: answer has an upper end and its proof): 0.11 s on fat_tree(8) minus 5 % (730 arcs) and on
+#: a SuperPOD of 4 units minus 1 % (11,244), 0.16 s on 16 units minus 1 % (49,582), with a
+#: third in hand.
+CANDIDATE_SECONDS, CANDIDATE_SECONDS_PER_ARC = 0.13, 1.7e-6
 #: Seconds the all-to-all throughput costs per flow variable of its full LP where no symmetry
 #: claim solves it (:func:`~fabricopt.flow.problem.full_lp_entries`): a 40-switch Jellyfish,
 #: 19,200 entries, 7.7 s CPU (4e-4), with a third in hand.
@@ -256,7 +256,9 @@ class IntactLessLost(_OnFailedCopy):
                 "two-phase rate per hub level less what the failed links stop")
 
     def seconds(self, problem: BisectionProblem) -> float:
-        return (SECONDS_PER_ARC[self.name] + 2 * CANDIDATE_SECONDS_PER_ARC) * problem.ga.n_arcs
+        arcs = problem.ga.n_arcs
+        return SECONDS_PER_ARC[self.name] * arcs + 2 * (CANDIDATE_SECONDS +
+                                                        CANDIDATE_SECONDS_PER_ARC * arcs)
 
     def run(self, problem: BisectionProblem, bracket: Bracket) -> None:
         # Half the call's limit for the intact fabric (the same for every failed copy of
