@@ -3,8 +3,10 @@
 The planes' LP (:mod:`fabricopt.failures.plane_lp`) is solved by an interior point stopped at
 a loose tolerance. Where that point proves a rate just short of a cut the LP's optimum may
 meet, HiGHS's crossover, begun from the point itself, finds the optimal vertex for a fraction
-of what a second interior point at a tight tolerance takes. The vertex is not trusted: the
-caller proves the flow it describes, as it proves the interior point's.
+of what a second interior point at a tight tolerance takes (0.24 s against 1.9 s CPU, the
+least of three runs each, on a failed 1,024-GPU SuperPOD's LP of 145,052 nonzeros:
+``fail_random(superpod(4), 0.05, seed=3)``). The vertex is not trusted: the caller proves
+the flow it describes, as it proves the interior point's.
 """
 
 from __future__ import annotations
