@@ -84,8 +84,16 @@ def test_each_estimate_grows_with_the_arcs(failed):
     fab, _ = failed
     small = bisection_plan.BisectionProblem.of(fab)
     big = bisection_plan.BisectionProblem.of(fo.fat_tree(16))
+    per_arc = bisection_plan.SECONDS_PER_ARC
     for stage in STAGES:
-        if stage.name in bisection_plan.SECONDS_PER_ARC:
+        if stage.name == "intact fabric less lost":
+            # Its own per arc, and twice the candidate cuts' (fixed and per arc) to follow.
+            for p in (small, big):
+                arcs = p.ga.n_arcs
+                assert stage.seconds(p) == pytest.approx(per_arc[stage.name] * arcs + 2 * (
+                    bisection_plan.CANDIDATE_SECONDS
+                    + bisection_plan.CANDIDATE_SECONDS_PER_ARC * arcs))
+        elif stage.name in per_arc:
             # seconds per arc x arcs: fat_tree(16) has 6,144 arcs, the failed fat_tree(8) 730.
             assert stage.seconds(big) == pytest.approx(
                 stage.seconds(small) * big.ga.n_arcs / small.ga.n_arcs)
