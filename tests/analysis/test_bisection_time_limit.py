@@ -234,3 +234,19 @@ def test_the_top_descent_begins_no_round_past_its_deadline(monkeypatch):
     assert full == 3200.0 and stopped >= full
     crossing = ga.capacity[side[ga.tail] & ~side[ga.head]].sum()
     assert stopped == pytest.approx(crossing)
+
+
+def test_the_milp_is_not_begun_when_its_start_does_not_fit(monkeypatch):
+    # A ring of 8 (8 nodes, at most milp_max_nodes) with the MILP's start taking a day: under a
+    # limit it is not begun; the ring's bisection 2 (two unit links cut, the module's example)
+    # is still proven by the other stages.
+    monkeypatch.setattr(bisection_plan, "MILP_START_SECONDS", 86_400.0)
+    calls = []
+    monkeypatch.setattr(bisection_plan, "_milp", lambda *a: calls.append(a))
+    # The bracket read as open throughout, so every stage is reached.
+    monkeypatch.setattr(bisection_plan, "_open", lambda bracket: True)
+    monkeypatch.setattr(bisection_plan.BisectionProblem, "closed", lambda self, bracket: False)
+    b = fo.bisection_bandwidth(fo.ring(8), time_limit=30)
+    assert calls == [] and "exact MILP" in b.not_begun
+    b = fo.bisection_bandwidth(fo.ring(8), time_limit=None)
+    assert len(calls) == 1
