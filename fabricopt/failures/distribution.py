@@ -32,7 +32,7 @@ from .._stages import stage_report
 from ..analysis.bisection import bisection_bandwidth
 from ..fabric import Fabric
 from ..flow.arguments import METHODS
-from ..flow.time_budget import expect_solves
+from ..flow.time_budget import active_budget, expect_solves
 from ..routing import routed_flow
 from ..traffic import all_to_all
 from .models import Draw, FailureModel
@@ -101,6 +101,11 @@ class FailureDistribution:
     outcomes: list[FailureOutcome] = field(default_factory=list)
     solves: int = 0
     seconds: float = 0.0
+    #: Draws (or listed patterns) a command's time limit left unsolved: random draws are
+    #: not drawn (the ones drawn are a sample like any other, only smaller); listed patterns
+    #: stay, each with the bracket [0, inf) and status ``"time_limit"``, so every
+    #: percentile and mean is still a certified bracket.
+    not_solved: int = 0
 
     def percentile(self, p: float, metric: str = "throughput") -> tuple[float, float]:
         """Certified bracket of the ``p``-th percentile (0..100) of Gb/s per GPU: for
@@ -110,6 +115,8 @@ class FailureDistribution:
         if p > 100:
             raise fail("FailureDistribution.percentile", "p", "a percentile from 0 to 100", p)
         self._check_metric("FailureDistribution.percentile", metric)
+        if not self.outcomes:  # a time limit that left every draw undrawn: no claim
+            return 0.0, math.inf
         w = [o.weight for o in self.outcomes]
         if metric == "throughput":
             return (weighted_quantile([o.gbps_lower for o in self.outcomes], w, p / 100),
@@ -120,6 +127,8 @@ class FailureDistribution:
     def mean(self, metric: str = "throughput") -> tuple[float, float]:
         """Weighted mean (bracket for throughput) in Gb/s per GPU."""
         self._check_metric("FailureDistribution.mean", metric)
+        if not self.outcomes:
+            return 0.0, math.inf
         w = np.array([o.weight for o in self.outcomes])
         w = w / w.sum()
         if metric == "throughput":
@@ -140,12 +149,18 @@ class FailureDistribution:
     def __str__(self) -> str:
         def fmt(pair: tuple[float, float]) -> str:
             lo, hi = pair
+            if math.isinf(hi):  # a time limit left part of the sample unsolved: no claim
+                return f"[{lo:.4g}, inf)"
             return f"{lo:.4g}" if hi - lo <= 1e-6 * max(hi, 1e-300) else f"[{lo:.4g}, {hi:.4g}]"
 
         how = "every pattern, weighted" if self.exhaustive else f"seed {self.seed}"
+        cut = "" if not self.not_solved else (
+            f"; the time limit left {self.not_solved:,} "
+            + ("patterns unsolved, each counted as [0, inf)" if self.exhaustive
+               else "draws undrawn"))
         lines = [f"failures         {self.fabric_name}: {self.model}",
                  f"draws            {len(self.outcomes)} ({how}), {self.solves} solves, "
-                 f"{self.seconds:.1f} s",
+                 f"{self.seconds:.1f} s{cut}",
                  f"symmetry         {self.symmetry}",
                  f"intact           {self.intact_gbps:.4g} Gb/s per GPU",
                  f"{'Gb/s per GPU':<17}" + "".join(f"{'p' + str(p):>18}"
@@ -171,8 +186,10 @@ class FailureDistribution:
 
     @property
     def worst(self) -> FailureOutcome | None:
-        """The outcome that leaves the least throughput (smallest certified upper bound)."""
-        return min(self.outcomes, key=lambda o: (o.gbps_upper, o.gbps_lower), default=None)
+        """The outcome that leaves the least throughput (smallest certified upper bound);
+        patterns a time limit left unsolved make no claim and are not among them."""
+        return min((o for o in self.outcomes if o.status != "time_limit"),
+                   key=lambda o: (o.gbps_upper, o.gbps_lower), default=None)
 
 
 def _metric_value(name: str, fn: TrialMeasure | None, failed: Fabric, up: Sequence[Hashable],
@@ -279,31 +296,39 @@ def distribution(func: str, fab: Fabric, model: FailureModel, *, trials: int | N
     symmetry = check_bool(func, "symmetry", symmetry)
     chosen = _check_metrics(func, metrics)
     if trials is None:
-        draws = model.enumerate(fab)
-        if draws is None:
+        listed: list[Draw] | None = model.enumerate(fab)
+        if listed is None:
             raise fail(func, "trials", f"a number of draws: {model.name} has too many "
                        "patterns to list", trials)
-        root_entropy = None
+        count, root_entropy = len(listed), None
+        draws = iter(listed)
     else:
         root = np.random.SeedSequence(None if seed is None else int(seed))
-        draws = [model.draw(fab, np.random.default_rng(child))
-                 for child in root.spawn(trials)]
-        root_entropy = int(root.entropy)  # type: ignore[arg-type]
+        count, root_entropy = trials, int(root.entropy)  # type: ignore[arg-type]
+        # Drawn one at a time, so a time limit that runs out leaves the rest undrawn.
+        draw = model.drawer(fab)
+        draws = (draw(np.random.default_rng(child)) for child in root.spawn(trials))
 
-    expect_solves(1 + len(draws))  # a command's time limit: the intact fabric and the draws
+    expect_solves(1 + count)  # a command's time limit: the intact fabric and the draws
     intact, warm = intact_solve(fab, all_to_all(fab), method, warm_start, solve_options)
     around = reroutable(fab, intact, all_to_all(fab), method, warm_start)
     keys = FailureSymmetry(fab, use_symmetry=symmetry)
     out = FailureDistribution(fab.name, model.name, root_entropy, trials is None,
                               intact.per_endpoint_gbps, "")
     report = stage_report()  # a terminal's status line: which draw is being solved
+    budget = active_budget()
     for i, d in enumerate(draws):
+        if budget is not None and budget.out():
+            out.not_solved = count - i
+            if trials is None:  # listed patterns keep their weight, with no claim on them
+                out.outcomes.extend(_unsolved(fab, p, chosen) for p in [d, *draws])
+            break
         k = keys.first_equivalent(d.key_pattern(), i)
         if k is None:
-            report("failure distribution", detail=f"pattern {i + 1:,} of {len(draws):,}")
+            report("failure distribution", detail=f"pattern {i + 1:,} of {count:,}")
         out.outcomes.append(_outcome(fab, d, method, warm, solve_options, chosen, around)
                             if k is None else _shared(out.outcomes[k], d, k))
-    out.solves = sum(o.same_as is None for o in out.outcomes)
+    out.solves = sum(o.same_as is None and o.status != "time_limit" for o in out.outcomes)
     keys.arc_orbit()  # settles which symmetry the keys used, for the report
     out.symmetry = keys.symmetry_note
     out.seconds = time.perf_counter() - start
@@ -323,6 +348,14 @@ def _outcome(fab: Fabric, d: Draw, method: str, warm: Any, options: dict[str, An
     return FailureOutcome(d.label, d.weight, len(up), r.theta, r.lower, r.upper,
                           r.lower * mean_out, r.upper * mean_out, r.status, values, None,
                           r.seconds)
+
+
+def _unsolved(fab: Fabric, d: Draw, metrics: dict[str, TrialMeasure | None]) -> FailureOutcome:
+    """A listed pattern the time limit left unsolved: its weight kept, no claim on its
+    throughput ([0, inf)), its other metrics not measured (nan)."""
+    up = sum(e not in d.down for e in fab.endpoints)
+    return FailureOutcome(d.label, d.weight, up, None, 0.0, math.inf, 0.0, math.inf,
+                          "time_limit", {m: math.nan for m in metrics}, None, 0.0)
 
 
 def _shared(solved: FailureOutcome, d: Draw, k: int) -> FailureOutcome:
