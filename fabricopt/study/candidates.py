@@ -218,17 +218,22 @@ def _cheapest_switch_usd(cat: Any, ports: int, rate_gbps: float, model: str | No
 
 
 def _leaf_group_bound(endpoints: int, leaves: int, up_gbps: float, d_gpus: int,
-                      aligned: bool) -> float:
+                      aligned: bool, unit: int = 1) -> float:
     """All-to-all bound per GPU from the uplinks of leaves ``0..L-1`` of a Clos whose leaves
-    hold endpoints spread evenly (leaf ``i`` holds ``[i N // k, (i + 1) N // k)``), taken over
+    hold units of ``unit`` endpoints spread evenly (leaf ``i`` holds units ``[i M // k,
+    (i + 1) M // k)`` of ``M = N / unit``, as :meth:`ClosPlan.leaf_endpoints`), taken over
     every ``L`` whose endpoints are whole scale-up domains (``aligned``: domains are numbered
-    in endpoint order, so ``[0, G)`` with ``d | G`` is whole domains)."""
+    in endpoint order, so ``[0, G)`` with ``d | G`` is whole domains).
+
+    >>> _leaf_group_bound(80, 2, 20 * 400, 8, True, unit=8)  # 40 GPUs: 8,000 x 79 / 40 / 40
+    395.0
+    """
     best = math.inf
     if not aligned:
         return best
     n = endpoints
     for count in range(1, leaves):
-        group = count * n // leaves
+        group = count * (n // unit) // leaves * unit
         if group % d_gpus == 0 and 0 < group < n:
             best = min(best, count * up_gbps * (n - 1) / (group * (n - group)))
     return best
@@ -257,7 +262,9 @@ def sketch(c: Candidate, gpus: int, shared: dict[Any, Any] | None = None) -> Ske
         if c.family == "clos":
             s = k["oversubscription"]
             tiers = k["tiers"] or (2 if gpus <= clos_reach("optimize", k["radix"], 2, s) else 3)
-            plan: Any = clos_plan("optimize", gpus, k["radix"], tiers, s)
+            # Sized as cluster() builds it: whole domains under a leaf when they fit.
+            per_leaf_unit = d_gpus if k.get("whole_servers", True) else 1
+            plan: Any = clos_plan("optimize", gpus, k["radix"], tiers, s, unit=per_leaf_unit)
             planes = 1
             group = len(plan.leaf_endpoints(0))
             group_up = plan.up * nic
@@ -325,5 +332,6 @@ def sketch(c: Candidate, gpus: int, shared: dict[Any, Any] | None = None) -> Ske
         bound = min(bound, group_up * (gpus - 1) / (group * (gpus - group)))
     if c.family == "clos" and leaves > 1:
         # Consecutive leaves holding whole domains between them (the leaves of one need not).
-        bound = min(bound, _leaf_group_bound(gpus, leaves, plan.up * nic, d_gpus, True))
+        bound = min(bound, _leaf_group_bound(gpus, leaves, plan.up * nic, d_gpus, True,
+                                             plan.unit))
     return Sketch(True, "", switches, capex_lb, bound, tiers, bool(plan.symmetric))

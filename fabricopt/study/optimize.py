@@ -18,15 +18,18 @@ is built:
   (or Clos) leaf index crosses those leaves' uplinks, ``bw x G (N - G) / (N - 1) <= uplinks``
   for a group of ``G`` GPUs whose scale-up domains it holds whole.
 
-A candidate is pruned when its bound fails a constraint (capex, all-to-all), or, with the
-capex objective, when a design proven to meet every constraint costs less than its capex
-bound (it cannot be the best, and the front is reported up to the best), or costs no more
-and an evaluated design delivers at least its throughput bound (``full_front``: it could be
-neither on the front nor the best). Candidates are evaluated cheapest bound first; the
-candidates that differ only in optics policy share one build and one flow solve. A built
-fabric is priced before it is solved: when it costs more than a design already proven
-feasible under every policy of its group, its rows are pruned with their capex and no flow
-is solved (a 16,384-GPU solve can take a minute, its pricing a second).
+A candidate is pruned when its capex bound exceeds the budget (the front stops at the
+budget), or, with the capex objective, when a design proven to meet every constraint costs
+less than its capex bound (it cannot be the best, and the front is reported up to the best),
+or costs no more and an evaluated design delivers at least its throughput bound
+(``full_front``: it could be neither on the front nor the best). A throughput bound below
+the target prunes nothing by itself: a design cheaper and slower than the best is on the
+front (a 3:1 Clos under the target beside the 2:1 that meets it), so pruning never drops a
+design of the front. Candidates are evaluated cheapest bound first; the candidates that
+differ only in optics policy share one build and one flow solve. A built fabric is priced
+before it is solved: when it costs more than a design already proven feasible under every
+policy of its group, its rows are pruned with their capex and no flow is solved (a
+16,384-GPU solve can take a minute, its pricing a second).
 
 A candidate whose plan has no symmetry (unequal leaves or bundles) with more GPUs than the
 flow LP handles (:data:`~fabricopt.study.search.ASYMMETRIC_GPUS_LIMIT`) is decided by a

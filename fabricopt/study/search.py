@@ -306,11 +306,13 @@ class DesignSearch:
             self.groups.setdefault(topology, []).append((sk, c, row))
 
     def _pruned_by_bounds(self, sk: Sketch) -> str:
+        """Why a candidate's own bounds keep it off the best and the front ("" if they do
+        not). A throughput bound below the target is no reason: a design cheaper than the
+        best and slower is on the front (a 3:1 Clos below the target beside the 2:1 that
+        meets it); only what an evaluated design dominates, or a dearer one than the best,
+        is dropped (:meth:`_cannot_win`). The front stops at the capex budget."""
         if not self.prune:
             return ""
-        target = self.constraints.get("all_to_all_gbps_per_gpu")
-        if target is not None and sk.a2a_upper_gbps < target * (1 - TOL):
-            return f"all-to-all bound {sk.a2a_upper_gbps:,.1f} < {target:g} Gb/s per GPU"
         budget = self.constraints.get("capex_usd")
         if budget is not None and sk.capex_usd_bound > budget * (1 + TOL):
             return f"capex bound {sk.capex_usd_bound:,.0f} > {budget:,.0f} USD"
@@ -644,6 +646,9 @@ class DesignSearch:
         best = self._best()
         if best is not None and not self.full_front and objective == "capex_usd":
             front = [r for r in front if r["capex_usd"] <= best["capex_usd"] * (1 + TOL)]
+        budget = self.constraints.get("capex_usd")
+        if budget is not None:  # beyond the budget nothing is bought: the front stops there
+            front = [r for r in front if r["capex_usd"] <= budget * (1 + TOL)]
         missed = [r for r in self.rows if r.get("shortfall")]
         nearest = [] if best else _by_total_shortfall(missed)[:3]
         return {"rows": self.rows, "front": front, "best": best, "nearest": nearest,
