@@ -75,4 +75,4 @@ def test_help_states_the_contract(command, capsys):
     with pytest.raises(SystemExit):
         main([command, "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "within 20 % of it or 0.05 s, whichever is larger" in text
+    assert "within 20 % of it or 0.1 s, whichever is larger" in text

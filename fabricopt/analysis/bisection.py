@@ -709,23 +709,21 @@ def bisection_bandwidth(fab: Fabric, *, endpoints: Iterable[Hashable] | None = N
     >>> b.lower_gbps, b.upper_gbps, b.exact
     (2.0, 2.0, True)
     """
-    budget = active_budget()
-    if budget is not None and budget.limit is not None:
-        # A command's one limit (fabricopt failures --time-limit): this call takes its share,
-        # and the calls inside it (the intact fabric's) take the call's own.
-        share = budget.share()
-        time_limit = share if time_limit is None else min(float(time_limit), share)
-        with spending(TimeBudget(None, solves=1)):
-            found = bisection_bandwidth(fab, endpoints=endpoints,
-                                        milp_max_nodes=milp_max_nodes,
-                                        time_limit=time_limit, seed=seed,
-                                        bounds_first=bounds_first, hose=hose)
-        budget.finished("bisection", found.stopped_short == "time limit")
-        return found
-    # The graph cannot change during the call: its arrays, hierarchy and arc labels are
-    # read once for every step (each read them again: a third of fat_tree(64)'s call).
-    with unchanged(fab):
-        return _bisection(fab, endpoints, milp_max_nodes, time_limit, seed, bounds_first, hose)
+    if time_limit is not None:
+        time_limit = check_positive("bisection_bandwidth", "time_limit", time_limit)
+    outer = active_budget()
+    if outer is not None and outer.limit is not None:
+        # A command's one limit (fabricopt failures --time-limit): this call takes its share.
+        share = outer.share()
+        time_limit = share if time_limit is None else min(time_limit, share)
+    # The call's own budget: every LP inside gets no more than is left of it. The graph
+    # cannot change during the call: its arrays, hierarchy and arc labels are read once
+    # for every step (each read them again: a third of fat_tree(64)'s call).
+    with spending(TimeBudget(time_limit, solves=1)), unchanged(fab):
+        found = _bisection(fab, endpoints, milp_max_nodes, time_limit, seed, bounds_first, hose)
+    if outer is not None and outer.limit is not None:
+        outer.finished("bisection", found.stopped_short == "time limit")
+    return found
 
 
 def _bisection(fab: Any, endpoints: Any, milp_max_nodes: Any, time_limit: Any, seed: Any,

@@ -56,7 +56,7 @@ def add_solve_parser(sub: Any) -> None:
                        "pulp: a pulp solver name")
     solve.add_argument("--time-limit", type=seconds_arg, default=None,
                        help="seconds per solve (the throughput, then the bisection): each "
-                       "answers within 20 %% of it or 0.05 s, whichever is larger, with its "
+                       "answers within 20 %% of it or 0.1 s, whichever is larger, with its "
                        "certified bracket and a status; the spare ports line is read only "
                        "when expected to fit in what the last solve left")
     solve.add_argument("--message-bytes", type=size_arg, default=2.0**30, metavar="SIZE",

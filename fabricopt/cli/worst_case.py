@@ -63,7 +63,7 @@ def add_worst_case_parser(sub: Any) -> None:
                     "one's solves (two-phase rate, bisection, each pattern); a solve cut short "
                     "keeps its certified bracket and is named ('time limit' line); once it "
                     "is spent no pattern is begun (TUB is the upper end): the answer comes "
-                    "within 20 %% of it or 0.05 s, whichever is larger, as far as each solve "
+                    "within 20 %% of it or 0.1 s, whichever is larger, as far as each solve "
                     "stops at the time it is handed")
     wc.add_argument("--format", choices=("table", "json"), default="table",
                     help="readable block (default) or one JSON object per fabric")
