@@ -432,7 +432,9 @@ def _add_bom(sub: Any) -> None:
     """The ``bom`` subcommand's parser."""
     bom = sub.add_parser("bom", help="print a fabric's bill of materials, capex and power",
                          description="Print the bill of materials, capex_usd and power_w of "
-                         "each fabric's network.", epilog=EXIT_CODES)
+                         "each fabric's network. A saved fabric with failed links or "
+                         "switches is priced as built (they are installed hardware), and the "
+                         "'removed' line says so.", epilog=EXIT_CODES)
     targets_arg(bom)
     bom.add_argument("--format", choices=FORMATS, default="table",
                      help="table (default), markdown, csv (one table, a fabric column) or json")

@@ -196,6 +196,9 @@ class CostEstimate:
     policy_name: str = ""
     capex_usd_range: tuple[float, float] = (0.0, 0.0)
     power_w_range: tuple[float, float] = (0.0, 0.0)
+    #: For a fabric with parts removed (:meth:`~fabricopt.Fabric.without`, a failure): how
+    #: they were priced (:func:`estimate_cost`); empty for an intact fabric.
+    removed_parts: str = ""
 
     def over_cages(self) -> list[tuple[Hashable, float, float]]:
         """Switches given more modules or cable ends than they have cages: ``(switch, used,
@@ -311,6 +314,8 @@ class CostEstimate:
                  f"{wlo:,.0f} to {whi:,.0f})"]
         if self.policy_name:
             lines.append(f"priced   {self.policy_name}")
+        if self.removed_parts:
+            lines.append(f"removed  {self.removed_parts}")
         if self.scale_up_in_server_usd or self.scale_up_in_server_w:
             where = "included above" if self.include_in_server else \
                 "in the server price, not in capex or power above"
@@ -451,7 +456,9 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     Parameters
     ----------
     fab : Fabric
-        The fabric (validated first).
+        The fabric (validated first). One with parts removed (a failure, ``without``) is
+        priced as built, its recipe's intact fabric: failed parts are installed hardware
+        (``removed_parts`` says so).
     catalog : Catalog or path, optional
         Hardware figures (default: :meth:`Catalog.default`, with the ``[catalog]`` table of
         the fabric's design file merged over it when there is one; a path is merged over the
@@ -501,6 +508,17 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     func = "estimate_cost"
     cat, lay, pol = _inputs(func, fab, catalog, layout, policy)
     check_bool(func, "include_in_server", include_in_server)
+    if fab.removed:
+        # Failed links and switches are installed hardware, bought and cabled: the fabric is
+        # priced as built, from its recipe, when it has one.
+        built = _as_built(fab)
+        if built is not None:
+            est = estimate_cost(built, catalog=catalog, layout=layout, policy=policy,
+                                include_in_server=include_in_server)
+            est.fabric = fab.name
+            est.removed_parts = (f"{_removed_text(fab)} priced as built (installed "
+                                 "hardware; the estimate is of the intact fabric)")
+            return est
     # Validation, placement, port use and bundles do not depend on the policy: read once per
     # fabric content and layout, shared by every policy the fabric is priced under.
     reading = read_fabric(fab, lay)
@@ -537,7 +555,30 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     est.policy_name = name
     est.cages = _cages(reading, groups, group_of, kinds, kind_of, media)
     est.idle_ports = idle_port_counts(groups, include_in_server)
+    if fab.removed:  # no recipe to build the intact fabric from: said, not hidden
+        est.removed_parts = (f"{_removed_text(fab)} not priced (the fabric has no recipe "
+                             "to build it intact; price the fabric as built)")
     return est
+
+
+def _as_built(fab: Fabric) -> Fabric | None:
+    """The intact fabric ``fab``'s recipe builds, with its design record (the catalog,
+    layout and policy tables it was priced under); None without a recipe."""
+    from ..generators.recipe import try_replay  # the generators import this package
+
+    built = try_replay(fab.recipe) if fab.origin.from_recipe else None
+    if built is not None:
+        built.design = fab.design
+    return built
+
+
+def _removed_text(fab: Fabric) -> str:
+    r = fab.removed
+    parts = [f"{r.physical_links:,} failed link{'s' if r.physical_links != 1 else ''}"
+             ] if r.physical_links else []
+    if r.switches:
+        parts.append(f"{len(r.switches):,} failed switch{'es' if len(r.switches) != 1 else ''}")
+    return " and ".join(parts)
 
 
 def _cages(reading: FabricReading, groups: list[SwitchGroup], group_of: list[int],
