@@ -8,11 +8,11 @@ of automorphisms transitive on the endpoints, records the arc orbits of that gro
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from itertools import chain, repeat
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from itertools import chain, islice, repeat
 from itertools import count as count_from
 from operator import itemgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 import networkx as nx
 import numpy as np
@@ -111,6 +111,36 @@ def _option_text(value: Any) -> str:
     return str(value)
 
 
+class _Run(NamedTuple):
+    """Arcs one bulk call added, each new and none twice: their ends as node positions (the
+    order of ``FabricBuilder.nodes``), their attribute dicts, and their orbit labels as
+    codes into ``labels``, in the order added."""
+
+    tail: np.ndarray
+    head: np.ndarray
+    dicts: list[dict[str, Any]]
+    labels: tuple[str, ...]
+    codes: np.ndarray
+
+
+class _Template(NamedTuple):
+    """A fabric to copy, read once for all its copies: its nodes and their attributes, its
+    arcs (ends by name and by position among its nodes, attributes, orbit labels, the
+    labels also as codes into ``vocab``), and its endpoints' positions."""
+
+    names: list[Hashable]
+    datas: list[dict[str, Any]]
+    tails: list[Hashable]
+    heads: list[Hashable]
+    dicts: list[dict[str, Any]]
+    labels: list[str]
+    tail: np.ndarray
+    head: np.ndarray
+    vocab: tuple[str, ...]
+    codes: np.ndarray
+    endpoints: np.ndarray
+
+
 class FabricBuilder:
     """Collect nodes and links, then build a :class:`~fabricopt.Fabric` in one go.
 
@@ -118,44 +148,112 @@ class FabricBuilder:
     plus ``":up"``/``":down"`` by layer (``":fwd"``/``":rev"`` within a layer, or the labels
     given). A generator that passes ``symmetric=True`` to :meth:`build` asserts that these
     labels are the arc orbits of a group of automorphisms transitive on the endpoints.
+
+    Arcs are kept as arrays while every bulk call (:meth:`add_links`, :meth:`copies`) adds
+    arcs that are new, none twice: their ends as node positions, no name pair or dict entry
+    per arc, and :meth:`build` assembles networkx's adjacency dicts from them in bulk. The
+    first call that may meet an arc already there (:meth:`link`, which adds to a bundle) or
+    that reads :attr:`arcs` turns them into the dict :attr:`arcs`, which then holds them.
+    Either way the fabric is the same, node for node and arc for arc, in the same order.
     """
 
     def __init__(self, name: str, params: dict[str, Any]) -> None:
         self.name = name
         self.params = params
         self.nodes: dict[Hashable, dict[str, Any]] = {}
-        self.arcs: dict[tuple[Hashable, Hashable], dict[str, Any]] = {}
-        # The orbit label of each arc, in the order of ``arcs`` (a list beside the dict, not a
-        # second dict: one insertion per arc fewer on a 300,000-arc build); ``orbit`` maps them.
-        self._arc_orbits: list[str] = []
         self.endpoints: list[Hashable] = []
-        # Per fabric copied: the fabric (so its id is not reused), its orbit map, its nodes
-        # and labelled arcs (FabricBuilder.copy).
-        self._templates: dict[tuple[int, int], tuple[Any, Any, tuple]] = {}
+        # The arcs as runs of arrays (None once they are the dict ``_arcs``), the positions
+        # of the nodes they name (``nodes``' order) and, per position, whether an arc ends
+        # there (a pair with an end no arc touches is new).
+        self._runs: list[_Run] | None = []
+        self._index: dict[Hashable, int] = {}
+        self._touched = np.zeros(0, dtype=bool)
+        self._arcs: dict[tuple[Hashable, Hashable], dict[str, Any]] = {}
+        # The orbit label of each arc of ``_arcs``, in its order (a list beside the dict, not
+        # a second dict: one insertion per arc fewer); ``orbit`` maps them.
+        self._arc_orbits: list[str] = []
+        # Per fabric copied: the fabric (so its id is not reused), its orbit map, its columns
+        # (FabricBuilder.copies).
+        self._templates: dict[tuple[int, int], tuple[Any, Any, _Template]] = {}
         # The two arc labels of a link, by its label and the sign of the layer difference
         # (made once: a 524,288-GPU fat tree adds 1.5 million links, and building two label
         # strings per link was a large part of its build).
         self._labels: dict[tuple[str, int], tuple[str, str]] = {}
 
     @property
+    def arcs(self) -> dict[tuple[Hashable, Hashable], dict[str, Any]]:
+        """Every arc's attribute dict, by arc, in the order added; what :meth:`build` builds
+        (an edit here is built)."""
+        self._as_dict()
+        return self._arcs
+
+    @property
     def orbit(self) -> dict[tuple[Hashable, Hashable], str]:
         """The orbit label of every arc, by arc (a new dict, in the order of ``arcs``)."""
         return dict(zip(self.arcs, self._arc_orbits, strict=True))
 
+    def _as_dict(self) -> None:
+        """Move the arcs of the runs into the dict ``_arcs`` (in order), for good."""
+        runs, self._runs = self._runs, None
+        if not runs:
+            return
+        names = list(self._index)  # each name at the position its arcs were given
+        get = names.__getitem__
+        for run in runs:
+            keys = zip(map(get, run.tail.tolist()), map(get, run.head.tolist()), strict=True)
+            self._arcs.update(zip(keys, run.dicts, strict=True))
+            self._arc_orbits.extend(map(run.labels.__getitem__, run.codes.tolist()))
+
+    def _synced_index(self) -> dict[Hashable, int]:
+        """The positions of the nodes, the ones added since the last call included."""
+        index, nodes = self._index, self.nodes
+        if len(index) < len(nodes):
+            index.update(zip(islice(nodes, len(index), None), count_from(len(index))))
+        return index
+
+    def _positions(self, names: Sequence[Hashable]) -> np.ndarray | None:
+        """The positions of ``names``; None when the nodes are no longer those the positions
+        were given to (a node taken out of ``nodes``): the arcs are then the dict's."""
+        index = self._synced_index()
+        try:
+            return np.fromiter(map(index.__getitem__, names), dtype=np.int64, count=len(names))
+        except KeyError:
+            if list(index) == list(self.nodes):
+                raise  # a node never added, as networkx's own lookup would say
+            self._as_dict()
+            return None
+
+    def _add_run(self, tail: np.ndarray, head: np.ndarray, dicts: list[dict[str, Any]],
+                 labels: tuple[str, ...], codes: np.ndarray) -> None:
+        """Keep new arcs (none there already, none twice) as a run."""
+        if not len(tail):
+            return
+        n = len(self._index)
+        if len(self._touched) < n:
+            grown = np.zeros(max(n, 2 * len(self._touched)), dtype=bool)
+            grown[:len(self._touched)] = self._touched
+            self._touched = grown
+        self._touched[tail] = True
+        self._touched[head] = True
+        self._runs.append(_Run(tail, head, dicts, labels, codes))  # type: ignore[union-attr]
+
     def _add_arcs(self, keys: list[tuple[Hashable, Hashable]], dicts: Iterable[dict[str, Any]],
                   labels: Iterable[str]) -> None:
-        """Add the arcs ``keys`` with their attribute dicts and orbit labels, in order; a key
-        added before has its dict and label replaced where it stands (as ``dict.update``)."""
-        before = len(self.arcs)
-        self.arcs.update(zip(keys, dicts, strict=True))
+        """Add the arcs ``keys`` with their attribute dicts and orbit labels to the dict, in
+        order; a key added before has its dict and label replaced where it stands (as
+        ``dict.update``)."""
+        self._as_dict()
+        arcs = self._arcs
+        before = len(arcs)
+        arcs.update(zip(keys, dicts, strict=True))
         labels = list(labels)
         if len(labels) != len(keys):
             raise InvalidParameterError(f"FabricBuilder: {len(labels)} orbit labels for "
                                         f"{len(keys)} arcs")
-        if len(self.arcs) == before + len(keys):  # every arc new: the usual case
+        if len(arcs) == before + len(keys):  # every arc new: the usual case
             self._arc_orbits.extend(labels)
             return
-        orbit = dict(zip(list(self.arcs)[:before], self._arc_orbits, strict=True))
+        orbit = dict(zip(list(arcs)[:before], self._arc_orbits, strict=True))
         orbit.update(zip(keys, labels, strict=True))
         self._arc_orbits = list(orbit.values())
 
@@ -212,15 +310,17 @@ class FabricBuilder:
         if len(lower) != len(upper):
             raise InvalidParameterError(f"add_links(): lower and upper differ in length "
                                         f"({len(lower)} and {len(upper)})")
+        if (gbps <= MAX_LINK_GBPS and self._runs is not None
+                and self._new_links(lower, upper, gbps, tier, tech, links, orbit)):
+            return
+        self._as_dict()
         up = list(zip(lower, upper, strict=True))
         down = list(zip(upper, lower, strict=True))
-        nodes, arcs = self.nodes, self.arcs
+        arcs = self._arcs
         bulk = (gbps <= MAX_LINK_GBPS and len(set(up)) == len(up)
                 and arcs.keys().isdisjoint(up) and arcs.keys().isdisjoint(down))
         if bulk and up:
-            layer = itemgetter("layer")
-            bulk = (max(map(layer, map(nodes.__getitem__, set(lower))))
-                    < min(map(layer, map(nodes.__getitem__, set(upper)))))
+            bulk = self._below(lower, upper)
         counts = repeat(links, len(up)) if isinstance(links, int) else links
         bases = repeat(None, len(up)) if orbit is None else orbit
         if not bulk:
@@ -228,20 +328,80 @@ class FabricBuilder:
                 self.link(u, v, gbps, tier, tech, links=n, orbit=base)
             return
         keys = list(chain.from_iterable(zip(up, down, strict=True)))
+        labels = (chain.from_iterable(repeat(self._up_labels(tier), len(up))) if orbit is None
+                  else chain.from_iterable(self._up_labels(base or tier) for base in orbit))
+        self._add_arcs(keys, self._link_dicts(len(up), gbps, tier, tech, links), labels)
+
+    def _new_links(self, lower: Sequence[Hashable], upper: Sequence[Hashable], gbps: float,
+                   tier: str, tech: str, links: int | Sequence[int],
+                   orbit: Sequence[str | None] | None) -> bool:
+        """:meth:`add_links`' bulk case as a run: True when done, False (nothing added) when
+        a pair may be there already, comes twice, or a lower node is not below its upper one
+        (:meth:`add_links` then reads the dict, as always)."""
+        lo, hi = self._positions(lower), self._positions(upper)
+        if lo is None or hi is None:
+            return False
+        m = len(lo)
+        if m:
+            n = len(self._index)
+            code = np.sort(lo * n + hi)
+            if (np.any(code[1:] == code[:-1]) or self._any_there(lo, hi, n)
+                    or not self._below(lower, upper)):
+                return False
+        if orbit is None:
+            labels, codes = self._up_labels(tier), np.tile(np.array([0, 1], np.int64), m)
+        else:
+            labels, codes = _coded(list(chain.from_iterable(
+                self._up_labels(base or tier) for base in orbit)))
+            if len(codes) != 2 * m:
+                raise InvalidParameterError(f"FabricBuilder: {len(codes)} orbit labels for "
+                                            f"{2 * m} arcs")
+        dicts = self._link_dicts(m, gbps, tier, tech, links)
+        # Each link's arcs up then down, link by link: the order of one link() per pair.
+        self._add_run(np.stack((lo, hi), axis=1).reshape(-1),
+                      np.stack((hi, lo), axis=1).reshape(-1), dicts, labels, codes)
+        return True
+
+    def _any_there(self, lo: np.ndarray, hi: np.ndarray, n: int) -> bool:
+        """True when an arc of the runs joins ``lo[i]`` and ``hi[i]`` (either way) for some
+        ``i``; ``n`` nodes. Only pairs whose two ends both have arcs can be joined, and only
+        arcs between such ends are compared."""
+        touched = np.zeros(n, dtype=bool)
+        touched[:min(n, len(self._touched))] = self._touched[:n]
+        both = touched[lo] & touched[hi]
+        if not both.any():
+            return False
+        lo, hi = lo[both], hi[both]
+        ends = np.zeros(n, dtype=bool)
+        ends[lo] = True
+        ends[hi] = True
+        there = [r.tail[inside] * n + r.head[inside] for r in self._runs or ()
+                 if (inside := ends[r.tail] & ends[r.head]).any()]
+        if not there:
+            return False
+        codes = np.concatenate(there)
+        return bool(np.isin(lo * n + hi, codes).any() or np.isin(hi * n + lo, codes).any())
+
+    def _below(self, lower: Sequence[Hashable], upper: Sequence[Hashable]) -> bool:
+        """True when every node of ``lower`` sits on a lower layer than every one of
+        ``upper`` (so each pair's arcs are an up and a down, and no pair meets another's
+        reverse)."""
+        layer, get = itemgetter("layer"), self.nodes.__getitem__
+        return max(map(layer, map(get, set(lower)))) < min(map(layer, map(get, set(upper))))
+
+    @staticmethod
+    def _link_dicts(m: int, gbps: float, tier: str, tech: str,
+                    links: int | Sequence[int]) -> list[dict[str, Any]]:
+        """The attribute dicts of ``m`` links' arcs, up and down link by link."""
         if isinstance(links, int):
             template = {"capacity": gbps * links, "links": links, "tech": tech, "tier": tier}
-            made: Iterable[dict[str, Any]] = map(dict.copy, repeat(template, len(keys)))
-        else:
-            made = [{"capacity": gbps * n, "links": n, "tech": tech, "tier": tier}
-                    for n in links for _ in (0, 1)]
-            if len(made) != len(keys):
-                raise InvalidParameterError(f"add_links(): links holds {len(links)} counts "
-                                            f"for {len(up)} pairs")
-        if orbit is None:
-            labels = chain.from_iterable(repeat(self._up_labels(tier), len(up)))
-        else:
-            labels = chain.from_iterable(self._up_labels(base or tier) for base in orbit)
-        self._add_arcs(keys, made, labels)
+            return list(map(dict.copy, repeat(template, 2 * m)))
+        made = [{"capacity": gbps * n, "links": n, "tech": tech, "tier": tier}
+                for n in links for _ in (0, 1)]
+        if len(made) != 2 * m:
+            raise InvalidParameterError(f"add_links(): links holds {len(links)} counts "
+                                        f"for {m} pairs")
+        return made
 
     def _up_labels(self, base: str) -> tuple[str, str]:
         """The labels of the two arcs of a link labelled ``base`` from a lower layer up."""
@@ -285,16 +445,7 @@ class FabricBuilder:
         >>> names[1]["n2"], b.nodes["c1.n2"]["copy"], len(b.endpoints), len(b.arcs)
         ('c1.n2', 1, 6, 12)
         """
-        names, datas, tails, heads, dicts, labels = self._template(fab, orbit)
-        name = dict(zip(names, map(rename, names), strict=True))
-        get = name.__getitem__
-        if attrs:
-            datas = [{**d, **attrs} for d in datas]
-        self.nodes.update(zip(map(get, names), map(dict.copy, datas), strict=True))
-        self.endpoints.extend(map(get, fab.endpoints))
-        keys = list(zip(map(get, tails), map(get, heads), strict=True))
-        self._add_arcs(keys, map(dict.copy, dicts), labels)
-        return name
+        return self._copies(fab, 1, lambda i, v: rename(v), orbit, lambda i: attrs)[0]
 
     def copies(self, fab: Fabric, count: int, rename: Callable[[int, Hashable], Hashable],
                orbit: Mapping[tuple[Hashable, Hashable], str] | None = None,
@@ -311,46 +462,63 @@ class FabricBuilder:
         >>> names[1]["n2"], b.nodes["c1.n2"]["copy"], len(b.endpoints), len(b.arcs)
         ('c1.n2', 1, 6, 12)
         """
-        names, datas, tails, heads, dicts, labels = self._template(fab, orbit)
-        k = len(names)
-        new = [rename(i, v) for i in range(count) for v in names]
+        return self._copies(fab, count, rename, orbit, attrs)
+
+    def _copies(self, fab: Fabric, count: int, rename: Callable[[int, Hashable], Hashable],
+                orbit: Mapping[tuple[Hashable, Hashable], str] | None,
+                attrs: Callable[[int], Mapping[str, Any]]) -> list[dict[Hashable, Hashable]]:
+        """:meth:`copies` (and :meth:`copy`, one copy): the arcs a run when every node the
+        copies add is new, else added to the dict by name."""
+        t = self._template(fab, orbit)
+        k = len(t.names)
+        new = [rename(i, v) for i in range(count) for v in t.names]
         made: list[dict[str, Any]] = []
         for i in range(count):
             extra = attrs(i)
-            made.extend([{**d, **extra} for d in datas] if extra else map(dict.copy, datas))
-        self.nodes.update(zip(new, made, strict=True))
+            made.extend([{**d, **extra} for d in t.datas] if extra else map(dict.copy, t.datas))
+        nodes = self.nodes
+        before = len(self._synced_index()) if self._runs is not None else -1
+        fresh = before == len(nodes)
+        nodes.update(zip(new, made, strict=True))
+        first = np.arange(count, dtype=np.int64)[:, None] * k  # copy i's nodes: new[i * k:]
+        self.endpoints.extend(map(new.__getitem__, (first + t.endpoints).reshape(-1).tolist()))
+        dicts = list(map(dict.copy, chain.from_iterable(repeat(t.dicts, count))))
+        if fresh and len(nodes) == before + len(new) and len(self._synced_index()) == len(nodes):
+            # Every node new: copy i's arcs are the template's shifted to its positions.
+            self._add_run((before + first + t.tail).reshape(-1),
+                          (before + first + t.head).reshape(-1), dicts, t.vocab,
+                          np.tile(t.codes, count))
+        else:
+            def renamed(at: np.ndarray) -> list[Hashable]:
+                return list(map(new.__getitem__, (first + at).reshape(-1).tolist()))
 
-        def renamed(of: list[Hashable]) -> list[Hashable]:
-            # copy i's name of each node in ``of``: new[i * k + its place in the template]
-            place = dict(zip(names, count_from(0)))
-            at = np.fromiter(map(place.__getitem__, of), dtype=np.int64, count=len(of))
-            every = (np.arange(count, dtype=np.int64)[:, None] * k + at).reshape(-1)
-            return list(map(new.__getitem__, every.tolist()))
-
-        self.endpoints.extend(renamed(list(fab.endpoints)))
-        keys = list(zip(renamed(tails), renamed(heads), strict=True))
-        self._add_arcs(keys, map(dict.copy, chain.from_iterable(repeat(dicts, count))),
-                       chain.from_iterable(repeat(labels, count)))
-        return [dict(zip(names, new[i * k:(i + 1) * k], strict=True)) for i in range(count)]
+            self._add_arcs(list(zip(renamed(t.tail), renamed(t.head), strict=True)), dicts,
+                           chain.from_iterable(repeat(t.labels, count)))
+        return [dict(zip(t.names, new[i * k:(i + 1) * k], strict=True)) for i in range(count)]
 
     def _template(self, fab: Fabric, orbit: Mapping[tuple[Hashable, Hashable], str] | None
-                  ) -> tuple[list[Hashable], list[dict[str, Any]], list[Hashable],
-                             list[Hashable], list[dict[str, Any]], list[str]]:
-        """``fab``'s nodes and their attributes, and its arcs (tails, heads, attributes and
-        orbit labels), in columns read once for all its copies (3,072 servers of a
-        24,576-GPU cluster read one graph; networkx's views cost microseconds per arc each
-        time, and the columns let each copy be made by C-level maps)."""
+                  ) -> _Template:
+        """``fab``'s nodes and arcs in columns read once for all its copies (3,072 servers of
+        a 24,576-GPU cluster read one graph; networkx's views cost microseconds per arc each
+        time, and the columns let each copy be made by C-level maps and array sums)."""
         key = (id(fab), id(orbit))
         held = self._templates.get(key)
         if held is None or held[0] is not fab or held[1] is not orbit:
             g = fab.graph
+            names = list(g.nodes)
+            place = dict(zip(names, count_from()))
             arcs = list(g.edges(data=True))
-            columns = (list(g.nodes), [d for _, d in g.nodes(data=True)],
-                       [u for u, _, _ in arcs], [v for _, v, _ in arcs],
-                       [d for _, _, d in arcs],
-                       [orbit[(u, v)] if orbit else str(d.get("tier", "link"))
-                        for u, v, d in arcs])
-            held = (fab, orbit, columns)
+            tails, heads = [u for u, _, _ in arcs], [v for _, v, _ in arcs]
+            labels = [orbit[(u, v)] if orbit else str(d.get("tier", "link"))
+                      for u, v, d in arcs]
+
+            def at(of: Sequence[Hashable]) -> np.ndarray:
+                return np.fromiter(map(place.__getitem__, of), dtype=np.int64, count=len(of))
+
+            vocab, codes = _coded(labels)
+            held = (fab, orbit, _Template(names, [d for _, d in g.nodes(data=True)], tails,
+                                          heads, [d for _, _, d in arcs], labels, at(tails),
+                                          at(heads), vocab, codes, at(list(fab.endpoints))))
             self._templates[key] = held
         return held[2]
 
@@ -371,6 +539,7 @@ class FabricBuilder:
             func, arguments = _called_generator()
             if func:
                 raise InvalidParameterError(self._too_fast(gbps, tier, func, arguments))
+        self._as_dict()
         if orbit.__class__ is tuple:
             fwd, rev = orbit  # type: ignore[misc]
         else:
@@ -381,7 +550,7 @@ class FabricBuilder:
             if labels is None:
                 labels = self._labels[key] = _arc_labels(*key)
             fwd, rev = labels
-        arcs, labelled = self.arcs, self._arc_orbits.append
+        arcs, labelled = self._arcs, self._arc_orbits.append
         capacity = gbps * links
         for key, label in (((u, v), fwd), ((v, u), rev)):
             arc = arcs.get(key)
@@ -409,6 +578,41 @@ rates are in Gb/s per direction (4e+11 bit/s would be 400 Gb/s)'
                     return too_fast(f"{func}()", float(value), f"{key}={exact_text(value)}")
         return too_fast(f"{func}()", gbps, f"a {tier} link of {exact_text(gbps)} Gb/s")
 
+    def _columns(self, names: list[Hashable]
+                 ) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]] | None:
+        """Every arc's tail and head (positions in ``names``, the nodes in order) and
+        attribute dict, in the order added; None when an arc names a node never added."""
+        if self._runs is not None:
+            index = self._synced_index()
+            if len(index) == len(names) and list(index) == names:
+                runs = self._runs
+                return (_joined([r.tail for r in runs]), _joined([r.head for r in runs]),
+                        list(chain.from_iterable(r.dicts for r in runs)))
+            self._as_dict()  # a node taken out after its arcs were added: read by name
+        index = dict(zip(names, count_from()))
+        keys = list(self._arcs)
+        try:
+            tail = np.fromiter(map(index.__getitem__, map(itemgetter(0), keys)),
+                               dtype=np.int64, count=len(keys))
+            head = np.fromiter(map(index.__getitem__, map(itemgetter(1), keys)),
+                               dtype=np.int64, count=len(keys))
+        except KeyError:
+            return None
+        return tail, head, list(self._arcs.values())
+
+    def _orbit_codes(self) -> tuple[list[str], np.ndarray]:
+        """The orbit labels used, sorted, and each arc's label as a code into them, in the
+        order added."""
+        if self._runs is None:
+            names = sorted(set(self._arc_orbits))
+            index = {name: i for i, name in enumerate(names)}
+            return names, np.fromiter(map(index.__getitem__, self._arc_orbits),
+                                      dtype=np.int64, count=len(self._arc_orbits))
+        names = sorted(set(chain.from_iterable(r.labels for r in self._runs)))
+        index = {name: i for i, name in enumerate(names)}
+        return names, _joined([np.array([index[x] for x in r.labels], dtype=np.int64)[r.codes]
+                               for r in self._runs])
+
     def build(self, symmetric: bool = False, group: str = "") -> Fabric:
         """The finished Fabric, with a symmetry claim when ``symmetric`` is True."""
         g = nx.DiGraph()
@@ -418,30 +622,124 @@ rates are in Gb/s per direction (4e+11 bit/s would be 400 Gb/s)'
         # order, same graph.
         nodes = self.nodes
         g._node.update(nodes)
-        succ, pred = g._succ, g._pred
-        succ.update(zip(nodes, map(dict, [()] * len(nodes)), strict=True))
-        pred.update(zip(nodes, map(dict, [()] * len(nodes)), strict=True))
-        try:
-            for (u, v), d in self.arcs.items():
-                succ[u][v] = d
-                pred[v][u] = d
-        except KeyError:  # an arc to a node never added: networkx adds it, as it always did
-            g.add_edges_from((u, v, d) for (u, v), d in self.arcs.items())
+        names = list(nodes)
+        columns = self._columns(names)
+        order = None
+        if columns is None:  # an arc to a node never added: networkx adds it, as it always did
+            g.add_edges_from((u, v, d) for (u, v), d in self._arcs.items())
+        else:
+            order = _adjacency(g, names, *columns)
         symmetry = None
         eps = self.endpoints
         if symmetric:
-            names = sorted(set(self._arc_orbits))
-            index = {name: i for i, name in enumerate(names)}
-            codes = list(map(index.__getitem__, self._arc_orbits))
-            symmetry = Symmetry(ArcOrbits(list(self.arcs), codes),
-                                group, len(g._node), sum(map(len, succ.values())),
-                                frozenset(eps), tuple(names))
+            labels, codes = self._orbit_codes()
+            arcs: Sequence[tuple[Hashable, Hashable]] = (
+                list(self._arcs) if columns is None else _ArcNames(names, *columns[:2]))
+            symmetry = Symmetry(ArcOrbits(arcs, codes.tolist()), group, len(g._node),
+                                sum(map(len, g._succ.values())), frozenset(eps), tuple(labels))
             # The orbits in the graph's order, for the checks that read the claim per arc
             # (symmetry_claim.ClaimOrder); the claim is frozen, so set past its __init__.
-            order = ClaimOrder.of(g, list(self.arcs), np.array(codes, dtype=np.int64))
-            if order is not None:
-                object.__setattr__(symmetry, "_order", order)
+            claim = (ClaimOrder.of(g, arcs, codes) if order is None else
+                     ClaimOrder(names, order[0], order[1], order[2], order[3],
+                                _frozen(codes[order[4]])))
+            if claim is not None:
+                object.__setattr__(symmetry, "_order", claim)
         return Fabric(g, eps, self.name, self.params, symmetry)
+
+
+def _adjacency(g: nx.DiGraph, names: list[Hashable], tail: np.ndarray, head: np.ndarray,
+               dicts: list[dict[str, Any]]
+               ) -> tuple[list[int], list[Hashable], np.ndarray, np.ndarray, np.ndarray]:
+    """Fill the successor and predecessor dicts of ``g`` (its nodes ``names``, in order, and
+    no arcs yet) with the arcs ``tail[a] -> head[a]`` (positions in ``names``) carrying
+    ``dicts[a]``, in that order: what setting ``succ[u][v]`` and ``pred[v][u]`` arc by arc
+    does, each node's dicts made at once from its run of the arcs sorted stably by tail (by
+    head for ``pred``), which keeps each node's arcs in the order added.
+
+    Returns the graph's arc order (:class:`~fabricopt.symmetry_claim.ClaimOrder`'s fields):
+    the out-degrees, the heads by name, the tails and heads as positions, and the order added
+    of each arc in it (``by_tail``).
+
+    >>> g = nx.DiGraph()
+    >>> g.add_nodes_from("abc")
+    >>> d = [{"i": i} for i in range(4)]
+    >>> degrees, heads, *_ = _adjacency(g, list("abc"), np.array([2, 0, 2, 0]),
+    ...                                 np.array([0, 1, 1, 2]), d)
+    >>> list(g.edges(data="i")), degrees, heads, dict(g.pred["b"])
+    ([('a', 'b', 1), ('a', 'c', 3), ('c', 'a', 0), ('c', 'b', 2)], [2, 0, 2], \
+['b', 'c', 'a', 'b'], {'a': {'i': 1}, 'c': {'i': 2}})
+    """
+    n, m = len(names), len(tail)
+    of = np.fromiter(names, dtype=object, count=n)
+    data = np.fromiter(dicts, dtype=object, count=m)
+    by_tail = np.argsort(tail, kind="stable")
+    degrees = np.bincount(tail, minlength=n).tolist()
+    heads = of[head[by_tail]].tolist()
+    rows = zip(heads, data[by_tail].tolist(), strict=True)
+    g._succ.update(zip(names, map(dict, map(islice, repeat(rows), degrees)), strict=True))
+    by_head = np.argsort(head, kind="stable")
+    rows = zip(of[tail[by_head]].tolist(), data[by_head].tolist(), strict=True)
+    g._pred.update(zip(names, map(dict, map(islice, repeat(rows),
+                                            np.bincount(head, minlength=n).tolist())),
+                       strict=True))
+    return (degrees, heads, _frozen(tail[by_tail]), _frozen(head[by_tail]), by_tail)
+
+
+class _ArcNames(Sequence):
+    """The arcs ``(names[tail[a]], names[head[a]])`` in order, as a read-only sequence whose
+    name pairs are made on first use: a claim's arcs, which a claim aligned with its graph
+    (:class:`~fabricopt.symmetry_claim.ClaimOrder`) never reads (making them was a tenth of
+    a 24,576-GPU cluster's build).
+
+    >>> arcs = _ArcNames(["a", "b"], np.array([0, 1]), np.array([1, 0]))
+    >>> len(arcs), list(arcs), arcs[1]
+    (2, [('a', 'b'), ('b', 'a')], ('b', 'a'))
+    """
+
+    def __init__(self, names: list[Hashable], tail: np.ndarray, head: np.ndarray) -> None:
+        self._ends: tuple[list[Hashable], np.ndarray, np.ndarray] | None = (names, tail, head)
+        self._made: list[tuple[Hashable, Hashable]] = []
+        self._length = len(tail)
+
+    def _pairs(self) -> list[tuple[Hashable, Hashable]]:
+        if self._ends is not None:
+            names, tail, head = self._ends
+            of = np.fromiter(names, dtype=object, count=len(names))
+            self._made = list(zip(of[tail].tolist(), of[head].tolist(), strict=True))
+            self._ends = None
+        return self._made
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._pairs()[i]
+
+    def __iter__(self) -> Iterator[tuple[Hashable, Hashable]]:
+        return iter(self._pairs())
+
+
+def _joined(arrays: list[np.ndarray]) -> np.ndarray:
+    """The arrays end to end (an empty int64 array for none)."""
+    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
+
+
+def _coded(labels: list[str]) -> tuple[tuple[str, ...], np.ndarray]:
+    """The distinct ``labels`` in order of first appearance, and each label's code into them.
+
+    >>> _coded(["up", "down", "up"])
+    (('up', 'down'), array([0, 1, 0]))
+    """
+    seen: dict[str, int] = {}
+    first = np.fromiter(map(seen.setdefault, labels, count_from()), dtype=np.int64,
+                        count=len(labels))
+    return tuple(seen), np.searchsorted(np.fromiter(seen.values(), dtype=np.int64,
+                                                    count=len(seen)), first)
 
 
 def _arc_labels(base: str, direction: int) -> tuple[str, str]:
