@@ -596,7 +596,9 @@ def _evaluated_figures(row: dict[str, Any], res: Any) -> str:
                or "constraints not decided")
     minimised = ("" if res.objective == "capex_usd" else
                  objective_text(row, res.objective, res.gpus) + "; ")
-    return (f"{minimised}{row['capex_usd']:,.0f} USD, all-to-all "
+    build = str(row.get("pricing") or "").split(":")[0]  # a default build, or a preset's name
+    priced = (f" by the {build}" if " " in build else f" by policy {build!r}") if build else ""
+    return (f"{minimised}{row['capex_usd']:,.0f} USD{priced}, all-to-all "
             f"{row['all_to_all_gbps_per_gpu']:,.1f} Gb/s per GPU; {verdict}")
 
 

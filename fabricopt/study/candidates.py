@@ -162,9 +162,16 @@ def _check_space_value(func: str, name: str, key: str, value: Any) -> None:
 
 
 def _policy_label(policy: Any) -> str:
-    """How a candidate's name shows its optics policy."""
+    """How a candidate's name shows its optics policy: ``"default"`` for none given, the
+    default build of the fabric's family, which pricing decides (``pricing`` names it: a
+    Clos of whole servers is priced top-of-rack, a SuperPOD by its reference build); not
+    ``"reference"``, the preset of that name.
+
+    >>> _policy_label(None), _policy_label("reference"), _policy_label({"lpo": True})
+    ('default', 'reference', 'policy')
+    """
     if policy is None:
-        return "reference"
+        return "default"
     return policy if isinstance(policy, str) else "policy"
 
 
@@ -221,8 +228,8 @@ def _leaf_group_bound(endpoints: int, leaves: int, up_gbps: float, d_gpus: int,
                       aligned: bool, unit: int = 1) -> float:
     """All-to-all bound per GPU from the uplinks of leaves ``0..L-1`` of a Clos whose leaves
     hold units of ``unit`` endpoints spread evenly (leaf ``i`` holds units ``[i M // k,
-    (i + 1) M // k)`` of ``M = N / unit``, as :meth:`ClosPlan.leaf_endpoints`), taken over
-    every ``L`` whose endpoints are whole scale-up domains (``aligned``: domains are numbered
+    (i + 1) M // k)`` of ``M = N / unit``, as
+    :meth:`~fabricopt.generators.wiring.ClosPlan.leaf_endpoints`), taken over every ``L`` whose endpoints are whole scale-up domains (``aligned``: domains are numbered
     in endpoint order, so ``[0, G)`` with ``d | G`` is whole domains).
 
     >>> _leaf_group_bound(80, 2, 20 * 400, 8, True, unit=8)  # 40 GPUs: 8,000 x 79 / 40 / 40

@@ -412,7 +412,7 @@ def optimize(gpus: int, *, space: Mapping[str, Any] | None = None,
     ...                              "leaf_radix": [8], "oversubscription": [1.0, 3.0]},
     ...                   constraints={"all_to_all_gbps_per_gpu": 300})
     >>> res.best["name"], round(res.best["all_to_all_gbps_per_gpu"])  # 3:1 is enough
-    ('rail_optimized nvswitch_domain r8 3:1 reference', 375)
+    ('rail_optimized nvswitch_domain r8 3:1 default', 375)
     >>> [(r["outcome"], r["reason"][:21]) for r in res.rows]  # 1:1 dearer: priced, not solved
     [('pruned', 'costs more than rail_'), ('evaluated', '')]
     """

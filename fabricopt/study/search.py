@@ -533,8 +533,12 @@ class DesignSearch:
             if res.pop("priced_out", False):
                 cheapest = min(self.feasible, key=lambda f: f["capex_usd"])
                 row.update(res)
+                label = str(res.get("pricing") or "").split(":")[0]
+                build = (f" by the {label}" if " " in label else f" by policy {label!r}"
+                         ) if label else ""
                 row["reason"] = (f"costs more than {cheapest['name']} ({res['capex_usd']:,.0f}"
-                                 f" > {cheapest['capex_usd']:,.0f} USD; priced, not solved)")
+                                 f" USD{build} > {cheapest['capex_usd']:,.0f} USD; priced, not "
+                                 "solved)")
                 continue
             row.update(res)
             row["reason"] = ""

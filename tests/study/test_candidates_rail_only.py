@@ -70,8 +70,8 @@ def test_a_tie_goes_to_the_space_order(spine):
     res = fo.optimize(32, space={**SPACE, "family": ["rail_optimized"], "spine": spine},
                       constraints={"all_to_all_gbps_per_gpu": 100})
     by = {r["name"]: r for r in res.rows}
-    pair = [by["rail_optimized nvswitch_domain r8 2:1 reference"],
-            by["rail_optimized nvswitch_domain r8 2:1 rail-only reference"]]
+    pair = [by["rail_optimized nvswitch_domain r8 2:1 default"],
+            by["rail_optimized nvswitch_domain r8 2:1 rail-only default"]]
     assert pair[0]["capex_usd"] == pair[1]["capex_usd"]
     assert pair[0]["all_to_all_gbps_per_gpu"] == pytest.approx(
         pair[1]["all_to_all_gbps_per_gpu"], rel=1e-9)

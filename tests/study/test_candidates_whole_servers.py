@@ -81,3 +81,24 @@ def test_the_front_stops_at_the_budget():
     full = fo.optimize(16, space=SPACE, constraints=budget, prune=False, full_front=True)
     assert res.front and all(r["capex_usd"] <= 80_000 for r in res.front)
     assert [r["name"] for r in res.front] == [r["name"] for r in full.front]
+
+
+def test_optimize_all_names_the_build_each_default_priced_row_was_priced_by(tmp_path, capsys):
+    # No policy given: each design is priced by its family's default build, which pricing
+    # decides (a Clos of whole DGXs top-of-rack, a SuperPOD by its reference build); the name
+    # says "default", never "reference" (the preset of that name), and the --all line names
+    # the build, as the row's pricing column does.
+    from fabricopt.cli import main
+
+    search = tmp_path / "s.toml"
+    search.write_text('gpus = 1024\n[space]\nfamily = ["clos", "superpod"]\n'
+                      'scale_up = ["dgx_h100"]\nleaf_radix = [64]\n'
+                      'oversubscription = [2.0]\n')
+    assert main(["optimize", str(search), "--all", "-o", str(tmp_path / "b.toml")]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if ": evaluated" in x
+             or ": pruned" in x]
+    clos = next(x for x in lines if x.startswith("clos dgx_h100 r64 2:1 default:"))
+    pod = next(x for x in lines if x.startswith("superpod dgx_h100 r64 2:1 default:"))
+    assert "by the top-of-rack build" in clos
+    assert "by the DGX SuperPOD reference build" in pod
+    assert not any(" reference:" in x for x in lines)
