@@ -229,8 +229,9 @@ def _leaf_group_bound(endpoints: int, leaves: int, up_gbps: float, d_gpus: int,
     """All-to-all bound per GPU from the uplinks of leaves ``0..L-1`` of a Clos whose leaves
     hold units of ``unit`` endpoints spread evenly (leaf ``i`` holds units ``[i M // k,
     (i + 1) M // k)`` of ``M = N / unit``, as
-    :meth:`~fabricopt.generators.wiring.ClosPlan.leaf_endpoints`), taken over every ``L`` whose endpoints are whole scale-up domains (``aligned``: domains are numbered
-    in endpoint order, so ``[0, G)`` with ``d | G`` is whole domains).
+    :meth:`~fabricopt.generators.wiring.ClosPlan.leaf_endpoints`), taken over every ``L``
+    whose endpoints are whole scale-up domains (``aligned``: domains are numbered in
+    endpoint order, so ``[0, G)`` with ``d | G`` is whole domains).
 
     >>> _leaf_group_bound(80, 2, 20 * 400, 8, True, unit=8)  # 40 GPUs: 8,000 x 79 / 40 / 40
     395.0
