@@ -21,6 +21,7 @@ from report_speed import case_report, report_rows  # noqa: F401  (run_case finds
 from rows_build import case_rows_build, rows_build_rows  # noqa: F401  (run_case finds it)
 from rows_solve import case_rows_solve, rows_solve_rows  # noqa: F401  (run_case finds it)
 from suite_time import case_suite, suite_rows  # noqa: F401  (run_case finds case_suite)
+from time_limits import case_time_limit, time_limit_block  # noqa: F401  (run_case finds it)
 from time_limits_cuts import case_cuts, time_limits_cuts_block  # noqa: F401  (run_case finds it)
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -2858,6 +2859,7 @@ BLOCKS = {
                    "CPU seconds, beside the package before"),
     "report": (_report_rows, "issue 45 point 3: write_report on the comparison of topologies/ "
                "(charts, bars, diagrams) in CPU seconds, beside the package before"),
+    "time-limits": time_limit_block(run_case, _package_at),
     "time-limits-cuts": time_limits_cuts_block(run_case, _package_at),
     "engine": (engine_rows, "issue 42's engine rows (bounds first, two-phase, proofs, failures, "
                "speed's sizes) in CPU seconds, HEAD beside the package before issue 42"),

@@ -28,6 +28,7 @@ import numpy as np
 from .._checks import check_path, check_positive, did_you_mean
 from ..errors import BackendUnavailableError, InvalidParameterError
 from .lp import LinearProgram, LPSolution
+from .time_budget import TimeBudget, left_now
 
 BACKENDS = ("highs", "highspy", "pulp")
 
@@ -84,7 +85,8 @@ def solve_lp(lp: LinearProgram, backend: str = "highs", time_limit: float | None
     lp : LinearProgram
     backend : {"highs", "highspy", "pulp"}
     time_limit : float, optional
-        Seconds the solver may use.
+        Seconds the solver may use; inside a call with a time limit
+        (:func:`~fabricopt.flow.time_budget.spending`) never more than is left of it.
     **options
         Backend options: ``solver`` and ``threads`` for highspy, ``solver`` (a pulp solver
         object or name) for pulp, anything scipy's HiGHS accepts for highs.
@@ -99,6 +101,12 @@ def solve_lp(lp: LinearProgram, backend: str = "highs", time_limit: float | None
     ('optimal', 2.0)
     """
     time_limit = check_solve_args("solve_lp", backend, time_limit)
+    left = left_now()
+    if left is not None:
+        # Under a call's time limit every LP, however deep, gets at most what is left of it
+        # (at least the budget's floor: a spent limit still asks the solver for a valid one).
+        time_limit = max(left if time_limit is None else min(time_limit, left),
+                         TimeBudget.FLOOR)
     start = time.perf_counter()
     sol = _SOLVERS[backend](lp, time_limit, **options)
     sol.seconds = time.perf_counter() - start
@@ -140,6 +148,15 @@ def _solve_scipy(lp: LinearProgram, time_limit: float | None, **options: Any) ->
         return sol
     if solver == "choose" and lp.nnz > IPM_ABOVE_NONZEROS:
         method = "highs-ipm"  # with crossover: exact basic point and duals, faster here
+    if (method == "highs-ipm" and time_limit is not None and highspy_available()
+            and set(opts) <= {"time_limit", "presolve", *TIGHT_TOLERANCES}):
+        # Scipy's HiGHS gives interior point the time left after presolve, and a negative
+        # time there means no limit: a limit shorter than presolve was ignored (a two-phase
+        # LP given 0.01 s ran 5 s). The same solve with a wall-clock interrupt stops at it.
+        extra = {k: v for k, v in opts.items() if k in TIGHT_TOLERANCES}
+        if opts.get("presolve") is False:
+            extra["presolve"] = "off"
+        return _solve_highspy(lp, time_limit, solver="ipm", **extra)
     for key, value in TIGHT_TOLERANCES.items():
         opts.setdefault(key, value)
     res = linprog(lp.c, A_ub=lp.A_ub if lp.A_ub.shape[0] else None,

@@ -6,8 +6,8 @@ No step is interrupted once begun, so a step that would outlast the limit is not
 bracket proven before it is the answer (``docs/bounds-first.md``, anytime brackets).
 The costs per unit are measured on 2 cores; they decide only what is begun, never a number.
 
->>> stage_fits(1_000_000, None), stage_fits(100_000_000, 5.0)
-(True, False)
+>>> stage_fits(1_000_000, None), stage_fits(100_000_000, 5.0), stage_fits(10_000_000, 1.0)
+(True, False, False)
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ from ..graph_arrays import GraphArrays
 from ..traffic import Traffic
 from .formulation import FlowModel, flow_lp_size
 from .memory import LPSize, check_fits, gb
+from .time_budget import begins
 
 __all__ = ["APPROX_SECONDS_PER_NONZERO", "ECMP_SECONDS_PER_ENTRY", "STAGE_ALWAYS_SECONDS",
-           "approx_fits", "check_lp_memory", "clock", "now", "search_budget", "seconds_left",
+           "approx_fits",
+           "check_lp_memory", "clock", "now", "search_budget", "seconds_left",
            "stage_fits"]
 
 #: The clock a time limit is counted on, from the start of the call (a name of its own so a
@@ -36,9 +38,6 @@ ECMP_SECONDS_PER_ENTRY = 1.5e-7
 #: Seconds the approximate method's first round costs per nonzero of the full LP: 141 million
 #: nonzeros (the same failed cluster), 16.5 s before its first bracket.
 APPROX_SECONDS_PER_NONZERO = 1.2e-7
-#: Seconds of routed stage that always run, whatever the limit: its bracket is the least a
-#: limited call returns, until the stage itself would take longer than this.
-STAGE_ALWAYS_SECONDS = 1.0
 
 
 def now() -> float:
@@ -59,17 +58,28 @@ def search_budget(time_limit: float | None, start: float) -> float | None:
     return None if left is None else max(left, 1e-3)
 
 
+#: Seconds of routed stage that run whatever the limit, whole (its LPs as small, not
+#: stopped): its bracket is the least a limited call returns, at a cost well within the
+#: floor a limit is honoured within (0.05 s, ``docs/throughput.md``); a larger stage is
+#: begun only when it fits in what is left. Some 13,000 flow variables: jellyfish(12, 4,
+#: 2)'s 600 run whole; jellyfish(40, 12, 8)'s 19,200 do not (its attach-switch LP of
+#: 15,100 nonzeros took 3.3 to 6.6 s CPU).
+STAGE_ALWAYS_SECONDS = 0.002
+
+
 def stage_fits(entries: int, left: float | None) -> bool:
-    """True when the routed stage over ``entries`` commodities x arcs is expected to take
-    at most :data:`STAGE_ALWAYS_SECONDS` or to finish in ``left`` seconds (always without a
-    limit)."""
-    return left is None or entries * ECMP_SECONDS_PER_ENTRY <= max(left, STAGE_ALWAYS_SECONDS)
+    """True when the routed stage over ``entries`` commodities x arcs is expected to finish
+    in ``left`` seconds with a third of them in hand
+    (:func:`~fabricopt.flow.time_budget.begins`), or is expected within
+    :data:`STAGE_ALWAYS_SECONDS` (always without a limit)."""
+    expected = entries * ECMP_SECONDS_PER_ENTRY
+    return left is None or expected <= STAGE_ALWAYS_SECONDS or begins(expected, left)
 
 
 def approx_fits(nonzeros: int, left: float | None) -> bool:
     """True when the approximate method's first round over an LP of ``nonzeros`` is expected
-    to end within ``left`` seconds (always without a limit)."""
-    return left is None or nonzeros * APPROX_SECONDS_PER_NONZERO <= left
+    to end within ``left`` seconds, a third of them in hand (always without a limit)."""
+    return left is None or begins(nonzeros * APPROX_SECONDS_PER_NONZERO, left)
 
 
 def check_lp_memory(func: str, fab: Fabric | FlowModel, traffic: Traffic | None = None,

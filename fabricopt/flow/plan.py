@@ -67,9 +67,12 @@ from .memory import gb, shortfall
 from .problem import FlowProblem, full_lp_entries, symmetric_applicable, traffic_invariant
 from .result import FlowResult
 from .stages import Bracket, Plan, Stage
+from .time_budget import IN_HAND, begins
 
-__all__ = ["FIND_SYMMETRY_NODES", "FIND_SYMMETRY_NONZEROS", "HOSE_FLOOR_REACH",
-           "MAX_AUTO_NONZEROS", "SYMMETRIC_SIZE_ADVANTAGE", "WAIT_FOR_ROUTING_SECONDS",
+__all__ = ["FIND_SYMMETRY_NODES", "FIND_SYMMETRY_NONZEROS", "FROM_INTACT_SECONDS_PER_ARC",
+           "HOSE_FLOOR_REACH", "SEARCH_SECONDS_PER_ARC",
+           "MAX_AUTO_NONZEROS", "SYMMETRIC_SIZE_ADVANTAGE", "TWO_PHASE_SECONDS_PER_ARC",
+           "WAIT_FOR_ROUTING_SECONDS",
            "Approx", "FromIntact", "FullLP", "RoutedBounds", "SymmetricLP", "FindSymmetry",
            "TwoPhaseFloor", "plan", "run", "useful_endpoint_orbits", "useful_symmetry"]
 
@@ -114,10 +117,27 @@ HOSE_FLOOR_REACH = 0.5
 #: cores: a 512-GPU rail-optimized 2:1 cluster minus 1 % of its links (2.7 million flow
 #: variables, expected 0.4 s) was answered [0.6912, 0.6944] by the detours, where the
 #: routed bounds close it exactly in 0.2 s more; the failed 4,096-GPU 3-tier Clos (185
-#: million) and SuperPOD(64) are far above it, and too large for the routing anyway. Not
-#: above :data:`~fabricopt.flow.budget.STAGE_ALWAYS_SECONDS`, so a time limit never
-#: skips the routing an answer waits for.
+#: million) and SuperPOD(64) are far above it, and too large for the routing anyway. Under
+#: a time limit the wait is also held to what the limit leaves
+#: (:func:`~fabricopt.flow.time_budget.begins`).
 WAIT_FOR_ROUTING_SECONDS = 1.0
+
+#: Seconds the two-phase floor costs per arc of a fabric without a claim before its LP, which
+#: stops at the limit (its hierarchy cut, WCMP flows, the merged LP built and begun; a stopped
+#: LP with nothing left is not certified), measured with the LP given 1 ms, 2 cores:
+#: superpod(16) minus 1 % of its leaf-spine links, 49,582 arcs, 0.29 s CPU (5.8e-6 s per
+#: arc); superpod(4) so failed 5.5e-6; the failed 4,096-GPU 3-tier Clos 3.0e-6;
+#: jellyfish(40, 12, 8) 4.2e-5, but 0.05 s in all.
+TWO_PHASE_SECONDS_PER_ARC = 6e-6
+
+#: Seconds the intact-fabric stage costs per arc of the failed fabric before any clock
+#: can stop it (the intact fabric rebuilt, solved by its claim, each lost arc's detour):
+#: about 0.5 s CPU on superpod(16) minus 1 % of its leaf-spine links, 49,582 arcs.
+FROM_INTACT_SECONDS_PER_ARC = 1e-5
+#: Seconds the symmetry search costs per arc before its first node, where its clock is
+#: first read (colour refinement, twin swaps): 0.33 s CPU on superpod(64) minus 1 % of its
+#: leaf-spine links, about 198,000 arcs.
+SEARCH_SECONDS_PER_ARC = 2e-6
 
 #: What the stage line (:mod:`fabricopt._stages`) calls each method's solve.
 _STAGE_NAMES = {"lp": "LP", "symmetric": "symmetric LP", "approx": "approximate rounds"}
@@ -199,6 +219,8 @@ class FromIntact:
         ok, why = _early(p)
         if ok and not p.edited:
             return False, "not a failed fabric (made by without or fail_random)"
+        if ok:
+            return _fits(p, FROM_INTACT_SECONDS_PER_ARC)
         return ok, why
 
     def cost(self, p: FlowProblem) -> str:
@@ -213,8 +235,15 @@ class FromIntact:
 
     def run(self, p: FlowProblem, bracket: Bracket) -> None:
         answering = [s for s in self.handed if not hasattr(s, "narrow")]
-        handed = [(lambda fab, traffic, s=s: _named(s.run(p, bracket), s.name)
-                   if s.applies(p)[0] else None) for s in answering]
+        seen: list[FlowResult] = []
+
+        def answer(s: Any) -> FlowResult | None:
+            found = _named(s.run(p, bracket), s.name) if s.applies(p)[0] else None
+            if found is not None:
+                seen.append(found)
+            return found
+
+        handed = [(lambda fab, traffic, s=s: answer(s)) for s in answering]
         first = None
         if any(getattr(s, "narrowers_first", None) is not None and s.applies(p)[0]
                and s.narrowers_first(p) for s in answering):
@@ -228,12 +257,14 @@ class FromIntact:
             if first is None or first.upper - first.lower > p.gap * first.upper:
                 # Open wider than the gap (exact or within it, the intact fabric is not
                 # solved: that is what going first saves).
-                rest = answer_from_intact(p.fab, p.traffic, p.gap, p.too_large, handed)
+                rest = _or_proven(p, answer_from_intact(p.fab, p.traffic, p.gap,
+                                                        p.too_large, handed), seen)
                 first = rest if first is None or rest is None else with_stage_ends(first,
                                                                                    rest)
             self._settle(p, bracket, first)
             return None
-        first = answer_from_intact(p.fab, p.traffic, p.gap, p.too_large, handed)
+        first = _or_proven(p, answer_from_intact(p.fab, p.traffic, p.gap, p.too_large,
+                                                 handed), seen)
         for narrowing in (s for s in self.handed if hasattr(s, "narrow")):
             # E.g. a failed Clos of servers: its planes narrow what the intact flow left open.
             if ((first is None or first.upper - first.lower > p.gap * first.upper)
@@ -268,6 +299,27 @@ class FromIntact:
         return None
 
 
+def _or_proven(p: FlowProblem, first: FlowResult | None, seen: list[FlowResult]
+               ) -> FlowResult | None:
+    """``first``, else under a time limit the last bracket an answerer proved though it was
+    not acceptable as the answer: certified all the same, it is kept for the answer's ends
+    (the stages that could lift it, such as the two-phase floor, may not fit in what is
+    left)."""
+    if first is None and seen and p.budget.time_limit is not None:
+        return seen[-1]
+    return first
+
+
+def _fits(p: FlowProblem, seconds_per_arc: float) -> tuple[bool, str]:
+    """Whether a stage no clock stops, expected to take ``seconds_per_arc`` per arc of the
+    fabric, is begun under the time limit (always without one), and why not."""
+    left = p.budget.left()
+    if left is None or begins(p.ga.n_arcs * seconds_per_arc, left):
+        return True, ""
+    return False, (f"expected to take about {p.ga.n_arcs * seconds_per_arc:.2g} s, more than "
+                   f"two thirds of the {left:.3g} s left")
+
+
 def waits_for_routing(p: FlowProblem) -> bool:
     """Whether an open answer from the intact fabric waits for the routed bounds: they
     apply and are expected (by their size) within :data:`WAIT_FOR_ROUTING_SECONDS` and
@@ -275,7 +327,7 @@ def waits_for_routing(p: FlowProblem) -> bool:
     expected = p.entries * ECMP_SECONDS_PER_ENTRY
     left = p.budget.left()
     return (RoutedBounds().applies(p)[0] and expected <= WAIT_FOR_ROUTING_SECONDS
-            and (left is None or expected <= left))
+            and (left is None or expected <= (1 - IN_HAND) * left))
 
 
 def _named(result: FlowResult | None, name: str) -> FlowResult | None:
@@ -293,6 +345,8 @@ def _floor_under(p: FlowProblem) -> Any:
     if p.budget.time_limit is None and not p.too_large:
         return None
     left = p.budget.left()
+    if left is not None and not begins(p.ga.n_arcs * TWO_PHASE_SECONDS_PER_ARC, left):
+        return None  # its routing and LP setup, which no clock stops, would not fit
     return hose_floor(p.fab, p.traffic, None if left is None else max(left / 4, 1e-3))
 
 
@@ -344,6 +398,8 @@ class TwoPhaseFloor:
         ok, why = _early(p)
         if ok and p.budget.time_limit is None and not p.too_large:
             return False, "no time limit, and the routed bounds fit"
+        if ok and p.budget.time_limit is not None:
+            return _fits(p, TWO_PHASE_SECONDS_PER_ARC)
         return ok, why
 
     def cost(self, p: FlowProblem) -> str:
@@ -376,7 +432,7 @@ class FindSymmetry:
         if p.nonzeros <= FIND_SYMMETRY_NONZEROS:
             return False, (f"the full LP is small ({p.nonzeros:,} nonzeros, at most "
                            f"{FIND_SYMMETRY_NONZEROS:,})")
-        return True, ""
+        return _fits(p, SEARCH_SECONDS_PER_ARC)
 
     def cost(self, p: FlowProblem) -> str:
         if p.method == "auto":

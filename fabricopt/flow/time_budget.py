@@ -16,9 +16,19 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-__all__ = ["TimeBudget", "active_budget", "expect_solves", "spending"]
+__all__ = ["ANYTIME_SECONDS", "IN_HAND", "TimeBudget", "active_budget", "begins",
+           "expect_solves", "left_now", "spending"]
+
+#: The part of what is left that a step no clock stops (a symmetry search, a routing, the
+#: columns of a routed flow) keeps in hand: it is begun only when its size-based estimate is
+#: at most the rest, so an estimate a third short still ends within the limit.
+IN_HAND = 1 / 3
+#: Seconds a step may be expected to take and still be begun whatever is left (a spent limit
+#: included): its bracket is worth more than that, well within the least a limit is honoured
+#: within (0.1 s, ``docs/throughput.md``).
+ANYTIME_SECONDS = 0.02
 
 
 class TimeBudget:
@@ -29,8 +39,10 @@ class TimeBudget:
     #: certified bracket of its first stage rather than nothing.
     FLOOR = 0.01
 
-    def __init__(self, limit: float | None, solves: int, start: float | None = None) -> None:
-        start = time.perf_counter() if start is None else start
+    def __init__(self, limit: float | None, solves: int, start: float | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
+        self.clock = clock  # the caller's, when it counts time on its own (a test's)
+        start = clock() if start is None else start
         self.limit = limit
         self.end = None if limit is None else start + limit
         self.left_solves = solves
@@ -40,7 +52,7 @@ class TimeBudget:
 
     def out(self) -> bool:
         """Whether the limit has run out."""
-        return self.end is not None and time.perf_counter() >= self.end
+        return self.end is not None and self.clock() >= self.end
 
     def share(self, part: float | None = None) -> float | None:
         """The next solve's time limit: what is left over the solves still to come, or
@@ -52,9 +64,13 @@ class TimeBudget:
         """
         if self.end is None:
             return None
-        left = self.end - time.perf_counter()
+        left = self.end - self.clock()
         return max(left * part if part is not None else left / max(self.left_solves, 1),
                    self.FLOOR)
+
+    def left(self) -> float | None:
+        """Seconds left of the limit (never below 0); None without one."""
+        return None if self.end is None else max(self.end - self.clock(), 0.0)
 
     def line(self, whole: float | None = None) -> str:
         """What the limit cut short, in a line (its solves named); ``whole``: the limit
@@ -94,6 +110,33 @@ def spending(budget: TimeBudget) -> Iterator[TimeBudget]:
         yield budget
     finally:
         _ACTIVE.reset(token)
+
+
+def left_now() -> float | None:
+    """Seconds left of the active budget (:func:`spending`), None when there is none or it
+    has no limit: what any solve or step under way may still take.
+
+    >>> left_now() is None
+    True
+    >>> with spending(TimeBudget(5.0, solves=1)):
+    ...     0 < left_now() <= 5.0
+    True
+    """
+    budget = _ACTIVE.get()
+    return None if budget is None else budget.left()
+
+
+def begins(expected: float, left: float | None = None) -> bool:
+    """Whether a step expected (from its size) to take ``expected`` seconds, which no clock
+    stops, is begun with ``left`` seconds left (default: the active budget's): when it fits
+    in what is left with :data:`IN_HAND` of it kept, or within :data:`ANYTIME_SECONDS`;
+    always without a limit.
+
+    >>> begins(0.5, None), begins(0.5, 1.0), begins(0.7, 1.0), begins(0.01, 0.0)
+    (True, True, False, True)
+    """
+    left = left_now() if left is None else left
+    return left is None or expected <= max((1 - IN_HAND) * left, ANYTIME_SECONDS)
 
 
 def expect_solves(count: int) -> None:

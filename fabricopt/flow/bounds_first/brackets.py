@@ -10,6 +10,7 @@ decide which run.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -29,7 +30,7 @@ from ..bounds import (
     structural_cut_lengths,
 )
 from ..brackets import closed, tighter_bracket
-from ..budget import stage_fits
+from ..budget import ECMP_SECONDS_PER_ENTRY, STAGE_ALWAYS_SECONDS, stage_fits
 from ..certified import certified_result
 from ..formulation import FlowModel, build_flow_lp
 from ..lp import LPSolution
@@ -38,6 +39,7 @@ from ..model import ThroughputModel
 from ..problem import full_lp_entries
 from ..result import FlowCertificate, FlowResult
 from ..symmetric import build_symmetric_lp
+from ..time_budget import TimeBudget, left_now, spending
 from ..units import in_units
 from ..warm import ball_cut_lengths
 from .tier_routing import TIER_MAX_ENTRIES, node_layers, symmetric_tier_point, tier_point
@@ -94,37 +96,14 @@ def bounds_stage(fab: Fabric, model: FlowModel, traffic: Traffic, *, tiers: tupl
     bound, lengths = structural_cut_lengths(fab, traffic, ga, model.include_endpoint_links)
     cut_lengths = [lengths] if np.isfinite(bound) else []
     scale_up = FabricShape.of(fab, ga).scale_up  # read once, not an attribute lookup per arc
-    # The best routing between the switches the endpoints attach to first, where servers
-    # relay at both ends as the LP chooses; PXN relays (the fabric's rails) where that
-    # declines or falls short, and fixed WCMP shares only after both.
     rails = rail_labels(fab, ga)
-    point = None
-    if not scale_up.any():
-        # Without servers, WCMP rebalanced first: on failed fat trees it meets the cut in
-        # milliseconds where the attach-switch LP took 0.3 to 1.6 s (fat_tree(8) minus one
-        # link, 1 % and 5 % of its switch links); the LP only where it falls short.
-        point = ecmp_point(model, scale_up, rebalance_to=bound)
-    if point is None or point[-1] < bound * (1 - 1e-6):
-        routed = ecmp_point(model, scale_up, scale_out_lp=True, rails=rails,
-                            both_ends=bool(scale_up.any()))
-        if routed is not None and (point is None or routed[-1] > point[-1]):
-            point = routed
-    if scale_up.any() and (point is None or point[-1] < bound * (1 - 1e-6)):
-        pxn = ecmp_point(model, scale_up, scale_out_lp=True, rails=rails)
-        if pxn is not None and (point is None or pxn[-1] > point[-1]):
-            point = pxn
-    if scale_up.any() and (point is None or point[-1] < bound * (1 - 1e-6)):
-        # WCMP, its splits rebalanced against the load (fixed shares are its first round).
-        shares = ecmp_point(model, scale_up, rebalance_to=bound)
-        if shares is not None and (point is None or shares[-1] > point[-1]):
-            point = shares
-    if tiered and scale_up.any() and (point is None or point[-1] < bound * (1 - 1e-6)):
-        # Pairs kept below the lowest tier that joins them, with relays over servers that
-        # span leaves (tier_routing): the routing that meets a multi-tier Clos's cut. Without
-        # servers to relay over, fewest-hop WCMP already stays as low as it can.
-        tiered = tier_point(model, node_layers(fab, ga), scale_up)
-        if tiered is not None and (point is None or tiered[-1] > point[-1]):
-            point = tiered
+    entries = model.n_commodities * len(model.core_arcs)
+    # A stage expected within STAGE_ALWAYS_SECONDS runs whole, its LPs unlimited (they are
+    # as small): its bracket is the least a limited call returns, whatever the machine's
+    # load. A larger one begun under a limit stops each LP at what is left.
+    with (spending(TimeBudget(None, solves=1)) if entries * ECMP_SECONDS_PER_ENTRY
+          <= STAGE_ALWAYS_SECONDS else contextlib.nullcontext()):
+        point = _routed_point(fab, model, ga, scale_up, rails, bound, tiered)
     if point is None:
         return None, cut_lengths
     sol = LPSolution("optimal", "bounds first: ECMP fluid routing below, hierarchy cuts and "
@@ -135,6 +114,50 @@ def bounds_stage(fab: Fabric, model: FlowModel, traffic: Traffic, *, tiers: tupl
                               extra_lengths=[*extra_lengths, *cut_lengths])
     result.stages = {"lower": "routed bounds", "upper": "routed bounds"}
     return result, cut_lengths
+
+
+def _open(point: np.ndarray | None, bound: float) -> bool:
+    """Whether the bounds stage tries its next routing: the point so far falls short of the
+    cut, and the call's time limit (:func:`~fabricopt.flow.time_budget.left_now`) is not
+    spent (its LPs stop at it; the routing after one that stopped is not begun)."""
+    return (point is None or point[-1] < bound * (1 - 1e-6)) and left_now() != 0
+
+
+def _routed_point(fab: Fabric, model: FlowModel, ga: GraphArrays, scale_up: np.ndarray,
+                  rails: np.ndarray, bound: float, tiered: bool) -> np.ndarray | None:
+    """The bounds stage's best routed point of ``model`` (theta last), None when none
+    routes: each routing tried while the point falls short of the cut ``bound``."""
+    # The best routing between the switches the endpoints attach to first, where servers
+    # relay at both ends as the LP chooses; PXN relays (the fabric's rails) where that
+    # declines or falls short, and fixed WCMP shares only after both.
+    point = None
+    if not scale_up.any():
+        # Without servers, WCMP rebalanced first: on failed fat trees it meets the cut in
+        # milliseconds where the attach-switch LP took 0.3 to 1.6 s (fat_tree(8) minus one
+        # link, 1 % and 5 % of its switch links); the LP only where it falls short.
+        point = ecmp_point(model, scale_up, rebalance_to=bound)
+    if _open(point, bound):
+        routed = ecmp_point(model, scale_up, scale_out_lp=True, rails=rails,
+                            both_ends=bool(scale_up.any()))
+        if routed is not None and (point is None or routed[-1] > point[-1]):
+            point = routed
+    if scale_up.any() and _open(point, bound):
+        pxn = ecmp_point(model, scale_up, scale_out_lp=True, rails=rails)
+        if pxn is not None and (point is None or pxn[-1] > point[-1]):
+            point = pxn
+    if scale_up.any() and _open(point, bound):
+        # WCMP, its splits rebalanced against the load (fixed shares are its first round).
+        shares = ecmp_point(model, scale_up, rebalance_to=bound)
+        if shares is not None and (point is None or shares[-1] > point[-1]):
+            point = shares
+    if tiered and scale_up.any() and _open(point, bound):
+        # Pairs kept below the lowest tier that joins them, with relays over servers that
+        # span leaves (tier_routing): the routing that meets a multi-tier Clos's cut. Without
+        # servers to relay over, fewest-hop WCMP already stays as low as it can.
+        tiered = tier_point(model, node_layers(fab, ga), scale_up)
+        if tiered is not None and (point is None or tiered[-1] > point[-1]):
+            point = tiered
+    return point
 
 
 def root_routing_bracket(fab: Fabric, traffic: Traffic, ga: GraphArrays, *,

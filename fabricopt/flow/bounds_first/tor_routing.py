@@ -30,6 +30,7 @@ from scipy.sparse.linalg import spsolve
 
 from ..backends import solve_lp
 from ..model import max_theta_lp
+from ..time_budget import IN_HAND, TimeBudget, left_now
 
 if TYPE_CHECKING:
     from ..approx import CoreGraph
@@ -229,7 +230,12 @@ def _attach_lp_flow(g: CoreGraph, arcs: np.ndarray, roots: np.ndarray, T: np.nda
     # Without presolve, which on these LPs costs more than the solve (5.9 s of 7.5 on a
     # failed 2,048-GPU cluster's, 24,000 columns). The answer stays a vertex: an interior
     # point alone carries small circulations, which the split per sink cannot spread.
-    sol = solve_lp(replace(lp, c=c), "highs", presolve=False)
+    # Under a time limit it takes at most what is left but a third, kept for the stages
+    # after it: stopped, it routes nothing, and the bracket comes from them.
+    left = left_now()
+    sol = solve_lp(replace(lp, c=c), "highs",
+                   None if left is None else max((1 - IN_HAND) * left, TimeBudget.FLOOR),
+                   presolve=False)
     if sol.status != "optimal" or sol.x is None or not sol.x[-1] > 0:
         return None
     flow = np.zeros((R, m2))
