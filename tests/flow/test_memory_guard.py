@@ -140,7 +140,8 @@ def test_available_memory_reads_the_address_space_limit():
 
 @pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS as Linux applies it")
 def test_a_4096_gpu_cluster_lp_is_refused_under_10_gb():
-    # 512 DGX H100 behind a 3-tier 2:1 Clos: no GPU collapses (each has NVLink bundles and
+    # 512 DGX H100 behind a 3-tier 2:1 Clos whose leaves fill their 42 down ports GPU by GPU
+    # (whole_servers=False; whole DGXs take 40): no GPU collapses (each has NVLink bundles and
     # a NIC), so K = 4,096 commodities over all m = 45,412 arcs and n = 6,368 nodes:
     # 4,096 x 45,412 + 1 = 186,007,553 columns, 45,412 + 4,096 x 6,368 = 26,128,740 rows,
     # 3 x 4,096 x 45,412 + 4,096 x 4,095 + 4,096 = 574,799,872 nonzeros. scipy.sparse.kron
@@ -148,7 +149,7 @@ def test_a_4096_gpu_cluster_lp_is_refused_under_10_gb():
     out = _child("""
         import fabricopt as fo
         fab = fo.cluster(fo.dgx_h100(), nodes=512, scale_out="clos", tiers=3,
-                         oversubscription=2)
+                         oversubscription=2, whole_servers=False)
         try:
             fo.max_concurrent_flow(fab, method="lp")
         except fo.InvalidParameterError as e:
