@@ -617,8 +617,14 @@ def _out_of_memory(p: FlowProblem, bracket: Bracket, why: str) -> FlowResult:
     cut = cut_bracket(p.fab, p.scaled, p.ga_solve,
                       include_endpoint_links=p.include_endpoint_links, **p.units())
     routed = None if bracket.routed is None else bracket.routed[2]
-    return unsolved([routed, cut], lambda: cheap_bracket(
+    result = unsolved([routed, cut], lambda: cheap_bracket(
         p.fab, p.traffic, include_endpoint_links=p.include_endpoint_links), why)
+    if result.status == "not_solved" and not approx_fits(p.nonzeros, p.budget.left()):
+        # Nor would its first round have ended within the time limit: the limit stopped it
+        # as much as the memory did.
+        result.status = "time_limit"
+        result.message += "; nor would its first round end within the time limit"
+    return result
 
 
 def cheap_bracket(fab: Any, traffic: Traffic, backend: str = "none",

@@ -160,3 +160,18 @@ def _problem(fab, limit):
     from fabricopt.flow.problem import FlowProblem
 
     return FlowProblem.of(fab, time_limit=limit)
+
+
+def test_no_memory_and_no_time_for_the_approximate_method_says_time_limit(monkeypatch):
+    # The approximate method is the only solver left (the full LP made "too large") and its
+    # flows do not fit in memory (played): without time for its first round either, the
+    # bracket proven so far is said to be stopped by the limit; with time, by memory alone.
+    fab = fo.jellyfish(12, 4, 2, seed=5)
+    monkeypatch.setattr(plan, "MAX_AUTO_NONZEROS", 10)
+    monkeypatch.setattr(plan, "shortfall", lambda need: "0 GB (played)")
+    r = fo.max_concurrent_flow(fab, time_limit=LIMIT)
+    assert r.status == "not_solved" and fo.check_certificate(fab, r).ok
+    monkeypatch.setattr(budget, "APPROX_SECONDS_PER_NONZERO", HUGE)
+    r = fo.max_concurrent_flow(fab, time_limit=LIMIT)
+    assert r.status == "time_limit" and "nor would its first round" in r.message
+    assert fo.check_certificate(fab, r).ok
