@@ -1,5 +1,5 @@
 """The work of a comparison row that is not a flow solve, part by part, beside the package
-before issue 45's rows-build work: the build of the design (``io/design_files`` ->
+before issue 45's array-first builder: the build of the design (``io/design_files`` ->
 ``generators``), ``Fabric.validate``, the ``summary`` metric and the ``cost`` metric, in CPU
 seconds, on the largest designs of ``topologies/``; and the same builds, validations and
 pricings (three optics policies each) of the 13 topologies ``optimize`` builds at 16,384 GPUs.
@@ -22,9 +22,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-#: The commit before this work (the tree the rows engineer started from this session; the
-#: one before that, 8d80f81).
-BEFORE_ROWS_BUILD = "55b4520"
+#: The commit before this work: the tree before the array-first builder (the ones before
+#: that, 55b4520 and 8d80f81).
+BEFORE_ROWS_BUILD = "c455525"
 
 #: Runs of each part per case; the fewest CPU seconds are kept.
 REPEATS = 3
@@ -132,10 +132,11 @@ def case_rows_build(tree: str, what: str) -> dict:
                 total[part] = total.get(part, 0.0) + s
             digests.append(fabric + rows)
         best = {p: min(best.get(p, float("inf")), s) for p, s in total.items()}
-    digest = hashlib.sha256("".join(digests).encode()).hexdigest()[:10]
+    fabrics = hashlib.sha256("".join(d[:10] for d in digests).encode()).hexdigest()[:10]
+    rows = hashlib.sha256("".join(d[10:] for d in digests).encode()).hexdigest()[:10]
     parts = ", ".join(f"{p} {s:.3f}" for p, s in best.items())
-    return {"seconds": sum(best.values()), "parts": best, "digest": digest,
-            "value": f"{parts} s CPU; fabrics and rows {digest}; load "
+    return {"seconds": sum(best.values()), "parts": best, "fabrics": fabrics, "rows": rows,
+            "value": f"{parts} s CPU; fabrics {fabrics}, rows {rows}; load "
                      f"{os.getloadavg()[0]:.1f}"}
 
 
@@ -157,8 +158,10 @@ def rows_build_rows(rows: list, quick: bool, run_case: Callable[..., dict],
         rows.append((name, now, target, verdict))
         if before:
             was = run_case("case_rows_build", before, what)
-            same = "same fabrics and rows" if was.get("digest") == now.get("digest") else \
-                "DIFFERENT fabrics or rows"
+            # The fabrics apart from the rows: a row's columns may change by design (a
+            # column added to the summary) while the fabrics must not.
+            same = ", ".join(f"{'same' if was.get(k) == now.get(k) else 'DIFFERENT'} {k}"
+                             for k in ("fabrics", "rows"))
             ratio = (f"now/before {now['seconds'] / was['seconds']:.2f}, {same}"
                      if was.get("seconds") else same)
             rows.append((f"  before ({BEFORE_ROWS_BUILD})", was, ratio, ""))
