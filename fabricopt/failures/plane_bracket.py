@@ -99,7 +99,7 @@ def plane_bracket_why(fab: Fabric, traffic: Traffic, time_limit: float | None = 
     --------
     >>> import fabricopt as fo
     >>> base = fo.cluster(fo.nvswitch_domain(4, 2, 4, 400.0), nodes=12, scale_out="clos",
-    ...                   tiers=3, oversubscription=2, radix=8)
+    ...                   tiers=3, oversubscription=2, radix=8, whole_servers=False)
     >>> fab = fo.fail_random(base, 0.05, seed=2)
     >>> r, why = plane_bracket_why(fab, fo.all_to_all(fab))
     >>> why, r.status, round(r.per_endpoint_gbps, 2)   # the full LP's optimum, 50/11 x 47 GPUs
@@ -216,7 +216,7 @@ def planes_follow(fab: Fabric, traffic: Traffic, time_limit: float | None = None
 
     >>> import fabricopt as fo
     >>> base = fo.cluster(fo.nvswitch_domain(4, 2, 4, 400.0), nodes=12, scale_out="clos",
-    ...                   tiers=3, oversubscription=2, radix=8)
+    ...                   tiers=3, oversubscription=2, radix=8, whole_servers=False)
     >>> fab = fo.fail_random(base, 0.05, seed=2)
     >>> planes_follow(fab, fo.all_to_all(fab)), planes_follow(fab, fo.all_to_all(fab), 0)
     (True, False)

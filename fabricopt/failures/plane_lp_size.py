@@ -60,7 +60,7 @@ def route_nonzeros(pl: Planes, cl: Classes, routes: PlaneRoutes) -> int:
     >>> from fabricopt.failures.planes import plane_structure
     >>> from fabricopt.failures.plane_routes import plane_routes, server_classes
     >>> fab = fo.cluster(fo.nvswitch_domain(4, 2, 4, 400.0), nodes=12, scale_out="clos",
-    ...                  tiers=3, oversubscription=2, radix=8)
+    ...                  tiers=3, oversubscription=2, radix=8, whole_servers=False)
     >>> pl, _ = plane_structure(fab)
     >>> cl = server_classes(pl)
     >>> routes = plane_routes(pl, cl, [False] * pl.n_leaves)   # no leaf relays

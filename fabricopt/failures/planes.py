@@ -98,7 +98,7 @@ def plane_structure(fab, ga: GraphArrays | None = None) -> tuple[Planes | None, 
     --------
     >>> import fabricopt as fo
     >>> fab = fo.cluster(fo.dgx_h100(), nodes=16, scale_out="clos", tiers=3,
-    ...                  oversubscription=2, radix=16)
+    ...                  oversubscription=2, radix=16, whole_servers=False)
     >>> pl, why = plane_structure(fab)
     >>> pl.n_leaves, pl.n_zones, pl.n_planes, pl.n_servers
     (13, 2, 5, 16)

@@ -164,7 +164,7 @@ def test_the_intact_flow_rerouted():
 def _clos(nodes=12, gpus=4):
     """A 3-tier 2:1 Clos of small NVSwitch servers (as tests/failures/test_planes.py)."""
     return fo.cluster(fo.nvswitch_domain(gpus, 2, gpus, 400.0), nodes=nodes, scale_out="clos",
-                      tiers=3, oversubscription=2, radix=8)
+                      tiers=3, oversubscription=2, radix=8, whole_servers=False)
 
 
 def test_the_routing_through_the_planes():

@@ -24,7 +24,7 @@ def _cluster(domain, nodes, ratio, radix=8, tiers=3):
     switches: with 4 GPUs a server and leaves of 6 or 3 hosts, servers span two leaves and
     the last pod or leaf is partly filled."""
     return fo.cluster(fo.nvswitch_domain(*domain), nodes=nodes, scale_out="clos", tiers=tiers,
-                      oversubscription=ratio, radix=radix)
+                      oversubscription=ratio, radix=radix, whole_servers=False)
 
 
 SMALL = (4, 2, 2, 100.0)   # 4 GPUs, 2 NVSwitches, 2 links each of 100 Gb/s

@@ -222,7 +222,8 @@ def tier_point(model: Any, layer: np.ndarray, scale_up: np.ndarray) -> np.ndarra
     >>> import fabricopt as fo
     >>> from fabricopt.tiers import is_scale_up_arc
     >>> fab = fo.cluster(fo.nvswitch_domain(4, 1, 1, 400.0), nodes=6, scale_out="clos",
-    ...                  tiers=3, oversubscription=3, radix=8)   # servers span leaves
+    ...                  tiers=3, oversubscription=3, radix=8,
+    ...                  whole_servers=False)   # servers span leaves
     >>> model = fo.build_flow_lp(fab, fo.all_to_all(fab))
     >>> up = np.array([is_scale_up_arc(fab.graph[u][v]) for u, v in model.ga.arcs])
     >>> point = tier_point(model, node_layers(fab, model.ga), up)
