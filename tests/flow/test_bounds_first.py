@@ -188,7 +188,7 @@ def test_a_time_limit_counts_the_symmetric_methods_own_work(monkeypatch):
     import fabricopt.flow.problem as problem
 
     fab = fo.cluster(fo.dgx_h100(), nodes=16, scale_out="clos", tiers=2, oversubscription=2,
-                     radix=16)
+                     radix=16, whole_servers=False)
     bare = fo.from_networkx(fab.graph.copy(), endpoints=fab.endpoints, name="bare")
     unlimited = fo.max_concurrent_flow(bare)
     monkeypatch.setattr(problem, "ECMP_MAX_ENTRIES", 10)  # too large for the routed stage
