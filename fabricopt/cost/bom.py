@@ -511,7 +511,7 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
     if fab.removed:
         # Failed links and switches are installed hardware, bought and cabled: the fabric is
         # priced as built, from its recipe, when it has one.
-        built = _as_built(fab)
+        built = fab.as_built()
         if built is not None:
             est = estimate_cost(built, catalog=catalog, layout=layout, policy=policy,
                                 include_in_server=include_in_server)
@@ -559,17 +559,6 @@ def estimate_cost(fab: Fabric, *, catalog: Catalog | str | os.PathLike[str] | No
         est.removed_parts = (f"{_removed_text(fab)} not priced (the fabric has no recipe "
                              "to build it intact; price the fabric as built)")
     return est
-
-
-def _as_built(fab: Fabric) -> Fabric | None:
-    """The intact fabric ``fab``'s recipe builds, with its design record (the catalog,
-    layout and policy tables it was priced under); None without a recipe."""
-    from ..generators.recipe import try_replay  # the generators import this package
-
-    built = try_replay(fab.recipe) if fab.origin.from_recipe else None
-    if built is not None:
-        built.design = fab.design
-    return built
 
 
 def _removed_text(fab: Fabric) -> str:

@@ -20,6 +20,7 @@ from typing import Any
 from .._checks import check_int, check_path, did_you_mean, fail
 from ..errors import DesignFileError, FabricOptError
 from ..fabric import Fabric
+from .saved import read_rows
 from .verdict import verdict
 
 __all__ = ["CSV_FILE", "ROWS_FILE", "TEXT_COLUMNS", "Comparison", "RowStore", "human"]
@@ -123,8 +124,6 @@ class Comparison:
         >>> Comparison.read(out).column("gpus")
         [4]
         """
-        from .saved import read_rows  # the reading is its own module; the table needs none
-
         rows, columns, swept = read_rows(path)
         table = cls(rows, swept)
         table.columns = [c for c in columns if c in table.columns] + [
