@@ -30,6 +30,7 @@ EXEMPT = {
     "Layout.check_tiers": "estimate_cost(layout=...)",
     "Policy.check_against": "estimate_cost(policy=...)",
     "FailureModel.draw": "abstract: each model's own draw is fuzzed",
+    "FailureModel.drawer": "the base draws through each model's own draw (fuzzed)",
     "FailureModel.enumerate": "the base returns None (nothing to list); each model's own is "
                               "fuzzed",
     "ServingPlan.with_": "its keywords are ServingPlan's own fields, each checked by "
@@ -63,6 +64,10 @@ def _valid_method_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
                 if method in vars(type(m))}
     protocol |= {f"{name}.draw": (m.draw, {"fab": fab, "rng": np.random.default_rng(0)})
                  for name, m in models.items()}
+    protocol |= {f"{name}.drawer": (m.drawer, {"fab": fab})
+                 for name, m in models.items() if "drawer" in vars(type(m))}
+    saved = tmp_path / "saved"
+    fo.compare([fab], metrics=["summary"], out_dir=saved)
     llama = fo.model("llama3-8b")
     job = fo.TrainingJob(llama, tp=2)
     plans = fo.PlanSearch("llama3-8b", global_batch=8, seq_len=1024,
@@ -82,6 +87,7 @@ def _valid_method_calls(tmp_path) -> dict[str, tuple[Callable, dict[str, Any]]]:
     picked = fo.Selected("tier=ring", kind="links")
     return {
         "FailureRates.load": (fo.FailureRates.load, {"path": saved_rates, "merge": True}),
+        "Comparison.read": (fo.Comparison.read, {"path": saved}),
         "FailureRates.merged": (rates.merged, {"data": {}, "origin": "test"}),
         "GroupFlow.check": (group.check, {"fab": fab}),
         "JobFailureTable.share": (on_job.share, {"row": on_job.rows[0]}),
@@ -154,7 +160,8 @@ FUZZED_METHODS = [
     "ModelConfig.kv_bytes_per_token", "FailureDistribution.mean",
     "FailureDistribution.percentile", "EverySingle.enumerate", "EverySingle.draw",
     "GroupFailures.enumerate", "GroupFailures.draw", "Independent.probabilities",
-    "Independent.draw", "Mixture.enumerate", "Mixture.draw", "PlanSearch.run",
+    "Independent.draw", "Independent.drawer", "Mixture.enumerate", "Mixture.draw",
+    "Mixture.drawer", "Comparison.read", "PlanSearch.run",
     "PlanSearch.from_mapping", "BestPlan.to_table"]
 
 

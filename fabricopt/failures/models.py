@@ -348,6 +348,7 @@ class Independent(FailureModel):
         >>> [len(draw(np.random.default_rng(seed)).pattern.links) for seed in (0, 1)]
         [4, 4]
         """
+        check_model_call("Independent.drawer", fab)
         units = self.probabilities(fab)
         chance = np.array([p for _, _, p in units])
         return lambda rng: self._drawn(units, rng.random(len(units)) < chance)
