@@ -70,9 +70,8 @@ from .stages import Bracket, Plan, Stage
 from .time_budget import IN_HAND, begins
 
 __all__ = ["FIND_SYMMETRY_NODES", "FIND_SYMMETRY_NONZEROS", "FROM_INTACT_SECONDS_PER_ARC",
-           "HOSE_FLOOR_REACH", "SEARCH_SECONDS_PER_ARC",
-           "MAX_AUTO_NONZEROS", "SYMMETRIC_SIZE_ADVANTAGE", "TWO_PHASE_SECONDS_PER_ARC",
-           "WAIT_FOR_ROUTING_SECONDS",
+           "HOSE_FLOOR_REACH", "SEARCH_SECONDS_PER_ARC", "MAX_AUTO_NONZEROS",
+           "SYMMETRIC_SIZE_ADVANTAGE", "TWO_PHASE_SECONDS_PER_ARC", "WAIT_FOR_ROUTING_SECONDS",
            "Approx", "FromIntact", "FullLP", "RoutedBounds", "SymmetricLP", "FindSymmetry",
            "TwoPhaseFloor", "plan", "run", "useful_endpoint_orbits", "useful_symmetry"]
 
