@@ -306,13 +306,18 @@ class DesignSearch:
             self.groups.setdefault(topology, []).append((sk, c, row))
 
     def _pruned_by_bounds(self, sk: Sketch) -> str:
-        """Why a candidate's own bounds keep it off the best and the front ("" if they do
-        not). A throughput bound below the target is no reason: a design cheaper than the
-        best and slower is on the front (a 3:1 Clos below the target beside the 2:1 that
-        meets it); only what an evaluated design dominates, or a dearer one than the best,
-        is dropped (:meth:`_cannot_win`). The front stops at the capex budget."""
+        """Why a candidate's own bounds keep it off what the search returns ("" if they do
+        not). The front stops at the capex budget. A throughput bound below the target
+        prunes only a search for the best: with ``full_front`` a design cheaper and slower
+        than the best is on the front (a 3:1 Clos below the target beside the 2:1 that
+        meets it), so it is evaluated; without, it cannot be the best and costs a solve
+        (most of a 16,384-GPU space lies below a 150 Gb/s target)."""
         if not self.prune:
             return ""
+        target = self.constraints.get("all_to_all_gbps_per_gpu")
+        if (not self.full_front and target is not None
+                and sk.a2a_upper_gbps < target * (1 - TOL)):
+            return f"all-to-all bound {sk.a2a_upper_gbps:,.1f} < {target:g} Gb/s per GPU"
         budget = self.constraints.get("capex_usd")
         if budget is not None and sk.capex_usd_bound > budget * (1 + TOL):
             return f"capex bound {sk.capex_usd_bound:,.0f} > {budget:,.0f} USD"

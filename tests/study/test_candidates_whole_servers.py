@@ -54,7 +54,19 @@ def test_the_two_to_one_leaf_bound_counts_whole_servers():
     assert exact.exact and exact.per_endpoint_gbps <= sk.a2a_upper_gbps * (1 + 1e-9)
 
 
-@pytest.mark.parametrize("full_front", [False, True])
+def test_a_search_for_the_best_prunes_a_design_whose_bound_misses_the_target():
+    # The same 3:1 Clos (plan bound 250 < 300, derived below) cannot be the best: without
+    # full_front it is pruned by that bound, and the best is the unpruned search's.
+    target = {"all_to_all_gbps_per_gpu": 300}
+    pruned = fo.optimize(16, space=SPACE, constraints=target)
+    full = fo.optimize(16, space=SPACE, constraints=target, prune=False)
+    assert pruned.best["name"] == full.best["name"]
+    row = next(r for r in pruned.rows if r["name"].startswith("clos") and " 3:1" in r["name"])
+    assert row["outcome"] == "pruned" and row["reason"].startswith("all-to-all bound")
+    assert row["all_to_all_gbps_per_gpu_bound"] < 300
+
+
+@pytest.mark.parametrize("full_front", [True])
 def test_a_design_under_the_target_on_the_front_is_not_pruned(full_front):
     # Target 300 Gb/s per GPU: the 3:1 Clos of radix 8 (6 down ports, 3 servers: leaves of
     # 2, 3, 3 servers, ceil(6 / 3) = 2 uplinks; a leaf of 6 GPUs sends bw x 6 x 10 / 15 over
