@@ -295,6 +295,8 @@ def _all_proven(shown: Any) -> bool:
     """True when every number in ``shown`` (a table, sweep or distribution) was proven."""
     if isinstance(shown, JobFailureTable | JobFailureSweep):
         return True  # steps from certified bounds; nothing left open
+    if getattr(shown, "not_solved", 0):
+        return False  # draws or patterns the time limit left: not every number is proven
     rows = getattr(shown, "rows", None) or getattr(shown, "trials", None) or getattr(
         shown, "outcomes", None) or []
     return all(r.theta is not None for r in rows)

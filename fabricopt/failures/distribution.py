@@ -188,7 +188,7 @@ class FailureDistribution:
     def worst(self) -> FailureOutcome | None:
         """The outcome that leaves the least throughput (smallest certified upper bound);
         patterns a time limit left unsolved make no claim and are not among them."""
-        return min((o for o in self.outcomes if o.status != "time_limit"),
+        return min((o for o in self.outcomes if not _unsolved_outcome(o)),
                    key=lambda o: (o.gbps_upper, o.gbps_lower), default=None)
 
 
@@ -309,7 +309,10 @@ def distribution(func: str, fab: Fabric, model: FailureModel, *, trials: int | N
         draw = model.drawer(fab)
         draws = (draw(np.random.default_rng(child)) for child in root.spawn(trials))
 
-    expect_solves(1 + count)  # a command's time limit: the intact fabric and the draws
+    # A command's time limit: half of it at most for the intact fabric, then each draw gets
+    # all that is left (a draw solved is worth more than many cut short: the draws the
+    # limit leaves are not drawn, and those solved are a sample like any other).
+    expect_solves(2)
     intact, warm = intact_solve(fab, all_to_all(fab), method, warm_start, solve_options)
     around = reroutable(fab, intact, all_to_all(fab), method, warm_start)
     keys = FailureSymmetry(fab, use_symmetry=symmetry)
@@ -326,9 +329,10 @@ def distribution(func: str, fab: Fabric, model: FailureModel, *, trials: int | N
         k = keys.first_equivalent(d.key_pattern(), i)
         if k is None:
             report("failure distribution", detail=f"pattern {i + 1:,} of {count:,}")
+            expect_solves(1 + len(chosen))  # this draw's flow and its other metrics
         out.outcomes.append(_outcome(fab, d, method, warm, solve_options, chosen, around)
                             if k is None else _shared(out.outcomes[k], d, k))
-    out.solves = sum(o.same_as is None and o.status != "time_limit" for o in out.outcomes)
+    out.solves = sum(o.same_as is None and not _unsolved_outcome(o) for o in out.outcomes)
     keys.arc_orbit()  # settles which symmetry the keys used, for the report
     out.symmetry = keys.symmetry_note
     out.seconds = time.perf_counter() - start
@@ -348,6 +352,12 @@ def _outcome(fab: Fabric, d: Draw, method: str, warm: Any, options: dict[str, An
     return FailureOutcome(d.label, d.weight, len(up), r.theta, r.lower, r.upper,
                           r.lower * mean_out, r.upper * mean_out, r.status, values, None,
                           r.seconds)
+
+
+def _unsolved_outcome(o: FailureOutcome) -> bool:
+    """Whether ``o`` is a pattern a time limit left unsolved (no claim), not one solved and
+    cut short (which keeps its certified bracket)."""
+    return o.theta is None and math.isinf(o.upper)
 
 
 def _unsolved(fab: Fabric, d: Draw, metrics: dict[str, TrialMeasure | None]) -> FailureOutcome:
