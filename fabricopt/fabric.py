@@ -203,8 +203,9 @@ class Fabric:
         (10, 12)
         """
         built = _replay(self.recipe) if _replay is not None and self.origin.from_recipe else None
-        if built is not None:
-            built.design = self.design
+        if built is None or not _holds(built, self):  # a recipe saved by an older version may
+            return None  # replay another fabric (a default changed since): not this one's
+        built.design = self.design
         return built
 
     # -- views ----------------------------------------------------------------------------
@@ -504,6 +505,18 @@ def register_replay(replay: Callable[[Any], Fabric | None]) -> None:
     """Set how :meth:`Fabric.as_built` builds a recipe again; the generators call it."""
     global _replay
     _replay = replay
+
+
+def _holds(built: Fabric, part: Fabric) -> bool:
+    """Whether ``built`` has every node of ``part``, and every arc with at least its capacity."""
+    g = built.graph
+    if any(v not in g for v in part.graph):
+        return False
+    for u, v, cap in part.graph.edges(data="capacity", default=0.0):
+        arc = g.get_edge_data(u, v)
+        if arc is None or arc.get("capacity", 0.0) < cap * (1 - 1e-9):
+            return False
+    return True
 
 
 def _claim_holds(fab: Fabric, claim: Symmetry) -> bool:

@@ -43,3 +43,22 @@ def test_without_a_recipe_the_removed_parts_are_said_not_priced():
     a, b = fo.estimate_cost(hand), fo.estimate_cost(cut)
     assert b.capex_usd < a.capex_usd  # a switch and its cables fewer
     assert b.removed_parts.startswith("1 failed switch not priced")
+
+
+def test_a_recipe_that_replays_another_fabric_is_not_used():
+    # A Clos cluster saved before whole-server leaves were the default: its recipe names no
+    # whole_servers, so replaying it builds leaves of whole servers, not the fabric it was
+    # (3 GPUs a leaf for 8 DGX on radix 16 at 2:1, servers spread, against whole DGXs).
+    # That fabric is no intact twin: what is left is priced, and said not priced whole.
+    base = fo.cluster(fo.dgx_h100(), nodes=8, scale_out="clos", oversubscription=2,
+                      radix=16, whole_servers=False)
+    failed = fo.fail_random(base, 0.03, seed=1)
+    args = {k: v for k, v in failed.recipe["arguments"].items() if k != "whole_servers"}
+    old = fo.Fabric(failed.graph, failed.endpoints, failed.name, params=failed.params,
+                    design=failed.design, recipe={**failed.recipe, "arguments": args},
+                    removed=failed.removed)
+    assert old.as_built() is None  # the replay lacks arcs of this fabric
+    assert failed.as_built() is not None  # its own recipe builds it intact
+    est = fo.estimate_cost(old)
+    assert "not priced" in est.removed_parts
+    assert est.capex_usd <= fo.estimate_cost(failed).capex_usd  # less than as built
