@@ -175,3 +175,26 @@ def test_no_memory_and_no_time_for_the_approximate_method_says_time_limit(monkey
     r = fo.max_concurrent_flow(fab, time_limit=LIMIT)
     assert r.status == "time_limit" and "nor would its first round" in r.message
     assert fo.check_certificate(fab, r).ok
+
+
+def test_a_small_routed_stage_under_a_limit_gives_its_lps_the_contracts_floor(monkeypatch):
+    # A routed stage expected within STAGE_ALWAYS_SECONDS runs whole, but its LPs are not
+    # unlimited: under a spent limit each is given what is left of at least
+    # HONOURED_WITHIN_SECONDS, the least a limit is honoured within (an attach-switch LP of
+    # a jellyfish took 1.6 s CPU given 0.05 s when they were unlimited).
+    import fabricopt.flow.bounds_first.tor_routing as tor_routing
+    from fabricopt.flow.time_budget import HONOURED_WITHIN_SECONDS
+
+    seen = []
+    solve = backends.solve_lp
+
+    def spy(lp, backend="highs", time_limit=None, **options):
+        seen.append(left_now())  # what a solver inside the call may still take
+        return solve(lp, backend, time_limit, **options)
+
+    monkeypatch.setattr(tor_routing, "solve_lp", spy)
+    fab = fo.jellyfish(34, 10, 6, seed=0)
+    r = fo.max_concurrent_flow(fab, time_limit=0.05)
+    assert r.lower <= r.upper
+    assert seen, "the attach-switch LP of the small routed stage ran"
+    assert all(s is not None and s <= HONOURED_WITHIN_SECONDS + 1e-9 for s in seen)

@@ -39,7 +39,7 @@ from ..model import ThroughputModel
 from ..problem import full_lp_entries
 from ..result import FlowCertificate, FlowResult
 from ..symmetric import build_symmetric_lp
-from ..time_budget import TimeBudget, left_now, spending
+from ..time_budget import HONOURED_WITHIN_SECONDS, TimeBudget, left_now, spending
 from ..units import in_units
 from ..warm import ball_cut_lengths
 from .tier_routing import TIER_MAX_ENTRIES, node_layers, symmetric_tier_point, tier_point
@@ -98,11 +98,16 @@ def bounds_stage(fab: Fabric, model: FlowModel, traffic: Traffic, *, tiers: tupl
     scale_up = FabricShape.of(fab, ga).scale_up  # read once, not an attribute lookup per arc
     rails = rail_labels(fab, ga)
     entries = model.n_commodities * len(model.core_arcs)
-    # A stage expected within STAGE_ALWAYS_SECONDS runs whole, its LPs unlimited (they are
-    # as small): its bracket is the least a limited call returns, whatever the machine's
-    # load. A larger one begun under a limit stops each LP at what is left.
-    with (spending(TimeBudget(None, solves=1)) if entries * ECMP_SECONDS_PER_ENTRY
-          <= STAGE_ALWAYS_SECONDS else contextlib.nullcontext()):
+    # A stage expected within STAGE_ALWAYS_SECONDS runs whole, its LPs given at least
+    # HONOURED_WITHIN_SECONDS (they are as small): its bracket is the least a limited call
+    # returns, whatever the machine's load; an estimate far short (an attach-switch LP of a
+    # jellyfish costs a thousand times its entries' share) still ends within the contract.
+    # A larger stage begun under a limit stops each LP at what is left.
+    left = left_now()
+    with (spending(TimeBudget(None if left is None else max(left, HONOURED_WITHIN_SECONDS),
+                              solves=1))
+          if entries * ECMP_SECONDS_PER_ENTRY <= STAGE_ALWAYS_SECONDS
+          else contextlib.nullcontext()):
         point = _routed_point(fab, model, ga, scale_up, rails, bound, tiered)
     if point is None:
         return None, cut_lengths
