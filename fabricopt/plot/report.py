@@ -46,6 +46,8 @@ HEADLINE = (
     ("gpus", "GPUs"),
     ("network_switches", "network switches"),
     ("scale_up_switches", "scale-up switch chips"),
+    # A batch saved before the two were counted apart (read back with Comparison.read).
+    ("switches", "switches (network and scale-up chips)"),
     ("all_to_all_gbps_per_gpu", "all-to-all per GPU, incl. NVLink-local (Gb/s)"),
     ("all_to_all_network_gbps_per_gpu", "of which over the network (Gb/s)"),
     ("any_traffic_gbps_per_gpu", "any traffic per GPU (Gb/s)"),

@@ -398,11 +398,18 @@ def _metric_id(metric: MetricSpec) -> str:
     return f"{getattr(metric, '__module__', '')}.{getattr(metric, '__qualname__', repr(metric))}"
 
 
+#: The version of a row's columns and of the fabrics a design builds: a row saved under
+#: another is computed again, not reused (2: switches counted apart, whole-server Clos leaves).
+ROW_SCHEMA = 2
+
+
 def _task_key(task: DesignTask, metrics: Sequence[MetricSpec], message_bytes: float,
               routing: tuple[int, int] | None = None, job: Any = None) -> str:
     """A stable id: the same design, point and metrics (and, with the ``routing`` metric, its
-    trials and seed; with a training job, the job) give the same key in every run."""
-    what: dict[str, Any] = {"source": task.source_hash, "point": task.point,
+    trials and seed; with a training job, the job) give the same key in every run of the
+    same :data:`ROW_SCHEMA`."""
+    what: dict[str, Any] = {"schema": ROW_SCHEMA, "source": task.source_hash,
+                            "point": task.point,
                             "path": os.path.realpath(task.path) if task.path else None,
                             "metrics": [_metric_id(m) for m in metrics],
                             "message_bytes": message_bytes}
