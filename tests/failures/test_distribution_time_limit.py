@@ -58,3 +58,14 @@ def test_a_drawer_draws_what_draw_draws(model):
         a = model.draw(fab, np.random.default_rng(seed))
         b = drawer(np.random.default_rng(seed))
         assert (a.pattern, a.label) == (b.pattern, b.label)
+
+
+def test_the_bisection_metric_is_its_certified_lower_end():
+    # A ring of 6 without one link is a path: its bisection is one link (1 Gb/s, exact), so
+    # its certified lower end per GPU is 1/6, the number the distribution reports.
+    d = failure_distribution(fo.ring(6), EverySingle("links"), trials=None,
+                             metrics=["bisection"])
+    failed = fo.ring(6).without(links=[("n0", "n1")])
+    b = fo.bisection_bandwidth(failed)
+    assert b.lower_gbps == pytest.approx(1.0)
+    assert d.percentile(50, "bisection") == pytest.approx((b.lower_gbps / 6,) * 2)
