@@ -420,8 +420,11 @@ def _degraded_lower(fab: Fabric, eps: tuple, time_limit: float | None,
     generated, not edited, or not a sub-fabric of it)."""
     if not fab.origin.from_recipe:
         return None
-    key = (json.dumps(fab.recipe, sort_keys=True, default=repr), eps, time_limit)
-    ref = _INTACT_BISECTIONS.get(key)
+    base = (json.dumps(fab.recipe, sort_keys=True, default=repr), eps)
+    key = (*base, time_limit)
+    # An exact bisection of the intact fabric serves any limit (a command's shares differ
+    # on every call, and each failed copy would pay for the intact fabric again).
+    ref = _INTACT_BISECTIONS.get(key) or _INTACT_BISECTIONS.get((*base, "exact"))
     intact = try_replay(fab.recipe)
     if intact is None:
         return None
@@ -433,6 +436,8 @@ def _degraded_lower(fab: Fabric, eps: tuple, time_limit: float | None,
         if len(_INTACT_BISECTIONS) >= _INTACT_CACHE_SIZE:
             _INTACT_BISECTIONS.pop(next(iter(_INTACT_BISECTIONS)))
         _INTACT_BISECTIONS[key] = ref
+        if ref.exact:
+            _INTACT_BISECTIONS[(*base, "exact")] = ref
     bound = (ref.lower_gbps - lost,
              f"the intact fabric's bound ({ref.lower_from}) less {lost:.6g} Gb/s of links lost")
     weighed = failed_links_lower(intact, fab, eps)
