@@ -105,8 +105,9 @@ def solve_lp(lp: LinearProgram, backend: str = "highs", time_limit: float | None
     if left is not None:
         # Under a call's time limit every LP, however deep, gets at most what is left of it
         # (at least the budget's floor: a spent limit still asks the solver for a valid one).
-        time_limit = max(left if time_limit is None else min(time_limit, left),
-                         TimeBudget.FLOOR)
+        # A caller's own limit below the floor stays its own (a hose floor's 1e-3 s).
+        time_limit = (max(left, TimeBudget.FLOOR) if time_limit is None else
+                      max(min(time_limit, left), min(time_limit, TimeBudget.FLOOR)))
     start = time.perf_counter()
     sol = _SOLVERS[backend](lp, time_limit, **options)
     sol.seconds = time.perf_counter() - start

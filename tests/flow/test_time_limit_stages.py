@@ -198,3 +198,21 @@ def test_a_small_routed_stage_under_a_limit_gives_its_lps_the_contracts_floor(mo
     assert r.lower <= r.upper
     assert seen, "the attach-switch LP of the small routed stage ran"
     assert all(s is not None and s <= HONOURED_WITHIN_SECONDS + 1e-9 for s in seen)
+
+
+def test_a_callers_own_limit_below_the_floor_stays_its_own(monkeypatch):
+    # Inside a call's budget a solve gets at most what is left, at least the budget's floor
+    # (0.01 s) when the budget is spent; a caller that asks for less (1e-3 s) keeps its own.
+    seen = []
+
+    def fake(lp, time_limit, **options):
+        seen.append(time_limit)
+        return LPSolution("time_limit", "fake")
+
+    monkeypatch.setitem(backends._SOLVERS, "highs", fake)
+    lp = fo.build_flow_lp(fo.ring(4), fo.all_to_all(fo.ring(4))).lp
+    with spending(TimeBudget(0.0, solves=1)):  # spent
+        backends.solve_lp(lp, "highs", 1e-3)
+        backends.solve_lp(lp, "highs", 5.0)
+        backends.solve_lp(lp, "highs")
+    assert seen == [1e-3, TimeBudget.FLOOR, TimeBudget.FLOOR]
