@@ -60,7 +60,8 @@ class WorstCasePermutation:
 
     ``lower <= min over permutations of theta <= upper``, both certified. ``pattern`` is the
     hardest permutation found and ``pattern_result`` its own certified throughput (None when
-    the time limit ran out before any pattern was solved: ``upper`` is then TUB's);
+    the time limit ran out before any pattern was solved: ``upper`` is then TUB's, and
+    ``pattern`` TUB's own permutation, never solved);
     ``tub_upper`` the TUB bound, ``two_phase_rate_gbps`` the two-phase rate behind ``lower``
     (``hose_rate_gbps``, its older name, is kept for a release). ``tried`` lists the bracket
     of each pattern solved, in order.
