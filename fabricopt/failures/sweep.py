@@ -582,8 +582,10 @@ def solve_failed(failed: Fabric, traffic: Traffic, method: str, options: dict[st
             if acceptable(around, gap, too_large, f" ({size // 3:,} flow entries)"):
                 # Open within the gap: closed by the routed bounds where they are cheap,
                 # as a single solve of this fabric closes it.
+                left = None if limit is None else max(limit - (time.perf_counter() - start),
+                                                      0.0)  # what the detours left of it
                 return routed_when_cheap(failed, traffic, around, options.get(
-                    "include_endpoint_links", True), limit, ga)
+                    "include_endpoint_links", True), left, ga)
     if bounds_only and size > FIND_SYMMETRY_NONZEROS:
         gap = options.get("gap", 0.01)
         first = max_concurrent_flow(failed, traffic, method="approx", bounds_first=True,
