@@ -289,8 +289,13 @@ class CandidateCuts(_Stage):
         if p.hose is not None:
             proven = max(proven, _on_capacity_grid(ga, p.hose.rate_gbps * p.half)[0])
         # Under a time limit: the splits tried while it lasts (one at least), the spectral
-        # and Kernighan-Lin ones begun only when expected to end within it.
+        # and Kernighan-Lin ones begun only when expected to end within it. With nothing
+        # proven below yet, half of what is left is kept for the stages that prove it (the
+        # cuts took all of it and the bracket fell to [0, cut] with more time, not less).
         deadline = p.deadline()
+        left = p.budget.left()
+        if deadline is not None and bracket.lower <= 0 and left is not None:
+            deadline = now() + left / 2
         p.candidates, best = _best_candidate(ga, p.ep_idx, _candidate_splits(
             p.fab, ga, p.eps, p.ep_idx, p.seed, p.degraded[2] if p.degraded else None,
             deadline), proven, deadline)
