@@ -251,7 +251,7 @@ def test_solve_several_targets_as_rows(capsys):
     # Ring of 8: theta = 8/8^2 = 0.125; hypercube Q_3 all-to-all: theta = 1/4
     # (docs/throughput.md#closed-form-test-cases).
     assert [r["theta"] for r in rows] == ["0.125", "0.25"]
-    assert rows[0]["message_bytes"] == "1.07374e+09"  # 1 GiB = 2^30 bytes
+    assert rows[0]["message_bytes"] == "1073741824"  # 1 GiB = 2^30 bytes, every digit
     assert rows[0]["all_gather_busbw_GBps"] and rows[0]["all_reduce_busbw_GBps"]
     assert main(["solve", "ring", "n=4", "--format", "json", "--throughput-only"]) == 0
     [row] = json.loads(capsys.readouterr().out)

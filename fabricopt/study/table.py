@@ -65,6 +65,8 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         if math.isnan(value):
             return ""
+        if value.is_integer() and abs(value) < 1e15:
+            return f"{value:.0f}"  # a count or a price in whole dollars, every digit kept
         return f"{value:.6g}"
     if isinstance(value, (list, dict)):
         return json.dumps(value)
