@@ -16,6 +16,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from time_limits import FLOOR_SECONDS, LIMITS, within  # noqa: F401  (one contract, one sweep)
+
 #: The commit before bisection, the worst-case search and the failures command were held to
 #: the time limit.
 BEFORE_TIME_LIMITS_CUTS = "c455525"
@@ -45,22 +47,6 @@ FAILURES_COMMANDS = {
         "failures", "fat_tree", "k=16", "--mode", "sweep", "--fraction", "0.05", "--trials",
         "3"],
 }
-
-#: The limits (seconds) each is given.
-LIMITS = (0.05, 0.2, 1.0, 3.0)
-
-#: The least a limit is honoured within (s): the contract's floor.
-FLOOR_SECONDS = 0.1
-
-
-def within(wall: float, limit: float) -> bool:
-    """Whether ``wall`` honours ``limit``: at most 20 % over it, or :data:`FLOOR_SECONDS`.
-
-    >>> within(0.14, 0.05), within(1.3, 1.0)
-    (True, False)
-    """
-    return wall <= max(1.2 * limit, limit + FLOOR_SECONDS)
-
 
 def case_cuts(kind: str, what: str | list, limit: float) -> dict:
     """One call under ``limit`` seconds: ``kind`` is "bisection" or "worst-case" (``what``
