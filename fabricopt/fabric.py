@@ -496,8 +496,7 @@ class Fabric:
         )
 
 
-#: How a recipe is built again (None when it cannot be): building is the generators' work,
-#: a floor above this one, so they hand it here as the package loads (:func:`register_replay`).
+#: How a recipe is built again (None if it cannot be): the generators' work, handed here.
 _replay: Callable[[Any], Fabric | None] | None = None
 
 

@@ -507,5 +507,7 @@ def test_an_intact_solve_expected_past_the_time_limit_is_not_begun(monkeypatch):
     size = intact_flow.lp_size_estimate(fab, fo.all_to_all(fab))
     assert size * intact_flow.INTACT_SECONDS_PER_ENTRY > 1.0
     r = fo.max_concurrent_flow(fab, time_limit=1.0)
-    assert r.status == "time_limit" and 0 < r.lower <= r.upper
+    # The lower end is the two-phase floor when it fits what the limit leaves, else 0 (a
+    # busy machine may leave too little): either way a certified bracket.
+    assert r.status == "time_limit" and 0 <= r.lower <= r.upper
     assert fo.check_certificate(fab, r).ok
