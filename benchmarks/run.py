@@ -946,7 +946,9 @@ def _spread_fill() -> None:
 
 def _child(fn_name: str, args: tuple, queue: mp.Queue) -> None:
     try:
-        if fn_name != "case_before":  # a package before imports its own, as it was
+        # A case given a package's tree (a package before) imports its own, as it was.
+        if fn_name != "case_before" and not any(
+                isinstance(a, str) and a and Path(a, "fabricopt").is_dir() for a in args):
             _spread_fill()
         out = globals()[fn_name](*args)
         out["peak_mb"] = _peak_mb()
