@@ -2772,6 +2772,7 @@ def case_engine(tree: str, setup: str, call: str) -> dict:
     import fabricopt as fo
 
     assert fo.__file__.startswith(tree), fo.__file__
+    _spread_fill()  # the Clos cases' fabric, in whichever package takes the option
     # The LP backend's module is loaded before the timer on both sides: the package before
     # imported it with itself, HEAD's on its first solve (0.1-0.3 s), and the rows time the
     # call, not a one-off import.
